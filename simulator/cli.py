@@ -1,0 +1,70 @@
+"""The ``workbench`` command line.
+
+Each command lives with the code it drives: a module in ``COMMAND_MODULES`` exposes
+``add_commands(subparsers)`` and registers its sub-commands, each with
+``set_defaults(func=...)``; ``func(args)`` returns the exit status.  A module not yet
+present is skipped, so the CLI grows with the package.
+
+Bad input (``InputError``) prints one line to stderr and exits with status 2; a bug
+tracebacks.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+
+from .errors import InputError
+
+COMMAND_MODULES = [
+    "simulator.traces.commands",       # workbench trace info|convert|synth
+    "simulator.studies.hol",           # workbench hol
+    "simulator.compression.commands",  # workbench interop decode|encode
+    "simulator.frames.commands",       # workbench frames
+    "simulator.stacks.commands",       # workbench replay
+    "simulator.batch.commands",        # workbench batch
+    "simulator.report.commands",       # workbench slides
+    "simulator.bench",                 # workbench bench
+    "simulator.demo",                  # workbench demo
+]
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> None:  # argparse's own usage errors: exit 2, one line
+        self.print_usage(sys.stderr)
+        print(f"{self.prog}: error: {message}", file=sys.stderr)
+        sys.exit(2)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(prog="workbench", description="HTTP protocol research workbench.")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+    for name in COMMAND_MODULES:
+        try:
+            module = importlib.import_module(name)
+        except ModuleNotFoundError as exc:
+            if exc.name == name:
+                continue
+            raise
+        module.add_commands(sub)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if not getattr(args, "func", None):
+        parser.print_help()
+        return 2
+    try:
+        return int(args.func(args) or 0)
+    except InputError as exc:
+        print(f"workbench: error: {exc}", file=sys.stderr)
+        return 2
+    except BrokenPipeError:  # `workbench ... | head`
+        return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,169 @@
+"""Discrete-event engine: a virtual clock, owner timer slots and seeded random streams.
+
+Written by hand (SimPy is the model, but its generator processes cost more than the
+simulator's callback style needs): a heap of ``(time_s, seq, callback, args)``; equal
+times run in the order they were scheduled (FIFO, by ``seq``).
+
+Timers follow libcurl's per-handle timer ids: an owner (a connection, a stream) has a
+small fixed set of named slots.  Setting a slot replaces its pending expiry, cancelling
+removes it, and a replaced or cancelled expiry never fires.  Only the owner's earliest
+expiry sits in the global heap; stale heap entries are skipped when popped.
+
+Randomness: one master seed; each component asks for ``sim.rng(name)`` and gets its
+own ``random.Random`` seeded from SHA-256(seed, name), so adding a component never
+changes another's draws.  Simulation code must never use the global ``random`` module
+nor read the wall clock.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import heapq
+import random
+from typing import Any, Callable, Iterable
+
+__all__ = ["Simulator", "TimerSlots", "derive_seed"]
+
+
+def derive_seed(seed: int, name: str) -> int:
+    """A 64-bit seed for component ``name`` under master ``seed`` (stable across runs and Python versions)."""
+    digest = hashlib.sha256(f"{seed}\x00{name}".encode()).digest()
+    return int.from_bytes(digest[:8], "big")
+
+
+class Simulator:
+    """The event loop.  ``now`` is virtual time in seconds."""
+
+    def __init__(self, seed: int = 1, *, trace: bool = False) -> None:
+        self.seed = seed
+        self.now = 0.0
+        self._heap: list[tuple[float, int, Callable[..., Any], tuple]] = []
+        self._seq = 0
+        self._rngs: dict[str, random.Random] = {}
+        self.events_run = 0
+        # Optional event trace (time, label) for determinism checks and debugging.
+        self.trace: list[tuple[float, str]] | None = [] if trace else None
+
+    # -- scheduling --------------------------------------------------------------
+    def call_at(self, time_s: float, callback: Callable[..., Any], *args: Any) -> None:
+        if time_s < self.now:
+            raise ValueError(f"cannot schedule in the past: {time_s} < now {self.now}")
+        self._seq += 1
+        heapq.heappush(self._heap, (time_s, self._seq, callback, args))
+
+    def call_later(self, delay_s: float, callback: Callable[..., Any], *args: Any) -> None:
+        if delay_s < 0:
+            raise ValueError(f"negative delay {delay_s}")
+        self._seq += 1
+        heapq.heappush(self._heap, (self.now + delay_s, self._seq, callback, args))
+
+    def call_soon(self, callback: Callable[..., Any], *args: Any) -> None:
+        """Run at the current time, after everything already scheduled for it."""
+        self._seq += 1
+        heapq.heappush(self._heap, (self.now, self._seq, callback, args))
+
+    def timers(self, owner: str, slots: Iterable[str]) -> "TimerSlots":
+        return TimerSlots(self, owner, slots)
+
+    # -- running -----------------------------------------------------------------
+    def run(self, until_s: float | None = None, max_events: int | None = None) -> float:
+        """Run events until the heap is empty, ``until_s`` is passed, or ``max_events`` ran.
+
+        Returns the virtual time reached.  With ``until_s``, the clock is left at
+        ``until_s`` when the heap still holds later events.
+        """
+        heap = self._heap
+        pop = heapq.heappop
+        trace = self.trace
+        count = 0
+        while heap:
+            time_s = heap[0][0]
+            if until_s is not None and time_s > until_s:
+                self.now = until_s
+                break
+            _, _, callback, args = pop(heap)
+            self.now = time_s
+            if trace is not None:
+                trace.append((time_s, getattr(callback, "__qualname__", repr(callback))))
+            callback(*args)
+            count += 1
+            if max_events is not None and count >= max_events:
+                break
+        self.events_run += count
+        return self.now
+
+    @property
+    def pending(self) -> int:
+        return len(self._heap)
+
+    # -- randomness --------------------------------------------------------------
+    def rng(self, name: str) -> random.Random:
+        """The random stream of component ``name`` (created on first use)."""
+        stream = self._rngs.get(name)
+        if stream is None:
+            stream = self._rngs[name] = random.Random(derive_seed(self.seed, name))
+        return stream
+
+
+class TimerSlots:
+    """A fixed set of named timer slots belonging to one owner.
+
+    ``set(slot, when_s, callback)`` replaces whatever the slot held; ``cancel(slot)``
+    empties it.  One heap entry per owner at a time is live: the earliest expiry.
+    """
+
+    __slots__ = ("sim", "owner", "_when", "_cb", "_scheduled_s", "_gen")
+
+    def __init__(self, sim: Simulator, owner: str, slots: Iterable[str]) -> None:
+        self.sim = sim
+        self.owner = owner
+        names = tuple(slots)
+        self._when: dict[str, float | None] = {name: None for name in names}
+        self._cb: dict[str, Callable[[], Any] | None] = {name: None for name in names}
+        self._scheduled_s: float | None = None  # time of the live heap entry
+        self._gen = 0
+
+    def set(self, slot: str, when_s: float, callback: Callable[[], Any]) -> None:
+        if slot not in self._when:
+            raise KeyError(f"{self.owner} has no timer slot {slot!r}")
+        if when_s < self.sim.now:
+            when_s = self.sim.now
+        self._when[slot] = when_s
+        self._cb[slot] = callback
+        if self._scheduled_s is None or when_s < self._scheduled_s:
+            self._schedule(when_s)
+
+    def cancel(self, slot: str) -> None:
+        # Lazy: the heap entry stays; when it pops it finds nothing due and reschedules.
+        self._when[slot] = None
+        self._cb[slot] = None
+
+    def expiry(self, slot: str) -> float | None:
+        return self._when[slot]
+
+    def armed(self) -> dict[str, float]:
+        return {k: v for k, v in self._when.items() if v is not None}
+
+    def _schedule(self, when_s: float) -> None:
+        self._gen += 1
+        self._scheduled_s = when_s
+        self.sim.call_at(when_s, self._fire, self._gen)
+
+    def _fire(self, gen: int) -> None:
+        if gen != self._gen:
+            return  # superseded by an earlier expiry
+        self._scheduled_s = None
+        now = self.sim.now
+        # Fire every due slot, earliest first; a callback may re-arm slots.
+        while True:
+            due = [(w, s) for s, w in self._when.items() if w is not None and w <= now]
+            if not due:
+                break
+            _, slot = min(due)
+            callback = self._cb[slot]
+            self._when[slot] = None
+            self._cb[slot] = None
+            callback()
+        later = [w for w in self._when.values() if w is not None]
+        if later and self._scheduled_s is None:
+            self._schedule(min(later))

@@ -1,0 +1,164 @@
+"""RTT estimation and congestion control shared by the TCP and QUIC models.
+
+Written by hand: these are the textbook algorithms, sized to run inside the engine.
+- ``RttEstimator``: RFC 6298 section 2 (TCP RTO) and RFC 9002 section 5 (QUIC), which
+  share the smoothing (alpha 1/8, beta 1/4).
+- ``Reno``: slow start and congestion avoidance of RFC 5681 section 3.1 (appropriate
+  byte counting, RFC 3465), multiplicative decrease by 1/2 (RFC 9002 section 7.3.2 for
+  QUIC uses the same).
+- ``Cubic``: RFC 9438 (C = 0.4, beta = 0.7, with the Reno-friendly region).
+Both keep ``cwnd_bytes`` and ``ssthresh_bytes`` and are told of acks, losses and
+timeouts; the transports own recovery periods and flight size.
+"""
+
+from __future__ import annotations
+
+import math
+
+__all__ = ["RttEstimator", "Reno", "Cubic", "make_congestion_control", "INITIAL_WINDOW_SEGMENTS"]
+
+INITIAL_WINDOW_SEGMENTS = 10  # RFC 6928 / RFC 9002 section 7.2
+
+
+class RttEstimator:
+    """Smoothed RTT, RTT variation and the RFC 6298 retransmission timeout."""
+
+    def __init__(self, initial_rtt_s: float = 0.333, min_rto_s: float = 0.2,
+                 max_rto_s: float = 60.0, granularity_s: float = 0.001) -> None:
+        # RFC 6298 (2.4) asks for a 1 s minimum RTO; Linux uses 200 ms (TCP_RTO_MIN),
+        # which is what real HTTP/2 servers run with, so that is the default here.
+        self.initial_rtt_s = initial_rtt_s
+        self.min_rto_s = min_rto_s
+        self.max_rto_s = max_rto_s
+        self.granularity_s = granularity_s
+        self.srtt_s: float | None = None
+        self.rttvar_s = initial_rtt_s / 2
+        self.min_rtt_s = math.inf
+        self.latest_rtt_s = initial_rtt_s
+
+    def update(self, sample_s: float, ack_delay_s: float = 0.0) -> None:
+        self.latest_rtt_s = sample_s
+        if sample_s < self.min_rtt_s:
+            self.min_rtt_s = sample_s
+        if self.srtt_s is None:                      # RFC 6298 (2.2)
+            self.srtt_s = sample_s
+            self.rttvar_s = sample_s / 2
+            return
+        # RFC 9002 section 5.3: subtract the peer's ack delay when it keeps the sample >= min_rtt.
+        adjusted = sample_s
+        if sample_s - ack_delay_s >= self.min_rtt_s:
+            adjusted = sample_s - ack_delay_s
+        self.rttvar_s = 0.75 * self.rttvar_s + 0.25 * abs(self.srtt_s - adjusted)   # RFC 6298 (2.3)
+        self.srtt_s = 0.875 * self.srtt_s + 0.125 * adjusted
+
+    @property
+    def smoothed_s(self) -> float:
+        return self.srtt_s if self.srtt_s is not None else self.initial_rtt_s
+
+    def rto_s(self) -> float:
+        """RFC 6298 (2.2)/(2.3): SRTT + max(G, 4 * RTTVAR), clamped to [min_rto, max_rto]."""
+        if self.srtt_s is None:
+            return max(self.min_rto_s, min(self.max_rto_s, 1.0))   # RFC 6298 (2.1): 1 s
+        rto = self.srtt_s + max(self.granularity_s, 4 * self.rttvar_s)
+        return max(self.min_rto_s, min(self.max_rto_s, rto))
+
+    def pto_s(self, max_ack_delay_s: float = 0.025) -> float:
+        """RFC 9002 section 6.2.1: smoothed_rtt + max(4 * rttvar, kGranularity) + max_ack_delay."""
+        return self.smoothed_s + max(4 * self.rttvar_s, self.granularity_s) + max_ack_delay_s
+
+
+class Reno:
+    """Reno/NewReno window arithmetic (the recovery bookkeeping lives in the transport)."""
+
+    name = "reno"
+
+    def __init__(self, mss_bytes: int, initial_window_segments: int = INITIAL_WINDOW_SEGMENTS,
+                 min_window_segments: int = 2) -> None:
+        self.mss_bytes = mss_bytes
+        self.cwnd_bytes = float(initial_window_segments * mss_bytes)
+        self.ssthresh_bytes = math.inf
+        self.min_window_bytes = min_window_segments * mss_bytes
+        self._ca_acc = 0.0
+
+    @property
+    def in_slow_start(self) -> bool:
+        return self.cwnd_bytes < self.ssthresh_bytes
+
+    def on_ack(self, acked_bytes: int, now_s: float, srtt_s: float) -> None:
+        if self.in_slow_start:
+            # RFC 3465 appropriate byte counting, L = 2 SMSS per ack.
+            self.cwnd_bytes += min(acked_bytes, 2 * self.mss_bytes)
+        else:
+            # RFC 5681 (3): cwnd += SMSS*SMSS/cwnd per ack, i.e. about one MSS per RTT.
+            self.cwnd_bytes += self.mss_bytes * acked_bytes / self.cwnd_bytes
+
+    def on_congestion_event(self, now_s: float, flight_bytes: int) -> None:
+        """A loss detected by acks (fast retransmit / packet or time threshold)."""
+        self.ssthresh_bytes = max(self.cwnd_bytes / 2, self.min_window_bytes)
+        self.cwnd_bytes = self.ssthresh_bytes
+
+    def on_timeout(self, flight_bytes: int) -> None:
+        """RTO (TCP, RFC 5681 (4)) or persistent congestion (QUIC, RFC 9002 section 7.6)."""
+        self.ssthresh_bytes = max(flight_bytes / 2, self.min_window_bytes)
+        self.cwnd_bytes = float(self.mss_bytes)
+
+
+class Cubic(Reno):
+    """CUBIC (RFC 9438): window growth as a cubic function of time since the last reduction."""
+
+    name = "cubic"
+    C = 0.4
+    BETA = 0.7
+
+    def __init__(self, mss_bytes: int, initial_window_segments: int = INITIAL_WINDOW_SEGMENTS,
+                 min_window_segments: int = 2) -> None:
+        super().__init__(mss_bytes, initial_window_segments, min_window_segments)
+        self.w_max_segments = 0.0
+        self.k_s = 0.0
+        self.epoch_start_s: float | None = None
+        self.w_est_segments = 0.0
+
+    def on_ack(self, acked_bytes: int, now_s: float, srtt_s: float) -> None:
+        if self.in_slow_start:
+            super().on_ack(acked_bytes, now_s, srtt_s)
+            return
+        mss = self.mss_bytes
+        cwnd_seg = self.cwnd_bytes / mss
+        if self.epoch_start_s is None:              # RFC 9438 section 4.2 (first ack of an epoch)
+            self.epoch_start_s = now_s
+            if self.w_max_segments < cwnd_seg:
+                self.w_max_segments = cwnd_seg
+            self.k_s = ((self.w_max_segments - cwnd_seg) / self.C) ** (1 / 3)
+            self.w_est_segments = cwnd_seg
+        t = now_s - self.epoch_start_s
+        target = self.C * (t + srtt_s - self.k_s) ** 3 + self.w_max_segments   # eq. 1 at t + RTT
+        target = min(max(target, cwnd_seg), 1.5 * cwnd_seg)
+        # Reno-friendly estimate (section 4.3): alpha = 3 (1 - beta) / (1 + beta).
+        alpha = 3 * (1 - self.BETA) / (1 + self.BETA)
+        self.w_est_segments += alpha * (acked_bytes / mss) / cwnd_seg
+        if self.w_est_segments > target:
+            target = self.w_est_segments
+        self.cwnd_bytes += (target - cwnd_seg) / cwnd_seg * acked_bytes
+
+    def on_congestion_event(self, now_s: float, flight_bytes: int) -> None:
+        cwnd_seg = self.cwnd_bytes / self.mss_bytes
+        # Fast convergence (section 4.7).
+        if cwnd_seg < self.w_max_segments:
+            self.w_max_segments = cwnd_seg * (1 + self.BETA) / 2
+        else:
+            self.w_max_segments = cwnd_seg
+        self.ssthresh_bytes = max(self.cwnd_bytes * self.BETA, self.min_window_bytes)
+        self.cwnd_bytes = self.ssthresh_bytes
+        self.epoch_start_s = None
+
+    def on_timeout(self, flight_bytes: int) -> None:
+        super().on_timeout(flight_bytes)
+        self.epoch_start_s = None
+
+
+def make_congestion_control(name: str, mss_bytes: int, **kw) -> Reno:
+    from ..errors import InputError
+    table = {"reno": Reno, "newreno": Reno, "cubic": Cubic}
+    if name.lower() not in table:
+        raise InputError(f"unknown congestion control {name!r} (choose reno or cubic)")
+    return table[name.lower()](mss_bytes, **kw)

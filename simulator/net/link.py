@@ -1,0 +1,298 @@
+"""One-direction links, loss models and a two-way path.
+
+Written by hand (no maintained library models a link inside our engine).  A ``Link``
+has a propagation delay, an optional bottleneck bandwidth (serialization, one packet on
+the wire at a time), a finite drop-tail queue counted in bytes, an MTU, a loss model and
+optional jitter.  Jitter follows the 2017 HOL simulator: with probability ``prob`` a
+packet gets an extra delay drawn from U(0, max_s), which reorders packets.
+
+Loss models draw from their own random stream: ``NoLoss``, ``Bernoulli(p)`` and the
+two-state ``GilbertElliott`` chain (Good/Bad, each with its own loss probability) for
+bursty loss.  With ``loss_bad = 1`` and ``loss_good = 0`` the mean loss-burst length is
+``1 / p_bad_to_good`` packets and the long-run loss rate ``p_gb / (p_gb + p_bg)``.
+"""
+
+from __future__ import annotations
+
+import random
+from collections import deque
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+from ..engine import Simulator
+from ..errors import InputError
+
+__all__ = [
+    "Packet", "LossModel", "NoLoss", "Bernoulli", "GilbertElliott", "DropList", "Jitter",
+    "Link", "Path", "parse_loss",
+]
+
+
+@dataclass(slots=True)
+class Packet:
+    """A packet on a link.  ``payload`` is the transport's own object (segment, QUIC packet)."""
+
+    size_bytes: int
+    payload: Any = None
+    link_seq: int = 0          # index on its link, set by Link.send
+    sent_s: float = 0.0
+    arrived_s: float | None = None
+    lost: bool = False
+
+
+class LossModel:
+    """Decides, packet by packet in send order, whether a packet is lost."""
+
+    def lost(self) -> bool:  # pragma: no cover - interface
+        raise NotImplementedError
+
+    @property
+    def mean_loss_rate(self) -> float:  # pragma: no cover - interface
+        raise NotImplementedError
+
+
+class NoLoss(LossModel):
+    def lost(self) -> bool:
+        return False
+
+    @property
+    def mean_loss_rate(self) -> float:
+        return 0.0
+
+    def __repr__(self) -> str:
+        return "NoLoss()"
+
+
+class Bernoulli(LossModel):
+    """Independent loss with probability ``p`` per packet."""
+
+    def __init__(self, p: float, rng: random.Random) -> None:
+        if not 0.0 <= p < 1.0:
+            raise InputError(f"loss probability must be in [0, 1), got {p}")
+        self.p = p
+        self._random = rng.random
+
+    def lost(self) -> bool:
+        return self.p > 0.0 and self._random() < self.p
+
+    @property
+    def mean_loss_rate(self) -> float:
+        return self.p
+
+    def __repr__(self) -> str:
+        return f"Bernoulli(p={self.p})"
+
+
+class GilbertElliott(LossModel):
+    """Two-state Markov loss: Good -> Bad with ``p_gb``, Bad -> Good with ``p_bg`` per packet."""
+
+    def __init__(self, p_gb: float, p_bg: float, rng: random.Random,
+                 loss_good: float = 0.0, loss_bad: float = 1.0) -> None:
+        for name, v in (("P (good->bad)", p_gb), ("R (bad->good)", p_bg),
+                        ("loss in good state", loss_good), ("loss in bad state", loss_bad)):
+            if not 0.0 <= v <= 1.0:
+                raise InputError(f"Gilbert-Elliott {name} must be in [0, 1], got {v}")
+        if p_bg == 0.0:
+            raise InputError("Gilbert-Elliott R (bad->good) must be above 0, or the channel never recovers")
+        self.p_gb, self.p_bg = p_gb, p_bg
+        self.loss_good, self.loss_bad = loss_good, loss_bad
+        self.bad = False
+        self._random = rng.random
+
+    def lost(self) -> bool:
+        # Transition first, then draw the loss in the new state (Gilbert's convention).
+        r = self._random
+        if self.bad:
+            if r() < self.p_bg:
+                self.bad = False
+        elif r() < self.p_gb:
+            self.bad = True
+        p = self.loss_bad if self.bad else self.loss_good
+        return p > 0.0 and r() < p
+
+    @property
+    def mean_loss_rate(self) -> float:
+        pi_bad = self.p_gb / (self.p_gb + self.p_bg) if self.p_gb + self.p_bg else 0.0
+        return pi_bad * self.loss_bad + (1 - pi_bad) * self.loss_good
+
+    @property
+    def mean_burst_packets(self) -> float:
+        """Expected run of consecutive losses with loss_bad = 1, loss_good = 0."""
+        return 1.0 / self.p_bg
+
+    def __repr__(self) -> str:
+        return f"GilbertElliott(P={self.p_gb}, R={self.p_bg}, h={self.loss_good}, k={self.loss_bad})"
+
+
+class DropList(LossModel):
+    """Drops exactly the packets with the given 0-based send indices (for tests and what-ifs)."""
+
+    def __init__(self, indices) -> None:
+        self.indices = frozenset(indices)
+        self._n = 0
+
+    def lost(self) -> bool:
+        i = self._n
+        self._n += 1
+        return i in self.indices
+
+    @property
+    def mean_loss_rate(self) -> float:
+        return 0.0
+
+    def __repr__(self) -> str:
+        return f"DropList({sorted(self.indices)})"
+
+
+def parse_loss(spec: str | float | None, rng: random.Random) -> LossModel:
+    """Loss model from a CLI spec: ``0``, ``0.01`` (Bernoulli) or ``ge:P,R[,h,k]`` (Gilbert-Elliott)."""
+    if spec is None:
+        return NoLoss()
+    if isinstance(spec, (int, float)):
+        return NoLoss() if spec == 0 else Bernoulli(float(spec), rng)
+    text = str(spec).strip().lower()
+    try:
+        if text.startswith("ge:"):
+            parts = [float(x) for x in text[3:].split(",")]
+            if len(parts) not in (2, 4):
+                raise ValueError
+            p_gb, p_bg = parts[0], parts[1]
+            loss_good, loss_bad = (parts[2], parts[3]) if len(parts) == 4 else (0.0, 1.0)
+            return GilbertElliott(p_gb, p_bg, rng, loss_good=loss_good, loss_bad=loss_bad)
+        p = float(text.rstrip("%")) / (100.0 if text.endswith("%") else 1.0)
+    except ValueError:
+        raise InputError(f"cannot read loss {spec!r}: give a probability like 0.01 or 1%, "
+                         "or Gilbert-Elliott as ge:P,R or ge:P,R,h,k") from None
+    return NoLoss() if p == 0 else Bernoulli(p, rng)
+
+
+@dataclass(slots=True)
+class Jitter:
+    """With probability ``prob`` a packet is delayed by an extra U(0, ``max_s``) (reorders)."""
+
+    prob: float = 0.05
+    max_s: float = 0.100
+
+
+@dataclass
+class LinkStats:
+    packets_sent: int = 0
+    packets_lost: int = 0            # lost on the wire (loss model)
+    packets_dropped: int = 0         # dropped at the full queue (drop-tail)
+    bytes_sent: int = 0
+    bytes_delivered: int = 0
+    max_queue_bytes: int = 0
+
+
+class Link:
+    """One direction of a path.  ``send(packet, deliver)`` calls ``deliver(packet)`` on arrival."""
+
+    def __init__(self, sim: Simulator, name: str, *, delay_s: float,
+                 bandwidth_bps: float | None = None, queue_bytes: int | None = None,
+                 mtu_bytes: int = 1500, loss: LossModel | None = None,
+                 jitter: Jitter | None = None) -> None:
+        if delay_s < 0:
+            raise InputError(f"link delay must be >= 0, got {delay_s}")
+        if bandwidth_bps is not None and bandwidth_bps <= 0:
+            raise InputError(f"link bandwidth must be > 0, got {bandwidth_bps}")
+        self.sim = sim
+        self.name = name
+        self.delay_s = delay_s
+        self.bandwidth_bps = bandwidth_bps
+        self.queue_bytes = queue_bytes
+        self.mtu_bytes = mtu_bytes
+        self.loss = loss or NoLoss()
+        self.jitter = jitter
+        self._jitter_rng = sim.rng(f"{name}/jitter")
+        self._busy_until_s = 0.0
+        self._queue: deque[tuple[float, int]] = deque()  # (departure start, size) of queued packets
+        self._queued_bytes = 0
+        self.stats = LinkStats()
+        # Observers see every packet: (packet) after its fate is known (pcap writers, logs).
+        self.observers: list[Callable[[Packet], None]] = []
+
+    def send(self, packet: Packet, deliver: Callable[[Packet], None]) -> bool:
+        """Put ``packet`` on the link.  Returns False when it was dropped at the queue."""
+        if packet.size_bytes > self.mtu_bytes:
+            raise ValueError(f"{self.name}: packet of {packet.size_bytes} B exceeds MTU {self.mtu_bytes} B")
+        sim = self.sim
+        now = sim.now
+        stats = self.stats
+        packet.link_seq = stats.packets_sent
+        packet.sent_s = now
+        stats.packets_sent += 1
+        stats.bytes_sent += packet.size_bytes
+        if self.bandwidth_bps is None:
+            depart_s = now
+        else:
+            queue = self._queue
+            while queue and queue[0][0] <= now:     # started transmitting: no longer queued
+                self._queued_bytes -= queue.popleft()[1]
+            start_s = max(now, self._busy_until_s)
+            if start_s > now:
+                if self.queue_bytes is not None and self._queued_bytes + packet.size_bytes > self.queue_bytes:
+                    stats.packets_dropped += 1
+                    packet.lost = True
+                    self._observe(packet)
+                    return False
+                queue.append((start_s, packet.size_bytes))
+                self._queued_bytes += packet.size_bytes
+                if self._queued_bytes > stats.max_queue_bytes:
+                    stats.max_queue_bytes = self._queued_bytes
+            depart_s = start_s + packet.size_bytes * 8.0 / self.bandwidth_bps
+            self._busy_until_s = depart_s
+        if self.loss.lost():
+            stats.packets_lost += 1
+            packet.lost = True
+            self._observe(packet)
+            return True
+        arrive_s = depart_s + self.delay_s
+        jitter = self.jitter
+        if jitter is not None and jitter.prob > 0:
+            rnd = self._jitter_rng.random
+            if rnd() < jitter.prob:
+                arrive_s += rnd() * jitter.max_s
+        packet.arrived_s = arrive_s
+        sim.call_at(arrive_s, self._arrive, packet, deliver)
+        return True
+
+    def _arrive(self, packet: Packet, deliver: Callable[[Packet], None]) -> None:
+        self.stats.bytes_delivered += packet.size_bytes
+        self._observe(packet)
+        deliver(packet)
+
+    def _observe(self, packet: Packet) -> None:
+        for observer in self.observers:
+            observer(packet)
+
+
+class Path:
+    """A two-way path: ``forward`` (client to server) and ``reverse`` (server to client).
+
+    ``rtt_s`` is the base round-trip time (each direction gets rtt_s / 2 of propagation
+    delay); loss applies in both directions (acknowledgements are packets too), each
+    direction with its own random stream.
+    """
+
+    def __init__(self, sim: Simulator, *, rtt_s: float, bandwidth_bps: float | None = None,
+                 queue_bytes: int | None = None, mtu_bytes: int = 1500,
+                 loss: str | float | None = None, reverse_loss: str | float | None = "same",
+                 jitter: Jitter | None = None, name: str = "path") -> None:
+        if rtt_s < 0:
+            raise InputError(f"RTT must be >= 0, got {rtt_s}")
+        self.sim = sim
+        self.rtt_s = rtt_s
+        self.bandwidth_bps = bandwidth_bps
+        self.mtu_bytes = mtu_bytes
+        if reverse_loss == "same":
+            reverse_loss = loss
+        common = dict(delay_s=rtt_s / 2, bandwidth_bps=bandwidth_bps, queue_bytes=queue_bytes,
+                      mtu_bytes=mtu_bytes, jitter=jitter)
+        self.forward = Link(sim, f"{name}/fwd", loss=parse_loss(loss, sim.rng(f"{name}/fwd/loss")), **common)
+        self.reverse = Link(sim, f"{name}/rev", loss=parse_loss(reverse_loss, sim.rng(f"{name}/rev/loss")), **common)
+
+    def bdp_bytes(self) -> int | None:
+        """Bandwidth-delay product in bytes (None without a bandwidth limit)."""
+        if self.bandwidth_bps is None:
+            return None
+        return int(self.bandwidth_bps * self.rtt_s / 8)

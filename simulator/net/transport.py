@@ -1,0 +1,76 @@
+"""The application interface shared by the TCP and QUIC models.
+
+HTTP layers (and the header-compression study) run over either transport through the
+same calls, so a comparison changes one argument:
+
+    conn = TcpConnection(sim, path, config)      # or QuicConnection(sim, path, config)
+    sid = conn.client.open_stream()               # RFC 9000 section 2.1 numbering on both
+    conn.server.on_data = lambda stream_id, data, end, time_s: ...
+    conn.client.write(sid, b"...", end=True)
+
+- ``write(stream_id, data, end)`` queues bytes; writes made at the same virtual instant
+  are coalesced into the same packets (the 2017 simulator's "requests starting within
+  1 ms share packets", here exactly: same instant).
+- ``on_data(stream_id, data, end, time_s)`` is called when bytes become deliverable *in
+  order*: over TCP in the order of the one connection byte stream (a hole holds back
+  every later byte, whatever its stream), over QUIC in each stream's own order.
+- ``on_stream_acked(stream_id, acked_offset)`` tells a sender that the first
+  ``acked_offset`` bytes of one of its streams are now all acknowledged by the peer's
+  transport (QCRAM's commit hook; TCP reports it too, from its cumulative ACK).
+- ``on_packet_acked(packet_number, ranges)`` (QUIC) names each acknowledged packet with
+  the ``(stream_id, offset, length)`` ranges it carried.
+
+Streams of the byte-stream transport are labels: over TCP the HTTP/2 framing that
+multiplexes them is the caller's (or the real h2 stack's) business; the model keeps the
+mapping from connection bytes back to streams only to report delivery per stream.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, asdict
+from typing import Callable, Protocol
+
+__all__ = ["TransportConfig", "Endpoint", "Connection", "stream_id_for", "DataCallback"]
+
+DataCallback = Callable[[int, bytes, bool, float], None]
+
+
+@dataclass
+class TransportConfig:
+    """Transport parameters common to both models (units in the names)."""
+
+    mss_bytes: int = 1460                 # TCP MSS; QUIC uses max_datagram_bytes
+    max_datagram_bytes: int = 1252        # QUIC UDP payload (RFC 9000 section 14: at least 1200)
+    header_overhead_bytes: int = 40       # IPv4 + TCP (20 + 20); QUIC model adds its own on top of UDP
+    cc: str = "reno"                      # "reno" or "cubic"
+    initial_window_segments: int = 10     # RFC 6928, RFC 9002 section 7.2
+    min_rto_s: float = 0.2                # Linux TCP_RTO_MIN (RFC 6298 says 1 s)
+    initial_rtt_s: float = 0.333          # RFC 9002 section 6.2.2 kInitialRtt
+    ack_every_packets: int = 2            # delayed ACK: every 2nd full segment (RFC 5681 4.2, RFC 9000 13.2.2)
+    max_ack_delay_s: float = 0.025        # RFC 9000 default max_ack_delay
+    packet_threshold: int = 3             # RFC 9002 kPacketThreshold; TCP dupthresh
+    time_threshold: float = 9 / 8         # RFC 9002 kTimeThreshold
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+def stream_id_for(index: int, *, client: bool, unidirectional: bool) -> int:
+    """RFC 9000 section 2.1: the two low bits give initiator (0x1 = server) and direction (0x2 = uni)."""
+    return (index << 2) | (0 if client else 1) | (2 if unidirectional else 0)
+
+
+class Endpoint(Protocol):
+    is_client: bool
+    on_data: DataCallback | None
+    on_stream_acked: Callable[[int, int], None] | None
+
+    def open_stream(self, unidirectional: bool = False) -> int: ...
+    def write(self, stream_id: int, data: bytes, end: bool = False) -> None: ...
+
+
+class Connection(Protocol):
+    client: Endpoint
+    server: Endpoint
+
+    def stats(self) -> dict: ...
