@@ -1,0 +1,125 @@
+"""The normalized trace model every loader produces and every study consumes.
+
+A ``Trace`` is an ordered list of ``Exchange``s (request/response pairs, or just one
+header list for formats such as QIF that carry lists without their partner), grouped
+into pages where the source has pages.  Header lists are tuples of ``(name, value)``
+``bytes`` pairs in wire order, exactly as the codecs (hpack, pylsqpack) take them.
+
+Raw header size follows the QPACK interop convention: the sum of name and value
+lengths in bytes (no HPACK 32-byte entry overhead, no separators).
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass, field
+from typing import Iterator
+
+__all__ = ["Header", "HeaderList", "Exchange", "Page", "Trace", "raw_size", "header_value"]
+
+Header = tuple[bytes, bytes]
+HeaderList = tuple[Header, ...]
+
+
+def raw_size(headers: HeaderList | None) -> int:
+    """Sum of name and value lengths (the QPACK offline-interop measure of raw bytes)."""
+    if not headers:
+        return 0
+    return sum(len(n) + len(v) for n, v in headers)
+
+
+def header_value(headers: HeaderList | None, name: bytes) -> bytes | None:
+    """The first value of ``name`` in ``headers`` (names compared as given: lower-case)."""
+    for n, v in headers or ():
+        if n == name:
+            return v
+    return None
+
+
+@dataclass(slots=True)
+class Exchange:
+    """One request/response exchange.  Unknown fields are None (QIF has no timing or sizes)."""
+
+    index: int
+    request_headers: HeaderList | None = None
+    response_headers: HeaderList | None = None      # includes :status first when known
+    response_trailers: HeaderList | None = None
+    request_body_bytes: int = 0
+    response_body_bytes: int = 0
+    start_s: float | None = None        # relative to the trace's first exchange
+    origin: str | None = None           # scheme://authority, the compression/connection scope
+    connection: str | None = None       # the capture's connection id, when it has one
+    page: str | None = None
+    priority: str | None = None         # e.g. Chrome's _priority ("VeryHigh" ... "VeryLow")
+    resource_type: str | None = None    # e.g. Chrome's _resourceType ("document", "script", ...)
+    initiator: str | None = None        # URL of the resource that caused this one, when known
+    initiator_type: str | None = None   # parser / script / preload / other
+    url: str | None = None
+    timings: dict | None = None         # HAR timings (ms), -1 = not applicable
+
+    @property
+    def status(self) -> int | None:
+        v = header_value(self.response_headers, b":status")
+        return int(v) if v is not None and v.isdigit() else None
+
+    def header_lists(self, direction: str) -> list[tuple[str, HeaderList]]:
+        """The header lists of this exchange for ``requests``, ``responses`` or ``both``."""
+        out = []
+        if direction in ("requests", "both") and self.request_headers is not None:
+            out.append(("request", self.request_headers))
+        if direction in ("responses", "both") and self.response_headers is not None:
+            out.append(("response", self.response_headers))
+        return out
+
+
+@dataclass(slots=True)
+class Page:
+    id: str
+    title: str | None = None
+    start_s: float | None = None
+
+
+@dataclass
+class Trace:
+    """A normalized trace.  ``format`` names the loader ("har", "qif", "qpack-interop", ...)."""
+
+    exchanges: list[Exchange]
+    format: str
+    source: str | None = None           # the file it came from
+    pages: list[Page] = field(default_factory=list)
+    meta: dict = field(default_factory=dict)
+
+    def __len__(self) -> int:
+        return len(self.exchanges)
+
+    def __iter__(self) -> Iterator[Exchange]:
+        return iter(self.exchanges)
+
+    @property
+    def timed(self) -> bool:
+        return any(e.start_s is not None for e in self.exchanges)
+
+    def origins(self) -> list[str]:
+        seen: dict[str, None] = {}
+        for e in self.exchanges:
+            if e.origin is not None:
+                seen.setdefault(e.origin, None)
+        return list(seen)
+
+    def header_lists(self, direction: str = "both") -> list[tuple[Exchange, str, HeaderList]]:
+        """Every header list in trace order as (exchange, "request"|"response", headers)."""
+        return [(e, kind, h) for e in self.exchanges for kind, h in e.header_lists(direction)]
+
+    def raw_header_bytes(self, direction: str = "both") -> int:
+        return sum(raw_size(h) for _, _, h in self.header_lists(direction))
+
+    def content_hash(self) -> str:
+        """SHA-256 over the header lists and sizes: identifies the trace's content, not its file name."""
+        h = hashlib.sha256()
+        for e in self.exchanges:
+            for part in (e.request_headers, e.response_headers, e.response_trailers):
+                for n, v in part or ():
+                    h.update(n + b"\x00" + v + b"\x01")
+                h.update(b"\x02")
+            h.update(f"{e.start_s}|{e.request_body_bytes}|{e.response_body_bytes}|{e.origin}\n".encode())
+        return h.hexdigest()
