@@ -1,0 +1,96 @@
+"""Trace loaders: HAR, QIF and QPACK offline-interop files, plus synthetic traces.
+
+``load(path, **options)`` detects the format from the content, not the file name:
+
+* JSON whose top level has ``"log"`` -> HAR (``har.load_har``);
+* binary records in the interop layout (u64 stream id, u32 length, bytes) ->
+  QPACK offline interop (``interop.load_interop``; options ``max_table_capacity``,
+  ``blocked_streams``);
+* text with ``name<TAB>value`` lines -> QIF (``qif.load_qif``).
+
+``load_many(paths)`` loads several files, skipping (and reporting) the bad ones.
+Bad input raises ``InputError`` (alias ``TraceError``) naming the file and the place.
+"""
+
+from __future__ import annotations
+
+from typing import Callable, Iterable
+
+from ..errors import InputError
+from ._io import read_bytes
+from .model import Exchange, HeaderList, Page, Trace, header_value, raw_size
+
+__all__ = ["load", "load_many", "detect_format", "TraceError", "InputError",
+           "Trace", "Exchange", "Page", "HeaderList", "raw_size", "header_value"]
+
+TraceError = InputError
+
+
+def detect_format(data: bytes, path: str | None = None) -> str:
+    """``"har"``, ``"qpack-interop"`` or ``"qif"`` from a file's bytes."""
+    from .interop import looks_like_records
+
+    if not data.strip():
+        raise InputError("the file is empty.", path=path)
+    head = data.lstrip(b"\xef\xbb\xbf \t\r\n")
+    if head.startswith((b"{", b"[")):
+        return "har"
+    if looks_like_records(data):
+        return "qpack-interop"
+    first = next((line for line in data.split(b"\n") if line.strip() and not line.startswith(b"#")), b"")
+    if b"\t" in first:
+        return "qif"
+    if b"\x00" in data[:1024]:
+        return "qpack-interop"
+    raise InputError("unrecognised trace format: not HAR (JSON with \"log\"), not QPACK interop records, "
+                     "and not QIF (name<TAB>value lines).", path=path, where="line 1")
+
+
+def load(path, *, format: str | None = None, **options) -> Trace:
+    """Load a trace file; the format comes from the content unless ``format`` is given.
+
+    Options: ``max_table_capacity`` and ``blocked_streams`` for interop files.
+    """
+    from .har import load_har
+    from .interop import load_interop
+    from .qif import load_qif
+
+    path = str(path)
+    try:
+        data = read_bytes(path)
+    except FileNotFoundError:
+        raise InputError("no such file.", path=path) from None
+    except IsADirectoryError:
+        raise InputError("is a directory, not a trace file.", path=path) from None
+    fmt = format or detect_format(data, path)
+    if fmt == "har":
+        trace = load_har(path, data=data)
+    elif fmt == "qif":
+        trace = load_qif(path, data=data)
+    elif fmt == "qpack-interop":
+        trace = load_interop(path, data=data, max_table_capacity=options.get("max_table_capacity"),
+                             blocked_streams=options.get("blocked_streams"))
+    else:
+        raise InputError(f"unknown trace format {fmt!r} (har, qif or qpack-interop).", path=path)
+    return trace
+
+
+def load_many(paths: Iterable, on_error: str | Callable = "skip",
+              **options) -> tuple[list[Trace], list[tuple[str, InputError]]]:
+    """Load each path; a bad file is skipped and reported, and loading goes on.
+
+    Returns ``(traces, errors)`` with ``errors`` a list of ``(path, InputError)``.
+    ``on_error``: ``"skip"`` (default), ``"raise"`` (stop at the first bad file), or a
+    callable ``f(path, error)`` called for each bad file (e.g. to print a warning).
+    """
+    traces, errors = [], []
+    for path in paths:
+        try:
+            traces.append(load(path, **options))
+        except InputError as exc:
+            if on_error == "raise":
+                raise
+            if callable(on_error):
+                on_error(str(path), exc)
+            errors.append((str(path), exc))
+    return traces, errors

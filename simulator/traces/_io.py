@@ -1,0 +1,28 @@
+"""Small file helpers shared by the trace loaders and writers."""
+
+from __future__ import annotations
+
+import os
+import tempfile
+
+__all__ = ["atomic_write", "read_bytes"]
+
+
+def atomic_write(path: str, data: bytes) -> None:
+    """Write ``data`` to ``path`` atomically: a temporary file in the same folder, then ``os.replace``."""
+    path = str(path)
+    folder = os.path.dirname(os.path.abspath(path))
+    fd, tmp = tempfile.mkstemp(dir=folder, prefix=".tmp-", suffix="-" + os.path.basename(path))
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+
+
+def read_bytes(path: str) -> bytes:
+    with open(path, "rb") as f:
+        return f.read()

@@ -1,0 +1,349 @@
+"""HAR 1.2 loader and writer (format ``"har"``).
+
+``load_har(path)`` turns a browser's HTTP Archive into a ``Trace``:
+
+* Request header lists in wire order, as an HTTP/2 or HTTP/3 client would send them:
+  names lower-cased (RFC 9113 8.2.1), connection-specific fields dropped
+  (RFC 9113 8.2.2: connection, keep-alive, proxy-connection, transfer-encoding,
+  upgrade; ``te`` unless it is exactly "trailers"), and the pseudo-header fields
+  ``:method``, ``:scheme``, ``:authority``, ``:path`` placed first (RFC 9113 8.3.1),
+  rebuilt from the method and URL when the HAR lacks them.  ``host`` becomes
+  ``:authority`` (RFC 9113 8.3.1: clients use ``:authority`` instead of Host).
+  A CONNECT request carries only ``:method`` and ``:authority`` (RFC 9113 8.5).
+* Response header lists with ``:status`` first (RFC 9113 8.3.2), same clean-up.
+* Cookies are kept as the header appears; splitting into crumbs
+  (RFC 9113 8.2.3) is the codecs' business.
+* A header value holding several lines (Firefox joins repeated Set-Cookie with
+  newlines) becomes one field per line.
+* Chrome extras when present: ``_initiator`` (type and url; for a stack, the first
+  url found), ``_priority``, ``_resourceType``, ``response._transferSize`` (kept in
+  ``trace.meta["transfer_sizes"]``, one entry per exchange, None when absent).
+* Body sizes from ``response.content.size`` or else ``response.bodySize``
+  (-1 means unknown and counts as 0); ``start_s`` from ``startedDateTime``
+  relative to the first entry, entries sorted by start time; pages from
+  ``log.pages`` and ``pageref``; ``timings`` copied; ``origin`` is
+  ``scheme://authority``, the compression and connection scope.
+
+``write_har(trace, path)`` writes a valid HAR 1.2 file that ``load_har`` reads back
+to the same header lists, sizes, start times, pages and extras.  Header bytes are
+converted to JSON text as UTF-8 (undecodable bytes survive via surrogate escapes).
+"""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime, timedelta, timezone
+from urllib.parse import urlsplit
+
+from ..errors import InputError
+from ._io import atomic_write
+from .model import Exchange, HeaderList, Page, Trace
+
+__all__ = ["load_har", "parse_har", "write_har", "har_dict", "request_pseudo_headers"]
+
+# RFC 9113 8.2.2: fields that are specific to one HTTP/1.1 connection.
+CONNECTION_SPECIFIC = frozenset({b"connection", b"keep-alive", b"proxy-connection",
+                                 b"transfer-encoding", b"upgrade"})
+REQUEST_PSEUDO = (b":method", b":scheme", b":authority", b":path")  # RFC 9113 8.3.1 order
+
+
+def _b(text: str) -> bytes:
+    return text.encode("utf-8", "surrogateescape")
+
+
+def _s(data: bytes) -> str:
+    return data.decode("utf-8", "surrogateescape")
+
+
+def request_pseudo_headers(method: str, url: str) -> HeaderList:
+    """The request pseudo-header fields for ``method`` and ``url`` (RFC 9113 8.3.1, 8.5)."""
+    parts = urlsplit(url)
+    authority = parts.netloc.rsplit("@", 1)[-1]  # 8.3.1: no userinfo in :authority
+    if method.upper() == "CONNECT":
+        return ((b":method", _b(method)), (b":authority", _b(authority)))
+    path = parts.path or "/"
+    if parts.query:
+        path += "?" + parts.query
+    return ((b":method", _b(method)), (b":scheme", _b(parts.scheme or "https")),
+            (b":authority", _b(authority)), (b":path", _b(path)))
+
+
+def _fields(raw_headers, where, path) -> list[tuple[bytes, bytes]]:
+    """HAR header objects -> lower-case (name, value) pairs minus connection-specific ones."""
+    if raw_headers is None:
+        return []
+    if not isinstance(raw_headers, list):
+        raise InputError("headers is not a list.", path=path, where=where)
+    out = []
+    for i, h in enumerate(raw_headers):
+        if not isinstance(h, dict) or not isinstance(h.get("name"), str):
+            raise InputError(f"header {i} has no name.", path=path, where=where)
+        name = _b(h["name"].strip().lower())          # RFC 9113 8.2.1: lower-case names
+        value = h.get("value", "")
+        value = "" if value is None else str(value)
+        if name in CONNECTION_SPECIFIC:
+            continue
+        if name == b"te" and value.strip().lower() != "trailers":  # RFC 9113 8.2.2
+            continue
+        for line in value.split("\n") if "\n" in value else (value,):
+            out.append((name, _b(line)))
+    return out
+
+
+def _request_headers(request: dict, where: str, path) -> HeaderList:
+    fields = _fields(request.get("headers"), where, path)
+    method = str(request.get("method") or "GET")
+    url = request["url"]
+    given = {n: v for n, v in fields if n.startswith(b":")}
+    host = next((v for n, v in fields if n == b"host"), None)
+    regular = [(n, v) for n, v in fields if not n.startswith(b":") and n != b"host"]
+    rebuilt = dict(request_pseudo_headers(method, url))
+    if host is not None and b":authority" not in given:
+        rebuilt[b":authority"] = host                 # RFC 9113 8.3.1: Host -> :authority
+    wanted = [n for n in REQUEST_PSEUDO if n in rebuilt]
+    if all(n in given for n in wanted):
+        # The capture has the pseudo-header fields: keep them in their wire order.
+        pseudo = [(n, v) for n, v in fields if n.startswith(b":")]
+    else:
+        pseudo = [(n, given.get(n, rebuilt[n])) for n in wanted]
+    return tuple(pseudo + regular)
+
+
+def _response_headers(response: dict, where: str, path) -> HeaderList | None:
+    fields = _fields(response.get("headers"), where, path)
+    status = response.get("status")
+    given = next((v for n, v in fields if n == b":status"), None)
+    regular = [(n, v) for n, v in fields if not n.startswith(b":")]
+    if isinstance(status, int) and status > 0:
+        code = _b(str(status))
+    elif given is not None:
+        code = given
+    elif regular:
+        code = b"200" if status is None else _b(str(status))
+    else:
+        return None  # no response at all (Chrome records blocked requests with status 0)
+    return ((b":status", code),) + tuple(regular)  # RFC 9113 8.3.2: :status first
+
+
+def _size(value) -> int:
+    return value if isinstance(value, int) and value > 0 else 0
+
+
+def _initiator(entry: dict) -> tuple[str | None, str | None]:
+    init = entry.get("_initiator")
+    if not isinstance(init, dict):
+        return None, None
+    kind = init.get("type")
+    url = init.get("url")
+    stack = init.get("stack")
+    while not url and isinstance(stack, dict):   # first url found in the call stack
+        for frame in stack.get("callFrames") or ():
+            if isinstance(frame, dict) and frame.get("url"):
+                url = frame["url"]
+                break
+        stack = stack.get("parent")
+    return url or None, kind if isinstance(kind, str) else None
+
+
+def _parse_time(text, where, path) -> datetime | None:
+    if text is None:
+        return None
+    try:
+        t = datetime.fromisoformat(str(text).replace("Z", "+00:00"))
+    except ValueError:
+        raise InputError(f"startedDateTime {text!r} is not an ISO 8601 date.", path=path, where=where) from None
+    return t if t.tzinfo else t.replace(tzinfo=timezone.utc)
+
+
+def parse_har(doc, path: str | None = None) -> Trace:
+    """A ``Trace`` from an already-parsed HAR document (a dict)."""
+    if not isinstance(doc, dict) or not isinstance(doc.get("log"), dict):
+        raise InputError("the HAR has no \"log\" object.", path=path)
+    log = doc["log"]
+    entries = log.get("entries")
+    if not isinstance(entries, list):
+        raise InputError("the HAR log has no \"entries\" list.", path=path)
+
+    rows = []
+    for i, entry in enumerate(entries):
+        where = f"entry {i}"
+        if not isinstance(entry, dict):
+            raise InputError("is not an object.", path=path, where=where)
+        request = entry.get("request")
+        if not isinstance(request, dict):
+            raise InputError("has no request.", path=path, where=where)
+        url = request.get("url")
+        if not isinstance(url, str) or not url:
+            raise InputError("request has no url.", path=path, where=where)
+        if not urlsplit(url).netloc and request.get("method", "GET") != "CONNECT":
+            raise InputError(f"request url {url!r} is not absolute.", path=path, where=where)
+        rows.append((_parse_time(entry.get("startedDateTime"), where, path), i, entry))
+
+    # Sort by start time; entries without one keep their place at the end.
+    rows.sort(key=lambda r: (r[0] is None, r[0] or datetime.min.replace(tzinfo=timezone.utc), r[1]))
+    t0 = rows[0][0] if rows else None
+
+    exchanges, transfer = [], []
+    for index, (t, i, entry) in enumerate(rows):
+        where = f"entry {i}"
+        request = entry["request"]
+        response = entry.get("response") if isinstance(entry.get("response"), dict) else {}
+        req = _request_headers(request, where, path)
+        resp = _response_headers(response, where, path) if response else None
+        pseudo = dict(h for h in req if h[0].startswith(b":"))
+        scheme = _s(pseudo.get(b":scheme", b"")) or urlsplit(request["url"]).scheme or "https"
+        authority = _s(pseudo.get(b":authority", b""))
+        content = response.get("content") if isinstance(response.get("content"), dict) else {}
+        body = _size(content.get("size")) or _size(response.get("bodySize"))
+        post = request.get("postData") if isinstance(request.get("postData"), dict) else {}
+        req_body = _size(request.get("bodySize")) or len(_b(str(post.get("text") or "")))
+        init_url, init_type = _initiator(entry)
+        timings = entry.get("timings")
+        conn = entry.get("connection")
+        exchanges.append(Exchange(
+            index=index,
+            request_headers=req,
+            response_headers=resp,
+            request_body_bytes=req_body,
+            response_body_bytes=body,
+            start_s=(t - t0).total_seconds() if t is not None and t0 is not None else None,
+            origin=f"{scheme}://{authority}" if authority else None,
+            connection=str(conn) if conn not in (None, "") else None,
+            page=entry.get("pageref") if isinstance(entry.get("pageref"), str) else None,
+            priority=entry.get("_priority") if isinstance(entry.get("_priority"), str) else None,
+            resource_type=entry.get("_resourceType") if isinstance(entry.get("_resourceType"), str) else None,
+            initiator=init_url,
+            initiator_type=init_type,
+            url=request["url"],
+            timings=dict(timings) if isinstance(timings, dict) else None,
+        ))
+        ts = response.get("_transferSize")
+        transfer.append(ts if isinstance(ts, int) and ts >= 0 else None)
+
+    pages = []
+    for j, p in enumerate(log.get("pages") or ()):
+        if not isinstance(p, dict) or not isinstance(p.get("id"), str):
+            raise InputError("has no id.", path=path, where=f"page {j}")
+        pt = _parse_time(p.get("startedDateTime"), f"page {j}", path)
+        pages.append(Page(id=p["id"], title=p.get("title") if isinstance(p.get("title"), str) else None,
+                          start_s=(pt - t0).total_seconds() if pt is not None and t0 is not None else None))
+
+    meta = {"transfer_sizes": transfer}
+    creator = log.get("creator")
+    if isinstance(creator, dict):
+        meta["creator"] = f"{creator.get('name', '')} {creator.get('version', '')}".strip()
+    if t0 is not None:
+        meta["started"] = t0.isoformat()
+    return Trace(exchanges=exchanges, format="har", source=path, pages=pages, meta=meta)
+
+
+def _read_json(path: str, data: bytes | None = None):
+    if data is None:
+        with open(path, "rb") as f:
+            data = f.read()
+    if not data.strip():
+        raise InputError("the file is empty.", path=path)
+    try:
+        text = data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise InputError(f"the HAR is not UTF-8 text ({exc.reason}).", path=path,
+                         where=f"byte offset {exc.start}") from None
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        what = "the HAR is truncated" if exc.pos >= len(text.rstrip()) else "the HAR is not valid JSON"
+        raise InputError(f"{what} ({exc.msg}).", path=path,
+                         where=f"line {exc.lineno}, column {exc.colno}") from None
+
+
+def load_har(path: str, data: bytes | None = None) -> Trace:
+    """Load a HAR 1.2 file (``data``: its bytes, when already read)."""
+    return parse_har(_read_json(str(path), data), path=str(path))
+
+
+# ---------------------------------------------------------------------------- writer
+
+def _har_headers(headers: HeaderList | None, skip=()) -> list[dict]:
+    return [{"name": _s(n), "value": _s(v)} for n, v in headers or () if n not in skip]
+
+
+def _http_version(headers: HeaderList | None) -> str:
+    return "h2" if headers and headers[0][0].startswith(b":") else "HTTP/1.1"
+
+
+def har_dict(trace: Trace, started: datetime | None = None) -> dict:
+    """The HAR 1.2 document for ``trace`` (a dict ready for ``json.dump``)."""
+    if started is None:
+        started = datetime.fromisoformat(trace.meta.get("started", "2024-06-01T12:00:00+00:00"))
+    transfer = trace.meta.get("transfer_sizes") or []
+
+    def when(start_s):
+        t = started + timedelta(seconds=start_s or 0.0)
+        return t.isoformat(timespec="microseconds")
+
+    entries = []
+    for k, e in enumerate(trace.exchanges):
+        req = e.request_headers or ()
+        pseudo = dict(h for h in req if h[0].startswith(b":"))
+        url = e.url
+        if url is None:
+            scheme = _s(pseudo.get(b":scheme", b"https"))
+            url = f"{scheme}://{_s(pseudo.get(b':authority', b''))}{_s(pseudo.get(b':path', b'/'))}"
+        status = e.status or 0
+        ctype = next((_s(v) for n, v in e.response_headers or () if n == b"content-type"), "")
+        entry = {
+            "startedDateTime": when(e.start_s),
+            "time": sum(v for v in (e.timings or {}).values() if isinstance(v, (int, float)) and v > 0),
+            "request": {
+                "method": _s(pseudo.get(b":method", b"GET")),
+                "url": url,
+                "httpVersion": _http_version(req),
+                "cookies": [],
+                "headers": _har_headers(req),
+                "queryString": [],
+                "headersSize": -1,
+                "bodySize": e.request_body_bytes,
+            },
+            "response": {
+                "status": status,
+                "statusText": "",
+                "httpVersion": _http_version(e.response_headers),
+                "cookies": [],
+                "headers": _har_headers(e.response_headers, skip=(b":status",)),
+                "content": {"size": e.response_body_bytes, "mimeType": ctype},
+                "redirectURL": "",
+                "headersSize": -1,
+                "bodySize": e.response_body_bytes,
+            },
+            "cache": {},
+            "timings": dict(e.timings) if e.timings else {"send": 0, "wait": 0, "receive": 0},
+        }
+        if e.page is not None:
+            entry["pageref"] = e.page
+        if e.connection is not None:
+            entry["connection"] = e.connection
+        if e.priority is not None:
+            entry["_priority"] = e.priority
+        if e.resource_type is not None:
+            entry["_resourceType"] = e.resource_type
+        if e.initiator is not None or e.initiator_type is not None:
+            init = {"type": e.initiator_type or "other"}
+            if e.initiator is not None:
+                init["url"] = e.initiator
+            entry["_initiator"] = init
+        if k < len(transfer) and transfer[k] is not None:
+            entry["response"]["_transferSize"] = transfer[k]
+        entries.append(entry)
+
+    pages = [{"startedDateTime": when(p.start_s), "id": p.id, "title": p.title or "",
+              "pageTimings": {}} for p in trace.pages]
+    return {"log": {"version": "1.2", "creator": {"name": "http-workbench", "version": "0.1.0"},
+                    "pages": pages, "entries": entries}}
+
+
+def write_har(trace: Trace, path: str, started: datetime | None = None) -> None:
+    """Write ``trace`` as HAR 1.2, atomically (temporary file, then ``os.replace``)."""
+    # ensure_ascii: undecodable header bytes travel as \udcXX escapes and come back intact.
+    text = json.dumps(har_dict(trace, started), indent=1, ensure_ascii=True)
+    atomic_write(str(path), (text + "\n").encode("ascii"))
+

@@ -1,0 +1,111 @@
+"""QIF ("QPACK Interop Format") loader and writer (format ``"qif"``).
+
+A QIF file is text: each line is ``name<TAB>value``; a blank line ends one header
+list; a line starting with ``#`` is a comment.  Lists appear in the order they were
+sent.  Names and values are kept as bytes, exactly as written (the value is
+everything after the first tab).
+
+Each list becomes one ``Exchange``: a list starting with ``:status`` is a response
+list (``Exchange.response_headers``), any other a request list.  A request's
+``origin`` is ``scheme://authority`` from ``:scheme`` and ``:authority`` (or
+``host``); the scheme is ``https`` when ``:scheme`` is absent.  QIF has no timing,
+sizes or pages.
+
+``write_qif(trace_or_header_lists, path, direction="both")`` writes the same format,
+atomically.
+"""
+
+from __future__ import annotations
+
+from typing import Iterable
+
+from ..errors import InputError
+from ._io import atomic_write, read_bytes
+from .model import Exchange, HeaderList, Trace, header_value
+
+__all__ = ["load_qif", "parse_qif", "write_qif", "qif_bytes"]
+
+
+def parse_qif(data: bytes, path: str | None = None) -> list[HeaderList]:
+    """The header lists of a QIF document, in file order."""
+    if not data.strip():
+        raise InputError("the file is empty.", path=path)
+    lists: list[HeaderList] = []
+    current: list[tuple[bytes, bytes]] = []
+    for lineno, line in enumerate(data.split(b"\n"), start=1):
+        if line.endswith(b"\r"):
+            line = line[:-1]
+        if not line.strip():
+            if current:
+                lists.append(tuple(current))
+                current = []
+            continue
+        if line.startswith(b"#"):
+            continue
+        name, tab, value = line.partition(b"\t")
+        if not tab:
+            raise InputError("the line has no tab between name and value.", path=path, where=f"line {lineno}")
+        if not name:
+            raise InputError("the line has an empty field name.", path=path, where=f"line {lineno}")
+        current.append((name, value))
+    if current:
+        lists.append(tuple(current))
+    if not lists:
+        raise InputError("the file holds no header lists (only comments or blank lines).", path=path)
+    return lists
+
+
+def _origin(headers: HeaderList) -> str | None:
+    authority = header_value(headers, b":authority") or header_value(headers, b"host")
+    if not authority:
+        return None
+    scheme = header_value(headers, b":scheme") or b"https"
+    return f"{scheme.decode('latin-1')}://{authority.decode('latin-1')}"
+
+
+def load_qif(path: str, data: bytes | None = None) -> Trace:
+    """Load a QIF file as a ``Trace`` (one exchange per header list)."""
+    path = str(path)
+    if data is None:
+        data = read_bytes(path)
+    exchanges = []
+    for i, headers in enumerate(parse_qif(data, path)):
+        if headers[0][0] == b":status":
+            exchanges.append(Exchange(index=i, response_headers=headers))
+        else:
+            exchanges.append(Exchange(index=i, request_headers=headers, origin=_origin(headers)))
+    return Trace(exchanges=exchanges, format="qif", source=path)
+
+
+def _lists(source: Trace | Iterable[HeaderList], direction: str) -> list[HeaderList]:
+    if direction not in ("requests", "responses", "both"):
+        raise InputError(f"direction must be requests, responses or both, not {direction!r}.")
+    if isinstance(source, Trace):
+        return [h for _, _, h in source.header_lists(direction)]
+    return [tuple(h) for h in source]
+
+
+def qif_bytes(source: Trace | Iterable[HeaderList], direction: str = "both") -> bytes:
+    """The QIF text for a trace's header lists (or for plain header lists)."""
+    out = []
+    for k, headers in enumerate(_lists(source, direction)):
+        if not headers:
+            continue  # QIF cannot represent an empty list
+        for name, value in headers:
+            if not name or b"\t" in name or b"\n" in name or b"\r" in name or name.startswith(b"#"):
+                raise InputError(f"field name {name!r} cannot be written as QIF.", where=f"header list {k}")
+            if b"\n" in value or value.endswith(b"\r"):
+                raise InputError(f"the value of {name.decode('latin-1')} holds a line break.",
+                                 where=f"header list {k}")
+            out.append(name + b"\t" + value + b"\n")
+        out.append(b"\n")
+    return b"".join(out)
+
+
+def write_qif(source: Trace | Iterable[HeaderList], path: str, direction: str = "both") -> None:
+    """Write header lists as QIF, atomically (temporary file, then ``os.replace``).
+
+    ``source`` is a ``Trace`` (its lists for ``direction``: requests, responses or
+    both, in trace order) or an iterable of header lists.
+    """
+    atomic_write(str(path), qif_bytes(source, direction))
