@@ -343,7 +343,13 @@ def har_dict(trace: Trace, started: datetime | None = None) -> dict:
 
 def write_har(trace: Trace, path: str, started: datetime | None = None) -> None:
     """Write ``trace`` as HAR 1.2, atomically (temporary file, then ``os.replace``)."""
-    # ensure_ascii: undecodable header bytes travel as \udcXX escapes and come back intact.
-    text = json.dumps(har_dict(trace, started), indent=1, ensure_ascii=True)
-    atomic_write(str(path), (text + "\n").encode("ascii"))
+    # Compact JSON, one entry per line (small files, readable diffs).  ensure_ascii:
+    # undecodable header bytes travel as \udcXX escapes and come back intact.
+    doc = har_dict(trace, started)
+    entries = doc["log"].pop("entries")
+    dump = lambda obj: json.dumps(obj, ensure_ascii=True, separators=(",", ":"))  # noqa: E731
+    head = dump(doc)[:-2]  # without the closing "}}"
+    body = ",\n".join(dump(e) for e in entries)
+    text = f'{head},"entries":[\n{body}\n]}}}}\n'
+    atomic_write(str(path), text.encode("ascii"))
 

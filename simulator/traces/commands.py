@@ -1,0 +1,177 @@
+"""``workbench trace ...``: inspect, convert and synthesize traces.
+
+* ``workbench trace info PATH [--json]``: format, exchanges, header lists (requests
+  and responses), origins, pages, raw header bytes, whether the trace is timed.
+* ``workbench trace convert IN OUT [--to qif|har] [--direction both|requests|responses]``:
+  any loadable trace to QIF (default) or HAR.
+* ``workbench trace synth OUT [--pages N] [--seed N] [--format har|qif]``: a synthetic
+  browsing session (see ``simulator.traces.synth``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+
+from ..errors import InputError
+from . import load
+from .model import Trace
+
+DIRECTIONS = ("both", "requests", "responses")
+
+
+def summary(trace: Trace) -> dict:
+    """The facts ``trace info`` reports, as a JSON-ready dict."""
+    requests = sum(1 for e in trace if e.request_headers is not None)
+    responses = sum(1 for e in trace if e.response_headers is not None)
+    starts = [e.start_s for e in trace if e.start_s is not None]
+    origins = trace.origins()
+    return {
+        "path": trace.source,
+        "format": trace.format,
+        "exchanges": len(trace),
+        "header_lists": requests + responses,
+        "request_lists": requests,
+        "response_lists": responses,
+        "origin_count": len(origins),
+        "origins": origins,
+        "pages": len(trace.pages),
+        "raw_header_bytes": trace.raw_header_bytes("both"),
+        "raw_request_header_bytes": trace.raw_header_bytes("requests"),
+        "raw_response_header_bytes": trace.raw_header_bytes("responses"),
+        "timed": trace.timed,
+        "duration_s": round(max(starts) - min(starts), 6) if starts else None,
+        "content_hash": trace.content_hash(),
+    }
+
+
+def _load(args) -> Trace:
+    return load(args.path if hasattr(args, "path") else args.input,
+                max_table_capacity=args.capacity, blocked_streams=args.blocked)
+
+
+def cmd_info(args) -> int:
+    info = summary(_load(args))
+    if args.json:
+        print(json.dumps(info))
+        return 0
+    origins = ", ".join(info["origins"][:8]) + (", ..." if len(info["origins"]) > 8 else "")
+    timed = f"yes, over {info['duration_s']:.3f} s" if info["timed"] else "no"
+    rows = [
+        ("file", info["path"]),
+        ("format", info["format"]),
+        ("exchanges", f"{info['exchanges']:,}"),
+        ("header lists", f"{info['header_lists']:,} ({info['request_lists']:,} requests, "
+                         f"{info['response_lists']:,} responses)"),
+        ("origins", f"{info['origin_count']}" + (f": {origins}" if origins else "")),
+        ("pages", f"{info['pages']}"),
+        ("raw header bytes", f"{info['raw_header_bytes']:,} (requests {info['raw_request_header_bytes']:,}, "
+                             f"responses {info['raw_response_header_bytes']:,})"),
+        ("timed", timed),
+    ]
+    for key, value in rows:
+        print(f"{key:<17} {value}")
+    return 0
+
+
+def _output_format(path: str, given: str | None) -> str:
+    if given:
+        return given
+    return "har" if str(path).lower().endswith(".har") else "qif"
+
+
+def cmd_convert(args) -> int:
+    from .har import write_har
+    from .qif import write_qif
+
+    trace = _load(args)
+    fmt = _output_format(args.output, args.to)
+    if fmt == "har":
+        if args.direction != "both":
+            raise InputError("--direction applies to QIF output only; a HAR keeps both directions.")
+        write_har(trace, args.output)
+        print(f"wrote {len(trace):,} exchanges to {args.output}")
+    else:
+        write_qif(trace, args.output, direction=args.direction)
+        print(f"wrote {len(trace.header_lists(args.direction)):,} header lists to {args.output}")
+    return 0
+
+
+def cmd_synth(args) -> int:
+    from .har import write_har
+    from .qif import write_qif
+    from .synth import generate
+
+    params = {}
+    if args.requests is not None:
+        params["requests"] = args.requests
+    if args.origins is not None:
+        params["origins"] = args.origins
+    trace = generate(pages=args.pages, seed=args.seed, **params)
+    fmt = args.format or ("qif" if str(args.output).lower().endswith(".qif") else "har")
+    if fmt == "har":
+        write_har(trace, args.output)
+    else:
+        write_qif(trace, args.output, direction=args.direction)
+    print(f"wrote {len(trace):,} exchanges on {len(trace.pages)} page(s), {len(trace.origins())} origins "
+          f"(seed {args.seed}) to {args.output}")
+    return 0
+
+
+def _nonnegative(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"{value} is negative")
+    return value
+
+
+def _positive(text: str) -> int:
+    value = _nonnegative(text)
+    if value == 0:
+        raise argparse.ArgumentTypeError("must be at least 1")
+    return value
+
+
+def _interop_options(p) -> None:
+    p.add_argument("--capacity", type=_nonnegative, default=None,
+                   help="QPACK table capacity for interop files (default: from the file name)")
+    p.add_argument("--blocked", type=_nonnegative, default=None,
+                   help="QPACK blocked-streams limit for interop files (default: from the file name)")
+
+
+def add_commands(subparsers) -> None:
+    trace = subparsers.add_parser("trace", help="inspect, convert and synthesize traces")
+    sub = trace.add_subparsers(dest="trace_command", metavar="SUBCOMMAND", parser_class=type(trace))
+    trace.set_defaults(func=lambda args: (trace.print_help(), 2)[1])
+
+    p = sub.add_parser("info", help="summarize a trace (HAR, QIF or QPACK interop)")
+    p.add_argument("path", metavar="PATH")
+    p.add_argument("--json", action="store_true", help="print one JSON object")
+    _interop_options(p)
+    p.set_defaults(func=cmd_info)
+
+    p = sub.add_parser("convert", help="convert a trace to QIF or HAR")
+    p.add_argument("input", metavar="IN")
+    p.add_argument("output", metavar="OUT")
+    p.add_argument("--to", choices=("qif", "har"), default=None,
+                   help="output format (default: har for a .har name, else qif)")
+    p.add_argument("--direction", choices=DIRECTIONS, default="both",
+                   help="header lists to write to QIF (default both)")
+    _interop_options(p)
+    p.set_defaults(func=cmd_convert)
+
+    p = sub.add_parser("synth", help="write a seeded synthetic browsing session")
+    p.add_argument("output", metavar="OUT")
+    p.add_argument("--pages", type=_positive, default=1, help="page loads (default 1)")
+    p.add_argument("--seed", type=_nonnegative, default=0, help="random seed (default 0)")
+    p.add_argument("--format", choices=("har", "qif"), default=None,
+                   help="output format (default: qif for a .qif name, else har)")
+    p.add_argument("--requests", type=_positive, default=None,
+                   help="requests per page (default: drawn around the HTTP Archive median)")
+    p.add_argument("--origins", type=_nonnegative, default=None,
+                   help="third-party origins (default: drawn from Web Almanac figures)")
+    p.add_argument("--direction", choices=DIRECTIONS, default="both", help="header lists for QIF output")
+    p.set_defaults(func=cmd_synth)
