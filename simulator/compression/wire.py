@@ -1,0 +1,124 @@
+"""Wire primitives shared by the codecs, in pure Python.
+
+* Prefixed integers (RFC 7541 Section 5.1, reused unchanged by RFC 9204 Section 4.1.1).
+* String literals with optional Huffman coding (RFC 7541 Section 5.2; the Huffman
+  code itself, RFC 7541 Appendix B, is taken from the ``hpack`` package).
+* QUIC variable-length integers (RFC 9000 Section 16), used by QCRAM's frames.
+
+Decoders raise ``Truncated`` when the input ends inside an item (the caller may wait
+for more bytes) and ``WireError`` when the bytes can never be valid.
+"""
+
+from __future__ import annotations
+
+from hpack.huffman import HuffmanEncoder
+from hpack.huffman_constants import REQUEST_CODES, REQUEST_CODES_LENGTH
+from hpack.huffman_table import decode_huffman
+
+__all__ = [
+    "WireError", "Truncated", "encode_integer", "decode_integer", "encode_string",
+    "decode_string", "encode_varint", "decode_varint",
+]
+
+_HUFFMAN = HuffmanEncoder(REQUEST_CODES, REQUEST_CODES_LENGTH)
+
+# Integers longer than this many continuation bytes are rejected (62-bit values fit
+# in 9, RFC 9204 Section 4.1.1 lets an implementation bound them).
+_MAX_CONTINUATION = 10
+
+
+class WireError(ValueError):
+    """Bytes that can never decode (bad prefix, bad Huffman, oversized integer)."""
+
+
+class Truncated(WireError):
+    """The input ended inside an item; more bytes may complete it."""
+
+
+def encode_integer(value: int, prefix_bits: int, first_byte_flags: int = 0) -> bytes:
+    """RFC 7541 5.1: ``value`` in an N-bit prefix; the high bits of the first byte
+    are ``first_byte_flags`` (already shifted into place)."""
+    if value < 0:
+        raise ValueError("prefixed integers are unsigned")
+    limit = (1 << prefix_bits) - 1
+    if value < limit:
+        return bytes([first_byte_flags | value])
+    out = bytearray([first_byte_flags | limit])
+    value -= limit
+    while value >= 128:
+        out.append((value & 0x7F) | 0x80)
+        value >>= 7
+    out.append(value)
+    return bytes(out)
+
+
+def decode_integer(data: bytes, pos: int, prefix_bits: int) -> tuple[int, int]:
+    """RFC 7541 5.1: the integer whose prefix is in ``data[pos]``; returns (value, next_pos)."""
+    if pos >= len(data):
+        raise Truncated("input ends before an integer")
+    limit = (1 << prefix_bits) - 1
+    value = data[pos] & limit
+    pos += 1
+    if value < limit:
+        return value, pos
+    shift = 0
+    for _ in range(_MAX_CONTINUATION):
+        if pos >= len(data):
+            raise Truncated("input ends inside an integer")
+        byte = data[pos]
+        pos += 1
+        value += (byte & 0x7F) << shift
+        shift += 7
+        if not byte & 0x80:
+            return value, pos
+    raise WireError("integer too long")
+
+
+def encode_string(value: bytes, prefix_bits: int = 7, first_byte_flags: int = 0, huffman: bool = True) -> bytes:
+    """RFC 7541 5.2: H bit just above the length prefix; Huffman only when shorter."""
+    coded = _HUFFMAN.encode(value) if huffman and value else b""
+    if huffman and value and len(coded) < len(value):
+        return encode_integer(len(coded), prefix_bits, first_byte_flags | (1 << prefix_bits)) + coded
+    return encode_integer(len(value), prefix_bits, first_byte_flags) + value
+
+
+def decode_string(data: bytes, pos: int, prefix_bits: int = 7) -> tuple[bytes, int]:
+    """RFC 7541 5.2: returns (the decoded string, next_pos)."""
+    if pos >= len(data):
+        raise Truncated("input ends before a string")
+    is_huffman = bool(data[pos] & (1 << prefix_bits))
+    length, pos = decode_integer(data, pos, prefix_bits)
+    end = pos + length
+    if end > len(data):
+        raise Truncated("input ends inside a string")
+    raw = bytes(data[pos:end])
+    if is_huffman:
+        try:
+            raw = bytes(decode_huffman(raw))
+        except Exception as exc:  # hpack raises its own HPACKDecodingError
+            raise WireError(f"bad Huffman string: {exc}") from None
+    return raw, end
+
+
+def encode_varint(value: int) -> bytes:
+    """RFC 9000 16: 1, 2, 4 or 8 bytes, the two high bits give the length."""
+    if value < 0x40:
+        return bytes([value])
+    if value < 0x4000:
+        return (value | 0x4000).to_bytes(2, "big")
+    if value < 0x40000000:
+        return (value | 0x80000000).to_bytes(4, "big")
+    if value < 0x4000000000000000:
+        return (value | 0xC000000000000000).to_bytes(8, "big")
+    raise ValueError("varint out of range")
+
+
+def decode_varint(data: bytes, pos: int) -> tuple[int, int]:
+    """RFC 9000 16: returns (value, next_pos)."""
+    if pos >= len(data):
+        raise Truncated("input ends before a varint")
+    length = 1 << (data[pos] >> 6)
+    if pos + length > len(data):
+        raise Truncated("input ends inside a varint")
+    value = int.from_bytes(data[pos:pos + length], "big") & ((1 << (8 * length - 2)) - 1)
+    return value, pos + length
