@@ -37,13 +37,15 @@ def detect_format(data: bytes, path: str | None = None) -> str:
         return "har"
     if looks_like_records(data):
         return "qpack-interop"
-    first = next((line for line in data.split(b"\n") if line.strip() and not line.startswith(b"#")), b"")
-    if b"\t" in first:
-        return "qif"
     if b"\x00" in data[:1024]:
-        return "qpack-interop"
+        return "qpack-interop"  # binary: let the record reader say where it breaks
+    lines = data.split(b"\n")
+    lineno, first = next(((i, line) for i, line in enumerate(lines, 1)
+                          if line.strip() and not line.startswith(b"#")), (1, b""))
+    if b"\t" in first or str(path or "").lower().endswith(".qif"):
+        return "qif"
     raise InputError("unrecognised trace format: not HAR (JSON with \"log\"), not QPACK interop records, "
-                     "and not QIF (name<TAB>value lines).", path=path, where="line 1")
+                     "and not QIF (the line has no name<TAB>value).", path=path, where=f"line {lineno}")
 
 
 def load(path, *, format: str | None = None, **options) -> Trace:
@@ -62,6 +64,8 @@ def load(path, *, format: str | None = None, **options) -> Trace:
         raise InputError("no such file.", path=path) from None
     except IsADirectoryError:
         raise InputError("is a directory, not a trace file.", path=path) from None
+    except OSError as exc:
+        raise InputError(f"cannot be read ({exc.strerror}).", path=path) from None
     fmt = format or detect_format(data, path)
     if fmt == "har":
         trace = load_har(path, data=data)
