@@ -1,0 +1,753 @@
+"""Pure-Python twin of the C extension ``_scanner``: the same API, results and errors.
+
+Used when the extension is not built or when ``WORKBENCH_PURE_PYTHON=1``; the tests run
+every check against both and compare them.  See ``_scanner.c`` for the design: the
+scanners are streaming state machines that keep at most a partial frame header (or one
+partial varint) between calls and report frames as offsets into the stream.
+"""
+
+from __future__ import annotations
+
+from ._errors import FrameError, HuffmanError, IntegerError
+
+IMPLEMENTATION = "python"
+
+__all__ = [
+    "H2Scanner", "H3Scanner", "VarintDecoder", "scan_h2", "scan_h3",
+    "decode_varint", "encode_varint", "decode_int", "encode_int",
+    "huffman_decode", "huffman_encode", "huffman_encoded_length", "IMPLEMENTATION",
+]
+
+VARINT_MAX = (1 << 62) - 1
+
+# ---------------------------------------------------------------------------------
+# HTTP/2
+
+DATA, HEADERS, PRIORITY, RST_STREAM, SETTINGS, PUSH_PROMISE, PING, GOAWAY, WINDOW_UPDATE, CONTINUATION = range(10)
+END_HEADERS, PADDED, PRIORITY_FLAG, ACK = 0x4, 0x8, 0x20, 0x1
+PROTOCOL_ERROR, FRAME_SIZE_ERROR = 0x1, 0x6
+PREFACE = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"
+
+
+class _Fail(Exception):
+    pass
+
+
+def _check_mfs(value: int) -> int:
+    value = int(value)
+    if not 0 <= value <= 0xFFFFFF:
+        raise ValueError("max_frame_size must be in 0..16777215")
+    return value
+
+
+class _H2State:
+    __slots__ = ("pos", "fstart", "frames", "max_frame_size", "flen", "remaining", "fsid", "cont_sid",
+                 "ftype", "fflags", "validate", "preface_mode", "preface_have", "in_payload", "hdr",
+                 "pad_check", "failed", "err")
+
+    def __init__(self, max_frame_size: int, preface, validate: bool) -> None:
+        self.pos = self.fstart = self.frames = 0
+        self.max_frame_size = _check_mfs(max_frame_size)
+        self.flen = self.remaining = self.fsid = self.cont_sid = 0
+        self.ftype = self.fflags = 0
+        self.validate = bool(validate)
+        self.preface_mode = 2 if preface is None else (1 if preface else 0)
+        self.preface_have = 0
+        self.in_payload = False
+        self.hdr = b""
+        self.pad_check = False
+        self.failed = False
+        self.err = None           # (code, offset, reason)
+
+    def fail(self, code: int, off: int, reason: str):
+        self.failed = True
+        self.err = (code, off, reason)
+        raise _Fail
+
+    def pending(self) -> int:
+        if self.preface_mode == 1 and self.preface_have:
+            return self.preface_have
+        if self.in_payload:
+            return 9 + self.flen - self.remaining
+        return len(self.hdr)
+
+    def check_header(self) -> None:
+        ln, sid, t, fl, at = self.flen, self.fsid, self.ftype, self.fflags, self.fstart
+        fail = self.fail
+        if ln > self.max_frame_size:
+            fail(FRAME_SIZE_ERROR, at, "frame length exceeds SETTINGS_MAX_FRAME_SIZE")
+        if self.cont_sid and (t != CONTINUATION or sid != self.cont_sid):
+            fail(PROTOCOL_ERROR, at, "header block interrupted: CONTINUATION on the same stream expected")
+        if t == DATA:
+            if sid == 0:
+                fail(PROTOCOL_ERROR, at, "DATA frame on stream 0")
+            if fl & PADDED and ln < 1:
+                fail(FRAME_SIZE_ERROR, at, "padded frame too short for its Pad Length")
+        elif t == HEADERS:
+            if sid == 0:
+                fail(PROTOCOL_ERROR, at, "HEADERS frame on stream 0")
+            if ln < (1 if fl & PADDED else 0) + (5 if fl & PRIORITY_FLAG else 0):
+                fail(FRAME_SIZE_ERROR, at, "HEADERS frame too short for its Pad Length and priority fields")
+        elif t == PRIORITY:
+            if sid == 0:
+                fail(PROTOCOL_ERROR, at, "PRIORITY frame on stream 0")
+            if ln != 5:
+                fail(FRAME_SIZE_ERROR, at, "PRIORITY frame length is not 5")
+        elif t == RST_STREAM:
+            if sid == 0:
+                fail(PROTOCOL_ERROR, at, "RST_STREAM frame on stream 0")
+            if ln != 4:
+                fail(FRAME_SIZE_ERROR, at, "RST_STREAM frame length is not 4")
+        elif t == SETTINGS:
+            if sid != 0:
+                fail(PROTOCOL_ERROR, at, "SETTINGS frame not on stream 0")
+            if fl & ACK and ln != 0:
+                fail(FRAME_SIZE_ERROR, at, "SETTINGS ACK frame with a payload")
+            if ln % 6:
+                fail(FRAME_SIZE_ERROR, at, "SETTINGS frame length is not a multiple of 6")
+        elif t == PUSH_PROMISE:
+            if sid == 0:
+                fail(PROTOCOL_ERROR, at, "PUSH_PROMISE frame on stream 0")
+            if ln < (1 if fl & PADDED else 0) + 4:
+                fail(FRAME_SIZE_ERROR, at, "PUSH_PROMISE frame too short for its Promised Stream ID")
+        elif t == PING:
+            if sid != 0:
+                fail(PROTOCOL_ERROR, at, "PING frame not on stream 0")
+            if ln != 8:
+                fail(FRAME_SIZE_ERROR, at, "PING frame length is not 8")
+        elif t == GOAWAY:
+            if sid != 0:
+                fail(PROTOCOL_ERROR, at, "GOAWAY frame not on stream 0")
+            if ln < 8:
+                fail(FRAME_SIZE_ERROR, at, "GOAWAY frame shorter than 8")
+        elif t == WINDOW_UPDATE:
+            if ln != 4:
+                fail(FRAME_SIZE_ERROR, at, "WINDOW_UPDATE frame length is not 4")
+        elif t == CONTINUATION:
+            if sid == 0:
+                fail(PROTOCOL_ERROR, at, "CONTINUATION frame on stream 0")
+            if not self.cont_sid:
+                fail(PROTOCOL_ERROR, at, "CONTINUATION frame without an open header block")
+        if t == HEADERS or t == PUSH_PROMISE or t == CONTINUATION:
+            self.cont_sid = 0 if fl & END_HEADERS else sid
+        self.pad_check = bool(fl & PADDED) and t in (DATA, HEADERS, PUSH_PROMISE)
+
+    def check_padding(self, pad: int) -> None:
+        need = 1 + pad
+        if self.ftype == HEADERS and self.fflags & PRIORITY_FLAG:
+            need += 5
+        if self.ftype == PUSH_PROMISE:
+            need += 4
+        if need > self.flen:
+            self.fail(PROTOCOL_ERROR, self.fstart, "padding exceeds the frame payload")
+
+    def run(self, data, out: list | None) -> int:
+        """Scan ``data``; append records to ``out`` (or only count).  Raises _Fail."""
+        if self.failed:
+            raise _Fail
+        mv = memoryview(data).cast("B")
+        n = len(mv)
+        base = self.pos
+        i = 0
+        count = 0
+        try:
+            while self.preface_mode and i < n:
+                b = mv[i]
+                if self.preface_mode == 2:
+                    if b != PREFACE[0]:
+                        self.preface_mode = 0
+                        break
+                    self.preface_mode = 1
+                if b != PREFACE[self.preface_have]:
+                    self.pos = base + i
+                    self.fail(PROTOCOL_ERROR, base + i, "invalid client connection preface")
+                i += 1
+                self.preface_have += 1
+                if self.preface_have == 24:
+                    self.preface_mode = 0
+            while i < n:
+                if not self.in_payload:
+                    if not self.hdr and n - i >= 9:
+                        h = mv[i:i + 9]
+                        self.fstart = base + i
+                        i += 9
+                    else:
+                        if not self.hdr:
+                            self.fstart = base + i
+                        take = min(9 - len(self.hdr), n - i)
+                        self.hdr += bytes(mv[i:i + take])
+                        i += take
+                        if len(self.hdr) < 9:
+                            break
+                        h = self.hdr
+                    self.hdr = b""
+                    self.flen = (h[0] << 16) | (h[1] << 8) | h[2]
+                    self.ftype = h[3]
+                    self.fflags = h[4]
+                    self.fsid = ((h[5] & 0x7F) << 24) | (h[6] << 16) | (h[7] << 8) | h[8]
+                    if self.validate:
+                        try:
+                            self.check_header()
+                        except _Fail:
+                            self.pos = self.fstart
+                            raise
+                    if self.flen == 0:
+                        if out is not None:
+                            out.append((self.ftype, self.fflags, self.fsid, self.fstart + 9, 0))
+                        count += 1
+                        self.frames += 1
+                        continue
+                    self.remaining = self.flen
+                    self.in_payload = True
+                if i >= n:
+                    break
+                if self.pad_check:
+                    self.pad_check = False
+                    try:
+                        self.check_padding(mv[i])
+                    except _Fail:
+                        self.pos = self.fstart
+                        raise
+                if n - i < self.remaining:
+                    self.remaining -= n - i
+                    i = n
+                    break
+                i += self.remaining
+                self.remaining = 0
+                self.in_payload = False
+                if out is not None:
+                    out.append((self.ftype, self.fflags, self.fsid, self.fstart + 9, self.flen))
+                count += 1
+                self.frames += 1
+        except _Fail:
+            raise _Fail(count)
+        self.pos = base + n
+        return count
+
+
+class H2Scanner:
+    """H2Scanner(max_frame_size=16384, *, preface=False, validate=True): incremental HTTP/2 frame scanner.
+
+    ``feed(data)`` returns how many frames the chunk completed; ``results()`` (or
+    indexing) gives them as ``(type, flags, stream_id, payload_offset, payload_length)``
+    with absolute stream offsets.  ``preface``: True expects the client connection
+    preface, None detects it (first byte ``P``), False none.  A malformed stream raises
+    ``FrameError`` (RFC 9113 error code, offset of the offending frame); the frames the
+    failing chunk completed before it stay in ``results()``.
+    """
+
+    def __init__(self, max_frame_size: int = 16384, *, preface=False, validate: bool = True) -> None:
+        self._st = _H2State(max_frame_size, preface, validate)
+        self._results: list = []
+        self.allocations = 0   # the pure-Python twin does not count its list growth
+
+    def feed(self, data) -> int:
+        self._results = out = []
+        try:
+            return self._st.run(data, out)
+        except _Fail as exc:
+            count = exc.args[0] if exc.args else 0
+            code, off, reason = self._st.err
+            raise FrameError("h2", code, off, reason, count) from None
+
+    def results(self) -> list:
+        return list(self._results)
+
+    def __len__(self) -> int:
+        return len(self._results)
+
+    def __getitem__(self, k: int):
+        if not isinstance(k, int):
+            raise TypeError("frame index must be an integer")
+        if k < 0:
+            k += len(self._results)
+        if not 0 <= k < len(self._results):
+            raise IndexError("frame index out of range")
+        return self._results[k]
+
+    def finish(self) -> None:
+        st = self._st
+        if st.failed:
+            raise FrameError("h2", *st.err, 0)
+        if st.pending():
+            if st.preface_mode == 1:
+                raise FrameError("h2", PROTOCOL_ERROR, 0, "stream ends inside the client connection preface", 0)
+            raise FrameError("h2", PROTOCOL_ERROR, st.fstart, "stream ends inside a frame", 0)
+
+    offset = property(lambda self: self._st.pos, doc="bytes consumed so far (absolute stream offset)")
+    frames = property(lambda self: self._st.frames, doc="frames completed so far")
+    pending = property(lambda self: self._st.pending(), doc="bytes of an incomplete frame (or preface) held")
+    validate = property(lambda self: self._st.validate)
+    open_header_block = property(lambda self: self._st.cont_sid)
+
+    @property
+    def max_frame_size(self) -> int:
+        return self._st.max_frame_size
+
+    @max_frame_size.setter
+    def max_frame_size(self, value: int) -> None:
+        self._st.max_frame_size = _check_mfs(value)
+
+    @property
+    def error(self):
+        st = self._st
+        return FrameError("h2", *st.err, 0) if st.failed else None
+
+    @property
+    def current(self):
+        st = self._st
+        if not st.in_payload:
+            return None
+        return (st.ftype, st.fflags, st.fsid, st.fstart + 9, st.flen)
+
+
+def scan_h2(data, out, max_frame_size: int, preface, validate: bool):
+    """Bulk scan: ``(count, end, error, pending)``; fills ``out`` (5 arrays) unless None."""
+    st = _H2State(max_frame_size, preface, validate)
+    records: list | None = None if out is None else []
+    err = None
+    try:
+        count = st.run(data, records)
+    except _Fail as exc:
+        count = exc.args[0] if exc.args else 0
+        err = FrameError("h2", *st.err, count)
+    if records is not None:
+        cap = min(len(a) for a in out)
+        if len(records) > cap:
+            raise ValueError("output arrays are too small")
+        for k, rec in enumerate(records):
+            for arr, v in zip(out, rec):
+                arr[k] = v
+    if err is not None:
+        return count, err.offset, err, 0
+    return count, st.pos - st.pending(), None, st.pending()
+
+
+# ---------------------------------------------------------------------------------
+# QUIC varints
+
+def decode_varint(data, pos: int = 0):
+    mv = memoryview(data).cast("B")
+    if pos < 0 or pos > len(mv):
+        raise ValueError("pos out of range")
+    if pos >= len(mv):
+        return None
+    n = 1 << (mv[pos] >> 6)
+    if len(mv) - pos < n:
+        return None
+    x = mv[pos] & 0x3F
+    for k in range(1, n):
+        x = (x << 8) | mv[pos + k]
+    return x, pos + n
+
+
+def encode_varint(value: int) -> bytes:
+    value = int(value)
+    if not 0 <= value <= VARINT_MAX:
+        raise IntegerError("varint out of range 0..2**62-1")
+    if value < 0x40:
+        return bytes([value])
+    if value < 0x4000:
+        return (value | 0x4000).to_bytes(2, "big")
+    if value < 0x40000000:
+        return (value | 0x80000000).to_bytes(4, "big")
+    return (value | 0xC000000000000000).to_bytes(8, "big")
+
+
+class VarintDecoder:
+    """VarintDecoder(): incremental decoder of a sequence of QUIC varints."""
+
+    def __init__(self) -> None:
+        self._val = 0
+        self._have = 0
+        self._need = 0
+
+    def feed(self, data) -> list[int]:
+        out = []
+        for b in memoryview(data).cast("B"):
+            if self._have == 0:
+                self._need = 1 << (b >> 6)
+                self._val = b & 0x3F
+            else:
+                self._val = (self._val << 8) | b
+            self._have += 1
+            if self._have == self._need:
+                out.append(self._val)
+                self._have = 0
+        return out
+
+    @property
+    def pending(self) -> int:
+        return self._have
+
+
+# ---------------------------------------------------------------------------------
+# HTTP/3
+
+H3_DATA, H3_HEADERS, H3_CANCEL_PUSH, H3_SETTINGS, H3_PUSH_PROMISE, H3_GOAWAY, H3_MAX_PUSH_ID = 0, 1, 3, 4, 5, 7, 0xD
+H3_FRAME_UNEXPECTED, H3_FRAME_ERROR, H3_EXCESSIVE_LOAD, H3_SETTINGS_ERROR, H3_MISSING_SETTINGS = (
+    0x105, 0x106, 0x107, 0x109, 0x10A)
+_KINDS = {None: 0, "control": 1, "request": 2, "push": 3}
+PV_NONE, PV_ONE, PV_SETTINGS, PV_PUSH_ID = 0, 1, 2, 3
+MSG_INIT, MSG_HEADERS, MSG_DATA, MSG_TRAILERS = 0, 1, 2, 3
+
+
+def _parse_kind(kind) -> int:
+    try:
+        return _KINDS[kind]
+    except (KeyError, TypeError):
+        raise ValueError("kind must be None, 'control', 'request' or 'push'") from None
+
+
+def _parse_h3_max(value) -> int:
+    if value is None:
+        return 0
+    value = int(value)
+    if value < 0 or value >= 1 << 64:
+        raise OverflowError("max_frame_size out of range")
+    if value == 0:
+        raise ValueError("max_frame_size must be positive or None")
+    return value
+
+
+class _H3State:
+    __slots__ = ("pos", "fstart", "pstart", "frames", "max_frame_size", "ftype", "flen", "remaining",
+                 "v_val", "v_have", "v_need", "pv_val", "pv_count", "pv_mode", "pv_have", "pv_need",
+                 "validate", "kind", "phase", "seen_frame", "msg_state", "failed", "err")
+
+    def __init__(self, max_frame_size, kind, validate) -> None:
+        self.max_frame_size = _parse_h3_max(max_frame_size)
+        self.kind = _parse_kind(kind)
+        self.validate = bool(validate)
+        self.pos = self.fstart = self.pstart = self.frames = 0
+        self.ftype = self.flen = self.remaining = 0
+        self.v_val = self.v_have = self.v_need = 0
+        self.pv_val = self.pv_count = self.pv_mode = self.pv_have = self.pv_need = 0
+        self.phase = 0
+        self.seen_frame = False
+        self.msg_state = MSG_INIT
+        self.failed = False
+        self.err = None
+
+    def fail(self, code: int, reason: str):
+        self.failed = True
+        self.err = (code, self.fstart, reason)
+        raise _Fail
+
+    def pending(self) -> int:
+        if self.phase == 0 and self.v_have == 0:
+            return 0
+        return self.pos - self.fstart
+
+    def check_header(self) -> None:
+        t, fail, kind = self.ftype, self.fail, self.kind
+        if t in (0x2, 0x6, 0x8, 0x9):
+            fail(H3_FRAME_UNEXPECTED, "reserved HTTP/2 frame type")
+        if self.max_frame_size and self.flen > self.max_frame_size:
+            fail(H3_EXCESSIVE_LOAD, "frame length exceeds the configured limit")
+        if kind == 1:
+            if not self.seen_frame and t != H3_SETTINGS:
+                fail(H3_MISSING_SETTINGS, "control stream does not start with SETTINGS")
+            if self.seen_frame and t == H3_SETTINGS:
+                fail(H3_FRAME_UNEXPECTED, "second SETTINGS frame on the control stream")
+            if t in (H3_DATA, H3_HEADERS, H3_PUSH_PROMISE):
+                fail(H3_FRAME_UNEXPECTED, "frame not allowed on the control stream")
+        elif kind in (2, 3):
+            if t in (H3_SETTINGS, H3_CANCEL_PUSH, H3_GOAWAY, H3_MAX_PUSH_ID):
+                fail(H3_FRAME_UNEXPECTED, "control frame on a request or push stream")
+            if kind == 3 and t == H3_PUSH_PROMISE:
+                fail(H3_FRAME_UNEXPECTED, "PUSH_PROMISE on a push stream")
+            if t == H3_DATA:
+                if self.msg_state in (MSG_INIT, MSG_TRAILERS):
+                    fail(H3_FRAME_UNEXPECTED, "DATA frame outside a message body")
+                self.msg_state = MSG_DATA
+            elif t == H3_HEADERS:
+                if self.msg_state == MSG_TRAILERS:
+                    fail(H3_FRAME_UNEXPECTED, "HEADERS frame after trailers")
+                self.msg_state = MSG_TRAILERS if self.msg_state == MSG_DATA else MSG_HEADERS
+        if t in (H3_CANCEL_PUSH, H3_GOAWAY, H3_MAX_PUSH_ID):
+            self.pv_mode = PV_ONE
+        elif t == H3_SETTINGS:
+            self.pv_mode = PV_SETTINGS
+        elif t == H3_PUSH_PROMISE:
+            self.pv_mode = PV_PUSH_ID
+        else:
+            self.pv_mode = PV_NONE
+        self.pv_have = 0
+        self.pv_count = 0
+
+    def walk(self, mv) -> None:
+        for b in mv:
+            if self.pv_mode == PV_PUSH_ID and self.pv_count >= 1:
+                return
+            if self.pv_mode == PV_ONE and self.pv_count >= 1:
+                self.fail(H3_FRAME_ERROR, "extra bytes after the frame's fields")
+            if self.pv_have == 0:
+                self.pv_need = 1 << (b >> 6)
+                self.pv_val = b & 0x3F
+            else:
+                self.pv_val = (self.pv_val << 8) | b
+            self.pv_have += 1
+            if self.pv_have == self.pv_need:
+                self.pv_have = 0
+                self.pv_count += 1
+                if self.pv_mode == PV_SETTINGS and self.pv_count & 1 and 0x2 <= self.pv_val <= 0x5:
+                    self.fail(H3_SETTINGS_ERROR, "reserved HTTP/2 setting identifier in SETTINGS")
+
+    def check_end(self) -> None:
+        if self.pv_mode == PV_ONE:
+            if self.pv_count != 1 or self.pv_have:
+                self.fail(H3_FRAME_ERROR, "frame payload does not hold exactly one varint")
+        elif self.pv_mode == PV_SETTINGS:
+            if self.pv_have or self.pv_count & 1:
+                self.fail(H3_FRAME_ERROR, "SETTINGS payload ends inside a setting")
+        elif self.pv_mode == PV_PUSH_ID:
+            if self.pv_count < 1:
+                self.fail(H3_FRAME_ERROR, "PUSH_PROMISE payload ends inside the push ID")
+
+    def run(self, data, out: list | None) -> int:
+        if self.failed:
+            raise _Fail(0)
+        mv = memoryview(data).cast("B")
+        n = len(mv)
+        base = self.pos
+        i = 0
+        count = 0
+        try:
+            while i < n:
+                if self.phase < 2:
+                    if self.v_have == 0:
+                        if self.phase == 0:
+                            self.fstart = base + i
+                        b = mv[i]
+                        self.v_need = 1 << (b >> 6)
+                        self.v_val = b & 0x3F
+                        self.v_have = 1
+                        i += 1
+                    while self.v_have < self.v_need and i < n:
+                        self.v_val = (self.v_val << 8) | mv[i]
+                        i += 1
+                        self.v_have += 1
+                    if self.v_have < self.v_need:
+                        break
+                    self.v_have = 0
+                    if self.phase == 0:
+                        self.ftype = self.v_val
+                        self.phase = 1
+                        continue
+                    self.flen = self.v_val
+                    self.pstart = base + i
+                    if self.validate:
+                        self.check_header()
+                    self.remaining = self.flen
+                    self.phase = 2
+                take = min(n - i, self.remaining)
+                if self.validate and self.pv_mode != PV_NONE:
+                    self.walk(mv[i:i + take])
+                i += take
+                self.remaining -= take
+                if self.remaining:
+                    break
+                if self.validate:
+                    self.check_end()
+                self.phase = 0
+                if out is not None:
+                    out.append((self.ftype, self.pstart, self.flen))
+                count += 1
+                self.frames += 1
+                self.seen_frame = True
+        except _Fail:
+            self.pos = self.fstart
+            raise _Fail(count) from None
+        self.pos = base + n
+        return count
+
+
+class H3Scanner:
+    """H3Scanner(max_frame_size=None, *, kind=None, validate=True): incremental HTTP/3 frame scanner.
+
+    One instance per stream.  Records are ``(type, payload_offset, payload_length)``.
+    ``kind`` ('control', 'request', 'push' or None) enables the per-stream frame-order
+    rules of RFC 9114; the frame-level rules (reserved HTTP/2 types, exact payload
+    layout of CANCEL_PUSH/SETTINGS/GOAWAY/MAX_PUSH_ID/PUSH_PROMISE) always apply
+    when ``validate``.
+    """
+
+    def __init__(self, max_frame_size=None, *, kind=None, validate: bool = True) -> None:
+        self._st = _H3State(max_frame_size, kind, validate)
+        self._results: list = []
+        self.allocations = 0
+
+    def feed(self, data) -> int:
+        self._results = out = []
+        try:
+            return self._st.run(data, out)
+        except _Fail as exc:
+            count = exc.args[0] if exc.args else 0
+            raise FrameError("h3", *self._st.err, count) from None
+
+    def results(self) -> list:
+        return list(self._results)
+
+    def __len__(self) -> int:
+        return len(self._results)
+
+    def __getitem__(self, k: int):
+        if not isinstance(k, int):
+            raise TypeError("frame index must be an integer")
+        if k < 0:
+            k += len(self._results)
+        if not 0 <= k < len(self._results):
+            raise IndexError("frame index out of range")
+        return self._results[k]
+
+    def finish(self) -> None:
+        st = self._st
+        if st.failed:
+            raise FrameError("h3", *st.err, 0)
+        if st.pending():
+            raise FrameError("h3", H3_FRAME_ERROR, st.fstart, "stream ends inside a frame", 0)
+
+    offset = property(lambda self: self._st.pos)
+    frames = property(lambda self: self._st.frames)
+    pending = property(lambda self: self._st.pending())
+
+    @property
+    def error(self):
+        st = self._st
+        return FrameError("h3", *st.err, 0) if st.failed else None
+
+    @property
+    def current(self):
+        st = self._st
+        return (st.ftype, st.pstart, st.flen) if st.phase == 2 else None
+
+
+def scan_h3(data, out, max_frame_size, kind, validate: bool):
+    st = _H3State(max_frame_size, kind, validate)
+    records: list | None = None if out is None else []
+    err = None
+    try:
+        count = st.run(data, records)
+    except _Fail as exc:
+        count = exc.args[0] if exc.args else 0
+        err = FrameError("h3", *st.err, count)
+    if records is not None:
+        cap = min(len(a) for a in out)
+        if len(records) > cap:
+            raise ValueError("output arrays are too small")
+        for k, rec in enumerate(records):
+            for arr, v in zip(out, rec):
+                arr[k] = v
+    if err is not None:
+        return count, err.offset, err, 0
+    return count, st.pos - st.pending(), None, st.pending()
+
+
+# ---------------------------------------------------------------------------------
+# HPACK/QPACK prefixed integers (RFC 7541 section 5.1)
+
+def decode_int(data, pos: int, prefix_bits: int):
+    mv = memoryview(data).cast("B")
+    if not 1 <= prefix_bits <= 8:
+        raise ValueError("prefix_bits must be in 1..8")
+    if pos < 0 or pos > len(mv):
+        raise ValueError("pos out of range")
+    if pos >= len(mv):
+        return None
+    mask = (1 << prefix_bits) - 1
+    x = mv[pos] & mask
+    pos += 1
+    if x == mask:
+        k = 0
+        while True:
+            if pos >= len(mv):
+                return None
+            b = mv[pos]
+            pos += 1
+            x += (b & 0x7F) << (7 * k)
+            if not b & 0x80:
+                break
+            if k == 8:
+                raise IntegerError("prefixed integer longer than 9 continuation bytes")
+            k += 1
+        if x > VARINT_MAX:
+            raise IntegerError("prefixed integer exceeds 2**62-1")
+    return x, pos
+
+
+def encode_int(value: int, prefix_bits: int, first_byte: int = 0) -> bytes:
+    value = int(value)
+    if not 0 <= value <= VARINT_MAX:
+        raise IntegerError("prefixed integer out of range 0..2**62-1")
+    if not 1 <= prefix_bits <= 8:
+        raise ValueError("prefix_bits must be in 1..8")
+    mask = (1 << prefix_bits) - 1
+    if not 0 <= first_byte <= 255 or first_byte & mask:
+        raise ValueError("first byte bits overlap the prefix")
+    if value < mask:
+        return bytes([first_byte | value])
+    out = bytearray([first_byte | mask])
+    value -= mask
+    while value >= 128:
+        out.append(0x80 | (value & 0x7F))
+        value >>= 7
+    out.append(value)
+    return bytes(out)
+
+
+# ---------------------------------------------------------------------------------
+# Huffman (RFC 7541 section 5.2 and Appendix B)
+
+_FSM = None
+
+
+def _fsm():
+    global _FSM
+    if _FSM is None:
+        from ._gen_huffman import EMIT, FAIL, build_fsm, code_table
+
+        table, accept = build_fsm()
+        codes, lengths = code_table()
+        # (next_state << 4, emit_symbol_or_-1, fail) per entry, for a short inner loop.
+        flat = [(nxt << 4, sym if flags & EMIT else -1, bool(flags & FAIL)) for nxt, flags, sym in table]
+        _FSM = (flat, accept, codes, lengths)
+    return _FSM
+
+
+def huffman_decode(data) -> bytes:
+    flat, accept, _, _ = _fsm()
+    out = bytearray()
+    state = 0
+    for b in memoryview(data).cast("B"):
+        nxt, sym, fail = flat[state | (b >> 4)]
+        if fail:
+            raise HuffmanError("invalid")
+        if sym >= 0:
+            out.append(sym)
+        nxt, sym, fail = flat[nxt | (b & 0x0F)]
+        if fail:
+            raise HuffmanError("invalid")
+        if sym >= 0:
+            out.append(sym)
+        state = nxt
+    if not accept[state >> 4]:
+        raise HuffmanError("incomplete")
+    return bytes(out)
+
+
+def huffman_encoded_length(data) -> int:
+    lengths = _fsm()[3]
+    return (sum(lengths[b] for b in memoryview(data).cast("B")) + 7) // 8
+
+
+def huffman_encode(data) -> bytes:
+    _, _, codes, lengths = _fsm()
+    acc = 0
+    nbits = 0
+    for b in memoryview(data).cast("B"):
+        acc = (acc << lengths[b]) | codes[b]
+        nbits += lengths[b]
+    pad = -nbits % 8
+    acc = (acc << pad) | ((1 << pad) - 1)
+    return acc.to_bytes((nbits + pad) // 8, "big")
