@@ -361,3 +361,12 @@ def test_shared_interop_decodes_to_qif(path):
     decoded = [sorted(h) for _, _, h in trace.header_lists()]
     expected = [sorted(h) for _, _, h in qif.header_lists()]
     assert decoded == expected
+
+
+def test_untimed_trace_stays_untimed_through_har(tmp_path):
+    qif = tmp_path / "a.qif"
+    qif.write_bytes(QIF)
+    write_har(load(qif), tmp_path / "a.har")
+    again = load(tmp_path / "a.har")
+    assert not again.timed
+    assert [e.request_headers for e in again][0] == load(qif).exchanges[0].request_headers

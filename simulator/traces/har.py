@@ -25,7 +25,10 @@
   ``scheme://authority``, the compression and connection scope.
 
 ``write_har(trace, path)`` writes a valid HAR 1.2 file that ``load_har`` reads back
-to the same header lists, sizes, start times, pages and extras.  Header bytes are
+to the same header lists, sizes, start times, pages and extras.  Two custom fields
+keep other traces faithful: ``log._untimed`` (the trace had no times; the
+``startedDateTime`` values are placeholders) and ``entry._noRequestHeaders`` (a
+response-only list, e.g. from QIF; its URL is a placeholder under ``.invalid``).  Header bytes are
 converted to JSON text as UTF-8 (undecodable bytes survive via surrogate escapes).
 """
 
@@ -180,6 +183,8 @@ def parse_har(doc, path: str | None = None) -> Trace:
         rows.append((_parse_time(entry.get("startedDateTime"), where, path), i, entry))
 
     # Sort by start time; entries without one keep their place at the end.
+    if log.get("_untimed") is True:   # written by write_har for a trace without times
+        rows = [(None, i, e) for _, i, e in rows]
     rows.sort(key=lambda r: (r[0] is None, r[0] or datetime.min.replace(tzinfo=timezone.utc), r[1]))
     t0 = rows[0][0] if rows else None
 
@@ -188,9 +193,10 @@ def parse_har(doc, path: str | None = None) -> Trace:
         where = f"entry {i}"
         request = entry["request"]
         response = entry.get("response") if isinstance(entry.get("response"), dict) else {}
-        req = _request_headers(request, where, path)
+        no_request = entry.get("_noRequestHeaders") is True  # write_har: a response-only list
+        req = None if no_request else _request_headers(request, where, path)
         resp = _response_headers(response, where, path) if response else None
-        pseudo = dict(h for h in req if h[0].startswith(b":"))
+        pseudo = dict(h for h in req or () if h[0].startswith(b":"))
         scheme = _s(pseudo.get(b":scheme", b"")) or urlsplit(request["url"]).scheme or "https"
         authority = _s(pseudo.get(b":authority", b""))
         content = response.get("content") if isinstance(response.get("content"), dict) else {}
@@ -214,7 +220,7 @@ def parse_har(doc, path: str | None = None) -> Trace:
             resource_type=entry.get("_resourceType") if isinstance(entry.get("_resourceType"), str) else None,
             initiator=init_url,
             initiator_type=init_type,
-            url=request["url"],
+            url=None if no_request else request["url"],
             timings=dict(timings) if isinstance(timings, dict) else None,
         ))
         ts = response.get("_transferSize")
@@ -224,7 +230,7 @@ def parse_har(doc, path: str | None = None) -> Trace:
     for j, p in enumerate(log.get("pages") or ()):
         if not isinstance(p, dict) or not isinstance(p.get("id"), str):
             raise InputError("has no id.", path=path, where=f"page {j}")
-        pt = _parse_time(p.get("startedDateTime"), f"page {j}", path)
+        pt = None if log.get("_untimed") is True else _parse_time(p.get("startedDateTime"), f"page {j}", path)
         pages.append(Page(id=p["id"], title=p.get("title") if isinstance(p.get("title"), str) else None,
                           start_s=(pt - t0).total_seconds() if pt is not None and t0 is not None else None))
 
@@ -286,9 +292,12 @@ def har_dict(trace: Trace, started: datetime | None = None) -> dict:
         req = e.request_headers or ()
         pseudo = dict(h for h in req if h[0].startswith(b":"))
         url = e.url
-        if url is None:
+        if url is None and e.request_headers is None:
+            url = "https://unknown.invalid/"   # RFC 6761 .invalid: no request was captured
+        elif url is None:
             scheme = _s(pseudo.get(b":scheme", b"https"))
-            url = f"{scheme}://{_s(pseudo.get(b':authority', b''))}{_s(pseudo.get(b':path', b'/'))}"
+            host = pseudo.get(b":authority") or next((v for n, v in req if n == b"host"), b"unknown.invalid")
+            url = f"{scheme}://{_s(host)}{_s(pseudo.get(b':path', b'/'))}"
         status = e.status or 0
         ctype = next((_s(v) for n, v in e.response_headers or () if n == b"content-type"), "")
         entry = {
@@ -318,6 +327,8 @@ def har_dict(trace: Trace, started: datetime | None = None) -> dict:
             "cache": {},
             "timings": dict(e.timings) if e.timings else {"send": 0, "wait": 0, "receive": 0},
         }
+        if e.request_headers is None:
+            entry["_noRequestHeaders"] = True
         if e.page is not None:
             entry["pageref"] = e.page
         if e.connection is not None:
@@ -337,8 +348,11 @@ def har_dict(trace: Trace, started: datetime | None = None) -> dict:
 
     pages = [{"startedDateTime": when(p.start_s), "id": p.id, "title": p.title or "",
               "pageTimings": {}} for p in trace.pages]
-    return {"log": {"version": "1.2", "creator": {"name": "http-workbench", "version": "0.1.0"},
-                    "pages": pages, "entries": entries}}
+    log = {"version": "1.2", "creator": {"name": "http-workbench", "version": "0.1.0"}}
+    if not trace.timed:
+        log["_untimed"] = True   # HAR needs startedDateTime; this says the times are placeholders
+    log.update(pages=pages, entries=entries)
+    return {"log": log}
 
 
 def write_har(trace: Trace, path: str, started: datetime | None = None) -> None:
