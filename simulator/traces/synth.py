@@ -54,6 +54,9 @@ rounded; "modelling choice" marks a value no source gave us directly.
     sub-resource starts (exponential), in discovery order (styles and scripts,
     then fonts, images, then fetches).  Modelling choices.
 
+The 2024 Almanac figures were read from a summary of the chapters, not recomputed (see
+traces/README.md).
+
 Header lists follow Chrome 120 on Windows (Fetch metadata ``sec-fetch-*``, client
 hints, ``priority`` per RFC 9218, ``referer`` per the default
 strict-origin-when-cross-origin policy) and common server behaviour (``date``,
