@@ -48,7 +48,7 @@ from .. import __version__
 from ..engine import Simulator
 from ..errors import InputError
 from ..net.link import Jitter, Path
-from ..net.transport import TransportConfig, stream_id_for
+from ..net.transport import TransportConfig
 from ..traces.model import Trace, raw_size
 from ..units import parse_duration, parse_rate, parse_size
 
@@ -169,8 +169,8 @@ def _schedule(trace: Trace, params: HolParams) -> list[_Item]:
         start_of = {i: (math.floor(t / quantum + 1e-9) * quantum if quantum > 0 else t) for i, t in starts.items()}
     else:
         start_of = {}
-        for n, e in enumerate(dict.fromkeys(e for e, _, _ in lists)):
-            start_of[e.index] = n * params.spacing_s
+        for n, index in enumerate(dict.fromkeys(e.index for e, _, _ in lists)):
+            start_of[index] = n * params.spacing_s
     items = []
     for e, kind, headers in lists:
         has_request = params.direction == "both" and e.request_headers is not None
@@ -225,6 +225,7 @@ class _Side:
         self.decoder_stream = None
         self.encoder_stream_prefix = 0
         self.pending: dict[int, dict] = {}        # stream id -> block record awaiting decode
+        self.frames_in_flight: dict[int, tuple[int, int]] = {}   # stream id -> (seq, frame bytes)
         self.buffered_bytes = 0
         self.max_buffered_bytes = 0
 
@@ -236,6 +237,7 @@ class _Side:
             if self.encoder_stream is None:
                 self.encoder_stream = self.sender.open_stream(unidirectional=True)
                 self.run.route[(id(self.receiver), self.encoder_stream)] = _UniStream("encoder", self)
+                self.run.acked_route[(id(self.sender), self.encoder_stream)] = self
                 self.sender.write(self.encoder_stream, ENCODER_STREAM_TYPE)
                 self.encoder_stream_prefix = len(ENCODER_STREAM_TYPE)
             self.sender.write(self.encoder_stream, unit.encoder_stream)
@@ -253,6 +255,10 @@ class _Side:
             "_headers": item.headers, "_buf": bytearray(),
         }
         self.pending[stream_id] = record
+        # The frame is the first thing this side sends on the stream: acked once the
+        # stream's acknowledged prefix covers it.
+        self.run.acked_route[(id(self.sender), stream_id)] = self
+        self.frames_in_flight[stream_id] = (unit.seq, len(frame))
         self.sender.write(stream_id, frame, end=True)
         return record
 
@@ -341,16 +347,13 @@ class _SchemeRun:
         self.items = items
         self.blocks: list[dict] = []
         self.route: dict[tuple, Any] = {}   # (endpoint, stream[, kind]) -> _UniStream | _Side
+        self.acked_route: dict[tuple, _Side] = {}   # (sending endpoint, stream) -> _Side
         self.connections: dict[str, dict] = {}
-        self.next_bidi: dict[str, int] = {}
 
     def connection(self, origin: str) -> dict:
         conn = self.connections.get(origin)
         if conn is not None:
             return conn
-        from ..net.quic import QuicConnection
-        from ..net.tcp import TcpConnection
-
         p = self.params
         n = len(self.connections)
         queue = p.queue_bytes
@@ -360,11 +363,13 @@ class _SchemeRun:
         path = Path(self.sim, rtt_s=p.rtt_s, bandwidth_bps=p.bandwidth_bps, queue_bytes=queue,
                     loss=p.loss, jitter=jitter, name=f"path{n}")
         config = TransportConfig(cc=p.cc)
-        cls = QuicConnection if p.transport == "quic" else TcpConnection
+        if p.transport == "quic":
+            from ..net.quic import QuicConnection as cls
+        else:
+            from ..net.tcp import TcpConnection as cls
         transport = cls(self.sim, path, config, name=f"{p.transport}{n}")
         conn = {"transport": transport, "path": path, "sides": {}}
         self.connections[origin] = conn
-        self.next_bidi[origin] = 0
         for endpoint in (transport.client, transport.server):
             endpoint.on_data = (lambda ep: lambda sid, data, end, t: self._on_data(ep, sid, data, end, t))(endpoint)
             endpoint.on_stream_acked = (lambda ep: lambda sid, off: self._on_acked(ep, sid, off))(endpoint)
@@ -390,16 +395,23 @@ class _SchemeRun:
         self.route[(id(endpoint), stream_id, kind)].on_block_data(stream_id, data, end, time_s)
 
     def _on_acked(self, endpoint, stream_id: int, acked_offset: int) -> None:
-        for conn in self.connections.values():
-            for side in conn["sides"].values():
-                if side.sender is endpoint and side.encoder_stream == stream_id:
-                    side.on_encoder_stream_acked(acked_offset)
+        """Transport acknowledgements reach the encoder: QCRAM commits its inserts on the
+        control stream's acks, and releases a block's references once its frame is acked."""
+        side = self.acked_route.get((id(endpoint), stream_id))
+        if side is None:
+            return
+        if side.encoder_stream == stream_id:
+            side.on_encoder_stream_acked(acked_offset)
+            return
+        sent = side.frames_in_flight.get(stream_id)
+        if sent is not None and acked_offset >= sent[1]:
+            del side.frames_in_flight[stream_id]
+            side.encoder.on_header_block_acked(sent[0])
 
     def start(self, item: _Item, stream_id: int | None = None) -> None:
         if stream_id is None:
-            self.connection(item.origin)
-            stream_id = stream_id_for(self.next_bidi[item.origin], client=True, unidirectional=False)
-            self.next_bidi[item.origin] += 1
+            # Requests (and, without requests, responses) use the client's next bidi stream.
+            stream_id = self.connection(item.origin)["transport"].client.open_stream()
         self.side(item.origin, item.kind).send(stream_id, item)
 
     def on_decoded(self, side: _Side, record: dict) -> None:
