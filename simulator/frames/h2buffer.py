@@ -1,0 +1,173 @@
+"""h2's incoming frame buffer, driven by the frame scanner.
+
+``h2.connection.H2Connection.incoming_buffer`` is an iterator of hyperframe ``Frame``
+objects fed by ``add_data``.  ``ScannerFrameBuffer`` is a drop-in replacement: frame
+boundaries come from ``H2Scanner`` (C when available), which finds each frame once as
+its last byte arrives instead of re-reading the buffered bytes every time, and consumed
+bytes are dropped in one move per ``add_data`` instead of one per frame.  The frame
+objects themselves are built exactly as h2's ``FrameBuffer`` builds them (hyperframe's
+``parse_frame_header``/``parse_body``), and every check and exception of h2's buffer is
+kept in the same order, so a connection behaves identically with either buffer: the
+scanner runs with ``validate=False`` here, because it is h2 (not the scanner) that must
+decide which frames are errors and how they are reported.
+
+    conn = h2.connection.H2Connection(config)
+    install(conn)                       # before the first receive_data()
+
+``install`` also routes hpack's Huffman decoding through the C decoder (see
+``install_huffman``).
+"""
+
+from __future__ import annotations
+
+from collections import deque
+
+from h2.exceptions import FrameDataMissingError, ProtocolError
+from h2.frame_buffer import FrameBuffer
+from hyperframe.exceptions import InvalidDataError, InvalidFrameError
+from hyperframe.frame import Frame
+
+from . import H2Scanner, IMPLEMENTATION, huffman_decode, HuffmanError
+
+__all__ = ["ScannerFrameBuffer", "install", "install_huffman", "uninstall_huffman"]
+
+_NO_LIMIT = (1 << 24) - 1
+
+
+class ScannerFrameBuffer(FrameBuffer):
+    """A ``h2.frame_buffer.FrameBuffer`` whose frame boundaries come from ``H2Scanner``.
+
+    Inherits h2's header-block (CONTINUATION) assembly and frame-length check, so the
+    frames and exceptions it yields are h2's own.
+    """
+
+    def __init__(self, server: bool = False) -> None:
+        super().__init__(server=server)
+        self._scanner = H2Scanner(_NO_LIMIT, preface=False, validate=False)
+        self._base = 0            # absolute stream offset of self._data[0]
+        self._consumed = 0        # absolute offset up to which frames were yielded
+        self._ready: deque = deque()   # complete frames not yet yielded
+
+    def add_data(self, data) -> None:
+        view = memoryview(data)
+        if self._preamble_len:
+            # The same check as h2's buffer: each chunk's leading bytes must continue the
+            # client preface; nothing is consumed when they do not.
+            take = min(self._preamble_len, len(view))
+            if self._preamble[:take] != view[:take]:
+                msg = "Invalid HTTP/2 preamble."
+                raise ProtocolError(msg)
+            view = view[take:]
+            self._preamble_len -= take
+            self._preamble = self._preamble[take:]
+        if not view:
+            return
+        drop = self._consumed - self._base
+        if drop:
+            del self._data[:drop]
+            self._base = self._consumed
+        self._data += view
+        if self._scanner.feed(view):
+            self._ready.extend(self._scanner.results())
+
+    def _frame_at(self, payload_offset: int, length: int):
+        start = payload_offset - 9 - self._base
+        header = self._data[start:start + 9]
+        try:
+            frame, length = Frame.parse_frame_header(memoryview(header))
+        except (InvalidDataError, InvalidFrameError) as err:  # pragma: no cover - as h2
+            msg = f"Received frame with invalid header: {err!s}"
+            raise ProtocolError(msg) from err
+        return frame, length
+
+    def __next__(self):
+        while True:
+            if not self._ready:
+                # h2 parses the header of an incomplete frame as soon as 9 bytes are
+                # there (and may raise on it); do the same.
+                if self._scanner.current is not None:
+                    ftype, flags, sid, off, length = self._scanner.current
+                    self._frame_at(off, length)
+                raise StopIteration
+            ftype, flags, sid, off, length = self._ready[0]
+            frame, length = self._frame_at(off, length)
+            self._validate_frame_length(length)
+            start = off - self._base
+            body = self._data[start:start + length]
+            try:
+                frame.parse_body(memoryview(body))
+            except InvalidDataError as err:
+                msg = "Received frame with non-compliant data"
+                raise ProtocolError(msg) from err
+            except InvalidFrameError as err:
+                msg = "Frame data missing or invalid"
+                raise FrameDataMissingError(msg) from err
+            self._ready.popleft()
+            self._consumed = off + length
+            frame = self._update_header_buffer(frame)
+            if frame is not None:
+                return frame
+
+
+_original_decode_huffman = None
+
+
+def _hpack_decode_huffman(huffman_string):
+    """hpack's ``decode_huffman`` contract on top of the C decoder.
+
+    Same results and the same exceptions (``HPACKDecodingError`` with hpack's two
+    messages) for every input: the tests compare the two exhaustively up to 2 bytes
+    and on random and encoded strings beyond.
+    """
+    if not huffman_string:
+        return b""
+    try:
+        return huffman_decode(huffman_string)
+    except HuffmanError as exc:
+        from hpack.exceptions import HPACKDecodingError
+
+        raise HPACKDecodingError(str(exc)) from None
+
+
+def install_huffman() -> bool:
+    """Make hpack's decoder (used by h2 and by ``hpack.Decoder`` users) take the C Huffman
+    decoder.  Only when the C extension is active: the pure-Python twin is no faster
+    than hpack's own.  Idempotent; returns whether the C decoder is now in use."""
+    global _original_decode_huffman
+    if IMPLEMENTATION != "c":
+        return False
+    import hpack.hpack
+    import hpack.huffman_table
+
+    if _original_decode_huffman is None:
+        _original_decode_huffman = hpack.hpack.decode_huffman
+        hpack.hpack.decode_huffman = _hpack_decode_huffman
+        hpack.huffman_table.decode_huffman = _hpack_decode_huffman
+    return True
+
+
+def uninstall_huffman() -> None:
+    global _original_decode_huffman
+    if _original_decode_huffman is not None:
+        import hpack.hpack
+        import hpack.huffman_table
+
+        hpack.hpack.decode_huffman = _original_decode_huffman
+        hpack.huffman_table.decode_huffman = _original_decode_huffman
+        _original_decode_huffman = None
+
+
+def install(conn, *, huffman: bool = True):
+    """Give an ``h2.connection.H2Connection`` the scanner-driven buffer (call it before
+    the connection receives data).  Returns the connection."""
+    if getattr(conn, "_workbench_scanner", False):
+        return conn
+    old = conn.incoming_buffer
+    if old._data or len(old._preamble) != old._preamble_len:
+        raise RuntimeError("install() must be called before the connection receives data")
+    conn.incoming_buffer = ScannerFrameBuffer(server=not conn.config.client_side)
+    conn.incoming_buffer.max_frame_size = old.max_frame_size
+    conn._workbench_scanner = True
+    if huffman:
+        install_huffman()
+    return conn
