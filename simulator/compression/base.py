@@ -15,7 +15,7 @@ from ..traces.model import HeaderList
 __all__ = [
     "EncodedBlock", "DecodedBlock", "CompressionError", "DecompressionFailed",
     "BlockedStreamsExceeded", "VerificationError", "split_cookie_crumbs",
-    "join_cookie_crumbs", "verify",
+    "join_cookie_crumbs", "same_headers", "verify",
 ]
 
 
@@ -113,14 +113,20 @@ def verify(original: HeaderList, decoded: HeaderList, *, ordered: bool = True, w
     cookie crumbs on both sides).  ``ordered=False`` compares as multisets (the QPACK
     offline-interop rule: encoders may reorder fields within a list).  ``where`` (or
     ``context``) names the block in the message."""
+    if same_headers(original, decoded, ordered=ordered):
+        return
     a = join_cookie_crumbs(tuple(original))
     b = join_cookie_crumbs(tuple(decoded))
-    if ordered and a == b:
-        return
-    if not ordered and Counter(a) == Counter(b):
-        return
     place = where or context
     raise VerificationError((f"{place}: " if place else "") + describe_mismatch(a, b))
+
+
+def same_headers(original: HeaderList, decoded: HeaderList, *, ordered: bool = True) -> bool:
+    """Equality after re-joining cookie crumbs (ordered) or as multisets of fields with
+    cookies split into crumbs (unordered)."""
+    if ordered:
+        return join_cookie_crumbs(tuple(original)) == join_cookie_crumbs(tuple(decoded))
+    return Counter(split_cookie_crumbs(tuple(original))) == Counter(split_cookie_crumbs(tuple(decoded)))
 
 
 def describe_mismatch(expected: HeaderList, got: HeaderList) -> str:

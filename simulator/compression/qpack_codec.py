@@ -242,6 +242,8 @@ class QpackDecoder(Decoder):
         return out
 
     def feed_header_block(self, stream_id: int, block: bytes, seq: int) -> DecodedBlock | None:
+        if stream_id in self._blocked:
+            raise DecompressionFailed(f"a second field section on stream {stream_id} while its first is blocked")
         ric = required_insert_count_of(block, self.max_entries, self.insert_count)
         if ric > self.insert_count and len(self._blocked) >= self.max_blocked:
             raise BlockedStreamsExceeded(
