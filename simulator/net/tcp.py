@@ -1,0 +1,612 @@
+"""TCP transport model: one ordered byte stream per direction with NewReno loss recovery.
+
+Written by hand (no maintained library models TCP inside this engine).  The model is
+sized for sweeps of thousands of runs: segments are small ``__slots__`` objects whose
+payload is a tuple of memoryview slices of the application's writes, and no work is
+done per byte.
+
+What is modelled
+- Data: each endpoint's writes are appended, in write order, to that direction's one
+  connection byte stream and cut into segments of at most ``config.mss_bytes``.  A
+  packet on the link is payload + ``config.header_overhead_bytes``.  Writes made at the
+  same virtual instant are coalesced (one flush via ``sim.call_soon``); there is no
+  Nagle (HTTP/2 stacks set TCP_NODELAY), so a flush sends a short tail segment when the
+  window allows.  Stream ids (RFC 9000 section 2.1 numbering) are labels only: the
+  model keeps, with each segment, the ``(stream_id, stream_offset, bytes, end)``
+  pieces it carries so the receiver can report delivery per stream.
+- Receiver (RFC 9293 section 3.10.7.4, RFC 5681 section 4.2): cumulative ACKs;
+  out-of-order segments are buffered; an ACK every ``config.ack_every_packets``
+  segments or after ``config.max_ack_delay_s`` (delayed ACK); an immediate ACK on an
+  out-of-order or duplicate segment and on one that fills a hole.  ACKs are pure
+  ACK packets of ``header_overhead_bytes`` (40 B) on the reverse link, subject to its
+  loss and queue.  Bytes reach the application strictly in connection order: a hole
+  holds back every later byte, whatever stream it belongs to.
+- Sender: initial window ``config.initial_window_segments``; slow start and congestion
+  avoidance are ``cc.Reno`` / ``cc.Cubic`` (``config.cc``); fast retransmit after
+  ``config.packet_threshold`` duplicate ACKs with NewReno fast recovery (RFC 6582:
+  window inflation, partial ACKs retransmit the next hole and stay in recovery, the
+  "Impatient" timer variant, no second fast retransmit for losses of the window that
+  timed out); limited transmit (RFC 3042); the retransmission timer of RFC 6298 with
+  ``cc.RttEstimator`` (min RTO from ``config.min_rto_s``, 1 s before the first sample),
+  an RTT sample per ACK from the oldest newly acked segment with Karn's rule (no sample
+  when a newly acked segment was ever retransmitted), exponential backoff on repeated
+  timeouts (section 5.5) kept until a fresh sample, and go-back-N resending from the
+  first unacknowledged segment after a timeout.
+- Optional three-way handshake (``handshake=True``): SYN, SYN-ACK and ACK are 40-byte
+  packets that can be lost; the client sends data one RTT after start, the server once
+  the handshake's final ACK (or any client segment) arrives.  SYN and SYN-ACK are
+  retransmitted on the RFC 6298 timer (1 s, doubling).  The SYN exchange gives the
+  first RTT sample.  Without it the connection is established at time 0.
+
+Simplifications (on purpose)
+- No flow control: the receive window is unlimited (the receive buffer's out-of-order
+  occupancy is measured, not bounded).  No SACK, no timestamps, no ECN.
+- ACKs are never piggybacked on data: every ACK is its own packet.
+- Segment boundaries are fixed at first transmission; retransmissions resend the same
+  segment (no repacketization).
+- A zero-length ``write(sid, b"", end=True)`` occupies one sequence number (as a FIN
+  does) so that its end-of-stream mark is delivered reliably and in order.
+
+``stats()`` returns one flat dict.  Totals over both directions:
+  packets_sent        data segments sent, retransmissions included (pure ACKs and
+                      handshake packets not counted)
+  packets_lost        data segments retransmitted (the sender's count of losses)
+  rto_timeouts        retransmission timeouts (handshake ones included)
+  fast_retransmits    fast retransmits (entries into fast recovery)
+  bytes_sent          payload bytes sent, retransmissions included
+  bytes_delivered     application bytes delivered in order to the receivers
+  acks_sent           pure ACK packets sent
+  max_receive_buffer_bytes   max out-of-order bytes held by either receiver
+The same keys prefixed ``c2s_`` (client to server) and ``s2c_`` (server to client)
+give each direction, plus ``<dir>_srtt_s``, ``<dir>_rto_s`` and ``<dir>_cwnd_bytes`` at the end.
+
+``TcpConnection(..., cwnd_log=True)`` keeps ``endpoint.cwnd_log``, a list of
+``(time_s, cwnd_bytes)`` of that endpoint's sending direction, for plots.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from typing import Callable
+
+from ..engine import Simulator
+from .cc import RttEstimator, make_congestion_control
+from .link import Link, Packet, Path
+from .transport import DataCallback, TransportConfig, stream_id_for
+
+__all__ = ["TcpConnection", "TcpEndpoint", "TcpSegment", "TcpAck", "TcpControl"]
+
+_EMPTY = memoryview(b"")
+_MAX_BACKOFF = 1 << 16
+
+
+class TcpSegment:
+    """A data segment: ``length`` sequence numbers starting at ``seq``.
+
+    ``pieces`` is a tuple of ``(stream_id, stream_offset, data, end)`` with ``data`` a
+    memoryview slice of the application's write.
+    """
+
+    __slots__ = ("seq", "length", "payload_bytes", "pieces", "sent_s", "retransmitted")
+
+    def __init__(self, seq: int, length: int, payload_bytes: int, pieces: tuple) -> None:
+        self.seq = seq
+        self.length = length
+        self.payload_bytes = payload_bytes
+        self.pieces = pieces
+        self.sent_s = 0.0
+        self.retransmitted = False
+
+    def __repr__(self) -> str:
+        return f"TcpSegment(seq={self.seq}, len={self.length})"
+
+
+class TcpAck:
+    """A pure cumulative ACK: every sequence number below ``ack`` has been received."""
+
+    __slots__ = ("ack",)
+
+    def __init__(self, ack: int) -> None:
+        self.ack = ack
+
+    def __repr__(self) -> str:
+        return f"TcpAck({self.ack})"
+
+
+class TcpControl:
+    """A handshake packet: ``kind`` is "SYN", "SYN-ACK" or "ACK"."""
+
+    __slots__ = ("kind",)
+
+    def __init__(self, kind: str) -> None:
+        self.kind = kind
+
+    def __repr__(self) -> str:
+        return f"TcpControl({self.kind})"
+
+
+class TcpEndpoint:
+    """One side of a TCP connection: the sender of one direction and the receiver of the other."""
+
+    __slots__ = (
+        "sim", "conn", "is_client", "name", "peer", "out_link", "timers", "config", "mss",
+        "header_bytes", "cc", "rtt", "established", "on_data", "on_stream_acked", "cwnd_log",
+        # application streams
+        "_next_stream_index", "_send_offset", "_ended",
+        # sender (RFC 9293 names: SND.UNA, SND.NXT; snd_max is the highest SND.NXT so far)
+        "snd_una", "snd_nxt", "snd_max", "_pending", "_pending_len", "_flush_scheduled",
+        "_unacked", "_by_seq", "_dupacks", "_in_recovery", "_recover", "_partial_acks",
+        "_inflation_bytes", "_rto_backoff", "_rto_seq",
+        "_deliver_segment", "_deliver_ack", "_handshake_retransmitted", "_handshake_sent_s",
+        # receiver (RCV.NXT)
+        "rcv_nxt", "_ooo", "_ooo_bytes", "max_ooo_bytes", "_segments_since_ack",
+        # counters
+        "segments_sent", "segments_retransmitted", "rto_timeouts", "fast_retransmits",
+        "bytes_sent", "bytes_delivered", "acks_sent",
+    )
+
+    def __init__(self, conn: "TcpConnection", *, is_client: bool, out_link: Link,
+                 cwnd_log: bool) -> None:
+        sim = conn.sim
+        config = conn.config
+        self.sim = sim
+        self.conn = conn
+        self.is_client = is_client
+        self.name = f"{conn.name}/{'client' if is_client else 'server'}"
+        self.peer: TcpEndpoint | None = None
+        self.out_link = out_link
+        self.timers = sim.timers(self.name, ("rto", "delack"))
+        self.config = config
+        self.mss = config.mss_bytes
+        self.header_bytes = config.header_overhead_bytes
+        self.cc = make_congestion_control(config.cc, config.mss_bytes,
+                                          initial_window_segments=config.initial_window_segments)
+        self.rtt = RttEstimator(initial_rtt_s=config.initial_rtt_s, min_rto_s=config.min_rto_s)
+        self.established = True
+        self.on_data: DataCallback | None = None
+        self.on_stream_acked: Callable[[int, int], None] | None = None
+        self.cwnd_log: list[tuple[float, float]] | None = [] if cwnd_log else None
+
+        self._next_stream_index = [0, 0]          # bidirectional, unidirectional
+        self._send_offset: dict[int, int] = {}
+        self._ended: set[int] = set()
+
+        self.snd_una = self.snd_nxt = self.snd_max = 0
+        self._pending: deque[list] = deque()      # [stream_id, offset, memoryview, end] not yet segmented
+        self._pending_len = 0                     # sequence numbers waiting in _pending
+        self._flush_scheduled = False
+        self._unacked: deque[TcpSegment] = deque()   # sent, not yet cumulatively acked, in order
+        self._by_seq: dict[int, TcpSegment] = {}
+        self._dupacks = 0
+        self._in_recovery = False
+        # RFC 6582 "recover", kept as an end (the highest seq sent + 1, as FreeBSD's snd_recover):
+        # a full ACK has ack >= recover; a fast retransmit needs ack - 1 >= recover.
+        self._recover = -1
+        self._partial_acks = 0
+        self._inflation_bytes = 0.0               # fast-recovery window inflation (RFC 6582 steps 2-4)
+        self._rto_backoff = 1
+        self._rto_seq = -1                        # snd_una at the last timeout
+        self._handshake_retransmitted = False
+        self._handshake_sent_s = 0.0
+
+        self.rcv_nxt = 0
+        self._ooo: dict[int, TcpSegment] = {}     # out-of-order segments by seq
+        self._ooo_bytes = 0
+        self.max_ooo_bytes = 0
+        self._segments_since_ack = 0
+
+        self.segments_sent = 0
+        self.segments_retransmitted = 0
+        self.rto_timeouts = 0
+        self.fast_retransmits = 0
+        self.bytes_sent = 0
+        self.bytes_delivered = 0
+        self.acks_sent = 0
+
+    def _connect(self, peer: "TcpEndpoint") -> None:
+        self.peer = peer
+        self._deliver_segment = peer._on_segment
+        self._deliver_ack = peer._on_ack
+
+    # -- application interface (transport.Endpoint) -------------------------------------
+    def open_stream(self, unidirectional: bool = False) -> int:
+        """A new stream id of this endpoint, numbered as RFC 9000 section 2.1 (a label only)."""
+        kind = 1 if unidirectional else 0
+        index = self._next_stream_index[kind]
+        self._next_stream_index[kind] = index + 1
+        return stream_id_for(index, client=self.is_client, unidirectional=unidirectional)
+
+    def write(self, stream_id: int, data: bytes, end: bool = False) -> None:
+        """Append ``data`` of ``stream_id`` to this direction's byte stream."""
+        if stream_id in self._ended:
+            raise ValueError(f"{self.name}: write on stream {stream_id} after its end")
+        if stream_id & 0x2 and bool(stream_id & 0x1) == self.is_client:
+            raise ValueError(f"{self.name}: stream {stream_id} is the peer's unidirectional stream")
+        n = len(data)
+        if n == 0 and not end:
+            return
+        if not isinstance(data, bytes):
+            data = bytes(data)              # the caller may reuse a mutable buffer
+        offset = self._send_offset.get(stream_id, 0)
+        self._send_offset[stream_id] = offset + n
+        if end:
+            self._ended.add(stream_id)
+        self._pending.append([stream_id, offset, memoryview(data) if n else _EMPTY, end])
+        self._pending_len += n if n else 1  # an empty end mark takes one sequence number (like FIN)
+        if not self._flush_scheduled:
+            # Writes at the same virtual instant share segments: one flush after them all.
+            self._flush_scheduled = True
+            self.sim.call_soon(self._flush)
+
+    def _flush(self) -> None:
+        self._flush_scheduled = False
+        self._send_more()
+
+    # -- sender ---------------------------------------------------------------------------
+    @property
+    def cwnd_bytes(self) -> float:
+        """The congestion window in use (including fast-recovery inflation)."""
+        return max(self.cc.cwnd_bytes + self._inflation_bytes, self.mss)
+
+    @property
+    def flight_bytes(self) -> int:
+        return self.snd_nxt - self.snd_una
+
+    def _rto_s(self) -> float:
+        return min(self.rtt.rto_s() * self._rto_backoff, self.rtt.max_rto_s)
+
+    def _log_cwnd(self) -> None:
+        if self.cwnd_log is not None:
+            self.cwnd_log.append((self.sim.now, self.cwnd_bytes))
+
+    def _send_more(self) -> None:
+        """Send what the congestion window allows: go-back-N resends first, then new data."""
+        if not self.established:
+            return
+        mss = self.mss
+        window = self.cc.cwnd_bytes + self._inflation_bytes
+        if 0 < self._dupacks < self.config.packet_threshold and not self._in_recovery:
+            window += self._dupacks * mss    # RFC 3042 limited transmit
+        if window < mss:
+            window = mss
+        by_seq = self._by_seq
+        while True:
+            nxt = self.snd_nxt
+            flight = nxt - self.snd_una
+            if nxt < self.snd_max:                       # resending after a timeout
+                seg = by_seq[nxt]
+                if flight + seg.length > window:
+                    break
+                self.snd_nxt = nxt + seg.length
+                self._transmit(seg, True)
+            elif self._pending_len:
+                if flight + min(mss, self._pending_len) > window:
+                    break
+                seg = self._new_segment(nxt)
+                self._unacked.append(seg)
+                by_seq[nxt] = seg
+                self.snd_nxt = self.snd_max = nxt + seg.length
+                self._transmit(seg, False)
+            else:
+                break
+
+    def _new_segment(self, seq: int) -> TcpSegment:
+        """Cut up to one MSS off the pending writes."""
+        room = self.mss
+        pending = self._pending
+        pieces = []
+        length = payload = 0
+        while pending and room > 0:
+            entry = pending[0]
+            data = entry[2]
+            n = len(data)
+            if n == 0:                                   # empty end mark: one sequence number
+                pieces.append((entry[0], entry[1], data, entry[3]))
+                pending.popleft()
+                room -= 1
+                length += 1
+            elif n <= room:
+                pieces.append((entry[0], entry[1], data, entry[3]))
+                pending.popleft()
+                room -= n
+                length += n
+                payload += n
+            else:
+                pieces.append((entry[0], entry[1], data[:room], False))
+                entry[1] += room
+                entry[2] = data[room:]
+                length += room
+                payload += room
+                room = 0
+        self._pending_len -= length
+        return TcpSegment(seq, length, payload, tuple(pieces))
+
+    def _transmit(self, seg: TcpSegment, retransmission: bool) -> None:
+        now = self.sim.now
+        seg.sent_s = now
+        if retransmission:
+            seg.retransmitted = True                     # Karn: never an RTT sample from it
+            self.segments_retransmitted += 1
+        self.segments_sent += 1
+        self.bytes_sent += seg.payload_bytes
+        self.out_link.send(Packet(seg.payload_bytes + self.header_bytes, seg), self._deliver_segment)
+        if self.timers.expiry("rto") is None:            # RFC 6298 (5.1)
+            self.timers.set("rto", now + self._rto_s(), self._on_rto)
+
+    def _on_ack(self, packet: Packet) -> None:
+        ack = packet.payload.ack
+        if ack > self.snd_una:
+            self._on_new_ack(ack)
+        elif ack == self.snd_una and self.snd_max > ack:
+            self._on_duplicate_ack(ack)
+        # else: an old ACK overtaken by a newer one; nothing to learn
+
+    def _on_new_ack(self, ack: int) -> None:
+        now = self.sim.now
+        mss = self.mss
+        newly_acked = ack - self.snd_una
+        self.snd_una = ack
+        if self.snd_nxt < ack:          # the receiver already held what go-back-N would resend
+            self.snd_nxt = ack
+        unacked = self._unacked
+        by_seq = self._by_seq
+        report = self.on_stream_acked
+        acked_streams: dict[int, int] | None = {} if report is not None else None
+        first_sent_s = unacked[0].sent_s
+        any_retransmitted = False
+        while unacked and unacked[0].seq < ack:
+            seg = unacked.popleft()
+            del by_seq[seg.seq]
+            any_retransmitted |= seg.retransmitted
+            if acked_streams is not None:
+                for stream_id, offset, data, _end in seg.pieces:
+                    acked_streams[stream_id] = offset + len(data)
+        # RFC 6298 section 3: an RTT sample per ACK, from the oldest newly acked segment, and
+        # none (Karn's algorithm) when any newly acked segment was retransmitted.  A fresh
+        # sample recomputes the RTO, ending an exponential backoff (RFC 6298 section 5 note).
+        if not any_retransmitted:
+            self.rtt.update(now - first_sent_s)
+            self._rto_backoff = 1
+        self._dupacks = 0
+        restart_timer = True
+        if self._in_recovery:
+            if ack >= self._recover:
+                # RFC 6582 3.2 step 3, full ACK: cwnd = min(ssthresh, max(FlightSize, SMSS) + SMSS).
+                self._in_recovery = False
+                self._inflation_bytes = 0.0
+                flight = self.snd_nxt - ack
+                self.cc.cwnd_bytes = min(self.cc.ssthresh_bytes, max(flight, mss) + mss)
+            else:
+                # Step 4, partial ACK: retransmit the next hole, deflate by the newly acked
+                # amount, add back one SMSS; reset the timer on the first one only (Impatient).
+                seg = by_seq[ack]
+                if self.snd_nxt < ack + seg.length:
+                    self.snd_nxt = ack + seg.length
+                self._transmit(seg, True)
+                self._inflation_bytes -= newly_acked
+                if newly_acked >= mss:
+                    self._inflation_bytes += mss
+                self._partial_acks += 1
+                restart_timer = self._partial_acks == 1
+        else:
+            self.cc.on_ack(newly_acked, now, self.rtt.smoothed_s)
+        # RFC 6298 (5.2) stop the timer when all is acked, (5.3) else restart it.
+        if self.snd_una >= self.snd_max:
+            self.timers.cancel("rto")
+        elif restart_timer:
+            self.timers.set("rto", now + self._rto_s(), self._on_rto)
+        self._log_cwnd()
+        if acked_streams:
+            for stream_id, offset in acked_streams.items():
+                report(stream_id, offset)
+        self._send_more()
+
+    def _on_duplicate_ack(self, ack: int) -> None:
+        self._dupacks += 1
+        threshold = self.config.packet_threshold
+        if self._in_recovery:
+            self._inflation_bytes += self.mss            # RFC 6582 step 3 / RFC 5681 step 4
+            self._log_cwnd()
+        elif self._dupacks == threshold and ack > self._recover:
+            # RFC 5681 3.2 / RFC 6582 3.2 step 2: fast retransmit, enter fast recovery.
+            # (ack <= recover: the duplicate ACKs may come from segments resent after a timeout.)
+            self._in_recovery = True
+            self._partial_acks = 0
+            self._recover = self.snd_max
+            self.cc.on_congestion_event(self.sim.now, self.snd_nxt - self.snd_una)
+            self._inflation_bytes = float(threshold * self.mss)
+            self.fast_retransmits += 1
+            seg = self._by_seq[ack]
+            if self.snd_nxt < ack + seg.length:
+                self.snd_nxt = ack + seg.length
+            self._transmit(seg, True)
+            self._log_cwnd()
+        self._send_more()
+
+    def _on_rto(self) -> None:
+        if not self.established:
+            self._handshake_timeout()
+            return
+        if self.snd_una >= self.snd_max:
+            return
+        self.rto_timeouts += 1
+        if self._rto_seq == self.snd_una or self._in_recovery:
+            # The same segment timed out again (RFC 5681 section 3.1), or the timeout ends a
+            # fast recovery whose loss already reduced ssthresh (as Linux does; FlightSize
+            # is inflated there by segments the receiver holds): hold ssthresh.
+            self.cc.cwnd_bytes = float(self.mss)
+        else:
+            self.cc.on_timeout(self.snd_nxt - self.snd_una)   # RFC 5681 (4): ssthresh = FlightSize / 2
+        self._rto_seq = self.snd_una
+        self._in_recovery = False
+        self._inflation_bytes = 0.0
+        self._dupacks = 0
+        self._recover = self.snd_max                      # RFC 6582 section 4: no fast retransmit
+                                                          # on dup ACKs of go-back-N duplicates
+        self._rto_backoff = min(self._rto_backoff * 2, _MAX_BACKOFF)   # RFC 6298 (5.5)
+        self.snd_nxt = self.snd_una                       # go-back-N from the first hole
+        self._log_cwnd()
+        self._send_more()                                 # (5.4) and (5.6) via _transmit
+
+    # -- receiver ---------------------------------------------------------------------------
+    def _on_segment(self, packet: Packet) -> None:
+        if not self.established:
+            self._establish()               # a data segment implies the handshake completed
+        seg: TcpSegment = packet.payload
+        seq = seg.seq
+        nxt = self.rcv_nxt
+        if seq == nxt:
+            ooo = self._ooo
+            filled_hole = bool(ooo)
+            nxt += seg.length
+            if filled_hole:
+                pieces = list(seg.pieces)
+                while nxt in ooo:
+                    held = ooo.pop(nxt)
+                    self._ooo_bytes -= held.payload_bytes
+                    pieces.extend(held.pieces)
+                    nxt += held.length
+            else:
+                pieces = seg.pieces
+            self.rcv_nxt = nxt
+            self._deliver(pieces)
+            if filled_hole:
+                self._send_ack()            # RFC 5681 4.2: ACK at once a segment filling a gap
+            else:
+                self._segments_since_ack += 1
+                if self._segments_since_ack >= self.config.ack_every_packets:
+                    self._send_ack()
+                elif self.timers.expiry("delack") is None:
+                    self.timers.set("delack", self.sim.now + self.config.max_ack_delay_s, self._send_ack)
+        elif seq > nxt:
+            if seq not in self._ooo:
+                self._ooo[seq] = seg
+                self._ooo_bytes += seg.payload_bytes
+                if self._ooo_bytes > self.max_ooo_bytes:
+                    self.max_ooo_bytes = self._ooo_bytes
+            self._send_ack()                # RFC 5681 4.2: immediate duplicate ACK
+        else:
+            self._send_ack()                # already received (spurious retransmission)
+
+    def _deliver(self, pieces) -> None:
+        """Hand in-order bytes to the application, one call per run of the same stream."""
+        callback = self.on_data
+        if callback is None:
+            for piece in pieces:
+                self.bytes_delivered += len(piece[2])
+            return
+        now = self.sim.now
+        run_stream = -1
+        run: list = []
+        run_end = False
+        for stream_id, _offset, data, end in pieces:
+            self.bytes_delivered += len(data)
+            if stream_id != run_stream:
+                if run_stream >= 0:
+                    callback(run_stream, run[0].tobytes() if len(run) == 1 else b"".join(run), run_end, now)
+                run_stream = stream_id
+                run = [data]
+            else:
+                run.append(data)
+            run_end = end
+        if run_stream >= 0:
+            callback(run_stream, run[0].tobytes() if len(run) == 1 else b"".join(run), run_end, now)
+
+    def _send_ack(self) -> None:
+        self._segments_since_ack = 0
+        self.timers.cancel("delack")
+        self.acks_sent += 1
+        self.out_link.send(Packet(self.header_bytes, TcpAck(self.rcv_nxt)), self._deliver_ack)
+
+    # -- handshake (optional) ---------------------------------------------------------------
+    def _send_control(self, kind: str) -> None:
+        self.out_link.send(Packet(self.header_bytes, TcpControl(kind)), self.peer._on_control)
+
+    def _start_handshake(self) -> None:
+        self._handshake_sent_s = self.sim.now
+        self._send_control("SYN")
+        self.timers.set("rto", self.sim.now + self._rto_s(), self._on_rto)
+
+    def _handshake_timeout(self) -> None:
+        # RFC 6298 (5.5): retransmit the SYN (client) or SYN-ACK (server) with backoff.
+        self.rto_timeouts += 1
+        self._handshake_retransmitted = True
+        self._rto_backoff = min(self._rto_backoff * 2, _MAX_BACKOFF)
+        self._send_control("SYN" if self.is_client else "SYN-ACK")
+        self.timers.set("rto", self.sim.now + self._rto_s(), self._on_rto)
+
+    def _on_control(self, packet: Packet) -> None:
+        kind = packet.payload.kind
+        if kind == "SYN":
+            if not self.established:        # server: answer every SYN (ours may have been lost)
+                if self.timers.expiry("rto") is None:
+                    self._handshake_sent_s = self.sim.now
+                    self.timers.set("rto", self.sim.now + self._rto_s(), self._on_rto)
+                else:
+                    self._handshake_retransmitted = True   # Karn: the ACK may answer either SYN-ACK
+                self._send_control("SYN-ACK")
+        elif kind == "SYN-ACK":
+            self._send_control("ACK")       # also re-ACK a retransmitted SYN-ACK
+            if not self.established:
+                self._establish()
+        elif kind == "ACK" and not self.established:
+            self._establish()
+
+    def _establish(self) -> None:
+        self.established = True
+        self.timers.cancel("rto")
+        if not self._handshake_retransmitted:    # Karn: no sample from a retransmitted SYN
+            self.rtt.update(self.sim.now - self._handshake_sent_s)
+        self._rto_backoff = 1
+        self._send_more()
+
+    # -- statistics -------------------------------------------------------------------------
+    def direction_stats(self) -> dict:
+        """Counters of the direction this endpoint sends (receiver side from the peer)."""
+        peer = self.peer
+        return {
+            "packets_sent": self.segments_sent,
+            "packets_lost": self.segments_retransmitted,
+            "rto_timeouts": self.rto_timeouts,
+            "fast_retransmits": self.fast_retransmits,
+            "bytes_sent": self.bytes_sent,
+            "bytes_delivered": peer.bytes_delivered,
+            "acks_sent": peer.acks_sent,
+            "max_receive_buffer_bytes": peer.max_ooo_bytes,
+            "srtt_s": self.rtt.smoothed_s,
+            "rto_s": self._rto_s(),
+            "cwnd_bytes": self.cwnd_bytes,
+        }
+
+
+_SUM_KEYS = ("packets_sent", "packets_lost", "rto_timeouts", "fast_retransmits", "bytes_sent",
+             "bytes_delivered", "acks_sent")
+
+
+class TcpConnection:
+    """A TCP connection over ``path``: ``client`` sends on ``path.forward``, ``server`` on ``path.reverse``."""
+
+    def __init__(self, sim: Simulator, path: Path, config: TransportConfig | None = None,
+                 name: str = "tcp", *, handshake: bool = False, cwnd_log: bool = False) -> None:
+        self.sim = sim
+        self.path = path
+        self.config = config if config is not None else TransportConfig()
+        self.name = name
+        self.client = TcpEndpoint(self, is_client=True, out_link=path.forward, cwnd_log=cwnd_log)
+        self.server = TcpEndpoint(self, is_client=False, out_link=path.reverse, cwnd_log=cwnd_log)
+        self.client._connect(self.server)
+        self.server._connect(self.client)
+        if handshake:
+            self.client.established = False
+            self.server.established = False
+            sim.call_soon(self.client._start_handshake)
+
+    def stats(self) -> dict:
+        c2s = self.client.direction_stats()
+        s2c = self.server.direction_stats()
+        out: dict = {k: c2s[k] + s2c[k] for k in _SUM_KEYS}
+        out["max_receive_buffer_bytes"] = max(c2s["max_receive_buffer_bytes"], s2c["max_receive_buffer_bytes"])
+        for prefix, d in (("c2s_", c2s), ("s2c_", s2c)):
+            for k, v in d.items():
+                out[prefix + k] = v
+        return out
