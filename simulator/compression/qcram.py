@@ -61,6 +61,13 @@ the moment it arrives).  Without acks nothing is unpinned and the encoder stops
 inserting rather than evict a pinned entry (it then sends literals): conservative,
 never wrong.
 
+Encoder policy (the draft leaves it to implementations): an insert costs the field's
+bytes a second time on the control stream, so by default (``insert_policy="repeat"``)
+a field is inserted only when it was already seen among the last ``history`` (512)
+fields; ``"always"`` inserts every field that fits, as an HPACK encoder does (on
+fb-resp-hq with instant acks: 19.8% vs 38.8% of raw bytes).  A field equal to a live
+entry still awaiting its commit is not inserted again.
+
 Not implemented: the draft's de-duplicated table accounting (draft 4.4.1; entries are
 charged 32 + name + value as in RFC 7541 4.1 so both ends agree without extra rules),
 refreshing draining entries with Indexed-Duplicate (the decoder accepts it, the
