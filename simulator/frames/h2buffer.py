@@ -41,9 +41,10 @@ class ScannerFrameBuffer(FrameBuffer):
     frames and exceptions it yields are h2's own.
     """
 
-    def __init__(self, server: bool = False) -> None:
+    def __init__(self, server: bool = False, *, impl=None) -> None:
         super().__init__(server=server)
-        self._scanner = H2Scanner(_NO_LIMIT, preface=False, validate=False)
+        scanner_cls = H2Scanner if impl is None else impl.H2Scanner
+        self._scanner = scanner_cls(_NO_LIMIT, preface=False, validate=False)
         self._base = 0            # absolute stream offset of self._data[0]
         self._consumed = 0        # absolute offset up to which frames were yielded
         self._ready: deque = deque()   # complete frames not yet yielded
@@ -157,15 +158,16 @@ def uninstall_huffman() -> None:
         _original_decode_huffman = None
 
 
-def install(conn, *, huffman: bool = True):
+def install(conn, *, huffman: bool = True, impl=None):
     """Give an ``h2.connection.H2Connection`` the scanner-driven buffer (call it before
-    the connection receives data).  Returns the connection."""
+    the connection receives data).  Returns the connection.  ``impl``: an implementation
+    module from ``simulator.frames.implementations()`` (default: the active one)."""
     if getattr(conn, "_workbench_scanner", False):
         return conn
     old = conn.incoming_buffer
-    if old._data or len(old._preamble) != old._preamble_len:
+    if old._data or (not conn.config.client_side and old._preamble_len != 24):
         raise RuntimeError("install() must be called before the connection receives data")
-    conn.incoming_buffer = ScannerFrameBuffer(server=not conn.config.client_side)
+    conn.incoming_buffer = ScannerFrameBuffer(server=not conn.config.client_side, impl=impl)
     conn.incoming_buffer.max_frame_size = old.max_frame_size
     conn._workbench_scanner = True
     if huffman:

@@ -1,0 +1,283 @@
+"""h2 with the scanner-driven incoming buffer behaves exactly like h2 with its own.
+
+Each scenario is a scripted exchange between a real h2 client and server; it runs once
+with h2's stock ``FrameBuffer`` (and hpack's own Huffman decoder) and once per scanner
+implementation with ``simulator.frames.h2buffer.install`` on both ends (and the C
+Huffman decoder), feeding the bytes in the same random chunks.  The traces (every event
+repr, every exception, every byte sent) must be identical.
+"""
+
+from __future__ import annotations
+
+import random
+import re
+
+import h2.config
+import h2.connection
+import h2.events
+import pytest
+from hyperframe.frame import (ContinuationFrame, DataFrame, HeadersFrame, PingFrame, SettingsFrame,
+                              WindowUpdateFrame)
+
+from simulator.frames import implementations
+from simulator.frames.fuzz import mutate
+from simulator.frames.h2buffer import ScannerFrameBuffer, install, uninstall_huffman
+
+IMPLS = sorted(implementations())
+_ADDR = re.compile(r" at 0x[0-9a-f]+")
+
+
+def _clean(text: str) -> str:
+    """Object addresses (e.g. ``<memory at 0x...>`` in hpack's messages) differ run to run."""
+    return _ADDR.sub(" at 0x?", text)
+
+
+class Pair:
+    def __init__(self, impl, seed: int, chunking: str = "random") -> None:
+        self.client = h2.connection.H2Connection(h2.config.H2Configuration(client_side=True))
+        self.server = h2.connection.H2Connection(
+            h2.config.H2Configuration(client_side=False, validate_inbound_headers=True))
+        if impl is not None:
+            install(self.client, impl=impl)
+            install(self.server, impl=impl)
+            assert isinstance(self.server.incoming_buffer, ScannerFrameBuffer)
+        self.rnd = random.Random(seed)
+        self.chunking = chunking
+        self.trace: list = []
+
+    def _chunks(self, data: bytes):
+        if self.chunking == "whole" or not data:
+            yield data
+            return
+        i = 0
+        while i < len(data):
+            n = self.rnd.choice([1, 2, 5, 9, 10, 64, 1000, 20000])
+            yield data[i:i + n]
+            i += n
+
+    def deliver(self, sender: str, raw: bytes | None = None) -> None:
+        src, dst = (self.client, self.server) if sender == "client" else (self.server, self.client)
+        data = src.data_to_send() if raw is None else raw
+        self.trace.append((sender, "bytes", data))
+        for chunk in self._chunks(data):
+            try:
+                events = dst.receive_data(chunk)
+            except Exception as exc:  # noqa: BLE001 - compare whatever h2 raises
+                self.trace.append((sender, "raise", type(exc).__name__, _clean(str(exc))))
+                self.trace.append((sender, "after", dst.data_to_send()))
+                return
+            self.trace.append((sender, "events", [_clean(repr(e)) for e in events]))
+            for e in events:
+                self.on_event(dst, e)
+
+    def on_event(self, conn, event) -> None:
+        if isinstance(event, h2.events.DataReceived) and event.flow_controlled_length:
+            if conn.state_machine.state != h2.connection.ConnectionState.CLOSED:
+                try:
+                    conn.acknowledge_received_data(event.flow_controlled_length, event.stream_id)
+                except h2.exceptions.StreamClosedError:
+                    pass
+
+    def both(self, rounds: int = 3) -> None:
+        for _ in range(rounds):
+            self.deliver("client")
+            self.deliver("server")
+
+
+def send(conn, sid: int, data: bytes, end: bool = False, pad: int | None = None) -> None:
+    """Send as much of ``data`` as flow control allows, in frames h2 accepts."""
+    step = conn.max_outbound_frame_size - (0 if pad is None else pad + 1)
+    window = conn.local_flow_control_window(sid)
+    data = data[:max(0, window - 300)] if len(data) > window - 300 else data
+    for i in range(0, len(data), step):
+        piece = data[i:i + step]
+        conn.send_data(sid, piece, end_stream=end and i + step >= len(data), pad_length=pad)
+    if not data and end:
+        conn.send_data(sid, b"", end_stream=True)
+
+
+def req(path: str = "/", extra=()):
+    return [(":method", "GET"), (":path", path), (":scheme", "https"), (":authority", "example.com"), *extra]
+
+
+def s_basic(p: Pair) -> None:
+    p.client.initiate_connection()
+    p.server.initiate_connection()
+    p.client.send_headers(1, req(), end_stream=True)
+    p.both(1)
+    p.server.send_headers(1, [(":status", "200"), ("content-type", "text/plain")])
+    send(p.server, 1, b"hello world" * 100, end=True)
+    p.both(2)
+
+
+def s_many_streams_flow_control(p: Pair) -> None:
+    p.client.initiate_connection()
+    p.server.initiate_connection()
+    p.both(1)
+    for k in range(8):
+        sid = 1 + 2 * k
+        p.client.send_headers(sid, [(":method", "POST"), (":path", f"/up/{k}"), (":scheme", "https"),
+                                    (":authority", "example.com")])
+        send(p.client, sid, bytes([k]) * (5000 + 3000 * k), end=True)
+    p.both(2)
+    for k in range(8):
+        sid = 1 + 2 * k
+        p.server.send_headers(sid, [(":status", "200")])
+        send(p.server, sid, b"x" * 40000, pad=k if k % 2 else None)
+    p.both(3)
+
+
+def s_continuation(p: Pair) -> None:
+    p.client.initiate_connection()
+    p.server.initiate_connection()
+    p.both(1)
+    big = [("x-big-%d" % i, "v" * 3000 + str(i)) for i in range(20)]      # > 16 KiB: CONTINUATION
+    p.client.send_headers(1, req("/big", big), end_stream=True)
+    p.both(1)
+    p.server.send_headers(1, [(":status", "200"), *big])
+    p.server.send_data(1, b"body")
+    p.server.send_headers(1, [("x-trailer", "t" * 20000)], end_stream=True)  # trailers in CONTINUATIONs
+    p.both(2)
+
+
+def s_control(p: Pair) -> None:
+    p.client.initiate_connection()
+    p.server.initiate_connection()
+    p.both(1)
+    p.client.ping(b"12345678")
+    p.client.update_settings({h2.settings.SettingCodes.MAX_FRAME_SIZE: 32768,
+                              h2.settings.SettingCodes.INITIAL_WINDOW_SIZE: 1 << 20})
+    p.server.update_settings({h2.settings.SettingCodes.MAX_FRAME_SIZE: 65536})
+    p.both(2)
+    p.client.send_headers(1, req("/a"), end_stream=False)
+    p.client.prioritize(1, weight=200, depends_on=0, exclusive=False)
+    send(p.client, 1, b"q" * 60000, end=True)
+    p.client.send_headers(3, req("/b"), end_stream=True)
+    p.both(1)
+    p.server.push_stream(1, 2, req("/pushed"))
+    p.server.send_headers(2, [(":status", "200")], end_stream=False)
+    send(p.server, 2, b"pushed!" * 5000, end=True)
+    p.server.reset_stream(3, error_code=8)
+    p.server.send_headers(1, [(":status", "200")], end_stream=True)
+    p.both(2)
+    p.client.increment_flow_control_window(100000)
+    p.server.close_connection(error_code=0, additional_data=b"bye")
+    p.both(1)
+
+
+# Malformed input, each fed to a server after a valid client start.
+def _frames(*frames) -> bytes:
+    return b"".join(f.serialize() for f in frames)
+
+
+def _raw(length: int, ftype: int, flags: int, sid: int, payload: bytes) -> bytes:
+    return length.to_bytes(3, "big") + bytes([ftype, flags]) + sid.to_bytes(4, "big") + payload
+
+
+BAD_INPUTS = {
+    "bad-preface": b"PRI * HTTP/1.1\r\n\r\nSM\r\n\r\n",
+    "data-stream-0": _raw(3, 0, 0, 0, b"abc"),
+    "settings-length": _raw(5, 4, 0, 0, b"\x00" * 5),
+    "settings-stream": _raw(6, 4, 0, 3, b"\x00\x03\x00\x00\x00\x64"),
+    "ping-length": _raw(7, 6, 0, 0, b"1234567"),
+    "window-update-length": _raw(3, 8, 0, 0, b"\x00\x00\x01"),
+    "priority-length": _raw(4, 2, 0, 1, b"\x00\x00\x00\x00"),
+    "too-large": _raw(20000, 0, 0, 1, b"\x00" * 20000),
+    "too-large-header-only": _raw(20000, 0, 0, 1, b""),
+    "padding": _raw(4, 0, 0x8, 1, b"\x09abc"),
+    "interleaved-continuation": (_raw(1, 1, 0, 1, b"\x82") + _raw(8, 6, 0, 0, b"12345678")),
+    "lonely-continuation": _raw(1, 9, 0x4, 1, b"\x82"),
+    "unknown-type": _raw(5, 0x77, 0xff, 9, b"hello") + _frames(PingFrame(0, opaque_data=b"abcdefgh")),
+    "bad-hpack": _frames(HeadersFrame(1, data=b"\xff\xff\xff\xff", flags=["END_HEADERS", "END_STREAM"])),
+    "bad-huffman": _frames(HeadersFrame(1, data=b"\x82\x86\x84\x41\x83\xff\xff\xff",
+                                        flags=["END_HEADERS", "END_STREAM"])),
+}
+
+
+def _client_start() -> bytes:
+    c = h2.connection.H2Connection(h2.config.H2Configuration(client_side=True))
+    c.initiate_connection()
+    c.send_headers(1, req(), end_stream=False)
+    c.send_data(1, b"abc" * 1000, end_stream=False)
+    return c.data_to_send()
+
+
+def run_bad(p: Pair, bad: bytes, with_start: bool = True) -> None:
+    p.server.initiate_connection()
+    if bad.startswith(b"PRI"):
+        p.deliver("client", bad)
+        return
+    p.deliver("client", (_client_start() if with_start else b"") + bad)
+    p.deliver("client", _frames(PingFrame(0, opaque_data=b"zzzzzzzz")))
+
+
+SCENARIOS = {"basic": s_basic, "many-streams": s_many_streams_flow_control, "continuation": s_continuation,
+             "control": s_control}
+
+
+def _trace(impl, scenario, seed, chunking):
+    uninstall_huffman()
+    p = Pair(impl, seed, chunking)
+    try:
+        scenario(p)
+    finally:
+        uninstall_huffman()
+    return p.trace
+
+
+@pytest.mark.parametrize("impl_name", IMPLS)
+@pytest.mark.parametrize("name", sorted(SCENARIOS))
+@pytest.mark.parametrize("chunking", ["whole", "random"])
+def test_h2_exchanges_identical(impl_name, name, chunking):
+    impl = implementations()[impl_name]
+    for seed in range(3 if chunking == "random" else 1):
+        baseline = _trace(None, SCENARIOS[name], seed, chunking)
+        ours = _trace(impl, SCENARIOS[name], seed, chunking)
+        assert ours == baseline
+        assert any(kind == "events" and events for _, kind, *rest in baseline for events in rest[:1])
+
+
+@pytest.mark.parametrize("impl_name", IMPLS)
+@pytest.mark.parametrize("bad", sorted(BAD_INPUTS))
+def test_h2_malformed_identical(impl_name, bad):
+    impl = implementations()[impl_name]
+    for seed, chunking in ((0, "whole"), (1, "random"), (2, "random")):
+        baseline = _trace(None, lambda p: run_bad(p, BAD_INPUTS[bad]), seed, chunking)
+        ours = _trace(impl, lambda p: run_bad(p, BAD_INPUTS[bad]), seed, chunking)
+        assert ours == baseline
+
+
+@pytest.mark.parametrize("impl_name", IMPLS)
+def test_h2_mutated_streams_identical(impl_name):
+    """Mutations of a real client byte stream: same events or same exception, chunk by chunk."""
+    impl = implementations()[impl_name]
+    rnd = random.Random(7)
+    c = h2.connection.H2Connection(h2.config.H2Configuration(client_side=True))
+    c.initiate_connection()
+    c.send_headers(1, req("/x", [("x-a", "b" * 40000)]), end_stream=False)
+    c.send_data(1, b"d" * 3000, end_stream=True)
+    c.ping(b"pingping")
+    c.send_headers(3, req("/y"), end_stream=True)
+    valid = c.data_to_send()
+    extra = _frames(SettingsFrame(0, settings={4: 100}), WindowUpdateFrame(0, window_increment=5),
+                    DataFrame(3, data=b"late", flags=["PADDED"], pad_length=3),
+                    HeadersFrame(5, data=b"\x82", flags=["PADDED"], pad_length=2),
+                    ContinuationFrame(5, data=b"\x84", flags=["END_HEADERS"]))
+    base = valid + extra
+    for _ in range(120):
+        data = base[:24] + mutate(rnd, base[24:], [base[24:]])
+        seed = rnd.randrange(1000)
+
+        def scenario(p, data=data):
+            p.server.initiate_connection()
+            p.deliver("client", data)
+
+        assert _trace(impl, scenario, seed, "random") == _trace(None, scenario, seed, "random")
+
+
+def test_install_refuses_a_used_connection():
+    conn = h2.connection.H2Connection(h2.config.H2Configuration(client_side=False))
+    conn.initiate_connection()
+    conn.receive_data(b"PRI * HTTP/2.0\r\n")
+    with pytest.raises(RuntimeError):
+        install(conn)
