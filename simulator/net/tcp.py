@@ -130,7 +130,7 @@ class TcpEndpoint:
 
     __slots__ = (
         "sim", "conn", "is_client", "name", "peer", "out_link", "timers", "config", "mss",
-        "header_bytes", "cc", "rtt", "established", "on_data", "on_stream_acked", "cwnd_log",
+        "header_bytes", "cc", "rtt", "established", "on_data", "on_stream_acked", "on_received", "cwnd_log",
         # application streams
         "_next_stream_index", "_send_offset", "_ended",
         # sender (RFC 9293 names: SND.UNA, SND.NXT; snd_max is the highest SND.NXT so far)
@@ -165,6 +165,7 @@ class TcpEndpoint:
         self.established = True
         self.on_data: DataCallback | None = None
         self.on_stream_acked: Callable[[int, int], None] | None = None
+        self.on_received: Callable[[int, int, int, float], None] | None = None
         self.cwnd_log: list[tuple[float, float]] | None = [] if cwnd_log else None
 
         self._next_stream_index = [0, 0]          # bidirectional, unidirectional
@@ -455,6 +456,11 @@ class TcpEndpoint:
         seg: TcpSegment = packet.payload
         seq = seg.seq
         nxt = self.rcv_nxt
+        received = self.on_received
+        if received is not None and seq >= nxt and seq not in self._ooo:
+            now = self.sim.now
+            for stream_id, offset, data, _end in seg.pieces:
+                received(stream_id, offset, len(data), now)
         if seq == nxt:
             ooo = self._ooo
             filled_hole = bool(ooo)

@@ -17,6 +17,9 @@ same calls, so a comparison changes one argument:
 - ``on_stream_acked(stream_id, acked_offset)`` tells a sender that the first
   ``acked_offset`` bytes of one of its streams are now all acknowledged by the peer's
   transport (QCRAM's commit hook; TCP reports it too, from its cumulative ACK).
+- ``on_received(stream_id, offset, length, time_s)`` (optional) is called when stream
+  bytes first reach the receiver, in order or not: with ``on_data`` it tells how long
+  bytes that had arrived were held back (TCP's head-of-line blocking).
 - ``on_packet_acked(packet_number, ranges)`` (QUIC) names each acknowledged packet with
   the ``(stream_id, offset, length)`` ranges it carried.
 
@@ -64,6 +67,7 @@ class Endpoint(Protocol):
     is_client: bool
     on_data: DataCallback | None
     on_stream_acked: Callable[[int, int], None] | None
+    on_received: Callable[[int, int, int, float], None] | None
 
     def open_stream(self, unidirectional: bool = False) -> int: ...
     def write(self, stream_id: int, data: bytes, end: bool = False) -> None: ...

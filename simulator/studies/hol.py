@@ -276,6 +276,23 @@ class _Side:
             self._decoded(decoded, time_s)
         self._flush_decoder_stream()
 
+    def on_block_received(self, stream_id: int, offset: int, length: int, time_s: float) -> None:
+        """Bytes of a block's frame reached the receiver (maybe out of order): the block has
+        *arrived* once every byte of its frame has, whatever the transport does next."""
+        record = self.pending.get(stream_id)
+        if record is None or not math.isnan(record["arrived_s"]):
+            return
+        cover = record.setdefault("_cover", [])
+        cover.append((offset, offset + length))
+        cover.sort()
+        reach = 0
+        for start, end in cover:
+            if start > reach:
+                return
+            reach = max(reach, end)
+        if reach >= record["frame_bytes"]:
+            record["arrived_s"] = time_s
+
     def on_block_data(self, stream_id: int, data: bytes, end: bool, time_s: float) -> None:
         record = self.pending[stream_id]
         record["_buf"] += data
@@ -373,6 +390,8 @@ class _SchemeRun:
         for endpoint in (transport.client, transport.server):
             endpoint.on_data = (lambda ep: lambda sid, data, end, t: self._on_data(ep, sid, data, end, t))(endpoint)
             endpoint.on_stream_acked = (lambda ep: lambda sid, off: self._on_acked(ep, sid, off))(endpoint)
+            if hasattr(endpoint, "on_received"):
+                endpoint.on_received = (lambda ep: lambda sid, off, n, t: self._on_received(ep, sid, off, n, t))(endpoint)
         return conn
 
     def side(self, origin: str, kind: str) -> _Side:
@@ -393,6 +412,14 @@ class _SchemeRun:
         # A bidirectional stream: requests arrive at the server, responses at the client.
         kind = "response" if endpoint.is_client else "request"
         self.route[(id(endpoint), stream_id, kind)].on_block_data(stream_id, data, end, time_s)
+
+    def _on_received(self, endpoint, stream_id: int, offset: int, length: int, time_s: float) -> None:
+        if stream_id & 2:
+            return   # unidirectional: encoder/decoder streams
+        kind = "response" if endpoint.is_client else "request"
+        side = self.route.get((id(endpoint), stream_id, kind))
+        if side is not None:
+            side.on_block_received(stream_id, offset, length, time_s)
 
     def _on_acked(self, endpoint, stream_id: int, acked_offset: int) -> None:
         """Transport acknowledgements reach the encoder: QCRAM commits its inserts on the
@@ -433,16 +460,20 @@ class _SchemeRun:
             missing = expected - len(self.blocks)
             raise RuntimeError(f"{self.scheme}: {missing} of {expected} header blocks were never decoded "
                                f"(simulation stopped at {self.sim.now:.3f} s)")
-        packets = losses = 0
+        # Counted on the wire, the same way for both transports: every packet both ways
+        # (acks included) and every packet the loss model or a full queue dropped.
+        packets = losses = retransmissions = 0
         for conn in self.connections.values():
-            st = conn["transport"].stats()
-            packets += st.get("packets_sent", 0)
-            losses += st.get("packets_lost", 0)
+            for link in (conn["path"].forward, conn["path"].reverse):
+                packets += link.stats.packets_sent
+                losses += link.stats.packets_lost + link.stats.packets_dropped
+            retransmissions += conn["transport"].stats().get("packets_lost", 0)
         max_buffered = 0
         for conn in self.connections.values():
             for side in conn["sides"].values():
                 max_buffered = max(max_buffered, side.max_buffered_bytes)
-        return {"packets": packets, "losses": losses, "max_decoder_buffered_bytes": max_buffered,
+        return {"packets": packets, "losses": losses, "retransmissions": retransmissions,
+                "max_decoder_buffered_bytes": max_buffered,
                 "connections": len(self.connections), "sim_end_s": self.sim.now}
 
 

@@ -1,0 +1,209 @@
+"""The header-compression HOL-blocking study (research.md section 1).
+
+The assertions are the phenomena a faithful model must show: no loss, no blocking;
+QPACK with SETTINGS_QPACK_BLOCKED_STREAMS = 0 never blocks (RFC 9204 section 2.1.2);
+QCRAM's non-blocking variant never blocks; HPACK over QUIC blocks more than QPACK and
+QCRAM under loss; over TCP every scheme suffers the byte stream's HOL blocking; and
+the compression ratio depends on how soon acknowledgements return.
+"""
+
+import json
+from dataclasses import replace
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from simulator import compression
+from simulator.cli import main
+from simulator.errors import InputError
+from simulator.studies import hol
+from simulator.traces import load
+
+ROOT = Path(__file__).resolve().parent.parent
+PAGE = ROOT / "traces" / "synthetic-page.har"
+SHARED = ROOT.parent / "shared" / "traces" / "qif"
+FB_REQ = SHARED / "fb-req-hq.qif"
+FB_RESP = SHARED / "fb-resp-hq.qif"
+needs_shared = pytest.mark.skipif(not FB_REQ.exists(), reason="../shared/traces absent")
+
+ALL = ("hpack", "qpack", "qcram", "qcram-blocking")
+
+
+@pytest.fixture(scope="module")
+def page():
+    return load(PAGE)
+
+
+@pytest.fixture(scope="module")
+def fb_req():
+    if not FB_REQ.exists():
+        pytest.skip("../shared/traces absent")
+    return load(FB_REQ)
+
+
+@pytest.mark.parametrize("transport", ["quic", "tcp"])
+def test_no_loss_means_no_hol_blocking_in_any_scheme(page, transport):
+    result = hol.run(page, hol.HolParams(schemes=ALL, transport=transport, loss="0", direction="both"))
+    assert (result.summary["blocked"] == 0).all()
+    assert (result.summary["hol_total_ms"] == 0).all()
+    assert (result.summary["losses"] == 0).all()
+    # Every header list of the trace was replayed and decoded, in both directions.
+    assert (result.summary["blocks"] == 2 * len(page)).all()
+
+
+def test_block_times_are_causal(page):
+    """sent + one-way delay <= arrived <= delivered <= decoded, for every block."""
+    params = hol.HolParams(schemes=ALL, loss="0.03", seed=3)
+    b = hol.run(page, params).blocks
+    one_way = params.rtt_s / 2
+    assert (b["arrived_s"] >= b["sent_s"] + one_way - 1e-9).all()
+    assert (b["delivered_s"] >= b["arrived_s"] - 1e-9).all()
+    assert (b["decoded_s"] >= b["delivered_s"] - 1e-9).all()
+    assert (b["hol_delay_ms"] >= 0).all()
+    assert (b["blocked"] == (b["hol_delay_ms"] > 1e-6)).all()
+
+
+def test_qpack_with_zero_blocked_streams_never_blocks(page):
+    """RFC 9204 section 2.1.2: with SETTINGS_QPACK_BLOCKED_STREAMS = 0 the encoder must not
+    emit a section whose Required Insert Count exceeds what the decoder acknowledged."""
+    for seed in (1, 2, 3):
+        r = hol.run(page, hol.HolParams(schemes=("qpack",), max_blocked=0, loss="0.05", seed=seed))
+        assert r.summary.loc["qpack", "blocked"] == 0
+        assert r.summary.loc["qpack", "may_block"] == 0
+
+
+def test_qcram_never_blocks_unless_its_blocking_variant_is_on(page):
+    """draft-krasic-quic-qcram: references only to inserts the transport acknowledged."""
+    blocked_variant = 0
+    for seed in (1, 2, 3, 4):
+        r = hol.run(page, hol.HolParams(schemes=("qcram", "qcram-blocking"), loss="0.04", seed=seed))
+        assert r.summary.loc["qcram", "blocked"] == 0
+        assert r.summary.loc["qcram", "may_block"] == 0
+        blocked_variant += r.summary.loc["qcram-blocking", "blocked"]
+    assert blocked_variant > 0     # the variant that may block does, at 4% loss
+
+
+@needs_shared
+def test_hpack_over_quic_blocks_more_than_qpack_and_qcram(fb_req):
+    """At 1-2% loss, in-order HPACK decoding stalls many more blocks (summed over seeds)."""
+    runs = pd.concat([hol.run_seeds(fb_req, hol.HolParams(loss=loss), seeds=(1, 2, 3)) for loss in ("0.01", "0.02")])
+    blocked = runs.groupby("scheme")["blocked"].sum()
+    assert blocked["hpack"] > 2 * blocked["qpack"]
+    assert blocked["hpack"] > blocked["qcram"]
+    assert blocked["qcram"] == 0
+
+
+def test_over_tcp_a_lost_segment_blocks_every_scheme_alike(page):
+    """RFC 9293: TCP delivers in order, so the byte stream's HOL blocking hits QCRAM too."""
+    r = hol.run(page, hol.HolParams(schemes=("hpack", "qcram"), transport="tcp", loss="0.04", seed=2))
+    assert r.summary.loc["hpack", "blocked"] > 0
+    assert r.summary.loc["qcram", "blocked"] > 0
+
+
+def test_bursty_loss_runs(page):
+    r = hol.run(page, hol.HolParams(loss="ge:0.01,0.3", seed=1))
+    assert r.summary["losses"].sum() > 0
+    assert (r.summary.loc["qcram", "blocked"] == 0)
+
+
+def test_same_seed_same_rows_and_different_seed_differs(page):
+    params = hol.HolParams(loss="0.03", seed=5)
+    a = hol.run(page, params).blocks
+    b = hol.run(page, params).blocks
+    pd.testing.assert_frame_equal(a, b)
+    c = hol.run(page, replace(params, seed=6)).blocks
+    assert not a[["arrived_s", "decoded_s"]].equals(c[["arrived_s", "decoded_s"]])
+
+
+def test_every_row_carries_its_parameters_and_seed(page):
+    r = hol.run(page, hol.HolParams(loss="0.01", seed=9, rtt_s=0.05))
+    assert set(["seed", "loss", "rtt_s", "transport", "table_bytes", "max_blocked", "spacing_s"]) <= set(r.blocks.columns)
+    assert (r.blocks["seed"] == 9).all() and (r.blocks["rtt_s"] == 0.05).all()
+    assert r.params["seed"] == 9 and r.trace["content_hash"] == page.content_hash()
+
+
+def test_a_wrong_decode_is_an_error_never_a_result(page, monkeypatch):
+    """Every decoded header list is compared with its input."""
+    from simulator.compression import base
+
+    original = base.verify
+
+    def corrupt(expected, decoded, **kw):
+        return original(expected, decoded[:-1], **kw)
+
+    monkeypatch.setattr(compression, "verify", corrupt)
+    with pytest.raises(compression.VerificationError):
+        hol.run(page, hol.HolParams(schemes=("qpack",)))
+
+
+def test_timed_schedule_caps_idle_gaps_and_coalesces_within_a_millisecond(page):
+    items = hol._schedule(page, hol.HolParams())
+    starts = sorted(i.start_s for i in items)
+    gaps = [b - a for a, b in zip(starts, starts[1:])]
+    assert max(gaps) <= 1.0 + 1e-9
+    assert all(abs(s * 1000 - round(s * 1000)) < 1e-6 for s in starts)
+
+
+@needs_shared
+def test_compression_ratios_on_fb_resp_match_the_published_figures():
+    """fb-resp-hq, raw 340,737 bytes: HPACK about 26.5%, QPACK (4 KiB, acks at once) about
+    15.2%, and above 50% when the QPACK encoder never sees an acknowledgement."""
+    lists = [h for _, _, h in load(FB_RESP).header_lists("responses")]
+    assert sum(len(n) + len(v) for h in lists for n, v in h) == 340_737
+    hpack = compression.simulate_offline("hpack", lists, table_bytes=4096, ack_mode=1).ratio
+    qpack = compression.simulate_offline("qpack", lists, table_bytes=4096, max_blocked=100, ack_mode=1).ratio
+    qpack_noack = compression.simulate_offline("qpack", lists, table_bytes=4096, max_blocked=100, ack_mode=0).ratio
+    assert hpack == pytest.approx(0.265, abs=0.03)
+    assert qpack == pytest.approx(0.152, abs=0.03)
+    assert qpack_noack > 0.50
+
+
+@needs_shared
+def test_simulated_ratio_depends_on_ack_timing_against_request_spacing():
+    """Spaced far apart (acks back before the next response), QPACK approaches its
+    instant-ack ratio; sent back to back, it cannot reference its recent inserts."""
+    trace = load(FB_RESP)
+    base = hol.HolParams(schemes=("qpack",), direction="responses", rtt_s=0.1)
+    spaced = hol.run(trace, replace(base, spacing_s=0.5)).summary.loc["qpack", "ratio"]
+    burst = hol.run(trace, replace(base, spacing_s=0.0)).summary.loc["qpack", "ratio"]
+    assert spaced == pytest.approx(0.152, abs=0.03)
+    assert burst > spaced + 0.1
+
+
+def test_bad_parameters_are_input_errors():
+    with pytest.raises(InputError):
+        hol.HolParams(schemes=("zstd",))
+    with pytest.raises(InputError):
+        hol.HolParams(direction="sideways")
+
+
+def test_cli_json_has_the_documented_keys(capsys):
+    assert main(["hol", "--trace", str(PAGE), "--loss", "0.02", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert set(out["schemes"]) == {"hpack", "qpack", "qcram"}
+    for summary in out["schemes"].values():
+        for key in ("blocks", "blocked", "hol_total_ms", "hol_p95_ms", "raw_bytes", "header_bytes",
+                    "encoder_stream_bytes", "ratio"):
+            assert key in summary
+        assert summary["ratio"] == pytest.approx((summary["header_bytes"] + summary["encoder_stream_bytes"])
+                                                 / summary["raw_bytes"])
+
+
+@pytest.mark.parametrize("argv, fragment", [
+    (["--loss", "lots"], "loss"),
+    (["--rtt", "fast"], "duration"),
+    (["--scheme", "gzip"], "scheme"),
+])
+def test_cli_bad_flags_exit_2_with_one_line(capsys, argv, fragment):
+    assert main(["hol", "--trace", str(PAGE), *argv]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and fragment in err and "Traceback" not in err
+
+
+def test_cli_bad_trace_exits_2(tmp_path, capsys):
+    bad = tmp_path / "broken.har"
+    bad.write_text('{"log": {"entries": [')
+    assert main(["hol", "--trace", str(bad)]) == 2
+    err = capsys.readouterr().err
+    assert str(bad) in err and len(err.strip().splitlines()) == 1
