@@ -182,6 +182,24 @@ def test_h2_frame_fields(impl):
     assert sc.frames == 2
 
 
+def test_results_into_matches_results(impl):
+    from array import array
+
+    data = _many_frames(400)
+    sc = impl.H2Scanner()
+    n = sc.feed(data[:3000])
+    out = (array("B", bytes(n + 2)), array("B", bytes(n + 2)), array("I", [0]) * (n + 2),
+           array("Q", [0]) * (n + 2), array("I", [0]) * (n + 2))
+    assert sc.results_into(out, 2) == n
+    assert list(zip(*out))[2:] == sc.results()
+    with pytest.raises(ValueError):
+        sc.results_into(out, 3)
+    h = impl.H3Scanner()
+    k = h.feed(h3(0, b"abc") + h3(0x21, b""))
+    out3 = (array("Q", [0]) * k, array("Q", [0]) * k, array("Q", [0]) * k)
+    assert h.results_into(out3) == 2 and list(zip(*out3)) == h.results()
+
+
 def test_h2_reserved_bit_ignored(impl):
     raw = bytes([0, 0, 0, 8, 0, 0x80, 0, 0, 3])     # R bit set on a WINDOW_UPDATE? length 0 -> error
     assert parse_h2(raw, impl=impl).error.code == 0x6

@@ -445,8 +445,25 @@ H2Scanner_feed(H2ScannerObject *self, PyObject *data)
 static PyObject *
 h2_record(const h2_sink *sk, Py_ssize_t k)
 {
-    return Py_BuildValue("(iikKk)", (int)sk->type[k], (int)sk->flags[k], (unsigned long)sk->sid[k],
-                         (unsigned long long)sk->off[k], (unsigned long)sk->len[k]);
+    /* Built by hand (not Py_BuildValue): this is the per-frame cost of the Python API. */
+    PyObject *t = PyTuple_New(5);
+    if (t == NULL) return NULL;
+    PyObject *a = PyLong_FromLong(sk->type[k]);
+    PyObject *b = PyLong_FromLong(sk->flags[k]);
+    PyObject *c = PyLong_FromUnsignedLong(sk->sid[k]);
+    PyObject *d = PyLong_FromUnsignedLongLong(sk->off[k]);
+    PyObject *e = PyLong_FromUnsignedLong(sk->len[k]);
+    if (!a || !b || !c || !d || !e) {
+        Py_XDECREF(a); Py_XDECREF(b); Py_XDECREF(c); Py_XDECREF(d); Py_XDECREF(e);
+        Py_DECREF(t);
+        return NULL;
+    }
+    PyTuple_SET_ITEM(t, 0, a);
+    PyTuple_SET_ITEM(t, 1, b);
+    PyTuple_SET_ITEM(t, 2, c);
+    PyTuple_SET_ITEM(t, 3, d);
+    PyTuple_SET_ITEM(t, 4, e);
+    return t;
 }
 
 static PyObject *
@@ -460,6 +477,62 @@ H2Scanner_results(H2ScannerObject *self, PyObject *Py_UNUSED(ignored))
         PyList_SET_ITEM(list, k, t);
     }
     return list;
+}
+
+/* results_into(out, start=0): copy the last feed's records into caller-owned arrays
+ * (the bulk layout of scan_h2/scan_h3) at index start; returns the count.  Per-frame
+ * values reach Python without a Python object per frame. */
+static int
+get_out_buffers(PyObject *out, int nbuf, const Py_ssize_t *sizes, Py_buffer *ob, Py_ssize_t *cap)
+{
+    int k;
+    if (!PyTuple_Check(out) || PyTuple_GET_SIZE(out) != nbuf) {
+        PyErr_Format(PyExc_TypeError, "out must be a tuple of %d buffers", nbuf);
+        return -1;
+    }
+    *cap = PY_SSIZE_T_MAX;
+    for (k = 0; k < nbuf; k++) {
+        if (PyObject_GetBuffer(PyTuple_GET_ITEM(out, k), &ob[k], PyBUF_WRITABLE) < 0)
+            goto fail;
+        if (ob[k].itemsize != sizes[k] && ob[k].itemsize != 1) {
+            PyBuffer_Release(&ob[k]);
+            PyErr_SetString(PyExc_TypeError, "output array has the wrong item size");
+            goto fail;
+        }
+        if (ob[k].len / sizes[k] < *cap)
+            *cap = ob[k].len / sizes[k];
+    }
+    return 0;
+fail:
+    while (--k >= 0) PyBuffer_Release(&ob[k]);
+    return -1;
+}
+
+static PyObject *
+H2Scanner_results_into(H2ScannerObject *self, PyObject *args)
+{
+    static const Py_ssize_t sizes[5] = {1, 1, 4, 8, 4};
+    PyObject *out;
+    Py_ssize_t start = 0, cap, n = self->sk.n;
+    Py_buffer ob[5];
+    if (!PyArg_ParseTuple(args, "O|n:results_into", &out, &start))
+        return NULL;
+    if (get_out_buffers(out, 5, sizes, ob, &cap) < 0)
+        return NULL;
+    if (start < 0 || start > cap || cap - start < n) {
+        for (int k = 0; k < 5; k++) PyBuffer_Release(&ob[k]);
+        PyErr_SetString(PyExc_ValueError, "output arrays are too small");
+        return NULL;
+    }
+    if (n) {
+        memcpy((uint8_t *)ob[0].buf + start, self->sk.type, (size_t)n);
+        memcpy((uint8_t *)ob[1].buf + start, self->sk.flags, (size_t)n);
+        memcpy((uint32_t *)ob[2].buf + start, self->sk.sid, (size_t)n * 4);
+        memcpy((uint64_t *)ob[3].buf + start, self->sk.off, (size_t)n * 8);
+        memcpy((uint32_t *)ob[4].buf + start, self->sk.len, (size_t)n * 4);
+    }
+    for (int k = 0; k < 5; k++) PyBuffer_Release(&ob[k]);
+    return PyLong_FromSsize_t(n);
 }
 
 static Py_ssize_t
@@ -538,6 +611,9 @@ static PyMethodDef H2Scanner_methods[] = {
      "feed(data) -> int: scan a chunk; returns how many frames it completed (see results())."},
     {"results", (PyCFunction)H2Scanner_results, METH_NOARGS,
      "results() -> list of (type, flags, stream_id, payload_offset, payload_length) from the last feed."},
+    {"results_into", (PyCFunction)H2Scanner_results_into, METH_VARARGS,
+     "results_into(out, start=0) -> int: copy the last feed's records into 5 arrays (types B, flags B,\n"
+     "stream ids I, payload offsets Q, payload lengths I) at index start."},
     {"finish", (PyCFunction)H2Scanner_finish, METH_NOARGS,
      "finish(): raise FrameError if the stream failed or ends inside a frame."},
     {NULL}
@@ -1152,6 +1228,31 @@ H3Scanner_results(H3ScannerObject *self, PyObject *Py_UNUSED(ignored))
     return list;
 }
 
+static PyObject *
+H3Scanner_results_into(H3ScannerObject *self, PyObject *args)
+{
+    static const Py_ssize_t sizes[3] = {8, 8, 8};
+    PyObject *out;
+    Py_ssize_t start = 0, cap, n = self->sk.n;
+    Py_buffer ob[3];
+    if (!PyArg_ParseTuple(args, "O|n:results_into", &out, &start))
+        return NULL;
+    if (get_out_buffers(out, 3, sizes, ob, &cap) < 0)
+        return NULL;
+    if (start < 0 || start > cap || cap - start < n) {
+        for (int k = 0; k < 3; k++) PyBuffer_Release(&ob[k]);
+        PyErr_SetString(PyExc_ValueError, "output arrays are too small");
+        return NULL;
+    }
+    if (n) {
+        memcpy((uint64_t *)ob[0].buf + start, self->sk.type, (size_t)n * 8);
+        memcpy((uint64_t *)ob[1].buf + start, self->sk.off, (size_t)n * 8);
+        memcpy((uint64_t *)ob[2].buf + start, self->sk.len, (size_t)n * 8);
+    }
+    for (int k = 0; k < 3; k++) PyBuffer_Release(&ob[k]);
+    return PyLong_FromSsize_t(n);
+}
+
 static Py_ssize_t
 H3Scanner_len(H3ScannerObject *self) { return self->sk.n; }
 
@@ -1202,6 +1303,8 @@ static PyMethodDef H3Scanner_methods[] = {
      "feed(data) -> int: scan a chunk; returns how many frames it completed (see results())."},
     {"results", (PyCFunction)H3Scanner_results, METH_NOARGS,
      "results() -> list of (type, payload_offset, payload_length) from the last feed."},
+    {"results_into", (PyCFunction)H3Scanner_results_into, METH_VARARGS,
+     "results_into(out, start=0) -> int: copy the last feed's records into 3 arrays of 8-byte items."},
     {"finish", (PyCFunction)H3Scanner_finish, METH_NOARGS,
      "finish(): raise FrameError if the stream failed or ends inside a frame (H3_FRAME_ERROR)."},
     {NULL}
@@ -1400,43 +1503,96 @@ raise_huffman(const char *kind)
     return NULL;
 }
 
+/* A byte-at-a-time machine derived at import from the 4-bit one in _huffman_table.h:
+ * entry = next state | symbol count (0..2) << 8 | FAIL << 10 | sym1 << 16 | sym2 << 24.
+ * One table load per input byte instead of two dependent ones. */
+static uint32_t HUFF_BYTE[256 * 256];
+
+static void
+huff_build_byte_table(void)
+{
+    for (unsigned state = 0; state < 256; state++) {
+        for (unsigned b = 0; b < 256; b++) {
+            const huff_entry *e = &HUFF_FSM[(state << 4) | (b >> 4)];
+            const huff_entry *f = &HUFF_FSM[((unsigned)e->next << 4) | (b & 0x0F)];
+            uint32_t count = 0, syms = 0, fail = 0;
+            if ((e->flags | f->flags) & HUFF_FAIL) {
+                fail = 1;
+            }
+            else {
+                if (e->flags & HUFF_EMIT) syms |= (uint32_t)e->sym << (16 + 8 * count++);
+                if (f->flags & HUFF_EMIT) syms |= (uint32_t)f->sym << (16 + 8 * count++);
+            }
+            HUFF_BYTE[(state << 8) | b] = (uint32_t)f->next | (count << 8) | (fail << 10) | syms;
+        }
+    }
+}
+
+/* Decode n bytes at p into o (room for n*8/5 + 2 bytes).  Returns the output length,
+ * -1 (EOS decoded: invalid) or -2 (bad padding: incomplete). */
+static Py_ssize_t
+huff_decode_into(const uint8_t *p, Py_ssize_t n, uint8_t *o)
+{
+    uint8_t *start = o;
+    unsigned state = 0;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        const uint32_t e = HUFF_BYTE[(state << 8) | p[i]];
+        if (e & (1u << 10))
+            return -1;
+        o[0] = (uint8_t)(e >> 16);      /* unconditional stores, advance by the count */
+        o[1] = (uint8_t)(e >> 24);
+        o += (e >> 8) & 3;
+        state = e & 0xFF;
+    }
+    if (!HUFF_ACCEPT[state])
+        return -2;
+    return o - start;
+}
+
 static PyObject *
 huffman_decode(PyObject *mod, PyObject *data)
 {
     Py_buffer v;
-    if (PyObject_GetBuffer(data, &v, PyBUF_SIMPLE) < 0)
-        return NULL;
-    const uint8_t *p = (const uint8_t *)v.buf;
-    const Py_ssize_t n = v.len;
-    /* Every symbol takes at least 5 bits; +2 for the unconditional store below. */
-    PyObject *out = PyBytes_FromStringAndSize(NULL, n / 5 * 8 + (n % 5) * 8 / 5 + 2);
-    if (out == NULL) { PyBuffer_Release(&v); return NULL; }
-    uint8_t *o = (uint8_t *)PyBytes_AS_STRING(out), *start = o;
-    unsigned state = 0;
-    for (Py_ssize_t i = 0; i < n; i++) {
-        const uint8_t b = p[i];
-        const huff_entry *e = &HUFF_FSM[(state << 4) | (b >> 4)];
-        if (e->flags & HUFF_FAIL) goto invalid;
-        *o = e->sym;
-        o += e->flags & HUFF_EMIT;
-        e = &HUFF_FSM[((unsigned)e->next << 4) | (b & 0x0F)];
-        if (e->flags & HUFF_FAIL) goto invalid;
-        *o = e->sym;
-        o += e->flags & HUFF_EMIT;
-        state = e->next;
+    const uint8_t *p;
+    Py_ssize_t n, r;
+    int have_view = 0;
+    uint8_t stackbuf[4096];
+    uint8_t *o = stackbuf;
+    PyObject *out = NULL;
+
+    if (PyBytes_CheckExact(data)) {
+        p = (const uint8_t *)PyBytes_AS_STRING(data);
+        n = PyBytes_GET_SIZE(data);
     }
-    PyBuffer_Release(&v);
-    if (!HUFF_ACCEPT[state]) {
-        Py_DECREF(out);
-        return raise_huffman("incomplete");
+    else {
+        if (PyObject_GetBuffer(data, &v, PyBUF_SIMPLE) < 0)
+            return NULL;
+        have_view = 1;
+        p = (const uint8_t *)v.buf;
+        n = v.len;
     }
-    if (_PyBytes_Resize(&out, o - start) < 0)
-        return NULL;
+    /* Every symbol takes at least 5 bits; +2 for the unconditional stores. */
+    Py_ssize_t cap = n / 5 * 8 + (n % 5) * 8 / 5 + 2;
+    if (cap > (Py_ssize_t)sizeof(stackbuf)) {
+        o = PyMem_Malloc((size_t)cap);
+        if (o == NULL) {
+            PyErr_NoMemory();
+            goto done;
+        }
+    }
+    r = huff_decode_into(p, n, o);
+    if (r == -1)
+        raise_huffman("invalid");
+    else if (r == -2)
+        raise_huffman("incomplete");
+    else
+        out = PyBytes_FromStringAndSize((const char *)o, r);
+    if (o != stackbuf)
+        PyMem_Free(o);
+done:
+    if (have_view)
+        PyBuffer_Release(&v);
     return out;
-invalid:
-    PyBuffer_Release(&v);
-    Py_DECREF(out);
-    return raise_huffman("invalid");
 }
 
 static PyObject *
@@ -1520,6 +1676,7 @@ PyInit__scanner(void)
     Py_DECREF(errors);
     if (!FrameError || !HuffmanError || !IntegerError)
         return NULL;
+    huff_build_byte_table();
     if (PyType_Ready(&H2ScannerType) < 0 || PyType_Ready(&H3ScannerType) < 0 ||
         PyType_Ready(&VarintDecoderType) < 0)
         return NULL;

@@ -200,14 +200,28 @@ def _bulk_h3(m, data, mfs, kind, validate):
     return (list(res), res.end, res.error.key() if res.error else None, res.pending)
 
 
+def _arrays(width: int, n: int):
+    from array import array
+
+    if width == 5:
+        return (array("B", bytes(n)), array("B", bytes(n)), array("I", [0]) * n, array("Q", [0]) * n,
+                array("I", [0]) * n)
+    return tuple(array("Q", [0]) * n for _ in range(width))
+
+
 def _incremental(m, cls, kwargs, data, cuts):
     sc = getattr(m, cls)(**kwargs)
     frames = []
     err = None
+    width = 5 if cls == "H2Scanner" else 3
     for a, b in zip(cuts, cuts[1:]):
         try:
-            sc.feed(data[a:b])
-            frames += sc.results()
+            n = sc.feed(data[a:b])
+            got = sc.results()
+            out = _arrays(width, n + 1)
+            if sc.results_into(out, 1) != n or list(zip(*out))[1:] != got:
+                raise AssertionError("results_into disagrees with results")
+            frames += got
         except FrameError as exc:
             frames += sc.results()[:exc.count]
             err = exc.key()

@@ -225,6 +225,18 @@ class _H2State:
         return count
 
 
+def _results_into(records: list, out, start: int, nbuf: int) -> int:
+    if not isinstance(out, tuple) or len(out) != nbuf:
+        raise TypeError(f"out must be a tuple of {nbuf} buffers")
+    cap = min(len(a) for a in out)
+    if start < 0 or start > cap or cap - start < len(records):
+        raise ValueError("output arrays are too small")
+    for k, rec in enumerate(records, start):
+        for arr, v in zip(out, rec):
+            arr[k] = v
+    return len(records)
+
+
 class H2Scanner:
     """H2Scanner(max_frame_size=16384, *, preface=False, validate=True): incremental HTTP/2 frame scanner.
 
@@ -252,6 +264,10 @@ class H2Scanner:
 
     def results(self) -> list:
         return list(self._results)
+
+    def results_into(self, out, start: int = 0) -> int:
+        """Copy the last feed's records into caller-owned arrays at index ``start``."""
+        return _results_into(self._results, out, start, 5 if isinstance(self, H2Scanner) else 3)
 
     def __len__(self) -> int:
         return len(self._results)
@@ -588,6 +604,10 @@ class H3Scanner:
 
     def results(self) -> list:
         return list(self._results)
+
+    def results_into(self, out, start: int = 0) -> int:
+        """Copy the last feed's records into caller-owned arrays at index ``start``."""
+        return _results_into(self._results, out, start, 5 if isinstance(self, H2Scanner) else 3)
 
     def __len__(self) -> int:
         return len(self._results)
