@@ -13,9 +13,12 @@ from setuptools import Extension, setup
 from setuptools.command.build_ext import build_ext
 
 
+REQUIRED = os.environ.get("WORKBENCH_REQUIRE_EXT", "") not in ("", "0")
+
+
 class optional_build_ext(build_ext):
     def _required(self) -> bool:
-        return os.environ.get("WORKBENCH_REQUIRE_EXT", "") not in ("", "0")
+        return REQUIRED
 
     def run(self):
         try:
@@ -48,7 +51,7 @@ setup(
             "simulator.frames._scanner",
             sources=["simulator/frames/_scanner.c"],
             depends=["simulator/frames/_huffman_table.h"],
-            optional=True,
+            optional=not REQUIRED,
         )
     ],
     cmdclass={"build_ext": optional_build_ext},
