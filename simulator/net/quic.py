@@ -556,10 +556,10 @@ class QuicEndpoint:
                 stream.acked_prefix = prefix
                 if self.on_stream_acked is not None:
                     self.on_stream_acked(stream_id, prefix)
+        self._log_cwnd()
         self._detect_lost_packets()
         self._pto_count = 0                       # A.7: reset the PTO backoff on an ACK
         self._set_loss_detection_timer()
-        self._log_cwnd()
         if self._retx_queue or self._new_queue:
             self._schedule_flush()
 

@@ -1,0 +1,392 @@
+"""Tests of the QUIC transport model: physics (goodput, Mathis) and the RFC 9000/9002 rules."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from simulator.engine import Simulator
+from simulator.net.link import DropList, Jitter, LossModel, Path
+from simulator.net.quic import (
+    SHORT_HEADER_BYTES, UDP_IP_HEADER_BYTES, QuicConnection, QuicEndpoint, stream_frame_header_len, varint_len,
+)
+from simulator.net.transport import TransportConfig
+
+MB = 1_000_000
+
+
+def make(seed=1, *, rtt_s=0.1, bandwidth_bps=10e6, queue_bytes="bdp", loss=None, reverse_loss="same",
+         jitter=None, trace=False, **cfg):
+    sim = Simulator(seed, trace=trace)
+    if queue_bytes == "bdp":
+        queue_bytes = int(bandwidth_bps * rtt_s / 8) if bandwidth_bps else None
+    path = Path(sim, rtt_s=rtt_s, bandwidth_bps=bandwidth_bps, queue_bytes=queue_bytes,
+                loss=loss, reverse_loss=reverse_loss, jitter=jitter)
+    conn = QuicConnection(sim, path, TransportConfig(**cfg))
+    return sim, path, conn
+
+
+class Receiver:
+    """Collects on_data calls per stream and checks the delivery contract as it goes."""
+
+    def __init__(self, endpoint):
+        self.data: dict[int, bytearray] = {}
+        self.end_s: dict[int, float] = {}
+        self.first_s: dict[int, float] = {}
+        endpoint.on_data = self
+
+    def __call__(self, stream_id, data, end, time_s):
+        assert stream_id not in self.end_s, "data after the end of the stream"
+        self.first_s.setdefault(stream_id, time_s)
+        self.data.setdefault(stream_id, bytearray()).extend(data)
+        if end:
+            self.end_s[stream_id] = time_s
+
+
+def pattern(n, salt=0):
+    return bytes((i * 7 + salt) % 251 for i in range(n))
+
+
+# -- framing and stream ids ----------------------------------------------------------
+def test_varint_and_frame_sizes():
+    # RFC 9000 section 16: 1, 2, 4, 8 bytes for 6, 14, 30, 62-bit values.
+    assert [varint_len(v) for v in (0, 63, 64, 16383, 16384, 2**30 - 1, 2**30)] == [1, 1, 2, 2, 4, 4, 8]
+    # Section 19.8: offset left out at 0 (OFF bit).
+    assert stream_frame_header_len(0, 0, 1200) == 1 + 1 + 2
+    assert stream_frame_header_len(4, 70000, 1200) == 1 + 1 + 4 + 2
+    assert SHORT_HEADER_BYTES == 27
+
+
+def test_stream_ids_rfc9000_2_1():
+    _, _, conn = make()
+    c, s = conn.client, conn.server
+    assert [c.open_stream() for _ in range(3)] == [0, 4, 8]
+    assert [c.open_stream(unidirectional=True) for _ in range(2)] == [2, 6]
+    assert [s.open_stream(unidirectional=True) for _ in range(2)] == [3, 7]
+    assert s.open_stream() == 1
+    with pytest.raises(ValueError):
+        s.write(2, b"x")           # the client's unidirectional stream
+    with pytest.raises(ValueError):
+        c.write(12, b"x")          # never opened
+
+
+def test_packets_fit_the_datagram_and_share_streams():
+    sim, path, conn = make(bandwidth_bps=None)
+    seen = []
+    path.forward.observers.append(seen.append)
+    Receiver(conn.server)
+    a, b = conn.client.open_stream(), conn.client.open_stream()
+    conn.client.write(a, pattern(100), end=True)      # same instant: coalesced into one packet
+    conn.client.write(b, pattern(200), end=True)
+    sim.run()
+    assert len(seen) == 1
+    packet = seen[0]
+    assert [(sid, off, len(d), fin) for sid, off, d, fin in packet.payload.frames] == [(a, 0, 100, True), (b, 0, 200, True)]
+    expected = SHORT_HEADER_BYTES + stream_frame_header_len(a, 0, 100) + 100 + stream_frame_header_len(b, 0, 200) + 200
+    assert packet.size_bytes == expected + UDP_IP_HEADER_BYTES
+    # A bulk write: every packet at most max_datagram_bytes of UDP payload.
+    sim, path, conn = make()
+    sizes = []
+    path.forward.observers.append(lambda p: sizes.append(p.size_bytes))
+    Receiver(conn.server)
+    conn.client.write(conn.client.open_stream(), bytes(100_000), end=True)
+    sim.run()
+    assert max(sizes) == conn.config.max_datagram_bytes + UDP_IP_HEADER_BYTES
+
+
+def test_request_response_on_client_bidi_stream():
+    sim, _, conn = make()
+    client_rx = Receiver(conn.client)
+    request = b"GET / HTTP/3"
+
+    def serve(stream_id, data, end, time_s):
+        if end:
+            conn.server.write(stream_id, pattern(50_000), end=True)   # answer on the same stream
+    conn.server.on_data = serve
+    sid = conn.client.open_stream()
+    conn.client.write(sid, request, end=True)
+    sim.run()
+    assert bytes(client_rx.data[sid]) == pattern(50_000)
+    # Request (1/2 RTT) + response: at least one RTT.
+    assert client_rx.end_s[sid] >= 0.1
+
+
+# -- physics ---------------------------------------------------------------------------
+@pytest.mark.parametrize("cc, rtt_s", [("reno", 0.1), ("cubic", 0.05)])
+def test_bulk_goodput_near_bottleneck(cc, rtt_s):
+    size = 10 * MB
+    bw = 10e6
+    sim, _, conn = make(rtt_s=rtt_s, bandwidth_bps=bw, cc=cc)
+    rx = Receiver(conn.server)
+    sid = conn.client.open_stream()
+    data = pattern(size)
+    conn.client.write(sid, data, end=True)
+    sim.run()
+    assert rx.data[sid] == data
+    goodput_bps = size * 8 / rx.end_s[sid]
+    assert goodput_bps >= 0.9 * bw, goodput_bps
+    assert goodput_bps <= bw
+    assert sim.events_run < 30 * size // 1200
+
+
+@pytest.mark.parametrize("p", [0.01, 0.02])
+def test_reno_throughput_matches_mathis(p):
+    # Mathis et al. 1997: rate = MSS / RTT * sqrt(3/2) / sqrt(p); loss on the data path only.
+    rtt_s, duration_s = 0.1, 60.0
+    mss = 1252 - SHORT_HEADER_BYTES - stream_frame_header_len(0, 70000, 1200)   # stream bytes per packet
+    ratios = []
+    for seed in (1, 2):
+        sim, _, conn = make(seed, rtt_s=rtt_s, bandwidth_bps=100e6, loss=p, reverse_loss=None, cc="reno")
+        rx = Receiver(conn.server)
+        sid = conn.client.open_stream()
+        conn.client.write(sid, bytes(30 * MB))
+        sim.run(until_s=duration_s)
+        mathis_Bps = mss / rtt_s * 1.22 / math.sqrt(p)
+        ratios.append(len(rx.data[sid]) / duration_s / mathis_Bps)
+        assert conn.stats()["client"]["congestion_events"] > 10
+    for ratio in ratios:
+        assert 0.5 <= ratio <= 2.0, ratios
+
+
+# -- integrity and head-of-line blocking ------------------------------------------------
+@pytest.mark.parametrize("loss", ["ge:0.05,0.3", 0.03])
+def test_interleaved_streams_integrity_under_loss(loss):
+    sim, _, conn = make(7, rtt_s=0.06, bandwidth_bps=5e6, loss=loss, jitter=Jitter(prob=0.05, max_s=0.02))
+    server_rx = Receiver(conn.server)
+    client_rx = Receiver(conn.client)
+    rng = sim.rng("test/writes")
+    written: dict[int, bytearray] = {}
+    responses: dict[int, bytes] = {}
+
+    def on_request(stream_id, data, end, time_s):
+        server_rx(stream_id, data, end, time_s)
+        if end and stream_id % 4 == 0:                  # answer every bidi stream
+            responses[stream_id] = pattern(20_000 + stream_id * 1000, salt=stream_id)
+            conn.server.write(stream_id, responses[stream_id], end=True)
+    conn.server.on_data = on_request
+
+    streams = [conn.client.open_stream() for _ in range(4)] + [conn.client.open_stream(unidirectional=True)]
+    for sid in streams:
+        written[sid] = bytearray()
+        t = 0.0
+        for k in range(12):
+            t += rng.uniform(0.0, 0.05)
+            chunk = bytes(rng.randrange(256) for _ in range(rng.randrange(1, 9000)))
+            written[sid] += chunk
+            sim.call_at(t, conn.client.write, sid, chunk, k == 11)
+    sim.run()
+    for sid in streams:
+        assert server_rx.data[sid] == written[sid], sid
+        assert sid in server_rx.end_s
+    for sid, body in responses.items():
+        assert client_rx.data[sid] == body
+    st = conn.stats()
+    assert st["packets_lost"] > 0
+    assert st["bytes_delivered"] == sum(map(len, written.values())) + sum(map(len, responses.values()))
+    assert st["max_reorder_buffer_bytes"] > 0
+
+
+def test_one_lost_packet_holds_back_only_its_stream():
+    # The point of QUIC streams (RFC 9000 section 2.2): a hole delays only its stream.
+    sim, path, conn = make(rtt_s=0.1, bandwidth_bps=10e6)
+    path.forward.loss = DropList([0])                   # the first packet: stream A only
+    carried = []
+    path.forward.observers.append(lambda p: carried.append({f[0] for f in p.payload.frames}))
+    rx = Receiver(conn.server)
+    a, b = conn.client.open_stream(), conn.client.open_stream()
+    conn.client.write(a, pattern(3000), end=True)
+    conn.client.write(b, pattern(3000, 1), end=True)
+    sim.run()
+    assert carried[0] == {a} and all(b not in c or a not in c or i == 2 for i, c in enumerate(carried))
+    assert rx.data[a] == pattern(3000) and rx.data[b] == pattern(3000, 1)
+    one_way = 0.05 + 5 * 1280 * 8 / 10e6
+    assert rx.end_s[b] <= one_way                       # B on time: half an RTT
+    assert rx.first_s[a] >= rx.end_s[b] + 0.1 - 1e-9    # A waits for the retransmission (+1 RTT)
+    assert conn.stats()["client"]["lost_by_packet_threshold"] == 1
+
+
+# -- acknowledgement callbacks ---------------------------------------------------------
+def test_ack_callbacks_ranges_and_timing():
+    rtt_s = 0.08
+    sim, path, conn = make(rtt_s=rtt_s, bandwidth_bps=8e6)
+    path.forward.loss = DropList([3, 10, 11, 40])
+    sent = {}
+    path.forward.observers.append(lambda p: sent.setdefault(p.payload.pn, (p.sent_s, p.payload)))
+    Receiver(conn.server)
+    sizes = {0: 40_000, 4: 25_000, 2: 9_000}
+    acked_ranges = {sid: [] for sid in sizes}
+    stream_acked = {sid: [] for sid in sizes}
+    acked_pns = set()
+
+    def on_packet_acked(pn, ranges):
+        sent_s, packet = sent[pn]
+        assert sim.now >= sent_s + rtt_s                 # the ACK needs a round trip
+        assert ranges == [(sid, off, len(d)) for sid, off, d, _ in packet.frames]
+        assert pn not in acked_pns
+        acked_pns.add(pn)
+        for sid, off, n in ranges:
+            acked_ranges[sid].append((off, off + n))
+
+    def contiguous_prefix(ranges):
+        end = 0
+        for lo, hi in sorted(ranges):
+            if lo > end:
+                break
+            end = max(end, hi)
+        return end
+
+    def on_stream_acked(sid, offset):
+        assert not stream_acked[sid] or offset > stream_acked[sid][-1][1]   # only when it grows
+        assert offset == contiguous_prefix(acked_ranges[sid])
+        stream_acked[sid].append((sim.now, offset))
+
+    conn.client.on_packet_acked = on_packet_acked
+    conn.client.on_stream_acked = on_stream_acked
+    assert [conn.client.open_stream(), conn.client.open_stream(), conn.client.open_stream(True)] == [0, 4, 2]
+    for sid, n in sizes.items():
+        conn.client.write(sid, pattern(n, sid), end=True)
+    sim.run()
+    for sid, n in sizes.items():
+        assert stream_acked[sid][-1][1] == n
+        assert contiguous_prefix(acked_ranges[sid]) == n
+    lost_pns = {pn for pn, (_, p) in sent.items() if pn not in acked_pns}
+    assert {3, 10, 11, 40} <= lost_pns
+
+
+# -- loss detection (RFC 9002 section 6) ------------------------------------------------
+def test_packet_threshold_loss_and_one_reduction_per_recovery():
+    sim, path, conn = make(rtt_s=0.1, bandwidth_bps=10e6)
+    conn = QuicConnection(sim, path, TransportConfig(), name="q2", log_cwnd=True)
+    path.forward.loss = DropList([30, 32, 34])         # three losses in one window
+    Receiver(conn.server)
+    data = pattern(200_000)
+    conn.client.write(conn.client.open_stream(), data, end=True)
+    sim.run()
+    st = conn.stats()["client"]
+    assert st["packets_lost"] == 3
+    assert st["lost_by_packet_threshold"] == 3 and st["lost_by_time_threshold"] == 0   # 6.1.1
+    assert st["congestion_events"] == 1                 # 7.3.2: one reduction per recovery period
+    log = st["cwnd_log"]
+    drops = [(before, after) for (_, before), (_, after) in zip(log, log[1:]) if after < before]
+    assert len(drops) == 1 and drops[0][1] == pytest.approx(drops[0][0] / 2)   # Reno halves (7.3.2)
+    assert st["stream_bytes_retransmitted"] > 0 and st["ptos"] == 0
+
+
+# (RTT, send time) pairs where the RFC 9002 A.10 comparison "time_sent <= now - loss_delay"
+# is False at exactly the timer's deadline "time_sent + loss_delay" (float rounding):
+# a naive model re-arms the same deadline forever.  Found by a sweep; plus plain cases.
+TRAP_CASES = [(0.1, 0.1 + 17 * 0.0173), (0.037, 0.1), (0.0731, 0.1 + 4 * 0.0173), (0.2, 0.0), (0.0123, 0.5)]
+
+
+@pytest.mark.parametrize("rtt_s, start_s", TRAP_CASES)
+def test_time_threshold_loss_without_spinning(rtt_s, start_s, monkeypatch):
+    # Three packets, the middle one lost: the third is only 1 ahead (< kPacketThreshold),
+    # so the loss timer at 9/8 * max(smoothed_rtt, latest_rtt) declares it (6.1.2).
+    calls = []
+    original = QuicEndpoint._detect_lost_packets
+
+    def counted(self):
+        calls.append(1)
+        assert len(calls) < 100, "loss detection is spinning"
+        original(self)
+    monkeypatch.setattr(QuicEndpoint, "_detect_lost_packets", counted)
+    sim, path, conn = make(rtt_s=rtt_s, bandwidth_bps=None)
+    path.forward.loss = DropList([1])
+    sends = []
+    path.forward.observers.append(lambda p: sends.append((p.sent_s, p.payload.pn)))   # at fate time
+    rx = Receiver(conn.server)
+    payload = 1252 - SHORT_HEADER_BYTES - 4
+    sid = conn.client.open_stream()
+    data = pattern(3 * payload - 10)
+    sim.call_at(start_s, conn.client.write, sid, data, True)
+    sim.run(max_events=10_000)
+    assert sim.pending == 0 and sim.events_run < 200
+    assert rx.data[sid] == data
+    st = conn.stats()["client"]
+    assert st["lost_by_time_threshold"] == 1 and st["lost_by_packet_threshold"] == 0
+    sends.sort()
+    assert [pn for _, pn in sends] == [0, 1, 2, 3]      # the retransmission gets a new number
+    retransmit_s = sends[3][0]
+    assert retransmit_s - start_s == pytest.approx(9 / 8 * rtt_s, rel=1e-6)
+    assert st["ptos"] == 0
+
+
+class Outage(LossModel):
+    """Drops every packet sent in [start_s, end_s)."""
+
+    def __init__(self, sim, start_s, end_s):
+        self.sim, self.start_s, self.end_s = sim, start_s, end_s
+
+    def lost(self):
+        return self.start_s <= self.sim.now < self.end_s
+
+    @property
+    def mean_loss_rate(self):
+        return 0.0
+
+
+def test_pto_fires_backs_off_and_recovers():
+    sim, path, conn = make(rtt_s=0.1, bandwidth_bps=10e6)
+    path.forward.loss = Outage(sim, 0.5, 6.0)
+    probes = []
+    path.forward.observers.append(lambda p: p.payload.probe and probes.append(p.sent_s))
+    rx = Receiver(conn.server)
+    sid = conn.client.open_stream()
+    data = pattern(1 * MB)
+    conn.client.write(sid, data, end=True)
+    sim.run(max_events=200_000)
+    assert sim.pending == 0 and sim.events_run < 20_000
+    assert rx.data[sid] == data and rx.end_s[sid] > 6.0
+    st = conn.stats()["client"]
+    assert st["ptos"] >= 4
+    # Probes go out in pairs (6.2.4); the PTO doubles each time (6.2.1) while nothing is acked.
+    times = sorted(set(probes))
+    assert all(probes.count(t) == 2 for t in times)
+    in_outage = [t for t in times if t < 6.0]
+    gaps = [b - a for a, b in zip(in_outage, in_outage[1:])]
+    assert len(gaps) >= 3
+    for g1, g2 in zip(gaps, gaps[1:]):
+        assert g2 == pytest.approx(2 * g1, rel=1e-6)
+
+
+def test_ack_frequency_and_delay_rfc9000_13_2():
+    # Receiver ACKs every 2nd ack-eliciting packet, or after max_ack_delay for a lone one.
+    sim, path, conn = make(rtt_s=0.1, bandwidth_bps=None)
+    acks = []
+    path.reverse.observers.append(lambda p: acks.append((p.sent_s, p.payload.ack)))
+    Receiver(conn.server)
+    conn.client.write(conn.client.open_stream(), b"x" * 100, end=True)   # one packet
+    sim.run()
+    assert len(acks) == 1
+    sent_s, (ranges, ack_delay_s) = acks[0]
+    assert sent_s == pytest.approx(0.05 + 0.025) and ack_delay_s == pytest.approx(0.025)
+    assert ranges == [(0, 0)]
+    sim, path, conn = make(rtt_s=0.1, bandwidth_bps=None)
+    acks = []
+    path.reverse.observers.append(lambda p: acks.append(p.payload.ack))
+    Receiver(conn.server)
+    conn.client.write(conn.client.open_stream(), bytes(10 * 1200), end=True)   # 10 packets at once
+    sim.run()
+    assert [r for r, _ in acks] == [[(0, 1)], [(0, 3)], [(0, 5)], [(0, 7)], [(0, 9)]]
+    srtt = conn.stats()["client"]["srtt_s"]
+    assert srtt == pytest.approx(0.1, abs=1e-3)
+
+
+# -- determinism -----------------------------------------------------------------------
+def _traced_run(seed):
+    sim, _, conn = make(seed, rtt_s=0.05, bandwidth_bps=5e6, loss="ge:0.05,0.3",
+                        jitter=Jitter(prob=0.1, max_s=0.01), trace=True, cc="cubic")
+    Receiver(conn.server)
+    for k in range(3):
+        conn.client.write(conn.client.open_stream(), pattern(200_000, k), end=True)
+    sim.run()
+    return sim.trace, conn.stats()
+
+
+def test_same_seed_same_trace_and_stats():
+    trace1, stats1 = _traced_run(11)
+    trace2, stats2 = _traced_run(11)
+    assert trace1 == trace2 and stats1 == stats2
+    trace3, _ = _traced_run(12)
+    assert trace3 != trace1
