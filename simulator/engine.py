@@ -154,12 +154,13 @@ class TimerSlots:
             return  # superseded by an earlier expiry
         self._scheduled_s = None
         now = self.sim.now
-        # Fire every due slot, earliest first; a callback may re-arm slots.
-        while True:
-            due = [(w, s) for s, w in self._when.items() if w is not None and w <= now]
-            if not due:
-                break
-            _, slot = min(due)
+        # Fire the slots due now, earliest first.  Only those due on entry: a callback that
+        # re-arms a slot for `now` gets a fresh heap entry (via set), so it runs after the
+        # other events of this instant and can never spin inside this call.
+        due = sorted((w, s) for s, w in self._when.items() if w is not None and w <= now)
+        for when_s, slot in due:
+            if self._when[slot] != when_s:
+                continue  # cancelled or re-armed by an earlier callback of this batch
             callback = self._cb[slot]
             self._when[slot] = None
             self._cb[slot] = None

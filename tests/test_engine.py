@@ -116,3 +116,19 @@ def test_derived_seeds_are_stable_across_runs():
     # SHA-256 based, so not subject to Python's per-process hash randomisation.
     assert derive_seed(1, "path/fwd/loss") == derive_seed(1, "path/fwd/loss")
     assert derive_seed(1, "a") != derive_seed(2, "a")
+
+
+def test_a_timer_rearmed_for_now_cannot_spin_within_one_event():
+    """A callback that re-arms its own slot for the current time (the float-rounding trap
+    of loss-detection timers) yields to the event loop, so max_events bounds it."""
+    sim = Simulator()
+    timers = sim.timers("loss", ["loss_timer"])
+    calls = []
+
+    def on_loss_timer():
+        calls.append(sim.now)
+        timers.set("loss_timer", sim.now, on_loss_timer)   # "nothing lost, same deadline"
+
+    timers.set("loss_timer", 1.0, on_loss_timer)
+    sim.run(max_events=50)
+    assert 0 < len(calls) <= 50

@@ -50,11 +50,11 @@ def test_bulk_transfer_fills_the_bottleneck(cc):
     one BDP absorbs the halving (cwnd/2 >= BDP), so the link never idles and goodput
     is the payload share of the bandwidth (1460/1500).  Slow start's overshoot into
     the queue costs a burst of drops that NewReno without SACK repairs slowly (one hole
-    per RTT, then an RTO), so steady state is measured over the second half of the bytes;
-    the whole transfer is checked more loosely.
+    per RTT, then an RTO) in 1-3 s; over a 40 MB transfer (32 s at 10 Mbit/s) that
+    start-up is amortised and the whole transfer stays within 10% of the bottleneck.
     """
     bw, rtt = 10e6, 0.05
-    size = 10_000_000
+    size = 40_000_000
     sim, conn, log = _bulk(size, rtt_s=rtt, bandwidth_bps=bw, queue_bytes=int(bw * rtt / 8), cc=cc)
     assert sum(len(d) for _, _, d, _ in log) == size
     assert log[-1][3] is True
@@ -70,7 +70,7 @@ def test_bulk_transfer_fills_the_bottleneck(cc):
     whole = size * 8 / end_s / bw
     assert steady >= 0.9, steady
     assert steady <= 1460 / 1500 + 1e-6          # the payload share is the ceiling
-    assert whole >= 0.75, whole
+    assert whole >= 0.9, whole
     st = conn.stats()
     assert st["c2s_bytes_delivered"] == size
 
