@@ -4,7 +4,7 @@ VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 
-.PHONY: install demo test test-slow bench clean
+.PHONY: install system-deps demo test test-slow bench clean
 
 install: $(STAMP)
 
@@ -15,14 +15,28 @@ $(STAMP): pyproject.toml $(wildcard setup.py)
 	$(PY) -m ipykernel install --sys-prefix --name python3 >/dev/null
 	touch $(STAMP)
 
+# Debian packages the browser and capture tests use (Chromium renders the slides, tshark
+# dissects simulated captures), installed when missing.  Without root they are skipped
+# with a note, and the tests that need them skip.
+SYSTEM_TOOLS := chromium:chromium tshark:tshark
+system-deps:
+	@missing=""; for pair in $(SYSTEM_TOOLS); do cmd=$${pair%%:*}; pkg=$${pair##*:}; \
+	  command -v $$cmd >/dev/null 2>&1 || missing="$$missing $$pkg"; done; \
+	if [ -n "$$missing" ]; then \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+	    echo "installing Debian packages:$$missing"; \
+	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $$missing >/dev/null; \
+	  else echo "note:$$missing not installed (needs root and apt-get); tests that need them will skip"; fi; \
+	fi
+
 demo: install
 	$(VENV)/bin/workbench demo
 
-test: install
-	$(PY) -m pytest -q
+test: install system-deps
+	$(PY) -m pytest -q -n 2
 
-test-slow: install
-	$(PY) -m pytest -q -m slow
+test-slow: install system-deps
+	$(PY) -m pytest -q -n 2 -m slow
 
 bench: install
 	$(VENV)/bin/workbench bench all
