@@ -13,7 +13,8 @@ from __future__ import annotations
 
 from hpack.huffman import HuffmanEncoder
 from hpack.huffman_constants import REQUEST_CODES, REQUEST_CODES_LENGTH
-from hpack.huffman_table import decode_huffman
+
+from ..frames import huffman_decode as decode_huffman   # C when built (RFC 7541 appendix B)
 
 __all__ = [
     "WireError", "Truncated", "encode_integer", "decode_integer", "encode_string",

@@ -38,6 +38,7 @@ import json
 import math
 import struct
 import sys
+from collections import deque
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
@@ -47,6 +48,8 @@ import pandas as pd
 from .. import __version__
 from ..engine import Simulator
 from ..errors import InputError
+from ..frames import H2Scanner, H3Scanner
+from ..frames import encode_varint as _varint
 from ..net.link import Jitter, Path
 from ..net.transport import TransportConfig
 from ..traces.model import Trace, raw_size
@@ -57,10 +60,6 @@ __all__ = ["HolParams", "HolResult", "run", "run_seeds", "SCHEMES", "confidence_
 SCHEMES = ("hpack", "qpack", "qcram", "qcram-blocking")
 DIRECTIONS = ("requests", "responses", "both")
 
-# Unidirectional stream types (RFC 9204 section 4.2): QPACK encoder 0x02, decoder 0x03.
-# QCRAM's control stream is given the encoder type: it plays the same role.
-ENCODER_STREAM_TYPE = b"\x02"
-DECODER_STREAM_TYPE = b"\x03"
 
 
 @dataclass(frozen=True)
@@ -180,137 +179,80 @@ def _schedule(trace: Trace, params: HolParams) -> list[_Item]:
 
 
 # ---------------------------------------------------------------------------------------
-# One scheme over one path per origin
-
-
-def _h3_headers_frame(block: bytes) -> bytes:
-    """RFC 9114 section 7.2.2: HEADERS frame, type 0x01, varint length."""
-    return b"\x01" + _varint(len(block)) + block
-
-
-def _h2_headers_frame(block: bytes, stream_id: int) -> bytes:
-    """RFC 9113 section 6.2: 9-byte frame header, END_STREAM | END_HEADERS."""
-    n = len(block)
-    return struct.pack(">BHBBL", n >> 16, n & 0xFFFF, 0x1, 0x5, stream_id & 0x7FFFFFFF) + block
-
-
-def _varint(v: int) -> bytes:
-    """RFC 9000 section 16 variable-length integer."""
-    if v < 0x40:
-        return bytes([v])
-    if v < 0x4000:
-        return struct.pack(">H", v | 0x4000)
-    if v < 0x40000000:
-        return struct.pack(">L", v | 0x80000000)
-    return struct.pack(">Q", v | 0xC000000000000000)
+# One direction's compression context
 
 
 class _Side:
-    """One direction's compression context on one connection: encoder at the sender,
-    decoder at the receiver, and their streams."""
+    """One direction of one connection: the encoder at the sender, the decoder at the
+    receiver, and the records of its header blocks.  The wire moves the bytes."""
 
-    def __init__(self, run: "_SchemeRun", conn, sender, receiver, scheme: str, kind: str) -> None:
+    def __init__(self, run: "_SchemeRun", wire: "_Wire", kind: str) -> None:
         from .. import compression
 
-        self.run = run
-        self.kind = kind
-        self.sender, self.receiver = sender, receiver
         p = run.params
-        mode = run.params.transport
-        self.encoder = compression.make_encoder(scheme, table_bytes=p.table_bytes, max_blocked=p.max_blocked,
-                                                transport=mode, cookie_crumbs=p.cookie_crumbs)
-        self.decoder = compression.make_decoder(scheme, table_bytes=p.table_bytes, max_blocked=p.max_blocked,
-                                                transport=mode, cookie_crumbs=p.cookie_crumbs)
-        self.encoder_stream = None
-        self.decoder_stream = None
-        self.encoder_stream_prefix = 0
-        self.pending: dict[int, dict] = {}        # stream id -> block record awaiting decode
-        self.frames_in_flight: dict[int, tuple[int, int]] = {}   # stream id -> (seq, frame bytes)
+        self.run, self.wire, self.kind = run, wire, kind
+        codec = dict(table_bytes=p.table_bytes, max_blocked=p.max_blocked, transport=p.transport,
+                     cookie_crumbs=p.cookie_crumbs)
+        self.encoder = compression.make_encoder(run.scheme, **codec)
+        self.decoder = compression.make_decoder(run.scheme, **codec)
+        self.pending: dict[int, dict] = {}        # stream id -> record of a block not yet decoded
+        self.seq_of: dict[int, int] = {}          # stream id -> seq, until its frame is acked
         self.buffered_bytes = 0
         self.max_buffered_bytes = 0
 
-    # sender side ---------------------------------------------------------------
-    def send(self, stream_id: int, item: _Item) -> dict:
-        now = self.run.sim.now
+    # sender ----------------------------------------------------------------------------
+    def send(self, stream_id: int, item: _Item) -> None:
         unit = self.encoder.encode(stream_id, item.headers)
         if unit.encoder_stream:
-            if self.encoder_stream is None:
-                self.encoder_stream = self.sender.open_stream(unidirectional=True)
-                self.run.route[(id(self.receiver), self.encoder_stream)] = _UniStream("encoder", self)
-                self.run.acked_route[(id(self.sender), self.encoder_stream)] = self
-                self.sender.write(self.encoder_stream, ENCODER_STREAM_TYPE)
-                self.encoder_stream_prefix = len(ENCODER_STREAM_TYPE)
-            self.sender.write(self.encoder_stream, unit.encoder_stream)
-        if self.run.params.transport == "quic":
-            frame = _h3_headers_frame(unit.header_block)
-        else:
-            frame = _h2_headers_frame(unit.header_block, stream_id)
-        self.run.route[(id(self.receiver), stream_id, self.kind)] = self
-        record = {
+            self.wire.send_instructions(self.kind, "encoder", unit.encoder_stream)
+        frame_bytes = self.wire.send_block(self.kind, stream_id, unit.header_block)
+        self.seq_of[stream_id] = unit.seq
+        self.pending[stream_id] = {
             "scheme": self.run.scheme, "kind": item.kind, "exchange": item.exchange, "origin": item.origin,
             "stream_id": stream_id, "seq": unit.seq, "raw_bytes": raw_size(item.headers),
             "header_bytes": len(unit.header_block), "encoder_stream_bytes": len(unit.encoder_stream),
-            "frame_bytes": len(frame), "may_block": bool(getattr(unit, "may_block", False)),
-            "sent_s": now, "arrived_s": math.nan, "delivered_s": math.nan, "decoded_s": math.nan,
-            "_headers": item.headers, "_buf": bytearray(),
+            "frame_bytes": frame_bytes, "may_block": bool(unit.may_block),
+            "sent_s": self.run.sim.now, "arrived_s": math.nan, "delivered_s": math.nan, "decoded_s": math.nan,
+            "_headers": item.headers,
         }
-        self.pending[stream_id] = record
-        # The frame is the first thing this side sends on the stream: acked once the
-        # stream's acknowledged prefix covers it.
-        self.run.acked_route[(id(self.sender), stream_id)] = self
-        self.frames_in_flight[stream_id] = (unit.seq, len(frame))
-        self.sender.write(stream_id, frame, end=True)
-        return record
 
-    def on_encoder_stream_acked(self, acked_offset: int) -> None:
-        hook = getattr(self.encoder, "on_encoder_stream_acked", None)
-        if hook is not None:
-            hook(max(0, acked_offset - self.encoder_stream_prefix))
+    def encoder_stream_acked(self, acked_offset: int) -> None:
+        self.encoder.on_encoder_stream_acked(acked_offset)     # QCRAM's commit
 
-    def on_decoder_stream(self, data: bytes) -> None:
+    def block_acked(self, stream_id: int) -> None:
+        seq = self.seq_of.pop(stream_id, None)
+        if seq is not None:
+            self.encoder.on_header_block_acked(seq)          # QCRAM may evict its references
+
+    def decoder_instructions(self, data: bytes) -> None:
         self.encoder.feed_decoder_stream(data)
 
-    # receiver side -------------------------------------------------------------
-    def on_encoder_stream(self, data: bytes, time_s: float) -> None:
-        for decoded in self.decoder.feed_encoder_stream(data):
-            self._decoded(decoded, time_s)
-        self._flush_decoder_stream()
-
-    def on_block_received(self, stream_id: int, offset: int, length: int, time_s: float) -> None:
-        """Bytes of a block's frame reached the receiver (maybe out of order): the block has
-        *arrived* once every byte of its frame has, whatever the transport does next."""
+    # receiver --------------------------------------------------------------------------
+    def block_arrived(self, stream_id: int, time_s: float) -> None:
+        """Every byte of the block's frame is at the receiver (in order or not)."""
         record = self.pending.get(stream_id)
-        if record is None or not math.isnan(record["arrived_s"]):
-            return
-        cover = record.setdefault("_cover", [])
-        cover.append((offset, offset + length))
-        cover.sort()
-        reach = 0
-        for start, end in cover:
-            if start > reach:
-                return
-            reach = max(reach, end)
-        if reach >= record["frame_bytes"]:
+        if record is not None and math.isnan(record["arrived_s"]):
             record["arrived_s"] = time_s
 
-    def on_block_data(self, stream_id: int, data: bytes, end: bool, time_s: float) -> None:
+    def block_delivered(self, stream_id: int, block: bytes, time_s: float) -> None:
+        """The transport delivered the whole block in order: hand it to the decoder."""
         record = self.pending[stream_id]
-        record["_buf"] += data
-        if not end:
-            return
         record["delivered_s"] = time_s
         if math.isnan(record["arrived_s"]):
             record["arrived_s"] = time_s
-        frame = bytes(record.pop("_buf"))
-        block = frame[len(frame) - record["header_bytes"]:]
         self.buffered_bytes += len(block)
         self.max_buffered_bytes = max(self.max_buffered_bytes, self.buffered_bytes)
         decoded = self.decoder.feed_header_block(stream_id, block, record["seq"])
         if decoded is not None:
             self._decoded(decoded, time_s)
-        for extra in getattr(self.decoder, "take_unblocked", lambda: [])():
+        for extra in self.decoder.take_unblocked():          # HPACK for QUIC: later blocks released
             self._decoded(extra, time_s)
-        self._flush_decoder_stream()
+        self._send_decoder_instructions()
+
+    def encoder_instructions(self, data: bytes, time_s: float) -> None:
+        for decoded in self.decoder.feed_encoder_stream(data):
+            self._decoded(decoded, time_s)
+        self._send_decoder_instructions()
 
     def _decoded(self, decoded, time_s: float) -> None:
         from .. import compression
@@ -321,37 +263,243 @@ class _Side:
         record["decoded_s"] = time_s
         self.buffered_bytes -= record["header_bytes"]
         self.run.blocks.append(record)
-        self.run.on_decoded(self, record)
+        self.run.on_decoded(record)
 
-    def _flush_decoder_stream(self) -> None:
+    def _send_decoder_instructions(self) -> None:
         data = self.decoder.take_decoder_stream()
-        if not data:
+        if data:
+            self.wire.send_instructions(self.kind, "decoder", data)
+
+
+# ---------------------------------------------------------------------------------------
+# The wire: HTTP/3 framing over the QUIC model, HTTP/2 framing over the TCP model.
+# Receivers find frame boundaries with the frame scanner (C when built).
+
+
+class _Wire:
+    """Frames a connection's header blocks and instructions, and routes what arrives to the
+    side it belongs to.  ``kind`` names a direction: "request" (client to server) or
+    "response"; the encoder of a kind sits at its sender, the decoder at its receiver."""
+
+    def __init__(self, run: "_SchemeRun", transport) -> None:
+        self.run = run
+        self.transport = transport
+        self.sides: dict[str, _Side] = {}
+        for endpoint in (transport.client, transport.server):
+            endpoint.on_data = self._bind(self.on_data, endpoint)
+            endpoint.on_stream_acked = self._bind(self.on_stream_acked, endpoint)
+
+    @staticmethod
+    def _bind(method, endpoint):
+        return lambda *args: method(endpoint, *args)
+
+    def side(self, kind: str) -> _Side:
+        side = self.sides.get(kind)
+        if side is None:
+            side = self.sides[kind] = _Side(self.run, self, kind)
+        return side
+
+    def sender(self, kind: str):
+        return self.transport.client if kind == "request" else self.transport.server
+
+    def receiver(self, kind: str):
+        return self.transport.server if kind == "request" else self.transport.client
+
+    @staticmethod
+    def incoming(endpoint) -> str:
+        """The kind of the blocks and encoder instructions that arrive at ``endpoint``."""
+        return "response" if endpoint.is_client else "request"
+
+    @staticmethod
+    def outgoing(endpoint) -> str:
+        return "request" if endpoint.is_client else "response"
+
+
+class _H3Wire(_Wire):
+    """HTTP/3: a HEADERS frame (RFC 9114 section 7.2.2) on each request stream; QPACK
+    encoder and decoder streams as unidirectional streams of types 0x02 and 0x03
+    (RFC 9204 section 4.2); QCRAM's control stream takes the encoder type."""
+
+    STREAM_TYPE = {"encoder": 0x02, "decoder": 0x03}
+
+    def __init__(self, run, transport) -> None:
+        super().__init__(run, transport)
+        self.uni_out: dict[tuple[str, str], int] = {}     # (kind, role) -> stream id
+        self.uni_in: dict[tuple[int, int], int | None] = {}   # (endpoint, stream) -> stream type
+        self.scanners: dict[tuple[int, int], tuple] = {}   # (endpoint, stream) -> (H3Scanner, buffer)
+        self.block_frames: dict[tuple[int, int], int] = {}  # (sender, stream) -> frame bytes, until acked
+
+    def send_instructions(self, kind: str, role: str, data: bytes) -> None:
+        endpoint = self.sender(kind) if role == "encoder" else self.receiver(kind)
+        stream_id = self.uni_out.get((kind, role))
+        if stream_id is None:
+            stream_id = self.uni_out[(kind, role)] = endpoint.open_stream(unidirectional=True)
+            data = bytes([self.STREAM_TYPE[role]]) + data
+        endpoint.write(stream_id, data)
+
+    def send_block(self, kind: str, stream_id: int, block: bytes) -> int:
+        frame = b"\x01" + _varint(len(block)) + block
+        sender = self.sender(kind)
+        self.block_frames[(id(sender), stream_id)] = len(frame)
+        sender.write(stream_id, frame, end=True)
+        return len(frame)
+
+    def on_data(self, endpoint, stream_id: int, data: bytes, end: bool, time_s: float) -> None:
+        key = (id(endpoint), stream_id)
+        if stream_id & 0x2:                                      # unidirectional
+            stream_type = self.uni_in.get(key)
+            if stream_type is None:
+                stream_type, data = data[0], data[1:]            # one-byte varint types
+                self.uni_in[key] = stream_type
+            if not data:
+                return
+            if stream_type == self.STREAM_TYPE["encoder"]:
+                self.side(self.incoming(endpoint)).encoder_instructions(data, time_s)
+            else:
+                self.side(self.outgoing(endpoint)).decoder_instructions(data)
             return
-        if self.decoder_stream is None:
-            self.decoder_stream = self.receiver.open_stream(unidirectional=True)
-            self.run.route[(id(self.sender), self.decoder_stream)] = _UniStream("decoder", self)
-            data = DECODER_STREAM_TYPE + data
-        self.receiver.write(self.decoder_stream, data)
+        state = self.scanners.get(key)
+        if state is None:
+            state = self.scanners[key] = (H3Scanner(kind="request"), bytearray())
+        scanner, buffer = state
+        buffer += data
+        if scanner.feed(data):
+            for ftype, offset, length in scanner.results():
+                if ftype == 0x01:                                # HEADERS
+                    block = bytes(buffer[offset:offset + length])
+                    self.side(self.incoming(endpoint)).block_delivered(stream_id, block, time_s)
+        if end:
+            del self.scanners[key]
 
-
-class _UniStream:
-    """A unidirectional stream at its receiving end: strips the stream-type byte
-    (RFC 9114 section 6.2) and hands the rest to the encoder or decoder side."""
-
-    __slots__ = ("role", "side", "type_seen")
-
-    def __init__(self, role: str, side: _Side) -> None:
-        self.role, self.side, self.type_seen = role, side, False
-
-    def deliver(self, data: bytes, time_s: float) -> None:
-        if not self.type_seen:
-            data, self.type_seen = data[1:], True
-        if not data:
+    def on_stream_acked(self, endpoint, stream_id: int, acked_offset: int) -> None:
+        kind = self.outgoing(endpoint)
+        if self.uni_out.get((kind, "encoder")) == stream_id:
+            self.side(kind).encoder_stream_acked(acked_offset - 1)   # less the stream-type byte
             return
-        if self.role == "encoder":
-            self.side.on_encoder_stream(data, time_s)
-        else:  # the decoder stream, back at the encoder's endpoint
-            self.side.on_decoder_stream(data)
+        frame_bytes = self.block_frames.get((id(endpoint), stream_id))
+        if frame_bytes is not None and acked_offset >= frame_bytes:
+            del self.block_frames[(id(endpoint), stream_id)]
+            self.side(kind).block_acked(stream_id)
+
+
+class _H2Wire(_Wire):
+    """HTTP/2 over the one TCP byte stream per direction: HEADERS (+ CONTINUATION) frames
+    (RFC 9113 sections 6.2, 6.10) on odd stream ids.  QPACK and QCRAM have no HTTP/2
+    mapping; to run them over TCP for comparison, their encoder and decoder instructions
+    travel in extension frames on stream 0 (types 0xf0 and 0xf1; RFC 9113 section 5.5
+    lets peers that agree use extension frames)."""
+
+    LABEL = 0                      # the transport model's label for the connection's byte stream
+    MAX_FRAME = 16384              # SETTINGS_MAX_FRAME_SIZE default (RFC 9113 section 6.5.2)
+    EXT_TYPE = {"encoder": 0xF0, "decoder": 0xF1}
+
+    def __init__(self, run, transport) -> None:
+        super().__init__(run, transport)
+        for endpoint in (transport.client, transport.server):
+            endpoint.on_received = self._bind(self.on_received, endpoint)
+        self.sent = {id(transport.client): 0, id(transport.server): 0}    # bytes written per sender
+        # Per sender: frames awaiting acknowledgement, in stream order:
+        #   [end offset, ("block", kind, stream id) | ("encoder", kind, encoder-stream offset)]
+        self.unacked: dict[int, deque] = {id(transport.client): deque(), id(transport.server): deque()}
+        self.encoder_sent: dict[str, int] = {"request": 0, "response": 0}
+        # Per receiver: blocks whose bytes are not all received yet: stream id -> [start, end, covered ranges]
+        self.in_flight: dict[int, dict[int, list]] = {id(transport.client): {}, id(transport.server): {}}
+        self.scanners: dict[int, list] = {}          # receiver -> [H2Scanner, buffer, base offset, fragments]
+
+    @staticmethod
+    def h2_stream_id(stream_id: int) -> int:
+        """The study numbers streams as QUIC does (0, 4, 8, ...); HTTP/2 clients use 1, 3, 5."""
+        return 2 * (stream_id >> 2) + 1
+
+    def _frame(self, ftype: int, flags: int, h2_stream: int, payload: bytes) -> bytes:
+        n = len(payload)
+        return struct.pack(">BHBBL", n >> 16, n & 0xFFFF, ftype, flags, h2_stream) + payload
+
+    def _write(self, endpoint, frames: bytes, ack_tag: tuple) -> tuple[int, int]:
+        start = self.sent[id(endpoint)]
+        end = start + len(frames)
+        self.sent[id(endpoint)] = end
+        self.unacked[id(endpoint)].append((end, ack_tag))
+        endpoint.write(self.LABEL, frames)
+        return start, end
+
+    def send_instructions(self, kind: str, role: str, data: bytes) -> None:
+        endpoint = self.sender(kind) if role == "encoder" else self.receiver(kind)
+        frames = b"".join(self._frame(self.EXT_TYPE[role], 0, 0, data[i:i + self.MAX_FRAME])
+                          for i in range(0, len(data), self.MAX_FRAME))
+        if role == "encoder":
+            self.encoder_sent[kind] += len(data)
+            self._write(endpoint, frames, ("encoder", kind, self.encoder_sent[kind]))
+        else:
+            self._write(endpoint, frames, ("decoder", kind, 0))
+
+    def send_block(self, kind: str, stream_id: int, block: bytes) -> int:
+        h2_stream = self.h2_stream_id(stream_id)
+        chunks = [block[i:i + self.MAX_FRAME] for i in range(0, len(block), self.MAX_FRAME)] or [b""]
+        frames = []
+        for i, chunk in enumerate(chunks):
+            last = i == len(chunks) - 1
+            if i == 0:   # END_STREAM 0x1 on HEADERS; END_HEADERS 0x4 on the last frame
+                frames.append(self._frame(0x1, 0x1 | (0x4 if last else 0), h2_stream, chunk))
+            else:
+                frames.append(self._frame(0x9, 0x4 if last else 0, h2_stream, chunk))
+        wire = b"".join(frames)
+        sender = self.sender(kind)
+        start, end = self._write(sender, wire, ("block", kind, stream_id))
+        self.in_flight[id(self.receiver(kind))][stream_id] = [start, end, []]
+        return len(wire)
+
+    def on_received(self, endpoint, label: int, offset: int, length: int, time_s: float) -> None:
+        """Connection bytes reached the receiver, maybe out of order (TCP's HOL blocking)."""
+        pending = self.in_flight[id(endpoint)]
+        end = offset + length
+        for stream_id, block in list(pending.items()):
+            start, stop, cover = block
+            if offset < stop and end > start:
+                cover.append((max(offset, start), min(end, stop)))
+                cover.sort()
+                reach = start
+                for a, b in cover:
+                    if a > reach:
+                        break
+                    reach = max(reach, b)
+                if reach >= stop:
+                    del pending[stream_id]
+                    self.side(self.incoming(endpoint)).block_arrived(stream_id, time_s)
+
+    def on_data(self, endpoint, label: int, data: bytes, end: bool, time_s: float) -> None:
+        state = self.scanners.get(id(endpoint))
+        if state is None:
+            state = self.scanners[id(endpoint)] = [H2Scanner(self.MAX_FRAME, preface=False), bytearray(), 0, b""]
+        scanner, buffer, base, _ = state
+        buffer += data
+        if scanner.feed(data):
+            for ftype, flags, h2_stream, offset, length in scanner.results():
+                payload = bytes(buffer[offset - base:offset - base + length])
+                if ftype in (0x1, 0x9):                         # HEADERS, CONTINUATION
+                    state[3] += payload
+                    if flags & 0x4:                             # END_HEADERS: the block is whole
+                        block, state[3] = state[3], b""
+                        stream_id = (h2_stream - 1) // 2 << 2
+                        self.side(self.incoming(endpoint)).block_delivered(stream_id, block, time_s)
+                elif ftype == self.EXT_TYPE["encoder"]:
+                    self.side(self.incoming(endpoint)).encoder_instructions(payload, time_s)
+                elif ftype == self.EXT_TYPE["decoder"]:
+                    self.side(self.outgoing(endpoint)).decoder_instructions(payload)
+        # Drop what the scanner has consumed (it keeps at most a partial frame header).
+        consumed = scanner.offset - scanner.pending - base
+        if consumed > 0:
+            del buffer[:consumed]
+            state[2] = base + consumed
+
+    def on_stream_acked(self, endpoint, label: int, acked_offset: int) -> None:
+        queue = self.unacked[id(endpoint)]
+        while queue and queue[0][0] <= acked_offset:
+            _, (what, kind, value) = queue.popleft()
+            if what == "block":
+                self.side(kind).block_acked(value)
+            elif what == "encoder":
+                self.side(kind).encoder_stream_acked(value)
 
 
 class _SchemeRun:
@@ -363,14 +511,13 @@ class _SchemeRun:
         self.sim = Simulator(seed=params.seed)
         self.items = items
         self.blocks: list[dict] = []
-        self.route: dict[tuple, Any] = {}   # (endpoint, stream[, kind]) -> _UniStream | _Side
-        self.acked_route: dict[tuple, _Side] = {}   # (sending endpoint, stream) -> _Side
         self.connections: dict[str, dict] = {}
+        self.responses: dict[int, _Item] = {}
 
-    def connection(self, origin: str) -> dict:
+    def wire(self, origin: str) -> _Wire:
         conn = self.connections.get(origin)
         if conn is not None:
-            return conn
+            return conn["wire"]
         p = self.params
         n = len(self.connections)
         queue = p.queue_bytes
@@ -381,67 +528,24 @@ class _SchemeRun:
                     loss=p.loss, jitter=jitter, name=f"path{n}")
         config = TransportConfig(cc=p.cc)
         if p.transport == "quic":
-            from ..net.quic import QuicConnection as cls
+            from ..net.quic import QuicConnection
+            transport = QuicConnection(self.sim, path, config, name=f"quic{n}")
+            wire = _H3Wire(self, transport)
         else:
-            from ..net.tcp import TcpConnection as cls
-        transport = cls(self.sim, path, config, name=f"{p.transport}{n}")
-        conn = {"transport": transport, "path": path, "sides": {}}
-        self.connections[origin] = conn
-        for endpoint in (transport.client, transport.server):
-            endpoint.on_data = (lambda ep: lambda sid, data, end, t: self._on_data(ep, sid, data, end, t))(endpoint)
-            endpoint.on_stream_acked = (lambda ep: lambda sid, off: self._on_acked(ep, sid, off))(endpoint)
-            if hasattr(endpoint, "on_received"):
-                endpoint.on_received = (lambda ep: lambda sid, off, n, t: self._on_received(ep, sid, off, n, t))(endpoint)
-        return conn
-
-    def side(self, origin: str, kind: str) -> _Side:
-        conn = self.connection(origin)
-        side = conn["sides"].get(kind)
-        if side is None:
-            t = conn["transport"]
-            sender, receiver = (t.client, t.server) if kind == "request" else (t.server, t.client)
-            side = conn["sides"][kind] = _Side(self, conn, sender, receiver, self.scheme, kind)
-        return side
-
-    def _on_data(self, endpoint, stream_id: int, data: bytes, end: bool, time_s: float) -> None:
-        key = (id(endpoint), stream_id)
-        uni = self.route.get(key)
-        if uni is not None:
-            uni.deliver(data, time_s)
-            return
-        # A bidirectional stream: requests arrive at the server, responses at the client.
-        kind = "response" if endpoint.is_client else "request"
-        self.route[(id(endpoint), stream_id, kind)].on_block_data(stream_id, data, end, time_s)
-
-    def _on_received(self, endpoint, stream_id: int, offset: int, length: int, time_s: float) -> None:
-        if stream_id & 2:
-            return   # unidirectional: encoder/decoder streams
-        kind = "response" if endpoint.is_client else "request"
-        side = self.route.get((id(endpoint), stream_id, kind))
-        if side is not None:
-            side.on_block_received(stream_id, offset, length, time_s)
-
-    def _on_acked(self, endpoint, stream_id: int, acked_offset: int) -> None:
-        """Transport acknowledgements reach the encoder: QCRAM commits its inserts on the
-        control stream's acks, and releases a block's references once its frame is acked."""
-        side = self.acked_route.get((id(endpoint), stream_id))
-        if side is None:
-            return
-        if side.encoder_stream == stream_id:
-            side.on_encoder_stream_acked(acked_offset)
-            return
-        sent = side.frames_in_flight.get(stream_id)
-        if sent is not None and acked_offset >= sent[1]:
-            del side.frames_in_flight[stream_id]
-            side.encoder.on_header_block_acked(sent[0])
+            from ..net.tcp import TcpConnection
+            transport = TcpConnection(self.sim, path, config, name=f"tcp{n}")
+            wire = _H2Wire(self, transport)
+        self.connections[origin] = {"transport": transport, "path": path, "wire": wire}
+        return wire
 
     def start(self, item: _Item, stream_id: int | None = None) -> None:
+        wire = self.wire(item.origin)
         if stream_id is None:
             # Requests (and, without requests, responses) use the client's next bidi stream.
-            stream_id = self.connection(item.origin)["transport"].client.open_stream()
-        self.side(item.origin, item.kind).send(stream_id, item)
+            stream_id = wire.transport.client.open_stream()
+        wire.side(item.kind).send(stream_id, item)
 
-    def on_decoded(self, side: _Side, record: dict) -> None:
+    def on_decoded(self, record: dict) -> None:
         # Direction "both": the response goes out when its request has been decoded.
         if record["kind"] == "request":
             response = self.responses.get(record["exchange"])
@@ -462,15 +566,13 @@ class _SchemeRun:
                                f"(simulation stopped at {self.sim.now:.3f} s)")
         # Counted on the wire, the same way for both transports: every packet both ways
         # (acks included) and every packet the loss model or a full queue dropped.
-        packets = losses = retransmissions = 0
+        packets = losses = retransmissions = max_buffered = 0
         for conn in self.connections.values():
             for link in (conn["path"].forward, conn["path"].reverse):
                 packets += link.stats.packets_sent
                 losses += link.stats.packets_lost + link.stats.packets_dropped
             retransmissions += conn["transport"].stats().get("packets_lost", 0)
-        max_buffered = 0
-        for conn in self.connections.values():
-            for side in conn["sides"].values():
+            for side in conn["wire"].sides.values():
                 max_buffered = max(max_buffered, side.max_buffered_bytes)
         return {"packets": packets, "losses": losses, "retransmissions": retransmissions,
                 "max_decoder_buffered_bytes": max_buffered,
