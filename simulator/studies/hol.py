@@ -59,6 +59,8 @@ __all__ = ["HolParams", "HolResult", "run", "run_seeds", "SCHEMES", "confidence_
 
 SCHEMES = ("hpack", "qpack", "qcram", "qcram-blocking")
 DIRECTIONS = ("requests", "responses", "both")
+# quic and tcp: the transport models; ref2017: the 2017 simulator's own network model.
+TRANSPORTS = ("quic", "tcp", "ref2017")
 
 
 
@@ -89,8 +91,13 @@ class HolParams:
         for s in self.schemes:
             if s not in SCHEMES:
                 raise InputError(f"unknown scheme {s!r} (choose from {', '.join(SCHEMES)})")
-        if self.transport not in ("quic", "tcp"):
-            raise InputError(f"unknown transport {self.transport!r} (choose quic or tcp)")
+        if self.transport not in TRANSPORTS:
+            raise InputError(f"unknown transport {self.transport!r} (choose {', '.join(TRANSPORTS)})")
+        if self.transport == "ref2017":
+            try:
+                float(self.loss)
+            except ValueError:
+                raise InputError(f"the 2017 reference model has independent loss only, not {self.loss!r}") from None
         if self.direction not in DIRECTIONS:
             raise InputError(f"unknown direction {self.direction!r} (choose {', '.join(DIRECTIONS)})")
         if self.table_bytes < 0 or self.max_blocked < 0:
@@ -191,8 +198,9 @@ class _Side:
 
         p = run.params
         self.run, self.wire, self.kind = run, wire, kind
-        codec = dict(table_bytes=p.table_bytes, max_blocked=p.max_blocked, transport=p.transport,
-                     cookie_crumbs=p.cookie_crumbs)
+        # HPACK decodes in byte-stream order over TCP, in encode order over per-stream delivery.
+        codec = dict(table_bytes=p.table_bytes, max_blocked=p.max_blocked,
+                     transport="tcp" if p.transport == "tcp" else "quic", cookie_crumbs=p.cookie_crumbs)
         self.encoder = compression.make_encoder(run.scheme, **codec)
         self.decoder = compression.make_decoder(run.scheme, **codec)
         self.pending: dict[int, dict] = {}        # stream id -> record of a block not yet decoded
@@ -520,6 +528,15 @@ class _SchemeRun:
             return conn["wire"]
         p = self.params
         n = len(self.connections)
+        if p.transport == "ref2017":
+            from ..net.ref2017 import Ref2017Connection
+            loss_p = float(str(p.loss).rstrip("%")) / (100 if str(p.loss).endswith("%") else 1)
+            transport = Ref2017Connection(self.sim, rtt_s=p.rtt_s, loss_p=loss_p,
+                                          reorder_prob=p.jitter_prob, reorder_max_s=p.jitter_max_s,
+                                          name=f"ref2017-{n}")
+            wire = _H3Wire(self, transport)
+            self.connections[origin] = {"transport": transport, "path": None, "wire": wire}
+            return wire
         queue = p.queue_bytes
         if queue is None and p.bandwidth_bps is not None:
             queue = max(65536, int(p.bandwidth_bps * p.rtt_s / 8))
@@ -568,10 +585,15 @@ class _SchemeRun:
         # (acks included) and every packet the loss model or a full queue dropped.
         packets = losses = retransmissions = max_buffered = 0
         for conn in self.connections.values():
-            for link in (conn["path"].forward, conn["path"].reverse):
-                packets += link.stats.packets_sent
-                losses += link.stats.packets_lost + link.stats.packets_dropped
-            retransmissions += conn["transport"].stats().get("packets_lost", 0)
+            stats = conn["transport"].stats()
+            if conn["path"] is None:
+                packets += stats["wire_packets"]
+                losses += stats["wire_losses"]
+            else:
+                for link in (conn["path"].forward, conn["path"].reverse):
+                    packets += link.stats.packets_sent
+                    losses += link.stats.packets_lost + link.stats.packets_dropped
+            retransmissions += stats.get("packets_lost", 0)
             for side in conn["wire"].sides.values():
                 max_buffered = max(max_buffered, side.max_buffered_bytes)
         return {"packets": packets, "losses": losses, "retransmissions": retransmissions,
@@ -707,7 +729,8 @@ def _cmd(args: argparse.Namespace) -> int:
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--trace", required=True, help="HAR, QIF or QPACK interop file")
     p.add_argument("--scheme", default="hpack,qpack,qcram", help="comma-separated: " + ",".join(SCHEMES))
-    p.add_argument("--transport", default="quic", choices=["quic", "tcp"])
+    p.add_argument("--transport", default="quic", choices=list(TRANSPORTS),
+                   help="quic or tcp (transport models), or ref2017 (the 2017 simulator's network model)")
     p.add_argument("--rtt", default="100ms")
     p.add_argument("--bw", default="10mbit", help="bottleneck bandwidth, e.g. 10mbit (none = unlimited)")
     p.add_argument("--loss", default="0", help="0.01 (Bernoulli) or ge:P,R[,h,k] (Gilbert-Elliott)")
