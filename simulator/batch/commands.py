@@ -1,0 +1,72 @@
+"""``workbench batch STUDY --traces ... --grid GRID.toml --out DIR`` and
+``workbench batch status DIR``."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from ..errors import InputError
+from .registry import STUDIES
+
+
+def _cmd(args: argparse.Namespace) -> int:
+    if args.study == "status":
+        return _status(args)
+    if args.results_dir is not None:
+        raise InputError(f"unexpected argument {args.results_dir!r} (the results folder is given with --out).")
+    missing = [flag for flag, value in (("--traces", args.traces), ("--out", args.out)) if not value]
+    if missing:
+        raise InputError(f"workbench batch {args.study} needs {' and '.join(missing)}.")
+    from .runner import run_batch
+
+    def bad_trace(path: str, error: str) -> None:
+        print(f"workbench: warning: skipping trace: {error}", file=sys.stderr)
+
+    tables = [t.strip() for t in args.tables.split(",") if t.strip()]
+    report = run_batch(args.study, args.traces, args.grid, args.seeds, out=args.out, workers=args.workers,
+                       dask=args.dask, tables=tables, progress=not args.quiet, on_bad_trace=bad_trace)
+    print(report)
+    for jid, error in report.failures[:10]:
+        print(f"  failed {jid}: {error}", file=sys.stderr)
+    if len(report.failures) > 10:
+        print(f"  ... and {len(report.failures) - 10} more (see {args.out}/failed/)", file=sys.stderr)
+    return 1 if report.failed else 0
+
+
+def _status(args: argparse.Namespace) -> int:
+    from .store import failures, status
+
+    if args.results_dir is None:
+        raise InputError("workbench batch status needs a results folder: workbench batch status RESULTS_DIR.")
+    s = status(args.results_dir)
+    print(f"{args.results_dir}: study {s['study']}, {s['jobs']} jobs: {s['done']} done, {s['failed']} failed, "
+          f"{s['missing']} missing")
+    if s["failed"]:
+        f = failures(args.results_dir)
+        f = f[f["job_id"].isin(s["failed_ids"])]
+        for _, row in f.head(10).iterrows():
+            print(f"  failed {row['job_id']}: {row['trace']} {row['flags']} seed {row['seed']}: {row['error']}")
+    return 0 if s["failed"] == 0 and s["missing"] == 0 else 1
+
+
+def add_commands(sub) -> None:
+    p = sub.add_parser(
+        "batch", help="run a study over traces x parameter grid x seeds; 'batch status DIR' reports progress",
+        description="Run STUDY over every trace x grid point x seed into a Parquet results folder "
+                    "(rerun the same command to complete missing jobs), or report on one with "
+                    "'workbench batch status RESULTS_DIR'.  Studies: " + ", ".join(sorted(STUDIES)) + ".")
+    p.add_argument("study", metavar="STUDY", help="study name (" + ", ".join(sorted(STUDIES)) + ") or 'status'")
+    p.add_argument("results_dir", nargs="?", metavar="RESULTS_DIR", help="with 'status': the results folder")
+    p.add_argument("--traces", action="append", metavar="GLOB_OR_DIR",
+                   help="trace files: a folder, a glob (quote it) or a file; repeatable")
+    p.add_argument("--grid", metavar="GRID.toml",
+                   help="parameter grid: the study's flag names -> lists of values (default: one point, defaults)")
+    p.add_argument("--seeds", type=int, default=1, metavar="N", help="run seeds 1..N (default 1)")
+    p.add_argument("--workers", type=int, default=None, metavar="N",
+                   help="worker processes (default: CPU count; 0 = in this process); Dask local: workers")
+    p.add_argument("--dask", metavar="local|ADDRESS", help="run on Dask: a LocalCluster, or a scheduler address")
+    p.add_argument("--tables", default="summary", help="tables to store: summary[,blocks] (default summary)")
+    p.add_argument("--out", metavar="RESULTS_DIR", help="results folder (created; reruns skip finished jobs)")
+    p.add_argument("--quiet", action="store_true", help="no progress bar")
+    p.set_defaults(func=_cmd)

@@ -1,0 +1,227 @@
+"""The studies the batch runner knows, and how a grid file turns into their parameters.
+
+A study is registered once in ``STUDIES`` with what the batch runner needs:
+
+* ``add_arguments(parser)`` and ``params_from_args(args)``: the study's own CLI flags, so a
+  grid file spells parameters exactly as ``workbench <study> --help`` does (``loss``,
+  ``rtt``, ``scheme``, ``table``, ...), with the same parsing and the same errors;
+* ``run(trace, params)``: the study's one entry point (the CLI and notebooks call it too);
+* ``with_seed(params, seed)`` and ``params_dict(params)``: the seed is the batch's, not the
+  grid's, and the resolved parameters (units applied) identify a job and go into every row;
+* ``tables(result)``: the result as named DataFrames, each stored as its own Parquet
+  dataset under the results folder (``summary`` is required: its file marks a job done).
+
+Flags that name the trace or the seed, or only shape CLI output, are not grid parameters
+(``reserved``).  Another study plugs in by adding an entry here.
+"""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+import tomllib
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any, Callable
+
+import pandas as pd
+
+from ..errors import InputError
+
+__all__ = ["Study", "STUDIES", "get_study", "read_grid", "expand_grid", "GridPoint"]
+
+
+@dataclass(frozen=True)
+class Study:
+    name: str
+    help: str
+    add_arguments: Callable[[argparse.ArgumentParser], None]
+    params_from_args: Callable[[argparse.Namespace], Any]
+    run: Callable[[Any, Any], Any]
+    with_seed: Callable[[Any, int], Any]
+    params_dict: Callable[[Any], dict]
+    tables: Callable[[Any], dict[str, pd.DataFrame]]
+    optional_tables: tuple[str, ...] = ()          # stored only when asked for (``--tables``)
+    reserved: frozenset[str] = field(default_factory=frozenset)  # flags a grid may not set
+
+    def flags(self) -> dict[str, argparse.Action]:
+        """Grid-settable flags by their name without dashes (``rtt``, ``loss``, ...)."""
+        parser = _RaisingParser(prog=f"workbench {self.name}", add_help=False)
+        self.add_arguments(parser)
+        out = {}
+        for action in parser._actions:
+            longs = [o for o in action.option_strings if o.startswith("--")]
+            if not longs:
+                continue
+            name = longs[0][2:]
+            if name in self.reserved:
+                continue
+            out[name] = action
+        return out
+
+
+class _RaisingParser(argparse.ArgumentParser):
+    """The study's flags, parsed from grid values: errors raise ``InputError``."""
+
+    def error(self, message: str):
+        raise InputError(message)
+
+    def exit(self, status=0, message=None):  # pragma: no cover - no --help here
+        raise InputError(message or "bad grid value")
+
+
+# ---------------------------------------------------------------------------------------
+# The HOL study
+
+
+def _hol_tables(result) -> dict[str, pd.DataFrame]:
+    summary = result.summary.reset_index()          # one row per scheme
+    blocks = result.blocks.copy()
+    # blocks already carries some parameters; the batch adds all of them uniformly.
+    blocks = blocks.drop(columns=[c for c in ("transport", "rtt_s", "bandwidth_bps", "loss", "table_bytes",
+                                              "max_blocked", "direction", "seed", "spacing_s")
+                                  if c in blocks.columns])
+    return {"summary": summary, "blocks": blocks}
+
+
+def _hol_params_dict(params) -> dict:
+    d = params.to_dict()
+    d.pop("seed", None)
+    return d
+
+
+def _hol() -> Study:
+    from ..studies import hol
+
+    return Study(
+        name="hol",
+        help="header-compression HOL blocking (HPACK vs QPACK vs QCRAM)",
+        add_arguments=hol.add_arguments,
+        params_from_args=hol.params_from_args,
+        run=lambda trace, params: hol.run(trace, params),
+        with_seed=lambda params, seed: replace(params, seed=int(seed)),
+        params_dict=_hol_params_dict,
+        tables=_hol_tables,
+        optional_tables=("blocks",),
+        reserved=frozenset({"trace", "seed", "blocks", "json", "help"}),
+    )
+
+
+# name -> factory (the study module is imported when first asked for)
+STUDIES: dict[str, Callable[[], Study]] = {"hol": _hol}
+_cache: dict[str, Study] = {}
+
+
+def get_study(name: str) -> Study:
+    if name not in STUDIES:
+        raise InputError(f"unknown study {name!r} (batch studies: {', '.join(sorted(STUDIES))})")
+    if name not in _cache:
+        _cache[name] = STUDIES[name]()
+    return _cache[name]
+
+
+# ---------------------------------------------------------------------------------------
+# Grid files
+
+
+def read_grid(path: str | Path | None, study: Study) -> dict[str, list]:
+    """``GRID.toml`` -> ``{flag: [values...]}``, checked against the study's flags.
+
+    Keys are the study's flag names (``loss``, ``--loss`` and ``Loss`` all work; ``_`` and
+    ``-`` are the same); a value is a list of values or one value.  ``None`` (no grid
+    file) is the study's defaults: one grid point.
+    """
+    if path is None:
+        return {}
+    path = Path(path)
+    try:
+        raw = tomllib.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise InputError("no such grid file.", path=str(path)) from None
+    except UnicodeDecodeError:
+        raise InputError("the grid file is not UTF-8 text.", path=str(path)) from None
+    except tomllib.TOMLDecodeError as exc:
+        raise InputError(f"not valid TOML ({exc}).", path=str(path)) from None
+    except OSError as exc:
+        raise InputError(f"cannot be read ({exc.strerror}).", path=str(path)) from None
+    return check_grid(raw, study, source=str(path))
+
+
+def check_grid(raw: dict, study: Study, *, source: str = "grid") -> dict[str, list]:
+    flags = study.flags()
+    grid: dict[str, list] = {}
+    for key, values in raw.items():
+        name = str(key).lstrip("-").lower().replace("_", "-")
+        if name in ("seed", "seeds"):
+            raise InputError(f"{key!r} cannot be a grid parameter: use --seeds N (seeds 1..N).", path=source)
+        if name in ("trace", "traces"):
+            raise InputError(f"{key!r} cannot be a grid parameter: use --traces.", path=source)
+        if name not in flags:
+            raise InputError(f"unknown parameter {key!r} for study {study.name!r} "
+                             f"(grid parameters: {', '.join(sorted(flags))}).", path=source)
+        if isinstance(values, dict):
+            raise InputError(f"{key!r} must be a list of values, not a table.", path=source)
+        if not isinstance(values, list):
+            values = [values]
+        if not values:
+            raise InputError(f"{key!r} has an empty list of values.", path=source)
+        for v in values:
+            if not isinstance(v, (str, int, float, bool)):
+                raise InputError(f"{key!r}: value {v!r} is not a string, number or boolean.", path=source)
+        if name in grid:
+            raise InputError(f"{key!r} is given twice.", path=source)
+        grid[name] = values
+    return grid
+
+
+def _flag_text(value) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, float):
+        return repr(value)
+    return str(value)
+
+
+@dataclass(frozen=True)
+class GridPoint:
+    """One combination of grid values: ``flags`` as the grid spelt them (strings) and the
+    study's resolved parameters object."""
+
+    flags: dict
+    params: Any
+
+
+def expand_grid(grid: dict[str, list], study: Study, *, source: str = "grid") -> list[GridPoint]:
+    """Every combination, in the grid file's key order (last key varies fastest), each
+    parsed by the study's own flags, so a bad value fails here, before any job runs."""
+    flags = study.flags()
+    names = list(grid)
+    points = []
+    for combo in itertools.product(*(grid[n] for n in names)):
+        argv: list[str] = []
+        given = {}
+        for name, value in zip(names, combo):
+            action = flags[name]
+            opt = "--" + name
+            if action.nargs == 0:   # store_true / store_false
+                if not isinstance(value, bool):
+                    raise InputError(f"{name!r} takes true or false, got {value!r}.", path=source)
+                if value != bool(action.const):
+                    continue
+                argv.append(opt)
+            else:
+                argv += [opt, _flag_text(value)]
+            given[name] = _flag_text(value)
+        parser = _RaisingParser(prog=f"workbench {study.name}", add_help=False)
+        study.add_arguments(parser)
+        if "trace" in study.reserved:
+            argv += ["--trace", "-"]
+        try:
+            ns = parser.parse_args(argv)
+            params = study.params_from_args(ns)
+        except InputError as exc:
+            point = ", ".join(f"{k}={v}" for k, v in given.items()) or "defaults"
+            raise InputError(f"grid point {point}: {exc.detail if hasattr(exc, 'detail') else exc}",
+                             path=source) from None
+        points.append(GridPoint(flags=given, params=params))
+    return points

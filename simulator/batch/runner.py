@@ -1,0 +1,378 @@
+"""Batch runs: traces x parameter grid x seeds, in local worker processes or on Dask.
+
+``run_batch("hol", traces="traces/", grid="grid.toml", seeds=3, out="results/")`` expands
+the jobs, records them in the results folder's manifest, skips the jobs already done there,
+runs the rest and writes each job's rows as it finishes (see ``store`` for the layout and
+the crash-safety argument).  Workers compute a job's rows and serialise them to Parquet;
+the one parent process writes the files, so no two processes ever write the same file and
+remote Dask workers need no access to the results folder (they do need the trace files at
+the same paths).
+
+Determinism: a job is a pure function of (study, trace content, parameters, seed); rows
+carry no wall-clock values, so the same jobs give identical rows in a process pool, in
+the parent process (``workers=0``) and on Dask.
+"""
+
+from __future__ import annotations
+
+import glob as _glob
+import json
+import os
+import subprocess
+import sys
+import traceback
+from concurrent.futures import ProcessPoolExecutor, as_completed
+from concurrent.futures.process import BrokenProcessPool
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable, Iterable
+
+import pandas as pd
+
+from .. import __version__
+from ..errors import InputError
+from .registry import GridPoint, Study, check_grid, expand_grid, get_study, read_grid
+from .store import SUMMARY, ResultsDir, job_id, table_bytes
+
+__all__ = ["run_batch", "plan", "resolve_traces", "git_commit", "execute", "BatchReport"]
+
+# files in a trace folder that are not traces
+_NOT_TRACES = (".md", ".txt", ".rst", ".toml", ".py", ".ipynb", ".parquet", ".csv")
+
+
+# ---------------------------------------------------------------------------------------
+# Planning
+
+
+def resolve_traces(patterns: str | os.PathLike | Iterable) -> list[str]:
+    """Trace files from folders (their files, not recursive, docs skipped), globs
+    (``**`` recurses) and plain paths; sorted within each pattern, duplicates dropped."""
+    if isinstance(patterns, (str, os.PathLike)):
+        patterns = [patterns]
+    out: list[str] = []
+    for pattern in patterns:
+        pattern = str(pattern)
+        p = Path(pattern)
+        if p.is_dir():
+            found = sorted(str(f) for f in p.iterdir()
+                           if f.is_file() and not f.name.startswith(".")
+                           and not f.name.lower().endswith(_NOT_TRACES) and not f.name.upper().startswith("LICENSE"))
+        elif p.is_file():
+            found = [pattern]
+        else:
+            found = sorted(f for f in _glob.glob(pattern, recursive=True) if Path(f).is_file())
+        out += [f for f in found if f not in out]
+    if not out:
+        shown = ", ".join(str(p) for p in patterns)
+        raise InputError(f"no trace files matched {shown}.")
+    return out
+
+
+_COMMIT: str | None = None
+
+
+def git_commit() -> str:
+    """The package's git commit (``git rev-parse HEAD``), or ``"unknown"``; never fails."""
+    global _COMMIT
+    if _COMMIT is None:
+        try:
+            here = Path(__file__).resolve().parent
+            r = subprocess.run(["git", "-C", str(here), "rev-parse", "HEAD"], capture_output=True,
+                               text=True, timeout=10)
+            _COMMIT = r.stdout.strip() if r.returncode == 0 and r.stdout.strip() else "unknown"
+        except Exception:
+            _COMMIT = "unknown"
+    return _COMMIT
+
+
+@dataclass
+class Plan:
+    study: Study
+    jobs: list[dict]                       # job dicts, in expansion order
+    bad_traces: list[tuple[str, str]]      # (path, one-line error)
+    points: list[GridPoint]
+    traces: list[str]
+
+
+def plan(study: str, traces, grid=None, seeds: int | Iterable[int] = 1, *, tables=(SUMMARY,),
+         on_bad_trace: Callable[[str, str], None] | None = None) -> Plan:
+    """Expand traces x grid x seeds into jobs; bad traces are reported and skipped.
+
+    ``grid``: a TOML path, a dict ``{flag: [values]}`` or ``None`` (the study's defaults);
+    ``seeds``: ``N`` for seeds 1..N, or an iterable of seeds.
+    """
+    from ..traces import load as load_trace
+
+    st = get_study(study)
+    if isinstance(grid, dict):
+        grid_values = check_grid(grid, st)
+        source = "grid"
+    else:
+        grid_values = read_grid(grid, st)
+        source = str(grid) if grid is not None else "grid"
+    tables = tuple(dict.fromkeys([SUMMARY, *tables]))
+    known = ("summary", *st.optional_tables)
+    for t in tables:
+        if t not in known:
+            raise InputError(f"unknown table {t!r} for study {study!r} (tables: {', '.join(known)}).")
+    if isinstance(seeds, int):
+        if seeds < 1:
+            raise InputError(f"--seeds must be at least 1, got {seeds}.")
+        seed_list = list(range(1, seeds + 1))
+    else:
+        seed_list = [int(s) for s in seeds]
+        if not seed_list:
+            raise InputError("no seeds given.")
+    points = expand_grid(grid_values, st, source=source)
+    paths = resolve_traces(traces)
+    meta = {"version": __version__, "git_commit": git_commit()}
+    jobs, bad, seen = [], [], {}
+    for path in paths:
+        try:
+            trace = load_trace(path)
+        except InputError as exc:
+            bad.append((path, str(exc)))
+            if on_bad_trace:
+                on_bad_trace(path, str(exc))
+            continue
+        thash = trace.content_hash()
+        if thash in seen:
+            msg = f"{path}: same content as {seen[thash]}; skipped."
+            bad.append((path, msg))
+            if on_bad_trace:
+                on_bad_trace(path, msg)
+            continue
+        seen[thash] = path
+        for point in points:
+            pdict = st.params_dict(point.params)
+            for seed in seed_list:
+                jobs.append({"job_id": job_id(st.name, thash, pdict, seed), "study": st.name,
+                             "trace": path, "trace_hash": thash, "flags": point.flags, "params": pdict,
+                             "seed": seed, "tables": list(tables), "_params": point.params, **meta})
+    if not jobs:
+        raise InputError("none of the traces could be loaded: " + "; ".join(e for _, e in bad))
+    return Plan(study=st, jobs=jobs, bad_traces=bad, points=points, traces=paths)
+
+
+# ---------------------------------------------------------------------------------------
+# One job (runs in a worker process, or on a Dask worker)
+
+_TRACES: dict[tuple[str, str], object] = {}
+
+
+def _trace(path: str, expected_hash: str):
+    key = (path, expected_hash)
+    trace = _TRACES.get(key)
+    if trace is None:
+        from ..traces import load as load_trace
+
+        trace = load_trace(path)
+        got = trace.content_hash()
+        if got != expected_hash:
+            raise RuntimeError(f"{path}: the trace changed since the batch was planned "
+                               f"(content hash {got[:12]}, expected {expected_hash[:12]})")
+        if len(_TRACES) > 64:
+            _TRACES.clear()
+        _TRACES[key] = trace
+    return trace
+
+
+_META_COLUMNS = ("job_id", "study", "trace", "trace_hash", "seed", "version", "git_commit", "grid")
+
+
+def _with_meta(df: pd.DataFrame, job: dict) -> pd.DataFrame:
+    """The job's identity and every resolved parameter in front of the study's columns."""
+    front = {"job_id": job["job_id"], "study": job["study"], "trace": job["trace"],
+             "trace_hash": job["trace_hash"], "seed": int(job["seed"]), "version": job["version"],
+             "git_commit": job["git_commit"], "grid": json.dumps(job["flags"], sort_keys=True)}
+    for k, v in job["params"].items():
+        name = k if k not in df.columns and k not in front else f"param_{k}"
+        front[name] = v
+    n = len(df)
+    head = pd.DataFrame({k: [v] * n for k, v in front.items()}, index=df.index)
+    return pd.concat([head, df], axis=1)
+
+
+def execute(job: dict) -> dict:
+    """Run one job; never raises: ``{"job_id", "ok", "tables": {name: parquet bytes}}`` or
+    ``{"job_id", "ok": False, "error", "traceback"}``."""
+    try:
+        st = get_study(job["study"])
+        trace = _trace(job["trace"], job["trace_hash"])
+        params = st.with_seed(job["_params"], job["seed"])
+        result = st.run(trace, params)
+        produced = st.tables(result)
+        payload = {name: table_bytes(_with_meta(produced[name], job)) for name in job["tables"]}
+        return {"job_id": job["job_id"], "ok": True, "tables": payload}
+    except Exception as exc:  # a failing job is recorded; the batch goes on
+        msg = " ".join(f"{type(exc).__name__}: {exc}".split())
+        return {"job_id": job["job_id"], "ok": False, "error": msg, "traceback": traceback.format_exc()}
+
+
+def _worker_init(parent_pid: int) -> None:
+    """Pool workers die with the batch process (Linux): a SIGKILLed batch leaves no
+    worker running on."""
+    try:
+        import ctypes
+        import signal
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        PR_SET_PDEATHSIG = 1
+        libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+    except Exception:
+        pass
+    if os.getppid() != parent_pid:
+        os._exit(1)
+
+
+# ---------------------------------------------------------------------------------------
+# Executors
+
+
+def _run_local(jobs: list[dict], workers: int, on_result: Callable[[dict, dict], None]) -> None:
+    if workers == 0:
+        for job in jobs:
+            on_result(job, execute(job))
+        return
+    import multiprocessing as mp
+
+    ctx = mp.get_context("fork") if "fork" in mp.get_all_start_methods() else None
+    ex = ProcessPoolExecutor(max_workers=workers, mp_context=ctx, initializer=_worker_init,
+                             initargs=(os.getpid(),))
+    try:
+        futures = {ex.submit(execute, job): job for job in jobs}
+        for fut in as_completed(futures):
+            job = futures[fut]
+            try:
+                res = fut.result()
+            except BrokenProcessPool as exc:
+                res = {"job_id": job["job_id"], "ok": False,
+                       "error": f"worker process died ({exc}); rerun the batch to retry",
+                       "traceback": traceback.format_exc()}
+            on_result(job, res)
+    except BaseException:
+        ex.shutdown(wait=False, cancel_futures=True)
+        raise
+    ex.shutdown(wait=True)
+
+
+def _run_dask(jobs: list[dict], dask: str, workers: int, on_result: Callable[[dict, dict], None]) -> None:
+    import logging
+
+    try:
+        from dask.distributed import Client, LocalCluster, as_completed as dask_completed
+    except ImportError:  # pragma: no cover - a declared dependency
+        raise InputError("--dask needs the 'distributed' package (pip install 'dask[distributed]').") from None
+    cluster = None
+    if dask == "local":
+        cluster = LocalCluster(n_workers=max(1, workers), threads_per_worker=1, processes=True,
+                               dashboard_address=None, silence_logs=logging.ERROR)
+        client = Client(cluster)
+    else:
+        try:
+            client = Client(dask, timeout=20)
+        except (OSError, TimeoutError, ValueError) as exc:
+            raise InputError(f"cannot reach the Dask scheduler at {dask!r} ({exc}).") from None
+    try:
+        by_key = {}
+        futures = []
+        for job in jobs:
+            fut = client.submit(execute, job, key=f"workbench-batch-{job['job_id']}", pure=False, retries=1)
+            by_key[fut.key] = job
+            futures.append(fut)
+        for fut in dask_completed(futures):
+            job = by_key[fut.key]
+            try:
+                res = fut.result()
+            except Exception as exc:  # e.g. KilledWorker
+                res = {"job_id": job["job_id"], "ok": False, "error": f"{type(exc).__name__}: {exc}",
+                       "traceback": traceback.format_exc()}
+            on_result(job, res)
+            fut.release()
+    finally:
+        client.close()
+        if cluster is not None:
+            cluster.close()
+
+
+# ---------------------------------------------------------------------------------------
+# The batch
+
+
+@dataclass
+class BatchReport:
+    results_dir: str
+    jobs: int                      # jobs planned by this call
+    skipped: int                   # already done in the results folder
+    ran: int
+    ok: int
+    failed: int
+    bad_traces: list = field(default_factory=list)
+    failures: list = field(default_factory=list)   # (job_id, error)
+
+    def __str__(self) -> str:
+        s = (f"{self.jobs} jobs: {self.skipped} already done, {self.ran} run ({self.ok} ok, {self.failed} failed); "
+             f"results in {self.results_dir}")
+        if self.bad_traces:
+            s += f"; {len(self.bad_traces)} bad trace(s) skipped"
+        return s
+
+
+def run_batch(study: str, traces, grid=None, seeds: int | Iterable[int] = 1, *, out, workers: int | None = None,
+              dask: str | None = None, tables=(SUMMARY,), progress: bool = True,
+              on_bad_trace: Callable[[str, str], None] | None = None) -> BatchReport:
+    """Run ``study`` over ``traces`` x ``grid`` x ``seeds`` into the results folder ``out``.
+
+    ``workers``: local worker processes (default: CPU count; 0 runs in this process);
+    with ``dask="local"`` the number of LocalCluster workers; ``dask=ADDRESS`` joins a
+    running scheduler.  Jobs already done in ``out`` are skipped; failures are recorded in
+    ``out/failed/`` and the batch goes on.  Returns a ``BatchReport``.
+    """
+    p = plan(study, traces, grid, seeds, tables=tables, on_bad_trace=on_bad_trace)
+    if workers is None:
+        workers = os.cpu_count() or 1
+    if workers < 0:
+        raise InputError(f"--workers must be >= 0, got {workers}.")
+    rd = ResultsDir(out)
+    rd.open_for_writing(p.jobs[0]["tables"])
+    try:
+        rd.merge_manifest(p.study.name, [{k: v for k, v in j.items() if not k.startswith("_")} for j in p.jobs],
+                          p.jobs[0]["tables"])
+        pending = [j for j in p.jobs if not rd.is_done(j["job_id"], j["tables"])]
+        report = BatchReport(results_dir=str(out), jobs=len(p.jobs), skipped=len(p.jobs) - len(pending),
+                             ran=0, ok=0, failed=0, bad_traces=p.bad_traces)
+        bar = None
+        if progress:
+            from tqdm.auto import tqdm
+
+            bar = tqdm(total=len(p.jobs), initial=report.skipped, desc=f"batch {p.study.name}", unit="job",
+                       dynamic_ncols=True)
+            bar.set_postfix(failed=0)
+
+        def on_result(job: dict, res: dict) -> None:
+            report.ran += 1
+            if res["ok"]:
+                rd.write_tables(job["job_id"], res["tables"])
+                report.ok += 1
+            else:
+                rd.write_failure(job, res["error"], res.get("traceback", ""))
+                report.failed += 1
+                report.failures.append((job["job_id"], res["error"]))
+                if bar is not None:
+                    bar.set_postfix(failed=report.failed)
+            if bar is not None:
+                bar.update(1)
+
+        try:
+            if not pending:
+                pass
+            elif dask:
+                _run_dask(pending, dask, workers or 1, on_result)
+            else:
+                _run_local(pending, workers, on_result)
+        finally:
+            if bar is not None:
+                bar.close()
+        return report
+    finally:
+        rd.close()
