@@ -1,0 +1,98 @@
+"""``workbench replay``: replay a trace over a real protocol stack in virtual time.
+
+    workbench replay --trace PATH --stack h2|h3 [--rtt 50ms] [--bw 10mbit] [--loss 0.01]
+                     [--seed 1] [--think 0ms] [--qlog DIR] [--pcap FILE] [--keylog FILE] [--json]
+
+Prints one line per exchange (start, completion time, status, body bytes) and the
+totals; ``--json`` prints one object with ``exchanges``, ``completed``,
+``last_completion_s``, ``packets_sent`` and ``packets_lost`` (plus ``summary`` and
+``params``).  ``--qlog DIR`` writes aioquic's qlog (simulated timestamps) per QUIC
+connection; ``--pcap FILE`` writes every simulated packet as a pcap; ``--keylog FILE``
+writes the QUIC connections' TLS secrets (SSLKEYLOGFILE format) for Wireshark.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+
+from ..errors import InputError
+from ..units import parse_duration, parse_rate, parse_size
+from .common import StackParams
+
+__all__ = ["add_commands"]
+
+
+def params_from_args(args: argparse.Namespace) -> StackParams:
+    bw = None if str(args.bw).lower() in ("none", "inf", "0") else parse_rate(args.bw)
+    return StackParams(stack=args.stack, rtt_s=parse_duration(args.rtt), bandwidth_bps=bw, loss=str(args.loss),
+                       seed=int(args.seed), think_s=parse_duration(args.think),
+                       idle_timeout_s=parse_duration(args.idle_timeout),
+                       qpack_table_bytes=parse_size(args.qpack_table), qpack_blocked_streams=int(args.qpack_blocked),
+                       cc=args.cc)
+
+
+def _cmd(args: argparse.Namespace) -> int:
+    from ..traces import load
+    from . import replay
+
+    params = params_from_args(args)
+    if args.qlog is not None:
+        if params.stack != "h3":
+            raise InputError("--qlog needs --stack h3 (qlog is written by aioquic)")
+        if not os.path.isdir(args.qlog):
+            raise InputError("--qlog: no such directory", path=args.qlog)
+    if args.keylog is not None and params.stack != "h3":
+        raise InputError("--keylog needs --stack h3 (the h2 stack runs cleartext HTTP/2)")
+    trace = load(args.trace)
+    result = replay.run(trace, params, qlog_dir=args.qlog, pcap_path=args.pcap, keylog_path=args.keylog)
+    if args.json:
+        print(json.dumps(result.to_json_dict(), default=_default))
+        return 0
+    s = result.summary
+    print(f"trace {trace.source}: {s['exchanges']} exchanges over {params.stack}, {s['connections']} connections, "
+          f"RTT {params.rtt_s * 1000:g} ms, loss {params.loss}, seed {params.seed}")
+    print(f"{'#':>4} {'kind':<7}{'start s':>9}{'done s':>9}{'time ms':>9}{'status':>7}{'bytes':>9}  path")
+    for row in result.exchanges.itertuples():
+        done = "-" if math.isnan(row.complete_s) else f"{row.complete_s:.3f}"
+        took = "-" if math.isnan(row.completion_s) else f"{row.completion_s * 1000:.1f}"
+        note = f" (reset by {row.reset})" if row.reset else ""
+        print(f"{row.exchange:>4} {row.kind:<7}{row.start_s:>9.3f}{done:>9}{took:>9}{row.status:>7}"
+              f"{row.body_bytes:>9}  {row.path[:60]}{note}")
+    last = s["last_completion_s"]
+    print(f"completed {s['completed']} of {s['exchanges']}; last completion "
+          f"{'-' if last is None else f'{last:.3f} s'}; median {_ms(s['median_completion_s'])}; "
+          f"packets sent {s['packets_sent']}, lost {s['packets_lost']}")
+    return 0
+
+
+def _ms(v) -> str:
+    return "-" if v is None else f"{v * 1000:.1f} ms"
+
+
+def _default(v):
+    if hasattr(v, "item"):
+        return v.item()
+    return str(v)
+
+
+def add_commands(sub) -> None:
+    p = sub.add_parser("replay", help="replay a trace over real h2 or aioquic HTTP/3 in virtual time")
+    p.add_argument("--trace", required=True, help="HAR, QIF or QPACK interop file")
+    p.add_argument("--stack", required=True, choices=["h2", "h3"])
+    p.add_argument("--rtt", default="50ms")
+    p.add_argument("--bw", default="10mbit", help="bottleneck bandwidth, e.g. 10mbit (none = unlimited)")
+    p.add_argument("--loss", default="0", help="0.01 (Bernoulli) or ge:P,R[,h,k] (Gilbert-Elliott)")
+    p.add_argument("--seed", default=1, type=int)
+    p.add_argument("--think", default="0ms", help="server think time before each response")
+    p.add_argument("--idle-timeout", default="30s", help="give up when nothing progresses this long")
+    p.add_argument("--qpack-table", default="4096", help="HTTP/3 QPACK dynamic table capacity (bytes)")
+    p.add_argument("--qpack-blocked", default=16, type=int, help="HTTP/3 QPACK blocked-streams limit")
+    p.add_argument("--cc", default="reno", choices=["reno", "cubic"])
+    p.add_argument("--qlog", metavar="DIR", help="write qlog files (simulated time) into DIR (h3)")
+    p.add_argument("--pcap", metavar="FILE", help="write every simulated packet to a pcap file")
+    p.add_argument("--keylog", metavar="FILE", help="write the QUIC TLS secrets (key-log format) (h3)")
+    p.add_argument("--json", action="store_true", help="print one JSON object")
+    p.set_defaults(func=_cmd)

@@ -1,0 +1,465 @@
+"""What the real-stack runs share: exchange specs, parameters, the HTTP behaviour of both
+ends, the per-exchange recorder and the run loop.  Written by hand.
+
+The two stacks (``h2.py``: the ``h2`` library over the TCP model; ``h3.py``: ``aioquic``
+over the simulated link) differ only in a handful of primitives (send headers, send
+body bytes, push, reset, how much flow control lets through now).  Everything an
+exchange *does* lives here once, in ``Endpoint``:
+
+- the client sends the request headers (and ``request_body_bytes``), at ``start_s``;
+- when the request has ended, the server waits ``think_s`` and then sends, in order:
+  an informational 103 with ``Link`` headers (RFC 8297) when the spec has early
+  hints; a push promise and the pushed response for each push (RFC 9113 section 8.4,
+  RFC 9114 section 4.6); the final response headers; ``response_body_bytes`` of body;
+  trailers (RFC 9110 section 6.5) when the spec has them;
+- a reset (RFC 9113 section 6.4 RST_STREAM, RFC 9000 section 19.4 RESET_STREAM): the
+  server resets the stream after writing ``reset_after_bytes`` of the body, or the
+  client cancels once it has received that many.
+
+Outgoing work per stream is a queue of operations (headers, data, reset) drained as
+flow control allows (h2 counts windows itself; aioquic buffers and obeys its own).
+
+Completion: a request's exchange is *complete* when its response stream ends
+normally; a reset ends it without completing it.  Pushed responses are rows of their
+own (``kind == "push"``).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass, field
+from typing import Callable
+
+import pandas as pd
+
+from ..engine import Simulator
+from ..errors import InputError
+from ..traces.model import HeaderList
+
+__all__ = [
+    "PushSpec", "ExchangeSpec", "StackParams", "Recorder", "Endpoint", "Result", "StackStalled",
+    "CLIENT_ADDR", "SERVER_ADDR", "run_until", "body_bytes", "PROGRESS_EVENTS",
+]
+
+CLIENT_ADDR = ("10.0.0.1", 50000)      # fixed peer addresses: a changing one would look like
+SERVER_ADDR = ("10.0.0.2", 443)        # a migration to QUIC and stall the handshake
+PROGRESS_EVENTS = 200_000              # events at one virtual instant before we call it a spin
+
+
+class StackStalled(InputError):
+    """The scenario cannot progress (idle timeout reached): one line for the CLI."""
+
+
+@dataclass(frozen=True)
+class PushSpec:
+    """A response the server pushes alongside an exchange's response."""
+
+    path: bytes
+    body_bytes: int
+
+
+@dataclass
+class ExchangeSpec:
+    """One exchange to replay.  ``response_headers`` starts with ``:status``."""
+
+    index: int
+    request_headers: HeaderList
+    response_headers: HeaderList
+    response_body_bytes: int
+    start_s: float = 0.0
+    origin: str = "https://server.example"
+    request_body_bytes: int = 0
+    early_hints: tuple[bytes, ...] = ()          # Link values sent in a 103 first
+    pushes: tuple[PushSpec, ...] = ()
+    trailers: HeaderList | None = None
+    reset_by: str | None = None                  # None, "client" or "server"
+    reset_after_bytes: int = 0
+
+    def __post_init__(self) -> None:
+        if self.reset_by not in (None, "client", "server"):
+            raise InputError(f"reset_by must be client or server, got {self.reset_by!r}")
+
+
+@dataclass(frozen=True)
+class StackParams:
+    """Everything that determines a real-stack run (units in the names)."""
+
+    stack: str = "h2"                       # "h2" or "h3"
+    rtt_s: float = 0.050
+    bandwidth_bps: float | None = 10e6
+    loss: str = "0"                         # "0.01" Bernoulli or "ge:P,R[,h,k]"
+    seed: int = 1
+    think_s: float = 0.0                    # server think time before a response
+    queue_bytes: int | None = None          # bottleneck queue; None = unlimited
+    idle_timeout_s: float = 30.0            # no progress for this long: StackStalled
+    flow_window_bytes: int = 16 << 20       # stream and connection flow-control windows
+    default_body_bytes: int = 512           # a trace body of 0 bytes is replayed with this
+    cc: str = "reno"                        # congestion control (TCP model / aioquic)
+    max_datagram_bytes: int = 1252          # QUIC UDP payload (the QUIC model's default)
+    qpack_table_bytes: int = 4096           # SETTINGS_QPACK_MAX_TABLE_CAPACITY (aioquic: 4096)
+    qpack_blocked_streams: int = 16         # SETTINGS_QPACK_BLOCKED_STREAMS (aioquic: 16)
+    max_push_id: int = 8                    # client's MAX_PUSH_ID (aioquic hard-codes 8)
+    tcp_handshake: bool = True              # h2: SYN / SYN-ACK / ACK before the preface
+
+    def __post_init__(self) -> None:
+        if self.stack not in ("h2", "h3"):
+            raise InputError(f"unknown stack {self.stack!r} (choose h2 or h3)")
+        if self.rtt_s <= 0:
+            raise InputError(f"RTT must be above 0, got {self.rtt_s}")
+        if self.bandwidth_bps is not None and self.bandwidth_bps <= 0:
+            raise InputError(f"bandwidth must be above 0, got {self.bandwidth_bps}")
+        if self.think_s < 0 or self.idle_timeout_s <= 0:
+            raise InputError("think time must be >= 0 and the idle timeout above 0")
+        if self.qpack_table_bytes < 0 or self.qpack_blocked_streams < 0:
+            raise InputError("QPACK table capacity and blocked streams must be >= 0")
+        if self.cc not in ("reno", "cubic"):
+            raise InputError(f"unknown congestion control {self.cc!r} (choose reno or cubic)")
+        import random
+
+        from ..net.link import parse_loss
+        parse_loss(self.loss, random.Random(0))     # a bad loss spec fails here, before any work
+        if not 1200 <= self.max_datagram_bytes <= 1472:
+            raise InputError(f"QUIC datagram size must be in [1200, 1472], got {self.max_datagram_bytes}")
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+def body_bytes(n: int) -> bytes:
+    """``n`` bytes of body (content does not matter to any study; a fixed pattern)."""
+    return b"x" * n
+
+
+# ---------------------------------------------------------------------------------------
+# Recording
+
+
+class Recorder:
+    """One row per request exchange and per pushed response, filled as events arrive."""
+
+    def __init__(self, sim: Simulator) -> None:
+        self.sim = sim
+        self.rows: list[dict] = []
+        self.open_requests = 0                 # request exchanges not yet ended
+        self.last_progress_s = 0.0
+        self.on_all_done: Callable[[], None] | None = None
+
+    def new_row(self, *, kind: str, exchange: int, origin: str, path: str, start_s: float,
+                expected_body_bytes: int) -> dict:
+        row = {
+            "exchange": exchange, "kind": kind, "origin": origin, "path": path, "stream_id": -1,
+            "start_s": start_s, "request_sent_s": math.nan, "informational_s": math.nan, "link_headers": 0,
+            "headers_s": math.nan, "status": 0, "first_byte_s": math.nan, "complete_s": math.nan,
+            "body_bytes": 0, "expected_body_bytes": expected_body_bytes, "trailers": False,
+            "reset": "", "ended_s": math.nan,
+        }
+        self.rows.append(row)
+        if kind == "request":
+            self.open_requests += 1
+        return row
+
+    def progress(self) -> None:
+        self.last_progress_s = self.sim.now
+
+    def end(self, row: dict, *, reset: str = "") -> None:
+        if not math.isnan(row["ended_s"]):
+            return
+        now = self.sim.now
+        row["ended_s"] = now
+        if reset:
+            row["reset"] = reset
+        else:
+            row["complete_s"] = now
+        self.progress()
+        if row["kind"] == "request":
+            self.open_requests -= 1
+
+    @property
+    def done(self) -> bool:
+        return self.open_requests == 0
+
+    def frame(self) -> pd.DataFrame:
+        df = pd.DataFrame.from_records(self.rows)
+        if df.empty:
+            return df
+        df["completion_s"] = df["complete_s"] - df["start_s"]
+        df["completed"] = df["complete_s"].notna()
+        return df.sort_values(["kind", "exchange"], ascending=[False, True], kind="stable").reset_index(drop=True)
+
+
+# ---------------------------------------------------------------------------------------
+# The HTTP behaviour of one end
+
+
+class _Op:
+    __slots__ = ("kind", "headers", "remaining", "end")
+
+    def __init__(self, kind: str, headers=None, remaining: int = 0, end: bool = False) -> None:
+        self.kind = kind            # "headers" | "data" | "reset"
+        self.headers = headers
+        self.remaining = remaining  # body bytes still to write
+        self.end = end
+
+
+class Endpoint:
+    """One end of an HTTP connection over a real stack.  Subclasses give the primitives.
+
+    Primitives (all act on the stack object; ``flush()`` then moves its output onto
+    the simulated network):
+      ``_writable(stream_id) -> int``   body bytes flow control admits now
+      ``_write_headers(stream_id, headers, end)``
+      ``_write_data(stream_id, data, end)``
+      ``_write_reset(stream_id)``
+      ``_open_stream() -> int``         a new request stream (client)
+      ``_push(stream_id, request_headers) -> int``  push promise; the pushed stream's id
+      ``flush()``
+    """
+
+    max_chunk_bytes = 1 << 30
+
+    def __init__(self, session: "object", *, is_client: bool) -> None:
+        self.session = session
+        self.sim: Simulator = session.sim
+        self.params: StackParams = session.params
+        self.recorder: Recorder = session.recorder
+        self.is_client = is_client
+        self._queues: dict[int, list[_Op]] = {}
+        self.headers_frames_sent = 0          # HEADERS frames this end sent (HTTP/2 and HTTP/3)
+
+    # -- outgoing operations --------------------------------------------------------
+    def queue(self, stream_id: int, op: _Op) -> None:
+        self._queues.setdefault(stream_id, []).append(op)
+
+    def pump(self, stream_id: int | None = None) -> None:
+        """Write queued operations in order, body bytes as far as flow control allows."""
+        ids = [stream_id] if stream_id is not None else list(self._queues)
+        for sid in ids:
+            ops = self._queues.get(sid)
+            while ops:
+                op = ops[0]
+                if op.kind == "headers":
+                    self._write_headers(sid, op.headers, op.end)
+                    self.headers_frames_sent += 1
+                elif op.kind == "reset":
+                    self._write_reset(sid)
+                elif op.kind == "data":
+                    while op.remaining > 0:
+                        n = min(op.remaining, self._writable(sid), self.max_chunk_bytes)
+                        if n <= 0:
+                            break
+                        op.remaining -= n
+                        self._write_data(sid, body_bytes(n), op.end and op.remaining == 0)
+                    if op.remaining > 0:
+                        break                      # blocked by flow control: resume on a window update
+                ops.pop(0)
+            if ops is not None and not ops:
+                del self._queues[sid]
+        self.flush()
+
+    # -- client ---------------------------------------------------------------------
+    def start_request(self, spec: ExchangeSpec, row: dict) -> None:
+        sid = self._open_stream()
+        row["stream_id"] = sid
+        row["request_sent_s"] = self.sim.now
+        self.session.client_rows[sid] = (spec, row)
+        has_body = spec.request_body_bytes > 0
+        self.queue(sid, _Op("headers", headers=spec.request_headers, end=not has_body))
+        if has_body:
+            self.queue(sid, _Op("data", remaining=spec.request_body_bytes, end=True))
+        self.pump(sid)
+
+    def on_response_headers(self, stream_id: int, headers: HeaderList, ended: bool) -> None:
+        entry = self.session.client_rows.get(stream_id)
+        if entry is None:
+            return
+        _, row = entry
+        self.recorder.progress()
+        status = _status(headers)
+        if 100 <= status < 200:
+            if math.isnan(row["informational_s"]):
+                row["informational_s"] = self.sim.now
+            row["link_headers"] += sum(1 for n, _ in headers if n == b"link")
+            return
+        if row["status"]:                       # a second HEADERS after the final ones: trailers
+            row["trailers"] = True
+        else:
+            row["status"] = status
+            row["headers_s"] = self.sim.now
+        if ended:
+            self.recorder.end(row)
+
+    def on_response_data(self, stream_id: int, n: int, ended: bool) -> None:
+        entry = self.session.client_rows.get(stream_id)
+        if entry is None:
+            return
+        spec, row = entry
+        self.recorder.progress()
+        if n and math.isnan(row["first_byte_s"]):
+            row["first_byte_s"] = self.sim.now
+        row["body_bytes"] += n
+        if ended:
+            self.recorder.end(row)
+        elif (spec is not None and spec.reset_by == "client" and math.isnan(row["ended_s"])
+              and row["body_bytes"] >= spec.reset_after_bytes):
+            # RFC 9113 section 8.7 / RFC 9114 section 4.1.1: the client cancels the request.
+            self._write_reset(stream_id)
+            self.recorder.end(row, reset="client")
+            self.flush()
+
+    def on_stream_reset(self, stream_id: int) -> None:
+        entry = self.session.client_rows.get(stream_id)
+        if entry is not None:
+            self.recorder.end(entry[1], reset="server")
+
+    def on_push_promise(self, parent_stream_id: int, pushed_stream_id: int | None, push_key, headers) -> None:
+        parent = self.session.client_rows.get(parent_stream_id)
+        exchange = parent[1]["exchange"] if parent else -1
+        path = dict(headers).get(b":path", b"").decode("latin-1")
+        expected = -1
+        if parent:
+            for push in parent[0].pushes:
+                if push.path.decode("latin-1") == path:
+                    expected = push.body_bytes
+        row = self.recorder.new_row(kind="push", exchange=exchange, origin=self.session.origin, path=path,
+                                    start_s=self.sim.now, expected_body_bytes=expected)
+        row["stream_id"] = pushed_stream_id if pushed_stream_id is not None else -1
+        self.session.client_rows[push_key] = (None, row)
+
+    # -- server ---------------------------------------------------------------------
+    def on_request_ended(self, stream_id: int) -> None:
+        # Both ends run in one process: the server finds the spec by the request's stream id
+        # (the same number at both ends in HTTP/2 and HTTP/3), so no header is added to mark it.
+        self.recorder.progress()
+        spec = self.session.client_rows[stream_id][0]
+        self.sim.call_later(self.params.think_s, self._respond, stream_id, spec)
+
+    def _respond(self, stream_id: int, spec: ExchangeSpec) -> None:
+        if spec.early_hints:      # RFC 8297: 103 Early Hints, Link headers
+            hints = ((b":status", b"103"),) + tuple((b"link", v) for v in spec.early_hints)
+            self.queue(stream_id, _Op("headers", headers=hints))
+        for push in spec.pushes:
+            self.pump(stream_id)                   # the promise follows what is already queued
+            request = _push_request(spec, push)
+            pushed = self._push(stream_id, request)
+            response = ((b":status", b"200"), (b"content-length", str(push.body_bytes).encode()))
+            self.queue(pushed, _Op("headers", headers=response, end=push.body_bytes == 0))
+            if push.body_bytes:
+                self.queue(pushed, _Op("data", remaining=push.body_bytes, end=True))
+        body = spec.response_body_bytes
+        headers = spec.response_headers
+        if spec.reset_by == "server":
+            sent = min(spec.reset_after_bytes, body)
+            self.queue(stream_id, _Op("headers", headers=headers))
+            if sent:
+                self.queue(stream_id, _Op("data", remaining=sent))
+            self.queue(stream_id, _Op("reset"))
+        else:
+            trailers = spec.trailers
+            self.queue(stream_id, _Op("headers", headers=headers, end=body == 0 and not trailers))
+            if body:
+                self.queue(stream_id, _Op("data", remaining=body, end=not trailers))
+            if trailers:
+                self.queue(stream_id, _Op("headers", headers=tuple(trailers), end=True))
+        self.pump()
+
+    # -- primitives -----------------------------------------------------------------
+    def _writable(self, stream_id: int) -> int:  # pragma: no cover - interface
+        raise NotImplementedError
+
+    def _write_headers(self, stream_id: int, headers, end: bool) -> None:  # pragma: no cover
+        raise NotImplementedError
+
+    def _write_data(self, stream_id: int, data: bytes, end: bool) -> None:  # pragma: no cover
+        raise NotImplementedError
+
+    def _write_reset(self, stream_id: int) -> None:  # pragma: no cover
+        raise NotImplementedError
+
+    def _open_stream(self) -> int:  # pragma: no cover
+        raise NotImplementedError
+
+    def _push(self, stream_id: int, request_headers) -> int:  # pragma: no cover
+        raise NotImplementedError
+
+    def flush(self) -> None:  # pragma: no cover
+        raise NotImplementedError
+
+
+def _status(headers: HeaderList) -> int:
+    for n, v in headers:
+        if n == b":status":
+            return int(v) if v.isdigit() else 0
+    return 0
+
+
+def _push_request(spec: ExchangeSpec, push: PushSpec) -> HeaderList:
+    """The request a push promise carries (RFC 9113 section 8.4.1: safe, cacheable, no body)."""
+    req = dict(spec.request_headers)
+    return ((b":method", b"GET"), (b":scheme", req.get(b":scheme", b"https")),
+            (b":authority", req.get(b":authority", b"server.example")), (b":path", push.path))
+
+
+# ---------------------------------------------------------------------------------------
+# Running
+
+
+def run_until(sim: Simulator, done: Callable[[], bool], *, check: Callable[[], None],
+              deadline_s: float) -> None:
+    """Run ``sim`` until ``done()``; ``check()`` raises on a stall.  Never spins: too many
+    events at one virtual instant is a bug and raises ``RuntimeError``."""
+    same_instant = 0
+    last_now = -1.0
+    while not done():
+        if not sim.pending:
+            check()
+            raise StackStalled(f"the simulation ran out of events at {sim.now:.3f} s with exchanges "
+                               "still open (idle timeout reached)")
+        sim.run(max_events=64)
+        check()
+        if sim.now == last_now:
+            same_instant += 64
+            if same_instant > PROGRESS_EVENTS:
+                raise RuntimeError(f"no progress in virtual time at {sim.now} s: {PROGRESS_EVENTS} events "
+                                   "ran at one instant (a timer re-armed for the time it fired)")
+        else:
+            same_instant = 0
+            last_now = sim.now
+        if sim.now > deadline_s:
+            raise StackStalled(f"virtual time passed {deadline_s:.0f} s with exchanges still open "
+                               "(idle timeout reached)")
+
+
+@dataclass
+class Result:
+    """The study-module shape: one row per exchange (and pushed response) plus a summary."""
+
+    exchanges: pd.DataFrame
+    summary: dict
+    params: dict
+    trace: dict = field(default_factory=dict)
+
+    def to_json_dict(self) -> dict:
+        s = self.summary
+        return {
+            "exchanges": _records(self.exchanges),
+            "completed": int(s["completed"]),
+            "last_completion_s": s["last_completion_s"],
+            "packets_sent": int(s["packets_sent"]),
+            "packets_lost": int(s["packets_lost"]),
+            "summary": s,
+            "params": self.params,
+        }
+
+
+def _records(df: pd.DataFrame) -> list[dict]:
+    cols = ["exchange", "kind", "origin", "path", "stream_id", "status", "start_s", "headers_s",
+            "complete_s", "completion_s", "body_bytes", "trailers", "reset"]
+    out = []
+    for rec in df[cols].to_dict(orient="records"):
+        for k, v in rec.items():
+            if isinstance(v, float) and math.isnan(v):
+                rec[k] = None
+            elif hasattr(v, "item"):
+                rec[k] = v.item()
+        out.append(rec)
+    return out

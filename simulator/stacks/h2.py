@@ -1,0 +1,177 @@
+"""The real ``h2`` stack over the TCP model, in virtual time.  Written by hand.
+
+One ``h2.connection.H2Connection`` client and one server per origin, cleartext HTTP/2
+with prior knowledge (RFC 9113 section 3.3: the client sends the preface at once; no
+TLS and no Upgrade): everything ``data_to_send()`` returns is written into the
+``TcpConnection`` byte stream (one stream label, 0, for the whole connection: HTTP/2
+multiplexes inside it), and every in-order delivery (``on_data``) goes to
+``receive_data()``.  Both connections read frames through
+``simulator.frames.h2buffer.install`` (the C scanner-driven incoming buffer).
+
+h2 has no clock: the only time-dependent behaviour is the TCP model's, which runs on
+the engine.  Flow control (RFC 9113 section 6.9): both ends announce
+``flow_window_bytes`` as SETTINGS_INITIAL_WINDOW_SIZE and open the connection window
+by the same amount, and hand every received DATA byte back at once
+(``acknowledge_received_data``), so a comparison with the transport models (which
+have no flow control) is not limited by windows.  Body bytes a window does not admit
+stay queued and go out on the next WINDOW_UPDATE.
+
+Frames sent are counted by type with the frame scanner on each direction's bytes
+(``frames_sent``), so a capture can be checked against them.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+
+import h2.config
+import h2.connection
+import h2.errors
+import h2.events
+import h2.settings
+
+from ..engine import Simulator
+from ..frames import H2Scanner, h2_type_name
+from ..frames.h2buffer import install
+from ..net.link import Path
+from ..net.tcp import TcpConnection
+from ..net.transport import TransportConfig
+from .common import Endpoint, Recorder, StackParams
+
+__all__ = ["H2Session"]
+
+TCP_STREAM = 0        # the TCP model's stream label for the whole HTTP/2 connection
+_PREFACE_LEN = 24     # RFC 9113 section 3.4
+
+
+class _H2End(Endpoint):
+    """One HTTP/2 end: an ``H2Connection`` and its side of the TCP connection."""
+
+    def __init__(self, session: "H2Session", *, is_client: bool, tcp_end) -> None:
+        super().__init__(session, is_client=is_client)
+        config = h2.config.H2Configuration(client_side=is_client, header_encoding=None)
+        conn = h2.connection.H2Connection(config=config)
+        window = min(self.params.flow_window_bytes, 2**31 - 1)
+        conn.local_settings = h2.settings.Settings(client=is_client, initial_values={
+            h2.settings.SettingCodes.INITIAL_WINDOW_SIZE: window,
+            h2.settings.SettingCodes.MAX_CONCURRENT_STREAMS: 1000,
+        })
+        install(conn)
+        self.conn = conn
+        self.tcp = tcp_end
+        self.frames_sent: Counter = Counter()
+        self._scanner = H2Scanner((1 << 24) - 1, preface=is_client, validate=False)
+        tcp_end.on_data = self._on_tcp_data
+        conn.initiate_connection()
+        if window > 65535:       # RFC 9113 section 6.9.2: the connection window starts at 65,535
+            conn.increment_flow_control_window(window - 65535)
+        self.flush()
+
+    # -- primitives ----------------------------------------------------------------
+    def _writable(self, stream_id: int) -> int:
+        try:
+            window = self.conn.local_flow_control_window(stream_id)
+        except h2.exceptions.StreamClosedError:
+            return 0
+        return min(window, self.conn.max_outbound_frame_size)
+
+    def _write_headers(self, stream_id: int, headers, end: bool) -> None:
+        self.conn.send_headers(stream_id, headers, end_stream=end)
+
+    def _write_data(self, stream_id: int, data: bytes, end: bool) -> None:
+        self.conn.send_data(stream_id, data, end_stream=end)
+
+    def _write_reset(self, stream_id: int) -> None:
+        self.conn.reset_stream(stream_id, h2.errors.ErrorCodes.CANCEL)
+
+    def _open_stream(self) -> int:
+        return self.conn.get_next_available_stream_id()
+
+    def _push(self, stream_id: int, request_headers) -> int:
+        # RFC 9113 section 8.4: server-initiated streams are even.
+        pushed = self.conn.get_next_available_stream_id()
+        self.conn.push_stream(stream_id, pushed, request_headers)
+        return pushed
+
+    def flush(self) -> None:
+        data = self.conn.data_to_send()
+        if data:
+            if self._scanner.feed(data):
+                for ftype, *_ in self._scanner.results():
+                    self.frames_sent[h2_type_name(ftype)] += 1
+            self.tcp.write(TCP_STREAM, data)
+
+    # -- incoming ------------------------------------------------------------------
+    def _on_tcp_data(self, _stream: int, data: bytes, _end: bool, _time_s: float) -> None:
+        events = self.conn.receive_data(data)
+        for event in events:
+            self._handle(event)
+        self.pump()
+
+    def _handle(self, event) -> None:
+        conn = self.conn
+        if isinstance(event, h2.events.DataReceived):
+            if event.flow_controlled_length:
+                conn.acknowledge_received_data(event.flow_controlled_length, event.stream_id)
+            if self.is_client:
+                self.on_response_data(event.stream_id, len(event.data), event.stream_ended is not None)
+        elif isinstance(event, (h2.events.ResponseReceived, h2.events.InformationalResponseReceived,
+                                h2.events.TrailersReceived)):
+            if self.is_client:
+                self.on_response_headers(event.stream_id, tuple(event.headers),
+                                        getattr(event, "stream_ended", None) is not None)
+        elif isinstance(event, h2.events.RequestReceived):
+            self.recorder.progress()
+        elif isinstance(event, h2.events.StreamEnded):
+            # h2 reports END_STREAM as its own event too (after RequestReceived or DataReceived).
+            if not self.is_client:
+                self.on_request_ended(event.stream_id)
+        elif isinstance(event, h2.events.StreamReset):
+            if self.is_client:
+                self.on_stream_reset(event.stream_id)
+        elif isinstance(event, h2.events.PushedStreamReceived):
+            self.on_push_promise(event.parent_stream_id, event.pushed_stream_id, event.pushed_stream_id,
+                                 tuple(event.headers))
+        elif isinstance(event, h2.events.ConnectionTerminated):
+            raise RuntimeError(f"h2 connection terminated: {event.error_code!r} {event.additional_data!r}")
+
+
+class H2Session:
+    """An HTTP/2 client and server for one origin over one ``TcpConnection`` on ``path``."""
+
+    stack = "h2"
+
+    def __init__(self, sim: Simulator, path: Path, params: StackParams, recorder: Recorder,
+                 origin: str, name: str = "h2") -> None:
+        self.sim = sim
+        self.path = path
+        self.params = params
+        self.recorder = recorder
+        self.origin = origin
+        self.client_rows: dict = {}
+        config = TransportConfig(cc=params.cc)
+        self.tcp = TcpConnection(sim, path, config, name=f"{name}/tcp", handshake=params.tcp_handshake)
+        self.client = _H2End(self, is_client=True, tcp_end=self.tcp.client)
+        self.server = _H2End(self, is_client=False, tcp_end=self.tcp.server)
+
+    def request(self, spec, row) -> None:
+        self.client.start_request(spec, row)
+
+    def check(self) -> None:
+        """Nothing to check: the TCP model never gives up; the run loop's idle timer does."""
+
+    def close(self) -> None:
+        """Nothing to release (cleartext, no files)."""
+
+    def stats(self) -> dict:
+        tcp = self.tcp.stats()
+        frames = {}
+        for end, label in ((self.client, "c2s"), (self.server, "s2c")):
+            for ftype, n in end.frames_sent.items():
+                frames[f"{label}_{ftype}_frames"] = n
+        headers = self.client.frames_sent["HEADERS"] + self.server.frames_sent["HEADERS"]
+        return {"retransmissions": tcp["packets_lost"], "rto_timeouts": tcp["rto_timeouts"],
+                "headers_frames": headers,
+                "push_promise_frames": self.server.frames_sent["PUSH_PROMISE"],
+                "rst_stream_frames": self.client.frames_sent["RST_STREAM"] + self.server.frames_sent["RST_STREAM"],
+                **frames}

@@ -1,0 +1,222 @@
+"""Replay a trace's exchanges over a real stack (h2 or aioquic HTTP/3) in virtual time.
+
+Written by hand.  The study-module shape: ``run(trace, params) -> Result`` with one
+row per exchange (``Result.exchanges``, a pandas DataFrame) and a ``summary`` dict.
+
+What is replayed, per exchange: the request header list (sanitised for the wire, see
+``request_headers_for``), the start time (gaps between consecutive starts capped at
+``max_gap_s``, so a long idle period in a capture does not trip the idle timeout),
+and the response: the trace's status and header list with a ``content-length`` that
+matches the body we send, and ``response_body_bytes`` of body (0 -> ``StackParams.
+default_body_bytes``, except for statuses that have no body).  One connection per
+origin, each on its own simulated path with the same parameters (its own loss
+stream), as browsers do without coalescing.
+
+``specs`` (a list of ``ExchangeSpec``) can be given instead of a trace: that is how
+tests and studies ask for 103s, pushes, trailers and resets.
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+from contextlib import ExitStack
+
+from .. import __version__
+from ..engine import Simulator
+from ..errors import InputError
+from ..net.link import Path
+from ..traces.model import Trace
+from .common import ExchangeSpec, Recorder, Result, StackParams, StackStalled, run_until
+
+__all__ = ["run", "run_specs", "specs_from_trace", "request_headers_for", "response_headers_for"]
+
+# RFC 9113 section 8.2.2 / RFC 9114 section 4.2: connection-specific fields are malformed.
+_CONNECTION_SPECIFIC = {b"connection", b"keep-alive", b"proxy-connection", b"transfer-encoding", b"upgrade",
+                        b"te", b"host"}
+_REQUEST_PSEUDO = (b":method", b":scheme", b":authority", b":path")
+_NO_BODY_STATUS = (204, 304)
+
+
+def _clean(headers) -> list[tuple[bytes, bytes]]:
+    out = []
+    for name, value in headers or ():
+        name = name.strip().lower()
+        value = value.strip().replace(b"\r", b"").replace(b"\n", b"").replace(b"\x00", b"")
+        if not name or name in _CONNECTION_SPECIFIC:
+            continue
+        out.append((name, value))
+    return out
+
+
+def request_headers_for(headers, origin: str | None) -> tuple:
+    """Pseudo-header fields first (RFC 9113 section 8.3), all four present, regular fields
+    lower-case without connection-specific ones."""
+    cleaned = _clean(headers)
+    pseudo = {n: v for n, v in cleaned if n.startswith(b":")}
+    authority = (origin or "https://server.example").split("://", 1)[-1].encode()
+    pseudo.setdefault(b":method", b"GET")
+    pseudo.setdefault(b":scheme", b"https")
+    pseudo.setdefault(b":authority", authority)
+    if not pseudo.get(b":path"):
+        pseudo[b":path"] = b"/"
+    regular = [(n, v) for n, v in cleaned if not n.startswith(b":")]
+    return tuple((n, pseudo[n]) for n in _REQUEST_PSEUDO) + tuple(regular)
+
+
+def response_headers_for(headers, body_bytes: int) -> tuple[tuple, int]:
+    """``:status`` first, the trace's other fields, and a content-length matching the body.
+    Returns ``(headers, body_bytes)`` (a 204 or 304 gets no body)."""
+    cleaned = _clean(headers)
+    status = next((v for n, v in cleaned if n == b":status"), b"200")
+    if not (status.isdigit() and len(status) == 3) or status.startswith(b"1"):
+        status = b"200"                      # an interim or odd status cannot end an exchange
+    if int(status) in _NO_BODY_STATUS:
+        body_bytes = 0
+    regular = [(n, v) for n, v in cleaned if not n.startswith(b":") and n != b"content-length"]
+    if int(status) not in _NO_BODY_STATUS:
+        regular.append((b"content-length", str(body_bytes).encode()))
+    return ((b":status", status),) + tuple(regular), body_bytes
+
+
+def specs_from_trace(trace: Trace, params: StackParams, *, max_gap_s: float = 10.0) -> list[ExchangeSpec]:
+    exchanges = [e for e in trace.exchanges if e.request_headers is not None]
+    if not exchanges:
+        raise InputError("the trace has no request header lists to replay", path=trace.source)
+    ordered = sorted(exchanges, key=lambda e: (e.start_s or 0.0, e.index))
+    specs, prev_raw, prev_t = [], None, 0.0
+    for e in ordered:
+        raw = e.start_s or 0.0
+        t = 0.0 if prev_raw is None else prev_t + min(max(raw - prev_raw, 0.0), max_gap_s)
+        prev_raw, prev_t = raw, t
+        body = e.response_body_bytes or params.default_body_bytes
+        response, body = response_headers_for(e.response_headers or ((b":status", b"200"),), body)
+        specs.append(ExchangeSpec(index=e.index, request_headers=request_headers_for(e.request_headers, e.origin),
+                                  response_headers=response, response_body_bytes=body, start_s=t,
+                                  origin=e.origin or "https://server.example"))
+    return specs
+
+
+def _session_class(stack: str):
+    if stack == "h2":
+        from .h2 import H2Session
+        return H2Session
+    from .h3 import H3Session
+    return H3Session
+
+
+def run_specs(specs: list[ExchangeSpec], params: StackParams, *, qlog_dir: str | None = None,
+              pcap_path: str | None = None, keylog_path: str | None = None) -> Result:
+    """Replay ``specs`` over ``params.stack``; see the module docstring."""
+    if not specs:
+        raise InputError("nothing to replay: no exchanges")
+    sim = Simulator(seed=params.seed)
+    recorder = Recorder(sim)
+    session_cls = _session_class(params.stack)
+    sessions: dict[str, object] = {}
+    pcap = None
+    with ExitStack() as stack:
+        keylog = None
+        if keylog_path is not None:
+            keylog = stack.enter_context(_open(keylog_path, "w"))
+        if pcap_path is not None:
+            from .pcap import PcapRecorder
+            pcap = PcapRecorder(sim)
+        origins = list(dict.fromkeys(s.origin for s in specs))
+        for i, origin in enumerate(origins):
+            path = Path(sim, rtt_s=params.rtt_s, bandwidth_bps=params.bandwidth_bps, queue_bytes=params.queue_bytes,
+                        loss=params.loss, name=f"path{i}")
+            kwargs = {}
+            if params.stack == "h3":
+                kwargs = {"qlog_dir": qlog_dir, "keylog": keylog}
+            session = session_cls(sim, path, params, recorder, origin, name=f"{params.stack}{i}", **kwargs)
+            sessions[origin] = session
+            if pcap is not None:
+                pcap.attach(session, index=i)
+
+        def start(spec: ExchangeSpec) -> None:
+            row = recorder.new_row(kind="request", exchange=spec.index, origin=spec.origin,
+                                   path=dict(spec.request_headers).get(b":path", b"").decode("latin-1"),
+                                   start_s=sim.now, expected_body_bytes=spec.response_body_bytes)
+            recorder.progress()
+            sessions[spec.origin].request(spec, row)
+
+        for spec in specs:
+            sim.call_at(spec.start_s, start, spec)
+        last_start = max(s.start_s for s in specs)
+
+        def check() -> None:
+            for session in sessions.values():
+                session.check()
+            if sim.now >= last_start and sim.now - recorder.last_progress_s > params.idle_timeout_s:
+                raise StackStalled(f"idle timeout reached: no exchange progressed for {params.idle_timeout_s:g} s "
+                                   f"(at {sim.now:.3f} s of virtual time, {recorder.open_requests} of "
+                                   f"{len(specs)} exchanges still open)")
+
+        started = [False]
+        sim.call_at(last_start, lambda: started.__setitem__(0, True))
+        run_until(sim, lambda: started[0] and recorder.done, check=check,
+                  deadline_s=last_start + 100 * params.idle_timeout_s)
+        for session in sessions.values():
+            session.close()
+        if pcap is not None:
+            pcap.write(pcap_path)
+    return _result(specs, params, sim, recorder, sessions)
+
+
+def _open(path: str, mode: str):
+    try:
+        return open(path, mode)
+    except OSError as exc:
+        raise InputError(f"cannot write: {exc.strerror or exc}", path=path) from None
+
+
+def _result(specs, params: StackParams, sim: Simulator, recorder: Recorder, sessions: dict) -> Result:
+    df = recorder.frame()
+    requests = df[df["kind"] == "request"]
+    completed = requests[requests["completed"]]
+    packets_sent = packets_lost = 0
+    totals: dict = {}
+    for session in sessions.values():
+        for link in (session.path.forward, session.path.reverse):
+            packets_sent += link.stats.packets_sent
+            packets_lost += link.stats.packets_lost + link.stats.packets_dropped
+        for k, v in session.stats().items():
+            if isinstance(v, (int, float)):
+                totals[k] = totals.get(k, 0) + v
+    times = completed["completion_s"].tolist()
+    summary = {
+        "stack": params.stack,
+        "exchanges": int(len(requests)),
+        "completed": int(len(completed)),
+        "reset": int((requests["reset"] != "").sum()),
+        "pushed": int((df["kind"] == "push").sum()),
+        "last_completion_s": float(completed["complete_s"].max()) if len(completed) else None,
+        "median_completion_s": float(statistics.median(times)) if times else None,
+        "mean_completion_s": float(sum(times) / len(times)) if times else None,
+        "packets_sent": packets_sent,
+        "packets_lost": packets_lost,
+        "connections": len(sessions),
+        "sim_end_s": sim.now,
+        "events": sim.events_run,
+        **totals,
+    }
+    for k, v in params.to_dict().items():
+        df[k] = v
+    return Result(exchanges=df, summary=summary, params={**params.to_dict(), "version": __version__})
+
+
+def run(trace: Trace, params: StackParams | None = None, **options) -> Result:
+    """Replay ``trace`` over ``params.stack``.  ``options``: ``qlog_dir``, ``pcap_path``,
+    ``keylog_path``, ``max_gap_s``."""
+    params = params or StackParams()
+    max_gap_s = options.pop("max_gap_s", 10.0)
+    result = run_specs(specs_from_trace(trace, params, max_gap_s=max_gap_s), params, **options)
+    result.trace = {"source": trace.source, "format": trace.format, "content_hash": trace.content_hash(),
+                    "exchanges": len(trace)}
+    return result
+
+
+def median_completion_s(result: Result) -> float:
+    v = result.summary.get("median_completion_s")
+    return math.nan if v is None else v
