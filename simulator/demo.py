@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-BUNDLED = Path(__file__).resolve().parent.parent / "traces" / "synthetic-page.har"
+BUNDLED = Path(__file__).resolve().parent.parent / "traces" / "synthetic-session.har"
 
 
 def _cmd(args: argparse.Namespace) -> int:

@@ -36,13 +36,15 @@ def hol_cdf(blocks: pd.DataFrame, ax=None, *, title: str | None = None):
     """
     ax = _ax(ax)
     lowest = 1.0
-    for scheme, df in blocks.groupby("scheme", sort=False):
+    styles = ["-", "--", "-.", ":"]
+    for n, (scheme, df) in enumerate(blocks.groupby("scheme", sort=False)):
         x = np.sort(df["hol_delay_ms"].to_numpy())
         y = np.arange(1, len(x) + 1) / len(x)
         blocked = int((x > 1e-6).sum())
         lowest = min(lowest, 1 - blocked / len(x))
         ax.step(np.concatenate([[0.0], x]), np.concatenate([[1 - blocked / len(x)], y]), where="post",
-                label=f"{scheme} ({blocked} of {len(x)} blocked)", color=SCHEME_COLORS.get(scheme))
+                label=f"{scheme} ({blocked} of {len(x)} blocked)", color=SCHEME_COLORS.get(scheme),
+                linestyle=styles[n % len(styles)], linewidth=1.8)
     ax.set_xlabel("HOL delay per header block (ms)")
     ax.set_ylabel("fraction of header blocks")
     ax.set_ylim(max(0.0, lowest - 0.05), 1.005)
