@@ -14,6 +14,8 @@ from __future__ import annotations
 from hpack.huffman import HuffmanEncoder
 from hpack.huffman_constants import REQUEST_CODES, REQUEST_CODES_LENGTH
 
+from ..frames import decode_varint as _decode_varint
+from ..frames import encode_varint  # noqa: F401  (RFC 9000 section 16, re-exported for the codecs)
 from ..frames import huffman_decode as decode_huffman   # C when built (RFC 7541 appendix B)
 
 __all__ = [
@@ -101,25 +103,9 @@ def decode_string(data: bytes, pos: int, prefix_bits: int = 7) -> tuple[bytes, i
     return raw, end
 
 
-def encode_varint(value: int) -> bytes:
-    """RFC 9000 16: 1, 2, 4 or 8 bytes, the two high bits give the length."""
-    if value < 0x40:
-        return bytes([value])
-    if value < 0x4000:
-        return (value | 0x4000).to_bytes(2, "big")
-    if value < 0x40000000:
-        return (value | 0x80000000).to_bytes(4, "big")
-    if value < 0x4000000000000000:
-        return (value | 0xC000000000000000).to_bytes(8, "big")
-    raise ValueError("varint out of range")
-
-
 def decode_varint(data: bytes, pos: int) -> tuple[int, int]:
-    """RFC 9000 16: returns (value, next_pos)."""
-    if pos >= len(data):
-        raise Truncated("input ends before a varint")
-    length = 1 << (data[pos] >> 6)
-    if pos + length > len(data):
-        raise Truncated("input ends inside a varint")
-    value = int.from_bytes(data[pos:pos + length], "big") & ((1 << (8 * length - 2)) - 1)
-    return value, pos + length
+    """RFC 9000 16: returns (value, next_pos); the frame scanner's decoder (C when built)."""
+    decoded = _decode_varint(data, pos)
+    if decoded is None:
+        raise Truncated("input ends inside a varint" if pos < len(data) else "input ends before a varint")
+    return decoded
