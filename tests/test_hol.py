@@ -207,3 +207,23 @@ def test_cli_bad_trace_exits_2(tmp_path, capsys):
     assert main(["hol", "--trace", str(bad)]) == 2
     err = capsys.readouterr().err
     assert str(bad) in err and len(err.strip().splitlines()) == 1
+
+
+@pytest.mark.parametrize("max_blocked", [1, 2])
+def test_blocked_streams_never_exceed_the_limit(page, max_blocked):
+    """RFC 9204 section 2.1.2: at no instant does the decoder hold more blocked streams
+    than SETTINGS_QPACK_BLOCKED_STREAMS (the encoder must not risk more)."""
+    seen_blocking = False
+    for seed in (1, 2, 3, 4):
+        b = hol.run(page, hol.HolParams(schemes=("qpack",), max_blocked=max_blocked, loss="0.05",
+                                        seed=seed, spacing_s=0.001)).blocks
+        waits = b[b["decoded_s"] > b["delivered_s"] + 1e-12]
+        events = sorted([(t, 1) for t in waits["delivered_s"]] + [(t, -1) for t in waits["decoded_s"]],
+                        key=lambda e: (e[0], e[1]))
+        level = peak = 0
+        for _, step in events:
+            level += step
+            peak = max(peak, level)
+        assert peak <= max_blocked
+        seen_blocking |= peak > 0
+    assert seen_blocking
