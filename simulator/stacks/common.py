@@ -409,15 +409,18 @@ def run_until(sim: Simulator, done: Callable[[], bool], *, check: Callable[[], N
     events at one virtual instant is a bug and raises ``RuntimeError``."""
     same_instant = 0
     last_now = -1.0
+    run = sim.run
     while not done():
         if not sim.pending:
             check()
             raise StackStalled(f"the simulation ran out of events at {sim.now:.3f} s with exchanges "
                                "still open (idle timeout reached)")
-        sim.run(max_events=64)
+        run(max_events=1)            # one event at a time: stop exactly when the last exchange ends
+        if done():
+            break
         check()
         if sim.now == last_now:
-            same_instant += 64
+            same_instant += 1
             if same_instant > PROGRESS_EVENTS:
                 raise RuntimeError(f"no progress in virtual time at {sim.now} s: {PROGRESS_EVENTS} events "
                                    "ran at one instant (a timer re-armed for the time it fired)")

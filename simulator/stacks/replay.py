@@ -49,9 +49,9 @@ def _clean(headers) -> list[tuple[bytes, bytes]]:
     return out
 
 
-def request_headers_for(headers, origin: str | None) -> tuple:
+def request_headers_for(headers, origin: str | None, body_bytes: int = 0) -> tuple:
     """Pseudo-header fields first (RFC 9113 section 8.3), all four present, regular fields
-    lower-case without connection-specific ones."""
+    lower-case without connection-specific ones, content-length matching the body we send."""
     cleaned = _clean(headers)
     pseudo = {n: v for n, v in cleaned if n.startswith(b":")}
     authority = (origin or "https://server.example").split("://", 1)[-1].encode()
@@ -60,7 +60,9 @@ def request_headers_for(headers, origin: str | None) -> tuple:
     pseudo.setdefault(b":authority", authority)
     if not pseudo.get(b":path"):
         pseudo[b":path"] = b"/"
-    regular = [(n, v) for n, v in cleaned if not n.startswith(b":")]
+    regular = [(n, v) for n, v in cleaned if not n.startswith(b":") and n != b"content-length"]
+    if body_bytes:
+        regular.append((b"content-length", str(body_bytes).encode()))
     return tuple((n, pseudo[n]) for n in _REQUEST_PSEUDO) + tuple(regular)
 
 
@@ -91,7 +93,8 @@ def specs_from_trace(trace: Trace, params: StackParams, *, max_gap_s: float = 10
         prev_raw, prev_t = raw, t
         body = e.response_body_bytes or params.default_body_bytes
         response, body = response_headers_for(e.response_headers or ((b":status", b"200"),), body)
-        specs.append(ExchangeSpec(index=e.index, request_headers=request_headers_for(e.request_headers, e.origin),
+        request = request_headers_for(e.request_headers, e.origin, e.request_body_bytes)
+        specs.append(ExchangeSpec(index=e.index, request_headers=request, request_body_bytes=e.request_body_bytes,
                                   response_headers=response, response_body_bytes=body, start_s=t,
                                   origin=e.origin or "https://server.example"))
     return specs

@@ -1,0 +1,462 @@
+"""The real ``aioquic`` QUIC + HTTP/3 stack over the simulated link, in virtual time.
+
+Written by hand; aioquic (``QuicConnection``, ``H3Connection``) is used as published
+and driven the sans-I/O way: every ``now`` passed to it is the simulation clock, each
+datagram from ``datagrams_to_send(now)`` becomes one link ``Packet`` of
+``len(datagram) + 28`` bytes (IPv4 20 + UDP 8) on the path, each arriving packet goes
+to ``receive_datagram(data, addr, now)``, and ``get_timer()`` / ``handle_timer(now)``
+run on one engine timer slot per endpoint.
+
+Determinism
+- The server certificate is generated in memory: an Ed25519 key from the run's seed
+  and a self-signed certificate with fixed names, serial and validity.  Ed25519
+  signatures are deterministic and always 64 bytes (ECDSA ones vary in length and
+  would shift packet sizes).  The client does not verify the certificate
+  (``verify_mode = CERT_NONE``): verification would read the wall clock (validity).
+- Peer addresses are fixed (``CLIENT_ADDR`` / ``SERVER_ADDR``); connection ids are
+  8 bytes.  aioquic draws connection ids, TLS randoms and key shares from the OS
+  (``os.urandom`` / OpenSSL).  We do not patch that: those values only change
+  encrypted *contents*, never a size or a time, so the same seed gives identical
+  timings and packet counts (a test checks it); captures differ in their bytes.
+- The trap of the loss-detection timer: aioquic can report a timer due at exactly the
+  instant it just fired, because ``sent_time + loss_delay`` rounds to a deadline at
+  which ``now - loss_delay < sent_time`` still holds, so nothing is declared lost and
+  the same deadline comes back forever.  A deadline at or before the instant the
+  timer last fired is moved ``TIMER_NUDGE_S`` later, doubling while it keeps coming
+  back (``timer_nudges`` counts them), so no run can spin.
+- A connection that cannot progress is closed by aioquic's idle timeout
+  (``StackParams.idle_timeout_s``); the run then ends with ``StackStalled``
+  ("idle timeout reached"), never a hang.
+
+qlog: aioquic's ``QuicLoggerTrace`` stamps events with ``time.time()``; ``SimQuicLogger``
+stamps them with the simulation clock and writes ``<name>-client.qlog`` /
+``<name>-server.qlog`` when the session closes.
+
+HTTP/3 settings: aioquic hard-codes the QPACK table capacity (4096) and the blocked
+streams limit (16) it announces, and MAX_PUSH_ID 8 at the client; ``SimH3Connection``
+makes all three parameters.  Its QPACK decoder is wrapped (``TimedQpackDecoder``) to
+timestamp every header block that blocks (RFC 9204 section 2.1.2) and when it is
+unblocked.
+
+Server push as far as aioquic allows (RFC 9114 section 4.6): PUSH_PROMISE and push
+streams work.  aioquic does not let a client raise MAX_PUSH_ID after the first one
+(so at most ``max_push_id + 1`` pushes per connection), has no API to send or act on
+CANCEL_PUSH (a client can only STOP_SENDING a push stream once it exists), and cannot
+promise the same push id on a second request stream.
+"""
+
+from __future__ import annotations
+
+import datetime
+import json
+import os
+import ssl
+from collections import Counter
+
+import pylsqpack
+from aioquic.buffer import Buffer
+from aioquic.h3 import events as h3e
+from aioquic.h3.connection import H3_ALPN, ErrorCode, H3Connection
+from aioquic.quic import events as qe
+from aioquic.quic.configuration import QuicConfiguration
+from aioquic.quic.connection import QuicConnection
+from aioquic.quic.logger import QuicLogger, QuicLoggerTrace
+from aioquic.quic.packet import pull_quic_header
+
+from ..engine import Simulator
+from ..net.link import Packet, Path
+from .common import CLIENT_ADDR, SERVER_ADDR, Endpoint, Recorder, StackParams, StackStalled
+
+__all__ = ["H3Session", "SimH3Connection", "TimedQpackDecoder", "SimQuicLogger", "make_certificate",
+           "UDP_IP_HEADER_BYTES", "TIMER_NUDGE_S"]
+
+UDP_IP_HEADER_BYTES = 28          # IPv4 (20) + UDP (8)
+CONNECTION_ID_BYTES = 8
+TIMER_NUDGE_S = 1e-6              # first step past a deadline that came back unchanged
+_MAX_NUDGE_DOUBLINGS = 30
+
+_CERTS: dict[int, tuple] = {}
+
+
+def make_certificate(seed: int):
+    """A self-signed Ed25519 certificate and key, the same for the same seed (cached)."""
+    cached = _CERTS.get(seed)
+    if cached is not None:
+        return cached
+    import hashlib
+
+    from cryptography import x509
+    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+    from cryptography.x509.oid import NameOID
+
+    key = Ed25519PrivateKey.from_private_bytes(hashlib.sha256(f"workbench-cert-{seed}".encode()).digest())
+    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "server.example")])
+    cert = (x509.CertificateBuilder()
+            .subject_name(name).issuer_name(name).public_key(key.public_key())
+            .serial_number(1000 + seed % 1000)
+            .not_valid_before(datetime.datetime(2020, 1, 1, tzinfo=datetime.timezone.utc))
+            .not_valid_after(datetime.datetime(2120, 1, 1, tzinfo=datetime.timezone.utc))
+            .add_extension(x509.SubjectAlternativeName([x509.DNSName("server.example")]), critical=False)
+            .sign(key, None))
+    _CERTS[seed] = (cert, key)
+    return cert, key
+
+
+# ---------------------------------------------------------------------------------------
+# qlog with simulated time
+
+
+class SimQuicLoggerTrace(QuicLoggerTrace):
+    def __init__(self, *, is_client: bool, odcid: bytes, clock) -> None:
+        super().__init__(is_client=is_client, odcid=odcid)
+        self._clock = clock
+        self.is_client = is_client
+
+    def log_event(self, *, category: str, event: str, data: dict) -> None:
+        self._events.append({"data": data, "name": category + ":" + event,
+                             "time": self.encode_time(self._clock())})
+
+    @property
+    def events(self):
+        return self._events
+
+
+class SimQuicLogger(QuicLogger):
+    """aioquic's in-memory logger, with events stamped by the simulation clock."""
+
+    def __init__(self, clock) -> None:
+        super().__init__()
+        self._clock = clock
+
+    def start_trace(self, is_client: bool, odcid: bytes) -> QuicLoggerTrace:
+        trace = SimQuicLoggerTrace(is_client=is_client, odcid=odcid, clock=self._clock)
+        self._traces.append(trace)
+        return trace
+
+    def end_trace(self, trace: QuicLoggerTrace) -> None:
+        pass                                  # written once, by write()
+
+    def write(self, directory: str, name: str) -> list[str]:
+        paths = []
+        for trace in self._traces:
+            path = os.path.join(directory, f"{name}-{'client' if trace.is_client else 'server'}.qlog")
+            with open(path, "w") as fh:
+                json.dump({"qlog_format": "JSON", "qlog_version": "0.3", "traces": [trace.to_dict()]}, fh)
+            paths.append(path)
+        return paths
+
+
+# ---------------------------------------------------------------------------------------
+# HTTP/3 with configurable settings and a timed QPACK decoder
+
+
+class TimedQpackDecoder:
+    """Wraps ``pylsqpack.Decoder``: records when a header block blocks and when it is unblocked.
+
+    ``blocked`` is a list of dicts ``{stream_id, blocked_s, unblocked_s}`` (NaN while still
+    blocked).
+    """
+
+    def __init__(self, decoder: pylsqpack.Decoder, clock) -> None:
+        self._decoder = decoder
+        self._clock = clock
+        self.blocked: list[dict] = []
+        self._open: dict[int, dict] = {}
+        self.max_blocked_at_once = 0
+
+    def feed_header(self, stream_id: int, data: bytes):
+        try:
+            return self._decoder.feed_header(stream_id, data)
+        except pylsqpack.StreamBlocked:
+            record = {"stream_id": stream_id, "blocked_s": self._clock(), "unblocked_s": float("nan")}
+            self.blocked.append(record)
+            self._open[stream_id] = record
+            self.max_blocked_at_once = max(self.max_blocked_at_once, len(self._open))
+            raise
+
+    def feed_encoder(self, data: bytes):
+        unblocked = self._decoder.feed_encoder(data)
+        now = self._clock()
+        for stream_id in unblocked:
+            record = self._open.pop(stream_id, None)
+            if record is not None:
+                record["unblocked_s"] = now
+        return unblocked
+
+    def resume_header(self, stream_id: int):
+        return self._decoder.resume_header(stream_id)
+
+    def cancel_stream(self, stream_id: int):
+        self._open.pop(stream_id, None)
+        return self._decoder.cancel_stream(stream_id)
+
+
+class SimH3Connection(H3Connection):
+    """``H3Connection`` announcing our QPACK settings and MAX_PUSH_ID, counting frames sent."""
+
+    def __init__(self, quic: QuicConnection, *, table_bytes: int, blocked_streams: int, max_push_id: int,
+                 clock) -> None:
+        self._sim_settings = (table_bytes, blocked_streams, max_push_id)
+        self._clock = clock
+        self.frames_sent: Counter = Counter()
+        super().__init__(quic)
+
+    def _init_connection(self) -> None:
+        # H3Connection.__init__ has just built a 4096 / 16 decoder: replace it before the
+        # SETTINGS frame (RFC 9204 section 5) is written.
+        table_bytes, blocked_streams, max_push_id = self._sim_settings
+        self._max_table_capacity = table_bytes
+        self._blocked_streams = blocked_streams
+        self._decoder = TimedQpackDecoder(pylsqpack.Decoder(table_bytes, blocked_streams), self._clock)
+        if self._is_client:
+            self._max_push_id = max_push_id
+        super()._init_connection()
+
+    def send_headers(self, stream_id: int, headers, end_stream: bool = False) -> None:
+        super().send_headers(stream_id, headers, end_stream)
+        self.frames_sent["HEADERS"] += 1
+
+    def send_push_promise(self, stream_id: int, headers) -> int:
+        pushed = super().send_push_promise(stream_id, headers)
+        self.frames_sent["PUSH_PROMISE"] += 1
+        return pushed
+
+
+# ---------------------------------------------------------------------------------------
+# One end: QuicConnection + SimH3Connection + timer + link
+
+
+class _H3End(Endpoint):
+    def __init__(self, session: "H3Session", *, is_client: bool, out_link, addr, peer_addr) -> None:
+        super().__init__(session, is_client=is_client)
+        self.out_link = out_link
+        self.addr = addr
+        self.peer_addr = peer_addr
+        self.peer: _H3End | None = None
+        self.quic: QuicConnection | None = None
+        self.h3: SimH3Connection | None = None
+        self.timers = self.sim.timers(f"{session.name}/{'client' if is_client else 'server'}", ("quic",))
+        self._fired_at_s = -1.0
+        self._stuck = 0
+        self.timer_nudges = 0
+        self.terminated: qe.ConnectionTerminated | None = None
+        self.handshake_done_s: float | None = None
+        self.datagrams_sent = 0
+
+    def configuration(self) -> QuicConfiguration:
+        p = self.params
+        window = p.flow_window_bytes
+        config = QuicConfiguration(
+            is_client=self.is_client, alpn_protocols=H3_ALPN, connection_id_length=CONNECTION_ID_BYTES,
+            idle_timeout=p.idle_timeout_s, max_datagram_size=p.max_datagram_bytes,
+            congestion_control_algorithm=p.cc, max_data=4 * window, max_stream_data=window,
+            quic_logger=self.session.qlog, secrets_log_file=self.session.keylog if self.is_client else None,
+        )
+        if self.is_client:
+            config.verify_mode = ssl.CERT_NONE
+            config.server_name = "server.example"
+        else:
+            config.certificate, config.private_key = make_certificate(p.seed)
+        return config
+
+    def start_quic(self, quic: QuicConnection) -> None:
+        self.quic = quic
+        p = self.params
+        self.h3 = SimH3Connection(quic, table_bytes=p.qpack_table_bytes, blocked_streams=p.qpack_blocked_streams,
+                                  max_push_id=p.max_push_id, clock=lambda: self.sim.now)
+
+    # -- primitives ----------------------------------------------------------------
+    def _writable(self, stream_id: int) -> int:
+        return 1 << 40          # aioquic buffers stream data and obeys flow control itself
+
+    def _write_headers(self, stream_id: int, headers, end: bool) -> None:
+        self.h3.send_headers(stream_id, list(headers), end_stream=end)
+
+    def _write_data(self, stream_id: int, data: bytes, end: bool) -> None:
+        self.h3.send_data(stream_id, data, end_stream=end)
+
+    def _write_reset(self, stream_id: int) -> None:
+        if self.is_client:
+            # RFC 9114 section 4.1.1: a client abandons a response with STOP_SENDING (the
+            # request side has already ended); the server's QUIC answers with RESET_STREAM.
+            self.quic.stop_stream(stream_id, ErrorCode.H3_REQUEST_CANCELLED)
+        else:
+            self.quic.reset_stream(stream_id, ErrorCode.H3_REQUEST_CANCELLED)
+
+    def _open_stream(self) -> int:
+        return self.quic.get_next_available_stream_id()
+
+    def _push(self, stream_id: int, request_headers) -> int:
+        return self.h3.send_push_promise(stream_id, list(request_headers))
+
+    def flush(self) -> None:
+        self.transmit()
+
+    # -- network -------------------------------------------------------------------
+    def transmit(self) -> None:
+        quic = self.quic
+        if quic is None:
+            return
+        now = self.sim.now
+        deliver = self.peer.on_packet
+        for data, _addr in quic.datagrams_to_send(now=now):
+            self.datagrams_sent += 1
+            self.out_link.send(Packet(len(data) + UDP_IP_HEADER_BYTES, data), deliver)
+        self._arm_timer()
+
+    def _arm_timer(self) -> None:
+        when_s = self.quic.get_timer()
+        if when_s is None:
+            self.timers.cancel("quic")
+            return
+        if when_s <= self._fired_at_s:
+            # The deadline that just fired came back (float rounding at a loss deadline,
+            # see the module docstring): step past it, doubling while it keeps coming back.
+            self.timer_nudges += 1
+            when_s = self._fired_at_s + TIMER_NUDGE_S * (1 << min(self._stuck, _MAX_NUDGE_DOUBLINGS))
+            self._stuck += 1
+        else:
+            self._stuck = 0
+        self.timers.set("quic", when_s, self._on_timer)
+
+    def _on_timer(self) -> None:
+        now = self.sim.now
+        self._fired_at_s = now
+        self.quic.handle_timer(now=now)
+        self._process_events()
+        self.pump()
+
+    def on_packet(self, packet: Packet) -> None:
+        if self.quic is None:             # the server is created by the client's first Initial
+            self.session.accept(packet.payload)
+        self.quic.receive_datagram(packet.payload, self.peer_addr, now=self.sim.now)
+        self._process_events()
+        self.pump()
+
+    def _process_events(self) -> None:
+        quic, h3 = self.quic, self.h3
+        while (event := quic.next_event()) is not None:
+            if isinstance(event, qe.ConnectionTerminated):
+                self.terminated = event
+            elif isinstance(event, qe.HandshakeCompleted):
+                self.handshake_done_s = self.sim.now
+            elif isinstance(event, qe.StreamReset) and self.is_client:
+                self.on_stream_reset(event.stream_id)
+            for h3_event in h3.handle_event(event):
+                self._handle(h3_event)
+
+    def _handle(self, event) -> None:
+        if isinstance(event, h3e.HeadersReceived):
+            if self.is_client:
+                key = ("push", event.push_id) if event.push_id is not None else event.stream_id
+                self.on_response_headers(key, tuple(event.headers), event.stream_ended)
+            else:
+                self.recorder.progress()
+                if event.stream_ended:
+                    self.on_request_ended(event.stream_id)
+        elif isinstance(event, h3e.DataReceived):
+            if self.is_client:
+                key = ("push", event.push_id) if event.push_id is not None else event.stream_id
+                self.on_response_data(key, len(event.data), event.stream_ended)
+            elif event.stream_ended:
+                self.on_request_ended(event.stream_id)
+        elif isinstance(event, h3e.PushPromiseReceived):
+            self.on_push_promise(event.stream_id, None, ("push", event.push_id), tuple(event.headers))
+
+
+class H3Session:
+    """An aioquic HTTP/3 client and server for one origin, exchanging datagrams over ``path``."""
+
+    stack = "h3"
+
+    def __init__(self, sim: Simulator, path: Path, params: StackParams, recorder: Recorder, origin: str,
+                 name: str = "h3", *, qlog_dir: str | None = None, keylog=None) -> None:
+        self.sim = sim
+        self.path = path
+        self.params = params
+        self.recorder = recorder
+        self.origin = origin
+        self.name = name
+        self.client_rows: dict = {}
+        self.qlog_dir = qlog_dir
+        self.qlog = SimQuicLogger(lambda: sim.now) if qlog_dir is not None else None
+        self.keylog = keylog
+        self.client = _H3End(self, is_client=True, out_link=path.forward, addr=CLIENT_ADDR, peer_addr=SERVER_ADDR)
+        self.server = _H3End(self, is_client=False, out_link=path.reverse, addr=SERVER_ADDR, peer_addr=CLIENT_ADDR)
+        self.client.peer, self.server.peer = self.server, self.client
+        client_quic = QuicConnection(configuration=self.client.configuration())
+        self.client.start_quic(client_quic)
+        client_quic.connect(SERVER_ADDR, now=sim.now)
+        self.client.transmit()
+
+    def accept(self, datagram: bytes) -> None:
+        header = pull_quic_header(Buffer(data=datagram), host_cid_length=CONNECTION_ID_BYTES)
+        quic = QuicConnection(configuration=self.server.configuration(),
+                              original_destination_connection_id=header.destination_cid)
+        self.server.start_quic(quic)
+
+    def request(self, spec, row) -> None:
+        self.client.start_request(spec, row)
+
+    def check(self) -> None:
+        for end in (self.client, self.server):
+            event = end.terminated
+            if event is not None and any(r[1]["kind"] == "request" and r[1]["ended_s"] != r[1]["ended_s"]
+                                         for r in self.client_rows.values()):
+                reason = event.reason_phrase or "no reason given"
+                if reason == "Idle timeout":
+                    raise StackStalled(f"idle timeout reached: the QUIC connection to {self.origin} closed after "
+                                       f"{self.params.idle_timeout_s:g} s without progress "
+                                       f"(at {self.sim.now:.3f} s of virtual time)")
+                raise StackStalled(f"the QUIC connection to {self.origin} closed (error 0x{event.error_code:x}: "
+                                   f"{reason}) with exchanges still open")
+
+    def close(self) -> None:
+        if self.qlog is not None:
+            self.qlog.write(self.qlog_dir, self.name)
+
+    @property
+    def qpack_blocked(self) -> list[dict]:
+        """Header blocks that blocked at the client's decoder (responses) and the server's (requests)."""
+        out = []
+        for end, direction in ((self.client, "responses"), (self.server, "requests")):
+            if end.h3 is not None:
+                for r in end.h3._decoder.blocked:
+                    out.append({**r, "direction": direction})
+        return out
+
+    def stats(self) -> dict:
+        frames = Counter()
+        for end in (self.client, self.server):
+            if end.h3 is not None:
+                frames.update(end.h3.frames_sent)
+        blocked = self.qpack_blocked
+        retransmissions = 0
+        if self.qlog is not None:
+            retransmissions = stream_frames_resent(self.qlog)
+        return {"headers_frames": frames["HEADERS"], "push_promise_frames": frames["PUSH_PROMISE"],
+                "timer_nudges": self.client.timer_nudges + self.server.timer_nudges,
+                "qpack_blocked_blocks": len(blocked),
+                "qpack_blocked_total_s": sum(r["unblocked_s"] - r["blocked_s"] for r in blocked
+                                             if r["unblocked_s"] == r["unblocked_s"]),
+                "stream_frames_resent": retransmissions}
+
+
+def stream_frames_resent(qlog: SimQuicLogger) -> int:
+    """STREAM frames whose bytes were all sent before, per sender, from the qlog's packet_sent
+    events (QUIC resends lost data in new packets, RFC 9000 section 13.3)."""
+    resent = 0
+    for trace in qlog._traces:
+        sent: dict[int, list] = {}
+        for event in trace.events:
+            if event["name"] != "transport:packet_sent":
+                continue
+            for frame in event["data"].get("frames", ()):
+                if frame.get("frame_type") != "stream" or not frame.get("length"):
+                    continue
+                start, end = frame["offset"], frame["offset"] + frame["length"]
+                ranges = sent.setdefault(frame["stream_id"], [])
+                if any(lo <= start and end <= hi for lo, hi in ranges):
+                    resent += 1
+                ranges.append((start, end))
+    return resent
