@@ -384,9 +384,11 @@ class H3Session:
         self.client = _H3End(self, is_client=True, out_link=path.forward, addr=CLIENT_ADDR, peer_addr=SERVER_ADDR)
         self.server = _H3End(self, is_client=False, out_link=path.reverse, addr=SERVER_ADDR, peer_addr=CLIENT_ADDR)
         self.client.peer, self.server.peer = self.server, self.client
-        client_quic = QuicConnection(configuration=self.client.configuration())
-        self.client.start_quic(client_quic)
-        client_quic.connect(SERVER_ADDR, now=sim.now)
+        self.client.start_quic(QuicConnection(configuration=self.client.configuration()))
+        sim.call_soon(self._connect)      # after the caller has attached its observers (pcap)
+
+    def _connect(self) -> None:
+        self.client.quic.connect(SERVER_ADDR, now=self.sim.now)
         self.client.transmit()
 
     def accept(self, datagram: bytes) -> None:
