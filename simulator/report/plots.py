@@ -10,7 +10,7 @@ from pathlib import Path
 
 import matplotlib
 
-matplotlib.use("Agg") if not matplotlib.get_backend().lower().startswith(("module://", "nbagg", "widget", "ipympl")) else None
+matplotlib.use("Agg") if not matplotlib.get_backend().lower().startswith(("module://", "inline", "nbagg", "widget", "ipympl")) else None
 
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
