@@ -10,7 +10,7 @@ The deck is ``DIR/index.html`` plus, beside it:
 Slide structure:
 
 * a markdown cell that starts with a heading starts a new slide; one without a heading
-  joins the current slide;
+  joins the current slide (after a figure or code slide: a new slide under the same title);
 * every figure (an ``image/png`` output) becomes its own slide, titled with the heading
   of the section it belongs to;
 * code cells are hidden; a code cell tagged ``show`` becomes a slide with its code and its
@@ -55,7 +55,9 @@ except ImportError:
 %matplotlib inline
 from matplotlib_inline.backend_inline import set_matplotlib_formats as _wb_formats
 _wb_formats("png", "pdf")
-del _wb_formats"""
+import matplotlib as _wb_mpl
+_wb_mpl.rcParams["figure.dpi"] = 144     # sharp on a projector
+del _wb_formats, _wb_mpl"""
 
 
 @dataclass
@@ -281,8 +283,8 @@ def _render(nb, out: Path, title_fallback: str) -> tuple[list[str], list[Path], 
                 current = []
                 section_title = _plain(m.group(2))
                 deck_title = deck_title or section_title
-            elif current is None:
-                current = []
+            elif current is None:   # text after a figure or code slide: a continuation slide
+                current = [f"<h3>{html.escape(section_title)}</h3>"] if section_title else []
             current.append(_markdown_html(text))
             continue
         if cell.cell_type != "code":

@@ -1,0 +1,201 @@
+"""``workbench slides``: an offline reveal.js deck, checked in headless Chromium.
+
+The browser test loads a copy of the deck with a small probe script in front of
+everything else; the probe records every error (script errors, ``console.error``,
+resources that fail to load) and, after the page has loaded, writes what it sees
+(reveal.js ready, number of slides, images loaded) into the DOM, which
+``chromium --dump-dom`` prints.  A screenshot of the first slide with a figure is kept
+(in the test's tmp folder and as ``out/slides-first-figure.png``).
+"""
+
+from __future__ import annotations
+
+import html
+import json
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+import nbformat
+import pytest
+
+from simulator.cli import main
+from simulator.report.slides import build_slides, external_urls
+
+ROOT = Path(__file__).resolve().parent.parent
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+
+
+def _notebook(path: Path) -> Path:
+    nb = nbformat.v4.new_notebook()
+    md, code = nbformat.v4.new_markdown_cell, nbformat.v4.new_code_cell
+    params = code("LOSS = '0'\nSEED = 1")
+    params.metadata["tags"] = ["parameters"]
+    shown = code("print('shown code', LOSS)")
+    shown.metadata["tags"] = ["show"]
+    table = code("import pandas as pd\npd.DataFrame({'scheme': ['hpack', 'qpack'], 'blocked': [3, 1]})")
+    table.metadata["tags"] = ["show-output"]
+    skipped = md("## Backstage\n\nnot for the audience")
+    skipped.metadata["tags"] = ["skip-slides"]
+    nb.cells = [
+        md("# A tiny deck\n\nIntro text."),
+        params,
+        md("## One HOL run\n\nA paragraph. ![remote](https://example.com/remote.png)"),
+        code("from pathlib import Path\nfrom simulator.studies import hol\nfrom simulator.traces import load\n"
+             "from simulator.report import plots\nimport matplotlib.pyplot as plt\n"
+             f"trace = load({str(ROOT / 'traces' / 'synthetic-page.har')!r})\n"
+             "r = hol.run(trace, hol.HolParams(loss=LOSS, seed=SEED))\n"
+             "hidden_marker_in_code = 1\n"
+             "fig, ax = plt.subplots(figsize=(6, 3.5))\nplots.hol_cdf(r.blocks, ax, title=f'loss {LOSS}');"),
+        md("More words on the same slide."),
+        shown,
+        skipped,
+        md("## Two figures"),
+        code("for col in ('blocked', 'ratio'):\n"
+             "    fig, ax = plt.subplots(figsize=(5, 3))\n"
+             "    plots.scheme_bars(r.summary, col, ax)\n"
+             "plt.show()"),
+        table,
+    ]
+    nbformat.write(nb, path)
+    return path
+
+
+@pytest.fixture(scope="module")
+def deck(tmp_path_factory):
+    d = tmp_path_factory.mktemp("slides")
+    nb = _notebook(d / "tiny.ipynb")
+    result = build_slides(nb, d / "deck", parameters={"LOSS": "0.02"})
+    return result
+
+
+def test_deck_structure_and_figures(deck):
+    page = deck.index.read_text()
+    # title, "One HOL run", its figure, the text after the figure, the shown code,
+    # "Two figures", its two figures, the shown table
+    assert deck.slides == 9
+    assert page.count("<section") == 9
+    assert len(deck.figures) == 3 and deck.figure_slides == [2, 6, 7]
+    for png in deck.figures:
+        assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+        assert png.with_suffix(".pdf").read_bytes()[:5] == b"%PDF-"
+    assert "shown code" in page and "print(&#x27;shown code&#x27;, LOSS)" in page
+    assert "hidden_marker_in_code" not in page           # code is hidden unless tagged
+    assert "Backstage" not in page                        # skip-slides
+    assert "loss 0.02" not in page and "<table" in page   # parameters injected; table shown
+    assert "More words on the same slide." in page
+
+
+def test_deck_is_offline(deck):
+    page = deck.index.read_text()
+    assert external_urls(page) == []
+    assert not re.search(r'(src|href)\s*=\s*["\']?(https?:)?//', page)
+    assert "example.com" not in page                      # a remote image becomes its alt text
+    for css in deck.index.parent.rglob("*.css"):
+        assert external_urls(css.read_text(errors="replace")) == [], css
+    assert (deck.index.parent / "revealjs" / "dist" / "reveal.js").exists()
+
+
+PROBE = """<script>
+window.__errors = [];
+window.addEventListener("error", function (e) {
+  var t = e.target;
+  if (t && t !== window && (t.src || t.href)) { window.__errors.push("load failed: " + (t.src || t.href)); }
+  else { window.__errors.push("error: " + (e.message || String(e))); }
+}, true);
+window.addEventListener("unhandledrejection", function (e) { window.__errors.push("rejection: " + e.reason); });
+(function () {
+  var orig = console.error;
+  console.error = function () { window.__errors.push("console.error: " + Array.prototype.join.call(arguments, " ")); return orig.apply(console, arguments); };
+})();
+window.addEventListener("load", function () {
+  setTimeout(function () {
+    var imgs = Array.prototype.slice.call(document.querySelectorAll(".reveal .slides img"));
+    var loaded = imgs.filter(function (i) { return i.complete && i.naturalWidth > 0; }).length;
+    var ready = !!(window.Reveal && Reveal.isReady && Reveal.isReady());
+    var out = document.createElement("pre");
+    out.id = "__probe";
+    out.textContent = JSON.stringify({ready: ready, slides: ready ? Reveal.getTotalSlides() : -1,
+                                      images: imgs.length, loaded: loaded, errors: window.__errors});
+    document.body.appendChild(out);
+  }, 1000);
+});
+</script>
+"""
+
+
+def _chromium(*args, profile: Path, timeout: int = 60) -> subprocess.CompletedProcess:
+    cmd = [CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars", "--no-first-run",
+           "--disable-extensions", "--mute-audio", f"--user-data-dir={profile}", "--window-size=1280,720",
+           "--virtual-time-budget=5000", "--enable-logging=stderr", "--v=0", *args]
+    return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+
+
+def _probe(deck, tmp_path):
+    page = deck.index.read_text()
+    probe_page = deck.index.with_name("probe.html")
+    probe_page.write_text(page.replace("<head>", "<head>\n" + PROBE, 1))
+    proc = _chromium("--dump-dom", probe_page.as_uri(), profile=tmp_path / "profile-dom")
+    m = re.search(r'<pre id="__probe">(.*?)</pre>', proc.stdout, re.S)
+    assert m, f"no probe output; chromium said:\n{proc.stderr[-2000:]}"
+    return json.loads(html.unescape(m.group(1))), proc.stderr
+
+
+@pytest.mark.skipif(CHROMIUM is None, reason="chromium not installed (make system-deps)")
+def test_deck_renders_in_headless_chromium(deck, tmp_path):
+    status, log = _probe(deck, tmp_path)
+    assert status["ready"], status
+    assert status["slides"] == deck.slides
+    assert status["images"] == len(deck.figures) and status["loaded"] == status["images"], status
+    assert status["errors"] == [], status["errors"]
+    console = [ln for ln in log.splitlines() if "CONSOLE" in ln and "probe.html" in ln]
+    assert not [ln for ln in console if "rror" in ln], console
+
+    first = deck.figure_slides[0]
+    shot = tmp_path / "slides-first-figure.png"
+    proc = _chromium(f"--screenshot={shot}", f"{deck.index.as_uri()}#/{first}", profile=tmp_path / "profile-shot")
+    assert shot.exists() and shot.stat().st_size > 10_000, proc.stderr[-2000:]
+    import matplotlib.image as mpimg
+    pixels = mpimg.imread(shot)
+    assert pixels.shape[:2] == (720, 1280) and pixels.std() > 0.05     # a figure, not a blank page
+    keep = ROOT / "out"
+    keep.mkdir(exist_ok=True)
+    shutil.copy2(shot, keep / "slides-first-figure.png")
+
+
+def test_slides_cli_errors_are_one_line(tmp_path, capsys):
+    code = main(["slides", str(tmp_path / "missing.ipynb"), "-o", str(tmp_path / "d")])
+    err = capsys.readouterr().err
+    assert code == 2 and len(err.strip().splitlines()) == 1 and "no such notebook" in err
+    nb = _notebook(tmp_path / "tiny.ipynb")
+    code = main(["slides", str(nb), "-o", str(tmp_path / "d"), "-p", "NOPE", "1"])
+    err = capsys.readouterr().err
+    assert code == 2 and len(err.strip().splitlines()) == 1 and "unknown parameter(s) NOPE" in err
+
+
+def test_stored_outputs_without_pdf_get_a_converted_pdf(deck, tmp_path):
+    """--no-execute: figures come from the stored outputs; a PNG-only figure gets a PDF page."""
+    nb = nbformat.v4.new_notebook()
+    png = deck.figures[0].read_bytes()
+    import base64
+    cell = nbformat.v4.new_code_cell("fig")
+    cell.outputs = [nbformat.v4.new_output("display_data", data={"image/png": base64.b64encode(png).decode(),
+                                                                 "text/plain": "<Figure>"})]
+    nb.cells = [nbformat.v4.new_markdown_cell("# Stored"), cell]
+    path = tmp_path / "stored.ipynb"
+    nbformat.write(nb, path)
+    result = build_slides(path, tmp_path / "deck", execute=False)
+    assert result.slides == 2 and len(result.figures) == 1
+    assert result.figures[0].with_suffix(".pdf").read_bytes()[:5] == b"%PDF-"
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(CHROMIUM is None, reason="chromium not installed (make system-deps)")
+def test_hol_notebook_deck_renders(tmp_path):
+    result = build_slides(ROOT / "notebooks" / "01-hol-blocking.ipynb", tmp_path / "deck",
+                          parameters={"SEEDS": [1]})
+    assert len(result.figures) >= 5
+    status, _ = _probe(result, tmp_path)
+    assert status["ready"] and status["slides"] == result.slides and status["errors"] == []
+    assert status["loaded"] == status["images"] == len(result.figures)
