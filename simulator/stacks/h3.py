@@ -22,8 +22,8 @@ Determinism
   instant it just fired, because ``sent_time + loss_delay`` rounds to a deadline at
   which ``now - loss_delay < sent_time`` still holds, so nothing is declared lost and
   the same deadline comes back forever.  A deadline at or before the instant the
-  timer last fired is moved ``TIMER_NUDGE_S`` later, doubling while it keeps coming
-  back (``timer_nudges`` counts them), so no run can spin.
+  timer last fired is moved ``TIMER_NUDGE_S`` later, doubling (up to 16 ms) while it
+  keeps coming back (``timer_nudges`` counts them), so no run can spin.
 - A connection that cannot progress is closed by aioquic's idle timeout
   (``StackParams.idle_timeout_s``); the run then ends with ``StackStalled``
   ("idle timeout reached"), never a hang.
@@ -73,7 +73,7 @@ __all__ = ["H3Session", "SimH3Connection", "TimedQpackDecoder", "SimQuicLogger",
 UDP_IP_HEADER_BYTES = 28          # IPv4 (20) + UDP (8)
 CONNECTION_ID_BYTES = 8
 TIMER_NUDGE_S = 1e-6              # first step past a deadline that came back unchanged
-_MAX_NUDGE_DOUBLINGS = 30
+_MAX_NUDGE_DOUBLINGS = 14     # steps grow to at most 16 ms
 
 _CERTS: dict[int, tuple] = {}
 
@@ -379,7 +379,8 @@ class H3Session:
         self.name = name
         self.client_rows: dict = {}
         self.qlog_dir = qlog_dir
-        self.qlog = SimQuicLogger(lambda: sim.now) if qlog_dir is not None else None
+        # Always kept in memory: the count of resent STREAM frames (stats) is read from it.
+        self.qlog = SimQuicLogger(lambda: sim.now)
         self.keylog = keylog
         self.client = _H3End(self, is_client=True, out_link=path.forward, addr=CLIENT_ADDR, peer_addr=SERVER_ADDR)
         self.server = _H3End(self, is_client=False, out_link=path.reverse, addr=SERVER_ADDR, peer_addr=CLIENT_ADDR)
@@ -414,7 +415,7 @@ class H3Session:
                                    f"{reason}) with exchanges still open")
 
     def close(self) -> None:
-        if self.qlog is not None:
+        if self.qlog_dir is not None:
             self.qlog.write(self.qlog_dir, self.name)
 
     @property
@@ -433,9 +434,7 @@ class H3Session:
             if end.h3 is not None:
                 frames.update(end.h3.frames_sent)
         blocked = self.qpack_blocked
-        retransmissions = 0
-        if self.qlog is not None:
-            retransmissions = stream_frames_resent(self.qlog)
+        retransmissions = stream_frames_resent(self.qlog)
         return {"headers_frames": frames["HEADERS"], "push_promise_frames": frames["PUSH_PROMISE"],
                 "timer_nudges": self.client.timer_nudges + self.server.timer_nudges,
                 "qpack_blocked_blocks": len(blocked),
