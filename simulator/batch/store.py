@@ -167,8 +167,14 @@ class ResultsDir:
             raise InputError(f"holds results of study {old.get('study')!r}, not {study!r}: "
                              "use another results folder.", path=str(self.root))
         merged = list(old["jobs"]) if old else []
-        known = {j["job_id"] for j in merged}
-        merged += [j for j in jobs if j["job_id"] not in known]
+        known = {j["job_id"]: j for j in merged}
+        for j in jobs:
+            if j["job_id"] in known:   # asked again, maybe for more tables
+                prev = known[j["job_id"]]
+                prev["tables"] = sorted(set(prev.get("tables", [SUMMARY])) | set(j.get("tables", [SUMMARY])))
+            else:
+                merged.append(j)
+                known[j["job_id"]] = j
         all_tables = sorted(set(old.get("tables", [])) | set(tables)) if old else sorted(tables)
         manifest = {"format": 1, "study": study, "tables": all_tables, "jobs": merged}
         atomic_write(self.root / MANIFEST, json.dumps(manifest, indent=1, sort_keys=True).encode())
@@ -251,7 +257,7 @@ def status(results_dir) -> dict:
     done, failed, missing = [], [], []
     for job in manifest["jobs"]:
         jid = job["job_id"]
-        if rd.is_done(jid, tables):
+        if rd.is_done(jid, job.get("tables", tables)):
             done.append(jid)
         elif rd.failed_path(jid).exists():
             failed.append(jid)
