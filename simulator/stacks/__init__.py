@@ -1,0 +1,10 @@
+"""Real protocol stacks in virtual time.
+
+- ``h2``: ``h2.H2Connection`` client/server pairs over the TCP model (cleartext, prior knowledge);
+- ``h3``: ``aioquic`` ``QuicConnection`` + ``H3Connection`` pairs over the simulated link;
+- ``replay``: ``run(trace, StackParams) -> Result`` (one row per exchange + summary), also
+  ``run_specs`` for hand-made exchanges (103, push, trailers, resets);
+- ``model_replay``: the same replay over the TCP / QUIC transport models;
+- ``crossval``: models vs real stacks; ``pcap``: captures tshark reads;
+- ``commands``: ``workbench replay``.
+"""
