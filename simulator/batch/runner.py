@@ -209,24 +209,55 @@ def execute(job: dict) -> dict:
         return {"job_id": job["job_id"], "ok": False, "error": msg, "traceback": traceback.format_exc()}
 
 
-def _worker_init(parent_pid: int) -> None:
-    """Pool workers die with the batch process (Linux): a SIGKILLed batch leaves no
-    worker running on."""
+def _watch_batch(batch_pid: int) -> None:
+    """Exit this worker as soon as the batch process is gone (SIGKILL included)."""
+    import select
+    import time
+
     try:
-        import ctypes
-        import signal
-
-        libc = ctypes.CDLL(None, use_errno=True)
-        PR_SET_PDEATHSIG = 1
-        libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
-    except Exception:
-        pass
-    if os.getppid() != parent_pid:
+        fd = os.pidfd_open(batch_pid)
+    except (AttributeError, OSError):
+        fd = None
+    if fd is not None:
+        select.select([fd], [], [])        # readable when the process exits
         os._exit(1)
+    while True:                           # no pidfd: poll
+        try:
+            os.kill(batch_pid, 0)
+        except ProcessLookupError:
+            os._exit(1)
+        except PermissionError:
+            pass
+        time.sleep(0.5)
 
 
-# ---------------------------------------------------------------------------------------
-# Executors
+def _worker_init(batch_pid: int) -> None:
+    """Pool workers die with the batch: a SIGKILLed batch leaves no worker running on.
+
+    Workers are forked by the forkserver, not by the batch, and hold the pool's queues
+    open themselves, so neither parent-death signals nor EOF would reach them: a daemon
+    thread watches the batch process (a pidfd on Linux) and ends the worker when it goes.
+    The forkserver exits once its last worker has."""
+    import threading
+
+    threading.Thread(target=_watch_batch, args=(batch_pid,), daemon=True, name="watch-batch").start()
+
+
+# Modules the forkserver imports once, so workers forked from it start warm.
+_PRELOAD = ["simulator.batch.runner", "simulator.studies.hol", "simulator.traces", "pandas", "pyarrow.parquet"]
+
+
+def _pool_context():
+    """``forkserver`` where available: workers are forked from a clean single-threaded
+    server, never from the caller, which may be a Jupyter kernel with live ZeroMQ sockets
+    and threads (forking those is unsafe), yet start fast thanks to the preload."""
+    import multiprocessing as mp
+
+    if "forkserver" not in mp.get_all_start_methods():
+        return None
+    ctx = mp.get_context("forkserver")
+    ctx.set_forkserver_preload(_PRELOAD)
+    return ctx
 
 
 def _run_local(jobs: list[dict], workers: int, on_result: Callable[[dict, dict], None]) -> None:
@@ -234,10 +265,7 @@ def _run_local(jobs: list[dict], workers: int, on_result: Callable[[dict, dict],
         for job in jobs:
             on_result(job, execute(job))
         return
-    import multiprocessing as mp
-
-    ctx = mp.get_context("fork") if "fork" in mp.get_all_start_methods() else None
-    ex = ProcessPoolExecutor(max_workers=workers, mp_context=ctx, initializer=_worker_init,
+    ex = ProcessPoolExecutor(max_workers=workers, mp_context=_pool_context(), initializer=_worker_init,
                              initargs=(os.getpid(),))
     try:
         futures = {ex.submit(execute, job): job for job in jobs}
