@@ -237,7 +237,33 @@ def _results_into(records: list, out, start: int, nbuf: int) -> int:
     return len(records)
 
 
-class H2Scanner:
+class _Results:
+    """The last ``feed``'s frames, shared by both scanners: a list, copied out on request."""
+
+    _results: list
+    RECORD_FIELDS = 5
+
+    def results(self) -> list:
+        return list(self._results)
+
+    def results_into(self, out, start: int = 0) -> int:
+        """Copy the last feed's records into caller-owned arrays at index ``start``."""
+        return _results_into(self._results, out, start, self.RECORD_FIELDS)
+
+    def __len__(self) -> int:
+        return len(self._results)
+
+    def __getitem__(self, k: int):
+        if not isinstance(k, int):
+            raise TypeError("frame index must be an integer")
+        if k < 0:
+            k += len(self._results)
+        if not 0 <= k < len(self._results):
+            raise IndexError("frame index out of range")
+        return self._results[k]
+
+
+class H2Scanner(_Results):
     """H2Scanner(max_frame_size=16384, *, preface=False, validate=True): incremental HTTP/2 frame scanner.
 
     ``feed(data)`` returns how many frames the chunk completed; ``results()`` (or
@@ -261,25 +287,6 @@ class H2Scanner:
             count = exc.args[0] if exc.args else 0
             code, off, reason = self._st.err
             raise FrameError("h2", code, off, reason, count) from None
-
-    def results(self) -> list:
-        return list(self._results)
-
-    def results_into(self, out, start: int = 0) -> int:
-        """Copy the last feed's records into caller-owned arrays at index ``start``."""
-        return _results_into(self._results, out, start, 5 if isinstance(self, H2Scanner) else 3)
-
-    def __len__(self) -> int:
-        return len(self._results)
-
-    def __getitem__(self, k: int):
-        if not isinstance(k, int):
-            raise TypeError("frame index must be an integer")
-        if k < 0:
-            k += len(self._results)
-        if not 0 <= k < len(self._results):
-            raise IndexError("frame index out of range")
-        return self._results[k]
 
     def finish(self) -> None:
         st = self._st
@@ -579,7 +586,7 @@ class _H3State:
         return count
 
 
-class H3Scanner:
+class H3Scanner(_Results):
     """H3Scanner(max_frame_size=None, *, kind=None, validate=True): incremental HTTP/3 frame scanner.
 
     One instance per stream.  Records are ``(type, payload_offset, payload_length)``.
@@ -588,6 +595,8 @@ class H3Scanner:
     layout of CANCEL_PUSH/SETTINGS/GOAWAY/MAX_PUSH_ID/PUSH_PROMISE) always apply
     when ``validate``.
     """
+
+    RECORD_FIELDS = 3
 
     def __init__(self, max_frame_size=None, *, kind=None, validate: bool = True) -> None:
         self._st = _H3State(max_frame_size, kind, validate)
@@ -601,25 +610,6 @@ class H3Scanner:
         except _Fail as exc:
             count = exc.args[0] if exc.args else 0
             raise FrameError("h3", *self._st.err, count) from None
-
-    def results(self) -> list:
-        return list(self._results)
-
-    def results_into(self, out, start: int = 0) -> int:
-        """Copy the last feed's records into caller-owned arrays at index ``start``."""
-        return _results_into(self._results, out, start, 5 if isinstance(self, H2Scanner) else 3)
-
-    def __len__(self) -> int:
-        return len(self._results)
-
-    def __getitem__(self, k: int):
-        if not isinstance(k, int):
-            raise TypeError("frame index must be an integer")
-        if k < 0:
-            k += len(self._results)
-        if not 0 <= k < len(self._results):
-            raise IndexError("frame index out of range")
-        return self._results[k]
 
     def finish(self) -> None:
         st = self._st

@@ -403,6 +403,20 @@ def _push_request(spec: ExchangeSpec, push: PushSpec) -> HeaderList:
 # Running
 
 
+def schedule_requests(sim: Simulator, specs: list[ExchangeSpec], sessions: dict, recorder: "Recorder") -> float:
+    """Start each exchange at its start time on its origin's session; returns the last start."""
+    def start(spec: ExchangeSpec) -> None:
+        row = recorder.new_row(kind="request", exchange=spec.index, origin=spec.origin,
+                               path=dict(spec.request_headers).get(b":path", b"").decode("latin-1"),
+                               start_s=sim.now, expected_body_bytes=spec.response_body_bytes)
+        recorder.progress()
+        sessions[spec.origin].request(spec, row)
+
+    for spec in specs:
+        sim.call_at(spec.start_s, start, spec)
+    return max(s.start_s for s in specs)
+
+
 def run_until(sim: Simulator, done: Callable[[], bool], *, check: Callable[[], None],
               deadline_s: float) -> None:
     """Run ``sim`` until ``done()``; ``check()`` raises on a stall.  Never spins: too many

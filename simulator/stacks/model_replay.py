@@ -53,7 +53,8 @@ from ..net.quic import QuicConnection
 from ..net.tcp import TcpConnection
 from ..net.transport import TransportConfig
 from ..traces.model import Trace, raw_size
-from .common import ExchangeSpec, Recorder, Result, StackParams, StackStalled, run_until
+from .common import (ExchangeSpec, Recorder, Result, StackParams, StackStalled, run_until,
+                     schedule_requests)
 from .replay import specs_from_trace
 
 __all__ = ["run", "run_specs", "request_bytes", "response_bytes", "quic_handshake_s", "MODEL_FOR"]
@@ -197,16 +198,7 @@ def run_specs(specs: list[ExchangeSpec], params: StackParams) -> Result:
                     loss=params.loss, name=f"path{i}")
         sessions[origin] = _ModelSession(sim, path, params, recorder, transport, name=f"{transport}{i}")
 
-    def start(spec: ExchangeSpec) -> None:
-        row = recorder.new_row(kind="request", exchange=spec.index, origin=spec.origin,
-                               path=dict(spec.request_headers).get(b":path", b"").decode("latin-1"),
-                               start_s=sim.now, expected_body_bytes=spec.response_body_bytes)
-        recorder.progress()
-        sessions[spec.origin].request(spec, row)
-
-    for spec in specs:
-        sim.call_at(spec.start_s, start, spec)
-    last_start = max(s.start_s for s in specs)
+    last_start = schedule_requests(sim, specs, sessions, recorder)
     started = [False]
     sim.call_at(last_start, lambda: started.__setitem__(0, True))
 

@@ -27,7 +27,8 @@ from ..engine import Simulator
 from ..errors import InputError
 from ..net.link import Path
 from ..traces.model import Trace
-from .common import ExchangeSpec, Recorder, Result, StackParams, StackStalled, run_until
+from .common import (ExchangeSpec, Recorder, Result, StackParams, StackStalled, run_until,
+                     schedule_requests)
 
 __all__ = ["run", "run_specs", "specs_from_trace", "request_headers_for", "response_headers_for"]
 
@@ -137,16 +138,7 @@ def run_specs(specs: list[ExchangeSpec], params: StackParams, *, qlog_dir: str |
             if pcap is not None:
                 pcap.attach(session, index=i)
 
-        def start(spec: ExchangeSpec) -> None:
-            row = recorder.new_row(kind="request", exchange=spec.index, origin=spec.origin,
-                                   path=dict(spec.request_headers).get(b":path", b"").decode("latin-1"),
-                                   start_s=sim.now, expected_body_bytes=spec.response_body_bytes)
-            recorder.progress()
-            sessions[spec.origin].request(spec, row)
-
-        for spec in specs:
-            sim.call_at(spec.start_s, start, spec)
-        last_start = max(s.start_s for s in specs)
+        last_start = schedule_requests(sim, specs, sessions, recorder)
 
         def check() -> None:
             for session in sessions.values():
