@@ -12,7 +12,7 @@ import pytest
 
 from simulator.engine import Simulator
 from simulator.net.link import DropList, Jitter, Path
-from simulator.net.tcp import TcpConnection, TcpSegment
+from simulator.net.tcp import TcpConnection
 from simulator.net.transport import TransportConfig
 
 MSS = 1460

@@ -19,7 +19,6 @@ import glob as _glob
 import json
 import os
 import subprocess
-import sys
 import traceback
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from concurrent.futures.process import BrokenProcessPool

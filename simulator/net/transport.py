@@ -30,7 +30,7 @@ mapping from connection bytes back to streams only to report delivery per stream
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, asdict
+from dataclasses import asdict, dataclass
 from typing import Callable, Protocol
 
 __all__ = ["TransportConfig", "Endpoint", "Connection", "stream_id_for", "DataCallback"]
