@@ -1,6 +1,6 @@
 """``workbench replay``: replay a trace over a real protocol stack in virtual time.
 
-    workbench replay --trace PATH --stack h2|h3 [--rtt 50ms] [--bw 10mbit] [--loss 0.01]
+    workbench replay --trace PATH --stack h2|h3 [--model] [--rtt 50ms] [--bw 10mbit] [--loss 0.01]
                      [--seed 1] [--think 0ms] [--qlog DIR] [--pcap FILE] [--keylog FILE] [--json]
 
 Prints one line per exchange (start, completion time, status, body bytes) and the
@@ -9,6 +9,9 @@ totals; ``--json`` prints one object with ``exchanges``, ``completed``,
 ``params``).  ``--qlog DIR`` writes aioquic's qlog (simulated timestamps) per QUIC
 connection; ``--pcap FILE`` writes every simulated packet as a pcap; ``--keylog FILE``
 writes the QUIC connections' TLS secrets (SSLKEYLOGFILE format) for Wireshark.
+``--model`` replays the same exchanges over the stack's transport *model* instead (h2: the
+TCP model, h3: the QUIC model; ``model_replay``), the baseline the real stacks are
+cross-validated against.
 """
 
 from __future__ import annotations
@@ -39,6 +42,10 @@ def _cmd(args: argparse.Namespace) -> int:
     from . import replay
 
     params = params_from_args(args)
+    if args.model:
+        given = [flag for flag, v in (("--qlog", args.qlog), ("--pcap", args.pcap), ("--keylog", args.keylog)) if v]
+        if given:
+            raise InputError(f"{given[0]} records a real stack's packets: it cannot be used with --model")
     if args.qlog is not None:
         if params.stack != "h3":
             raise InputError("--qlog needs --stack h3 (qlog is written by aioquic)")
@@ -47,12 +54,16 @@ def _cmd(args: argparse.Namespace) -> int:
     if args.keylog is not None and params.stack != "h3":
         raise InputError("--keylog needs --stack h3 (the h2 stack runs cleartext HTTP/2)")
     trace = load(args.trace)
-    result = replay.run(trace, params, qlog_dir=args.qlog, pcap_path=args.pcap, keylog_path=args.keylog)
+    if args.model:
+        from . import model_replay
+        result = model_replay.run(trace, params)
+    else:
+        result = replay.run(trace, params, qlog_dir=args.qlog, pcap_path=args.pcap, keylog_path=args.keylog)
     if args.json:
         print(json.dumps(result.to_json_dict(), default=_default))
         return 0
     s = result.summary
-    print(f"trace {trace.source}: {s['exchanges']} exchanges over {params.stack}, {s['connections']} connections, "
+    print(f"trace {trace.source}: {s['exchanges']} exchanges over {s['stack']}, {s['connections']} connections, "
           f"RTT {params.rtt_s * 1000:g} ms, loss {params.loss}, seed {params.seed}")
     print(f"{'#':>4} {'kind':<7}{'start s':>9}{'done s':>9}{'time ms':>9}{'status':>7}{'bytes':>9}  path")
     for row in result.exchanges.itertuples():
@@ -82,6 +93,8 @@ def add_commands(sub) -> None:
     p = sub.add_parser("replay", help="replay a trace over real h2 or aioquic HTTP/3 in virtual time")
     p.add_argument("--trace", required=True, help="HAR, QIF or QPACK interop file")
     p.add_argument("--stack", required=True, choices=["h2", "h3"])
+    p.add_argument("--model", action="store_true",
+                   help="replay over the stack's transport model instead (h2: TCP model, h3: QUIC model)")
     p.add_argument("--rtt", default="50ms")
     p.add_argument("--bw", default="10mbit", help="bottleneck bandwidth, e.g. 10mbit (none = unlimited)")
     p.add_argument("--loss", default="0", help="0.01 (Bernoulli) or ge:P,R[,h,k] (Gilbert-Elliott)")

@@ -18,6 +18,9 @@ Determinism
   (``os.urandom`` / OpenSSL).  We do not patch that: those values only change
   encrypted *contents*, never a size or a time, so the same seed gives identical
   timings and packet counts (a test checks it); captures differ in their bytes.
+- aioquic orders the streams it serves by a ``set`` of stream objects, which
+  iterates by memory address: ``aioquic_order`` makes that set insertion-ordered, so
+  the same seed gives byte-identical results in separate processes.
 - The trap of the loss-detection timer: aioquic can report a timer due at exactly the
   instant it just fired, because ``sent_time + loss_delay`` rounds to a deadline at
   which ``now - loss_delay < sent_time`` still holds, so nothing is declared lost and
@@ -65,6 +68,7 @@ from aioquic.quic.packet import pull_quic_header
 
 from ..engine import Simulator
 from ..net.link import Packet, Path
+from . import aioquic_order
 from .common import CLIENT_ADDR, SERVER_ADDR, Endpoint, Recorder, StackParams, StackStalled
 
 __all__ = ["H3Session", "SimH3Connection", "TimedQpackDecoder", "SimQuicLogger", "make_certificate",
@@ -76,6 +80,8 @@ TIMER_NUDGE_S = 1e-6              # first step past a deadline that came back un
 _MAX_NUDGE_DOUBLINGS = 14     # steps grow to at most 16 ms
 
 _CERTS: dict[int, tuple] = {}
+
+aioquic_order.install()       # stream service order by insertion, not by memory address
 
 
 def make_certificate(seed: int):
