@@ -15,6 +15,8 @@ import re
 import h2.config
 import h2.connection
 import h2.events
+import h2.exceptions
+import hpack
 import pytest
 from hyperframe.frame import (ContinuationFrame, DataFrame, HeadersFrame, PingFrame, SettingsFrame,
                               WindowUpdateFrame)
@@ -281,3 +283,52 @@ def test_install_refuses_a_used_connection():
     conn.receive_data(b"PRI * HTTP/2.0\r\n")
     with pytest.raises(RuntimeError):
         install(conn)
+
+
+def _flood_client(impl):
+    conn = h2.connection.H2Connection(h2.config.H2Configuration(client_side=True))
+    if impl is not None:
+        install(conn, impl=impl, huffman=False)
+    conn.initiate_connection()
+    conn.send_headers(1, req("/flood"), end_stream=True)
+    return conn
+
+
+def _receive_measured(conn, data: bytes):
+    import tracemalloc
+
+    tracemalloc.start()
+    try:
+        conn.receive_data(data)
+        error = None
+    except h2.exceptions.ProtocolError as exc:
+        error = str(exc)
+    peak_bytes = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    return error, peak_bytes
+
+
+@pytest.mark.parametrize("impl_name", IMPLS)
+def test_frame_flood_rejected_at_first_bad_frame_with_bounded_memory(impl_name):
+    """RFC 9113 section 4.1: a frame's length is 24 bits; a peer writing a 2^24-byte body
+    with a wrapped length of 0 leaves 16 MiB of zeros, i.e. ~1.86 million empty DATA
+    frames on stream 0 (a connection error, RFC 9113 section 6.1).  h2's own buffer
+    rejects the second frame after the wrap; the scanner buffer must reject it as early
+    (the same error), queue at most one scan slice of frames, and peak within 2x of stock
+    h2's memory -- not scan and queue the whole read first (it once took 273 MiB)."""
+    from simulator.frames.h2buffer import SCAN_SLICE_BYTES
+
+    impl = implementations()[impl_name]
+    headers = HeadersFrame(1, data=hpack.Encoder().encode([(":status", "200")]), flags=["END_HEADERS"])
+    wrapped = bytes([0, 0, 0, 0x0, 0x0, 0, 0, 0, 1])          # DATA, length 0 (2^24 wrapped), stream 1
+    flood = _frames(SettingsFrame(0), headers) + wrapped + bytes(1 << 24)
+
+    stock_error, stock_peak = _receive_measured(_flood_client(None), flood)
+    conn = _flood_client(impl)
+    error, peak = _receive_measured(conn, flood)
+    assert stock_error is not None and "non-zero" in stock_error
+    assert error == stock_error
+    assert peak <= 2 * stock_peak, (peak, stock_peak)
+    buffer = conn.incoming_buffer
+    assert len(buffer._ready) <= SCAN_SLICE_BYTES // 9 + 1
+    assert buffer._scanned <= len(flood) - (1 << 24) + SCAN_SLICE_BYTES     # the rest never scanned

@@ -11,6 +11,13 @@ kept in the same order, so a connection behaves identically with either buffer: 
 scanner runs with ``validate=False`` here, because it is h2 (not the scanner) that must
 decide which frames are errors and how they are reported.
 
+Bounded and fail-fast: ``add_data`` only appends the bytes; the scanner is fed lazily,
+``SCAN_SLICE_BYTES`` at a time, when h2 asks for the next frame and none is queued.  So
+a read is never scanned (and its frames never queued) beyond the frame h2 rejects, and
+the frames waiting at once are at most one slice's worth: a flood of empty 9-byte
+frames in a 16 MiB read queues at most ``SCAN_SLICE_BYTES / 9`` of them, not 1.86
+million, and h2 raises on the bad one as early as its own buffer does.
+
     conn = h2.connection.H2Connection(config)
     install(conn)                       # before the first receive_data()
 
@@ -32,6 +39,7 @@ from . import H2Scanner, IMPLEMENTATION, huffman_decode, HuffmanError
 __all__ = ["ScannerFrameBuffer", "install", "install_huffman", "uninstall_huffman"]
 
 _NO_LIMIT = (1 << 24) - 1
+SCAN_SLICE_BYTES = 8192      # bytes scanned per step: bounds the frames queued at once
 
 
 class ScannerFrameBuffer(FrameBuffer):
@@ -47,6 +55,7 @@ class ScannerFrameBuffer(FrameBuffer):
         self._scanner = scanner_cls(_NO_LIMIT, preface=False, validate=False)
         self._base = 0            # absolute stream offset of self._data[0]
         self._consumed = 0        # absolute offset up to which frames were yielded
+        self._scanned = 0         # absolute offset up to which the scanner has been fed
         self._ready: deque = deque()   # complete frames not yet yielded
 
     def add_data(self, data) -> None:
@@ -67,9 +76,23 @@ class ScannerFrameBuffer(FrameBuffer):
         if drop:
             del self._data[:drop]
             self._base = self._consumed
-        self._data += view
-        if self._scanner.feed(view):
-            self._ready.extend(self._scanner.results())
+        self._data += view           # scanned lazily, by __next__
+
+    def _scan_more(self) -> bool:
+        """Feed the scanner slices of not yet scanned bytes until one completes a frame;
+        False when every byte is scanned and no frame completed."""
+        end = self._base + len(self._data)
+        while self._scanned < end:
+            start = self._scanned - self._base
+            stop = min(start + SCAN_SLICE_BYTES, end - self._base)
+            # Released at once: add_data may resize the bytearray later.
+            with memoryview(self._data) as whole, whole[start:stop] as chunk:
+                completed = self._scanner.feed(chunk)
+            self._scanned = self._base + stop
+            if completed:
+                self._ready.extend(self._scanner.results())
+                return True
+        return False
 
     def _frame_at(self, payload_offset: int, length: int):
         start = payload_offset - 9 - self._base
@@ -83,7 +106,7 @@ class ScannerFrameBuffer(FrameBuffer):
 
     def __next__(self):
         while True:
-            if not self._ready:
+            if not self._ready and not self._scan_more():
                 # h2 parses the header of an incomplete frame as soon as 9 bytes are
                 # there (and may raise on it); do the same.
                 if self._scanner.current is not None:
