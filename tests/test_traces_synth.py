@@ -15,6 +15,7 @@ from simulator.traces.synth import generate
 
 TRACES = Path(__file__).resolve().parents[1] / "traces"
 BUNDLED = [("synthetic-page.har", 1, 4), ("synthetic-session.har", 5, 2)]  # as in traces/README.md
+MANY_ORIGINS = {"requests": 300, "origins": 120, "third_party_share": 0.7, "third_party_zipf_s": 0.3}
 
 
 def test_same_seed_same_trace_and_global_random_untouched():
@@ -41,6 +42,29 @@ def test_bundled_traces_match_their_recorded_command(tmp_path, name, pages, seed
     committed = (TRACES / name).read_bytes()
     assert (tmp_path / name).read_bytes() == committed
     assert len(committed) < 1_000_000
+
+
+def test_many_origins_trace_matches_its_recorded_command(tmp_path):
+    """traces/synthetic-many-origins.har: a 300-exchange page over about 100 origins (the
+    shape of the replay-speed benchmark), regenerated from its recorded parameters."""
+    write_har(generate(pages=1, seed=1, **MANY_ORIGINS), tmp_path / "m.har")
+    committed = (TRACES / "synthetic-many-origins.har").read_bytes()
+    assert (tmp_path / "m.har").read_bytes() == committed
+    trace = load(TRACES / "synthetic-many-origins.har")
+    assert len(trace) == 300 and 90 <= len(trace.origins()) <= 110
+
+
+def test_third_party_spread_flattens_with_the_zipf_exponent():
+    # The same draws (share and exponent change no random call), more distinct third parties
+    # with a flatter spread; the default exponent 1.0 is the 1/k weighting the bundled traces use.
+    steep = generate(pages=1, seed=5, requests=300, origins=120, third_party_share=0.7)
+    flat = generate(pages=1, seed=5, requests=300, origins=120, third_party_share=0.7, third_party_zipf_s=0.0)
+    assert len(flat.origins()) > len(steep.origins()) + 15
+    assert generate(pages=1, seed=5, third_party_zipf_s=1.0).content_hash() == generate(pages=1, seed=5).content_hash()
+    few = generate(pages=1, seed=5, requests=300, third_party_share=0.0)
+    assert len(few.origins()) == 3                          # www., static. and api. only
+    with pytest.raises(InputError, match="third-party share"):
+        generate(pages=1, seed=5, third_party_share=1.5)
 
 
 def test_bundled_sizes():

@@ -4,8 +4,9 @@
   and responses), origins, pages, raw header bytes, whether the trace is timed.
 * ``workbench trace convert IN OUT [--to qif|har] [--direction both|requests|responses]``:
   any loadable trace to QIF (default) or HAR.
-* ``workbench trace synth OUT [--pages N] [--seed N] [--format har|qif]``: a synthetic
-  browsing session (see ``simulator.traces.synth``).
+* ``workbench trace synth OUT [--pages N] [--seed N] [--format har|qif] [--requests N]
+  [--origins N] [--third-party-share P] [--third-party-zipf S]``: a synthetic browsing
+  session (see ``simulator.traces.synth``).
 """
 
 from __future__ import annotations
@@ -107,6 +108,10 @@ def cmd_synth(args) -> int:
         params["requests"] = args.requests
     if args.origins is not None:
         params["origins"] = args.origins
+    if args.third_party_share is not None:
+        params["third_party_share"] = args.third_party_share
+    if args.third_party_zipf is not None:
+        params["third_party_zipf_s"] = args.third_party_zipf
     trace = generate(pages=args.pages, seed=args.seed, **params)
     fmt = args.format or ("qif" if str(args.output).lower().endswith(".qif") else "har")
     if fmt == "har":
@@ -172,6 +177,12 @@ def add_commands(subparsers) -> None:
     p.add_argument("--requests", type=_positive, default=None,
                    help="requests per page (default: drawn around the HTTP Archive median)")
     p.add_argument("--origins", type=_nonnegative, default=None,
-                   help="third-party origins (default: drawn from Web Almanac figures)")
+                   help="third-party origins to draw from (default: drawn from Web Almanac figures); "
+                        "requests pick them by Zipf weight, so a page may not use them all")
+    p.add_argument("--third-party-share", type=float, default=None, metavar="P",
+                   help="share of sub-resource requests that go to third parties (default 0.4)")
+    p.add_argument("--third-party-zipf", type=float, default=None, metavar="S",
+                   help="Zipf exponent spreading requests over third parties (default 1.0; lower = more "
+                        "of them used)")
     p.add_argument("--direction", choices=DIRECTIONS, default="both", help="header lists for QIF output")
     p.set_defaults(func=cmd_synth)

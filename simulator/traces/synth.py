@@ -45,6 +45,12 @@ rounded; "modelling choice" marks a value no source gave us directly.
     page's third-party requests so that each third party serves at least two.
     The share of requests going to third parties is a modelling choice; requests
     spread over third parties with Zipf weights (modelling choice).
+``third_party_zipf_s`` = 1.0
+    The Zipf exponent of that spread: third party ``k`` (from 1) is picked with weight
+    ``1 / k**s``.  With 1.0 the tail is long and few of many third parties are used;
+    a lower exponent spreads requests more evenly, so a page with ``origins`` set
+    high really reaches about that many origins (traces/README.md: the many-origins
+    page).  Modelling choice.
 ``think_time_median_s`` = 20, ``think_time_sigma`` = 1.0
     Time between page loads, log-normal: individual browsing behaviour is well
     approximated by log-normal distributions (Meiss et al., "What's in a Session",
@@ -98,6 +104,7 @@ class SynthParams:
     third_party_cookies: tuple = (0, 4)
     third_parties_median: int = 27
     third_party_share: float = 0.4
+    third_party_zipf_s: float = 1.0     # Zipf exponent over third parties (1.0: weights 1/k)
     origins: int | None = None          # fix the number of third-party origins
     think_time_median_s: float = 20.0
     think_time_sigma: float = 1.0
@@ -202,7 +209,8 @@ class _Gen:
             suffix = "" if k < len(THIRD_PARTY_STEMS) else str(k // len(THIRD_PARTY_STEMS) + 1)
             names.append(f"{rng.choice(('cdn', 'www', 'static', 'api', 'collect', 's'))}.{stem}{suffix}.example")
         third = [self.host(n, True) for n in names]
-        zipf = [1.0 / (k + 1) for k in range(len(third))]
+        zipf_s = p.third_party_zipf_s
+        zipf = [1.0 / (k + 1) ** zipf_s for k in range(len(third))]       # s = 1.0: exactly 1/k, as before
 
         self.exchanges: list[Exchange] = []
         self.transfer: list[int] = []
@@ -414,6 +422,10 @@ def generate(pages: int = 1, seed: int = 0, **params) -> Trace:
     p = replace(SynthParams(), **params)
     if p.requests is not None and p.requests < 2:
         raise InputError(f"requests per page must be at least 2, not {p.requests}.")
+    if not 0.0 <= p.third_party_share <= 1.0:
+        raise InputError(f"the third-party share must be in [0, 1], not {p.third_party_share}.")
+    if not 0.0 <= p.third_party_zipf_s <= 10.0:
+        raise InputError(f"the third-party Zipf exponent must be in [0, 10], not {p.third_party_zipf_s}.")
     trace = _Gen(random.Random(seed), p).session(pages)
     trace.meta["seed"] = seed
     trace.meta["pages"] = pages
