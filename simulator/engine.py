@@ -41,6 +41,7 @@ class Simulator:
         self._seq = 0
         self._rngs: dict[str, random.Random] = {}
         self.events_run = 0
+        self.stopped = False           # the last run() ended because an event called stop()
         # Optional event trace (time, label) for determinism checks and debugging.
         self.trace: list[tuple[float, str]] | None = [] if trace else None
 
@@ -67,7 +68,8 @@ class Simulator:
 
     # -- running -----------------------------------------------------------------
     def run(self, until_s: float | None = None, max_events: int | None = None) -> float:
-        """Run events until the heap is empty, ``until_s`` is passed, or ``max_events`` ran.
+        """Run events until the heap is empty, ``until_s`` is passed, ``max_events`` ran,
+        or an event called ``stop()`` (then ``stopped`` is true until the next run).
 
         Returns the virtual time reached.  With ``until_s``, the clock is left at
         ``until_s`` when the heap still holds later events.
@@ -76,6 +78,7 @@ class Simulator:
         pop = heapq.heappop
         trace = self.trace
         count = 0
+        self.stopped = False
         while heap:
             time_s = heap[0][0]
             if until_s is not None and time_s > until_s:
@@ -87,14 +90,26 @@ class Simulator:
                 trace.append((time_s, getattr(callback, "__qualname__", repr(callback))))
             callback(*args)
             count += 1
-            if max_events is not None and count >= max_events:
+            if self.stopped or max_events is not None and count >= max_events:
                 break
         self.events_run += count
         return self.now
 
+    def stop(self) -> None:
+        """End the running ``run()`` once the event in progress returns (the rest stays
+        scheduled): how an observer hands control back to whoever drives the run, at the
+        exact event where something it watches changed, without the driver stepping
+        one event at a time."""
+        self.stopped = True
+
     @property
     def pending(self) -> int:
         return len(self._heap)
+
+    @property
+    def next_s(self) -> float | None:
+        """The time of the next scheduled event (``None`` when nothing is scheduled)."""
+        return self._heap[0][0] if self._heap else None
 
     # -- randomness --------------------------------------------------------------
     def rng(self, name: str) -> random.Random:

@@ -344,6 +344,7 @@ class _H3End(Endpoint):
         while (event := quic.next_event()) is not None:
             if isinstance(event, qe.ConnectionTerminated):
                 self.terminated = event
+                self.sim.stop()           # the run loop looks at H3Session.check now (run_until)
             elif isinstance(event, qe.HandshakeCompleted):
                 self.handshake_done_s = self.sim.now
             elif isinstance(event, qe.StreamReset) and self.is_client:
@@ -406,8 +407,13 @@ class H3Session:
 
     def request(self, spec, row) -> None:
         self.client.start_request(spec, row)
+        if self.client.terminated is not None or self.server.terminated is not None:
+            self.sim.stop()               # an exchange opened on a closed connection: check() fails
 
     def check(self) -> None:
+        """Raise ``StackStalled`` if a connection terminated with request exchanges open.  That
+        can only start being true when a connection terminates or a request starts on a
+        terminated one; both call ``sim.stop()``, so the run loop calls this only then."""
         for end in (self.client, self.server):
             event = end.terminated
             if event is not None and any(r[1]["kind"] == "request" and r[1]["ended_s"] != r[1]["ended_s"]

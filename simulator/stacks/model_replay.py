@@ -53,7 +53,7 @@ from ..net.quic import QuicConnection
 from ..net.tcp import TcpConnection
 from ..net.transport import TransportConfig
 from ..traces.model import Trace, raw_size
-from .common import (ExchangeSpec, Recorder, Result, StackParams, StackStalled, run_until,
+from .common import (ExchangeSpec, Recorder, Result, StackParams, StackStalled, idle_safe_until, run_until,
                      schedule_requests)
 from .replay import specs_from_trace
 
@@ -200,13 +200,20 @@ def run_specs(specs: list[ExchangeSpec], params: StackParams) -> Result:
 
     last_start = schedule_requests(sim, specs, sessions, recorder)
     started = [False]
-    sim.call_at(last_start, lambda: started.__setitem__(0, True))
+
+    def all_started() -> None:
+        started[0] = True
+        sim.stop()
+
+    sim.call_at(last_start, all_started)
+    recorder.on_all_done = sim.stop
 
     def check() -> None:
         if sim.now >= last_start and sim.now - recorder.last_progress_s > params.idle_timeout_s:
             raise StackStalled(f"idle timeout reached: no exchange progressed for {params.idle_timeout_s:g} s")
 
-    run_until(sim, lambda: started[0] and recorder.done, check=check, deadline_s=last_start + 100 * params.idle_timeout_s)
+    run_until(sim, lambda: started[0] and recorder.done, check=check, deadline_s=last_start + 100 * params.idle_timeout_s,
+              safe_until=idle_safe_until(recorder, last_start, params.idle_timeout_s))
     df = recorder.frame()
     completed = df[df["completed"]]
     times = completed["completion_s"].tolist()

@@ -27,7 +27,7 @@ from ..engine import Simulator
 from ..errors import InputError
 from ..net.link import Path
 from ..traces.model import Trace
-from .common import (ExchangeSpec, Recorder, Result, StackParams, StackStalled, run_until,
+from .common import (ExchangeSpec, Recorder, Result, StackParams, StackStalled, idle_safe_until, run_until,
                      schedule_requests)
 
 __all__ = ["run", "run_specs", "specs_from_trace", "request_headers_for", "response_headers_for"]
@@ -140,6 +140,9 @@ def run_specs(specs: list[ExchangeSpec], params: StackParams, *, qlog_dir: str |
 
         last_start = schedule_requests(sim, specs, sessions, recorder)
 
+        # Looked at only when an observer calls sim.stop() (a session whose connection
+        # terminated, the recorder with no exchange open) and past the idle horizon:
+        # never a walk over every session after every event (run_until).
         def check() -> None:
             for session in sessions.values():
                 session.check()
@@ -149,9 +152,16 @@ def run_specs(specs: list[ExchangeSpec], params: StackParams, *, qlog_dir: str |
                                    f"{len(specs)} exchanges still open)")
 
         started = [False]
-        sim.call_at(last_start, lambda: started.__setitem__(0, True))
+
+        def all_started() -> None:
+            started[0] = True
+            sim.stop()
+
+        sim.call_at(last_start, all_started)
+        recorder.on_all_done = sim.stop
         run_until(sim, lambda: started[0] and recorder.done, check=check,
-                  deadline_s=last_start + 100 * params.idle_timeout_s)
+                  deadline_s=last_start + 100 * params.idle_timeout_s,
+                  safe_until=idle_safe_until(recorder, last_start, params.idle_timeout_s))
         for session in sessions.values():
             session.close()
         if pcap is not None:
