@@ -127,7 +127,7 @@ class TimerSlots:
     empties it.  One heap entry per owner at a time is live: the earliest expiry.
     """
 
-    __slots__ = ("sim", "owner", "_when", "_cb", "_scheduled_s", "_gen")
+    __slots__ = ("sim", "owner", "_when", "_cb", "_scheduled_s", "_gen", "_single")
 
     def __init__(self, sim: Simulator, owner: str, slots: Iterable[str]) -> None:
         self.sim = sim
@@ -137,6 +137,7 @@ class TimerSlots:
         self._cb: dict[str, Callable[[], Any] | None] = {name: None for name in names}
         self._scheduled_s: float | None = None  # time of the live heap entry
         self._gen = 0
+        self._single = names[0] if len(names) == 1 else None
 
     def set(self, slot: str, when_s: float, callback: Callable[[], Any]) -> None:
         if slot not in self._when:
@@ -169,6 +170,18 @@ class TimerSlots:
             return  # superseded by an earlier expiry
         self._scheduled_s = None
         now = self.sim.now
+        if self._single is not None:      # one slot (a QUIC connection's timer): the same, shorter
+            slot = self._single
+            when_s = self._when[slot]
+            if when_s is not None and when_s <= now:
+                callback = self._cb[slot]
+                self._when[slot] = None
+                self._cb[slot] = None
+                callback()
+                when_s = self._when[slot]
+            if when_s is not None and self._scheduled_s is None:
+                self._schedule(when_s)
+            return
         # Fire the slots due now, earliest first.  Only those due on entry: a callback that
         # re-arms a slot for `now` gets a fresh heap entry (via set), so it runs after the
         # other events of this instant and can never spin inside this call.

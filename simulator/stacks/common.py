@@ -234,6 +234,9 @@ class Endpoint:
 
     def pump(self, stream_id: int | None = None) -> None:
         """Write queued operations in order, body bytes as far as flow control allows."""
+        if not self._queues:
+            self.flush()                           # the common case: after every packet and timer
+            return
         ids = [stream_id] if stream_id is not None else list(self._queues)
         for sid in ids:
             ops = self._queues.get(sid)

@@ -33,7 +33,14 @@ Determinism
 
 qlog: aioquic's ``QuicLoggerTrace`` stamps events with ``time.time()``; ``SimQuicLogger``
 stamps them with the simulation clock and writes ``<name>-client.qlog`` /
-``<name>-server.qlog`` when the session closes.
+``<name>-server.qlog`` when the session closes.  It is built only when asked for
+(``qlog_dir``): aioquic encodes every frame of every packet for it, which used to be
+a large share of a replay.  The count of resent STREAM frames in ``stats()`` comes from
+aioquic's loss recovery instead (``SimQuicConnection``), and equals the qlog's.
+
+Stall detection is by events: a connection that terminates, or a request started on a
+terminated one, calls ``sim.stop()`` so that the run loop looks at ``H3Session.check``
+then, and only then (``common.run_until``).
 
 HTTP/3 settings: aioquic hard-codes the QPACK table capacity (4096) and the blocked
 streams limit (16) it announces, and MAX_PUSH_ID 8 at the client; ``SimH3Connection``
@@ -50,6 +57,7 @@ promise the same push id on a second request stream.
 
 from __future__ import annotations
 
+import bisect
 import datetime
 import json
 import os
@@ -65,14 +73,15 @@ from aioquic.quic.configuration import QuicConfiguration
 from aioquic.quic.connection import QuicConnection
 from aioquic.quic.logger import QuicLogger, QuicLoggerTrace
 from aioquic.quic.packet import pull_quic_header
+from aioquic.quic.stream import QuicStreamSender
 
 from ..engine import Simulator
 from ..net.link import Packet, Path
 from . import aioquic_order
 from .common import CLIENT_ADDR, SERVER_ADDR, Endpoint, Recorder, StackParams, StackStalled
 
-__all__ = ["H3Session", "SimH3Connection", "TimedQpackDecoder", "SimQuicLogger", "make_certificate",
-           "UDP_IP_HEADER_BYTES", "TIMER_NUDGE_S"]
+__all__ = ["H3Session", "SimH3Connection", "SimQuicConnection", "TimedQpackDecoder", "SimQuicLogger",
+           "make_certificate", "stream_frames_resent_in_qlog", "UDP_IP_HEADER_BYTES", "TIMER_NUDGE_S"]
 
 UDP_IP_HEADER_BYTES = 28          # IPv4 (20) + UDP (8)
 CONNECTION_ID_BYTES = 8
@@ -150,6 +159,92 @@ class SimQuicLogger(QuicLogger):
                 json.dump({"qlog_format": "JSON", "qlog_version": "0.3", "traces": [trace.to_dict()]}, fh)
             paths.append(path)
         return paths
+
+
+# ---------------------------------------------------------------------------------------
+# Resent STREAM frames, counted as aioquic writes them (no qlog needed)
+
+
+class SentRanges:
+    """The byte ranges of one stream's STREAM frames sent so far, to tell whether a new
+    frame's bytes all lie inside one earlier frame (a resend: RFC 9000 section 13.3, lost
+    data goes out again in new frames).  Frame starts are kept sorted with the running
+    maximum of their ends, so the question costs a bisection, not a walk over every frame
+    (a new frame starts past every earlier one and is appended)."""
+
+    __slots__ = ("starts", "ends", "max_end")
+
+    def __init__(self) -> None:
+        self.starts: list[int] = []
+        self.ends: list[int] = []
+        self.max_end: list[int] = []     # max_end[i] = max(ends[:i + 1])
+
+    def add(self, start: int, end: int) -> bool:
+        """Record the frame ``[start, end)``; true if one earlier frame held all its bytes."""
+        starts, ends, max_end = self.starts, self.ends, self.max_end
+        i = bisect.bisect_right(starts, start)          # frames starting at or before `start`
+        resent = i > 0 and max_end[i - 1] >= end
+        starts.insert(i, start)
+        ends.insert(i, end)
+        if i == len(max_end):
+            max_end.append(end if i == 0 or end > max_end[i - 1] else max_end[i - 1])
+        else:                                           # a resend lands inside: redo the maxima after it
+            running = max_end[i - 1] if i else end
+            max_end.insert(i, 0)
+            for k in range(i, len(ends)):
+                if ends[k] > running:
+                    running = ends[k]
+                max_end[k] = running
+        return resent
+
+
+class SimQuicConnection(QuicConnection):
+    """aioquic's ``QuicConnection``, counting the STREAM frames it sends whose bytes were all
+    sent before in one frame (``stream_frames_resent``).
+
+    Counted from aioquic's own loss-recovery state, not from a qlog: every packet sent is
+    registered with ``QuicPacketRecovery.on_packet_sent`` together with its frames'
+    delivery handlers, and a STREAM frame's handler is its stream sender's
+    ``on_data_delivery`` with ``(offset, offset + length, fin)``, the bytes it carries
+    (the range aioquic hands back to the sender for resending if the packet is lost).
+    Those are the values the frame's qlog ``packet_sent`` entry carries, in the same order,
+    so the count equals the qlog-based one (``stream_frames_resent_in_qlog``; a test checks
+    it).  CRYPTO frames (a sender with no stream id) and frames without data (a lone FIN)
+    do not count.
+    """
+
+    def __init__(self, *args, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        self.stream_frames_resent = 0
+        sent_ranges: dict[int, SentRanges] = {}
+        register = self._loss.on_packet_sent
+
+        def on_packet_sent(*, packet, space) -> None:
+            register(packet=packet, space=space)
+            for handler, args in packet.delivery_handlers:
+                if getattr(handler, "__func__", None) is _DATA_DELIVERY and args[1] > args[0]:
+                    stream_id = handler.__self__._stream_id
+                    if stream_id is None:                  # the CRYPTO stream
+                        continue
+                    ranges = sent_ranges.get(stream_id)
+                    if ranges is None:
+                        ranges = sent_ranges[stream_id] = SentRanges()
+                    start, end = args[0], args[1]
+                    starts = ranges.starts
+                    if starts and start > starts[-1]:       # the usual case: new data, appended
+                        resent = ranges.max_end[-1] >= end
+                        starts.append(start)
+                        ranges.ends.append(end)
+                        ranges.max_end.append(max(end, ranges.max_end[-1]))
+                    else:
+                        resent = ranges.add(start, end)
+                    if resent:
+                        self.stream_frames_resent += 1
+
+        self._loss.on_packet_sent = on_packet_sent       # this connection's recovery only
+
+
+_DATA_DELIVERY = QuicStreamSender.on_data_delivery
 
 
 # ---------------------------------------------------------------------------------------
@@ -243,6 +338,7 @@ class _H3End(Endpoint):
         self.h3: SimH3Connection | None = None
         self.timers = self.sim.timers(f"{session.name}/{'client' if is_client else 'server'}", ("quic",))
         self._fired_at_s = -1.0
+        self._timer_s: float | None = None      # the deadline the "quic" slot holds
         self._stuck = 0
         self.timer_nudges = 0
         self.terminated: qe.ConnectionTerminated | None = None
@@ -300,6 +396,7 @@ class _H3End(Endpoint):
 
     # -- network -------------------------------------------------------------------
     def transmit(self) -> None:
+        """Datagrams aioquic has to send onto the link, then its timer onto the engine slot."""
         quic = self.quic
         if quic is None:
             return
@@ -308,12 +405,11 @@ class _H3End(Endpoint):
         for data, _addr in quic.datagrams_to_send(now=now):
             self.datagrams_sent += 1
             self.out_link.send(Packet(len(data) + UDP_IP_HEADER_BYTES, data), deliver)
-        self._arm_timer()
-
-    def _arm_timer(self) -> None:
-        when_s = self.quic.get_timer()
+        when_s = quic.get_timer()
         if when_s is None:
-            self.timers.cancel("quic")
+            if self._timer_s is not None:
+                self.timers.cancel("quic")
+                self._timer_s = None
             return
         if when_s <= self._fired_at_s:
             # The deadline that just fired came back (float rounding at a loss deadline,
@@ -323,21 +419,37 @@ class _H3End(Endpoint):
             self._stuck += 1
         else:
             self._stuck = 0
-        self.timers.set("quic", when_s, self._on_timer)
+        if when_s < now:
+            when_s = now                  # as TimerSlots.set would
+        if when_s != self._timer_s:       # the slot already holds this deadline: nothing to do
+            self.timers.set("quic", when_s, self._on_timer)
+            self._timer_s = when_s
 
     def _on_timer(self) -> None:
         now = self.sim.now
+        self._timer_s = None              # the slot emptied itself when it fired
         self._fired_at_s = now
-        self.quic.handle_timer(now=now)
-        self._process_events()
-        self.pump()
+        quic = self.quic
+        quic.handle_timer(now=now)
+        if quic._events:
+            self._process_events()
+        if self._queues:
+            self.pump()                   # writes what flow control now admits, then transmits
+        else:
+            self.transmit()
 
     def on_packet(self, packet: Packet) -> None:
-        if self.quic is None:             # the server is created by the client's first Initial
+        quic = self.quic
+        if quic is None:                  # the server is created by the client's first Initial
             self.session.accept(packet.payload)
-        self.quic.receive_datagram(packet.payload, self.peer_addr, now=self.sim.now)
-        self._process_events()
-        self.pump()
+            quic = self.quic
+        quic.receive_datagram(packet.payload, self.peer_addr, now=self.sim.now)
+        if quic._events:                  # most datagrams (ACKs) raise no event
+            self._process_events()
+        if self._queues:
+            self.pump()
+        else:
+            self.transmit()
 
     def _process_events(self) -> None:
         quic, h3 = self.quic, self.h3
@@ -386,13 +498,14 @@ class H3Session:
         self.name = name
         self.client_rows: dict = {}
         self.qlog_dir = qlog_dir
-        # Always kept in memory: the count of resent STREAM frames (stats) is read from it.
-        self.qlog = SimQuicLogger(lambda: sim.now)
+        # Built only when asked for: aioquic encodes every frame for it (the resend count
+        # comes from SimQuicConnection instead).
+        self.qlog = SimQuicLogger(lambda: sim.now) if qlog_dir is not None else None
         self.keylog = keylog
         self.client = _H3End(self, is_client=True, out_link=path.forward, addr=CLIENT_ADDR, peer_addr=SERVER_ADDR)
         self.server = _H3End(self, is_client=False, out_link=path.reverse, addr=SERVER_ADDR, peer_addr=CLIENT_ADDR)
         self.client.peer, self.server.peer = self.server, self.client
-        self.client.start_quic(QuicConnection(configuration=self.client.configuration()))
+        self.client.start_quic(SimQuicConnection(configuration=self.client.configuration()))
         sim.call_soon(self._connect)      # after the caller has attached its observers (pcap)
 
     def _connect(self) -> None:
@@ -401,8 +514,8 @@ class H3Session:
 
     def accept(self, datagram: bytes) -> None:
         header = pull_quic_header(Buffer(data=datagram), host_cid_length=CONNECTION_ID_BYTES)
-        quic = QuicConnection(configuration=self.server.configuration(),
-                              original_destination_connection_id=header.destination_cid)
+        quic = SimQuicConnection(configuration=self.server.configuration(),
+                                 original_destination_connection_id=header.destination_cid)
         self.server.start_quic(quic)
 
     def request(self, spec, row) -> None:
@@ -427,7 +540,7 @@ class H3Session:
                                    f"{reason}) with exchanges still open")
 
     def close(self) -> None:
-        if self.qlog_dir is not None:
+        if self.qlog is not None:
             self.qlog.write(self.qlog_dir, self.name)
 
     @property
@@ -446,7 +559,8 @@ class H3Session:
             if end.h3 is not None:
                 frames.update(end.h3.frames_sent)
         blocked = self.qpack_blocked
-        retransmissions = stream_frames_resent(self.qlog)
+        retransmissions = sum(end.quic.stream_frames_resent for end in (self.client, self.server)
+                              if end.quic is not None)
         return {"headers_frames": frames["HEADERS"], "push_promise_frames": frames["PUSH_PROMISE"],
                 "timer_nudges": self.client.timer_nudges + self.server.timer_nudges,
                 "qpack_blocked_blocks": len(blocked),
@@ -455,13 +569,16 @@ class H3Session:
                 "stream_frames_resent": retransmissions}
 
 
-def stream_frames_resent(qlog: SimQuicLogger) -> int:
-    """STREAM frames whose bytes were all sent before, per sender, from the qlog's packet_sent
-    events (QUIC resends lost data in new packets, RFC 9000 section 13.3)."""
+def stream_frames_resent_in_qlog(traces) -> int:
+    """STREAM frames whose bytes were all sent before in one frame, per sender, read from qlog
+    ``packet_sent`` events (QUIC resends lost data in new packets, RFC 9000 section 13.3).
+    ``traces``: each a list of qlog events (dicts with ``name`` and ``data``), e.g. the
+    ``traces[0]["events"]`` of the files ``--qlog`` writes.  The replay counts the same thing
+    without a qlog (``SimQuicConnection``); this is the reference it is checked against."""
     resent = 0
-    for trace in qlog._traces:
+    for events in traces:
         sent: dict[int, list] = {}
-        for event in trace.events:
+        for event in events:
             if event["name"] != "transport:packet_sent":
                 continue
             for frame in event["data"].get("frames", ()):

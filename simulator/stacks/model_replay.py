@@ -185,8 +185,9 @@ class _ModelSession:
         return {"retransmissions": s.get("packets_lost", 0)}
 
 
-def run_specs(specs: list[ExchangeSpec], params: StackParams) -> Result:
-    """Replay ``specs`` over the model of ``params.stack``'s transport (h2 -> TCP, h3 -> QUIC)."""
+def run_specs(specs: list[ExchangeSpec], params: StackParams, *, check_every_event: bool = False) -> Result:
+    """Replay ``specs`` over the model of ``params.stack``'s transport (h2 -> TCP, h3 -> QUIC).
+    ``check_every_event``: the reference run loop (as in ``replay.run_specs``)."""
     if not specs:
         raise InputError("nothing to replay: no exchanges")
     transport = MODEL_FOR[params.stack]
@@ -213,7 +214,7 @@ def run_specs(specs: list[ExchangeSpec], params: StackParams) -> Result:
             raise StackStalled(f"idle timeout reached: no exchange progressed for {params.idle_timeout_s:g} s")
 
     run_until(sim, lambda: started[0] and recorder.done, check=check, deadline_s=last_start + 100 * params.idle_timeout_s,
-              safe_until=idle_safe_until(recorder, last_start, params.idle_timeout_s))
+              safe_until=None if check_every_event else idle_safe_until(recorder, last_start, params.idle_timeout_s))
     df = recorder.frame()
     completed = df[df["completed"]]
     times = completed["completion_s"].tolist()
@@ -237,6 +238,8 @@ def run_specs(specs: list[ExchangeSpec], params: StackParams) -> Result:
     return Result(exchanges=df, summary=summary, params={**params.to_dict(), "version": __version__})
 
 
-def run(trace: Trace, params: StackParams | None = None, *, max_gap_s: float = 10.0) -> Result:
+def run(trace: Trace, params: StackParams | None = None, *, max_gap_s: float = 10.0,
+        check_every_event: bool = False) -> Result:
     params = params or StackParams()
-    return run_specs(specs_from_trace(trace, params, max_gap_s=max_gap_s), params)
+    return run_specs(specs_from_trace(trace, params, max_gap_s=max_gap_s), params,
+                     check_every_event=check_every_event)

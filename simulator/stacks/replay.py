@@ -110,8 +110,13 @@ def _session_class(stack: str):
 
 
 def run_specs(specs: list[ExchangeSpec], params: StackParams, *, qlog_dir: str | None = None,
-              pcap_path: str | None = None, keylog_path: str | None = None) -> Result:
-    """Replay ``specs`` over ``params.stack``; see the module docstring."""
+              pcap_path: str | None = None, keylog_path: str | None = None,
+              check_every_event: bool = False) -> Result:
+    """Replay ``specs`` over ``params.stack``; see the module docstring.
+
+    ``check_every_event``: the reference run loop, which checks for a stall after every
+    event (walking every session); the same result, only slower.  For the tests that
+    hold the event-driven checks to it, and the benchmark."""
     if not specs:
         raise InputError("nothing to replay: no exchanges")
     sim = Simulator(seed=params.seed)
@@ -161,7 +166,8 @@ def run_specs(specs: list[ExchangeSpec], params: StackParams, *, qlog_dir: str |
         recorder.on_all_done = sim.stop
         run_until(sim, lambda: started[0] and recorder.done, check=check,
                   deadline_s=last_start + 100 * params.idle_timeout_s,
-                  safe_until=idle_safe_until(recorder, last_start, params.idle_timeout_s))
+                  safe_until=None if check_every_event else idle_safe_until(recorder, last_start,
+                                                                           params.idle_timeout_s))
         for session in sessions.values():
             session.close()
         if pcap is not None:
@@ -213,7 +219,7 @@ def _result(specs, params: StackParams, sim: Simulator, recorder: Recorder, sess
 
 def run(trace: Trace, params: StackParams | None = None, **options) -> Result:
     """Replay ``trace`` over ``params.stack``.  ``options``: ``qlog_dir``, ``pcap_path``,
-    ``keylog_path``, ``max_gap_s``."""
+    ``keylog_path``, ``max_gap_s``, ``check_every_event``."""
     params = params or StackParams()
     max_gap_s = options.pop("max_gap_s", 10.0)
     result = run_specs(specs_from_trace(trace, params, max_gap_s=max_gap_s), params, **options)
