@@ -142,12 +142,17 @@ class TimerSlots:
     def set(self, slot: str, when_s: float, callback: Callable[[], Any]) -> None:
         if slot not in self._when:
             raise KeyError(f"{self.owner} has no timer slot {slot!r}")
-        if when_s < self.sim.now:
-            when_s = self.sim.now
+        sim = self.sim
+        if when_s < sim.now:
+            when_s = sim.now
         self._when[slot] = when_s
         self._cb[slot] = callback
         if self._scheduled_s is None or when_s < self._scheduled_s:
-            self._schedule(when_s)
+            # self._schedule(when_s), inlined: timers are set far more often than they fire
+            self._gen += 1
+            self._scheduled_s = when_s
+            sim._seq += 1
+            heapq.heappush(sim._heap, (when_s, sim._seq, self._fire, (self._gen,)))
 
     def cancel(self, slot: str) -> None:
         # Lazy: the heap entry stays; when it pops it finds nothing due and reschedules.

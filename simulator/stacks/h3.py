@@ -401,10 +401,12 @@ class _H3End(Endpoint):
         if quic is None:
             return
         now = self.sim.now
-        deliver = self.peer.on_packet
-        for data, _addr in quic.datagrams_to_send(now=now):
-            self.datagrams_sent += 1
-            self.out_link.send(Packet(len(data) + UDP_IP_HEADER_BYTES, data), deliver)
+        datagrams = quic.datagrams_to_send(now=now)
+        if datagrams:
+            send, deliver = self.out_link.send, self.peer.on_packet
+            self.datagrams_sent += len(datagrams)
+            for data, _addr in datagrams:
+                send(Packet(len(data) + UDP_IP_HEADER_BYTES, data), deliver)
         when_s = quic.get_timer()
         if when_s is None:
             if self._timer_s is not None:
