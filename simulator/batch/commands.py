@@ -66,7 +66,9 @@ def add_commands(sub) -> None:
     p.add_argument("--workers", type=int, default=None, metavar="N",
                    help="worker processes (default: CPU count; 0 = in this process); Dask local: workers")
     p.add_argument("--dask", metavar="local|ADDRESS", help="run on Dask: a LocalCluster, or a scheduler address")
-    p.add_argument("--tables", default="summary", help="tables to store: summary[,blocks] (default summary)")
+    p.add_argument("--tables", default="summary",
+                   help="tables to store: summary plus the study's optional ones (hol: blocks, replay: exchanges); "
+                        "default summary")
     p.add_argument("--out", metavar="RESULTS_DIR", help="results folder (created; reruns skip finished jobs)")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     p.set_defaults(func=_cmd)

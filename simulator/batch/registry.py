@@ -107,8 +107,76 @@ def _hol() -> Study:
     )
 
 
+# ---------------------------------------------------------------------------------------
+# Replays over the real stacks (and, with ``model = true``, over the transport models)
+
+
+@dataclass(frozen=True)
+class ReplayPoint:
+    """What one ``workbench replay`` run is: the stack parameters, and whether it replays
+    over the stack's transport model (``--model``) instead of the real stack."""
+
+    params: Any                 # simulator.stacks.common.StackParams
+    model: bool = False
+
+
+def _replay_point(args: argparse.Namespace) -> ReplayPoint:
+    from ..stacks.commands import params_from_args
+
+    return ReplayPoint(params=params_from_args(args), model=bool(args.model))
+
+
+def _replay_run(trace, point: ReplayPoint):
+    from ..stacks import model_replay, replay
+
+    return (model_replay if point.model else replay).run(trace, point.params)
+
+
+def _replay_params_dict(point: ReplayPoint) -> dict:
+    d = point.params.to_dict()
+    d.pop("seed", None)
+    d["model"] = point.model
+    return d
+
+
+def _replay_tables(result) -> dict[str, pd.DataFrame]:
+    import math
+
+    # The row carries `stack` and `model` as parameters: the summary's own "stack" label
+    # ("h3", "quic-model", ...) would only repeat them.  None (nothing completed) -> NaN,
+    # so a column keeps one type across jobs.
+    summary = {k: (math.nan if v is None else v) for k, v in result.summary.items() if k != "stack"}
+    # The replay copies its parameters into every exchange row; the batch adds them all
+    # uniformly (with the seed), so they are dropped here.
+    from dataclasses import fields
+
+    from ..stacks.common import StackParams
+
+    params = {f.name for f in fields(StackParams)}
+    exchanges = result.exchanges
+    exchanges = exchanges.drop(columns=[c for c in exchanges.columns if c in params or c == "stack"])
+    return {"summary": pd.DataFrame([summary]), "exchanges": exchanges.reset_index(drop=True)}
+
+
+def _replay() -> Study:
+    from ..stacks.commands import add_arguments
+
+    return Study(
+        name="replay",
+        help="replay traces over real h2 / aioquic HTTP/3 (or their transport models) in virtual time",
+        add_arguments=add_arguments,
+        params_from_args=_replay_point,
+        run=_replay_run,
+        with_seed=lambda point, seed: replace(point, params=replace(point.params, seed=int(seed))),
+        params_dict=_replay_params_dict,
+        tables=_replay_tables,
+        optional_tables=("exchanges",),
+        reserved=frozenset({"trace", "seed", "json", "qlog", "pcap", "keylog", "help"}),
+    )
+
+
 # name -> factory (the study module is imported when first asked for)
-STUDIES: dict[str, Callable[[], Study]] = {"hol": _hol}
+STUDIES: dict[str, Callable[[], Study]] = {"hol": _hol, "replay": _replay}
 _cache: dict[str, Study] = {}
 
 
@@ -206,9 +274,8 @@ def expand_grid(grid: dict[str, list], study: Study, *, source: str = "grid") ->
             if action.nargs == 0:   # store_true / store_false
                 if not isinstance(value, bool):
                     raise InputError(f"{name!r} takes true or false, got {value!r}.", path=source)
-                if value != bool(action.const):
-                    continue
-                argv.append(opt)
+                if value == bool(action.const):
+                    argv.append(opt)
             else:
                 argv += [opt, _flag_text(value)]
             given[name] = _flag_text(value)

@@ -25,7 +25,7 @@ from ..errors import InputError
 from ..units import parse_duration, parse_rate, parse_size
 from .common import StackParams
 
-__all__ = ["add_commands"]
+__all__ = ["add_commands", "add_arguments", "params_from_args"]
 
 
 def params_from_args(args: argparse.Namespace) -> StackParams:
@@ -89,8 +89,8 @@ def _default(v):
     return str(v)
 
 
-def add_commands(sub) -> None:
-    p = sub.add_parser("replay", help="replay a trace over real h2 or aioquic HTTP/3 in virtual time")
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    """The ``workbench replay`` flags (the batch runner reads its grid parameters from them)."""
     p.add_argument("--trace", required=True, help="HAR, QIF or QPACK interop file")
     p.add_argument("--stack", required=True, choices=["h2", "h3"])
     p.add_argument("--model", action="store_true",
@@ -108,4 +108,9 @@ def add_commands(sub) -> None:
     p.add_argument("--pcap", metavar="FILE", help="write every simulated packet to a pcap file")
     p.add_argument("--keylog", metavar="FILE", help="write the QUIC TLS secrets (key-log format) (h3)")
     p.add_argument("--json", action="store_true", help="print one JSON object")
+
+
+def add_commands(sub) -> None:
+    p = sub.add_parser("replay", help="replay a trace over real h2 or aioquic HTTP/3 in virtual time")
+    add_arguments(p)
     p.set_defaults(func=_cmd)
