@@ -242,3 +242,24 @@ def test_real_stacks_cancel_pushes_of_cached_resources():
         s = push.run(t, replace(params, protocol=protocol)).summary
         assert s.loc["push", "pushes_cancelled"] == 2 and s.loc["push", "pushes_used"] == 0, protocol
         assert s.loc["push", "bytes_wasted"] > 0
+
+
+def test_batch_push_over_grid_and_seeds(tmp_path):
+    """`workbench batch push`: every job's summary rows carry the grid values and the seed,
+    and a rerun of the same command adds nothing."""
+    from simulator import batch
+
+    grid = tmp_path / "grid.toml"
+    grid.write_text('policy = ["none,push,hints"]\nrtt = ["50ms", "200ms"]\n')
+    page = ROOT / "traces" / "synthetic-page.har"
+    out = tmp_path / "results"
+    report = batch.run_batch("push", [str(page)], str(grid), 2, out=str(out), workers=0, progress=False)
+    assert report.failed == 0
+    df = batch.load(str(out))
+    assert len(df) == 2 * 2 * 3
+    assert set(df["seed"]) == {1, 2} and set(df["rtt_s"]) == {0.05, 0.2}
+    assert set(df["policy"]) == {"none", "push", "hints"}
+    none = df[df["policy"] == "none"]
+    assert (none["gain_onload_s"] == 0).all() and (none["pushes_promised"] == 0).all()
+    again = batch.run_batch("push", [str(page)], str(grid), 2, out=str(out), workers=0, progress=False)
+    assert again.ran == 0 and len(batch.load(str(out))) == len(df)

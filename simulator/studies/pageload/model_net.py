@@ -178,7 +178,8 @@ class _Conn:
             hints = [(b":status", b"103")] + [(b"link", v) for v in spec.early_hints]
             self._write_now(stream_id, len(self.response_encoder.encode(hints)) + frame,
                             inc, self.net.listener.on_informational, (spec.index, spec.early_hints))
-        for push in spec.pushes:
+        pushed = []
+        for push in spec.pushes:             # every PUSH_PROMISE first, then the pushed responses (as the stacks)
             authority = push.authority or dict(spec.request_headers).get(b":authority", b"")
             request = [(b":method", b"GET"), (b":scheme", b"https"), (b":authority", authority), (b":path", push.path)]
             pushed_sid = self.t.server.open_stream(unidirectional=self.transport == "quic")
@@ -188,7 +189,9 @@ class _Conn:
             self.incoming[pushed_sid] = _Incoming(push_key=(self.key, pushed_sid), header_bytes=block)
             promise = len(self.response_encoder.encode(request)) + frame + 4   # + promised stream / push id
             self._write_now(stream_id, promise, inc, self._promise_arrived, (pushed_sid, url))
-            self._send_response(pushed_sid, block + self._body_wire_bytes(push.body_bytes), self.net.push_urgency)
+            pushed.append((pushed_sid, block + self._body_wire_bytes(push.body_bytes)))
+        for pushed_sid, size in pushed:
+            self._send_response(pushed_sid, size, self.net.push_urgency)
         self.sim.call_later(spec.think_s or 0.0, self._respond, stream_id, spec)
 
     def _respond(self, stream_id: int, spec: ExchangeSpec) -> None:
