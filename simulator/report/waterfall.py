@@ -48,15 +48,16 @@ def waterfall(resources: pd.DataFrame, ax=None, *, title: str | None = None, max
     doc = resources.loc[resources["resource_type"] == "document", "arrived_s"].min()
     blocking = resources.loc[resources["render_blocking"], "ready_s"].max()
     onload = resources["ready_s"].max()
-    for x, label, style in ((doc, "document", ":"), (blocking, "render-blocking set", "--"), (onload, "onload", "-")):
-        ax.axvline(x, color="black", linestyle=style, linewidth=1)
-        ax.text(x, -1.2, f" {label} {x:.2f}s", fontsize=7, rotation=0, va="bottom")
-    ax.set_ylim(len(df) - 0.5, -1.5)
+    lines = [ax.axvline(x, color="black", linestyle=style, linewidth=1)
+             for x, style in ((doc, ":"), (blocking, "--"), (onload, "-"))]
+    line_labels = [f"document {doc:.2f} s", f"render-blocking {blocking:.2f} s", f"onload {onload:.2f} s"]
+    ax.set_ylim(len(df) - 0.5, -0.5)
     ax.set_yticks(range(len(df)))
     ax.set_yticklabels([f"{r.resource_type[:6]} {r.url.split('://', 1)[-1][:28]}" for r in df.itertuples()], fontsize=6)
     ax.set_xlabel("time since navigation (s)")
-    handles = [plt.Rectangle((0, 0), 1, 1, color=c) for s, c in SOURCE_COLORS.items() if s in set(df["source"])]
-    ax.legend(handles, [s for s in SOURCE_COLORS if s in set(df["source"])], loc="lower right", fontsize=7)
+    shown = [s for s in SOURCE_COLORS if s in set(df["source"])]
+    handles = [plt.Rectangle((0, 0), 1, 1, color=SOURCE_COLORS[s]) for s in shown]
+    ax.legend(handles + lines, shown + line_labels, loc="lower right", fontsize=7)
     ax.grid(axis="x", alpha=0.3)
     if title:
         ax.set_title(title)

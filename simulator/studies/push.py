@@ -24,6 +24,11 @@ the same network; the page-load metrics and the gain against ``none`` are compar
 Server think time: the document's (default: the trace's ``wait`` for it, which also
 holds one RTT of the capture's network, stated) and the sub-resources' (default 0).
 Backends: ``model`` (transport models, fast) and ``stacks`` (real h2 / aioquic).
+
+Limits (stated in notebook 02 too): discovery waits for a parent's whole body; no
+client-side prioritisation across connections, so on a bandwidth-bound page a policy
+that requests the render-blocking set early also gets the link first (an upper bound
+on that gain); the real h2 stack is cleartext (compare it with ``tls=False``).
 """
 
 from __future__ import annotations
