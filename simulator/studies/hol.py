@@ -40,7 +40,6 @@ import struct
 import sys
 from collections import deque
 from dataclasses import asdict, dataclass, replace
-from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -54,6 +53,7 @@ from ..net.link import Jitter, Path
 from ..net.transport import TransportConfig
 from ..traces.model import Trace, raw_size
 from ..units import parse_duration, parse_rate, parse_size
+from .summary_json import rows_by_index
 
 __all__ = ["HolParams", "HolResult", "run", "run_seeds", "SCHEMES", "confidence_band"]
 
@@ -123,24 +123,11 @@ class HolResult:
     trace: dict
 
     def to_dict(self) -> dict:
-        schemes = {name: {k: _jsonable(v) for k, v in row.items()}
-                   for name, row in self.summary.to_dict(orient="index").items()}
+        schemes = rows_by_index(self.summary)
         return {"schemes": schemes, "params": self.params, "trace": self.trace}
 
     def to_json(self) -> str:
         return json.dumps(self.to_dict(), indent=2, sort_keys=False)
-
-
-def _jsonable(v: Any) -> Any:
-    if isinstance(v, (np.integer,)):
-        return int(v)
-    if isinstance(v, (np.floating,)):
-        return None if math.isnan(v) else float(v)
-    if isinstance(v, float) and math.isnan(v):
-        return None
-    if isinstance(v, np.bool_):
-        return bool(v)
-    return v
 
 
 # ---------------------------------------------------------------------------------------

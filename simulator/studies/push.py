@@ -38,14 +38,13 @@ import json
 import math
 import sys
 from dataclasses import asdict, dataclass, replace
-from typing import Any
 
-import numpy as np
 import pandas as pd
 
 from .. import __version__
 from ..errors import InputError
 from ..traces.model import Trace
+from .summary_json import rows_by_index
 from ..units import parse_duration, parse_rate
 from .pageload import ClientCache, LoadParams, ServerPlan, load_page, page_graph
 from .pageload.cache import parse_cache
@@ -187,22 +186,11 @@ class PushResult:
     trace: dict
 
     def to_dict(self) -> dict:
-        policies = {name: {k: _jsonable(v) for k, v in row.items()}
-                    for name, row in self.summary.to_dict(orient="index").items()}
+        policies = rows_by_index(self.summary)
         return {"policies": policies, "params": self.params, "trace": self.trace}
 
     def to_json(self) -> str:
         return json.dumps(self.to_dict(), indent=2)
-
-
-def _jsonable(v: Any) -> Any:
-    if isinstance(v, np.integer):
-        return int(v)
-    if isinstance(v, (float, np.floating)):
-        return None if math.isnan(v) else float(v)
-    if isinstance(v, np.bool_):
-        return bool(v)
-    return v
 
 
 def run(trace: Trace | PageGraph, params: PushParams | None = None, *, progress: bool = False) -> PushResult:
