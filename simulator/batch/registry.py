@@ -175,8 +175,37 @@ def _replay() -> Study:
     )
 
 
+# ---------------------------------------------------------------------------------------
+# Server push vs 103 Early Hints
+
+
+def _push_tables(result) -> dict[str, pd.DataFrame]:
+    # Per-resource rows carry policy and seed already; the batch adds the parameters.
+    return {"summary": result.summary.reset_index(), "resources": result.resources.drop(columns=["seed"]),
+            "pushes": result.pushes.drop(columns=["seed"])}
+
+
+def _push() -> Study:
+    from ..studies import push
+
+    return Study(
+        name="push",
+        help="HTTP/2 server push vs 103 Early Hints on the page-load model",
+        add_arguments=push.add_arguments,
+        params_from_args=push.params_from_args,
+        run=lambda trace, params: push.run(trace, params),
+        with_seed=lambda params, seed: replace(params, seed=int(seed)),
+        params_dict=_hol_params_dict,
+        tables=_push_tables,
+        optional_tables=("resources", "pushes"),
+        reserved=frozenset({"trace", "seed", "seeds", "json", "help"}),
+    )
+
+
 # name -> factory (the study module is imported when first asked for)
-STUDIES: dict[str, Callable[[], Study]] = {"hol": _hol, "replay": _replay}
+STUDIES: dict[str, Callable[[], Study]] = {"hol": _hol}
+STUDIES["push"] = _push
+STUDIES["replay"] = _replay
 _cache: dict[str, Study] = {}
 
 
