@@ -142,3 +142,20 @@ def test_engine_stop_ends_run_after_the_running_event():
     assert out == ["a", "b"] and sim.next_s == 2.0 and sim.events_run == 2
     sim.run()
     assert out == ["a", "b", "c", "d"] and not sim.stopped and sim.next_s is None
+
+
+@pytest.mark.parametrize("bulk", [False, True])
+def test_run_loop_never_spins_at_one_instant(bulk):
+    """A callback that re-schedules itself for the instant it runs at is a bug: the loop
+    raises instead of hanging, with and without bulk runs."""
+    from simulator.stacks.common import run_until
+
+    sim = Simulator()
+
+    def again() -> None:
+        sim.call_soon(again)
+
+    sim.call_at(1.0, again)
+    with pytest.raises(RuntimeError, match="no progress in virtual time at 1.0 s"):
+        run_until(sim, lambda: False, check=lambda: None, deadline_s=100.0,
+                  safe_until=(lambda: 50.0) if bulk else None)
