@@ -107,8 +107,41 @@ def _hol() -> Study:
     )
 
 
+# ---------------------------------------------------------------------------------------
+# The trailers study
+
+
+def _trailers() -> Study:
+    from ..studies import trailers
+
+    def params_dict(params) -> dict:
+        d = params.to_dict()
+        d.pop("seed", None)
+        return d
+
+    def tables(result) -> dict[str, pd.DataFrame]:
+        drop = ("seed", "rtt_s", "bandwidth_bps", "loss", "rate_bytes_per_s", "chunk_bytes", "hops", "te_trailers",
+                "metadata")
+        return {"summary": result.summary,
+                "responses": result.responses.drop(columns=[c for c in drop if c in result.responses.columns]),
+                "hops": result.hops.drop(columns=[c for c in drop if c in result.hops.columns])}
+
+    return Study(
+        name="trailers",
+        help="metadata at the end of a body: buffer vs trailers vs in-body, through hops",
+        add_arguments=trailers.add_arguments,
+        params_from_args=trailers.params_from_args,
+        run=lambda trace, params: trailers.run(trace, params),
+        with_seed=trailers.with_seed,
+        params_dict=params_dict,
+        tables=tables,
+        optional_tables=("responses", "hops"),
+        reserved=frozenset({"trace", "seed", "rows", "json", "help"}),
+    )
+
+
 # name -> factory (the study module is imported when first asked for)
-STUDIES: dict[str, Callable[[], Study]] = {"hol": _hol}
+STUDIES: dict[str, Callable[[], Study]] = {"hol": _hol, "trailers": _trailers}
 _cache: dict[str, Study] = {}
 
 
