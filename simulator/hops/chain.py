@@ -6,7 +6,8 @@ Written by hand.  Each segment is its own HTTP connection on its own simulated p
 (``net.link.Path``): the TCP model for HTTP/1.1 and HTTP/2, the QUIC model for HTTP/3.
 Segment 0 (the client's) has the run's RTT, bandwidth and loss; the segments behind
 the first hop have ``hop_rtt_s`` and ``hop_bandwidth_bps`` and no loss (a backbone).
-Connections are warm (no handshake): the question is what one response costs.
+Connections are warm: no handshake, but each transport starts with one RTT sample of
+its path, as after a handshake (the real-stack runs start after theirs).
 
 Bytes on the wire are exact per version (``framing.Framer``, real HPACK / QPACK
 encoders); the transports carry placeholder bytes of those lengths, and each receiver
@@ -318,6 +319,11 @@ class _Conn:
             self.transport = QuicConnection(sim, segment.path, tcfg, name=name)
         else:
             self.transport = TcpConnection(sim, segment.path, TransportConfig(cc=self.config.cc), name=name)
+        # Warm: one RTT sample of the path, as the handshake would have given it (RFC 6298
+        # section 2.2, RFC 9002 section 5.2), so a loss costs what it costs on a live
+        # connection (not the 1 s initial RTO or a PTO from the default initial RTT).
+        for end in (self.transport.client, self.transport.server):
+            end.rtt.update(segment.path.rtt_s)
         self.client = _End(self, self.transport.client, is_client=True)
         self.server = _End(self, self.transport.server, is_client=False)
         self.client.peer, self.server.peer = self.server, self.client
