@@ -34,11 +34,14 @@ hop writes its own upstream):
 - ``drop``: streams and always discards trailer sections (RFC 9112 section 7.1.2: a
   recipient that removes the chunked coding "MAY selectively retain or discard" them);
   never sends ``TE: trailers`` upstream;
-- ``merge``: as ``pass`` when ``te_down``; otherwise buffers the whole message and
-  merges into the header section the trailer fields whose definition permits it
+- ``merge``: as ``pass`` when ``te_down``; otherwise, for a response whose header
+  section announces trailer fields (``Trailer``, RFC 9110 section 6.6.2: it lets
+  recipients "prepare for their receipt"), buffers the whole message and merges into
+  the header section the trailer fields whose definition permits it
   (``fields.MERGEABLE``, RFC 9110 section 6.5.1 "If the entire message can be buffered
   in transit, some intermediaries could merge trailer fields into the header section"),
-  dropping the others; the forwarded message has a Content-Length;
+  dropping the others; the forwarded message has a Content-Length.  A response that
+  announces nothing is streamed, and a trailer section it ends with is discarded;
 - ``store``: store-and-forward (a cache or a scanning proxy): always buffers the whole
   message, then forwards the trailer section when ``te_down``, else merges as ``merge``.
 
@@ -559,7 +562,8 @@ class _Hop:
         relay = self.relays[up.tag]
         relay.head_in_s = time_s
         relay.head = headers
-        relay.buffering = self.policy == "store" or (self.policy == "merge" and not relay.te_down)
+        announced = any(n == b"trailer" for n, _ in headers)
+        relay.buffering = self.policy == "store" or (self.policy == "merge" and not relay.te_down and announced)
         if not relay.buffering:
             relay.head_out_s = time_s
             relay.down.respond_head(tuple((n, v) for n, v in headers if n not in _HOP_BY_HOP))
