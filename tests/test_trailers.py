@@ -418,3 +418,24 @@ def test_rfc9110_6_6_2_a_merging_hop_buffers_only_responses_that_announce_traile
     out = run_chain([plan], ChainConfig(version="h2", hops=("merge",)))
     relay = out.hops[0][0]
     assert not relay.buffering and relay.dropped == [b"content-digest", b"grpc-status"]
+
+
+def test_same_seed_byte_identical_json_across_processes_and_hash_seeds():
+    import os
+    import subprocess
+    import sys
+
+    args = ["trailers", "--stack", "both", "--versions", "h2,h3", "--loss", "0.03", "--responses", "3",
+            "--te", "0.5", "--metadata", "digest,signature,status,timing", "--body", "40KB", "--seed", "5", "--json"]
+    outs = []
+    for hash_seed in ("0", "4242"):
+        proc = subprocess.run([sys.executable, "-m", "simulator.cli", *args], capture_output=True, timeout=600,
+                              env={**os.environ, "PYTHONHASHSEED": hash_seed})
+        assert proc.returncode == 0, proc.stderr.decode()
+        outs.append(proc.stdout)
+    assert outs[0] and outs[0] == outs[1]
+    hops = ["trailers", "--hops", "pass,merge,store", "--loss", "0.03", "--responses", "3", "--te", "0.5",
+            "--body", "40KB", "--seed", "5", "--json"]
+    outs = [subprocess.run([sys.executable, "-m", "simulator.cli", *hops], capture_output=True, timeout=600,
+                           env={**os.environ, "PYTHONHASHSEED": h}).stdout for h in ("1", "99")]
+    assert outs[0] and outs[0] == outs[1]
