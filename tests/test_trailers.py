@@ -257,8 +257,6 @@ def test_in_body_metadata_is_a_grpc_web_trailer_message():
 
 
 def test_metadata_fields_are_real_digests_and_signatures_and_only_the_digest_may_be_merged():
-    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey  # noqa: F401
-
     md = dict(hfields.metadata_fields(("digest", "signature"), body_bytes=10, production_s=0, in_trailers=True,
                                       seed=4))
     import hashlib

@@ -266,7 +266,7 @@ class _End:
                 for sid in self.unframer.feed_encoder(u.data):
                     self._unblock(sid)
             elif u.kind == "qpack-decoder":
-                self.framer._qpack.feed_decoder(u.data)     # Section Acknowledgments, Insert Count Increments
+                self.framer.feed_decoder(u.data)
 
     def _section(self, stream_id: int, u: _Unit) -> None:
         if not self.is_client:                             # a request's header section
@@ -453,8 +453,7 @@ class Segment:
         for link in (self.path.forward, self.path.reverse):
             packets += link.stats.packets_sent
             lost += link.stats.packets_lost + link.stats.packets_dropped
-        return {"packets": packets, "lost": lost, "connections": len(self.conns),
-                "wire_bytes_down": self.path.reverse.stats.bytes_sent}
+        return {"packets": packets, "lost": lost, "connections": len(self.conns)}
 
 
 # ---------------------------------------------------------------------------------------

@@ -145,6 +145,11 @@ class Framer:
             fields.append((b"transfer-encoding", b"chunked"))
         return line + h1_field_lines(fields) + b"\r\n"
 
+    def feed_decoder(self, data: bytes) -> None:
+        """HTTP/3: the peer decoder's instructions (Section Acknowledgment, Insert Count
+        Increment, RFC 9204 section 4.4) reached this encoder."""
+        self._qpack.feed_decoder(data)
+
     # -- body --------------------------------------------------------------------------
     def data_overhead(self, nbytes: int, *, chunked: bool = False) -> tuple[int, int]:
         """Framing bytes ``(before, after)`` the payload of one body write of ``nbytes``."""
