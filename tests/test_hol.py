@@ -138,7 +138,7 @@ def test_a_wrong_decode_is_an_error_never_a_result(page, monkeypatch):
 
 
 def test_timed_schedule_caps_idle_gaps_and_coalesces_within_a_millisecond(page):
-    items = hol._schedule(page, hol.HolParams())
+    items = hol._schedule(page, hol.HolParams(direction="requests"))
     starts = sorted(i.start_s for i in items)
     gaps = [b - a for a, b in zip(starts, starts[1:])]
     assert max(gaps) <= 1.0 + 1e-9
@@ -227,3 +227,39 @@ def test_blocked_streams_never_exceed_the_limit(page, max_blocked):
         assert peak <= max_blocked
         seen_blocking |= peak > 0
     assert seen_blocking
+
+
+RESPONSES_QIF = ":status\t200\ncontent-type\ttext/html\n\n:status\t200\ncontent-type\ttext/css\n\n:status\t404\n\n"
+REQUESTS_QIF = ":method\tGET\n:path\t/\n:authority\ta.example\n\n:method\tGET\n:path\t/x\n:authority\ta.example\n\n"
+
+
+def test_direction_auto_replays_what_the_trace_holds(tmp_path):
+    """--direction auto (the default): a response-only QIF replays its responses, a request
+    QIF its requests, a HAR both; the result records what was resolved and what was asked."""
+    from simulator.traces import load
+
+    responses = tmp_path / "resp.qif"
+    responses.write_text(RESPONSES_QIF)
+    requests = tmp_path / "req.qif"
+    requests.write_text(REQUESTS_QIF)
+    for path, expected, lists in ((responses, "responses", 3), (requests, "requests", 2)):
+        r = hol.run(load(str(path)), hol.HolParams(schemes=("qpack",)))
+        assert r.params["direction"] == expected and r.params["direction_given"] == "auto"
+        assert r.summary.loc["qpack", "blocks"] == lists
+        assert set(r.blocks["direction"]) == {expected}
+    page = load(str(ROOT / "traces" / "synthetic-page.har"))
+    r = hol.run(page, hol.HolParams(schemes=("hpack",)))
+    assert r.params["direction"] == "both" and set(r.blocks["kind"]) == {"request", "response"}
+
+
+def test_batch_over_request_and_response_traces_with_default_direction(tmp_path):
+    from simulator import batch
+
+    d = tmp_path / "traces"
+    d.mkdir()
+    (d / "resp.qif").write_text(RESPONSES_QIF)
+    (d / "req.qif").write_text(REQUESTS_QIF)
+    report = batch.run_batch("hol", [str(d)], None, 1, out=str(tmp_path / "out"), workers=0, progress=False)
+    assert report.failed == 0 and report.ok == 2
+    df = batch.load(str(tmp_path / "out"))
+    assert set(df["direction"]) == {"auto"}       # the job's parameters, as given

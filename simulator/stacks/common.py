@@ -7,15 +7,17 @@ body bytes, push, reset, how much flow control lets through now).  Everything an
 exchange *does* lives here once, in ``Endpoint``:
 
 - the client sends the request headers (and ``request_body_bytes``), at ``start_s``;
-- when the request has ended, the server waits ``think_s`` and then sends, in order:
-  an informational 103 with ``Link`` headers (RFC 8297) when the spec has early
-  hints; a push promise and the pushed response for each push (RFC 9113 section 8.4,
-  RFC 9114 section 4.6); the final response headers; ``response_body_bytes`` of body;
-  trailers (RFC 9110 section 6.5) when the spec has them;
-- body generation over time (``body_rate_bytes_per_s``): the server produces the body
-  at that rate and writes each ``body_chunk_bytes`` as soon as it is produced
-  (``production_schedule``); with ``buffer_body`` it writes nothing, headers included,
-  until the last byte is produced (a server that must know the whole body, e.g. a
+- when the request has ended, the server sends at once an informational 103 with
+  ``Link`` headers (RFC 8297: while it is still producing the final response) when the
+  spec has early hints, and a push promise and the pushed response for each push
+  (RFC 9113 section 8.4, RFC 9114 section 4.6): both use the idle window of the server's
+  think time.  Then, ``think_s`` later (the spec's own, else ``StackParams.think_s``), the
+  final response headers, ``response_body_bytes`` of body, and trailers (RFC 9110
+  section 6.5) when the spec has them;
+- body generation over time (``body_rate_bytes_per_s``): from the end of its think
+  time, the server produces the body at that rate and writes each ``body_chunk_bytes``
+  as soon as it is produced (``production_schedule``); with ``buffer_body`` it writes
+  nothing, headers included, until the last byte is produced (a server that must know the whole body, e.g. a
   digest, before its header section); ``body_tail_bytes`` are written at once when
   production ends (an in-body trailer frame).  Unset, the whole body is ready at once,
   as before;
@@ -28,7 +30,9 @@ flow control allows (h2 counts windows itself; aioquic buffers and obeys its own
 
 Completion: a request's exchange is *complete* when its response stream ends
 normally; a reset ends it without completing it.  Pushed responses are rows of their
-own (``kind == "push"``).
+own (``kind == "push"``).  A ``Recorder.listener`` (optional) hears of informational
+responses, push promises, pushed response headers and ended rows as they happen: that
+is how a client model above the stacks (the page-load model) reacts to them.
 """
 
 from __future__ import annotations
@@ -63,6 +67,7 @@ class PushSpec:
 
     path: bytes
     body_bytes: int
+    authority: bytes | None = None      # None: the parent request's :authority
 
 
 @dataclass
@@ -81,6 +86,7 @@ class ExchangeSpec:
     trailers: HeaderList | None = None
     reset_by: str | None = None                  # None, "client" or "server"
     reset_after_bytes: int = 0
+    think_s: float | None = None                 # server think time; None: StackParams.think_s
     body_rate_bytes_per_s: float | None = None   # the server produces the body at this rate (None: at once)
     body_chunk_bytes: int = 16384                # ... and writes each chunk as soon as it is produced
     buffer_body: bool = False                    # write nothing (headers included) before the last byte
@@ -179,6 +185,9 @@ class Recorder:
         self.open_requests = 0                 # request exchanges not yet ended
         self.last_progress_s = 0.0
         self.on_all_done: Callable[[], None] | None = None
+        # Optional observer with any of: informational(row, headers), push_promised(row, headers),
+        # push_headers(row), ended(row).
+        self.listener = None
 
     def new_row(self, *, kind: str, exchange: int, origin: str, path: str, start_s: float,
                 expected_body_bytes: int) -> dict:
@@ -213,6 +222,8 @@ class Recorder:
         self.progress()
         if row["kind"] == "request":
             self.open_requests -= 1
+        if self.listener is not None:
+            self.listener.ended(row)
 
     @property
     def done(self) -> bool:
@@ -269,6 +280,7 @@ class Endpoint:
         self.is_client = is_client
         self._queues: dict[int, list[_Op]] = {}
         self.headers_frames_sent = 0          # HEADERS frames this end sent (HTTP/2 and HTTP/3)
+        self.data_bytes_written: dict[int, int] = {}   # body bytes handed to the stack, per stream
 
     # -- outgoing operations --------------------------------------------------------
     def queue(self, stream_id: int, op: _Op) -> None:
@@ -295,6 +307,7 @@ class Endpoint:
                             break
                         op.remaining -= n
                         op.ready -= n
+                        self.data_bytes_written[sid] = self.data_bytes_written.get(sid, 0) + n
                         self._write_data(sid, body_bytes(n), op.end and op.remaining == 0)
                     if op.remaining > 0:
                         break                      # flow control, or not yet produced: resume later
@@ -326,6 +339,8 @@ class Endpoint:
             if math.isnan(row["informational_s"]):
                 row["informational_s"] = self.sim.now
             row["link_headers"] += sum(1 for n, _ in headers if n == b"link")
+            if self.recorder.listener is not None:
+                self.recorder.listener.informational(row, headers)
             return
         if row["status"]:                       # a second HEADERS after the final ones: trailers
             row["trailers"] = True
@@ -333,6 +348,8 @@ class Endpoint:
         else:
             row["status"] = status
             row["headers_s"] = self.sim.now
+            if row["kind"] == "push" and self.recorder.listener is not None:
+                self.recorder.listener.push_headers(row)
         if ended:
             self.recorder.end(row)
 
@@ -372,6 +389,8 @@ class Endpoint:
                                     start_s=self.sim.now, expected_body_bytes=expected)
         row["stream_id"] = pushed_stream_id if pushed_stream_id is not None else -1
         self.session.client_rows[push_key] = (None, row)
+        if self.recorder.listener is not None:
+            self.recorder.listener.push_promised(row, headers)
 
     # -- server ---------------------------------------------------------------------
     def on_request_ended(self, stream_id: int) -> None:
@@ -379,9 +398,13 @@ class Endpoint:
         # (the same number at both ends in HTTP/2 and HTTP/3), so no header is added to mark it.
         self.recorder.progress()
         spec = self.session.client_rows[stream_id][0]
-        self.sim.call_later(self.params.think_s, self._respond, stream_id, spec)
+        if spec.early_hints or spec.pushes:
+            self._early(stream_id, spec)
+        think_s = self.params.think_s if spec.think_s is None else spec.think_s
+        self.sim.call_later(think_s, self._respond, stream_id, spec)
 
-    def _respond(self, stream_id: int, spec: ExchangeSpec) -> None:
+    def _early(self, stream_id: int, spec: ExchangeSpec) -> None:
+        """What the server sends before its final response is ready: a 103 and pushes."""
         if spec.early_hints:      # RFC 8297: 103 Early Hints, Link headers
             hints = ((b":status", b"103"),) + tuple((b"link", v) for v in spec.early_hints)
             self.queue(stream_id, _Op("headers", headers=hints))
@@ -393,6 +416,9 @@ class Endpoint:
             self.queue(pushed, _Op("headers", headers=response, end=push.body_bytes == 0))
             if push.body_bytes:
                 self.queue(pushed, _Op("data", remaining=push.body_bytes, end=True))
+        self.pump()
+
+    def _respond(self, stream_id: int, spec: ExchangeSpec) -> None:
         body = spec.response_body_bytes
         headers = spec.response_headers
         if spec.reset_by == "server":
@@ -402,7 +428,6 @@ class Endpoint:
                 self.queue(stream_id, _Op("data", remaining=sent))
             self.queue(stream_id, _Op("reset"))
         elif spec.body_rate_bytes_per_s is not None or spec.buffer_body or spec.body_tail_bytes:
-            self.pump()                            # 103s and promises go out now
             self._produce(stream_id, spec)
             return
         else:
@@ -492,8 +517,9 @@ def _status(headers: HeaderList) -> int:
 def _push_request(spec: ExchangeSpec, push: PushSpec) -> HeaderList:
     """The request a push promise carries (RFC 9113 section 8.4.1: safe, cacheable, no body)."""
     req = dict(spec.request_headers)
+    authority = push.authority or req.get(b":authority", b"server.example")
     return ((b":method", b"GET"), (b":scheme", req.get(b":scheme", b"https")),
-            (b":authority", req.get(b":authority", b"server.example")), (b":path", push.path))
+            (b":authority", authority), (b":path", push.path))
 
 
 # ---------------------------------------------------------------------------------------

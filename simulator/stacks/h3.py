@@ -372,6 +372,10 @@ class _H3End(Endpoint):
         if isinstance(event, h3e.HeadersReceived):
             if self.is_client:
                 key = ("push", event.push_id) if event.push_id is not None else event.stream_id
+                if event.push_id is not None:       # the push stream exists now: its id is known
+                    entry = self.session.client_rows.get(key)
+                    if entry is not None and entry[1]["stream_id"] < 0:
+                        entry[1]["stream_id"] = event.stream_id
                 self.on_response_headers(key, tuple(event.headers), event.stream_ended)
             else:
                 self.recorder.progress()

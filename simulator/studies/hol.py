@@ -40,7 +40,6 @@ import struct
 import sys
 from collections import deque
 from dataclasses import asdict, dataclass, replace
-from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -54,11 +53,12 @@ from ..net.link import Jitter, Path
 from ..net.transport import TransportConfig
 from ..traces.model import Trace, raw_size
 from ..units import parse_duration, parse_rate, parse_size
+from .summary_json import rows_by_index
 
 __all__ = ["HolParams", "HolResult", "run", "run_seeds", "SCHEMES", "confidence_band"]
 
 SCHEMES = ("hpack", "qpack", "qcram", "qcram-blocking")
-DIRECTIONS = ("requests", "responses", "both")
+DIRECTIONS = ("auto", "requests", "responses", "both")
 # quic and tcp: the transport models; ref2017: the 2017 simulator's own network model.
 TRANSPORTS = ("quic", "tcp", "ref2017")
 
@@ -75,7 +75,7 @@ class HolParams:
     loss: str = "0"                       # "0.01" Bernoulli, "ge:P,R[,h,k]" Gilbert-Elliott
     table_bytes: int = 4096               # dynamic table capacity (SETTINGS_QPACK_MAX_TABLE_CAPACITY)
     max_blocked: int = 100                # SETTINGS_QPACK_BLOCKED_STREAMS (2017 default 100)
-    direction: str = "requests"
+    direction: str = "auto"               # auto: what the trace holds (requests, responses or both)
     seed: int = 1
     spacing_s: float = 0.010              # untimed traces: request i starts at i * spacing_s
     max_idle_s: float = 1.0               # timed traces: idle gaps capped (2017 model)
@@ -123,24 +123,11 @@ class HolResult:
     trace: dict
 
     def to_dict(self) -> dict:
-        schemes = {name: {k: _jsonable(v) for k, v in row.items()}
-                   for name, row in self.summary.to_dict(orient="index").items()}
+        schemes = rows_by_index(self.summary)
         return {"schemes": schemes, "params": self.params, "trace": self.trace}
 
     def to_json(self) -> str:
         return json.dumps(self.to_dict(), indent=2, sort_keys=False)
-
-
-def _jsonable(v: Any) -> Any:
-    if isinstance(v, (np.integer,)):
-        return int(v)
-    if isinstance(v, (np.floating,)):
-        return None if math.isnan(v) else float(v)
-    if isinstance(v, float) and math.isnan(v):
-        return None
-    if isinstance(v, np.bool_):
-        return bool(v)
-    return v
 
 
 # ---------------------------------------------------------------------------------------
@@ -158,10 +145,27 @@ class _Item:
     start_s: float | None     # None: a response sent when its request is decoded
 
 
+def resolve_direction(trace: Trace, direction: str) -> str:
+    """``auto`` -> the header lists the trace holds: ``both`` when it has requests and
+    responses (a HAR), else ``requests`` or ``responses`` (a QIF holds one kind)."""
+    if direction != "auto":
+        return direction
+    has_requests = any(e.request_headers is not None for e in trace.exchanges)
+    has_responses = any(e.response_headers is not None for e in trace.exchanges)
+    if has_requests and has_responses:
+        return "both"
+    if has_responses:
+        return "responses"
+    if has_requests:
+        return "requests"
+    raise InputError("the trace has no header lists to replay", path=trace.source)
+
+
 def _schedule(trace: Trace, params: HolParams) -> list[_Item]:
-    lists = trace.header_lists(params.direction)
+    direction = resolve_direction(trace, params.direction)
+    lists = trace.header_lists(direction)
     if not lists:
-        raise InputError(f"the trace has no {params.direction} header lists to replay",
+        raise InputError(f"the trace has no {direction} header lists to replay",
                          path=trace.source)
     if trace.timed:
         starts, prev_raw, prev_t = {}, None, 0.0
@@ -179,7 +183,7 @@ def _schedule(trace: Trace, params: HolParams) -> list[_Item]:
             start_of[index] = n * params.spacing_s
     items = []
     for e, kind, headers in lists:
-        has_request = params.direction == "both" and e.request_headers is not None
+        has_request = direction == "both" and e.request_headers is not None
         start = None if (kind == "response" and has_request) else start_of[e.index]
         items.append(_Item(e.index, kind, headers, e.origin or "-", start))
     return items
@@ -608,6 +612,8 @@ class _SchemeRun:
 def run(trace: Trace, params: HolParams | None = None, *, progress: bool = False) -> HolResult:
     """Replay ``trace`` once per scheme in ``params.schemes`` and measure HOL blocking."""
     params = params or HolParams()
+    given_direction = params.direction
+    params = replace(params, direction=resolve_direction(trace, params.direction))
     items = _schedule(trace, params)
     frames, summaries = [], {}
     schemes = params.schemes
@@ -634,7 +640,8 @@ def run(trace: Trace, params: HolParams | None = None, *, progress: bool = False
              "header_lists": len(items), "timed": trace.timed}
     summary = pd.DataFrame.from_dict(summaries, orient="index")
     summary.index.name = "scheme"
-    return HolResult(blocks=blocks, summary=summary, params={**pdict, "version": __version__}, trace=tinfo)
+    return HolResult(blocks=blocks, summary=summary,
+                     params={**pdict, "direction_given": given_direction, "version": __version__}, trace=tinfo)
 
 
 def _summarize(df: pd.DataFrame, totals: dict) -> dict:
@@ -736,7 +743,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--loss", default="0", help="0.01 (Bernoulli) or ge:P,R[,h,k] (Gilbert-Elliott)")
     p.add_argument("--table", default="4096", help="dynamic table capacity in bytes")
     p.add_argument("--blocked", default=100, type=int, help="max blocked streams")
-    p.add_argument("--direction", default="requests", choices=list(DIRECTIONS))
+    p.add_argument("--direction", default="auto", choices=list(DIRECTIONS),
+                   help="header lists to replay; auto (default): what the trace holds")
     p.add_argument("--spacing", default="10ms", help="request spacing for untimed traces (QIF)")
     p.add_argument("--think", default="0ms", help="server think time before a response (direction both)")
     p.add_argument("--jitter", default=0.0, type=float, help="probability of an extra U(0,100ms) delay")

@@ -55,9 +55,7 @@ import math
 import random
 import sys
 from dataclasses import asdict, dataclass, replace
-from typing import Any
 
-import numpy as np
 import pandas as pd
 
 from .. import __version__
@@ -67,6 +65,7 @@ from ..hops import chain
 from ..hops.fields import INTEGRITY, METADATA, STATUS, metadata_fields
 from ..hops.framing import GRPC_WEB_PREFIX_BYTES, VERSIONS, grpc_web_trailer_frame
 from ..units import parse_duration, parse_rate, parse_size
+from .summary_json import jsonable
 
 __all__ = ["TrailersParams", "TrailersResult", "run", "STRATEGIES", "STACKS", "parse_byte_rate"]
 
@@ -168,21 +167,11 @@ class TrailersResult:
     trace: dict
 
     def to_dict(self) -> dict:
-        return {"summary": [{k: _jsonable(v) for k, v in r.items()} for r in self.summary.to_dict(orient="records")],
+        return {"summary": [{k: jsonable(v) for k, v in r.items()} for r in self.summary.to_dict(orient="records")],
                 "params": self.params, "trace": self.trace}
 
     def to_json(self) -> str:
         return json.dumps(self.to_dict(), indent=2)
-
-
-def _jsonable(v: Any) -> Any:
-    if isinstance(v, np.integer):
-        return int(v)
-    if isinstance(v, (float, np.floating)):
-        return None if math.isnan(v) else float(v)
-    if isinstance(v, np.bool_):
-        return bool(v)
-    return v
 
 
 # ---------------------------------------------------------------------------------------

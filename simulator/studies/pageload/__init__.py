@@ -1,0 +1,22 @@
+"""A page-load model shared by the studies that need one (server push vs 103 Early Hints,
+and later ones).  Written by hand: no maintained library simulates a browser's page load
+at the frame level (Lighthouse's Lantern, the closest, has no push, no 103 and no
+frames; research.md section 2).
+
+- ``graph``: the page as a dependency graph built from a trace (HAR initiators,
+  redirects, resource types, priorities, sizes) with a documented fallback.
+- ``cache``: the browser cache (cold, warm, a hit probability, an explicit set).
+- ``client``: the browser: discovery, connections, the push cache, 103 handling,
+  page-load metrics.  Sans-I/O: it talks to a network backend.
+- ``model_net``: the backend over the transport models (fast sweeps).
+- ``stack_net``: the backend over the real ``h2`` / ``aioquic`` stacks.
+
+The same ``load_page(graph, params, plan, backend=...)`` runs on either backend.
+"""
+
+from .cache import ClientCache
+from .client import LoadParams, PageLoadResult, ServerPlan, load_page
+from .graph import PageGraph, Resource, page_graph
+
+__all__ = ["PageGraph", "Resource", "page_graph", "ClientCache", "LoadParams", "ServerPlan", "PageLoadResult",
+           "load_page"]

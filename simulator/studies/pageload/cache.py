@@ -1,0 +1,56 @@
+"""The browser's HTTP cache at the start of a page load.  Written by hand.
+
+``cold``: empty (a first view).  ``warm``: every sub-resource is fresh in the cache (a
+repeat view); the navigation itself is never served from the cache, as browsers
+revalidate the main document.  A number ``P`` in [0, 1]: each sub-resource is cached
+with probability ``P``, drawn from the load's own seeded stream.  Or an explicit set
+of URLs.
+"""
+
+from __future__ import annotations
+
+import random
+
+from ...errors import InputError
+from .graph import PageGraph
+
+__all__ = ["ClientCache", "parse_cache"]
+
+
+def parse_cache(spec: str) -> str:
+    """Check a ``--cache`` value (``cold``, ``warm`` or a probability); returns it normalised."""
+    text = str(spec).strip().lower()
+    if text in ("cold", "warm"):
+        return text
+    try:
+        p = float(text)
+    except ValueError:
+        raise InputError(f"cache must be cold, warm or a hit probability in [0, 1], got {spec!r}") from None
+    if not 0.0 <= p <= 1.0:
+        raise InputError(f"cache hit probability must be in [0, 1], got {spec!r}")
+    return repr(p)
+
+
+class ClientCache:
+    """The set of URLs the browser has fresh at the start of the load."""
+
+    def __init__(self, urls=()) -> None:
+        self.urls: frozenset[str] = frozenset(urls)
+
+    @classmethod
+    def for_page(cls, graph: PageGraph, spec: str, rng: random.Random) -> "ClientCache":
+        spec = parse_cache(spec)
+        subresources = [r.url for r in graph.resources if r.index != graph.document and r.index != 0]
+        if spec == "cold":
+            return cls()
+        if spec == "warm":
+            return cls(subresources)
+        p = float(spec)
+        # One draw per resource in page order, so the same seed caches the same set.
+        return cls(url for url in subresources if rng.random() < p)
+
+    def has(self, url: str) -> bool:
+        return url in self.urls
+
+    def __len__(self) -> int:
+        return len(self.urls)

@@ -1,0 +1,372 @@
+"""The browser side of a page load, and ``load_page``.  Written by hand.
+
+Sans-I/O: ``PageLoad`` decides what to fetch and when; a network backend
+(``model_net.ModelNetwork`` over the transport models, ``stack_net.StackNetwork`` over
+the real h2 / aioquic stacks) moves the bytes and calls back:
+
+- ``on_informational(index, links)``: a 103 arrived on the request for resource ``index``;
+- ``on_push_promise(push_key, url)``: the server promised a push of ``url``;
+- ``on_push_complete(push_key)``: a pushed response arrived in full;
+- ``on_response_complete(index)``: the response for resource ``index`` arrived in full.
+
+The browser model (after Lantern, research.md section 2, with what Lantern lacks):
+
+- Navigation at t = 0.  A resource is *discovered* when its parent is *ready* plus a
+  parse/CPU delay that depends on the parent's type (``LoadParams.parse_delay_s``).
+- A discovered resource is served from the HTTP cache (ready at once), from the push
+  cache (ready when the pushed response has arrived), from a fetch a 103 hint already
+  started, or fetched now.  A resource is *ready* when it is both discovered and arrived.
+  A URL that appears twice on a page is fetched once.
+- Connections: one per connection key (an origin, or with ``coalesce="site"`` all
+  first-party hosts of the document's site share the document's connection: one
+  certificate for ``*.site``, one address, RFC 9113 section 9.1.1).  Opening one costs
+  DNS (``dns_s``) and the handshake (backend: TCP + TLS 1.3 = 2 RTT, or cleartext 1 RTT;
+  QUIC 1 RTT).
+- 103 Early Hints (RFC 8297): only the first 103, only on the navigation (as Chrome);
+  ``rel=preload`` fetches what is not cached, ``rel=preconnect`` opens a connection.
+- Push (RFC 9113 section 8.4, RFC 9114 section 4.6): the push cache is per connection and
+  use-once; a promise for something the browser has cached (or already fetches) is
+  cancelled (RST_STREAM CANCEL / STOP_SENDING), which reaches the server a one-way delay
+  later: the pushed bytes it sent until then are waste, as are pushes never used.
+
+Metrics: time to the document (its response arrived), to the render-blocking set (the
+document, its stylesheets and parser-blocking scripts all ready), onload (every resource
+ready); per resource: discovered, requested, arrived, ready and where it came from.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import asdict, dataclass, field
+from typing import Callable
+
+import pandas as pd
+
+from ...engine import Simulator
+from ...errors import InputError
+from ...stacks.common import ExchangeSpec, PushSpec, StackStalled, run_until
+from ...stacks.replay import request_headers_for, response_headers_for
+from .cache import ClientCache
+from .graph import PageGraph
+
+__all__ = ["LoadParams", "ServerPlan", "PageLoad", "PageLoadResult", "load_page", "connection_key",
+           "DEFAULT_PARSE_DELAY_S", "BACKENDS", "PROTOCOLS"]
+
+PROTOCOLS = ("h2", "h3")
+BACKENDS = ("model", "stacks")
+COALESCE = ("origin", "site")
+# Parse/CPU delay before a parent's references are found (seconds), by the parent's type.
+# Modelling choices of the order of Lantern's 10 ms CPU-task threshold.
+DEFAULT_PARSE_DELAY_S = (("document", 0.005), ("stylesheet", 0.002), ("script", 0.010))
+
+
+@dataclass(frozen=True)
+class LoadParams:
+    """The network and browser parameters of one page load (units in the names)."""
+
+    protocol: str = "h2"                  # h2 over TCP, h3 over QUIC
+    rtt_s: float = 0.100
+    bandwidth_bps: float | None = 10e6
+    loss: str = "0"
+    seed: int = 1
+    tls: bool = True                      # h2 over TCP: TLS 1.3 adds one RTT to a cold connection
+    dns_s: float = 0.0                    # DNS lookup before a cold connection
+    coalesce: str = "site"                # "origin" or "site" (see the module docstring)
+    parse_delay_s: tuple = DEFAULT_PARSE_DELAY_S
+    queue_bytes: int | None = None
+    cc: str = "reno"
+    idle_timeout_s: float = 30.0
+    scheduler: str = "urgency"            # model server: urgency (RFC 9218), round-robin or fifo
+    push_urgency: int = 3                 # RFC 9218 urgency of pushed responses (model server)
+
+    def __post_init__(self) -> None:
+        if self.protocol not in PROTOCOLS:
+            raise InputError(f"unknown protocol {self.protocol!r} (choose h2 or h3)")
+        if self.coalesce not in COALESCE:
+            raise InputError(f"unknown coalescing rule {self.coalesce!r} (choose origin or site)")
+        if self.rtt_s <= 0:
+            raise InputError(f"RTT must be above 0, got {self.rtt_s}")
+        if self.bandwidth_bps is not None and self.bandwidth_bps <= 0:
+            raise InputError(f"bandwidth must be above 0, got {self.bandwidth_bps}")
+        if self.dns_s < 0:
+            raise InputError(f"DNS time must be >= 0, got {self.dns_s}")
+        if self.scheduler not in ("urgency", "round-robin", "fifo"):
+            raise InputError(f"unknown scheduler {self.scheduler!r} (choose urgency, round-robin or fifo)")
+        if not 0 <= self.push_urgency <= 7:
+            raise InputError(f"push urgency must be 0..7 (RFC 9218), got {self.push_urgency}")
+
+    def parse_delay(self, resource_type: str) -> float:
+        return dict(self.parse_delay_s).get(resource_type, 0.0)
+
+    def to_dict(self) -> dict:
+        d = asdict(self)
+        d["parse_delay_s"] = ",".join(f"{k}={v:g}" for k, v in self.parse_delay_s)
+        return d
+
+
+@dataclass(frozen=True)
+class ServerPlan:
+    """What the server does for each resource's request: its think time, the Link values of
+    a 103 (navigation only) and the resources it pushes on that request."""
+
+    think_s: dict = field(default_factory=dict)          # index -> seconds (default 0)
+    hints: tuple[bytes, ...] = ()                        # Link values of a 103 on the document's request
+    pushes: tuple[int, ...] = ()                         # resources pushed on the document's stream
+
+    def think(self, index: int) -> float:
+        return self.think_s.get(index, 0.0)
+
+
+def connection_key(origin: str, document_origin: str, coalesce: str) -> str:
+    """The connection a request goes on: its origin, or the document's connection for every
+    host of the document's site (the last two labels of the host name) with ``site``."""
+    if coalesce == "site" and _site(origin) == _site(document_origin):
+        return document_origin
+    return origin
+
+
+def _site(origin: str) -> str:
+    host = origin.split("://", 1)[-1].split(":", 1)[0]
+    return ".".join(host.split(".")[-2:])
+
+
+_LINK = re.compile(rb"^\s*<([^>]*)>\s*(.*)$")
+
+
+def parse_link(value: bytes) -> tuple[str, set[str]] | None:
+    """``<url>; rel=preload; as=style`` -> (url, {"preload"}) (RFC 8288 section 3)."""
+    m = _LINK.match(value)
+    if not m:
+        return None
+    rels: set[str] = set()
+    for param in m.group(2).split(b";"):
+        name, _, val = param.strip().partition(b"=")
+        if name.strip().lower() == b"rel":
+            rels.update(v.decode("latin-1").lower() for v in val.strip().strip(b'"').split())
+    return m.group(1).decode("latin-1"), rels
+
+
+@dataclass
+class PageLoadResult:
+    resources: pd.DataFrame            # one row per resource of the page
+    pushes: pd.DataFrame               # one row per promised push
+    metrics: dict                      # page-level metrics and counters
+
+
+class PageLoad:
+    """The browser for one page load; see the module docstring."""
+
+    def __init__(self, sim: Simulator, graph: PageGraph, params: LoadParams, plan: ServerPlan,
+                 cache: ClientCache, backend_cls: Callable) -> None:
+        self.sim, self.graph, self.params, self.plan, self.cache = sim, graph, params, plan, cache
+        n = len(graph)
+        self.discovered_s = [math.nan] * n
+        self.requested_s = [math.nan] * n
+        self.arrived_s = [math.nan] * n
+        self.ready_s = [math.nan] * n
+        self.source = [""] * n
+        first = graph.by_url()
+        self.canonical = [first[r.url] for r in graph.resources]     # a URL twice on a page: fetched once
+        self.document_origin = graph[graph.document].origin
+        self.pushes: dict = {}            # push_key -> record
+        self.push_by_url: dict[str, object] = {}
+        self.hinted = False
+        self.counters = {"requests": 0, "hinted_fetches": 0, "hints_skipped_cached": 0, "preconnects": 0,
+                         "pushes_promised": 0, "pushes_used": 0, "pushes_cancelled": 0}
+        self.remaining = n
+        self.net = backend_cls(sim, params, self)
+
+    # -- helpers ----------------------------------------------------------------------
+    def key(self, origin: str) -> str:
+        return connection_key(origin, self.document_origin, self.params.coalesce)
+
+    def spec(self, index: int) -> ExchangeSpec:
+        r = self.graph[index]
+        body = 0 if r.status in (204, 304) else r.body_bytes
+        response, body = response_headers_for(r.response_headers, body)
+        navigation = index == self.graph.document
+        hints = self.plan.hints if navigation else ()
+        pushes = ()
+        if navigation:
+            pushes = tuple(PushSpec(self.graph[j].path.encode("latin-1"), self.graph[j].body_bytes,
+                                    authority=self.graph[j].authority.encode("latin-1")) for j in self.plan.pushes)
+        return ExchangeSpec(index=index, request_headers=request_headers_for(r.request_headers, r.origin),
+                            response_headers=response, response_body_bytes=body, origin=self.key(r.origin),
+                            early_hints=hints, pushes=pushes, think_s=self.plan.think(index))
+
+    # -- the browser --------------------------------------------------------------------
+    def start(self) -> None:
+        self.sim.call_soon(self._discover, 0)
+
+    def _discover(self, index: int) -> None:
+        now = self.sim.now
+        self.discovered_s[index] = now
+        r = self.graph[index]
+        canon = self.canonical[index]
+        if canon != index:
+            self.source[index] = "duplicate"
+            if not math.isnan(self.arrived_s[canon]):
+                self._arrived(index)
+            return
+        if index != 0 and self.cache.has(r.url):
+            self.source[index] = "cache"
+            self._arrived(index)
+            return
+        push = self.push_by_url.get(r.url)
+        if push is not None and not push["cancelled"]:
+            push["used"] = True
+            self.source[index] = "push"
+            if push["complete_s"] == push["complete_s"]:
+                self._arrived(index)
+            return
+        if not math.isnan(self.requested_s[index]):
+            if not math.isnan(self.arrived_s[index]):
+                self._ready(index)
+            return                          # a 103 preload is on its way
+        self.source[index] = "network"
+        self._request(index)
+
+    def _request(self, index: int) -> None:
+        self.requested_s[index] = self.sim.now
+        self.counters["requests"] += 1
+        self.net.fetch(self.key(self.graph[index].origin), self.spec(index))
+
+    def _arrived(self, index: int) -> None:
+        if math.isnan(self.arrived_s[index]):
+            self.arrived_s[index] = self.sim.now
+        if not math.isnan(self.discovered_s[index]):
+            self._ready(index)
+        # Duplicates of this URL that were waiting for it.
+        for j, canon in enumerate(self.canonical):
+            if canon == index and j != index and not math.isnan(self.discovered_s[j]) and math.isnan(self.ready_s[j]):
+                self.arrived_s[j] = self.sim.now
+                self._ready(j)
+
+    def _ready(self, index: int) -> None:
+        if not math.isnan(self.ready_s[index]):
+            return
+        self.ready_s[index] = self.sim.now
+        self.remaining -= 1
+        delay = self.params.parse_delay(self.graph[index].resource_type)
+        for child in self.graph.children(index):
+            self.sim.call_later(delay, self._discover, child)
+
+    @property
+    def done(self) -> bool:
+        return self.remaining == 0
+
+    # -- callbacks from the network -------------------------------------------------------
+    def on_response_complete(self, index: int) -> None:
+        self._arrived(index)
+
+    def on_informational(self, index: int, links) -> None:
+        if index != self.graph.document or self.hinted:   # Chrome: the first 103 of the navigation only
+            return
+        self.hinted = True
+        by_url = self.graph.by_url()
+        for value in links:
+            parsed = parse_link(value)
+            if parsed is None:
+                continue
+            url, rels = parsed
+            if "preconnect" in rels:
+                self.counters["preconnects"] += 1
+                self.net.connect(self.key(url.rstrip("/")))
+            if "preload" in rels:
+                if self.cache.has(url):
+                    self.counters["hints_skipped_cached"] += 1
+                    continue
+                j = by_url.get(url)
+                if j is None or not math.isnan(self.requested_s[j]) or url in self.push_by_url:
+                    continue
+                self.counters["hinted_fetches"] += 1
+                self.source[j] = "hint"
+                self._request(j)
+
+    def on_push_promise(self, push_key, url: str) -> None:
+        self.counters["pushes_promised"] += 1
+        record = {"url": url, "promised_s": self.sim.now, "complete_s": math.nan, "used": False,
+                  "cancelled": False}
+        self.pushes[push_key] = record
+        j = self.graph.by_url().get(url)
+        unwanted = (self.cache.has(url) or url in self.push_by_url
+                    or (j is not None and not math.isnan(self.requested_s[j])))
+        if unwanted:
+            # RFC 9113 section 8.4.2: the client cancels a push it does not want.
+            record["cancelled"] = True
+            self.counters["pushes_cancelled"] += 1
+            self.net.cancel_push(push_key)
+            return
+        self.push_by_url[url] = record
+        if j is not None and not math.isnan(self.discovered_s[j]) and math.isnan(self.ready_s[j]):
+            record["used"] = True           # discovered before the promise: the browser waits for the push
+            self.source[j] = "push"
+
+    def on_push_complete(self, push_key) -> None:
+        record = self.pushes.get(push_key)
+        if record is None or record["cancelled"]:
+            return
+        record["complete_s"] = self.sim.now
+        j = self.graph.by_url().get(record["url"])
+        if j is not None and record["used"]:
+            self._arrived(j)
+
+    # -- results --------------------------------------------------------------------------
+    def result(self) -> PageLoadResult:
+        g = self.graph
+        rows = []
+        for r in g.resources:
+            rows.append({
+                "index": r.index, "url": r.url, "origin": r.origin, "connection": self.key(r.origin),
+                "resource_type": r.resource_type, "body_bytes": r.body_bytes, "parent": -1 if r.parent is None else r.parent,
+                "render_blocking": r.render_blocking, "source": self.source[r.index],
+                "discovered_s": self.discovered_s[r.index], "requested_s": self.requested_s[r.index],
+                "arrived_s": self.arrived_s[r.index], "ready_s": self.ready_s[r.index],
+            })
+        resources = pd.DataFrame.from_records(rows)
+        push_rows = []
+        for key, rec in self.pushes.items():
+            received = self.net.push_bytes(key)
+            push_rows.append({"url": rec["url"], "promised_s": rec["promised_s"], "complete_s": rec["complete_s"],
+                              "used": rec["used"], "cancelled": rec["cancelled"], "received_bytes": received,
+                              "wasted_bytes": 0 if rec["used"] else received})
+        pushes = pd.DataFrame.from_records(push_rows, columns=["url", "promised_s", "complete_s", "used",
+                                                                "cancelled", "received_bytes", "wasted_bytes"])
+        ready = resources["ready_s"]
+        blocking = resources[resources["render_blocking"]]["ready_s"]
+        self.counters["pushes_used"] = int(pushes["used"].sum()) if len(pushes) else 0
+        metrics = {
+            "document_s": float(self.arrived_s[g.document]),
+            "render_blocking_s": float(blocking.max()),
+            "onload_s": float(ready.max()),
+            "resources": len(g),
+            "bytes_pushed": int(pushes["received_bytes"].sum()) if len(pushes) else 0,
+            "bytes_wasted": int(pushes["wasted_bytes"].sum()) if len(pushes) else 0,
+            **self.counters,
+            **self.net.stats(),
+        }
+        return PageLoadResult(resources=resources, pushes=pushes, metrics=metrics)
+
+
+def load_page(graph: PageGraph, params: LoadParams, plan: ServerPlan, cache: ClientCache, *,
+              backend: str = "model") -> PageLoadResult:
+    """Simulate one page load of ``graph`` on ``backend`` ("model" or "stacks")."""
+    if backend == "model":
+        from .model_net import ModelNetwork as backend_cls
+    elif backend == "stacks":
+        from .stack_net import StackNetwork as backend_cls
+    else:
+        raise InputError(f"unknown backend {backend!r} (choose model or stacks)")
+    sim = Simulator(seed=params.seed)
+    load = PageLoad(sim, graph, params, plan, cache, backend_cls)
+    load.start()
+
+    def check() -> None:
+        load.net.check()
+
+    try:
+        run_until(sim, lambda: load.done, check=check, deadline_s=10 * params.idle_timeout_s)
+    except StackStalled as exc:
+        raise StackStalled(f"the page load stalled: {exc}") from None
+    return load.result()

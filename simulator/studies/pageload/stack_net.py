@@ -1,0 +1,140 @@
+"""The page-load network over the real stacks: ``h2`` over the TCP model, ``aioquic``
+HTTP/3 over the simulated link (``simulator.stacks``).  Written by hand.
+
+One session (a real client and a real server) per connection key, opened when the
+browser first needs it, all on one shared access path as in ``model_net``.  The server
+side is ``stacks.common.Endpoint``: 103 and pushes at once, the final response after the
+spec's think time.  The browser's callbacks come from ``Recorder.listener``.
+
+Differences that are the stacks' own, not the model's:
+- h2 runs cleartext with prior knowledge (TCP handshake, no TLS): compare it with the
+  model at ``tls=False``; ``load_page`` refuses h2 with TLS on this backend.
+- aioquic has no CANCEL_PUSH: a push is cancelled with STOP_SENDING once its stream
+  exists (its response headers arrived), RFC 9114 section 4.6 and RFC 9000 section 3.5.
+- aioquic's client announces MAX_PUSH_ID once; it is set high enough here for the
+  pushes a plan makes.
+- Pushed bytes of a cancelled push: over h3 the client counts what still arrives until
+  the server's RESET_STREAM; h2 drops DATA for a stream the client reset without an
+  event, so there the count is what the server wrote (all of it: h2 writes into TCP at
+  once, as the h2 stack over the TCP model does).
+"""
+
+from __future__ import annotations
+
+from ...engine import Simulator
+from ...errors import InputError
+from ...net.link import Path
+from ...stacks.common import ExchangeSpec, Recorder, StackParams
+
+__all__ = ["StackNetwork"]
+
+
+class StackNetwork:
+    def __init__(self, sim: Simulator, params, listener) -> None:
+        if params.protocol == "h2" and params.tls:
+            raise InputError("the real h2 stack runs cleartext HTTP/2 (no TLS): use tls=False (--no-tls) "
+                             "on the stacks backend")
+        self.sim, self.params, self.listener = sim, params, listener
+        self.path = Path(sim, rtt_s=params.rtt_s, bandwidth_bps=params.bandwidth_bps, queue_bytes=params.queue_bytes,
+                         loss=params.loss, name="access")
+        self.stack_params = StackParams(stack=params.protocol, rtt_s=params.rtt_s, bandwidth_bps=params.bandwidth_bps,
+                                        loss=params.loss, seed=params.seed, queue_bytes=params.queue_bytes,
+                                        cc=params.cc, idle_timeout_s=params.idle_timeout_s, max_push_id=1000)
+        self.recorder = Recorder(sim)
+        self.recorder.listener = self
+        self.sessions: dict[str, object] = {}
+        self.push_rows: list[dict] = []
+        self._push_key: dict[int, int] = {}           # id(row) -> push key (lookups only)
+        self._cancel_pending: set[int] = set()
+        self._connect_at: dict[str, float] = {}
+
+    def _session_cls(self):
+        if self.params.protocol == "h2":
+            from ...stacks.h2 import H2Session
+            return H2Session
+        from ...stacks.h3 import H3Session
+        return H3Session
+
+    def connect(self, key: str):
+        session = self.sessions.get(key)
+        if session is None:
+            if self.params.dns_s and key not in self._connect_at:
+                self._connect_at[key] = self.sim.now + self.params.dns_s
+                self.sim.call_later(self.params.dns_s, self.connect, key)
+                return None
+            n = len(self.sessions)
+            session = self._session_cls()(self.sim, self.path, self.stack_params, self.recorder, key,
+                                          name=f"{self.params.protocol}{n}")
+            self.sessions[key] = session
+        return session
+
+    def fetch(self, key: str, spec: ExchangeSpec) -> None:
+        session = self.connect(key)
+        if session is None:                        # DNS still running
+            self.sim.call_at(self._connect_at[key], self.fetch, key, spec)
+            return
+        row = self.recorder.new_row(kind="request", exchange=spec.index, origin=key,
+                                    path=dict(spec.request_headers).get(b":path", b"").decode("latin-1"),
+                                    start_s=self.sim.now, expected_body_bytes=spec.response_body_bytes)
+        # After the session's own start-up events of this instant (aioquic's connect).
+        self.sim.call_soon(session.request, spec, row)
+
+    def cancel_push(self, push_key: int) -> None:
+        row = self.push_rows[push_key]
+        if row["stream_id"] >= 0:
+            self._reset(row)
+        else:
+            self._cancel_pending.add(push_key)
+
+    def _reset(self, row: dict) -> None:
+        end = self.sessions[row["origin"]].client
+        end._write_reset(row["stream_id"])
+        end.flush()
+        self.recorder.end(row, reset="client")
+
+    def push_bytes(self, push_key: int) -> int:
+        """Pushed body bytes that crossed the path: what the client received, or for h2 what
+        the server wrote (h2 hands it all to TCP at once, and drops DATA on a stream the
+        client has reset without reporting it)."""
+        row = self.push_rows[push_key]
+        received = int(row["body_bytes"])
+        if self.params.protocol == "h2" and row["stream_id"] >= 0:
+            written = self.sessions[row["origin"]].server.data_bytes_written.get(row["stream_id"], 0)
+            return max(received, written)
+        return received
+
+    # -- Recorder.listener ----------------------------------------------------------------
+    def informational(self, row: dict, headers) -> None:
+        self.listener.on_informational(row["exchange"], [v for n, v in headers if n == b"link"])
+
+    def push_promised(self, row: dict, headers) -> None:
+        key = len(self.push_rows)
+        self.push_rows.append(row)
+        self._push_key[id(row)] = key
+        h = dict(headers)
+        url = "https://" + h.get(b":authority", b"").decode("latin-1") + h.get(b":path", b"/").decode("latin-1")
+        self.listener.on_push_promise(key, url)
+
+    def push_headers(self, row: dict) -> None:
+        key = self._push_key.get(id(row))
+        if key in self._cancel_pending:
+            self._cancel_pending.discard(key)
+            self._reset(row)
+
+    def ended(self, row: dict) -> None:
+        if row["reset"]:
+            return
+        if row["kind"] == "request":
+            self.listener.on_response_complete(row["exchange"])
+        else:
+            self.listener.on_push_complete(self._push_key[id(row)])
+
+    def check(self) -> None:
+        for session in self.sessions.values():
+            session.check()
+
+    def stats(self) -> dict:
+        links = (self.path.forward.stats, self.path.reverse.stats)
+        return {"connections": len(self.sessions),
+                "packets_sent": sum(s.packets_sent for s in links),
+                "packets_lost": sum(s.packets_lost + s.packets_dropped for s in links)}

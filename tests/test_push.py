@@ -1,0 +1,265 @@
+"""Server push vs 103 Early Hints: the page graph, the physics of each policy and the
+protocol rules (RFC 9113 section 8.4, RFC 9114 section 4.6, RFC 8297), on the transport
+models and on the real stacks."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from simulator.errors import InputError
+from simulator.studies import push
+from simulator.studies.pageload import page_graph
+from simulator.studies.pageload.client import parse_link
+from simulator.traces.model import Exchange, Trace
+
+ROOT = Path(__file__).resolve().parent.parent
+_URGENCY = {"document": b"u=0, i", "stylesheet": b"u=0", "script": b"u=1", "image": b"u=4, i"}  # Chrome, RFC 9218
+SITE = "https://www.site.example"
+
+
+def _exchange(i, url, rtype, size, *, initiator=None, itype="parser", priority="VeryHigh", status=200,
+              location=None, wait_ms=None):
+    origin = "/".join(url.split("/", 3)[:3])
+    path = "/" + url.split("/", 3)[3] if url.count("/") >= 3 else "/"
+    response = [(b":status", str(status).encode())]
+    if location:
+        response.append((b"location", location.encode()))
+    request = ((b":method", b"GET"), (b":scheme", b"https"), (b":authority", origin.split("://")[1].encode()),
+               (b":path", path.encode()), (b"priority", _URGENCY.get(rtype, b"u=3")))
+    return Exchange(index=i, request_headers=request, response_headers=tuple(response), response_body_bytes=size,
+                    start_s=i * 0.001, origin=origin, page="p1", priority=priority, resource_type=rtype,
+                    initiator=initiator, initiator_type=None if initiator is None else itype, url=url,
+                    timings={"wait": wait_ms} if wait_ms is not None else None)
+
+
+def small_page(*, css_origin=SITE, n_css=2, css_bytes=3000, doc_bytes=5000, wait_ms=50.0) -> Trace:
+    """A document and ``n_css`` render-blocking stylesheets it references; by default all of
+    it fits the initial congestion window (10 x 1460 B, RFC 6928), so round trips, not
+    bandwidth, decide the times."""
+    doc = f"{SITE}/"
+    ex = [_exchange(0, doc, "document", doc_bytes, wait_ms=wait_ms)]
+    for k in range(n_css):
+        ex.append(_exchange(k + 1, f"{css_origin}/s{k}.css", "stylesheet", css_bytes, initiator=doc))
+    return Trace(exchanges=ex, format="har", source="small-page.har")
+
+
+BASE = dict(bandwidth_bps=None, loss="0", asset_think_s=0.0, coalesce="origin", policies=push.POLICIES)
+
+
+def _run(trace, **kw):
+    return push.run(trace, push.PushParams(**{**BASE, **kw}))
+
+
+# -- the page graph --------------------------------------------------------------------
+
+def test_graph_from_initiators_and_render_blocking():
+    t = small_page()
+    t.exchanges.append(_exchange(3, f"{SITE}/app.js", "script", 5000, initiator=f"{SITE}/s0.css", priority="Low"))
+    t.exchanges.append(_exchange(4, f"{SITE}/async.js", "script", 5000, initiator=f"{SITE}/", priority="Low"))
+    g = page_graph(t)
+    assert g.edges_from == "initiators"
+    assert [r.parent for r in g.resources] == [None, 0, 0, 1, 0]
+    # Render-blocking: the document, its stylesheets and parser-blocking (High/VeryHigh) scripts only.
+    assert g.render_blocking == [0, 1, 2]
+    assert g.depth(3) == 2
+
+
+def test_graph_fallback_without_initiators_fonts_after_css():
+    ex = [_exchange(0, f"{SITE}/", "document", 1000), _exchange(1, f"{SITE}/a.css", "stylesheet", 100),
+          _exchange(2, f"{SITE}/f.woff2", "font", 100), _exchange(3, f"{SITE}/i.png", "image", 100)]
+    g = page_graph(Trace(exchanges=ex, format="har", source="x.har"))
+    assert g.edges_from == "fallback"
+    assert [r.parent for r in g.resources] == [None, 0, 1, 0]
+
+
+def test_graph_follows_the_navigation_redirect_chain():
+    ex = [_exchange(0, "https://site.example/", "document", 0, status=301, location=f"{SITE}/"),
+          _exchange(1, f"{SITE}/", "document", 1000),
+          _exchange(2, f"{SITE}/a.css", "stylesheet", 100, initiator=f"{SITE}/")]
+    g = page_graph(Trace(exchanges=ex, format="har", source="r.har"))
+    assert g.document == 1 and g[1].parent == 0 and g[2].parent == 1
+
+
+def test_bad_pages_are_one_line_errors():
+    no_doc = Trace(exchanges=[_exchange(0, f"{SITE}/a.css", "stylesheet", 10)], format="har", source="nodoc.har")
+    with pytest.raises(InputError, match="nodoc.har: .*no document"):
+        page_graph(no_doc)
+    cyc = small_page(n_css=2)
+    cyc.exchanges[1].initiator = f"{SITE}/s1.css"
+    cyc.exchanges[2].initiator = f"{SITE}/s0.css"
+    with pytest.raises(InputError, match="cycle: .*s0.css -> .*s1.css -> .*s0.css|cycle: .*s1.css -> .*s0.css"):
+        page_graph(cyc)
+    with pytest.raises(InputError, match="unknown policy 'pull'"):
+        push.PushParams(policies=("pull",))
+    with pytest.raises(InputError, match="push set"):
+        push.PushParams(push_set="largest:x")
+    with pytest.raises(InputError, match="cache"):
+        push.PushParams(cache="lukewarm")
+
+
+def test_cli_bad_input_exit_2_one_line(tmp_path):
+    har = tmp_path / "nodoc.har"
+    har.write_text(json.dumps({"log": {"version": "1.2", "entries": [{
+        "startedDateTime": "2024-01-01T00:00:00Z", "time": 1, "_resourceType": "script",
+        "request": {"method": "GET", "url": "https://a.example/x.js", "httpVersion": "h2", "headers": []},
+        "response": {"status": 200, "statusText": "", "httpVersion": "h2", "headers": [],
+                     "content": {"size": 10}}, "timings": {"send": 0, "wait": 1, "receive": 0}}]}}))
+    for args in (["--trace", str(har)], ["--trace", str(ROOT / "traces/synthetic-page.har"), "--policy", "pull"]):
+        proc = subprocess.run([sys.executable, "-m", "simulator.cli", "push", *args], capture_output=True, text=True)
+        assert proc.returncode == 2
+        assert proc.stderr.count("\n") == 1 and "Traceback" not in proc.stderr
+
+
+def test_parse_link_rfc8288():
+    assert parse_link(b"</s.css>; rel=preload; as=style") == ("/s.css", {"preload"})
+    assert parse_link(b'<https://cdn.example>; rel="preconnect dns-prefetch"') == (
+        "https://cdn.example", {"preconnect", "dns-prefetch"})
+    assert parse_link(b"garbage") is None
+
+
+# -- physics and protocol rules (transport models) -------------------------------------
+
+def test_push_saves_about_one_rtt_for_same_origin_render_blocking_cold_cache():
+    """RFC 9113 section 8.4: the pushed stylesheets ride the document's think time and
+    arrive with it; without push they are requested one RTT after the document arrived."""
+    for think in (0.0, 0.2):
+        r = _run(small_page(), think_s=think, rtt_s=0.1)
+        s = r.summary
+        gain = s.loc["push", "gain_render_blocking_s"]
+        assert gain == pytest.approx(0.1, rel=0.25), (think, gain)
+        assert s.loc["push", "pushes_used"] == 2 and s.loc["push", "bytes_wasted"] == 0
+
+
+def test_zero_think_warm_cache_push_gains_nothing_and_wastes_bytes():
+    """RFC 9113 section 8.4.2: the client cancels pushes of what it has cached, but the
+    cancel needs a one-way delay to reach the server, and the bytes sent until then
+    are waste; the page gains nothing."""
+    r = _run(small_page(css_bytes=30000), think_s=0.0, cache="warm", rtt_s=0.1)
+    s = r.summary
+    assert s.loc["push", "pushes_cancelled"] == 2 and s.loc["push", "pushes_used"] == 0
+    assert s.loc["push", "bytes_wasted"] > 0
+    assert s.loc["push", "gain_render_blocking_s"] <= 0.005
+    assert s.loc["push", "gain_onload_s"] <= 0.005
+
+
+@pytest.mark.parametrize("think_s", [0.02, 0.05, 0.3])
+def test_hints_gain_min_of_think_time_and_one_rtt(think_s):
+    """RFC 8297: the 103 leaves with the request's arrival; the preloads go out one RTT
+    after the request, the document arrives think_s later.  Gain = min(think, RTT)."""
+    rtt = 0.1
+    r = _run(small_page(), think_s=think_s, rtt_s=rtt)
+    gain = r.summary.loc["hints", "gain_render_blocking_s"]
+    assert gain == pytest.approx(min(think_s, rtt), abs=0.2 * rtt), gain
+    assert r.summary.loc["hints", "bytes_pushed"] == 0
+
+
+def test_hints_never_fetch_what_the_client_has():
+    r = _run(small_page(), think_s=0.2, cache="warm", rtt_s=0.1)
+    s = r.summary.loc["hints"]
+    assert s["hinted_fetches"] == 0 and s["hints_skipped_cached"] == 2 and s["bytes_pushed"] == 0
+    assert s["requests"] == 1
+
+
+def test_gains_grow_with_rtt():
+    gains = {}
+    for rtt in (0.02, 0.1, 0.3):
+        s = _run(small_page(), think_s=0.5, rtt_s=rtt).summary
+        gains[rtt] = (s.loc["push", "gain_render_blocking_s"], s.loc["hints", "gain_render_blocking_s"])
+    assert gains[0.02][0] < gains[0.1][0] < gains[0.3][0]
+    assert gains[0.02][1] < gains[0.1][1] < gains[0.3][1]
+
+
+def test_cross_origin_resource_is_hinted_with_preconnect_never_pushed():
+    """RFC 9113 section 8.4: a server pushes only what it is authoritative for; a 103 can
+    name any origin, and rel=preconnect opens the connection during the think time."""
+    t = small_page(css_origin="https://cdn.other.example")
+    r = _run(t, think_s=0.3, rtt_s=0.1)
+    s = r.summary
+    assert s.loc["push", "pushes_planned"] == 0 and s.loc["push", "gain_render_blocking_s"] == pytest.approx(0, abs=1e-9)
+    assert s.loc["hints", "preconnects"] == 1 and s.loc["hints", "hinted_fetches"] == 2
+    # The preconnect hides the cold connection (2 RTT with TLS) behind the think time.
+    assert s.loc["hints", "gain_render_blocking_s"] > 0.25
+
+
+def test_hints_cdn_never_hints_the_first_request():
+    t = small_page()
+    first = _run(t, think_s=0.3, rtt_s=0.1).summary
+    seen = _run(t, think_s=0.3, rtt_s=0.1, edge_seen=True).summary
+    assert first.loc["hints-cdn", "hints_sent"] == 0 and first.loc["hints-cdn", "gain_render_blocking_s"] == 0
+    assert seen.loc["hints-cdn", "render_blocking_s"] == pytest.approx(seen.loc["hints", "render_blocking_s"])
+
+
+def test_every_row_carries_parameters_and_seed():
+    r = _run(small_page(), think_s=0.1, seed=5)
+    assert set(r.resources["seed"]) == {5}
+    assert r.params["seed"] == 5 and r.params["policies"]
+    assert list(r.summary.index) == list(push.POLICIES)
+
+
+def test_bundled_page_runs_on_both_protocols():
+    from simulator.traces import load
+
+    t = load(str(ROOT / "traces/synthetic-page.har"))
+    for protocol in ("h2", "h3"):
+        s = push.run(t, push.PushParams(protocol=protocol, loss="0.01")).summary
+        assert (s["onload_s"] > s["render_blocking_s"]).all()
+        assert s.loc["none", "pushes_promised"] == 0 and s.loc["push", "pushes_promised"] > 0
+
+
+# -- the same scenario on the real stacks ---------------------------------------------
+
+@pytest.mark.parametrize("protocol", ["h2", "h3"])
+def test_models_and_real_stacks_agree_on_the_winner_and_the_gain(protocol):
+    """The same page, policies and seed on the transport models and on the real h2 /
+    aioquic stacks: the same policy wins, and each policy's render-blocking gain agrees
+    within 20% of the RTT.  The page fits the initial window: beyond it aioquic paces its
+    sends and the QUIC model does not, so the real baseline is slower by up to half an
+    RTT (the model's known gap, see notebook 05)."""
+    rtt = 0.1
+    t = small_page(n_css=3, css_bytes=2000, doc_bytes=4000)
+    params = push.PushParams(**{**BASE, "policies": ("none", "push", "hints")}, think_s=0.05, rtt_s=rtt,
+                             protocol=protocol, tls=False, scheduler="round-robin" if protocol == "h3" else "fifo")
+    model = push.run(t, params).summary
+    real = push.run(t, replace(params, backend="stacks")).summary
+    assert model["render_blocking_s"].idxmin() == real["render_blocking_s"].idxmin() == "push"
+    for policy in ("push", "hints"):
+        assert real.loc[policy, "gain_render_blocking_s"] == pytest.approx(
+            model.loc[policy, "gain_render_blocking_s"], abs=0.2 * rtt), policy
+    assert real.loc["push", "pushes_used"] == 3 and real.loc["hints", "hinted_fetches"] == 3
+
+
+def test_real_stacks_cancel_pushes_of_cached_resources():
+    t = small_page(css_bytes=60000)
+    params = push.PushParams(**{**BASE, "policies": ("none", "push")}, think_s=0.0, rtt_s=0.1, tls=False,
+                             cache="warm", backend="stacks")
+    for protocol in ("h2", "h3"):
+        s = push.run(t, replace(params, protocol=protocol)).summary
+        assert s.loc["push", "pushes_cancelled"] == 2 and s.loc["push", "pushes_used"] == 0, protocol
+        assert s.loc["push", "bytes_wasted"] > 0
+
+
+def test_batch_push_over_grid_and_seeds(tmp_path):
+    """`workbench batch push`: every job's summary rows carry the grid values and the seed,
+    and a rerun of the same command adds nothing."""
+    from simulator import batch
+
+    grid = tmp_path / "grid.toml"
+    grid.write_text('policy = ["none,push,hints"]\nrtt = ["50ms", "200ms"]\n')
+    page = ROOT / "traces" / "synthetic-page.har"
+    out = tmp_path / "results"
+    report = batch.run_batch("push", [str(page)], str(grid), 2, out=str(out), workers=0, progress=False)
+    assert report.failed == 0
+    df = batch.load(str(out))
+    assert len(df) == 2 * 2 * 3
+    assert set(df["seed"]) == {1, 2} and set(df["rtt_s"]) == {0.05, 0.2}
+    assert set(df["policy"]) == {"none", "push", "hints"}
+    none = df[df["policy"] == "none"]
+    assert (none["gain_onload_s"] == 0).all() and (none["pushes_promised"] == 0).all()
+    again = batch.run_batch("push", [str(page)], str(grid), 2, out=str(out), workers=0, progress=False)
+    assert again.ran == 0 and len(batch.load(str(out))) == len(df)
