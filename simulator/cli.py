@@ -20,6 +20,7 @@ from .errors import InputError
 COMMAND_MODULES = [
     "simulator.traces.commands",       # workbench trace info|convert|synth
     "simulator.studies.hol",           # workbench hol
+    "simulator.studies.crossstream",   # workbench crossstream, crossstream-bodies
     "simulator.compression.commands",  # workbench interop decode|encode
     "simulator.frames.commands",       # workbench frames
     "simulator.stacks.commands",       # workbench replay
