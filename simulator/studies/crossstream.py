@@ -55,7 +55,7 @@ from ..errors import InputError
 from ..traces import bodies as body_gen
 from ..units import parse_duration, parse_rate, parse_size
 
-__all__ = ["CrossstreamParams", "CrossstreamResult", "run", "visits", "SCHEMES", "SCOPINGS"]
+__all__ = ["CrossstreamParams", "CrossstreamResult", "run", "run_leak", "visits", "SCHEMES", "SCOPINGS"]
 
 TRANSPORTS = {"tcp": "h2", "quic": "h3"}       # transport model -> the replay's stack name
 PUBLISHED = {
@@ -313,7 +313,7 @@ def run(source=None, params: CrossstreamParams | None = None, *, progress: bool 
     responses = pd.DataFrame.from_records(rows)
     if not responses.empty and not params.measure_cpu:
         responses = responses.drop(columns=["compress_ns", "decompress_ns"])
-    leak = _leak(params, static, unavailable, progress=progress)
+    leak = run_leak(params, static=static, unavailable=unavailable, progress=progress)
     cpu = pd.DataFrame.from_records(cpu_rows) if params.measure_cpu else None
     reference = _reference(summary, responses)
     source_info = {"source": corpus.source, "content_hash": corpus.content_hash(), "bodies": len(corpus),
@@ -348,7 +348,12 @@ def _summarize(scheme, codec, scoping, rows, visit_times, sr) -> dict:
     }
 
 
-def _leak(params: CrossstreamParams, static: dict, unavailable: list, *, progress: bool) -> pd.DataFrame:
+def run_leak(params: CrossstreamParams, *, static: dict | None = None, unavailable: list | None = None,
+             progress: bool = False) -> pd.DataFrame:
+    """The leak experiment alone: one row per scheme x codec x scoping x secret length."""
+    if static is None:
+        static = static_dictionaries(_training(params), params.static_dictionary_bytes)
+    unavailable = unavailable or []
     rows = []
     jobs = []
     for n in params.leak_lengths:
