@@ -42,6 +42,7 @@ import math
 import sys
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any
+from urllib.parse import urlsplit
 
 import numpy as np
 import pandas as pd
@@ -225,8 +226,6 @@ class _Transfer:
             return self.cache[key]
         specs = []
         for i, r in enumerate(rows):
-            from urllib.parse import urlsplit
-
             u = urlsplit(r["url"])
             req = ((b":method", b"GET"), (b":scheme", b"https"), (b":authority", u.netloc.encode()),
                    (b":path", (u.path + ("?" + u.query if u.query else "")).encode()),
@@ -503,7 +502,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--bw", default="10mbit", help="bottleneck bandwidth (none = unlimited)")
     p.add_argument("--loss", default="0", help="0.01 (Bernoulli) or ge:P,R[,h,k] (Gilbert-Elliott)")
     p.add_argument("--leak-lengths", default="4,8", help="secret lengths for the leak (0 = no leak experiment)")
-    p.add_argument("--alignments", default=8, type=int, help="leak: byte alignments tried per character")
+    p.add_argument("--alignments", default=8, type=int, help="leak: rounds (fresh pads and alignment) per character before giving up")
     p.add_argument("--seed", default=1, type=int)
     p.add_argument("--cpu", action="store_true", help="also measure CPU time (wall time of this machine)")
     p.add_argument("--responses", metavar="CSV", help="also write the per-response table to CSV")
