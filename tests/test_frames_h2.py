@@ -329,6 +329,6 @@ def test_frame_flood_rejected_at_first_bad_frame_with_bounded_memory(impl_name):
     assert stock_error is not None and "non-zero" in stock_error
     assert error == stock_error
     assert peak <= 2 * stock_peak, (peak, stock_peak)
-    buffer = conn.incoming_buffer
-    assert len(buffer._ready) <= SCAN_SLICE_BYTES // 9 + 1
-    assert buffer._scanned <= len(flood) - (1 << 24) + SCAN_SLICE_BYTES     # the rest never scanned
+    scanner = conn.incoming_buffer._scanner
+    assert len(scanner) <= SCAN_SLICE_BYTES // 9 + 1        # records of one feed: all ever queued at once
+    assert scanner.offset <= len(flood) - (1 << 24) + SCAN_SLICE_BYTES     # the rest never scanned
