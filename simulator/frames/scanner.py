@@ -294,6 +294,8 @@ class H2Scanner(_Results):
         """
         if slice_bytes < 1:
             raise ValueError("slice_bytes must be positive")
+        if base < 0:
+            raise ValueError("base must not be negative")
         with memoryview(data) as whole, whole.cast("B") as mv:
             n = len(mv)
             results = self._results
