@@ -210,6 +210,11 @@ BAD_INPUTS = {
     "data-unknown-flags": _raw(2, 0, 0xF6, 1, b"ok"),                   # undefined flags are ignored (4.1)
     "data-in-header-block": _raw(1, 1, 0, 1, b"\x82") + _raw(2, 0, 0, 1, b"no"),   # RFC 9113 6.10
     "data-idle-stream": _raw(2, 0, 0, 7, b"no"),                        # RFC 9113 5.1: idle stream
+    # Incomplete frames whose header alone is wrong (h2 rejects them before the payload is in):
+    "partial-data-stream-0": _raw(100, 0, 0, 0, b"ab"),
+    "partial-settings-stream-3": _raw(60, 4, 0, 3, b"\x00\x03"),
+    "partial-goaway-stream-1": _raw(60, 7, 0, 1, b"\x00"),
+    "partial-window-update-stream-0": _raw(60, 8, 0, 0, b"\x00"),        # either kind of stream: no error yet
     "interleaved-continuation": (_raw(1, 1, 0, 1, b"\x82") + _raw(8, 6, 0, 0, b"12345678")),
     "lonely-continuation": _raw(1, 9, 0x4, 1, b"\x82"),
     "unknown-type": _raw(5, 0x77, 0xff, 9, b"hello") + _frames(PingFrame(0, opaque_data=b"abcdefgh")),

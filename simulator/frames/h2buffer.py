@@ -34,7 +34,7 @@ from __future__ import annotations
 from h2.exceptions import FrameDataMissingError, ProtocolError
 from h2.frame_buffer import FrameBuffer
 from hyperframe.exceptions import InvalidDataError, InvalidFrameError
-from hyperframe.frame import Frame
+from hyperframe.frame import FRAMES, Frame
 
 from . import IMPLEMENTATION, HuffmanError, get_implementation, huffman_decode
 from .h2frames import frame_classes
@@ -43,6 +43,12 @@ __all__ = ["ScannerFrameBuffer", "install", "install_huffman", "uninstall_huffma
 
 _NO_LIMIT = (1 << 24) - 1
 SCAN_SLICE_BYTES = 8192      # bytes scanned per step: bounds the frames queued at once
+
+# hyperframe's parse_frame_header raises only in Frame.__init__, for a frame on the wrong
+# kind of stream (RFC 9113 section 6: DATA..CONTINUATION need a stream, SETTINGS, PING and
+# GOAWAY stream 0).  The header of an incomplete frame is parsed (as h2 does) only then.
+_NEEDS_STREAM = frozenset(t for t, cls in FRAMES.items() if cls.stream_association == "has-stream")
+_NEEDS_NO_STREAM = frozenset(t for t, cls in FRAMES.items() if cls.stream_association == "no-stream")
 
 
 class ScannerFrameBuffer(FrameBuffer):
@@ -116,7 +122,8 @@ class ScannerFrameBuffer(FrameBuffer):
                 # h2 parses the header of an incomplete frame as soon as 9 bytes are
                 # there (and may raise on it); do the same.
                 current = self._scanner.current
-                if current is not None:
+                if current is not None and (current[0] in _NEEDS_STREAM if current[2] == 0
+                                            else current[0] in _NEEDS_NO_STREAM):
                     self._frame_at(current[3], current[4])
                 raise StopIteration
             if type(frame) is tuple:
