@@ -537,3 +537,19 @@ def test_install_maps_the_scanner_classes_to_h2s_handlers():
         for built, hyperframe_cls in frame_classes(impl).items():
             assert issubclass(built, hyperframe_cls)
             assert conn._frame_dispatch_table[built] == conn._frame_dispatch_table[hyperframe_cls]
+
+
+@pytest.mark.parametrize("impl_name", IMPLS)
+def test_scanner_data_frames_pickle_and_copy_like_hyperframes(impl_name):
+    import copy
+    import pickle
+
+    impl = implementations()[impl_name]
+    frame_classes(impl)
+    wire = _raw(6, 0, 0x9, 3, b"\x01abcd\x00")
+    mine = impl.H2Scanner((1 << 24) - 1, preface=False, validate=False).next_frame(wire, 0, 16384, 8192)
+    ref = _hyperframe_data(wire)
+    for clone in (pickle.loads(pickle.dumps(mine)), copy.copy(mine), copy.deepcopy(mine)):
+        assert type(clone) is type(mine)
+        _same_as_hyperframe(clone, ref)
+    assert copy.copy(mine).flags is mine.flags and copy.deepcopy(mine).flags is not mine.flags

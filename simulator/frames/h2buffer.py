@@ -63,7 +63,6 @@ class ScannerFrameBuffer(FrameBuffer):
         impl = get_implementation() if impl is None else impl
         self._scanner = impl.H2Scanner(_NO_LIMIT, preface=False, validate=False)
         self._next = self._scanner.next_frame
-        self._built = tuple(frame_classes(impl))   # the classes next_frame builds
         self._base = 0            # absolute stream offset of self._data[0]
 
     def add_data(self, data) -> None:

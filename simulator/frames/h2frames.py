@@ -41,6 +41,16 @@ FAST_PATH_AVAILABLE = list(_HyperframeDataFrame.defined_flags) == [Flag("END_STR
 _CLASSES: dict[str, dict[type, type]] = {}
 
 
+def _rebuild(impl_name: str, state: dict):
+    """Unpickle (or copy) a frame built by ``impl_name``'s scanner."""
+    from . import get_implementation
+
+    cls = next(iter(frame_classes(get_implementation(impl_name))))
+    frame = cls.__new__(cls)
+    frame.__dict__.update(state)
+    return frame
+
+
 def frame_classes(impl: ModuleType) -> dict[type, type]:
     """``{subclass: hyperframe class}`` for the frames ``impl``'s ``H2Scanner.next_frame``
     builds (registered with ``impl`` on first use); empty when the fast path is off."""
@@ -54,6 +64,8 @@ def frame_classes(impl: ModuleType) -> dict[type, type]:
                 "__module__": __name__,
                 "__qualname__": "DataFrame",
                 "__doc__": f"hyperframe's DataFrame, built by the {name} frame scanner (see {__name__}).",
+                # Two classes share the name, so pickle by implementation, not by name.
+                "__reduce__": lambda self, name=name: (_rebuild, (name, self.__dict__)),
             })
             impl.register_h2_frame_classes(cls, Flags, ("END_STREAM", "PADDED"), Frame.__repr__)
             _CLASSES[name] = {cls: _HyperframeDataFrame}
