@@ -32,7 +32,7 @@ from simulator.frames import implementations
 ROOT = Path(__file__).resolve().parent.parent
 CACHE = ROOT / "build" / "h2-suite"
 H2_VERSION = version("h2")
-DOWNLOAD_TIMEOUT_S = 300
+DOWNLOAD_TIMEOUT_S = 180
 SUITE_TIMEOUT_S = 600
 
 
@@ -52,7 +52,7 @@ def h2_suite_dir() -> Path:
             return target
         with tempfile.TemporaryDirectory(dir=CACHE) as tmp:
             cmd = [sys.executable, "-m", "pip", "download", "--quiet", "--no-deps", "--no-binary", ":all:",
-                   f"h2=={H2_VERSION}", "-d", tmp]
+                   "--retries", "1", "--timeout", "20", f"h2=={H2_VERSION}", "-d", tmp]
             try:
                 done = subprocess.run(cmd, capture_output=True, text=True, timeout=DOWNLOAD_TIMEOUT_S)
             except subprocess.TimeoutExpired:

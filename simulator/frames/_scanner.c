@@ -16,6 +16,11 @@
  * than any chunk before: no per-frame heap allocation.  ``allocations`` counts every
  * (re)allocation the scanner makes.
  *
+ * For h2's receive path, H2Scanner.next_frame() hands out one frame at a time from h2's
+ * receive buffer and builds the DATA frames itself as hyperframe-compatible objects
+ * (see "hyperframe-compatible DATA frames" below and h2frames.py), so a download's frames
+ * never go through hyperframe's Python parser or its whole-payload repr.
+ *
  * Everything here has a pure-Python twin in scanner.py with the same API and the same
  * error behaviour (code, offset, reason); the tests compare them.
  */
