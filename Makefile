@@ -4,11 +4,11 @@ VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 
-.PHONY: install system-deps demo test test-slow bench clean
+.PHONY: install system-deps demo test test-slow test-peer bench clean
 
 install: $(STAMP)
 
-$(STAMP): pyproject.toml $(wildcard setup.py)
+$(STAMP): pyproject.toml $(wildcard setup.py) simulator/frames/_scanner.c simulator/frames/_huffman_table.h
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet -e '.[test]'
@@ -38,6 +38,11 @@ test: install system-deps
 test-slow: install system-deps
 	$(PY) -m pytest -q -n 2 -m slow
 
+# h2's own test suite (downloaded from the registry into build/h2-suite) with the frame
+# scanner's buffer on every connection, C and pure Python; also part of `make test`.
+test-peer: install
+	$(PY) -m pytest -q -n 2 tests/test_h2_suite.py
+
 bench: install
 	$(VENV)/bin/workbench bench all
 
@@ -52,6 +57,7 @@ ASAN_SECONDS ?= 20
 .PHONY: asan
 asan: install
 	rm -rf build/asan
+	$(PY) -m pip install --quiet 'setuptools>=77'   # setup.py reads pyproject.toml's SPDX licence
 	WORKBENCH_REQUIRE_EXT=1 CFLAGS="-fsanitize=address -fno-omit-frame-pointer -O1 -g" \
 	  LDFLAGS="-fsanitize=address" $(PY) setup.py -q build_ext --force \
 	  --build-lib build/asan --build-temp build/asan/tmp

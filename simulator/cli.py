@@ -21,6 +21,8 @@ COMMAND_MODULES = [
     "simulator.traces.commands",       # workbench trace info|convert|synth
     "simulator.studies.hol",           # workbench hol
     "simulator.studies.push",          # workbench push
+    "simulator.studies.trailers",      # workbench trailers
+    "simulator.studies.crossstream",   # workbench crossstream, crossstream-bodies
     "simulator.compression.commands",  # workbench interop decode|encode
     "simulator.frames.commands",       # workbench frames
     "simulator.stacks.commands",       # workbench replay

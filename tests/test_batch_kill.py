@@ -69,7 +69,7 @@ def test_sigkill_then_rerun_completes_exactly(tmp_path):
     assert df["job_id"].nunique() == expected_jobs
     blocks = batch.load(out, "blocks")
     assert blocks["job_id"].nunique() == expected_jobs
-    assert len(blocks) == expected_jobs * 3 * 79          # 79 header lists per scheme
+    assert len(blocks) == expected_jobs * 3 * 158         # 79 requests + 79 responses per scheme (direction auto)
     assert not blocks.duplicated(["job_id", "scheme", "kind", "origin", "stream_id"]).any()
     status = batch.status(out)
     assert (status["done"], status["failed"], status["missing"]) == (expected_jobs, 0, 0)

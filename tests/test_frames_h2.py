@@ -18,12 +18,15 @@ import h2.events
 import h2.exceptions
 import hpack
 import pytest
-from hyperframe.frame import (ContinuationFrame, DataFrame, HeadersFrame, PingFrame, SettingsFrame,
+from hyperframe.frame import (ContinuationFrame, DataFrame, Frame, HeadersFrame, PingFrame, SettingsFrame,
                               WindowUpdateFrame)
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from simulator.frames import implementations
 from simulator.frames.fuzz import mutate
 from simulator.frames.h2buffer import ScannerFrameBuffer, install, uninstall_huffman
+from simulator.frames.h2frames import frame_classes
 
 IMPLS = sorted(implementations())
 _ADDR = re.compile(r" at 0x[0-9a-f]+")
@@ -34,11 +37,25 @@ def _clean(text: str) -> str:
     return _ADDR.sub(" at 0x?", text)
 
 
+class RecordingLogger:
+    """h2's logger interface (``debug``, ``trace``): keeps every message, formatted --
+    among them h2's ``Received frame: %s`` with each frame's repr."""
+
+    def __init__(self) -> None:
+        self.lines: list[str] = []
+
+    def debug(self, fmt, *args) -> None:
+        self.lines.append(_clean(fmt % args))
+
+    trace = debug
+
+
 class Pair:
-    def __init__(self, impl, seed: int, chunking: str = "random") -> None:
-        self.client = h2.connection.H2Connection(h2.config.H2Configuration(client_side=True))
+    def __init__(self, impl, seed: int, chunking: str = "random", log: bool = False) -> None:
+        self.logs = (RecordingLogger(), RecordingLogger()) if log else (None, None)
+        self.client = h2.connection.H2Connection(h2.config.H2Configuration(client_side=True, logger=self.logs[0]))
         self.server = h2.connection.H2Connection(
-            h2.config.H2Configuration(client_side=False, validate_inbound_headers=True))
+            h2.config.H2Configuration(client_side=False, validate_inbound_headers=True, logger=self.logs[1]))
         if impl is not None:
             install(self.client, impl=impl)
             install(self.server, impl=impl)
@@ -187,6 +204,17 @@ BAD_INPUTS = {
     "too-large": _raw(20000, 0, 0, 1, b"\x00" * 20000),
     "too-large-header-only": _raw(20000, 0, 0, 1, b""),
     "padding": _raw(4, 0, 0x8, 1, b"\x09abc"),
+    "padding-equal-to-length": _raw(3, 0, 0x8, 1, b"\x03ab"),          # RFC 9113 6.1: padding too long
+    "padded-empty-data": _raw(3, 0, 0x9, 1, b"\x02\x00\x00"),          # valid: no data, 2 bytes of padding
+    "padded-no-pad-length": _raw(0, 0, 0x8, 1, b""),                    # PADDED without its Pad Length byte
+    "data-unknown-flags": _raw(2, 0, 0xF6, 1, b"ok"),                   # undefined flags are ignored (4.1)
+    "data-in-header-block": _raw(1, 1, 0, 1, b"\x82") + _raw(2, 0, 0, 1, b"no"),   # RFC 9113 6.10
+    "data-idle-stream": _raw(2, 0, 0, 7, b"no"),                        # RFC 9113 5.1: idle stream
+    # Incomplete frames whose header alone is wrong (h2 rejects them before the payload is in):
+    "partial-data-stream-0": _raw(100, 0, 0, 0, b"ab"),
+    "partial-settings-stream-3": _raw(60, 4, 0, 3, b"\x00\x03"),
+    "partial-goaway-stream-1": _raw(60, 7, 0, 1, b"\x00"),
+    "partial-window-update-stream-0": _raw(60, 8, 0, 0, b"\x00"),        # either kind of stream: no error yet
     "interleaved-continuation": (_raw(1, 1, 0, 1, b"\x82") + _raw(8, 6, 0, 0, b"12345678")),
     "lonely-continuation": _raw(1, 9, 0x4, 1, b"\x82"),
     "unknown-type": _raw(5, 0x77, 0xff, 9, b"hello") + _frames(PingFrame(0, opaque_data=b"abcdefgh")),
@@ -217,14 +245,14 @@ SCENARIOS = {"basic": s_basic, "many-streams": s_many_streams_flow_control, "con
              "control": s_control}
 
 
-def _trace(impl, scenario, seed, chunking):
+def _trace(impl, scenario, seed, chunking, log=False):
     uninstall_huffman()
-    p = Pair(impl, seed, chunking)
+    p = Pair(impl, seed, chunking, log)
     try:
         scenario(p)
     finally:
         uninstall_huffman()
-    return p.trace
+    return (p.trace, p.logs[0].lines, p.logs[1].lines) if log else p.trace
 
 
 @pytest.mark.parametrize("impl_name", IMPLS)
@@ -329,6 +357,199 @@ def test_frame_flood_rejected_at_first_bad_frame_with_bounded_memory(impl_name):
     assert stock_error is not None and "non-zero" in stock_error
     assert error == stock_error
     assert peak <= 2 * stock_peak, (peak, stock_peak)
-    buffer = conn.incoming_buffer
-    assert len(buffer._ready) <= SCAN_SLICE_BYTES // 9 + 1
-    assert buffer._scanned <= len(flood) - (1 << 24) + SCAN_SLICE_BYTES     # the rest never scanned
+    scanner = conn.incoming_buffer._scanner
+    assert len(scanner) <= SCAN_SLICE_BYTES // 9 + 1        # records of one feed: all ever queued at once
+    assert scanner.offset <= len(flood) - (1 << 24) + SCAN_SLICE_BYTES     # the rest never scanned
+
+
+@pytest.mark.parametrize("impl_name", IMPLS)
+@pytest.mark.parametrize("name", sorted(SCENARIOS))
+def test_h2_trace_log_identical(impl_name, name):
+    """h2 logs ``repr(frame)`` of every frame it receives: the DATA frames the scanner
+    builds must print exactly as hyperframe's (padded or not, END_STREAM or not)."""
+    impl = implementations()[impl_name]
+    baseline = _trace(None, SCENARIOS[name], 1, "random", log=True)
+    ours = _trace(impl, SCENARIOS[name], 1, "random", log=True)
+    assert ours == baseline
+    received = [line for line in baseline[1] + baseline[2] if line.startswith("Received frame: DataFrame")]
+    assert received
+
+
+# --------------------------------------------------------------------------------------
+# The DATA frames H2Scanner.next_frame builds, against hyperframe's
+
+def _raw_data_frames():
+    """DATA frames (RFC 9113 section 6.1) that hyperframe accepts or rejects: any stream
+    id, any flags byte, padded or not, with a Pad Length that fits or does not."""
+    def build(sid, flags, data, pad, lie):
+        if flags & 0x8:
+            pad_length = max(0, min(255, pad + lie))       # lie: a Pad Length beyond the padding
+            payload = bytes([pad_length]) + data + bytes(pad)
+        else:
+            payload = data
+        return _raw(len(payload), 0, flags, sid, payload)
+    return st.builds(build, st.sampled_from([0, 1, 2, 3, 0x7FFFFFFF, 0x80000001]), st.integers(0, 255),
+                     st.binary(max_size=40), st.integers(0, 20), st.sampled_from([0, 0, 0, 1, 5, 300]))
+
+
+def _hyperframe_data(wire: bytes):
+    try:
+        frame, length = Frame.parse_frame_header(memoryview(wire[:9]))
+        frame.parse_body(memoryview(wire[9:9 + length]))
+    except Exception:  # noqa: BLE001 - any rejection: the frame goes through hyperframe in h2buffer
+        return None
+    return frame
+
+
+def _same_as_hyperframe(mine, ref) -> None:
+    assert type(mine).__name__ == type(ref).__name__ == "DataFrame"
+    assert isinstance(mine, DataFrame)
+    assert list(vars(mine)) == list(vars(ref))                  # same attributes, set in the same order
+    assert {k: v for k, v in vars(mine).items() if k != "flags"} == {k: v for k, v in vars(ref).items() if k != "flags"}
+    assert type(mine.flags) is type(ref.flags)
+    assert list(vars(mine.flags)) == list(vars(ref.flags))
+    assert mine.flags._valid_flags == ref.flags._valid_flags and mine.flags._flags == ref.flags._flags
+    assert type(mine.data) is bytes
+    assert repr(mine) == repr(ref) == Frame.__repr__(mine)
+    assert mine.flow_controlled_length == ref.flow_controlled_length
+    assert ("END_STREAM" in mine.flags) == ("END_STREAM" in ref.flags)
+    assert mine.serialize() == ref.serialize()
+
+
+@settings(max_examples=400, deadline=None)
+@given(_raw_data_frames(), st.sampled_from([0, 5, 16384, (1 << 24) - 1]))
+def test_scanner_data_frames_are_hyperframes(wire, max_frame_size):
+    """A DATA frame is built by the scanner exactly when hyperframe accepts it and it fits
+    SETTINGS_MAX_FRAME_SIZE (RFC 9113 sections 4.2, 6.1); it then equals hyperframe's
+    object attribute by attribute, repr included.  Otherwise it is left to hyperframe."""
+    ref = _hyperframe_data(wire)
+    length = int.from_bytes(wire[:3], "big")
+    for impl in implementations().values():
+        frame_classes(impl)
+        sc = impl.H2Scanner((1 << 24) - 1, preface=False, validate=False)
+        got = sc.next_frame(bytearray(wire), 0, max_frame_size, 8192)
+        if ref is not None and length <= max_frame_size:
+            assert type(got) in frame_classes(impl)
+            _same_as_hyperframe(got, ref)
+            assert sc.consumed == len(wire)
+            assert sc.next_frame(bytearray(wire), 0, max_frame_size, 8192) is None
+        else:
+            assert got == (0, wire[4], int.from_bytes(wire[5:9], "big") & 0x7FFFFFFF, 9, length)
+            assert sc.consumed == 0                         # left for hyperframe until consume()
+            sc.consume()
+            assert sc.consumed == len(wire)
+
+
+def _edits():
+    """Changes a program could make to a frame object after h2 got it."""
+    return {
+        "none": lambda f: None,
+        "data-memoryview": lambda f: setattr(f, "data", memoryview(b"0123456789abcdef")),
+        "data-bytearray": lambda f: setattr(f, "data", bytearray(b"xyz")),
+        "data-str": lambda f: setattr(f, "data", "text"),
+        "data-empty": lambda f: setattr(f, "data", b""),
+        "data-long": lambda f: setattr(f, "data", bytes(range(256)) * 100),
+        "pad-300": lambda f: setattr(f, "pad_length", 300),
+        "pad-255": lambda f: setattr(f, "pad_length", 255),
+        "pad-negative": lambda f: setattr(f, "pad_length", -1),
+        "pad-bool": lambda f: setattr(f, "pad_length", True),
+        "pad-huge": lambda f: setattr(f, "pad_length", 1 << 70),
+        "flags-add": lambda f: f.flags.add("PADDED"),
+        "flags-discard": lambda f: f.flags.discard("PADDED"),
+        "flags-replaced": lambda f: setattr(f, "flags", "PADDED"),
+        "flags-frozen": lambda f: setattr(f.flags, "_flags", frozenset(["END_STREAM"])),
+        "flags-unsortable": lambda f: f.flags._flags.add(3),
+        "sid-bool": lambda f: setattr(f, "stream_id", True),
+        "sid-huge": lambda f: setattr(f, "stream_id", 1 << 80),
+        "sid-str": lambda f: setattr(f, "stream_id", "seven"),
+        "del-data": lambda f: delattr(f, "data"),
+        "del-stream-id": lambda f: delattr(f, "stream_id"),
+        "del-flags-set": lambda f: delattr(f.flags, "_flags"),
+        "subclass": lambda f: setattr(f, "__class__", type("DataFrame", (type(f),), {"__slots__": ()})),
+    }
+
+
+def _outcome(fn):
+    try:
+        return ("ok", fn())
+    except Exception as exc:  # noqa: BLE001 - compare whatever is raised
+        return (type(exc).__name__, str(exc))
+
+
+@pytest.mark.parametrize("impl_name", IMPLS)
+@pytest.mark.parametrize("edit", sorted(_edits()))
+@pytest.mark.parametrize("wire", [_raw(13, 0, 0x9, 5, b"\x02" + b"0123456789" + b"\x00\x00"),
+                                  _raw(4, 0, 0x0, 5, b"abcd"), _raw(0, 0, 0x1, 5, b""),
+                                  _raw(11, 0, 0x8, 5, b"\x0a" + bytes(10))],
+                         ids=["padded", "plain", "empty", "all-padding"])
+def test_data_frame_repr_is_hyperframes_after_edits(impl_name, edit, wire):
+    """The scanner's repr gives hyperframe's string (or hyperframe's exception) whatever a
+    program did to the frame: unusual attribute values go to hyperframe's own repr."""
+    impl = implementations()[impl_name]
+    frame_classes(impl)
+    frames = [impl.H2Scanner((1 << 24) - 1, preface=False, validate=False).next_frame(wire, 0, 16384, 8192)
+              for _ in range(2)]
+    for f in frames:
+        _edits()[edit](f)
+    # hyperframe's repr may convert a memoryview in .data to bytes: one frame each.
+    assert _outcome(lambda: repr(frames[0])) == _outcome(lambda: Frame.__repr__(frames[1]))
+
+
+@pytest.mark.parametrize("impl_name", IMPLS)
+def test_next_frame_contract(impl_name):
+    """next_frame's bookkeeping: lazy scanning in slices, records left until consume(),
+    the buffer's base offset checked, bad arguments refused."""
+    impl = implementations()[impl_name]
+    frame_classes(impl)
+    ping = _frames(PingFrame(0, opaque_data=b"abcdefgh"))
+    data = _raw(3, 0, 0x1, 1, b"abc")
+    wire = bytearray(ping + data + data[:10])
+    sc = impl.H2Scanner((1 << 24) - 1, preface=False, validate=False)
+    assert sc.next_frame(wire, 0, 16384, 4) == (6, 0, 0, 9, 8)     # a PING record
+    assert sc.offset == 20                                          # scanned 4 bytes at a time, no further
+    assert sc.next_frame(wire, 0, 16384, 4) == (6, 0, 0, 9, 8)     # not consumed yet
+    sc.consume()
+    assert sc.consumed == 17
+    del wire[:17]
+    frame = sc.next_frame(wire, 17, 16384, 4)
+    assert frame.data == b"abc" and frame.stream_id == 1 and "END_STREAM" in frame.flags
+    assert sc.consumed == 29
+    assert sc.next_frame(wire, 17, 16384, 4) is None                 # the rest is a partial frame
+    assert sc.current == (0, 1, 1, 38, 3)
+    with pytest.raises(ValueError, match="no frame to consume"):
+        sc.consume()
+    with pytest.raises(ValueError, match="beyond the scanned offset"):
+        sc.next_frame(wire, 10 ** 6, 16384, 4)
+    with pytest.raises(ValueError, match="slice_bytes"):
+        sc.next_frame(wire, 17, 16384, 0)
+    with pytest.raises(ValueError, match="negative"):
+        sc.next_frame(wire, -1, 16384, 4)
+    wire += data[10:] + data + data
+    frame = sc.next_frame(wire, 17, 16384, 8192)                    # scans the rest: two more frames queued
+    assert frame.data == b"abc" and len(sc) == 3
+    with pytest.raises(ValueError, match="does not hold the frame"):
+        sc.next_frame(wire[:30], 17, 16384, 8192)                    # a buffer too short for the next one
+
+
+def test_install_maps_the_scanner_classes_to_h2s_handlers():
+    for impl in implementations().values():
+        conn = install(h2.connection.H2Connection(), impl=impl)
+        for built, hyperframe_cls in frame_classes(impl).items():
+            assert issubclass(built, hyperframe_cls)
+            assert conn._frame_dispatch_table[built] == conn._frame_dispatch_table[hyperframe_cls]
+
+
+@pytest.mark.parametrize("impl_name", IMPLS)
+def test_scanner_data_frames_pickle_and_copy_like_hyperframes(impl_name):
+    import copy
+    import pickle
+
+    impl = implementations()[impl_name]
+    frame_classes(impl)
+    wire = _raw(6, 0, 0x9, 3, b"\x01abcd\x00")
+    mine = impl.H2Scanner((1 << 24) - 1, preface=False, validate=False).next_frame(wire, 0, 16384, 8192)
+    ref = _hyperframe_data(wire)
+    for clone in (pickle.loads(pickle.dumps(mine)), copy.copy(mine), copy.deepcopy(mine)):
+        assert type(clone) is type(mine)
+        _same_as_hyperframe(clone, ref)
+    assert copy.copy(mine).flags is mine.flags and copy.deepcopy(mine).flags is not mine.flags

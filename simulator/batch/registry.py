@@ -202,9 +202,70 @@ def _push() -> Study:
     )
 
 
+# ---------------------------------------------------------------------------------------
+# The trailers study
+
+
+def _trailers() -> Study:
+    from ..studies import trailers
+
+    def params_dict(params) -> dict:
+        d = params.to_dict()
+        d.pop("seed", None)
+        return d
+
+    def tables(result) -> dict[str, pd.DataFrame]:
+        drop = ("seed", "rtt_s", "bandwidth_bps", "loss", "rate_bytes_per_s", "chunk_bytes", "hops", "te_trailers",
+                "metadata")
+        return {"summary": result.summary,
+                "responses": result.responses.drop(columns=[c for c in drop if c in result.responses.columns]),
+                "hops": result.hops.drop(columns=[c for c in drop if c in result.hops.columns])}
+
+    return Study(
+        name="trailers",
+        help="metadata at the end of a body: buffer vs trailers vs in-body, through hops",
+        add_arguments=trailers.add_arguments,
+        params_from_args=trailers.params_from_args,
+        run=lambda trace, params: trailers.run(trace, params),
+        with_seed=trailers.with_seed,
+        params_dict=params_dict,
+        tables=tables,
+        optional_tables=("responses", "hops"),
+        reserved=frozenset({"trace", "seed", "rows", "json", "help"}),
+    )
+
+
+# ---------------------------------------------------------------------------------------
+# The cross-stream compression study: a "trace" is any trace file the loaders read; its
+# text responses (URLs, types, sizes) get generated bodies (simulator/traces/bodies.py).
+
+
+def _crossstream() -> Study:
+    from ..studies import crossstream
+
+    def params_dict(params) -> dict:
+        d = params.to_dict()
+        d.pop("seed", None)
+        d.pop("measure_cpu", None)       # wall-clock measurements stay out of batch rows
+        return d
+
+    return Study(
+        name="crossstream",
+        help="cross-stream compression (shared contexts, dictionaries, RFC 9842) and the size-oracle leak",
+        add_arguments=crossstream.add_arguments,
+        params_from_args=crossstream.params_from_args,
+        run=lambda trace, params: crossstream.run(trace, replace(params, measure_cpu=False)),
+        with_seed=lambda params, seed: replace(params, seed=int(seed)),
+        params_dict=params_dict,
+        tables=lambda result: {"summary": result.summary, "leak": result.leak, "responses": result.responses},
+        optional_tables=("leak", "responses"),
+        reserved=frozenset({"trace", "bodies", "seed", "cpu", "responses", "json", "help"}),
+    )
+
+
 # name -> factory (the study module is imported when first asked for)
-STUDIES: dict[str, Callable[[], Study]] = {"hol": _hol}
-STUDIES["push"] = _push
+STUDIES: dict[str, Callable[[], Study]] = {"hol": _hol, "push": _push, "trailers": _trailers,
+                                           "crossstream": _crossstream}
 STUDIES["replay"] = _replay
 _cache: dict[str, Study] = {}
 

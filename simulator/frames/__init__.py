@@ -14,6 +14,7 @@ The API (identical in both)::
     n = sc.feed(chunk)                                      # frames the chunk completed
     for ftype, flags, stream_id, payload_offset, payload_length in sc.results(): ...
     sc.finish()                                             # FrameError if the stream ends mid-frame
+    sc.next_frame(buf, base, max_frame_size, slice_bytes)   # h2's receive buffer: see h2buffer, h2frames
 
     frames = parse_h2(buffer)          # bulk: arrays frames.types/.flags/.stream_ids/.offsets/.lengths
     H3Scanner(kind="request"), parse_h3(buffer)             # HTTP/3 (one stream)

@@ -16,11 +16,17 @@
  * than any chunk before: no per-frame heap allocation.  ``allocations`` counts every
  * (re)allocation the scanner makes.
  *
+ * For h2's receive path, H2Scanner.next_frame() hands out one frame at a time from h2's
+ * receive buffer and builds the DATA frames itself as hyperframe-compatible objects
+ * (see "hyperframe-compatible DATA frames" below and h2frames.py), so a download's frames
+ * never go through hyperframe's Python parser or its whole-payload repr.
+ *
  * Everything here has a pure-Python twin in scanner.py with the same API and the same
  * error behaviour (code, offset, reason); the tests compare them.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
+#include <limits.h>
 #include <stdint.h>
 #include <string.h>
 
@@ -364,6 +370,8 @@ typedef struct {
     h2_state st;
     h2_sink sk;
     Py_ssize_t allocations;
+    Py_ssize_t cursor;        /* next_frame: the next record of the last feed to hand out */
+    uint64_t consumed;        /* next_frame: absolute offset after the last frame handed out */
 } H2ScannerObject;
 
 static int
@@ -399,6 +407,8 @@ H2Scanner_init(H2ScannerObject *self, PyObject *args, PyObject *kwds)
         return -1;
     h2_init(&self->st, (uint32_t)mfs, mode, validate);
     self->sk.n = 0;
+    self->cursor = 0;
+    self->consumed = 0;
     return 0;
 }
 
@@ -606,6 +616,321 @@ H2Scanner_get_current(H2ScannerObject *self, void *c)
                          (unsigned long long)(self->st.fstart + 9), (unsigned long)self->st.flen);
 }
 
+/* ---- hyperframe-compatible DATA frames for h2's receive buffer ----
+ *
+ * h2buffer.ScannerFrameBuffer takes its frames from next_frame().  A DATA frame that
+ * hyperframe would accept (RFC 9113 section 6.1: stream id not 0, padding shorter than
+ * the payload; and within SETTINGS_MAX_FRAME_SIZE, h2's check) is built here as an
+ * instance of the subclass of hyperframe.frame.DataFrame that h2frames.py registers,
+ * with the attributes hyperframe's parse_frame_header + parse_body set, in the same
+ * order: stream_id, flags (a real hyperframe Flags: _valid_flags, _flags), body_len,
+ * pad_length, data.  Any other frame is returned as its record and built by hyperframe
+ * in Python.  The pure-Python twin (scanner.py) does the same. */
+
+static PyObject *H2F_data_cls;        /* the registered DataFrame subclass, or NULL */
+static PyObject *H2F_flags_cls;       /* hyperframe.flags.Flags */
+static PyObject *H2F_flag_names;      /* ("END_STREAM", "PADDED"): hyperframe's order */
+static PyObject *H2F_fallback_repr;   /* hyperframe.frame.Frame.__repr__ */
+static PyObject *H2F_empty_tuple;
+static PyObject *S_stream_id, *S_flags, *S_body_len, *S_pad_length, *S_data, *S_valid_flags, *S_flags_set;
+
+static PyObject *
+h2f_new_instance(PyObject *cls)
+{
+    /* cls.__new__(cls): object.__new__ for hyperframe's classes (no Python code runs). */
+    PyTypeObject *tp = (PyTypeObject *)cls;
+    return tp->tp_new(tp, H2F_empty_tuple, NULL);
+}
+
+static int
+h2f_set_long(PyObject *obj, PyObject *name, unsigned long v)
+{
+    PyObject *o = PyLong_FromUnsignedLong(v);
+    if (o == NULL) return -1;
+    int r = PyObject_SetAttr(obj, name, o);
+    Py_DECREF(o);
+    return r;
+}
+
+static PyObject *
+h2f_build_data_frame(const uint8_t *p, uint32_t len, uint8_t fl, uint32_t sid)
+{
+    PyObject *data = NULL, *flags = NULL, *set = NULL, *frame = NULL;
+    uint32_t pad = 0, start = 0, stop = len;
+    if (fl & F_PADDED) {                      /* Pad Length, then data, then padding */
+        pad = p[0];
+        start = 1;
+        stop = len - pad;
+    }
+    data = PyBytes_FromStringAndSize((const char *)p + start, (Py_ssize_t)(stop - start));
+    if (data == NULL) goto fail;
+    flags = h2f_new_instance(H2F_flags_cls);
+    if (flags == NULL) goto fail;
+    set = PySet_New(H2F_flag_names);          /* Flags._valid_flags: names in defined order */
+    if (set == NULL || PyObject_SetAttr(flags, S_valid_flags, set) < 0) goto fail;
+    Py_CLEAR(set);
+    set = PySet_New(NULL);                    /* Flags._flags: added in defined order */
+    if (set == NULL) goto fail;
+    if ((fl & F_END_STREAM) && PySet_Add(set, PyTuple_GET_ITEM(H2F_flag_names, 0)) < 0) goto fail;
+    if ((fl & F_PADDED) && PySet_Add(set, PyTuple_GET_ITEM(H2F_flag_names, 1)) < 0) goto fail;
+    if (PyObject_SetAttr(flags, S_flags_set, set) < 0) goto fail;
+    Py_CLEAR(set);
+    frame = h2f_new_instance(H2F_data_cls);
+    if (frame == NULL) goto fail;
+    if (h2f_set_long(frame, S_stream_id, sid) < 0 || PyObject_SetAttr(frame, S_flags, flags) < 0 ||
+        h2f_set_long(frame, S_body_len, len) < 0 || h2f_set_long(frame, S_pad_length, pad) < 0 ||
+        PyObject_SetAttr(frame, S_data, data) < 0)
+        goto fail;
+    Py_DECREF(flags);
+    Py_DECREF(data);
+    return frame;
+fail:
+    Py_XDECREF(data);
+    Py_XDECREF(flags);
+    Py_XDECREF(set);
+    Py_XDECREF(frame);
+    return NULL;
+}
+
+/* getattr(obj, name) with AttributeError turned into *missing = 1. */
+static PyObject *
+h2f_getattr(PyObject *obj, PyObject *name, int *missing)
+{
+    PyObject *v = PyObject_GetAttr(obj, name);
+    if (v == NULL && PyErr_ExceptionMatches(PyExc_AttributeError)) {
+        PyErr_Clear();
+        *missing = 1;
+    }
+    return v;
+}
+
+/* hyperframe's repr of a DATA frame: Frame.__repr__ ->
+ *   f"{type(self).__name__}(stream_id={self.stream_id}, flags={self.flags!r}): {self._body_repr()}"
+ * with _body_repr() = _raw_data_repr(serialize_body()), serialize_body() = Pad Length byte (if
+ * PADDED) + data + pad_length zero bytes, and _raw_data_repr() keeping 20 hex digits (then
+ * "...") or "None" when empty.  Built from the first 10 bytes instead of hex-encoding all of
+ * them; anything unusual (not the registered class, data not bytes, odd attributes) goes to
+ * hyperframe's own __repr__. */
+static PyObject *
+h2f_data_frame_repr(PyObject *self, PyObject *Py_UNUSED(ignored))
+{
+    PyObject *sid = NULL, *flags = NULL, *data = NULL, *pad = NULL, *present = NULL, *sorted = NULL;
+    PyObject *flags_repr = NULL, *sid_str = NULL, *name = NULL, *body = NULL, *res = NULL;
+    int missing = 0, overflow = 0, padded;
+    long padv = -1;
+    Py_ssize_t dlen, total;
+
+    if (H2F_data_cls == NULL || (PyObject *)Py_TYPE(self) != H2F_data_cls)
+        goto fallback;
+    if ((sid = h2f_getattr(self, S_stream_id, &missing)) == NULL && !missing) goto done;
+    if ((flags = h2f_getattr(self, S_flags, &missing)) == NULL && !missing) goto done;
+    if ((data = h2f_getattr(self, S_data, &missing)) == NULL && !missing) goto done;
+    if ((pad = h2f_getattr(self, S_pad_length, &missing)) == NULL && !missing) goto done;
+    if (flags != NULL && (PyObject *)Py_TYPE(flags) == H2F_flags_cls) {
+        if ((present = h2f_getattr(flags, S_flags_set, &missing)) == NULL && !missing) goto done;
+    }
+    if (pad != NULL && PyLong_CheckExact(pad)) {
+        padv = PyLong_AsLongAndOverflow(pad, &overflow);
+        if (padv == -1 && PyErr_Occurred()) goto done;
+    }
+    if (missing || !PyLong_CheckExact(sid) || present == NULL || !PySet_CheckExact(present) ||
+        !PyBytes_CheckExact(data) || overflow || padv < 0 || padv > 255) {
+        Py_CLEAR(sid); Py_CLEAR(flags); Py_CLEAR(data); Py_CLEAR(pad); Py_CLEAR(present);
+        goto fallback;
+    }
+    /* repr(self.flags) is Flags.__repr__: repr(sorted(self._flags)). */
+    sorted = PySequence_List(present);
+    if (sorted == NULL || PyList_Sort(sorted) < 0) goto done;
+    flags_repr = PyObject_Repr(sorted);
+    if (flags_repr == NULL) goto done;
+    padded = PySet_Contains(present, PyTuple_GET_ITEM(H2F_flag_names, 1));
+    if (padded < 0) goto done;
+    dlen = PyBytes_GET_SIZE(data);
+    total = padded + dlen + padv;
+    if (total == 0) {
+        body = PyUnicode_FromString("None");
+    }
+    else {
+        static const char hexdigits[] = "0123456789abcdef";
+        uint8_t head[10];
+        char hex[21];
+        Py_ssize_t h = 0, k;
+        const uint8_t *d = (const uint8_t *)PyBytes_AS_STRING(data);
+        if (padded) head[h++] = (uint8_t)padv;
+        for (k = 0; k < dlen && h < 10; k++) head[h++] = d[k];
+        for (k = 0; k < padv && h < 10; k++) head[h++] = 0;
+        for (k = 0; k < h; k++) {
+            hex[2 * k] = hexdigits[head[k] >> 4];
+            hex[2 * k + 1] = hexdigits[head[k] & 0xF];
+        }
+        hex[2 * h] = '\0';
+        body = PyUnicode_FromFormat("<hex:%s%s>", hex, total > 10 ? "..." : "");
+    }
+    if (body == NULL) goto done;
+    sid_str = PyObject_Str(sid);
+    if (sid_str == NULL) goto done;
+    name = PyType_GetName(Py_TYPE(self));
+    if (name == NULL) goto done;
+    res = PyUnicode_FromFormat("%U(stream_id=%U, flags=%U): %U", name, sid_str, flags_repr, body);
+done:
+    Py_XDECREF(sid); Py_XDECREF(flags); Py_XDECREF(data); Py_XDECREF(pad); Py_XDECREF(present);
+    Py_XDECREF(sorted); Py_XDECREF(flags_repr); Py_XDECREF(sid_str); Py_XDECREF(name); Py_XDECREF(body);
+    return res;
+fallback:
+    if (H2F_fallback_repr == NULL) {
+        PyErr_SetString(PyExc_RuntimeError, "no frame classes registered");
+        return NULL;
+    }
+    return PyObject_CallOneArg(H2F_fallback_repr, self);
+}
+
+static PyMethodDef h2f_repr_def = {
+    "__repr__", (PyCFunction)h2f_data_frame_repr, METH_NOARGS,
+    "hyperframe's repr of a DATA frame, built from the first 10 bytes of its body."
+};
+
+/* register_h2_frame_classes(data_frame, flags, flag_names, fallback_repr) */
+static PyObject *
+register_h2_frame_classes(PyObject *mod, PyObject *args)
+{
+    PyObject *data_cls, *flags_cls, *names, *fallback, *expected, *descr;
+    int same;
+    if (!PyArg_ParseTuple(args, "O!O!OO:register_h2_frame_classes", &PyType_Type, &data_cls, &PyType_Type,
+                          &flags_cls, &names, &fallback))
+        return NULL;
+    names = PySequence_Tuple(names);
+    if (names == NULL) return NULL;
+    expected = Py_BuildValue("(ss)", "END_STREAM", "PADDED");
+    same = expected == NULL ? -1 : PyObject_RichCompareBool(names, expected, Py_EQ);
+    Py_XDECREF(expected);
+    if (same <= 0) {
+        Py_DECREF(names);
+        if (same == 0)
+            PyErr_SetString(PyExc_ValueError, "flag_names must be ('END_STREAM', 'PADDED')");
+        return NULL;
+    }
+    descr = PyDescr_NewMethod((PyTypeObject *)data_cls, &h2f_repr_def);
+    if (descr == NULL || PyObject_SetAttrString(data_cls, "__repr__", descr) < 0) {
+        Py_XDECREF(descr);
+        Py_DECREF(names);
+        return NULL;
+    }
+    Py_DECREF(descr);
+    Py_XSETREF(H2F_data_cls, Py_NewRef(data_cls));
+    Py_XSETREF(H2F_flags_cls, Py_NewRef(flags_cls));
+    Py_XSETREF(H2F_flag_names, names);
+    Py_XSETREF(H2F_fallback_repr, Py_NewRef(fallback));
+    Py_RETURN_NONE;
+}
+
+/* A Python int as a long long, saturating (the twin compares unbounded ints). */
+static int
+as_saturated_ll(PyObject *o, long long *out)
+{
+    int overflow = 0;
+    long long v = PyLong_AsLongLongAndOverflow(o, &overflow);
+    if (v == -1 && PyErr_Occurred()) return -1;
+    *out = overflow > 0 ? LLONG_MAX : overflow < 0 ? LLONG_MIN : v;
+    return 0;
+}
+
+/* next_frame(data, base, max_frame_size, slice_bytes): see scanner.py H2Scanner.next_frame. */
+static PyObject *
+H2Scanner_next_frame(H2ScannerObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    long long base, mfs, slice;
+    Py_buffer view;
+    PyObject *res;
+
+    if (nargs != 4) {
+        PyErr_SetString(PyExc_TypeError, "next_frame(data, base, max_frame_size, slice_bytes) takes 4 arguments");
+        return NULL;
+    }
+    if (as_saturated_ll(args[1], &base) < 0 || as_saturated_ll(args[2], &mfs) < 0 ||
+        as_saturated_ll(args[3], &slice) < 0)
+        return NULL;
+    if (slice < 1) {
+        PyErr_SetString(PyExc_ValueError, "slice_bytes must be positive");
+        return NULL;
+    }
+    if (base < 0) {
+        PyErr_SetString(PyExc_ValueError, "base must not be negative");
+        return NULL;
+    }
+    if (PyObject_GetBuffer(args[0], &view, PyBUF_SIMPLE) < 0)
+        return NULL;
+    const uint8_t *p = (const uint8_t *)view.buf;
+    const uint64_t n = (uint64_t)view.len, ubase = (uint64_t)base;
+    h2_state *st = &self->st;
+    h2_sink *sk = &self->sk;
+
+    if (self->cursor >= sk->n) {
+        if (ubase > st->pos) {
+            PyBuffer_Release(&view);
+            PyErr_SetString(PyExc_ValueError, "base is beyond the scanned offset");
+            return NULL;
+        }
+        for (;;) {
+            if (st->pos - ubase >= n) {         /* every byte scanned, no frame completed */
+                PyBuffer_Release(&view);
+                Py_RETURN_NONE;
+            }
+            uint64_t start = st->pos - ubase;
+            uint64_t stop = (n - start > (uint64_t)slice) ? start + (uint64_t)slice : n;
+            self->cursor = 0;
+            sk->n = 0;
+            int r = h2_run(st, p + start, (Py_ssize_t)(stop - start), sk);
+            if (r == -1) {
+                PyBuffer_Release(&view);
+                return raise_frame_error("h2", st->err_code, st->err_off, st->err_reason, sk->n);
+            }
+            if (r == -2) {
+                PyBuffer_Release(&view);
+                return NULL;
+            }
+            if (sk->n)
+                break;
+        }
+    }
+    const Py_ssize_t k = self->cursor;
+    const uint64_t off = sk->off[k];
+    const uint32_t len = sk->len[k];
+    if (off < ubase || off - ubase > n || n - (off - ubase) < len) {
+        PyBuffer_Release(&view);
+        PyErr_SetString(PyExc_ValueError, "data does not hold the frame");
+        return NULL;
+    }
+    if (sk->type[k] == H2_DATA && H2F_data_cls != NULL && sk->sid[k] != 0 && (long long)len <= mfs) {
+        const uint8_t *body = p + (off - ubase);
+        if (!(sk->flags[k] & F_PADDED) || (len && body[0] < len)) {
+            res = h2f_build_data_frame(body, len, sk->flags[k], sk->sid[k]);
+            PyBuffer_Release(&view);
+            if (res != NULL) {
+                self->cursor = k + 1;
+                self->consumed = off + len;
+            }
+            return res;
+        }
+    }
+    PyBuffer_Release(&view);
+    return h2_record(sk, k);
+}
+
+static PyObject *
+H2Scanner_consume(H2ScannerObject *self, PyObject *Py_UNUSED(ignored))
+{
+    if (self->cursor >= self->sk.n) {
+        PyErr_SetString(PyExc_ValueError, "no frame to consume");
+        return NULL;
+    }
+    self->consumed = self->sk.off[self->cursor] + self->sk.len[self->cursor];
+    self->cursor++;
+    Py_RETURN_NONE;
+}
+
+static PyObject *
+H2Scanner_get_consumed(H2ScannerObject *self, void *c) { return PyLong_FromUnsignedLongLong(self->consumed); }
+
 static PyMethodDef H2Scanner_methods[] = {
     {"feed", (PyCFunction)H2Scanner_feed, METH_O,
      "feed(data) -> int: scan a chunk; returns how many frames it completed (see results())."},
@@ -616,6 +941,11 @@ static PyMethodDef H2Scanner_methods[] = {
      "stream ids I, payload offsets Q, payload lengths I) at index start."},
     {"finish", (PyCFunction)H2Scanner_finish, METH_NOARGS,
      "finish(): raise FrameError if the stream failed or ends inside a frame."},
+    {"next_frame", (PyCFunction)(void (*)(void))H2Scanner_next_frame, METH_FASTCALL,
+     "next_frame(data, base, max_frame_size, slice_bytes) -> None, a DATA frame object or a record:\n"
+     "the next frame of h2's receive buffer (see simulator.frames.h2buffer)."},
+    {"consume", (PyCFunction)H2Scanner_consume, METH_NOARGS,
+     "consume(): count the record next_frame returned as handed out."},
     {NULL}
 };
 
@@ -629,6 +959,7 @@ static PyGetSetDef H2Scanner_getset[] = {
     {"max_frame_size", (getter)H2Scanner_get_max, (setter)H2Scanner_set_max, "SETTINGS_MAX_FRAME_SIZE in force", NULL},
     {"error", (getter)H2Scanner_get_error, NULL, "the FrameError the stream failed with, or None", NULL},
     {"current", (getter)H2Scanner_get_current, NULL, "the incomplete frame whose header is known, or None", NULL},
+    {"consumed", (getter)H2Scanner_get_consumed, NULL, "absolute offset after the last frame next_frame handed out", NULL},
     {NULL}
 };
 
@@ -1641,6 +1972,9 @@ huffman_encode(PyObject *mod, PyObject *data)
 /* ------------------------------------------------------------------------------ */
 
 static PyMethodDef module_methods[] = {
+    {"register_h2_frame_classes", register_h2_frame_classes, METH_VARARGS,
+     "register_h2_frame_classes(data_frame, flags, flag_names, fallback_repr): the DataFrame subclass\n"
+     "next_frame builds (given its __repr__), hyperframe's Flags, ('END_STREAM', 'PADDED'), Frame.__repr__."},
     {"scan_h2", scan_h2, METH_VARARGS,
      "scan_h2(data, out, max_frame_size, preface, validate) -> (count, end, error, pending)"},
     {"scan_h3", scan_h3, METH_VARARGS,
@@ -1677,6 +2011,14 @@ PyInit__scanner(void)
     if (!FrameError || !HuffmanError || !IntegerError)
         return NULL;
     huff_build_byte_table();
+    H2F_empty_tuple = PyTuple_New(0);
+    if (H2F_empty_tuple == NULL ||
+        !(S_stream_id = PyUnicode_InternFromString("stream_id")) || !(S_flags = PyUnicode_InternFromString("flags")) ||
+        !(S_body_len = PyUnicode_InternFromString("body_len")) ||
+        !(S_pad_length = PyUnicode_InternFromString("pad_length")) || !(S_data = PyUnicode_InternFromString("data")) ||
+        !(S_valid_flags = PyUnicode_InternFromString("_valid_flags")) ||
+        !(S_flags_set = PyUnicode_InternFromString("_flags")))
+        return NULL;
     if (PyType_Ready(&H2ScannerType) < 0 || PyType_Ready(&H3ScannerType) < 0 ||
         PyType_Ready(&VarintDecoderType) < 0)
         return NULL;

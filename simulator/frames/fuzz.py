@@ -230,6 +230,51 @@ def _incremental(m, cls, kwargs, data, cuts):
     return (frames, err, sc.pending if err is None else None, sc.offset, fin, sc.current if err is None else None)
 
 
+def _frame_summary(frame, wire: bytes):
+    """What a frame object next_frame built holds, checked against hyperframe's parse of
+    the same bytes (``wire``: header + payload)."""
+    from hyperframe.frame import Frame
+
+    ref, length = Frame.parse_frame_header(memoryview(wire[:9]))
+    ref.parse_body(memoryview(wire[9:9 + length]))
+    mine = (type(frame).__name__, vars(frame), list(vars(frame)), vars(frame.flags), list(vars(frame.flags)),
+            repr(frame), frame.flow_controlled_length, frame.serialize())
+    theirs = (type(ref).__name__, vars(ref), list(vars(ref)), vars(ref.flags), list(vars(ref.flags)),
+              repr(ref), ref.flow_controlled_length, ref.serialize())
+    if mine[:2] != theirs[:2] or mine[2:] != theirs[2:] or vars(frame)["flags"]._flags != ref.flags._flags:
+        raise AssertionError(f"frame built by next_frame differs from hyperframe's: {mine!r} != {theirs!r}")
+    return ("frame", repr(frame), frame.data)
+
+
+def _receive(m, data: bytes, cuts: list[int], mfs: int, slice_bytes: int, validate: bool):
+    """h2's receive buffer on top of ``next_frame`` (as h2buffer uses it): chunks appended,
+    consumed bytes dropped, every frame taken; hyperframe-built records consumed."""
+    from .h2frames import frame_classes
+
+    frame_classes(m)
+    sc = m.H2Scanner((1 << 24) - 1, preface=False, validate=validate)
+    buf, base, out = bytearray(), 0, []
+    try:
+        for a, b in zip(cuts, cuts[1:]):
+            drop = sc.consumed - base
+            del buf[:drop]
+            base += drop
+            buf += data[a:b]
+            while True:
+                item = sc.next_frame(buf, base, mfs, slice_bytes)
+                if item is None:
+                    break
+                if type(item) is tuple:
+                    out.append(("record", item))
+                    sc.consume()
+                else:
+                    end = sc.consumed
+                    out.append(_frame_summary(item, data[end - item.body_len - 9:end]))
+    except FrameError as exc:
+        out.append(("frame-error", exc.key(), exc.count))
+    return out, sc.consumed, sc.offset, sc.current
+
+
 def check_input(impls: dict, data: bytes, rnd: random.Random) -> int:
     """Run ``data`` through every entry point of every implementation; assert agreement."""
     names = list(impls)
@@ -255,6 +300,9 @@ def check_input(impls: dict, data: bytes, rnd: random.Random) -> int:
         m, "H2Scanner", dict(max_frame_size=mfs, preface=preface, validate=validate), data, cuts))
     if bulk[0] == "ok" and inc[0] == "ok" and bulk[1][0] != inc[1][0]:
         raise AssertionError(f"bulk and incremental frames differ on {data.hex()}")
+
+    slice_bytes = rnd.choice([1, 9, 100, 8192])
+    same("next_frame", lambda m: _receive(m, data, cuts, mfs, slice_bytes, validate))
 
     kind = rnd.choice([None, "control", "request", "push"])
     h3max = rnd.choice([None, None, 1, 100, 1 << 40])

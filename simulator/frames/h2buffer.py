@@ -1,15 +1,19 @@
 """h2's incoming frame buffer, driven by the frame scanner.
 
 ``h2.connection.H2Connection.incoming_buffer`` is an iterator of hyperframe ``Frame``
-objects fed by ``add_data``.  ``ScannerFrameBuffer`` is a drop-in replacement: frame
-boundaries come from ``H2Scanner`` (C when available), which finds each frame once as
-its last byte arrives instead of re-reading the buffered bytes every time, and consumed
-bytes are dropped in one move per ``add_data`` instead of one per frame.  The frame
-objects themselves are built exactly as h2's ``FrameBuffer`` builds them (hyperframe's
-``parse_frame_header``/``parse_body``), and every check and exception of h2's buffer is
-kept in the same order, so a connection behaves identically with either buffer: the
+objects fed by ``add_data``.  ``ScannerFrameBuffer`` is a drop-in replacement whose
+frames come from ``H2Scanner.next_frame`` (C when available): frame boundaries are found
+once, as a frame's last byte arrives, instead of re-reading the buffered bytes, consumed
+bytes are dropped in one move per ``add_data``, and DATA frames -- the bulk of a
+download -- are built by the scanner itself as hyperframe-compatible objects
+(``h2frames``: a ``hyperframe.frame.DataFrame`` subclass with hyperframe's attributes and
+a ``repr`` that does not hex-encode the whole payload, which h2 asks for on every frame).
+Every other frame, and every DATA frame hyperframe would reject, is built by hyperframe
+exactly as h2's ``FrameBuffer`` builds it, and every check and exception of h2's buffer
+is kept in the same order, so a connection behaves identically with either buffer: the
 scanner runs with ``validate=False`` here, because it is h2 (not the scanner) that must
-decide which frames are errors and how they are reported.
+decide which frames are errors and how they are reported.  h2's own test suite passes
+with the buffer installed on every connection (``tests/test_h2_suite.py``).
 
 Bounded and fail-fast: ``add_data`` only appends the bytes; the scanner is fed lazily,
 ``SCAN_SLICE_BYTES`` at a time, when h2 asks for the next frame and none is queued.  So
@@ -27,23 +31,28 @@ million, and h2 raises on the bad one as early as its own buffer does.
 
 from __future__ import annotations
 
-from collections import deque
-
 from h2.exceptions import FrameDataMissingError, ProtocolError
 from h2.frame_buffer import FrameBuffer
 from hyperframe.exceptions import InvalidDataError, InvalidFrameError
-from hyperframe.frame import Frame
+from hyperframe.frame import FRAMES, Frame
 
-from . import H2Scanner, IMPLEMENTATION, huffman_decode, HuffmanError
+from . import IMPLEMENTATION, HuffmanError, get_implementation, huffman_decode
+from .h2frames import frame_classes
 
-__all__ = ["ScannerFrameBuffer", "install", "install_huffman", "uninstall_huffman"]
+__all__ = ["ScannerFrameBuffer", "install", "install_huffman", "uninstall_huffman", "SCAN_SLICE_BYTES"]
 
 _NO_LIMIT = (1 << 24) - 1
 SCAN_SLICE_BYTES = 8192      # bytes scanned per step: bounds the frames queued at once
 
+# hyperframe's parse_frame_header raises only in Frame.__init__, for a frame on the wrong
+# kind of stream (RFC 9113 section 6: DATA..CONTINUATION need a stream, SETTINGS, PING and
+# GOAWAY stream 0).  The header of an incomplete frame is parsed (as h2 does) only then.
+_NEEDS_STREAM = frozenset(t for t, cls in FRAMES.items() if cls.stream_association == "has-stream")
+_NEEDS_NO_STREAM = frozenset(t for t, cls in FRAMES.items() if cls.stream_association == "no-stream")
+
 
 class ScannerFrameBuffer(FrameBuffer):
-    """A ``h2.frame_buffer.FrameBuffer`` whose frame boundaries come from ``H2Scanner``.
+    """A ``h2.frame_buffer.FrameBuffer`` whose frames come from ``H2Scanner.next_frame``.
 
     Inherits h2's header-block (CONTINUATION) assembly and frame-length check, so the
     frames and exceptions it yields are h2's own.
@@ -51,12 +60,10 @@ class ScannerFrameBuffer(FrameBuffer):
 
     def __init__(self, server: bool = False, *, impl=None) -> None:
         super().__init__(server=server)
-        scanner_cls = H2Scanner if impl is None else impl.H2Scanner
-        self._scanner = scanner_cls(_NO_LIMIT, preface=False, validate=False)
+        impl = get_implementation() if impl is None else impl
+        self._scanner = impl.H2Scanner(_NO_LIMIT, preface=False, validate=False)
+        self._next = self._scanner.next_frame
         self._base = 0            # absolute stream offset of self._data[0]
-        self._consumed = 0        # absolute offset up to which frames were yielded
-        self._scanned = 0         # absolute offset up to which the scanner has been fed
-        self._ready: deque = deque()   # complete frames not yet yielded
 
     def add_data(self, data) -> None:
         view = memoryview(data)
@@ -72,27 +79,12 @@ class ScannerFrameBuffer(FrameBuffer):
             self._preamble = self._preamble[take:]
         if not view:
             return
-        drop = self._consumed - self._base
+        consumed = self._scanner.consumed
+        drop = consumed - self._base
         if drop:
             del self._data[:drop]
-            self._base = self._consumed
+            self._base = consumed
         self._data += view           # scanned lazily, by __next__
-
-    def _scan_more(self) -> bool:
-        """Feed the scanner slices of not yet scanned bytes until one completes a frame;
-        False when every byte is scanned and no frame completed."""
-        end = self._base + len(self._data)
-        while self._scanned < end:
-            start = self._scanned - self._base
-            stop = min(start + SCAN_SLICE_BYTES, end - self._base)
-            # Released at once: add_data may resize the bytearray later.
-            with memoryview(self._data) as whole, whole[start:stop] as chunk:
-                completed = self._scanner.feed(chunk)
-            self._scanned = self._base + stop
-            if completed:
-                self._ready.extend(self._scanner.results())
-                return True
-        return False
 
     def _frame_at(self, payload_offset: int, length: int):
         start = payload_offset - 9 - self._base
@@ -104,30 +96,39 @@ class ScannerFrameBuffer(FrameBuffer):
             raise ProtocolError(msg) from err
         return frame, length
 
+    def _parse(self, record):
+        """A frame next_frame left to hyperframe, built and checked exactly as h2's buffer does."""
+        ftype, flags, sid, off, length = record
+        frame, length = self._frame_at(off, length)
+        self._validate_frame_length(length)
+        start = off - self._base
+        body = self._data[start:start + length]
+        try:
+            frame.parse_body(memoryview(body))
+        except InvalidDataError as err:
+            msg = "Received frame with non-compliant data"
+            raise ProtocolError(msg) from err
+        except InvalidFrameError as err:
+            msg = "Frame data missing or invalid"
+            raise FrameDataMissingError(msg) from err
+        self._scanner.consume()
+        return frame
+
     def __next__(self):
         while True:
-            if not self._ready and not self._scan_more():
+            frame = self._next(self._data, self._base, self.max_frame_size, SCAN_SLICE_BYTES)
+            if frame is None:
                 # h2 parses the header of an incomplete frame as soon as 9 bytes are
                 # there (and may raise on it); do the same.
-                if self._scanner.current is not None:
-                    ftype, flags, sid, off, length = self._scanner.current
-                    self._frame_at(off, length)
+                current = self._scanner.current
+                if current is not None and (current[0] in _NEEDS_STREAM if current[2] == 0
+                                            else current[0] in _NEEDS_NO_STREAM):
+                    self._frame_at(current[3], current[4])
                 raise StopIteration
-            ftype, flags, sid, off, length = self._ready[0]
-            frame, length = self._frame_at(off, length)
-            self._validate_frame_length(length)
-            start = off - self._base
-            body = self._data[start:start + length]
-            try:
-                frame.parse_body(memoryview(body))
-            except InvalidDataError as err:
-                msg = "Received frame with non-compliant data"
-                raise ProtocolError(msg) from err
-            except InvalidFrameError as err:
-                msg = "Frame data missing or invalid"
-                raise FrameDataMissingError(msg) from err
-            self._ready.popleft()
-            self._consumed = off + length
+            if type(frame) is tuple:
+                frame = self._parse(frame)
+            elif not self._headers_buffer:
+                return frame          # a DATA frame built by the scanner (h2frames)
             frame = self._update_header_buffer(frame)
             if frame is not None:
                 return frame
@@ -190,8 +191,14 @@ def install(conn, *, huffman: bool = True, impl=None):
     old = conn.incoming_buffer
     if old._data or (not conn.config.client_side and old._preamble_len != 24):
         raise RuntimeError("install() must be called before the connection receives data")
-    conn.incoming_buffer = ScannerFrameBuffer(server=not conn.config.client_side, impl=impl)
-    conn.incoming_buffer.max_frame_size = old.max_frame_size
+    buffer = ScannerFrameBuffer(server=not conn.config.client_side, impl=impl)
+    buffer.max_frame_size = old.max_frame_size
+    # h2 dispatches on frame.__class__: the scanner's frame classes go to h2's own
+    # handlers for the hyperframe classes they subclass.
+    table = conn._frame_dispatch_table
+    for built, hyperframe_cls in frame_classes(get_implementation() if impl is None else impl).items():
+        table[built] = table[hyperframe_cls]
+    conn.incoming_buffer = buffer
     conn._workbench_scanner = True
     if huffman:
         install_huffman()

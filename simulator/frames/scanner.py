@@ -16,6 +16,7 @@ __all__ = [
     "H2Scanner", "H3Scanner", "VarintDecoder", "scan_h2", "scan_h3",
     "decode_varint", "encode_varint", "decode_int", "encode_int",
     "huffman_decode", "huffman_encode", "huffman_encoded_length", "IMPLEMENTATION",
+    "register_h2_frame_classes", "h2_data_frame_repr",
 ]
 
 VARINT_MAX = (1 << 62) - 1
@@ -278,6 +279,62 @@ class H2Scanner(_Results):
         self._st = _H2State(max_frame_size, preface, validate)
         self._results: list = []
         self.allocations = 0   # the pure-Python twin does not count its list growth
+        self._cursor = 0       # next_frame: index of the next record of the last feed to hand out
+        self._consumed = 0     # next_frame: absolute offset after the last frame handed out
+
+    def next_frame(self, data, base: int, max_frame_size: int, slice_bytes: int):
+        """The next frame of a receive buffer, for ``h2buffer.ScannerFrameBuffer``.
+
+        ``data`` holds the stream's bytes from absolute offset ``base`` on.  When no
+        frame of the last feed is left, the not yet scanned bytes are fed
+        ``slice_bytes`` at a time until one completes a frame.  Returns None (no
+        complete frame), a hyperframe-compatible frame object built here (a DATA
+        frame hyperframe would accept: see ``register_h2_frame_classes``; it counts as
+        consumed), or the record tuple, which stays next until ``consume()``.
+        """
+        if slice_bytes < 1:
+            raise ValueError("slice_bytes must be positive")
+        if base < 0:
+            raise ValueError("base must not be negative")
+        with memoryview(data) as whole, whole.cast("B") as mv:
+            n = len(mv)
+            results = self._results
+            if self._cursor >= len(results):
+                st = self._st
+                if base > st.pos:
+                    raise ValueError("base is beyond the scanned offset")
+                while True:
+                    if st.pos >= base + n:
+                        return None
+                    start = st.pos - base
+                    stop = min(start + slice_bytes, n)
+                    self._cursor = 0
+                    if self.feed(mv[start:stop]):
+                        results = self._results
+                        break
+            record = results[self._cursor]
+            ftype, flags, sid, off, length = record
+            if off < base or off + length > base + n:
+                raise ValueError("data does not hold the frame")
+            if ftype == DATA and _H2_DATA is not None and sid and length <= max_frame_size:
+                at = off - base
+                if not flags & PADDED or (length and mv[at] < length):
+                    frame = _build_data_frame(mv, at, length, flags, sid)
+                    self._cursor += 1
+                    self._consumed = off + length
+                    return frame
+            return record
+
+    def consume(self) -> None:
+        """Count the record ``next_frame`` returned as handed out."""
+        if self._cursor >= len(self._results):
+            raise ValueError("no frame to consume")
+        _, _, _, off, length = self._results[self._cursor]
+        self._cursor += 1
+        self._consumed = off + length
+
+    consumed = property(lambda self: self._consumed,
+                        doc="absolute offset after the last frame next_frame handed out")
 
     def feed(self, data) -> int:
         self._results = out = []
@@ -322,6 +379,79 @@ class H2Scanner(_Results):
         if not st.in_payload:
             return None
         return (st.ftype, st.fflags, st.fsid, st.fstart + 9, st.flen)
+
+
+# ---------------------------------------------------------------------------------
+# hyperframe-compatible DATA frames (see h2frames.py, which registers the classes)
+
+_H2_DATA = None     # (frame class, Flags class, flag names in hyperframe's order, fallback repr)
+
+
+def register_h2_frame_classes(data_frame, flags, flag_names, fallback_repr) -> None:
+    """Register the DATA frame class ``next_frame`` builds (a subclass of hyperframe's
+    ``DataFrame``), hyperframe's ``Flags``, DATA's flag names in hyperframe's order
+    (END_STREAM 0x1, PADDED 0x8) and hyperframe's ``Frame.__repr__`` (used for any
+    object the fast repr does not cover); gives the class its ``__repr__``."""
+    global _H2_DATA
+    if tuple(flag_names) != ("END_STREAM", "PADDED"):
+        raise ValueError("flag_names must be ('END_STREAM', 'PADDED')")
+    _H2_DATA = (data_frame, flags, tuple(flag_names), fallback_repr)
+    data_frame.__repr__ = h2_data_frame_repr
+
+
+def _build_data_frame(mv, at: int, length: int, flags: int, sid: int):
+    """hyperframe's ``DataFrame`` after ``parse_frame_header`` + ``parse_body`` of a
+    valid frame (RFC 9113 section 6.1): same attributes, set in the same order."""
+    cls, flags_cls, names, _ = _H2_DATA
+    if flags & PADDED:
+        pad = mv[at]
+        data = bytes(mv[at + 1:at + length - pad])
+    else:
+        pad = 0
+        data = bytes(mv[at:at + length])
+    fl = flags_cls.__new__(flags_cls)
+    fl._valid_flags = set(names)
+    present = set()
+    if flags & 0x1:
+        present.add(names[0])
+    if flags & PADDED:
+        present.add(names[1])
+    fl._flags = present
+    frame = cls.__new__(cls)
+    frame.stream_id = sid
+    frame.flags = fl
+    frame.body_len = length
+    frame.pad_length = pad
+    frame.data = data
+    return frame
+
+
+_MISSING = object()
+
+
+def h2_data_frame_repr(self) -> str:
+    """hyperframe's ``repr`` of a DATA frame, without serializing and hex-encoding the
+    whole payload to keep 20 hex digits of it: ``Frame.__repr__`` ->
+    ``_raw_data_repr(serialize_body())``, i.e. the first 10 bytes of Pad Length +
+    data + padding.  Anything unusual goes to hyperframe's own ``__repr__``."""
+    cls, flags_cls, names, fallback = _H2_DATA
+    sid = getattr(self, "stream_id", _MISSING)
+    flags = getattr(self, "flags", _MISSING)
+    data = getattr(self, "data", _MISSING)
+    pad = getattr(self, "pad_length", _MISSING)
+    present = getattr(flags, "_flags", _MISSING) if type(flags) is flags_cls else _MISSING
+    if (type(self) is not cls or type(sid) is not int or type(present) is not set
+            or type(data) is not bytes or type(pad) is not int or not 0 <= pad <= 255):
+        return fallback(self)
+    flags_repr = repr(sorted(present))
+    padded = names[1] in present
+    total = padded + len(data) + pad
+    if not total:
+        body = "None"
+    else:
+        head = ((bytes((pad,)) if padded else b"") + data[:10] + bytes(min(pad, 10)))[:10]
+        body = "<hex:" + head.hex() + ("..." if total > 10 else "") + ">"
+    return f"{type(self).__name__}(stream_id={sid}, flags={flags_repr}): {body}"
 
 
 def scan_h2(data, out, max_frame_size: int, preface, validate: bool):

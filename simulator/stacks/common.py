@@ -14,6 +14,13 @@ exchange *does* lives here once, in ``Endpoint``:
   think time.  Then, ``think_s`` later (the spec's own, else ``StackParams.think_s``), the
   final response headers, ``response_body_bytes`` of body, and trailers (RFC 9110
   section 6.5) when the spec has them;
+- body generation over time (``body_rate_bytes_per_s``): from the end of its think
+  time, the server produces the body at that rate and writes each ``body_chunk_bytes``
+  as soon as it is produced (``production_schedule``); with ``buffer_body`` it writes
+  nothing, headers included, until the last byte is produced (a server that must know the whole body, e.g. a
+  digest, before its header section); ``body_tail_bytes`` are written at once when
+  production ends (an in-body trailer frame).  Unset, the whole body is ready at once,
+  as before;
 - a reset (RFC 9113 section 6.4 RST_STREAM, RFC 9000 section 19.4 RESET_STREAM): the
   server resets the stream after writing ``reset_after_bytes`` of the body, or the
   client cancels once it has received that many.
@@ -43,6 +50,7 @@ from ..traces.model import HeaderList
 __all__ = [
     "PushSpec", "ExchangeSpec", "StackParams", "Recorder", "Endpoint", "Result", "StackStalled",
     "CLIENT_ADDR", "SERVER_ADDR", "run_until", "idle_safe_until", "body_bytes", "PROGRESS_EVENTS",
+    "production_schedule",
 ]
 
 CLIENT_ADDR = ("10.0.0.1", 50000)      # fixed peer addresses: a changing one would look like
@@ -80,10 +88,21 @@ class ExchangeSpec:
     reset_by: str | None = None                  # None, "client" or "server"
     reset_after_bytes: int = 0
     think_s: float | None = None                 # server think time; None: StackParams.think_s
+    body_rate_bytes_per_s: float | None = None   # the server produces the body at this rate (None: at once)
+    body_chunk_bytes: int = 16384                # ... and writes each chunk as soon as it is produced
+    buffer_body: bool = False                    # write nothing (headers included) before the last byte
+    body_tail_bytes: int = 0                     # written at once after the last produced byte
 
     def __post_init__(self) -> None:
         if self.reset_by not in (None, "client", "server"):
             raise InputError(f"reset_by must be client or server, got {self.reset_by!r}")
+        rate = self.body_rate_bytes_per_s
+        if rate is not None and not rate > 0:
+            raise InputError(f"body generation rate must be above 0 bytes/s, got {rate}")
+        if self.body_chunk_bytes < 1 or self.body_tail_bytes < 0:
+            raise InputError("body chunk size must be at least 1 byte and the tail at least 0")
+        if (rate is not None or self.buffer_body or self.body_tail_bytes) and self.reset_by is not None:
+            raise InputError("a generated body (rate, buffer, tail) cannot be combined with a reset")
 
 
 @dataclass(frozen=True)
@@ -131,6 +150,24 @@ class StackParams:
         return asdict(self)
 
 
+def production_schedule(total_bytes: int, rate_bytes_per_s: float | None,
+                        chunk_bytes: int) -> list[tuple[float, int]]:
+    """When a body of ``total_bytes`` produced at ``rate_bytes_per_s`` becomes writable:
+    ``[(seconds after production starts, bytes), ...]``, one entry per ``chunk_bytes``
+    (the last one shorter), the k-th at ``k * chunk_bytes / rate``.  No rate: everything
+    at once.  The transport models (``hops.chain``) use the same schedule."""
+    if total_bytes <= 0:
+        return [(0.0, 0)]
+    if rate_bytes_per_s is None or math.isinf(rate_bytes_per_s):
+        return [(0.0, total_bytes)]
+    out, done = [], 0
+    while done < total_bytes:
+        n = min(chunk_bytes, total_bytes - done)
+        done += n
+        out.append((done / rate_bytes_per_s, n))
+    return out
+
+
 def body_bytes(n: int) -> bytes:
     """``n`` bytes of body (content does not matter to any study; a fixed pattern)."""
     return b"x" * n
@@ -160,7 +197,11 @@ class Recorder:
             "start_s": start_s, "request_sent_s": math.nan, "informational_s": math.nan, "link_headers": 0,
             "headers_s": math.nan, "status": 0, "first_byte_s": math.nan, "complete_s": math.nan,
             "body_bytes": 0, "expected_body_bytes": expected_body_bytes, "trailers": False,
-            "reset": "", "ended_s": math.nan,
+            "reset": "", "ended_s": math.nan, "trailers_s": math.nan,
+            # bytes of the server's HEADERS frames (frame header included) and the QPACK
+            # encoder-stream bytes each caused (HTTP/3), as the real stack wrote them
+            "response_frame_bytes": 0, "response_encoder_bytes": 0,
+            "trailer_frame_bytes": 0, "trailer_encoder_bytes": 0,
         }
         self.rows.append(row)
         if kind == "request":
@@ -205,13 +246,17 @@ class Recorder:
 
 
 class _Op:
-    __slots__ = ("kind", "headers", "remaining", "end")
+    __slots__ = ("kind", "headers", "remaining", "end", "ready", "role")
 
-    def __init__(self, kind: str, headers=None, remaining: int = 0, end: bool = False) -> None:
+    def __init__(self, kind: str, headers=None, remaining: int = 0, end: bool = False,
+                 ready: int | None = None, role: str = "") -> None:
         self.kind = kind            # "headers" | "data" | "reset"
         self.headers = headers
         self.remaining = remaining  # body bytes still to write
         self.end = end
+        # body bytes produced and not yet written (None: all of ``remaining``)
+        self.ready = remaining if ready is None else ready
+        self.role = role            # headers: "response" or "trailer" (their sizes are recorded)
 
 
 class Endpoint:
@@ -220,7 +265,7 @@ class Endpoint:
     Primitives (all act on the stack object; ``flush()`` then moves its output onto
     the simulated network):
       ``_writable(stream_id) -> int``   body bytes flow control admits now
-      ``_write_headers(stream_id, headers, end)``
+      ``_write_headers(stream_id, headers, end) -> (frame bytes, encoder-stream bytes)``
       ``_write_data(stream_id, data, end)``
       ``_write_reset(stream_id)``
       ``_open_stream() -> int``         a new request stream (client)
@@ -255,20 +300,23 @@ class Endpoint:
             while ops:
                 op = ops[0]
                 if op.kind == "headers":
-                    self._write_headers(sid, op.headers, op.end)
+                    frame_bytes, encoder_bytes = self._write_headers(sid, op.headers, op.end)
                     self.headers_frames_sent += 1
+                    if op.role:
+                        self._record_headers_bytes(sid, op.role, frame_bytes, encoder_bytes)
                 elif op.kind == "reset":
                     self._write_reset(sid)
                 elif op.kind == "data":
                     while op.remaining > 0:
-                        n = min(op.remaining, self._writable(sid), self.max_chunk_bytes)
+                        n = min(op.ready, self._writable(sid), self.max_chunk_bytes)
                         if n <= 0:
                             break
                         op.remaining -= n
+                        op.ready -= n
                         self.data_bytes_written[sid] = self.data_bytes_written.get(sid, 0) + n
                         self._write_data(sid, body_bytes(n), op.end and op.remaining == 0)
                     if op.remaining > 0:
-                        break                      # blocked by flow control: resume on a window update
+                        break                      # flow control, or not yet produced: resume later
                 ops.pop(0)
             if ops is not None and not ops:
                 del self._queues[sid]
@@ -302,6 +350,7 @@ class Endpoint:
             return
         if row["status"]:                       # a second HEADERS after the final ones: trailers
             row["trailers"] = True
+            row["trailers_s"] = self.sim.now
         else:
             row["status"] = status
             row["headers_s"] = self.sim.now
@@ -384,20 +433,68 @@ class Endpoint:
             if sent:
                 self.queue(stream_id, _Op("data", remaining=sent))
             self.queue(stream_id, _Op("reset"))
+        elif spec.body_rate_bytes_per_s is not None or spec.buffer_body or spec.body_tail_bytes:
+            self._produce(stream_id, spec)
+            return
         else:
             trailers = spec.trailers
-            self.queue(stream_id, _Op("headers", headers=headers, end=body == 0 and not trailers))
+            self.queue(stream_id, _Op("headers", headers=headers, end=body == 0 and not trailers, role="response"))
             if body:
                 self.queue(stream_id, _Op("data", remaining=body, end=not trailers))
             if trailers:
-                self.queue(stream_id, _Op("headers", headers=tuple(trailers), end=True))
+                self.queue(stream_id, _Op("headers", headers=tuple(trailers), end=True, role="trailer"))
         self.pump()
+
+    def _produce(self, stream_id: int, spec: ExchangeSpec) -> None:
+        """The body is generated over time (``production_schedule``): each produced chunk
+        becomes writable at its instant; with ``buffer_body`` everything, the header
+        section included, waits for the last byte."""
+        body, tail, trailers = spec.response_body_bytes, spec.body_tail_bytes, spec.trailers
+        total = body + tail
+        schedule = production_schedule(body, spec.body_rate_bytes_per_s, spec.body_chunk_bytes)
+        data = _Op("data", remaining=total, end=not trailers, ready=0)
+        last_s = schedule[-1][0]
+
+        def write_all() -> None:
+            self.queue(stream_id, _Op("headers", headers=spec.response_headers, end=total == 0 and not trailers,
+                                      role="response"))
+            if total:
+                self.queue(stream_id, _Op("data", remaining=total, end=not trailers))
+            if trailers:
+                self.queue(stream_id, _Op("headers", headers=tuple(trailers), end=True, role="trailer"))
+            self.pump(stream_id)
+
+        def produced(n: int, last: bool) -> None:
+            data.ready += n + (tail if last else 0)
+            if last and trailers:
+                self.queue(stream_id, _Op("headers", headers=tuple(trailers), end=True, role="trailer"))
+            self.pump(stream_id)
+
+        if spec.buffer_body:
+            self.sim.call_later(last_s, write_all)
+            return
+        self.queue(stream_id, _Op("headers", headers=spec.response_headers, end=total == 0 and not trailers,
+                                  role="response"))
+        if total:
+            self.queue(stream_id, data)
+        self.pump(stream_id)
+        for i, (at_s, n) in enumerate(schedule):
+            self.sim.call_later(at_s, produced, n, i == len(schedule) - 1)
+
+    def _record_headers_bytes(self, stream_id: int, role: str, frame_bytes: int, encoder_bytes: int) -> None:
+        entry = self.session.client_rows.get(stream_id)
+        if entry is not None and not self.is_client:
+            row = entry[1]
+            row[f"{role}_frame_bytes"] += frame_bytes
+            row[f"{role}_encoder_bytes"] += encoder_bytes
 
     # -- primitives -----------------------------------------------------------------
     def _writable(self, stream_id: int) -> int:  # pragma: no cover - interface
         raise NotImplementedError
 
-    def _write_headers(self, stream_id: int, headers, end: bool) -> None:  # pragma: no cover
+    def _write_headers(self, stream_id: int, headers, end: bool) -> tuple[int, int]:  # pragma: no cover
+        """Returns the bytes of the HEADERS (+ CONTINUATION) frames written, frame headers
+        included, and the QPACK encoder-stream bytes they caused (0 for HTTP/2)."""
         raise NotImplementedError
 
     def _write_data(self, stream_id: int, data: bytes, end: bool) -> None:  # pragma: no cover

@@ -61,6 +61,7 @@ class _H2End(Endpoint):
         self.conn = conn
         self.tcp = tcp_end
         self.frames_sent: Counter = Counter()
+        self._out = bytearray()          # frames taken from h2 but not yet written to TCP
         self._scanner = H2Scanner((1 << 24) - 1, preface=is_client, validate=False)
         tcp_end.on_data = self._on_tcp_data
         conn.initiate_connection()
@@ -76,8 +77,14 @@ class _H2End(Endpoint):
             return 0
         return min(window, self.conn.max_outbound_frame_size)
 
-    def _write_headers(self, stream_id: int, headers, end: bool) -> None:
+    def _write_headers(self, stream_id: int, headers, end: bool) -> tuple[int, int]:
+        # Drain what h2 had queued, so the bytes send_headers adds are exactly this
+        # header section's HEADERS (+ CONTINUATION) frames; flush() sends both in order.
+        self._out += self.conn.data_to_send()
         self.conn.send_headers(stream_id, headers, end_stream=end)
+        frames = self.conn.data_to_send()
+        self._out += frames
+        return len(frames), 0
 
     def _write_data(self, stream_id: int, data: bytes, end: bool) -> None:
         self.conn.send_data(stream_id, data, end_stream=end)
@@ -96,6 +103,9 @@ class _H2End(Endpoint):
 
     def flush(self) -> None:
         data = self.conn.data_to_send()
+        if self._out:
+            data = bytes(self._out) + data
+            self._out.clear()
         if data:
             if self._scanner.feed(data):
                 for ftype, *_ in self._scanner.results():

@@ -251,6 +251,12 @@ _DATA_DELIVERY = QuicStreamSender.on_data_delivery
 # HTTP/3 with configurable settings and a timed QPACK decoder
 
 
+def _frame_len(frame_type: int, payload_bytes: int) -> int:
+    """An HTTP/3 frame's size: type and length varints (RFC 9000 section 16) + payload."""
+    from ..frames import encode_varint
+    return len(encode_varint(frame_type)) + len(encode_varint(payload_bytes)) + payload_bytes
+
+
 class TimedQpackDecoder:
     """Wraps ``pylsqpack.Decoder``: records when a header block blocks and when it is unblocked.
 
@@ -300,6 +306,7 @@ class SimH3Connection(H3Connection):
         self._sim_settings = (table_bytes, blocked_streams, max_push_id)
         self._clock = clock
         self.frames_sent: Counter = Counter()
+        self._last_encoded = (0, 0)      # (header block bytes, encoder-stream bytes) of the last section
         super().__init__(quic)
 
     def _init_connection(self) -> None:
@@ -313,9 +320,19 @@ class SimH3Connection(H3Connection):
             self._max_push_id = max_push_id
         super()._init_connection()
 
-    def send_headers(self, stream_id: int, headers, end_stream: bool = False) -> None:
+    def send_headers(self, stream_id: int, headers, end_stream: bool = False) -> tuple[int, int]:
+        """As aioquic's, and returns the HEADERS frame's bytes (type and length varints
+        included, RFC 9114 section 7.1) and the encoder-stream bytes it caused."""
         super().send_headers(stream_id, headers, end_stream)
         self.frames_sent["HEADERS"] += 1
+        block, encoder = self._last_encoded
+        return _frame_len(0x1, block), encoder
+
+    def _encode_headers(self, stream_id: int, headers) -> bytes:
+        before = self._encoder_bytes_sent
+        frame_data = super()._encode_headers(stream_id, headers)
+        self._last_encoded = (len(frame_data), self._encoder_bytes_sent - before)
+        return frame_data
 
     def send_push_promise(self, stream_id: int, headers) -> int:
         pushed = super().send_push_promise(stream_id, headers)
@@ -371,8 +388,8 @@ class _H3End(Endpoint):
     def _writable(self, stream_id: int) -> int:
         return 1 << 40          # aioquic buffers stream data and obeys flow control itself
 
-    def _write_headers(self, stream_id: int, headers, end: bool) -> None:
-        self.h3.send_headers(stream_id, list(headers), end_stream=end)
+    def _write_headers(self, stream_id: int, headers, end: bool) -> tuple[int, int]:
+        return self.h3.send_headers(stream_id, list(headers), end_stream=end)
 
     def _write_data(self, stream_id: int, data: bytes, end: bool) -> None:
         self.h3.send_data(stream_id, data, end_stream=end)

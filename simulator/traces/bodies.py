@@ -1,0 +1,614 @@
+"""Response bodies for the cross-stream compression study: a seeded generator of a
+small web site (HTML, CSS, JavaScript, JSON) whose releases evolve by small edits, and
+a reader for a folder of real files.
+
+Traces carry sizes, not bodies, so compression ratios need text from somewhere.  The
+generator builds one site from a seeded ``random.Random``:
+
+- a *site lexicon* (pseudo-words made of syllables, drawn with a Zipf law) for product
+  names, identifiers, class names and prose, so two sites share the web's structure
+  (tags, CSS properties, JavaScript keywords: the fixed vocabularies below) but not
+  their words, as real sites do;
+- HTML documents from one site template (head, navigation, footer) around per-page
+  content (product cards, prose), with a per-response CSRF token in the logout link
+  (a marked *secret* span);
+- CSS rules (BEM-style selectors, common properties), JavaScript modules (functions
+  built from statement templates; the vendor bundle "minified"), JSON API responses
+  (arrays of product records, a session id marked secret);
+- releases: each one edits a few units (a changed constant, a new function, a
+  removed rule, prices and stock that moved, a product added), renames the hashed
+  asset URLs (``app.<sha8>.js``) and leaves the rest as it was.
+
+Every default is a field of ``BodyParams``; ``traces/README.md`` gives where each comes
+from (size medians: the HTTP Archive Web Almanac, as in ``synth.py``; edit rates are
+modelling choices).  The same seed gives the same bytes.
+
+``load_folder(path)`` reads real files instead: files directly in the folder are release
+0; each sub-folder (sorted by name, e.g. ``v1/``, ``v2/``) is a later release, and files
+with the same relative path across releases are versions of the same resource.  The
+type comes from the extension (.html/.htm, .css, .js/.mjs, .json; others are skipped).
+
+``corpus_from_trace(trace, ...)`` generates bodies for the text responses of a trace
+(its URLs, content types and sizes): what ``workbench batch crossstream --traces``
+uses, so a "trace" for this study is any trace file the loaders read.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import html
+import json
+import math
+import os
+import random
+from dataclasses import asdict, dataclass, field, replace
+from pathlib import Path
+from urllib.parse import urlsplit
+
+from ..errors import InputError
+
+__all__ = ["Body", "Corpus", "BodyParams", "Site", "generate", "load_folder", "corpus_from_trace",
+           "write_folder", "KINDS", "kind_for_content_type"]
+
+# kind -> (content-type, Fetch request destination)
+KINDS = {
+    "html": ("text/html; charset=utf-8", "document"),
+    "css": ("text/css", "style"),
+    "js": ("application/javascript", "script"),
+    "json": ("application/json", "empty"),
+}
+_EXTENSIONS = {".html": "html", ".htm": "html", ".css": "css", ".js": "js", ".mjs": "js", ".json": "json"}
+
+
+def kind_for_content_type(content_type: str | None, url: str | None = None) -> str | None:
+    ct = (content_type or "").split(";")[0].strip().lower()
+    if ct in ("text/html", "application/xhtml+xml"):
+        return "html"
+    if ct == "text/css":
+        return "css"
+    if ct in ("application/javascript", "text/javascript", "application/x-javascript", "module"):
+        return "js"
+    if ct == "application/json" or ct.endswith("+json"):
+        return "json"
+    if url:
+        return _EXTENSIONS.get(os.path.splitext(urlsplit(url).path)[1].lower())
+    return None
+
+
+@dataclass(frozen=True)
+class Body:
+    """One response body: ``resource`` names it across releases, ``url`` is this release's URL."""
+
+    resource: str
+    url: str
+    kind: str
+    release: int
+    data: bytes
+    secrets: tuple[tuple[int, int], ...] = ()      # [start, end) byte spans holding secrets
+
+    @property
+    def content_type(self) -> str:
+        return KINDS[self.kind][0]
+
+    @property
+    def destination(self) -> str:
+        return KINDS[self.kind][1]
+
+    @property
+    def origin(self) -> str:
+        u = urlsplit(self.url)
+        return f"{u.scheme}://{u.netloc}"
+
+
+@dataclass
+class Corpus:
+    """Bodies of every release, in fetch order within a release."""
+
+    bodies: list[Body]
+    source: str
+    params: dict = field(default_factory=dict)
+
+    def releases(self) -> list[list[Body]]:
+        out: dict[int, list[Body]] = {}
+        for b in self.bodies:
+            out.setdefault(b.release, []).append(b)
+        return [out[r] for r in sorted(out)]
+
+    @property
+    def raw_bytes(self) -> int:
+        return sum(len(b.data) for b in self.bodies)
+
+    def content_hash(self) -> str:
+        h = hashlib.sha256()
+        for b in self.bodies:
+            h.update(f"{b.resource}|{b.url}|{b.kind}|{b.release}|{b.secrets}|".encode())
+            h.update(hashlib.sha256(b.data).digest())
+        return h.hexdigest()
+
+    def __len__(self) -> int:
+        return len(self.bodies)
+
+
+# ---------------------------------------------------------------------------------------
+# Parameters
+
+
+@dataclass(frozen=True)
+class BodyParams:
+    """What the generator makes (sizes in bytes; see traces/README.md for sources)."""
+
+    html_pages: int = 3
+    css_files: int = 2
+    js_files: int = 3
+    json_files: int = 2
+    releases: int = 3
+    size_medians: dict = field(default_factory=lambda: {"html": 18_000, "css": 13_000, "js": 25_000,
+                                                        "json": 4_000})
+    size_sigma: float = 0.5              # log-normal spread of a resource's size (modelling choice)
+    max_bytes: int = 200_000
+    lexicon_words: int = 700             # site-specific words
+    zipf_s: float = 1.1                  # word frequencies
+    js_edit_share: float = 0.04          # share of JavaScript functions edited per release
+    js_add_share: float = 0.02           # functions added per release (share of existing)
+    css_edit_share: float = 0.05         # CSS rules edited per release
+    price_change_share: float = 0.15     # products whose price or stock changes per release
+    new_products: int = 3                # products added to the catalogue per release
+    site: str = "shop.example"
+
+    def __post_init__(self) -> None:
+        for name in ("html_pages", "css_files", "js_files", "json_files"):
+            if getattr(self, name) < 0:
+                raise InputError(f"{name} must be >= 0")
+        if self.releases < 1:
+            raise InputError(f"releases must be at least 1, got {self.releases}")
+        if self.html_pages + self.css_files + self.js_files + self.json_files == 0:
+            raise InputError("the corpus would be empty: ask for at least one file")
+
+
+# ---------------------------------------------------------------------------------------
+# Fixed web vocabularies (the structure every site shares)
+
+_SYLLABLES = ("ka", "lo", "mi", "ra", "ten", "bo", "vi", "sa", "nor", "el", "tu", "pa", "ri", "gan", "de",
+              "zu", "fen", "ol", "mar", "is", "ko", "lun", "ve", "ta", "sol", "ber", "ni", "qua", "dor", "ex",
+              "li", "mo", "ste", "ar", "pin", "cu", "ha", "yo", "wen", "ju")
+_ENGLISH = ("the", "and", "with", "for", "your", "new", "best", "our", "free", "shipping", "quality", "made",
+            "from", "design", "easy", "to", "use", "in", "stock", "order", "today", "get", "more", "all",
+            "is", "this", "that", "each", "every", "day", "perfect", "home", "fits", "size", "color", "light",
+            "classic", "soft", "durable", "premium", "materials", "care", "return", "within", "days")
+_VERBS = ("get", "set", "update", "render", "handle", "fetch", "format", "validate", "create", "remove",
+          "toggle", "init", "load", "parse", "build", "apply", "track", "compute", "show", "hide")
+_CSS_PROPS = (
+    ("display", ("block", "flex", "grid", "inline-block", "none")),
+    ("position", ("relative", "absolute", "sticky")),
+    ("margin", ("0", "0 auto", "1rem 0", "0 0 .5rem", "8px")),
+    ("padding", ("0", ".5rem 1rem", "1rem", "12px 16px", "4px 8px")),
+    ("font-size", ("12px", "14px", "1rem", "1.25rem", ".875rem", "2rem")),
+    ("font-weight", ("400", "500", "600", "700")),
+    ("line-height", ("1.2", "1.4", "1.5", "20px")),
+    ("color", ("#333", "#222", "#fff", "#6b7280", "#0a58ca", "inherit")),
+    ("background-color", ("#fff", "#f8f9fa", "#111827", "transparent", "#e5e7eb")),
+    ("border", ("0", "1px solid #ddd", "1px solid #e5e7eb", "2px solid currentColor")),
+    ("border-radius", ("4px", "8px", "50%", ".25rem")),
+    ("width", ("100%", "auto", "50%", "320px")),
+    ("max-width", ("1200px", "100%", "640px")),
+    ("align-items", ("center", "flex-start", "stretch")),
+    ("justify-content", ("space-between", "center", "flex-end")),
+    ("gap", ("8px", "1rem", "16px 24px")),
+    ("text-decoration", ("none", "underline")),
+    ("transition", ("all .2s ease", "opacity .3s", "transform .15s ease-in-out")),
+    ("cursor", ("pointer", "default")),
+    ("overflow", ("hidden", "auto")),
+    ("z-index", ("1", "10", "100", "1000")),
+    ("box-shadow", ("0 1px 2px rgba(0,0,0,.05)", "0 4px 12px rgba(0,0,0,.1)", "none")),
+    ("opacity", ("0", ".5", "1")),
+    ("grid-template-columns", ("repeat(4,1fr)", "repeat(auto-fill,minmax(240px,1fr))", "1fr 2fr")),
+)
+_CSS_BLOCKS = ("header", "nav", "card", "product", "button", "footer", "grid", "modal", "form", "badge",
+               "price", "banner", "menu", "search", "cart", "rating", "tabs", "hero", "list", "toast")
+_JS_TEMPLATES = (
+    "const {a} = {b}.filter(({c}) => {c}.{f} !== undefined);",
+    "if (!{a} || {a}.length === 0) {{ return null; }}",
+    "const {a} = await fetch(`/api/v1/{w}?id=${{{b}}}`).then((r) => r.json());",
+    "{a}.forEach(({c}) => {{ {c}.{f} = {fn}({c}, {b}); }});",
+    "document.querySelector('.{cls}').classList.toggle('is-{w}', {a});",
+    "const {a} = Object.assign({{}}, {b}, {{ {f}: {n} }});",
+    "for (let i = 0; i < {a}.length; i += 1) {{ {b}.push({a}[i].{f}); }}",
+    "return {a}.reduce((sum, {c}) => sum + {c}.{f} * {n}, 0);",
+    "window.dispatchEvent(new CustomEvent('{w}:{w2}', {{ detail: {a} }}));",
+    "this.{f} = typeof {a} === 'string' ? {a}.trim() : String({a});",
+    "console.warn('[{w}] {fn} failed', {a});",
+    "const {a} = new Intl.NumberFormat('{locale}', {{ style: 'currency', currency: '{cur}' }});",
+    "el.setAttribute('aria-{aria}', {a} ? 'true' : 'false');",
+    "try {{ localStorage.setItem('{w}', JSON.stringify({a})); }} catch (e) {{ {b} = null; }}",
+    "const {a} = {b} > {n} ? Math.min({b}, {n2}) : {n};",
+)
+_ARIA = ("expanded", "hidden", "pressed", "selected", "busy")
+_LOCALES = (("de-DE", "EUR"), ("en-US", "USD"), ("fr-FR", "EUR"), ("en-GB", "GBP"))
+
+
+class _Words:
+    """The site lexicon with Zipf-distributed draws."""
+
+    def __init__(self, rng: random.Random, n: int, s: float) -> None:
+        seen: dict[str, None] = {}
+        while len(seen) < n:
+            w = "".join(rng.choice(_SYLLABLES) for _ in range(rng.choice((2, 2, 3, 3, 4))))
+            seen.setdefault(w, None)
+        self.words = list(seen)
+        weights = [1.0 / (k + 1) ** s for k in range(n)]
+        total = sum(weights)
+        self.cum = []
+        acc = 0.0
+        for w in weights:
+            acc += w / total
+            self.cum.append(acc)
+
+    def draw(self, rng: random.Random) -> str:
+        import bisect
+
+        return self.words[min(bisect.bisect_left(self.cum, rng.random()), len(self.words) - 1)]
+
+
+def _camel(parts: list[str]) -> str:
+    return parts[0] + "".join(p.capitalize() for p in parts[1:])
+
+
+def _lognormal(rng: random.Random, median: float, sigma: float, cap: int) -> int:
+    return int(min(cap, max(400, median * math.exp(rng.gauss(0.0, sigma)))))
+
+
+# ---------------------------------------------------------------------------------------
+# The site: units that evolve, rendered per release
+
+
+class Site:
+    """One generated site.  ``rng`` drives everything; ``render(release)`` gives the
+    bodies of one release (the units are edited in place between releases)."""
+
+    def __init__(self, rng: random.Random, params: BodyParams) -> None:
+        self.rng, self.p = rng, params
+        self.origin = f"https://www.{params.site}"
+        self.words = _Words(rng, params.lexicon_words, params.zipf_s)
+        self.catalogue = [self._product(i) for i in range(60)]
+        self.nav = [self._title(2) for _ in range(7)]
+        self.release = 0
+        p = params
+        self.css = [self._css_file(i, _lognormal(rng, p.size_medians["css"], p.size_sigma, p.max_bytes))
+                    for i in range(p.css_files)]
+        self.js = [self._js_file(i, _lognormal(rng, p.size_medians["js"], p.size_sigma, p.max_bytes))
+                   for i in range(p.js_files)]
+        self.pages = [(self._page_path(i), _lognormal(rng, p.size_medians["html"], p.size_sigma, p.max_bytes))
+                      for i in range(p.html_pages)]
+        self.apis = [(f"/api/v1/products?page={i + 1}",
+                      _lognormal(rng, p.size_medians["json"], p.size_sigma, p.max_bytes)) for i in range(p.json_files)]
+
+    # words ------------------------------------------------------------------------
+    def w(self) -> str:
+        return self.words.draw(self.rng)
+
+    def _title(self, n: int) -> str:
+        return " ".join(self.w().capitalize() for _ in range(n))
+
+    def sentence(self) -> str:
+        r = self.rng
+        parts = [r.choice(_ENGLISH) if r.random() < 0.55 else self.w() for _ in range(r.randint(6, 14))]
+        return (" ".join(parts)).capitalize() + "."
+
+    def _product(self, i: int) -> dict:
+        r = self.rng
+        return {"id": 1000 + i, "sku": f"{self.w()[:3].upper()}-{r.randint(1000, 9999)}", "name": self._title(2),
+                "price": round(r.uniform(4, 240), 2), "in_stock": r.random() < 0.85, "rating": round(r.uniform(2.5, 5), 1),
+                "tags": [self.w() for _ in range(r.randint(1, 4))], "summary": self.sentence()}
+
+    def _page_path(self, i: int) -> str:
+        return "/" if i == 0 else f"/{'category' if i % 2 else 'products'}/{self.w()}-{self.w()}"
+
+    # CSS --------------------------------------------------------------------------
+    def _css_rule(self) -> list:
+        r = self.rng
+        block = r.choice(_CSS_BLOCKS)
+        sel = f".{block}" + (f"__{self.w()}" if r.random() < 0.7 else "") + (f"--{self.w()}" if r.random() < 0.25 else "")
+        if r.random() < 0.2:
+            sel += r.choice((":hover", ":focus", " > a", " .icon", "::before"))
+        props = [[name, r.choice(values)] for name, values in r.sample(_CSS_PROPS, r.randint(2, 6))]
+        return [sel, props]
+
+    def _css_file(self, i: int, size: int) -> dict:
+        rules = []
+        name = "main" if i == 0 else ("vendor" if i == 1 else f"page-{self.w()}")
+        unit = {"name": name, "rules": rules}
+        while len(self._render_css(unit)) < size:
+            rules.append(self._css_rule())
+        return unit
+
+    @staticmethod
+    def _render_css(unit: dict) -> str:
+        out = []
+        for sel, props in unit["rules"]:
+            out.append(sel + " {\n" + "".join(f"  {k}: {v};\n" for k, v in props) + "}\n")
+        return "".join(out)
+
+    # JavaScript -------------------------------------------------------------------
+    def _js_function(self) -> dict:
+        r = self.rng
+        name = _camel([r.choice(_VERBS), self.w(), self.w()] if r.random() < 0.5 else [r.choice(_VERBS), self.w()])
+        args = [self.w() for _ in range(r.randint(0, 3))]
+        body = [self._js_statement(args) for _ in range(r.randint(2, 7))]
+        return {"name": name, "args": args, "body": body, "exported": r.random() < 0.4}
+
+    def _js_statement(self, args: list) -> str:
+        r = self.rng
+        locale, cur = r.choice(_LOCALES)
+        names = args or [self.w()]
+        return r.choice(_JS_TEMPLATES).format(
+            a=r.choice(names), b=r.choice(names + [self.w()]), c=self.w()[:4], f=self.w(), fn=_camel([r.choice(_VERBS), self.w()]),
+            w=self.w(), w2=self.w(), n=r.randint(0, 500), n2=r.randint(500, 5000), cls=f"{r.choice(_CSS_BLOCKS)}__{self.w()}",
+            aria=r.choice(_ARIA), locale=locale, cur=cur)
+
+    def _js_file(self, i: int, size: int) -> dict:
+        name = "app" if i == 0 else ("vendor" if i == 1 else f"chunk-{self.w()}")
+        unit = {"name": name, "functions": [], "minified": name == "vendor"}
+        while len(self._render_js(unit)) < size:
+            unit["functions"].append(self._js_function())
+        return unit
+
+    @staticmethod
+    def _render_js(unit: dict) -> str:
+        out = []
+        if unit["minified"]:
+            for f in unit["functions"]:
+                out.append(f"function {f['name']}({','.join(f['args'])}){{{''.join(s.replace(' = ', '=').replace(', ', ',') for s in f['body'])}}}")
+            return ";".join(out) + "\n"
+        out.append("'use strict';\n\n")
+        for f in unit["functions"]:
+            head = ("export " if f["exported"] else "") + f"function {f['name']}({', '.join(f['args'])}) {{\n"
+            out.append(head + "".join(f"  {s}\n" for s in f["body"]) + "}\n\n")
+        return "".join(out)
+
+    # HTML and JSON ------------------------------------------------------------------
+    def asset_urls(self) -> tuple[list[str], list[str]]:
+        css = [self._asset_url("css", u["name"], self._render_css(u)) for u in self.css]
+        js = [self._asset_url("js", u["name"], self._render_js(u)) for u in self.js]
+        return css, js
+
+    def _asset_url(self, ext: str, name: str, text: str) -> str:
+        digest = hashlib.sha256(text.encode()).hexdigest()[:8]
+        return f"{self.origin}/static/{ext}/{name}.{digest}.{ext}"
+
+    def token(self, n: int = 32) -> str:
+        return "".join(self.rng.choice("0123456789abcdef") for _ in range(n))
+
+    def html_page(self, path: str, size: int, *, csrf: str | None = None, reflected: str | None = None) -> tuple[bytes, tuple]:
+        """One HTML document of about ``size`` bytes; ``csrf`` goes into the logout link
+        near the end (the secret span); ``reflected`` is echoed near the top, escaped
+        as a server would (the attacker's injection point)."""
+        r = self.rng
+        css, js = self.asset_urls()
+        title = self._title(2)
+        head = ["<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n",
+                "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n",
+                f"<title>{title} | {self.p.site}</title>\n"]
+        head += [f"<link rel=\"stylesheet\" href=\"{u}\">\n" for u in css]
+        head += [f"<script defer src=\"{u}\"></script>\n" for u in js]
+        head.append("</head>\n<body>\n<header class=\"header\">\n<nav class=\"nav\">\n<ul class=\"nav__list\">\n")
+        head += [f"<li class=\"nav__item\"><a class=\"nav__link\" href=\"/category/{n.lower().replace(' ', '-')}\">{n}</a></li>\n"
+                 for n in self.nav]
+        head.append("</ul>\n<form class=\"search\" action=\"/search\"><input class=\"search__input\" name=\"q\"></form>\n"
+                    "</nav>\n</header>\n<main class=\"main\">\n")
+        if reflected is not None:
+            head.append(f"<p class=\"search__summary\">No results for <b>{html.escape(reflected)}</b></p>\n")
+        body = []
+        foot = ["</main>\n<footer class=\"footer\">\n<ul class=\"footer__links\">\n"]
+        foot += [f"<li><a href=\"/help/{self.words.words[k]}\">{self.words.words[k].capitalize()}</a></li>\n" for k in range(8)]
+        foot.append("</ul>\n<p class=\"footer__account\"><a class=\"footer__logout\" href=\"/account/logout?csrf_token=")
+        tail = "\">Sign out</a></p>\n</footer>\n</body>\n</html>\n"
+        fixed = len("".join(head)) + len("".join(foot)) + len(tail) + (len(csrf) if csrf else 0)
+        products = self.catalogue
+        start = r.randrange(len(products))
+        k = 0
+        while fixed + len("".join(body)) < size:
+            if k % 5 == 4:
+                body.append(f"<section class=\"prose\"><h2>{self._title(3)}</h2><p>{' '.join(self.sentence() for _ in range(3))}</p></section>\n")
+            else:
+                pr = products[(start + k) % len(products)]
+                stock = "In stock" if pr["in_stock"] else "Sold out"
+                body.append(f"<article class=\"card product\" data-id=\"{pr['id']}\" data-sku=\"{pr['sku']}\">\n"
+                            f"<h3 class=\"product__name\"><a href=\"/products/{pr['sku'].lower()}\">{pr['name']}</a></h3>\n"
+                            f"<p class=\"product__summary\">{pr['summary']}</p>\n"
+                            f"<span class=\"price\">&euro;{pr['price']:.2f}</span> <span class=\"badge\">{stock}</span>\n"
+                            f"<span class=\"rating\" aria-label=\"{pr['rating']} out of 5\">{pr['rating']}</span>\n</article>\n")
+            k += 1
+        text_before = "".join(head) + "".join(body) + "".join(foot)
+        secret = csrf or ""
+        data = (text_before + secret + tail).encode()
+        spans = ((len(text_before.encode()), len(text_before.encode()) + len(secret.encode())),) if csrf else ()
+        return data, spans
+
+    def json_api(self, path: str, size: int, *, session: str) -> tuple[bytes, tuple]:
+        page = int(path.rsplit("=", 1)[1]) if "=" in path else 1
+        items = []
+        prefix = '{"page":%d,"session":"' % page
+        head_len = len(prefix) + len(session)
+        k = (page - 1) * 7
+        while True:
+            pr = self.catalogue[k % len(self.catalogue)]
+            items.append({"id": pr["id"], "sku": pr["sku"], "name": pr["name"], "price": pr["price"],
+                          "currency": "EUR", "in_stock": pr["in_stock"], "rating": pr["rating"], "tags": pr["tags"]})
+            k += 1
+            rest = '","total":%d,"items":%s}' % (len(self.catalogue), json.dumps(items, separators=(",", ":")))
+            if head_len + len(rest) >= size or k > 4 * len(self.catalogue):
+                break
+        data = (prefix + session + rest).encode()
+        return data, ((len(prefix), len(prefix) + len(session)),)
+
+    # releases -----------------------------------------------------------------------
+    def render(self) -> list[Body]:
+        rel = self.release
+        out = []
+        for path, size in self.pages:
+            data, spans = self.html_page(path, size, csrf=self.token())
+            out.append(Body(path, self.origin + path, "html", rel, data, spans))
+        for u in self.css:
+            text = self._render_css(u)
+            out.append(Body(f"/static/css/{u['name']}.css", self._asset_url("css", u["name"], text), "css", rel, text.encode()))
+        for u in self.js:
+            text = self._render_js(u)
+            out.append(Body(f"/static/js/{u['name']}.js", self._asset_url("js", u["name"], text), "js", rel, text.encode()))
+        for path, size in self.apis:
+            data, spans = self.json_api(path, size, session=self.token(24))
+            out.append(Body(path, self.origin + path, "json", rel, data, spans))
+        return out
+
+    def evolve(self) -> None:
+        """One release's worth of small edits."""
+        r, p = self.rng, self.p
+        self.release += 1
+        for unit in self.js:
+            fns = unit["functions"]
+            for _ in range(max(1, round(p.js_edit_share * len(fns)))):
+                f = fns[r.randrange(len(fns))]
+                f["body"][r.randrange(len(f["body"]))] = self._js_statement(f["args"])
+            for _ in range(max(1, round(p.js_add_share * len(fns)))):
+                fns.insert(r.randrange(len(fns) + 1), self._js_function())
+            if len(fns) > 4 and r.random() < 0.5:
+                del fns[r.randrange(len(fns))]
+        for unit in self.css:
+            rules = unit["rules"]
+            for _ in range(max(1, round(p.css_edit_share * len(rules)))):
+                rule = rules[r.randrange(len(rules))]
+                k = r.randrange(len(rule[1]))
+                name = rule[1][k][0]
+                rule[1][k][1] = r.choice(dict(_CSS_PROPS)[name])
+            rules.insert(r.randrange(len(rules) + 1), self._css_rule())
+        for pr in self.catalogue:
+            if r.random() < p.price_change_share:
+                pr["price"] = round(pr["price"] * r.uniform(0.85, 1.15), 2)
+                pr["in_stock"] = r.random() < 0.85
+        self.catalogue += [self._product(len(self.catalogue) + i) for i in range(p.new_products)]
+        if r.random() < 0.3:
+            self.nav[r.randrange(len(self.nav))] = self._title(2)
+
+
+def generate(seed: int = 1, **overrides) -> Corpus:
+    """The bodies of ``releases`` releases of one generated site."""
+    params = replace(BodyParams(), **overrides) if overrides else BodyParams()
+    rng = random.Random(seed)
+    site = Site(rng, params)
+    bodies: list[Body] = []
+    for rel in range(params.releases):
+        if rel:
+            site.evolve()
+        bodies += site.render()
+    d = asdict(params)
+    return Corpus(bodies=bodies, source=f"generated:seed={seed}", params={"seed": seed, **d})
+
+
+# ---------------------------------------------------------------------------------------
+# Real files
+
+
+def load_folder(path: str | os.PathLike, *, origin: str = "https://www.site.example") -> Corpus:
+    """A folder of real files (see the module docstring for the release layout)."""
+    root = Path(path)
+    if not root.exists():
+        raise InputError("no such folder.", path=str(root))
+    if not root.is_dir():
+        raise InputError("is not a folder of bodies (give a directory).", path=str(root))
+    releases = [root] + sorted((d for d in root.iterdir() if d.is_dir() and not d.name.startswith(".")),
+                               key=lambda d: d.name)
+    bodies: list[Body] = []
+    for rel, folder in enumerate(releases):
+        files = sorted(f for f in folder.rglob("*") if f.is_file() and not f.name.startswith("."))
+        if folder == root:
+            files = [f for f in files if f.parent == root]
+        for f in files:
+            kind = _EXTENSIONS.get(f.suffix.lower())
+            if kind is None:
+                continue
+            try:
+                data = f.read_bytes()
+            except OSError as exc:
+                raise InputError(f"cannot be read ({exc.strerror}).", path=str(f)) from None
+            resource = "/" + f.relative_to(folder).as_posix()
+            bodies.append(Body(resource, origin + resource, kind, rel, data))
+    if not bodies:
+        raise InputError("holds no .html, .css, .js or .json files.", path=str(root))
+    # number the releases that hold files 0, 1, 2, ... (an empty root folder is allowed)
+    used = sorted({b.release for b in bodies})
+    renumber = {r: i for i, r in enumerate(used)}
+    bodies = [replace(b, release=renumber[b.release]) for b in bodies]
+    return Corpus(bodies=bodies, source=str(root), params={"folder": str(root)})
+
+
+def write_folder(corpus: Corpus, path: str | os.PathLike) -> list[Path]:
+    """Write a corpus as a folder ``load_folder`` reads back (release r in ``rNN/``)."""
+    root = Path(path)
+    root.mkdir(parents=True, exist_ok=True)
+    written = []
+    for b in corpus.bodies:
+        rel = urlsplit(b.resource).path.lstrip("/") or "index"
+        if rel.endswith("/") or not os.path.splitext(rel)[1]:
+            rel = rel.rstrip("/") + "." + b.kind
+        query = urlsplit(b.resource).query
+        if query:
+            stem, ext = os.path.splitext(rel)
+            rel = f"{stem}-{query.replace('=', '-').replace('&', '-')}{ext}"
+        target = root / f"r{b.release:02d}" / rel
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_bytes(b.data)
+        written.append(target)
+    return written
+
+
+# ---------------------------------------------------------------------------------------
+# From a trace
+
+
+def corpus_from_trace(trace, *, seed: int = 1, releases: int = 3, max_bytes: int = 200_000) -> Corpus:
+    """Generated bodies for a trace's text responses: same URLs, kinds and (capped) sizes.
+
+    HTML and JSON responses come from the site template (with secrets), CSS and
+    JavaScript from the generator's units; releases evolve them as ``generate`` does.
+    """
+    rng = random.Random(seed)
+    params = BodyParams(html_pages=0, css_files=0, js_files=0, json_files=1, releases=releases, max_bytes=max_bytes)
+    site = Site(rng, params)
+    site.apis = []
+    plan = []
+    for e in trace.exchanges:
+        from .model import header_value
+
+        ct = header_value(e.response_headers, b"content-type")
+        kind = kind_for_content_type(ct.decode("latin-1") if ct else None, e.url)
+        if kind is None or not e.url:
+            continue
+        size = int(min(max(e.response_body_bytes or 0, 0) or params.size_medians[kind], max_bytes))
+        plan.append((e.url, kind, max(size, 400)))
+    if not plan:
+        raise InputError("the trace has no HTML, CSS, JavaScript or JSON responses with URLs to give bodies to.",
+                         path=trace.source)
+    units = {}
+    for url, kind, size in plan:
+        if kind == "css":
+            units[url] = site._css_file(len(units), size)
+        elif kind == "js":
+            units[url] = site._js_file(len(units), size)
+    site.css = [u for u in units.values() if "rules" in u]
+    site.js = [u for u in units.values() if "functions" in u]
+    bodies: list[Body] = []
+    for rel in range(releases):
+        if rel:
+            site.evolve()
+        for url, kind, size in plan:
+            resource = urlsplit(url).path + (("?" + urlsplit(url).query) if urlsplit(url).query else "")
+            if kind == "html":
+                data, spans = site.html_page(resource, size, csrf=site.token())
+            elif kind == "json":
+                data, spans = site.json_api(resource, size, session=site.token(24))
+            elif kind == "css":
+                data, spans = site._render_css(units[url]).encode(), ()
+            else:
+                data, spans = site._render_js(units[url]).encode(), ()
+            bodies.append(Body(resource, url, kind, rel, data, spans))
+    return Corpus(bodies=bodies, source=str(trace.source), params={"seed": seed, "releases": releases,
+                                                                    "trace_hash": trace.content_hash()})
