@@ -248,6 +248,8 @@ class PageLoad:
             return
         self.ready_s[index] = self.sim.now
         self.remaining -= 1
+        if self.remaining == 0:
+            self.sim.stop()                 # hand control back to run_until at the very event
         delay = self.params.parse_delay(self.graph[index].resource_type)
         for child in self.graph.children(index):
             self.sim.call_later(delay, self._discover, child)
@@ -365,8 +367,11 @@ def load_page(graph: PageGraph, params: LoadParams, plan: ServerPlan, cache: Cli
     def check() -> None:
         load.net.check()
 
+    deadline_s = 10 * params.idle_timeout_s
     try:
-        run_until(sim, lambda: load.done, check=check, deadline_s=10 * params.idle_timeout_s)
+        # Events run in bulk; run_until looks again when the page is done or a connection
+        # terminates (both call sim.stop()), or at the deadline.
+        run_until(sim, lambda: load.done, check=check, deadline_s=deadline_s, safe_until=lambda: deadline_s)
     except StackStalled as exc:
         raise StackStalled(f"the page load stalled: {exc}") from None
     return load.result()
