@@ -26,6 +26,7 @@ COMMAND_MODULES = [
     "simulator.compression.commands",  # workbench interop decode|encode
     "simulator.frames.commands",       # workbench frames
     "simulator.stacks.commands",       # workbench replay
+    "simulator.capture.commands",      # workbench capture
     "simulator.batch.commands",        # workbench batch
     "simulator.report.commands",       # workbench slides
     "simulator.bench",                 # workbench bench
