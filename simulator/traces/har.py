@@ -18,6 +18,9 @@
 * Chrome extras when present: ``_initiator`` (type and url; for a stack, the first
   url found), ``_priority``, ``_resourceType``, ``response._transferSize`` (kept in
   ``trace.meta["transfer_sizes"]``, one entry per exchange, None when absent).
+* Entries Chrome marks ``_fromCache`` ("memory" or "disk": served by the browser's
+  cache, nothing crossed the network, e.g. a repeat view) are left out; their number
+  is ``trace.meta["served_from_cache"]``.
 * Body sizes from ``response.content.size`` or else ``response.bodySize``
   (-1 means unknown and counts as 0); ``start_s`` from ``startedDateTime``
   relative to the first entry, entries sorted by start time; pages from
@@ -167,11 +170,14 @@ def parse_har(doc, path: str | None = None) -> Trace:
     if not isinstance(entries, list):
         raise InputError("the HAR log has no \"entries\" list.", path=path)
 
-    rows = []
+    rows, cached = [], 0
     for i, entry in enumerate(entries):
         where = f"entry {i}"
         if not isinstance(entry, dict):
             raise InputError("is not an object.", path=path, where=where)
+        if entry.get("_fromCache") in ("memory", "disk"):
+            cached += 1     # served by the browser's cache: no exchange on the wire
+            continue
         request = entry.get("request")
         if not isinstance(request, dict):
             raise InputError("has no request.", path=path, where=where)
@@ -235,6 +241,8 @@ def parse_har(doc, path: str | None = None) -> Trace:
                           start_s=(pt - t0).total_seconds() if pt is not None and t0 is not None else None))
 
     meta = {"transfer_sizes": transfer}
+    if cached:
+        meta["served_from_cache"] = cached
     creator = log.get("creator")
     if isinstance(creator, dict):
         meta["creator"] = f"{creator.get('name', '')} {creator.get('version', '')}".strip()
