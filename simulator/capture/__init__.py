@@ -61,10 +61,13 @@ def capture(*, proto: str, site_dir: str | None = None, synth: int | None = None
     async def run():
         async with LocalServer(site, proto, early_hints=early_hints, push=push, trailers=trailers,
                                think_s=think_s) as srv:
+            marks = []
             har = await asyncio.wait_for(
                 browse(srv.origin + "/", proto=proto, spki_sha256_b64=srv.spki_sha256_b64,
-                       repeat_view=repeat_view, netlog=netlog, timeout_s=timeout_s),
+                       repeat_view=repeat_view, netlog=netlog, timeout_s=timeout_s,
+                       on_view_start=lambda view: marks.append(len(srv.log))),
                 timeout_s + 15.0)
+            _early_hint_fetches(har, srv.log[marks[-1]:])
             return CaptureResult(har=har, server_log=list(srv.log), origin=srv.origin, proto=proto)
 
     result = asyncio.run(run())
@@ -73,6 +76,29 @@ def capture(*, proto: str, site_dir: str | None = None, synth: int | None = None
         "push": push, "trailers": trailers, "think_s": think_s, "repeat_view": repeat_view,
         "responses": result["server_log"]}
     return result
+
+
+def _early_hint_fetches(har: dict, served: list[dict]) -> None:
+    """Un-mark the cache hits that were really fetched over the network because of a 103.
+
+    Chromium fetches what a 103 preloads outside the page's DevTools session; the parser's
+    later request for it then shows as a cache hit (memory or disk).  The server's record of
+    this view says what crossed the wire: a cache hit for a path the server served more often
+    than the HAR's network entries show was such a fetch (``_fromEarlyHints``, its transfer
+    size unknown to DevTools)."""
+    from collections import Counter
+    from urllib.parse import urlsplit
+
+    served_paths = Counter(r["path"] for r in served)
+    entries = har["log"]["entries"]
+    on_wire = Counter(urlsplit(e["request"]["url"]).path for e in entries if not e.get("_fromCache"))
+    for e in entries:
+        path = urlsplit(e["request"]["url"]).path
+        if e.get("_fromCache") and served_paths[path] > on_wire[path]:
+            del e["_fromCache"]
+            e["_fromEarlyHints"] = True
+            e["response"]["_transferSize"] = -1
+            on_wire[path] += 1
 
 
 def write(har: dict, path: str) -> None:

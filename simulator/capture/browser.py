@@ -300,8 +300,9 @@ async def _settle(rec: _Recorder, loaded: asyncio.Event, quiet_s: float, deadlin
 
 async def browse(url: str, *, proto: str, spki_sha256_b64: str, repeat_view: bool = False,
                  netlog: str | None = None, timeout_s: float = 30.0, quiet_s: float = 0.3,
-                 executable: str | None = None) -> dict:
-    """Load ``url`` in headless Chromium and return the HAR of the (last) view."""
+                 executable: str | None = None, on_view_start=None) -> dict:
+    """Load ``url`` in headless Chromium and return the HAR of the (last) view.
+    ``on_view_start(view)`` is called before each navigation (0, then 1 for a repeat view)."""
     from playwright.async_api import async_playwright
 
     executable = executable or chromium_path()
@@ -342,6 +343,8 @@ async def browse(url: str, *, proto: str, spki_sha256_b64: str, repeat_view: boo
             for view in range(2 if repeat_view else 1):
                 rec.reset()
                 loaded.clear()
+                if on_view_start is not None:
+                    on_view_start(view)
                 remaining = max(deadline - loop.time(), 1.0)
                 await page.goto(url, wait_until="load", timeout=remaining * 1000)
                 await _settle(rec, loaded, quiet_s, deadline)

@@ -98,6 +98,11 @@ def _filler(rng: random.Random, size: int, line: str) -> bytes:
     return "".join(out).encode()[:max(size, 0)]
 
 
+def _pad(prefix: bytes, rng: random.Random, size: int, line: str) -> bytes:
+    """``prefix`` then filler up to ``size`` bytes in all (more only if the prefix is longer)."""
+    return prefix + _filler(rng, size - len(prefix), line)
+
+
 def site_from_synth(requests: int, seed: int = 0) -> Site:
     """One synthetic page (``simulator.traces.synth``, ``requests`` requests, no third
     parties) turned into files on one origin, each of its drawn size."""
@@ -109,12 +114,13 @@ def site_from_synth(requests: int, seed: int = 0) -> Site:
     rng = random.Random(seed)
     doc, subs = trace.exchanges[0], trace.exchanges[1:]
     doc_url = doc.url
-    by_url = {}
+    by_url, refs = {}, {}
     for e in subs:
         kind = e.resource_type or "fetch"
         parts = urlsplit(e.url)
         path = unquote(parts.path)
         by_url[e.url] = (kind, path, e)
+        refs[e.url] = parts.path + (f"?{parts.query}" if parts.query else "")   # as the page names it
 
     head, body = [], []
     script_children: dict[str, list[tuple[str, str]]] = {}
@@ -122,28 +128,28 @@ def site_from_synth(requests: int, seed: int = 0) -> Site:
     for url, (kind, path, e) in by_url.items():
         parent = e.initiator if e.initiator in by_url else doc_url
         if parent != doc_url and by_url[parent][0] == "script":
-            script_children.setdefault(parent, []).append((kind, path))
+            script_children.setdefault(parent, []).append((kind, refs[url]))
             continue
         if kind == "stylesheet":
-            head.append(f'<link rel="stylesheet" href="{path}">')
+            head.append(f'<link rel="stylesheet" href="{refs[url]}">')
             blocking.append(path)
         elif kind == "script":
-            head.append(f'<script src="{path}"></script>')
+            head.append(f'<script src="{refs[url]}"></script>')
             blocking.append(path)
         elif kind == "font":
-            head.append(f'<link rel="preload" href="{path}" as="font" type="font/woff2" crossorigin>')
+            head.append(f'<link rel="preload" href="{refs[url]}" as="font" type="font/woff2" crossorigin>')
         elif kind == "image":
-            body.append(f'<img src="{path}" width="160" height="90" alt="">')
+            body.append(f'<img src="{refs[url]}" width="160" height="90" alt="">')
         elif kind == "document":           # an iframe
-            body.append(f'<iframe src="{path}" width="320" height="180"></iframe>')
+            body.append(f'<iframe src="{refs[url]}" width="320" height="180"></iframe>')
         else:                             # fetch: from an inline script, the parser's document
-            body.append(f'<script>fetch("{path}").catch(() => 0);</script>')
+            body.append(f'<script>fetch("{refs[url]}").catch(() => 0);</script>')
 
     files = {}
     for url, (kind, path, e) in by_url.items():
         size = max(e.response_body_bytes, 16)
         if kind == "stylesheet":
-            ctype, data = "text/css; charset=utf-8", b"body { margin: 0 }\n" + _filler(rng, size, "/* css */")
+            ctype, data = "text/css; charset=utf-8", _pad(b"body { margin: 0 }\n", rng, size, "/* css */")
         elif kind == "script":
             lines = []
             for ck, cp in script_children.get(url, ()):
@@ -153,14 +159,14 @@ def site_from_synth(requests: int, seed: int = 0) -> Site:
                 else:
                     lines.append(f'fetch("{cp}").catch(function () {{}});')
             head_js = ("\n".join(lines) + "\n").encode()
-            ctype, data = "application/javascript; charset=utf-8", head_js + _filler(rng, size - len(head_js), "// js")
+            ctype, data = "application/javascript; charset=utf-8", _pad(head_js, rng, size, "// js")
         elif kind == "font":
             ctype, data = "font/woff2", rng.randbytes(size)
         elif kind == "image":
             ctype = next((v.decode() for n, v in e.response_headers or () if n == b"content-type"), "image/png")
             data = rng.randbytes(size)
         elif kind == "document":
-            ctype, data = "text/html; charset=utf-8", b"<!doctype html><p>frame</p>\n" + _filler(rng, size, "<!-- html -->")
+            ctype, data = "text/html; charset=utf-8", _pad(b"<!doctype html><p>frame</p>\n", rng, size, "<!-- html -->")
         else:
             ctype, data = "application/json", b'{"items": []}' + b" " * max(0, size - 13)
         files[path] = (ctype, data)
