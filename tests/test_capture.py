@@ -281,6 +281,21 @@ def test_shipped_capture_simulates_byte_identically_across_processes(args):
     assert first.stdout and first.stdout == second.stdout
 
 
+def test_har_loader_leaves_out_cache_hits_and_counts_them(tmp_path):
+    """A repeat view's cache hits never crossed the network: no exchange to replay."""
+    def entry(url, cache=None):
+        e = {"startedDateTime": "2026-01-01T00:00:00Z", "request": {"method": "GET", "url": url, "headers": []},
+             "response": {"status": 200, "headers": [], "content": {"size": 10}}, "timings": {}}
+        if cache:
+            e["_fromCache"] = cache
+        return e
+    path = tmp_path / "rv.har"
+    path.write_text(json.dumps({"log": {"entries": [entry("https://a.example/"), entry("https://a.example/s.css", "disk"),
+                                                    entry("https://a.example/a.js", "memory")]}}))
+    trace = load(str(path))
+    assert [e.url for e in trace] == ["https://a.example/"] and trace.meta["served_from_cache"] == 2
+
+
 def test_input_error_for_missing_site():
     with pytest.raises(InputError, match="is not a folder"):
         site_from_dir("/nonexistent/site")

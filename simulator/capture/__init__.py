@@ -70,7 +70,16 @@ def capture(*, proto: str, site_dir: str | None = None, synth: int | None = None
             _early_hint_fetches(har, srv.log[marks[-1]:])
             return CaptureResult(har=har, server_log=list(srv.log), origin=srv.origin, proto=proto)
 
-    result = asyncio.run(run())
+    from playwright.async_api import Error as BrowserError
+    from playwright.async_api import TimeoutError as BrowserTimeout
+
+    try:
+        result = asyncio.run(run())
+    except (BrowserTimeout, asyncio.TimeoutError):
+        raise InputError(f"the page set did not load over {proto} within the {timeout_s:g} s timeout.") from None
+    except BrowserError as exc:   # the browser could not load the page set: one line, exit 2
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise InputError(f"Chromium could not load the page set over {proto} ({first}).") from None
     result["har"]["log"]["_server"] = {
         "software": "hypercorn", "proto": proto, "site": site.source, "early_hints": early_hints,
         "push": push, "trailers": trailers, "think_s": think_s, "repeat_view": repeat_view,

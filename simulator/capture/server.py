@@ -20,8 +20,9 @@ server push of the same set (``push``; RFC 9113 8.4: only if the client's
 SETTINGS_ENABLE_PUSH allows it, which Chromium's does not, hypercorn then skips it); and a
 ``server-timing`` trailer section (``trailers``; RFC 9113 8.1) on HTTP/2 when the request
 carries ``TE: trailers``, never on HTTP/3, whose trailers hypercorn 0.18 breaks (an empty
-DATA frame after them).  Every response, hint, push and trailer section is recorded in
-``LocalServer.log``: what the server really sent, for tests and the capture's metadata.
+DATA frame after them).  Every response, hint, push offer and trailer section is recorded in
+``LocalServer.log`` (what the app sent; a push offer is only what the app asked for), for
+tests and the capture's metadata.
 
 Servers bind only 127.0.0.1 on ephemeral ports.  Hand-written here: the ASGI app, the
 site generator's HTML/CSS/JS templates and the port pairing; TLS, HTTP/2, QUIC and
@@ -233,7 +234,7 @@ class _App:
         version = scope["http_version"]
         ext = scope.get("extensions") or {}
         record = {"path": path, "method": scope["method"], "http_version": version,
-                  "early_hints": [], "pushed": [], "trailers": None}
+                  "early_hints": [], "push_offered": [], "trailers": None}
         self.log.append(record)
         found = self.site.get(path)
         is_document = path in ("/", "/index.html")
@@ -246,7 +247,9 @@ class _App:
             if self.push and "http.response.push" in ext:
                 for p in self.site.render_blocking:
                     await send({"type": "http.response.push", "path": p, "headers": []})
-                    record["pushed"].append(p)
+                    # Offered to hypercorn: it sends the PUSH_PROMISE only if the client's
+                    # SETTINGS_ENABLE_PUSH allows it (RFC 9113 8.4); Chromium's does not.
+                    record["push_offered"].append(p)
             if self.think_s > 0:
                 await asyncio.sleep(self.think_s)   # the server's think time (wall clock: a real server)
         te_trailers = any(n == b"te" and v.strip().lower() == b"trailers" for n, v in scope["headers"])
@@ -311,6 +314,7 @@ class LocalServer:
         self._tmp = None
         self._task = None
         self._stop = None
+        self._restore = None
 
     @property
     def origin(self) -> str:
@@ -321,6 +325,21 @@ class LocalServer:
         from hypercorn.config import Config, Sockets
         from hypercorn.utils import wrap_app
 
+        loop = asyncio.get_running_loop()
+        previous = loop.get_exception_handler()
+
+        def quiet_cancel(loop, context):
+            # Connections hypercorn cancels at shutdown report their CancelledError through
+            # asyncio's callback logging; that is the normal end of a served connection.
+            if isinstance(context.get("exception"), asyncio.CancelledError):
+                return
+            if previous is not None:
+                previous(loop, context)
+            else:
+                loop.default_exception_handler(context)
+
+        loop.set_exception_handler(quiet_cancel)
+        self._restore = lambda: loop.set_exception_handler(previous)
         cert, key, self.spki_sha256_b64 = make_certificate()
         self._tmp = tempfile.mkdtemp(prefix="workbench-capture-")
         try:
@@ -388,6 +407,10 @@ class LocalServer:
             if self._tmp is not None:
                 shutil.rmtree(self._tmp, ignore_errors=True)
                 self._tmp = None
+            if self._restore is not None:
+                await asyncio.sleep(0)         # let cancelled connections report first
+                self._restore()
+                self._restore = None
 
     async def __aexit__(self, *exc) -> None:
         await self._close()
