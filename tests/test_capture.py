@@ -146,8 +146,8 @@ def test_server_sends_103_and_trailers_only_with_te_trailers_rfc8297_rfc9113_8_1
 
     async def run():
         async with LocalServer(site, "h2", early_hints=True, trailers=True) as srv:
-            with_te = await _h2_get(srv.port, [("te", "trailers")])
-            without = await _h2_get(srv.port, [])
+            with_te = await asyncio.wait_for(_h2_get(srv.port, [("te", "trailers")]), 20)
+            without = await asyncio.wait_for(_h2_get(srv.port, []), 20)
             return with_te, without, srv.log
 
     with_te, without, log = asyncio.run(run())
@@ -170,6 +170,11 @@ def test_h2_capture_negotiated_h2_and_has_parser_initiators(h2_capture):
     entries = har["log"]["entries"]
     assert {e["response"]["httpVersion"] for e in entries} == {"h2"}   # RFC 9113 3.2: ALPN h2
     assert {r["http_version"] for r in har["log"]["_server"]["responses"]} == {"2"}
+    # The browser ran the page as built: every file of the synthetic page was requested
+    # (parser, preload scanner and scripts' fetches alike) and no script failed.
+    served = {r["path"] for r in har["log"]["_server"]["responses"]}
+    assert {"/" if p == "/index.html" else p for p in site_from_synth(10, seed=4).files} <= served
+    assert "_pageErrors" not in har["log"]
     doc = entries[0]
     assert doc["_resourceType"] == "document" and doc["_initiator"]["type"] == "other"
     doc_url = doc["request"]["url"]
@@ -235,7 +240,7 @@ def test_h3_capture_negotiated_h3_repeat_view_cached_and_netlog(h3_repeat_captur
     assert {r["http_version"] for r in har["log"]["_server"]["responses"]} == {"3"}
     # The repeat view: immutable-for-an-hour sub-resources come from the browser cache ...
     cached = [e for e in entries if e.get("_fromCache")]
-    assert cached and all(e["_resourceType"] != "document" for e in cached)
+    assert cached and all(e["request"]["url"] != entries[0]["request"]["url"] for e in cached)
     assert all(e["response"]["_transferSize"] == 0 for e in cached if e["_fromCache"] == "memory")
     # ... and the document (no-cache) went to the server again.
     assert entries[0]["_resourceType"] == "document" and not entries[0].get("_fromCache")
@@ -245,6 +250,13 @@ def test_h3_capture_negotiated_h3_repeat_view_cached_and_netlog(h3_repeat_captur
     log = json.loads(netlog.read_text())
     types = {v: k for k, v in log["constants"]["logEventTypes"].items()}
     assert any(types.get(ev["type"], "").startswith("QUIC_SESSION") for ev in log["events"])
+    # With the NetLog, header lists are in wire order: request pseudo-header fields first
+    # (RFC 9114 4.3: before any regular field), the NetLog's own list taken as is.
+    assert har["log"]["_headerOrder"].startswith("netlog")
+    sends = [ev for ev in log["events"] if types.get(ev["type"]) == "HTTP_TRANSACTION_QUIC_SEND_REQUEST_HEADERS"]
+    doc_lines = [f'{h["name"]}: {h["value"]}' for h in entries[0]["request"]["headers"]]
+    assert any(ev["params"]["headers"] == doc_lines for ev in sends)
+    assert [h["name"] for h in entries[0]["request"]["headers"]][:4] == [":method", ":authority", ":scheme", ":path"]
     replay = _workbench(["replay", "--trace", str(out), "--stack", "h3", "--json"])
     assert replay.returncode == 0, replay.stderr.decode()
 

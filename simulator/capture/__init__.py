@@ -80,6 +80,12 @@ def capture(*, proto: str, site_dir: str | None = None, synth: int | None = None
     except BrowserError as exc:   # the browser could not load the page set: one line, exit 2
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         raise InputError(f"Chromium could not load the page set over {proto} ({first}).") from None
+    if netlog is not None:
+        from .browser import apply_netlog_header_order, read_netlog
+
+        doc = read_netlog(netlog)
+        if doc is not None:
+            apply_netlog_header_order(result["har"], doc)
     result["har"]["log"]["_server"] = {
         "software": "hypercorn", "proto": proto, "site": site.source, "early_hints": early_hints,
         "push": push, "trailers": trailers, "think_s": think_s, "repeat_view": repeat_view,

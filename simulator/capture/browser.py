@@ -26,7 +26,10 @@ not applicable.
 The page is done when its ``load`` event has fired and no request has been in flight for
 ``quiet_s`` (a script's late fetches count), or at ``timeout_s``.  ``repeat_view`` loads the
 page twice in one browser context and records the second (cached) view.  A NetLog
-(``--log-net-log``) is written by Chromium itself when it exits.
+(``--log-net-log``) is written by Chromium itself when it exits; with one, the HAR's
+header lists take the order they had on the wire from it (``apply_netlog_header_order``),
+else request pseudo-header fields come in Chromium's order and the other fields in
+DevTools' (sorted) order.
 
 Wall-clock times are inherent to a real browser: two captures of the same page differ.
 What is simulated from a capture afterwards is deterministic.
@@ -35,6 +38,7 @@ What is simulated from a capture afterwards is deterministic.
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 from datetime import datetime, timezone
 
@@ -52,7 +56,9 @@ def chromium_path() -> str | None:
 def chromium_args(origin_hostport: str, proto: str, spki_sha256_b64: str, netlog: str | None) -> list[str]:
     args = [f"--ignore-certificate-errors-spki-list={spki_sha256_b64}",
             "--no-first-run", "--no-default-browser-check", "--disable-background-networking",
-            "--disable-component-update", "--disable-sync"]
+            "--disable-component-update", "--disable-sync",
+            # Resolve nothing but loopback: a capture talks to the local server only.
+            "--host-resolver-rules=MAP * ~NOTFOUND, EXCLUDE 127.0.0.1"]
     if proto == "h3":
         # Chromium learns HTTP/3 from alt-svc only after a first TCP visit; force it
         # for the local origin so the page's first request goes over QUIC.
@@ -319,6 +325,8 @@ async def browse(url: str, *, proto: str, spki_sha256_b64: str, repeat_view: boo
         try:
             context = await browser.new_context(ignore_https_errors=False)
             page = await context.new_page()
+            page_errors: list[str] = []      # script errors: a page set that does not run as meant
+            page.on("pageerror", lambda exc: page_errors.append(str(exc).splitlines()[0] if str(exc) else "error"))
             cdp = await context.new_cdp_session(page)
             loaded = asyncio.Event()
             handlers = {
@@ -351,7 +359,86 @@ async def browse(url: str, *, proto: str, spki_sha256_b64: str, repeat_view: boo
             har = build_har(rec, url, browser_version=browser.version,
                             comment=f"captured by workbench capture over {proto}"
                                     + (" (repeat view)" if repeat_view else ""))
+            if page_errors:
+                har["log"]["_pageErrors"] = page_errors
             await context.close()
         finally:
             await browser.close()      # Chromium writes the NetLog on exit
     return har
+
+
+# ---------------------------------------------------------------------------- NetLog
+
+_SEND_HEADERS = ("HTTP_TRANSACTION_HTTP2_SEND_REQUEST_HEADERS", "HTTP_TRANSACTION_QUIC_SEND_REQUEST_HEADERS",
+                 "HTTP_TRANSACTION_SEND_REQUEST_HEADERS")
+
+
+def _split_line(line: str) -> dict:
+    # ":method: GET" -> name ":method"; the separator is the first ": " after the name's own colon.
+    cut = line.find(": ", 1)
+    return {"name": line[:cut], "value": line[cut + 2:]} if cut > 0 else {"name": line, "value": ""}
+
+
+def read_netlog(path: str) -> dict | None:
+    """A NetLog JSON document; a log cut short by a crash (no closing brackets) is closed here."""
+    try:
+        with open(path, encoding="utf-8") as f:
+            text = f.read()
+    except OSError:
+        return None
+    for tail in ("", "]}", "{}]}"):
+        try:
+            return json.loads(text.rstrip().rstrip(",") + tail)
+        except json.JSONDecodeError:
+            continue
+    return None
+
+
+def apply_netlog_header_order(har: dict, netlog: dict) -> int:
+    """Give the HAR's header lists the order they had on the wire, from the NetLog.
+
+    DevTools reports header fields as a map sorted by name; the NetLog's
+    ``*_SEND_REQUEST_HEADERS`` and ``HTTP_TRANSACTION_READ_RESPONSE_HEADERS`` events list
+    them as sent and received.  A HAR entry takes a NetLog list only when both hold the
+    same field names (case-insensitive multiset), so nothing is invented.  Returns how
+    many entries were reordered; ``log._headerOrder`` says where the order came from."""
+    from collections import Counter
+
+    types = {v: k for k, v in netlog.get("constants", {}).get("logEventTypes", {}).items()}
+    current_url: dict = {}
+    sent: dict[str, list] = {}
+    received: dict[str, list] = {}
+    for ev in netlog.get("events") or ():
+        name = types.get(ev.get("type"))
+        src = (ev.get("source") or {}).get("id")
+        params = ev.get("params") or {}
+        if name == "URL_REQUEST_START_JOB" and "url" in params:
+            current_url[src] = params["url"]
+        elif name in _SEND_HEADERS and src in current_url and isinstance(params.get("headers"), list):
+            sent.setdefault(current_url[src], []).append([_split_line(x) for x in params["headers"]])
+        elif name == "HTTP_TRANSACTION_READ_RESPONSE_HEADERS" and src in current_url \
+                and isinstance(params.get("headers"), list):
+            received.setdefault(current_url[src], []).append([_split_line(x) for x in params["headers"][1:]])
+
+    def names(fields):
+        return Counter(f["name"].lower() for f in fields)
+
+    def take(pool, url, fields):
+        for i, candidate in enumerate(pool.get(url, ())):
+            if names(candidate) == names(fields):
+                return pool[url].pop(i)
+        return None
+
+    reordered = 0
+    for e in har["log"]["entries"]:
+        url = e["request"]["url"]
+        req = take(sent, url, e["request"]["headers"])
+        resp = take(received, url, e["response"]["headers"]) if e["response"]["headers"] else None
+        if req is not None:
+            e["request"]["headers"] = req
+        if resp is not None:
+            e["response"]["headers"] = resp
+        reordered += req is not None or resp is not None
+    har["log"]["_headerOrder"] = (f"netlog ({reordered} of {len(har['log']['entries'])} entries)"
+                                  if reordered else "devtools")
+    return reordered

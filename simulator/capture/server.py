@@ -90,13 +90,16 @@ def site_from_dir(folder: str) -> Site:
 
 
 def _filler(rng: random.Random, size: int, line: str) -> bytes:
-    """``size`` bytes of comment text (not very compressible: seeded tokens)."""
+    """``size`` bytes of whole comment lines (seeded tokens: not very compressible), then
+    spaces: never a line cut short, which could leave e.g. a lone ``/`` in a script."""
     out, n = [], 0
-    while n < size:
+    while True:
         chunk = f"{line} {rng.getrandbits(64):016x}\n"
+        if n + len(chunk) > size:
+            break
         out.append(chunk)
         n += len(chunk)
-    return "".join(out).encode()[:max(size, 0)]
+    return ("".join(out) + " " * max(size - n, 0)).encode()
 
 
 def _pad(prefix: bytes, rng: random.Random, size: int, line: str) -> bytes:
