@@ -120,32 +120,34 @@ async def _h2_get(origin_port: int, headers: list[tuple[str, str]]):
         conn.send_headers(1, [(":method", "GET"), (":scheme", "https"),
                               (":authority", f"127.0.0.1:{origin_port}"), (":path", "/"), *headers], end_stream=True)
         writer.write(conn.data_to_send())
-        got = {"headers": None, "trailers": None, "body": 0, "informational": []}
+        got = {"headers": None, "trailers": None, "body": 0, "informational": [], "promised": []}
         while True:
             data = await asyncio.wait_for(reader.read(65536), 5.0)
             assert data, "connection closed before the stream ended"
             for ev in conn.receive_data(data):
                 if isinstance(ev, h2.events.InformationalResponseReceived):
                     got["informational"].append(dict(ev.headers))
-                elif isinstance(ev, h2.events.ResponseReceived):
+                elif isinstance(ev, h2.events.PushedStreamReceived):
+                    got["promised"].append(dict(ev.headers)[b":path"].decode())
+                elif isinstance(ev, h2.events.ResponseReceived) and ev.stream_id == 1:
                     got["headers"] = dict(ev.headers)
                 elif isinstance(ev, h2.events.TrailersReceived):
                     got["trailers"] = dict(ev.headers)
                 elif isinstance(ev, h2.events.DataReceived):
-                    got["body"] += len(ev.data)
+                    got["body"] += len(ev.data) if ev.stream_id == 1 else 0
                     conn.acknowledge_received_data(ev.flow_controlled_length, ev.stream_id)
-                elif isinstance(ev, h2.events.StreamEnded):
+                elif isinstance(ev, h2.events.StreamEnded) and ev.stream_id == 1:
                     return got
             writer.write(conn.data_to_send())
     finally:
         writer.close()
 
 
-def test_server_sends_103_and_trailers_only_with_te_trailers_rfc8297_rfc9113_8_1():
+def test_server_sends_103_push_and_trailers_only_with_te_trailers_rfc8297_rfc9113_8_1_8_4():
     site = site_from_synth(6, seed=4)
 
     async def run():
-        async with LocalServer(site, "h2", early_hints=True, trailers=True) as srv:
+        async with LocalServer(site, "h2", early_hints=True, trailers=True, push=True) as srv:
             with_te = await asyncio.wait_for(_h2_get(srv.port, [("te", "trailers")]), 20)
             without = await asyncio.wait_for(_h2_get(srv.port, []), 20)
             return with_te, without, srv.log
@@ -157,9 +159,15 @@ def test_server_sends_103_and_trailers_only_with_te_trailers_rfc8297_rfc9113_8_1
         # RFC 8297: an informational 103 with the Link preloads, before the final response.
         assert got["informational"] and got["informational"][0][b":status"] == b"103"
         assert got["informational"][0][b"link"].startswith(b"<")
+        # RFC 9113 8.4: h2's client allows push (SETTINGS_ENABLE_PUSH 1), so the render-blocking
+        # set is promised on the document's stream (Chromium refuses push: it sends 0).
+        assert got["promised"] == site.render_blocking and site.render_blocking
     assert with_te["trailers"] == {b"server-timing": b'app;desc="capture"'}
     assert without["trailers"] is None           # no TE: trailers, no trailer section
-    assert [r["trailers"] is not None for r in log] == [True, False]
+    docs = [r for r in log if r["path"] == "/"]
+    assert [r["trailers"] is not None for r in docs] == [True, False]
+    # The promised requests were answered too (hypercorn runs the app for them).
+    assert sorted(r["path"] for r in log if r["path"] != "/") == sorted(site.render_blocking * 2)
 
 
 # -- real captures -----------------------------------------------------------------------
