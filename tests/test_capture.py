@@ -68,15 +68,15 @@ def h3_repeat_capture(tmp_path_factory):
     (["--site", "/nonexistent/site", "--proto", "h2"], "is not a folder"),
     (["--site", "EMPTY", "--proto", "h2"], "has no index.html"),
     (["--synth", "5", "--proto", "h1"], "--proto must be one of h2, h3"),
-    (["--synth", "1", "--proto", "h2"], "at least 2 requests"),
+    (["--synth", "1", "--proto", "h2"], "between 5 and 400"),
+    (["--synth", "401", "--proto", "h3"], "between 5 and 400"),
 ])
-def test_bad_input_is_one_line_exit_2_and_writes_nothing(tmp_path, flags, needle):
+def test_bad_input_is_one_line_exit_2_and_writes_nothing(tmp_path, capsys, flags, needle):
     (tmp_path / "empty").mkdir()
     flags = [str(tmp_path / "empty") if f == "EMPTY" else f for f in flags]
     out = tmp_path / "out.har"
-    proc = _workbench(["capture", *flags, "--out", str(out)])
-    assert proc.returncode == 2
-    lines = proc.stderr.decode().strip().splitlines()
+    assert main(["capture", *flags, "--out", str(out)]) == 2
+    lines = capsys.readouterr().err.strip().splitlines()
     assert len(lines) == 1 and needle in lines[0], lines
     assert not out.exists() and list(tmp_path.iterdir()) == [tmp_path / "empty"]
 

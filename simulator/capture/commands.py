@@ -14,12 +14,13 @@ __all__ = ["add_commands"]
 
 def _cmd(args: argparse.Namespace) -> int:
     from . import capture, write
-    from .server import PROTOCOLS
+    from .server import PROTOCOLS, SYNTH_MAX, SYNTH_MIN
 
     if args.proto not in PROTOCOLS:
         raise InputError(f"--proto must be one of {', '.join(PROTOCOLS)}, not {args.proto!r}.")
-    if args.synth is not None and args.synth < 2:
-        raise InputError(f"--synth needs at least 2 requests (a document and one resource), not {args.synth}.")
+    if args.synth is not None and not SYNTH_MIN <= args.synth <= SYNTH_MAX:
+        raise InputError(f"--synth must be between {SYNTH_MIN} and {SYNTH_MAX} requests "
+                         f"(the generator's page sizes), not {args.synth}.")
     out_dir = os.path.dirname(os.path.abspath(args.out))
     if not os.path.isdir(out_dir):
         raise InputError("--out: its folder does not exist.", path=args.out)

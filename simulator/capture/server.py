@@ -52,6 +52,7 @@ from ..errors import InputError
 __all__ = ["Site", "site_from_dir", "site_from_synth", "LocalServer", "make_certificate"]
 
 PROTOCOLS = ("h2", "h3")
+SYNTH_MIN, SYNTH_MAX = 5, 400     # simulator.traces.synth clamps a page to 5..400 requests
 
 
 # ---------------------------------------------------------------------------- sites
@@ -112,8 +113,9 @@ def site_from_synth(requests: int, seed: int = 0) -> Site:
     parties) turned into files on one origin, each of its drawn size."""
     from ..traces.synth import generate
 
-    if requests < 2:
-        raise InputError(f"--synth needs at least 2 requests (a document and one resource), not {requests}.")
+    if not SYNTH_MIN <= requests <= SYNTH_MAX:
+        raise InputError(f"--synth must be between {SYNTH_MIN} and {SYNTH_MAX} requests "
+                         f"(the generator's page sizes), not {requests}.")
     trace = generate(pages=1, seed=seed, requests=requests, third_party_share=0.0)
     rng = random.Random(seed)
     doc, subs = trace.exchanges[0], trace.exchanges[1:]
