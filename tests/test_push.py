@@ -263,3 +263,126 @@ def test_batch_push_over_grid_and_seeds(tmp_path):
     assert (none["gain_onload_s"] == 0).all() and (none["pushes_promised"] == 0).all()
     again = batch.run_batch("push", [str(page)], str(grid), 2, out=str(out), workers=0, progress=False)
     assert again.ran == 0 and len(batch.load(str(out))) == len(df)
+
+
+# -- audit of issue 9: what the first tests did not pin down ----------------------------
+
+def _cli(*args, hash_seed=None):
+    import os
+    env = dict(os.environ) if hash_seed is None else {**os.environ, "PYTHONHASHSEED": hash_seed}
+    return subprocess.run([sys.executable, "-m", "simulator.cli", "push", *args], capture_output=True, text=True,
+                          cwd=ROOT, env=env, timeout=600)
+
+
+def test_cli_cycle_in_initiators_and_unknown_policy_exit_2_one_line(tmp_path):
+    """Bad input (issue 9): a cycle in the initiators, an unknown policy, a push list naming a
+    cross-origin resource: one line naming the problem, exit 2, no traceback, nothing on stdout."""
+    from simulator.traces.har import write_har
+
+    cyc = small_page(n_css=2)
+    cyc.exchanges[1].initiator = f"{SITE}/s1.css"
+    cyc.exchanges[2].initiator = f"{SITE}/s0.css"
+    har = tmp_path / "cycle.har"
+    write_har(cyc, str(har))
+    cross = tmp_path / "cross.har"
+    write_har(small_page(css_origin="https://cdn.other.example"), str(cross))
+    cases = [(["--trace", str(har)], "cycle"),
+             (["--trace", str(ROOT / "traces/synthetic-page.har"), "--policy", "none,pull"], "unknown policy 'pull'"),
+             (["--trace", str(cross), "--push-set", "list:https://cdn.other.example/s0.css"], "not authoritative"),
+             (["--trace", str(har), "--parse-delay", "script"], "parse delay")]
+    for args, fragment in cases:
+        proc = _cli(*args)
+        assert proc.returncode == 2, (args, proc.stderr)
+        assert proc.stderr.count("\n") == 1 and "Traceback" not in proc.stderr and fragment in proc.stderr, proc.stderr
+        assert proc.stdout == ""
+
+
+def test_cli_seeds_reports_the_median_over_seeds_per_policy():
+    """``--seeds N``: every figure of the table is the median over seeds SEED..SEED+N-1 of the
+    per-seed figures (run_seeds), and the JSON says so."""
+    import statistics
+
+    page = str(ROOT / "traces/synthetic-page.har")
+    proc = _cli("--trace", page, "--policy", "none,push,hints", "--loss", "0.02", "--seed", "4", "--seeds", "3",
+                "--json")
+    assert proc.returncode == 0, proc.stderr
+    out = json.loads(proc.stdout)
+    assert out["params"]["seeds"] == 3 and out["params"]["aggregate"] == "median over seeds"
+    from simulator.traces import load
+
+    per_seed = push.run_seeds(load(page), push.PushParams(policies=("none", "push", "hints"), loss="0.02"), [4, 5, 6])
+    assert per_seed["render_blocking_s"].nunique() > 3           # the seeds really differ under loss
+    for policy in ("none", "push", "hints"):
+        rows = per_seed[per_seed["policy"] == policy]
+        for col in ("render_blocking_s", "onload_s", "bytes_pushed", "gain_render_blocking_s"):
+            assert out["policies"][policy][col] == pytest.approx(statistics.median(rows[col])), (policy, col)
+    text = _cli("--trace", page, "--policy", "none,push", "--seeds", "2")
+    assert text.returncode == 0 and "median of 2 seeds" in text.stdout
+
+
+@pytest.mark.parametrize("backend", ["model", "stacks"])
+def test_rfc9113_8_4_1_push_promise_arrives_before_the_referencing_document(backend):
+    """RFC 9113 section 8.4.1 / RFC 9114 section 4.6: the server sends PUSH_PROMISE before
+    any frame of the response that references the pushed resource, so the client knows of
+    every promise no later than the document."""
+    for protocol in ("h2", "h3"):
+        r = _run(small_page(), think_s=0.05, rtt_s=0.1, tls=False, protocol=protocol, backend=backend,
+                 policies=("none", "push"))
+        res, pushes = r.resources, r.pushes
+        document_s = float(res[(res.policy == "push") & (res["resource_type"] == "document")]["arrived_s"].iloc[0])
+        promised = pushes[pushes.policy == "push"]["promised_s"]
+        assert len(promised) == 2 and (promised <= document_s).all(), (protocol, list(promised), document_s)
+        # The promise rides the server's first flight: one RTT after the request, which leaves
+        # after the cold connection's handshake (one RTT: TCP without TLS, or QUIC).
+        assert promised.max() == pytest.approx(0.2, abs=0.03), protocol
+        assert document_s >= 0.2 + 0.05                       # the document waited the think time
+
+
+def test_rfc9113_8_4_2_cancel_takes_effect_a_round_trip_later_waste_is_bounded():
+    """A cancelled push is waste for what the server sent before the RST_STREAM reached it:
+    at least one round trip of slow start (not zero: the cancel is not instant) and far
+    less than the whole pushed bodies (the cancel does stop the stream)."""
+    css_bytes = 200_000
+    r = _run(small_page(css_bytes=css_bytes), think_s=0.0, cache="warm", rtt_s=0.1, bandwidth_bps=50e6,
+             policies=("none", "push"))
+    s = r.summary.loc["push"]
+    assert s["pushes_cancelled"] == 2 and s["pushes_used"] == 0
+    initial_window = 10 * 1460                                    # RFC 6928
+    assert 0.5 * initial_window <= s["bytes_wasted"] <= 4 * initial_window, s["bytes_wasted"]
+    assert s["bytes_wasted"] < 0.2 * 2 * css_bytes
+
+
+def test_explicit_cached_set_and_push_list():
+    """The browser cache as an explicit set of URLs, and the push policy as a list: the
+    cached stylesheet's push is cancelled and its hint skipped; the other is pushed and used."""
+    cached = f"{SITE}/s0.css"
+    r = _run(small_page(), think_s=0.2, rtt_s=0.1, cache=f"list:{cached}")
+    s = r.summary
+    assert r.trace["cached"] == 1
+    assert s.loc["push", "pushes_cancelled"] == 1 and s.loc["push", "pushes_used"] == 1
+    assert s.loc["hints", "hints_skipped_cached"] == 1 and s.loc["hints", "hinted_fetches"] == 1
+    res = r.resources
+    assert set(res[(res.policy == "none") & (res.url == cached)]["source"]) == {"cache"}
+    only = _run(small_page(), think_s=0.2, rtt_s=0.1, push_set=f"list:{SITE}/s1.css", policies=("none", "push"))
+    pushed = only.pushes[only.pushes.policy == "push"]
+    assert list(pushed["url"]) == [f"{SITE}/s1.css"] and bool(pushed["used"].iloc[0])
+    with pytest.raises(InputError, match="not a sub-resource"):
+        _run(small_page(), cache=f"list:{SITE}/nope.css")
+    with pytest.raises(InputError, match="not a resource of the page"):
+        _run(small_page(), push_set=f"list:{SITE}/nope.css")
+
+
+def test_parse_delay_per_type_delays_discovery_of_children():
+    """A resource is discovered its parent's parse delay after the parent is ready: with a
+    document parse delay of 300 ms the stylesheets are requested 300 ms later than with 0."""
+    t = small_page()
+    fast = _run(t, think_s=0.0, rtt_s=0.1, policies=("none",), parse_delay="document=0ms")
+    slow = _run(t, think_s=0.0, rtt_s=0.1, policies=("none",), parse_delay="document=300ms")
+    for r in (fast, slow):
+        res = r.resources
+        assert (res[res.resource_type == "stylesheet"]["discovered_s"]
+                == res[res.resource_type == "document"]["ready_s"].iloc[0]
+                + (0.3 if r is slow else 0.0)).all()
+    assert slow.summary.loc["none", "render_blocking_s"] - fast.summary.loc["none", "render_blocking_s"] == \
+        pytest.approx(0.3, abs=1e-6)
+    assert slow.params["parse_delay"] == "document=300ms"

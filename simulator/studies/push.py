@@ -12,8 +12,8 @@ the same network; the page-load metrics and the gain against ``none`` are compar
 
 - ``none``: no push, no 103;
 - ``push``: push the push set (``push_set``: the render-blocking sub-resources the
-  document's connection is authoritative for, ``all`` such resources, or the
-  ``largest:N``) on the document's stream;
+  document's connection is authoritative for, ``all`` such resources, the ``largest:N``,
+  or an explicit ``list:URL URL ...``) on the document's stream;
 - ``hints``: a 103 with ``rel=preload`` for every render-blocking sub-resource and
   ``rel=preconnect`` for each other connection they need;
 - ``push+hints``: push what can be pushed, hint the rest;
@@ -48,7 +48,7 @@ from .summary_json import rows_by_index
 from ..units import parse_duration, parse_rate
 from .pageload import ClientCache, LoadParams, ServerPlan, load_page, page_graph
 from .pageload.cache import parse_cache
-from .pageload.client import BACKENDS, COALESCE, PROTOCOLS, connection_key
+from .pageload.client import BACKENDS, COALESCE, DEFAULT_PARSE_DELAY_S, PROTOCOLS, connection_key
 from .pageload.graph import PageGraph
 
 __all__ = ["PushParams", "PushResult", "POLICIES", "run", "run_seeds", "server_plan"]
@@ -57,6 +57,7 @@ POLICIES = ("none", "push", "hints", "push+hints", "hints-cdn")
 _AS = {"stylesheet": "style", "script": "script", "font": "font", "image": "image", "fetch": "fetch",
        "document": "document"}
 METRICS = ("document_s", "render_blocking_s", "onload_s")
+DEFAULT_PARSE_DELAY = ",".join(f"{kind}={seconds * 1000:g}ms" for kind, seconds in DEFAULT_PARSE_DELAY_S)
 
 
 @dataclass(frozen=True)
@@ -72,14 +73,15 @@ class PushParams:
     seed: int = 1
     think_s: float | None = None          # document think time; None = the trace's wait for it
     asset_think_s: float = 0.0            # think time of every sub-resource
-    cache: str = "cold"                   # cold, warm or a hit probability
-    push_set: str = "render-blocking"     # render-blocking | all | largest:N
+    cache: str = "cold"                   # cold, warm, a hit probability or list:URL URL ...
+    push_set: str = "render-blocking"     # render-blocking | all | largest:N | list:URL URL ...
     coalesce: str = "site"
     tls: bool = True
     dns_s: float = 0.0
     edge_seen: bool = False               # hints-cdn: has the edge seen this page before?
     scheduler: str = "urgency"            # model server's writer: urgency (RFC 9218), round-robin, fifo
     push_urgency: int = 3                 # RFC 9218 urgency of pushed responses (model server)
+    parse_delay: str = DEFAULT_PARSE_DELAY  # parse/CPU delay before a parent's references are found, per type
     page: str | None = None
 
     def __post_init__(self) -> None:
@@ -98,12 +100,14 @@ class PushParams:
             raise InputError("think times must be >= 0")
         parse_cache(self.cache)
         _push_count(self.push_set)
+        parse_delays(self.parse_delay)
         self.load_params()                  # network values checked here, before any work
 
     def load_params(self) -> LoadParams:
         return LoadParams(protocol=self.protocol, rtt_s=self.rtt_s, bandwidth_bps=self.bandwidth_bps, loss=self.loss,
                           seed=self.seed, tls=self.tls, dns_s=self.dns_s, coalesce=self.coalesce,
-                          scheduler=self.scheduler, push_urgency=self.push_urgency)
+                          scheduler=self.scheduler, push_urgency=self.push_urgency,
+                          parse_delay_s=parse_delays(self.parse_delay))
 
     def to_dict(self) -> dict:
         d = asdict(self)
@@ -111,14 +115,32 @@ class PushParams:
         return d
 
 
+def parse_delays(text: str) -> tuple:
+    """``document=5ms,script=10ms`` -> ((resource type, seconds), ...); types not named: 0."""
+    out = []
+    for item in str(text).split(","):
+        if not item.strip():
+            continue
+        kind, sep, value = item.partition("=")
+        if not sep or not kind.strip():
+            raise InputError(f"parse delay must be TYPE=DURATION[,TYPE=DURATION...], got {item.strip()!r}")
+        seconds = parse_duration(value.strip())
+        if seconds < 0:
+            raise InputError(f"parse delay of {kind.strip()} must be >= 0, got {value.strip()!r}")
+        out.append((kind.strip(), seconds))
+    return tuple(out)
+
+
 def _push_count(push_set: str) -> int | None:
-    """None for the named sets, N for ``largest:N``."""
+    """None for the named sets and lists, N for ``largest:N``."""
     if push_set in ("render-blocking", "all"):
         return None
     name, _, n = push_set.partition(":")
     if name == "largest" and n.isdigit() and int(n) > 0:
         return int(n)
-    raise InputError(f"unknown push set {push_set!r} (choose render-blocking, all or largest:N)")
+    if name == "list" and n.split():
+        return None
+    raise InputError(f"unknown push set {push_set!r} (choose render-blocking, all, largest:N or list:URL URL ...)")
 
 
 # ---------------------------------------------------------------------------------------
@@ -155,6 +177,8 @@ def server_plan(graph: PageGraph, policy: str, params: PushParams) -> ServerPlan
             pushes = [i for i in candidates if graph[i].render_blocking]
         elif params.push_set == "all":
             pushes = candidates
+        elif params.push_set.startswith("list:"):
+            pushes = _listed(graph, candidates, params.push_set[len("list:"):].split())
         else:
             pushes = sorted(candidates, key=lambda i: (-graph[i].body_bytes, i))[:n]
     hints: list[bytes] = []
@@ -171,6 +195,22 @@ def server_plan(graph: PageGraph, policy: str, params: PushParams) -> ServerPlan
                 preconnect.setdefault(key, None)
         hints += [f"<{k}>; rel=preconnect".encode() for k in preconnect]
     return ServerPlan(think_s=think, hints=tuple(hints), pushes=tuple(pushes))
+
+
+def _listed(graph: PageGraph, candidates: list[int], urls: list[str]) -> list[int]:
+    """An explicit push list: each URL must be on the page and pushable (RFC 9113 section
+    8.4: only what the document's connection is authoritative for)."""
+    by_url = {graph[i].url: i for i in candidates}
+    on_page = graph.by_url()
+    out = []
+    for url in dict.fromkeys(urls):
+        if url not in on_page:
+            raise InputError(f"cannot push {url}: it is not a resource of the page", path=graph.source)
+        if url not in by_url:
+            raise InputError(f"cannot push {url}: the document's connection is not authoritative for it "
+                             f"(RFC 9113 section 8.4), or it is the document or not a 200", path=graph.source)
+        out.append(by_url[url])
+    return out
 
 
 # ---------------------------------------------------------------------------------------
@@ -269,7 +309,8 @@ def params_from_args(args: argparse.Namespace) -> PushParams:
         backend=args.backend, rtt_s=parse_duration(args.rtt), bandwidth_bps=bw, loss=str(args.loss),
         seed=int(args.seed), think_s=think, asset_think_s=parse_duration(args.asset_think), cache=args.cache,
         push_set=args.push_set, coalesce=args.coalesce, tls=not args.no_tls, dns_s=parse_duration(args.dns),
-        edge_seen=bool(args.edge_seen), scheduler=args.scheduler, push_urgency=int(args.push_urgency), page=args.page,
+        edge_seen=bool(args.edge_seen), scheduler=args.scheduler, push_urgency=int(args.push_urgency),
+        parse_delay=args.parse_delay, page=args.page,
     )
 
 
@@ -320,8 +361,13 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--loss", default="0", help="0.01 (Bernoulli) or ge:P,R[,h,k] (Gilbert-Elliott)")
     p.add_argument("--think", default="trace", help="document think time, or 'trace' (its HAR wait)")
     p.add_argument("--asset-think", default="0ms", help="think time of every sub-resource")
-    p.add_argument("--cache", default="cold", help="cold, warm, or a per-resource hit probability")
-    p.add_argument("--push-set", default="render-blocking", help="render-blocking, all or largest:N")
+    p.add_argument("--cache", default="cold",
+                   help="cold, warm, a per-resource hit probability, or 'list:URL URL ...' (an explicit cached set)")
+    p.add_argument("--push-set", default="render-blocking",
+                   help="render-blocking, all, largest:N, or 'list:URL URL ...'")
+    p.add_argument("--parse-delay", default=DEFAULT_PARSE_DELAY,
+                   help="parse/CPU delay before a parent's references are found, per resource type "
+                        "(TYPE=DURATION,...; types not named: 0)")
     p.add_argument("--coalesce", default="site", choices=list(COALESCE),
                    help="site: first-party hosts share the document's connection; origin: one per origin")
     p.add_argument("--no-tls", action="store_true", help="cleartext h2 (one RTT less per cold TCP connection)")

@@ -4,7 +4,7 @@
 repeat view); the navigation itself is never served from the cache, as browsers
 revalidate the main document.  A number ``P`` in [0, 1]: each sub-resource is cached
 with probability ``P``, drawn from the load's own seeded stream.  Or an explicit set
-of URLs.
+of URLs: ``list:URL URL ...`` (each must be a sub-resource of the page).
 """
 
 from __future__ import annotations
@@ -18,14 +18,21 @@ __all__ = ["ClientCache", "parse_cache"]
 
 
 def parse_cache(spec: str) -> str:
-    """Check a ``--cache`` value (``cold``, ``warm`` or a probability); returns it normalised."""
-    text = str(spec).strip().lower()
+    """Check a ``--cache`` value (``cold``, ``warm``, a probability or ``list:URL URL ...``);
+    returns it normalised."""
+    text = str(spec).strip()
+    if text.startswith("list:"):
+        if not text[len("list:"):].split():
+            raise InputError("cache list:... names no URL (give list:URL URL ...)")
+        return text
+    text = text.lower()
     if text in ("cold", "warm"):
         return text
     try:
         p = float(text)
     except ValueError:
-        raise InputError(f"cache must be cold, warm or a hit probability in [0, 1], got {spec!r}") from None
+        raise InputError(f"cache must be cold, warm, a hit probability in [0, 1] or list:URL URL ..., "
+                         f"got {spec!r}") from None
     if not 0.0 <= p <= 1.0:
         raise InputError(f"cache hit probability must be in [0, 1], got {spec!r}")
     return repr(p)
@@ -45,6 +52,12 @@ class ClientCache:
             return cls()
         if spec == "warm":
             return cls(subresources)
+        if spec.startswith("list:"):
+            urls = spec[len("list:"):].split()
+            for url in urls:
+                if url not in subresources:
+                    raise InputError(f"cannot cache {url}: it is not a sub-resource of the page", path=graph.source)
+            return cls(urls)
         p = float(spec)
         # One draw per resource in page order, so the same seed caches the same set.
         return cls(url for url in subresources if rng.random() < p)

@@ -372,6 +372,11 @@ def load_page(graph: PageGraph, params: LoadParams, plan: ServerPlan, cache: Cli
         # Events run in bulk; run_until looks again when the page is done or a connection
         # terminates (both call sim.stop()), or at the deadline.
         run_until(sim, lambda: load.done, check=check, deadline_s=deadline_s, safe_until=lambda: deadline_s)
+        # Pushes still being written when the page was done (a cancel on its way, a push
+        # never used) are waste until they settle: run on until they do (model backend).
+        settled = getattr(load.net, "settled", None)
+        while settled is not None and not settled() and sim.pending and sim.now <= deadline_s:
+            sim.run(until_s=deadline_s)
     except StackStalled as exc:
         raise StackStalled(f"the page load stalled: {exc}") from None
     return load.result()

@@ -24,7 +24,11 @@ stack writes).
 
 Cancelling a push: the client writes a 13-byte RST_STREAM (HTTP/2) or STOP_SENDING
 (QUIC, about the same size) on a fresh stream; the server stops the pushed stream when
-that arrives.  Connection set-up: the QUIC model and the TCP model here have no
+that arrives.  What the server wrote of a pushed response until then crosses the path
+anyway (the transport delivers what it was handed), so a push's bytes are what the
+server wrote; the load runs on after the page is done until every push is settled
+(written in full, or its cancel reached the server), as the cancel of a push for a
+cached resource often lands after the page has loaded.  Connection set-up: the QUIC model and the TCP model here have no
 handshake of their own, so a cold connection is usable after ``setup_s``: DNS, then one
 RTT (TCP) plus one RTT for TLS 1.3 (``tls``), or one RTT (QUIC), plus the
 serialisation of the server's first flight (about 2.5 KB with an Ed25519 certificate).
@@ -187,6 +191,7 @@ class _Conn:
             response = [(b":status", b"200"), (b"content-length", str(push.body_bytes).encode())]
             block = len(self.response_encoder.encode(response)) + frame
             self.incoming[pushed_sid] = _Incoming(push_key=(self.key, pushed_sid), header_bytes=block)
+            self.net.unsettled.add((self.key, pushed_sid))
             promise = len(self.response_encoder.encode(request)) + frame + 4   # + promised stream / push id
             self._write_now(stream_id, promise, inc, self._promise_arrived, (pushed_sid, url))
             pushed.append((pushed_sid, block + self._body_wire_bytes(push.body_bytes)))
@@ -224,6 +229,7 @@ class _Conn:
         self.cancelled.add(pushed_sid)
         for level, queue in self._active.items():
             self._active[level] = deque(e for e in queue if e[0] != pushed_sid)
+        self.net.settle((self.key, pushed_sid))
 
     def _fill(self) -> None:
         server = self.t.server
@@ -241,6 +247,8 @@ class _Conn:
             self.written[stream_id] = self.written.get(stream_id, 0) + n
             self._unacked_bytes += n
             server.write(stream_id, b"r" * n, end=entry[1] == 0)
+            if entry[1] == 0:
+                self.net.settle((self.key, stream_id))
             if entry[1]:
                 if self.scheduler == "fifo":
                     queue.appendleft(entry)        # the oldest response keeps the connection
@@ -263,6 +271,7 @@ class ModelNetwork:
                          loss=params.loss, name="access")
         self.conns: dict[str, _Conn] = {}
         self.push_urgency = getattr(params, "push_urgency", DEFAULT_URGENCY)
+        self.unsettled: set = set()       # pushes neither written in full nor stopped by a cancel
 
     def connect(self, key: str) -> _Conn:
         conn = self.conns.get(key)
@@ -277,10 +286,23 @@ class ModelNetwork:
         key, pushed_sid = push_key
         self.conns[key].cancel(pushed_sid)
 
+    def settle(self, push_key) -> None:
+        """A push is settled: once the page is done and none is left, hand control back."""
+        if push_key in self.unsettled:
+            self.unsettled.discard(push_key)
+            if not self.unsettled and self.listener.done:
+                self.sim.stop()
+
+    def settled(self) -> bool:
+        return not self.unsettled
+
     def push_bytes(self, push_key) -> int:
+        """Pushed body bytes that cross the path: what the server wrote (the transport
+        delivers it, cancelled or not), at least what the client has received."""
         key, pushed_sid = push_key
-        inc = self.conns[key].incoming[pushed_sid]
-        return max(0, inc.received - inc.header_bytes)
+        conn = self.conns[key]
+        inc = conn.incoming[pushed_sid]
+        return max(0, max(inc.received, conn.written.get(pushed_sid, 0)) - inc.header_bytes)
 
     def check(self) -> None:
         """The models never give up; the run loop's deadline catches a load that cannot end."""
