@@ -578,6 +578,7 @@ class CoalescingPool:
         self.counters = {"dns_lookups": 0, "dns_skipped": 0, "coalesced_requests": 0, "misdirected_421": 0,
                          "retries_421": 0, "origin_set_hits": 0}
         self._skipped_hosts: set[str] = set()
+        self._refuses: dict[tuple, bool] = {}
 
     # -- PageLoad's backend interface -------------------------------------------------
     def fetch(self, origin: str, spec) -> None:
@@ -687,8 +688,12 @@ class CoalescingPool:
         host = host_of(origin)
         if c.host != host:
             p = self.cp.p421_announced if announced else self.cp.p421
-            # One draw per (server, host) from its own seeded stream: every mode meets the same servers.
-            refuses = p > 0 and self.sim.rng(f"421:{c.host}:{host}").random() < p
+            # One draw per (server, host), from its own seeded stream: every mode meets the same
+            # servers, and a server that refuses a host refuses all of its requests.
+            pair = (c.host, host, announced)
+            refuses = self._refuses.get(pair)
+            if refuses is None:
+                refuses = self._refuses[pair] = self.sim.rng(f"421:{c.host}:{host}").random() < p
             if refuses:
                 self.counters["misdirected_421"] += 1
                 self.misdirected[spec.index] = self.misdirected.get(spec.index, 0) + 1
