@@ -234,6 +234,48 @@ def test_real_h2_library_carries_an_origin_frame():
         "https://a.example"]                                          # RFC 8336 section 2.2: bad entry ignored
 
 
+# -- the real h2 stack ------------------------------------------------------------------
+
+def test_real_h2_stack_origin_frame_puts_every_announced_origin_on_one_connection(tmp_path):
+    """The real h2 server writes the ORIGIN frame after its SETTINGS; the real client's
+    UnknownFrameReceived builds the Origin Set (RFC 8336 section 2.3), and every
+    announced origin goes on the one connection; the 9.1.1 rule opens one per address."""
+    hosts = [f"h{k}.cdn.example" for k in range(4)]
+    dns = {DOC: ["192.0.2.1"], **{h: [f"198.51.100.{k + 1}"] for k, h in enumerate(hosts)}}
+    names = [DOC, *hosts]
+    cert = {h: {"san": names, "origin": [f"https://{n}" for n in names]} for h in names}
+    r = run(page(hosts, size=500), tmp_path, dns, cert, modes=("ip", "origin"), backend="stacks", tls=False)
+    s = r.summary
+    assert s.loc["origin", "connections"] == 1 and s.loc["origin", "origin_frames_received"] == 1
+    assert set(r.resources[r.resources["mode"] == "origin"]["connection"]) == {f"c0:{DOC}"}
+    assert s.loc["ip", "connections"] == 1 + len(hosts) and s.loc["ip", "origin_frames_received"] == 0
+    # Cleartext TCP: 1 RTT handshake, and the DNS lookup, saved per origin.
+    assert s.loc["ip", "onload_s"] - s.loc["origin", "onload_s"] == pytest.approx(RTT + 0.03, abs=0.02)
+
+
+def test_real_h2_stack_421_retry_costs_a_round_trip_and_a_new_connection(tmp_path):
+    """A real 421 from the real h2 server: its round trip, then a new (cleartext) connection:
+    at least 2 RTT later than the coalesced request."""
+    dns = {DOC: ["192.0.2.1"], "static.site.example": ["192.0.2.1"]}
+    cert = {h: ["*.site.example"] for h in dns}
+    t = page(["static.site.example"])
+    kw = dict(modes=("ip",), backend="stacks", tls=False)
+    ok = run(t, tmp_path, dns, cert, p421=0.0, **kw)
+    refused = run(t, tmp_path, dns, cert, p421=1.0, **kw)
+    assert ok.summary.loc["ip", "connections"] == 1 and refused.summary.loc["ip", "connections"] == 2
+    assert refused.summary.loc["ip", "misdirected_421"] == 1
+    delta = (refused.resources.set_index("index").loc[1, "arrived_s"]
+             - ok.resources.set_index("index").loc[1, "arrived_s"])
+    assert delta >= 2 * RTT - 1e-9
+
+
+def test_stacks_backend_refuses_tls_and_h3():
+    with pytest.raises(InputError, match="cleartext"):
+        co.CoalescingParams(backend="stacks", modes=("ip",))
+    with pytest.raises(InputError, match="h3-altsvc"):
+        co.CoalescingParams(backend="stacks", tls=False)
+
+
 # -- the study as a whole -------------------------------------------------------------
 
 def test_default_topology_on_the_bundled_many_origins_page():

@@ -448,9 +448,14 @@ def _segments(n: int, size: int) -> int:
     return -(-n // size) if n > 0 else 0
 
 
-def handshake(protocol: str, san: tuple[str, ...], origin_frame: int = 0) -> Handshake:
-    """A full handshake's round trips and bytes on the wire (module docstring numbers)."""
+def handshake(protocol: str, san: tuple[str, ...], origin_frame: int = 0, *, tls: bool = True) -> Handshake:
+    """A full handshake's round trips and bytes on the wire (module docstring numbers).
+    ``tls=False``: cleartext h2 (the real h2 stack's), the TCP handshake alone."""
     cert = chain_bytes(san)
+    if protocol == "h2" and not tls:
+        client = TCP_SYN_BYTES + TCP_ACK_BYTES
+        server = TCP_SYNACK_BYTES + origin_frame + (TCP_HEADER_BYTES if origin_frame else 0)
+        return Handshake("h2", 1, client, server, 0, origin_frame)
     if protocol == "h2":
         client_tls = TLS_CLIENT_HELLO_BYTES + TLS_CLIENT_FINISHED_BYTES
         server_tls = TLS_SERVER_FIXED_BYTES + cert + origin_frame
@@ -566,6 +571,7 @@ class CoalescingPool:
         self.sim, self.params, self.listener = sim, params, listener
         self.mode, self.topo, self.cp = mode, topo, cp
         self.inner = inner_cls(sim, params, self)
+        self.stack = cp.backend == "stacks"
         self.dns: dict[str, tuple[str, ...]] = {}
         self.dns_waiters: dict[str, list] = {}
         self.conns: list[_PoolConn] = []
@@ -576,7 +582,8 @@ class CoalescingPool:
         if mode == "h3-altsvc" and cp.altsvc_cache == "warm":
             self.altsvc = {h for h, s in topo.servers.items() if s.h3}
         self.counters = {"dns_lookups": 0, "dns_skipped": 0, "coalesced_requests": 0, "misdirected_421": 0,
-                         "retries_421": 0, "origin_set_hits": 0}
+                         "retries_421": 0, "origin_set_hits": 0,
+                         "origin_frames_received": 0}
         self._skipped_hosts: set[str] = set()
         self._refuses: dict[tuple, bool] = {}
 
@@ -651,13 +658,18 @@ class CoalescingPool:
             c = own or other
             if c is None:
                 continue
-            if established:
+            if established or (self.stack and c is own):
+                # The real cleartext h2 stack takes a request for the connection's own origin
+                # at once (prior knowledge, RFC 9113 section 3.3) and sends it when TCP is up.
                 self._send(c, origin, spec, announced=False)
             else:
                 c.waiters.append((self._route_resolved, (origin, spec, own_only)))
             return
         c = self._open(origin, host, "retry-421" if own_only else "new")
-        c.waiters.append((self._route_resolved, (origin, spec, own_only)))
+        if self.stack:
+            self._send(c, origin, spec, announced=False)
+        else:
+            c.waiters.append((self._route_resolved, (origin, spec, own_only)))
 
     def _open(self, origin: str, host: str, reason: str) -> _PoolConn:
         server = self.topo[host]
@@ -666,20 +678,54 @@ class CoalescingPool:
             protocol = "h3"
         announces = server.announces if self.mode == "origin" else None
         frame = origin_frame_bytes([f"https://{h}" for h in announces]) if announces is not None else 0
-        hs = handshake(protocol, server.san, frame)
+        hs = handshake(protocol, server.san, frame, tls=self.cp.tls)
         setup = hs.setup_s(self.params.rtt_s, self.params.bandwidth_bps)
         c = _PoolConn(len(self.conns), host, origin, self.dns[host][0], server, protocol, hs, self.sim.now,
                       self.sim.now + setup, reason)
         self.conns.append(c)
+        if self.stack:
+            # The real h2 stack times its own set-up: the connection is usable for other
+            # origins when the client has the server's SETTINGS, or its ORIGIN frame.
+            c.ready_s = math.nan
+            session = self.inner.connect(c.key)
+            session.on_client_event = lambda event, c=c: self._client_event(c, event)
+            if announces is not None:
+                session.server.send_extension_frame(
+                    ORIGIN_FRAME_TYPE, origin_frame_payload([f"https://{h}" for h in announces]))
+            return c
         self.inner.connect(c.key, protocol=protocol, setup=setup)
         self.sim.call_at(c.ready_s, self._established, c)
         return c
 
-    def _established(self, c: _PoolConn) -> None:
+    def _client_event(self, c: _PoolConn, event) -> None:
+        """The real h2 client's RemoteSettingsChanged / UnknownFrameReceived (stacks backend)."""
+        import h2.events
+
+        expects_origin = self.mode == "origin" and c.server.announces is not None
+        if isinstance(event, h2.events.UnknownFrameReceived):
+            frame = event.frame
+            # RFC 8336 section 2.2: stream 0 only; flags 0x1-0x8 unknown -> ignore the frame.
+            if frame.type != ORIGIN_FRAME_TYPE or frame.stream_id != 0 or frame.flag_byte & 0xF:
+                return
+            origins = parse_origin_frame(frame.body)
+            self.counters["origin_frames_received"] += 1
+            if c.established:
+                if c.origin_set is not None:
+                    c.origin_set |= set(origins)
+                return
+            self._established(c, {c.origin} | set(origins))
+        elif not c.established and not expects_origin:
+            self._established(c)
+
+    def _established(self, c: _PoolConn, origin_set: set[str] | None = None) -> None:
         c.established = True
-        if self.mode == "origin" and c.server.announces is not None:
+        c.ready_s = self.sim.now
+        if origin_set is not None:
+            c.origin_set = origin_set
+        elif self.mode == "origin" and c.server.announces is not None:
             # RFC 8336 section 2.3: the initial origin (SNI host) plus the frame's origins.
             c.origin_set = {c.origin} | {f"https://{h}" for h in c.server.announces}
+            self.counters["origin_frames_received"] += 1
         waiters, c.waiters = c.waiters, []
         for callback, args in waiters:
             callback(*args)
@@ -775,6 +821,8 @@ class CoalescingParams:
     """Everything that determines a run (units in the names)."""
 
     modes: tuple[str, ...] = MODES
+    backend: str = "model"                # model (transport models) or stacks (real h2, cleartext)
+    tls: bool = True                      # h2 handshakes with TLS 1.3 (the stacks backend: False)
     rtt_s: float = 0.100
     bandwidth_bps: float | None = 10e6
     loss: str = "0"
@@ -803,6 +851,15 @@ class CoalescingParams:
             v = getattr(self, name)
             if not (isinstance(v, (int, float)) and 0.0 <= v <= 1.0):
                 raise InputError(f"{name} must be a probability in [0, 1], got {v!r}")
+        if self.backend not in ("model", "stacks"):
+            raise InputError(f"unknown backend {self.backend!r} (choose model or stacks)")
+        if self.backend == "stacks":
+            if self.tls:
+                raise InputError("the real h2 stack runs cleartext HTTP/2 (no TLS): use --no-tls on the stacks "
+                                 "backend")
+            if "h3-altsvc" in self.modes:
+                raise InputError("mode h3-altsvc mixes h2 and h3 connections; the stacks backend runs h2 only "
+                                 "(choose from none, ip, origin)")
         if self.altsvc_cache not in ("warm", "cold"):
             raise InputError(f"unknown Alt-Svc cache {self.altsvc_cache!r} (choose warm or cold)")
         if self.dns_lookup_s < 0:
@@ -818,7 +875,7 @@ class CoalescingParams:
         # The pool times DNS and handshakes itself, so the backend's own set-up is off
         # (dns_s 0; each connection gets its set-up time from the pool).
         return LoadParams(protocol="h2", rtt_s=self.rtt_s, bandwidth_bps=self.bandwidth_bps, loss=self.loss,
-                          seed=self.seed, tls=True, dns_s=0.0, coalesce="origin", cc=self.cc,
+                          seed=self.seed, tls=self.tls, dns_s=0.0, coalesce="origin", cc=self.cc,
                           scheduler=self.scheduler)
 
     def to_dict(self) -> dict:
@@ -827,7 +884,7 @@ class CoalescingParams:
         return d
 
 
-ROW_PARAMS = ("seed", "rtt_s", "bandwidth_bps", "loss", "dns_lookup_s", "p421", "p421_announced", "altsvc_cache",
+ROW_PARAMS = ("seed", "backend", "tls", "rtt_s", "bandwidth_bps", "loss", "dns_lookup_s", "p421", "p421_announced", "altsvc_cache",
               "wait_pending")
 
 
@@ -881,7 +938,7 @@ def run(trace: Trace | PageGraph, params: CoalescingParams | None = None, *, top
             pools.append(pool)
             return pool
 
-        loaded = load_page(graph, load_params, plan, cache, backend="model", network=network)
+        loaded = load_page(graph, load_params, plan, cache, backend=params.backend, network=network)
         pool = pools[0]
         m = {**loaded.metrics, **pool.stats()}
         for k in ("bytes_pushed", "bytes_wasted", "hinted_fetches", "hints_skipped_cached", "preconnects",
@@ -949,7 +1006,8 @@ def params_from_args(args: argparse.Namespace) -> CoalescingParams:
     bw = None if str(args.bw).lower() in ("none", "inf", "0") else parse_rate(args.bw)
     think = None if str(args.think).lower() == "trace" else parse_duration(args.think)
     return CoalescingParams(
-        modes=tuple(m.strip() for m in str(args.mode).split(",") if m.strip()), rtt_s=parse_duration(args.rtt),
+        modes=tuple(m.strip() for m in str(args.mode).split(",") if m.strip()), backend=args.backend,
+        tls=not args.no_tls, rtt_s=parse_duration(args.rtt),
         bandwidth_bps=bw, loss=str(args.loss), seed=int(args.seed), dns_lookup_s=parse_duration(args.dns_lookup),
         p421=_probability(args.p421, "--p421"), p421_announced=_probability(args.p421_announced, "--p421-announced"),
         altsvc_cache=args.altsvc_cache, wait_pending=not args.no_wait_pending, think_s=think,
@@ -1006,6 +1064,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="h3-altsvc: warm = Alt-Svc cached from an earlier visit, cold = first view")
     p.add_argument("--no-wait-pending", action="store_true",
                    help="never wait for another host's connection still in its handshake")
+    p.add_argument("--backend", default="model", choices=["model", "stacks"],
+                   help="model (transport models) or stacks (the real h2 stack, cleartext: with --no-tls)")
+    p.add_argument("--no-tls", action="store_true", help="cleartext h2 (TCP handshake only, no certificate bytes)")
     p.add_argument("--dns-lookup", default="30ms", help="time of one DNS lookup (once per host and page load)")
     p.add_argument("--rtt", default="100ms")
     p.add_argument("--bw", default="10mbit", help="bottleneck bandwidth, e.g. 10mbit (none = unlimited)")
