@@ -87,16 +87,22 @@ per site, one per host name), ORIGIN frames from the CDNs only, h3 on the CDNs a
 some self-hosted sites.  ``workbench coalescing --write-topology FILE`` writes the
 topology a run used, to edit.
 
-Backends: ``model`` (the transport models: TCP for h2, QUIC for h3).  The real stacks are
-not a backend of this study; what the installed libraries do with an ORIGIN frame was
-checked (``origin_frame_roundtrip``, run by the tests): ``h2`` 4.4.1 has no API to send
-one and ``hyperframe`` 6.1.0 no ORIGIN frame class, but a server can write a hyperframe
+Backends: ``model`` (the transport models: TCP for h2, QUIC for h3; the pool times DNS and
+the handshakes above) and ``stacks`` (the real ``h2`` stack over the TCP model, modes
+``none``, ``ip`` and ``origin``).  What the installed libraries do with an ORIGIN frame
+(checked by the tests, ``origin_frame_roundtrip``): ``h2`` 4.4.1 has no API to send one and
+``hyperframe`` 6.1.0 no ORIGIN frame class, but a server can write a hyperframe
 ``ExtensionFrame(type=0xc, stream_id=0)`` itself (setting its ``body_len``, which the
-constructor leaves at 0) and the ``h2`` client passes it up as ``UnknownFrameReceived``
-with the payload intact, so the client can build its Origin Set from it.  The project's
-real h2 stack runs cleartext (``h2c``), on which RFC 8336 section 2.2 says a client MUST
-ignore ORIGIN, and has no TLS handshake to coalesce by; a TLS-capable real stack would
-be needed for a faithful real-stack run.
+constructor leaves at 0), and the ``h2`` client passes it up as ``UnknownFrameReceived``
+with the payload intact.  On the stacks backend the real server writes the ORIGIN frame
+right after its SETTINGS (``stacks.h2`` ``send_extension_frame``), and the Origin Set is
+what the real client parsed from it; a connection is usable for other origins once the
+client has the server's SETTINGS (or its ORIGIN frame, when one is due); the real server
+answers refused requests with a real 421.  The project's real h2 stack is cleartext
+(``h2c``, prior knowledge: one TCP round trip, no certificate), so the stacks backend
+needs ``tls=False`` (compare it with the model at ``--no-tls``) and processes ORIGIN on a
+cleartext connection, which RFC 8336 section 2.2 tells a client to ignore: it stands in
+for h2 over TLS, with the certificate rules applied to the configured SAN lists.
 
 Written by hand: no library models browser connection pools, certificate-name matching
 for coalescing, or ORIGIN frames (h2 has none).
