@@ -890,8 +890,8 @@ class CoalescingParams:
         return d
 
 
-ROW_PARAMS = ("seed", "backend", "tls", "rtt_s", "bandwidth_bps", "loss", "dns_lookup_s", "p421", "p421_announced", "altsvc_cache",
-              "wait_pending")
+ROW_PARAMS = ("seed", "backend", "tls", "rtt_s", "bandwidth_bps", "loss", "dns_lookup_s", "p421", "p421_announced",
+              "altsvc_cache", "wait_pending")
 
 
 @dataclass
