@@ -26,6 +26,9 @@ RUNS = {
     "hol-tcp": ["hol", "--transport", "tcp", "--loss", "ge:0.01,0.3", "--seed", "3", "--json"],
     "hol-ref2017": ["hol", "--transport", "ref2017", "--loss", "0.02", "--jitter", "0.05", "--seed", "3", "--json"],
     "push-model-h2": ["push", "--protocol", "h2", "--loss", "0.02", "--cache", "0.5", "--seed", "3", "--json"],
+    "coalescing": ["coalescing", "--loss", "0.02", "--p421", "0.3", "--cache", "0.5", "--seed", "3", "--json"],
+    "coalescing-stacks": ["coalescing", "--backend", "stacks", "--no-tls", "--mode", "none,ip,origin", "--loss", "0.02",
+                          "--p421", "0.3", "--seed", "3", "--json"],
     "push-stacks-h3": ["push", "--protocol", "h3", "--backend", "stacks", "--policy", "none,push+hints",
                        "--loss", "0.02", "--cache", "0.5", "--seed", "3", "--json"],
 }

@@ -263,10 +263,39 @@ def _crossstream() -> Study:
     )
 
 
+# ---------------------------------------------------------------------------------------
+# Connection coalescing (none, RFC 9113 9.1.1, ORIGIN, h3 with Alt-Svc)
+
+
+def _coalescing() -> Study:
+    from ..studies import coalescing
+
+    def tables(result) -> dict[str, pd.DataFrame]:
+        # The batch adds every parameter (and the seed) to each row: drop the study's copies.
+        summary = result.summary.reset_index().drop(columns=[c for c in coalescing.ROW_PARAMS
+                                                             if c in result.summary.columns])
+        return {"summary": summary, "connections": result.connections.drop(columns=["seed"]),
+                "resources": result.resources.drop(columns=["seed"])}
+
+    return Study(
+        name="coalescing",
+        help="connection coalescing: none, RFC 9113 9.1.1, ORIGIN (RFC 8336), HTTP/3 with Alt-Svc",
+        add_arguments=coalescing.add_arguments,
+        params_from_args=coalescing.params_from_args,
+        run=lambda trace, params: coalescing.run(trace, params),
+        with_seed=lambda params, seed: replace(params, seed=int(seed)),
+        params_dict=_hol_params_dict,
+        tables=tables,
+        optional_tables=("connections", "resources"),
+        reserved=frozenset({"trace", "seed", "seeds", "json", "write-topology", "help"}),
+    )
+
+
 # name -> factory (the study module is imported when first asked for)
 STUDIES: dict[str, Callable[[], Study]] = {"hol": _hol, "push": _push, "trailers": _trailers,
                                            "crossstream": _crossstream}
 STUDIES["replay"] = _replay
+STUDIES["coalescing"] = _coalescing
 _cache: dict[str, Study] = {}
 
 

@@ -76,9 +76,8 @@ def metric_with_band(runs: pd.DataFrame, x: str, y: str, ax=None, *, hue: str = 
         for xv, g in df.groupby(x):
             m, l, h = confidence_band(g[y], level=level)
             xs.append(xv); mean.append(m); lo.append(l); hi.append(h)
-        color = SCHEME_COLORS.get(key)
-        ax.plot(xs, mean, marker="o", label=str(key), color=color)
-        ax.fill_between(xs, lo, hi, alpha=0.2, color=color)
+        (line,) = ax.plot(xs, mean, marker="o", label=str(key), color=SCHEME_COLORS.get(key))
+        ax.fill_between(xs, lo, hi, alpha=0.2, color=line.get_color())      # the band in its line's colour
     ax.set_xlabel(xlabel or x)
     ax.set_ylabel(ylabel or y)
     ax.grid(alpha=0.3)

@@ -112,6 +112,18 @@ class _H2End(Endpoint):
                     self.frames_sent[h2_type_name(ftype)] += 1
             self.tcp.write(TCP_STREAM, data)
 
+    def send_extension_frame(self, frame_type: int, payload: bytes, stream_id: int = 0) -> None:
+        """Write a frame type h2 has no API for (e.g. ORIGIN, type 0xc, RFC 8336): a
+        hyperframe ``ExtensionFrame``, after what h2 has queued.  Its ``body_len`` is set
+        here: the constructor leaves it at 0 (hyperframe sets it only when parsing)."""
+        from hyperframe.frame import ExtensionFrame
+
+        frame = ExtensionFrame(type=frame_type, stream_id=stream_id, body=payload)
+        frame.body_len = len(payload)
+        self._out += self.conn.data_to_send()
+        self._out += frame.serialize()
+        self.flush()
+
     # -- incoming ------------------------------------------------------------------
     def _on_tcp_data(self, _stream: int, data: bytes, _end: bool, _time_s: float) -> None:
         events = self.conn.receive_data(data)
@@ -143,6 +155,11 @@ class _H2End(Endpoint):
         elif isinstance(event, h2.events.PushedStreamReceived):
             self.on_push_promise(event.parent_stream_id, event.pushed_stream_id, event.pushed_stream_id,
                                  tuple(event.headers))
+        elif isinstance(event, (h2.events.RemoteSettingsChanged, h2.events.UnknownFrameReceived)):
+            # The server's SETTINGS and extension frames (e.g. ORIGIN, RFC 8336), for a
+            # browser model that watches its connections (studies.coalescing).
+            if self.is_client and self.session.on_client_event is not None:
+                self.session.on_client_event(event)
         elif isinstance(event, h2.events.ConnectionTerminated):
             raise RuntimeError(f"h2 connection terminated: {event.error_code!r} {event.additional_data!r}")
 
@@ -160,6 +177,7 @@ class H2Session:
         self.recorder = recorder
         self.origin = origin
         self.client_rows: dict = {}
+        self.on_client_event = None      # called with the client's RemoteSettingsChanged / UnknownFrameReceived
         config = TransportConfig(cc=params.cc)
         self.tcp = TcpConnection(sim, path, config, name=f"{name}/tcp", handshake=params.tcp_handshake)
         self.client = _H2End(self, is_client=True, tcp_end=self.tcp.client)

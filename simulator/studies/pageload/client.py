@@ -352,14 +352,24 @@ class PageLoad:
 
 
 def load_page(graph: PageGraph, params: LoadParams, plan: ServerPlan, cache: ClientCache, *,
-              backend: str = "model") -> PageLoadResult:
-    """Simulate one page load of ``graph`` on ``backend`` ("model" or "stacks")."""
+              backend: str = "model", network: Callable | None = None) -> PageLoadResult:
+    """Simulate one page load of ``graph`` on ``backend`` ("model" or "stacks").
+
+    ``network(sim, params, listener, backend_cls)``, when given, builds the network the
+    browser talks to around the backend (e.g. ``studies.coalescing``'s connection pool,
+    which picks the connection of each request, times DNS and handshakes, and answers
+    the backend's callbacks)."""
     if backend == "model":
         from .model_net import ModelNetwork as backend_cls
     elif backend == "stacks":
         from .stack_net import StackNetwork as backend_cls
     else:
         raise InputError(f"unknown backend {backend!r} (choose model or stacks)")
+    if network is not None:
+        inner_cls = backend_cls
+
+        def backend_cls(sim, params, listener):
+            return network(sim, params, listener, inner_cls)
     sim = Simulator(seed=params.seed)
     load = PageLoad(sim, graph, params, plan, cache, backend_cls)
     load.start()

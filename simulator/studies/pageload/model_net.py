@@ -95,11 +95,12 @@ class _Incoming:
 
 
 class _Conn:
-    def __init__(self, net: "ModelNetwork", key: str, number: int) -> None:
+    def __init__(self, net: "ModelNetwork", key: str, number: int, protocol: str | None = None,
+                 setup: float | None = None) -> None:
         self.net, self.key = net, key
         sim, params = net.sim, net.params
         self.sim = sim
-        self.transport = "tcp" if params.protocol == "h2" else "quic"
+        self.transport = "tcp" if (protocol or params.protocol) == "h2" else "quic"
         if self.transport == "tcp":
             self.t = TcpConnection(sim, net.path, TransportConfig(cc=params.cc), name=f"tcp{number}", handshake=False)
         else:
@@ -108,7 +109,7 @@ class _Conn:
         self.t.server.on_stream_acked = self._on_stream_acked
         self.t.client.on_data = self._client_data
         self.t.server.on_data = self._server_data
-        self.ready_s = sim.now + setup_s(params)
+        self.ready_s = sim.now + (setup_s(params) if setup is None else setup)
         self.request_encoder, self.response_encoder = hpack.Encoder(), hpack.Encoder()
         self.incoming: dict[int, _Incoming] = {}
         self.requests: dict[int, ExchangeSpec] = {}       # client stream -> spec (both ends in one process)
@@ -273,10 +274,13 @@ class ModelNetwork:
         self.push_urgency = getattr(params, "push_urgency", DEFAULT_URGENCY)
         self.unsettled: set = set()       # pushes neither written in full nor stopped by a cancel
 
-    def connect(self, key: str) -> _Conn:
+    def connect(self, key: str, *, protocol: str | None = None, setup: float | None = None) -> _Conn:
+        """The connection ``key``, opened now if new: over ``protocol`` (default the load's)
+        and usable after ``setup`` seconds (default ``setup_s(params)``), for a browser
+        model that times DNS and handshakes itself (``studies.coalescing``)."""
         conn = self.conns.get(key)
         if conn is None:
-            conn = self.conns[key] = _Conn(self, key, len(self.conns))
+            conn = self.conns[key] = _Conn(self, key, len(self.conns), protocol, setup)
         return conn
 
     def fetch(self, key: str, spec: ExchangeSpec) -> None:

@@ -55,7 +55,10 @@ class StackNetwork:
         from ...stacks.h3 import H3Session
         return H3Session
 
-    def connect(self, key: str):
+    def connect(self, key: str, **_ignored):
+        """The session for ``key``, made now if new (after ``dns_s`` the first time).  The
+        model backend's ``protocol`` / ``setup`` keywords do not apply: the stack is the
+        load's protocol and times its own set-up."""
         session = self.sessions.get(key)
         if session is None:
             if self.params.dns_s and key not in self._connect_at:
