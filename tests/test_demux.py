@@ -184,3 +184,21 @@ def test_reference_case_direct_more_than_doubles_the_worst():
     assert df.loc["per-stream", "peak_buffered_bytes"] == 50 * 10_000_000
     assert df.loc["direct", "peak_buffered_bytes"] <= df.loc["direct", "read_buffer_bytes"]
     assert df.loc["direct", "throughput_mb_s"] > 2 * df["throughput_mb_s"].min()
+
+
+def test_batch_demux_runs_the_model_without_traces(tmp_path):
+    """``workbench batch demux``: no traces, one job per grid point and seed, every row
+    with its parameters and seed; the real (wall-clock) part never reaches batch rows."""
+    from simulator.batch import load
+    from simulator.batch.runner import run_batch
+
+    grid = {"rtt": ["5ms"], "window": ["64KiB", "128KiB"], "streams": [2], "size": ["128KiB"],
+            "interleaving": ["round-robin"]}
+    report = run_batch("demux", None, grid, 2, out=tmp_path / "res", workers=0, progress=False)
+    assert report.failed == 0 and report.ok == 4
+    df = load(tmp_path / "res")
+    assert len(df) == 4 * len(STRATEGIES)
+    assert set(df["seed"]) == {1, 2} and set(df["window_bytes"]) == {64 * KiB, 128 * KiB}
+    assert (df["part"] == "model").all() and (df["rtt_s"] == 0.005).all()
+    with pytest.raises(InputError):
+        run_batch("demux", "traces/", grid, 1, out=tmp_path / "other", workers=0, progress=False)

@@ -163,6 +163,7 @@ class DemuxResult:
 
 _ROW_PARAMS = ("streams", "stream_bytes", "window_bytes", "frame_bytes", "read_bytes", "side_bytes", "reading", "work",
                "seed")
+ROW_PARAMS = _ROW_PARAMS + ("bandwidth_bps", "loss", "mss_bytes")      # every row carries these
 
 
 def _cfg(params: DemuxParams, interleaving: str) -> dict:
