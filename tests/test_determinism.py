@@ -33,7 +33,7 @@ RUNS = {
 # Studies that make their own input (no --trace).
 NO_TRACE_RUNS = {
     "demux-model": ["demux", "--part", "model", "--streams", "3", "--size", "256KiB", "--window", "64KiB",
-                    "--rtt", "2ms,20ms", "--loss", "0.01", "--mss", "8000", "--seed", "7", "--json"],
+                    "--rtt", "2ms,20ms", "--loss", "0.03", "--mss", "8000", "--seed", "7", "--json"],
 }
 
 
