@@ -14,7 +14,7 @@ the windows with WINDOW_UPDATEs as it consumes (h2's own algorithm, RFC 9113 sec
 
 Two parts, one ``run()``:
 
-- ``real`` (measured on this machine, wall clock): each receiver reads a real socket
+- ``real`` (measured on this machine: the CPU time of the receive loop): each receiver reads a real socket
   fed by the h2 server (``h2demux.real``); throughput in MB/s of this machine and as a
   ratio to ``direct`` in the same run (best of ``repeat`` runs, interleaved), peak
   payload bytes buffered, bytes copied per MB, the C scanner's heap allocations
@@ -208,7 +208,7 @@ def _real_rows(params: DemuxParams, progress: bool) -> list[dict]:
         for strategy in params.strategies:
             r = best[strategy]
             mb = r["bytes"] / 1e6
-            row = {"part": "real", "measured": "this machine (wall clock)", "scanner": scanner,
+            row = {"part": "real", "measured": "this machine (CPU time)", "scanner": scanner,
                    "interleaving": interleaving, "strategy": strategy, "rtt_s": None, **r,
                    "scanner_allocations_per_mb": r["scanner_allocations"] / mb,
                    "throughput_ratio_vs_direct": (r["throughput_mb_s"] / direct["throughput_mb_s"]) if direct else None,
@@ -329,7 +329,7 @@ def _cmd(args: argparse.Namespace) -> int:
           f"reads {params.read_bytes:,} B, {params.reading} reading, work {params.work}, seed {params.seed}")
     with pd.option_context("display.width", 220, "display.max_columns", 20, "display.float_format", "{:.3f}".format):
         if len(result.real):
-            print("\nmeasured on this machine (wall clock, best of %d):" % params.repeat)
+            print("\nmeasured on this machine (CPU time of the receive loop, best of %d):" % params.repeat)
             cols = ["scanner", "interleaving", "strategy", "throughput_mb_s", "throughput_ratio_vs_direct",
                     "peak_buffered_bytes", "copied_bytes_per_mb", "scanner_allocations_per_mb", "py_heap_peak_bytes",
                     "wakeups_per_frame", "dispatches_per_frame"]
