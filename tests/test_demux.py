@@ -202,3 +202,17 @@ def test_batch_demux_runs_the_model_without_traces(tmp_path):
     assert (df["part"] == "model").all() and (df["rtt_s"] == 0.005).all()
     with pytest.raises(InputError):
         run_batch("demux", "traces/", grid, 1, out=tmp_path / "other", workers=0, progress=False)
+
+
+def test_model_slow_application_fills_per_stream_buffers_toward_n_windows():
+    """Over the TCP model with an application slower than the path, an eager loop reads
+    ahead of it: per-stream buffers approach N x window, never beyond (RFC 9113 section
+    6.9), while direct dispatch leaves the backlog in the socket and holds one read."""
+    c = cfg(streams=4, stream_bytes=1024 * KiB, window_bytes=256 * KiB, work="count")
+    slow = CpuCosts(consume_bytes_per_s=10e6)
+    per = simulate("per-stream", c, rtt_s=0.001, costs=slow, bandwidth_bps=10e9, mss_bytes=64000)
+    direct = simulate("direct", c, rtt_s=0.001, costs=slow, bandwidth_bps=10e9, mss_bytes=64000)
+    windows = c["streams"] * c["window_bytes"]
+    assert 0.75 * windows <= per["peak_buffered_bytes"] <= windows
+    assert direct["peak_buffered_bytes"] <= direct["read_buffer_bytes"]
+    assert direct["peak_socket_queue_bytes"] > 0.5 * windows       # the backlog waits in the kernel
