@@ -178,7 +178,6 @@ def _per_frame(row: dict) -> None:
     row["wakeups_per_frame"] = row["wakeups"] / frames
     row["dispatches_per_frame"] = row["dispatches"] / frames
     row["copied_bytes_per_mb"] = row["copied_bytes"] / mb
-    row["windows_bytes"] = row.get("windows_bytes", 0)
 
 
 def _real_rows(params: DemuxParams, progress: bool) -> list[dict]:
@@ -186,6 +185,10 @@ def _real_rows(params: DemuxParams, progress: bool) -> list[dict]:
     from .h2demux import real
 
     impls = implementations()
+    for name in params.scanners:
+        if name not in impls:
+            raise InputError(f"the {name} frame scanner is not available here (built: {', '.join(sorted(impls))}); "
+                             f"use --scanner {','.join(sorted(impls))}")
     jobs = [(s, il) for s in params.scanners for il in params.interleavings]
     bar = None
     if progress:
