@@ -29,6 +29,12 @@ WINDOW_UPDATE (RFC 9113 section 6.9, built by ``hyperframe``) once half a window
 been consumed.  Received bytes count against the windows when a frame is read
 (``window_consumed`` raises if the server overruns one).
 
+An application that takes the streams one after another in a fixed order is not a
+parameter: it refuses the frames of every stream but one, so only buffering receivers
+can serve it (stop-the-train and the side track would wait forever on a frame nobody
+takes, and direct dispatch has no consumer to hand it to); per-stream buffers then hold
+N x window for the same reason as under eager reading.
+
 ``reading`` decides how much a wakeup reads: ``eager`` reads until the socket is empty
 (a server on the same host keeps refilling it, so that is until the windows are
 exhausted) before the consumers run; ``paced`` reads once per wakeup.  Eager reading
