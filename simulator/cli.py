@@ -24,6 +24,7 @@ COMMAND_MODULES = [
     "simulator.studies.trailers",      # workbench trailers
     "simulator.studies.crossstream",   # workbench crossstream, crossstream-bodies
     "simulator.studies.coalescing",    # workbench coalescing
+    "simulator.studies.demux",         # workbench demux
     "simulator.compression.commands",  # workbench interop decode|encode
     "simulator.frames.commands",       # workbench frames
     "simulator.stacks.commands",       # workbench replay

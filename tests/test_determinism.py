@@ -33,6 +33,12 @@ RUNS = {
                        "--loss", "0.02", "--cache", "0.5", "--seed", "3", "--json"],
 }
 
+# Studies that make their own input (no --trace).
+NO_TRACE_RUNS = {
+    "demux-model": ["demux", "--part", "model", "--streams", "3", "--size", "256KiB", "--window", "64KiB",
+                    "--rtt", "2ms,20ms", "--loss", "0.03", "--mss", "8000", "--seed", "7", "--json"],
+}
+
 
 @pytest.fixture(scope="module")
 def many_origins_trace(tmp_path_factory) -> str:
@@ -54,6 +60,14 @@ def test_same_seed_byte_identical_across_processes_and_hash_seeds(name, many_ori
     args = [*RUNS[name][:1], "--trace", many_origins_trace, *RUNS[name][1:]]
     first = _workbench(args, hash_seed="0")
     second = _workbench(args, hash_seed="4242")
+    assert first, "no output"
+    assert first == second
+
+
+@pytest.mark.parametrize("name", sorted(NO_TRACE_RUNS))
+def test_same_seed_byte_identical_without_a_trace(name):
+    first = _workbench(NO_TRACE_RUNS[name], hash_seed="0")
+    second = _workbench(NO_TRACE_RUNS[name], hash_seed="4242")
     assert first, "no output"
     assert first == second
 

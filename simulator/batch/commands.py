@@ -15,7 +15,11 @@ def _cmd(args: argparse.Namespace) -> int:
         return _status(args)
     if args.results_dir is not None:
         raise InputError(f"unexpected argument {args.results_dir!r} (the results folder is given with --out).")
-    missing = [flag for flag, value in (("--traces", args.traces), ("--out", args.out)) if not value]
+    from .registry import get_study
+
+    needs_trace = get_study(args.study).needs_trace
+    missing = [flag for flag, value in (("--traces", args.traces if needs_trace else True), ("--out", args.out))
+               if not value]
     if missing:
         raise InputError(f"workbench batch {args.study} needs {' and '.join(missing)}.")
     from .runner import run_batch

@@ -43,6 +43,7 @@ class Study:
     tables: Callable[[Any], dict[str, pd.DataFrame]]
     optional_tables: tuple[str, ...] = ()          # stored only when asked for (``--tables``)
     reserved: frozenset[str] = field(default_factory=frozenset)  # flags a grid may not set
+    needs_trace: bool = True                       # False: the study makes its own input (no --traces)
 
     def flags(self) -> dict[str, argparse.Action]:
         """Grid-settable flags by their name without dashes (``rtt``, ``loss``, ...)."""
@@ -291,9 +292,40 @@ def _coalescing() -> Study:
     )
 
 
+# ---------------------------------------------------------------------------------------
+# The receive-side demultiplexing study: no trace (it makes its own h2 byte stream); the
+# batch runs its deterministic part only (the TCP model): wall-clock measurements of
+# this machine stay out of batch rows.
+
+
+def _demux() -> Study:
+    from ..studies import demux
+
+    def params_dict(params) -> dict:
+        d = params.to_dict()
+        d.pop("seed", None)
+        for k in ("part", "scanners", "repeat", "trace_memory"):
+            d.pop(k, None)
+        return d
+
+    return Study(
+        name="demux",
+        help="HTTP/2 receive-side demultiplexing over the TCP model (stop-the-train, side track, "
+             "per-stream buffers, direct dispatch)",
+        add_arguments=demux.add_arguments,
+        params_from_args=lambda args: replace(demux.params_from_args(args), part="model"),
+        run=lambda trace, params: demux.run(None, params),
+        with_seed=demux.with_seed,
+        params_dict=params_dict,
+        tables=lambda result: {"summary": result.model.drop(columns=[c for c in demux.ROW_PARAMS if c in result.model])},
+        reserved=frozenset({"seed", "rows", "json", "help", "part", "scanner", "repeat", "memory"}),
+        needs_trace=False,
+    )
+
+
 # name -> factory (the study module is imported when first asked for)
 STUDIES: dict[str, Callable[[], Study]] = {"hol": _hol, "push": _push, "trailers": _trailers,
-                                           "crossstream": _crossstream}
+                                           "crossstream": _crossstream, "demux": _demux}
 STUDIES["replay"] = _replay
 STUDIES["coalescing"] = _coalescing
 _cache: dict[str, Study] = {}

@@ -123,8 +123,20 @@ def plan(study: str, traces, grid=None, seeds: int | Iterable[int] = 1, *, table
         if not seed_list:
             raise InputError("no seeds given.")
     points = expand_grid(grid_values, st, source=source)
-    paths = resolve_traces(traces)
     meta = {"version": __version__, "git_commit": git_commit()}
+    if not st.needs_trace:
+        # the study makes its own input: one job per grid point and seed, no trace
+        if traces:
+            raise InputError(f"study {study!r} takes no traces (it makes its own input); drop --traces.")
+        jobs = []
+        for point in points:
+            pdict = st.params_dict(point.params)
+            for seed in seed_list:
+                jobs.append({"job_id": job_id(st.name, NO_TRACE, pdict, seed), "study": st.name, "trace": "",
+                             "trace_hash": NO_TRACE, "flags": point.flags, "params": pdict, "seed": seed,
+                             "tables": list(tables), "_params": point.params, **meta})
+        return Plan(study=st, jobs=jobs, bad_traces=[], points=points, traces=[])
+    paths = resolve_traces(traces)
     jobs, bad, seen = [], [], {}
     for path in paths:
         try:
@@ -159,7 +171,12 @@ def plan(study: str, traces, grid=None, seeds: int | Iterable[int] = 1, *, table
 _TRACES: dict[tuple[str, str], object] = {}
 
 
+NO_TRACE = "none"          # the trace hash of a job whose study takes no trace
+
+
 def _trace(path: str, expected_hash: str):
+    if expected_hash == NO_TRACE and not path:
+        return None
     key = (path, expected_hash)
     trace = _TRACES.get(key)
     if trace is None:
