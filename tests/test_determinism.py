@@ -1,8 +1,14 @@
 """The same seed gives byte-identical ``--json`` output in separate processes, whatever
-``PYTHONHASHSEED`` is: for both real stacks, both transport models and the HOL study.
+``PYTHONHASHSEED`` is: for both real stacks, both transport models, the HOL study, the
+push study (models and real stacks, HTTP/2 and HTTP/3), the cross-stream study on a
+trace (bodies generated from the seed) and the trace generator itself.  The trailers
+study has its own such test in ``tests/test_trailers.py``, and the cross-stream study on
+a body folder in ``tests/test_crossstream.py``.
 
 The trace has many origins and loss, because short bundled traces did not show the
 HTTP/3 replay's dependence on memory addresses (``simulator.stacks.aioquic_order``).
+The push and cross-stream runs added later use the bundled page (faster); the replay
+runs above cover many origins.
 """
 
 from __future__ import annotations
@@ -10,10 +16,13 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
 from simulator.stacks.aioquic_order import InsertionOrderedSet
+
+PAGE = str(Path(__file__).resolve().parent.parent / "traces" / "synthetic-page.har")
 
 COMMON = ["--rtt", "80ms", "--bw", "20mbit", "--loss", "0.02", "--seed", "7", "--json"]
 RUNS = {
@@ -31,6 +40,16 @@ RUNS = {
                           "--p421", "0.3", "--seed", "3", "--json"],
     "push-stacks-h3": ["push", "--protocol", "h3", "--backend", "stacks", "--policy", "none,push+hints",
                        "--loss", "0.02", "--cache", "0.5", "--seed", "3", "--json"],
+}
+# On the bundled 79-exchange page: the push study's other two combinations, and the
+# cross-stream study with bodies generated from the trace and the seed, sent over the
+# QUIC model with loss.
+PAGE_RUNS = {
+    "push-model-h3": ["push", "--protocol", "h3", "--loss", "0.02", "--cache", "0.5", "--seed", "3", "--json"],
+    "push-stacks-h2": ["push", "--protocol", "h2", "--backend", "stacks", "--no-tls", "--policy", "none,push+hints",
+                       "--loss", "0.02", "--cache", "0.5", "--seed", "3", "--json"],
+    "crossstream-trace": ["crossstream", "--codecs", "zstd:3", "--scheme", "shared,dcb", "--scoping", "context",
+                          "--transport", "quic", "--loss", "0.02", "--leak-lengths", "0", "--seed", "3", "--json"],
 }
 
 # Studies that make their own input (no --trace).
@@ -70,6 +89,26 @@ def test_same_seed_byte_identical_without_a_trace(name):
     second = _workbench(NO_TRACE_RUNS[name], hash_seed="4242")
     assert first, "no output"
     assert first == second
+
+
+@pytest.mark.parametrize("name", sorted(PAGE_RUNS))
+def test_page_runs_byte_identical_across_processes_and_hash_seeds(name):
+    args = [*PAGE_RUNS[name][:1], "--trace", PAGE, *PAGE_RUNS[name][1:]]
+    first = _workbench(args, hash_seed="0")
+    second = _workbench(args, hash_seed="4242")
+    assert first, "no output"
+    assert first == second
+
+
+def test_trace_generator_byte_identical_across_processes_and_hash_seeds(tmp_path):
+    """``workbench trace synth``: the traces every other run starts from."""
+    written = []
+    for hash_seed in ("0", "4242"):
+        path = tmp_path / f"synth-{hash_seed}.har"
+        _workbench(["trace", "synth", str(path), "--requests", "120", "--origins", "30", "--seed", "5"],
+                   hash_seed=hash_seed)
+        written.append(path.read_bytes())
+    assert written[0] and written[0] == written[1]
 
 
 def test_insertion_ordered_set_iterates_in_first_insertion_order():

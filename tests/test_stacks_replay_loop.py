@@ -41,6 +41,35 @@ def test_event_driven_stall_checks_equal_checking_after_every_event(stack, page)
 
 
 @pytest.mark.parametrize("stack", ["h2", "h3"])
+def test_sessions_are_looked_at_on_events_not_after_every_event(stack, page, monkeypatch):
+    """Stall detection by events: on a page that completes, the run loop walks the
+    sessions only when something stopped the run (all requests started, no exchange
+    open), a handful of times in all, not once per engine event as the reference loop
+    does.  A loop that still walked after every event fails here, though its results
+    would be the same."""
+    from simulator.stacks.h2 import H2Session
+    from simulator.stacks.h3 import H3Session
+
+    calls = [0]
+    cls = H3Session if stack == "h3" else H2Session
+    original = cls.check
+
+    def counted(self):
+        calls[0] += 1
+        return original(self)
+
+    monkeypatch.setattr(cls, "check", counted)
+    params = StackParams(stack=stack, loss="0.03", seed=5, rtt_s=0.08, bandwidth_bps=20e6)
+    fast = replay.run(page, params)
+    connections, events = fast.summary["connections"], fast.summary["events"]
+    assert connections >= 10 and events > 100 * connections
+    assert calls[0] <= 4 * connections, (calls[0], connections, events)
+    calls[0] = 0
+    replay.run(page, params, check_every_event=True)
+    assert calls[0] >= connections * events // 2        # the reference: every session after every event
+
+
+@pytest.mark.parametrize("stack", ["h2", "h3"])
 def test_stall_message_and_instant_same_as_checking_every_event(stack):
     """An exchange that cannot progress ends with StackStalled at the same event, with the
     same one-line message, whichever loop looks for it."""
