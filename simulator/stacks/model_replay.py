@@ -61,6 +61,7 @@ __all__ = ["run", "run_specs", "request_bytes", "response_bytes", "quic_handshak
 
 MODEL_FOR = {"h2": "tcp", "h3": "quic"}
 SERVER_FIRST_FLIGHT_BYTES = 2 * 1280          # aioquic's Initial + Handshake datagrams (Ed25519)
+AIOQUIC_ACK_DELAY_S = 0.001                   # aioquic's QuicConnection._ack_delay (K_GRANULARITY)
 _H2_FRAME_HEADER = 9
 _H3_FRAME_HEADER = 3
 
@@ -102,8 +103,10 @@ class _ModelSession:
         else:
             # aioquic's defaults where the two differ: initial RTT 100 ms (RFC 9002 says 333 ms).
             config = TransportConfig(cc=params.cc, max_datagram_bytes=params.max_datagram_bytes, initial_rtt_s=0.1)
-            self.conn = QuicConnection(sim, path, config, name=name)
-            self.ready_s = quic_handshake_s(params)
+            # aioquic acknowledges 1 ms (its timer granularity) after an ack-eliciting packet, and
+            # paces; the model runs the handshake's datagrams (requests wait in its queue).
+            self.conn = QuicConnection(sim, path, config, name=name, handshake=True, ack_delay_s=AIOQUIC_ACK_DELAY_S)
+            self.ready_s = 0.0
         self.rows: dict[int, tuple[ExchangeSpec, dict]] = {}
         self._request_encoder = hpack.Encoder()
         self._response_encoder = hpack.Encoder()
