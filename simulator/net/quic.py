@@ -744,7 +744,8 @@ class QuicEndpoint:
             if not self._hs_flight:
                 self._hs_peer_echo_s = datagram.time_sent_s
                 self._hs_send_flight("server_flight", self.conn.server_flight_sizes)
-            elif duplicate and not self._hs_sped_up and not all(e[3] for e in self._hs_flight):
+            elif (duplicate and not self._hs_sped_up and not all(e[3] for e in self._hs_flight)
+                  and self._hs_sent_s < now):      # (not when its own PTO just resent it)
                 # aioquic: a repeated ClientHello means the client lacks the server's flight:
                 # resend it at once, once (RFC 9002 6.2.3, speeding up the handshake).
                 self._hs_sped_up = True
