@@ -1,9 +1,10 @@
 """QUIC transport model: RFC 9000 streams and ACKs, RFC 9002 loss detection and congestion control.
 
 Written by hand.  This is a model of QUIC's *transport behaviour* inside the
-discrete-event engine, not a wire implementation: there is no handshake, no crypto and
-no real packet encoding (the real aioquic stack is a separate piece).  Sizes are
-accounted as on the wire so that timing and throughput are right:
+discrete-event engine, not a wire implementation: no crypto and no real packet encoding
+(the real aioquic stack is a separate piece; where RFC 9000/9002 leave a choice the model
+takes aioquic's, so that the two can be cross-validated).  Sizes are accounted as on
+the wire so that timing and throughput are right:
 
 - a packet on the link is its UDP payload (at most ``config.max_datagram_bytes``) plus
   28 bytes of IPv4 + UDP header;
@@ -12,8 +13,8 @@ accounted as on the wire so that timing and throughput are right:
 - every STREAM frame costs type (1) + varint stream id + varint offset (left out at
   offset 0, the OFF bit) + varint length, with RFC 9000 section 16 varint sizes;
 - ACK frames (RFC 9000 section 19.3) cost type + largest + delay + range count +
-  first range + gap/length pairs, and travel in their own ACK-only packets on the
-  reverse link (subject to its loss), never piggy-backed on data.
+  first range + gap/length pairs; they ride in data packets when some leave, else go in
+  ACK-only packets (subject to the reverse link's loss like any packet).
 
 Behaviour modelled:
 
@@ -26,16 +27,40 @@ Behaviour modelled:
   Scheduling across streams is FIFO in write order, with lost data (retransmissions)
   first: a packet is filled from the retransmission queue, then from the queue of new
   data in the order it was written.
-- ACKs (RFC 9000 section 13.2): an ACK is sent after ``config.ack_every_packets``
-  ack-eliciting packets, after ``config.max_ack_delay_s`` (timer slot ``ack``), or at
-  once when an ack-eliciting packet arrives out of order (13.2.1).  ACK frames report
+- ACKs (RFC 9000 section 13.2): any packet with data sent while ack-eliciting packets
+  wait to be acknowledged carries an ACK frame.  An ACK is *due* after
+  ``config.ack_every_packets`` ack-eliciting packets (13.2.2), after the local ACK
+  delay (timer slot ``ack``; ``ack_delay_s``, by default ``config.max_ack_delay_s``;
+  aioquic's is 1 ms), or at once when an ack-eliciting packet arrives out of order
+  (13.2.1); a due ACK goes in the next packet if data leaves at that instant (it lets one
+  packet past the pacer, as in aioquic), else in an ACK-only packet.  ACK frames report
   the ack delay and up to ``MAX_ACK_RANGES`` ranges.
+- Pacing (RFC 9002 section 7.7, ``pacing=True``): ``Pacer``, aioquic's rule (rate
+  ``cwnd / smoothed_rtt``, a burst of at most max(2, min(cwnd / 4, 16)) datagrams after
+  idle, the rate set at each RTT sample, nothing paced before the first one; timer
+  slot ``pace``).
+- Handshake (RFC 9001, ``handshake=True``; off by default): the client sends its
+  Initial padded to the full datagram (RFC 9000 section 14.1), the server answers with
+  its Initial + Handshake flight (``server_flight_bytes`` of TLS, one full datagram for
+  aioquic's Ed25519 certificate), the client then has 1-RTT keys: it sends its Finished
+  (padded: the datagram holds the Initial ACK) and its 1-RTT data, one RTT after the
+  start (no 0-RTT).  The server processes 1-RTT packets only once the Finished arrived
+  (RFC 9001 5.7: it holds them), then sends HANDSHAKE_DONE in its first 1-RTT packet,
+  which confirms the handshake to the client.  Each side takes an RTT sample from the
+  handshake.  Lost handshake datagrams are resent at a probe timeout (timer slot
+  ``handshake``): aioquic's, twice the initial RTT before any RTT sample, then
+  smoothed_rtt + max(4 rttvar, 1 ms), doubling at each expiry (RFC 9002 6.2.1); a server
+  that sees the ClientHello again resends its flight at once, once (6.2.3, as aioquic).
+  Handshake datagrams are outside the congestion window.
 - Loss detection (RFC 9002 section 6): packet threshold (6.1.1), time threshold
   ``time_threshold * max(smoothed_rtt, latest_rtt)`` with a loss timer (6.1.2), and the
   probe timeout ``smoothed_rtt + max(4 rttvar, 1 ms) + max_ack_delay`` with exponential
   backoff (6.2), sending two probe packets (new or lost data if any, otherwise a copy
   of the oldest unacknowledged data).  Loss timer and PTO share the timer slot
-  ``loss``.  Lost STREAM data is sent again in new packets with new packet numbers.
+  ``loss``.  Lost STREAM data is sent again in new packets with new packet numbers,
+  ahead of new data, or (``retransmit_in_turn=True``, as aioquic, which hands lost
+  bytes back to their stream's send buffer and serves streams round-robin) behind the
+  data already queued.
 - Congestion control (RFC 9002 section 7) through ``cc.Reno`` / ``cc.Cubic``: window
   in bytes of UDP payload, initial window ``initial_window_segments *
   max_datagram_bytes``, bytes in flight counted over ack-eliciting packets (ACK-only
@@ -44,8 +69,11 @@ Behaviour modelled:
   growth for packets sent during recovery.
 
 Not modelled (on purpose): flow control (MAX_DATA / MAX_STREAM_DATA: windows are
-unlimited), persistent congestion (RFC 9002 7.6), pacing, the application-limited
-rule for window growth (7.8), spurious-loss undo, connection close and stream resets.
+unlimited), persistent congestion (RFC 9002 7.6), the application-limited rule for
+window growth (7.8), spurious-loss undo, connection close and stream resets, 0-RTT,
+Retry, the anti-amplification limit (3x, never reached by one-datagram flights), and
+coalescing the client's first 1-RTT packet into its Finished datagram (aioquic does; here
+it follows in its own datagram: one extra header and datagram on the first request).
 """
 
 from __future__ import annotations
@@ -128,7 +156,9 @@ class Pacer:
     after its behaviour: the rate is ``cwnd / smoothed_rtt`` (N = 1), one packet may leave
     every ``max_datagram / rate`` seconds, and idle time builds a credit of at most
     ``max(2, min(cwnd / 4, 16 datagrams))`` packets' worth (a short burst).  The rate is set
-    at each RTT sample (``set_rate``); before the first one nothing is paced.
+    at each RTT sample (``set_rate``); before the first one nothing is paced.  Like aioquic's,
+    a packet may leave whenever any credit is left, so float rounding that leaves a tiny
+    credit after a send lets a second one through (aioquic sends such pairs too).
     """
 
     __slots__ = ("max_datagram_bytes", "interval_s", "credit_s", "credit_max_s", "updated_s")
@@ -279,7 +309,7 @@ class QuicEndpoint:
         "_recv_lows", "_recv_highs", "_largest_recv_pn", "_largest_recv_time_s", "_unacked_eliciting",
         "_ack_due", "_ack_delay_s",
         # pacing (RFC 9002 section 7.7) and the handshake (RFC 9001)
-        "pacer", "ready", "handshake_done_s", "_hs_flight", "_hs_pto_count", "_hs_peer_received",
+        "pacer", "retransmit_in_turn", "ready", "handshake_done_s", "_hs_flight", "_hs_pto_count", "_hs_peer_received",
         "_hs_peer_echo_s", "_hs_sped_up", "_hs_sent_s", "_held", "crypto_datagrams_sent", "handshake_ptos",
         # statistics
         "packets_sent", "ack_packets_sent", "probe_packets_sent", "packets_lost",
@@ -290,7 +320,8 @@ class QuicEndpoint:
 
     def __init__(self, sim: Simulator, conn: "QuicConnection", config: TransportConfig, *,
                  is_client: bool, name: str, log_cwnd: bool, pacing: bool = True,
-                 ack_delay_s: float | None = None, handshake: bool = False) -> None:
+                 ack_delay_s: float | None = None, handshake: bool = False,
+                 retransmit_in_turn: bool = False) -> None:
         self.sim = sim
         self.conn = conn
         self.config = config
@@ -335,6 +366,7 @@ class QuicEndpoint:
         self._ack_delay_s = config.max_ack_delay_s if ack_delay_s is None else ack_delay_s
 
         self.pacer = Pacer(config.max_datagram_bytes) if pacing else None
+        self.retransmit_in_turn = retransmit_in_turn
         self.ready = not handshake                # 1-RTT keys in use (RFC 9001 section 4.1.4)
         self.handshake_done_s = 0.0 if not handshake else None
         self._hs_flight: list[CryptoDatagram] = []    # this side's current handshake flight
@@ -397,11 +429,12 @@ class QuicEndpoint:
             return
         queue = self._new_queue
         last = queue[-1] if queue else None
-        if last is not None and last[0] == stream_id and last[1] + last[2] == offset and not last[3]:
+        if (last is not None and last[0] == stream_id and last[1] + last[2] == offset and not last[3]
+                and not last[4]):
             last[2] += len(data)             # same stream, contiguous: one chunk
             last[3] = end
         else:
-            queue.append([stream_id, offset, len(data), end])
+            queue.append([stream_id, offset, len(data), end, False])
         self._schedule_flush()
 
     # -- sending ---------------------------------------------------------------------
@@ -446,10 +479,9 @@ class QuicEndpoint:
         streams = self._send_streams
         full = False
         for queue in (self._retx_queue, self._new_queue):
-            retx = queue is self._retx_queue
             while queue:
                 chunk = queue[0]
-                stream_id, offset, length, fin = chunk
+                stream_id, offset, length, fin, retx = chunk
                 stream = streams[stream_id]
                 if retx:                       # skip what was acknowledged meanwhile (e.g. a probe copy)
                     end = offset + length
@@ -890,15 +922,15 @@ class QuicEndpoint:
 
     def _queue_retransmission(self, frames) -> None:
         """RFC 9000 section 13.3: lost STREAM data (what is still unacknowledged) goes out again."""
-        queue = self._retx_queue
+        queue = self._new_queue if self.retransmit_in_turn else self._retx_queue
         for stream_id, offset, data, fin in frames:
             stream = self._send_streams[stream_id]
             end = offset + len(data)
             missing = stream.acked.missing(offset, end)
             for low, high in missing:
-                queue.append([stream_id, low, high - low, fin and high == end and not stream.fin_acked])
+                queue.append([stream_id, low, high - low, fin and high == end and not stream.fin_acked, True])
             if fin and not stream.fin_acked and (not missing or missing[-1][1] != end):
-                queue.append([stream_id, end, 0, True])    # only the FIN is missing
+                queue.append([stream_id, end, 0, True, True])    # only the FIN is missing
 
     def _set_loss_detection_timer(self) -> None:
         """A.8 SetLossDetectionTimer: the loss time if any, else the PTO if anything is in flight."""
@@ -979,13 +1011,14 @@ class QuicConnection:
 
     def __init__(self, sim: Simulator, path: Path, config: TransportConfig | None = None,
                  name: str = "quic", *, log_cwnd: bool = False, pacing: bool = True,
-                 ack_delay_s: float | None = None, handshake: bool = False,
+                 ack_delay_s: float | None = None, handshake: bool = False, retransmit_in_turn: bool = False,
                  server_flight_bytes: int = SERVER_FLIGHT_CRYPTO_BYTES) -> None:
         self.sim = sim
         self.path = path
         self.config = config = config if config is not None else TransportConfig()
         self.name = name
-        options = dict(log_cwnd=log_cwnd, pacing=pacing, ack_delay_s=ack_delay_s, handshake=handshake)
+        options = dict(log_cwnd=log_cwnd, pacing=pacing, ack_delay_s=ack_delay_s, handshake=handshake,
+                       retransmit_in_turn=retransmit_in_turn)
         self.client = QuicEndpoint(sim, self, config, is_client=True, name=f"{name}/client", **options)
         self.server = QuicEndpoint(sim, self, config, is_client=False, name=f"{name}/server", **options)
         # The server's Initial + Handshake flight: full datagrams (RFC 9000 14.1 pads Initials).
