@@ -9,7 +9,8 @@ import pytest
 from simulator.engine import Simulator
 from simulator.net.link import DropList, Jitter, LossModel, Path
 from simulator.net.quic import (
-    SHORT_HEADER_BYTES, UDP_IP_HEADER_BYTES, QuicConnection, QuicEndpoint, stream_frame_header_len, varint_len,
+    SHORT_HEADER_BYTES, UDP_IP_HEADER_BYTES, CryptoDatagram, Pacer, QuicConnection, QuicEndpoint,
+    stream_frame_header_len, varint_len,
 )
 from simulator.net.transport import TransportConfig
 
@@ -17,13 +18,13 @@ MB = 1_000_000
 
 
 def make(seed=1, *, rtt_s=0.1, bandwidth_bps=10e6, queue_bytes="bdp", loss=None, reverse_loss="same",
-         jitter=None, trace=False, **cfg):
+         jitter=None, trace=False, quic=None, **cfg):
     sim = Simulator(seed, trace=trace)
     if queue_bytes == "bdp":
         queue_bytes = int(bandwidth_bps * rtt_s / 8) if bandwidth_bps else None
     path = Path(sim, rtt_s=rtt_s, bandwidth_bps=bandwidth_bps, queue_bytes=queue_bytes,
                 loss=loss, reverse_loss=reverse_loss, jitter=jitter)
-    conn = QuicConnection(sim, path, TransportConfig(**cfg))
+    conn = QuicConnection(sim, path, TransportConfig(**cfg), **(quic or {}))
     return sim, path, conn
 
 
@@ -363,21 +364,166 @@ def test_ack_frequency_and_delay_rfc9000_13_2():
     sent_s, (ranges, ack_delay_s) = acks[0]
     assert sent_s == pytest.approx(0.05 + 0.025) and ack_delay_s == pytest.approx(0.025)
     assert ranges == [(0, 0)]
-    sim, path, conn = make(rtt_s=0.1, bandwidth_bps=None)
+    # Ten packets back to back, arriving one serialisation time (1 ms) apart.
+    sim, path, conn = make(rtt_s=0.1, bandwidth_bps=10e6)
     acks = []
     path.reverse.observers.append(lambda p: acks.append(p.payload.ack))
     Receiver(conn.server)
-    conn.client.write(conn.client.open_stream(), bytes(10 * 1200), end=True)   # 10 packets at once
+    conn.client.write(conn.client.open_stream(), bytes(10 * 1200), end=True)
     sim.run()
     assert [r for r, _ in acks] == [[(0, 1)], [(0, 3)], [(0, 5)], [(0, 7)], [(0, 9)]]
     srtt = conn.stats()["client"]["srtt_s"]
-    assert srtt == pytest.approx(0.1, abs=1e-3)
+    assert 0.1 < srtt < 0.1 + 10 * 1280 * 8 / 10e6        # the RTT plus the queue the burst built
+
+
+def test_ack_rides_with_data_rfc9000_13_2():
+    """RFC 9000 13.2: an ACK goes in the next packet with data when one leaves; an ACK-only
+    packet only when the ACK is due (2 ack-eliciting packets, 13.2.2, or the ACK delay) and
+    there is nothing to send."""
+    sim, path, conn = make(rtt_s=0.1, bandwidth_bps=10e6)
+    fwd, rev = [], []
+    path.forward.observers.append(lambda p: fwd.append(p.payload))
+    path.reverse.observers.append(lambda p: rev.append(p.payload))
+    conn.server.on_data = lambda sid, data, end, t: end and conn.server.write(sid, pattern(3000), end=True)
+    Receiver(conn.client)
+    conn.client.write(conn.client.open_stream(), b"GET /", end=True)     # one ack-eliciting packet
+    sim.run()
+    # The server answers at once: its first response packet acknowledges the request.
+    assert rev[0].frames and rev[0].ack is not None and rev[0].ack[0] == [(0, 0)]
+    assert not [p for p in rev if not p.frames]                      # no ACK-only packet from the server
+    # The client has nothing to send: it acknowledges the 3 response packets alone.
+    acks = [p for p in fwd if not p.frames]
+    assert acks and all(p.ack is not None and not p.ack_eliciting for p in acks)
+    # Both directions busy: most ACKs ride with data (alone only while the window is full).
+    sim, path, conn = make(rtt_s=0.1, bandwidth_bps=10e6)
+    packets = []
+    for link in (path.forward, path.reverse):
+        link.observers.append(lambda p: packets.append(p.payload))
+    Receiver(conn.client), Receiver(conn.server)
+    conn.client.write(conn.client.open_stream(), pattern(300_000), end=True)
+    conn.server.write(conn.server.open_stream(), pattern(300_000), end=True)
+    sim.run()
+    riding = [p for p in packets if p.frames and p.ack is not None]
+    alone = [p for p in packets if not p.frames]
+    data_packets = len([p for p in packets if p.frames])
+    # Alone, one ACK per 2 data packets (13.2.2) would make data_packets / 2 ACK-only packets.
+    assert len(riding) > len(alone) and len(alone) < 0.75 * data_packets / 2
+
+
+def test_ack_delay_timer_sends_alone_after_the_local_delay():
+    # One packet: the ACK waits for the local ACK delay (aioquic: 1 ms), then goes alone.
+    sim, path, conn = make(rtt_s=0.1, bandwidth_bps=None, quic={"ack_delay_s": 0.001})
+    acks = []
+    path.reverse.observers.append(lambda p: acks.append((p.sent_s, p.payload.ack)))
+    Receiver(conn.server)
+    conn.client.write(conn.client.open_stream(), b"x" * 100, end=True)
+    sim.run()
+    assert len(acks) == 1 and acks[0][0] == pytest.approx(0.05 + 0.001)
+    assert acks[0][1][1] == pytest.approx(0.001)                   # the ACK Delay field (19.3)
+
+
+def test_pacer_rule_rfc9002_7_7():
+    """aioquic's pacing rule: cwnd / srtt, one datagram per interval, a burst of
+    max(2, min(cwnd / 4, 16)) datagrams' time after idle, nothing paced before an RTT sample."""
+    pacer = Pacer(1252)
+    assert pacer.next_send_s(5.0) is None                          # no RTT sample yet: not paced
+    pacer.set_rate(8 * 1252, 0.125)        # 80128 B/s: 1/64 s per datagram (exact in binary floats)
+    assert pacer.interval_s == 1 / 64
+    assert pacer.credit_max_s == 2 / 64                            # max(2, min(8 / 4, 16)) datagrams
+    now, sent = 1.0, []
+    while len(sent) < 8:
+        when = pacer.next_send_s(now)
+        if when is None:
+            sent.append(now)
+            pacer.on_packet_sent(now)
+        else:
+            now = when
+    assert sent[:2] == [1.0, 1.0]                                  # the credit saved while idle: a burst
+    assert [b - a for a, b in zip(sent[1:], sent[2:])] == [1 / 64] * 6
+
+
+def test_pacing_spreads_the_window_over_the_rtt():
+    # No bottleneck: without pacing a window leaves at once; paced, it is spread over the RTT.
+    departures = {}
+    for pacing in (False, True):
+        sim, path, conn = make(rtt_s=0.1, bandwidth_bps=None, quic={"pacing": pacing})
+        times = []
+        path.forward.observers.append(lambda p: p.payload.frames and times.append(p.sent_s))
+        Receiver(conn.server)
+        conn.client.write(conn.client.open_stream(), pattern(300_000), end=True)
+        sim.run()
+        departures[pacing] = times
+    unpaced, paced = departures[False], departures[True]
+    assert len(set(unpaced[:10])) == 1                             # the initial window: a burst at 0
+    assert len(set(paced[:10])) == 1                               # no RTT sample yet: not paced either
+    second_round = [t for t in paced if 0.1 <= t < 0.2]
+    assert len(set(second_round)) > len(second_round) / 2          # paced: mostly one per instant
+    assert max(len([t for t in paced if t == x]) for x in second_round) <= 3
+    assert len(set(t for t in unpaced if 0.1 <= t < 0.2)) < len(set(second_round))
+
+
+def _handshake(drop_fwd=(), drop_rev=(), **kw):
+    sim, path, conn = make(rtt_s=0.1, bandwidth_bps=10e6, quic={"handshake": True}, initial_rtt_s=0.1, **kw)
+    path.forward.loss, path.reverse.loss = DropList(list(drop_fwd)), DropList(list(drop_rev))
+    log = []
+    for link, name in ((path.forward, "c"), (path.reverse, "s")):
+        link.observers.append(lambda p, name=name: log.append((p.sent_s, name, p.payload, p.size_bytes, p.lost)))
+    rx = Receiver(conn.server)
+    sid = conn.client.open_stream()
+    conn.client.write(sid, b"GET /", end=True)                     # written at 0, before the handshake
+    sim.run()
+    assert bytes(rx.data[sid]) == b"GET /"
+    return conn, rx, sid, log
+
+
+def test_handshake_rfc9001_one_rtt_before_data():
+    """The client's Initial is padded to the full datagram (RFC 9000 14.1), the server
+    answers with its flight, the client sends its Finished and then 1-RTT data: one round
+    trip (plus serialisation) before the first stream byte leaves (no 0-RTT)."""
+    conn, rx, sid, log = _handshake()
+    ser = 1280 * 8 / 10e6
+    kinds = [(name, p.kind if isinstance(p, CryptoDatagram) else "1rtt") for _, name, p, _, _ in log]
+    assert kinds[:4] == [("c", "client_initial"), ("s", "server_flight"), ("c", "client_finished"), ("c", "1rtt")]
+    t_initial, _, _, size_initial, _ = log[0]
+    assert t_initial == 0.0 and size_initial == conn.config.max_datagram_bytes + UDP_IP_HEADER_BYTES >= 1200
+    assert log[1][0] == pytest.approx(0.05 + ser)                  # the server answers on arrival
+    assert log[3][0] == pytest.approx(0.1 + 2 * ser)               # 1-RTT data after one RTT
+    assert rx.end_s[sid] > 0.15 + 2 * ser
+    st = conn.stats()
+    assert st["client"]["handshake_ptos"] == st["server"]["handshake_ptos"] == 0
+    # The handshake gave both sides an RTT sample before data (so pacing and the PTO use it).
+    assert st["client"]["srtt_s"] == pytest.approx(0.1 + 2 * ser, rel=0.05)
+    assert st["server"]["handshake_done_s"] == pytest.approx(0.15 + 3 * ser, abs=1e-3)
+
+
+def test_handshake_losses_recovered_by_pto_rfc9002_6_2():
+    """Lost handshake datagrams are sent again at the probe timeout: twice the initial RTT
+    before any sample (aioquic's rule), backing off; a server seeing the ClientHello again
+    resends its flight at once (RFC 9002 6.2.3); 1-RTT packets that reach the server before
+    the client's Finished wait for it (RFC 9001 5.7)."""
+    # Client Initial lost: resent at 2 x initial RTT.
+    conn, _, _, log = _handshake(drop_fwd=[0])
+    initials = [t for t, name, p, _, _ in log if name == "c" and getattr(p, "kind", "") == "client_initial"]
+    assert initials == [0.0, pytest.approx(0.2)]
+    assert conn.stats()["client"]["handshake_ptos"] == 1
+    # Server flight lost: the client's PTO resends the Initial, and the server answers it at once.
+    conn, _, _, log = _handshake(drop_rev=[0])
+    flights = [(t, lost) for t, name, p, _, lost in log if name == "s" and getattr(p, "kind", "") == "server_flight"]
+    assert len(flights) == 2 and flights[0][1] and not flights[1][1]      # sent again once, not twice
+    assert flights[1][0] == pytest.approx(0.2 + 0.05 + 1280 * 8 / 10e6)
+    # Client Finished lost: the server holds the request until the Finished comes again.
+    conn, rx, sid, log = _handshake(drop_fwd=[1])
+    finished = [t for t, name, p, _, _ in log if name == "c" and getattr(p, "kind", "") == "client_finished"]
+    assert len(finished) == 2
+    assert rx.end_s[sid] > finished[1] + 0.05 - 1e-9
+    assert conn.stats()["server"]["handshake_done_s"] > finished[1]
 
 
 # -- determinism -----------------------------------------------------------------------
 def _traced_run(seed):
     sim, _, conn = make(seed, rtt_s=0.05, bandwidth_bps=5e6, loss="ge:0.05,0.3",
-                        jitter=Jitter(prob=0.1, max_s=0.01), trace=True, cc="cubic")
+                        jitter=Jitter(prob=0.1, max_s=0.01), trace=True, cc="cubic",
+                        quic={"handshake": True, "ack_delay_s": 0.001})
     Receiver(conn.server)
     for k in range(3):
         conn.client.write(conn.client.open_stream(), pattern(200_000, k), end=True)

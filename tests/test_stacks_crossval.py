@@ -1,23 +1,20 @@
 """Transport models vs real stacks: median completion times agree within 20%.
 
 Small scenarios (a 300 kB download, a 30-exchange page) at 0%, 1% and 3% loss, seeds
-pooled.  One known larger gap, explained in notebooks/05-models-vs-real-stacks.ipynb:
-a page over QUIC at 3% loss (the QUIC model recovers more slowly than aioquic), checked
-within 40% so that a change in either direction is still noticed.
+pooled; the full ones (5 MB, 100 exchanges) in the slow suite.  Every case within 20%:
+the QUIC model's ACKs ride with data, it paces, runs a handshake and resends lost data in
+its stream's turn as aioquic does (before those, the page at 3% loss was 0.75x aioquic's).
 """
 
 import pytest
 
 from simulator.stacks import crossval
 
-KNOWN_GAPS = {("page", "h3", 0.03): 0.40}
-
 
 def _check(table):
     for row in table.itertuples():
-        tolerance = KNOWN_GAPS.get((row.scenario, row.stack, row.loss), 0.20)
-        assert abs(row.ratio - 1.0) <= tolerance, (row.scenario, row.stack, row.loss, row.real_median_s,
-                                                   row.model_median_s)
+        assert abs(row.ratio - 1.0) <= 0.20, (row.scenario, row.stack, row.loss, row.real_median_s,
+                                              row.model_median_s)
 
 
 def test_models_and_real_stacks_agree_small():

@@ -1,9 +1,10 @@
 """QUIC transport model: RFC 9000 streams and ACKs, RFC 9002 loss detection and congestion control.
 
 Written by hand.  This is a model of QUIC's *transport behaviour* inside the
-discrete-event engine, not a wire implementation: there is no handshake, no crypto and
-no real packet encoding (the real aioquic stack is a separate piece).  Sizes are
-accounted as on the wire so that timing and throughput are right:
+discrete-event engine, not a wire implementation: no crypto and no real packet encoding
+(the real aioquic stack is a separate piece; where RFC 9000/9002 leave a choice the model
+takes aioquic's, so that the two can be cross-validated).  Sizes are accounted as on
+the wire so that timing and throughput are right:
 
 - a packet on the link is its UDP payload (at most ``config.max_datagram_bytes``) plus
   28 bytes of IPv4 + UDP header;
@@ -12,8 +13,8 @@ accounted as on the wire so that timing and throughput are right:
 - every STREAM frame costs type (1) + varint stream id + varint offset (left out at
   offset 0, the OFF bit) + varint length, with RFC 9000 section 16 varint sizes;
 - ACK frames (RFC 9000 section 19.3) cost type + largest + delay + range count +
-  first range + gap/length pairs, and travel in their own ACK-only packets on the
-  reverse link (subject to its loss), never piggy-backed on data.
+  first range + gap/length pairs; they ride in data packets when some leave, else go in
+  ACK-only packets (subject to the reverse link's loss like any packet).
 
 Behaviour modelled:
 
@@ -26,16 +27,40 @@ Behaviour modelled:
   Scheduling across streams is FIFO in write order, with lost data (retransmissions)
   first: a packet is filled from the retransmission queue, then from the queue of new
   data in the order it was written.
-- ACKs (RFC 9000 section 13.2): an ACK is sent after ``config.ack_every_packets``
-  ack-eliciting packets, after ``config.max_ack_delay_s`` (timer slot ``ack``), or at
-  once when an ack-eliciting packet arrives out of order (13.2.1).  ACK frames report
+- ACKs (RFC 9000 section 13.2): any packet with data sent while ack-eliciting packets
+  wait to be acknowledged carries an ACK frame.  An ACK is *due* after
+  ``config.ack_every_packets`` ack-eliciting packets (13.2.2), after the local ACK
+  delay (timer slot ``ack``; ``ack_delay_s``, by default ``config.max_ack_delay_s``;
+  aioquic's is 1 ms), or at once when an ack-eliciting packet arrives out of order
+  (13.2.1); a due ACK goes in the next packet if data leaves at that instant (it lets one
+  packet past the pacer, as in aioquic), else in an ACK-only packet.  ACK frames report
   the ack delay and up to ``MAX_ACK_RANGES`` ranges.
+- Pacing (RFC 9002 section 7.7, ``pacing=True``): ``Pacer``, aioquic's rule (rate
+  ``cwnd / smoothed_rtt``, a burst of at most max(2, min(cwnd / 4, 16)) datagrams after
+  idle, the rate set at each RTT sample, nothing paced before the first one; timer
+  slot ``pace``).
+- Handshake (RFC 9001, ``handshake=True``; off by default): the client sends its
+  Initial padded to the full datagram (RFC 9000 section 14.1), the server answers with
+  its Initial + Handshake flight (``server_flight_bytes`` of TLS, one full datagram for
+  aioquic's Ed25519 certificate), the client then has 1-RTT keys: it sends its Finished
+  (padded: the datagram holds the Initial ACK) and its 1-RTT data, one RTT after the
+  start (no 0-RTT).  The server processes 1-RTT packets only once the Finished arrived
+  (RFC 9001 5.7: it holds them), then sends HANDSHAKE_DONE in its first 1-RTT packet,
+  which confirms the handshake to the client.  Each side takes an RTT sample from the
+  handshake.  Lost handshake datagrams are resent at a probe timeout (timer slot
+  ``handshake``): aioquic's, twice the initial RTT before any RTT sample, then
+  smoothed_rtt + max(4 rttvar, 1 ms), doubling at each expiry (RFC 9002 6.2.1); a server
+  that sees the ClientHello again resends its flight at once, once (6.2.3, as aioquic).
+  Handshake datagrams are outside the congestion window.
 - Loss detection (RFC 9002 section 6): packet threshold (6.1.1), time threshold
   ``time_threshold * max(smoothed_rtt, latest_rtt)`` with a loss timer (6.1.2), and the
   probe timeout ``smoothed_rtt + max(4 rttvar, 1 ms) + max_ack_delay`` with exponential
   backoff (6.2), sending two probe packets (new or lost data if any, otherwise a copy
   of the oldest unacknowledged data).  Loss timer and PTO share the timer slot
-  ``loss``.  Lost STREAM data is sent again in new packets with new packet numbers.
+  ``loss``.  Lost STREAM data is sent again in new packets with new packet numbers,
+  ahead of new data, or (``retransmit_in_turn=True``, as aioquic, which hands lost
+  bytes back to their stream's send buffer and serves streams round-robin) behind the
+  data already queued.
 - Congestion control (RFC 9002 section 7) through ``cc.Reno`` / ``cc.Cubic``: window
   in bytes of UDP payload, initial window ``initial_window_segments *
   max_datagram_bytes``, bytes in flight counted over ack-eliciting packets (ACK-only
@@ -44,8 +69,11 @@ Behaviour modelled:
   growth for packets sent during recovery.
 
 Not modelled (on purpose): flow control (MAX_DATA / MAX_STREAM_DATA: windows are
-unlimited), persistent congestion (RFC 9002 7.6), pacing, the application-limited
-rule for window growth (7.8), spurious-loss undo, connection close and stream resets.
+unlimited), persistent congestion (RFC 9002 7.6), the application-limited rule for
+window growth (7.8), spurious-loss undo, connection close and stream resets, 0-RTT,
+Retry, the anti-amplification limit (3x, never reached by one-datagram flights), and
+coalescing the client's first 1-RTT packet into its Finished datagram (aioquic does; here
+it follows in its own datagram: one extra header and datagram on the first request).
 """
 
 from __future__ import annotations
@@ -72,6 +100,14 @@ ACK_DELAY_EXPONENT = 3            # RFC 9000 section 18.2 default
 MAX_ACK_RANGES = 32               # ranges kept and reported by a receiver
 PROBE_PACKETS = 2                 # RFC 9002 section 6.2.4: one or two probes per PTO
 LOSS_EPSILON_S = 1e-9             # guard against float rounding at a loss deadline
+# Handshake (RFC 9001) sizes, as aioquic sends them on this link with its Ed25519 test
+# certificate: the client's Initial and its Handshake flight are padded to the full datagram
+# (a client datagram holding an Initial packet: RFC 9000 section 14.1), the server's
+# Initial + Handshake flight (ServerHello ... Finished, about 1.1 kB) fills one datagram.
+SERVER_FLIGHT_CRYPTO_BYTES = 1100
+CRYPTO_PACKET_OVERHEAD_BYTES = 2 * (1 + 4 + 1 + 8 + 1 + 8 + 2 + 2 + 16)   # two long headers (17.2) + AEAD tags
+CRYPTO_ACK_BYTES = 1 + 4 + 1 + 8 + 1 + 8 + 2 + 16 + 5   # a long-header packet holding only an ACK frame
+HANDSHAKE_DONE_BYTES = 200        # the server's first 1-RTT packet: HANDSHAKE_DONE, NEW_CONNECTION_IDs (19.15)
 
 
 def varint_len(value: int) -> int:
@@ -113,6 +149,73 @@ class QuicPacket:
     def __repr__(self) -> str:
         kind = "ack" if self.ack is not None else "data"
         return f"QuicPacket(pn={self.pn}, {kind}, {self.size_bytes} B, {len(self.frames)} frames)"
+
+
+class Pacer:
+    """RFC 9002 section 7.7 pacing with aioquic's rule (``recovery.QuicPacketPacer``), written here
+    after its behaviour: the rate is ``cwnd / smoothed_rtt`` (N = 1), one packet may leave
+    every ``max_datagram / rate`` seconds, and idle time builds a credit of at most
+    ``max(2, min(cwnd / 4, 16 datagrams))`` packets' worth (a short burst).  The rate is set
+    at each RTT sample (``set_rate``); before the first one nothing is paced.  Like aioquic's,
+    a packet may leave whenever any credit is left, so float rounding that leaves a tiny
+    credit after a send lets a second one through (aioquic sends such pairs too).
+    """
+
+    __slots__ = ("max_datagram_bytes", "interval_s", "credit_s", "credit_max_s", "updated_s")
+
+    def __init__(self, max_datagram_bytes: int) -> None:
+        self.max_datagram_bytes = max_datagram_bytes
+        self.interval_s: float | None = None     # time per packet at the pacing rate
+        self.credit_s = 0.0                      # sending time saved up while idle
+        self.credit_max_s = 0.0
+        self.updated_s = 0.0
+
+    def _refill(self, now: float) -> None:
+        if now > self.updated_s:
+            self.credit_s = min(self.credit_s + (now - self.updated_s), self.credit_max_s)
+            self.updated_s = now
+
+    def next_send_s(self, now: float) -> float | None:
+        """None if a packet may leave now, else when the next one may."""
+        if self.interval_s is None:
+            return None
+        self._refill(now)
+        return now + self.interval_s if self.credit_s <= 0 else None
+
+    def on_packet_sent(self, now: float) -> None:
+        if self.interval_s is None:
+            return
+        self._refill(now)
+        self.credit_s = 0.0 if self.credit_s < self.interval_s else self.credit_s - self.interval_s
+
+    def set_rate(self, cwnd_bytes: float, smoothed_rtt_s: float) -> None:
+        rate = cwnd_bytes / max(smoothed_rtt_s, 1e-6)              # bytes per second
+        self.interval_s = max(1e-6, min(self.max_datagram_bytes / rate, 1.0))
+        burst_bytes = max(2 * self.max_datagram_bytes, min(cwnd_bytes // 4, 16 * self.max_datagram_bytes))
+        self.credit_max_s = burst_bytes / rate
+        if self.credit_s > self.credit_max_s:
+            self.credit_s = self.credit_max_s
+
+
+class CryptoDatagram:
+    """A handshake datagram (Initial / Handshake packets, RFC 9001): ``kind`` is
+    "client_initial", "server_flight", "client_finished" or "ack" (an ACK of the peer's
+    handshake datagrams and nothing else); ``index`` numbers the datagrams of a flight;
+    ``echo_s`` is the send time of the peer datagram this one acknowledges (RTT sample)."""
+
+    __slots__ = ("kind", "index", "size_bytes", "time_sent_s", "echo_s", "acked")
+
+    def __init__(self, kind: str, index: int, size_bytes: int, time_sent_s: float, echo_s: float | None = None,
+                 acked: tuple = ()) -> None:
+        self.kind = kind
+        self.index = index
+        self.size_bytes = size_bytes
+        self.time_sent_s = time_sent_s
+        self.echo_s = echo_s
+        self.acked = acked                     # indices of the peer's current flight it acknowledges
+
+    def __repr__(self) -> str:
+        return f"CryptoDatagram({self.kind} {self.index}, {self.size_bytes} B)"
 
 
 class _RangeSet:
@@ -204,6 +307,10 @@ class QuicEndpoint:
         "_last_ack_eliciting_s", "_pto_count", "bytes_in_flight", "_recovery_start_s",
         # ACK generation
         "_recv_lows", "_recv_highs", "_largest_recv_pn", "_largest_recv_time_s", "_unacked_eliciting",
+        "_ack_due", "_ack_delay_s",
+        # pacing (RFC 9002 section 7.7) and the handshake (RFC 9001)
+        "pacer", "retransmit_in_turn", "ready", "handshake_done_s", "_hs_flight", "_hs_pto_count", "_hs_peer_received",
+        "_hs_peer_echo_s", "_hs_sped_up", "_hs_sent_s", "_held", "crypto_datagrams_sent", "handshake_ptos",
         # statistics
         "packets_sent", "ack_packets_sent", "probe_packets_sent", "packets_lost",
         "lost_by_packet_threshold", "lost_by_time_threshold", "ptos", "congestion_events",
@@ -212,7 +319,9 @@ class QuicEndpoint:
     )
 
     def __init__(self, sim: Simulator, conn: "QuicConnection", config: TransportConfig, *,
-                 is_client: bool, name: str, log_cwnd: bool) -> None:
+                 is_client: bool, name: str, log_cwnd: bool, pacing: bool = True,
+                 ack_delay_s: float | None = None, handshake: bool = False,
+                 retransmit_in_turn: bool = False) -> None:
         self.sim = sim
         self.conn = conn
         self.config = config
@@ -220,7 +329,7 @@ class QuicEndpoint:
         self.name = name
         self.peer: QuicEndpoint | None = None
         self.link = None
-        self.timers = sim.timers(name, ("loss", "ack"))
+        self.timers = sim.timers(name, ("loss", "ack", "pace", "handshake"))
         self.on_data: DataCallback | None = None
         self.on_stream_acked: Callable[[int, int], None] | None = None
         self.on_packet_acked: Callable[[int, list], None] | None = None
@@ -253,6 +362,22 @@ class QuicEndpoint:
         self._largest_recv_pn = -1
         self._largest_recv_time_s = 0.0
         self._unacked_eliciting = 0
+        self._ack_due = False                     # an ACK must go out now (with data, or alone)
+        self._ack_delay_s = config.max_ack_delay_s if ack_delay_s is None else ack_delay_s
+
+        self.pacer = Pacer(config.max_datagram_bytes) if pacing else None
+        self.retransmit_in_turn = retransmit_in_turn
+        self.ready = not handshake                # 1-RTT keys in use (RFC 9001 section 4.1.4)
+        self.handshake_done_s = 0.0 if not handshake else None
+        self._hs_flight: list[CryptoDatagram] = []    # this side's current handshake flight
+        self._hs_pto_count = 0
+        self._hs_peer_received: set[int] = set()      # indices of the peer's flight received
+        self._hs_peer_echo_s: float | None = None     # send time of the peer datagram to echo
+        self._hs_sped_up = False
+        self._hs_sent_s = 0.0
+        self._held: list[Packet] = []             # 1-RTT packets received before the handshake completed
+        self.crypto_datagrams_sent = 0
+        self.handshake_ptos = 0
 
         self.packets_sent = 0
         self.ack_packets_sent = 0
@@ -304,11 +429,12 @@ class QuicEndpoint:
             return
         queue = self._new_queue
         last = queue[-1] if queue else None
-        if last is not None and last[0] == stream_id and last[1] + last[2] == offset and not last[3]:
+        if (last is not None and last[0] == stream_id and last[1] + last[2] == offset and not last[3]
+                and not last[4]):
             last[2] += len(data)             # same stream, contiguous: one chunk
             last[3] = end
         else:
-            queue.append([stream_id, offset, len(data), end])
+            queue.append([stream_id, offset, len(data), end, False])
         self._schedule_flush()
 
     # -- sending ---------------------------------------------------------------------
@@ -318,30 +444,44 @@ class QuicEndpoint:
             self.sim.call_soon(self._flush)
 
     def _flush(self) -> None:
-        """Send packets while the congestion window allows (RFC 9002 section 7)."""
+        """Send packets while the congestion window (RFC 9002 section 7) and the pacer (7.7)
+        allow.  A due ACK rides in the first packet; if none can go, it goes alone (RFC 9000
+        13.2).  As aioquic does, a due ACK lets one packet past the pacer."""
         self._flush_scheduled = False
+        if not self.ready:
+            return
         cc = self.cc
+        pacer = self.pacer
         sent = False
         while (self._retx_queue or self._new_queue) and self.bytes_in_flight < cc.cwnd_bytes:
-            built = self._build_frames()
+            if pacer is not None and not self._ack_due:
+                when_s = pacer.next_send_s(self.sim.now)
+                if when_s is not None:
+                    self.timers.set("pace", when_s, self._flush)
+                    break
+            built = self._build_frames(self._pending_ack_bytes())
             if built is None:
                 break
             self._send_packet(*built)
+            if pacer is not None:
+                pacer.on_packet_sent(self.sim.now)
             sent = True
         if sent:
             self._set_loss_detection_timer()
+        if self._ack_due:
+            self._send_ack()
 
-    def _build_frames(self) -> tuple[list, int] | None:
-        """Fill one packet from the retransmission queue, then new data (FIFO in write order)."""
-        budget = self._max_payload
+    def _build_frames(self, reserved_bytes: int = 0) -> tuple[list, int] | None:
+        """Fill one packet from the retransmission queue, then new data (FIFO in write order),
+        leaving ``reserved_bytes`` for an ACK frame."""
+        budget = self._max_payload - reserved_bytes
         frames = []
         streams = self._send_streams
         full = False
         for queue in (self._retx_queue, self._new_queue):
-            retx = queue is self._retx_queue
             while queue:
                 chunk = queue[0]
-                stream_id, offset, length, fin = chunk
+                stream_id, offset, length, fin, retx = chunk
                 stream = streams[stream_id]
                 if retx:                       # skip what was acknowledged meanwhile (e.g. a probe copy)
                     end = offset + length
@@ -375,12 +515,18 @@ class QuicEndpoint:
                 break
         if not frames:
             return None
-        return frames, self._max_payload - budget + SHORT_HEADER_BYTES
+        return frames, self._max_payload - reserved_bytes - budget + SHORT_HEADER_BYTES
 
     def _send_packet(self, frames: list, size_bytes: int, probe: bool = False) -> None:
-        """Send an ack-eliciting packet with a new packet number (never reused, RFC 9000 12.3)."""
+        """Send an ack-eliciting packet with a new packet number (never reused, RFC 9000 12.3).
+        An ACK of ack-eliciting packets not yet acknowledged rides along (RFC 9000 13.2)."""
         now = self.sim.now
-        packet = QuicPacket(self._next_pn, now, size_bytes, frames, probe=probe)
+        ack = None
+        if self._unacked_eliciting:
+            ack, ack_bytes = self._ack_frame()
+            size_bytes += ack_bytes
+            self._acked_now()
+        packet = QuicPacket(self._next_pn, now, size_bytes, frames, ack=ack, probe=probe)
         self._next_pn += 1
         self._sent[packet.pn] = packet
         self._sent_order.append(packet)
@@ -395,7 +541,17 @@ class QuicEndpoint:
 
     # -- receiving -------------------------------------------------------------------
     def _on_packet(self, link_packet: Packet) -> None:
-        packet: QuicPacket = link_packet.payload
+        packet = link_packet.payload
+        if packet.__class__ is CryptoDatagram:
+            self._on_crypto_datagram(packet)
+            return
+        if not self.ready:
+            if self.is_client:
+                return                            # cannot happen: the server sends 1-RTT only once ready
+            self._held.append(link_packet)        # RFC 9001 5.7: buffered until the handshake completes
+            return
+        if self.handshake_done_s is None:         # client: a 1-RTT packet confirms the handshake (4.1.2)
+            self._handshake_confirmed()
         if packet.ack is not None:
             self._on_ack_frame(*packet.ack)
         for stream_id, offset, data, fin in packet.frames:
@@ -472,20 +628,31 @@ class QuicEndpoint:
         # 13.2.1: ACK at once when out of order (below the largest, or a gap before it).
         out_of_order = largest >= 0 and (pn < largest or pn > largest + 1)
         if out_of_order or self._unacked_eliciting >= self.config.ack_every_packets:
-            self._send_ack()
+            self._ack_now()
         elif self.timers.expiry("ack") is None:
-            self.timers.set("ack", self.sim.now + self.config.max_ack_delay_s, self._send_ack)
+            self.timers.set("ack", self.sim.now + self._ack_delay_s, self._ack_now)
 
-    def _send_ack(self) -> None:
-        """An ACK-only packet (not ack-eliciting, not in flight) with the received ranges."""
+    def _ack_now(self) -> None:
+        """The ACK is due (threshold, out of order, or the ACK delay timer): it goes in the next
+        packet if data leaves at this instant, else alone (RFC 9000 section 13.2)."""
+        self.timers.cancel("ack")
+        if self._unacked_eliciting and not self._ack_due:
+            self._ack_due = True
+            self._schedule_flush()
+
+    def _acked_now(self) -> None:
         self.timers.cancel("ack")
         self._unacked_eliciting = 0
+        self._ack_due = False
+
+    def _pending_ack_bytes(self) -> int:
+        return self._ack_frame()[1] if self._unacked_eliciting else 0
+
+    def _ack_frame(self) -> tuple[tuple, int]:
+        """The ACK frame (ranges highest first, ack delay) and its size (RFC 9000 section 19.3)."""
         lows, highs = self._recv_lows, self._recv_highs
-        if not lows:
-            return
         ranges = [(lows[i], highs[i]) for i in range(len(lows) - 1, -1, -1)]   # highest first
         ack_delay_s = self.sim.now - self._largest_recv_time_s
-        # ACK frame size (RFC 9000 section 19.3).
         largest = ranges[0][1]
         size = (1 + varint_len(largest) + varint_len(int(ack_delay_s * 1e6) >> ACK_DELAY_EXPONENT)
                 + varint_len(len(ranges) - 1) + varint_len(ranges[0][1] - ranges[0][0]))
@@ -493,6 +660,17 @@ class QuicEndpoint:
         for low, high in ranges[1:]:
             size += varint_len(prev_low - high - 2) + varint_len(high - low)
             prev_low = low
+        return (ranges, ack_delay_s), size
+
+    def _send_ack(self) -> None:
+        """An ACK-only packet (not ack-eliciting, not in flight) with the received ranges."""
+        pending = self._unacked_eliciting
+        self._acked_now()
+        if not pending or not self._recv_lows:
+            return
+        ack, size = self._ack_frame()
+        ranges, ack_delay_s = ack
+        ack_delay_s = self.sim.now - self._largest_recv_time_s
         size += SHORT_HEADER_BYTES
         packet = QuicPacket(self._next_pn, self.sim.now, size, (), ack=(ranges, ack_delay_s),
                             ack_eliciting=False)
@@ -502,6 +680,136 @@ class QuicEndpoint:
         wire = size + UDP_IP_HEADER_BYTES
         self.bytes_sent += wire
         self.link.send(Packet(wire, packet), self.peer._on_packet)
+
+    # -- handshake (RFC 9001): its datagrams, their sizes and timing; no TLS ---------------
+    def start_handshake(self) -> None:
+        """Client: send the Initial (ClientHello), padded to the full datagram (RFC 9000 14.1)."""
+        self._hs_send_flight("client_initial", [self.config.max_datagram_bytes])
+
+    def _hs_send_flight(self, kind: str, sizes: list[int]) -> None:
+        self._hs_flight = [[kind, index, size, False] for index, size in enumerate(sizes)]
+        self._hs_pto_count = 0
+        for kind_, index, size, _ in self._hs_flight:
+            self._hs_transmit(kind_, index, size)
+        self._hs_arm()
+
+    def _hs_transmit(self, kind: str, index: int, size_bytes: int) -> None:
+        now = self.sim.now
+        datagram = CryptoDatagram(kind, index, size_bytes, now, self._hs_peer_echo_s,
+                                  tuple(sorted(self._hs_peer_received)))
+        self._hs_sent_s = now
+        self.crypto_datagrams_sent += 1
+        wire = size_bytes + UDP_IP_HEADER_BYTES
+        self.bytes_sent += wire
+        self.link.send(Packet(wire, datagram), self.peer._on_packet)
+
+    def _hs_send_ack(self, size_bytes: int = CRYPTO_ACK_BYTES) -> None:
+        """A datagram that only acknowledges the peer's handshake datagrams."""
+        self._hs_transmit("ack", 0, size_bytes)
+
+    def _hs_arm(self) -> None:
+        """The handshake's probe timeout: aioquic's rule, twice the initial RTT before any RTT
+        sample, then smoothed_rtt + max(4 rttvar, 1 ms) without max_ack_delay (RFC 9002
+        6.2.1), doubling at each expiry (6.2.1)."""
+        if all(entry[3] for entry in self._hs_flight):
+            self.timers.cancel("handshake")
+            return
+        rtt = self.rtt
+        if rtt.srtt_s is None:
+            pto = 2 * self.config.initial_rtt_s
+        else:
+            pto = rtt.smoothed_s + max(4 * rtt.rttvar_s, rtt.granularity_s)
+        self.timers.set("handshake", self._hs_sent_s + pto * (2 ** self._hs_pto_count), self._hs_timeout)
+
+    def _hs_timeout(self) -> None:
+        """Resend what of the flight is unacknowledged (RFC 9002 6.2.4: probes carry the CRYPTO data)."""
+        self.handshake_ptos += 1
+        self._hs_pto_count += 1
+        for kind, index, size, acked in self._hs_flight:
+            if not acked:
+                self._hs_transmit(kind, index, size)
+        self._hs_arm()
+
+    def _hs_mark_acked(self, acked: tuple) -> None:
+        for entry in self._hs_flight:
+            if (entry[0], entry[1]) in acked:
+                entry[3] = True
+        self._hs_arm()
+
+    def _rtt_sample(self, sample_s: float) -> None:
+        self.rtt.update(sample_s, 0.0)
+        if self.pacer is not None:
+            self.pacer.set_rate(self.cc.cwnd_bytes, self.rtt.smoothed_s)
+
+    def _on_crypto_datagram(self, datagram: CryptoDatagram) -> None:
+        now = self.sim.now
+        kind = datagram.kind
+        if datagram.acked:
+            self._hs_mark_acked(datagram.acked)
+        if kind == "ack":
+            return
+        key = (kind, datagram.index)
+        duplicate = key in self._hs_peer_received
+        self._hs_peer_received.add(key)
+        if self.is_client:
+            if kind != "server_flight":
+                return
+            flight = self.conn.server_flight_sizes
+            if self.ready:
+                self._hs_send_ack()                # a late copy: acknowledge it (Handshake ACK)
+                return
+            self._hs_peer_echo_s = datagram.time_sent_s
+            if all(("server_flight", i) in self._hs_peer_received for i in range(len(flight))):
+                # The server's flight is complete: the client has 1-RTT keys and sends its
+                # Finished (with the Initial ACK, so padded, 14.1), then 1-RTT data (RFC 9001 4.1).
+                if datagram.echo_s is not None:
+                    self._rtt_sample(now - datagram.echo_s)
+                self.ready = True
+                self._hs_mark_acked((("client_initial", 0),))
+                self._hs_send_flight("client_finished", [self.config.max_datagram_bytes])
+                self._schedule_flush()
+            else:
+                self._hs_send_ack(self.config.max_datagram_bytes)   # holds an Initial ACK: padded
+            return
+        # server
+        if kind == "client_initial":
+            if not self._hs_flight:
+                self._hs_peer_echo_s = datagram.time_sent_s
+                self._hs_send_flight("server_flight", self.conn.server_flight_sizes)
+            elif (duplicate and not self._hs_sped_up and not all(e[3] for e in self._hs_flight)
+                  and self._hs_sent_s < now):      # (not when its own PTO just resent it)
+                # aioquic: a repeated ClientHello means the client lacks the server's flight:
+                # resend it at once, once (RFC 9002 6.2.3, speeding up the handshake).
+                self._hs_sped_up = True
+                for kind_, index, size, acked in self._hs_flight:
+                    if not acked:
+                        self._hs_transmit(kind_, index, size)
+                self._hs_arm()
+            else:
+                self._hs_send_ack()
+        elif kind == "client_finished":
+            self._hs_mark_acked(tuple(("server_flight", i) for i in range(len(self.conn.server_flight_sizes))))
+            if self.ready:
+                self._hs_send_ack()                # the client probes: it has not seen our 1-RTT packets
+                return
+            if datagram.echo_s is not None:
+                self._rtt_sample(now - datagram.echo_s)
+            self.ready = True
+            self.handshake_done_s = now
+            held, self._held = self._held, []
+            for link_packet in held:
+                self._on_packet(link_packet)
+            # HANDSHAKE_DONE (RFC 9000 19.20) and new connection ids, in the first 1-RTT packet.
+            self._send_packet([], HANDSHAKE_DONE_BYTES)
+            self._set_loss_detection_timer()
+            self._schedule_flush()
+
+    def _handshake_confirmed(self) -> None:
+        """Client: a 1-RTT packet from the server acknowledges the Finished (RFC 9001 4.1.2)."""
+        self.handshake_done_s = self.sim.now
+        for entry in self._hs_flight:
+            entry[3] = True
+        self.timers.cancel("handshake")
 
     # -- ACK processing and loss detection (RFC 9002 section 6, appendix A) ---------
     def _on_ack_frame(self, ranges: list, ack_delay_s: float) -> None:
@@ -531,6 +839,8 @@ class QuicEndpoint:
         if newly_acked[0].pn == largest_in_frame:
             self.rtt.update(now - newly_acked[0].time_sent_s,
                             min(ack_delay_s, self.config.max_ack_delay_s))
+            if self.pacer is not None:            # aioquic sets the pacing rate at each RTT sample
+                self.pacer.set_rate(self.cc.cwnd_bytes, self.rtt.smoothed_s)
         newly_acked.reverse()                     # oldest first
         cc = self.cc
         srtt = self.rtt.smoothed_s
@@ -612,15 +922,15 @@ class QuicEndpoint:
 
     def _queue_retransmission(self, frames) -> None:
         """RFC 9000 section 13.3: lost STREAM data (what is still unacknowledged) goes out again."""
-        queue = self._retx_queue
+        queue = self._new_queue if self.retransmit_in_turn else self._retx_queue
         for stream_id, offset, data, fin in frames:
             stream = self._send_streams[stream_id]
             end = offset + len(data)
             missing = stream.acked.missing(offset, end)
             for low, high in missing:
-                queue.append([stream_id, low, high - low, fin and high == end and not stream.fin_acked])
+                queue.append([stream_id, low, high - low, fin and high == end and not stream.fin_acked, True])
             if fin and not stream.fin_acked and (not missing or missing[-1][1] != end):
-                queue.append([stream_id, end, 0, True])    # only the FIN is missing
+                queue.append([stream_id, end, 0, True, True])    # only the FIN is missing
 
     def _set_loss_detection_timer(self) -> None:
         """A.8 SetLossDetectionTimer: the loss time if any, else the PTO if anything is in flight."""
@@ -683,6 +993,9 @@ class QuicEndpoint:
             "cwnd_bytes": self.cc.cwnd_bytes,
             "srtt_s": self.rtt.srtt_s,
             "min_rtt_s": self.rtt.min_rtt_s,
+            "crypto_datagrams_sent": self.crypto_datagrams_sent,
+            "handshake_ptos": self.handshake_ptos,
+            "handshake_done_s": self.handshake_done_s,
         }
         if self.cwnd_log is not None:
             out["cwnd_log"] = list(self.cwnd_log)
@@ -697,13 +1010,22 @@ class QuicConnection:
     """
 
     def __init__(self, sim: Simulator, path: Path, config: TransportConfig | None = None,
-                 name: str = "quic", *, log_cwnd: bool = False) -> None:
+                 name: str = "quic", *, log_cwnd: bool = False, pacing: bool = True,
+                 ack_delay_s: float | None = None, handshake: bool = False, retransmit_in_turn: bool = False,
+                 server_flight_bytes: int = SERVER_FLIGHT_CRYPTO_BYTES) -> None:
         self.sim = sim
         self.path = path
         self.config = config = config if config is not None else TransportConfig()
         self.name = name
-        self.client = QuicEndpoint(sim, self, config, is_client=True, name=f"{name}/client", log_cwnd=log_cwnd)
-        self.server = QuicEndpoint(sim, self, config, is_client=False, name=f"{name}/server", log_cwnd=log_cwnd)
+        options = dict(log_cwnd=log_cwnd, pacing=pacing, ack_delay_s=ack_delay_s, handshake=handshake,
+                       retransmit_in_turn=retransmit_in_turn)
+        self.client = QuicEndpoint(sim, self, config, is_client=True, name=f"{name}/client", **options)
+        self.server = QuicEndpoint(sim, self, config, is_client=False, name=f"{name}/server", **options)
+        # The server's Initial + Handshake flight: full datagrams (RFC 9000 14.1 pads Initials).
+        per_datagram = config.max_datagram_bytes - CRYPTO_PACKET_OVERHEAD_BYTES
+        self.server_flight_sizes = [config.max_datagram_bytes] * max(1, -(-server_flight_bytes // per_datagram))
+        if handshake:
+            sim.call_soon(self.client.start_handshake)
         self.client.peer, self.server.peer = self.server, self.client
         self.client.link, self.server.link = path.forward, path.reverse
         link_payload = config.max_datagram_bytes + UDP_IP_HEADER_BYTES
