@@ -19,7 +19,7 @@ from simulator.compression.bodies import Codec, DecodeError, SchemeUnavailable, 
 from simulator.compression.bodies import rfc9842 as r
 from simulator.compression.bodies.leak import Attack, make_setup
 from simulator.compression.bodies.schemes import (CROSS_STREAM, Request, SchemeRun, VerificationError,
-                                                  static_dictionaries)
+                                                  static_dictionaries, use_as_dictionary_for)
 from simulator.errors import InputError
 from simulator.studies import crossstream
 from simulator.traces import bodies
@@ -250,6 +250,22 @@ def test_rfc9842_s2_2_2_match_requires_same_origin_destination_and_pattern():
     assert not d.matches("https://b.example/app/v2/main.js", "script")      # another origin
     assert not d.matches("https://a.example/app/v2/main.js", "style")       # match-dest
     assert not d.matches("https://a.example/lib/v2/main.js", "script")      # pattern
+
+
+def test_rfc9842_s2_1_1_a_trace_s_in_place_updates_match_their_own_url():
+    """A trace's URLs stay the same across releases, some with no extension
+    (``/gtag/js?id=...``): the designation matches the same path (any query), so the
+    repeat visit's scripts and stylesheets are deltas against their previous versions."""
+    from simulator.traces import load
+
+    corpus = bodies.corpus_from_trace(load(PAGE), seed=1, releases=2)
+    assets = [b for b in corpus.bodies if b.kind in ("js", "css")]
+    assert any("." not in b.resource.split("?")[0].rsplit("/", 1)[-1] for b in assets)
+    for b in assets:
+        rule = use_as_dictionary_for(b)
+        assert r.StoredDictionary(b.url, rule, b.data, 1).matches(b.url, b.destination), b.url
+    versioned = next(b for b in bodies.generate(seed=1).bodies if b.kind == "js")
+    assert use_as_dictionary_for(versioned).match.endswith(".*.js")    # name.HASH.js keeps its pattern
 
 
 def test_rfc9842_s2_2_3_precedence_destination_then_longest_then_newest():

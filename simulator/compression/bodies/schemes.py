@@ -59,6 +59,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
+from urllib.parse import urlsplit
 
 from ...frames import encode_varint
 from ...traces.bodies import Body, Corpus
@@ -129,8 +130,14 @@ def use_as_dictionary_for(body: Body) -> rfc9842.UseAsDictionary:
     versions of the same file; HTML pages for other pages; JSON for the same API."""
     path = body.resource.split("?")[0]
     if body.kind in ("js", "css"):
-        stem, ext = path.rsplit(".", 1)
-        return rfc9842.UseAsDictionary(match=f"{stem}.*.{ext}", match_dest=(body.destination,))
+        name = path.rsplit("/", 1)[-1]
+        if "." in name and urlsplit(body.url).path != path:
+            # Versioned URLs (``name.HASH.ext``): later versions match ``name.*.ext``.
+            stem, ext = path.rsplit(".", 1)
+            return rfc9842.UseAsDictionary(match=f"{stem}.*.{ext}", match_dest=(body.destination,))
+        # Updated in place at the same URL (as a trace's URLs are across releases, and
+        # paths with no extension): the path itself; a pattern's search part matches any.
+        return rfc9842.UseAsDictionary(match=path, match_dest=(body.destination,))
     if body.kind == "html":
         return rfc9842.UseAsDictionary(match="/*", match_dest=("document",))
     return rfc9842.UseAsDictionary(match=path.rsplit("/", 1)[0] + "/*")
