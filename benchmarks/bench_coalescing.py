@@ -11,21 +11,12 @@ it (end to end: graph, topology, four loads, tables).
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
+
+from simulator.bench import best_time_s
 
 ROOT = Path(__file__).resolve().parent.parent
 TRACE = ROOT / "traces" / "synthetic-many-origins.har"
-
-
-def _best(fn, repeats: int) -> float:
-    best = None
-    for _ in range(repeats):
-        t0 = time.perf_counter()
-        fn()
-        elapsed = time.perf_counter() - t0
-        best = elapsed if best is None else min(best, elapsed)
-    return best
 
 
 def run(quick: bool = False) -> dict:
@@ -51,9 +42,9 @@ def run(quick: bool = False) -> dict:
         candidates[f"pool, {mode}"] = with_pool(mode)
     figures = {}
     for name, fn in candidates.items():
-        s = _best(fn, repeats)
+        s = best_time_s(fn, repeats)
         figures[name] = {"one_load_s": s, "loads_per_s": 1.0 / s}
-    end_to_end = _best(lambda: co.run(trace, params), repeats)
+    end_to_end = best_time_s(lambda: co.run(trace, params), repeats)
     ref = figures["plain page load (no pool)"]["loads_per_s"]
     print(f"page {TRACE.name}: {len(graph)} resources, {len(graph.origins)} origins; RTT 100 ms, 50 Mbit/s, 1% loss, "
           f"p421 0.1 (best of {repeats})")

@@ -11,22 +11,13 @@ Ratios are against the real aioquic stack.
 
 from __future__ import annotations
 
-import time
 from dataclasses import replace
 from pathlib import Path
 
+from simulator.bench import best_time_s
+
 ROOT = Path(__file__).resolve().parent.parent
 TRACE = ROOT / "traces" / "synthetic-page.har"
-
-
-def _best(fn, repeats: int) -> float:
-    best = None
-    for _ in range(repeats):
-        t0 = time.perf_counter()
-        fn()
-        elapsed = time.perf_counter() - t0
-        best = elapsed if best is None else min(best, elapsed)
-    return best
 
 
 def run(quick: bool = False) -> dict:
@@ -47,8 +38,8 @@ def run(quick: bool = False) -> dict:
     figures = {}
     for name, params in candidates.items():
         plan = push.server_plan(graph, "push+hints", params)
-        one = _best(lambda: load_page(graph, params.load_params(), plan, ClientCache(), backend=params.backend), repeats)
-        study = _best(lambda: push.run(trace, params), repeats)
+        one = best_time_s(lambda: load_page(graph, params.load_params(), plan, ClientCache(), backend=params.backend), repeats)
+        study = best_time_s(lambda: push.run(trace, params), repeats)
         figures[name] = {"one_load_s": one, "loads_per_s": 1.0 / one, "study_run_s": study,
                          "policies": len(params.policies), "study_runs_per_s": 1.0 / study}
     ref = figures["h3 real aioquic"]

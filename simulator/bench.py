@@ -13,11 +13,23 @@ import contextlib
 import importlib.util
 import json
 import sys
+import time
 from pathlib import Path
 
 from .errors import InputError
 
 BENCH_DIR = Path(__file__).resolve().parent.parent / "benchmarks"
+
+
+def best_time_s(fn, repeats: int) -> float:
+    """The shortest wall time of ``repeats`` calls of ``fn`` (benchmarks measure; the
+    minimum is the run least disturbed by the rest of a shared machine)."""
+    best = float("inf")
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        fn()
+        best = min(best, time.perf_counter() - t0)
+    return best
 
 
 def available() -> list[str]:
