@@ -50,9 +50,9 @@ from ..net.link import Path
 from ..net.tcp import TcpConnection
 from ..net.transport import TransportConfig
 from .common import Endpoint, Recorder, StackParams
-from .tls import TlsContexts, TlsEnd, contexts
+from .tls import TlsContexts, TlsEnd, contexts, sni_name
 
-__all__ = ["H2Session", "sni_name"]
+__all__ = ["H2Session"]
 
 TCP_STREAM = 0        # the TCP model's stream label for the whole HTTP/2 connection
 _PREFACE_LEN = 24     # RFC 9113 section 3.4
@@ -189,18 +189,6 @@ class _H2End(Endpoint):
                 self.session.on_client_event(event)
         elif isinstance(event, h2.events.ConnectionTerminated):
             raise RuntimeError(f"h2 connection terminated: {event.error_code!r} {event.additional_data!r}")
-
-
-def sni_name(origin: str) -> str | None:
-    """The TLS server name of an origin (``https://host:port`` -> ``host``); None for an IP
-    literal (RFC 6066 section 3: no SNI for addresses)."""
-    host = origin.split("://", 1)[-1].split("/", 1)[0]
-    if host.startswith("["):
-        return None
-    host = host.rsplit(":", 1)[0] if host.count(":") == 1 else host
-    if not host or host.replace(".", "").isdigit() or ":" in host:
-        return None
-    return host
 
 
 class H2Session:

@@ -41,7 +41,7 @@ from typing import Callable
 
 from ..errors import InputError
 
-__all__ = ["make_certificate", "TlsContexts", "TlsEnd", "contexts", "handshake_flight_bytes",
+__all__ = ["make_certificate", "TlsContexts", "TlsEnd", "contexts", "handshake_flight_bytes", "sni_name",
            "RECORD_OVERHEAD_BYTES", "MAX_RECORD_PLAINTEXT_BYTES", "ALPN_H2"]
 
 ALPN_H2 = "h2"
@@ -116,6 +116,18 @@ def contexts(seed: int) -> TlsContexts:
     if ctx is None:
         ctx = _CONTEXTS[seed] = TlsContexts(seed)
     return ctx
+
+
+def sni_name(origin: str) -> str | None:
+    """The TLS server name of an origin (``https://host:port`` -> ``host``); None for an IP
+    literal (RFC 6066 section 3: no SNI for addresses)."""
+    host = origin.split("://", 1)[-1].split("/", 1)[0]
+    if host.startswith("["):
+        return None
+    host = host.rsplit(":", 1)[0] if host.count(":") == 1 else host
+    if not host or host.replace(".", "").isdigit() or ":" in host:
+        return None
+    return host
 
 
 def _records(data: bytes) -> int:
