@@ -24,6 +24,8 @@ What the simulation sees of TLS is its sizes and its round trips, and both are f
 - OpenSSL's randomness (client and server randoms, key shares, the legacy session id)
   changes ciphertext *contents* only, never a size or a time: the same seed gives the
   same simulation results, while captures differ in their bytes.
+- The ClientHello carries the origin's host as SNI (RFC 6066 section 3), so its size
+  depends on the name (OpenSSL also pads a ClientHello of 256-511 bytes to 512, RFC 7685).
 - Middlebox compatibility mode is on (OpenSSL's default, as browsers do): each side sends
   one 6-byte ChangeCipherSpec record during the handshake (RFC 8446 appendix D.4).
 
