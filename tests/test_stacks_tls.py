@@ -205,3 +205,14 @@ def test_keylog_holds_the_tls13_secrets_of_every_connection(tmp_path):
     assert len(randoms) == 3
     for r in randoms:
         assert labels <= {label for label, rr, _ in lines if rr == r}
+
+
+def test_batch_grid_sweeps_tls_for_h2_and_refuses_cleartext_http3():
+    from simulator.batch.registry import expand_grid, get_study
+    from simulator.errors import InputError
+
+    study = get_study("replay")
+    points = expand_grid({"stack": ["h2"], "no-tls": [False, True]}, study)
+    assert [p.params.params.tls for p in points] == [True, False]
+    with pytest.raises(InputError, match="HTTP/3 always runs TLS 1.3"):
+        expand_grid({"stack": ["h3"], "no-tls": [True]}, study)
