@@ -241,3 +241,32 @@ def test_push_study_stacks_backend_runs_h2_over_tls_like_its_model():
     for backend in ("model", "stacks"):
         assert arrived[backend, True] - arrived[backend, False] == pytest.approx(0.1, abs=0.005)
     assert arrived["stacks", True] == pytest.approx(arrived["model", True], abs=0.005)
+
+
+def _pcap_records(path):
+    import struct
+
+    data = path.read_bytes()
+    pos, out = 24, []
+    while pos < len(data):
+        sec, nsec, incl, _ = struct.unpack("<IIII", data[pos:pos + 16])
+        out.append((sec, nsec, data[pos + 16:pos + 16 + incl]))
+        pos += 16 + incl
+    return out
+
+
+def test_openssl_randomness_changes_ciphertext_never_sizes_or_times(tmp_path):
+    """OpenSSL draws the ClientHello/ServerHello randoms and X25519 key shares from the OS
+    (RFC 8446 section 4.1.2, 4.2.8): two runs of the same seed carry different ciphertext,
+    in packets of identical sizes at identical times, and give identical results."""
+    specs = [ExchangeSpec(i, REQ, OK, 30000 + 100 * i, start_s=0.003 * i) for i in range(4)]
+    params = _params(bandwidth_bps=10e6, loss="0.03", seed=5)
+    runs = []
+    for k in range(2):
+        path = tmp_path / f"run{k}.pcap"
+        result = replay.run_specs(specs, params, pcap_path=str(path))
+        runs.append((result, _pcap_records(path)))
+    (a, pa), (b, pb) = runs
+    assert a.summary == b.summary and a.exchanges.equals(b.exchanges)
+    assert [(s, ns, len(p)) for s, ns, p in pa] == [(s, ns, len(p)) for s, ns, p in pb]
+    assert any(x[2] != y[2] for x, y in zip(pa, pb))          # the encrypted bytes differ
