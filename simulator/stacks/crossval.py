@@ -79,7 +79,7 @@ def compare(size: str = "small", *, stacks=("h2", "h3"), losses=("0", "0.01", "0
         model = model_replay.run_specs(specs, params)
         r, m = real.summary, model.summary
         rows.append({
-            "scenario": name, "stack": stack, "model": m["stack"], "loss": float(loss), "seed": seed,
+            "scenario": name, "stack": stack, "model": m["stack"], "tls": params.tls, "loss": float(loss), "seed": seed,
             "exchanges": r["exchanges"],
             "real_median_s": r["median_completion_s"], "model_median_s": m["median_completion_s"],
             "real_last_s": r["last_completion_s"], "model_last_s": m["last_completion_s"],
