@@ -44,6 +44,8 @@ RUNS = {
                           "--p421", "0.3", "--seed", "3", "--json"],
     "push-stacks-h3": ["push", "--protocol", "h3", "--backend", "stacks", "--policy", "none,push+hints",
                        "--loss", "0.02", "--cache", "0.5", "--seed", "3", "--json"],
+    "push-stacks-h2-tls": ["push", "--protocol", "h2", "--backend", "stacks", "--policy", "none,push+hints",
+                           "--loss", "0.02", "--cache", "0.5", "--seed", "3", "--json"],
 }
 # On the bundled 79-exchange page: the push study's other two combinations, and the
 # cross-stream study with bodies generated from the trace and the seed, sent over the
