@@ -2,9 +2,8 @@
 ``PYTHONHASHSEED`` is: for both real stacks (h2 over TLS 1.3 and cleartext), both
 transport models, the HOL study, the push study (models and real stacks, HTTP/2 and
 HTTP/3), the cross-stream study on a trace (bodies generated from the seed) and the trace
-generator itself.  The trailers
-study has its own such test in ``tests/test_trailers.py``, and the cross-stream study on
-a body folder in ``tests/test_crossstream.py``.
+generator itself.  The trailers study has its own such test in ``tests/test_trailers.py``,
+and the cross-stream study on a body folder in ``tests/test_crossstream.py``.
 
 The trace has many origins and loss, because short bundled traces did not show the
 HTTP/3 replay's dependence on memory addresses (``simulator.stacks.aioquic_order``).
@@ -44,8 +43,6 @@ RUNS = {
                           "--p421", "0.3", "--seed", "3", "--json"],
     "push-stacks-h3": ["push", "--protocol", "h3", "--backend", "stacks", "--policy", "none,push+hints",
                        "--loss", "0.02", "--cache", "0.5", "--seed", "3", "--json"],
-    "push-stacks-h2-tls": ["push", "--protocol", "h2", "--backend", "stacks", "--policy", "none,push+hints",
-                           "--loss", "0.02", "--cache", "0.5", "--seed", "3", "--json"],
 }
 # On the bundled 79-exchange page: the push study's other two combinations, and the
 # cross-stream study with bodies generated from the trace and the seed, sent over the
@@ -54,6 +51,8 @@ PAGE_RUNS = {
     "push-model-h3": ["push", "--protocol", "h3", "--loss", "0.02", "--cache", "0.5", "--seed", "3", "--json"],
     "push-stacks-h2": ["push", "--protocol", "h2", "--backend", "stacks", "--no-tls", "--policy", "none,push+hints",
                        "--loss", "0.02", "--cache", "0.5", "--seed", "3", "--json"],
+    "push-stacks-h2-tls": ["push", "--protocol", "h2", "--backend", "stacks", "--policy", "none,push+hints",
+                           "--loss", "0.02", "--cache", "0.5", "--seed", "3", "--json"],
     "crossstream-trace": ["crossstream", "--codecs", "zstd:3", "--scheme", "shared,dcb", "--scoping", "context",
                           "--transport", "quic", "--loss", "0.02", "--leak-lengths", "0", "--seed", "3", "--json"],
 }
