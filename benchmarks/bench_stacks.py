@@ -22,7 +22,11 @@ HTTP/3 rows isolate what the replay used to pay on every run: ``every event chec
 (the reference run loop, which walks every session after every event, as the replay
 did before stall detection by events) and ``with --qlog`` (aioquic's qlog built, as it
 was on every run before, and written).  Ratios are against the real aioquic stack on
-the same trace.  ``--quick``: the small page only, one repetition.
+the same trace.  h2 runs twice, over TLS 1.3 (the default: the real OpenSSL over memory
+BIOs, a handshake per connection and every record encrypted and decrypted) and cleartext
+(``tls=False``), and ``h2 TLS / cleartext`` prints what TLS costs the replay (exchanges per
+wall second, TLS over cleartext: below 1 is slower); the TCP model likewise (its TLS is
+byte counts only).  ``--quick``: the small page only, one repetition.
 """
 
 from __future__ import annotations
@@ -44,8 +48,11 @@ def _candidates(path: Path, params: dict, extra: bool) -> dict:
     def real(stack: str, **options):
         return lambda: replay.run(load(path), StackParams(stack=stack, **params), **options)
 
-    def model(stack: str):
-        return lambda: model_replay.run(load(path), StackParams(stack=stack, **params))
+    def model(stack: str, **extra):
+        return lambda: model_replay.run(load(path), StackParams(stack=stack, **params, **extra))
+
+    def cleartext():
+        return replay.run(load(path), StackParams(stack="h2", tls=False, **params))
 
     def with_qlog():
         with tempfile.TemporaryDirectory() as qlog_dir:
@@ -55,7 +62,8 @@ def _candidates(path: Path, params: dict, extra: bool) -> dict:
     if extra:
         out["h3, every event checked"] = real("h3", check_every_event=True)
         out["h3 with --qlog"] = with_qlog
-    out |= {"h2 (real, over TCP model)": real("h2"), "QUIC model": model("h3"), "TCP model": model("h2")}
+    out |= {"h2 TLS (real, TCP model)": real("h2"), "h2 cleartext (real)": cleartext, "QUIC model": model("h3"),
+            "TCP model (TLS)": model("h2"), "TCP model, cleartext": model("h2", tls=False)}
     return out
 
 
@@ -87,6 +95,13 @@ def _measure(path: Path, params: dict, label: str, repeats: int, extra: bool) ->
         f["cpu_ratio_vs_h3"] = base["cpu_s"] / f["cpu_s"]
         print(f"  {name:<28}{f['wall_s']:>8.2f}{f['cpu_s']:>8.2f}{f['exchanges_per_s']:>9,.0f}"
               f"{f['events_per_s']:>10,.0f}{f['ratio_vs_h3']:>7.2f}x{f['cpu_ratio_vs_h3']:>10.2f}x")
+    for tls, clear, label in (("h2 TLS (real, TCP model)", "h2 cleartext (real)", "h2"),
+                              ("TCP model (TLS)", "TCP model, cleartext", "TCP model")):
+        ratio = figures[tls]["exchanges_per_s"] / figures[clear]["exchanges_per_s"]
+        cpu_ratio = figures[clear]["cpu_s"] / figures[tls]["cpu_s"]
+        figures[f"{label} TLS / cleartext"] = {"exchanges_per_s_ratio": ratio, "cpu_ratio": cpu_ratio}
+        print(f"  {label} TLS / cleartext: {ratio:.2f}x exchanges per wall second, {cpu_ratio:.2f}x in CPU "
+              f"({figures[tls]['events']:,} vs {figures[clear]['events']:,} events)")
     return figures
 
 

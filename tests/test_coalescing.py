@@ -269,11 +269,23 @@ def test_real_h2_stack_421_retry_costs_a_round_trip_and_a_new_connection(tmp_pat
     assert delta >= 2 * RTT - 1e-9
 
 
-def test_stacks_backend_refuses_tls_and_h3():
-    with pytest.raises(InputError, match="cleartext"):
-        co.CoalescingParams(backend="stacks", modes=("ip",))
+def test_stacks_backend_refuses_h3():
     with pytest.raises(InputError, match="h3-altsvc"):
         co.CoalescingParams(backend="stacks", tls=False)
+
+
+def test_real_h2_stack_over_tls_coalesces_like_cleartext_one_round_trip_later(tmp_path):
+    """The stacks backend runs h2 over TLS 1.3 too: the same connections and ORIGIN frames
+    as cleartext, and the page one TLS round trip (RFC 8446 section 2) later at least."""
+    hosts = [f"h{k}.cdn.example" for k in range(2)]
+    dns = {DOC: ["192.0.2.1"], **{h: [f"198.51.100.{k + 1}"] for k, h in enumerate(hosts)}}
+    names = [DOC, *hosts]
+    cert = {h: {"san": names, "origin": [f"https://{n}" for n in names]} for h in names}
+    runs = {tls: run(page(hosts, size=500), tmp_path, dns, cert, modes=("origin",), backend="stacks", tls=tls)
+            for tls in (True, False)}
+    for col in ("connections", "origin_frames_received"):
+        assert runs[True].summary.loc["origin", col] == runs[False].summary.loc["origin", col]
+    assert runs[True].summary.loc["origin", "onload_s"] >= runs[False].summary.loc["origin", "onload_s"] + RTT - 1e-9
 
 
 # -- the study as a whole -------------------------------------------------------------

@@ -1,9 +1,9 @@
 """The same seed gives byte-identical ``--json`` output in separate processes, whatever
-``PYTHONHASHSEED`` is: for both real stacks, both transport models, the HOL study, the
-push study (models and real stacks, HTTP/2 and HTTP/3), the cross-stream study on a
-trace (bodies generated from the seed) and the trace generator itself.  The trailers
-study has its own such test in ``tests/test_trailers.py``, and the cross-stream study on
-a body folder in ``tests/test_crossstream.py``.
+``PYTHONHASHSEED`` is: for both real stacks (h2 over TLS 1.3 and cleartext), both
+transport models, the HOL study, the push study (models and real stacks, HTTP/2 and
+HTTP/3), the cross-stream study on a trace (bodies generated from the seed) and the trace
+generator itself.  The trailers study has its own such test in ``tests/test_trailers.py``,
+and the cross-stream study on a body folder in ``tests/test_crossstream.py``.
 
 The trace has many origins and loss, because short bundled traces did not show the
 HTTP/3 replay's dependence on memory addresses (``simulator.stacks.aioquic_order``).
@@ -26,7 +26,10 @@ PAGE = str(Path(__file__).resolve().parent.parent / "traces" / "synthetic-page.h
 
 COMMON = ["--rtt", "80ms", "--bw", "20mbit", "--loss", "0.02", "--seed", "7", "--json"]
 RUNS = {
-    "h2": ["replay", "--stack", "h2", *COMMON],
+    # h2 over TLS 1.3 (the default): OpenSSL's randoms change the ciphertext in every process,
+    # never a record size or a time.
+    "h2-tls": ["replay", "--stack", "h2", *COMMON],
+    "h2-cleartext": ["replay", "--stack", "h2", "--no-tls", *COMMON],
     "h3": ["replay", "--stack", "h3", *COMMON],
     "tcp-model": ["replay", "--stack", "h2", "--model", *COMMON],
     "quic-model": ["replay", "--stack", "h3", "--model", *COMMON],
@@ -48,6 +51,8 @@ PAGE_RUNS = {
     "push-model-h3": ["push", "--protocol", "h3", "--loss", "0.02", "--cache", "0.5", "--seed", "3", "--json"],
     "push-stacks-h2": ["push", "--protocol", "h2", "--backend", "stacks", "--no-tls", "--policy", "none,push+hints",
                        "--loss", "0.02", "--cache", "0.5", "--seed", "3", "--json"],
+    "push-stacks-h2-tls": ["push", "--protocol", "h2", "--backend", "stacks", "--policy", "none,push+hints",
+                           "--loss", "0.02", "--cache", "0.5", "--seed", "3", "--json"],
     "crossstream-trace": ["crossstream", "--codecs", "zstd:3", "--scheme", "shared,dcb", "--scoping", "context",
                           "--transport", "quic", "--loss", "0.02", "--leak-lengths", "0", "--seed", "3", "--json"],
 }

@@ -1,5 +1,6 @@
 """Captures of replays read by tshark: no malformed packets, and the same counts of HTTP/2 and
-HTTP/3 HEADERS frames and of retransmissions as the simulation reports.  Skips without tshark."""
+HTTP/3 HEADERS frames and of retransmissions as the simulation reports, h2 cleartext and h2
+over TLS 1.3 decrypted with the key log.  Skips without tshark."""
 
 import json
 import shutil
@@ -50,9 +51,9 @@ def test_pcap_records_every_packet_with_its_simulated_time(tmp_path):
 
 
 @needs_tshark
-def test_tshark_reads_h2_capture_with_loss(tmp_path):
+def test_tshark_reads_cleartext_h2_capture_with_loss(tmp_path):
     path = tmp_path / "h2.pcap"
-    result = replay.run_specs(_specs(), StackParams(stack="h2", loss="0.03", seed=4), pcap_path=str(path))
+    result = replay.run_specs(_specs(), StackParams(stack="h2", loss="0.03", seed=4, tls=False), pcap_path=str(path))
     s = result.summary
     assert s["retransmissions"] > 0
     # Prior-knowledge HTTP/2 on port 80; the capture holds originals and their
@@ -70,6 +71,37 @@ def test_tshark_reads_h2_capture_with_loss(tmp_path):
     assert len(retransmitted.splitlines()) == s["retransmissions"]
     frames = _tshark("-r", str(path), "-T", "fields", "-e", "frame.number")
     assert len(frames.splitlines()) == s["packets_sent"]
+
+
+@needs_tshark
+@pytest.mark.parametrize("loss", ["0", "0.03"])
+def test_tshark_decrypts_h2_over_tls_with_keylog(tmp_path, loss):
+    """TLS 1.3 on port 443: with the key log tshark decrypts every record (RFC 8446 section
+    5.2) and finds HTTP/2 inside by ALPN (RFC 9113 section 3.2), with the simulation's count
+    of HEADERS frames; without it, no HTTP/2 at all."""
+    pcap, keylog = tmp_path / "h2tls.pcap", tmp_path / "keys.log"
+    result = replay.run_specs(_specs(), StackParams(stack="h2", loss=loss, seed=4), pcap_path=str(pcap),
+                              keylog_path=str(keylog))
+    s = result.summary
+    read = ["-r", str(pcap), "-o", "tcp.reassemble_out_of_order:TRUE"]
+    decrypt = [*read, "-o", f"tls.keylog_file:{keylog}"]
+    assert _tshark(*decrypt, "-Y", "_ws.malformed").strip() == ""
+    errors = _tshark(*decrypt, "-Y", "_ws.expert.severity == error and not (tcp.analysis.retransmission "
+                                     "or tcp.analysis.out_of_order)")
+    assert errors.strip() == ""
+    versions = _tshark(*decrypt, "-Y", "tls.handshake.type == 2", "-T", "fields", "-e",
+                       "tls.handshake.extensions.supported_version")
+    assert versions.split() == ["0x0304"] * s["connections"]          # ServerHello: TLS 1.3
+    alpn = _tshark(*decrypt, "-Y", "tls.handshake.type == 8", "-T", "fields", "-e",
+                   "tls.handshake.extensions_alpn_str")                # EncryptedExtensions
+    assert alpn.split() == ["h2"] * s["connections"]
+    types = _tshark(*decrypt, "-T", "fields", "-e", "http2.type")
+    assert _count_field_values(types, "1") == s["headers_frames"]
+    assert _count_field_values(_tshark(*read, "-T", "fields", "-e", "http2.type"), "1") == 0
+    frames = _tshark("-r", str(pcap), "-T", "fields", "-e", "frame.number")
+    assert len(frames.splitlines()) == s["packets_sent"]
+    if loss != "0":
+        assert s["retransmissions"] > 0
 
 
 def _stream_frames_resent(pcap, keylog) -> tuple[int, int]:

@@ -1,14 +1,17 @@
 """``workbench replay``: replay a trace over a real protocol stack in virtual time.
 
     workbench replay --trace PATH --stack h2|h3 [--model] [--rtt 50ms] [--bw 10mbit] [--loss 0.01]
-                     [--seed 1] [--think 0ms] [--qlog DIR] [--pcap FILE] [--keylog FILE] [--json]
+                     [--seed 1] [--think 0ms] [--no-tls] [--qlog DIR] [--pcap FILE] [--keylog FILE] [--json]
 
 Prints one line per exchange (start, completion time, status, body bytes) and the
 totals; ``--json`` prints one object with ``exchanges``, ``completed``,
 ``last_completion_s``, ``packets_sent`` and ``packets_lost`` (plus ``summary`` and
 ``params``).  ``--qlog DIR`` writes aioquic's qlog (simulated timestamps) per QUIC
 connection; ``--pcap FILE`` writes every simulated packet as a pcap; ``--keylog FILE``
-writes the QUIC connections' TLS secrets (SSLKEYLOGFILE format) for Wireshark.
+writes the TLS secrets (SSLKEYLOGFILE format) of the QUIC connections or of h2's TLS
+connections, for Wireshark.  h2 runs over TLS 1.3 (ALPN h2, the real OpenSSL) like HTTP/3,
+so their times compare like with like; ``--no-tls`` runs it cleartext with prior
+knowledge (one round trip less per connection; HTTP/3 has no cleartext mode).
 ``--model`` replays the same exchanges over the stack's transport *model* instead (h2: the
 TCP model, h3: the QUIC model; ``model_replay``), the baseline the real stacks are
 cross-validated against.
@@ -34,7 +37,7 @@ def params_from_args(args: argparse.Namespace) -> StackParams:
                        seed=int(args.seed), think_s=parse_duration(args.think),
                        idle_timeout_s=parse_duration(args.idle_timeout),
                        qpack_table_bytes=parse_size(args.qpack_table), qpack_blocked_streams=int(args.qpack_blocked),
-                       cc=args.cc)
+                       cc=args.cc, tls=not args.no_tls)
 
 
 def _cmd(args: argparse.Namespace) -> int:
@@ -51,8 +54,8 @@ def _cmd(args: argparse.Namespace) -> int:
             raise InputError("--qlog needs --stack h3 (qlog is written by aioquic)")
         if not os.path.isdir(args.qlog):
             raise InputError("--qlog: no such directory", path=args.qlog)
-    if args.keylog is not None and params.stack != "h3":
-        raise InputError("--keylog needs --stack h3 (the h2 stack runs cleartext HTTP/2)")
+    if args.keylog is not None and not params.tls:
+        raise InputError("--keylog needs TLS: drop --no-tls (cleartext HTTP/2 has no secrets)")
     trace = load(args.trace)
     if args.model:
         from . import model_replay
@@ -63,7 +66,8 @@ def _cmd(args: argparse.Namespace) -> int:
         print(json.dumps(result.to_json_dict(), default=_default))
         return 0
     s = result.summary
-    print(f"trace {trace.source}: {s['exchanges']} exchanges over {s['stack']}, {s['connections']} connections, "
+    tls = "" if params.stack == "h3" else (" over TLS 1.3" if params.tls else " cleartext")
+    print(f"trace {trace.source}: {s['exchanges']} exchanges over {s['stack']}{tls}, {s['connections']} connections, "
           f"RTT {params.rtt_s * 1000:g} ms, loss {params.loss}, seed {params.seed}")
     print(f"{'#':>4} {'kind':<7}{'start s':>9}{'done s':>9}{'time ms':>9}{'status':>7}{'bytes':>9}  path")
     for row in result.exchanges.itertuples():
@@ -104,9 +108,11 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--qpack-table", default="4096", help="HTTP/3 QPACK dynamic table capacity (bytes)")
     p.add_argument("--qpack-blocked", default=16, type=int, help="HTTP/3 QPACK blocked-streams limit")
     p.add_argument("--cc", default="reno", choices=["reno", "cubic"])
+    p.add_argument("--no-tls", action="store_true",
+                   help="h2: cleartext HTTP/2 with prior knowledge instead of TLS 1.3 (one RTT less per connection)")
     p.add_argument("--qlog", metavar="DIR", help="write qlog files (simulated time) into DIR (h3)")
     p.add_argument("--pcap", metavar="FILE", help="write every simulated packet to a pcap file")
-    p.add_argument("--keylog", metavar="FILE", help="write the QUIC TLS secrets (key-log format) (h3)")
+    p.add_argument("--keylog", metavar="FILE", help="write the TLS secrets (key-log format) for Wireshark")
     p.add_argument("--json", action="store_true", help="print one JSON object")
 
 

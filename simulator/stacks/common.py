@@ -125,6 +125,7 @@ class StackParams:
     qpack_blocked_streams: int = 16         # SETTINGS_QPACK_BLOCKED_STREAMS (aioquic: 16)
     max_push_id: int = 8                    # client's MAX_PUSH_ID (aioquic hard-codes 8)
     tcp_handshake: bool = True              # h2: SYN / SYN-ACK / ACK before the preface
+    tls: bool = True                        # h2: TLS 1.3 (ALPN h2) over TCP; False: cleartext, prior knowledge
 
     def __post_init__(self) -> None:
         if self.stack not in ("h2", "h3"):
@@ -137,6 +138,8 @@ class StackParams:
             raise InputError("think time must be >= 0 and the idle timeout above 0")
         if self.qpack_table_bytes < 0 or self.qpack_blocked_streams < 0:
             raise InputError("QPACK table capacity and blocked streams must be >= 0")
+        if self.stack == "h3" and not self.tls:
+            raise InputError("HTTP/3 always runs TLS 1.3 (QUIC has no cleartext mode): --no-tls is for h2")
         if self.cc not in ("reno", "cubic"):
             raise InputError(f"unknown congestion control {self.cc!r} (choose reno or cubic)")
         import random

@@ -11,7 +11,13 @@ Written by hand.  Scenarios (``scenarios(size)``):
 transport (h2 -> TCP model, h3 -> QUIC model) and over the real stack, and returns one
 row per (scenario, stack, loss, seed) with both median completion times and their
 ratio (real / model).  The notebook 05-models-vs-real-stacks plots it; a test checks
-that the medians agree within 20%.
+that the medians agree within 20%.  h2 runs over TLS 1.3 by default (``StackParams.tls``),
+as HTTP/3 always does, and its model pays the same TCP + TLS set-up, so h2 and HTTP/3
+times compare like with like.
+
+``first_response(rtts)``: the set-up cost alone -- when the first response of a fresh
+connection arrives (one small exchange, no loss), per RTT, for h2 over TLS, cleartext h2
+and HTTP/3, real stack and model.
 """
 
 from __future__ import annotations
@@ -24,7 +30,7 @@ from ..traces.synth import generate
 from . import model_replay, replay
 from .common import ExchangeSpec, StackParams
 
-__all__ = ["scenarios", "compare", "pooled", "SIZES"]
+__all__ = ["scenarios", "compare", "pooled", "first_response", "SIZES", "SETUPS"]
 
 SIZES = {
     # name: (bulk_bytes, page_requests)
@@ -49,6 +55,10 @@ def _page(requests: int, seed: int = 5) -> list[ExchangeSpec]:
     return [replace(s, origin="https://www.page.example") for s in specs]
 
 
+# name: (stack, tls)
+SETUPS = {"h2 + TLS 1.3": ("h2", True), "h2 cleartext": ("h2", False), "HTTP/3": ("h3", True)}
+
+
 def scenarios(size: str = "small") -> dict[str, list[ExchangeSpec]]:
     bulk_bytes, page_requests = SIZES[size]
     return {"bulk": _bulk(bulk_bytes), "page": _page(page_requests)}
@@ -69,7 +79,7 @@ def compare(size: str = "small", *, stacks=("h2", "h3"), losses=("0", "0.01", "0
         model = model_replay.run_specs(specs, params)
         r, m = real.summary, model.summary
         rows.append({
-            "scenario": name, "stack": stack, "model": m["stack"], "loss": float(loss), "seed": seed,
+            "scenario": name, "stack": stack, "model": m["stack"], "tls": params.tls, "loss": float(loss), "seed": seed,
             "exchanges": r["exchanges"],
             "real_median_s": r["median_completion_s"], "model_median_s": m["median_completion_s"],
             "real_last_s": r["last_completion_s"], "model_last_s": m["last_completion_s"],
@@ -98,4 +108,22 @@ def pooled(runs: pd.DataFrame) -> pd.DataFrame:
         rows.append({"scenario": scenario, "stack": stack, "loss": loss, "seeds": len(g),
                      "real_median_s": real.median(), "model_median_s": model.median(),
                      "ratio": real.median() / model.median()})
+    return pd.DataFrame(rows)
+
+
+def first_response(rtts_s=(0.02, 0.05, 0.1, 0.2), *, base: StackParams | None = None,
+                   body_bytes: int = 1000) -> pd.DataFrame:
+    """One row per (setup, RTT): the time the first (and only) response of a fresh connection
+    has fully arrived, real stack and model, in seconds and in RTTs (one small exchange at
+    t = 0, no loss, think time 0)."""
+    base = base or StackParams()
+    specs = _bulk(body_bytes)
+    rows = []
+    for setup, (stack, tls) in SETUPS.items():
+        for rtt_s in rtts_s:
+            params = replace(base, stack=stack, tls=tls, rtt_s=float(rtt_s), loss="0", think_s=0.0)
+            real = replay.run_specs(specs, params).summary["last_completion_s"]
+            model = model_replay.run_specs(specs, params).summary["last_completion_s"]
+            rows.append({"setup": setup, "stack": stack, "tls": tls, "rtt_s": float(rtt_s),
+                         "real_s": real, "model_s": model, "real_rtts": real / rtt_s, "model_rtts": model / rtt_s})
     return pd.DataFrame(rows)

@@ -1,10 +1,22 @@
 """The real ``h2`` stack over the TCP model, in virtual time.  Written by hand.
 
-One ``h2.connection.H2Connection`` client and one server per origin, cleartext HTTP/2
-with prior knowledge (RFC 9113 section 3.3: the client sends the preface at once; no
-TLS and no Upgrade): everything ``data_to_send()`` returns is written into the
+One ``h2.connection.H2Connection`` client and one server per origin over one
+``TcpConnection`` (with its three-way handshake), and by default TLS 1.3 between them:
+the real OpenSSL over memory BIOs (``tls.TlsEnd``), ALPN ``h2`` (RFC 9113 section 3.2).
+The handshake flights and every application record travel as TCP bytes, so the
+handshake's round trip and the records' 22 bytes each are paid on the simulated path,
+and a record is opened only when all of it has arrived.  The client sends its
+connection preface after its TLS Finished; the server its SETTINGS after the
+client's Finished (no 0.5-RTT data).  Timeline without loss, ``d`` = one-way delay:
+SYN at 0, ClientHello at 2d (after the SYN-ACK), the server's flight at 3d, the client's
+Finished, preface and first requests at 4d, the first response leaves the server at
+5d and arrives at 6d = 3 RTT (plus serialisation and think time).  With ``tls=False``:
+cleartext HTTP/2 with prior knowledge (RFC 9113 section 3.3), the request leaving at
+2d and the response arriving at 2 RTT.
+
+Everything ``data_to_send()`` returns is written (through TLS, or directly) into the
 ``TcpConnection`` byte stream (one stream label, 0, for the whole connection: HTTP/2
-multiplexes inside it), and every in-order delivery (``on_data``) goes to
+multiplexes inside it), and every in-order delivery (``on_data``) goes (through TLS) to
 ``receive_data()``.  Both connections read frames through
 ``simulator.frames.h2buffer.install`` (the C scanner-driven incoming buffer).
 
@@ -16,7 +28,7 @@ by the same amount, and hand every received DATA byte back at once
 have no flow control) is not limited by windows.  Body bytes a window does not admit
 stay queued and go out on the next WINDOW_UPDATE.
 
-Frames sent are counted by type with the frame scanner on each direction's bytes
+Frames sent are counted by type with the frame scanner on each direction's plaintext
 (``frames_sent``), so a capture can be checked against them.
 """
 
@@ -38,6 +50,7 @@ from ..net.link import Path
 from ..net.tcp import TcpConnection
 from ..net.transport import TransportConfig
 from .common import Endpoint, Recorder, StackParams
+from .tls import TlsContexts, TlsEnd, contexts, sni_name
 
 __all__ = ["H2Session"]
 
@@ -48,7 +61,7 @@ _PREFACE_LEN = 24     # RFC 9113 section 3.4
 class _H2End(Endpoint):
     """One HTTP/2 end: an ``H2Connection`` and its side of the TCP connection."""
 
-    def __init__(self, session: "H2Session", *, is_client: bool, tcp_end) -> None:
+    def __init__(self, session: "H2Session", *, is_client: bool, tcp_end, tls: TlsContexts | None) -> None:
         super().__init__(session, is_client=is_client)
         config = h2.config.H2Configuration(client_side=is_client, header_encoding=None)
         conn = h2.connection.H2Connection(config=config)
@@ -64,6 +77,12 @@ class _H2End(Endpoint):
         self._out = bytearray()          # frames taken from h2 but not yet written to TCP
         self._scanner = H2Scanner((1 << 24) - 1, preface=is_client, validate=False)
         tcp_end.on_data = self._on_tcp_data
+        self.tls: TlsEnd | None = None
+        self._send = self._write_tcp
+        if tls is not None:
+            self.tls = TlsEnd(tls, is_client=is_client, write_ciphertext=self._write_tcp,
+                              server_hostname=sni_name(session.origin))
+            self._send = self.tls.send
         conn.initiate_connection()
         if window > 65535:       # RFC 9113 section 6.9.2: the connection window starts at 65,535
             conn.increment_flow_control_window(window - 65535)
@@ -110,7 +129,10 @@ class _H2End(Endpoint):
             if self._scanner.feed(data):
                 for ftype, *_ in self._scanner.results():
                     self.frames_sent[h2_type_name(ftype)] += 1
-            self.tcp.write(TCP_STREAM, data)
+            self._send(data)
+
+    def _write_tcp(self, data: bytes) -> None:
+        self.tcp.write(TCP_STREAM, data)
 
     def send_extension_frame(self, frame_type: int, payload: bytes, stream_id: int = 0) -> None:
         """Write a frame type h2 has no API for (e.g. ORIGIN, type 0xc, RFC 8336): a
@@ -126,6 +148,11 @@ class _H2End(Endpoint):
 
     # -- incoming ------------------------------------------------------------------
     def _on_tcp_data(self, _stream: int, data: bytes, _end: bool, _time_s: float) -> None:
+        if self.tls is not None:
+            data = self.tls.receive(data)
+            if not data:
+                self.pump()                   # the handshake may have released held bytes
+                return
         events = self.conn.receive_data(data)
         for event in events:
             self._handle(event)
@@ -165,12 +192,14 @@ class _H2End(Endpoint):
 
 
 class H2Session:
-    """An HTTP/2 client and server for one origin over one ``TcpConnection`` on ``path``."""
+    """An HTTP/2 client and server for one origin over one ``TcpConnection`` on ``path``,
+    over TLS 1.3 when ``params.tls`` (``tls``: the run's contexts, e.g. with a key log;
+    default: the cached ones of the seed)."""
 
     stack = "h2"
 
     def __init__(self, sim: Simulator, path: Path, params: StackParams, recorder: Recorder,
-                 origin: str, name: str = "h2") -> None:
+                 origin: str, name: str = "h2", *, tls: TlsContexts | None = None) -> None:
         self.sim = sim
         self.path = path
         self.params = params
@@ -180,8 +209,12 @@ class H2Session:
         self.on_client_event = None      # called with the client's RemoteSettingsChanged / UnknownFrameReceived
         config = TransportConfig(cc=params.cc)
         self.tcp = TcpConnection(sim, path, config, name=f"{name}/tcp", handshake=params.tcp_handshake)
-        self.client = _H2End(self, is_client=True, tcp_end=self.tcp.client)
-        self.server = _H2End(self, is_client=False, tcp_end=self.tcp.server)
+        if params.tls and tls is None:
+            tls = contexts(params.seed)
+        elif not params.tls:
+            tls = None
+        self.client = _H2End(self, is_client=True, tcp_end=self.tcp.client, tls=tls)
+        self.server = _H2End(self, is_client=False, tcp_end=self.tcp.server, tls=tls)
 
     def request(self, spec, row) -> None:
         self.client.start_request(spec, row)
@@ -190,7 +223,7 @@ class H2Session:
         """Nothing to check: the TCP model never gives up; the run loop's idle timer does."""
 
     def close(self) -> None:
-        """Nothing to release (cleartext, no files)."""
+        """Nothing to release (the key log, if any, is written as secrets appear)."""
 
     def stats(self) -> dict:
         tcp = self.tcp.stats()
@@ -200,7 +233,24 @@ class H2Session:
                 frames[f"{label}_{ftype}_frames"] = n
         headers = self.client.frames_sent["HEADERS"] + self.server.frames_sent["HEADERS"]
         return {"retransmissions": tcp["packets_lost"], "rto_timeouts": tcp["rto_timeouts"],
-                "headers_frames": headers,
+                "headers_frames": headers, "tcp_bytes_sent": tcp["bytes_sent"],
+                "c2s_tcp_bytes_sent": tcp["c2s_bytes_sent"], "s2c_tcp_bytes_sent": tcp["s2c_bytes_sent"],
                 "push_promise_frames": self.server.frames_sent["PUSH_PROMISE"],
                 "rst_stream_frames": self.client.frames_sent["RST_STREAM"] + self.server.frames_sent["RST_STREAM"],
-                **frames}
+                **frames, **self.tls_stats()}
+
+    def tls_stats(self) -> dict:
+        """TLS bytes and records per direction (``c2s_tls_*``, ``s2c_tls_*``) and the totals
+        ``tls_handshake_bytes``, ``tls_records``, ``tls_overhead_bytes`` (record bytes minus
+        the plaintext they carry); nothing in cleartext."""
+        if self.client.tls is None:
+            return {}
+        out = {"tls_handshake_bytes": 0, "tls_records": 0, "tls_overhead_bytes": 0}
+        for end, label in ((self.client, "c2s"), (self.server, "s2c")):
+            s = end.tls.stats()
+            for k, v in s.items():
+                out[f"{label}_tls_{k}"] = v
+            out["tls_handshake_bytes"] += s["handshake_bytes"]
+            out["tls_records"] += s["records"]
+            out["tls_overhead_bytes"] += s["record_bytes"] - s["plaintext_bytes"]
+        return out

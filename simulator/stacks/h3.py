@@ -58,7 +58,6 @@ promise the same push id on a second request stream.
 from __future__ import annotations
 
 import bisect
-import datetime
 import json
 import os
 import ssl
@@ -79,6 +78,7 @@ from ..engine import Simulator
 from ..net.link import Packet, Path
 from . import aioquic_order
 from .common import CLIENT_ADDR, SERVER_ADDR, Endpoint, Recorder, StackParams, StackStalled
+from .tls import make_certificate    # shared with the h2 stack's TLS
 
 __all__ = ["H3Session", "SimH3Connection", "SimQuicConnection", "TimedQpackDecoder", "SimQuicLogger",
            "make_certificate", "stream_frames_resent_in_qlog", "UDP_IP_HEADER_BYTES", "TIMER_NUDGE_S"]
@@ -88,33 +88,7 @@ CONNECTION_ID_BYTES = 8
 TIMER_NUDGE_S = 1e-6              # first step past a deadline that came back unchanged
 _MAX_NUDGE_DOUBLINGS = 14     # steps grow to at most 16 ms
 
-_CERTS: dict[int, tuple] = {}
-
 aioquic_order.install()       # stream service order by insertion, not by memory address
-
-
-def make_certificate(seed: int):
-    """A self-signed Ed25519 certificate and key, the same for the same seed (cached)."""
-    cached = _CERTS.get(seed)
-    if cached is not None:
-        return cached
-    import hashlib
-
-    from cryptography import x509
-    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
-    from cryptography.x509.oid import NameOID
-
-    key = Ed25519PrivateKey.from_private_bytes(hashlib.sha256(f"workbench-cert-{seed}".encode()).digest())
-    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "server.example")])
-    cert = (x509.CertificateBuilder()
-            .subject_name(name).issuer_name(name).public_key(key.public_key())
-            .serial_number(1000 + seed % 1000)
-            .not_valid_before(datetime.datetime(2020, 1, 1, tzinfo=datetime.timezone.utc))
-            .not_valid_after(datetime.datetime(2120, 1, 1, tzinfo=datetime.timezone.utc))
-            .add_extension(x509.SubjectAlternativeName([x509.DNSName("server.example")]), critical=False)
-            .sign(key, None))
-    _CERTS[seed] = (cert, key)
-    return cert, key
 
 
 # ---------------------------------------------------------------------------------------

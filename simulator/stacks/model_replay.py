@@ -16,9 +16,18 @@ approximate the real framing:
 - response: the response header block likewise, plus the body plus one DATA frame header
   per 16 KiB (HTTP/2) or one per response (HTTP/3, as aioquic writes it).
 
-Connection set-up: the TCP model runs its own three-way handshake (as the h2 stack does:
-both are cleartext, no TLS); the QUIC model runs its handshake model (``handshake=True``:
-the client's padded Initial, the server's one-datagram flight, the client's Finished,
+Connection set-up: the TCP model runs its own three-way handshake, as the h2 stack does,
+and then, with ``params.tls`` (the default; ``_TlsOverTcp``), a TLS 1.3 full handshake
+carried as TCP bytes, as the h2 stack's OpenSSL does: the client's first flight, the
+server's flight, the client's Finished, of the sizes OpenSSL gives them with the h2
+stack's contexts and the origin's SNI name (``tls.handshake_flight_bytes``), subject to
+the path's loss like any segment, before the first request -- one round trip more than
+cleartext (RFC 8446 section 2), so the first response cannot arrive before 3 RTT.  Every
+request and response then costs 22 bytes per TLS record of up to 16 KiB
+(``tls_record_bytes``; the h2 stack writes each of its flushes as such records); what the
+model leaves out is that a record is usable only once all of it has arrived.  With
+``tls=False`` only the TCP handshake.  The QUIC model runs its handshake model
+(``handshake=True``: the client's padded Initial, the server's one-datagram flight, the client's Finished,
 each subject to loss and recovered by a probe timeout, as aioquic's are), and requests
 written before it completes wait in the client's send queue, as they do in aioquic.
 The QUIC model also acknowledges 1 ms after an ack-eliciting packet (aioquic's ACK delay),
@@ -58,8 +67,9 @@ from ..traces.model import Trace, raw_size
 from .common import (ExchangeSpec, Recorder, Result, StackParams, StackStalled, idle_safe_until, run_until,
                      schedule_requests)
 from .replay import specs_from_trace
+from .tls import MAX_RECORD_PLAINTEXT_BYTES, RECORD_OVERHEAD_BYTES, handshake_flight_bytes, sni_name
 
-__all__ = ["run", "run_specs", "request_bytes", "response_bytes", "MODEL_FOR"]
+__all__ = ["run", "run_specs", "request_bytes", "response_bytes", "tls_record_bytes", "MODEL_FOR"]
 
 MODEL_FOR = {"h2": "tcp", "h3": "quic"}
 AIOQUIC_ACK_DELAY_S = 0.001                   # aioquic's QuicConnection._ack_delay (K_GRANULARITY)
@@ -86,10 +96,45 @@ def response_bytes(spec: ExchangeSpec, transport: str, header_block_bytes: int |
     return block + frame + body + framing
 
 
+def tls_record_bytes(nbytes: int) -> int:
+    """``nbytes`` of plaintext written at once as TLS 1.3 records (RFC 8446 section 5.2)."""
+    return nbytes + RECORD_OVERHEAD_BYTES * math.ceil(nbytes / MAX_RECORD_PLAINTEXT_BYTES)
+
+
+class _TlsOverTcp:
+    """A TLS 1.3 full handshake as byte counts over a ``TcpConnection``: the client's first
+    flight on its own stream label, the server's flight once all of it has arrived, the
+    client's Finished once the server's flight has; requests wait for that instant (in
+    TLS 1.3 the client sends application data right after its Finished, section 2)."""
+
+    def __init__(self, conn: TcpConnection, origin: str, on_ready) -> None:
+        self.conn = conn
+        self.hello, self.server_flight, self.finished = handshake_flight_bytes(sni_name(origin))
+        self.stream_id = conn.client.open_stream()
+        self.on_ready = on_ready
+        self.done = False
+        self._to_server = self._to_client = 0
+        conn.client.write(self.stream_id, b"h" * self.hello)
+
+    def server_data(self, n: int) -> None:
+        self._to_server += n
+        if self._to_server == self.hello:
+            self.conn.server.write(self.stream_id, b"s" * self.server_flight)
+
+    def client_data(self, n: int) -> None:
+        self._to_client += n
+        if self._to_client == self.server_flight:
+            self.conn.client.write(self.stream_id, b"f" * self.finished)
+            self.done = True
+            self.on_ready()
+
+
 class _ModelSession:
     def __init__(self, sim: Simulator, path: Path, params: StackParams, recorder: Recorder, transport: str,
-                 name: str) -> None:
+                 name: str, origin: str = "https://server.example") -> None:
         self.sim, self.path, self.params, self.recorder, self.transport = sim, path, params, recorder, transport
+        self.tls: _TlsOverTcp | None = None
+        self._waiting: list[tuple[ExchangeSpec, dict]] = []      # requests before the TLS handshake ends
         if transport == "tcp":
             config = TransportConfig(cc=params.cc)
             self.conn = TcpConnection(sim, path, config, name=name, handshake=params.tcp_handshake)
@@ -119,16 +164,32 @@ class _ModelSession:
         self._pacing_cap_bytes = 2 * bdp
         if transport == "quic":
             self.conn.server.on_stream_acked = self._on_stream_acked
+        elif params.tls:
+            self.tls = _TlsOverTcp(self.conn, origin, self._tls_ready)
+
+    def _tls_ready(self) -> None:
+        waiting, self._waiting = self._waiting, []
+        for spec, row in waiting:
+            self.request(spec, row)
+
+    def _wire_bytes(self, nbytes: int) -> int:
+        return tls_record_bytes(nbytes) if self.tls is not None else nbytes
 
     def request(self, spec: ExchangeSpec, row: dict) -> None:
+        if self.tls is not None and not self.tls.done:
+            self._waiting.append((spec, row))
+            return
         sid = self.conn.client.open_stream()
         row["stream_id"] = sid
         row["request_sent_s"] = self.sim.now
         self.rows[sid] = (spec, row)
         block = len(self._request_encoder.encode(list(spec.request_headers)))
-        self.conn.client.write(sid, b"q" * request_bytes(spec, self.transport, block), end=True)
+        self.conn.client.write(sid, b"q" * self._wire_bytes(request_bytes(spec, self.transport, block)), end=True)
 
     def _server_data(self, stream_id: int, data: bytes, end: bool, time_s: float) -> None:
+        if self.tls is not None and stream_id == self.tls.stream_id:
+            self.tls.server_data(len(data))
+            return
         if end:
             self.recorder.progress()
             self.sim.call_later(self.params.think_s, self._respond, stream_id)
@@ -137,7 +198,7 @@ class _ModelSession:
         spec, _ = self.rows[stream_id]
         size = response_bytes(spec, self.transport, len(self._response_encoder.encode(list(spec.response_headers))))
         if self.transport == "tcp":
-            self.conn.server.write(stream_id, b"r" * size, end=True)
+            self.conn.server.write(stream_id, b"r" * self._wire_bytes(size), end=True)
             return
         self._active.append([stream_id, size])
         self._fill()
@@ -164,6 +225,9 @@ class _ModelSession:
         self._fill()
 
     def _client_data(self, stream_id: int, data: bytes, end: bool, time_s: float) -> None:
+        if self.tls is not None and stream_id == self.tls.stream_id:
+            self.tls.client_data(len(data))
+            return
         spec, row = self.rows[stream_id]
         self.recorder.progress()
         if math.isnan(row["headers_s"]):
@@ -191,7 +255,8 @@ def run_specs(specs: list[ExchangeSpec], params: StackParams, *, check_every_eve
     for i, origin in enumerate(dict.fromkeys(s.origin for s in specs)):
         path = Path(sim, rtt_s=params.rtt_s, bandwidth_bps=params.bandwidth_bps, queue_bytes=params.queue_bytes,
                     loss=params.loss, name=f"path{i}")
-        sessions[origin] = _ModelSession(sim, path, params, recorder, transport, name=f"{transport}{i}")
+        sessions[origin] = _ModelSession(sim, path, params, recorder, transport, name=f"{transport}{i}",
+                                         origin=origin)
 
     last_start = schedule_requests(sim, specs, sessions, recorder)
     started = [False]

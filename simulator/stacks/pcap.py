@@ -8,13 +8,15 @@ sending host shows it.  Each record is exactly the simulated packet's size.
 - QUIC (h3): each datagram inside a synthetic IPv4 + UDP header (client
   10.0.0.1:50000+i, server 10.(i // 250).1.(i % 250 + 1):443 for the i-th connection).  With the key log
   written by ``--keylog``, Wireshark/tshark decrypt it.
-- TCP (h2): the TCP model's segments get synthetic IPv4 + TCP headers (port 80):
-  fixed initial sequence numbers, SYN/SYN-ACK/ACK when the model ran its handshake, data
-  segments with PSH|ACK and the sender's current receive point as acknowledgement
-  number, pure ACKs with the model's cumulative ACK.  The payload is the HTTP/2 bytes
-  the segment carried, so tshark dissects cleartext HTTP/2 (prior knowledge: decode
-  TCP port 80 as HTTP/2).  Retransmissions carry the same sequence numbers as their
-  originals.  No options, a fixed 65,535-byte window (the model has no flow control).
+- TCP (h2): the TCP model's segments get synthetic IPv4 + TCP headers: fixed initial
+  sequence numbers, SYN/SYN-ACK/ACK when the model ran its handshake, data segments with
+  PSH|ACK and the sender's current receive point as acknowledgement number, pure ACKs
+  with the model's cumulative ACK.  The payload is the bytes the segment carried: TLS
+  records on port 443 (with the ``--keylog`` file, tshark decrypts them and dissects
+  the HTTP/2 inside, negotiated by ALPN), or cleartext HTTP/2 on port 80 with
+  ``tls=False`` (prior knowledge: decode TCP port 80 as HTTP/2).  Retransmissions carry
+  the same sequence numbers as their originals.  No options, a fixed 65,535-byte window
+  (the model has no flow control).
 
 Checksums (IPv4, TCP, UDP) are computed (RFC 791, RFC 9293 section 3.1, RFC 768).
 """
@@ -96,8 +98,9 @@ class PcapRecorder:
         else:
             tcp = session.tcp
             handshake = session.params.tcp_handshake
-            ends = ((session.path.forward, tcp.client, client_ip, server_ip, client_port, 80, _CLIENT_ISN, _SERVER_ISN),
-                    (session.path.reverse, tcp.server, server_ip, client_ip, 80, client_port, _SERVER_ISN, _CLIENT_ISN))
+            port = 443 if session.params.tls else 80
+            ends = ((session.path.forward, tcp.client, client_ip, server_ip, client_port, port, _CLIENT_ISN, _SERVER_ISN),
+                    (session.path.reverse, tcp.server, server_ip, client_ip, port, client_port, _SERVER_ISN, _CLIENT_ISN))
             for link, endpoint, src, dst, sport, dport, isn, peer_isn in ends:
                 base, peer_base = (isn + 1, peer_isn + 1) if handshake else (isn, peer_isn)
                 self._hook(link, lambda packet, e=endpoint, s=src, d=dst, sp=sport, dp=dport, i=isn, b=base,

@@ -125,9 +125,14 @@ def run_specs(specs: list[ExchangeSpec], params: StackParams, *, qlog_dir: str |
     sessions: dict[str, object] = {}
     pcap = None
     with ExitStack() as stack:
-        keylog = None
+        keylog = tls = None
         if keylog_path is not None:
+            if params.stack == "h2" and not params.tls:
+                raise InputError("a key log needs TLS: the h2 stack runs cleartext with tls=False (--no-tls)")
             keylog = stack.enter_context(_open(keylog_path, "w"))
+            if params.stack == "h2":
+                from .tls import TlsContexts
+                tls = TlsContexts(params.seed, keylog_path)     # OpenSSL appends to the emptied file
         if pcap_path is not None:
             from .pcap import PcapRecorder
             pcap = PcapRecorder(sim)
@@ -138,6 +143,8 @@ def run_specs(specs: list[ExchangeSpec], params: StackParams, *, qlog_dir: str |
             kwargs = {}
             if params.stack == "h3":
                 kwargs = {"qlog_dir": qlog_dir, "keylog": keylog}
+            elif tls is not None:
+                kwargs = {"tls": tls}
             session = session_cls(sim, path, params, recorder, origin, name=f"{params.stack}{i}", **kwargs)
             sessions[origin] = session
             if pcap is not None:

@@ -98,11 +98,13 @@ with the payload intact.  On the stacks backend the real server writes the ORIGI
 right after its SETTINGS (``stacks.h2`` ``send_extension_frame``), and the Origin Set is
 what the real client parsed from it; a connection is usable for other origins once the
 client has the server's SETTINGS (or its ORIGIN frame, when one is due); the real server
-answers refused requests with a real 421.  The project's real h2 stack is cleartext
-(``h2c``, prior knowledge: one TCP round trip, no certificate), so the stacks backend
-needs ``tls=False`` (compare it with the model at ``--no-tls``) and processes ORIGIN on a
-cleartext connection, which RFC 8336 section 2.2 tells a client to ignore: it stands in
-for h2 over TLS, with the certificate rules applied to the configured SAN lists.
+answers refused requests with a real 421.  The real h2 stack runs TLS 1.3 (the real
+OpenSSL, ``stacks.tls``) by default, as the model's handshakes do; with ``tls=False``
+(``--no-tls``) it is cleartext (``h2c``, prior knowledge: one TCP round trip, no
+certificate) and processes ORIGIN on a cleartext connection, which RFC 8336 section 2.2
+tells a client to ignore: it then stands in for h2 over TLS.  Either way the certificate
+rules are the pool's, applied to the configured SAN lists (the real handshake's
+certificate is the stack's fixed one, not verified).
 
 Written by hand: no library models browser connection pools, certificate-name matching
 for coalescing, or ORIGIN frames (h2 has none).
@@ -456,7 +458,7 @@ def _segments(n: int, size: int) -> int:
 
 def handshake(protocol: str, san: tuple[str, ...], origin_frame: int = 0, *, tls: bool = True) -> Handshake:
     """A full handshake's round trips and bytes on the wire (module docstring numbers).
-    ``tls=False``: cleartext h2 (the real h2 stack's), the TCP handshake alone."""
+    ``tls=False``: cleartext h2 (prior knowledge), the TCP handshake alone."""
     cert = chain_bytes(san)
     if protocol == "h2" and not tls:
         client = TCP_SYN_BYTES + TCP_ACK_BYTES
@@ -665,8 +667,8 @@ class CoalescingPool:
             if c is None:
                 continue
             if established or (self.stack and c is own):
-                # The real cleartext h2 stack takes a request for the connection's own origin
-                # at once (prior knowledge, RFC 9113 section 3.3) and sends it when TCP is up.
+                # The real h2 stack takes a request for the connection's own origin at once
+                # and sends it when TCP (and TLS) is up.
                 self._send(c, origin, spec, announced=False)
             else:
                 c.waiters.append((self._route_resolved, (origin, spec, own_only)))
@@ -827,8 +829,8 @@ class CoalescingParams:
     """Everything that determines a run (units in the names)."""
 
     modes: tuple[str, ...] = MODES
-    backend: str = "model"                # model (transport models) or stacks (real h2, cleartext)
-    tls: bool = True                      # h2 handshakes with TLS 1.3 (the stacks backend: False)
+    backend: str = "model"                # model (transport models) or stacks (real h2)
+    tls: bool = True                      # h2 handshakes with TLS 1.3 (False: cleartext, both backends)
     rtt_s: float = 0.100
     bandwidth_bps: float | None = 10e6
     loss: str = "0"
@@ -860,9 +862,6 @@ class CoalescingParams:
         if self.backend not in ("model", "stacks"):
             raise InputError(f"unknown backend {self.backend!r} (choose model or stacks)")
         if self.backend == "stacks":
-            if self.tls:
-                raise InputError("the real h2 stack runs cleartext HTTP/2 (no TLS): use --no-tls on the stacks "
-                                 "backend")
             if "h3-altsvc" in self.modes:
                 raise InputError("mode h3-altsvc mixes h2 and h3 connections; the stacks backend runs h2 only "
                                  "(choose from none, ip, origin)")
@@ -1071,7 +1070,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--no-wait-pending", action="store_true",
                    help="never wait for another host's connection still in its handshake")
     p.add_argument("--backend", default="model", choices=["model", "stacks"],
-                   help="model (transport models) or stacks (the real h2 stack, cleartext: with --no-tls)")
+                   help="model (transport models) or stacks (the real h2 stack, over TLS 1.3 unless --no-tls)")
     p.add_argument("--no-tls", action="store_true", help="cleartext h2 (TCP handshake only, no certificate bytes)")
     p.add_argument("--dns-lookup", default="30ms", help="time of one DNS lookup (once per host and page load)")
     p.add_argument("--rtt", default="100ms")

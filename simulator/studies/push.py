@@ -28,7 +28,8 @@ Backends: ``model`` (transport models, fast) and ``stacks`` (real h2 / aioquic).
 Limits (stated in notebook 02 too): discovery waits for a parent's whole body; no
 client-side prioritisation across connections, so on a bandwidth-bound page a policy
 that requests the render-blocking set early also gets the link first (an upper bound
-on that gain); the real h2 stack is cleartext (compare it with ``tls=False``).
+on that gain).  The real h2 stack runs TLS 1.3 like the model (``tls=False``: cleartext
+on both backends).
 """
 
 from __future__ import annotations
@@ -370,7 +371,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                         "(TYPE=DURATION,...; types not named: 0)")
     p.add_argument("--coalesce", default="site", choices=list(COALESCE),
                    help="site: first-party hosts share the document's connection; origin: one per origin")
-    p.add_argument("--no-tls", action="store_true", help="cleartext h2 (one RTT less per cold TCP connection)")
+    p.add_argument("--no-tls", action="store_true", help="cleartext h2 (one RTT less per cold TCP connection), on both backends")
     p.add_argument("--dns", default="0ms", help="DNS time before each cold connection")
     p.add_argument("--edge-seen", action="store_true", help="hints-cdn: the CDN edge has seen the page before")
     p.add_argument("--scheduler", default="urgency", choices=["urgency", "round-robin", "fifo"],

@@ -39,7 +39,8 @@ response with probability ``te_trailers`` from the seeded stream ``te`` (1: ever
 says so, as gRPC clients do; 0: none does, as browsers).  All strategies, versions and
 stacks of a run see the same draws.  Real-stack runs start each request after a warm-up
 (both stacks' handshakes done), as the models' connections are warm; they do not run
-through hops.
+through hops.  The real h2 stack runs cleartext here (``tls=False``): the hop models have
+no TLS records, which would hold a first byte until its whole record (up to 16 KiB) is in.
 
 ``run(trace, params)``: with a trace, one response per exchange that has a request
 (its request and response header lists; its response body size unless ``body_bytes``
@@ -323,8 +324,10 @@ def _real_rows(exchanges, strategy: str, version: str, params: TrailersParams):
                           body_rate_bytes_per_s=p.rate_bytes_per_s, body_chunk_bytes=p.chunk_bytes,
                           buffer_body=p.buffer, body_tail_bytes=p.tail_bytes) for p in plans]
     longest = max((p.body_bytes / p.rate_bytes_per_s if p.rate_bytes_per_s else 0.0) for p in plans)
+    # h2 cleartext: the study compares HTTP framing against the hop models, which have no TLS
+    # records (over TLS a record is read only when whole, so a first byte waits for up to 16 KiB).
     sp = StackParams(stack=version, rtt_s=params.rtt_s, bandwidth_bps=params.bandwidth_bps, loss=params.loss,
-                     seed=params.seed, think_s=params.think_s, cc=params.cc,
+                     seed=params.seed, think_s=params.think_s, cc=params.cc, tls=version == "h3",
                      qpack_table_bytes=params.qpack_table_bytes, qpack_blocked_streams=params.qpack_blocked_streams,
                      idle_timeout_s=30.0 + params.think_s + longest)
     result = replay.run_specs(specs, sp)

@@ -7,8 +7,10 @@ side is ``stacks.common.Endpoint``: 103 and pushes at once, the final response a
 spec's think time.  The browser's callbacks come from ``Recorder.listener``.
 
 Differences that are the stacks' own, not the model's:
-- h2 runs cleartext with prior knowledge (TCP handshake, no TLS): compare it with the
-  model at ``tls=False``; ``load_page`` refuses h2 with TLS on this backend.
+- h2 runs over the TCP model's three-way handshake and, with ``tls`` (the default), the
+  real TLS 1.3 handshake and records (``stacks.tls``); the model charges the same
+  round trips as a fixed set-up time (``model_net.setup_s``) on a TCP model without
+  handshake.  ``tls=False``: cleartext HTTP/2 with prior knowledge on both.
 - aioquic has no CANCEL_PUSH: a push is cancelled with STOP_SENDING once its stream
   exists (its response headers arrived), RFC 9114 section 4.6 and RFC 9000 section 3.5.
 - aioquic's client announces MAX_PUSH_ID once; it is set high enough here for the
@@ -22,7 +24,6 @@ Differences that are the stacks' own, not the model's:
 from __future__ import annotations
 
 from ...engine import Simulator
-from ...errors import InputError
 from ...net.link import Path
 from ...stacks.common import ExchangeSpec, Recorder, StackParams
 
@@ -31,15 +32,13 @@ __all__ = ["StackNetwork"]
 
 class StackNetwork:
     def __init__(self, sim: Simulator, params, listener) -> None:
-        if params.protocol == "h2" and params.tls:
-            raise InputError("the real h2 stack runs cleartext HTTP/2 (no TLS): use tls=False (--no-tls) "
-                             "on the stacks backend")
         self.sim, self.params, self.listener = sim, params, listener
         self.path = Path(sim, rtt_s=params.rtt_s, bandwidth_bps=params.bandwidth_bps, queue_bytes=params.queue_bytes,
                          loss=params.loss, name="access")
         self.stack_params = StackParams(stack=params.protocol, rtt_s=params.rtt_s, bandwidth_bps=params.bandwidth_bps,
                                         loss=params.loss, seed=params.seed, queue_bytes=params.queue_bytes,
-                                        cc=params.cc, idle_timeout_s=params.idle_timeout_s, max_push_id=1000)
+                                        cc=params.cc, idle_timeout_s=params.idle_timeout_s, max_push_id=1000,
+                                        tls=params.tls or params.protocol == "h3")
         self.recorder = Recorder(sim)
         self.recorder.listener = self
         self.sessions: dict[str, object] = {}

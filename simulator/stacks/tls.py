@@ -1,0 +1,264 @@
+"""TLS 1.3 for the h2 stack: the real OpenSSL (Python's ``ssl``) over memory BIOs, in
+virtual time.  Written by hand around ``ssl.SSLContext.wrap_bio`` (sans-I/O: bytes in,
+bytes out, no socket and no clock).
+
+``TlsEnd`` is one end of a TLS connection: the ciphertext it produces (handshake flights,
+application records) goes to a writer callback -- the TCP model's byte stream -- and the
+ciphertext that TCP delivers is fed to it, plaintext coming out as whole records arrive
+(a record is opened only once all of it is there: RFC 8446 section 5.2).  Plaintext written
+before the handshake has completed is held and sent, in order, right after it.
+
+What the simulation sees of TLS is its sizes and its round trips, and both are fixed:
+- TLS 1.3 only (RFC 8446), ALPN ``h2`` offered by the client and required of the server
+  (RFC 7301; RFC 9113 section 3.2): a connection that negotiates anything else raises.
+- The server's certificate is the in-memory Ed25519 one of ``make_certificate`` (fixed
+  names, serial and validity; Ed25519 signatures are always 64 bytes), written to a
+  temporary directory only for ``load_cert_chain`` (OpenSSL reads files) and removed at
+  once.  The client does not verify it (verification would read the wall clock).
+- No session tickets (``num_tickets = 0``: no resumption is modelled, and a ticket would
+  be one more post-handshake record); no record padding (OpenSSL's default); X25519 key
+  share and one AEAD suite (OpenSSL's first, TLS_AES_256_GCM_SHA384).  Every TLS 1.3 AEAD
+  suite has a 16-byte tag, so an application record costs 22 bytes more than its
+  plaintext: 5 of record header, 1 of inner content type, 16 of tag (RFC 8446 section 5.2).
+  OpenSSL writes a ``write()`` as records of at most 16,384 plaintext bytes (section 5.1).
+- OpenSSL's randomness (client and server randoms, key shares, the legacy session id)
+  changes ciphertext *contents* only, never a size or a time: the same seed gives the
+  same simulation results, while captures differ in their bytes.
+- The ClientHello carries the origin's host as SNI (RFC 6066 section 3), so its size
+  depends on the name (OpenSSL also pads a ClientHello of 256-511 bytes to 512, RFC 7685).
+- Middlebox compatibility mode is on (OpenSSL's default, as browsers do): each side sends
+  one 6-byte ChangeCipherSpec record during the handshake (RFC 8446 appendix D.4).
+
+With the key log (``keylog_path``: SSLKEYLOGFILE format, written by the client context),
+Wireshark/tshark decrypt a capture of the TCP model's segments.
+"""
+
+from __future__ import annotations
+
+import datetime
+import os
+import ssl
+import tempfile
+from typing import Callable
+
+from ..errors import InputError
+
+__all__ = ["make_certificate", "TlsContexts", "TlsEnd", "contexts", "handshake_flight_bytes", "sni_name",
+           "RECORD_OVERHEAD_BYTES", "MAX_RECORD_PLAINTEXT_BYTES", "ALPN_H2"]
+
+ALPN_H2 = "h2"
+RECORD_HEADER_BYTES = 5                  # RFC 8446 section 5.1: type, legacy version, length
+RECORD_OVERHEAD_BYTES = 5 + 1 + 16       # header, inner content type, AEAD tag (section 5.2)
+MAX_RECORD_PLAINTEXT_BYTES = 1 << 14     # section 5.1
+_READ_BYTES = 1 << 17
+
+_CERTS: dict[int, tuple] = {}
+_CONTEXTS: dict[int, "TlsContexts"] = {}
+_FLIGHTS: dict[str, tuple[int, int, int]] = {}
+
+
+def make_certificate(seed: int):
+    """A self-signed Ed25519 certificate and key, the same for the same seed (cached)."""
+    cached = _CERTS.get(seed)
+    if cached is not None:
+        return cached
+    import hashlib
+
+    from cryptography import x509
+    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+    from cryptography.x509.oid import NameOID
+
+    key = Ed25519PrivateKey.from_private_bytes(hashlib.sha256(f"workbench-cert-{seed}".encode()).digest())
+    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "server.example")])
+    cert = (x509.CertificateBuilder()
+            .subject_name(name).issuer_name(name).public_key(key.public_key())
+            .serial_number(1000 + seed % 1000)
+            .not_valid_before(datetime.datetime(2020, 1, 1, tzinfo=datetime.timezone.utc))
+            .not_valid_after(datetime.datetime(2120, 1, 1, tzinfo=datetime.timezone.utc))
+            .add_extension(x509.SubjectAlternativeName([x509.DNSName("server.example")]), critical=False)
+            .sign(key, None))
+    _CERTS[seed] = (cert, key)
+    return cert, key
+
+
+class TlsContexts:
+    """The client and server ``SSLContext`` of a run (TLS 1.3 only, ALPN h2)."""
+
+    def __init__(self, seed: int, keylog_path: str | None = None) -> None:
+        from cryptography.hazmat.primitives import serialization
+
+        cert, key = make_certificate(seed)
+        server = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        with tempfile.TemporaryDirectory(prefix="workbench-tls-") as tmp:
+            cert_path, key_path = os.path.join(tmp, "cert.pem"), os.path.join(tmp, "key.pem")
+            with open(cert_path, "wb") as fh:
+                fh.write(cert.public_bytes(serialization.Encoding.PEM))
+            with open(key_path, "wb") as fh:
+                fh.write(key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
+                                           serialization.NoEncryption()))
+            server.load_cert_chain(cert_path, key_path)
+        server.num_tickets = 0                  # no NewSessionTicket records (no resumption modelled)
+        client = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+        client.check_hostname = False
+        client.verify_mode = ssl.CERT_NONE      # verification would read the wall clock
+        for ctx in (server, client):
+            ctx.minimum_version = ctx.maximum_version = ssl.TLSVersion.TLSv1_3
+            ctx.set_alpn_protocols([ALPN_H2])
+        if keylog_path is not None:
+            try:
+                client.keylog_filename = keylog_path
+            except OSError as exc:
+                raise InputError(f"cannot write the key log: {exc.strerror or exc}", path=keylog_path) from None
+        self.client, self.server = client, server
+
+
+def contexts(seed: int) -> TlsContexts:
+    """The contexts without a key log, cached per seed (a key log is per run: ``TlsContexts``)."""
+    ctx = _CONTEXTS.get(seed)
+    if ctx is None:
+        ctx = _CONTEXTS[seed] = TlsContexts(seed)
+    return ctx
+
+
+def sni_name(origin: str) -> str | None:
+    """The TLS server name of an origin (``https://host:port`` -> ``host``); None for an IP
+    literal (RFC 6066 section 3: no SNI for addresses)."""
+    host = origin.split("://", 1)[-1].split("/", 1)[0]
+    if host.startswith("["):
+        return None
+    host = host.rsplit(":", 1)[0] if host.count(":") == 1 else host
+    if not host or host.replace(".", "").isdigit() or ":" in host:
+        return None
+    return host
+
+
+def _records(data: bytes) -> int:
+    """Count the TLS records in ``data`` (whole records, as OpenSSL writes them)."""
+    n = pos = 0
+    end = len(data)
+    while pos < end:
+        pos += RECORD_HEADER_BYTES + int.from_bytes(data[pos + 3:pos + 5], "big")
+        n += 1
+    if pos != end:  # pragma: no cover - OpenSSL only writes whole records into a memory BIO
+        raise RuntimeError("TLS output ended inside a record")
+    return n
+
+
+class TlsEnd:
+    """One end of a TLS 1.3 connection over memory BIOs.
+
+    ``write_ciphertext(data)`` receives every byte this end sends (to be written into the
+    TCP byte stream); ``send(plaintext)`` writes application data (held until the handshake
+    completes); ``receive(ciphertext) -> plaintext`` takes what TCP delivered and returns the
+    application bytes of the records now complete.  The client starts its handshake at once.
+    """
+
+    def __init__(self, ctx: TlsContexts, *, is_client: bool, write_ciphertext: Callable[[bytes], None],
+                 server_hostname: str | None = None) -> None:
+        self._in, self._out = ssl.MemoryBIO(), ssl.MemoryBIO()
+        context = ctx.client if is_client else ctx.server
+        self.obj = context.wrap_bio(self._in, self._out, server_side=not is_client,
+                                    server_hostname=server_hostname if is_client else None)
+        self.is_client = is_client
+        self._write = write_ciphertext
+        self._held: list[bytes] = []
+        self.handshake_done = False
+        self.alpn: str | None = None
+        self.cipher: str | None = None
+        # Bytes this end wrote: handshake flights (ChangeCipherSpec included), and application
+        # data as plaintext and as the records carrying it.
+        self.handshake_bytes = 0
+        self.handshake_records = 0
+        self.plaintext_bytes = 0
+        self.record_bytes = 0
+        self.records = 0
+        if is_client:
+            self._handshake()
+
+    def _handshake(self) -> None:
+        try:
+            self.obj.do_handshake()
+        except ssl.SSLWantReadError:
+            pass
+        else:
+            self.handshake_done = True
+        out = self._out.read()
+        if out:
+            self.handshake_bytes += len(out)
+            self.handshake_records += _records(out)
+            self._write(out)
+        if self.handshake_done:
+            self.alpn = self.obj.selected_alpn_protocol()
+            if self.alpn != ALPN_H2:
+                # RFC 9113 section 3.2: HTTP/2 over TLS is negotiated with ALPN "h2".
+                raise RuntimeError(f"TLS negotiated ALPN {self.alpn!r}, not {ALPN_H2!r}")
+            self.cipher = self.obj.cipher()[0]
+            held, self._held = self._held, []
+            for data in held:
+                self.send(data)
+
+    def send(self, plaintext: bytes) -> None:
+        if not plaintext:
+            return
+        if not self.handshake_done:
+            self._held.append(plaintext)
+            return
+        self.obj.write(plaintext)
+        out = self._out.read()
+        self.plaintext_bytes += len(plaintext)
+        self.record_bytes += len(out)
+        self.records += _records(out)
+        self._write(out)
+
+    def receive(self, ciphertext: bytes) -> bytes:
+        self._in.write(ciphertext)
+        if not self.handshake_done:
+            self._handshake()
+            if not self.handshake_done:
+                return b""
+        chunks = []
+        read = self.obj.read
+        while True:
+            try:
+                data = read(_READ_BYTES)
+            except ssl.SSLWantReadError:
+                break
+            if not data:             # close_notify: never sent here
+                break
+            chunks.append(data)
+        out = self._out.read()       # post-handshake messages (none with tickets off)
+        if out:
+            self.handshake_bytes += len(out)
+            self.handshake_records += _records(out)
+            self._write(out)
+        return chunks[0] if len(chunks) == 1 else b"".join(chunks)
+
+    def stats(self) -> dict:
+        return {"handshake_bytes": self.handshake_bytes, "handshake_records": self.handshake_records,
+                "plaintext_bytes": self.plaintext_bytes, "record_bytes": self.record_bytes,
+                "records": self.records}
+
+
+def handshake_flight_bytes(server_hostname: str | None) -> tuple[int, int, int]:
+    """The sizes OpenSSL gives the three TLS 1.3 flights of a full handshake with these
+    contexts and SNI name: (client's first flight, server's flight, client's second flight),
+    measured by running one in memory (cached per name).  The transport-model replay sends
+    flights of these sizes, so model and real stack carry the same handshake bytes."""
+    key = server_hostname or ""
+    sizes = _FLIGHTS.get(key)
+    if sizes is not None:
+        return sizes
+    ctx = contexts(0)
+    flights: list[list[bytes]] = [[], []]
+    client = TlsEnd(ctx, is_client=True, write_ciphertext=flights[0].append, server_hostname=server_hostname)
+    server = TlsEnd(ctx, is_client=False, write_ciphertext=flights[1].append)
+    hello = b"".join(flights[0])
+    flights[0].clear()
+    server.receive(hello)
+    client.receive(b"".join(flights[1]))
+    finished = b"".join(flights[0])
+    server.receive(finished)
+    if not (client.handshake_done and server.handshake_done):  # pragma: no cover - a full handshake is 1 RTT
+        raise RuntimeError("TLS 1.3 handshake did not complete in three flights")
+    sizes = _FLIGHTS[key] = (len(hello), len(b"".join(flights[1])), len(finished))
+    return sizes
