@@ -18,7 +18,7 @@ from simulator.cli import main
 from simulator.compression.bodies import Codec, DecodeError, SchemeUnavailable, _brotli_dict, parse_codecs
 from simulator.compression.bodies import rfc9842 as r
 from simulator.compression.bodies.leak import Attack, make_setup
-from simulator.compression.bodies.schemes import (CROSS_STREAM, Request, SchemeRun, VerificationError,
+from simulator.compression.bodies.schemes import (Request, SchemeRun, VerificationError,
                                                   static_dictionaries, use_as_dictionary_for)
 from simulator.errors import InputError
 from simulator.studies import crossstream

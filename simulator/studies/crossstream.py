@@ -40,7 +40,7 @@ import argparse
 import json
 import math
 import sys
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import asdict, dataclass, replace
 from typing import Any
 from urllib.parse import urlsplit
 

@@ -26,9 +26,7 @@ from ...engine import Simulator
 from ...net.link import Path
 from ...net.tcp import TcpConnection
 from ...net.transport import TransportConfig
-from .real import counters
-from .receivers import Consumer, make_receiver
-from .server import DataServer
+from .real import counters, endpoints
 
 __all__ = ["CpuCosts", "simulate"]
 
@@ -78,13 +76,7 @@ def simulate(strategy: str, cfg: dict, impl, *, rtt_s: float, bandwidth_bps: flo
     sim = Simulator(seed)
     path = Path(sim, rtt_s=rtt_s, bandwidth_bps=bandwidth_bps, loss=loss, mtu_bytes=mss_bytes + 40, name="demux")
     tcp = TcpConnection(sim, path, TransportConfig(mss_bytes=mss_bytes), name="demux/tcp")
-    server = DataServer(cfg["streams"], cfg["stream_bytes"], cfg["window_bytes"], cfg["interleaving"],
-                        cfg["frame_bytes"])
-    server.handshake()
-    sizes = {sid: cfg["stream_bytes"] for sid in server.ids}
-    consumer = Consumer(sizes, cfg["window_bytes"], cfg["work"])
-    rx = make_receiver(strategy, consumer, read_bytes=cfg["read_bytes"], max_frame_bytes=max(16384, cfg["frame_bytes"]),
-                       scanner_impl=impl, reading=cfg["reading"], side_bytes=cfg["side_bytes"])
+    server, consumer, rx = endpoints(strategy, cfg, impl)
     kernel = _Kernel()
     state = {"busy_until": 0.0, "scheduled": False, "done_s": None, "busy_s": 0.0,
              "stalled_since": None, "stall_s": 0.0, "peak_kernel": 0}

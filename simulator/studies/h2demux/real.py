@@ -95,7 +95,9 @@ class _Link:
         self.cli.close()
 
 
-def _transfer(strategy: str, cfg: dict, impl) -> dict:
+def endpoints(strategy: str, cfg: dict, impl) -> tuple[DataServer, Consumer, object]:
+    """The server after its handshake, the application, and the receiver of ``strategy``
+    (the same on a real socket and over the TCP model)."""
     server = DataServer(cfg["streams"], cfg["stream_bytes"], cfg["window_bytes"], cfg["interleaving"],
                         cfg["frame_bytes"])
     server.handshake()
@@ -103,6 +105,11 @@ def _transfer(strategy: str, cfg: dict, impl) -> dict:
     consumer = Consumer(sizes, cfg["window_bytes"], cfg["work"])
     rx = make_receiver(strategy, consumer, read_bytes=cfg["read_bytes"], max_frame_bytes=max(16384, cfg["frame_bytes"]),
                        scanner_impl=impl, reading=cfg["reading"], side_bytes=cfg["side_bytes"])
+    return server, consumer, rx
+
+
+def _transfer(strategy: str, cfg: dict, impl) -> dict:
+    server, consumer, rx = endpoints(strategy, cfg, impl)
     link = _Link(server)
     poller = select.poll()
     poller.register(link.cli.fileno(), select.POLLIN)

@@ -327,7 +327,7 @@ class SideTrack(Receiver):
         while True:
             if self.k >= self.nframes and not self._read(source):
                 break
-            types, sids = out[0], out[2]
+            types = out[0]
             for j in range(self.k, self.nframes):
                 if types[j] == DATA:
                     sid, view, flow = self._payload(j)
