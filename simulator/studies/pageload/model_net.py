@@ -47,11 +47,25 @@ from ...net.quic import QuicConnection
 from ...net.tcp import TcpConnection
 from ...net.transport import TransportConfig
 from ...stacks.common import ExchangeSpec
+from ...stacks.model_replay import AIOQUIC_ACK_DELAY_S
 
-__all__ = ["ModelNetwork", "setup_s"]
+__all__ = ["ModelNetwork"]
 
-SERVER_FIRST_FLIGHT_BYTES = 2560        # TLS server flight with an Ed25519 certificate (aioquic's)
-CLIENT_HELLO_BYTES = 1280
+# TLS 1.3 over TCP (h2 with ``tls``), as records on the wire (RFC 8446 section 5: 5-byte
+# header, and 17 more bytes of type and AEAD tag once encrypted): OpenSSL's ClientHello
+# (padded to 512 bytes, RFC 7685) in one record; the server's flight with an Ed25519
+# certificate (ServerHello, then EncryptedExtensions ... Finished, about the 1,100 bytes
+# the QUIC model's handshake carries); the client's Finished.
+TLS_CLIENT_HELLO_BYTES = 5 + 512
+TLS_SERVER_FLIGHT_BYTES = 1100 + 5 * 22
+TLS_CLIENT_FINISHED_BYTES = 6 + 36 + 22       # ChangeCipherSpec (compatibility mode) + Finished
+TLS_RECORD_BYTES = 22                         # per application record of up to 16 KiB
+_TLS_RECORD_PLAINTEXT = 16384
+# The HTTP/2 connection preface (RFC 9113 section 3.4) as the h2 stack sends it: the
+# client's magic (24) + SETTINGS (9 + 2 x 6) + WINDOW_UPDATE (13) + SETTINGS ACK (9); the
+# server's SETTINGS + WINDOW_UPDATE + SETTINGS ACK.
+H2_CLIENT_PREFACE_BYTES = 24 + 21 + 13 + 9
+H2_SERVER_PREFACE_BYTES = 21 + 13 + 9
 _FRAME = {"tcp": 9, "quic": 3}
 _RESET_BYTES = 13                       # RST_STREAM: 9-byte frame header + 4-byte error code
 _H2_MAX_FRAME = 16384
@@ -68,15 +82,6 @@ def urgency(headers) -> int:
             if m:
                 return int(m.group(1))
     return DEFAULT_URGENCY
-
-
-def setup_s(params) -> float:
-    """Seconds before a cold connection can carry requests (see the module docstring)."""
-    serialisation = 0.0
-    if params.bandwidth_bps and (params.protocol == "h3" or params.tls):
-        serialisation = (CLIENT_HELLO_BYTES + SERVER_FIRST_FLIGHT_BYTES) * 8 / params.bandwidth_bps
-    rtts = 1 if params.protocol == "h3" else (2 if params.tls else 1)
-    return params.dns_s + rtts * params.rtt_s + serialisation
 
 
 class _Incoming:
@@ -97,19 +102,15 @@ class _Incoming:
 class _Conn:
     def __init__(self, net: "ModelNetwork", key: str, number: int, protocol: str | None = None,
                  setup: float | None = None) -> None:
-        self.net, self.key = net, key
+        self.net, self.key, self.number = net, key, number
         sim, params = net.sim, net.params
         self.sim = sim
         self.transport = "tcp" if (protocol or params.protocol) == "h2" else "quic"
-        if self.transport == "tcp":
-            self.t = TcpConnection(sim, net.path, TransportConfig(cc=params.cc), name=f"tcp{number}", handshake=False)
-        else:
-            config = TransportConfig(cc=params.cc, initial_rtt_s=0.1)       # aioquic's initial RTT
-            self.t = QuicConnection(sim, net.path, config, name=f"quic{number}")
-        self.t.server.on_stream_acked = self._on_stream_acked
-        self.t.client.on_data = self._client_data
-        self.t.server.on_data = self._server_data
-        self.ready_s = sim.now + (setup_s(params) if setup is None else setup)
+        self.t = None
+        self.tls_stream: int | None = None                # the TLS handshake's bytes (TCP stream label)
+        self._tls_received = [0, 0]                       # handshake bytes the server / client has
+        self.accepting = False                            # requests may be handed to the transport
+        self._waiting: list[ExchangeSpec] = []            # requests made before that
         self.request_encoder, self.response_encoder = hpack.Encoder(), hpack.Encoder()
         self.incoming: dict[int, _Incoming] = {}
         self.requests: dict[int, ExchangeSpec] = {}       # client stream -> spec (both ends in one process)
@@ -123,28 +124,95 @@ class _Conn:
         self._acked: dict[int, int] = {}
         self._unacked_bytes = 0
         self._chunk_bytes = 1460 if self.transport == "tcp" else 1252 - 40
+        # QUIC: what waits in aioquic's round-robin stream buffers is not in the model's FIFO
+        # send queue: at most two bandwidth-delay products of it, as stacks.model_replay.
+        # TCP: the congestion window alone (TCP sends whatever its window allows; a cap
+        # here held a busy connection's share of the bottleneck queue below the real one).
         bdp = params.bandwidth_bps * params.rtt_s / 8 if params.bandwidth_bps else float("inf")
-        self._pacing_cap_bytes = 2 * bdp
+        self._pacing_cap_bytes = 2 * bdp if self.transport == "quic" else float("inf")
+        self.own_setup = setup is None
+        self.tls = self.transport == "tcp" and params.tls and self.own_setup
+        if setup is not None:
+            # A browser model that times DNS and handshakes itself (studies.coalescing): a
+            # transport without a handshake of its own, usable after ``setup`` seconds.
+            self._open(handshake=False)
+            sim.call_later(setup, self._accept)
+        elif params.dns_s:
+            sim.call_later(params.dns_s, self._open)
+        else:
+            self._open()
+
+    def _open(self, handshake: bool = True) -> None:
+        """Open the transport connection with its own handshake, as the stacks' are: TCP's
+        three-way handshake (and with ``tls`` the TLS 1.3 flights as TCP bytes), or QUIC's
+        handshake model."""
+        sim, params, number = self.sim, self.net.params, self.number
+        if self.transport == "tcp":
+            self.t = TcpConnection(sim, self.net.path, TransportConfig(cc=params.cc), name=f"tcp{number}",
+                                   handshake=handshake)
+        else:
+            config = TransportConfig(cc=params.cc, initial_rtt_s=0.1)       # aioquic's initial RTT
+            # As stacks.model_replay: aioquic's 1 ms ACK delay, its pacing (the model's
+            # default), lost data resent in its stream's turn, and the handshake's datagrams
+            # (requests wait in the client's send queue until the handshake completes).
+            self.t = QuicConnection(sim, self.net.path, config, name=f"quic{number}", handshake=handshake,
+                                    ack_delay_s=AIOQUIC_ACK_DELAY_S, retransmit_in_turn=True)
+        self.t.server.on_stream_acked = self._on_stream_acked
+        self.t.client.on_data = self._client_data
+        self.t.server.on_data = self._server_data
+        if not handshake:
+            return
+        if self.transport == "tcp":
+            # The h2 server's SETTINGS and WINDOW_UPDATE (RFC 9113 section 3.4), written at
+            # once as the h2 stack does; TCP sends them when the handshake completes.
+            self.t.server.write(self.t.server.open_stream(), b"s" * H2_SERVER_PREFACE_BYTES)
+            if self.tls:
+                # TLS 1.3 (RFC 8446 section 2): the ClientHello; the server's flight when all of
+                # it has arrived; the client's Finished when the server's flight has, and the
+                # requests right after it.
+                self.tls_stream = self.t.client.open_stream()
+                self.t.client.write(self.tls_stream, b"h" * TLS_CLIENT_HELLO_BYTES)
+                return
+        self._accept()
+
+    def _tls_data(self, at_server: bool, n: int) -> None:
+        side = 0 if at_server else 1
+        self._tls_received[side] += n
+        if at_server and self._tls_received[0] == TLS_CLIENT_HELLO_BYTES:
+            self.t.server.write(self.tls_stream, b"s" * TLS_SERVER_FLIGHT_BYTES)
+        elif not at_server and self._tls_received[1] == TLS_SERVER_FLIGHT_BYTES:
+            self.t.client.write(self.tls_stream, b"f" * TLS_CLIENT_FINISHED_BYTES)
+            self._accept()
+
+    def _accept(self) -> None:
+        """From now on requests go to the transport (over h2 after the client's preface)."""
+        self.accepting = True
+        if self.transport == "tcp" and self.own_setup:
+            self.t.client.write(self.t.client.open_stream(), b"p" * H2_CLIENT_PREFACE_BYTES)
+        waiting, self._waiting = self._waiting, []
+        for spec in waiting:
+            self.request(spec)
 
     # -- client -----------------------------------------------------------------------
     def request(self, spec: ExchangeSpec) -> None:
-        if self.sim.now < self.ready_s:
-            self.sim.call_at(self.ready_s, self.request, spec)
+        if not self.accepting:
+            self._waiting.append(spec)
             return
         sid = self.t.client.open_stream()
         self.requests[sid] = spec
         self.incoming[sid] = _Incoming(index=spec.index)
         block = len(self.request_encoder.encode(list(spec.request_headers)))
-        self.t.client.write(sid, b"q" * (block + _FRAME[self.transport]), end=True)
+        self.t.client.write(sid, b"q" * self._records(block + _FRAME[self.transport]), end=True)
 
     def cancel(self, pushed_sid: int) -> None:
-        if self.sim.now < self.ready_s:
-            return
         sid = self.t.client.open_stream()
         self.cancels[sid] = pushed_sid
-        self.t.client.write(sid, b"c" * _RESET_BYTES, end=True)
+        self.t.client.write(sid, b"c" * self._records(_RESET_BYTES), end=True)
 
     def _client_data(self, stream_id: int, data: bytes, end: bool, time_s: float) -> None:
+        if stream_id == self.tls_stream:
+            self._tls_data(False, len(data))
+            return
         inc = self.incoming.get(stream_id)
         if inc is None:
             return
@@ -169,6 +237,9 @@ class _Conn:
 
     # -- server -----------------------------------------------------------------------
     def _server_data(self, stream_id: int, data: bytes, end: bool, time_s: float) -> None:
+        if stream_id == self.tls_stream:
+            self._tls_data(True, len(data))
+            return
         if not end:
             return
         if stream_id in self.cancels:
@@ -190,19 +261,21 @@ class _Conn:
             pushed_sid = self.t.server.open_stream(unidirectional=self.transport == "quic")
             url = f"https://{authority.decode('latin-1')}{push.path.decode('latin-1')}"
             response = [(b":status", b"200"), (b"content-length", str(push.body_bytes).encode())]
-            block = len(self.response_encoder.encode(response)) + frame
-            self.incoming[pushed_sid] = _Incoming(push_key=(self.key, pushed_sid), header_bytes=block)
+            size = self._records(len(self.response_encoder.encode(response)) + frame
+                                 + self._body_wire_bytes(push.body_bytes))
+            self.incoming[pushed_sid] = _Incoming(push_key=(self.key, pushed_sid),
+                                                  header_bytes=size - push.body_bytes)
             self.net.unsettled.add((self.key, pushed_sid))
             promise = len(self.response_encoder.encode(request)) + frame + 4   # + promised stream / push id
             self._write_now(stream_id, promise, inc, self._promise_arrived, (pushed_sid, url))
-            pushed.append((pushed_sid, block + self._body_wire_bytes(push.body_bytes)))
+            pushed.append((pushed_sid, size))
         for pushed_sid, size in pushed:
             self._send_response(pushed_sid, size, self.net.push_urgency)
         self.sim.call_later(spec.think_s or 0.0, self._respond, stream_id, spec)
 
     def _respond(self, stream_id: int, spec: ExchangeSpec) -> None:
         block = len(self.response_encoder.encode(list(spec.response_headers))) + _FRAME[self.transport]
-        self._send_response(stream_id, block + self._body_wire_bytes(spec.response_body_bytes),
+        self._send_response(stream_id, self._records(block + self._body_wire_bytes(spec.response_body_bytes)),
                             urgency(spec.request_headers))
 
     def _body_wire_bytes(self, body: int) -> int:
@@ -212,13 +285,29 @@ class _Conn:
             return body + 9 * -(-body // _H2_MAX_FRAME)          # one DATA frame header per 16 KiB
         return body + 3                                          # aioquic: one DATA frame per write
 
+    def _records(self, nbytes: int) -> int:
+        """``nbytes`` written at once, as TLS 1.3 records of up to 16 KiB over TCP with ``tls``."""
+        if not self.tls:
+            return nbytes
+        return nbytes + TLS_RECORD_BYTES * -(-nbytes // _TLS_RECORD_PLAINTEXT)
+
     def _write_now(self, stream_id: int, size: int, inc: _Incoming, callback, args) -> None:
+        size = self._records(size)
+        self._unacked_bytes += size
         offset = self.written.get(stream_id, 0) + size
         self.written[stream_id] = offset
         inc.marks.append((offset, callback, args))
         self.t.server.write(stream_id, b"h" * size)
 
     def _send_response(self, stream_id: int, size: int, level: int) -> None:
+        if self.scheduler == "fifo":
+            # As the h2 stack: the whole response goes to the transport's send buffer at
+            # once, in the order responses are ready; a cancel cannot take it back.
+            self.written[stream_id] = self.written.get(stream_id, 0) + size
+            self._unacked_bytes += size
+            self.t.server.write(stream_id, b"r" * size, end=True)
+            self.net.settle((self.key, stream_id))
+            return
         if self.scheduler != "urgency":
             level = 0
         self._order += 1
@@ -251,10 +340,7 @@ class _Conn:
             if entry[1] == 0:
                 self.net.settle((self.key, stream_id))
             if entry[1]:
-                if self.scheduler == "fifo":
-                    queue.appendleft(entry)        # the oldest response keeps the connection
-                else:
-                    queue.append(entry)            # served: to the back of its rotation
+                queue.append(entry)                # served: to the back of its rotation
 
     def _on_stream_acked(self, stream_id: int, acked_offset: int) -> None:
         acked = min(acked_offset, self.written.get(stream_id, 0))
