@@ -36,9 +36,14 @@ serialisation of the server's first flight (about 2.5 KB with an Ed25519 certifi
 
 from __future__ import annotations
 
+import functools
 import re
 from collections import deque
 
+import h2.config
+import h2.connection
+import h2.settings
+from h2.utilities import normalize_outbound_headers
 import hpack
 
 from ...engine import Simulator
@@ -61,11 +66,22 @@ TLS_SERVER_FLIGHT_BYTES = 1100 + 5 * 22
 TLS_CLIENT_FINISHED_BYTES = 6 + 36 + 22       # ChangeCipherSpec (compatibility mode) + Finished
 TLS_RECORD_BYTES = 22                         # per application record of up to 16 KiB
 _TLS_RECORD_PLAINTEXT = 16384
-# The HTTP/2 connection preface (RFC 9113 section 3.4) as the h2 stack sends it: the
-# client's magic (24) + SETTINGS (9 + 2 x 6) + WINDOW_UPDATE (13) + SETTINGS ACK (9); the
-# server's SETTINGS + WINDOW_UPDATE + SETTINGS ACK.
-H2_CLIENT_PREFACE_BYTES = 24 + 21 + 13 + 9
-H2_SERVER_PREFACE_BYTES = 21 + 13 + 9
+_H2_SETTINGS_ACK_BYTES = 9
+
+
+@functools.lru_cache(maxsize=None)
+def h2_preface_bytes(is_client: bool, window_bytes: int = 16 << 20) -> int:
+    """Bytes the h2 stack's end writes when its connection starts, as the ``h2`` library
+    writes them with the stack's settings (``stacks.h2``): the client's magic (RFC 9113
+    section 3.4), SETTINGS and the connection WINDOW_UPDATE.  Each end acknowledges the
+    peer's SETTINGS (9 bytes, section 6.5.3) when the first of its bytes arrive."""
+    conn = h2.connection.H2Connection(config=h2.config.H2Configuration(client_side=is_client, header_encoding=None))
+    conn.local_settings = h2.settings.Settings(client=is_client, initial_values={
+        h2.settings.SettingCodes.INITIAL_WINDOW_SIZE: window_bytes,
+        h2.settings.SettingCodes.MAX_CONCURRENT_STREAMS: 1000})
+    conn.initiate_connection()
+    conn.increment_flow_control_window(window_bytes - 65535)
+    return len(conn.data_to_send())
 _FRAME = {"tcp": 9, "quic": 3}
 _RESET_BYTES = 13                       # RST_STREAM: 9-byte frame header + 4-byte error code
 _H2_MAX_FRAME = 16384
@@ -108,6 +124,8 @@ class _Conn:
         self.transport = "tcp" if (protocol or params.protocol) == "h2" else "quic"
         self.t = None
         self.tls_stream: int | None = None                # the TLS handshake's bytes (TCP stream label)
+        self.h2_control: tuple[int, int] | None = None    # h2: the client's and server's SETTINGS (labels)
+        self._settings_acked = [False, False]             # h2: client, server sent its SETTINGS ACK
         self._tls_received = [0, 0]                       # handshake bytes the server / client has
         self.accepting = False                            # requests may be handed to the transport
         self._waiting: list[ExchangeSpec] = []            # requests made before that
@@ -165,7 +183,8 @@ class _Conn:
         if self.transport == "tcp":
             # The h2 server's SETTINGS and WINDOW_UPDATE (RFC 9113 section 3.4), written at
             # once as the h2 stack does; TCP sends them when the handshake completes.
-            self.t.server.write(self.t.server.open_stream(), b"s" * H2_SERVER_PREFACE_BYTES)
+            self.h2_control = (self.t.client.open_stream(), self.t.server.open_stream())
+            self.t.server.write(self.h2_control[1], b"s" * h2_preface_bytes(False))
             if self.tls:
                 # TLS 1.3 (RFC 8446 section 2): the ClientHello; the server's flight when all of
                 # it has arrived; the client's Finished when the server's flight has, and the
@@ -188,7 +207,7 @@ class _Conn:
         """From now on requests go to the transport (over h2 after the client's preface)."""
         self.accepting = True
         if self.transport == "tcp" and self.own_setup:
-            self.t.client.write(self.t.client.open_stream(), b"p" * H2_CLIENT_PREFACE_BYTES)
+            self.t.client.write(self.h2_control[0], b"p" * h2_preface_bytes(True))
         waiting, self._waiting = self._waiting, []
         for spec in waiting:
             self.request(spec)
@@ -201,7 +220,7 @@ class _Conn:
         sid = self.t.client.open_stream()
         self.requests[sid] = spec
         self.incoming[sid] = _Incoming(index=spec.index)
-        block = len(self.request_encoder.encode(list(spec.request_headers)))
+        block = self._block(self.request_encoder, spec.request_headers)
         self.t.client.write(sid, b"q" * self._records(block + _FRAME[self.transport]), end=True)
 
     def cancel(self, pushed_sid: int) -> None:
@@ -212,6 +231,11 @@ class _Conn:
     def _client_data(self, stream_id: int, data: bytes, end: bool, time_s: float) -> None:
         if stream_id == self.tls_stream:
             self._tls_data(False, len(data))
+            return
+        if self.h2_control is not None and not self._settings_acked[0]:
+            self._settings_acked[0] = True            # the server's SETTINGS came first (RFC 9113 6.5.3)
+            self.t.client.write(self.h2_control[0], b"a" * self._records(_H2_SETTINGS_ACK_BYTES))
+        if stream_id == (self.h2_control or (None, None))[1]:
             return
         inc = self.incoming.get(stream_id)
         if inc is None:
@@ -240,6 +264,13 @@ class _Conn:
         if stream_id == self.tls_stream:
             self._tls_data(True, len(data))
             return
+        if self.h2_control is not None and not self._settings_acked[1]:
+            # The client's SETTINGS came first (RFC 9113 6.5.3).  The h2 stack's server
+            # writes its ACK after handling all it received, so it leaves with the response
+            # to a request in the same segment: written one turn later here.
+            self._settings_acked[1] = True
+            self.sim.call_soon(self.t.server.write, self.h2_control[1],
+                               b"a" * self._records(_H2_SETTINGS_ACK_BYTES))
         if not end:
             return
         if stream_id in self.cancels:
@@ -252,7 +283,7 @@ class _Conn:
         inc = self.incoming[stream_id]
         if spec.early_hints:
             hints = [(b":status", b"103")] + [(b"link", v) for v in spec.early_hints]
-            self._write_now(stream_id, len(self.response_encoder.encode(hints)) + frame,
+            self._write_now(stream_id, self._block(self.response_encoder, hints) + frame,
                             inc, self.net.listener.on_informational, (spec.index, spec.early_hints))
         pushed = []
         for push in spec.pushes:             # every PUSH_PROMISE first, then the pushed responses (as the stacks)
@@ -261,12 +292,12 @@ class _Conn:
             pushed_sid = self.t.server.open_stream(unidirectional=self.transport == "quic")
             url = f"https://{authority.decode('latin-1')}{push.path.decode('latin-1')}"
             response = [(b":status", b"200"), (b"content-length", str(push.body_bytes).encode())]
-            size = self._records(len(self.response_encoder.encode(response)) + frame
+            size = self._records(self._block(self.response_encoder, response) + frame
                                  + self._body_wire_bytes(push.body_bytes))
             self.incoming[pushed_sid] = _Incoming(push_key=(self.key, pushed_sid),
                                                   header_bytes=size - push.body_bytes)
             self.net.unsettled.add((self.key, pushed_sid))
-            promise = len(self.response_encoder.encode(request)) + frame + 4   # + promised stream / push id
+            promise = self._block(self.response_encoder, request) + frame + 4   # + promised stream / push id
             self._write_now(stream_id, promise, inc, self._promise_arrived, (pushed_sid, url))
             pushed.append((pushed_sid, size))
         for pushed_sid, size in pushed:
@@ -274,9 +305,17 @@ class _Conn:
         self.sim.call_later(spec.think_s or 0.0, self._respond, stream_id, spec)
 
     def _respond(self, stream_id: int, spec: ExchangeSpec) -> None:
-        block = len(self.response_encoder.encode(list(spec.response_headers))) + _FRAME[self.transport]
+        block = self._block(self.response_encoder, spec.response_headers) + _FRAME[self.transport]
         self._send_response(stream_id, self._records(block + self._body_wire_bytes(spec.response_body_bytes)),
                             urgency(spec.request_headers))
+
+    def _block(self, encoder: hpack.Encoder, headers) -> int:
+        """Bytes of a header block.  Over TCP as the h2 stack encodes it: the ``h2`` library's
+        normalisation first (short cookies and credentials never indexed, RFC 7541 section
+        7.1.3), so the sizes are the stack's own."""
+        if self.transport == "tcp":
+            headers = normalize_outbound_headers(headers, None)
+        return len(encoder.encode(list(headers)))
 
     def _body_wire_bytes(self, body: int) -> int:
         if not body:
@@ -370,7 +409,10 @@ class ModelNetwork:
         return conn
 
     def fetch(self, key: str, spec: ExchangeSpec) -> None:
-        self.connect(key).request(spec)
+        # After the connections' own start-up events of this instant (a new connection's
+        # SYN or Initial), as stack_net hands requests to the stacks: on the shared link,
+        # who goes first at one instant is who is served first.
+        self.sim.call_soon(self.connect(key).request, spec)
 
     def cancel_push(self, push_key) -> None:
         key, pushed_sid = push_key
