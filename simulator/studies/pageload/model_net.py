@@ -174,8 +174,11 @@ class _Conn:
             # default), lost data resent in its stream's turn, and the handshake's datagrams
             # (requests wait in the client's send queue until the handshake completes).
             self.t = QuicConnection(sim, self.net.path, config, name=f"quic{number}", handshake=handshake,
-                                    ack_delay_s=AIOQUIC_ACK_DELAY_S, retransmit_in_turn=True)
+                                    ack_delay_s=AIOQUIC_ACK_DELAY_S, retransmit_in_turn=True,
+                                    slow_start_rtt_exit=True)
         self.t.server.on_stream_acked = self._on_stream_acked
+        if self.transport == "quic" and self.scheduler != "fifo":
+            self.t.server.on_send_ready = self._pull
         self.t.client.on_data = self._client_data
         self.t.server.on_data = self._server_data
         if not handshake:
@@ -351,7 +354,10 @@ class _Conn:
             level = 0
         self._order += 1
         self._active.setdefault(level, deque()).append([stream_id, size, self._order])
-        self._fill()
+        if self.transport == "quic":
+            self.t.server.want_to_send()
+        else:
+            self._fill()
 
     def _stop(self, pushed_sid: int) -> None:
         """The cancel has reached the server: nothing more of that stream is written."""
@@ -360,32 +366,49 @@ class _Conn:
             self._active[level] = deque(e for e in queue if e[0] != pushed_sid)
         self.net.settle((self.key, pushed_sid))
 
+    def _pull(self) -> bool:
+        """QUIC: a packet may leave now: write about one packet's worth from the rotation (as
+        aioquic builds a packet from its streams' send buffers).  False if nothing waits."""
+        wrote = 0
+        while wrote < self._chunk_bytes:
+            n = self._write_next(self._chunk_bytes - wrote)
+            if not n:
+                break
+            wrote += n
+        return wrote > 0
+
+    def _write_next(self, limit: int) -> int:
+        """Write up to ``limit`` bytes of the next response in turn; the bytes written."""
+        level = min((lv for lv, q in self._active.items() if q), default=None)
+        if level is None:
+            return 0
+        queue = self._active[level]
+        entry = queue.popleft()
+        stream_id, remaining, _ = entry
+        n = min(remaining, limit)
+        entry[1] = remaining - n
+        self.written[stream_id] = self.written.get(stream_id, 0) + n
+        self._unacked_bytes += n
+        self.t.server.write(stream_id, b"r" * n, end=entry[1] == 0)
+        if entry[1] == 0:
+            self.net.settle((self.key, stream_id))
+        else:
+            queue.append(entry)                    # served: to the back of its rotation
+        return n
+
     def _fill(self) -> None:
         server = self.t.server
         cwnd = server.cwnd_bytes if self.transport == "tcp" else server.cc.cwnd_bytes
         window = max(min(cwnd, self._pacing_cap_bytes), 2 * self._chunk_bytes)
-        while self._unacked_bytes < window:
-            level = min((lv for lv, q in self._active.items() if q), default=None)
-            if level is None:
-                return
-            queue = self._active[level]
-            entry = queue.popleft()
-            stream_id, remaining, _ = entry
-            n = min(remaining, self._chunk_bytes)
-            entry[1] = remaining - n
-            self.written[stream_id] = self.written.get(stream_id, 0) + n
-            self._unacked_bytes += n
-            server.write(stream_id, b"r" * n, end=entry[1] == 0)
-            if entry[1] == 0:
-                self.net.settle((self.key, stream_id))
-            if entry[1]:
-                queue.append(entry)                # served: to the back of its rotation
+        while self._unacked_bytes < window and self._write_next(self._chunk_bytes):
+            pass
 
     def _on_stream_acked(self, stream_id: int, acked_offset: int) -> None:
         acked = min(acked_offset, self.written.get(stream_id, 0))
         self._unacked_bytes -= acked - self._acked.get(stream_id, 0)
         self._acked[stream_id] = acked
-        self._fill()
+        if self.transport == "tcp":
+            self._fill()
 
 
 class ModelNetwork:
