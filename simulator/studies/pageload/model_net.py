@@ -134,6 +134,7 @@ class _Conn:
         self.requests: dict[int, ExchangeSpec] = {}       # client stream -> spec (both ends in one process)
         self.cancels: dict[int, int] = {}                 # client stream carrying a cancel -> pushed stream
         self.cancelled: set[int] = set()
+        self._cancel_on_arrival: set[int] = set()         # h3 pushes to cancel when their stream exists
         self.written: dict[int, int] = {}                 # bytes the server has written per stream
         # The writer: per urgency level a rotation of [stream_id, bytes left to write, order].
         self.scheduler = params.scheduler
@@ -227,6 +228,11 @@ class _Conn:
         self.t.client.write(sid, b"q" * self._records(block + _FRAME[self.transport]), end=True)
 
     def cancel(self, pushed_sid: int) -> None:
+        if self.transport == "quic" and not self.incoming[pushed_sid].received:
+            # As the aioquic client must (it has no CANCEL_PUSH, RFC 9114 section 7.2.3):
+            # STOP_SENDING once the pushed stream exists, i.e. its first bytes arrived.
+            self._cancel_on_arrival.add(pushed_sid)
+            return
         sid = self.t.client.open_stream()
         self.cancels[sid] = pushed_sid
         self.t.client.write(sid, b"c" * self._records(_RESET_BYTES), end=True)
@@ -244,6 +250,9 @@ class _Conn:
         if inc is None:
             return
         inc.received += len(data)
+        if stream_id in self._cancel_on_arrival:
+            self._cancel_on_arrival.discard(stream_id)
+            self.cancel(stream_id)
         marks = inc.marks
         while marks and marks[0][0] <= inc.received:
             _, callback, args = marks.popleft()
