@@ -13,25 +13,42 @@ on the request stream (RFC 9113 section 8.4.1 / RFC 9114 section 7.2.5: frame he
 promised stream or push id, header block) followed by the pushed response on a stream
 of its own; ``think_s`` later the final response.
 
-Response bodies go through one writer per connection that keeps at most a congestion
-window (at least two packets, at most two bandwidth-delay products) written but not yet
-acknowledged -- a server that writes as its socket drains -- so a cancelled push stops
-where it is and the order of the writer decides who gets the connection:
-``scheduler`` = ``urgency`` (RFC 9218: the lowest urgency first, from the request's
-``priority`` field, default 3; round-robin among equals, a packet's worth per turn),
-``round-robin`` (aioquic's stream rotation), or ``fifo`` (request order, as the h2
-stack writes).
+Response bodies and the order of the writer decide who gets the connection (``scheduler``):
+``urgency`` (RFC 9218: the lowest urgency first, from the request's ``priority`` field,
+default 3; round-robin among equals, a packet's worth per turn), ``round-robin``
+(aioquic's stream rotation), or ``fifo`` (request order, as the h2 stack writes).  With
+``urgency`` and ``round-robin`` the server writes as the transport drains, so a cancelled
+push stops where it is: over TCP it keeps at most a congestion window written but not yet
+acknowledged (at least two packets); over QUIC the endpoint pulls a packet's worth from
+the rotation each time a packet may leave (``QuicEndpoint.on_send_ready``), as aioquic
+builds packets from its streams' send buffers at send time.  With ``fifo`` each
+response goes to the transport whole when it is ready, as the h2 stack hands everything
+to TCP at once: a cancel cannot take back what was written.
 
 Cancelling a push: the client writes a 13-byte RST_STREAM (HTTP/2) or STOP_SENDING
-(QUIC, about the same size) on a fresh stream; the server stops the pushed stream when
-that arrives.  What the server wrote of a pushed response until then crosses the path
-anyway (the transport delivers what it was handed), so a push's bytes are what the
-server wrote; the load runs on after the page is done until every push is settled
-(written in full, or its cancel reached the server), as the cancel of a push for a
-cached resource often lands after the page has loaded.  Connection set-up: the QUIC model and the TCP model here have no
-handshake of their own, so a cold connection is usable after ``setup_s``: DNS, then one
-RTT (TCP) plus one RTT for TLS 1.3 (``tls``), or one RTT (QUIC), plus the
-serialisation of the server's first flight (about 2.5 KB with an Ed25519 certificate).
+(QUIC, about the same size; sent once the pushed stream's first bytes have arrived, as
+the aioquic client must, having no CANCEL_PUSH) on a fresh stream; the server stops the
+pushed stream when that arrives.  What the server wrote of a pushed response until then
+crosses the path anyway (the transport delivers what it was handed), so a push's bytes
+are what the server wrote; the load runs on after the page is done until every push is
+settled (written in full, or its cancel reached the server), as the cancel of a push for
+a cached resource often lands after the page has loaded.
+
+Connection set-up, as the stacks pay it (after ``dns_s``): TCP runs its three-way
+handshake (the client's bytes leave when the SYN-ACK arrives); with ``tls`` the TLS 1.3
+full handshake follows as TCP bytes (ClientHello, the server's flight once all of it has
+arrived, the client's Finished: one more round trip, RFC 8446 section 2) and every write
+costs 22 bytes per record of up to 16 KiB; then the h2 connection preface and SETTINGS
+(their bytes as the ``h2`` library writes them with the h2 stack's settings, each end's
+SETTINGS ACK when the peer's bytes first arrive).  Header blocks over TCP are encoded
+after h2's own normalisation, so with ``tls=False`` the model writes the h2 stack's bytes
+at the h2 stack's instants and the two agree to the packet.  QUIC runs the QUIC model's
+handshake with the options ``stacks.model_replay`` uses for aioquic (1 ms ACK delay,
+lost data resent in its stream's turn) and aioquic's exit from slow start on a rising
+RTT (``slow_start_rtt_exit``); requests wait in the client's send queue until the
+handshake completes.  A browser model that times handshakes itself
+(``ModelNetwork.connect(..., setup=...)``, ``studies.coalescing``) gets transports
+without a handshake of their own, usable after its ``setup``.
 """
 
 from __future__ import annotations
@@ -188,8 +205,9 @@ class _Conn:
             # The h2 server's SETTINGS and WINDOW_UPDATE (RFC 9113 section 3.4), written at
             # once as the h2 stack does; TCP sends them when the handshake completes.
             self.h2_control = (self.t.client.open_stream(), self.t.server.open_stream())
-            self.t.server.write(self.h2_control[1], b"s" * h2_preface_bytes(False))
-            if self.tls:
+            if not self.tls:
+                self.t.server.write(self.h2_control[1], b"s" * h2_preface_bytes(False))
+            else:
                 # TLS 1.3 (RFC 8446 section 2): the ClientHello; the server's flight when all of
                 # it has arrived; the client's Finished when the server's flight has, and the
                 # requests right after it.
@@ -203,6 +221,9 @@ class _Conn:
         self._tls_received[side] += n
         if at_server and self._tls_received[0] == TLS_CLIENT_HELLO_BYTES:
             self.t.server.write(self.tls_stream, b"s" * TLS_SERVER_FLIGHT_BYTES)
+        elif at_server and self._tls_received[0] == TLS_CLIENT_HELLO_BYTES + TLS_CLIENT_FINISHED_BYTES:
+            # The server's SETTINGS once the client's Finished is in (no 0.5-RTT data).
+            self.t.server.write(self.h2_control[1], b"s" * self._records(h2_preface_bytes(False)))
         elif not at_server and self._tls_received[1] == TLS_SERVER_FLIGHT_BYTES:
             self.t.client.write(self.tls_stream, b"f" * TLS_CLIENT_FINISHED_BYTES)
             self._accept()
@@ -211,7 +232,7 @@ class _Conn:
         """From now on requests go to the transport (over h2 after the client's preface)."""
         self.accepting = True
         if self.transport == "tcp" and self.own_setup:
-            self.t.client.write(self.h2_control[0], b"p" * h2_preface_bytes(True))
+            self.t.client.write(self.h2_control[0], b"p" * self._records(h2_preface_bytes(True)))
         waiting, self._waiting = self._waiting, []
         for spec in waiting:
             self.request(spec)
@@ -433,7 +454,7 @@ class ModelNetwork:
 
     def connect(self, key: str, *, protocol: str | None = None, setup: float | None = None) -> _Conn:
         """The connection ``key``, opened now if new: over ``protocol`` (default the load's)
-        and usable after ``setup`` seconds (default ``setup_s(params)``), for a browser
+        and usable after ``setup`` seconds (default: the transports' own handshakes), for a browser
         model that times DNS and handshakes itself (``studies.coalescing``)."""
         conn = self.conns.get(key)
         if conn is None:
