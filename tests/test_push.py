@@ -308,6 +308,27 @@ def test_models_and_real_stacks_agree_over_rtt_and_bandwidth(protocol):
                 _assert_agree(protocol, model, real)
 
 
+def test_model_connections_pay_the_stacks_handshakes_rfc8446_2_rfc9001():
+    """A cold connection of the model runs the transports' own handshakes, as the stacks do:
+    cleartext h2 sends its request when TCP's SYN-ACK arrives and gets the document at 2 RTT;
+    TLS 1.3 adds one round trip (RFC 8446 section 2: ClientHello, the server's flight, the
+    client's Finished before application data), 3 RTT; QUIC carries TLS in its own first
+    round trip (RFC 9001), 2 RTT plus the pacing of the response's tail (RFC 9002 section
+    7.7: the handshake's RTT sample sets the rate; the real aioquic is at 2.2 RTT).  No think
+    time, no bandwidth limit: round trips only."""
+    rtt = 0.1
+    times = {}
+    for protocol, tls in (("h2", False), ("h2", True), ("h3", True)):
+        s = _run(small_page(), think_s=0.0, rtt_s=rtt, protocol=protocol, tls=tls, policies=("none",)).summary
+        times[(protocol, tls)] = s.loc["none", "document_s"]
+    assert times[("h2", False)] == pytest.approx(2 * rtt, abs=0.005)
+    assert times[("h2", True)] == pytest.approx(3 * rtt, abs=0.005)
+    assert 2 * rtt < times[("h3", True)] < 2 * rtt + 0.3 * rtt
+    real = _run(small_page(), think_s=0.0, rtt_s=rtt, protocol="h2", tls=False, policies=("none",),
+                backend="stacks").summary
+    assert real.loc["none", "document_s"] == pytest.approx(times[("h2", False)], abs=0.001)
+
+
 def test_real_stacks_cancel_pushes_of_cached_resources():
     t = small_page(css_bytes=60000)
     params = push.PushParams(**{**BASE, "policies": ("none", "push")}, think_s=0.0, rtt_s=0.1, tls=False,
