@@ -160,12 +160,6 @@ class _Conn:
         self._acked: dict[int, int] = {}
         self._unacked_bytes = 0
         self._chunk_bytes = 1460 if self.transport == "tcp" else 1252 - 40
-        # QUIC: what waits in aioquic's round-robin stream buffers is not in the model's FIFO
-        # send queue: at most two bandwidth-delay products of it, as stacks.model_replay.
-        # TCP: the congestion window alone (TCP sends whatever its window allows; a cap
-        # here held a busy connection's share of the bottleneck queue below the real one).
-        bdp = params.bandwidth_bps * params.rtt_s / 8 if params.bandwidth_bps else float("inf")
-        self._pacing_cap_bytes = 2 * bdp if self.transport == "quic" else float("inf")
         self.own_setup = setup is None
         self.tls = self.transport == "tcp" and params.tls and self.own_setup
         if setup is not None:
@@ -427,9 +421,11 @@ class _Conn:
         return n
 
     def _fill(self) -> None:
-        server = self.t.server
-        cwnd = server.cwnd_bytes if self.transport == "tcp" else server.cc.cwnd_bytes
-        window = max(min(cwnd, self._pacing_cap_bytes), 2 * self._chunk_bytes)
+        """TCP: keep the congestion window written but not acknowledged (at least two
+        segments), as TCP sends whatever its window allows.  (A cap of two bandwidth-delay
+        products here held a busy connection's share of a deep bottleneck queue below what
+        the h2 stack's TCP takes.)"""
+        window = max(self.t.server.cwnd_bytes, 2 * self._chunk_bytes)
         while self._unacked_bytes < window and self._write_next(self._chunk_bytes):
             pass
 
