@@ -73,14 +73,14 @@ from ...stacks.model_replay import AIOQUIC_ACK_DELAY_S
 
 __all__ = ["ModelNetwork"]
 
-# TLS 1.3 over TCP (h2 with ``tls``), as records on the wire (RFC 8446 section 5: 5-byte
-# header, and 17 more bytes of type and AEAD tag once encrypted): OpenSSL's ClientHello
-# (padded to 512 bytes, RFC 7685) in one record; the server's flight with an Ed25519
-# certificate (ServerHello, then EncryptedExtensions ... Finished, about the 1,100 bytes
-# the QUIC model's handshake carries); the client's Finished.
-TLS_CLIENT_HELLO_BYTES = 5 + 512
-TLS_SERVER_FLIGHT_BYTES = 1100 + 5 * 22
-TLS_CLIENT_FINISHED_BYTES = 6 + 36 + 22       # ChangeCipherSpec (compatibility mode) + Finished
+# TLS 1.3 over TCP (h2 with ``tls``): the three handshake flights as the real h2 stack's
+# OpenSSL writes them with its Ed25519 certificate (records included, RFC 8446 section 5):
+# the ClientHello (padded to 512 bytes, RFC 7685, in one record), the server's flight
+# (ServerHello, ChangeCipherSpec, EncryptedExtensions ... Finished), the client's
+# ChangeCipherSpec and Finished.
+TLS_CLIENT_HELLO_BYTES = 517
+TLS_SERVER_FLIGHT_BYTES = 633
+TLS_CLIENT_FINISHED_BYTES = 80
 TLS_RECORD_BYTES = 22                         # per application record of up to 16 KiB
 _TLS_RECORD_PLAINTEXT = 16384
 _H2_SETTINGS_ACK_BYTES = 9
