@@ -462,6 +462,77 @@ def test_pacing_spreads_the_window_over_the_rtt():
     assert len(set(t for t in unpaced if 0.1 <= t < 0.2)) < len(set(second_round))
 
 
+def test_slow_start_ends_on_a_rising_rtt_before_any_loss():
+    """aioquic's rule (``slow_start_rtt_exit``): behind an unlimited bottleneck queue there is
+    no loss to end slow start (RFC 9002 section 7.3.1), but the RTT rises as the queue fills;
+    the sender sets ssthresh to its window once five RTT samples in a row sit a quarter
+    above the smallest window maximum so far, so its window and the queue stay far smaller."""
+    out = {}
+    for exit_on_rtt in (False, True):
+        sim, path, conn = make(rtt_s=0.05, bandwidth_bps=10e6, queue_bytes=None,
+                               quic={"slow_start_rtt_exit": exit_on_rtt})
+        rx = Receiver(conn.server)
+        sid = conn.client.open_stream()
+        conn.client.write(sid, pattern(3 * MB), end=True)
+        sim.run()
+        assert bytes(rx.data[sid]) == pattern(3 * MB)
+        st = conn.stats()["client"]
+        assert st["packets_lost"] == 0
+        out[exit_on_rtt] = (conn.client.cc.ssthresh_bytes, st["cwnd_bytes"], st["srtt_s"])
+    assert out[False][0] == math.inf                               # never left slow start
+    assert out[True][0] < math.inf                                 # left it on the RTT rise
+    assert out[True][1] < 0.25 * out[False][1]
+    assert out[True][2] < 0.5 * out[False][2]                      # a much shorter standing queue
+
+
+def test_pull_writer_schedules_streams_when_a_packet_may_leave():
+    """``on_send_ready``: the endpoint asks the application for data only when a packet may
+    leave (window and pacer allow), so a response that arrives later still gets its turn
+    at once, as in aioquic's round robin over its streams' send buffers at send time; a
+    writer that hands over a whole response first makes the second wait behind it."""
+    finish = {}
+    for pull in (False, True):
+        sim, path, conn = make(rtt_s=0.05, bandwidth_bps=10e6, queue_bytes=None)
+        rx = Receiver(conn.client)
+        server = conn.server
+        big, small = server.open_stream(unidirectional=True), server.open_stream(unidirectional=True)
+        left = {big: 400_000, small: 0}
+        order = [big, small]
+
+        def write_next() -> bool:
+            for _ in range(len(order)):
+                sid = order.pop(0)
+                order.append(sid)
+                if left[sid]:
+                    n = min(left[sid], 1200)
+                    left[sid] -= n
+                    server.write(sid, b"x" * n, end=left[sid] == 0)
+                    return True
+            return False
+
+        if pull:
+            server.on_send_ready = write_next
+            server.want_to_send()
+        else:
+            server.write(big, b"x" * left[big], end=True)
+            left[big] = 0
+
+        def later() -> None:                                       # a small response, 0.2 s in
+            if pull:
+                left[small] = 6000
+                server.want_to_send()
+            else:
+                server.write(small, b"x" * 6000, end=True)
+
+        sim.call_at(0.2, later)
+        sim.run()
+        assert len(rx.data[big]) == 400_000 and len(rx.data[small]) == 6000
+        finish[pull] = (rx.end_s[small], rx.end_s[big])
+    assert finish[True][0] < 0.2 + 0.15                            # its turn at once: a few packets
+    assert finish[False][0] > finish[False][1] - 0.01              # FIFO: behind the whole big one
+    assert finish[True][1] == pytest.approx(finish[False][1], abs=0.05)   # same bytes, same total time
+
+
 def _handshake(drop_fwd=(), drop_rev=(), **kw):
     sim, path, conn = make(rtt_s=0.1, bandwidth_bps=10e6, quic={"handshake": True}, initial_rtt_s=0.1, **kw)
     path.forward.loss, path.reverse.loss = DropList(list(drop_fwd)), DropList(list(drop_rev))

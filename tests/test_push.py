@@ -234,6 +234,121 @@ def test_models_and_real_stacks_agree_on_the_winner_and_the_gain(protocol):
     assert real.loc["push", "pushes_used"] == 3 and real.loc["hints", "hinted_fetches"] == 3
 
 
+# Bundled page (79 resources, 13 connections, 3.1 MB: bandwidth-bound at 10 Mbit/s).  h2: the
+# model and the h2 stack run the same TCP model with the same bytes written at the same
+# instants, so they agree to the packet (a 1 ms tolerance).  h3: aioquic and the QUIC model
+# differ in their details (resends, QPACK blocking, pacing rounding); measured at RTT
+# 50-100 ms and 5-50 Mbit/s the render-blocking gains differ by at most 0.4 s, below 10%
+# of the page's baseline render-blocking time on the real stack: that is the tolerance.
+# At 200 ms with 5-10 Mbit/s (deep queues) the gap is larger; notebook 02 says why.
+H3_GAIN_TOLERANCE = 0.10          # x the real stack's render-blocking time under `none`
+H2_TOLERANCE_S = 0.001
+BUNDLED_POLICIES = ("none", "push", "hints", "push+hints")
+
+
+def _bundled_both(protocol, cache, rtt_s=0.1, bandwidth_bps=10e6):
+    from simulator.traces import load
+
+    graph = page_graph(load(str(ROOT / "traces/synthetic-page.har")))
+    params = push.PushParams(policies=BUNDLED_POLICIES, protocol=protocol, tls=False, cache=cache, rtt_s=rtt_s,
+                             bandwidth_bps=bandwidth_bps, scheduler="round-robin" if protocol == "h3" else "fifo")
+    return push.run(graph, params).summary, push.run(graph, replace(params, backend="stacks")).summary
+
+
+def _near_best(summary, tolerance_s):
+    times = summary["render_blocking_s"]
+    return set(times[times <= times.min() + tolerance_s].index)
+
+
+def _assert_agree(protocol, model, real):
+    if protocol == "h2":
+        tolerance = H2_TOLERANCE_S
+        for col in ("document_s", "render_blocking_s", "onload_s"):
+            assert (model[col] - real[col]).abs().max() <= tolerance, (col, model[col], real[col])
+        assert (model["bytes_pushed"] == real["bytes_pushed"]).all()
+    else:
+        tolerance = H3_GAIN_TOLERANCE * real.loc["none", "render_blocking_s"]
+    # The same winner, up to policies within the tolerance of the best (a tie either way).
+    assert model["render_blocking_s"].idxmin() in _near_best(real, tolerance), (model, real)
+    assert real["render_blocking_s"].idxmin() in _near_best(model, tolerance), (model, real)
+    for policy in BUNDLED_POLICIES[1:]:
+        assert real.loc[policy, "gain_render_blocking_s"] == pytest.approx(
+            model.loc[policy, "gain_render_blocking_s"], abs=tolerance), (policy, tolerance)
+
+
+@pytest.mark.parametrize("protocol", ["h2", "h3"])
+@pytest.mark.parametrize("cache", ["cold", "warm"])
+def test_models_and_real_stacks_agree_on_the_bundled_bandwidth_bound_page(protocol, cache):
+    """The bundled page at 100 ms and 10 Mbit/s, where the bottleneck, its sharing between
+    13 connections and the servers' send order decide (not round trips alone): the same
+    policy wins on the models and on the real stacks, and every policy's render-blocking
+    gain agrees within the stated tolerance (h2: 1 ms, the same TCP model and bytes; h3:
+    10% of the baseline, measured).  Cold, push alone loses on h2 (RFC 9113 section 8.4: the
+    pushes go first on the connection, the third-party scripts that end the render-blocking
+    set wait) and push with hints wins; warm, pushes of cached resources are waste."""
+    model, real = _bundled_both(protocol, cache)
+    _assert_agree(protocol, model, real)
+    if cache == "cold":
+        assert real["render_blocking_s"].idxmin() == model["render_blocking_s"].idxmin() == "push+hints"
+    if protocol == "h2" and cache == "warm":
+        # The h2 stack hands every pushed byte to TCP before the cancel can arrive: all waste.
+        assert real.loc["push", "bytes_wasted"] == real.loc["push", "bytes_pushed"] > 0
+        assert real.loc["push", "gain_render_blocking_s"] < 0
+
+
+@pytest.mark.parametrize("cache", ["cold", "warm"])
+def test_model_and_real_h2_stack_agree_over_tls_1_3(cache):
+    """h2 over TLS 1.3 on both backends (RFC 8446 section 2: one more round trip; records of
+    22 bytes more): the model's TLS flights and records are the real OpenSSL's sizes, so
+    the two still agree within the h2 tolerance on the bundled page.  Skipped where the real
+    h2 stack has no TLS."""
+    from simulator.traces import load
+
+    graph = page_graph(load(str(ROOT / "traces/synthetic-page.har")))
+    params = push.PushParams(policies=BUNDLED_POLICIES, protocol="h2", tls=True, cache=cache, scheduler="fifo")
+    try:
+        real = push.run(graph, replace(params, backend="stacks")).summary
+    except InputError as exc:
+        pytest.skip(f"the real h2 stack here has no TLS: {exc}")
+    model = push.run(graph, params).summary
+    for col in ("document_s", "render_blocking_s", "gain_render_blocking_s", "onload_s"):
+        assert (model[col] - real[col]).abs().max() <= 0.005, (col, model[col], real[col])
+    assert model["render_blocking_s"].idxmin() == real["render_blocking_s"].idxmin()
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("protocol", ["h2", "h3"])
+def test_models_and_real_stacks_agree_over_rtt_and_bandwidth(protocol):
+    """The agreement test over RTT 50-100 ms (h2: also 200 ms) x 5, 10, 50 Mbit/s, cold and warm."""
+    rtts = (0.05, 0.1, 0.2) if protocol == "h2" else (0.05, 0.1)
+    for cache in ("cold", "warm"):
+        for rtt_s in rtts:
+            for bandwidth_bps in (5e6, 10e6, 50e6):
+                model, real = _bundled_both(protocol, cache, rtt_s, bandwidth_bps)
+                _assert_agree(protocol, model, real)
+
+
+def test_model_connections_pay_the_stacks_handshakes_rfc8446_2_rfc9001():
+    """A cold connection of the model runs the transports' own handshakes, as the stacks do:
+    cleartext h2 sends its request when TCP's SYN-ACK arrives and gets the document at 2 RTT;
+    TLS 1.3 adds one round trip (RFC 8446 section 2: ClientHello, the server's flight, the
+    client's Finished before application data), 3 RTT; QUIC carries TLS in its own first
+    round trip (RFC 9001), 2 RTT plus the pacing of the response's tail (RFC 9002 section
+    7.7: the handshake's RTT sample sets the rate; the real aioquic is at 2.2 RTT).  No think
+    time, no bandwidth limit: round trips only."""
+    rtt = 0.1
+    times = {}
+    for protocol, tls in (("h2", False), ("h2", True), ("h3", True)):
+        s = _run(small_page(), think_s=0.0, rtt_s=rtt, protocol=protocol, tls=tls, policies=("none",)).summary
+        times[(protocol, tls)] = s.loc["none", "document_s"]
+    assert times[("h2", False)] == pytest.approx(2 * rtt, abs=0.005)
+    assert times[("h2", True)] == pytest.approx(3 * rtt, abs=0.005)
+    assert 2 * rtt < times[("h3", True)] < 2 * rtt + 0.3 * rtt
+    real = _run(small_page(), think_s=0.0, rtt_s=rtt, protocol="h2", tls=False, policies=("none",),
+                backend="stacks").summary
+    assert real.loc["none", "document_s"] == pytest.approx(times[("h2", False)], abs=0.001)
+
+
 def test_real_stacks_cancel_pushes_of_cached_resources():
     t = small_page(css_bytes=60000)
     params = push.PushParams(**{**BASE, "policies": ("none", "push")}, think_s=0.0, rtt_s=0.1, tls=False,

@@ -7,6 +7,8 @@ Written by hand: these are the textbook algorithms, sized to run inside the engi
   byte counting, RFC 3465), multiplicative decrease by 1/2 (RFC 9002 section 7.3.2 for
   QUIC uses the same).
 - ``Cubic``: RFC 9438 (C = 0.4, beta = 0.7, with the Reno-friendly region).
+- ``RttIncreaseMonitor``: aioquic's delay-based exit from slow start (a HyStart-style
+  test on RTT samples, which both its Reno and its CUBIC apply), for the QUIC model.
 Both keep ``cwnd_bytes`` and ``ssthresh_bytes`` and are told of acks, losses and
 timeouts; the transports own recovery periods and flight size.
 """
@@ -15,7 +17,7 @@ from __future__ import annotations
 
 import math
 
-__all__ = ["RttEstimator", "Reno", "Cubic", "make_congestion_control", "INITIAL_WINDOW_SEGMENTS"]
+__all__ = ["RttEstimator", "Reno", "Cubic", "RttIncreaseMonitor", "make_congestion_control", "INITIAL_WINDOW_SEGMENTS"]
 
 INITIAL_WINDOW_SEGMENTS = 10  # RFC 6928 / RFC 9002 section 7.2
 
@@ -154,6 +156,50 @@ class Cubic(Reno):
     def on_timeout(self, flight_bytes: int) -> None:
         super().on_timeout(flight_bytes)
         self.epoch_start_s = None
+
+
+class RttIncreaseMonitor:
+    """Leave slow start when the RTT keeps rising: aioquic's rule (its ``QuicRttMonitor``),
+    written here after its behaviour.  At most one RTT sample per ``granularity_s`` is kept,
+    in a window of the last ``size`` samples.  Once the window is full, the smallest window
+    maximum seen so far is the base; a window whose minimum exceeds the base by a quarter
+    of it counts as an increase, a window above the base by less resets the count, and
+    ``size`` increases in a row end slow start (the sender sets ssthresh to its window).
+    With a deep bottleneck queue this ends slow start long before a loss would."""
+
+    __slots__ = ("size", "granularity_s", "_samples", "_index", "_full", "_last_s", "_base_s", "_increases")
+
+    def __init__(self, size: int = 5, granularity_s: float = 0.001) -> None:
+        self.size = size
+        self.granularity_s = granularity_s
+        self._samples = [0.0] * size
+        self._index = 0
+        self._full = False
+        self._last_s = 0.0
+        self._base_s: float | None = None
+        self._increases = 0
+
+    def increasing(self, now_s: float, rtt_s: float) -> bool:
+        """Take an RTT sample at ``now_s``; True when slow start should end."""
+        if now_s <= self._last_s + self.granularity_s:
+            return False
+        self._last_s = now_s
+        self._samples[self._index] = rtt_s
+        self._index = (self._index + 1) % self.size
+        if self._index == 0:
+            self._full = True
+        if not self._full:
+            return False
+        low, high = min(self._samples), max(self._samples)
+        if self._base_s is None or self._base_s > high:
+            self._base_s = high
+        delta = low - self._base_s
+        if 4 * delta >= self._base_s:
+            self._increases += 1
+            return self._increases >= self.size
+        if delta > 0:
+            self._increases = 0
+        return False
 
 
 def make_congestion_control(name: str, mss_bytes: int, **kw) -> Reno:

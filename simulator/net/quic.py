@@ -35,6 +35,11 @@ Behaviour modelled:
   (13.2.1); a due ACK goes in the next packet if data leaves at that instant (it lets one
   packet past the pacer, as in aioquic), else in an ACK-only packet.  ACK frames report
   the ack delay and up to ``MAX_ACK_RANGES`` ranges.
+- Pull writer (optional, ``on_send_ready``): when a packet may leave (window and pacer
+  allow) and no data waits, the endpoint asks the application to write now, so data the
+  application has not handed over yet (aioquic's per-stream send buffers, served
+  round-robin when a packet is built) is scheduled at send time, not at write time;
+  ``want_to_send()`` tells the endpoint that the application has some.
 - Pacing (RFC 9002 section 7.7, ``pacing=True``): ``Pacer``, aioquic's rule (rate
   ``cwnd / smoothed_rtt``, a burst of at most max(2, min(cwnd / 4, 16)) datagrams after
   idle, the rate set at each RTT sample, nothing paced before the first one; timer
@@ -61,6 +66,9 @@ Behaviour modelled:
   ahead of new data, or (``retransmit_in_turn=True``, as aioquic, which hands lost
   bytes back to their stream's send buffer and serves streams round-robin) behind the
   data already queued.
+- Slow-start exit on a rising RTT (``slow_start_rtt_exit=True``, off by default): aioquic's
+  Reno and CUBIC end slow start when RTT samples keep rising (``cc.RttIncreaseMonitor``),
+  which behind a deep queue happens long before a loss.
 - Congestion control (RFC 9002 section 7) through ``cc.Reno`` / ``cc.Cubic``: window
   in bytes of UDP payload, initial window ``initial_window_segments *
   max_datagram_bytes``, bytes in flight counted over ack-eliciting packets (ACK-only
@@ -78,6 +86,7 @@ it follows in its own datagram: one extra header and datagram on the first reque
 
 from __future__ import annotations
 
+import math
 from bisect import bisect_left, bisect_right
 from collections import deque
 from heapq import heappop, heappush
@@ -85,7 +94,7 @@ from itertools import islice
 from typing import Callable
 
 from ..engine import Simulator
-from .cc import RttEstimator, make_congestion_control
+from .cc import RttEstimator, RttIncreaseMonitor, make_congestion_control
 from .link import Packet, Path
 from .transport import DataCallback, TransportConfig, stream_id_for
 
@@ -297,7 +306,7 @@ class QuicEndpoint:
 
     __slots__ = (
         "sim", "conn", "config", "is_client", "name", "peer", "link", "timers",
-        "on_data", "on_stream_acked", "on_packet_acked",
+        "on_data", "on_stream_acked", "on_packet_acked", "on_send_ready",
         # streams
         "_next_bidi", "_next_uni", "_send_streams", "_recv_streams",
         # sending
@@ -309,7 +318,7 @@ class QuicEndpoint:
         "_recv_lows", "_recv_highs", "_largest_recv_pn", "_largest_recv_time_s", "_unacked_eliciting",
         "_ack_due", "_ack_delay_s",
         # pacing (RFC 9002 section 7.7) and the handshake (RFC 9001)
-        "pacer", "retransmit_in_turn", "ready", "handshake_done_s", "_hs_flight", "_hs_pto_count", "_hs_peer_received",
+        "pacer", "retransmit_in_turn", "rtt_monitor", "ready", "handshake_done_s", "_hs_flight", "_hs_pto_count", "_hs_peer_received",
         "_hs_peer_echo_s", "_hs_sped_up", "_hs_sent_s", "_held", "crypto_datagrams_sent", "handshake_ptos",
         # statistics
         "packets_sent", "ack_packets_sent", "probe_packets_sent", "packets_lost",
@@ -321,7 +330,7 @@ class QuicEndpoint:
     def __init__(self, sim: Simulator, conn: "QuicConnection", config: TransportConfig, *,
                  is_client: bool, name: str, log_cwnd: bool, pacing: bool = True,
                  ack_delay_s: float | None = None, handshake: bool = False,
-                 retransmit_in_turn: bool = False) -> None:
+                 retransmit_in_turn: bool = False, slow_start_rtt_exit: bool = False) -> None:
         self.sim = sim
         self.conn = conn
         self.config = config
@@ -333,6 +342,8 @@ class QuicEndpoint:
         self.on_data: DataCallback | None = None
         self.on_stream_acked: Callable[[int, int], None] | None = None
         self.on_packet_acked: Callable[[int, list], None] | None = None
+        # Pull writer: called when a packet may leave and no data waits, to write more now.
+        self.on_send_ready: Callable[[], bool] | None = None
 
         self._next_bidi = 0
         self._next_uni = 0
@@ -367,6 +378,7 @@ class QuicEndpoint:
 
         self.pacer = Pacer(config.max_datagram_bytes) if pacing else None
         self.retransmit_in_turn = retransmit_in_turn
+        self.rtt_monitor = RttIncreaseMonitor() if slow_start_rtt_exit else None
         self.ready = not handshake                # 1-RTT keys in use (RFC 9001 section 4.1.4)
         self.handshake_done_s = 0.0 if not handshake else None
         self._hs_flight: list[CryptoDatagram] = []    # this side's current handshake flight
@@ -437,6 +449,10 @@ class QuicEndpoint:
             queue.append([stream_id, offset, len(data), end, False])
         self._schedule_flush()
 
+    def want_to_send(self) -> None:
+        """The application has data for ``on_send_ready`` to write: try to send at this instant."""
+        self._schedule_flush()
+
     # -- sending ---------------------------------------------------------------------
     def _schedule_flush(self) -> None:
         if not self._flush_scheduled:
@@ -453,12 +469,18 @@ class QuicEndpoint:
         cc = self.cc
         pacer = self.pacer
         sent = False
-        while (self._retx_queue or self._new_queue) and self.bytes_in_flight < cc.cwnd_bytes:
+        pull = self.on_send_ready
+        while self.bytes_in_flight < cc.cwnd_bytes:
+            queued = self._retx_queue or self._new_queue
+            if not queued and pull is None:
+                break
             if pacer is not None and not self._ack_due:
                 when_s = pacer.next_send_s(self.sim.now)
                 if when_s is not None:
                     self.timers.set("pace", when_s, self._flush)
                     break
+            if not queued and not pull():     # the pull writer has nothing more now
+                break
             built = self._build_frames(self._pending_ack_bytes())
             if built is None:
                 break
@@ -738,6 +760,7 @@ class QuicEndpoint:
 
     def _rtt_sample(self, sample_s: float) -> None:
         self.rtt.update(sample_s, 0.0)
+        self._slow_start_check(sample_s)
         if self.pacer is not None:
             self.pacer.set_rate(self.cc.cwnd_bytes, self.rtt.smoothed_s)
 
@@ -839,6 +862,7 @@ class QuicEndpoint:
         if newly_acked[0].pn == largest_in_frame:
             self.rtt.update(now - newly_acked[0].time_sent_s,
                             min(ack_delay_s, self.config.max_ack_delay_s))
+            self._slow_start_check(now - newly_acked[0].time_sent_s)
             if self.pacer is not None:            # aioquic sets the pacing rate at each RTT sample
                 self.pacer.set_rate(self.cc.cwnd_bytes, self.rtt.smoothed_s)
         newly_acked.reverse()                     # oldest first
@@ -870,8 +894,16 @@ class QuicEndpoint:
         self._detect_lost_packets()
         self._pto_count = 0                       # A.7: reset the PTO backoff on an ACK
         self._set_loss_detection_timer()
-        if self._retx_queue or self._new_queue:
+        if self._retx_queue or self._new_queue or self.on_send_ready is not None:
             self._schedule_flush()
+
+    def _slow_start_check(self, latest_rtt_s: float) -> None:
+        """``slow_start_rtt_exit``: aioquic's exit from slow start on a rising RTT (before
+        any loss: its congestion controllers test only while ssthresh is unset)."""
+        monitor = self.rtt_monitor
+        cc = self.cc
+        if monitor is not None and cc.ssthresh_bytes == math.inf and monitor.increasing(self.sim.now, latest_rtt_s):
+            cc.ssthresh_bytes = cc.cwnd_bytes
 
     def _loss_delay_s(self) -> float:
         rtt = self.rtt
@@ -1012,13 +1044,14 @@ class QuicConnection:
     def __init__(self, sim: Simulator, path: Path, config: TransportConfig | None = None,
                  name: str = "quic", *, log_cwnd: bool = False, pacing: bool = True,
                  ack_delay_s: float | None = None, handshake: bool = False, retransmit_in_turn: bool = False,
+                 slow_start_rtt_exit: bool = False,
                  server_flight_bytes: int = SERVER_FLIGHT_CRYPTO_BYTES) -> None:
         self.sim = sim
         self.path = path
         self.config = config = config if config is not None else TransportConfig()
         self.name = name
         options = dict(log_cwnd=log_cwnd, pacing=pacing, ack_delay_s=ack_delay_s, handshake=handshake,
-                       retransmit_in_turn=retransmit_in_turn)
+                       retransmit_in_turn=retransmit_in_turn, slow_start_rtt_exit=slow_start_rtt_exit)
         self.client = QuicEndpoint(sim, self, config, is_client=True, name=f"{name}/client", **options)
         self.server = QuicEndpoint(sim, self, config, is_client=False, name=f"{name}/server", **options)
         # The server's Initial + Handshake flight: full datagrams (RFC 9000 14.1 pads Initials).

@@ -13,32 +13,54 @@ on the request stream (RFC 9113 section 8.4.1 / RFC 9114 section 7.2.5: frame he
 promised stream or push id, header block) followed by the pushed response on a stream
 of its own; ``think_s`` later the final response.
 
-Response bodies go through one writer per connection that keeps at most a congestion
-window (at least two packets, at most two bandwidth-delay products) written but not yet
-acknowledged -- a server that writes as its socket drains -- so a cancelled push stops
-where it is and the order of the writer decides who gets the connection:
-``scheduler`` = ``urgency`` (RFC 9218: the lowest urgency first, from the request's
-``priority`` field, default 3; round-robin among equals, a packet's worth per turn),
-``round-robin`` (aioquic's stream rotation), or ``fifo`` (request order, as the h2
-stack writes).
+Response bodies and the order of the writer decide who gets the connection (``scheduler``):
+``urgency`` (RFC 9218: the lowest urgency first, from the request's ``priority`` field,
+default 3; round-robin among equals, a packet's worth per turn), ``round-robin``
+(aioquic's stream rotation), or ``fifo`` (request order, as the h2 stack writes).  With
+``urgency`` and ``round-robin`` the server writes as the transport drains, so a cancelled
+push stops where it is: over TCP it keeps at most a congestion window written but not yet
+acknowledged (at least two packets); over QUIC the endpoint pulls a packet's worth from
+the rotation each time a packet may leave (``QuicEndpoint.on_send_ready``), as aioquic
+builds packets from its streams' send buffers at send time.  With ``fifo`` each
+response goes to the transport whole when it is ready, as the h2 stack hands everything
+to TCP at once: a cancel cannot take back what was written.
 
 Cancelling a push: the client writes a 13-byte RST_STREAM (HTTP/2) or STOP_SENDING
-(QUIC, about the same size) on a fresh stream; the server stops the pushed stream when
-that arrives.  What the server wrote of a pushed response until then crosses the path
-anyway (the transport delivers what it was handed), so a push's bytes are what the
-server wrote; the load runs on after the page is done until every push is settled
-(written in full, or its cancel reached the server), as the cancel of a push for a
-cached resource often lands after the page has loaded.  Connection set-up: the QUIC model and the TCP model here have no
-handshake of their own, so a cold connection is usable after ``setup_s``: DNS, then one
-RTT (TCP) plus one RTT for TLS 1.3 (``tls``), or one RTT (QUIC), plus the
-serialisation of the server's first flight (about 2.5 KB with an Ed25519 certificate).
+(QUIC, about the same size; sent once the pushed stream's first bytes have arrived, as
+the aioquic client must, having no CANCEL_PUSH) on a fresh stream; the server stops the
+pushed stream when that arrives.  What the server wrote of a pushed response until then
+crosses the path anyway (the transport delivers what it was handed), so a push's bytes
+are what the server wrote; the load runs on after the page is done until every push is
+settled (written in full, or its cancel reached the server), as the cancel of a push for
+a cached resource often lands after the page has loaded.
+
+Connection set-up, as the stacks pay it (after ``dns_s``): TCP runs its three-way
+handshake (the client's bytes leave when the SYN-ACK arrives); with ``tls`` the TLS 1.3
+full handshake follows as TCP bytes (ClientHello, the server's flight once all of it has
+arrived, the client's Finished: one more round trip, RFC 8446 section 2) and every write
+costs 22 bytes per record of up to 16 KiB; then the h2 connection preface and SETTINGS
+(their bytes as the ``h2`` library writes them with the h2 stack's settings, each end's
+SETTINGS ACK when the peer's bytes first arrive).  Header blocks over TCP are encoded
+after h2's own normalisation, so with ``tls=False`` the model writes the h2 stack's bytes
+at the h2 stack's instants and the two agree to the packet.  QUIC runs the QUIC model's
+handshake with the options ``stacks.model_replay`` uses for aioquic (1 ms ACK delay,
+lost data resent in its stream's turn) and aioquic's exit from slow start on a rising
+RTT (``slow_start_rtt_exit``); requests wait in the client's send queue until the
+handshake completes.  A browser model that times handshakes itself
+(``ModelNetwork.connect(..., setup=...)``, ``studies.coalescing``) gets transports
+without a handshake of their own, usable after its ``setup``.
 """
 
 from __future__ import annotations
 
+import functools
 import re
 from collections import deque
 
+import h2.config
+import h2.connection
+import h2.settings
+from h2.utilities import normalize_outbound_headers
 import hpack
 
 from ...engine import Simulator
@@ -47,11 +69,36 @@ from ...net.quic import QuicConnection
 from ...net.tcp import TcpConnection
 from ...net.transport import TransportConfig
 from ...stacks.common import ExchangeSpec
+from ...stacks.model_replay import AIOQUIC_ACK_DELAY_S
 
-__all__ = ["ModelNetwork", "setup_s"]
+__all__ = ["ModelNetwork"]
 
-SERVER_FIRST_FLIGHT_BYTES = 2560        # TLS server flight with an Ed25519 certificate (aioquic's)
-CLIENT_HELLO_BYTES = 1280
+# TLS 1.3 over TCP (h2 with ``tls``): the three handshake flights as the real h2 stack's
+# OpenSSL writes them with its Ed25519 certificate (records included, RFC 8446 section 5):
+# the ClientHello (padded to 512 bytes, RFC 7685, in one record), the server's flight
+# (ServerHello, ChangeCipherSpec, EncryptedExtensions ... Finished), the client's
+# ChangeCipherSpec and Finished.
+TLS_CLIENT_HELLO_BYTES = 517
+TLS_SERVER_FLIGHT_BYTES = 633
+TLS_CLIENT_FINISHED_BYTES = 80
+TLS_RECORD_BYTES = 22                         # per application record of up to 16 KiB
+_TLS_RECORD_PLAINTEXT = 16384
+_H2_SETTINGS_ACK_BYTES = 9
+
+
+@functools.lru_cache(maxsize=None)
+def h2_preface_bytes(is_client: bool, window_bytes: int = 16 << 20) -> int:
+    """Bytes the h2 stack's end writes when its connection starts, as the ``h2`` library
+    writes them with the stack's settings (``stacks.h2``): the client's magic (RFC 9113
+    section 3.4), SETTINGS and the connection WINDOW_UPDATE.  Each end acknowledges the
+    peer's SETTINGS (9 bytes, section 6.5.3) when the first of its bytes arrive."""
+    conn = h2.connection.H2Connection(config=h2.config.H2Configuration(client_side=is_client, header_encoding=None))
+    conn.local_settings = h2.settings.Settings(client=is_client, initial_values={
+        h2.settings.SettingCodes.INITIAL_WINDOW_SIZE: window_bytes,
+        h2.settings.SettingCodes.MAX_CONCURRENT_STREAMS: 1000})
+    conn.initiate_connection()
+    conn.increment_flow_control_window(window_bytes - 65535)
+    return len(conn.data_to_send())
 _FRAME = {"tcp": 9, "quic": 3}
 _RESET_BYTES = 13                       # RST_STREAM: 9-byte frame header + 4-byte error code
 _H2_MAX_FRAME = 16384
@@ -68,15 +115,6 @@ def urgency(headers) -> int:
             if m:
                 return int(m.group(1))
     return DEFAULT_URGENCY
-
-
-def setup_s(params) -> float:
-    """Seconds before a cold connection can carry requests (see the module docstring)."""
-    serialisation = 0.0
-    if params.bandwidth_bps and (params.protocol == "h3" or params.tls):
-        serialisation = (CLIENT_HELLO_BYTES + SERVER_FIRST_FLIGHT_BYTES) * 8 / params.bandwidth_bps
-    rtts = 1 if params.protocol == "h3" else (2 if params.tls else 1)
-    return params.dns_s + rtts * params.rtt_s + serialisation
 
 
 class _Incoming:
@@ -97,24 +135,23 @@ class _Incoming:
 class _Conn:
     def __init__(self, net: "ModelNetwork", key: str, number: int, protocol: str | None = None,
                  setup: float | None = None) -> None:
-        self.net, self.key = net, key
+        self.net, self.key, self.number = net, key, number
         sim, params = net.sim, net.params
         self.sim = sim
         self.transport = "tcp" if (protocol or params.protocol) == "h2" else "quic"
-        if self.transport == "tcp":
-            self.t = TcpConnection(sim, net.path, TransportConfig(cc=params.cc), name=f"tcp{number}", handshake=False)
-        else:
-            config = TransportConfig(cc=params.cc, initial_rtt_s=0.1)       # aioquic's initial RTT
-            self.t = QuicConnection(sim, net.path, config, name=f"quic{number}")
-        self.t.server.on_stream_acked = self._on_stream_acked
-        self.t.client.on_data = self._client_data
-        self.t.server.on_data = self._server_data
-        self.ready_s = sim.now + (setup_s(params) if setup is None else setup)
+        self.t = None
+        self.tls_stream: int | None = None                # the TLS handshake's bytes (TCP stream label)
+        self.h2_control: tuple[int, int] | None = None    # h2: the client's and server's SETTINGS (labels)
+        self._settings_acked = [False, False]             # h2: client, server sent its SETTINGS ACK
+        self._tls_received = [0, 0]                       # handshake bytes the server / client has
+        self.accepting = False                            # requests may be handed to the transport
+        self._waiting: list[ExchangeSpec] = []            # requests made before that
         self.request_encoder, self.response_encoder = hpack.Encoder(), hpack.Encoder()
         self.incoming: dict[int, _Incoming] = {}
         self.requests: dict[int, ExchangeSpec] = {}       # client stream -> spec (both ends in one process)
         self.cancels: dict[int, int] = {}                 # client stream carrying a cancel -> pushed stream
         self.cancelled: set[int] = set()
+        self._cancel_on_arrival: set[int] = set()         # h3 pushes to cancel when their stream exists
         self.written: dict[int, int] = {}                 # bytes the server has written per stream
         # The writer: per urgency level a rotation of [stream_id, bytes left to write, order].
         self.scheduler = params.scheduler
@@ -123,32 +160,114 @@ class _Conn:
         self._acked: dict[int, int] = {}
         self._unacked_bytes = 0
         self._chunk_bytes = 1460 if self.transport == "tcp" else 1252 - 40
-        bdp = params.bandwidth_bps * params.rtt_s / 8 if params.bandwidth_bps else float("inf")
-        self._pacing_cap_bytes = 2 * bdp
+        self.own_setup = setup is None
+        self.tls = self.transport == "tcp" and params.tls and self.own_setup
+        if setup is not None:
+            # A browser model that times DNS and handshakes itself (studies.coalescing): a
+            # transport without a handshake of its own, usable after ``setup`` seconds.
+            self._open(handshake=False)
+            sim.call_later(setup, self._accept)
+        elif params.dns_s:
+            sim.call_later(params.dns_s, self._open)
+        else:
+            self._open()
+
+    def _open(self, handshake: bool = True) -> None:
+        """Open the transport connection with its own handshake, as the stacks' are: TCP's
+        three-way handshake (and with ``tls`` the TLS 1.3 flights as TCP bytes), or QUIC's
+        handshake model."""
+        sim, params, number = self.sim, self.net.params, self.number
+        if self.transport == "tcp":
+            self.t = TcpConnection(sim, self.net.path, TransportConfig(cc=params.cc), name=f"tcp{number}",
+                                   handshake=handshake)
+        else:
+            config = TransportConfig(cc=params.cc, initial_rtt_s=0.1)       # aioquic's initial RTT
+            # As stacks.model_replay: aioquic's 1 ms ACK delay, its pacing (the model's
+            # default), lost data resent in its stream's turn, and the handshake's datagrams
+            # (requests wait in the client's send queue until the handshake completes).
+            self.t = QuicConnection(sim, self.net.path, config, name=f"quic{number}", handshake=handshake,
+                                    ack_delay_s=AIOQUIC_ACK_DELAY_S, retransmit_in_turn=True,
+                                    slow_start_rtt_exit=True)
+        self.t.server.on_stream_acked = self._on_stream_acked
+        if self.transport == "quic" and self.scheduler != "fifo":
+            self.t.server.on_send_ready = self._pull
+        self.t.client.on_data = self._client_data
+        self.t.server.on_data = self._server_data
+        if not handshake:
+            return
+        if self.transport == "tcp":
+            # The h2 server's SETTINGS and WINDOW_UPDATE (RFC 9113 section 3.4), written at
+            # once as the h2 stack does; TCP sends them when the handshake completes.
+            self.h2_control = (self.t.client.open_stream(), self.t.server.open_stream())
+            if not self.tls:
+                self.t.server.write(self.h2_control[1], b"s" * h2_preface_bytes(False))
+            else:
+                # TLS 1.3 (RFC 8446 section 2): the ClientHello; the server's flight when all of
+                # it has arrived; the client's Finished when the server's flight has, and the
+                # requests right after it.
+                self.tls_stream = self.t.client.open_stream()
+                self.t.client.write(self.tls_stream, b"h" * TLS_CLIENT_HELLO_BYTES)
+                return
+        self._accept()
+
+    def _tls_data(self, at_server: bool, n: int) -> None:
+        side = 0 if at_server else 1
+        self._tls_received[side] += n
+        if at_server and self._tls_received[0] == TLS_CLIENT_HELLO_BYTES:
+            self.t.server.write(self.tls_stream, b"s" * TLS_SERVER_FLIGHT_BYTES)
+        elif at_server and self._tls_received[0] == TLS_CLIENT_HELLO_BYTES + TLS_CLIENT_FINISHED_BYTES:
+            # The server's SETTINGS once the client's Finished is in (no 0.5-RTT data).
+            self.t.server.write(self.h2_control[1], b"s" * self._records(h2_preface_bytes(False)))
+        elif not at_server and self._tls_received[1] == TLS_SERVER_FLIGHT_BYTES:
+            self.t.client.write(self.tls_stream, b"f" * TLS_CLIENT_FINISHED_BYTES)
+            self._accept()
+
+    def _accept(self) -> None:
+        """From now on requests go to the transport (over h2 after the client's preface)."""
+        self.accepting = True
+        if self.transport == "tcp" and self.own_setup:
+            self.t.client.write(self.h2_control[0], b"p" * self._records(h2_preface_bytes(True)))
+        waiting, self._waiting = self._waiting, []
+        for spec in waiting:
+            self.request(spec)
 
     # -- client -----------------------------------------------------------------------
     def request(self, spec: ExchangeSpec) -> None:
-        if self.sim.now < self.ready_s:
-            self.sim.call_at(self.ready_s, self.request, spec)
+        if not self.accepting:
+            self._waiting.append(spec)
             return
         sid = self.t.client.open_stream()
         self.requests[sid] = spec
         self.incoming[sid] = _Incoming(index=spec.index)
-        block = len(self.request_encoder.encode(list(spec.request_headers)))
-        self.t.client.write(sid, b"q" * (block + _FRAME[self.transport]), end=True)
+        block = self._block(self.request_encoder, spec.request_headers)
+        self.t.client.write(sid, b"q" * self._records(block + _FRAME[self.transport]), end=True)
 
     def cancel(self, pushed_sid: int) -> None:
-        if self.sim.now < self.ready_s:
+        if self.transport == "quic" and not self.incoming[pushed_sid].received:
+            # As the aioquic client must (it has no CANCEL_PUSH, RFC 9114 section 7.2.3):
+            # STOP_SENDING once the pushed stream exists, i.e. its first bytes arrived.
+            self._cancel_on_arrival.add(pushed_sid)
             return
         sid = self.t.client.open_stream()
         self.cancels[sid] = pushed_sid
-        self.t.client.write(sid, b"c" * _RESET_BYTES, end=True)
+        self.t.client.write(sid, b"c" * self._records(_RESET_BYTES), end=True)
 
     def _client_data(self, stream_id: int, data: bytes, end: bool, time_s: float) -> None:
+        if stream_id == self.tls_stream:
+            self._tls_data(False, len(data))
+            return
+        if self.h2_control is not None and not self._settings_acked[0]:
+            self._settings_acked[0] = True            # the server's SETTINGS came first (RFC 9113 6.5.3)
+            self.t.client.write(self.h2_control[0], b"a" * self._records(_H2_SETTINGS_ACK_BYTES))
+        if stream_id == (self.h2_control or (None, None))[1]:
+            return
         inc = self.incoming.get(stream_id)
         if inc is None:
             return
         inc.received += len(data)
+        if stream_id in self._cancel_on_arrival:
+            self._cancel_on_arrival.discard(stream_id)
+            self.cancel(stream_id)
         marks = inc.marks
         while marks and marks[0][0] <= inc.received:
             _, callback, args = marks.popleft()
@@ -169,6 +288,16 @@ class _Conn:
 
     # -- server -----------------------------------------------------------------------
     def _server_data(self, stream_id: int, data: bytes, end: bool, time_s: float) -> None:
+        if stream_id == self.tls_stream:
+            self._tls_data(True, len(data))
+            return
+        if self.h2_control is not None and not self._settings_acked[1]:
+            # The client's SETTINGS came first (RFC 9113 6.5.3).  The h2 stack's server
+            # writes its ACK after handling all it received, so it leaves with the response
+            # to a request in the same segment: written one turn later here.
+            self._settings_acked[1] = True
+            self.sim.call_soon(self.t.server.write, self.h2_control[1],
+                               b"a" * self._records(_H2_SETTINGS_ACK_BYTES))
         if not end:
             return
         if stream_id in self.cancels:
@@ -181,7 +310,7 @@ class _Conn:
         inc = self.incoming[stream_id]
         if spec.early_hints:
             hints = [(b":status", b"103")] + [(b"link", v) for v in spec.early_hints]
-            self._write_now(stream_id, len(self.response_encoder.encode(hints)) + frame,
+            self._write_now(stream_id, self._block(self.response_encoder, hints) + frame,
                             inc, self.net.listener.on_informational, (spec.index, spec.early_hints))
         pushed = []
         for push in spec.pushes:             # every PUSH_PROMISE first, then the pushed responses (as the stacks)
@@ -190,20 +319,30 @@ class _Conn:
             pushed_sid = self.t.server.open_stream(unidirectional=self.transport == "quic")
             url = f"https://{authority.decode('latin-1')}{push.path.decode('latin-1')}"
             response = [(b":status", b"200"), (b"content-length", str(push.body_bytes).encode())]
-            block = len(self.response_encoder.encode(response)) + frame
-            self.incoming[pushed_sid] = _Incoming(push_key=(self.key, pushed_sid), header_bytes=block)
+            size = self._records(self._block(self.response_encoder, response) + frame
+                                 + self._body_wire_bytes(push.body_bytes))
+            self.incoming[pushed_sid] = _Incoming(push_key=(self.key, pushed_sid),
+                                                  header_bytes=size - push.body_bytes)
             self.net.unsettled.add((self.key, pushed_sid))
-            promise = len(self.response_encoder.encode(request)) + frame + 4   # + promised stream / push id
+            promise = self._block(self.response_encoder, request) + frame + 4   # + promised stream / push id
             self._write_now(stream_id, promise, inc, self._promise_arrived, (pushed_sid, url))
-            pushed.append((pushed_sid, block + self._body_wire_bytes(push.body_bytes)))
+            pushed.append((pushed_sid, size))
         for pushed_sid, size in pushed:
             self._send_response(pushed_sid, size, self.net.push_urgency)
         self.sim.call_later(spec.think_s or 0.0, self._respond, stream_id, spec)
 
     def _respond(self, stream_id: int, spec: ExchangeSpec) -> None:
-        block = len(self.response_encoder.encode(list(spec.response_headers))) + _FRAME[self.transport]
-        self._send_response(stream_id, block + self._body_wire_bytes(spec.response_body_bytes),
+        block = self._block(self.response_encoder, spec.response_headers) + _FRAME[self.transport]
+        self._send_response(stream_id, self._records(block + self._body_wire_bytes(spec.response_body_bytes)),
                             urgency(spec.request_headers))
+
+    def _block(self, encoder: hpack.Encoder, headers) -> int:
+        """Bytes of a header block.  Over TCP as the h2 stack encodes it: the ``h2`` library's
+        normalisation first (short cookies and credentials never indexed, RFC 7541 section
+        7.1.3), so the sizes are the stack's own."""
+        if self.transport == "tcp":
+            headers = normalize_outbound_headers(headers, None)
+        return len(encoder.encode(list(headers)))
 
     def _body_wire_bytes(self, body: int) -> int:
         if not body:
@@ -212,18 +351,37 @@ class _Conn:
             return body + 9 * -(-body // _H2_MAX_FRAME)          # one DATA frame header per 16 KiB
         return body + 3                                          # aioquic: one DATA frame per write
 
+    def _records(self, nbytes: int) -> int:
+        """``nbytes`` written at once, as TLS 1.3 records of up to 16 KiB over TCP with ``tls``."""
+        if not self.tls:
+            return nbytes
+        return nbytes + TLS_RECORD_BYTES * -(-nbytes // _TLS_RECORD_PLAINTEXT)
+
     def _write_now(self, stream_id: int, size: int, inc: _Incoming, callback, args) -> None:
+        size = self._records(size)
+        self._unacked_bytes += size
         offset = self.written.get(stream_id, 0) + size
         self.written[stream_id] = offset
         inc.marks.append((offset, callback, args))
         self.t.server.write(stream_id, b"h" * size)
 
     def _send_response(self, stream_id: int, size: int, level: int) -> None:
+        if self.scheduler == "fifo":
+            # As the h2 stack: the whole response goes to the transport's send buffer at
+            # once, in the order responses are ready; a cancel cannot take it back.
+            self.written[stream_id] = self.written.get(stream_id, 0) + size
+            self._unacked_bytes += size
+            self.t.server.write(stream_id, b"r" * size, end=True)
+            self.net.settle((self.key, stream_id))
+            return
         if self.scheduler != "urgency":
             level = 0
         self._order += 1
         self._active.setdefault(level, deque()).append([stream_id, size, self._order])
-        self._fill()
+        if self.transport == "quic":
+            self.t.server.want_to_send()
+        else:
+            self._fill()
 
     def _stop(self, pushed_sid: int) -> None:
         """The cancel has reached the server: nothing more of that stream is written."""
@@ -232,35 +390,51 @@ class _Conn:
             self._active[level] = deque(e for e in queue if e[0] != pushed_sid)
         self.net.settle((self.key, pushed_sid))
 
+    def _pull(self) -> bool:
+        """QUIC: a packet may leave now: write about one packet's worth from the rotation (as
+        aioquic builds a packet from its streams' send buffers).  False if nothing waits."""
+        wrote = 0
+        while wrote < self._chunk_bytes:
+            n = self._write_next(self._chunk_bytes - wrote)
+            if not n:
+                break
+            wrote += n
+        return wrote > 0
+
+    def _write_next(self, limit: int) -> int:
+        """Write up to ``limit`` bytes of the next response in turn; the bytes written."""
+        level = min((lv for lv, q in self._active.items() if q), default=None)
+        if level is None:
+            return 0
+        queue = self._active[level]
+        entry = queue.popleft()
+        stream_id, remaining, _ = entry
+        n = min(remaining, limit)
+        entry[1] = remaining - n
+        self.written[stream_id] = self.written.get(stream_id, 0) + n
+        self._unacked_bytes += n
+        self.t.server.write(stream_id, b"r" * n, end=entry[1] == 0)
+        if entry[1] == 0:
+            self.net.settle((self.key, stream_id))
+        else:
+            queue.append(entry)                    # served: to the back of its rotation
+        return n
+
     def _fill(self) -> None:
-        server = self.t.server
-        cwnd = server.cwnd_bytes if self.transport == "tcp" else server.cc.cwnd_bytes
-        window = max(min(cwnd, self._pacing_cap_bytes), 2 * self._chunk_bytes)
-        while self._unacked_bytes < window:
-            level = min((lv for lv, q in self._active.items() if q), default=None)
-            if level is None:
-                return
-            queue = self._active[level]
-            entry = queue.popleft()
-            stream_id, remaining, _ = entry
-            n = min(remaining, self._chunk_bytes)
-            entry[1] = remaining - n
-            self.written[stream_id] = self.written.get(stream_id, 0) + n
-            self._unacked_bytes += n
-            server.write(stream_id, b"r" * n, end=entry[1] == 0)
-            if entry[1] == 0:
-                self.net.settle((self.key, stream_id))
-            if entry[1]:
-                if self.scheduler == "fifo":
-                    queue.appendleft(entry)        # the oldest response keeps the connection
-                else:
-                    queue.append(entry)            # served: to the back of its rotation
+        """TCP: keep the congestion window written but not acknowledged (at least two
+        segments), as TCP sends whatever its window allows.  (A cap of two bandwidth-delay
+        products here held a busy connection's share of a deep bottleneck queue below what
+        the h2 stack's TCP takes.)"""
+        window = max(self.t.server.cwnd_bytes, 2 * self._chunk_bytes)
+        while self._unacked_bytes < window and self._write_next(self._chunk_bytes):
+            pass
 
     def _on_stream_acked(self, stream_id: int, acked_offset: int) -> None:
         acked = min(acked_offset, self.written.get(stream_id, 0))
         self._unacked_bytes -= acked - self._acked.get(stream_id, 0)
         self._acked[stream_id] = acked
-        self._fill()
+        if self.transport == "tcp":
+            self._fill()
 
 
 class ModelNetwork:
@@ -276,7 +450,7 @@ class ModelNetwork:
 
     def connect(self, key: str, *, protocol: str | None = None, setup: float | None = None) -> _Conn:
         """The connection ``key``, opened now if new: over ``protocol`` (default the load's)
-        and usable after ``setup`` seconds (default ``setup_s(params)``), for a browser
+        and usable after ``setup`` seconds (default: the transports' own handshakes), for a browser
         model that times DNS and handshakes itself (``studies.coalescing``)."""
         conn = self.conns.get(key)
         if conn is None:
@@ -284,7 +458,10 @@ class ModelNetwork:
         return conn
 
     def fetch(self, key: str, spec: ExchangeSpec) -> None:
-        self.connect(key).request(spec)
+        # After the connections' own start-up events of this instant (a new connection's
+        # SYN or Initial), as stack_net hands requests to the stacks: on the shared link,
+        # who goes first at one instant is who is served first.
+        self.sim.call_soon(self.connect(key).request, spec)
 
     def cancel_push(self, push_key) -> None:
         key, pushed_sid = push_key
