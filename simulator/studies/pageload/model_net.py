@@ -69,7 +69,8 @@ from ...net.quic import QuicConnection
 from ...net.tcp import TcpConnection
 from ...net.transport import TransportConfig
 from ...stacks.common import ExchangeSpec
-from ...stacks.model_replay import AIOQUIC_ACK_DELAY_S
+from ...stacks.model_replay import AIOQUIC_ACK_DELAY_S, tls_record_bytes
+from ...stacks.tls import handshake_flight_bytes, sni_name
 
 __all__ = ["ModelNetwork"]
 
@@ -78,11 +79,6 @@ __all__ = ["ModelNetwork"]
 # the ClientHello (padded to 512 bytes, RFC 7685, in one record), the server's flight
 # (ServerHello, ChangeCipherSpec, EncryptedExtensions ... Finished), the client's
 # ChangeCipherSpec and Finished.
-TLS_CLIENT_HELLO_BYTES = 517
-TLS_SERVER_FLIGHT_BYTES = 633
-TLS_CLIENT_FINISHED_BYTES = 80
-TLS_RECORD_BYTES = 22                         # per application record of up to 16 KiB
-_TLS_RECORD_PLAINTEXT = 16384
 _H2_SETTINGS_ACK_BYTES = 9
 
 
@@ -205,21 +201,24 @@ class _Conn:
                 # TLS 1.3 (RFC 8446 section 2): the ClientHello; the server's flight when all of
                 # it has arrived; the client's Finished when the server's flight has, and the
                 # requests right after it.
+                # Flights of the sizes the real stack's OpenSSL writes for this origin's SNI.
+                self.tls_flights = handshake_flight_bytes(sni_name(self.key))
                 self.tls_stream = self.t.client.open_stream()
-                self.t.client.write(self.tls_stream, b"h" * TLS_CLIENT_HELLO_BYTES)
+                self.t.client.write(self.tls_stream, b"h" * self.tls_flights[0])
                 return
         self._accept()
 
     def _tls_data(self, at_server: bool, n: int) -> None:
         side = 0 if at_server else 1
         self._tls_received[side] += n
-        if at_server and self._tls_received[0] == TLS_CLIENT_HELLO_BYTES:
-            self.t.server.write(self.tls_stream, b"s" * TLS_SERVER_FLIGHT_BYTES)
-        elif at_server and self._tls_received[0] == TLS_CLIENT_HELLO_BYTES + TLS_CLIENT_FINISHED_BYTES:
+        hello, server_flight, finished = self.tls_flights
+        if at_server and self._tls_received[0] == hello:
+            self.t.server.write(self.tls_stream, b"s" * server_flight)
+        elif at_server and self._tls_received[0] == hello + finished:
             # The server's SETTINGS once the client's Finished is in (no 0.5-RTT data).
             self.t.server.write(self.h2_control[1], b"s" * self._records(h2_preface_bytes(False)))
-        elif not at_server and self._tls_received[1] == TLS_SERVER_FLIGHT_BYTES:
-            self.t.client.write(self.tls_stream, b"f" * TLS_CLIENT_FINISHED_BYTES)
+        elif not at_server and self._tls_received[1] == server_flight:
+            self.t.client.write(self.tls_stream, b"f" * finished)
             self._accept()
 
     def _accept(self) -> None:
@@ -353,9 +352,7 @@ class _Conn:
 
     def _records(self, nbytes: int) -> int:
         """``nbytes`` written at once, as TLS 1.3 records of up to 16 KiB over TCP with ``tls``."""
-        if not self.tls:
-            return nbytes
-        return nbytes + TLS_RECORD_BYTES * -(-nbytes // _TLS_RECORD_PLAINTEXT)
+        return tls_record_bytes(nbytes) if self.tls else nbytes
 
     def _write_now(self, stream_id: int, size: int, inc: _Incoming, callback, args) -> None:
         size = self._records(size)

@@ -8,9 +8,9 @@ spec's think time.  The browser's callbacks come from ``Recorder.listener``.
 
 Differences that are the stacks' own, not the model's:
 - h2 runs over the TCP model's three-way handshake and, with ``tls`` (the default), the
-  real TLS 1.3 handshake and records (``stacks.tls``); the model charges the same
-  round trips as a fixed set-up time (``model_net.setup_s``) on a TCP model without
-  handshake.  ``tls=False``: cleartext HTTP/2 with prior knowledge on both.
+  real TLS 1.3 handshake and records (``stacks.tls``); the model runs the same TCP
+  handshake and TLS flights of the sizes OpenSSL writes, as byte counts
+  (``model_net``).  ``tls=False``: cleartext HTTP/2 with prior knowledge on both.
 - aioquic has no CANCEL_PUSH: a push is cancelled with STOP_SENDING once its stream
   exists (its response headers arrived), RFC 9114 section 4.6 and RFC 9000 section 3.5.
 - aioquic's client announces MAX_PUSH_ID once; it is set high enough here for the
