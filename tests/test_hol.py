@@ -194,6 +194,7 @@ def test_cli_json_has_the_documented_keys(capsys):
     (["--loss", "lots"], "loss"),
     (["--rtt", "fast"], "duration"),
     (["--scheme", "gzip"], "scheme"),
+    (["--transport", "ref2017", "--jitter", "-0.05"], "probability"),
 ])
 def test_cli_bad_flags_exit_2_with_one_line(capsys, argv, fragment):
     assert main(["hol", "--trace", str(PAGE), *argv]) == 2

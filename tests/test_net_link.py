@@ -102,3 +102,10 @@ def test_path_losses_use_independent_streams_per_direction():
     rev = [path.reverse.loss.lost() for _ in range(50)]
     assert fwd != rev
     assert path.forward.delay_s == 0.05
+
+
+def test_jitter_must_be_a_probability_and_a_delay_not_below_zero():
+    """A negative extra delay would schedule an arrival before its departure."""
+    for prob, max_s in ((0.1, -0.01), (1.5, 0.1), (-0.1, 0.1)):
+        with pytest.raises(InputError):
+            Jitter(prob=prob, max_s=max_s)

@@ -173,6 +173,12 @@ class Jitter:
     prob: float = 0.05
     max_s: float = 0.100
 
+    def __post_init__(self) -> None:
+        # A negative extra delay would schedule an arrival before its departure.
+        if not 0.0 <= self.prob <= 1.0 or not self.max_s >= 0.0:
+            raise InputError(f"jitter needs a probability in [0, 1] and a delay >= 0 s, "
+                             f"got {self.prob} and {self.max_s} s")
+
 
 @dataclass
 class LinkStats:

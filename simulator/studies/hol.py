@@ -704,6 +704,8 @@ def confidence_band(values, *, level: float = 0.95, resamples: int = 2000, seed:
 
 def params_from_args(args: argparse.Namespace) -> HolParams:
     bw = None if str(args.bw).lower() in ("none", "inf", "0") else parse_rate(args.bw)
+    if not 0.0 <= float(args.jitter) <= 1.0:
+        raise InputError(f"--jitter is a probability in [0, 1], got {args.jitter}")
     return HolParams(
         schemes=tuple(s.strip() for s in args.scheme.split(",") if s.strip()),
         transport=args.transport, rtt_s=parse_duration(args.rtt), bandwidth_bps=bw, loss=str(args.loss),
