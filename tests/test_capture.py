@@ -210,13 +210,21 @@ def test_h2_capture_negotiated_h2_and_has_parser_initiators(h2_capture):
 
 
 @needs_chromium
-def test_h2_capture_with_early_hints_server_sent_103_and_browser_saw_it_rfc8297(h2_capture):
+def test_h2_capture_with_early_hints_server_sent_103_and_browser_saw_it_rfc8297(h2_capture, tmp_path):
     _, har = h2_capture
     server = har["log"]["_server"]
     doc_log = next(r for r in server["responses"] if r["path"] == "/")
     assert server["early_hints"] and doc_log["early_hints"]
     assert all("rel=preload" in link for link in doc_log["early_hints"])
     doc = har["log"]["entries"][0]
+    if not doc.get("_earlyHints") and doc["timings"]["connect"] == -1:
+        # On a loaded machine Chromium sometimes sent the navigation on a socket it had opened
+        # before it (timings.connect -1) and then neither reported nor followed the 103 that
+        # the server's record shows it sent: one more capture, with a new browser.
+        _, har = _capture(tmp_path, "h2-again", "--synth", "10", "--seed", "4", "--proto", "h2",
+                          "--early-hints", "--think", "0.1")
+        doc_log = next(r for r in har["log"]["_server"]["responses"] if r["path"] == "/")
+        doc = har["log"]["entries"][0]
     hints = {h["name"]: h["value"] for h in doc.get("_earlyHints", [])}
     assert hints, "Chromium reported no 103 for the document"
     assert all(link.split(";")[0] in hints["link"] for link in doc_log["early_hints"])
