@@ -19,10 +19,11 @@ from __future__ import annotations
 
 import hashlib
 import heapq
+import math
 import random
 from typing import Any, Callable, Iterable
 
-__all__ = ["Simulator", "TimerSlots", "derive_seed"]
+__all__ = ["Simulator", "Timer", "TimerSlots", "derive_seed"]
 
 
 def derive_seed(seed: int, name: str) -> int:
@@ -66,6 +67,9 @@ class Simulator:
     def timers(self, owner: str, slots: Iterable[str]) -> "TimerSlots":
         return TimerSlots(self, owner, slots)
 
+    def timer(self, owner: str, callback: Callable[[], Any]) -> "Timer":
+        return Timer(self, owner, callback)
+
     # -- running -----------------------------------------------------------------
     def run(self, until_s: float | None = None, max_events: int | None = None) -> float:
         """Run events until the heap is empty, ``until_s`` is passed, ``max_events`` ran,
@@ -77,20 +81,23 @@ class Simulator:
         heap = self._heap
         pop = heapq.heappop
         trace = self.trace
+        until = math.inf if until_s is None else until_s
+        limit = math.inf if max_events is None else max_events
         count = 0
         self.stopped = False
         while heap:
-            time_s = heap[0][0]
-            if until_s is not None and time_s > until_s:
+            entry = pop(heap)
+            time_s, _, callback, args = entry
+            if time_s > until:
+                heapq.heappush(heap, entry)   # not due yet: back in the heap (its seq keeps its place)
                 self.now = until_s
                 break
-            _, _, callback, args = pop(heap)
             self.now = time_s
             if trace is not None:
                 trace.append((time_s, getattr(callback, "__qualname__", repr(callback))))
             callback(*args)
             count += 1
-            if self.stopped or max_events is not None and count >= max_events:
+            if count >= limit or self.stopped:
                 break
         self.events_run += count
         return self.now
@@ -127,7 +134,7 @@ class TimerSlots:
     empties it.  One heap entry per owner at a time is live: the earliest expiry.
     """
 
-    __slots__ = ("sim", "owner", "_when", "_cb", "_scheduled_s", "_gen", "_single")
+    __slots__ = ("sim", "owner", "_when", "_cb", "_scheduled_s", "_gen")
 
     def __init__(self, sim: Simulator, owner: str, slots: Iterable[str]) -> None:
         self.sim = sim
@@ -137,7 +144,6 @@ class TimerSlots:
         self._cb: dict[str, Callable[[], Any] | None] = {name: None for name in names}
         self._scheduled_s: float | None = None  # time of the live heap entry
         self._gen = 0
-        self._single = names[0] if len(names) == 1 else None
 
     def set(self, slot: str, when_s: float, callback: Callable[[], Any]) -> None:
         if slot not in self._when:
@@ -175,18 +181,6 @@ class TimerSlots:
             return  # superseded by an earlier expiry
         self._scheduled_s = None
         now = self.sim.now
-        if self._single is not None:      # one slot (a QUIC connection's timer): the same, shorter
-            slot = self._single
-            when_s = self._when[slot]
-            if when_s is not None and when_s <= now:
-                callback = self._cb[slot]
-                self._when[slot] = None
-                self._cb[slot] = None
-                callback()
-                when_s = self._when[slot]
-            if when_s is not None and self._scheduled_s is None:
-                self._schedule(when_s)
-            return
         # Fire the slots due now, earliest first.  Only those due on entry: a callback that
         # re-arms a slot for `now` gets a fresh heap entry (via set), so it runs after the
         # other events of this instant and can never spin inside this call.
@@ -201,3 +195,58 @@ class TimerSlots:
         later = [w for w in self._when.values() if w is not None]
         if later and self._scheduled_s is None:
             self._schedule(min(later))
+
+
+class Timer:
+    """One timer slot with a fixed callback: ``TimerSlots`` with a single slot, in fewer
+    steps (a real stack's connection has one timer and sets it after every packet).
+
+    ``set(when_s)`` replaces the pending expiry, ``cancel()`` empties the slot, ``when_s``
+    is the expiry it holds (``None``: none).  The heap entries, and so the order of
+    events, are exactly those of a one-slot ``TimerSlots``: one live entry, the earliest
+    expiry; a later one waits for it to pop.
+    """
+
+    __slots__ = ("sim", "owner", "callback", "when_s", "_scheduled_s", "_gen")
+
+    def __init__(self, sim: Simulator, owner: str, callback: Callable[[], Any]) -> None:
+        self.sim = sim
+        self.owner = owner
+        self.callback = callback
+        self.when_s: float | None = None
+        self._scheduled_s: float | None = None  # time of the live heap entry
+        self._gen = 0
+
+    def set(self, when_s: float) -> None:
+        sim = self.sim
+        if when_s < sim.now:
+            when_s = sim.now
+        self.when_s = when_s
+        if self._scheduled_s is None or when_s < self._scheduled_s:
+            # self._schedule(when_s), inlined: set after nearly every packet, and often earlier
+            self._gen += 1
+            self._scheduled_s = when_s
+            sim._seq += 1
+            heapq.heappush(sim._heap, (when_s, sim._seq, self._fire, (self._gen,)))
+
+    def cancel(self) -> None:
+        self.when_s = None                    # lazy, as in TimerSlots
+
+    def _schedule(self, when_s: float) -> None:
+        sim = self.sim
+        self._gen += 1
+        self._scheduled_s = when_s
+        sim._seq += 1
+        heapq.heappush(sim._heap, (when_s, sim._seq, self._fire, (self._gen,)))
+
+    def _fire(self, gen: int) -> None:
+        if gen != self._gen:
+            return  # superseded by an earlier expiry
+        self._scheduled_s = None
+        when_s = self.when_s
+        if when_s is not None and when_s <= self.sim.now:
+            self.when_s = None
+            self.callback()
+            when_s = self.when_s
+        if when_s is not None and self._scheduled_s is None:
+            self._schedule(when_s)

@@ -219,33 +219,37 @@ class Link:
 
     def send(self, packet: Packet, deliver: Callable[[Packet], None]) -> bool:
         """Put ``packet`` on the link.  Returns False when it was dropped at the queue."""
-        if packet.size_bytes > self.mtu_bytes:
-            raise ValueError(f"{self.name}: packet of {packet.size_bytes} B exceeds MTU {self.mtu_bytes} B")
+        size_bytes = packet.size_bytes
+        if size_bytes > self.mtu_bytes:
+            raise ValueError(f"{self.name}: packet of {size_bytes} B exceeds MTU {self.mtu_bytes} B")
         sim = self.sim
         now = sim.now
         stats = self.stats
         packet.link_seq = stats.packets_sent
         packet.sent_s = now
         stats.packets_sent += 1
-        stats.bytes_sent += packet.size_bytes
-        if self.bandwidth_bps is None:
+        stats.bytes_sent += size_bytes
+        bandwidth_bps = self.bandwidth_bps
+        if bandwidth_bps is None:
             depart_s = now
         else:
             queue = self._queue
             while queue and queue[0][0] <= now:     # started transmitting: no longer queued
                 self._queued_bytes -= queue.popleft()[1]
-            start_s = max(now, self._busy_until_s)
-            if start_s > now:
-                if self.queue_bytes is not None and self._queued_bytes + packet.size_bytes > self.queue_bytes:
+            start_s = self._busy_until_s
+            if start_s > now:                       # the link is busy: wait in the queue
+                if self.queue_bytes is not None and self._queued_bytes + size_bytes > self.queue_bytes:
                     stats.packets_dropped += 1
                     packet.lost = True
                     self._observe(packet)
                     return False
-                queue.append((start_s, packet.size_bytes))
-                self._queued_bytes += packet.size_bytes
+                queue.append((start_s, size_bytes))
+                self._queued_bytes += size_bytes
                 if self._queued_bytes > stats.max_queue_bytes:
                     stats.max_queue_bytes = self._queued_bytes
-            depart_s = start_s + packet.size_bytes * 8.0 / self.bandwidth_bps
+            else:
+                start_s = now
+            depart_s = start_s + size_bytes * 8.0 / bandwidth_bps
             self._busy_until_s = depart_s
         if self.loss.lost():
             stats.packets_lost += 1
@@ -264,7 +268,8 @@ class Link:
 
     def _arrive(self, packet: Packet, deliver: Callable[[Packet], None]) -> None:
         self.stats.bytes_delivered += packet.size_bytes
-        self._observe(packet)
+        for observer in self.observers:       # self._observe(packet), inlined: once per packet
+            observer(packet)
         deliver(packet)
 
     def _observe(self, packet: Packet) -> None:

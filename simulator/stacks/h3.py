@@ -195,8 +195,10 @@ class SimQuicConnection(QuicConnection):
 
         def on_packet_sent(*, packet, space) -> None:
             register(packet=packet, space=space)
-            for handler, args in packet.delivery_handlers:
-                if getattr(handler, "__func__", None) is _DATA_DELIVERY and args[1] > args[0]:
+            if not packet.is_ack_eliciting:   # ACK-only (RFC 9000 section 13.2): no STREAM frame in it
+                return
+            for handler, args in packet.delivery_handlers:    # aioquic's handlers are all bound methods
+                if handler.__func__ is _DATA_DELIVERY and args[1] > args[0]:
                     stream_id = handler.__self__._stream_id
                     if stream_id is None:                  # the CRYPTO stream
                         continue
@@ -206,10 +208,11 @@ class SimQuicConnection(QuicConnection):
                     start, end = args[0], args[1]
                     starts = ranges.starts
                     if starts and start > starts[-1]:       # the usual case: new data, appended
-                        resent = ranges.max_end[-1] >= end
+                        last_max = ranges.max_end[-1]
+                        resent = last_max >= end
                         starts.append(start)
                         ranges.ends.append(end)
-                        ranges.max_end.append(max(end, ranges.max_end[-1]))
+                        ranges.max_end.append(end if end > last_max else last_max)
                     else:
                         resent = ranges.add(start, end)
                     if resent:
@@ -327,14 +330,13 @@ class _H3End(Endpoint):
         self.peer: _H3End | None = None
         self.quic: QuicConnection | None = None
         self.h3: SimH3Connection | None = None
-        self.timers = self.sim.timers(f"{session.name}/{'client' if is_client else 'server'}", ("quic",))
+        # aioquic's one timer (get_timer / handle_timer); timer.when_s is the deadline it holds
+        self.timer = self.sim.timer(f"{session.name}/{'client' if is_client else 'server'}", self._on_timer)
         self._fired_at_s = -1.0
-        self._timer_s: float | None = None      # the deadline the "quic" slot holds
         self._stuck = 0
         self.timer_nudges = 0
         self.terminated: qe.ConnectionTerminated | None = None
         self.handshake_done_s: float | None = None
-        self.datagrams_sent = 0
 
     def configuration(self) -> QuicConfiguration:
         p = self.params
@@ -395,14 +397,12 @@ class _H3End(Endpoint):
         datagrams = quic.datagrams_to_send(now=now)
         if datagrams:
             send, deliver = self.out_link.send, self.peer.on_packet
-            self.datagrams_sent += len(datagrams)
             for data, _addr in datagrams:
                 send(Packet(len(data) + UDP_IP_HEADER_BYTES, data), deliver)
         when_s = quic.get_timer()
+        timer = self.timer
         if when_s is None:
-            if self._timer_s is not None:
-                self.timers.cancel("quic")
-                self._timer_s = None
+            timer.cancel()
             return
         if when_s <= self._fired_at_s:
             # The deadline that just fired came back (float rounding at a loss deadline,
@@ -413,14 +413,12 @@ class _H3End(Endpoint):
         else:
             self._stuck = 0
         if when_s < now:
-            when_s = now                  # as TimerSlots.set would
-        if when_s != self._timer_s:       # the slot already holds this deadline: nothing to do
-            self.timers.set("quic", when_s, self._on_timer)
-            self._timer_s = when_s
+            when_s = now                  # as Timer.set would
+        if when_s != timer.when_s:        # the slot already holds this deadline: nothing to do
+            timer.set(when_s)
 
     def _on_timer(self) -> None:
-        now = self.sim.now
-        self._timer_s = None              # the slot emptied itself when it fired
+        now = self.sim.now                # (the slot emptied itself when it fired)
         self._fired_at_s = now
         quic = self.quic
         quic.handle_timer(now=now)
@@ -445,20 +443,31 @@ class _H3End(Endpoint):
             self.transmit()
 
     def _process_events(self) -> None:
-        quic, h3 = self.quic, self.h3
-        while (event := quic.next_event()) is not None:
-            if isinstance(event, qe.ConnectionTerminated):
+        events, h3, handle = self.quic._events, self.h3, self._handle
+        while events:                     # quic.next_event() until None, without a call per event
+            event = events.popleft()
+            kind = type(event)            # aioquic's event classes are final: `is`, not isinstance
+            if kind is qe.StreamDataReceived:
+                pass                      # by far the most common: only the h3 layer acts on it
+            elif kind is qe.ConnectionTerminated:
                 self.terminated = event
                 self.sim.stop()           # the run loop looks at H3Session.check now (run_until)
-            elif isinstance(event, qe.HandshakeCompleted):
+            elif kind is qe.HandshakeCompleted:
                 self.handshake_done_s = self.sim.now
-            elif isinstance(event, qe.StreamReset) and self.is_client:
+            elif kind is qe.StreamReset and self.is_client:
                 self.on_stream_reset(event.stream_id)
             for h3_event in h3.handle_event(event):
-                self._handle(h3_event)
+                handle(h3_event)
 
     def _handle(self, event) -> None:
-        if isinstance(event, h3e.HeadersReceived):
+        kind = type(event)
+        if kind is h3e.DataReceived:      # the most common first
+            if self.is_client:
+                key = ("push", event.push_id) if event.push_id is not None else event.stream_id
+                self.on_response_data(key, len(event.data), event.stream_ended)
+            elif event.stream_ended:
+                self.on_request_ended(event.stream_id)
+        elif kind is h3e.HeadersReceived:
             if self.is_client:
                 key = ("push", event.push_id) if event.push_id is not None else event.stream_id
                 if event.push_id is not None:       # the push stream exists now: its id is known
@@ -470,13 +479,7 @@ class _H3End(Endpoint):
                 self.recorder.progress()
                 if event.stream_ended:
                     self.on_request_ended(event.stream_id)
-        elif isinstance(event, h3e.DataReceived):
-            if self.is_client:
-                key = ("push", event.push_id) if event.push_id is not None else event.stream_id
-                self.on_response_data(key, len(event.data), event.stream_ended)
-            elif event.stream_ended:
-                self.on_request_ended(event.stream_id)
-        elif isinstance(event, h3e.PushPromiseReceived):
+        elif kind is h3e.PushPromiseReceived:
             self.on_push_promise(event.stream_id, None, ("push", event.push_id), tuple(event.headers))
 
 
