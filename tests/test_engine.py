@@ -132,3 +132,60 @@ def test_a_timer_rearmed_for_now_cannot_spin_within_one_event():
     timers.set("loss_timer", 1.0, on_loss_timer)
     sim.run(max_events=50)
     assert 0 < len(calls) <= 50
+
+
+def test_run_until_leaves_later_events_in_fifo_order():
+    """run(until_s) stops before the first later event and leaves it scheduled exactly as it
+    was: events of equal time still run in the order they were scheduled."""
+    sim = Simulator()
+    out = []
+    for label in "abc":
+        sim.call_at(5.0, out.append, label)
+    sim.call_at(1.0, out.append, "early")
+    assert sim.run(until_s=3.0) == 3.0
+    assert out == ["early"] and sim.pending == 3 and sim.next_s == 5.0
+    sim.call_at(5.0, out.append, "d")           # scheduled later at the same time: runs last
+    sim.run()
+    assert out == ["early", "a", "b", "c", "d"] and sim.events_run == 5
+
+
+def _timer_script(sim, timer_set, timer_cancel, seed: int) -> list:
+    """Drive one timer through a seeded random mix of set (earlier, later, now, in the past),
+    cancel and re-arm from its own callback; return what fired and when."""
+    import random
+
+    rnd = random.Random(seed)
+    fired = []
+
+    def on_timer():
+        fired.append(sim.now)
+        if rnd.random() < 0.3:
+            timer_set(sim.now + rnd.choice([0.0, 0.01, 0.5]))
+
+    def step():
+        r = rnd.random()
+        if r < 0.15:
+            timer_cancel()
+        else:
+            timer_set(sim.now + rnd.choice([-0.1, 0.0, 0.003, 0.02, 0.02, 0.4, 1.0]))
+
+    for k in range(300):
+        sim.call_at(k * 0.01, step)
+    return fired, on_timer
+
+
+def test_one_slot_timer_runs_exactly_the_events_of_a_one_slot_timer_slots():
+    """``Timer`` is the one-slot ``TimerSlots`` in fewer steps: the same expiries fire at the
+    same times, and the same heap entries (stale ones included) make the same event count."""
+    for seed in range(5):
+        slots_sim, timer_sim = Simulator(trace=True), Simulator(trace=True)
+        slots = slots_sim.timers("quic", ["quic"])
+        fired_slots, cb_slots = _timer_script(slots_sim, lambda t: slots.set("quic", t, cb_slots),
+                                              lambda: slots.cancel("quic"), seed)
+        timer = timer_sim.timer("quic", lambda: cb_timer())
+        fired_timer, cb_timer = _timer_script(timer_sim, timer.set, timer.cancel, seed)
+        slots_sim.run()
+        timer_sim.run()
+        assert fired_timer == fired_slots and len(fired_timer) > 20
+        assert timer_sim.events_run == slots_sim.events_run
+        assert [t for t, _ in timer_sim.trace] == [t for t, _ in slots_sim.trace]
