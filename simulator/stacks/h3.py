@@ -140,11 +140,9 @@ class SimQuicLogger(QuicLogger):
 
 
 class SentRanges:
-    """The byte ranges of one stream's STREAM frames sent so far, to tell whether a new
-    frame's bytes all lie inside one earlier frame (a resend: RFC 9000 section 13.3, lost
-    data goes out again in new frames).  Frame starts are kept sorted with the running
-    maximum of their ends, so the question costs a bisection, not a walk over every frame
-    (a new frame starts past every earlier one and is appended)."""
+    """Byte ranges of one stream's STREAM frames, to tell whether a frame's bytes all lie
+    inside one of them.  Starts are kept sorted with the running maximum of their ends, so
+    the question costs a bisection, not a walk over every range."""
 
     __slots__ = ("starts", "ends", "max_end")
 
@@ -153,16 +151,21 @@ class SentRanges:
         self.ends: list[int] = []
         self.max_end: list[int] = []     # max_end[i] = max(ends[:i + 1])
 
+    def covers(self, start: int, end: int) -> bool:
+        """True if one range holds all of ``[start, end)``."""
+        i = bisect.bisect_right(self.starts, start)     # ranges starting at or before `start`
+        return i > 0 and self.max_end[i - 1] >= end
+
     def add(self, start: int, end: int) -> bool:
-        """Record the frame ``[start, end)``; true if one earlier frame held all its bytes."""
+        """Record the range ``[start, end)``; true if one earlier range held all its bytes."""
         starts, ends, max_end = self.starts, self.ends, self.max_end
-        i = bisect.bisect_right(starts, start)          # frames starting at or before `start`
+        i = bisect.bisect_right(starts, start)
         resent = i > 0 and max_end[i - 1] >= end
         starts.insert(i, start)
         ends.insert(i, end)
         if i == len(max_end):
             max_end.append(end if i == 0 or end > max_end[i - 1] else max_end[i - 1])
-        else:                                           # a resend lands inside: redo the maxima after it
+        else:                                           # lands inside: redo the maxima after it
             running = max_end[i - 1] if i else end
             max_end.insert(i, 0)
             for k in range(i, len(ends)):
@@ -174,51 +177,59 @@ class SentRanges:
 
 class SimQuicConnection(QuicConnection):
     """aioquic's ``QuicConnection``, counting the STREAM frames it sends whose bytes were all
-    sent before in one frame (``stream_frames_resent``).
+    sent before in one frame (``stream_frames_resent``; RFC 9000 section 13.3: lost data
+    goes out again in new frames).
 
-    Counted from aioquic's own loss-recovery state, not from a qlog: every packet sent is
-    registered with ``QuicPacketRecovery.on_packet_sent`` together with its frames'
-    delivery handlers, and a STREAM frame's handler is its stream sender's
-    ``on_data_delivery`` with ``(offset, offset + length, fin)``, the bytes it carries
-    (the range aioquic hands back to the sender for resending if the packet is lost).
-    Those are the values the frame's qlog ``packet_sent`` entry carries, in the same order,
-    so the count equals the qlog-based one (``stream_frames_resent_in_qlog``; a test checks
-    it).  CRYPTO frames (a sender with no stream id) and frames without data (a lone FIN)
-    do not count.
+    Counted from aioquic's own loss recovery, not from a qlog, and only where a resend can
+    happen.  A stream sender hands out its bytes lowest pending offset first; a byte is
+    pending again only after the one frame that carried it was declared lost
+    (``QuicPacketRecovery._on_packets_lost``, the one path for detected losses and for
+    PTO retransmissions alike: aioquic never has two copies of a byte in flight).  So a
+    frame lies inside an earlier frame exactly when it lies inside an earlier *lost* one:
+    the connection records the STREAM frames of each lost packet (its delivery handlers:
+    the stream sender's ``on_data_delivery`` with ``(offset, offset + length, fin)``) and,
+    from a stream's first loss on, checks the frames that stream's sender hands out
+    (``get_frame``).  Streams that never lose a packet, i.e. nearly every packet sent,
+    cost nothing.  The count equals the one read from a qlog's ``packet_sent`` frames
+    (``stream_frames_resent_in_qlog``; a test checks it).  CRYPTO frames (a sender with
+    no stream id) and frames without data (a lone FIN) do not count.
     """
 
     def __init__(self, *args, **kwargs) -> None:
         super().__init__(*args, **kwargs)
         self.stream_frames_resent = 0
-        sent_ranges: dict[int, SentRanges] = {}
-        register = self._loss.on_packet_sent
+        self._lost_frames: dict[int, SentRanges] = {}      # per stream id: its frames declared lost
+        declare_lost = self._loss._on_packets_lost
 
-        def on_packet_sent(*, packet, space) -> None:
-            register(packet=packet, space=space)
-            if not packet.is_ack_eliciting:   # ACK-only (RFC 9000 section 13.2): no STREAM frame in it
-                return
-            for handler, args in packet.delivery_handlers:    # aioquic's handlers are all bound methods
-                if handler.__func__ is _DATA_DELIVERY and args[1] > args[0]:
-                    stream_id = handler.__self__._stream_id
-                    if stream_id is None:                  # the CRYPTO stream
-                        continue
-                    ranges = sent_ranges.get(stream_id)
-                    if ranges is None:
-                        ranges = sent_ranges[stream_id] = SentRanges()
-                    start, end = args[0], args[1]
-                    starts = ranges.starts
-                    if starts and start > starts[-1]:       # the usual case: new data, appended
-                        last_max = ranges.max_end[-1]
-                        resent = last_max >= end
-                        starts.append(start)
-                        ranges.ends.append(end)
-                        ranges.max_end.append(end if end > last_max else last_max)
-                    else:
-                        resent = ranges.add(start, end)
-                    if resent:
-                        self.stream_frames_resent += 1
+        def on_packets_lost(*, packets, space, **kwargs) -> None:
+            for packet in packets:                         # (a list or tuple: every caller's)
+                for handler, args in packet.delivery_handlers:
+                    if getattr(handler, "__func__", None) is _DATA_DELIVERY and args[1] > args[0]:
+                        self._frame_lost(handler.__self__, args[0], args[1])
+            declare_lost(packets=packets, space=space, **kwargs)
 
-        self._loss.on_packet_sent = on_packet_sent       # this connection's recovery only
+        self._loss._on_packets_lost = on_packets_lost     # this connection's recovery only
+
+    def _frame_lost(self, sender: QuicStreamSender, start: int, end: int) -> None:
+        stream_id = sender._stream_id
+        if stream_id is None:                             # the CRYPTO stream
+            return
+        ranges = self._lost_frames.get(stream_id)
+        if ranges is None:
+            ranges = self._lost_frames[stream_id] = SentRanges()
+        ranges.add(start, end)
+        if "get_frame" not in vars(sender):               # watch the sender until its lost bytes are out
+            get_frame = sender.get_frame
+
+            def checked_get_frame(max_size: int, max_offset: int | None = None):
+                frame = get_frame(max_size, max_offset)
+                if frame is not None and frame.data and ranges.covers(frame.offset, frame.offset + len(frame.data)):
+                    self.stream_frames_resent += 1
+                if sender.next_offset >= sender.highest_offset:
+                    del sender.get_frame                  # only new data left: no resend until a loss
+                return frame
+
+            sender.get_frame = checked_get_frame
 
 
 _DATA_DELIVERY = QuicStreamSender.on_data_delivery
