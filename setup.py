@@ -1,8 +1,9 @@
-"""Build of the optional C extension ``simulator.frames._scanner``.
+"""Build of the optional C extensions ``simulator.frames._scanner`` (the frame scanner)
+and ``simulator._engine`` (the engine's event queue and run loop).
 
-All project metadata lives in pyproject.toml; this file only declares the extension.
-It is optional: if it cannot be compiled (no compiler, no Python headers) the install
-still succeeds with a warning and ``simulator.frames`` uses its pure-Python twin.
+All project metadata lives in pyproject.toml; this file only declares the extensions.
+They are optional: if one cannot be compiled (no compiler, no Python headers) the install
+still succeeds with a warning and the package uses its pure-Python twin.
 Set ``WORKBENCH_REQUIRE_EXT=1`` to make a build failure fatal (``make asan`` does).
 """
 
@@ -40,7 +41,7 @@ class optional_build_ext(build_ext):
     def _warn(exc):
         print(
             f"WARNING: the optional C extension could not be built ({exc}); "
-            "simulator.frames will use its pure-Python implementation.",
+            "the package will use its pure-Python twin.",
             file=sys.stderr,
         )
 
@@ -52,7 +53,12 @@ setup(
             sources=["simulator/frames/_scanner.c"],
             depends=["simulator/frames/_huffman_table.h"],
             optional=not REQUIRED,
-        )
+        ),
+        Extension(
+            "simulator._engine",
+            sources=["simulator/_engine.c"],
+            optional=not REQUIRED,
+        ),
     ],
     cmdclass={"build_ext": optional_build_ext},
 )

@@ -1,8 +1,14 @@
 """Discrete-event engine: a virtual clock, owner timer slots and seeded random streams.
 
 Written by hand (SimPy is the model, but its generator processes cost more than the
-simulator's callback style needs): a heap of ``(time_s, seq, callback, args)``; equal
-times run in the order they were scheduled (FIFO, by ``seq``).
+simulator's callback style needs): a queue of events keyed by ``(time_s, seq)``; equal
+times run in the order they were scheduled (FIFO, by ``seq``).  The queue and its run
+loop have two implementations with one behaviour: ``simulator._engine.EventQueue`` in C
+(built with the package; a replay over aioquic runs one event per packet and timer, and
+the Python heap's tuple comparisons were the largest item of the workbench's own time)
+and ``_PyEventQueue`` below, its twin, used when the extension is not built or
+``WORKBENCH_PURE_PYTHON=1``.  Keys are unique, so both run events in the same order and
+give byte-identical results (tests run both).
 
 Timers follow libcurl's per-handle timer ids: an owner (a connection, a stream) has a
 small fixed set of named slots.  Setting a slot replaces its pending expiry, cancelling
@@ -20,10 +26,86 @@ from __future__ import annotations
 import hashlib
 import heapq
 import math
+import os
 import random
 from typing import Any, Callable, Iterable
 
-__all__ = ["Simulator", "Timer", "TimerSlots", "derive_seed"]
+__all__ = ["Simulator", "Timer", "TimerSlots", "derive_seed", "ENGINE_IMPLEMENTATION"]
+
+
+class _PyEventQueue:
+    """The event queue and run loop in Python: the twin of ``simulator._engine.EventQueue``
+    (see that file's comment for the API) and the reference for its behaviour."""
+
+    __slots__ = ("_heap", "_seq", "stopped", "_running")
+
+    def __init__(self) -> None:
+        self._heap: list[tuple[float, int, Callable[..., Any], tuple]] = []
+        self._seq = 0
+        self.stopped = False
+        self._running = False
+
+    def push(self, time_s: float, callback: Callable[..., Any], args: tuple) -> None:
+        if time_s != time_s:
+            raise ValueError("cannot schedule an event at time NaN")
+        if type(args) is not tuple:
+            raise TypeError("event args must be a tuple")
+        self._seq += 1
+        heapq.heappush(self._heap, (time_s, self._seq, callback, args))
+
+    def run(self, sim: "Simulator", until_s: float | None, max_events: int | None) -> int:
+        if self._running:
+            raise RuntimeError("the event queue is already running")
+        heap = self._heap
+        pop = heapq.heappop
+        until = math.inf if until_s is None else until_s
+        limit = math.inf if max_events is None else max_events
+        count = 0
+        self.stopped = False
+        self._running = True
+        try:
+            while heap:
+                if heap[0][0] > until:
+                    sim.now = until_s
+                    break
+                time_s, _, callback, args = pop(heap)
+                sim.now = time_s
+                callback(*args)
+                count += 1
+                if count >= limit or self.stopped:
+                    break
+        finally:
+            self._running = False
+        return count
+
+    def pop(self) -> tuple[float, Callable[..., Any], tuple]:
+        if not self._heap:
+            raise IndexError("pop from an empty event queue")
+        time_s, _, callback, args = heapq.heappop(self._heap)
+        return time_s, callback, args
+
+    def next_s(self) -> float | None:
+        return self._heap[0][0] if self._heap else None
+
+    def stop(self) -> None:
+        self.stopped = True
+
+    def __len__(self) -> int:
+        return len(self._heap)
+
+
+def _c_event_queue() -> type | None:
+    try:
+        from ._engine import EventQueue
+    except ImportError:
+        return None
+    return EventQueue
+
+
+C_EVENT_QUEUE = _c_event_queue()
+_FORCE_PYTHON = os.environ.get("WORKBENCH_PURE_PYTHON", "") not in ("", "0")
+EVENT_QUEUES: dict[str, type] = {"python": _PyEventQueue, **({"c": C_EVENT_QUEUE} if C_EVENT_QUEUE else {})}
+ENGINE_IMPLEMENTATION = "c" if C_EVENT_QUEUE is not None and not _FORCE_PYTHON else "python"
 
 
 def derive_seed(seed: int, name: str) -> int:
@@ -33,13 +115,22 @@ def derive_seed(seed: int, name: str) -> int:
 
 
 class Simulator:
-    """The event loop.  ``now`` is virtual time in seconds."""
+    """The event loop.  ``now`` is virtual time in seconds.
 
-    def __init__(self, seed: int = 1, *, trace: bool = False) -> None:
+    ``engine`` picks the event queue's implementation (``"c"`` or ``"python"``; default:
+    C when built, see ``ENGINE_IMPLEMENTATION``); both give the same results."""
+
+    def __init__(self, seed: int = 1, *, trace: bool = False, engine: str | None = None) -> None:
         self.seed = seed
         self.now = 0.0
-        self._heap: list[tuple[float, int, Callable[..., Any], tuple]] = []
-        self._seq = 0
+        self.engine = engine or ENGINE_IMPLEMENTATION
+        if self.engine not in EVENT_QUEUES:
+            raise LookupError(f"engine implementation {self.engine!r} is not available "
+                              f"(have: {', '.join(sorted(EVENT_QUEUES))})")
+        self._queue = EVENT_QUEUES[self.engine]()
+        # push(time_s, callback, args) without call_at's check: for callers that schedule
+        # once per packet or timer and know time_s >= now (Link.send, Timer).
+        self._push = self._queue.push
         self._rngs: dict[str, random.Random] = {}
         self.events_run = 0
         self.stopped = False           # the last run() ended because an event called stop()
@@ -50,19 +141,16 @@ class Simulator:
     def call_at(self, time_s: float, callback: Callable[..., Any], *args: Any) -> None:
         if time_s < self.now:
             raise ValueError(f"cannot schedule in the past: {time_s} < now {self.now}")
-        self._seq += 1
-        heapq.heappush(self._heap, (time_s, self._seq, callback, args))
+        self._push(time_s, callback, args)
 
     def call_later(self, delay_s: float, callback: Callable[..., Any], *args: Any) -> None:
         if delay_s < 0:
             raise ValueError(f"negative delay {delay_s}")
-        self._seq += 1
-        heapq.heappush(self._heap, (self.now + delay_s, self._seq, callback, args))
+        self._push(self.now + delay_s, callback, args)
 
     def call_soon(self, callback: Callable[..., Any], *args: Any) -> None:
         """Run at the current time, after everything already scheduled for it."""
-        self._seq += 1
-        heapq.heappush(self._heap, (self.now, self._seq, callback, args))
+        self._push(self.now, callback, args)
 
     def timers(self, owner: str, slots: Iterable[str]) -> "TimerSlots":
         return TimerSlots(self, owner, slots)
@@ -72,35 +160,36 @@ class Simulator:
 
     # -- running -----------------------------------------------------------------
     def run(self, until_s: float | None = None, max_events: int | None = None) -> float:
-        """Run events until the heap is empty, ``until_s`` is passed, ``max_events`` ran,
+        """Run events until none is left, ``until_s`` is passed, ``max_events`` ran,
         or an event called ``stop()`` (then ``stopped`` is true until the next run).
 
         Returns the virtual time reached.  With ``until_s``, the clock is left at
-        ``until_s`` when the heap still holds later events.
+        ``until_s`` when later events are still scheduled.
         """
-        heap = self._heap
-        pop = heapq.heappop
-        trace = self.trace
-        until = math.inf if until_s is None else until_s
-        limit = math.inf if max_events is None else max_events
-        count = 0
         self.stopped = False
-        while heap:
-            entry = pop(heap)
-            time_s, _, callback, args = entry
-            if time_s > until:
-                heapq.heappush(heap, entry)   # not due yet: back in the heap (its seq keeps its place)
-                self.now = until_s
-                break
-            self.now = time_s
-            if trace is not None:
-                trace.append((time_s, getattr(callback, "__qualname__", repr(callback))))
-            callback(*args)
-            count += 1
-            if count >= limit or self.stopped:
-                break
+        if self.trace is None:
+            count = self._queue.run(self, until_s, max_events)
+        else:
+            count = self._run_traced(until_s, max_events)
         self.events_run += count
         return self.now
+
+    def _run_traced(self, until_s: float | None, max_events: int | None) -> int:
+        """``run`` one event at a time, noting each in ``trace`` before it runs."""
+        queue, trace = self._queue, self.trace
+        count = 0
+        while len(queue):
+            if until_s is not None and queue.next_s() > until_s:
+                self.now = until_s
+                break
+            time_s, callback, args = queue.pop()
+            self.now = time_s
+            trace.append((time_s, getattr(callback, "__qualname__", repr(callback))))
+            callback(*args)
+            count += 1
+            if self.stopped or max_events is not None and count >= max_events:
+                break
+        return count
 
     def stop(self) -> None:
         """End the running ``run()`` once the event in progress returns (the rest stays
@@ -108,15 +197,16 @@ class Simulator:
         exact event where something it watches changed, without the driver stepping
         one event at a time."""
         self.stopped = True
+        self._queue.stop()
 
     @property
     def pending(self) -> int:
-        return len(self._heap)
+        return len(self._queue)
 
     @property
     def next_s(self) -> float | None:
         """The time of the next scheduled event (``None`` when nothing is scheduled)."""
-        return self._heap[0][0] if self._heap else None
+        return self._queue.next_s()
 
     # -- randomness --------------------------------------------------------------
     def rng(self, name: str) -> random.Random:
@@ -157,8 +247,7 @@ class TimerSlots:
             # self._schedule(when_s), inlined: timers are set far more often than they fire
             self._gen += 1
             self._scheduled_s = when_s
-            sim._seq += 1
-            heapq.heappush(sim._heap, (when_s, sim._seq, self._fire, (self._gen,)))
+            sim._push(when_s, self._fire, (self._gen,))
 
     def cancel(self, slot: str) -> None:
         # Lazy: the heap entry stays; when it pops it finds nothing due and reschedules.
@@ -226,8 +315,7 @@ class Timer:
             # self._schedule(when_s), inlined: set after nearly every packet, and often earlier
             self._gen += 1
             self._scheduled_s = when_s
-            sim._seq += 1
-            heapq.heappush(sim._heap, (when_s, sim._seq, self._fire, (self._gen,)))
+            sim._push(when_s, self._fire, (self._gen,))
 
     def cancel(self) -> None:
         self.when_s = None                    # lazy, as in TimerSlots
@@ -236,8 +324,7 @@ class Timer:
         sim = self.sim
         self._gen += 1
         self._scheduled_s = when_s
-        sim._seq += 1
-        heapq.heappush(sim._heap, (when_s, sim._seq, self._fire, (self._gen,)))
+        sim._push(when_s, self._fire, (self._gen,))
 
     def _fire(self, gen: int) -> None:
         if gen != self._gen:

@@ -20,6 +20,7 @@ from pathlib import Path
 
 import pytest
 
+from simulator.engine import EVENT_QUEUES
 from simulator.stacks.aioquic_order import InsertionOrderedSet
 
 PAGE = str(Path(__file__).resolve().parent.parent / "traces" / "synthetic-page.har")
@@ -71,8 +72,8 @@ def many_origins_trace(tmp_path_factory) -> str:
     return str(path)
 
 
-def _workbench(args: list[str], *, hash_seed: str) -> bytes:
-    env = {**os.environ, "PYTHONHASHSEED": hash_seed}
+def _workbench(args: list[str], *, hash_seed: str, pure_python: bool = False) -> bytes:
+    env = {**os.environ, "PYTHONHASHSEED": hash_seed, "WORKBENCH_PURE_PYTHON": "1" if pure_python else "0"}
     proc = subprocess.run([sys.executable, "-m", "simulator.cli", *args], env=env, capture_output=True,
                           timeout=600)
     assert proc.returncode == 0, proc.stderr.decode()
@@ -103,6 +104,18 @@ def test_page_runs_byte_identical_across_processes_and_hash_seeds(name):
     second = _workbench(args, hash_seed="4242")
     assert first, "no output"
     assert first == second
+
+
+@pytest.mark.skipif("c" not in EVENT_QUEUES, reason="the C extension simulator._engine is not built")
+@pytest.mark.parametrize("name", ["h3", "quic-model", "hol-tcp"])
+def test_c_engine_and_its_python_twin_give_byte_identical_results(name, many_origins_trace):
+    """The event queue in C (``simulator._engine``) and in Python (``WORKBENCH_PURE_PYTHON=1``)
+    run the same events in the same order: aioquic's timers, the models' timer slots, links."""
+    args = [*RUNS[name][:1], "--trace", many_origins_trace, *RUNS[name][1:]]
+    c = _workbench(args, hash_seed="0")
+    python = _workbench(args, hash_seed="0", pure_python=True)
+    assert c, "no output"
+    assert c == python
 
 
 def test_trace_generator_byte_identical_across_processes_and_hash_seeds(tmp_path):

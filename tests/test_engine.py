@@ -1,8 +1,25 @@
-"""The discrete-event engine: virtual clock, FIFO order, timer slots, seeded streams."""
+"""The discrete-event engine: virtual clock, FIFO order, timer slots, seeded streams.
+
+Every test runs on each event-queue implementation that is available (the C extension
+``simulator._engine`` and its Python twin); further tests check the two agree event for
+event on random schedules."""
+
+import gc
+import math
+import random
+import weakref
 
 import pytest
 
-from simulator.engine import Simulator, derive_seed
+from simulator import engine as engine_module
+from simulator.engine import EVENT_QUEUES, Simulator, derive_seed
+
+
+@pytest.fixture(autouse=True, params=sorted(EVENT_QUEUES))
+def engine(request, monkeypatch):
+    """Run the test with this event queue as every Simulator's default."""
+    monkeypatch.setattr(engine_module, "ENGINE_IMPLEMENTATION", request.param)
+    return request.param
 
 
 def test_events_run_in_time_order_and_fifo_among_equal_times():
@@ -189,3 +206,142 @@ def test_one_slot_timer_runs_exactly_the_events_of_a_one_slot_timer_slots():
         assert fired_timer == fired_slots and len(fired_timer) > 20
         assert timer_sim.events_run == slots_sim.events_run
         assert [t for t, _ in timer_sim.trace] == [t for t, _ in slots_sim.trace]
+
+
+# -- the two event queues agree ------------------------------------------------------------
+
+
+def _random_schedule(sim: Simulator, seed: int) -> list:
+    """A schedule with many equal times, events that schedule more events (now, later, at the
+    same instant), stop() calls and timers; returns the log the run fills in."""
+    rng = random.Random(seed)
+    log = []
+    timers = sim.timers("t", ("a", "b"))
+    one = sim.timer("one", lambda: log.append(("one", sim.now)))
+
+    def event(label: int, depth: int) -> None:
+        log.append((label, sim.now))
+        r = rng.random()
+        if depth < 3 and r < 0.3:
+            sim.call_soon(event, label * 10 + 1, depth + 1)
+        elif depth < 3 and r < 0.6:
+            sim.call_later(rng.choice([0.0, 0.5, 1.0, rng.random()]), event, label * 10 + 2, depth + 1)
+        elif r < 0.7:
+            sim.stop()
+        elif r < 0.8:
+            timers.set(rng.choice("ab"), sim.now + rng.choice([0.0, 0.25, 1.0]), lambda: log.append(("slot", sim.now)))
+        elif r < 0.9:
+            one.set(sim.now + rng.choice([0.0, 0.5, 2.0]))
+        else:
+            one.cancel()
+
+    for label in range(200):
+        sim.call_at(float(rng.randrange(20)) / 4, event, label, 0)
+    return log
+
+
+def _drive(sim: Simulator) -> list:
+    """Run in pieces (until, max_events, stop), noting where each piece ended."""
+    ends = []
+    horizon = 0.0
+    while sim.pending:
+        horizon += 0.7
+        sim.run(until_s=horizon, max_events=37)
+        ends.append((sim.now, sim.stopped, sim.events_run, sim.pending, sim.next_s))
+    return ends
+
+
+@pytest.mark.skipif("c" not in EVENT_QUEUES, reason="the C extension simulator._engine is not built")
+@pytest.mark.parametrize("seed", range(8))
+def test_c_and_python_queues_run_the_same_events_in_the_same_order(seed):
+    runs = {}
+    for name in ("c", "python"):
+        sim = Simulator(engine=name)
+        log = _random_schedule(sim, seed)
+        runs[name] = (_drive(sim), log)
+    assert runs["c"] == runs["python"]
+    assert len(runs["c"][1]) > 200
+
+
+def test_the_clock_takes_the_very_time_object_scheduled():
+    """``now`` is the scheduled value itself (an int stays an int), as the Python heap gave it."""
+    sim = Simulator()
+    seen = []
+    sim.call_at(2, lambda: seen.append(sim.now))
+    sim.call_at(1.5, lambda: seen.append(sim.now))
+    sim.run(until_s=1)
+    assert sim.now == 1 and type(sim.now) is int
+    sim.run()
+    assert seen == [1.5, 2] and type(seen[1]) is int
+
+
+def test_stop_ends_the_run_after_the_current_event_and_is_reset_by_the_next_run():
+    sim = Simulator()
+    out = []
+    sim.call_at(1.0, lambda: (out.append(1), sim.stop()))
+    sim.call_at(1.0, out.append, 2)
+    sim.call_at(2.0, out.append, 3)
+    sim.run()
+    assert out == [1] and sim.stopped and sim.now == 1.0 and sim.pending == 2
+    sim.run()
+    assert out == [1, 2, 3] and not sim.stopped and sim.events_run == 3
+
+
+def test_an_exception_in_an_event_propagates_and_the_rest_stays_scheduled():
+    sim = Simulator()
+    out = []
+
+    def boom():
+        raise KeyError("bug")
+
+    sim.call_at(1.0, boom)
+    sim.call_at(2.0, out.append, 2)
+    with pytest.raises(KeyError):
+        sim.run()
+    assert sim.pending == 1
+    sim.run()
+    assert out == [2] and sim.now == 2.0
+
+
+def test_bad_events_are_refused():
+    sim = Simulator()
+    with pytest.raises(ValueError):
+        sim.call_at(math.nan, lambda: None)        # would never compare as due
+    with pytest.raises(TypeError):
+        sim._push(1.0, lambda: None, [1])           # args must be a tuple
+    assert sim.pending == 0
+
+
+def test_running_again_from_inside_an_event_is_refused():
+    sim = Simulator()
+    caught = []
+
+    def nested():
+        try:
+            sim.run()
+        except RuntimeError as exc:
+            caught.append(str(exc))
+
+    sim.call_at(1.0, nested)
+    sim.run()
+    assert caught and "already running" in caught[0]
+
+
+def test_a_reference_cycle_through_scheduled_events_is_collected():
+    """The queue takes part in garbage collection (a simulation references itself through
+    the callbacks it has scheduled)."""
+    class Owner:
+        pass
+
+    owner = Owner()
+    owner.sim = Simulator()
+    owner.sim.call_at(1.0, lambda o=owner: None)
+    ref = weakref.ref(owner)
+    del owner
+    gc.collect()
+    assert ref() is None
+
+
+def test_an_unknown_engine_is_a_clear_error():
+    with pytest.raises(LookupError, match="not available"):
+        Simulator(engine="fortran")

@@ -17,7 +17,6 @@ from __future__ import annotations
 import random
 from collections import deque
 from dataclasses import dataclass
-from heapq import heappush
 from typing import Any, Callable
 
 from ..engine import Simulator
@@ -266,8 +265,7 @@ class Link:
         packet.arrived_s = arrive_s
         # sim.call_at(arrive_s, self._arrive, packet, deliver), inlined as TimerSlots does: once
         # per packet, and arrive_s >= now needs no check (every term added to now is >= 0)
-        sim._seq += 1
-        heappush(sim._heap, (arrive_s, sim._seq, self._arrive, (packet, deliver)))
+        sim._push(arrive_s, self._arrive, (packet, deliver))
         return True
 
     def _arrive(self, packet: Packet, deliver: Callable[[Packet], None]) -> None:
