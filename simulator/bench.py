@@ -12,24 +12,95 @@ from __future__ import annotations
 import contextlib
 import importlib.util
 import json
+import shutil
+import subprocess
 import sys
+import tempfile
 import time
+from collections import Counter
 from pathlib import Path
 
 from .errors import InputError
 
 BENCH_DIR = Path(__file__).resolve().parent.parent / "benchmarks"
+PACKAGE_DIR = str(Path(__file__).resolve().parent)
 
 
-def best_time_s(fn, repeats: int) -> float:
-    """The shortest wall time of ``repeats`` calls of ``fn`` (benchmarks measure; the
-    minimum is the run least disturbed by the rest of a shared machine)."""
-    best = float("inf")
-    for _ in range(repeats):
-        t0 = time.perf_counter()
-        fn()
-        best = min(best, time.perf_counter() - t0)
-    return best
+@contextlib.contextmanager
+def engine_implementation(name: str):
+    """Every ``Simulator`` made inside the block uses this event queue (``"c"``/``"python"``)."""
+    from . import engine
+
+    if name not in engine.EVENT_QUEUES:
+        raise LookupError(f"engine implementation {name!r} is not available")
+    saved = engine.ENGINE_IMPLEMENTATION
+    engine.ENGINE_IMPLEMENTATION = name
+    try:
+        yield
+    finally:
+        engine.ENGINE_IMPLEMENTATION = saved
+
+
+def sampled_profile(argv: list[str], *, env: dict | None = None, scopes: dict[str, str | None] | None = None,
+                    rate_hz: int = 250, timeout_s: float = 600) -> dict:
+    """Run ``python -m simulator.cli *argv`` under py-spy's sampling profiler and say which
+    share of the samples fell in the workbench's own code (``simulator/``) rather than in
+    the libraries it drives.
+
+    py-spy reads the stack of the running process from outside, ``rate_hz`` times a
+    second, pausing it for each read: no cost per call (cProfile's per-call cost overstates
+    many small calls) and no bias toward function entries (an in-process signal sampler
+    only runs at the interpreter's check points).  A sample counts for its innermost
+    Python function; C code counts for the Python function that called it (the engine's C
+    loop for ``Simulator.run``, aioquic's C crypto for aioquic); code a library generates
+    for one of our classes (a dataclass's ``__init__``, file ``<string>``) counts for the
+    function that called it.
+
+    ``scopes``: name -> a function name whose samples to count (those whose stack passes
+    through it), or ``None`` for the whole process (start-up and imports included).
+    Returns ``{scope: {"samples", "own_samples", "own_share", "own_top": [(function,
+    share)]}}``, or ``{"error": why}`` when py-spy is missing or may not attach here.
+    """
+    scopes = scopes or {"process": None}
+    exe = Path(sys.executable).with_name("py-spy")
+    spy = str(exe) if exe.exists() else shutil.which("py-spy")
+    if spy is None:
+        return {"error": "py-spy is not installed"}
+    with tempfile.TemporaryDirectory() as tmp:
+        out = Path(tmp) / "profile.txt"
+        proc = subprocess.run([spy, "record", "--rate", str(rate_hz), "--format", "raw", "--output", str(out),
+                               "--", sys.executable, "-m", "simulator.cli", *argv],
+                              env=env, capture_output=True, timeout=timeout_s)
+        if proc.returncode != 0 or not out.exists():
+            last = (proc.stderr.decode(errors="replace").strip().splitlines() or ["no output"])[-1]
+            return {"error": f"py-spy failed (exit {proc.returncode}): {last}"}
+        stacks = out.read_text().splitlines()
+    return own_share_of_stacks(stacks, scopes)
+
+
+def own_share_of_stacks(stacks: list[str], scopes: dict[str, str | None]) -> dict:
+    """``sampled_profile``'s counting, over py-spy's raw output: one line per distinct stack,
+    ``outer (file:line);...;inner (file:line) COUNT``."""
+    totals: Counter = Counter()
+    own: dict[str, Counter] = {scope: Counter() for scope in scopes}
+    for line in stacks:
+        stack, _, count = line.rpartition(" ")
+        frames = stack.split(";")
+        i = len(frames) - 1
+        while i > 0 and "(<string>:" in frames[i]:     # generated for one of the caller's classes
+            i -= 1
+        function, _, where = frames[i].rpartition(" (")
+        path = where.rsplit(":", 1)[0]
+        mine = "-packages/" not in path and (path.startswith("simulator/") or "/simulator/" in path)
+        for scope, within in scopes.items():
+            if within is None or any(f.startswith(within + " (") or f".{within} (" in f for f in frames):
+                totals[scope] += int(count)
+                if mine:
+                    own[scope][f"{path.rsplit('simulator/', 1)[1]}:{function}"] += int(count)
+    return {scope: {"samples": totals[scope], "own_samples": sum(own[scope].values()),
+                    "own_share": sum(own[scope].values()) / totals[scope] if totals[scope] else float("nan"),
+                    "own_top": [(name, n / totals[scope]) for name, n in own[scope].most_common(6)]}
+            for scope in scopes}
 
 
 def available() -> list[str]:

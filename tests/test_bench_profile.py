@@ -1,0 +1,59 @@
+"""The sampled profile behind ``workbench bench stacks``' own-share figure (issue 13):
+which samples count as the workbench's own code."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from simulator.bench import own_share_of_stacks, sampled_profile
+
+TRACE = str(Path(__file__).resolve().parent.parent / "traces" / "synthetic-page.har")
+
+STACKS = [
+    # the engine's loop running an arrival that ends in aioquic: aioquic's
+    "<module> (simulator/cli.py:76);run_until (simulator/stacks/common.py:578);Simulator.run (simulator/engine.py:91);"
+    "Link._arrive (simulator/net/link.py:268);QuicConnection.receive_datagram (aioquic/quic/connection.py:1109) 6",
+    # our own function as the innermost frame: ours
+    "<module> (simulator/cli.py:76);run_until (simulator/stacks/common.py:578);Simulator.run (simulator/engine.py:91) 3",
+    # a dataclass __init__ generated for our Packet, called by our driver: ours
+    "<module> (simulator/cli.py:76);run_until (simulator/stacks/common.py:578);"
+    "_H3End.transmit (simulator/stacks/h3.py:410);__init__ (<string>:2) 1",
+    # outside the replay loop: start-up imports (importlib frames are not ours)
+    "<module> (simulator/cli.py:3);_find_and_load (<frozen importlib._bootstrap>:1176) 10",
+    # a path under site-packages that happens to contain "simulator/" is a library's
+    "<module> (simulator/cli.py:76);run_until (simulator/stacks/common.py:578);"
+    "f (/venv/lib/python3.11/site-packages/other/simulator/x.py:1) 2",
+]
+
+
+def test_own_share_counts_innermost_frames_and_generated_code_for_its_caller():
+    shares = own_share_of_stacks(STACKS, {"loop": "run_until", "process": None})
+    loop, process = shares["loop"], shares["process"]
+    assert loop["samples"] == 12 and loop["own_samples"] == 4
+    assert process["samples"] == 22 and process["own_samples"] == 4
+    assert dict(loop["own_top"]) == {"engine.py:Simulator.run": 3 / 12, "stacks/h3.py:_H3End.transmit": 1 / 12}
+
+
+def test_a_scope_matches_methods_by_their_name():
+    shares = own_share_of_stacks(STACKS, {"run": "run"})        # Simulator.run is "run"
+    assert shares["run"]["samples"] == 9
+
+
+def _profile_or_skip(argv):
+    profile = sampled_profile(argv, scopes={"loop": "run_until"}, rate_hz=500)
+    if "error" in profile:
+        pytest.skip(profile["error"])
+    return profile["loop"]
+
+
+def test_on_real_profiles_the_model_replay_is_mostly_ours_and_aioquic_is_mostly_not():
+    """py-spy's real output: the QUIC model is the workbench's own code from end to end, so
+    nearly every sample in its loop is ours; the real HTTP/3 replay spends most of its loop
+    in aioquic.  (If py-spy's paths stopped matching ``simulator/``, the first would fail.)"""
+    model = _profile_or_skip(["replay", "--trace", TRACE, "--stack", "h3", "--model", "--loss", "0.01", "--json"])
+    real = _profile_or_skip(["replay", "--trace", TRACE, "--stack", "h3", "--loss", "0.01", "--json"])
+    assert model["samples"] > 50 and real["samples"] > 50
+    assert model["own_share"] > 0.8
+    assert real["own_share"] < 0.5
