@@ -9,7 +9,7 @@ import pytest
 
 from simulator.bench import own_share_of_stacks, sampled_profile
 
-TRACE = str(Path(__file__).resolve().parent.parent / "traces" / "synthetic-page.har")
+TRACES = Path(__file__).resolve().parent.parent / "traces"
 
 STACKS = [
     # the engine's loop running an arrival that ends in aioquic: aioquic's
@@ -52,8 +52,11 @@ def test_on_real_profiles_the_model_replay_is_mostly_ours_and_aioquic_is_mostly_
     """py-spy's real output: the QUIC model is the workbench's own code from end to end, so
     nearly every sample in its loop is ours; the real HTTP/3 replay spends most of its loop
     in aioquic.  (If py-spy's paths stopped matching ``simulator/``, the first would fail.)"""
-    model = _profile_or_skip(["replay", "--trace", TRACE, "--stack", "h3", "--model", "--loss", "0.01", "--json"])
-    real = _profile_or_skip(["replay", "--trace", TRACE, "--stack", "h3", "--loss", "0.01", "--json"])
-    assert model["samples"] > 50 and real["samples"] > 50
+    # about 0.4 s and 0.6 s of replay loop: some hundreds of samples each
+    model = _profile_or_skip(["replay", "--trace", str(TRACES / "synthetic-many-origins.har"), "--stack", "h3",
+                              "--model", "--loss", "0.01", "--json"])
+    real = _profile_or_skip(["replay", "--trace", str(TRACES / "synthetic-page.har"), "--stack", "h3",
+                             "--loss", "0.01", "--json"])
+    assert model["samples"] > 100 and real["samples"] > 100
     assert model["own_share"] > 0.8
     assert real["own_share"] < 0.5
