@@ -49,10 +49,11 @@ bench: install
 clean:
 	rm -rf $(VENV) build *.egg-info simulator/*.so simulator/**/*.so
 
-# AddressSanitizer build of the C frame scanner (simulator/frames/_scanner.c), run over
-# the fuzz corpus.  Built into build/asan (the normal in-place extension is untouched)
-# and loaded through WORKBENCH_FRAMES_EXT; CPython itself is not instrumented, hence
-# LD_PRELOAD of libasan and detect_leaks=0.
+# AddressSanitizer builds of the C frame scanner (simulator/frames/_scanner.c), run over
+# the fuzz corpus, and of the engine's event queue (simulator/_engine.c), run under the
+# engine's tests.  Built into build/asan (the normal in-place extensions are untouched)
+# and loaded through WORKBENCH_FRAMES_EXT / WORKBENCH_ENGINE_EXT; CPython itself is not
+# instrumented, hence LD_PRELOAD of libasan and detect_leaks=0.
 ASAN_SECONDS ?= 20
 .PHONY: asan
 asan: install
@@ -64,3 +65,6 @@ asan: install
 	ASAN_OPTIONS=detect_leaks=0:abort_on_error=1 LD_PRELOAD="$$(gcc -print-file-name=libasan.so)" \
 	  WORKBENCH_FRAMES_EXT="$$(ls build/asan/simulator/frames/_scanner*.so)" \
 	  $(PY) -m simulator.frames.fuzz --seconds $(ASAN_SECONDS) --corpus-size 600
+	ASAN_OPTIONS=detect_leaks=0:abort_on_error=1 LD_PRELOAD="$$(gcc -print-file-name=libasan.so)" \
+	  WORKBENCH_ENGINE_EXT="$$(ls build/asan/simulator/_engine*.so)" \
+	  $(PY) -m pytest -q -p no:xdist -p no:cacheprovider tests/test_engine.py

@@ -95,6 +95,16 @@ class _PyEventQueue:
 
 
 def _c_event_queue() -> type | None:
+    path = os.environ.get("WORKBENCH_ENGINE_EXT")     # a build elsewhere (make asan)
+    if path:
+        import importlib.machinery
+        import importlib.util
+
+        loader = importlib.machinery.ExtensionFileLoader("simulator._engine", path)
+        module = importlib.util.module_from_spec(importlib.util.spec_from_file_location(
+            "simulator._engine", path, loader=loader))
+        loader.exec_module(module)
+        return module.EventQueue
     try:
         from ._engine import EventQueue
     except ImportError:
