@@ -10,6 +10,10 @@ fire, and each fired delayed ACK sends an ACK packet back.
 Both engines do the same logical work; the work-unit counts are checked equal.  On
 SimPy, a re-armed timer is a new ``Timeout`` whose callback checks a generation
 number (SimPy cannot cancel an event), the usual idiom; ours uses ``TimerSlots``.
+Ours runs twice: with its event queue and loop in C (``simulator._engine``, the default
+when built) and with the Python twin, so ``C / Python twin`` is what the C loop gains on
+the engine alone (one step: no protocol work around the events; ``workbench bench stacks``
+has the end-to-end figures).
 """
 
 from __future__ import annotations
@@ -19,10 +23,10 @@ import time
 RTO_S, DELACK_S, PAUSE_S, BURST = 0.2, 0.04, 0.1, 20
 
 
-def _workload_ours(flows, gap_s, delay_s, horizon_s):
+def _workload_ours(flows, gap_s, delay_s, horizon_s, engine=None):
     from simulator.engine import Simulator
 
-    sim = Simulator(seed=1)
+    sim = Simulator(seed=1, engine=engine)
     units = [0]
 
     def make_flow(i):
@@ -112,8 +116,13 @@ def _workload_simpy(flows, gap_s, delay_s, horizon_s):
 def run(quick: bool = False) -> dict:
     flows, gap_s, delay_s = 200, 0.01, 0.025
     horizon_s = 2.0 if quick else 10.0
+    from simulator.engine import ENGINE_IMPLEMENTATION
+
+    candidates = {"simpy": _workload_simpy, "workbench": _workload_ours}
+    if ENGINE_IMPLEMENTATION == "c":
+        candidates["workbench, Python twin"] = lambda *a: _workload_ours(*a, engine="python")
     results = {}
-    for name, fn in (("simpy", _workload_simpy), ("workbench", _workload_ours)):
+    for name, fn in candidates.items():
         best = None
         for _ in range(1 if quick else 3):
             t0 = time.perf_counter()
@@ -121,14 +130,20 @@ def run(quick: bool = False) -> dict:
             elapsed = time.perf_counter() - t0
             best = elapsed if best is None else min(best, elapsed)
         results[name] = {"events": units, "seconds": best, "events_per_s": units / best}
-    if results["simpy"]["events"] != results["workbench"]["events"]:
+    if len({r["events"] for r in results.values()}) != 1:
         raise AssertionError(f"workloads differ: {results}")
     ratio = results["workbench"]["events_per_s"] / results["simpy"]["events_per_s"]
-    print(f"{'engine':<12}{'events':>10}{'seconds':>10}{'events/s':>14}")
+    print(f"{'engine':<24}{'events':>10}{'seconds':>10}{'events/s':>14}")
     for name, r in results.items():
-        print(f"{name:<12}{r['events']:>10}{r['seconds']:>10.3f}{r['events_per_s']:>14,.0f}")
-    print(f"ratio workbench / simpy: {ratio:.2f}x (goal >= 2x)")
-    return {"workload": {"flows": flows, "gap_s": gap_s, "delay_s": delay_s, "horizon_s": horizon_s},
+        print(f"{name:<24}{r['events']:>10}{r['seconds']:>10.3f}{r['events_per_s']:>14,.0f}")
+    print(f"ratio workbench ({ENGINE_IMPLEMENTATION} event queue) / simpy: {ratio:.2f}x (goal >= 2x)")
+    twin = results.get("workbench, Python twin")
+    c_vs_twin = results["workbench"]["events_per_s"] / twin["events_per_s"] if twin else None
+    if twin:
+        print(f"ratio C event queue / Python twin: {c_vs_twin:.2f}x (the engine alone, one step)")
+    return {"c_vs_python_twin": c_vs_twin,
+            "python_twin_events_per_s": twin["events_per_s"] if twin else None,
+            "engine": ENGINE_IMPLEMENTATION, "workload": {"flows": flows, "gap_s": gap_s, "delay_s": delay_s, "horizon_s": horizon_s},
             "simpy_events_per_s": results["simpy"]["events_per_s"],
             "workbench_events_per_s": results["workbench"]["events_per_s"],
             "events": results["workbench"]["events"],
