@@ -26,6 +26,17 @@ BENCH_DIR = Path(__file__).resolve().parent.parent / "benchmarks"
 PACKAGE_DIR = str(Path(__file__).resolve().parent)
 
 
+def best_time_s(fn, repeats: int) -> float:
+    """The shortest wall time of ``repeats`` calls of ``fn`` (benchmarks measure; the
+    minimum is the run least disturbed by the rest of a shared machine)."""
+    best = float("inf")
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        fn()
+        best = min(best, time.perf_counter() - t0)
+    return best
+
+
 @contextlib.contextmanager
 def engine_implementation(name: str):
     """Every ``Simulator`` made inside the block uses this event queue (``"c"``/``"python"``)."""
