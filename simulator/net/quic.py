@@ -319,7 +319,7 @@ class QuicEndpoint:
         "_ack_due", "_ack_delay_s",
         # pacing (RFC 9002 section 7.7) and the handshake (RFC 9001)
         "pacer", "retransmit_in_turn", "rtt_monitor", "ready", "handshake_done_s", "_hs_flight", "_hs_pto_count", "_hs_peer_received",
-        "_hs_peer_echo_s", "_hs_sped_up", "_hs_sent_s", "_held", "crypto_datagrams_sent", "handshake_ptos",
+        "_hs_peer_echo_s", "_hs_sped_up", "_hs_sent_s", "_hs_pto_s", "pto_declares_lost", "_held", "crypto_datagrams_sent", "handshake_ptos",
         # statistics
         "packets_sent", "ack_packets_sent", "probe_packets_sent", "packets_lost",
         "lost_by_packet_threshold", "lost_by_time_threshold", "ptos", "congestion_events",
@@ -330,7 +330,8 @@ class QuicEndpoint:
     def __init__(self, sim: Simulator, conn: "QuicConnection", config: TransportConfig, *,
                  is_client: bool, name: str, log_cwnd: bool, pacing: bool = True,
                  ack_delay_s: float | None = None, handshake: bool = False,
-                 retransmit_in_turn: bool = False, slow_start_rtt_exit: bool = False) -> None:
+                 retransmit_in_turn: bool = False, slow_start_rtt_exit: bool = False,
+                 pto_declares_lost: bool = False) -> None:
         self.sim = sim
         self.conn = conn
         self.config = config
@@ -387,6 +388,8 @@ class QuicEndpoint:
         self._hs_peer_echo_s: float | None = None     # send time of the peer datagram to echo
         self._hs_sped_up = False
         self._hs_sent_s = 0.0
+        self._hs_pto_s: float | None = None        # when a probe (or a speed-up) last resent the flight
+        self.pto_declares_lost = pto_declares_lost
         self._held: list[Packet] = []             # 1-RTT packets received before the handshake completed
         self.crypto_datagrams_sent = 0
         self.handshake_ptos = 0
@@ -747,6 +750,7 @@ class QuicEndpoint:
         """Resend what of the flight is unacknowledged (RFC 9002 6.2.4: probes carry the CRYPTO data)."""
         self.handshake_ptos += 1
         self._hs_pto_count += 1
+        self._hs_pto_s = self.sim.now
         for kind, index, size, acked in self._hs_flight:
             if not acked:
                 self._hs_transmit(kind, index, size)
@@ -757,6 +761,19 @@ class QuicEndpoint:
             if (entry[0], entry[1]) in acked:
                 entry[3] = True
         self._hs_arm()
+
+    def _hs_rtt_sample(self, echo_s: float | None) -> None:
+        """The RTT sample of the handshake (RFC 9002 section 5.1): from the peer's echo of
+        the send time of the datagram it acknowledges.  ``pto_declares_lost`` (aioquic): a
+        probe timeout, or the server's speed-up on a repeated ClientHello, declares the
+        datagrams it resends lost (``reschedule_data``), so an acknowledgement of a copy sent
+        before the resend finds nothing to sample (RFC 9002 section 6.2 says a PTO must not
+        declare packets lost; aioquic does)."""
+        if echo_s is None:
+            return
+        if self.pto_declares_lost and self._hs_pto_s is not None and echo_s < self._hs_pto_s:
+            return
+        self._rtt_sample(self.sim.now - echo_s)
 
     def _rtt_sample(self, sample_s: float) -> None:
         self.rtt.update(sample_s, 0.0)
@@ -785,8 +802,7 @@ class QuicEndpoint:
             if all(("server_flight", i) in self._hs_peer_received for i in range(len(flight))):
                 # The server's flight is complete: the client has 1-RTT keys and sends its
                 # Finished (with the Initial ACK, so padded, 14.1), then 1-RTT data (RFC 9001 4.1).
-                if datagram.echo_s is not None:
-                    self._rtt_sample(now - datagram.echo_s)
+                self._hs_rtt_sample(datagram.echo_s)
                 self.ready = True
                 self._hs_mark_acked((("client_initial", 0),))
                 self._hs_send_flight("client_finished", [self.config.max_datagram_bytes])
@@ -804,6 +820,7 @@ class QuicEndpoint:
                 # aioquic: a repeated ClientHello means the client lacks the server's flight:
                 # resend it at once, once (RFC 9002 6.2.3, speeding up the handshake).
                 self._hs_sped_up = True
+                self._hs_pto_s = now              # aioquic declares the flight lost here too
                 for kind_, index, size, acked in self._hs_flight:
                     if not acked:
                         self._hs_transmit(kind_, index, size)
@@ -815,8 +832,7 @@ class QuicEndpoint:
             if self.ready:
                 self._hs_send_ack()                # the client probes: it has not seen our 1-RTT packets
                 return
-            if datagram.echo_s is not None:
-                self._rtt_sample(now - datagram.echo_s)
+            self._hs_rtt_sample(datagram.echo_s)
             self.ready = True
             self.handshake_done_s = now
             held, self._held = self._held, []
@@ -1044,14 +1060,15 @@ class QuicConnection:
     def __init__(self, sim: Simulator, path: Path, config: TransportConfig | None = None,
                  name: str = "quic", *, log_cwnd: bool = False, pacing: bool = True,
                  ack_delay_s: float | None = None, handshake: bool = False, retransmit_in_turn: bool = False,
-                 slow_start_rtt_exit: bool = False,
+                 slow_start_rtt_exit: bool = False, pto_declares_lost: bool = False,
                  server_flight_bytes: int = SERVER_FLIGHT_CRYPTO_BYTES) -> None:
         self.sim = sim
         self.path = path
         self.config = config = config if config is not None else TransportConfig()
         self.name = name
         options = dict(log_cwnd=log_cwnd, pacing=pacing, ack_delay_s=ack_delay_s, handshake=handshake,
-                       retransmit_in_turn=retransmit_in_turn, slow_start_rtt_exit=slow_start_rtt_exit)
+                       retransmit_in_turn=retransmit_in_turn, slow_start_rtt_exit=slow_start_rtt_exit,
+                       pto_declares_lost=pto_declares_lost)
         self.client = QuicEndpoint(sim, self, config, is_client=True, name=f"{name}/client", **options)
         self.server = QuicEndpoint(sim, self, config, is_client=False, name=f"{name}/server", **options)
         # The server's Initial + Handshake flight: full datagrams (RFC 9000 14.1 pads Initials).

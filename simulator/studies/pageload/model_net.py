@@ -183,7 +183,7 @@ class _Conn:
             # (requests wait in the client's send queue until the handshake completes).
             self.t = QuicConnection(sim, self.net.path, config, name=f"quic{number}", handshake=handshake,
                                     ack_delay_s=AIOQUIC_ACK_DELAY_S, retransmit_in_turn=True,
-                                    slow_start_rtt_exit=True)
+                                    slow_start_rtt_exit=True, pto_declares_lost=True)
         self.t.server.on_stream_acked = self._on_stream_acked
         if self.transport == "quic" and self.scheduler != "fifo":
             self.t.server.on_send_ready = self._pull
