@@ -107,7 +107,6 @@ UDP_IP_HEADER_BYTES = 28          # IPv4 (20) + UDP (8)
 SHORT_HEADER_BYTES = 1 + 8 + 2 + 16   # flags + DCID + packet number + AEAD tag (RFC 9001 5.3)
 ACK_DELAY_EXPONENT = 3            # RFC 9000 section 18.2 default
 MAX_ACK_RANGES = 32               # ranges kept and reported by a receiver
-MIN_STREAM_FRAME_BYTES = 4        # a STREAM frame's type, id and length with one byte of data
 PROBE_PACKETS = 2                 # RFC 9002 section 6.2.4: one or two probes per PTO
 LOSS_EPSILON_S = 1e-9             # guard against float rounding at a loss deadline
 # Handshake (RFC 9001) sizes, as aioquic sends them on this link with its Ed25519 test
@@ -320,7 +319,7 @@ class QuicEndpoint:
         "_ack_due", "_ack_delay_s",
         # pacing (RFC 9002 section 7.7) and the handshake (RFC 9001)
         "pacer", "retransmit_in_turn", "rtt_monitor", "ready", "handshake_done_s", "_hs_flight", "_hs_pto_count", "_hs_peer_received",
-        "_hs_peer_echo_s", "_hs_sped_up", "_hs_sent_s", "_hs_pto_s", "pto_declares_lost", "packets_fit_cwnd", "_held", "crypto_datagrams_sent", "handshake_ptos",
+        "_hs_peer_echo_s", "_hs_sped_up", "_hs_sent_s", "_hs_pto_s", "pto_declares_lost", "_held", "crypto_datagrams_sent", "handshake_ptos",
         # statistics
         "packets_sent", "ack_packets_sent", "probe_packets_sent", "packets_lost",
         "lost_by_packet_threshold", "lost_by_time_threshold", "ptos", "congestion_events",
@@ -332,7 +331,7 @@ class QuicEndpoint:
                  is_client: bool, name: str, log_cwnd: bool, pacing: bool = True,
                  ack_delay_s: float | None = None, handshake: bool = False,
                  retransmit_in_turn: bool = False, slow_start_rtt_exit: bool = False,
-                 pto_declares_lost: bool = False, packets_fit_cwnd: bool = False) -> None:
+                 pto_declares_lost: bool = False) -> None:
         self.sim = sim
         self.conn = conn
         self.config = config
@@ -391,7 +390,6 @@ class QuicEndpoint:
         self._hs_sent_s = 0.0
         self._hs_pto_s: float | None = None        # when a probe (or a speed-up) last resent the flight
         self.pto_declares_lost = pto_declares_lost
-        self.packets_fit_cwnd = packets_fit_cwnd
         self._held: list[Packet] = []             # 1-RTT packets received before the handshake completed
         self.crypto_datagrams_sent = 0
         self.handshake_ptos = 0
@@ -458,12 +456,6 @@ class QuicEndpoint:
         """The application has data for ``on_send_ready`` to write: try to send at this instant."""
         self._schedule_flush()
 
-    def send_now(self) -> None:
-        """As ``want_to_send``, but at once, before the rest of this instant's events: as a
-        stack that sends after each event it handles (aioquic: ``datagrams_to_send``), so
-        what one event wrote may fill the window before the next event's data exists."""
-        self._flush()
-
     # -- sending ---------------------------------------------------------------------
     def _schedule_flush(self) -> None:
         if not self._flush_scheduled:
@@ -490,16 +482,9 @@ class QuicEndpoint:
                 if when_s is not None:
                     self.timers.set("pace", when_s, self._flush)
                     break
-            room = None
-            if self.packets_fit_cwnd:
-                # RFC 9002 section 7: bytes in flight never above the window; aioquic builds
-                # a shorter packet to fit the room left, and none if no frame fits.
-                room = int(cc.cwnd_bytes - self.bytes_in_flight)
-                if room < SHORT_HEADER_BYTES + MIN_STREAM_FRAME_BYTES:
-                    break
             if not queued and not pull():     # the pull writer has nothing more now
                 break
-            built = self._build_frames(self._pending_ack_bytes(), room)
+            built = self._build_frames(self._pending_ack_bytes())
             if built is None:
                 break
             self._send_packet(*built)
@@ -511,13 +496,10 @@ class QuicEndpoint:
         if self._ack_due:
             self._send_ack()
 
-    def _build_frames(self, reserved_bytes: int = 0, packet_bytes: int | None = None) -> tuple[list, int] | None:
-        """Fill one packet (of at most ``packet_bytes``) from the retransmission queue, then
-        new data (FIFO in write order), leaving ``reserved_bytes`` for an ACK frame."""
-        max_payload = self._max_payload
-        if packet_bytes is not None:
-            max_payload = min(max_payload, packet_bytes - SHORT_HEADER_BYTES)
-        budget = max_payload - reserved_bytes
+    def _build_frames(self, reserved_bytes: int = 0) -> tuple[list, int] | None:
+        """Fill one packet from the retransmission queue, then new data (FIFO in write order),
+        leaving ``reserved_bytes`` for an ACK frame."""
+        budget = self._max_payload - reserved_bytes
         frames = []
         streams = self._send_streams
         full = False
@@ -558,7 +540,7 @@ class QuicEndpoint:
                 break
         if not frames:
             return None
-        return frames, max_payload - reserved_bytes - budget + SHORT_HEADER_BYTES
+        return frames, self._max_payload - reserved_bytes - budget + SHORT_HEADER_BYTES
 
     def _send_packet(self, frames: list, size_bytes: int, probe: bool = False) -> None:
         """Send an ack-eliciting packet with a new packet number (never reused, RFC 9000 12.3).
@@ -1079,14 +1061,14 @@ class QuicConnection:
                  name: str = "quic", *, log_cwnd: bool = False, pacing: bool = True,
                  ack_delay_s: float | None = None, handshake: bool = False, retransmit_in_turn: bool = False,
                  slow_start_rtt_exit: bool = False, pto_declares_lost: bool = False,
-                 packets_fit_cwnd: bool = False, server_flight_bytes: int = SERVER_FLIGHT_CRYPTO_BYTES) -> None:
+                 server_flight_bytes: int = SERVER_FLIGHT_CRYPTO_BYTES) -> None:
         self.sim = sim
         self.path = path
         self.config = config = config if config is not None else TransportConfig()
         self.name = name
         options = dict(log_cwnd=log_cwnd, pacing=pacing, ack_delay_s=ack_delay_s, handshake=handshake,
                        retransmit_in_turn=retransmit_in_turn, slow_start_rtt_exit=slow_start_rtt_exit,
-                       pto_declares_lost=pto_declares_lost, packets_fit_cwnd=packets_fit_cwnd)
+                       pto_declares_lost=pto_declares_lost)
         self.client = QuicEndpoint(sim, self, config, is_client=True, name=f"{name}/client", **options)
         self.server = QuicEndpoint(sim, self, config, is_client=False, name=f"{name}/server", **options)
         # The server's Initial + Handshake flight: full datagrams (RFC 9000 14.1 pads Initials).

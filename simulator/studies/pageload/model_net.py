@@ -62,14 +62,13 @@ import h2.connection
 import h2.settings
 from h2.utilities import normalize_outbound_headers
 import hpack
-import pylsqpack
 
 from ...engine import Simulator
 from ...net.link import Path
 from ...net.quic import QuicConnection
 from ...net.tcp import TcpConnection
 from ...net.transport import TransportConfig
-from ...stacks.common import ExchangeSpec, StackParams
+from ...stacks.common import ExchangeSpec
 from ...stacks.model_replay import AIOQUIC_ACK_DELAY_S, tls_record_bytes
 from ...stacks.tls import handshake_flight_bytes, sni_name
 
@@ -99,11 +98,6 @@ def h2_preface_bytes(is_client: bool, window_bytes: int = 16 << 20) -> int:
 _FRAME = {"tcp": 9, "quic": 3}
 _RESET_BYTES = 13                       # RST_STREAM: 9-byte frame header + 4-byte error code
 _H2_MAX_FRAME = 16384
-# QPACK (RFC 9204) as the h3 stack runs it: the settings each end announces (StackParams),
-# the stream types of the encoder and decoder streams (section 4.2).
-_QPACK_TABLE_BYTES = StackParams.qpack_table_bytes
-_QPACK_BLOCKED_STREAMS = StackParams.qpack_blocked_streams
-_QPACK_ENCODER_STREAM, _QPACK_DECODER_STREAM = b"\x02", b"\x03"
 SCHEDULERS = ("urgency", "round-robin", "fifo")
 DEFAULT_URGENCY = 3                     # RFC 9218 section 4.1
 _URGENCY = re.compile(rb"(?:^|,)\s*u\s*=\s*([0-7])")
@@ -122,19 +116,14 @@ def urgency(headers) -> int:
 class _Incoming:
     """What the client knows of one stream: which resource or push, and events at byte offsets."""
 
-    __slots__ = ("index", "push_key", "marks", "received", "fin", "ended", "header_bytes", "promised",
-                 "headers_seen", "qpack_blocked")
+    __slots__ = ("index", "push_key", "marks", "received", "ended", "header_bytes", "promised")
 
     def __init__(self, index: int | None = None, push_key=None, header_bytes: int = 0) -> None:
         self.index = index
         self.push_key = push_key
-        # (end offset, callback or None, args, QPACK header block or None) in stream order
-        self.marks: deque = deque()
+        self.marks: deque = deque()       # (end offset, callback, args) in stream order
         self.received = 0
-        self.fin = False                  # all of the stream's bytes have arrived
-        self.ended = False                # ... and the client has handled them (not QPACK-blocked)
-        self.headers_seen = False         # a pushed stream's response headers were decoded
-        self.qpack_blocked = False        # its next header block waits for the encoder stream
+        self.ended = False
         self.header_bytes = header_bytes
         self.promised = push_key is None   # a pushed stream may finish before its promise arrives
 
@@ -154,17 +143,6 @@ class _Conn:
         self.accepting = False                            # requests may be handed to the transport
         self._waiting: list[ExchangeSpec] = []            # requests made before that
         self.request_encoder, self.response_encoder = hpack.Encoder(), hpack.Encoder()
-        # HTTP/3 responses: QPACK with a dynamic table (RFC 9204), set up in _open.
-        self.qpack_encoder: pylsqpack.Encoder | None = None     # the server's
-        self.qpack_decoder: pylsqpack.Decoder | None = None     # the client's
-        self.encoder_sid: int | None = None                     # server -> client encoder stream
-        self.decoder_sid: int | None = None                     # client -> server decoder stream
-        self._encoder_pending = bytearray()                     # encoder-stream bytes not yet written
-        self._encoder_entry: list | None = None                 # its entry in the writer's rotation
-        self._encoder_received = 0                              # encoder-stream bytes the client has
-        self._decoder_received = 0                              # decoder-stream bytes the server has
-        self.qpack_blocked: list[dict] = []                     # header blocks that waited (client)
-        self._blocked_at: dict[int, float] = {}
         self.incoming: dict[int, _Incoming] = {}
         self.requests: dict[int, ExchangeSpec] = {}       # client stream -> spec (both ends in one process)
         self.cancels: dict[int, int] = {}                 # client stream carrying a cancel -> pushed stream
@@ -174,10 +152,6 @@ class _Conn:
         # The writer: per urgency level a rotation of [stream_id, bytes left to write, order].
         self.scheduler = params.scheduler
         self._active: dict[int, deque] = {}
-        # QUIC with ``round-robin``: aioquic's service order (``_write_application``): every
-        # stream from its creation on, in order, idle or not; a stream that sends goes to
-        # the back.  stream_id -> [stream_id, bytes left to write, 0].
-        self._rotation: dict[int, list] | None = None
         self._order = 0
         self._acked: dict[int, int] = {}
         self._unacked_bytes = 0
@@ -209,17 +183,12 @@ class _Conn:
             # (requests wait in the client's send queue until the handshake completes).
             self.t = QuicConnection(sim, self.net.path, config, name=f"quic{number}", handshake=handshake,
                                     ack_delay_s=AIOQUIC_ACK_DELAY_S, retransmit_in_turn=True,
-                                    slow_start_rtt_exit=True, pto_declares_lost=True,
-                                    packets_fit_cwnd=True)
+                                    slow_start_rtt_exit=True, pto_declares_lost=True)
         self.t.server.on_stream_acked = self._on_stream_acked
         if self.transport == "quic" and self.scheduler != "fifo":
             self.t.server.on_send_ready = self._pull
-        if self.transport == "quic" and self.scheduler == "round-robin":
-            self._rotation = {}
         self.t.client.on_data = self._client_data
         self.t.server.on_data = self._server_data
-        if self.transport == "quic":
-            self._open_qpack()
         if not handshake:
             return
         if self.transport == "tcp":
@@ -238,100 +207,6 @@ class _Conn:
                 self.t.client.write(self.tls_stream, b"h" * self.tls_flights[0])
                 return
         self._accept()
-
-    def _open_qpack(self) -> None:
-        """QPACK for the responses, as aioquic runs it (RFC 9204): the server's encoder with
-        the client's settings (table capacity and blocked streams, the h3 stack's), its
-        encoder stream (type 0x02, section 4.2) opening with Set Dynamic Table Capacity
-        (4.3.1), and the client's decoder and decoder stream (type 0x03) that acknowledges
-        header blocks (4.4.1) and inserts (4.4.3).  Requests keep their HPACK sizes (the h3
-        stack's requests never blocked on the bundled page)."""
-        self.qpack_encoder = pylsqpack.Encoder()
-        self.qpack_decoder = pylsqpack.Decoder(_QPACK_TABLE_BYTES, _QPACK_BLOCKED_STREAMS)
-        self.encoder_sid = self.t.server.open_stream(unidirectional=True)
-        self.decoder_sid = self.t.client.open_stream(unidirectional=True)
-        self.t.client.write(self.decoder_sid, _QPACK_DECODER_STREAM)
-        self._queue_encoder(_QPACK_ENCODER_STREAM + self.qpack_encoder.apply_settings(
-            max_table_capacity=_QPACK_TABLE_BYTES, blocked_streams=_QPACK_BLOCKED_STREAMS))
-
-    def _queue_encoder(self, data: bytes) -> None:
-        """Encoder-stream bytes to send: the encoder stream takes its turn in the writer's
-        rotation like any stream (aioquic serves it round-robin with the responses)."""
-        self._encoder_pending += data
-        if not self._encoder_pending:
-            return
-        if self.scheduler == "fifo":
-            self._write_encoder(len(self._encoder_pending))
-            return
-        if self._rotation is not None:
-            entry = self._rotation.get(self.encoder_sid)
-            if entry is not None:
-                entry[1] = len(self._encoder_pending)
-            return
-        if self._encoder_entry is not None:
-            self._encoder_entry[1] = len(self._encoder_pending)
-            return
-        self._order += 1
-        self._encoder_entry = [self.encoder_sid, len(self._encoder_pending), self._order]
-        self._active.setdefault(0, deque()).append(self._encoder_entry)
-        self.t.server.want_to_send()
-
-    def _enter_rotation(self, stream_id: int) -> None:
-        """A stream exists at the server (aioquic appends it to its service order)."""
-        if self._rotation is not None and stream_id not in self._rotation:
-            self._rotation[stream_id] = [stream_id, 0, 0]
-
-    def _write_encoder(self, n: int) -> None:
-        data = bytes(self._encoder_pending[:n])
-        del self._encoder_pending[:n]
-        self.written[self.encoder_sid] = self.written.get(self.encoder_sid, 0) + n
-        self._unacked_bytes += n
-        self.t.server.write(self.encoder_sid, data)
-
-    def _response_block(self, stream_id: int, headers) -> tuple[int, bytes | None]:
-        """A response-direction header block: its size, and over QUIC the block itself
-        (QPACK with the dynamic table; the encoder-stream bytes it needs are queued)."""
-        if self.qpack_encoder is None:
-            return self._block(self.response_encoder, headers), None
-        if self._rotation is not None and self.encoder_sid not in self._rotation:
-            # aioquic's server streams (control, encoder, decoder) enter its service order
-            # behind the request streams that came with the handshake's end: at the first
-            # header block here (measured on the h3 stack: [0, 4, 3, 7, 11] on a connection
-            # whose two requests came at once).
-            self._enter_rotation(self.encoder_sid)
-            self._queue_encoder(b"")
-        encoder_bytes, block = self.qpack_encoder.encode(stream_id, list(headers))
-        self._queue_encoder(encoder_bytes)
-        return len(block), block
-
-    def _encoder_data(self, data: bytes) -> None:
-        """Client: encoder-stream bytes arrived; header blocks they unblock resume
-        (RFC 9204 section 2.1.2)."""
-        skip = max(0, 1 - self._encoder_received)           # the stream type byte
-        self._encoder_received += len(data)
-        if len(data) <= skip:
-            return
-        for stream_id in self.qpack_decoder.feed_encoder(data[skip:]):
-            decoder_bytes, _ = self.qpack_decoder.resume_header(stream_id)
-            self._write_decoder(decoder_bytes)
-            self.qpack_blocked.append({"stream_id": stream_id, "blocked_s": self._blocked_at.pop(stream_id),
-                                       "unblocked_s": self.sim.now})
-            inc = self.incoming[stream_id]
-            inc.qpack_blocked = False
-            self._mark_done(inc)
-            self._advance(stream_id, inc)
-
-    def _write_decoder(self, data: bytes) -> None:
-        if data:
-            self.t.client.write(self.decoder_sid, data)
-
-    def _decoder_data(self, data: bytes) -> None:
-        """Server: Section Acknowledgments and Insert Count Increments (RFC 9204 4.4) tell
-        the encoder which entries the client has, so which it may reference unblocked."""
-        skip = max(0, 1 - self._decoder_received)
-        self._decoder_received += len(data)
-        if len(data) > skip:
-            self.qpack_encoder.feed_decoder(data[skip:])
 
     def _tls_data(self, at_server: bool, n: int) -> None:
         side = 0 if at_server else 1
@@ -367,10 +242,9 @@ class _Conn:
         self.t.client.write(sid, b"q" * self._records(block + _FRAME[self.transport]), end=True)
 
     def cancel(self, pushed_sid: int) -> None:
-        if self.transport == "quic" and not self.incoming[pushed_sid].headers_seen:
+        if self.transport == "quic" and not self.incoming[pushed_sid].received:
             # As the aioquic client must (it has no CANCEL_PUSH, RFC 9114 section 7.2.3):
-            # STOP_SENDING once the pushed stream exists, i.e. its response headers arrived
-            # (and were decoded: a QPACK-blocked block keeps the stream unknown to it).
+            # STOP_SENDING once the pushed stream exists, i.e. its first bytes arrived.
             self._cancel_on_arrival.add(pushed_sid)
             return
         sid = self.t.client.open_stream()
@@ -386,53 +260,23 @@ class _Conn:
             self.t.client.write(self.h2_control[0], b"a" * self._records(_H2_SETTINGS_ACK_BYTES))
         if stream_id == (self.h2_control or (None, None))[1]:
             return
-        if stream_id == self.encoder_sid:
-            self._encoder_data(data)
-            return
         inc = self.incoming.get(stream_id)
         if inc is None:
             return
         inc.received += len(data)
-        if end:
-            inc.fin = True
-        self._advance(stream_id, inc)
-
-    def _advance(self, stream_id: int, inc: _Incoming) -> None:
-        """Handle what of the stream has arrived, in stream order: events at their byte
-        offsets, header blocks decoded as they complete; a block that references dynamic
-        table entries the client does not have yet blocks the stream (RFC 9204 section
-        2.1.2) until the encoder stream brings them (``_encoder_data``)."""
+        if stream_id in self._cancel_on_arrival:
+            self._cancel_on_arrival.discard(stream_id)
+            self.cancel(stream_id)
         marks = inc.marks
-        while marks and marks[0][0] <= inc.received and not inc.qpack_blocked:
-            block = marks[0][3]
-            if block is not None:
-                try:
-                    decoder_bytes, _ = self.qpack_decoder.feed_header(stream_id, block)
-                except pylsqpack.StreamBlocked:
-                    inc.qpack_blocked = True
-                    self._blocked_at[stream_id] = self.sim.now
-                    return
-                self._write_decoder(decoder_bytes)
-            self._mark_done(inc)
-        if inc.qpack_blocked or marks or not inc.fin or inc.ended:
-            return
-        inc.ended = True
-        if inc.push_key is None:
-            self.net.listener.on_response_complete(inc.index)
-        elif inc.promised:
-            self.net.listener.on_push_complete(inc.push_key)
-
-    def _mark_done(self, inc: _Incoming) -> None:
-        _, callback, args, _ = inc.marks.popleft()
-        if callback is not None:
+        while marks and marks[0][0] <= inc.received:
+            _, callback, args = marks.popleft()
             callback(*args)
-
-    def _push_headers(self, pushed_sid: int) -> None:
-        """The client has a pushed stream's response headers: the push exists for it now."""
-        self.incoming[pushed_sid].headers_seen = True
-        if pushed_sid in self._cancel_on_arrival:
-            self._cancel_on_arrival.discard(pushed_sid)
-            self.cancel(pushed_sid)
+        if end and not inc.ended:
+            inc.ended = True
+            if inc.push_key is None:
+                self.net.listener.on_response_complete(inc.index)
+            elif inc.promised:
+                self.net.listener.on_push_complete(inc.push_key)
 
     def _promise_arrived(self, pushed_sid: int, url: str) -> None:
         inc = self.incoming[pushed_sid]
@@ -453,9 +297,6 @@ class _Conn:
             self._settings_acked[1] = True
             self.sim.call_soon(self.t.server.write, self.h2_control[1],
                                b"a" * self._records(_H2_SETTINGS_ACK_BYTES))
-        if stream_id == self.decoder_sid:
-            self._decoder_data(data)
-            return
         if not end:
             return
         if stream_id in self.cancels:
@@ -464,54 +305,35 @@ class _Conn:
         spec = self.requests.get(stream_id)
         if spec is None:
             return
-        self._enter_rotation(stream_id)      # (a request fits one packet: its stream starts now)
         frame = _FRAME[self.transport]
         inc = self.incoming[stream_id]
         if spec.early_hints:
             hints = [(b":status", b"103")] + [(b"link", v) for v in spec.early_hints]
-            size, block = self._response_block(stream_id, hints)
-            self._write_now(stream_id, size + frame, inc, self.net.listener.on_informational,
-                            (spec.index, spec.early_hints), block)
+            self._write_now(stream_id, self._block(self.response_encoder, hints) + frame,
+                            inc, self.net.listener.on_informational, (spec.index, spec.early_hints))
         pushed = []
         for push in spec.pushes:             # every PUSH_PROMISE first, then the pushed responses (as the stacks)
             authority = push.authority or dict(spec.request_headers).get(b":authority", b"")
             request = [(b":method", b"GET"), (b":scheme", b"https"), (b":authority", authority), (b":path", push.path)]
             pushed_sid = self.t.server.open_stream(unidirectional=self.transport == "quic")
-            self._enter_rotation(pushed_sid)     # aioquic opens the push stream with the promise
             url = f"https://{authority.decode('latin-1')}{push.path.decode('latin-1')}"
-            self.incoming[pushed_sid] = _Incoming(push_key=(self.key, pushed_sid))
-            self.net.unsettled.add((self.key, pushed_sid))
-            size, block = self._response_block(stream_id, request)     # on the request stream
-            self._write_now(stream_id, size + frame + 4, inc, self._promise_arrived, (pushed_sid, url), block)
-            pushed.append((pushed_sid, push))            # (+ 4: the promised stream / push id)
-        for pushed_sid, push in pushed:      # the pushed responses' headers, encoded in the stacks' order
             response = [(b":status", b"200"), (b"content-length", str(push.body_bytes).encode())]
-            block_bytes, block = self._response_block(pushed_sid, response)
-            size = self._records(block_bytes + frame + self._body_wire_bytes(push.body_bytes))
-            inc_pushed = self.incoming[pushed_sid]
-            inc_pushed.header_bytes = size - push.body_bytes
-            if self.transport == "quic":
-                inc_pushed.marks.append((block_bytes + frame, self._push_headers, (pushed_sid,), block))
+            size = self._records(self._block(self.response_encoder, response) + frame
+                                 + self._body_wire_bytes(push.body_bytes))
+            self.incoming[pushed_sid] = _Incoming(push_key=(self.key, pushed_sid),
+                                                  header_bytes=size - push.body_bytes)
+            self.net.unsettled.add((self.key, pushed_sid))
+            promise = self._block(self.response_encoder, request) + frame + 4   # + promised stream / push id
+            self._write_now(stream_id, promise, inc, self._promise_arrived, (pushed_sid, url))
+            pushed.append((pushed_sid, size))
+        for pushed_sid, size in pushed:
             self._send_response(pushed_sid, size, self.net.push_urgency)
-        self._send_written()
         self.sim.call_later(spec.think_s or 0.0, self._respond, stream_id, spec)
 
     def _respond(self, stream_id: int, spec: ExchangeSpec) -> None:
-        block_bytes, block = self._response_block(stream_id, spec.response_headers)
-        header_bytes = block_bytes + _FRAME[self.transport]
-        if block is not None:
-            # The client decodes the block once the HEADERS frame is in (RFC 9204 2.1.2).
-            self.incoming[stream_id].marks.append((self.written.get(stream_id, 0) + header_bytes, None, (), block))
-        self._send_response(stream_id, self._records(header_bytes + self._body_wire_bytes(spec.response_body_bytes)),
+        block = self._block(self.response_encoder, spec.response_headers) + _FRAME[self.transport]
+        self._send_response(stream_id, self._records(block + self._body_wire_bytes(spec.response_body_bytes)),
                             urgency(spec.request_headers))
-        self._send_written()
-
-    def _send_written(self) -> None:
-        """QUIC with aioquic's rotation: what this event wrote leaves now, as the h3 stack
-        transmits after each event (a response written alone at an instant may take the
-        whole window before the next one is written)."""
-        if self._rotation is not None:
-            self.t.server.send_now()
 
     def _block(self, encoder: hpack.Encoder, headers) -> int:
         """Bytes of a header block.  Over TCP as the h2 stack encodes it: the ``h2`` library's
@@ -532,12 +354,12 @@ class _Conn:
         """``nbytes`` written at once, as TLS 1.3 records of up to 16 KiB over TCP with ``tls``."""
         return tls_record_bytes(nbytes) if self.tls else nbytes
 
-    def _write_now(self, stream_id: int, size: int, inc: _Incoming, callback, args, block=None) -> None:
+    def _write_now(self, stream_id: int, size: int, inc: _Incoming, callback, args) -> None:
         size = self._records(size)
         self._unacked_bytes += size
         offset = self.written.get(stream_id, 0) + size
         self.written[stream_id] = offset
-        inc.marks.append((offset, callback, args, block))
+        inc.marks.append((offset, callback, args))
         self.t.server.write(stream_id, b"h" * size)
 
     def _send_response(self, stream_id: int, size: int, level: int) -> None:
@@ -548,12 +370,6 @@ class _Conn:
             self._unacked_bytes += size
             self.t.server.write(stream_id, b"r" * size, end=True)
             self.net.settle((self.key, stream_id))
-            return
-        if self._rotation is not None:
-            # Sent when the event that wrote it ends (_send_written), as aioquic's packets
-            # leave when the stack transmits after handling an event.
-            self._enter_rotation(stream_id)
-            self._rotation[stream_id][1] += size
             return
         if self.scheduler != "urgency":
             level = 0
@@ -569,8 +385,6 @@ class _Conn:
         self.cancelled.add(pushed_sid)
         for level, queue in self._active.items():
             self._active[level] = deque(e for e in queue if e[0] != pushed_sid)
-        if self._rotation is not None:
-            self._rotation.pop(pushed_sid, None)
         self.net.settle((self.key, pushed_sid))
 
     def _pull(self) -> bool:
@@ -586,8 +400,6 @@ class _Conn:
 
     def _write_next(self, limit: int) -> int:
         """Write up to ``limit`` bytes of the next response in turn; the bytes written."""
-        if self._rotation is not None:
-            return self._write_next_rotation(limit)
         level = min((lv for lv, q in self._active.items() if q), default=None)
         if level is None:
             return 0
@@ -596,13 +408,6 @@ class _Conn:
         stream_id, remaining, _ = entry
         n = min(remaining, limit)
         entry[1] = remaining - n
-        if stream_id == self.encoder_sid:          # QPACK's encoder stream: its real bytes, never ended
-            self._write_encoder(n)
-            if entry[1]:
-                queue.append(entry)
-            else:
-                self._encoder_entry = None
-            return n
         self.written[stream_id] = self.written.get(stream_id, 0) + n
         self._unacked_bytes += n
         self.t.server.write(stream_id, b"r" * n, end=entry[1] == 0)
@@ -610,30 +415,6 @@ class _Conn:
             self.net.settle((self.key, stream_id))
         else:
             queue.append(entry)                    # served: to the back of its rotation
-        return n
-
-    def _write_next_rotation(self, limit: int) -> int:
-        """aioquic's order: the first stream with bytes to send writes, then goes to the back."""
-        rotation = self._rotation
-        for stream_id, entry in rotation.items():
-            if entry[1]:
-                break
-        else:
-            return 0
-        n = min(entry[1], limit)
-        entry[1] -= n
-        del rotation[stream_id]
-        if stream_id == self.encoder_sid:          # QPACK's encoder stream: its real bytes, never ended
-            self._write_encoder(n)
-            rotation[stream_id] = entry
-            return n
-        self.written[stream_id] = self.written.get(stream_id, 0) + n
-        self._unacked_bytes += n
-        self.t.server.write(stream_id, b"r" * n, end=entry[1] == 0)
-        if entry[1] == 0:
-            self.net.settle((self.key, stream_id))     # written in full: the stream is done
-        else:
-            rotation[stream_id] = entry
         return n
 
     def _fill(self) -> None:
