@@ -240,7 +240,22 @@ def test_models_and_real_stacks_agree_on_the_winner_and_the_gain(protocol):
 # differ in their details (resends, QPACK blocking, pacing rounding); measured at RTT
 # 50-100 ms and 5-50 Mbit/s the render-blocking gains differ by at most 0.4 s, below 10%
 # of the page's baseline render-blocking time on the real stack: that is the tolerance.
-# At 200 ms with 5-10 Mbit/s (deep queues) the gap is larger; notebook 02 says why.
+# At 200 ms it holds at 50 Mbit/s, not at 5-10 Mbit/s (notebook 02 has the figures):
+# - aioquic's handshake PTO (2 x its 100 ms initial RTT) fires before the ACKs at 200 ms
+#   and declares the flight lost, so no RTT sample and no pacing until 1-RTT ACKs: each
+#   server's first window leaves in one burst, the bursts queue the link (47 ms at 0.71 s
+#   against 10 ms paced), and the document connection leaves slow start (aioquic's rising
+#   RTT rule) at a 62 kB window instead of 281 kB.  The model does this now
+#   (pto_declares_lost); it took push+hints from 1.71 s to 3.63 s (stack 3.88 s), cold,
+#   10 Mbit/s.
+# - QPACK: the stack's client waits up to 0.5-0.7 s for one header block (cold, push): the
+#   encoder stream sits behind the request streams in aioquic's service order and
+#   aioquic fills the window to the byte, so its bytes wait for the next ACK.  The model
+#   has HPACK sizes and no dynamic-table wait (a model of it broke the 50-100 ms
+#   agreement; see the git history).
+# - What is left is the slow-start exit's knife edge (64 vs 80 kB on the document
+#   connection set its rate for seconds) and whole rounds (0.2 s) on the warm page, where
+#   the tolerance is 0.08 s.
 H3_GAIN_TOLERANCE = 0.10          # x the real stack's render-blocking time under `none`
 H2_TOLERANCE_S = 0.001
 BUNDLED_POLICIES = ("none", "push", "hints", "push+hints")
@@ -319,13 +334,18 @@ def test_model_and_real_h2_stack_agree_over_tls_1_3(cache):
 @pytest.mark.slow
 @pytest.mark.parametrize("protocol", ["h2", "h3"])
 def test_models_and_real_stacks_agree_over_rtt_and_bandwidth(protocol):
-    """The agreement test over RTT 50-100 ms (h2: also 200 ms) x 5, 10, 50 Mbit/s, cold and warm."""
-    rtts = (0.05, 0.1, 0.2) if protocol == "h2" else (0.05, 0.1)
+    """The agreement test over RTT 50-200 ms x 5, 10, 50 Mbit/s, cold and warm; for h3 at
+    200 ms only at 50 Mbit/s (at 5-10 Mbit/s the gains differ by more than the tolerance:
+    the measured reasons are above H3_GAIN_TOLERANCE).  200 ms / 50 Mbit/s warm holds only
+    since the QUIC model, as aioquic, takes no RTT sample from a handshake its PTO resent
+    (RFC 9002 5.1 / 6.2; test_rfc9002_5_1_6_2_...): the push gain there differed by 0.17 s."""
+    grid = [(rtt_s, bw) for rtt_s in (0.05, 0.1, 0.2) for bw in (5e6, 10e6, 50e6)]
+    if protocol == "h3":
+        grid = [(rtt_s, bw) for rtt_s, bw in grid if rtt_s < 0.2 or bw == 50e6]
     for cache in ("cold", "warm"):
-        for rtt_s in rtts:
-            for bandwidth_bps in (5e6, 10e6, 50e6):
-                model, real = _bundled_both(protocol, cache, rtt_s, bandwidth_bps)
-                _assert_agree(protocol, model, real)
+        for rtt_s, bandwidth_bps in grid:
+            model, real = _bundled_both(protocol, cache, rtt_s, bandwidth_bps)
+            _assert_agree(protocol, model, real)
 
 
 def test_model_connections_pay_the_stacks_handshakes_rfc8446_2_rfc9001():
@@ -501,3 +521,46 @@ def test_parse_delay_per_type_delays_discovery_of_children():
     assert slow.summary.loc["none", "render_blocking_s"] - fast.summary.loc["none", "render_blocking_s"] == \
         pytest.approx(0.3, abs=1e-6)
     assert slow.params["parse_delay"] == "document=300ms"
+
+
+@pytest.mark.parametrize("rtt_s", [0.05, 0.2])
+def test_rfc9002_5_1_6_2_no_handshake_rtt_sample_after_a_pto_as_aioquic(rtt_s):
+    """RFC 9002 section 6.2 says a probe timeout must not declare packets lost, so the
+    acknowledgement of a handshake datagram that was also resent still gives an RTT sample
+    (section 5.1).  aioquic declares what its PTO resends lost: above twice its 100 ms
+    initial RTT the handshake ACKs arrive after the PTO and find nothing to sample, so
+    its server has no RTT sample when the handshake completes and its first window leaves
+    unpaced (the cause of the larger HTTP/3 gap at 200 ms, notebook 02).  The QUIC model
+    with ``pto_declares_lost`` (as the page-load model runs it) does the same as the real
+    aioquic server; without it, it samples the handshake as the RFC says."""
+    from simulator.engine import Simulator
+    from simulator.net.link import Path
+    from simulator.net.quic import QuicConnection
+    from simulator.net.transport import TransportConfig
+    from simulator.stacks.common import Recorder, StackParams
+    from simulator.stacks.h3 import H3Session
+
+    def model_server(pto_declares_lost):
+        sim = Simulator(seed=1)
+        conn = QuicConnection(sim, Path(sim, rtt_s=rtt_s, bandwidth_bps=10e6), TransportConfig(initial_rtt_s=0.1),
+                              handshake=True, ack_delay_s=0.001, pto_declares_lost=pto_declares_lost)
+        sim.run(until_s=2 * rtt_s)                         # the handshake is done at 1.5 RTT and a bit
+        assert conn.server.ready
+        return conn.server
+
+    sim = Simulator(seed=1)
+    session = H3Session(sim, Path(sim, rtt_s=rtt_s, bandwidth_bps=10e6), StackParams(stack="h3", rtt_s=rtt_s),
+                        Recorder(sim), "https://a.example")
+    sim.run(until_s=2 * rtt_s)
+    real = session.server.quic._loss
+    assert session.server.handshake_done_s is not None
+    pto_first = rtt_s >= 2 * 0.1                         # aioquic's PTO before any sample: 2 x initial RTT
+    assert real._rtt_initialized is not pto_first
+    aioquic_like, rfc = model_server(True), model_server(False)
+    assert (aioquic_like.rtt.srtt_s is None) is pto_first
+    assert rfc.rtt.srtt_s == pytest.approx(rtt_s, abs=0.01)
+    if not pto_first:
+        assert aioquic_like.rtt.srtt_s == pytest.approx(real._rtt_smoothed, abs=0.005)
+    # Without a sample the pacer has no rate: nothing is paced (RFC 9002 7.7 needs an RTT).
+    assert (aioquic_like.pacer.interval_s is None) == pto_first
+    assert (real._pacer.packet_time is None) == pto_first

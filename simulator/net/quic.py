@@ -66,6 +66,11 @@ Behaviour modelled:
   ahead of new data, or (``retransmit_in_turn=True``, as aioquic, which hands lost
   bytes back to their stream's send buffer and serves streams round-robin) behind the
   data already queued.
+- A probe timeout declares what it resends lost (``pto_declares_lost=True``, off by
+  default): aioquic's ``reschedule_data`` does, although RFC 9002 section 6.2 says a PTO must
+  not, so an ACK of a handshake datagram sent before the resend yields no RTT sample (5.1).
+  Above twice the initial RTT the handshake then gives no sample, and the first window
+  leaves unpaced (the pacer has no rate before a sample).
 - Slow-start exit on a rising RTT (``slow_start_rtt_exit=True``, off by default): aioquic's
   Reno and CUBIC end slow start when RTT samples keep rising (``cc.RttIncreaseMonitor``),
   which behind a deep queue happens long before a loss.
