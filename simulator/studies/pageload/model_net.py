@@ -44,9 +44,11 @@ SETTINGS ACK when the peer's bytes first arrive).  Header blocks over TCP are en
 after h2's own normalisation, so with ``tls=False`` the model writes the h2 stack's bytes
 at the h2 stack's instants and the two agree to the packet.  QUIC runs the QUIC model's
 handshake with the options ``stacks.model_replay`` uses for aioquic (1 ms ACK delay,
-lost data resent in its stream's turn) and aioquic's exit from slow start on a rising
-RTT (``slow_start_rtt_exit``); requests wait in the client's send queue until the
-handshake completes.  A browser model that times handshakes itself
+lost data resent in its stream's turn), aioquic's exit from slow start on a rising
+RTT (``slow_start_rtt_exit``) and its probe timeout that declares resent handshake
+datagrams lost (``pto_declares_lost``: from 200 ms RTT on, twice its initial RTT, no
+RTT sample from the handshake, so the first window leaves unpaced, as aioquic's);
+requests wait in the client's send queue until the handshake completes.  A browser model that times handshakes itself
 (``ModelNetwork.connect(..., setup=...)``, ``studies.coalescing``) gets transports
 without a handshake of their own, usable after its ``setup``.
 """
