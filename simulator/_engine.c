@@ -28,12 +28,16 @@
 #include <math.h>
 #include <stdint.h>
 
+struct TimerObject;
+
 typedef struct {
     double t;            /* the key: time_s as a double */
     uint64_t seq;        /* tie-break: scheduling order */
     PyObject *t_obj;     /* time_s as given (sim.now is set to this very object) */
-    PyObject *callback;
-    PyObject *args;      /* a tuple */
+    PyObject *callback;  /* NULL for a timer entry */
+    PyObject *args;      /* a tuple; NULL for a timer entry */
+    struct TimerObject *timer;   /* a timer entry: this Timer's expiry, generation gen */
+    uint64_t gen;
 } Event;
 
 typedef struct {
@@ -46,7 +50,24 @@ typedef struct {
     int running;
 } EventQueue;
 
+/* The one-slot timer (engine.Timer's twin): its heap entries carry the Timer and
+ * a generation instead of a callback and args. */
+typedef struct TimerObject {
+    PyObject_HEAD
+    EventQueue *queue;
+    PyObject *sim;
+    PyObject *owner;
+    PyObject *callback;
+    PyObject *when_obj;  /* the expiry held, as given (NULL: none) */
+    double when;
+    double scheduled;    /* time of the live heap entry, if has_scheduled */
+    int has_scheduled;
+    uint64_t gen;        /* generation of the live heap entry */
+} TimerObject;
+
+static PyTypeObject TimerType;
 static PyObject *str_now;   /* interned "now" */
+static PyObject *str_fire;  /* interned "_fire" */
 
 static inline int
 before(const Event *a, const Event *b)
@@ -93,26 +114,20 @@ pop_min(EventQueue *q, Event *out)
     heap[pos] = last;
 }
 
-static int
-queue_push(EventQueue *q, PyObject *t_obj, PyObject *callback, PyObject *args)
+/* Room for one more event at q->heap[q->size] (the caller fills it and sifts it up). */
+static Event *
+queue_slot(EventQueue *q, double t)
 {
-    double t = PyFloat_AsDouble(t_obj);
-    if (t == -1.0 && PyErr_Occurred())
-        return -1;
     if (isnan(t)) {
         PyErr_SetString(PyExc_ValueError, "cannot schedule an event at time NaN");
-        return -1;
-    }
-    if (!PyTuple_Check(args)) {
-        PyErr_SetString(PyExc_TypeError, "event args must be a tuple");
-        return -1;
+        return NULL;
     }
     if (q->size == q->capacity) {
         Py_ssize_t cap = q->capacity ? q->capacity * 2 : 64;
         Event *grown = PyMem_Realloc(q->heap, (size_t)cap * sizeof(Event));
         if (grown == NULL) {
             PyErr_NoMemory();
-            return -1;
+            return NULL;
         }
         q->heap = grown;
         q->capacity = cap;
@@ -120,13 +135,75 @@ queue_push(EventQueue *q, PyObject *t_obj, PyObject *callback, PyObject *args)
     Event *e = &q->heap[q->size];
     e->t = t;
     e->seq = ++q->seq;
-    Py_INCREF(t_obj);
-    e->t_obj = t_obj;
-    Py_INCREF(callback);
-    e->callback = callback;
-    Py_INCREF(args);
-    e->args = args;
+    return e;
+}
+
+static int
+queue_push(EventQueue *q, PyObject *t_obj, PyObject *callback, PyObject *args)
+{
+    double t = PyFloat_AsDouble(t_obj);
+    if (t == -1.0 && PyErr_Occurred())
+        return -1;
+    if (!isnan(t) && !PyTuple_Check(args)) {
+        PyErr_SetString(PyExc_TypeError, "event args must be a tuple");
+        return -1;
+    }
+    Event *e = queue_slot(q, t);
+    if (e == NULL)
+        return -1;
+    e->t_obj = Py_NewRef(t_obj);
+    e->callback = Py_NewRef(callback);
+    e->args = Py_NewRef(args);
+    e->timer = NULL;
+    e->gen = 0;
     sift_up(q->heap, q->size++);
+    return 0;
+}
+
+/* Timer._schedule: a new generation, and its heap entry at when_obj (= tm->when). */
+static int
+timer_schedule(TimerObject *tm)
+{
+    tm->gen++;
+    tm->scheduled = tm->when;
+    tm->has_scheduled = 1;
+    Event *e = queue_slot(tm->queue, tm->when);
+    if (e == NULL)
+        return -1;
+    e->t_obj = Py_NewRef(tm->when_obj);
+    e->callback = NULL;
+    e->args = NULL;
+    e->timer = (TimerObject *)Py_NewRef((PyObject *)tm);
+    e->gen = tm->gen;
+    sift_up(tm->queue->heap, tm->queue->size++);
+    return 0;
+}
+
+/* Timer._fire of the live generation at time now: run the expiry if it is due, then
+ * give a later expiry (one set while this entry waited, or by the callback) its entry. */
+static int
+timer_fire(TimerObject *tm, double now)
+{
+    tm->has_scheduled = 0;
+    if (tm->when_obj != NULL && tm->when <= now) {
+        PyObject *when = tm->when_obj;
+        tm->when_obj = NULL;             /* the slot empties itself before the callback */
+        PyObject *callback = tm->callback;
+        PyObject *result = NULL;
+        if (callback != NULL) {
+            Py_INCREF(callback);
+            result = PyObject_CallNoArgs(callback);
+            Py_DECREF(callback);
+        }
+        Py_DECREF(when);
+        if (callback != NULL) {
+            if (result == NULL)
+                return -1;
+            Py_DECREF(result);
+        }
+    }
+    if (tm->when_obj != NULL && !tm->has_scheduled && tm->queue != NULL)
+        return timer_schedule(tm);
     return 0;
 }
 
@@ -179,13 +256,25 @@ EventQueue_run(EventQueue *q, PyObject *const *argv, Py_ssize_t nargs)
         Event e;
         pop_min(q, &e);
         int failed = PyObject_SetAttr(sim, str_now, e.t_obj) < 0;
-        PyObject *result = failed ? NULL : PyObject_Call(e.callback, e.args, NULL);
-        Py_DECREF(e.t_obj);
-        Py_DECREF(e.callback);
-        Py_DECREF(e.args);
-        if (result == NULL)
-            goto error;
-        Py_DECREF(result);
+        if (e.timer != NULL) {
+            /* A stale timer entry (replaced by an earlier expiry) is skipped without
+             * calling Python, but it is still an event: it counts, and it moved the clock. */
+            if (!failed && e.gen == e.timer->gen)
+                failed = timer_fire(e.timer, e.t) < 0;
+            Py_DECREF(e.t_obj);
+            Py_DECREF((PyObject *)e.timer);
+            if (failed)
+                goto error;
+        }
+        else {
+            PyObject *result = failed ? NULL : PyObject_Call(e.callback, e.args, NULL);
+            Py_DECREF(e.t_obj);
+            Py_DECREF(e.callback);
+            Py_DECREF(e.args);
+            if (result == NULL)
+                goto error;
+            Py_DECREF(result);
+        }
         count++;
         if (q->stopped || (max_events >= 0 && count >= max_events))
             break;
@@ -206,10 +295,22 @@ EventQueue_pop(EventQueue *q, PyObject *Py_UNUSED(ignored))
     }
     Event e;
     pop_min(q, &e);
-    PyObject *out = PyTuple_Pack(3, e.t_obj, e.callback, e.args);
+    PyObject *out;
+    if (e.timer != NULL) {
+        /* (time_s, timer._fire, (gen,)), as the Python Timer pushes it */
+        PyObject *fire = PyObject_GetAttr((PyObject *)e.timer, str_fire);
+        PyObject *args = fire == NULL ? NULL : Py_BuildValue("(K)", (unsigned long long)e.gen);
+        out = args == NULL ? NULL : PyTuple_Pack(3, e.t_obj, fire, args);
+        Py_XDECREF(fire);
+        Py_XDECREF(args);
+        Py_DECREF((PyObject *)e.timer);
+    }
+    else {
+        out = PyTuple_Pack(3, e.t_obj, e.callback, e.args);
+        Py_DECREF(e.callback);
+        Py_DECREF(e.args);
+    }
     Py_DECREF(e.t_obj);
-    Py_DECREF(e.callback);
-    Py_DECREF(e.args);
     return out;
 }
 
@@ -247,6 +348,7 @@ EventQueue_traverse(EventQueue *q, visitproc visit, void *arg)
         Py_VISIT(q->heap[i].t_obj);
         Py_VISIT(q->heap[i].callback);
         Py_VISIT(q->heap[i].args);
+        Py_VISIT((PyObject *)q->heap[i].timer);
     }
     return 0;
 }
@@ -261,8 +363,9 @@ EventQueue_clear(EventQueue *q)
     q->size = q->capacity = 0;
     for (Py_ssize_t i = 0; i < n; i++) {
         Py_DECREF(heap[i].t_obj);
-        Py_DECREF(heap[i].callback);
-        Py_DECREF(heap[i].args);
+        Py_XDECREF(heap[i].callback);
+        Py_XDECREF(heap[i].args);
+        Py_XDECREF((PyObject *)heap[i].timer);
     }
     PyMem_Free(heap);
     return 0;
@@ -322,6 +425,174 @@ static PyTypeObject EventQueueType = {
     .tp_as_sequence = &EventQueue_as_sequence,
 };
 
+/* -- Timer ------------------------------------------------------------------------ */
+
+static PyObject *
+Timer_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
+{
+    static char *kwlist[] = {"queue", "sim", "owner", "callback", NULL};
+    PyObject *queue, *sim, *owner, *callback;
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "O!OOO:Timer", kwlist,
+                                     &EventQueueType, &queue, &sim, &owner, &callback))
+        return NULL;
+    TimerObject *tm = (TimerObject *)type->tp_alloc(type, 0);
+    if (tm == NULL)
+        return NULL;
+    tm->queue = (EventQueue *)Py_NewRef(queue);
+    tm->sim = Py_NewRef(sim);
+    tm->owner = Py_NewRef(owner);
+    tm->callback = Py_NewRef(callback);
+    return (PyObject *)tm;
+}
+
+static PyObject *
+Timer_set(TimerObject *tm, PyObject *when_arg)
+{
+    if (tm->queue == NULL) {
+        PyErr_SetString(PyExc_RuntimeError, "the timer was cleared");
+        return NULL;
+    }
+    PyObject *now = PyObject_GetAttr(tm->sim, str_now);
+    if (now == NULL)
+        return NULL;
+    double when = PyFloat_AsDouble(when_arg);
+    double now_s = when == -1.0 && PyErr_Occurred() ? 0.0 : PyFloat_AsDouble(now);
+    if (PyErr_Occurred()) {
+        Py_DECREF(now);
+        return NULL;
+    }
+    PyObject *when_obj = when_arg;
+    if (when < now_s) {                  /* an expiry in the past is due now */
+        when_obj = now;
+        when = now_s;
+    }
+    Py_INCREF(when_obj);
+    Py_XSETREF(tm->when_obj, when_obj);
+    tm->when = when;
+    Py_DECREF(now);
+    if (!tm->has_scheduled || when < tm->scheduled) {
+        if (timer_schedule(tm) < 0)
+            return NULL;
+    }
+    Py_RETURN_NONE;
+}
+
+static PyObject *
+Timer_cancel(TimerObject *tm, PyObject *Py_UNUSED(ignored))
+{
+    Py_CLEAR(tm->when_obj);              /* lazy: the heap entry stays and finds nothing due */
+    Py_RETURN_NONE;
+}
+
+static PyObject *
+Timer_fire_method(TimerObject *tm, PyObject *gen_obj)
+{
+    unsigned long long gen = PyLong_Check(gen_obj) ? PyLong_AsUnsignedLongLong(gen_obj) : 0;
+    if (PyErr_Occurred()) {
+        PyErr_Clear();                   /* no such generation: stale */
+        Py_RETURN_NONE;
+    }
+    if (!PyLong_Check(gen_obj) || gen != tm->gen)
+        Py_RETURN_NONE;                  /* superseded by an earlier expiry */
+    if (tm->sim == NULL)
+        Py_RETURN_NONE;
+    PyObject *now = PyObject_GetAttr(tm->sim, str_now);
+    if (now == NULL)
+        return NULL;
+    double now_s = PyFloat_AsDouble(now);
+    Py_DECREF(now);
+    if (now_s == -1.0 && PyErr_Occurred())
+        return NULL;
+    if (timer_fire(tm, now_s) < 0)
+        return NULL;
+    Py_RETURN_NONE;
+}
+
+static PyObject *
+Timer_get_when_s(TimerObject *tm, void *Py_UNUSED(closure))
+{
+    return Py_NewRef(tm->when_obj != NULL ? tm->when_obj : Py_None);
+}
+
+static PyObject *
+Timer_get_owner(TimerObject *tm, void *Py_UNUSED(closure))
+{
+    return Py_NewRef(tm->owner != NULL ? tm->owner : Py_None);
+}
+
+static PyObject *
+Timer_get_callback(TimerObject *tm, void *Py_UNUSED(closure))
+{
+    return Py_NewRef(tm->callback != NULL ? tm->callback : Py_None);
+}
+
+static PyObject *
+Timer_get_sim(TimerObject *tm, void *Py_UNUSED(closure))
+{
+    return Py_NewRef(tm->sim != NULL ? tm->sim : Py_None);
+}
+
+static int
+Timer_traverse(TimerObject *tm, visitproc visit, void *arg)
+{
+    Py_VISIT((PyObject *)tm->queue);
+    Py_VISIT(tm->sim);
+    Py_VISIT(tm->owner);
+    Py_VISIT(tm->callback);
+    Py_VISIT(tm->when_obj);
+    return 0;
+}
+
+static int
+Timer_clear(TimerObject *tm)
+{
+    Py_CLEAR(tm->queue);
+    Py_CLEAR(tm->sim);
+    Py_CLEAR(tm->owner);
+    Py_CLEAR(tm->callback);
+    Py_CLEAR(tm->when_obj);
+    return 0;
+}
+
+static void
+Timer_dealloc(TimerObject *tm)
+{
+    PyObject_GC_UnTrack(tm);
+    Timer_clear(tm);
+    Py_TYPE(tm)->tp_free((PyObject *)tm);
+}
+
+static PyMethodDef Timer_methods[] = {
+    {"set", (PyCFunction)Timer_set, METH_O,
+     "set(when_s): replace the pending expiry (a time before sim.now means now)."},
+    {"cancel", (PyCFunction)Timer_cancel, METH_NOARGS, "cancel(): empty the slot."},
+    {"_fire", (PyCFunction)Timer_fire_method, METH_O,
+     "_fire(gen): the heap entry of generation gen popped (Simulator's traced run calls it)."},
+    {NULL, NULL, 0, NULL},
+};
+
+static PyGetSetDef Timer_getset[] = {
+    {"when_s", (getter)Timer_get_when_s, NULL, "the expiry the slot holds (None: none)", NULL},
+    {"owner", (getter)Timer_get_owner, NULL, "the owner's name", NULL},
+    {"callback", (getter)Timer_get_callback, NULL, "called with no arguments at expiry", NULL},
+    {"sim", (getter)Timer_get_sim, NULL, "the Simulator", NULL},
+    {NULL, NULL, NULL, NULL, NULL},
+};
+
+static PyTypeObject TimerType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "simulator._engine.Timer",
+    .tp_doc = "Timer(queue, sim, owner, callback): one timer slot (engine.Timer's C twin).",
+    .tp_basicsize = sizeof(TimerObject),
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC,
+    .tp_new = Timer_new,
+    .tp_dealloc = (destructor)Timer_dealloc,
+    .tp_traverse = (traverseproc)Timer_traverse,
+    .tp_clear = (inquiry)Timer_clear,
+    .tp_methods = Timer_methods,
+    .tp_getset = Timer_getset,
+};
+
 static struct PyModuleDef engine_module = {
     PyModuleDef_HEAD_INIT,
     .m_name = "simulator._engine",
@@ -333,14 +604,16 @@ PyMODINIT_FUNC
 PyInit__engine(void)
 {
     str_now = PyUnicode_InternFromString("now");
-    if (str_now == NULL)
+    str_fire = PyUnicode_InternFromString("_fire");
+    if (str_now == NULL || str_fire == NULL)
         return NULL;
-    if (PyType_Ready(&EventQueueType) < 0)
+    if (PyType_Ready(&EventQueueType) < 0 || PyType_Ready(&TimerType) < 0)
         return NULL;
     PyObject *m = PyModule_Create(&engine_module);
     if (m == NULL)
         return NULL;
     if (PyModule_AddObjectRef(m, "EventQueue", (PyObject *)&EventQueueType) < 0
+        || PyModule_AddObjectRef(m, "Timer", (PyObject *)&TimerType) < 0
         || PyModule_AddStringConstant(m, "IMPLEMENTATION", "c") < 0) {
         Py_DECREF(m);
         return NULL;

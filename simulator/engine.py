@@ -94,7 +94,8 @@ class _PyEventQueue:
         return len(self._heap)
 
 
-def _c_event_queue() -> type | None:
+def _c_engine() -> Any:
+    """The C extension module (``None`` when not built); its EventQueue and Timer go together."""
     path = os.environ.get("WORKBENCH_ENGINE_EXT")     # a build elsewhere (make asan)
     if path:
         import importlib.machinery
@@ -104,15 +105,17 @@ def _c_event_queue() -> type | None:
         module = importlib.util.module_from_spec(importlib.util.spec_from_file_location(
             "simulator._engine", path, loader=loader))
         loader.exec_module(module)
-        return module.EventQueue
+        return module
     try:
-        from ._engine import EventQueue
+        from . import _engine
     except ImportError:
         return None
-    return EventQueue
+    return _engine
 
 
-C_EVENT_QUEUE = _c_event_queue()
+_C_ENGINE = _c_engine()
+C_EVENT_QUEUE = _C_ENGINE.EventQueue if _C_ENGINE is not None else None
+C_TIMER = _C_ENGINE.Timer if _C_ENGINE is not None else None
 _FORCE_PYTHON = os.environ.get("WORKBENCH_PURE_PYTHON", "") not in ("", "0")
 EVENT_QUEUES: dict[str, type] = {"python": _PyEventQueue, **({"c": C_EVENT_QUEUE} if C_EVENT_QUEUE else {})}
 ENGINE_IMPLEMENTATION = "c" if C_EVENT_QUEUE is not None and not _FORCE_PYTHON else "python"
@@ -166,6 +169,10 @@ class Simulator:
         return TimerSlots(self, owner, slots)
 
     def timer(self, owner: str, callback: Callable[[], Any]) -> "Timer":
+        """One timer slot: the C ``simulator._engine.Timer`` on the C queue (its stale heap
+        entries are skipped inside the C loop), else the Python ``Timer``; same behaviour."""
+        if self.engine == "c":
+            return C_TIMER(self._queue, self, owner, callback)
         return Timer(self, owner, callback)
 
     # -- running -----------------------------------------------------------------
