@@ -345,3 +345,158 @@ def test_a_reference_cycle_through_scheduled_events_is_collected():
 def test_an_unknown_engine_is_a_clear_error():
     with pytest.raises(LookupError, match="not available"):
         Simulator(engine="fortran")
+
+
+# -- the C Timer and the Python Timer agree --------------------------------------------------
+
+
+def _timer_schedule(sim: Simulator, make_timer, seed: int) -> tuple[list, list]:
+    """Three one-slot timers driven by a seeded random mix of set (in the past, now, earlier,
+    later than the pending expiry), cancel, re-arm and stop() from a timer's own callback,
+    among plain events at many equal times; returns the log and the timers."""
+    rng = random.Random(seed)
+    log = []
+    timers = []
+
+    def on_expiry(k: int) -> None:
+        log.append(("fire", k, sim.now, timers[k].when_s))
+        r = rng.random()
+        if r < 0.3:
+            timers[k].set(sim.now + rng.choice([-1.0, 0.0, 0.0, 0.125, 0.5]))   # re-arm
+        elif r < 0.4:
+            timers[rng.randrange(3)].cancel()
+        elif r < 0.5:
+            sim.stop()
+
+    for k in range(3):
+        timers.append(make_timer(sim, f"conn{k}", lambda k=k: on_expiry(k)))
+
+    def event(label: int) -> None:
+        log.append(("event", label, sim.now))
+        timer = rng.choice(timers)
+        r = rng.random()
+        if r < 0.15:
+            timer.cancel()
+        elif r < 0.2:
+            sim.stop()
+        elif r < 0.3:
+            sim.call_soon(event, label + 1000)
+        else:
+            timer.set(sim.now + rng.choice([-0.5, 0.0, 0.001, 0.125, 0.125, 0.25, 1.0, 3.0]))
+        log.append(("when", [t.when_s for t in timers]))
+
+    for label in range(300):
+        sim.call_at(rng.randrange(40) / 8, event, label)
+    return log, timers
+
+
+def _drive_timers(sim: Simulator, timers: list, rng: random.Random) -> list:
+    """Run in random pieces (until_s, max_events, to the end), noting where each ended."""
+    ends = []
+    horizon = 0.0
+    while sim.pending:
+        horizon += rng.choice([0.0, 0.05, 0.3, 1.0])
+        until_s = rng.choice([None, horizon, horizon])
+        max_events = rng.choice([None, 1, 2, 7, 50])
+        sim.run(until_s=until_s, max_events=max_events)
+        ends.append((sim.now, type(sim.now), sim.stopped, sim.events_run, sim.pending, sim.next_s,
+                     [t.when_s for t in timers]))
+    return ends
+
+
+@pytest.mark.skipif("c" not in EVENT_QUEUES, reason="the C extension simulator._engine is not built")
+@pytest.mark.parametrize("seed", range(12))
+@pytest.mark.parametrize("traced", [False, True])
+def test_c_timer_and_python_timer_run_the_same_events_and_counts(seed, traced):
+    """The C Timer skips its stale heap entries inside the C loop; each still counts as one
+    event and still moves the clock, so events_run, sim.now after partial runs (until_s,
+    max_events, stop), what fires and when are those of the Python Timer, on either queue.
+    ``traced`` runs through pop() and timer._fire(gen) instead of the C loop."""
+    runs = {}
+    for name, engine, make_timer in (
+            ("c", "c", lambda sim, owner, cb: sim.timer(owner, cb)),
+            ("py-timer-on-c-queue", "c", engine_module.Timer),
+            ("python", "python", engine_module.Timer)):
+        sim = Simulator(engine=engine, trace=traced)
+        log, timers = _timer_schedule(sim, make_timer, seed)
+        ends = _drive_timers(sim, timers, random.Random(seed))
+        trace = None if sim.trace is None else [(t, label.rsplit(".", 1)[-1]) for t, label in sim.trace]
+        runs[name] = (log, ends, trace)
+    assert type(Simulator(engine="c").timer("x", print)) is engine_module.C_TIMER
+    assert runs["c"] == runs["py-timer-on-c-queue"] == runs["python"]
+    fires = [entry for entry in runs["python"][0] if entry[0] == "fire"]
+    assert len(fires) > 25 and runs["python"][1][-1][3] > 400     # it did exercise timers
+
+
+def test_a_timer_expiry_in_the_past_fires_now_and_a_stale_entry_still_counts():
+    """set() before now means now; a replaced later entry stays in the heap, pops as one
+    event (moving the clock to its time) and fires nothing."""
+    sim = Simulator()
+    fired = []
+    timer = sim.timer("conn", lambda: fired.append(sim.now))
+    sim.call_at(1.0, timer.set, 0.5)            # in the past: due now, an entry at 1.0
+    sim.call_at(1.0, timer.set, 4.0)            # later than pending: waits for 1.0's entry
+    sim.call_at(1.5, timer.set, 2.0)            # earlier than 4.0: the 4.0 entry goes stale
+    # the 1.0 entry pops: 4.0 is not due (nothing fires), so it gets its own entry
+    assert sim.run(until_s=1.0) == 1.0 and sim.events_run == 3
+    assert fired == [] and timer.when_s == 4.0 and sim.next_s == 1.5
+    sim.run(max_events=1)
+    assert sim.now == 1.5 and timer.when_s == 2.0 and sim.pending == 2
+    sim.run()
+    # entry@2.0 fires; the stale entry@4.0 is one more event and leaves the clock at 4.0
+    assert fired == [2.0] and sim.now == 4.0 and sim.events_run == 6 and timer.when_s is None
+
+
+def test_the_traced_run_pops_a_timer_entry_as_its_fire_method_and_generation():
+    sim = Simulator()
+    fired = []
+    timer = sim.timer("conn", lambda: fired.append(sim.now))
+    timer.set(2.0)
+    timer.set(1.0)                               # a new generation; the 2.0 entry is stale
+    time_s, callback, args = sim._queue.pop()
+    assert time_s == 1.0 and callback == timer._fire and len(args) == 1
+    assert callback.__qualname__ == "Timer._fire"
+    sim.now = time_s
+    callback(args[0] - 1)                        # a stale generation: nothing
+    assert fired == [] and timer.when_s == 1.0
+    callback(*args)
+    assert fired == [1.0] and timer.when_s is None
+
+
+def test_a_reference_cycle_through_a_timer_is_collected():
+    """sim -> queue -> the timer's heap entry -> timer -> callback -> owner -> sim."""
+    class Owner:
+        def on_timer(self):
+            pass
+
+    owner = Owner()
+    owner.sim = Simulator()
+    owner.timer = owner.sim.timer("conn", owner.on_timer)
+    owner.timer.set(2.0)
+    owner.timer.set(1.0)                         # two heap entries, one stale
+    ref = weakref.ref(owner)
+    del owner
+    gc.collect()
+    assert ref() is None
+
+
+def test_timer_cycles_leak_no_references():
+    """Set and fire many times: the callback and the time objects end with the references
+    they started with (the C Timer's heap entries hold their own)."""
+    import sys
+
+    sim = Simulator()
+    callback = lambda: None   # noqa: E731
+    when = float(str(10 ** 9))                   # an object of its own, not a shared constant
+    timer = sim.timer("conn", callback)
+    before = (sys.getrefcount(callback), sys.getrefcount(when), sys.getrefcount(timer))
+    for _ in range(2000):
+        timer.set(sim.now + 0.5)
+        timer.set(sim.now + 0.25)                # earlier: the 0.5 entry goes stale
+        timer.set(when)
+        sim.run(max_events=2)
+    timer.cancel()
+    sim.run()
+    assert sim.now is when and sim.pending == 0
+    sim.now = 0.0
+    assert (sys.getrefcount(callback), sys.getrefcount(when), sys.getrefcount(timer)) == before
