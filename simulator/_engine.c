@@ -22,6 +22,27 @@
  *
  * Keys are unique (seq), so any correct heap pops events in exactly the order
  * heapq does: the results are byte-identical to the Python twin (tests check it).
+ *
+ * simulator._engine.Timer(queue, sim, owner, callback) is the C twin of
+ * engine.Timer (the reference), the one-slot timer a real stack's connection sets
+ * after nearly every packet:
+ *
+ *   set(when_s)                    replace the pending expiry (before sim.now, read
+ *                                  from the attribute, means now); only the earliest
+ *                                  expiry has a live heap entry, a later one waits
+ *   cancel()                       empty the slot (lazily: the heap entry stays)
+ *   when_s, owner, callback, sim   read-only
+ *   _fire(gen)                     the heap entry of generation gen popped
+ *
+ * Its heap entries are timer entries (an Event with a Timer and a generation
+ * instead of a callback and args): no bound method or args tuple per set().  run()
+ * handles them without Python: a stale entry (its generation replaced by an earlier
+ * expiry; about a third of an h3 replay's timer events) is skipped, yet it still
+ * counts as one event and still sets sim.now to its time, exactly as the Python
+ * Timer's no-op _fire call did, so events_run, the clock after a run, stop(),
+ * max_events and until_s are unchanged; a live one runs _fire's logic in C and
+ * calls the callback.  pop() hands a timer entry out as (time_s, timer._fire,
+ * (gen,)) for Simulator's traced run.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>

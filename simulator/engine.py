@@ -13,7 +13,12 @@ give byte-identical results (tests run both).
 Timers follow libcurl's per-handle timer ids: an owner (a connection, a stream) has a
 small fixed set of named slots.  Setting a slot replaces its pending expiry, cancelling
 removes it, and a replaced or cancelled expiry never fires.  Only the owner's earliest
-expiry sits in the global heap; stale heap entries are skipped when popped.
+expiry sits in the global heap; stale heap entries are skipped when popped.  The one-slot
+``Timer`` (``sim.timer``) has a C twin too, ``simulator._engine.Timer``, used with the C
+queue: its heap entries carry the timer and a generation, and the C loop skips a stale one
+without calling Python (it still counts as an event and still moves the clock, as the
+Python ``Timer``'s no-op ``_fire`` did), so results are identical; ``Timer`` below is the
+reference.
 
 Randomness: one master seed; each component asks for ``sim.rng(name)`` and gets its
 own ``random.Random`` seeded from SHA-256(seed, name), so adding a component never
@@ -310,7 +315,8 @@ class Timer:
     ``set(when_s)`` replaces the pending expiry, ``cancel()`` empties the slot, ``when_s``
     is the expiry it holds (``None``: none).  The heap entries, and so the order of
     events, are exactly those of a one-slot ``TimerSlots``: one live entry, the earliest
-    expiry; a later one waits for it to pop.
+    expiry; a later one waits for it to pop.  ``Simulator.timer`` gives the C twin
+    (``simulator._engine.Timer``, same behaviour) on the C queue; this class is its reference.
     """
 
     __slots__ = ("sim", "owner", "callback", "when_s", "_scheduled_s", "_gen")
