@@ -363,7 +363,7 @@ def test_c_bulk_parse_allocates_only_its_result_arrays():
     # The number of live blocks a parse creates does not depend on the number of frames.
     # Only blocks allocated from simulator/frames count, with the garbage collector off: in
     # a full suite, finalizers of earlier tests' objects and threads they left running
-    # allocate between the snapshots too (seen: 91 and 26 blocks against 17 and 20).
+    # allocate between the snapshots too (seen: 91 blocks against 17).
     blocks = []
     for n in (1_000, 100_000):
         small = _many_frames(n)
@@ -381,7 +381,10 @@ def test_c_bulk_parse_allocates_only_its_result_arrays():
         frames_only = [tracemalloc.Filter(True, str(Path(F.__file__).parent / "*"))]
         after, before = after.filter_traces(frames_only), before.filter_traces(frames_only)
         blocks.append(sum(s.count_diff for s in after.compare_to(before, "filename") if s.count_diff > 0))
-    assert blocks[1] <= blocks[0] + 2
+    # A per-frame allocation would add about 100,000 blocks; a few either way come from
+    # CPython's free lists (tuples, ints, dicts: reused without tracemalloc seeing them, so
+    # how many are traced depends on what earlier tests left in them; seen 15 vs 21).
+    assert blocks[1] <= blocks[0] + 16
 
 
 # ---------------------------------------------------------------------------------
