@@ -14,6 +14,7 @@ from simulator.cli import main
 from simulator.errors import InputError
 from simulator.traces import TraceError, detect_format, load, load_many
 from simulator.traces.har import load_har, parse_har, write_har
+from simulator.traces.harfields import response_header_bytes
 from simulator.traces.interop import load_interop, read_records, write_records
 from simulator.traces.qif import load_qif, parse_qif, write_qif
 
@@ -112,7 +113,9 @@ def test_chrome_extras_sizes_sorting_pages():
     assert first.priority == "VeryHigh" and first.resource_type == "document"
     assert first.initiator is None and first.initiator_type == "other" and first.connection == "42"
     assert second.initiator == "https://a.example/app.js" and second.initiator_type == "script"
-    assert first.response_body_bytes == 1234 and second.response_body_bytes == 0   # -1 = unknown -> 0
+    # bodySize and content.size unknown (-1): Chrome's _transferSize less the header section's bytes.
+    assert first.response_body_bytes == 1234
+    assert second.response_body_bytes == 999 - response_header_bytes([]) and second.body_bytes_from == "_transferSize"
     assert trace.meta["transfer_sizes"] == [None, 999]
     assert first.timings == {"send": 1, "wait": 5, "receive": 4}
     assert [p.id for p in trace.pages] == ["p1"] and trace.pages[0].start_s == pytest.approx(-0.25)

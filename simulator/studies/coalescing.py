@@ -131,7 +131,7 @@ from ..errors import InputError
 from ..traces.model import Trace
 from ..units import parse_duration, parse_rate
 from .pageload import ClientCache, LoadParams, ServerPlan, load_page, page_graph
-from .pageload.graph import PageGraph
+from ..traces.pagegraph import PageGraph
 from .summary_json import rows_by_index
 
 __all__ = ["MODES", "CoalescingParams", "CoalescingResult", "Topology", "HostServer", "default_topology",

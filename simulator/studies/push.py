@@ -50,7 +50,7 @@ from ..units import parse_duration, parse_rate
 from .pageload import ClientCache, LoadParams, ServerPlan, load_page, page_graph
 from .pageload.cache import parse_cache
 from .pageload.client import BACKENDS, COALESCE, DEFAULT_PARSE_DELAY_S, PROTOCOLS, connection_key
-from .pageload.graph import PageGraph
+from ..traces.pagegraph import PageGraph
 
 __all__ = ["PushParams", "PushResult", "POLICIES", "run", "run_seeds", "server_plan"]
 

@@ -39,9 +39,10 @@ from __future__ import annotations
 
 import json
 from datetime import datetime, timedelta, timezone
-from urllib.parse import urlsplit
+from urllib.parse import urljoin, urlsplit
 
 from ..errors import InputError
+from . import harfields
 from ._io import atomic_write
 from .model import Exchange, HeaderList, Page, Trace
 
@@ -135,22 +136,6 @@ def _size(value) -> int:
     return value if isinstance(value, int) and value > 0 else 0
 
 
-def _initiator(entry: dict) -> tuple[str | None, str | None]:
-    init = entry.get("_initiator")
-    if not isinstance(init, dict):
-        return None, None
-    kind = init.get("type")
-    url = init.get("url")
-    stack = init.get("stack")
-    while not url and isinstance(stack, dict):   # first url found in the call stack
-        for frame in stack.get("callFrames") or ():
-            if isinstance(frame, dict) and frame.get("url"):
-                url = frame["url"]
-                break
-        stack = stack.get("parent")
-    return url or None, kind if isinstance(kind, str) else None
-
-
 def _parse_time(text, where, path) -> datetime | None:
     if text is None:
         return None
@@ -170,7 +155,7 @@ def parse_har(doc, path: str | None = None) -> Trace:
     if not isinstance(entries, list):
         raise InputError("the HAR log has no \"entries\" list.", path=path)
 
-    rows, cached = [], 0
+    rows, cached, no_network = [], 0, 0
     for i, entry in enumerate(entries):
         where = f"entry {i}"
         if not isinstance(entry, dict):
@@ -184,6 +169,9 @@ def parse_har(doc, path: str | None = None) -> Trace:
         url = request.get("url")
         if not isinstance(url, str) or not url:
             raise InputError("request has no url.", path=path, where=where)
+        if urlsplit(url).scheme.lower() in harfields.NO_NETWORK_SCHEMES:
+            no_network += 1   # data:, blob: ...: the browser made no request on the network
+            continue
         if not urlsplit(url).netloc and request.get("method", "GET") != "CONNECT":
             raise InputError(f"request url {url!r} is not absolute.", path=path, where=where)
         rows.append((_parse_time(entry.get("startedDateTime"), where, path), i, entry))
@@ -195,40 +183,11 @@ def parse_har(doc, path: str | None = None) -> Trace:
     t0 = rows[0][0] if rows else None
 
     exchanges, transfer = [], []
+    unknown_sizes = 0
     for index, (t, i, entry) in enumerate(rows):
-        where = f"entry {i}"
-        request = entry["request"]
+        exchanges.append(_exchange(index, entry, f"entry {i}", path, t, t0))
+        unknown_sizes += exchanges[-1].body_bytes_from == "unknown" and exchanges[-1].status not in (None, 204, 304)
         response = entry.get("response") if isinstance(entry.get("response"), dict) else {}
-        no_request = entry.get("_noRequestHeaders") is True  # write_har: a response-only list
-        req = None if no_request else _request_headers(request, where, path)
-        resp = _response_headers(response, where, path) if response else None
-        pseudo = dict(h for h in req or () if h[0].startswith(b":"))
-        scheme = _s(pseudo.get(b":scheme", b"")) or urlsplit(request["url"]).scheme or "https"
-        authority = _s(pseudo.get(b":authority", b""))
-        content = response.get("content") if isinstance(response.get("content"), dict) else {}
-        body = _size(content.get("size")) or _size(response.get("bodySize"))
-        post = request.get("postData") if isinstance(request.get("postData"), dict) else {}
-        req_body = _size(request.get("bodySize")) or len(_b(str(post.get("text") or "")))
-        init_url, init_type = _initiator(entry)
-        timings = entry.get("timings")
-        conn = entry.get("connection")
-        exchanges.append(Exchange(
-            index=index,
-            request_headers=req,
-            response_headers=resp,
-            request_body_bytes=req_body,
-            response_body_bytes=body,
-            start_s=(t - t0).total_seconds() if t is not None and t0 is not None else None,
-            origin=f"{scheme}://{authority}" if authority else None,
-            connection=str(conn) if conn not in (None, "") else None,
-            page=entry.get("pageref") if isinstance(entry.get("pageref"), str) else None,
-            priority=entry.get("_priority") if isinstance(entry.get("_priority"), str) else None,
-            resource_type=entry.get("_resourceType") if isinstance(entry.get("_resourceType"), str) else None,
-            initiator=init_url,
-            initiator_type=init_type,
-            url=None if no_request else request["url"],
-            timings=dict(timings) if isinstance(timings, dict) else None,
-        ))
         ts = response.get("_transferSize")
         transfer.append(ts if isinstance(ts, int) and ts >= 0 else None)
 
@@ -237,18 +196,99 @@ def parse_har(doc, path: str | None = None) -> Trace:
         if not isinstance(p, dict) or not isinstance(p.get("id"), str):
             raise InputError("has no id.", path=path, where=f"page {j}")
         pt = None if log.get("_untimed") is True else _parse_time(p.get("startedDateTime"), f"page {j}", path)
+        timings = p.get("pageTimings") if isinstance(p.get("pageTimings"), dict) else {}
+        cached_view = p.get("_cached")
         pages.append(Page(id=p["id"], title=p.get("title") if isinstance(p.get("title"), str) else None,
-                          start_s=(pt - t0).total_seconds() if pt is not None and t0 is not None else None))
+                          start_s=(pt - t0).total_seconds() if pt is not None and t0 is not None else None,
+                          url=next((p[k] for k in ("_URL", "_url") if isinstance(p.get(k), str)), None),
+                          on_load_s=_page_time(timings.get("onLoad")),
+                          on_content_load_s=_page_time(timings.get("onContentLoad")),
+                          repeat_view=bool(cached_view) if isinstance(cached_view, (int, bool)) else None))
 
     meta = {"transfer_sizes": transfer}
     if cached:
         meta["served_from_cache"] = cached
+    if no_network:
+        meta["not_on_network"] = no_network
+    if unknown_sizes:
+        meta["unknown_body_sizes"] = unknown_sizes
     creator = log.get("creator")
     if isinstance(creator, dict):
         meta["creator"] = f"{creator.get('name', '')} {creator.get('version', '')}".strip()
     if t0 is not None:
         meta["started"] = t0.isoformat()
     return Trace(exchanges=exchanges, format="har", source=path, pages=pages, meta=meta)
+
+
+def _exchange(index: int, entry: dict, where: str, path, t, t0) -> Exchange:
+    """One HAR entry -> an ``Exchange`` (the field rules are ``harfields``')."""
+    request = entry["request"]
+    url = request["url"]
+    response = entry.get("response") if isinstance(entry.get("response"), dict) else {}
+    no_request = entry.get("_noRequestHeaders") is True  # write_har: a response-only list
+    req = None if no_request else _request_headers(request, where, path)
+    resp = _response_headers(response, where, path) if response else None
+    pseudo = dict(h for h in req or () if h[0].startswith(b":"))
+    scheme = _s(pseudo.get(b":scheme", b"")) or urlsplit(url).scheme or "https"
+    authority = _s(pseudo.get(b":authority", b""))
+    status = response.get("status") if isinstance(response.get("status"), int) else None
+    wire, decoded, size_from = harfields.wire_and_decoded_bytes(entry, response, status)
+    post = request.get("postData") if isinstance(request.get("postData"), dict) else {}
+    req_body = _size(request.get("bodySize")) or len(_b(str(post.get("text") or "")))
+    init_url, init_type = harfields.initiator(entry)
+    if init_url is not None:
+        init_url = urljoin(url, init_url)
+    content = response.get("content") if isinstance(response.get("content"), dict) else {}
+    mime = next((_s(v) for n, v in resp or () if n == b"content-type"), "") \
+        or str(content.get("mimeType") or entry.get("_contentType") or "")
+    rtype, rtype_from = harfields.resource_type(entry, url, mime, init_type)
+    if no_request and not isinstance(entry.get("_resourceType"), str):
+        rtype, rtype_from = None, None     # a response-only header list (e.g. from QIF): no resource
+    location = next((_s(v) for n, v in resp or () if n == b"location"), None) \
+        or (response.get("redirectURL") if isinstance(response.get("redirectURL"), str) else None)
+    timings = entry.get("timings")
+    conn = entry.get("connection") if entry.get("connection") not in (None, "") else entry.get("_socket")
+    blocking = entry.get("_renderBlocking")
+    return Exchange(
+        index=index,
+        request_headers=req,
+        response_headers=resp,
+        request_body_bytes=req_body,
+        response_body_bytes=wire,
+        start_s=(t - t0).total_seconds() if t is not None and t0 is not None else None,
+        origin=_origin(scheme, authority) if authority else None,
+        connection=str(conn) if conn not in (None, "") else None,
+        page=entry.get("pageref") if isinstance(entry.get("pageref"), str) else None,
+        priority=harfields.priority(entry),
+        resource_type=rtype,
+        initiator=init_url,
+        initiator_type=init_type,
+        url=None if no_request else url,
+        timings=dict(timings) if isinstance(timings, dict) else None,
+        response_content_bytes=decoded if decoded != wire else None,
+        http_version=harfields.http_version(entry, response, request),
+        redirect_url=urljoin(url, location) if location and status and 300 <= status < 400 else None,
+        resource_type_from=rtype_from,
+        render_blocking=blocking if isinstance(blocking, str) else None,
+        body_bytes_from=size_from,
+    )
+
+
+def _page_time(ms) -> float | None:
+    """A pageTimings value (ms) in seconds; -1, 0, missing or not a number -> None."""
+    if isinstance(ms, bool) or not isinstance(ms, (int, float)) or not ms > 0 or ms != ms:
+        return None
+    return float(ms) / 1000.0
+
+
+def _origin(scheme: str, authority: str) -> str:
+    """``scheme://host[:port]`` without the scheme's default port (RFC 6454 section 4), so
+    ``https://a.com:443`` and ``https://a.com`` are one origin and ``http://a.com`` another."""
+    scheme = scheme.lower()
+    host, sep, port = authority.rpartition(":")
+    if sep and "]" not in port and port == {"http": "80", "https": "443"}.get(scheme):
+        authority = host
+    return f"{scheme}://{authority.lower()}"
 
 
 def _read_json(path: str, data: bytes | None = None):
@@ -314,7 +354,7 @@ def har_dict(trace: Trace, started: datetime | None = None) -> dict:
             "request": {
                 "method": _s(pseudo.get(b":method", b"GET")),
                 "url": url,
-                "httpVersion": _http_version(req),
+                "httpVersion": e.http_version or _http_version(req),
                 "cookies": [],
                 "headers": _har_headers(req),
                 "queryString": [],
@@ -324,11 +364,11 @@ def har_dict(trace: Trace, started: datetime | None = None) -> dict:
             "response": {
                 "status": status,
                 "statusText": "",
-                "httpVersion": _http_version(e.response_headers),
+                "httpVersion": e.http_version or _http_version(e.response_headers),
                 "cookies": [],
                 "headers": _har_headers(e.response_headers, skip=(b":status",)),
-                "content": {"size": e.response_body_bytes, "mimeType": ctype},
-                "redirectURL": "",
+                "content": {"size": e.decoded_body_bytes, "mimeType": ctype},
+                "redirectURL": e.redirect_url or "",
                 "headersSize": -1,
                 "bodySize": e.response_body_bytes,
             },
@@ -345,6 +385,8 @@ def har_dict(trace: Trace, started: datetime | None = None) -> dict:
             entry["_priority"] = e.priority
         if e.resource_type is not None:
             entry["_resourceType"] = e.resource_type
+        if e.render_blocking is not None:
+            entry["_renderBlocking"] = e.render_blocking
         if e.initiator is not None or e.initiator_type is not None:
             init = {"type": e.initiator_type or "other"}
             if e.initiator is not None:
@@ -354,8 +396,17 @@ def har_dict(trace: Trace, started: datetime | None = None) -> dict:
             entry["response"]["_transferSize"] = transfer[k]
         entries.append(entry)
 
-    pages = [{"startedDateTime": when(p.start_s), "id": p.id, "title": p.title or "",
-              "pageTimings": {}} for p in trace.pages]
+    pages = []
+    for p in trace.pages:
+        page = {"startedDateTime": when(p.start_s), "id": p.id, "title": p.title or "", "pageTimings": {}}
+        for key, value in (("onLoad", p.on_load_s), ("onContentLoad", p.on_content_load_s)):
+            if value is not None:
+                page["pageTimings"][key] = round(value * 1000.0, 3)
+        if p.url is not None:
+            page["_URL"] = p.url
+        if p.repeat_view is not None:
+            page["_cached"] = int(p.repeat_view)
+        pages.append(page)
     log = {"version": "1.2", "creator": {"name": "http-workbench", "version": "0.1.0"}}
     if not trace.timed:
         log["_untimed"] = True   # HAR needs startedDateTime; this says the times are placeholders

@@ -400,7 +400,8 @@ class _Gen:
             request_body_bytes=int(dict(req).get("content-length", 0)), response_body_bytes=size,
             start_s=round(start, 3), origin=f"https://{host.name}", connection=host.name,
             page=page_id, priority=CHROME_PRIORITY[kind],
-            resource_type={"stylesheet": "stylesheet", "ping": "ping", "iframe": "document"}.get(kind, kind),
+            resource_type={"stylesheet": "stylesheet", "ping": "other", "iframe": "document"}.get(kind, kind),
+            http_version="h2",
             initiator=initiator[0], initiator_type=initiator[1], url=url, timings=timings))
         self.transfer.append(wire + sum(len(n) + len(v) for n, v in resp) // 3)
         return url

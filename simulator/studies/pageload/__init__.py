@@ -3,8 +3,8 @@ and later ones).  Written by hand: no maintained library simulates a browser's p
 at the frame level (Lighthouse's Lantern, the closest, has no push, no 103 and no
 frames; research.md section 2).
 
-- ``graph``: the page as a dependency graph built from a trace (HAR initiators,
-  redirects, resource types, priorities, sizes) with a documented fallback.
+- the page itself is ``simulator.traces.pagegraph``'s dependency graph (HAR initiators,
+  redirects, resource types, priorities, sizes, with documented fallbacks), re-exported here.
 - ``cache``: the browser cache (cold, warm, a hit probability, an explicit set).
 - ``client``: the browser: discovery, connections, the push cache, 103 handling,
   page-load metrics.  Sans-I/O: it talks to a network backend.
@@ -16,7 +16,7 @@ The same ``load_page(graph, params, plan, backend=...)`` runs on either backend.
 
 from .cache import ClientCache
 from .client import LoadParams, PageLoadResult, ServerPlan, load_page
-from .graph import PageGraph, Resource, page_graph
+from ...traces.pagegraph import PageGraph, Resource, page_graph
 
 __all__ = ["PageGraph", "Resource", "page_graph", "ClientCache", "LoadParams", "ServerPlan", "PageLoadResult",
            "load_page"]

@@ -12,7 +12,7 @@ from __future__ import annotations
 import random
 
 from ...errors import InputError
-from .graph import PageGraph
+from ...traces.pagegraph import PageGraph
 
 __all__ = ["ClientCache", "parse_cache"]
 

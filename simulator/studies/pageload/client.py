@@ -48,7 +48,7 @@ from ...errors import InputError
 from ...stacks.common import ExchangeSpec, PushSpec, StackStalled, run_until
 from ...stacks.replay import request_headers_for, response_headers_for
 from .cache import ClientCache
-from .graph import PageGraph
+from ...traces.pagegraph import PageGraph
 
 __all__ = ["LoadParams", "ServerPlan", "PageLoad", "PageLoadResult", "load_page", "connection_key",
            "DEFAULT_PARSE_DELAY_S", "BACKENDS", "PROTOCOLS"]

@@ -316,9 +316,10 @@ class _Conn:
         pushed = []
         for push in spec.pushes:             # every PUSH_PROMISE first, then the pushed responses (as the stacks)
             authority = push.authority or dict(spec.request_headers).get(b":authority", b"")
-            request = [(b":method", b"GET"), (b":scheme", b"https"), (b":authority", authority), (b":path", push.path)]
+            scheme = dict(spec.request_headers).get(b":scheme", b"https")   # RFC 9113 8.4.1: the parent's
+            request = [(b":method", b"GET"), (b":scheme", scheme), (b":authority", authority), (b":path", push.path)]
             pushed_sid = self.t.server.open_stream(unidirectional=self.transport == "quic")
-            url = f"https://{authority.decode('latin-1')}{push.path.decode('latin-1')}"
+            url = f"{scheme.decode('latin-1')}://{authority.decode('latin-1')}{push.path.decode('latin-1')}"
             response = [(b":status", b"200"), (b"content-length", str(push.body_bytes).encode())]
             size = self._records(self._block(self.response_encoder, response) + frame
                                  + self._body_wire_bytes(push.body_bytes))

@@ -114,7 +114,8 @@ class StackNetwork:
         self.push_rows.append(row)
         self._push_key[id(row)] = key
         h = dict(headers)
-        url = "https://" + h.get(b":authority", b"").decode("latin-1") + h.get(b":path", b"/").decode("latin-1")
+        url = (h.get(b":scheme", b"https").decode("latin-1") + "://" + h.get(b":authority", b"").decode("latin-1")
+               + h.get(b":path", b"/").decode("latin-1"))
         self.listener.on_push_promise(key, url)
 
     def push_headers(self, row: dict) -> None:

@@ -1,0 +1,243 @@
+"""What a HAR entry means, across the producers that write HAR.  Written by hand.
+
+HAR 1.2 leaves much to its producers, and each fills it its own way (Chrome DevTools,
+chrome-har / Browsertime, WebPageTest, Firefox, HAR capturers).  This module holds the
+rules that turn one entry's fields into the facts the workbench uses, each with the field
+it came from, so ``workbench trace info`` can show why:
+
+* **Resource type**: ``_resourceType`` when the producer wrote it (Chrome's names,
+  folded to document, stylesheet, script, font, image, xhr, fetch, media, other); else the
+  MIME type (``content.mimeType``, the ``content-type`` field, WebPageTest's
+  ``_contentType``); else the URL's file extension; else the initiator (a request a
+  script made is a fetch); else ``other``.
+* **Bytes on the wire** (the response body as it crossed the network, what transfer time
+  is made of) kept apart from the **decoded size** (the body after content coding, what a
+  compression dictionary or a codec sees):
+
+  - wire: ``response.bodySize`` when it is known (>= 0); a 0 counts only where no body
+    came (1xx, 204, 304, an empty content, or a transfer no larger than its headers),
+    since some producers write 0 for "unknown".  Else ``_transferSize`` (Chrome: headers
+    plus body on the wire) less ``headersSize``, or less the response's header bytes as
+    HTTP/1.1 text when ``headersSize`` is unknown.  Else the decoded size less
+    ``content.compression`` (the bytes the coding saved).  Else WebPageTest's
+    ``_objectSize``.  Else unknown (0, and counted).
+  - decoded: ``content.size`` when >= 0 (Firefox writes -1 when it kept no bodies); else
+    the wire bytes plus ``content.compression``; else the wire bytes (no coding assumed).
+* **HTTP version**: the many spellings (``h2``, ``HTTP/2.0``, WebPageTest's ``2 2``,
+  ``spdy/3.1``, ``h3-29``, ``http/2+quic/46``, ``unknown``) folded to ``http/1.0``,
+  ``http/1.1``, ``h2``, ``spdy``, ``h3`` or None; WebPageTest's ``_protocol`` first.
+* **Initiator**: Chrome's ``_initiator`` object (type and URL, or the first URL of its
+  call stack), WebPageTest's and chrome-har's ``_initiator`` URL string with
+  ``_initiator_type`` or ``_initiator_detail`` (a JSON string).
+* **Priority**: Chrome's DevTools names (VeryHigh ... VeryLow); WebPageTest's network
+  priority names (HIGHEST, MEDIUM, LOW, LOWEST, IDLE) are mapped as DevTools maps them
+  (HIGHEST is VeryHigh, MEDIUM is High, LOW is Medium, LOWEST is Low, IDLE is VeryLow).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from urllib.parse import urlsplit
+
+__all__ = ["RESOURCE_TYPES", "resource_type", "wire_and_decoded_bytes", "http_version", "initiator",
+           "priority", "response_header_bytes", "NO_NETWORK_SCHEMES"]
+
+RESOURCE_TYPES = ("document", "stylesheet", "script", "font", "image", "xhr", "fetch", "media", "other")
+
+# URL schemes whose "requests" never cross the network (HAR producers record some of them).
+NO_NETWORK_SCHEMES = ("data", "blob", "about", "chrome", "chrome-extension", "moz-extension", "javascript",
+                      "file", "filesystem")
+
+# Chrome's _resourceType values (DevTools' Network.ResourceType, lower-cased) -> ours.
+_CHROME_TYPES = {
+    "document": "document", "stylesheet": "stylesheet", "script": "script", "font": "font",
+    "image": "image", "xhr": "xhr", "fetch": "fetch", "media": "media", "texttrack": "media",
+    "eventsource": "fetch", "websocket": "other", "manifest": "other", "ping": "other",
+    "cspviolationreport": "other", "preflight": "other", "signedexchange": "document",
+    "prefetch": "other", "other": "other",
+}
+
+_EXTENSIONS = {
+    "html": "document", "htm": "document", "xhtml": "document",
+    "css": "stylesheet",
+    "js": "script", "mjs": "script", "jsx": "script",
+    "woff": "font", "woff2": "font", "ttf": "font", "otf": "font", "eot": "font",
+    "png": "image", "jpg": "image", "jpeg": "image", "gif": "image", "webp": "image", "avif": "image",
+    "svg": "image", "ico": "image", "bmp": "image", "jxl": "image",
+    "mp4": "media", "webm": "media", "m3u8": "media", "ts": "media", "m4s": "media", "mp3": "media",
+    "ogg": "media", "wav": "media", "mpd": "media",
+    "json": "fetch", "xml": "fetch",
+}
+
+
+def _mime_type(mime: str) -> str | None:
+    m = mime.split(";", 1)[0].strip().lower()
+    if not m:
+        return None
+    if m in ("text/html", "application/xhtml+xml"):
+        return "document"
+    if m == "text/css":
+        return "stylesheet"
+    if "javascript" in m or "ecmascript" in m or m in ("text/jscript", "application/wasm"):
+        return "script"
+    if m.startswith("font/") or "font" in m or m in ("application/vnd.ms-fontobject",):
+        return "font"
+    if m.startswith("image/"):
+        return "image"
+    if m.startswith(("video/", "audio/")) or m in ("application/vnd.apple.mpegurl", "application/x-mpegurl",
+                                                   "application/dash+xml"):
+        return "media"
+    if "json" in m or m.endswith("+xml") or m in ("text/xml", "application/xml"):
+        return "fetch"
+    return None      # text/plain, application/octet-stream ...: say nothing, look further
+
+
+def _extension_type(url: str) -> str | None:
+    path = urlsplit(url).path
+    last = path.rsplit("/", 1)[-1]
+    if "." not in last:
+        return None
+    return _EXTENSIONS.get(last.rsplit(".", 1)[-1].lower())
+
+
+def resource_type(entry: dict, url: str, mime: str, initiator_type: str | None) -> tuple[str, str]:
+    """(type, the field it came from) for one HAR entry; see the module docstring."""
+    given = entry.get("_resourceType")
+    if isinstance(given, str) and given.strip():
+        return _CHROME_TYPES.get(given.strip().lower(), "other"), "_resourceType"
+    kind = _mime_type(mime)
+    if kind is not None:
+        return kind, "mimeType"
+    kind = _extension_type(url)
+    if kind is not None:
+        return kind, "url"
+    if initiator_type == "script":
+        return "fetch", "initiator"
+    return "other", "default"
+
+
+def response_header_bytes(headers) -> int:
+    """The response header section's size as HTTP/1.1 text: ``name: value\\r\\n`` per field,
+    a status line and the empty line (RFC 9112 section 2.1)."""
+    size = len("HTTP/1.1 200 OK\r\n") + 2
+    for h in headers or ():
+        if isinstance(h, dict):
+            size += len(str(h.get("name", ""))) + len(str(h.get("value", ""))) + 4
+    return size
+
+
+def _int(value) -> int | None:
+    """An integer size, or None for a missing, negative or non-numeric one (WebPageTest writes strings)."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, (int, float)) and value == value and value >= 0 and value < 2**53:
+        return int(value)
+    if isinstance(value, str) and value.strip().isdigit():
+        return int(value.strip())
+    return None
+
+
+def wire_and_decoded_bytes(entry: dict, response: dict, status: int | None) -> tuple[int, int, str]:
+    """(bytes on the wire, decoded bytes, the field the wire bytes came from)."""
+    content = response.get("content") if isinstance(response.get("content"), dict) else {}
+    body = _int(response.get("bodySize"))
+    decoded = _int(content.get("size"))
+    saved = _int(content.get("compression")) or 0
+    transfer = _int(response.get("_transferSize"))
+    headers_size = _int(response.get("headersSize"))
+    header_bytes = headers_size if headers_size else response_header_bytes(response.get("headers"))
+    no_body = (status is not None and (status < 200 or status in (204, 304))) or decoded == 0 \
+        or (transfer is not None and transfer <= header_bytes)
+    wire, source = None, "unknown"
+    if body is not None and (body > 0 or no_body):
+        wire, source = body, "bodySize"
+    elif transfer is not None and transfer > 0:
+        wire, source = max(0, transfer - header_bytes), "_transferSize"
+    elif decoded is not None:
+        wire, source = max(0, decoded - saved), "content.size"
+    else:
+        obj = _int(entry.get("_objectSize"))
+        if obj is not None:
+            wire, source = obj, "_objectSize"
+    if wire is None:
+        wire = 0
+    if decoded is None:
+        decoded = wire + saved if source != "unknown" else 0
+    return wire, decoded, source
+
+
+def http_version(entry: dict, response: dict, request: dict) -> str | None:
+    """The HTTP version the exchange used, folded (see the module docstring)."""
+    for text in (entry.get("_protocol"), response.get("httpVersion"), request.get("httpVersion")):
+        v = _version(text)
+        if v is not None:
+            return v
+    return None
+
+
+def _version(text) -> str | None:
+    if not isinstance(text, str):
+        return None
+    t = text.strip().lower()
+    if not t or t == "unknown":
+        return None
+    if t.startswith(("h3", "http/3", "quic", "http/2+quic")) or re.match(r"^3(\s|$|\.)", t):
+        return "h3"
+    if t.startswith("spdy"):
+        return "spdy"
+    if t.startswith(("h2", "http/2")) or re.match(r"^2(\s|$|\.)", t):
+        return "h2"
+    if t in ("http/1.1", "1.1"):
+        return "http/1.1"
+    if t in ("http/1.0", "1.0", "http/0.9"):
+        return "http/1.0"
+    return None
+
+
+def initiator(entry: dict) -> tuple[str | None, str | None]:
+    """(initiator URL, initiator type) from Chrome's object or the URL-string forms."""
+    init = entry.get("_initiator")
+    kind = entry.get("_initiator_type") if isinstance(entry.get("_initiator_type"), str) else None
+    if isinstance(entry.get("_initiator_detail"), str) and not isinstance(init, dict):
+        try:
+            detail = json.loads(entry["_initiator_detail"])
+        except ValueError:
+            detail = None
+        if isinstance(detail, dict):
+            kind = kind or (detail.get("type") if isinstance(detail.get("type"), str) else None)
+            if not isinstance(init, str) or not init:
+                init = detail
+    if isinstance(init, str):       # WebPageTest, chrome-har: the initiator's URL (its type may be absent)
+        return init.strip() or None, kind
+    if not isinstance(init, dict):
+        return None, kind
+    kind = init.get("type") if isinstance(init.get("type"), str) else kind
+    url = init.get("url") if isinstance(init.get("url"), str) else None
+    stack = init.get("stack")
+    while not url and isinstance(stack, dict):   # the first URL found in the call stack
+        for frame in stack.get("callFrames") or ():
+            if isinstance(frame, dict) and isinstance(frame.get("url"), str) and frame["url"]:
+                url = frame["url"]
+                break
+        stack = stack.get("parent")
+    return url or None, kind
+
+
+# net::RequestPriority names (WebPageTest) -> DevTools' names, as DevTools maps them.
+_NET_PRIORITY = {"highest": "VeryHigh", "medium": "High", "low": "Medium", "lowest": "Low", "idle": "VeryLow",
+                 "throttled": "VeryLow"}
+_DEVTOOLS_PRIORITY = {"veryhigh": "VeryHigh", "high": "High", "medium": "Medium", "low": "Low",
+                      "verylow": "VeryLow"}
+
+
+def priority(entry: dict) -> str | None:
+    value = entry.get("_priority")
+    if not isinstance(value, str) or not value.strip():
+        value = entry.get("_initialPriority")
+    if not isinstance(value, str) or not value.strip():
+        return None
+    v = value.strip()
+    if v.isupper():                 # WebPageTest writes net priorities in capitals
+        return _NET_PRIORITY.get(v.lower(), None)
+    return _DEVTOOLS_PRIORITY.get(v.lower().replace(" ", ""), None)

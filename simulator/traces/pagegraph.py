@@ -1,0 +1,362 @@
+"""A page as a dependency graph, built from a trace.  Written by hand.
+
+Nodes are the page's exchanges from the navigation on; an edge ``parent -> child`` means
+the browser can only discover ``child`` once ``parent`` has arrived (and been parsed or
+run).
+
+**The navigation** starts at the first URL the browser asked for: the page's URL when the
+producer wrote one (WebPageTest's ``_URL``) and it is on the page, else the first exchange
+that is a document or a 3xx whose redirect chain ends at one.  A 301/302 chain at the start
+(``http://`` to ``https://``, to ``www.``) is kept: each hop is a request the browser made,
+and the main document ("the document") is the end of the chain.  Exchanges before the
+navigation are not part of this load.
+
+**Edges**, in order:
+
+1. Redirects: a 3xx with a ``location`` (or HAR ``redirectURL``) is the parent of the
+   exchange for the URL it points to.
+2. Initiators (Chrome's ``_initiator`` object, WebPageTest's and chrome-har's initiator URL):
+   the initiator's URL is the parent.  An initiator URL not on the page falls back to the
+   document.
+3. The fallback, when the page has no initiators at all (Firefox, older DevTools exports):
+   the document is the parent of every other exchange, except fonts, whose parent is the
+   page's first stylesheet (fonts are found by CSS).
+
+A cycle in the initiators is bad input (one line naming the URLs).
+
+**Render-blocking** (what must arrive before the first render): the document, and the
+stylesheets and synchronous scripts its parser found before its body ended.  Per
+resource, the first rule that applies decides, and ``render_blocking_reason`` says which:
+
+- Chrome's ``_renderBlocking`` when the producer wrote it: ``blocking`` blocks; anything
+  else (``non_blocking``, ``in_body_parser_blocking``, ``potentially_blocking``...) does not.
+- Not a stylesheet or script, not found by the document (another parent), or inserted by
+  a script (initiator type ``script``): does not block.
+- A priority (``_priority``): Chrome gives render-blocking stylesheets and the parser-
+  blocking scripts of the head ``VeryHigh``/``High``; async, deferred, late-body and print
+  resources get ``Medium`` or lower and do not block.
+- No priority: blocks when its request started before the document's response had ended
+  (the parser found it while the body arrived); with no times at all, every stylesheet
+  and script the document references is taken as blocking.  HAR cannot tell an async
+  script from a synchronous one here: the rule over-counts them, stated.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from urllib.parse import urljoin, urlsplit, urlunsplit
+
+from ..errors import InputError
+from .model import Exchange, HeaderList, Trace, header_value
+
+__all__ = ["Resource", "PageGraph", "page_graph", "page_ids", "RENDER_BLOCKING_PRIORITIES"]
+
+RENDER_BLOCKING_PRIORITIES = ("VeryHigh", "High")
+
+
+@dataclass(frozen=True)
+class Resource:
+    """One resource of the page.  ``index`` 0 is the navigation request."""
+
+    index: int
+    exchange: int                    # the trace exchange it came from
+    url: str
+    origin: str                      # scheme://authority
+    resource_type: str               # document, stylesheet, script, image, font, fetch, ...
+    body_bytes: int                  # the body's bytes on the wire: what transfer takes
+    parent: int | None
+    render_blocking: bool
+    priority: str | None
+    status: int
+    wait_s: float | None             # HAR timings.wait (server time + one RTT of the capture)
+    request_headers: HeaderList
+    response_headers: HeaderList
+    content_bytes: int | None = None          # decoded size, when it differs from body_bytes
+    render_blocking_reason: str = ""
+    resource_type_from: str | None = None
+    http_version: str | None = None
+    start_s: float | None = None             # when the capture's request started (trace clock)
+    timings: dict | None = None              # the capture's HAR timings (ms)
+
+    @property
+    def authority(self) -> str:
+        return self.origin.split("://", 1)[-1]
+
+    @property
+    def scheme(self) -> str:
+        return self.origin.split("://", 1)[0]
+
+    @property
+    def path(self) -> str:
+        parts = urlsplit(self.url)
+        return (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
+
+    @property
+    def decoded_bytes(self) -> int:
+        return self.body_bytes if self.content_bytes is None else self.content_bytes
+
+
+@dataclass
+class PageGraph:
+    resources: list[Resource]
+    source: str | None
+    page: str | None
+    edges_from: str                  # "initiators" or "fallback"
+    document: int = 0                # index of the main document (end of the redirect chain)
+    _children: dict[int, list[int]] = field(default_factory=dict, repr=False)
+
+    def __post_init__(self) -> None:
+        self._children = {r.index: [] for r in self.resources}
+        for r in self.resources:
+            if r.parent is not None:
+                self._children[r.parent].append(r.index)
+
+    def __len__(self) -> int:
+        return len(self.resources)
+
+    def __getitem__(self, index: int) -> Resource:
+        return self.resources[index]
+
+    def children(self, index: int) -> list[int]:
+        return self._children[index]
+
+    def by_url(self) -> dict[str, int]:
+        """URL -> first resource with that URL."""
+        out: dict[str, int] = {}
+        for r in self.resources:
+            out.setdefault(r.url, r.index)
+        return out
+
+    def depth(self, index: int) -> int:
+        d = 0
+        while self.resources[index].parent is not None:
+            index = self.resources[index].parent
+            d += 1
+        return d
+
+    @property
+    def origins(self) -> list[str]:
+        return list(dict.fromkeys(r.origin for r in self.resources))
+
+    @property
+    def render_blocking(self) -> list[int]:
+        return [r.index for r in self.resources if r.render_blocking]
+
+    @property
+    def redirects(self) -> list[int]:
+        """The navigation's redirect hops before the document."""
+        return list(range(self.document)) if self.document else []
+
+    def summary(self) -> dict:
+        return {"resources": len(self.resources), "origins": len(self.origins),
+                "render_blocking": len(self.render_blocking), "edges_from": self.edges_from,
+                "max_depth": max(self.depth(r.index) for r in self.resources),
+                "bytes": sum(r.body_bytes for r in self.resources)}
+
+
+def page_ids(trace: Trace) -> list[str | None]:
+    """The pages of ``trace`` in order (``[None]`` when its exchanges name none)."""
+    pages = list(dict.fromkeys(e.page for e in trace.exchanges if e.page is not None))
+    return pages or [None]
+
+
+def _page_exchanges(trace: Trace, page: str | None) -> tuple[str | None, list[Exchange]]:
+    exchanges = [e for e in trace.exchanges if e.request_headers is not None or e.url is not None]
+    if not exchanges:
+        raise InputError("the trace has no requests, so no page to load", path=trace.source)
+    pages = list(dict.fromkeys(e.page for e in exchanges if e.page is not None))
+    if page is None:
+        page = pages[0] if pages else None
+    elif page not in pages:
+        raise InputError(f"no page {page!r} in the trace (pages: {', '.join(pages) or 'none'})", path=trace.source)
+    if page is not None:
+        exchanges = [e for e in exchanges if e.page == page]
+    return page, sorted(exchanges, key=lambda e: (e.start_s or 0.0, e.index))
+
+
+def _url(e: Exchange) -> str:
+    if e.url:
+        return _without_fragment(e.url)
+    h = e.request_headers or ()
+    scheme = (header_value(h, b":scheme") or b"https").decode("latin-1")
+    authority = (header_value(h, b":authority") or b"").decode("latin-1")
+    path = (header_value(h, b":path") or b"/").decode("latin-1")
+    if not authority and e.origin:
+        return e.origin.rstrip("/") + path
+    return f"{scheme}://{authority}{path}"
+
+
+def _without_fragment(url: str) -> str:
+    """A URL as requested: the fragment never goes on the wire (RFC 9110 section 4.2.4)."""
+    if "#" not in url:
+        return url
+    return urlunsplit(urlsplit(url)._replace(fragment=""))
+
+
+def _origin(url: str) -> str:
+    parts = urlsplit(url)
+    return f"{parts.scheme}://{parts.netloc}"
+
+
+def _is_document(e: Exchange) -> bool:
+    if e.resource_type == "document":
+        return True
+    ctype = header_value(e.response_headers, b"content-type") or b""
+    return e.resource_type is None and ctype.startswith(b"text/html")
+
+
+def _is_redirect(e: Exchange) -> bool:
+    return 300 <= (e.status or 0) < 400 and _redirect_target(e) is not None
+
+
+def _redirect_target(e: Exchange) -> str | None:
+    if e.redirect_url:
+        return _without_fragment(e.redirect_url)
+    location = header_value(e.response_headers, b"location")
+    if location and e.url:
+        return _without_fragment(urljoin(e.url, location.decode("latin-1")))
+    return None
+
+
+def _end_s(e: Exchange) -> float | None:
+    """When the capture's response ended (trace clock): the start plus its phases (HAR
+    timings; ``ssl`` is inside ``connect``)."""
+    if e.start_s is None or not e.timings:
+        return None
+    phases = ("blocked", "dns", "connect", "send", "wait", "receive")
+    total = sum(v for k, v in e.timings.items() if k in phases and isinstance(v, (int, float)) and v > 0)
+    return e.start_s + total / 1000.0
+
+
+def _navigation_start(exchanges: list[Exchange], urls: list[str], page_url: str | None) -> int | None:
+    """The index of the navigation's first request (see the module docstring)."""
+    if page_url:
+        wanted = _without_fragment(page_url)
+        hit = next((i for i, u in enumerate(urls) if u == wanted), None)
+        if hit is not None:
+            return hit
+    first_index: dict[str, int] = {}
+    for i, u in enumerate(urls):
+        first_index.setdefault(u, i)
+    for i, e in enumerate(exchanges):
+        node, seen = i, set()
+        while _is_redirect(exchanges[node]) and node not in seen:   # follow the chain
+            seen.add(node)
+            target = first_index.get(_redirect_target(exchanges[node]))
+            if target is None:
+                break
+            node = target
+        if _is_document(exchanges[node]) and not _is_redirect(exchanges[node]):
+            return i
+    return next((i for i, e in enumerate(exchanges) if _is_document(e)), None)
+
+
+def page_graph(trace: Trace, page: str | None = None) -> PageGraph:
+    """The dependency graph of one page of ``trace`` (its first page by default)."""
+    page, exchanges = _page_exchanges(trace, page)
+    where = f"page {page}" if page else None
+    page_url = next((p.url for p in trace.pages if p.id == page), None)
+    start = _navigation_start(exchanges, [_url(e) for e in exchanges], page_url)
+    if start is None:
+        raise InputError("the page has no document (no exchange of resource type 'document' or text/html)",
+                         path=trace.source, where=where)
+    exchanges = exchanges[start:]
+    urls = [_url(e) for e in exchanges]
+    first_index: dict[str, int] = {}
+    for i, u in enumerate(urls):
+        first_index.setdefault(u, i)
+
+    # Redirects: a 3xx is the parent of the exchange for the URL it points to.
+    redirect_parent: dict[int, int] = {}
+    for i, e in enumerate(exchanges):
+        if _is_redirect(e):
+            target = next((j for j in range(i + 1, len(urls)) if urls[j] == _redirect_target(e)), None)
+            if target is not None and target not in redirect_parent:
+                redirect_parent[target] = i
+    document = 0
+    while True:            # follow the navigation's redirect chain to the main document
+        nxt = next((t for t, p in redirect_parent.items() if p == document), None)
+        if nxt is None:
+            break
+        document = nxt
+
+    have_initiators = any(e.initiator or e.initiator_type in ("parser", "script", "preload")
+                          for e in exchanges[1:])
+    first_css = next((i for i, e in enumerate(exchanges) if e.resource_type == "stylesheet"), None)
+    parents: list[int | None] = []
+    for i, e in enumerate(exchanges):
+        if i == 0:
+            parent = None
+        elif i in redirect_parent:
+            parent = redirect_parent[i]
+        elif have_initiators:
+            parent = first_index.get(_without_fragment(e.initiator)) if e.initiator else None
+            if parent is None or parent == i:
+                parent = document
+        elif e.resource_type == "font" and first_css is not None and first_css != i:
+            parent = first_css
+        else:
+            parent = document
+        parents.append(parent)
+    _check_acyclic(parents, urls, trace.source, where)
+
+    doc_end_s = _end_s(exchanges[document])
+    resources = []
+    for i, e in enumerate(exchanges):
+        if i <= document:
+            rtype = "document"     # the navigation and its redirect hops
+        else:
+            rtype = "document" if _is_document(e) else (e.resource_type or "other")
+        blocking, reason = _render_blocking(i, e, rtype, parents[i], document, doc_end_s)
+        wait_ms = (e.timings or {}).get("wait")
+        resources.append(Resource(
+            index=i, exchange=e.index, url=urls[i], origin=e.origin or _origin(urls[i]), resource_type=rtype,
+            body_bytes=int(e.response_body_bytes or 0), parent=parents[i], render_blocking=blocking,
+            priority=e.priority, status=e.status or 200,
+            wait_s=None if not isinstance(wait_ms, (int, float)) or wait_ms < 0 else float(wait_ms) / 1000.0,
+            request_headers=e.request_headers or (), response_headers=e.response_headers or ((b":status", b"200"),),
+            content_bytes=e.response_content_bytes, render_blocking_reason=reason,
+            resource_type_from=e.resource_type_from, http_version=e.http_version, start_s=e.start_s,
+            timings=e.timings))
+    return PageGraph(resources=resources, source=trace.source, page=page,
+                     edges_from="initiators" if have_initiators else "fallback", document=document)
+
+
+def _render_blocking(i: int, e: Exchange, rtype: str, parent: int | None, document: int,
+                     doc_end_s: float | None) -> tuple[bool, str]:
+    """(blocks the first render, the rule that decided; see the module docstring)."""
+    if i == document:
+        return True, "the document"
+    if i < document:
+        return False, "a redirect before the document"
+    if e.render_blocking is not None and rtype in ("stylesheet", "script"):
+        return e.render_blocking == "blocking", f"_renderBlocking {e.render_blocking}"
+    if rtype not in ("stylesheet", "script"):
+        return False, f"a {rtype}"
+    if parent != document:
+        return False, "not found by the document's parser"
+    if e.initiator_type == "script":
+        return False, "inserted by a script"
+    if e.priority is not None:
+        return e.priority in RENDER_BLOCKING_PRIORITIES, f"_priority {e.priority}"
+    if doc_end_s is not None and e.start_s is not None:
+        before = e.start_s <= doc_end_s
+        return before, ("requested before" if before else "requested after") + " the document's body ended"
+    return True, "referenced by the document (no priority or times: assumed blocking)"
+
+
+def _check_acyclic(parents: list[int | None], urls: list[str], source, where) -> None:
+    state = [0] * len(parents)          # 0 unseen, 1 on the current walk, 2 known to reach the root
+    for start in range(len(parents)):
+        walk = []
+        node = start
+        while node is not None and state[node] == 0:
+            state[node] = 1
+            walk.append(node)
+            node = parents[node]
+        if node is not None and state[node] == 1:
+            cycle = walk[walk.index(node):] + [node]
+            raise InputError("the initiators form a cycle: " + " -> ".join(urls[i] for i in cycle),
+                             path=source, where=where)
+        for n in walk:
+            state[n] = 2
