@@ -248,9 +248,11 @@ def run(trace: Trace | PageGraph, params: PushParams | None = None, *, progress:
     if progress:
         from tqdm.auto import tqdm
         iterator = tqdm(policies, desc="policies", leave=False)
+    plans = {policy: server_plan(graph, policy, params) for policy in policies}
+    _check_something_to_compare(graph, params, plans)
     rows, resources, pushes = {}, [], []
     for policy in iterator:
-        plan = server_plan(graph, policy, params)
+        plan = plans[policy]
         loaded = load_page(graph, load_params, plan, cache, backend=params.backend)
         m = dict(loaded.metrics)
         m["pushes_planned"] = len(plan.pushes)
@@ -280,6 +282,23 @@ def run(trace: Trace | PageGraph, params: PushParams | None = None, *, progress:
         tinfo["content_hash"] = trace.content_hash()
     return PushResult(summary=summary, resources=resources_df, pushes=pushes_df,
                       params={**pdict, "version": __version__}, trace=tinfo)
+
+
+def _check_something_to_compare(graph: PageGraph, params: PushParams, plans: dict) -> None:
+    """Every policy doing what ``none`` does would print identical rows: say why instead."""
+    if len(plans) < 2 or any(p.pushes or p.hints for name, p in plans.items() if name != "none"):
+        return
+    why = []
+    if len(graph.render_blocking) <= 1:
+        why.append("its render-blocking set is the document alone (no stylesheet or synchronous script to "
+                   "push or hint; `workbench trace info` shows why)")
+    elif any(p in ("push", "push+hints") for p in plans):
+        why.append(f"the push set ({params.push_set}) is empty on the document's connection")
+    if "hints-cdn" in plans and not params.edge_seen:
+        why.append("hints-cdn sends no hint on the edge's first request for the page (give --edge-seen)")
+    raise InputError(f"nothing to compare on page {graph.page or '-'}: every policy would load it as 'none' "
+                     f"does, because {'; and '.join(why) or 'no policy pushes or hints anything'}.",
+                     path=graph.source)
 
 
 def run_seeds(trace: Trace | PageGraph, params: PushParams, seeds, *, progress: bool = False) -> pd.DataFrame:
@@ -348,6 +367,10 @@ def _cmd(args: argparse.Namespace) -> int:
             "bytes_wasted", "hinted_fetches"]
     with pd.option_context("display.width", 220, "display.float_format", "{:.3f}".format):
         print(result.summary[cols].to_string())
+    for policy in ("push", "push+hints"):
+        if policy in result.summary.index and not result.summary.loc[policy, "pushes_planned"]:
+            print(f"note: {policy} pushes nothing: no resource of the push set ({params.push_set}) is on the "
+                  "document's connection (RFC 9113 section 8.4: a server pushes only what it is authoritative for)")
     return 0
 
 

@@ -43,7 +43,124 @@ def summary(trace: Trace) -> dict:
         "timed": trace.timed,
         "duration_s": round(max(starts) - min(starts), 6) if starts else None,
         "content_hash": trace.content_hash(),
+        "warnings": warnings(trace),
+        "page_details": page_details(trace),
     }
+
+
+def warnings(trace: Trace) -> list[str]:
+    """What the trace lacks that the workbench had to infer, once per file (HAR)."""
+    if trace.format != "har":
+        return []
+    ex = [e for e in trace if e.url is not None]
+    out = []
+    if ex and not any(e.initiator or e.initiator_type for e in ex):
+        out.append("no initiators (_initiator): each resource is taken as found by its page's document, "
+                   "fonts by the first stylesheet")
+    if ex and not any(e.priority for e in ex):
+        out.append("no priorities (_priority): render-blocking stylesheets and scripts are those the document "
+                   "asked for before its first image")
+    if ex and not any(e.resource_type_from == "_resourceType" for e in ex):
+        out.append("no resource types (_resourceType): taken from MIME types, URLs and initiators")
+    if trace.meta.get("unknown_body_sizes"):
+        out.append(f"{trace.meta['unknown_body_sizes']} responses have no known body size (taken as 0 bytes)")
+    if trace.meta.get("not_on_network"):
+        out.append(f"{trace.meta['not_on_network']} data:/blob: (or similar) entries left out: they never "
+                   "crossed the network")
+    if trace.meta.get("served_from_cache"):
+        out.append(f"{trace.meta['served_from_cache']} entries served from the browser's cache left out")
+    if not trace.pages:
+        out.append("no pages (log.pages): the entries are taken as one page")
+    elif any(e.page is None for e in ex):
+        out.append(f"{sum(e.page is None for e in ex)} entries have no pageref and belong to no page")
+    missing = [p.id for p in trace.pages if p.on_load_s is None]
+    if missing:
+        out.append(f"no onLoad for page(s) {', '.join(missing)}: nothing measured to compare a simulation with")
+    return out
+
+
+def page_details(trace: Trace) -> list[dict]:
+    """Per page of a HAR: what the page graph inferred, and from which field."""
+    from ..errors import InputError as _Bad
+    from .pagegraph import page_graph, page_ids
+
+    if trace.format != "har":
+        return []
+    pages = {p.id: p for p in trace.pages}
+    out = []
+    for page in page_ids(trace):
+        try:
+            g = page_graph(trace, page)
+        except _Bad as exc:
+            out.append({"page": page, "error": exc.detail})
+            continue
+        types: dict[str, dict[str, int]] = {}
+        for r in g.resources:
+            by = types.setdefault(r.resource_type, {})
+            source = r.resource_type_from or "-"
+            if r.index <= g.document and r.resource_type_from != "_resourceType":
+                source = "navigation"
+            by[source] = by.get(source, 0) + 1
+        versions: dict[str, int] = {}
+        for r in g.resources:
+            versions[r.http_version or "unknown"] = versions.get(r.http_version or "unknown", 0) + 1
+        p = pages.get(page)
+        out.append({
+            "page": page,
+            "title": p.title if p else None,
+            "on_load_s": p.on_load_s if p else None,
+            "repeat_view": p.repeat_view if p else None,
+            "navigation": [g[i].url for i in range(g.document + 1)],
+            "resources": len(g),
+            "origins": len(g.origins),
+            "edges_from": g.edges_from,
+            "wire_bytes": sum(r.body_bytes for r in g.resources),
+            "decoded_bytes": sum(r.decoded_bytes for r in g.resources),
+            "http_versions": versions,
+            "types": {t: types[t] for t in sorted(types, key=lambda t: -sum(types[t].values()))},
+            "render_blocking": [{"url": g[i].url, "type": g[i].resource_type, "reason": g[i].render_blocking_reason}
+                                for i in g.render_blocking],
+            "not_render_blocking": _tally(r.render_blocking_reason for r in g.resources
+                                          if not r.render_blocking and r.resource_type in ("stylesheet", "script")),
+        })
+    return out
+
+
+def _tally(items) -> dict[str, int]:
+    out: dict[str, int] = {}
+    for item in items:
+        out[item] = out.get(item, 0) + 1
+    return out
+
+
+def _print_pages(info: dict) -> None:
+    for w in info["warnings"]:
+        print(f"warning: {w}")
+    for p in info["page_details"]:
+        print()
+        if "error" in p:
+            print(f"page {p['page']}: {p['error']}")
+            continue
+        onload = f", onLoad {p['on_load_s']:.3f} s" if p["on_load_s"] else ""
+        view = ", repeat view" if p["repeat_view"] else ""
+        print(f"page {p['page']}{onload}{view}: {p['resources']} resources, {p['origins']} origins, "
+              f"edges from {p['edges_from']}")
+        if len(p["navigation"]) > 1:
+            print("  navigation      " + " -> ".join(p["navigation"]))
+        else:
+            print(f"  navigation      {p['navigation'][0]}")
+        print(f"  body bytes      {p['wire_bytes']:,} on the wire, {p['decoded_bytes']:,} decoded")
+        print("  protocols       " + ", ".join(f"{v} {n}" for v, n in p["http_versions"].items()))
+        for t, by in p["types"].items():
+            sources = ", ".join(f"{src} {n}" for src, n in by.items())
+            print(f"  {t:<15} {sum(by.values()):>4} (from {sources})")
+        print(f"  render-blocking {len(p['render_blocking'])}:")
+        for r in p["render_blocking"][:12]:
+            print(f"    {r['type']:<10} {r['url'][:90]}  [{r['reason']}]")
+        if len(p["render_blocking"]) > 12:
+            print(f"    ... and {len(p['render_blocking']) - 12} more")
+        if p["not_render_blocking"]:
+            print("  not blocking    " + "; ".join(f"{n} {why}" for why, n in p["not_render_blocking"].items()))
 
 
 def _load(args) -> Trace:
@@ -72,6 +189,7 @@ def cmd_info(args) -> int:
     ]
     for key, value in rows:
         print(f"{key:<17} {value}")
+    _print_pages(info)
     return 0
 
 

@@ -241,7 +241,7 @@ def _exchange(index: int, entry: dict, where: str, path, t, t0) -> Exchange:
     content = response.get("content") if isinstance(response.get("content"), dict) else {}
     mime = next((_s(v) for n, v in resp or () if n == b"content-type"), "") \
         or str(content.get("mimeType") or entry.get("_contentType") or "")
-    rtype, rtype_from = harfields.resource_type(entry, url, mime, init_type)
+    rtype, rtype_from = harfields.resource_type(entry, url, mime, init_type, status)
     if no_request and not isinstance(entry.get("_resourceType"), str):
         rtype, rtype_from = None, None     # a response-only header list (e.g. from QIF): no resource
     location = next((_s(v) for n, v in resp or () if n == b"location"), None) \

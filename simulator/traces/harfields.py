@@ -101,12 +101,15 @@ def _extension_type(url: str) -> str | None:
     return _EXTENSIONS.get(last.rsplit(".", 1)[-1].lower())
 
 
-def resource_type(entry: dict, url: str, mime: str, initiator_type: str | None) -> tuple[str, str]:
+def resource_type(entry: dict, url: str, mime: str, initiator_type: str | None,
+                  status: int | None = None) -> tuple[str, str]:
     """(type, the field it came from) for one HAR entry; see the module docstring."""
     given = entry.get("_resourceType")
     if isinstance(given, str) and given.strip():
         return _CHROME_TYPES.get(given.strip().lower(), "other"), "_resourceType"
-    kind = _mime_type(mime)
+    # A redirect's body is a notice about the move (often text/html): its MIME type says
+    # nothing of what was asked for.
+    kind = None if status is not None and 300 <= status < 400 else _mime_type(mime)
     if kind is not None:
         return kind, "mimeType"
     kind = _extension_type(url)

@@ -35,10 +35,11 @@ resource, the first rule that applies decides, and ``render_blocking_reason`` sa
 - A priority (``_priority``): Chrome gives render-blocking stylesheets and the parser-
   blocking scripts of the head ``VeryHigh``/``High``; async, deferred, late-body and print
   resources get ``Medium`` or lower and do not block.
-- No priority: blocks when its request started before the document's response had ended
-  (the parser found it while the body arrived); with no times at all, every stylesheet
-  and script the document references is taken as blocking.  HAR cannot tell an async
-  script from a synchronous one here: the rule over-counts them, stated.
+- No priority: blocks when its request started no later than the first image (or media,
+  or frame) the document's parser asked for: the parser meets the head's stylesheets and
+  scripts before the body's images (Chrome's own priority rule draws the same line).  With
+  no times, every stylesheet and script the document references is taken as blocking.
+  HAR cannot tell an async script from a synchronous one here: the rule over-counts them.
 """
 
 from __future__ import annotations
@@ -218,16 +219,6 @@ def _redirect_target(e: Exchange) -> str | None:
     return None
 
 
-def _end_s(e: Exchange) -> float | None:
-    """When the capture's response ended (trace clock): the start plus its phases (HAR
-    timings; ``ssl`` is inside ``connect``)."""
-    if e.start_s is None or not e.timings:
-        return None
-    phases = ("blocked", "dns", "connect", "send", "wait", "receive")
-    total = sum(v for k, v in e.timings.items() if k in phases and isinstance(v, (int, float)) and v > 0)
-    return e.start_s + total / 1000.0
-
-
 def _navigation_start(exchanges: list[Exchange], urls: list[str], page_url: str | None) -> int | None:
     """The index of the navigation's first request (see the module docstring)."""
     if page_url:
@@ -300,14 +291,16 @@ def page_graph(trace: Trace, page: str | None = None) -> PageGraph:
         parents.append(parent)
     _check_acyclic(parents, urls, trace.source, where)
 
-    doc_end_s = _end_s(exchanges[document])
+    body_starts = [e.start_s for i, e in enumerate(exchanges) if parents[i] == document and e.start_s is not None
+                   and i > document and (e.resource_type in ("image", "media") or _is_document(e))]
+    head_end_s = min(body_starts) if body_starts else None
     resources = []
     for i, e in enumerate(exchanges):
         if i <= document:
             rtype = "document"     # the navigation and its redirect hops
         else:
             rtype = "document" if _is_document(e) else (e.resource_type or "other")
-        blocking, reason = _render_blocking(i, e, rtype, parents[i], document, doc_end_s)
+        blocking, reason = _render_blocking(i, e, rtype, parents[i], document, head_end_s)
         wait_ms = (e.timings or {}).get("wait")
         resources.append(Resource(
             index=i, exchange=e.index, url=urls[i], origin=e.origin or _origin(urls[i]), resource_type=rtype,
@@ -323,7 +316,7 @@ def page_graph(trace: Trace, page: str | None = None) -> PageGraph:
 
 
 def _render_blocking(i: int, e: Exchange, rtype: str, parent: int | None, document: int,
-                     doc_end_s: float | None) -> tuple[bool, str]:
+                     head_end_s: float | None) -> tuple[bool, str]:
     """(blocks the first render, the rule that decided; see the module docstring)."""
     if i == document:
         return True, "the document"
@@ -339,10 +332,11 @@ def _render_blocking(i: int, e: Exchange, rtype: str, parent: int | None, docume
         return False, "inserted by a script"
     if e.priority is not None:
         return e.priority in RENDER_BLOCKING_PRIORITIES, f"_priority {e.priority}"
-    if doc_end_s is not None and e.start_s is not None:
-        before = e.start_s <= doc_end_s
-        return before, ("requested before" if before else "requested after") + " the document's body ended"
-    return True, "referenced by the document (no priority or times: assumed blocking)"
+    if e.start_s is None:
+        return True, "found by the document's parser (no priority or times: assumed blocking)"
+    if head_end_s is None or e.start_s <= head_end_s:
+        return True, "requested before the document's first image (in the head)"
+    return False, "requested after the document's first image (in the body)"
 
 
 def _check_acyclic(parents: list[int | None], urls: list[str], source, where) -> None:

@@ -64,16 +64,20 @@ def _origin(headers: HeaderList) -> str | None:
 
 
 def load_qif(path: str, data: bytes | None = None) -> Trace:
-    """Load a QIF file as a ``Trace`` (one exchange per header list)."""
+    """Load a QIF file as a ``Trace``: one exchange per request list, with the response
+    list that follows it as its partner (as ``write_qif`` writes a trace's pairs); a list
+    with no partner is an exchange of its own."""
     path = str(path)
     if data is None:
         data = read_bytes(path)
     exchanges = []
-    for i, headers in enumerate(parse_qif(data, path)):
-        if headers[0][0] == b":status":
-            exchanges.append(Exchange(index=i, response_headers=headers))
+    for headers in parse_qif(data, path):
+        if headers[0][0] != b":status":
+            exchanges.append(Exchange(index=len(exchanges), request_headers=headers, origin=_origin(headers)))
+        elif exchanges and exchanges[-1].response_headers is None and exchanges[-1].request_headers is not None:
+            exchanges[-1].response_headers = headers      # the response to the request just before it
         else:
-            exchanges.append(Exchange(index=i, request_headers=headers, origin=_origin(headers)))
+            exchanges.append(Exchange(index=len(exchanges), response_headers=headers))
     return Trace(exchanges=exchanges, format="qif", source=path)
 
 
