@@ -38,6 +38,7 @@ converted to JSON text as UTF-8 (undecodable bytes survive via surrogate escapes
 from __future__ import annotations
 
 import json
+import re
 from datetime import datetime, timedelta, timezone
 from urllib.parse import urljoin, urlsplit
 
@@ -52,6 +53,7 @@ __all__ = ["load_har", "parse_har", "write_har", "har_dict", "request_pseudo_hea
 CONNECTION_SPECIFIC = frozenset({b"connection", b"keep-alive", b"proxy-connection",
                                  b"transfer-encoding", b"upgrade"})
 REQUEST_PSEUDO = (b":method", b":scheme", b":authority", b":path")  # RFC 9113 8.3.1 order
+_TOKEN = re.compile(rb"^:?[!#$%&'*+\-.^_`|~0-9a-z]+$")   # RFC 9110 5.6.2 tchar (lower-cased); ":" pseudo
 
 
 def _b(text: str) -> bytes:
@@ -88,12 +90,16 @@ def _fields(raw_headers, where, path) -> list[tuple[bytes, bytes]]:
         name = _b(h["name"].strip().lower())          # RFC 9113 8.2.1: lower-case names
         value = h.get("value", "")
         value = "" if value is None else str(value)
+        if not _TOKEN.match(name):
+            # Not a field name (RFC 9110 5.1: a token): a producer's stray line, e.g. WebPageTest's
+            # request line or a cookie split at a colon.  No stack would send it.
+            continue
         if name in CONNECTION_SPECIFIC:
             continue
         if name == b"te" and value.strip().lower() != "trailers":  # RFC 9113 8.2.2
             continue
         for line in value.split("\n") if "\n" in value else (value,):
-            out.append((name, _b(line)))
+            out.append((name, _b(line.replace("\r", "").replace("\x00", "").strip())))  # RFC 9110 5.5
     return out
 
 
