@@ -26,9 +26,8 @@ from simulator.compression.qpack_codec import (decode_required_insert_count, enc
 from simulator.compression.wire import (Truncated, decode_integer, decode_string, decode_varint, encode_integer,
                                         encode_string, encode_varint)
 
-QIF_DIR = Path(__file__).resolve().parents[1] / ".." / "shared" / "traces" / "qif"
-QIF_FILES = sorted(QIF_DIR.glob("*.qif")) if QIF_DIR.is_dir() else []
-needs_qif = pytest.mark.skipif(not QIF_FILES, reason="shared QIF traces absent")
+QIF_DIR = Path(__file__).resolve().parents[1] / "traces" / "qif"   # bundled (MIT, see traces/README.md)
+QIF_FILES = sorted(QIF_DIR.glob("*.qif"))
 
 
 def qif_lists(name: str) -> list[tuple]:
@@ -113,7 +112,6 @@ def test_cookie_crumbs_and_verify():
 
 # ---------------------------------------------------------------- round trips
 
-@needs_qif
 @pytest.mark.parametrize("scheme", SCHEMES)
 @pytest.mark.parametrize("ack_mode", [1, 0])
 def test_round_trip_every_qif(scheme, ack_mode):
@@ -214,7 +212,6 @@ def test_random_delivery_round_trip(scheme):
 
 # ---------------------------------------------------------------- published ratios
 
-@needs_qif
 def test_hpack_ratio_fb_resp():
     r = simulate_offline("hpack-tcp", qif_lists("fb-resp-hq.qif"), 4096, 100, 1)
     assert r.raw_bytes == 340_737
@@ -222,7 +219,6 @@ def test_hpack_ratio_fb_resp():
     assert abs(r.ratio - 0.265) < 0.03          # published 90,448 bytes (26.5%); measured 24.5%
 
 
-@needs_qif
 def test_qpack_ratios_fb_resp():
     lists = qif_lists("fb-resp-hq.qif")
     acked = simulate_offline("qpack", lists, 4096, 100, 1)
@@ -234,7 +230,6 @@ def test_qpack_ratios_fb_resp():
     assert big.ratio < acked.ratio               # published 13.1% with 16 KiB
 
 
-@needs_qif
 def test_qcram_never_blocks_and_costs_more_than_qpack():
     lists = qif_lists("fb-resp-hq.qif")
     qpack = simulate_offline("qpack", lists, 4096, 100, 1)
@@ -250,7 +245,6 @@ def test_qcram_never_blocks_and_costs_more_than_qpack():
 
 # ---------------------------------------------------------------- blocking rules
 
-@needs_qif
 @pytest.mark.parametrize("ack_mode", [1, 0])
 def test_qpack_max_blocked_zero_never_risks_blocking(ack_mode):
     lists = qif_lists("fb-req-hq.qif")
