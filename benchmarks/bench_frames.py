@@ -323,7 +323,7 @@ def hol_figures(quick: bool) -> dict:
     from simulator.traces import load
 
     root = Path(__file__).resolve().parent.parent
-    candidates = [root.parent / "shared" / "traces" / "qif" / "fb-req-hq.qif", root / "traces" / "synthetic-session.har"]
+    candidates = [root / "traces" / "qif" / "fb-req-hq.qif", root / "traces" / "synthetic-session.har"]
     path = next(p for p in candidates if p.exists())
     trace = load(path)
     impls = implementations()

@@ -1,7 +1,7 @@
 """Wall time of one HOL-study run: 383 header lists, HPACK + QPACK + QCRAM, 1% loss.
 
-Uses fb-req-hq.qif from ../shared/traces when present (383 request header lists),
-otherwise the bundled synthetic session.  Goal: under 1 s on this machine.  Also
+Uses the bundled traces/qif/fb-req-hq.qif (383 request header lists), or the bundled
+synthetic session if that file is missing.  Goal: under 1 s on this machine.  Also
 prints the time per scheme and the simulated packets per wall-clock second.
 """
 
@@ -12,7 +12,7 @@ from dataclasses import replace
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-CANDIDATES = [ROOT.parent / "shared" / "traces" / "qif" / "fb-req-hq.qif", ROOT / "traces" / "synthetic-session.har"]
+CANDIDATES = [ROOT / "traces" / "qif" / "fb-req-hq.qif", ROOT / "traces" / "synthetic-session.har"]
 
 
 def run(quick: bool = False) -> dict:

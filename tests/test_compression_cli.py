@@ -11,16 +11,14 @@ import pytest
 from simulator.cli import main
 from simulator.compression.commands import decode_interop
 
-SHARED = Path(__file__).resolve().parents[1] / ".." / "shared" / "traces"
-INTEROP = sorted((SHARED / "qpack-interop").glob("*/*.out.*")) if (SHARED / "qpack-interop").is_dir() else []
-needs_interop = pytest.mark.skipif(not INTEROP, reason="shared QPACK interop files absent")
+TRACES = Path(__file__).resolve().parents[1] / "traces"   # bundled QIFs and interop files (MIT, see traces/README.md)
+INTEROP = sorted((TRACES / "qpack-interop").glob("*/*.out.*"))
 
 
 def qif_for(path: Path) -> Path:
-    return SHARED / "qif" / (path.name.split(".out.")[0] + ".qif")
+    return TRACES / "qif" / (path.name.split(".out.")[0] + ".qif")
 
 
-@needs_interop
 @pytest.mark.parametrize("path", INTEROP, ids=lambda p: f"{p.parent.name}/{p.name}")
 def test_every_interop_file_decodes_to_its_qif(path, capsys):
     assert main(["interop", "decode", str(path), "--qif", str(qif_for(path))]) == 0
@@ -28,7 +26,12 @@ def test_every_interop_file_decodes_to_its_qif(path, capsys):
     assert " header lists match " in out and "mismatch" not in out
 
 
-@needs_interop
+def test_the_bundled_interop_files_are_all_there():
+    """Two encoders x (fb-req-hq, fb-resp-hq, netbsd-hq) x four settings (traces/README.md)."""
+    assert len(INTEROP) == 24
+    assert all(qif_for(p).is_file() for p in INTEROP)
+
+
 def test_stream_ids_and_record_order_of_published_files():
     """The published files number sections 1, 2, 3 ... per header list."""
     from simulator.traces.interop import read_records
@@ -38,15 +41,13 @@ def test_stream_ids_and_record_order_of_published_files():
         assert ids == list(range(1, len(ids) + 1))
 
 
-@needs_interop
 def test_wrong_reference_exits_1(capsys):
     path = next(p for p in INTEROP if p.name.startswith("netbsd-hq.out.4096"))
-    other = SHARED / "qif" / "draft-examples.qif"
+    other = TRACES / "qif" / "draft-examples.qif"
     assert main(["interop", "decode", str(path), "--qif", str(other)]) == 1
     assert "first mismatch: list 0" in capsys.readouterr().out
 
 
-@needs_interop
 def test_malformed_files_exit_2_with_one_line(tmp_path, capsys):
     source = next(p for p in INTEROP if p.name == "fb-req-hq.out.4096.100.1")
     data = source.read_bytes()
@@ -76,7 +77,6 @@ def test_malformed_files_exit_2_with_one_line(tmp_path, capsys):
         capsys.readouterr()
 
 
-@needs_interop
 def test_cli_subprocess_has_no_traceback(tmp_path):
     source = next(p for p in INTEROP if p.name == "netbsd-hq.out.256.100.1")
     bad = tmp_path / "netbsd-hq.out.256.100.1"
@@ -88,10 +88,9 @@ def test_cli_subprocess_has_no_traceback(tmp_path):
     assert "byte offset" in run.stderr
 
 
-@needs_interop
 @pytest.mark.parametrize("table,blocked,ack", [(4096, 100, 1), (4096, 100, 0), (256, 0, 1), (0, 0, 0)])
 def test_encode_then_decode_round_trips(tmp_path, capsys, table, blocked, ack):
-    qif = SHARED / "qif" / "fb-req-hq.qif"
+    qif = TRACES / "qif" / "fb-req-hq.qif"
     out = tmp_path / f"fb-req-hq.out.{table}.{blocked}.{ack}"
     assert main(["interop", "encode", str(qif), "-o", str(out), "--table", str(table),
                  "--blocked", str(blocked), "--ack", str(ack)]) == 0

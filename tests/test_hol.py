@@ -1,4 +1,5 @@
-"""The header-compression HOL-blocking study (research.md section 1).
+"""The header-compression HOL-blocking study (its question and the published reference
+numbers are in the docstring of ``simulator/studies/hol.py``).
 
 The assertions are the phenomena a faithful model must show: no loss, no blocking;
 QPACK with SETTINGS_QPACK_BLOCKED_STREAMS = 0 never blocks (RFC 9204 section 2.1.2);
@@ -22,10 +23,9 @@ from simulator.traces import load
 
 ROOT = Path(__file__).resolve().parent.parent
 PAGE = ROOT / "traces" / "synthetic-page.har"
-SHARED = ROOT.parent / "shared" / "traces" / "qif"
-FB_REQ = SHARED / "fb-req-hq.qif"
-FB_RESP = SHARED / "fb-resp-hq.qif"
-needs_shared = pytest.mark.skipif(not FB_REQ.exists(), reason="../shared/traces absent")
+QIF_DIR = ROOT / "traces" / "qif"          # bundled QPACK interop traces (MIT, see traces/README.md)
+FB_REQ = QIF_DIR / "fb-req-hq.qif"
+FB_RESP = QIF_DIR / "fb-resp-hq.qif"
 
 ALL = ("hpack", "qpack", "qcram", "qcram-blocking")
 
@@ -37,8 +37,6 @@ def page():
 
 @pytest.fixture(scope="module")
 def fb_req():
-    if not FB_REQ.exists():
-        pytest.skip("../shared/traces absent")
     return load(FB_REQ)
 
 
@@ -84,7 +82,6 @@ def test_qcram_never_blocks_unless_its_blocking_variant_is_on(page):
     assert blocked_variant > 0     # the variant that may block does, at 4% loss
 
 
-@needs_shared
 def test_hpack_over_quic_blocks_more_than_qpack_and_qcram(fb_req):
     """At 1-2% loss, in-order HPACK decoding stalls many more blocks (summed over seeds)."""
     runs = pd.concat([hol.run_seeds(fb_req, hol.HolParams(loss=loss), seeds=(1, 2, 3)) for loss in ("0.01", "0.02")])
@@ -145,7 +142,6 @@ def test_timed_schedule_caps_idle_gaps_and_coalesces_within_a_millisecond(page):
     assert all(abs(s * 1000 - round(s * 1000)) < 1e-6 for s in starts)
 
 
-@needs_shared
 def test_compression_ratios_on_fb_resp_match_the_published_figures():
     """fb-resp-hq, raw 340,737 bytes: HPACK about 26.5%, QPACK (4 KiB, acks at once) about
     15.2%, and above 50% when the QPACK encoder never sees an acknowledgement."""
@@ -159,7 +155,6 @@ def test_compression_ratios_on_fb_resp_match_the_published_figures():
     assert qpack_noack > 0.50
 
 
-@needs_shared
 def test_simulated_ratio_depends_on_ack_timing_against_request_spacing():
     """Spaced far apart (acks back before the next response), QPACK approaches its
     instant-ack ratio; sent back to back, it cannot reference its recent inserts."""

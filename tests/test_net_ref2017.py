@@ -1,4 +1,5 @@
-"""The 2017 reference simulator's network model (research.md section 1)."""
+"""The 2017 reference simulator's network model (HTTP Workshop, London, June 2017; its
+description and sources are in the docstring of ``simulator/net/ref2017.py``)."""
 
 from pathlib import Path
 

@@ -18,8 +18,7 @@ from simulator.traces.harfields import response_header_bytes
 from simulator.traces.interop import load_interop, read_records, write_records
 from simulator.traces.qif import load_qif, parse_qif, write_qif
 
-SHARED = Path(__file__).resolve().parents[1].parent / "shared" / "traces"
-needs_shared = pytest.mark.skipif(not (SHARED / "qif").is_dir(), reason="shared traces not present")
+TRACES = Path(__file__).resolve().parents[1] / "traces"   # bundled QIFs and interop files (MIT, see traces/README.md)
 
 
 def entry(url, headers=(), method="GET", status=200, resp_headers=(), started="2024-06-01T10:00:00.000Z", **extra):
@@ -341,25 +340,23 @@ def test_cli_subprocess_exit_status(tmp_path):
     assert run.stderr.strip().count("\n") == 0 and "line 2" in run.stderr and "Traceback" not in run.stderr
 
 
-# ------------------------------------------------------------------------ shared real traces
+# ------------------------------------------------------------------------ bundled real traces
 
-@needs_shared
-def test_shared_qif_counts_and_raw_bytes():
-    req = load(SHARED / "qif" / "fb-req-hq.qif")
-    resp = load(SHARED / "qif" / "fb-resp-hq.qif")
+def test_bundled_qif_counts_and_raw_bytes():
+    req = load(TRACES / "qif" / "fb-req-hq.qif")
+    resp = load(TRACES / "qif" / "fb-resp-hq.qif")
     assert len(req) == 383 and len(resp) == 383
     assert len(req.header_lists("requests")) == 383 and len(resp.header_lists("responses")) == 383
     assert resp.raw_header_bytes() == 340_737
     assert len(req.origins()) == 10
-    assert len(load(SHARED / "qif" / "netbsd.qif")) == 18
-    assert len(parse_qif((SHARED / "qif" / "draft-examples.qif").read_bytes())) == 3
+    assert len(load(TRACES / "qif" / "netbsd.qif")) == 18
+    assert len(parse_qif((TRACES / "qif" / "draft-examples.qif").read_bytes())) == 3
 
 
-@needs_shared
-@pytest.mark.parametrize("path", sorted((SHARED / "qpack-interop").glob("*/*.out.*")) if SHARED.is_dir() else [],
+@pytest.mark.parametrize("path", sorted((TRACES / "qpack-interop").glob("*/*.out.*")),
                          ids=lambda p: f"{p.parent.name}/{p.name}")
-def test_shared_interop_decodes_to_qif(path):
-    qif = load(SHARED / "qif" / (path.name.split(".out.")[0] + ".qif"))
+def test_bundled_interop_decodes_to_qif(path):
+    qif = load(TRACES / "qif" / (path.name.split(".out.")[0] + ".qif"))
     trace = load(path)
     assert trace.format == "qpack-interop"
     decoded = [sorted(h) for _, _, h in trace.header_lists()]

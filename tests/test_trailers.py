@@ -1,4 +1,5 @@
-"""The trailers study (research.md section 3) and the hop model it runs on.
+"""The trailers study (RFC 9110 section 6.5; the question is in ``simulator/studies/trailers.py``)
+and the hop model it runs on.
 
 The assertions are the physics and the protocol rules a faithful model must show:
 buffering a body produced slower than the link adds about body/rate to the time to

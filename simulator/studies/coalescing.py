@@ -1,7 +1,8 @@
 """Connection coalescing: none vs the RFC 9113 section 9.1.1 rule vs the ORIGIN frame
 (RFC 8336) vs HTTP/3 with Alt-Svc (RFC 7838), on the page-load model.
 
-The question (research.md section 5, the 2017 workshop): how many connections (and so
+The question (discussed at the HTTP Workshop 2017 with the ORIGIN frame, RFC 8336,
+421 Misdirected Request and Alt-Svc, RFC 7838): how many connections (and so
 handshakes, round trips and bytes) does a browser open for a page whose resources come
 from many origins, and what does each way of sharing connections save or cost, including
 the 421 (Misdirected Request, RFC 9110 section 15.5.20) retries when a server refuses a

@@ -1,4 +1,20 @@
-"""HTTP/2 receive-side demultiplexing (research.md section 5).
+"""HTTP/2 receive-side demultiplexing.
+
+The question: how should a single-threaded HTTP/2 client hand each DATA frame to its
+stream's consumer when it downloads many large responses in parallel over one
+connection?  The reference case is libcurl's: 50 downloads of 100 MB each from a server
+on the same host.  Earlier designs stopped reading at a frame of a stream that was not
+being serviced ("stop the train"), parked such frames in a small side area, or copied
+them into per-stream receive buffers that could grow to the whole flow-control window
+(about 500 MB: a 10 MB window x 50 streams); dispatching every frame directly to its
+stream's consumer, as curl does since 8.7.0 (2024; S. Eissing on the curl-library list,
+April 2024: it writes HTTP/2 DATA frames straight to the transfer, no buffering, far
+less memory), held about 12 MB and more than doubled the throughput.  Which
+design buffers how much depends on the server: one sends long runs of one stream,
+another interleaves finely.  Work per frame counts too: removing small allocations from
+curl's transfer loop cut a 512 MB download from 33,961 allocations to 129 and raised
+localhost throughput about 30% (2.2 to 2.9 GB/s; D. Stenberg, "Fewer mallocs in curl",
+April 2017).
 
 A single-threaded client downloads N responses of S bytes over one HTTP/2 connection
 with a per-stream flow-control window W (its SETTINGS_INITIAL_WINDOW_SIZE; the

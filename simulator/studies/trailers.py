@@ -1,4 +1,13 @@
-"""Trailers: metadata known only at the end of a body (research.md section 3).
+"""Trailers: metadata known only at the end of a body (RFC 9110 section 6.5).
+
+The question: when metadata (an integrity digest, RFC 9530 ``Content-Digest``; a
+signature, RFC 9421; a gRPC ``grpc-status``; a ``Server-Timing``) is known only once the
+body is done, what do a first byte and a last byte cost if the server buffers the body
+and sends the metadata as a header, against streaming it and sending a trailer, over
+body size, production rate and RTT, and what is lost when an intermediary drops or
+merges the trailer?  (Browsers cannot read trailers: the Fetch standard added
+``Response.trailer`` in 2016 and removed it in 2019 when no engine shipped it, which is
+why gRPC-Web moves them into the body.)
 
 A digest, a signature, a call status or a timing is known only once the server has
 produced the last byte of a body it generates at ``rate_bytes_per_s``.  Three ways to

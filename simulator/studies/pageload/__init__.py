@@ -1,7 +1,9 @@
 """A page-load model shared by the studies that need one (server push vs 103 Early Hints,
 and later ones).  Written by hand: no maintained library simulates a browser's page load
 at the frame level (Lighthouse's Lantern, the closest, has no push, no 103 and no
-frames; research.md section 2).
+frames; its documentation, ``docs/lantern.md`` in GoogleChrome/lighthouse, gives its
+accuracy against real loads: Spearman rho 0.81 and a mean absolute percentage error of
+23% for first contentful paint over 300 URLs).
 
 - the page itself is ``simulator.traces.pagegraph``'s dependency graph (HAR initiators,
   redirects, resource types, priorities, sizes, with documented fallbacks), re-exported here.

@@ -9,7 +9,10 @@ the real h2 / aioquic stacks) moves the bytes and calls back:
 - ``on_push_complete(push_key)``: a pushed response arrived in full;
 - ``on_response_complete(index)``: the response for resource ``index`` arrived in full.
 
-The browser model (after Lantern, research.md section 2, with what Lantern lacks):
+The browser model (after Lighthouse's Lantern simulator, now in ChromeDevTools/devtools-frontend
+``front_end/models/trace/lantern/``: a dependency graph from initiators, a TCP window of
+10 x 1460 B doubling per RTT, DNS + handshake on a cold connection, 30 ms server time;
+with what Lantern lacks):
 
 - Navigation at t = 0.  A resource is *discovered* when its parent is *ready* plus a
   parse/CPU delay that depends on the parent's type (``LoadParams.parse_delay_s``).
