@@ -1,10 +1,9 @@
 """The network model of the 2017 HOL-blocking simulator (HTTP Workshop, London, June 2017).
 
-Written by hand from its published description (the simulator itself is in Facebook's
-proxygen library, ``proxygen/lib/http/codec/compress/experimental/simulator/``; its author
-described it and its results in "Comparing HTTP over QUIC header compression schemes",
-A. Frindell, quic@ietf.org, 6 June 2017), so that a study can run on the exact model
-behind the published numbers as well as on the real transport models:
+Written by hand from its published description (the simulator itself was published in
+Facebook's proxygen C++ library, and its model and results were shown at the workshop), so
+that a study can run on the exact model behind the published numbers as well as on the real
+transport models:
 
 - one-way delay RTT/2; independent loss with probability ``loss_p`` per packet;
 - each loss adds a retransmission delay of RTT x U(1.1, 2.0), drawn again while the

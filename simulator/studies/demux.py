@@ -7,9 +7,8 @@ on the same host.  Earlier designs stopped reading at a frame of a stream that w
 being serviced ("stop the train"), parked such frames in a small side area, or copied
 them into per-stream receive buffers that could grow to the whole flow-control window
 (about 500 MB: a 10 MB window x 50 streams); dispatching every frame directly to its
-stream's consumer, as curl does since 8.7.0 (2024; S. Eissing on the curl-library list,
-April 2024: it writes HTTP/2 DATA frames straight to the transfer, no buffering, far
-less memory), held about 12 MB and more than doubled the throughput.  Which
+stream's consumer, as curl's reworked HTTP/2 receive path does (2024: DATA frames go
+straight to the transfer, no buffering), held about 12 MB and more than doubled the throughput.  Which
 design buffers how much depends on the server: one sends long runs of one stream,
 another interleaves finely.  Work per frame counts too: removing small allocations from
 curl's transfer loop cut a 512 MB download from 33,961 allocations to 129 and raised

@@ -29,8 +29,8 @@ checked against its input.
 
 Published reference points: the 2017 simulator's run on one HAR (185 requests, 14 losses,
 one seed) gave HPACK in order 9 blocked blocks, 1,344 ms total HOL delay and a 73%
-saving, QCRAM 7 blocked blocks, 1,004 ms and 68% (A. Frindell, "Comparing HTTP over QUIC
-header compression schemes", quic@ietf.org, June 2017).  The QUIC working group's header
+saving, QCRAM 7 blocked blocks, 1,004 ms and 68% (shown at the HTTP Workshop, London,
+June 2017).  The QUIC working group's header
 compression design team reported in January 2018 roughly ten times fewer HOL-blocking
 events for QPACK and QCRAM than for HPACK, since about 9 blocks in 10 are not
 vulnerable, and that blocking buys most of its compression gain early in a connection.
