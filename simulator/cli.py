@@ -25,6 +25,7 @@ COMMAND_MODULES = [
     "simulator.studies.crossstream",   # workbench crossstream, crossstream-bodies
     "simulator.studies.coalescing",    # workbench coalescing
     "simulator.studies.demux",         # workbench demux
+    "simulator.studies.fidelity.cli",  # workbench fidelity
     "simulator.compression.commands",  # workbench interop decode|encode
     "simulator.frames.commands",       # workbench frames
     "simulator.stacks.commands",       # workbench replay

@@ -24,7 +24,7 @@ from ..errors import InputError
 
 __all__ = [
     "Packet", "LossModel", "NoLoss", "Bernoulli", "GilbertElliott", "DropList", "Jitter",
-    "Link", "Path", "parse_loss",
+    "Link", "Path", "DelayedPath", "parse_loss",
 ]
 
 
@@ -309,3 +309,29 @@ class Path:
         if self.bandwidth_bps is None:
             return None
         return int(self.bandwidth_bps * self.rtt_s / 8)
+
+
+class _DelayedLink:
+    """One direction of a ``DelayedPath``: the shared link, then ``extra_s`` more."""
+
+    __slots__ = ("link", "extra_s", "sim", "mtu_bytes")
+
+    def __init__(self, link: Link, extra_s: float) -> None:
+        self.link, self.extra_s, self.sim, self.mtu_bytes = link, extra_s, link.sim, link.mtu_bytes
+
+    def send(self, packet: Packet, deliver: Callable[[Packet], None]) -> bool:
+        return self.link.send(packet, lambda p: self.sim.call_later(self.extra_s, deliver, p))
+
+
+class DelayedPath:
+    """A path through another's bottleneck to a server farther away: every packet takes the
+    shared ``path`` (its bandwidth, queue and loss) and then ``extra_rtt_s / 2`` more in each
+    direction.  The page-load model gives each origin its own RTT this way."""
+
+    def __init__(self, path: Path, extra_rtt_s: float) -> None:
+        if extra_rtt_s < 0:
+            raise InputError(f"extra RTT must be >= 0, got {extra_rtt_s}")
+        self.sim, self.mtu_bytes, self.bandwidth_bps = path.sim, path.mtu_bytes, path.bandwidth_bps
+        self.rtt_s = path.rtt_s + extra_rtt_s
+        self.forward = _DelayedLink(path.forward, extra_rtt_s / 2)
+        self.reverse = _DelayedLink(path.reverse, extra_rtt_s / 2)

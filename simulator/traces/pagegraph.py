@@ -44,7 +44,7 @@ resource, the first rule that applies decides, and ``render_blocking_reason`` sa
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from urllib.parse import urljoin, urlsplit, urlunsplit
 
 from ..errors import InputError
@@ -147,6 +147,22 @@ class PageGraph:
     def redirects(self) -> list[int]:
         """The navigation's redirect hops before the document."""
         return list(range(self.document)) if self.document else []
+
+    def subgraph(self, keep) -> "PageGraph":
+        """The page with only the resources in ``keep`` (and their ancestors, so every kept
+        resource can still be discovered), renumbered in order."""
+        wanted = set()
+        for i in keep:
+            while i is not None and i not in wanted:
+                wanted.add(i)
+                i = self.resources[i].parent
+        order = sorted(wanted)
+        new = {old: n for n, old in enumerate(order)}
+        resources = [replace(self.resources[old], index=new[old],
+                             parent=None if self.resources[old].parent is None else new[self.resources[old].parent])
+                     for old in order]
+        return PageGraph(resources=resources, source=self.source, page=self.page, edges_from=self.edges_from,
+                         document=new[self.document])
 
     def summary(self) -> dict:
         return {"resources": len(self.resources), "origins": len(self.origins),

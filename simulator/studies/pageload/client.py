@@ -57,6 +57,8 @@ __all__ = ["LoadParams", "ServerPlan", "PageLoad", "PageLoadResult", "load_page"
            "DEFAULT_PARSE_DELAY_S", "BACKENDS", "PROTOCOLS"]
 
 PROTOCOLS = ("h2", "h3")
+ORIGIN_PROTOCOLS = ("h1", "h2", "h3")     # per origin (LoadParams.origins): h1 = HTTP/1.1, 6 connections
+H1_CONNECTIONS_PER_ORIGIN = 6             # as browsers open (HTML's fetch model leaves it to them)
 BACKENDS = ("model", "stacks")
 COALESCE = ("origin", "site")
 # Parse/CPU delay before a parent's references are found (seconds), by the parent's type.
@@ -82,6 +84,11 @@ class LoadParams:
     idle_timeout_s: float = 30.0
     scheduler: str = "urgency"            # model server: urgency (RFC 9218), round-robin or fifo
     push_urgency: int = 3                 # RFC 9218 urgency of pushed responses (model server)
+    # Per-origin conditions, where they differ from the load's: (origin, rtt_s, protocol,
+    # setup_s) with rtt_s >= the load's rtt_s (the rest is the server's distance, past the
+    # shared access link), protocol h1/h2/h3 and setup_s the time before its connections
+    # open (DNS, and handshake time beyond what the transport models pay).
+    origins: tuple = ()
 
     def __post_init__(self) -> None:
         if self.protocol not in PROTOCOLS:
@@ -98,6 +105,17 @@ class LoadParams:
             raise InputError(f"unknown scheduler {self.scheduler!r} (choose urgency, round-robin or fifo)")
         if not 0 <= self.push_urgency <= 7:
             raise InputError(f"push urgency must be 0..7 (RFC 9218), got {self.push_urgency}")
+        for origin, rtt_s, protocol, setup_s in self.origins:
+            if rtt_s < self.rtt_s or setup_s < 0 or protocol not in ORIGIN_PROTOCOLS:
+                raise InputError(f"bad conditions for {origin}: RTT {rtt_s} (at least {self.rtt_s}), "
+                                 f"protocol {protocol!r} ({', '.join(ORIGIN_PROTOCOLS)}), setup {setup_s}")
+
+    def origin(self, origin: str) -> tuple[float, str, float]:
+        """(RTT, protocol, set-up time) of ``origin``'s connections."""
+        for o, rtt_s, protocol, setup_s in self.origins:
+            if o == origin:
+                return rtt_s, protocol, setup_s
+        return self.rtt_s, self.protocol, self.dns_s
 
     def parse_delay(self, resource_type: str) -> float:
         return dict(self.parse_delay_s).get(resource_type, 0.0)
@@ -105,6 +123,10 @@ class LoadParams:
     def to_dict(self) -> dict:
         d = asdict(self)
         d["parse_delay_s"] = ",".join(f"{k}={v:g}" for k, v in self.parse_delay_s)
+        if not self.origins:
+            del d["origins"]
+        else:
+            d["origins"] = len(self.origins)
         return d
 
 
@@ -161,8 +183,9 @@ class PageLoad:
     """The browser for one page load; see the module docstring."""
 
     def __init__(self, sim: Simulator, graph: PageGraph, params: LoadParams, plan: ServerPlan,
-                 cache: ClientCache, backend_cls: Callable) -> None:
+                 cache: ClientCache, backend_cls: Callable, discovery_s: dict | None = None) -> None:
         self.sim, self.graph, self.params, self.plan, self.cache = sim, graph, params, plan, cache
+        self.discovery_s = discovery_s or {}      # resource -> its delay after its parent is ready
         n = len(graph)
         self.discovered_s = [math.nan] * n
         self.requested_s = [math.nan] * n
@@ -255,7 +278,7 @@ class PageLoad:
             self.sim.stop()                 # hand control back to run_until at the very event
         delay = self.params.parse_delay(self.graph[index].resource_type)
         for child in self.graph.children(index):
-            self.sim.call_later(delay, self._discover, child)
+            self.sim.call_later(self.discovery_s.get(child, delay), self._discover, child)
 
     @property
     def done(self) -> bool:
@@ -355,13 +378,15 @@ class PageLoad:
 
 
 def load_page(graph: PageGraph, params: LoadParams, plan: ServerPlan, cache: ClientCache, *,
-              backend: str = "model", network: Callable | None = None) -> PageLoadResult:
+              backend: str = "model", network: Callable | None = None,
+              discovery_s: dict | None = None) -> PageLoadResult:
     """Simulate one page load of ``graph`` on ``backend`` ("model" or "stacks").
 
     ``network(sim, params, listener, backend_cls)``, when given, builds the network the
     browser talks to around the backend (e.g. ``studies.coalescing``'s connection pool,
     which picks the connection of each request, times DNS and handshakes, and answers
-    the backend's callbacks)."""
+    the backend's callbacks).  ``discovery_s`` (resource -> seconds), when given, is each
+    resource's delay after its parent is ready, instead of the parent type's parse delay."""
     if backend == "model":
         from .model_net import ModelNetwork as backend_cls
     elif backend == "stacks":
@@ -374,7 +399,7 @@ def load_page(graph: PageGraph, params: LoadParams, plan: ServerPlan, cache: Cli
         def backend_cls(sim, params, listener):
             return network(sim, params, listener, inner_cls)
     sim = Simulator(seed=params.seed)
-    load = PageLoad(sim, graph, params, plan, cache, backend_cls)
+    load = PageLoad(sim, graph, params, plan, cache, backend_cls, discovery_s)
     load.start()
 
     def check() -> None:

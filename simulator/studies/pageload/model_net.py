@@ -66,13 +66,14 @@ from h2.utilities import normalize_outbound_headers
 import hpack
 
 from ...engine import Simulator
-from ...net.link import Path
+from ...net.link import DelayedPath, Path
 from ...net.quic import QuicConnection
 from ...net.tcp import TcpConnection
 from ...net.transport import TransportConfig
 from ...stacks.common import ExchangeSpec
 from ...stacks.model_replay import AIOQUIC_ACK_DELAY_S, tls_record_bytes
 from ...stacks.tls import handshake_flight_bytes, sni_name
+from .client import H1_CONNECTIONS_PER_ORIGIN
 
 __all__ = ["ModelNetwork"]
 
@@ -103,6 +104,20 @@ _H2_MAX_FRAME = 16384
 SCHEDULERS = ("urgency", "round-robin", "fifo")
 DEFAULT_URGENCY = 3                     # RFC 9218 section 4.1
 _URGENCY = re.compile(rb"(?:^|,)\s*u\s*=\s*([0-7])")
+
+
+def h1_header_bytes(headers) -> int:
+    """An HTTP/1.1 header section's bytes (RFC 9112 sections 3 and 4): the request line
+    (method, target, version) or status line, ``Host`` from ``:authority``, a ``name:
+    value`` line per field, the empty line."""
+    pseudo = {n: v for n, v in headers if n[:1] == b":"}
+    if b":status" in pseudo:
+        size = len(b"HTTP/1.1  OK\r\n") + len(pseudo[b":status"])
+    else:
+        size = len(pseudo.get(b":method", b"GET")) + len(pseudo.get(b":path", b"/")) + len(b"  HTTP/1.1\r\n")
+        if b":authority" in pseudo:
+            size += len(b"host: \r\n") + len(pseudo[b":authority"])
+    return size + sum(len(n) + len(v) + 4 for n, v in headers if n[:1] != b":") + 2
 
 
 def urgency(headers) -> int:
@@ -136,7 +151,12 @@ class _Conn:
         self.net, self.key, self.number = net, key, number
         sim, params = net.sim, net.params
         self.sim = sim
-        self.transport = "tcp" if (protocol or params.protocol) == "h2" else "quic"
+        self.origin = key.split("#", 1)[0]                # an HTTP/1.1 pool names its connections origin#k
+        rtt_s, origin_protocol, setup_s = params.origin(self.origin)
+        protocol = protocol or origin_protocol
+        self.h1 = protocol == "h1"                        # HTTP/1.1: one exchange at a time, text headers
+        self.transport = "quic" if protocol == "h3" else "tcp"
+        self.path = net.path_for(rtt_s)
         self.t = None
         self.tls_stream: int | None = None                # the TLS handshake's bytes (TCP stream label)
         self.h2_control: tuple[int, int] | None = None    # h2: the client's and server's SETTINGS (labels)
@@ -159,14 +179,17 @@ class _Conn:
         self._unacked_bytes = 0
         self._chunk_bytes = 1460 if self.transport == "tcp" else 1252 - 40
         self.own_setup = setup is None
-        self.tls = self.transport == "tcp" and params.tls and self.own_setup
+        # TLS follows the scheme: an http:// origin's connections are cleartext.
+        self.tls = self.transport == "tcp" and params.tls and self.own_setup and not self.origin.startswith("http:")
+        if self.h1:
+            self.scheduler = "fifo"                       # one response at a time on an HTTP/1.1 connection
         if setup is not None:
             # A browser model that times DNS and handshakes itself (studies.coalescing): a
             # transport without a handshake of its own, usable after ``setup`` seconds.
             self._open(handshake=False)
             sim.call_later(setup, self._accept)
-        elif params.dns_s:
-            sim.call_later(params.dns_s, self._open)
+        elif setup_s:
+            sim.call_later(setup_s, self._open)
         else:
             self._open()
 
@@ -176,14 +199,14 @@ class _Conn:
         handshake model."""
         sim, params, number = self.sim, self.net.params, self.number
         if self.transport == "tcp":
-            self.t = TcpConnection(sim, self.net.path, TransportConfig(cc=params.cc), name=f"tcp{number}",
+            self.t = TcpConnection(sim, self.path, TransportConfig(cc=params.cc), name=f"tcp{number}",
                                    handshake=handshake)
         else:
             config = TransportConfig(cc=params.cc, initial_rtt_s=0.1)       # aioquic's initial RTT
             # As stacks.model_replay: aioquic's 1 ms ACK delay, its pacing (the model's
             # default), lost data resent in its stream's turn, and the handshake's datagrams
             # (requests wait in the client's send queue until the handshake completes).
-            self.t = QuicConnection(sim, self.net.path, config, name=f"quic{number}", handshake=handshake,
+            self.t = QuicConnection(sim, self.path, config, name=f"quic{number}", handshake=handshake,
                                     ack_delay_s=AIOQUIC_ACK_DELAY_S, retransmit_in_turn=True,
                                     slow_start_rtt_exit=True, pto_declares_lost=True)
         self.t.server.on_stream_acked = self._on_stream_acked
@@ -196,15 +219,16 @@ class _Conn:
         if self.transport == "tcp":
             # The h2 server's SETTINGS and WINDOW_UPDATE (RFC 9113 section 3.4), written at
             # once as the h2 stack does; TCP sends them when the handshake completes.
-            self.h2_control = (self.t.client.open_stream(), self.t.server.open_stream())
-            if not self.tls:
+            # HTTP/1.1 has no preface (RFC 9112).
+            self.h2_control = None if self.h1 else (self.t.client.open_stream(), self.t.server.open_stream())
+            if not self.tls and not self.h1:
                 self.t.server.write(self.h2_control[1], b"s" * h2_preface_bytes(False))
             else:
                 # TLS 1.3 (RFC 8446 section 2): the ClientHello; the server's flight when all of
                 # it has arrived; the client's Finished when the server's flight has, and the
                 # requests right after it.
                 # Flights of the sizes the real stack's OpenSSL writes for this origin's SNI.
-                self.tls_flights = handshake_flight_bytes(sni_name(self.key))
+                self.tls_flights = handshake_flight_bytes(sni_name(self.origin))
                 self.tls_stream = self.t.client.open_stream()
                 self.t.client.write(self.tls_stream, b"h" * self.tls_flights[0])
                 return
@@ -216,7 +240,7 @@ class _Conn:
         hello, server_flight, finished = self.tls_flights
         if at_server and self._tls_received[0] == hello:
             self.t.server.write(self.tls_stream, b"s" * server_flight)
-        elif at_server and self._tls_received[0] == hello + finished:
+        elif at_server and self._tls_received[0] == hello + finished and not self.h1:
             # The server's SETTINGS once the client's Finished is in (no 0.5-RTT data).
             self.t.server.write(self.h2_control[1], b"s" * self._records(h2_preface_bytes(False)))
         elif not at_server and self._tls_received[1] == server_flight:
@@ -226,7 +250,7 @@ class _Conn:
     def _accept(self) -> None:
         """From now on requests go to the transport (over h2 after the client's preface)."""
         self.accepting = True
-        if self.transport == "tcp" and self.own_setup:
+        if self.transport == "tcp" and self.own_setup and not self.h1:
             self.t.client.write(self.h2_control[0], b"p" * self._records(h2_preface_bytes(True)))
         waiting, self._waiting = self._waiting, []
         for spec in waiting:
@@ -241,7 +265,7 @@ class _Conn:
         self.requests[sid] = spec
         self.incoming[sid] = _Incoming(index=spec.index)
         block = self._block(self.request_encoder, spec.request_headers)
-        self.t.client.write(sid, b"q" * self._records(block + _FRAME[self.transport]), end=True)
+        self.t.client.write(sid, b"q" * self._records(block + self._frame), end=True)
 
     def cancel(self, pushed_sid: int) -> None:
         if self.transport == "quic" and not self.incoming[pushed_sid].received:
@@ -276,6 +300,8 @@ class _Conn:
         if end and not inc.ended:
             inc.ended = True
             if inc.push_key is None:
+                if self.h1:
+                    self.net.h1_idle(self)
                 self.net.listener.on_response_complete(inc.index)
             elif inc.promised:
                 self.net.listener.on_push_complete(inc.push_key)
@@ -307,7 +333,7 @@ class _Conn:
         spec = self.requests.get(stream_id)
         if spec is None:
             return
-        frame = _FRAME[self.transport]
+        frame = self._frame
         inc = self.incoming[stream_id]
         if spec.early_hints:
             hints = [(b":status", b"103")] + [(b"link", v) for v in spec.early_hints]
@@ -334,21 +360,28 @@ class _Conn:
         self.sim.call_later(spec.think_s or 0.0, self._respond, stream_id, spec)
 
     def _respond(self, stream_id: int, spec: ExchangeSpec) -> None:
-        block = self._block(self.response_encoder, spec.response_headers) + _FRAME[self.transport]
+        block = self._block(self.response_encoder, spec.response_headers) + self._frame
         self._send_response(stream_id, self._records(block + self._body_wire_bytes(spec.response_body_bytes)),
                             urgency(spec.request_headers))
 
     def _block(self, encoder: hpack.Encoder, headers) -> int:
         """Bytes of a header block.  Over TCP as the h2 stack encodes it: the ``h2`` library's
         normalisation first (short cookies and credentials never indexed, RFC 7541 section
-        7.1.3), so the sizes are the stack's own."""
+        7.1.3), so the sizes are the stack's own.  HTTP/1.1: the header section as text."""
+        if self.h1:
+            return h1_header_bytes(headers)
         if self.transport == "tcp":
             headers = normalize_outbound_headers(headers, None)
         return len(encoder.encode(list(headers)))
 
+    @property
+    def _frame(self) -> int:
+        """Bytes of the frame header that carries a header block (none in HTTP/1.1)."""
+        return 0 if self.h1 else _FRAME[self.transport]
+
     def _body_wire_bytes(self, body: int) -> int:
-        if not body:
-            return 0
+        if not body or self.h1:
+            return body                                          # HTTP/1.1: Content-Length, no framing
         if self.transport == "tcp":
             return body + 9 * -(-body // _H2_MAX_FRAME)          # one DATA frame header per 16 KiB
         return body + 3                                          # aioquic: one DATA frame per write
@@ -445,6 +478,10 @@ class ModelNetwork:
         self.path = Path(sim, rtt_s=params.rtt_s, bandwidth_bps=params.bandwidth_bps, queue_bytes=params.queue_bytes,
                          loss=params.loss, name="access")
         self.conns: dict[str, _Conn] = {}
+        self._paths: dict[float, object] = {params.rtt_s: self.path}
+        self._h1_pools: dict[str, list[_Conn]] = {}       # origin -> its HTTP/1.1 connections
+        self._h1_busy: set[str] = set()                   # keys of HTTP/1.1 connections with an exchange
+        self._h1_queue: dict[str, deque] = {}             # origin -> requests waiting for a connection
         self.push_urgency = getattr(params, "push_urgency", DEFAULT_URGENCY)
         self.unsettled: set = set()       # pushes neither written in full nor stopped by a cancel
 
@@ -457,11 +494,43 @@ class ModelNetwork:
             conn = self.conns[key] = _Conn(self, key, len(self.conns), protocol, setup)
         return conn
 
+    def path_for(self, rtt_s: float):
+        """The path to a server ``rtt_s`` away: the access path, or through it and farther."""
+        path = self._paths.get(rtt_s)
+        if path is None:
+            path = self._paths[rtt_s] = DelayedPath(self.path, rtt_s - self.params.rtt_s)
+        return path
+
     def fetch(self, key: str, spec: ExchangeSpec) -> None:
         # After the connections' own start-up events of this instant (a new connection's
         # SYN or Initial), as stack_net hands requests to the stacks: on the shared link,
         # who goes first at one instant is who is served first.
+        if self.params.origin(key)[1] == "h1":
+            self._h1_queue.setdefault(key, deque()).append(spec)
+            self._h1_next(key)
+            return
         self.sim.call_soon(self.connect(key).request, spec)
+
+    def _h1_next(self, origin: str) -> None:
+        """HTTP/1.1: the next waiting request on an idle connection of its origin, or on a new
+        one while the origin has fewer than six (no pipelining: RFC 9112 section 9.3.2 allows
+        it, browsers do not use it)."""
+        queue = self._h1_queue.get(origin)
+        if not queue:
+            return
+        pool = self._h1_pools.setdefault(origin, [])
+        conn = next((c for c in pool if c.key not in self._h1_busy), None)
+        if conn is None and len(pool) < H1_CONNECTIONS_PER_ORIGIN:
+            conn = self.connect(f"{origin}#{len(pool)}", protocol="h1")
+            pool.append(conn)
+        if conn is None:
+            return
+        self._h1_busy.add(conn.key)
+        self.sim.call_soon(conn.request, queue.popleft())
+
+    def h1_idle(self, conn: _Conn) -> None:
+        self._h1_busy.discard(conn.key)
+        self._h1_next(conn.origin)
 
     def cancel_push(self, push_key) -> None:
         key, pushed_sid = push_key

@@ -1,0 +1,51 @@
+"""``workbench fidelity TRACE_OR_DIR... [--protocol auto|h2|h3] [--seed N] [--json]``."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+import pandas as pd
+
+from ..summary_json import jsonable
+from . import FidelityParams, run_paths
+from .conditions import PROTOCOL_CHOICES
+
+__all__ = ["add_commands"]
+
+
+def _cmd(args: argparse.Namespace) -> int:
+    params = FidelityParams(protocol=args.protocol, seed=args.seed)
+    result = run_paths(args.paths, params, progress=not args.json and sys.stderr.isatty())
+    if args.json:
+        print(json.dumps(result.to_dict(), default=jsonable, indent=1))
+        return 0
+    if len(result.pages):
+        table = result.pages[["page", "measured_onload_s", "simulated_onload_s", "error_percent", "resources",
+                              "origin_protocols", "rtt_ms", "bandwidth_mbit"]].copy()
+        table.insert(0, "trace", [str(t).rsplit("/", 1)[-1][:40] for t in result.pages["trace"]])
+        with pd.option_context("display.width", 200, "display.max_rows", 500, "display.float_format", "{:.3f}".format):
+            print(table.to_string(index=False))
+    s = result.summary()
+    if s["pages"]:
+        print(f"\n{s['pages']} pages: MAPE {s['mape_percent']:.1f}%, median APE {s['median_ape_percent']:.1f}%, "
+              f"Spearman rho {s['spearman_rho'] if s['spearman_rho'] is not None else 'n/a'} "
+              "(Lantern, Lighthouse's simulator, publishes rho 0.81 and MAPE 23% for FCP)")
+    r = result.to_dict()["repeat_views"]["summary"]
+    if r["pages"]:
+        print(f"repeat views predicted from their first view: {r['pages']} pages, MAPE {r['mape_percent']:.1f}%, "
+              f"median APE {r['median_ape_percent']:.1f}%")
+    for row in result.skipped.to_dict(orient="records") if len(result.skipped) else []:
+        print(f"skipped: {row['trace']} page {row['page']}: {row['reason']}")
+    return 0
+
+
+def add_commands(sub) -> None:
+    p = sub.add_parser("fidelity", help="the page-load model against the measured onLoad of real page loads")
+    p.add_argument("paths", nargs="+", metavar="TRACE_OR_DIR", help="HAR files, or folders of them")
+    p.add_argument("--protocol", default="auto", choices=list(PROTOCOL_CHOICES),
+                   help="auto: each origin's protocol from the HAR (HTTP/1.1 gets six connections); h2 or h3: all")
+    p.add_argument("--seed", type=int, default=1)
+    p.add_argument("--json", action="store_true", help="print one JSON object")
+    p.set_defaults(func=_cmd)

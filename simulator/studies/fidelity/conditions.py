@@ -1,0 +1,154 @@
+"""The conditions of a measured page load, inferred from its HAR.  Written by hand.
+
+What the page-load model may take from a HAR to replay a load, and nothing else: the graph
+(``traces.pagegraph``), sizes, and these conditions.  The observed start and end times of
+requests are never results: they only give network parameters, server times and the
+browser's CPU time between a parent and a child.
+
+- **RTT per origin**: the TCP handshake of its fresh connections (HAR ``connect`` less
+  ``ssl``, RFC 9293 section 3.5: one round trip); without one, the origin's fastest small
+  exchange (``wait`` of a response of at most 4 KB: one round trip plus the least server
+  time); else the page's median.  The access path gets the nearest origin's RTT; farther
+  origins add their difference past the shared bottleneck.
+- **Server time** of each response: ``wait`` less its origin's RTT (``wait`` is the time
+  from the request's last byte to the response's first: one round trip plus the server).
+- **Set-up time** per origin before its connections open: DNS (``dns`` of its first
+  lookup) and what its TLS handshake took beyond the model's TLS 1.3 round trip (``ssl``
+  less one RTT: TLS 1.2's second round trip, or the server's handshake work).
+- **Bandwidth** of the access path: the 90th percentile of the rates of large receives
+  (bodies of at least 20 KB: ``bodySize`` / ``receive``), the highest when fewer than three;
+  unlimited when the page has none.
+- **Protocol per origin**: the HTTP version most of its responses used (``h2``/``spdy``
+  as HTTP/2, ``h3``, HTTP/1.x as HTTP/1.1 with six connections); unknown: HTTP/2 over
+  https, HTTP/1.1 over http.
+- **Discovery delay** of each resource: how long after its parent's response had ended
+  the browser asked for it (parse and script time; 0 when it asked before: the preload
+  scanner or a streamed parse, which the model cannot start earlier than the parent's end).
+- **Start offset**: from the page's start to the navigation request (the browser's own
+  start-up), added to the simulated onLoad as it is part of the measured one.
+"""
+
+from __future__ import annotations
+
+import statistics
+from dataclasses import dataclass, field
+
+from ...traces.pagegraph import PageGraph, Resource
+
+__all__ = ["PageConditions", "infer_conditions", "PROTOCOL_CHOICES"]
+
+PROTOCOL_CHOICES = ("auto", "h2", "h3")
+SMALL_RESPONSE_BYTES = 4096
+LARGE_RESPONSE_BYTES = 20_000
+_PHASES = ("blocked", "dns", "connect", "send", "wait", "receive")
+
+
+@dataclass(frozen=True)
+class PageConditions:
+    rtt_s: float                          # the access path's RTT (the nearest origin's)
+    bandwidth_bps: float | None           # None: no large receive to measure it by
+    origins: tuple                        # (origin, rtt_s, protocol, setup_s), for LoadParams.origins
+    think_s: dict                         # resource -> server time
+    discovery_s: dict                     # resource -> delay after its parent is ready
+    start_offset_s: float
+    rtt_from: dict = field(default_factory=dict)   # origin -> "connect", "small exchange" or "page median"
+
+    def summary(self) -> dict:
+        protocols: dict[str, int] = {}
+        for _, _, protocol, _ in self.origins:
+            protocols[protocol] = protocols.get(protocol, 0) + 1
+        rtts = [o[1] for o in self.origins]
+        return {"rtt_ms": round(self.rtt_s * 1000, 3), "median_origin_rtt_ms": round(statistics.median(rtts) * 1000, 3),
+                "bandwidth_mbit": None if self.bandwidth_bps is None else round(self.bandwidth_bps / 1e6, 3),
+                "origin_protocols": protocols, "start_offset_ms": round(self.start_offset_s * 1000, 3)}
+
+
+def _ms(timings: dict | None, key: str) -> float | None:
+    v = (timings or {}).get(key)
+    return float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) and v >= 0 else None
+
+
+def _end_s(r: Resource) -> float | None:
+    """When the capture's response ended (trace clock; ``ssl`` is inside ``connect``)."""
+    if r.start_s is None:
+        return None
+    return r.start_s + sum(_ms(r.timings, k) or 0.0 for k in _PHASES) / 1000.0
+
+
+def _protocol(versions: list[str | None], origin: str, forced: str) -> str:
+    if forced != "auto":
+        return forced
+    folded = [{"h2": "h2", "spdy": "h2", "h3": "h3", "http/1.1": "h1", "http/1.0": "h1"}.get(v or "", None)
+              for v in versions]
+    known = [v for v in folded if v]
+    if not known:
+        return "h1" if origin.startswith("http:") else "h2"
+    return max(("h1", "h2", "h3"), key=known.count)
+
+
+def infer_conditions(graph: PageGraph, page_start_s: float | None, protocol: str = "auto") -> PageConditions:
+    """The conditions of ``graph``'s measured load (see the module docstring)."""
+    by_origin: dict[str, list[Resource]] = {}
+    for r in graph.resources:
+        by_origin.setdefault(r.origin, []).append(r)
+
+    rtt: dict[str, float] = {}
+    rtt_from: dict[str, str] = {}
+    for origin, rs in by_origin.items():
+        samples = []
+        for r in rs:
+            connect, ssl = _ms(r.timings, "connect"), _ms(r.timings, "ssl")
+            if connect:
+                tcp = connect - (ssl or 0.0)
+                if tcp > 0.05:
+                    samples.append(tcp / 1000.0)
+        if samples:
+            rtt[origin], rtt_from[origin] = statistics.median(samples), "connect"
+            continue
+        small = [_ms(r.timings, "wait") for r in rs if r.body_bytes <= SMALL_RESPONSE_BYTES]
+        small = [w / 1000.0 for w in small if w]
+        if small:
+            rtt[origin], rtt_from[origin] = min(small), "small exchange"
+    fallback = statistics.median(rtt.values()) if rtt else 0.1
+    for origin in by_origin:
+        if origin not in rtt:
+            rtt[origin], rtt_from[origin] = fallback, "page median"
+    rtt = {o: max(v, 0.001) for o, v in rtt.items()}
+    base = min(rtt.values())
+
+    think, discovery = {}, {}
+    for r in graph.resources:
+        wait = _ms(r.timings, "wait")
+        if wait is not None:
+            think[r.index] = max(0.0, wait / 1000.0 - rtt[r.origin])
+        if r.parent is not None:
+            parent_end = _end_s(graph[r.parent])
+            if parent_end is not None and r.start_s is not None:
+                discovery[r.index] = max(0.0, r.start_s - parent_end)
+
+    origins = []
+    for origin, rs in by_origin.items():
+        dns = next((_ms(r.timings, "dns") for r in sorted(rs, key=lambda r: (r.start_s or 0.0, r.index))
+                    if _ms(r.timings, "dns")), 0.0) or 0.0
+        ssl = next((_ms(r.timings, "ssl") for r in rs if _ms(r.timings, "ssl")), 0.0) or 0.0
+        extra_tls = max(0.0, ssl / 1000.0 - rtt[origin]) if origin.startswith("https:") else 0.0
+        origins.append((origin, max(rtt[origin], base), _protocol([r.http_version for r in rs], origin, protocol),
+                        dns / 1000.0 + extra_tls))
+
+    rates = []
+    for r in graph.resources:
+        receive = _ms(r.timings, "receive")
+        if r.body_bytes >= LARGE_RESPONSE_BYTES and receive and receive > 1.0:
+            rates.append(r.body_bytes * 8.0 / (receive / 1000.0))
+    rates.sort()
+    if not rates:
+        bandwidth = None
+    elif len(rates) < 3:
+        bandwidth = rates[-1]
+    else:
+        bandwidth = rates[min(len(rates) - 1, int(round(0.9 * (len(rates) - 1))))]
+
+    nav = graph[0]
+    offset = max(0.0, nav.start_s - page_start_s) if nav.start_s is not None and page_start_s is not None else 0.0
+    return PageConditions(rtt_s=base, bandwidth_bps=bandwidth, origins=tuple(sorted(origins)), think_s=think,
+                          discovery_s=discovery, start_offset_s=offset, rtt_from=rtt_from)
