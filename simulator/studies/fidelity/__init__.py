@@ -115,7 +115,8 @@ def simulate_page(graph: PageGraph, cond: PageConditions, params: FidelityParams
                              bandwidth_bps=cond.bandwidth_bps, seed=params.seed, coalesce="origin", cc=params.cc,
                              origins=cond.origins)
     plan = ServerPlan(think_s=dict(cond.think_s))
-    result = load_page(graph, load_params, plan, cache or ClientCache(), discovery_s=cond.discovery_s)
+    result = load_page(graph, load_params, plan, cache or ClientCache(), discovery_s=cond.discovery_s,
+                       blockers=cond.blockers)
     return result.metrics
 
 
@@ -141,20 +142,25 @@ def run(trace: Trace, params: FidelityParams | None = None) -> FidelityResult:
         except InputError as exc:
             skipped.append({**base, "reason": exc.detail})
             continue
+        if meta.repeat_view:
+            # Its HAR lacks what the browser's cache served, and the time the browser spent on it.
+            skipped.append({**base, "reason": "a repeat view (its HAR lacks what came from the browser's cache): "
+                                              "predicted from its first view instead"})
+            if graph[graph.document].url in first_views:
+                repeats.append(_repeat_view(first_views[graph[graph.document].url], {**base, "measured_onload_s":
+                                                                                     meta.on_load_s}, params))
+            continue
         sub = load_event_graph(graph, meta.on_load_s, meta.start_s)
         cond = infer_conditions(sub, meta.start_s, params.protocol)
         metrics = simulate_page(sub, cond, params)
         simulated = cond.start_offset_s + metrics["onload_s"]
-        row = {**base, "url": graph[graph.document].url, "repeat_view": bool(meta.repeat_view),
+        row = {**base, "url": graph[graph.document].url,
                "measured_onload_s": meta.on_load_s, "simulated_onload_s": simulated,
                "error_percent": 100.0 * (simulated - meta.on_load_s) / meta.on_load_s,
                "resources": len(sub), "requests": metrics["requests"], "connections": metrics["connections"],
                "creator": trace.meta.get("creator", ""), **cond.summary()}
         rows.append(row)
-        if meta.repeat_view and row["url"] in first_views:
-            repeats.append(_repeat_view(first_views[row["url"]], row, params))
-        elif not meta.repeat_view:
-            first_views.setdefault(row["url"], (graph, meta, cond))
+        first_views[row["url"]] = (graph, meta, cond)     # a repeat view follows its own first view
     return FidelityResult(pages=pd.DataFrame(rows), skipped=pd.DataFrame(skipped, columns=["trace", "page", "reason"]),
                           repeat_views=pd.DataFrame(repeats), params=params.to_dict())
 

@@ -6,7 +6,9 @@ requests are never results: they only give network parameters, server times and 
 browser's CPU time between a parent and a child.
 
 - **RTT per origin**: the TCP handshake of its fresh connections (HAR ``connect`` less
-  ``ssl``, RFC 9293 section 3.5: one round trip); without one, the origin's fastest small
+  ``ssl``, RFC 9293 section 3.5: one round trip; half of ``connect`` when an https
+  connection has no ``ssl``, as Firefox writes it: the TLS handshake's round trip is
+  inside), bounded by the origin's shortest ``wait``; without one, the origin's fastest small
   exchange (``wait`` of a response of at most 4 KB: one round trip plus the least server
   time); else the page's median.  The access path gets the nearest origin's RTT; farther
   origins add their difference past the shared bottleneck.
@@ -24,12 +26,16 @@ browser's CPU time between a parent and a child.
 - **Discovery delay** of each resource: how long after its parent's response had ended
   the browser asked for it (parse and script time; 0 when it asked before: the preload
   scanner or a streamed parse, which the model cannot start earlier than the parent's end).
+  What the document asked for after one of its synchronous scripts had ended waited for that
+  script (HTML: a parser-blocking script stops the parser until it has run): the delay runs
+  from the last of them, and the model holds the resource until they are ready too.
 - **Start offset**: from the page's start to the navigation request (the browser's own
   start-up), added to the simulated onLoad as it is part of the measured one.
 """
 
 from __future__ import annotations
 
+import math
 import statistics
 from dataclasses import dataclass, field
 
@@ -49,7 +55,8 @@ class PageConditions:
     bandwidth_bps: float | None           # None: no large receive to measure it by
     origins: tuple                        # (origin, rtt_s, protocol, setup_s), for LoadParams.origins
     think_s: dict                         # resource -> server time
-    discovery_s: dict                     # resource -> delay after its parent is ready
+    discovery_s: dict                     # resource -> delay after its parent (and blockers) are ready
+    blockers: dict                        # resource -> parser-blocking scripts it waited for
     start_offset_s: float
     rtt_from: dict = field(default_factory=dict)   # origin -> "connect", "small exchange" or "page median"
 
@@ -99,11 +106,18 @@ def infer_conditions(graph: PageGraph, page_start_s: float | None, protocol: str
         for r in rs:
             connect, ssl = _ms(r.timings, "connect"), _ms(r.timings, "ssl")
             if connect:
-                tcp = connect - (ssl or 0.0)
+                if ssl is None and origin.startswith("https:"):
+                    # No ssl (Firefox): connect holds the TLS handshake too, at least one more
+                    # round trip (TLS 1.3; TLS 1.2 takes two, which the wait bound below catches).
+                    tcp = connect / 2
+                else:
+                    tcp = connect - (ssl or 0.0)
                 if tcp > 0.05:
                     samples.append(tcp / 1000.0)
+        waits = [w / 1000.0 for w in (_ms(r.timings, "wait") for r in rs) if w]
         if samples:
-            rtt[origin], rtt_from[origin] = statistics.median(samples), "connect"
+            # A wait is at least one round trip: it bounds a handshake sample that queued.
+            rtt[origin], rtt_from[origin] = min(statistics.median(samples), min(waits, default=math.inf)), "connect"
             continue
         small = [_ms(r.timings, "wait") for r in rs if r.body_bytes <= SMALL_RESPONSE_BYTES]
         small = [w / 1000.0 for w in small if w]
@@ -116,15 +130,24 @@ def infer_conditions(graph: PageGraph, page_start_s: float | None, protocol: str
     rtt = {o: max(v, 0.001) for o, v in rtt.items()}
     base = min(rtt.values())
 
-    think, discovery = {}, {}
+    # The document's synchronous scripts stop its parser until they have run (HTML's
+    # parser-blocking scripts): what the document asked for after one had ended waited for it.
+    ends = {r.index: _end_s(r) for r in graph.resources}
+    sync_scripts = [r for r in graph.resources if r.resource_type == "script" and r.render_blocking
+                    and r.parent == graph.document and ends[r.index] is not None]
+    think, discovery, blockers = {}, {}, {}
     for r in graph.resources:
         wait = _ms(r.timings, "wait")
         if wait is not None:
             think[r.index] = max(0.0, wait / 1000.0 - rtt[r.origin])
-        if r.parent is not None:
-            parent_end = _end_s(graph[r.parent])
-            if parent_end is not None and r.start_s is not None:
-                discovery[r.index] = max(0.0, r.start_s - parent_end)
+        if r.parent is None or r.start_s is None or ends[r.parent] is None:
+            continue
+        held = [s.index for s in sync_scripts if r.parent == graph.document and s.index != r.index
+                and s.start_s <= r.start_s and ends[s.index] <= r.start_s]
+        if held:
+            blockers[r.index] = tuple(held)
+        since = max([ends[r.parent]] + [ends[i] for i in held])
+        discovery[r.index] = max(0.0, r.start_s - since)
 
     origins = []
     for origin, rs in by_origin.items():
@@ -151,4 +174,4 @@ def infer_conditions(graph: PageGraph, page_start_s: float | None, protocol: str
     nav = graph[0]
     offset = max(0.0, nav.start_s - page_start_s) if nav.start_s is not None and page_start_s is not None else 0.0
     return PageConditions(rtt_s=base, bandwidth_bps=bandwidth, origins=tuple(sorted(origins)), think_s=think,
-                          discovery_s=discovery, start_offset_s=offset, rtt_from=rtt_from)
+                          discovery_s=discovery, blockers=blockers, start_offset_s=offset, rtt_from=rtt_from)

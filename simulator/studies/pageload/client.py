@@ -183,9 +183,17 @@ class PageLoad:
     """The browser for one page load; see the module docstring."""
 
     def __init__(self, sim: Simulator, graph: PageGraph, params: LoadParams, plan: ServerPlan,
-                 cache: ClientCache, backend_cls: Callable, discovery_s: dict | None = None) -> None:
+                 cache: ClientCache, backend_cls: Callable, discovery_s: dict | None = None,
+                 blockers: dict | None = None) -> None:
         self.sim, self.graph, self.params, self.plan, self.cache = sim, graph, params, plan, cache
         self.discovery_s = discovery_s or {}      # resource -> its delay after its parent is ready
+        # resource -> the parser-blocking scripts its discovery also waits for (HTML: the
+        # parser stops at a synchronous script until it has run)
+        self._waiting_on = {i: set(b) for i, b in (blockers or {}).items() if b}
+        self._unblocks: dict[int, list[int]] = {}
+        for i, bs in self._waiting_on.items():
+            for b in bs:
+                self._unblocks.setdefault(b, []).append(i)
         n = len(graph)
         self.discovered_s = [math.nan] * n
         self.requested_s = [math.nan] * n
@@ -278,7 +286,21 @@ class PageLoad:
             self.sim.stop()                 # hand control back to run_until at the very event
         delay = self.params.parse_delay(self.graph[index].resource_type)
         for child in self.graph.children(index):
+            if child in self._waiting_on:
+                self._waiting_on[child].add(-1)       # the parent is ready; blockers may still wait
+                self._unblock(child, None)
+                continue
             self.sim.call_later(self.discovery_s.get(child, delay), self._discover, child)
+        for child in self._unblocks.get(index, ()):
+            self._unblock(child, index)
+
+    def _unblock(self, child: int, blocker: int | None) -> None:
+        """``blocker`` (None: the parent) is ready: discover ``child`` once nothing else holds it."""
+        waiting = self._waiting_on[child]
+        waiting.discard(blocker)
+        if waiting == {-1}:
+            del self._waiting_on[child]
+            self.sim.call_later(self.discovery_s.get(child, 0.0), self._discover, child)
 
     @property
     def done(self) -> bool:
@@ -379,14 +401,15 @@ class PageLoad:
 
 def load_page(graph: PageGraph, params: LoadParams, plan: ServerPlan, cache: ClientCache, *,
               backend: str = "model", network: Callable | None = None,
-              discovery_s: dict | None = None) -> PageLoadResult:
+              discovery_s: dict | None = None, blockers: dict | None = None) -> PageLoadResult:
     """Simulate one page load of ``graph`` on ``backend`` ("model" or "stacks").
 
     ``network(sim, params, listener, backend_cls)``, when given, builds the network the
     browser talks to around the backend (e.g. ``studies.coalescing``'s connection pool,
     which picks the connection of each request, times DNS and handshakes, and answers
     the backend's callbacks).  ``discovery_s`` (resource -> seconds), when given, is each
-    resource's delay after its parent is ready, instead of the parent type's parse delay."""
+    resource's delay after its parent is ready, instead of the parent type's parse delay;
+    ``blockers`` (resource -> resources) adds what else must be ready before that delay starts."""
     if backend == "model":
         from .model_net import ModelNetwork as backend_cls
     elif backend == "stacks":
@@ -399,7 +422,7 @@ def load_page(graph: PageGraph, params: LoadParams, plan: ServerPlan, cache: Cli
         def backend_cls(sim, params, listener):
             return network(sim, params, listener, inner_cls)
     sim = Simulator(seed=params.seed)
-    load = PageLoad(sim, graph, params, plan, cache, backend_cls, discovery_s)
+    load = PageLoad(sim, graph, params, plan, cache, backend_cls, discovery_s, blockers)
     load.start()
 
     def check() -> None:
