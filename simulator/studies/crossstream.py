@@ -102,8 +102,9 @@ class CrossstreamParams:
             raise InputError(f"bandwidth must be above 0, got {self.bandwidth_bps}")
         if self.releases < 1:
             raise InputError(f"releases must be at least 1, got {self.releases}")
-        if self.static_dictionary_bytes < 0 or self.dictionary_bytes < 1:
-            raise InputError("dictionary sizes must be positive")
+        if self.static_dictionary_bytes < 0:
+            raise InputError("the static dictionary size must not be negative")
+        check_dictionary_bytes(self.dictionary_bytes)
         if any(n < 1 or n > 64 for n in self.leak_lengths):
             raise InputError("secret lengths for the leak must be between 1 and 64 characters")
         if self.leak_alignments < 1:
@@ -414,6 +415,19 @@ def _reference(summary: pd.DataFrame, responses: pd.DataFrame) -> dict:
 # CLI
 
 
+MIN_DICTIONARY_BYTES = 1024
+
+
+def check_dictionary_bytes(size) -> int:
+    """The dynamic dictionary size in bytes: the draft sends it as DSize (2^DSize bytes), so
+    only powers of two exist; below 1 KiB one is too short to hold a response's repeats."""
+    n = parse_size(size)
+    if n < MIN_DICTIONARY_BYTES or n & (n - 1):
+        raise InputError(f"the dynamic dictionary size is 2^DSize bytes, a power of two from 1KiB "
+                         f"(e.g. 128KiB = 2^17), got {size!r}")
+    return n
+
+
 def _ints(text: str) -> tuple[int, ...]:
     text = str(text).strip()
     if text in ("", "0", "none"):
@@ -502,7 +516,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--scoping", default=",".join(SCOPINGS), type=argtypes.names(SCOPINGS), help="comma-separated: " + ",".join(SCOPINGS))
     p.add_argument("--releases", default=3, type=argtypes.count(1), help="releases (visits) of generated bodies")
     p.add_argument("--static-dict", default="32KiB", type=argtypes.size, help="static dictionary size per MIME type")
-    p.add_argument("--dict-size", default="128KiB", type=argtypes.positive_size, help="dynamic dictionary size (2^DSize)")
+    p.add_argument("--dict-size", default="128KiB", type=argtypes.checked(check_dictionary_bytes, "size"),
+                   help="dynamic dictionary size in bytes, a power of two (the draft's 2^DSize), e.g. 128KiB")
     p.add_argument("--transport", default="tcp", choices=list(TRANSPORTS),
                    help="transport model for transfer times: tcp (HTTP/2) or quic (HTTP/3)")
     p.add_argument("--rtt", default="100ms", type=argtypes.positive_duration, help="round-trip time, e.g. 100ms")
