@@ -68,13 +68,23 @@ def write_records(path: str, records) -> None:
 
 
 def looks_like_records(data: bytes) -> bool:
-    """True when ``data`` starts like the interop layout: binary, with a small stream id."""
+    """True when ``data`` starts like the interop layout: a plausible first record.
+
+    Stream ids are QUIC variable-length integers (< 2**62) and small in practice: the
+    leading bytes are zeros, which no text format starts with.  A first record longer
+    than the file is still plausible when short (a truncated real file, which the record
+    reader reports as such); random bytes fail on the stream id or the length."""
     if len(data) < _HEADER.size:
+        # Too short for a header: only a file that starts with a small stream id's zeros.
+        return len(data) >= 4 and data[:4] == b"\0\0\0\0"
+    stream_id, length = _HEADER.unpack_from(data, 0)
+    if stream_id >= 2**32:
         return False
-    stream_id, _ = _HEADER.unpack_from(data, 0)
-    # Stream ids are QUIC variable-length integers (< 2**62) and small in practice:
-    # the leading bytes are zeros, which no text format starts with.
-    return stream_id < 2**32
+    return length <= len(data) - _HEADER.size or length < _MAX_PLAUSIBLE_RECORD
+
+
+# No field section or encoder-stream chunk comes near this; random bytes usually do.
+_MAX_PLAUSIBLE_RECORD = 1 << 20
 
 
 def interop_settings(path: str) -> tuple[int, int, int] | None:
