@@ -36,6 +36,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import os
 import struct
 import sys
 from collections import deque
@@ -705,13 +706,34 @@ def confidence_band(values, *, level: float = 0.95, resamples: int = 2000, seed:
 def params_from_args(args: argparse.Namespace) -> HolParams:
     if not 0.0 <= float(args.jitter) <= 1.0:
         raise InputError(f"--jitter is a probability in [0, 1], got {args.jitter}")
+    # --table / --blocked not given: the defaults (an interop trace's own, in _cmd).
+    table = HolParams.table_bytes if args.table is None else parse_size(args.table)
+    blocked = HolParams.max_blocked if args.blocked is None else int(args.blocked)
     return HolParams(
         schemes=tuple(s.strip() for s in args.scheme.split(",") if s.strip()),
         transport=args.transport, rtt_s=parse_duration(args.rtt), bandwidth_bps=parse_bandwidth(args.bw),
-        loss=str(args.loss), table_bytes=parse_size(args.table), max_blocked=int(args.blocked), direction=args.direction,
+        loss=str(args.loss), table_bytes=table, max_blocked=blocked, direction=args.direction,
         seed=int(args.seed), spacing_s=parse_duration(args.spacing), think_s=parse_duration(args.think),
         jitter_prob=float(args.jitter), cc=args.cc,
     )
+
+
+def _interop_table(trace: Trace, params: HolParams, args: argparse.Namespace) -> HolParams:
+    """A QPACK interop file was encoded with the table capacity and blocked-streams limit of
+    its name (``<name>.out.<capacity>.<blocked>.<ack>``, read as ``workbench interop decode``
+    and the loader read it): the study uses them too unless --table / --blocked are given."""
+    if trace.format != "qpack-interop" or (args.table is not None and args.blocked is not None):
+        return params
+    taken = {}
+    if args.table is None:
+        taken["table_bytes"] = int(trace.meta["max_table_capacity"])
+    if args.blocked is None:
+        taken["max_blocked"] = int(trace.meta["blocked_streams"])
+    said = " and ".join(f"{'table capacity' if k == 'table_bytes' else 'max blocked streams'} {v}"
+                        for k, v in taken.items())
+    print(f"workbench: note: {said} from the interop file name {os.path.basename(trace.source)} "
+          f"(give --table / --blocked to override)", file=sys.stderr)
+    return replace(params, **taken)
 
 
 def _cmd(args: argparse.Namespace) -> int:
@@ -719,6 +741,7 @@ def _cmd(args: argparse.Namespace) -> int:
 
     params = params_from_args(args)
     trace = load(args.trace)
+    params = _interop_table(trace, params, args)
     result = run(trace, params, progress=not args.json and sys.stderr.isatty())
     if args.blocks:
         result.blocks.to_csv(args.blocks, index=False)
@@ -744,8 +767,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--bw", default="10mbit", type=argtypes.bandwidth,
                    help="bottleneck bandwidth, e.g. 10mbit (none = unlimited)")
     p.add_argument("--loss", default="0", type=argtypes.loss, help="0.01 (Bernoulli) or ge:P,R[,h,k] (Gilbert-Elliott)")
-    p.add_argument("--table", default="4096", type=argtypes.size, help="dynamic table capacity in bytes")
-    p.add_argument("--blocked", default=100, type=argtypes.count(0), help="max blocked streams")
+    p.add_argument("--table", default=None, type=argtypes.size,
+                   help="dynamic table capacity in bytes (default 4096; a QPACK interop trace: from its file name)")
+    p.add_argument("--blocked", default=None, type=argtypes.count(0),
+                   help="max blocked streams (default 100; a QPACK interop trace: from its file name)")
     p.add_argument("--direction", default="auto", choices=list(DIRECTIONS),
                    help="header lists to replay; auto (default): what the trace holds")
     p.add_argument("--spacing", default="10ms", type=argtypes.duration, help="request spacing for untimed traces (QIF)")

@@ -27,7 +27,7 @@ from .model import Exchange, Trace
 from .qif import _origin
 
 __all__ = ["read_records", "parse_records", "write_records", "looks_like_records",
-           "interop_settings", "load_interop", "ENCODER_STREAM"]
+           "interop_settings", "resolve_settings", "load_interop", "ENCODER_STREAM"]
 
 ENCODER_STREAM = 0
 _HEADER = struct.Struct(">QI")
@@ -93,19 +93,27 @@ def interop_settings(path: str) -> tuple[int, int, int] | None:
     return (int(m.group(1)), int(m.group(2)), int(m.group(3))) if m else None
 
 
+def resolve_settings(path: str, capacity: int | None = None, blocked: int | None = None, *,
+                     flags: str = "give them explicitly") -> tuple[int, int]:
+    """(table capacity, blocked streams): the given ones, the rest from the file name.
+
+    ``flags`` finishes the error for a name without them (which options the caller has)."""
+    if capacity is not None and blocked is not None:
+        return capacity, blocked
+    settings = interop_settings(path)
+    if settings is None:
+        raise InputError("cannot tell the table capacity and blocked-streams limit from the file name "
+                         f"(expected <name>.out.<capacity>.<blocked>.<ack>); {flags}.", path=str(path))
+    return (settings[0] if capacity is None else capacity, settings[1] if blocked is None else blocked)
+
+
 def load_interop(path: str, max_table_capacity: int | None = None, blocked_streams: int | None = None,
                  data: bytes | None = None) -> Trace:
     """Decode an interop file to a ``Trace`` (one exchange per field section)."""
     path = str(path)
     records = parse_records(read_bytes(path) if data is None else data, path)
     settings = interop_settings(path)
-    if max_table_capacity is None or blocked_streams is None:
-        if settings is None:
-            raise InputError("cannot tell the table capacity and blocked-streams limit from the file "
-                             "name (expected <name>.out.<capacity>.<blocked>.<ack>); give them explicitly.",
-                             path=path)
-        max_table_capacity = settings[0] if max_table_capacity is None else max_table_capacity
-        blocked_streams = settings[1] if blocked_streams is None else blocked_streams
+    max_table_capacity, blocked_streams = resolve_settings(path, max_table_capacity, blocked_streams)
 
     decoder = pylsqpack.Decoder(max_table_capacity, blocked_streams)
     sections: list[list] = []          # [stream_id, encoded size, headers or None]
