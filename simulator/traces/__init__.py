@@ -17,7 +17,7 @@ from __future__ import annotations
 from typing import Callable, Iterable
 
 from ..errors import InputError
-from ._io import read_bytes
+from ._io import read_input
 from .model import Exchange, HeaderList, Page, Trace, header_value, raw_size
 
 __all__ = ["load", "load_many", "detect_format", "TraceError", "InputError",
@@ -72,14 +72,7 @@ def load(path, *, format: str | None = None, **options) -> Trace:
     from .qif import load_qif
 
     path = str(path)
-    try:
-        data = read_bytes(path)
-    except FileNotFoundError:
-        raise InputError("no such file.", path=path) from None
-    except IsADirectoryError:
-        raise InputError("is a directory, not a trace file.", path=path) from None
-    except OSError as exc:
-        raise InputError(f"cannot be read ({exc.strerror}).", path=path) from None
+    data = read_input(path)
     fmt = format or detect_format(data, path)
     if fmt == "har":
         trace = load_har(path, data=data)

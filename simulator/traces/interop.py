@@ -22,7 +22,7 @@ import struct
 import pylsqpack
 
 from ..errors import InputError
-from ._io import atomic_write, read_bytes
+from ._io import atomic_write, read_input
 from .model import Exchange, Trace
 from .qif import _origin
 
@@ -55,7 +55,11 @@ def parse_records(data: bytes, path: str | None = None) -> list[tuple[int, bytes
 
 def read_records(path: str) -> list[tuple[int, bytes]]:
     """The ``(stream_id, bytes)`` records of an interop file, in file order."""
-    return parse_records(read_bytes(str(path)), str(path))
+    data = read_input(str(path))
+    if data and not looks_like_records(data):
+        raise InputError("not QPACK offline-interop records: the first record's stream id or length is "
+                         "impossible (u64 stream id, u32 length, bytes).", path=str(path), where="byte offset 0")
+    return parse_records(data, str(path))
 
 
 def write_records(path: str, records) -> None:
@@ -111,7 +115,7 @@ def load_interop(path: str, max_table_capacity: int | None = None, blocked_strea
                  data: bytes | None = None) -> Trace:
     """Decode an interop file to a ``Trace`` (one exchange per field section)."""
     path = str(path)
-    records = parse_records(read_bytes(path) if data is None else data, path)
+    records = parse_records(read_input(path) if data is None else data, path)
     settings = interop_settings(path)
     max_table_capacity, blocked_streams = resolve_settings(path, max_table_capacity, blocked_streams)
 
