@@ -140,7 +140,7 @@ def count(minimum: int = 0):
         except ValueError:
             raise argparse.ArgumentTypeError(f"must be an integer, got {text!r}") from None
         if value < minimum:
-            what = "positive" if minimum == 1 else f"at least {minimum}"
+            what = {0: "zero or positive", 1: "positive"}.get(minimum, f"at least {minimum}")
             raise argparse.ArgumentTypeError(f"must be {what}, got {text!r}")
         return value
     check.__name__ = "integer"
