@@ -156,17 +156,18 @@ def checked(parse, name: str = "value"):
     return check
 
 
-def names(choices, *, empty: bool = False):
-    """Comma-separated names, each one of ``choices`` (``--scheme hpack,qpack``)."""
+def names(choices, what: str, *, empty: bool = False):
+    """Comma-separated names, each one of ``choices`` (``--scheme hpack,qpack``); ``what``
+    names one in the message ("unknown scheme 'gzip'")."""
     choices = tuple(choices)
 
     def check(text: str) -> str:
         items = [t.strip() for t in str(text).split(",") if t.strip()]
         bad = [t for t in items if t not in choices]
         if bad:
-            raise argparse.ArgumentTypeError(f"unknown {bad[0]!r} (choose from {', '.join(choices)})")
+            raise argparse.ArgumentTypeError(f"unknown {what} {bad[0]!r} (choose from {', '.join(choices)})")
         if not items and not empty:
-            raise argparse.ArgumentTypeError(f"give at least one of {', '.join(choices)}")
+            raise argparse.ArgumentTypeError(f"give at least one {what} ({', '.join(choices)})")
         return text
     check.__name__ = "names"
     return check

@@ -1060,11 +1060,14 @@ def _cmd(args: argparse.Namespace) -> int:
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--trace", required=True, help="HAR of a page load (Chrome's _initiator gives the graph)")
-    p.add_argument("--mode", default=",".join(MODES), type=argtypes.names(MODES), help="comma-separated: " + ",".join(MODES))
+    p.add_argument("--mode", default=",".join(MODES), type=argtypes.names(MODES, "mode"),
+                   help="comma-separated: " + ",".join(MODES))
     p.add_argument("--dns", help="JSON/TOML file: host -> address or list of addresses (others: seeded default)")
     p.add_argument("--cert", help="JSON/TOML file: host -> SAN list, or {san = [...], origin = [...], h3 = bool}")
-    p.add_argument("--p421", default="0", type=argtypes.probability, help="probability a server refuses a request coalesced onto it (421)")
-    p.add_argument("--p421-announced", default="0", type=argtypes.probability, help="the same for an origin the server announced in ORIGIN")
+    p.add_argument("--p421", default="0", type=argtypes.probability,
+                   help="probability a server refuses a request coalesced onto it (421)")
+    p.add_argument("--p421-announced", default="0", type=argtypes.probability,
+                   help="the same for an origin the server announced in ORIGIN")
     p.add_argument("--altsvc-cache", default="warm", choices=["warm", "cold"],
                    help="h3-altsvc: warm = Alt-Svc cached from an earlier visit, cold = first view")
     p.add_argument("--no-wait-pending", action="store_true",
@@ -1072,21 +1075,25 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--backend", default="model", choices=["model", "stacks"],
                    help="model (transport models) or stacks (the real h2 stack, over TLS 1.3 unless --no-tls)")
     p.add_argument("--no-tls", action="store_true", help="cleartext h2 (TCP handshake only, no certificate bytes)")
-    p.add_argument("--dns-lookup", default="30ms", type=argtypes.duration, help="time of one DNS lookup (once per host and page load)")
+    p.add_argument("--dns-lookup", default="30ms", type=argtypes.duration,
+                   help="time of one DNS lookup (once per host and page load)")
     p.add_argument("--rtt", default="100ms", type=argtypes.positive_duration, help="round-trip time, e.g. 100ms")
     p.add_argument("--bw", default="10mbit", type=argtypes.bandwidth,
                    help="bottleneck bandwidth, e.g. 10mbit (none = unlimited)")
     p.add_argument("--loss", default="0", type=argtypes.loss, help="0.01 (Bernoulli) or ge:P,R[,h,k] (Gilbert-Elliott)")
-    p.add_argument("--think", default="trace", type=argtypes.duration_or("trace"), help="document think time, or 'trace' (its HAR wait)")
+    p.add_argument("--think", default="trace", type=argtypes.duration_or("trace"),
+                   help="document think time, or 'trace' (its HAR wait)")
     p.add_argument("--asset-think", default="0ms", type=argtypes.duration, help="think time of every sub-resource")
-    p.add_argument("--cache", default="cold", type=argtypes.checked(parse_cache, "cache"), help="cold, warm, or a per-resource hit probability")
+    p.add_argument("--cache", default="cold", type=argtypes.checked(parse_cache, "cache"),
+                   help="cold, warm, or a per-resource hit probability")
     p.add_argument("--cc", default="reno", choices=["reno", "cubic"], help="congestion control of the transport models")
     p.add_argument("--scheduler", default="urgency", choices=["urgency", "round-robin", "fifo"],
                    help="model server's response order")
     p.add_argument("--page", help="page id in the HAR (default: the first page)")
     p.add_argument("--seed", default=1, type=int)
     p.add_argument("--seeds", default=1, type=argtypes.count(1), help="run seeds SEED..SEED+N-1 and report medians")
-    p.add_argument("--write-topology", metavar="JSON", type=argtypes.output_file, help="write the DNS answers and certificates used to this JSON file")
+    p.add_argument("--write-topology", metavar="JSON", type=argtypes.output_file,
+                   help="write the DNS answers and certificates used to this JSON file")
     p.add_argument("--json", action="store_true", help="print one JSON object")
 
 

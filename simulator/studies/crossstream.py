@@ -510,10 +510,12 @@ def _cmd_bodies(args: argparse.Namespace) -> int:
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--trace", help="a trace file: its text responses get generated bodies (URLs, types, sizes)")
     p.add_argument("--bodies", metavar="DIR", help="a folder of real files (sub-folders are later releases)")
-    p.add_argument("--scheme", default=",".join(SCHEMES), type=argtypes.names(SCHEMES), help="comma-separated: " + ",".join(SCHEMES))
+    p.add_argument("--scheme", default=",".join(SCHEMES), type=argtypes.names(SCHEMES, "scheme"),
+                   help="comma-separated: " + ",".join(SCHEMES))
     p.add_argument("--codecs", default=CrossstreamParams.codecs, type=argtypes.checked(parse_codecs, "codecs"),
                    help="LIBRARY:LEVEL list, e.g. brotli:5,zstd:1-19,zlib:6 (libraries: zlib, brotli, zstd)")
-    p.add_argument("--scoping", default=",".join(SCOPINGS), type=argtypes.names(SCOPINGS), help="comma-separated: " + ",".join(SCOPINGS))
+    p.add_argument("--scoping", default=",".join(SCOPINGS), type=argtypes.names(SCOPINGS, "scoping"),
+                   help="comma-separated: " + ",".join(SCOPINGS))
     p.add_argument("--releases", default=3, type=argtypes.count(1), help="releases (visits) of generated bodies")
     p.add_argument("--static-dict", default="32KiB", type=argtypes.size, help="static dictionary size per MIME type")
     p.add_argument("--dict-size", default="128KiB", type=argtypes.checked(check_dictionary_bytes, "size"),
@@ -523,11 +525,14 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--rtt", default="100ms", type=argtypes.positive_duration, help="round-trip time, e.g. 100ms")
     p.add_argument("--bw", default="10mbit", type=argtypes.bandwidth, help="bottleneck bandwidth (none = unlimited)")
     p.add_argument("--loss", default="0", type=argtypes.loss, help="0.01 (Bernoulli) or ge:P,R[,h,k] (Gilbert-Elliott)")
-    p.add_argument("--leak-lengths", default="4,8", type=argtypes.checked(_leak_lengths, "lengths"), help="secret lengths for the leak (0 = no leak experiment)")
-    p.add_argument("--alignments", default=8, type=argtypes.count(1), help="leak: rounds (fresh pads and alignment) per character before giving up")
+    p.add_argument("--leak-lengths", default="4,8", type=argtypes.checked(_leak_lengths, "lengths"),
+                   help="secret lengths for the leak (0 = no leak experiment)")
+    p.add_argument("--alignments", default=8, type=argtypes.count(1),
+                   help="leak: rounds (fresh pads and alignment) per character before giving up")
     p.add_argument("--seed", default=1, type=int)
     p.add_argument("--cpu", action="store_true", help="also measure CPU time (wall time of this machine)")
-    p.add_argument("--responses", metavar="CSV", type=argtypes.output_file, help="also write the per-response table to CSV")
+    p.add_argument("--responses", metavar="CSV", type=argtypes.output_file,
+                   help="also write the per-response table to CSV")
     p.add_argument("--json", action="store_true", help="print one JSON object")
 
 

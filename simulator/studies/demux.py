@@ -351,16 +351,18 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--frame", type=argtypes.positive_size, default="16KiB", help="the server's DATA frame payload")
     p.add_argument("--read", type=argtypes.positive_size, default="64KiB", help="bytes per recv")
     p.add_argument("--side", type=argtypes.positive_size, default="64KiB", help="side-track area")
-    p.add_argument("--interleaving", type=argtypes.names(INTERLEAVINGS), default=",".join(INTERLEAVINGS),
+    p.add_argument("--interleaving", type=argtypes.names(INTERLEAVINGS, "interleaving"),
+                   default=",".join(INTERLEAVINGS),
                    help="comma-separated: " + ",".join(INTERLEAVINGS))
-    p.add_argument("--strategy", type=argtypes.names(STRATEGIES), default=",".join(STRATEGIES),
+    p.add_argument("--strategy", type=argtypes.names(STRATEGIES, "strategy"), default=",".join(STRATEGIES),
                    help="comma-separated: " + ",".join(STRATEGIES))
     p.add_argument("--reading", default="eager", choices=list(READING),
                    help="eager: read until the socket is empty; paced: one read per wakeup")
     p.add_argument("--work", default="count", choices=list(WORK), help="the application's work per byte")
     p.add_argument("--part", default="both", choices=list(PARTS),
                    help="real: measured on this machine; model: over the TCP model (deterministic)")
-    p.add_argument("--scanner", type=argtypes.names(SCANNERS), default="c", help="real part: c, python or c,python")
+    p.add_argument("--scanner", type=argtypes.names(SCANNERS, "scanner"), default="c",
+                   help="real part: c, python or c,python")
     p.add_argument("--repeat", type=argtypes.count(1), default=3, help="real part: best of N runs")
     p.add_argument("--memory", action="store_true", help="real part: Python heap peak under tracemalloc (slower)")
     p.add_argument("--rtt", type=argtypes.durations, default="1ms,10ms,50ms", help="model: comma-separated RTTs")

@@ -759,7 +759,7 @@ def _cmd(args: argparse.Namespace) -> int:
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--trace", required=True, help="HAR, QIF or QPACK interop file")
-    p.add_argument("--scheme", default="hpack,qpack,qcram", type=argtypes.names(SCHEMES),
+    p.add_argument("--scheme", default="hpack,qpack,qcram", type=argtypes.names(SCHEMES, "scheme"),
                    help="comma-separated: " + ",".join(SCHEMES))
     p.add_argument("--transport", default="quic", choices=list(TRANSPORTS),
                    help="quic or tcp (transport models), or ref2017 (the 2017 simulator's network model)")

@@ -358,7 +358,7 @@ def _cmd(args: argparse.Namespace) -> int:
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--trace", required=True, help="HAR of a page load (Chrome's _initiator gives the graph)")
-    p.add_argument("--policy", default="none,push,hints,push+hints", type=argtypes.names(POLICIES),
+    p.add_argument("--policy", default="none,push,hints,push+hints", type=argtypes.names(POLICIES, "policy"),
                    help="comma-separated: " + ",".join(POLICIES))
     p.add_argument("--protocol", default="h2", choices=list(PROTOCOLS), help="h2 (over TCP) or h3 (over QUIC)")
     p.add_argument("--backend", default="model", choices=list(BACKENDS),

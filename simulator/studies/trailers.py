@@ -475,21 +475,31 @@ def _cmd(args: argparse.Namespace) -> int:
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--trace", help="HAR or QIF trace: one response per exchange (optional)")
-    p.add_argument("--strategy", default=",".join(STRATEGIES), type=argtypes.names(STRATEGIES), help="comma-separated: " + ",".join(STRATEGIES))
-    p.add_argument("--versions", default=",".join(VERSIONS), type=argtypes.names(VERSIONS), help="comma-separated: h1,h2,h3")
+    p.add_argument("--strategy", default=",".join(STRATEGIES), type=argtypes.names(STRATEGIES, "strategy"),
+                   help="comma-separated: " + ",".join(STRATEGIES))
+    p.add_argument("--versions", default=",".join(VERSIONS), type=argtypes.names(VERSIONS, "version"),
+                   help="comma-separated: h1,h2,h3")
     p.add_argument("--stack", default="model", choices=list(STACKS),
                    help="transport models, real stacks (h2, aioquic), or both")
-    p.add_argument("--body", default=None, type=argtypes.size, help="body size, e.g. 256KiB (default: the trace's, or 256 KiB)")
-    p.add_argument("--rate", default="500kB/s", type=argtypes.byte_rate, help="body generation rate, e.g. 500kB/s, 4mbit, inf")
-    p.add_argument("--chunk", default="16KiB", type=argtypes.positive_size, help="the server writes each chunk of this size as produced")
+    p.add_argument("--body", default=None, type=argtypes.size,
+                   help="body size, e.g. 256KiB (default: the trace's, or 256 KiB)")
+    p.add_argument("--rate", default="500kB/s", type=argtypes.byte_rate,
+                   help="body generation rate, e.g. 500kB/s, 4mbit, inf")
+    p.add_argument("--chunk", default="16KiB", type=argtypes.positive_size,
+                   help="the server writes each chunk of this size as produced")
     p.add_argument("--rtt", default="50ms", type=argtypes.positive_duration, help="round-trip time, e.g. 50ms")
     p.add_argument("--bw", default="10mbit", type=argtypes.bandwidth, help="bottleneck bandwidth (none = unlimited)")
     p.add_argument("--loss", default="0", type=argtypes.loss, help="0.01 (Bernoulli) or ge:P,R[,h,k] (Gilbert-Elliott)")
-    p.add_argument("--hops", default="", type=argtypes.names(chain.POLICIES, empty=True), help="intermediaries from the client: pass,drop,merge,store")
-    p.add_argument("--hop-rtt", default="10ms", type=argtypes.positive_duration, help="RTT of each segment behind the first hop")
-    p.add_argument("--hop-bw", default="1gbit", type=argtypes.bandwidth, help="bandwidth of each segment behind the first hop")
-    p.add_argument("--te", default="1", type=argtypes.probability, help="probability that a request carries TE: trailers")
-    p.add_argument("--metadata", default="digest,status", type=argtypes.names(METADATA), help="comma-separated: " + ",".join(METADATA))
+    p.add_argument("--hops", default="", type=argtypes.names(chain.POLICIES, "hop policy", empty=True),
+                   help="intermediaries from the client: pass,drop,merge,store")
+    p.add_argument("--hop-rtt", default="10ms", type=argtypes.positive_duration,
+                   help="RTT of each segment behind the first hop")
+    p.add_argument("--hop-bw", default="1gbit", type=argtypes.bandwidth,
+                   help="bandwidth of each segment behind the first hop")
+    p.add_argument("--te", default="1", type=argtypes.probability,
+                   help="probability that a request carries TE: trailers")
+    p.add_argument("--metadata", default="digest,status", type=argtypes.names(METADATA, "metadata kind"),
+                   help="comma-separated: " + ",".join(METADATA))
     p.add_argument("--responses", default=1, type=argtypes.count(1), help="responses without a trace")
     p.add_argument("--spacing", default="1s", type=argtypes.duration, help="response i starts at i * spacing")
     p.add_argument("--think", default="0ms", type=argtypes.duration, help="server think time before production starts")
