@@ -370,6 +370,13 @@ def test_parse_bandwidth_is_the_one_reading_of_bw():
         parse_bandwidth("10", require_unit=True)
 
 
+@pytest.mark.parametrize("word", ["none", "inf", "unlimited"])
+def test_bw_none_is_unlimited_on_the_command_line(capsys, word):
+    """Rule: --bw none (inf, unlimited) is the one way to say no bandwidth limit."""
+    assert main(["trailers", "--versions", "h2", "--strategy", "trailer", "--bw", word, "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["params"]["bandwidth_bps"] is None
+
+
 def test_plain_numbers_stay_for_python_callers():
     """Rule: only the command line asks for units; Python calls keep plain numbers."""
     assert parse_duration("0.1") == 0.1 and parse_duration(0.1) == 0.1 and parse_rate("1e6") == 1e6
