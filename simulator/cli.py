@@ -15,6 +15,7 @@ import argparse
 import importlib
 import sys
 
+from .argtypes import ArgParser
 from .errors import InputError
 
 COMMAND_MODULES = [
@@ -37,10 +38,10 @@ COMMAND_MODULES = [
 ]
 
 
-class _Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> None:  # argparse's own usage errors: exit 2, one line
-        self.print_usage(sys.stderr)
-        print(f"{self.prog}: error: {message}", file=sys.stderr)
+class _Parser(ArgParser):
+    def error(self, message: str) -> None:
+        # argparse's own errors (bad flag values included): one line, exit 2, like InputError.
+        print(f"workbench: error: {message} (see: {self.prog} --help)", file=sys.stderr)
         sys.exit(2)
 
 
@@ -60,7 +61,10 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
-    args = parser.parse_args(argv)
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as exc:  # a bad flag (already said in one line) or --help: a status, as below
+        return exc.code if isinstance(exc.code, int) else 2
     if not getattr(args, "func", None):
         parser.print_help()
         return 2

@@ -5,6 +5,8 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from . import argtypes
+
 BUNDLED = Path(__file__).resolve().parent.parent / "traces" / "synthetic-session.har"
 
 
@@ -35,7 +37,7 @@ def _cmd(args: argparse.Namespace) -> int:
                         results["tcp"].blocks.assign(scheme="hpack over TCP")])
     plots.hol_cdf(blocks, ax1, title=f"HOL delay per header block, loss {params.loss}")
     plots.scheme_bars(results["quic"].summary, "ratio", ax2, ylabel="encoded / raw bytes (QUIC)")
-    out = plots.savefig(fig, Path(args.out) / "hol-demo.png")
+    out = plots.savefig(fig, Path(args.out or "out/demo") / "hol-demo.png")
     print("figure written to " + " and ".join(str(p) for p in out))
     return 0
 
@@ -43,7 +45,8 @@ def _cmd(args: argparse.Namespace) -> int:
 def add_commands(sub) -> None:
     p = sub.add_parser("demo", help="run the HOL study on a bundled trace: table and figure")
     p.add_argument("--trace", default=str(BUNDLED))
-    p.add_argument("--loss", default="0.02")
+    p.add_argument("--loss", default="0.02", type=argtypes.loss)
     p.add_argument("--seed", default=1, type=int)
-    p.add_argument("--out", default="out/demo", help="where the figure goes")
+    # Checked only when given: the default folder is created with its parent.
+    p.add_argument("--out", default=None, type=argtypes.output_folder, help="where the figure goes (default out/demo)")
     p.set_defaults(func=_cmd)

@@ -1,7 +1,13 @@
 """Parsing of quantities with units, as typed on the command line and in grid files.
 
 ``parse_duration("100ms") -> 0.1`` (seconds); ``parse_rate("10mbit") -> 10e6`` (bit/s);
-``parse_size("4KiB") -> 4096`` (bytes).  Bad values raise ``InputError``.
+``parse_size("4KiB") -> 4096`` (bytes); ``parse_bandwidth("none") -> None`` (unlimited);
+``parse_byte_rate("500kB/s") -> 500e3`` (bytes/s).  Bad values raise ``InputError``.
+
+Plain numbers (``0.1``, ``"0.1"``) are seconds, bit/s and bytes in Python calls.  The
+command line (and grid files, which go through the same flags) passes
+``require_unit=True``: there ``--rtt 100`` is an error naming the units, not 100 s.
+Signs are read, so a caller can say "must be positive" instead of "cannot read".
 """
 
 from __future__ import annotations
@@ -10,9 +16,9 @@ import re
 
 from .errors import InputError
 
-__all__ = ["parse_duration", "parse_rate", "parse_size"]
+__all__ = ["parse_duration", "parse_rate", "parse_size", "parse_bandwidth", "parse_byte_rate", "UNLIMITED"]
 
-_NUM = r"\s*([0-9]*\.?[0-9]+(?:[eE][-+]?[0-9]+)?)\s*([a-zA-Z/]*)\s*$"
+_NUM = r"\s*([-+]?[0-9]*\.?[0-9]+(?:[eE][-+]?[0-9]+)?)\s*([a-zA-Zµ/]*)\s*$"
 
 _DURATION = {"": 1.0, "s": 1.0, "ms": 1e-3, "us": 1e-6, "µs": 1e-6, "ns": 1e-9, "min": 60.0}
 _RATE = {"": 1.0, "bps": 1.0, "bit": 1.0, "kbit": 1e3, "kbps": 1e3, "mbit": 1e6, "mbps": 1e6,
@@ -20,27 +26,77 @@ _RATE = {"": 1.0, "bps": 1.0, "bit": 1.0, "kbit": 1e3, "kbps": 1e3, "mbit": 1e6,
 _SIZE = {"": 1, "b": 1, "kb": 1000, "kib": 1024, "k": 1024, "mb": 1000**2, "mib": 1024**2,
          "m": 1024**2, "gb": 1000**3, "gib": 1024**3}
 
+# Words for "no limit" in bandwidth and generation-rate flags.
+UNLIMITED = ("none", "inf", "unlimited")
 
-def _parse(text: str | float | int, table: dict, what: str) -> float:
-    if isinstance(text, (int, float)):
+
+def _units(table: dict) -> str:
+    return ", ".join(k for k in table if k and k != "µs")
+
+
+def _parse(text: str | float | int, table: dict, what: str, require_unit: bool = False,
+           example: str = "") -> float:
+    if isinstance(text, (int, float)) and not isinstance(text, bool):
         return float(text)
     m = re.match(_NUM, str(text))
-    unit = m.group(2).lower() if m else None
+    unit = m.group(2) if m else None
+    if unit is not None and unit not in table:
+        unit = unit.lower()
     if not m or unit not in table:
-        raise InputError(f"cannot read {text!r} as a {what} (units: {', '.join(k for k in table if k)})")
-    return float(m.group(1)) * table[unit]
+        raise InputError(f"cannot read {text!r} as a {what} (units: {_units(table)})")
+    value = float(m.group(1))
+    # Zero is zero in any unit; any other bare number is ambiguous on the command line.
+    if require_unit and unit == "" and value != 0:
+        raise InputError(f"{text!r} has no unit: give a {what} like {example} (units: {_units(table)})")
+    return value * table[unit]
 
 
-def parse_duration(text: str | float) -> float:
-    """Seconds from '100ms', '0.1s', '0.1' (plain numbers are seconds)."""
-    return _parse(text, _DURATION, "duration")
+def parse_duration(text: str | float, *, require_unit: bool = False) -> float:
+    """Seconds from '100ms', '0.1s', '0.1' (plain numbers are seconds unless ``require_unit``)."""
+    return _parse(text, _DURATION, "duration", require_unit, "100ms")
 
 
-def parse_rate(text: str | float) -> float:
-    """Bits per second from '10mbit', '1.6mbps', '1e6' (plain numbers are bit/s)."""
-    return _parse(text, _RATE, "bit rate")
+def parse_rate(text: str | float, *, require_unit: bool = False) -> float:
+    """Bits per second from '10mbit', '1.6mbps', '1e6' (plain numbers are bit/s unless ``require_unit``)."""
+    return _parse(text, _RATE, "bit rate", require_unit, "10mbit")
 
 
 def parse_size(text: str | int) -> int:
     """Bytes from '4096', '4KiB', '16k' (k = KiB)."""
     return int(_parse(text, _SIZE, "size"))
+
+
+def parse_bandwidth(text: str | float | None, *, require_unit: bool = False) -> float | None:
+    """A bottleneck bandwidth in bit/s, or None (unlimited) for ``none``, ``inf``, ``unlimited``.
+
+    Zero and negative values are errors: unlimited is spelt ``none``, never 0."""
+    if text is None or str(text).strip().lower() in UNLIMITED:
+        return None
+    bps = parse_rate(text, require_unit=require_unit)
+    if not bps > 0:
+        raise InputError(f"bandwidth must be positive, got {text!r} (none = unlimited)")
+    return bps
+
+
+def parse_byte_rate(text: str | float | None, *, require_unit: bool = False) -> float | None:
+    """A rate in bytes/s: ``500kB/s``, ``2MiB/s``, ``4mbit`` (bit/s, /8), a plain number
+    (bytes/s, unless ``require_unit``), or None for ``inf`` / ``none`` / ``instant``."""
+    if text is None:
+        return None
+    t = str(text).strip()
+    if t.lower() in UNLIMITED + ("instant",):
+        return None
+    if isinstance(text, (int, float)) and not isinstance(text, bool):
+        return float(text)
+    m = re.fullmatch(_NUM, t)
+    if m and m.group(2) == "":
+        if require_unit and float(m.group(1)) != 0:
+            raise InputError(f"{text!r} has no unit: give a rate like 500kB/s or 4mbit "
+                             "(units: B/s, kB/s, KiB/s, MB/s, MiB/s, GB/s, GiB/s, or kbit, mbit, gbit)")
+        return float(m.group(1))
+    try:
+        if t.endswith("/s") and t[:-2].strip():
+            return float(parse_size(t[:-2]))
+        return parse_rate(t) / 8.0
+    except InputError:
+        raise InputError(f"cannot read {text!r} as a rate (e.g. 500kB/s, 2MiB/s, 4mbit, inf)") from None

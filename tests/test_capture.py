@@ -51,7 +51,7 @@ def h2_capture(tmp_path_factory):
     # The 103 goes out during the server's think time (RFC 8297 section 1): with none, the
     # final response can follow in the same read and a loaded machine saw Chromium report no 103.
     return _capture(tmp_path_factory.mktemp("cap"), "h2", "--synth", "10", "--seed", "4", "--proto", "h2",
-                    "--early-hints", "--think", "0.1")
+                    "--early-hints", "--think", "100ms")
 
 
 @pytest.fixture(scope="module")
@@ -222,7 +222,7 @@ def test_h2_capture_with_early_hints_server_sent_103_and_browser_saw_it_rfc8297(
         # before it (timings.connect -1) and then neither reported nor followed the 103 that
         # the server's record shows it sent: one more capture, with a new browser.
         _, har = _capture(tmp_path, "h2-again", "--synth", "10", "--seed", "4", "--proto", "h2",
-                          "--early-hints", "--think", "0.1")
+                          "--early-hints", "--think", "100ms")
         doc_log = next(r for r in har["log"]["_server"]["responses"] if r["path"] == "/")
         doc = har["log"]["entries"][0]
     hints = {h["name"]: h["value"] for h in doc.get("_earlyHints", [])}

@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 import sys
 
+from .. import argtypes
 from ..errors import InputError
 from .registry import STUDIES
 
@@ -66,13 +67,13 @@ def add_commands(sub) -> None:
                    help="trace files: a folder, a glob (quote it) or a file; repeatable")
     p.add_argument("--grid", metavar="GRID.toml",
                    help="parameter grid: the study's flag names -> lists of values (default: one point, defaults)")
-    p.add_argument("--seeds", type=int, default=1, metavar="N", help="run seeds 1..N (default 1)")
-    p.add_argument("--workers", type=int, default=None, metavar="N",
+    p.add_argument("--seeds", type=argtypes.count(1), default=1, metavar="N", help="run seeds 1..N (default 1)")
+    p.add_argument("--workers", type=argtypes.count(0), default=None, metavar="N",
                    help="worker processes (default: CPU count; 0 = in this process); Dask local: workers")
     p.add_argument("--dask", metavar="local|ADDRESS", help="run on Dask: a LocalCluster, or a scheduler address")
     p.add_argument("--tables", default="summary",
                    help="tables to store: summary plus the study's optional ones (hol: blocks, replay: exchanges); "
                         "default summary")
-    p.add_argument("--out", metavar="RESULTS_DIR", help="results folder (created; reruns skip finished jobs)")
+    p.add_argument("--out", metavar="RESULTS_DIR", type=argtypes.output_folder, help="results folder (created; reruns skip finished jobs)")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     p.set_defaults(func=_cmd)

@@ -26,6 +26,7 @@ from typing import Any, Callable
 
 import pandas as pd
 
+from ..argtypes import ArgParser
 from ..errors import InputError
 
 __all__ = ["Study", "STUDIES", "get_study", "read_grid", "expand_grid", "GridPoint"]
@@ -61,8 +62,9 @@ class Study:
         return out
 
 
-class _RaisingParser(argparse.ArgumentParser):
-    """The study's flags, parsed from grid values: errors raise ``InputError``."""
+class _RaisingParser(ArgParser):
+    """The study's flags, parsed from grid values: errors raise ``InputError`` (the flags'
+    own checks run, so a grid value is read exactly as the same flag on the command line)."""
 
     def error(self, message: str):
         raise InputError(message)

@@ -4,8 +4,8 @@ servers and the page load is written as a HAR (see ``simulator.capture``)."""
 from __future__ import annotations
 
 import argparse
-import os
 
+from .. import argtypes
 from ..errors import InputError
 from ..units import parse_duration
 
@@ -21,13 +21,8 @@ def _cmd(args: argparse.Namespace) -> int:
     if args.synth is not None and not SYNTH_MIN <= args.synth <= SYNTH_MAX:
         raise InputError(f"--synth must be between {SYNTH_MIN} and {SYNTH_MAX} requests "
                          f"(the generator's page sizes), not {args.synth}.")
-    out_dir = os.path.dirname(os.path.abspath(args.out))
-    if not os.path.isdir(out_dir):
-        raise InputError("--out: its folder does not exist.", path=args.out)
     think_s = parse_duration(args.think)
     timeout_s = parse_duration(args.timeout)
-    if timeout_s <= 0:
-        raise InputError(f"--timeout must be positive, not {args.timeout!r}.")
     result = capture(proto=args.proto, site_dir=args.site, synth=args.synth, seed=args.seed,
                      repeat_view=args.repeat_view, netlog=args.netlog, early_hints=args.early_hints,
                      push=args.push, trailers=args.trailers, think_s=think_s, timeout_s=timeout_s)
@@ -52,12 +47,12 @@ def add_commands(sub) -> None:
     src.add_argument("--synth", metavar="N", type=int, help="a synthetic page of N requests (workbench trace synth)")
     p.add_argument("--seed", type=int, default=0, help="seed of the synthetic page (default 0)")
     p.add_argument("--proto", required=True, help="h2 (HTTP/2 over TLS) or h3 (HTTP/3, forced for the origin)")
-    p.add_argument("--out", required=True, metavar="HAR", help="HAR file to write (atomically)")
+    p.add_argument("--out", required=True, metavar="HAR", type=argtypes.output_file, help="HAR file to write (atomically)")
     p.add_argument("--repeat-view", action="store_true", help="load twice in one browser context, record the second view")
-    p.add_argument("--netlog", metavar="FILE", help="also write Chromium's NetLog (JSON) here")
+    p.add_argument("--netlog", metavar="FILE", type=argtypes.output_file, help="also write Chromium's NetLog (JSON) here")
     p.add_argument("--early-hints", action="store_true", help="the server sends 103 Early Hints before the document")
     p.add_argument("--push", action="store_true", help="the server pushes the render-blocking set (h2; Chromium refuses)")
     p.add_argument("--trailers", action="store_true", help="server-timing trailers on h2 when the request has TE: trailers")
-    p.add_argument("--think", default="0ms", help="the server's think time before the document (wall clock)")
-    p.add_argument("--timeout", default="60s", help="give up on the page load after this long (default 60s)")
+    p.add_argument("--think", default="0ms", type=argtypes.duration, help="the server's think time before the document (wall clock)")
+    p.add_argument("--timeout", default="60s", type=argtypes.positive_duration, help="give up on the page load after this long (default 60s)")
     p.set_defaults(func=_cmd)

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import argparse
 
+from .. import argtypes
 from ..errors import InputError
 from .base import DecompressionFailed, describe_mismatch, join_cookie_crumbs, same_headers
 
@@ -39,16 +40,10 @@ def _reference_lists(path: str) -> list[tuple]:
 
 def decode_interop(path: str, table: int | None = None, blocked: int | None = None) -> list[tuple[int, tuple]]:
     """Decode an interop file: ``[(stream_id, headers)]`` in the order the sections appear."""
-    from ..traces.interop import interop_settings, read_records
+    from ..traces.interop import read_records, resolve_settings
     from .qpack_codec import QpackDecoder
 
-    settings = interop_settings(path)
-    if table is None or blocked is None:
-        if settings is None:
-            raise InputError("cannot tell the table capacity and blocked-streams limit from the file name "
-                             "(expected <name>.out.<table>.<blocked>.<ack>); give --table and --blocked.", path=path)
-        table = settings[0] if table is None else table
-        blocked = settings[1] if blocked is None else blocked
+    table, blocked = resolve_settings(path, table, blocked, flags="give --table and --blocked")
     records = read_records(path)
     decoder = QpackDecoder(table_bytes=table, max_blocked=blocked, insert_count_increments=False)
     sections: list[list] = []            # [stream_id, headers or None]
@@ -141,14 +136,14 @@ def add_commands(subparsers) -> None:
     d = sub.add_parser("decode", help="decode an interop file and compare it with its QIF")
     d.add_argument("encoded", help="interop file <name>.out.<table>.<blocked>.<ack>")
     d.add_argument("--qif", required=True, help="the reference QIF file")
-    d.add_argument("--table", type=int, default=None, help="dynamic table capacity (default: from the file name)")
-    d.add_argument("--blocked", type=int, default=None, help="blocked-streams limit (default: from the file name)")
+    d.add_argument("--table", type=argtypes.count(0), default=None, help="dynamic table capacity (default: from the file name)")
+    d.add_argument("--blocked", type=argtypes.count(0), default=None, help="blocked-streams limit (default: from the file name)")
     d.set_defaults(func=_cmd_decode)
     e = sub.add_parser("encode", help="encode a QIF file to the interop format")
     e.add_argument("qif", help="the QIF file to encode")
-    e.add_argument("-o", "--output", required=True, help="output interop file")
-    e.add_argument("--table", type=int, required=True, help="dynamic table capacity in bytes")
-    e.add_argument("--blocked", type=int, required=True, help="blocked-streams limit")
+    e.add_argument("-o", "--output", required=True, type=argtypes.output_file, help="output interop file")
+    e.add_argument("--table", type=argtypes.count(0), required=True, help="dynamic table capacity in bytes")
+    e.add_argument("--blocked", type=argtypes.count(0), required=True, help="blocked-streams limit")
     e.add_argument("--ack", type=int, choices=(0, 1), required=True, help="1 = acknowledge each section at once")
     e.set_defaults(func=_cmd_encode)
     p.set_defaults(func=lambda args: (p.print_help(), 2)[1])

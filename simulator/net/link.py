@@ -156,13 +156,15 @@ def parse_loss(spec: str | float | None, rng: random.Random) -> LossModel:
             parts = [float(x) for x in text[3:].split(",")]
             if len(parts) not in (2, 4):
                 raise ValueError
-            p_gb, p_bg = parts[0], parts[1]
-            loss_good, loss_bad = (parts[2], parts[3]) if len(parts) == 4 else (0.0, 1.0)
-            return GilbertElliott(p_gb, p_bg, rng, loss_good=loss_good, loss_bad=loss_bad)
-        p = float(text.rstrip("%")) / (100.0 if text.endswith("%") else 1.0)
+        else:
+            p = float(text.rstrip("%")) / (100.0 if text.endswith("%") else 1.0)
     except ValueError:
         raise InputError(f"cannot read loss {spec!r}: give a probability like 0.01 or 1%, "
                          "or Gilbert-Elliott as ge:P,R or ge:P,R,h,k") from None
+    if text.startswith("ge:"):
+        # Built outside the try: its own range errors (also ValueErrors) say more.
+        loss_good, loss_bad = (parts[2], parts[3]) if len(parts) == 4 else (0.0, 1.0)
+        return GilbertElliott(parts[0], parts[1], rng, loss_good=loss_good, loss_bad=loss_bad)
     return NoLoss() if p == 0 else Bernoulli(p, rng)
 
 

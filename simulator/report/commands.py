@@ -5,6 +5,7 @@ from __future__ import annotations
 import ast
 import argparse
 
+from .. import argtypes
 from ..errors import InputError
 
 
@@ -37,9 +38,9 @@ def add_commands(sub) -> None:
                                    "unless its cell is tagged 'show' ('show-output': outputs only; "
                                    "'skip-slides': left out).")
     p.add_argument("notebook", metavar="NOTEBOOK")
-    p.add_argument("-o", "--output", required=True, metavar="DIR", help="deck folder (created)")
+    p.add_argument("-o", "--output", required=True, metavar="DIR", type=argtypes.output_folder, help="deck folder (created)")
     p.add_argument("-p", "--parameter", nargs=2, action="append", metavar=("NAME", "VALUE"),
                    help="override a parameter of the 'parameters' cell (Python literal or string); repeatable")
     p.add_argument("--no-execute", action="store_true", help="use the outputs stored in the notebook")
-    p.add_argument("--timeout", type=int, default=600, help="seconds per cell (default 600)")
+    p.add_argument("--timeout", type=argtypes.count(1), default=600, help="seconds per cell (default 600)")
     p.set_defaults(func=_cmd)

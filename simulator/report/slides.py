@@ -341,6 +341,8 @@ def build_slides(notebook: str | Path, out_dir: str | Path, *, parameters: dict 
     import nbformat
 
     path = Path(notebook)
+    if path.is_dir():
+        raise InputError("is a folder, not a notebook.", path=str(path))
     if not path.is_file():
         raise InputError("no such notebook.", path=str(path))
     if execute:

@@ -22,18 +22,18 @@ from __future__ import annotations
 import argparse
 import json
 import math
-import os
 
+from .. import argtypes
 from ..errors import InputError
-from ..units import parse_duration, parse_rate, parse_size
+from ..units import parse_bandwidth, parse_duration, parse_size
 from .common import StackParams
 
 __all__ = ["add_commands", "add_arguments", "params_from_args"]
 
 
 def params_from_args(args: argparse.Namespace) -> StackParams:
-    bw = None if str(args.bw).lower() in ("none", "inf", "0") else parse_rate(args.bw)
-    return StackParams(stack=args.stack, rtt_s=parse_duration(args.rtt), bandwidth_bps=bw, loss=str(args.loss),
+    return StackParams(stack=args.stack, rtt_s=parse_duration(args.rtt), bandwidth_bps=parse_bandwidth(args.bw),
+                       loss=str(args.loss),
                        seed=int(args.seed), think_s=parse_duration(args.think),
                        idle_timeout_s=parse_duration(args.idle_timeout),
                        qpack_table_bytes=parse_size(args.qpack_table), qpack_blocked_streams=int(args.qpack_blocked),
@@ -49,11 +49,8 @@ def _cmd(args: argparse.Namespace) -> int:
         given = [flag for flag, v in (("--qlog", args.qlog), ("--pcap", args.pcap), ("--keylog", args.keylog)) if v]
         if given:
             raise InputError(f"{given[0]} records a real stack's packets: it cannot be used with --model")
-    if args.qlog is not None:
-        if params.stack != "h3":
-            raise InputError("--qlog needs --stack h3 (qlog is written by aioquic)")
-        if not os.path.isdir(args.qlog):
-            raise InputError("--qlog: no such directory", path=args.qlog)
+    if args.qlog is not None and params.stack != "h3":
+        raise InputError("--qlog needs --stack h3 (qlog is written by aioquic)")
     if args.keylog is not None and not params.tls:
         raise InputError("--keylog needs TLS: drop --no-tls (cleartext HTTP/2 has no secrets)")
     trace = load(args.trace)
@@ -99,20 +96,21 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--stack", required=True, choices=["h2", "h3"])
     p.add_argument("--model", action="store_true",
                    help="replay over the stack's transport model instead (h2: TCP model, h3: QUIC model)")
-    p.add_argument("--rtt", default="50ms")
-    p.add_argument("--bw", default="10mbit", help="bottleneck bandwidth, e.g. 10mbit (none = unlimited)")
-    p.add_argument("--loss", default="0", help="0.01 (Bernoulli) or ge:P,R[,h,k] (Gilbert-Elliott)")
+    p.add_argument("--rtt", default="50ms", type=argtypes.positive_duration, help="round-trip time, e.g. 50ms")
+    p.add_argument("--bw", default="10mbit", type=argtypes.bandwidth,
+                   help="bottleneck bandwidth, e.g. 10mbit (none = unlimited)")
+    p.add_argument("--loss", default="0", type=argtypes.loss, help="0.01 (Bernoulli) or ge:P,R[,h,k] (Gilbert-Elliott)")
     p.add_argument("--seed", default=1, type=int)
-    p.add_argument("--think", default="0ms", help="server think time before each response")
-    p.add_argument("--idle-timeout", default="30s", help="give up when nothing progresses this long")
-    p.add_argument("--qpack-table", default="4096", help="HTTP/3 QPACK dynamic table capacity (bytes)")
-    p.add_argument("--qpack-blocked", default=16, type=int, help="HTTP/3 QPACK blocked-streams limit")
+    p.add_argument("--think", default="0ms", type=argtypes.duration, help="server think time before each response")
+    p.add_argument("--idle-timeout", default="30s", type=argtypes.positive_duration, help="give up when nothing progresses this long")
+    p.add_argument("--qpack-table", default="4096", type=argtypes.size, help="HTTP/3 QPACK dynamic table capacity (bytes)")
+    p.add_argument("--qpack-blocked", default=16, type=argtypes.count(0), help="HTTP/3 QPACK blocked-streams limit")
     p.add_argument("--cc", default="reno", choices=["reno", "cubic"])
     p.add_argument("--no-tls", action="store_true",
                    help="h2: cleartext HTTP/2 with prior knowledge instead of TLS 1.3 (one RTT less per connection)")
-    p.add_argument("--qlog", metavar="DIR", help="write qlog files (simulated time) into DIR (h3)")
-    p.add_argument("--pcap", metavar="FILE", help="write every simulated packet to a pcap file")
-    p.add_argument("--keylog", metavar="FILE", help="write the TLS secrets (key-log format) for Wireshark")
+    p.add_argument("--qlog", metavar="DIR", type=argtypes.existing_folder, help="write qlog files (simulated time) into DIR (h3)")
+    p.add_argument("--pcap", metavar="FILE", type=argtypes.output_file, help="write every simulated packet to a pcap file")
+    p.add_argument("--keylog", metavar="FILE", type=argtypes.output_file, help="write the TLS secrets (key-log format) for Wireshark")
     p.add_argument("--json", action="store_true", help="print one JSON object")
 
 

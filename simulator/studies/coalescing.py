@@ -126,13 +126,14 @@ from pathlib import Path
 
 import pandas as pd
 
-from .. import __version__
+from .. import __version__, argtypes
 from ..engine import derive_seed
 from ..errors import InputError
 from ..traces.model import Trace
-from ..units import parse_duration, parse_rate
+from ..units import parse_bandwidth, parse_duration
 from .pageload import ClientCache, LoadParams, ServerPlan, load_page, page_graph
 from ..traces.pagegraph import PageGraph
+from .pageload.cache import parse_cache
 from .summary_json import rows_by_index
 
 __all__ = ["MODES", "CoalescingParams", "CoalescingResult", "Topology", "HostServer", "default_topology",
@@ -1009,12 +1010,11 @@ def _probability(text: str, flag: str) -> float:
 
 
 def params_from_args(args: argparse.Namespace) -> CoalescingParams:
-    bw = None if str(args.bw).lower() in ("none", "inf", "0") else parse_rate(args.bw)
     think = None if str(args.think).lower() == "trace" else parse_duration(args.think)
     return CoalescingParams(
         modes=tuple(m.strip() for m in str(args.mode).split(",") if m.strip()), backend=args.backend,
         tls=not args.no_tls, rtt_s=parse_duration(args.rtt),
-        bandwidth_bps=bw, loss=str(args.loss), seed=int(args.seed), dns_lookup_s=parse_duration(args.dns_lookup),
+        bandwidth_bps=parse_bandwidth(args.bw), loss=str(args.loss), seed=int(args.seed), dns_lookup_s=parse_duration(args.dns_lookup),
         p421=_probability(args.p421, "--p421"), p421_announced=_probability(args.p421_announced, "--p421-announced"),
         altsvc_cache=args.altsvc_cache, wait_pending=not args.no_wait_pending, think_s=think,
         asset_think_s=parse_duration(args.asset_think), cache=args.cache, dns_file=args.dns, cert_file=args.cert,
@@ -1061,11 +1061,14 @@ def _cmd(args: argparse.Namespace) -> int:
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--trace", required=True, help="HAR of a page load (Chrome's _initiator gives the graph)")
-    p.add_argument("--mode", default=",".join(MODES), help="comma-separated: " + ",".join(MODES))
+    p.add_argument("--mode", default=",".join(MODES), type=argtypes.names(MODES, "mode"),
+                   help="comma-separated: " + ",".join(MODES))
     p.add_argument("--dns", help="JSON/TOML file: host -> address or list of addresses (others: seeded default)")
     p.add_argument("--cert", help="JSON/TOML file: host -> SAN list, or {san = [...], origin = [...], h3 = bool}")
-    p.add_argument("--p421", default="0", help="probability a server refuses a request coalesced onto it (421)")
-    p.add_argument("--p421-announced", default="0", help="the same for an origin the server announced in ORIGIN")
+    p.add_argument("--p421", default="0", type=argtypes.probability,
+                   help="probability a server refuses a request coalesced onto it (421)")
+    p.add_argument("--p421-announced", default="0", type=argtypes.probability,
+                   help="the same for an origin the server announced in ORIGIN")
     p.add_argument("--altsvc-cache", default="warm", choices=["warm", "cold"],
                    help="h3-altsvc: warm = Alt-Svc cached from an earlier visit, cold = first view")
     p.add_argument("--no-wait-pending", action="store_true",
@@ -1073,20 +1076,25 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--backend", default="model", choices=["model", "stacks"],
                    help="model (transport models) or stacks (the real h2 stack, over TLS 1.3 unless --no-tls)")
     p.add_argument("--no-tls", action="store_true", help="cleartext h2 (TCP handshake only, no certificate bytes)")
-    p.add_argument("--dns-lookup", default="30ms", help="time of one DNS lookup (once per host and page load)")
-    p.add_argument("--rtt", default="100ms")
-    p.add_argument("--bw", default="10mbit", help="bottleneck bandwidth, e.g. 10mbit (none = unlimited)")
-    p.add_argument("--loss", default="0", help="0.01 (Bernoulli) or ge:P,R[,h,k] (Gilbert-Elliott)")
-    p.add_argument("--think", default="trace", help="document think time, or 'trace' (its HAR wait)")
-    p.add_argument("--asset-think", default="0ms", help="think time of every sub-resource")
-    p.add_argument("--cache", default="cold", help="cold, warm, or a per-resource hit probability")
-    p.add_argument("--cc", default="reno", help="congestion control of the transport models")
+    p.add_argument("--dns-lookup", default="30ms", type=argtypes.duration,
+                   help="time of one DNS lookup (once per host and page load)")
+    p.add_argument("--rtt", default="100ms", type=argtypes.positive_duration, help="round-trip time, e.g. 100ms")
+    p.add_argument("--bw", default="10mbit", type=argtypes.bandwidth,
+                   help="bottleneck bandwidth, e.g. 10mbit (none = unlimited)")
+    p.add_argument("--loss", default="0", type=argtypes.loss, help="0.01 (Bernoulli) or ge:P,R[,h,k] (Gilbert-Elliott)")
+    p.add_argument("--think", default="trace", type=argtypes.duration_or("trace"),
+                   help="document think time, or 'trace' (its HAR wait)")
+    p.add_argument("--asset-think", default="0ms", type=argtypes.duration, help="think time of every sub-resource")
+    p.add_argument("--cache", default="cold", type=argtypes.checked(parse_cache, "cache"),
+                   help="cold, warm, or a per-resource hit probability")
+    p.add_argument("--cc", default="reno", choices=["reno", "cubic"], help="congestion control of the transport models")
     p.add_argument("--scheduler", default="urgency", choices=["urgency", "round-robin", "fifo"],
                    help="model server's response order")
     p.add_argument("--page", help="page id in the HAR (default: the first page)")
     p.add_argument("--seed", default=1, type=int)
-    p.add_argument("--seeds", default=1, type=int, help="run seeds SEED..SEED+N-1 and report medians")
-    p.add_argument("--write-topology", help="write the DNS answers and certificates used to this JSON file")
+    p.add_argument("--seeds", default=1, type=argtypes.count(1), help="run seeds SEED..SEED+N-1 and report medians")
+    p.add_argument("--write-topology", metavar="JSON", type=argtypes.output_file,
+                   help="write the DNS answers and certificates used to this JSON file")
     p.add_argument("--json", action="store_true", help="print one JSON object")
 
 

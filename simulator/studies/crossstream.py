@@ -61,14 +61,14 @@ from urllib.parse import urlsplit
 import numpy as np
 import pandas as pd
 
-from .. import __version__
+from .. import __version__, argtypes
 from ..compression.bodies import Codec, SchemeUnavailable, parse_codecs
 from ..compression.bodies.leak import Attack, make_setup
 from ..compression.bodies.schemes import (CROSS_STREAM, SCHEMES, SCOPINGS, Request, SchemeRun, applicable,
                                           static_dictionaries)
 from ..errors import InputError
 from ..traces import bodies as body_gen
-from ..units import parse_duration, parse_rate, parse_size
+from ..units import parse_bandwidth, parse_duration, parse_size
 
 __all__ = ["CrossstreamParams", "CrossstreamResult", "run", "run_leak", "visits", "SCHEMES", "SCOPINGS"]
 
@@ -116,8 +116,9 @@ class CrossstreamParams:
             raise InputError(f"bandwidth must be above 0, got {self.bandwidth_bps}")
         if self.releases < 1:
             raise InputError(f"releases must be at least 1, got {self.releases}")
-        if self.static_dictionary_bytes < 0 or self.dictionary_bytes < 1:
-            raise InputError("dictionary sizes must be positive")
+        if self.static_dictionary_bytes < 0:
+            raise InputError("the static dictionary size must not be negative")
+        check_dictionary_bytes(self.dictionary_bytes)
         if any(n < 1 or n > 64 for n in self.leak_lengths):
             raise InputError("secret lengths for the leak must be between 1 and 64 characters")
         if self.leak_alignments < 1:
@@ -428,6 +429,19 @@ def _reference(summary: pd.DataFrame, responses: pd.DataFrame) -> dict:
 # CLI
 
 
+MIN_DICTIONARY_BYTES = 1024
+
+
+def check_dictionary_bytes(size) -> int:
+    """The dynamic dictionary size in bytes: the draft sends it as DSize (2^DSize bytes), so
+    only powers of two exist; below 1 KiB one is too short to hold a response's repeats."""
+    n = parse_size(size)
+    if n < MIN_DICTIONARY_BYTES or n & (n - 1):
+        raise InputError(f"the dynamic dictionary size is 2^DSize bytes, a power of two from 1KiB "
+                         f"(e.g. 128KiB = 2^17), got {size!r}")
+    return n
+
+
 def _ints(text: str) -> tuple[int, ...]:
     text = str(text).strip()
     if text in ("", "0", "none"):
@@ -438,15 +452,22 @@ def _ints(text: str) -> tuple[int, ...]:
         raise InputError(f"--leak-lengths takes comma-separated integers, got {text!r}") from None
 
 
+def _leak_lengths(text: str) -> tuple[int, ...]:
+    lengths = _ints(text)
+    if any(n < 1 or n > 64 for n in lengths):
+        raise InputError(f"secret lengths must be between 1 and 64 characters, got {text!r}")
+    return lengths
+
+
 def params_from_args(args: argparse.Namespace) -> CrossstreamParams:
-    bw = None if str(args.bw).lower() in ("none", "inf", "0") else parse_rate(args.bw)
     return CrossstreamParams(
         schemes=tuple(s.strip() for s in args.scheme.split(",") if s.strip()),
         codecs=args.codecs,
         scopings=tuple(s.strip() for s in args.scoping.split(",") if s.strip()),
         releases=int(args.releases), seed=int(args.seed),
         static_dictionary_bytes=parse_size(args.static_dict), dictionary_bytes=parse_size(args.dict_size),
-        transport=args.transport, rtt_s=parse_duration(args.rtt), bandwidth_bps=bw, loss=str(args.loss),
+        transport=args.transport, rtt_s=parse_duration(args.rtt), bandwidth_bps=parse_bandwidth(args.bw),
+        loss=str(args.loss),
         leak_lengths=_ints(args.leak_lengths), leak_alignments=int(args.alignments),
         measure_cpu=bool(getattr(args, "cpu", False)),
     )
@@ -503,23 +524,29 @@ def _cmd_bodies(args: argparse.Namespace) -> int:
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--trace", help="a trace file: its text responses get generated bodies (URLs, types, sizes)")
     p.add_argument("--bodies", metavar="DIR", help="a folder of real files (sub-folders are later releases)")
-    p.add_argument("--scheme", default=",".join(SCHEMES), help="comma-separated: " + ",".join(SCHEMES))
-    p.add_argument("--codecs", default=CrossstreamParams.codecs,
+    p.add_argument("--scheme", default=",".join(SCHEMES), type=argtypes.names(SCHEMES, "scheme"),
+                   help="comma-separated: " + ",".join(SCHEMES))
+    p.add_argument("--codecs", default=CrossstreamParams.codecs, type=argtypes.checked(parse_codecs, "codecs"),
                    help="LIBRARY:LEVEL list, e.g. brotli:5,zstd:1-19,zlib:6 (libraries: zlib, brotli, zstd)")
-    p.add_argument("--scoping", default=",".join(SCOPINGS), help="comma-separated: " + ",".join(SCOPINGS))
-    p.add_argument("--releases", default=3, type=int, help="releases (visits) of generated bodies")
-    p.add_argument("--static-dict", default="32KiB", help="static dictionary size per MIME type")
-    p.add_argument("--dict-size", default="128KiB", help="dynamic dictionary size (2^DSize)")
+    p.add_argument("--scoping", default=",".join(SCOPINGS), type=argtypes.names(SCOPINGS, "scoping"),
+                   help="comma-separated: " + ",".join(SCOPINGS))
+    p.add_argument("--releases", default=3, type=argtypes.count(1), help="releases (visits) of generated bodies")
+    p.add_argument("--static-dict", default="32KiB", type=argtypes.size, help="static dictionary size per MIME type")
+    p.add_argument("--dict-size", default="128KiB", type=argtypes.checked(check_dictionary_bytes, "size"),
+                   help="dynamic dictionary size in bytes, a power of two (the draft's 2^DSize), e.g. 128KiB")
     p.add_argument("--transport", default="tcp", choices=list(TRANSPORTS),
                    help="transport model for transfer times: tcp (HTTP/2) or quic (HTTP/3)")
-    p.add_argument("--rtt", default="100ms")
-    p.add_argument("--bw", default="10mbit", help="bottleneck bandwidth (none = unlimited)")
-    p.add_argument("--loss", default="0", help="0.01 (Bernoulli) or ge:P,R[,h,k] (Gilbert-Elliott)")
-    p.add_argument("--leak-lengths", default="4,8", help="secret lengths for the leak (0 = no leak experiment)")
-    p.add_argument("--alignments", default=8, type=int, help="leak: rounds (fresh pads and alignment) per character before giving up")
+    p.add_argument("--rtt", default="100ms", type=argtypes.positive_duration, help="round-trip time, e.g. 100ms")
+    p.add_argument("--bw", default="10mbit", type=argtypes.bandwidth, help="bottleneck bandwidth (none = unlimited)")
+    p.add_argument("--loss", default="0", type=argtypes.loss, help="0.01 (Bernoulli) or ge:P,R[,h,k] (Gilbert-Elliott)")
+    p.add_argument("--leak-lengths", default="4,8", type=argtypes.checked(_leak_lengths, "lengths"),
+                   help="secret lengths for the leak (0 = no leak experiment)")
+    p.add_argument("--alignments", default=8, type=argtypes.count(1),
+                   help="leak: rounds (fresh pads and alignment) per character before giving up")
     p.add_argument("--seed", default=1, type=int)
     p.add_argument("--cpu", action="store_true", help="also measure CPU time (wall time of this machine)")
-    p.add_argument("--responses", metavar="CSV", help="also write the per-response table to CSV")
+    p.add_argument("--responses", metavar="CSV", type=argtypes.output_file,
+                   help="also write the per-response table to CSV")
     p.add_argument("--json", action="store_true", help="print one JSON object")
 
 
@@ -528,7 +555,7 @@ def add_commands(sub) -> None:
     add_arguments(p)
     p.set_defaults(func=_cmd)
     b = sub.add_parser("crossstream-bodies", help="write the generated body corpus (releases in rNN/ folders)")
-    b.add_argument("out", metavar="DIR")
+    b.add_argument("out", metavar="DIR", type=argtypes.output_folder, help="folder to write (created)")
     b.add_argument("--seed", default=1, type=int)
-    b.add_argument("--releases", default=3, type=int)
+    b.add_argument("--releases", default=3, type=argtypes.count(1))
     b.set_defaults(func=_cmd_bodies)

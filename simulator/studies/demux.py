@@ -58,9 +58,9 @@ from dataclasses import asdict, dataclass, field, replace
 
 import pandas as pd
 
-from .. import __version__
+from .. import __version__, argtypes
 from ..errors import InputError
-from ..units import parse_duration, parse_rate, parse_size
+from ..units import parse_bandwidth, parse_byte_rate, parse_duration, parse_size
 from .h2demux.model import CpuCosts
 from .h2demux.receivers import READING, STRATEGIES, WORK
 from .h2demux.server import INTERLEAVINGS
@@ -309,11 +309,6 @@ def _int(flag: str, text) -> int:
 
 
 def params_from_args(args: argparse.Namespace) -> DemuxParams:
-    from .trailers import parse_byte_rate
-
-    def bw(text):
-        return None if str(text).lower() in ("none", "inf", "0") else parse_rate(text)
-
     sizes = dict(streams=_int("--streams", args.streams), stream_bytes=parse_size(args.size),
                  window_bytes=parse_size(args.window))
     if args.full:
@@ -329,7 +324,7 @@ def params_from_args(args: argparse.Namespace) -> DemuxParams:
         interleavings=_list(args.interleaving), strategies=_list(args.strategy), reading=args.reading, work=args.work,
         part=args.part, scanners=_list(args.scanner), repeat=_int("--repeat", args.repeat),
         trace_memory=bool(args.memory), rtts_s=tuple(parse_duration(r) for r in _list(args.rtt)),
-        bandwidth_bps=bw(args.bw), loss=str(args.loss), mss_bytes=_int("--mss", args.mss), costs=costs,
+        bandwidth_bps=parse_bandwidth(args.bw), loss=str(args.loss), mss_bytes=_int("--mss", args.mss), costs=costs,
         seed=_int("--seed", args.seed),
     )
 
@@ -363,35 +358,45 @@ def _cmd(args: argparse.Namespace) -> int:
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--streams", default=8, help="parallel responses on the connection")
-    p.add_argument("--size", default="4MiB", help="bytes per response body")
-    p.add_argument("--window", default="1MiB", help="per-stream flow-control window (SETTINGS_INITIAL_WINDOW_SIZE)")
+    p.add_argument("--streams", type=argtypes.count(1), default=8, help="parallel responses on the connection")
+    p.add_argument("--size", type=argtypes.positive_size, default="4MiB", help="bytes per response body")
+    p.add_argument("--window", type=argtypes.positive_size, default="1MiB",
+                   help="per-stream flow-control window (SETTINGS_INITIAL_WINDOW_SIZE)")
     p.add_argument("--full", action="store_true", help="the reference case: 50 x 100 MB, 10 MB window (slow)")
-    p.add_argument("--frame", default="16KiB", help="the server's DATA frame payload")
-    p.add_argument("--read", default="64KiB", help="bytes per recv")
-    p.add_argument("--side", default="64KiB", help="side-track area")
-    p.add_argument("--interleaving", default=",".join(INTERLEAVINGS), help="comma-separated: " + ",".join(INTERLEAVINGS))
-    p.add_argument("--strategy", default=",".join(STRATEGIES), help="comma-separated: " + ",".join(STRATEGIES))
+    p.add_argument("--frame", type=argtypes.positive_size, default="16KiB", help="the server's DATA frame payload")
+    p.add_argument("--read", type=argtypes.positive_size, default="64KiB", help="bytes per recv")
+    p.add_argument("--side", type=argtypes.positive_size, default="64KiB", help="side-track area")
+    p.add_argument("--interleaving", type=argtypes.names(INTERLEAVINGS, "interleaving"),
+                   default=",".join(INTERLEAVINGS),
+                   help="comma-separated: " + ",".join(INTERLEAVINGS))
+    p.add_argument("--strategy", type=argtypes.names(STRATEGIES, "strategy"), default=",".join(STRATEGIES),
+                   help="comma-separated: " + ",".join(STRATEGIES))
     p.add_argument("--reading", default="eager", choices=list(READING),
                    help="eager: read until the socket is empty; paced: one read per wakeup")
     p.add_argument("--work", default="count", choices=list(WORK), help="the application's work per byte")
     p.add_argument("--part", default="both", choices=list(PARTS),
                    help="real: measured on this machine; model: over the TCP model (deterministic)")
-    p.add_argument("--scanner", default="c", help="real part: c, python or c,python")
-    p.add_argument("--repeat", default=3, help="real part: best of N runs")
+    p.add_argument("--scanner", type=argtypes.names(SCANNERS, "scanner"), default="c",
+                   help="real part: c, python or c,python")
+    p.add_argument("--repeat", type=argtypes.count(1), default=3, help="real part: best of N runs")
     p.add_argument("--memory", action="store_true", help="real part: Python heap peak under tracemalloc (slower)")
-    p.add_argument("--rtt", default="1ms,10ms,50ms", help="model: comma-separated RTTs")
-    p.add_argument("--bw", default="10gbit", help="model: bottleneck bandwidth (none = unlimited)")
-    p.add_argument("--loss", default="0", help="model: 0.01 (Bernoulli) or ge:P,R[,h,k]")
-    p.add_argument("--mss", default=64000, help="model: TCP segment payload (loopback-sized by default)")
-    p.add_argument("--consume-rate", default="2GB/s", help="model: the application's bytes per second")
-    p.add_argument("--copy-rate", default="5GB/s", help="model: bytes copied into a buffer per second")
-    p.add_argument("--cost-read", default="2us", help="model: CPU per recv")
-    p.add_argument("--cost-frame", default="0.1us", help="model: CPU per frame scanned")
-    p.add_argument("--cost-dispatch", default="0.5us", help="model: CPU per hand-off to a consumer")
-    p.add_argument("--cost-wakeup", default="5us", help="model: CPU per event-loop turn")
-    p.add_argument("--seed", default=1)
-    p.add_argument("--rows", metavar="CSV", help="also write the rows to CSV")
+    p.add_argument("--rtt", type=argtypes.durations, default="1ms,10ms,50ms", help="model: comma-separated RTTs")
+    p.add_argument("--bw", type=argtypes.bandwidth, default="10gbit",
+                   help="model: bottleneck bandwidth (none = unlimited)")
+    p.add_argument("--loss", type=argtypes.loss, default="0", help="model: 0.01 (Bernoulli) or ge:P,R[,h,k]")
+    p.add_argument("--mss", type=argtypes.count(1), default=64000,
+                   help="model: TCP segment payload (loopback-sized by default)")
+    p.add_argument("--consume-rate", type=argtypes.byte_rate, default="2GB/s",
+                   help="model: the application's bytes per second")
+    p.add_argument("--copy-rate", type=argtypes.byte_rate, default="5GB/s",
+                   help="model: bytes copied into a buffer per second")
+    p.add_argument("--cost-read", type=argtypes.duration, default="2us", help="model: CPU per recv")
+    p.add_argument("--cost-frame", type=argtypes.duration, default="0.1us", help="model: CPU per frame scanned")
+    p.add_argument("--cost-dispatch", type=argtypes.duration, default="0.5us",
+                   help="model: CPU per hand-off to a consumer")
+    p.add_argument("--cost-wakeup", type=argtypes.duration, default="5us", help="model: CPU per event-loop turn")
+    p.add_argument("--seed", type=int, default=1)
+    p.add_argument("--rows", type=argtypes.output_file, metavar="CSV", help="also write the rows to CSV")
     p.add_argument("--json", action="store_true", help="print one JSON object")
 
 

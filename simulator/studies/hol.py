@@ -54,6 +54,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import os
 import struct
 import sys
 from collections import deque
@@ -62,7 +63,7 @@ from dataclasses import asdict, dataclass, replace
 import numpy as np
 import pandas as pd
 
-from .. import __version__
+from .. import __version__, argtypes
 from ..engine import Simulator
 from ..errors import InputError
 from ..frames import H2Scanner, H3Scanner
@@ -70,7 +71,7 @@ from ..frames import encode_varint as _varint
 from ..net.link import Jitter, Path
 from ..net.transport import TransportConfig
 from ..traces.model import Trace, raw_size
-from ..units import parse_duration, parse_rate, parse_size
+from ..units import parse_bandwidth, parse_duration, parse_size
 from .summary_json import rows_by_index
 
 __all__ = ["HolParams", "HolResult", "run", "run_seeds", "SCHEMES", "confidence_band"]
@@ -721,16 +722,36 @@ def confidence_band(values, *, level: float = 0.95, resamples: int = 2000, seed:
 
 
 def params_from_args(args: argparse.Namespace) -> HolParams:
-    bw = None if str(args.bw).lower() in ("none", "inf", "0") else parse_rate(args.bw)
     if not 0.0 <= float(args.jitter) <= 1.0:
         raise InputError(f"--jitter is a probability in [0, 1], got {args.jitter}")
+    # --table / --blocked not given: the defaults (an interop trace's own, in _cmd).
+    table = HolParams.table_bytes if args.table is None else parse_size(args.table)
+    blocked = HolParams.max_blocked if args.blocked is None else int(args.blocked)
     return HolParams(
         schemes=tuple(s.strip() for s in args.scheme.split(",") if s.strip()),
-        transport=args.transport, rtt_s=parse_duration(args.rtt), bandwidth_bps=bw, loss=str(args.loss),
-        table_bytes=parse_size(args.table), max_blocked=int(args.blocked), direction=args.direction,
+        transport=args.transport, rtt_s=parse_duration(args.rtt), bandwidth_bps=parse_bandwidth(args.bw),
+        loss=str(args.loss), table_bytes=table, max_blocked=blocked, direction=args.direction,
         seed=int(args.seed), spacing_s=parse_duration(args.spacing), think_s=parse_duration(args.think),
         jitter_prob=float(args.jitter), cc=args.cc,
     )
+
+
+def _interop_table(trace: Trace, params: HolParams, args: argparse.Namespace) -> HolParams:
+    """A QPACK interop file was encoded with the table capacity and blocked-streams limit of
+    its name (``<name>.out.<capacity>.<blocked>.<ack>``, read as ``workbench interop decode``
+    and the loader read it): the study uses them too unless --table / --blocked are given."""
+    if trace.format != "qpack-interop" or (args.table is not None and args.blocked is not None):
+        return params
+    taken = {}
+    if args.table is None:
+        taken["table_bytes"] = int(trace.meta["max_table_capacity"])
+    if args.blocked is None:
+        taken["max_blocked"] = int(trace.meta["blocked_streams"])
+    said = " and ".join(f"{'table capacity' if k == 'table_bytes' else 'max blocked streams'} {v}"
+                        for k, v in taken.items())
+    print(f"workbench: note: {said} from the interop file name {os.path.basename(trace.source)} "
+          f"(give --table / --blocked to override)", file=sys.stderr)
+    return replace(params, **taken)
 
 
 def _cmd(args: argparse.Namespace) -> int:
@@ -738,6 +759,7 @@ def _cmd(args: argparse.Namespace) -> int:
 
     params = params_from_args(args)
     trace = load(args.trace)
+    params = _interop_table(trace, params, args)
     result = run(trace, params, progress=not args.json and sys.stderr.isatty())
     if args.blocks:
         result.blocks.to_csv(args.blocks, index=False)
@@ -755,22 +777,27 @@ def _cmd(args: argparse.Namespace) -> int:
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--trace", required=True, help="HAR, QIF or QPACK interop file")
-    p.add_argument("--scheme", default="hpack,qpack,qcram", help="comma-separated: " + ",".join(SCHEMES))
+    p.add_argument("--scheme", default="hpack,qpack,qcram", type=argtypes.names(SCHEMES, "scheme"),
+                   help="comma-separated: " + ",".join(SCHEMES))
     p.add_argument("--transport", default="quic", choices=list(TRANSPORTS),
                    help="quic or tcp (transport models), or ref2017 (the 2017 simulator's network model)")
-    p.add_argument("--rtt", default="100ms")
-    p.add_argument("--bw", default="10mbit", help="bottleneck bandwidth, e.g. 10mbit (none = unlimited)")
-    p.add_argument("--loss", default="0", help="0.01 (Bernoulli) or ge:P,R[,h,k] (Gilbert-Elliott)")
-    p.add_argument("--table", default="4096", help="dynamic table capacity in bytes")
-    p.add_argument("--blocked", default=100, type=int, help="max blocked streams")
+    p.add_argument("--rtt", default="100ms", type=argtypes.positive_duration, help="round-trip time, e.g. 100ms")
+    p.add_argument("--bw", default="10mbit", type=argtypes.bandwidth,
+                   help="bottleneck bandwidth, e.g. 10mbit (none = unlimited)")
+    p.add_argument("--loss", default="0", type=argtypes.loss, help="0.01 (Bernoulli) or ge:P,R[,h,k] (Gilbert-Elliott)")
+    p.add_argument("--table", default=None, type=argtypes.size,
+                   help="dynamic table capacity in bytes (default 4096; a QPACK interop trace: from its file name)")
+    p.add_argument("--blocked", default=None, type=argtypes.count(0),
+                   help="max blocked streams (default 100; a QPACK interop trace: from its file name)")
     p.add_argument("--direction", default="auto", choices=list(DIRECTIONS),
                    help="header lists to replay; auto (default): what the trace holds")
-    p.add_argument("--spacing", default="10ms", help="request spacing for untimed traces (QIF)")
-    p.add_argument("--think", default="0ms", help="server think time before a response (direction both)")
-    p.add_argument("--jitter", default=0.0, type=float, help="probability of an extra U(0,100ms) delay")
+    p.add_argument("--spacing", default="10ms", type=argtypes.duration, help="request spacing for untimed traces (QIF)")
+    p.add_argument("--think", default="0ms", type=argtypes.duration,
+                   help="server think time before a response (direction both)")
+    p.add_argument("--jitter", default="0", type=argtypes.probability, help="probability of an extra U(0,100ms) delay")
     p.add_argument("--cc", default="reno", choices=["reno", "cubic"])
     p.add_argument("--seed", default=1, type=int)
-    p.add_argument("--blocks", metavar="CSV", help="also write the per-block table to CSV")
+    p.add_argument("--blocks", metavar="CSV", type=argtypes.output_file, help="also write the per-block table to CSV")
     p.add_argument("--json", action="store_true", help="print one JSON object")
 
 

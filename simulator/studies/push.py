@@ -55,11 +55,11 @@ from dataclasses import asdict, dataclass, replace
 
 import pandas as pd
 
-from .. import __version__
+from .. import __version__, argtypes
 from ..errors import InputError
 from ..traces.model import Trace
 from .summary_json import rows_by_index
-from ..units import parse_duration, parse_rate
+from ..units import parse_bandwidth, parse_duration
 from .pageload import ClientCache, LoadParams, ServerPlan, load_page, page_graph
 from .pageload.cache import parse_cache
 from .pageload.client import BACKENDS, COALESCE, DEFAULT_PARSE_DELAY_S, PROTOCOLS, connection_key
@@ -129,7 +129,7 @@ class PushParams:
         return d
 
 
-def parse_delays(text: str) -> tuple:
+def parse_delays(text: str, *, require_unit: bool = False) -> tuple:
     """``document=5ms,script=10ms`` -> ((resource type, seconds), ...); types not named: 0."""
     out = []
     for item in str(text).split(","):
@@ -138,11 +138,17 @@ def parse_delays(text: str) -> tuple:
         kind, sep, value = item.partition("=")
         if not sep or not kind.strip():
             raise InputError(f"parse delay must be TYPE=DURATION[,TYPE=DURATION...], got {item.strip()!r}")
-        seconds = parse_duration(value.strip())
+        seconds = parse_duration(value.strip(), require_unit=require_unit)
         if seconds < 0:
             raise InputError(f"parse delay of {kind.strip()} must be >= 0, got {value.strip()!r}")
         out.append((kind.strip(), seconds))
     return tuple(out)
+
+
+def _urgency(text: str) -> int:
+    if not str(text).strip().isdigit() or not 0 <= int(text) <= 7:
+        raise InputError(f"push urgency must be 0..7 (RFC 9218), got {text!r}")
+    return int(text)
 
 
 def _push_count(push_set: str) -> int | None:
@@ -335,11 +341,10 @@ def run_seeds(trace: Trace | PageGraph, params: PushParams, seeds, *, progress: 
 
 
 def params_from_args(args: argparse.Namespace) -> PushParams:
-    bw = None if str(args.bw).lower() in ("none", "inf", "0") else parse_rate(args.bw)
     think = None if str(args.think).lower() == "trace" else parse_duration(args.think)
     return PushParams(
         policies=tuple(p.strip() for p in args.policy.split(",") if p.strip()), protocol=args.protocol,
-        backend=args.backend, rtt_s=parse_duration(args.rtt), bandwidth_bps=bw, loss=str(args.loss),
+        backend=args.backend, rtt_s=parse_duration(args.rtt), bandwidth_bps=parse_bandwidth(args.bw), loss=str(args.loss),
         seed=int(args.seed), think_s=think, asset_think_s=parse_duration(args.asset_think), cache=args.cache,
         push_set=args.push_set, coalesce=args.coalesce, tls=not args.no_tls, dns_s=parse_duration(args.dns),
         edge_seen=bool(args.edge_seen), scheduler=args.scheduler, push_urgency=int(args.push_urgency),
@@ -389,33 +394,38 @@ def _cmd(args: argparse.Namespace) -> int:
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--trace", required=True, help="HAR of a page load (Chrome's _initiator gives the graph)")
-    p.add_argument("--policy", default="none,push,hints,push+hints", help="comma-separated: " + ",".join(POLICIES))
+    p.add_argument("--policy", default="none,push,hints,push+hints", type=argtypes.names(POLICIES, "policy"),
+                   help="comma-separated: " + ",".join(POLICIES))
     p.add_argument("--protocol", default="h2", choices=list(PROTOCOLS), help="h2 (over TCP) or h3 (over QUIC)")
     p.add_argument("--backend", default="model", choices=list(BACKENDS),
                    help="model (transport models) or stacks (real h2 / aioquic)")
-    p.add_argument("--rtt", default="100ms")
-    p.add_argument("--bw", default="10mbit", help="bottleneck bandwidth, e.g. 10mbit (none = unlimited)")
-    p.add_argument("--loss", default="0", help="0.01 (Bernoulli) or ge:P,R[,h,k] (Gilbert-Elliott)")
-    p.add_argument("--think", default="trace", help="document think time, or 'trace' (its HAR wait)")
-    p.add_argument("--asset-think", default="0ms", help="think time of every sub-resource")
-    p.add_argument("--cache", default="cold",
+    p.add_argument("--rtt", default="100ms", type=argtypes.positive_duration, help="round-trip time, e.g. 100ms")
+    p.add_argument("--bw", default="10mbit", type=argtypes.bandwidth,
+                   help="bottleneck bandwidth, e.g. 10mbit (none = unlimited)")
+    p.add_argument("--loss", default="0", type=argtypes.loss, help="0.01 (Bernoulli) or ge:P,R[,h,k] (Gilbert-Elliott)")
+    p.add_argument("--think", default="trace", type=argtypes.duration_or("trace"),
+                   help="document think time, or 'trace' (its HAR wait)")
+    p.add_argument("--asset-think", default="0ms", type=argtypes.duration, help="think time of every sub-resource")
+    p.add_argument("--cache", default="cold", type=argtypes.checked(parse_cache, "cache"),
                    help="cold, warm, a per-resource hit probability, or 'list:URL URL ...' (an explicit cached set)")
-    p.add_argument("--push-set", default="render-blocking",
+    p.add_argument("--push-set", default="render-blocking", type=argtypes.checked(_push_count, "push set"),
                    help="render-blocking, all, largest:N, or 'list:URL URL ...'")
     p.add_argument("--parse-delay", default=DEFAULT_PARSE_DELAY,
+                   type=argtypes.checked(lambda t: parse_delays(t, require_unit=True), "parse delay"),
                    help="parse/CPU delay before a parent's references are found, per resource type "
                         "(TYPE=DURATION,...; types not named: 0)")
     p.add_argument("--coalesce", default="site", choices=list(COALESCE),
                    help="site: first-party hosts share the document's connection; origin: one per origin")
     p.add_argument("--no-tls", action="store_true", help="cleartext h2 (one RTT less per cold TCP connection), on both backends")
-    p.add_argument("--dns", default="0ms", help="DNS time before each cold connection")
+    p.add_argument("--dns", default="0ms", type=argtypes.duration, help="DNS time before each cold connection")
     p.add_argument("--edge-seen", action="store_true", help="hints-cdn: the CDN edge has seen the page before")
     p.add_argument("--scheduler", default="urgency", choices=["urgency", "round-robin", "fifo"],
                    help="model server's response order: RFC 9218 urgency, round-robin (aioquic) or fifo (h2 stack)")
-    p.add_argument("--push-urgency", default=3, type=int, help="RFC 9218 urgency of pushed responses (model)")
+    p.add_argument("--push-urgency", default=3, type=argtypes.checked(_urgency, "urgency"),
+                   help="RFC 9218 urgency of pushed responses, 0..7 (model)")
     p.add_argument("--page", help="page id in the HAR (default: the first page)")
     p.add_argument("--seed", default=1, type=int)
-    p.add_argument("--seeds", default=1, type=int, help="run seeds SEED..SEED+N-1 and report medians")
+    p.add_argument("--seeds", default=1, type=argtypes.count(1), help="run seeds SEED..SEED+N-1 and report medians")
     p.add_argument("--json", action="store_true", help="print one JSON object")
 
 

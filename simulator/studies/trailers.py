@@ -68,13 +68,13 @@ from dataclasses import asdict, dataclass, replace
 
 import pandas as pd
 
-from .. import __version__
+from .. import __version__, argtypes
 from ..engine import derive_seed
 from ..errors import InputError
 from ..hops import chain
 from ..hops.fields import INTEGRITY, METADATA, STATUS, metadata_fields
 from ..hops.framing import GRPC_WEB_PREFIX_BYTES, VERSIONS, grpc_web_trailer_frame
-from ..units import parse_duration, parse_rate, parse_size
+from ..units import parse_bandwidth, parse_byte_rate, parse_duration, parse_size
 from .summary_json import jsonable
 
 __all__ = ["TrailersParams", "TrailersResult", "run", "STRATEGIES", "STACKS", "parse_byte_rate"]
@@ -438,32 +438,11 @@ def _summarize(df: pd.DataFrame, totals: dict) -> pd.DataFrame:
 # CLI
 
 
-def parse_byte_rate(text: str) -> float | None:
-    """A body generation rate in bytes/s: ``500kB/s``, ``2MiB/s``, ``4mbit`` (bits/s, /8),
-    a plain number (bytes/s), or ``inf`` / ``none`` (the body is ready at once)."""
-    t = str(text).strip()
-    if t.lower() in ("inf", "none", "instant"):
-        return None
-    try:
-        if t.endswith("/s"):
-            return float(parse_size(t[:-2])) if t[:-2].strip() else parse_size(t)
-        return float(t)
-    except ValueError:
-        pass
-    try:
-        return parse_rate(t) / 8.0
-    except InputError:
-        raise InputError(f"cannot read {text!r} as a generation rate (e.g. 500kB/s, 2MiB/s, 4mbit, inf)") from None
-
-
 def _list(text: str) -> tuple[str, ...]:
     return tuple(s.strip() for s in str(text).split(",") if s.strip())
 
 
 def params_from_args(args: argparse.Namespace) -> TrailersParams:
-    def bw(text):
-        return None if str(text).lower() in ("none", "inf", "0") else parse_rate(text)
-
     try:
         te = float(args.te)
     except ValueError:
@@ -471,9 +450,9 @@ def params_from_args(args: argparse.Namespace) -> TrailersParams:
     return TrailersParams(
         strategies=_list(args.strategy), versions=_list(args.versions), stack=args.stack,
         body_bytes=None if args.body is None else parse_size(args.body), rate_bytes_per_s=parse_byte_rate(args.rate),
-        chunk_bytes=parse_size(args.chunk), rtt_s=parse_duration(args.rtt), bandwidth_bps=bw(args.bw),
+        chunk_bytes=parse_size(args.chunk), rtt_s=parse_duration(args.rtt), bandwidth_bps=parse_bandwidth(args.bw),
         loss=str(args.loss), hops=_list(args.hops), hop_rtt_s=parse_duration(args.hop_rtt),
-        hop_bandwidth_bps=bw(args.hop_bw), te_trailers=te, metadata=_list(args.metadata),
+        hop_bandwidth_bps=parse_bandwidth(args.hop_bw), te_trailers=te, metadata=_list(args.metadata),
         responses=int(args.responses), spacing_s=parse_duration(args.spacing), think_s=parse_duration(args.think),
         cc=args.cc, seed=int(args.seed),
     )
@@ -505,27 +484,37 @@ def _cmd(args: argparse.Namespace) -> int:
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--trace", help="HAR or QIF trace: one response per exchange (optional)")
-    p.add_argument("--strategy", default=",".join(STRATEGIES), help="comma-separated: " + ",".join(STRATEGIES))
-    p.add_argument("--versions", default=",".join(VERSIONS), help="comma-separated: h1,h2,h3")
+    p.add_argument("--strategy", default=",".join(STRATEGIES), type=argtypes.names(STRATEGIES, "strategy"),
+                   help="comma-separated: " + ",".join(STRATEGIES))
+    p.add_argument("--versions", default=",".join(VERSIONS), type=argtypes.names(VERSIONS, "version"),
+                   help="comma-separated: h1,h2,h3")
     p.add_argument("--stack", default="model", choices=list(STACKS),
                    help="transport models, real stacks (h2, aioquic), or both")
-    p.add_argument("--body", default=None, help="body size, e.g. 256KiB (default: the trace's, or 256 KiB)")
-    p.add_argument("--rate", default="500kB/s", help="body generation rate, e.g. 500kB/s, 4mbit, inf")
-    p.add_argument("--chunk", default="16KiB", help="the server writes each chunk of this size as produced")
-    p.add_argument("--rtt", default="50ms")
-    p.add_argument("--bw", default="10mbit", help="bottleneck bandwidth (none = unlimited)")
-    p.add_argument("--loss", default="0", help="0.01 (Bernoulli) or ge:P,R[,h,k] (Gilbert-Elliott)")
-    p.add_argument("--hops", default="", help="intermediaries from the client: pass,drop,merge,store")
-    p.add_argument("--hop-rtt", default="10ms", help="RTT of each segment behind the first hop")
-    p.add_argument("--hop-bw", default="1gbit", help="bandwidth of each segment behind the first hop")
-    p.add_argument("--te", default="1", help="probability that a request carries TE: trailers")
-    p.add_argument("--metadata", default="digest,status", help="comma-separated: " + ",".join(METADATA))
-    p.add_argument("--responses", default=1, type=int, help="responses without a trace")
-    p.add_argument("--spacing", default="1s", help="response i starts at i * spacing")
-    p.add_argument("--think", default="0ms", help="server think time before production starts")
+    p.add_argument("--body", default=None, type=argtypes.size,
+                   help="body size, e.g. 256KiB (default: the trace's, or 256 KiB)")
+    p.add_argument("--rate", default="500kB/s", type=argtypes.byte_rate,
+                   help="body generation rate, e.g. 500kB/s, 4mbit, inf")
+    p.add_argument("--chunk", default="16KiB", type=argtypes.positive_size,
+                   help="the server writes each chunk of this size as produced")
+    p.add_argument("--rtt", default="50ms", type=argtypes.positive_duration, help="round-trip time, e.g. 50ms")
+    p.add_argument("--bw", default="10mbit", type=argtypes.bandwidth, help="bottleneck bandwidth (none = unlimited)")
+    p.add_argument("--loss", default="0", type=argtypes.loss, help="0.01 (Bernoulli) or ge:P,R[,h,k] (Gilbert-Elliott)")
+    p.add_argument("--hops", default="", type=argtypes.names(chain.POLICIES, "hop policy", empty=True),
+                   help="intermediaries from the client: pass,drop,merge,store")
+    p.add_argument("--hop-rtt", default="10ms", type=argtypes.positive_duration,
+                   help="RTT of each segment behind the first hop")
+    p.add_argument("--hop-bw", default="1gbit", type=argtypes.bandwidth,
+                   help="bandwidth of each segment behind the first hop")
+    p.add_argument("--te", default="1", type=argtypes.probability,
+                   help="probability that a request carries TE: trailers")
+    p.add_argument("--metadata", default="digest,status", type=argtypes.names(METADATA, "metadata kind"),
+                   help="comma-separated: " + ",".join(METADATA))
+    p.add_argument("--responses", default=1, type=argtypes.count(1), help="responses without a trace")
+    p.add_argument("--spacing", default="1s", type=argtypes.duration, help="response i starts at i * spacing")
+    p.add_argument("--think", default="0ms", type=argtypes.duration, help="server think time before production starts")
     p.add_argument("--cc", default="reno", choices=["reno", "cubic"])
     p.add_argument("--seed", default=1, type=int)
-    p.add_argument("--rows", metavar="CSV", help="also write the per-response table to CSV")
+    p.add_argument("--rows", metavar="CSV", type=argtypes.output_file, help="also write the per-response table to CSV")
     p.add_argument("--json", action="store_true", help="print one JSON object")
 
 

@@ -5,7 +5,7 @@
 * JSON whose top level has ``"log"`` -> HAR (``har.load_har``);
 * binary records in the interop layout (u64 stream id, u32 length, bytes) ->
   QPACK offline interop (``interop.load_interop``; options ``max_table_capacity``,
-  ``blocked_streams``);
+  ``blocked_streams``); other binary data is not a trace (an error says so);
 * text with ``name<TAB>value`` lines -> QIF (``qif.load_qif``).
 
 ``load_many(paths)`` loads several files, skipping (and reporting) the bad ones.
@@ -17,7 +17,7 @@ from __future__ import annotations
 from typing import Callable, Iterable
 
 from ..errors import InputError
-from ._io import read_bytes
+from ._io import read_input
 from .model import Exchange, HeaderList, Page, Trace, header_value, raw_size
 
 __all__ = ["load", "load_many", "detect_format", "TraceError", "InputError",
@@ -33,12 +33,15 @@ def detect_format(data: bytes, path: str | None = None) -> str:
     if not data.strip():
         raise InputError("the file is empty.", path=path)
     head = data.lstrip(b"\xef\xbb\xbf \t\r\n")
-    if head.startswith((b"{", b"[")):
+    binary = _binary(data[:4096])
+    if head.startswith((b"{", b"[")) and not binary:
         return "har"
     if looks_like_records(data):
         return "qpack-interop"
-    if b"\x00" in data[:1024]:
-        return "qpack-interop"  # binary: let the record reader say where it breaks
+    if binary:
+        raise InputError("not a trace the workbench can read: binary data that is not QPACK offline-interop "
+                         "records (u64 stream id, u32 length, bytes); traces are HAR (JSON), QIF (text) or "
+                         "QPACK offline-interop records.", path=path)
     lines = data.split(b"\n")
     lineno, first = next(((i, line) for i, line in enumerate(lines, 1)
                           if line.strip() and not line.startswith(b"#")), (1, b""))
@@ -46,6 +49,17 @@ def detect_format(data: bytes, path: str | None = None) -> str:
         return "qif"
     raise InputError("unrecognised trace format: not HAR (JSON with \"log\"), not QPACK interop records, "
                      "and not QIF (the line has no name<TAB>value).", path=path, where=f"line {lineno}")
+
+
+def _binary(head: bytes) -> bool:
+    """NUL bytes, or not UTF-8 text: no HAR or QIF looks like this."""
+    if b"\x00" in head:
+        return True
+    try:
+        head.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        return exc.start < len(head) - 3    # not just a character cut at the end of the sample
+    return False
 
 
 def load(path, *, format: str | None = None, **options) -> Trace:
@@ -58,14 +72,7 @@ def load(path, *, format: str | None = None, **options) -> Trace:
     from .qif import load_qif
 
     path = str(path)
-    try:
-        data = read_bytes(path)
-    except FileNotFoundError:
-        raise InputError("no such file.", path=path) from None
-    except IsADirectoryError:
-        raise InputError("is a directory, not a trace file.", path=path) from None
-    except OSError as exc:
-        raise InputError(f"cannot be read ({exc.strerror}).", path=path) from None
+    data = read_input(path)
     fmt = format or detect_format(data, path)
     if fmt == "har":
         trace = load_har(path, data=data)

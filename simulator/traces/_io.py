@@ -5,7 +5,9 @@ from __future__ import annotations
 import os
 import tempfile
 
-__all__ = ["atomic_write", "read_bytes"]
+from ..errors import InputError
+
+__all__ = ["atomic_write", "read_bytes", "read_input"]
 
 
 def atomic_write(path: str, data: bytes) -> None:
@@ -34,3 +36,15 @@ def _mode(path: str) -> int:
 def read_bytes(path: str) -> bytes:
     with open(path, "rb") as f:
         return f.read()
+
+
+def read_input(path: str) -> bytes:
+    """An input file's bytes; a missing file, a folder or an unreadable file is an ``InputError``."""
+    try:
+        return read_bytes(path)
+    except FileNotFoundError:
+        raise InputError("no such file.", path=path) from None
+    except IsADirectoryError:
+        raise InputError("is a directory, not a trace file.", path=path) from None
+    except OSError as exc:
+        raise InputError(f"cannot be read ({exc.strerror}).", path=path) from None

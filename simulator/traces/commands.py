@@ -14,6 +14,7 @@ from __future__ import annotations
 import argparse
 import json
 
+from .. import argtypes
 from ..errors import InputError
 from . import load
 from .model import Trace
@@ -227,7 +228,7 @@ def cmd_synth(args) -> int:
     if args.origins is not None:
         params["origins"] = args.origins
     if args.third_party_share is not None:
-        params["third_party_share"] = args.third_party_share
+        params["third_party_share"] = float(args.third_party_share)
     if args.third_party_zipf is not None:
         params["third_party_zipf_s"] = args.third_party_zipf
     trace = generate(pages=args.pages, seed=args.seed, **params)
@@ -278,7 +279,7 @@ def add_commands(subparsers) -> None:
 
     p = sub.add_parser("convert", help="convert a trace to QIF or HAR")
     p.add_argument("input", metavar="IN")
-    p.add_argument("output", metavar="OUT")
+    p.add_argument("output", metavar="OUT", type=argtypes.output_file)
     p.add_argument("--to", choices=("qif", "har"), default=None,
                    help="output format (default: har for a .har name, else qif)")
     p.add_argument("--direction", choices=DIRECTIONS, default="both",
@@ -287,7 +288,7 @@ def add_commands(subparsers) -> None:
     p.set_defaults(func=cmd_convert)
 
     p = sub.add_parser("synth", help="write a seeded synthetic browsing session")
-    p.add_argument("output", metavar="OUT")
+    p.add_argument("output", metavar="OUT", type=argtypes.output_file)
     p.add_argument("--pages", type=_positive, default=1, help="page loads (default 1)")
     p.add_argument("--seed", type=_nonnegative, default=0, help="random seed (default 0)")
     p.add_argument("--format", choices=("har", "qif"), default=None,
@@ -297,7 +298,7 @@ def add_commands(subparsers) -> None:
     p.add_argument("--origins", type=_nonnegative, default=None,
                    help="third-party origins to draw from (default: drawn from Web Almanac figures); "
                         "requests pick them by Zipf weight, so a page may not use them all")
-    p.add_argument("--third-party-share", type=float, default=None, metavar="P",
+    p.add_argument("--third-party-share", type=argtypes.probability, default=None, metavar="P",
                    help="share of sub-resource requests that go to third parties (default 0.4)")
     p.add_argument("--third-party-zipf", type=float, default=None, metavar="S",
                    help="Zipf exponent spreading requests over third parties (default 1.0; lower = more "

@@ -22,12 +22,12 @@ import struct
 import pylsqpack
 
 from ..errors import InputError
-from ._io import atomic_write, read_bytes
+from ._io import atomic_write, read_input
 from .model import Exchange, Trace
 from .qif import _origin
 
 __all__ = ["read_records", "parse_records", "write_records", "looks_like_records",
-           "interop_settings", "load_interop", "ENCODER_STREAM"]
+           "interop_settings", "resolve_settings", "load_interop", "ENCODER_STREAM"]
 
 ENCODER_STREAM = 0
 _HEADER = struct.Struct(">QI")
@@ -55,7 +55,11 @@ def parse_records(data: bytes, path: str | None = None) -> list[tuple[int, bytes
 
 def read_records(path: str) -> list[tuple[int, bytes]]:
     """The ``(stream_id, bytes)`` records of an interop file, in file order."""
-    return parse_records(read_bytes(str(path)), str(path))
+    data = read_input(str(path))
+    if data and not looks_like_records(data):
+        raise InputError("not QPACK offline-interop records: the first record's stream id or length is "
+                         "impossible (u64 stream id, u32 length, bytes).", path=str(path), where="byte offset 0")
+    return parse_records(data, str(path))
 
 
 def write_records(path: str, records) -> None:
@@ -68,13 +72,23 @@ def write_records(path: str, records) -> None:
 
 
 def looks_like_records(data: bytes) -> bool:
-    """True when ``data`` starts like the interop layout: binary, with a small stream id."""
+    """True when ``data`` starts like the interop layout: a plausible first record.
+
+    Stream ids are QUIC variable-length integers (< 2**62) and small in practice: the
+    leading bytes are zeros, which no text format starts with.  A first record longer
+    than the file is still plausible when short (a truncated real file, which the record
+    reader reports as such); random bytes fail on the stream id or the length."""
     if len(data) < _HEADER.size:
+        # Too short for a header: only a file that starts with a small stream id's zeros.
+        return len(data) >= 4 and data[:4] == b"\0\0\0\0"
+    stream_id, length = _HEADER.unpack_from(data, 0)
+    if stream_id >= 2**32:
         return False
-    stream_id, _ = _HEADER.unpack_from(data, 0)
-    # Stream ids are QUIC variable-length integers (< 2**62) and small in practice:
-    # the leading bytes are zeros, which no text format starts with.
-    return stream_id < 2**32
+    return length <= len(data) - _HEADER.size or length < _MAX_PLAUSIBLE_RECORD
+
+
+# No field section or encoder-stream chunk comes near this; random bytes usually do.
+_MAX_PLAUSIBLE_RECORD = 1 << 20
 
 
 def interop_settings(path: str) -> tuple[int, int, int] | None:
@@ -83,19 +97,27 @@ def interop_settings(path: str) -> tuple[int, int, int] | None:
     return (int(m.group(1)), int(m.group(2)), int(m.group(3))) if m else None
 
 
+def resolve_settings(path: str, capacity: int | None = None, blocked: int | None = None, *,
+                     flags: str = "give them explicitly") -> tuple[int, int]:
+    """(table capacity, blocked streams): the given ones, the rest from the file name.
+
+    ``flags`` finishes the error for a name without them (which options the caller has)."""
+    if capacity is not None and blocked is not None:
+        return capacity, blocked
+    settings = interop_settings(path)
+    if settings is None:
+        raise InputError("cannot tell the table capacity and blocked-streams limit from the file name "
+                         f"(expected <name>.out.<capacity>.<blocked>.<ack>); {flags}.", path=str(path))
+    return (settings[0] if capacity is None else capacity, settings[1] if blocked is None else blocked)
+
+
 def load_interop(path: str, max_table_capacity: int | None = None, blocked_streams: int | None = None,
                  data: bytes | None = None) -> Trace:
     """Decode an interop file to a ``Trace`` (one exchange per field section)."""
     path = str(path)
-    records = parse_records(read_bytes(path) if data is None else data, path)
+    records = parse_records(read_input(path) if data is None else data, path)
     settings = interop_settings(path)
-    if max_table_capacity is None or blocked_streams is None:
-        if settings is None:
-            raise InputError("cannot tell the table capacity and blocked-streams limit from the file "
-                             "name (expected <name>.out.<capacity>.<blocked>.<ack>); give them explicitly.",
-                             path=path)
-        max_table_capacity = settings[0] if max_table_capacity is None else max_table_capacity
-        blocked_streams = settings[1] if blocked_streams is None else blocked_streams
+    max_table_capacity, blocked_streams = resolve_settings(path, max_table_capacity, blocked_streams)
 
     decoder = pylsqpack.Decoder(max_table_capacity, blocked_streams)
     sections: list[list] = []          # [stream_id, encoded size, headers or None]
