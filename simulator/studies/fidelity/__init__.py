@@ -27,6 +27,7 @@ fetched again).
 
 from __future__ import annotations
 
+import math
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
@@ -137,18 +138,18 @@ def run(trace: Trace, params: FidelityParams | None = None) -> FidelityResult:
         if meta is None or meta.on_load_s is None:
             skipped.append({**base, "reason": "no measured onLoad (pageTimings.onLoad missing or -1)"})
             continue
-        try:
-            graph = page_graph(trace, page)
-        except InputError as exc:
-            skipped.append({**base, "reason": exc.detail})
-            continue
         if meta.repeat_view:
             # Its HAR lacks what the browser's cache served, and the time the browser spent on it.
             skipped.append({**base, "reason": "a repeat view (its HAR lacks what came from the browser's cache): "
                                               "predicted from its first view instead"})
-            if graph[graph.document].url in first_views:
-                repeats.append(_repeat_view(first_views[graph[graph.document].url], {**base, "measured_onload_s":
-                                                                                     meta.on_load_s}, params))
+            first = first_views.get(meta.url) or (list(first_views.values())[-1] if first_views else None)
+            if first is not None:
+                repeats.append(_repeat_view(first, {**base, "measured_onload_s": meta.on_load_s}, params))
+            continue
+        try:
+            graph = page_graph(trace, page)
+        except InputError as exc:
+            skipped.append({**base, "reason": exc.detail})
             continue
         sub = load_event_graph(graph, meta.on_load_s, meta.start_s)
         cond = infer_conditions(sub, meta.start_s, params.protocol)
@@ -160,7 +161,7 @@ def run(trace: Trace, params: FidelityParams | None = None) -> FidelityResult:
                "resources": len(sub), "requests": metrics["requests"], "connections": metrics["connections"],
                "creator": trace.meta.get("creator", ""), **cond.summary()}
         rows.append(row)
-        first_views[row["url"]] = (graph, meta, cond)     # a repeat view follows its own first view
+        first_views[meta.url or row["url"]] = (graph, meta, cond)   # a repeat view follows its own first view
     return FidelityResult(pages=pd.DataFrame(rows), skipped=pd.DataFrame(skipped, columns=["trace", "page", "reason"]),
                           repeat_views=pd.DataFrame(repeats), params=params.to_dict())
 
@@ -185,13 +186,15 @@ def _repeat_view(first: tuple, measured: dict, params: FidelityParams) -> dict:
 def cache_after(graph: PageGraph) -> tuple[set[int], set[int]]:
     """(fresh, to revalidate) after a first load of ``graph``, by RFC 9111: fresh for a
     positive ``max-age`` (section 5.2.2.1) or an ``Expires`` after ``Date`` (section 5.3),
-    unless ``no-store``/``no-cache``; stale with an ``ETag`` or ``Last-Modified``: revalidated
-    (section 4.3).  The navigation is always revalidated or fetched, as browsers do."""
+    unless ``no-store``/``no-cache``, and a 301 or 308 without either (heuristically
+    cacheable, RFC 9110 sections 15.4.2 and 15.4.9; browsers keep them); stale with an
+    ``ETag`` or ``Last-Modified``: revalidated (section 4.3).  The navigation too: a normal
+    navigation (not a reload) uses a fresh cached document."""
     from email.utils import parsedate_to_datetime
 
     fresh, revalidate = set(), set()
     for r in graph.resources:
-        if r.status != 200:
+        if r.status not in (200, 301, 308):
             continue
         h = r.response_headers
         cc = (header_value(h, b"cache-control") or b"").decode("latin-1").lower()
@@ -209,7 +212,9 @@ def cache_after(graph: PageGraph) -> tuple[set[int], set[int]]:
                 lifetime = (expires - date).total_seconds()
             except (TypeError, ValueError, IndexError):
                 lifetime = None
-        if r.index > graph.document and lifetime and lifetime > 0 and "no-cache" not in directives:
+        if lifetime is None and r.status in (301, 308):
+            lifetime = math.inf
+        if lifetime and lifetime > 0 and "no-cache" not in directives:
             fresh.add(r.index)
         elif header_value(h, b"etag") or header_value(h, b"last-modified"):
             revalidate.add(r.index)

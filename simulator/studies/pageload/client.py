@@ -243,7 +243,7 @@ class PageLoad:
             if not math.isnan(self.arrived_s[canon]):
                 self._arrived(index)
             return
-        if index != 0 and self.cache.has(r.url):
+        if self.cache.has(r.url):           # the navigation too, when the cache holds it fresh
             self.source[index] = "cache"
             self._arrived(index)
             return
