@@ -75,7 +75,7 @@ def _simulated(trace, rtt_scale: float) -> float:
     from dataclasses import replace
     scaled = replace(cond, rtt_s=cond.rtt_s * rtt_scale,
                      origins=tuple((o, rtt * rtt_scale, p, s) for o, rtt, p, s in cond.origins))
-    return cond.start_offset_s + simulate_page(graph, scaled, FidelityParams())["onload_s"]
+    return cond.start_offset_s + simulate_page(graph, scaled, FidelityParams()).metrics["onload_s"]
 
 
 def test_doubling_the_rtt_grows_onload_by_the_round_trips_on_the_critical_path():
@@ -122,7 +122,7 @@ def test_http1_origins_get_six_connections():
     graph = page_graph(trace)
     cond = infer_conditions(graph, page.start_s)
     assert dict((o, p) for o, _, p, _ in cond.origins) == {"https://www.site.example": "h1"}
-    metrics = simulate_page(graph, cond, FidelityParams())
+    metrics = simulate_page(graph, cond, FidelityParams()).metrics
     assert metrics["connections"] == 6
 
 

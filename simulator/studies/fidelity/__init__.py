@@ -38,7 +38,7 @@ from ...errors import InputError
 from ...traces import load
 from ...traces.model import Trace, header_value
 from ...traces.pagegraph import PageGraph, page_graph, page_ids
-from ..pageload import ClientCache, LoadParams, ServerPlan, load_page
+from ..pageload import ClientCache, LoadParams, PageLoadResult, ServerPlan, load_page
 from .conditions import PROTOCOL_CHOICES, PageConditions, infer_conditions
 
 __all__ = ["FidelityParams", "FidelityResult", "run", "run_paths", "simulate_page", "LOAD_EVENT_TYPES"]
@@ -110,15 +110,14 @@ def load_event_graph(graph: PageGraph, on_load_s: float, page_start_s: float | N
 
 
 def simulate_page(graph: PageGraph, cond: PageConditions, params: FidelityParams,
-                  cache: ClientCache | None = None) -> dict:
-    """One load of ``graph`` on the page-load model under ``cond``: its metrics."""
+                  cache: ClientCache | None = None) -> PageLoadResult:
+    """One load of ``graph`` on the page-load model under ``cond`` (times from the navigation)."""
     load_params = LoadParams(protocol="h3" if params.protocol == "h3" else "h2", rtt_s=cond.rtt_s,
                              bandwidth_bps=cond.bandwidth_bps, seed=params.seed, coalesce="origin", cc=params.cc,
                              origins=cond.origins)
     plan = ServerPlan(think_s=dict(cond.think_s))
-    result = load_page(graph, load_params, plan, cache or ClientCache(), discovery_s=cond.discovery_s,
-                       blockers=cond.blockers)
-    return result.metrics
+    return load_page(graph, load_params, plan, cache or ClientCache(), discovery_s=cond.discovery_s,
+                     blockers=cond.blockers)
 
 
 def _page_start(trace: Trace, page: str | None) -> float | None:
@@ -153,7 +152,7 @@ def run(trace: Trace, params: FidelityParams | None = None) -> FidelityResult:
             continue
         sub = load_event_graph(graph, meta.on_load_s, meta.start_s)
         cond = infer_conditions(sub, meta.start_s, params.protocol)
-        metrics = simulate_page(sub, cond, params)
+        metrics = simulate_page(sub, cond, params).metrics
         simulated = cond.start_offset_s + metrics["onload_s"]
         row = {**base, "url": graph[graph.document].url,
                "measured_onload_s": meta.on_load_s, "simulated_onload_s": simulated,
@@ -175,7 +174,7 @@ def _repeat_view(first: tuple, measured: dict, params: FidelityParams) -> dict:
                  for r in sub.resources]
     repeat = PageGraph(resources=resources, source=sub.source, page=sub.page, edges_from=sub.edges_from,
                        document=sub.document)
-    metrics = simulate_page(repeat, cond, params, ClientCache(sub[i].url for i in fresh))
+    metrics = simulate_page(repeat, cond, params, ClientCache(sub[i].url for i in fresh)).metrics
     simulated = cond.start_offset_s + metrics["onload_s"]
     return {"trace": measured["trace"], "page": measured["page"], "first_view": meta.id,
             "measured_onload_s": measured["measured_onload_s"], "simulated_onload_s": simulated,
