@@ -14,18 +14,22 @@
 * Cookies are kept as the header appears; splitting into crumbs
   (RFC 9113 8.2.3) is the codecs' business.
 * A header value holding several lines (Firefox joins repeated Set-Cookie with
-  newlines) becomes one field per line.
-* Chrome extras when present: ``_initiator`` (type and url; for a stack, the first
-  url found), ``_priority``, ``_resourceType``, ``response._transferSize`` (kept in
-  ``trace.meta["transfer_sizes"]``, one entry per exchange, None when absent).
+  newlines) becomes one field per line; a "field" whose name is not a token (RFC 9110
+  section 5.1: a producer's stray request line, a cookie split at a colon) is left out.
+* What each producer writes its own way (resource type, bytes on the wire and decoded,
+  HTTP version, initiator, priority) is read by the rules of ``harfields``, one place
+  for every producer; Chrome's ``_renderBlocking`` is kept for the page graph, and
+  ``response._transferSize`` in ``trace.meta["transfer_sizes"]`` (one entry per
+  exchange, None when absent).
 * Entries Chrome marks ``_fromCache`` ("memory" or "disk": served by the browser's
-  cache, nothing crossed the network, e.g. a repeat view) are left out; their number
-  is ``trace.meta["served_from_cache"]``.
-* Body sizes from ``response.content.size`` or else ``response.bodySize``
-  (-1 means unknown and counts as 0); ``start_s`` from ``startedDateTime``
-  relative to the first entry, entries sorted by start time; pages from
-  ``log.pages`` and ``pageref``; ``timings`` copied; ``origin`` is
-  ``scheme://authority``, the compression and connection scope.
+  cache, nothing crossed the network) are left out, as are URLs that never reach the
+  network (``data:``, ``blob:`` ...); their numbers are ``trace.meta["served_from_cache"]``
+  and ``trace.meta["not_on_network"]``.
+* ``start_s`` from ``startedDateTime`` relative to the first entry, entries sorted by start
+  time; pages from ``log.pages`` and ``pageref`` with their measured ``onLoad`` and
+  ``onContentLoad``, URL and WebPageTest's repeat-view flag; ``timings`` copied;
+  ``origin`` is ``scheme://host[:port]`` without the scheme's default port, the
+  compression and connection scope (``http://`` and ``https://`` stay apart).
 
 ``write_har(trace, path)`` writes a valid HAR 1.2 file that ``load_har`` reads back
 to the same header lists, sizes, start times, pages and extras.  Two custom fields
