@@ -199,3 +199,58 @@ def test_hol_notebook_deck_renders(tmp_path):
     status, _ = _probe(result, tmp_path)
     assert status["ready"] and status["slides"] == result.slides and status["errors"] == []
     assert status["loaded"] == status["images"] == len(result.figures)
+
+
+def test_kernel_waits_cannot_miss_a_queued_reply():
+    """A ZeroMQ socket signals edge-triggered; when the poller misses the edge, a long poll
+    sleeps with the reply queued.  ``poll_in_slices`` checks without blocking at least every
+    slice, so a queued message is taken within one slice, not at the cell timeout."""
+    import asyncio
+    import time
+    from queue import Empty
+
+    from simulator.report.slides import poll_in_slices
+
+    class MissedEdge:
+        def __init__(self):
+            self.queue = []
+
+        async def get_msg(self, timeout=None):
+            if timeout == 0:
+                if self.queue:
+                    return self.queue.pop(0)
+                raise Empty
+            await asyncio.sleep(timeout)            # the wake-up never comes: sleep it out
+            raise Empty
+
+    async def scenario():
+        channel = MissedEdge()
+        poll_in_slices(channel, slice_s=0.05)
+        loop = asyncio.get_running_loop()
+        loop.call_later(0.1, channel.queue.append, {"msg": "execute_reply"})
+        t0 = time.monotonic()
+        msg = await channel.get_msg(timeout=30)
+        took = time.monotonic() - t0
+        with pytest.raises(Empty):
+            await channel.get_msg(timeout=0.12)     # nothing queued: Empty at the deadline
+        return msg, took
+
+    msg, took = asyncio.run(scenario())
+    assert msg == {"msg": "execute_reply"} and took < 5
+
+
+def test_a_cell_timeout_is_one_line_naming_the_cell(tmp_path, capsys):
+    import nbformat
+    from nbformat.v4 import new_code_cell, new_notebook
+
+    from simulator.cli import main
+
+    nb = new_notebook(cells=[new_code_cell("X = 1", metadata={"tags": ["parameters"]}),
+                             new_code_cell("import time; time.sleep(60)")],
+                      metadata={"kernelspec": {"display_name": "Python 3", "language": "python", "name": "python3"}})
+    path = tmp_path / "slow.ipynb"
+    nbformat.write(nb, path)
+    assert main(["slides", str(path), "-o", str(tmp_path / "deck"), "--timeout", "2"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "cell 2 of the notebook did not finish within 2 s" in err[0]
+    assert not (tmp_path / "deck").exists()

@@ -30,12 +30,15 @@ tagged ``parameters`` that overrides them.
 from __future__ import annotations
 
 import ast
+import asyncio
 import base64
 import html
+import inspect
 import os
 import re
 import shutil
 import tempfile
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -143,12 +146,78 @@ def inject_parameters(nb, parameters: dict, *, source: str = "notebook") -> None
     nb.cells.insert(idx + 1, cell)
 
 
+POLL_SLICE_S = 0.5
+
+
+def poll_in_slices(channel, slice_s: float = POLL_SLICE_S) -> None:
+    """Make ``channel.get_msg(timeout)`` wait in slices of ``slice_s``, each after a check
+    that does not block.
+
+    A ZeroMQ socket's file descriptor signals edge-triggered: when the asyncio poller
+    misses that edge, a long ``poll(timeout)`` sleeps with the kernel's reply already in
+    the socket's queue, until the timeout (600 s per cell: ``workbench slides`` sat silent
+    for ten minutes with every cell done, then nbclient interrupted the kernel and found
+    the reply).  A non-blocking check at least every ``slice_s`` finds a queued message
+    whether or not the edge was seen."""
+    wait = channel.get_msg
+
+    async def get_msg(timeout: float | None = None):
+        from queue import Empty
+
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while True:
+            try:
+                return await wait(timeout=0)               # a message already queued
+            except Empty:
+                pass
+            left = None if deadline is None else deadline - time.monotonic()
+            if left is not None and left <= 0:
+                raise Empty
+            try:
+                return await wait(timeout=slice_s if left is None else min(slice_s, left))
+            except Empty:
+                continue
+
+    channel.get_msg = get_msg
+
+
+async def _maybe_await(value):
+    return await value if inspect.isawaitable(value) else value
+
+
+def _notebook_client(nb, timeout: int, path: Path):
+    from nbclient import NotebookClient
+
+    class _Client(NotebookClient):
+        """nbclient whose waits for the kernel's messages cannot miss a wake-up."""
+
+        async def async_start_new_kernel_client(self):
+            kc = await super().async_start_new_kernel_client()
+            for channel in (kc.shell_channel, kc.iopub_channel):
+                poll_in_slices(channel)
+            return kc
+
+        async def _async_cleanup_kernel(self):
+            # jupyter_client's shutdown interrupts the kernel first, and an idle ipykernel
+            # then logs "KeyboardInterrupt caught in kernel" on a build that went well: ask
+            # it to shut down (the messaging protocol's shutdown_request) and give it a few
+            # seconds to exit; the interrupt is left for a kernel that did not.
+            km, kc = self.km, self.kc
+            if km is not None and kc is not None and await _maybe_await(km.is_alive()):
+                await _maybe_await(kc.shutdown())
+                deadline = time.monotonic() + 5.0
+                while time.monotonic() < deadline and await _maybe_await(km.is_alive()):
+                    await asyncio.sleep(0.05)
+            await super()._async_cleanup_kernel()
+
+    return _Client(nb, timeout=timeout, kernel_name="python3", resources={"metadata": {"path": str(path.parent)}})
+
+
 def execute_notebook(path: Path, parameters: dict | None = None, *, timeout: int = 600,
                      notebook_out: str | None = None):
     """Run a notebook top to bottom (nbclient) with figures as PNG + PDF outputs."""
     import nbformat
-    from nbclient import NotebookClient
-    from nbclient.exceptions import CellExecutionError
+    from nbclient.exceptions import CellExecutionError, CellTimeoutError
 
     nb = nbformat.read(path, as_version=4)
     inject_parameters(nb, parameters or {}, source=str(path))
@@ -163,10 +232,16 @@ def execute_notebook(path: Path, parameters: dict | None = None, *, timeout: int
         notebook_out = tmp.name
     if notebook_out is not None:
         env["WORKBENCH_NOTEBOOK_OUT"] = str(notebook_out)
-    client = NotebookClient(nb, timeout=timeout, kernel_name="python3",
-                            resources={"metadata": {"path": str(path.parent)}})
+    client = _notebook_client(nb, timeout, path)
     try:
         client.execute(env=env)
+    except CellTimeoutError:
+        # The cell that got no reply; the set-up cell put first makes indices count from 1.
+        cell = next((i for i, c in enumerate(nb.cells) if c.cell_type == "code"
+                     and "shell.execute_reply" not in c.get("metadata", {}).get("execution", {})), None)
+        where = f"cell {cell} of the notebook" if cell else "a cell"
+        raise InputError(f"{where} did not finish within {timeout} s (the kernel was stopped; "
+                         "give more time with --timeout, or fewer parameters)", path=str(path)) from None
     except CellExecutionError as exc:
         first = next((ln for ln in str(exc).splitlines() if ln.strip() and not ln.startswith("-")), "")
         ename = getattr(exc, "ename", "error")
