@@ -254,3 +254,14 @@ def test_a_cell_timeout_is_one_line_naming_the_cell(tmp_path, capsys):
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "cell 2 of the notebook did not finish within 2 s" in err[0]
     assert not (tmp_path / "deck").exists()
+
+
+def test_a_path_parameter_is_relative_to_where_the_user_is(tmp_path, monkeypatch):
+    """``-p RESULTS_DIR results/`` names the user's folder, not one beside the notebook."""
+    from simulator.report.commands import _value
+
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "results").mkdir()
+    assert _value("'results/'") == str(tmp_path / "results")
+    assert _value("results") == str(tmp_path / "results")
+    assert _value("not-here/") == "not-here/" and _value("3") == 3

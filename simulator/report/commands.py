@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ast
 import argparse
+import os
 
 from .. import argtypes
 from ..errors import InputError
@@ -11,9 +12,14 @@ from ..errors import InputError
 
 def _value(text: str):
     try:
-        return ast.literal_eval(text)
+        value = ast.literal_eval(text)
     except (ValueError, SyntaxError):
-        return text
+        value = text
+    # The notebook runs in its own folder; a path given on the command line is relative to
+    # where the user is: one that names an existing file or folder from here goes in absolute.
+    if isinstance(value, str) and value and not os.path.isabs(value) and os.path.exists(value):
+        return os.path.abspath(value)
+    return value
 
 
 def _cmd(args: argparse.Namespace) -> int:
