@@ -589,8 +589,16 @@ class _SchemeRun:
         # Direction "both": the response goes out when its request has been decoded.
         if record["kind"] == "request":
             response = self.responses.get(record["exchange"])
-            if response is not None:
+            if response is None:
+                return
+            if self.params.think_s:
                 self.sim.call_later(self.params.think_s, self.start, response, record["stream_id"])
+            else:
+                # No think time: the server writes the response while it handles the request,
+                # so it leaves in the same packets as the decoder-stream instructions that
+                # handling wrote (a QUIC stack sends after it has processed a datagram, as
+                # aioquic's transmit() does), not in packets of its own a moment later.
+                self.start(response, record["stream_id"])
 
     def execute(self) -> dict:
         self.responses = {it.exchange: it for it in self.items if it.kind == "response" and it.start_s is None}
