@@ -5,6 +5,7 @@ import difflib
 import hashlib
 import json
 import os
+import random
 import subprocess
 import sys
 import zlib
@@ -107,6 +108,19 @@ def test_trace_bodies_follow_the_trace_urls_and_types():
     urls = {e.url for e in trace.exchanges}
     assert c.bodies and all(b.url in urls for b in c.bodies)
     assert {b.kind for b in c.bodies} <= set(bodies.KINDS)
+
+
+@pytest.mark.parametrize("path", ["/api?page=2", "/api?callback=ajax%3A2865", "/api?flag=false", "/api?q=",
+                                  "/api?next=https%3A%2F%2Fx.example%2F", "/api?n=" + "9" * 5000, "/api"])
+def test_json_bodies_for_any_query_string(path):
+    # real HARs put anything after the last '=': never a crash, the same bytes each time
+    site = bodies.Site(random.Random(1), bodies.BodyParams(html_pages=0, css_files=0, js_files=0))
+    data, spans = site.json_api(path, 2000, session="ab" * 12)
+    assert json.loads(data)["session"] == "ab" * 12 and len(spans) == 1
+    again, _ = bodies.Site(random.Random(1), site.p).json_api(path, 2000, session="ab" * 12)
+    assert again == data
+    if path == "/api?page=2":
+        assert json.loads(data)["page"] == 2
 
 
 # ---------------------------------------------------------------------------------------

@@ -41,6 +41,7 @@ import json
 import math
 import os
 import random
+import zlib
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from urllib.parse import urlsplit
@@ -425,7 +426,7 @@ class Site:
         return data, spans
 
     def json_api(self, path: str, size: int, *, session: str) -> tuple[bytes, tuple]:
-        page = int(path.rsplit("=", 1)[1]) if "=" in path else 1
+        page = _page_number(path)
         items = []
         prefix = '{"page":%d,"session":"' % page
         head_len = len(prefix) + len(session)
@@ -487,6 +488,21 @@ class Site:
         self.catalogue += [self._product(len(self.catalogue) + i) for i in range(p.new_products)]
         if r.random() < 0.3:
             self.nav[r.randrange(len(self.nav))] = self._title(2)
+
+
+def _page_number(path: str) -> int:
+    """The page a JSON URL asks for: the integer after its last ``=`` (``?page=2``).
+
+    Real URLs put anything there (``?callback=ajax%3A...``, ``?flag=false``, ``?q=``);
+    those get a page derived from the path, so different APIs still get different
+    items and the same URL always gets the same bytes."""
+    if "=" in path:
+        try:
+            return int(path.rsplit("=", 1)[1])
+        except ValueError:
+            pass
+        return 1 + zlib.crc32(path.encode("utf-8", "surrogatepass")) % 16
+    return 1
 
 
 def generate(seed: int = 1, **overrides) -> Corpus:
