@@ -507,3 +507,41 @@ def test_batch_runs_crossstream_over_a_trace(tmp_path):
     assert report.failed == 0
     df = load(tmp_path / "out")
     assert set(df["scheme"]) == {"per-response", "shared"} and (df["seed"] == 1).all()
+
+
+# Real HARs from several producers (Chrome, Firefox, WebPageTest, Browsertime); CI puts
+# shared/ beside the clone.
+HAR_REAL = ROOT.parent / "shared" / "traces" / "har-real"
+HAR_REAL_FILES = sorted(HAR_REAL.glob("*.har")) if HAR_REAL.is_dir() else []
+
+
+@pytest.mark.skipif(not HAR_REAL_FILES, reason=f"no real HARs in {HAR_REAL}")
+@pytest.mark.parametrize("path", HAR_REAL_FILES, ids=lambda p: p.name)
+def test_cli_on_every_real_har_answers_or_says_why_in_one_line(path, capsys):
+    # every scheme and scoping; low levels, two visits and no leak keep it short (the
+    # leak does not read the trace)
+    rc = main(["crossstream", "--trace", str(path), "--codecs", "brotli:1,zstd:1", "--releases", "2",
+               "--leak-lengths", "0", "--json"])
+    out, err = capsys.readouterr()
+    assert rc in (0, 2), err[-2000:]
+    if rc == 2:
+        assert len(err.strip().splitlines()) == 1 and str(path) in err
+    else:
+        result = json.loads(out)
+        assert result["source"]["bodies"] > 0 and result["summary"]
+
+
+def test_cli_trace_without_text_responses_exits_2_with_one_line(tmp_path, capsys):
+    har = {"log": {"version": "1.2", "creator": {"name": "t", "version": "1"}, "entries": [{
+        "startedDateTime": "2024-01-01T00:00:00.000Z", "time": 10,
+        "request": {"method": "GET", "url": "https://x.example/a.png", "httpVersion": "h2", "headers": [],
+                    "queryString": [], "cookies": [], "headersSize": -1, "bodySize": 0},
+        "response": {"status": 200, "statusText": "", "httpVersion": "h2", "cookies": [], "redirectURL": "",
+                     "headers": [{"name": "content-type", "value": "image/png"}], "headersSize": -1,
+                     "bodySize": 100, "content": {"size": 100, "mimeType": "image/png"}},
+        "cache": {}, "timings": {"send": 0, "wait": 5, "receive": 5}}]}}
+    path = tmp_path / "images.har"
+    path.write_text(json.dumps(har))
+    assert main(["crossstream", "--trace", str(path), "--leak-lengths", "0"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "images.har" in err and "no HTML" in err
