@@ -545,3 +545,22 @@ def test_cli_trace_without_text_responses_exits_2_with_one_line(tmp_path, capsys
     assert main(["crossstream", "--trace", str(path), "--leak-lengths", "0"]) == 2
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and "images.har" in err and "no HTML" in err
+
+
+def test_delta_saving_compares_each_delta_codec_with_its_own_plain_codec(corpus):
+    kw = dict(schemes=("per-response", "dcb", "dcz"), scopings=("none",))
+    both = crossstream.run(corpus, _small_params(codecs="brotli:5,brotli:8,zstd:3", **kw))
+    deltas = both.reference["delta_saving_percent_vs_plain"]
+    assert set(deltas) == {"dcb brotli:5", "dcb brotli:8", "dcz zstd:3"}
+    rep = both.responses[both.responses["visit"] > 0]
+    for key, by_kind in deltas.items():
+        scheme, codec = key.split()
+        for kind, saving in by_kind.items():
+            rows = rep[(rep["codec"] == codec) & (rep["kind"] == kind)]
+            delta = rows[rows["scheme"] == scheme][["wire_bytes", "overhead_bytes"]].to_numpy().sum()
+            plain = rows[rows["scheme"] == "per-response"][["wire_bytes", "overhead_bytes"]].to_numpy().sum()
+            assert saving == pytest.approx(100 - 100 * delta / plain, abs=0.01)
+            assert saving < 100
+    # another Brotli level in the run changes nothing for brotli:5
+    alone = crossstream.run(corpus, _small_params(codecs="brotli:5,zstd:3", **kw))
+    assert alone.reference["delta_saving_percent_vs_plain"]["dcb brotli:5"] == deltas["dcb brotli:5"]
