@@ -135,6 +135,35 @@ def test_codecs_round_trip_with_and_without_dictionary(codec, corpus):
     assert len(codec.compress(b, a)) < len(codec.compress(b))
 
 
+def test_brotli_prepared_dictionary_reused_gives_the_same_bytes_as_a_fresh_one(corpus):
+    a, b = corpus.bodies[0].data, corpus.bodies[len(corpus.releases()[0])].data
+    _brotli_dict.clear_prepared()
+    for q in (1, 5, 11):
+        fresh = _brotli_dict.compress(b, quality=q, dictionary=_brotli_dict.PreparedDictionary(a))
+        first = _brotli_dict.compress(b, quality=q, dictionary=a)        # prepares and caches
+        again = _brotli_dict.compress(b, quality=q, dictionary=bytes(a))  # equal bytes, another object
+        assert first == again == fresh
+        assert q < 5 or len(fresh) < len(brotli.compress(b, quality=q))    # (levels 0-1 ignore it)
+        assert _brotli_dict.decompress(again, dictionary=a) == b
+    assert _brotli_dict.prepared(bytes(a)) is _brotli_dict.prepared(a)       # one preparation per dictionary
+    assert _brotli_dict.prepared(a) is not _brotli_dict.prepared(a, max_quality=5)
+
+
+def test_brotli_prepared_dictionaries_dropped_from_the_cache_stay_valid_while_held(corpus, monkeypatch):
+    monkeypatch.setattr(_brotli_dict, "PREPARED_CACHE_ENTRIES", 2)
+    _brotli_dict.clear_prepared()
+    body = corpus.bodies[1].data
+    held = _brotli_dict.prepared(corpus.bodies[0].data)
+    expected = _brotli_dict.compress(body, quality=5, dictionary=held)
+    for other in corpus.bodies[2:6]:                  # pushes ``held`` out of the cache
+        _brotli_dict.compress(body, quality=5, dictionary=other.data)
+    assert len(_brotli_dict._prepared) == 2 and held not in _brotli_dict._prepared.values()
+    assert _brotli_dict.compress(body, quality=5, dictionary=held) == expected
+    _brotli_dict.clear_prepared()
+    assert not _brotli_dict._prepared and held._ptr                      # still ours until dropped
+    assert _brotli_dict.decompress(expected, dictionary=corpus.bodies[0].data) == body
+
+
 def test_brotli_ctypes_path_drives_the_same_encoder_as_the_binding(corpus):
     data = corpus.bodies[0].data
     for q in (1, 5, 9):
