@@ -442,6 +442,17 @@ def test_attack_is_deterministic_for_a_seed(setup):
     assert (a.recovered, a.queries) == (b.recovered, b.queries)
 
 
+@pytest.mark.parametrize("scheme", ["dcb", "dynamic-dict"])
+def test_attack_result_does_not_depend_on_the_prepared_dictionary_cache(monkeypatch, scheme):
+    setup, codec = make_setup(2, seed=1), Codec("brotli", 5)
+    monkeypatch.setattr(_brotli_dict, "PREPARED_CACHE_ENTRIES", 0)     # every query prepares afresh
+    _brotli_dict.clear_prepared()
+    fresh = Attack(setup, scheme, codec, "none", max_alignments=3).run()
+    monkeypatch.setattr(_brotli_dict, "PREPARED_CACHE_ENTRIES", 16)
+    cached = Attack(setup, scheme, codec, "none", max_alignments=3).run()
+    assert (fresh.recovered, fresh.queries) == (cached.recovered, cached.queries) and fresh.queries > 32
+
+
 # ---------------------------------------------------------------------------------------
 # The study, CLI, batch
 
@@ -470,6 +481,33 @@ def test_study_leak_table(corpus):
     result = crossstream.run(corpus, _small_params(schemes=("shared",), codecs="brotli:5", leak_lengths=(3,)))
     leak = result.leak.set_index("scoping")
     assert bool(leak.loc["none", "recovered"]) and not bool(leak.loc["context", "recovered"])
+
+
+def test_quick_leak_rows_are_the_full_leak_rows_of_each_scheme_s_first_codec():
+    kw = dict(schemes=("per-response", "shared", "dcb", "dcz"), codecs="zlib:6,brotli:5,zstd:3",
+              scopings=("none", "context"), leak_lengths=(2,), leak_alignments=2)
+    quick = crossstream.run_leak(crossstream.CrossstreamParams(**kw))
+    full = crossstream.run_leak(crossstream.CrossstreamParams(**kw, leak_codecs="all"))
+    assert {(s, c) for s, c in zip(quick["scheme"], quick["codec"])} == {
+        ("per-response", "zlib:6"), ("shared", "zlib:6"), ("dcb", "brotli:5"), ("dcz", "zstd:3")}
+    assert len(full) > len(quick) == 7
+    keys = ["scheme", "codec", "scoping", "secret_chars"]
+    both = quick.merge(full, on=keys, suffixes=("", "_full"))
+    assert len(both) == len(quick)
+    for column in set(quick.columns) - set(keys):
+        assert (both[column] == both[column + "_full"]).all(), column
+
+
+@pytest.mark.parametrize("argv,lengths,codecs", [
+    ([], (4,), "first"), (["--leak", "full"], (4, 8), "all"), (["--leak", "full", "--leak-lengths", "3"], (3,), "all"),
+    (["--leak-lengths", "0"], (), "first")])
+def test_cli_leak_attack_flags(argv, lengths, codecs):
+    import argparse
+
+    parser = argparse.ArgumentParser()
+    crossstream.add_arguments(parser)
+    params = crossstream.params_from_args(parser.parse_args(argv))
+    assert (params.leak_lengths, params.leak_codecs) == (lengths, codecs)
 
 
 def test_cpu_is_measured_only_when_asked(corpus):
