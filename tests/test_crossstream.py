@@ -5,6 +5,7 @@ import difflib
 import hashlib
 import json
 import os
+import random
 import subprocess
 import sys
 import zlib
@@ -109,6 +110,19 @@ def test_trace_bodies_follow_the_trace_urls_and_types():
     assert {b.kind for b in c.bodies} <= set(bodies.KINDS)
 
 
+@pytest.mark.parametrize("path", ["/api?page=2", "/api?callback=ajax%3A2865", "/api?flag=false", "/api?q=",
+                                  "/api?next=https%3A%2F%2Fx.example%2F", "/api?n=" + "9" * 5000, "/api"])
+def test_json_bodies_for_any_query_string(path):
+    # real HARs put anything after the last '=': never a crash, the same bytes each time
+    site = bodies.Site(random.Random(1), bodies.BodyParams(html_pages=0, css_files=0, js_files=0))
+    data, spans = site.json_api(path, 2000, session="ab" * 12)
+    assert json.loads(data)["session"] == "ab" * 12 and len(spans) == 1
+    again, _ = bodies.Site(random.Random(1), site.p).json_api(path, 2000, session="ab" * 12)
+    assert again == data
+    if path == "/api?page=2":
+        assert json.loads(data)["page"] == 2
+
+
 # ---------------------------------------------------------------------------------------
 # Codecs
 
@@ -119,6 +133,35 @@ def test_codecs_round_trip_with_and_without_dictionary(codec, corpus):
     for dictionary in (None, a):
         assert codec.decompress(codec.compress(b, dictionary), dictionary) == b
     assert len(codec.compress(b, a)) < len(codec.compress(b))
+
+
+def test_brotli_prepared_dictionary_reused_gives_the_same_bytes_as_a_fresh_one(corpus):
+    a, b = corpus.bodies[0].data, corpus.bodies[len(corpus.releases()[0])].data
+    _brotli_dict.clear_prepared()
+    for q in (1, 5, 11):
+        fresh = _brotli_dict.compress(b, quality=q, dictionary=_brotli_dict.PreparedDictionary(a))
+        first = _brotli_dict.compress(b, quality=q, dictionary=a)        # prepares and caches
+        again = _brotli_dict.compress(b, quality=q, dictionary=bytes(a))  # equal bytes, another object
+        assert first == again == fresh
+        assert q < 5 or len(fresh) < len(brotli.compress(b, quality=q))    # (levels 0-1 ignore it)
+        assert _brotli_dict.decompress(again, dictionary=a) == b
+    assert _brotli_dict.prepared(bytes(a)) is _brotli_dict.prepared(a)       # one preparation per dictionary
+    assert _brotli_dict.prepared(a) is not _brotli_dict.prepared(a, max_quality=5)
+
+
+def test_brotli_prepared_dictionaries_dropped_from_the_cache_stay_valid_while_held(corpus, monkeypatch):
+    monkeypatch.setattr(_brotli_dict, "PREPARED_CACHE_ENTRIES", 2)
+    _brotli_dict.clear_prepared()
+    body = corpus.bodies[1].data
+    held = _brotli_dict.prepared(corpus.bodies[0].data)
+    expected = _brotli_dict.compress(body, quality=5, dictionary=held)
+    for other in corpus.bodies[2:6]:                  # pushes ``held`` out of the cache
+        _brotli_dict.compress(body, quality=5, dictionary=other.data)
+    assert len(_brotli_dict._prepared) == 2 and held not in _brotli_dict._prepared.values()
+    assert _brotli_dict.compress(body, quality=5, dictionary=held) == expected
+    _brotli_dict.clear_prepared()
+    assert not _brotli_dict._prepared and held._ptr                      # still ours until dropped
+    assert _brotli_dict.decompress(expected, dictionary=corpus.bodies[0].data) == body
 
 
 def test_brotli_ctypes_path_drives_the_same_encoder_as_the_binding(corpus):
@@ -399,6 +442,17 @@ def test_attack_is_deterministic_for_a_seed(setup):
     assert (a.recovered, a.queries) == (b.recovered, b.queries)
 
 
+@pytest.mark.parametrize("scheme", ["dcb", "dynamic-dict"])
+def test_attack_result_does_not_depend_on_the_prepared_dictionary_cache(monkeypatch, scheme):
+    setup, codec = make_setup(2, seed=1), Codec("brotli", 5)
+    monkeypatch.setattr(_brotli_dict, "PREPARED_CACHE_ENTRIES", 0)     # every query prepares afresh
+    _brotli_dict.clear_prepared()
+    fresh = Attack(setup, scheme, codec, "none", max_alignments=3).run()
+    monkeypatch.setattr(_brotli_dict, "PREPARED_CACHE_ENTRIES", 16)
+    cached = Attack(setup, scheme, codec, "none", max_alignments=3).run()
+    assert (fresh.recovered, fresh.queries) == (cached.recovered, cached.queries) and fresh.queries > 32
+
+
 # ---------------------------------------------------------------------------------------
 # The study, CLI, batch
 
@@ -427,6 +481,33 @@ def test_study_leak_table(corpus):
     result = crossstream.run(corpus, _small_params(schemes=("shared",), codecs="brotli:5", leak_lengths=(3,)))
     leak = result.leak.set_index("scoping")
     assert bool(leak.loc["none", "recovered"]) and not bool(leak.loc["context", "recovered"])
+
+
+def test_quick_leak_rows_are_the_full_leak_rows_of_each_scheme_s_first_codec():
+    kw = dict(schemes=("per-response", "shared", "dcb", "dcz"), codecs="zlib:6,brotli:5,zstd:3",
+              scopings=("none", "context"), leak_lengths=(2,), leak_alignments=2)
+    quick = crossstream.run_leak(crossstream.CrossstreamParams(**kw))
+    full = crossstream.run_leak(crossstream.CrossstreamParams(**kw, leak_codecs="all"))
+    assert {(s, c) for s, c in zip(quick["scheme"], quick["codec"])} == {
+        ("per-response", "zlib:6"), ("shared", "zlib:6"), ("dcb", "brotli:5"), ("dcz", "zstd:3")}
+    assert len(full) > len(quick) == 7
+    keys = ["scheme", "codec", "scoping", "secret_chars"]
+    both = quick.merge(full, on=keys, suffixes=("", "_full"))
+    assert len(both) == len(quick)
+    for column in set(quick.columns) - set(keys):
+        assert (both[column] == both[column + "_full"]).all(), column
+
+
+@pytest.mark.parametrize("argv,lengths,codecs", [
+    ([], (4,), "first"), (["--leak", "full"], (4, 8), "all"), (["--leak", "full", "--leak-lengths", "3"], (3,), "all"),
+    (["--leak-lengths", "0"], (), "first")])
+def test_cli_leak_attack_flags(argv, lengths, codecs):
+    import argparse
+
+    parser = argparse.ArgumentParser()
+    crossstream.add_arguments(parser)
+    params = crossstream.params_from_args(parser.parse_args(argv))
+    assert (params.leak_lengths, params.leak_codecs) == (lengths, codecs)
 
 
 def test_cpu_is_measured_only_when_asked(corpus):
@@ -493,3 +574,60 @@ def test_batch_runs_crossstream_over_a_trace(tmp_path):
     assert report.failed == 0
     df = load(tmp_path / "out")
     assert set(df["scheme"]) == {"per-response", "shared"} and (df["seed"] == 1).all()
+
+
+# Real HARs from several producers (Chrome, Firefox, WebPageTest, Browsertime); CI puts
+# shared/ beside the clone.
+HAR_REAL = ROOT.parent / "shared" / "traces" / "har-real"
+HAR_REAL_FILES = sorted(HAR_REAL.glob("*.har")) if HAR_REAL.is_dir() else []
+
+
+@pytest.mark.skipif(not HAR_REAL_FILES, reason=f"no real HARs in {HAR_REAL}")
+@pytest.mark.parametrize("path", HAR_REAL_FILES, ids=lambda p: p.name)
+def test_cli_on_every_real_har_answers_or_says_why_in_one_line(path, capsys):
+    # every scheme and scoping; low levels, two visits and no leak keep it short (the
+    # leak does not read the trace)
+    rc = main(["crossstream", "--trace", str(path), "--codecs", "brotli:1,zstd:1", "--releases", "2",
+               "--leak-lengths", "0", "--json"])
+    out, err = capsys.readouterr()
+    assert rc in (0, 2), err[-2000:]
+    if rc == 2:
+        assert len(err.strip().splitlines()) == 1 and str(path) in err
+    else:
+        result = json.loads(out)
+        assert result["source"]["bodies"] > 0 and result["summary"]
+
+
+def test_cli_trace_without_text_responses_exits_2_with_one_line(tmp_path, capsys):
+    har = {"log": {"version": "1.2", "creator": {"name": "t", "version": "1"}, "entries": [{
+        "startedDateTime": "2024-01-01T00:00:00.000Z", "time": 10,
+        "request": {"method": "GET", "url": "https://x.example/a.png", "httpVersion": "h2", "headers": [],
+                    "queryString": [], "cookies": [], "headersSize": -1, "bodySize": 0},
+        "response": {"status": 200, "statusText": "", "httpVersion": "h2", "cookies": [], "redirectURL": "",
+                     "headers": [{"name": "content-type", "value": "image/png"}], "headersSize": -1,
+                     "bodySize": 100, "content": {"size": 100, "mimeType": "image/png"}},
+        "cache": {}, "timings": {"send": 0, "wait": 5, "receive": 5}}]}}
+    path = tmp_path / "images.har"
+    path.write_text(json.dumps(har))
+    assert main(["crossstream", "--trace", str(path), "--leak-lengths", "0"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "images.har" in err and "no HTML" in err
+
+
+def test_delta_saving_compares_each_delta_codec_with_its_own_plain_codec(corpus):
+    kw = dict(schemes=("per-response", "dcb", "dcz"), scopings=("none",))
+    both = crossstream.run(corpus, _small_params(codecs="brotli:5,brotli:8,zstd:3", **kw))
+    deltas = both.reference["delta_saving_percent_vs_plain"]
+    assert set(deltas) == {"dcb brotli:5", "dcb brotli:8", "dcz zstd:3"}
+    rep = both.responses[both.responses["visit"] > 0]
+    for key, by_kind in deltas.items():
+        scheme, codec = key.split()
+        for kind, saving in by_kind.items():
+            rows = rep[(rep["codec"] == codec) & (rep["kind"] == kind)]
+            delta = rows[rows["scheme"] == scheme][["wire_bytes", "overhead_bytes"]].to_numpy().sum()
+            plain = rows[rows["scheme"] == "per-response"][["wire_bytes", "overhead_bytes"]].to_numpy().sum()
+            assert saving == pytest.approx(100 - 100 * delta / plain, abs=0.01)
+            assert saving < 100
+    # another Brotli level in the run changes nothing for brotli:5
+    alone = crossstream.run(corpus, _small_params(codecs="brotli:5,zstd:3", **kw))
+    assert alone.reference["delta_saving_percent_vs_plain"]["dcb brotli:5"] == deltas["dcb brotli:5"]

@@ -41,6 +41,7 @@ import json
 import math
 import os
 import random
+import zlib
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from urllib.parse import urlsplit
@@ -222,6 +223,7 @@ _JS_TEMPLATES = (
     "try {{ localStorage.setItem('{w}', JSON.stringify({a})); }} catch (e) {{ {b} = null; }}",
     "const {a} = {b} > {n} ? Math.min({b}, {n2}) : {n};",
 )
+_JS_PROLOGUE = "'use strict';\n\n"
 _ARIA = ("expanded", "hidden", "pressed", "selected", "busy")
 _LOCALES = (("de-DE", "EUR"), ("en-US", "USD"), ("fr-FR", "EUR"), ("en-GB", "GBP"))
 
@@ -317,16 +319,20 @@ class Site:
         rules = []
         name = "main" if i == 0 else ("vendor" if i == 1 else f"page-{self.w()}")
         unit = {"name": name, "rules": rules}
-        while len(self._render_css(unit)) < size:
+        length = 0                  # len(_render_css(unit)), kept as rules are added (re-rendering is quadratic)
+        while length < size:
             rules.append(self._css_rule())
+            length += len(self._css_rule_text(rules[-1]))
         return unit
 
     @staticmethod
+    def _css_rule_text(rule: list) -> str:
+        sel, props = rule
+        return sel + " {\n" + "".join(f"  {k}: {v};\n" for k, v in props) + "}\n"
+
+    @staticmethod
     def _render_css(unit: dict) -> str:
-        out = []
-        for sel, props in unit["rules"]:
-            out.append(sel + " {\n" + "".join(f"  {k}: {v};\n" for k, v in props) + "}\n")
-        return "".join(out)
+        return "".join(Site._css_rule_text(rule) for rule in unit["rules"])
 
     # JavaScript -------------------------------------------------------------------
     def _js_function(self) -> dict:
@@ -348,28 +354,41 @@ class Site:
     def _js_file(self, i: int, size: int) -> dict:
         name = "app" if i == 0 else ("vendor" if i == 1 else f"chunk-{self.w()}")
         unit = {"name": name, "functions": [], "minified": name == "vendor"}
-        while len(self._render_js(unit)) < size:
-            unit["functions"].append(self._js_function())
+        fns = unit["functions"]
+        # len(_render_js(unit)), kept as functions are added (re-rendering is quadratic)
+        length = 1 if unit["minified"] else len(_JS_PROLOGUE)
+        while length < size:
+            fns.append(self._js_function())
+            length += len(self._js_function_text(fns[-1], unit["minified"])) + (unit["minified"] and len(fns) > 1)
         return unit
 
     @staticmethod
+    def _js_function_text(f: dict, minified: bool) -> str:
+        if minified:
+            return f"function {f['name']}({','.join(f['args'])}){{{''.join(s.replace(' = ', '=').replace(', ', ',') for s in f['body'])}}}"
+        head = ("export " if f["exported"] else "") + f"function {f['name']}({', '.join(f['args'])}) {{\n"
+        return head + "".join(f"  {s}\n" for s in f["body"]) + "}\n\n"
+
+    @staticmethod
     def _render_js(unit: dict) -> str:
-        out = []
+        texts = [Site._js_function_text(f, unit["minified"]) for f in unit["functions"]]
         if unit["minified"]:
-            for f in unit["functions"]:
-                out.append(f"function {f['name']}({','.join(f['args'])}){{{''.join(s.replace(' = ', '=').replace(', ', ',') for s in f['body'])}}}")
-            return ";".join(out) + "\n"
-        out.append("'use strict';\n\n")
-        for f in unit["functions"]:
-            head = ("export " if f["exported"] else "") + f"function {f['name']}({', '.join(f['args'])}) {{\n"
-            out.append(head + "".join(f"  {s}\n" for s in f["body"]) + "}\n\n")
-        return "".join(out)
+            return ";".join(texts) + "\n"
+        return _JS_PROLOGUE + "".join(texts)
 
     # HTML and JSON ------------------------------------------------------------------
     def asset_urls(self) -> tuple[list[str], list[str]]:
+        # Every page of a release links the same assets: render them once per release
+        # (units change only in evolve(), which drops this; the key holds the units).
+        key = (self.release, list(self.css), list(self.js))
+        cached = getattr(self, "_assets", None)
+        if cached is not None and cached[0][0] == key[0] and all(
+                len(a) == len(b) and all(x is y for x, y in zip(a, b)) for a, b in zip(cached[0][1:], key[1:])):
+            return list(cached[1][0]), list(cached[1][1])
         css = [self._asset_url("css", u["name"], self._render_css(u)) for u in self.css]
         js = [self._asset_url("js", u["name"], self._render_js(u)) for u in self.js]
-        return css, js
+        self._assets = (key, (css, js))
+        return list(css), list(js)
 
     def _asset_url(self, ext: str, name: str, text: str) -> str:
         digest = hashlib.sha256(text.encode()).hexdigest()[:8]
@@ -425,7 +444,7 @@ class Site:
         return data, spans
 
     def json_api(self, path: str, size: int, *, session: str) -> tuple[bytes, tuple]:
-        page = int(path.rsplit("=", 1)[1]) if "=" in path else 1
+        page = _page_number(path)
         items = []
         prefix = '{"page":%d,"session":"' % page
         head_len = len(prefix) + len(session)
@@ -463,6 +482,7 @@ class Site:
         """One release's worth of small edits."""
         r, p = self.rng, self.p
         self.release += 1
+        self._assets = None
         for unit in self.js:
             fns = unit["functions"]
             for _ in range(max(1, round(p.js_edit_share * len(fns)))):
@@ -487,6 +507,21 @@ class Site:
         self.catalogue += [self._product(len(self.catalogue) + i) for i in range(p.new_products)]
         if r.random() < 0.3:
             self.nav[r.randrange(len(self.nav))] = self._title(2)
+
+
+def _page_number(path: str) -> int:
+    """The page a JSON URL asks for: the integer after its last ``=`` (``?page=2``).
+
+    Real URLs put anything there (``?callback=ajax%3A...``, ``?flag=false``, ``?q=``);
+    those get a page derived from the path, so different APIs still get different
+    items and the same URL always gets the same bytes."""
+    if "=" in path:
+        try:
+            return int(path.rsplit("=", 1)[1])
+        except ValueError:
+            pass
+        return 1 + zlib.crc32(path.encode("utf-8", "surrogatepass")) % 16
+    return 1
 
 
 def generate(seed: int = 1, **overrides) -> Corpus:
@@ -582,7 +617,8 @@ def corpus_from_trace(trace, *, seed: int = 1, releases: int = 3, max_bytes: int
         kind = kind_for_content_type(ct.decode("latin-1") if ct else None, e.url)
         if kind is None or not e.url:
             continue
-        size = int(min(max(e.response_body_bytes or 0, 0) or params.size_medians[kind], max_bytes))
+        # The decoded size: a body is generated as the server held it, before content coding.
+        size = int(min(max(e.decoded_body_bytes or 0, 0) or params.size_medians[kind], max_bytes))
         plan.append((e.url, kind, max(size, 400)))
     if not plan:
         raise InputError("the trace has no HTML, CSS, JavaScript or JSON responses with URLs to give bodies to.",

@@ -61,7 +61,10 @@ _TOKEN = re.compile(rb"^:?[!#$%&'*+\-.^_`|~0-9a-z]+$")   # RFC 9110 5.6.2 tchar 
 
 
 def _b(text: str) -> bytes:
-    return text.encode("utf-8", "surrogateescape")
+    try:
+        return text.encode("utf-8", "surrogateescape")     # undecodable bytes read back (\udcXX)
+    except UnicodeEncodeError:
+        return text.encode("utf-8", "surrogatepass")       # a lone surrogate a JSON escape made
 
 
 def _s(data: bytes) -> str:

@@ -36,6 +36,7 @@ The rules implemented, by section:
 
 from __future__ import annotations
 
+import functools
 import hashlib
 from dataclasses import dataclass, field
 from urllib.parse import urlsplit
@@ -117,13 +118,20 @@ class UseAsDictionary:
 
     def pattern(self, dictionary_url: str) -> URLPattern:
         """Section 2.1.1: the pattern with the dictionary URL as base; regexp groups are invalid."""
-        try:
-            p = URLPattern(self.match, dictionary_url)
-        except Exception as exc:
-            raise HeaderError(f"match {self.match!r} is not a valid URL pattern ({exc})") from None
-        if p.hasRegExpGroups:
-            raise HeaderError(f"match {self.match!r} uses regular expressions (section 2.1.1)")
-        return p
+        return _compiled_pattern(self.match, dictionary_url)
+
+
+@functools.lru_cache(maxsize=1024)
+def _compiled_pattern(match: str, base: str) -> URLPattern:
+    # Compiling costs about 0.3 ms and a client stores the same (match, URL) again on
+    # every connection of the leak's oracle; a compiled pattern is immutable.
+    try:
+        p = URLPattern(match, base)
+    except Exception as exc:
+        raise HeaderError(f"match {match!r} is not a valid URL pattern ({exc})") from None
+    if p.hasRegExpGroups:
+        raise HeaderError(f"match {match!r} uses regular expressions (section 2.1.1)")
+    return p
 
 
 def available_dictionary_value(digest: bytes) -> str:
