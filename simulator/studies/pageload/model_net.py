@@ -98,6 +98,33 @@ def h2_preface_bytes(is_client: bool, window_bytes: int = 16 << 20) -> int:
     conn.initiate_connection()
     conn.increment_flow_control_window(window_bytes - 65535)
     return len(conn.data_to_send())
+
+
+# Pure functions of their arguments, memoized: a load encodes the same fields on many
+# connections (and a sweep on every load).  The encoders stay the real ``hpack`` ones;
+# only Huffman coding (a function of the string alone) and h2's normalisation (of the
+# header list alone, no validation flags) are looked up instead of recomputed.
+@functools.lru_cache(maxsize=1 << 16)
+def _normalized(headers: tuple) -> tuple:
+    return tuple(normalize_outbound_headers(headers, None))
+
+
+class _HuffmanCache:
+    """Stands in for an ``hpack.Encoder``'s ``huffman_coder``: same bytes, memoized."""
+
+    __slots__ = ()
+    encode = staticmethod(functools.lru_cache(maxsize=1 << 16)(hpack.Encoder().huffman_coder.encode))
+
+
+_HUFFMAN = _HuffmanCache()
+
+
+def _encoder() -> hpack.Encoder:
+    encoder = hpack.Encoder()
+    encoder.huffman_coder = _HUFFMAN
+    return encoder
+
+
 _FRAME = {"tcp": 9, "quic": 3}
 _RESET_BYTES = 13                       # RST_STREAM: 9-byte frame header + 4-byte error code
 _H2_MAX_FRAME = 16384
@@ -164,7 +191,7 @@ class _Conn:
         self._tls_received = [0, 0]                       # handshake bytes the server / client has
         self.accepting = False                            # requests may be handed to the transport
         self._waiting: list[ExchangeSpec] = []            # requests made before that
-        self.request_encoder, self.response_encoder = hpack.Encoder(), hpack.Encoder()
+        self.request_encoder, self.response_encoder = _encoder(), _encoder()
         self.incoming: dict[int, _Incoming] = {}
         self.requests: dict[int, ExchangeSpec] = {}       # client stream -> spec (both ends in one process)
         self.cancels: dict[int, int] = {}                 # client stream carrying a cancel -> pushed stream
@@ -371,7 +398,7 @@ class _Conn:
         if self.h1:
             return h1_header_bytes(headers)
         if self.transport == "tcp":
-            headers = normalize_outbound_headers(headers, None)
+            return len(encoder.encode(_normalized(tuple(headers))))
         return len(encoder.encode(list(headers)))
 
     @property
