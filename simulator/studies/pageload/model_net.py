@@ -119,6 +119,12 @@ class _HuffmanCache:
 _HUFFMAN = _HuffmanCache()
 
 
+@functools.lru_cache(maxsize=1 << 12)
+def _pad(size: int) -> bytes:
+    """``size`` bytes standing for a response's (the models only count them), shared."""
+    return b"r" * size
+
+
 def _encoder() -> hpack.Encoder:
     encoder = hpack.Encoder()
     encoder.huffman_coder = _HUFFMAN
@@ -446,8 +452,12 @@ class _Conn:
     def _stop(self, pushed_sid: int) -> None:
         """The cancel has reached the server: nothing more of that stream is written."""
         self.cancelled.add(pushed_sid)
+        active = {}
         for level, queue in self._active.items():
-            self._active[level] = deque(e for e in queue if e[0] != pushed_sid)
+            queue = deque(e for e in queue if e[0] != pushed_sid)
+            if queue:
+                active[level] = queue
+        self._active = active
         self.net.settle((self.key, pushed_sid))
 
     def _pull(self) -> bool:
@@ -463,18 +473,23 @@ class _Conn:
 
     def _write_next(self, limit: int) -> int:
         """Write up to ``limit`` bytes of the next response in turn; the bytes written."""
-        level = min((lv for lv, q in self._active.items() if q), default=None)
-        if level is None:
+        active = self._active                      # only levels with a response waiting
+        if not active:
             return 0
-        queue = self._active[level]
+        level = min(active) if len(active) > 1 else next(iter(active))
+        queue = active[level]
         entry = queue.popleft()
         stream_id, remaining, _ = entry
-        n = min(remaining, limit)
-        entry[1] = remaining - n
-        self.written[stream_id] = self.written.get(stream_id, 0) + n
+        n = remaining if remaining < limit else limit
+        remaining -= n
+        entry[1] = remaining
+        written = self.written
+        written[stream_id] = written.get(stream_id, 0) + n
         self._unacked_bytes += n
-        self.t.server.write(stream_id, b"r" * n, end=entry[1] == 0)
-        if entry[1] == 0:
+        self.t.server.write(stream_id, _pad(n), end=not remaining)
+        if not remaining:
+            if not queue:
+                del active[level]
             self.net.settle((self.key, stream_id))
         else:
             queue.append(entry)                    # served: to the back of its rotation
@@ -485,8 +500,11 @@ class _Conn:
         segments), as TCP sends whatever its window allows.  (A cap of two bandwidth-delay
         products here held a busy connection's share of a deep bottleneck queue below what
         the h2 stack's TCP takes.)"""
-        window = max(self.t.server.cwnd_bytes, 2 * self._chunk_bytes)
-        while self._unacked_bytes < window and self._write_next(self._chunk_bytes):
+        if not self._active:
+            return
+        chunk = self._chunk_bytes
+        window = max(self.t.server.cwnd_bytes, 2 * chunk)
+        while self._unacked_bytes < window and self._write_next(chunk):
             pass
 
     def _on_stream_acked(self, stream_id: int, acked_offset: int) -> None:
