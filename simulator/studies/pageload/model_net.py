@@ -3,7 +3,8 @@
 One shared access path (the client's bottleneck: every connection of the load shares
 its bandwidth, queue and loss stream), one ``TcpConnection`` or ``QuicConnection`` per
 connection key.  HTTP is modelled by sizes, as ``stacks.model_replay`` does: header
-blocks are encoded with the real ``hpack`` encoder (one per connection and direction),
+blocks are sized as the real ``hpack`` encoder writes them (``HeaderBlockSizer``: its
+choices and its dynamic table, one per connection and direction, checked against hpack),
 frames add their headers (HTTP/2 9 bytes, RFC 9113 section 4.1; HTTP/3 about 3, RFC 9114
 section 7.1), and bodies are padding of their size.
 
@@ -64,6 +65,8 @@ import h2.connection
 import h2.settings
 from h2.utilities import normalize_outbound_headers
 import hpack
+from hpack.huffman_constants import REQUEST_CODES_LENGTH
+from hpack.table import HeaderTable
 
 from ...engine import Simulator
 from ...net.link import DelayedPath, Path
@@ -109,26 +112,118 @@ def _normalized(headers: tuple) -> tuple:
     return tuple(normalize_outbound_headers(headers, None))
 
 
-class _HuffmanCache:
-    """Stands in for an ``hpack.Encoder``'s ``huffman_coder``: same bytes, memoized."""
-
-    __slots__ = ()
-    encode = staticmethod(functools.lru_cache(maxsize=1 << 16)(hpack.Encoder().huffman_coder.encode))
-
-
-_HUFFMAN = _HuffmanCache()
-
-
 @functools.lru_cache(maxsize=1 << 12)
 def _pad(size: int) -> bytes:
     """``size`` bytes standing for a response's (the models only count them), shared."""
     return b"r" * size
 
 
-def _encoder() -> hpack.Encoder:
-    encoder = hpack.Encoder()
-    encoder.huffman_coder = _HUFFMAN
-    return encoder
+@functools.lru_cache(maxsize=1 << 16)
+def _huffman_bytes(data: bytes) -> int:
+    """Bytes of ``data`` Huffman-coded (RFC 7541 section 5.2, Appendix B): its codes' bits,
+    padded to a whole byte."""
+    return (sum(map(REQUEST_CODES_LENGTH.__getitem__, data)) + 7) >> 3
+
+
+def _integer_bytes(value: int, prefix_bits: int) -> int:
+    """Bytes of an HPACK integer with an N-bit prefix (RFC 7541 section 5.1)."""
+    top = (1 << prefix_bits) - 1
+    if value < top:
+        return 1
+    value -= top
+    n = 2
+    while value >= 128:
+        value >>= 7
+        n += 1
+    return n
+
+
+def _as_bytes(value) -> bytes:
+    t = type(value)
+    if t is bytes:
+        return value
+    return (value if t is str else str(value)).encode("utf-8")
+
+
+_STATIC = HeaderTable.STATIC_TABLE_MAPPING      # name -> (first index, {value: index})
+_DYNAMIC_FIRST_INDEX = HeaderTable.STATIC_TABLE_LENGTH + 1
+
+
+class HeaderBlockSizer:
+    """The size of the header blocks an ``hpack.Encoder`` writes, block after block on one
+    connection, without writing them: the same choices as hpack's encoder (RFC 7541: a
+    full match in the static table, else in the dynamic table, newest first, is indexed;
+    else a name match, static first, gives an indexed name; literals are always Huffman
+    coded and added to the table unless never-indexed; a 4096-byte table evicting the
+    oldest first), and the same dynamic table.  Lookups go through dictionaries instead
+    of hpack's scan of the table (a load encodes thousands of fields);
+    ``tests/test_push.py`` checks the sizes against hpack's own blocks."""
+
+    __slots__ = ("_entries", "_size", "_inserted", "_first", "_exact", "_names")
+    MAX_TABLE_BYTES = HeaderTable.DEFAULT_SIZE
+
+    def __init__(self) -> None:
+        self._entries: deque = deque()          # (insertion number, entry size), oldest first
+        self._size = 0
+        self._inserted = 0                      # insertions so far; live entries: _first .. _inserted - 1
+        self._first = 0
+        self._exact: dict = {}                  # (name, value) -> its newest insertion number
+        self._names: dict = {}                  # name -> its newest insertion number
+
+    def _add(self, name: bytes, value: bytes) -> None:
+        size = 32 + len(name) + len(value)      # RFC 7541 section 4.1
+        if size > self.MAX_TABLE_BYTES:         # larger than the table: it empties it
+            self._entries.clear()
+            self._size = 0
+            self._first = self._inserted
+            return
+        k = self._inserted
+        self._inserted = k + 1
+        self._exact[name, value] = k
+        self._names[name] = k
+        self._entries.append(size)
+        self._size += size
+        while self._size > self.MAX_TABLE_BYTES:
+            self._size -= self._entries.popleft()
+            self._first += 1
+
+    def encoded_size(self, headers) -> int:
+        """Bytes of ``headers`` encoded as one block, as ``len(hpack.Encoder().encode(headers))``
+        on this connection's encoder (tuples or ``HeaderTuple``s; no table size updates)."""
+        total = 0
+        for header in headers:
+            if isinstance(header, hpack.HeaderTuple):
+                sensitive = not header.indexable
+            else:
+                sensitive = len(header) > 2 and header[2]
+            name, value = _as_bytes(header[0]), _as_bytes(header[1])
+            static = _STATIC.get(name)
+            index = None
+            if static:
+                index = static[1].get(value)
+                if index is not None:
+                    total += _integer_bytes(index, 7)            # indexed field
+                    continue
+                index = static[0]
+            k = self._exact.get((name, value))
+            if k is not None and k >= self._first:
+                total += _integer_bytes(_DYNAMIC_FIRST_INDEX + self._inserted - 1 - k, 7)
+                continue
+            if index is None:
+                k = self._names.get(name)
+                if k is not None and k >= self._first:
+                    index = _DYNAMIC_FIRST_INDEX + self._inserted - 1 - k
+            value_bytes = _huffman_bytes(value)
+            field = _integer_bytes(value_bytes, 7) + value_bytes
+            if index is None:                                     # literal name
+                name_bytes = _huffman_bytes(name)
+                field += 1 + _integer_bytes(name_bytes, 7) + name_bytes
+            else:                                                 # indexed name
+                field += _integer_bytes(index, 4 if sensitive else 6)
+            total += field
+            if not sensitive:
+                self._add(name, value)
+        return total
 
 
 _FRAME = {"tcp": 9, "quic": 3}
@@ -197,7 +292,7 @@ class _Conn:
         self._tls_received = [0, 0]                       # handshake bytes the server / client has
         self.accepting = False                            # requests may be handed to the transport
         self._waiting: list[ExchangeSpec] = []            # requests made before that
-        self.request_encoder, self.response_encoder = _encoder(), _encoder()
+        self.request_encoder, self.response_encoder = HeaderBlockSizer(), HeaderBlockSizer()
         self.incoming: dict[int, _Incoming] = {}
         self.requests: dict[int, ExchangeSpec] = {}       # client stream -> spec (both ends in one process)
         self.cancels: dict[int, int] = {}                 # client stream carrying a cancel -> pushed stream
@@ -397,15 +492,15 @@ class _Conn:
         self._send_response(stream_id, self._records(block + self._body_wire_bytes(spec.response_body_bytes)),
                             urgency(spec.request_headers))
 
-    def _block(self, encoder: hpack.Encoder, headers) -> int:
+    def _block(self, encoder: HeaderBlockSizer, headers) -> int:
         """Bytes of a header block.  Over TCP as the h2 stack encodes it: the ``h2`` library's
         normalisation first (short cookies and credentials never indexed, RFC 7541 section
         7.1.3), so the sizes are the stack's own.  HTTP/1.1: the header section as text."""
         if self.h1:
             return h1_header_bytes(headers)
         if self.transport == "tcp":
-            return len(encoder.encode(_normalized(tuple(headers))))
-        return len(encoder.encode(list(headers)))
+            headers = _normalized(tuple(headers))
+        return encoder.encoded_size(headers)
 
     @property
     def _frame(self) -> int:
