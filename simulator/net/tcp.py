@@ -262,8 +262,8 @@ class TcpEndpoint:
 
     def _send_more(self) -> None:
         """Send what the congestion window allows: go-back-N resends first, then new data."""
-        if not self.established:
-            return
+        if not self.established or (not self._pending_len and self.snd_nxt >= self.snd_max):
+            return                                       # nothing to send (e.g. a flush after an ACK sent it)
         mss = self.mss
         window = self.cc.cwnd_bytes + self._inflation_bytes
         if 0 < self._dupacks < self.config.packet_threshold and not self._in_recovery:
