@@ -74,6 +74,16 @@ def _field_name(raw: str) -> bytes | None:
     return name
 
 
+@functools.lru_cache(maxsize=1 << 15)
+def _field(raw_name: str, value: str) -> tuple[bytes, bytes] | None:
+    """One HAR header with a one-line string value as sent, or None to leave it out (see
+    ``_fields``); most headers repeat from entry to entry (accept, user-agent, sec-ch-ua ...)."""
+    name = _field_name(raw_name)
+    if name is None or name == b"te" and value.strip().lower() != "trailers":   # RFC 9113 8.2.2
+        return None
+    return name, _b(value.replace("\r", "").replace("\x00", "").strip())          # RFC 9110 5.5
+
+
 def _b(text: str) -> bytes:
     return text.encode("utf-8", "surrogateescape")
 
@@ -105,10 +115,15 @@ def _fields(raw_headers, where, path) -> list[tuple[bytes, bytes]]:
     for i, h in enumerate(raw_headers):
         if not isinstance(h, dict) or not isinstance(h.get("name"), str):
             raise InputError(f"header {i} has no name.", path=path, where=where)
+        value = h.get("value", "")
+        if type(value) is str and "\n" not in value:
+            field = _field(h["name"], value)
+            if field is not None:
+                out.append(field)
+            continue
         name = _field_name(h["name"])
         if name is None:
             continue
-        value = h.get("value", "")
         if type(value) is not str:
             value = "" if value is None else str(value)
         if name == b"te" and value.strip().lower() != "trailers":  # RFC 9113 8.2.2
