@@ -116,25 +116,25 @@ def run(quick: bool = False) -> dict:
                "end_to_end": {}}
     print(f"page {TRACE.name}, policy none, h2 over the TCP model, RTT 100 ms, 10 Mbit/s, TLS "
           f"(one step: best of {repeats} after a warm-up; end to end: best of {rounds}, start-up included)")
-    print(f"{'':<34}{'before':>10}{'now':>10}{'speed-up':>10}  same result")
+    print(f"{'':<48}{'before':>10}{'now':>10}{'speed-up':>10}  same result")
     if "before" in one:
         before = one["before"]
         same_load = before["csv"] == now["csv"] and before["metrics"] == now["metrics"]
         figures["one_step"].update(before_s=before["wall_s"], before_cpu_s=before["cpu_s"],
                                    before_loads_per_s=1 / before["wall_s"], speedup=before["wall_s"] / now["wall_s"],
                                    cpu_speedup=before["cpu_s"] / now["cpu_s"], same_result=same_load)
-        print(f"{'load_page, loads/s (wall)':<34}{1 / before['wall_s']:>10.2f}{1 / now['wall_s']:>10.2f}"
+        print(f"{'load_page, loads/s (wall)':<48}{1 / before['wall_s']:>10.2f}{1 / now['wall_s']:>10.2f}"
               f"{before['wall_s'] / now['wall_s']:>9.2f}x  {'yes' if same_load else 'NO'}")
-        print(f"{'load_page, loads/s (CPU)':<34}{1 / before['cpu_s']:>10.2f}{1 / now['cpu_s']:>10.2f}"
+        print(f"{'load_page, loads/s (CPU)':<48}{1 / before['cpu_s']:>10.2f}{1 / now['cpu_s']:>10.2f}"
               f"{before['cpu_s'] / now['cpu_s']:>9.2f}x")
     else:
         ratio = (1 / now["cpu_s"]) / MEASURED_BEFORE_LOADS_PER_S
         figures["one_step"].update(before_loads_per_s_measured=MEASURED_BEFORE_LOADS_PER_S, speedup_vs_measured=ratio)
-        print(f"{'load_page, loads/s (CPU)':<34}{MEASURED_BEFORE_LOADS_PER_S:>10.2f}{1 / now['cpu_s']:>10.2f}"
+        print(f"{'load_page, loads/s (CPU)':<48}{MEASURED_BEFORE_LOADS_PER_S:>10.2f}{1 / now['cpu_s']:>10.2f}"
               f"{ratio:>9.2f}x  (before: measured once, not in this run)")
     for case, times in ends.items():
         f = {"now_s": times["now"]}
-        line = f"{'workbench ' + case + ', s':<34}"
+        line = f"{'workbench ' + case + ', s':<48}"
         if "before" in times:
             f.update(before_s=times["before"], speedup=times["before"] / times["now"], same_json=same[case])
             line += f"{times['before']:>10.2f}{times['now']:>10.2f}{f['speedup']:>9.2f}x  {'yes' if same[case] else 'NO'}"
