@@ -499,7 +499,13 @@ class _Conn:
         if self.h1:
             return h1_header_bytes(headers)
         if self.transport == "tcp":
-            headers = _normalized(tuple(headers))
+            headers = tuple(headers)
+            # Memoized for plain tuples only: h2 keeps a HeaderTuple's class (never-indexed or
+            # not), and an equal plain tuple must not share its cache entry.
+            if all(type(h) is tuple for h in headers):
+                headers = _normalized(headers)
+            else:
+                headers = tuple(normalize_outbound_headers(headers, None))
         return encoder.encoded_size(headers)
 
     @property
