@@ -292,20 +292,24 @@ class TimerSlots:
             return  # superseded by an earlier expiry
         self._scheduled_s = None
         now = self.sim.now
+        when = self._when
         # Fire the slots due now, earliest first.  Only those due on entry: a callback that
         # re-arms a slot for `now` gets a fresh heap entry (via set), so it runs after the
         # other events of this instant and can never spin inside this call.
-        due = sorted((w, s) for s, w in self._when.items() if w is not None and w <= now)
-        for when_s, slot in due:
-            if self._when[slot] != when_s:
-                continue  # cancelled or re-armed by an earlier callback of this batch
-            callback = self._cb[slot]
-            self._when[slot] = None
-            self._cb[slot] = None
-            callback()
-        later = [w for w in self._when.values() if w is not None]
-        if later and self._scheduled_s is None:
-            self._schedule(min(later))
+        due = [(w, s) for s, w in when.items() if w is not None and w <= now]
+        if due:                       # most entries that pop find a slot cancelled or moved later
+            due.sort()
+            for when_s, slot in due:
+                if when[slot] != when_s:
+                    continue  # cancelled or re-armed by an earlier callback of this batch
+                callback = self._cb[slot]
+                when[slot] = None
+                self._cb[slot] = None
+                callback()
+        if self._scheduled_s is None:
+            later = [w for w in when.values() if w is not None]
+            if later:
+                self._schedule(min(later))
 
 
 class Timer:

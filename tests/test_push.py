@@ -564,3 +564,34 @@ def test_rfc9002_5_1_6_2_no_handshake_rtt_sample_after_a_pto_as_aioquic(rtt_s):
     # Without a sample the pacer has no rate: nothing is paced (RFC 9002 7.7 needs an RTT).
     assert (aioquic_like.pacer.interval_s is None) == pto_first
     assert (real._pacer.packet_time is None) == pto_first
+
+
+def test_header_block_sizer_matches_hpack():
+    """The model's header block sizes are those of the real ``hpack`` encoder, block after
+    block on one connection: full and name matches in the static and dynamic tables,
+    never-indexed fields, string (not bytes) fields, and entries large enough to evict
+    others or empty the table."""
+    import random
+
+    import hpack
+
+    from simulator.stacks.replay import request_headers_for, response_headers_for
+    from simulator.studies.pageload.model_net import HeaderBlockSizer, _normalized
+    from simulator.traces import load
+
+    lists = []
+    for path in sorted((ROOT / "traces").glob("*.har")):
+        for e in load(path).exchanges:
+            if e.request_headers is not None:
+                lists.append(request_headers_for(e.request_headers, e.origin))
+            lists.append(response_headers_for(e.response_headers or ((b":status", b"200"),), 100)[0])
+    rng = random.Random(7)
+    for _ in range(8):
+        encoder, sizer = hpack.Encoder(), HeaderBlockSizer()
+        for headers in rng.sample(lists, min(300, len(lists))):
+            if rng.random() < 0.5:
+                headers = _normalized(tuple(headers))      # h2's NeverIndexedHeaderTuple for short cookies
+            if rng.random() < 0.1:
+                headers = list(headers) + [(b"x-big", b"v" * rng.randrange(1000, 5000)),
+                                           (b"authorization", b"secret", True), ("x-text", "value")]
+            assert sizer.encoded_size(headers) == len(encoder.encode(list(headers)))

@@ -262,8 +262,8 @@ class TcpEndpoint:
 
     def _send_more(self) -> None:
         """Send what the congestion window allows: go-back-N resends first, then new data."""
-        if not self.established:
-            return
+        if not self.established or (not self._pending_len and self.snd_nxt >= self.snd_max):
+            return                                       # nothing to send (e.g. a flush after an ACK sent it)
         mss = self.mss
         window = self.cc.cwnd_bytes + self._inflation_bytes
         if 0 < self._dupacks < self.config.packet_threshold and not self._in_recovery:
@@ -271,9 +271,11 @@ class TcpEndpoint:
         if window < mss:
             window = mss
         by_seq = self._by_seq
+        snd_una = self.snd_una                           # sending never moves it
+        pending = self._pending
         while True:
             nxt = self.snd_nxt
-            flight = nxt - self.snd_una
+            flight = nxt - snd_una
             if nxt < self.snd_max:                       # resending after a timeout
                 seg = by_seq[nxt]
                 if flight + seg.length > window:
@@ -281,9 +283,19 @@ class TcpEndpoint:
                 self.snd_nxt = nxt + seg.length
                 self._transmit(seg, True)
             elif self._pending_len:
-                if flight + min(mss, self._pending_len) > window:
+                pending_len = self._pending_len
+                if flight + (mss if mss < pending_len else pending_len) > window:
                     break
-                seg = self._new_segment(nxt)
+                entry = pending[0]
+                n = len(entry[2])
+                if n == mss or 0 < n == pending_len < mss:
+                    # One whole write fills the segment, or is all there is: _new_segment's
+                    # result without its loop (the model's writers write a segment at a time).
+                    pending.popleft()
+                    self._pending_len = pending_len - n
+                    seg = TcpSegment(nxt, n, n, ((entry[0], entry[1], entry[2], entry[3]),))
+                else:
+                    seg = self._new_segment(nxt)
                 self._unacked.append(seg)
                 by_seq[nxt] = seg
                 self.snd_nxt = self.snd_max = nxt + seg.length
@@ -329,10 +341,12 @@ class TcpEndpoint:
             seg.retransmitted = True                     # Karn: never an RTT sample from it
             self.segments_retransmitted += 1
         self.segments_sent += 1
-        self.bytes_sent += seg.payload_bytes
-        self.out_link.send(Packet(seg.payload_bytes + self.header_bytes, seg), self._deliver_segment)
-        if self.timers.expiry("rto") is None:            # RFC 6298 (5.1)
-            self.timers.set("rto", now + self._rto_s(), self._on_rto)
+        payload_bytes = seg.payload_bytes
+        self.bytes_sent += payload_bytes
+        self.out_link.send(Packet(payload_bytes + self.header_bytes, seg), self._deliver_segment)
+        timers = self.timers
+        if timers.expiry("rto") is None:                 # RFC 6298 (5.1)
+            timers.set("rto", now + self._rto_s(), self._on_rto)
 
     def _on_ack(self, packet: Packet) -> None:
         ack = packet.payload.ack
@@ -355,10 +369,12 @@ class TcpEndpoint:
         acked_streams: dict[int, int] | None = {} if report is not None else None
         first_sent_s = unacked[0].sent_s
         any_retransmitted = False
+        popleft = unacked.popleft
         while unacked and unacked[0].seq < ack:
-            seg = unacked.popleft()
+            seg = popleft()
             del by_seq[seg.seq]
-            any_retransmitted |= seg.retransmitted
+            if seg.retransmitted:
+                any_retransmitted = True
             if acked_streams is not None:
                 for stream_id, offset, data, _end in seg.pieces:
                     acked_streams[stream_id] = offset + len(data)
@@ -396,7 +412,8 @@ class TcpEndpoint:
             self.timers.cancel("rto")
         elif restart_timer:
             self.timers.set("rto", now + self._rto_s(), self._on_rto)
-        self._log_cwnd()
+        if self.cwnd_log is not None:
+            self._log_cwnd()
         if acked_streams:
             for stream_id, offset in acked_streams.items():
                 report(stream_id, offset)
@@ -502,6 +519,11 @@ class TcpEndpoint:
                 self.bytes_delivered += len(piece[2])
             return
         now = self.sim.now
+        if len(pieces) == 1:
+            stream_id, _offset, data, end = pieces[0]
+            self.bytes_delivered += len(data)
+            callback(stream_id, data.tobytes(), end, now)
+            return
         run_stream = -1
         run: list = []
         run_end = False

@@ -41,10 +41,11 @@ converted to JSON text as UTF-8 (undecodable bytes survive via surrogate escapes
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 from datetime import datetime, timedelta, timezone
-from urllib.parse import urljoin, urlsplit
+from urllib.parse import urljoin as _urljoin, urlsplit as _urlsplit
 
 from ..errors import InputError
 from . import harfields
@@ -58,6 +59,33 @@ CONNECTION_SPECIFIC = frozenset({b"connection", b"keep-alive", b"proxy-connectio
                                  b"transfer-encoding", b"upgrade"})
 REQUEST_PSEUDO = (b":method", b":scheme", b":authority", b":path")  # RFC 9113 8.3.1 order
 _TOKEN = re.compile(rb"^:?[!#$%&'*+\-.^_`|~0-9a-z]+$")   # RFC 9110 5.6.2 tchar (lower-cased); ":" pseudo
+
+
+# Pure functions of their strings, memoized: a HAR repeats its URLs (each entry's own, its
+# initiator's, a redirect's) and header names across entries.
+urlsplit = functools.lru_cache(maxsize=1 << 14)(_urlsplit)
+urljoin = functools.lru_cache(maxsize=1 << 14)(_urljoin)
+
+
+@functools.lru_cache(maxsize=1 << 12)
+def _field_name(raw: str) -> bytes | None:
+    """A HAR header name as sent (RFC 9113 8.2.1: lower-case), or None for one no stack
+    would send: not a field name (RFC 9110 5.1: a token; a producer's stray line, e.g.
+    WebPageTest's request line or a cookie split at a colon) or connection-specific."""
+    name = _b(raw.strip().lower())
+    if not _TOKEN.match(name) or name in CONNECTION_SPECIFIC:
+        return None
+    return name
+
+
+@functools.lru_cache(maxsize=1 << 15)
+def _field(raw_name: str, value: str) -> tuple[bytes, bytes] | None:
+    """One HAR header with a one-line string value as sent, or None to leave it out (see
+    ``_fields``); most headers repeat from entry to entry (accept, user-agent, sec-ch-ua ...)."""
+    name = _field_name(raw_name)
+    if name is None or name == b"te" and value.strip().lower() != "trailers":   # RFC 9113 8.2.2
+        return None
+    return name, _b(value.replace("\r", "").replace("\x00", "").strip())          # RFC 9110 5.5
 
 
 def _b(text: str) -> bytes:
@@ -94,19 +122,26 @@ def _fields(raw_headers, where, path) -> list[tuple[bytes, bytes]]:
     for i, h in enumerate(raw_headers):
         if not isinstance(h, dict) or not isinstance(h.get("name"), str):
             raise InputError(f"header {i} has no name.", path=path, where=where)
-        name = _b(h["name"].strip().lower())          # RFC 9113 8.2.1: lower-case names
         value = h.get("value", "")
-        value = "" if value is None else str(value)
-        if not _TOKEN.match(name):
-            # Not a field name (RFC 9110 5.1: a token): a producer's stray line, e.g. WebPageTest's
-            # request line or a cookie split at a colon.  No stack would send it.
+        if type(value) is str and "\n" not in value:
+            field = _field(h["name"], value)
+            if field is not None:
+                out.append(field)
             continue
-        if name in CONNECTION_SPECIFIC:
+        name = _field_name(h["name"])
+        if name is None:
             continue
+        if type(value) is not str:
+            value = "" if value is None else str(value)
         if name == b"te" and value.strip().lower() != "trailers":  # RFC 9113 8.2.2
             continue
-        for line in value.split("\n") if "\n" in value else (value,):
-            out.append((name, _b(line.replace("\r", "").replace("\x00", "").strip())))  # RFC 9110 5.5
+        if "\n" in value:
+            for line in value.split("\n"):
+                out.append((name, _b(line.replace("\r", "").replace("\x00", "").strip())))  # RFC 9110 5.5
+        else:
+            if "\r" in value or "\x00" in value:
+                value = value.replace("\r", "").replace("\x00", "")
+            out.append((name, _b(value.strip())))
     return out
 
 
@@ -182,10 +217,11 @@ def parse_har(doc, path: str | None = None) -> Trace:
         url = request.get("url")
         if not isinstance(url, str) or not url:
             raise InputError("request has no url.", path=path, where=where)
-        if urlsplit(url).scheme.lower() in harfields.NO_NETWORK_SCHEMES:
+        parts = urlsplit(url)
+        if parts.scheme.lower() in harfields.NO_NETWORK_SCHEMES:
             no_network += 1   # data:, blob: ...: the browser made no request on the network
             continue
-        if not urlsplit(url).netloc and request.get("method", "GET") != "CONNECT":
+        if not parts.netloc and request.get("method", "GET") != "CONNECT":
             raise InputError(f"request url {url!r} is not absolute.", path=path, where=where)
         rows.append((_parse_time(entry.get("startedDateTime"), where, path), i, entry))
 

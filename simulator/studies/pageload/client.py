@@ -39,6 +39,7 @@ ready); per resource: discovered, requested, arrived, ready and where it came fr
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 from dataclasses import asdict, dataclass, field
@@ -218,14 +219,18 @@ class PageLoad:
     def spec(self, index: int) -> ExchangeSpec:
         r = self.graph[index]
         body = 0 if r.status in (204, 304) else r.body_bytes
-        response, body = response_headers_for(r.response_headers, body)
+        try:
+            request, response, body = _exchange_headers(r.request_headers, r.response_headers, r.origin, body)
+        except TypeError:                 # header lists given as lists: not memoizable
+            request, response, body = _exchange_headers.__wrapped__(r.request_headers, r.response_headers,
+                                                                    r.origin, body)
         navigation = index == self.graph.document
         hints = self.plan.hints if navigation else ()
         pushes = ()
         if navigation:
             pushes = tuple(PushSpec(self.graph[j].path.encode("latin-1"), self.graph[j].body_bytes,
                                     authority=self.graph[j].authority.encode("latin-1")) for j in self.plan.pushes)
-        return ExchangeSpec(index=index, request_headers=request_headers_for(r.request_headers, r.origin),
+        return ExchangeSpec(index=index, request_headers=request,
                             response_headers=response, response_body_bytes=body, origin=self.key(r.origin),
                             early_hints=hints, pushes=pushes, think_s=self.plan.think(index))
 
@@ -397,6 +402,15 @@ class PageLoad:
             **self.net.stats(),
         }
         return PageLoadResult(resources=resources, pushes=pushes, metrics=metrics)
+
+
+@functools.lru_cache(maxsize=1 << 14)
+def _exchange_headers(request: tuple, response: tuple, origin: str, body_bytes: int) -> tuple:
+    """The header lists a resource's exchange sends (a pure function of the resource's
+    fields, tuples all through), memoized: every load of a page, in a sweep every run,
+    asks for the same ones."""
+    response, body_bytes = response_headers_for(response, body_bytes)
+    return request_headers_for(request, origin), response, body_bytes
 
 
 def load_page(graph: PageGraph, params: LoadParams, plan: ServerPlan, cache: ClientCache, *,

@@ -3,7 +3,8 @@
 One shared access path (the client's bottleneck: every connection of the load shares
 its bandwidth, queue and loss stream), one ``TcpConnection`` or ``QuicConnection`` per
 connection key.  HTTP is modelled by sizes, as ``stacks.model_replay`` does: header
-blocks are encoded with the real ``hpack`` encoder (one per connection and direction),
+blocks are sized as the real ``hpack`` encoder writes them (``HeaderBlockSizer``: its
+choices and its dynamic table, one per connection and direction, checked against hpack),
 frames add their headers (HTTP/2 9 bytes, RFC 9113 section 4.1; HTTP/3 about 3, RFC 9114
 section 7.1), and bodies are padding of their size.
 
@@ -64,6 +65,8 @@ import h2.connection
 import h2.settings
 from h2.utilities import normalize_outbound_headers
 import hpack
+from hpack.huffman_constants import REQUEST_CODES_LENGTH
+from hpack.table import HeaderTable
 
 from ...engine import Simulator
 from ...net.link import DelayedPath, Path
@@ -98,6 +101,131 @@ def h2_preface_bytes(is_client: bool, window_bytes: int = 16 << 20) -> int:
     conn.initiate_connection()
     conn.increment_flow_control_window(window_bytes - 65535)
     return len(conn.data_to_send())
+
+
+# Pure functions of their arguments, memoized: a load encodes the same fields on many
+# connections (and a sweep on every load).  The encoders stay the real ``hpack`` ones;
+# only Huffman coding (a function of the string alone) and h2's normalisation (of the
+# header list alone, no validation flags) are looked up instead of recomputed.
+@functools.lru_cache(maxsize=1 << 16)
+def _normalized(headers: tuple) -> tuple:
+    return tuple(normalize_outbound_headers(headers, None))
+
+
+@functools.lru_cache(maxsize=1 << 12)
+def _pad(size: int) -> bytes:
+    """``size`` bytes standing for a response's (the models only count them), shared."""
+    return b"r" * size
+
+
+@functools.lru_cache(maxsize=1 << 16)
+def _huffman_bytes(data: bytes) -> int:
+    """Bytes of ``data`` Huffman-coded (RFC 7541 section 5.2, Appendix B): its codes' bits,
+    padded to a whole byte."""
+    return (sum(map(REQUEST_CODES_LENGTH.__getitem__, data)) + 7) >> 3
+
+
+def _integer_bytes(value: int, prefix_bits: int) -> int:
+    """Bytes of an HPACK integer with an N-bit prefix (RFC 7541 section 5.1)."""
+    top = (1 << prefix_bits) - 1
+    if value < top:
+        return 1
+    value -= top
+    n = 2
+    while value >= 128:
+        value >>= 7
+        n += 1
+    return n
+
+
+def _as_bytes(value) -> bytes:
+    t = type(value)
+    if t is bytes:
+        return value
+    return (value if t is str else str(value)).encode("utf-8")
+
+
+_STATIC = HeaderTable.STATIC_TABLE_MAPPING      # name -> (first index, {value: index})
+_DYNAMIC_FIRST_INDEX = HeaderTable.STATIC_TABLE_LENGTH + 1
+
+
+class HeaderBlockSizer:
+    """The size of the header blocks an ``hpack.Encoder`` writes, block after block on one
+    connection, without writing them: the same choices as hpack's encoder (RFC 7541: a
+    full match in the static table, else in the dynamic table, newest first, is indexed;
+    else a name match, static first, gives an indexed name; literals are always Huffman
+    coded and added to the table unless never-indexed; a 4096-byte table evicting the
+    oldest first), and the same dynamic table.  Lookups go through dictionaries instead
+    of hpack's scan of the table (a load encodes thousands of fields);
+    ``tests/test_push.py`` checks the sizes against hpack's own blocks."""
+
+    __slots__ = ("_entries", "_size", "_inserted", "_first", "_exact", "_names")
+    MAX_TABLE_BYTES = HeaderTable.DEFAULT_SIZE
+
+    def __init__(self) -> None:
+        self._entries: deque = deque()          # (insertion number, entry size), oldest first
+        self._size = 0
+        self._inserted = 0                      # insertions so far; live entries: _first .. _inserted - 1
+        self._first = 0
+        self._exact: dict = {}                  # (name, value) -> its newest insertion number
+        self._names: dict = {}                  # name -> its newest insertion number
+
+    def _add(self, name: bytes, value: bytes) -> None:
+        size = 32 + len(name) + len(value)      # RFC 7541 section 4.1
+        if size > self.MAX_TABLE_BYTES:         # larger than the table: it empties it
+            self._entries.clear()
+            self._size = 0
+            self._first = self._inserted
+            return
+        k = self._inserted
+        self._inserted = k + 1
+        self._exact[name, value] = k
+        self._names[name] = k
+        self._entries.append(size)
+        self._size += size
+        while self._size > self.MAX_TABLE_BYTES:
+            self._size -= self._entries.popleft()
+            self._first += 1
+
+    def encoded_size(self, headers) -> int:
+        """Bytes of ``headers`` encoded as one block, as ``len(hpack.Encoder().encode(headers))``
+        on this connection's encoder (tuples or ``HeaderTuple``s; no table size updates)."""
+        total = 0
+        for header in headers:
+            if isinstance(header, hpack.HeaderTuple):
+                sensitive = not header.indexable
+            else:
+                sensitive = len(header) > 2 and header[2]
+            name, value = _as_bytes(header[0]), _as_bytes(header[1])
+            static = _STATIC.get(name)
+            index = None
+            if static:
+                index = static[1].get(value)
+                if index is not None:
+                    total += _integer_bytes(index, 7)            # indexed field
+                    continue
+                index = static[0]
+            k = self._exact.get((name, value))
+            if k is not None and k >= self._first:
+                total += _integer_bytes(_DYNAMIC_FIRST_INDEX + self._inserted - 1 - k, 7)
+                continue
+            if index is None:
+                k = self._names.get(name)
+                if k is not None and k >= self._first:
+                    index = _DYNAMIC_FIRST_INDEX + self._inserted - 1 - k
+            value_bytes = _huffman_bytes(value)
+            field = _integer_bytes(value_bytes, 7) + value_bytes
+            if index is None:                                     # literal name
+                name_bytes = _huffman_bytes(name)
+                field += 1 + _integer_bytes(name_bytes, 7) + name_bytes
+            else:                                                 # indexed name
+                field += _integer_bytes(index, 4 if sensitive else 6)
+            total += field
+            if not sensitive:
+                self._add(name, value)
+        return total
+
+
 _FRAME = {"tcp": 9, "quic": 3}
 _RESET_BYTES = 13                       # RST_STREAM: 9-byte frame header + 4-byte error code
 _H2_MAX_FRAME = 16384
@@ -164,7 +292,7 @@ class _Conn:
         self._tls_received = [0, 0]                       # handshake bytes the server / client has
         self.accepting = False                            # requests may be handed to the transport
         self._waiting: list[ExchangeSpec] = []            # requests made before that
-        self.request_encoder, self.response_encoder = hpack.Encoder(), hpack.Encoder()
+        self.request_encoder, self.response_encoder = HeaderBlockSizer(), HeaderBlockSizer()
         self.incoming: dict[int, _Incoming] = {}
         self.requests: dict[int, ExchangeSpec] = {}       # client stream -> spec (both ends in one process)
         self.cancels: dict[int, int] = {}                 # client stream carrying a cancel -> pushed stream
@@ -364,15 +492,21 @@ class _Conn:
         self._send_response(stream_id, self._records(block + self._body_wire_bytes(spec.response_body_bytes)),
                             urgency(spec.request_headers))
 
-    def _block(self, encoder: hpack.Encoder, headers) -> int:
+    def _block(self, encoder: HeaderBlockSizer, headers) -> int:
         """Bytes of a header block.  Over TCP as the h2 stack encodes it: the ``h2`` library's
         normalisation first (short cookies and credentials never indexed, RFC 7541 section
         7.1.3), so the sizes are the stack's own.  HTTP/1.1: the header section as text."""
         if self.h1:
             return h1_header_bytes(headers)
         if self.transport == "tcp":
-            headers = normalize_outbound_headers(headers, None)
-        return len(encoder.encode(list(headers)))
+            headers = tuple(headers)
+            # Memoized for plain tuples only: h2 keeps a HeaderTuple's class (never-indexed or
+            # not), and an equal plain tuple must not share its cache entry.
+            if all(type(h) is tuple for h in headers):
+                headers = _normalized(headers)
+            else:
+                headers = tuple(normalize_outbound_headers(headers, None))
+        return encoder.encoded_size(headers)
 
     @property
     def _frame(self) -> int:
@@ -419,8 +553,12 @@ class _Conn:
     def _stop(self, pushed_sid: int) -> None:
         """The cancel has reached the server: nothing more of that stream is written."""
         self.cancelled.add(pushed_sid)
+        active = {}
         for level, queue in self._active.items():
-            self._active[level] = deque(e for e in queue if e[0] != pushed_sid)
+            queue = deque(e for e in queue if e[0] != pushed_sid)
+            if queue:
+                active[level] = queue
+        self._active = active
         self.net.settle((self.key, pushed_sid))
 
     def _pull(self) -> bool:
@@ -436,18 +574,23 @@ class _Conn:
 
     def _write_next(self, limit: int) -> int:
         """Write up to ``limit`` bytes of the next response in turn; the bytes written."""
-        level = min((lv for lv, q in self._active.items() if q), default=None)
-        if level is None:
+        active = self._active                      # only levels with a response waiting
+        if not active:
             return 0
-        queue = self._active[level]
+        level = min(active) if len(active) > 1 else next(iter(active))
+        queue = active[level]
         entry = queue.popleft()
         stream_id, remaining, _ = entry
-        n = min(remaining, limit)
-        entry[1] = remaining - n
-        self.written[stream_id] = self.written.get(stream_id, 0) + n
+        n = remaining if remaining < limit else limit
+        remaining -= n
+        entry[1] = remaining
+        written = self.written
+        written[stream_id] = written.get(stream_id, 0) + n
         self._unacked_bytes += n
-        self.t.server.write(stream_id, b"r" * n, end=entry[1] == 0)
-        if entry[1] == 0:
+        self.t.server.write(stream_id, _pad(n), end=not remaining)
+        if not remaining:
+            if not queue:
+                del active[level]
             self.net.settle((self.key, stream_id))
         else:
             queue.append(entry)                    # served: to the back of its rotation
@@ -458,8 +601,11 @@ class _Conn:
         segments), as TCP sends whatever its window allows.  (A cap of two bandwidth-delay
         products here held a busy connection's share of a deep bottleneck queue below what
         the h2 stack's TCP takes.)"""
-        window = max(self.t.server.cwnd_bytes, 2 * self._chunk_bytes)
-        while self._unacked_bytes < window and self._write_next(self._chunk_bytes):
+        if not self._active:
+            return
+        chunk = self._chunk_bytes
+        window = max(self.t.server.cwnd_bytes, 2 * chunk)
+        while self._unacked_bytes < window and self._write_next(chunk):
             pass
 
     def _on_stream_acked(self, stream_id: int, acked_offset: int) -> None:
