@@ -21,6 +21,9 @@ def test_notebook_runs_top_to_bottom(path, tmp_path, monkeypatch):
     assert tagged, f"{path.name} has no cell tagged 'parameters'"
     monkeypatch.setenv("WORKBENCH_NOTEBOOK_OUT", str(tmp_path))
     monkeypatch.setenv("MPLBACKEND", "Agg")
+    corpus = Path(__file__).resolve().parents[2] / "shared" / "traces" / "har-real"
+    if corpus.is_dir():          # notebook 08 adds the larger corpus of real HARs beside the clone
+        monkeypatch.setenv("WORKBENCH_HAR_CORPUS", str(corpus))
     client = NotebookClient(nb, timeout=600, kernel_name="python3",
                             resources={"metadata": {"path": str(path.parent)}})
     client.execute()
