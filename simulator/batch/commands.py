@@ -10,6 +10,24 @@ from .. import argtypes
 from ..errors import InputError
 from .registry import STUDIES
 
+DASK_TIMEOUT_S = 120.0     # the runner's default (simulator.batch.runner.DASK_TIMEOUT_S)
+
+
+def _seconds(text: str) -> float:
+    """A positive time: seconds ('30'), or with a unit ('90s', '2min')."""
+    from ..units import parse_duration
+
+    try:
+        value = parse_duration(text)
+    except InputError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+    if not value > 0:
+        raise argparse.ArgumentTypeError(f"must be positive, got {text!r}")
+    return value
+
+
+_seconds.__name__ = "seconds"
+
 
 def _cmd(args: argparse.Namespace) -> int:
     if args.study == "status":
@@ -29,8 +47,11 @@ def _cmd(args: argparse.Namespace) -> int:
         print(f"workbench: warning: skipping trace: {error}", file=sys.stderr)
 
     tables = [t.strip() for t in args.tables.split(",") if t.strip()]
+    # the progress bar is for a person watching: only on a terminal
+    progress = not args.quiet and sys.stderr.isatty()
     report = run_batch(args.study, args.traces, args.grid, args.seeds, out=args.out, workers=args.workers,
-                       dask=args.dask, tables=tables, progress=not args.quiet, on_bad_trace=bad_trace)
+                       dask=args.dask, dask_timeout=args.dask_timeout, tables=tables, progress=progress,
+                       on_bad_trace=bad_trace)
     print(report)
     for jid, error in report.failures[:10]:
         print(f"  failed {jid}: {error}", file=sys.stderr)
@@ -70,10 +91,16 @@ def add_commands(sub) -> None:
     p.add_argument("--seeds", type=argtypes.count(1), default=1, metavar="N", help="run seeds 1..N (default 1)")
     p.add_argument("--workers", type=argtypes.count(0), default=None, metavar="N",
                    help="worker processes (default: CPU count; 0 = in this process); Dask local: workers")
-    p.add_argument("--dask", metavar="local|ADDRESS", help="run on Dask: a LocalCluster, or a scheduler address")
+    p.add_argument("--dask", metavar="local|ADDRESS",
+                   help="run on Dask: a LocalCluster, or a scheduler address (tcp://HOST:PORT); the workers "
+                        "need only the installed package (the traces are sent to them)")
+    p.add_argument("--dask-timeout", type=_seconds,
+                   default=DASK_TIMEOUT_S, metavar="SECONDS",
+                   help="with --dask: give up (exit 2) after this long with no job finished and none running "
+                        f"on a worker, e.g. a scheduler with no workers (default {DASK_TIMEOUT_S:g})")
     p.add_argument("--tables", default="summary",
                    help="tables to store: summary plus the study's optional ones (hol: blocks, replay: exchanges); "
                         "default summary")
     p.add_argument("--out", metavar="RESULTS_DIR", type=argtypes.output_folder, help="results folder (created; reruns skip finished jobs)")
-    p.add_argument("--quiet", action="store_true", help="no progress bar")
+    p.add_argument("--quiet", action="store_true", help="no progress bar (there is one only on a terminal)")
     p.set_defaults(func=_cmd)

@@ -5,8 +5,8 @@ the jobs, records them in the results folder's manifest, skips the jobs already 
 runs the rest and writes each job's rows as it finishes (see ``store`` for the layout and
 the crash-safety argument).  Workers compute a job's rows and serialise them to Parquet;
 the one parent process writes the files, so no two processes ever write the same file and
-remote Dask workers need no access to the results folder (they do need the trace files at
-the same paths).
+remote Dask workers need no access to the results folder nor to the trace files (the
+client sends each trace's bytes to the cluster once; see ``_run_dask``).
 
 Determinism: a job is a pure function of (study, trace content, parameters, seed); rows
 carry no wall-clock values, so the same jobs give identical rows in a process pool, in
@@ -174,7 +174,10 @@ _TRACES: dict[tuple[str, str], object] = {}
 NO_TRACE = "none"          # the trace hash of a job whose study takes no trace
 
 
-def _trace(path: str, expected_hash: str):
+def _trace(path: str, expected_hash: str, data: bytes | None = None):
+    """The job's trace: from ``data`` (the file's bytes, sent by the client: the path only
+    names it) or else read from ``path``; cached per process, checked against the hash
+    the batch was planned with."""
     if expected_hash == NO_TRACE and not path:
         return None
     key = (path, expected_hash)
@@ -182,7 +185,7 @@ def _trace(path: str, expected_hash: str):
     if trace is None:
         from ..traces import load as load_trace
 
-        trace = load_trace(path)
+        trace = load_trace(path, data=data)
         got = trace.content_hash()
         if got != expected_hash:
             raise RuntimeError(f"{path}: the trace changed since the batch was planned "
@@ -209,12 +212,13 @@ def _with_meta(df: pd.DataFrame, job: dict) -> pd.DataFrame:
     return pd.concat([head, df], axis=1)
 
 
-def execute(job: dict) -> dict:
+def execute(job: dict, data: bytes | None = None) -> dict:
     """Run one job; never raises: ``{"job_id", "ok", "tables": {name: parquet bytes}}`` or
-    ``{"job_id", "ok": False, "error", "traceback"}``."""
+    ``{"job_id", "ok": False, "error", "traceback"}``.  ``data``: the trace file's bytes
+    (on Dask: the job never opens the client's path)."""
     try:
         st = get_study(job["study"])
-        trace = _trace(job["trace"], job["trace_hash"])
+        trace = _trace(job["trace"], job["trace_hash"], data)
         params = st.with_seed(job["_params"], job["seed"])
         result = st.run(trace, params)
         produced = st.tables(result)
@@ -300,43 +304,157 @@ def _run_local(jobs: list[dict], workers: int, on_result: Callable[[dict, dict],
     ex.shutdown(wait=True)
 
 
-def _run_dask(jobs: list[dict], dask: str, workers: int, on_result: Callable[[dict, dict], None]) -> None:
+DASK_TIMEOUT_S = 120.0      # default: this long with no job finished and none running -> exit 2
+_DASK_POLL_S = 1.0
+
+
+def _trace_bytes(data: bytes) -> bytes:
+    """A trace file's bytes as a task of their own.  The bytes are in the task itself, so
+    the scheduler holds them: if the worker that kept the result dies, the scheduler runs
+    the task again elsewhere (scattered data would be lost with its worker)."""
+    return data
+
+
+def _dask_client(dask: str, workers: int, timeout: float):
     import logging
 
     try:
-        from dask.distributed import Client, LocalCluster, as_completed as dask_completed
+        from dask.distributed import Client, LocalCluster
     except ImportError:  # pragma: no cover - a declared dependency
         raise InputError("--dask needs the 'distributed' package (pip install 'dask[distributed]').") from None
-    cluster = None
     if dask == "local":
         cluster = LocalCluster(n_workers=max(1, workers), threads_per_worker=1, processes=True,
                                dashboard_address=None, silence_logs=logging.ERROR)
-        client = Client(cluster)
-    else:
-        try:
-            client = Client(dask, timeout=20)
-        except (OSError, TimeoutError, ValueError) as exc:
-            raise InputError(f"cannot reach the Dask scheduler at {dask!r} ({exc}).") from None
+        return Client(cluster), cluster
+    address = dask if "://" in dask else f"tcp://{dask}"
     try:
-        by_key = {}
-        futures = []
-        for job in jobs:
-            fut = client.submit(execute, job, key=f"workbench-batch-{job['job_id']}", pure=False, retries=1)
-            by_key[fut.key] = job
-            futures.append(fut)
-        for fut in dask_completed(futures):
-            job = by_key[fut.key]
+        return Client(address, timeout=min(20.0, timeout), set_as_default=False), None
+    except (OSError, TimeoutError, ValueError) as exc:
+        why = " ".join(str(exc).split()) or type(exc).__name__
+        raise InputError(f"cannot reach the Dask scheduler at {dask!r} ({why[:200]}).") from None
+
+
+def _run_dask(jobs: list[dict], dask: str, workers: int, on_result: Callable[[dict, dict], None], *,
+              timeout: float = DASK_TIMEOUT_S) -> None:
+    """Run ``jobs`` on Dask; results come back here and ``on_result`` stores them.
+
+    Nothing is assumed shared with the workers but the installed package: each trace file
+    is read here, once, and goes to the cluster as one task keyed by its bytes' SHA-256
+    (``_trace_bytes``); a job depends on it and loads the trace from those bytes, its path
+    only naming it.  Jobs go out a window at a time (a few per worker thread), so a corpus
+    of thousands of traces never sits in the cluster's memory at once; a trace's bytes are
+    released when its last job is done.  A job that raises is retried once and then
+    recorded as failed; a job on a worker that dies is rescheduled by Dask on another.
+    With ``timeout`` seconds in which no job finished and none was running on a worker
+    (a scheduler with no workers, or all of them gone), ``InputError``: the jobs done so
+    far are stored, and a rerun completes the rest.
+    """
+    import hashlib
+    import logging
+    import queue as _queue
+    import time
+    from collections import Counter, deque
+
+    from ..traces._io import read_input
+
+    log = logging.getLogger("distributed")
+    old_level = log.level
+    log.setLevel(logging.CRITICAL)          # a lost worker is handled here, not logged at the user
+    client, cluster = _dask_client(dask, workers, timeout)
+    where = "a local Dask cluster" if cluster is not None else f"the Dask scheduler at {dask}"
+    done_q: _queue.Queue = _queue.Queue()
+    in_flight: dict = {}                     # future -> job
+    left = Counter(j["trace"] for j in jobs)  # jobs not yet finished, per trace
+    trace_futs: dict[str, object] = {}       # path -> the future of its bytes
+    todo = deque(jobs)
+    try:
+        window, next_window_check = 64, 0.0
+        last_progress = time.monotonic()
+        finished = 0
+        while todo or in_flight:
+            now = time.monotonic()
+            if now >= next_window_check:        # a few jobs per worker thread, however many join
+                try:
+                    window = max(64, 4 * sum(client.nthreads().values()))
+                except Exception:
+                    pass
+                next_window_check = now + 5.0
+            while todo and len(in_flight) < window:
+                job = todo.popleft()
+                deps = ()
+                if job["trace_hash"] != NO_TRACE or job["trace"]:
+                    path = job["trace"]
+                    if path not in trace_futs:
+                        try:
+                            data = read_input(path)
+                        except InputError as exc:
+                            on_result(job, {"job_id": job["job_id"], "ok": False, "error": str(exc),
+                                            "traceback": ""})
+                            finished += 1
+                            left[path] -= 1
+                            continue
+                        sha = hashlib.sha256(data).hexdigest()[:32]
+                        trace_futs[path] = client.submit(_trace_bytes, data, key=f"workbench-trace-{sha}",
+                                                         pure=False)
+                    deps = (trace_futs[path],)
+                fut = client.submit(execute, job, *deps, key=f"workbench-batch-{job['job_id']}", pure=False,
+                                    retries=1)
+                in_flight[fut] = job
+                fut.add_done_callback(done_q.put)
+            if not in_flight:
+                continue
             try:
-                res = fut.result()
+                fut = done_q.get(timeout=_DASK_POLL_S)
+            except _queue.Empty:
+                fut = None
+            if fut is None or fut not in in_flight:
+                now = time.monotonic()
+                if now - last_progress >= _DASK_POLL_S and _running_here(client, in_flight):
+                    last_progress = now
+                elif now - last_progress > timeout:
+                    raise InputError(
+                        f"no progress on {where} for {timeout:g} s: no job finished and no worker is running "
+                        f"one (no workers, or all gone?); {finished} of {finished + len(in_flight) + len(todo)} "
+                        "jobs done are stored, rerun the same command to finish (--dask-timeout sets the wait).")
+                continue
+            job = in_flight.pop(fut)
+            try:
+                res = fut.result(timeout=timeout)
+            except TimeoutError:     # finished once, then its worker died and none is left to redo it
+                raise InputError(
+                    f"no progress on {where} for {timeout:g} s: a finished job's result was lost with its "
+                    f"worker and no worker ran it again; {finished} jobs done are stored, rerun the same "
+                    "command to finish (--dask-timeout sets the wait).") from None
             except Exception as exc:  # e.g. KilledWorker
-                res = {"job_id": job["job_id"], "ok": False, "error": f"{type(exc).__name__}: {exc}",
+                res = {"job_id": job["job_id"], "ok": False, "error": " ".join(f"{type(exc).__name__}: {exc}".split()),
                        "traceback": traceback.format_exc()}
             on_result(job, res)
             fut.release()
+            finished += 1
+            last_progress = time.monotonic()
+            path = job["trace"]
+            left[path] -= 1
+            if left[path] == 0 and path in trace_futs:
+                trace_futs.pop(path).release()       # its last job is done: the bytes go
     finally:
-        client.close()
-        if cluster is not None:
-            cluster.close()
+        try:
+            for fut in list(in_flight) + list(trace_futs.values()):
+                fut.release()
+            client.close(timeout=10)
+            if cluster is not None:
+                cluster.close(timeout=10)
+        finally:
+            log.setLevel(old_level)
+
+
+def _running_here(client, in_flight: dict) -> bool:
+    """Is a worker running (or holding, ready to run) one of these jobs?"""
+    try:
+        processing = client.processing()
+    except Exception:
+        return False
+    keys = {f.key for f in in_flight}
+    return any(k in keys for ks in processing.values() for k in ks)
 
 
 # ---------------------------------------------------------------------------------------
@@ -363,13 +481,15 @@ class BatchReport:
 
 
 def run_batch(study: str, traces, grid=None, seeds: int | Iterable[int] = 1, *, out, workers: int | None = None,
-              dask: str | None = None, tables=(SUMMARY,), progress: bool = True,
+              dask: str | None = None, dask_timeout: float = DASK_TIMEOUT_S, tables=(SUMMARY,), progress: bool = True,
               on_bad_trace: Callable[[str, str], None] | None = None) -> BatchReport:
     """Run ``study`` over ``traces`` x ``grid`` x ``seeds`` into the results folder ``out``.
 
     ``workers``: local worker processes (default: CPU count; 0 runs in this process);
     with ``dask="local"`` the number of LocalCluster workers; ``dask=ADDRESS`` joins a
-    running scheduler.  Jobs already done in ``out`` are skipped; failures are recorded in
+    running scheduler (the workers need only the installed package: traces go to them as
+    bytes); ``dask_timeout``: seconds with no job finished and none running on a worker
+    before giving up with ``InputError``.  Jobs already done in ``out`` are skipped; failures are recorded in
     ``out/failed/`` and the batch goes on.  Returns a ``BatchReport``.
     """
     p = plan(study, traces, grid, seeds, tables=tables, on_bad_trace=on_bad_trace)
@@ -411,7 +531,7 @@ def run_batch(study: str, traces, grid=None, seeds: int | Iterable[int] = 1, *, 
             if not pending:
                 pass
             elif dask:
-                _run_dask(pending, dask, workers or 1, on_result)
+                _run_dask(pending, dask, workers or 1, on_result, timeout=dask_timeout)
             else:
                 _run_local(pending, workers, on_result)
         finally:
