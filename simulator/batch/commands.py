@@ -68,12 +68,38 @@ def _status(args: argparse.Namespace) -> int:
     s = status(args.results_dir)
     print(f"{args.results_dir}: study {s['study']}, {s['jobs']} jobs: {s['done']} done, {s['failed']} failed, "
           f"{s['missing']} missing")
+    _print_traces(s["traces"])
     if s["failed"]:
         f = failures(args.results_dir)
         f = f[f["job_id"].isin(s["failed_ids"])]
         for _, row in f.head(10).iterrows():
             print(f"  failed {row['job_id']}: {row['trace']} {row['flags']} seed {row['seed']}: {row['error']}")
     return 0 if s["failed"] == 0 and s["missing"] == 0 else 1
+
+
+_TRACE_LINES = 20      # per-trace lines shown; beyond, the unfinished traces first, the rest counted
+
+
+def _print_traces(traces: list[dict]) -> None:
+    """Per-trace progress: every trace when there are few, else the unfinished ones first
+    (up to ``_TRACE_LINES``) and a count of the rest."""
+    if not traces or (len(traces) == 1 and not traces[0]["trace"]):
+        return                      # a study without traces: the totals say it all
+    shown = traces
+    if len(traces) > _TRACE_LINES:
+        shown = [t for t in traces if t["done"] < t["jobs"]][:_TRACE_LINES]
+    width = min(60, max([len("trace")] + [len(t["trace"]) for t in shown]))
+    print(f"  {'trace':<{width}} {'jobs':>6} {'done':>6} {'failed':>6} {'missing':>7}  progress")
+    for t in shown:
+        name = t["trace"] if len(t["trace"]) <= width else "..." + t["trace"][-(width - 3):]
+        frac = t["done"] / t["jobs"] if t["jobs"] else 1.0
+        bar = "#" * round(frac * 10) + "." * (10 - round(frac * 10))
+        print(f"  {name:<{width}} {t['jobs']:>6} {t['done']:>6} {t['failed']:>6} {t['missing']:>7}  {bar} {frac:4.0%}")
+    rest = len(traces) - len(shown)
+    if rest:
+        unfinished = sum(1 for t in traces if t["done"] < t["jobs"]) - len(shown)
+        print(f"  ... and {rest} more trace(s)" + (f", {unfinished} of them unfinished" if unfinished else ", all done")
+              + " (simulator.batch.status(DIR)['traces'] lists every one)")
 
 
 def add_commands(sub) -> None:
