@@ -33,7 +33,7 @@ from ..errors import InputError
 from .registry import GridPoint, Study, check_grid, expand_grid, get_study, read_grid
 from .store import SUMMARY, ResultsDir, job_id, table_bytes
 
-__all__ = ["run_batch", "plan", "resolve_traces", "git_commit", "execute", "BatchReport"]
+__all__ = ["run_batch", "plan", "resolve_traces", "git_commit", "execute", "execute_many", "BatchReport"]
 
 # files in a trace folder that are not traces
 _NOT_TRACES = (".md", ".txt", ".rst", ".toml", ".py", ".ipynb", ".parquet", ".csv")
@@ -334,6 +334,24 @@ def _dask_client(dask: str, workers: int, timeout: float):
         raise InputError(f"cannot reach the Dask scheduler at {dask!r} ({why[:200]}).") from None
 
 
+_TASK_S = 0.5               # aim: this much work per Dask task (small jobs go several to a task)
+_MAX_CHUNK = 32
+
+
+def execute_many(jobs: list[dict], data: bytes | None = None) -> list[dict]:
+    """``execute`` each job (all of one trace, ``data`` its bytes); each result also says
+    how long the job took on the worker (``seconds``: sizes the next tasks; never in a row)."""
+    import time
+
+    out = []
+    for job in jobs:
+        t0 = time.perf_counter()
+        res = execute(job, data)
+        res["seconds"] = time.perf_counter() - t0
+        out.append(res)
+    return out
+
+
 def _run_dask(jobs: list[dict], dask: str, workers: int, on_result: Callable[[dict, dict], None], *,
               timeout: float = DASK_TIMEOUT_S) -> None:
     """Run ``jobs`` on Dask; results come back here and ``on_result`` stores them.
@@ -341,13 +359,14 @@ def _run_dask(jobs: list[dict], dask: str, workers: int, on_result: Callable[[di
     Nothing is assumed shared with the workers but the installed package: each trace file
     is read here, once, and goes to the cluster as one task keyed by its bytes' SHA-256
     (``_trace_bytes``); a job depends on it and loads the trace from those bytes, its path
-    only naming it.  Jobs go out a window at a time (a few per worker thread), so a corpus
+    only naming it.  Tasks go out a window at a time (a few per worker thread), so a corpus
     of thousands of traces never sits in the cluster's memory at once; a trace's bytes are
-    released when its last job is done.  A job that raises is retried once and then
-    recorded as failed; a job on a worker that dies is rescheduled by Dask on another.
-    With ``timeout`` seconds in which no job finished and none was running on a worker
-    (a scheduler with no workers, or all of them gone), ``InputError``: the jobs done so
-    far are stored, and a rerun completes the rest.
+    released when its last job is done.  Small jobs go several to a task (about ``_TASK_S``
+    of work each, from the jobs' measured times), so Dask's cost per task is shared.  A job
+    on a worker that dies is rescheduled by Dask on another (its task's other jobs with
+    it); a job's own error is recorded as failed.  With ``timeout`` seconds in which no job
+    finished and none was running on a worker (a scheduler with no workers, or all of them
+    gone), ``InputError``: the jobs done so far are stored, and a rerun completes the rest.
     """
     import hashlib
     import logging
@@ -363,44 +382,84 @@ def _run_dask(jobs: list[dict], dask: str, workers: int, on_result: Callable[[di
     client, cluster = _dask_client(dask, workers, timeout)
     where = "a local Dask cluster" if cluster is not None else f"the Dask scheduler at {dask}"
     done_q: _queue.Queue = _queue.Queue()
-    in_flight: dict = {}                     # future -> job
+    in_flight: dict = {}                     # future -> its jobs
     left = Counter(j["trace"] for j in jobs)  # jobs not yet finished, per trace
     trace_futs: dict[str, object] = {}       # path -> the future of its bytes
     todo = deque(jobs)
+    total = len(jobs)
+    finished = 0
+    job_s: float | None = None               # mean seconds per job on the workers, as measured
+
+    def stalled(why: str) -> InputError:
+        return InputError(f"no progress on {where} for {timeout:g} s: {why}; {finished} of {total} jobs done are "
+                          "stored, rerun the same command to finish (--dask-timeout sets the wait).")
+
+    def finish(job: dict, res: dict) -> None:
+        nonlocal finished
+        on_result(job, res)
+        finished += 1
+        path = job["trace"]
+        left[path] -= 1
+        if left[path] == 0 and path in trace_futs:
+            trace_futs.pop(path).release()       # its last job is done: the bytes go
+
+    def trace_future(job: dict):
+        """The future of the job's trace bytes (sent once per trace), None for no trace;
+        raises InputError if the file cannot be read."""
+        if job["trace_hash"] == NO_TRACE and not job["trace"]:
+            return None
+        path = job["trace"]
+        if path not in trace_futs:
+            data = read_input(path)
+            sha = hashlib.sha256(data).hexdigest()[:32]
+            trace_futs[path] = client.submit(_trace_bytes, data, key=f"workbench-trace-{sha}", pure=False)
+        return trace_futs[path]
+
     try:
-        window, next_window_check = 64, 0.0
+        window, next_window_check, threads = 8, 0.0, 1
         last_progress = time.monotonic()
-        finished = 0
         while todo or in_flight:
             now = time.monotonic()
-            if now >= next_window_check:        # a few jobs per worker thread, however many join
+            if now >= next_window_check:        # a few tasks per worker thread, however many join
                 try:
-                    window = max(64, 4 * sum(client.nthreads().values()))
+                    threads = sum(client.nthreads().values())
+                    window = max(8, 3 * threads)
                 except Exception:
                     pass
                 next_window_check = now + 5.0
-            while todo and len(in_flight) < window:
-                job = todo.popleft()
-                deps = ()
-                if job["trace_hash"] != NO_TRACE or job["trace"]:
-                    path = job["trace"]
-                    if path not in trace_futs:
-                        try:
-                            data = read_input(path)
-                        except InputError as exc:
-                            on_result(job, {"job_id": job["job_id"], "ok": False, "error": str(exc),
-                                            "traceback": ""})
-                            finished += 1
-                            left[path] -= 1
-                            continue
-                        sha = hashlib.sha256(data).hexdigest()[:32]
-                        trace_futs[path] = client.submit(_trace_bytes, data, key=f"workbench-trace-{sha}",
-                                                         pure=False)
-                    deps = (trace_futs[path],)
-                fut = client.submit(execute, job, *deps, key=f"workbench-batch-{job['job_id']}", pure=False,
-                                    retries=1)
-                in_flight[fut] = job
-                fut.add_done_callback(done_q.put)
+            if todo and len(in_flight) < window:
+                chunk = 1 if job_s is None else max(1, min(_MAX_CHUNK, int(_TASK_S / max(job_s, 1e-4))))
+                chunk = min(chunk, max(1, len(todo) // (2 * max(1, threads))))   # the last ones spread out
+                groups: list[tuple[object, list[dict]]] = []     # (trace future, jobs of one task)
+                slots = window - len(in_flight)
+                while todo:
+                    job = todo[0]
+                    try:
+                        dep = trace_future(job)
+                    except InputError as exc:
+                        todo.popleft()
+                        finish(job, {"job_id": job["job_id"], "ok": False, "error": str(exc), "traceback": ""})
+                        continue
+                    if groups and groups[-1][0] is dep and len(groups[-1][1]) < chunk:
+                        groups[-1][1].append(todo.popleft())
+                    elif len(groups) < slots:
+                        groups.append((dep, [todo.popleft()]))
+                    else:
+                        break
+                # one message to the scheduler per trace, not one per task
+                i = 0
+                while i < len(groups):
+                    dep = groups[i][0]
+                    j = i
+                    while j < len(groups) and groups[j][0] is dep:
+                        j += 1
+                    tasks = [g for _, g in groups[i:j]]
+                    keys = [f"workbench-batch-{g[0]['job_id']}-{len(g)}" for g in tasks]
+                    args = (tasks,) if dep is None else (tasks, [dep] * len(tasks))
+                    for fut, g in zip(client.map(execute_many, *args, key=keys, pure=False), tasks):
+                        in_flight[fut] = g
+                        fut.add_done_callback(done_q.put)
+                    i = j
             if not in_flight:
                 continue
             try:
@@ -412,30 +471,25 @@ def _run_dask(jobs: list[dict], dask: str, workers: int, on_result: Callable[[di
                 if now - last_progress >= _DASK_POLL_S and _running_here(client, in_flight):
                     last_progress = now
                 elif now - last_progress > timeout:
-                    raise InputError(
-                        f"no progress on {where} for {timeout:g} s: no job finished and no worker is running "
-                        f"one (no workers, or all gone?); {finished} of {finished + len(in_flight) + len(todo)} "
-                        "jobs done are stored, rerun the same command to finish (--dask-timeout sets the wait).")
+                    raise stalled("no job finished and no worker is running one (no workers, or all gone?)")
                 continue
-            job = in_flight.pop(fut)
+            group = in_flight.pop(fut)
             try:
-                res = fut.result(timeout=timeout)
+                results = fut.result(timeout=timeout)
             except TimeoutError:     # finished once, then its worker died and none is left to redo it
-                raise InputError(
-                    f"no progress on {where} for {timeout:g} s: a finished job's result was lost with its "
-                    f"worker and no worker ran it again; {finished} jobs done are stored, rerun the same "
-                    "command to finish (--dask-timeout sets the wait).") from None
-            except Exception as exc:  # e.g. KilledWorker
-                res = {"job_id": job["job_id"], "ok": False, "error": " ".join(f"{type(exc).__name__}: {exc}".split()),
-                       "traceback": traceback.format_exc()}
-            on_result(job, res)
+                raise stalled("a finished job's result was lost with its worker and no worker ran it again") from None
+            except Exception as exc:  # e.g. KilledWorker: the task took down one worker after another
+                error = " ".join(f"{type(exc).__name__}: {exc}".split())
+                results = [{"job_id": job["job_id"], "ok": False, "error": error,
+                            "traceback": traceback.format_exc()} for job in group]
             fut.release()
-            finished += 1
+            for job, res in zip(group, results):
+                finish(job, res)
+            took = [r["seconds"] for r in results if "seconds" in r]
+            if took:
+                mean = sum(took) / len(took)
+                job_s = mean if job_s is None else 0.7 * job_s + 0.3 * mean
             last_progress = time.monotonic()
-            path = job["trace"]
-            left[path] -= 1
-            if left[path] == 0 and path in trace_futs:
-                trace_futs.pop(path).release()       # its last job is done: the bytes go
     finally:
         try:
             for fut in list(in_flight) + list(trace_futs.values()):
