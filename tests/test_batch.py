@@ -236,3 +236,13 @@ def test_progress_bar_on_a_terminal_only(tmp_path):
     piped = subprocess.run([*argv, "--out", str(tmp_path / "pipe")], capture_output=True, timeout=120,
                            stdin=subprocess.DEVNULL, env=env)
     assert piped.returncode == 0 and piped.stderr == b""    # no bar into a pipe or a log file
+
+
+def test_a_worker_with_another_version_refuses_the_job():
+    from simulator.batch.runner import execute
+
+    p = batch.plan("hol", str(PAGE), {"scheme": ["hpack"]}, 1)
+    job = {**p.jobs[0], "version": "0.0.0-elsewhere"}
+    res = execute(job, PAGE.read_bytes())
+    assert not res["ok"] and "planned with 0.0.0-elsewhere" in res["error"]
+    assert execute(p.jobs[0], PAGE.read_bytes())["ok"]

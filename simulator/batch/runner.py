@@ -217,6 +217,9 @@ def execute(job: dict, data: bytes | None = None) -> dict:
     ``{"job_id", "ok": False, "error", "traceback"}``.  ``data``: the trace file's bytes
     (on Dask: the job never opens the client's path)."""
     try:
+        if job.get("version", __version__) != __version__:     # a Dask worker with another install
+            raise RuntimeError(f"this worker runs workbench {__version__}, the batch was planned with "
+                               f"{job['version']}: install the client's version on every worker")
         st = get_study(job["study"])
         trace = _trace(job["trace"], job["trace_hash"], data)
         params = st.with_seed(job["_params"], job["seed"])
