@@ -203,14 +203,30 @@ def test_cluster_rows_byte_identical_survive_a_killed_worker_and_give_up_when_al
         assert batch.status("orphan")["missing"] == JOBS         # planned, none done: a rerun would run them
 
 
-def test_unreachable_scheduler_is_one_line_exit_2(tmp_path):
-    with socket.socket() as s:                 # a free port with nothing listening
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    proc = subprocess.run([sys.executable, "-m", "simulator.cli", "batch", "hol", "--traces", str(TRACES[1]),
-                           "--out", str(tmp_path / "res"), "--dask", f"tcp://127.0.0.1:{port}",
-                           "--dask-timeout", "2"], capture_output=True, text=True, timeout=90,
-                          stdin=subprocess.DEVNULL, env=_env())
-    assert proc.returncode == 2
-    lines = proc.stderr.strip().splitlines()
-    assert len(lines) == 1 and "cannot reach the Dask scheduler" in lines[0], proc.stderr
+@pytest.mark.parametrize("case", ["refused", "silent", "scheme", "malformed"])
+def test_bad_scheduler_address_is_one_line_exit_2(tmp_path, capsys, case):
+    """Nothing listening, a port that accepts and never answers (not a Dask scheduler), an
+    unknown scheme, no port: one line and exit 2 within the stated time, no traceback."""
+    from simulator.cli import main
+
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))                # a free loopback port
+    port = listener.getsockname()[1]
+    if case == "silent":
+        listener.listen(4)
+    else:
+        listener.close()
+    address = {"refused": f"tcp://127.0.0.1:{port}", "silent": f"tcp://127.0.0.1:{port}",
+               "scheme": f"http://127.0.0.1:{port}", "malformed": "127.0.0.1"}[case]
+    try:
+        t0 = time.monotonic()
+        code = main(["batch", "hol", "--traces", str(TRACES[1]), "--out", str(tmp_path / "res"), "--dask", address,
+                     "--dask-timeout", "2"])
+        took = time.monotonic() - t0
+    finally:
+        listener.close()
+    _, err = capsys.readouterr()
+    assert code == 2
+    lines = err.strip().splitlines()
+    assert len(lines) == 1 and "cannot reach the Dask scheduler" in lines[0] and "Traceback" not in err, err
+    assert took < 30

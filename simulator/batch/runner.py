@@ -330,11 +330,65 @@ def _dask_client(dask: str, workers: int, timeout: float):
                                dashboard_address=None, silence_logs=logging.ERROR)
         return Client(cluster), cluster
     address = dask if "://" in dask else f"tcp://{dask}"
+    wait = min(20.0, timeout)
     try:
-        return Client(address, timeout=min(20.0, timeout), set_as_default=False), None
-    except (OSError, TimeoutError, ValueError) as exc:
+        _reachable(address, wait)
+    except (OSError, ValueError, KeyError) as exc:
         why = " ".join(str(exc).split()) or type(exc).__name__
         raise InputError(f"cannot reach the Dask scheduler at {dask!r} ({why[:200]}).") from None
+    # Dask's own timeout covers connecting, not a peer that accepts and never answers (a port
+    # that is not a Dask scheduler): the Client is made in a thread given a deadline of its own.
+    import threading
+
+    made: dict = {}
+
+    def connect() -> None:
+        try:
+            made["client"] = Client(address, timeout=wait, set_as_default=False)
+        except (OSError, TimeoutError, ValueError) as exc:
+            made["error"] = " ".join(str(exc).split()) or type(exc).__name__
+        except Exception as exc:  # noqa: BLE001 - anything else from a peer that is not Dask
+            made["error"] = f"{type(exc).__name__}: {' '.join(str(exc).split())}"
+
+    t = threading.Thread(target=connect, name="workbench-dask-connect", daemon=True)
+    t.start()
+    t.join(wait + 5.0)
+    if "client" in made:
+        return made["client"], None
+    if t.is_alive():
+        failed = f"no Dask scheduler answered within {wait + 5.0:g} s"
+    else:
+        failed = made.get("error", "no client")
+        _quiet_collect()       # the half-made Client's __del__ would print a traceback on the way out
+    raise InputError(f"cannot reach the Dask scheduler at {dask!r} ({failed[:200]}).")
+
+
+def _reachable(address: str, wait: float) -> None:
+    """Fail fast, before a Dask ``Client`` exists, on an address that is malformed, of an
+    unknown scheme, or where nothing listens (TCP and TLS)."""
+    import socket
+
+    from distributed.comm.addressing import parse_address, parse_host_port
+    from distributed.comm.registry import get_backend
+
+    scheme, location = parse_address(address)
+    get_backend(scheme)                       # ValueError: unknown scheme
+    if scheme in ("tcp", "tls"):
+        host, port = parse_host_port(location)
+        with socket.create_connection((host, port), timeout=wait):
+            pass
+
+
+def _quiet_collect() -> None:
+    import gc
+    import sys
+
+    hook = sys.unraisablehook
+    sys.unraisablehook = lambda *_: None
+    try:
+        gc.collect()
+    finally:
+        sys.unraisablehook = hook
 
 
 _TASK_S = 0.5               # aim: this much work per Dask task (small jobs go several to a task)
