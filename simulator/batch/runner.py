@@ -393,6 +393,7 @@ def _quiet_collect() -> None:
 
 _TASK_S = 0.5               # aim: this much work per Dask task (small jobs go several to a task)
 _MAX_CHUNK = 32
+_TRACE_BUDGET = 512 * 2**20   # bytes of trace files in the cluster at once (more only to keep one going)
 
 
 def execute_many(jobs: list[dict], data: bytes | None = None) -> list[dict]:
@@ -417,8 +418,9 @@ def _run_dask(jobs: list[dict], dask: str, workers: int, on_result: Callable[[di
     is read here, once, and goes to the cluster as one task keyed by its bytes' SHA-256
     (``_trace_bytes``); a job depends on it and loads the trace from those bytes, its path
     only naming it.  Tasks go out a window at a time (a few per worker thread), so a corpus
-    of thousands of traces never sits in the cluster's memory at once; a trace's bytes are
-    released when its last job is done.  Small jobs go several to a task (about ``_TASK_S``
+    of thousands of traces never sits in the cluster's memory at once (at most
+    ``_TRACE_BUDGET`` bytes of trace files, or one trace); a trace's bytes are released when
+    its last job is done.  Small jobs go several to a task (about ``_TASK_S``
     of work each, from the jobs' measured times), so Dask's cost per task is shared.  A job
     on a worker that dies is rescheduled by Dask on another (its task's other jobs with
     it); a job's own error is recorded as failed.  With ``timeout`` seconds in which no job
@@ -429,6 +431,7 @@ def _run_dask(jobs: list[dict], dask: str, workers: int, on_result: Callable[[di
     import logging
     import queue as _queue
     import time
+    import warnings
     from collections import Counter, deque
 
     from ..traces._io import read_input
@@ -442,6 +445,7 @@ def _run_dask(jobs: list[dict], dask: str, workers: int, on_result: Callable[[di
     in_flight: dict = {}                     # future -> its jobs
     left = Counter(j["trace"] for j in jobs)  # jobs not yet finished, per trace
     trace_futs: dict[str, object] = {}       # path -> the future of its bytes
+    trace_bytes: dict[str, int] = {}         # path -> its size
     todo = deque(jobs)
     total = len(jobs)
     finished = 0
@@ -469,8 +473,16 @@ def _run_dask(jobs: list[dict], dask: str, workers: int, on_result: Callable[[di
         if path not in trace_futs:
             data = read_input(path)
             sha = hashlib.sha256(data).hexdigest()[:32]
-            trace_futs[path] = client.submit(_trace_bytes, data, key=f"workbench-trace-{sha}", pure=False)
+            with warnings.catch_warnings():     # a large HAR in a task is the point here, not a slip
+                warnings.filterwarnings("ignore", message="Sending large graph")
+                trace_futs[path] = client.submit(_trace_bytes, data, key=f"workbench-trace-{sha}", pure=False)
+            trace_bytes[path] = len(data)
         return trace_futs[path]
+
+    def over_budget(job: dict) -> bool:
+        """Would this job send one more trace while those in flight already fill the budget?"""
+        return (job["trace"] not in trace_futs and bool(trace_futs)
+                and sum(trace_bytes[p] for p in trace_futs) >= _TRACE_BUDGET)
 
     try:
         window, next_window_check, threads = 8, 0.0, 1
@@ -491,6 +503,8 @@ def _run_dask(jobs: list[dict], dask: str, workers: int, on_result: Callable[[di
                 slots = window - len(in_flight)
                 while todo:
                     job = todo[0]
+                    if over_budget(job):
+                        break
                     try:
                         dep = trace_future(job)
                     except InputError as exc:
