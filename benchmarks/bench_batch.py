@@ -49,8 +49,9 @@ def _once(traces, grid: dict, seeds: int, **where) -> tuple[float, int]:
 def _cluster(n_workers: int):
     from dask.distributed import LocalCluster
 
-    cluster = LocalCluster(n_workers=n_workers, threads_per_worker=1, processes=True, dashboard_address=None,
-                           silence_logs=logging.ERROR)
+    cluster = LocalCluster(n_workers=n_workers, threads_per_worker=1, processes=True, host="127.0.0.1",
+                           dashboard_address=None, silence_logs=logging.ERROR,
+                           scheduler_kwargs={"dashboard_address": "127.0.0.1:0"})
     _once([WARM], {"scheme": ["hpack"]}, n_workers * 2, dask=cluster.scheduler_address)   # imports, once
     return cluster
 
@@ -73,7 +74,6 @@ def run(quick: bool = False) -> dict:
     repeats = 1 if quick else 3
     small, large = (1, 2) if quick else (2, 12)
     load_before = os.getloadavg()[0]
-    logging.getLogger("distributed").setLevel(logging.ERROR)     # the clusters' closing chatter
     _once([WARM], {"scheme": ["hpack"]}, 2, workers=2)       # the forkserver's start-up, once
     c1, c2 = _cluster(1), _cluster(2)
     try:
@@ -86,6 +86,9 @@ def run(quick: bool = False) -> dict:
                              "local_large": ((SMALL, small_grid, large), {"workers": 2}),
                              "dask_large": ((SMALL, small_grid, large), {"dask": c2.scheduler_address})}, repeats)
     finally:
+        from simulator.batch.runner import _quiet_dask_logs
+
+        _quiet_dask_logs()                  # the clusters' closing chatter
         c1.close()
         c2.close()
     jobs = scale["local1"][1]

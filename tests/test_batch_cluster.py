@@ -70,7 +70,8 @@ def _wait_for(what: str, check, timeout: float, procs=()):
             return value
         for p in procs:
             if p.poll() is not None:
-                raise AssertionError(f"{what}: a process exited with {p.returncode}: {p.stderr.read()[-2000:]}")
+                said = p.log.read_text()[-2000:] if hasattr(p, "log") else (p.stderr.read() or "")[-2000:]
+                raise AssertionError(f"{what}: a process exited with {p.returncode}: {said}")
         time.sleep(0.05)
     raise AssertionError(f"timed out after {timeout} s waiting for {what}")
 
@@ -80,15 +81,22 @@ def dask_cluster(tmp: Path, n_workers: int):
     """``dask scheduler`` on a free loopback port and ``n_workers`` ``dask worker``s, each in
     an empty folder of its own; yields (address, {name: worker process}); stops them all."""
     procs: list[subprocess.Popen] = []
-    common = dict(env=_env(), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
-                  start_new_session=True, stdin=subprocess.DEVNULL)
+    logs = []
+    common = dict(env=_env(), stdout=subprocess.DEVNULL, start_new_session=True, stdin=subprocess.DEVNULL)
+
+    def log(folder: Path):
+        logs.append(open(folder / "log", "w"))      # a file, not a pipe nobody drains
+        return logs[-1]
+
     try:
         sched_dir = tmp / "scheduler"
         sched_dir.mkdir()
         info = sched_dir / "scheduler.json"
         sched = subprocess.Popen([sys.executable, "-m", "dask", "scheduler", "--host", "127.0.0.1", "--port", "0",
-                                  "--no-dashboard", "--scheduler-file", str(info), "--idle-timeout", "300"],
-                                 cwd=sched_dir, **common)
+                                  "--no-dashboard", "--dashboard-address", "127.0.0.1:0", "--scheduler-file",
+                                  str(info), "--idle-timeout", "300"],
+                                 cwd=sched_dir, stderr=log(sched_dir), **common)
+        sched.log = sched_dir / "log"
         procs.append(sched)
         _wait_for("the scheduler file", lambda: info.exists() and info.stat().st_size > 0, 60, [sched])
         address = json.loads(info.read_text())["address"]
@@ -99,8 +107,10 @@ def dask_cluster(tmp: Path, n_workers: int):
             wdir.mkdir()
             w = subprocess.Popen([sys.executable, "-m", "dask", "worker", address, "--name", f"w{i}",
                                   "--nthreads", "1", "--no-nanny", "--host", "127.0.0.1", "--no-dashboard",
-                                  "--local-directory", str(wdir), "--death-timeout", "30"],
-                                 cwd=wdir, **common)
+                                  "--dashboard-address", "127.0.0.1:0", "--local-directory", str(wdir),
+                                  "--death-timeout", "30"],
+                                 cwd=wdir, stderr=log(wdir), **common)
+            w.log = wdir / "log"
             procs.append(w)
             workers[f"w{i}"] = w
         if n_workers:
@@ -112,6 +122,8 @@ def dask_cluster(tmp: Path, n_workers: int):
     finally:
         for p in reversed(procs):
             _stop(p)
+        for f in logs:
+            f.close()
 
 
 def _client_folder(tmp: Path) -> Path:

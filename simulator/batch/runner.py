@@ -327,7 +327,8 @@ def _dask_client(dask: str, workers: int, timeout: float):
         raise InputError("--dask needs the 'distributed' package (pip install 'dask[distributed]').") from None
     if dask == "local":
         cluster = LocalCluster(n_workers=max(1, workers), threads_per_worker=1, processes=True,
-                               dashboard_address=None, silence_logs=logging.ERROR)
+                               host="127.0.0.1", dashboard_address=None, silence_logs=logging.ERROR,
+                               scheduler_kwargs={"dashboard_address": "127.0.0.1:0"})   # no fixed port
         return Client(cluster), cluster
     address = dask if "://" in dask else f"tcp://{dask}"
     wait = min(20.0, timeout)
@@ -361,6 +362,27 @@ def _dask_client(dask: str, workers: int, timeout: float):
         failed = made.get("error", "no client")
         _quiet_collect()       # the half-made Client's __del__ would print a traceback on the way out
     raise InputError(f"cannot reach the Dask scheduler at {dask!r} ({failed[:200]}).")
+
+
+def _quiet_dask_logs() -> Callable[[], None]:
+    """Dask's loggers (``distributed`` and each ``distributed.*`` one, some of which have
+    levels of their own) to CRITICAL; returns the function that puts them back."""
+    import logging
+
+    try:
+        import distributed  # noqa: F401 - its loggers exist once it is imported
+    except ImportError:  # pragma: no cover - a declared dependency
+        pass
+    names = ["distributed"] + [n for n in logging.root.manager.loggerDict if n.startswith("distributed.")]
+    old = {n: logging.getLogger(n).level for n in names}
+    for n in names:
+        logging.getLogger(n).setLevel(logging.CRITICAL)
+
+    def restore() -> None:
+        for n, level in old.items():
+            logging.getLogger(n).setLevel(level)
+
+    return restore
 
 
 def _reachable(address: str, wait: float) -> None:
@@ -428,7 +450,6 @@ def _run_dask(jobs: list[dict], dask: str, workers: int, on_result: Callable[[di
     gone), ``InputError``: the jobs done so far are stored, and a rerun completes the rest.
     """
     import hashlib
-    import logging
     import queue as _queue
     import time
     import warnings
@@ -436,10 +457,12 @@ def _run_dask(jobs: list[dict], dask: str, workers: int, on_result: Callable[[di
 
     from ..traces._io import read_input
 
-    log = logging.getLogger("distributed")
-    old_level = log.level
-    log.setLevel(logging.CRITICAL)          # a lost worker is handled here, not logged at the user
-    client, cluster = _dask_client(dask, workers, timeout)
+    restore_logs = _quiet_dask_logs()       # a lost worker is handled here, not logged at the user
+    try:
+        client, cluster = _dask_client(dask, workers, timeout)
+    except BaseException:
+        restore_logs()
+        raise
     where = "a local Dask cluster" if cluster is not None else f"the Dask scheduler at {dask}"
     done_q: _queue.Queue = _queue.Queue()
     in_flight: dict = {}                     # future -> its jobs
@@ -525,7 +548,10 @@ def _run_dask(jobs: list[dict], dask: str, workers: int, on_result: Callable[[di
                     while j < len(groups) and groups[j][0] is dep:
                         j += 1
                     tasks = [g for _, g in groups[i:j]]
-                    keys = [f"workbench-batch-{g[0]['job_id']}-{len(g)}" for g in tasks]
+                    # a task's key names exactly its jobs (another client's task of the same jobs
+                    # on the same cluster is the same computation; one of other jobs never is)
+                    keys = ["workbench-batch-" + hashlib.sha256(" ".join(j["job_id"] for j in g).encode())
+                            .hexdigest()[:32] for g in tasks]
                     args = (tasks,) if dep is None else (tasks, [dep] * len(tasks))
                     for fut, g in zip(client.map(execute_many, *args, key=keys, pure=False), tasks):
                         in_flight[fut] = g
@@ -555,6 +581,9 @@ def _run_dask(jobs: list[dict], dask: str, workers: int, on_result: Callable[[di
                             "traceback": traceback.format_exc()} for job in group]
             fut.release()
             for job, res in zip(group, results):
+                if res.get("job_id") != job["job_id"]:      # never expected: refuse rather than misfile
+                    res = {"job_id": job["job_id"], "ok": False, "traceback": "",
+                           "error": f"the cluster returned the result of job {res.get('job_id')!r} for this one"}
                 finish(job, res)
             took = [r["seconds"] for r in results if "seconds" in r]
             if took:
@@ -569,7 +598,7 @@ def _run_dask(jobs: list[dict], dask: str, workers: int, on_result: Callable[[di
             if cluster is not None:
                 cluster.close(timeout=10)
         finally:
-            log.setLevel(old_level)
+            restore_logs()
 
 
 def _running_here(client, in_flight: dict) -> bool:
