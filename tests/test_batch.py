@@ -238,6 +238,20 @@ def test_progress_bar_on_a_terminal_only(tmp_path):
     assert piped.returncode == 0 and piped.stderr == b""    # no bar into a pipe or a log file
 
 
+def test_many_traces_show_the_unfinished_first_and_count_the_rest(capsys):
+    from simulator.batch import commands, runner
+
+    assert commands.DASK_TIMEOUT_S == runner.DASK_TIMEOUT_S     # the CLI's default is the runner's
+    traces = [{"trace": f"t{i:02}.har", "trace_hash": str(i), "jobs": 2, "done": 2 if i != 7 else 1, "failed": 0,
+               "missing": 0 if i != 7 else 1} for i in range(30)]
+    commands._print_traces(traces)
+    out = capsys.readouterr().out.splitlines()
+    assert len(out) == 3 and "t07.har" in out[1] and "29 more trace(s), all done" in out[2]
+    commands._print_traces([dict(t, done=2, missing=0) for t in traces])
+    out = capsys.readouterr().out.splitlines()
+    assert out == ["  all 30 traces done"]
+
+
 def test_a_worker_with_another_version_refuses_the_job():
     from simulator.batch.runner import execute
 

@@ -89,14 +89,17 @@ def _print_traces(traces: list[dict]) -> None:
     if len(traces) > _TRACE_LINES:
         shown = [t for t in traces if t["done"] < t["jobs"]][:_TRACE_LINES]
     width = min(60, max([len("trace")] + [len(t["trace"]) for t in shown]))
-    print(f"  {'trace':<{width}} {'jobs':>6} {'done':>6} {'failed':>6} {'missing':>7}  progress")
+    if shown:
+        print(f"  {'trace':<{width}} {'jobs':>6} {'done':>6} {'failed':>6} {'missing':>7}  progress")
     for t in shown:
         name = t["trace"] if len(t["trace"]) <= width else "..." + t["trace"][-(width - 3):]
         frac = t["done"] / t["jobs"] if t["jobs"] else 1.0
         bar = "#" * round(frac * 10) + "." * (10 - round(frac * 10))
         print(f"  {name:<{width}} {t['jobs']:>6} {t['done']:>6} {t['failed']:>6} {t['missing']:>7}  {bar} {frac:4.0%}")
     rest = len(traces) - len(shown)
-    if rest:
+    if not shown:
+        print(f"  all {len(traces)} traces done")
+    elif rest:
         unfinished = sum(1 for t in traces if t["done"] < t["jobs"]) - len(shown)
         print(f"  ... and {rest} more trace(s)" + (f", {unfinished} of them unfinished" if unfinished else ", all done")
               + " (simulator.batch.status(DIR)['traces'] lists every one)")
