@@ -177,3 +177,86 @@ def test_results_folder_of_another_study_or_locked_is_refused(tmp_path):
             batch.run_batch("hol", str(PAGE), None, seeds=1, out=tmp_path / "locked", workers=0, progress=False)
     finally:
         holder.close()
+
+
+def test_status_shows_progress_and_failures_per_trace(trace_set, tmp_path, capsys):
+    out = tmp_path / "res"
+    traces = [str(trace_set / "page.har"), str(trace_set / "tiny.qif")]
+    grid = {"direction": ["requests", "responses"], "scheme": ["hpack"]}
+    batch.run_batch("hol", traces, grid, seeds=1, out=out, workers=0, progress=False)
+    page_jobs = batch.load(out).query("trace.str.endswith('page.har')")["job_id"]
+    (out / "summary" / f"{page_jobs.iloc[0]}.parquet").unlink()
+    per_trace = {Path(t["trace"]).name: (t["jobs"], t["done"], t["failed"], t["missing"])
+                 for t in batch.status(out)["traces"]}
+    assert per_trace == {"page.har": (2, 1, 0, 1), "tiny.qif": (2, 1, 1, 0)}
+    code, stdout, _ = _cli(capsys, "batch", "status", str(out))
+    assert code == 1
+    lines = stdout.splitlines()
+    page = next(line for line in lines if "page.har" in line and "failed" not in line)
+    tiny = next(line for line in lines if "tiny.qif" in line and "failed" not in line)
+    assert page.split()[1:5] == ["2", "1", "0", "1"] and "50%" in page
+    assert tiny.split()[1:5] == ["2", "1", "1", "0"] and "50%" in tiny
+    assert any(line.startswith("  failed") and "tiny.qif" in line and "no responses" in line for line in lines)
+
+
+def test_progress_bar_on_a_terminal_only(tmp_path):
+    import os
+    import pty
+    import subprocess
+    import sys
+
+    argv = [sys.executable, "-m", "simulator.cli", "batch", "hol", "--traces", str(PAGE), "--workers", "0"]
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "COLUMNS": "100"}
+    import fcntl
+    import struct
+    import termios
+
+    master, slave = pty.openpty()
+    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 24, 100, 0, 0))   # a 100-column terminal
+    try:
+        proc = subprocess.run([*argv, "--out", str(tmp_path / "tty")], stdout=subprocess.PIPE, stderr=slave,
+                              stdin=subprocess.DEVNULL, timeout=120, env=env)
+        os.close(slave)
+        slave = None
+        seen = b""
+        while True:
+            try:
+                chunk = os.read(master, 65536)
+            except OSError:          # EIO: the writer side is closed and drained
+                break
+            if not chunk:
+                break
+            seen += chunk
+    finally:
+        if slave is not None:
+            os.close(slave)
+        os.close(master)
+    assert proc.returncode == 0
+    assert b"batch hol" in seen and b"1/1" in seen          # the bar, on the terminal
+    piped = subprocess.run([*argv, "--out", str(tmp_path / "pipe")], capture_output=True, timeout=120,
+                           stdin=subprocess.DEVNULL, env=env)
+    assert piped.returncode == 0 and piped.stderr == b""    # no bar into a pipe or a log file
+
+
+def test_many_traces_show_the_unfinished_first_and_count_the_rest(capsys):
+    from simulator.batch import commands, runner
+
+    assert commands.DASK_TIMEOUT_S == runner.DASK_TIMEOUT_S     # the CLI's default is the runner's
+    traces = [{"trace": f"t{i:02}.har", "trace_hash": str(i), "jobs": 2, "done": 2 if i != 7 else 1, "failed": 0,
+               "missing": 0 if i != 7 else 1} for i in range(30)]
+    commands._print_traces(traces)
+    out = capsys.readouterr().out.splitlines()
+    assert len(out) == 3 and "t07.har" in out[1] and "29 more trace(s), all done" in out[2]
+    commands._print_traces([dict(t, done=2, missing=0) for t in traces])
+    out = capsys.readouterr().out.splitlines()
+    assert out == ["  all 30 traces done"]
+
+
+def test_a_worker_with_another_version_refuses_the_job():
+    from simulator.batch.runner import execute
+
+    p = batch.plan("hol", str(PAGE), {"scheme": ["hpack"]}, 1)
+    job = {**p.jobs[0], "version": "0.0.0-elsewhere"}
+    res = execute(job, PAGE.read_bytes())
+    assert not res["ok"] and "planned with 0.0.0-elsewhere" in res["error"]
+    assert execute(p.jobs[0], PAGE.read_bytes())["ok"]

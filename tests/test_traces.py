@@ -371,3 +371,16 @@ def test_untimed_trace_stays_untimed_through_har(tmp_path):
     again = load(tmp_path / "a.har")
     assert not again.timed
     assert [e.request_headers for e in again][0] == load(qif).exchanges[0].request_headers
+
+
+@pytest.mark.parametrize("rel", ["synthetic-page.har", "qif/netbsd.qif", "qpack-interop/ls-qpack/fb-req-hq.out.256.100.1"])
+def test_load_from_bytes_names_the_trace_and_never_opens_the_path(tmp_path, rel):
+    """A Dask worker loads a trace from the bytes the client sent: the path only names it
+    (interop settings come from the name), and the trace equals the one loaded from disk."""
+    src = TRACES / rel
+    from_disk = load(src)
+    ghost = tmp_path / "not-here" / src.name             # never exists
+    from_bytes = load(ghost, data=src.read_bytes())
+    assert from_bytes.content_hash() == from_disk.content_hash()
+    assert len(from_bytes.exchanges) == len(from_disk.exchanges)
+    assert not ghost.parent.exists()

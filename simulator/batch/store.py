@@ -248,21 +248,31 @@ def failures(results_dir) -> pd.DataFrame:
 
 
 def status(results_dir) -> dict:
-    """Jobs in the manifest that are done, failed (and not done since) and missing."""
+    """Jobs in the manifest that are done, failed (and not done since) and missing, in all
+    and per trace (``"traces"``: one dict per trace, in the manifest's order, with its
+    ``jobs``, ``done``, ``failed`` and ``missing`` counts)."""
     rd = _existing(results_dir)
     manifest = rd.read_manifest()
     if manifest is None:
         raise InputError(f"has no {MANIFEST}: not a batch results folder.", path=str(rd.root))
     tables = manifest.get("tables", [SUMMARY])
     done, failed, missing = [], [], []
+    per_trace: dict[tuple[str, str], dict] = {}
     for job in manifest["jobs"]:
         jid = job["job_id"]
+        key = (job.get("trace", ""), job.get("trace_hash", ""))
+        t = per_trace.setdefault(key, {"trace": key[0], "trace_hash": key[1], "jobs": 0, "done": 0, "failed": 0,
+                                       "missing": 0})
+        t["jobs"] += 1
         if rd.is_done(jid, job.get("tables", tables)):
             done.append(jid)
+            t["done"] += 1
         elif rd.failed_path(jid).exists():
             failed.append(jid)
+            t["failed"] += 1
         else:
             missing.append(jid)
+            t["missing"] += 1
     return {"study": manifest["study"], "jobs": len(manifest["jobs"]), "done": len(done),
             "failed": len(failed), "missing": len(missing), "failed_ids": failed, "missing_ids": missing,
-            "tables": tables}
+            "tables": tables, "traces": list(per_trace.values())}

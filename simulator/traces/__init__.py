@@ -1,6 +1,6 @@
 """Trace loaders: HAR, QIF and QPACK offline-interop files, plus synthetic traces.
 
-``load(path, **options)`` detects the format from the content, not the file name:
+``load(path, **options)`` (or ``load(name, data=BYTES)``) detects the format from the content, not the file name:
 
 * JSON whose top level has ``"log"`` -> HAR (``har.load_har``);
 * binary records in the interop layout (u64 stream id, u32 length, bytes) ->
@@ -62,9 +62,12 @@ def _binary(head: bytes) -> bool:
     return False
 
 
-def load(path, *, format: str | None = None, **options) -> Trace:
+def load(path, *, data: bytes | None = None, format: str | None = None, **options) -> Trace:
     """Load a trace file; the format comes from the content unless ``format`` is given.
 
+    ``data``: the file's bytes, already read (the file is then not opened: ``path`` only
+    names the trace, e.g. on a Dask worker that cannot see the client's files); the
+    trace is the same as one loaded from ``path`` itself.
     Options: ``max_table_capacity`` and ``blocked_streams`` for interop files.
     """
     from .har import load_har
@@ -72,7 +75,10 @@ def load(path, *, format: str | None = None, **options) -> Trace:
     from .qif import load_qif
 
     path = str(path)
-    data = read_input(path)
+    if data is None:
+        data = read_input(path)
+    else:
+        data = bytes(data)
     fmt = format or detect_format(data, path)
     if fmt == "har":
         trace = load_har(path, data=data)
