@@ -55,6 +55,7 @@ import statistics
 from collections import deque
 
 import hpack
+import pandas as pd
 
 from .. import __version__
 from ..engine import Simulator
@@ -291,9 +292,13 @@ def run_specs(specs: list[ExchangeSpec], params: StackParams, *, check_every_eve
         "packets_sent": packets_sent, "packets_lost": packets_lost, "retransmissions": retransmissions,
         "connections": len(sessions), "sim_end_s": sim.now, "events": sim.events_run,
     }
-    # Every row carries the parameters: added in one step (a column at a time cost more
-    # than the replay itself on small pages).
-    df = df.assign(**{**params.to_dict(), "stack": summary["stack"]})
+    # Every row carries the parameters: the new columns joined in one step (pandas inserts
+    # a column at a time, which cost more than the replay itself on small pages).
+    extra = {**params.to_dict(), "stack": summary["stack"]}
+    for k in [k for k in extra if k in df.columns]:
+        df[k] = extra[k]
+    df = pd.concat([df, pd.DataFrame({k: [v] * len(df) for k, v in extra.items() if k not in df.columns},
+                                     index=df.index)], axis=1)
     return Result(exchanges=df, summary=summary, params={**params.to_dict(), "version": __version__})
 
 
