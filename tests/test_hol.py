@@ -135,7 +135,7 @@ def test_a_wrong_decode_is_an_error_never_a_result(page, monkeypatch):
 
 
 def test_timed_schedule_caps_idle_gaps_and_coalesces_within_a_millisecond(page):
-    items = hol._schedule(page, hol.HolParams(direction="requests"))
+    items = hol.schedule(page, hol.HolParams(direction="requests"))
     starts = sorted(i.start_s for i in items)
     gaps = [b - a for a, b in zip(starts, starts[1:])]
     assert max(gaps) <= 1.0 + 1e-9

@@ -73,41 +73,10 @@ class _RaisingParser(ArgParser):
         raise InputError(message or "bad grid value")
 
 
-# ---------------------------------------------------------------------------------------
-# The HOL study
-
-
-def _hol_tables(result) -> dict[str, pd.DataFrame]:
-    summary = result.summary.reset_index()          # one row per scheme
-    blocks = result.blocks.copy()
-    # blocks already carries some parameters; the batch adds all of them uniformly.
-    blocks = blocks.drop(columns=[c for c in ("transport", "rtt_s", "bandwidth_bps", "loss", "table_bytes",
-                                              "max_blocked", "direction", "seed", "spacing_s")
-                                  if c in blocks.columns])
-    return {"summary": summary, "blocks": blocks}
-
-
 def _hol_params_dict(params) -> dict:
     d = params.to_dict()
     d.pop("seed", None)
     return d
-
-
-def _hol() -> Study:
-    from ..studies import hol
-
-    return Study(
-        name="hol",
-        help="header-compression HOL blocking (HPACK vs QPACK vs QCRAM)",
-        add_arguments=hol.add_arguments,
-        params_from_args=hol.params_from_args,
-        run=lambda trace, params: hol.run(trace, params),
-        with_seed=lambda params, seed: replace(params, seed=int(seed)),
-        params_dict=_hol_params_dict,
-        tables=_hol_tables,
-        optional_tables=("blocks",),
-        reserved=frozenset({"trace", "seed", "blocks", "json", "help"}),
-    )
 
 
 # ---------------------------------------------------------------------------------------
@@ -326,11 +295,21 @@ def _demux() -> Study:
 
 
 # name -> factory (the study module is imported when first asked for)
-STUDIES: dict[str, Callable[[], Study]] = {"hol": _hol, "push": _push, "trailers": _trailers,
+STUDIES: dict[str, Callable[[], Study]] = {"push": _push, "trailers": _trailers,
                                            "crossstream": _crossstream, "demux": _demux}
 STUDIES["replay"] = _replay
 STUDIES["coalescing"] = _coalescing
 _cache: dict[str, Study] = {}
+
+
+def _registered(name: str):
+    from ..studies import registry
+
+    return lambda: registry.get(name)
+
+
+for _name in ("hol",):
+    STUDIES[_name] = _registered(_name)
 
 
 def get_study(name: str) -> Study:

@@ -63,6 +63,7 @@ from __future__ import annotations
 
 from .base import (BlockedStreamsExceeded, CompressionError, DecodedBlock, Decoder, DecompressionFailed,
                    EncodedBlock, Encoder, VerificationError, join_cookie_crumbs, split_cookie_crumbs, verify)
+from .factory import SCHEMES, make_decoder, make_encoder
 from .offline import OfflineResult, simulate_offline
 
 __all__ = [
@@ -70,52 +71,3 @@ __all__ = [
     "CompressionError", "DecompressionFailed", "BlockedStreamsExceeded", "VerificationError", "verify",
     "split_cookie_crumbs", "join_cookie_crumbs", "simulate_offline", "OfflineResult",
 ]
-
-SCHEMES = ("hpack", "hpack-tcp", "hpack-quic", "qpack", "qcram", "qcram-blocking")
-
-
-def _hpack_mode(scheme: str, transport: str) -> str | None:
-    if scheme == "hpack":
-        if transport not in ("quic", "tcp"):
-            raise ValueError(f"transport must be 'quic' or 'tcp', not {transport!r}")
-        return transport
-    return {"hpack-tcp": "tcp", "hpack-quic": "quic"}.get(scheme)
-
-
-def make_encoder(scheme: str, table_bytes: int = 4096, max_blocked: int = 100, *, transport: str = "quic",
-                 cookie_crumbs: bool = True, **options) -> Encoder:
-    """An encoder for ``scheme`` with a dynamic table of ``table_bytes`` and at most
-    ``max_blocked`` possibly-blocking blocks outstanding (QPACK, qcram-blocking).
-    ``transport`` only matters to ``hpack``; ``options`` go to the QCRAM encoder
-    (``insert_policy``, ``history``, ``huffman``)."""
-    if options and scheme not in ("qcram", "qcram-blocking"):
-        raise TypeError(f"{scheme} takes no options {sorted(options)}")
-    mode = _hpack_mode(scheme, transport)
-    if mode is not None:
-        from .hpack_codec import HpackEncoder
-        return HpackEncoder(mode=mode, table_bytes=table_bytes, cookie_crumbs=cookie_crumbs)
-    if scheme == "qpack":
-        from .qpack_codec import QpackEncoder
-        return QpackEncoder(table_bytes=table_bytes, max_blocked=max_blocked, cookie_crumbs=cookie_crumbs)
-    if scheme in ("qcram", "qcram-blocking"):
-        from .qcram import QcramEncoder
-        return QcramEncoder(table_bytes=table_bytes, max_blocked=max_blocked, blocking=scheme == "qcram-blocking",
-                            cookie_crumbs=cookie_crumbs, **options)
-    raise ValueError(f"unknown compression scheme {scheme!r} (one of {', '.join(SCHEMES)})")
-
-
-def make_decoder(scheme: str, table_bytes: int = 4096, max_blocked: int = 100, *, transport: str = "quic",
-                 **_encoder_only) -> Decoder:
-    """The decoder matching ``make_encoder(scheme, ...)`` with the same settings (encoder-only
-    options such as ``cookie_crumbs`` are accepted and ignored)."""
-    mode = _hpack_mode(scheme, transport)
-    if mode is not None:
-        from .hpack_codec import HpackDecoder
-        return HpackDecoder(mode=mode, table_bytes=table_bytes)
-    if scheme == "qpack":
-        from .qpack_codec import QpackDecoder
-        return QpackDecoder(table_bytes=table_bytes, max_blocked=max_blocked)
-    if scheme in ("qcram", "qcram-blocking"):
-        from .qcram import QcramDecoder
-        return QcramDecoder(table_bytes=table_bytes, max_blocked=max_blocked, blocking=scheme == "qcram-blocking")
-    raise ValueError(f"unknown compression scheme {scheme!r} (one of {', '.join(SCHEMES)})")

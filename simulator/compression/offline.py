@@ -15,6 +15,7 @@ from collections import deque
 from dataclasses import dataclass
 
 from .base import VerificationError, verify
+from .factory import make_decoder, make_encoder
 
 __all__ = ["OfflineResult", "simulate_offline"]
 
@@ -46,8 +47,6 @@ def simulate_offline(scheme: str, header_lists, table_bytes: int = 4096, max_blo
                      **options) -> OfflineResult:
     """Encode ``header_lists`` (an iterable of header lists) with ``scheme``, decode and
     verify every block, and return the sizes.  ``options`` go to ``make_encoder``."""
-    from . import make_decoder, make_encoder
-
     if ack_mode not in (0, 1):
         raise ValueError("ack_mode must be 0 or 1")
     enc = make_encoder(scheme, table_bytes=table_bytes, max_blocked=max_blocked, **options)

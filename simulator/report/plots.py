@@ -68,7 +68,7 @@ def scheme_bars(summary: pd.DataFrame, column: str, ax=None, *, ylabel: str | No
 def metric_with_band(runs: pd.DataFrame, x: str, y: str, ax=None, *, hue: str = "scheme",
                      xlabel: str | None = None, ylabel: str | None = None, level: float = 0.95):
     """Mean of ``y`` against ``x`` per ``hue`` with a bootstrap confidence band over seeds."""
-    from ..studies.hol import confidence_band
+    from ..stats import confidence_band
 
     ax = _ax(ax)
     for key, df in runs.groupby(hue, sort=False):

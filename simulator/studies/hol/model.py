@@ -1,160 +1,26 @@
-"""Header-compression head-of-line blocking: HPACK vs QPACK vs QCRAM.
-
-The question (the one the QUIC working group faced in 2017-2018, and that QPACK, RFC 9204,
-answered): HPACK (RFC 7541) assumes the decoder sees header blocks in exactly the order
-they were encoded, which TCP guarantees.  Over QUIC, streams are delivered independently,
-so a lost packet carrying one stream's data should not stall the others, unless the
-header-compression scheme makes one stream's header block depend on another's.  The
-2017 candidates were HPACK kept as is (decode strictly in sequence), QCRAM
-(draft-krasic-quic-qcram: an entry is referenced only once the packet carrying its
-insert is acknowledged by the transport, else a literal is sent) and QPACK (RFC 9204:
-encoder and decoder streams, a Required Insert Count per field section, at most
-SETTINGS_QPACK_BLOCKED_STREAMS streams blocked, 0 by default).  This
-study replays a trace's header lists over a simulated path, once per scheme with the
-same seed, and measures, block by block, when each header block was sent, when all of
-its own bytes had arrived, when the transport delivered it in order and when the
-decoder could decode it.
-
-- ``hol_delay`` = decoded - arrived: the time a block waited, with all of its own bytes
-  already at the receiver, for something else: an earlier block (HPACK for QUIC decodes
-  in encode order), an encoder-stream insert (QPACK, RFC 9204 section 2.1.2), or a hole
-  in the connection's byte stream (any scheme over TCP, RFC 9293 in-order delivery).
-- A block is *blocked* when its hol_delay is above zero.
-
-The 2017 reference simulator (HTTP Workshop, London; ``simulator.net.ref2017``) is the
-baseline; this one adds a real transport (loss recovery, congestion control, acks that
-can be lost), encoder and decoder streams packetised on their own, per-block delay
-distributions, the blocked-streams limit, both directions, and a decode of every block
-checked against its input.
-
-Published reference points: the 2017 simulator's run on one HAR (185 requests, 14 losses,
-one seed) gave HPACK in order 9 blocked blocks, 1,344 ms total HOL delay and a 73%
-saving, QCRAM 7 blocked blocks, 1,004 ms and 68% (shown at the HTTP Workshop, London,
-June 2017).  The QUIC working group's header
-compression design team reported in January 2018 roughly ten times fewer HOL-blocking
-events for QPACK and QCRAM than for HPACK, since about 9 blocks in 10 are not
-vulnerable, and that blocking buys most of its compression gain early in a connection.
-Offline, on the QPACK interop trace ``traces/qif/fb-resp-hq.qif`` (340,737 raw bytes),
-HPACK encodes to 90,448 bytes (26.5%) and QPACK with a 4 KiB table to about 51,800
-(15.2%), with 16 KiB to about 44,600 (13.1%).
-
-Schedule: a timed trace (HAR) replays at its start times, idle gaps capped at
-``max_idle_s`` (1 s, as in 2017) and start times floored to ``coalesce_s`` (1 ms) so
-that requests starting within the same millisecond share packets.  QIF traces carry no
-timing: request ``i`` starts at ``i * spacing_s``.  How soon QPACK's acknowledgements come
-back relative to that spacing decides how much of its table the encoder may reference,
-so ``spacing_s`` is an explicit parameter of every result.
-
-One compression context and one connection per origin (as in 2017); the request and
-response directions have separate contexts (RFC 9204 section 2).
-"""
+"""The HOL study's model: header blocks encoded by the real codecs, framed as HTTP/3 over
+the QUIC model or HTTP/2 over the TCP model, and decoded where and when the transport
+delivers them (one simulator per scheme; ``study.run`` drives it)."""
 
 from __future__ import annotations
 
-import argparse
-import json
 import math
-import os
 import struct
-import sys
 from collections import deque
-from dataclasses import asdict, dataclass, replace
+from dataclasses import dataclass
 
-import numpy as np
-import pandas as pd
+from ...engine import Simulator
+from ...frames import H2Scanner, H3Scanner
+from ...frames import encode_varint as _varint
+from ...net.link import Jitter, Path
+from ...net.transport import TransportConfig
+from ...traces.model import raw_size
 
-from .. import __version__, argtypes
-from ..engine import Simulator
-from ..errors import InputError
-from ..frames import H2Scanner, H3Scanner
-from ..frames import encode_varint as _varint
-from ..net.link import Jitter, Path
-from ..net.transport import TransportConfig
-from ..traces.model import Trace, raw_size
-from ..units import parse_bandwidth, parse_duration, parse_size
-from .summary_json import rows_by_index
-
-__all__ = ["HolParams", "HolResult", "run", "run_seeds", "SCHEMES", "confidence_band"]
-
-SCHEMES = ("hpack", "qpack", "qcram", "qcram-blocking")
-DIRECTIONS = ("auto", "requests", "responses", "both")
-# quic and tcp: the transport models; ref2017: the 2017 simulator's own network model.
-TRANSPORTS = ("quic", "tcp", "ref2017")
-
-
-
-@dataclass(frozen=True)
-class HolParams:
-    """Everything that determines a run.  Units are in the names."""
-
-    schemes: tuple[str, ...] = ("hpack", "qpack", "qcram")
-    transport: str = "quic"
-    rtt_s: float = 0.100
-    bandwidth_bps: float | None = 10e6
-    loss: str = "0"                       # "0.01" Bernoulli, "ge:P,R[,h,k]" Gilbert-Elliott
-    table_bytes: int = 4096               # dynamic table capacity (SETTINGS_QPACK_MAX_TABLE_CAPACITY)
-    max_blocked: int = 100                # SETTINGS_QPACK_BLOCKED_STREAMS (2017 default 100)
-    direction: str = "auto"               # auto: what the trace holds (requests, responses or both)
-    seed: int = 1
-    spacing_s: float = 0.010              # untimed traces: request i starts at i * spacing_s
-    max_idle_s: float = 1.0               # timed traces: idle gaps capped (2017 model)
-    coalesce_s: float = 0.001             # timed traces: starts within one bucket share packets
-    think_s: float = 0.0                  # direction "both": server think time before a response
-    jitter_prob: float = 0.0              # 2017 model used 0.05 ...
-    jitter_max_s: float = 0.100           # ... with an extra U(0, 100 ms)
-    queue_bytes: int | None = None        # bottleneck queue; None = one BDP, at least 64 KiB
-    cc: str = "reno"
-    cookie_crumbs: bool = True            # RFC 9113 section 8.2.3 / RFC 9204 section 4.2.1 split
-
-    def __post_init__(self) -> None:
-        for s in self.schemes:
-            if s not in SCHEMES:
-                raise InputError(f"unknown scheme {s!r} (choose from {', '.join(SCHEMES)})")
-        if self.transport not in TRANSPORTS:
-            raise InputError(f"unknown transport {self.transport!r} (choose {', '.join(TRANSPORTS)})")
-        if self.transport == "ref2017":
-            try:
-                float(self.loss)
-            except ValueError:
-                raise InputError(f"the 2017 reference model has independent loss only, not {self.loss!r}") from None
-        if self.direction not in DIRECTIONS:
-            raise InputError(f"unknown direction {self.direction!r} (choose {', '.join(DIRECTIONS)})")
-        if self.table_bytes < 0 or self.max_blocked < 0:
-            raise InputError("table size and max blocked streams must be >= 0")
-        if self.rtt_s <= 0:
-            raise InputError(f"RTT must be above 0, got {self.rtt_s}")
-        if self.spacing_s < 0:
-            raise InputError(f"request spacing must be >= 0, got {self.spacing_s}")
-
-    def to_dict(self) -> dict:
-        d = asdict(self)
-        d["schemes"] = ",".join(self.schemes)
-        return d
-
-
-@dataclass
-class HolResult:
-    """One row per header block (``blocks``) and one per scheme (``summary``)."""
-
-    blocks: pd.DataFrame
-    summary: pd.DataFrame
-    params: dict
-    trace: dict
-
-    def to_dict(self) -> dict:
-        schemes = rows_by_index(self.summary)
-        return {"schemes": schemes, "params": self.params, "trace": self.trace}
-
-    def to_json(self) -> str:
-        return json.dumps(self.to_dict(), indent=2, sort_keys=False)
-
-
-# ---------------------------------------------------------------------------------------
-# The schedule
+__all__ = ["HeaderItem", "SchemeRun"]
 
 
 @dataclass(slots=True)
-class _Item:
+class HeaderItem:
     """One header list to send: who sends it, when, on which stream."""
 
     exchange: int
@@ -163,49 +29,6 @@ class _Item:
     origin: str
     start_s: float | None     # None: a response sent when its request is decoded
 
-
-def resolve_direction(trace: Trace, direction: str) -> str:
-    """``auto`` -> the header lists the trace holds: ``both`` when it has requests and
-    responses (a HAR), else ``requests`` or ``responses`` (a QIF holds one kind)."""
-    if direction != "auto":
-        return direction
-    has_requests = any(e.request_headers is not None for e in trace.exchanges)
-    has_responses = any(e.response_headers is not None for e in trace.exchanges)
-    if has_requests and has_responses:
-        return "both"
-    if has_responses:
-        return "responses"
-    if has_requests:
-        return "requests"
-    raise InputError("the trace has no header lists to replay", path=trace.source)
-
-
-def _schedule(trace: Trace, params: HolParams) -> list[_Item]:
-    direction = resolve_direction(trace, params.direction)
-    lists = trace.header_lists(direction)
-    if not lists:
-        raise InputError(f"the trace has no {direction} header lists to replay",
-                         path=trace.source)
-    if trace.timed:
-        starts, prev_raw, prev_t = {}, None, 0.0
-        ordered = sorted({e.index: e for e, _, _ in lists}.values(), key=lambda e: (e.start_s or 0.0, e.index))
-        for e in ordered:
-            raw = e.start_s or 0.0
-            t = 0.0 if prev_raw is None else prev_t + min(max(raw - prev_raw, 0.0), params.max_idle_s)
-            prev_raw, prev_t = raw, t
-            starts[e.index] = t
-        quantum = params.coalesce_s
-        start_of = {i: (math.floor(t / quantum + 1e-9) * quantum if quantum > 0 else t) for i, t in starts.items()}
-    else:
-        start_of = {}
-        for n, index in enumerate(dict.fromkeys(e.index for e, _, _ in lists)):
-            start_of[index] = n * params.spacing_s
-    items = []
-    for e, kind, headers in lists:
-        has_request = direction == "both" and e.request_headers is not None
-        start = None if (kind == "response" and has_request) else start_of[e.index]
-        items.append(_Item(e.index, kind, headers, e.origin or "-", start))
-    return items
 
 
 # ---------------------------------------------------------------------------------------
@@ -216,8 +39,8 @@ class _Side:
     """One direction of one connection: the encoder at the sender, the decoder at the
     receiver, and the records of its header blocks.  The wire moves the bytes."""
 
-    def __init__(self, run: "_SchemeRun", wire: "_Wire", kind: str) -> None:
-        from .. import compression
+    def __init__(self, run: "SchemeRun", wire: "_Wire", kind: str) -> None:
+        from ... import compression
 
         p = run.params
         self.run, self.wire, self.kind = run, wire, kind
@@ -232,7 +55,7 @@ class _Side:
         self.max_buffered_bytes = 0
 
     # sender ----------------------------------------------------------------------------
-    def send(self, stream_id: int, item: _Item) -> None:
+    def send(self, stream_id: int, item: HeaderItem) -> None:
         unit = self.encoder.encode(stream_id, item.headers)
         if unit.encoder_stream:
             self.wire.send_instructions(self.kind, "encoder", unit.encoder_stream)
@@ -286,7 +109,7 @@ class _Side:
         self._send_decoder_instructions()
 
     def _decoded(self, decoded, time_s: float) -> None:
-        from .. import compression
+        from ... import compression
 
         record = self.pending.pop(decoded.stream_id)
         compression.verify(record.pop("_headers"), decoded.headers,
@@ -312,7 +135,7 @@ class _Wire:
     side it belongs to.  ``kind`` names a direction: "request" (client to server) or
     "response"; the encoder of a kind sits at its sender, the decoder at its receiver."""
 
-    def __init__(self, run: "_SchemeRun", transport) -> None:
+    def __init__(self, run: "SchemeRun", transport) -> None:
         self.run = run
         self.transport = transport
         self.sides: dict[str, _Side] = {}
@@ -533,17 +356,17 @@ class _H2Wire(_Wire):
                 self.side(kind).encoder_stream_acked(value)
 
 
-class _SchemeRun:
+class SchemeRun:
     """One scheme over the whole trace: a simulator, one path and connection per origin."""
 
-    def __init__(self, scheme: str, items: list[_Item], params: HolParams) -> None:
+    def __init__(self, scheme: str, items: list[HeaderItem], params) -> None:
         self.scheme = scheme
         self.params = params
         self.sim = Simulator(seed=params.seed)
         self.items = items
         self.blocks: list[dict] = []
         self.connections: dict[str, dict] = {}
-        self.responses: dict[int, _Item] = {}
+        self.responses: dict[int, HeaderItem] = {}
 
     def wire(self, origin: str) -> _Wire:
         conn = self.connections.get(origin)
@@ -552,7 +375,7 @@ class _SchemeRun:
         p = self.params
         n = len(self.connections)
         if p.transport == "ref2017":
-            from ..net.ref2017 import Ref2017Connection
+            from ...net.ref2017 import Ref2017Connection
             loss_p = float(str(p.loss).rstrip("%")) / (100 if str(p.loss).endswith("%") else 1)
             transport = Ref2017Connection(self.sim, rtt_s=p.rtt_s, loss_p=loss_p,
                                           reorder_prob=p.jitter_prob, reorder_max_s=p.jitter_max_s,
@@ -568,17 +391,17 @@ class _SchemeRun:
                     loss=p.loss, jitter=jitter, name=f"path{n}")
         config = TransportConfig(cc=p.cc)
         if p.transport == "quic":
-            from ..net.quic import QuicConnection
+            from ...net.quic import QuicConnection
             transport = QuicConnection(self.sim, path, config, name=f"quic{n}")
             wire = _H3Wire(self, transport)
         else:
-            from ..net.tcp import TcpConnection
+            from ...net.tcp import TcpConnection
             transport = TcpConnection(self.sim, path, config, name=f"tcp{n}")
             wire = _H2Wire(self, transport)
         self.connections[origin] = {"transport": transport, "path": path, "wire": wire}
         return wire
 
-    def start(self, item: _Item, stream_id: int | None = None) -> None:
+    def start(self, item: HeaderItem, stream_id: int | None = None) -> None:
         wire = self.wire(item.origin)
         if stream_id is None:
             # Requests (and, without requests, responses) use the client's next bidi stream.
@@ -631,185 +454,3 @@ class _SchemeRun:
                 "max_decoder_buffered_bytes": max_buffered,
                 "connections": len(self.connections), "sim_end_s": self.sim.now}
 
-
-# ---------------------------------------------------------------------------------------
-# Entry points
-
-
-def run(trace: Trace, params: HolParams | None = None, *, progress: bool = False) -> HolResult:
-    """Replay ``trace`` once per scheme in ``params.schemes`` and measure HOL blocking."""
-    params = params or HolParams()
-    given_direction = params.direction
-    params = replace(params, direction=resolve_direction(trace, params.direction))
-    items = _schedule(trace, params)
-    frames, summaries = [], {}
-    schemes = params.schemes
-    iterator = schemes
-    if progress:
-        from tqdm.auto import tqdm
-        iterator = tqdm(schemes, desc="schemes", leave=False)
-    for scheme in iterator:
-        sr = _SchemeRun(scheme, items, params)
-        totals = sr.execute()
-        df = pd.DataFrame.from_records(sr.blocks)
-        df = df.drop(columns=[c for c in df.columns if c.startswith("_")])
-        df["hol_delay_ms"] = (df["decoded_s"] - df["arrived_s"]) * 1000.0
-        df["blocked"] = df["hol_delay_ms"] > 1e-6
-        df = df.sort_values(["sent_s", "seq"], kind="stable").reset_index(drop=True)
-        frames.append(df)
-        summaries[scheme] = _summarize(df, totals)
-    blocks = pd.concat(frames, ignore_index=True)
-    pdict = params.to_dict()
-    for k in ("transport", "rtt_s", "bandwidth_bps", "loss", "table_bytes", "max_blocked", "direction",
-              "seed", "spacing_s"):
-        blocks[k] = pdict[k]
-    tinfo = {"source": trace.source, "format": trace.format, "content_hash": trace.content_hash(),
-             "header_lists": len(items), "timed": trace.timed}
-    summary = pd.DataFrame.from_dict(summaries, orient="index")
-    summary.index.name = "scheme"
-    return HolResult(blocks=blocks, summary=summary,
-                     params={**pdict, "direction_given": given_direction, "version": __version__}, trace=tinfo)
-
-
-def _summarize(df: pd.DataFrame, totals: dict) -> dict:
-    hol = df["hol_delay_ms"].to_numpy()
-    raw = int(df["raw_bytes"].sum())
-    header = int(df["header_bytes"].sum())
-    enc = int(df["encoder_stream_bytes"].sum())
-    blocked = df["blocked"].to_numpy()
-    return {
-        "blocks": int(len(df)),
-        "blocked": int(blocked.sum()),
-        "hol_total_ms": float(hol.sum()),
-        "hol_p50_ms": float(np.percentile(hol, 50)),
-        "hol_p95_ms": float(np.percentile(hol, 95)),
-        "hol_p99_ms": float(np.percentile(hol, 99)),
-        "hol_max_ms": float(hol.max()),
-        "hol_mean_blocked_ms": float(hol[blocked].mean()) if blocked.any() else 0.0,
-        "raw_bytes": raw,
-        "header_bytes": header,
-        "encoder_stream_bytes": enc,
-        "ratio": (header + enc) / raw if raw else math.nan,
-        "saving_percent": 100.0 - 100.0 * (header + enc) / raw if raw else math.nan,
-        "may_block": int(df["may_block"].sum()),
-        **totals,
-    }
-
-
-def run_seeds(trace: Trace, params: HolParams, seeds, *, progress: bool = False) -> pd.DataFrame:
-    """Summaries over several seeds: one row per (seed, scheme)."""
-    rows = []
-    seeds = list(seeds)
-    iterator = seeds
-    if progress:
-        from tqdm.auto import tqdm
-        iterator = tqdm(seeds, desc="seeds")
-    for seed in iterator:
-        result = run(trace, replace(params, seed=seed))
-        s = result.summary.reset_index()
-        s["seed"] = seed
-        rows.append(s)
-    return pd.concat(rows, ignore_index=True)
-
-
-def confidence_band(values, *, level: float = 0.95, resamples: int = 2000, seed: int = 0) -> tuple[float, float, float]:
-    """Mean and a bootstrap percentile confidence interval (seeded, so reproducible)."""
-    x = np.asarray(list(values), dtype=float)
-    if len(x) == 0:
-        return (math.nan, math.nan, math.nan)
-    if len(x) == 1:
-        return (float(x[0]), float(x[0]), float(x[0]))
-    rng = np.random.default_rng(seed)
-    means = rng.choice(x, size=(resamples, len(x)), replace=True).mean(axis=1)
-    lo, hi = np.percentile(means, [(1 - level) / 2 * 100, (1 + level) / 2 * 100])
-    return (float(x.mean()), float(lo), float(hi))
-
-
-# ---------------------------------------------------------------------------------------
-# CLI
-
-
-def params_from_args(args: argparse.Namespace) -> HolParams:
-    if not 0.0 <= float(args.jitter) <= 1.0:
-        raise InputError(f"--jitter is a probability in [0, 1], got {args.jitter}")
-    # --table / --blocked not given: the defaults (an interop trace's own, in _cmd).
-    table = HolParams.table_bytes if args.table is None else parse_size(args.table)
-    blocked = HolParams.max_blocked if args.blocked is None else int(args.blocked)
-    return HolParams(
-        schemes=tuple(s.strip() for s in args.scheme.split(",") if s.strip()),
-        transport=args.transport, rtt_s=parse_duration(args.rtt), bandwidth_bps=parse_bandwidth(args.bw),
-        loss=str(args.loss), table_bytes=table, max_blocked=blocked, direction=args.direction,
-        seed=int(args.seed), spacing_s=parse_duration(args.spacing), think_s=parse_duration(args.think),
-        jitter_prob=float(args.jitter), cc=args.cc,
-    )
-
-
-def _interop_table(trace: Trace, params: HolParams, args: argparse.Namespace) -> HolParams:
-    """A QPACK interop file was encoded with the table capacity and blocked-streams limit of
-    its name (``<name>.out.<capacity>.<blocked>.<ack>``, read as ``workbench interop decode``
-    and the loader read it): the study uses them too unless --table / --blocked are given."""
-    if trace.format != "qpack-interop" or (args.table is not None and args.blocked is not None):
-        return params
-    taken = {}
-    if args.table is None:
-        taken["table_bytes"] = int(trace.meta["max_table_capacity"])
-    if args.blocked is None:
-        taken["max_blocked"] = int(trace.meta["blocked_streams"])
-    said = " and ".join(f"{'table capacity' if k == 'table_bytes' else 'max blocked streams'} {v}"
-                        for k, v in taken.items())
-    print(f"workbench: note: {said} from the interop file name {os.path.basename(trace.source)} "
-          f"(give --table / --blocked to override)", file=sys.stderr)
-    return replace(params, **taken)
-
-
-def _cmd(args: argparse.Namespace) -> int:
-    from ..traces import load
-
-    params = params_from_args(args)
-    trace = load(args.trace)
-    params = _interop_table(trace, params, args)
-    result = run(trace, params, progress=not args.json and sys.stderr.isatty())
-    if args.blocks:
-        result.blocks.to_csv(args.blocks, index=False)
-    if args.json:
-        print(result.to_json())
-        return 0
-    cols = ["blocks", "blocked", "hol_total_ms", "hol_p50_ms", "hol_p95_ms", "hol_max_ms",
-            "raw_bytes", "header_bytes", "encoder_stream_bytes", "ratio", "packets", "losses"]
-    print(f"trace {trace.source} ({len(trace)} exchanges, {result.trace['header_lists']} header lists), "
-          f"{params.transport}, RTT {params.rtt_s * 1000:g} ms, loss {params.loss}, seed {params.seed}")
-    with pd.option_context("display.width", 200, "display.float_format", "{:.3f}".format):
-        print(result.summary[cols].to_string())
-    return 0
-
-
-def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--trace", required=True, help="HAR, QIF or QPACK interop file")
-    p.add_argument("--scheme", default="hpack,qpack,qcram", type=argtypes.names(SCHEMES, "scheme"),
-                   help="comma-separated: " + ",".join(SCHEMES))
-    p.add_argument("--transport", default="quic", choices=list(TRANSPORTS),
-                   help="quic or tcp (transport models), or ref2017 (the 2017 simulator's network model)")
-    p.add_argument("--rtt", default="100ms", type=argtypes.positive_duration, help="round-trip time, e.g. 100ms")
-    p.add_argument("--bw", default="10mbit", type=argtypes.bandwidth,
-                   help="bottleneck bandwidth, e.g. 10mbit (none = unlimited)")
-    p.add_argument("--loss", default="0", type=argtypes.loss, help="0.01 (Bernoulli) or ge:P,R[,h,k] (Gilbert-Elliott)")
-    p.add_argument("--table", default=None, type=argtypes.size,
-                   help="dynamic table capacity in bytes (default 4096; a QPACK interop trace: from its file name)")
-    p.add_argument("--blocked", default=None, type=argtypes.count(0),
-                   help="max blocked streams (default 100; a QPACK interop trace: from its file name)")
-    p.add_argument("--direction", default="auto", choices=list(DIRECTIONS),
-                   help="header lists to replay; auto (default): what the trace holds")
-    p.add_argument("--spacing", default="10ms", type=argtypes.duration, help="request spacing for untimed traces (QIF)")
-    p.add_argument("--think", default="0ms", type=argtypes.duration,
-                   help="server think time before a response (direction both)")
-    p.add_argument("--jitter", default="0", type=argtypes.probability, help="probability of an extra U(0,100ms) delay")
-    p.add_argument("--cc", default="reno", choices=["reno", "cubic"])
-    p.add_argument("--seed", default=1, type=int)
-    p.add_argument("--blocks", metavar="CSV", type=argtypes.output_file, help="also write the per-block table to CSV")
-    p.add_argument("--json", action="store_true", help="print one JSON object")
-
-
-def add_commands(sub) -> None:
-    p = sub.add_parser("hol", help="header-compression HOL blocking: HPACK vs QPACK vs QCRAM")
-    add_arguments(p)
-    p.set_defaults(func=_cmd)

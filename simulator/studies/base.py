@@ -1,0 +1,332 @@
+"""The study contract: one shape for every study, read alike by the CLI and the batch runner.
+
+A study is a package ``simulator/studies/<name>/`` holding its model, its ``run()`` and its
+command line apart, and offering:
+
+- **parameters**: a frozen dataclass deriving ``StudyParams``.  Its network part is the
+  fields of ``Network`` it uses (``rtt_s``, ``bandwidth_bps``, ``loss``, ``cc``, ``tls``,
+  ``seed``), declared flat (so ``replace(params, rtt_s=0.05)`` works) with the study's
+  own defaults, checked once by ``Network``, offered as flags by ``add_network_flags``
+  and read back by ``network_from_args``;
+- **run**: ``run(trace, params, *, progress=False) -> result``.  ``trace`` is the study's
+  input, a ``Trace`` (the page-load studies also take its ``PageGraph``); a study that
+  makes its own input says so and takes ``trace=None`` (``Study.input``);
+- **result**: a dataclass deriving ``StudyResult``: ``tables()`` (named DataFrames,
+  ``summary`` first: what the batch runner stores), ``to_dict()``, and ``to_json()``,
+  the one JSON writer;
+- **registration**: ``STUDY = Study(...)`` in the package's ``cli`` module, named by one
+  line of ``simulator.studies.registry``: the CLI makes ``workbench <name>`` from it and
+  the batch runner reads its flags as grid parameters.
+
+A worked example (a study of one transfer; its flags are the network's)::
+
+    @dataclass(frozen=True)
+    class ToyParams(StudyParams):
+        body_bytes: int = 100_000
+        rtt_s: float = 0.100
+        bandwidth_bps: float | None = 10e6
+        loss: str = "0"
+        seed: int = 1
+
+    @dataclass
+    class ToyResult(StudyResult):
+        summary: pd.DataFrame
+        params: dict
+
+        def tables(self):
+            return {"summary": self.summary}
+
+        def to_dict(self):
+            return {"summary": records(self.summary), "params": self.params}
+
+    def add_arguments(p):
+        p.add_argument("--trace", required=True)
+        p.add_argument("--body", default="100kB", type=argtypes.size)
+        add_network_flags(p, rtt="100ms", bw="10mbit", loss="0", seed=1)
+
+    def params_from_args(args):
+        return ToyParams(body_bytes=parse_size(args.body), **network_from_args(args))
+
+    STUDY = Study(name="toy", help="one transfer", add_arguments=add_arguments,
+                  params_from_args=params_from_args, run=run, command=_cmd)
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import random
+from dataclasses import dataclass, field, fields, replace
+from typing import Any, Callable, ClassVar
+
+import numpy as np
+import pandas as pd
+
+from .. import argtypes
+from ..errors import InputError
+from ..units import parse_bandwidth, parse_duration
+
+__all__ = ["Network", "NETWORK_FIELDS", "CC_CHOICES", "StudyParams", "StudyResult", "Study", "add_network_flags",
+           "network_from_args", "comma_list", "jsonable", "json_default", "rows_by_index", "records", "steps"]
+
+CC_CHOICES = ("reno", "cubic")                # the transport models' congestion controllers (net.cc)
+NETWORK_FIELDS = ("rtt_s", "bandwidth_bps", "loss", "cc", "tls", "seed")
+
+
+# ---------------------------------------------------------------------------------------
+# Parameters
+
+
+@dataclass(frozen=True)
+class Network:
+    """The network part of a study's parameters: the path (RTT, bottleneck bandwidth, loss
+    model), the transport's congestion control, TLS on TCP, and the seed of every draw."""
+
+    rtt_s: float = 0.100
+    bandwidth_bps: float | None = 10e6        # None: unlimited
+    loss: str = "0"                           # "0.01" Bernoulli, "ge:P,R[,h,k]" Gilbert-Elliott
+    cc: str = "reno"
+    tls: bool = True                          # h2 over TLS 1.3 (False: cleartext, prior knowledge)
+    seed: int = 1
+
+    def __post_init__(self) -> None:
+        from ..net.link import parse_loss
+
+        if not self.rtt_s > 0:
+            raise InputError(f"RTT must be above 0, got {self.rtt_s}")
+        if self.bandwidth_bps is not None and not self.bandwidth_bps > 0:
+            raise InputError(f"bandwidth must be above 0, got {self.bandwidth_bps} (None = unlimited)")
+        if self.cc not in CC_CHOICES:
+            raise InputError(f"unknown congestion control {self.cc!r} (choose {' or '.join(CC_CHOICES)})")
+        parse_loss(self.loss, random.Random(0))          # a bad loss spec fails here, before any work
+
+
+class StudyParams:
+    """Base of every study's parameters dataclass: the network part checked alike, the
+    seed set alike, and the flat dictionary that goes into results and batch rows."""
+
+    # Batch runs set these fields (e.g. wall-clock measurements off) and leave them out of
+    # a job's parameters; BATCH_DROPPED fields are left out too (they shape no batch result).
+    BATCH_FIXED: ClassVar[dict[str, Any]] = {}
+    BATCH_DROPPED: ClassVar[tuple[str, ...]] = ()
+
+    def __post_init__(self) -> None:
+        self.network                                      # checks the network part
+
+    @property
+    def network(self) -> Network:
+        """The network fields this study has (the others at ``Network``'s defaults)."""
+        return Network(**{k: getattr(self, k) for k in NETWORK_FIELDS if hasattr(self, k)})
+
+    def with_seed(self, seed: int):
+        """The same parameters with another seed (the batch runner's seeds)."""
+        return replace(self, seed=int(seed))
+
+    def to_dict(self) -> dict:
+        """Every field, lists of names joined by commas (``"hpack,qpack"``)."""
+        d = {}
+        for f in fields(self):
+            value = getattr(self, f.name)
+            d[f.name] = ",".join(str(v) for v in value) if isinstance(value, tuple) else value
+        return d
+
+    def for_batch(self):
+        """These parameters as a batch job runs them (``BATCH_FIXED`` applied)."""
+        return replace(self, **self.BATCH_FIXED) if self.BATCH_FIXED else self
+
+    def batch_dict(self) -> dict:
+        """What identifies a batch job and goes into its rows: ``to_dict`` without the seed
+        (the batch's own) and without the fields batch runs fix or ignore."""
+        d = self.to_dict()
+        for k in ("seed", *self.BATCH_FIXED, *self.BATCH_DROPPED):
+            d.pop(k, None)
+        return d
+
+
+def comma_list(text) -> tuple[str, ...]:
+    """``"hpack, qpack,"`` -> ``("hpack", "qpack")``."""
+    return tuple(s.strip() for s in str(text).split(",") if s.strip())
+
+
+# ---------------------------------------------------------------------------------------
+# Network flags: one spelling and one check for every study
+
+
+def add_network_flags(p: argparse.ArgumentParser, *, rtt: str | None = None, bw: str | None = None,
+                      loss: str | None = None, cc: str | None = None, tls: bool = False,
+                      seed: int | None = None) -> None:
+    """Add ``--rtt``, ``--bw``, ``--loss``, ``--cc``, ``--no-tls``, ``--seed`` (those given a
+    default; ``tls=True`` adds ``--no-tls``), each with the checks of ``argtypes``."""
+    added = []
+    if rtt is not None:
+        p.add_argument("--rtt", default=rtt, type=argtypes.positive_duration, help=f"round-trip time, e.g. {rtt}")
+        added.append("rtt")
+    if bw is not None:
+        p.add_argument("--bw", default=bw, type=argtypes.bandwidth,
+                       help=f"bottleneck bandwidth, e.g. {bw} (none = unlimited)")
+        added.append("bw")
+    if loss is not None:
+        p.add_argument("--loss", default=loss, type=argtypes.loss,
+                       help="0.01 (Bernoulli) or ge:P,R[,h,k] (Gilbert-Elliott)")
+        added.append("loss")
+    if cc is not None:
+        p.add_argument("--cc", default=cc, choices=list(CC_CHOICES), help="congestion control of the transport")
+        added.append("cc")
+    if tls:
+        p.add_argument("--no-tls", action="store_true",
+                       help="cleartext HTTP/2 with prior knowledge instead of TLS 1.3 (one RTT less per connection)")
+        added.append("no_tls")
+    if seed is not None:
+        p.add_argument("--seed", default=seed, type=int, help="seed of every random draw")
+        added.append("seed")
+    p.set_defaults(network_flags=tuple(added))
+
+
+def network_from_args(args: argparse.Namespace) -> dict:
+    """The network fields, parsed, of the flags ``add_network_flags`` added."""
+    given = getattr(args, "network_flags", ())
+    parse = {"rtt": ("rtt_s", parse_duration), "bw": ("bandwidth_bps", parse_bandwidth), "loss": ("loss", str),
+             "cc": ("cc", str), "no_tls": ("tls", lambda v: not v), "seed": ("seed", int)}
+    return {parse[flag][0]: parse[flag][1](getattr(args, flag)) for flag in given}
+
+
+# ---------------------------------------------------------------------------------------
+# Results and JSON
+
+
+def jsonable(v: Any) -> Any:
+    """A value made plain for JSON: NumPy scalars as Python ones, NaN as ``None``."""
+    if isinstance(v, np.integer):
+        return int(v)
+    if isinstance(v, (float, np.floating)):
+        return None if math.isnan(v) else float(v)
+    if isinstance(v, np.bool_):
+        return bool(v)
+    return v
+
+
+def json_default(v: Any) -> Any:
+    """``json.dumps``'s ``default``: NumPy scalars (NaN as ``null``); anything else is a bug."""
+    if isinstance(v, np.generic):
+        return jsonable(v.item())
+    raise TypeError(f"{type(v).__name__} is not JSON serializable")
+
+
+def rows_by_index(summary: pd.DataFrame) -> dict:
+    """``{index value: {column: value}}`` with every value JSON-ready."""
+    return {name: {k: jsonable(v) for k, v in row.items()} for name, row in summary.to_dict(orient="index").items()}
+
+
+def records(df: pd.DataFrame) -> list[dict]:
+    """``[{column: value}]``, one per row, with every value JSON-ready."""
+    return [{k: jsonable(v) for k, v in row.items()} for row in df.to_dict(orient="records")]
+
+
+class StudyResult:
+    """Base of every study's result: ``tables()`` for the batch runner, ``to_dict()`` for
+    JSON, and the one JSON writer (``--json`` output is valid and byte-stable)."""
+
+    JSON_INDENT: ClassVar[int | None] = 2
+
+    def tables(self) -> dict[str, pd.DataFrame]:
+        """Named tables, ``summary`` first (one row per compared alternative)."""
+        raise NotImplementedError
+
+    def to_dict(self) -> dict:
+        raise NotImplementedError
+
+    def to_json(self) -> str:
+        return json.dumps(self.to_dict(), indent=self.JSON_INDENT, default=json_default)
+
+
+def steps(items, desc: str, progress: bool, *, leave: bool = False):
+    """``items``, with a progress bar when ``progress``."""
+    if not progress:
+        return items
+    from tqdm.auto import tqdm
+
+    return tqdm(items, desc=desc, leave=leave)
+
+
+# ---------------------------------------------------------------------------------------
+# Registration
+
+
+class _RaisingParser(argtypes.ArgParser):
+    """A study's flags parsed from grid values: errors raise ``InputError`` (the flags' own
+    checks run, so a grid value is read exactly as the same flag on the command line)."""
+
+    def error(self, message: str):
+        raise InputError(message)
+
+    def exit(self, status=0, message=None):  # pragma: no cover - no --help here
+        raise InputError(message or "bad grid value")
+
+
+# Flags that name the input or the seeds, or only shape command-line output: never grid parameters.
+NOT_GRID_FLAGS = frozenset({"trace", "seed", "seeds", "json", "help"})
+
+
+@dataclass(frozen=True)
+class Study:
+    """One study as the CLI (``workbench <name>``) and the batch runner see it."""
+
+    name: str
+    help: str
+    add_arguments: Callable[[argparse.ArgumentParser], None]     # the study's flags (CLI and grid)
+    params_from_args: Callable[[argparse.Namespace], StudyParams]
+    run: Callable[..., StudyResult]                              # run(trace, params, *, progress=False)
+    command: Callable[[argparse.Namespace], int]                 # ``workbench <name>``
+    input: str = "trace"                  # "trace": run(trace, params); "none": it makes its own (trace=None)
+    optional_tables: tuple[str, ...] = ()                        # stored only when asked for (--tables)
+    cli_only: frozenset[str] = field(default_factory=frozenset)  # flags that only shape CLI output
+    more_commands: Callable | None = None                        # add_commands(sub) of helper commands
+
+    # -- the CLI --------------------------------------------------------------------------
+    def add_commands(self, sub) -> None:
+        p = sub.add_parser(self.name, help=self.help)
+        self.add_arguments(p)
+        p.set_defaults(func=self.command)
+        if self.more_commands is not None:
+            self.more_commands(sub)
+
+    # -- the batch runner -------------------------------------------------------------------
+    @property
+    def needs_trace(self) -> bool:
+        return self.input != "none"
+
+    @property
+    def reserved(self) -> frozenset[str]:
+        """Flags a grid may not set."""
+        return NOT_GRID_FLAGS | self.cli_only
+
+    def parser(self) -> argparse.ArgumentParser:
+        """The study's flags on a parser that raises ``InputError`` (for grid values)."""
+        p = _RaisingParser(prog=f"workbench {self.name}", add_help=False)
+        self.add_arguments(p)
+        return p
+
+    def flags(self) -> dict[str, argparse.Action]:
+        """Grid-settable flags by their name without dashes (``rtt``, ``loss``, ...)."""
+        out = {}
+        for action in self.parser()._actions:
+            longs = [o for o in action.option_strings if o.startswith("--")]
+            if longs and longs[0][2:] not in self.reserved:
+                out[longs[0][2:]] = action
+        return out
+
+    def batch_params(self, args: argparse.Namespace) -> StudyParams:
+        return self.params_from_args(args).for_batch()
+
+    @staticmethod
+    def with_seed(params: StudyParams, seed: int) -> StudyParams:
+        return params.with_seed(seed)
+
+    @staticmethod
+    def params_dict(params: StudyParams) -> dict:
+        return params.batch_dict()
+
+    @staticmethod
+    def tables(result: StudyResult) -> dict[str, pd.DataFrame]:
+        return result.tables()
