@@ -16,7 +16,8 @@ import re
 
 from .errors import InputError
 
-__all__ = ["parse_duration", "parse_rate", "parse_size", "parse_bandwidth", "parse_byte_rate", "UNLIMITED"]
+__all__ = ["parse_duration", "parse_rate", "parse_size", "parse_bandwidth", "parse_byte_rate", "parse_named_durations",
+           "UNLIMITED"]
 
 _NUM = r"\s*([-+]?[0-9]*\.?[0-9]+(?:[eE][-+]?[0-9]+)?)\s*([a-zA-Zµ/]*)\s*$"
 
@@ -100,3 +101,20 @@ def parse_byte_rate(text: str | float | None, *, require_unit: bool = False) -> 
         return parse_rate(t) / 8.0
     except InputError:
         raise InputError(f"cannot read {text!r} as a rate (e.g. 500kB/s, 2MiB/s, 4mbit, inf)") from None
+
+
+def parse_named_durations(text: str, what: str, *, require_unit: bool = False) -> tuple[tuple[str, float], ...]:
+    """``document=5ms,script=10ms`` -> ``(("document", 0.005), ("script", 0.01))``: a duration,
+    zero or positive, per name (``what`` names them in errors, e.g. "parse delay")."""
+    out = []
+    for item in str(text).split(","):
+        if not item.strip():
+            continue
+        name, sep, value = item.partition("=")
+        if not sep or not name.strip():
+            raise InputError(f"{what} must be NAME=DURATION[,NAME=DURATION...], got {item.strip()!r}")
+        seconds = parse_duration(value.strip(), require_unit=require_unit)
+        if seconds < 0:
+            raise InputError(f"{what} of {name.strip()} must be >= 0, got {value.strip()!r}")
+        out.append((name.strip(), seconds))
+    return tuple(out)

@@ -148,33 +148,6 @@ def _replay() -> Study:
 
 
 # ---------------------------------------------------------------------------------------
-# Server push vs 103 Early Hints
-
-
-def _push_tables(result) -> dict[str, pd.DataFrame]:
-    # Per-resource rows carry policy and seed already; the batch adds the parameters.
-    return {"summary": result.summary.reset_index(), "resources": result.resources.drop(columns=["seed"]),
-            "pushes": result.pushes.drop(columns=["seed"])}
-
-
-def _push() -> Study:
-    from ..studies import push
-
-    return Study(
-        name="push",
-        help="HTTP/2 server push vs 103 Early Hints on the page-load model",
-        add_arguments=push.add_arguments,
-        params_from_args=push.params_from_args,
-        run=lambda trace, params: push.run(trace, params),
-        with_seed=lambda params, seed: replace(params, seed=int(seed)),
-        params_dict=_hol_params_dict,
-        tables=_push_tables,
-        optional_tables=("resources", "pushes"),
-        reserved=frozenset({"trace", "seed", "seeds", "json", "help"}),
-    )
-
-
-# ---------------------------------------------------------------------------------------
 # The trailers study
 
 
@@ -295,7 +268,7 @@ def _demux() -> Study:
 
 
 # name -> factory (the study module is imported when first asked for)
-STUDIES: dict[str, Callable[[], Study]] = {"push": _push, "trailers": _trailers,
+STUDIES: dict[str, Callable[[], Study]] = {"trailers": _trailers,
                                            "crossstream": _crossstream, "demux": _demux}
 STUDIES["replay"] = _replay
 STUDIES["coalescing"] = _coalescing
@@ -308,7 +281,7 @@ def _registered(name: str):
     return lambda: registry.get(name)
 
 
-for _name in ("hol",):
+for _name in ("hol", "push"):
     STUDIES[_name] = _registered(_name)
 
 

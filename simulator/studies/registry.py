@@ -16,6 +16,7 @@ __all__ = ["STUDIES", "get", "all_studies", "add_commands"]
 # name -> the module that holds its registration, ``STUDY`` (imported when first asked for)
 STUDIES = {
     "hol": "simulator.studies.hol.cli",
+    "push": "simulator.studies.push.cli",
 }
 
 
