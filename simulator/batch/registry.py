@@ -148,39 +148,6 @@ def _replay() -> Study:
 
 
 # ---------------------------------------------------------------------------------------
-# The trailers study
-
-
-def _trailers() -> Study:
-    from ..studies import trailers
-
-    def params_dict(params) -> dict:
-        d = params.to_dict()
-        d.pop("seed", None)
-        return d
-
-    def tables(result) -> dict[str, pd.DataFrame]:
-        drop = ("seed", "rtt_s", "bandwidth_bps", "loss", "rate_bytes_per_s", "chunk_bytes", "hops", "te_trailers",
-                "metadata")
-        return {"summary": result.summary,
-                "responses": result.responses.drop(columns=[c for c in drop if c in result.responses.columns]),
-                "hops": result.hops.drop(columns=[c for c in drop if c in result.hops.columns])}
-
-    return Study(
-        name="trailers",
-        help="metadata at the end of a body: buffer vs trailers vs in-body, through hops",
-        add_arguments=trailers.add_arguments,
-        params_from_args=trailers.params_from_args,
-        run=lambda trace, params: trailers.run(trace, params),
-        with_seed=trailers.with_seed,
-        params_dict=params_dict,
-        tables=tables,
-        optional_tables=("responses", "hops"),
-        reserved=frozenset({"trace", "seed", "rows", "json", "help"}),
-    )
-
-
-# ---------------------------------------------------------------------------------------
 # The cross-stream compression study: a "trace" is any trace file the loaders read; its
 # text responses (URLs, types, sizes) get generated bodies (simulator/traces/bodies.py).
 
@@ -268,7 +235,7 @@ def _demux() -> Study:
 
 
 # name -> factory (the study module is imported when first asked for)
-STUDIES: dict[str, Callable[[], Study]] = {"trailers": _trailers,
+STUDIES: dict[str, Callable[[], Study]] = {
                                            "crossstream": _crossstream, "demux": _demux}
 STUDIES["replay"] = _replay
 STUDIES["coalescing"] = _coalescing
@@ -281,7 +248,7 @@ def _registered(name: str):
     return lambda: registry.get(name)
 
 
-for _name in ("hol", "push"):
+for _name in ("hol", "push", "trailers"):
     STUDIES[_name] = _registered(_name)
 
 

@@ -17,6 +17,7 @@ __all__ = ["STUDIES", "get", "all_studies", "add_commands"]
 STUDIES = {
     "hol": "simulator.studies.hol.cli",
     "push": "simulator.studies.push.cli",
+    "trailers": "simulator.studies.trailers.cli",
 }
 
 
