@@ -23,9 +23,9 @@ def _mb_per_s(fn, payloads, repeats: int) -> float:
 
 
 def run(quick: bool = False) -> dict:
-    from simulator.compression.bodies import Codec
+    from simulator.studies.crossstream.bodies import Codec
     from simulator.studies import crossstream
-    from simulator.traces import bodies
+    from simulator.studies.crossstream import bodies
 
     corpus = bodies.generate(seed=1, releases=2 if quick else 3)
     data = [b.data for b in corpus.bodies]

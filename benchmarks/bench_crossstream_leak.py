@@ -27,7 +27,7 @@ from pathlib import Path
 
 
 def _queries_per_s(setup, scheme, codec, static, repeats, alignments):
-    from simulator.compression.bodies.leak import Attack
+    from simulator.studies.crossstream.bodies.leak import Attack
 
     best, result = float("inf"), None
     for _ in range(repeats):
@@ -57,15 +57,15 @@ def _cli_s(argv, repeats):
 
 
 def run(quick: bool = False) -> dict:
-    from simulator.compression.bodies import Codec, _brotli_dict
-    from simulator.compression.bodies.leak import make_setup
-    from simulator.compression.bodies.schemes import static_dictionaries
+    from simulator.studies.crossstream.bodies import Codec, _brotli_dict
+    from simulator.studies.crossstream.bodies.leak import make_setup
+    from simulator.studies.crossstream.bodies.schemes import static_dictionaries
     from simulator.studies import crossstream
     from simulator.traces import synth
     from simulator.traces.har import write_har
 
     params = crossstream.CrossstreamParams()
-    static = static_dictionaries(crossstream._training(params), params.static_dictionary_bytes)
+    static = static_dictionaries(crossstream.training_corpus(params), params.static_dictionary_bytes)
     setup = make_setup(2 if quick else 4, seed=1)
     alignments = 2 if quick else 8
     repeats = 1 if quick else 3

@@ -16,14 +16,14 @@ import pytest
 import zstandard
 
 from simulator.cli import main
-from simulator.compression.bodies import Codec, DecodeError, SchemeUnavailable, _brotli_dict, parse_codecs
-from simulator.compression.bodies import rfc9842 as r
-from simulator.compression.bodies.leak import Attack, make_setup
-from simulator.compression.bodies.schemes import (Request, SchemeRun, VerificationError,
+from simulator.studies.crossstream.bodies import Codec, DecodeError, SchemeUnavailable, _brotli_dict, parse_codecs
+from simulator.studies.crossstream.bodies import rfc9842 as r
+from simulator.studies.crossstream.bodies.leak import Attack, make_setup
+from simulator.studies.crossstream.bodies.schemes import (Request, SchemeRun, VerificationError,
                                                   static_dictionaries, use_as_dictionary_for)
 from simulator.errors import InputError
 from simulator.studies import crossstream
-from simulator.traces import bodies
+from simulator.studies.crossstream import bodies
 
 ROOT = Path(__file__).resolve().parent.parent
 PAGE = ROOT / "traces" / "synthetic-page.har"

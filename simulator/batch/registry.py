@@ -148,34 +148,6 @@ def _replay() -> Study:
 
 
 # ---------------------------------------------------------------------------------------
-# The cross-stream compression study: a "trace" is any trace file the loaders read; its
-# text responses (URLs, types, sizes) get generated bodies (simulator/traces/bodies.py).
-
-
-def _crossstream() -> Study:
-    from ..studies import crossstream
-
-    def params_dict(params) -> dict:
-        d = params.to_dict()
-        d.pop("seed", None)
-        d.pop("measure_cpu", None)       # wall-clock measurements stay out of batch rows
-        return d
-
-    return Study(
-        name="crossstream",
-        help="cross-stream compression (shared contexts, dictionaries, RFC 9842) and the size-oracle leak",
-        add_arguments=crossstream.add_arguments,
-        params_from_args=crossstream.params_from_args,
-        run=lambda trace, params: crossstream.run(trace, replace(params, measure_cpu=False)),
-        with_seed=lambda params, seed: replace(params, seed=int(seed)),
-        params_dict=params_dict,
-        tables=lambda result: {"summary": result.summary, "leak": result.leak, "responses": result.responses},
-        optional_tables=("leak", "responses"),
-        reserved=frozenset({"trace", "bodies", "seed", "cpu", "responses", "json", "help"}),
-    )
-
-
-# ---------------------------------------------------------------------------------------
 # Connection coalescing (none, RFC 9113 9.1.1, ORIGIN, h3 with Alt-Svc)
 
 
@@ -236,7 +208,7 @@ def _demux() -> Study:
 
 # name -> factory (the study module is imported when first asked for)
 STUDIES: dict[str, Callable[[], Study]] = {
-                                           "crossstream": _crossstream, "demux": _demux}
+                                           "demux": _demux}
 STUDIES["replay"] = _replay
 STUDIES["coalescing"] = _coalescing
 _cache: dict[str, Study] = {}
@@ -248,7 +220,7 @@ def _registered(name: str):
     return lambda: registry.get(name)
 
 
-for _name in ("hol", "push", "trailers"):
+for _name in ("hol", "push", "trailers", "crossstream"):
     STUDIES[_name] = _registered(_name)
 
 

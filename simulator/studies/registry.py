@@ -18,6 +18,7 @@ STUDIES = {
     "hol": "simulator.studies.hol.cli",
     "push": "simulator.studies.push.cli",
     "trailers": "simulator.studies.trailers.cli",
+    "crossstream": "simulator.studies.crossstream.cli",
 }
 
 

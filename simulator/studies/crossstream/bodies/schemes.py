@@ -61,8 +61,8 @@ import time
 from dataclasses import dataclass
 from urllib.parse import urlsplit
 
-from ...frames import encode_varint
-from ...traces.bodies import Body, Corpus
+from ....frames import encode_varint
+from .corpus import Body, Corpus
 from . import rfc9842
 from .codecs import Codec, SchemeUnavailable
 

@@ -32,7 +32,7 @@ from dataclasses import dataclass
 import brotli
 import zstandard
 
-from ...errors import InputError
+from ....errors import InputError
 from . import _brotli_dict
 
 __all__ = ["Codec", "StreamPair", "LIBRARIES", "LEVELS", "parse_codecs", "DecodeError",

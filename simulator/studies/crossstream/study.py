@@ -1,83 +1,26 @@
-"""Cross-stream compression: per-response vs shared contexts vs per-type dictionaries vs
-RFC 9842 deltas, and the size-oracle leak that comes with sharing.
-
-The question (put to the HTTP Workshop 2017 by the proposal below, and again by RFC 9842):
-how much do responses shrink when a compressor may
-reference earlier responses (the 2017 proposal, draft-vkrasnov-h2-compression-
-dictionaries; RFC 9842 Compression Dictionary Transport), at what CPU and memory cost,
-what does it buy in transfer time, and how many requests does an attacker who sees
-only sizes need to read a secret under each scoping rule?
-
-Input: bodies (``simulator.traces.bodies``): a generated site with releases (default),
-a folder of real files (``--bodies``), or a trace file (``--trace``; its text responses
-get generated bodies of their URLs, types and sizes; this is what ``workbench batch
-crossstream --traces`` feeds).  Release r is a *visit*: one new connection per origin
-fetching release r's bodies in order; from the second visit on, only the bodies that
-changed since the previous release (unchanged assets are cached).  The client's RFC 9842
-dictionary store lasts across visits; connection-scoped state (shared contexts, the
-2017 dictionaries) does not.
-
-For every scheme x codec x scoping (``simulator.compression.bodies.schemes``) every
-response is encoded with the real library, decoded, and checked against its body.
-Outputs:
-
-- ``summary``: bytes, ratio, saving, gain over per-response compression of the same
-  codec, first- and repeat-visit bytes, peak dictionary memory at both ends, and the
-  visit's transfer time on the simulated path (the transport models of
-  ``simulator.stacks.model_replay``: every response of a visit requested at t = 0,
-  its size the scheme's encoded size plus overhead);
-- ``responses``: one row per response;
-- ``leak``: the BREACH-style attack (``simulator.compression.bodies.leak``) per scheme,
-  codec, scoping and secret length: recovered or not, and requests spent.  By default
-  a quick attack (``LEAK_ATTACKS["quick"]``: a 4-character secret, against the first
-  codec of the list each scheme can use: every scheme and scoping, about a sixth of
-  the queries); ``--leak full`` is the longer one (4 and 8 characters, every codec).  A row
-  depends only on its scheme, codec, scoping, secret length, alignments and seed, so
-  the quick table's rows are the full one's at the same length;
-- ``cpu`` (only with ``measure_cpu``): compression and decompression time per byte,
-  measured, *wall time of this machine*, kept out of the deterministic output;
-- ``reference``: the 2017 figure (Brotli-5 with dictionary vs Brotli-8 per response,
-  1.30x published) and RFC 9842-style delta savings per type, next to ours (each delta
-  codec against plain compression with its own library and level: dcb brotli:5 vs br
-  brotli:5, dcz zstd:3 vs zstd zstd:3, on the repeat visits' responses).
-
-Published reference points: the 2017 proposal (V. Krasnov,
-draft-vkrasnov-h2-compression-dictionaries-00 to -03, 2016-2017, presented at the HTTP
-Workshop 2017) measured on about 2,000 top sites that its best strategy (a static
-dictionary per type for the first asset, then a per-type dynamic dictionary each asset
-is appended to) made Brotli-5 1.30x better than Brotli-8 per response and 1.46x better
-than Deflate-8, while 2-3x faster.  Deployments of RFC 9842 (Compression Dictionary
-Transport, 2025) report, against plain Brotli, -78% for a large script sent as a delta
-against its previous version, -98% for a bundle, and -30% to -90% for HTML pages with a
-shared dictionary.  The risk is the one of CRIME (2012), BREACH (2013) and HEIST (2016):
-a secret and attacker-controlled text in one compression context, and sizes visible to
-the attacker; HPACK's answer (RFC 7541 section 7: whole-field matches, never-indexed
-literals, one context per connection) is the model for the scoping rules.
-"""
+"""The cross-stream study: its parameters, ``run`` (every scheme x codec x scoping over
+the bodies' visits, then the leak) and the reference figures."""
 
 from __future__ import annotations
 
-import argparse
-import json
 import math
-import sys
-from dataclasses import asdict, dataclass, replace
-from typing import Any
+from dataclasses import dataclass, replace
 from urllib.parse import urlsplit
 
 import numpy as np
 import pandas as pd
 
-from .. import __version__, argtypes
-from ..compression.bodies import Codec, SchemeUnavailable, parse_codecs
-from ..compression.bodies.leak import Attack, make_setup
-from ..compression.bodies.schemes import (CROSS_STREAM, SCHEMES, SCOPINGS, Request, SchemeRun, applicable,
-                                          static_dictionaries)
-from ..errors import InputError
-from ..traces import bodies as body_gen
-from ..units import parse_bandwidth, parse_duration, parse_size
+from ... import __version__
+from ...errors import InputError
+from ...units import parse_size
+from ..base import StudyParams, StudyResult, records, steps
+from . import bodies as body_gen
+from .bodies import Codec, SchemeUnavailable, parse_codecs
+from .bodies.leak import Attack, make_setup
+from .bodies.schemes import CROSS_STREAM, SCHEMES, SCOPINGS, Request, SchemeRun, applicable, static_dictionaries
 
-__all__ = ["CrossstreamParams", "CrossstreamResult", "run", "run_leak", "visits", "SCHEMES", "SCOPINGS"]
+__all__ = ["CrossstreamParams", "CrossstreamResult", "run", "run_leak", "visits", "check_dictionary_bytes", "SCHEMES",
+           "SCOPINGS", "TRANSPORTS", "LEAK_ATTACKS", "PUBLISHED"]
 
 TRANSPORTS = {"tcp": "h2", "quic": "h3"}       # transport model -> the replay's stack name
 # The leak's attacks (--leak): secret lengths and which codecs.  The quick one keeps the
@@ -89,10 +32,21 @@ PUBLISHED = {
     "brotli5_dict_vs_brotli8": 1.30,           # HTTP Workshop 2017, ~2000 top sites
     "delta_saving_percent": {"js": (78, 98), "css": (78, 98), "html": (30, 90)},   # RFC 9842 era reports
 }
+MIN_DICTIONARY_BYTES = 1024
+
+
+def check_dictionary_bytes(size) -> int:
+    """The dynamic dictionary size in bytes: the draft sends it as DSize (2^DSize bytes), so
+    only powers of two exist; below 1 KiB one is too short to hold a response's repeats."""
+    n = parse_size(size)
+    if n < MIN_DICTIONARY_BYTES or n & (n - 1):
+        raise InputError(f"the dynamic dictionary size is 2^DSize bytes, a power of two from 1KiB "
+                         f"(e.g. 128KiB = 2^17), got {size!r}")
+    return n
 
 
 @dataclass(frozen=True)
-class CrossstreamParams:
+class CrossstreamParams(StudyParams):
     """Everything that determines a run.  Units are in the names."""
 
     schemes: tuple[str, ...] = SCHEMES
@@ -111,7 +65,11 @@ class CrossstreamParams:
     leak_codecs: str = "first"                 # "first": each scheme's first usable codec; "all"
     measure_cpu: bool = False
 
+    # Wall-clock measurements stay out of batch rows.
+    BATCH_FIXED = {"measure_cpu": False}
+
     def __post_init__(self) -> None:
+        super().__post_init__()
         for s in self.schemes:
             if s not in SCHEMES:
                 raise InputError(f"unknown scheme {s!r} (choose from {', '.join(SCHEMES)})")
@@ -123,10 +81,6 @@ class CrossstreamParams:
         parse_codecs(self.codecs)                # a bad codec list fails here
         if self.transport not in TRANSPORTS:
             raise InputError(f"unknown transport {self.transport!r} (choose tcp or quic)")
-        if self.rtt_s <= 0:
-            raise InputError(f"RTT must be above 0, got {self.rtt_s}")
-        if self.bandwidth_bps is not None and self.bandwidth_bps <= 0:
-            raise InputError(f"bandwidth must be above 0, got {self.bandwidth_bps}")
         if self.releases < 1:
             raise InputError(f"releases must be at least 1, got {self.releases}")
         if self.static_dictionary_bytes < 0:
@@ -138,25 +92,14 @@ class CrossstreamParams:
             raise InputError("leak alignments must be at least 1")
         if self.leak_codecs not in ("first", "all"):
             raise InputError(f"leak codecs must be 'first' or 'all', got {self.leak_codecs!r}")
-        import random
-
-        from ..net.link import parse_loss
-        parse_loss(self.loss, random.Random(0))
 
     @property
     def codec_list(self) -> tuple[Codec, ...]:
         return parse_codecs(self.codecs)
 
-    def to_dict(self) -> dict:
-        d = asdict(self)
-        d["schemes"] = ",".join(self.schemes)
-        d["scopings"] = ",".join(self.scopings)
-        d["leak_lengths"] = ",".join(str(n) for n in self.leak_lengths)
-        return d
-
 
 @dataclass
-class CrossstreamResult:
+class CrossstreamResult(StudyResult):
     summary: pd.DataFrame
     responses: pd.DataFrame
     leak: pd.DataFrame
@@ -168,33 +111,19 @@ class CrossstreamResult:
 
     def to_dict(self) -> dict:
         out = {
-            "summary": [_row(r) for r in self.summary.to_dict(orient="records")],
-            "leak": [_row(r) for r in self.leak.to_dict(orient="records")],
+            "summary": records(self.summary),
+            "leak": records(self.leak),
             "reference": self.reference,
             "unavailable": self.unavailable,
             "params": self.params,
             "source": self.source,
         }
         if self.cpu is not None:
-            out["cpu_wall_time_of_this_machine"] = [_row(r) for r in self.cpu.to_dict(orient="records")]
+            out["cpu_wall_time_of_this_machine"] = records(self.cpu)
         return out
 
-    def to_json(self) -> str:
-        return json.dumps(self.to_dict(), indent=2)
-
-
-def _row(row: dict) -> dict:
-    return {k: _jsonable(v) for k, v in row.items()}
-
-
-def _jsonable(v: Any) -> Any:
-    if isinstance(v, np.integer):
-        return int(v)
-    if isinstance(v, (float, np.floating)):
-        return None if math.isnan(v) else float(v)
-    if isinstance(v, np.bool_):
-        return bool(v)
-    return v
+    def tables(self) -> dict[str, pd.DataFrame]:
+        return {"summary": self.summary, "leak": self.leak, "responses": self.responses}
 
 
 # ---------------------------------------------------------------------------------------
@@ -218,14 +147,14 @@ def _corpus(source, params: CrossstreamParams) -> body_gen.Corpus:
         return body_gen.generate(seed=params.seed, releases=params.releases)
     if isinstance(source, body_gen.Corpus):
         return source
-    from ..traces.model import Trace
+    from ...traces.model import Trace
 
     if isinstance(source, Trace):
         return body_gen.corpus_from_trace(source, seed=params.seed, releases=params.releases)
     raise TypeError(f"run() takes a Corpus, a Trace or None, not {type(source).__name__}")
 
 
-def _training(params: CrossstreamParams) -> body_gen.Corpus:
+def training_corpus(params: CrossstreamParams) -> body_gen.Corpus:
     """Other sites' release-0 bodies, for the static per-type dictionaries."""
     bodies = []
     for k in range(3):
@@ -241,15 +170,15 @@ class _Transfer:
     """Visit completion times from the transport models, cached by the sizes replayed."""
 
     def __init__(self, params: CrossstreamParams) -> None:
-        from ..stacks.common import StackParams
+        from ...stacks.common import StackParams
 
         self.stack_params = StackParams(stack=TRANSPORTS[params.transport], rtt_s=params.rtt_s,
                                         bandwidth_bps=params.bandwidth_bps, loss=params.loss, seed=params.seed)
         self.cache: dict[tuple, float] = {}
 
     def visit_s(self, rows: list[dict]) -> float:
-        from ..stacks.common import ExchangeSpec
-        from ..stacks.model_replay import run_specs
+        from ...stacks.common import ExchangeSpec
+        from ...stacks.model_replay import run_specs
 
         key = tuple((r["url"], r["content_coding"], r["wire_bytes"] + r["overhead_bytes"]) for r in rows)
         if key in self.cache:
@@ -291,15 +220,11 @@ def run(source=None, params: CrossstreamParams | None = None, *, progress: bool 
     params = params or CrossstreamParams()
     corpus = _corpus(source, params)
     plan = visits(corpus)
-    static = static_dictionaries(_training(params), params.static_dictionary_bytes)
+    static = static_dictionaries(training_corpus(params), params.static_dictionary_bytes)
     transfer = _Transfer(params)
     combos = _combos(params)
-    iterator = combos
-    if progress:
-        from tqdm.auto import tqdm
-        iterator = tqdm(combos, desc="schemes", leave=False)
     rows, summaries, cpu_rows, unavailable = [], [], [], []
-    for scheme, codec, scoping in iterator:
+    for scheme, codec, scoping in steps(combos, "schemes", progress):
         codec_name = codec.name if codec else "identity"
         try:
             sr = SchemeRun(scheme, codec, scoping, static=static, dictionary_bytes=params.dictionary_bytes,
@@ -381,7 +306,7 @@ def run_leak(params: CrossstreamParams, *, static: dict | None = None, unavailab
              progress: bool = False) -> pd.DataFrame:
     """The leak experiment alone: one row per scheme x codec x scoping x secret length."""
     if static is None:
-        static = static_dictionaries(_training(params), params.static_dictionary_bytes)
+        static = static_dictionaries(training_corpus(params), params.static_dictionary_bytes)
     unavailable = unavailable or []
     rows = []
     jobs = []
@@ -391,9 +316,7 @@ def run_leak(params: CrossstreamParams, *, static: dict | None = None, unavailab
             if params.leak_codecs == "first" and codec != _first_codec(params, scheme):
                 continue
             jobs.append((n, scheme, codec, scoping))
-    if progress and jobs:
-        from tqdm.auto import tqdm
-        jobs = tqdm(jobs, desc="leak", leave=False)
+    jobs = steps(jobs, "leak", progress and bool(jobs))
     setups = {}
     for n, scheme, codec, scoping in jobs:
         if any(u["scheme"] == scheme and u["codec"] == codec.name for u in unavailable):
@@ -448,152 +371,3 @@ def _reference(summary: pd.DataFrame, responses: pd.DataFrame) -> dict:
         out["delta_saving_percent_vs_plain"] = deltas
     return out
 
-
-# ---------------------------------------------------------------------------------------
-# CLI
-
-
-MIN_DICTIONARY_BYTES = 1024
-
-
-def check_dictionary_bytes(size) -> int:
-    """The dynamic dictionary size in bytes: the draft sends it as DSize (2^DSize bytes), so
-    only powers of two exist; below 1 KiB one is too short to hold a response's repeats."""
-    n = parse_size(size)
-    if n < MIN_DICTIONARY_BYTES or n & (n - 1):
-        raise InputError(f"the dynamic dictionary size is 2^DSize bytes, a power of two from 1KiB "
-                         f"(e.g. 128KiB = 2^17), got {size!r}")
-    return n
-
-
-def _ints(text: str) -> tuple[int, ...]:
-    text = str(text).strip()
-    if text in ("", "0", "none"):
-        return ()
-    try:
-        return tuple(int(x) for x in text.split(",") if x.strip())
-    except ValueError:
-        raise InputError(f"--leak-lengths takes comma-separated integers, got {text!r}") from None
-
-
-def _leak_lengths(text: str) -> tuple[int, ...]:
-    lengths = _ints(text)
-    if any(n < 1 or n > 64 for n in lengths):
-        raise InputError(f"secret lengths must be between 1 and 64 characters, got {text!r}")
-    return lengths
-
-
-def params_from_args(args: argparse.Namespace) -> CrossstreamParams:
-    attack = getattr(args, "leak", None) or "quick"
-    if attack not in LEAK_ATTACKS:
-        raise InputError(f"--leak takes {' or '.join(LEAK_ATTACKS)}, got {attack!r}")
-    lengths = LEAK_ATTACKS[attack]["lengths"] if args.leak_lengths is None else _ints(args.leak_lengths)
-    return CrossstreamParams(
-        schemes=tuple(s.strip() for s in args.scheme.split(",") if s.strip()),
-        codecs=args.codecs,
-        scopings=tuple(s.strip() for s in args.scoping.split(",") if s.strip()),
-        releases=int(args.releases), seed=int(args.seed),
-        static_dictionary_bytes=parse_size(args.static_dict), dictionary_bytes=parse_size(args.dict_size),
-        transport=args.transport, rtt_s=parse_duration(args.rtt), bandwidth_bps=parse_bandwidth(args.bw),
-        loss=str(args.loss),
-        leak_lengths=lengths, leak_alignments=int(args.alignments), leak_codecs=LEAK_ATTACKS[attack]["codecs"],
-        measure_cpu=bool(getattr(args, "cpu", False)),
-    )
-
-
-def _cmd(args: argparse.Namespace) -> int:
-    params = params_from_args(args)
-    if args.trace and args.bodies:
-        raise InputError("give --trace or --bodies, not both")
-    if args.bodies:
-        source = body_gen.load_folder(args.bodies)
-    elif args.trace:
-        from ..traces import load
-        source = load(args.trace)
-    else:
-        source = None
-    result = run(source, params, progress=not args.json and sys.stderr.isatty())
-    if args.responses:
-        result.responses.to_csv(args.responses, index=False)
-    if args.json:
-        print(result.to_json())
-        return 0
-    src = result.source
-    print(f"bodies {src['source']} ({src['bodies']} bodies, {src['raw_bytes']:,} bytes, {src['visits']} visits), "
-          f"{params.transport}, RTT {params.rtt_s * 1000:g} ms, loss {params.loss}, seed {params.seed}")
-    cols = ["scheme", "codec", "scoping", "total_bytes", "ratio", "gain_vs_per_response", "repeat_ratio",
-            "server_dictionary_peak_bytes", "first_visit_s", "repeat_visit_s"]
-    with pd.option_context("display.width", 200, "display.max_rows", 500, "display.float_format", "{:.4f}".format):
-        print(result.summary[cols].to_string(index=False))
-        if not result.leak.empty:
-            scope = ("the first codec each scheme can use (--leak full: every codec)"
-                     if params.leak_codecs == "first" else "every codec")
-            lengths = " and ".join(str(n) for n in params.leak_lengths)
-            print(f"\nleak (BREACH-style size oracle; requests = attacker-induced responses observed; "
-                  f"{lengths}-character secrets, {scope}):")
-            print(result.leak.to_string(index=False))
-        if result.cpu is not None:
-            print("\nCPU (wall time of this machine, not deterministic):")
-            print(result.cpu.to_string(index=False))
-    for u in result.unavailable:
-        print(f"unavailable: {u['scheme']} {u['codec']}: {u['reason']}")
-    ref = result.reference
-    if "brotli5_dict_vs_brotli8" in ref:
-        print(f"\n2017 reference: Brotli-5 with dynamic dictionary vs Brotli-8 per response: "
-              f"{ref['brotli5_dict_vs_brotli8']:.2f}x (published 1.30x)")
-    for k, v in ref.get("delta_saving_percent_vs_plain", {}).items():
-        scheme, codec = k.split(" ", 1)
-        print(f"RFC 9842 delta {scheme} {codec}: saving % vs plain {codec} per response, per type "
-              f"(repeat visits): {v}")
-    return 0
-
-
-def _cmd_bodies(args: argparse.Namespace) -> int:
-    corpus = body_gen.generate(seed=int(args.seed), releases=int(args.releases))
-    written = body_gen.write_folder(corpus, args.out)
-    print(f"wrote {len(written)} bodies ({corpus.raw_bytes:,} bytes, {args.releases} releases) under {args.out}")
-    return 0
-
-
-def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--trace", help="a trace file: its text responses get generated bodies (URLs, types, sizes)")
-    p.add_argument("--bodies", metavar="DIR", help="a folder of real files (sub-folders are later releases)")
-    p.add_argument("--scheme", default=",".join(SCHEMES), type=argtypes.names(SCHEMES, "scheme"),
-                   help="comma-separated: " + ",".join(SCHEMES))
-    p.add_argument("--codecs", default=CrossstreamParams.codecs, type=argtypes.checked(parse_codecs, "codecs"),
-                   help="LIBRARY:LEVEL list, e.g. brotli:5,zstd:1-19,zlib:6 (libraries: zlib, brotli, zstd)")
-    p.add_argument("--scoping", default=",".join(SCOPINGS), type=argtypes.names(SCOPINGS, "scoping"),
-                   help="comma-separated: " + ",".join(SCOPINGS))
-    p.add_argument("--releases", default=3, type=argtypes.count(1), help="releases (visits) of generated bodies")
-    p.add_argument("--static-dict", default="32KiB", type=argtypes.size, help="static dictionary size per MIME type")
-    p.add_argument("--dict-size", default="128KiB", type=argtypes.checked(check_dictionary_bytes, "size"),
-                   help="dynamic dictionary size in bytes, a power of two (the draft's 2^DSize), e.g. 128KiB")
-    p.add_argument("--transport", default="tcp", choices=list(TRANSPORTS),
-                   help="transport model for transfer times: tcp (HTTP/2) or quic (HTTP/3)")
-    p.add_argument("--rtt", default="100ms", type=argtypes.positive_duration, help="round-trip time, e.g. 100ms")
-    p.add_argument("--bw", default="10mbit", type=argtypes.bandwidth, help="bottleneck bandwidth (none = unlimited)")
-    p.add_argument("--loss", default="0", type=argtypes.loss, help="0.01 (Bernoulli) or ge:P,R[,h,k] (Gilbert-Elliott)")
-    p.add_argument("--leak", default="quick", choices=list(LEAK_ATTACKS),
-                   help="the leak's attack: quick (default: a 4-character secret against the first codec each "
-                        "scheme can use, every scheme and scoping) or full (4- and 8-character secrets against "
-                        "every codec, about 6x the oracle queries; the default before)")
-    p.add_argument("--leak-lengths", default=None, type=argtypes.checked(_leak_lengths, "lengths"),
-                   help="secret lengths for the leak, overriding --leak's (0 = no leak experiment)")
-    p.add_argument("--alignments", default=8, type=argtypes.count(1),
-                   help="leak: rounds (fresh pads and alignment) per character before giving up")
-    p.add_argument("--seed", default=1, type=int)
-    p.add_argument("--cpu", action="store_true", help="also measure CPU time (wall time of this machine)")
-    p.add_argument("--responses", metavar="CSV", type=argtypes.output_file,
-                   help="also write the per-response table to CSV")
-    p.add_argument("--json", action="store_true", help="print one JSON object")
-
-
-def add_commands(sub) -> None:
-    p = sub.add_parser("crossstream", help="cross-stream compression: shared contexts, dictionaries, RFC 9842, the leak")
-    add_arguments(p)
-    p.set_defaults(func=_cmd)
-    b = sub.add_parser("crossstream-bodies", help="write the generated body corpus (releases in rNN/ folders)")
-    b.add_argument("out", metavar="DIR", type=argtypes.output_folder, help="folder to write (created)")
-    b.add_argument("--seed", default=1, type=int)
-    b.add_argument("--releases", default=3, type=argtypes.count(1))
-    b.set_defaults(func=_cmd_bodies)

@@ -1,6 +1,10 @@
-"""Response-body compression across streams: codecs on the real libraries, RFC 9842
-framing, the compression schemes of the cross-stream study and the size-oracle attack.
+"""The cross-stream study's bodies and how they are compressed: the corpus, the site
+generator, codecs on the real libraries, RFC 9842 framing, the compression schemes and
+the size-oracle attack.
 
+- ``corpus``: bodies of every release (``Corpus``, ``Body``), a folder of real files.
+- ``site``: a seeded generator of a small web site and its releases (``generate``), and
+  generated bodies for a trace's text responses (``corpus_from_trace``).
 - ``codecs``: zlib, Brotli and Zstandard behind one interface (one response, with or
   without a raw dictionary; a shared context across responses).
 - ``_brotli_dict``: Brotli's custom-dictionary C API through ctypes (no Python binding
@@ -14,5 +18,9 @@ framing, the compression schemes of the cross-stream study and the size-oracle a
 """
 
 from .codecs import LEVELS, LIBRARIES, Codec, DecodeError, SchemeUnavailable, StreamPair, parse_codecs
+from .corpus import KINDS, Body, BodyParams, Corpus, kind_for_content_type, load_folder, write_folder
+from .site import Site, corpus_from_trace, generate
 
-__all__ = ["Codec", "StreamPair", "LIBRARIES", "LEVELS", "parse_codecs", "DecodeError", "SchemeUnavailable"]
+__all__ = ["Codec", "StreamPair", "LIBRARIES", "LEVELS", "parse_codecs", "DecodeError", "SchemeUnavailable",
+           "KINDS", "Body", "BodyParams", "Corpus", "kind_for_content_type", "load_folder", "write_folder", "Site",
+           "corpus_from_trace", "generate"]

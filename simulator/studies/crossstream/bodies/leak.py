@@ -35,7 +35,8 @@ import html
 import random
 from dataclasses import dataclass, field
 
-from ...traces.bodies import Body, BodyParams, Site
+from .corpus import Body, BodyParams
+from .site import Site
 from .codecs import Codec
 from .schemes import Request, SchemeRun
 
