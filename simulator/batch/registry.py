@@ -73,12 +73,6 @@ class _RaisingParser(ArgParser):
         raise InputError(message or "bad grid value")
 
 
-def _hol_params_dict(params) -> dict:
-    d = params.to_dict()
-    d.pop("seed", None)
-    return d
-
-
 # ---------------------------------------------------------------------------------------
 # Replays over the real stacks (and, with ``model = true``, over the transport models)
 
@@ -148,34 +142,6 @@ def _replay() -> Study:
 
 
 # ---------------------------------------------------------------------------------------
-# Connection coalescing (none, RFC 9113 9.1.1, ORIGIN, h3 with Alt-Svc)
-
-
-def _coalescing() -> Study:
-    from ..studies import coalescing
-
-    def tables(result) -> dict[str, pd.DataFrame]:
-        # The batch adds every parameter (and the seed) to each row: drop the study's copies.
-        summary = result.summary.reset_index().drop(columns=[c for c in coalescing.ROW_PARAMS
-                                                             if c in result.summary.columns])
-        return {"summary": summary, "connections": result.connections.drop(columns=["seed"]),
-                "resources": result.resources.drop(columns=["seed"])}
-
-    return Study(
-        name="coalescing",
-        help="connection coalescing: none, RFC 9113 9.1.1, ORIGIN (RFC 8336), HTTP/3 with Alt-Svc",
-        add_arguments=coalescing.add_arguments,
-        params_from_args=coalescing.params_from_args,
-        run=lambda trace, params: coalescing.run(trace, params),
-        with_seed=lambda params, seed: replace(params, seed=int(seed)),
-        params_dict=_hol_params_dict,
-        tables=tables,
-        optional_tables=("connections", "resources"),
-        reserved=frozenset({"trace", "seed", "seeds", "json", "write-topology", "help"}),
-    )
-
-
-# ---------------------------------------------------------------------------------------
 # The receive-side demultiplexing study: no trace (it makes its own h2 byte stream); the
 # batch runs its deterministic part only (the TCP model): wall-clock measurements of
 # this machine stay out of batch rows.
@@ -210,7 +176,6 @@ def _demux() -> Study:
 STUDIES: dict[str, Callable[[], Study]] = {
                                            "demux": _demux}
 STUDIES["replay"] = _replay
-STUDIES["coalescing"] = _coalescing
 _cache: dict[str, Study] = {}
 
 
@@ -220,7 +185,7 @@ def _registered(name: str):
     return lambda: registry.get(name)
 
 
-for _name in ("hol", "push", "trailers", "crossstream"):
+for _name in ("hol", "push", "trailers", "crossstream", "coalescing"):
     STUDIES[_name] = _registered(_name)
 
 

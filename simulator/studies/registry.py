@@ -19,6 +19,7 @@ STUDIES = {
     "push": "simulator.studies.push.cli",
     "trailers": "simulator.studies.trailers.cli",
     "crossstream": "simulator.studies.crossstream.cli",
+    "coalescing": "simulator.studies.coalescing.cli",
 }
 
 

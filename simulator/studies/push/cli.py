@@ -12,7 +12,7 @@ from ... import argtypes
 from ...errors import InputError
 from ...units import parse_duration, parse_named_durations
 from ..base import Study, add_network_flags, comma_list, network_from_args
-from ..pageload.cache import parse_cache
+from ..pageload.flags import add_page_flags, think_from_args
 from ..pageload.client import BACKENDS, COALESCE, PROTOCOLS
 from .plan import POLICIES, push_count
 from .study import DEFAULT_PARSE_DELAY, PushParams, run, run_seeds
@@ -27,13 +27,12 @@ def _urgency(text: str) -> int:
 
 
 def params_from_args(args: argparse.Namespace) -> PushParams:
-    think = None if str(args.think).lower() == "trace" else parse_duration(args.think)
     return PushParams(
-        policies=comma_list(args.policy), protocol=args.protocol, backend=args.backend, think_s=think,
-        asset_think_s=parse_duration(args.asset_think), cache=args.cache, push_set=args.push_set,
+        policies=comma_list(args.policy), protocol=args.protocol, backend=args.backend, cache=args.cache,
+        push_set=args.push_set,
         coalesce=args.coalesce, dns_s=parse_duration(args.dns), edge_seen=bool(args.edge_seen),
         scheduler=args.scheduler, push_urgency=int(args.push_urgency), parse_delay=args.parse_delay, page=args.page,
-        **network_from_args(args),
+        **think_from_args(args), **network_from_args(args),
     )
 
 
@@ -78,18 +77,13 @@ def _cmd(args: argparse.Namespace) -> int:
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--trace", required=True, help="HAR of a page load (Chrome's _initiator gives the graph)")
+    add_page_flags(p)
     p.add_argument("--policy", default="none,push,hints,push+hints", type=argtypes.names(POLICIES, "policy"),
                    help="comma-separated: " + ",".join(POLICIES))
     p.add_argument("--protocol", default="h2", choices=list(PROTOCOLS), help="h2 (over TCP) or h3 (over QUIC)")
     p.add_argument("--backend", default="model", choices=list(BACKENDS),
                    help="model (transport models) or stacks (real h2 / aioquic)")
     add_network_flags(p, rtt="100ms", bw="10mbit", loss="0", tls=True, seed=1)
-    p.add_argument("--think", default="trace", type=argtypes.duration_or("trace"),
-                   help="document think time, or 'trace' (its HAR wait)")
-    p.add_argument("--asset-think", default="0ms", type=argtypes.duration, help="think time of every sub-resource")
-    p.add_argument("--cache", default="cold", type=argtypes.checked(parse_cache, "cache"),
-                   help="cold, warm, a per-resource hit probability, or 'list:URL URL ...' (an explicit cached set)")
     p.add_argument("--push-set", default="render-blocking", type=argtypes.checked(push_count, "push set"),
                    help="render-blocking, all, largest:N, or 'list:URL URL ...'")
     p.add_argument("--parse-delay", default=DEFAULT_PARSE_DELAY,
@@ -101,12 +95,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="site: first-party hosts share the document's connection; origin: one per origin")
     p.add_argument("--dns", default="0ms", type=argtypes.duration, help="DNS time before each cold connection")
     p.add_argument("--edge-seen", action="store_true", help="hints-cdn: the CDN edge has seen the page before")
-    p.add_argument("--scheduler", default="urgency", choices=["urgency", "round-robin", "fifo"],
-                   help="model server's response order: RFC 9218 urgency, round-robin (aioquic) or fifo (h2 stack)")
     p.add_argument("--push-urgency", default=3, type=argtypes.checked(_urgency, "urgency"),
                    help="RFC 9218 urgency of pushed responses, 0..7 (model)")
-    p.add_argument("--page", help="page id in the HAR (default: the first page)")
-    p.add_argument("--seeds", default=1, type=argtypes.count(1), help="run seeds SEED..SEED+N-1 and report medians")
     p.add_argument("--json", action="store_true", help="print one JSON object")
 
 
