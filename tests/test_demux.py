@@ -13,10 +13,10 @@ import pytest
 from simulator.errors import InputError
 from simulator.frames import get_implementation, implementations
 from simulator.studies import demux
-from simulator.studies.h2demux import model, real
-from simulator.studies.h2demux.model import CpuCosts
-from simulator.studies.h2demux.receivers import STRATEGIES
-from simulator.studies.h2demux.server import INTERLEAVINGS
+from simulator.studies.demux import model, real
+from simulator.studies.demux.model import CpuCosts
+from simulator.studies.demux.receivers import STRATEGIES
+from simulator.studies.demux.server import INTERLEAVINGS
 
 IMPLS = sorted(implementations())
 KiB = 1024

@@ -141,40 +141,9 @@ def _replay() -> Study:
     )
 
 
-# ---------------------------------------------------------------------------------------
-# The receive-side demultiplexing study: no trace (it makes its own h2 byte stream); the
-# batch runs its deterministic part only (the TCP model): wall-clock measurements of
-# this machine stay out of batch rows.
-
-
-def _demux() -> Study:
-    from ..studies import demux
-
-    def params_dict(params) -> dict:
-        d = params.to_dict()
-        d.pop("seed", None)
-        for k in ("part", "scanners", "repeat", "trace_memory"):
-            d.pop(k, None)
-        return d
-
-    return Study(
-        name="demux",
-        help="HTTP/2 receive-side demultiplexing over the TCP model (stop-the-train, side track, "
-             "per-stream buffers, direct dispatch)",
-        add_arguments=demux.add_arguments,
-        params_from_args=lambda args: replace(demux.params_from_args(args), part="model"),
-        run=lambda trace, params: demux.run(None, params),
-        with_seed=demux.with_seed,
-        params_dict=params_dict,
-        tables=lambda result: {"summary": result.model.drop(columns=[c for c in demux.ROW_PARAMS if c in result.model])},
-        reserved=frozenset({"seed", "rows", "json", "help", "part", "scanner", "repeat", "memory"}),
-        needs_trace=False,
-    )
-
-
 # name -> factory (the study module is imported when first asked for)
 STUDIES: dict[str, Callable[[], Study]] = {
-                                           "demux": _demux}
+}
 STUDIES["replay"] = _replay
 _cache: dict[str, Study] = {}
 
@@ -185,7 +154,7 @@ def _registered(name: str):
     return lambda: registry.get(name)
 
 
-for _name in ("hol", "push", "trailers", "crossstream", "coalescing"):
+for _name in ("hol", "push", "trailers", "crossstream", "coalescing", "demux"):
     STUDIES[_name] = _registered(_name)
 
 
@@ -290,11 +259,11 @@ def expand_grid(grid: dict[str, list], study: Study, *, source: str = "grid") ->
             given[name] = _flag_text(value)
         parser = _RaisingParser(prog=f"workbench {study.name}", add_help=False)
         study.add_arguments(parser)
-        if "trace" in study.reserved:
+        if "--trace" in parser._option_string_actions:     # the job's trace, not a grid value
             argv += ["--trace", "-"]
         try:
             ns = parser.parse_args(argv)
-            params = study.params_from_args(ns)
+            params = study.batch_params(ns) if hasattr(study, "batch_params") else study.params_from_args(ns)
         except InputError as exc:
             point = ", ".join(f"{k}={v}" for k, v in given.items()) or "defaults"
             raise InputError(f"grid point {point}: {exc.detail if hasattr(exc, 'detail') else exc}",

@@ -20,6 +20,7 @@ STUDIES = {
     "trailers": "simulator.studies.trailers.cli",
     "crossstream": "simulator.studies.crossstream.cli",
     "coalescing": "simulator.studies.coalescing.cli",
+    "demux": "simulator.studies.demux.cli",
 }
 
 
