@@ -24,7 +24,6 @@ COMMAND_MODULES = [
     "simulator.studies.fidelity.cli",  # workbench fidelity
     "simulator.compression.commands",  # workbench interop decode|encode
     "simulator.frames.commands",       # workbench frames
-    "simulator.stacks.commands",       # workbench replay
     "simulator.capture.commands",      # workbench capture
     "simulator.batch.commands",        # workbench batch
     "simulator.report.commands",       # workbench slides

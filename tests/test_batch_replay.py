@@ -37,8 +37,8 @@ def test_grid_spelled_as_replay_flags_with_model_as_a_boolean():
     assert len(points) == 4
     assert points[1].flags == {"stack": "h2", "bw": "20mbit", "model": "true", "qpack-table": "0"}
     p = points[3]
-    assert p.params.model and p.params.params.stack == "h3" and p.params.params.bandwidth_bps == 20e6
-    assert p.params.params.qpack_table_bytes == 0
+    assert p.params.model and p.params.stack == "h3" and p.params.bandwidth_bps == 20e6
+    assert p.params.qpack_table_bytes == 0
     d = st.params_dict(p.params)
     assert d["model"] is True and "seed" not in d
     assert "trace" not in st.flags() and "qlog" not in st.flags() and "json" not in st.flags()

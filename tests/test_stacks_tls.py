@@ -213,7 +213,7 @@ def test_batch_grid_sweeps_tls_for_h2_and_refuses_cleartext_http3():
 
     study = get_study("replay")
     points = expand_grid({"stack": ["h2"], "no-tls": [False, True]}, study)
-    assert [p.params.params.tls for p in points] == [True, False]
+    assert [p.params.tls for p in points] == [True, False]
     with pytest.raises(InputError, match="HTTP/3 always runs TLS 1.3"):
         expand_grid({"stack": ["h3"], "no-tls": [True]}, study)
 

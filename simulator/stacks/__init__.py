@@ -6,5 +6,5 @@
   ``run_specs`` for hand-made exchanges (103, push, trailers, resets);
 - ``model_replay``: the same replay over the TCP / QUIC transport models;
 - ``crossval``: models vs real stacks; ``pcap``: captures tshark reads;
-- ``commands``: ``workbench replay``.
+- the replay as a study (``workbench replay``, batch ``replay``) is ``simulator.studies.replay``.
 """

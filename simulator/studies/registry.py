@@ -21,6 +21,7 @@ STUDIES = {
     "crossstream": "simulator.studies.crossstream.cli",
     "coalescing": "simulator.studies.coalescing.cli",
     "demux": "simulator.studies.demux.cli",
+    "replay": "simulator.studies.replay.cli",
 }
 
 

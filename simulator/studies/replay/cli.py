@@ -13,36 +13,33 @@ connections, for Wireshark.  h2 runs over TLS 1.3 (ALPN h2, the real OpenSSL) li
 so their times compare like with like; ``--no-tls`` runs it cleartext with prior
 knowledge (one round trip less per connection; HTTP/3 has no cleartext mode).
 ``--model`` replays the same exchanges over the stack's transport *model* instead (h2: the
-TCP model, h3: the QUIC model; ``model_replay``), the baseline the real stacks are
+TCP model, h3: the QUIC model; ``stacks.model_replay``), the baseline the real stacks are
 cross-validated against.
 """
 
 from __future__ import annotations
 
 import argparse
-import json
 import math
 
-from .. import argtypes
-from ..errors import InputError
-from ..units import parse_bandwidth, parse_duration, parse_size
-from .common import StackParams
+from ... import argtypes
+from ...errors import InputError
+from ...units import parse_duration, parse_size
+from ..base import Study, add_network_flags, network_from_args
+from .study import ReplayParams, run
 
-__all__ = ["add_commands", "add_arguments", "params_from_args"]
+__all__ = ["STUDY", "add_arguments", "params_from_args"]
 
 
-def params_from_args(args: argparse.Namespace) -> StackParams:
-    return StackParams(stack=args.stack, rtt_s=parse_duration(args.rtt), bandwidth_bps=parse_bandwidth(args.bw),
-                       loss=str(args.loss),
-                       seed=int(args.seed), think_s=parse_duration(args.think),
-                       idle_timeout_s=parse_duration(args.idle_timeout),
-                       qpack_table_bytes=parse_size(args.qpack_table), qpack_blocked_streams=int(args.qpack_blocked),
-                       cc=args.cc, tls=not args.no_tls)
+def params_from_args(args: argparse.Namespace) -> ReplayParams:
+    return ReplayParams(stack=args.stack, think_s=parse_duration(args.think),
+                        idle_timeout_s=parse_duration(args.idle_timeout), qpack_table_bytes=parse_size(args.qpack_table),
+                        qpack_blocked_streams=int(args.qpack_blocked), model=bool(args.model),
+                        **network_from_args(args))
 
 
 def _cmd(args: argparse.Namespace) -> int:
-    from ..traces import load
-    from . import replay
+    from ...traces import load
 
     params = params_from_args(args)
     if args.model:
@@ -54,13 +51,10 @@ def _cmd(args: argparse.Namespace) -> int:
     if args.keylog is not None and not params.tls:
         raise InputError("--keylog needs TLS: drop --no-tls (cleartext HTTP/2 has no secrets)")
     trace = load(args.trace)
-    if args.model:
-        from . import model_replay
-        result = model_replay.run(trace, params)
-    else:
-        result = replay.run(trace, params, qlog_dir=args.qlog, pcap_path=args.pcap, keylog_path=args.keylog)
+    options = {} if args.model else {"qlog_dir": args.qlog, "pcap_path": args.pcap, "keylog_path": args.keylog}
+    result = run(trace, params, **options)
     if args.json:
-        print(json.dumps(result.to_json_dict(), default=_default))
+        print(result.to_json())
         return 0
     s = result.summary
     tls = "" if params.stack == "h3" else (" over TLS 1.3" if params.tls else " cleartext")
@@ -84,37 +78,24 @@ def _ms(v) -> str:
     return "-" if v is None else f"{v * 1000:.1f} ms"
 
 
-def _default(v):
-    if hasattr(v, "item"):
-        return v.item()
-    return str(v)
-
-
 def add_arguments(p: argparse.ArgumentParser) -> None:
     """The ``workbench replay`` flags (the batch runner reads its grid parameters from them)."""
     p.add_argument("--trace", required=True, help="HAR, QIF or QPACK interop file")
     p.add_argument("--stack", required=True, choices=["h2", "h3"])
     p.add_argument("--model", action="store_true",
                    help="replay over the stack's transport model instead (h2: TCP model, h3: QUIC model)")
-    p.add_argument("--rtt", default="50ms", type=argtypes.positive_duration, help="round-trip time, e.g. 50ms")
-    p.add_argument("--bw", default="10mbit", type=argtypes.bandwidth,
-                   help="bottleneck bandwidth, e.g. 10mbit (none = unlimited)")
-    p.add_argument("--loss", default="0", type=argtypes.loss, help="0.01 (Bernoulli) or ge:P,R[,h,k] (Gilbert-Elliott)")
-    p.add_argument("--seed", default=1, type=int)
+    add_network_flags(p, rtt="50ms", bw="10mbit", loss="0", cc="reno", tls=True, seed=1)
     p.add_argument("--think", default="0ms", type=argtypes.duration, help="server think time before each response")
     p.add_argument("--idle-timeout", default="30s", type=argtypes.positive_duration, help="give up when nothing progresses this long")
     p.add_argument("--qpack-table", default="4096", type=argtypes.size, help="HTTP/3 QPACK dynamic table capacity (bytes)")
     p.add_argument("--qpack-blocked", default=16, type=argtypes.count(0), help="HTTP/3 QPACK blocked-streams limit")
-    p.add_argument("--cc", default="reno", choices=["reno", "cubic"])
-    p.add_argument("--no-tls", action="store_true",
-                   help="h2: cleartext HTTP/2 with prior knowledge instead of TLS 1.3 (one RTT less per connection)")
     p.add_argument("--qlog", metavar="DIR", type=argtypes.existing_folder, help="write qlog files (simulated time) into DIR (h3)")
     p.add_argument("--pcap", metavar="FILE", type=argtypes.output_file, help="write every simulated packet to a pcap file")
     p.add_argument("--keylog", metavar="FILE", type=argtypes.output_file, help="write the TLS secrets (key-log format) for Wireshark")
     p.add_argument("--json", action="store_true", help="print one JSON object")
 
 
-def add_commands(sub) -> None:
-    p = sub.add_parser("replay", help="replay a trace over real h2 or aioquic HTTP/3 in virtual time")
-    add_arguments(p)
-    p.set_defaults(func=_cmd)
+STUDY = Study(name="replay", help="replay a trace over real h2 or aioquic HTTP/3 (or their transport models) "
+                                   "in virtual time",
+              add_arguments=add_arguments, params_from_args=params_from_args, run=run, command=_cmd,
+              optional_tables=("exchanges",), cli_only=frozenset({"qlog", "pcap", "keylog"}))

@@ -1,0 +1,59 @@
+"""The replay study: a trace's exchanges over a real stack (``stacks.replay``: h2 or
+aioquic HTTP/3) or over that stack's transport model (``stacks.model_replay``), in
+virtual time; one row per exchange and a summary."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, fields
+
+import pandas as pd
+
+from ...stacks.common import Result, StackParams
+from ...traces.model import Trace
+from ..base import StudyParams, StudyResult
+
+__all__ = ["ReplayParams", "ReplayResult", "run"]
+
+
+@dataclass(frozen=True)
+class ReplayParams(StackParams, StudyParams):
+    """The stack's parameters, and whether to replay over its transport model instead."""
+
+    model: bool = False               # h2: the TCP model, h3: the QUIC model (``stacks.model_replay``)
+
+    def stack_params(self) -> StackParams:
+        """The drivers' own parameters (without ``model``)."""
+        return StackParams(**{f.name: getattr(self, f.name) for f in fields(StackParams)})
+
+
+@dataclass
+class ReplayResult(Result, StudyResult):
+    """One row per exchange (and pushed response), the totals in ``summary``."""
+
+    JSON_INDENT = None
+
+    def to_dict(self) -> dict:
+        return self.to_json_dict()
+
+    def tables(self) -> dict[str, pd.DataFrame]:
+        # The row carries `stack` and `model` as parameters: the summary's own "stack" label
+        # ("h3", "quic-model", ...) would only repeat them.  None (nothing completed) -> NaN,
+        # so a column keeps one type across jobs.  The replay copies its parameters into
+        # every exchange row; the batch adds them all (with the seed), so they are dropped.
+        summary = {k: (math.nan if v is None else v) for k, v in self.summary.items() if k != "stack"}
+        params = {f.name for f in fields(StackParams)}
+        exchanges = self.exchanges.drop(columns=[c for c in self.exchanges.columns if c in params or c == "stack"])
+        return {"summary": pd.DataFrame([summary]), "exchanges": exchanges.reset_index(drop=True)}
+
+
+def run(trace: Trace, params: ReplayParams | None = None, *, progress: bool = False, **options) -> ReplayResult:
+    """Replay ``trace`` over ``params.stack`` (or its transport model with ``params.model``).
+    ``options`` go to the real stack's ``stacks.replay.run`` (``qlog_dir``, ``pcap_path``,
+    ``keylog_path``, ...)."""
+    from ...stacks import model_replay, replay
+
+    params = params or ReplayParams()
+    driver = model_replay if params.model else replay
+    result = driver.run(trace, params.stack_params(), **options)
+    return ReplayResult(**{f.name: getattr(result, f.name) for f in fields(Result)})
