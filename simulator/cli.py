@@ -21,7 +21,6 @@ from .errors import InputError
 COMMAND_MODULES = [
     "simulator.traces.commands",       # workbench trace info|convert|synth
     "simulator.studies.registry",      # workbench hol, push, trailers, ... (every study of simulator.studies.registry)
-    "simulator.studies.fidelity.cli",  # workbench fidelity
     "simulator.compression.commands",  # workbench interop decode|encode
     "simulator.frames.commands",       # workbench frames
     "simulator.capture.commands",      # workbench capture

@@ -282,10 +282,13 @@ class Study:
     optional_tables: tuple[str, ...] = ()                        # stored only when asked for (--tables)
     cli_only: frozenset[str] = field(default_factory=frozenset)  # flags that only shape CLI output
     more_commands: Callable | None = None                        # add_commands(sub) of helper commands
+    add_inputs: Callable | None = None       # the command's inputs when not flags (paths): never grid parameters
 
     # -- the CLI --------------------------------------------------------------------------
     def add_commands(self, sub) -> None:
         p = sub.add_parser(self.name, help=self.help)
+        if self.add_inputs is not None:
+            self.add_inputs(p)
         self.add_arguments(p)
         p.set_defaults(func=self.command)
         if self.more_commands is not None:

@@ -22,6 +22,7 @@ STUDIES = {
     "coalescing": "simulator.studies.coalescing.cli",
     "demux": "simulator.studies.demux.cli",
     "replay": "simulator.studies.replay.cli",
+    "fidelity": "simulator.studies.fidelity.cli",
 }
 
 

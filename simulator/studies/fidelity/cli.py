@@ -1,25 +1,29 @@
-"""``workbench fidelity TRACE_OR_DIR... [--protocol auto|h2|h3] [--seed N] [--json]``."""
+"""``workbench fidelity TRACE_OR_DIR... [--protocol auto|h2|h3] [--cc reno|cubic] [--seed N] [--json]``:
+the fidelity study's flags, its command, and its registration."""
 
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 
 import pandas as pd
 
-from ..summary_json import jsonable
-from . import FidelityParams, run_paths
+from ..base import Study, add_network_flags, network_from_args
 from .conditions import PROTOCOL_CHOICES
+from .study import FidelityParams, run, run_paths
 
-__all__ = ["add_commands"]
+__all__ = ["STUDY", "add_arguments", "params_from_args"]
+
+
+def params_from_args(args: argparse.Namespace) -> FidelityParams:
+    return FidelityParams(protocol=args.protocol, **network_from_args(args))
 
 
 def _cmd(args: argparse.Namespace) -> int:
-    params = FidelityParams(protocol=args.protocol, seed=args.seed)
+    params = params_from_args(args)
     result = run_paths(args.paths, params, progress=not args.json and sys.stderr.isatty())
     if args.json:
-        print(json.dumps(result.to_dict(), default=jsonable, indent=1))
+        print(result.to_json())
         return 0
     if len(result.pages):
         table = result.pages[["page", "measured_onload_s", "simulated_onload_s", "error_percent", "resources",
@@ -41,11 +45,17 @@ def _cmd(args: argparse.Namespace) -> int:
     return 0
 
 
-def add_commands(sub) -> None:
-    p = sub.add_parser("fidelity", help="the page-load model against the measured onLoad of real page loads")
-    p.add_argument("paths", nargs="+", metavar="TRACE_OR_DIR", help="HAR files, or folders of them")
+def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--protocol", default="auto", choices=list(PROTOCOL_CHOICES),
                    help="auto: each origin's protocol from the HAR (HTTP/1.1 gets six connections); h2 or h3: all")
-    p.add_argument("--seed", type=int, default=1)
+    add_network_flags(p, cc="reno", seed=1)
     p.add_argument("--json", action="store_true", help="print one JSON object")
-    p.set_defaults(func=_cmd)
+
+
+def _add_inputs(p: argparse.ArgumentParser) -> None:
+    p.add_argument("paths", nargs="+", metavar="TRACE_OR_DIR", help="HAR files, or folders of them")
+
+
+STUDY = Study(name="fidelity", help="the page-load model against the measured onLoad of real page loads",
+              add_arguments=add_arguments, params_from_args=params_from_args, run=run, command=_cmd,
+              add_inputs=_add_inputs, optional_tables=("skipped", "repeat_views"))

@@ -1,0 +1,249 @@
+"""The fidelity study: each page of a HAR with a measured onLoad simulated under the
+conditions inferred from it, and the errors against the measurement (see the package
+docstring)."""
+
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+import pandas as pd
+
+from ... import __version__
+from ...errors import InputError
+from ...traces import load
+from ...traces.model import Trace, header_value
+from ...traces.pagegraph import PageGraph, page_graph, page_ids
+from ..base import StudyParams, StudyResult
+from ..pageload import ClientCache, LoadParams, PageLoadResult, ServerPlan, load_page
+from .conditions import PROTOCOL_CHOICES, PageConditions, infer_conditions
+
+__all__ = ["FidelityParams", "FidelityResult", "run", "run_paths", "simulate_page", "LOAD_EVENT_TYPES"]
+
+# Resource types whose fetch delays the load event (HTML: images, scripts, stylesheets,
+# frames, fonts and media do; XHR/fetch and beacons do not).
+LOAD_EVENT_TYPES = ("document", "stylesheet", "script", "font", "image", "media", "other")
+
+
+@dataclass(frozen=True)
+class FidelityParams(StudyParams):
+    """The protocol to load every origin with, the seed and the congestion control (the
+    network itself comes from each HAR)."""
+
+    protocol: str = "auto"          # auto: each origin's protocol from the HAR; h2 or h3: all origins
+    seed: int = 1
+    cc: str = "reno"
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if self.protocol not in PROTOCOL_CHOICES:
+            raise InputError(f"unknown protocol {self.protocol!r} (choose {', '.join(PROTOCOL_CHOICES)})")
+
+
+@dataclass
+class FidelityResult(StudyResult):
+    pages: pd.DataFrame             # one row per simulated page
+    skipped: pd.DataFrame           # one row per page left out, with the reason
+    repeat_views: pd.DataFrame      # one row per repeat view predicted from its first view
+    params: dict
+
+    JSON_INDENT = 1
+
+    def summary(self) -> dict:
+        return summarize(self.pages)
+
+    def tables(self) -> dict[str, pd.DataFrame]:
+        """``summary``: one row per simulated page; ``skipped`` and ``repeat_views`` as named (the
+        trace is the batch's own column)."""
+        tables = {"summary": self.pages, "skipped": self.skipped, "repeat_views": self.repeat_views}
+        return {name: df.drop(columns=[c for c in ("trace",) if c in df.columns]) for name, df in tables.items()}
+
+    def to_dict(self) -> dict:
+        cols = ["trace", "page", "measured_onload_s", "simulated_onload_s", "error_percent"]
+        return {"pages": _records(self.pages, cols), "skipped": _records(self.skipped, ["trace", "page", "reason"]),
+                "summary": self.summary(), "params": self.params,
+                "repeat_views": {"pages": _records(self.repeat_views, cols), "summary": summarize(self.repeat_views)}}
+
+
+def _stamped(params: FidelityParams) -> dict:
+    return {**params.to_dict(), "version": __version__}
+
+
+def _records(df: pd.DataFrame, cols: list[str]) -> list[dict]:
+    out = []
+    for row in df.to_dict(orient="records") if len(df) else []:
+        out.append({c: (round(row[c], 6) if isinstance(row[c], float) else row[c]) for c in cols})
+    return out
+
+
+def summarize(pages: pd.DataFrame) -> dict:
+    """Pages, MAPE, median APE and Spearman's rho of simulated against measured onLoad."""
+    n = len(pages)
+    if n == 0:
+        return {"pages": 0, "mape_percent": None, "median_ape_percent": None, "spearman_rho": None}
+    ape = pages["error_percent"].abs()
+    rho = None
+    if n >= 3:
+        # Spearman's rho: Pearson's r of the ranks (ties get their mean rank).
+        value = pages["measured_onload_s"].rank().corr(pages["simulated_onload_s"].rank())
+        rho = None if value != value else round(float(value), 4)
+    return {"pages": n, "mape_percent": round(float(ape.mean()), 3), "median_ape_percent": round(float(ape.median()), 3),
+            "spearman_rho": rho}
+
+
+def load_event_graph(graph: PageGraph, on_load_s: float, page_start_s: float | None) -> PageGraph:
+    """The resources the measured load event waited for (see the module docstring)."""
+    keep = [r.index for r in graph.resources
+            if r.index <= graph.document or (r.resource_type in LOAD_EVENT_TYPES and (
+                r.start_s is None or page_start_s is None or r.start_s - page_start_s < on_load_s))]
+    return graph.subgraph(keep)
+
+
+def simulate_page(graph: PageGraph, cond: PageConditions, params: FidelityParams,
+                  cache: ClientCache | None = None) -> PageLoadResult:
+    """One load of ``graph`` on the page-load model under ``cond`` (times from the navigation)."""
+    load_params = LoadParams(protocol="h3" if params.protocol == "h3" else "h2", rtt_s=cond.rtt_s,
+                             bandwidth_bps=cond.bandwidth_bps, seed=params.seed, coalesce="origin", cc=params.cc,
+                             origins=cond.origins)
+    plan = ServerPlan(think_s=dict(cond.think_s))
+    return load_page(graph, load_params, plan, cache or ClientCache(), discovery_s=cond.discovery_s,
+                     blockers=cond.blockers)
+
+
+def _page_start(trace: Trace, page: str | None) -> float | None:
+    p = next((p for p in trace.pages if p.id == page), None)
+    return p.start_s if p is not None else None
+
+
+def run(trace: Trace, params: FidelityParams | None = None) -> FidelityResult:
+    """Simulate every page of ``trace`` that has a measured onLoad and compare."""
+    params = params or FidelityParams()
+    rows, skipped, repeats = [], [], []
+    first_views: dict[str, tuple] = {}
+    pages = {p.id: p for p in trace.pages}
+    for page in page_ids(trace):
+        meta = pages.get(page)
+        base = {"trace": trace.source, "page": page}
+        if meta is None or meta.on_load_s is None:
+            skipped.append({**base, "reason": "no measured onLoad (pageTimings.onLoad missing or -1)"})
+            continue
+        if meta.repeat_view:
+            # Its HAR lacks what the browser's cache served, and the time the browser spent on it.
+            skipped.append({**base, "reason": "a repeat view (its HAR lacks what came from the browser's cache): "
+                                              "predicted from its first view instead"})
+            first = first_views.get(meta.url) or (list(first_views.values())[-1] if first_views else None)
+            if first is not None:
+                repeats.append(_repeat_view(first, {**base, "measured_onload_s": meta.on_load_s}, params))
+            continue
+        try:
+            graph = page_graph(trace, page)
+        except InputError as exc:
+            skipped.append({**base, "reason": exc.detail})
+            continue
+        sub = load_event_graph(graph, meta.on_load_s, meta.start_s)
+        cond = infer_conditions(sub, meta.start_s, params.protocol)
+        metrics = simulate_page(sub, cond, params).metrics
+        simulated = cond.start_offset_s + metrics["onload_s"]
+        row = {**base, "url": graph[graph.document].url,
+               "measured_onload_s": meta.on_load_s, "simulated_onload_s": simulated,
+               "error_percent": 100.0 * (simulated - meta.on_load_s) / meta.on_load_s,
+               "resources": len(sub), "requests": metrics["requests"], "connections": metrics["connections"],
+               "creator": trace.meta.get("creator", ""), **cond.summary()}
+        rows.append(row)
+        first_views[meta.url or row["url"]] = (graph, meta, cond)   # a repeat view follows its own first view
+    return FidelityResult(pages=pd.DataFrame(rows), skipped=pd.DataFrame(skipped, columns=["trace", "page", "reason"]),
+                          repeat_views=pd.DataFrame(repeats), params=_stamped(params))
+
+
+def _repeat_view(first: tuple, measured: dict, params: FidelityParams) -> dict:
+    """The repeat view predicted from the first view's graph and conditions with an RFC 9111 cache."""
+    graph, meta, cond = first
+    sub = load_event_graph(graph, meta.on_load_s, meta.start_s)
+    fresh, revalidate = cache_after(sub)
+    resources = [replace(r, body_bytes=0, content_bytes=None, status=304) if r.index in revalidate else r
+                 for r in sub.resources]
+    repeat = PageGraph(resources=resources, source=sub.source, page=sub.page, edges_from=sub.edges_from,
+                       document=sub.document)
+    metrics = simulate_page(repeat, cond, params, ClientCache(sub[i].url for i in fresh)).metrics
+    simulated = cond.start_offset_s + metrics["onload_s"]
+    return {"trace": measured["trace"], "page": measured["page"], "first_view": meta.id,
+            "measured_onload_s": measured["measured_onload_s"], "simulated_onload_s": simulated,
+            "error_percent": 100.0 * (simulated - measured["measured_onload_s"]) / measured["measured_onload_s"],
+            "cached": len(fresh), "revalidated": len(revalidate)}
+
+
+def cache_after(graph: PageGraph) -> tuple[set[int], set[int]]:
+    """(fresh, to revalidate) after a first load of ``graph``, by RFC 9111: fresh for a
+    positive ``max-age`` (section 5.2.2.1) or an ``Expires`` after ``Date`` (section 5.3),
+    unless ``no-store``/``no-cache``, and a 301 or 308 without either (heuristically
+    cacheable, RFC 9110 sections 15.4.2 and 15.4.9; browsers keep them); stale with an
+    ``ETag`` or ``Last-Modified``: revalidated (section 4.3).  The navigation too: a normal
+    navigation (not a reload) uses a fresh cached document."""
+    from email.utils import parsedate_to_datetime
+
+    fresh, revalidate = set(), set()
+    for r in graph.resources:
+        if r.status not in (200, 301, 308):
+            continue
+        h = r.response_headers
+        cc = (header_value(h, b"cache-control") or b"").decode("latin-1").lower()
+        directives = {d.strip().split("=", 1)[0]: (d.split("=", 1)[1].strip('" ') if "=" in d else "")
+                      for d in cc.split(",") if d.strip()}
+        if "no-store" in directives:
+            continue
+        lifetime = None
+        if "max-age" in directives and directives["max-age"].isdigit():
+            lifetime = int(directives["max-age"])
+        else:
+            try:
+                expires = parsedate_to_datetime((header_value(h, b"expires") or b"").decode("latin-1"))
+                date = parsedate_to_datetime((header_value(h, b"date") or b"").decode("latin-1"))
+                lifetime = (expires - date).total_seconds()
+            except (TypeError, ValueError, IndexError):
+                lifetime = None
+        if lifetime is None and r.status in (301, 308):
+            lifetime = math.inf
+        if lifetime and lifetime > 0 and "no-cache" not in directives:
+            fresh.add(r.index)
+        elif header_value(h, b"etag") or header_value(h, b"last-modified"):
+            revalidate.add(r.index)
+    return fresh, revalidate
+
+
+def har_paths(paths) -> list[str]:
+    """Files named, and the ``*.har`` files of folders named, in order."""
+    out = []
+    for p in paths:
+        path = Path(p)
+        if path.is_dir():
+            found = sorted(str(f) for f in path.glob("*.har"))
+            if not found:
+                raise InputError("the folder holds no .har file.", path=str(path))
+            out += found
+        else:
+            out.append(str(path))
+    return out
+
+
+def run_paths(paths, params: FidelityParams, *, progress: bool = False) -> FidelityResult:
+    """``run`` over every trace of ``paths``; a file that cannot be read is a skipped row."""
+    files = har_paths(paths)
+    iterator = files
+    if progress:
+        from tqdm.auto import tqdm
+        iterator = tqdm(files, desc="traces", leave=False)
+    parts = []
+    for f in iterator:
+        try:
+            parts.append(run(load(f), params))
+        except InputError as exc:
+            if len(files) == 1:
+                raise
+            parts.append(FidelityResult(pages=pd.DataFrame(), repeat_views=pd.DataFrame(), params=_stamped(params),
+                                        skipped=pd.DataFrame([{"trace": f, "page": None, "reason": exc.detail}])))
+    cat = lambda frames: pd.concat([f for f in frames if len(f)], ignore_index=True) if any(len(f) for f in frames) \
+        else pd.DataFrame()  # noqa: E731
+    return FidelityResult(pages=cat([p.pages for p in parts]), skipped=cat([p.skipped for p in parts]),
+                          repeat_views=cat([p.repeat_views for p in parts]), params=_stamped(params))
