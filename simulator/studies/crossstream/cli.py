@@ -44,7 +44,8 @@ def params_from_args(args: argparse.Namespace) -> CrossstreamParams:
     return CrossstreamParams(
         schemes=comma_list(args.scheme), codecs=args.codecs, scopings=comma_list(args.scoping),
         releases=int(args.releases), static_dictionary_bytes=parse_size(args.static_dict),
-        dictionary_bytes=parse_size(args.dict_size), transport=args.transport, leak_lengths=lengths, leak_alignments=int(args.alignments), leak_codecs=LEAK_ATTACKS[attack]["codecs"],
+        dictionary_bytes=parse_size(args.dict_size), transport=args.transport, leak_lengths=lengths,
+        leak_alignments=int(args.alignments), leak_codecs=LEAK_ATTACKS[attack]["codecs"],
         measure_cpu=bool(getattr(args, "cpu", False)), **network_from_args(args),
     )
 

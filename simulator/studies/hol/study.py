@@ -14,7 +14,8 @@ from ...traces.model import Trace
 from ..base import StudyParams, StudyResult, rows_by_index, steps
 from .model import HeaderItem, SchemeRun
 
-__all__ = ["HolParams", "HolResult", "run", "run_seeds", "resolve_direction", "schedule", "SCHEMES", "DIRECTIONS", "TRANSPORTS"]
+__all__ = ["HolParams", "HolResult", "run", "run_seeds", "resolve_direction", "schedule", "SCHEMES", "DIRECTIONS",
+           "TRANSPORTS"]
 
 SCHEMES = ("hpack", "qpack", "qcram", "qcram-blocking")
 DIRECTIONS = ("auto", "requests", "responses", "both")
