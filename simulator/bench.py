@@ -5,6 +5,12 @@ it measures the candidates side by side in one run, prints a human-readable tabl
 returns its figures (ratios included).  ``--json`` prints that dict as one JSON object
 instead of the table (the table goes to stderr).  ``workbench bench all`` runs them all.
 Benchmarks measure; they never assert times (see benchmarks/README.md).
+
+The benchmarks belong to the source checkout, not to the installed package: they
+measure on the checkout's bundled traces (``traces/``).  ``workbench bench`` finds them
+beside the package (a checkout, or an editable install of one), else in ``benchmarks/``
+of the current folder (an installed package run from a checkout); with neither it says
+so in one line and exits with status 2.
 """
 
 from __future__ import annotations
@@ -22,7 +28,7 @@ from pathlib import Path
 
 from .errors import InputError
 
-BENCH_DIR = Path(__file__).resolve().parent.parent / "benchmarks"
+BENCH_DIR = Path(__file__).resolve().parent.parent / "benchmarks"      # beside the package: a checkout
 PACKAGE_DIR = str(Path(__file__).resolve().parent)
 
 
@@ -114,14 +120,28 @@ def own_share_of_stacks(stacks: list[str], scopes: dict[str, str | None]) -> dic
             for scope in scopes}
 
 
+def bench_dir() -> Path | None:
+    """The checkout's ``benchmarks/`` folder: beside the package, else in the current folder."""
+    for folder in (BENCH_DIR, Path.cwd() / "benchmarks"):
+        if any(folder.glob("bench_*.py")):
+            return folder
+    return None
+
+
 def available() -> list[str]:
-    return sorted(p.stem[len("bench_"):] for p in BENCH_DIR.glob("bench_*.py"))
+    """The benchmarks' names (none when there is no checkout to find them in)."""
+    folder = bench_dir()
+    return sorted(p.stem[len("bench_"):] for p in folder.glob("bench_*.py")) if folder else []
 
 
 def load(name: str):
-    path = BENCH_DIR / f"bench_{name}.py"
+    folder = bench_dir()
+    if folder is None:
+        raise InputError("no benchmarks here: they ship with the source checkout (benchmarks/ beside simulator/), "
+                         "not with the installed package; run workbench bench from a checkout")
+    path = folder / f"bench_{name}.py"
     if not path.exists():
-        raise InputError(f"no benchmark {name!r} in {BENCH_DIR} (have: {', '.join(available()) or 'none'})")
+        raise InputError(f"no benchmark {name!r} in {folder} (have: {', '.join(available()) or 'none'})")
     spec = importlib.util.spec_from_file_location(f"bench_{name}", path)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
@@ -140,7 +160,7 @@ def run(name: str, *, as_json: bool = False, quick: bool = False) -> dict:
 
 
 def _cmd(args) -> int:
-    names = available() if args.name == "all" else [args.name]
+    names = available() if args.name == "all" and bench_dir() else [args.name]
     for name in names:
         if not args.json and len(names) > 1:
             print(f"== bench {name}")
@@ -150,7 +170,7 @@ def _cmd(args) -> int:
 
 def add_commands(sub) -> None:
     p = sub.add_parser("bench", help="run a benchmark (ratios side by side in one run)")
-    p.add_argument("name", help="benchmark name, or 'all' (" + ", ".join(available()) + ")")
+    p.add_argument("name", help="benchmark name, or 'all' (" + (", ".join(available()) or "found in a checkout") + ")")
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.add_argument("--quick", action="store_true", help="a smaller workload (for smoke tests)")
     p.set_defaults(func=_cmd)

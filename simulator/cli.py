@@ -2,8 +2,9 @@
 
 Each command lives with the code it drives: a module in ``COMMAND_MODULES`` exposes
 ``add_commands(subparsers)`` and registers its sub-commands, each with
-``set_defaults(func=...)``; ``func(args)`` returns the exit status.  A module not yet
-present is skipped, so the CLI grows with the package.
+``set_defaults(func=...)``; ``func(args)`` returns the exit status.  The studies come
+from their one registry (``simulator.studies.registry``).  Every module listed must be
+there: a missing one is a broken install, and the CLI stops with the import error.
 
 Bad input (``InputError``) prints one line to stderr and exits with status 2; a bug
 tracebacks.
@@ -42,13 +43,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="workbench", description="HTTP protocol research workbench.")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     for name in COMMAND_MODULES:
-        try:
-            module = importlib.import_module(name)
-        except ModuleNotFoundError as exc:
-            if exc.name == name:
-                continue
-            raise
-        module.add_commands(sub)
+        importlib.import_module(name).add_commands(sub)
     return parser
 
 

@@ -1,0 +1,122 @@
+"""The package's layers hold: every import (read with ``ast``, the ones inside functions
+too) goes down or sideways, never up, and no study imports another study.
+
+    engine, errors, units, stats  <-  frames, traces  <-  net  <-  http: compression, hops,
+    stacks (and argtypes, the flag checks)  <-  studies  <-  batch, report, capture  <-  cli
+
+A package's ``commands`` module (its ``workbench`` commands) is part of the CLI layer.
+
+A study is a package ``simulator/studies/<name>/``; it may import the study contract
+(``studies.base``) and the shared page-load model (``studies.pageload``, used by push,
+coalescing and fidelity), never another study.  The registry names its studies by module
+path and imports them on demand, so it imports none of them either."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1] / "simulator"
+
+LAYERS = {
+    "(root)": 0, "errors": 0, "units": 0, "stats": 0, "engine": 0,
+    "frames": 1, "traces": 1,
+    "net": 2,
+    "argtypes": 3, "compression": 3, "hops": 3, "stacks": 3,
+    "studies": 4,
+    "batch": 5, "report": 5, "capture": 5,
+    "cli": 6, "bench": 6, "demo": 6,
+}
+SHARED_STUDY_MODULES = {"base", "registry", "pageload"}
+
+
+def _module_name(path: Path) -> str:
+    parts = ["simulator", *path.relative_to(ROOT).with_suffix("").parts]
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def _is_module(name: str) -> bool:
+    rel = Path(*name.split(".")[1:])
+    return (ROOT / rel).with_suffix(".py").exists() or (ROOT / rel / "__init__.py").exists()
+
+
+def _imports(path: Path) -> list[tuple[int, str]]:
+    """(line, module) of every ``simulator`` module ``path`` imports, relative ones resolved."""
+    name = _module_name(path)
+    package = name if path.name == "__init__.py" else name.rsplit(".", 1)[0]
+    out = []
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            out += [(node.lineno, a.name) for a in node.names if a.name.split(".")[0] == "simulator"]
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package.split(".")[:len(package.split(".")) - node.level + 1]
+                target = ".".join(base + ([node.module] if node.module else []))
+            else:
+                target = node.module or ""
+            if target.split(".")[0] != "simulator":
+                continue
+            for alias in node.names:        # `from simulator.studies import hol` imports the module hol
+                sub = f"{target}.{alias.name}"
+                out.append((node.lineno, sub if _is_module(sub) else target))
+    return out
+
+
+def _part(module: str) -> str:
+    parts = module.split(".")
+    return "(root)" if len(parts) == 1 else parts[1]
+
+
+def _layer(module: str) -> int:
+    return LAYERS["cli"] if module.endswith(".commands") else LAYERS[_part(module)]
+
+
+def _study(module: str) -> str | None:
+    parts = module.split(".")
+    return parts[2] if len(parts) > 2 and parts[1] == "studies" else None
+
+
+FILES = sorted(ROOT.rglob("*.py"))
+
+
+def test_every_part_of_the_package_has_a_layer():
+    unknown = {_part(_module_name(p)) for p in FILES} - set(LAYERS)
+    assert not unknown, f"place {sorted(unknown)} in LAYERS of this test"
+
+
+@pytest.mark.parametrize("path", FILES, ids=lambda p: str(p.relative_to(ROOT)))
+def test_imports_go_down_the_layers(path):
+    here = _module_name(path)
+    for line, target in _imports(path):
+        assert _layer(target) <= _layer(here), \
+            f"{path.relative_to(ROOT)}:{line} imports {target}, a layer above {here}"
+
+
+@pytest.mark.parametrize("path", [p for p in FILES if _study(_module_name(p))],
+                         ids=lambda p: str(p.relative_to(ROOT)))
+def test_no_study_imports_another_study(path):
+    here = _study(_module_name(path))
+    for line, target in _imports(path):
+        other = _study(target)
+        assert other in (None, here) or other in SHARED_STUDY_MODULES, \
+            f"{path.relative_to(ROOT)}:{line} imports the {other} study ({target})"
+
+
+def test_the_shared_modules_import_no_study():
+    for path in FILES:
+        if _study(_module_name(path)) in SHARED_STUDY_MODULES:
+            for line, target in _imports(path):
+                assert _study(target) in (None, *SHARED_STUDY_MODULES), \
+                    f"{path.relative_to(ROOT)}:{line} imports {target}"
+
+
+def test_the_checker_sees_an_upward_import(tmp_path):
+    """The reader resolves relative and submodule imports (else the tests above pass vacuously)."""
+    hol = ROOT / "studies" / "hol" / "cli.py"
+    targets = {t for _, t in _imports(hol)}
+    assert "simulator.argtypes" in targets and "simulator.studies.hol.study" in targets
+    assert "simulator.studies.base" in targets
+    assert _layer("simulator.batch.runner") > _layer("simulator.studies.hol") > _layer("simulator.stacks.replay")
+    assert _layer("simulator.traces.commands") == LAYERS["cli"]

@@ -1,0 +1,224 @@
+"""The study contract (``simulator.studies.base``): every study registered once, read alike
+by the CLI and the batch runner; one network part, one JSON writer; and a new study that
+is one module plus one registration line (the worked example below, run through both)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import shutil
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from simulator import argtypes, batch
+from simulator.cli import build_parser, main
+from simulator.errors import InputError
+from simulator.studies import registry
+from simulator.studies.base import (CC_CHOICES, Network, Study, StudyParams, StudyResult, add_network_flags,
+                                    network_from_args, records)
+
+ROOT = Path(__file__).resolve().parents[1]
+STUDY_NAMES = sorted(registry.STUDIES)
+
+
+# ---------------------------------------------------------------------------------------
+# Every registered study
+
+
+def test_every_study_is_a_command_and_a_batch_study():
+    commands = build_parser()._subparsers._group_actions[0].choices
+    assert set(STUDY_NAMES) <= set(commands)
+    assert set(STUDY_NAMES) == set(batch.STUDIES)
+    assert {"hol", "push", "trailers", "crossstream", "coalescing", "demux", "replay", "fidelity"} <= set(STUDY_NAMES)
+
+
+@pytest.mark.parametrize("name", STUDY_NAMES)
+def test_registration_names_its_study_and_its_default_flags_give_its_default_parameters(name):
+    study = registry.get(name)
+    assert isinstance(study, Study) and study.name == name
+    parser = study.parser()
+    required = {"replay": ["--stack", "h2"]}.get(name, [])
+    args = parser.parse_args(required + (["--trace", "-"] if "--trace" in parser._option_string_actions else []))
+    params = study.params_from_args(args)
+    assert isinstance(params, StudyParams)
+    # The flags' defaults are the dataclass's: the CLI, the batch and a notebook's
+    # ``Params()`` run the same study.
+    default = type(params)(stack="h2") if name == "replay" else type(params)()
+    given, expected = params.to_dict(), default.to_dict()
+    for k, v in expected.items():      # "5us" is 5 * 1e-6 on the command line: equal to the last bit or so
+        assert given[k] == (pytest.approx(v, rel=1e-12) if isinstance(v, float) else v), f"{name}: {k} differs"
+    assert "seed" not in study.params_dict(params)
+    assert study.with_seed(params, 7).seed == 7
+
+
+@pytest.mark.parametrize("name", STUDY_NAMES)
+def test_network_flags_are_spelled_and_checked_alike(name):
+    actions = registry.get(name).parser()._option_string_actions
+    if "--rtt" in actions and name != "demux":            # demux takes a list of RTTs
+        assert actions["--rtt"].type is argtypes.positive_duration
+    if "--bw" in actions:
+        assert actions["--bw"].type is argtypes.bandwidth
+    if "--loss" in actions:
+        assert actions["--loss"].type is argtypes.loss
+    if "--cc" in actions:
+        assert tuple(actions["--cc"].choices) == CC_CHOICES
+    assert "--seed" in actions and actions["--seed"].type is int
+
+
+def test_each_study_keeps_its_own_rtt_default():
+    from simulator.studies import coalescing, crossstream, hol, push, replay, trailers
+
+    assert hol.HolParams().rtt_s == push.PushParams().rtt_s == coalescing.CoalescingParams().rtt_s == 0.100
+    assert crossstream.CrossstreamParams().rtt_s == 0.100
+    assert trailers.TrailersParams().rtt_s == replay.ReplayParams().rtt_s == 0.050
+
+
+@pytest.mark.parametrize("kw, fragment", [
+    (dict(rtt_s=0), "RTT must be above 0"), (dict(bandwidth_bps=0), "bandwidth must be above 0"),
+    (dict(loss="lots"), "loss"), (dict(cc="bbr"), "unknown congestion control")])
+def test_the_network_part_is_checked_once_for_every_study(kw, fragment):
+    from simulator.studies import coalescing, hol, trailers
+
+    for params in (Network, hol.HolParams, trailers.TrailersParams, coalescing.CoalescingParams):
+        with pytest.raises(InputError, match=fragment):
+            params(**kw)
+
+
+def test_network_flags_parse_their_units():
+    p = argtypes.ArgParser()
+    add_network_flags(p, rtt="100ms", bw="10mbit", loss="0", cc="reno", tls=True, seed=1)
+    args = p.parse_args(["--rtt", "250ms", "--bw", "none", "--loss", "ge:0.01,0.3", "--cc", "cubic", "--no-tls",
+                         "--seed", "3"])
+    assert network_from_args(args) == {"rtt_s": 0.25, "bandwidth_bps": None, "loss": "ge:0.01,0.3", "cc": "cubic",
+                                       "tls": False, "seed": 3}
+    q = argtypes.ArgParser()
+    add_network_flags(q, bw="1gbit", seed=1)               # only what a study uses
+    assert network_from_args(q.parse_args([])) == {"bandwidth_bps": 1e9, "seed": 1}
+
+
+def test_one_json_writer_makes_numpy_plain_and_nan_null():
+    @dataclass
+    class R(StudyResult):
+        summary: pd.DataFrame
+
+        def to_dict(self):
+            return {"rows": records(self.summary), "n": np.int64(3), "ok": np.bool_(True)}
+
+    r = R(pd.DataFrame({"a": [1, 2], "b": [0.5, math.nan]}))
+    assert json.loads(r.to_json()) == {"rows": [{"a": 1, "b": 0.5}, {"a": 2, "b": None}], "n": 3, "ok": True}
+    assert r.to_json() == R(pd.DataFrame({"a": [1, 2], "b": [0.5, math.nan]})).to_json()
+
+
+# ---------------------------------------------------------------------------------------
+# A study in one module plus one registration line (the worked example)
+
+
+@dataclass(frozen=True)
+class TransferParams(StudyParams):
+    """One response of ``body_bytes`` on a fresh path: it takes one RTT plus its serialisation."""
+
+    body_bytes: int = 100_000
+    rtt_s: float = 0.100
+    bandwidth_bps: float | None = 10e6
+    seed: int = 1
+
+
+@dataclass
+class TransferResult(StudyResult):
+    summary: pd.DataFrame
+    params: dict
+
+    def tables(self):
+        return {"summary": self.summary}
+
+    def to_dict(self):
+        return {"summary": records(self.summary), "params": self.params}
+
+
+def run_transfer(trace=None, params: TransferParams | None = None, *, progress: bool = False) -> TransferResult:
+    """The study makes its own input (``trace`` is None)."""
+    params = params or TransferParams()
+    serialisation = params.body_bytes * 8 / params.bandwidth_bps if params.bandwidth_bps else 0.0
+    row = {"body_bytes": params.body_bytes, "time_s": params.rtt_s + serialisation}
+    return TransferResult(summary=pd.DataFrame([row]), params=params.to_dict())
+
+
+def _add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--body", default="100000", type=argtypes.size)
+    add_network_flags(p, rtt="100ms", bw="10mbit", seed=1)
+    p.add_argument("--json", action="store_true")
+
+
+def _params_from_args(args: argparse.Namespace) -> TransferParams:
+    from simulator.units import parse_size
+
+    return TransferParams(body_bytes=parse_size(args.body), **network_from_args(args))
+
+
+def _command(args: argparse.Namespace) -> int:
+    print(run_transfer(None, _params_from_args(args)).to_json())
+    return 0
+
+
+STUDY = Study(name="transfer", help="one response's transfer time", add_arguments=_add_arguments,
+              params_from_args=_params_from_args, run=run_transfer, command=_command, input="none")
+
+
+@pytest.fixture
+def registered(monkeypatch):
+    monkeypatch.setitem(registry.STUDIES, "transfer", __name__)      # the one registration line
+
+
+def test_a_new_study_is_a_command(registered, capsys):
+    """RFC-free physics: a 100 kB response over 10 Mbit/s with 100 ms RTT takes 0.1 + 0.08 s."""
+    assert main(["transfer", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["summary"][0]["time_s"] == pytest.approx(0.18)
+    assert main(["transfer", "--rtt", "fast"]) == 2
+
+
+def test_a_new_study_is_a_batch_study(registered, tmp_path):
+    report = batch.run_batch("transfer", None, {"rtt": ["10ms", "200ms"], "bw": ["1mbit", "none"]}, seeds=2,
+                             out=tmp_path / "res", workers=0, progress=False)
+    assert (report.jobs, report.ok) == (8, 8)
+    df = batch.load(tmp_path / "res")
+    bandwidth = pd.to_numeric(df["bandwidth_bps"]).fillna(math.inf)
+    expected = df["rtt_s"] + df["body_bytes"] * 8 / bandwidth
+    assert np.allclose(df["time_s"], expected) and set(df["seed"]) == {1, 2}
+
+
+# ---------------------------------------------------------------------------------------
+# The CLI's boundaries
+
+
+def test_a_missing_command_module_stops_the_cli(monkeypatch):
+    from simulator import cli
+
+    monkeypatch.setattr(cli, "COMMAND_MODULES", [*cli.COMMAND_MODULES, "simulator.no_such_commands"])
+    with pytest.raises(ModuleNotFoundError, match="simulator.no_such_commands"):
+        cli.build_parser()
+
+
+def test_bench_without_a_checkout_says_so_in_one_line(tmp_path):
+    """An installed package has no benchmarks beside it: one line, exit 2; run from a
+    checkout (its benchmarks/ in the current folder) it finds them."""
+    installed = tmp_path / "site-packages"
+    shutil.copytree(ROOT / "simulator", installed / "simulator", ignore=shutil.ignore_patterns("__pycache__"))
+    env = {**os.environ, "PYTHONPATH": str(installed)}
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    proc = subprocess.run([sys.executable, "-m", "simulator.cli", "bench", "engine"], cwd=elsewhere, env=env,
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 2 and len(proc.stderr.strip().splitlines()) == 1
+    assert "checkout" in proc.stderr and "Traceback" not in proc.stderr
+    found = subprocess.run([sys.executable, "-c", "from simulator.bench import available; print(available())"],
+                           cwd=ROOT, env=env, capture_output=True, text=True, timeout=120)
+    assert "engine" in found.stdout
