@@ -8,7 +8,7 @@ Ratios measured with this code ((header-block + encoder-stream bytes) / raw byte
     fb-req-hq    26.7%   23.2%       58.5%       27.9%       24.3%
 
 Published for the QPACK interop trace fb-resp-hq (traces/qif, 340,737 raw bytes): HPACK 90,448 bytes
-(26.5%), QPACK with a 4 KiB table about 51,800 (15.2%); see ``simulator/studies/hol.py``.
+(26.5%), QPACK with a 4 KiB table about 51,800 (15.2%); see ``simulator/studies/hol/``.
 """
 
 from __future__ import annotations

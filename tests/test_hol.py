@@ -1,5 +1,5 @@
 """The header-compression HOL-blocking study (its question and the published reference
-numbers are in the docstring of ``simulator/studies/hol.py``).
+numbers are in the docstring of ``simulator/studies/hol/``).
 
 The assertions are the phenomena a faithful model must show: no loss, no blocking;
 QPACK with SETTINGS_QPACK_BLOCKED_STREAMS = 0 never blocks (RFC 9204 section 2.1.2);

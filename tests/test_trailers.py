@@ -1,4 +1,4 @@
-"""The trailers study (RFC 9110 section 6.5; the question is in ``simulator/studies/trailers.py``)
+"""The trailers study (RFC 9110 section 6.5; the question is in ``simulator/studies/trailers/``)
 and the hop model it runs on.
 
 The assertions are the physics and the protocol rules a faithful model must show:
