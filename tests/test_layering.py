@@ -14,6 +14,7 @@ path and imports them on demand, so it imports none of them either."""
 from __future__ import annotations
 
 import ast
+import functools
 from pathlib import Path
 
 import pytest
@@ -42,6 +43,7 @@ def _is_module(name: str) -> bool:
     return (ROOT / rel).with_suffix(".py").exists() or (ROOT / rel / "__init__.py").exists()
 
 
+@functools.lru_cache(maxsize=None)
 def _imports(path: Path) -> list[tuple[int, str]]:
     """(line, module) of every ``simulator`` module ``path`` imports, relative ones resolved."""
     name = _module_name(path)

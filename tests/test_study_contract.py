@@ -7,10 +7,6 @@ from __future__ import annotations
 import argparse
 import json
 import math
-import os
-import shutil
-import subprocess
-import sys
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -207,18 +203,16 @@ def test_a_missing_command_module_stops_the_cli(monkeypatch):
         cli.build_parser()
 
 
-def test_bench_without_a_checkout_says_so_in_one_line(tmp_path):
+def test_bench_without_a_checkout_says_so_in_one_line(tmp_path, monkeypatch, capsys):
     """An installed package has no benchmarks beside it: one line, exit 2; run from a
     checkout (its benchmarks/ in the current folder) it finds them."""
-    installed = tmp_path / "site-packages"
-    shutil.copytree(ROOT / "simulator", installed / "simulator", ignore=shutil.ignore_patterns("__pycache__"))
-    env = {**os.environ, "PYTHONPATH": str(installed)}
-    elsewhere = tmp_path / "elsewhere"
-    elsewhere.mkdir()
-    proc = subprocess.run([sys.executable, "-m", "simulator.cli", "bench", "engine"], cwd=elsewhere, env=env,
-                          capture_output=True, text=True, timeout=120)
-    assert proc.returncode == 2 and len(proc.stderr.strip().splitlines()) == 1
-    assert "checkout" in proc.stderr and "Traceback" not in proc.stderr
-    found = subprocess.run([sys.executable, "-c", "from simulator.bench import available; print(available())"],
-                           cwd=ROOT, env=env, capture_output=True, text=True, timeout=120)
-    assert "engine" in found.stdout
+    from simulator import bench
+
+    monkeypatch.setattr(bench, "BENCH_DIR", tmp_path / "site-packages" / "benchmarks")   # nothing beside it
+    monkeypatch.chdir(tmp_path)
+    assert bench.available() == []
+    assert main(["bench", "engine"]) == 2 and main(["bench", "all"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 2 and all("checkout" in line for line in err)
+    monkeypatch.chdir(ROOT)
+    assert "engine" in bench.available()
