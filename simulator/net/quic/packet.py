@@ -9,10 +9,12 @@ encoding: a packet is its frames and its size in bytes, counted as on the wire.
   number) bytes and a 16-byte AEAD tag (RFC 9000 section 17.3, RFC 9001 section 5.3);
 - every STREAM frame costs type (1) + varint stream id + varint offset (left out at
   offset 0, the OFF bit) + varint length, with RFC 9000 section 16 varint sizes
-  (section 19.8).
+  (section 19.8; ``frames.varint_len``, the workbench's one varint size).
 """
 
 from __future__ import annotations
+
+from ...frames import varint_len      # RFC 9000 section 16 (re-exported: simulator.net.quic.varint_len)
 
 __all__ = [
     "QuicPacket", "varint_len", "stream_frame_header_len",
@@ -23,17 +25,6 @@ UDP_IP_HEADER_BYTES = 28          # IPv4 (20) + UDP (8)
 SHORT_HEADER_BYTES = 1 + 8 + 2 + 16   # flags + DCID + packet number + AEAD tag (RFC 9001 5.3)
 ACK_DELAY_EXPONENT = 3            # RFC 9000 section 18.2 default
 MAX_ACK_RANGES = 32               # ranges kept and reported by a receiver
-
-
-def varint_len(value: int) -> int:
-    """Bytes of a QUIC variable-length integer (RFC 9000 section 16)."""
-    if value < 0x40:
-        return 1
-    if value < 0x4000:
-        return 2
-    if value < 0x40000000:
-        return 4
-    return 8
 
 
 def stream_frame_header_len(stream_id: int, offset: int, length: int) -> int:
