@@ -190,7 +190,6 @@ class QuicEndpoint(PacketBuilder, AckGeneration, LossRecovery, Handshake):
         """The application has data for ``on_send_ready`` to write: try to send at this instant."""
         self._schedule_flush()
 
-
     # -- receiving -------------------------------------------------------------------
     def _on_packet(self, link_packet: Packet) -> None:
         packet = link_packet.payload
@@ -253,6 +252,7 @@ class QuicEndpoint(PacketBuilder, AckGeneration, LossRecovery, Handshake):
 
     # -- statistics ------------------------------------------------------------------
     def stats(self) -> dict:
+        """This endpoint's figures (the keys are listed at ``QuicConnection.stats``)."""
         out = {
             "packets_sent": self.packets_sent,
             "ack_packets_sent": self.ack_packets_sent,
