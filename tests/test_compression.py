@@ -24,8 +24,8 @@ from simulator.compression import (SCHEMES, BlockedStreamsExceeded, Decompressio
                                    split_cookie_crumbs, verify)
 from simulator.compression.qpack_codec import (decode_required_insert_count, encode_required_insert_count,
                                                required_insert_count_of)
-from simulator.compression.wire import (Truncated, decode_integer, decode_string, decode_varint, encode_integer,
-                                        encode_string, encode_varint)
+from simulator.compression.wire import (Truncated, WireError, decode_integer, decode_string, decode_varint,
+                                        encode_integer, encode_string, encode_varint)
 
 QIF_DIR = Path(__file__).resolve().parents[1] / "traces" / "qif"   # bundled (MIT, see traces/README.md)
 QIF_FILES = sorted(QIF_DIR.glob("*.qif"))
@@ -72,6 +72,12 @@ def test_prefixed_integers_rfc7541_c1():
             assert decode_integer(data, 0, bits) == (value, len(data))
     with pytest.raises(Truncated):
         decode_integer(b"\x1f\x9a", 0, 5)
+    with pytest.raises(Truncated):
+        decode_integer(b"\x1f", 1, 5)
+    # RFC 9204 section 4.1.1 lets a decoder bound integers: above 2**62-1 is a WireError
+    # (a bad block), not a scanner error leaking out of the codec.
+    with pytest.raises(WireError, match="integer too long"):
+        decode_integer(b"\x1f" + b"\xff" * 9 + b"\x01", 0, 5)
 
 
 def test_strings_and_varints():

@@ -418,6 +418,15 @@ def test_varints(impl):
     assert got == [0, 63, 64, 16383, 16384, 2**30, 2**62 - 1] and d.pending == 0
 
 
+
+def test_varint_len_is_the_minimal_encoding_rfc9000_s16(impl):
+    """RFC 9000 section 16: 1, 2, 4 or 8 bytes for values below 2**6, 2**14, 2**30, 2**62;
+    ``varint_len`` (the transport model's packet sizes) agrees with the encoder."""
+    for bound, size in ((2**6, 1), (2**14, 2), (2**30, 4), (2**62, 8)):
+        for value in (bound // 4, bound - 1):
+            assert F.varint_len(value) == size == len(impl.encode_varint(value))
+    assert F.varint_len(0) == 1 and F.varint_len(2**6) == 2 and F.varint_len(2**30) == 8
+
 @settings(max_examples=100, deadline=None)
 @given(st.lists(st.tuples(st.integers(0, 2**62 - 1), st.binary(max_size=200)), max_size=15),
        st.lists(st.integers(0, 4000), max_size=8))

@@ -84,7 +84,7 @@ from hpack.table import HeaderTable
 
 from .base import BlockedStreamsExceeded, DecodedBlock, Decoder, DecompressionFailed, Encoder
 from .wire import (Truncated, WireError, decode_integer, decode_string, decode_varint, encode_integer,
-                   encode_string, encode_varint)
+                   encode_string, encode_varint, varint_len)
 
 __all__ = ["QcramEncoder", "QcramDecoder", "STATIC_TABLE", "FRAME_HEADERS", "FRAME_HEADER_ACK", "BLOCKING"]
 
@@ -454,7 +454,7 @@ class QcramDecoder(Decoder):
                 self._control_frame(payload)
             except WireError as exc:
                 raise DecompressionFailed(f"{where}: {exc}") from None
-            self.control_offset += len(encode_varint(len(payload))) + 2 + len(payload)
+            self.control_offset += varint_len(len(payload)) + 2 + len(payload)
         del self._control[:used]
         ready = sorted((seq, sid) for sid, (seq, _, req) in self._blocked.items() if req <= self.table.inserted)
         out = []

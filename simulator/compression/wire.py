@@ -1,9 +1,12 @@
-"""Wire primitives shared by the codecs, in pure Python.
+"""Wire primitives shared by the codecs, with the errors the codecs expect.
 
-* Prefixed integers (RFC 7541 Section 5.1, reused unchanged by RFC 9204 Section 4.1.1).
+* Prefixed integers (RFC 7541 Section 5.1, reused unchanged by RFC 9204 Section 4.1.1):
+  the frame scanner's (``frames.encode_int`` / ``decode_int``, C when built).
 * String literals with optional Huffman coding (RFC 7541 Section 5.2; the Huffman
-  code itself, RFC 7541 Appendix B, is taken from the ``hpack`` package).
-* QUIC variable-length integers (RFC 9000 Section 16), used by QCRAM's frames.
+  code itself, RFC 7541 Appendix B, is taken from the ``hpack`` package to encode, from
+  ``frames.huffman_decode`` to decode).
+* QUIC variable-length integers (RFC 9000 Section 16), used by QCRAM's frames: the frame
+  scanner's too (``frames.encode_varint`` / ``decode_varint`` / ``varint_len``).
 
 Decoders raise ``Truncated`` when the input ends inside an item (the caller may wait
 for more bytes) and ``WireError`` when the bytes can never be valid.
@@ -14,20 +17,19 @@ from __future__ import annotations
 from hpack.huffman import HuffmanEncoder
 from hpack.huffman_constants import REQUEST_CODES, REQUEST_CODES_LENGTH
 
+from ..frames import IntegerError
+from ..frames import decode_int as _decode_int
 from ..frames import decode_varint as _decode_varint
-from ..frames import encode_varint  # noqa: F401  (RFC 9000 section 16, re-exported for the codecs)
+from ..frames import encode_int
+from ..frames import encode_varint, varint_len  # noqa: F401  (RFC 9000 section 16, re-exported for the codecs)
 from ..frames import huffman_decode as decode_huffman   # C when built (RFC 7541 appendix B)
 
 __all__ = [
     "WireError", "Truncated", "encode_integer", "decode_integer", "encode_string",
-    "decode_string", "encode_varint", "decode_varint",
+    "decode_string", "encode_varint", "decode_varint", "varint_len",
 ]
 
 _HUFFMAN = HuffmanEncoder(REQUEST_CODES, REQUEST_CODES_LENGTH)
-
-# Integers longer than this many continuation bytes are rejected (62-bit values fit
-# in 9, RFC 9204 Section 4.1.1 lets an implementation bound them).
-_MAX_CONTINUATION = 10
 
 
 class WireError(ValueError):
@@ -38,43 +40,23 @@ class Truncated(WireError):
     """The input ended inside an item; more bytes may complete it."""
 
 
-def encode_integer(value: int, prefix_bits: int, first_byte_flags: int = 0) -> bytes:
-    """RFC 7541 5.1: ``value`` in an N-bit prefix; the high bits of the first byte
-    are ``first_byte_flags`` (already shifted into place)."""
-    if value < 0:
-        raise ValueError("prefixed integers are unsigned")
-    limit = (1 << prefix_bits) - 1
-    if value < limit:
-        return bytes([first_byte_flags | value])
-    out = bytearray([first_byte_flags | limit])
-    value -= limit
-    while value >= 128:
-        out.append((value & 0x7F) | 0x80)
-        value >>= 7
-    out.append(value)
-    return bytes(out)
+# RFC 7541 5.1: ``encode_integer(value, prefix_bits, first_byte_flags=0)``, the value in an
+# N-bit prefix, the high bits of the first byte being ``first_byte_flags`` (already shifted
+# into place).  Values up to 2**62-1 (RFC 9204 Section 4.1.1 lets an implementation bound them).
+encode_integer = encode_int
 
 
 def decode_integer(data: bytes, pos: int, prefix_bits: int) -> tuple[int, int]:
     """RFC 7541 5.1: the integer whose prefix is in ``data[pos]``; returns (value, next_pos)."""
     if pos >= len(data):
         raise Truncated("input ends before an integer")
-    limit = (1 << prefix_bits) - 1
-    value = data[pos] & limit
-    pos += 1
-    if value < limit:
-        return value, pos
-    shift = 0
-    for _ in range(_MAX_CONTINUATION):
-        if pos >= len(data):
-            raise Truncated("input ends inside an integer")
-        byte = data[pos]
-        pos += 1
-        value += (byte & 0x7F) << shift
-        shift += 7
-        if not byte & 0x80:
-            return value, pos
-    raise WireError("integer too long")
+    try:
+        decoded = _decode_int(data, pos, prefix_bits)
+    except IntegerError:            # more than 9 continuation bytes, or above 2**62-1
+        raise WireError("integer too long") from None
+    if decoded is None:
+        raise Truncated("input ends inside an integer")
+    return decoded
 
 
 def encode_string(value: bytes, prefix_bits: int = 7, first_byte_flags: int = 0, huffman: bool = True) -> bytes:

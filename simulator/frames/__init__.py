@@ -19,6 +19,7 @@ The API (identical in both)::
     frames = parse_h2(buffer)          # bulk: arrays frames.types/.flags/.stream_ids/.offsets/.lengths
     H3Scanner(kind="request"), parse_h3(buffer)             # HTTP/3 (one stream)
     decode_varint(buf, pos) / encode_varint(v) / VarintDecoder()
+    varint_len(v)                      # size of the minimal encoding (one Python function for both)
     decode_int(buf, pos, prefix_bits) / encode_int(v, prefix_bits, first_byte=0)
     huffman_decode(b) / huffman_encode(b) / huffman_encoded_length(b)
 
@@ -43,7 +44,7 @@ from ._errors import FrameError, HuffmanError, IntegerError, error_code_name
 __all__ = [
     "IMPLEMENTATION", "implementations", "get_implementation", "FrameError", "HuffmanError", "IntegerError",
     "H2Scanner", "H3Scanner", "VarintDecoder", "parse_h2", "parse_h3", "H2Frames", "H3Frames",
-    "decode_varint", "encode_varint", "decode_int", "encode_int",
+    "decode_varint", "encode_varint", "varint_len", "decode_int", "encode_int",
     "huffman_decode", "huffman_encode", "huffman_encoded_length",
     "H2_FRAME_TYPES", "H3_FRAME_TYPES", "h2_type_name", "h3_type_name", "h2_flag_names", "error_code_name",
     "PREFACE",
@@ -144,6 +145,19 @@ encode_int = _impl.encode_int
 huffman_decode = _impl.huffman_decode
 huffman_encode = _impl.huffman_encode
 huffman_encoded_length = _impl.huffman_encoded_length
+
+
+def varint_len(value: int) -> int:
+    """Bytes of the minimal QUIC variable-length integer encoding of ``value`` (RFC 9000 section 16)."""
+    # The workbench's one varint size: the transport model counts every packet with it, so it
+    # is a plain function (no range check, no bytes made) rather than len(encode_varint(v)).
+    if value < 0x40:
+        return 1
+    if value < 0x4000:
+        return 2
+    if value < 0x40000000:
+        return 4
+    return 8
 
 
 @dataclass

@@ -16,7 +16,7 @@ import sys
 
 from ..errors import InputError
 from . import (IMPLEMENTATION, FrameError, H3Scanner, h2_flag_names, h2_type_name, h3_type_name, parse_h2,
-               parse_h3)
+               parse_h3, varint_len)
 
 __all__ = ["add_commands", "frames_command"]
 
@@ -47,7 +47,8 @@ def _h3_entries(data: bytes, kind: str | None):
     res = parse_h3(data, kind=kind)
     entries = []
     for t, off, ln in res:
-        entries.append({"offset": off - _varint_len(t) - _varint_len(ln), "type": h3_type_name(t),
+        # Header offsets are reconstructed assuming minimal varint encodings.
+        entries.append({"offset": off - varint_len(t) - varint_len(ln), "type": h3_type_name(t),
                         "type_code": t, "length": ln})
     err = res.error
     if err is None and res.pending:
@@ -59,11 +60,6 @@ def _h3_entries(data: bytes, kind: str | None):
         except FrameError as exc:
             err = exc
     return entries, err, {}
-
-
-def _varint_len(v: int) -> int:
-    # Header offsets are reconstructed assuming minimal varint encodings.
-    return 1 if v < 0x40 else 2 if v < 0x4000 else 4 if v < 0x40000000 else 8
 
 
 def frames_command(args) -> int:

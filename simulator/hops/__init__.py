@@ -9,4 +9,7 @@
 - ``chain``: responses from an origin through a chain of hops (``pass``, ``drop``,
   ``merge``, ``store``) to a client over the transport models, with the origin
   producing each body over time.
+- ``segment``: the HTTP connection(s) between two nodes of a chain over a transport
+  model (TCP model for HTTP/1.1 and HTTP/2, QUIC model for HTTP/3), and the exchanges on
+  them.
 """

@@ -42,7 +42,7 @@ from http import HTTPStatus
 import hpack
 import pylsqpack
 
-from ..frames import encode_varint
+from ..frames import varint_len
 
 __all__ = ["VERSIONS", "Section", "Framer", "Unframer", "grpc_web_trailer_frame", "GRPC_WEB_PREFIX_BYTES",
            "H2_MAX_FRAME_BYTES", "h1_field_lines"]
@@ -79,10 +79,6 @@ def grpc_web_trailer_frame(fields) -> bytes:
     return struct.pack(">BI", 0x80, len(payload)) + payload
 
 
-def _varint_len(v: int) -> int:
-    return len(encode_varint(v))
-
-
 class Framer:
     """The sending side of one direction of one connection in ``version``."""
 
@@ -117,7 +113,7 @@ class Framer:
             frames = max(1, math.ceil(len(block) / H2_MAX_FRAME_BYTES))    # HEADERS + CONTINUATIONs
             return Section(len(block) + frames * H2_FRAME_HEADER_BYTES, block)
         encoder, block = self._qpack.encode(stream_id, list(fields))
-        return Section(_varint_len(_H3_HEADERS) + _varint_len(len(block)) + len(block), block, encoder)
+        return Section(varint_len(_H3_HEADERS) + varint_len(len(block)) + len(block), block, encoder)
 
     @staticmethod
     def _h1_section(text: bytes) -> Section:
@@ -157,7 +153,7 @@ class Framer:
             return (len(b"%x\r\n" % nbytes), 2) if chunked and nbytes else (0, 0)
         if self.version == "h2":
             return H2_FRAME_HEADER_BYTES * max(1, math.ceil(nbytes / H2_MAX_FRAME_BYTES)), 0
-        return _varint_len(_H3_DATA) + _varint_len(nbytes), 0
+        return varint_len(_H3_DATA) + varint_len(nbytes), 0
 
     def end_bytes(self, *, chunked: bool = False) -> int:
         """Bytes that end a body when nothing else is left to send (no trailers)."""

@@ -241,8 +241,8 @@ _DATA_DELIVERY = QuicStreamSender.on_data_delivery
 
 def _frame_len(frame_type: int, payload_bytes: int) -> int:
     """An HTTP/3 frame's size: type and length varints (RFC 9000 section 16) + payload."""
-    from ..frames import encode_varint
-    return len(encode_varint(frame_type)) + len(encode_varint(payload_bytes)) + payload_bytes
+    from ..frames import varint_len
+    return varint_len(frame_type) + varint_len(payload_bytes) + payload_bytes
 
 
 class TimedQpackDecoder:

@@ -61,7 +61,7 @@ import time
 from dataclasses import dataclass
 from urllib.parse import urlsplit
 
-from ....frames import encode_varint
+from ....frames import varint_len
 from .corpus import Body, Corpus
 from . import rfc9842
 from .codecs import Codec, SchemeUnavailable
@@ -268,7 +268,7 @@ class SchemeRun:
                 c_ns += t
                 piece, t = self._timed(pair.decode, chunk)
                 d_ns += t
-            wire += len(chunk) + (1 + len(encode_varint(len(chunk))) if len(segments) > 1 else 0)
+            wire += len(chunk) + (1 + varint_len(len(chunk)) if len(segments) > 1 else 0)
             decoded.append(piece)
         return wire, b"".join(decoded), self.codec.content_coding + "+shared", \
             history_before, overhead, c_ns, d_ns
