@@ -159,6 +159,16 @@ class StreamPair:
             self._enc = zstandard.ZstdCompressor(level=codec.level).compressobj()
             self._dec = zstandard.ZstdDecompressor().decompressobj()
 
+    def copy(self) -> "StreamPair | None":
+        """An independent copy of both ends' state, or None where the library cannot copy
+        a streaming context (only zlib can: ``Compress.copy``/``Decompress.copy``)."""
+        if self.codec.library != "zlib":
+            return None
+        twin = object.__new__(StreamPair)
+        twin.codec, twin.bytes_in = self.codec, self.bytes_in
+        twin._enc, twin._dec = self._enc.copy(), self._dec.copy()
+        return twin
+
     def encode(self, data: bytes) -> bytes:
         self.bytes_in += len(data)
         lib = self.codec.library

@@ -98,13 +98,19 @@ class Attack:
         self.max_queries = max_queries
         self.min_score, self.min_margin = min_score, min_margin
         self.queries = 0
+        self._after_a: SchemeRun | None = None      # the state after page A, forked per query
 
     def oracle(self, query: str) -> int:
         """The length of B's encoded body when B reflects ``query``: all the attacker sees."""
         self.queries += 1
-        run = SchemeRun(self.scheme, self.codec, self.scoping, static=self.static)
         s = self.setup
-        run.send(Request(s.page_a, initiator=s.origin, fetch_site="none", fetch_mode="navigate"))
+        if self._after_a is None:
+            self._after_a = SchemeRun(self.scheme, self.codec, self.scoping, static=self.static)
+            self._after_a.send(Request(s.page_a, initiator=s.origin, fetch_site="none", fetch_mode="navigate"))
+        run = self._after_a.fork()
+        if run is None:                        # a streaming context that cannot be copied: send A again
+            run = SchemeRun(self.scheme, self.codec, self.scoping, static=self.static)
+            run.send(Request(s.page_a, initiator=s.origin, fetch_site="none", fetch_mode="navigate"))
         rec = run.send(Request(s.page_b(query), initiator=s.attacker_origin, fetch_site="cross-site",
                                fetch_mode="no-cors"))
         return rec["wire_bytes"]
