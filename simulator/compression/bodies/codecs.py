@@ -26,6 +26,8 @@ bytes went through it (the window): the memory each end keeps per context.
 
 from __future__ import annotations
 
+import functools
+
 import zlib
 from dataclasses import dataclass
 
@@ -101,7 +103,7 @@ class Codec:
                 return brotli.compress(data, quality=self.level, lgwin=BROTLI_LGWIN)
             return zstandard.ZstdCompressor(level=self.level).compress(data)
         if self.library == "zlib":
-            c = zlib.compressobj(self.level, zdict=dictionary)
+            c = _zlib_primed(self.level, dictionary).copy()
             return c.compress(data) + c.flush()
         if self.library == "brotli":
             self._require_dictionary()
@@ -136,6 +138,15 @@ class Codec:
     # a shared context ----------------------------------------------------------------
     def stream(self) -> "StreamPair":
         return StreamPair(self)
+
+
+@functools.lru_cache(maxsize=16)
+def _zlib_primed(level: int, dictionary: bytes):
+    """A deflate stream with ``dictionary`` loaded (deflateSetDictionary), copied for each
+    response: loading costs more than compressing a small body, and the leak's oracle
+    compresses against the same few dictionaries thousands of times.  A copy carries the
+    whole state, so the output is the same bytes as a fresh stream's."""
+    return zlib.compressobj(level, zdict=dictionary)
 
 
 class StreamPair:

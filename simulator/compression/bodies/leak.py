@@ -48,6 +48,7 @@ KNOWN_PREFIX = "logout?csrf_token="           # what the attacker knows precedes
 PADS = ("{}", "~^", "|`", "[]", "@!", "*$")
 FILLER = "-"
 _MARK = "\u2603"                               # placeholder for the reflection in B's template
+_MARK_ESCAPED = html.escape(_MARK)
 
 
 @dataclass
@@ -62,7 +63,7 @@ class LeakSetup:
     attacker_origin: str = "https://attacker.example"
 
     def page_b(self, query: str) -> Body:
-        data = self.template_b.replace(html.escape(_MARK), html.escape(query)).encode()
+        data = self.template_b.replace(_MARK_ESCAPED, html.escape(query)).encode()
         return Body("/search", f"{self.origin}/search?q=", "html", 0, data)
 
 

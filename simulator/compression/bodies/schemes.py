@@ -57,7 +57,6 @@ own match-finder tables come on top and are library-specific.
 
 from __future__ import annotations
 
-import copy
 
 import time
 from dataclasses import dataclass
@@ -183,7 +182,8 @@ class SchemeRun:
         RFC 9842 store) without disturbing it, or None when a shared streaming context
         cannot be copied.  The leak oracle forks after page A instead of re-sending A for
         every query: the same sizes, one compression of A."""
-        twin = copy.copy(self)
+        twin = object.__new__(SchemeRun)
+        twin.__dict__.update(self.__dict__)
         twin.contexts = {}
         for ctx, pair in self.contexts.items():
             pair_copy = pair.copy()
@@ -192,9 +192,10 @@ class SchemeRun:
             twin.contexts[ctx] = pair_copy
         twin.dynamic = dict(self.dynamic)
         if self.client is not None:
-            twin.client = copy.copy(self.client)
+            twin.client = object.__new__(type(self.client))
+            twin.client.__dict__.update(self.client.__dict__)
             twin.client.store = dict(self.client.store)        # StoredDictionary is never mutated
-            twin.server = copy.copy(self.server)
+            twin.server = object.__new__(type(self.server))
             twin.server.dictionaries = dict(self.server.dictionaries)
         return twin
 
