@@ -244,9 +244,8 @@ class _ModelSession:
         return {"retransmissions": s.get("packets_lost", 0)}
 
 
-def run_specs(specs: list[ExchangeSpec], params: StackParams, *, check_every_event: bool = False) -> Result:
-    """Replay ``specs`` over the model of ``params.stack``'s transport (h2 -> TCP, h3 -> QUIC).
-    ``check_every_event``: the reference run loop (as in ``replay.run_specs``)."""
+def _simulate(specs: list[ExchangeSpec], params: StackParams, check_every_event: bool):
+    """Run the replay to its end: (simulator, recorder, sessions by origin)."""
     if not specs:
         raise InputError("nothing to replay: no exchanges")
     transport = MODEL_FOR[params.stack]
@@ -275,6 +274,22 @@ def run_specs(specs: list[ExchangeSpec], params: StackParams, *, check_every_eve
 
     run_until(sim, lambda: started[0] and recorder.done, check=check, deadline_s=last_start + 100 * params.idle_timeout_s,
               safe_until=None if check_every_event else idle_safe_until(recorder, last_start, params.idle_timeout_s))
+    return sim, recorder, sessions
+
+
+def last_completion_s(specs: list[ExchangeSpec], params: StackParams) -> float | None:
+    """When the last exchange of ``specs`` completed (the summary's ``last_completion_s``),
+    without building the per-exchange table: for studies that replay many small visits."""
+    _, recorder, _ = _simulate(specs, params, False)
+    done = [row["complete_s"] for row in recorder.rows if not math.isnan(row["complete_s"])]
+    return float(max(done)) if done else None
+
+
+def run_specs(specs: list[ExchangeSpec], params: StackParams, *, check_every_event: bool = False) -> Result:
+    """Replay ``specs`` over the model of ``params.stack``'s transport (h2 -> TCP, h3 -> QUIC).
+    ``check_every_event``: the reference run loop (as in ``replay.run_specs``)."""
+    transport = MODEL_FOR[params.stack]
+    sim, recorder, sessions = _simulate(specs, params, check_every_event)
     df = recorder.frame()
     completed = df[df["completed"]]
     times = completed["completion_s"].tolist()

@@ -178,7 +178,7 @@ class _Transfer:
 
     def visit_s(self, rows: list[dict]) -> float:
         from ...stacks.common import ExchangeSpec
-        from ...stacks.model_replay import run_specs
+        from ...stacks.model_replay import last_completion_s
 
         key = tuple((r["url"], r["content_coding"], r["wire_bytes"] + r["overhead_bytes"]) for r in rows)
         if key in self.cache:
@@ -194,8 +194,7 @@ class _Transfer:
             specs.append(ExchangeSpec(index=i, request_headers=req, response_headers=resp,
                                       response_body_bytes=max(1, r["wire_bytes"] + r["overhead_bytes"]),
                                       start_s=0.0, origin=f"{u.scheme}://{u.netloc}"))
-        result = run_specs(specs, self.stack_params)
-        t = float(result.summary["last_completion_s"])
+        t = float(last_completion_s(specs, self.stack_params))
         self.cache[key] = t
         return t
 

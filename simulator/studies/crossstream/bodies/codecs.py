@@ -26,6 +26,8 @@ bytes went through it (the window): the memory each end keeps per context.
 
 from __future__ import annotations
 
+import functools
+
 import zlib
 from dataclasses import dataclass
 
@@ -101,7 +103,7 @@ class Codec:
                 return brotli.compress(data, quality=self.level, lgwin=BROTLI_LGWIN)
             return zstandard.ZstdCompressor(level=self.level).compress(data)
         if self.library == "zlib":
-            c = zlib.compressobj(self.level, zdict=dictionary)
+            c = _zlib_primed(self.level, dictionary).copy()
             return c.compress(data) + c.flush()
         if self.library == "brotli":
             self._require_dictionary()
@@ -138,6 +140,15 @@ class Codec:
         return StreamPair(self)
 
 
+@functools.lru_cache(maxsize=16)
+def _zlib_primed(level: int, dictionary: bytes):
+    """A deflate stream with ``dictionary`` loaded (deflateSetDictionary), copied for each
+    response: loading costs more than compressing a small body, and the leak's oracle
+    compresses against the same few dictionaries thousands of times.  A copy carries the
+    whole state, so the output is the same bytes as a fresh stream's."""
+    return zlib.compressobj(level, zdict=dictionary)
+
+
 class StreamPair:
     """One shared compression context: the server's encoder and the client's decoder.
 
@@ -158,6 +169,16 @@ class StreamPair:
         else:
             self._enc = zstandard.ZstdCompressor(level=codec.level).compressobj()
             self._dec = zstandard.ZstdDecompressor().decompressobj()
+
+    def copy(self) -> "StreamPair | None":
+        """An independent copy of both ends' state, or None where the library cannot copy
+        a streaming context (only zlib can: ``Compress.copy``/``Decompress.copy``)."""
+        if self.codec.library != "zlib":
+            return None
+        twin = object.__new__(StreamPair)
+        twin.codec, twin.bytes_in = self.codec, self.bytes_in
+        twin._enc, twin._dec = self._enc.copy(), self._dec.copy()
+        return twin
 
     def encode(self, data: bytes) -> bytes:
         self.bytes_in += len(data)

@@ -49,6 +49,7 @@ KNOWN_PREFIX = "logout?csrf_token="           # what the attacker knows precedes
 PADS = ("{}", "~^", "|`", "[]", "@!", "*$")
 FILLER = "-"
 _MARK = "\u2603"                               # placeholder for the reflection in B's template
+_MARK_ESCAPED = html.escape(_MARK)
 
 
 @dataclass
@@ -63,7 +64,7 @@ class LeakSetup:
     attacker_origin: str = "https://attacker.example"
 
     def page_b(self, query: str) -> Body:
-        data = self.template_b.replace(html.escape(_MARK), html.escape(query)).encode()
+        data = self.template_b.replace(_MARK_ESCAPED, html.escape(query)).encode()
         return Body("/search", f"{self.origin}/search?q=", "html", 0, data)
 
 
@@ -99,13 +100,19 @@ class Attack:
         self.max_queries = max_queries
         self.min_score, self.min_margin = min_score, min_margin
         self.queries = 0
+        self._after_a: SchemeRun | None = None      # the state after page A, forked per query
 
     def oracle(self, query: str) -> int:
         """The length of B's encoded body when B reflects ``query``: all the attacker sees."""
         self.queries += 1
-        run = SchemeRun(self.scheme, self.codec, self.scoping, static=self.static)
         s = self.setup
-        run.send(Request(s.page_a, initiator=s.origin, fetch_site="none", fetch_mode="navigate"))
+        if self._after_a is None:
+            self._after_a = SchemeRun(self.scheme, self.codec, self.scoping, static=self.static)
+            self._after_a.send(Request(s.page_a, initiator=s.origin, fetch_site="none", fetch_mode="navigate"))
+        run = self._after_a.fork()
+        if run is None:                        # a streaming context that cannot be copied: send A again
+            run = SchemeRun(self.scheme, self.codec, self.scoping, static=self.static)
+            run.send(Request(s.page_a, initiator=s.origin, fetch_site="none", fetch_mode="navigate"))
         rec = run.send(Request(s.page_b(query), initiator=s.attacker_origin, fetch_site="cross-site",
                                fetch_mode="no-cors"))
         return rec["wire_bytes"]

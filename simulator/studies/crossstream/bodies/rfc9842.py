@@ -86,6 +86,14 @@ class UseAsDictionary:
     type: str = "raw"
 
     def serialize(self) -> str:
+        return _serialize(self)
+
+    @classmethod
+    def parse(cls, value: str) -> "UseAsDictionary":
+        """Section 2.1; raises ``HeaderError`` when the field must be ignored."""
+        return _parse(value) if cls is UseAsDictionary else cls._parse_uncached(value)
+
+    def _serialize_uncached(self) -> str:
         value: dict = {"match": (self.match, {})}
         if self.match_dest:
             value["match-dest"] = ([(d, {}) for d in self.match_dest], {})
@@ -96,8 +104,7 @@ class UseAsDictionary:
         return http_sf.ser(value)
 
     @classmethod
-    def parse(cls, value: str) -> "UseAsDictionary":
-        """Section 2.1; raises ``HeaderError`` when the field must be ignored."""
+    def _parse_uncached(cls, value: str) -> "UseAsDictionary":
         try:
             d = http_sf.parse(value.encode("latin-1"), tltype="dictionary")
         except Exception as exc:            # http_sf raises its own error types
@@ -119,6 +126,18 @@ class UseAsDictionary:
     def pattern(self, dictionary_url: str) -> URLPattern:
         """Section 2.1.1: the pattern with the dictionary URL as base; regexp groups are invalid."""
         return _compiled_pattern(self.match, dictionary_url)
+
+
+# The same few designations are written and read again on every connection of the leak's
+# oracle (thousands of times): both directions are pure functions of immutable values.
+@functools.lru_cache(maxsize=1024)
+def _serialize(rule: UseAsDictionary) -> str:
+    return rule._serialize_uncached()
+
+
+@functools.lru_cache(maxsize=1024)
+def _parse(value: str) -> UseAsDictionary:
+    return UseAsDictionary._parse_uncached(value)
 
 
 @functools.lru_cache(maxsize=1024)

@@ -57,6 +57,7 @@ own match-finder tables come on top and are library-specific.
 
 from __future__ import annotations
 
+
 import time
 from dataclasses import dataclass
 from urllib.parse import urlsplit
@@ -175,6 +176,28 @@ class SchemeRun:
     def new_connection(self) -> None:
         self.contexts: dict[str, object] = {}           # context id -> StreamPair
         self.dynamic: dict[tuple[str, str], bytes] = {}  # (context id, kind) -> dictionary
+
+    def fork(self) -> "SchemeRun | None":
+        """A copy that goes on from this one's state (connection, dictionaries, the client's
+        RFC 9842 store) without disturbing it, or None when a shared streaming context
+        cannot be copied.  The leak oracle forks after page A instead of re-sending A for
+        every query: the same sizes, one compression of A."""
+        twin = object.__new__(SchemeRun)
+        twin.__dict__.update(self.__dict__)
+        twin.contexts = {}
+        for ctx, pair in self.contexts.items():
+            pair_copy = pair.copy()
+            if pair_copy is None:
+                return None
+            twin.contexts[ctx] = pair_copy
+        twin.dynamic = dict(self.dynamic)
+        if self.client is not None:
+            twin.client = object.__new__(type(self.client))
+            twin.client.__dict__.update(self.client.__dict__)
+            twin.client.store = dict(self.client.store)        # StoredDictionary is never mutated
+            twin.server = object.__new__(type(self.server))
+            twin.server.dictionaries = dict(self.server.dictionaries)
+        return twin
 
     def _context_id(self, request: Request) -> str:
         return request.initiator if self.scoping == "context" else "0"
