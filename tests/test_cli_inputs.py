@@ -444,3 +444,40 @@ def test_subprocess_exit_2_one_line(place, argv, needle):
     assert run.returncode == 2 and run.stdout == ""
     assert run.stderr.count("\n") == 1 and "Traceback" not in run.stderr and needle in run.stderr, run.stderr
     assert _files(place) == before
+
+
+# ---------------------------------------------------------------------------------------
+# One command imports its own code only
+
+
+def test_command_homes_match_what_each_module_registers():
+    """Rule: ``cli.COMMAND_HOMES`` (and the study registry) name the module that registers
+    every command, so ``workbench X`` may import X's module alone."""
+    import argparse
+    import importlib
+
+    from simulator import cli
+    from simulator.studies.registry import STUDIES
+
+    for module in cli.COMMAND_MODULES:
+        sub = argparse.ArgumentParser().add_subparsers()
+        importlib.import_module(module).add_commands(sub)
+        for command in sub.choices:
+            home = cli._home(command)
+            if module == "simulator.studies.registry":
+                assert home is not None and home.startswith("study:") and home[6:] in STUDIES, command
+                assert command in cli.build_parser(command)._subparsers._group_actions[0].choices
+            else:
+                assert home == module, (command, home, module)
+
+
+def test_one_command_imports_no_other_study():
+    """Rule: ``workbench crossstream ...`` parses without importing the other studies."""
+    code = ("import sys; from simulator.cli import build_parser; "
+            "build_parser('crossstream').parse_args(['crossstream', '--leak-lengths', '0']); "
+            "print(sorted(m for m in sys.modules if m.startswith('simulator.studies.') and m.count('.') == 2))")
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=120)
+    assert run.returncode == 0, run.stderr
+    loaded = eval(run.stdout)
+    assert "simulator.studies.crossstream" in loaded
+    assert not {"simulator.studies.hol", "simulator.studies.push", "simulator.studies.replay"} & set(loaded), loaded
