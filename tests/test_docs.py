@@ -83,9 +83,13 @@ def test_every_batch_study_has_a_page():
         assert (DOCS / "studies" / f"{name}.md").is_file(), f"batch study {name} has no page"
 
 
-def test_tool_commands_still_exist():
-    """TOOL_COMMANDS must not hide a study that was renamed: every name in it is a command."""
+def test_tool_commands_still_exist_and_are_named_in_the_index():
+    """TOOL_COMMANDS must not hide a study that was renamed: every name in it is a command,
+    and the index says what each is."""
     assert TOOL_COMMANDS <= set(_commands())
+    index = (DOCS / "README.md").read_text(encoding="utf-8")
+    for name in TOOL_COMMANDS:
+        assert f"`{name}`" in index, f"docs/README.md does not name the tool command {name}"
 
 
 @pytest.mark.parametrize("page", _pages(), ids=lambda p: str(p.relative_to(DOCS)))
