@@ -246,13 +246,14 @@ def test_a_cell_timeout_is_one_line_naming_the_cell(tmp_path, capsys):
     from simulator.cli import main
 
     nb = new_notebook(cells=[new_code_cell("X = 1", metadata={"tags": ["parameters"]}),
-                             new_code_cell("import time; time.sleep(60)")],
+                             new_code_cell("import time; time.sleep(300)")],
                       metadata={"kernelspec": {"display_name": "Python 3", "language": "python", "name": "python3"}})
     path = tmp_path / "slow.ipynb"
     nbformat.write(nb, path)
-    assert main(["slides", str(path), "-o", str(tmp_path / "deck"), "--timeout", "2"]) == 2
+    # 15 s, not less: on a loaded machine the first cell (a fresh kernel) can take seconds
+    assert main(["slides", str(path), "-o", str(tmp_path / "deck"), "--timeout", "15"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
-    assert len(err) == 1 and "cell 2 of the notebook did not finish within 2 s" in err[0]
+    assert len(err) == 1 and "cell 2 of the notebook did not finish within 15 s" in err[0]
     assert not (tmp_path / "deck").exists()
 
 

@@ -30,7 +30,7 @@ Each request goes through the pool, which does what the mode says:
   MUST NOT); a 421 removes the origin from the set (section 2.3).  Origins no Origin Set
   names fall back to the ``ip`` rule (servers without ORIGIN leave the set uninitialised).
 - ``h3-altsvc``: HTTP/3 where the origin advertises it with ``Alt-Svc: h3`` (RFC 7838,
-  RFC 9114 section 3.2), reusing connections by the ``ip`` rule (RFC 9114 section 3.3 asks
+  RFC 9114 section 3.1.1), reusing connections by the ``ip`` rule (RFC 9114 section 3.3 asks
   only the certificate; browsers also check the address, as here).  ``altsvc_cache``
   decides which view this is: ``warm`` (default; a repeat view with the Alt-Svc entries
   of an earlier visit cached, ``ma`` 24 h by default, RFC 7838 section 3.1: every origin

@@ -47,7 +47,7 @@ class HolParams(StudyParams):
     jitter_max_s: float = 0.100           # ... with an extra U(0, 100 ms)
     queue_bytes: int | None = None        # bottleneck queue; None = one BDP, at least 64 KiB
     cc: str = "reno"
-    cookie_crumbs: bool = True            # RFC 9113 section 8.2.3 / RFC 9204 section 4.2.1 split
+    cookie_crumbs: bool = True            # RFC 9113 section 8.2.3 / RFC 9114 section 4.2.1 split
 
     def __post_init__(self) -> None:
         super().__post_init__()
