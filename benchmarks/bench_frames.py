@@ -320,6 +320,7 @@ def hol_figures(quick: bool) -> dict:
 
     from simulator.frames import implementations
     from simulator.studies import hol
+    from simulator.studies.hol import model as hol_model       # the wire's frame scanners live there
     from simulator.traces import load
 
     root = Path(__file__).resolve().parent.parent
@@ -327,18 +328,18 @@ def hol_figures(quick: bool) -> dict:
     path = next(p for p in candidates if p.exists())
     trace = load(path)
     impls = implementations()
-    saved = (hol.H2Scanner, hol.H3Scanner)
+    saved = (hol_model.H2Scanner, hol_model.H3Scanner)
     out = {"trace": path.name}
 
     def with_impl(impl, params):
         def run():
-            hol.H2Scanner, hol.H3Scanner = impl.H2Scanner, impl.H3Scanner
+            hol_model.H2Scanner, hol_model.H3Scanner = impl.H2Scanner, impl.H3Scanner
             try:
                 t0 = _clock()
                 result = hol.run(trace, params)
                 return _clock() - t0, result.summary.to_json()
             finally:
-                hol.H2Scanner, hol.H3Scanner = saved
+                hol_model.H2Scanner, hol_model.H3Scanner = saved
         return run
 
     base = hol.HolParams(schemes=("hpack", "qpack", "qcram"), loss="0.01", seed=1)

@@ -135,6 +135,7 @@ def available() -> list[str]:
 
 
 def load(name: str):
+    """The module of benchmark ``name`` from the checkout's ``benchmarks/``."""
     folder = bench_dir()
     if folder is None:
         raise InputError("no benchmarks here: they ship with the source checkout (benchmarks/ beside simulator/), "
@@ -149,6 +150,7 @@ def load(name: str):
 
 
 def run(name: str, *, as_json: bool = False, quick: bool = False) -> dict:
+    """Run benchmark ``name`` and return its figures (``as_json``: print them as one object)."""
     module = load(name)
     if as_json:
         with contextlib.redirect_stdout(sys.stderr):
@@ -169,6 +171,7 @@ def _cmd(args) -> int:
 
 
 def add_commands(sub) -> None:
+    """``workbench bench``."""
     p = sub.add_parser("bench", help="run a benchmark (ratios side by side in one run)")
     p.add_argument("name", help="benchmark name, or 'all' (" + (", ".join(available()) or "found in a checkout") + ")")
     p.add_argument("--json", action="store_true", help="print one JSON object")

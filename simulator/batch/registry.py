@@ -64,6 +64,7 @@ def read_grid(path: str | Path | None, study: Study) -> dict[str, list]:
 
 
 def check_grid(raw: dict, study: Study, *, source: str = "grid") -> dict[str, list]:
+    """A grid's ``{flag: values}``, each key checked against the study's grid parameters."""
     flags = study.flags()
     grid: dict[str, list] = {}
     for key, values in raw.items():

@@ -28,6 +28,7 @@ def origin_frame_payload(origins: list[str]) -> bytes:
 
 
 def origin_frame_bytes(origins: list[str]) -> int:
+    """The whole frame's size: its 9-byte header and the payload."""
     return 9 + len(origin_frame_payload(origins))
 
 

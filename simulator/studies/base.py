@@ -234,9 +234,11 @@ class StudyResult:
         raise NotImplementedError
 
     def to_dict(self) -> dict:
+        """The result as plain JSON-ready values (what ``--json`` prints)."""
         raise NotImplementedError
 
     def to_json(self) -> str:
+        """``to_dict()`` as one JSON document: NumPy scalars made plain, NaN as ``null``."""
         return json.dumps(self.to_dict(), indent=self.JSON_INDENT, default=json_default)
 
 
@@ -286,6 +288,7 @@ class Study:
 
     # -- the CLI --------------------------------------------------------------------------
     def add_commands(self, sub) -> None:
+        """``workbench <name>`` (and the study's helper commands) on the CLI's sub-parsers."""
         p = sub.add_parser(self.name, help=self.help)
         if self.add_inputs is not None:
             self.add_inputs(p)
@@ -297,6 +300,7 @@ class Study:
     # -- the batch runner -------------------------------------------------------------------
     @property
     def needs_trace(self) -> bool:
+        """Whether a batch job gets a trace (False: the study makes its own input)."""
         return self.input != "none"
 
     @property
@@ -320,16 +324,20 @@ class Study:
         return out
 
     def batch_params(self, args: argparse.Namespace) -> StudyParams:
+        """A grid point's parameters, as a batch job runs them."""
         return self.params_from_args(args).for_batch()
 
     @staticmethod
     def with_seed(params: StudyParams, seed: int) -> StudyParams:
+        """``params`` with the batch's seed."""
         return params.with_seed(seed)
 
     @staticmethod
     def params_dict(params: StudyParams) -> dict:
+        """What identifies a batch job and goes into its rows (``StudyParams.batch_dict``)."""
         return params.batch_dict()
 
     @staticmethod
     def tables(result: StudyResult) -> dict[str, pd.DataFrame]:
+        """The result's tables, each stored as its own Parquet dataset."""
         return result.tables()

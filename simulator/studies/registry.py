@@ -34,6 +34,7 @@ def get(name: str) -> Study:
 
 
 def all_studies() -> list[Study]:
+    """Every registered study, in the registry's order."""
     return [get(name) for name in STUDIES]
 
 

@@ -21,6 +21,7 @@ __all__ = ["STUDY", "add_arguments", "params_from_args"]
 
 
 def params_from_args(args: argparse.Namespace) -> CoalescingParams:
+    """The study's parameters from its parsed flags (units applied)."""
     return CoalescingParams(
         modes=comma_list(args.mode), backend=args.backend, dns_lookup_s=parse_duration(args.dns_lookup),
         p421=float(args.p421), p421_announced=float(args.p421_announced), altsvc_cache=args.altsvc_cache,
@@ -67,6 +68,7 @@ def _cmd(args: argparse.Namespace) -> int:
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
+    """The study's flags: the command line's, and the batch grid's parameters."""
     add_page_flags(p)
     p.add_argument("--mode", default=",".join(MODES), type=argtypes.names(MODES, "mode"),
                    help="comma-separated: " + ",".join(MODES))

@@ -37,6 +37,7 @@ def _leak_lengths(text: str) -> tuple[int, ...]:
 
 
 def params_from_args(args: argparse.Namespace) -> CrossstreamParams:
+    """The study's parameters from its parsed flags (units applied)."""
     attack = getattr(args, "leak", None) or "quick"
     if attack not in LEAK_ATTACKS:
         raise InputError(f"--leak takes {' or '.join(LEAK_ATTACKS)}, got {attack!r}")
@@ -105,6 +106,7 @@ def _cmd_bodies(args: argparse.Namespace) -> int:
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
+    """The study's flags: the command line's, and the batch grid's parameters."""
     p.add_argument("--trace", help="a trace file: its text responses get generated bodies (URLs, types, sizes)")
     p.add_argument("--bodies", metavar="DIR", help="a folder of real files (sub-folders are later releases)")
     p.add_argument("--scheme", default=",".join(SCHEMES), type=argtypes.names(SCHEMES, "scheme"),

@@ -20,6 +20,7 @@ __all__ = ["STUDY", "add_arguments", "params_from_args"]
 
 
 def params_from_args(args: argparse.Namespace) -> DemuxParams:
+    """The study's parameters from its parsed flags (units applied)."""
     sizes = dict(streams=int(args.streams), stream_bytes=parse_size(args.size),
                  window_bytes=parse_size(args.window))
     if args.full:
@@ -68,6 +69,7 @@ def _cmd(args: argparse.Namespace) -> int:
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
+    """The study's flags: the command line's, and the batch grid's parameters."""
     p.add_argument("--streams", type=argtypes.count(1), default=8, help="parallel responses on the connection")
     p.add_argument("--size", type=argtypes.positive_size, default="4MiB", help="bytes per response body")
     p.add_argument("--window", type=argtypes.positive_size, default="1MiB",

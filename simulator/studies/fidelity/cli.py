@@ -16,6 +16,7 @@ __all__ = ["STUDY", "add_arguments", "params_from_args"]
 
 
 def params_from_args(args: argparse.Namespace) -> FidelityParams:
+    """The study's parameters from its parsed flags (units applied)."""
     return FidelityParams(protocol=args.protocol, **network_from_args(args))
 
 
@@ -46,6 +47,7 @@ def _cmd(args: argparse.Namespace) -> int:
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
+    """The study's flags: the command line's, and the batch grid's parameters."""
     p.add_argument("--protocol", default="auto", choices=list(PROTOCOL_CHOICES),
                    help="auto: each origin's protocol from the HAR (HTTP/1.1 gets six connections); h2 or h3: all")
     add_network_flags(p, cc="reno", seed=1)

@@ -20,6 +20,7 @@ __all__ = ["STUDY", "add_arguments", "params_from_args"]
 
 
 def params_from_args(args: argparse.Namespace) -> HolParams:
+    """The study's parameters from its parsed flags (units applied)."""
     if not 0.0 <= float(args.jitter) <= 1.0:
         raise InputError(f"--jitter is a probability in [0, 1], got {args.jitter}")
     # --table / --blocked not given: the defaults (an interop trace's own, in _cmd).
@@ -72,6 +73,7 @@ def _cmd(args: argparse.Namespace) -> int:
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
+    """The study's flags: the command line's, and the batch grid's parameters."""
     p.add_argument("--trace", required=True, help="HAR, QIF or QPACK interop file")
     p.add_argument("--scheme", default="hpack,qpack,qcram", type=argtypes.names(SCHEMES, "scheme"),
                    help="comma-separated: " + ",".join(SCHEMES))

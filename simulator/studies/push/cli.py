@@ -27,6 +27,7 @@ def _urgency(text: str) -> int:
 
 
 def params_from_args(args: argparse.Namespace) -> PushParams:
+    """The study's parameters from its parsed flags (units applied)."""
     return PushParams(
         policies=comma_list(args.policy), protocol=args.protocol, backend=args.backend, cache=args.cache,
         push_set=args.push_set,
@@ -77,6 +78,7 @@ def _cmd(args: argparse.Namespace) -> int:
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
+    """The study's flags: the command line's, and the batch grid's parameters."""
     add_page_flags(p)
     p.add_argument("--policy", default="none,push,hints,push+hints", type=argtypes.names(POLICIES, "policy"),
                    help="comma-separated: " + ",".join(POLICIES))

@@ -32,6 +32,7 @@ __all__ = ["STUDY", "add_arguments", "params_from_args"]
 
 
 def params_from_args(args: argparse.Namespace) -> ReplayParams:
+    """The study's parameters from its parsed flags (units applied)."""
     return ReplayParams(stack=args.stack, think_s=parse_duration(args.think),
                         idle_timeout_s=parse_duration(args.idle_timeout),
                         qpack_table_bytes=parse_size(args.qpack_table), qpack_blocked_streams=int(args.qpack_blocked),

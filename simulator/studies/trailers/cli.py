@@ -19,6 +19,7 @@ from .study import STACKS, STRATEGIES, TrailersParams, run
 __all__ = ["STUDY", "add_arguments", "params_from_args"]
 
 def params_from_args(args: argparse.Namespace) -> TrailersParams:
+    """The study's parameters from its parsed flags (units applied)."""
     try:
         te = float(args.te)
     except ValueError:
@@ -58,6 +59,7 @@ def _cmd(args: argparse.Namespace) -> int:
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
+    """The study's flags: the command line's, and the batch grid's parameters."""
     p.add_argument("--trace", help="HAR or QIF trace: one response per exchange (optional)")
     p.add_argument("--strategy", default=",".join(STRATEGIES), type=argtypes.names(STRATEGIES, "strategy"),
                    help="comma-separated: " + ",".join(STRATEGIES))
