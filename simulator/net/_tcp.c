@@ -12,6 +12,7 @@
  *   TcpSegment, TcpAck, TcpControl                    the packets' payloads
  *   RttEstimator, CongestionControl  simulator/net/cc.py  RttEstimator, Reno, Cubic (as TCP uses them)
  *   TimerSlots                simulator/engine.py     TimerSlots (the endpoint's "rto" and "delack")
+ *   ResponseWriter            simulator/net/writer.py ResponseWriter (a server's responses in turns)
  *
  * Why C: a page load of the page-load model sends about 20,000 packets, each a few
  * Python calls on the way out (write, segment, transmit, link) and in (arrival, receiver,
@@ -2888,6 +2889,98 @@ Endpoint_open_stream(EndpointObject *e, PyObject *const *args, Py_ssize_t nargs,
     return PyLong_FromLongLong((index << 2) | (e->is_client ? 0 : 1) | (uni ? 2 : 0));
 }
 
+/* write(stream_id, data[off:off + n], end) with data a bytes object (the ResponseWriter's
+ * padding), or any bytes-like data when n < 0 (the whole of it, as Python's write). */
+static int
+endpoint_write_slice(EndpointObject *e, PyObject *sid_obj, PyObject *data, Py_ssize_t off, Py_ssize_t n, int end)
+{
+    long long sid = PyLong_AsLongLong(sid_obj);
+    if (sid == -1 && PyErr_Occurred())
+        return -1;
+    int ended = PySet_Contains(e->ended, sid_obj);
+    if (ended < 0)
+        return -1;
+    if (ended) {
+        PyErr_Format(PyExc_ValueError, "%U: write on stream %lld after its end", e->name, sid);
+        return -1;
+    }
+    if ((sid & 0x2) && ((sid & 0x1) != 0) == (e->is_client != 0)) {
+        PyErr_Format(PyExc_ValueError, "%U: stream %lld is the peer's unidirectional stream", e->name, sid);
+        return -1;
+    }
+    if (n < 0) {
+        n = PyObject_Length(data);
+        if (n < 0)
+            return -1;
+    }
+    if (n == 0 && !end)
+        return 0;
+    PyObject *bytes;
+    if (PyBytes_Check(data))
+        bytes = Py_NewRef(data);
+    else {
+        bytes = PyBytes_FromObject(data);         /* the caller may reuse a mutable buffer */
+        if (bytes == NULL)
+            return -1;
+    }
+    long long offset = 0;
+    PyObject *old = PyDict_GetItemWithError(e->send_offset, sid_obj);
+    if (old != NULL) {
+        offset = PyLong_AsLongLong(old);
+        if (offset == -1 && PyErr_Occurred())
+            goto fail;
+    }
+    else if (PyErr_Occurred())
+        goto fail;
+    PyObject *new_offset = PyLong_FromLongLong(offset + n);
+    if (new_offset == NULL)
+        goto fail;
+    int rc = PyDict_SetItem(e->send_offset, sid_obj, new_offset);
+    Py_DECREF(new_offset);
+    if (rc < 0 || (end && PySet_Add(e->ended, sid_obj) < 0))
+        goto fail;
+    Piece piece;
+    if (n) {
+        piece.data = bytes;
+        piece.off = off;
+    }
+    else {
+        piece.data = Py_NewRef(empty_bytes);
+        piece.off = 0;
+        Py_DECREF(bytes);
+    }
+    piece.len = n;
+    piece.stream_id = sid;
+    piece.offset = offset;
+    piece.end = end;
+    if (piece_ring_push(&e->pending, &piece) < 0) {
+        Py_DECREF(piece.data);
+        return -1;
+    }
+    e->pending_len += n ? n : 1;     /* an empty end mark takes one sequence number (like FIN) */
+    if (!e->flush_scheduled) {
+        /* writes at the same virtual instant share segments: one flush after them all */
+        e->flush_scheduled = 1;
+        PyObject *now_obj = PyObject_GetAttr(e->sim, str_now);
+        if (now_obj == NULL)
+            return -1;
+        rc = push_event(e->push, now_obj, e->flush, empty_tuple);
+        Py_DECREF(now_obj);
+        if (rc < 0)
+            return -1;
+    }
+    return 0;
+fail:
+    Py_DECREF(bytes);
+    return -1;
+}
+
+static inline int
+endpoint_write(EndpointObject *e, PyObject *sid_obj, PyObject *data, int end)
+{
+    return endpoint_write_slice(e, sid_obj, data, 0, -1, end);
+}
+
 static PyObject *
 Endpoint_write(EndpointObject *e, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
 {
@@ -2924,78 +3017,9 @@ Endpoint_write(EndpointObject *e, PyObject *const *args, Py_ssize_t nargs, PyObj
         if (end < 0)
             return NULL;
     }
-    long long sid = PyLong_AsLongLong(sid_obj);
-    if (sid == -1 && PyErr_Occurred())
+    if (endpoint_write(e, sid_obj, data, end) < 0)
         return NULL;
-    int ended = PySet_Contains(e->ended, sid_obj);
-    if (ended < 0)
-        return NULL;
-    if (ended) {
-        PyErr_Format(PyExc_ValueError, "%U: write on stream %lld after its end", e->name, sid);
-        return NULL;
-    }
-    if ((sid & 0x2) && ((sid & 0x1) != 0) == (e->is_client != 0)) {
-        PyErr_Format(PyExc_ValueError, "%U: stream %lld is the peer's unidirectional stream", e->name, sid);
-        return NULL;
-    }
-    Py_ssize_t n = PyObject_Length(data);
-    if (n < 0)
-        return NULL;
-    if (n == 0 && !end)
-        Py_RETURN_NONE;
-    PyObject *bytes;
-    if (PyBytes_Check(data))
-        bytes = Py_NewRef(data);
-    else {
-        bytes = PyBytes_FromObject(data);         /* the caller may reuse a mutable buffer */
-        if (bytes == NULL)
-            return NULL;
-    }
-    long long offset = 0;
-    PyObject *old = PyDict_GetItemWithError(e->send_offset, sid_obj);
-    if (old != NULL) {
-        offset = PyLong_AsLongLong(old);
-        if (offset == -1 && PyErr_Occurred())
-            goto fail;
-    }
-    else if (PyErr_Occurred())
-        goto fail;
-    PyObject *new_offset = PyLong_FromLongLong(offset + n);
-    if (new_offset == NULL)
-        goto fail;
-    int rc = PyDict_SetItem(e->send_offset, sid_obj, new_offset);
-    Py_DECREF(new_offset);
-    if (rc < 0 || (end && PySet_Add(e->ended, sid_obj) < 0))
-        goto fail;
-    Piece piece;
-    piece.data = n ? bytes : Py_NewRef(empty_bytes);
-    if (!n)
-        Py_DECREF(bytes);
-    piece.off = 0;
-    piece.len = n;
-    piece.stream_id = sid;
-    piece.offset = offset;
-    piece.end = end;
-    if (piece_ring_push(&e->pending, &piece) < 0) {
-        Py_DECREF(piece.data);
-        return NULL;
-    }
-    e->pending_len += n ? n : 1;     /* an empty end mark takes one sequence number (like FIN) */
-    if (!e->flush_scheduled) {
-        /* writes at the same virtual instant share segments: one flush after them all */
-        e->flush_scheduled = 1;
-        PyObject *now_obj = PyObject_GetAttr(e->sim, str_now);
-        if (now_obj == NULL)
-            return NULL;
-        rc = push_event(e->push, now_obj, e->flush, empty_tuple);
-        Py_DECREF(now_obj);
-        if (rc < 0)
-            return NULL;
-    }
     Py_RETURN_NONE;
-fail:
-    Py_DECREF(bytes);
-    return NULL;
 }
 
 static PyObject *
@@ -3292,6 +3316,390 @@ static PyTypeObject EndpointType = {
     .tp_getset = Endpoint_getset,
 };
 
+/* -- ResponseWriter ----------------------------------------------------------------------- */
+
+/* writer.ResponseWriter's twin for a C endpoint: responses in rotations per urgency level,
+ * a packet's worth per turn, the window kept written (see simulator/net/writer.py). */
+typedef struct {
+    PyObject *sid;           /* the stream id as given */
+    long long remaining;
+} Turn;
+
+typedef struct {
+    long long level;
+    Turn *buf;
+    Py_ssize_t head, size, cap;
+} Rotation;
+
+typedef struct {
+    PyObject_HEAD
+    EndpointObject *endpoint;
+    PyObject *written, *on_written, *acked, *pad;
+    long long chunk, unacked, order;
+    char fill_on_ack;
+    Rotation *levels;        /* sorted by level; a level's rotation may be empty */
+    Py_ssize_t nlevels;
+} WriterObject;
+
+static PyTypeObject WriterType;
+
+static PyObject *
+Writer_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
+{
+    PyObject *endpoint, *written, *on_written;
+    long long chunk;
+    int fill_on_ack;
+    if (!PyArg_ParseTuple(args, "O!LO!Op:ResponseWriter", &EndpointType, &endpoint, &chunk, &PyDict_Type, &written,
+                          &on_written, &fill_on_ack))
+        return NULL;
+    if (chunk <= 0) {
+        PyErr_SetString(PyExc_ValueError, "chunk_bytes must be > 0");
+        return NULL;
+    }
+    WriterObject *w = (WriterObject *)type->tp_alloc(type, 0);
+    if (w == NULL)
+        return NULL;
+    w->endpoint = (EndpointObject *)Py_NewRef(endpoint);
+    w->written = Py_NewRef(written);
+    w->on_written = Py_NewRef(on_written);
+    w->chunk = chunk;
+    w->fill_on_ack = (char)fill_on_ack;
+    w->acked = PyDict_New();
+    w->pad = PyBytes_FromStringAndSize(NULL, (Py_ssize_t)chunk);    /* b"r" * chunk: the padding */
+    if (w->acked == NULL || w->pad == NULL) {
+        Py_DECREF(w);
+        return NULL;
+    }
+    memset(PyBytes_AS_STRING(w->pad), 'r', (size_t)chunk);
+    return (PyObject *)w;
+}
+
+static int
+Writer_traverse(WriterObject *w, visitproc visit, void *arg)
+{
+    Py_VISIT((PyObject *)w->endpoint);
+    Py_VISIT(w->written);
+    Py_VISIT(w->on_written);
+    Py_VISIT(w->acked);
+    for (Py_ssize_t i = 0; i < w->nlevels; i++) {
+        Rotation *r = &w->levels[i];
+        for (Py_ssize_t j = 0; j < r->size; j++)
+            Py_VISIT(r->buf[(r->head + j) % r->cap].sid);
+    }
+    return 0;
+}
+
+static void
+rotations_free(WriterObject *w)
+{
+    Rotation *levels = w->levels;
+    Py_ssize_t n = w->nlevels;
+    w->levels = NULL;
+    w->nlevels = 0;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        Rotation *r = &levels[i];
+        for (Py_ssize_t j = 0; j < r->size; j++)
+            Py_DECREF(r->buf[(r->head + j) % r->cap].sid);
+        PyMem_Free(r->buf);
+    }
+    PyMem_Free(levels);
+}
+
+static int
+Writer_clear(WriterObject *w)
+{
+    Py_CLEAR(w->endpoint);
+    Py_CLEAR(w->written);
+    Py_CLEAR(w->on_written);
+    Py_CLEAR(w->acked);
+    rotations_free(w);
+    return 0;
+}
+
+static void
+Writer_dealloc(WriterObject *w)
+{
+    PyObject_GC_UnTrack(w);
+    Writer_clear(w);
+    Py_CLEAR(w->pad);
+    Py_TYPE(w)->tp_free((PyObject *)w);
+}
+
+static int
+rotation_push(Rotation *r, PyObject *sid, long long remaining)   /* takes the reference to sid */
+{
+    if (r->size == r->cap) {
+        Py_ssize_t cap = r->cap ? r->cap * 2 : 8;
+        Turn *grown = PyMem_Malloc((size_t)cap * sizeof(Turn));
+        if (grown == NULL) {
+            Py_DECREF(sid);
+            PyErr_NoMemory();
+            return -1;
+        }
+        for (Py_ssize_t i = 0; i < r->size; i++)
+            grown[i] = r->buf[(r->head + i) % r->cap];
+        PyMem_Free(r->buf);
+        r->buf = grown;
+        r->cap = cap;
+        r->head = 0;
+    }
+    r->buf[(r->head + r->size) % r->cap] = (Turn){sid, remaining};
+    r->size++;
+    return 0;
+}
+
+static PyObject *
+Writer_add(WriterObject *w, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 3) {
+        PyErr_SetString(PyExc_TypeError, "add(stream_id, size, level)");
+        return NULL;
+    }
+    long long size = PyLong_AsLongLong(args[1]);
+    if (size == -1 && PyErr_Occurred())
+        return NULL;
+    long long level = PyLong_AsLongLong(args[2]);
+    if (level == -1 && PyErr_Occurred())
+        return NULL;
+    if (PyLong_AsLongLong(args[0]) == -1 && PyErr_Occurred())
+        return NULL;
+    w->order += 1;
+    Py_ssize_t i = 0;
+    while (i < w->nlevels && w->levels[i].level < level)
+        i++;
+    if (i == w->nlevels || w->levels[i].level != level) {
+        Rotation *grown = PyMem_Realloc(w->levels, (size_t)(w->nlevels + 1) * sizeof(Rotation));
+        if (grown == NULL)
+            return PyErr_NoMemory();
+        w->levels = grown;
+        memmove(&w->levels[i + 1], &w->levels[i], (size_t)(w->nlevels - i) * sizeof(Rotation));
+        w->levels[i] = (Rotation){level, NULL, 0, 0, 0};
+        w->nlevels++;
+    }
+    if (rotation_push(&w->levels[i], Py_NewRef(args[0]), size) < 0)
+        return NULL;
+    Py_RETURN_NONE;
+}
+
+static PyObject *
+Writer_stop(WriterObject *w, PyObject *sid)
+{
+    for (Py_ssize_t i = 0; i < w->nlevels; i++) {
+        Rotation *r = &w->levels[i];
+        Py_ssize_t kept = 0;
+        for (Py_ssize_t j = 0; j < r->size; j++) {
+            Turn t = r->buf[(r->head + j) % r->cap];
+            int same = PyObject_RichCompareBool(t.sid, sid, Py_EQ);
+            if (same < 0)
+                return NULL;
+            if (same)
+                Py_DECREF(t.sid);
+            else
+                r->buf[(r->head + kept++) % r->cap] = t;
+        }
+        r->size = kept;
+    }
+    Py_RETURN_NONE;
+}
+
+static int
+dict_add(PyObject *dict, PyObject *key, long long n, long long *total)
+{
+    long long v = 0;
+    PyObject *old = PyDict_GetItemWithError(dict, key);
+    if (old != NULL) {
+        v = PyLong_AsLongLong(old);
+        if (v == -1 && PyErr_Occurred())
+            return -1;
+    }
+    else if (PyErr_Occurred())
+        return -1;
+    PyObject *nv = PyLong_FromLongLong(v + n);
+    if (nv == NULL)
+        return -1;
+    int rc = PyDict_SetItem(dict, key, nv);
+    Py_DECREF(nv);
+    if (total != NULL)
+        *total = v + n;
+    return rc;
+}
+
+/* write_next(limit): the bytes written (0: nothing waits), -1 on error. */
+static long long
+writer_next(WriterObject *w, long long limit)
+{
+    Rotation *r = NULL;
+    for (Py_ssize_t i = 0; i < w->nlevels; i++) {
+        if (w->levels[i].size > 0) {
+            r = &w->levels[i];
+            break;
+        }
+    }
+    if (r == NULL)
+        return 0;
+    Turn t = r->buf[r->head];                 /* popleft: the reference to sid is ours */
+    r->head = (r->head + 1) % r->cap;
+    r->size--;
+    long long n = t.remaining < limit ? t.remaining : limit;
+    long long remaining = t.remaining - n;
+    if (dict_add(w->written, t.sid, n, NULL) < 0)
+        goto fail;
+    w->unacked += n;
+    if (n > PyBytes_GET_SIZE(w->pad)) {       /* a limit above the chunk size: padding to match */
+        PyObject *pad = PyBytes_FromStringAndSize(NULL, (Py_ssize_t)n);
+        if (pad == NULL)
+            goto fail;
+        memset(PyBytes_AS_STRING(pad), 'r', (size_t)n);
+        Py_SETREF(w->pad, pad);
+    }
+    if (endpoint_write_slice(w->endpoint, t.sid, w->pad, 0, (Py_ssize_t)n, !remaining) < 0)
+        goto fail;
+    if (!remaining) {
+        PyObject *res = PyObject_CallOneArg(w->on_written, t.sid);
+        Py_DECREF(t.sid);
+        if (res == NULL)
+            return -1;
+        Py_DECREF(res);
+    }
+    else if (rotation_push(r, t.sid, remaining) < 0)   /* served: to the back of its rotation */
+        return -1;
+    return n;
+fail:
+    Py_DECREF(t.sid);
+    return -1;
+}
+
+static int
+writer_waiting(WriterObject *w)
+{
+    for (Py_ssize_t i = 0; i < w->nlevels; i++)
+        if (w->levels[i].size > 0)
+            return 1;
+    return 0;
+}
+
+static int
+writer_fill(WriterObject *w)
+{
+    if (!writer_waiting(w))
+        return 0;
+    EndpointObject *e = w->endpoint;
+    /* max(endpoint.cwnd_bytes, 2 * chunk), cwnd_bytes = max(cwnd + inflation, mss) */
+    double window = py_max(py_max(e->cc->cwnd + e->inflation, (double)e->mss), (double)(2 * w->chunk));
+    while ((double)w->unacked < window) {
+        long long n = writer_next(w, w->chunk);
+        if (n < 0)
+            return -1;
+        if (n == 0)
+            break;
+    }
+    return 0;
+}
+
+static PyObject *
+Writer_write_next(WriterObject *w, PyObject *limit_obj)
+{
+    long long limit = PyLong_AsLongLong(limit_obj);
+    if (limit == -1 && PyErr_Occurred())
+        return NULL;
+    long long n = writer_next(w, limit);
+    if (n < 0)
+        return NULL;
+    return PyLong_FromLongLong(n);
+}
+
+static PyObject *
+Writer_fill(WriterObject *w, PyObject *unused)
+{
+    if (writer_fill(w) < 0)
+        return NULL;
+    Py_RETURN_NONE;
+}
+
+static PyObject *
+Writer_on_stream_acked(WriterObject *w, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 2) {
+        PyErr_SetString(PyExc_TypeError, "on_stream_acked(stream_id, acked_offset)");
+        return NULL;
+    }
+    long long acked_offset = PyLong_AsLongLong(args[1]);
+    if (acked_offset == -1 && PyErr_Occurred())
+        return NULL;
+    long long written = 0, before = 0;
+    PyObject *v = PyDict_GetItemWithError(w->written, args[0]);
+    if (v != NULL) {
+        written = PyLong_AsLongLong(v);
+        if (written == -1 && PyErr_Occurred())
+            return NULL;
+    }
+    else if (PyErr_Occurred())
+        return NULL;
+    long long acked = acked_offset < written ? acked_offset : written;
+    v = PyDict_GetItemWithError(w->acked, args[0]);
+    if (v != NULL) {
+        before = PyLong_AsLongLong(v);
+        if (before == -1 && PyErr_Occurred())
+            return NULL;
+    }
+    else if (PyErr_Occurred())
+        return NULL;
+    w->unacked -= acked - before;
+    PyObject *acked_obj = PyLong_FromLongLong(acked);
+    if (acked_obj == NULL)
+        return NULL;
+    int rc = PyDict_SetItem(w->acked, args[0], acked_obj);
+    Py_DECREF(acked_obj);
+    if (rc < 0)
+        return NULL;
+    if (w->fill_on_ack && writer_fill(w) < 0)
+        return NULL;
+    Py_RETURN_NONE;
+}
+
+static PyObject *
+Writer_get_waiting(WriterObject *w, void *c) { return PyBool_FromLong(writer_waiting(w)); }
+
+static PyMethodDef Writer_methods[] = {
+    {"add", (PyCFunction)(void (*)(void))Writer_add, METH_FASTCALL, "add(stream_id, size, level): a response joins its rotation."},
+    {"stop", (PyCFunction)Writer_stop, METH_O, "stop(stream_id): nothing more of it is written."},
+    {"write_next", (PyCFunction)Writer_write_next, METH_O, "write_next(limit) -> bytes written of the next response in turn."},
+    {"fill", (PyCFunction)Writer_fill, METH_NOARGS, "Keep the congestion window written."},
+    {"on_stream_acked", (PyCFunction)(void (*)(void))Writer_on_stream_acked, METH_FASTCALL,
+     "on_stream_acked(stream_id, acked_offset): the transport's acknowledgement."},
+    {NULL},
+};
+
+static PyMemberDef Writer_members[] = {
+    {"endpoint", T_OBJECT, offsetof(WriterObject, endpoint), READONLY, NULL},
+    {"chunk_bytes", T_LONGLONG, offsetof(WriterObject, chunk), READONLY, NULL},
+    {"written", T_OBJECT, offsetof(WriterObject, written), READONLY, "stream -> bytes written on it"},
+    {"on_written", T_OBJECT, offsetof(WriterObject, on_written), READONLY, NULL},
+    {"fill_on_ack", T_BOOL, offsetof(WriterObject, fill_on_ack), READONLY, NULL},
+    {"unacked_bytes", T_LONGLONG, offsetof(WriterObject, unacked), 0, "written, not yet acknowledged"},
+    {NULL},
+};
+
+static PyGetSetDef Writer_getset[] = {
+    {"waiting", (getter)Writer_get_waiting, NULL, "some response still has bytes to write", NULL},
+    {NULL},
+};
+
+static PyTypeObject WriterType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "simulator.net._tcp.ResponseWriter",
+    .tp_doc = "ResponseWriter(endpoint, chunk_bytes, written, on_written, fill_on_ack): writer.ResponseWriter's C twin.",
+    .tp_basicsize = sizeof(WriterObject),
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC,
+    .tp_new = Writer_new,
+    .tp_dealloc = (destructor)Writer_dealloc,
+    .tp_traverse = (traverseproc)Writer_traverse,
+    .tp_clear = (inquiry)Writer_clear,
+    .tp_methods = Writer_methods,
+    .tp_members = Writer_members,
+    .tp_getset = Writer_getset,
+};
+
 /* -- module -------------------------------------------------------------------------- */
 
 static PyObject *
@@ -3364,7 +3772,7 @@ PyInit__tcp(void)
     if ((empty_bytes = PyBytes_FromStringAndSize(NULL, 0)) == NULL || (empty_tuple = PyTuple_New(0)) == NULL)
         return NULL;
     PyTypeObject *types[] = {&PacketType, &LinkStatsType, &LinkType, &LaterType, &DelayedLinkType, &SegmentType,
-                             &AckType, &ControlType, &RttType, &CcType, &TimersType, &EndpointType};
+                             &AckType, &ControlType, &RttType, &CcType, &TimersType, &EndpointType, &WriterType};
     for (size_t i = 0; i < sizeof(types) / sizeof(types[0]); i++)
         if (PyType_Ready(types[i]) < 0)
             return NULL;
@@ -3372,7 +3780,8 @@ PyInit__tcp(void)
     if (m == NULL)
         return NULL;
     const char *names[] = {"Packet", "LinkStats", "Link", "_Later", "DelayedLink", "TcpSegment", "TcpAck",
-                           "TcpControl", "RttEstimator", "CongestionControl", "TimerSlots", "TcpEndpoint"};
+                           "TcpControl", "RttEstimator", "CongestionControl", "TimerSlots", "TcpEndpoint",
+                           "ResponseWriter"};
     for (size_t i = 0; i < sizeof(types) / sizeof(types[0]); i++) {
         if (PyModule_AddObjectRef(m, names[i], (PyObject *)types[i]) < 0) {
             Py_DECREF(m);

@@ -14,9 +14,10 @@ on the request stream (RFC 9113 section 8.4.1 / RFC 9114 section 7.2.5: frame he
 promised stream or push id, header block) followed by the pushed response on a stream
 of its own; ``think_s`` later the final response.
 
-Response bodies and the order of the writer decide who gets the connection (``scheduler``):
-``urgency`` (RFC 9218: the lowest urgency first, from the request's ``priority`` field,
-default 3; round-robin among equals, a packet's worth per turn), ``round-robin``
+Response bodies and the order of the writer (``net.writer.ResponseWriter``) decide who
+gets the connection (``scheduler``): ``urgency`` (RFC 9218: the lowest urgency first,
+from the request's ``priority`` field, default 3; round-robin among equals, a packet's
+worth per turn), ``round-robin``
 (aioquic's stream rotation), or ``fifo`` (request order, as the h2 stack writes).  With
 ``urgency`` and ``round-robin`` the server writes as the transport drains, so a cancelled
 push stops where it is: over TCP it keeps at most a congestion window written but not yet
@@ -73,6 +74,7 @@ from ...net.link import DelayedPath, Path
 from ...net.quic import QuicConnection
 from ...net.tcp import TcpConnection
 from ...net.transport import TransportConfig
+from ...net.writer import response_writer
 from ...stacks.common import ExchangeSpec
 from ...stacks.model_replay import AIOQUIC_ACK_DELAY_S, tls_record_bytes
 from ...stacks.tls import handshake_flight_bytes, sni_name
@@ -110,12 +112,6 @@ def h2_preface_bytes(is_client: bool, window_bytes: int = 16 << 20) -> int:
 @functools.lru_cache(maxsize=1 << 16)
 def _normalized(headers: tuple) -> tuple:
     return tuple(normalize_outbound_headers(headers, None))
-
-
-@functools.lru_cache(maxsize=1 << 12)
-def _pad(size: int) -> bytes:
-    """``size`` bytes standing for a response's (the models only count them), shared."""
-    return b"r" * size
 
 
 @functools.lru_cache(maxsize=1 << 16)
@@ -299,12 +295,9 @@ class _Conn:
         self.cancelled: set[int] = set()
         self._cancel_on_arrival: set[int] = set()         # h3 pushes to cancel when their stream exists
         self.written: dict[int, int] = {}                 # bytes the server has written per stream
-        # The writer: per urgency level a rotation of [stream_id, bytes left to write, order].
+        # The writer (net.writer): per urgency level a rotation of responses; made with the transport.
         self.scheduler = params.scheduler
-        self._active: dict[int, deque] = {}
-        self._order = 0
-        self._acked: dict[int, int] = {}
-        self._unacked_bytes = 0
+        self.writer = None
         self._chunk_bytes = 1460 if self.transport == "tcp" else 1252 - 40
         self.own_setup = setup is None
         # TLS follows the scheme: an http:// origin's connections are cleartext.
@@ -337,7 +330,9 @@ class _Conn:
             self.t = QuicConnection(sim, self.path, config, name=f"quic{number}", handshake=handshake,
                                     ack_delay_s=AIOQUIC_ACK_DELAY_S, retransmit_in_turn=True,
                                     slow_start_rtt_exit=True, pto_declares_lost=True)
-        self.t.server.on_stream_acked = self._on_stream_acked
+        self.writer = response_writer(self.t.server, self._chunk_bytes, self.written, self._written_in_full,
+                                      fill_on_ack=self.transport == "tcp")
+        self.t.server.on_stream_acked = self.writer.on_stream_acked
         if self.transport == "quic" and self.scheduler != "fifo":
             self.t.server.on_send_ready = self._pull
         self.t.client.on_data = self._client_data
@@ -526,7 +521,7 @@ class _Conn:
 
     def _write_now(self, stream_id: int, size: int, inc: _Incoming, callback, args) -> None:
         size = self._records(size)
-        self._unacked_bytes += size
+        self.writer.unacked_bytes += size
         offset = self.written.get(stream_id, 0) + size
         self.written[stream_id] = offset
         inc.marks.append((offset, callback, args))
@@ -537,28 +532,22 @@ class _Conn:
             # As the h2 stack: the whole response goes to the transport's send buffer at
             # once, in the order responses are ready; a cancel cannot take it back.
             self.written[stream_id] = self.written.get(stream_id, 0) + size
-            self._unacked_bytes += size
+            self.writer.unacked_bytes += size
             self.t.server.write(stream_id, b"r" * size, end=True)
             self.net.settle((self.key, stream_id))
             return
         if self.scheduler != "urgency":
             level = 0
-        self._order += 1
-        self._active.setdefault(level, deque()).append([stream_id, size, self._order])
+        self.writer.add(stream_id, size, level)
         if self.transport == "quic":
             self.t.server.want_to_send()
         else:
-            self._fill()
+            self.writer.fill()
 
     def _stop(self, pushed_sid: int) -> None:
         """The cancel has reached the server: nothing more of that stream is written."""
         self.cancelled.add(pushed_sid)
-        active = {}
-        for level, queue in self._active.items():
-            queue = deque(e for e in queue if e[0] != pushed_sid)
-            if queue:
-                active[level] = queue
-        self._active = active
+        self.writer.stop(pushed_sid)
         self.net.settle((self.key, pushed_sid))
 
     def _pull(self) -> bool:
@@ -566,54 +555,14 @@ class _Conn:
         aioquic builds a packet from its streams' send buffers).  False if nothing waits."""
         wrote = 0
         while wrote < self._chunk_bytes:
-            n = self._write_next(self._chunk_bytes - wrote)
+            n = self.writer.write_next(self._chunk_bytes - wrote)
             if not n:
                 break
             wrote += n
         return wrote > 0
 
-    def _write_next(self, limit: int) -> int:
-        """Write up to ``limit`` bytes of the next response in turn; the bytes written."""
-        active = self._active                      # only levels with a response waiting
-        if not active:
-            return 0
-        level = min(active) if len(active) > 1 else next(iter(active))
-        queue = active[level]
-        entry = queue.popleft()
-        stream_id, remaining, _ = entry
-        n = remaining if remaining < limit else limit
-        remaining -= n
-        entry[1] = remaining
-        written = self.written
-        written[stream_id] = written.get(stream_id, 0) + n
-        self._unacked_bytes += n
-        self.t.server.write(stream_id, _pad(n), end=not remaining)
-        if not remaining:
-            if not queue:
-                del active[level]
-            self.net.settle((self.key, stream_id))
-        else:
-            queue.append(entry)                    # served: to the back of its rotation
-        return n
-
-    def _fill(self) -> None:
-        """TCP: keep the congestion window written but not acknowledged (at least two
-        segments), as TCP sends whatever its window allows.  (A cap of two bandwidth-delay
-        products here held a busy connection's share of a deep bottleneck queue below what
-        the h2 stack's TCP takes.)"""
-        if not self._active:
-            return
-        chunk = self._chunk_bytes
-        window = max(self.t.server.cwnd_bytes, 2 * chunk)
-        while self._unacked_bytes < window and self._write_next(chunk):
-            pass
-
-    def _on_stream_acked(self, stream_id: int, acked_offset: int) -> None:
-        acked = min(acked_offset, self.written.get(stream_id, 0))
-        self._unacked_bytes -= acked - self._acked.get(stream_id, 0)
-        self._acked[stream_id] = acked
-        if self.transport == "tcp":
-            self._fill()
+    def _written_in_full(self, stream_id: int) -> None:
+        self.net.settle((self.key, stream_id))
 
 
 class ModelNetwork:
