@@ -58,6 +58,7 @@ without a handshake of their own, usable after its ``setup``.
 from __future__ import annotations
 
 import functools
+import itertools
 import re
 from collections import deque
 
@@ -144,6 +145,15 @@ def _as_bytes(value) -> bytes:
 _STATIC = HeaderTable.STATIC_TABLE_MAPPING      # name -> (first index, {value: index})
 _DYNAMIC_FIRST_INDEX = HeaderTable.STATIC_TABLE_LENGTH + 1
 
+# Blocks sized before (HeaderBlockSizer.block_size): a block's size is a function of its
+# header list and of the encoder's dynamic table, and the table a function of the lists
+# encoded before on that connection, its history.  So (history, list) -> (size, the
+# history after it) is exact; a load repeats the histories of an earlier load of the page
+# (a sweep, a benchmark), connection by connection.  Histories are numbered as first met.
+_SIZED: dict = {}
+_SIZED_MAX = 1 << 16
+_HISTORIES = itertools.count(1)
+
 
 class HeaderBlockSizer:
     """The size of the header blocks an ``hpack.Encoder`` writes, block after block on one
@@ -155,7 +165,7 @@ class HeaderBlockSizer:
     of hpack's scan of the table (a load encodes thousands of fields);
     ``tests/test_push.py`` checks the sizes against hpack's own blocks."""
 
-    __slots__ = ("_entries", "_size", "_inserted", "_first", "_exact", "_names")
+    __slots__ = ("_entries", "_size", "_inserted", "_first", "_exact", "_names", "_history", "_unapplied")
     MAX_TABLE_BYTES = HeaderTable.DEFAULT_SIZE
 
     def __init__(self) -> None:
@@ -165,6 +175,26 @@ class HeaderBlockSizer:
         self._first = 0
         self._exact: dict = {}                  # (name, value) -> its newest insertion number
         self._names: dict = {}                  # name -> its newest insertion number
+        self._history: int | None = 0           # number of the lists sized so far (0: none; None: not kept)
+        self._unapplied: list = []              # blocks looked up, not yet entered in the table
+
+    def block_size(self, key: tuple, headers) -> int:
+        """``encoded_size(headers)``, looked up when this encoder's history was met before;
+        ``key`` (hashable) stands for ``headers`` (one key, one list, always)."""
+        if self._history is None:
+            return self._encode(headers)
+        known = _SIZED.get((self._history, key))
+        if known is None:
+            for earlier in self._unapplied:      # the table as hpack's would be: enter them
+                self._encode(earlier)
+            self._unapplied.clear()
+            if len(_SIZED) >= _SIZED_MAX:
+                _SIZED.clear()
+            known = _SIZED[self._history, key] = (self._encode(headers), next(_HISTORIES))
+        else:
+            self._unapplied.append(headers)
+        self._history = known[1]
+        return known[0]
 
     def _add(self, name: bytes, value: bytes) -> None:
         size = 32 + len(name) + len(value)      # RFC 7541 section 4.1
@@ -186,6 +216,13 @@ class HeaderBlockSizer:
     def encoded_size(self, headers) -> int:
         """Bytes of ``headers`` encoded as one block, as ``len(hpack.Encoder().encode(headers))``
         on this connection's encoder (tuples or ``HeaderTuple``s; no table size updates)."""
+        for earlier in self._unapplied:
+            self._encode(earlier)
+        self._unapplied.clear()
+        self._history = None                    # a block not in the history: no more lookups
+        return self._encode(headers)
+
+    def _encode(self, headers) -> int:
         total = 0
         for header in headers:
             if isinstance(header, hpack.HeaderTuple):
@@ -498,9 +535,8 @@ class _Conn:
             # Memoized for plain tuples only: h2 keeps a HeaderTuple's class (never-indexed or
             # not), and an equal plain tuple must not share its cache entry.
             if all(type(h) is tuple for h in headers):
-                headers = _normalized(headers)
-            else:
-                headers = tuple(normalize_outbound_headers(headers, None))
+                return encoder.block_size(headers, _normalized(headers))
+            headers = tuple(normalize_outbound_headers(headers, None))
         return encoder.encoded_size(headers)
 
     @property
