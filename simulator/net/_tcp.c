@@ -884,7 +884,9 @@ typedef struct {
     PyObject *link, *extra_obj, *sim, *push;
     long long mtu_bytes;
     double extra_s;
-    LaterObject *later;        /* the wrapper of the last deliver callback, reused */
+    LaterObject *later[2];     /* wrappers of the last two deliver callbacks (a connection's
+                                  segments and its ACKs), reused */
+    int next_later;
 } DelayedLinkObject;
 
 static PyTypeObject DelayedLinkType;
@@ -922,7 +924,8 @@ DelayedLink_traverse(DelayedLinkObject *d, visitproc visit, void *arg)
     Py_VISIT(d->extra_obj);
     Py_VISIT(d->sim);
     Py_VISIT(d->push);
-    Py_VISIT((PyObject *)d->later);
+    Py_VISIT((PyObject *)d->later[0]);
+    Py_VISIT((PyObject *)d->later[1]);
     return 0;
 }
 
@@ -933,7 +936,8 @@ DelayedLink_clear(DelayedLinkObject *d)
     Py_CLEAR(d->extra_obj);
     Py_CLEAR(d->sim);
     Py_CLEAR(d->push);
-    Py_CLEAR(d->later);
+    Py_CLEAR(d->later[0]);
+    Py_CLEAR(d->later[1]);
     return 0;
 }
 
@@ -951,7 +955,9 @@ static int any_link_send(PyObject *link, PyObject *packet, PyObject *deliver);
 static int
 delayed_send(DelayedLinkObject *d, PyObject *packet, PyObject *deliver)
 {
-    LaterObject *w = d->later;
+    LaterObject *w = d->later[0];
+    if (w == NULL || w->deliver != deliver)
+        w = d->later[1];
     if (w == NULL || w->deliver != deliver) {
         w = PyObject_GC_New(LaterObject, &LaterType);
         if (w == NULL)
@@ -962,7 +968,8 @@ delayed_send(DelayedLinkObject *d, PyObject *packet, PyObject *deliver)
         w->extra_s = d->extra_s;
         w->vectorcall = (vectorcallfunc)Later_call;
         PyObject_GC_Track(w);
-        Py_XSETREF(d->later, w);
+        Py_XSETREF(d->later[d->next_later], w);
+        d->next_later ^= 1;
     }
     Py_INCREF(w);
     int rc = any_link_send(d->link, packet, (PyObject *)w);
