@@ -599,9 +599,10 @@ queue_append(LinkObject *l, double start_s, long long size)
     return 0;
 }
 
-/* Link.send: 1 sent (perhaps lost on the wire), 0 dropped at the queue, -1 error. */
+/* Link.send: 1 sent (perhaps lost on the wire), 0 dropped at the queue, -1 error.
+ * now_in: sim.now when the caller has it (the same event), else NULL. */
 static int
-link_send(LinkObject *l, PyObject *packet, PyObject *deliver)
+link_send(LinkObject *l, PyObject *packet, PyObject *deliver, const double *now_in)
 {
     long long size_bytes;
     if (packet_size(packet, &size_bytes) < 0)
@@ -611,12 +612,19 @@ link_send(LinkObject *l, PyObject *packet, PyObject *deliver)
         return -1;
     }
     double now;
-    PyObject *now_obj = get_now(l->sim, &now);
-    if (now_obj == NULL)
-        return -1;
     LinkStatsObject *stats = l->stats;
-    int rc = packet_set_sent(packet, stats->packets_sent, now_obj, now);
-    Py_DECREF(now_obj);
+    int rc;
+    if (now_in != NULL && Py_IS_TYPE(packet, &PacketType)) {
+        now = *now_in;
+        rc = packet_set_sent(packet, stats->packets_sent, NULL, now);
+    }
+    else {
+        PyObject *now_obj = get_now(l->sim, &now);
+        if (now_obj == NULL)
+            return -1;
+        rc = packet_set_sent(packet, stats->packets_sent, now_obj, now);
+        Py_DECREF(now_obj);
+    }
     if (rc < 0)
         return -1;
     stats->packets_sent += 1;
@@ -706,7 +714,7 @@ Link_send(LinkObject *l, PyObject *const *args, Py_ssize_t nargs)
         PyErr_SetString(PyExc_TypeError, "send(packet, deliver) takes 2 arguments");
         return NULL;
     }
-    int rc = link_send(l, args[0], args[1]);
+    int rc = link_send(l, args[0], args[1], NULL);
     if (rc < 0)
         return NULL;
     return PyBool_FromLong(rc);
@@ -950,10 +958,10 @@ DelayedLink_dealloc(DelayedLinkObject *d)
 }
 
 /* Any link's send (C fast path for a C Link not hooked): 1 sent, 0 dropped, -1 error. */
-static int any_link_send(PyObject *link, PyObject *packet, PyObject *deliver);
+static int any_link_send(PyObject *link, PyObject *packet, PyObject *deliver, const double *now);
 
 static int
-delayed_send(DelayedLinkObject *d, PyObject *packet, PyObject *deliver)
+delayed_send(DelayedLinkObject *d, PyObject *packet, PyObject *deliver, const double *now)
 {
     LaterObject *w = d->later[0];
     if (w == NULL || w->deliver != deliver)
@@ -972,7 +980,7 @@ delayed_send(DelayedLinkObject *d, PyObject *packet, PyObject *deliver)
         d->next_later ^= 1;
     }
     Py_INCREF(w);
-    int rc = any_link_send(d->link, packet, (PyObject *)w);
+    int rc = any_link_send(d->link, packet, (PyObject *)w, now);
     Py_DECREF(w);
     return rc;
 }
@@ -984,7 +992,7 @@ DelayedLink_send(DelayedLinkObject *d, PyObject *const *args, Py_ssize_t nargs)
         PyErr_SetString(PyExc_TypeError, "send(packet, deliver) takes 2 arguments");
         return NULL;
     }
-    int rc = delayed_send(d, args[0], args[1]);
+    int rc = delayed_send(d, args[0], args[1], NULL);
     if (rc < 0)
         return NULL;
     return PyBool_FromLong(rc);
@@ -1019,17 +1027,17 @@ static PyTypeObject DelayedLinkType = {
 };
 
 static int
-any_link_send(PyObject *link, PyObject *packet, PyObject *deliver)
+any_link_send(PyObject *link, PyObject *packet, PyObject *deliver, const double *now)
 {
     if (Py_IS_TYPE(link, &LinkType)) {
         PyObject *hook = hooked_send(link);
         if (hook == NULL && PyErr_Occurred())
             return -1;
         if (hook == NULL)
-            return link_send((LinkObject *)link, packet, deliver);
+            return link_send((LinkObject *)link, packet, deliver, now);
     }
     else if (Py_IS_TYPE(link, &DelayedLinkType))
-        return delayed_send((DelayedLinkObject *)link, packet, deliver);
+        return delayed_send((DelayedLinkObject *)link, packet, deliver, now);
     PyObject *r = PyObject_CallMethodObjArgs(link, str_send, packet, deliver, NULL);
     if (r == NULL)
         return -1;
@@ -1714,6 +1722,16 @@ typedef struct {
     Py_ssize_t head, size, cap;
 } SegRing;
 
+/* What has been written on a stream: its next offset and whether it ended.  Stream ids
+ * are dense per kind (RFC 9000 section 2.1: kind = id & 3, index = id >> 2), so a C array
+ * per kind holds them; other labels (negative, huge) go to a dict and a set. */
+typedef struct {
+    long long offset;
+    char ended;
+} StreamSend;
+
+#define DENSE_STREAMS (1 << 20)
+
 struct EndpointObject {
     PyObject_HEAD
     PyObject *sim, *push, *conn, *name, *peer, *out_link, *config;
@@ -1726,7 +1744,9 @@ struct EndpointObject {
     long long mss, header_bytes, ack_every, packet_threshold;
     double max_ack_delay_s;
     long long next_stream_index[2];
-    PyObject *send_offset, *ended;          /* dict stream -> offset written, set of ended streams */
+    StreamSend *streams[4];                 /* per kind, by index */
+    Py_ssize_t nstreams[4];
+    PyObject *send_offset, *ended;          /* other labels: dict stream -> offset written, set of ended */
     long long snd_una, snd_nxt, snd_max, pending_len;
     PieceRing pending;                      /* writes not yet cut into segments */
     SegRing unacked;                        /* sent, not cumulatively acked, in seq order */
@@ -1887,16 +1907,16 @@ timers_schedule(TimersObject *t, double when)
     return rc;
 }
 
-static int endpoint_on_rto(EndpointObject *e);
-static int endpoint_send_ack(EndpointObject *e);
+static int endpoint_on_rto(EndpointObject *e, double now);
+static int endpoint_send_ack(EndpointObject *e, double now);
 
 static int
-timers_run_slot(TimersObject *t, int slot)
+timers_run_slot(TimersObject *t, int slot, double now)
 {
     EndpointObject *e = t->endpoint;
     if (e == NULL)
         return 0;
-    return slot == SLOT_RTO ? endpoint_on_rto(e) : endpoint_send_ack(e);
+    return slot == SLOT_RTO ? endpoint_on_rto(e, now) : endpoint_send_ack(e, now);
 }
 
 static PyObject *
@@ -1936,7 +1956,7 @@ Timers_fire(TimersObject *t, PyObject *gen_obj)
         if (!t->armed[slot] || t->when[slot] != due[i])
             continue;                 /* cancelled or re-armed by an earlier callback */
         t->armed[slot] = 0;
-        if (timers_run_slot(t, slot) < 0)
+        if (timers_run_slot(t, slot, now) < 0)
             return NULL;
     }
     if (!t->has_scheduled) {
@@ -2114,7 +2134,7 @@ endpoint_transmit(EndpointObject *e, SegmentObject *seg, int retransmission, dou
     PacketObject *packet = packet_new(seg->payload_bytes + e->header_bytes, (PyObject *)seg);
     if (packet == NULL)
         return -1;
-    int rc = any_link_send(e->out_link, (PyObject *)packet, e->deliver_segment);
+    int rc = any_link_send(e->out_link, (PyObject *)packet, e->deliver_segment, &now);
     Py_DECREF(packet);
     if (rc < 0)
         return -1;
@@ -2181,15 +2201,10 @@ new_segment(EndpointObject *e, long long seq)
 
 /* Send what the congestion window allows: go-back-N resends first, then new data. */
 static int
-send_more(EndpointObject *e)
+send_more(EndpointObject *e, double now)
 {
     if (!e->established || (!e->pending_len && e->snd_nxt >= e->snd_max))
         return 0;
-    double now;
-    PyObject *now_obj = get_now(e->sim, &now);
-    if (now_obj == NULL)
-        return -1;
-    Py_DECREF(now_obj);
     long long mss = e->mss;
     double window = e->cc->cwnd + e->inflation;
     if (0 < e->dupacks && e->dupacks < e->packet_threshold && !e->in_recovery)
@@ -2392,7 +2407,7 @@ on_new_ack(EndpointObject *e, long long ack, PyObject *now_obj, double now)
         if (rc < 0)
             goto done;
     }
-    rc = send_more(e);
+    rc = send_more(e, now);
 done:
     if (acked != small)
         PyMem_Free(acked);
@@ -2428,7 +2443,7 @@ on_duplicate_ack(EndpointObject *e, long long ack, PyObject *now_obj, double now
         if (rc < 0 || log_cwnd(e, now_obj) < 0)
             return -1;
     }
-    return send_more(e);
+    return send_more(e, now);
 }
 
 static PyObject *
@@ -2467,7 +2482,7 @@ Endpoint_on_ack(EndpointObject *e, PyObject *packet)
 /* -- handshake -- */
 
 static int
-send_control(EndpointObject *e, int code)
+send_control(EndpointObject *e, int code, double now)
 {
     PyObject *control = control_new(code);
     if (control == NULL)
@@ -2481,7 +2496,7 @@ send_control(EndpointObject *e, int code)
         Py_DECREF(packet);
         return -1;
     }
-    int rc = any_link_send(e->out_link, (PyObject *)packet, deliver);
+    int rc = any_link_send(e->out_link, (PyObject *)packet, deliver, &now);
     Py_DECREF(deliver);
     Py_DECREF(packet);
     return rc < 0 ? -1 : 0;
@@ -2495,7 +2510,7 @@ establish(EndpointObject *e, double now)
     if (!e->handshake_retransmitted)               /* Karn: no sample from a retransmitted SYN */
         rtt_update(e->rtt, now - e->handshake_sent_s, 0.0, 0);
     e->rto_backoff = 1;
-    return send_more(e);
+    return send_more(e, now);
 }
 
 static int
@@ -2505,7 +2520,7 @@ handshake_timeout(EndpointObject *e, double now)
     e->rto_timeouts += 1;
     e->handshake_retransmitted = 1;
     e->rto_backoff = e->rto_backoff * 2 < MAX_BACKOFF ? e->rto_backoff * 2 : MAX_BACKOFF;
-    if (send_control(e, e->is_client ? CTL_SYN : CTL_SYN_ACK) < 0)
+    if (send_control(e, e->is_client ? CTL_SYN : CTL_SYN_ACK, now) < 0)
         return -1;
     return timers_set(e->timers, SLOT_RTO, now + endpoint_rto(e), now);
 }
@@ -2519,7 +2534,7 @@ Endpoint_start_handshake(EndpointObject *e, PyObject *unused)
         return NULL;
     Py_DECREF(now_obj);
     e->handshake_sent_s = now;
-    if (send_control(e, CTL_SYN) < 0 || timers_set(e->timers, SLOT_RTO, now + endpoint_rto(e), now) < 0)
+    if (send_control(e, CTL_SYN, now) < 0 || timers_set(e->timers, SLOT_RTO, now + endpoint_rto(e), now) < 0)
         return NULL;
     Py_RETURN_NONE;
 }
@@ -2558,12 +2573,12 @@ Endpoint_on_control(EndpointObject *e, PyObject *packet)
             }
             else
                 e->handshake_retransmitted = 1;   /* Karn: the ACK may answer either SYN-ACK */
-            if (send_control(e, CTL_SYN_ACK) < 0)
+            if (send_control(e, CTL_SYN_ACK, now) < 0)
                 return NULL;
         }
     }
     else if (code == CTL_SYN_ACK) {
-        if (send_control(e, CTL_ACK) < 0)         /* also re-ACK a retransmitted SYN-ACK */
+        if (send_control(e, CTL_ACK, now) < 0)         /* also re-ACK a retransmitted SYN-ACK */
             return NULL;
         if (!e->established && establish(e, now) < 0)
             return NULL;
@@ -2576,10 +2591,9 @@ Endpoint_on_control(EndpointObject *e, PyObject *packet)
 }
 
 static int
-endpoint_on_rto(EndpointObject *e)
+endpoint_on_rto(EndpointObject *e, double now)
 {
-    double now;
-    PyObject *now_obj = get_now(e->sim, &now);
+    PyObject *now_obj = PyFloat_FromDouble(now);      /* sim.now's value, for the cwnd log */
     if (now_obj == NULL)
         return -1;
     int rc = 0;
@@ -2603,7 +2617,7 @@ endpoint_on_rto(EndpointObject *e)
         e->snd_nxt = e->snd_una;                  /* go-back-N from the first hole */
         rc = log_cwnd(e, now_obj);
         if (rc == 0)
-            rc = send_more(e);
+            rc = send_more(e, now);
     }
     Py_DECREF(now_obj);
     return rc;
@@ -2691,7 +2705,7 @@ deliver(EndpointObject *e, Piece **pieces, Py_ssize_t n, PyObject *now_obj)
 }
 
 static int
-endpoint_send_ack(EndpointObject *e)
+endpoint_send_ack(EndpointObject *e, double now)
 {
     e->segments_since_ack = 0;
     timers_cancel(e->timers, SLOT_DELACK);
@@ -2704,7 +2718,7 @@ endpoint_send_ack(EndpointObject *e)
     Py_DECREF(ack);
     if (packet == NULL)
         return -1;
-    int rc = any_link_send(e->out_link, (PyObject *)packet, e->deliver_ack);
+    int rc = any_link_send(e->out_link, (PyObject *)packet, e->deliver_ack, &now);
     Py_DECREF(packet);
     return rc < 0 ? -1 : 0;
 }
@@ -2774,7 +2788,7 @@ Endpoint_on_segment(EndpointObject *e, PyObject *packet)
                 goto done;
             e->segments_since_ack += 1;
             if (e->segments_since_ack >= e->ack_every)
-                rc = endpoint_send_ack(e);
+                rc = endpoint_send_ack(e, now);
             else if (!e->timers->armed[SLOT_DELACK])
                 rc = timers_set(e->timers, SLOT_DELACK, now + e->max_ack_delay_s, now);
         }
@@ -2833,7 +2847,7 @@ Endpoint_on_segment(EndpointObject *e, PyObject *packet)
                 Py_DECREF(held[c]);
             PyMem_Free(held);
             if (rc == 0)
-                rc = endpoint_send_ack(e);     /* RFC 5681 4.2: ACK at once a segment filling a gap */
+                rc = endpoint_send_ack(e, now);     /* RFC 5681 4.2: ACK at once a segment filling a gap */
         }
     }
     else if (seq > nxt) {
@@ -2859,10 +2873,10 @@ Endpoint_on_segment(EndpointObject *e, PyObject *packet)
             if (e->ooo_bytes > e->max_ooo_bytes)
                 e->max_ooo_bytes = e->ooo_bytes;
         }
-        rc = endpoint_send_ack(e);                /* RFC 5681 4.2: immediate duplicate ACK */
+        rc = endpoint_send_ack(e, now);                /* RFC 5681 4.2: immediate duplicate ACK */
     }
     else
-        rc = endpoint_send_ack(e);                /* already received (spurious retransmission) */
+        rc = endpoint_send_ack(e, now);                /* already received (spurious retransmission) */
 done:
     Py_DECREF(payload);
     Py_DECREF(now_obj);
@@ -2872,6 +2886,21 @@ done:
 }
 
 /* -- application interface -- */
+
+static PyObject *
+Endpoint_send_more(EndpointObject *e, PyObject *unused)
+{
+    if (!e->established || (!e->pending_len && e->snd_nxt >= e->snd_max))
+        Py_RETURN_NONE;                  /* nothing to send: no need for the time */
+    double now;
+    PyObject *now_obj = get_now(e->sim, &now);
+    if (now_obj == NULL)
+        return NULL;
+    Py_DECREF(now_obj);
+    if (send_more(e, now) < 0)
+        return NULL;
+    Py_RETURN_NONE;
+}
 
 static PyObject *
 Endpoint_open_stream(EndpointObject *e, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
@@ -2904,8 +2933,28 @@ endpoint_write_slice(EndpointObject *e, PyObject *sid_obj, PyObject *data, Py_ss
     long long sid = PyLong_AsLongLong(sid_obj);
     if (sid == -1 && PyErr_Occurred())
         return -1;
-    int ended = PySet_Contains(e->ended, sid_obj);
-    if (ended < 0)
+    StreamSend *st = NULL;
+    int ended, kind = (int)(sid & 3);
+    Py_ssize_t index = -1;
+    if (sid >= 0 && (sid >> 2) < DENSE_STREAMS) {
+        index = (Py_ssize_t)(sid >> 2);
+        if (index >= e->nstreams[kind]) {
+            Py_ssize_t n_new = e->nstreams[kind] ? e->nstreams[kind] : 16;
+            while (n_new <= index)
+                n_new *= 2;
+            StreamSend *grown = PyMem_Realloc(e->streams[kind], (size_t)n_new * sizeof(StreamSend));
+            if (grown == NULL) {
+                PyErr_NoMemory();
+                return -1;
+            }
+            memset(grown + e->nstreams[kind], 0, (size_t)(n_new - e->nstreams[kind]) * sizeof(StreamSend));
+            e->streams[kind] = grown;
+            e->nstreams[kind] = n_new;
+        }
+        st = &e->streams[kind][index];
+        ended = st->ended;
+    }
+    else if ((ended = PySet_Contains(e->ended, sid_obj)) < 0)
         return -1;
     if (ended) {
         PyErr_Format(PyExc_ValueError, "%U: write on stream %lld after its end", e->name, sid);
@@ -2931,21 +2980,31 @@ endpoint_write_slice(EndpointObject *e, PyObject *sid_obj, PyObject *data, Py_ss
             return -1;
     }
     long long offset = 0;
-    PyObject *old = PyDict_GetItemWithError(e->send_offset, sid_obj);
-    if (old != NULL) {
-        offset = PyLong_AsLongLong(old);
-        if (offset == -1 && PyErr_Occurred())
+    int rc;
+    if (index >= 0) {
+        st = &e->streams[kind][index];     /* again: len() or bytes() may have run Python code */
+        offset = st->offset;
+        st->offset = offset + n;
+        if (end)
+            st->ended = 1;
+    }
+    else {
+        PyObject *old = PyDict_GetItemWithError(e->send_offset, sid_obj);
+        if (old != NULL) {
+            offset = PyLong_AsLongLong(old);
+            if (offset == -1 && PyErr_Occurred())
+                goto fail;
+        }
+        else if (PyErr_Occurred())
+            goto fail;
+        PyObject *new_offset = PyLong_FromLongLong(offset + n);
+        if (new_offset == NULL)
+            goto fail;
+        rc = PyDict_SetItem(e->send_offset, sid_obj, new_offset);
+        Py_DECREF(new_offset);
+        if (rc < 0 || (end && PySet_Add(e->ended, sid_obj) < 0))
             goto fail;
     }
-    else if (PyErr_Occurred())
-        goto fail;
-    PyObject *new_offset = PyLong_FromLongLong(offset + n);
-    if (new_offset == NULL)
-        goto fail;
-    int rc = PyDict_SetItem(e->send_offset, sid_obj, new_offset);
-    Py_DECREF(new_offset);
-    if (rc < 0 || (end && PySet_Add(e->ended, sid_obj) < 0))
-        goto fail;
     Piece piece;
     if (n) {
         piece.data = bytes;
@@ -3033,17 +3092,7 @@ static PyObject *
 Endpoint_flush(EndpointObject *e, PyObject *unused)
 {
     e->flush_scheduled = 0;
-    if (send_more(e) < 0)
-        return NULL;
-    Py_RETURN_NONE;
-}
-
-static PyObject *
-Endpoint_send_more(EndpointObject *e, PyObject *unused)
-{
-    if (send_more(e) < 0)
-        return NULL;
-    Py_RETURN_NONE;
+    return Endpoint_send_more(e, NULL);
 }
 
 static PyObject *
@@ -3255,6 +3304,8 @@ Endpoint_dealloc(EndpointObject *e)
     for (Py_ssize_t i = 0; i < e->ooo_size; i++)
         Py_DECREF(e->ooo[i]);
     PyMem_Free(e->ooo);
+    for (int kind = 0; kind < 4; kind++)
+        PyMem_Free(e->streams[kind]);
     Py_TYPE(e)->tp_free((PyObject *)e);
 }
 
