@@ -8,7 +8,7 @@ STAMP  := $(VENV)/.installed
 
 install: $(STAMP)
 
-$(STAMP): pyproject.toml $(wildcard setup.py) simulator/_engine.c simulator/frames/_scanner.c simulator/frames/_huffman_table.h
+$(STAMP): pyproject.toml $(wildcard setup.py) simulator/_engine.c simulator/net/_tcp.c simulator/frames/_scanner.c simulator/frames/_huffman_table.h
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet -e '.[test]'
@@ -50,10 +50,12 @@ clean:
 	rm -rf $(VENV) build *.egg-info simulator/*.so simulator/**/*.so
 
 # AddressSanitizer builds of the C frame scanner (simulator/frames/_scanner.c), run over
-# the fuzz corpus, and of the engine's event queue (simulator/_engine.c), run under the
-# engine's tests.  Built into build/asan (the normal in-place extensions are untouched)
-# and loaded through WORKBENCH_FRAMES_EXT / WORKBENCH_ENGINE_EXT; CPython itself is not
-# instrumented, hence LD_PRELOAD of libasan and detect_leaks=0.
+# the fuzz corpus, of the engine's event queue (simulator/_engine.c), run under the
+# engine's tests, and of the TCP model's C twin (simulator/net/_tcp.c), run under the
+# tests that hold it to the Python reference.  Built into build/asan (the normal in-place
+# extensions are untouched) and loaded through WORKBENCH_FRAMES_EXT / WORKBENCH_ENGINE_EXT /
+# WORKBENCH_NET_EXT; CPython itself is not instrumented, hence LD_PRELOAD of libasan and
+# detect_leaks=0.
 ASAN_SECONDS ?= 20
 .PHONY: asan
 asan: install
@@ -68,3 +70,6 @@ asan: install
 	ASAN_OPTIONS=detect_leaks=0:abort_on_error=1 LD_PRELOAD="$$(gcc -print-file-name=libasan.so)" \
 	  WORKBENCH_ENGINE_EXT="$$(ls build/asan/simulator/_engine*.so)" \
 	  $(PY) -m pytest -q -p no:xdist -p no:cacheprovider tests/test_engine.py
+	ASAN_OPTIONS=detect_leaks=0:abort_on_error=1 LD_PRELOAD="$$(gcc -print-file-name=libasan.so)" \
+	  WORKBENCH_NET_EXT="$$(ls build/asan/simulator/net/_tcp*.so)" \
+	  $(PY) -m pytest -q -p no:xdist -p no:cacheprovider tests/test_net_native.py tests/test_net_tcp.py tests/test_net_link.py

@@ -1,10 +1,15 @@
-"""Build of the optional C extensions ``simulator.frames._scanner`` (the frame scanner)
-and ``simulator._engine`` (the engine's event queue and run loop).
+"""Build of the optional C extensions ``simulator.frames._scanner`` (the frame scanner),
+``simulator._engine`` (the engine's event queue and run loop) and ``simulator.net._tcp``
+(the TCP model's per-packet path: links and TCP endpoints).
 
 All project metadata lives in pyproject.toml; this file only declares the extensions.
 They are optional: if one cannot be compiled (no compiler, no Python headers) the install
 still succeeds with a warning and the package uses its pure-Python twin.
 Set ``WORKBENCH_REQUIRE_EXT=1`` to make a build failure fatal (``make asan`` does).
+
+``simulator.net._tcp`` must compute every float as its Python twin does, so no compiler
+may fuse a multiply and an add into one rounding: it is built with ``-ffp-contract=off``
+(and never with ``-ffast-math``).
 """
 
 import os
@@ -57,6 +62,12 @@ setup(
         Extension(
             "simulator._engine",
             sources=["simulator/_engine.c"],
+            optional=not REQUIRED,
+        ),
+        Extension(
+            "simulator.net._tcp",
+            sources=["simulator/net/_tcp.c"],
+            extra_compile_args=[] if sys.platform == "win32" else ["-ffp-contract=off", "-fno-fast-math"],
             optional=not REQUIRED,
         ),
     ],

@@ -5,6 +5,9 @@ HTTP/3), the cross-stream study on a trace (bodies generated from the seed) and 
 generator itself.  The trailers study has its own such test in ``tests/test_trailers.py``,
 and the cross-stream study on a body folder in ``tests/test_crossstream.py``.
 
+The C event queue and the C TCP model are held to their Python twins the same way: the
+same JSON (and capture) from a run on each.
+
 The trace has many origins and loss, because short bundled traces did not show the
 HTTP/3 replay's dependence on memory addresses (``simulator.stacks.aioquic_order``).
 The push and cross-stream runs added later use the bundled page (faster); the replay
@@ -21,6 +24,7 @@ from pathlib import Path
 import pytest
 
 from simulator.engine import EVENT_QUEUES
+from simulator.net import native
 from simulator.stacks.aioquic_order import InsertionOrderedSet
 
 PAGE = str(Path(__file__).resolve().parent.parent / "traces" / "synthetic-page.har")
@@ -72,8 +76,11 @@ def many_origins_trace(tmp_path_factory) -> str:
     return str(path)
 
 
-def _workbench(args: list[str], *, hash_seed: str, pure_python: bool = False) -> bytes:
+def _workbench(args: list[str], *, hash_seed: str, pure_python: bool = False, net: str | None = None) -> bytes:
     env = {**os.environ, "PYTHONHASHSEED": hash_seed, "WORKBENCH_PURE_PYTHON": "1" if pure_python else "0"}
+    env.pop("WORKBENCH_NET", None)
+    if net is not None:
+        env["WORKBENCH_NET"] = net
     proc = subprocess.run([sys.executable, "-m", "simulator.cli", *args], env=env, capture_output=True,
                           timeout=600)
     assert proc.returncode == 0, proc.stderr.decode()
@@ -116,6 +123,33 @@ def test_c_engine_and_its_python_twin_give_byte_identical_results(name, many_ori
     python = _workbench(args, hash_seed="0", pure_python=True)
     assert c, "no output"
     assert c == python
+
+
+@pytest.mark.skipif("c" not in native.IMPLEMENTATIONS, reason="the C extension simulator.net._tcp is not built")
+@pytest.mark.parametrize("name", ["h2-cleartext", "tcp-model", "hol-tcp", "push-model-h2", "coalescing"])
+def test_c_net_and_its_python_reference_give_byte_identical_results(name, many_origins_trace):
+    """The TCP model's per-packet path in C (``simulator.net._tcp``) and in Python
+    (``WORKBENCH_NET=python``), both on the C event queue: every user of the TCP model (the
+    real h2 stack over it, its replay, the HOL study, the page-load model, the coalescing
+    pool) prints the same JSON."""
+    args = [*RUNS[name][:1], "--trace", many_origins_trace, *RUNS[name][1:]]
+    c = _workbench(args, hash_seed="0")
+    python = _workbench(args, hash_seed="0", net="python")
+    assert c, "no output"
+    assert c == python
+
+
+@pytest.mark.skipif("c" not in native.IMPLEMENTATIONS, reason="the C extension simulator.net._tcp is not built")
+def test_c_net_and_its_python_reference_write_the_same_capture(tmp_path):
+    """The capture writer hooks each link's send and reads the TCP endpoints' sequence
+    numbers: cleartext h2 over the TCP model gives the same pcap bytes on both."""
+    written = []
+    for net in ("c", "python"):
+        pcap = tmp_path / f"{net}.pcap"
+        _workbench(["replay", "--stack", "h2", "--no-tls", "--trace", PAGE, "--loss", "0.02", "--seed", "5",
+                    "--pcap", str(pcap), "--json"], hash_seed="0", net=net)
+        written.append(pcap.read_bytes())
+    assert len(written[0]) > 10_000 and written[0] == written[1]
 
 
 def test_trace_generator_byte_identical_across_processes_and_hash_seeds(tmp_path):

@@ -1,11 +1,21 @@
-"""Link physics and loss models."""
+"""Link physics and loss models, on both implementations of a link (the Python reference
+``link.Link`` and its C twin, ``make_link``'s choice when built)."""
+
+import functools
 
 import pytest
 
 from simulator.engine import Simulator
 from simulator.errors import InputError
-from simulator.net.link import (Bernoulli, DropList, GilbertElliott, Jitter, Link, Packet, Path,
-                                parse_loss)
+from simulator.net import native
+from simulator.net.link import (Bernoulli, DropList, GilbertElliott, Jitter, Packet, Path,
+                                make_link, parse_loss)
+
+
+@pytest.fixture(params=native.IMPLEMENTATIONS)
+def Link(request):
+    """``Link(sim, name, ...)`` of one implementation."""
+    return functools.partial(make_link, implementation=request.param)
 
 
 def _send_many(link, n, size, gap_s=0.0):
@@ -17,7 +27,7 @@ def _send_many(link, n, size, gap_s=0.0):
     return arrivals
 
 
-def test_serialization_and_propagation_delay():
+def test_serialization_and_propagation_delay(Link):
     sim = Simulator()
     link = Link(sim, "l", delay_s=0.05, bandwidth_bps=8e6)   # 1 byte per microsecond
     arrivals = _send_many(link, 3, 1000)
@@ -25,7 +35,7 @@ def test_serialization_and_propagation_delay():
     assert [round(t, 9) for t, _ in arrivals] == [0.051, 0.052, 0.053]
 
 
-def test_drop_tail_queue_limits_bytes_queued():
+def test_drop_tail_queue_limits_bytes_queued(Link):
     sim = Simulator()
     link = Link(sim, "l", delay_s=0.0, bandwidth_bps=1e6, queue_bytes=3000)
     arrivals = _send_many(link, 10, 1000)
@@ -35,14 +45,14 @@ def test_drop_tail_queue_limits_bytes_queued():
     assert link.stats.max_queue_bytes == 3000
 
 
-def test_mtu_is_enforced():
+def test_mtu_is_enforced(Link):
     sim = Simulator()
     link = Link(sim, "l", delay_s=0.0, mtu_bytes=1400)
     with pytest.raises(ValueError):
         link.send(Packet(1401), lambda p: None)
 
 
-def test_bernoulli_loss_rate():
+def test_bernoulli_loss_rate(Link):
     sim = Simulator(seed=3)
     link = Link(sim, "l", delay_s=0.01, loss=Bernoulli(0.05, sim.rng("loss")))
     arrivals = _send_many(link, 20000, 100)
@@ -67,7 +77,7 @@ def test_gilbert_elliott_mean_burst_length_and_rate():
     assert model.mean_burst_packets == 4.0
 
 
-def test_jitter_reorders_packets():
+def test_jitter_reorders_packets(Link):
     sim = Simulator(seed=1)
     link = Link(sim, "l", delay_s=0.05, jitter=Jitter(prob=0.2, max_s=0.1))
     arrivals = _send_many(link, 200, 100, gap_s=0.001)
@@ -76,7 +86,7 @@ def test_jitter_reorders_packets():
     assert sorted(order) == list(range(200))
 
 
-def test_drop_list_drops_exactly_those_packets():
+def test_drop_list_drops_exactly_those_packets(Link):
     sim = Simulator()
     link = Link(sim, "l", delay_s=0.0, loss=DropList({1, 3}))
     arrivals = _send_many(link, 5, 10)
@@ -95,9 +105,10 @@ def test_parse_loss_specs():
             parse_loss(bad, rng)
 
 
-def test_path_losses_use_independent_streams_per_direction():
+@pytest.mark.parametrize("implementation", native.IMPLEMENTATIONS)
+def test_path_losses_use_independent_streams_per_direction(implementation):
     sim = Simulator(seed=9)
-    path = Path(sim, rtt_s=0.1, loss=0.5)
+    path = Path(sim, rtt_s=0.1, loss=0.5, implementation=implementation)
     fwd = [path.forward.loss.lost() for _ in range(50)]
     rev = [path.reverse.loss.lost() for _ in range(50)]
     assert fwd != rev

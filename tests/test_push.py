@@ -595,3 +595,39 @@ def test_header_block_sizer_matches_hpack():
                 headers = list(headers) + [(b"x-big", b"v" * rng.randrange(1000, 5000)),
                                            (b"authorization", b"secret", True), ("x-text", "value")]
             assert sizer.encoded_size(headers) == len(encoder.encode(list(headers)))
+
+
+def test_header_block_sizes_looked_up_by_history_are_hpacks():
+    """``block_size`` looks a block up by the encoder's history (the lists encoded before it
+    on the connection): on connections that repeat, share a prefix with, or leave an earlier
+    connection's history, and mix in a block sized directly, every size is still the real
+    ``hpack`` encoder's (RFC 7541: the dynamic table, hence the size, follows the history)."""
+    import random
+
+    import hpack
+
+    from simulator.stacks.replay import request_headers_for, response_headers_for
+    from simulator.studies.pageload.model_net import HeaderBlockSizer, _normalized
+    from simulator.traces import load
+
+    lists = [tuple(request_headers_for(e.request_headers, e.origin))
+             for e in load(ROOT / "traces" / "synthetic-many-origins.har").exchanges if e.request_headers is not None]
+    lists += [tuple(response_headers_for(((b":status", b"200"), (b"x-big", b"v" * 3000)), 100)[0])]
+    rng = random.Random(3)
+    base = rng.sample(lists, 40)
+    hits = 0
+    for trial in range(12):
+        sequence = list(base)
+        if trial % 3 == 1:                      # the same start, then other lists
+            sequence[rng.randrange(5, 40):] = rng.sample(lists, 20)
+        encoder, sizer = hpack.Encoder(), HeaderBlockSizer()
+        for i, headers in enumerate(sequence):
+            normalized = _normalized(headers)
+            if trial % 3 == 2 and i == 20:      # sized directly: the history is no longer kept
+                size = sizer.encoded_size(normalized)
+            else:
+                before = len(sizer._unapplied)
+                size = sizer.block_size(headers, normalized)
+                hits += len(sizer._unapplied) > before
+            assert size == len(encoder.encode(list(normalized))), (trial, i)
+    assert hits > 100                           # the lookups were used, not just computed

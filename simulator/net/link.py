@@ -10,6 +10,10 @@ Loss models draw from their own random stream: ``NoLoss``, ``Bernoulli(p)`` and 
 two-state ``GilbertElliott`` chain (Good/Bad, each with its own loss probability) for
 bursty loss.  With ``loss_bad = 1`` and ``loss_good = 0`` the mean loss-burst length is
 ``1 / p_bad_to_good`` packets and the long-run loss rate ``p_gb / (p_gb + p_bg)``.
+
+``Link``, ``Packet``, ``LinkStats`` and ``_DelayedLink`` here are the reference; the
+links a ``Path`` builds (``make_link``) are their C twins from ``simulator.net._tcp``
+when it is built (``native.IMPLEMENTATION``), with the same behaviour and results.
 """
 
 from __future__ import annotations
@@ -21,10 +25,11 @@ from typing import Any, Callable
 
 from ..engine import Simulator
 from ..errors import InputError
+from . import native
 
 __all__ = [
     "Packet", "LossModel", "NoLoss", "Bernoulli", "GilbertElliott", "DropList", "Jitter",
-    "Link", "Path", "DelayedPath", "parse_loss",
+    "Link", "Path", "DelayedPath", "parse_loss", "make_link",
 ]
 
 
@@ -61,6 +66,10 @@ class NoLoss(LossModel):
 
     def __repr__(self) -> str:
         return "NoLoss()"
+
+
+if native.C is not None:
+    native.C.register_no_loss(NoLoss)       # the C link never asks NoLoss (it never loses)
 
 
 class Bernoulli(LossModel):
@@ -199,10 +208,7 @@ class Link:
                  bandwidth_bps: float | None = None, queue_bytes: int | None = None,
                  mtu_bytes: int = 1500, loss: LossModel | None = None,
                  jitter: Jitter | None = None) -> None:
-        if delay_s < 0:
-            raise InputError(f"link delay must be >= 0, got {delay_s}")
-        if bandwidth_bps is not None and bandwidth_bps <= 0:
-            raise InputError(f"link bandwidth must be > 0, got {bandwidth_bps}")
+        _check_link(delay_s, bandwidth_bps)
         self.sim = sim
         self.name = name
         self.delay_s = delay_s
@@ -281,18 +287,37 @@ class Link:
             observer(packet)
 
 
+def _check_link(delay_s: float, bandwidth_bps: float | None) -> None:
+    if delay_s < 0:
+        raise InputError(f"link delay must be >= 0, got {delay_s}")
+    if bandwidth_bps is not None and bandwidth_bps <= 0:
+        raise InputError(f"link bandwidth must be > 0, got {bandwidth_bps}")
+
+
+def make_link(sim: Simulator, name: str, *, delay_s: float, bandwidth_bps: float | None = None,
+              queue_bytes: int | None = None, mtu_bytes: int = 1500, loss: LossModel | None = None,
+              jitter: Jitter | None = None, implementation: str | None = None):
+    """A ``Link``, or its C twin (``native.resolve(implementation)``); same arguments, same behaviour."""
+    if native.resolve(implementation) == "python" or type(mtu_bytes) is not int:
+        return Link(sim, name, delay_s=delay_s, bandwidth_bps=bandwidth_bps, queue_bytes=queue_bytes,
+                    mtu_bytes=mtu_bytes, loss=loss, jitter=jitter)
+    _check_link(delay_s, bandwidth_bps)
+    return native.C.Link(sim, name, delay_s, bandwidth_bps, queue_bytes, mtu_bytes, loss or NoLoss(), jitter,
+                         sim.rng(f"{name}/jitter"))
+
+
 class Path:
     """A two-way path: ``forward`` (client to server) and ``reverse`` (server to client).
 
     ``rtt_s`` is the base round-trip time (each direction gets rtt_s / 2 of propagation
     delay); loss applies in both directions (acknowledgements are packets too), each
-    direction with its own random stream.
+    direction with its own random stream.  ``implementation`` picks the links' (``make_link``).
     """
 
     def __init__(self, sim: Simulator, *, rtt_s: float, bandwidth_bps: float | None = None,
                  queue_bytes: int | None = None, mtu_bytes: int = 1500,
                  loss: str | float | None = None, reverse_loss: str | float | None = "same",
-                 jitter: Jitter | None = None, name: str = "path") -> None:
+                 jitter: Jitter | None = None, name: str = "path", implementation: str | None = None) -> None:
         if rtt_s < 0:
             raise InputError(f"RTT must be >= 0, got {rtt_s}")
         self.sim = sim
@@ -302,9 +327,10 @@ class Path:
         if reverse_loss == "same":
             reverse_loss = loss
         common = dict(delay_s=rtt_s / 2, bandwidth_bps=bandwidth_bps, queue_bytes=queue_bytes,
-                      mtu_bytes=mtu_bytes, jitter=jitter)
-        self.forward = Link(sim, f"{name}/fwd", loss=parse_loss(loss, sim.rng(f"{name}/fwd/loss")), **common)
-        self.reverse = Link(sim, f"{name}/rev", loss=parse_loss(reverse_loss, sim.rng(f"{name}/rev/loss")), **common)
+                      mtu_bytes=mtu_bytes, jitter=jitter, implementation=implementation)
+        self.forward = make_link(sim, f"{name}/fwd", loss=parse_loss(loss, sim.rng(f"{name}/fwd/loss")), **common)
+        self.reverse = make_link(sim, f"{name}/rev", loss=parse_loss(reverse_loss, sim.rng(f"{name}/rev/loss")),
+                                 **common)
 
     def bdp_bytes(self) -> int | None:
         """Bandwidth-delay product in bytes (None without a bandwidth limit)."""
@@ -328,12 +354,16 @@ class _DelayedLink:
 class DelayedPath:
     """A path through another's bottleneck to a server farther away: every packet takes the
     shared ``path`` (its bandwidth, queue and loss) and then ``extra_rtt_s / 2`` more in each
-    direction.  The page-load model gives each origin its own RTT this way."""
+    direction.  The page-load model gives each origin its own RTT this way.  Over C links
+    its directions are the C twin of ``_DelayedLink``."""
 
     def __init__(self, path: Path, extra_rtt_s: float) -> None:
         if extra_rtt_s < 0:
             raise InputError(f"extra RTT must be >= 0, got {extra_rtt_s}")
         self.sim, self.mtu_bytes, self.bandwidth_bps = path.sim, path.mtu_bytes, path.bandwidth_bps
         self.rtt_s = path.rtt_s + extra_rtt_s
-        self.forward = _DelayedLink(path.forward, extra_rtt_s / 2)
-        self.reverse = _DelayedLink(path.reverse, extra_rtt_s / 2)
+        delayed = _DelayedLink
+        if native.C is not None and type(path.forward) is native.C.Link:
+            delayed = native.C.DelayedLink
+        self.forward = delayed(path.forward, extra_rtt_s / 2)
+        self.reverse = delayed(path.reverse, extra_rtt_s / 2)

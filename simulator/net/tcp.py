@@ -62,15 +62,25 @@ give each direction, plus ``<dir>_srtt_s``, ``<dir>_rto_s`` and ``<dir>_cwnd_byt
 
 ``TcpConnection(..., cwnd_log=True)`` keeps ``endpoint.cwnd_log``, a list of
 ``(time_s, cwnd_bytes)`` of that endpoint's sending direction, for plots.
+
+``TcpEndpoint`` (with ``cc.Reno``/``cc.Cubic``, ``cc.RttEstimator`` and the engine's
+``TimerSlots``) is the reference implementation.  A ``TcpConnection`` gets endpoints of
+its C twin, ``simulator.net._tcp.TcpEndpoint``, when that is built (``native.py``; the
+``implementation`` argument chooses): same events in the same order, same numbers, so the
+same results, at a fraction of the cost per packet.  Its segments, ACKs and handshake
+packets are instances of the classes below too (``isinstance`` holds, for the capture
+writer).
 """
 
 from __future__ import annotations
 
+from abc import ABCMeta
 from collections import deque
 from typing import Callable
 
 from ..engine import Simulator
 from .cc import RttEstimator, make_congestion_control
+from . import native
 from .link import Link, Packet, Path
 from .transport import DataCallback, TransportConfig, stream_id_for
 
@@ -80,7 +90,7 @@ _EMPTY = memoryview(b"")
 _MAX_BACKOFF = 1 << 16
 
 
-class TcpSegment:
+class TcpSegment(metaclass=ABCMeta):
     """A data segment: ``length`` sequence numbers starting at ``seq``.
 
     ``pieces`` is a tuple of ``(stream_id, stream_offset, data, end)`` with ``data`` a
@@ -101,7 +111,7 @@ class TcpSegment:
         return f"TcpSegment(seq={self.seq}, len={self.length})"
 
 
-class TcpAck:
+class TcpAck(metaclass=ABCMeta):
     """A pure cumulative ACK: every sequence number below ``ack`` has been received."""
 
     __slots__ = ("ack",)
@@ -113,7 +123,7 @@ class TcpAck:
         return f"TcpAck({self.ack})"
 
 
-class TcpControl:
+class TcpControl(metaclass=ABCMeta):
     """A handshake packet: ``kind`` is "SYN", "SYN-ACK" or "ACK"."""
 
     __slots__ = ("kind",)
@@ -123,6 +133,12 @@ class TcpControl:
 
     def __repr__(self) -> str:
         return f"TcpControl({self.kind})"
+
+
+if native.C is not None:                    # the C twin's packets are these too
+    TcpSegment.register(native.C.TcpSegment)
+    TcpAck.register(native.C.TcpAck)
+    TcpControl.register(native.C.TcpControl)
 
 
 class TcpEndpoint:
@@ -611,17 +627,36 @@ _SUM_KEYS = ("packets_sent", "packets_lost", "rto_timeouts", "fast_retransmits",
              "bytes_delivered", "acks_sent")
 
 
+def _c_endpoints(config: TransportConfig) -> bool:
+    """The C endpoint reads the configuration once, as C numbers: for a configuration whose
+    values are of the types the reference computes with (an int where Python would keep
+    an int in a result it reports), so the two print the same; else the reference runs."""
+    ints = (config.mss_bytes, config.header_overhead_bytes, config.initial_window_segments,
+            config.ack_every_packets, config.packet_threshold)
+    floats = (config.min_rto_s, config.initial_rtt_s, config.max_ack_delay_s)
+    return (all(type(v) is int for v in ints) and all(type(v) is float for v in floats)
+            and isinstance(config.cc, str) and config.cc.lower() in ("reno", "newreno", "cubic"))
+
+
 class TcpConnection:
-    """A TCP connection over ``path``: ``client`` sends on ``path.forward``, ``server`` on ``path.reverse``."""
+    """A TCP connection over ``path``: ``client`` sends on ``path.forward``, ``server`` on ``path.reverse``.
+
+    ``implementation`` picks the endpoints': ``"c"`` or ``"python"`` (default:
+    ``native.IMPLEMENTATION``); both give the same results."""
 
     def __init__(self, sim: Simulator, path: Path, config: TransportConfig | None = None,
-                 name: str = "tcp", *, handshake: bool = False, cwnd_log: bool = False) -> None:
+                 name: str = "tcp", *, handshake: bool = False, cwnd_log: bool = False,
+                 implementation: str | None = None) -> None:
         self.sim = sim
         self.path = path
         self.config = config if config is not None else TransportConfig()
         self.name = name
-        self.client = TcpEndpoint(self, is_client=True, out_link=path.forward, cwnd_log=cwnd_log)
-        self.server = TcpEndpoint(self, is_client=False, out_link=path.reverse, cwnd_log=cwnd_log)
+        endpoint = TcpEndpoint
+        if native.resolve(implementation) == "c" and _c_endpoints(self.config):
+            endpoint = native.C.TcpEndpoint
+        self.implementation = "c" if endpoint is not TcpEndpoint else "python"
+        self.client = endpoint(self, is_client=True, out_link=path.forward, cwnd_log=cwnd_log)
+        self.server = endpoint(self, is_client=False, out_link=path.reverse, cwnd_log=cwnd_log)
         self.client._connect(self.server)
         self.server._connect(self.client)
         if handshake:

@@ -203,6 +203,10 @@ class PageLoad:
         self.source = [""] * n
         first = graph.by_url()
         self.canonical = [first[r.url] for r in graph.resources]     # a URL twice on a page: fetched once
+        self._duplicates: dict[int, list[int]] = {}                  # resource -> later ones of its URL
+        for j, canon in enumerate(self.canonical):
+            if canon != j:
+                self._duplicates.setdefault(canon, []).append(j)
         self.document_origin = graph[graph.document].origin
         self.pushes: dict = {}            # push_key -> record
         self.push_by_url: dict[str, object] = {}
@@ -277,8 +281,8 @@ class PageLoad:
         if not math.isnan(self.discovered_s[index]):
             self._ready(index)
         # Duplicates of this URL that were waiting for it.
-        for j, canon in enumerate(self.canonical):
-            if canon == index and j != index and not math.isnan(self.discovered_s[j]) and math.isnan(self.ready_s[j]):
+        for j in self._duplicates.get(index, ()):
+            if not math.isnan(self.discovered_s[j]) and math.isnan(self.ready_s[j]):
                 self.arrived_s[j] = self.sim.now
                 self._ready(j)
 

@@ -14,9 +14,10 @@ on the request stream (RFC 9113 section 8.4.1 / RFC 9114 section 7.2.5: frame he
 promised stream or push id, header block) followed by the pushed response on a stream
 of its own; ``think_s`` later the final response.
 
-Response bodies and the order of the writer decide who gets the connection (``scheduler``):
-``urgency`` (RFC 9218: the lowest urgency first, from the request's ``priority`` field,
-default 3; round-robin among equals, a packet's worth per turn), ``round-robin``
+Response bodies and the order of the writer (``net.writer.ResponseWriter``) decide who
+gets the connection (``scheduler``): ``urgency`` (RFC 9218: the lowest urgency first,
+from the request's ``priority`` field, default 3; round-robin among equals, a packet's
+worth per turn), ``round-robin``
 (aioquic's stream rotation), or ``fifo`` (request order, as the h2 stack writes).  With
 ``urgency`` and ``round-robin`` the server writes as the transport drains, so a cancelled
 push stops where it is: over TCP it keeps at most a congestion window written but not yet
@@ -57,6 +58,7 @@ without a handshake of their own, usable after its ``setup``.
 from __future__ import annotations
 
 import functools
+import itertools
 import re
 from collections import deque
 
@@ -73,6 +75,7 @@ from ...net.link import DelayedPath, Path
 from ...net.quic import QuicConnection
 from ...net.tcp import TcpConnection
 from ...net.transport import TransportConfig
+from ...net.writer import response_writer
 from ...stacks.common import ExchangeSpec
 from ...stacks.model_replay import AIOQUIC_ACK_DELAY_S, tls_record_bytes
 from ...stacks.tls import handshake_flight_bytes, sni_name
@@ -112,12 +115,6 @@ def _normalized(headers: tuple) -> tuple:
     return tuple(normalize_outbound_headers(headers, None))
 
 
-@functools.lru_cache(maxsize=1 << 12)
-def _pad(size: int) -> bytes:
-    """``size`` bytes standing for a response's (the models only count them), shared."""
-    return b"r" * size
-
-
 @functools.lru_cache(maxsize=1 << 16)
 def _huffman_bytes(data: bytes) -> int:
     """Bytes of ``data`` Huffman-coded (RFC 7541 section 5.2, Appendix B): its codes' bits,
@@ -148,6 +145,15 @@ def _as_bytes(value) -> bytes:
 _STATIC = HeaderTable.STATIC_TABLE_MAPPING      # name -> (first index, {value: index})
 _DYNAMIC_FIRST_INDEX = HeaderTable.STATIC_TABLE_LENGTH + 1
 
+# Blocks sized before (HeaderBlockSizer.block_size): a block's size is a function of its
+# header list and of the encoder's dynamic table, and the table a function of the lists
+# encoded before on that connection, its history.  So (history, list) -> (size, the
+# history after it) is exact; a load repeats the histories of an earlier load of the page
+# (a sweep, a benchmark), connection by connection.  Histories are numbered as first met.
+_SIZED: dict = {}
+_SIZED_MAX = 1 << 16
+_HISTORIES = itertools.count(1)
+
 
 class HeaderBlockSizer:
     """The size of the header blocks an ``hpack.Encoder`` writes, block after block on one
@@ -159,7 +165,7 @@ class HeaderBlockSizer:
     of hpack's scan of the table (a load encodes thousands of fields);
     ``tests/test_push.py`` checks the sizes against hpack's own blocks."""
 
-    __slots__ = ("_entries", "_size", "_inserted", "_first", "_exact", "_names")
+    __slots__ = ("_entries", "_size", "_inserted", "_first", "_exact", "_names", "_history", "_unapplied")
     MAX_TABLE_BYTES = HeaderTable.DEFAULT_SIZE
 
     def __init__(self) -> None:
@@ -169,6 +175,26 @@ class HeaderBlockSizer:
         self._first = 0
         self._exact: dict = {}                  # (name, value) -> its newest insertion number
         self._names: dict = {}                  # name -> its newest insertion number
+        self._history: int | None = 0           # number of the lists sized so far (0: none; None: not kept)
+        self._unapplied: list = []              # blocks looked up, not yet entered in the table
+
+    def block_size(self, key: tuple, headers) -> int:
+        """``encoded_size(headers)``, looked up when this encoder's history was met before;
+        ``key`` (hashable) stands for ``headers`` (one key, one list, always)."""
+        if self._history is None:
+            return self._encode(headers)
+        known = _SIZED.get((self._history, key))
+        if known is None:
+            for earlier in self._unapplied:      # the table as hpack's would be: enter them
+                self._encode(earlier)
+            self._unapplied.clear()
+            if len(_SIZED) >= _SIZED_MAX:
+                _SIZED.clear()
+            known = _SIZED[self._history, key] = (self._encode(headers), next(_HISTORIES))
+        else:
+            self._unapplied.append(headers)
+        self._history = known[1]
+        return known[0]
 
     def _add(self, name: bytes, value: bytes) -> None:
         size = 32 + len(name) + len(value)      # RFC 7541 section 4.1
@@ -190,6 +216,13 @@ class HeaderBlockSizer:
     def encoded_size(self, headers) -> int:
         """Bytes of ``headers`` encoded as one block, as ``len(hpack.Encoder().encode(headers))``
         on this connection's encoder (tuples or ``HeaderTuple``s; no table size updates)."""
+        for earlier in self._unapplied:
+            self._encode(earlier)
+        self._unapplied.clear()
+        self._history = None                    # a block not in the history: no more lookups
+        return self._encode(headers)
+
+    def _encode(self, headers) -> int:
         total = 0
         for header in headers:
             if isinstance(header, hpack.HeaderTuple):
@@ -298,13 +331,11 @@ class _Conn:
         self.cancels: dict[int, int] = {}                 # client stream carrying a cancel -> pushed stream
         self.cancelled: set[int] = set()
         self._cancel_on_arrival: set[int] = set()         # h3 pushes to cancel when their stream exists
+        self._client_quiet = False                        # _client_data's fast path applies (_quiet())
         self.written: dict[int, int] = {}                 # bytes the server has written per stream
-        # The writer: per urgency level a rotation of [stream_id, bytes left to write, order].
+        # The writer (net.writer): per urgency level a rotation of responses; made with the transport.
         self.scheduler = params.scheduler
-        self._active: dict[int, deque] = {}
-        self._order = 0
-        self._acked: dict[int, int] = {}
-        self._unacked_bytes = 0
+        self.writer = None
         self._chunk_bytes = 1460 if self.transport == "tcp" else 1252 - 40
         self.own_setup = setup is None
         # TLS follows the scheme: an http:// origin's connections are cleartext.
@@ -337,11 +368,14 @@ class _Conn:
             self.t = QuicConnection(sim, self.path, config, name=f"quic{number}", handshake=handshake,
                                     ack_delay_s=AIOQUIC_ACK_DELAY_S, retransmit_in_turn=True,
                                     slow_start_rtt_exit=True, pto_declares_lost=True)
-        self.t.server.on_stream_acked = self._on_stream_acked
+        self.writer = response_writer(self.t.server, self._chunk_bytes, self.written, self._written_in_full,
+                                      fill_on_ack=self.transport == "tcp")
+        self.t.server.on_stream_acked = self.writer.on_stream_acked
         if self.transport == "quic" and self.scheduler != "fifo":
             self.t.server.on_send_ready = self._pull
         self.t.client.on_data = self._client_data
         self.t.server.on_data = self._server_data
+        self._quiet()
         if not handshake:
             return
         if self.transport == "tcp":
@@ -349,6 +383,7 @@ class _Conn:
             # once as the h2 stack does; TCP sends them when the handshake completes.
             # HTTP/1.1 has no preface (RFC 9112).
             self.h2_control = None if self.h1 else (self.t.client.open_stream(), self.t.server.open_stream())
+            self._quiet()
             if not self.tls and not self.h1:
                 self.t.server.write(self.h2_control[1], b"s" * h2_preface_bytes(False))
             else:
@@ -400,17 +435,33 @@ class _Conn:
             # As the aioquic client must (it has no CANCEL_PUSH, RFC 9114 section 7.2.3):
             # STOP_SENDING once the pushed stream exists, i.e. its first bytes arrived.
             self._cancel_on_arrival.add(pushed_sid)
+            self._quiet()
             return
         sid = self.t.client.open_stream()
         self.cancels[sid] = pushed_sid
         self.t.client.write(sid, b"c" * self._records(_RESET_BYTES), end=True)
 
+    def _quiet(self) -> None:
+        """Whether a chunk of a response or push in flight can only count its bytes and meet
+        marks: the server's SETTINGS are acknowledged (or there are none), no cancel waits."""
+        self._client_quiet = (self.h2_control is None or self._settings_acked[0]) and not self._cancel_on_arrival
+
     def _client_data(self, stream_id: int, data: bytes, end: bool, time_s: float) -> None:
+        inc = self.incoming.get(stream_id)               # None on the TLS and SETTINGS streams
+        if inc is not None and not end and self._client_quiet:
+            # Most chunks: what the general path below does with them, in fewer steps.
+            inc.received += len(data)
+            marks = inc.marks
+            while marks and marks[0][0] <= inc.received:
+                _, callback, args = marks.popleft()
+                callback(*args)
+            return
         if stream_id == self.tls_stream:
             self._tls_data(False, len(data))
             return
         if self.h2_control is not None and not self._settings_acked[0]:
             self._settings_acked[0] = True            # the server's SETTINGS came first (RFC 9113 6.5.3)
+            self._quiet()
             self.t.client.write(self.h2_control[0], b"a" * self._records(_H2_SETTINGS_ACK_BYTES))
         if stream_id == (self.h2_control or (None, None))[1]:
             return
@@ -420,6 +471,7 @@ class _Conn:
         inc.received += len(data)
         if stream_id in self._cancel_on_arrival:
             self._cancel_on_arrival.discard(stream_id)
+            self._quiet()
             self.cancel(stream_id)
         marks = inc.marks
         while marks and marks[0][0] <= inc.received:
@@ -503,9 +555,8 @@ class _Conn:
             # Memoized for plain tuples only: h2 keeps a HeaderTuple's class (never-indexed or
             # not), and an equal plain tuple must not share its cache entry.
             if all(type(h) is tuple for h in headers):
-                headers = _normalized(headers)
-            else:
-                headers = tuple(normalize_outbound_headers(headers, None))
+                return encoder.block_size(headers, _normalized(headers))
+            headers = tuple(normalize_outbound_headers(headers, None))
         return encoder.encoded_size(headers)
 
     @property
@@ -526,7 +577,7 @@ class _Conn:
 
     def _write_now(self, stream_id: int, size: int, inc: _Incoming, callback, args) -> None:
         size = self._records(size)
-        self._unacked_bytes += size
+        self.writer.unacked_bytes += size
         offset = self.written.get(stream_id, 0) + size
         self.written[stream_id] = offset
         inc.marks.append((offset, callback, args))
@@ -537,28 +588,22 @@ class _Conn:
             # As the h2 stack: the whole response goes to the transport's send buffer at
             # once, in the order responses are ready; a cancel cannot take it back.
             self.written[stream_id] = self.written.get(stream_id, 0) + size
-            self._unacked_bytes += size
+            self.writer.unacked_bytes += size
             self.t.server.write(stream_id, b"r" * size, end=True)
             self.net.settle((self.key, stream_id))
             return
         if self.scheduler != "urgency":
             level = 0
-        self._order += 1
-        self._active.setdefault(level, deque()).append([stream_id, size, self._order])
+        self.writer.add(stream_id, size, level)
         if self.transport == "quic":
             self.t.server.want_to_send()
         else:
-            self._fill()
+            self.writer.fill()
 
     def _stop(self, pushed_sid: int) -> None:
         """The cancel has reached the server: nothing more of that stream is written."""
         self.cancelled.add(pushed_sid)
-        active = {}
-        for level, queue in self._active.items():
-            queue = deque(e for e in queue if e[0] != pushed_sid)
-            if queue:
-                active[level] = queue
-        self._active = active
+        self.writer.stop(pushed_sid)
         self.net.settle((self.key, pushed_sid))
 
     def _pull(self) -> bool:
@@ -566,54 +611,14 @@ class _Conn:
         aioquic builds a packet from its streams' send buffers).  False if nothing waits."""
         wrote = 0
         while wrote < self._chunk_bytes:
-            n = self._write_next(self._chunk_bytes - wrote)
+            n = self.writer.write_next(self._chunk_bytes - wrote)
             if not n:
                 break
             wrote += n
         return wrote > 0
 
-    def _write_next(self, limit: int) -> int:
-        """Write up to ``limit`` bytes of the next response in turn; the bytes written."""
-        active = self._active                      # only levels with a response waiting
-        if not active:
-            return 0
-        level = min(active) if len(active) > 1 else next(iter(active))
-        queue = active[level]
-        entry = queue.popleft()
-        stream_id, remaining, _ = entry
-        n = remaining if remaining < limit else limit
-        remaining -= n
-        entry[1] = remaining
-        written = self.written
-        written[stream_id] = written.get(stream_id, 0) + n
-        self._unacked_bytes += n
-        self.t.server.write(stream_id, _pad(n), end=not remaining)
-        if not remaining:
-            if not queue:
-                del active[level]
-            self.net.settle((self.key, stream_id))
-        else:
-            queue.append(entry)                    # served: to the back of its rotation
-        return n
-
-    def _fill(self) -> None:
-        """TCP: keep the congestion window written but not acknowledged (at least two
-        segments), as TCP sends whatever its window allows.  (A cap of two bandwidth-delay
-        products here held a busy connection's share of a deep bottleneck queue below what
-        the h2 stack's TCP takes.)"""
-        if not self._active:
-            return
-        chunk = self._chunk_bytes
-        window = max(self.t.server.cwnd_bytes, 2 * chunk)
-        while self._unacked_bytes < window and self._write_next(chunk):
-            pass
-
-    def _on_stream_acked(self, stream_id: int, acked_offset: int) -> None:
-        acked = min(acked_offset, self.written.get(stream_id, 0))
-        self._unacked_bytes -= acked - self._acked.get(stream_id, 0)
-        self._acked[stream_id] = acked
-        if self.transport == "tcp":
-            self._fill()
+    def _written_in_full(self, stream_id: int) -> None:
+        self.net.settle((self.key, stream_id))
 
 
 class ModelNetwork:

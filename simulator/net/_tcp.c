@@ -1,0 +1,3850 @@
+/* The TCP model's per-packet path in C: simulator.net._tcp.
+ *
+ * Written by hand: no library models TCP the way this workbench does (a NewReno sender
+ * and cumulative-ACK receiver whose every packet, ACK and timer is an event of the
+ * workbench's own engine, on links with a drop-tail byte queue and the engine's seeded
+ * random streams), so there is nothing to wrap.  This is the C twin of the Python
+ * reference, which defines the behaviour and stays selectable (simulator/net/native.py):
+ *
+ *   Link, LinkStats, Packet   simulator/net/link.py   Link, LinkStats, Packet
+ *   DelayedLink               simulator/net/link.py   _DelayedLink (a DelayedPath's direction)
+ *   TcpEndpoint               simulator/net/tcp.py    TcpEndpoint
+ *   TcpSegment, TcpAck, TcpControl                    the packets' payloads
+ *   RttEstimator, CongestionControl  simulator/net/cc.py  RttEstimator, Reno, Cubic (as TCP uses them)
+ *   TimerSlots                simulator/engine.py     TimerSlots (the endpoint's "rto" and "delack")
+ *   ResponseWriter            simulator/net/writer.py ResponseWriter (a server's responses in turns)
+ *
+ * Why C: a page load of the page-load model sends about 20,000 packets, each a few
+ * Python calls on the way out (write, segment, transmit, link) and in (arrival, receiver,
+ * ACK, sender, congestion control, timers); those calls were most of a load's time.
+ *
+ * Same results, by construction:
+ * - every event goes onto the engine's queue (sim._push) at the same point of the same
+ *   computation, with the same time and a callback of the same name (Link._arrive,
+ *   TimerSlots._fire, TcpEndpoint._flush, TcpEndpoint._on_segment, ...), so the queue's
+ *   order, the events counted and a traced run's labels are the Python code's;
+ * - the application's callbacks (on_data, on_stream_acked, on_received), a link's
+ *   observers and loss model, and the random streams are called in the same order with
+ *   the same arguments;
+ * - every float is computed by the same IEEE operations in the same order as Python's
+ *   (C doubles; built with -ffp-contract=off so no multiply-add is fused; Python's
+ *   min()/max() tie rules; CPython's float ** for CUBIC's powers); where Python's types
+ *   can make a value an int (a window set from ssthresh), the int-ness is kept so what a
+ *   caller reads prints the same.
+ * tests/test_net_native.py runs both implementations side by side and compares the
+ * events, deliveries and counters exactly.
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <structmember.h>
+#include <math.h>
+#include <stdint.h>
+#include <string.h>
+
+#define MAX_BACKOFF (1LL << 16)
+enum { SLOT_RTO = 0, SLOT_DELACK = 1 };
+enum { CC_RENO = 0, CC_CUBIC = 1 };
+enum { CTL_SYN = 0, CTL_SYN_ACK = 1, CTL_ACK = 2 };
+
+static PyObject *str_now, *str_push, *str_send, *str_lost, *str_random, *str_prob, *str_max_s,
+    *str_size_bytes, *str_link_seq, *str_sent_s, *str_arrived_s, *str_payload, *str_ack, *str_kind,
+    *str_sim, *str_config, *str_name, *str_flush, *str_on_segment, *str_on_ack, *str_on_control,
+    *str_fire, *str_arrive, *str_start_handshake, *str_syn, *str_syn_ack, *str_ack_kind,
+    *str_mss_bytes, *str_header_overhead_bytes, *str_cc, *str_initial_window_segments, *str_min_rto_s,
+    *str_initial_rtt_s, *str_ack_every_packets, *str_max_ack_delay_s, *str_packet_threshold, *str_mtu_bytes;
+static PyObject *empty_bytes, *empty_tuple;
+static PyObject *no_loss_type;       /* link.NoLoss, registered by link.py: never loses, not called */
+
+/* -- helpers ---------------------------------------------------------------------- */
+
+/* sim.now as a new reference, and its value in *now. */
+static PyObject *
+get_now(PyObject *sim, double *now)
+{
+    PyObject *o = PyObject_GetAttr(sim, str_now);
+    if (o == NULL)
+        return NULL;
+    *now = PyFloat_AsDouble(o);
+    if (*now == -1.0 && PyErr_Occurred()) {
+        Py_DECREF(o);
+        return NULL;
+    }
+    return o;
+}
+
+/* push(time_s, callback, args) on the engine's queue (args: a tuple, borrowed). */
+static int
+push_event(PyObject *push, PyObject *t_obj, PyObject *callback, PyObject *args)
+{
+    PyObject *argv[3] = {t_obj, callback, args};
+    PyObject *r = PyObject_Vectorcall(push, argv, 3, NULL);
+    if (r == NULL)
+        return -1;
+    Py_DECREF(r);
+    return 0;
+}
+
+static int
+push_at(PyObject *push, double t, PyObject *callback, PyObject *args)
+{
+    PyObject *t_obj = PyFloat_FromDouble(t);
+    if (t_obj == NULL)
+        return -1;
+    int rc = push_event(push, t_obj, callback, args);
+    Py_DECREF(t_obj);
+    return rc;
+}
+
+/* Python's max(a, b) and min(a, b) on floats: the first argument unless the second is
+ * strictly greater (smaller). */
+static inline double py_max(double a, double b) { return b > a ? b : a; }
+static inline double py_min(double a, double b) { return b < a ? b : a; }
+
+/* CPython's float ** float (Objects/floatobject.c, float_pow) for the finite values
+ * CUBIC raises: the same special cases, and a negative base raised to an odd integer
+ * power computed as -(|base| ** power). */
+static int
+py_float_pow(double iv, double iw, double *out)
+{
+    int negate_result = 0;
+    if (iw == 0.0) {
+        *out = 1.0;
+        return 0;
+    }
+    if (isnan(iv) || isnan(iw) || isinf(iv) || isinf(iw)) {
+        *out = pow(iv, iw);
+        return 0;
+    }
+    if (iv == 0.0) {
+        if (iw < 0.0) {
+            PyErr_SetString(PyExc_ZeroDivisionError, "0.0 cannot be raised to a negative power");
+            return -1;
+        }
+        /* an odd integer power keeps the sign of zero */
+        int odd = fmod(fabs(iw), 2.0) == 1.0;
+        *out = odd ? iv : 0.0;
+        return 0;
+    }
+    if (iv < 0.0) {
+        if (iw != floor(iw)) {
+            PyErr_SetString(PyExc_ValueError, "negative base raised to a fractional power");
+            return -1;
+        }
+        iv = -iv;
+        negate_result = fmod(fabs(iw), 2.0) == 1.0;
+    }
+    if (iv == 1.0) {
+        *out = negate_result ? -1.0 : 1.0;
+        return 0;
+    }
+    double ix = pow(iv, iw);
+    *out = negate_result ? -ix : ix;
+    return 0;
+}
+
+/* A number that is a Python int or float, as Python's arithmetic leaves it. */
+static PyObject *
+number(double v, int is_int)
+{
+    if (is_int)
+        return PyLong_FromDouble(v);
+    return PyFloat_FromDouble(v);
+}
+
+static int
+get_long_attr(PyObject *o, PyObject *name, long long *out)
+{
+    PyObject *v = PyObject_GetAttr(o, name);
+    if (v == NULL)
+        return -1;
+    *out = PyLong_AsLongLong(v);
+    Py_DECREF(v);
+    return (*out == -1 && PyErr_Occurred()) ? -1 : 0;
+}
+
+static int
+get_double_attr(PyObject *o, PyObject *name, double *out)
+{
+    PyObject *v = PyObject_GetAttr(o, name);
+    if (v == NULL)
+        return -1;
+    *out = PyFloat_AsDouble(v);
+    Py_DECREF(v);
+    return (*out == -1.0 && PyErr_Occurred()) ? -1 : 0;
+}
+
+/* -- Packet ------------------------------------------------------------------------ */
+
+typedef struct {
+    PyObject_HEAD
+    long long size_bytes;
+    PyObject *payload;
+    long long link_seq;
+    double sent_s;
+    double arrived_s;
+    char has_arrived;
+    char lost;
+} PacketObject;
+
+static PyTypeObject PacketType;
+
+static PacketObject *
+packet_new(long long size_bytes, PyObject *payload)
+{
+    PacketObject *p = PyObject_GC_New(PacketObject, &PacketType);
+    if (p == NULL)
+        return NULL;
+    p->size_bytes = size_bytes;
+    p->payload = Py_NewRef(payload);
+    p->link_seq = 0;
+    p->sent_s = 0.0;
+    p->arrived_s = 0.0;
+    p->has_arrived = 0;
+    p->lost = 0;
+    PyObject_GC_Track(p);
+    return p;
+}
+
+static PyObject *
+Packet_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
+{
+    static char *kwlist[] = {"size_bytes", "payload", "link_seq", "sent_s", "arrived_s", "lost", NULL};
+    long long size_bytes, link_seq = 0;
+    PyObject *payload = Py_None, *arrived = Py_None;
+    double sent_s = 0.0;
+    int lost = 0;
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "L|OLdOp:Packet", kwlist, &size_bytes, &payload,
+                                     &link_seq, &sent_s, &arrived, &lost))
+        return NULL;
+    PacketObject *p = (PacketObject *)type->tp_alloc(type, 0);
+    if (p == NULL)
+        return NULL;
+    p->size_bytes = size_bytes;
+    p->payload = Py_NewRef(payload);
+    p->link_seq = link_seq;
+    p->sent_s = sent_s;
+    if (arrived != Py_None) {
+        p->arrived_s = PyFloat_AsDouble(arrived);
+        if (p->arrived_s == -1.0 && PyErr_Occurred()) {
+            Py_DECREF(p);
+            return NULL;
+        }
+        p->has_arrived = 1;
+    }
+    p->lost = (char)lost;
+    return (PyObject *)p;
+}
+
+static int
+Packet_traverse(PacketObject *p, visitproc visit, void *arg)
+{
+    Py_VISIT(p->payload);
+    return 0;
+}
+
+static int
+Packet_clear(PacketObject *p)
+{
+    Py_CLEAR(p->payload);
+    return 0;
+}
+
+static void
+Packet_dealloc(PacketObject *p)
+{
+    PyObject_GC_UnTrack(p);
+    Py_CLEAR(p->payload);
+    Py_TYPE(p)->tp_free((PyObject *)p);
+}
+
+static PyObject *
+Packet_get_arrived(PacketObject *p, void *closure)
+{
+    if (!p->has_arrived)
+        Py_RETURN_NONE;
+    return PyFloat_FromDouble(p->arrived_s);
+}
+
+static int
+Packet_set_arrived(PacketObject *p, PyObject *v, void *closure)
+{
+    if (v == NULL || v == Py_None) {
+        p->has_arrived = 0;
+        return 0;
+    }
+    double d = PyFloat_AsDouble(v);
+    if (d == -1.0 && PyErr_Occurred())
+        return -1;
+    p->arrived_s = d;
+    p->has_arrived = 1;
+    return 0;
+}
+
+static PyObject *
+Packet_get_lost(PacketObject *p, void *closure)
+{
+    return PyBool_FromLong(p->lost);
+}
+
+static int
+Packet_set_lost(PacketObject *p, PyObject *v, void *closure)
+{
+    int b = v == NULL ? 0 : PyObject_IsTrue(v);
+    if (b < 0)
+        return -1;
+    p->lost = (char)b;
+    return 0;
+}
+
+static PyObject *
+Packet_repr(PacketObject *p)
+{
+    PyObject *sent = PyFloat_FromDouble(p->sent_s);
+    PyObject *arrived = Packet_get_arrived(p, NULL);
+    PyObject *r = NULL;
+    if (sent && arrived)
+        r = PyUnicode_FromFormat("Packet(size_bytes=%lld, payload=%R, link_seq=%lld, sent_s=%R, arrived_s=%R, lost=%s)",
+                                 p->size_bytes, p->payload, p->link_seq, sent, arrived, p->lost ? "True" : "False");
+    Py_XDECREF(sent);
+    Py_XDECREF(arrived);
+    return r;
+}
+
+static PyMemberDef Packet_members[] = {
+    {"size_bytes", T_LONGLONG, offsetof(PacketObject, size_bytes), 0, "bytes on the wire"},
+    {"payload", T_OBJECT, offsetof(PacketObject, payload), 0, "the transport's own object"},
+    {"link_seq", T_LONGLONG, offsetof(PacketObject, link_seq), 0, "index on its link"},
+    {"sent_s", T_DOUBLE, offsetof(PacketObject, sent_s), 0, "time it was put on its link"},
+    {NULL},
+};
+
+static PyGetSetDef Packet_getset[] = {
+    {"arrived_s", (getter)Packet_get_arrived, (setter)Packet_set_arrived, "arrival time (None: lost or not sent)", NULL},
+    {"lost", (getter)Packet_get_lost, (setter)Packet_set_lost, "lost on the wire or dropped at the queue", NULL},
+    {NULL},
+};
+
+static PyTypeObject PacketType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "simulator.net._tcp.Packet",
+    .tp_doc = "A packet on a link (link.Packet's C twin).",
+    .tp_basicsize = sizeof(PacketObject),
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC,
+    .tp_new = Packet_new,
+    .tp_dealloc = (destructor)Packet_dealloc,
+    .tp_traverse = (traverseproc)Packet_traverse,
+    .tp_clear = (inquiry)Packet_clear,
+    .tp_repr = (reprfunc)Packet_repr,
+    .tp_members = Packet_members,
+    .tp_getset = Packet_getset,
+};
+
+/* Packet fields of any packet object: the C Packet directly, another (link.Packet) by
+ * its attributes. */
+static int
+packet_size(PyObject *packet, long long *size)
+{
+    if (Py_IS_TYPE(packet, &PacketType)) {
+        *size = ((PacketObject *)packet)->size_bytes;
+        return 0;
+    }
+    return get_long_attr(packet, str_size_bytes, size);
+}
+
+static int
+packet_set_sent(PyObject *packet, long long link_seq, PyObject *now_obj, double now)
+{
+    if (Py_IS_TYPE(packet, &PacketType)) {
+        ((PacketObject *)packet)->link_seq = link_seq;
+        ((PacketObject *)packet)->sent_s = now;
+        return 0;
+    }
+    PyObject *seq = PyLong_FromLongLong(link_seq);
+    if (seq == NULL)
+        return -1;
+    int rc = PyObject_SetAttr(packet, str_link_seq, seq);
+    Py_DECREF(seq);
+    if (rc < 0)
+        return -1;
+    return PyObject_SetAttr(packet, str_sent_s, now_obj);
+}
+
+static int
+packet_set_lost(PyObject *packet)
+{
+    if (Py_IS_TYPE(packet, &PacketType)) {
+        ((PacketObject *)packet)->lost = 1;
+        return 0;
+    }
+    return PyObject_SetAttrString(packet, "lost", Py_True);
+}
+
+static int
+packet_set_arrived(PyObject *packet, double arrive_s)
+{
+    if (Py_IS_TYPE(packet, &PacketType)) {
+        ((PacketObject *)packet)->arrived_s = arrive_s;
+        ((PacketObject *)packet)->has_arrived = 1;
+        return 0;
+    }
+    PyObject *v = PyFloat_FromDouble(arrive_s);
+    if (v == NULL)
+        return -1;
+    int rc = PyObject_SetAttr(packet, str_arrived_s, v);
+    Py_DECREF(v);
+    return rc;
+}
+
+/* -- LinkStats ----------------------------------------------------------------------- */
+
+typedef struct {
+    PyObject_HEAD
+    long long packets_sent, packets_lost, packets_dropped, bytes_sent, bytes_delivered, max_queue_bytes;
+} LinkStatsObject;
+
+static PyObject *
+LinkStats_repr(LinkStatsObject *s)
+{
+    return PyUnicode_FromFormat("LinkStats(packets_sent=%lld, packets_lost=%lld, packets_dropped=%lld, "
+                                "bytes_sent=%lld, bytes_delivered=%lld, max_queue_bytes=%lld)",
+                                s->packets_sent, s->packets_lost, s->packets_dropped, s->bytes_sent,
+                                s->bytes_delivered, s->max_queue_bytes);
+}
+
+static PyMemberDef LinkStats_members[] = {
+    {"packets_sent", T_LONGLONG, offsetof(LinkStatsObject, packets_sent), 0, NULL},
+    {"packets_lost", T_LONGLONG, offsetof(LinkStatsObject, packets_lost), 0, "lost on the wire (loss model)"},
+    {"packets_dropped", T_LONGLONG, offsetof(LinkStatsObject, packets_dropped), 0, "dropped at the full queue"},
+    {"bytes_sent", T_LONGLONG, offsetof(LinkStatsObject, bytes_sent), 0, NULL},
+    {"bytes_delivered", T_LONGLONG, offsetof(LinkStatsObject, bytes_delivered), 0, NULL},
+    {"max_queue_bytes", T_LONGLONG, offsetof(LinkStatsObject, max_queue_bytes), 0, NULL},
+    {NULL},
+};
+
+static PyTypeObject LinkStatsType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "simulator.net._tcp.LinkStats",
+    .tp_doc = "A link's counters (link.LinkStats's C twin).",
+    .tp_basicsize = sizeof(LinkStatsObject),
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_new = PyType_GenericNew,
+    .tp_repr = (reprfunc)LinkStats_repr,
+    .tp_members = LinkStats_members,
+};
+
+/* -- Link ---------------------------------------------------------------------------- */
+
+typedef struct {
+    double start_s;
+    long long size;
+} Queued;
+
+typedef struct {
+    PyObject_HEAD
+    PyObject *dict;             /* instance attributes: a hooked send (the pcap writer's) */
+    PyObject *sim, *push, *name, *loss, *jitter, *jitter_rng, *observers;
+    PyObject *delay_obj, *bandwidth_obj, *queue_obj;
+    LinkStatsObject *stats;
+    PyObject *arrive;           /* self._arrive, bound once */
+    double delay_s, bandwidth_bps, busy_until_s, queue_bytes;
+    long long mtu_bytes, queued_bytes;
+    char has_bandwidth, has_queue;
+    Queued *queue;              /* ring: (departure start, size) of queued packets */
+    Py_ssize_t q_head, q_size, q_cap;
+} LinkObject;
+
+static PyTypeObject LinkType;
+
+static PyObject *
+Link_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
+{
+    /* Link(sim, name, delay_s, bandwidth_bps, queue_bytes, mtu_bytes, loss, jitter, jitter_rng):
+     * link.py's make_link checks the values and supplies the defaults. */
+    PyObject *sim, *name, *delay, *bandwidth, *queue, *loss, *jitter, *jitter_rng;
+    long long mtu;
+    if (!PyArg_ParseTuple(args, "OOOOOLOOO:Link", &sim, &name, &delay, &bandwidth, &queue, &mtu,
+                          &loss, &jitter, &jitter_rng))
+        return NULL;
+    LinkObject *l = (LinkObject *)type->tp_alloc(type, 0);
+    if (l == NULL)
+        return NULL;
+    l->sim = Py_NewRef(sim);
+    l->name = Py_NewRef(name);
+    l->delay_obj = Py_NewRef(delay);
+    l->bandwidth_obj = Py_NewRef(bandwidth);
+    l->queue_obj = Py_NewRef(queue);
+    l->loss = Py_NewRef(loss);
+    l->jitter = Py_NewRef(jitter);
+    l->jitter_rng = Py_NewRef(jitter_rng);
+    l->mtu_bytes = mtu;
+    l->delay_s = PyFloat_AsDouble(delay);
+    if (l->delay_s == -1.0 && PyErr_Occurred())
+        goto fail;
+    if (bandwidth != Py_None) {
+        l->has_bandwidth = 1;
+        l->bandwidth_bps = PyFloat_AsDouble(bandwidth);
+        if (l->bandwidth_bps == -1.0 && PyErr_Occurred())
+            goto fail;
+    }
+    if (queue != Py_None) {
+        l->has_queue = 1;
+        l->queue_bytes = PyFloat_AsDouble(queue);
+        if (l->queue_bytes == -1.0 && PyErr_Occurred())
+            goto fail;
+    }
+    l->push = PyObject_GetAttr(sim, str_push);
+    if (l->push == NULL)
+        goto fail;
+    l->observers = PyList_New(0);
+    l->stats = (LinkStatsObject *)PyType_GenericNew(&LinkStatsType, NULL, NULL);
+    l->arrive = PyObject_GetAttr((PyObject *)l, str_arrive);
+    if (l->observers == NULL || l->stats == NULL || l->arrive == NULL)
+        goto fail;
+    return (PyObject *)l;
+fail:
+    Py_DECREF(l);
+    return NULL;
+}
+
+static int
+Link_traverse(LinkObject *l, visitproc visit, void *arg)
+{
+    Py_VISIT(l->dict);
+    Py_VISIT(l->sim);
+    Py_VISIT(l->push);
+    Py_VISIT(l->name);
+    Py_VISIT(l->loss);
+    Py_VISIT(l->jitter);
+    Py_VISIT(l->jitter_rng);
+    Py_VISIT(l->observers);
+    Py_VISIT(l->delay_obj);
+    Py_VISIT(l->bandwidth_obj);
+    Py_VISIT(l->queue_obj);
+    Py_VISIT((PyObject *)l->stats);
+    Py_VISIT(l->arrive);
+    return 0;
+}
+
+static int
+Link_clear(LinkObject *l)
+{
+    Py_CLEAR(l->dict);
+    Py_CLEAR(l->sim);
+    Py_CLEAR(l->push);
+    Py_CLEAR(l->name);
+    Py_CLEAR(l->loss);
+    Py_CLEAR(l->jitter);
+    Py_CLEAR(l->jitter_rng);
+    Py_CLEAR(l->observers);
+    Py_CLEAR(l->delay_obj);
+    Py_CLEAR(l->bandwidth_obj);
+    Py_CLEAR(l->queue_obj);
+    Py_CLEAR(l->stats);
+    Py_CLEAR(l->arrive);
+    return 0;
+}
+
+static void
+Link_dealloc(LinkObject *l)
+{
+    PyObject_GC_UnTrack(l);
+    Link_clear(l);
+    PyMem_Free(l->queue);
+    Py_TYPE(l)->tp_free((PyObject *)l);
+}
+
+static int
+observe(PyObject *observers, PyObject *packet)
+{
+    if (observers == NULL || (PyList_CheckExact(observers) && PyList_GET_SIZE(observers) == 0))
+        return 0;
+    PyObject *it = PyObject_GetIter(observers);
+    if (it == NULL)
+        return -1;
+    PyObject *observer;
+    while ((observer = PyIter_Next(it)) != NULL) {
+        PyObject *r = PyObject_CallOneArg(observer, packet);
+        Py_DECREF(observer);
+        if (r == NULL) {
+            Py_DECREF(it);
+            return -1;
+        }
+        Py_DECREF(r);
+    }
+    Py_DECREF(it);
+    return PyErr_Occurred() ? -1 : 0;
+}
+
+static int
+queue_append(LinkObject *l, double start_s, long long size)
+{
+    if (l->q_size == l->q_cap) {
+        Py_ssize_t cap = l->q_cap ? l->q_cap * 2 : 16;
+        Queued *grown = PyMem_Malloc((size_t)cap * sizeof(Queued));
+        if (grown == NULL) {
+            PyErr_NoMemory();
+            return -1;
+        }
+        for (Py_ssize_t i = 0; i < l->q_size; i++)
+            grown[i] = l->queue[(l->q_head + i) % l->q_cap];
+        PyMem_Free(l->queue);
+        l->queue = grown;
+        l->q_cap = cap;
+        l->q_head = 0;
+    }
+    Queued *slot = &l->queue[(l->q_head + l->q_size) % l->q_cap];
+    slot->start_s = start_s;
+    slot->size = size;
+    l->q_size++;
+    return 0;
+}
+
+/* Link.send: 1 sent (perhaps lost on the wire), 0 dropped at the queue, -1 error.
+ * now_in: sim.now when the caller has it (the same event), else NULL. */
+static int
+link_send(LinkObject *l, PyObject *packet, PyObject *deliver, const double *now_in)
+{
+    long long size_bytes;
+    if (packet_size(packet, &size_bytes) < 0)
+        return -1;
+    if (size_bytes > l->mtu_bytes) {
+        PyErr_Format(PyExc_ValueError, "%U: packet of %lld B exceeds MTU %lld B", l->name, size_bytes, l->mtu_bytes);
+        return -1;
+    }
+    double now;
+    LinkStatsObject *stats = l->stats;
+    int rc;
+    if (now_in != NULL && Py_IS_TYPE(packet, &PacketType)) {
+        now = *now_in;
+        rc = packet_set_sent(packet, stats->packets_sent, NULL, now);
+    }
+    else {
+        PyObject *now_obj = get_now(l->sim, &now);
+        if (now_obj == NULL)
+            return -1;
+        rc = packet_set_sent(packet, stats->packets_sent, now_obj, now);
+        Py_DECREF(now_obj);
+    }
+    if (rc < 0)
+        return -1;
+    stats->packets_sent += 1;
+    stats->bytes_sent += size_bytes;
+    double depart_s;
+    if (!l->has_bandwidth)
+        depart_s = now;
+    else {
+        while (l->q_size > 0 && l->queue[l->q_head].start_s <= now) {   /* started transmitting */
+            l->queued_bytes -= l->queue[l->q_head].size;
+            l->q_head = (l->q_head + 1) % l->q_cap;
+            l->q_size--;
+        }
+        double start_s = l->busy_until_s;
+        if (start_s > now) {                    /* the link is busy: wait in the queue */
+            if (l->has_queue && (double)(l->queued_bytes + size_bytes) > l->queue_bytes) {
+                stats->packets_dropped += 1;
+                if (packet_set_lost(packet) < 0 || observe(l->observers, packet) < 0)
+                    return -1;
+                return 0;
+            }
+            if (queue_append(l, start_s, size_bytes) < 0)
+                return -1;
+            l->queued_bytes += size_bytes;
+            if (l->queued_bytes > stats->max_queue_bytes)
+                stats->max_queue_bytes = l->queued_bytes;
+        }
+        else
+            start_s = now;
+        depart_s = start_s + size_bytes * 8.0 / l->bandwidth_bps;
+        l->busy_until_s = depart_s;
+    }
+    if ((PyObject *)Py_TYPE(l->loss) != no_loss_type) {
+        PyObject *r = PyObject_CallMethodNoArgs(l->loss, str_lost);
+        if (r == NULL)
+            return -1;
+        int lost = PyObject_IsTrue(r);
+        Py_DECREF(r);
+        if (lost < 0)
+            return -1;
+        if (lost) {
+            stats->packets_lost += 1;
+            if (packet_set_lost(packet) < 0 || observe(l->observers, packet) < 0)
+                return -1;
+            return 1;
+        }
+    }
+    double arrive_s = depart_s + l->delay_s;
+    if (l->jitter != Py_None) {
+        double prob, max_s;
+        if (get_double_attr(l->jitter, str_prob, &prob) < 0)
+            return -1;
+        if (prob > 0) {
+            PyObject *r = PyObject_CallMethodNoArgs(l->jitter_rng, str_random);
+            if (r == NULL)
+                return -1;
+            double draw = PyFloat_AsDouble(r);
+            Py_DECREF(r);
+            if (draw == -1.0 && PyErr_Occurred())
+                return -1;
+            if (draw < prob) {
+                r = PyObject_CallMethodNoArgs(l->jitter_rng, str_random);
+                if (r == NULL)
+                    return -1;
+                draw = PyFloat_AsDouble(r);
+                Py_DECREF(r);
+                if ((draw == -1.0 && PyErr_Occurred()) || get_double_attr(l->jitter, str_max_s, &max_s) < 0)
+                    return -1;
+                arrive_s += draw * max_s;
+            }
+        }
+    }
+    if (packet_set_arrived(packet, arrive_s) < 0)
+        return -1;
+    PyObject *args = PyTuple_Pack(2, packet, deliver);
+    if (args == NULL)
+        return -1;
+    rc = push_at(l->push, arrive_s, l->arrive, args);
+    Py_DECREF(args);
+    return rc < 0 ? -1 : 1;
+}
+
+static PyObject *
+Link_send(LinkObject *l, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 2) {
+        PyErr_SetString(PyExc_TypeError, "send(packet, deliver) takes 2 arguments");
+        return NULL;
+    }
+    int rc = link_send(l, args[0], args[1], NULL);
+    if (rc < 0)
+        return NULL;
+    return PyBool_FromLong(rc);
+}
+
+static PyObject *
+Link_arrive(LinkObject *l, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 2) {
+        PyErr_SetString(PyExc_TypeError, "_arrive(packet, deliver) takes 2 arguments");
+        return NULL;
+    }
+    long long size;
+    if (packet_size(args[0], &size) < 0)
+        return NULL;
+    l->stats->bytes_delivered += size;
+    if (observe(l->observers, args[0]) < 0)
+        return NULL;
+    PyObject *r = PyObject_CallOneArg(args[1], args[0]);
+    if (r == NULL)
+        return NULL;
+    Py_DECREF(r);
+    Py_RETURN_NONE;
+}
+
+static PyObject *
+Link_observe(LinkObject *l, PyObject *packet)
+{
+    if (observe(l->observers, packet) < 0)
+        return NULL;
+    Py_RETURN_NONE;
+}
+
+/* A send hooked on the instance (the pcap writer replaces link.send): NULL if none. */
+static inline PyObject *
+hooked_send(PyObject *link)
+{
+    PyObject *dict = ((LinkObject *)link)->dict;
+    if (dict == NULL || PyDict_GET_SIZE(dict) == 0)
+        return NULL;
+    return PyDict_GetItemWithError(dict, str_send);
+}
+
+static PyObject *
+Link_get_busy(LinkObject *l, void *c) { return PyFloat_FromDouble(l->busy_until_s); }
+
+static PyObject *
+Link_get_stats(LinkObject *l, void *c) { return Py_NewRef((PyObject *)l->stats); }
+
+static PyMethodDef Link_methods[] = {
+    {"send", (PyCFunction)(void (*)(void))Link_send, METH_FASTCALL,
+     "send(packet, deliver) -> False if dropped at the queue; deliver(packet) on arrival."},
+    {"_arrive", (PyCFunction)(void (*)(void))Link_arrive, METH_FASTCALL, "_arrive(packet, deliver): the packet arrives."},
+    {"_observe", (PyCFunction)Link_observe, METH_O, "_observe(packet): tell the observers."},
+    {NULL},
+};
+
+static PyMemberDef Link_members[] = {
+    {"sim", T_OBJECT, offsetof(LinkObject, sim), READONLY, NULL},
+    {"name", T_OBJECT, offsetof(LinkObject, name), READONLY, NULL},
+    {"delay_s", T_OBJECT, offsetof(LinkObject, delay_obj), READONLY, NULL},
+    {"bandwidth_bps", T_OBJECT, offsetof(LinkObject, bandwidth_obj), READONLY, NULL},
+    {"queue_bytes", T_OBJECT, offsetof(LinkObject, queue_obj), READONLY, NULL},
+    {"mtu_bytes", T_LONGLONG, offsetof(LinkObject, mtu_bytes), READONLY, NULL},
+    {"loss", T_OBJECT_EX, offsetof(LinkObject, loss), 0, "the loss model"},
+    {"jitter", T_OBJECT, offsetof(LinkObject, jitter), 0, NULL},
+    {"_jitter_rng", T_OBJECT, offsetof(LinkObject, jitter_rng), READONLY, NULL},
+    {"observers", T_OBJECT_EX, offsetof(LinkObject, observers), 0, "called with every packet once its fate is known"},
+    {"_queued_bytes", T_LONGLONG, offsetof(LinkObject, queued_bytes), READONLY, NULL},
+    {"__dictoffset__", T_PYSSIZET, offsetof(LinkObject, dict), READONLY},
+    {NULL},
+};
+
+static PyGetSetDef Link_getset[] = {
+    {"_busy_until_s", (getter)Link_get_busy, NULL, NULL, NULL},
+    {"stats", (getter)Link_get_stats, NULL, "the link's LinkStats", NULL},
+    {"__dict__", PyObject_GenericGetDict, PyObject_GenericSetDict, NULL, NULL},
+    {NULL},
+};
+
+static PyTypeObject LinkType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "simulator.net._tcp.Link",
+    .tp_doc = "One direction of a path (link.Link's C twin); built by link.make_link.",
+    .tp_basicsize = sizeof(LinkObject),
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC,
+    .tp_new = Link_new,
+    .tp_dealloc = (destructor)Link_dealloc,
+    .tp_traverse = (traverseproc)Link_traverse,
+    .tp_clear = (inquiry)Link_clear,
+    .tp_methods = Link_methods,
+    .tp_members = Link_members,
+    .tp_getset = Link_getset,
+    .tp_dictoffset = offsetof(LinkObject, dict),
+    .tp_getattro = PyObject_GenericGetAttr,
+    .tp_setattro = PyObject_GenericSetAttr,
+};
+
+/* -- DelayedLink --------------------------------------------------------------------- */
+
+/* The deliver callback a DelayedLink hands its link: on arrival, sim.call_later(extra_s,
+ * deliver, packet), as the Python _DelayedLink's lambda. */
+typedef struct {
+    PyObject_HEAD
+    PyObject *sim, *push, *deliver;
+    double extra_s;
+    vectorcallfunc vectorcall;
+} LaterObject;
+
+static PyTypeObject LaterType;
+
+static PyObject *
+Later_call(LaterObject *w, PyObject *const *args, size_t nargsf, PyObject *kwnames)
+{
+    if (PyVectorcall_NARGS(nargsf) != 1 || kwnames != NULL) {
+        PyErr_SetString(PyExc_TypeError, "takes one packet");
+        return NULL;
+    }
+    double now;
+    PyObject *now_obj = get_now(w->sim, &now);
+    if (now_obj == NULL)
+        return NULL;
+    Py_DECREF(now_obj);
+    PyObject *call_args = PyTuple_Pack(1, args[0]);
+    if (call_args == NULL)
+        return NULL;
+    int rc = push_at(w->push, now + w->extra_s, w->deliver, call_args);
+    Py_DECREF(call_args);
+    if (rc < 0)
+        return NULL;
+    Py_RETURN_NONE;
+}
+
+static int
+Later_traverse(LaterObject *w, visitproc visit, void *arg)
+{
+    Py_VISIT(w->sim);
+    Py_VISIT(w->push);
+    Py_VISIT(w->deliver);
+    return 0;
+}
+
+static int
+Later_clear(LaterObject *w)
+{
+    Py_CLEAR(w->sim);
+    Py_CLEAR(w->push);
+    Py_CLEAR(w->deliver);
+    return 0;
+}
+
+static void
+Later_dealloc(LaterObject *w)
+{
+    PyObject_GC_UnTrack(w);
+    Later_clear(w);
+    Py_TYPE(w)->tp_free((PyObject *)w);
+}
+
+static PyTypeObject LaterType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "simulator.net._tcp._Later",
+    .tp_doc = "deliver(packet) extra_s after it arrives (a DelayedLink's wrapper).",
+    .tp_basicsize = sizeof(LaterObject),
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC | Py_TPFLAGS_HAVE_VECTORCALL,
+    .tp_dealloc = (destructor)Later_dealloc,
+    .tp_traverse = (traverseproc)Later_traverse,
+    .tp_clear = (inquiry)Later_clear,
+    .tp_call = PyVectorcall_Call,
+    .tp_vectorcall_offset = offsetof(LaterObject, vectorcall),
+};
+
+typedef struct {
+    PyObject_HEAD
+    PyObject *link, *extra_obj, *sim, *push;
+    long long mtu_bytes;
+    double extra_s;
+    LaterObject *later[2];     /* wrappers of the last two deliver callbacks (a connection's
+                                  segments and its ACKs), reused */
+    int next_later;
+} DelayedLinkObject;
+
+static PyTypeObject DelayedLinkType;
+
+static PyObject *
+DelayedLink_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
+{
+    PyObject *link, *extra;
+    if (!PyArg_ParseTuple(args, "OO:DelayedLink", &link, &extra))
+        return NULL;
+    DelayedLinkObject *d = (DelayedLinkObject *)type->tp_alloc(type, 0);
+    if (d == NULL)
+        return NULL;
+    d->link = Py_NewRef(link);
+    d->extra_obj = Py_NewRef(extra);
+    d->extra_s = PyFloat_AsDouble(extra);
+    if (d->extra_s == -1.0 && PyErr_Occurred())
+        goto fail;
+    d->sim = PyObject_GetAttr(link, str_sim);
+    if (d->sim == NULL)
+        goto fail;
+    d->push = PyObject_GetAttr(d->sim, str_push);
+    if (d->push == NULL || get_long_attr(link, str_mtu_bytes, &d->mtu_bytes) < 0)
+        goto fail;
+    return (PyObject *)d;
+fail:
+    Py_DECREF(d);
+    return NULL;
+}
+
+static int
+DelayedLink_traverse(DelayedLinkObject *d, visitproc visit, void *arg)
+{
+    Py_VISIT(d->link);
+    Py_VISIT(d->extra_obj);
+    Py_VISIT(d->sim);
+    Py_VISIT(d->push);
+    Py_VISIT((PyObject *)d->later[0]);
+    Py_VISIT((PyObject *)d->later[1]);
+    return 0;
+}
+
+static int
+DelayedLink_clear(DelayedLinkObject *d)
+{
+    Py_CLEAR(d->link);
+    Py_CLEAR(d->extra_obj);
+    Py_CLEAR(d->sim);
+    Py_CLEAR(d->push);
+    Py_CLEAR(d->later[0]);
+    Py_CLEAR(d->later[1]);
+    return 0;
+}
+
+static void
+DelayedLink_dealloc(DelayedLinkObject *d)
+{
+    PyObject_GC_UnTrack(d);
+    DelayedLink_clear(d);
+    Py_TYPE(d)->tp_free((PyObject *)d);
+}
+
+/* Any link's send (C fast path for a C Link not hooked): 1 sent, 0 dropped, -1 error. */
+static int any_link_send(PyObject *link, PyObject *packet, PyObject *deliver, const double *now);
+
+static int
+delayed_send(DelayedLinkObject *d, PyObject *packet, PyObject *deliver, const double *now)
+{
+    LaterObject *w = d->later[0];
+    if (w == NULL || w->deliver != deliver)
+        w = d->later[1];
+    if (w == NULL || w->deliver != deliver) {
+        w = PyObject_GC_New(LaterObject, &LaterType);
+        if (w == NULL)
+            return -1;
+        w->sim = Py_NewRef(d->sim);
+        w->push = Py_NewRef(d->push);
+        w->deliver = Py_NewRef(deliver);
+        w->extra_s = d->extra_s;
+        w->vectorcall = (vectorcallfunc)Later_call;
+        PyObject_GC_Track(w);
+        Py_XSETREF(d->later[d->next_later], w);
+        d->next_later ^= 1;
+    }
+    Py_INCREF(w);
+    int rc = any_link_send(d->link, packet, (PyObject *)w, now);
+    Py_DECREF(w);
+    return rc;
+}
+
+static PyObject *
+DelayedLink_send(DelayedLinkObject *d, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 2) {
+        PyErr_SetString(PyExc_TypeError, "send(packet, deliver) takes 2 arguments");
+        return NULL;
+    }
+    int rc = delayed_send(d, args[0], args[1], NULL);
+    if (rc < 0)
+        return NULL;
+    return PyBool_FromLong(rc);
+}
+
+static PyMethodDef DelayedLink_methods[] = {
+    {"send", (PyCFunction)(void (*)(void))DelayedLink_send, METH_FASTCALL,
+     "send(packet, deliver): through the shared link, delivered extra_s after it arrives."},
+    {NULL},
+};
+
+static PyMemberDef DelayedLink_members[] = {
+    {"link", T_OBJECT, offsetof(DelayedLinkObject, link), READONLY, NULL},
+    {"extra_s", T_OBJECT, offsetof(DelayedLinkObject, extra_obj), READONLY, NULL},
+    {"sim", T_OBJECT, offsetof(DelayedLinkObject, sim), READONLY, NULL},
+    {"mtu_bytes", T_LONGLONG, offsetof(DelayedLinkObject, mtu_bytes), READONLY, NULL},
+    {NULL},
+};
+
+static PyTypeObject DelayedLinkType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "simulator.net._tcp.DelayedLink",
+    .tp_doc = "DelayedLink(link, extra_s): one direction of a DelayedPath (link._DelayedLink's C twin).",
+    .tp_basicsize = sizeof(DelayedLinkObject),
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC,
+    .tp_new = DelayedLink_new,
+    .tp_dealloc = (destructor)DelayedLink_dealloc,
+    .tp_traverse = (traverseproc)DelayedLink_traverse,
+    .tp_clear = (inquiry)DelayedLink_clear,
+    .tp_methods = DelayedLink_methods,
+    .tp_members = DelayedLink_members,
+};
+
+static int
+any_link_send(PyObject *link, PyObject *packet, PyObject *deliver, const double *now)
+{
+    if (Py_IS_TYPE(link, &LinkType)) {
+        PyObject *hook = hooked_send(link);
+        if (hook == NULL && PyErr_Occurred())
+            return -1;
+        if (hook == NULL)
+            return link_send((LinkObject *)link, packet, deliver, now);
+    }
+    else if (Py_IS_TYPE(link, &DelayedLinkType))
+        return delayed_send((DelayedLinkObject *)link, packet, deliver, now);
+    PyObject *r = PyObject_CallMethodObjArgs(link, str_send, packet, deliver, NULL);
+    if (r == NULL)
+        return -1;
+    int sent = PyObject_IsTrue(r);
+    Py_DECREF(r);
+    return sent;
+}
+
+/* -- TcpSegment, TcpAck, TcpControl ---------------------------------------------------- */
+
+typedef struct {
+    PyObject *data;          /* a bytes object (owned); the piece is data[off:off + len] */
+    Py_ssize_t off, len;
+    long long stream_id, offset;
+    int end;
+} Piece;
+
+typedef struct {
+    PyObject_HEAD
+    long long seq, length, payload_bytes;
+    double sent_s;
+    char retransmitted;
+    Py_ssize_t npieces;
+    Piece *pieces;           /* &one, or an array of npieces */
+    Piece one;
+} SegmentObject;
+
+static PyTypeObject SegmentType;
+
+static SegmentObject *
+segment_new(long long seq, Py_ssize_t npieces)
+{
+    SegmentObject *s = PyObject_New(SegmentObject, &SegmentType);
+    if (s == NULL)
+        return NULL;
+    s->seq = seq;
+    s->length = s->payload_bytes = 0;
+    s->sent_s = 0.0;
+    s->retransmitted = 0;
+    s->npieces = 0;
+    if (npieces <= 1)
+        s->pieces = &s->one;
+    else {
+        s->pieces = PyMem_Malloc((size_t)npieces * sizeof(Piece));
+        if (s->pieces == NULL) {
+            s->pieces = &s->one;
+            Py_DECREF(s);
+            PyErr_NoMemory();
+            return NULL;
+        }
+    }
+    return s;
+}
+
+static void
+Segment_dealloc(SegmentObject *s)
+{
+    for (Py_ssize_t i = 0; i < s->npieces; i++)
+        Py_XDECREF(s->pieces[i].data);
+    if (s->pieces != &s->one)
+        PyMem_Free(s->pieces);
+    PyObject_Free(s);
+}
+
+static PyObject *
+piece_view(const Piece *p)
+{
+    /* (stream_id, stream_offset, memoryview slice, end), as the Python segment holds it */
+    PyObject *mv = PyMemoryView_FromObject(p->data);
+    if (mv == NULL)
+        return NULL;
+    PyObject *view = PySequence_GetSlice(mv, p->off, p->off + p->len);
+    Py_DECREF(mv);
+    if (view == NULL)
+        return NULL;
+    return Py_BuildValue("(LLNO)", p->stream_id, p->offset, view, p->end ? Py_True : Py_False);
+}
+
+static PyObject *
+Segment_get_pieces(SegmentObject *s, void *c)
+{
+    PyObject *t = PyTuple_New(s->npieces);
+    if (t == NULL)
+        return NULL;
+    for (Py_ssize_t i = 0; i < s->npieces; i++) {
+        PyObject *v = piece_view(&s->pieces[i]);
+        if (v == NULL) {
+            Py_DECREF(t);
+            return NULL;
+        }
+        PyTuple_SET_ITEM(t, i, v);
+    }
+    return t;
+}
+
+static PyObject *
+Segment_get_retransmitted(SegmentObject *s, void *c)
+{
+    return PyBool_FromLong(s->retransmitted);
+}
+
+static PyObject *
+Segment_repr(SegmentObject *s)
+{
+    return PyUnicode_FromFormat("TcpSegment(seq=%lld, len=%lld)", s->seq, s->length);
+}
+
+static PyObject *
+Segment_new_py(PyTypeObject *type, PyObject *args, PyObject *kwds)
+{
+    /* TcpSegment(seq, length, payload_bytes, pieces), pieces as (stream_id, offset, data, end) */
+    long long seq, length, payload;
+    PyObject *pieces;
+    if (!PyArg_ParseTuple(args, "LLLO:TcpSegment", &seq, &length, &payload, &pieces))
+        return NULL;
+    PyObject *fast = PySequence_Fast(pieces, "pieces must be a sequence");
+    if (fast == NULL)
+        return NULL;
+    Py_ssize_t n = PySequence_Fast_GET_SIZE(fast);
+    SegmentObject *s = segment_new(seq, n);
+    if (s == NULL) {
+        Py_DECREF(fast);
+        return NULL;
+    }
+    s->length = length;
+    s->payload_bytes = payload;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        long long sid, off;
+        PyObject *data;
+        int end;
+        if (!PyArg_ParseTuple(PySequence_Fast_GET_ITEM(fast, i), "LLOp", &sid, &off, &data, &end))
+            goto fail;
+        PyObject *b = PyBytes_FromObject(data);
+        if (b == NULL)
+            goto fail;
+        Piece *p = &s->pieces[s->npieces++];
+        p->data = b;
+        p->off = 0;
+        p->len = PyBytes_GET_SIZE(b);
+        p->stream_id = sid;
+        p->offset = off;
+        p->end = end;
+    }
+    Py_DECREF(fast);
+    return (PyObject *)s;
+fail:
+    Py_DECREF(fast);
+    Py_DECREF(s);
+    return NULL;
+}
+
+static PyMemberDef Segment_members[] = {
+    {"seq", T_LONGLONG, offsetof(SegmentObject, seq), READONLY, "first sequence number"},
+    {"length", T_LONGLONG, offsetof(SegmentObject, length), READONLY, "sequence numbers it takes"},
+    {"payload_bytes", T_LONGLONG, offsetof(SegmentObject, payload_bytes), READONLY, NULL},
+    {"sent_s", T_DOUBLE, offsetof(SegmentObject, sent_s), READONLY, "last (re)transmission"},
+    {NULL},
+};
+
+static PyGetSetDef Segment_getset[] = {
+    {"pieces", (getter)Segment_get_pieces, NULL, "(stream_id, stream_offset, data, end) carried", NULL},
+    {"retransmitted", (getter)Segment_get_retransmitted, NULL, NULL, NULL},
+    {NULL},
+};
+
+static PyTypeObject SegmentType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "simulator.net._tcp.TcpSegment",
+    .tp_doc = "A data segment (tcp.TcpSegment's C twin).",
+    .tp_basicsize = sizeof(SegmentObject),
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_new = Segment_new_py,
+    .tp_dealloc = (destructor)Segment_dealloc,
+    .tp_repr = (reprfunc)Segment_repr,
+    .tp_members = Segment_members,
+    .tp_getset = Segment_getset,
+};
+
+typedef struct {
+    PyObject_HEAD
+    long long ack;
+} AckObject;
+
+static PyTypeObject AckType;
+
+static PyObject *
+Ack_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
+{
+    long long ack;
+    if (!PyArg_ParseTuple(args, "L:TcpAck", &ack))
+        return NULL;
+    AckObject *a = (AckObject *)type->tp_alloc(type, 0);
+    if (a != NULL)
+        a->ack = ack;
+    return (PyObject *)a;
+}
+
+static PyObject *
+Ack_repr(AckObject *a)
+{
+    return PyUnicode_FromFormat("TcpAck(%lld)", a->ack);
+}
+
+static PyMemberDef Ack_members[] = {
+    {"ack", T_LONGLONG, offsetof(AckObject, ack), READONLY, "every sequence number below it was received"},
+    {NULL},
+};
+
+static PyTypeObject AckType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "simulator.net._tcp.TcpAck",
+    .tp_doc = "A pure cumulative ACK (tcp.TcpAck's C twin).",
+    .tp_basicsize = sizeof(AckObject),
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_new = Ack_new,
+    .tp_repr = (reprfunc)Ack_repr,
+    .tp_members = Ack_members,
+};
+
+typedef struct {
+    PyObject_HEAD
+    PyObject *kind;          /* "SYN", "SYN-ACK" or "ACK" */
+    int code;
+} ControlObject;
+
+static PyTypeObject ControlType;
+
+static int
+control_code(PyObject *kind)
+{
+    if (PyUnicode_Compare(kind, str_syn) == 0)
+        return CTL_SYN;
+    if (PyUnicode_Compare(kind, str_syn_ack) == 0)
+        return CTL_SYN_ACK;
+    if (PyUnicode_Compare(kind, str_ack_kind) == 0)
+        return CTL_ACK;
+    return -1;
+}
+
+static PyObject *
+control_new(int code)
+{
+    ControlObject *c = PyObject_New(ControlObject, &ControlType);
+    if (c == NULL)
+        return NULL;
+    c->kind = Py_NewRef(code == CTL_SYN ? str_syn : code == CTL_SYN_ACK ? str_syn_ack : str_ack_kind);
+    c->code = code;
+    return (PyObject *)c;
+}
+
+static PyObject *
+Control_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
+{
+    PyObject *kind;
+    if (!PyArg_ParseTuple(args, "U:TcpControl", &kind))
+        return NULL;
+    ControlObject *c = (ControlObject *)type->tp_alloc(type, 0);
+    if (c == NULL)
+        return NULL;
+    c->kind = Py_NewRef(kind);
+    c->code = control_code(kind);
+    return (PyObject *)c;
+}
+
+static void
+Control_dealloc(ControlObject *c)
+{
+    Py_XDECREF(c->kind);
+    Py_TYPE(c)->tp_free((PyObject *)c);
+}
+
+static PyObject *
+Control_repr(ControlObject *c)
+{
+    return PyUnicode_FromFormat("TcpControl(%U)", c->kind);
+}
+
+static PyMemberDef Control_members[] = {
+    {"kind", T_OBJECT, offsetof(ControlObject, kind), READONLY, "SYN, SYN-ACK or ACK"},
+    {NULL},
+};
+
+static PyTypeObject ControlType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "simulator.net._tcp.TcpControl",
+    .tp_doc = "A handshake packet (tcp.TcpControl's C twin).",
+    .tp_basicsize = sizeof(ControlObject),
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_new = Control_new,
+    .tp_dealloc = (destructor)Control_dealloc,
+    .tp_repr = (reprfunc)Control_repr,
+    .tp_members = Control_members,
+};
+
+/* -- RttEstimator ---------------------------------------------------------------------- */
+
+typedef struct {
+    PyObject_HEAD
+    double initial_rtt_s, min_rto_s, max_rto_s, granularity_s;
+    double srtt_s, rttvar_s, min_rtt_s, latest_rtt_s;
+    char has_srtt;
+    char srtt_int, min_int, latest_int;     /* the value came from a Python int (update(int)) */
+} RttObject;
+
+static PyTypeObject RttType;
+
+static void
+rtt_update(RttObject *r, double sample_s, double ack_delay_s, int sample_int)
+{
+    r->latest_rtt_s = sample_s;
+    r->latest_int = (char)sample_int;
+    if (sample_s < r->min_rtt_s) {
+        r->min_rtt_s = sample_s;
+        r->min_int = (char)sample_int;
+    }
+    if (!r->has_srtt) {                           /* RFC 6298 (2.2) */
+        r->srtt_s = sample_s;
+        r->srtt_int = (char)sample_int;
+        r->has_srtt = 1;
+        r->rttvar_s = sample_s / 2;
+        return;
+    }
+    double adjusted = sample_s;                   /* RFC 9002 section 5.3 */
+    if (sample_s - ack_delay_s >= r->min_rtt_s)
+        adjusted = sample_s - ack_delay_s;
+    r->rttvar_s = 0.75 * r->rttvar_s + 0.25 * fabs(r->srtt_s - adjusted);   /* RFC 6298 (2.3) */
+    r->srtt_s = 0.875 * r->srtt_s + 0.125 * adjusted;
+    r->srtt_int = 0;
+}
+
+static inline double
+rtt_smoothed(RttObject *r)
+{
+    return r->has_srtt ? r->srtt_s : r->initial_rtt_s;
+}
+
+/* RFC 6298 (2.2)/(2.3): SRTT + max(G, 4 * RTTVAR), clamped to [min_rto, max_rto]. */
+static inline double
+rtt_rto(RttObject *r)
+{
+    if (!r->has_srtt)
+        return py_max(r->min_rto_s, py_min(r->max_rto_s, 1.0));
+    double rto = r->srtt_s + py_max(r->granularity_s, 4 * r->rttvar_s);
+    return py_max(r->min_rto_s, py_min(r->max_rto_s, rto));
+}
+
+static RttObject *
+rtt_new(double initial_rtt_s, double min_rto_s)
+{
+    RttObject *r = PyObject_New(RttObject, &RttType);
+    if (r == NULL)
+        return NULL;
+    r->initial_rtt_s = initial_rtt_s;
+    r->min_rto_s = min_rto_s;
+    r->max_rto_s = 60.0;
+    r->granularity_s = 0.001;
+    r->srtt_s = 0.0;
+    r->has_srtt = 0;
+    r->rttvar_s = initial_rtt_s / 2;
+    r->min_rtt_s = INFINITY;
+    r->latest_rtt_s = initial_rtt_s;
+    r->srtt_int = r->min_int = r->latest_int = 0;
+    return r;
+}
+
+static PyObject *
+Rtt_update(RttObject *r, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs < 1 || nargs > 2) {
+        PyErr_SetString(PyExc_TypeError, "update(sample_s, ack_delay_s=0.0)");
+        return NULL;
+    }
+    double sample = PyFloat_AsDouble(args[0]);
+    if (sample == -1.0 && PyErr_Occurred())
+        return NULL;
+    double delay = 0.0;
+    if (nargs == 2) {
+        delay = PyFloat_AsDouble(args[1]);
+        if (delay == -1.0 && PyErr_Occurred())
+            return NULL;
+    }
+    rtt_update(r, sample, delay, PyLong_Check(args[0]));
+    Py_RETURN_NONE;
+}
+
+static PyObject *
+Rtt_rto_s(RttObject *r, PyObject *unused)
+{
+    return PyFloat_FromDouble(rtt_rto(r));
+}
+
+static PyObject *
+Rtt_pto_s(RttObject *r, PyObject *const *args, Py_ssize_t nargs)
+{
+    double max_ack_delay = 0.025;
+    if (nargs >= 1) {
+        max_ack_delay = PyFloat_AsDouble(args[0]);
+        if (max_ack_delay == -1.0 && PyErr_Occurred())
+            return NULL;
+    }
+    return PyFloat_FromDouble(rtt_smoothed(r) + py_max(4 * r->rttvar_s, r->granularity_s) + max_ack_delay);
+}
+
+static PyObject *
+Rtt_get_srtt(RttObject *r, void *c)
+{
+    if (!r->has_srtt)
+        Py_RETURN_NONE;
+    return number(r->srtt_s, r->srtt_int);
+}
+
+static PyObject *
+Rtt_get_smoothed(RttObject *r, void *c)
+{
+    return r->has_srtt ? number(r->srtt_s, r->srtt_int) : PyFloat_FromDouble(r->initial_rtt_s);
+}
+
+static PyObject *
+Rtt_get_min(RttObject *r, void *c) { return number(r->min_rtt_s, r->min_int); }
+
+static PyObject *
+Rtt_get_latest(RttObject *r, void *c) { return number(r->latest_rtt_s, r->latest_int); }
+
+static PyMethodDef Rtt_methods[] = {
+    {"update", (PyCFunction)(void (*)(void))Rtt_update, METH_FASTCALL, "update(sample_s, ack_delay_s=0.0)"},
+    {"rto_s", (PyCFunction)Rtt_rto_s, METH_NOARGS, "RFC 6298 retransmission timeout"},
+    {"pto_s", (PyCFunction)(void (*)(void))Rtt_pto_s, METH_FASTCALL, "RFC 9002 probe timeout"},
+    {NULL},
+};
+
+static PyMemberDef Rtt_members[] = {
+    {"initial_rtt_s", T_DOUBLE, offsetof(RttObject, initial_rtt_s), READONLY, NULL},
+    {"min_rto_s", T_DOUBLE, offsetof(RttObject, min_rto_s), READONLY, NULL},
+    {"max_rto_s", T_DOUBLE, offsetof(RttObject, max_rto_s), READONLY, NULL},
+    {"granularity_s", T_DOUBLE, offsetof(RttObject, granularity_s), READONLY, NULL},
+    {"rttvar_s", T_DOUBLE, offsetof(RttObject, rttvar_s), READONLY, NULL},
+    {NULL},
+};
+
+static PyGetSetDef Rtt_getset[] = {
+    {"srtt_s", (getter)Rtt_get_srtt, NULL, NULL, NULL},
+    {"smoothed_s", (getter)Rtt_get_smoothed, NULL, NULL, NULL},
+    {"min_rtt_s", (getter)Rtt_get_min, NULL, NULL, NULL},
+    {"latest_rtt_s", (getter)Rtt_get_latest, NULL, NULL, NULL},
+    {NULL},
+};
+
+static PyTypeObject RttType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "simulator.net._tcp.RttEstimator",
+    .tp_doc = "A TCP endpoint's RTT estimator (cc.RttEstimator's C twin).",
+    .tp_basicsize = sizeof(RttObject),
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_dealloc = (destructor)PyObject_Free,
+    .tp_methods = Rtt_methods,
+    .tp_members = Rtt_members,
+    .tp_getset = Rtt_getset,
+};
+
+/* -- CongestionControl (Reno, Cubic) ------------------------------------------------------- */
+
+#define CUBIC_C 0.4
+#define CUBIC_BETA 0.7
+
+typedef struct {
+    PyObject_HEAD
+    int kind;
+    long long mss, min_window;
+    double cwnd, ssthresh;
+    char cwnd_int, ssthresh_int;   /* Python would hold an int there (set from an int) */
+    double w_max, k, epoch_start, w_est;
+    char has_epoch;
+} CcObject;
+
+static PyTypeObject CcType;
+
+static CcObject *
+cc_new(int kind, long long mss, long long initial_window_segments)
+{
+    CcObject *c = PyObject_New(CcObject, &CcType);
+    if (c == NULL)
+        return NULL;
+    c->kind = kind;
+    c->mss = mss;
+    c->cwnd = (double)(initial_window_segments * mss);
+    c->ssthresh = INFINITY;
+    c->cwnd_int = c->ssthresh_int = 0;
+    c->min_window = 2 * mss;
+    c->w_max = c->k = c->epoch_start = c->w_est = 0.0;
+    c->has_epoch = 0;
+    return c;
+}
+
+static void
+reno_on_ack(CcObject *c, long long acked)
+{
+    if (c->cwnd < c->ssthresh) {
+        /* RFC 3465 appropriate byte counting, L = 2 SMSS per ack. */
+        long long inc = acked < 2 * c->mss ? acked : 2 * c->mss;
+        c->cwnd += (double)inc;
+    }
+    else {
+        /* RFC 5681 (3): cwnd += SMSS*SMSS/cwnd per ack. */
+        c->cwnd += (double)(c->mss * acked) / c->cwnd;
+        c->cwnd_int = 0;
+    }
+}
+
+static int
+cc_on_ack(CcObject *c, long long acked, double now_s, double srtt_s)
+{
+    if (c->kind == CC_RENO || c->cwnd < c->ssthresh) {
+        reno_on_ack(c, acked);
+        return 0;
+    }
+    double mss = (double)c->mss;
+    double cwnd_seg = c->cwnd / mss;
+    if (!c->has_epoch) {                          /* RFC 9438 section 4.2 */
+        c->epoch_start = now_s;
+        c->has_epoch = 1;
+        if (c->w_max < cwnd_seg)
+            c->w_max = cwnd_seg;
+        if (py_float_pow((c->w_max - cwnd_seg) / CUBIC_C, 1.0 / 3.0, &c->k) < 0)
+            return -1;
+        c->w_est = cwnd_seg;
+    }
+    double t = now_s - c->epoch_start;
+    double cube;
+    if (py_float_pow(t + srtt_s - c->k, 3.0, &cube) < 0)
+        return -1;
+    double target = CUBIC_C * cube + c->w_max;
+    target = py_min(py_max(target, cwnd_seg), 1.5 * cwnd_seg);
+    double alpha = 3 * (1 - CUBIC_BETA) / (1 + CUBIC_BETA);
+    c->w_est += alpha * ((double)acked / mss) / cwnd_seg;
+    if (c->w_est > target)
+        target = c->w_est;
+    c->cwnd += (target - cwnd_seg) / cwnd_seg * (double)acked;
+    c->cwnd_int = 0;
+    return 0;
+}
+
+static void
+cc_on_congestion_event(CcObject *c)
+{
+    double mw = (double)c->min_window;
+    if (c->kind == CC_CUBIC) {
+        double cwnd_seg = c->cwnd / (double)c->mss;
+        if (cwnd_seg < c->w_max)                  /* fast convergence (RFC 9438 section 4.7) */
+            c->w_max = cwnd_seg * (1 + CUBIC_BETA) / 2;
+        else
+            c->w_max = cwnd_seg;
+        double reduced = c->cwnd * CUBIC_BETA;
+        c->ssthresh_int = mw > reduced;
+        c->ssthresh = py_max(reduced, mw);
+        c->has_epoch = 0;
+    }
+    else {
+        double half = c->cwnd / 2;
+        c->ssthresh_int = mw > half;
+        c->ssthresh = py_max(half, mw);
+    }
+    c->cwnd = c->ssthresh;
+    c->cwnd_int = c->ssthresh_int;
+}
+
+static void
+cc_on_timeout(CcObject *c, long long flight_bytes)
+{
+    double half = (double)flight_bytes / 2;
+    double mw = (double)c->min_window;
+    c->ssthresh_int = mw > half;
+    c->ssthresh = py_max(half, mw);
+    c->cwnd = (double)c->mss;
+    c->cwnd_int = 0;
+    if (c->kind == CC_CUBIC)
+        c->has_epoch = 0;
+}
+
+static PyObject *
+Cc_get_cwnd(CcObject *c, void *x) { return number(c->cwnd, c->cwnd_int); }
+
+static int
+Cc_set_cwnd(CcObject *c, PyObject *v, void *x)
+{
+    if (v == NULL) {
+        PyErr_SetString(PyExc_AttributeError, "cannot delete cwnd_bytes");
+        return -1;
+    }
+    double d = PyFloat_AsDouble(v);
+    if (d == -1.0 && PyErr_Occurred())
+        return -1;
+    c->cwnd = d;
+    c->cwnd_int = PyLong_Check(v);
+    return 0;
+}
+
+static PyObject *
+Cc_get_ssthresh(CcObject *c, void *x) { return number(c->ssthresh, c->ssthresh_int); }
+
+static int
+Cc_set_ssthresh(CcObject *c, PyObject *v, void *x)
+{
+    if (v == NULL) {
+        PyErr_SetString(PyExc_AttributeError, "cannot delete ssthresh_bytes");
+        return -1;
+    }
+    double d = PyFloat_AsDouble(v);
+    if (d == -1.0 && PyErr_Occurred())
+        return -1;
+    c->ssthresh = d;
+    c->ssthresh_int = PyLong_Check(v);
+    return 0;
+}
+
+static PyObject *
+Cc_get_name(CcObject *c, void *x) { return PyUnicode_FromString(c->kind == CC_CUBIC ? "cubic" : "reno"); }
+
+static PyObject *
+Cc_get_slow_start(CcObject *c, void *x) { return PyBool_FromLong(c->cwnd < c->ssthresh); }
+
+static PyObject *
+Cc_get_epoch(CcObject *c, void *x)
+{
+    if (!c->has_epoch)
+        Py_RETURN_NONE;
+    return PyFloat_FromDouble(c->epoch_start);
+}
+
+static PyMemberDef Cc_members[] = {
+    {"mss_bytes", T_LONGLONG, offsetof(CcObject, mss), READONLY, NULL},
+    {"min_window_bytes", T_LONGLONG, offsetof(CcObject, min_window), READONLY, NULL},
+    {"w_max_segments", T_DOUBLE, offsetof(CcObject, w_max), READONLY, NULL},
+    {"k_s", T_DOUBLE, offsetof(CcObject, k), READONLY, NULL},
+    {"w_est_segments", T_DOUBLE, offsetof(CcObject, w_est), READONLY, NULL},
+    {NULL},
+};
+
+static PyGetSetDef Cc_getset[] = {
+    {"cwnd_bytes", (getter)Cc_get_cwnd, (setter)Cc_set_cwnd, NULL, NULL},
+    {"ssthresh_bytes", (getter)Cc_get_ssthresh, (setter)Cc_set_ssthresh, NULL, NULL},
+    {"name", (getter)Cc_get_name, NULL, "reno or cubic", NULL},
+    {"in_slow_start", (getter)Cc_get_slow_start, NULL, NULL, NULL},
+    {"epoch_start_s", (getter)Cc_get_epoch, NULL, NULL, NULL},
+    {NULL},
+};
+
+static PyTypeObject CcType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "simulator.net._tcp.CongestionControl",
+    .tp_doc = "A TCP endpoint's Reno or CUBIC window (cc.Reno / cc.Cubic's C twin).",
+    .tp_basicsize = sizeof(CcObject),
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_dealloc = (destructor)PyObject_Free,
+    .tp_members = Cc_members,
+    .tp_getset = Cc_getset,
+};
+
+/* -- TcpEndpoint and its TimerSlots ------------------------------------------------------ */
+
+typedef struct EndpointObject EndpointObject;
+
+typedef struct {
+    PyObject_HEAD
+    EndpointObject *endpoint;
+    PyObject *owner, *sim, *push, *fire;
+    double when[2];             /* SLOT_RTO, SLOT_DELACK */
+    char armed[2];
+    double scheduled;
+    char has_scheduled;
+    long long gen;
+} TimersObject;
+
+static PyTypeObject TimersType;
+
+typedef struct {
+    Piece *buf;
+    Py_ssize_t head, size, cap;
+} PieceRing;
+
+typedef struct {
+    SegmentObject **buf;
+    Py_ssize_t head, size, cap;
+} SegRing;
+
+/* What has been written on a stream: its next offset and whether it ended.  Stream ids
+ * are dense per kind (RFC 9000 section 2.1: kind = id & 3, index = id >> 2), so a C array
+ * per kind holds them; other labels (negative, huge) go to a dict and a set. */
+typedef struct {
+    long long offset;
+    char ended;
+} StreamSend;
+
+#define DENSE_STREAMS (1 << 20)
+
+struct EndpointObject {
+    PyObject_HEAD
+    PyObject *sim, *push, *conn, *name, *peer, *out_link, *config;
+    TimersObject *timers;
+    CcObject *cc;
+    RttObject *rtt;
+    PyObject *on_data, *on_stream_acked, *on_received, *cwnd_log;
+    PyObject *deliver_segment, *deliver_ack, *flush;
+    char is_client, established, flush_scheduled, in_recovery, handshake_retransmitted;
+    long long mss, header_bytes, ack_every, packet_threshold;
+    double max_ack_delay_s;
+    long long next_stream_index[2];
+    StreamSend *streams[4];                 /* per kind, by index */
+    Py_ssize_t nstreams[4];
+    PyObject *send_offset, *ended;          /* other labels: dict stream -> offset written, set of ended */
+    long long snd_una, snd_nxt, snd_max, pending_len;
+    PieceRing pending;                      /* writes not yet cut into segments */
+    SegRing unacked;                        /* sent, not cumulatively acked, in seq order */
+    long long dupacks, recover, partial_acks, rto_backoff, rto_seq;
+    double inflation, handshake_sent_s;
+    long long rcv_nxt, ooo_bytes, max_ooo_bytes, segments_since_ack;
+    SegmentObject **ooo;                    /* out-of-order segments, sorted by seq */
+    Py_ssize_t ooo_size, ooo_cap;
+    long long segments_sent, segments_retransmitted, rto_timeouts, fast_retransmits, bytes_sent,
+        bytes_delivered, acks_sent;
+};
+
+static PyTypeObject EndpointType;
+
+/* ring buffers */
+static int
+piece_ring_push(PieceRing *r, const Piece *p)
+{
+    if (r->size == r->cap) {
+        Py_ssize_t cap = r->cap ? r->cap * 2 : 16;
+        Piece *grown = PyMem_Malloc((size_t)cap * sizeof(Piece));
+        if (grown == NULL) {
+            PyErr_NoMemory();
+            return -1;
+        }
+        for (Py_ssize_t i = 0; i < r->size; i++)
+            grown[i] = r->buf[(r->head + i) % r->cap];
+        PyMem_Free(r->buf);
+        r->buf = grown;
+        r->cap = cap;
+        r->head = 0;
+    }
+    r->buf[(r->head + r->size) % r->cap] = *p;
+    r->size++;
+    return 0;
+}
+
+static inline Piece *
+piece_ring_front(PieceRing *r)
+{
+    return &r->buf[r->head];
+}
+
+static inline void
+piece_ring_pop(PieceRing *r)          /* the caller took over the front's reference */
+{
+    r->head = (r->head + 1) % r->cap;
+    r->size--;
+}
+
+static int
+seg_ring_push(SegRing *r, SegmentObject *s)
+{
+    if (r->size == r->cap) {
+        Py_ssize_t cap = r->cap ? r->cap * 2 : 16;
+        SegmentObject **grown = PyMem_Malloc((size_t)cap * sizeof(SegmentObject *));
+        if (grown == NULL) {
+            PyErr_NoMemory();
+            return -1;
+        }
+        for (Py_ssize_t i = 0; i < r->size; i++)
+            grown[i] = r->buf[(r->head + i) % r->cap];
+        PyMem_Free(r->buf);
+        r->buf = grown;
+        r->cap = cap;
+        r->head = 0;
+    }
+    r->buf[(r->head + r->size) % r->cap] = s;
+    r->size++;
+    return 0;
+}
+
+static inline SegmentObject *
+seg_ring_at(SegRing *r, Py_ssize_t i)
+{
+    return r->buf[(r->head + i) % r->cap];
+}
+
+/* The unacked segment starting at seq (by_seq[seq] in Python), borrowed; KeyError if none. */
+static SegmentObject *
+by_seq(EndpointObject *e, long long seq)
+{
+    Py_ssize_t lo = 0, hi = e->unacked.size;
+    while (lo < hi) {
+        Py_ssize_t mid = (lo + hi) / 2;
+        SegmentObject *s = seg_ring_at(&e->unacked, mid);
+        if (s->seq == seq)
+            return s;
+        if (s->seq < seq)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    PyObject *key = PyLong_FromLongLong(seq);
+    if (key != NULL) {
+        PyErr_SetObject(PyExc_KeyError, key);
+        Py_DECREF(key);
+    }
+    return NULL;
+}
+
+/* Index of seq in the out-of-order buffer, or -(insertion point) - 1. */
+static Py_ssize_t
+ooo_find(EndpointObject *e, long long seq)
+{
+    Py_ssize_t lo = 0, hi = e->ooo_size;
+    while (lo < hi) {
+        Py_ssize_t mid = (lo + hi) / 2;
+        long long s = e->ooo[mid]->seq;
+        if (s == seq)
+            return mid;
+        if (s < seq)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return -lo - 1;
+}
+
+/* -- timers -- */
+
+static int timers_schedule(TimersObject *t, double when);
+
+/* TimerSlots.set(slot, when_s, callback) at time now. */
+static int
+timers_set(TimersObject *t, int slot, double when, double now)
+{
+    if (when < now)
+        when = now;
+    t->when[slot] = when;
+    t->armed[slot] = 1;
+    if (!t->has_scheduled || when < t->scheduled)
+        return timers_schedule(t, when);
+    return 0;
+}
+
+static inline void
+timers_cancel(TimersObject *t, int slot)
+{
+    t->armed[slot] = 0;      /* lazy: the heap entry stays, as in TimerSlots */
+}
+
+static int
+timers_schedule(TimersObject *t, double when)
+{
+    t->gen += 1;
+    t->scheduled = when;
+    t->has_scheduled = 1;
+    PyObject *gen = PyLong_FromLongLong(t->gen);
+    if (gen == NULL)
+        return -1;
+    PyObject *args = PyTuple_Pack(1, gen);
+    Py_DECREF(gen);
+    if (args == NULL)
+        return -1;
+    int rc = push_at(t->push, when, t->fire, args);
+    Py_DECREF(args);
+    return rc;
+}
+
+static int endpoint_on_rto(EndpointObject *e, double now);
+static int endpoint_send_ack(EndpointObject *e, double now);
+
+static int
+timers_run_slot(TimersObject *t, int slot, double now)
+{
+    EndpointObject *e = t->endpoint;
+    if (e == NULL)
+        return 0;
+    return slot == SLOT_RTO ? endpoint_on_rto(e, now) : endpoint_send_ack(e, now);
+}
+
+static PyObject *
+Timers_fire(TimersObject *t, PyObject *gen_obj)
+{
+    long long gen = PyLong_AsLongLong(gen_obj);
+    if (gen == -1 && PyErr_Occurred())
+        return NULL;
+    if (gen != t->gen)
+        Py_RETURN_NONE;               /* superseded by an earlier expiry */
+    t->has_scheduled = 0;
+    double now;
+    PyObject *now_obj = get_now(t->sim, &now);
+    if (now_obj == NULL)
+        return NULL;
+    Py_DECREF(now_obj);
+    /* The slots due now, earliest first; equal times in name order ("delack" < "rto"). */
+    int order[2], n = 0;
+    double due[2];
+    if (t->armed[SLOT_RTO] && t->when[SLOT_RTO] <= now) {
+        due[n] = t->when[SLOT_RTO];
+        order[n++] = SLOT_RTO;
+    }
+    if (t->armed[SLOT_DELACK] && t->when[SLOT_DELACK] <= now) {
+        due[n] = t->when[SLOT_DELACK];
+        order[n++] = SLOT_DELACK;
+    }
+    if (n == 2 && due[1] <= due[0]) {     /* (when, "delack") sorts before (when, "rto") */
+        double w = due[0];
+        due[0] = due[1];
+        due[1] = w;
+        order[0] = SLOT_DELACK;
+        order[1] = SLOT_RTO;
+    }
+    for (int i = 0; i < n; i++) {
+        int slot = order[i];
+        if (!t->armed[slot] || t->when[slot] != due[i])
+            continue;                 /* cancelled or re-armed by an earlier callback */
+        t->armed[slot] = 0;
+        if (timers_run_slot(t, slot, now) < 0)
+            return NULL;
+    }
+    if (!t->has_scheduled) {
+        int any = 0;
+        double later = 0.0;
+        for (int slot = 0; slot < 2; slot++) {
+            if (t->armed[slot] && (!any || t->when[slot] < later)) {
+                later = t->when[slot];
+                any = 1;
+            }
+        }
+        if (any && timers_schedule(t, later) < 0)
+            return NULL;
+    }
+    Py_RETURN_NONE;
+}
+
+static int
+slot_index(PyObject *name)
+{
+    if (PyUnicode_Check(name)) {
+        if (PyUnicode_CompareWithASCIIString(name, "rto") == 0)
+            return SLOT_RTO;
+        if (PyUnicode_CompareWithASCIIString(name, "delack") == 0)
+            return SLOT_DELACK;
+    }
+    PyErr_Format(PyExc_KeyError, "no timer slot %R", name);
+    return -1;
+}
+
+static PyObject *
+Timers_expiry(TimersObject *t, PyObject *name)
+{
+    int slot = slot_index(name);
+    if (slot < 0)
+        return NULL;
+    if (!t->armed[slot])
+        Py_RETURN_NONE;
+    return PyFloat_FromDouble(t->when[slot]);
+}
+
+static PyObject *
+Timers_cancel(TimersObject *t, PyObject *name)
+{
+    int slot = slot_index(name);
+    if (slot < 0)
+        return NULL;
+    timers_cancel(t, slot);
+    Py_RETURN_NONE;
+}
+
+static PyObject *
+Timers_armed(TimersObject *t, PyObject *unused)
+{
+    PyObject *d = PyDict_New();
+    if (d == NULL)
+        return NULL;
+    const char *names[2] = {"rto", "delack"};
+    for (int slot = 0; slot < 2; slot++) {
+        if (!t->armed[slot])
+            continue;
+        PyObject *v = PyFloat_FromDouble(t->when[slot]);
+        if (v == NULL || PyDict_SetItemString(d, names[slot], v) < 0) {
+            Py_XDECREF(v);
+            Py_DECREF(d);
+            return NULL;
+        }
+        Py_DECREF(v);
+    }
+    return d;
+}
+
+static int
+Timers_traverse(TimersObject *t, visitproc visit, void *arg)
+{
+    Py_VISIT((PyObject *)t->endpoint);
+    Py_VISIT(t->owner);
+    Py_VISIT(t->sim);
+    Py_VISIT(t->push);
+    Py_VISIT(t->fire);
+    return 0;
+}
+
+static int
+Timers_clear(TimersObject *t)
+{
+    Py_CLEAR(t->endpoint);
+    Py_CLEAR(t->owner);
+    Py_CLEAR(t->sim);
+    Py_CLEAR(t->push);
+    Py_CLEAR(t->fire);
+    return 0;
+}
+
+static void
+Timers_dealloc(TimersObject *t)
+{
+    PyObject_GC_UnTrack(t);
+    Timers_clear(t);
+    Py_TYPE(t)->tp_free((PyObject *)t);
+}
+
+static PyMethodDef Timers_methods[] = {
+    {"_fire", (PyCFunction)Timers_fire, METH_O, "_fire(gen): the heap entry of generation gen popped."},
+    {"expiry", (PyCFunction)Timers_expiry, METH_O, "expiry(slot) -> the time it holds, or None."},
+    {"cancel", (PyCFunction)Timers_cancel, METH_O, "cancel(slot): empty the slot."},
+    {"armed", (PyCFunction)Timers_armed, METH_NOARGS, "armed() -> {slot: expiry} of the armed slots."},
+    {NULL},
+};
+
+static PyMemberDef Timers_members[] = {
+    {"owner", T_OBJECT, offsetof(TimersObject, owner), READONLY, NULL},
+    {"sim", T_OBJECT, offsetof(TimersObject, sim), READONLY, NULL},
+    {NULL},
+};
+
+static PyTypeObject TimersType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "simulator.net._tcp.TimerSlots",
+    .tp_doc = "A TCP endpoint's rto and delack timer slots (engine.TimerSlots's C twin, for TCP).",
+    .tp_basicsize = sizeof(TimersObject),
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC,
+    .tp_dealloc = (destructor)Timers_dealloc,
+    .tp_traverse = (traverseproc)Timers_traverse,
+    .tp_clear = (inquiry)Timers_clear,
+    .tp_methods = Timers_methods,
+    .tp_members = Timers_members,
+};
+
+/* -- the endpoint: sender -- */
+
+static inline double
+endpoint_rto(EndpointObject *e)
+{
+    return py_min(rtt_rto(e->rtt) * (double)e->rto_backoff, e->rtt->max_rto_s);
+}
+
+/* cwnd_bytes: max(cc.cwnd_bytes + inflation, mss); an int only when mss is larger. */
+static PyObject *
+endpoint_cwnd_obj(EndpointObject *e)
+{
+    double w = e->cc->cwnd + e->inflation;
+    if ((double)e->mss > w)
+        return PyLong_FromLongLong(e->mss);
+    return PyFloat_FromDouble(w);
+}
+
+static int
+log_cwnd(EndpointObject *e, PyObject *now_obj)
+{
+    if (e->cwnd_log == NULL || e->cwnd_log == Py_None)
+        return 0;
+    PyObject *w = endpoint_cwnd_obj(e);
+    if (w == NULL)
+        return -1;
+    PyObject *entry = PyTuple_Pack(2, now_obj, w);
+    Py_DECREF(w);
+    if (entry == NULL)
+        return -1;
+    int rc = PyList_Append(e->cwnd_log, entry);
+    Py_DECREF(entry);
+    return rc;
+}
+
+static int
+endpoint_transmit(EndpointObject *e, SegmentObject *seg, int retransmission, double now)
+{
+    seg->sent_s = now;
+    if (retransmission) {
+        seg->retransmitted = 1;               /* Karn: never an RTT sample from it */
+        e->segments_retransmitted += 1;
+    }
+    e->segments_sent += 1;
+    e->bytes_sent += seg->payload_bytes;
+    PacketObject *packet = packet_new(seg->payload_bytes + e->header_bytes, (PyObject *)seg);
+    if (packet == NULL)
+        return -1;
+    int rc = any_link_send(e->out_link, (PyObject *)packet, e->deliver_segment, &now);
+    Py_DECREF(packet);
+    if (rc < 0)
+        return -1;
+    if (!e->timers->armed[SLOT_RTO])          /* RFC 6298 (5.1) */
+        return timers_set(e->timers, SLOT_RTO, now + endpoint_rto(e), now);
+    return 0;
+}
+
+/* Cut up to one MSS off the pending writes (new reference). */
+static SegmentObject *
+new_segment(EndpointObject *e, long long seq)
+{
+    long long room = e->mss;
+    PieceRing *pending = &e->pending;
+    /* count the pieces first: at most one per pending entry until the room is used */
+    Py_ssize_t count = 0;
+    long long r = room;
+    for (Py_ssize_t i = 0; i < pending->size && r > 0; i++) {
+        Piece *p = &pending->buf[(pending->head + i) % pending->cap];
+        count++;
+        r -= p->len == 0 ? 1 : (p->len <= r ? p->len : r);
+    }
+    SegmentObject *seg = segment_new(seq, count);
+    if (seg == NULL)
+        return NULL;
+    long long length = 0, payload = 0;
+    while (pending->size > 0 && room > 0) {
+        Piece *entry = piece_ring_front(pending);
+        Piece *out = &seg->pieces[seg->npieces++];
+        Py_ssize_t n = entry->len;
+        if (n == 0) {                         /* empty end mark: one sequence number */
+            *out = *entry;
+            piece_ring_pop(pending);
+            room -= 1;
+            length += 1;
+        }
+        else if (n <= room) {
+            *out = *entry;
+            piece_ring_pop(pending);
+            room -= n;
+            length += n;
+            payload += n;
+        }
+        else {
+            out->data = Py_NewRef(entry->data);
+            out->off = entry->off;
+            out->len = (Py_ssize_t)room;
+            out->stream_id = entry->stream_id;
+            out->offset = entry->offset;
+            out->end = 0;
+            entry->offset += room;
+            entry->off += (Py_ssize_t)room;
+            entry->len -= (Py_ssize_t)room;
+            length += room;
+            payload += room;
+            room = 0;
+        }
+    }
+    e->pending_len -= length;
+    seg->length = length;
+    seg->payload_bytes = payload;
+    return seg;
+}
+
+/* Send what the congestion window allows: go-back-N resends first, then new data. */
+static int
+send_more(EndpointObject *e, double now)
+{
+    if (!e->established || (!e->pending_len && e->snd_nxt >= e->snd_max))
+        return 0;
+    long long mss = e->mss;
+    double window = e->cc->cwnd + e->inflation;
+    if (0 < e->dupacks && e->dupacks < e->packet_threshold && !e->in_recovery)
+        window += (double)(e->dupacks * mss);   /* RFC 3042 limited transmit */
+    if (window < (double)mss)
+        window = (double)mss;
+    long long snd_una = e->snd_una;
+    for (;;) {
+        long long nxt = e->snd_nxt;
+        long long flight = nxt - snd_una;
+        if (nxt < e->snd_max) {               /* resending after a timeout */
+            SegmentObject *seg = by_seq(e, nxt);
+            if (seg == NULL)
+                return -1;
+            if ((double)(flight + seg->length) > window)
+                break;
+            e->snd_nxt = nxt + seg->length;
+            Py_INCREF(seg);
+            int rc = endpoint_transmit(e, seg, 1, now);
+            Py_DECREF(seg);
+            if (rc < 0)
+                return -1;
+        }
+        else if (e->pending_len) {
+            long long pending_len = e->pending_len;
+            if ((double)(flight + (mss < pending_len ? mss : pending_len)) > window)
+                break;
+            Piece *entry = piece_ring_front(&e->pending);
+            long long n = entry->len;
+            SegmentObject *seg;
+            if (n == mss || (0 < n && n == pending_len && pending_len < mss)) {
+                /* one whole write fills the segment, or is all there is */
+                seg = segment_new(nxt, 1);
+                if (seg == NULL)
+                    return -1;
+                seg->pieces[0] = *entry;
+                seg->npieces = 1;
+                piece_ring_pop(&e->pending);
+                e->pending_len = pending_len - n;
+                seg->length = seg->payload_bytes = n;
+            }
+            else {
+                seg = new_segment(e, nxt);
+                if (seg == NULL)
+                    return -1;
+            }
+            if (seg_ring_push(&e->unacked, seg) < 0) {
+                Py_DECREF(seg);
+                return -1;
+            }
+            e->snd_nxt = e->snd_max = nxt + seg->length;
+            Py_INCREF(seg);
+            int rc = endpoint_transmit(e, seg, 0, now);
+            Py_DECREF(seg);
+            if (rc < 0)
+                return -1;
+        }
+        else
+            break;
+    }
+    return 0;
+}
+
+typedef struct {
+    long long stream_id, offset;
+} Acked;
+
+static int
+on_new_ack(EndpointObject *e, long long ack, PyObject *now_obj, double now)
+{
+    long long mss = e->mss;
+    long long newly_acked = ack - e->snd_una;
+    e->snd_una = ack;
+    if (e->snd_nxt < ack)           /* the receiver already held what go-back-N would resend */
+        e->snd_nxt = ack;
+    PyObject *report = e->on_stream_acked;
+    int reporting = report != NULL && report != Py_None;
+    Acked small[8];
+    Acked *acked = small;
+    Py_ssize_t nacked = 0, acked_cap = 8;
+    if (e->unacked.size == 0) {
+        PyErr_SetString(PyExc_IndexError, "deque index out of range");
+        return -1;
+    }
+    double first_sent_s = seg_ring_at(&e->unacked, 0)->sent_s;
+    int any_retransmitted = 0;
+    int rc = 0;
+    while (e->unacked.size > 0 && seg_ring_at(&e->unacked, 0)->seq < ack) {
+        SegmentObject *seg = seg_ring_at(&e->unacked, 0);
+        e->unacked.head = (e->unacked.head + 1) % e->unacked.cap;
+        e->unacked.size--;
+        if (seg->retransmitted)
+            any_retransmitted = 1;
+        if (reporting) {
+            for (Py_ssize_t i = 0; i < seg->npieces; i++) {
+                Piece *p = &seg->pieces[i];
+                Py_ssize_t j = 0;
+                while (j < nacked && acked[j].stream_id != p->stream_id)
+                    j++;
+                if (j == nacked) {
+                    if (nacked == acked_cap) {
+                        Py_ssize_t cap = acked_cap * 2;
+                        Acked *grown = PyMem_Malloc((size_t)cap * sizeof(Acked));
+                        if (grown == NULL) {
+                            Py_DECREF(seg);
+                            rc = -1;
+                            PyErr_NoMemory();
+                            goto done;
+                        }
+                        memcpy(grown, acked, (size_t)nacked * sizeof(Acked));
+                        if (acked != small)
+                            PyMem_Free(acked);
+                        acked = grown;
+                        acked_cap = cap;
+                    }
+                    acked[j].stream_id = p->stream_id;
+                    nacked++;
+                }
+                acked[j].offset = p->offset + p->len;
+            }
+        }
+        Py_DECREF(seg);
+    }
+    /* RFC 6298 section 3 and Karn's algorithm: a sample from the oldest newly acked
+     * segment unless one was retransmitted; a fresh sample ends a backoff. */
+    if (!any_retransmitted) {
+        rtt_update(e->rtt, now - first_sent_s, 0.0, 0);
+        e->rto_backoff = 1;
+    }
+    e->dupacks = 0;
+    int restart_timer = 1;
+    CcObject *cc = e->cc;
+    if (e->in_recovery) {
+        if (ack >= e->recover) {
+            /* RFC 6582 3.2 step 3, full ACK: cwnd = min(ssthresh, max(FlightSize, SMSS) + SMSS) */
+            e->in_recovery = 0;
+            e->inflation = 0.0;
+            long long flight = e->snd_nxt - ack;
+            long long w = (mss > flight ? mss : flight) + mss;
+            if ((double)w < cc->ssthresh) {
+                cc->cwnd = (double)w;
+                cc->cwnd_int = 1;
+            }
+            else {
+                cc->cwnd = cc->ssthresh;
+                cc->cwnd_int = cc->ssthresh_int;
+            }
+        }
+        else {
+            /* step 4, partial ACK: retransmit the next hole, deflate, timer reset once */
+            SegmentObject *seg = by_seq(e, ack);
+            if (seg == NULL) {
+                rc = -1;
+                goto done;
+            }
+            if (e->snd_nxt < ack + seg->length)
+                e->snd_nxt = ack + seg->length;
+            Py_INCREF(seg);
+            rc = endpoint_transmit(e, seg, 1, now);
+            Py_DECREF(seg);
+            if (rc < 0)
+                goto done;
+            e->inflation -= (double)newly_acked;
+            if (newly_acked >= mss)
+                e->inflation += (double)mss;
+            e->partial_acks += 1;
+            restart_timer = e->partial_acks == 1;
+        }
+    }
+    else if (cc_on_ack(cc, newly_acked, now, rtt_smoothed(e->rtt)) < 0) {
+        rc = -1;
+        goto done;
+    }
+    /* RFC 6298 (5.2) stop the timer when all is acked, (5.3) else restart it */
+    if (e->snd_una >= e->snd_max)
+        timers_cancel(e->timers, SLOT_RTO);
+    else if (restart_timer && timers_set(e->timers, SLOT_RTO, now + endpoint_rto(e), now) < 0) {
+        rc = -1;
+        goto done;
+    }
+    if (log_cwnd(e, now_obj) < 0) {
+        rc = -1;
+        goto done;
+    }
+    if (reporting && nacked) {
+        Py_INCREF(report);
+        for (Py_ssize_t j = 0; j < nacked && rc == 0; j++) {
+            PyObject *argv[2];
+            argv[0] = PyLong_FromLongLong(acked[j].stream_id);
+            argv[1] = PyLong_FromLongLong(acked[j].offset);
+            PyObject *r = (argv[0] && argv[1]) ? PyObject_Vectorcall(report, argv, 2, NULL) : NULL;
+            Py_XDECREF(argv[0]);
+            Py_XDECREF(argv[1]);
+            if (r == NULL)
+                rc = -1;
+            else
+                Py_DECREF(r);
+        }
+        Py_DECREF(report);
+        if (rc < 0)
+            goto done;
+    }
+    rc = send_more(e, now);
+done:
+    if (acked != small)
+        PyMem_Free(acked);
+    return rc;
+}
+
+static int
+on_duplicate_ack(EndpointObject *e, long long ack, PyObject *now_obj, double now)
+{
+    e->dupacks += 1;
+    long long threshold = e->packet_threshold;
+    if (e->in_recovery) {
+        e->inflation += (double)e->mss;            /* RFC 6582 step 3 / RFC 5681 step 4 */
+        if (log_cwnd(e, now_obj) < 0)
+            return -1;
+    }
+    else if (e->dupacks == threshold && ack > e->recover) {
+        /* RFC 5681 3.2 / RFC 6582 3.2 step 2: fast retransmit, enter fast recovery */
+        e->in_recovery = 1;
+        e->partial_acks = 0;
+        e->recover = e->snd_max;
+        cc_on_congestion_event(e->cc);
+        e->inflation = (double)(threshold * e->mss);
+        e->fast_retransmits += 1;
+        SegmentObject *seg = by_seq(e, ack);
+        if (seg == NULL)
+            return -1;
+        if (e->snd_nxt < ack + seg->length)
+            e->snd_nxt = ack + seg->length;
+        Py_INCREF(seg);
+        int rc = endpoint_transmit(e, seg, 1, now);
+        Py_DECREF(seg);
+        if (rc < 0 || log_cwnd(e, now_obj) < 0)
+            return -1;
+    }
+    return send_more(e, now);
+}
+
+static PyObject *
+Endpoint_on_ack(EndpointObject *e, PyObject *packet)
+{
+    long long ack;
+    PyObject *payload = Py_IS_TYPE(packet, &PacketType) ? Py_NewRef(((PacketObject *)packet)->payload)
+                                                        : PyObject_GetAttr(packet, str_payload);
+    if (payload == NULL)
+        return NULL;
+    if (Py_IS_TYPE(payload, &AckType))
+        ack = ((AckObject *)payload)->ack;
+    else if (get_long_attr(payload, str_ack, &ack) < 0) {
+        Py_DECREF(payload);
+        return NULL;
+    }
+    Py_DECREF(payload);
+    int rc = 0;
+    if (ack > e->snd_una || (ack == e->snd_una && e->snd_max > ack)) {
+        double now;
+        PyObject *now_obj = get_now(e->sim, &now);
+        if (now_obj == NULL)
+            return NULL;
+        if (ack > e->snd_una)
+            rc = on_new_ack(e, ack, now_obj, now);
+        else
+            rc = on_duplicate_ack(e, ack, now_obj, now);
+        Py_DECREF(now_obj);
+    }
+    /* else: an old ACK overtaken by a newer one */
+    if (rc < 0)
+        return NULL;
+    Py_RETURN_NONE;
+}
+
+/* -- handshake -- */
+
+static int
+send_control(EndpointObject *e, int code, double now)
+{
+    PyObject *control = control_new(code);
+    if (control == NULL)
+        return -1;
+    PacketObject *packet = packet_new(e->header_bytes, control);
+    Py_DECREF(control);
+    if (packet == NULL)
+        return -1;
+    PyObject *deliver = PyObject_GetAttr(e->peer, str_on_control);
+    if (deliver == NULL) {
+        Py_DECREF(packet);
+        return -1;
+    }
+    int rc = any_link_send(e->out_link, (PyObject *)packet, deliver, &now);
+    Py_DECREF(deliver);
+    Py_DECREF(packet);
+    return rc < 0 ? -1 : 0;
+}
+
+static int
+establish(EndpointObject *e, double now)
+{
+    e->established = 1;
+    timers_cancel(e->timers, SLOT_RTO);
+    if (!e->handshake_retransmitted)               /* Karn: no sample from a retransmitted SYN */
+        rtt_update(e->rtt, now - e->handshake_sent_s, 0.0, 0);
+    e->rto_backoff = 1;
+    return send_more(e, now);
+}
+
+static int
+handshake_timeout(EndpointObject *e, double now)
+{
+    /* RFC 6298 (5.5): retransmit the SYN (client) or SYN-ACK (server) with backoff */
+    e->rto_timeouts += 1;
+    e->handshake_retransmitted = 1;
+    e->rto_backoff = e->rto_backoff * 2 < MAX_BACKOFF ? e->rto_backoff * 2 : MAX_BACKOFF;
+    if (send_control(e, e->is_client ? CTL_SYN : CTL_SYN_ACK, now) < 0)
+        return -1;
+    return timers_set(e->timers, SLOT_RTO, now + endpoint_rto(e), now);
+}
+
+static PyObject *
+Endpoint_start_handshake(EndpointObject *e, PyObject *unused)
+{
+    double now;
+    PyObject *now_obj = get_now(e->sim, &now);
+    if (now_obj == NULL)
+        return NULL;
+    Py_DECREF(now_obj);
+    e->handshake_sent_s = now;
+    if (send_control(e, CTL_SYN, now) < 0 || timers_set(e->timers, SLOT_RTO, now + endpoint_rto(e), now) < 0)
+        return NULL;
+    Py_RETURN_NONE;
+}
+
+static PyObject *
+Endpoint_on_control(EndpointObject *e, PyObject *packet)
+{
+    PyObject *payload = Py_IS_TYPE(packet, &PacketType) ? Py_NewRef(((PacketObject *)packet)->payload)
+                                                        : PyObject_GetAttr(packet, str_payload);
+    if (payload == NULL)
+        return NULL;
+    int code;
+    if (Py_IS_TYPE(payload, &ControlType))
+        code = ((ControlObject *)payload)->code;
+    else {
+        PyObject *kind = PyObject_GetAttr(payload, str_kind);
+        if (kind == NULL) {
+            Py_DECREF(payload);
+            return NULL;
+        }
+        code = PyUnicode_Check(kind) ? control_code(kind) : -1;
+        Py_DECREF(kind);
+    }
+    Py_DECREF(payload);
+    double now;
+    PyObject *now_obj = get_now(e->sim, &now);
+    if (now_obj == NULL)
+        return NULL;
+    Py_DECREF(now_obj);
+    if (code == CTL_SYN) {
+        if (!e->established) {       /* server: answer every SYN (ours may have been lost) */
+            if (!e->timers->armed[SLOT_RTO]) {
+                e->handshake_sent_s = now;
+                if (timers_set(e->timers, SLOT_RTO, now + endpoint_rto(e), now) < 0)
+                    return NULL;
+            }
+            else
+                e->handshake_retransmitted = 1;   /* Karn: the ACK may answer either SYN-ACK */
+            if (send_control(e, CTL_SYN_ACK, now) < 0)
+                return NULL;
+        }
+    }
+    else if (code == CTL_SYN_ACK) {
+        if (send_control(e, CTL_ACK, now) < 0)         /* also re-ACK a retransmitted SYN-ACK */
+            return NULL;
+        if (!e->established && establish(e, now) < 0)
+            return NULL;
+    }
+    else if (code == CTL_ACK && !e->established) {
+        if (establish(e, now) < 0)
+            return NULL;
+    }
+    Py_RETURN_NONE;
+}
+
+static int
+endpoint_on_rto(EndpointObject *e, double now)
+{
+    PyObject *now_obj = PyFloat_FromDouble(now);      /* sim.now's value, for the cwnd log */
+    if (now_obj == NULL)
+        return -1;
+    int rc = 0;
+    if (!e->established)
+        rc = handshake_timeout(e, now);
+    else if (e->snd_una < e->snd_max) {
+        e->rto_timeouts += 1;
+        if (e->rto_seq == e->snd_una || e->in_recovery) {
+            /* the same segment timed out again, or a timeout ends a fast recovery: hold ssthresh */
+            e->cc->cwnd = (double)e->mss;
+            e->cc->cwnd_int = 0;
+        }
+        else
+            cc_on_timeout(e->cc, e->snd_nxt - e->snd_una);   /* RFC 5681 (4) */
+        e->rto_seq = e->snd_una;
+        e->in_recovery = 0;
+        e->inflation = 0.0;
+        e->dupacks = 0;
+        e->recover = e->snd_max;                  /* RFC 6582 section 4 */
+        e->rto_backoff = e->rto_backoff * 2 < MAX_BACKOFF ? e->rto_backoff * 2 : MAX_BACKOFF;  /* RFC 6298 (5.5) */
+        e->snd_nxt = e->snd_una;                  /* go-back-N from the first hole */
+        rc = log_cwnd(e, now_obj);
+        if (rc == 0)
+            rc = send_more(e, now);
+    }
+    Py_DECREF(now_obj);
+    return rc;
+}
+
+/* -- receiver -- */
+
+static PyObject *
+piece_bytes(const Piece *p)
+{
+    if (p->off == 0 && p->len == PyBytes_GET_SIZE(p->data))
+        return Py_NewRef(p->data);
+    return PyBytes_FromStringAndSize(PyBytes_AS_STRING(p->data) + p->off, p->len);
+}
+
+static int
+call_on_data(PyObject *callback, long long stream_id, PyObject *data, int end, PyObject *now_obj)
+{
+    PyObject *sid = PyLong_FromLongLong(stream_id);
+    if (sid == NULL)
+        return -1;
+    PyObject *argv[4] = {sid, data, end ? Py_True : Py_False, now_obj};
+    PyObject *r = PyObject_Vectorcall(callback, argv, 4, NULL);
+    Py_DECREF(sid);
+    if (r == NULL)
+        return -1;
+    Py_DECREF(r);
+    return 0;
+}
+
+/* Hand in-order bytes to the application, one call per run of the same stream. */
+static int
+deliver(EndpointObject *e, Piece **pieces, Py_ssize_t n, PyObject *now_obj)
+{
+    PyObject *callback = e->on_data;
+    if (callback == NULL || callback == Py_None) {
+        for (Py_ssize_t i = 0; i < n; i++)
+            e->bytes_delivered += pieces[i]->len;
+        return 0;
+    }
+    Py_INCREF(callback);
+    int rc = 0;
+    if (n == 1) {
+        e->bytes_delivered += pieces[0]->len;
+        PyObject *data = piece_bytes(pieces[0]);
+        rc = data == NULL ? -1 : call_on_data(callback, pieces[0]->stream_id, data, pieces[0]->end, now_obj);
+        Py_XDECREF(data);
+        Py_DECREF(callback);
+        return rc;
+    }
+    Py_ssize_t run_start = 0;
+    long long run_stream = -1;
+    for (Py_ssize_t i = 0; i <= n && rc == 0; i++) {
+        if (i < n)
+            e->bytes_delivered += pieces[i]->len;
+        if (i == n || pieces[i]->stream_id != run_stream) {
+            if (run_stream >= 0) {
+                PyObject *data;
+                if (i - run_start == 1)
+                    data = piece_bytes(pieces[run_start]);
+                else {
+                    Py_ssize_t total = 0;
+                    for (Py_ssize_t j = run_start; j < i; j++)
+                        total += pieces[j]->len;
+                    data = PyBytes_FromStringAndSize(NULL, total);
+                    if (data != NULL) {
+                        char *out = PyBytes_AS_STRING(data);
+                        for (Py_ssize_t j = run_start; j < i; j++) {
+                            memcpy(out, PyBytes_AS_STRING(pieces[j]->data) + pieces[j]->off, (size_t)pieces[j]->len);
+                            out += pieces[j]->len;
+                        }
+                    }
+                }
+                rc = data == NULL ? -1 : call_on_data(callback, run_stream, data, pieces[i - 1]->end, now_obj);
+                Py_XDECREF(data);
+            }
+            if (i < n) {
+                run_stream = pieces[i]->stream_id;
+                run_start = i;
+            }
+        }
+    }
+    Py_DECREF(callback);
+    return rc;
+}
+
+static int
+endpoint_send_ack(EndpointObject *e, double now)
+{
+    e->segments_since_ack = 0;
+    timers_cancel(e->timers, SLOT_DELACK);
+    e->acks_sent += 1;
+    AckObject *ack = PyObject_New(AckObject, &AckType);
+    if (ack == NULL)
+        return -1;
+    ack->ack = e->rcv_nxt;
+    PacketObject *packet = packet_new(e->header_bytes, (PyObject *)ack);
+    Py_DECREF(ack);
+    if (packet == NULL)
+        return -1;
+    int rc = any_link_send(e->out_link, (PyObject *)packet, e->deliver_ack, &now);
+    Py_DECREF(packet);
+    return rc < 0 ? -1 : 0;
+}
+
+static PyObject *
+Endpoint_on_segment(EndpointObject *e, PyObject *packet)
+{
+    double now;
+    PyObject *now_obj = get_now(e->sim, &now);
+    if (now_obj == NULL)
+        return NULL;
+    if (!e->established && establish(e, now) < 0) {   /* a data segment implies the handshake completed */
+        Py_DECREF(now_obj);
+        return NULL;
+    }
+    PyObject *payload = Py_IS_TYPE(packet, &PacketType) ? Py_NewRef(((PacketObject *)packet)->payload)
+                                                        : PyObject_GetAttr(packet, str_payload);
+    if (payload == NULL) {
+        Py_DECREF(now_obj);
+        return NULL;
+    }
+    if (!Py_IS_TYPE(payload, &SegmentType)) {
+        PyErr_Format(PyExc_TypeError, "%U: a segment of the C TCP model expected, got %R", e->name, payload);
+        Py_DECREF(payload);
+        Py_DECREF(now_obj);
+        return NULL;
+    }
+    SegmentObject *seg = (SegmentObject *)payload;   /* owned */
+    long long seq = seg->seq, nxt = e->rcv_nxt;
+    int rc = 0;
+    PyObject *received = e->on_received;
+    if (received != NULL && received != Py_None && seq >= nxt && ooo_find(e, seq) < 0) {
+        Py_INCREF(received);
+        for (Py_ssize_t i = 0; i < seg->npieces && rc == 0; i++) {
+            Piece *p = &seg->pieces[i];
+            PyObject *r = PyObject_CallFunction(received, "LLnO", p->stream_id, p->offset, p->len, now_obj);
+            if (r == NULL)
+                rc = -1;
+            else
+                Py_DECREF(r);
+        }
+        Py_DECREF(received);
+    }
+    if (rc < 0)
+        goto done;
+    if (seq == nxt) {
+        int filled_hole = e->ooo_size > 0;
+        nxt += seg->length;
+        if (!filled_hole) {
+            Piece *pieces_small[8];
+            Piece **pieces = pieces_small;
+            if (seg->npieces > 8) {
+                pieces = PyMem_Malloc((size_t)seg->npieces * sizeof(Piece *));
+                if (pieces == NULL) {
+                    PyErr_NoMemory();
+                    rc = -1;
+                    goto done;
+                }
+            }
+            for (Py_ssize_t i = 0; i < seg->npieces; i++)
+                pieces[i] = &seg->pieces[i];
+            e->rcv_nxt = nxt;
+            rc = deliver(e, pieces, seg->npieces, now_obj);
+            if (pieces != pieces_small)
+                PyMem_Free(pieces);
+            if (rc < 0)
+                goto done;
+            e->segments_since_ack += 1;
+            if (e->segments_since_ack >= e->ack_every)
+                rc = endpoint_send_ack(e, now);
+            else if (!e->timers->armed[SLOT_DELACK])
+                rc = timers_set(e->timers, SLOT_DELACK, now + e->max_ack_delay_s, now);
+        }
+        else {
+            /* while nxt in ooo: the held segment there follows in order; take it out */
+            Py_ssize_t count = 0, cap = 8, npieces = seg->npieces;
+            SegmentObject **held = PyMem_Malloc((size_t)cap * sizeof(SegmentObject *));
+            if (held == NULL) {
+                PyErr_NoMemory();
+                rc = -1;
+                goto done;
+            }
+            for (;;) {
+                Py_ssize_t at = ooo_find(e, nxt);
+                if (at < 0)
+                    break;
+                SegmentObject *h = e->ooo[at];
+                memmove(&e->ooo[at], &e->ooo[at + 1], (size_t)(e->ooo_size - at - 1) * sizeof(SegmentObject *));
+                e->ooo_size--;
+                if (count == cap) {
+                    cap *= 2;
+                    SegmentObject **grown = PyMem_Realloc(held, (size_t)cap * sizeof(SegmentObject *));
+                    if (grown == NULL) {
+                        Py_DECREF(h);
+                        for (Py_ssize_t c = 0; c < count; c++)
+                            Py_DECREF(held[c]);
+                        PyMem_Free(held);
+                        PyErr_NoMemory();
+                        rc = -1;
+                        goto done;
+                    }
+                    held = grown;
+                }
+                held[count++] = h;                   /* the buffer's reference, now ours */
+                e->ooo_bytes -= h->payload_bytes;
+                npieces += h->npieces;
+                nxt += h->length;
+            }
+            Piece **pieces = PyMem_Malloc((size_t)npieces * sizeof(Piece *));
+            if (pieces == NULL) {
+                PyErr_NoMemory();
+                rc = -1;
+            }
+            else {
+                Py_ssize_t k = 0;
+                for (Py_ssize_t i = 0; i < seg->npieces; i++)
+                    pieces[k++] = &seg->pieces[i];
+                for (Py_ssize_t c = 0; c < count; c++)
+                    for (Py_ssize_t i = 0; i < held[c]->npieces; i++)
+                        pieces[k++] = &held[c]->pieces[i];
+                e->rcv_nxt = nxt;
+                rc = deliver(e, pieces, k, now_obj);
+                PyMem_Free(pieces);
+            }
+            for (Py_ssize_t c = 0; c < count; c++)
+                Py_DECREF(held[c]);
+            PyMem_Free(held);
+            if (rc == 0)
+                rc = endpoint_send_ack(e, now);     /* RFC 5681 4.2: ACK at once a segment filling a gap */
+        }
+    }
+    else if (seq > nxt) {
+        Py_ssize_t at = ooo_find(e, seq);
+        if (at < 0) {
+            at = -at - 1;
+            if (e->ooo_size == e->ooo_cap) {
+                Py_ssize_t cap = e->ooo_cap ? e->ooo_cap * 2 : 16;
+                SegmentObject **grown = PyMem_Realloc(e->ooo, (size_t)cap * sizeof(SegmentObject *));
+                if (grown == NULL) {
+                    PyErr_NoMemory();
+                    rc = -1;
+                    goto done;
+                }
+                e->ooo = grown;
+                e->ooo_cap = cap;
+            }
+            memmove(&e->ooo[at + 1], &e->ooo[at], (size_t)(e->ooo_size - at) * sizeof(SegmentObject *));
+            Py_INCREF(seg);
+            e->ooo[at] = seg;
+            e->ooo_size++;
+            e->ooo_bytes += seg->payload_bytes;
+            if (e->ooo_bytes > e->max_ooo_bytes)
+                e->max_ooo_bytes = e->ooo_bytes;
+        }
+        rc = endpoint_send_ack(e, now);                /* RFC 5681 4.2: immediate duplicate ACK */
+    }
+    else
+        rc = endpoint_send_ack(e, now);                /* already received (spurious retransmission) */
+done:
+    Py_DECREF(payload);
+    Py_DECREF(now_obj);
+    if (rc < 0)
+        return NULL;
+    Py_RETURN_NONE;
+}
+
+/* -- application interface -- */
+
+static PyObject *
+Endpoint_send_more(EndpointObject *e, PyObject *unused)
+{
+    if (!e->established || (!e->pending_len && e->snd_nxt >= e->snd_max))
+        Py_RETURN_NONE;                  /* nothing to send: no need for the time */
+    double now;
+    PyObject *now_obj = get_now(e->sim, &now);
+    if (now_obj == NULL)
+        return NULL;
+    Py_DECREF(now_obj);
+    if (send_more(e, now) < 0)
+        return NULL;
+    Py_RETURN_NONE;
+}
+
+static PyObject *
+Endpoint_open_stream(EndpointObject *e, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
+{
+    int uni = 0;
+    PyObject *arg = nargs >= 1 ? args[0] : NULL;
+    if (kwnames != NULL && PyTuple_GET_SIZE(kwnames) == 1 && nargs == 0
+        && PyUnicode_CompareWithASCIIString(PyTuple_GET_ITEM(kwnames, 0), "unidirectional") == 0)
+        arg = args[0];
+    else if (kwnames != NULL || nargs > 1) {
+        PyErr_SetString(PyExc_TypeError, "open_stream(unidirectional=False)");
+        return NULL;
+    }
+    if (arg != NULL) {
+        uni = PyObject_IsTrue(arg);
+        if (uni < 0)
+            return NULL;
+    }
+    long long index = e->next_stream_index[uni];
+    e->next_stream_index[uni] = index + 1;
+    /* RFC 9000 section 2.1: the two low bits give initiator (0x1 = server) and direction (0x2 = uni) */
+    return PyLong_FromLongLong((index << 2) | (e->is_client ? 0 : 1) | (uni ? 2 : 0));
+}
+
+/* write(stream_id, data[off:off + n], end) with data a bytes object (the ResponseWriter's
+ * padding), or any bytes-like data when n < 0 (the whole of it, as Python's write). */
+static int
+endpoint_write_slice(EndpointObject *e, PyObject *sid_obj, PyObject *data, Py_ssize_t off, Py_ssize_t n, int end)
+{
+    long long sid = PyLong_AsLongLong(sid_obj);
+    if (sid == -1 && PyErr_Occurred())
+        return -1;
+    StreamSend *st = NULL;
+    int ended, kind = (int)(sid & 3);
+    Py_ssize_t index = -1;
+    if (sid >= 0 && (sid >> 2) < DENSE_STREAMS) {
+        index = (Py_ssize_t)(sid >> 2);
+        if (index >= e->nstreams[kind]) {
+            Py_ssize_t n_new = e->nstreams[kind] ? e->nstreams[kind] : 16;
+            while (n_new <= index)
+                n_new *= 2;
+            StreamSend *grown = PyMem_Realloc(e->streams[kind], (size_t)n_new * sizeof(StreamSend));
+            if (grown == NULL) {
+                PyErr_NoMemory();
+                return -1;
+            }
+            memset(grown + e->nstreams[kind], 0, (size_t)(n_new - e->nstreams[kind]) * sizeof(StreamSend));
+            e->streams[kind] = grown;
+            e->nstreams[kind] = n_new;
+        }
+        st = &e->streams[kind][index];
+        ended = st->ended;
+    }
+    else if ((ended = PySet_Contains(e->ended, sid_obj)) < 0)
+        return -1;
+    if (ended) {
+        PyErr_Format(PyExc_ValueError, "%U: write on stream %lld after its end", e->name, sid);
+        return -1;
+    }
+    if ((sid & 0x2) && ((sid & 0x1) != 0) == (e->is_client != 0)) {
+        PyErr_Format(PyExc_ValueError, "%U: stream %lld is the peer's unidirectional stream", e->name, sid);
+        return -1;
+    }
+    if (n < 0) {
+        n = PyObject_Length(data);
+        if (n < 0)
+            return -1;
+    }
+    if (n == 0 && !end)
+        return 0;
+    PyObject *bytes;
+    if (PyBytes_Check(data))
+        bytes = Py_NewRef(data);
+    else {
+        bytes = PyBytes_FromObject(data);         /* the caller may reuse a mutable buffer */
+        if (bytes == NULL)
+            return -1;
+    }
+    long long offset = 0;
+    int rc;
+    if (index >= 0) {
+        st = &e->streams[kind][index];     /* again: len() or bytes() may have run Python code */
+        offset = st->offset;
+        st->offset = offset + n;
+        if (end)
+            st->ended = 1;
+    }
+    else {
+        PyObject *old = PyDict_GetItemWithError(e->send_offset, sid_obj);
+        if (old != NULL) {
+            offset = PyLong_AsLongLong(old);
+            if (offset == -1 && PyErr_Occurred())
+                goto fail;
+        }
+        else if (PyErr_Occurred())
+            goto fail;
+        PyObject *new_offset = PyLong_FromLongLong(offset + n);
+        if (new_offset == NULL)
+            goto fail;
+        rc = PyDict_SetItem(e->send_offset, sid_obj, new_offset);
+        Py_DECREF(new_offset);
+        if (rc < 0 || (end && PySet_Add(e->ended, sid_obj) < 0))
+            goto fail;
+    }
+    Piece piece;
+    if (n) {
+        piece.data = bytes;
+        piece.off = off;
+    }
+    else {
+        piece.data = Py_NewRef(empty_bytes);
+        piece.off = 0;
+        Py_DECREF(bytes);
+    }
+    piece.len = n;
+    piece.stream_id = sid;
+    piece.offset = offset;
+    piece.end = end;
+    if (piece_ring_push(&e->pending, &piece) < 0) {
+        Py_DECREF(piece.data);
+        return -1;
+    }
+    e->pending_len += n ? n : 1;     /* an empty end mark takes one sequence number (like FIN) */
+    if (!e->flush_scheduled) {
+        /* writes at the same virtual instant share segments: one flush after them all */
+        e->flush_scheduled = 1;
+        PyObject *now_obj = PyObject_GetAttr(e->sim, str_now);
+        if (now_obj == NULL)
+            return -1;
+        rc = push_event(e->push, now_obj, e->flush, empty_tuple);
+        Py_DECREF(now_obj);
+        if (rc < 0)
+            return -1;
+    }
+    return 0;
+fail:
+    Py_DECREF(bytes);
+    return -1;
+}
+
+static inline int
+endpoint_write(EndpointObject *e, PyObject *sid_obj, PyObject *data, int end)
+{
+    return endpoint_write_slice(e, sid_obj, data, 0, -1, end);
+}
+
+static PyObject *
+Endpoint_write(EndpointObject *e, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
+{
+    PyObject *sid_obj = NULL, *data = NULL, *end_obj = NULL;
+    Py_ssize_t nkw = kwnames ? PyTuple_GET_SIZE(kwnames) : 0;
+    if (nargs >= 1) sid_obj = args[0];
+    if (nargs >= 2) data = args[1];
+    if (nargs >= 3) end_obj = args[2];
+    if (nargs > 3) {
+        PyErr_SetString(PyExc_TypeError, "write(stream_id, data, end=False)");
+        return NULL;
+    }
+    for (Py_ssize_t i = 0; i < nkw; i++) {
+        PyObject *k = PyTuple_GET_ITEM(kwnames, i);
+        PyObject *v = args[nargs + i];
+        if (PyUnicode_CompareWithASCIIString(k, "end") == 0 && end_obj == NULL)
+            end_obj = v;
+        else if (PyUnicode_CompareWithASCIIString(k, "data") == 0 && data == NULL)
+            data = v;
+        else if (PyUnicode_CompareWithASCIIString(k, "stream_id") == 0 && sid_obj == NULL)
+            sid_obj = v;
+        else {
+            PyErr_Format(PyExc_TypeError, "write() got an unexpected keyword argument %R", k);
+            return NULL;
+        }
+    }
+    if (sid_obj == NULL || data == NULL) {
+        PyErr_SetString(PyExc_TypeError, "write(stream_id, data, end=False)");
+        return NULL;
+    }
+    int end = 0;
+    if (end_obj != NULL) {
+        end = PyObject_IsTrue(end_obj);
+        if (end < 0)
+            return NULL;
+    }
+    if (endpoint_write(e, sid_obj, data, end) < 0)
+        return NULL;
+    Py_RETURN_NONE;
+}
+
+static PyObject *
+Endpoint_flush(EndpointObject *e, PyObject *unused)
+{
+    e->flush_scheduled = 0;
+    return Endpoint_send_more(e, NULL);
+}
+
+static PyObject *
+Endpoint_connect(EndpointObject *e, PyObject *peer)
+{
+    PyObject *seg = PyObject_GetAttr(peer, str_on_segment);
+    if (seg == NULL)
+        return NULL;
+    PyObject *ack = PyObject_GetAttr(peer, str_on_ack);
+    if (ack == NULL) {
+        Py_DECREF(seg);
+        return NULL;
+    }
+    Py_XSETREF(e->peer, Py_NewRef(peer));
+    Py_XSETREF(e->deliver_segment, seg);
+    Py_XSETREF(e->deliver_ack, ack);
+    Py_RETURN_NONE;
+}
+
+static PyObject *
+Endpoint_get_cwnd(EndpointObject *e, void *c) { return endpoint_cwnd_obj(e); }
+
+static PyObject *
+Endpoint_get_flight(EndpointObject *e, void *c) { return PyLong_FromLongLong(e->snd_nxt - e->snd_una); }
+
+static PyObject *
+Endpoint_rto_s(EndpointObject *e, PyObject *unused) { return PyFloat_FromDouble(endpoint_rto(e)); }
+
+static PyObject *
+Endpoint_direction_stats(EndpointObject *e, PyObject *unused)
+{
+    if (e->peer == NULL || !Py_IS_TYPE(e->peer, &EndpointType)) {
+        PyErr_SetString(PyExc_TypeError, "direction_stats needs a connected C peer");
+        return NULL;
+    }
+    EndpointObject *peer = (EndpointObject *)e->peer;
+    PyObject *srtt = Rtt_get_smoothed(e->rtt, NULL);
+    PyObject *cwnd = endpoint_cwnd_obj(e);
+    PyObject *d = NULL;
+    if (srtt != NULL && cwnd != NULL)
+        d = Py_BuildValue("{s:L,s:L,s:L,s:L,s:L,s:L,s:L,s:L,s:O,s:d,s:O}",
+                          "packets_sent", e->segments_sent,
+                          "packets_lost", e->segments_retransmitted,
+                          "rto_timeouts", e->rto_timeouts,
+                          "fast_retransmits", e->fast_retransmits,
+                          "bytes_sent", e->bytes_sent,
+                          "bytes_delivered", peer->bytes_delivered,
+                          "acks_sent", peer->acks_sent,
+                          "max_receive_buffer_bytes", peer->max_ooo_bytes,
+                          "srtt_s", srtt,
+                          "rto_s", endpoint_rto(e),
+                          "cwnd_bytes", cwnd);
+    Py_XDECREF(srtt);
+    Py_XDECREF(cwnd);
+    return d;
+}
+
+static PyObject *
+Endpoint_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
+{
+    static char *kwlist[] = {"conn", "is_client", "out_link", "cwnd_log", NULL};
+    PyObject *conn, *out_link;
+    int is_client, cwnd_log;
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "O$pOp:TcpEndpoint", kwlist, &conn, &is_client, &out_link, &cwnd_log))
+        return NULL;
+    EndpointObject *e = (EndpointObject *)type->tp_alloc(type, 0);
+    if (e == NULL)
+        return NULL;
+    e->conn = Py_NewRef(conn);
+    e->out_link = Py_NewRef(out_link);
+    e->is_client = (char)is_client;
+    e->established = 1;
+    e->sim = PyObject_GetAttr(conn, str_sim);
+    e->config = PyObject_GetAttr(conn, str_config);
+    PyObject *conn_name = PyObject_GetAttr(conn, str_name);
+    if (e->sim == NULL || e->config == NULL || conn_name == NULL) {
+        Py_XDECREF(conn_name);
+        goto fail;
+    }
+    e->name = PyUnicode_FromFormat("%U/%s", conn_name, is_client ? "client" : "server");
+    Py_DECREF(conn_name);
+    e->push = PyObject_GetAttr(e->sim, str_push);
+    if (e->name == NULL || e->push == NULL)
+        goto fail;
+    long long iw;
+    double min_rto, initial_rtt;
+    PyObject *cc_name;
+    if (get_long_attr(e->config, str_mss_bytes, &e->mss) < 0
+        || get_long_attr(e->config, str_header_overhead_bytes, &e->header_bytes) < 0
+        || get_long_attr(e->config, str_initial_window_segments, &iw) < 0
+        || get_long_attr(e->config, str_ack_every_packets, &e->ack_every) < 0
+        || get_long_attr(e->config, str_packet_threshold, &e->packet_threshold) < 0
+        || get_double_attr(e->config, str_min_rto_s, &min_rto) < 0
+        || get_double_attr(e->config, str_initial_rtt_s, &initial_rtt) < 0
+        || get_double_attr(e->config, str_max_ack_delay_s, &e->max_ack_delay_s) < 0
+        || (cc_name = PyObject_GetAttr(e->config, str_cc)) == NULL)
+        goto fail;
+    int kind = -1;
+    PyObject *lower = PyObject_CallMethod(cc_name, "lower", NULL);
+    Py_DECREF(cc_name);
+    if (lower == NULL)
+        goto fail;
+    if (PyUnicode_CompareWithASCIIString(lower, "reno") == 0 || PyUnicode_CompareWithASCIIString(lower, "newreno") == 0)
+        kind = CC_RENO;
+    else if (PyUnicode_CompareWithASCIIString(lower, "cubic") == 0)
+        kind = CC_CUBIC;
+    Py_DECREF(lower);
+    if (kind < 0) {
+        PyErr_SetString(PyExc_ValueError, "unknown congestion control (choose reno or cubic)");
+        goto fail;
+    }
+    e->cc = cc_new(kind, e->mss, iw);
+    e->rtt = rtt_new(initial_rtt, min_rto);
+    e->send_offset = PyDict_New();
+    e->ended = PySet_New(NULL);
+    if (e->cc == NULL || e->rtt == NULL || e->send_offset == NULL || e->ended == NULL)
+        goto fail;
+    if (cwnd_log && (e->cwnd_log = PyList_New(0)) == NULL)
+        goto fail;
+    TimersObject *t = PyObject_GC_New(TimersObject, &TimersType);
+    if (t == NULL)
+        goto fail;
+    t->endpoint = (EndpointObject *)Py_NewRef((PyObject *)e);
+    t->owner = Py_NewRef(e->name);
+    t->sim = Py_NewRef(e->sim);
+    t->push = Py_NewRef(e->push);
+    t->fire = NULL;
+    t->armed[0] = t->armed[1] = 0;
+    t->when[0] = t->when[1] = 0.0;
+    t->has_scheduled = 0;
+    t->scheduled = 0.0;
+    t->gen = 0;
+    PyObject_GC_Track(t);
+    e->timers = t;
+    t->fire = PyObject_GetAttr((PyObject *)t, str_fire);
+    e->flush = PyObject_GetAttr((PyObject *)e, str_flush);
+    if (t->fire == NULL || e->flush == NULL)
+        goto fail;
+    e->recover = -1;
+    e->rto_backoff = 1;
+    e->rto_seq = -1;
+    return (PyObject *)e;
+fail:
+    Py_DECREF(e);
+    return NULL;
+}
+
+static int
+Endpoint_traverse(EndpointObject *e, visitproc visit, void *arg)
+{
+    Py_VISIT(e->sim);
+    Py_VISIT(e->push);
+    Py_VISIT(e->conn);
+    Py_VISIT(e->name);
+    Py_VISIT(e->peer);
+    Py_VISIT(e->out_link);
+    Py_VISIT(e->config);
+    Py_VISIT((PyObject *)e->timers);
+    Py_VISIT(e->on_data);
+    Py_VISIT(e->on_stream_acked);
+    Py_VISIT(e->on_received);
+    Py_VISIT(e->cwnd_log);
+    Py_VISIT(e->deliver_segment);
+    Py_VISIT(e->deliver_ack);
+    Py_VISIT(e->flush);
+    Py_VISIT(e->send_offset);
+    Py_VISIT(e->ended);
+    return 0;
+}
+
+static int
+Endpoint_clear(EndpointObject *e)
+{
+    Py_CLEAR(e->sim);
+    Py_CLEAR(e->push);
+    Py_CLEAR(e->conn);
+    Py_CLEAR(e->peer);
+    Py_CLEAR(e->out_link);
+    Py_CLEAR(e->config);
+    Py_CLEAR(e->timers);
+    Py_CLEAR(e->on_data);
+    Py_CLEAR(e->on_stream_acked);
+    Py_CLEAR(e->on_received);
+    Py_CLEAR(e->cwnd_log);
+    Py_CLEAR(e->deliver_segment);
+    Py_CLEAR(e->deliver_ack);
+    Py_CLEAR(e->flush);
+    Py_CLEAR(e->send_offset);
+    Py_CLEAR(e->ended);
+    return 0;
+}
+
+static void
+Endpoint_dealloc(EndpointObject *e)
+{
+    PyObject_GC_UnTrack(e);
+    Endpoint_clear(e);
+    Py_CLEAR(e->name);
+    Py_CLEAR(e->cc);
+    Py_CLEAR(e->rtt);
+    while (e->pending.size > 0) {
+        Py_DECREF(piece_ring_front(&e->pending)->data);
+        piece_ring_pop(&e->pending);
+    }
+    PyMem_Free(e->pending.buf);
+    for (Py_ssize_t i = 0; i < e->unacked.size; i++)
+        Py_DECREF(seg_ring_at(&e->unacked, i));
+    PyMem_Free(e->unacked.buf);
+    for (Py_ssize_t i = 0; i < e->ooo_size; i++)
+        Py_DECREF(e->ooo[i]);
+    PyMem_Free(e->ooo);
+    for (int kind = 0; kind < 4; kind++)
+        PyMem_Free(e->streams[kind]);
+    Py_TYPE(e)->tp_free((PyObject *)e);
+}
+
+static PyMethodDef Endpoint_methods[] = {
+    {"open_stream", (PyCFunction)(void (*)(void))Endpoint_open_stream, METH_FASTCALL | METH_KEYWORDS,
+     "open_stream(unidirectional=False) -> a new stream id (RFC 9000 section 2.1 numbering)."},
+    {"write", (PyCFunction)(void (*)(void))Endpoint_write, METH_FASTCALL | METH_KEYWORDS,
+     "write(stream_id, data, end=False): append data to this direction's byte stream."},
+    {"_flush", (PyCFunction)Endpoint_flush, METH_NOARGS, "The writes of this instant go out."},
+    {"_send_more", (PyCFunction)Endpoint_send_more, METH_NOARGS, "Send what the window allows."},
+    {"_on_segment", (PyCFunction)Endpoint_on_segment, METH_O, "A data segment arrives."},
+    {"_on_ack", (PyCFunction)Endpoint_on_ack, METH_O, "An ACK arrives."},
+    {"_on_control", (PyCFunction)Endpoint_on_control, METH_O, "A handshake packet arrives."},
+    {"_start_handshake", (PyCFunction)Endpoint_start_handshake, METH_NOARGS, "Send the SYN."},
+    {"_connect", (PyCFunction)Endpoint_connect, METH_O, "_connect(peer): the other end."},
+    {"_rto_s", (PyCFunction)Endpoint_rto_s, METH_NOARGS, "The retransmission timeout with backoff."},
+    {"direction_stats", (PyCFunction)Endpoint_direction_stats, METH_NOARGS,
+     "Counters of the direction this endpoint sends (receiver side from the peer)."},
+    {NULL},
+};
+
+#define RO(name, type, field) {name, type, offsetof(EndpointObject, field), READONLY, NULL}
+static PyMemberDef Endpoint_members[] = {
+    RO("sim", T_OBJECT, sim), RO("conn", T_OBJECT, conn), RO("name", T_OBJECT, name),
+    RO("peer", T_OBJECT, peer), RO("out_link", T_OBJECT, out_link), RO("config", T_OBJECT, config),
+    RO("timers", T_OBJECT, timers), RO("cc", T_OBJECT, cc), RO("rtt", T_OBJECT, rtt),
+    RO("is_client", T_BOOL, is_client), RO("mss", T_LONGLONG, mss), RO("header_bytes", T_LONGLONG, header_bytes),
+    {"established", T_BOOL, offsetof(EndpointObject, established), 0, NULL},
+    {"on_data", T_OBJECT, offsetof(EndpointObject, on_data), 0, "on_data(stream_id, data, end, time_s)"},
+    {"on_stream_acked", T_OBJECT, offsetof(EndpointObject, on_stream_acked), 0, "on_stream_acked(stream_id, acked_offset)"},
+    {"on_received", T_OBJECT, offsetof(EndpointObject, on_received), 0, "on_received(stream_id, offset, length, time_s)"},
+    RO("cwnd_log", T_OBJECT, cwnd_log),
+    RO("snd_una", T_LONGLONG, snd_una), RO("snd_nxt", T_LONGLONG, snd_nxt), RO("snd_max", T_LONGLONG, snd_max),
+    RO("rcv_nxt", T_LONGLONG, rcv_nxt), RO("max_ooo_bytes", T_LONGLONG, max_ooo_bytes),
+    RO("_pending_len", T_LONGLONG, pending_len), RO("_flush_scheduled", T_BOOL, flush_scheduled),
+    RO("_dupacks", T_LONGLONG, dupacks), RO("_in_recovery", T_BOOL, in_recovery), RO("_recover", T_LONGLONG, recover),
+    RO("_partial_acks", T_LONGLONG, partial_acks), RO("_inflation_bytes", T_DOUBLE, inflation),
+    RO("_rto_backoff", T_LONGLONG, rto_backoff), RO("_rto_seq", T_LONGLONG, rto_seq),
+    RO("_ooo_bytes", T_LONGLONG, ooo_bytes), RO("_segments_since_ack", T_LONGLONG, segments_since_ack),
+    RO("segments_sent", T_LONGLONG, segments_sent), RO("segments_retransmitted", T_LONGLONG, segments_retransmitted),
+    RO("rto_timeouts", T_LONGLONG, rto_timeouts), RO("fast_retransmits", T_LONGLONG, fast_retransmits),
+    RO("bytes_sent", T_LONGLONG, bytes_sent), RO("bytes_delivered", T_LONGLONG, bytes_delivered),
+    RO("acks_sent", T_LONGLONG, acks_sent),
+    {NULL},
+};
+#undef RO
+
+static PyGetSetDef Endpoint_getset[] = {
+    {"cwnd_bytes", (getter)Endpoint_get_cwnd, NULL, "the congestion window in use (with fast-recovery inflation)", NULL},
+    {"flight_bytes", (getter)Endpoint_get_flight, NULL, NULL, NULL},
+    {NULL},
+};
+
+static PyTypeObject EndpointType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "simulator.net._tcp.TcpEndpoint",
+    .tp_doc = "TcpEndpoint(conn, *, is_client, out_link, cwnd_log): one side of a TCP connection (tcp.TcpEndpoint's C twin).",
+    .tp_basicsize = sizeof(EndpointObject),
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC,
+    .tp_new = Endpoint_new,
+    .tp_dealloc = (destructor)Endpoint_dealloc,
+    .tp_traverse = (traverseproc)Endpoint_traverse,
+    .tp_clear = (inquiry)Endpoint_clear,
+    .tp_methods = Endpoint_methods,
+    .tp_members = Endpoint_members,
+    .tp_getset = Endpoint_getset,
+};
+
+/* -- ResponseWriter ----------------------------------------------------------------------- */
+
+/* writer.ResponseWriter's twin for a C endpoint: responses in rotations per urgency level,
+ * a packet's worth per turn, the window kept written (see simulator/net/writer.py). */
+typedef struct {
+    PyObject *sid;           /* the stream id as given */
+    long long remaining;
+} Turn;
+
+typedef struct {
+    long long level;
+    Turn *buf;
+    Py_ssize_t head, size, cap;
+} Rotation;
+
+typedef struct {
+    PyObject_HEAD
+    EndpointObject *endpoint;
+    PyObject *written, *on_written, *acked, *pad;
+    long long chunk, unacked, order;
+    char fill_on_ack;
+    Rotation *levels;        /* sorted by level; a level's rotation may be empty */
+    Py_ssize_t nlevels;
+} WriterObject;
+
+static PyTypeObject WriterType;
+
+static PyObject *
+Writer_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
+{
+    PyObject *endpoint, *written, *on_written;
+    long long chunk;
+    int fill_on_ack;
+    if (!PyArg_ParseTuple(args, "O!LO!Op:ResponseWriter", &EndpointType, &endpoint, &chunk, &PyDict_Type, &written,
+                          &on_written, &fill_on_ack))
+        return NULL;
+    if (chunk <= 0) {
+        PyErr_SetString(PyExc_ValueError, "chunk_bytes must be > 0");
+        return NULL;
+    }
+    WriterObject *w = (WriterObject *)type->tp_alloc(type, 0);
+    if (w == NULL)
+        return NULL;
+    w->endpoint = (EndpointObject *)Py_NewRef(endpoint);
+    w->written = Py_NewRef(written);
+    w->on_written = Py_NewRef(on_written);
+    w->chunk = chunk;
+    w->fill_on_ack = (char)fill_on_ack;
+    w->acked = PyDict_New();
+    w->pad = PyBytes_FromStringAndSize(NULL, (Py_ssize_t)chunk);    /* b"r" * chunk: the padding */
+    if (w->acked == NULL || w->pad == NULL) {
+        Py_DECREF(w);
+        return NULL;
+    }
+    memset(PyBytes_AS_STRING(w->pad), 'r', (size_t)chunk);
+    return (PyObject *)w;
+}
+
+static int
+Writer_traverse(WriterObject *w, visitproc visit, void *arg)
+{
+    Py_VISIT((PyObject *)w->endpoint);
+    Py_VISIT(w->written);
+    Py_VISIT(w->on_written);
+    Py_VISIT(w->acked);
+    for (Py_ssize_t i = 0; i < w->nlevels; i++) {
+        Rotation *r = &w->levels[i];
+        for (Py_ssize_t j = 0; j < r->size; j++)
+            Py_VISIT(r->buf[(r->head + j) % r->cap].sid);
+    }
+    return 0;
+}
+
+static void
+rotations_free(WriterObject *w)
+{
+    Rotation *levels = w->levels;
+    Py_ssize_t n = w->nlevels;
+    w->levels = NULL;
+    w->nlevels = 0;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        Rotation *r = &levels[i];
+        for (Py_ssize_t j = 0; j < r->size; j++)
+            Py_DECREF(r->buf[(r->head + j) % r->cap].sid);
+        PyMem_Free(r->buf);
+    }
+    PyMem_Free(levels);
+}
+
+static int
+Writer_clear(WriterObject *w)
+{
+    Py_CLEAR(w->endpoint);
+    Py_CLEAR(w->written);
+    Py_CLEAR(w->on_written);
+    Py_CLEAR(w->acked);
+    rotations_free(w);
+    return 0;
+}
+
+static void
+Writer_dealloc(WriterObject *w)
+{
+    PyObject_GC_UnTrack(w);
+    Writer_clear(w);
+    Py_CLEAR(w->pad);
+    Py_TYPE(w)->tp_free((PyObject *)w);
+}
+
+static int
+rotation_push(Rotation *r, PyObject *sid, long long remaining)   /* takes the reference to sid */
+{
+    if (r->size == r->cap) {
+        Py_ssize_t cap = r->cap ? r->cap * 2 : 8;
+        Turn *grown = PyMem_Malloc((size_t)cap * sizeof(Turn));
+        if (grown == NULL) {
+            Py_DECREF(sid);
+            PyErr_NoMemory();
+            return -1;
+        }
+        for (Py_ssize_t i = 0; i < r->size; i++)
+            grown[i] = r->buf[(r->head + i) % r->cap];
+        PyMem_Free(r->buf);
+        r->buf = grown;
+        r->cap = cap;
+        r->head = 0;
+    }
+    r->buf[(r->head + r->size) % r->cap] = (Turn){sid, remaining};
+    r->size++;
+    return 0;
+}
+
+static PyObject *
+Writer_add(WriterObject *w, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 3) {
+        PyErr_SetString(PyExc_TypeError, "add(stream_id, size, level)");
+        return NULL;
+    }
+    long long size = PyLong_AsLongLong(args[1]);
+    if (size == -1 && PyErr_Occurred())
+        return NULL;
+    long long level = PyLong_AsLongLong(args[2]);
+    if (level == -1 && PyErr_Occurred())
+        return NULL;
+    if (PyLong_AsLongLong(args[0]) == -1 && PyErr_Occurred())
+        return NULL;
+    w->order += 1;
+    Py_ssize_t i = 0;
+    while (i < w->nlevels && w->levels[i].level < level)
+        i++;
+    if (i == w->nlevels || w->levels[i].level != level) {
+        Rotation *grown = PyMem_Realloc(w->levels, (size_t)(w->nlevels + 1) * sizeof(Rotation));
+        if (grown == NULL)
+            return PyErr_NoMemory();
+        w->levels = grown;
+        memmove(&w->levels[i + 1], &w->levels[i], (size_t)(w->nlevels - i) * sizeof(Rotation));
+        w->levels[i] = (Rotation){level, NULL, 0, 0, 0};
+        w->nlevels++;
+    }
+    if (rotation_push(&w->levels[i], Py_NewRef(args[0]), size) < 0)
+        return NULL;
+    Py_RETURN_NONE;
+}
+
+static PyObject *
+Writer_stop(WriterObject *w, PyObject *sid)
+{
+    for (Py_ssize_t i = 0; i < w->nlevels; i++) {
+        Rotation *r = &w->levels[i];
+        Py_ssize_t kept = 0;
+        for (Py_ssize_t j = 0; j < r->size; j++) {
+            Turn t = r->buf[(r->head + j) % r->cap];
+            int same = PyObject_RichCompareBool(t.sid, sid, Py_EQ);
+            if (same < 0)
+                return NULL;
+            if (same)
+                Py_DECREF(t.sid);
+            else
+                r->buf[(r->head + kept++) % r->cap] = t;
+        }
+        r->size = kept;
+    }
+    Py_RETURN_NONE;
+}
+
+static int
+dict_add(PyObject *dict, PyObject *key, long long n, long long *total)
+{
+    long long v = 0;
+    PyObject *old = PyDict_GetItemWithError(dict, key);
+    if (old != NULL) {
+        v = PyLong_AsLongLong(old);
+        if (v == -1 && PyErr_Occurred())
+            return -1;
+    }
+    else if (PyErr_Occurred())
+        return -1;
+    PyObject *nv = PyLong_FromLongLong(v + n);
+    if (nv == NULL)
+        return -1;
+    int rc = PyDict_SetItem(dict, key, nv);
+    Py_DECREF(nv);
+    if (total != NULL)
+        *total = v + n;
+    return rc;
+}
+
+/* write_next(limit): the bytes written (0: nothing waits), -1 on error. */
+static long long
+writer_next(WriterObject *w, long long limit)
+{
+    Rotation *r = NULL;
+    for (Py_ssize_t i = 0; i < w->nlevels; i++) {
+        if (w->levels[i].size > 0) {
+            r = &w->levels[i];
+            break;
+        }
+    }
+    if (r == NULL)
+        return 0;
+    Turn t = r->buf[r->head];                 /* popleft: the reference to sid is ours */
+    r->head = (r->head + 1) % r->cap;
+    r->size--;
+    long long n = t.remaining < limit ? t.remaining : limit;
+    long long remaining = t.remaining - n;
+    if (dict_add(w->written, t.sid, n, NULL) < 0)
+        goto fail;
+    w->unacked += n;
+    if (n > PyBytes_GET_SIZE(w->pad)) {       /* a limit above the chunk size: padding to match */
+        PyObject *pad = PyBytes_FromStringAndSize(NULL, (Py_ssize_t)n);
+        if (pad == NULL)
+            goto fail;
+        memset(PyBytes_AS_STRING(pad), 'r', (size_t)n);
+        Py_SETREF(w->pad, pad);
+    }
+    if (endpoint_write_slice(w->endpoint, t.sid, w->pad, 0, (Py_ssize_t)n, !remaining) < 0)
+        goto fail;
+    if (!remaining) {
+        PyObject *res = PyObject_CallOneArg(w->on_written, t.sid);
+        Py_DECREF(t.sid);
+        if (res == NULL)
+            return -1;
+        Py_DECREF(res);
+    }
+    else if (rotation_push(r, t.sid, remaining) < 0)   /* served: to the back of its rotation */
+        return -1;
+    return n;
+fail:
+    Py_DECREF(t.sid);
+    return -1;
+}
+
+static int
+writer_waiting(WriterObject *w)
+{
+    for (Py_ssize_t i = 0; i < w->nlevels; i++)
+        if (w->levels[i].size > 0)
+            return 1;
+    return 0;
+}
+
+static int
+writer_fill(WriterObject *w)
+{
+    if (!writer_waiting(w))
+        return 0;
+    EndpointObject *e = w->endpoint;
+    /* max(endpoint.cwnd_bytes, 2 * chunk), cwnd_bytes = max(cwnd + inflation, mss) */
+    double window = py_max(py_max(e->cc->cwnd + e->inflation, (double)e->mss), (double)(2 * w->chunk));
+    while ((double)w->unacked < window) {
+        long long n = writer_next(w, w->chunk);
+        if (n < 0)
+            return -1;
+        if (n == 0)
+            break;
+    }
+    return 0;
+}
+
+static PyObject *
+Writer_write_next(WriterObject *w, PyObject *limit_obj)
+{
+    long long limit = PyLong_AsLongLong(limit_obj);
+    if (limit == -1 && PyErr_Occurred())
+        return NULL;
+    long long n = writer_next(w, limit);
+    if (n < 0)
+        return NULL;
+    return PyLong_FromLongLong(n);
+}
+
+static PyObject *
+Writer_fill(WriterObject *w, PyObject *unused)
+{
+    if (writer_fill(w) < 0)
+        return NULL;
+    Py_RETURN_NONE;
+}
+
+static PyObject *
+Writer_on_stream_acked(WriterObject *w, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 2) {
+        PyErr_SetString(PyExc_TypeError, "on_stream_acked(stream_id, acked_offset)");
+        return NULL;
+    }
+    long long acked_offset = PyLong_AsLongLong(args[1]);
+    if (acked_offset == -1 && PyErr_Occurred())
+        return NULL;
+    long long written = 0, before = 0;
+    PyObject *v = PyDict_GetItemWithError(w->written, args[0]);
+    if (v != NULL) {
+        written = PyLong_AsLongLong(v);
+        if (written == -1 && PyErr_Occurred())
+            return NULL;
+    }
+    else if (PyErr_Occurred())
+        return NULL;
+    long long acked = acked_offset < written ? acked_offset : written;
+    v = PyDict_GetItemWithError(w->acked, args[0]);
+    if (v != NULL) {
+        before = PyLong_AsLongLong(v);
+        if (before == -1 && PyErr_Occurred())
+            return NULL;
+    }
+    else if (PyErr_Occurred())
+        return NULL;
+    w->unacked -= acked - before;
+    PyObject *acked_obj = PyLong_FromLongLong(acked);
+    if (acked_obj == NULL)
+        return NULL;
+    int rc = PyDict_SetItem(w->acked, args[0], acked_obj);
+    Py_DECREF(acked_obj);
+    if (rc < 0)
+        return NULL;
+    if (w->fill_on_ack && writer_fill(w) < 0)
+        return NULL;
+    Py_RETURN_NONE;
+}
+
+static PyObject *
+Writer_get_waiting(WriterObject *w, void *c) { return PyBool_FromLong(writer_waiting(w)); }
+
+static PyMethodDef Writer_methods[] = {
+    {"add", (PyCFunction)(void (*)(void))Writer_add, METH_FASTCALL, "add(stream_id, size, level): a response joins its rotation."},
+    {"stop", (PyCFunction)Writer_stop, METH_O, "stop(stream_id): nothing more of it is written."},
+    {"write_next", (PyCFunction)Writer_write_next, METH_O, "write_next(limit) -> bytes written of the next response in turn."},
+    {"fill", (PyCFunction)Writer_fill, METH_NOARGS, "Keep the congestion window written."},
+    {"on_stream_acked", (PyCFunction)(void (*)(void))Writer_on_stream_acked, METH_FASTCALL,
+     "on_stream_acked(stream_id, acked_offset): the transport's acknowledgement."},
+    {NULL},
+};
+
+static PyMemberDef Writer_members[] = {
+    {"endpoint", T_OBJECT, offsetof(WriterObject, endpoint), READONLY, NULL},
+    {"chunk_bytes", T_LONGLONG, offsetof(WriterObject, chunk), READONLY, NULL},
+    {"written", T_OBJECT, offsetof(WriterObject, written), READONLY, "stream -> bytes written on it"},
+    {"on_written", T_OBJECT, offsetof(WriterObject, on_written), READONLY, NULL},
+    {"fill_on_ack", T_BOOL, offsetof(WriterObject, fill_on_ack), READONLY, NULL},
+    {"unacked_bytes", T_LONGLONG, offsetof(WriterObject, unacked), 0, "written, not yet acknowledged"},
+    {NULL},
+};
+
+static PyGetSetDef Writer_getset[] = {
+    {"waiting", (getter)Writer_get_waiting, NULL, "some response still has bytes to write", NULL},
+    {NULL},
+};
+
+static PyTypeObject WriterType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "simulator.net._tcp.ResponseWriter",
+    .tp_doc = "ResponseWriter(endpoint, chunk_bytes, written, on_written, fill_on_ack): writer.ResponseWriter's C twin.",
+    .tp_basicsize = sizeof(WriterObject),
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC,
+    .tp_new = Writer_new,
+    .tp_dealloc = (destructor)Writer_dealloc,
+    .tp_traverse = (traverseproc)Writer_traverse,
+    .tp_clear = (inquiry)Writer_clear,
+    .tp_methods = Writer_methods,
+    .tp_members = Writer_members,
+    .tp_getset = Writer_getset,
+};
+
+/* -- module -------------------------------------------------------------------------- */
+
+static PyObject *
+register_no_loss(PyObject *module, PyObject *cls)
+{
+    if (!PyType_Check(cls)) {
+        PyErr_SetString(PyExc_TypeError, "register_no_loss(cls) takes the NoLoss class");
+        return NULL;
+    }
+    Py_XSETREF(no_loss_type, Py_NewRef(cls));
+    Py_RETURN_NONE;
+}
+
+static PyMethodDef module_methods[] = {
+    {"register_no_loss", (PyCFunction)register_no_loss, METH_O,
+     "register_no_loss(cls): links skip calling lost() on a loss model of this class (it never loses)."},
+    {NULL},
+};
+
+static struct PyModuleDef tcp_module = {
+    PyModuleDef_HEAD_INIT,
+    .m_name = "simulator.net._tcp",
+    .m_doc = "The TCP model's per-packet path in C (links, TCP endpoints): the twin of net/link.py and net/tcp.py.",
+    .m_size = -1,
+    .m_methods = module_methods,
+};
+
+#define INTERN(var, text) if ((var = PyUnicode_InternFromString(text)) == NULL) return NULL
+
+PyMODINIT_FUNC
+PyInit__tcp(void)
+{
+    INTERN(str_now, "now");
+    INTERN(str_push, "_push");
+    INTERN(str_send, "send");
+    INTERN(str_lost, "lost");
+    INTERN(str_random, "random");
+    INTERN(str_prob, "prob");
+    INTERN(str_max_s, "max_s");
+    INTERN(str_size_bytes, "size_bytes");
+    INTERN(str_link_seq, "link_seq");
+    INTERN(str_sent_s, "sent_s");
+    INTERN(str_arrived_s, "arrived_s");
+    INTERN(str_payload, "payload");
+    INTERN(str_ack, "ack");
+    INTERN(str_kind, "kind");
+    INTERN(str_sim, "sim");
+    INTERN(str_config, "config");
+    INTERN(str_name, "name");
+    INTERN(str_flush, "_flush");
+    INTERN(str_on_segment, "_on_segment");
+    INTERN(str_on_ack, "_on_ack");
+    INTERN(str_on_control, "_on_control");
+    INTERN(str_fire, "_fire");
+    INTERN(str_arrive, "_arrive");
+    INTERN(str_start_handshake, "_start_handshake");
+    INTERN(str_syn, "SYN");
+    INTERN(str_syn_ack, "SYN-ACK");
+    INTERN(str_ack_kind, "ACK");
+    INTERN(str_mss_bytes, "mss_bytes");
+    INTERN(str_header_overhead_bytes, "header_overhead_bytes");
+    INTERN(str_cc, "cc");
+    INTERN(str_initial_window_segments, "initial_window_segments");
+    INTERN(str_min_rto_s, "min_rto_s");
+    INTERN(str_initial_rtt_s, "initial_rtt_s");
+    INTERN(str_ack_every_packets, "ack_every_packets");
+    INTERN(str_max_ack_delay_s, "max_ack_delay_s");
+    INTERN(str_packet_threshold, "packet_threshold");
+    INTERN(str_mtu_bytes, "mtu_bytes");
+    if ((empty_bytes = PyBytes_FromStringAndSize(NULL, 0)) == NULL || (empty_tuple = PyTuple_New(0)) == NULL)
+        return NULL;
+    PyTypeObject *types[] = {&PacketType, &LinkStatsType, &LinkType, &LaterType, &DelayedLinkType, &SegmentType,
+                             &AckType, &ControlType, &RttType, &CcType, &TimersType, &EndpointType, &WriterType};
+    for (size_t i = 0; i < sizeof(types) / sizeof(types[0]); i++)
+        if (PyType_Ready(types[i]) < 0)
+            return NULL;
+    PyObject *m = PyModule_Create(&tcp_module);
+    if (m == NULL)
+        return NULL;
+    const char *names[] = {"Packet", "LinkStats", "Link", "_Later", "DelayedLink", "TcpSegment", "TcpAck",
+                           "TcpControl", "RttEstimator", "CongestionControl", "TimerSlots", "TcpEndpoint",
+                           "ResponseWriter"};
+    for (size_t i = 0; i < sizeof(types) / sizeof(types[0]); i++) {
+        if (PyModule_AddObjectRef(m, names[i], (PyObject *)types[i]) < 0) {
+            Py_DECREF(m);
+            return NULL;
+        }
+    }
+    return m;
+}
