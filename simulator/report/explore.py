@@ -412,14 +412,14 @@ def _table_html(table) -> str:
 
         if isinstance(table, pd.DataFrame | pd.Series):
             return table.to_html(float_format=lambda v: f"{v:,.3f}".rstrip("0").rstrip(".") if v == v else "",
-                                 border=0, classes="wb-explore-table")
+                                 border=0, classes="wb-table")
     except ImportError:  # pragma: no cover - pandas is a dependency
         pass
     return f"<pre>{html.escape(str(table))}</pre>"
 
 
 _CSS = (".wb-explore .wb-busy { opacity: 0.45; transition: opacity 0.2s; } "
-        ".wb-explore table.wb-explore-table td, .wb-explore table.wb-explore-table th { padding: 1px 8px; } ")
+        ".wb-explore table.wb-table td, .wb-explore table.wb-table th { padding: 1px 8px; } ")
 
 
 def error_line(exc: BaseException) -> str:

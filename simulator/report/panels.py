@@ -231,9 +231,10 @@ def _load_bodies(path: str):
     return _load_trace(path)
 
 
-def crossstream_panel(base=None, *, releases: int = 2) -> Explorer:
+def crossstream_panel(bodies: str | None = None, base=None, *, releases: int = 2) -> Explorer:
     """Scheme, library and level, scoping, secret length: one ``crossstream.run`` (the
-    scheme next to per-response compression, then the leak) per change."""
+    scheme next to per-response compression, then the leak) per change.  ``bodies``: a
+    folder of real files or a trace to start from (default: the generated site)."""
     from ..studies import crossstream
 
     base = base or crossstream.CrossstreamParams()
@@ -290,7 +291,7 @@ def crossstream_panel(base=None, *, releases: int = 2) -> Explorer:
     return Explorer("Cross-stream compression: one run of the scheme and per-response compression per change",
                     controls, run, draw,
                     inputs=Inputs(_load_bodies, suffixes=(".har",), builtin={"generated site": None},
-                                  default="generated site",
+                                  default=bodies or "generated site",
                                   note=f"A generated site ({releases} releases), a HAR (bodies generated for its "
                                        "text responses) or a folder of real files (sub-folders: later releases)."),
                     figsize=(10, 3.6))
