@@ -243,3 +243,25 @@ def test_coalescing_topology_sharing_rules():
     assert all(len(s.san) == 2 for s in own.servers.values())
     for s in own.servers.values():              # ORIGIN names only hosts the certificate covers
         assert all(co.cert_covers(s.san, h) for h in (s.announces or ()))
+
+
+def test_slides_turn_an_explore_panel_into_its_default_figure_with_a_caption(tmp_path):
+    """``workbench slides`` runs the notebook headless (nbclient): the panel's output holds the
+    widget view and the static figure; the deck shows the figure and the caption, no widget."""
+    import nbformat
+
+    from simulator.report.slides import build_slides
+
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [nbformat.v4.new_markdown_cell("# Demux\n\nIntro."),
+                nbformat.v4.new_markdown_cell("## Explore: streams and windows\n\nEach change runs the model once."),
+                nbformat.v4.new_code_cell("from simulator.report.panels import demux_panel\n\ndemux_panel()")]
+    path = tmp_path / "explore.ipynb"
+    nbformat.write(nb, path)
+    result = build_slides(path, tmp_path / "deck")
+    page = result.index.read_text()
+    assert len(result.figures) == 1 and result.slides == 3
+    assert 'class="figure-slide with-caption"' in page and "<h3>Explore: streams and windows</h3>" in page
+    assert "Live in JupyterLab: streams, stream window, server interleaving, RTT." in page
+    assert "VBox(" not in page and "widget-view" not in page
+    assert result.figures[0].with_suffix(".pdf").read_bytes()[:5] == b"%PDF-"

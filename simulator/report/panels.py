@@ -89,6 +89,8 @@ PUSH_POLICIES = ("push", "hints", "push+hints", "hints-cdn")
 def push_panel(trace: str = "synthetic-page.har", base=None) -> Explorer:
     """RTT, bandwidth, think time, cache, policies, h2/h3: one ``push.run`` (``none`` is
     always loaded too: the gains are against it)."""
+    from matplotlib.patches import Patch
+
     from ..studies import push
     from .waterfall import POLICY_STYLES
 
@@ -122,7 +124,7 @@ def push_panel(trace: str = "synthetic-page.har", base=None) -> Explorer:
         left.set_yticks(y, s.index)
         left.invert_yaxis()
         left.set_xlabel("time since navigation (s)")
-        left.legend(fontsize=8, loc="lower right")
+        left.legend(fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.2), ncol=3, frameon=False)
         left.grid(axis="x", alpha=0.3)
         _title(left, f"{v['protocol']}, RTT {v['rtt_ms']} ms, {v['bandwidth_mbit']} Mbit/s, {v['cache']} cache")
         gains = s.drop(index="none", errors="ignore")
@@ -135,7 +137,10 @@ def push_panel(trace: str = "synthetic-page.har", base=None) -> Explorer:
         right.set_xticks(x, gains.index)
         right.set_ylabel("gain vs none (ms)")
         right.grid(axis="y", alpha=0.3)
-        _title(right, "gain vs none: render-blocking (solid), onload (pale)")
+        right.legend(handles=[Patch(color="#555555", label="render-blocking"),
+                              Patch(color="#555555", alpha=0.45, label="onload")],
+                     fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.12), ncol=2, frameon=False)
+        _title(right, "gain vs none")
         return s[["render_blocking_s", "onload_s", "gain_render_blocking_s", "gain_onload_s", "pushes_promised",
                   "pushes_used", "bytes_wasted", "hinted_fetches", "think_s"]]
 
