@@ -210,13 +210,15 @@ class Inputs:
     """What a study reads: ``load(path)`` turns a file (or folder) into the study's input
     and raises ``InputError`` when it cannot; ``builtin`` names inputs that need no file
     (label -> the input itself, e.g. ``{"generated site": None}``); ``suffixes`` picks the
-    bundled traces to offer; ``default`` is a label of ``builtin`` or a path."""
+    bundled traces to offer (``skip``: name prefixes left out); ``default`` is a label of
+    ``builtin``, a bundled trace (its path under ``traces/``) or a path."""
 
     load: Callable[[str], Any]
     suffixes: tuple[str, ...] = (".har",)
     builtin: dict[str, Any] = field(default_factory=dict)
     default: str | None = None
     note: str = ""
+    skip: tuple[str, ...] = ()                   # bundled traces whose names start so are not offered
 
 
 class _Sources:
@@ -224,7 +226,8 @@ class _Sources:
 
     def __init__(self, inputs: Inputs):
         self.inputs = inputs
-        self.bundled = {str(p.relative_to(TRACES_DIR)): p for p in bundled_traces(inputs.suffixes)}
+        self.bundled = {str(p.relative_to(TRACES_DIR)): p for p in bundled_traces(inputs.suffixes)
+                        if not p.name.startswith(inputs.skip or ("\0",))}
         self._cache: dict[tuple, Any] = {}
         self._lock = threading.Lock()
 

@@ -22,7 +22,7 @@ from ..errors import InputError
 from .explore import Explorer, Inputs, Options, Several, Slider
 
 __all__ = ["hol_panel", "push_panel", "trailers_panel", "crossstream_panel", "stacks_panel", "demux_panel",
-           "coalescing_panel", "PANELS"]
+           "coalescing_panel", "fidelity_panel", "PANELS"]
 
 KIB = 1024
 
@@ -506,6 +506,81 @@ def coalescing_panel(trace: str = "synthetic-page.har", base=None) -> Explorer:
                     figsize=(11, 3.5))
 
 
+# ---------------------------------------------------------------------------------------
+# 08: fidelity
+
+
+def _measured_page(trace):
+    """The page of ``trace`` with a measured onLoad and a document that has the most
+    resources: (its load-event graph, its page record)."""
+    from ..studies import fidelity
+    from ..traces.pagegraph import page_graph
+
+    best = None
+    for meta in trace.pages:
+        if meta.on_load_s is None or meta.repeat_view:
+            continue
+        try:
+            graph = fidelity.load_event_graph(page_graph(trace, meta.id), meta.on_load_s, meta.start_s)
+        except InputError:
+            continue                    # e.g. a page with no document: not a page load to simulate
+        if best is None or len(graph.resources) > len(best[0].resources):
+            best = (graph, meta)
+    if best is None:
+        raise InputError("has no page with a measured onLoad and a document to simulate.", path=trace.source)
+    return best
+
+
+def fidelity_panel(trace: str = "har-real/http_http2-chrome.har", base=None) -> Explorer:
+    """RTT and bandwidth scaled from what the HAR measured, and the protocol: the page
+    simulated at the measured conditions and at the scaled ones (``simulate_page``)."""
+    from ..studies import fidelity
+    from ..studies.fidelity.conditions import infer_conditions
+    from .fidelity import waterfall_compare
+
+    base = base or fidelity.FidelityParams()
+    controls = {
+        "rtt_scale": Options("RTT", (("x 0.25", 0.25), ("x 0.5", 0.5), ("as measured", 1.0), ("x 2", 2.0),
+                                     ("x 4", 4.0)), 2.0, style="slider"),
+        "bw_scale": Options("bandwidth", (("x 0.25", 0.25), ("x 0.5", 0.5), ("as measured", 1.0), ("x 2", 2.0),
+                                          ("x 4", 4.0)), 1.0, style="slider"),
+        "protocol": Options("protocol", (("as in the HAR", "auto"), ("all HTTP/2", "h2"), ("all HTTP/3", "h3")),
+                            base.protocol),
+    }
+
+    def scaled(cond, rtt, bw):
+        origins = tuple((o, r * rtt, p, setup * rtt) for o, r, p, setup in cond.origins)
+        return replace(cond, rtt_s=cond.rtt_s * rtt, origins=origins,
+                       bandwidth_bps=None if cond.bandwidth_bps is None else cond.bandwidth_bps * bw)
+
+    def run(v, trace):
+        graph, meta = _measured_page(trace)
+        cond = infer_conditions(graph, meta.start_s, v["protocol"])
+        params = replace(base, protocol=v["protocol"])
+        as_measured = fidelity.simulate_page(graph, cond, params)
+        what_if = fidelity.simulate_page(graph, scaled(cond, v["rtt_scale"], v["bw_scale"]), params)
+        return graph, meta, cond, as_measured, what_if
+
+    def draw(r, v, fig):
+        graph, meta, cond, as_measured, what_if = r
+        ax = fig.subplots()
+        bw = ("bandwidth unlimited (none measured)" if cond.bandwidth_bps is None
+              else f"{cond.bandwidth_bps * v['bw_scale'] / 1e6:,.1f} Mbit/s")
+        rtts = sorted(r * v["rtt_scale"] * 1000 for _, r, _, _ in cond.origins) or [cond.rtt_s * 1000]
+        span = f"{rtts[0]:,.0f} ms" if rtts[-1] - rtts[0] < 0.5 else f"{rtts[0]:,.0f}-{rtts[-1]:,.0f} ms"
+        waterfall_compare(graph, what_if.resources, cond.start_offset_s, meta.start_s, ax, max_rows=20,
+                          title=f"simulated at RTT x {v['rtt_scale']:g} (origins {span}), {bw}")
+        rows = {"measured": meta.on_load_s, "simulated, conditions as measured": as_measured.metrics["onload_s"],
+                f"simulated, RTT x {v['rtt_scale']:g}, bandwidth x {v['bw_scale']:g}": what_if.metrics["onload_s"]}
+        return pd.DataFrame({"onload_s": rows}).assign(
+            vs_measured_percent=lambda d: 100 * (d["onload_s"] / meta.on_load_s - 1))
+
+    return Explorer("Fidelity: the page at other network conditions", controls, run, draw,
+                    inputs=Inputs(_load_trace, suffixes=(".har",), default=trace, skip=("synthetic-",),
+                                  note="A HAR with a measured onLoad: its page with the most resources."),
+                    figsize=(10, 4.6))
+
+
 PANELS = {
     "01-hol-blocking": hol_panel,
     "02-push-vs-early-hints": push_panel,
@@ -514,4 +589,5 @@ PANELS = {
     "05-models-vs-real-stacks": stacks_panel,
     "06-demux": demux_panel,
     "07-origin-coalescing": coalescing_panel,
+    "08-fidelity": fidelity_panel,
 }
