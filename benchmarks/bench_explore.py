@@ -14,6 +14,7 @@ the updating thread is what one free core would take.
 
 from __future__ import annotations
 
+import os
 import statistics
 
 
@@ -81,7 +82,9 @@ def run(quick: bool = False) -> dict:
         for key, o in entry.get("other_inputs", {}).items():
             text = f"{o['wall_s']:.2f} s (cpu {o['cpu_s']:.2f})" if "wall_s" in o else o["error"]
             print(f"    input {key}: {text}")
+    load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
     slowest = max(figures.items(), key=lambda kv: max(kv[1]["default_wall_s"], kv[1]["moves_max_wall_s"] or 0))
     print(f"slowest update: {slowest[0]} "
-          f"({max(slowest[1]['default_wall_s'], slowest[1]['moves_max_wall_s'] or 0):.2f} s wall); goal < 2 s")
-    return {"notebooks": figures}
+          f"({max(slowest[1]['default_wall_s'], slowest[1]['moves_max_wall_s'] or 0):.2f} s wall); goal < 2 s; "
+          f"load average {load:.1f} on {os.cpu_count()} CPUs (wall times grow with it, CPU times do not)")
+    return {"notebooks": figures, "load_average": load}

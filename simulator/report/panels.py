@@ -214,8 +214,9 @@ def trailers_panel(base=None, *, responses: int = 4) -> Explorer:
     return Explorer("Trailers: one run of every strategy per change", controls, run, draw,
                     inputs=Inputs(_load_trace, suffixes=(".har",), builtin={"generated responses": None},
                                   default="generated responses",
-                                  note=f"Generated: {responses} responses of the chosen size; a HAR: its response "
-                                       "sizes (the body control then does not apply)."),
+                                  note=f"Generated: {responses} responses of the chosen size; a HAR: every "
+                                       "exchange at its own size (the body control does not apply; a large HAR "
+                                       "takes seconds)."),
                     figsize=(11, 3.6))
 
 
