@@ -26,7 +26,7 @@ ROOT = Path(__file__).resolve().parent.parent
 def test_burst_of_changes_runs_once_with_the_last_values():
     ran, shown = [], []
     q = LatestOnly(lambda job: ran.append(job) or job * 10, lambda g, ok, v: shown.append((g, ok, v)),
-                   debounce_s=0.15)
+                   debounce_s=1.0)
     for job in (1, 2, 3):
         q.submit(job)
     assert q.wait(10)
@@ -78,15 +78,23 @@ def test_errors_are_published_and_the_worker_lives_on():
 
 
 def test_busy_indicator_only_for_slow_runs():
-    busy = []
-    q = LatestOnly(lambda job: time.sleep(job), lambda g, ok, v: None, debounce_s=0.0, busy_after_s=0.2,
-                   on_busy=lambda g, elapsed: busy.append((g, elapsed)))
-    q.submit(0.0)
-    assert q.wait(10)
+    busy, seen = [], threading.Event()
+
+    def work(job):
+        if job == "slow":               # runs until the indicator has shown
+            assert seen.wait(30)
+
+    def on_busy(generation, elapsed_s):
+        busy.append((generation, elapsed_s))
+        seen.set()
+
+    q = LatestOnly(work, lambda g, ok, v: None, debounce_s=0.0, busy_after_s=1.0, on_busy=on_busy)
+    q.submit("fast")
+    assert q.wait(30)
     assert busy == []
-    q.submit(0.8)
-    assert q.wait(10)
-    assert busy and busy[0][0] == 2 and 0.15 < busy[0][1] < 0.8
+    q.submit("slow")
+    assert q.wait(30)
+    assert busy and busy[0][0] == 2 and busy[0][1] >= 1.0
     q.close()
 
 
