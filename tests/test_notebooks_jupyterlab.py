@@ -29,7 +29,7 @@ import nbformat
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
-CHROMIUM = next((p for p in ("/usr/bin/chromium", shutil.which("chromium") or "", shutil.which("chromium-browser") or "")
+CHROMIUM = next((p for p in ("/usr/bin/chromium", shutil.which("chromium"), shutil.which("chromium-browser"))
                  if p and os.path.exists(p)), None)
 
 pytestmark = pytest.mark.skipif(CHROMIUM is None, reason="chromium not installed (make system-deps)")

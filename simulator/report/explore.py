@@ -460,6 +460,7 @@ class Explorer:
         self.errors: list[str] = []
         self._widgets: dict[str, Any] = {}
         self._root = None
+        self._syncing = False                      # widgets being set from code: observers stay quiet
         self.queue = LatestOnly(self._job, self._publish, debounce_s=debounce_s, busy_after_s=busy_after_s,
                                 on_busy=self._busy)
 
@@ -629,7 +630,7 @@ class Explorer:
             self._syncing = False
 
     def _from_widget(self, name: str) -> None:
-        if getattr(self, "_syncing", False):
+        if self._syncing:
             return
         self.values[name] = self._control_value(name)
         self.queue.submit((dict(self.values), self.source))
@@ -645,7 +646,7 @@ class Explorer:
         self.queue.submit((dict(self.values), self.source))
 
     def _from_path(self, change) -> None:
-        if getattr(self, "_syncing", False):
+        if self._syncing:
             return
         text = change["new"].strip()
         self.source = text or self._widgets["pick"].value

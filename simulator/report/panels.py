@@ -178,9 +178,10 @@ def trailers_panel(base=None, *, responses: int = 4) -> Explorer:
     def run(v, trace):
         hops = tuple(h for h in (v["hop1"], v["hop2"]) if h != "-")
         rate = None if v["rate_kb_s"] == "at-once" else v["rate_kb_s"] * 1000.0
-        return trailers.run(trace, replace(base, versions=(v["version"],), body_bytes=None if trace else v["body_kib"] * KIB,
-                                           rate_bytes_per_s=rate, hops=hops, responses=responses, spacing_s=0.5,
-                                           te_trailers=v["te_share"], stack="model"))
+        body = None if trace else v["body_kib"] * KIB          # a trace: its own sizes
+        return trailers.run(trace, replace(base, versions=(v["version"],), body_bytes=body, rate_bytes_per_s=rate,
+                                           hops=hops, responses=responses, spacing_s=0.5, te_trailers=v["te_share"],
+                                           stack="model"))
 
     def draw(r, v, fig):
         d = r.responses
@@ -289,7 +290,8 @@ def crossstream_panel(bodies: str | None = None, base=None, *, releases: int = 2
         right.set_ylabel("attacker requests")
         right.grid(axis="y", alpha=0.3)
         _title(right, f"the leak, {v['secret_chars']}-character secret (red: recovered)")
-        table = s[["codec", "ratio", "repeat_ratio", "first_visit_s", "repeat_visit_s", "client_dictionary_peak_bytes"]].copy()
+        table = s[["codec", "ratio", "repeat_ratio", "first_visit_s", "repeat_visit_s",
+                   "client_dictionary_peak_bytes"]].copy()
         table["secret recovered"] = leak["recovered"]
         table["attacker requests"] = leak["requests"]
         return table
