@@ -29,7 +29,7 @@ def _numbers(value):
 
 def test_every_benchmark_is_found():
     assert {"engine", "frames", "stacks", "hol", "push", "trailers", "crossstream", "demux",
-            "coalescing", "batch"} <= set(available())
+            "coalescing", "batch", "explore"} <= set(available())
 
 
 @pytest.mark.parametrize("name", available())

@@ -12,7 +12,9 @@ Slide structure:
 * a markdown cell that starts with a heading starts a new slide; one without a heading
   joins the current slide (after a figure or code slide: a new slide under the same title);
 * every figure (an ``image/png`` output) becomes its own slide, titled with the heading
-  of the section it belongs to;
+  of the section it belongs to; an Explore panel (``report.explore``) is one output that
+  holds its live widget and its figure at the default values: the figure becomes the
+  slide, with the panel's caption (the values drawn, the controls) under it;
 * code cells are hidden; a code cell tagged ``show`` becomes a slide with its code and its
   outputs, one tagged ``show-output`` shows its outputs (tables, text) without the code;
   a cell tagged ``skip-slides`` (markdown or code) is left out, figures included.
@@ -318,6 +320,8 @@ _CSS = """
 .reveal section.title-slide p { font-size: 0.55em; }
 .reveal section.figure-slide { text-align: center; }
 .reveal section.figure-slide img { max-width: 100%; max-height: 590px; margin: 0.2em auto; border: 0; box-shadow: none; }
+.reveal section.figure-slide.with-caption img { max-height: 520px; }
+.reveal section.figure-slide p.caption { font-size: 0.45em; margin: 0 auto; max-width: 90%; text-align: center; }
 .reveal pre { width: 100%; font-size: 0.45em; box-shadow: none; }
 .reveal pre code { max-height: 560px; padding: 0.6em; background: #f6f8fa; color: #222; }
 .reveal .output { font-size: 0.5em; overflow: auto; max-height: 600px; }
@@ -400,8 +404,12 @@ def _render(nb, out: Path, title_fallback: str) -> tuple[list[str], list[Path], 
             figure_slides.append(len(slides))
             alt = html.escape(f"{section_title} (figure {n})" if section_title else f"figure {n}")
             head = f"<h3>{html.escape(section_title)}</h3>\n" if section_title else ""
-            slides.append(f"<section class=\"figure-slide\" data-figure=\"{n}\">\n{head}"
-                          f"<img src=\"figures/{png.name}\" alt=\"{alt}\">\n</section>")
+            # an Explore panel (report.explore) carries a caption: the values drawn, the controls
+            caption = (o.get("metadata", {}).get("explore") or {}).get("caption")
+            cap = f"<p class=\"caption\">{html.escape(caption)}</p>\n" if caption else ""
+            kind = "figure-slide with-caption" if caption else "figure-slide"
+            slides.append(f"<section class=\"{kind}\" data-figure=\"{n}\">\n{head}"
+                          f"<img src=\"figures/{png.name}\" alt=\"{alt}\">\n{cap}</section>")
     flush()
     return slides, figures, figure_slides, deck_title or title_fallback
 

@@ -1,0 +1,672 @@
+"""Live controls for the study notebooks: one panel, built from a study's parameter description.
+
+A study notebook ends with an "Explore" section: ``Explorer(...)`` shown as the last
+expression of a cell.  What a panel is made of:
+
+* ``controls``: the parameter description, ``{name: Slider | Options | Several | Switch}``
+  (ranges and choices per parameter, their defaults, labels and units).  Each becomes an
+  ipywidgets control; the current values travel as a dict ``{name: value}``;
+* ``inputs`` (optional, ``Inputs``): the trace picker, the bundled traces under
+  ``traces/`` that suit the study, built-in inputs (a generated site, a scenario) and a
+  path box for any other file; a file that cannot be read leaves one line (the
+  project's ``InputError``) in the panel's status line;
+* ``run(values, source) -> result``: ONE run of the study at these values on the
+  chosen input, and ``draw(result, values, fig) -> table``: its figure (drawn on a
+  matplotlib ``Figure`` the panel gives, never pyplot, so it can be drawn in a worker
+  thread) and its key table (a DataFrame);
+* an output area: the figure (an ``Image`` widget), the table (an ``HTML`` widget) and a
+  status line (the time each update took; "running..." once an update has taken longer
+  than ``busy_after_s``; the error line).
+
+Updates (``LatestOnly``): every control change bumps a generation counter and hands
+the values to ONE worker thread after a short debounce (``debounce_s``: a burst of
+changes makes one run).  The worker runs the newest values only; runs never overlap.
+A study run cannot be interrupted, so a run whose values were superseded while it ran
+finishes, and its result is dropped (its generation is no longer the newest); the
+newest values run next.  Why a thread and not the kernel's own thread: ipywidgets
+calls observers on the kernel's main thread, one comm message at a time; a run there
+would hold back the messages of the next slider moves and then run each of them in
+turn, stale ones included.  With the worker, the main thread stays free to take every
+message and only bumps the counter.  ``Explorer.render(values, source)`` is the same
+update done synchronously (the benchmark and the static figure use it).
+
+Outside a live front-end: the panel is displayed as ONE output whose bundle holds the
+widget view *and* the figure at the default values as ``image/png`` (and
+``application/pdf``), with a caption naming the controls in the output's metadata
+(``metadata["explore"]["caption"]``).  JupyterLab renders the widget view (the widget
+manager's renderer outranks images); ``workbench slides``, nbconvert and GitHub show the
+static figure.  Written by hand: ipywidgets has ``interact``, but no debounced worker, no
+stale-result dropping and no static fallback.
+"""
+
+from __future__ import annotations
+
+import base64
+import html
+import io
+import threading
+import time
+import traceback
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+from ..errors import InputError
+
+__all__ = ["Slider", "Options", "Several", "Switch", "Inputs", "View", "Explorer", "LatestOnly",
+           "bundled_traces", "TRACES_DIR"]
+
+TRACES_DIR = Path(__file__).resolve().parents[2] / "traces"
+STATIC_DPI = 144           # the static figure (slides: sharp on a projector)
+LIVE_DPI = 96              # the live figure (re-encoded on every update)
+
+
+# ---------------------------------------------------------------------------------------
+# The parameter description
+
+
+def _fmt_number(v) -> str:
+    if isinstance(v, float) and not v.is_integer():
+        return f"{v:g}"
+    return f"{int(v):,}" if isinstance(v, (int, float)) else str(v)
+
+
+@dataclass(frozen=True)
+class Slider:
+    """A number in [min, max] by ``step``; ``unit`` is shown after the value."""
+
+    label: str
+    min: float
+    max: float
+    step: float
+    default: float
+    unit: str = ""
+    percent: bool = False            # show 0.02 as 2%
+
+    def text(self, value) -> str:
+        if self.percent:
+            return f"{value * 100:g}%"
+        return f"{_fmt_number(value)} {self.unit}".strip()
+
+    def widget(self):
+        import ipywidgets as w
+
+        ints = all(float(x).is_integer() for x in (self.min, self.max, self.step, self.default))
+        cls = w.IntSlider if ints else w.FloatSlider
+        kw = {} if ints else {"readout_format": ".1%" if self.percent else ".3g"}
+        return cls(value=self.default, min=self.min, max=self.max, step=self.step, continuous_update=False,
+                   description=self._description(), style={"description_width": "initial"}, **kw)
+
+    def _description(self) -> str:
+        return f"{self.label} ({self.unit})" if self.unit and not self.percent else self.label
+
+
+@dataclass(frozen=True)
+class Options:
+    """One value from a list: ``options`` holds values or ``(label, value)`` pairs.
+    ``style``: ``slider`` (an ordered scale), ``buttons`` (few choices) or ``dropdown``."""
+
+    label: str
+    options: tuple
+    default: Any
+    style: str = "buttons"
+    unit: str = ""
+
+    def pairs(self) -> list[tuple[str, Any]]:
+        out = []
+        for o in self.options:
+            if isinstance(o, tuple) and len(o) == 2:
+                out.append((str(o[0]), o[1]))
+            else:
+                out.append((f"{_fmt_number(o)} {self.unit}".strip() if self.style != "slider" else _fmt_number(o), o))
+        return out
+
+    def text(self, value) -> str:
+        for label, v in self.pairs():
+            if v == value:
+                return label if self.style != "slider" or not self.unit else f"{label} {self.unit}"
+        return str(value)
+
+    def widget(self):
+        import ipywidgets as w
+
+        desc = f"{self.label} ({self.unit})" if self.unit and self.style == "slider" else self.label
+        kw = dict(options=self.pairs(), value=self.default, description=desc, style={"description_width": "initial"})
+        if self.style == "slider":
+            return w.SelectionSlider(continuous_update=False, **kw)
+        if self.style == "dropdown":
+            return w.Dropdown(**kw)
+        return w.ToggleButtons(**kw)
+
+
+@dataclass(frozen=True)
+class Several:
+    """A subset of ``options`` (one check box each); ``default`` is a tuple of values."""
+
+    label: str
+    options: tuple
+    default: tuple
+
+    def text(self, value) -> str:
+        return ", ".join(map(str, value)) or "none"
+
+    def widget(self):
+        import ipywidgets as w
+
+        boxes = [w.Checkbox(value=o in self.default, description=str(o), indent=False,
+                            layout=w.Layout(width="auto")) for o in self.options]
+        box = w.HBox([w.Label(self.label)] + boxes)
+        box._wb_options = self.options
+        box._wb_boxes = boxes
+        return box
+
+
+@dataclass(frozen=True)
+class Switch:
+    """On or off."""
+
+    label: str
+    default: bool = False
+
+    def text(self, value) -> str:
+        return f"{self.label}: {'on' if value else 'off'}"
+
+    def widget(self):
+        import ipywidgets as w
+
+        return w.Checkbox(value=self.default, description=self.label, indent=False)
+
+
+Control = Slider | Options | Several | Switch
+
+
+def defaults(controls: dict[str, Control]) -> dict[str, Any]:
+    """The values of a parameter description at its defaults."""
+    return {name: c.default for name, c in controls.items()}
+
+
+def describe(controls: dict[str, Control], values: dict[str, Any]) -> str:
+    """``RTT 100 ms, loss 2%, ...``: the values as a reader would say them."""
+    parts = []
+    for name, c in controls.items():
+        text = c.text(values[name])
+        parts.append(text if isinstance(c, Switch) else f"{c.label} {text}")
+    return ", ".join(parts)
+
+
+# ---------------------------------------------------------------------------------------
+# Inputs (the trace picker)
+
+
+def bundled_traces(suffixes: tuple[str, ...], root: Path = TRACES_DIR) -> list[Path]:
+    """The bundled traces under ``traces/`` whose names end in ``suffixes``, sorted."""
+    if not root.is_dir():
+        return []
+    return sorted(p for p in root.rglob("*") if p.is_file() and p.name.lower().endswith(suffixes))
+
+
+@dataclass(frozen=True)
+class Inputs:
+    """What a study reads: ``load(path)`` turns a file (or folder) into the study's input
+    and raises ``InputError`` when it cannot; ``builtin`` names inputs that need no file
+    (label -> the input itself, e.g. ``{"generated site": None}``); ``suffixes`` picks the
+    bundled traces to offer (``skip``: name prefixes left out); ``default`` is a label of
+    ``builtin``, a bundled trace (its path under ``traces/``) or a path."""
+
+    load: Callable[[str], Any]
+    suffixes: tuple[str, ...] = (".har",)
+    builtin: dict[str, Any] = field(default_factory=dict)
+    default: str | None = None
+    note: str = ""
+    skip: tuple[str, ...] = ()                   # bundled traces whose names start so are not offered
+
+
+class _Sources:
+    """The picker's choices and a cache of loaded inputs (by path and modification time)."""
+
+    def __init__(self, inputs: Inputs):
+        self.inputs = inputs
+        self.bundled = {str(p.relative_to(TRACES_DIR)): p for p in bundled_traces(inputs.suffixes)
+                        if not p.name.startswith(inputs.skip or ("\0",))}
+        self._cache: dict[tuple, Any] = {}
+        self._lock = threading.Lock()
+
+    def choices(self) -> list[str]:
+        return list(self.inputs.builtin) + list(self.bundled)
+
+    def initial(self) -> tuple[str | None, str]:
+        """(dropdown choice, path box text) for the default input."""
+        d = self.inputs.default
+        if d is None:
+            return (self.choices()[0] if self.choices() else None), ""
+        if d in self.inputs.builtin or d in self.bundled:
+            return d, ""
+        p = Path(d).expanduser()
+        for key, bp in self.bundled.items():
+            if p.exists() and p.resolve() == bp.resolve():
+                return key, ""
+        return (self.choices()[0] if self.choices() else None), d
+
+    def get(self, key: str) -> Any:
+        """The input named by a dropdown key or a path; ``InputError`` when unreadable."""
+        if key in self.inputs.builtin:
+            return self.inputs.builtin[key]
+        path = self.bundled.get(key) or Path(key).expanduser()
+        try:
+            stamp = path.stat().st_mtime_ns
+        except FileNotFoundError:
+            raise InputError("no such file or folder.", path=str(key)) from None
+        except OSError as exc:
+            raise InputError(f"cannot be read ({exc.strerror or exc}).", path=str(key)) from None
+        with self._lock:
+            hit = self._cache.get((str(path), stamp))
+        if hit is not None:
+            return hit
+        try:
+            value = self.inputs.load(str(path))
+        except InputError:
+            raise
+        except (OSError, UnicodeDecodeError, ValueError) as exc:
+            raise InputError(f"cannot be read ({exc}).", path=str(key)) from None
+        with self._lock:
+            self._cache = {(str(path), stamp): value}       # keep the last one only
+        return value
+
+
+# ---------------------------------------------------------------------------------------
+# Newest values only, on one worker thread
+
+
+class LatestOnly:
+    """Runs ``work(job)`` on one worker thread for the newest job only.
+
+    ``submit(job)`` returns the job's generation (1, 2, ...).  The worker waits until no
+    job has come for ``debounce_s``, takes the newest, runs it, and calls
+    ``publish(generation, ok, value)`` (``ok`` False: ``value`` is the exception) unless
+    a newer job was submitted meanwhile: then the result is dropped (``dropped`` counts
+    them).  Jobs submitted while a run is under way replace each other; only the last
+    runs.  ``on_busy(generation, elapsed_s)`` is called once a run has taken
+    ``busy_after_s``, then every half second until it ends (a progress indicator).
+    """
+
+    def __init__(self, work: Callable[[Any], Any], publish: Callable[[int, bool, Any], None], *,
+                 debounce_s: float = 0.2, busy_after_s: float = 0.5,
+                 on_busy: Callable[[int, float], None] | None = None):
+        self.work, self.publish, self.on_busy = work, publish, on_busy
+        self.debounce_s, self.busy_after_s = debounce_s, busy_after_s
+        self.generation = 0          # of the newest job submitted
+        self.ran: list[int] = []     # generations that ran, in order
+        self.published: list[int] = []
+        self.dropped = 0
+        self._pending: tuple[int, Any] | None = None
+        self._due = 0.0
+        self._running = False
+        self._closed = False
+        self._cond = threading.Condition()
+        self._thread: threading.Thread | None = None
+
+    def submit(self, job) -> int:
+        with self._cond:
+            self.generation += 1
+            self._pending = (self.generation, job)
+            self._due = time.monotonic() + self.debounce_s
+            if self._thread is None:
+                self._thread = threading.Thread(target=self._loop, name="explore-worker", daemon=True)
+                self._thread.start()
+            self._cond.notify_all()
+            return self.generation
+
+    def idle(self) -> bool:
+        with self._cond:
+            return self._pending is None and not self._running
+
+    def wait(self, timeout: float = 30.0) -> bool:
+        """Block until no job is pending or running; False on timeout."""
+        deadline = time.monotonic() + timeout
+        with self._cond:
+            while self._pending is not None or self._running:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    return False
+                self._cond.wait(left)
+            return True
+
+    def close(self) -> None:
+        with self._cond:
+            self._closed = True
+            self._cond.notify_all()
+
+    def _tick(self, generation: int, done: threading.Event) -> None:
+        """``on_busy(generation, elapsed_s)`` after ``busy_after_s``, then twice a second."""
+        t0 = time.monotonic()
+        if done.wait(self.busy_after_s):
+            return
+        while True:
+            self.on_busy(generation, time.monotonic() - t0)
+            if done.wait(0.5):
+                return
+
+    def _loop(self) -> None:
+        while True:
+            with self._cond:
+                while not self._closed and (self._pending is None or time.monotonic() < self._due):
+                    self._cond.wait(None if self._pending is None else max(self._due - time.monotonic(), 0.001))
+                if self._closed:
+                    return
+                generation, job = self._pending
+                self._pending = None
+                self._running = True
+                self.ran.append(generation)
+            done = threading.Event()
+            if self.on_busy is not None:
+                threading.Thread(target=self._tick, args=(generation, done), daemon=True).start()
+            try:
+                ok, value = True, self.work(job)
+            except Exception as exc:  # noqa: BLE001 - shown in the panel, the worker lives on
+                ok, value = False, exc
+            done.set()
+            with self._cond:
+                stale = generation != self.generation
+                if stale:
+                    self.dropped += 1
+            if not stale:
+                try:
+                    self.publish(generation, ok, value)
+                finally:
+                    self.published.append(generation)
+            with self._cond:
+                self._running = False
+                self._cond.notify_all()
+
+
+# ---------------------------------------------------------------------------------------
+# The panel
+
+
+@dataclass
+class View:
+    """One update's output: the figure as PNG, the key table, the timings (s)."""
+
+    png: bytes
+    table: Any
+    run_s: float
+    draw_s: float
+    load_s: float = 0.0
+    cpu_s: float = 0.0             # CPU time of the thread that made it (the update alone)
+    values: dict = field(default_factory=dict)
+    source: str | None = None
+
+    @property
+    def total_s(self) -> float:
+        return self.load_s + self.run_s + self.draw_s
+
+
+def _png(fig, dpi: int) -> bytes:
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=dpi)        # the figure's constrained layout sets the margins
+    return buf.getvalue()
+
+
+def _table_html(table) -> str:
+    if table is None:
+        return ""
+    try:
+        import pandas as pd
+
+        if isinstance(table, pd.DataFrame | pd.Series):
+            return table.to_html(float_format=lambda v: f"{v:,.3f}".rstrip("0").rstrip(".") if v == v else "",
+                                 border=0, classes="wb-table")
+    except ImportError:  # pragma: no cover - pandas is a dependency
+        pass
+    return f"<pre>{html.escape(str(table))}</pre>"
+
+
+_CSS = (".wb-explore .wb-busy { opacity: 0.45; transition: opacity 0.2s; } "
+        ".wb-explore table.wb-table td, .wb-explore table.wb-table th { padding: 1px 8px; } ")
+
+
+def error_line(exc: BaseException) -> str:
+    """One line for the status: an ``InputError``'s sentence, else the type and message."""
+    if isinstance(exc, InputError):
+        return str(exc)
+    first = (str(exc).strip().splitlines() or [""])[0]
+    return f"{type(exc).__name__}: {first}" if first else type(exc).__name__
+
+
+class Explorer:
+    """A live panel for one study (see the module docstring).
+
+    ``Explorer(title, controls, run, draw, inputs=None)``: the figure and table at the
+    default values are computed at once (synchronously); displaying the object shows the
+    controls and the output area in a live front-end, the static figure elsewhere."""
+
+    def __init__(self, title: str, controls: dict[str, Control], run: Callable[[dict, Any], Any],
+                 draw: Callable[[Any, dict, Any], Any], *, inputs: Inputs | None = None,
+                 figsize: tuple[float, float] = (9.0, 3.6), debounce_s: float = 0.2, busy_after_s: float = 0.5,
+                 caption: str = ""):
+        self.title = title
+        self.controls = dict(controls)
+        self._run, self._draw = run, draw
+        self.figsize = figsize
+        self.extra_caption = caption
+        self.sources = _Sources(inputs) if inputs is not None else None
+        self._layout: list | None = None          # axes places of the static figure
+        self.values = defaults(self.controls)
+        choice, path = self.sources.initial() if self.sources else (None, "")
+        self.source = path or choice               # dropdown key or a path
+        self.default_view, self._static = self._first_render()
+        self.view = self.default_view
+        self.shown_generation = 0
+        self.errors: list[str] = []
+        self._widgets: dict[str, Any] = {}
+        self._root = None
+        self._syncing = False                      # widgets being set from code: observers stay quiet
+        self.queue = LatestOnly(self._job, self._publish, debounce_s=debounce_s, busy_after_s=busy_after_s,
+                                on_busy=self._busy)
+
+    # -- updates --------------------------------------------------------------------------
+
+    def render(self, values: dict, source: str | None = None, *, dpi: int = LIVE_DPI, static: bool = False):
+        """One update, synchronously: load the input (cached), run the study once, draw.
+        Returns a ``View`` (and the figure too when ``static``)."""
+        from matplotlib.figure import Figure
+
+        c0, t0 = time.thread_time(), time.perf_counter()
+        data = self.sources.get(source) if self.sources is not None and source is not None else None
+        t1 = time.perf_counter()
+        result = self._run(dict(values), data)
+        t2 = time.perf_counter()
+        # Constrained layout places the axes of the first (static) figure; live updates reuse
+        # those places, which costs a third less than laying the figure out again.
+        reuse = self._layout is not None and not static
+        fig = Figure(figsize=self.figsize, layout=None if reuse else "constrained")
+        table = self._draw(result, dict(values), fig)
+        if reuse:
+            if len(fig.axes) == len(self._layout):
+                for ax, bounds in zip(fig.axes, self._layout):
+                    ax.set_position(bounds)
+            else:
+                fig.set_layout_engine("constrained")
+        png = _png(fig, dpi)
+        if static:
+            self._layout = [ax.get_position().bounds for ax in fig.axes]
+        t3 = time.perf_counter()
+        view = View(png=png, table=table, run_s=t2 - t1, draw_s=t3 - t2, load_s=t1 - t0,
+                    cpu_s=time.thread_time() - c0, values=dict(values), source=source)
+        return (view, fig) if static else view
+
+    def _first_render(self):
+        view, fig = self.render(self.values, self.source, static=True)
+        static = {"image/png": _png(fig, STATIC_DPI)}
+        buf = io.BytesIO()
+        fig.savefig(buf, format="pdf")
+        static["application/pdf"] = buf.getvalue()
+        return view, static
+
+    def _job(self, job):
+        values, source = job
+        return self.render(values, source)
+
+    def _publish(self, generation: int, ok: bool, value) -> None:
+        if not ok:
+            line = error_line(value)
+            self.errors.append(line)
+            if not isinstance(value, InputError):
+                self._log_traceback(value)
+            self._status(line, error=True)
+            return
+        self.view, self.shown_generation = value, generation
+        if self._root is not None:
+            self._widgets["figure"].value = value.png
+            self._widgets["table"].value = _table_html(value.table)
+        self._status(f"updated in {value.total_s:.2f} s (study run {value.run_s:.2f} s, figure "
+                     f"{value.draw_s:.2f} s{f', input {value.load_s:.2f} s' if value.load_s > 0.05 else ''})")
+
+    def _busy(self, generation: int, elapsed_s: float) -> None:
+        newer = generation != self.queue.generation
+        self._status(f"running... {elapsed_s:.1f} s" + (" (the values changed since: they run next)" if newer
+                                                         else " (the figure below is from the previous values)"),
+                     busy=True)
+
+    def _status(self, text: str, *, error: bool = False, busy: bool = False) -> None:
+        if self._root is None:
+            return
+        color = "#b00020" if error else ("#1f5fa8" if busy else "#555")
+        icon = "&#9888; " if error else ("&#8987; " if busy else "")
+        self._widgets["status"].value = f'<span style="color:{color}">{icon}{html.escape(text)}</span>'
+        figure = self._widgets["figure"]
+        figure.add_class("wb-busy") if busy else figure.remove_class("wb-busy")
+
+    def _log_traceback(self, exc: BaseException) -> None:
+        if self._root is not None:
+            self._widgets["log"].value = "<pre style='font-size:75%'>" + html.escape(
+                "".join(traceback.format_exception(exc))) + "</pre>"
+
+    def change(self, **values) -> int:
+        """Set controls programmatically, as a user moving them would (through the queue)."""
+        unknown = set(values) - set(self.controls) - {"source"}
+        if unknown:
+            raise KeyError(f"no control named {', '.join(sorted(unknown))}")
+        if "source" in values:
+            self.source = values.pop("source")
+        self.values.update(values)
+        if self._root is not None:            # keep the widgets in step (their observers submit)
+            self._sync_widgets()
+        return self.queue.submit((dict(self.values), self.source))
+
+    def wait(self, timeout: float = 30.0) -> bool:
+        """Until every submitted update has run or been dropped (tests, benchmarks)."""
+        return self.queue.wait(timeout)
+
+    # -- widgets ----------------------------------------------------------------------------
+
+    def widget(self):
+        """The live panel (built once)."""
+        if self._root is None:
+            self._build()
+        return self._root
+
+    def _build(self) -> None:
+        import ipywidgets as w
+
+        controls = []
+        for name, spec in self.controls.items():
+            cw = spec.widget()
+            cw.add_class(f"wb-control-{name}")
+            self._widgets[f"control:{name}"] = cw
+            if isinstance(spec, Several):
+                for box in cw._wb_boxes:
+                    box.observe(lambda change, name=name: self._from_widget(name), names="value")
+            else:
+                cw.observe(lambda change, name=name: self._from_widget(name), names="value")
+            controls.append(cw)
+        rows = [w.HTML(f"<style>{_CSS}</style><b>{html.escape(self.title)}</b>")]
+        if self.sources is not None:
+            choice, path = self.sources.initial()
+            pick = w.Dropdown(options=self.sources.choices(), value=choice, description="input",
+                              layout=w.Layout(width="420px"))
+            text = w.Text(value=path, placeholder="or a file: a path from this notebook's folder, then Enter",
+                          continuous_update=False, layout=w.Layout(width="420px"))
+            pick.add_class("wb-explore-pick")
+            text.add_class("wb-explore-path")
+            pick.observe(self._from_pick, names="value")
+            text.observe(self._from_path, names="value")
+            self._widgets.update(pick=pick, path=text)
+            rows.append(w.HBox([pick, text]))
+            if self.sources.inputs.note:
+                rows.append(w.HTML(f"<small>{html.escape(self.sources.inputs.note)}</small>"))
+        rows.append(w.GridBox(controls, layout=w.Layout(grid_template_columns="repeat(2, minmax(300px, 1fr))",
+                                                         grid_gap="2px 16px")))
+        status = w.HTML("")
+        status.add_class("wb-explore-status")
+        figure = w.Image(value=self.view.png, format="png", layout=w.Layout(max_width="100%", height="auto"))
+        figure.add_class("wb-explore-figure")
+        table = w.HTML(_table_html(self.view.table))
+        table.add_class("wb-explore-table")
+        log = w.HTML("")
+        self._widgets.update(status=status, figure=figure, table=table, log=log)
+        rows += [status, figure, table, log]
+        self._root = w.VBox(rows)
+        self._root.add_class("wb-explore")
+        self._status(f"at the defaults ({self.view.total_s:.2f} s); move a control to re-run the study")
+
+    def _control_value(self, name: str):
+        cw = self._widgets[f"control:{name}"]
+        if isinstance(self.controls[name], Several):
+            return tuple(o for o, box in zip(cw._wb_options, cw._wb_boxes) if box.value)
+        return cw.value
+
+    def _sync_widgets(self) -> None:
+        self._syncing = True
+        try:
+            for name, spec in self.controls.items():
+                cw = self._widgets[f"control:{name}"]
+                if isinstance(spec, Several):
+                    for o, box in zip(cw._wb_options, cw._wb_boxes):
+                        box.value = o in self.values[name]
+                else:
+                    cw.value = self.values[name]
+        finally:
+            self._syncing = False
+
+    def _from_widget(self, name: str) -> None:
+        if self._syncing:
+            return
+        self.values[name] = self._control_value(name)
+        self.queue.submit((dict(self.values), self.source))
+
+    def _from_pick(self, change) -> None:
+        self.source = change["new"]
+        if self._widgets["path"].value:
+            self._syncing = True
+            try:
+                self._widgets["path"].value = ""
+            finally:
+                self._syncing = False
+        self.queue.submit((dict(self.values), self.source))
+
+    def _from_path(self, change) -> None:
+        if self._syncing:
+            return
+        text = change["new"].strip()
+        self.source = text or self._widgets["pick"].value
+        self.queue.submit((dict(self.values), self.source))
+
+    # -- display ----------------------------------------------------------------------------
+
+    def caption(self) -> str:
+        """The static figure's caption: the values it was drawn at and the controls."""
+        names = [c.label for c in self.controls.values()]
+        if self.sources is not None:
+            names.append("the input (a bundled trace or any file)")
+        source = f" on {Path(str(self.default_view.source)).name}" if self.default_view.source else ""
+        text = (f"{self.title}{source}, at {describe(self.controls, self.default_view.values)}. "
+                f"Live in JupyterLab: {', '.join(names)}.")
+        return f"{text} {self.extra_caption}".strip()
+
+    def _repr_mimebundle_(self, include=None, exclude=None):
+        data = dict(self.widget()._repr_mimebundle_() or {})
+        data["image/png"] = base64.b64encode(self._static["image/png"]).decode("ascii")
+        data["application/pdf"] = base64.b64encode(self._static["application/pdf"]).decode("ascii")
+        data["text/plain"] = self.caption()
+        return data, {"explore": {"caption": self.caption(), "controls": list(self.controls)}}
