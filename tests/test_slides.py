@@ -72,11 +72,12 @@ def deck(tmp_path_factory):
 
 def test_deck_structure_and_figures(deck):
     page = deck.index.read_text()
-    # title, "One HOL run", its figure, the text after the figure, the shown code,
-    # "Two figures", its two figures, the shown table
-    assert deck.slides == 9
-    assert page.count("<section") == 9
-    assert len(deck.figures) == 3 and deck.figure_slides == [2, 6, 7]
+    # title, "One HOL run", its figure, the text after the figure, the shown code, the two
+    # figures of "Two figures" (a heading alone makes no slide: it titles them), the shown table
+    assert deck.slides == 8
+    assert page.count("<section") == 8
+    assert len(deck.figures) == 3 and deck.figure_slides == [2, 5, 6]
+    assert page.count("<h3>Two figures</h3>") == 3
     for png in deck.figures:
         assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
         assert png.with_suffix(".pdf").read_bytes()[:5] == b"%PDF-"
