@@ -13,7 +13,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 
-from .plots import slides_on, subplots
+from .plots import plain_log_ticks, slides_on, subplots
 from .waterfall import row_labels
 
 __all__ = ["onload_scatter", "waterfall_compare", "errors_by"]
@@ -35,6 +35,7 @@ def onload_scatter(pages: pd.DataFrame, summary: dict, ax=None, *, hue: str = "c
     ax.set_yscale("log")
     ax.set_xlim(lo, hi)
     ax.set_ylim(lo, hi)
+    plain_log_ticks(ax)
     ax.set_xlabel("measured onLoad (s)")
     ax.set_ylabel("simulated onLoad (s)")
     rho = summary.get("spearman_rho")

@@ -26,7 +26,8 @@ import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
 __all__ = ["hol_cdf", "scheme_bars", "metric_with_band", "savefig", "SCHEME_COLORS", "subplots", "slide_style",
-           "use_slide_style", "slides_on", "legend_outside", "data_ticks", "SLIDE_FIGSIZE", "SLIDE_RC"]
+           "use_slide_style", "slides_on", "legend_outside", "data_ticks", "plain_log_ticks", "SLIDE_FIGSIZE",
+           "SLIDE_RC"]
 
 # A slide is 1280x720 px; under its title a figure has about 1230x600 px.  At 12.3x6.0 in
 # a figure is shown at 100 px per inch, so a font of P points is P * 100 / 72 px tall.
@@ -104,6 +105,19 @@ def data_ticks(ax, values, axis: str = "x", fmt="{:g}"):
 
 SCHEME_COLORS = {"hpack": "#d62728", "qpack": "#1f77b4", "qcram": "#2ca02c", "qcram-blocking": "#9467bd",
                  "hpack over TCP": "#ff7f0e"}
+
+
+def plain_log_ticks(ax, axis: str = "both"):
+    """Label a log axis with plain numbers (0.1, 1, 10, 100) and no minor labels: the
+    ``10^n`` labels' exponents are too small to read on a slide, and minor labels collide."""
+    from matplotlib.ticker import FuncFormatter, NullFormatter
+
+    for target, scale in ((ax.xaxis, ax.get_xscale()), (ax.yaxis, ax.get_yscale())):
+        if axis not in ("both", target.axis_name) or scale != "log":
+            continue
+        target.set_major_formatter(FuncFormatter(lambda v, _pos: f"{v:g}"))
+        target.set_minor_formatter(NullFormatter())
+    return ax
 
 
 def _ax(ax):

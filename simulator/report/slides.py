@@ -53,7 +53,8 @@ from pathlib import Path
 
 from ..errors import InputError
 
-__all__ = ["build_slides", "SlidesResult", "external_urls", "reveal_assets_dir"]
+__all__ = ["build_slides", "write_deck", "execute_notebook", "SlidesResult", "external_urls", "reveal_assets_dir",
+           "SLIDE_W", "SLIDE_H", "FIT_FLOOR"]
 
 SETUP_TAG = "workbench-slides-setup"
 INJECTED_TAG = "injected-parameters"
@@ -225,8 +226,10 @@ def _notebook_client(nb, timeout: int, path: Path):
 
 
 def execute_notebook(path: Path, parameters: dict | None = None, *, timeout: int = 600,
-                     notebook_out: str | None = None):
-    """Run a notebook top to bottom (nbclient) with figures as PNG + PDF outputs."""
+                     notebook_out: str | None = None, one_line_errors: bool = True):
+    """Run a notebook top to bottom (nbclient) with figures as PNG + PDF outputs, in the
+    slide style.  A failing cell is one ``InputError`` line (``one_line_errors=False``:
+    nbclient's own error, with the cell's traceback, as a test wants it)."""
     import nbformat
     from nbclient.exceptions import CellExecutionError, CellTimeoutError
 
@@ -246,6 +249,24 @@ def execute_notebook(path: Path, parameters: dict | None = None, *, timeout: int
     client = _notebook_client(nb, timeout, path)
     try:
         client.execute(env=env)
+    except (CellTimeoutError, CellExecutionError):
+        if not one_line_errors:
+            raise
+        _one_line_error(nb, path, timeout)
+    finally:
+        if tmp is not None:
+            tmp.cleanup()
+    return nb
+
+
+def _one_line_error(nb, path: Path, timeout: int) -> None:
+    """The exception being handled, as one InputError line."""
+    import sys
+
+    from nbclient.exceptions import CellExecutionError, CellTimeoutError
+
+    try:
+        raise sys.exc_info()[1]
     except CellTimeoutError:
         # The cell that got no reply; the set-up cell put first makes indices count from 1.
         cell = next((i for i, c in enumerate(nb.cells) if c.cell_type == "code"
@@ -258,10 +279,6 @@ def execute_notebook(path: Path, parameters: dict | None = None, *, timeout: int
         ename = getattr(exc, "ename", "error")
         evalue = getattr(exc, "evalue", first)
         raise InputError(f"the notebook failed while running: {ename}: {evalue}", path=str(path)) from None
-    finally:
-        if tmp is not None:
-            tmp.cleanup()
-    return nb
 
 
 # ---------------------------------------------------------------------------------------
@@ -450,9 +467,27 @@ def _markdown_blocks(text: str, *, title: bool = False) -> list[tuple[str, float
                 and not _LIST_ITEM.match(lines[j]) and not lines[j].lstrip().startswith(("```", "|")):
             j += 1
         para = "\n".join(lines[i:j])
-        blocks.append((para, _text_px(para, chars_per_line=cpl, line_px=line_px) + _BLOCK_MARGIN_PX, False))
+        for piece in _sentence_groups(para, chars=int(cpl * (_BUDGET_PX - 120) / line_px)):
+            blocks.append((piece, _text_px(piece, chars_per_line=cpl, line_px=line_px) + _BLOCK_MARGIN_PX, False))
         i = j
     return blocks
+
+
+def _sentence_groups(para: str, *, chars: int) -> list[str]:
+    """A paragraph too long for one slide, cut between sentences into pieces of at most
+    ``chars`` characters (a sentence longer than that is a piece of its own)."""
+    if len(para) <= chars:
+        return [para]
+    pieces, current = [], ""
+    for sentence in re.split(r"(?<=[.!?:;])\s+", " ".join(para.split())):
+        if current and len(current) + 1 + len(sentence) > chars:
+            pieces.append(current)
+            current = sentence
+        else:
+            current = f"{current} {sentence}" if current else sentence
+    if current:
+        pieces.append(current)
+    return pieces
 
 
 def _output_px(parts_text: list[tuple[str, str]]) -> float:
@@ -617,6 +652,12 @@ def build_slides(notebook: str | Path, out_dir: str | Path, *, parameters: dict 
             nb = nbformat.read(path, as_version=4)
         except Exception as exc:
             raise InputError(f"not a readable notebook ({exc}).", path=str(path)) from None
+    return write_deck(nb, out_dir, source=path, executed=execute)
+
+
+def write_deck(nb, out_dir: str | Path, *, source: str | Path, executed: bool = True) -> SlidesResult:
+    """The deck of an already executed notebook ``nb`` (read from ``source``) in ``out_dir``."""
+    path = Path(source)
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     slides, figures, figure_slides, title = _render(nb, out, path.stem)
@@ -660,4 +701,4 @@ Reveal.initialize({{ hash: true, width: {SLIDE_W}, height: {SLIDE_H}, margin: 0.
     tmp.write_text(page, encoding="utf-8")
     os.replace(tmp, index)
     return SlidesResult(index=index, slides=len(slides), figures=figures, figure_slides=figure_slides,
-                        executed=execute)
+                        executed=executed)
