@@ -266,3 +266,39 @@ def test_a_path_parameter_is_relative_to_where_the_user_is(tmp_path, monkeypatch
     assert _value("'results/'") == str(tmp_path / "results")
     assert _value("results") == str(tmp_path / "results")
     assert _value("not-here/") == "not-here/" and _value("3") == 3
+
+
+def test_results_sit_on_the_slide_that_cites_them(tmp_path):
+    """A cell tagged show-output puts its printed result under the text that cites it when
+    both fit; a heading with nothing under it makes no slide (the title slide excepted)."""
+    from simulator.report.slides import write_deck
+
+    md, code = nbformat.v4.new_markdown_cell, nbformat.v4.new_code_cell
+    result = code("print('answer', 6 * 7)")
+    result.metadata["tags"] = ["show-output"]
+    result.outputs = [nbformat.v4.new_output("stream", name="stdout", text="answer 42\n"),
+                      nbformat.v4.new_output("stream", name="stderr", text="progress 100%\n")]
+    nb = nbformat.v4.new_notebook(cells=[md("# Title alone"), md("## Result\n\nThe run below says 42."), result,
+                                         md("## Empty heading"), md("## Next\n\nMore text.")])
+    deck = write_deck(nb, tmp_path / "deck", source=tmp_path / "cites.ipynb", executed=False)
+    sections = re.findall(r"<section\b.*?</section>", deck.index.read_text(), re.S)
+    assert deck.slides == len(sections) == 3
+    assert "Title alone" in sections[0]
+    assert "says 42" in sections[1] and "answer 42" in sections[1] and "progress" not in sections[1]
+    assert "Empty heading" not in "".join(sections) and "More text." in sections[2]
+
+
+def test_long_text_continues_on_slides_of_the_same_title(tmp_path):
+    """About 3,000 characters of paragraphs and list items (over 1,000 px of text at the
+    deck's sizes) go on two or more slides, split between blocks, each under the title."""
+    from simulator.report.slides import write_deck
+
+    para = "A sentence of about sixty characters that fills a line. " * 8
+    text = "## Long\n\n" + "\n\n".join([para] * 3) + "\n\n" + "\n".join(f"- item {i}: {para[:200]}" for i in range(5))
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_markdown_cell("# Deck"),
+                                         nbformat.v4.new_markdown_cell(text)])
+    deck = write_deck(nb, tmp_path / "deck", source=tmp_path / "long.ipynb", executed=False)
+    sections = re.findall(r"<section\b.*?</section>", deck.index.read_text(), re.S)[1:]
+    assert len(sections) >= 2
+    assert all("Long</h" in s for s in sections)
+    assert "".join(sections).count("<li>") == 5 and sum(s.count("<ul>") for s in sections) <= 2
