@@ -9,6 +9,7 @@ document, the render-blocking set and onload.
 
 from __future__ import annotations
 
+import ipaddress
 import math
 import re
 from urllib.parse import urlsplit
@@ -32,6 +33,11 @@ _FINGERPRINT = re.compile(r"[.-][0-9a-f]{6,}(?=[.-]|$)")
 
 def _host(url: str) -> str:
     host = urlsplit(url).hostname or ""
+    try:
+        ipaddress.ip_address(host)
+        return host                           # an address stays whole
+    except ValueError:
+        pass
     parts = host.split(".")
     if parts[:1] == ["www"]:
         parts = parts[1:]
@@ -64,8 +70,8 @@ def row_labels(urls, resource_types, *, width: int = 34) -> list[str]:
         tail = "/".join(segs[-depth[i]:]) if segs else ""
         kind = _TYPE_SHORT.get(resource_types[i], str(resource_types[i])[:5])
         host = _host(urls[i])
-        if len(host) + len(tail) >= width:     # too long: the site's own name, then cut the path's middle
-            host = host.split(".")[-1]
+        if len(host) + len(tail) >= width and not host[-1:].isdigit():   # too long: the site's own name,
+            host = host.split(".")[-1]                                     # then cut the path's middle
         return f"{kind} {host}/" + _middle_cut(tail, max(8, width - len(host) - 1))
 
     labels = [label(i) for i in range(len(paths))]
