@@ -1,7 +1,7 @@
 """Every notebook's deck, read as a workshop audience reads it: headless Chromium at 1280x720.
 
 The deck is written from the notebook's run that ``test_notebooks.py`` checks
-(``notebook_runs``: each notebook runs once per test process).  A probe script in front
+(``notebook_runs``: each notebook runs once per test session).  A probe script in front
 of the page waits for the deck's own fitting (text shrinks to at most ``FIT_FLOOR``) and
 writes, per slide, what it measured into the DOM that ``chromium --dump-dom`` prints.
 The test fails on
@@ -27,7 +27,7 @@ from pathlib import Path
 
 import pytest
 
-from notebook_runs import executed, notebook_params
+from notebook_runs import NOTEBOOKS, executed
 from simulator.report.slides import SLIDE_H, SLIDE_W, write_deck
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
@@ -146,7 +146,7 @@ def deck_problems(report: dict, deck_dir: Path) -> list[str]:
     return problems
 
 
-@pytest.mark.parametrize("path", notebook_params())
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.name for p in NOTEBOOKS])
 def test_deck_reads_at_1280x720(path, tmp_path, tmp_path_factory):
     nb = executed(path, tmp_path_factory)
     if CHROMIUM is None:

@@ -3,17 +3,17 @@
 Notebooks follow the papermill convention: the cell tagged ``parameters`` holds a small
 parameter set, so this test stays fast and a full-size run is the same notebook with
 other parameters.  Outputs are not written back: the committed notebooks stay clean.
-Each notebook runs once per test process (``notebook_runs``), as ``workbench slides``
+Each notebook runs once per test session (``notebook_runs``), as ``workbench slides``
 runs it; ``test_decks.py`` builds its deck from the same run.
 """
 
 import nbformat
 
-from notebook_runs import executed, notebook_params
 import pytest
+from notebook_runs import NOTEBOOKS, executed
 
 
-@pytest.mark.parametrize("path", notebook_params())
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.name for p in NOTEBOOKS])
 def test_notebook_runs_top_to_bottom(path, tmp_path_factory):
     nb = nbformat.read(path, as_version=4)
     tagged = [c for c in nb.cells if "parameters" in c.get("metadata", {}).get("tags", [])]

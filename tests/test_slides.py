@@ -302,3 +302,37 @@ def test_long_text_continues_on_slides_of_the_same_title(tmp_path):
     assert len(sections) >= 2
     assert all("Long</h" in s for s in sections)
     assert "".join(sections).count("<li>") == 5 and sum(s.count("<ul>") for s in sections) <= 2
+
+
+def test_slide_style_draws_the_same_figure_for_a_slide():
+    """In the slide style a figure takes the slide's figure area whatever size the notebook
+    asks for, and its smallest font is 13 pt (18 px at the slide's 100 px per inch); outside
+    it, the notebook's size and matplotlib's fonts."""
+    import matplotlib.pyplot as plt
+
+    from simulator.report import plots
+
+    with plots.slide_style():
+        fig, _ = plots.subplots(1, 2, size=(3, 2))
+        assert tuple(fig.get_size_inches()) == plots.SLIDE_FIGSIZE
+        assert min(plt.rcParams[k] for k in ("xtick.labelsize", "ytick.labelsize", "legend.fontsize")) >= 13
+        plt.close(fig)
+    fig, _ = plots.subplots(1, 2, size=(3, 2))
+    assert tuple(fig.get_size_inches()) == (3, 2) and not plots.slides_on()
+    plt.close(fig)
+
+
+def test_waterfall_rows_say_what_they_are():
+    """Row names: short type, host without www and TLD, the path's end without build
+    fingerprints; rows that would read the same get more of their path."""
+    from simulator.report.waterfall import row_labels
+
+    labels = row_labels(["https://www.news-site.example/",
+                         "https://static.news-site.example/assets/js/culture.1f0ac8df.js",
+                         "https://collect.tagmanager.example/sdk/v4/loader.js",
+                         "https://collect.tagmanager.example/sdk/v1/loader.js",
+                         "https://api.analytics.example/gtag/js?id=G-1"],
+                        ["document", "script", "script", "script", "script"])
+    assert labels == ["doc news-site/", "js static.news-site/culture.js", "js collect.tagmanager/v4/loader.js",
+                      "js collect.tagmanager/v1/loader.js", "js api.analytics/gtag/js"]
+    assert len(set(labels)) == len(labels)

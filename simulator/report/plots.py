@@ -7,8 +7,8 @@ Slides: ``workbench slides`` runs a notebook with the *slide style* on
 (``use_slide_style()``; ``slide_style()`` is the same as a ``with`` block).  The same
 plotting code then draws for a 1280x720 slide: ``subplots()`` makes every figure the
 size of a slide's figure area (``SLIDE_FIGSIZE``, about 100 px per inch on the slide)
-whatever size the notebook asks for, and the style's fonts (``SLIDE_RC``) are at least
-12 pt, about 17 px on the slide.  Functions here size their text from the style (never
+whatever size the notebook asks for, and the style's fonts (``SLIDE_RC``) are 13 to
+16 pt, 18 to 22 px on the slide (``"small"`` text, 11.7 pt, about 16 px).  Functions here size their text from the style (never
 a fixed small ``fontsize``) and put legends beside the axes, not over the data.
 """
 
