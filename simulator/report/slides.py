@@ -59,6 +59,7 @@ __all__ = ["build_slides", "write_deck", "execute_notebook", "SlidesResult", "ex
 SETUP_TAG = "workbench-slides-setup"
 INJECTED_TAG = "injected-parameters"
 THEME = "white"      # its fonts are bundled (some other themes @import Google Fonts)
+SETUP_TIMEOUT_S = 120
 
 _SETUP_SOURCE = """\
 try:
@@ -222,7 +223,13 @@ def _notebook_client(nb, timeout: int, path: Path):
                     await asyncio.sleep(0.05)
             await super()._async_cleanup_kernel()
 
-    return _Client(nb, timeout=timeout, kernel_name="python3", resources={"metadata": {"path": str(path.parent)}})
+    def timeout_for(cell) -> int:
+        # The hidden set-up cell imports matplotlib and the workbench: seconds on a loaded
+        # machine, whatever --timeout the notebook's own cells get.
+        return max(timeout, SETUP_TIMEOUT_S) if SETUP_TAG in _tags(cell) else timeout
+
+    return _Client(nb, timeout=timeout, timeout_func=timeout_for, kernel_name="python3",
+                   resources={"metadata": {"path": str(path.parent)}})
 
 
 def execute_notebook(path: Path, parameters: dict | None = None, *, timeout: int = 600,
