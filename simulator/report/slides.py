@@ -256,36 +256,31 @@ def execute_notebook(path: Path, parameters: dict | None = None, *, timeout: int
     client = _notebook_client(nb, timeout, path)
     try:
         client.execute(env=env)
-    except (CellTimeoutError, CellExecutionError):
+    except (CellTimeoutError, CellExecutionError) as exc:
         if not one_line_errors:
             raise
-        _one_line_error(nb, path, timeout)
+        raise _one_line_error(exc, nb, path, timeout) from None
     finally:
         if tmp is not None:
             tmp.cleanup()
     return nb
 
 
-def _one_line_error(nb, path: Path, timeout: int) -> None:
-    """The exception being handled, as one InputError line."""
-    import sys
+def _one_line_error(exc: Exception, nb, path: Path, timeout: int) -> InputError:
+    """A cell's timeout or error as one InputError line."""
+    from nbclient.exceptions import CellTimeoutError
 
-    from nbclient.exceptions import CellExecutionError, CellTimeoutError
-
-    try:
-        raise sys.exc_info()[1]
-    except CellTimeoutError:
+    if isinstance(exc, CellTimeoutError):
         # The cell that got no reply; the set-up cell put first makes indices count from 1.
         cell = next((i for i, c in enumerate(nb.cells) if c.cell_type == "code"
                      and "shell.execute_reply" not in c.get("metadata", {}).get("execution", {})), None)
         where = f"cell {cell} of the notebook" if cell else "a cell"
-        raise InputError(f"{where} did not finish within {timeout} s (the kernel was stopped; "
-                         "give more time with --timeout, or fewer parameters)", path=str(path)) from None
-    except CellExecutionError as exc:
-        first = next((ln for ln in str(exc).splitlines() if ln.strip() and not ln.startswith("-")), "")
-        ename = getattr(exc, "ename", "error")
-        evalue = getattr(exc, "evalue", first)
-        raise InputError(f"the notebook failed while running: {ename}: {evalue}", path=str(path)) from None
+        return InputError(f"{where} did not finish within {timeout} s (the kernel was stopped; "
+                          "give more time with --timeout, or fewer parameters)", path=str(path))
+    first = next((ln for ln in str(exc).splitlines() if ln.strip() and not ln.startswith("-")), "")
+    ename = getattr(exc, "ename", "error")
+    evalue = getattr(exc, "evalue", first)
+    return InputError(f"the notebook failed while running: {ename}: {evalue}", path=str(path))
 
 
 # ---------------------------------------------------------------------------------------
