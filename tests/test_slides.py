@@ -72,11 +72,12 @@ def deck(tmp_path_factory):
 
 def test_deck_structure_and_figures(deck):
     page = deck.index.read_text()
-    # title, "One HOL run", its figure, the text after the figure, the shown code,
-    # "Two figures", its two figures, the shown table
-    assert deck.slides == 9
-    assert page.count("<section") == 9
-    assert len(deck.figures) == 3 and deck.figure_slides == [2, 6, 7]
+    # title, "One HOL run", its figure, the text after the figure, the shown code, the two
+    # figures of "Two figures" (a heading alone makes no slide: it titles them), the shown table
+    assert deck.slides == 8
+    assert page.count("<section") == 8
+    assert len(deck.figures) == 3 and deck.figure_slides == [2, 5, 6]
+    assert page.count("<h3>Two figures</h3>") == 3
     for png in deck.figures:
         assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
         assert png.with_suffix(".pdf").read_bytes()[:5] == b"%PDF-"
@@ -266,3 +267,73 @@ def test_a_path_parameter_is_relative_to_where_the_user_is(tmp_path, monkeypatch
     assert _value("'results/'") == str(tmp_path / "results")
     assert _value("results") == str(tmp_path / "results")
     assert _value("not-here/") == "not-here/" and _value("3") == 3
+
+
+def test_results_sit_on_the_slide_that_cites_them(tmp_path):
+    """A cell tagged show-output puts its printed result under the text that cites it when
+    both fit; a heading with nothing under it makes no slide (the title slide excepted)."""
+    from simulator.report.slides import write_deck
+
+    md, code = nbformat.v4.new_markdown_cell, nbformat.v4.new_code_cell
+    result = code("print('answer', 6 * 7)")
+    result.metadata["tags"] = ["show-output"]
+    result.outputs = [nbformat.v4.new_output("stream", name="stdout", text="answer 42\n"),
+                      nbformat.v4.new_output("stream", name="stderr", text="progress 100%\n")]
+    nb = nbformat.v4.new_notebook(cells=[md("# Title alone"), md("## Result\n\nThe run below says 42."), result,
+                                         md("## Empty heading"), md("## Next\n\nMore text.")])
+    deck = write_deck(nb, tmp_path / "deck", source=tmp_path / "cites.ipynb", executed=False)
+    sections = re.findall(r"<section\b.*?</section>", deck.index.read_text(), re.S)
+    assert deck.slides == len(sections) == 3
+    assert "Title alone" in sections[0]
+    assert "says 42" in sections[1] and "answer 42" in sections[1] and "progress" not in sections[1]
+    assert "Empty heading" not in "".join(sections) and "More text." in sections[2]
+
+
+def test_long_text_continues_on_slides_of_the_same_title(tmp_path):
+    """About 3,000 characters of paragraphs and list items (over 1,000 px of text at the
+    deck's sizes) go on two or more slides, split between blocks, each under the title."""
+    from simulator.report.slides import write_deck
+
+    para = "A sentence of about sixty characters that fills a line. " * 8
+    text = "## Long\n\n" + "\n\n".join([para] * 3) + "\n\n" + "\n".join(f"- item {i}: {para[:200]}" for i in range(5))
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_markdown_cell("# Deck"),
+                                         nbformat.v4.new_markdown_cell(text)])
+    deck = write_deck(nb, tmp_path / "deck", source=tmp_path / "long.ipynb", executed=False)
+    sections = re.findall(r"<section\b.*?</section>", deck.index.read_text(), re.S)[1:]
+    assert len(sections) >= 2
+    assert all("Long</h" in s for s in sections)
+    assert "".join(sections).count("<li>") == 5 and sum(s.count("<ul>") for s in sections) <= 2
+
+
+def test_slide_style_draws_the_same_figure_for_a_slide():
+    """In the slide style a figure takes the slide's figure area whatever size the notebook
+    asks for, and its smallest font is 13 pt (18 px at the slide's 100 px per inch); outside
+    it, the notebook's size and matplotlib's fonts."""
+    import matplotlib.pyplot as plt
+
+    from simulator.report import plots
+
+    with plots.slide_style():
+        fig, _ = plots.subplots(1, 2, size=(3, 2))
+        assert tuple(fig.get_size_inches()) == plots.SLIDE_FIGSIZE
+        assert min(plt.rcParams[k] for k in ("xtick.labelsize", "ytick.labelsize", "legend.fontsize")) >= 13
+        plt.close(fig)
+    fig, _ = plots.subplots(1, 2, size=(3, 2))
+    assert tuple(fig.get_size_inches()) == (3, 2) and not plots.slides_on()
+    plt.close(fig)
+
+
+def test_waterfall_rows_say_what_they_are():
+    """Row names: short type, host without www and TLD, the path's end without build
+    fingerprints; rows that would read the same get more of their path."""
+    from simulator.report.waterfall import row_labels
+
+    labels = row_labels(["https://www.news-site.example/",
+                         "https://static.news-site.example/assets/js/culture.1f0ac8df.js",
+                         "https://collect.tagmanager.example/sdk/v4/loader.js",
+                         "https://collect.tagmanager.example/sdk/v1/loader.js",
+                         "https://api.analytics.example/gtag/js?id=G-1"],
+                        ["document", "script", "script", "script", "script"])
+    assert labels == ["doc news-site/", "js static.news-site/culture.js", "js collect.tagmanager/v4/loader.js",
+                      "js collect.tagmanager/v1/loader.js", "js api.analytics/gtag/js"]
+    assert len(set(labels)) == len(labels)

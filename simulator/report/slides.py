@@ -11,6 +11,12 @@ Slide structure:
 
 * a markdown cell that starts with a heading starts a new slide; one without a heading
   joins the current slide (after a figure or code slide: a new slide under the same title);
+* text that would not fit a 1280x720 slide continues on a new slide under the same title,
+  split between paragraphs or list items (``_markdown_blocks`` estimates each block's
+  height from the deck's CSS); what is still a little too tall is shrunk in the browser,
+  to no less than ``FIT_FLOOR`` of its size (``_FIT_SCRIPT``);
+* a heading with nothing under it makes no slide of its own: it titles the figures and
+  outputs that follow (the deck's first slide excepted);
 * every figure (an ``image/png`` output) becomes its own slide, titled with the heading
   of the section it belongs to; an Explore panel (``report.explore``) is one output that
   holds its live widget and its figure at the default values: the figure becomes the
@@ -21,7 +27,9 @@ Slide structure:
 
 Figures as PDF: when the notebook is executed here (the default), a first hidden cell
 makes the inline matplotlib backend emit every figure as PNG *and* PDF
-(``set_matplotlib_formats("png", "pdf")``), so the PDF is the real vector figure.  With
+(``set_matplotlib_formats("png", "pdf")``), so the PDF is the real vector figure, and
+turns on the slide style of ``simulator.report.plots`` (figures sized for the slide,
+fonts legible on it).  With
 ``execute=False`` (stored outputs) a figure without a stored PDF is converted from its PNG
 (a raster PDF page of the same pixel size, drawn with matplotlib).
 
@@ -36,6 +44,7 @@ import asyncio
 import base64
 import html
 import inspect
+import math
 import os
 import re
 import shutil
@@ -46,23 +55,27 @@ from pathlib import Path
 
 from ..errors import InputError
 
-__all__ = ["build_slides", "SlidesResult", "external_urls", "reveal_assets_dir"]
+__all__ = ["build_slides", "write_deck", "execute_notebook", "SlidesResult", "external_urls", "reveal_assets_dir",
+           "SLIDE_W", "SLIDE_H", "FIT_FLOOR"]
 
 SETUP_TAG = "workbench-slides-setup"
 INJECTED_TAG = "injected-parameters"
 THEME = "white"      # its fonts are bundled (some other themes @import Google Fonts)
+SETUP_TIMEOUT_S = 120
 
 _SETUP_SOURCE = """\
 try:
-    import simulator.report.plots  # noqa: F401  (it picks Agg outside Jupyter; the inline backend wins below)
+    import simulator.report.plots as _wb_plots  # (it picks Agg outside Jupyter; the inline backend wins below)
 except ImportError:
-    pass
+    _wb_plots = None
 %matplotlib inline
 from matplotlib_inline.backend_inline import set_matplotlib_formats as _wb_formats
 _wb_formats("png", "pdf")
+if _wb_plots is not None:
+    _wb_plots.use_slide_style()          # figures sized and lettered for a 1280x720 slide
 import matplotlib as _wb_mpl
 _wb_mpl.rcParams["figure.dpi"] = 144     # sharp on a projector
-del _wb_formats, _wb_mpl"""
+del _wb_formats, _wb_mpl, _wb_plots"""
 
 
 @dataclass
@@ -212,12 +225,20 @@ def _notebook_client(nb, timeout: int, path: Path):
                     await asyncio.sleep(0.05)
             await super()._async_cleanup_kernel()
 
-    return _Client(nb, timeout=timeout, kernel_name="python3", resources={"metadata": {"path": str(path.parent)}})
+    def timeout_for(cell) -> int:
+        # The hidden set-up cell imports matplotlib and the workbench: seconds on a loaded
+        # machine, whatever --timeout the notebook's own cells get.
+        return max(timeout, SETUP_TIMEOUT_S) if SETUP_TAG in _tags(cell) else timeout
+
+    return _Client(nb, timeout=timeout, timeout_func=timeout_for, kernel_name="python3",
+                   resources={"metadata": {"path": str(path.parent)}})
 
 
 def execute_notebook(path: Path, parameters: dict | None = None, *, timeout: int = 600,
-                     notebook_out: str | None = None):
-    """Run a notebook top to bottom (nbclient) with figures as PNG + PDF outputs."""
+                     notebook_out: str | None = None, one_line_errors: bool = True):
+    """Run a notebook top to bottom (nbclient) with figures as PNG + PDF outputs, in the
+    slide style.  A failing cell is one ``InputError`` line (``one_line_errors=False``:
+    nbclient's own error, with the cell's traceback, as a test wants it)."""
     import nbformat
     from nbclient.exceptions import CellExecutionError, CellTimeoutError
 
@@ -237,22 +258,31 @@ def execute_notebook(path: Path, parameters: dict | None = None, *, timeout: int
     client = _notebook_client(nb, timeout, path)
     try:
         client.execute(env=env)
-    except CellTimeoutError:
-        # The cell that got no reply; the set-up cell put first makes indices count from 1.
-        cell = next((i for i, c in enumerate(nb.cells) if c.cell_type == "code"
-                     and "shell.execute_reply" not in c.get("metadata", {}).get("execution", {})), None)
-        where = f"cell {cell} of the notebook" if cell else "a cell"
-        raise InputError(f"{where} did not finish within {timeout} s (the kernel was stopped; "
-                         "give more time with --timeout, or fewer parameters)", path=str(path)) from None
-    except CellExecutionError as exc:
-        first = next((ln for ln in str(exc).splitlines() if ln.strip() and not ln.startswith("-")), "")
-        ename = getattr(exc, "ename", "error")
-        evalue = getattr(exc, "evalue", first)
-        raise InputError(f"the notebook failed while running: {ename}: {evalue}", path=str(path)) from None
+    except (CellTimeoutError, CellExecutionError) as exc:
+        if not one_line_errors:
+            raise
+        raise _one_line_error(exc, nb, path, timeout) from None
     finally:
         if tmp is not None:
             tmp.cleanup()
     return nb
+
+
+def _one_line_error(exc: Exception, nb, path: Path, timeout: int) -> InputError:
+    """A cell's timeout or error as one InputError line."""
+    from nbclient.exceptions import CellTimeoutError
+
+    if isinstance(exc, CellTimeoutError):
+        # The cell that got no reply; the set-up cell put first makes indices count from 1.
+        cell = next((i for i, c in enumerate(nb.cells) if c.cell_type == "code"
+                     and "shell.execute_reply" not in c.get("metadata", {}).get("execution", {})), None)
+        where = f"cell {cell} of the notebook" if cell else "a cell"
+        return InputError(f"{where} did not finish within {timeout} s (the kernel was stopped; "
+                          "give more time with --timeout, or fewer parameters)", path=str(path))
+    first = next((ln for ln in str(exc).splitlines() if ln.strip() and not ln.startswith("-")), "")
+    ename = getattr(exc, "ename", "error")
+    evalue = getattr(exc, "evalue", first)
+    return InputError(f"the notebook failed while running: {ename}: {evalue}", path=str(path))
 
 
 # ---------------------------------------------------------------------------------------
@@ -312,22 +342,169 @@ def external_urls(page: str) -> list[str]:
     return [u for u in urls if not u.lower().startswith("data:")]
 
 
+SLIDE_W, SLIDE_H = 1280, 720        # the deck's canvas (reveal.js scales it to the screen)
+FIT_FLOOR = 0.75                     # the browser shrinks an overfull slide's text to no less than this
+
 _CSS = """
 .reveal .slides { text-align: left; }
 .reveal h1, .reveal h2, .reveal h3 { text-transform: none; }
-.reveal h1 { font-size: 1.6em; } .reveal h2 { font-size: 1.3em; } .reveal h3 { font-size: 1.0em; }
+.reveal h1 { font-size: 1.3em; } .reveal h2 { font-size: 1.05em; } .reveal h3 { font-size: 0.9em; }
 .reveal section p, .reveal section li { font-size: 0.62em; line-height: 1.35; }
+.reveal section li p, .reveal section li li { font-size: 1em; }
 .reveal section.title-slide p { font-size: 0.55em; }
 .reveal section.figure-slide { text-align: center; }
-.reveal section.figure-slide img { max-width: 100%; max-height: 590px; margin: 0.2em auto; border: 0; box-shadow: none; }
-.reveal section.figure-slide.with-caption img { max-height: 520px; }
+.reveal section.figure-slide h3 { margin-bottom: 8px; }
+.reveal section.figure-slide img { max-width: 100%; max-height: 630px; margin: 0 auto; border: 0; box-shadow: none; }
+.reveal section.figure-slide.with-caption img { max-height: 560px; }
 .reveal section.figure-slide p.caption { font-size: 0.45em; margin: 0 auto; max-width: 90%; text-align: center; }
 .reveal pre { width: 100%; font-size: 0.45em; box-shadow: none; }
-.reveal pre code { max-height: 560px; padding: 0.6em; background: #f6f8fa; color: #222; }
-.reveal .output { font-size: 0.5em; overflow: auto; max-height: 600px; }
+.reveal pre code { max-height: none; padding: 0.6em; background: #f6f8fa; color: #222; }
+.reveal .output { font-size: 0.5em; overflow: visible; margin: 12px 0; }
+.reveal pre.output { line-height: 1.3; white-space: pre-wrap; }
 .reveal .output table { margin: 0; }
 .reveal .output th, .reveal .output td { padding: 0.15em 0.5em; font-size: 0.9em; }
 """
+
+# Shrink what still overflows a slide (the split below estimates heights; fonts differ a
+# little): each section's font size steps down by 5% until it fits or reaches FIT_FLOOR.
+# Sections reveal.js has hidden are shown for the measurement.  Runs once the fonts are
+# loaded and reveal.js is ready; sets data-slides-fitted on <html> when done.
+_FIT_SCRIPT = """
+(function () {
+  var W = %(w)d, H = %(h)d, FLOOR = %(floor)s;
+  function overfull(s) {
+    if (s.scrollHeight > H || s.scrollWidth > W) { return true; }
+    return Array.prototype.some.call(s.querySelectorAll("pre, .output"), function (e) {
+      return e.scrollWidth > e.clientWidth + 1; });
+  }
+  function fit(s) {
+    var display = s.style.display;
+    s.style.display = "block";
+    var scale = 1;
+    while (overfull(s) && scale - 0.05 >= FLOOR - 1e-9) {
+      scale = Math.round((scale - 0.05) * 100) / 100;
+      s.style.fontSize = scale + "em";
+    }
+    if (scale < 1) { s.setAttribute("data-fit", String(scale)); }
+    s.style.display = display;
+  }
+  function fitAll() {
+    Array.prototype.forEach.call(document.querySelectorAll(".reveal .slides > section:not(.figure-slide)"), fit);
+    if (Reveal.layout) { Reveal.layout(); }
+    document.documentElement.setAttribute("data-slides-fitted", "1");
+  }
+  var fonts = document.fonts ? document.fonts.ready : Promise.resolve();
+  var ready = new Promise(function (done) { if (Reveal.isReady()) { done(); } else { Reveal.on("ready", done); } });
+  Promise.all([fonts, ready]).then(fitAll);
+})();
+""" % {"w": SLIDE_W, "h": SLIDE_H, "floor": FIT_FLOOR}
+
+# Estimated heights (px on the 1280x720 canvas) from the CSS above and reveal.js's white
+# theme (42 px base font, 20 px block margins); measured in Chromium: a line of body text
+# holds about 105 characters (100 in a list item).
+_BUDGET_PX = SLIDE_H - 30
+_TEXT_LINE_PX = 0.62 * 42 * 1.35
+_TITLE_LINE_PX = 0.55 * 42 * 1.35
+_BLOCK_MARGIN_PX = 20
+_HEADING_PX = {1: 1.3 * 42, 2: 1.05 * 42, 3: 0.9 * 42}
+_OUTPUT_LINE_PX = 0.5 * 42 * 1.3
+_TABLE_ROW_PX = 0.5 * 42 * 0.9 * 1.6
+_LIST_ITEM = re.compile(r"^(?:[-*+]|\d+[.)])\s+")
+
+
+def _heading_px(level: int, text: str) -> float:
+    size = _HEADING_PX.get(level, 0.9 * 42)
+    per_line = max(1, int(SLIDE_W / (0.52 * size)))
+    return math.ceil(max(1, len(text)) / per_line) * size * 1.2 + _BLOCK_MARGIN_PX
+
+
+def _text_px(text: str, *, chars_per_line: int, line_px: float) -> float:
+    plain = re.sub(r"\[([^\]]*)\]\([^)]*\)", r"\1", re.sub(r"[`*_]", "", " ".join(text.split())))
+    return math.ceil(max(1, len(plain)) / chars_per_line) * line_px
+
+
+def _markdown_blocks(text: str, *, title: bool = False) -> list[tuple[str, float, bool]]:
+    """Split markdown into blocks that may go on different slides: (markdown, estimated
+    height in px, is a heading).  Paragraphs, list items, fenced code and tables are kept
+    whole; a list item's separator is kept, so items of one list stay one list."""
+    blocks: list[tuple[str, float, bool]] = []
+    lines = text.splitlines()
+    i = 0
+    line_px = _TITLE_LINE_PX if title else _TEXT_LINE_PX
+    cpl = 118 if title else 105
+    while i < len(lines):
+        line = lines[i]
+        if not line.strip():
+            i += 1
+            continue
+        m = _HEADING.match(line)
+        if m:
+            blocks.append((line, _heading_px(len(m.group(1)), m.group(2)), True))
+            i += 1
+            continue
+        if line.lstrip().startswith("```"):
+            j = i + 1
+            while j < len(lines) and not lines[j].lstrip().startswith("```"):
+                j += 1
+            body = lines[i:j + 1]
+            blocks.append(("\n".join(body), max(1, len(body) - 2) * 0.45 * 42 * 1.2 + 30 + _BLOCK_MARGIN_PX, False))
+            i = j + 1
+            continue
+        if line.lstrip().startswith("|"):
+            j = i
+            while j < len(lines) and lines[j].lstrip().startswith("|"):
+                j += 1
+            blocks.append(("\n".join(lines[i:j]), (j - i) * _TEXT_LINE_PX + _BLOCK_MARGIN_PX, False))
+            i = j
+            continue
+        if _LIST_ITEM.match(line):
+            j = i + 1               # the item's continuation lines are indented
+            while j < len(lines) and lines[j].strip() and (lines[j].startswith((" ", "\t"))) \
+                    and not _LIST_ITEM.match(lines[j]):
+                j += 1
+            item = "\n".join(lines[i:j])
+            first_of_list = not blocks or not _LIST_ITEM.match(blocks[-1][0])
+            h = _text_px(_LIST_ITEM.sub("", item), chars_per_line=cpl - 5, line_px=line_px)
+            blocks.append((item, h + (_BLOCK_MARGIN_PX if first_of_list else 0), False))
+            i = j
+            continue
+        j = i + 1
+        while j < len(lines) and lines[j].strip() and not _HEADING.match(lines[j]) \
+                and not _LIST_ITEM.match(lines[j]) and not lines[j].lstrip().startswith(("```", "|")):
+            j += 1
+        para = "\n".join(lines[i:j])
+        for piece in _sentence_groups(para, chars=int(cpl * (_BUDGET_PX - 120) / line_px)):
+            blocks.append((piece, _text_px(piece, chars_per_line=cpl, line_px=line_px) + _BLOCK_MARGIN_PX, False))
+        i = j
+    return blocks
+
+
+def _sentence_groups(para: str, *, chars: int) -> list[str]:
+    """A paragraph too long for one slide, cut between sentences into pieces of at most
+    ``chars`` characters (a sentence longer than that is a piece of its own)."""
+    if len(para) <= chars:
+        return [para]
+    pieces, current = [], ""
+    for sentence in re.split(r"(?<=[.!?:;])\s+", " ".join(para.split())):
+        if current and len(current) + 1 + len(sentence) > chars:
+            pieces.append(current)
+            current = sentence
+        else:
+            current = f"{current} {sentence}" if current else sentence
+    if current:
+        pieces.append(current)
+    return pieces
+
+
+def _output_px(parts_text: list[tuple[str, str]]) -> float:
+    """Estimated height of a cell's shown outputs: ("text", s) or ("html", s) items."""
+    h = 0.0
+    for kind, body in parts_text:
+        if kind == "html":
+            h += (body.count("<tr") + 1) * _TABLE_ROW_PX + 24
+        else:
+            h += max(1, body.rstrip("\n").count("\n") + 1) * _OUTPUT_LINE_PX + 24
+    return h
 
 
 def _render(nb, out: Path, title_fallback: str) -> tuple[list[str], list[Path], list[int], str]:
@@ -336,80 +513,128 @@ def _render(nb, out: Path, title_fallback: str) -> tuple[list[str], list[Path], 
         shutil.rmtree(figures_dir)
     figures_dir.mkdir(parents=True)
     slides: list[str] = []
-    current: list[str] | None = None      # markdown parts of the slide being built
+    current: list[str] | None = None      # HTML parts of the slide being built
+    height = 0.0                          # its estimated height (px)
+    has_body = False                      # it holds more than a heading
     section_title = ""
     deck_title = ""
     figures: list[Path] = []
     figure_slides: list[int] = []
 
     def flush() -> None:
-        nonlocal current
-        if current:
+        nonlocal current, has_body
+        # a heading with nothing under it titles the figures that follow, not a slide of its own
+        if current and (has_body or not slides):
             cls = ' class="title-slide"' if not slides else ""
             slides.append(f"<section{cls}>\n" + "\n".join(current) + "\n</section>")
-        current = None
+        current, has_body = None, False
+
+    def continuation() -> None:
+        nonlocal current, height
+        current = [f"<h3>{html.escape(section_title)}</h3>"] if section_title else []
+        height = _HEADING_PX[3] * 1.2 + _BLOCK_MARGIN_PX if section_title else 0.0
 
     for cell in nb.cells:
         tags = _tags(cell)
         if SETUP_TAG in tags or INJECTED_TAG in tags or "skip-slides" in tags:
             continue
         if cell.cell_type == "markdown":
-            text = cell.source
-            first = next((ln for ln in text.splitlines() if ln.strip()), "")
-            m = _HEADING.match(first)
-            if m:
-                flush()
-                current = []
-                section_title = _plain(m.group(2))
-                deck_title = deck_title or section_title
-            elif current is None:   # text after a figure or code slide: a continuation slide
-                current = [f"<h3>{html.escape(section_title)}</h3>"] if section_title else []
-            current.append(_markdown_html(text))
+            blocks = _markdown_blocks(cell.source, title=not slides)
+            pending: list[str] = []
+            last_was_item = False
+
+            def put_pending() -> None:
+                if pending and current is not None:
+                    current.append(_markdown_html("\n\n".join(pending)))
+                pending.clear()
+
+            for n, (block, h, is_heading) in enumerate(blocks):
+                if is_heading and n == 0:
+                    flush()
+                    current, height = [], 0.0
+                    section_title = _plain(_HEADING.match(block).group(2))
+                    deck_title = deck_title or section_title
+                elif current is None:      # text after a figure or code slide: a continuation slide
+                    continuation()
+                elif has_body and height + h > _BUDGET_PX:   # full: the rest on a new slide, same title
+                    put_pending()
+                    flush()
+                    continuation()
+                    last_was_item = False
+                item = bool(_LIST_ITEM.match(block))
+                if pending and item and last_was_item:
+                    pending[-1] += "\n" + block        # the next item of the same list
+                else:
+                    pending.append(block)
+                last_was_item = item
+                height += h
+                has_body = has_body or not is_heading
+            put_pending()
             continue
         if cell.cell_type != "code":
             continue
         show_code = "show" in tags
         show_output = show_code or "show-output" in tags
-        if show_code or show_output:
-            parts = []
-            if show_code:
-                parts.append(f"<pre><code class=\"language-python\">{html.escape(cell.source)}</code></pre>")
-            for o in cell.get("outputs", []):
-                data = o.get("data", {})
-                if o.get("output_type") == "stream":
-                    parts.append(f"<pre class=\"output\">{html.escape(o.get('text', ''))}</pre>")
-                elif "text/html" in data and "image/png" not in data:
-                    parts.append(f"<div class=\"output\">{_SCRIPT.sub('', _join(data['text/html']))}</div>")
-                elif "text/plain" in data and "image/png" not in data and \
-                        "application/vnd.jupyter.widget-view+json" not in data:
-                    parts.append(f"<pre class=\"output\">{html.escape(_join(data['text/plain']))}</pre>")
-            if parts:
+        parts: list[str] = []
+        sized: list[tuple[str, str]] = []
+        if show_code:
+            parts.append(f"<pre><code class=\"language-python\">{html.escape(cell.source)}</code></pre>")
+
+        def emit_parts() -> None:
+            """The outputs met so far (in order) onto the slide that cites them, or their own."""
+            nonlocal height
+            if not parts:
+                return
+            need = _output_px(sized)
+            if not show_code and current is not None and has_body and height + need <= _BUDGET_PX:
+                current.extend(parts)      # the result on the slide whose text cites it
+                height += need
+            else:
                 flush()
                 head = f"<h3>{html.escape(section_title)}</h3>\n" if section_title else ""
                 slides.append("<section>\n" + head + "\n".join(parts) + "\n</section>")
+            parts.clear()
+            sized.clear()
+
         for o in cell.get("outputs", []):
             data = o.get("data", {})
-            if "image/png" not in data:
+            if "image/png" in data:
+                emit_parts()
+                flush()
+                n = len(figures) + 1
+                png = figures_dir / f"fig-{n:02d}.png"
+                pdf = png.with_suffix(".pdf")
+                png.write_bytes(base64.b64decode(_join(data["image/png"])))
+                if "application/pdf" in data:
+                    pdf.write_bytes(base64.b64decode(_join(data["application/pdf"])))
+                else:
+                    _png_to_pdf(png, pdf)
+                figures.append(png)
+                figure_slides.append(len(slides))
+                alt = html.escape(f"{section_title} (figure {n})" if section_title else f"figure {n}")
+                head = f"<h3>{html.escape(section_title)}</h3>\n" if section_title else ""
+                # an Explore panel (report.explore) carries a caption: the values drawn, the controls
+                caption = (o.get("metadata", {}).get("explore") or {}).get("caption")
+                cap = f"<p class=\"caption\">{html.escape(caption)}</p>\n" if caption else ""
+                kind = "figure-slide with-caption" if caption else "figure-slide"
+                slides.append(f"<section class=\"{kind}\" data-figure=\"{n}\">\n{head}"
+                              f"<img src=\"figures/{png.name}\" alt=\"{alt}\">\n{cap}</section>")
                 continue
-            flush()
-            n = len(figures) + 1
-            png = figures_dir / f"fig-{n:02d}.png"
-            pdf = png.with_suffix(".pdf")
-            png.write_bytes(base64.b64decode(_join(data["image/png"])))
-            if "application/pdf" in data:
-                pdf.write_bytes(base64.b64decode(_join(data["application/pdf"])))
-            else:
-                _png_to_pdf(png, pdf)
-            figures.append(png)
-            figure_slides.append(len(slides))
-            alt = html.escape(f"{section_title} (figure {n})" if section_title else f"figure {n}")
-            head = f"<h3>{html.escape(section_title)}</h3>\n" if section_title else ""
-            # an Explore panel (report.explore) carries a caption: the values drawn, the controls
-            caption = (o.get("metadata", {}).get("explore") or {}).get("caption")
-            cap = f"<p class=\"caption\">{html.escape(caption)}</p>\n" if caption else ""
-            kind = "figure-slide with-caption" if caption else "figure-slide"
-            slides.append(f"<section class=\"{kind}\" data-figure=\"{n}\">\n{head}"
-                          f"<img src=\"figures/{png.name}\" alt=\"{alt}\">\n{cap}</section>")
+            if not show_output:
+                continue
+            if o.get("output_type") == "stream":
+                if o.get("name") == "stderr":
+                    continue                 # warnings and progress bars are not results
+                parts.append(f"<pre class=\"output\">{html.escape(o.get('text', ''))}</pre>")
+                sized.append(("text", o.get("text", "")))
+            elif "text/html" in data:
+                body = _SCRIPT.sub("", _join(data["text/html"]))
+                parts.append(f"<div class=\"output\">{body}</div>")
+                sized.append(("html", body))
+            elif "text/plain" in data and "application/vnd.jupyter.widget-view+json" not in data:
+                parts.append(f"<pre class=\"output\">{html.escape(_join(data['text/plain']))}</pre>")
+                sized.append(("text", _join(data["text/plain"])))
+        emit_parts()
     flush()
     return slides, figures, figure_slides, deck_title or title_fallback
 
@@ -437,6 +662,12 @@ def build_slides(notebook: str | Path, out_dir: str | Path, *, parameters: dict 
             nb = nbformat.read(path, as_version=4)
         except Exception as exc:
             raise InputError(f"not a readable notebook ({exc}).", path=str(path)) from None
+    return write_deck(nb, out_dir, source=path, executed=execute)
+
+
+def write_deck(nb, out_dir: str | Path, *, source: str | Path, executed: bool = True) -> SlidesResult:
+    """The deck of an already executed notebook ``nb`` (read from ``source``) in ``out_dir``."""
+    path = Path(source)
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     slides, figures, figure_slides, title = _render(nb, out, path.stem)
@@ -464,9 +695,10 @@ def build_slides(notebook: str | Path, out_dir: str | Path, *, parameters: dict 
 </div>
 <script src="revealjs/dist/reveal.js"></script>
 <script>
-Reveal.initialize({{ hash: true, width: 1280, height: 720, margin: 0.04, center: false,
+Reveal.initialize({{ hash: true, width: {SLIDE_W}, height: {SLIDE_H}, margin: 0.04, center: false,
                      transition: "none", controls: true, progress: true, slideNumber: "c/t" }});
 </script>
+<script>{_FIT_SCRIPT}</script>
 </body>
 </html>
 """
@@ -479,4 +711,4 @@ Reveal.initialize({{ hash: true, width: 1280, height: 720, margin: 0.04, center:
     tmp.write_text(page, encoding="utf-8")
     os.replace(tmp, index)
     return SlidesResult(index=index, slides=len(slides), figures=figures, figure_slides=figure_slides,
-                        executed=execute)
+                        executed=executed)
