@@ -40,7 +40,7 @@ def _load_page(path: str):
 
 
 def _title(ax, text: str) -> None:
-    ax.set_title(text, fontsize=10)
+    ax.set_title(text, fontsize="medium")
 
 
 # ---------------------------------------------------------------------------------------
@@ -124,7 +124,7 @@ def push_panel(trace: str = "synthetic-page.har", base=None) -> Explorer:
         left.set_yticks(y, s.index)
         left.invert_yaxis()
         left.set_xlabel("time since navigation (s)")
-        left.legend(fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.2), ncol=3, frameon=False)
+        left.legend(fontsize="small", loc="upper center", bbox_to_anchor=(0.5, -0.2), ncol=3, frameon=False)
         left.grid(axis="x", alpha=0.3)
         _title(left, f"{v['protocol']}, RTT {v['rtt_ms']} ms, {v['bandwidth_mbit']} Mbit/s, {v['cache']} cache")
         gains = s.drop(index="none", errors="ignore")
@@ -139,7 +139,7 @@ def push_panel(trace: str = "synthetic-page.har", base=None) -> Explorer:
         right.grid(axis="y", alpha=0.3)
         right.legend(handles=[Patch(color="#555555", label="render-blocking"),
                               Patch(color="#555555", alpha=0.45, label="onload")],
-                     fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.12), ncol=2, frameon=False)
+                     fontsize="small", loc="upper center", bbox_to_anchor=(0.5, -0.12), ncol=2, frameon=False)
         _title(right, "gain vs none")
         return s[["render_blocking_s", "onload_s", "gain_render_blocking_s", "gain_onload_s", "pushes_promised",
                   "pushes_used", "bytes_wasted", "hinted_fetches", "think_s"]]
@@ -202,14 +202,14 @@ def trailers_panel(base=None, *, responses: int = 4) -> Explorer:
         axes[2].set_xticks(x, agg.index)
         axes[2].set_ylabel(f"responses of {d['response'].nunique()} losing metadata")
         axes[2].set_ylim(0, max(1, d["response"].nunique()))
-        axes[2].legend(fontsize=8)
+        axes[2].legend(fontsize="small")
         for ax in axes:
             ax.grid(axis="y", alpha=0.3)
         chain = " > ".join(h for h in (v["hop1"], v["hop2"]) if h != "-") or "direct"
         rate = "ready at once" if v["rate_kb_s"] == "at-once" else f"{v['rate_kb_s']:,} kB/s"
         size = "the trace's sizes" if d["body_bytes"].nunique() > 1 else f"{int(d['body_bytes'].iloc[0]) // KIB:,} KiB"
         fig.suptitle(f"{v['version']}, {size} at {rate}, hops: {chain}, TE: trailers on {v['te_share']:.0%}",
-                     fontsize=10)
+                     fontsize="medium")
         return agg
 
     return Explorer("Trailers: one run of every strategy per change", controls, run, draw,
@@ -276,7 +276,7 @@ def crossstream_panel(bodies: str | None = None, base=None, *, releases: int = 2
         left.bar(x + 0.2, s["repeat_visit_bytes"] / KIB, 0.4, label="repeat visits", color="#ff7f0e")
         left.set_xticks(x, s.index)
         left.set_ylabel("bytes on the wire (KiB)")
-        left.legend(fontsize=8)
+        left.legend(fontsize="small")
         left.grid(axis="y", alpha=0.3)
         _title(left, f"{codec(v)}, scoping {v['scoping']}")
         leak = r.leak.set_index("scheme").reindex(s.index)
@@ -285,7 +285,7 @@ def crossstream_panel(bodies: str | None = None, base=None, *, releases: int = 2
         for xi, (_, row) in zip(x, leak.iterrows()):
             if row["requests"] == row["requests"]:
                 right.annotate(f"{int(row['correct_prefix_chars'])}/{v['secret_chars']} chars",
-                               (xi, row["requests"]), ha="center", va="bottom", fontsize=8)
+                               (xi, row["requests"]), ha="center", va="bottom", fontsize="small")
         right.set_xticks(x, s.index)
         right.set_ylabel("attacker requests")
         right.grid(axis="y", alpha=0.3)
@@ -353,7 +353,7 @@ def stacks_panel(base=None) -> Explorer:
         ax.set_xlabel("completion time per exchange (ms)")
         ax.set_ylabel("fraction of exchanges")
         ax.grid(alpha=0.3)
-        ax.legend(loc="lower right", fontsize=8)
+        ax.legend(loc="lower right", fontsize="small")
         name = next(label for label, value in STACK_SETUPS if value == v["setup"])
         _title(ax, f"{name}, loss {v['loss']:.1%}, RTT {v['rtt_ms']} ms, seed {v['seed']}")
         keys = ["exchanges", "median_completion_s", "last_completion_s", "packets_sent", "packets_lost"]
@@ -408,12 +408,12 @@ def demux_panel(base=None, *, stream_bytes: int = 1 << 20) -> Explorer:
         right.axhline(v["streams"] * v["window_kib"], color="black", ls="--", lw=0.8, label="N x window")
         right.set_yscale("log")
         right.set_ylabel("peak payload buffered (KiB)")
-        right.legend(fontsize=8)
+        right.legend(fontsize="small")
         for ax in (left, right):
             ax.tick_params(axis="x", labelsize=8)
             ax.grid(axis="y", alpha=0.3)
         fig.suptitle(f"{v['streams']} x {stream_bytes // KIB:,} KiB, window {v['window_kib']} KiB, "
-                     f"{v['interleaving']}, RTT {v['rtt_ms']:g} ms (model)", fontsize=10)
+                     f"{v['interleaving']}, RTT {v['rtt_ms']:g} ms (model)", fontsize="medium")
         return m[["completion_s", "completion_ratio_vs_direct", "peak_buffered_bytes", "wakeups_per_frame",
                   "dispatches_per_frame", "copied_bytes_per_mb", "window_stall_s"]]
 
@@ -499,7 +499,7 @@ def coalescing_panel(trace: str = "synthetic-page.har", base=None) -> Explorer:
             ax.set_ylabel(label)
             ax.grid(axis="y", alpha=0.3)
         fig.suptitle(f"{v['mode']} vs none: DNS {v['dns']}, certificates {v['cert']}, p421 {v['p421']:.0%}, "
-                     f"RTT {v['rtt_ms']} ms", fontsize=10)
+                     f"RTT {v['rtt_ms']} ms", fontsize="medium")
         return s[["connections", "dns_lookups", "handshake_rtts", "handshake_bytes", "cert_bytes", "coalesced_requests",
                   "misdirected_421", "onload_s", "gain_onload_s"]]
 
