@@ -498,6 +498,26 @@ def test_quick_leak_rows_are_the_full_leak_rows_of_each_scheme_s_first_codec():
         assert (both[column] == both[column + "_full"]).all(), column
 
 
+def test_leak_in_a_background_process_gives_the_same_table(corpus):
+    """The CLI runs the leak in a forked worker while the schemes run: same rows, same order."""
+    params = _small_params(schemes=("per-response", "shared"), codecs="zlib:6", scopings=("none", "context"),
+                           leak_lengths=(2,), leak_alignments=2)
+    inline = crossstream.run(corpus, params)
+    background = crossstream.run(corpus, params, leak_in_background=True)
+    assert len(inline.leak) == 3 and inline.leak.equals(background.leak)
+    assert inline.summary.equals(background.summary)
+
+
+def test_leak_worker_is_stopped_when_the_run_fails(corpus, monkeypatch):
+    """An error in the schemes (here a corpus that cannot be read) ends the run at once:
+    the forked leak worker is terminated, not waited for."""
+    def broken(source, params):
+        raise InputError("bodies.har: no bodies")
+    monkeypatch.setattr(crossstream.study, "_corpus", broken)
+    with pytest.raises(InputError, match="no bodies"):
+        crossstream.run(corpus, _small_params(leak_lengths=(8,), leak_codecs="all"), leak_in_background=True)
+
+
 @pytest.mark.parametrize("argv,lengths,codecs", [
     ([], (4,), "first"), (["--leak", "full"], (4, 8), "all"), (["--leak", "full", "--leak-lengths", "3"], (3,), "all"),
     (["--leak-lengths", "0"], (), "first")])

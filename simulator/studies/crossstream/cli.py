@@ -62,7 +62,7 @@ def _cmd(args: argparse.Namespace) -> int:
         source = load(args.trace)
     else:
         source = None
-    result = run(source, params, progress=not args.json and sys.stderr.isatty())
+    result = run(source, params, progress=not args.json and sys.stderr.isatty(), leak_in_background=True)
     if args.responses:
         result.responses.to_csv(args.responses, index=False)
     if args.json:

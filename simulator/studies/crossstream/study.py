@@ -4,6 +4,8 @@ the bodies' visits, then the leak) and the reference figures."""
 from __future__ import annotations
 
 import math
+import multiprocessing
+import os
 from dataclasses import dataclass, replace
 from urllib.parse import urlsplit
 
@@ -214,12 +216,54 @@ def _combos(params: CrossstreamParams) -> list[tuple[str, Codec | None, str]]:
     return out
 
 
-def run(source=None, params: CrossstreamParams | None = None, *, progress: bool = False) -> CrossstreamResult:
-    """Run every scheme x codec x scoping over the bodies' visits, then the leak."""
+def run(source=None, params: CrossstreamParams | None = None, *, progress: bool = False,
+        leak_in_background: bool = False) -> CrossstreamResult:
+    """Run every scheme x codec x scoping over the bodies' visits, then the leak.
+
+    ``leak_in_background``: the leak needs no trace, so it may run in a forked process
+    while the schemes run here (what the CLI asks for; the result is the same either way)."""
     params = params or CrossstreamParams()
-    corpus = _corpus(source, params)
-    plan = visits(corpus)
-    static = static_dictionaries(training_corpus(params), params.static_dictionary_bytes)
+    # started first: the worker builds its own static dictionaries meanwhile
+    with _LeakRunner(params, background=leak_in_background) as background_leak:
+        corpus = _corpus(source, params)
+        plan = visits(corpus)
+        static = static_dictionaries(training_corpus(params), params.static_dictionary_bytes)
+        return _run(corpus, plan, static, params, progress, background_leak)
+
+
+class _LeakRunner:
+    """The leak in one forked worker process, when this platform can fork, this process
+    may have children (a Dask worker is daemonic and may not) and there are two cores.
+    On an error the worker is stopped, not waited for."""
+
+    def __init__(self, params: CrossstreamParams, *, background: bool) -> None:
+        self.pool = self.pending = None
+        if background and params.leak_lengths and _can_fork():
+            self.pool = multiprocessing.get_context("fork").Pool(1)
+            self.pending = self.pool.apply_async(run_leak, (params,))
+
+    def result(self) -> pd.DataFrame:
+        return self.pending.get()
+
+    def __enter__(self) -> _LeakRunner:
+        return self
+
+    def __exit__(self, kind, value, tb) -> None:
+        if self.pool is None:
+            return
+        if kind is None:
+            self.pool.close()
+        else:
+            self.pool.terminate()
+        self.pool.join()
+
+
+def _can_fork() -> bool:
+    return ("fork" in multiprocessing.get_all_start_methods() and not multiprocessing.current_process().daemon
+            and (os.cpu_count() or 1) > 1)
+
+
+def _run(corpus, plan, static, params: CrossstreamParams, progress: bool, background_leak: _LeakRunner):
     transfer = _Transfer(params)
     combos = _combos(params)
     rows, summaries, cpu_rows, unavailable = [], [], [], []
@@ -266,7 +310,10 @@ def run(source=None, params: CrossstreamParams | None = None, *, progress: bool 
     responses = pd.DataFrame.from_records(rows)
     if not responses.empty and not params.measure_cpu:
         responses = responses.drop(columns=["compress_ns", "decompress_ns"])
-    leak = run_leak(params, static=static, unavailable=unavailable, progress=progress)
+    if background_leak.pending is not None:
+        leak = background_leak.result()
+    else:
+        leak = run_leak(params, static=static, unavailable=unavailable, progress=progress)
     cpu = pd.DataFrame.from_records(cpu_rows) if params.measure_cpu else None
     reference = _reference(summary, responses)
     source_info = {"source": corpus.source, "content_hash": corpus.content_hash(), "bodies": len(corpus),
@@ -303,7 +350,8 @@ def _summarize(scheme, codec, scoping, rows, visit_times, sr) -> dict:
 
 def run_leak(params: CrossstreamParams, *, static: dict | None = None, unavailable: list | None = None,
              progress: bool = False) -> pd.DataFrame:
-    """The leak experiment alone: one row per scheme x codec x scoping x secret length."""
+    """The leak experiment alone: one row per scheme x codec x scoping x secret length
+    (a scheme this machine cannot run, such as Brotli without its dictionary API, is left out)."""
     if static is None:
         static = static_dictionaries(training_corpus(params), params.static_dictionary_bytes)
     unavailable = unavailable or []
@@ -323,7 +371,11 @@ def run_leak(params: CrossstreamParams, *, static: dict | None = None, unavailab
         setup = setups.get(n)
         if setup is None:
             setup = setups[n] = make_setup(n, seed=params.seed)
-        result = Attack(setup, scheme, codec, scoping, static=static, max_alignments=params.leak_alignments).run()
+        try:
+            result = Attack(setup, scheme, codec, scoping, static=static,
+                            max_alignments=params.leak_alignments).run()
+        except SchemeUnavailable:
+            continue
         correct = 0
         for a, b in zip(result.recovered, setup.secret):
             if a != b:

@@ -34,6 +34,7 @@ import json
 import math
 import random
 import zlib
+from bisect import bisect_left
 from dataclasses import asdict, replace
 from urllib.parse import urlsplit
 
@@ -124,9 +125,9 @@ class _Words:
             self.cum.append(acc)
 
     def draw(self, rng: random.Random) -> str:
-        import bisect
-
-        return self.words[min(bisect.bisect_left(self.cum, rng.random()), len(self.words) - 1)]
+        i = bisect_left(self.cum, rng.random())
+        # the last cumulative weight can round just below 1.0
+        return self.words[i] if i < len(self.words) else self.words[-1]
 
 
 def _camel(parts: list[str]) -> str:
