@@ -79,8 +79,8 @@ from collections import deque
 from typing import Callable
 
 from ..engine import Simulator
-from .cc import RttEstimator, make_congestion_control
 from . import native
+from .cc import RttEstimator, make_congestion_control
 from .link import Link, Packet, Path
 from .transport import DataCallback, TransportConfig, stream_id_for
 
