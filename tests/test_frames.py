@@ -427,6 +427,17 @@ def test_varint_len_is_the_minimal_encoding_rfc9000_s16(impl):
             assert F.varint_len(value) == size == len(impl.encode_varint(value))
     assert F.varint_len(0) == 1 and F.varint_len(2**6) == 2 and F.varint_len(2**30) == 8
 
+
+def test_integer_len_is_the_encoded_length_rfc7541_s5_1(impl):
+    """RFC 7541 section 5.1: a value below 2^N-1 fits the N-bit prefix (one byte); above it,
+    one byte per 7 bits of the remainder.  ``integer_len`` (the page-load model's header block
+    sizes) agrees with the encoder for every prefix."""
+    for prefix_bits in range(1, 9):
+        top = (1 << prefix_bits) - 1
+        for value in (0, top - 1, top, top + 127, top + 128, top + 2**14, 2**62 - 1):
+            assert F.integer_len(value, prefix_bits) == len(impl.encode_int(value, prefix_bits))
+    assert F.integer_len(30, 5) == 1 and F.integer_len(31, 5) == 2 and F.integer_len(1337, 5) == 3   # C.1.1-C.1.2
+
 @settings(max_examples=100, deadline=None)
 @given(st.lists(st.tuples(st.integers(0, 2**62 - 1), st.binary(max_size=200)), max_size=15),
        st.lists(st.integers(0, 4000), max_size=8))

@@ -44,7 +44,7 @@ from ._errors import FrameError, HuffmanError, IntegerError, error_code_name
 __all__ = [
     "IMPLEMENTATION", "implementations", "get_implementation", "FrameError", "HuffmanError", "IntegerError",
     "H2Scanner", "H3Scanner", "VarintDecoder", "parse_h2", "parse_h3", "H2Frames", "H3Frames",
-    "decode_varint", "encode_varint", "varint_len", "decode_int", "encode_int",
+    "decode_varint", "encode_varint", "varint_len", "integer_len", "decode_int", "encode_int",
     "huffman_decode", "huffman_encode", "huffman_encoded_length",
     "H2_FRAME_TYPES", "H3_FRAME_TYPES", "h2_type_name", "h3_type_name", "h2_flag_names", "error_code_name",
     "PREFACE",
@@ -158,6 +158,20 @@ def varint_len(value: int) -> int:
     if value < 0x40000000:
         return 4
     return 8
+
+
+def integer_len(value: int, prefix_bits: int) -> int:
+    """Bytes of ``value`` as an HPACK/QPACK integer with an N-bit prefix (RFC 7541
+    section 5.1), as ``len(encode_int(value, prefix_bits))`` without making the bytes."""
+    top = (1 << prefix_bits) - 1
+    if value < top:
+        return 1
+    value -= top
+    n = 2
+    while value >= 128:
+        value >>= 7
+        n += 1
+    return n
 
 
 @dataclass

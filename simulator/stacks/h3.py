@@ -76,6 +76,7 @@ from aioquic.quic.stream import QuicStreamSender
 
 from ..engine import Simulator
 from ..net.link import Packet, Path
+from ..net.quic.packet import UDP_IP_HEADER_BYTES      # IPv4 (20) + UDP (8)
 from . import aioquic_order
 from .common import CLIENT_ADDR, SERVER_ADDR, Endpoint, Recorder, StackParams, StackStalled
 from .tls import make_certificate    # shared with the h2 stack's TLS
@@ -83,7 +84,6 @@ from .tls import make_certificate    # shared with the h2 stack's TLS
 __all__ = ["H3Session", "SimH3Connection", "SimQuicConnection", "TimedQpackDecoder", "SimQuicLogger",
            "make_certificate", "stream_frames_resent_in_qlog", "UDP_IP_HEADER_BYTES", "TIMER_NUDGE_S"]
 
-UDP_IP_HEADER_BYTES = 28          # IPv4 (20) + UDP (8)
 CONNECTION_ID_BYTES = 8
 TIMER_NUDGE_S = 1e-6              # first step past a deadline that came back unchanged
 _MAX_NUDGE_DOUBLINGS = 14     # steps grow to at most 16 ms

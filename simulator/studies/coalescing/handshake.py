@@ -6,6 +6,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ...net.quic.packet import UDP_IP_HEADER_BYTES
+
 __all__ = ["Handshake", "handshake", "chain_bytes", "CERT_CHAIN_BASE_BYTES", "QUIC_MIN_INITIAL_BYTES"]
 
 TCP_SYN_BYTES, TCP_SYNACK_BYTES, TCP_ACK_BYTES = 60, 60, 52
@@ -17,7 +19,6 @@ QUIC_SERVER_TLS_FIXED_BYTES = 282             # the same messages in CRYPTO fram
 QUIC_MIN_INITIAL_BYTES = 1200                 # RFC 9000 section 14.1
 QUIC_MAX_DATAGRAM_BYTES = 1200
 QUIC_PACKET_OVERHEAD_BYTES = 42               # long header + AEAD tag
-UDP_IP_HEADER_BYTES = 28
 QUIC_CLIENT_FINISHED_BYTES = 36 + QUIC_PACKET_OVERHEAD_BYTES
 AMPLIFICATION_FACTOR = 3                      # RFC 9000 section 8.1
 CERT_CHAIN_BASE_BYTES = 1800

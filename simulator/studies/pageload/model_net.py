@@ -71,6 +71,7 @@ from hpack.huffman_constants import REQUEST_CODES_LENGTH
 from hpack.table import HeaderTable
 
 from ...engine import Simulator
+from ...frames import integer_len
 from ...net.link import DelayedPath, Path
 from ...net.quic import QuicConnection
 from ...net.tcp import TcpConnection
@@ -120,19 +121,6 @@ def _huffman_bytes(data: bytes) -> int:
     """Bytes of ``data`` Huffman-coded (RFC 7541 section 5.2, Appendix B): its codes' bits,
     padded to a whole byte."""
     return (sum(map(REQUEST_CODES_LENGTH.__getitem__, data)) + 7) >> 3
-
-
-def _integer_bytes(value: int, prefix_bits: int) -> int:
-    """Bytes of an HPACK integer with an N-bit prefix (RFC 7541 section 5.1)."""
-    top = (1 << prefix_bits) - 1
-    if value < top:
-        return 1
-    value -= top
-    n = 2
-    while value >= 128:
-        value >>= 7
-        n += 1
-    return n
 
 
 def _as_bytes(value) -> bytes:
@@ -235,24 +223,24 @@ class HeaderBlockSizer:
             if static:
                 index = static[1].get(value)
                 if index is not None:
-                    total += _integer_bytes(index, 7)            # indexed field
+                    total += integer_len(index, 7)            # indexed field
                     continue
                 index = static[0]
             k = self._exact.get((name, value))
             if k is not None and k >= self._first:
-                total += _integer_bytes(_DYNAMIC_FIRST_INDEX + self._inserted - 1 - k, 7)
+                total += integer_len(_DYNAMIC_FIRST_INDEX + self._inserted - 1 - k, 7)
                 continue
             if index is None:
                 k = self._names.get(name)
                 if k is not None and k >= self._first:
                     index = _DYNAMIC_FIRST_INDEX + self._inserted - 1 - k
             value_bytes = _huffman_bytes(value)
-            field = _integer_bytes(value_bytes, 7) + value_bytes
+            field = integer_len(value_bytes, 7) + value_bytes
             if index is None:                                     # literal name
                 name_bytes = _huffman_bytes(name)
-                field += 1 + _integer_bytes(name_bytes, 7) + name_bytes
+                field += 1 + integer_len(name_bytes, 7) + name_bytes
             else:                                                 # indexed name
-                field += _integer_bytes(index, 4 if sensitive else 6)
+                field += integer_len(index, 4 if sensitive else 6)
             total += field
             if not sensitive:
                 self._add(name, value)
