@@ -258,6 +258,25 @@ def test_a_cell_timeout_is_one_line_naming_the_cell(tmp_path, capsys):
     assert not (tmp_path / "deck").exists()
 
 
+def test_a_kernel_that_dies_is_one_line(tmp_path, capsys):
+    """A kernel killed mid-run (here it exits on its own) ends the build with one line and
+    status 2, not nbclient's traceback and a second one from its clean-up."""
+    import nbformat
+    from nbformat.v4 import new_code_cell, new_notebook
+
+    from simulator.cli import main
+
+    nb = new_notebook(cells=[new_code_cell("X = 1", metadata={"tags": ["parameters"]}),
+                             new_code_cell("import os; os._exit(9)")],
+                      metadata={"kernelspec": {"display_name": "Python 3", "language": "python", "name": "python3"}})
+    path = tmp_path / "dies.ipynb"
+    nbformat.write(nb, path)
+    assert main(["slides", str(path), "-o", str(tmp_path / "deck"), "--timeout", "60"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "kernel died" in err[0] and "dies.ipynb" in err[0], err
+    assert not (tmp_path / "deck").exists()
+
+
 def test_a_path_parameter_is_relative_to_where_the_user_is(tmp_path, monkeypatch):
     """``-p RESULTS_DIR results/`` names the user's folder, not one beside the notebook."""
     from simulator.report.commands import _value

@@ -218,7 +218,9 @@ def _notebook_client(nb, timeout: int, path: Path):
             # it to shut down (the messaging protocol's shutdown_request) and give it a few
             # seconds to exit; the interrupt is left for a kernel that did not.
             km, kc = self.km, self.kc
-            if km is not None and kc is not None and await _maybe_await(km.is_alive()):
+            if km is None:              # already cleaned up (the kernel died): nothing to stop
+                return
+            if kc is not None and await _maybe_await(km.is_alive()):
                 await _maybe_await(kc.shutdown())
                 deadline = time.monotonic() + 5.0
                 while time.monotonic() < deadline and await _maybe_await(km.is_alive()):
@@ -240,7 +242,7 @@ def execute_notebook(path: Path, parameters: dict | None = None, *, timeout: int
     slide style.  A failing cell is one ``InputError`` line (``one_line_errors=False``:
     nbclient's own error, with the cell's traceback, as a test wants it)."""
     import nbformat
-    from nbclient.exceptions import CellExecutionError, CellTimeoutError
+    from nbclient.exceptions import CellExecutionError, CellTimeoutError, DeadKernelError
 
     nb = nbformat.read(path, as_version=4)
     inject_parameters(nb, parameters or {}, source=str(path))
@@ -262,6 +264,11 @@ def execute_notebook(path: Path, parameters: dict | None = None, *, timeout: int
         if not one_line_errors:
             raise
         raise _one_line_error(exc, nb, path, timeout) from None
+    except DeadKernelError:
+        if not one_line_errors:
+            raise
+        raise InputError("the notebook's kernel died while running (it was killed, or ran out of memory)",
+                         path=str(path)) from None
     finally:
         if tmp is not None:
             tmp.cleanup()

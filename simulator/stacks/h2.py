@@ -49,7 +49,8 @@ from ..frames.h2buffer import install
 from ..net.link import Path
 from ..net.tcp import TcpConnection
 from ..net.transport import TransportConfig
-from .common import Endpoint, Recorder, StackParams
+from .common import Recorder, StackParams
+from .endpoint import Endpoint
 from .tls import TlsContexts, TlsEnd, contexts, sni_name
 
 __all__ = ["H2Session"]

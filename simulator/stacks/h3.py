@@ -58,8 +58,6 @@ promise the same push id on a second request stream.
 from __future__ import annotations
 
 import bisect
-import json
-import os
 import ssl
 from collections import Counter
 
@@ -70,7 +68,6 @@ from aioquic.h3.connection import H3_ALPN, ErrorCode, H3Connection
 from aioquic.quic import events as qe
 from aioquic.quic.configuration import QuicConfiguration
 from aioquic.quic.connection import QuicConnection
-from aioquic.quic.logger import QuicLogger, QuicLoggerTrace
 from aioquic.quic.packet import pull_quic_header
 from aioquic.quic.stream import QuicStreamSender
 
@@ -78,7 +75,9 @@ from ..engine import Simulator
 from ..net.link import Packet, Path
 from ..net.quic.packet import UDP_IP_HEADER_BYTES      # IPv4 (20) + UDP (8)
 from . import aioquic_order
-from .common import CLIENT_ADDR, SERVER_ADDR, Endpoint, Recorder, StackParams, StackStalled
+from .common import CLIENT_ADDR, SERVER_ADDR, Recorder, StackParams, StackStalled
+from .endpoint import Endpoint
+from .qlog import SimQuicLogger, stream_frames_resent_in_qlog
 from .tls import make_certificate    # shared with the h2 stack's TLS
 
 __all__ = ["H3Session", "SimH3Connection", "SimQuicConnection", "TimedQpackDecoder", "SimQuicLogger",
@@ -89,50 +88,6 @@ TIMER_NUDGE_S = 1e-6              # first step past a deadline that came back un
 _MAX_NUDGE_DOUBLINGS = 14     # steps grow to at most 16 ms
 
 aioquic_order.install()       # stream service order by insertion, not by memory address
-
-
-# ---------------------------------------------------------------------------------------
-# qlog with simulated time
-
-
-class SimQuicLoggerTrace(QuicLoggerTrace):
-    def __init__(self, *, is_client: bool, odcid: bytes, clock) -> None:
-        super().__init__(is_client=is_client, odcid=odcid)
-        self._clock = clock
-        self.is_client = is_client
-
-    def log_event(self, *, category: str, event: str, data: dict) -> None:
-        self._events.append({"data": data, "name": category + ":" + event,
-                             "time": self.encode_time(self._clock())})
-
-    @property
-    def events(self):
-        return self._events
-
-
-class SimQuicLogger(QuicLogger):
-    """aioquic's in-memory logger, with events stamped by the simulation clock."""
-
-    def __init__(self, clock) -> None:
-        super().__init__()
-        self._clock = clock
-
-    def start_trace(self, is_client: bool, odcid: bytes) -> QuicLoggerTrace:
-        trace = SimQuicLoggerTrace(is_client=is_client, odcid=odcid, clock=self._clock)
-        self._traces.append(trace)
-        return trace
-
-    def end_trace(self, trace: QuicLoggerTrace) -> None:
-        pass                                  # written once, by write()
-
-    def write(self, directory: str, name: str) -> list[str]:
-        paths = []
-        for trace in self._traces:
-            path = os.path.join(directory, f"{name}-{'client' if trace.is_client else 'server'}.qlog")
-            with open(path, "w") as fh:
-                json.dump({"qlog_format": "JSON", "qlog_version": "0.3", "traces": [trace.to_dict()]}, fh)
-            paths.append(path)
-        return paths
 
 
 # ---------------------------------------------------------------------------------------
@@ -578,26 +533,3 @@ class H3Session:
                 "qpack_blocked_total_s": sum(r["unblocked_s"] - r["blocked_s"] for r in blocked
                                              if r["unblocked_s"] == r["unblocked_s"]),
                 "stream_frames_resent": retransmissions}
-
-
-def stream_frames_resent_in_qlog(traces) -> int:
-    """STREAM frames whose bytes were all sent before in one frame, per sender, read from qlog
-    ``packet_sent`` events (QUIC resends lost data in new packets, RFC 9000 section 13.3).
-    ``traces``: each a list of qlog events (dicts with ``name`` and ``data``), e.g. the
-    ``traces[0]["events"]`` of the files ``--qlog`` writes.  The replay counts the same thing
-    without a qlog (``SimQuicConnection``); this is the reference it is checked against."""
-    resent = 0
-    for events in traces:
-        sent: dict[int, list] = {}
-        for event in events:
-            if event["name"] != "transport:packet_sent":
-                continue
-            for frame in event["data"].get("frames", ()):
-                if frame.get("frame_type") != "stream" or not frame.get("length"):
-                    continue
-                start, end = frame["offset"], frame["offset"] + frame["length"]
-                ranges = sent.setdefault(frame["stream_id"], [])
-                if any(lo <= start and end <= hi for lo, hi in ranges):
-                    resent += 1
-                ranges.append((start, end))
-    return resent

@@ -8,7 +8,7 @@ choices and its dynamic table, one per connection and direction, checked against
 frames add their headers (HTTP/2 9 bytes, RFC 9113 section 4.1; HTTP/3 about 3, RFC 9114
 section 7.1), and bodies are padding of their size.
 
-Server behaviour, as the real stacks' (``stacks.common.Endpoint``): when a request has
+Server behaviour, as the real stacks' (``stacks.endpoint.Endpoint``): when a request has
 arrived the server sends at once its 103 (RFC 8297) and, for each push, a PUSH_PROMISE
 on the request stream (RFC 9113 section 8.4.1 / RFC 9114 section 7.2.5: frame header,
 promised stream or push id, header block) followed by the pushed response on a stream

@@ -3,7 +3,7 @@ HTTP/3 over the simulated link (``simulator.stacks``).  Written by hand.
 
 One session (a real client and a real server) per connection key, opened when the
 browser first needs it, all on one shared access path as in ``model_net``.  The server
-side is ``stacks.common.Endpoint``: 103 and pushes at once, the final response after the
+side is ``stacks.endpoint.Endpoint``: 103 and pushes at once, the final response after the
 spec's think time.  The browser's callbacks come from ``Recorder.listener``.
 
 Differences that are the stacks' own, not the model's:

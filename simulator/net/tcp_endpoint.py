@@ -1,0 +1,504 @@
+"""The TCP model's endpoint, the Python reference: the sender of one direction and the
+receiver of the other, with NewReno recovery, delayed ACKs, the RFC 6298 timer and the
+optional handshake, as ``tcp``'s docstring describes.  ``simulator.net._tcp.TcpEndpoint``
+is its C twin (same events, same numbers).  Written by hand."""
+
+from __future__ import annotations
+
+from collections import deque
+from typing import TYPE_CHECKING, Callable
+
+from .cc import RttEstimator, make_congestion_control
+from .link import Link, Packet
+from .tcp_packets import TcpAck, TcpControl, TcpSegment
+from .transport import DataCallback, stream_id_for
+
+if TYPE_CHECKING:
+    from .tcp import TcpConnection
+
+__all__ = ["TcpEndpoint"]
+
+_EMPTY = memoryview(b"")
+_MAX_BACKOFF = 1 << 16
+
+
+class TcpEndpoint:
+    """One side of a TCP connection: the sender of one direction and the receiver of the other."""
+
+    __slots__ = (
+        "sim", "conn", "is_client", "name", "peer", "out_link", "timers", "config", "mss",
+        "header_bytes", "cc", "rtt", "established", "on_data", "on_stream_acked", "on_received", "cwnd_log",
+        # application streams
+        "_next_stream_index", "_send_offset", "_ended",
+        # sender (RFC 9293 names: SND.UNA, SND.NXT; snd_max is the highest SND.NXT so far)
+        "snd_una", "snd_nxt", "snd_max", "_pending", "_pending_len", "_flush_scheduled",
+        "_unacked", "_by_seq", "_dupacks", "_in_recovery", "_recover", "_partial_acks",
+        "_inflation_bytes", "_rto_backoff", "_rto_seq",
+        "_deliver_segment", "_deliver_ack", "_handshake_retransmitted", "_handshake_sent_s",
+        # receiver (RCV.NXT)
+        "rcv_nxt", "_ooo", "_ooo_bytes", "max_ooo_bytes", "_segments_since_ack",
+        # counters
+        "segments_sent", "segments_retransmitted", "rto_timeouts", "fast_retransmits",
+        "bytes_sent", "bytes_delivered", "acks_sent",
+    )
+
+    def __init__(self, conn: "TcpConnection", *, is_client: bool, out_link: Link,
+                 cwnd_log: bool) -> None:
+        sim = conn.sim
+        config = conn.config
+        self.sim = sim
+        self.conn = conn
+        self.is_client = is_client
+        self.name = f"{conn.name}/{'client' if is_client else 'server'}"
+        self.peer: TcpEndpoint | None = None
+        self.out_link = out_link
+        self.timers = sim.timers(self.name, ("rto", "delack"))
+        self.config = config
+        self.mss = config.mss_bytes
+        self.header_bytes = config.header_overhead_bytes
+        self.cc = make_congestion_control(config.cc, config.mss_bytes,
+                                          initial_window_segments=config.initial_window_segments)
+        self.rtt = RttEstimator(initial_rtt_s=config.initial_rtt_s, min_rto_s=config.min_rto_s)
+        self.established = True
+        self.on_data: DataCallback | None = None
+        self.on_stream_acked: Callable[[int, int], None] | None = None
+        self.on_received: Callable[[int, int, int, float], None] | None = None
+        self.cwnd_log: list[tuple[float, float]] | None = [] if cwnd_log else None
+
+        self._next_stream_index = [0, 0]          # bidirectional, unidirectional
+        self._send_offset: dict[int, int] = {}
+        self._ended: set[int] = set()
+
+        self.snd_una = self.snd_nxt = self.snd_max = 0
+        self._pending: deque[list] = deque()      # [stream_id, offset, memoryview, end] not yet segmented
+        self._pending_len = 0                     # sequence numbers waiting in _pending
+        self._flush_scheduled = False
+        self._unacked: deque[TcpSegment] = deque()   # sent, not yet cumulatively acked, in order
+        self._by_seq: dict[int, TcpSegment] = {}
+        self._dupacks = 0
+        self._in_recovery = False
+        # RFC 6582 "recover", kept as an end (the highest seq sent + 1, as FreeBSD's snd_recover):
+        # a full ACK has ack >= recover; a fast retransmit needs ack - 1 >= recover.
+        self._recover = -1
+        self._partial_acks = 0
+        self._inflation_bytes = 0.0               # fast-recovery window inflation (RFC 6582 steps 2-4)
+        self._rto_backoff = 1
+        self._rto_seq = -1                        # snd_una at the last timeout
+        self._handshake_retransmitted = False
+        self._handshake_sent_s = 0.0
+
+        self.rcv_nxt = 0
+        self._ooo: dict[int, TcpSegment] = {}     # out-of-order segments by seq
+        self._ooo_bytes = 0
+        self.max_ooo_bytes = 0
+        self._segments_since_ack = 0
+
+        self.segments_sent = 0
+        self.segments_retransmitted = 0
+        self.rto_timeouts = 0
+        self.fast_retransmits = 0
+        self.bytes_sent = 0
+        self.bytes_delivered = 0
+        self.acks_sent = 0
+
+    def _connect(self, peer: "TcpEndpoint") -> None:
+        self.peer = peer
+        self._deliver_segment = peer._on_segment
+        self._deliver_ack = peer._on_ack
+
+    # -- application interface (transport.Endpoint) -------------------------------------
+    def open_stream(self, unidirectional: bool = False) -> int:
+        """A new stream id of this endpoint, numbered as RFC 9000 section 2.1 (a label only)."""
+        kind = 1 if unidirectional else 0
+        index = self._next_stream_index[kind]
+        self._next_stream_index[kind] = index + 1
+        return stream_id_for(index, client=self.is_client, unidirectional=unidirectional)
+
+    def write(self, stream_id: int, data: bytes, end: bool = False) -> None:
+        """Append ``data`` of ``stream_id`` to this direction's byte stream."""
+        if stream_id in self._ended:
+            raise ValueError(f"{self.name}: write on stream {stream_id} after its end")
+        if stream_id & 0x2 and bool(stream_id & 0x1) == self.is_client:
+            raise ValueError(f"{self.name}: stream {stream_id} is the peer's unidirectional stream")
+        n = len(data)
+        if n == 0 and not end:
+            return
+        if not isinstance(data, bytes):
+            data = bytes(data)              # the caller may reuse a mutable buffer
+        offset = self._send_offset.get(stream_id, 0)
+        self._send_offset[stream_id] = offset + n
+        if end:
+            self._ended.add(stream_id)
+        self._pending.append([stream_id, offset, memoryview(data) if n else _EMPTY, end])
+        self._pending_len += n if n else 1  # an empty end mark takes one sequence number (like FIN)
+        if not self._flush_scheduled:
+            # Writes at the same virtual instant share segments: one flush after them all.
+            self._flush_scheduled = True
+            self.sim.call_soon(self._flush)
+
+    def _flush(self) -> None:
+        self._flush_scheduled = False
+        self._send_more()
+
+    # -- sender ---------------------------------------------------------------------------
+    @property
+    def cwnd_bytes(self) -> float:
+        """The congestion window in use (including fast-recovery inflation)."""
+        return max(self.cc.cwnd_bytes + self._inflation_bytes, self.mss)
+
+    @property
+    def flight_bytes(self) -> int:
+        return self.snd_nxt - self.snd_una
+
+    def _rto_s(self) -> float:
+        return min(self.rtt.rto_s() * self._rto_backoff, self.rtt.max_rto_s)
+
+    def _log_cwnd(self) -> None:
+        if self.cwnd_log is not None:
+            self.cwnd_log.append((self.sim.now, self.cwnd_bytes))
+
+    def _send_more(self) -> None:
+        """Send what the congestion window allows: go-back-N resends first, then new data."""
+        if not self.established or (not self._pending_len and self.snd_nxt >= self.snd_max):
+            return                                       # nothing to send (e.g. a flush after an ACK sent it)
+        mss = self.mss
+        window = self.cc.cwnd_bytes + self._inflation_bytes
+        if 0 < self._dupacks < self.config.packet_threshold and not self._in_recovery:
+            window += self._dupacks * mss    # RFC 3042 limited transmit
+        if window < mss:
+            window = mss
+        by_seq = self._by_seq
+        snd_una = self.snd_una                           # sending never moves it
+        pending = self._pending
+        while True:
+            nxt = self.snd_nxt
+            flight = nxt - snd_una
+            if nxt < self.snd_max:                       # resending after a timeout
+                seg = by_seq[nxt]
+                if flight + seg.length > window:
+                    break
+                self.snd_nxt = nxt + seg.length
+                self._transmit(seg, True)
+            elif self._pending_len:
+                pending_len = self._pending_len
+                if flight + (mss if mss < pending_len else pending_len) > window:
+                    break
+                entry = pending[0]
+                n = len(entry[2])
+                if n == mss or 0 < n == pending_len < mss:
+                    # One whole write fills the segment, or is all there is: _new_segment's
+                    # result without its loop (the model's writers write a segment at a time).
+                    pending.popleft()
+                    self._pending_len = pending_len - n
+                    seg = TcpSegment(nxt, n, n, ((entry[0], entry[1], entry[2], entry[3]),))
+                else:
+                    seg = self._new_segment(nxt)
+                self._unacked.append(seg)
+                by_seq[nxt] = seg
+                self.snd_nxt = self.snd_max = nxt + seg.length
+                self._transmit(seg, False)
+            else:
+                break
+
+    def _new_segment(self, seq: int) -> TcpSegment:
+        """Cut up to one MSS off the pending writes."""
+        room = self.mss
+        pending = self._pending
+        pieces = []
+        length = payload = 0
+        while pending and room > 0:
+            entry = pending[0]
+            data = entry[2]
+            n = len(data)
+            if n == 0:                                   # empty end mark: one sequence number
+                pieces.append((entry[0], entry[1], data, entry[3]))
+                pending.popleft()
+                room -= 1
+                length += 1
+            elif n <= room:
+                pieces.append((entry[0], entry[1], data, entry[3]))
+                pending.popleft()
+                room -= n
+                length += n
+                payload += n
+            else:
+                pieces.append((entry[0], entry[1], data[:room], False))
+                entry[1] += room
+                entry[2] = data[room:]
+                length += room
+                payload += room
+                room = 0
+        self._pending_len -= length
+        return TcpSegment(seq, length, payload, tuple(pieces))
+
+    def _transmit(self, seg: TcpSegment, retransmission: bool) -> None:
+        now = self.sim.now
+        seg.sent_s = now
+        if retransmission:
+            seg.retransmitted = True                     # Karn: never an RTT sample from it
+            self.segments_retransmitted += 1
+        self.segments_sent += 1
+        payload_bytes = seg.payload_bytes
+        self.bytes_sent += payload_bytes
+        self.out_link.send(Packet(payload_bytes + self.header_bytes, seg), self._deliver_segment)
+        timers = self.timers
+        if timers.expiry("rto") is None:                 # RFC 6298 (5.1)
+            timers.set("rto", now + self._rto_s(), self._on_rto)
+
+    def _on_ack(self, packet: Packet) -> None:
+        ack = packet.payload.ack
+        if ack > self.snd_una:
+            self._on_new_ack(ack)
+        elif ack == self.snd_una and self.snd_max > ack:
+            self._on_duplicate_ack(ack)
+        # else: an old ACK overtaken by a newer one; nothing to learn
+
+    def _on_new_ack(self, ack: int) -> None:
+        now = self.sim.now
+        mss = self.mss
+        newly_acked = ack - self.snd_una
+        self.snd_una = ack
+        if self.snd_nxt < ack:          # the receiver already held what go-back-N would resend
+            self.snd_nxt = ack
+        unacked = self._unacked
+        by_seq = self._by_seq
+        report = self.on_stream_acked
+        acked_streams: dict[int, int] | None = {} if report is not None else None
+        first_sent_s = unacked[0].sent_s
+        any_retransmitted = False
+        popleft = unacked.popleft
+        while unacked and unacked[0].seq < ack:
+            seg = popleft()
+            del by_seq[seg.seq]
+            if seg.retransmitted:
+                any_retransmitted = True
+            if acked_streams is not None:
+                for stream_id, offset, data, _end in seg.pieces:
+                    acked_streams[stream_id] = offset + len(data)
+        # RFC 6298 section 3: an RTT sample per ACK, from the oldest newly acked segment, and
+        # none (Karn's algorithm) when any newly acked segment was retransmitted.  A fresh
+        # sample recomputes the RTO, ending an exponential backoff (RFC 6298 section 5 note).
+        if not any_retransmitted:
+            self.rtt.update(now - first_sent_s)
+            self._rto_backoff = 1
+        self._dupacks = 0
+        restart_timer = True
+        if self._in_recovery:
+            if ack >= self._recover:
+                # RFC 6582 3.2 step 3, full ACK: cwnd = min(ssthresh, max(FlightSize, SMSS) + SMSS).
+                self._in_recovery = False
+                self._inflation_bytes = 0.0
+                flight = self.snd_nxt - ack
+                self.cc.cwnd_bytes = min(self.cc.ssthresh_bytes, max(flight, mss) + mss)
+            else:
+                # Step 4, partial ACK: retransmit the next hole, deflate by the newly acked
+                # amount, add back one SMSS; reset the timer on the first one only (Impatient).
+                seg = by_seq[ack]
+                if self.snd_nxt < ack + seg.length:
+                    self.snd_nxt = ack + seg.length
+                self._transmit(seg, True)
+                self._inflation_bytes -= newly_acked
+                if newly_acked >= mss:
+                    self._inflation_bytes += mss
+                self._partial_acks += 1
+                restart_timer = self._partial_acks == 1
+        else:
+            self.cc.on_ack(newly_acked, now, self.rtt.smoothed_s)
+        # RFC 6298 (5.2) stop the timer when all is acked, (5.3) else restart it.
+        if self.snd_una >= self.snd_max:
+            self.timers.cancel("rto")
+        elif restart_timer:
+            self.timers.set("rto", now + self._rto_s(), self._on_rto)
+        if self.cwnd_log is not None:
+            self._log_cwnd()
+        if acked_streams:
+            for stream_id, offset in acked_streams.items():
+                report(stream_id, offset)
+        self._send_more()
+
+    def _on_duplicate_ack(self, ack: int) -> None:
+        self._dupacks += 1
+        threshold = self.config.packet_threshold
+        if self._in_recovery:
+            self._inflation_bytes += self.mss            # RFC 6582 step 3 / RFC 5681 step 4
+            self._log_cwnd()
+        elif self._dupacks == threshold and ack > self._recover:
+            # RFC 5681 3.2 / RFC 6582 3.2 step 2: fast retransmit, enter fast recovery.
+            # (ack <= recover: the duplicate ACKs may come from segments resent after a timeout.)
+            self._in_recovery = True
+            self._partial_acks = 0
+            self._recover = self.snd_max
+            self.cc.on_congestion_event(self.sim.now, self.snd_nxt - self.snd_una)
+            self._inflation_bytes = float(threshold * self.mss)
+            self.fast_retransmits += 1
+            seg = self._by_seq[ack]
+            if self.snd_nxt < ack + seg.length:
+                self.snd_nxt = ack + seg.length
+            self._transmit(seg, True)
+            self._log_cwnd()
+        self._send_more()
+
+    def _on_rto(self) -> None:
+        if not self.established:
+            self._handshake_timeout()
+            return
+        if self.snd_una >= self.snd_max:
+            return
+        self.rto_timeouts += 1
+        if self._rto_seq == self.snd_una or self._in_recovery:
+            # The same segment timed out again (RFC 5681 section 3.1), or the timeout ends a
+            # fast recovery whose loss already reduced ssthresh (as Linux does; FlightSize
+            # is inflated there by segments the receiver holds): hold ssthresh.
+            self.cc.cwnd_bytes = float(self.mss)
+        else:
+            self.cc.on_timeout(self.snd_nxt - self.snd_una)   # RFC 5681 (4): ssthresh = FlightSize / 2
+        self._rto_seq = self.snd_una
+        self._in_recovery = False
+        self._inflation_bytes = 0.0
+        self._dupacks = 0
+        self._recover = self.snd_max                      # RFC 6582 section 4: no fast retransmit
+                                                          # on dup ACKs of go-back-N duplicates
+        self._rto_backoff = min(self._rto_backoff * 2, _MAX_BACKOFF)   # RFC 6298 (5.5)
+        self.snd_nxt = self.snd_una                       # go-back-N from the first hole
+        self._log_cwnd()
+        self._send_more()                                 # (5.4) and (5.6) via _transmit
+
+    # -- receiver ---------------------------------------------------------------------------
+    def _on_segment(self, packet: Packet) -> None:
+        if not self.established:
+            self._establish()               # a data segment implies the handshake completed
+        seg: TcpSegment = packet.payload
+        seq = seg.seq
+        nxt = self.rcv_nxt
+        received = self.on_received
+        if received is not None and seq >= nxt and seq not in self._ooo:
+            now = self.sim.now
+            for stream_id, offset, data, _end in seg.pieces:
+                received(stream_id, offset, len(data), now)
+        if seq == nxt:
+            ooo = self._ooo
+            filled_hole = bool(ooo)
+            nxt += seg.length
+            if filled_hole:
+                pieces = list(seg.pieces)
+                while nxt in ooo:
+                    held = ooo.pop(nxt)
+                    self._ooo_bytes -= held.payload_bytes
+                    pieces.extend(held.pieces)
+                    nxt += held.length
+            else:
+                pieces = seg.pieces
+            self.rcv_nxt = nxt
+            self._deliver(pieces)
+            if filled_hole:
+                self._send_ack()            # RFC 5681 4.2: ACK at once a segment filling a gap
+            else:
+                self._segments_since_ack += 1
+                if self._segments_since_ack >= self.config.ack_every_packets:
+                    self._send_ack()
+                elif self.timers.expiry("delack") is None:
+                    self.timers.set("delack", self.sim.now + self.config.max_ack_delay_s, self._send_ack)
+        elif seq > nxt:
+            if seq not in self._ooo:
+                self._ooo[seq] = seg
+                self._ooo_bytes += seg.payload_bytes
+                if self._ooo_bytes > self.max_ooo_bytes:
+                    self.max_ooo_bytes = self._ooo_bytes
+            self._send_ack()                # RFC 5681 4.2: immediate duplicate ACK
+        else:
+            self._send_ack()                # already received (spurious retransmission)
+
+    def _deliver(self, pieces) -> None:
+        """Hand in-order bytes to the application, one call per run of the same stream."""
+        callback = self.on_data
+        if callback is None:
+            for piece in pieces:
+                self.bytes_delivered += len(piece[2])
+            return
+        now = self.sim.now
+        if len(pieces) == 1:
+            stream_id, _offset, data, end = pieces[0]
+            self.bytes_delivered += len(data)
+            callback(stream_id, data.tobytes(), end, now)
+            return
+        run_stream = -1
+        run: list = []
+        run_end = False
+        for stream_id, _offset, data, end in pieces:
+            self.bytes_delivered += len(data)
+            if stream_id != run_stream:
+                if run_stream >= 0:
+                    callback(run_stream, run[0].tobytes() if len(run) == 1 else b"".join(run), run_end, now)
+                run_stream = stream_id
+                run = [data]
+            else:
+                run.append(data)
+            run_end = end
+        if run_stream >= 0:
+            callback(run_stream, run[0].tobytes() if len(run) == 1 else b"".join(run), run_end, now)
+
+    def _send_ack(self) -> None:
+        self._segments_since_ack = 0
+        self.timers.cancel("delack")
+        self.acks_sent += 1
+        self.out_link.send(Packet(self.header_bytes, TcpAck(self.rcv_nxt)), self._deliver_ack)
+
+    # -- handshake (optional) ---------------------------------------------------------------
+    def _send_control(self, kind: str) -> None:
+        self.out_link.send(Packet(self.header_bytes, TcpControl(kind)), self.peer._on_control)
+
+    def _start_handshake(self) -> None:
+        self._handshake_sent_s = self.sim.now
+        self._send_control("SYN")
+        self.timers.set("rto", self.sim.now + self._rto_s(), self._on_rto)
+
+    def _handshake_timeout(self) -> None:
+        # RFC 6298 (5.5): retransmit the SYN (client) or SYN-ACK (server) with backoff.
+        self.rto_timeouts += 1
+        self._handshake_retransmitted = True
+        self._rto_backoff = min(self._rto_backoff * 2, _MAX_BACKOFF)
+        self._send_control("SYN" if self.is_client else "SYN-ACK")
+        self.timers.set("rto", self.sim.now + self._rto_s(), self._on_rto)
+
+    def _on_control(self, packet: Packet) -> None:
+        kind = packet.payload.kind
+        if kind == "SYN":
+            if not self.established:        # server: answer every SYN (ours may have been lost)
+                if self.timers.expiry("rto") is None:
+                    self._handshake_sent_s = self.sim.now
+                    self.timers.set("rto", self.sim.now + self._rto_s(), self._on_rto)
+                else:
+                    self._handshake_retransmitted = True   # Karn: the ACK may answer either SYN-ACK
+                self._send_control("SYN-ACK")
+        elif kind == "SYN-ACK":
+            self._send_control("ACK")       # also re-ACK a retransmitted SYN-ACK
+            if not self.established:
+                self._establish()
+        elif kind == "ACK" and not self.established:
+            self._establish()
+
+    def _establish(self) -> None:
+        self.established = True
+        self.timers.cancel("rto")
+        if not self._handshake_retransmitted:    # Karn: no sample from a retransmitted SYN
+            self.rtt.update(self.sim.now - self._handshake_sent_s)
+        self._rto_backoff = 1
+        self._send_more()
+
+    # -- statistics -------------------------------------------------------------------------
+    def direction_stats(self) -> dict:
+        """Counters of the direction this endpoint sends (receiver side from the peer)."""
+        peer = self.peer
+        return {
+            "packets_sent": self.segments_sent,
+            "packets_lost": self.segments_retransmitted,
+            "rto_timeouts": self.rto_timeouts,
+            "fast_retransmits": self.fast_retransmits,
+            "bytes_sent": self.bytes_sent,
+            "bytes_delivered": peer.bytes_delivered,
+            "acks_sent": peer.acks_sent,
+            "max_receive_buffer_bytes": peer.max_ooo_bytes,
+            "srtt_s": self.rtt.smoothed_s,
+            "rto_s": self._rto_s(),
+            "cwnd_bytes": self.cwnd_bytes,
+        }

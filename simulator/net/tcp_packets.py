@@ -1,0 +1,62 @@
+"""What a TCP model packet carries: a data segment, a pure ACK, a handshake packet (see
+``tcp``'s docstring).  The C twin's packets are registered as these classes, so
+``isinstance`` holds for either (the capture writer relies on it).  Written by hand."""
+
+from __future__ import annotations
+
+from abc import ABCMeta
+
+from . import native
+
+__all__ = ["TcpSegment", "TcpAck", "TcpControl"]
+
+
+class TcpSegment(metaclass=ABCMeta):
+    """A data segment: ``length`` sequence numbers starting at ``seq``.
+
+    ``pieces`` is a tuple of ``(stream_id, stream_offset, data, end)`` with ``data`` a
+    memoryview slice of the application's write.
+    """
+
+    __slots__ = ("seq", "length", "payload_bytes", "pieces", "sent_s", "retransmitted")
+
+    def __init__(self, seq: int, length: int, payload_bytes: int, pieces: tuple) -> None:
+        self.seq = seq
+        self.length = length
+        self.payload_bytes = payload_bytes
+        self.pieces = pieces
+        self.sent_s = 0.0
+        self.retransmitted = False
+
+    def __repr__(self) -> str:
+        return f"TcpSegment(seq={self.seq}, len={self.length})"
+
+
+class TcpAck(metaclass=ABCMeta):
+    """A pure cumulative ACK: every sequence number below ``ack`` has been received."""
+
+    __slots__ = ("ack",)
+
+    def __init__(self, ack: int) -> None:
+        self.ack = ack
+
+    def __repr__(self) -> str:
+        return f"TcpAck({self.ack})"
+
+
+class TcpControl(metaclass=ABCMeta):
+    """A handshake packet: ``kind`` is "SYN", "SYN-ACK" or "ACK"."""
+
+    __slots__ = ("kind",)
+
+    def __init__(self, kind: str) -> None:
+        self.kind = kind
+
+    def __repr__(self) -> str:
+        return f"TcpControl({self.kind})"
+
+
+if native.C is not None:                    # the C twin's packets are these too
+    TcpSegment.register(native.C.TcpSegment)
+    TcpAck.register(native.C.TcpAck)
+    TcpControl.register(native.C.TcpControl)
