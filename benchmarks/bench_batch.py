@@ -86,7 +86,7 @@ def run(quick: bool = False) -> dict:
                              "local_large": ((SMALL, small_grid, large), {"workers": 2}),
                              "dask_large": ((SMALL, small_grid, large), {"dask": c2.scheduler_address})}, repeats)
     finally:
-        from simulator.batch.runner import _quiet_dask_logs
+        from simulator.batch.dask_runner import _quiet_dask_logs
 
         _quiet_dask_logs()                  # the clusters' closing chatter
         c1.close()

@@ -17,10 +17,10 @@ CAPTURED = ROOT / "traces" / "captured-h2-page.har"
 
 
 def test_dask_local_rows_equal_process_pool_rows(tmp_path, monkeypatch):
-    from simulator.batch import runner
+    from simulator.batch import dask_runner
 
     # one trace's bytes in the cluster at a time: the budget holds the next trace back, never the batch
-    monkeypatch.setattr(runner, "_TRACE_BUDGET", 1)
+    monkeypatch.setattr(dask_runner, "_TRACE_BUDGET", 1)
     traces = [str(PAGE), str(CAPTURED)]
     grid = {"loss": [0.02, "ge:0.01,0.3"], "scheme": ["hpack,qpack,qcram"]}
     local = batch.run_batch("hol", traces, grid, seeds=2, out=tmp_path / "local", workers=2, progress=False)
