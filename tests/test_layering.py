@@ -1,8 +1,9 @@
 """The package's layers hold: every import (read with ``ast``, the ones inside functions
 too) goes down or sideways, never up, and no study imports another study.
 
-    engine, errors, units, stats  <-  frames, traces  <-  net  <-  http: compression, hops,
-    stacks (and argtypes, the flag checks)  <-  studies  <-  batch, report, capture  <-  cli
+    engine, errors, units, stats  <-  frames, traces  <-  net  <-  HTTP: http (message sizes),
+    compression, hops, stacks (and argtypes, the flag checks)  <-  studies  <-  batch, report,
+    capture  <-  cli
 
 A package's ``commands`` module (its ``workbench`` commands) is part of the CLI layer.
 
@@ -25,7 +26,7 @@ LAYERS = {
     "(root)": 0, "errors": 0, "units": 0, "stats": 0, "engine": 0,
     "frames": 1, "traces": 1,
     "net": 2,
-    "argtypes": 3, "compression": 3, "hops": 3, "stacks": 3,
+    "argtypes": 3, "compression": 3, "hops": 3, "http": 3, "stacks": 3,
     "studies": 4,
     "batch": 5, "report": 5, "capture": 5,
     "cli": 6, "bench": 6, "demo": 6,

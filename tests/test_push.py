@@ -576,7 +576,7 @@ def test_header_block_sizer_matches_hpack():
     import hpack
 
     from simulator.stacks.replay import request_headers_for, response_headers_for
-    from simulator.studies.pageload.model_net import HeaderBlockSizer, _normalized
+    from simulator.http.header_sizes import HeaderBlockSizer, h2_normalized as _normalized
     from simulator.traces import load
 
     lists = []
@@ -607,7 +607,7 @@ def test_header_block_sizes_looked_up_by_history_are_hpacks():
     import hpack
 
     from simulator.stacks.replay import request_headers_for, response_headers_for
-    from simulator.studies.pageload.model_net import HeaderBlockSizer, _normalized
+    from simulator.http.header_sizes import HeaderBlockSizer, h2_normalized as _normalized
     from simulator.traces import load
 
     lists = [tuple(request_headers_for(e.request_headers, e.origin))

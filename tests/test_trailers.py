@@ -26,7 +26,7 @@ from simulator.errors import InputError
 from simulator.frames import H2Scanner
 from simulator.hops import fields as hfields
 from simulator.hops.chain import ChainConfig, ResponsePlan, run_chain
-from simulator.hops.framing import Framer, grpc_web_trailer_frame
+from simulator.http.framing import Framer, grpc_web_trailer_frame
 from simulator.studies import trailers
 from simulator.studies.trailers import TrailersParams
 
@@ -291,7 +291,7 @@ def test_transport_models_agree_with_the_real_stacks(version):
 
 def test_model_chain_decodes_every_section_with_the_real_decoders():
     """A section the receiving decoder cannot read is an error, never a size."""
-    from simulator.hops import framing
+    from simulator.http import framing
 
     original = framing.Unframer._check
 

@@ -27,11 +27,11 @@ from collections import deque
 from typing import TYPE_CHECKING
 
 from ..engine import Simulator
+from ..http.framing import Framer, Section, Unframer
 from ..net.link import Path
 from ..net.quic import QuicConnection
 from ..net.tcp import TcpConnection
 from ..net.transport import TransportConfig
-from .framing import Framer, Section, Unframer
 
 if TYPE_CHECKING:
     from .chain import ChainConfig

@@ -33,7 +33,7 @@ stacks (``stacks.replay``: ``h2`` and ``aioquic``, ``stack="real"`` or ``"both"`
 - ``metadata_s``: -> every metadata field that reached the client is known (NaN when
   none did): header section (buffer, or merged by a hop), trailer section, or the end
   of the body (in-body);
-- bytes on the wire of the client's connection, from the real codecs (``hops.framing``):
+- bytes on the wire of the client's connection, from the real codecs (``http.framing``):
   header and trailer sections (QPACK encoder-stream bytes apart), data framing, end of
   message; ``overhead_bytes`` is everything but the body's own bytes;
 - memory: the most body bytes the origin held (produced, not yet acknowledged by its

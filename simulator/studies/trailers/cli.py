@@ -11,7 +11,7 @@ from ... import argtypes
 from ...errors import InputError
 from ...hops import chain
 from ...hops.fields import METADATA
-from ...hops.framing import VERSIONS
+from ...http.framing import VERSIONS
 from ...units import parse_bandwidth, parse_byte_rate, parse_duration, parse_size
 from ..base import Study, add_network_flags, comma_list, network_from_args
 from .study import STACKS, STRATEGIES, TrailersParams, run

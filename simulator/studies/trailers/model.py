@@ -11,7 +11,7 @@ from ...engine import derive_seed
 from ...errors import InputError
 from ...hops import chain
 from ...hops.fields import INTEGRITY, STATUS, metadata_fields
-from ...hops.framing import GRPC_WEB_PREFIX_BYTES, grpc_web_trailer_frame
+from ...http.framing import GRPC_WEB_PREFIX_BYTES, grpc_web_trailer_frame
 
 __all__ = ["make_exchanges", "model_rows", "real_rows", "warmup_s", "DEFAULT_BODY_BYTES"]
 

@@ -12,7 +12,7 @@ from ... import __version__
 from ...errors import InputError
 from ...hops import chain
 from ...hops.fields import METADATA
-from ...hops.framing import VERSIONS
+from ...http.framing import VERSIONS
 from ..base import StudyParams, StudyResult, records, steps
 from .model import make_exchanges, model_rows, real_rows
 

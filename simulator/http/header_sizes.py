@@ -1,0 +1,197 @@
+"""Sizes of HTTP header sections and connection prefaces on the wire, from the real
+libraries' behaviour without writing the bytes: HTTP/1.1 header sections (RFC 9112),
+HPACK header blocks as ``hpack``'s encoder writes them (RFC 7541, ``HeaderBlockSizer``),
+and the HTTP/2 connection preface as ``h2`` writes it (RFC 9113 section 3.4).  The
+page-load model sizes every message with these.  Written by hand over hpack's tables;
+``tests/test_push.py`` checks the block sizes against hpack block by block."""
+
+from __future__ import annotations
+
+import functools
+import itertools
+from collections import deque
+
+import h2.config
+import h2.connection
+import h2.settings
+import hpack
+from h2.utilities import normalize_outbound_headers
+from hpack.huffman_constants import REQUEST_CODES_LENGTH
+from hpack.table import HeaderTable
+
+from ..frames import integer_len
+
+__all__ = ["HeaderBlockSizer", "h1_header_bytes", "h2_normalized", "h2_preface_bytes", "H2_SETTINGS_ACK_BYTES"]
+
+H2_SETTINGS_ACK_BYTES = 9               # a SETTINGS frame with ACK and no payload (RFC 9113 section 6.5.3)
+
+
+@functools.lru_cache(maxsize=None)
+def h2_preface_bytes(is_client: bool, window_bytes: int = 16 << 20) -> int:
+    """Bytes the h2 stack's end writes when its connection starts, as the ``h2`` library
+    writes them with the stack's settings (``stacks.h2``): the client's magic (RFC 9113
+    section 3.4), SETTINGS and the connection WINDOW_UPDATE.  Each end acknowledges the
+    peer's SETTINGS (9 bytes, section 6.5.3) when the first of its bytes arrive."""
+    conn = h2.connection.H2Connection(config=h2.config.H2Configuration(client_side=is_client, header_encoding=None))
+    conn.local_settings = h2.settings.Settings(client=is_client, initial_values={
+        h2.settings.SettingCodes.INITIAL_WINDOW_SIZE: window_bytes,
+        h2.settings.SettingCodes.MAX_CONCURRENT_STREAMS: 1000})
+    conn.initiate_connection()
+    conn.increment_flow_control_window(window_bytes - 65535)
+    return len(conn.data_to_send())
+
+
+# Pure functions of their arguments, memoized: a load encodes the same fields on many
+# connections (and a sweep on every load).  The encoders stay the real ``hpack`` ones;
+# only Huffman coding (a function of the string alone) and h2's normalisation (of the
+# header list alone, no validation flags) are looked up instead of recomputed.
+@functools.lru_cache(maxsize=1 << 16)
+def h2_normalized(headers: tuple) -> tuple:
+    """A header list as ``h2`` normalises it before encoding: cookie crumbs split (RFC 9113
+    section 8.2.3), authorization and short cookies marked never-indexed; memoized."""
+    return tuple(normalize_outbound_headers(headers, None))
+
+
+@functools.lru_cache(maxsize=1 << 16)
+def _huffman_bytes(data: bytes) -> int:
+    """Bytes of ``data`` Huffman-coded (RFC 7541 section 5.2, Appendix B): its codes' bits,
+    padded to a whole byte."""
+    return (sum(map(REQUEST_CODES_LENGTH.__getitem__, data)) + 7) >> 3
+
+
+def _as_bytes(value) -> bytes:
+    t = type(value)
+    if t is bytes:
+        return value
+    return (value if t is str else str(value)).encode("utf-8")
+
+
+_STATIC = HeaderTable.STATIC_TABLE_MAPPING      # name -> (first index, {value: index})
+_DYNAMIC_FIRST_INDEX = HeaderTable.STATIC_TABLE_LENGTH + 1
+
+# Blocks sized before (HeaderBlockSizer.block_size): a block's size is a function of its
+# header list and of the encoder's dynamic table, and the table a function of the lists
+# encoded before on that connection, its history.  So (history, list) -> (size, the
+# history after it) is exact; a load repeats the histories of an earlier load of the page
+# (a sweep, a benchmark), connection by connection.  Histories are numbered as first met.
+_SIZED: dict = {}
+_SIZED_MAX = 1 << 16
+_HISTORIES = itertools.count(1)
+
+
+class HeaderBlockSizer:
+    """The size of the header blocks an ``hpack.Encoder`` writes, block after block on one
+    connection, without writing them: the same choices as hpack's encoder (RFC 7541: a
+    full match in the static table, else in the dynamic table, newest first, is indexed;
+    else a name match, static first, gives an indexed name; literals are always Huffman
+    coded and added to the table unless never-indexed; a 4096-byte table evicting the
+    oldest first), and the same dynamic table.  Lookups go through dictionaries instead
+    of hpack's scan of the table (a load encodes thousands of fields);
+    ``tests/test_push.py`` checks the sizes against hpack's own blocks."""
+
+    __slots__ = ("_entries", "_size", "_inserted", "_first", "_exact", "_names", "_history", "_unapplied")
+    MAX_TABLE_BYTES = HeaderTable.DEFAULT_SIZE
+
+    def __init__(self) -> None:
+        self._entries: deque = deque()          # (insertion number, entry size), oldest first
+        self._size = 0
+        self._inserted = 0                      # insertions so far; live entries: _first .. _inserted - 1
+        self._first = 0
+        self._exact: dict = {}                  # (name, value) -> its newest insertion number
+        self._names: dict = {}                  # name -> its newest insertion number
+        self._history: int | None = 0           # number of the lists sized so far (0: none; None: not kept)
+        self._unapplied: list = []              # blocks looked up, not yet entered in the table
+
+    def block_size(self, key: tuple, headers) -> int:
+        """``encoded_size(headers)``, looked up when this encoder's history was met before;
+        ``key`` (hashable) stands for ``headers`` (one key, one list, always)."""
+        if self._history is None:
+            return self._encode(headers)
+        known = _SIZED.get((self._history, key))
+        if known is None:
+            for earlier in self._unapplied:      # the table as hpack's would be: enter them
+                self._encode(earlier)
+            self._unapplied.clear()
+            if len(_SIZED) >= _SIZED_MAX:
+                _SIZED.clear()
+            known = _SIZED[self._history, key] = (self._encode(headers), next(_HISTORIES))
+        else:
+            self._unapplied.append(headers)
+        self._history = known[1]
+        return known[0]
+
+    def _add(self, name: bytes, value: bytes) -> None:
+        size = 32 + len(name) + len(value)      # RFC 7541 section 4.1
+        if size > self.MAX_TABLE_BYTES:         # larger than the table: it empties it
+            self._entries.clear()
+            self._size = 0
+            self._first = self._inserted
+            return
+        k = self._inserted
+        self._inserted = k + 1
+        self._exact[name, value] = k
+        self._names[name] = k
+        self._entries.append(size)
+        self._size += size
+        while self._size > self.MAX_TABLE_BYTES:
+            self._size -= self._entries.popleft()
+            self._first += 1
+
+    def encoded_size(self, headers) -> int:
+        """Bytes of ``headers`` encoded as one block, as ``len(hpack.Encoder().encode(headers))``
+        on this connection's encoder (tuples or ``HeaderTuple``s; no table size updates)."""
+        for earlier in self._unapplied:
+            self._encode(earlier)
+        self._unapplied.clear()
+        self._history = None                    # a block not in the history: no more lookups
+        return self._encode(headers)
+
+    def _encode(self, headers) -> int:
+        total = 0
+        for header in headers:
+            if isinstance(header, hpack.HeaderTuple):
+                sensitive = not header.indexable
+            else:
+                sensitive = len(header) > 2 and header[2]
+            name, value = _as_bytes(header[0]), _as_bytes(header[1])
+            static = _STATIC.get(name)
+            index = None
+            if static:
+                index = static[1].get(value)
+                if index is not None:
+                    total += integer_len(index, 7)            # indexed field
+                    continue
+                index = static[0]
+            k = self._exact.get((name, value))
+            if k is not None and k >= self._first:
+                total += integer_len(_DYNAMIC_FIRST_INDEX + self._inserted - 1 - k, 7)
+                continue
+            if index is None:
+                k = self._names.get(name)
+                if k is not None and k >= self._first:
+                    index = _DYNAMIC_FIRST_INDEX + self._inserted - 1 - k
+            value_bytes = _huffman_bytes(value)
+            field = integer_len(value_bytes, 7) + value_bytes
+            if index is None:                                     # literal name
+                name_bytes = _huffman_bytes(name)
+                field += 1 + integer_len(name_bytes, 7) + name_bytes
+            else:                                                 # indexed name
+                field += integer_len(index, 4 if sensitive else 6)
+            total += field
+            if not sensitive:
+                self._add(name, value)
+        return total
+
+
+def h1_header_bytes(headers) -> int:
+    """An HTTP/1.1 header section's bytes (RFC 9112 sections 3 and 4): the request line
+    (method, target, version) or status line, ``Host`` from ``:authority``, a ``name:
+    value`` line per field, the empty line."""
+    pseudo = {n: v for n, v in headers if n[:1] == b":"}
+    if b":status" in pseudo:
+        size = len(b"HTTP/1.1  OK\r\n") + len(pseudo[b":status"])
+    else:
+        size = len(pseudo.get(b":method", b"GET")) + len(pseudo.get(b":path", b"/")) + len(b"  HTTP/1.1\r\n")
+        if b":authority" in pseudo:
+            size += len(b"host: \r\n") + len(pseudo[b":authority"])
+    return size + sum(len(n) + len(v) + 4 for n, v in headers if n[:1] != b":") + 2
