@@ -1,7 +1,7 @@
 """Each study notebook executed once per test session, shared by ``test_notebooks.py`` (it
 runs top to bottom) and ``test_decks.py`` (its deck fits a slide).
 
-A notebook runs as ``workbench slides`` runs it (``slides.execute_notebook``: nbclient, the
+A notebook runs as ``workbench slides`` runs it (``execute.execute_notebook``: nbclient, the
 inline backend writing every figure as PNG and PDF, the slide style of
 ``simulator.report.plots``), on the small parameter set of its ``parameters`` cell; the
 committed notebooks are not written back.  The executed copy is kept in the session's
@@ -62,7 +62,7 @@ def executed(path: Path, tmp_path_factory):
 
 
 def _run(path: Path, folder: Path):
-    from simulator.report.slides import execute_notebook
+    from simulator.report.execute import execute_notebook
 
     out = folder / f"{path.stem}-out"
     saved = os.environ.get("WORKBENCH_HAR_CORPUS")

@@ -210,7 +210,7 @@ def test_kernel_waits_cannot_miss_a_queued_reply():
     import time
     from queue import Empty
 
-    from simulator.report.slides import poll_in_slices
+    from simulator.report.execute import poll_in_slices
 
     class MissedEdge:
         def __init__(self):

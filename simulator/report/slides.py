@@ -25,7 +25,9 @@ Slide structure:
   outputs, one tagged ``show-output`` shows its outputs (tables, text) without the code;
   a cell tagged ``skip-slides`` (markdown or code) is left out, figures included.
 
-Figures as PDF: when the notebook is executed here (the default), a first hidden cell
+Running the notebook (nbclient, the parameters, the set-up cell, one-line errors) is
+``execute.execute_notebook``.  Figures as PDF: when the notebook is executed here (the
+default), a first hidden cell
 makes the inline matplotlib backend emit every figure as PNG *and* PDF
 (``set_matplotlib_formats("png", "pdf")``), so the PDF is the real vector figure, and
 turns on the slide style of ``simulator.report.plots`` (figures sized for the slide,
@@ -39,44 +41,22 @@ tagged ``parameters`` that overrides them.
 
 from __future__ import annotations
 
-import ast
-import asyncio
 import base64
 import html
-import inspect
 import math
 import os
 import re
 import shutil
-import tempfile
-import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..errors import InputError
+from .execute import INJECTED_TAG, SETUP_TAG, _tags, execute_notebook
 
 __all__ = ["build_slides", "write_deck", "execute_notebook", "SlidesResult", "external_urls", "reveal_assets_dir",
            "SLIDE_W", "SLIDE_H", "FIT_FLOOR"]
 
-SETUP_TAG = "workbench-slides-setup"
-INJECTED_TAG = "injected-parameters"
 THEME = "white"      # its fonts are bundled (some other themes @import Google Fonts)
-SETUP_TIMEOUT_S = 120
-
-_SETUP_SOURCE = """\
-try:
-    import simulator.report.plots as _wb_plots  # (it picks Agg outside Jupyter; the inline backend wins below)
-except ImportError:
-    _wb_plots = None
-%matplotlib inline
-from matplotlib_inline.backend_inline import set_matplotlib_formats as _wb_formats
-_wb_formats("png", "pdf")
-if _wb_plots is not None:
-    _wb_plots.use_slide_style()          # figures sized and lettered for a 1280x720 slide
-import matplotlib as _wb_mpl
-_wb_mpl.rcParams["figure.dpi"] = 144     # sharp on a projector
-del _wb_formats, _wb_mpl, _wb_plots"""
-
 
 @dataclass
 class SlidesResult:
@@ -116,180 +96,6 @@ def _copy_assets(out: Path) -> None:
                     dst / "dist" / "theme" / "fonts" / "source-sans-pro")
     if (src / "LICENSE").exists():
         shutil.copy2(src / "LICENSE", dst / "LICENSE")
-
-
-# ---------------------------------------------------------------------------------------
-# Execution
-
-
-def _parameter_names(source: str) -> set[str]:
-    names = set()
-    try:
-        tree = ast.parse(source)
-    except SyntaxError:
-        return names
-    for node in tree.body:
-        targets = node.targets if isinstance(node, ast.Assign) else [node.target] if isinstance(
-            node, (ast.AnnAssign, ast.AugAssign)) else []
-        for t in targets:
-            if isinstance(t, ast.Name):
-                names.add(t.id)
-    return names
-
-
-def _tags(cell) -> list[str]:
-    return list(cell.get("metadata", {}).get("tags", []))
-
-
-def inject_parameters(nb, parameters: dict, *, source: str = "notebook") -> None:
-    """Papermill convention: a cell tagged ``injected-parameters`` after the ``parameters`` cell."""
-    import nbformat
-
-    if not parameters:
-        return
-    idx = next((i for i, c in enumerate(nb.cells) if "parameters" in _tags(c)), None)
-    if idx is None:
-        raise InputError("has no cell tagged 'parameters' to override.", path=source)
-    known = _parameter_names(nb.cells[idx].source)
-    unknown = sorted(set(parameters) - known)
-    if unknown:
-        raise InputError(f"unknown parameter(s) {', '.join(unknown)} (the parameters cell sets "
-                         f"{', '.join(sorted(known)) or 'nothing'}).", path=source)
-    lines = ["# Injected parameters"] + [f"{k} = {v!r}" for k, v in parameters.items()]
-    cell = nbformat.v4.new_code_cell("\n".join(lines))
-    cell.metadata["tags"] = [INJECTED_TAG]
-    nb.cells.insert(idx + 1, cell)
-
-
-POLL_SLICE_S = 0.5
-
-
-def poll_in_slices(channel, slice_s: float = POLL_SLICE_S) -> None:
-    """Make ``channel.get_msg(timeout)`` wait in slices of ``slice_s``, each after a check
-    that does not block.
-
-    A ZeroMQ socket's file descriptor signals edge-triggered: when the asyncio poller
-    misses that edge, a long ``poll(timeout)`` sleeps with the kernel's reply already in
-    the socket's queue, until the timeout (600 s per cell: ``workbench slides`` sat silent
-    for ten minutes with every cell done, then nbclient interrupted the kernel and found
-    the reply).  A non-blocking check at least every ``slice_s`` finds a queued message
-    whether or not the edge was seen."""
-    wait = channel.get_msg
-
-    async def get_msg(timeout: float | None = None):
-        from queue import Empty
-
-        deadline = None if timeout is None else time.monotonic() + timeout
-        while True:
-            try:
-                return await wait(timeout=0)               # a message already queued
-            except Empty:
-                pass
-            left = None if deadline is None else deadline - time.monotonic()
-            if left is not None and left <= 0:
-                raise Empty
-            try:
-                return await wait(timeout=slice_s if left is None else min(slice_s, left))
-            except Empty:
-                continue
-
-    channel.get_msg = get_msg
-
-
-async def _maybe_await(value):
-    return await value if inspect.isawaitable(value) else value
-
-
-def _notebook_client(nb, timeout: int, path: Path):
-    from nbclient import NotebookClient
-
-    class _Client(NotebookClient):
-        """nbclient whose waits for the kernel's messages cannot miss a wake-up."""
-
-        async def async_start_new_kernel_client(self):
-            kc = await super().async_start_new_kernel_client()
-            for channel in (kc.shell_channel, kc.iopub_channel):
-                poll_in_slices(channel)
-            return kc
-
-        async def _async_cleanup_kernel(self):
-            # jupyter_client's shutdown interrupts the kernel first, and an idle ipykernel
-            # then logs "KeyboardInterrupt caught in kernel" on a build that went well: ask
-            # it to shut down (the messaging protocol's shutdown_request) and give it a few
-            # seconds to exit; the interrupt is left for a kernel that did not.
-            km, kc = self.km, self.kc
-            if km is None:              # already cleaned up (the kernel died): nothing to stop
-                return
-            if kc is not None and await _maybe_await(km.is_alive()):
-                await _maybe_await(kc.shutdown())
-                deadline = time.monotonic() + 5.0
-                while time.monotonic() < deadline and await _maybe_await(km.is_alive()):
-                    await asyncio.sleep(0.05)
-            await super()._async_cleanup_kernel()
-
-    def timeout_for(cell) -> int:
-        # The hidden set-up cell imports matplotlib and the workbench: seconds on a loaded
-        # machine, whatever --timeout the notebook's own cells get.
-        return max(timeout, SETUP_TIMEOUT_S) if SETUP_TAG in _tags(cell) else timeout
-
-    return _Client(nb, timeout=timeout, timeout_func=timeout_for, kernel_name="python3",
-                   resources={"metadata": {"path": str(path.parent)}})
-
-
-def execute_notebook(path: Path, parameters: dict | None = None, *, timeout: int = 600,
-                     notebook_out: str | None = None, one_line_errors: bool = True):
-    """Run a notebook top to bottom (nbclient) with figures as PNG + PDF outputs, in the
-    slide style.  A failing cell is one ``InputError`` line (``one_line_errors=False``:
-    nbclient's own error, with the cell's traceback, as a test wants it)."""
-    import nbformat
-    from nbclient.exceptions import CellExecutionError, CellTimeoutError, DeadKernelError
-
-    nb = nbformat.read(path, as_version=4)
-    inject_parameters(nb, parameters or {}, source=str(path))
-    setup = nbformat.v4.new_code_cell(_SETUP_SOURCE)
-    setup.metadata["tags"] = [SETUP_TAG]
-    nb.cells.insert(0, setup)
-    env = dict(os.environ)
-    env.pop("MPLBACKEND", None)          # the inline backend draws the figures into the outputs
-    tmp = None
-    if notebook_out is None and "WORKBENCH_NOTEBOOK_OUT" not in env:
-        tmp = tempfile.TemporaryDirectory(prefix="workbench-slides-")
-        notebook_out = tmp.name
-    if notebook_out is not None:
-        env["WORKBENCH_NOTEBOOK_OUT"] = str(notebook_out)
-    client = _notebook_client(nb, timeout, path)
-    try:
-        client.execute(env=env)
-    except (CellTimeoutError, CellExecutionError) as exc:
-        if not one_line_errors:
-            raise
-        raise _one_line_error(exc, nb, path, timeout) from None
-    except DeadKernelError:
-        if not one_line_errors:
-            raise
-        raise InputError("the notebook's kernel died while running (it was killed, or ran out of memory)",
-                         path=str(path)) from None
-    finally:
-        if tmp is not None:
-            tmp.cleanup()
-    return nb
-
-
-def _one_line_error(exc: Exception, nb, path: Path, timeout: int) -> InputError:
-    """A cell's timeout or error as one InputError line."""
-    from nbclient.exceptions import CellTimeoutError
-
-    if isinstance(exc, CellTimeoutError):
-        # The cell that got no reply; the set-up cell put first makes indices count from 1.
-        cell = next((i for i, c in enumerate(nb.cells) if c.cell_type == "code"
-                     and "shell.execute_reply" not in c.get("metadata", {}).get("execution", {})), None)
-        where = f"cell {cell} of the notebook" if cell else "a cell"
-        return InputError(f"{where} did not finish within {timeout} s (the kernel was stopped; "
-                          "give more time with --timeout, or fewer parameters)", path=str(path))
-    first = next((ln for ln in str(exc).splitlines() if ln.strip() and not ln.startswith("-")), "")
-    ename = getattr(exc, "ename", "error")
-    evalue = getattr(exc, "evalue", first)
-    return InputError(f"the notebook failed while running: {ename}: {evalue}", path=str(path))
 
 
 # ---------------------------------------------------------------------------------------
