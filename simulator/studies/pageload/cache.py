@@ -46,7 +46,7 @@ class ClientCache:
 
     @classmethod
     def for_page(cls, graph: PageGraph, spec: str, rng: random.Random) -> "ClientCache":
-        """The cache for ``spec``: cold, warm, ``list:URL ...``, or a probability per sub-resource drawn with ``rng``."""
+        """The cache for ``spec``: cold, warm, ``list:URL ...``, or a per-resource probability drawn with ``rng``."""
         spec = parse_cache(spec)
         subresources = [r.url for r in graph.resources if r.index != graph.document and r.index != 0]
         if spec == "cold":
