@@ -347,7 +347,7 @@ class H2Scanner(_Results):
             raise FrameError("h2", code, off, reason, count) from None
 
     def finish(self) -> None:
-        """Raise FrameError (PROTOCOL_ERROR) if the stream failed or ends inside a frame or the preface."""
+        """Raise the FrameError the stream failed with, or PROTOCOL_ERROR when it ends inside a frame or the preface."""
         st = self._st
         if st.failed:
             raise FrameError("h2", *st.err, 0)
@@ -753,7 +753,7 @@ class H3Scanner(_Results):
             raise FrameError("h3", *self._st.err, count) from None
 
     def finish(self) -> None:
-        """Raise FrameError (H3_FRAME_ERROR) if the stream failed or ends inside a frame."""
+        """Raise the FrameError the stream failed with, or H3_FRAME_ERROR when it ends inside a frame."""
         st = self._st
         if st.failed:
             raise FrameError("h3", *st.err, 0)
