@@ -347,7 +347,7 @@ class H2Scanner(_Results):
             raise FrameError("h2", code, off, reason, count) from None
 
     def finish(self) -> None:
-        """Raise the FrameError the stream failed with, or PROTOCOL_ERROR when it ends inside a frame or the preface."""
+        """Raise the FrameError the stream failed with, or PROTOCOL_ERROR if it ends inside a frame or the preface."""
         st = self._st
         if st.failed:
             raise FrameError("h2", *st.err, 0)
