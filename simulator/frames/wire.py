@@ -44,7 +44,7 @@ class FrameDone:
 
 @dataclass(frozen=True)
 class HeaderBlock:
-    """One complete header block (HEADERS or PUSH_PROMISE, plus CONTINUATIONs in HTTP/2), and when it became decodable."""
+    """A complete header block (HEADERS or PUSH_PROMISE, with CONTINUATIONs in HTTP/2) and when it was decodable."""
 
     stream_id: int
     kind: str                # "HEADERS" or "PUSH_PROMISE"

@@ -125,7 +125,7 @@ class Cubic(Reno):
         self.w_est_segments = 0.0
 
     def on_ack(self, acked_bytes: int, now_s: float, srtt_s: float) -> None:
-        """Grow cwnd toward the cubic target one RTT ahead, or the Reno-friendly estimate if higher (RFC 9438 4.2-4.5)."""
+        """Grow cwnd to the cubic target an RTT ahead or the Reno-friendly estimate if higher (RFC 9438 4.2-4.5)."""
         if self.in_slow_start:
             super().on_ack(acked_bytes, now_s, srtt_s)
             return
