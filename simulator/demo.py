@@ -43,6 +43,7 @@ def _cmd(args: argparse.Namespace) -> int:
 
 
 def add_commands(sub) -> None:
+    """Register ``workbench demo`` (the HOL study on a bundled trace: table and figure) on ``sub``."""
     p = sub.add_parser("demo", help="run the HOL study on a bundled trace: table and figure")
     p.add_argument("--trace", default=str(BUNDLED))
     p.add_argument("--loss", default="0.02", type=argtypes.loss)

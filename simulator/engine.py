@@ -157,11 +157,13 @@ class Simulator:
 
     # -- scheduling --------------------------------------------------------------
     def call_at(self, time_s: float, callback: Callable[..., Any], *args: Any) -> None:
+        """Run ``callback(*args)`` at virtual time ``time_s`` seconds (not before ``now``)."""
         if time_s < self.now:
             raise ValueError(f"cannot schedule in the past: {time_s} < now {self.now}")
         self._push(time_s, callback, args)
 
     def call_later(self, delay_s: float, callback: Callable[..., Any], *args: Any) -> None:
+        """Run ``callback(*args)`` ``delay_s`` seconds of virtual time from now."""
         if delay_s < 0:
             raise ValueError(f"negative delay {delay_s}")
         self._push(self.now + delay_s, callback, args)
@@ -171,6 +173,7 @@ class Simulator:
         self._push(self.now, callback, args)
 
     def timers(self, owner: str, slots: Iterable[str]) -> "TimerSlots":
+        """A ``TimerSlots`` of the named ``slots`` for ``owner`` on this loop."""
         return TimerSlots(self, owner, slots)
 
     def timer(self, owner: str, callback: Callable[[], Any]) -> "Timer":
@@ -223,6 +226,7 @@ class Simulator:
 
     @property
     def pending(self) -> int:
+        """Events in the queue, including stale entries of cancelled or moved timers."""
         return len(self._queue)
 
     @property
@@ -258,6 +262,7 @@ class TimerSlots:
         self._gen = 0
 
     def set(self, slot: str, when_s: float, callback: Callable[[], Any]) -> None:
+        """Arm ``slot`` to run ``callback`` at ``when_s`` seconds (clamped to now), replacing what it held."""
         if slot not in self._when:
             raise KeyError(f"{self.owner} has no timer slot {slot!r}")
         sim = self.sim
@@ -272,14 +277,17 @@ class TimerSlots:
             sim._push(when_s, self._fire, (self._gen,))
 
     def cancel(self, slot: str) -> None:
+        """Empty ``slot``; its heap entry stays and finds nothing due when it pops."""
         # Lazy: the heap entry stays; when it pops it finds nothing due and reschedules.
         self._when[slot] = None
         self._cb[slot] = None
 
     def expiry(self, slot: str) -> float | None:
+        """Seconds (virtual time) at which ``slot`` fires, or None when it is empty."""
         return self._when[slot]
 
     def armed(self) -> dict[str, float]:
+        """The armed slots and their expiry times in seconds."""
         return {k: v for k, v in self._when.items() if v is not None}
 
     def _schedule(self, when_s: float) -> None:
@@ -334,6 +342,7 @@ class Timer:
         self._gen = 0
 
     def set(self, when_s: float) -> None:
+        """Arm the timer for ``when_s`` seconds (clamped to now), replacing the previous expiry."""
         sim = self.sim
         if when_s < sim.now:
             when_s = sim.now
@@ -345,6 +354,7 @@ class Timer:
             sim._push(when_s, self._fire, (self._gen,))
 
     def cancel(self) -> None:
+        """Disarm the timer (lazily: its heap entry stays and finds nothing due)."""
         self.when_s = None                    # lazy, as in TimerSlots
 
     def _schedule(self, when_s: float) -> None:

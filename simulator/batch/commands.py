@@ -106,6 +106,7 @@ def _print_traces(traces: list[dict]) -> None:
 
 
 def add_commands(sub) -> None:
+    """Register ``workbench batch`` (run a study over traces x grid x seeds, or ``status``) on ``sub``."""
     p = sub.add_parser(
         "batch", help="run a study over traces x parameter grid x seeds; 'batch status DIR' reports progress",
         description="Run STUDY over every trace x grid point x seed into a Parquet results folder "

@@ -41,6 +41,7 @@ TMP_SUFFIX = ".tmp"
 
 
 def job_id(study: str, trace_hash: str, params: dict, seed: int) -> str:
+    """The job's id: 24 hex digits of the SHA-256 of its study, trace hash, parameters and seed."""
     key = json.dumps({"study": study, "trace": trace_hash, "params": params, "seed": int(seed)},
                      sort_keys=True, separators=(",", ":"), default=str)
     return hashlib.sha256(key.encode()).hexdigest()[:24]
@@ -102,15 +103,19 @@ class ResultsDir:
 
     # paths ---------------------------------------------------------------------
     def table_dir(self, table: str) -> Path:
+        """The folder holding one Parquet file per finished job for ``table``."""
         return self.root / table
 
     def table_path(self, table: str, job: str) -> Path:
+        """The Parquet file of ``table`` for job ``job``."""
         return self.root / table / f"{job}.parquet"
 
     def failed_path(self, job: str) -> Path:
+        """The JSON record of job ``job``'s failure."""
         return self.root / FAILED / f"{job}.json"
 
     def is_done(self, job: str, tables) -> bool:
+        """True when job ``job`` has a Parquet file for every one of ``tables``."""
         return all(self.table_path(t, job).exists() for t in tables)
 
     # writer side ---------------------------------------------------------------
@@ -146,12 +151,14 @@ class ResultsDir:
                 pass
 
     def close(self) -> None:
+        """Release the writer's lock on the folder (a no-op when it is not held)."""
         if self._lock_fd is not None:
             fcntl.flock(self._lock_fd, fcntl.LOCK_UN)
             os.close(self._lock_fd)
             self._lock_fd = None
 
     def read_manifest(self) -> dict | None:
+        """The folder's manifest, or None when there is none yet; InputError when it is not valid JSON."""
         path = self.root / MANIFEST
         try:
             return json.loads(path.read_text(encoding="utf-8"))
@@ -190,6 +197,7 @@ class ResultsDir:
             pass
 
     def write_failure(self, job: dict, error: str, tb: str) -> None:
+        """Record job ``job``'s error and traceback atomically as ``failed/<job_id>.json``."""
         record = {"job_id": job["job_id"], "study": job["study"], "trace": job["trace"],
                   "trace_hash": job["trace_hash"], "flags": job["flags"], "seed": job["seed"],
                   "error": error, "traceback": tb}

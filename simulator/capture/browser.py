@@ -54,6 +54,7 @@ def chromium_path() -> str | None:
 
 
 def chromium_args(origin_hostport: str, proto: str, spki_sha256_b64: str, netlog: str | None) -> list[str]:
+    """Chromium flags for a capture: trust the server's key, resolve only loopback, force QUIC for h3, NetLog."""
     args = [f"--ignore-certificate-errors-spki-list={spki_sha256_b64}",
             "--no-first-run", "--no-default-browser-check", "--disable-background-networking",
             "--disable-component-update", "--disable-sync",

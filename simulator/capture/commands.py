@@ -41,6 +41,7 @@ def _cmd(args: argparse.Namespace) -> int:
 
 
 def add_commands(sub) -> None:
+    """Register ``workbench capture`` (load a page in real Chromium over local h2/h3, write a HAR) on ``sub``."""
     p = sub.add_parser("capture", help="load a page set in a real Chromium over real local h2/h3 servers; write a HAR")
     src = p.add_mutually_exclusive_group(required=True)
     src.add_argument("--site", metavar="DIR", help="folder to serve (needs an index.html)")

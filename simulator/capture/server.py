@@ -66,6 +66,7 @@ class Site:
     render_blocking: list[str] = field(default_factory=list)   # paths hinted / pushed
 
     def get(self, path: str) -> tuple[str, bytes] | None:
+        """The (content type, body) served at URL path ``path`` (``/`` is ``/index.html``), or None."""
         if path == "/" or path == "":
             path = "/index.html"
         return self.files.get(path)
@@ -323,6 +324,7 @@ class LocalServer:
 
     @property
     def origin(self) -> str:
+        """The served origin, ``https://127.0.0.1:<port>``."""
         return f"https://127.0.0.1:{self.port}"
 
     async def __aenter__(self) -> "LocalServer":

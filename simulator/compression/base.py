@@ -161,6 +161,7 @@ class Encoder:
         self.encoder_stream_offset = 0      # bytes emitted on the encoder/control stream
 
     def encode(self, stream_id: int, headers) -> EncodedBlock:
+        """Encode one header list for ``stream_id`` (cookie crumbs split first, RFC 9113 8.2.3) into the next block."""
         original = tuple((bytes(n), bytes(v)) for n, v in headers)
         fields = split_cookie_crumbs(original) if self.cookie_crumbs else original
         seq = self.next_seq
@@ -200,6 +201,8 @@ class Decoder:
         self.max_blocked_bytes = 0          # high-water mark of blocked_bytes
 
     def feed_encoder_stream(self, data: bytes) -> list[DecodedBlock]:
+        """Take encoder-stream bytes; the blocks they unblock.  This default (no encoder stream: HPACK)
+        unblocks none."""
         return []
 
     def feed_header_block(self, stream_id: int, block: bytes, seq: int) -> DecodedBlock | None:
@@ -213,6 +216,7 @@ class Decoder:
         return out
 
     def take_decoder_stream(self) -> bytes:
+        """Decoder-stream bytes produced since the last call (RFC 9204 4.4), for the caller to send."""
         out = bytes(self._decoder_stream)
         self._decoder_stream.clear()
         return out
@@ -222,10 +226,12 @@ class Decoder:
 
     @property
     def blocked_bytes(self) -> int:
+        """Bytes of header blocks now held waiting for the dynamic table; 0 for a scheme that never blocks."""
         return 0
 
     @property
     def blocked_count(self) -> int:
+        """Header blocks now held waiting for the dynamic table; 0 for a scheme that never blocks."""
         return 0
 
     def _note_blocked(self) -> None:

@@ -131,6 +131,7 @@ def _cmd_encode(args: argparse.Namespace) -> int:
 
 
 def add_commands(subparsers) -> None:
+    """Register ``workbench interop`` (decode and check, or encode, QPACK offline-interop files) on ``subparsers``."""
     p = subparsers.add_parser("interop", help="QPACK offline-interop files: decode and check, or encode")
     sub = p.add_subparsers(dest="interop_command", metavar="ACTION", parser_class=type(p))
     d = sub.add_parser("decode", help="decode an interop file and compare it with its QIF")

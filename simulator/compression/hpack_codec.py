@@ -30,6 +30,8 @@ __all__ = ["HpackEncoder", "HpackDecoder"]
 
 
 class HpackEncoder(Encoder):
+    """HPACK encoder (RFC 7541, ``hpack`` package); in ``quic`` mode every block after the first may block."""
+
     def __init__(self, *, mode: str = "tcp", table_bytes: int = 4096, cookie_crumbs: bool = True) -> None:
         super().__init__(cookie_crumbs=cookie_crumbs)
         if mode not in ("tcp", "quic"):
@@ -47,6 +49,8 @@ class HpackEncoder(Encoder):
 
 
 class HpackDecoder(Decoder):
+    """HPACK decoder (RFC 7541, ``hpack`` package); in ``quic`` mode it holds blocks until all earlier ones decoded."""
+
     def __init__(self, *, mode: str = "tcp", table_bytes: int = 4096) -> None:
         super().__init__()
         if mode not in ("tcp", "quic"):
@@ -68,6 +72,7 @@ class HpackDecoder(Decoder):
         return DecodedBlock(seq, stream_id, tuple((bytes(n), bytes(v)) for n, v in headers), len(block), was_blocked)
 
     def feed_header_block(self, stream_id: int, block: bytes, seq: int) -> DecodedBlock | None:
+        """Decode block ``seq``; in ``quic`` mode hold it (None) until every earlier block is decoded."""
         if self.mode == "tcp":
             if seq != self.next_seq:
                 raise ValueError(f"hpack-tcp needs blocks in order: got seq {seq}, expected {self.next_seq}")
@@ -86,8 +91,10 @@ class HpackDecoder(Decoder):
 
     @property
     def blocked_bytes(self) -> int:
+        """Bytes of header blocks waiting for an earlier block (``quic`` mode head-of-line blocking)."""
         return sum(len(b) for _, b in self._waiting.values())
 
     @property
     def blocked_count(self) -> int:
+        """Header blocks waiting for an earlier block (``quic`` mode head-of-line blocking)."""
         return len(self._waiting)

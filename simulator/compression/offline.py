@@ -22,6 +22,8 @@ __all__ = ["OfflineResult", "simulate_offline"]
 
 @dataclass(frozen=True, slots=True)
 class OfflineResult:
+    """Byte totals of one scheme over a whole header-list sequence encoded and decoded offline."""
+
     scheme: str
     blocks: int
     raw_bytes: int                 # sum of name + value lengths of the input lists
@@ -34,6 +36,7 @@ class OfflineResult:
 
     @property
     def compressed_bytes(self) -> int:
+        """Bytes on the wire for the headers: header blocks plus encoder stream."""
         return self.header_block_bytes + self.encoder_stream_bytes
 
     @property

@@ -103,6 +103,7 @@ ENTRY_OVERHEAD = 32           # RFC 7541 4.1
 
 
 def entry_size(name: bytes, value: bytes) -> int:
+    """Bytes a field takes in the dynamic table: name + value + 32 (RFC 7541 4.1)."""
     return ENTRY_OVERHEAD + len(name) + len(value)
 
 
@@ -432,6 +433,8 @@ class QcramEncoder(Encoder):
 # ----------------------------------------------------------------------------- decoder
 
 class QcramDecoder(Decoder):
+    """QCRAM decoder (draft-krasic-quic-qcram-03/-04): control-stream inserts, blocked blocks in ``blocking`` mode."""
+
     def __init__(self, *, table_bytes: int = 4096, max_blocked: int = 100, blocking: bool = False) -> None:
         super().__init__()
         self.scheme = "qcram-blocking" if blocking else "qcram"
@@ -444,6 +447,7 @@ class QcramDecoder(Decoder):
         self._blocked: dict[int, tuple[int, bytes, int]] = {}  # stream -> (seq, block, required)
 
     def feed_encoder_stream(self, data: bytes) -> list[DecodedBlock]:
+        """Apply complete control-stream HEADERS frames to the table; the blocked blocks this lets decode."""
         self._control += data
         frames, used = _parse_frames(self._control)
         for frame_type, _, payload in frames:
@@ -502,6 +506,7 @@ class QcramDecoder(Decoder):
         return entry.name, entry.value
 
     def feed_header_block(self, stream_id: int, block: bytes, seq: int) -> DecodedBlock | None:
+        """Decode one request-stream block, or hold it (None) while its Depends exceeds the inserts received."""
         try:
             flags = block[0]
             _, required, _ = self._prefix(block)
@@ -567,8 +572,10 @@ class QcramDecoder(Decoder):
 
     @property
     def blocked_bytes(self) -> int:
+        """Bytes of request-stream blocks held for control-stream inserts."""
         return sum(len(b) for _, b, _ in self._blocked.values())
 
     @property
     def blocked_count(self) -> int:
+        """Request-stream blocks held for control-stream inserts."""
         return len(self._blocked)

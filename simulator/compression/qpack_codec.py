@@ -86,6 +86,7 @@ class EncoderStreamParser:
         self._buf = bytearray()
 
     def feed(self, data: bytes) -> None:
+        """Count the inserts in ``data``, keeping an incomplete instruction for the next call."""
         self._buf += data
         pos = 0
         buf = bytes(self._buf)
@@ -146,6 +147,7 @@ class QpackEncoder(Encoder):
 
     @property
     def insert_count(self) -> int:
+        """Dynamic-table inserts this encoder has written on its encoder stream."""
         return self._own_stream.inserts
 
     def _encode(self, seq, stream_id, fields):
@@ -163,6 +165,7 @@ class QpackEncoder(Encoder):
         return sum(1 for q in self._unacked.values() if q and max(q) > self.known_received_count)
 
     def feed_decoder_stream(self, data: bytes) -> None:
+        """Take decoder-stream bytes (RFC 9204 4.4): acknowledgements that advance the Known Received Count."""
         try:
             self._enc.feed_decoder(data)
         except pylsqpack.DecoderStreamError as exc:
@@ -219,9 +222,11 @@ class QpackDecoder(Decoder):
 
     @property
     def insert_count(self) -> int:
+        """The Insert Count (RFC 9204 terms): dynamic-table inserts received on the encoder stream."""
         return self._stream.inserts
 
     def feed_encoder_stream(self, data: bytes) -> list[DecodedBlock]:
+        """Apply encoder-stream bytes; the blocked sections they unblock (queues an Insert Count Increment, 4.4.3)."""
         self._stream.feed(data)
         try:
             ready = self._dec.feed_encoder(data)
@@ -242,6 +247,7 @@ class QpackDecoder(Decoder):
         return out
 
     def feed_header_block(self, stream_id: int, block: bytes, seq: int) -> DecodedBlock | None:
+        """Decode one field section, or hold it (None) while its Required Insert Count exceeds the Insert Count."""
         if stream_id in self._blocked:
             raise DecompressionFailed(f"a second field section on stream {stream_id} while its first is blocked")
         ric = required_insert_count_of(block, self.max_entries, self.insert_count)
@@ -274,8 +280,10 @@ class QpackDecoder(Decoder):
 
     @property
     def blocked_bytes(self) -> int:
+        """Bytes of field sections blocked on encoder-stream inserts (RFC 9204 2.1.2)."""
         return sum(len(b) for _, b, _ in self._blocked.values())
 
     @property
     def blocked_count(self) -> int:
+        """Streams blocked on encoder-stream inserts (RFC 9204 2.1.2)."""
         return len(self._blocked)

@@ -73,10 +73,12 @@ _H2_FLAGS = {
 
 
 def h2_type_name(t: int) -> str:
+    """The RFC 9113 Section 6 name of HTTP/2 frame type ``t``, or ``UNKNOWN(0x..)``."""
     return H2_FRAME_TYPES.get(t, f"UNKNOWN(0x{t:x})")
 
 
 def h3_type_name(t: int) -> str:
+    """The RFC 9114 name of HTTP/3 frame type ``t``; ``RESERVED(0x..)`` for 0x1f*N+0x21 (Section 7.2.8)."""
     if t in H3_FRAME_TYPES:
         return H3_FRAME_TYPES[t]
     if t >= 0x21 and (t - 0x21) % 0x1F == 0:
@@ -85,6 +87,7 @@ def h3_type_name(t: int) -> str:
 
 
 def h2_flag_names(t: int, flags: int) -> list[str]:
+    """The names of the flags set in ``flags`` for HTTP/2 frame type ``t``; unknown bits in hex."""
     names = _H2_FLAGS.get(t, {})
     out = [names[bit] for bit in sorted(names) if flags & bit]
     rest = flags & ~sum(bit for bit in names)
@@ -199,6 +202,8 @@ class H2Frames:
 
 @dataclass
 class H3Frames:
+    """The frames of one HTTP/3 stream as parallel arrays (type, payload offset, payload length)."""
+
     types: array          # 'Q'
     offsets: array        # 'Q'
     lengths: array        # 'Q'

@@ -30,6 +30,7 @@ H3_ERROR_CODES = {
 
 
 def error_code_name(protocol: str, code: int) -> str:
+    """The name of an HTTP/2 (RFC 9113 Section 7) or HTTP/3 (RFC 9114 8.1) error code, or its hex."""
     table = H2_ERROR_CODES if protocol == "h2" else H3_ERROR_CODES
     return table.get(code, f"0x{code:x}")
 

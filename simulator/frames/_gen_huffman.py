@@ -28,6 +28,7 @@ HEADER = Path(__file__).with_name("_huffman_table.h")
 
 
 def code_table() -> tuple[list[int], list[int]]:
+    """The 257 HPACK Huffman codes and their bit lengths (RFC 7541 Appendix B, from ``hpack``)."""
     from hpack.huffman_constants import REQUEST_CODES, REQUEST_CODES_LENGTH
 
     codes, lengths = list(REQUEST_CODES), list(REQUEST_CODES_LENGTH)
@@ -89,6 +90,7 @@ def build_fsm():
 
 
 def render_header() -> str:
+    """The C header text: the 4-bit decoding state machine, its accepting states, the codes."""
     table, accept = build_fsm()
     codes, lengths = code_table()
     lines = [
@@ -122,6 +124,7 @@ def render_header() -> str:
 
 
 def main() -> None:
+    """Write ``_huffman_table.h`` next to this file."""
     HEADER.write_text(render_header())
     print(f"wrote {HEADER}")
 

@@ -63,6 +63,7 @@ def _h3_entries(data: bytes, kind: str | None):
 
 
 def frames_command(args) -> int:
+    """``workbench frames``: list the frames of a raw HTTP/2 stream or one HTTP/3 stream; InputError at a bad one."""
     if not 0 <= args.max_frame_size <= 0xFFFFFF:
         raise InputError(f"--max-frame-size must be in 0..16777215, not {args.max_frame_size}")
     data = _read(args.file)
@@ -97,6 +98,7 @@ def frames_command(args) -> int:
 
 
 def add_commands(sub) -> None:
+    """Register ``workbench frames`` (list the HTTP/2 or HTTP/3 frames of a raw byte stream) on ``sub``."""
     p = sub.add_parser("frames", help="list the HTTP/2 or HTTP/3 frames of a raw byte stream")
     p.add_argument("file", help="raw HTTP/2 connection bytes (client preface optional), or one HTTP/3 stream")
     p.add_argument("--h3", action="store_true", help="the file is one HTTP/3 stream")

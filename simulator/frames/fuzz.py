@@ -98,6 +98,7 @@ def _v(x: int) -> bytes:
 
 
 def valid_h3_stream(rnd: random.Random, nframes: int = 10, kind: str | None = None) -> bytes:
+    """A well-formed HTTP/3 stream of ``nframes`` random frames for stream ``kind`` (RFC 9114 frame order)."""
     out = []
     if kind == "control":
         body = b"".join(_v(rnd.choice([1, 6, 7, 0x21, 0x33])) + _v(rnd.randrange(1 << 20)) for _ in range(3))
@@ -123,6 +124,7 @@ def valid_h3_stream(rnd: random.Random, nframes: int = 10, kind: str | None = No
 
 
 def mutate(rnd: random.Random, data: bytes, pool: list[bytes] | None = None) -> bytes:
+    """``data`` with 1 to 3 random mutations: bit flips, overwrites, inserts, cuts, splices, rewritten fields."""
     b = bytearray(data)
     for _ in range(rnd.randrange(1, 4)):
         op = rnd.randrange(8)
@@ -341,6 +343,7 @@ def corpus(seed: int = 0, size: int = 300) -> list[bytes]:
 
 def run(seconds: float = 3.0, seed: int = 0, impls: dict | None = None, corpus_size: int = 300,
         verbose: bool = False) -> dict:
+    """Check that every implementation agrees on the corpus, then on fresh inputs for ``seconds``; the counts."""
     impls = impls or implementations()
     rnd = random.Random(seed)
     deadline = time.monotonic() + seconds
@@ -368,6 +371,7 @@ def run(seconds: float = 3.0, seed: int = 0, impls: dict | None = None, corpus_s
 
 
 def main(argv: list[str] | None = None) -> int:
+    """Command line: fuzz the C scanner against the Python twin; 1 when the C extension is not built."""
     p = argparse.ArgumentParser(prog="python -m simulator.frames.fuzz", description=__doc__.split("\n\n")[0])
     p.add_argument("--seconds", type=float, default=10.0)
     p.add_argument("--seed", type=int, default=0)

@@ -66,6 +66,7 @@ class ScannerFrameBuffer(FrameBuffer):
         self._base = 0            # absolute stream offset of self._data[0]
 
     def add_data(self, data) -> None:
+        """Append received bytes (checking the client preface first, as h2 does); frames are scanned lazily."""
         view = memoryview(data)
         if self._preamble_len:
             # The same check as h2's buffer: each chunk's leading bytes must continue the
@@ -172,6 +173,7 @@ def install_huffman() -> bool:
 
 
 def uninstall_huffman() -> None:
+    """Give hpack back its own Huffman decoder (undoes ``install_huffman``)."""
     global _original_decode_huffman
     if _original_decode_huffman is not None:
         import hpack.hpack

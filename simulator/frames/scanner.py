@@ -337,6 +337,7 @@ class H2Scanner(_Results):
                         doc="absolute offset after the last frame next_frame handed out")
 
     def feed(self, data) -> int:
+        """Scan a chunk; how many frames it completed (see ``results()``); FrameError on an RFC 9113 violation."""
         self._results = out = []
         try:
             return self._st.run(data, out)
@@ -346,6 +347,7 @@ class H2Scanner(_Results):
             raise FrameError("h2", code, off, reason, count) from None
 
     def finish(self) -> None:
+        """Raise the FrameError the stream failed with, or PROTOCOL_ERROR if it ends inside a frame or the preface."""
         st = self._st
         if st.failed:
             raise FrameError("h2", *st.err, 0)
@@ -362,19 +364,23 @@ class H2Scanner(_Results):
 
     @property
     def max_frame_size(self) -> int:
+        """SETTINGS_MAX_FRAME_SIZE in force, in bytes (RFC 9113 6.5.2)."""
         return self._st.max_frame_size
 
     @max_frame_size.setter
     def max_frame_size(self, value: int) -> None:
+        """Set SETTINGS_MAX_FRAME_SIZE for the frames still to come (0..2**24-1)."""
         self._st.max_frame_size = _check_mfs(value)
 
     @property
     def error(self):
+        """The FrameError the stream failed with, or None."""
         st = self._st
         return FrameError("h2", *st.err, 0) if st.failed else None
 
     @property
     def current(self):
+        """The incomplete frame whose header is known: (type, flags, stream_id, payload_offset, length), or None."""
         st = self._st
         if not st.in_payload:
             return None
@@ -480,6 +486,7 @@ def scan_h2(data, out, max_frame_size: int, preface, validate: bool):
 # QUIC varints
 
 def decode_varint(data, pos: int = 0):
+    """Decode the QUIC variable-length integer at ``pos`` (RFC 9000 16): (value, next_pos), or None if cut short."""
     mv = memoryview(data).cast("B")
     if pos < 0 or pos > len(mv):
         raise ValueError("pos out of range")
@@ -495,6 +502,7 @@ def decode_varint(data, pos: int = 0):
 
 
 def encode_varint(value: int) -> bytes:
+    """The shortest QUIC variable-length encoding of ``value`` (RFC 9000 16); IntegerError above 2**62-1."""
     value = int(value)
     if not 0 <= value <= VARINT_MAX:
         raise IntegerError("varint out of range 0..2**62-1")
@@ -516,6 +524,7 @@ class VarintDecoder:
         self._need = 0
 
     def feed(self, data) -> list[int]:
+        """The QUIC varints that ``data`` completes; a partial one is kept for the next call."""
         out = []
         for b in memoryview(data).cast("B"):
             if self._have == 0:
@@ -531,6 +540,7 @@ class VarintDecoder:
 
     @property
     def pending(self) -> int:
+        """Bytes of a partial varint held."""
         return self._have
 
 
@@ -734,6 +744,7 @@ class H3Scanner(_Results):
         self.allocations = 0
 
     def feed(self, data) -> int:
+        """Scan a chunk; how many frames it completed (see ``results()``); FrameError on an RFC 9114 violation."""
         self._results = out = []
         try:
             return self._st.run(data, out)
@@ -742,6 +753,7 @@ class H3Scanner(_Results):
             raise FrameError("h3", *self._st.err, count) from None
 
     def finish(self) -> None:
+        """Raise the FrameError the stream failed with, or H3_FRAME_ERROR when it ends inside a frame."""
         st = self._st
         if st.failed:
             raise FrameError("h3", *st.err, 0)
@@ -754,16 +766,19 @@ class H3Scanner(_Results):
 
     @property
     def error(self):
+        """The FrameError the stream failed with, or None."""
         st = self._st
         return FrameError("h3", *st.err, 0) if st.failed else None
 
     @property
     def current(self):
+        """The incomplete frame whose header is known: (type, payload_offset, length), or None."""
         st = self._st
         return (st.ftype, st.pstart, st.flen) if st.phase == 2 else None
 
 
 def scan_h3(data, out, max_frame_size, kind, validate: bool):
+    """Scan a whole HTTP/3 stream into the arrays ``out`` (or only count, when None): (count, end, error, pending)."""
     st = _H3State(max_frame_size, kind, validate)
     records: list | None = None if out is None else []
     err = None
@@ -788,6 +803,7 @@ def scan_h3(data, out, max_frame_size, kind, validate: bool):
 # HPACK/QPACK prefixed integers (RFC 7541 section 5.1)
 
 def decode_int(data, pos: int, prefix_bits: int):
+    """Decode the HPACK/QPACK prefixed integer at ``pos`` (RFC 7541 5.1): (value, next_pos), or None if cut short."""
     mv = memoryview(data).cast("B")
     if not 1 <= prefix_bits <= 8:
         raise ValueError("prefix_bits must be in 1..8")
@@ -817,6 +833,7 @@ def decode_int(data, pos: int, prefix_bits: int):
 
 
 def encode_int(value: int, prefix_bits: int, first_byte: int = 0) -> bytes:
+    """Encode ``value`` as an RFC 7541 5.1 prefixed integer with ``prefix_bits``, high bits from ``first_byte``."""
     value = int(value)
     if not 0 <= value <= VARINT_MAX:
         raise IntegerError("prefixed integer out of range 0..2**62-1")
@@ -856,6 +873,7 @@ def _fsm():
 
 
 def huffman_decode(data) -> bytes:
+    """Decode an HPACK Huffman string (RFC 7541 5.2); HuffmanError on an invalid code or bad padding."""
     flat, accept, _, _ = _fsm()
     out = bytearray()
     state = 0
@@ -877,11 +895,13 @@ def huffman_decode(data) -> bytes:
 
 
 def huffman_encoded_length(data) -> int:
+    """Bytes of the HPACK Huffman encoding of ``data`` (RFC 7541 5.2), padding included."""
     lengths = _fsm()[3]
     return (sum(lengths[b] for b in memoryview(data).cast("B")) + 7) // 8
 
 
 def huffman_encode(data) -> bytes:
+    """The HPACK Huffman encoding of ``data``, padded with the EOS prefix of 1 bits (RFC 7541 5.2)."""
     _, _, codes, lengths = _fsm()
     acc = 0
     nbits = 0

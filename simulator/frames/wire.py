@@ -32,6 +32,8 @@ _H3_HEADERS, _H3_PUSH_PROMISE = 0x1, 0x5
 
 @dataclass(frozen=True)
 class FrameDone:
+    """One frame whose last byte was delivered, and when."""
+
     stream_id: int           # HTTP/2: the frame's stream id; HTTP/3: the QUIC stream
     type: int
     flags: int               # HTTP/3: always 0
@@ -42,6 +44,8 @@ class FrameDone:
 
 @dataclass(frozen=True)
 class HeaderBlock:
+    """A complete header block (HEADERS or PUSH_PROMISE, with CONTINUATIONs in HTTP/2) and when it was decodable."""
+
     stream_id: int
     kind: str                # "HEADERS" or "PUSH_PROMISE"
     start: int               # HTTP/2: first frame's first byte; HTTP/3: payload start
@@ -69,6 +73,7 @@ class H2WireAccounting:
 
     @property
     def offset(self) -> int:
+        """Bytes of the connection's stream scanned so far."""
         return self._scanner.offset
 
     def feed(self, data, time_s: float) -> int:

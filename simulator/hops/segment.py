@@ -288,28 +288,35 @@ class Exchange:
 
     # -- events from the connection ------------------------------------------------------
     def on_request(self, headers) -> None:
+        """The request head arrived upstream: hand it to the upstream node."""
         self.segment.upstream.request(self, headers, self.segment.sim.now)
 
     def on_head(self, headers) -> None:
+        """The response head arrived downstream: hand it to the downstream node."""
         self.downstream.response_head(self, headers, self.segment.sim.now)
 
     def on_data(self, nbytes: int) -> None:
+        """``nbytes`` of response body arrived downstream: hand them to the downstream node."""
         self.downstream.response_data(self, nbytes, self.segment.sim.now)
 
     def on_trailers(self, fields) -> None:
+        """The response trailers arrived downstream: hand them to the downstream node."""
         self.downstream.response_trailers(self, fields, self.segment.sim.now)
 
     def on_end(self) -> None:
+        """The response ended: free the connection for the next request and tell the downstream node."""
         self.ended = True
         self.conn.busy = False
         self.downstream.response_end(self, self.segment.sim.now)
 
     def on_acked(self, payload_acked: int) -> None:
+        """The transport acknowledged ``payload_acked`` response payload bytes: tell the listener, if any."""
         if self.on_acked_payload is not None:
             self.on_acked_payload(payload_acked)
 
     # -- the upstream node answers -------------------------------------------------------
     def respond_head(self, headers, *, end: bool = False) -> None:
+        """Send the response head (h1: chunked when it has no Content-Length); ``end`` ends the response."""
         self.chunked = self.conn.version == "h1" and not any(n == b"content-length" for n, _ in headers)
         size = self.conn.server.send_section(self.stream_id, "head", headers, chunked=self.chunked, end=end)
         self.bytes["head"] += size["wire"]
@@ -318,6 +325,7 @@ class Exchange:
             self._end(already_fin=True)
 
     def respond_data(self, nbytes: int, *, end: bool = False) -> None:
+        """Send ``nbytes`` of body; ``end`` ends the response with them (END_STREAM / FIN / last chunk)."""
         if nbytes <= 0 and not end:
             return
         if nbytes > 0:
@@ -329,12 +337,14 @@ class Exchange:
             self._end(already_fin=nbytes > 0 and not self.chunked)
 
     def respond_trailers(self, fields) -> None:
+        """Send the trailer section, which ends the response (RFC 9110 6.5)."""
         size = self.conn.server.send_section(self.stream_id, "trailers", fields, chunked=self.chunked, end=True)
         self.bytes["trailers"] += size["wire"]
         self.bytes["trailer_encoder"] += size["encoder"]
         self._end(already_fin=True)
 
     def respond_end(self) -> None:
+        """End the response with no more bytes (an empty END_STREAM DATA, FIN or last chunk)."""
         self._end(already_fin=False)
 
     def _end(self, *, already_fin: bool) -> None:
@@ -367,6 +377,7 @@ class Segment:
         return self.conns[-1]
 
     def request(self, headers, *, downstream, tag: int) -> Exchange:
+        """Send a request head (h1: on a free connection or a new one, RFC 9112 9.3); the Exchange it starts."""
         conn = self._conn()
         conn.busy = True
         sid = conn.client.t.open_stream()
@@ -378,6 +389,7 @@ class Segment:
         return ex
 
     def stats(self) -> dict:
+        """Packets sent and lost (or dropped) on both links of the path, and connections opened."""
         packets = lost = 0
         for link in (self.path.forward, self.path.reverse):
             packets += link.stats.packets_sent

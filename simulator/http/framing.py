@@ -196,6 +196,7 @@ class Unframer:
         return list(self._qpack.feed_encoder(data))
 
     def resume(self, stream_id: int, expected: HeaderList) -> bytes:
+        """Decode and check the field section the encoder stream unblocked on ``stream_id``; decoder-stream bytes."""
         control, headers = self._qpack.resume_header(stream_id)
         self._check(stream_id, headers, expected)
         return control

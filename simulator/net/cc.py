@@ -39,6 +39,7 @@ class RttEstimator:
         self.latest_rtt_s = initial_rtt_s
 
     def update(self, sample_s: float, ack_delay_s: float = 0.0) -> None:
+        """Take an RTT sample in seconds: min RTT, then SRTT/RTTVAR (RFC 6298 2.2-2.3, ack delay per RFC 9002 5.3)."""
         self.latest_rtt_s = sample_s
         if sample_s < self.min_rtt_s:
             self.min_rtt_s = sample_s
@@ -55,6 +56,7 @@ class RttEstimator:
 
     @property
     def smoothed_s(self) -> float:
+        """Seconds of smoothed RTT; the initial RTT until the first sample (RFC 9002 6.2.2)."""
         return self.srtt_s if self.srtt_s is not None else self.initial_rtt_s
 
     def rto_s(self) -> float:
@@ -84,9 +86,11 @@ class Reno:
 
     @property
     def in_slow_start(self) -> bool:
+        """True while cwnd is below ssthresh (RFC 5681 3.1)."""
         return self.cwnd_bytes < self.ssthresh_bytes
 
     def on_ack(self, acked_bytes: int, now_s: float, srtt_s: float) -> None:
+        """Grow cwnd for ``acked_bytes``: slow start with ABC L=2 (RFC 3465), else about one MSS per RTT (RFC 5681)."""
         if self.in_slow_start:
             # RFC 3465 appropriate byte counting, L = 2 SMSS per ack.
             self.cwnd_bytes += min(acked_bytes, 2 * self.mss_bytes)
@@ -121,6 +125,7 @@ class Cubic(Reno):
         self.w_est_segments = 0.0
 
     def on_ack(self, acked_bytes: int, now_s: float, srtt_s: float) -> None:
+        """Grow cwnd to the cubic target an RTT ahead or the Reno-friendly estimate if higher (RFC 9438 4.2-4.5)."""
         if self.in_slow_start:
             super().on_ack(acked_bytes, now_s, srtt_s)
             return
@@ -143,6 +148,7 @@ class Cubic(Reno):
         self.cwnd_bytes += (target - cwnd_seg) / cwnd_seg * acked_bytes
 
     def on_congestion_event(self, now_s: float, flight_bytes: int) -> None:
+        """Remember W_max (with fast convergence, RFC 9438 4.7), cut cwnd to beta = 0.7 of itself (4.6)."""
         cwnd_seg = self.cwnd_bytes / self.mss_bytes
         # Fast convergence (section 4.7).
         if cwnd_seg < self.w_max_segments:
@@ -154,6 +160,7 @@ class Cubic(Reno):
         self.epoch_start_s = None
 
     def on_timeout(self, flight_bytes: int) -> None:
+        """Reno's timeout reduction, and a new cubic epoch starts at the next ack."""
         super().on_timeout(flight_bytes)
         self.epoch_start_s = None
 
@@ -203,6 +210,7 @@ class RttIncreaseMonitor:
 
 
 def make_congestion_control(name: str, mss_bytes: int, **kw) -> Reno:
+    """A ``Reno`` or ``Cubic`` for ``name`` ("reno", "newreno", "cubic"); InputError otherwise."""
     from ..errors import InputError
     table = {"reno": Reno, "newreno": Reno, "cubic": Cubic}
     if name.lower() not in table:

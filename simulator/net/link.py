@@ -49,19 +49,25 @@ class LossModel:
     """Decides, packet by packet in send order, whether a packet is lost."""
 
     def lost(self) -> bool:  # pragma: no cover - interface
+        """Draw the fate of the next packet sent: True when it is lost."""
         raise NotImplementedError
 
     @property
     def mean_loss_rate(self) -> float:  # pragma: no cover - interface
+        """The long-run fraction of packets lost."""
         raise NotImplementedError
 
 
 class NoLoss(LossModel):
+    """Loses nothing."""
+
     def lost(self) -> bool:
+        """Never lost."""
         return False
 
     @property
     def mean_loss_rate(self) -> float:
+        """Always 0."""
         return 0.0
 
     def __repr__(self) -> str:
@@ -82,10 +88,12 @@ class Bernoulli(LossModel):
         self._random = rng.random
 
     def lost(self) -> bool:
+        """True with probability ``p``, independently of earlier packets."""
         return self.p > 0.0 and self._random() < self.p
 
     @property
     def mean_loss_rate(self) -> float:
+        """``p``."""
         return self.p
 
     def __repr__(self) -> str:
@@ -109,6 +117,7 @@ class GilbertElliott(LossModel):
         self._random = rng.random
 
     def lost(self) -> bool:
+        """Move the Good/Bad chain one step, then draw the loss with the new state's probability."""
         # Transition first, then draw the loss in the new state (Gilbert's convention).
         r = self._random
         if self.bad:
@@ -121,6 +130,7 @@ class GilbertElliott(LossModel):
 
     @property
     def mean_loss_rate(self) -> float:
+        """The stationary loss rate: pi_bad * loss_bad + (1 - pi_bad) * loss_good, pi_bad = p_gb / (p_gb + p_bg)."""
         pi_bad = self.p_gb / (self.p_gb + self.p_bg) if self.p_gb + self.p_bg else 0.0
         return pi_bad * self.loss_bad + (1 - pi_bad) * self.loss_good
 
@@ -141,12 +151,14 @@ class DropList(LossModel):
         self._n = 0
 
     def lost(self) -> bool:
+        """True when this packet's 0-based send index is in ``indices``."""
         i = self._n
         self._n += 1
         return i in self.indices
 
     @property
     def mean_loss_rate(self) -> float:
+        """0: a drop list has no long-run rate."""
         return 0.0
 
     def __repr__(self) -> str:
@@ -193,6 +205,8 @@ class Jitter:
 
 @dataclass
 class LinkStats:
+    """Counters of one link: packets sent, lost on the wire, dropped at the queue; bytes; peak queue bytes."""
+
     packets_sent: int = 0
     packets_lost: int = 0            # lost on the wire (loss model)
     packets_dropped: int = 0         # dropped at the full queue (drop-tail)

@@ -161,6 +161,7 @@ class Ref2017Connection:
         return delay
 
     def send(self, sender: _Endpoint, frames) -> None:
+        """Deliver ``frames`` to the peer after one packet's delay, retransmissions and reordering included."""
         self.sim.call_later(self._delay_s(), self._arrive, sender, frames)
 
     def _arrive(self, sender: _Endpoint, frames) -> None:
@@ -169,5 +170,6 @@ class Ref2017Connection:
         self.sim.call_later(self._delay_s(), sender.acked, frames)
 
     def stats(self) -> dict:
+        """Packets sent (retransmissions and acks included) and packets lost."""
         return {"packets_sent": self.packets, "packets_lost": self.losses,
                 "wire_packets": self.packets, "wire_losses": self.losses}

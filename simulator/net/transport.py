@@ -55,6 +55,7 @@ class TransportConfig:
     time_threshold: float = 9 / 8         # RFC 9002 kTimeThreshold
 
     def to_dict(self) -> dict:
+        """The parameters as a plain dict."""
         return asdict(self)
 
 
@@ -64,17 +65,25 @@ def stream_id_for(index: int, *, client: bool, unidirectional: bool) -> int:
 
 
 class Endpoint(Protocol):
+    """One end of a TCP or QUIC model connection, as the HTTP layers use it (see the module docstring)."""
+
     is_client: bool
     on_data: DataCallback | None
     on_stream_acked: Callable[[int, int], None] | None
     on_received: Callable[[int, int, int, float], None] | None
 
-    def open_stream(self, unidirectional: bool = False) -> int: ...
-    def write(self, stream_id: int, data: bytes, end: bool = False) -> None: ...
+    def open_stream(self, unidirectional: bool = False) -> int:
+        """The id of a new stream this end initiates (RFC 9000 section 2.1 numbering)."""
+
+    def write(self, stream_id: int, data: bytes, end: bool = False) -> None:
+        """Queue ``data`` on ``stream_id``; ``end`` closes the stream after it."""
 
 
 class Connection(Protocol):
+    """A TCP or QUIC model connection: its two ends and its counters."""
+
     client: Endpoint
     server: Endpoint
 
-    def stats(self) -> dict: ...
+    def stats(self) -> dict:
+        """Packets, losses and bytes of the connection so far."""

@@ -37,6 +37,7 @@ def _cmd(args: argparse.Namespace) -> int:
 
 
 def add_commands(sub) -> None:
+    """Register ``workbench slides`` (run a notebook, write an offline reveal.js deck) on ``sub``."""
     p = sub.add_parser("slides", help="a notebook as an offline reveal.js deck (figures also as PNG and PDF)",
                        description="Run NOTEBOOK (nbclient) and write a reveal.js deck that loads nothing from "
                                    "the network: DIR/index.html, DIR/revealjs/, DIR/figures/fig-NN.png|pdf.  "

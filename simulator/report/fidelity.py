@@ -22,6 +22,7 @@ _PHASES = ("blocked", "dns", "connect", "send", "wait", "receive")
 
 
 def onload_scatter(pages: pd.DataFrame, summary: dict, ax=None, *, hue: str = "creator"):
+    """Simulated against measured onLoad per page (log-log), with the 20% band and the summary in the title."""
     if ax is None:
         _, ax = subplots(size=(6, 6))
     for name, group in pages.groupby(pages[hue].fillna("?").str.split().str[0] if hue in pages else "all"):

@@ -37,9 +37,11 @@ class InsertionOrderedSet(dict):
             self[item] = None
 
     def add(self, item: Any) -> None:
+        """Add ``item`` (kept at its first insertion position if already present)."""
         self[item] = None
 
     def discard(self, item: Any) -> None:
+        """Remove ``item`` if present."""
         self.pop(item, None)
 
     def __repr__(self) -> str:

@@ -60,12 +60,14 @@ SETUPS = {"h2 + TLS 1.3": ("h2", True), "h2 cleartext": ("h2", False), "HTTP/3":
 
 
 def scenarios(size: str = "small") -> dict[str, list[ExchangeSpec]]:
+    """The cross-validation workloads of ``size``: one bulk download and one page of many requests."""
     bulk_bytes, page_requests = SIZES[size]
     return {"bulk": _bulk(bulk_bytes), "page": _page(page_requests)}
 
 
 def compare(size: str = "small", *, stacks=("h2", "h3"), losses=("0", "0.01", "0.03"), seeds=(1,),
             base: StackParams | None = None, progress: bool = False) -> pd.DataFrame:
+    """Run each scenario on the real stacks and on the models per stack, loss and seed; one row per run."""
     base = base or StackParams()
     rows = []
     jobs = [(name, specs, stack, loss, seed) for name, specs in scenarios(size).items()

@@ -218,6 +218,7 @@ class H2Session:
         self.server = _H2End(self, is_client=False, tcp_end=self.tcp.server, tls=tls)
 
     def request(self, spec, row) -> None:
+        """Start the request ``spec`` on the client, recording into ``row``."""
         self.client.start_request(spec, row)
 
     def check(self) -> None:
@@ -227,6 +228,7 @@ class H2Session:
         """Nothing to release (the key log, if any, is written as secrets appear)."""
 
     def stats(self) -> dict:
+        """TCP retransmissions, RTO timeouts and bytes, HTTP/2 frames sent per type and direction, TLS counters."""
         tcp = self.tcp.stats()
         frames = {}
         for end, label in ((self.client, "c2s"), (self.server, "s2c")):

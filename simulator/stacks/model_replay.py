@@ -87,6 +87,7 @@ def request_bytes(spec: ExchangeSpec, transport: str, header_block_bytes: int | 
 
 
 def response_bytes(spec: ExchangeSpec, transport: str, header_block_bytes: int | None = None) -> int:
+    """Bytes of the response on the wire: header block, frame headers (HTTP/2 DATA split at 16384), body."""
     body = spec.response_body_bytes
     if transport == "tcp":
         framing = _H2_FRAME_HEADER * max(1, math.ceil(body / 16384)) if body else 0
@@ -319,6 +320,7 @@ def run_specs(specs: list[ExchangeSpec], params: StackParams, *, check_every_eve
 
 def run(trace: Trace, params: StackParams | None = None, *, max_gap_s: float = 10.0,
         check_every_event: bool = False) -> Result:
+    """Replay ``trace`` on the transport models (no real HTTP stack): a Result shaped like ``replay.run``'s."""
     params = params or StackParams()
     return run_specs(specs_from_trace(trace, params, max_gap_s=max_gap_s), params,
                      check_every_event=check_every_event)

@@ -86,6 +86,7 @@ class PcapRecorder:
         self._ident = 0
 
     def attach(self, session, *, index: int) -> None:
+        """Record ``session``'s packets as IPv4 UDP (h3) or TCP (h2) between 10.0.0.1 and a per-``index`` server."""
         client_ip = _addr("10.0.0.1")
         server_ip = _addr(f"10.{index // 250}.1.{index % 250 + 1}")
         client_port = 50000 + index
@@ -144,6 +145,7 @@ class PcapRecorder:
         return _ip(src, dst, 6, segment, self._next_ident())
 
     def write(self, path: str) -> int:
+        """Write the recorded packets as a pcap file at ``path``; the number of packets."""
         return write_pcap(path, self.records)
 
 

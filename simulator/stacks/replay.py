@@ -83,6 +83,7 @@ def response_headers_for(headers, body_bytes: int) -> tuple[tuple, int]:
 
 
 def specs_from_trace(trace: Trace, params: StackParams, *, max_gap_s: float = 10.0) -> list[ExchangeSpec]:
+    """The trace's exchanges as request specs in start order, gaps capped at ``max_gap_s`` seconds."""
     exchanges = [e for e in trace.exchanges if e.request_headers is not None]
     if not exchanges:
         raise InputError("the trace has no request header lists to replay", path=trace.source)
@@ -236,5 +237,6 @@ def run(trace: Trace, params: StackParams | None = None, **options) -> Result:
 
 
 def median_completion_s(result: Result) -> float:
+    """Seconds of the run's median exchange completion, NaN when nothing completed."""
     v = result.summary.get("median_completion_s")
     return math.nan if v is None else v

@@ -198,6 +198,7 @@ class TlsEnd:
                 self.send(data)
 
     def send(self, plaintext: bytes) -> None:
+        """Encrypt ``plaintext`` into TLS records and write them (held until the handshake completes)."""
         if not plaintext:
             return
         if not self.handshake_done:
@@ -211,6 +212,7 @@ class TlsEnd:
         self._write(out)
 
     def receive(self, ciphertext: bytes) -> bytes:
+        """Take ciphertext from the peer: advance the handshake, return the application bytes it decrypts to."""
         self._in.write(ciphertext)
         if not self.handshake_done:
             self._handshake()
@@ -234,6 +236,7 @@ class TlsEnd:
         return chunks[0] if len(chunks) == 1 else b"".join(chunks)
 
     def stats(self) -> dict:
+        """Bytes and records: handshake, application plaintext, and the records carrying it."""
         return {"handshake_bytes": self.handshake_bytes, "handshake_records": self.handshake_records,
                 "plaintext_bytes": self.plaintext_bytes, "record_bytes": self.record_bytes,
                 "records": self.records}

@@ -34,6 +34,7 @@ def _mode(path: str) -> int:
 
 
 def read_bytes(path: str) -> bytes:
+    """The whole file at ``path``."""
     with open(path, "rb") as f:
         return f.read()
 

@@ -170,6 +170,7 @@ def _load(args) -> Trace:
 
 
 def cmd_info(args) -> int:
+    """``workbench trace info``: a trace's format, exchanges, header lists, origins, pages and header bytes."""
     info = summary(_load(args))
     if args.json:
         print(json.dumps(info))
@@ -201,6 +202,7 @@ def _output_format(path: str, given: str | None) -> str:
 
 
 def cmd_convert(args) -> int:
+    """``workbench trace convert``: write a trace as HAR, or its header lists as QIF."""
     from .har import write_har
     from .qif import write_qif
 
@@ -218,6 +220,7 @@ def cmd_convert(args) -> int:
 
 
 def cmd_synth(args) -> int:
+    """``workbench trace synth``: write a seeded synthetic browsing session as HAR or QIF."""
     from .har import write_har
     from .qif import write_qif
     from .synth import generate
@@ -267,6 +270,7 @@ def _interop_options(p) -> None:
 
 
 def add_commands(subparsers) -> None:
+    """Register ``workbench trace`` (info, convert, synth) on ``subparsers``."""
     trace = subparsers.add_parser("trace", help="inspect, convert and synthesize traces")
     sub = trace.add_subparsers(dest="trace_command", metavar="SUBCOMMAND", parser_class=type(trace))
     trace.set_defaults(func=lambda args: (trace.print_help(), 2)[1])

@@ -235,6 +235,7 @@ _DEVTOOLS_PRIORITY = {"veryhigh": "VeryHigh", "high": "High", "medium": "Medium"
 
 
 def priority(entry: dict) -> str | None:
+    """The request priority in DevTools names (VeryHigh .. VeryLow) from ``_priority`` or ``_initialPriority``."""
     value = entry.get("_priority")
     if not isinstance(value, str) or not value.strip():
         value = entry.get("_initialPriority")

@@ -72,6 +72,7 @@ class Exchange:
 
     @property
     def status(self) -> int | None:
+        """The response's ``:status`` code, or None when unknown."""
         v = header_value(self.response_headers, b":status")
         return int(v) if v is not None and v.isdigit() else None
 
@@ -116,9 +117,11 @@ class Trace:
 
     @property
     def timed(self) -> bool:
+        """True when any exchange has a start time."""
         return any(e.start_s is not None for e in self.exchanges)
 
     def origins(self) -> list[str]:
+        """The origins of the exchanges, in order of first appearance."""
         seen: dict[str, None] = {}
         for e in self.exchanges:
             if e.origin is not None:
@@ -130,6 +133,7 @@ class Trace:
         return [(e, kind, h) for e in self.exchanges for kind, h in e.header_lists(direction)]
 
     def raw_header_bytes(self, direction: str = "both") -> int:
+        """Bytes of names plus values of every header list of ``direction``, uncompressed."""
         return sum(raw_size(h) for _, _, h in self.header_lists(direction))
 
     def content_hash(self) -> str:

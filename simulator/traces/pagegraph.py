@@ -81,24 +81,30 @@ class Resource:
 
     @property
     def authority(self) -> str:
+        """The ``host[:port]`` of the resource's origin."""
         return self.origin.split("://", 1)[-1]
 
     @property
     def scheme(self) -> str:
+        """The scheme of the resource's origin."""
         return self.origin.split("://", 1)[0]
 
     @property
     def path(self) -> str:
+        """The ``:path`` of the request: path and query of the URL."""
         parts = urlsplit(self.url)
         return (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
 
     @property
     def decoded_bytes(self) -> int:
+        """Bytes of the body after content decoding (``body_bytes`` when no other size is known)."""
         return self.body_bytes if self.content_bytes is None else self.content_bytes
 
 
 @dataclass
 class PageGraph:
+    """The resources of one page load and who discovered whom, from initiators or a fallback rule."""
+
     resources: list[Resource]
     source: str | None
     page: str | None
@@ -119,6 +125,7 @@ class PageGraph:
         return self.resources[index]
 
     def children(self, index: int) -> list[int]:
+        """The resources that resource ``index`` discovered."""
         return self._children[index]
 
     def by_url(self) -> dict[str, int]:
@@ -129,6 +136,7 @@ class PageGraph:
         return out
 
     def depth(self, index: int) -> int:
+        """Discovery steps from the navigation to resource ``index``."""
         d = 0
         while self.resources[index].parent is not None:
             index = self.resources[index].parent
@@ -137,10 +145,12 @@ class PageGraph:
 
     @property
     def origins(self) -> list[str]:
+        """The origins of the page's resources, in order of first appearance."""
         return list(dict.fromkeys(r.origin for r in self.resources))
 
     @property
     def render_blocking(self) -> list[int]:
+        """Indices of the render-blocking resources."""
         return [r.index for r in self.resources if r.render_blocking]
 
     @property
@@ -165,6 +175,7 @@ class PageGraph:
                          document=new[self.document])
 
     def summary(self) -> dict:
+        """Resources, origins, render-blocking count, edge source, deepest discovery chain, body bytes."""
         return {"resources": len(self.resources), "origins": len(self.origins),
                 "render_blocking": len(self.render_blocking), "edges_from": self.edges_from,
                 "max_depth": max(self.depth(r.index) for r in self.resources),

@@ -88,6 +88,8 @@ TYPES = ("script", "image", "stylesheet", "font", "iframe", "fetch")
 
 @dataclass(frozen=True)
 class SynthParams:
+    """The distributions a synthetic session draws from: requests, types, sizes, cookies, third parties, timing."""
+
     requests_median: float = 70.0
     requests_sigma: float = 0.45
     requests: int | None = None

@@ -31,6 +31,8 @@ def chain_bytes(san: tuple[str, ...]) -> int:
 
 @dataclass(frozen=True)
 class Handshake:
+    """One connection set-up: round trips, bytes each way, certificate and ORIGIN frame bytes."""
+
     protocol: str
     rtts: int
     client_bytes: int
@@ -40,9 +42,11 @@ class Handshake:
 
     @property
     def bytes(self) -> int:
+        """Bytes of the handshake, both directions."""
         return self.client_bytes + self.server_bytes
 
     def setup_s(self, rtt_s: float, bandwidth_bps: float | None) -> float:
+        """Seconds to set up: ``rtts`` round trips plus the handshake bytes' serialisation at ``bandwidth_bps``."""
         serialisation = self.bytes * 8 / bandwidth_bps if bandwidth_bps else 0.0
         return self.rtts * rtt_s + serialisation
 

@@ -60,18 +60,22 @@ class CoalescingPool:
 
     # -- PageLoad's backend interface -------------------------------------------------
     def fetch(self, origin: str, spec) -> None:
+        """Send a request for ``origin`` on the connection ``mode`` picks, after DNS and a handshake if needed."""
         self._route(origin, spec, own_only=False)
 
     def connect(self, origin: str) -> None:
         """A preconnect (103 hints; unused by this study): DNS and the origin's own connection."""
 
     def cancel_push(self, push_key) -> None:
+        """Pass the push cancellation to the network backend."""
         self.inner.cancel_push(push_key)
 
     def push_bytes(self, push_key) -> int:
+        """Bytes of the pushed response ``push_key``, from the network backend."""
         return self.inner.push_bytes(push_key)
 
     def check(self) -> None:
+        """Let the network backend check its own state."""
         self.inner.check()
 
     # -- routing ------------------------------------------------------------------------
@@ -227,6 +231,7 @@ class CoalescingPool:
 
     # -- the backend's callbacks ---------------------------------------------------------
     def on_response_complete(self, index: int) -> None:
+        """A response finished: retry a 421 on the origin's own connection (RFC 8336 2.3), note Alt-Svc, pass it on."""
         pending = self.pending421.pop(index, None)
         if pending is not None:
             c, origin, spec = pending
@@ -245,16 +250,20 @@ class CoalescingPool:
         self.listener.on_response_complete(index)
 
     def on_informational(self, index, links) -> None:
+        """Pass a 1xx response's links to the page load."""
         self.listener.on_informational(index, links)
 
     def on_push_promise(self, push_key, url) -> None:
+        """Pass a push promise to the page load."""
         self.listener.on_push_promise(push_key, url)
 
     def on_push_complete(self, push_key) -> None:
+        """Pass a completed push to the page load."""
         self.listener.on_push_complete(push_key)
 
     # -- results ---------------------------------------------------------------------------
     def stats(self) -> dict:
+        """Connections and handshakes (rounds, bytes, certificates), routing counters, packets sent and lost."""
         inner = self.inner.stats()
         hs = [c.hs for c in self.conns]
         self.counters["dns_skipped"] = len(self._skipped_hosts - set(self.dns))
@@ -274,6 +283,7 @@ class CoalescingPool:
         }
 
     def connection_rows(self) -> list[dict]:
+        """One row per connection opened: host, protocol, why it opened, timing, handshake, origin set, requests."""
         return [{"connection": c.key, "host": c.host, "address": c.address, "protocol": c.protocol,
                  "reason": c.reason, "opened_s": c.opened_s, "ready_s": c.ready_s, "handshake_rtts": c.hs.rtts,
                  "handshake_bytes": c.hs.bytes, "cert_bytes": c.hs.cert_bytes, "san_names": len(c.server.san),

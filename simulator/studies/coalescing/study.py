@@ -78,6 +78,7 @@ class CoalescingParams(StudyParams):
         self.load_params()
 
     def load_params(self) -> LoadParams:
+        """The page load's parameters, with the backend's own DNS and set-up off: the pool times them."""
         # The pool times DNS and handshakes itself, so the backend's own set-up is off
         # (dns_s 0; each connection gets its set-up time from the pool).
         return LoadParams(protocol="h2", rtt_s=self.rtt_s, bandwidth_bps=self.bandwidth_bps, loss=self.loss,
@@ -91,6 +92,8 @@ ROW_PARAMS = ("seed", "backend", "tls", "rtt_s", "bandwidth_bps", "loss", "dns_l
 
 @dataclass
 class CoalescingResult(StudyResult):
+    """One run of the coalescing study: per-mode summary, connections and resources tables, the topology."""
+
     summary: pd.DataFrame            # one row per mode
     connections: pd.DataFrame        # one row per (mode, connection)
     resources: pd.DataFrame          # one row per (mode, resource)
@@ -99,10 +102,12 @@ class CoalescingResult(StudyResult):
     topology: Topology
 
     def to_dict(self) -> dict:
+        """The per-mode rows, parameters, trace and the topology's sources and digest."""
         return {"modes": rows_by_index(self.summary), "params": self.params, "trace": self.trace,
                 "topology": {"sources": self.topology.sources, "digest": self.topology.digest()}}
 
     def tables(self) -> dict[str, pd.DataFrame]:
+        """Summary, connections and resources, without the columns the batch runner adds itself."""
         # The batch adds every parameter (and the seed) to each row: drop the study's copies.
         summary = self.summary.reset_index().drop(columns=[c for c in ROW_PARAMS if c in self.summary.columns])
         return {"summary": summary, "connections": self.connections.drop(columns=["seed"]),

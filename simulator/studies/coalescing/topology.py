@@ -48,6 +48,8 @@ class HostServer:
 
 @dataclass
 class Topology:
+    """Every host's server: DNS addresses, certificate names, ORIGIN announcements, HTTP/3 support."""
+
     servers: dict[str, HostServer]
     sources: dict[str, str] = field(default_factory=dict)      # "dns" / "cert": file or "default"
 
@@ -55,17 +57,20 @@ class Topology:
         return self.servers[host]
 
     def to_dict(self) -> dict:
+        """The DNS and certificate tables as plain JSON values."""
         return {"dns": {h: list(s.addresses) for h, s in self.servers.items()},
                 "cert": {h: {"san": list(s.san), "origin": None if s.announces is None else list(s.announces),
                              "h3": s.h3, "provider": s.provider} for h, s in self.servers.items()}}
 
     def digest(self) -> str:
+        """16 hex digits of the SHA-256 of ``to_dict()``: names the topology in results."""
         import hashlib
 
         return hashlib.sha256(json.dumps(self.to_dict(), sort_keys=True).encode()).hexdigest()[:16]
 
 
 def host_of(origin: str) -> str:
+    """The host of an origin or URL (brackets kept for IPv6), without the port."""
     authority = origin.split("://", 1)[-1].split("/", 1)[0]
     if authority.startswith("["):
         return authority.split("]", 1)[0] + "]"

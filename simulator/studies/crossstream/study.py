@@ -97,11 +97,14 @@ class CrossstreamParams(StudyParams):
 
     @property
     def codec_list(self) -> tuple[Codec, ...]:
+        """The codecs named in ``codecs``, parsed."""
         return parse_codecs(self.codecs)
 
 
 @dataclass
 class CrossstreamResult(StudyResult):
+    """One run of the cross-stream study: summary, responses, leak and CPU tables, reference figures."""
+
     summary: pd.DataFrame
     responses: pd.DataFrame
     leak: pd.DataFrame
@@ -112,6 +115,7 @@ class CrossstreamResult(StudyResult):
     source: dict
 
     def to_dict(self) -> dict:
+        """Summary and leak rows, reference, unavailable schemes, parameters, source; the CPU times when measured."""
         out = {
             "summary": records(self.summary),
             "leak": records(self.leak),
@@ -125,6 +129,7 @@ class CrossstreamResult(StudyResult):
         return out
 
     def tables(self) -> dict[str, pd.DataFrame]:
+        """Summary, leak and per-response tables (not the CPU times: they belong to one machine)."""
         return {"summary": self.summary, "leak": self.leak, "responses": self.responses}
 
 

@@ -43,6 +43,7 @@ class CpuCosts:
     consume_bytes_per_s: float = 2e9        # the application's own work per byte
 
     def to_dict(self) -> dict:
+        """The per-operation costs as a plain dict (seconds)."""
         return asdict(self)
 
 
@@ -73,6 +74,7 @@ class _Kernel:
 
 def simulate(strategy: str, cfg: dict, impl, *, rtt_s: float, bandwidth_bps: float | None, loss: str,
              mss_bytes: int, costs: CpuCosts, seed: int) -> dict:
+    """Run one ``strategy`` over the TCP model with the receiver's CPU costs as virtual time; its figures."""
     sim = Simulator(seed)
     path = Path(sim, rtt_s=rtt_s, bandwidth_bps=bandwidth_bps, loss=loss, mtu_bytes=mss_bytes + 40, name="demux")
     tcp = TcpConnection(sim, path, TransportConfig(mss_bytes=mss_bytes), name="demux/tcp")

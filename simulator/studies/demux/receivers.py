@@ -67,6 +67,7 @@ _HEADER_BYTES = 9
 
 
 def window_update(stream_id: int, increment: int) -> bytes:
+    """An HTTP/2 WINDOW_UPDATE frame for ``stream_id`` (0: the connection) of ``increment`` bytes (RFC 9113 6.9)."""
     return WindowUpdateFrame(stream_id, window_increment=increment).serialize()
 
 
@@ -91,6 +92,7 @@ class Consumer:
         self.connection.window_consumed(flow_bytes)
 
     def consume(self, sid: int, view, flow_bytes: int) -> None:
+        """Take ``view`` for stream ``sid``; queue WINDOW_UPDATEs once h2's window manager asks (RFC 9113 6.9)."""
         n = len(view)
         if self.work == "crc32":
             self.crc[sid] = zlib.crc32(view, self.crc[sid])
@@ -108,6 +110,7 @@ class Consumer:
 
     @property
     def done(self) -> bool:
+        """True when every stream's bytes have been consumed."""
         return self.consumed_total >= self.total
 
 
@@ -146,6 +149,7 @@ class Receiver:
     # -- shared steps ----------------------------------------------------------------------
     @property
     def done(self) -> bool:
+        """True when the application has consumed every stream."""
         return self.consumer.done
 
     @property
@@ -235,6 +239,8 @@ class Receiver:
 
 
 class Direct(Receiver):
+    """Hands every DATA payload to its stream's consumer as soon as it is scanned, from the read buffer."""
+
     name = "direct"
 
     def _turn(self, source) -> None:
@@ -254,6 +260,8 @@ class Direct(Receiver):
 
 
 class StopTheTrain(Receiver):
+    """Serves one stream per dispatch from the read buffer; another stream's frame ends the wakeup."""
+
     name = "stop-the-train"
 
     def __init__(self, *a, **kw) -> None:
@@ -291,11 +299,14 @@ class StopTheTrain(Receiver):
     _resumed = False
 
     def wakeup(self, source) -> None:
+        """A wakeup that notes whether it resumes frames already read (a re-dispatch counts one more dispatch)."""
         self._resumed = self.has_pending
         super().wakeup(source)
 
 
 class SideTrack(Receiver):
+    """Serves one stream from the read buffer, parks other streams' frames in a fixed side area."""
+
     name = "side-track"
 
     def __init__(self, *a, **kw) -> None:
@@ -358,10 +369,13 @@ class SideTrack(Receiver):
 
     @property
     def has_pending(self) -> bool:
+        """True when frames remain unhandled or one is blocked waiting for room in the side area."""
         return self._blocked or self.k < self.nframes
 
 
 class PerStream(Receiver):
+    """Copies every DATA payload into its stream's growing buffer; the consumers drain them after the reads."""
+
     name = "per-stream"
 
     def __init__(self, *a, **kw) -> None:
@@ -402,4 +416,5 @@ _CLASSES = {cls.name: cls for cls in (StopTheTrain, SideTrack, PerStream, Direct
 
 
 def make_receiver(strategy: str, consumer: Consumer, **kw) -> Receiver:
+    """The receiver of ``strategy`` (direct, stop-the-train, side-track, per-stream) for ``consumer``."""
     return _CLASSES[strategy](consumer, **kw)

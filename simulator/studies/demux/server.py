@@ -107,6 +107,7 @@ class DataServer:
 
     # -- the client's bytes ----------------------------------------------------------
     def receive(self, data) -> None:
+        """Take the client's bytes: WINDOW_UPDATEs wake the streams they open; a reset is an error."""
         for event in self.conn.receive_data(bytes(data)):
             if isinstance(event, h2.events.WindowUpdated):
                 self.window_updates_received += 1
@@ -173,4 +174,5 @@ class DataServer:
 
     @property
     def done(self) -> bool:
+        """True when every response has been sent in full."""
         return not any(self.remaining.values())

@@ -98,6 +98,7 @@ class DemuxParams(StudyParams):
                 bad(f"CPU cost {k} must be above 0, got {v}")
 
     def to_dict(self) -> dict:
+        """The parameters, with each CPU cost flattened into a ``cost_<name>`` entry."""
         d = super().to_dict()
         d.pop("costs")
         d.update({f"cost_{k}": v for k, v in self.costs.to_dict().items()})
@@ -116,9 +117,11 @@ class DemuxResult(StudyResult):
     params: dict
 
     def to_dict(self) -> dict:
+        """The summary rows and the parameters."""
         return {"rows": records(self.summary), "params": self.params}
 
     def tables(self) -> dict[str, pd.DataFrame]:
+        """Only the deterministic model rows (a batch runs the model), without the columns the batch adds."""
         # Batch runs are the model part; the batch adds every parameter to each row.
         return {"summary": self.model.drop(columns=[c for c in ROW_PARAMS if c in self.model])}
 

@@ -51,6 +51,8 @@ _PHASES = ("blocked", "dns", "connect", "send", "wait", "receive")
 
 @dataclass(frozen=True)
 class PageConditions:
+    """The network and server conditions of one page, read from its HAR: RTTs, bandwidth, think and discovery times."""
+
     rtt_s: float                          # the access path's RTT (the nearest origin's)
     bandwidth_bps: float | None           # None: no large receive to measure it by
     origins: tuple                        # (origin, rtt_s, protocol, setup_s), for LoadParams.origins
@@ -61,6 +63,7 @@ class PageConditions:
     rtt_from: dict = field(default_factory=dict)   # origin -> "connect", "small exchange" or "page median"
 
     def summary(self) -> dict:
+        """RTT, median origin RTT (ms), bandwidth (Mbit/s), protocols per origin and start offset, for reporting."""
         protocols: dict[str, int] = {}
         for _, _, protocol, _ in self.origins:
             protocols[protocol] = protocols.get(protocol, 0) + 1

@@ -44,6 +44,8 @@ class FidelityParams(StudyParams):
 
 @dataclass
 class FidelityResult(StudyResult):
+    """One fidelity run: measured vs simulated onload per page, the pages skipped, the repeat views."""
+
     pages: pd.DataFrame             # one row per simulated page
     skipped: pd.DataFrame           # one row per page left out, with the reason
     repeat_views: pd.DataFrame      # one row per repeat view predicted from its first view
@@ -52,6 +54,7 @@ class FidelityResult(StudyResult):
     JSON_INDENT = 1
 
     def summary(self) -> dict:
+        """Pages, MAPE, median APE and Spearman's rho of simulated against measured onload."""
         return summarize(self.pages)
 
     def tables(self) -> dict[str, pd.DataFrame]:
@@ -61,6 +64,7 @@ class FidelityResult(StudyResult):
         return {name: df.drop(columns=[c for c in ("trace",) if c in df.columns]) for name, df in tables.items()}
 
     def to_dict(self) -> dict:
+        """Per-page measured and simulated onload, skipped pages, summary, parameters and the repeat views."""
         cols = ["trace", "page", "measured_onload_s", "simulated_onload_s", "error_percent"]
         return {"pages": _records(self.pages, cols), "skipped": _records(self.skipped, ["trace", "page", "reason"]),
                 "summary": self.summary(), "params": self.params,

@@ -369,6 +369,7 @@ class SchemeRun:
         self.responses: dict[int, HeaderItem] = {}
 
     def wire(self, origin: str) -> _Wire:
+        """The connection for ``origin`` (made on first use: a path and a TCP, QUIC or 2017-model transport)."""
         conn = self.connections.get(origin)
         if conn is not None:
             return conn["wire"]
@@ -402,6 +403,7 @@ class SchemeRun:
         return wire
 
     def start(self, item: HeaderItem, stream_id: int | None = None) -> None:
+        """Send header block ``item`` on ``stream_id`` (default: the client's next bidirectional stream)."""
         wire = self.wire(item.origin)
         if stream_id is None:
             # Requests (and, without requests, responses) use the client's next bidi stream.
@@ -409,6 +411,7 @@ class SchemeRun:
         wire.side(item.kind).send(stream_id, item)
 
     def on_decoded(self, record: dict) -> None:
+        """A header block was decoded: a decoded request sends its response (after ``think_s``)."""
         # Direction "both": the response goes out when its request has been decoded.
         if record["kind"] == "request":
             response = self.responses.get(record["exchange"])
@@ -424,6 +427,7 @@ class SchemeRun:
                 self.start(response, record["stream_id"])
 
     def execute(self) -> dict:
+        """Run the whole trace; packets, losses, retransmissions, peak decoder buffer and connections."""
         self.responses = {it.exchange: it for it in self.items if it.kind == "response" and it.start_s is None}
         for it in self.items:
             if it.start_s is not None:

@@ -79,10 +79,12 @@ class HolResult(StudyResult):
     trace: dict
 
     def to_dict(self) -> dict:
+        """The per-scheme rows, the parameters and the trace."""
         schemes = rows_by_index(self.summary)
         return {"schemes": schemes, "params": self.params, "trace": self.trace}
 
     def tables(self) -> dict[str, pd.DataFrame]:
+        """Summary and per-block tables, without the parameter columns the batch adds."""
         # The batch adds every parameter to each row: the blocks' own copies are dropped.
         return {"summary": self.summary.reset_index(),
                 "blocks": self.blocks.drop(columns=[c for c in ROW_PARAMS if c in self.blocks.columns])}

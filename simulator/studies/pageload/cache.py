@@ -46,6 +46,7 @@ class ClientCache:
 
     @classmethod
     def for_page(cls, graph: PageGraph, spec: str, rng: random.Random) -> "ClientCache":
+        """The cache for ``spec``: cold, warm, ``list:URL ...``, or a per-resource probability drawn with ``rng``."""
         spec = parse_cache(spec)
         subresources = [r.url for r in graph.resources if r.index != graph.document and r.index != 0]
         if spec == "cold":
@@ -63,6 +64,7 @@ class ClientCache:
         return cls(url for url in subresources if rng.random() < p)
 
     def has(self, url: str) -> bool:
+        """True when ``url`` is fresh in the cache (the browser does not request it)."""
         return url in self.urls
 
     def __len__(self) -> int:

@@ -119,9 +119,11 @@ class LoadParams:
         return self.rtt_s, self.protocol, self.dns_s
 
     def parse_delay(self, resource_type: str) -> float:
+        """Seconds a parent of ``resource_type`` takes to parse before its children are discovered."""
         return dict(self.parse_delay_s).get(resource_type, 0.0)
 
     def to_dict(self) -> dict:
+        """The parameters as plain values (parse delays as ``type=s`` text, origins as their count)."""
         d = asdict(self)
         d["parse_delay_s"] = ",".join(f"{k}={v:g}" for k, v in self.parse_delay_s)
         if not self.origins:
@@ -141,6 +143,7 @@ class ServerPlan:
     pushes: tuple[int, ...] = ()                         # resources pushed on the document's stream
 
     def think(self, index: int) -> float:
+        """Seconds the server thinks before answering resource ``index``."""
         return self.think_s.get(index, 0.0)
 
 
@@ -175,6 +178,8 @@ def parse_link(value: bytes) -> tuple[str, set[str]] | None:
 
 @dataclass
 class PageLoadResult:
+    """One page load: per-resource timings, per-push outcome, page metrics and counters."""
+
     resources: pd.DataFrame            # one row per resource of the page
     pushes: pd.DataFrame               # one row per promised push
     metrics: dict                      # page-level metrics and counters
@@ -218,9 +223,11 @@ class PageLoad:
 
     # -- helpers ----------------------------------------------------------------------
     def key(self, origin: str) -> str:
+        """The connection key of ``origin``'s requests (its own, or the document's with site coalescing)."""
         return connection_key(origin, self.document_origin, self.params.coalesce)
 
     def spec(self, index: int) -> ExchangeSpec:
+        """The request for resource ``index``: headers, body bytes, and on the navigation its 103 hints and pushes."""
         r = self.graph[index]
         body = 0 if r.status in (204, 304) else r.body_bytes
         try:
@@ -240,6 +247,7 @@ class PageLoad:
 
     # -- the browser --------------------------------------------------------------------
     def start(self) -> None:
+        """Start the load: the document is discovered at the current instant."""
         self.sim.call_soon(self._discover, 0)
 
     def _discover(self, index: int) -> None:
@@ -313,13 +321,16 @@ class PageLoad:
 
     @property
     def done(self) -> bool:
+        """True when every resource is ready."""
         return self.remaining == 0
 
     # -- callbacks from the network -------------------------------------------------------
     def on_response_complete(self, index: int) -> None:
+        """Resource ``index``'s response arrived in full."""
         self._arrived(index)
 
     def on_informational(self, index: int, links) -> None:
+        """Act on the navigation's first 103's Link values: preconnect, and fetch preloads not cached or pushed."""
         if index != self.graph.document or self.hinted:   # Chrome: the first 103 of the navigation only
             return
         self.hinted = True
@@ -344,6 +355,7 @@ class PageLoad:
                 self._request(j)
 
     def on_push_promise(self, push_key, url: str) -> None:
+        """Record a promise; cancel a push the browser does not want (RFC 9113 8.4.2), else use it when discovered."""
         self.counters["pushes_promised"] += 1
         record = {"url": url, "promised_s": self.sim.now, "complete_s": math.nan, "used": False,
                   "cancelled": False}
@@ -363,6 +375,7 @@ class PageLoad:
             self.source[j] = "push"
 
     def on_push_complete(self, push_key) -> None:
+        """A pushed response arrived in full: the resource is ready when the browser was waiting for it."""
         record = self.pushes.get(push_key)
         if record is None or record["cancelled"]:
             return
@@ -373,6 +386,7 @@ class PageLoad:
 
     # -- results --------------------------------------------------------------------------
     def result(self) -> PageLoadResult:
+        """The resources and pushes tables and the page metrics (document, render-blocking, onload seconds)."""
         g = self.graph
         rows = []
         for r in g.resources:

@@ -31,6 +31,8 @@ __all__ = ["StackNetwork"]
 
 
 class StackNetwork:
+    """The page-load network over the real h2 and aioquic stacks: one session per connection key."""
+
     def __init__(self, sim: Simulator, params, listener) -> None:
         self.sim, self.params, self.listener = sim, params, listener
         self.path = Path(sim, rtt_s=params.rtt_s, bandwidth_bps=params.bandwidth_bps, queue_bytes=params.queue_bytes,
@@ -71,6 +73,7 @@ class StackNetwork:
         return session
 
     def fetch(self, key: str, spec: ExchangeSpec) -> None:
+        """Send the request ``spec`` on ``key``'s session (once its DNS time has passed)."""
         session = self.connect(key)
         if session is None:                        # DNS still running
             self.sim.call_at(self._connect_at[key], self.fetch, key, spec)
@@ -82,6 +85,7 @@ class StackNetwork:
         self.sim.call_soon(session.request, spec, row)
 
     def cancel_push(self, push_key: int) -> None:
+        """Cancel a push: reset its stream now, or when its response headers arrive (h3 has no CANCEL_PUSH here)."""
         row = self.push_rows[push_key]
         if row["stream_id"] >= 0:
             self._reset(row)
@@ -107,9 +111,11 @@ class StackNetwork:
 
     # -- Recorder.listener ----------------------------------------------------------------
     def informational(self, row: dict, headers) -> None:
+        """A 1xx arrived: hand its Link values to the browser."""
         self.listener.on_informational(row["exchange"], [v for n, v in headers if n == b"link"])
 
     def push_promised(self, row: dict, headers) -> None:
+        """A push promise arrived: give it a push key and tell the browser its URL."""
         key = len(self.push_rows)
         self.push_rows.append(row)
         self._push_key[id(row)] = key
@@ -119,12 +125,14 @@ class StackNetwork:
         self.listener.on_push_promise(key, url)
 
     def push_headers(self, row: dict) -> None:
+        """A pushed response's headers arrived: reset the stream if its push was cancelled before it existed."""
         key = self._push_key.get(id(row))
         if key in self._cancel_pending:
             self._cancel_pending.discard(key)
             self._reset(row)
 
     def ended(self, row: dict) -> None:
+        """A response ended (not by reset): tell the browser its request or push is complete."""
         if row["reset"]:
             return
         if row["kind"] == "request":
@@ -133,10 +141,12 @@ class StackNetwork:
             self.listener.on_push_complete(self._push_key[id(row)])
 
     def check(self) -> None:
+        """Let every session check its own state."""
         for session in self.sessions.values():
             session.check()
 
     def stats(self) -> dict:
+        """Sessions opened and packets sent and lost (or dropped) on the access path."""
         links = (self.path.forward.stats, self.path.reverse.stats)
         return {"connections": len(self.sessions),
                 "packets_sent": sum(s.packets_sent for s in links),

@@ -44,6 +44,7 @@ def pushable(graph: PageGraph, coalesce: str) -> list[int]:
 
 
 def server_plan(graph: PageGraph, policy: str, params) -> ServerPlan:
+    """What the server does under ``policy``: think times, the pushes, the 103 preload/preconnect Link values."""
     doc = graph[graph.document]
     think = {r.index: params.asset_think_s for r in graph.resources}
     think[graph.document] = params.think_s if params.think_s is not None else (doc.wait_s or 0.0)

@@ -71,6 +71,7 @@ class PushParams(StudyParams):
         self.load_params()                  # the page-load model's own checks, before any work
 
     def load_params(self) -> LoadParams:
+        """The page load's network and browser parameters for this run."""
         return LoadParams(protocol=self.protocol, rtt_s=self.rtt_s, bandwidth_bps=self.bandwidth_bps, loss=self.loss,
                           seed=self.seed, tls=self.tls, dns_s=self.dns_s, coalesce=self.coalesce,
                           scheduler=self.scheduler, push_urgency=self.push_urgency,
@@ -79,6 +80,8 @@ class PushParams(StudyParams):
 
 @dataclass
 class PushResult(StudyResult):
+    """One run of the push study: per-policy summary, per-resource and per-push tables."""
+
     summary: pd.DataFrame            # one row per policy
     resources: pd.DataFrame          # one row per (policy, resource)
     pushes: pd.DataFrame             # one row per (policy, promised push)
@@ -86,10 +89,12 @@ class PushResult(StudyResult):
     trace: dict
 
     def to_dict(self) -> dict:
+        """The per-policy rows, the parameters and the trace."""
         policies = rows_by_index(self.summary)
         return {"policies": policies, "params": self.params, "trace": self.trace}
 
     def tables(self) -> dict[str, pd.DataFrame]:
+        """Summary, resources and pushes, without the seed column the batch adds itself."""
         # Per-resource rows carry policy and seed already; the batch adds the parameters.
         return {"summary": self.summary.reset_index(), "resources": self.resources.drop(columns=["seed"]),
                 "pushes": self.pushes.drop(columns=["seed"])}

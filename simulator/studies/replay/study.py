@@ -34,9 +34,11 @@ class ReplayResult(Result, StudyResult):
     JSON_INDENT = None
 
     def to_dict(self) -> dict:
+        """The replay's own JSON form (``Result.to_json_dict``)."""
         return self.to_json_dict()
 
     def tables(self) -> dict[str, pd.DataFrame]:
+        """The summary as one row (None as NaN) and the exchanges, without the parameter columns the batch adds."""
         # The row carries `stack` and `model` as parameters: the summary's own "stack" label
         # ("h3", "quic-model", ...) would only repeat them.  None (nothing completed) -> NaN,
         # so a column keeps one type across jobs.  The replay copies its parameters into

@@ -104,6 +104,7 @@ def _metadata_columns(plan: chain.ResponsePlan, arrived: dict) -> dict:
 
 
 def model_rows(exchanges, strategy: str, version: str, params):
+    """Run the exchanges under ``strategy`` through the hop-chain model: per-response rows, per-hop rows, totals."""
     plans = [_plan(ex, strategy, params) for ex in exchanges]
     config = chain.ChainConfig(version=version, hops=params.hops, rtt_s=params.rtt_s,
                                bandwidth_bps=params.bandwidth_bps, loss=params.loss, hop_rtt_s=params.hop_rtt_s,
@@ -155,6 +156,7 @@ def warmup_s(params) -> float:
 
 
 def real_rows(exchanges, strategy: str, version: str, params):
+    """Replay the exchanges under ``strategy`` on the real h2/h3 stacks: per-response rows and packet totals."""
     from ...stacks import replay
     from ...stacks.common import ExchangeSpec, StackParams
 

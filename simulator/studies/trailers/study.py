@@ -108,9 +108,11 @@ class TrailersResult(StudyResult):
     trace: dict
 
     def to_dict(self) -> dict:
+        """The summary rows, the parameters and the trace."""
         return {"summary": records(self.summary), "params": self.params, "trace": self.trace}
 
     def tables(self) -> dict[str, pd.DataFrame]:
+        """Summary, responses and hops, without the parameter columns the batch adds."""
         # The batch adds every parameter to each row: the rows' own copies are dropped.
         return {"summary": self.summary,
                 "responses": self.responses.drop(columns=[c for c in ROW_PARAMS if c in self.responses.columns]),

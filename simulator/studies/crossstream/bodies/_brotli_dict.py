@@ -118,10 +118,12 @@ def _load():
 
 
 def available() -> bool:
+    """True when the Brotli library's shared-dictionary API can be loaded."""
     return _load() is not None
 
 
 def unavailable_reason() -> str | None:
+    """Why the Brotli dictionary API cannot be loaded, or None when it can."""
     _load()
     return _reason
 

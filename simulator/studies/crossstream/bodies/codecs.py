@@ -56,6 +56,8 @@ class SchemeUnavailable(RuntimeError):
 
 @dataclass(frozen=True)
 class Codec:
+    """A compression library and level: ``zlib``, ``brotli`` or ``zstd``."""
+
     library: str
     level: int
 
@@ -68,6 +70,7 @@ class Codec:
 
     @property
     def name(self) -> str:
+        """``library:level``."""
         return f"{self.library}:{self.level}"
 
     @property
@@ -76,9 +79,11 @@ class Codec:
         return {"zlib": "deflate", "brotli": "br", "zstd": "zstd"}[self.library]
 
     def dictionary_available(self) -> bool:
+        """True when this codec can compress with a raw dictionary (Brotli needs its dictionary API)."""
         return self.library != "brotli" or _brotli_dict.available()
 
     def dictionary_unavailable_reason(self) -> str | None:
+        """Why dictionary compression is unavailable, or None."""
         return None if self.dictionary_available() else _brotli_dict.unavailable_reason()
 
     def usable_dictionary_bytes(self, dictionary_bytes: int) -> int:
@@ -96,6 +101,7 @@ class Codec:
 
     # one response ------------------------------------------------------------------
     def compress(self, data: bytes, dictionary: bytes | None = None) -> bytes:
+        """``data`` compressed alone, or against a raw ``dictionary`` (zlib: preset dictionary)."""
         if not dictionary:
             if self.library == "zlib":
                 return zlib.compress(data, self.level)
@@ -112,6 +118,7 @@ class Codec:
         return zstandard.ZstdCompressor(level=self.level, dict_data=d).compress(data)
 
     def decompress(self, data: bytes, dictionary: bytes | None = None) -> bytes:
+        """The decompressed ``data`` (with the same ``dictionary``); DecodeError when it is corrupt or truncated."""
         try:
             if self.library == "zlib":
                 d = zlib.decompressobj(zdict=dictionary) if dictionary else zlib.decompressobj()
@@ -137,6 +144,7 @@ class Codec:
 
     # a shared context ----------------------------------------------------------------
     def stream(self) -> "StreamPair":
+        """A new shared compression context (encoder and decoder) for a sequence of responses."""
         return StreamPair(self)
 
 
@@ -181,6 +189,7 @@ class StreamPair:
         return twin
 
     def encode(self, data: bytes) -> bytes:
+        """The wire bytes of one response through the shared encoder, flushed so it decodes on its own."""
         self.bytes_in += len(data)
         lib = self.codec.library
         if lib == "zlib":
@@ -190,6 +199,7 @@ class StreamPair:
         return self._enc.compress(data) + self._enc.flush(zstandard.COMPRESSOBJ_FLUSH_BLOCK)
 
     def decode(self, wire: bytes) -> bytes:
+        """One response's bytes through the shared decoder; DecodeError when they do not decode."""
         lib = self.codec.library
         try:
             if lib == "brotli":
@@ -207,6 +217,7 @@ class StreamPair:
             raise DecodeError(f"{self.codec.name} shared context: {exc}") from None
 
     def history_bytes(self) -> int:
+        """Bytes of earlier responses the shared context can still reference."""
         return self.codec.history_bytes(self.bytes_in)
 
 

@@ -34,6 +34,7 @@ _EXTENSIONS = {".html": "html", ".htm": "html", ".css": "css", ".js": "js", ".mj
 
 
 def kind_for_content_type(content_type: str | None, url: str | None = None) -> str | None:
+    """``html``, ``css``, ``js`` or ``json`` for a content type (else from the URL's extension), or None."""
     ct = (content_type or "").split(";")[0].strip().lower()
     if ct in ("text/html", "application/xhtml+xml"):
         return "html"
@@ -61,14 +62,17 @@ class Body:
 
     @property
     def content_type(self) -> str:
+        """The Content-Type this body is served with."""
         return KINDS[self.kind][0]
 
     @property
     def destination(self) -> str:
+        """The request destination (Fetch) that loads it: ``document``, ``style``, ``script`` or ``empty``."""
         return KINDS[self.kind][1]
 
     @property
     def origin(self) -> str:
+        """``scheme://host[:port]`` of ``url``."""
         u = urlsplit(self.url)
         return f"{u.scheme}://{u.netloc}"
 
@@ -82,6 +86,7 @@ class Corpus:
     params: dict = field(default_factory=dict)
 
     def releases(self) -> list[list[Body]]:
+        """The bodies grouped by release, releases in order."""
         out: dict[int, list[Body]] = {}
         for b in self.bodies:
             out.setdefault(b.release, []).append(b)
@@ -89,9 +94,11 @@ class Corpus:
 
     @property
     def raw_bytes(self) -> int:
+        """Bytes of all bodies, uncompressed."""
         return sum(len(b.data) for b in self.bodies)
 
     def content_hash(self) -> str:
+        """SHA-256 (hex) over every body's identity, secrets and bytes."""
         h = hashlib.sha256()
         for b in self.bodies:
             h.update(f"{b.resource}|{b.url}|{b.kind}|{b.release}|{b.secrets}|".encode())

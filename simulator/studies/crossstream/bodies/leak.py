@@ -64,6 +64,7 @@ class LeakSetup:
     attacker_origin: str = "https://attacker.example"
 
     def page_b(self, query: str) -> Body:
+        """Page B with ``query`` reflected (HTML-escaped) where the template marks it."""
         data = self.template_b.replace(_MARK_ESCAPED, html.escape(query)).encode()
         return Body("/search", f"{self.origin}/search?q=", "html", 0, data)
 
@@ -81,6 +82,8 @@ def make_setup(secret_chars: int, seed: int, *, page_bytes: int = 6000) -> LeakS
 
 @dataclass
 class AttackResult:
+    """What the attack recovered, whether it is the whole secret, and the oracle requests it took."""
+
     recovered: str
     success: bool
     queries: int                              # oracle requests (B responses observed)
@@ -118,6 +121,7 @@ class Attack:
         return rec["wire_bytes"]
 
     def run(self) -> AttackResult:
+        """Recover the secret one character at a time from response sizes (hit vs miss probes) until it stalls."""
         found = ""
         n = len(self.setup.secret)            # the attacker knows the token's length
         rng = random.Random(f"pads:{self.setup.secret_seed}")

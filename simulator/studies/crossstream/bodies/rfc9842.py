@@ -66,6 +66,7 @@ class HeaderError(ValueError):
 
 
 def sha256(data: bytes) -> bytes:
+    """The SHA-256 digest of ``data`` (the dictionary hash of RFC 9842 2.2)."""
     return hashlib.sha256(data).digest()
 
 
@@ -80,12 +81,15 @@ def _origin(url: str) -> tuple[str, str]:
 
 @dataclass(frozen=True)
 class UseAsDictionary:
+    """The parameters of a Use-As-Dictionary response field (RFC 9842 2.1)."""
+
     match: str
     match_dest: tuple[str, ...] = ()
     id: str = ""
     type: str = "raw"
 
     def serialize(self) -> str:
+        """The field value as an SF Dictionary (RFC 8941)."""
         return _serialize(self)
 
     @classmethod
@@ -159,6 +163,7 @@ def available_dictionary_value(digest: bytes) -> str:
 
 
 def parse_available_dictionary(value: str) -> bytes:
+    """The 32-byte SHA-256 in an Available-Dictionary value (RFC 9842 2.2); HeaderError when malformed."""
     try:
         item = http_sf.parse(value.encode("latin-1"), tltype="item")
     except Exception as exc:
@@ -192,6 +197,7 @@ def server_may_use_dictionary(request: dict, response: dict) -> bool:
 
 
 def encode_dcb(body: bytes, dictionary: bytes, *, quality: int, lgwin: int = BROTLI_LGWIN) -> bytes:
+    """A ``dcb`` body: magic, the dictionary's SHA-256, Brotli against the dictionary (RFC 9842 4)."""
     if not _brotli_dict.available():
         raise SchemeUnavailable(_brotli_dict.unavailable_reason() or "no Brotli dictionary API")
     if (1 << lgwin) > DCB_MAX_WINDOW_BYTES:
@@ -220,6 +226,7 @@ def dcz_max_window_bytes(dictionary_bytes: int) -> int:
 
 
 def encode_dcz(body: bytes, dictionary: bytes, *, level: int) -> bytes:
+    """A ``dcz`` body: skippable-frame header with the dictionary's SHA-256, then Zstandard (RFC 9842 5)."""
     d = zstandard.ZstdCompressionDict(dictionary, dict_type=zstandard.DICT_TYPE_RAWCONTENT)
     frame = zstandard.ZstdCompressor(level=level, dict_data=d).compress(body)
     return DCZ_MAGIC + sha256(dictionary) + frame
@@ -259,6 +266,8 @@ def decode_dcz(data: bytes, dictionaries: dict[bytes, bytes]) -> bytes:
 
 @dataclass
 class StoredDictionary:
+    """A dictionary the client stored: its URL, Use-As-Dictionary rule, bytes, arrival order and hash."""
+
     url: str
     rule: UseAsDictionary
     data: bytes
@@ -293,9 +302,11 @@ class DictionaryClient:
 
     @property
     def stored_bytes(self) -> int:
+        """Bytes of all stored dictionaries."""
         return sum(len(d.data) for d in self.store.values())
 
     def best(self, url: str, destination: str | None) -> StoredDictionary | None:
+        """The stored dictionary to advertise for ``url`` (precedence of RFC 9842 2.2.3), or None."""
         dest = destination if self.supports_destinations else None
         candidates = [d for d in self.store.values() if d.matches(url, dest)]
         if not candidates:
@@ -306,6 +317,8 @@ class DictionaryClient:
 
     def request_headers(self, url: str, destination: str | None, *, readable: bool = True,
                         base_encodings: tuple[str, ...] = ("gzip", "br", "zstd")) -> list[tuple[str, str]]:
+        """Accept-Encoding, plus dcb/dcz, Available-Dictionary and Dictionary-ID when a dictionary matches
+        (RFC 9842 2.2, 2.3)."""
         d = self.best(url, destination) if readable else None
         if d is None:
             # section 6.1: no dcb/dcz without a dictionary to offer
@@ -349,9 +362,11 @@ class DictionaryServer:
         self.dictionaries: dict[bytes, bytes] = {}           # SHA-256 -> bytes (what it may be asked for)
 
     def designate(self, body: bytes) -> None:
+        """Remember ``body`` as a dictionary, under its SHA-256."""
         self.dictionaries[sha256(body)] = body
 
     def dictionary_for(self, request_headers: list[tuple[str, str]]) -> bytes | None:
+        """The dictionary the request's Available-Dictionary names, if this server has it; else None."""
         h = {k.lower(): v for k, v in request_headers}
         value = h.get("available-dictionary")
         if value is None:

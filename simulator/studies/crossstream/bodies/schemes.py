@@ -174,6 +174,7 @@ class SchemeRun:
 
     # state -------------------------------------------------------------------------
     def new_connection(self) -> None:
+        """Start a new connection: drop shared contexts and dynamic dictionaries (the RFC 9842 store stays)."""
         self.contexts: dict[str, object] = {}           # context id -> StreamPair
         self.dynamic: dict[tuple[str, str], bytes] = {}  # (context id, kind) -> dictionary
 
@@ -223,6 +224,7 @@ class SchemeRun:
 
     # one response ------------------------------------------------------------------
     def send(self, request: Request) -> dict:
+        """Send one response under this scheme, check it decodes to the body; its row of byte and memory counts."""
         body = request.body
         data = body.data
         send = getattr(self, "_send_" + self.scheme.replace("-", "_"))

@@ -165,12 +165,14 @@ class Site:
 
     # words ------------------------------------------------------------------------
     def w(self) -> str:
+        """One word drawn from the site's Zipf vocabulary."""
         return self.words.draw(self.rng)
 
     def _title(self, n: int) -> str:
         return " ".join(self.w().capitalize() for _ in range(n))
 
     def sentence(self) -> str:
+        """A sentence of 6 to 14 words, English and site vocabulary mixed."""
         r = self.rng
         parts = [r.choice(_ENGLISH) if r.random() < 0.55 else self.w() for _ in range(r.randint(6, 14))]
         return (" ".join(parts)).capitalize() + "."
@@ -257,6 +259,7 @@ class Site:
 
     # HTML and JSON ------------------------------------------------------------------
     def asset_urls(self) -> tuple[list[str], list[str]]:
+        """The CSS and JS URLs of this release (content-hashed names), cached until the units change."""
         # Every page of a release links the same assets: render them once per release
         # (units change only in evolve(), which drops this; the key holds the units).
         key = (self.release, list(self.css), list(self.js))
@@ -274,6 +277,7 @@ class Site:
         return f"{self.origin}/static/{ext}/{name}.{digest}.{ext}"
 
     def token(self, n: int = 32) -> str:
+        """``n`` random hex digits (a CSRF or session token: a secret of the page)."""
         return "".join(self.rng.choice("0123456789abcdef") for _ in range(n))
 
     def html_page(self, path: str, size: int, *, csrf: str | None = None, reflected: str | None = None) -> tuple[bytes, tuple]:
@@ -323,6 +327,7 @@ class Site:
         return data, spans
 
     def json_api(self, path: str, size: int, *, session: str) -> tuple[bytes, tuple]:
+        """A JSON API body of about ``size`` bytes with ``session`` in it; the body and the session's byte span."""
         page = _page_number(path)
         items = []
         prefix = '{"page":%d,"session":"' % page
@@ -341,6 +346,7 @@ class Site:
 
     # releases -----------------------------------------------------------------------
     def render(self) -> list[Body]:
+        """The bodies of the current release: pages, CSS, JS and API responses."""
         rel = self.release
         out = []
         for path, size in self.pages:
