@@ -148,6 +148,7 @@ class TcpEndpoint:
 
     @property
     def flight_bytes(self) -> int:
+        """Bytes sent and not yet acknowledged: SND.NXT - SND.UNA (RFC 9293 3.3.1)."""
         return self.snd_nxt - self.snd_una
 
     def _rto_s(self) -> float:

@@ -56,6 +56,7 @@ class Endpoint:
 
     # -- outgoing operations --------------------------------------------------------
     def queue(self, stream_id: int, op: _Op) -> None:
+        """Append ``op`` to ``stream_id``'s queue of outgoing operations (sent by ``pump``)."""
         self._queues.setdefault(stream_id, []).append(op)
 
     def pump(self, stream_id: int | None = None) -> None:
@@ -93,6 +94,7 @@ class Endpoint:
 
     # -- client ---------------------------------------------------------------------
     def start_request(self, spec: ExchangeSpec, row: dict) -> None:
+        """Open a request stream for ``spec``, queue its headers (and body) and send what flow control admits."""
         sid = self._open_stream()
         row["stream_id"] = sid
         row["request_sent_s"] = self.sim.now
@@ -104,6 +106,7 @@ class Endpoint:
         self.pump(sid)
 
     def on_response_headers(self, stream_id: int, headers: HeaderList, ended: bool) -> None:
+        """Record a header section: 1xx (Link values to the listener), the final response, or trailers."""
         entry = self.session.client_rows.get(stream_id)
         if entry is None:
             return
@@ -129,6 +132,7 @@ class Endpoint:
             self.recorder.end(row)
 
     def on_response_data(self, stream_id: int, n: int, ended: bool) -> None:
+        """Count ``n`` body bytes; reset the stream once a client-side reset's byte count is reached (RFC 9113 8.7)."""
         entry = self.session.client_rows.get(stream_id)
         if entry is None:
             return
@@ -147,11 +151,13 @@ class Endpoint:
             self.flush()
 
     def on_stream_reset(self, stream_id: int) -> None:
+        """The server reset the stream: the exchange ends, reset by the server."""
         entry = self.session.client_rows.get(stream_id)
         if entry is not None:
             self.recorder.end(entry[1], reset="server")
 
     def on_push_promise(self, parent_stream_id: int, pushed_stream_id: int | None, push_key, headers) -> None:
+        """Record a promised push as a row of its own and tell the listener."""
         parent = self.session.client_rows.get(parent_stream_id)
         exchange = parent[1]["exchange"] if parent else -1
         path = dict(headers).get(b":path", b"").decode("latin-1")
@@ -169,6 +175,7 @@ class Endpoint:
 
     # -- server ---------------------------------------------------------------------
     def on_request_ended(self, stream_id: int) -> None:
+        """The server has the whole request: send 103 and pushes at once, the response after the think time."""
         # Both ends run in one process: the server finds the spec by the request's stream id
         # (the same number at both ends in HTTP/2 and HTTP/3), so no header is added to mark it.
         self.recorder.progress()
@@ -279,6 +286,7 @@ class Endpoint:
         raise NotImplementedError
 
     def flush(self) -> None:  # pragma: no cover
+        """Move the stack's pending output onto the simulated network."""
         raise NotImplementedError
 
 

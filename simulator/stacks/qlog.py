@@ -14,17 +14,21 @@ __all__ = ["SimQuicLogger", "SimQuicLoggerTrace", "stream_frames_resent_in_qlog"
 
 
 class SimQuicLoggerTrace(QuicLoggerTrace):
+    """aioquic's qlog trace with each event stamped by the simulation clock instead of the wall clock."""
+
     def __init__(self, *, is_client: bool, odcid: bytes, clock) -> None:
         super().__init__(is_client=is_client, odcid=odcid)
         self._clock = clock
         self.is_client = is_client
 
     def log_event(self, *, category: str, event: str, data: dict) -> None:
+        """Record one event at the current virtual time."""
         self._events.append({"data": data, "name": category + ":" + event,
                              "time": self.encode_time(self._clock())})
 
     @property
     def events(self):
+        """The events recorded so far."""
         return self._events
 
 
@@ -36,14 +40,17 @@ class SimQuicLogger(QuicLogger):
         self._clock = clock
 
     def start_trace(self, is_client: bool, odcid: bytes) -> QuicLoggerTrace:
+        """A new virtual-time trace for one connection end."""
         trace = SimQuicLoggerTrace(is_client=is_client, odcid=odcid, clock=self._clock)
         self._traces.append(trace)
         return trace
 
     def end_trace(self, trace: QuicLoggerTrace) -> None:
+        """Nothing: every trace is written once, by ``write``."""
         pass                                  # written once, by write()
 
     def write(self, directory: str, name: str) -> list[str]:
+        """Write one qlog 0.3 JSON file per trace, ``<name>-client.qlog`` / ``-server.qlog``; their paths."""
         paths = []
         for trace in self._traces:
             path = os.path.join(directory, f"{name}-{'client' if trace.is_client else 'server'}.qlog")
