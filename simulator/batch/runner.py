@@ -86,6 +86,7 @@ def git_commit() -> str:
 
 @dataclass
 class Plan:
+    """The jobs of one batch before any runs: the study, its jobs, the traces that could not be read."""
     study: Study
     jobs: list[dict]                       # job dicts, in expansion order
     bad_traces: list[tuple[str, str]]      # (path, one-line error)
@@ -328,6 +329,7 @@ def execute_many(jobs: list[dict], data: bytes | None = None) -> list[dict]:
 
 @dataclass
 class BatchReport:
+    """What a batch did: jobs planned, skipped as already done, run, ok and failed, and where the rows are."""
     results_dir: str
     jobs: int                      # jobs planned by this call
     skipped: int                   # already done in the results folder

@@ -125,6 +125,7 @@ class TcpConnection:
             sim.call_soon(self.client._start_handshake)
 
     def stats(self) -> dict:
+        """Counters of both directions: totals, then per direction with a ``c2s_``/``s2c_`` prefix."""
         c2s = self.client.direction_stats()
         s2c = self.server.direction_stats()
         out: dict = {k: c2s[k] + s2c[k] for k in _SUM_KEYS}

@@ -31,11 +31,13 @@ class Slider:
     percent: bool = False            # show 0.02 as 2%
 
     def text(self, value) -> str:
+        """The value as a reader says it: ``2%`` or ``100 ms``."""
         if self.percent:
             return f"{value * 100:g}%"
         return f"{_fmt_number(value)} {self.unit}".strip()
 
     def widget(self):
+        """An ipywidgets slider (integer when every bound is), updated on release only."""
         import ipywidgets as w
 
         ints = all(float(x).is_integer() for x in (self.min, self.max, self.step, self.default))
@@ -60,6 +62,7 @@ class Options:
     unit: str = ""
 
     def pairs(self) -> list[tuple[str, Any]]:
+        """The choices as ``(label, value)`` pairs, in order."""
         out = []
         for o in self.options:
             if isinstance(o, tuple) and len(o) == 2:
@@ -69,12 +72,14 @@ class Options:
         return out
 
     def text(self, value) -> str:
+        """The chosen value's label (with its unit on a slider)."""
         for label, v in self.pairs():
             if v == value:
                 return label if self.style != "slider" or not self.unit else f"{label} {self.unit}"
         return str(value)
 
     def widget(self):
+        """A selection slider, dropdown or toggle buttons, as ``style`` says."""
         import ipywidgets as w
 
         desc = f"{self.label} ({self.unit})" if self.unit and self.style == "slider" else self.label
@@ -95,9 +100,11 @@ class Several:
     default: tuple
 
     def text(self, value) -> str:
+        """The chosen values, comma-separated, or ``none``."""
         return ", ".join(map(str, value)) or "none"
 
     def widget(self):
+        """A label and one check box per option, in a row."""
         import ipywidgets as w
 
         boxes = [w.Checkbox(value=o in self.default, description=str(o), indent=False,
@@ -116,9 +123,11 @@ class Switch:
     default: bool = False
 
     def text(self, value) -> str:
+        """``label: on`` or ``label: off``."""
         return f"{self.label}: {'on' if value else 'off'}"
 
     def widget(self):
+        """A check box."""
         import ipywidgets as w
 
         return w.Checkbox(value=self.default, description=self.label, indent=False)

@@ -174,6 +174,7 @@ class LatestOnly:
         self._thread: threading.Thread | None = None
 
     def submit(self, job) -> int:
+        """Queue ``job`` as the newest (it replaces any not yet started) and return its generation."""
         with self._cond:
             self.generation += 1
             self._pending = (self.generation, job)
@@ -185,6 +186,7 @@ class LatestOnly:
             return self.generation
 
     def idle(self) -> bool:
+        """True when no job is waiting or running."""
         with self._cond:
             return self._pending is None and not self._running
 
@@ -200,6 +202,7 @@ class LatestOnly:
             return True
 
     def close(self) -> None:
+        """Stop the worker once its current job ends; later submissions are not run."""
         with self._cond:
             self._closed = True
             self._cond.notify_all()
@@ -266,6 +269,7 @@ class View:
 
     @property
     def total_s(self) -> float:
+        """Seconds the update took: loading the input, the study run and drawing."""
         return self.load_s + self.run_s + self.draw_s
 
 

@@ -60,6 +60,7 @@ THEME = "white"      # its fonts are bundled (some other themes @import Google F
 
 @dataclass
 class SlidesResult:
+    """A written deck: its ``index.html``, how many slides, and each figure's PNG and slide."""
     index: Path
     slides: int
     figures: list[Path] = field(default_factory=list)      # PNGs; each has a PDF beside it

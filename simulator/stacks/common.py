@@ -150,6 +150,7 @@ class StackParams:
             raise InputError(f"QUIC datagram size must be in [1200, 1472], got {self.max_datagram_bytes}")
 
     def to_dict(self) -> dict:
+        """The parameters as a plain dict (for a result's JSON)."""
         return asdict(self)
 
 
@@ -195,6 +196,7 @@ class Recorder:
 
     def new_row(self, *, kind: str, exchange: int, origin: str, path: str, start_s: float,
                 expected_body_bytes: int) -> dict:
+        """Open the row of one exchange (``kind``: request or push); its times start as NaN."""
         row = {
             "exchange": exchange, "kind": kind, "origin": origin, "path": path, "stream_id": -1,
             "start_s": start_s, "request_sent_s": math.nan, "informational_s": math.nan, "link_headers": 0,
@@ -212,9 +214,11 @@ class Recorder:
         return row
 
     def progress(self) -> None:
+        """Note that an exchange made progress now (the idle timeout counts from here)."""
         self.last_progress_s = self.sim.now
 
     def end(self, row: dict, *, reset: str = "") -> None:
+        """End a row once: completed, or reset by ``reset`` (who reset it); tells the listener."""
         if not math.isnan(row["ended_s"]):
             return
         now = self.sim.now
@@ -233,9 +237,11 @@ class Recorder:
 
     @property
     def done(self) -> bool:
+        """True when no request exchange is open."""
         return self.open_requests == 0
 
     def frame(self) -> pd.DataFrame:
+        """The rows as a table, with ``completion_s`` and ``completed``; requests first, by exchange."""
         df = pd.DataFrame.from_records(self.rows)
         if df.empty:
             return df
@@ -341,6 +347,7 @@ class Result:
     trace: dict = field(default_factory=dict)
 
     def to_json_dict(self) -> dict:
+        """The run as the ``--json`` object: summary, parameters, trace and per-exchange rows."""
         s = self.summary
         return {
             "exchanges": _records(self.exchanges),

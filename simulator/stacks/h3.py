@@ -215,6 +215,7 @@ class TimedQpackDecoder:
         self.max_blocked_at_once = 0
 
     def feed_header(self, stream_id: int, data: bytes):
+        """pylsqpack's ``feed_header``; a block that blocks (RFC 9204 section 2.1.2) is recorded with its time."""
         try:
             return self._decoder.feed_header(stream_id, data)
         except pylsqpack.StreamBlocked:
@@ -225,6 +226,7 @@ class TimedQpackDecoder:
             raise
 
     def feed_encoder(self, data: bytes):
+        """pylsqpack's ``feed_encoder``; the streams it unblocks get their unblocking time."""
         unblocked = self._decoder.feed_encoder(data)
         now = self._clock()
         for stream_id in unblocked:
@@ -234,9 +236,11 @@ class TimedQpackDecoder:
         return unblocked
 
     def resume_header(self, stream_id: int):
+        """pylsqpack's ``resume_header`` for a stream the encoder stream unblocked."""
         return self._decoder.resume_header(stream_id)
 
     def cancel_stream(self, stream_id: int):
+        """Forget a blocked stream that was reset (RFC 9204 section 4.4.2) and tell pylsqpack."""
         self._open.pop(stream_id, None)
         return self._decoder.cancel_stream(stream_id)
 
@@ -278,6 +282,7 @@ class SimH3Connection(H3Connection):
         return frame_data
 
     def send_push_promise(self, stream_id: int, headers) -> int:
+        """aioquic's PUSH_PROMISE (RFC 9114 section 7.2.5), counted; returns the pushed stream id."""
         pushed = super().send_push_promise(stream_id, headers)
         self.frames_sent["PUSH_PROMISE"] += 1
         return pushed
@@ -479,12 +484,14 @@ class H3Session:
         self.client.transmit()
 
     def accept(self, datagram: bytes) -> None:
+        """Start the server's QUIC connection on the client's first Initial datagram."""
         header = pull_quic_header(Buffer(data=datagram), host_cid_length=CONNECTION_ID_BYTES)
         quic = SimQuicConnection(configuration=self.server.configuration(),
                                  original_destination_connection_id=header.destination_cid)
         self.server.start_quic(quic)
 
     def request(self, spec, row) -> None:
+        """Open the exchange of ``spec`` on the client (its row records it)."""
         self.client.start_request(spec, row)
         if self.client.terminated is not None or self.server.terminated is not None:
             self.sim.stop()               # an exchange opened on a closed connection: check() fails
@@ -506,6 +513,7 @@ class H3Session:
                                    f"{reason}) with exchanges still open")
 
     def close(self) -> None:
+        """Write the qlog files, when asked for."""
         if self.qlog is not None:
             self.qlog.write(self.qlog_dir, self.name)
 
@@ -520,6 +528,7 @@ class H3Session:
         return out
 
     def stats(self) -> dict:
+        """Frames sent by type, QPACK blocking and resent STREAM frames of this session."""
         frames = Counter()
         for end in (self.client, self.server):
             if end.h3 is not None:

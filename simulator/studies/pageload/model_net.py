@@ -457,6 +457,7 @@ class ModelNetwork:
         return path
 
     def fetch(self, key: str, spec: ExchangeSpec) -> None:
+        """Send the request of ``spec`` on connection ``key`` (HTTP/1.1: on a free connection of the origin)."""
         # After the connections' own start-up events of this instant (a new connection's
         # SYN or Initial), as stack_net hands requests to the stacks: on the shared link,
         # who goes first at one instant is who is served first.
@@ -484,10 +485,12 @@ class ModelNetwork:
         self.sim.call_soon(conn.request, queue.popleft())
 
     def h1_idle(self, conn: _Conn) -> None:
+        """An HTTP/1.1 connection finished its response: give it the origin's next request."""
         self._h1_busy.discard(conn.key)
         self._h1_next(conn.origin)
 
     def cancel_push(self, push_key) -> None:
+        """The client cancels a pushed stream (RST_STREAM / STOP_SENDING, module docstring)."""
         key, pushed_sid = push_key
         self.conns[key].cancel(pushed_sid)
 
@@ -499,6 +502,7 @@ class ModelNetwork:
                 self.sim.stop()
 
     def settled(self) -> bool:
+        """True when every push is written in full or its cancel reached the server."""
         return not self.unsettled
 
     def push_bytes(self, push_key) -> int:
@@ -513,6 +517,7 @@ class ModelNetwork:
         """The models never give up; the run loop's deadline catches a load that cannot end."""
 
     def stats(self) -> dict:
+        """Connections opened and packets sent and lost (queue drops included) on the shared path."""
         links = (self.path.forward.stats, self.path.reverse.stats)
         return {"connections": len(self.conns),
                 "packets_sent": sum(s.packets_sent for s in links),
