@@ -35,6 +35,8 @@ import os
 import random
 from typing import Any, Callable, Iterable
 
+from ._extension import load_extension
+
 __all__ = ["Simulator", "Timer", "TimerSlots", "derive_seed", "ENGINE_IMPLEMENTATION"]
 
 
@@ -101,21 +103,7 @@ class _PyEventQueue:
 
 def _c_engine() -> Any:
     """The C extension module (``None`` when not built); its EventQueue and Timer go together."""
-    path = os.environ.get("WORKBENCH_ENGINE_EXT")     # a build elsewhere (make asan)
-    if path:
-        import importlib.machinery
-        import importlib.util
-
-        loader = importlib.machinery.ExtensionFileLoader("simulator._engine", path)
-        module = importlib.util.module_from_spec(importlib.util.spec_from_file_location(
-            "simulator._engine", path, loader=loader))
-        loader.exec_module(module)
-        return module
-    try:
-        from . import _engine
-    except ImportError:
-        return None
-    return _engine
+    return load_extension("simulator._engine", "WORKBENCH_ENGINE_EXT")     # the variable: a build elsewhere
 
 
 _C_ENGINE = _c_engine()

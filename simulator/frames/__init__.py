@@ -30,14 +30,12 @@ copied.  Errors: ``FrameError`` (``.code``, ``.code_name``, ``.offset``, ``.reas
 
 from __future__ import annotations
 
-import importlib.machinery
-import importlib.util
 import os
-import sys
 from array import array
 from dataclasses import dataclass
 from types import ModuleType
 
+from .._extension import load_extension
 from . import scanner as _python
 from ._errors import FrameError, HuffmanError, IntegerError, error_code_name
 
@@ -97,19 +95,7 @@ def h2_flag_names(t: int, flags: int) -> list[str]:
 
 
 def _load_c() -> ModuleType | None:
-    path = os.environ.get("WORKBENCH_FRAMES_EXT")
-    if path:
-        loader = importlib.machinery.ExtensionFileLoader("simulator.frames._scanner", path)
-        spec = importlib.util.spec_from_file_location("simulator.frames._scanner", path, loader=loader)
-        module = importlib.util.module_from_spec(spec)
-        sys.modules["simulator.frames._scanner"] = module
-        loader.exec_module(module)
-        return module
-    try:
-        from . import _scanner
-    except ImportError:
-        return None
-    return _scanner
+    return load_extension("simulator.frames._scanner", "WORKBENCH_FRAMES_EXT")
 
 
 _c = _load_c()

@@ -19,25 +19,13 @@ from __future__ import annotations
 import os
 from typing import Any
 
+from .._extension import load_extension
+
 __all__ = ["C", "IMPLEMENTATION", "IMPLEMENTATIONS", "resolve"]
 
 
 def _load() -> Any:
-    path = os.environ.get("WORKBENCH_NET_EXT")
-    if path:
-        import importlib.machinery
-        import importlib.util
-
-        loader = importlib.machinery.ExtensionFileLoader("simulator.net._tcp", path)
-        module = importlib.util.module_from_spec(importlib.util.spec_from_file_location(
-            "simulator.net._tcp", path, loader=loader))
-        loader.exec_module(module)
-        return module
-    try:
-        from . import _tcp
-    except ImportError:
-        return None
-    return _tcp
+    return load_extension("simulator.net._tcp", "WORKBENCH_NET_EXT")
 
 
 C = _load()
