@@ -45,11 +45,15 @@ import pylsqpack
 from ..frames import varint_len
 
 __all__ = ["VERSIONS", "Section", "Framer", "Unframer", "grpc_web_trailer_frame", "GRPC_WEB_PREFIX_BYTES",
-           "H2_MAX_FRAME_BYTES", "h1_field_lines"]
+           "H2_FRAME_HEADER_BYTES", "H2_MAX_FRAME_BYTES", "H3_FRAME_HEADER_BYTES", "h1_field_lines"]
 
 VERSIONS = ("h1", "h2", "h3")
 H2_FRAME_HEADER_BYTES = 9               # RFC 9113 section 4.1
 H2_MAX_FRAME_BYTES = 16384              # SETTINGS_MAX_FRAME_SIZE initial value (RFC 9113 section 6.5.2)
+# An HTTP/3 frame header is a type and a length varint (RFC 9114 section 7.1): 3 bytes for a
+# HEADERS or DATA frame of 64-16383 bytes; the models that size messages without framing
+# them use this figure, ``Framer`` the exact one.
+H3_FRAME_HEADER_BYTES = 3
 GRPC_WEB_PREFIX_BYTES = 5               # flag byte + 4-byte length
 _H3_HEADERS, _H3_DATA = 0x1, 0x0        # RFC 9114 section 7.2
 HeaderList = tuple[tuple[bytes, bytes], ...]

@@ -60,6 +60,7 @@ import pandas as pd
 from .. import __version__
 from ..engine import Simulator
 from ..errors import InputError
+from ..http.framing import H2_FRAME_HEADER_BYTES, H2_MAX_FRAME_BYTES, H3_FRAME_HEADER_BYTES
 from ..net.link import Path
 from ..net.quic import QuicConnection
 from ..net.tcp import TcpConnection
@@ -74,8 +75,8 @@ __all__ = ["run", "run_specs", "request_bytes", "response_bytes", "tls_record_by
 
 MODEL_FOR = {"h2": "tcp", "h3": "quic"}
 AIOQUIC_ACK_DELAY_S = 0.001                   # aioquic's QuicConnection._ack_delay (K_GRANULARITY)
-_H2_FRAME_HEADER = 9
-_H3_FRAME_HEADER = 3
+_H2_FRAME_HEADER = H2_FRAME_HEADER_BYTES
+_H3_FRAME_HEADER = H3_FRAME_HEADER_BYTES
 
 
 def request_bytes(spec: ExchangeSpec, transport: str, header_block_bytes: int | None = None) -> int:
@@ -90,7 +91,7 @@ def response_bytes(spec: ExchangeSpec, transport: str, header_block_bytes: int |
     """Bytes of the response on the wire: header block, frame headers (HTTP/2 DATA split at 16384), body."""
     body = spec.response_body_bytes
     if transport == "tcp":
-        framing = _H2_FRAME_HEADER * max(1, math.ceil(body / 16384)) if body else 0
+        framing = _H2_FRAME_HEADER * max(1, math.ceil(body / H2_MAX_FRAME_BYTES)) if body else 0
     else:
         framing = _H3_FRAME_HEADER if body else 0
     frame = _H2_FRAME_HEADER if transport == "tcp" else _H3_FRAME_HEADER

@@ -63,6 +63,7 @@ from collections import deque
 from h2.utilities import normalize_outbound_headers
 
 from ...engine import Simulator
+from ...http.framing import H2_FRAME_HEADER_BYTES, H2_MAX_FRAME_BYTES, H3_FRAME_HEADER_BYTES
 from ...http.header_sizes import (H2_SETTINGS_ACK_BYTES, HeaderBlockSizer, h1_header_bytes, h2_normalized,
                                   h2_preface_bytes)
 from ...net.link import DelayedPath, Path
@@ -77,9 +78,9 @@ from .client import H1_CONNECTIONS_PER_ORIGIN
 
 __all__ = ["ModelNetwork"]
 
-_FRAME = {"tcp": 9, "quic": 3}
-_RESET_BYTES = 13                       # RST_STREAM: 9-byte frame header + 4-byte error code
-_H2_MAX_FRAME = 16384
+_FRAME = {"tcp": H2_FRAME_HEADER_BYTES, "quic": H3_FRAME_HEADER_BYTES}
+_RESET_BYTES = H2_FRAME_HEADER_BYTES + 4          # RST_STREAM: frame header + error code (RFC 9113 section 6.4)
+_H2_MAX_FRAME = H2_MAX_FRAME_BYTES
 SCHEDULERS = ("urgency", "round-robin", "fifo")
 DEFAULT_URGENCY = 3                     # RFC 9218 section 4.1
 _URGENCY = re.compile(rb"(?:^|,)\s*u\s*=\s*([0-7])")
@@ -372,7 +373,7 @@ class _Conn:
         if not body or self.h1:
             return body                                          # HTTP/1.1: Content-Length, no framing
         if self.transport == "tcp":
-            return body + 9 * -(-body // _H2_MAX_FRAME)          # one DATA frame header per 16 KiB
+            return body + H2_FRAME_HEADER_BYTES * -(-body // _H2_MAX_FRAME)      # a DATA frame header per 16 KiB
         return body + 3                                          # aioquic: one DATA frame per write
 
     def _records(self, nbytes: int) -> int:

@@ -63,6 +63,7 @@ from dataclasses import dataclass
 from urllib.parse import urlsplit
 
 from ....frames import varint_len
+from ....http.framing import H2_FRAME_HEADER_BYTES
 from .corpus import Body, Corpus
 from . import rfc9842
 from .codecs import Codec, SchemeUnavailable
@@ -73,7 +74,7 @@ __all__ = ["SCHEMES", "SCOPINGS", "CROSS_STREAM", "Request", "SchemeRun", "Verif
 SCHEMES = ("identity", "per-response", "shared", "static-dict", "dynamic-dict", "dcb", "dcz")
 SCOPINGS = ("none", "context", "never-indexed")
 CROSS_STREAM = frozenset({"shared", "dynamic-dict", "dcb", "dcz"})     # scoping changes them
-_H2_FRAME_HEADER = 9
+_H2_FRAME_HEADER = H2_FRAME_HEADER_BYTES
 
 
 class VerificationError(AssertionError):
