@@ -227,6 +227,17 @@ def test_study_panel_at_defaults_and_after_one_move(name):
     assert not view.table.equals(ex.default_view.table)
 
 
+@pytest.mark.parametrize("name", list(panels.PANELS))
+def test_study_panel_reads_a_bundled_har_from_its_picker(name):
+    """Every panel whose picker offers HARs runs on one (here the bundled captured page):
+    the picker's loader is the study's own input path, not a stale import."""
+    ex = panels.PANELS[name]()
+    if ex.sources is None or "captured-h2-page.har" not in ex.sources.choices():
+        pytest.skip(f"the {name} panel offers no HAR input")
+    view = ex.render(ex.values, "captured-h2-page.har")
+    assert view.png[:4] == b"\x89PNG" and len(view.table) and view.source == "captured-h2-page.har"
+
+
 def test_crossstream_panel_delta_schemes_use_their_own_library():
     """RFC 9842: dcb is Brotli with a dictionary, dcz Zstandard: the library control does not apply."""
     ex = panels.crossstream_panel()

@@ -231,7 +231,7 @@ CROSS_SCHEMES = (("shared context", "shared"), ("static dictionary", "static-dic
 
 
 def _load_bodies(path: str):
-    from ..traces import bodies
+    from ..studies.crossstream import bodies
 
     if Path(path).is_dir():
         return bodies.load_folder(path)
