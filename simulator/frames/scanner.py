@@ -462,14 +462,18 @@ def h2_data_frame_repr(self) -> str:
 
 def scan_h2(data, out, max_frame_size: int, preface, validate: bool):
     """Bulk scan: ``(count, end, error, pending)``; fills ``out`` (5 arrays) unless None."""
-    st = _H2State(max_frame_size, preface, validate)
+    return _scan("h2", _H2State(max_frame_size, preface, validate), data, out)
+
+
+def _scan(protocol: str, st, data, out):
+    """Run scanner state ``st`` over ``data``: ``(count, end, error, pending)``, records into ``out``."""
     records: list | None = None if out is None else []
     err = None
     try:
         count = st.run(data, records)
     except _Fail as exc:
         count = exc.args[0] if exc.args else 0
-        err = FrameError("h2", *st.err, count)
+        err = FrameError(protocol, *st.err, count)
     if records is not None:
         cap = min(len(a) for a in out)
         if len(records) > cap:
@@ -779,24 +783,7 @@ class H3Scanner(_Results):
 
 def scan_h3(data, out, max_frame_size, kind, validate: bool):
     """Scan a whole HTTP/3 stream into the arrays ``out`` (or only count, when None): (count, end, error, pending)."""
-    st = _H3State(max_frame_size, kind, validate)
-    records: list | None = None if out is None else []
-    err = None
-    try:
-        count = st.run(data, records)
-    except _Fail as exc:
-        count = exc.args[0] if exc.args else 0
-        err = FrameError("h3", *st.err, count)
-    if records is not None:
-        cap = min(len(a) for a in out)
-        if len(records) > cap:
-            raise ValueError("output arrays are too small")
-        for k, rec in enumerate(records):
-            for arr, v in zip(out, rec):
-                arr[k] = v
-    if err is not None:
-        return count, err.offset, err, 0
-    return count, st.pos - st.pending(), None, st.pending()
+    return _scan("h3", _H3State(max_frame_size, kind, validate), data, out)
 
 
 # ---------------------------------------------------------------------------------
