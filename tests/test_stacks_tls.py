@@ -12,6 +12,7 @@ from simulator.engine import Simulator
 from simulator.net.link import Path
 from simulator.stacks import model_replay, replay, tls
 from simulator.stacks.common import ExchangeSpec, PushSpec, Recorder, StackParams, schedule_requests
+from simulator.http.handshake import tls_record_bytes
 from simulator.stacks.h2 import H2Session
 
 REQ = ((b":method", b"GET"), (b":scheme", b"https"), (b":authority", b"a.example"), (b":path", b"/x"))
@@ -169,9 +170,9 @@ def test_model_replay_pays_the_same_setup_as_the_real_stack(use_tls):
 
 
 def test_model_replay_counts_records():
-    assert model_replay.tls_record_bytes(1) == 23
-    assert model_replay.tls_record_bytes(16384) == 16384 + 22
-    assert model_replay.tls_record_bytes(16385) == 16385 + 44
+    assert tls_record_bytes(1) == 23
+    assert tls_record_bytes(16384) == 16384 + 22
+    assert tls_record_bytes(16385) == 16385 + 44
 
 
 def test_cli_tls_flags(capsys, tmp_path):

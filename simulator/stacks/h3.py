@@ -81,6 +81,7 @@ from .qlog import SimQuicLogger, stream_frames_resent_in_qlog
 from .tls import make_certificate    # shared with the h2 stack's TLS
 
 __all__ = ["H3Session", "SimH3Connection", "SimQuicConnection", "TimedQpackDecoder", "SimQuicLogger",
+           "server_crypto_bytes",
            "make_certificate", "stream_frames_resent_in_qlog", "UDP_IP_HEADER_BYTES", "TIMER_NUDGE_S"]
 
 CONNECTION_ID_BYTES = 8
@@ -128,6 +129,46 @@ class SentRanges:
                     running = ends[k]
                 max_end[k] = running
         return resent
+
+
+_CRYPTO_BYTES: list[int] = []
+
+
+class _CryptoCounting(QuicConnection):
+    """aioquic's connection, adding up the CRYPTO data it hands its crypto streams."""
+
+    crypto_bytes = 0
+
+    def _push_crypto_data(self) -> None:
+        self.crypto_bytes += sum(len(buf.data) for buf in self._crypto_buffers.values())
+        super()._push_crypto_data()
+
+
+def server_crypto_bytes() -> int:
+    """The bytes of TLS handshake messages aioquic's server sends in CRYPTO frames (RFC 9001
+    section 4.1: ServerHello in Initial packets; EncryptedExtensions with the QUIC transport
+    parameters, Certificate, CertificateVerify, Finished in Handshake packets), with the
+    stacks' certificate: measured by running aioquic's handshake in memory, once."""
+    if _CRYPTO_BYTES:
+        return _CRYPTO_BYTES[0]
+    client_config = QuicConfiguration(is_client=True, alpn_protocols=H3_ALPN)
+    client_config.verify_mode = ssl.CERT_NONE
+    client_config.server_name = "server.example"
+    server_config = QuicConfiguration(is_client=False, alpn_protocols=H3_ALPN)
+    server_config.certificate, server_config.private_key = make_certificate(0)
+    client = QuicConnection(configuration=client_config)
+    server = _CryptoCounting(configuration=server_config,
+                             original_destination_connection_id=client.original_destination_connection_id)
+    client.connect(SERVER_ADDR, now=0.0)
+    for _ in range(3):                      # Initial; server flight; client Finished
+        for data, _addr in client.datagrams_to_send(now=0.0):
+            server.receive_datagram(data, CLIENT_ADDR, now=0.0)
+        for data, _addr in server.datagrams_to_send(now=0.0):
+            client.receive_datagram(data, SERVER_ADDR, now=0.0)
+    if not server._handshake_complete:         # pragma: no cover - a full handshake is 1 RTT
+        raise RuntimeError("aioquic's handshake did not complete in memory")
+    _CRYPTO_BYTES.append(server.crypto_bytes)
+    return server.crypto_bytes
 
 
 class SimQuicConnection(QuicConnection):

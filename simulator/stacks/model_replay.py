@@ -17,17 +17,18 @@ approximate the real framing:
   per 16 KiB (HTTP/2) or one per response (HTTP/3, as aioquic writes it).
 
 Connection set-up: the TCP model runs its own three-way handshake, as the h2 stack does,
-and then, with ``params.tls`` (the default; ``_TlsOverTcp``), a TLS 1.3 full handshake
+and then, with ``params.tls`` (the default; ``http.handshake.TlsOverTcp``), a TLS 1.3 full handshake
 carried as TCP bytes, as the h2 stack's OpenSSL does: the client's first flight, the
 server's flight, the client's Finished, of the sizes OpenSSL gives them with the h2
-stack's contexts and the origin's SNI name (``tls.handshake_flight_bytes``), subject to
+stack's contexts and the origin's SNI name (``http.handshake.flights``), subject to
 the path's loss like any segment, before the first request -- one round trip more than
 cleartext (RFC 8446 section 2), so the first response cannot arrive before 3 RTT.  Every
 request and response then costs 22 bytes per TLS record of up to 16 KiB
-(``tls_record_bytes``; the h2 stack writes each of its flushes as such records); what the
+(``http.handshake.tls_record_bytes``; the h2 stack writes each of its flushes as such records); what the
 model leaves out is that a record is usable only once all of it has arrived.  With
 ``tls=False`` only the TCP handshake.  The QUIC model runs its handshake model
-(``handshake=True``: the client's padded Initial, the server's one-datagram flight, the client's Finished,
+(``handshake=True``: the client's padded Initial, the server's flight of aioquic's CRYPTO bytes
+(``http.handshake.flights``: one datagram), the client's Finished,
 each subject to loss and recovered by a probe timeout, as aioquic's are), and requests
 written before it completes wait in the client's send queue, as they do in aioquic.
 The QUIC model also acknowledges 1 ms after an ack-eliciting packet (aioquic's ACK delay),
@@ -61,6 +62,7 @@ from .. import __version__
 from ..engine import Simulator
 from ..errors import InputError
 from ..http.framing import H2_FRAME_HEADER_BYTES, H2_MAX_FRAME_BYTES, H3_FRAME_HEADER_BYTES
+from ..http.handshake import TlsOverTcp, flights, tls_record_bytes
 from ..net.link import Path
 from ..net.quic import QuicConnection
 from ..net.tcp import TcpConnection
@@ -69,9 +71,9 @@ from ..traces.model import Trace, raw_size
 from .common import (ExchangeSpec, Recorder, Result, StackParams, StackStalled, idle_safe_until, run_until,
                      schedule_requests)
 from .replay import specs_from_trace
-from .tls import MAX_RECORD_PLAINTEXT_BYTES, RECORD_OVERHEAD_BYTES, handshake_flight_bytes, sni_name
+from .tls import sni_name
 
-__all__ = ["run", "run_specs", "request_bytes", "response_bytes", "tls_record_bytes", "MODEL_FOR"]
+__all__ = ["run", "run_specs", "request_bytes", "response_bytes", "MODEL_FOR"]
 
 MODEL_FOR = {"h2": "tcp", "h3": "quic"}
 AIOQUIC_ACK_DELAY_S = 0.001                   # aioquic's QuicConnection._ack_delay (K_GRANULARITY)
@@ -99,44 +101,11 @@ def response_bytes(spec: ExchangeSpec, transport: str, header_block_bytes: int |
     return block + frame + body + framing
 
 
-def tls_record_bytes(nbytes: int) -> int:
-    """``nbytes`` of plaintext written at once as TLS 1.3 records (RFC 8446 section 5.2)."""
-    return nbytes + RECORD_OVERHEAD_BYTES * math.ceil(nbytes / MAX_RECORD_PLAINTEXT_BYTES)
-
-
-class _TlsOverTcp:
-    """A TLS 1.3 full handshake as byte counts over a ``TcpConnection``: the client's first
-    flight on its own stream label, the server's flight once all of it has arrived, the
-    client's Finished once the server's flight has; requests wait for that instant (in
-    TLS 1.3 the client sends application data right after its Finished, section 2)."""
-
-    def __init__(self, conn: TcpConnection, origin: str, on_ready) -> None:
-        self.conn = conn
-        self.hello, self.server_flight, self.finished = handshake_flight_bytes(sni_name(origin))
-        self.stream_id = conn.client.open_stream()
-        self.on_ready = on_ready
-        self.done = False
-        self._to_server = self._to_client = 0
-        conn.client.write(self.stream_id, b"h" * self.hello)
-
-    def server_data(self, n: int) -> None:
-        self._to_server += n
-        if self._to_server == self.hello:
-            self.conn.server.write(self.stream_id, b"s" * self.server_flight)
-
-    def client_data(self, n: int) -> None:
-        self._to_client += n
-        if self._to_client == self.server_flight:
-            self.conn.client.write(self.stream_id, b"f" * self.finished)
-            self.done = True
-            self.on_ready()
-
-
 class _ModelSession:
     def __init__(self, sim: Simulator, path: Path, params: StackParams, recorder: Recorder, transport: str,
                  name: str, origin: str = "https://server.example") -> None:
         self.sim, self.path, self.params, self.recorder, self.transport = sim, path, params, recorder, transport
-        self.tls: _TlsOverTcp | None = None
+        self.tls: TlsOverTcp | None = None
         self._waiting: list[tuple[ExchangeSpec, dict]] = []      # requests before the TLS handshake ends
         if transport == "tcp":
             config = TransportConfig(cc=params.cc)
@@ -148,7 +117,8 @@ class _ModelSession:
             # the handshake's datagrams (requests wait in the send queue until it completes), and
             # lost data resent in its stream's turn (aioquic puts it back in the stream's buffer).
             self.conn = QuicConnection(sim, path, config, name=name, handshake=True, ack_delay_s=AIOQUIC_ACK_DELAY_S,
-                                       retransmit_in_turn=True)
+                                       retransmit_in_turn=True,
+                                       server_flight_bytes=flights(sni_name(origin)).quic_server_crypto)
         self.rows: dict[int, tuple[ExchangeSpec, dict]] = {}
         self._request_encoder = hpack.Encoder()
         self._response_encoder = hpack.Encoder()
@@ -168,7 +138,7 @@ class _ModelSession:
         if transport == "quic":
             self.conn.server.on_stream_acked = self._on_stream_acked
         elif params.tls:
-            self.tls = _TlsOverTcp(self.conn, origin, self._tls_ready)
+            self.tls = TlsOverTcp(self.conn, flights(sni_name(origin)), self._tls_ready)
 
     def _tls_ready(self) -> None:
         waiting, self._waiting = self._waiting, []

@@ -43,7 +43,8 @@ from typing import Callable
 
 from ..errors import InputError
 
-__all__ = ["make_certificate", "TlsContexts", "TlsEnd", "contexts", "handshake_flight_bytes", "sni_name",
+__all__ = ["make_certificate", "certificate_der_bytes", "TlsContexts", "TlsEnd", "contexts", "handshake_flight_bytes",
+           "sni_name",
            "RECORD_OVERHEAD_BYTES", "MAX_RECORD_PLAINTEXT_BYTES", "ALPN_H2"]
 
 ALPN_H2 = "h2"
@@ -79,6 +80,13 @@ def make_certificate(seed: int):
             .sign(key, None))
     _CERTS[seed] = (cert, key)
     return cert, key
+
+
+def certificate_der_bytes() -> int:
+    """Bytes of the stacks' certificate in DER (the same for every seed: the serial is always 2 bytes)."""
+    from cryptography.hazmat.primitives.serialization import Encoding
+
+    return len(make_certificate(0)[0].public_bytes(Encoding.DER))
 
 
 class TlsContexts:

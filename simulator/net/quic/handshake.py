@@ -2,10 +2,10 @@
 
 Written by hand.  ``handshake=True`` (off by default): the client sends its Initial
 padded to the full datagram (RFC 9000 section 14.1), the server answers with its
-Initial + Handshake flight (``server_flight_bytes`` of TLS, one full datagram for
-aioquic's Ed25519 certificate), the client then has 1-RTT keys: it sends its Finished
-(padded: the datagram holds the Initial ACK) and its 1-RTT data, one RTT after the
-start (no 0-RTT).  The server processes 1-RTT packets only once the Finished arrived
+Initial + Handshake flight (``server_flight_bytes`` of TLS in CRYPTO frames, as
+``http.handshake`` measures aioquic's: one full datagram for the stacks' Ed25519
+certificate), the client then has 1-RTT keys: it sends its Finished (padded: the
+datagram holds the Initial ACK) and its 1-RTT data, one RTT after the start (no 0-RTT).  The server processes 1-RTT packets only once the Finished arrived
 (RFC 9001 section 5.7: it holds them), then sends HANDSHAKE_DONE in its first 1-RTT
 packet, which confirms the handshake to the client.  Each side takes an RTT sample from
 the handshake.  Lost handshake datagrams are resent at a probe timeout (timer slot
@@ -35,10 +35,12 @@ __all__ = [
     "CRYPTO_PACKET_OVERHEAD_BYTES", "CRYPTO_ACK_BYTES", "HANDSHAKE_DONE_BYTES",
 ]
 
-# Handshake (RFC 9001) sizes, as aioquic sends them on this link with its Ed25519 test
-# certificate: the client's Initial and its Handshake flight are padded to the full datagram
-# (a client datagram holding an Initial packet: RFC 9000 section 14.1), the server's
-# Initial + Handshake flight (ServerHello ... Finished, about 1.1 kB) fills one datagram.
+# Handshake (RFC 9001) datagrams: the client's Initial and its Handshake flight are padded
+# to the full datagram (a client datagram holding an Initial packet: RFC 9000 section
+# 14.1), the server's Initial + Handshake flight fills full datagrams.  Its CRYPTO bytes
+# are a parameter: the HTTP layer passes the size aioquic sends with the certificate in use
+# (``http.handshake.flights``, 638 B for the stacks' certificate); this default, for the
+# transport model on its own, is any flight that fits one datagram.
 SERVER_FLIGHT_CRYPTO_BYTES = 1100
 CRYPTO_PACKET_OVERHEAD_BYTES = 2 * (1 + 4 + 1 + 8 + 1 + 8 + 2 + 2 + 16)   # two long headers (17.2) + AEAD tags
 CRYPTO_ACK_BYTES = 1 + 4 + 1 + 8 + 1 + 8 + 2 + 16 + 5   # a long-header packet holding only an ACK frame

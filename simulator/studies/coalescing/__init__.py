@@ -56,25 +56,27 @@ origin's own (RFC 9110 section 15.5.20 allows the retry on a different connectio
 browsers retry without coalescing): a DNS lookup if the origin never had one (ORIGIN
 skipped it), and a new connection with its handshake.
 
-Handshakes (modelling numbers, stated here; full handshakes, no resumption or 0-RTT):
+Handshakes: the workbench's one handshake model (``http.handshake``; full handshakes, no
+resumption or 0-RTT), whose message sizes are the real stacks' (OpenSSL and aioquic),
+with this study's certificate chains:
 
-- h2: TCP (SYN 60 B, SYN-ACK 60 B, ACK 52 B: 1 RTT) then TLS 1.3 (RFC 8446: 1 RTT):
-  ClientHello 517 B (Chrome pads it to 512 B plus the record header), the server's flight
-  ServerHello 127 B + ChangeCipherSpec 6 B + EncryptedExtensions, CertificateVerify
-  (ECDSA P-256) and Finished with their record overhead 239 B + the certificate chain,
-  client ChangeCipherSpec + Finished 64 B; 52 B of TCP/IPv4 headers per 1448-B segment.
-  2 RTT before the first request.
-- h3: QUIC (RFC 9000, RFC 9001): 1 RTT; the client's Initial datagram padded to 1200 B
-  (RFC 9000 section 14.1), the server's flight (the same TLS messages without records,
-  282 B + chain) in datagrams of at most 1200 B with 42 B of QUIC header and AEAD tag,
+- h2: TCP (SYN 60 B, SYN-ACK 60 B, ACK 52 B: 1 RTT) then TLS 1.3 (RFC 8446: 1 RTT): the
+  ClientHello as OpenSSL writes it for the host's name (259 B for ``www.site.example``,
+  512 B plus the record header from a 256-B hello on, RFC 7685), the server's flight
+  (373 B + the certificate chain), the client's ChangeCipherSpec and Finished (80 B);
+  52 B of TCP/IPv4 headers per 1448-B segment.  2 RTT before the first request.
+- h3: QUIC (RFC 9000, RFC 9001): 1 RTT; the client's Initial and its Finished each padded
+  to a full 1252-B datagram (RFC 9000 section 14.1, as the QUIC model), the server's
+  flight (aioquic's TLS messages in CRYPTO frames, 378 B + the chain) in full datagrams,
   28 B of UDP/IPv4 per datagram.  Until the client's address is validated the server may
-  send at most three times what it received (RFC 9000 section 8.1): a flight above 3600 B
-  waits for the client's next (padded) datagram, one more RTT per 3600 B.
+  send at most three times what it received (RFC 9000 section 8.1): a flight above
+  3756 B waits for the client's next (padded) datagram, one more RTT per 3756 B.
 - The certificate chain: 1800 B (an ECDSA leaf without its names and one intermediate)
   plus every ``subjectAltName`` dNSName (its length + 2 B of DER).  A certificate naming
   more hosts lets more origins share a connection and makes every handshake with it
   larger.
-- ORIGIN frame: 9 B header + (2 + length) per origin, in the server's first flight.
+- ORIGIN frame: 9 B header + (2 + length) per origin, in the server's first flight (over
+  TLS in a record of its own).
 - Set-up time = RTTs x RTT + the handshake's bytes at the bottleneck bandwidth; DNS
   (``dns_lookup_s``, once per host and page load) comes before it.
 
@@ -114,13 +116,13 @@ for coalescing, or ORIGIN frames (h2 has none).
 from ...frames.origin import (ORIGIN_FRAME_TYPE, origin_frame_bytes, origin_frame_payload, origin_frame_roundtrip,
                               parse_origin_frame)
 from .cli import add_arguments, params_from_args
-from .handshake import CERT_CHAIN_BASE_BYTES, QUIC_MIN_INITIAL_BYTES, Handshake, chain_bytes, handshake
+from .handshake import CERT_CHAIN_BASE_BYTES, Handshake, chain_bytes, handshake
 from .pool import CoalescingPool
 from .study import MODES, ROW_PARAMS, CoalescingParams, CoalescingResult, run, run_seeds, topology_for
 from .topology import HostServer, Topology, cert_covers, default_topology, host_of, read_topology
 
 __all__ = ["MODES", "CoalescingParams", "CoalescingResult", "Topology", "HostServer", "default_topology",
            "read_topology", "cert_covers", "host_of", "topology_for", "Handshake", "handshake", "chain_bytes",
-           "CERT_CHAIN_BASE_BYTES", "QUIC_MIN_INITIAL_BYTES", "ORIGIN_FRAME_TYPE", "origin_frame_bytes",
+           "CERT_CHAIN_BASE_BYTES", "ORIGIN_FRAME_TYPE", "origin_frame_bytes",
            "origin_frame_payload", "parse_origin_frame", "origin_frame_roundtrip", "CoalescingPool", "run",
            "run_seeds", "ROW_PARAMS", "add_arguments", "params_from_args"]

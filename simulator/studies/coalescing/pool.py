@@ -153,7 +153,7 @@ class CoalescingPool:
             protocol = "h3"
         announces = server.announces if self.mode == "origin" else None
         frame = origin_frame_bytes([f"https://{h}" for h in announces]) if announces is not None else 0
-        hs = handshake(protocol, server.san, frame, tls=self.cp.tls)
+        hs = handshake(protocol, server.san, frame, host=host, tls=self.cp.tls)
         setup = hs.setup_s(self.params.rtt_s, self.params.bandwidth_bps)
         c = _PoolConn(len(self.conns), host, origin, self.dns[host][0], server, protocol, hs, self.sim.now,
                       self.sim.now + setup, reason)

@@ -64,6 +64,7 @@ from h2.utilities import normalize_outbound_headers
 
 from ...engine import Simulator
 from ...http.framing import H2_FRAME_HEADER_BYTES, H2_MAX_FRAME_BYTES, H3_FRAME_HEADER_BYTES
+from ...http.handshake import TlsOverTcp, flights, tls_record_bytes
 from ...http.header_sizes import (H2_SETTINGS_ACK_BYTES, HeaderBlockSizer, h1_header_bytes, h2_normalized,
                                   h2_preface_bytes)
 from ...net.link import DelayedPath, Path
@@ -72,8 +73,8 @@ from ...net.tcp import TcpConnection
 from ...net.transport import TransportConfig
 from ...net.writer import response_writer
 from ...stacks.common import ExchangeSpec
-from ...stacks.model_replay import AIOQUIC_ACK_DELAY_S, tls_record_bytes
-from ...stacks.tls import handshake_flight_bytes, sni_name
+from ...stacks.model_replay import AIOQUIC_ACK_DELAY_S
+from ...stacks.tls import sni_name
 from .client import H1_CONNECTIONS_PER_ORIGIN
 
 __all__ = ["ModelNetwork"]
@@ -124,10 +125,10 @@ class _Conn:
         self.transport = "quic" if protocol == "h3" else "tcp"
         self.path = net.path_for(rtt_s)
         self.t = None
+        self.tls_handshake: TlsOverTcp | None = None      # over TCP with ``tls``, while it runs
         self.tls_stream: int | None = None                # the TLS handshake's bytes (TCP stream label)
         self.h2_control: tuple[int, int] | None = None    # h2: the client's and server's SETTINGS (labels)
         self._settings_acked = [False, False]             # h2: client, server sent its SETTINGS ACK
-        self._tls_received = [0, 0]                       # handshake bytes the server / client has
         self.accepting = False                            # requests may be handed to the transport
         self._waiting: list[ExchangeSpec] = []            # requests made before that
         self.request_encoder, self.response_encoder = HeaderBlockSizer(), HeaderBlockSizer()
@@ -172,7 +173,8 @@ class _Conn:
             # (requests wait in the client's send queue until the handshake completes).
             self.t = QuicConnection(sim, self.path, config, name=f"quic{number}", handshake=handshake,
                                     ack_delay_s=AIOQUIC_ACK_DELAY_S, retransmit_in_turn=True,
-                                    slow_start_rtt_exit=True, pto_declares_lost=True)
+                                    slow_start_rtt_exit=True, pto_declares_lost=True,
+                                    server_flight_bytes=flights(sni_name(self.origin)).quic_server_crypto)
         self.writer = response_writer(self.t.server, self._chunk_bytes, self.written, self._written_in_full,
                                       fill_on_ack=self.transport == "tcp")
         self.t.server.on_stream_acked = self.writer.on_stream_acked
@@ -192,28 +194,17 @@ class _Conn:
             if not self.tls and not self.h1:
                 self.t.server.write(self.h2_control[1], b"s" * h2_preface_bytes(False))
             else:
-                # TLS 1.3 (RFC 8446 section 2): the ClientHello; the server's flight when all of
-                # it has arrived; the client's Finished when the server's flight has, and the
-                # requests right after it.
-                # Flights of the sizes the real stack's OpenSSL writes for this origin's SNI.
-                self.tls_flights = handshake_flight_bytes(sni_name(self.origin))
-                self.tls_stream = self.t.client.open_stream()
-                self.t.client.write(self.tls_stream, b"h" * self.tls_flights[0])
+                # TLS 1.3 (RFC 8446 section 2), flights of the sizes the real stack's OpenSSL
+                # writes for this origin's SNI; the requests right after the client's Finished,
+                # the server's SETTINGS once that is in (no 0.5-RTT data).
+                self.tls_handshake = TlsOverTcp(self.t, flights(sni_name(self.origin)), self._accept,
+                                                None if self.h1 else self._server_settings)
+                self.tls_stream = self.tls_handshake.stream_id
                 return
         self._accept()
 
-    def _tls_data(self, at_server: bool, n: int) -> None:
-        side = 0 if at_server else 1
-        self._tls_received[side] += n
-        hello, server_flight, finished = self.tls_flights
-        if at_server and self._tls_received[0] == hello:
-            self.t.server.write(self.tls_stream, b"s" * server_flight)
-        elif at_server and self._tls_received[0] == hello + finished and not self.h1:
-            # The server's SETTINGS once the client's Finished is in (no 0.5-RTT data).
-            self.t.server.write(self.h2_control[1], b"s" * self._records(h2_preface_bytes(False)))
-        elif not at_server and self._tls_received[1] == server_flight:
-            self.t.client.write(self.tls_stream, b"f" * finished)
-            self._accept()
+    def _server_settings(self) -> None:
+        self.t.server.write(self.h2_control[1], b"s" * self._records(h2_preface_bytes(False)))
 
     def _accept(self) -> None:
         """From now on requests go to the transport (over h2 after the client's preface)."""
@@ -262,7 +253,7 @@ class _Conn:
                 callback(*args)
             return
         if stream_id == self.tls_stream:
-            self._tls_data(False, len(data))
+            self.tls_handshake.client_data(len(data))
             return
         if self.h2_control is not None and not self._settings_acked[0]:
             self._settings_acked[0] = True            # the server's SETTINGS came first (RFC 9113 6.5.3)
@@ -301,7 +292,7 @@ class _Conn:
     # -- server -----------------------------------------------------------------------
     def _server_data(self, stream_id: int, data: bytes, end: bool, time_s: float) -> None:
         if stream_id == self.tls_stream:
-            self._tls_data(True, len(data))
+            self.tls_handshake.server_data(len(data))
             return
         if self.h2_control is not None and not self._settings_acked[1]:
             # The client's SETTINGS came first (RFC 9113 6.5.3).  The h2 stack's server

@@ -1,0 +1,100 @@
+"""The one handshake model (``simulator.http.handshake``): its sizes are the real stacks'
+(OpenSSL for TLS 1.3 over TCP, aioquic for QUIC), the certificate chain is a parameter, and
+the closed form follows RFC 9000's padding and anti-amplification rules."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from simulator.http import handshake as hs
+from simulator.net.quic.handshake import server_flight_sizes
+from simulator.net.transport import TransportConfig
+from simulator.stacks import replay
+from simulator.stacks.common import ExchangeSpec, StackParams
+
+REQ = ((b":method", b"GET"), (b":scheme", b"https"), (b":authority", b"a.example"), (b":path", b"/"))
+OK = ((b":status", b"200"),)
+
+
+def test_quic_server_crypto_is_what_aioquic_sends_in_a_real_replay_rfc9001_section4_1(tmp_path):
+    """The CRYPTO bytes the real aioquic server sends over the simulated path (read from its
+    qlog: Initial and Handshake packets, each offset once) are the model's server flight."""
+    spec = ExchangeSpec(0, REQ, OK, 5000, start_s=0.0)
+    replay.run_specs([spec], StackParams(stack="h3", rtt_s=0.05), qlog_dir=str(tmp_path))
+    events = json.loads((tmp_path / "h30-server.qlog").read_text())["traces"][0]["events"]
+    end: dict[str, int] = {}
+    for e in events:
+        if e["name"] != "transport:packet_sent":
+            continue
+        space = e["data"]["header"]["packet_type"]
+        for frame in e["data"].get("frames", []):
+            if frame["frame_type"] == "crypto":
+                end[space] = max(end.get(space, 0), frame["offset"] + frame["length"])
+    assert set(end) == {"initial", "handshake"}
+    assert sum(end.values()) == hs.flights("a.example").quic_server_crypto
+
+
+def test_the_chain_is_a_parameter_of_both_server_flights_rfc8446_section4_4_2():
+    """A chain N bytes longer makes the server's flight N bytes longer over TCP and over
+    QUIC; past 16 KiB the Certificate message needs one more record (section 5.1: 22 B)."""
+    base = hs.flights("a.example")
+    more = hs.flights("a.example", base.cert_chain_bytes + 1000)
+    assert more.server_flight - base.server_flight == 1000
+    assert more.quic_server_crypto - base.quic_server_crypto == 1000
+    assert (more.client_hello, more.client_finished) == (base.client_hello, base.client_finished)
+    big = hs.flights("a.example", 20_000)
+    assert big.server_flight - base.server_flight == 20_000 - base.cert_chain_bytes + hs.TLS_RECORD_OVERHEAD_BYTES
+
+
+def test_client_hello_grows_with_the_server_name_and_is_padded_rfc6066_rfc7685():
+    """SNI puts the name in the ClientHello (RFC 6066 section 3); OpenSSL pads a hello of
+    256-511 bytes to 512 (RFC 7685), so a long name gives 512 + the 5-byte record header;
+    no SNI for an IP address."""
+    short = hs.flights("a.example").client_hello
+    assert hs.flights("ab.example").client_hello == short + 1
+    assert short < 256
+    assert hs.flights("a-rather-long-host-name.for-padding.example").client_hello == 512 + 5
+    assert hs.flights(None).client_hello < short
+
+
+def test_h2_handshake_is_two_round_trips_with_tls_and_one_without_rfc8446_section2():
+    tls = hs.handshake("h2", "a.example", 3000)
+    clear = hs.handshake("h2", "a.example", 3000, tls=False)
+    assert (tls.rtts, clear.rtts) == (2, 1)
+    assert clear.cert_bytes == 0 and tls.cert_bytes == 3000
+    f = hs.flights("a.example", 3000)
+    # every byte of the TLS flights is on the wire, with a TCP/IP header per segment
+    assert tls.server_bytes - hs.TCP_SYNACK_BYTES == f.server_flight + hs.TCP_HEADER_BYTES * 3
+    # an ORIGIN frame (RFC 8336) rides in one more record of the server's flight
+    with_origin = hs.handshake("h2", "a.example", 3000, 40)
+    assert with_origin.server_bytes - tls.server_bytes == 40 + hs.TLS_RECORD_OVERHEAD_BYTES
+
+
+@pytest.mark.parametrize("chain", [260, 1800, 4000, 9000, 20_000])
+def test_quic_flight_obeys_padding_and_anti_amplification_rfc9000_sections_8_1_and_14_1(chain):
+    """The client's datagrams are full (section 14.1); until the client has sent enough, the
+    server sends at most three times what it received (8.1), so a big chain costs round
+    trips: the least number with 3 x the client's datagrams >= the server's flight."""
+    h = hs.handshake("h3", "a.example", chain)
+    config = TransportConfig()
+    flight = sum(server_flight_sizes(config, hs.flights("a.example", chain).quic_server_crypto))
+    assert h.server_bytes > flight
+    initials = h.rtts                                    # one padded datagram per round trip
+    assert 3 * initials * config.max_datagram_bytes >= flight
+    assert initials == 1 or 3 * (initials - 1) * config.max_datagram_bytes < flight
+    datagram = config.max_datagram_bytes + 28
+    assert h.client_bytes == (initials + 1) * datagram   # + the client's padded Finished
+
+
+def test_setup_time_is_round_trips_plus_serialisation():
+    h = hs.handshake("h2", "a.example", 1800)
+    assert h.setup_s(0.1, None) == pytest.approx(0.2)
+    assert h.setup_s(0.1, 1e6) == pytest.approx(0.2 + h.bytes * 8 / 1e6)
+
+
+def test_tls_records_of_at_most_16_kib_rfc8446_section5_1():
+    assert hs.tls_record_bytes(1) == 1 + 22
+    assert hs.tls_record_bytes(16384) == 16384 + 22
+    assert hs.tls_record_bytes(16385) == 16385 + 44
