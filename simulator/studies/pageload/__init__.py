@@ -10,7 +10,7 @@ accuracy against real loads: Spearman rho 0.81 and a mean absolute percentage er
 - ``cache``: the browser cache (cold, warm, a hit probability, an explicit set).
 - ``client``: the browser: discovery, connections, the push cache, 103 handling,
   page-load metrics.  Sans-I/O: it talks to a network backend.
-- ``model_net``: the backend over the transport models (fast sweeps).
+- the backend over the transport models (fast sweeps) is the HTTP layer's ``http.network``.
 - ``stack_net``: the backend over the real ``h2`` / ``aioquic`` stacks.
 
 The same ``load_page(graph, params, plan, backend=...)`` runs on either backend.

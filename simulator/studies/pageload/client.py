@@ -1,7 +1,7 @@
 """The browser side of a page load, and ``load_page``.  Written by hand.
 
 Sans-I/O: ``PageLoad`` decides what to fetch and when; a network backend
-(``model_net.ModelNetwork`` over the transport models, ``stack_net.StackNetwork`` over
+(``http.network.ModelNetwork`` over the transport models, ``stack_net.StackNetwork`` over
 the real h2 / aioquic stacks) moves the bytes and calls back:
 
 - ``on_informational(index, links)``: a 103 arrived on the request for resource ``index``;
@@ -59,7 +59,6 @@ __all__ = ["LoadParams", "ServerPlan", "PageLoad", "PageLoadResult", "load_page"
 
 PROTOCOLS = ("h2", "h3")
 ORIGIN_PROTOCOLS = ("h1", "h2", "h3")     # per origin (LoadParams.origins): h1 = HTTP/1.1, 6 connections
-H1_CONNECTIONS_PER_ORIGIN = 6             # as browsers open (HTML's fetch model leaves it to them)
 BACKENDS = ("model", "stacks")
 COALESCE = ("origin", "site")
 # Parse/CPU delay before a parent's references are found (seconds), by the parent's type.
@@ -443,7 +442,7 @@ def load_page(graph: PageGraph, params: LoadParams, plan: ServerPlan, cache: Cli
     resource's delay after its parent is ready, instead of the parent type's parse delay;
     ``blockers`` (resource -> resources) adds what else must be ready before that delay starts."""
     if backend == "model":
-        from .model_net import ModelNetwork as backend_cls
+        from ...http.network import ModelNetwork as backend_cls
     elif backend == "stacks":
         from .stack_net import StackNetwork as backend_cls
     else:

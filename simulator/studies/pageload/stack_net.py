@@ -2,7 +2,7 @@
 HTTP/3 over the simulated link (``simulator.stacks``).  Written by hand.
 
 One session (a real client and a real server) per connection key, opened when the
-browser first needs it, all on one shared access path as in ``model_net``.  The server
+browser first needs it, all on one shared access path as in ``http.network``.  The server
 side is ``stacks.endpoint.Endpoint``: 103 and pushes at once, the final response after the
 spec's think time.  The browser's callbacks come from ``Recorder.listener``.
 
@@ -10,7 +10,7 @@ Differences that are the stacks' own, not the model's:
 - h2 runs over the TCP model's three-way handshake and, with ``tls`` (the default), the
   real TLS 1.3 handshake and records (``stacks.tls``); the model runs the same TCP
   handshake and TLS flights of the sizes OpenSSL writes, as byte counts
-  (``model_net``).  ``tls=False``: cleartext HTTP/2 with prior knowledge on both.
+  (``http.network``).  ``tls=False``: cleartext HTTP/2 with prior knowledge on both.
 - aioquic has no CANCEL_PUSH: a push is cancelled with STOP_SENDING once its stream
   exists (its response headers arrived), RFC 9114 section 4.6 and RFC 9000 section 3.5.
 - aioquic's client announces MAX_PUSH_ID once; it is set high enough here for the

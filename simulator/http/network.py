@@ -62,22 +62,24 @@ from collections import deque
 
 from h2.utilities import normalize_outbound_headers
 
-from ...engine import Simulator
-from ...http.framing import H2_FRAME_HEADER_BYTES, H2_MAX_FRAME_BYTES, H3_FRAME_HEADER_BYTES
-from ...http.handshake import TlsOverTcp, flights, tls_record_bytes
-from ...http.header_sizes import (H2_SETTINGS_ACK_BYTES, HeaderBlockSizer, h1_header_bytes, h2_normalized,
+from ..engine import Simulator
+from .framing import H2_FRAME_HEADER_BYTES, H2_MAX_FRAME_BYTES, H3_FRAME_HEADER_BYTES
+from .handshake import TlsOverTcp, flights, tls_record_bytes
+from .header_sizes import (H2_SETTINGS_ACK_BYTES, HeaderBlockSizer, h1_header_bytes, h2_normalized,
                                   h2_preface_bytes)
-from ...net.link import DelayedPath, Path
-from ...net.quic import QuicConnection
-from ...net.tcp import TcpConnection
-from ...net.transport import TransportConfig
-from ...net.writer import response_writer
-from ...stacks.common import ExchangeSpec
-from ...stacks.model_replay import AIOQUIC_ACK_DELAY_S
-from ...stacks.tls import sni_name
-from .client import H1_CONNECTIONS_PER_ORIGIN
+from ..net.link import DelayedPath, Path
+from ..net.quic import QuicConnection
+from ..net.tcp import TcpConnection
+from ..net.transport import TransportConfig
+from ..net.writer import response_writer
+from ..stacks.common import ExchangeSpec
+from ..stacks.tls import sni_name
 
-__all__ = ["ModelNetwork"]
+__all__ = ["ModelNetwork", "SCHEDULERS", "QUIC_WRITERS", "urgency", "AIOQUIC_ACK_DELAY_S", "H1_CONNECTIONS_PER_ORIGIN"]
+
+AIOQUIC_ACK_DELAY_S = 0.001             # aioquic's QuicConnection._ack_delay (K_GRANULARITY)
+H1_CONNECTIONS_PER_ORIGIN = 6           # as browsers open (HTML's fetch model leaves it to them)
+QUIC_WRITERS = ("pull", "window")
 
 _FRAME = {"tcp": H2_FRAME_HEADER_BYTES, "quic": H3_FRAME_HEADER_BYTES}
 _RESET_BYTES = H2_FRAME_HEADER_BYTES + 4          # RST_STREAM: frame header + error code (RFC 9113 section 6.4)
@@ -123,7 +125,7 @@ class _Conn:
         protocol = protocol or origin_protocol
         self.h1 = protocol == "h1"                        # HTTP/1.1: one exchange at a time, text headers
         self.transport = "quic" if protocol == "h3" else "tcp"
-        self.path = net.path_for(rtt_s)
+        self.path = net.new_path(number) if net.own_paths else net.path_for(rtt_s)
         self.t = None
         self.tls_handshake: TlsOverTcp | None = None      # over TCP with ``tls``, while it runs
         self.tls_stream: int | None = None                # the TLS handshake's bytes (TCP stream label)
@@ -142,12 +144,15 @@ class _Conn:
         # The writer (net.writer): per urgency level a rotation of responses; made with the transport.
         self.scheduler = params.scheduler
         self.writer = None
-        self._chunk_bytes = 1460 if self.transport == "tcp" else 1252 - 40
+        self._chunk_bytes = 1460 if self.transport == "tcp" else net.max_datagram_bytes - 40
         self.own_setup = setup is None
         # TLS follows the scheme: an http:// origin's connections are cleartext.
         self.tls = self.transport == "tcp" and params.tls and self.own_setup and not self.origin.startswith("http:")
         if self.h1:
             self.scheduler = "fifo"                       # one response at a time on an HTTP/1.1 connection
+        # QUIC: the endpoint pulls a packet's worth at send time, or (``quic_writer="window"``)
+        # the writer keeps the congestion window written, as over TCP.
+        self.pull = self.transport == "quic" and self.scheduler != "fifo" and net.quic_writer == "pull"
         if setup is not None:
             # A browser model that times DNS and handshakes itself (studies.coalescing): a
             # transport without a handshake of its own, usable after ``setup`` seconds.
@@ -165,9 +170,10 @@ class _Conn:
         sim, params, number = self.sim, self.net.params, self.number
         if self.transport == "tcp":
             self.t = TcpConnection(sim, self.path, TransportConfig(cc=params.cc), name=f"tcp{number}",
-                                   handshake=handshake)
+                                   handshake=handshake and self.net.tcp_handshake)
         else:
-            config = TransportConfig(cc=params.cc, initial_rtt_s=0.1)       # aioquic's initial RTT
+            config = TransportConfig(cc=params.cc, initial_rtt_s=0.1,       # aioquic's initial RTT
+                                     max_datagram_bytes=self.net.max_datagram_bytes)
             # As stacks.model_replay: aioquic's 1 ms ACK delay, its pacing (the model's
             # default), lost data resent in its stream's turn, and the handshake's datagrams
             # (requests wait in the client's send queue until the handshake completes).
@@ -176,9 +182,9 @@ class _Conn:
                                     slow_start_rtt_exit=True, pto_declares_lost=True,
                                     server_flight_bytes=flights(sni_name(self.origin)).quic_server_crypto)
         self.writer = response_writer(self.t.server, self._chunk_bytes, self.written, self._written_in_full,
-                                      fill_on_ack=self.transport == "tcp")
+                                      fill_on_ack=not self.pull)
         self.t.server.on_stream_acked = self.writer.on_stream_acked
-        if self.transport == "quic" and self.scheduler != "fifo":
+        if self.pull:
             self.t.server.on_send_ready = self._pull
         self.t.client.on_data = self._client_data
         self.t.server.on_data = self._server_data
@@ -222,9 +228,12 @@ class _Conn:
             return
         sid = self.t.client.open_stream()
         self.requests[sid] = spec
-        self.incoming[sid] = _Incoming(index=spec.index)
+        inc = self.incoming[sid] = _Incoming(index=spec.index)
+        if self.net.on_response_start is not None:
+            inc.marks.append((1, self.net.on_response_start, (spec.index,)))
         block = self._block(self.request_encoder, spec.request_headers)
-        self.t.client.write(sid, b"q" * self._records(block + self._frame), end=True)
+        body = self._body_wire_bytes(spec.request_body_bytes)
+        self.t.client.write(sid, b"q" * self._records(block + self._frame + body), end=True)
 
     def cancel(self, pushed_sid: int) -> None:
         if self.transport == "quic" and not self.incoming[pushed_sid].received:
@@ -391,7 +400,7 @@ class _Conn:
         if self.scheduler != "urgency":
             level = 0
         self.writer.add(stream_id, size, level)
-        if self.transport == "quic":
+        if self.pull:
             self.t.server.want_to_send()
         else:
             self.writer.fill()
@@ -420,7 +429,9 @@ class _Conn:
 class ModelNetwork:
     """Connections over the transport models for one page load (see the module docstring)."""
 
-    def __init__(self, sim: Simulator, params, listener) -> None:
+    def __init__(self, sim: Simulator, params, listener, *, own_paths: bool = False,
+                 max_datagram_bytes: int = TransportConfig.max_datagram_bytes, tcp_handshake: bool = True,
+                 quic_writer: str = "pull") -> None:
         self.sim, self.params, self.listener = sim, params, listener
         self.path = Path(sim, rtt_s=params.rtt_s, bandwidth_bps=params.bandwidth_bps, queue_bytes=params.queue_bytes,
                          loss=params.loss, name="access")
@@ -430,6 +441,9 @@ class ModelNetwork:
         self._h1_busy: set[str] = set()                   # keys of HTTP/1.1 connections with an exchange
         self._h1_queue: dict[str, deque] = {}             # origin -> requests waiting for a connection
         self.push_urgency = getattr(params, "push_urgency", DEFAULT_URGENCY)
+        self.own_paths, self.max_datagram_bytes, self.tcp_handshake = own_paths, max_datagram_bytes, tcp_handshake
+        self.quic_writer = quic_writer
+        self.on_response_start = getattr(listener, "on_response_start", None)
         self.unsettled: set = set()       # pushes neither written in full nor stopped by a cancel
 
     def connect(self, key: str, *, protocol: str | None = None, setup: float | None = None) -> _Conn:
@@ -440,6 +454,12 @@ class ModelNetwork:
         if conn is None:
             conn = self.conns[key] = _Conn(self, key, len(self.conns), protocol, setup)
         return conn
+
+    def new_path(self, number: int):
+        """A path of its own for connection ``number``."""
+        p = self.params
+        return Path(self.sim, rtt_s=p.rtt_s, bandwidth_bps=p.bandwidth_bps, queue_bytes=p.queue_bytes, loss=p.loss,
+                    name=f"path{number}")
 
     def path_for(self, rtt_s: float):
         """The path to a server ``rtt_s`` away: the access path, or through it and farther."""
