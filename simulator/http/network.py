@@ -75,11 +75,10 @@ from ..net.writer import response_writer
 from ..stacks.common import ExchangeSpec
 from ..stacks.tls import sni_name
 
-__all__ = ["ModelNetwork", "SCHEDULERS", "QUIC_WRITERS", "urgency", "AIOQUIC_ACK_DELAY_S", "H1_CONNECTIONS_PER_ORIGIN"]
+__all__ = ["ModelNetwork", "SCHEDULERS", "urgency", "AIOQUIC_ACK_DELAY_S", "H1_CONNECTIONS_PER_ORIGIN"]
 
 AIOQUIC_ACK_DELAY_S = 0.001             # aioquic's QuicConnection._ack_delay (K_GRANULARITY)
 H1_CONNECTIONS_PER_ORIGIN = 6           # as browsers open (HTML's fetch model leaves it to them)
-QUIC_WRITERS = ("pull", "window")
 
 _FRAME = {"tcp": H2_FRAME_HEADER_BYTES, "quic": H3_FRAME_HEADER_BYTES}
 _RESET_BYTES = H2_FRAME_HEADER_BYTES + 4          # RST_STREAM: frame header + error code (RFC 9113 section 6.4)
@@ -150,9 +149,8 @@ class _Conn:
         self.tls = self.transport == "tcp" and params.tls and self.own_setup and not self.origin.startswith("http:")
         if self.h1:
             self.scheduler = "fifo"                       # one response at a time on an HTTP/1.1 connection
-        # QUIC: the endpoint pulls a packet's worth at send time, or (``quic_writer="window"``)
-        # the writer keeps the congestion window written, as over TCP.
-        self.pull = self.transport == "quic" and self.scheduler != "fifo" and net.quic_writer == "pull"
+        # QUIC: the endpoint pulls a packet's worth at send time (``_pull``).
+        self.pull = self.transport == "quic" and self.scheduler != "fifo"
         if setup is not None:
             # A browser model that times DNS and handshakes itself (studies.coalescing): a
             # transport without a handshake of its own, usable after ``setup`` seconds.
@@ -182,7 +180,7 @@ class _Conn:
                                     slow_start_rtt_exit=True, pto_declares_lost=True,
                                     server_flight_bytes=flights(sni_name(self.origin)).quic_server_crypto)
         self.writer = response_writer(self.t.server, self._chunk_bytes, self.written, self._written_in_full,
-                                      fill_on_ack=not self.pull)
+                                      fill_on_ack=self.transport == "tcp")
         self.t.server.on_stream_acked = self.writer.on_stream_acked
         if self.pull:
             self.t.server.on_send_ready = self._pull
@@ -430,8 +428,7 @@ class ModelNetwork:
     """Connections over the transport models for one page load (see the module docstring)."""
 
     def __init__(self, sim: Simulator, params, listener, *, own_paths: bool = False,
-                 max_datagram_bytes: int = TransportConfig.max_datagram_bytes, tcp_handshake: bool = True,
-                 quic_writer: str = "pull") -> None:
+                 max_datagram_bytes: int = TransportConfig.max_datagram_bytes, tcp_handshake: bool = True) -> None:
         self.sim, self.params, self.listener = sim, params, listener
         self.path = Path(sim, rtt_s=params.rtt_s, bandwidth_bps=params.bandwidth_bps, queue_bytes=params.queue_bytes,
                          loss=params.loss, name="access")
@@ -442,7 +439,6 @@ class ModelNetwork:
         self._h1_queue: dict[str, deque] = {}             # origin -> requests waiting for a connection
         self.push_urgency = getattr(params, "push_urgency", DEFAULT_URGENCY)
         self.own_paths, self.max_datagram_bytes, self.tcp_handshake = own_paths, max_datagram_bytes, tcp_handshake
-        self.quic_writer = quic_writer
         self.on_response_start = getattr(listener, "on_response_start", None)
         self.unsettled: set = set()       # pushes neither written in full nor stopped by a cancel
 

@@ -145,11 +145,6 @@ class QuicEndpoint(PacketBuilder, AckGeneration, LossRecovery, Handshake):
         self.cwnd_log: list[tuple[float, float]] | None = [(0.0, self.cc.cwnd_bytes)] if log_cwnd else None
 
     # -- application interface -------------------------------------------------------
-    @property
-    def cwnd_bytes(self) -> float:
-        """The congestion window (RFC 9002 section 7), as ``TcpEndpoint.cwnd_bytes``."""
-        return self.cc.cwnd_bytes
-
     def open_stream(self, unidirectional: bool = False) -> int:
         """A new stream id of this endpoint (RFC 9000 section 2.1)."""
         if unidirectional:
