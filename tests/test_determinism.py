@@ -9,7 +9,7 @@ The C event queue and the C TCP model are held to their Python twins the same wa
 same JSON (and capture) from a run on each.
 
 The trace has many origins and loss, because short bundled traces did not show the
-HTTP/3 replay's dependence on memory addresses (``simulator.stacks.aioquic_order``).
+HTTP/3 replay's dependence on memory addresses (``simulator.stacks.aioquic_patches``).
 The push and cross-stream runs added later use the bundled page (faster); the replay
 runs above cover many origins.
 """
@@ -25,7 +25,7 @@ import pytest
 
 from simulator.engine import EVENT_QUEUES
 from simulator.net import native
-from simulator.stacks.aioquic_order import InsertionOrderedSet
+from simulator.stacks.aioquic_patches import InsertionOrderedSet
 
 PAGE = str(Path(__file__).resolve().parent.parent / "traces" / "synthetic-page.har")
 

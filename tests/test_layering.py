@@ -137,3 +137,22 @@ def test_no_module_over_600_lines():
             if (n := len(path.read_text(encoding="utf-8").splitlines())) > MAX_MODULE_LINES
             and path.relative_to(ROOT).as_posix() not in LONG_ON_PURPOSE]
     assert not long, "\n".join(long)
+
+
+def test_the_aioquic_patches_check_the_version_and_internals_they_were_written_for(monkeypatch):
+    """``stacks.aioquic_patches.check`` passes on the pinned aioquic and refuses, with one
+    line naming the module to look at, another minor version or a missing internal name."""
+    import aioquic
+    from aioquic.quic.recovery import QuicPacketRecovery
+
+    from simulator.stacks import aioquic_patches
+
+    aioquic_patches.check()
+    monkeypatch.setattr(aioquic, "__version__", "1.8.0")
+    with pytest.raises(RuntimeError, match=r"written for aioquic 1\.7\.x and found aioquic 1\.8\.0"):
+        aioquic_patches.check()
+    monkeypatch.undo()
+    monkeypatch.delattr(QuicPacketRecovery, "_on_packets_lost")
+    with pytest.raises(RuntimeError, match=r"QuicPacketRecovery\._on_packets_lost") as info:
+        aioquic_patches.check()
+    assert "aioquic_patches.py" in str(info.value) and "\n" not in str(info.value)

@@ -19,7 +19,7 @@ Determinism
   encrypted *contents*, never a size or a time, so the same seed gives identical
   timings and packet counts (a test checks it); captures differ in their bytes.
 - aioquic orders the streams it serves by a ``set`` of stream objects, which
-  iterates by memory address: ``aioquic_order`` makes that set insertion-ordered, so
+  iterates by memory address: ``aioquic_patches`` makes that set insertion-ordered, so
   the same seed gives byte-identical results in separate processes.
 - The trap of the loss-detection timer: aioquic can report a timer due at exactly the
   instant it just fired, because ``sent_time + loss_delay`` rounds to a deadline at
@@ -74,7 +74,7 @@ from aioquic.quic.stream import QuicStreamSender
 from ..engine import Simulator
 from ..net.link import Packet, Path
 from ..net.quic.packet import UDP_IP_HEADER_BYTES      # IPv4 (20) + UDP (8)
-from . import aioquic_order
+from . import aioquic_patches
 from .common import CLIENT_ADDR, SERVER_ADDR, Recorder, StackParams, StackStalled
 from .endpoint import Endpoint
 from .qlog import SimQuicLogger, stream_frames_resent_in_qlog
@@ -88,7 +88,8 @@ CONNECTION_ID_BYTES = 8
 TIMER_NUDGE_S = 1e-6              # first step past a deadline that came back unchanged
 _MAX_NUDGE_DOUBLINGS = 14     # steps grow to at most 16 ms
 
-aioquic_order.install()       # stream service order by insertion, not by memory address
+aioquic_patches.check()       # the aioquic these patches were written for, with the internals they use
+aioquic_patches.install()     # stream service order by insertion, not by memory address
 
 
 # ---------------------------------------------------------------------------------------
