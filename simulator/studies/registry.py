@@ -1,7 +1,8 @@
 """Every study by name: ``workbench <name>`` and ``workbench batch <name>`` both come from here.
 
 Adding a study: its package under ``simulator/studies/`` with a ``STUDY`` registration
-(``simulator.studies.base.Study``) in its ``cli`` module, and one line in ``STUDIES``.
+(``simulator.studies.base.Study``) in its ``cli`` module, and one line in ``STUDIES``
+(a worked example: ``docs/extending.md``).
 """
 
 from __future__ import annotations

@@ -12,7 +12,7 @@ from ...errors import InputError
 from ...units import parse_byte_rate, parse_duration, parse_size
 from ..base import Study, add_network_flags, comma_list, network_from_args
 from .model import CpuCosts
-from .receivers import READING, STRATEGIES, WORK
+from .receivers import READING, RECEIVERS, STRATEGIES, WORK
 from .server import INTERLEAVINGS
 from .study import FULL, PARTS, SCANNERS, DemuxParams, run
 
@@ -81,8 +81,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--interleaving", type=argtypes.names(INTERLEAVINGS, "interleaving"),
                    default=",".join(INTERLEAVINGS),
                    help="comma-separated: " + ",".join(INTERLEAVINGS))
-    p.add_argument("--strategy", type=argtypes.names(STRATEGIES, "strategy"), default=",".join(STRATEGIES),
-                   help="comma-separated: " + ",".join(STRATEGIES))
+    p.add_argument("--strategy", type=argtypes.names(RECEIVERS, "strategy"), default=",".join(STRATEGIES),
+                   help="comma-separated: " + ",".join(RECEIVERS))
     p.add_argument("--reading", default="eager", choices=list(READING),
                    help="eager: read until the socket is empty; paced: one read per wakeup")
     p.add_argument("--work", default="count", choices=list(WORK), help="the application's work per byte")

@@ -11,7 +11,7 @@ from ... import __version__
 from ...errors import InputError
 from ..base import StudyParams, StudyResult, records, steps
 from .model import CpuCosts
-from .receivers import READING, STRATEGIES, WORK
+from .receivers import READING, RECEIVERS, STRATEGIES, WORK
 from .server import INTERLEAVINGS
 
 __all__ = ["DemuxParams", "DemuxResult", "run", "STRATEGIES", "INTERLEAVINGS", "PARTS", "SCANNERS", "FULL",
@@ -59,7 +59,8 @@ class DemuxParams(StudyParams):
             raise InputError(message)
 
         for name, values, known in (("interleaving", self.interleavings, INTERLEAVINGS),
-                                    ("strategy", self.strategies, STRATEGIES), ("scanner", self.scanners, SCANNERS)):
+                                    ("strategy", self.strategies, tuple(RECEIVERS)),
+                                    ("scanner", self.scanners, SCANNERS)):
             if not values:
                 bad(f"give at least one {name}")
             for v in values:

@@ -14,7 +14,7 @@ from ...errors import InputError
 from ...traces.model import Trace
 from ...units import parse_duration, parse_size
 from ..base import Study, add_network_flags, comma_list, network_from_args
-from .study import DIRECTIONS, SCHEMES, TRANSPORTS, HolParams, run
+from .study import DIRECTIONS, TRANSPORTS, HolParams, run, schemes
 
 __all__ = ["STUDY", "add_arguments", "params_from_args"]
 
@@ -75,8 +75,8 @@ def _cmd(args: argparse.Namespace) -> int:
 def add_arguments(p: argparse.ArgumentParser) -> None:
     """The study's flags: the command line's, and the batch grid's parameters."""
     p.add_argument("--trace", required=True, help="HAR, QIF or QPACK interop file")
-    p.add_argument("--scheme", default="hpack,qpack,qcram", type=argtypes.names(SCHEMES, "scheme"),
-                   help="comma-separated: " + ",".join(SCHEMES))
+    p.add_argument("--scheme", default="hpack,qpack,qcram", type=argtypes.names(schemes(), "scheme"),
+                   help="comma-separated: " + ",".join(schemes()))
     p.add_argument("--transport", default="quic", choices=list(TRANSPORTS),
                    help="quic or tcp (transport models), or ref2017 (the 2017 simulator's network model)")
     add_network_flags(p, rtt="100ms", bw="10mbit", loss="0", cc="reno", seed=1)

@@ -14,10 +14,17 @@ from ...traces.model import Trace
 from ..base import StudyParams, StudyResult, rows_by_index, steps
 from .model import HeaderItem, SchemeRun
 
-__all__ = ["HolParams", "HolResult", "run", "run_seeds", "resolve_direction", "schedule", "SCHEMES", "DIRECTIONS",
-           "TRANSPORTS"]
+__all__ = ["HolParams", "HolResult", "run", "run_seeds", "resolve_direction", "schedule", "SCHEMES", "schemes",
+           "DIRECTIONS", "TRANSPORTS"]
 
 SCHEMES = ("hpack", "qpack", "qcram", "qcram-blocking")
+
+
+def schemes() -> tuple[str, ...]:
+    """The schemes this study runs: the built-in ones and every scheme added to ``compression``."""
+    from ...compression import ADDED_SCHEMES
+
+    return SCHEMES + tuple(ADDED_SCHEMES)
 DIRECTIONS = ("auto", "requests", "responses", "both")
 # quic and tcp: the transport models; ref2017: the 2017 simulator's own network model.
 TRANSPORTS = ("quic", "tcp", "ref2017")
@@ -52,8 +59,8 @@ class HolParams(StudyParams):
     def __post_init__(self) -> None:
         super().__post_init__()
         for s in self.schemes:
-            if s not in SCHEMES:
-                raise InputError(f"unknown scheme {s!r} (choose from {', '.join(SCHEMES)})")
+            if s not in schemes():
+                raise InputError(f"unknown scheme {s!r} (choose from {', '.join(schemes())})")
         if self.transport not in TRANSPORTS:
             raise InputError(f"unknown transport {self.transport!r} (choose {', '.join(TRANSPORTS)})")
         if self.transport == "ref2017":

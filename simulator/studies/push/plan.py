@@ -4,14 +4,15 @@ connections they need), and the think times (a ``pageload.ServerPlan``)."""
 
 from __future__ import annotations
 
+from typing import Any, Callable
+
 from ...errors import InputError
 from ...traces.pagegraph import PageGraph
 from ..pageload import ServerPlan
 from ..pageload.client import connection_key
 
-__all__ = ["POLICIES", "push_count", "pushable", "server_plan"]
+__all__ = ["POLICIES", "push_count", "pushable", "push_set", "early_hints", "server_plan"]
 
-POLICIES = ("none", "push", "hints", "push+hints", "hints-cdn")
 _AS = {"stylesheet": "style", "script": "script", "font": "font", "image": "image", "fetch": "fetch",
        "document": "document"}
 
@@ -48,35 +49,61 @@ def server_plan(graph: PageGraph, policy: str, params) -> ServerPlan:
     doc = graph[graph.document]
     think = {r.index: params.asset_think_s for r in graph.resources}
     think[graph.document] = params.think_s if params.think_s is not None else (doc.wait_s or 0.0)
-    if policy == "none" or (policy == "hints-cdn" and not params.edge_seen):
-        return ServerPlan(think_s=think)
-    blocking = [i for i in graph.render_blocking if i != graph.document]
-    pushes: list[int] = []
-    if policy in ("push", "push+hints"):
-        candidates = pushable(graph, params.coalesce)
-        n = push_count(params.push_set)
-        if params.push_set == "render-blocking":
-            pushes = [i for i in candidates if graph[i].render_blocking]
-        elif params.push_set == "all":
-            pushes = candidates
-        elif params.push_set.startswith("list:"):
-            pushes = _listed(graph, candidates, params.push_set[len("list:"):].split())
-        else:
-            pushes = sorted(candidates, key=lambda i: (-graph[i].body_bytes, i))[:n]
-    hints: list[bytes] = []
-    if policy in ("hints", "push+hints", "hints-cdn"):
-        doc_key = connection_key(doc.origin, doc.origin, params.coalesce)
-        preconnect: dict[str, None] = {}
-        for i in blocking:
-            r = graph[i]
-            if i in pushes:
-                continue
-            hints.append(f"<{r.url}>; rel=preload; as={_AS.get(r.resource_type, 'fetch')}".encode())
-            key = connection_key(r.origin, doc.origin, params.coalesce)
-            if key != doc_key:
-                preconnect.setdefault(key, None)
-        hints += [f"<{k}>; rel=preconnect".encode() for k in preconnect]
+    decide = POLICIES[policy]
+    if isinstance(decide, str):
+        import importlib
+
+        decide = importlib.import_module(decide).policy
+    pushes, hints = decide(graph, params)
     return ServerPlan(think_s=think, hints=tuple(hints), pushes=tuple(pushes))
+
+
+def push_set(graph: PageGraph, params) -> list[int]:
+    """The resources ``params.push_set`` names, of those the document's connection may push."""
+    candidates = pushable(graph, params.coalesce)
+    if params.push_set == "render-blocking":
+        return [i for i in candidates if graph[i].render_blocking]
+    if params.push_set == "all":
+        return candidates
+    if params.push_set.startswith("list:"):
+        return _listed(graph, candidates, params.push_set[len("list:"):].split())
+    return sorted(candidates, key=lambda i: (-graph[i].body_bytes, i))[:push_count(params.push_set)]
+
+
+def early_hints(graph: PageGraph, params, pushed=()) -> list[bytes]:
+    """A 103's Link values (RFC 8297): ``rel=preload`` for each render-blocking sub-resource not
+    pushed, then ``rel=preconnect`` for the other connections they need."""
+    doc = graph[graph.document]
+    doc_key = connection_key(doc.origin, doc.origin, params.coalesce)
+    hints: list[bytes] = []
+    preconnect: dict[str, None] = {}
+    for i in graph.render_blocking:
+        r = graph[i]
+        if i == graph.document or i in pushed:
+            continue
+        hints.append(f"<{r.url}>; rel=preload; as={_AS.get(r.resource_type, 'fetch')}".encode())
+        key = connection_key(r.origin, doc.origin, params.coalesce)
+        if key != doc_key:
+            preconnect.setdefault(key, None)
+    return hints + [f"<{k}>; rel=preconnect".encode() for k in preconnect]
+
+
+def _push_and_hints(graph: PageGraph, params) -> tuple[list[int], list[bytes]]:
+    pushes = push_set(graph, params)
+    return pushes, early_hints(graph, params, pushes)
+
+
+# A policy: (graph, params) -> (resources to push, the 103's Link values); none is no help.
+# Adding one: a module whose ``policy`` it is, and one line here naming the module
+# (imported when first asked for; ``docs/extending.md``).
+POLICIES: dict[str, Callable[[PageGraph, Any], tuple[list[int], list[bytes]]] | str] = {
+    "none": lambda graph, params: ([], []),
+    "push": lambda graph, params: (push_set(graph, params), []),
+    "hints": lambda graph, params: ([], early_hints(graph, params)),
+    "push+hints": _push_and_hints,
+    # a CDN edge sends hints only for a page it has seen before (``edge_seen``)
+    "hints-cdn": lambda graph, params: ([], early_hints(graph, params) if params.edge_seen else []),
+}
 
 
 def _listed(graph: PageGraph, candidates: list[int], urls: list[str]) -> list[int]:
