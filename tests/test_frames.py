@@ -26,7 +26,6 @@ from hypothesis import strategies as st
 
 import simulator.frames as F
 from simulator.frames import FrameError, HuffmanError, IntegerError, PREFACE, implementations, parse_h2, parse_h3
-from simulator.frames.wire import H2WireAccounting, H3WireAccounting
 
 ROOT = Path(__file__).resolve().parent.parent
 IMPLS = implementations()
@@ -628,34 +627,24 @@ def test_install_huffman_routes_hpack_through_c():
 
 
 # ---------------------------------------------------------------------------------
-# Wire accounting
+# Writing frames
 
-def test_wire_accounting_h2_header_blocks_and_times(impl, monkeypatch):
-    monkeypatch.setattr("simulator.frames.wire.H2Scanner", impl.H2Scanner)
-    frames = [SettingsFrame(0), HeadersFrame(1, data=b"a" * 100),
-              ContinuationFrame(1, data=b"b" * 100), ContinuationFrame(1, data=b"c", flags=["END_HEADERS"]),
-              DataFrame(1, data=b"d" * 1000, flags=["END_STREAM"])]
-    data = PREFACE + b"".join(f.serialize() for f in frames)
-    acct = H2WireAccounting(preface=True)
-    for i in range(0, len(data), 50):
-        acct.on_data(0, data[i:i + 50], False, i / 50)
-    assert [f.type for f in acct.frames] == [4, 1, 9, 9, 0]
-    [block] = acct.header_blocks
-    assert (block.stream_id, block.kind, block.frames, block.start) == (1, "HEADERS", 3, 33)
-    assert block.end == 33 + 9 + 100 + 9 + 100 + 9 + 1
-    assert block.time_s == (block.end - 1) // 50
-    assert acct.payload_bytes[1] == 1201
+def test_h2_frame_is_hyperframes_rfc9113_section4_1():
+    """The 9-byte header (24-bit length, type, flags, stream id with the reserved bit clear)."""
+    from simulator.frames import h2_frame
+
+    assert h2_frame(0x1, 0x5, 3, b"abc") == HeadersFrame(3, data=b"abc", flags=["END_STREAM", "END_HEADERS"]).serialize()
+    assert h2_frame(0x0, 0, 1, b"x" * 70000)[:3] == (70000).to_bytes(3, "big")
+    assert h2_frame(0x4, 0, 0x80000001, b"")[5:9] == b"\x00\x00\x00\x01"
 
 
-def test_wire_accounting_h3(impl, monkeypatch):
-    monkeypatch.setattr("simulator.frames.wire.H3Scanner", impl.H3Scanner)
-    acct = H3WireAccounting()
-    acct.on_data(2, v(0) + h3(4, v(6) + v(100)), False, 0.5)          # control stream
-    acct.on_data(0, h3(1, b"hdr")[:2], False, 1.0)
-    acct.on_data(0, h3(1, b"hdr")[2:] + h3(0, b"body"), True, 2.0)
-    acct.on_data(6, v(2) + b"qpack-encoder-bytes", False, 2.5)        # QPACK encoder stream
-    assert [(f.stream_id, f.type, f.time_s) for f in acct.frames] == [(2, 4, 0.5), (0, 1, 2.0), (0, 0, 2.0)]
-    assert acct.header_blocks[0].time_s == 2.0 and acct.other_bytes == {6: 19}
+def test_h3_frame_scans_back_rfc9114_section7_1():
+    from simulator.frames import h3_frame
+
+    data = h3_frame(0x1, b"h" * 70) + h3_frame(0x0, b"d" * 20000)
+    frames = parse_h3(data, kind="request")
+    assert list(frames.types) == [1, 0] and list(frames.lengths) == [70, 20000]
+    assert data[:3] == b"\x01\x40\x46"                  # type 1; length 70 as a 2-byte varint
 
 
 # ---------------------------------------------------------------------------------

@@ -45,7 +45,7 @@ __all__ = [
     "decode_varint", "encode_varint", "varint_len", "integer_len", "decode_int", "encode_int",
     "huffman_decode", "huffman_encode", "huffman_encoded_length",
     "H2_FRAME_TYPES", "H3_FRAME_TYPES", "h2_type_name", "h3_type_name", "h2_flag_names", "error_code_name",
-    "PREFACE",
+    "PREFACE", "h2_frame", "h3_frame",
 ]
 
 PREFACE = _python.PREFACE
@@ -147,6 +147,18 @@ def varint_len(value: int) -> int:
     if value < 0x40000000:
         return 4
     return 8
+
+
+def h2_frame(frame_type: int, flags: int, stream_id: int, payload: bytes) -> bytes:
+    """One HTTP/2 frame: the 9-byte header (24-bit length, type, flags, 31-bit stream id;
+    RFC 9113 section 4.1) and ``payload``."""
+    return (len(payload).to_bytes(3, "big") + bytes((frame_type, flags))
+            + (stream_id & 0x7FFFFFFF).to_bytes(4, "big") + payload)
+
+
+def h3_frame(frame_type: int, payload: bytes) -> bytes:
+    """One HTTP/3 frame: type and length varints, then ``payload`` (RFC 9114 section 7.1)."""
+    return encode_varint(frame_type) + encode_varint(len(payload)) + payload
 
 
 def integer_len(value: int, prefix_bits: int) -> int:

@@ -5,13 +5,12 @@ delivers them (one simulator per scheme; ``study.run`` drives it)."""
 from __future__ import annotations
 
 import math
-import struct
 from collections import deque
 from dataclasses import dataclass
 
 from ...engine import Simulator
-from ...frames import H2Scanner, H3Scanner
-from ...frames import encode_varint as _varint
+from ...frames import H2Scanner, H3Scanner, h2_frame, h3_frame
+from ...http.framing import H2_MAX_FRAME_BYTES
 from ...net.link import Jitter, Path
 from ...net.transport import TransportConfig
 from ...traces.model import raw_size
@@ -192,7 +191,7 @@ class _H3Wire(_Wire):
         endpoint.write(stream_id, data)
 
     def send_block(self, kind: str, stream_id: int, block: bytes) -> int:
-        frame = b"\x01" + _varint(len(block)) + block
+        frame = h3_frame(0x1, block)                            # HEADERS (RFC 9114 section 7.2.2)
         sender = self.sender(kind)
         self.block_frames[(id(sender), stream_id)] = len(frame)
         sender.write(stream_id, frame, end=True)
@@ -244,7 +243,7 @@ class _H2Wire(_Wire):
     lets peers that agree use extension frames)."""
 
     LABEL = 0                      # the transport model's label for the connection's byte stream
-    MAX_FRAME = 16384              # SETTINGS_MAX_FRAME_SIZE default (RFC 9113 section 6.5.2)
+    MAX_FRAME = H2_MAX_FRAME_BYTES   # SETTINGS_MAX_FRAME_SIZE default (RFC 9113 section 6.5.2)
     EXT_TYPE = {"encoder": 0xF0, "decoder": 0xF1}
 
     def __init__(self, run, transport) -> None:
@@ -265,10 +264,6 @@ class _H2Wire(_Wire):
         """The study numbers streams as QUIC does (0, 4, 8, ...); HTTP/2 clients use 1, 3, 5."""
         return 2 * (stream_id >> 2) + 1
 
-    def _frame(self, ftype: int, flags: int, h2_stream: int, payload: bytes) -> bytes:
-        n = len(payload)
-        return struct.pack(">BHBBL", n >> 16, n & 0xFFFF, ftype, flags, h2_stream) + payload
-
     def _write(self, endpoint, frames: bytes, ack_tag: tuple) -> tuple[int, int]:
         start = self.sent[id(endpoint)]
         end = start + len(frames)
@@ -279,7 +274,7 @@ class _H2Wire(_Wire):
 
     def send_instructions(self, kind: str, role: str, data: bytes) -> None:
         endpoint = self.sender(kind) if role == "encoder" else self.receiver(kind)
-        frames = b"".join(self._frame(self.EXT_TYPE[role], 0, 0, data[i:i + self.MAX_FRAME])
+        frames = b"".join(h2_frame(self.EXT_TYPE[role], 0, 0, data[i:i + self.MAX_FRAME])
                           for i in range(0, len(data), self.MAX_FRAME))
         if role == "encoder":
             self.encoder_sent[kind] += len(data)
@@ -294,9 +289,9 @@ class _H2Wire(_Wire):
         for i, chunk in enumerate(chunks):
             last = i == len(chunks) - 1
             if i == 0:   # END_STREAM 0x1 on HEADERS; END_HEADERS 0x4 on the last frame
-                frames.append(self._frame(0x1, 0x1 | (0x4 if last else 0), h2_stream, chunk))
+                frames.append(h2_frame(0x1, 0x1 | (0x4 if last else 0), h2_stream, chunk))
             else:
-                frames.append(self._frame(0x9, 0x4 if last else 0, h2_stream, chunk))
+                frames.append(h2_frame(0x9, 0x4 if last else 0, h2_stream, chunk))
         wire = b"".join(frames)
         sender = self.sender(kind)
         start, end = self._write(sender, wire, ("block", kind, stream_id))
