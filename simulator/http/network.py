@@ -1,12 +1,15 @@
-"""The page-load network over the transport models (TCP for h2, QUIC for h3).  Written by hand.
+"""HTTP connections over the transport models (TCP for HTTP/1.1 and h2, QUIC for h3): the
+network of the page-load model and of the replay model (``stacks.model_replay``), so
+that both put HTTP on the models the same way.  Written by hand.
 
 One shared access path (the client's bottleneck: every connection of the load shares
-its bandwidth, queue and loss stream), one ``TcpConnection`` or ``QuicConnection`` per
-connection key.  HTTP is modelled by sizes, as ``stacks.model_replay`` does: header
-blocks are sized as the real ``hpack`` encoder writes them (``http.header_sizes.HeaderBlockSizer``: its
-choices and its dynamic table, one per connection and direction, checked against hpack),
-frames add their headers (HTTP/2 9 bytes, RFC 9113 section 4.1; HTTP/3 about 3, RFC 9114
-section 7.1), and bodies are padding of their size.
+its bandwidth, queue and loss stream; ``own_paths=True``: a path per connection, as the
+replay gives each origin), one ``TcpConnection`` or ``QuicConnection`` per connection
+key.  HTTP is modelled by sizes: header blocks are sized as the real ``hpack`` encoder
+writes them (``http.header_sizes.HeaderBlockSizer``: its choices and its dynamic table,
+one per connection and direction, checked against hpack), frames add their headers
+(HTTP/2 9 bytes, RFC 9113 section 4.1; HTTP/3 about 3, RFC 9114 section 7.1), requests
+carry their bodies, and bodies are padding of their size.
 
 Server behaviour, as the real stacks' (``stacks.endpoint.Endpoint``): when a request has
 arrived the server sends at once its 103 (RFC 8297) and, for each push, a PUSH_PROMISE

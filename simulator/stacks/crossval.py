@@ -66,11 +66,13 @@ def scenarios(size: str = "small") -> dict[str, list[ExchangeSpec]]:
 
 
 def compare(size: str = "small", *, stacks=("h2", "h3"), losses=("0", "0.01", "0.03"), seeds=(1,),
-            base: StackParams | None = None, progress: bool = False) -> pd.DataFrame:
-    """Run each scenario on the real stacks and on the models per stack, loss and seed; one row per run."""
+            base: StackParams | None = None, progress: bool = False,
+            only: tuple[str, ...] | None = None) -> pd.DataFrame:
+    """Run each scenario (or those named in ``only``) on the real stacks and on the models per
+    stack, loss and seed; one row per run."""
     base = base or StackParams()
     rows = []
-    jobs = [(name, specs, stack, loss, seed) for name, specs in scenarios(size).items()
+    jobs = [(name, specs, stack, loss, seed) for name, specs in scenarios(size).items() if only is None or name in only
             for stack in stacks for loss in losses for seed in seeds]
     if progress:
         from tqdm.auto import tqdm
