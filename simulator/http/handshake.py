@@ -63,7 +63,6 @@ class Flights:
     client_hello: int              # the ClientHello record (over TCP)
     server_flight: int             # ServerHello, ChangeCipherSpec, EncryptedExtensions ... Finished
     client_finished: int           # the client's ChangeCipherSpec and Finished
-    quic_server_crypto: int        # the server's handshake messages in CRYPTO frames (RFC 9001 4.1)
     cert_chain_bytes: int          # the certificates' DER bytes, part of both server sizes
 
     @property
@@ -71,33 +70,49 @@ class Flights:
         """The client's TLS bytes over TCP."""
         return self.client_hello + self.client_finished
 
+    @property
+    def quic_server_crypto(self) -> int:
+        """The server's handshake messages in CRYPTO frames (RFC 9001 section 4.1), as aioquic
+        sends them, with this chain (measured once, when first asked for)."""
+        if not _QUIC_CRYPTO:
+            from ..stacks.h3 import server_crypto_bytes
 
-_MEASURED: dict[str, tuple[int, int, int, int, int]] = {}
+            _QUIC_CRYPTO.append(server_crypto_bytes())
+        return _QUIC_CRYPTO[0] + self.cert_chain_bytes - _stack_cert_bytes()
 
 
-def _measured(server_name: str | None) -> tuple[int, int, int, int, int]:
-    """(ClientHello, server flight, client Finished, QUIC server CRYPTO, certificate DER bytes)
-    measured on the real stacks, cached per server name."""
-    key = server_name or ""
-    if key not in _MEASURED:
-        from ..stacks.h3 import server_crypto_bytes
-        from ..stacks.tls import certificate_der_bytes, handshake_flight_bytes     # OpenSSL: loaded with ssl
+_TLS_MEASURED: dict[str, tuple[int, int, int]] = {}
+_QUIC_CRYPTO: list[int] = []
+_STACK_CERT: list[int] = []
 
-        _MEASURED[key] = (*handshake_flight_bytes(server_name), server_crypto_bytes(), certificate_der_bytes())
-    return _MEASURED[key]
+
+def _stack_cert_bytes() -> int:
+    """The DER bytes of the stacks' certificate, the one the measured flights carry."""
+    if not _STACK_CERT:
+        from ..stacks.tls import certificate_der_bytes
+
+        _STACK_CERT.append(certificate_der_bytes())
+    return _STACK_CERT[0]
 
 
 def flights(server_name: str | None, cert_chain_bytes: int | None = None) -> Flights:
     """The handshake's sizes to a server named ``server_name`` (None: no SNI) presenting a
-    chain of ``cert_chain_bytes`` (default: the stacks' certificate)."""
-    hello, server, finished, crypto, stack_cert = _measured(server_name)
+    chain of ``cert_chain_bytes`` (default: the stacks' certificate).  The TLS flights are
+    measured on OpenSSL once per name."""
+    key = server_name or ""
+    if key not in _TLS_MEASURED:
+        from ..stacks.tls import handshake_flight_bytes
+
+        _TLS_MEASURED[key] = handshake_flight_bytes(server_name)
+    hello, server, finished = _TLS_MEASURED[key]
+    stack_cert = _stack_cert_bytes()
     chain = stack_cert if cert_chain_bytes is None else cert_chain_bytes
     extra = chain - stack_cert
     # The Certificate message is one record while it fits 16 KiB; a bigger one needs more.
     cert_message = stack_cert + 13          # handshake header, context, list length, entry lengths (RFC 8446 4.4.2)
     more_records = (-(-(cert_message + extra) // TLS_MAX_RECORD_PLAINTEXT_BYTES)
                     - -(-cert_message // TLS_MAX_RECORD_PLAINTEXT_BYTES))
-    return Flights(hello, server + extra + TLS_RECORD_OVERHEAD_BYTES * more_records, finished, crypto + extra, chain)
+    return Flights(hello, server + extra + TLS_RECORD_OVERHEAD_BYTES * more_records, finished, chain)
 
 
 @dataclass(frozen=True)
