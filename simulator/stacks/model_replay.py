@@ -5,9 +5,8 @@ that a replay and a page load put HTTP on the models the same way.
 
 Every origin's connection opens at time 0 (each its own path), as ``replay`` opens the real
 stacks'.  Per exchange, at its start time, the client sends its request on its origin's
-connection and
-the server, ``think_s`` after the request has arrived (the spec's own, else the
-parameters'), sends the response, its 103 and pushes first if the spec has them.  What
+connection and the server, ``think_s`` after the request has arrived (the spec's own, else
+the parameters'), sends the response, its 103 and pushes first if the spec has them.  What
 the network model does, as the stacks do:
 
 - HTTP/2 over the TCP model: TCP's three-way handshake (unless ``tcp_handshake=False``),
@@ -40,7 +39,7 @@ from .. import __version__
 from ..engine import Simulator
 from ..http.network import ModelNetwork
 from ..traces.model import Trace
-from .common import ExchangeSpec, Recorder, Result, StackParams, run_until
+from .common import ExchangeSpec, Recorder, Result, StackParams, run_until, schedule_requests
 from .replay import specs_from_trace
 
 __all__ = ["run", "run_specs", "last_completion_s", "MODEL_FOR"]
@@ -102,6 +101,22 @@ class _Rows:
         """A pushed response has arrived."""
 
 
+class _Session:
+    """One origin's connection, as ``schedule_requests`` hands it its exchanges."""
+
+    def __init__(self, net: ModelNetwork, rows: _Rows, origin: str, think_s: float) -> None:
+        self.net, self.rows, self.origin, self.think_s = net, rows, origin, think_s
+        net.connect(origin)
+
+    def request(self, spec: ExchangeSpec, row: dict) -> None:
+        """Send ``spec``'s request now; ``row`` is its row in the recorder."""
+        row["request_sent_s"] = self.net.sim.now
+        if spec.think_s is None:
+            spec = replace(spec, think_s=self.think_s)
+        self.rows.rows[spec.index] = (spec, row)
+        self.net.fetch(self.origin, spec)
+
+
 def _simulate(specs: list[ExchangeSpec], params: StackParams, check_every_event: bool):
     """Run the replay to its end: (simulator, recorder, network model)."""
     sim = Simulator(params.seed)
@@ -110,23 +125,10 @@ def _simulate(specs: list[ExchangeSpec], params: StackParams, check_every_event:
     net = ModelNetwork(sim, _NetworkParams(params), rows, own_paths=True, max_datagram_bytes=params.max_datagram_bytes,
                        tcp_handshake=params.tcp_handshake)
 
-    def start(spec: ExchangeSpec) -> None:
-        row = recorder.new_row(kind="request", exchange=spec.index, origin=spec.origin,
-                               path=dict(spec.request_headers).get(b":path", b"").decode("latin-1"),
-                               start_s=sim.now, expected_body_bytes=spec.response_body_bytes)
-        row["request_sent_s"] = sim.now
-        recorder.progress()
-        if spec.think_s is None:
-            spec = replace(spec, think_s=params.think_s)
-        rows.rows[spec.index] = (spec, row)
-        net.fetch(spec.origin, spec)
-
     # Every origin's connection opens at the start, as ``replay`` opens the real stacks'.
-    for origin in dict.fromkeys(spec.origin for spec in specs):
-        net.connect(origin)
-    for spec in specs:
-        sim.call_at(spec.start_s, start, spec)
-    last_start = max(s.start_s for s in specs)
+    origins = dict.fromkeys(spec.origin for spec in specs)
+    sessions = {origin: _Session(net, rows, origin, params.think_s) for origin in origins}
+    last_start = schedule_requests(sim, specs, sessions, recorder)
     started = [False]
 
     def all_started() -> None:
