@@ -1,6 +1,7 @@
 """Header compression: one sans-I/O interface, three schemes (HPACK, QPACK, QCRAM).
 
-Schemes (``SCHEMES``):
+Schemes (``SCHEMES``; ``ADDED_SCHEMES`` names more, each a module with ``make_encoder`` and
+``make_decoder``: ``docs/extending.md``):
 
 =================  ==========================================================================
 ``hpack``          HPACK (RFC 7541, ``hpack`` package); ``transport="quic"`` (default) gives

@@ -48,12 +48,13 @@ costs 22 bytes per record of up to 16 KiB; then the h2 connection preface and SE
 SETTINGS ACK when the peer's bytes first arrive).  Header blocks over TCP are encoded
 after h2's own normalisation, so with ``tls=False`` the model writes the h2 stack's bytes
 at the h2 stack's instants and the two agree to the packet.  QUIC runs the QUIC model's
-handshake with the options ``stacks.model_replay`` uses for aioquic (1 ms ACK delay,
-lost data resent in its stream's turn), aioquic's exit from slow start on a rising
-RTT (``slow_start_rtt_exit``) and its probe timeout that declares resent handshake
-datagrams lost (``pto_declares_lost``: from 200 ms RTT on, twice its initial RTT, no
-RTT sample from the handshake, so the first window leaves unpaced, as aioquic's);
-requests wait in the client's send queue until the handshake completes.  A browser model that times handshakes itself
+handshake (its server flight of aioquic's CRYPTO bytes, ``http.handshake``) with
+aioquic's behaviours: 1 ms ACK delay, initial RTT 100 ms, lost data resent in its
+stream's turn, exit from slow start on a rising RTT (``slow_start_rtt_exit``) and a
+probe timeout that declares resent handshake datagrams lost (``pto_declares_lost``: from
+200 ms RTT on, twice its initial RTT, no RTT sample from the handshake, so the first
+window leaves unpaced, as aioquic's); requests wait in the client's send queue until the
+handshake completes.  A browser model that times handshakes itself
 (``ModelNetwork.connect(..., setup=...)``, ``studies.coalescing``) gets transports
 without a handshake of their own, usable after its ``setup``.
 """
@@ -66,10 +67,6 @@ from collections import deque
 from h2.utilities import normalize_outbound_headers
 
 from ..engine import Simulator
-from .framing import H2_FRAME_HEADER_BYTES, H2_MAX_FRAME_BYTES, H3_FRAME_HEADER_BYTES
-from .handshake import TlsOverTcp, flights, tls_record_bytes
-from .header_sizes import (H2_SETTINGS_ACK_BYTES, HeaderBlockSizer, h1_header_bytes, h2_normalized,
-                                  h2_preface_bytes)
 from ..net.link import DelayedPath, Path
 from ..net.quic import QuicConnection
 from ..net.tcp import TcpConnection
@@ -77,6 +74,9 @@ from ..net.transport import TransportConfig
 from ..net.writer import response_writer
 from ..stacks.common import ExchangeSpec
 from ..stacks.tls import sni_name
+from .framing import H2_FRAME_HEADER_BYTES, H2_MAX_FRAME_BYTES, H3_FRAME_HEADER_BYTES
+from .handshake import TlsOverTcp, flights, tls_record_bytes
+from .header_sizes import H2_SETTINGS_ACK_BYTES, HeaderBlockSizer, h1_header_bytes, h2_normalized, h2_preface_bytes
 
 __all__ = ["ModelNetwork", "SCHEDULERS", "urgency", "AIOQUIC_ACK_DELAY_S", "H1_CONNECTIONS_PER_ORIGIN"]
 
