@@ -41,6 +41,7 @@ from ..net.quic.packet import UDP_IP_HEADER_BYTES
 from ..net.transport import TransportConfig
 from ..stacks.tls import MAX_RECORD_PLAINTEXT_BYTES as TLS_MAX_RECORD_PLAINTEXT_BYTES
 from ..stacks.tls import RECORD_OVERHEAD_BYTES as TLS_RECORD_OVERHEAD_BYTES
+from ..stacks.tls import certificate_der_bytes, handshake_flight_bytes
 
 __all__ = ["Flights", "flights", "Handshake", "handshake", "TlsOverTcp", "tls_record_bytes",
            "TLS_RECORD_OVERHEAD_BYTES", "TLS_MAX_RECORD_PLAINTEXT_BYTES", "AMPLIFICATION_FACTOR"]
@@ -73,39 +74,19 @@ class Flights:
     @property
     def quic_server_crypto(self) -> int:
         """The server's handshake messages in CRYPTO frames (RFC 9001 section 4.1), as aioquic
-        sends them, with this chain (measured once, when first asked for)."""
-        if not _QUIC_CRYPTO:
-            from ..stacks.h3 import server_crypto_bytes
+        sends them, with this chain (measured once, when first asked for: aioquic is imported
+        only then)."""
+        from ..stacks.h3 import server_crypto_bytes
 
-            _QUIC_CRYPTO.append(server_crypto_bytes())
-        return _QUIC_CRYPTO[0] + self.cert_chain_bytes - _stack_cert_bytes()
-
-
-_TLS_MEASURED: dict[str, tuple[int, int, int]] = {}
-_QUIC_CRYPTO: list[int] = []
-_STACK_CERT: list[int] = []
-
-
-def _stack_cert_bytes() -> int:
-    """The DER bytes of the stacks' certificate, the one the measured flights carry."""
-    if not _STACK_CERT:
-        from ..stacks.tls import certificate_der_bytes
-
-        _STACK_CERT.append(certificate_der_bytes())
-    return _STACK_CERT[0]
+        return server_crypto_bytes() + self.cert_chain_bytes - certificate_der_bytes()
 
 
 def flights(server_name: str | None, cert_chain_bytes: int | None = None) -> Flights:
     """The handshake's sizes to a server named ``server_name`` (None: no SNI) presenting a
     chain of ``cert_chain_bytes`` (default: the stacks' certificate).  The TLS flights are
     measured on OpenSSL once per name."""
-    key = server_name or ""
-    if key not in _TLS_MEASURED:
-        from ..stacks.tls import handshake_flight_bytes
-
-        _TLS_MEASURED[key] = handshake_flight_bytes(server_name)
-    hello, server, finished = _TLS_MEASURED[key]
-    stack_cert = _stack_cert_bytes()
+    hello, server, finished = handshake_flight_bytes(server_name)
+    stack_cert = certificate_der_bytes()
     chain = stack_cert if cert_chain_bytes is None else cert_chain_bytes
     extra = chain - stack_cert
     # The Certificate message is one record while it fits 16 KiB; a bigger one needs more.

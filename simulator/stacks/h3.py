@@ -58,6 +58,7 @@ promise the same push id on a second request stream.
 from __future__ import annotations
 
 import bisect
+import functools
 import ssl
 from collections import Counter
 
@@ -132,9 +133,6 @@ class SentRanges:
         return resent
 
 
-_CRYPTO_BYTES: list[int] = []
-
-
 class _CryptoCounting(QuicConnection):
     """aioquic's connection, adding up the CRYPTO data it hands its crypto streams."""
 
@@ -145,13 +143,12 @@ class _CryptoCounting(QuicConnection):
         super()._push_crypto_data()
 
 
+@functools.cache
 def server_crypto_bytes() -> int:
     """The bytes of TLS handshake messages aioquic's server sends in CRYPTO frames (RFC 9001
     section 4.1: ServerHello in Initial packets; EncryptedExtensions with the QUIC transport
     parameters, Certificate, CertificateVerify, Finished in Handshake packets), with the
     stacks' certificate: measured by running aioquic's handshake in memory, once."""
-    if _CRYPTO_BYTES:
-        return _CRYPTO_BYTES[0]
     client_config = QuicConfiguration(is_client=True, alpn_protocols=H3_ALPN)
     client_config.verify_mode = ssl.CERT_NONE
     client_config.server_name = "server.example"
@@ -168,7 +165,6 @@ def server_crypto_bytes() -> int:
             client.receive_datagram(data, SERVER_ADDR, now=0.0)
     if not server._handshake_complete:         # pragma: no cover - a full handshake is 1 RTT
         raise RuntimeError("aioquic's handshake did not complete in memory")
-    _CRYPTO_BYTES.append(server.crypto_bytes)
     return server.crypto_bytes
 
 

@@ -36,6 +36,7 @@ Wireshark/tshark decrypt a capture of the TCP model's segments.
 from __future__ import annotations
 
 import datetime
+import functools
 import os
 import ssl
 import tempfile
@@ -82,6 +83,7 @@ def make_certificate(seed: int):
     return cert, key
 
 
+@functools.cache
 def certificate_der_bytes() -> int:
     """Bytes of the stacks' certificate in DER (the same for every seed: the serial is always 2 bytes)."""
     from cryptography.hazmat.primitives.serialization import Encoding
