@@ -1,6 +1,8 @@
 """Build of the optional C extensions ``simulator.frames._scanner`` (the frame scanner),
-``simulator._engine`` (the engine's event queue and run loop) and ``simulator.net._tcp``
-(the TCP model's per-packet path: links and TCP endpoints).
+``simulator._engine`` (the engine's event queue and run loop), ``simulator.net._tcp``
+(the TCP model's per-packet path: links and TCP endpoints) and ``simulator.lab._relay``
+(the lab's emulated link between two TUN devices; Linux only, and it has no Python twin:
+without it the lab says so and stops).
 
 All project metadata lives in pyproject.toml; this file only declares the extensions.
 They are optional: if one cannot be compiled (no compiler, no Python headers) the install
@@ -64,6 +66,12 @@ setup(
             sources=["simulator/_engine.c"],
             optional=not REQUIRED,
         ),
+        *([Extension(
+            "simulator.lab._relay",
+            sources=["simulator/lab/_relay.c"],
+            extra_compile_args=["-O2"],
+            optional=not REQUIRED,
+        )] if sys.platform.startswith("linux") else []),
         Extension(
             "simulator.net._tcp",
             sources=["simulator/net/_tcp.c"],

@@ -25,6 +25,7 @@ COMMAND_MODULES = [
     "simulator.compression.commands",  # workbench interop decode|encode
     "simulator.frames.commands",       # workbench frames
     "simulator.capture.commands",      # workbench capture
+    "simulator.lab.commands",          # workbench lab shell|clean
     "simulator.batch.commands",        # workbench batch
     "simulator.report.commands",       # workbench slides
     "simulator.bench",                 # workbench bench
@@ -42,6 +43,7 @@ COMMAND_HOMES = {
     "interop": "simulator.compression.commands",
     "frames": "simulator.frames.commands",
     "capture": "simulator.capture.commands",
+    "lab": "simulator.lab.commands",
     "batch": "simulator.batch.commands",
     "slides": "simulator.report.commands",
     "bench": "simulator.bench",
