@@ -33,10 +33,10 @@ demo: install
 	$(VENV)/bin/workbench demo
 
 test: install system-deps
-	$(PY) -m pytest -q -n 2
+	$(PY) -m pytest -q -n 2 --dist loadgroup
 
 test-slow: install system-deps
-	$(PY) -m pytest -q -n 2 -m slow
+	$(PY) -m pytest -q -n 2 --dist loadgroup -m slow
 
 # h2's own test suite (downloaded from the registry into build/h2-suite) with the frame
 # scanner's buffer on every connection, C and pure Python; also part of `make test`.

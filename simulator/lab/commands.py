@@ -16,10 +16,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
-import shlex
-import sys
-import time
 
 from .. import argtypes
 from ..errors import InputError
@@ -55,26 +51,6 @@ def conditions_from_args(args: argparse.Namespace):
                           uplink_trace=args.up_trace, downlink_trace=args.down_trace)
 
 
-def _listening(pid: int, ns: str) -> bool:
-    """Whether process ``pid`` is in namespace ``ns`` yet (``ip netns exec`` enters it, then
-    execs the command) and that namespace has a listening TCP socket or a bound UDP one
-    (``/proc/PID/net`` shows that process's namespace)."""
-    try:
-        if os.stat(f"/proc/{pid}/ns/net").st_ino != os.stat(f"/run/netns/{ns}").st_ino:
-            return False
-    except OSError:
-        return False
-    for table, state in (("tcp", "0A"), ("tcp6", "0A"), ("udp", "07"), ("udp6", "07")):
-        try:
-            with open(f"/proc/{pid}/net/{table}") as f:
-                next(f, None)
-                if any(line.split()[3] == state for line in f if len(line.split()) > 3):
-                    return True
-        except OSError:
-            continue
-    return False
-
-
 def _shell(args: argparse.Namespace) -> int:
     from .link import Lab
 
@@ -88,12 +64,9 @@ def _shell(args: argparse.Namespace) -> int:
         with Lab(conditions, link=args.link) as lab:
             if args.server:
                 server = lab.start("server", ["sh", "-c", args.server])
-                deadline = time.monotonic() + parse_duration(args.server_wait)
-                while not _listening(server.pid, lab.server_ns) and time.monotonic() < deadline:
-                    if server.poll() is not None:
-                        raise InputError(f"the --server command exited with status {server.returncode} "
-                                         "before the client started.")
-                    time.sleep(0.02)
+                if not lab.wait_listening(server, parse_duration(args.server_wait)) and server.poll() is not None:
+                    raise InputError(f"the --server command exited with status {server.returncode} "
+                                     "before the client started.")
             status = lab.run_client(command)
     except KeyboardInterrupt:
         return 130

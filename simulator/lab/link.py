@@ -39,8 +39,9 @@ from . import netns
 
 __all__ = ["LinkConditions", "Lab", "MAX_RATE_BPS", "read_delivery_trace", "relay_available"]
 
-# What the relay is measured to sustain on a two-core machine with a browser and servers
-# beside it (benchmarks/bench_lab.py); a grid point above it is refused before the run.
+# The highest rate the lab emulates.  The relay carried 0.56 Gbit/s of bulk TCP on an
+# unlimited link on this two-core machine (benchmarks/bench_lab.py); a set rate is held well
+# below that so a browser and servers beside it leave it room.  Above: refused before the run.
 MAX_RATE_BPS = 200e6
 MAX_DELAY_S = 10.0
 _TRACE_MAX_LINES = 10_000_000
@@ -265,6 +266,16 @@ class Lab:
         self._procs.append(proc)
         return proc
 
+    def wait_listening(self, proc: subprocess.Popen, timeout_s: float) -> bool:
+        """Wait until the server namespace has a listening TCP socket or a bound UDP one
+        (``proc``: a process started there); False if ``proc`` ended or time ran out first."""
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline and proc.poll() is None:
+            if _listening(proc.pid, self.server_ns):
+                return True
+            time.sleep(0.01)
+        return False
+
     def run_client(self, argv: list[str], **kwargs) -> int:
         """Run ``argv`` in the client namespace in the foreground (it gets the terminal's
         Ctrl-C, as in Mahimahi's shells); its exit status."""
@@ -305,6 +316,26 @@ class Lab:
 
     def __exit__(self, *exc) -> None:
         self.close()
+
+
+def _listening(pid: int, ns: str) -> bool:
+    """Whether process ``pid`` is in namespace ``ns`` yet (``ip netns exec`` enters it, then
+    execs the command) and that namespace has a listening TCP socket or a bound UDP one
+    (``/proc/PID/net`` shows that process's namespace)."""
+    try:
+        if os.stat(f"/proc/{pid}/ns/net").st_ino != os.stat(f"/run/netns/{ns}").st_ino:
+            return False
+    except OSError:
+        return False
+    for table, state in (("tcp", "0A"), ("tcp6", "0A"), ("udp", "07"), ("udp6", "07")):
+        try:
+            with open(f"/proc/{pid}/net/{table}") as f:
+                next(f, None)
+                if any(len(cols) > 3 and cols[3] == state for cols in map(str.split, f)):
+                    return True
+        except OSError:
+            continue
+    return False
 
 
 def _end(proc: subprocess.Popen, grace_s: float = 2.0) -> None:
