@@ -3,7 +3,7 @@ too) goes down or sideways, never up, and no study imports another study.
 
     engine, errors, units, stats, _extension  <-  frames, traces  <-  net  <-  HTTP: http (message sizes),
     compression, hops, stacks (and argtypes, the flag checks)  <-  studies  <-  batch, report,
-    capture  <-  cli
+    capture, lab  <-  cli
 
 A package's ``commands`` module (its ``workbench`` commands) is part of the CLI layer.
 
@@ -28,7 +28,7 @@ LAYERS = {
     "net": 2,
     "argtypes": 3, "compression": 3, "hops": 3, "http": 3, "stacks": 3,
     "studies": 4,
-    "batch": 5, "report": 5, "capture": 5,
+    "batch": 5, "report": 5, "capture": 5, "lab": 5,
     "cli": 6, "bench": 6, "demo": 6,
 }
 SHARED_STUDY_MODULES = {"base", "registry", "pageload"}
