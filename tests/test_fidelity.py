@@ -177,3 +177,57 @@ def test_shared_corpus_meets_the_goal():
     result = run_paths([REAL], FidelityParams())
     s = result.summary()
     assert s["pages"] >= 15 and s["spearman_rho"] >= 0.85 and s["mape_percent"] <= 20, s
+
+
+# ------------------------------------------------------------------ --at: a counterfactual network
+
+
+def test_path_conditions_spelling_round_trips_and_refuses_in_one_line():
+    """The conditions' one-line spelling: read once, written back canonically, a
+    Gilbert-Elliott loss keeping its own commas; a missing or unknown key is refused."""
+    from simulator.errors import InputError
+    from simulator.net.conditions import PathConditions
+
+    c = PathConditions.parse("rtt=300ms, bw=2mbit, loss=ge:0.01,0.3, queue=64KiB")
+    assert (c.rtt_s, c.bandwidth_bps, c.loss, c.queue_bytes) == (0.3, 2e6, "ge:0.01,0.3", 65536)
+    assert PathConditions.parse(str(c)) == c
+    assert str(PathConditions.parse("bw=none,rtt=0.02s")) == "rtt=20ms,bw=none"
+    for bad in ("rtt=20ms", "rtt=20ms,bw=2mbit,jitter=1", "rtt=-1ms,bw=2mbit", "rtt=20ms,bw=2mbit,loss=2",
+                "rtt=20ms,bw=2mbit,rtt=30ms", "20ms"):
+        with pytest.raises(InputError):
+            PathConditions.parse(bad)
+
+
+def test_at_the_recorded_network_gives_the_in_sample_prediction():
+    """``--at`` with the network the page was recorded on (its inferred access RTT and
+    bandwidth) changes nothing: the same prediction as without it, to the bit."""
+    trace = load(BUNDLED / "sitespeed_browsertime-recalculate-style.har")
+    page = trace.pages[0]
+    cond = infer_conditions(load_event_graph(page_graph(trace, page.id), page.on_load_s, page.start_s), page.start_s)
+    at = f"rtt={cond.rtt_s * 1e3!r}ms,bw={'none' if cond.bandwidth_bps is None else f'{cond.bandwidth_bps!r}bit'}"
+    plain = run(trace).pages.iloc[0]["simulated_onload_s"]
+    moved = run(trace, FidelityParams(at=at)).pages.iloc[0]
+    assert moved["simulated_onload_s"] == plain
+    assert moved["error_percent"] != moved["error_percent"]          # NaN: no measurement on that network
+
+
+def test_at_a_longer_rtt_or_a_slower_link_the_page_loads_later():
+    """The network is the counterfactual's, the server times and browser delays the HAR's:
+    a longer RTT adds at least the document's three round trips (TCP, TLS 1.3, the request:
+    RFC 9293 section 3.5, RFC 8446 section 2) and a slower link only adds time."""
+    trace = load(BUNDLED / "http_http2-chrome.har")
+    at = lambda text: run(trace, FidelityParams(at=text)).pages.iloc[0]["simulated_onload_s"]  # noqa: E731
+    fast, slow_rtt, slow_bw = at("rtt=20ms,bw=50mbit"), at("rtt=300ms,bw=50mbit"), at("rtt=20ms,bw=2mbit")
+    assert slow_rtt - fast >= 3 * (0.300 - 0.020)
+    assert slow_bw > fast
+
+
+def test_cli_at_json_has_no_error_against_another_network(capsys):
+    """With ``--at`` the JSON is valid (no NaN), says the conditions in its params, and gives
+    no error or summary against a measurement of another network."""
+    assert main(["fidelity", str(BUNDLED / "http_http2-chrome.har"), "--at", "rtt=100ms,bw=10mbit,loss=0.01",
+                 "--protocol", "h3", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["params"]["at"] == "rtt=100ms,bw=10mbit,loss=0.01"
+    assert out["pages"][0]["error_percent"] is None and out["summary"]["mape_percent"] is None
+    assert main(["fidelity", str(BUNDLED / "http_http2-chrome.har"), "--at", "rtt=100ms"]) == 2

@@ -1,4 +1,4 @@
-"""``workbench fidelity TRACE_OR_DIR... [--protocol auto|h2|h3] [--cc reno|cubic] [--seed N] [--json]``:
+"""``workbench fidelity TRACE_OR_DIR... [--protocol auto|h2|h3] [--at CONDITIONS] [--cc reno|cubic] [--seed N] [--json]``:
 the fidelity study's flags, its command, and its registration."""
 
 from __future__ import annotations
@@ -8,6 +8,8 @@ import sys
 
 import pandas as pd
 
+from ... import argtypes
+from ...net.conditions import PathConditions
 from ..base import Study, add_network_flags, network_from_args
 from .conditions import PROTOCOL_CHOICES
 from .study import FidelityParams, run, run_paths
@@ -17,7 +19,8 @@ __all__ = ["STUDY", "add_arguments", "params_from_args"]
 
 def params_from_args(args: argparse.Namespace) -> FidelityParams:
     """The study's parameters from its parsed flags (units applied)."""
-    return FidelityParams(protocol=args.protocol, **network_from_args(args))
+    return FidelityParams(protocol=args.protocol, at=None if args.at is None else str(PathConditions.parse(args.at)),
+                          **network_from_args(args))
 
 
 def _cmd(args: argparse.Namespace) -> int:
@@ -26,14 +29,21 @@ def _cmd(args: argparse.Namespace) -> int:
     if args.json:
         print(result.to_json())
         return 0
-    if len(result.pages):
+    if len(result.pages) and params.at:
+        table = result.pages[["page", "measured_onload_s", "simulated_onload_s", "resources"]].rename(
+            columns={"measured_onload_s": "recorded_onload_s", "simulated_onload_s": "predicted_onload_s"})
+        table.insert(0, "trace", [str(t).rsplit("/", 1)[-1][:40] for t in result.pages["trace"]])
+        print(f"predicted at {params.at} (protocol {params.protocol}); recorded: the HAR's own network")
+        with pd.option_context("display.width", 200, "display.max_rows", 500, "display.float_format", "{:.3f}".format):
+            print(table.to_string(index=False))
+    elif len(result.pages):
         table = result.pages[["page", "measured_onload_s", "simulated_onload_s", "error_percent", "resources",
                               "origin_protocols", "rtt_ms", "bandwidth_mbit"]].copy()
         table.insert(0, "trace", [str(t).rsplit("/", 1)[-1][:40] for t in result.pages["trace"]])
         with pd.option_context("display.width", 200, "display.max_rows", 500, "display.float_format", "{:.3f}".format):
             print(table.to_string(index=False))
     s = result.summary()
-    if s["pages"]:
+    if s["pages"] and s["mape_percent"] is not None:
         print(f"\n{s['pages']} pages: MAPE {s['mape_percent']:.1f}%, median APE {s['median_ape_percent']:.1f}%, "
               f"Spearman rho {s['spearman_rho'] if s['spearman_rho'] is not None else 'n/a'} "
               "(Lantern, Lighthouse's simulator, publishes rho 0.81 and MAPE 23% for FCP)")
@@ -50,6 +60,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     """The study's flags: the command line's, and the batch grid's parameters."""
     p.add_argument("--protocol", default="auto", choices=list(PROTOCOL_CHOICES),
                    help="auto: each origin's protocol from the HAR (HTTP/1.1 gets six connections); h2 or h3: all")
+    p.add_argument("--at", default=None, type=argtypes.checked(PathConditions.parse, "conditions"),
+                   metavar="CONDITIONS",
+                   help="predict each page on another network, e.g. rtt=300ms,bw=2mbit[,loss=0.01][,queue=64KiB]: "
+                        "server times and browser delays are carried over from the HAR")
     add_network_flags(p, cc="reno", seed=1)
     p.add_argument("--json", action="store_true", help="print one JSON object")
 

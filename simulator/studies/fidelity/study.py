@@ -16,11 +16,12 @@ from ...errors import InputError
 from ...traces import load
 from ...traces.model import Trace, header_value
 from ...traces.pagegraph import PageGraph, page_graph, page_ids
+from ...net.conditions import PathConditions
 from ..base import StudyParams, StudyResult
 from ..pageload import ClientCache, LoadParams, PageLoadResult, ServerPlan, load_page
 from .conditions import PROTOCOL_CHOICES, PageConditions, infer_conditions
 
-__all__ = ["FidelityParams", "FidelityResult", "run", "run_paths", "simulate_page", "LOAD_EVENT_TYPES"]
+__all__ = ["FidelityParams", "FidelityResult", "run", "run_paths", "simulate_page", "moved_to", "LOAD_EVENT_TYPES"]
 
 # Resource types whose fetch delays the load event (HTML: images, scripts, stylesheets,
 # frames, fonts and media do; XHR/fetch and beacons do not).
@@ -30,16 +31,26 @@ LOAD_EVENT_TYPES = ("document", "stylesheet", "script", "font", "image", "media"
 @dataclass(frozen=True)
 class FidelityParams(StudyParams):
     """The protocol to load every origin with, the seed and the congestion control (the
-    network itself comes from each HAR)."""
+    network itself comes from each HAR, or from ``at``)."""
 
     protocol: str = "auto"          # auto: each origin's protocol from the HAR; h2 or h3: all origins
     seed: int = 1
     cc: str = "reno"
+    # A counterfactual network (PathConditions' spelling, "rtt=300ms,bw=2mbit,loss=0.01"):
+    # predict each page on it instead of on the network it was recorded on.
+    at: str | None = None
 
     def __post_init__(self) -> None:
         super().__post_init__()
         if self.protocol not in PROTOCOL_CHOICES:
             raise InputError(f"unknown protocol {self.protocol!r} (choose {', '.join(PROTOCOL_CHOICES)})")
+        if self.at is not None:
+            PathConditions.parse(self.at)
+
+    @property
+    def at_conditions(self) -> PathConditions | None:
+        """``at`` read as a ``PathConditions`` (None: the recorded network)."""
+        return None if self.at is None else PathConditions.parse(self.at)
 
 
 @dataclass
@@ -78,15 +89,17 @@ def _stamped(params: FidelityParams) -> dict:
 def _records(df: pd.DataFrame, cols: list[str]) -> list[dict]:
     out = []
     for row in df.to_dict(orient="records") if len(df) else []:
-        out.append({c: (round(row[c], 6) if isinstance(row[c], float) else row[c]) for c in cols})
+        # NaN (no error: a prediction on another network) is JSON's null.
+        out.append({c: ((round(row[c], 6) if row[c] == row[c] else None) if isinstance(row[c], float) else row[c])
+                    for c in cols})
     return out
 
 
 def summarize(pages: pd.DataFrame) -> dict:
     """Pages, MAPE, median APE and Spearman's rho of simulated against measured onLoad."""
     n = len(pages)
-    if n == 0:
-        return {"pages": 0, "mape_percent": None, "median_ape_percent": None, "spearman_rho": None}
+    if n == 0 or pages["error_percent"].isna().all():      # none, or predictions on another network (at)
+        return {"pages": n, "mape_percent": None, "median_ape_percent": None, "spearman_rho": None}
     ape = pages["error_percent"].abs()
     rho = None
     if n >= 3:
@@ -105,12 +118,26 @@ def load_event_graph(graph: PageGraph, on_load_s: float, page_start_s: float | N
     return graph.subgraph(keep)
 
 
+def moved_to(cond: PageConditions, at: PathConditions, protocol: str) -> PageConditions:
+    """The recorded page's conditions on another network: the access path's RTT, bandwidth,
+    loss and queue are ``at``'s; each origin keeps how much farther than the nearest one it
+    was (its RTT above the access path's, past the shared link) and its set-up time (DNS,
+    slower TLS); server times, the browser's discovery delays and its start-up are carried
+    over as measured.  ``protocol`` h2 or h3 puts every origin on it (auto keeps each one's)."""
+    origins = tuple((o, at.rtt_s + max(0.0, rtt - cond.rtt_s), protocol if protocol in ("h2", "h3") else proto, setup)
+                    for o, rtt, proto, setup in cond.origins)
+    return replace(cond, rtt_s=at.rtt_s, bandwidth_bps=at.bandwidth_bps, origins=origins)
+
+
 def simulate_page(graph: PageGraph, cond: PageConditions, params: FidelityParams,
                   cache: ClientCache | None = None) -> PageLoadResult:
-    """One load of ``graph`` on the page-load model under ``cond`` (times from the navigation)."""
+    """One load of ``graph`` on the page-load model under ``cond`` (times from the navigation);
+    with ``params.at``, the path's loss and queue are ``at``'s."""
+    at = params.at_conditions
     load_params = LoadParams(protocol="h3" if params.protocol == "h3" else "h2", rtt_s=cond.rtt_s,
                              bandwidth_bps=cond.bandwidth_bps, seed=params.seed, coalesce="origin", cc=params.cc,
-                             origins=cond.origins)
+                             origins=cond.origins, loss=at.loss if at else "0",
+                             queue_bytes=at.queue_bytes if at else None)
     plan = ServerPlan(think_s=dict(cond.think_s))
     return load_page(graph, load_params, plan, cache or ClientCache(), discovery_s=cond.discovery_s,
                      blockers=cond.blockers)
@@ -138,7 +165,7 @@ def run(trace: Trace, params: FidelityParams | None = None) -> FidelityResult:
             skipped.append({**base, "reason": "a repeat view (its HAR lacks what came from the browser's cache): "
                                               "predicted from its first view instead"})
             first = first_views.get(meta.url) or (list(first_views.values())[-1] if first_views else None)
-            if first is not None:
+            if first is not None and params.at is None:
                 repeats.append(_repeat_view(first, {**base, "measured_onload_s": meta.on_load_s}, params))
             continue
         try:
@@ -148,11 +175,14 @@ def run(trace: Trace, params: FidelityParams | None = None) -> FidelityResult:
             continue
         sub = load_event_graph(graph, meta.on_load_s, meta.start_s)
         cond = infer_conditions(sub, meta.start_s, params.protocol)
+        if params.at is not None:
+            cond = moved_to(cond, params.at_conditions, params.protocol)
         metrics = simulate_page(sub, cond, params).metrics
         simulated = cond.start_offset_s + metrics["onload_s"]
         row = {**base, "url": graph[graph.document].url,
                "measured_onload_s": meta.on_load_s, "simulated_onload_s": simulated,
-               "error_percent": 100.0 * (simulated - meta.on_load_s) / meta.on_load_s,
+               # With ``at`` the measurement is of another network: there is no error to give.
+               "error_percent": math.nan if params.at else 100.0 * (simulated - meta.on_load_s) / meta.on_load_s,
                "resources": len(sub), "requests": metrics["requests"], "connections": metrics["connections"],
                "creator": trace.meta.get("creator", ""), **cond.summary()}
         rows.append(row)
