@@ -3,12 +3,21 @@
     workbench lab shell [--rtt 100ms] [--bw 10mbit] [--loss 0.01] [--queue 64KiB] [--seed 1]
                         [--up-trace FILE] [--down-trace FILE] [--link relay|netem]
                         [--server 'CMD'] [--stats FILE] -- CMD [ARG ...]
+    workbench lab run TRACE_OR_DIR... --grid FILE [--runs 3] --out DIR [--workers 1] [--dask ADDR]
+    workbench lab validate TRACE_OR_DIR... --grid FILE [--reference rtt=20ms,bw=50mbit]
+                           [--reference-protocol h2] [--runs 3] --out DIR [--json]
     workbench lab clean
 
 ``shell`` is Mahimahi's shells in one: it makes the two namespaces and the link, starts
 the server command (``sh -c``) in the server namespace and waits until it listens, runs
 CMD in the client namespace, then removes everything and exits with CMD's status.  Both
 get the server's address in ``LAB_SERVER_ADDR`` (and the client's in ``LAB_CLIENT_ADDR``).
+``run`` loads every page (each HAR's page rebuilt as a real site) at every grid point
+(``rtt``, ``bw``, ``loss``, ``queue``, ``protocol``: the batch grid format) ``--runs`` times
+into a results folder (the batch runner's ``lab-load``: resumable, ``workbench batch status``
+reads it).  ``validate`` records each page at a reference condition, predicts every grid
+point from that one HAR with the page-load model, measures them, and prints the model's
+out-of-sample error per condition beside the lab's run-to-run floor (``validate.py``).
 ``clean`` removes what a killed lab run left behind (every run also does so on start).
 """
 
@@ -16,6 +25,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 
 from .. import argtypes
 from ..errors import InputError
@@ -77,6 +87,56 @@ def _shell(args: argparse.Namespace) -> int:
     return 128 - status if status < 0 else status
 
 
+def _run(args: argparse.Namespace) -> int:
+    from ..batch.runner import run_batch
+
+    report = run_batch("lab-load", args.paths, args.grid, args.runs, out=args.out, workers=args.workers,
+                       dask=args.dask, tables=("summary", "har"), progress=sys.stderr.isatty(),
+                       on_bad_trace=lambda path, error: print(f"workbench: warning: skipping trace: {error}",
+                                                              file=sys.stderr))
+    print(report)
+    for jid, error in report.failures[:10]:
+        print(f"  failed {jid}: {error}", file=sys.stderr)
+    return 0 if not report.failed else 1
+
+
+def _validate(args: argparse.Namespace) -> int:
+    from ..net.conditions import PathConditions
+    from .validate import validate
+
+    result = validate(args.paths, args.grid, reference=PathConditions.parse(args.reference),
+                      reference_protocol=args.reference_protocol, runs=args.runs, out=args.out, workers=args.workers,
+                      dask=args.dask, progress=not args.json)
+    if args.json:
+        print(result.to_json())
+        return 0
+    print(f"{'condition':<34} {'protocol':>8} {'pages':>5} {'MAPE':>8} {'median APE':>10} {'rho':>6} {'floor':>8}")
+    rows = [(c["condition"], c) for c in result.conditions]
+    if result.reference:
+        rows.insert(0, (result.reference["condition"], result.reference))
+    pct = lambda v: "n/a" if v is None else f"{v:.1f}%"  # noqa: E731
+    for cond, c in rows:
+        label = cond["conditions"] + (" (reference)" if c is result.reference else "")
+        print(f"{label:<34} {cond['protocol']:>8} {c['pages']:>5} {pct(c['mape_percent']):>8} "
+              f"{pct(c['median_ape_percent']):>10} {c['spearman_rho'] if c['spearman_rho'] is not None else 'n/a':>6} "
+              f"{pct(c['floor_mape_percent']):>8}")
+    s = result.summary
+    print(f"\nout of sample, {s['conditions']} conditions, {s['pages']} page loads predicted: MAPE "
+          f"{pct(s['mape_percent'])}, median APE {pct(s['median_ape_percent'])}, rho {s['spearman_rho']}; "
+          f"the lab's run-to-run floor {pct(s['floor_mape_percent'])}")
+    return 0
+
+
+def _add_batch_flags(p: argparse.ArgumentParser) -> None:
+    p.add_argument("paths", nargs="+", metavar="TRACE_OR_DIR", help="HAR files, or folders of them")
+    p.add_argument("--grid", required=True, help="grid file (TOML): rtt, bw, loss, queue, protocol lists")
+    p.add_argument("--runs", default=3, type=argtypes.count(1), help="loads of every page at every grid point")
+    p.add_argument("--out", required=True, type=argtypes.output_folder, help="results folder (resumable)")
+    p.add_argument("--workers", default=1, type=argtypes.count(0),
+                   help="loads at once on this machine (1: a browser's timing is not disturbed by another's)")
+    p.add_argument("--dask", default=None, metavar="ADDRESS", help="spread loads over a Dask cluster's workers")
+
+
 def _clean(args: argparse.Namespace) -> int:
     from . import netns
 
@@ -84,6 +144,12 @@ def _clean(args: argparse.Namespace) -> int:
     gone = netns.sweep_stale()
     print(f"removed {len(gone)} namespace(s) left by lab runs that are gone" + (f": {', '.join(gone)}" if gone else ""))
     return 0
+
+
+def _conditions(text: str):
+    from ..net.conditions import PathConditions
+
+    return PathConditions.parse(text)
 
 
 def add_commands(sub) -> None:
@@ -100,5 +166,15 @@ def add_commands(sub) -> None:
                     help="write the link's conditions and the relay's counters (JSON) here after the run")
     sh.add_argument("cmd", nargs=argparse.REMAINDER, help="-- then the client command")
     sh.set_defaults(func=_shell)
+    rn = lab_sub.add_parser("run", help="real loads of HAR pages over a grid of link conditions (batch store)")
+    _add_batch_flags(rn)
+    rn.set_defaults(func=_run)
+    va = lab_sub.add_parser("validate", help="the model's predictions at other conditions against real loads")
+    _add_batch_flags(va)
+    va.add_argument("--reference", default="rtt=20ms,bw=50mbit", type=argtypes.checked(_conditions, "conditions"),
+                    help="the condition each page is recorded at and predicted from")
+    va.add_argument("--reference-protocol", default="h2", choices=("h2", "h3"))
+    va.add_argument("--json", action="store_true", help="print one JSON object")
+    va.set_defaults(func=_validate)
     cl = lab_sub.add_parser("clean", help="remove namespaces left by lab runs whose process is gone")
     cl.set_defaults(func=_clean)

@@ -1,0 +1,221 @@
+"""One real page load in the lab, registered as a study so that the batch runner runs it:
+``workbench lab-load --trace PAGE.har --rtt 100ms --bw 10mbit --protocol h2`` for one load,
+``workbench batch lab-load`` (or ``workbench lab run``) for pages x conditions x runs into the
+results store, resumable, with a progress bar, on Dask workers too (each machine makes its
+own namespaces).
+
+A load: the HAR's page rebuilt as a real site (``site.rebuild``: every origin on its own
+RFC 5737 address, each response at its recorded status, size, coding and server time), its
+servers started in the lab's server namespace (``serve``: hypercorn, HTTP/2 over TLS or
+HTTP/3), Chromium loading it in the client namespace (``load``), over the emulated link
+(``link.Lab``) with this load's conditions.  Each load gets fresh namespaces, servers and
+browser profile, so no kernel TCP metrics cache, connection or HTTP cache carries over from
+one load to the next.
+
+Unlike every other study, a lab load is a measurement on the wall clock: its rows are not
+deterministic (the run number, ``seed``, also seeds the link's loss draws).  ``summary`` has
+one row (onLoad, first and largest contentful paint, requests, protocols seen, the link's
+counters); the optional ``har`` table holds the HAR itself as JSON text, which ``lab
+validate`` predicts from.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import select
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+
+import pandas as pd
+
+from .. import argtypes
+from ..errors import InputError
+from ..studies.base import Study, StudyParams, StudyResult, add_network_flags, network_from_args, records
+from ..units import parse_duration, parse_size
+
+__all__ = ["LabLoadParams", "LabLoadResult", "run", "load_in_lab", "page_metrics", "STUDY", "PROTOCOLS"]
+
+PROTOCOLS = ("h2", "h3")
+
+
+@dataclass(frozen=True)
+class LabLoadParams(StudyParams):
+    """The link (as the models' network flags), the protocol every https origin is served
+    and loaded with, the run number (which also seeds the loss draws) and a time limit."""
+
+    rtt_s: float = 0.100
+    bandwidth_bps: float | None = 10e6
+    loss: str = "0"
+    queue_bytes: int | None = None
+    protocol: str = "h2"
+    seed: int = 1
+    timeout_s: float = 60.0
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if self.protocol not in PROTOCOLS:
+            raise InputError(f"unknown protocol {self.protocol!r} (choose h2 or h3)")
+        if not 0 < self.timeout_s <= 3600:
+            raise InputError(f"the load's time limit must be in (0, 3600] s, got {self.timeout_s}")
+        self.conditions()                       # the link's own limits (rate, queue), before any work
+
+    def conditions(self):
+        """The emulated link of this load (``link.LinkConditions``)."""
+        from .link import LinkConditions
+
+        return LinkConditions(rtt_s=self.rtt_s, bandwidth_bps=self.bandwidth_bps, loss=self.loss,
+                              queue_bytes=self.queue_bytes, seed=self.seed)
+
+
+def page_metrics(har: dict) -> dict:
+    """onLoad, first and largest contentful paint (seconds after the page's start), requests
+    and the protocols the responses came over, of a lab HAR's page."""
+    page = har["log"]["pages"][0]
+    timings = page.get("pageTimings", {})
+
+    def seconds(key):
+        v = timings.get(key)
+        return None if v is None or v < 0 else v / 1000.0
+
+    entries = har["log"]["entries"]
+    versions = sorted({e["response"].get("httpVersion") or "" for e in entries} - {""})
+    return {"onload_s": seconds("onLoad"), "fcp_s": seconds("_firstContentfulPaint"),
+            "lcp_s": seconds("_largestContentfulPaint"), "requests": len(entries),
+            "protocols_seen": ",".join(versions)}
+
+
+def _read_line(stream, timeout_s: float) -> str:
+    deadline = time.monotonic() + timeout_s
+    buf = b""
+    while not buf.endswith(b"\n") and time.monotonic() < deadline:
+        if not select.select([stream], [], [], max(deadline - time.monotonic(), 0))[0]:
+            break
+        chunk = os.read(stream.fileno(), 1)
+        if not chunk:
+            break
+        buf += chunk
+    return buf.decode(errors="replace").strip()
+
+
+def _last_line(data: bytes | str | None) -> str:
+    text = data.decode(errors="replace") if isinstance(data, bytes) else (data or "")
+    lines = [line.strip() for line in text.strip().splitlines() if line.strip()]
+    return (lines[-1] if lines else "no message").removeprefix("error: ")
+
+
+def load_in_lab(trace, params: LabLoadParams, *, site=None) -> tuple[dict, dict]:
+    """One load of ``trace``'s page (or of ``site``, already rebuilt) in the lab: (the HAR
+    Chromium recorded, the relay's counters)."""
+    from .link import Lab
+    from .netns import exec_argv
+    from .site import rebuild
+
+    site = site if site is not None else rebuild(trace)
+    python = [sys.executable, "-m"]
+    with tempfile.TemporaryDirectory(prefix="wblab-") as tmp:
+        site_dir = os.path.join(tmp, "site")
+        site.write(site_dir)
+        har_path = os.path.join(tmp, "load.har")
+        with Lab(params.conditions(), server_addresses=sorted(set(site.hosts.values()))) as lab:
+            server = lab.start("server", [*python, "simulator.lab.serve", site_dir, "--proto", params.protocol],
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+            if _read_line(server.stdout, 30.0) != "ready":
+                server.poll()
+                raise InputError(f"the rebuilt site's servers did not start ({_last_line(server.stderr.read1(4000))}).",
+                                 path=trace.source if trace is not None else None)
+            done = subprocess.run(exec_argv(lab.client_ns, [*python, "simulator.lab.load", site_dir, "--proto",
+                                                            params.protocol, "--out", har_path,
+                                                            "--timeout", f"{params.timeout_s}s"]),
+                                  env=lab.environment(), capture_output=True, timeout=params.timeout_s + 60)
+            if done.returncode != 0:
+                raise InputError(f"the lab load failed ({_last_line(done.stderr)}).",
+                                 path=trace.source if trace is not None else None)
+            with open(har_path, encoding="utf-8") as f:
+                har = json.load(f)
+        return har, lab.stats or {}
+
+
+@dataclass
+class LabLoadResult(StudyResult):
+    """One lab load: its page metrics and link counters (``summary``) and its HAR (``har``)."""
+
+    summary: pd.DataFrame
+    har: dict
+    params: dict
+
+    def tables(self) -> dict[str, pd.DataFrame]:
+        """``summary`` (one row) and ``har`` (the HAR as JSON text, one row)."""
+        return {"summary": self.summary, "har": pd.DataFrame([{"har_json": json.dumps(self.har, sort_keys=True)}])}
+
+    def to_dict(self) -> dict:
+        """The load's row and its parameters (the HAR is written with ``--har``)."""
+        return {"summary": records(self.summary), "params": self.params}
+
+
+def run(trace, params: LabLoadParams | None = None, *, progress: bool = False) -> LabLoadResult:
+    """Load ``trace``'s page once in the lab under ``params`` (see the module docstring)."""
+    params = params or LabLoadParams()
+    har, stats = load_in_lab(trace, params)
+    row = {**page_metrics(har)}
+    for direction in ("uplink", "downlink"):
+        d = stats.get(direction, {})
+        row[f"{direction}_packets"] = d.get("packets_in")
+        row[f"{direction}_lost"] = d.get("packets_lost")
+        row[f"{direction}_queue_drops"] = d.get("packets_dropped")
+    return LabLoadResult(summary=pd.DataFrame([row]), har=har, params=params.to_dict())
+
+
+# ---------------------------------------------------------------------------------------- CLI
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    """The load's flags: the link (the models' spellings), the protocol, the time limit."""
+    add_network_flags(p, rtt="100ms", bw="10mbit", loss="0", seed=1)
+    p.add_argument("--queue", default=None, type=argtypes.positive_size,
+                   help="drop-tail queue of each direction in bytes (default: unlimited, as the models)")
+    p.add_argument("--protocol", default="h2", choices=PROTOCOLS, help="HTTP/2 over TLS, or HTTP/3 (QUIC forced)")
+    p.add_argument("--timeout", default="60s", type=argtypes.positive_duration, help="give up on the page after this")
+    p.add_argument("--har", default=None, type=argtypes.output_file, metavar="FILE",
+                   help="also write the HAR Chromium recorded")
+    p.add_argument("--json", action="store_true", help="print one JSON object")
+
+
+def params_from_args(args: argparse.Namespace) -> LabLoadParams:
+    """The load's parameters from its parsed flags (units applied, the link checked)."""
+    return LabLoadParams(queue_bytes=None if args.queue is None else parse_size(args.queue), protocol=args.protocol,
+                         timeout_s=parse_duration(args.timeout), **network_from_args(args))
+
+
+def _add_inputs(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--trace", required=True, help="the HAR whose page is rebuilt and loaded")
+
+
+def _cmd(args: argparse.Namespace) -> int:
+    from ..traces import load
+
+    params = params_from_args(args)
+    result = run(load(args.trace), params)
+    if args.har:
+        from ..traces._io import atomic_write
+
+        atomic_write(args.har, (json.dumps(result.har, indent=1) + "\n").encode())
+    if args.json:
+        print(result.to_json())
+        return 0
+    row = result.summary.iloc[0]
+    paint = lambda v: "n/a" if v is None or v != v else f"{v:.3f} s"  # noqa: E731
+    print(f"onLoad {paint(row['onload_s'])}, first contentful paint {paint(row['fcp_s'])}, "
+          f"largest contentful paint {paint(row['lcp_s'])}; {row['requests']} requests over "
+          f"{row['protocols_seen'] or 'nothing'}; link: {row['downlink_lost']} lost, "
+          f"{row['downlink_queue_drops']} dropped at the queue (server to client)")
+    return 0
+
+
+STUDY = Study(name="lab-load", help="one real page load: the HAR's page rebuilt and loaded by Chromium in the lab",
+              add_arguments=add_arguments, params_from_args=params_from_args, run=run, command=_cmd,
+              add_inputs=_add_inputs, optional_tables=("har",), cli_only=frozenset({"har", "timeout"}))

@@ -1,0 +1,180 @@
+"""``workbench lab validate``: the page-load model's "what if" held against real loads.
+
+For every page: record it in the lab at a reference condition (``--reference``, ``--runs``
+times; the run with the median onLoad is the reference HAR), predict every grid point from
+that one HAR with the page-load model (``workbench fidelity --at``: the network is the grid
+point's, server times and browser delays are the reference HAR's), measure every grid point
+in the lab ``--runs`` times, and compare.  The prediction never sees a load of the
+condition it predicts: the error is out of sample.
+
+Beside each error stands the lab's own floor: the same metric between repeated real loads of
+the same page and condition (each run against the median of the others), which no model of
+one load can beat.  Per condition and overall: MAPE and median APE of the predicted onLoad
+against the runs' median, Spearman's rho over pages, and the floor's MAPE.
+
+The loads run on the batch runner (``lab-load``) into a results folder, so an interrupted
+validation resumes where it stopped and ``workbench batch status`` reads it.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import statistics
+from dataclasses import dataclass
+
+import pandas as pd
+
+from ..errors import InputError
+from ..net.conditions import PathConditions
+
+__all__ = ["validate", "analyse", "ValidationResult", "floor_ape", "spearman"]
+
+LINK_KEYS = ("rtt_s", "bandwidth_bps", "loss", "queue_bytes", "protocol")
+
+
+def _key(row) -> tuple:
+    q = row["queue_bytes"]
+    bw = row["bandwidth_bps"]
+    return (float(row["rtt_s"]), None if bw is None or bw != bw else float(bw), str(row["loss"]),
+            None if q is None or q != q else int(q), str(row["protocol"]))
+
+
+def _condition(key: tuple) -> dict:
+    rtt_s, bw, loss, queue, protocol = key
+    return {"conditions": str(PathConditions(rtt_s=rtt_s, bandwidth_bps=bw, loss=loss, queue_bytes=queue)),
+            "rtt_s": rtt_s, "bandwidth_bps": bw, "loss": loss, "queue_bytes": queue, "protocol": protocol}
+
+
+def floor_ape(runs: list[float]) -> list[float]:
+    """Run-to-run error: each run's absolute percentage error against the median of the
+    others (what a perfect model of "a load" would still be off by)."""
+    out = []
+    for i, r in enumerate(runs):
+        others = runs[:i] + runs[i + 1:]
+        if others:
+            m = statistics.median(others)
+            out.append(100.0 * abs(r - m) / m)
+    return out
+
+
+def spearman(a: list[float], b: list[float]) -> float | None:
+    """Spearman's rho (Pearson's r of the ranks, ties at their mean rank); None under 3 pairs."""
+    if len(a) < 3:
+        return None
+    value = pd.Series(a).rank().corr(pd.Series(b).rank())
+    return None if value != value else round(float(value), 4)
+
+
+def _stats(pages: list[dict]) -> dict:
+    ape = [abs(p["error_percent"]) for p in pages if p["error_percent"] is not None]
+    floor = [f for p in pages for f in p["floor_ape_percent"]]
+    measured = [statistics.median(p["measured_onload_s"]) for p in pages if p["predicted_onload_s"] is not None]
+    predicted = [p["predicted_onload_s"] for p in pages if p["predicted_onload_s"] is not None]
+    return {"pages": len(pages),
+            "mape_percent": round(statistics.fmean(ape), 3) if ape else None,
+            "median_ape_percent": round(statistics.median(ape), 3) if ape else None,
+            "spearman_rho": spearman(measured, predicted),
+            "floor_mape_percent": round(statistics.fmean(floor), 3) if floor else None}
+
+
+@dataclass
+class ValidationResult:
+    """Per condition and overall: the model's out-of-sample error and the lab's floor."""
+
+    conditions: list[dict]
+    reference: dict
+    summary: dict
+    params: dict
+
+    def to_dict(self) -> dict:
+        """``conditions``, ``reference`` (the in-sample check), ``summary``, ``params``."""
+        return {"conditions": self.conditions, "reference": self.reference, "summary": self.summary,
+                "params": self.params}
+
+    def to_json(self) -> str:
+        """One JSON document."""
+        return json.dumps(self.to_dict(), indent=1, sort_keys=False)
+
+
+def _predict(har_json: str, trace_name: str, key: tuple, seed: int) -> tuple[float | None, str | None]:
+    """The model's onLoad of the reference HAR's page moved to condition ``key``."""
+    from ..studies.fidelity import FidelityParams, run as fidelity
+    from ..traces.har import parse_har
+
+    rtt_s, bw, loss, queue, protocol = key
+    at = str(PathConditions(rtt_s=rtt_s, bandwidth_bps=bw, loss=loss, queue_bytes=queue))
+    try:
+        trace = parse_har(json.loads(har_json), path=trace_name)
+        result = fidelity(trace, FidelityParams(at=at, protocol=protocol, seed=seed))
+    except InputError as exc:
+        return None, exc.detail
+    if not len(result.pages):
+        reason = result.skipped["reason"].iloc[0] if len(result.skipped) else "no page"
+        return None, reason
+    return float(result.pages["simulated_onload_s"].iloc[0]), None
+
+
+def analyse(out: str, reference: dict, *, seed: int = 1) -> ValidationResult:
+    """The validation's figures from a results folder that holds the reference and grid loads."""
+    from ..batch.store import load
+
+    summary = load(out, "summary")
+    hars = load(out, "har")
+    if not len(summary):
+        raise InputError("holds no finished lab load.", path=str(out))
+    summary = summary.assign(key=[_key(r) for r in summary.to_dict(orient="records")])
+    hars = hars.merge(summary[["job_id", "key", "onload_s"]], on="job_id")
+    ref_key = _key(reference)
+    conditions, ref_pages = [], []
+    by_key = {k: df for k, df in summary.groupby("key", sort=False)}
+    for key in sorted(by_key, key=lambda k: (k != ref_key, k[4], k[0], -(k[1] or math.inf), k[2])):
+        pages = []
+        for trace, runs in by_key[key].groupby("trace", sort=True):
+            measured = [float(v) for v in runs.sort_values("seed")["onload_s"] if v == v and v is not None]
+            ref = hars[(hars["trace"] == trace) & (hars["key"] == ref_key)].dropna(subset=["onload_s"])
+            if ref.empty or not measured:
+                continue
+            ref = ref.sort_values(["onload_s", "seed"]).iloc[(len(ref) - 1) // 2]        # the median run
+            predicted, why = _predict(ref["har_json"], trace, key, seed)
+            median = statistics.median(measured)
+            page = {"trace": trace, "measured_onload_s": [round(v, 4) for v in measured],
+                    "predicted_onload_s": None if predicted is None else round(predicted, 4),
+                    "error_percent": None if predicted is None else round(100.0 * (predicted - median) / median, 3),
+                    "floor_ape_percent": [round(v, 3) for v in floor_ape(measured)]}
+            if why:
+                page["not_predicted"] = why
+            pages.append(page)
+        entry = {"condition": _condition(key), "pages": pages, **_stats(pages)}
+        if key == ref_key:
+            ref_pages = pages
+            reference_entry = {**entry, "note": "in sample: predicted from one of its own runs"}
+        else:
+            conditions.append(entry)
+    if ref_key not in by_key:
+        raise InputError("holds no load at the reference condition.", path=str(out))
+    every = [p for c in conditions for p in c["pages"]]
+    return ValidationResult(conditions=conditions, reference=reference_entry if ref_pages else {},
+                            summary=_stats(every) | {"conditions": len(conditions)},
+                            params={"reference": _condition(ref_key), "results": str(out)})
+
+
+def validate(traces, grid, *, reference: PathConditions, reference_protocol: str = "h2", runs: int = 3,
+             out: str, workers: int = 1, dask: str | None = None, progress: bool = True) -> ValidationResult:
+    """Record the reference loads and the grid's in the lab, then ``analyse`` (see the module docstring)."""
+    from ..batch.runner import run_batch
+
+    if runs < 2:
+        raise InputError(f"--runs must be at least 2 (the floor compares runs with each other), got {runs}.")
+    ref_grid = {"rtt": [f"{reference.rtt_s * 1e3!r}ms"],
+                "bw": ["none" if reference.bandwidth_bps is None else f"{reference.bandwidth_bps!r}bit"],
+                "loss": [reference.loss], "protocol": [reference_protocol]}
+    if reference.queue_bytes is not None:
+        ref_grid["queue"] = [str(reference.queue_bytes)]
+    tables = ("summary", "har")
+    run_batch("lab-load", traces, ref_grid, runs, out=out, workers=workers, dask=dask, tables=tables,
+              progress=progress)
+    run_batch("lab-load", traces, grid, runs, out=out, workers=workers, dask=dask, tables=tables, progress=progress)
+    ref = {"rtt_s": reference.rtt_s, "bandwidth_bps": reference.bandwidth_bps, "loss": reference.loss,
+           "queue_bytes": reference.queue_bytes, "protocol": reference_protocol}
+    return analyse(out, ref)
