@@ -61,7 +61,10 @@ def lab_chromium_args(site: RebuiltSite, proto: str) -> list[str]:
 
     rules = [f"MAP {host} {addr}" for host, addr in site.hosts.items()] + ["MAP * ~NOTFOUND"]
     args = [f"--ignore-certificate-errors-spki-list={site.spki_sha256_b64}", *QUIET_ARGS,
-            f"--host-resolver-rules={', '.join(rules)}"]
+            f"--host-resolver-rules={', '.join(rules)}",
+            # Cross-site frames in the page's own process: their requests reach the page's
+            # DevTools session (an out-of-process frame reports to a target of its own).
+            "--disable-features=IsolateOrigins,site-per-process", "--disable-site-isolation-trials"]
     if proto == "h3":
         quic = []
         for origin in site.origins:

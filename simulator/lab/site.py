@@ -390,7 +390,8 @@ def _insert_js(kind: str, url: str, cls: str) -> str:
                 f'(document.body || document.documentElement).appendChild(f);')
     if kind == "font":
         return f'new FontFace("{cls}", "url(" + {u} + ")").load().catch(function () {{}});'
-    return f'fetch({u}).catch(function () {{}});'
+    # The body is read: Chromium reports a fetch finished only once its body is consumed.
+    return f'fetch({u}).then(function (r) {{ return r.arrayBuffer(); }}).catch(function () {{}});'
 
 
 def _delayed(stmt: str, delay_s: float) -> str:
@@ -413,7 +414,7 @@ def _parser_tag(kind: str, url: str, blocking: bool) -> tuple[str, str]:
         return "head", f'<link rel="preload" href="{u}" as="font" crossorigin>'
     if kind == "document":
         return "body", f'<iframe src="{u}" width="320" height="180"></iframe>'
-    return "body", f"<script>fetch({_js_str(url)}).catch(function () {{}});</script>"
+    return "body", f"<script>{_insert_js(kind, url, '')}</script>"
 
 
 # ---------------------------------------------------------------------------- rebuild
