@@ -131,6 +131,7 @@ def make_ca_and_leaf(hosts: list[str], days: int = 30) -> dict:
           .add_extension(x509.KeyUsage(digital_signature=False, content_commitment=False, key_encipherment=False,
                                        data_encipherment=False, key_agreement=False, key_cert_sign=True,
                                        crl_sign=True, encipher_only=False, decipher_only=False), critical=True)
+          .add_extension(x509.SubjectKeyIdentifier.from_public_key(ca_key.public_key()), critical=False)
           .sign(ca_key, hashes.SHA256()))
     key = ec.generate_private_key(ec.SECP256R1())
     names = []
@@ -146,6 +147,9 @@ def make_ca_and_leaf(hosts: list[str], days: int = 30) -> dict:
             .add_extension(x509.SubjectAlternativeName(names), critical=False)
             .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
             .add_extension(x509.ExtendedKeyUsage([ExtendedKeyUsageOID.SERVER_AUTH]), critical=False)
+            # RFC 5280 4.2.1.1/4.2.1.2: the key identifiers a strict path builder asks for.
+            .add_extension(x509.AuthorityKeyIdentifier.from_issuer_public_key(ca_key.public_key()), critical=False)
+            .add_extension(x509.SubjectKeyIdentifier.from_public_key(key.public_key()), critical=False)
             .sign(ca_key, hashes.SHA256()))
     spki = leaf.public_key().public_bytes(serialization.Encoding.DER, serialization.PublicFormat.SubjectPublicKeyInfo)
     pem = serialization.Encoding.PEM
@@ -446,6 +450,9 @@ def _load_graph(har):
         raise InputError(f"is a {trace.format} trace, not a HAR: the lab rebuilds HAR pages only.", path=src)
     if not trace.pages:
         raise InputError("has no pages: the lab rebuilds one page load, and a HAR without log.pages names none.",
+                         path=src)
+    if not trace.exchanges and trace.meta.get("not_on_network"):
+        raise InputError("has only data: (or other non-network) entries: no request goes to a server to rebuild.",
                          path=src)
     if not trace.exchanges:
         raise InputError("has no entries: there is no request to rebuild.", path=src)
