@@ -42,7 +42,7 @@ import json
 import os
 from datetime import datetime, timezone
 
-__all__ = ["CHROMIUM", "chromium_path", "browse", "chromium_args"]
+__all__ = ["CHROMIUM", "chromium_path", "browse", "chromium_args", "QUIET_ARGS"]
 
 CHROMIUM = "/usr/bin/chromium"
 
@@ -53,11 +53,14 @@ def chromium_path() -> str | None:
     return path if os.path.isfile(path) and os.access(path, os.X_OK) else None
 
 
+# A browser that fetches nothing of its own during a load.
+QUIET_ARGS = ("--no-first-run", "--no-default-browser-check", "--disable-background-networking",
+              "--disable-component-update", "--disable-sync")
+
+
 def chromium_args(origin_hostport: str, proto: str, spki_sha256_b64: str, netlog: str | None) -> list[str]:
     """Chromium flags for a capture: trust the server's key, resolve only loopback, force QUIC for h3, NetLog."""
-    args = [f"--ignore-certificate-errors-spki-list={spki_sha256_b64}",
-            "--no-first-run", "--no-default-browser-check", "--disable-background-networking",
-            "--disable-component-update", "--disable-sync",
+    args = [f"--ignore-certificate-errors-spki-list={spki_sha256_b64}", *QUIET_ARGS,
             # Resolve nothing but loopback: a capture talks to the local server only.
             "--host-resolver-rules=MAP * ~NOTFOUND, EXCLUDE 127.0.0.1"]
     if proto == "h3":
@@ -307,9 +310,13 @@ async def _settle(rec: _Recorder, loaded: asyncio.Event, quiet_s: float, deadlin
 
 async def browse(url: str, *, proto: str, spki_sha256_b64: str, repeat_view: bool = False,
                  netlog: str | None = None, timeout_s: float = 30.0, quiet_s: float = 0.3,
-                 executable: str | None = None, on_view_start=None) -> dict:
+                 executable: str | None = None, on_view_start=None, launch_args: list[str] | None = None,
+                 init_script: str | None = None, page_timings_js: str | None = None) -> dict:
     """Load ``url`` in headless Chromium and return the HAR of the (last) view.
-    ``on_view_start(view)`` is called before each navigation (0, then 1 for a repeat view)."""
+    ``on_view_start(view)`` is called before each navigation (0, then 1 for a repeat view).
+    ``launch_args`` replace ``chromium_args`` (the lab's many origins); ``init_script`` runs
+    in every document before its own scripts; ``page_timings_js`` is evaluated in the page
+    once it is done and the object it returns is added to the page's ``pageTimings``."""
     from playwright.async_api import async_playwright
 
     executable = executable or chromium_path()
@@ -321,10 +328,13 @@ async def browse(url: str, *, proto: str, spki_sha256_b64: str, repeat_view: boo
     rec = _Recorder()
     async with async_playwright() as p:
         browser = await p.chromium.launch(executable_path=executable, headless=True,
-                                          args=chromium_args(hostport, proto, spki_sha256_b64, netlog),
+                                          args=launch_args if launch_args is not None
+                                          else chromium_args(hostport, proto, spki_sha256_b64, netlog),
                                           timeout=timeout_s * 1000)
         try:
             context = await browser.new_context(ignore_https_errors=False)
+            if init_script:
+                await context.add_init_script(init_script)
             page = await context.new_page()
             page_errors: list[str] = []      # script errors: a page set that does not run as meant
             page.on("pageerror", lambda exc: page_errors.append(str(exc).splitlines()[0] if str(exc) else "error"))
@@ -360,6 +370,9 @@ async def browse(url: str, *, proto: str, spki_sha256_b64: str, repeat_view: boo
             har = build_har(rec, url, browser_version=browser.version,
                             comment=f"captured by workbench capture over {proto}"
                                     + (" (repeat view)" if repeat_view else ""))
+            if page_timings_js:
+                extra = await page.evaluate(page_timings_js)
+                har["log"]["pages"][0]["pageTimings"].update(extra or {})
             if page_errors:
                 har["log"]["_pageErrors"] = page_errors
             await context.close()

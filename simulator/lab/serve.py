@@ -1,0 +1,219 @@
+"""Serve a rebuilt site (``simulator.lab.site``) from every origin's own address.
+
+``python -m simulator.lab.serve SITE_DIR --proto h2|h3`` binds, for every origin of the
+site, its host's address and port (443 for https, 80 for http, or the recorded port):
+https over TLS 1.3 with ALPN ``h2`` only (RFC 9113 3.2), and for ``h3`` also QUIC on the
+same UDP port (RFC 9114 3.1; the browser is forced onto it, the TCP listener stays as the
+fallback); http origins are served in clear (HTTP/1.1, RFC 9112).  It prints one line
+``ready`` when every listener is up, serves until SIGTERM or SIGINT and exits 0.  A bad
+site folder or a listener that cannot be bound: one line on stderr, exit 2.
+
+The server is ``hypercorn`` (``h2``, ``aioquic``), one process for every origin: the app
+picks the site's response by the request's scheme and ``Host`` (``:authority``), sleeps
+the recorded server time (wall clock: the lab measures, it does not simulate), and sends
+status, content type, content coding and the prepared body; ``Location`` on a 3xx; 404
+for what the page does not define.  Responses allow any origin (``access-control-allow-
+origin: *``) so cross-origin fetches and fonts load as they did on the recorded page, and
+say ``cache-control: no-store`` so every lab load is a first view.  Hand-written here: the
+app and the listener plan.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import os
+import signal
+import socket
+import sys
+import tempfile
+
+from ..errors import InputError
+from .site import RebuiltSite
+
+__all__ = ["SiteApp", "serve", "main"]
+
+PROTOCOLS = ("h2", "h3")
+
+
+class SiteApp:
+    """The ASGI app of a rebuilt site; ``log`` lists (scheme, authority, path, status) served."""
+
+    def __init__(self, site: RebuiltSite):
+        self.site = site
+        self.log: list[tuple[str, str, str, int]] = []
+        self._by_address = {}
+        for origin in site.origins:
+            from .site import authority_of
+            host, port = authority_of(origin)
+            self._by_address.setdefault((site.hosts[host], port), origin.split("://", 1)[1])
+
+    async def __call__(self, scope, receive, send):
+        if scope["type"] == "lifespan":
+            while True:
+                msg = await receive()
+                if msg["type"] == "lifespan.startup":
+                    await send({"type": "lifespan.startup.complete"})
+                elif msg["type"] == "lifespan.shutdown":
+                    await send({"type": "lifespan.shutdown.complete"})
+                    return
+        if scope["type"] != "http":
+            return
+        authority = next((v.decode("latin-1") for n, v in scope["headers"] if n == b"host"), None)
+        if authority is None:       # no Host: the listener's own origin
+            server = scope.get("server") or ("", 0)
+            authority = self._by_address.get((server[0], server[1]), "")
+        path = scope.get("raw_path", b"").decode("latin-1") or scope["path"]
+        if scope.get("query_string") and "?" not in path:
+            path += "?" + scope["query_string"].decode("latin-1")
+        r = self.site.response(scope["scheme"], authority, path)
+        headers = [(b"access-control-allow-origin", b"*"), (b"timing-allow-origin", b"*"),
+                   (b"cache-control", b"no-store")]
+        if r is None:
+            status, body = 404, b"not found\n"
+            headers.append((b"content-type", b"text/plain"))
+        else:
+            if r.think_s > 0:
+                await asyncio.sleep(r.think_s)
+            status, body = r.status, r.body
+            headers.append((b"content-type", r.content_type.encode("latin-1")))
+            if r.content_encoding and body:
+                headers.append((b"content-encoding", r.content_encoding.encode()))
+            if r.location:
+                headers.append((b"location", r.location.encode("latin-1")))
+        no_body = status in (204, 304) or status < 200
+        if not no_body:
+            headers.append((b"content-length", str(len(body)).encode()))
+        self.log.append((scope["scheme"], authority, path, status))
+        await send({"type": "http.response.start", "status": status, "headers": headers})
+        await send({"type": "http.response.body", "body": b"" if no_body else body, "more_body": False})
+
+
+def _bind(kind: int, address: str, port: int) -> socket.socket:
+    family = socket.AF_INET6 if ":" in address else socket.AF_INET
+    s = socket.socket(family, kind)
+    s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    if kind == socket.SOCK_STREAM:
+        s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    try:
+        s.bind((address, port))
+    except OSError as exc:
+        s.close()
+        proto = "TCP" if kind == socket.SOCK_STREAM else "UDP"
+        raise InputError(f"cannot listen on {proto} {address}:{port} ({exc.strerror}); the address must be "
+                         f"on an interface of this namespace and ports below 1024 need root.") from None
+    s.setblocking(False)
+    return s
+
+
+async def serve(site: RebuiltSite, proto: str, stop: asyncio.Event, on_ready=None) -> SiteApp:
+    """Serve ``site`` over ``proto`` until ``stop`` is set; ``on_ready()`` once every listener is up."""
+    from hypercorn.asyncio.run import worker_serve
+    from hypercorn.config import Config, Sockets
+    from hypercorn.utils import wrap_app
+
+    if proto not in PROTOCOLS:
+        raise InputError(f"--proto must be one of {', '.join(PROTOCOLS)}, not {proto!r}.")
+    secure, insecure, quic = [], [], []
+    app = SiteApp(site)
+    with tempfile.TemporaryDirectory(prefix="workbench-lab-") as tmp:
+        try:
+            for scheme, address, port in site.listeners():
+                if scheme == "https":
+                    secure.append(_bind(socket.SOCK_STREAM, address, port))
+                    if proto == "h3":
+                        quic.append(_bind(socket.SOCK_DGRAM, address, port))
+                else:
+                    insecure.append(_bind(socket.SOCK_STREAM, address, port))
+        except BaseException:
+            for s in secure + insecure + quic:
+                s.close()
+            raise
+        for name, text in (("chain.pem", site.tls["cert_pem"] + site.tls["ca_pem"]), ("key.pem", site.tls["key_pem"])):
+            fd = os.open(os.path.join(tmp, name), os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+            with os.fdopen(fd, "w") as f:
+                f.write(text)
+        config = Config()
+        config.certfile = os.path.join(tmp, "chain.pem")
+        config.keyfile = os.path.join(tmp, "key.pem")
+        config.alpn_protocols = ["h2"]       # HTTP/2 only over TLS: no silent HTTP/1.1
+        config.accesslog = None
+        config.errorlog = None
+        config.graceful_timeout = 1.0
+        loop = asyncio.get_running_loop()
+        previous = loop.get_exception_handler()
+
+        def quiet_cancel(loop, context):
+            # Connections hypercorn cancels at shutdown report their CancelledError here.
+            if not isinstance(context.get("exception"), asyncio.CancelledError):
+                (previous or (lambda lp, c: lp.default_exception_handler(c)))(loop, context)
+
+        loop.set_exception_handler(quiet_cancel)
+        task = asyncio.ensure_future(worker_serve(wrap_app(app, config.wsgi_max_body_size, "asgi"), config,
+                                                  sockets=Sockets(secure, insecure, quic),
+                                                  shutdown_trigger=stop.wait))
+        try:
+            await _wait_listening([s.getsockname()[:2] for s in secure + insecure], task)
+            if on_ready is not None:
+                on_ready()
+            await task
+        finally:
+            stop.set()
+            if not task.done():
+                try:
+                    await asyncio.wait_for(task, 5.0)
+                except (asyncio.TimeoutError, Exception):
+                    task.cancel()
+                    with contextlib.suppress(BaseException):
+                        await task
+            await asyncio.sleep(0)
+            loop.set_exception_handler(previous)
+    return app
+
+
+async def _wait_listening(addresses, task, timeout_s: float = 10.0) -> None:
+    loop = asyncio.get_running_loop()
+    for address, port in addresses:
+        deadline = loop.time() + timeout_s
+        while True:
+            if task.done():
+                task.result()
+                raise RuntimeError("the server stopped during start-up")
+            try:
+                _, w = await asyncio.wait_for(asyncio.open_connection(address, port), 1.0)
+                w.close()
+                with contextlib.suppress(Exception):
+                    await w.wait_closed()
+                break
+            except (OSError, asyncio.TimeoutError):
+                if loop.time() > deadline:
+                    raise RuntimeError(f"no listener on {address}:{port} within {timeout_s} s") from None
+                await asyncio.sleep(0.05)
+
+
+def main(argv=None) -> int:
+    """The command line: serve SITE_DIR until SIGTERM/SIGINT."""
+    ap = argparse.ArgumentParser(prog="python -m simulator.lab.serve", description=__doc__.split("\n\n")[0])
+    ap.add_argument("site", metavar="SITE_DIR", help="a folder written by RebuiltSite.write")
+    ap.add_argument("--proto", required=True, choices=PROTOCOLS, help="h2 (HTTP/2 over TLS) or h3 (also QUIC)")
+    args = ap.parse_args(argv)
+
+    async def run() -> None:
+        site = RebuiltSite.read(args.site)
+        stop = asyncio.Event()
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            loop.add_signal_handler(sig, stop.set)
+        await serve(site, args.proto, stop, on_ready=lambda: print("ready", flush=True))
+
+    try:
+        asyncio.run(run())
+    except InputError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

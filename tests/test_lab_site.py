@@ -1,0 +1,334 @@
+"""The lab's rebuilt site: a HAR's page as real origins that real Chromium loads.
+
+Unit tests (no browser): the address plan is RFC 5737's documentation ranges, in order;
+one CA's leaf is valid for every host (RFC 5280 path: issuer signature, SANs); coded bodies
+really decode (RFC 9110 8.4) and have the recorded bytes on the wire within
+``SIZE_TOLERANCE`` (measured: within 1 byte on the bundled HARs); every child the parser,
+a stylesheet or a script finds is named in its parent's generated body; 3xx keep their
+``Location`` (RFC 9110 15.4); bad HARs are one-line ``InputError``s.
+
+Browser tests (skip without /usr/bin/chromium or root, as ports 443/80 need it): the bundled
+HARs rebuilt on loopback, served over h2 and h3 and loaded in Chromium reproduce at least
+95% of the original's URLs and initiator edges.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from simulator.errors import InputError
+from simulator.lab.site import (DOCUMENTATION_RANGES, SIZE_TOLERANCE, RebuiltSite, address_plan, rebuild,
+                                rebuild_fidelity)
+from simulator.traces import load
+from simulator.traces.pagegraph import page_graph
+
+ROOT = Path(__file__).resolve().parent.parent
+CHROME_HAR = ROOT / "traces" / "har-real" / "http_http2-chrome.har"
+SYNTH_HAR = ROOT / "traces" / "synthetic-page.har"
+REDIRECT_HAR = ROOT / "traces" / "har-real" / "redirect_www.sitespeed.io-redirecting-to-https.har"
+SHARED_HARS = Path("/work/shared/traces/har-real")
+
+
+@pytest.fixture(scope="module")
+def synth_site():
+    return rebuild(SYNTH_HAR, addresses="loopback")
+
+
+# ---------------------------------------------------------------------------- addresses
+
+def test_addresses_are_rfc5737_documentation_ranges_in_order_of_first_appearance():
+    """RFC 5737 section 3: 198.51.100.0/24 then 203.0.113.0/24; 192.0.2.0/24 (the lab link) never."""
+    site = rebuild(SYNTH_HAR)
+    graph = page_graph(load(str(SYNTH_HAR)))
+    hosts = list(dict.fromkeys(r.url.split("/")[2].split(":")[0] for r in graph.resources))
+    assert list(site.hosts) == hosts
+    nets = [ipaddress.ip_network(n) for n in DOCUMENTATION_RANGES]
+    addrs = [ipaddress.ip_address(a) for a in site.hosts.values()]
+    assert all(any(a in n for n in nets) for a in addrs)
+    assert not any(a in ipaddress.ip_network("192.0.2.0/24") for a in addrs)
+    assert len(set(addrs)) == len(addrs)
+    assert str(addrs[0]) == "198.51.100.1"
+    assert rebuild(SYNTH_HAR).hosts == site.hosts                  # deterministic
+    big = address_plan([f"h{i}.example" for i in range(300)])
+    assert big["h254.example"] == "203.0.113.1"                   # the second range after the first's 254
+
+
+def test_loopback_plan_maps_hosts_to_127_0_1_n(synth_site):
+    assert list(synth_site.hosts.values())[:3] == ["127.0.1.1", "127.0.1.2", "127.0.1.3"]
+
+
+# ---------------------------------------------------------------------------- certificates
+
+def test_one_ca_signs_one_leaf_valid_for_every_host_rfc5280(synth_site):
+    """RFC 5280 6.1: the leaf's signature verifies with the CA's key; every host is a SAN (RFC 6125)."""
+    from cryptography import x509
+    from cryptography.hazmat.primitives.asymmetric import ec
+
+    ca = x509.load_pem_x509_certificate(synth_site.tls["ca_pem"].encode())
+    leaf = x509.load_pem_x509_certificate(synth_site.tls["cert_pem"].encode())
+    assert leaf.issuer == ca.subject
+    ca.public_key().verify(leaf.signature, leaf.tbs_certificate_bytes, ec.ECDSA(leaf.signature_hash_algorithm))
+    assert ca.extensions.get_extension_for_class(x509.BasicConstraints).value.ca
+    sans = set(leaf.extensions.get_extension_for_class(x509.SubjectAlternativeName).value
+               .get_values_for_type(x509.DNSName))
+    assert set(synth_site.hosts) <= sans
+    # The chain also verifies with cryptography's own RFC 5280 path builder, for each host.
+    from cryptography.x509.verification import PolicyBuilder, Store
+    import datetime
+    verifier = PolicyBuilder().store(Store([ca])).time(datetime.datetime.now(datetime.timezone.utc))
+    for host in synth_site.hosts:
+        chain = verifier.build_server_verifier(x509.DNSName(host)).verify(leaf, [])
+        assert chain[-1] == ca
+
+
+# ---------------------------------------------------------------------------- bodies
+
+def test_coded_bodies_decode_and_match_recorded_wire_bytes_rfc9110_8_4(synth_site):
+    """gzip/br bodies really decode; bytes on the wire within SIZE_TOLERANCE of the record."""
+    coded = 0
+    for row, r in zip(synth_site.size_report(), (r for rs in synth_site.origins.values() for r in rs.values())):
+        want = row["recorded_wire_bytes"]
+        assert abs(row["wire_bytes"] - want) <= max(SIZE_TOLERANCE[0], SIZE_TOLERANCE[1] * want), row
+        if r.content_encoding:
+            coded += 1
+            text = r.decoded()
+            assert len(text) >= len(r.body)
+            # The recorded decoded length is kept when the coding can carry it.
+            assert abs(len(text) - row["recorded_decoded_bytes"]) <= 64 or len(text) > want
+    assert coded >= 20
+    measured = max(abs(x["wire_bytes"] - x["recorded_wire_bytes"]) for x in synth_site.size_report())
+    assert measured <= 2, measured          # what the search achieves on this page
+
+
+def test_uncoded_bodies_have_the_recorded_size_exactly():
+    site = rebuild(CHROME_HAR, addresses="loopback")
+    for row in site.size_report():
+        if not row["encoding"]:
+            assert row["wire_bytes"] == row["recorded_wire_bytes"]
+
+
+def test_bodies_are_the_same_for_the_same_seed(synth_site):
+    again = rebuild(SYNTH_HAR, addresses="loopback")
+    assert [r.body for rs in again.origins.values() for r in rs.values()] == \
+        [r.body for rs in synth_site.origins.values() for r in rs.values()]
+
+
+def test_every_child_is_named_in_its_parents_generated_body(synth_site):
+    """Parser children by tag, stylesheet children by url(), script children by the script."""
+    graph = page_graph(load(str(SYNTH_HAR)))
+    by_url = {r.url: r for rs in synth_site.origins.values() for r in rs.values()}
+    checked = {"document": 0, "stylesheet": 0, "script": 0}
+    for res in graph.resources:
+        if res.parent is None:
+            continue
+        parent = graph[res.parent]
+        body = by_url[parent.url].decoded().decode()
+        assert json.dumps(res.url) in body or res.url.replace("&", "&amp;") in body, (parent.url, res.url)
+        checked[parent.resource_type] = checked.get(parent.resource_type, 0) + 1
+        if parent.resource_type == "stylesheet":
+            assert f"url({json.dumps(res.url)})" in body
+    assert all(checked[k] > 0 for k in ("document", "script")), checked
+
+
+def test_stylesheet_children_are_url_references_used_by_an_element(tmp_path):
+    """A font a stylesheet found is an @font-face some element uses (fonts load only when used);
+    an image is a background of an element every generated document has."""
+    har = json.loads(SYNTH_HAR.read_text())
+    entries = har["log"]["entries"]
+    css = next(e["request"]["url"] for e in entries if e.get("_resourceType") == "stylesheet")
+    font = next(e for e in entries if e.get("_resourceType") == "font")
+    image = next(e for e in entries if e.get("_resourceType") == "image")
+    for e in (font, image):
+        e["_initiator"] = {"type": "parser", "url": css}
+    path = tmp_path / "css-children.har"
+    path.write_text(json.dumps(har))
+    site = rebuild(path, addresses="loopback")
+    by_url = {r.url: r for rs in site.origins.values() for r in rs.values()}
+    sheet = by_url[css].decoded().decode()
+    doc = by_url[site.page_url].decoded().decode()
+    for e, rule in ((font, "@font-face"), (image, "background-image")):
+        url = e["request"]["url"]
+        assert f"url({json.dumps(url)})" in sheet
+        cls = re.search(rf'\.(lab-r\d+) \{{[^}}]*{re.escape(json.dumps(url))}|'
+                        rf'font-family: "(lab-r\d+)"; src: url\({re.escape(json.dumps(url))}', sheet)
+        name = cls.group(1) or cls.group(2)
+        assert f'class="{name}"' in doc
+        assert rule in sheet
+        assert url not in doc                  # found by the stylesheet only
+
+
+def test_script_children_wait_their_recorded_discovery_delay(synth_site):
+    from simulator.studies.fidelity.conditions import infer_conditions
+
+    trace = load(str(SYNTH_HAR))
+    graph = page_graph(trace)
+    cond = infer_conditions(graph, trace.pages[0].start_s)
+    by_url = {r.url: r for rs in synth_site.origins.values() for r in rs.values()}
+    delayed = 0
+    for res in graph.resources:
+        if res.parent is not None and graph[res.parent].resource_type == "script":
+            ms = int(round(cond.discovery_s.get(res.index, 0.0) * 1000))
+            js = by_url[graph[res.parent].url].decoded().decode()
+            if ms > 0:
+                assert re.search(rf"{re.escape(json.dumps(res.url))}.*\}}, {ms}\);", js), res.url
+                delayed += 1
+    assert delayed > 0
+
+
+def test_redirects_keep_status_and_location_rfc9110_15_4():
+    site = rebuild(REDIRECT_HAR, addresses="loopback")
+    graph = page_graph(load(str(REDIRECT_HAR)))
+    hops = [r for r in graph.resources if 300 <= r.status < 400]
+    assert hops
+    for hop in hops:
+        served = site.response(hop.url.split("://")[0], hop.url.split("/")[2], "/" + hop.url.split("/", 3)[3])
+        assert served.status == hop.status
+        nxt = next(r for r in graph.resources if r.parent == hop.index)
+        assert served.location == nxt.url
+    assert site.response("https", "nowhere.example", "/") is None        # the server's 404
+
+
+def test_site_folder_round_trips(synth_site, tmp_path):
+    synth_site.write(tmp_path / "site")
+    back = RebuiltSite.read(tmp_path / "site")
+    assert back.page_url == synth_site.page_url and back.hosts == synth_site.hosts
+    assert back.spki_sha256_b64 == synth_site.spki_sha256_b64
+    assert {o: {p: r.body for p, r in rs.items()} for o, rs in back.origins.items()} == \
+        {o: {p: r.body for p, r in rs.items()} for o, rs in synth_site.origins.items()}
+
+
+# ---------------------------------------------------------------------------- bad input
+
+def _har(tmp_path, log) -> str:
+    path = tmp_path / "bad.har"
+    path.write_text(json.dumps({"log": {"version": "1.2", "creator": {"name": "t", "version": "1"}, **log}}))
+    return str(path)
+
+
+def _entry(url):
+    return {"pageref": "page_1", "startedDateTime": "2024-01-01T00:00:00.000Z", "time": 1,
+            "request": {"method": "GET", "url": url, "httpVersion": "h2", "headers": [], "cookies": [],
+                        "queryString": [], "headersSize": -1, "bodySize": 0},
+            "response": {"status": 200, "statusText": "", "httpVersion": "h2", "headers": [], "cookies": [],
+                         "content": {"size": 10, "mimeType": "text/html"}, "redirectURL": "",
+                         "headersSize": -1, "bodySize": 10},
+            "cache": {}, "timings": {"send": 0, "wait": 1, "receive": 0}}
+
+
+PAGE = {"startedDateTime": "2024-01-01T00:00:00.000Z", "id": "page_1", "title": "t", "pageTimings": {}}
+
+
+@pytest.mark.parametrize("log, needle", [
+    ({"pages": [], "entries": [_entry("https://a.example/")]}, "no pages"),
+    ({"pages": [PAGE], "entries": []}, "no entries"),
+    ({"pages": [PAGE], "entries": [_entry("data:text/html,hi")]}, "data:"),
+])
+def test_a_har_the_lab_cannot_rebuild_is_one_line_input_error(tmp_path, log, needle):
+    with pytest.raises(InputError) as err:
+        rebuild(_har(tmp_path, log))
+    assert needle in str(err.value) and "\n" not in str(err.value)
+
+
+def test_serve_with_a_bad_site_folder_is_one_line_exit_2(tmp_path):
+    proc = subprocess.run([sys.executable, "-m", "simulator.lab.serve", str(tmp_path), "--proto", "h2"],
+                          capture_output=True, text=True, timeout=60, cwd=ROOT)
+    assert proc.returncode == 2 and proc.stdout == ""
+    assert len(proc.stderr.strip().splitlines()) == 1 and "site.json" in proc.stderr
+
+
+# ---------------------------------------------------------------------------- the browser
+
+def _browser_skip():
+    from simulator.capture.browser import chromium_path
+    if chromium_path() is None:
+        return "Chromium not installed at /usr/bin/chromium (make system-deps)"
+    if os.geteuid() != 0:
+        return "ports 443/80 on loopback addresses need root"
+    return None
+
+
+def _serve_and_load(har, proto, tmp_path, timeout="25s") -> tuple[dict, dict]:
+    site_dir = tmp_path / f"site-{proto}"
+    rebuild(har, addresses="loopback").write(site_dir)
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    server = subprocess.Popen([sys.executable, "-m", "simulator.lab.serve", str(site_dir), "--proto", proto],
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=ROOT, env=env)
+    try:
+        line = server.stdout.readline()
+        assert line.strip() == "ready", server.stderr.read()
+        out = tmp_path / f"lab-{proto}.har"
+        proc = subprocess.run([sys.executable, "-m", "simulator.lab.load", str(site_dir), "--proto", proto,
+                               "--out", str(out), "--timeout", timeout],
+                              capture_output=True, text=True, timeout=120, cwd=ROOT, env=env)
+        assert proc.returncode == 0, proc.stderr
+    finally:
+        server.send_signal(signal.SIGTERM)
+        try:
+            rc = server.wait(10)
+        except subprocess.TimeoutExpired:
+            server.kill()
+            rc = server.wait()
+    assert rc == 0                          # SIGTERM: a clean exit
+    return json.loads(out.read_text()), rebuild_fidelity(har, out)
+
+
+@pytest.mark.parametrize("har", [CHROME_HAR, SYNTH_HAR], ids=["http2-chrome", "synthetic-page"])
+@pytest.mark.parametrize("proto", ["h2", "h3"])
+def test_lab_load_reproduces_urls_and_initiator_edges_rfc9113_rfc9114(har, proto, tmp_path):
+    """Chromium negotiates h2 (RFC 9113 3.2) or h3 (RFC 9114 3.1) with every https origin and
+    finds at least 95% of the original's URLs from the same parents."""
+    reason = _browser_skip()
+    if reason:
+        pytest.skip(reason)
+    lab, fid = _serve_and_load(har, proto, tmp_path)
+    assert fid["url_share"] >= 0.95, fid["missing_urls"]
+    assert fid["edge_share"] >= 0.95, fid["missing_edges"]
+    versions = {e["response"]["httpVersion"] for e in lab["log"]["entries"]
+                if e["request"]["url"].startswith("https://") and e["response"]["status"]}
+    assert versions == {proto}
+    timings = lab["log"]["pages"][0]["pageTimings"]
+    assert timings["onLoad"] > 0
+    assert 0 < timings["_firstContentfulPaint"] <= timings["_largestContentfulPaint"]
+
+
+def test_load_of_a_site_nobody_serves_is_one_line_exit_2(tmp_path):
+    reason = _browser_skip()
+    if reason:
+        pytest.skip(reason)
+    site_dir = tmp_path / "site"
+    rebuild(CHROME_HAR, addresses={"run.sitespeed.io": "127.0.1.250", "www.google-analytics.com": "127.0.1.251"}
+            ).write(site_dir)
+    t0 = time.monotonic()
+    proc = subprocess.run([sys.executable, "-m", "simulator.lab.load", str(site_dir), "--proto", "h2",
+                           "--out", str(tmp_path / "x.har"), "--timeout", "15s"],
+                          capture_output=True, text=True, timeout=60, cwd=ROOT)
+    assert proc.returncode == 2 and len(proc.stderr.strip().splitlines()) == 1, proc.stderr
+    assert "did not load" in proc.stderr
+    assert not (tmp_path / "x.har").exists()
+    del t0
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not SHARED_HARS.is_dir(), reason="the shared HAR folder is absent")
+@pytest.mark.parametrize("proto", ["h2", "h3"])
+def test_shared_hars_rebuild_and_load(proto, tmp_path):
+    reason = _browser_skip()
+    if reason:
+        pytest.skip(reason)
+    for har in sorted(SHARED_HARS.glob("*.har")):
+        try:
+            rebuild(har, addresses="loopback")
+        except InputError:
+            continue
+        _, fid = _serve_and_load(har, proto, tmp_path / har.stem, timeout="60s")
+        assert fid["url_share"] > 0
