@@ -106,7 +106,7 @@ def _validate(args: argparse.Namespace) -> int:
 
     result = validate(args.paths, args.grid, reference=PathConditions.parse(args.reference),
                       reference_protocol=args.reference_protocol, runs=args.runs, out=args.out, workers=args.workers,
-                      dask=args.dask, progress=not args.json)
+                      dask=args.dask, progress=sys.stderr.isatty() and not args.json)
     if args.json:
         print(result.to_json())
         return 0
@@ -117,7 +117,7 @@ def _validate(args: argparse.Namespace) -> int:
     pct = lambda v: "n/a" if v is None else f"{v:.1f}%"  # noqa: E731
     for cond, c in rows:
         label = cond["conditions"] + (" (reference)" if c is result.reference else "")
-        print(f"{label:<34} {cond['protocol']:>8} {c['pages']:>5} {pct(c['mape_percent']):>8} "
+        print(f"{label:<34} {cond['protocol']:>8} {len(c['pages']):>5} {pct(c['mape_percent']):>8} "
               f"{pct(c['median_ape_percent']):>10} {c['spearman_rho'] if c['spearman_rho'] is not None else 'n/a':>6} "
               f"{pct(c['floor_mape_percent']):>8}")
     s = result.summary

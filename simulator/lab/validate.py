@@ -145,7 +145,9 @@ def analyse(out: str, reference: dict, *, seed: int = 1) -> ValidationResult:
             if why:
                 page["not_predicted"] = why
             pages.append(page)
-        entry = {"condition": _condition(key), "pages": pages, **_stats(pages)}
+        stats = _stats(pages)
+        del stats["pages"]                       # here "pages" is the list itself
+        entry = {"condition": _condition(key), "pages": pages, **stats}
         if key == ref_key:
             ref_pages = pages
             reference_entry = {**entry, "note": "in sample: predicted from one of its own runs"}

@@ -1,0 +1,80 @@
+"""The lab end to end: a HAR's page rebuilt, served and loaded by real Chromium over the
+emulated link, and the page-load model's prediction at another condition held against it
+(``workbench lab validate``), with the lab's run-to-run floor beside the error.
+
+The smoke test (one page, a reference and two grid points, h2 and h3, two runs each) needs
+root, /dev/net/tun, the relay and Chromium; it skips with the reason where one is missing.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import statistics
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from simulator.lab import netns
+from simulator.lab.link import relay_available
+from simulator.lab.validate import floor_ape, spearman
+
+ROOT = Path(__file__).resolve().parents[1]
+WHY = ("not root" if os.geteuid() != 0 else "no /dev/net/tun" if not os.path.exists("/dev/net/tun")
+       else "the relay is not built" if not relay_available()
+       else "no Chromium at /usr/bin/chromium (make system-deps)" if not os.path.exists("/usr/bin/chromium") else None)
+needs_lab = pytest.mark.skipif(WHY is not None, reason=f"the lab needs root, /dev/net/tun, its relay and Chromium: {WHY}")
+pytestmark = pytest.mark.xdist_group("lab")
+WORKBENCH = [sys.executable, "-m", "simulator.cli"]
+
+
+def test_floor_is_each_run_against_the_median_of_the_others():
+    """Run-to-run floor: 1.0 against median(1.2, 1.1) = 1.15 is 13.04% off, and so on."""
+    assert [round(v, 2) for v in floor_ape([1.0, 1.2, 1.1])] == [13.04, 14.29, 0.0]
+    assert floor_ape([2.0]) == []
+
+
+def test_spearman_is_pearson_of_ranks_and_needs_three_pairs():
+    assert spearman([1, 2, 3, 4], [10, 30, 20, 40]) == 0.8
+    assert spearman([1, 2], [2, 1]) is None
+
+
+@needs_lab
+def test_lab_smoke_validate_one_page_two_conditions_h2_and_h3(tmp_path):
+    """One page, recorded at 20 ms and predicted at 100 ms over h2 and h3, two real loads
+    each: the JSON has the issue's shape, the error is the prediction against the runs'
+    median, every load went over the protocol asked for, a five times longer RTT makes the
+    real load slower, nothing is left behind, and a second call resumes (no new load)."""
+    grid = tmp_path / "grid.toml"
+    grid.write_text('rtt = ["100ms"]\nbw = ["10mbit"]\nprotocol = ["h2", "h3"]\n')
+    out = tmp_path / "results"
+    argv = [*WORKBENCH, "lab", "validate", str(ROOT / "traces/har-real/http_http2-chrome.har"), "--grid", str(grid),
+            "--reference", "rtt=20ms,bw=10mbit", "--runs", "2", "--out", str(out), "--json"]
+    done = subprocess.run(argv, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-2000:]
+    result = json.loads(done.stdout)
+    assert [c["condition"]["protocol"] for c in result["conditions"]] == ["h2", "h3"]
+    for c in result["conditions"]:
+        assert c["condition"]["rtt_s"] == 0.1 and c["condition"]["bandwidth_bps"] == 10e6
+        (page,) = c["pages"]
+        median = statistics.median(page["measured_onload_s"])
+        assert len(page["measured_onload_s"]) == 2 and page["predicted_onload_s"] > 0
+        assert page["error_percent"] == pytest.approx(100 * (page["predicted_onload_s"] - median) / median, abs=0.01)
+        assert c["floor_mape_percent"] is not None and c["mape_percent"] == pytest.approx(abs(page["error_percent"]))
+        assert median > statistics.median(result["reference"]["pages"][0]["measured_onload_s"])
+    assert set(result["summary"]) >= {"pages", "mape_percent", "median_ape_percent", "spearman_rho",
+                                      "floor_mape_percent"}
+    assert result["params"]["reference"]["conditions"] == "rtt=20ms,bw=10mbit"
+
+    from simulator.batch.store import load
+    rows = load(out, "summary")
+    assert len(rows) == 6 and set(rows.columns) >= {"onload_s", "fcp_s", "lcp_s", "protocols_seen"}
+    assert all(r.protocols_seen == r.protocol for r in rows.itertuples()), rows[["protocol", "protocols_seen"]]
+    assert not [n for n in netns.lab_namespaces() if n.startswith(f"{netns.PREFIX}-")]
+
+    stamp = {p: p.stat().st_mtime_ns for p in (out / "summary").glob("*.parquet")}
+    again = subprocess.run(argv, capture_output=True, text=True, timeout=120)
+    assert again.returncode == 0 and json.loads(again.stdout) == result
+    assert {p: p.stat().st_mtime_ns for p in (out / "summary").glob("*.parquet")} == stamp
