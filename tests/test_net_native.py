@@ -79,7 +79,7 @@ def _same(**scenario) -> dict:
     ref, twin = _run("python", **scenario), _run("c", **scenario)
     for key in ref:
         assert repr(twin[key]) == repr(ref[key]), f"{key} differs"
-    total = {k: sum(s[k] for s in ref["stats"]) for k in ("rto_timeouts", "fast_retransmits", "packets_lost")}
+    total = {k: sum(s[k] for s in ref["stats"]) for k in ("rtos", "fast_retransmits", "packets_lost")}
     total["max_receive_buffer_bytes"] = max(s["max_receive_buffer_bytes"] for s in ref["stats"])
     total["dropped"] = sum(link[2] for link in ref["links"])
     total["events"] = ref["events_run"]
@@ -107,19 +107,19 @@ def test_random_loss_with_handshake_same_events(cc):
     """2% loss both ways with the three-way handshake: SYN/SYN-ACK retransmission on the
     RFC 6298 timer, RTOs with backoff, go-back-N."""
     t = _same(seed=4, loss=0.02, cc=cc, handshake=True)
-    assert t["packets_lost"] > 0 and t["rto_timeouts"] > 0
+    assert t["packets_lost"] > 0 and t["rtos"] > 0
 
 
 def test_heavy_loss_backoff_same_events():
     """30% loss on one connection: repeated timeouts of the same segment (RFC 6298 5.5 backoff)."""
     t = _same(seed=11, loss=0.3, handshake=True, connections=1, sizes=(30_000,))
-    assert t["rto_timeouts"] >= 3
+    assert t["rtos"] >= 3
 
 
 def test_bursty_loss_same_events():
     """Gilbert-Elliott bursts: several holes per window, partial ACKs, timeouts in recovery."""
     t = _same(seed=5, loss="ge:0.01,0.3", handshake=True)
-    assert t["fast_retransmits"] > 0 and t["rto_timeouts"] > 0
+    assert t["fast_retransmits"] > 0 and t["rtos"] > 0
 
 
 def test_jitter_reordering_same_events():
@@ -132,7 +132,7 @@ def test_jitter_reordering_same_events():
 def test_chosen_drops_same_events():
     """Exactly chosen drops in both directions (data segments and ACKs)."""
     t = _same(seed=9, drops=({3, 4, 5, 20, 21, 40, 41, 42, 43, 44, 45, 46}, {2, 7}))
-    assert t["fast_retransmits"] + t["rto_timeouts"] > 0
+    assert t["fast_retransmits"] + t["rtos"] > 0
 
 
 def test_no_bandwidth_limit_same_events():

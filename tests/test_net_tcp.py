@@ -238,7 +238,7 @@ def test_lost_segment_blocks_other_streams():
     for t, sid, _, _ in log:
         assert t == pytest.approx(repaired_s)
     st = conn.stats()
-    assert st["fast_retransmits"] == 1 and st["rto_timeouts"] == 0 and st["packets_lost"] == 1
+    assert st["fast_retransmits"] == 1 and st["rtos"] == 0 and st["packets_lost"] == 1
     assert st["max_receive_buffer_bytes"] == 10 * MSS
 
 
@@ -260,7 +260,7 @@ def test_newreno_partial_ack_repairs_second_hole_without_timeout():
     st = conn.stats()
     assert st["fast_retransmits"] == 1
     assert st["packets_lost"] == 2
-    assert st["rto_timeouts"] == 0
+    assert st["rtos"] == 0
     assert b"".join(d for _, _, d, _ in log) == bytes(range(256)) * 100
 
 
@@ -295,7 +295,7 @@ def test_rto_backs_off_exponentially():
     for a, b in zip(gaps, gaps[1:]):
         assert b == pytest.approx(2 * a)
     st = conn.stats()
-    assert st["rto_timeouts"] == 5 and st["packets_lost"] == 5
+    assert st["rtos"] == 5 and st["packets_lost"] == 5
     assert log[-1][2] == b"y" * 1000 and log[-1][3] is True
     # Karn's rule (RFC 6298 section 3): the ACK of a retransmitted segment is no RTT sample,
     # so SRTT is still the first sample and the backed-off RTO stays until a fresh one.
@@ -384,13 +384,13 @@ def test_handshake_costs_one_rtt():
     assert conn.client.rtt.min_rtt_s == pytest.approx(0.1)   # the SYN exchange is an RTT sample
     t, conn = first_delivery(True, drop=[0])
     assert t == pytest.approx(1.15)
-    assert conn.stats()["rto_timeouts"] == 1
+    assert conn.stats()["rtos"] == 1
 
 
 def test_stats_keys_and_segment_size():
     sim, conn, log = _bulk(100_000, rtt_s=0.05, bandwidth_bps=10e6, queue_bytes=None)
     st = conn.stats()
-    for key in ("packets_sent", "packets_lost", "rto_timeouts", "fast_retransmits", "bytes_sent",
+    for key in ("packets_sent", "packets_lost", "rtos", "fast_retransmits", "bytes_sent",
                 "bytes_delivered", "acks_sent", "max_receive_buffer_bytes"):
         assert key in st and f"c2s_{key}" in st and f"s2c_{key}" in st
     assert st["c2s_packets_sent"] == math.ceil(100_000 / MSS)

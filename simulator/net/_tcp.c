@@ -1374,14 +1374,14 @@ rtt_smoothed(RttObject *r)
     return r->has_srtt ? r->srtt_s : r->initial_rtt_s;
 }
 
-/* RFC 6298 (2.2)/(2.3): SRTT + max(G, 4 * RTTVAR), clamped to [min_rto, max_rto]. */
+/* Linux's RTO (cc.RttEstimator.rto_s): SRTT + max(G, 4 * RTTVAR, min_rto), at most max_rto. */
 static inline double
 rtt_rto(RttObject *r)
 {
     if (!r->has_srtt)
         return py_max(r->min_rto_s, py_min(r->max_rto_s, 1.0));
-    double rto = r->srtt_s + py_max(r->granularity_s, 4 * r->rttvar_s);
-    return py_max(r->min_rto_s, py_min(r->max_rto_s, rto));
+    double rto = r->srtt_s + py_max(py_max(r->granularity_s, 4 * r->rttvar_s), r->min_rto_s);
+    return py_min(r->max_rto_s, rto);
 }
 
 static RttObject *
@@ -1392,7 +1392,7 @@ rtt_new(double initial_rtt_s, double min_rto_s)
         return NULL;
     r->initial_rtt_s = initial_rtt_s;
     r->min_rto_s = min_rto_s;
-    r->max_rto_s = 60.0;
+    r->max_rto_s = 120.0;
     r->granularity_s = 0.001;
     r->srtt_s = 0.0;
     r->has_srtt = 0;
@@ -1752,11 +1752,15 @@ struct EndpointObject {
     SegRing unacked;                        /* sent, not cumulatively acked, in seq order */
     long long dupacks, recover, partial_acks, rto_backoff, rto_seq;
     double inflation, handshake_sent_s;
+    /* F-RTO (RFC 5682) and the undo of a spurious timeout's reduction */
+    char frto, undo_marker, prior_cwnd_int, prior_ssthresh_int;
+    long long high_seq, frto_held;
+    double prior_cwnd, prior_ssthresh;
     long long rcv_nxt, ooo_bytes, max_ooo_bytes, segments_since_ack;
     SegmentObject **ooo;                    /* out-of-order segments, sorted by seq */
     Py_ssize_t ooo_size, ooo_cap;
-    long long segments_sent, segments_retransmitted, rto_timeouts, fast_retransmits, bytes_sent,
-        bytes_delivered, acks_sent;
+    long long segments_sent, segments_retransmitted, rtos, spurious_rtos, undone_reductions,
+        fast_retransmits, bytes_sent, bytes_delivered, acks_sent;
 };
 
 static PyTypeObject EndpointType;
@@ -2200,17 +2204,20 @@ new_segment(EndpointObject *e, long long seq)
 }
 
 /* Send what the congestion window allows: go-back-N resends first, then new data. */
+/* Send what the window allows (has_window: the given one, else the congestion window). */
 static int
-send_more(EndpointObject *e, double now)
+send_more_window(EndpointObject *e, double now, int has_window, double window)
 {
     if (!e->established || (!e->pending_len && e->snd_nxt >= e->snd_max))
         return 0;
     long long mss = e->mss;
-    double window = e->cc->cwnd + e->inflation;
-    if (0 < e->dupacks && e->dupacks < e->packet_threshold && !e->in_recovery)
-        window += (double)(e->dupacks * mss);   /* RFC 3042 limited transmit */
-    if (window < (double)mss)
-        window = (double)mss;
+    if (!has_window) {
+        window = e->cc->cwnd + e->inflation;
+        if (0 < e->dupacks && e->dupacks < e->packet_threshold && !e->in_recovery)
+            window += (double)(e->dupacks * mss);   /* RFC 3042 limited transmit */
+        if (window < (double)mss)
+            window = (double)mss;
+    }
     long long snd_una = e->snd_una;
     for (;;) {
         long long nxt = e->snd_nxt;
@@ -2268,9 +2275,49 @@ send_more(EndpointObject *e, double now)
     return 0;
 }
 
+static inline int
+send_more(EndpointObject *e, double now)
+{
+    return send_more_window(e, now, 0, 0.0);
+}
+
 typedef struct {
     long long stream_id, offset;
 } Acked;
+
+/* The timeout was spurious: restore the window it cut (tcp_endpoint._undo_timeout). */
+static void
+undo_timeout(EndpointObject *e)
+{
+    e->spurious_rtos += 1;
+    e->frto = 0;
+    e->high_seq = -1;
+    if (e->undo_marker) {
+        CcObject *cc = e->cc;
+        if (e->prior_cwnd > cc->cwnd) {
+            cc->cwnd = e->prior_cwnd;
+            cc->cwnd_int = e->prior_cwnd_int;
+        }
+        if (e->prior_ssthresh > cc->ssthresh) {
+            cc->ssthresh = e->prior_ssthresh;
+            cc->ssthresh_int = e->prior_ssthresh_int;
+        }
+        e->undo_marker = 0;
+        e->undone_reductions += 1;
+    }
+    e->recover = e->snd_max;                /* RFC 5682 step 3b */
+    e->snd_nxt = e->snd_max;
+}
+
+static inline void
+save_undo(EndpointObject *e)
+{
+    e->prior_cwnd = e->cc->cwnd;
+    e->prior_cwnd_int = e->cc->cwnd_int;
+    e->prior_ssthresh = e->cc->ssthresh;
+    e->prior_ssthresh_int = e->cc->ssthresh_int;
+    e->undo_marker = 1;
+}
 
 static int
 on_new_ack(EndpointObject *e, long long ack, PyObject *now_obj, double now)
@@ -2291,6 +2338,8 @@ on_new_ack(EndpointObject *e, long long ack, PyObject *now_obj, double now)
     }
     double first_sent_s = seg_ring_at(&e->unacked, 0)->sent_s;
     int any_retransmitted = 0;
+    int frto = e->frto;
+    long long original = 0;              /* never-retransmitted segments sent before the timeout */
     int rc = 0;
     while (e->unacked.size > 0 && seg_ring_at(&e->unacked, 0)->seq < ack) {
         SegmentObject *seg = seg_ring_at(&e->unacked, 0);
@@ -2298,6 +2347,8 @@ on_new_ack(EndpointObject *e, long long ack, PyObject *now_obj, double now)
         e->unacked.size--;
         if (seg->retransmitted)
             any_retransmitted = 1;
+        else if (frto && seg->seq + seg->length <= e->high_seq)
+            original += 1;
         if (reporting) {
             for (Py_ssize_t i = 0; i < seg->npieces; i++) {
                 Piece *p = &seg->pieces[i];
@@ -2336,6 +2387,19 @@ on_new_ack(EndpointObject *e, long long ack, PyObject *now_obj, double now)
     }
     e->dupacks = 0;
     int restart_timer = 1;
+    int frto_new_data = 0;
+    if (frto) {
+        if (original > e->frto_held)
+            undo_timeout(e);               /* RFC 5682 step 3b as Linux applies it */
+        else if (ack < e->high_seq && e->high_seq == e->snd_max && e->pending_len)
+            frto_new_data = 1;             /* step 2b */
+        else {                             /* conventional RTO recovery */
+            e->frto = 0;
+            if (ack < e->high_seq)
+                e->snd_nxt = ack;
+        }
+        e->frto_held -= original <= e->frto_held ? original : e->frto_held;
+    }
     CcObject *cc = e->cc;
     if (e->in_recovery) {
         if (ack >= e->recover) {
@@ -2407,7 +2471,13 @@ on_new_ack(EndpointObject *e, long long ack, PyObject *now_obj, double now)
         if (rc < 0)
             goto done;
     }
-    rc = send_more(e, now);
+    if (frto_new_data && e->frto) {
+        /* RFC 5682 step 2b: up to two new segments, whatever the window */
+        e->snd_nxt = e->snd_max;
+        rc = send_more_window(e, now, 1, (double)(e->snd_max - e->snd_una + 2 * mss));
+    }
+    else
+        rc = send_more(e, now);
 done:
     if (acked != small)
         PyMem_Free(acked);
@@ -2417,6 +2487,17 @@ done:
 static int
 on_duplicate_ack(EndpointObject *e, long long ack, PyObject *now_obj, double now)
 {
+    if (e->frto) {
+        if (e->snd_max == e->high_seq)
+            return 0;                      /* step 2: nothing to learn */
+        /* RFC 5682 step 3a: the loss is real; cwnd at most 3 * SMSS, go-back-N */
+        e->frto = 0;
+        if (e->cc->cwnd > (double)(3 * e->mss)) {
+            e->cc->cwnd = (double)(3 * e->mss);
+            e->cc->cwnd_int = 1;
+        }
+        e->snd_nxt = e->snd_una;
+    }
     e->dupacks += 1;
     long long threshold = e->packet_threshold;
     if (e->in_recovery) {
@@ -2429,6 +2510,7 @@ on_duplicate_ack(EndpointObject *e, long long ack, PyObject *now_obj, double now
         e->in_recovery = 1;
         e->partial_acks = 0;
         e->recover = e->snd_max;
+        save_undo(e);
         cc_on_congestion_event(e->cc);
         e->inflation = (double)(threshold * e->mss);
         e->fast_retransmits += 1;
@@ -2517,7 +2599,7 @@ static int
 handshake_timeout(EndpointObject *e, double now)
 {
     /* RFC 6298 (5.5): retransmit the SYN (client) or SYN-ACK (server) with backoff */
-    e->rto_timeouts += 1;
+    e->rtos += 1;
     e->handshake_retransmitted = 1;
     e->rto_backoff = e->rto_backoff * 2 < MAX_BACKOFF ? e->rto_backoff * 2 : MAX_BACKOFF;
     if (send_control(e, e->is_client ? CTL_SYN : CTL_SYN_ACK, now) < 0)
@@ -2600,15 +2682,23 @@ endpoint_on_rto(EndpointObject *e, double now)
     if (!e->established)
         rc = handshake_timeout(e, now);
     else if (e->snd_una < e->snd_max) {
-        e->rto_timeouts += 1;
-        if (e->rto_seq == e->snd_una || e->in_recovery) {
+        e->rtos += 1;
+        int repeated = e->rto_seq == e->snd_una;
+        /* F-RTO (RFC 5682 step 1): not at the end of a fast or RTO recovery, unless repeated */
+        int frto = repeated || !(e->in_recovery || e->snd_una < e->high_seq);
+        if (repeated || e->in_recovery) {
             /* the same segment timed out again, or a timeout ends a fast recovery: hold ssthresh */
             e->cc->cwnd = (double)e->mss;
             e->cc->cwnd_int = 0;
         }
-        else
+        else {
+            save_undo(e);
             cc_on_timeout(e->cc, e->snd_nxt - e->snd_una);   /* RFC 5681 (4) */
+        }
         e->rto_seq = e->snd_una;
+        e->frto = (char)frto;
+        e->frto_held = e->dupacks;
+        e->high_seq = e->snd_max;
         e->in_recovery = 0;
         e->inflation = 0.0;
         e->dupacks = 0;
@@ -3133,10 +3223,12 @@ Endpoint_direction_stats(EndpointObject *e, PyObject *unused)
     PyObject *cwnd = endpoint_cwnd_obj(e);
     PyObject *d = NULL;
     if (srtt != NULL && cwnd != NULL)
-        d = Py_BuildValue("{s:L,s:L,s:L,s:L,s:L,s:L,s:L,s:L,s:O,s:d,s:O}",
+        d = Py_BuildValue("{s:L,s:L,s:L,s:L,s:L,s:L,s:L,s:L,s:L,s:L,s:O,s:d,s:O}",
                           "packets_sent", e->segments_sent,
                           "packets_lost", e->segments_retransmitted,
-                          "rto_timeouts", e->rto_timeouts,
+                          "rtos", e->rtos,
+                          "spurious_rtos", e->spurious_rtos,
+                          "undone_reductions", e->undone_reductions,
                           "fast_retransmits", e->fast_retransmits,
                           "bytes_sent", e->bytes_sent,
                           "bytes_delivered", peer->bytes_delivered,
@@ -3234,6 +3326,7 @@ Endpoint_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
     e->recover = -1;
     e->rto_backoff = 1;
     e->rto_seq = -1;
+    e->high_seq = -1;
     return (PyObject *)e;
 fail:
     Py_DECREF(e);
@@ -3346,7 +3439,10 @@ static PyMemberDef Endpoint_members[] = {
     RO("_rto_backoff", T_LONGLONG, rto_backoff), RO("_rto_seq", T_LONGLONG, rto_seq),
     RO("_ooo_bytes", T_LONGLONG, ooo_bytes), RO("_segments_since_ack", T_LONGLONG, segments_since_ack),
     RO("segments_sent", T_LONGLONG, segments_sent), RO("segments_retransmitted", T_LONGLONG, segments_retransmitted),
-    RO("rto_timeouts", T_LONGLONG, rto_timeouts), RO("fast_retransmits", T_LONGLONG, fast_retransmits),
+    RO("rtos", T_LONGLONG, rtos), RO("spurious_rtos", T_LONGLONG, spurious_rtos),
+    RO("undone_reductions", T_LONGLONG, undone_reductions), RO("fast_retransmits", T_LONGLONG, fast_retransmits),
+    RO("_frto", T_BOOL, frto), RO("_high_seq", T_LONGLONG, high_seq), RO("_frto_held", T_LONGLONG, frto_held),
+    RO("_undo_marker", T_BOOL, undo_marker),
     RO("bytes_sent", T_LONGLONG, bytes_sent), RO("bytes_delivered", T_LONGLONG, bytes_delivered),
     RO("acks_sent", T_LONGLONG, acks_sent),
     {NULL},

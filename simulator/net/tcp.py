@@ -83,7 +83,7 @@ from .transport import TransportConfig
 
 __all__ = ["TcpConnection", "TcpEndpoint", "TcpSegment", "TcpAck", "TcpControl"]
 
-_SUM_KEYS = ("packets_sent", "packets_lost", "rto_timeouts", "fast_retransmits", "bytes_sent",
+_SUM_KEYS = ("packets_sent", "packets_lost", "rtos", "spurious_rtos", "undone_reductions", "fast_retransmits", "bytes_sent",
              "bytes_delivered", "acks_sent")
 
 
