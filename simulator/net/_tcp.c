@@ -51,7 +51,7 @@ static PyObject *str_now, *str_push, *str_send, *str_lost, *str_random, *str_pro
     *str_sim, *str_config, *str_name, *str_flush, *str_on_segment, *str_on_ack, *str_on_control,
     *str_fire, *str_arrive, *str_start_handshake, *str_syn, *str_syn_ack, *str_ack_kind,
     *str_mss_bytes, *str_header_overhead_bytes, *str_cc, *str_initial_window_segments, *str_min_rto_s,
-    *str_initial_rtt_s, *str_ack_every_packets, *str_max_ack_delay_s, *str_packet_threshold, *str_mtu_bytes;
+    *str_initial_rtt_s, *str_echo_s, *str_timestamps, *str_ack_every_packets, *str_max_ack_delay_s, *str_packet_threshold, *str_mtu_bytes;
 static PyObject *empty_bytes, *empty_tuple;
 static PyObject *no_loss_type;       /* link.NoLoss, registered by link.py: never loses, not called */
 
@@ -1219,6 +1219,7 @@ static PyTypeObject SegmentType = {
 typedef struct {
     PyObject_HEAD
     long long ack;
+    double echo_s;           /* the timestamp echo (RFC 7323 TSecr) */
 } AckObject;
 
 static PyTypeObject AckType;
@@ -1227,11 +1228,14 @@ static PyObject *
 Ack_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
 {
     long long ack;
-    if (!PyArg_ParseTuple(args, "L:TcpAck", &ack))
+    double echo_s = 0.0;
+    if (!PyArg_ParseTuple(args, "L|d:TcpAck", &ack, &echo_s))
         return NULL;
     AckObject *a = (AckObject *)type->tp_alloc(type, 0);
-    if (a != NULL)
+    if (a != NULL) {
         a->ack = ack;
+        a->echo_s = echo_s;
+    }
     return (PyObject *)a;
 }
 
@@ -1243,6 +1247,7 @@ Ack_repr(AckObject *a)
 
 static PyMemberDef Ack_members[] = {
     {"ack", T_LONGLONG, offsetof(AckObject, ack), READONLY, "every sequence number below it was received"},
+    {"echo_s", T_DOUBLE, offsetof(AckObject, echo_s), READONLY, "the timestamp echo: TS.Recent's send time"},
     {NULL},
 };
 
@@ -1753,9 +1758,9 @@ struct EndpointObject {
     long long dupacks, recover, partial_acks, rto_backoff, rto_seq;
     double inflation, handshake_sent_s;
     /* F-RTO (RFC 5682) and the undo of a spurious timeout's reduction */
-    char frto, undo_marker, prior_cwnd_int, prior_ssthresh_int;
-    long long high_seq, frto_held;
-    double prior_cwnd, prior_ssthresh;
+    char frto, undo_marker, prior_cwnd_int, prior_ssthresh_int, timestamps;
+    long long high_seq, frto_held, last_ack_sent;
+    double prior_cwnd, prior_ssthresh, retrans_stamp_s, ts_recent_s;
     long long rcv_nxt, ooo_bytes, max_ooo_bytes, segments_since_ack;
     SegmentObject **ooo;                    /* out-of-order segments, sorted by seq */
     Py_ssize_t ooo_size, ooo_cap;
@@ -2320,9 +2325,11 @@ save_undo(EndpointObject *e)
 }
 
 static int
-on_new_ack(EndpointObject *e, long long ack, PyObject *now_obj, double now)
+on_new_ack(EndpointObject *e, long long ack, double echo_s, PyObject *now_obj, double now)
 {
     long long mss = e->mss;
+    /* RFC 3522 Eifel detection (Linux tcp_packet_delayed) */
+    int delayed = e->timestamps && e->snd_una < e->high_seq && e->undo_marker && echo_s < e->retrans_stamp_s;
     long long newly_acked = ack - e->snd_una;
     e->snd_una = ack;
     if (e->snd_nxt < ack)           /* the receiver already held what go-back-N would resend */
@@ -2388,7 +2395,9 @@ on_new_ack(EndpointObject *e, long long ack, PyObject *now_obj, double now)
     e->dupacks = 0;
     int restart_timer = 1;
     int frto_new_data = 0;
-    if (frto) {
+    if (delayed)
+        undo_timeout(e);                   /* Linux tcp_try_undo_loss, before F-RTO's tests */
+    else if (frto) {
         if (original > e->frto_held)
             undo_timeout(e);               /* RFC 5682 step 3b as Linux applies it */
         else if (ack < e->high_seq && e->high_seq == e->snd_max && e->pending_len)
@@ -2511,6 +2520,7 @@ on_duplicate_ack(EndpointObject *e, long long ack, PyObject *now_obj, double now
         e->partial_acks = 0;
         e->recover = e->snd_max;
         save_undo(e);
+        e->retrans_stamp_s = now;
         cc_on_congestion_event(e->cc);
         e->inflation = (double)(threshold * e->mss);
         e->fast_retransmits += 1;
@@ -2532,13 +2542,16 @@ static PyObject *
 Endpoint_on_ack(EndpointObject *e, PyObject *packet)
 {
     long long ack;
+    double echo_s;
     PyObject *payload = Py_IS_TYPE(packet, &PacketType) ? Py_NewRef(((PacketObject *)packet)->payload)
                                                         : PyObject_GetAttr(packet, str_payload);
     if (payload == NULL)
         return NULL;
-    if (Py_IS_TYPE(payload, &AckType))
+    if (Py_IS_TYPE(payload, &AckType)) {
         ack = ((AckObject *)payload)->ack;
-    else if (get_long_attr(payload, str_ack, &ack) < 0) {
+        echo_s = ((AckObject *)payload)->echo_s;
+    }
+    else if (get_long_attr(payload, str_ack, &ack) < 0 || get_double_attr(payload, str_echo_s, &echo_s) < 0) {
         Py_DECREF(payload);
         return NULL;
     }
@@ -2550,7 +2563,7 @@ Endpoint_on_ack(EndpointObject *e, PyObject *packet)
         if (now_obj == NULL)
             return NULL;
         if (ack > e->snd_una)
-            rc = on_new_ack(e, ack, now_obj, now);
+            rc = on_new_ack(e, ack, echo_s, now_obj, now);
         else
             rc = on_duplicate_ack(e, ack, now_obj, now);
         Py_DECREF(now_obj);
@@ -2684,6 +2697,8 @@ endpoint_on_rto(EndpointObject *e, double now)
     else if (e->snd_una < e->snd_max) {
         e->rtos += 1;
         int repeated = e->rto_seq == e->snd_una;
+        if (!(repeated || e->in_recovery))
+            e->retrans_stamp_s = now;                 /* the episode's first retransmission */
         /* F-RTO (RFC 5682 step 1): not at the end of a fast or RTO recovery, unless repeated */
         int frto = repeated || !(e->in_recovery || e->snd_una < e->high_seq);
         if (repeated || e->in_recovery) {
@@ -2800,10 +2815,12 @@ endpoint_send_ack(EndpointObject *e, double now)
     e->segments_since_ack = 0;
     timers_cancel(e->timers, SLOT_DELACK);
     e->acks_sent += 1;
+    e->last_ack_sent = e->rcv_nxt;
     AckObject *ack = PyObject_New(AckObject, &AckType);
     if (ack == NULL)
         return -1;
     ack->ack = e->rcv_nxt;
+    ack->echo_s = e->ts_recent_s;
     PacketObject *packet = packet_new(e->header_bytes, (PyObject *)ack);
     Py_DECREF(ack);
     if (packet == NULL)
@@ -2854,6 +2871,14 @@ Endpoint_on_segment(EndpointObject *e, PyObject *packet)
     }
     if (rc < 0)
         goto done;
+    if (seq <= e->last_ack_sent && e->last_ack_sent < seq + seg->length) {   /* RFC 7323 4.3 (2) */
+        if (Py_IS_TYPE(packet, &PacketType))
+            e->ts_recent_s = ((PacketObject *)packet)->sent_s;
+        else if (get_double_attr(packet, str_sent_s, &e->ts_recent_s) < 0) {
+            rc = -1;
+            goto done;
+        }
+    }
     if (seq == nxt) {
         int filled_hole = e->ooo_size > 0;
         nxt += seg->length;
@@ -3282,6 +3307,14 @@ Endpoint_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
         || get_double_attr(e->config, str_max_ack_delay_s, &e->max_ack_delay_s) < 0
         || (cc_name = PyObject_GetAttr(e->config, str_cc)) == NULL)
         goto fail;
+    PyObject *ts = PyObject_GetAttr(e->config, str_timestamps);
+    int ts_on = ts == NULL ? -1 : PyObject_IsTrue(ts);
+    Py_XDECREF(ts);
+    if (ts_on < 0) {
+        Py_DECREF(cc_name);
+        goto fail;
+    }
+    e->timestamps = (char)ts_on;
     int kind = -1;
     PyObject *lower = PyObject_CallMethod(cc_name, "lower", NULL);
     Py_DECREF(cc_name);
@@ -3919,6 +3952,8 @@ PyInit__tcp(void)
     INTERN(str_initial_window_segments, "initial_window_segments");
     INTERN(str_min_rto_s, "min_rto_s");
     INTERN(str_initial_rtt_s, "initial_rtt_s");
+    INTERN(str_echo_s, "echo_s");
+    INTERN(str_timestamps, "timestamps");
     INTERN(str_ack_every_packets, "ack_every_packets");
     INTERN(str_max_ack_delay_s, "max_ack_delay_s");
     INTERN(str_packet_threshold, "packet_threshold");

@@ -36,9 +36,10 @@ class TcpEndpoint:
         "_inflation_bytes", "_rto_backoff", "_rto_seq",
         # F-RTO (RFC 5682) and the undo of a spurious timeout's reduction (Linux's names)
         "_frto", "_high_seq", "_frto_held", "_undo_marker", "_prior_cwnd_bytes", "_prior_ssthresh_bytes",
+        "_retrans_stamp_s", "_timestamps",
         "_deliver_segment", "_deliver_ack", "_handshake_retransmitted", "_handshake_sent_s",
         # receiver (RCV.NXT)
-        "rcv_nxt", "_ooo", "_ooo_bytes", "max_ooo_bytes", "_segments_since_ack",
+        "rcv_nxt", "_ooo", "_ooo_bytes", "max_ooo_bytes", "_segments_since_ack", "_ts_recent_s", "_last_ack_sent",
         # counters
         "segments_sent", "segments_retransmitted", "rtos", "spurious_rtos", "undone_reductions",
         "fast_retransmits",
@@ -94,6 +95,8 @@ class TcpEndpoint:
         self._undo_marker = False                 # a reduction that an undo may restore
         self._prior_cwnd_bytes = 0.0
         self._prior_ssthresh_bytes = 0.0
+        self._retrans_stamp_s = 0.0               # when the episode's first retransmission went out
+        self._timestamps = config.timestamps      # RFC 7323 option in use: Eifel detection (RFC 3522)
         self._handshake_retransmitted = False
         self._handshake_sent_s = 0.0
 
@@ -102,6 +105,8 @@ class TcpEndpoint:
         self._ooo_bytes = 0
         self.max_ooo_bytes = 0
         self._segments_since_ack = 0
+        self._ts_recent_s = 0.0                   # RFC 7323 TS.Recent: the send time echoed
+        self._last_ack_sent = 0                   # RFC 7323 Last.ACK.sent
 
         self.segments_sent = 0
         self.segments_retransmitted = 0
@@ -262,14 +267,18 @@ class TcpEndpoint:
     def _on_ack(self, packet: Packet) -> None:
         ack = packet.payload.ack
         if ack > self.snd_una:
-            self._on_new_ack(ack)
+            self._on_new_ack(ack, packet.payload.echo_s)
         elif ack == self.snd_una and self.snd_max > ack:
             self._on_duplicate_ack(ack)
         # else: an old ACK overtaken by a newer one; nothing to learn
 
-    def _on_new_ack(self, ack: int) -> None:
+    def _on_new_ack(self, ack: int, echo_s: float) -> None:
         now = self.sim.now
         mss = self.mss
+        # RFC 3522 (Eifel detection, Linux tcp_packet_delayed): in an RTO recovery, an ACK
+        # whose timestamp echo predates the first retransmission answers an original.
+        delayed = (self._timestamps and self.snd_una < self._high_seq and self._undo_marker
+                   and echo_s < self._retrans_stamp_s)
         newly_acked = ack - self.snd_una
         self.snd_una = ack
         if self.snd_nxt < ack:          # the receiver already held what go-back-N would resend
@@ -302,7 +311,9 @@ class TcpEndpoint:
         self._dupacks = 0
         restart_timer = True
         frto_new_data = False
-        if frto:
+        if delayed:
+            self._undo_timeout()       # Linux tcp_try_undo_loss, before F-RTO's tests
+        elif frto:
             if original > self._frto_held:
                 # RFC 5682 step 3b as Linux applies it (tcp_process_loss): data sent before the
                 # timeout and never resent is acknowledged, so it was not lost: spurious.
@@ -395,6 +406,7 @@ class TcpEndpoint:
             self._partial_acks = 0
             self._recover = self.snd_max
             self._save_undo()
+            self._retrans_stamp_s = self.sim.now
             self.cc.on_congestion_event(self.sim.now, self.snd_nxt - self.snd_una)
             self._inflation_bytes = float(threshold * self.mss)
             self.fast_retransmits += 1
@@ -419,6 +431,8 @@ class TcpEndpoint:
             return
         self.rtos += 1
         repeated = self._rto_seq == self.snd_una
+        if not (repeated or self._in_recovery):
+            self._retrans_stamp_s = self.sim.now          # the episode's first retransmission
         # F-RTO (RFC 5682 step 1, Linux tcp_enter_loss): not when the timeout ends a fast
         # recovery or an RTO recovery still under way, unless the same segment timed out again.
         frto = repeated or not (self._in_recovery or self.snd_una < self._high_seq)
@@ -456,6 +470,8 @@ class TcpEndpoint:
             now = self.sim.now
             for stream_id, offset, data, _end in seg.pieces:
                 received(stream_id, offset, len(data), now)
+        if seq <= self._last_ack_sent < seq + seg.length:
+            self._ts_recent_s = packet.sent_s       # RFC 7323 section 4.3 (2)
         if seq == nxt:
             ooo = self._ooo
             filled_hole = bool(ooo)
@@ -522,7 +538,8 @@ class TcpEndpoint:
         self._segments_since_ack = 0
         self.timers.cancel("delack")
         self.acks_sent += 1
-        self.out_link.send(Packet(self.header_bytes, TcpAck(self.rcv_nxt)), self._deliver_ack)
+        self._last_ack_sent = self.rcv_nxt
+        self.out_link.send(Packet(self.header_bytes, TcpAck(self.rcv_nxt, self._ts_recent_s)), self._deliver_ack)
 
     # -- handshake (optional) ---------------------------------------------------------------
     def _send_control(self, kind: str) -> None:
