@@ -89,12 +89,10 @@ class TcpEndpoint:
         self._rto_backoff = 1
         self._rto_seq = -1                        # snd_una at the last timeout
         self._frto = False                        # an F-RTO detection is under way
-        self._high_seq = -1                       # snd_max at the timeout (RFC 5682 "recover"); in
-                                                  # RTO recovery while snd_una is below it
+        self._high_seq = -1                       # snd_max at the timeout: in RTO recovery below it
         self._frto_held = 0                       # segments the receiver held when the timer fired
         self._undo_marker = False                 # a reduction that an undo may restore
-        self._prior_cwnd_bytes = 0.0
-        self._prior_ssthresh_bytes = 0.0
+        self._prior_cwnd_bytes = self._prior_ssthresh_bytes = 0.0
         self._retrans_stamp_s = 0.0               # when the episode's first retransmission went out
         self._timestamps = config.timestamps      # RFC 7323 option in use: Eifel detection (RFC 3522)
         self._handshake_retransmitted = False
@@ -110,9 +108,7 @@ class TcpEndpoint:
 
         self.segments_sent = 0
         self.segments_retransmitted = 0
-        self.rtos = 0
-        self.spurious_rtos = 0
-        self.undone_reductions = 0
+        self.rtos = self.spurious_rtos = self.undone_reductions = 0
         self.fast_retransmits = 0
         self.bytes_sent = 0
         self.bytes_delivered = 0
@@ -387,7 +383,7 @@ class TcpEndpoint:
     def _on_duplicate_ack(self, ack: int) -> None:
         if self._frto:
             if self.snd_max == self._high_seq:
-                return            # step 2: an ACK of data sent before the timeout; nothing to learn (Linux)
+                return            # step 2: an ACK of data sent before the timeout tells nothing (Linux)
             # RFC 5682 step 3a: the new segments drew a duplicate ACK, the loss is real:
             # conventional recovery with cwnd at most 3 * SMSS, go-back-N from the hole.
             self._frto = False
