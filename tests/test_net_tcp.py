@@ -238,7 +238,7 @@ def test_lost_segment_blocks_other_streams():
     for t, sid, _, _ in log:
         assert t == pytest.approx(repaired_s)
     st = conn.stats()
-    assert st["fast_retransmits"] == 1 and st["rto_timeouts"] == 0 and st["packets_lost"] == 1
+    assert st["fast_retransmits"] == 1 and st["rtos"] == 0 and st["packets_lost"] == 1
     assert st["max_receive_buffer_bytes"] == 10 * MSS
 
 
@@ -260,7 +260,7 @@ def test_newreno_partial_ack_repairs_second_hole_without_timeout():
     st = conn.stats()
     assert st["fast_retransmits"] == 1
     assert st["packets_lost"] == 2
-    assert st["rto_timeouts"] == 0
+    assert st["rtos"] == 0
     assert b"".join(d for _, _, d, _ in log) == bytes(range(256)) * 100
 
 
@@ -295,7 +295,7 @@ def test_rto_backs_off_exponentially():
     for a, b in zip(gaps, gaps[1:]):
         assert b == pytest.approx(2 * a)
     st = conn.stats()
-    assert st["rto_timeouts"] == 5 and st["packets_lost"] == 5
+    assert st["rtos"] == 5 and st["packets_lost"] == 5
     assert log[-1][2] == b"y" * 1000 and log[-1][3] is True
     # Karn's rule (RFC 6298 section 3): the ACK of a retransmitted segment is no RTT sample,
     # so SRTT is still the first sample and the backed-off RTO stays until a fresh one.
@@ -384,13 +384,13 @@ def test_handshake_costs_one_rtt():
     assert conn.client.rtt.min_rtt_s == pytest.approx(0.1)   # the SYN exchange is an RTT sample
     t, conn = first_delivery(True, drop=[0])
     assert t == pytest.approx(1.15)
-    assert conn.stats()["rto_timeouts"] == 1
+    assert conn.stats()["rtos"] == 1
 
 
 def test_stats_keys_and_segment_size():
     sim, conn, log = _bulk(100_000, rtt_s=0.05, bandwidth_bps=10e6, queue_bytes=None)
     st = conn.stats()
-    for key in ("packets_sent", "packets_lost", "rto_timeouts", "fast_retransmits", "bytes_sent",
+    for key in ("packets_sent", "packets_lost", "rtos", "fast_retransmits", "bytes_sent",
                 "bytes_delivered", "acks_sent", "max_receive_buffer_bytes"):
         assert key in st and f"c2s_{key}" in st and f"s2c_{key}" in st
     assert st["c2s_packets_sent"] == math.ceil(100_000 / MSS)
@@ -422,3 +422,125 @@ def test_same_seed_same_trace_different_seed_differs():
     a, b, c = _traced(7), _traced(7), _traced(8)
     assert a == b
     assert a[0] != c[0] and a[1] != c[1]
+
+
+# --------------------------------------------------------------------------------------
+# The retransmission timer as Linux runs it, and spurious timeouts
+
+
+def test_rto_formula_rfc6298_section2_with_linux_floor_on_the_variance_term():
+    """RFC 6298 section 2: 1 s before a sample (2.1), SRTT = R and RTTVAR = R/2 on the
+    first (2.2), then alpha 1/8, beta 1/4 (2.3).  Where Linux departs (``__tcp_set_rto``):
+    its minimum (200 ms) floors the variance term, RTO = SRTT + max(4 RTTVAR, rto_min),
+    instead of (2.4)'s max(rto_min, SRTT + 4 RTTVAR); and the ceiling is 120 s (2.5)."""
+    from simulator.net.cc import RttEstimator
+    rtt = RttEstimator(min_rto_s=0.2)
+    assert rtt.rto_s() == 1.0                                   # (2.1)
+    rtt.update(0.05)
+    assert rtt.rto_s() == pytest.approx(0.05 + 0.2)            # 4 RTTVAR = 0.1 < 0.2: floored
+    for _ in range(200):                                        # a steady 50 ms path
+        rtt.update(0.05)
+    assert rtt.rttvar_s < 1e-6
+    assert rtt.rto_s() == pytest.approx(0.25)                  # RFC 6298 (2.4) would give 0.2
+    big = RttEstimator(min_rto_s=0.2)
+    big.update(0.5)
+    assert big.rto_s() == pytest.approx(0.5 + 4 * 0.25)        # the variance term above the floor
+    huge = RttEstimator(min_rto_s=0.2)
+    huge.update(100.0)
+    assert huge.rto_s() == 120.0                                # Linux TCP_RTO_MAX
+
+
+@pytest.mark.parametrize("rtt_s", [0.02, 0.05, 0.1, 0.2, 0.3])
+@pytest.mark.parametrize("cc", ["reno", "cubic"])
+def test_no_rto_on_a_loss_free_bulk_transfer(rtt_s, cc):
+    """RFC 6298 section 5: the timer is for lost segments.  A bulk transfer through a
+    drop-tail queue that never overflows loses nothing: slow start fills the queue and
+    the RTT climbs, but the estimate (SRTT + at least 200 ms) keeps ahead of it, so no
+    timeout fires and nothing is sent twice."""
+    size = 2_000_000
+    sim, conn, log = _bulk(size, rtt_s=rtt_s, bandwidth_bps=10e6, queue_bytes=2 * size, cc=cc)
+    assert conn.path.forward.stats.packets_dropped == 0
+    assert sum(len(d) for _, _, d, _ in log) == size
+    st = conn.stats()
+    assert st["rtos"] == 0 and st["packets_lost"] == 0 and st["spurious_rtos"] == 0
+
+
+def _spike(implementation: str, timestamps: bool, spike_s: float = 1.0):
+    """A client bulk transfer over a 100 ms path whose one-way delay grows by ``spike_s``
+    at t = 1 s (a route change): nothing is lost, every segment is only late."""
+    from simulator.net import native
+    if implementation not in native.IMPLEMENTATIONS:
+        pytest.skip("C twin not built")
+    sim = Simulator(1)
+    path = Path(sim, rtt_s=0.1, bandwidth_bps=10e6, queue_bytes=10_000_000, implementation="python")
+    conn = TcpConnection(sim, path, TransportConfig(timestamps=timestamps), cwnd_log=True,
+                         implementation=implementation)
+    log: list = []
+    _sink(conn.server, log)
+    before: dict = {}
+
+    def spike():
+        before["cwnd"] = conn.client.cc.cwnd_bytes
+        before["ssthresh"] = conn.client.cc.ssthresh_bytes
+        path.forward.delay_s += spike_s        # later packets only: no reordering
+
+    sim.call_at(1.0, spike)
+    sid = conn.client.open_stream(unidirectional=True)
+    conn.client.write(sid, bytes(4_000_000), end=True)
+    sim.run()
+    return conn, log, before
+
+
+@pytest.mark.parametrize("implementation", ["python", "c"])
+@pytest.mark.parametrize("timestamps", [False, True])
+def test_spurious_timeout_from_an_rtt_spike_is_detected_and_undone_rfc5682_section2(implementation, timestamps):
+    """RFC 5682 section 2 (F-RTO): after a timeout the sender resends only the first
+    unacknowledged segment; an ACK then covering segments sent before the timeout and never
+    resent shows they were delayed, not lost, and the timeout spurious.  With timestamps
+    (RFC 7323, on in Linux) the echo in the first ACK after the retransmission shows the
+    same (RFC 3522, Eifel).  The response (Linux ``tcp_try_undo_loss``, RFC 4015) restores
+    cwnd and ssthresh and resumes with new data: no go-back-N, each timeout resent one
+    segment, and the transfer ends in slow start as it was."""
+    conn, log, before = _spike(implementation, timestamps)
+    st = conn.stats()
+    assert conn.path.forward.stats.packets_dropped == 0
+    assert sum(len(d) for _, _, d, _ in log) == 4_000_000
+    assert st["rtos"] >= 1
+    assert st["spurious_rtos"] >= 1 and st["undone_reductions"] >= 1
+    assert st["packets_lost"] == st["rtos"]          # only the head, once per timeout
+    assert math.isinf(conn.client.cc.ssthresh_bytes) and math.isinf(before["ssthresh"])
+    # cwnd fell to one segment at the timeout and was back above its earlier size at once
+    log_cwnd = conn.client.cwnd_log
+    low = next(i for i, (t, w) in enumerate(log_cwnd) if t > 1.0 and w <= MSS)
+    assert max(w for _, w in log_cwnd[low + 1:low + 3]) >= before["cwnd"]
+
+
+def test_a_real_loss_still_times_out_and_retransmits_rfc6298_section5():
+    """RFC 6298 (5.4)-(5.6): when the last segment of a transfer is lost (no duplicate
+    ACKs follow it), the timer fires one RTO after it was sent, the earliest unacknowledged
+    segment is resent, the RTO doubles, and the retransmission's ACK completes the
+    transfer.  Neither F-RTO nor the timestamp echo calls this timeout spurious: the ACK
+    that advances answers the retransmission, so the window cut stands."""
+    for timestamps in (True, False):
+        sim = Simulator(1)
+        path = Path(sim, rtt_s=0.1)
+        path.forward.loss = DropList([4])                 # the fifth and last segment
+        conn = TcpConnection(sim, path, TransportConfig(timestamps=timestamps))
+        log: list = []
+        _sink(conn.server, log)
+        sends: list = []
+        path.forward.observers.append(lambda pkt: sends.append(pkt))
+        sid = conn.client.open_stream()
+        conn.client.write(sid, bytes(5 * MSS), end=True)
+        sim.run()
+        st = conn.stats()
+        assert st["rtos"] == 1 and st["packets_lost"] == 1
+        assert st["spurious_rtos"] == 0 and st["undone_reductions"] == 0
+        last = [p.sent_s for p in sends if p.payload.seq == 4 * MSS]
+        assert len(last) == 2
+        # Two ACKs at 0.1 s give samples of 0.1 s: SRTT 0.1, 4 RTTVAR 0.15, so Linux's
+        # RTO is 0.1 + max(0.15, 0.2) = 0.3 s (RFC 6298 (2.4) would say 0.25), restarted by
+        # the second ACK (5.3): the tail is resent at 0.4 s (5.4).
+        assert last[0] == 0.0 and last[1] == pytest.approx(0.4)
+        assert sum(len(d) for _, _, d, _ in log) == 5 * MSS and log[-1][3] is True
+        assert conn.client.cc.cwnd_bytes < 10 * MSS      # the reduction stands

@@ -31,7 +31,7 @@ from ..http.framing import Framer, Section, Unframer
 from ..net.link import Path
 from ..net.quic import QuicConnection
 from ..net.tcp import TcpConnection
-from ..net.transport import TransportConfig
+from ..net.transport import TransportConfig, timer_counts
 
 if TYPE_CHECKING:
     from .chain import ChainConfig
@@ -389,9 +389,11 @@ class Segment:
         return ex
 
     def stats(self) -> dict:
-        """Packets sent and lost (or dropped) on both links of the path, and connections opened."""
+        """Packets sent and lost (or dropped) on both links of the path, connections opened,
+        and the transports' retransmission timer counts (``transport.TIMER_KEYS``)."""
         packets = lost = 0
         for link in (self.path.forward, self.path.reverse):
             packets += link.stats.packets_sent
             lost += link.stats.packets_lost + link.stats.packets_dropped
-        return {"packets": packets, "lost": lost, "connections": len(self.conns)}
+        return {"packets": packets, "lost": lost, "connections": len(self.conns),
+                **timer_counts(c.transport.stats() for c in self.conns)}

@@ -70,7 +70,7 @@ from ..engine import Simulator
 from ..net.link import DelayedPath, Path
 from ..net.quic import QuicConnection
 from ..net.tcp import TcpConnection
-from ..net.transport import TransportConfig
+from ..net.transport import TransportConfig, timer_counts
 from ..net.writer import response_writer
 from ..stacks.common import ExchangeSpec
 from ..stacks.tls import sni_name
@@ -528,8 +528,10 @@ class ModelNetwork:
         """The models never give up; the run loop's deadline catches a load that cannot end."""
 
     def stats(self) -> dict:
-        """Connections opened and packets sent and lost (queue drops included) on the shared path."""
+        """Connections opened, packets sent and lost (queue drops included) on the shared path,
+        and the transports' retransmission timer counts (``transport.TIMER_KEYS``)."""
         links = (self.path.forward.stats, self.path.reverse.stats)
         return {"connections": len(self.conns),
                 "packets_sent": sum(s.packets_sent for s in links),
-                "packets_lost": sum(s.packets_lost + s.packets_dropped for s in links)}
+                "packets_lost": sum(s.packets_lost + s.packets_dropped for s in links),
+                **timer_counts(c.t.stats() for c in self.conns.values() if c.t is not None)}

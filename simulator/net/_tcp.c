@@ -51,7 +51,7 @@ static PyObject *str_now, *str_push, *str_send, *str_lost, *str_random, *str_pro
     *str_sim, *str_config, *str_name, *str_flush, *str_on_segment, *str_on_ack, *str_on_control,
     *str_fire, *str_arrive, *str_start_handshake, *str_syn, *str_syn_ack, *str_ack_kind,
     *str_mss_bytes, *str_header_overhead_bytes, *str_cc, *str_initial_window_segments, *str_min_rto_s,
-    *str_initial_rtt_s, *str_ack_every_packets, *str_max_ack_delay_s, *str_packet_threshold, *str_mtu_bytes;
+    *str_initial_rtt_s, *str_echo_s, *str_timestamps, *str_ack_every_packets, *str_max_ack_delay_s, *str_packet_threshold, *str_mtu_bytes;
 static PyObject *empty_bytes, *empty_tuple;
 static PyObject *no_loss_type;       /* link.NoLoss, registered by link.py: never loses, not called */
 
@@ -1219,6 +1219,7 @@ static PyTypeObject SegmentType = {
 typedef struct {
     PyObject_HEAD
     long long ack;
+    double echo_s;           /* the timestamp echo (RFC 7323 TSecr) */
 } AckObject;
 
 static PyTypeObject AckType;
@@ -1227,11 +1228,14 @@ static PyObject *
 Ack_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
 {
     long long ack;
-    if (!PyArg_ParseTuple(args, "L:TcpAck", &ack))
+    double echo_s = 0.0;
+    if (!PyArg_ParseTuple(args, "L|d:TcpAck", &ack, &echo_s))
         return NULL;
     AckObject *a = (AckObject *)type->tp_alloc(type, 0);
-    if (a != NULL)
+    if (a != NULL) {
         a->ack = ack;
+        a->echo_s = echo_s;
+    }
     return (PyObject *)a;
 }
 
@@ -1243,6 +1247,7 @@ Ack_repr(AckObject *a)
 
 static PyMemberDef Ack_members[] = {
     {"ack", T_LONGLONG, offsetof(AckObject, ack), READONLY, "every sequence number below it was received"},
+    {"echo_s", T_DOUBLE, offsetof(AckObject, echo_s), READONLY, "the timestamp echo: TS.Recent's send time"},
     {NULL},
 };
 
@@ -1374,14 +1379,14 @@ rtt_smoothed(RttObject *r)
     return r->has_srtt ? r->srtt_s : r->initial_rtt_s;
 }
 
-/* RFC 6298 (2.2)/(2.3): SRTT + max(G, 4 * RTTVAR), clamped to [min_rto, max_rto]. */
+/* Linux's RTO (cc.RttEstimator.rto_s): SRTT + max(G, 4 * RTTVAR, min_rto), at most max_rto. */
 static inline double
 rtt_rto(RttObject *r)
 {
     if (!r->has_srtt)
         return py_max(r->min_rto_s, py_min(r->max_rto_s, 1.0));
-    double rto = r->srtt_s + py_max(r->granularity_s, 4 * r->rttvar_s);
-    return py_max(r->min_rto_s, py_min(r->max_rto_s, rto));
+    double rto = r->srtt_s + py_max(py_max(r->granularity_s, 4 * r->rttvar_s), r->min_rto_s);
+    return py_min(r->max_rto_s, rto);
 }
 
 static RttObject *
@@ -1392,7 +1397,7 @@ rtt_new(double initial_rtt_s, double min_rto_s)
         return NULL;
     r->initial_rtt_s = initial_rtt_s;
     r->min_rto_s = min_rto_s;
-    r->max_rto_s = 60.0;
+    r->max_rto_s = 120.0;
     r->granularity_s = 0.001;
     r->srtt_s = 0.0;
     r->has_srtt = 0;
@@ -1752,11 +1757,15 @@ struct EndpointObject {
     SegRing unacked;                        /* sent, not cumulatively acked, in seq order */
     long long dupacks, recover, partial_acks, rto_backoff, rto_seq;
     double inflation, handshake_sent_s;
+    /* F-RTO (RFC 5682) and the undo of a spurious timeout's reduction */
+    char frto, undo_marker, prior_cwnd_int, prior_ssthresh_int, timestamps;
+    long long high_seq, frto_held, last_ack_sent;
+    double prior_cwnd, prior_ssthresh, retrans_stamp_s, ts_recent_s;
     long long rcv_nxt, ooo_bytes, max_ooo_bytes, segments_since_ack;
     SegmentObject **ooo;                    /* out-of-order segments, sorted by seq */
     Py_ssize_t ooo_size, ooo_cap;
-    long long segments_sent, segments_retransmitted, rto_timeouts, fast_retransmits, bytes_sent,
-        bytes_delivered, acks_sent;
+    long long segments_sent, segments_retransmitted, rtos, spurious_rtos, undone_reductions,
+        fast_retransmits, bytes_sent, bytes_delivered, acks_sent;
 };
 
 static PyTypeObject EndpointType;
@@ -2200,17 +2209,20 @@ new_segment(EndpointObject *e, long long seq)
 }
 
 /* Send what the congestion window allows: go-back-N resends first, then new data. */
+/* Send what the window allows (has_window: the given one, else the congestion window). */
 static int
-send_more(EndpointObject *e, double now)
+send_more_window(EndpointObject *e, double now, int has_window, double window)
 {
     if (!e->established || (!e->pending_len && e->snd_nxt >= e->snd_max))
         return 0;
     long long mss = e->mss;
-    double window = e->cc->cwnd + e->inflation;
-    if (0 < e->dupacks && e->dupacks < e->packet_threshold && !e->in_recovery)
-        window += (double)(e->dupacks * mss);   /* RFC 3042 limited transmit */
-    if (window < (double)mss)
-        window = (double)mss;
+    if (!has_window) {
+        window = e->cc->cwnd + e->inflation;
+        if (0 < e->dupacks && e->dupacks < e->packet_threshold && !e->in_recovery)
+            window += (double)(e->dupacks * mss);   /* RFC 3042 limited transmit */
+        if (window < (double)mss)
+            window = (double)mss;
+    }
     long long snd_una = e->snd_una;
     for (;;) {
         long long nxt = e->snd_nxt;
@@ -2268,14 +2280,56 @@ send_more(EndpointObject *e, double now)
     return 0;
 }
 
+static inline int
+send_more(EndpointObject *e, double now)
+{
+    return send_more_window(e, now, 0, 0.0);
+}
+
 typedef struct {
     long long stream_id, offset;
 } Acked;
 
+/* The timeout was spurious: restore the window it cut (tcp_endpoint._undo_timeout). */
+static void
+undo_timeout(EndpointObject *e)
+{
+    e->spurious_rtos += 1;
+    e->frto = 0;
+    e->high_seq = -1;
+    if (e->undo_marker) {
+        CcObject *cc = e->cc;
+        if (e->prior_cwnd > cc->cwnd) {
+            cc->cwnd = e->prior_cwnd;
+            cc->cwnd_int = e->prior_cwnd_int;
+        }
+        if (e->prior_ssthresh > cc->ssthresh) {
+            cc->ssthresh = e->prior_ssthresh;
+            cc->ssthresh_int = e->prior_ssthresh_int;
+        }
+        e->undo_marker = 0;
+        e->undone_reductions += 1;
+    }
+    e->recover = e->snd_max;                /* RFC 5682 step 3b */
+    e->snd_nxt = e->snd_max;
+}
+
+static inline void
+save_undo(EndpointObject *e)
+{
+    e->prior_cwnd = e->cc->cwnd;
+    e->prior_cwnd_int = e->cc->cwnd_int;
+    e->prior_ssthresh = e->cc->ssthresh;
+    e->prior_ssthresh_int = e->cc->ssthresh_int;
+    e->undo_marker = 1;
+}
+
 static int
-on_new_ack(EndpointObject *e, long long ack, PyObject *now_obj, double now)
+on_new_ack(EndpointObject *e, long long ack, double echo_s, PyObject *now_obj, double now)
 {
     long long mss = e->mss;
+    /* RFC 3522 Eifel detection (Linux tcp_packet_delayed) */
+    int delayed = e->timestamps && e->snd_una < e->high_seq && e->undo_marker && echo_s < e->retrans_stamp_s;
     long long newly_acked = ack - e->snd_una;
     e->snd_una = ack;
     if (e->snd_nxt < ack)           /* the receiver already held what go-back-N would resend */
@@ -2291,6 +2345,8 @@ on_new_ack(EndpointObject *e, long long ack, PyObject *now_obj, double now)
     }
     double first_sent_s = seg_ring_at(&e->unacked, 0)->sent_s;
     int any_retransmitted = 0;
+    int frto = e->frto;
+    long long original = 0;              /* never-retransmitted segments sent before the timeout */
     int rc = 0;
     while (e->unacked.size > 0 && seg_ring_at(&e->unacked, 0)->seq < ack) {
         SegmentObject *seg = seg_ring_at(&e->unacked, 0);
@@ -2298,6 +2354,8 @@ on_new_ack(EndpointObject *e, long long ack, PyObject *now_obj, double now)
         e->unacked.size--;
         if (seg->retransmitted)
             any_retransmitted = 1;
+        else if (frto && seg->seq + seg->length <= e->high_seq)
+            original += 1;
         if (reporting) {
             for (Py_ssize_t i = 0; i < seg->npieces; i++) {
                 Piece *p = &seg->pieces[i];
@@ -2336,6 +2394,21 @@ on_new_ack(EndpointObject *e, long long ack, PyObject *now_obj, double now)
     }
     e->dupacks = 0;
     int restart_timer = 1;
+    int frto_new_data = 0;
+    if (delayed)
+        undo_timeout(e);                   /* Linux tcp_try_undo_loss, before F-RTO's tests */
+    else if (frto) {
+        if (original > e->frto_held)
+            undo_timeout(e);               /* RFC 5682 step 3b as Linux applies it */
+        else if (ack < e->high_seq && e->high_seq == e->snd_max && e->pending_len)
+            frto_new_data = 1;             /* step 2b */
+        else {                             /* conventional RTO recovery */
+            e->frto = 0;
+            if (ack < e->high_seq)
+                e->snd_nxt = ack;
+        }
+        e->frto_held -= original <= e->frto_held ? original : e->frto_held;
+    }
     CcObject *cc = e->cc;
     if (e->in_recovery) {
         if (ack >= e->recover) {
@@ -2407,7 +2480,13 @@ on_new_ack(EndpointObject *e, long long ack, PyObject *now_obj, double now)
         if (rc < 0)
             goto done;
     }
-    rc = send_more(e, now);
+    if (frto_new_data && e->frto) {
+        /* RFC 5682 step 2b: up to two new segments, whatever the window */
+        e->snd_nxt = e->snd_max;
+        rc = send_more_window(e, now, 1, (double)(e->snd_max - e->snd_una + 2 * mss));
+    }
+    else
+        rc = send_more(e, now);
 done:
     if (acked != small)
         PyMem_Free(acked);
@@ -2417,6 +2496,17 @@ done:
 static int
 on_duplicate_ack(EndpointObject *e, long long ack, PyObject *now_obj, double now)
 {
+    if (e->frto) {
+        if (e->snd_max == e->high_seq)
+            return 0;                      /* step 2: nothing to learn */
+        /* RFC 5682 step 3a: the loss is real; cwnd at most 3 * SMSS, go-back-N */
+        e->frto = 0;
+        if (e->cc->cwnd > (double)(3 * e->mss)) {
+            e->cc->cwnd = (double)(3 * e->mss);
+            e->cc->cwnd_int = 1;
+        }
+        e->snd_nxt = e->snd_una;
+    }
     e->dupacks += 1;
     long long threshold = e->packet_threshold;
     if (e->in_recovery) {
@@ -2429,6 +2519,8 @@ on_duplicate_ack(EndpointObject *e, long long ack, PyObject *now_obj, double now
         e->in_recovery = 1;
         e->partial_acks = 0;
         e->recover = e->snd_max;
+        save_undo(e);
+        e->retrans_stamp_s = now;
         cc_on_congestion_event(e->cc);
         e->inflation = (double)(threshold * e->mss);
         e->fast_retransmits += 1;
@@ -2450,13 +2542,16 @@ static PyObject *
 Endpoint_on_ack(EndpointObject *e, PyObject *packet)
 {
     long long ack;
+    double echo_s;
     PyObject *payload = Py_IS_TYPE(packet, &PacketType) ? Py_NewRef(((PacketObject *)packet)->payload)
                                                         : PyObject_GetAttr(packet, str_payload);
     if (payload == NULL)
         return NULL;
-    if (Py_IS_TYPE(payload, &AckType))
+    if (Py_IS_TYPE(payload, &AckType)) {
         ack = ((AckObject *)payload)->ack;
-    else if (get_long_attr(payload, str_ack, &ack) < 0) {
+        echo_s = ((AckObject *)payload)->echo_s;
+    }
+    else if (get_long_attr(payload, str_ack, &ack) < 0 || get_double_attr(payload, str_echo_s, &echo_s) < 0) {
         Py_DECREF(payload);
         return NULL;
     }
@@ -2468,7 +2563,7 @@ Endpoint_on_ack(EndpointObject *e, PyObject *packet)
         if (now_obj == NULL)
             return NULL;
         if (ack > e->snd_una)
-            rc = on_new_ack(e, ack, now_obj, now);
+            rc = on_new_ack(e, ack, echo_s, now_obj, now);
         else
             rc = on_duplicate_ack(e, ack, now_obj, now);
         Py_DECREF(now_obj);
@@ -2517,7 +2612,7 @@ static int
 handshake_timeout(EndpointObject *e, double now)
 {
     /* RFC 6298 (5.5): retransmit the SYN (client) or SYN-ACK (server) with backoff */
-    e->rto_timeouts += 1;
+    e->rtos += 1;
     e->handshake_retransmitted = 1;
     e->rto_backoff = e->rto_backoff * 2 < MAX_BACKOFF ? e->rto_backoff * 2 : MAX_BACKOFF;
     if (send_control(e, e->is_client ? CTL_SYN : CTL_SYN_ACK, now) < 0)
@@ -2600,15 +2695,25 @@ endpoint_on_rto(EndpointObject *e, double now)
     if (!e->established)
         rc = handshake_timeout(e, now);
     else if (e->snd_una < e->snd_max) {
-        e->rto_timeouts += 1;
-        if (e->rto_seq == e->snd_una || e->in_recovery) {
+        e->rtos += 1;
+        int repeated = e->rto_seq == e->snd_una;
+        if (!(repeated || e->in_recovery))
+            e->retrans_stamp_s = now;                 /* the episode's first retransmission */
+        /* F-RTO (RFC 5682 step 1): not at the end of a fast or RTO recovery, unless repeated */
+        int frto = repeated || !(e->in_recovery || e->snd_una < e->high_seq);
+        if (repeated || e->in_recovery) {
             /* the same segment timed out again, or a timeout ends a fast recovery: hold ssthresh */
             e->cc->cwnd = (double)e->mss;
             e->cc->cwnd_int = 0;
         }
-        else
+        else {
+            save_undo(e);
             cc_on_timeout(e->cc, e->snd_nxt - e->snd_una);   /* RFC 5681 (4) */
+        }
         e->rto_seq = e->snd_una;
+        e->frto = (char)frto;
+        e->frto_held = e->dupacks;
+        e->high_seq = e->snd_max;
         e->in_recovery = 0;
         e->inflation = 0.0;
         e->dupacks = 0;
@@ -2710,10 +2815,12 @@ endpoint_send_ack(EndpointObject *e, double now)
     e->segments_since_ack = 0;
     timers_cancel(e->timers, SLOT_DELACK);
     e->acks_sent += 1;
+    e->last_ack_sent = e->rcv_nxt;
     AckObject *ack = PyObject_New(AckObject, &AckType);
     if (ack == NULL)
         return -1;
     ack->ack = e->rcv_nxt;
+    ack->echo_s = e->ts_recent_s;
     PacketObject *packet = packet_new(e->header_bytes, (PyObject *)ack);
     Py_DECREF(ack);
     if (packet == NULL)
@@ -2764,6 +2871,14 @@ Endpoint_on_segment(EndpointObject *e, PyObject *packet)
     }
     if (rc < 0)
         goto done;
+    if (seq <= e->last_ack_sent && e->last_ack_sent < seq + seg->length) {   /* RFC 7323 4.3 (2) */
+        if (Py_IS_TYPE(packet, &PacketType))
+            e->ts_recent_s = ((PacketObject *)packet)->sent_s;
+        else if (get_double_attr(packet, str_sent_s, &e->ts_recent_s) < 0) {
+            rc = -1;
+            goto done;
+        }
+    }
     if (seq == nxt) {
         int filled_hole = e->ooo_size > 0;
         nxt += seg->length;
@@ -3133,10 +3248,12 @@ Endpoint_direction_stats(EndpointObject *e, PyObject *unused)
     PyObject *cwnd = endpoint_cwnd_obj(e);
     PyObject *d = NULL;
     if (srtt != NULL && cwnd != NULL)
-        d = Py_BuildValue("{s:L,s:L,s:L,s:L,s:L,s:L,s:L,s:L,s:O,s:d,s:O}",
+        d = Py_BuildValue("{s:L,s:L,s:L,s:L,s:L,s:L,s:L,s:L,s:L,s:L,s:O,s:d,s:O}",
                           "packets_sent", e->segments_sent,
                           "packets_lost", e->segments_retransmitted,
-                          "rto_timeouts", e->rto_timeouts,
+                          "rtos", e->rtos,
+                          "spurious_rtos", e->spurious_rtos,
+                          "undone_reductions", e->undone_reductions,
                           "fast_retransmits", e->fast_retransmits,
                           "bytes_sent", e->bytes_sent,
                           "bytes_delivered", peer->bytes_delivered,
@@ -3190,6 +3307,14 @@ Endpoint_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
         || get_double_attr(e->config, str_max_ack_delay_s, &e->max_ack_delay_s) < 0
         || (cc_name = PyObject_GetAttr(e->config, str_cc)) == NULL)
         goto fail;
+    PyObject *ts = PyObject_GetAttr(e->config, str_timestamps);
+    int ts_on = ts == NULL ? -1 : PyObject_IsTrue(ts);
+    Py_XDECREF(ts);
+    if (ts_on < 0) {
+        Py_DECREF(cc_name);
+        goto fail;
+    }
+    e->timestamps = (char)ts_on;
     int kind = -1;
     PyObject *lower = PyObject_CallMethod(cc_name, "lower", NULL);
     Py_DECREF(cc_name);
@@ -3234,6 +3359,7 @@ Endpoint_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
     e->recover = -1;
     e->rto_backoff = 1;
     e->rto_seq = -1;
+    e->high_seq = -1;
     return (PyObject *)e;
 fail:
     Py_DECREF(e);
@@ -3346,7 +3472,10 @@ static PyMemberDef Endpoint_members[] = {
     RO("_rto_backoff", T_LONGLONG, rto_backoff), RO("_rto_seq", T_LONGLONG, rto_seq),
     RO("_ooo_bytes", T_LONGLONG, ooo_bytes), RO("_segments_since_ack", T_LONGLONG, segments_since_ack),
     RO("segments_sent", T_LONGLONG, segments_sent), RO("segments_retransmitted", T_LONGLONG, segments_retransmitted),
-    RO("rto_timeouts", T_LONGLONG, rto_timeouts), RO("fast_retransmits", T_LONGLONG, fast_retransmits),
+    RO("rtos", T_LONGLONG, rtos), RO("spurious_rtos", T_LONGLONG, spurious_rtos),
+    RO("undone_reductions", T_LONGLONG, undone_reductions), RO("fast_retransmits", T_LONGLONG, fast_retransmits),
+    RO("_frto", T_BOOL, frto), RO("_high_seq", T_LONGLONG, high_seq), RO("_frto_held", T_LONGLONG, frto_held),
+    RO("_undo_marker", T_BOOL, undo_marker),
     RO("bytes_sent", T_LONGLONG, bytes_sent), RO("bytes_delivered", T_LONGLONG, bytes_delivered),
     RO("acks_sent", T_LONGLONG, acks_sent),
     {NULL},
@@ -3823,6 +3952,8 @@ PyInit__tcp(void)
     INTERN(str_initial_window_segments, "initial_window_segments");
     INTERN(str_min_rto_s, "min_rto_s");
     INTERN(str_initial_rtt_s, "initial_rtt_s");
+    INTERN(str_echo_s, "echo_s");
+    INTERN(str_timestamps, "timestamps");
     INTERN(str_ack_every_packets, "ack_every_packets");
     INTERN(str_max_ack_delay_s, "max_ack_delay_s");
     INTERN(str_packet_threshold, "packet_threshold");

@@ -26,9 +26,10 @@ class RttEstimator:
     """Smoothed RTT, RTT variation and the RFC 6298 retransmission timeout."""
 
     def __init__(self, initial_rtt_s: float = 0.333, min_rto_s: float = 0.2,
-                 max_rto_s: float = 60.0, granularity_s: float = 0.001) -> None:
+                 max_rto_s: float = 120.0, granularity_s: float = 0.001) -> None:
         # RFC 6298 (2.4) asks for a 1 s minimum RTO; Linux uses 200 ms (TCP_RTO_MIN),
-        # which is what real HTTP/2 servers run with, so that is the default here.
+        # which is what real HTTP/2 servers run with, so that is the default here.  The
+        # ceiling is Linux's TCP_RTO_MAX, 120 s (RFC 6298 (2.5) allows any of at least 60 s).
         self.initial_rtt_s = initial_rtt_s
         self.min_rto_s = min_rto_s
         self.max_rto_s = max_rto_s
@@ -60,11 +61,21 @@ class RttEstimator:
         return self.srtt_s if self.srtt_s is not None else self.initial_rtt_s
 
     def rto_s(self) -> float:
-        """RFC 6298 (2.2)/(2.3): SRTT + max(G, 4 * RTTVAR), clamped to [min_rto, max_rto]."""
+        """The TCP retransmission timeout as Linux computes it: SRTT + max(G, 4 * RTTVAR, min_rto),
+        at most max_rto; 1 s before the first sample (RFC 6298 (2.1)).
+
+        RFC 6298 (2.3) says SRTT + max(G, 4 * RTTVAR) and (2.4) rounds that up to the
+        minimum RTO; Linux (net/ipv4/tcp_input.c, ``tcp_rtt_estimator`` and
+        ``__tcp_set_rto``) instead floors the variance term at TCP_RTO_MIN, so its timeout
+        is never under SRTT + 200 ms: with a 50 ms path and a steady RTT, RFC 6298 gives
+        200 ms and Linux 250 ms, and a queue that doubles the RTT in one round trip
+        does not fire it.  Linux also keeps the per-round maximum of its deviation
+        (``mdev_max``) and gives falling samples less weight; the model keeps RFC 6298's
+        smoothing (alpha 1/8, beta 1/4), which is Linux's for rising samples."""
         if self.srtt_s is None:
             return max(self.min_rto_s, min(self.max_rto_s, 1.0))   # RFC 6298 (2.1): 1 s
-        rto = self.srtt_s + max(self.granularity_s, 4 * self.rttvar_s)
-        return max(self.min_rto_s, min(self.max_rto_s, rto))
+        rto = self.srtt_s + max(self.granularity_s, 4 * self.rttvar_s, self.min_rto_s)
+        return min(self.max_rto_s, rto)
 
     def pto_s(self, max_ack_delay_s: float = 0.025) -> float:
         """RFC 9002 section 6.2.1: smoothed_rtt + max(4 * rttvar, kGranularity) + max_ack_delay."""

@@ -26,12 +26,38 @@ What is modelled
   ``config.packet_threshold`` duplicate ACKs with NewReno fast recovery (RFC 6582:
   window inflation, partial ACKs retransmit the next hole and stay in recovery, the
   "Impatient" timer variant, no second fast retransmit for losses of the window that
-  timed out); limited transmit (RFC 3042); the retransmission timer of RFC 6298 with
-  ``cc.RttEstimator`` (min RTO from ``config.min_rto_s``, 1 s before the first sample),
-  an RTT sample per ACK from the oldest newly acked segment with Karn's rule (no sample
-  when a newly acked segment was ever retransmitted), exponential backoff on repeated
-  timeouts (section 5.5) kept until a fresh sample, and go-back-N resending from the
-  first unacknowledged segment after a timeout.
+  timed out); limited transmit (RFC 3042).
+- Retransmission timer, as Linux runs it (net/ipv4/tcp_input.c, tcp_timer.c):
+  RTO = SRTT + max(4 * RTTVAR, min RTO) (``cc.RttEstimator.rto_s``; ``config.min_rto_s``
+  200 ms, Linux's TCP_RTO_MIN), 1 s before the first sample (RFC 6298 2.1), at most 120 s
+  (TCP_RTO_MAX).  This departs from RFC 6298 (2.4), max(min RTO, SRTT + 4 * RTTVAR):
+  Linux floors the variance term, so a timeout never comes sooner than SRTT + 200 ms and
+  a queue that builds up within a round trip does not fire it.  An RTT sample per ACK
+  from the oldest newly acked segment with Karn's rule (no sample when a newly acked
+  segment was ever retransmitted), exponential backoff on repeated timeouts (5.5) kept
+  until a fresh sample.  RFC 6298's smoothing is kept; Linux's per-round maximum of the
+  deviation (``mdev_max``) and lighter weight for falling samples are not modelled.
+- Spurious timeouts, detected and undone as Linux does.  A timeout cuts ssthresh
+  (RFC 5681 (4)) and cwnd to one segment, remembers the window it cut (Linux
+  ``prior_cwnd``/``prior_ssthresh``) and resends the first unacknowledged segment.
+  Then: (a) with timestamps (``config.timestamps``, on as in Linux; RFC 7323: each ACK
+  echoes the send time of the segment that held the receiver's last ACK point,
+  TS.Recent), an ACK in the recovery whose echo predates the episode's first
+  retransmission answers an original: the timeout was spurious (Eifel detection,
+  RFC 3522; Linux ``tcp_packet_delayed``); (b) F-RTO (RFC 5682 section 2, Linux
+  ``tcp_process_loss`` with ``tcp_frto`` = 2), not when the timeout ends a fast recovery
+  or an RTO recovery under way unless the same segment timed out again: an ACK that
+  acknowledges segments sent before the timeout and never resent declares it spurious
+  (step 3b, applied to the first ACK as Linux does); an ACK of the resent segment only
+  sends up to two new segments whatever the window (step 2b) and waits for the next; a
+  duplicate ACK after those (step 3a), an ACK reaching all that timed out, or no new data
+  to send, falls back to go-back-N from the first unacknowledged segment (with cwnd at most
+  3 segments after 3a).  A spurious timeout is undone as Linux's ``tcp_try_undo_loss``:
+  cwnd = max(cwnd, prior), ssthresh = max(ssthresh, prior), no more resending (the
+  Eifel response of RFC 4015 without its RTO adaptation), recover = SND.NXT.  Linux
+  judges "never resent and not SACKed"; without SACK the model subtracts the duplicate
+  ACKs seen when the timer fired (segments the receiver held) before calling a timeout
+  spurious, so a lost first segment behind one or two received ones stays a loss.
 - Optional three-way handshake (``handshake=True``): SYN, SYN-ACK and ACK are 40-byte
   packets that can be lost; the client sends data one RTT after start, the server once
   the handshake's final ACK (or any client segment) arrives.  SYN and SYN-ACK are
@@ -40,7 +66,10 @@ What is modelled
 
 Simplifications (on purpose)
 - No flow control: the receive window is unlimited (the receive buffer's out-of-order
-  occupancy is measured, not bounded).  No SACK, no timestamps, no ECN.
+  occupancy is measured, not bounded).  No SACK, no DSACK, no ECN; no tail loss probe
+  (RFC 8985's TLP, which Linux sends 2 SRTT after a tail), no RACK.  Timestamps are
+  modelled only as the echo the Eifel detection reads (``TcpAck.echo_s``): the option's
+  12 bytes are not on the wire and RTT samples keep Karn's rule.
 - ACKs are never piggybacked on data: every ACK is its own packet.
 - Segment boundaries are fixed at first transmission; retransmissions resend the same
   segment (no repacketization).
@@ -51,7 +80,9 @@ Simplifications (on purpose)
   packets_sent        data segments sent, retransmissions included (pure ACKs and
                       handshake packets not counted)
   packets_lost        data segments retransmitted (the sender's count of losses)
-  rto_timeouts        retransmission timeouts (handshake ones included)
+  rtos                retransmission timeouts fired (SYN / SYN-ACK ones included)
+  spurious_rtos       timeouts found spurious (timestamp echo or F-RTO)
+  undone_reductions   window reductions restored for them
   fast_retransmits    fast retransmits (entries into fast recovery)
   bytes_sent          payload bytes sent, retransmissions included
   bytes_delivered     application bytes delivered in order to the receivers
@@ -83,7 +114,7 @@ from .transport import TransportConfig
 
 __all__ = ["TcpConnection", "TcpEndpoint", "TcpSegment", "TcpAck", "TcpControl"]
 
-_SUM_KEYS = ("packets_sent", "packets_lost", "rto_timeouts", "fast_retransmits", "bytes_sent",
+_SUM_KEYS = ("packets_sent", "packets_lost", "rtos", "spurious_rtos", "undone_reductions", "fast_retransmits", "bytes_sent",
              "bytes_delivered", "acks_sent")
 
 
@@ -95,6 +126,7 @@ def _c_endpoints(config: TransportConfig) -> bool:
             config.ack_every_packets, config.packet_threshold)
     floats = (config.min_rto_s, config.initial_rtt_s, config.max_ack_delay_s)
     return (all(type(v) is int for v in ints) and all(type(v) is float for v in floats)
+            and type(config.timestamps) is bool
             and isinstance(config.cc, str) and config.cc.lower() in ("reno", "newreno", "cubic"))
 
 

@@ -1,6 +1,6 @@
 """The TCP model's endpoint, the Python reference: the sender of one direction and the
-receiver of the other, with NewReno recovery, delayed ACKs, the RFC 6298 timer and the
-optional handshake, as ``tcp``'s docstring describes.  ``simulator.net._tcp.TcpEndpoint``
+receiver of the other, with NewReno recovery, delayed ACKs, Linux's retransmission timer
+with F-RTO and its undo, and the optional handshake, as ``tcp``'s docstring describes.  ``simulator.net._tcp.TcpEndpoint``
 is its C twin (same events, same numbers).  Written by hand."""
 
 from __future__ import annotations
@@ -34,11 +34,15 @@ class TcpEndpoint:
         "snd_una", "snd_nxt", "snd_max", "_pending", "_pending_len", "_flush_scheduled",
         "_unacked", "_by_seq", "_dupacks", "_in_recovery", "_recover", "_partial_acks",
         "_inflation_bytes", "_rto_backoff", "_rto_seq",
+        # F-RTO (RFC 5682) and the undo of a spurious timeout's reduction (Linux's names)
+        "_frto", "_high_seq", "_frto_held", "_undo_marker", "_prior_cwnd_bytes", "_prior_ssthresh_bytes",
+        "_retrans_stamp_s", "_timestamps",
         "_deliver_segment", "_deliver_ack", "_handshake_retransmitted", "_handshake_sent_s",
         # receiver (RCV.NXT)
-        "rcv_nxt", "_ooo", "_ooo_bytes", "max_ooo_bytes", "_segments_since_ack",
+        "rcv_nxt", "_ooo", "_ooo_bytes", "max_ooo_bytes", "_segments_since_ack", "_ts_recent_s", "_last_ack_sent",
         # counters
-        "segments_sent", "segments_retransmitted", "rto_timeouts", "fast_retransmits",
+        "segments_sent", "segments_retransmitted", "rtos", "spurious_rtos", "undone_reductions",
+        "fast_retransmits",
         "bytes_sent", "bytes_delivered", "acks_sent",
     )
 
@@ -84,6 +88,13 @@ class TcpEndpoint:
         self._inflation_bytes = 0.0               # fast-recovery window inflation (RFC 6582 steps 2-4)
         self._rto_backoff = 1
         self._rto_seq = -1                        # snd_una at the last timeout
+        self._frto = False                        # an F-RTO detection is under way
+        self._high_seq = -1                       # snd_max at the timeout: in RTO recovery below it
+        self._frto_held = 0                       # segments the receiver held when the timer fired
+        self._undo_marker = False                 # a reduction that an undo may restore
+        self._prior_cwnd_bytes = self._prior_ssthresh_bytes = 0.0
+        self._retrans_stamp_s = 0.0               # when the episode's first retransmission went out
+        self._timestamps = config.timestamps      # RFC 7323 option in use: Eifel detection (RFC 3522)
         self._handshake_retransmitted = False
         self._handshake_sent_s = 0.0
 
@@ -92,10 +103,12 @@ class TcpEndpoint:
         self._ooo_bytes = 0
         self.max_ooo_bytes = 0
         self._segments_since_ack = 0
+        self._ts_recent_s = 0.0                   # RFC 7323 TS.Recent: the send time echoed
+        self._last_ack_sent = 0                   # RFC 7323 Last.ACK.sent
 
         self.segments_sent = 0
         self.segments_retransmitted = 0
-        self.rto_timeouts = 0
+        self.rtos = self.spurious_rtos = self.undone_reductions = 0
         self.fast_retransmits = 0
         self.bytes_sent = 0
         self.bytes_delivered = 0
@@ -158,16 +171,17 @@ class TcpEndpoint:
         if self.cwnd_log is not None:
             self.cwnd_log.append((self.sim.now, self.cwnd_bytes))
 
-    def _send_more(self) -> None:
-        """Send what the congestion window allows: go-back-N resends first, then new data."""
+    def _send_more(self, window: float | None = None) -> None:
+        """Send what the congestion window (or ``window``) allows: go-back-N resends first, then new data."""
         if not self.established or (not self._pending_len and self.snd_nxt >= self.snd_max):
             return                                       # nothing to send (e.g. a flush after an ACK sent it)
         mss = self.mss
-        window = self.cc.cwnd_bytes + self._inflation_bytes
-        if 0 < self._dupacks < self.config.packet_threshold and not self._in_recovery:
-            window += self._dupacks * mss    # RFC 3042 limited transmit
-        if window < mss:
-            window = mss
+        if window is None:
+            window = self.cc.cwnd_bytes + self._inflation_bytes
+            if 0 < self._dupacks < self.config.packet_threshold and not self._in_recovery:
+                window += self._dupacks * mss    # RFC 3042 limited transmit
+            if window < mss:
+                window = mss
         by_seq = self._by_seq
         snd_una = self.snd_una                           # sending never moves it
         pending = self._pending
@@ -249,14 +263,18 @@ class TcpEndpoint:
     def _on_ack(self, packet: Packet) -> None:
         ack = packet.payload.ack
         if ack > self.snd_una:
-            self._on_new_ack(ack)
+            self._on_new_ack(ack, packet.payload.echo_s)
         elif ack == self.snd_una and self.snd_max > ack:
             self._on_duplicate_ack(ack)
         # else: an old ACK overtaken by a newer one; nothing to learn
 
-    def _on_new_ack(self, ack: int) -> None:
+    def _on_new_ack(self, ack: int, echo_s: float) -> None:
         now = self.sim.now
         mss = self.mss
+        # RFC 3522 (Eifel detection, Linux tcp_packet_delayed): in an RTO recovery, an ACK
+        # whose timestamp echo predates the first retransmission answers an original.
+        delayed = (self._timestamps and self.snd_una < self._high_seq and self._undo_marker
+                   and echo_s < self._retrans_stamp_s)
         newly_acked = ack - self.snd_una
         self.snd_una = ack
         if self.snd_nxt < ack:          # the receiver already held what go-back-N would resend
@@ -267,12 +285,16 @@ class TcpEndpoint:
         acked_streams: dict[int, int] | None = {} if report is not None else None
         first_sent_s = unacked[0].sent_s
         any_retransmitted = False
+        frto = self._frto
+        original = 0                  # never-retransmitted segments sent before the timeout
         popleft = unacked.popleft
         while unacked and unacked[0].seq < ack:
             seg = popleft()
             del by_seq[seg.seq]
             if seg.retransmitted:
                 any_retransmitted = True
+            elif frto and seg.seq + seg.length <= self._high_seq:
+                original += 1
             if acked_streams is not None:
                 for stream_id, offset, data, _end in seg.pieces:
                     acked_streams[stream_id] = offset + len(data)
@@ -284,6 +306,23 @@ class TcpEndpoint:
             self._rto_backoff = 1
         self._dupacks = 0
         restart_timer = True
+        frto_new_data = False
+        if delayed:
+            self._undo_timeout()       # Linux tcp_try_undo_loss, before F-RTO's tests
+        elif frto:
+            if original > self._frto_held:
+                # RFC 5682 step 3b as Linux applies it (tcp_process_loss): data sent before the
+                # timeout and never resent is acknowledged, so it was not lost: spurious.
+                self._undo_timeout()
+            elif ack < self._high_seq == self.snd_max and self._pending_len:
+                frto_new_data = True   # step 2b: the ACK covers the resent segment only
+            else:
+                # Step 2a/3a (or all that timed out is acknowledged, or no new data to probe
+                # with): conventional RTO recovery, go-back-N from the first unacked byte.
+                self._frto = False
+                if ack < self._high_seq:
+                    self.snd_nxt = ack
+            self._frto_held -= original if original <= self._frto_held else self._frto_held
         if self._in_recovery:
             if ack >= self._recover:
                 # RFC 6582 3.2 step 3, full ACK: cwnd = min(ssthresh, max(FlightSize, SMSS) + SMSS).
@@ -315,9 +354,42 @@ class TcpEndpoint:
         if acked_streams:
             for stream_id, offset in acked_streams.items():
                 report(stream_id, offset)
-        self._send_more()
+        if frto_new_data and self._frto:
+            # RFC 5682 step 2b: up to two new segments, whatever the window, and wait for
+            # the next ACK; the segments the timeout would resend are left alone for now.
+            self.snd_nxt = self.snd_max
+            self._send_more(self.snd_max - self.snd_una + 2 * mss)
+        else:
+            self._send_more()
+
+    def _undo_timeout(self) -> None:
+        """The timeout was spurious: restore the window it cut (Linux ``tcp_try_undo_loss``:
+        cwnd = max(cwnd, prior cwnd), ssthresh = max(ssthresh, prior ssthresh), the Eifel
+        response of RFC 4015 section 4 without its RTT adaptation) and resume with new data."""
+        self.spurious_rtos += 1
+        self._frto = False
+        self._high_seq = -1                   # out of RTO recovery
+        if self._undo_marker:
+            cc = self.cc
+            if self._prior_cwnd_bytes > cc.cwnd_bytes:
+                cc.cwnd_bytes = self._prior_cwnd_bytes
+            if self._prior_ssthresh_bytes > cc.ssthresh_bytes:
+                cc.ssthresh_bytes = self._prior_ssthresh_bytes
+            self._undo_marker = False
+            self.undone_reductions += 1
+        self._recover = self.snd_max          # RFC 5682 step 3b: recover = SND.NXT
+        self.snd_nxt = self.snd_max           # nothing the timeout marked is resent
 
     def _on_duplicate_ack(self, ack: int) -> None:
+        if self._frto:
+            if self.snd_max == self._high_seq:
+                return            # step 2: an ACK of data sent before the timeout tells nothing (Linux)
+            # RFC 5682 step 3a: the new segments drew a duplicate ACK, the loss is real:
+            # conventional recovery with cwnd at most 3 * SMSS, go-back-N from the hole.
+            self._frto = False
+            if self.cc.cwnd_bytes > 3 * self.mss:
+                self.cc.cwnd_bytes = 3 * self.mss
+            self.snd_nxt = self.snd_una
         self._dupacks += 1
         threshold = self.config.packet_threshold
         if self._in_recovery:
@@ -329,6 +401,8 @@ class TcpEndpoint:
             self._in_recovery = True
             self._partial_acks = 0
             self._recover = self.snd_max
+            self._save_undo()
+            self._retrans_stamp_s = self.sim.now
             self.cc.on_congestion_event(self.sim.now, self.snd_nxt - self.snd_una)
             self._inflation_bytes = float(threshold * self.mss)
             self.fast_retransmits += 1
@@ -339,21 +413,37 @@ class TcpEndpoint:
             self._log_cwnd()
         self._send_more()
 
+    def _save_undo(self) -> None:
+        """Remember the window a reduction is about to cut, for an undo (Linux ``prior_cwnd``)."""
+        self._prior_cwnd_bytes = self.cc.cwnd_bytes
+        self._prior_ssthresh_bytes = self.cc.ssthresh_bytes
+        self._undo_marker = True
+
     def _on_rto(self) -> None:
         if not self.established:
             self._handshake_timeout()
             return
         if self.snd_una >= self.snd_max:
             return
-        self.rto_timeouts += 1
-        if self._rto_seq == self.snd_una or self._in_recovery:
+        self.rtos += 1
+        repeated = self._rto_seq == self.snd_una
+        if not (repeated or self._in_recovery):
+            self._retrans_stamp_s = self.sim.now          # the episode's first retransmission
+        # F-RTO (RFC 5682 step 1, Linux tcp_enter_loss): not when the timeout ends a fast
+        # recovery or an RTO recovery still under way, unless the same segment timed out again.
+        frto = repeated or not (self._in_recovery or self.snd_una < self._high_seq)
+        if repeated or self._in_recovery:
             # The same segment timed out again (RFC 5681 section 3.1), or the timeout ends a
             # fast recovery whose loss already reduced ssthresh (as Linux does; FlightSize
             # is inflated there by segments the receiver holds): hold ssthresh.
             self.cc.cwnd_bytes = float(self.mss)
         else:
+            self._save_undo()
             self.cc.on_timeout(self.snd_nxt - self.snd_una)   # RFC 5681 (4): ssthresh = FlightSize / 2
         self._rto_seq = self.snd_una
+        self._frto = frto
+        self._frto_held = self._dupacks                   # with SACK these would be SACKed
+        self._high_seq = self.snd_max
         self._in_recovery = False
         self._inflation_bytes = 0.0
         self._dupacks = 0
@@ -376,6 +466,8 @@ class TcpEndpoint:
             now = self.sim.now
             for stream_id, offset, data, _end in seg.pieces:
                 received(stream_id, offset, len(data), now)
+        if seq <= self._last_ack_sent < seq + seg.length:
+            self._ts_recent_s = packet.sent_s       # RFC 7323 section 4.3 (2)
         if seq == nxt:
             ooo = self._ooo
             filled_hole = bool(ooo)
@@ -442,7 +534,8 @@ class TcpEndpoint:
         self._segments_since_ack = 0
         self.timers.cancel("delack")
         self.acks_sent += 1
-        self.out_link.send(Packet(self.header_bytes, TcpAck(self.rcv_nxt)), self._deliver_ack)
+        self._last_ack_sent = self.rcv_nxt
+        self.out_link.send(Packet(self.header_bytes, TcpAck(self.rcv_nxt, self._ts_recent_s)), self._deliver_ack)
 
     # -- handshake (optional) ---------------------------------------------------------------
     def _send_control(self, kind: str) -> None:
@@ -455,7 +548,7 @@ class TcpEndpoint:
 
     def _handshake_timeout(self) -> None:
         # RFC 6298 (5.5): retransmit the SYN (client) or SYN-ACK (server) with backoff.
-        self.rto_timeouts += 1
+        self.rtos += 1
         self._handshake_retransmitted = True
         self._rto_backoff = min(self._rto_backoff * 2, _MAX_BACKOFF)
         self._send_control("SYN" if self.is_client else "SYN-ACK")
@@ -493,7 +586,9 @@ class TcpEndpoint:
         return {
             "packets_sent": self.segments_sent,
             "packets_lost": self.segments_retransmitted,
-            "rto_timeouts": self.rto_timeouts,
+            "rtos": self.rtos,
+            "spurious_rtos": self.spurious_rtos,
+            "undone_reductions": self.undone_reductions,
             "fast_retransmits": self.fast_retransmits,
             "bytes_sent": self.bytes_sent,
             "bytes_delivered": peer.bytes_delivered,

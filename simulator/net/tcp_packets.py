@@ -33,12 +33,17 @@ class TcpSegment(metaclass=ABCMeta):
 
 
 class TcpAck(metaclass=ABCMeta):
-    """A pure cumulative ACK: every sequence number below ``ack`` has been received."""
+    """A pure cumulative ACK: every sequence number below ``ack`` has been received.
 
-    __slots__ = ("ack",)
+    ``echo_s`` is the timestamp option's echo (RFC 7323 section 4.3, TSecr): the send
+    time of the segment the receiver took TS.Recent from, which tells the sender whether
+    the ACK answers an original transmission or a retransmission (RFC 3522)."""
 
-    def __init__(self, ack: int) -> None:
+    __slots__ = ("ack", "echo_s")
+
+    def __init__(self, ack: int, echo_s: float = 0.0) -> None:
         self.ack = ack
+        self.echo_s = echo_s
 
     def __repr__(self) -> str:
         return f"TcpAck({self.ack})"

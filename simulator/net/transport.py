@@ -33,7 +33,8 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from typing import Callable, Protocol
 
-__all__ = ["TransportConfig", "Endpoint", "Connection", "stream_id_for", "DataCallback"]
+__all__ = ["TransportConfig", "Endpoint", "Connection", "stream_id_for", "DataCallback", "TIMER_KEYS",
+           "timer_counts"]
 
 DataCallback = Callable[[int, bytes, bool, float], None]
 
@@ -53,10 +54,27 @@ class TransportConfig:
     max_ack_delay_s: float = 0.025        # RFC 9000 default max_ack_delay
     packet_threshold: int = 3             # RFC 9002 kPacketThreshold; TCP dupthresh
     time_threshold: float = 9 / 8         # RFC 9002 kTimeThreshold
+    timestamps: bool = True               # TCP timestamps (RFC 7323; Linux tcp_timestamps=1): Eifel detection
 
     def to_dict(self) -> dict:
         """The parameters as a plain dict."""
         return asdict(self)
+
+
+# The retransmission timers' counts every result that reports packets carries: TCP's
+# timeouts (RFC 6298), those F-RTO found spurious (RFC 5682) and the window reductions
+# undone for them; QUIC's probe timeouts (RFC 9002 section 6.2) and those that fired
+# with nothing lost.  A transport without one counts 0.
+TIMER_KEYS = ("rtos", "spurious_rtos", "undone_reductions", "ptos", "spurious_ptos")
+
+
+def timer_counts(stats) -> dict:
+    """``TIMER_KEYS`` summed over connections' ``stats()`` dicts (a missing key counts 0)."""
+    out = dict.fromkeys(TIMER_KEYS, 0)
+    for s in stats:
+        for key in TIMER_KEYS:
+            out[key] += s.get(key, 0)
+    return out
 
 
 def stream_id_for(index: int, *, client: bool, unidirectional: bool) -> int:

@@ -235,7 +235,8 @@ class H2Session:
             for ftype, n in end.frames_sent.items():
                 frames[f"{label}_{ftype}_frames"] = n
         headers = self.client.frames_sent["HEADERS"] + self.server.frames_sent["HEADERS"]
-        return {"retransmissions": tcp["packets_lost"], "rto_timeouts": tcp["rto_timeouts"],
+        return {"retransmissions": tcp["packets_lost"], "rtos": tcp["rtos"], "spurious_rtos": tcp["spurious_rtos"],
+                "undone_reductions": tcp["undone_reductions"],
                 "headers_frames": headers, "tcp_bytes_sent": tcp["bytes_sent"],
                 "c2s_tcp_bytes_sent": tcp["c2s_bytes_sent"], "s2c_tcp_bytes_sent": tcp["s2c_bytes_sent"],
                 "push_promise_frames": self.server.frames_sent["PUSH_PROMISE"],

@@ -38,6 +38,7 @@ import pandas as pd
 from .. import __version__
 from ..engine import Simulator
 from ..http.network import ModelNetwork
+from ..net.transport import timer_counts
 from ..traces.model import Trace
 from .common import ExchangeSpec, Recorder, Result, StackParams, run_until, schedule_requests
 from .replay import specs_from_trace
@@ -174,6 +175,7 @@ def run_specs(specs: list[ExchangeSpec], params: StackParams, *, check_every_eve
         "median_completion_s": float(statistics.median(times)) if times else None,
         "mean_completion_s": float(sum(times) / len(times)) if times else None,
         "packets_sent": packets_sent, "packets_lost": packets_lost, "retransmissions": retransmissions,
+        **timer_counts(conn.t.stats() for conn in net.conns.values()),
         "connections": len(net.conns), "sim_end_s": sim.now, "events": sim.events_run,
     }
     # Every row carries the parameters: the new columns joined in one step (pandas inserts

@@ -26,6 +26,7 @@ from .. import __version__
 from ..engine import Simulator
 from ..errors import InputError
 from ..net.link import Path
+from ..net.transport import timer_counts
 from ..traces.model import Trace
 from .common import (ExchangeSpec, Recorder, Result, StackParams, StackStalled, idle_safe_until, run_until,
                      schedule_requests)
@@ -215,6 +216,7 @@ def _result(specs, params: StackParams, sim: Simulator, recorder: Recorder, sess
         "mean_completion_s": float(sum(times) / len(times)) if times else None,
         "packets_sent": packets_sent,
         "packets_lost": packets_lost,
+        **timer_counts(session.stats() for session in sessions.values()),
         "connections": len(sessions),
         "sim_end_s": sim.now,
         "events": sim.events_run,

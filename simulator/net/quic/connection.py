@@ -48,6 +48,7 @@ class QuicEndpoint(PacketBuilder, AckGeneration, LossRecovery, Handshake):
         # loss detection (recovery; RFC 9002 appendix A)
         "rtt", "cc", "_sent", "_sent_order", "_largest_acked", "_loss_time_s",
         "_last_ack_eliciting_s", "_pto_count", "bytes_in_flight", "_recovery_start_s",
+        "_pto_watch_pn", "_pto_watch_ptos", "_pto_watch_lost",
         # ACK generation (ack)
         "_recv_lows", "_recv_highs", "_largest_recv_pn", "_largest_recv_time_s", "_unacked_eliciting",
         "_ack_due", "_ack_delay_s",
@@ -56,7 +57,7 @@ class QuicEndpoint(PacketBuilder, AckGeneration, LossRecovery, Handshake):
         "_hs_peer_echo_s", "_hs_sped_up", "_hs_sent_s", "_hs_pto_s", "pto_declares_lost", "_held", "crypto_datagrams_sent", "handshake_ptos",
         # statistics
         "packets_sent", "ack_packets_sent", "probe_packets_sent", "packets_lost",
-        "lost_by_packet_threshold", "lost_by_time_threshold", "ptos", "congestion_events",
+        "lost_by_packet_threshold", "lost_by_time_threshold", "ptos", "spurious_ptos", "congestion_events",
         "bytes_sent", "stream_bytes_sent", "stream_bytes_retransmitted", "bytes_delivered",
         "reorder_bytes", "max_reorder_bytes", "cwnd_log",
     )
@@ -100,6 +101,9 @@ class QuicEndpoint(PacketBuilder, AckGeneration, LossRecovery, Handshake):
         self._loss_time_s: float | None = None
         self._last_ack_eliciting_s = 0.0
         self._pto_count = 0
+        self._pto_watch_pn = -1                   # PTOs fired while packets up to it were in flight,
+        self._pto_watch_ptos = 0                  # how many, and whether one of those was lost
+        self._pto_watch_lost = False
         self.bytes_in_flight = 0
         self._recovery_start_s = -1.0
 
@@ -135,6 +139,7 @@ class QuicEndpoint(PacketBuilder, AckGeneration, LossRecovery, Handshake):
         self.lost_by_packet_threshold = 0
         self.lost_by_time_threshold = 0
         self.ptos = 0
+        self.spurious_ptos = 0
         self.congestion_events = 0
         self.bytes_sent = 0
         self.stream_bytes_sent = 0
@@ -261,6 +266,7 @@ class QuicEndpoint(PacketBuilder, AckGeneration, LossRecovery, Handshake):
             "lost_by_packet_threshold": self.lost_by_packet_threshold,
             "lost_by_time_threshold": self.lost_by_time_threshold,
             "ptos": self.ptos,
+            "spurious_ptos": self.spurious_ptos,
             "congestion_events": self.congestion_events,
             "bytes_sent": self.bytes_sent,
             "stream_bytes_sent": self.stream_bytes_sent,
@@ -316,6 +322,7 @@ class QuicConnection:
         packets_sent (all QUIC packets, ACK-only included), ack_packets_sent,
         probe_packets_sent, packets_lost (declared lost by loss detection),
         lost_by_packet_threshold, lost_by_time_threshold, ptos (PTO expirations),
+        spurious_ptos (PTOs after which every packet then in flight was acknowledged, none lost),
         congestion_events (window reductions), bytes_sent (on the wire, IPv4 + UDP
         headers included), stream_bytes_sent (STREAM payload incl. retransmissions),
         stream_bytes_retransmitted, bytes_delivered (stream bytes handed in order to
@@ -324,7 +331,7 @@ class QuicConnection:
         """
         client, server = self.client.stats(), self.server.stats()
         out = {key: client[key] + server[key] for key in
-               ("packets_sent", "packets_lost", "ptos", "bytes_sent", "bytes_delivered",
+               ("packets_sent", "packets_lost", "ptos", "spurious_ptos", "bytes_sent", "bytes_delivered",
                 "stream_bytes_sent", "stream_bytes_retransmitted")}
         out["max_reorder_buffer_bytes"] = max(client["max_reorder_buffer_bytes"],
                                               server["max_reorder_buffer_bytes"])

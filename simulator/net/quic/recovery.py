@@ -11,7 +11,10 @@ model's (``net.cc``: ``RttEstimator``, ``Reno`` / ``Cubic``, ``RttIncreaseMonito
   ``time_threshold * max(smoothed_rtt, latest_rtt)`` with a loss timer (6.1.2), and the
   probe timeout ``smoothed_rtt + max(4 rttvar, 1 ms) + max_ack_delay`` with exponential
   backoff (6.2), sending two probe packets (new or lost data if any, otherwise a copy
-  of the oldest unacknowledged data).  Loss timer and PTO share the timer slot
+  of the oldest unacknowledged data), declaring nothing lost and leaving the window as
+  it is (6.2: a PTO is not a loss signal; persistent congestion, 7.6, is not modelled).
+  ``spurious_ptos`` counts the PTOs after which every packet then in flight was
+  acknowledged with none declared lost: timers that fired on a late ACK, not a loss.  Loss timer and PTO share the timer slot
   ``loss``.  Lost STREAM data is sent again in new packets with new packet numbers,
   ahead of new data, or (``retransmit_in_turn=True``, as aioquic, which hands lost
   bytes back to their stream's send buffer and serves streams round-robin) behind the
@@ -107,6 +110,11 @@ class LossRecovery:
                     self.on_stream_acked(stream_id, prefix)
         self._log_cwnd()
         self._detect_lost_packets()
+        if self._pto_watch_pn >= 0 and (not self._sent or next(iter(self._sent)) > self._pto_watch_pn):
+            # Every packet in flight at the PTOs is settled: they fired with nothing lost?
+            if not self._pto_watch_lost:
+                self.spurious_ptos += self._pto_watch_ptos
+            self._pto_watch_pn = -1
         self._pto_count = 0                       # A.7: reset the PTO backoff on an ACK
         self._set_loss_detection_timer()
         if self._retx_queue or self._new_queue or self.on_send_ready is not None:
@@ -156,6 +164,8 @@ class LossRecovery:
         for packet in lost:
             packet.done = True
             del sent[packet.pn]
+            if packet.pn <= self._pto_watch_pn:
+                self._pto_watch_lost = True
             self.bytes_in_flight -= packet.size_bytes
             self.packets_lost += 1
             self._queue_retransmission(packet.frames)
@@ -199,7 +209,13 @@ class LossRecovery:
         if not self._sent:
             return
         # 6.2.4: PTO expired: back off and send probes, whatever the congestion window.
+        # Nothing is declared lost and the window is not cut (6.2: a PTO is no loss signal).
         self.ptos += 1
+        if self._pto_watch_pn < 0:
+            self._pto_watch_ptos = 0
+            self._pto_watch_lost = False
+        self._pto_watch_ptos += 1
+        self._pto_watch_pn = next(reversed(self._sent))   # the newest packet in flight
         self._pto_count += 1
         for i in range(PROBE_PACKETS):
             built = self._build_frames() if (self._retx_queue or self._new_queue) else None

@@ -8,6 +8,7 @@ import math
 from dataclasses import replace
 
 from ...frames.origin import ORIGIN_FRAME_TYPE, origin_frame_bytes, origin_frame_payload, parse_origin_frame
+from ...net.transport import TIMER_KEYS
 from ..pageload import LoadParams
 from .handshake import handshake
 from .topology import Topology, cert_covers, host_of
@@ -280,6 +281,7 @@ class CoalescingPool:
             "coalesced_origins": len({(c.number, h) for c in self.conns for h in c.coalesced_hosts}),
             **self.counters,
             "packets_sent": inner["packets_sent"], "packets_lost": inner["packets_lost"],
+            **{k: inner.get(k, 0) for k in TIMER_KEYS},
         }
 
     def connection_rows(self) -> list[dict]:

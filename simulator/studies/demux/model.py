@@ -25,7 +25,7 @@ from dataclasses import asdict, dataclass
 from ...engine import Simulator
 from ...net.link import Path
 from ...net.tcp import TcpConnection
-from ...net.transport import TransportConfig
+from ...net.transport import TransportConfig, timer_counts
 from .real import counters, endpoints
 
 __all__ = ["CpuCosts", "simulate"]
@@ -147,5 +147,6 @@ def simulate(strategy: str, cfg: dict, impl, *, rtt_s: float, bandwidth_bps: flo
         "receiver_busy_s": state["busy_s"], "receiver_busy_share": state["busy_s"] / done,
         "window_stall_s": state["stall_s"], "peak_socket_queue_bytes": state["peak_kernel"],
         **counters(rx), "window_updates_sent": consumer.window_updates,
-        "packets_sent": stats["packets_sent"], "packets_lost": stats["packets_lost"], "events": sim.events_run,
+        "packets_sent": stats["packets_sent"], "packets_lost": stats["packets_lost"],
+        **timer_counts([stats]), "events": sim.events_run,
     }

@@ -12,7 +12,7 @@ from ...engine import Simulator
 from ...frames import H2Scanner, H3Scanner, h2_frame, h3_frame
 from ...http.framing import H2_MAX_FRAME_BYTES
 from ...net.link import Jitter, Path
-from ...net.transport import TransportConfig
+from ...net.transport import TransportConfig, timer_counts
 from ...traces.model import raw_size
 
 __all__ = ["HeaderItem", "SchemeRun"]
@@ -437,6 +437,7 @@ class SchemeRun:
         # Counted on the wire, the same way for both transports: every packet both ways
         # (acks included) and every packet the loss model or a full queue dropped.
         packets = losses = retransmissions = max_buffered = 0
+        timers = timer_counts(conn["transport"].stats() for conn in self.connections.values())
         for conn in self.connections.values():
             stats = conn["transport"].stats()
             if conn["path"] is None:
@@ -449,7 +450,7 @@ class SchemeRun:
             retransmissions += stats.get("packets_lost", 0)
             for side in conn["wire"].sides.values():
                 max_buffered = max(max_buffered, side.max_buffered_bytes)
-        return {"packets": packets, "losses": losses, "retransmissions": retransmissions,
+        return {"packets": packets, "losses": losses, "retransmissions": retransmissions, **timers,
                 "max_decoder_buffered_bytes": max_buffered,
                 "connections": len(self.connections), "sim_end_s": self.sim.now}
 

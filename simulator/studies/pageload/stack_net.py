@@ -25,6 +25,7 @@ from __future__ import annotations
 
 from ...engine import Simulator
 from ...net.link import Path
+from ...net.transport import timer_counts
 from ...stacks.common import ExchangeSpec, Recorder, StackParams
 
 __all__ = ["StackNetwork"]
@@ -150,4 +151,5 @@ class StackNetwork:
         links = (self.path.forward.stats, self.path.reverse.stats)
         return {"connections": len(self.sessions),
                 "packets_sent": sum(s.packets_sent for s in links),
-                "packets_lost": sum(s.packets_lost + s.packets_dropped for s in links)}
+                "packets_lost": sum(s.packets_lost + s.packets_dropped for s in links),
+                **timer_counts(session.stats() for session in self.sessions.values())}

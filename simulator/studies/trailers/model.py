@@ -12,6 +12,7 @@ from ...errors import InputError
 from ...hops import chain
 from ...hops.fields import INTEGRITY, STATUS, metadata_fields
 from ...http.framing import GRPC_WEB_PREFIX_BYTES, grpc_web_trailer_frame
+from ...net.transport import TIMER_KEYS
 
 __all__ = ["make_exchanges", "model_rows", "real_rows", "warmup_s", "DEFAULT_BODY_BYTES"]
 
@@ -146,7 +147,8 @@ def model_rows(exchanges, strategy: str, version: str, params):
                 "merged": ",".join(n.decode() for n in r.merged), "dropped": ",".join(n.decode() for n in r.dropped),
             })
     seg = out.segments[0]
-    totals = {"packets": seg["packets"], "packets_lost": seg["lost"], "connections": seg["connections"]}
+    totals = {"packets": seg["packets"], "packets_lost": seg["lost"], "connections": seg["connections"],
+              **{k: seg[k] for k in TIMER_KEYS}}
     return rows, hop_rows, totals
 
 
@@ -203,5 +205,6 @@ def real_rows(exchanges, strategy: str, version: str, params):
         row["metadata_s"] = row.pop("metadata_at_s") - start
         rows.append(row)
     s = result.summary
-    return rows, {"packets": s["packets_sent"], "packets_lost": s["packets_lost"], "connections": s["connections"]}
+    return rows, {"packets": s["packets_sent"], "packets_lost": s["packets_lost"], "connections": s["connections"],
+                  **{k: s.get(k, 0) for k in TIMER_KEYS}}
 
