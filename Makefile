@@ -4,7 +4,7 @@ VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 
-.PHONY: install system-deps demo test test-slow test-peer bench clean
+.PHONY: install system-deps demo test test-slow test-peer bench clean validate
 
 install: $(STAMP)
 
@@ -45,6 +45,16 @@ test-peer: install
 
 bench: install
 	$(VENV)/bin/workbench bench all
+
+# The lab's validation (root): every page recorded at the reference condition and predicted at
+# every point of docs/lab/grid*.toml, measured --runs times; the table and figure go to docs/lab/.
+# Resumable: the loads are kept in build/lab-validation/.  More pages: make validate VALIDATE_TRACES='...'
+VALIDATE_TRACES ?= traces/synthetic-page.har traces/captured-h2-page.har traces/har-real
+VALIDATE_RUNS ?= 3
+validate: install system-deps
+	$(VENV)/bin/workbench lab validate $(VALIDATE_TRACES) --grid docs/lab/grid.toml --grid docs/lab/grid-loss.toml \
+	  --reference rtt=20ms,bw=50mbit --reference-protocol h2 --runs $(VALIDATE_RUNS) \
+	  --out build/lab-validation --report docs/lab --json > docs/lab/validation.json
 
 clean:
 	rm -rf $(VENV) build *.egg-info simulator/*.so simulator/**/*.so

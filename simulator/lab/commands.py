@@ -90,11 +90,12 @@ def _shell(args: argparse.Namespace) -> int:
 def _run(args: argparse.Namespace) -> int:
     from ..batch.runner import run_batch
 
-    report = run_batch("lab-load", args.paths, args.grid, args.runs, out=args.out, workers=args.workers,
-                       dask=args.dask, tables=("summary", "har"), progress=sys.stderr.isatty(),
-                       on_bad_trace=lambda path, error: print(f"workbench: warning: skipping trace: {error}",
-                                                              file=sys.stderr))
-    print(report)
+    for grid in args.grid:
+        report = run_batch("lab-load", args.paths, grid, args.runs, out=args.out, workers=args.workers,
+                           dask=args.dask, tables=("summary", "har"), progress=sys.stderr.isatty(),
+                           on_bad_trace=lambda path, error: print(f"workbench: warning: skipping trace: {error}",
+                                                                  file=sys.stderr))
+        print(report)
     for jid, error in report.failures[:10]:
         print(f"  failed {jid}: {error}", file=sys.stderr)
     return 0 if not report.failed else 1
@@ -107,6 +108,10 @@ def _validate(args: argparse.Namespace) -> int:
     result = validate(args.paths, args.grid, reference=PathConditions.parse(args.reference),
                       reference_protocol=args.reference_protocol, runs=args.runs, out=args.out, workers=args.workers,
                       dask=args.dask, progress=sys.stderr.isatty() and not args.json)
+    if args.report:
+        from .report import write_report
+
+        write_report(result.to_dict(), args.report)
     if args.json:
         print(result.to_json())
         return 0
@@ -129,7 +134,8 @@ def _validate(args: argparse.Namespace) -> int:
 
 def _add_batch_flags(p: argparse.ArgumentParser) -> None:
     p.add_argument("paths", nargs="+", metavar="TRACE_OR_DIR", help="HAR files, or folders of them")
-    p.add_argument("--grid", required=True, help="grid file (TOML): rtt, bw, loss, queue, protocol lists")
+    p.add_argument("--grid", required=True, action="append",
+                   help="grid file (TOML): rtt, bw, loss, queue, protocol lists; repeat it for several grids")
     p.add_argument("--runs", default=3, type=argtypes.count(1), help="loads of every page at every grid point")
     p.add_argument("--out", required=True, type=argtypes.output_folder, help="results folder (resumable)")
     p.add_argument("--workers", default=1, type=argtypes.count(0),
@@ -174,6 +180,8 @@ def add_commands(sub) -> None:
     va.add_argument("--reference", default="rtt=20ms,bw=50mbit", type=argtypes.checked(_conditions, "conditions"),
                     help="the condition each page is recorded at and predicted from")
     va.add_argument("--reference-protocol", default="h2", choices=("h2", "h3"))
+    va.add_argument("--report", default=None, type=argtypes.output_folder, metavar="DIR",
+                    help="also write validation.md (the table) and validation.png (the figure) into DIR")
     va.add_argument("--json", action="store_true", help="print one JSON object")
     va.set_defaults(func=_validate)
     cl = lab_sub.add_parser("clean", help="remove namespaces left by lab runs whose process is gone")

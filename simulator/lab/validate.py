@@ -176,7 +176,9 @@ def validate(traces, grid, *, reference: PathConditions, reference_protocol: str
     tables = ("summary", "har")
     run_batch("lab-load", traces, ref_grid, runs, out=out, workers=workers, dask=dask, tables=tables,
               progress=progress)
-    run_batch("lab-load", traces, grid, runs, out=out, workers=workers, dask=dask, tables=tables, progress=progress)
+    for one in ([grid] if isinstance(grid, (str, dict)) or grid is None else grid):
+        run_batch("lab-load", traces, one, runs, out=out, workers=workers, dask=dask, tables=tables,
+                  progress=progress)
     ref = {"rtt_s": reference.rtt_s, "bandwidth_bps": reference.bandwidth_bps, "loss": reference.loss,
            "queue_bytes": reference.queue_bytes, "protocol": reference_protocol}
     return analyse(out, ref)

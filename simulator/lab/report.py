@@ -1,0 +1,101 @@
+"""A validation's table and figure (``workbench lab validate --report DIR``, ``make validate``).
+
+``validation.md``: per condition the model's out-of-sample MAPE, median APE and Spearman's
+rho beside the lab's run-to-run floor, and the overall line; ``validation.png``: predicted
+against measured onLoad for every page and condition (each measurement's runs as a range),
+and per condition the model's MAPE beside the floor.
+"""
+
+from __future__ import annotations
+
+import statistics
+from pathlib import Path
+
+__all__ = ["write_report", "table_markdown", "figure"]
+
+
+def _pct(v) -> str:
+    return "n/a" if v is None else f"{v:.1f}%"
+
+
+def table_markdown(result: dict) -> str:
+    """The validation as a Markdown table (one row per condition, the reference first)."""
+    lines = ["| condition | protocol | pages | MAPE | median APE | rho | floor (run to run) | MAPE / floor |",
+             "|---|---|---|---|---|---|---|---|"]
+    rows = ([(result["reference"], True)] if result.get("reference") else []) + \
+        [(c, False) for c in result["conditions"]]
+    for c, is_ref in rows:
+        cond = c["condition"]
+        ratio = (f"{c['mape_percent'] / c['floor_mape_percent']:.2f}x"
+                 if c["mape_percent"] is not None and c["floor_mape_percent"] else "n/a")
+        label = f"`{cond['conditions']}`" + (" (reference, in sample)" if is_ref else "")
+        lines.append(f"| {label} | {cond['protocol']} | {len(c['pages'])} | {_pct(c['mape_percent'])} | "
+                     f"{_pct(c['median_ape_percent'])} | {c['spearman_rho'] if c['spearman_rho'] is not None else 'n/a'} | "
+                     f"{_pct(c['floor_mape_percent'])} | {ratio} |")
+    s = result["summary"]
+    lines.append(f"| **out of sample, all {s.get('conditions', len(result['conditions']))} conditions** | | "
+                 f"{s['pages']} | **{_pct(s['mape_percent'])}** | {_pct(s['median_ape_percent'])} | "
+                 f"{s['spearman_rho'] if s['spearman_rho'] is not None else 'n/a'} | {_pct(s['floor_mape_percent'])} | |")
+    return "\n".join(lines) + "\n"
+
+
+def figure(result: dict):
+    """Predicted against measured onLoad (runs as a range), and MAPE beside the floor per condition."""
+    from ..report.plots import subplots
+
+    fig, (ax, bars) = subplots(1, 2, size=(12, 4.8))
+    colours = {"h2": "tab:blue", "h3": "tab:orange"}
+    top = 0.0
+    for c in result["conditions"]:
+        for p in c["pages"]:
+            if p["predicted_onload_s"] is None:
+                continue
+            runs = p["measured_onload_s"]
+            median = statistics.median(runs)
+            ax.errorbar(median, p["predicted_onload_s"], xerr=[[median - min(runs)], [max(runs) - median]],
+                        fmt="o", ms=4, alpha=0.7, color=colours.get(c["condition"]["protocol"], "grey"))
+            top = max(top, max(runs), p["predicted_onload_s"])
+    top = top * 1.1 or 1.0
+    ax.plot([0, top], [0, top], color="grey", lw=1)
+    ax.set_xlim(0, top)
+    ax.set_ylim(0, top)
+    ax.set_xlabel("measured onLoad in the lab (s; median, runs as range)")
+    ax.set_ylabel("predicted from the reference load (s)")
+    for proto, colour in colours.items():
+        ax.plot([], [], "o", color=colour, label=proto)
+    ax.legend(loc="upper left")
+    ax.set_title("out of sample: every point a page at a condition it was not recorded at")
+    labels = [f"{c['condition']['conditions']}\n{c['condition']['protocol']}" for c in result["conditions"]]
+    x = range(len(labels))
+    bars.bar([i - 0.2 for i in x], [c["mape_percent"] or 0 for c in result["conditions"]], width=0.4,
+             label="model MAPE", color="tab:red")
+    bars.bar([i + 0.2 for i in x], [c["floor_mape_percent"] or 0 for c in result["conditions"]], width=0.4,
+             label="lab floor (run to run)", color="tab:grey")
+    bars.set_xticks(list(x))
+    bars.set_xticklabels(labels, rotation=60, ha="right", fontsize=7)
+    bars.set_ylabel("onLoad error (%)")
+    bars.legend(loc="upper left", fontsize=8)
+    return fig
+
+
+def write_report(result: dict, folder: str | Path) -> list[Path]:
+    """``validation.md`` and ``validation.png`` into ``folder``; the paths written."""
+    from ..report.plots import savefig
+    from ..traces._io import atomic_write
+
+    folder = Path(folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    md = folder / "validation.md"
+    ref = result["params"]["reference"]
+    text = (f"# The page-load model against the lab\n\nEach page was recorded in the lab at `{ref['conditions']}` "
+            f"over {ref['protocol']}, and every other condition was predicted from that one HAR "
+            "(`workbench fidelity --at`) and measured. Errors are of onLoad against the median of the runs; the "
+            "floor is the same metric between repeated real loads.\n\n" + table_markdown(result) +
+            "\n![predicted against measured](validation.png)\n")
+    atomic_write(md, text.encode())
+    fig = figure(result)
+    written = savefig(fig, folder / "validation.png")
+    import matplotlib.pyplot as plt
+
+    plt.close(fig)
+    return [md, *written]
