@@ -54,7 +54,7 @@ VALIDATE_RUNS ?= 3
 validate: install system-deps
 	$(VENV)/bin/workbench lab validate $(VALIDATE_TRACES) --grid docs/lab/grid.toml --grid docs/lab/grid-loss.toml \
 	  --reference rtt=20ms,bw=50mbit --reference-protocol h2 --runs $(VALIDATE_RUNS) \
-	  --out build/lab-validation --report docs/lab --json > docs/lab/validation.json
+	  --out build/lab-validation --report docs/lab
 
 clean:
 	rm -rf $(VENV) build *.egg-info simulator/*.so simulator/**/*.so

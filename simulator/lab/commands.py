@@ -181,7 +181,7 @@ def add_commands(sub) -> None:
                     help="the condition each page is recorded at and predicted from")
     va.add_argument("--reference-protocol", default="h2", choices=("h2", "h3"))
     va.add_argument("--report", default=None, type=argtypes.output_folder, metavar="DIR",
-                    help="also write validation.md (the table) and validation.png (the figure) into DIR")
+                    help="also write validation.md (the table), validation.json and validation.png (the figure) into DIR")
     va.add_argument("--json", action="store_true", help="print one JSON object")
     va.set_defaults(func=_validate)
     cl = lab_sub.add_parser("clean", help="remove namespaces left by lab runs whose process is gone")

@@ -1,6 +1,6 @@
 """A validation's table and figure (``workbench lab validate --report DIR``, ``make validate``).
 
-``validation.md``: per condition the model's out-of-sample MAPE, median APE and Spearman's
+``validation.md`` (and ``validation.json``, the whole result): per condition the model's out-of-sample MAPE, median APE and Spearman's
 rho beside the lab's run-to-run floor, and the overall line; ``validation.png``: predicted
 against measured onLoad for every page and condition (each measurement's runs as a range),
 and per condition the model's MAPE beside the floor.
@@ -8,6 +8,7 @@ and per condition the model's MAPE beside the floor.
 
 from __future__ import annotations
 
+import json
 import statistics
 from pathlib import Path
 
@@ -79,7 +80,7 @@ def figure(result: dict):
 
 
 def write_report(result: dict, folder: str | Path) -> list[Path]:
-    """``validation.md`` and ``validation.png`` into ``folder``; the paths written."""
+    """``validation.md``, ``validation.json`` and ``validation.png`` into ``folder``; the paths written."""
     from ..report.plots import savefig
     from ..traces._io import atomic_write
 
@@ -93,9 +94,10 @@ def write_report(result: dict, folder: str | Path) -> list[Path]:
             "floor is the same metric between repeated real loads.\n\n" + table_markdown(result) +
             "\n![predicted against measured](validation.png)\n")
     atomic_write(md, text.encode())
+    atomic_write(folder / "validation.json", (json.dumps(result, indent=1) + "\n").encode())
     fig = figure(result)
     written = savefig(fig, folder / "validation.png")
     import matplotlib.pyplot as plt
 
     plt.close(fig)
-    return [md, *written]
+    return [md, folder / "validation.json", *written]
