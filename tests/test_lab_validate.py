@@ -78,3 +78,26 @@ def test_lab_smoke_validate_one_page_two_conditions_h2_and_h3(tmp_path):
     again = subprocess.run(argv, capture_output=True, text=True, timeout=120)
     assert again.returncode == 0 and json.loads(again.stdout) == result
     assert {p: p.stat().st_mtime_ns for p in (out / "summary").glob("*.parquet")} == stamp
+
+
+def test_report_writes_the_table_json_and_figure(tmp_path):
+    """``--report``: the Markdown table (a row per condition, the reference marked in
+    sample, MAPE over floor), the JSON and the figure."""
+    from simulator.lab.report import write_report
+
+    cond = lambda rtt, proto: {"conditions": f"rtt={rtt}ms,bw=10mbit", "rtt_s": rtt / 1e3,  # noqa: E731
+                               "bandwidth_bps": 1e7, "loss": "0", "queue_bytes": None, "protocol": proto}
+    page = {"trace": "a.har", "measured_onload_s": [1.0, 1.2, 1.1], "predicted_onload_s": 1.32,
+            "error_percent": 20.0, "floor_ape_percent": [13.04, 14.29, 0.0]}
+    entry = lambda rtt, proto: {"condition": cond(rtt, proto), "pages": [page], "mape_percent": 20.0,  # noqa: E731
+                                "median_ape_percent": 20.0, "spearman_rho": None, "floor_mape_percent": 9.11}
+    result = {"conditions": [entry(100, "h2"), entry(100, "h3")], "reference": entry(20, "h2"),
+              "summary": {"pages": 2, "mape_percent": 20.0, "median_ape_percent": 20.0, "spearman_rho": None,
+                          "floor_mape_percent": 9.11, "conditions": 2},
+              "params": {"reference": cond(20, "h2")}}
+    written = write_report(result, tmp_path)
+    table = (tmp_path / "validation.md").read_text()
+    assert "| `rtt=20ms,bw=10mbit` (reference, in sample) | h2 | 1 | 20.0% |" in table
+    assert table.count("| `rtt=100ms,bw=10mbit` |") == 2 and "2.20x" in table
+    assert json.loads((tmp_path / "validation.json").read_text()) == result
+    assert (tmp_path / "validation.png").stat().st_size > 10_000 and len(written) == 4
