@@ -231,3 +231,74 @@ def test_cli_at_json_has_no_error_against_another_network(capsys):
     assert out["params"]["at"] == "rtt=100ms,bw=10mbit,loss=0.01"
     assert out["pages"][0]["error_percent"] is None and out["summary"]["mape_percent"] is None
     assert main(["fidelity", str(BUNDLED / "http_http2-chrome.har"), "--at", "rtt=100ms"]) == 2
+
+
+# ------------------------------------------------------------------ Chromium's ResourceScheduler
+
+
+def _head_script_page(images: int = 4) -> dict:
+    """A document whose head has a synchronous script on another origin (HIGH priority:
+    layout-blocking) and whose body has ``images`` images (LOW priority: delayable)."""
+    doc = "https://www.site.example/"
+    entries = [_entry(doc, 0.0, connect_ms=100, ssl_ms=50, wait_ms=60, receive_ms=1, size=5000, mime="text/html")]
+    script = _entry("https://cdn.example/app.js", 0.2, connect_ms=100, ssl_ms=50, wait_ms=450, receive_ms=5,
+                    size=30000, mime="application/javascript", parent=doc)
+    script["_priority"] = "High"
+    entries.append(script)
+    for k in range(images):
+        img = _entry(f"https://www.site.example/i{k}.png", 0.201, connect_ms=-1, ssl_ms=-1, wait_ms=60,
+                     receive_ms=1, size=2000, mime="image/png", parent=doc)
+        img["_priority"] = "Low"
+        entries.append(img)
+    return {"log": {"version": "1.2", "creator": {"name": "test", "version": "1"},
+                    "pages": [{"id": "p", "startedDateTime": T0.isoformat(), "title": doc,
+                               "pageTimings": {"onLoad": 1200}}], "entries": entries}}
+
+
+def test_chromium_holds_delayable_requests_while_a_layout_blocking_one_is_in_flight():
+    """Chromium's ResourceScheduler: while a render-blocking script of the head is in flight,
+    at most one delayable request (an image, LOW priority) is: each image is requested when
+    the one before it has arrived, until the script has; without the scheduler every image
+    is requested when it is discovered."""
+    from simulator.studies.pageload import ClientCache, LoadParams, ServerPlan, load_page
+
+    trace = parse_har(_head_script_page(), path="head.har")
+    page = trace.pages[0]
+    graph = page_graph(trace, page.id)
+    cond = infer_conditions(graph, page.start_s)
+    images = [r.index for r in graph.resources if r.resource_type == "image"]
+    script = next(r.index for r in graph.resources if r.resource_type == "script")
+    assert graph[script].render_blocking
+
+    def requests(scheduler):
+        params = LoadParams(rtt_s=cond.rtt_s, bandwidth_bps=None, origins=cond.origins, coalesce="origin",
+                            resource_scheduler=scheduler)
+        res = load_page(graph, params, ServerPlan(think_s=dict(cond.think_s)), ClientCache(),
+                        discovery_s=cond.discovery_s).resources.set_index("index")
+        return res
+
+    free, held = requests("none"), requests("chromium")
+    assert len({round(free.loc[i, "requested_s"], 9) for i in images}) == 1          # all at discovery
+    script_arrived = held.loc[script, "arrived_s"]
+    for before, after in zip(images, images[1:]):
+        if held.loc[before, "arrived_s"] < script_arrived:
+            assert held.loc[after, "requested_s"] == pytest.approx(held.loc[before, "arrived_s"])
+        else:
+            assert held.loc[after, "requested_s"] <= max(script_arrived, held.loc[before, "requested_s"]) + 1e-9
+    assert held.loc[images, "requested_s"].max() > free.loc[images, "requested_s"].max()
+
+
+def test_auto_browser_follows_the_hars_browser():
+    """``--browser auto``: Chromium's scheduler for a recent Chrome or Chromium (it delays
+    requests on multiplexed connections too), none for Firefox or an old Chrome."""
+    from simulator.studies.fidelity.study import resource_scheduler
+
+    har = _head_script_page()
+    for browser, expected in ((("Chromium", "156.0.8078.108"), "chromium"), (("Chrome", "48.0.2564.82"), "none"),
+                              (("Firefox", "43.0.4"), "none"), (None, "none")):
+        if browser:
+            har["log"]["browser"] = {"name": browser[0], "version": browser[1]}
+        else:
+            har["log"].pop("browser", None)
+        assert resource_scheduler(parse_har(har, path="b.har")) == expected
+    assert resource_scheduler(parse_har(har, path="b.har"), "chromium") == "chromium"

@@ -264,6 +264,9 @@ def parse_har(doc, path: str | None = None) -> Trace:
     creator = log.get("creator")
     if isinstance(creator, dict):
         meta["creator"] = f"{creator.get('name', '')} {creator.get('version', '')}".strip()
+    browser = log.get("browser")
+    if isinstance(browser, dict) and isinstance(browser.get("name"), str):
+        meta["browser"] = f"{browser.get('name', '')} {browser.get('version', '')}".strip()
     if t0 is not None:
         meta["started"] = t0.isoformat()
     return Trace(exchanges=exchanges, format="har", source=path, pages=pages, meta=meta)

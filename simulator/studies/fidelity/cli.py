@@ -12,14 +12,14 @@ from ... import argtypes
 from ...net.conditions import PathConditions
 from ..base import Study, add_network_flags, network_from_args
 from .conditions import PROTOCOL_CHOICES
-from .study import FidelityParams, run, run_paths
+from .study import BROWSER_CHOICES, FidelityParams, run, run_paths
 
 __all__ = ["STUDY", "add_arguments", "params_from_args"]
 
 
 def params_from_args(args: argparse.Namespace) -> FidelityParams:
     """The study's parameters from its parsed flags (units applied)."""
-    return FidelityParams(protocol=args.protocol, at=None if args.at is None else str(PathConditions.parse(args.at)),
+    return FidelityParams(protocol=args.protocol, browser=args.browser, at=None if args.at is None else str(PathConditions.parse(args.at)),
                           **network_from_args(args))
 
 
@@ -64,6 +64,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    metavar="CONDITIONS",
                    help="predict each page on another network, e.g. rtt=300ms,bw=2mbit[,loss=0.01][,queue=64KiB]: "
                         "server times and browser delays are carried over from the HAR")
+    p.add_argument("--browser", default="auto", choices=list(BROWSER_CHOICES),
+                   help="the browser's request scheduling: auto (from the HAR's browser), chromium (Chromium's "
+                        "ResourceScheduler holds images while head scripts and stylesheets load) or none")
     add_network_flags(p, cc="reno", seed=1)
     p.add_argument("--json", action="store_true", help="print one JSON object")
 

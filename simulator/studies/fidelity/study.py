@@ -23,6 +23,25 @@ from .conditions import PROTOCOL_CHOICES, PageConditions, infer_conditions
 
 __all__ = ["FidelityParams", "FidelityResult", "run", "run_paths", "simulate_page", "moved_to", "LOAD_EVENT_TYPES"]
 
+BROWSER_CHOICES = ("auto", "chromium", "none")
+# Chromium holds delayable requests on HTTP/2 and HTTP/3 connections too since it began to
+# delay requests on multiplexed connections (2019); earlier versions held them on HTTP/1.1
+# only, which the model's six connections per HTTP/1.1 origin already bound.  The exact
+# release is not pinned down here: 74 is where this model draws the line.
+CHROMIUM_DELAYS_MULTIPLEXED_FROM = 74
+
+
+def resource_scheduler(trace: Trace, browser: str = "auto") -> str:
+    """The page-load model's ``resource_scheduler`` for ``trace``'s browser (``browser`` "auto"),
+    or as forced."""
+    if browser != "auto":
+        return browser
+    name, _, version = trace.meta.get("browser", "").rpartition(" ")
+    major = version.split(".")[0]
+    chromium = any(word in name.lower() for word in ("chrome", "chromium"))
+    return "chromium" if chromium and major.isdigit() and int(major) >= CHROMIUM_DELAYS_MULTIPLEXED_FROM else "none"
+
+
 # Resource types whose fetch delays the load event (HTML: images, scripts, stylesheets,
 # frames, fonts and media do; XHR/fetch and beacons do not).
 LOAD_EVENT_TYPES = ("document", "stylesheet", "script", "font", "image", "media", "other")
@@ -39,11 +58,16 @@ class FidelityParams(StudyParams):
     # A counterfactual network (PathConditions' spelling, "rtt=300ms,bw=2mbit,loss=0.01"):
     # predict each page on it instead of on the network it was recorded on.
     at: str | None = None
+    # The browser's request scheduling: "auto" (from the HAR's browser: Chromium's
+    # ResourceScheduler for a recent Chrome or Chromium, none otherwise), "chromium" or "none".
+    browser: str = "auto"
 
     def __post_init__(self) -> None:
         super().__post_init__()
         if self.protocol not in PROTOCOL_CHOICES:
             raise InputError(f"unknown protocol {self.protocol!r} (choose {', '.join(PROTOCOL_CHOICES)})")
+        if self.browser not in BROWSER_CHOICES:
+            raise InputError(f"unknown browser {self.browser!r} (choose {', '.join(BROWSER_CHOICES)})")
         if self.at is not None:
             PathConditions.parse(self.at)
 
@@ -130,14 +154,15 @@ def moved_to(cond: PageConditions, at: PathConditions, protocol: str) -> PageCon
 
 
 def simulate_page(graph: PageGraph, cond: PageConditions, params: FidelityParams,
-                  cache: ClientCache | None = None) -> PageLoadResult:
+                  cache: ClientCache | None = None, scheduler: str = "none") -> PageLoadResult:
     """One load of ``graph`` on the page-load model under ``cond`` (times from the navigation);
-    with ``params.at``, the path's loss and queue are ``at``'s."""
+    with ``params.at``, the path's loss and queue are ``at``'s; ``scheduler`` is the browser's
+    ``resource_scheduler``."""
     at = params.at_conditions
     load_params = LoadParams(protocol="h3" if params.protocol == "h3" else "h2", rtt_s=cond.rtt_s,
                              bandwidth_bps=cond.bandwidth_bps, seed=params.seed, coalesce="origin", cc=params.cc,
                              origins=cond.origins, loss=at.loss if at else "0",
-                             queue_bytes=at.queue_bytes if at else None)
+                             queue_bytes=at.queue_bytes if at else None, resource_scheduler=scheduler)
     plan = ServerPlan(think_s=dict(cond.think_s))
     return load_page(graph, load_params, plan, cache or ClientCache(), discovery_s=cond.discovery_s,
                      blockers=cond.blockers)
@@ -151,6 +176,7 @@ def _page_start(trace: Trace, page: str | None) -> float | None:
 def run(trace: Trace, params: FidelityParams | None = None) -> FidelityResult:
     """Simulate every page of ``trace`` that has a measured onLoad and compare."""
     params = params or FidelityParams()
+    scheduler = resource_scheduler(trace, params.browser)
     rows, skipped, repeats = [], [], []
     first_views: dict[str, tuple] = {}
     pages = {p.id: p for p in trace.pages}
@@ -166,7 +192,7 @@ def run(trace: Trace, params: FidelityParams | None = None) -> FidelityResult:
                                               "predicted from its first view instead"})
             first = first_views.get(meta.url) or (list(first_views.values())[-1] if first_views else None)
             if first is not None and params.at is None:
-                repeats.append(_repeat_view(first, {**base, "measured_onload_s": meta.on_load_s}, params))
+                repeats.append(_repeat_view(first, {**base, "measured_onload_s": meta.on_load_s}, params, scheduler))
             continue
         try:
             graph = page_graph(trace, page)
@@ -177,21 +203,21 @@ def run(trace: Trace, params: FidelityParams | None = None) -> FidelityResult:
         cond = infer_conditions(sub, meta.start_s, params.protocol)
         if params.at is not None:
             cond = moved_to(cond, params.at_conditions, params.protocol)
-        metrics = simulate_page(sub, cond, params).metrics
+        metrics = simulate_page(sub, cond, params, scheduler=scheduler).metrics
         simulated = cond.start_offset_s + metrics["onload_s"]
         row = {**base, "url": graph[graph.document].url,
                "measured_onload_s": meta.on_load_s, "simulated_onload_s": simulated,
                # With ``at`` the measurement is of another network: there is no error to give.
                "error_percent": math.nan if params.at else 100.0 * (simulated - meta.on_load_s) / meta.on_load_s,
                "resources": len(sub), "requests": metrics["requests"], "connections": metrics["connections"],
-               "creator": trace.meta.get("creator", ""), **cond.summary()}
+               "creator": trace.meta.get("creator", ""), "resource_scheduler": scheduler, **cond.summary()}
         rows.append(row)
         first_views[meta.url or row["url"]] = (graph, meta, cond)   # a repeat view follows its own first view
     return FidelityResult(pages=pd.DataFrame(rows), skipped=pd.DataFrame(skipped, columns=["trace", "page", "reason"]),
                           repeat_views=pd.DataFrame(repeats), params=_stamped(params))
 
 
-def _repeat_view(first: tuple, measured: dict, params: FidelityParams) -> dict:
+def _repeat_view(first: tuple, measured: dict, params: FidelityParams, scheduler: str = "none") -> dict:
     """The repeat view predicted from the first view's graph and conditions with an RFC 9111 cache."""
     graph, meta, cond = first
     sub = load_event_graph(graph, meta.on_load_s, meta.start_s)
@@ -200,7 +226,7 @@ def _repeat_view(first: tuple, measured: dict, params: FidelityParams) -> dict:
                  for r in sub.resources]
     repeat = PageGraph(resources=resources, source=sub.source, page=sub.page, edges_from=sub.edges_from,
                        document=sub.document)
-    metrics = simulate_page(repeat, cond, params, ClientCache(sub[i].url for i in fresh)).metrics
+    metrics = simulate_page(repeat, cond, params, ClientCache(sub[i].url for i in fresh), scheduler).metrics
     simulated = cond.start_offset_s + metrics["onload_s"]
     return {"trace": measured["trace"], "page": measured["page"], "first_view": meta.id,
             "measured_onload_s": measured["measured_onload_s"], "simulated_onload_s": simulated,

@@ -27,6 +27,15 @@ with what Lantern lacks):
   QUIC 1 RTT).
 - 103 Early Hints (RFC 8297): only the first 103, only on the navigation (as Chrome);
   ``rel=preload`` fetches what is not cached, ``rel=preconnect`` opens a connection.
+- ``resource_scheduler="chromium"``: Chromium's ResourceScheduler (the network service's
+  ``ResourceScheduler``, found by the lab: real Chromium holds a page's images back while a
+  synchronous script of its ``<head>`` loads).  Requests below MEDIUM priority (images and
+  media) are *delayable*; while a *layout-blocking* request is in flight (a render-blocking
+  stylesheet or script of the document, HIGH priority before the ``<body>``), at most one
+  delayable request is in flight; otherwise at most ten, waiting ones start in the order they
+  were asked for.  Chromium applies this to HTTP/2 and HTTP/3 connections too (it delays
+  requests on multiplexed connections); ``"none"`` (the default) starts every request when it
+  is discovered, as Chromium did on HTTP/2 before it did.  103 preloads are not held.
 - Push (RFC 9113 section 8.4, RFC 9114 section 4.6): the push cache is per connection and
   use-once; a promise for something the browser has cached (or already fetches) is
   cancelled (RST_STREAM CANCEL / STOP_SENDING), which reaches the server a one-way delay
@@ -61,6 +70,12 @@ PROTOCOLS = ("h2", "h3")
 ORIGIN_PROTOCOLS = ("h1", "h2", "h3")     # per origin (LoadParams.origins): h1 = HTTP/1.1, 6 connections
 BACKENDS = ("model", "stacks")
 COALESCE = ("origin", "site")
+RESOURCE_SCHEDULERS = ("none", "chromium")
+# Chromium's ResourceScheduler: delayable (below MEDIUM priority) resource types, and how many
+# delayable requests may be in flight while a layout-blocking one is, and at all.
+DELAYABLE_TYPES = frozenset({"image", "media"})
+MAX_DELAYABLE_WHILE_LAYOUT_BLOCKING = 1
+MAX_DELAYABLE_IN_FLIGHT = 10
 # Parse/CPU delay before a parent's references are found (seconds), by the parent's type.
 # Modelling choices of the order of Lantern's 10 ms CPU-task threshold.
 DEFAULT_PARSE_DELAY_S = (("document", 0.005), ("stylesheet", 0.002), ("script", 0.010))
@@ -84,6 +99,7 @@ class LoadParams:
     idle_timeout_s: float = 30.0
     scheduler: str = "urgency"            # model server: urgency (RFC 9218), round-robin or fifo
     push_urgency: int = 3                 # RFC 9218 urgency of pushed responses (model server)
+    resource_scheduler: str = "none"      # "chromium": delayable requests held (see the module docstring)
     # Per-origin conditions, where they differ from the load's: (origin, rtt_s, protocol,
     # setup_s) with rtt_s >= the load's rtt_s (the rest is the server's distance, past the
     # shared access link), protocol h1/h2/h3 and setup_s the time before its connections
@@ -103,6 +119,9 @@ class LoadParams:
             raise InputError(f"DNS time must be >= 0, got {self.dns_s}")
         if self.scheduler not in ("urgency", "round-robin", "fifo"):
             raise InputError(f"unknown scheduler {self.scheduler!r} (choose urgency, round-robin or fifo)")
+        if self.resource_scheduler not in RESOURCE_SCHEDULERS:
+            raise InputError(f"unknown resource scheduler {self.resource_scheduler!r} "
+                             f"(choose {' or '.join(RESOURCE_SCHEDULERS)})")
         if not 0 <= self.push_urgency <= 7:
             raise InputError(f"push urgency must be 0..7 (RFC 9218), got {self.push_urgency}")
         for origin, rtt_s, protocol, setup_s in self.origins:
@@ -218,6 +237,13 @@ class PageLoad:
         self.counters = {"requests": 0, "hinted_fetches": 0, "hints_skipped_cached": 0, "preconnects": 0,
                          "pushes_promised": 0, "pushes_used": 0, "pushes_cancelled": 0}
         self.remaining = n
+        # Chromium's ResourceScheduler (resource_scheduler="chromium"): what is in flight, what waits.
+        self._scheduled = params.resource_scheduler == "chromium"
+        self._in_flight: dict[int, str] = {}          # resource -> "delayable" / "layout-blocking"
+        self._held: list[int] = []                    # delayable requests waiting, in order asked
+        self._layout_blocking = frozenset(
+            r.index for r in graph.resources if r.render_blocking and r.parent == graph.document
+            and r.resource_type in ("stylesheet", "script"))
         self.net = backend_cls(sim, params, self)
 
     # -- helpers ----------------------------------------------------------------------
@@ -277,12 +303,33 @@ class PageLoad:
         self.source[index] = "network"
         self._request(index)
 
-    def _request(self, index: int) -> None:
+    def _request(self, index: int, *, hinted: bool = False) -> None:
+        if self._scheduled and not hinted:
+            if self.graph[index].resource_type in DELAYABLE_TYPES:
+                if not self._may_start_delayable():
+                    self._held.append(index)
+                    return
+                self._in_flight[index] = "delayable"
+            elif index in self._layout_blocking:
+                self._in_flight[index] = "layout-blocking"
         self.requested_s[index] = self.sim.now
         self.counters["requests"] += 1
         self.net.fetch(self.key(self.graph[index].origin), self.spec(index))
 
+    def _may_start_delayable(self) -> bool:
+        kinds = list(self._in_flight.values())
+        limit = MAX_DELAYABLE_WHILE_LAYOUT_BLOCKING if "layout-blocking" in kinds else MAX_DELAYABLE_IN_FLIGHT
+        return kinds.count("delayable") < limit
+
+    def _release_held(self) -> None:
+        while self._held and self._may_start_delayable():
+            index = self._held.pop(0)
+            if math.isnan(self.requested_s[index]) and math.isnan(self.arrived_s[index]):
+                self._request(index)
+
     def _arrived(self, index: int) -> None:
+        if self._in_flight.pop(index, None) is not None:
+            self._release_held()
         if math.isnan(self.arrived_s[index]):
             self.arrived_s[index] = self.sim.now
         if not math.isnan(self.discovered_s[index]):
@@ -351,7 +398,7 @@ class PageLoad:
                     continue
                 self.counters["hinted_fetches"] += 1
                 self.source[j] = "hint"
-                self._request(j)
+                self._request(j, hinted=True)
 
     def on_push_promise(self, push_key, url: str) -> None:
         """Record a promise; cancel a push the browser does not want (RFC 9113 8.4.2), else use it when discovered."""
