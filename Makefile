@@ -4,7 +4,7 @@ VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 
-.PHONY: install system-deps demo test test-slow test-peer bench clean validate
+.PHONY: install system-deps demo test test-slow test-peer bench clean validate figures
 
 install: $(STAMP)
 
@@ -45,6 +45,10 @@ test-peer: install
 
 bench: install
 	$(VENV)/bin/workbench bench all
+
+# The README's figure, drawn from a run (deterministic).
+figures: install
+	$(PY) -m simulator.report.figures docs/figures
 
 # The lab's validation (root): every page recorded at the reference condition and predicted at
 # every point of docs/lab/grid*.toml, measured --runs times; the table and figure go to docs/lab/.
