@@ -371,7 +371,10 @@ async def browse(url: str, *, proto: str, spki_sha256_b64: str, repeat_view: boo
                             comment=f"captured by workbench capture over {proto}"
                                     + (" (repeat view)" if repeat_view else ""))
             if page_timings_js:
-                extra = await page.evaluate(page_timings_js)
+                try:    # a page whose main thread is stuck (a script's endless loop) answers nothing
+                    extra = await asyncio.wait_for(page.evaluate(page_timings_js), 5.0)
+                except asyncio.TimeoutError:
+                    extra = None
                 har["log"]["pages"][0]["pageTimings"].update(extra or {})
             if page_errors:
                 har["log"]["_pageErrors"] = page_errors

@@ -63,8 +63,9 @@ def lab_chromium_args(site: RebuiltSite, proto: str) -> list[str]:
     args = [f"--ignore-certificate-errors-spki-list={site.spki_sha256_b64}", *QUIET_ARGS,
             f"--host-resolver-rules={', '.join(rules)}",
             # Cross-site frames in the page's own process: their requests reach the page's
-            # DevTools session (an out-of-process frame reports to a target of its own).
-            "--disable-features=IsolateOrigins,site-per-process", "--disable-site-isolation-trials"]
+            # DevTools session (an out-of-process frame reports to a target of its own); no
+            # HTTPS-Upgrades: an http:// page is asked for over http, as recorded.
+            "--disable-features=IsolateOrigins,site-per-process,HttpsUpgrades", "--disable-site-isolation-trials"]
     if proto == "h3":
         quic = []
         for origin in site.origins:
@@ -98,10 +99,12 @@ async def load_page(site: RebuiltSite, proto: str, timeout_s: float = 60.0) -> d
     if "onLoad" not in page["pageTimings"]:
         raise InputError("the page did not load: no load event before the timeout.", path=site.page_url)
     doc = next((e for e in har["log"]["entries"] if e["request"]["url"] == site.page_url), None)
-    final = doc
-    while final is not None and 300 <= final["response"]["status"] < 400 and final["response"]["redirectURL"]:
+    final, seen = doc, set()
+    while final is not None and 300 <= final["response"]["status"] < 400 and final["response"]["redirectURL"] \
+            and id(final) not in seen:
+        seen.add(id(final))
         nxt = final["response"]["redirectURL"]
-        final = next((e for e in har["log"]["entries"] if e["request"]["url"] == nxt), None)
+        final = next((e for e in har["log"]["entries"] if e["request"]["url"] == nxt and id(e) not in seen), None)
     if final is None or not 200 <= final["response"]["status"] < 400:
         status = final["response"]["status"] if final else "no response"
         raise InputError(f"the page did not load: the document answered {status}.", path=site.page_url)
