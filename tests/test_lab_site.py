@@ -35,7 +35,12 @@ ROOT = Path(__file__).resolve().parent.parent
 CHROME_HAR = ROOT / "traces" / "har-real" / "http_http2-chrome.har"
 SYNTH_HAR = ROOT / "traces" / "synthetic-page.har"
 REDIRECT_HAR = ROOT / "traces" / "har-real" / "redirect_www.sitespeed.io-redirecting-to-https.har"
-SHARED_HARS = Path("/work/shared/traces/har-real")
+SHARED_HARS = ROOT.parent / "shared" / "traces" / "har-real"     # beside the repository, when it is
+
+
+# On the lab tests' xdist worker (make test: --dist loadgroup): browsers beside a link test
+# would load the two cores its RTT and rate measurements run on.
+pytestmark = pytest.mark.xdist_group("lab")
 
 
 @pytest.fixture(scope="module")

@@ -17,7 +17,7 @@ site that makes a real Chromium ask for the same URLs, found the same way:
   ``gzip``/``br`` body is text whose compressed size is searched to the recorded one (a
   seeded mix of random-token comment lines, which barely compress, and one repeated comment
   line, which compresses to almost nothing, to the recorded decoded length); see
-  ``SIZE_TOLERANCE`` for how close.  The wire size is ``_transferSize`` less the header
+  ``bodies.SIZE_TOLERANCE`` for how close.  The wire size is ``_transferSize`` less the header
   bytes when the HAR's ``bodySize`` is the decoded size of a coded body, else ``bodySize``.
 * **Discovery.** Documents, stylesheets and scripts are generated so that Chromium finds
   each resource from its recorded parent: a document's parser by tag (link rel=stylesheet,
@@ -28,7 +28,7 @@ site that makes a real Chromium ask for the same URLs, found the same way:
   document as parent) come from an inline script the same way.  Text bodies are padded with
   comment lines as capture's ``_filler`` does.
 
-Written by hand: the address plan, the templates, the size search and ``rebuild_fidelity``.
+Written by hand: the address plan, the templates and ``rebuild_fidelity`` (the size search is ``bodies``).
 TLS, HTTP and compression are the libraries' (``cryptography``, ``zlib``, ``brotli``).
 The site's bodies are deterministic for a seed; the keys and the certificate validity
 (from the wall clock: a real TLS server needs a current certificate) are not.
@@ -44,24 +44,21 @@ import ipaddress
 import json
 import random
 import statistics
-import string
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from urllib.parse import urlsplit
 
 from ..errors import InputError
+from .bodies import SIZE_TOLERANCE, sized_text, tolerance
 
 __all__ = ["Response", "RebuiltSite", "rebuild", "rebuild_fidelity", "address_plan", "make_ca_and_leaf",
            "SIZE_TOLERANCE", "DOCUMENTATION_RANGES", "origin_of", "authority_of"]
 
 DOCUMENTATION_RANGES = ("198.51.100.0/24", "203.0.113.0/24")   # RFC 5737 section 3 (192.0.2.0/24: the link)
 LOOPBACK_RANGE = "127.0.1.0/24"
-# A coded body's compressed size lands within this many bytes, or this share, of the
-# recorded one (whichever is larger); a body the coding cannot shrink that far, or one
-# whose markup alone is larger, is reported by ``size_report``.
-SIZE_TOLERANCE = (64, 0.02)
+# (bodies.SIZE_TOLERANCE: a body the coding cannot bring that close to its recorded size, or
+# one whose markup alone is larger, is reported by ``size_report``.)
 SITE_FILE = "site.json"
-_TOKEN_ALPHABET = string.ascii_letters + string.digits + "_."   # safe inside any comment kind
 _TEXT_TYPES = ("document", "stylesheet", "script", "fetch", "xhr")
 
 
@@ -277,99 +274,6 @@ class RebuiltSite:
         except (OSError, ValueError, KeyError, TypeError) as exc:
             raise InputError(f"is not a readable rebuilt site ({type(exc).__name__}: {exc}).",
                              path=str(folder)) from None
-
-
-# ---------------------------------------------------------------------------- sizes
-
-def _compress(data: bytes, encoding: str) -> bytes:
-    if encoding == "gzip":
-        return gzip.compress(data, compresslevel=6, mtime=0)
-    import brotli
-    return brotli.compress(data, quality=5)
-
-
-def _comment(kind: str) -> str:
-    return {"document": "<!-- {} -->\n", "stylesheet": "/* {} */\n"}.get(kind, "// {}\n")
-
-
-def _token_lines(rng: random.Random, size: int, fmt: str) -> str:
-    """About ``size`` characters of comment lines of seeded random tokens (barely compressible)."""
-    out, n, width = [], 0, 64
-    while n < size:
-        tok = "".join(rng.choice(_TOKEN_ALPHABET) for _ in range(width))
-        line = fmt.format(tok)
-        out.append(line)
-        n += len(line)
-    return "".join(out)
-
-
-def _sized_text(prefix: str, kind: str, seed: int, wire_bytes: int, decoded_bytes: int | None,
-                encoding: str | None) -> bytes:
-    """``prefix`` and comment filler: ``decoded_bytes`` long uncoded, and when coded, a
-    compressed size searched to ``wire_bytes`` (see ``SIZE_TOLERANCE``)."""
-    fmt = _comment(kind)
-    head = prefix.encode()
-    if not encoding:
-        return head + _filler(random.Random(seed), (decoded_bytes or wire_bytes) - len(head), fmt)
-    total = decoded_bytes if decoded_bytes and decoded_bytes > wire_bytes else None
-    random_text = _token_lines(random.Random(seed), max(total or 0, wire_bytes * 2) + 256, fmt).encode()
-    constant = fmt.format("x" * 64).encode()
-
-    def body(n_random: int, length: int | None) -> bytes:
-        data = head + random_text[:n_random]
-        if length is not None and len(data) < length:
-            reps = (length - len(data)) // len(constant)
-            data += constant * reps
-            data += b" " * (length - len(data))
-        return data
-
-    def search(length: int | None, hi: int) -> tuple[int, bytes]:
-        lo, best = 0, None
-        while lo <= hi:
-            mid = (lo + hi) // 2
-            out = _compress(body(mid, length), encoding)
-            if best is None or abs(len(out) - wire_bytes) < abs(len(best) - wire_bytes):
-                best = out
-            if len(out) < wire_bytes:
-                lo = mid + 1
-            elif len(out) > wire_bytes:
-                hi = mid - 1
-            else:
-                break
-        return best
-
-    if total is not None:
-        out = search(total, max(total - len(head), 0))
-        if abs(len(out) - wire_bytes) <= _tolerance(wire_bytes):
-            return out
-    # The recorded decoded length cannot carry that many compressed bytes (or is unknown):
-    # all-random text of whatever length compresses to the recorded wire size.
-    return search(None, len(random_text))
-
-
-def _tolerance(wire_bytes: int) -> float:
-    return max(SIZE_TOLERANCE[0], SIZE_TOLERANCE[1] * wire_bytes)
-
-
-def _filler(rng: random.Random, size: int, fmt: str) -> bytes:
-    from ..capture.server import _filler as capture_filler
-    # capture's filler writes ``{line} {token}``: one comment line for each kind here.
-    if fmt.startswith("<!--"):
-        return _wrapped_filler(rng, size, "<!-- ", " -->\n")
-    if fmt.startswith("/*"):
-        return _wrapped_filler(rng, size, "/* ", " */\n")
-    return capture_filler(rng, size, "//")
-
-
-def _wrapped_filler(rng: random.Random, size: int, start: str, end: str) -> bytes:
-    out, n = [], 0
-    while True:
-        chunk = f"{start}{rng.getrandbits(64):016x}{end}"
-        if n + len(chunk) > size:
-            break
-        out.append(chunk)
-        n += len(chunk)
-    return ("".join(out) + " " * max(size - n, 0)).encode()
 
 
 # ---------------------------------------------------------------------------- templates
@@ -600,18 +504,18 @@ def rebuild(har, *, addresses="documentation", seed: int = 0, tls: dict | None =
             body = b""
             coding = None if not body else coding
         elif k == "document" or (k == "other" and r.index == main_doc):
-            body = _sized_text(document_text(r), "document", body_seed, wire, decoded, coding)
+            body = sized_text(document_text(r), "document", body_seed, wire, decoded, coding)
         elif k == "stylesheet":
-            body = _sized_text(css_text(r), "stylesheet", body_seed, wire, decoded, coding)
+            body = sized_text(css_text(r), "stylesheet", body_seed, wire, decoded, coding)
         elif k == "script":
-            body = _sized_text(js_text(r), "script", body_seed, wire, decoded, coding)
+            body = sized_text(js_text(r), "script", body_seed, wire, decoded, coding)
         elif coding or k in _TEXT_TYPES:
-            body = _sized_text("", "script", body_seed, wire, decoded, coding)
+            body = sized_text("", "script", body_seed, wire, decoded, coding)
         else:
             body = random.Random(body_seed).randbytes(wire)
         if not body:
             coding = None
-        if abs(len(body) - wire) > _tolerance(wire) and body:
+        if abs(len(body) - wire) > tolerance(wire) and body:
             notes.append(f"{r.url}: {len(body)} bytes on the wire, recorded {wire}")
         origin = origin_of(r.url)
         origins.setdefault(origin, {})[_path(r.url)] = Response(
