@@ -155,6 +155,7 @@ async def serve(site: RebuiltSite, proto: str, stop: asyncio.Event, on_ready=Non
                                                   shutdown_trigger=stop.wait))
         try:
             await _wait_listening([s.getsockname()[:2] for s in secure + insecure], task)
+            await warm_up(site, proto)
             if on_ready is not None:
                 on_ready()
             await task
@@ -170,6 +171,85 @@ async def serve(site: RebuiltSite, proto: str, stop: asyncio.Event, on_ready=Non
             await asyncio.sleep(0)
             loop.set_exception_handler(previous)
     return app
+
+
+WARM_UP_PATH = "/.well-known/lab-warm-up"      # answered 404: no page defines it
+
+
+async def warm_up(site: RebuiltSite, proto: str, timeout_s: float = 10.0) -> None:
+    """One real request to every https listener before the server says ``ready``: HTTP/2 over
+    TLS 1.3 (and HTTP/3 over QUIC with ``h3``), from inside this namespace.  A real site's
+    server is warm; without this, the first page load would also pay the server process's
+    lazy imports and first TLS and QUIC handshakes, on its first connection only."""
+    for scheme, address, port in site.listeners():
+        if scheme != "https":
+            continue
+        host = next(h for h, a in site.hosts.items() if a == address)
+        await asyncio.wait_for(_h2_request(address, port, host), timeout_s)
+        if proto == "h3":
+            await asyncio.wait_for(_h3_request(address, port, host), timeout_s)
+
+
+async def _h2_request(address: str, port: int, host: str) -> None:
+    import ssl
+
+    import h2.config
+    import h2.connection
+    import h2.events
+
+    ctx = ssl.create_default_context()
+    ctx.check_hostname, ctx.verify_mode = False, ssl.CERT_NONE     # the lab's own server, on its own address
+    ctx.set_alpn_protocols(["h2"])
+    reader, writer = await asyncio.open_connection(address, port, ssl=ctx, server_hostname=host)
+    try:
+        conn = h2.connection.H2Connection(h2.config.H2Configuration(client_side=True))
+        conn.initiate_connection()
+        conn.send_headers(1, [(":method", "GET"), (":scheme", "https"), (":authority", host),
+                              (":path", WARM_UP_PATH)], end_stream=True)
+        writer.write(conn.data_to_send())
+        done = False
+        while not done:
+            data = await reader.read(65536)
+            if not data:
+                break
+            for event in conn.receive_data(data):
+                done = done or isinstance(event, (h2.events.StreamEnded, h2.events.StreamReset))
+            writer.write(conn.data_to_send())
+    finally:
+        writer.close()
+        with contextlib.suppress(Exception):
+            await writer.wait_closed()
+
+
+async def _h3_request(address: str, port: int, host: str) -> None:
+    import ssl
+
+    from aioquic.asyncio import connect
+    from aioquic.asyncio.protocol import QuicConnectionProtocol
+    from aioquic.h3.connection import H3_ALPN, H3Connection
+    from aioquic.h3.events import DataReceived, HeadersReceived
+    from aioquic.quic.configuration import QuicConfiguration
+
+    ended = asyncio.Event()
+
+    class Client(QuicConnectionProtocol):
+        def __init__(self, *args, **kwargs):
+            super().__init__(*args, **kwargs)
+            self.h3 = H3Connection(self._quic)
+
+        def quic_event_received(self, event):
+            for ev in self.h3.handle_event(event):
+                if isinstance(ev, (HeadersReceived, DataReceived)) and ev.stream_ended:
+                    ended.set()
+
+    config = QuicConfiguration(is_client=True, alpn_protocols=H3_ALPN, verify_mode=ssl.CERT_NONE, server_name=host)
+    async with connect(address, port, configuration=config, create_protocol=Client) as client:
+        stream_id = client._quic.get_next_available_stream_id()
+        client.h3.send_headers(stream_id, [(b":method", b"GET"), (b":scheme", b"https"),
+                                           (b":authority", host.encode()), (b":path", WARM_UP_PATH.encode())],
+                               end_stream=True)
+        client.transmit()
+        await ended.wait()
 
 
 async def _wait_listening(addresses, task, timeout_s: float = 10.0) -> None:
