@@ -49,7 +49,7 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 from ..errors import InputError
-from .bodies import SIZE_TOLERANCE, sized_text, tolerance
+from .bodies import SIZE_TOLERANCE, image, sized_text, tolerance
 
 __all__ = ["Response", "RebuiltSite", "rebuild", "rebuild_fidelity", "address_plan", "make_ca_and_leaf",
            "SIZE_TOLERANCE", "DOCUMENTATION_RANGES", "origin_of", "authority_of"]
@@ -511,6 +511,8 @@ def rebuild(har, *, addresses="documentation", seed: int = 0, tls: dict | None =
             body = sized_text(js_text(r), "script", body_seed, wire, decoded, coding)
         elif coding or k in _TEXT_TYPES:
             body = sized_text("", "script", body_seed, wire, decoded, coding)
+        elif k == "image" and "svg" not in _ctype(r.response_headers, k):
+            body = image(wire, body_seed)              # decodable: Chromium stops reading what is not
         else:
             body = random.Random(body_seed).randbytes(wire)
         if not body:
