@@ -91,17 +91,23 @@ def site_from_dir(folder: str) -> Site:
     return Site(files=files, source=str(folder), render_blocking=blocking)
 
 
-def _filler(rng: random.Random, size: int, line: str) -> bytes:
-    """``size`` bytes of whole comment lines (seeded tokens: not very compressible), then
-    spaces: never a line cut short, which could leave e.g. a lone ``/`` in a script."""
+def comment_filler(rng: random.Random, size: int, start: str, end: str) -> bytes:
+    """``size`` bytes of whole comment lines ``start TOKEN end`` (seeded tokens: not very
+    compressible), then spaces: never a line cut short, which could leave e.g. a lone ``/``
+    in a script."""
     out, n = [], 0
     while True:
-        chunk = f"{line} {rng.getrandbits(64):016x}\n"
+        chunk = f"{start}{rng.getrandbits(64):016x}{end}"
         if n + len(chunk) > size:
             break
         out.append(chunk)
         n += len(chunk)
     return ("".join(out) + " " * max(size - n, 0)).encode()
+
+
+def _filler(rng: random.Random, size: int, line: str) -> bytes:
+    """``size`` bytes of ``line TOKEN`` comment lines (``comment_filler``)."""
+    return comment_filler(rng, size, f"{line} ", "\n")
 
 
 def _pad(prefix: bytes, rng: random.Random, size: int, line: str) -> bytes:
@@ -219,6 +225,17 @@ def _link(path: str) -> bytes:
     return f"<{path}>; rel=preload; as={dest}".encode()
 
 
+async def lifespan(receive, send) -> None:
+    """The ASGI lifespan protocol of an app with nothing to start or stop."""
+    while True:
+        msg = await receive()
+        if msg["type"] == "lifespan.startup":
+            await send({"type": "lifespan.startup.complete"})
+        elif msg["type"] == "lifespan.shutdown":
+            await send({"type": "lifespan.shutdown.complete"})
+            return
+
+
 class _App:
     def __init__(self, site: Site, log: list, *, early_hints: bool, push: bool, trailers: bool,
                  think_s: float):
@@ -227,13 +244,7 @@ class _App:
 
     async def __call__(self, scope, receive, send):
         if scope["type"] == "lifespan":
-            while True:
-                msg = await receive()
-                if msg["type"] == "lifespan.startup":
-                    await send({"type": "lifespan.startup.complete"})
-                elif msg["type"] == "lifespan.shutdown":
-                    await send({"type": "lifespan.shutdown.complete"})
-                    return
+            return await lifespan(receive, send)
         if scope["type"] != "http":
             return
         path = scope["path"]

@@ -95,24 +95,13 @@ def tolerance(wire_bytes: int) -> float:
 
 def filler(rng: random.Random, size: int, fmt: str) -> bytes:
     """``size`` bytes of whole comment lines of the kind ``fmt`` writes (seeded tokens)."""
-    from ..capture.server import _filler as capture_filler
-    # capture's filler writes ``{line} {token}``: one comment line for each kind here.
+    from ..capture.server import comment_filler
+
     if fmt.startswith("<!--"):
-        return _wrapped_filler(rng, size, "<!-- ", " -->\n")
+        return comment_filler(rng, size, "<!-- ", " -->\n")
     if fmt.startswith("/*"):
-        return _wrapped_filler(rng, size, "/* ", " */\n")
-    return capture_filler(rng, size, "//")
-
-
-def _wrapped_filler(rng: random.Random, size: int, start: str, end: str) -> bytes:
-    out, n = [], 0
-    while True:
-        chunk = f"{start}{rng.getrandbits(64):016x}{end}"
-        if n + len(chunk) > size:
-            break
-        out.append(chunk)
-        n += len(chunk)
-    return ("".join(out) + " " * max(size - n, 0)).encode()
+        return comment_filler(rng, size, "/* ", " */\n")
+    return comment_filler(rng, size, "// ", "\n")
 
 
 # A private, safe-to-copy ancillary PNG chunk (ISO/IEC 15948 / PNG spec section 5.4: lower

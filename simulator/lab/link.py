@@ -37,7 +37,7 @@ from dataclasses import dataclass, field
 from ..errors import InputError
 from . import netns
 
-__all__ = ["LinkConditions", "Lab", "MAX_RATE_BPS", "read_delivery_trace", "relay_available"]
+__all__ = ["LinkConditions", "Lab", "MAX_RATE_BPS", "read_delivery_trace", "relay_available", "read_line"]
 
 # The highest rate the lab emulates.  The relay carried 0.56 Gbit/s of bulk TCP on an
 # unlimited link on this two-core machine (benchmarks/bench_lab.py); a set rate is held well
@@ -215,18 +215,7 @@ class Lab:
             raise InputError(f"the lab's relay did not start ({err[-1] if err else line or 'no answer'}).")
 
     def _read_relay_line(self, timeout_s: float) -> str:
-        out = self._relay.stdout
-        deadline = time.monotonic() + timeout_s
-        buf = b""
-        while not buf.endswith(b"\n") and time.monotonic() < deadline:
-            ready, _, _ = select.select([out], [], [], max(deadline - time.monotonic(), 0))
-            if not ready:
-                break
-            chunk = os.read(out.fileno(), 1)
-            if not chunk:
-                break
-            buf += chunk
-        return buf.decode(errors="replace").strip()
+        return read_line(self._relay.stdout, timeout_s)
 
     def _start_netem(self) -> None:
         c = self.conditions
@@ -316,6 +305,20 @@ class Lab:
 
     def __exit__(self, *exc) -> None:
         self.close()
+
+
+def read_line(stream, timeout_s: float) -> str:
+    """One line from a child's pipe, or what came of it within ``timeout_s`` (stripped)."""
+    deadline = time.monotonic() + timeout_s
+    buf = b""
+    while not buf.endswith(b"\n") and time.monotonic() < deadline:
+        if not select.select([stream], [], [], max(deadline - time.monotonic(), 0))[0]:
+            break
+        chunk = os.read(stream.fileno(), 1)
+        if not chunk:
+            break
+        buf += chunk
+    return buf.decode(errors="replace").strip()
 
 
 def _listening(pid: int, ns: str) -> bool:

@@ -51,13 +51,9 @@ class SiteApp:
 
     async def __call__(self, scope, receive, send):
         if scope["type"] == "lifespan":
-            while True:
-                msg = await receive()
-                if msg["type"] == "lifespan.startup":
-                    await send({"type": "lifespan.startup.complete"})
-                elif msg["type"] == "lifespan.shutdown":
-                    await send({"type": "lifespan.shutdown.complete"})
-                    return
+            from ..capture.server import lifespan
+
+            return await lifespan(receive, send)
         if scope["type"] != "http":
             return
         authority = next((v.decode("latin-1") for n, v in scope["headers"] if n == b"host"), None)

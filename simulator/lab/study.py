@@ -24,11 +24,9 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import select
 import subprocess
 import sys
 import tempfile
-import time
 from dataclasses import dataclass
 
 import pandas as pd
@@ -89,19 +87,6 @@ def page_metrics(har: dict) -> dict:
             "protocols_seen": ",".join(versions)}
 
 
-def _read_line(stream, timeout_s: float) -> str:
-    deadline = time.monotonic() + timeout_s
-    buf = b""
-    while not buf.endswith(b"\n") and time.monotonic() < deadline:
-        if not select.select([stream], [], [], max(deadline - time.monotonic(), 0))[0]:
-            break
-        chunk = os.read(stream.fileno(), 1)
-        if not chunk:
-            break
-        buf += chunk
-    return buf.decode(errors="replace").strip()
-
-
 def _last_line(data: bytes | str | None) -> str:
     text = data.decode(errors="replace") if isinstance(data, bytes) else (data or "")
     lines = [line.strip() for line in text.strip().splitlines() if line.strip()]
@@ -111,7 +96,7 @@ def _last_line(data: bytes | str | None) -> str:
 def load_in_lab(trace, params: LabLoadParams, *, site=None) -> tuple[dict, dict]:
     """One load of ``trace``'s page (or of ``site``, already rebuilt) in the lab: (the HAR
     Chromium recorded, the relay's counters)."""
-    from .link import Lab
+    from .link import Lab, read_line
     from .netns import exec_argv
     from .site import rebuild
 
@@ -124,7 +109,7 @@ def load_in_lab(trace, params: LabLoadParams, *, site=None) -> tuple[dict, dict]
         with Lab(params.conditions(), server_addresses=sorted(set(site.hosts.values()))) as lab:
             server = lab.start("server", [*python, "simulator.lab.serve", site_dir, "--proto", params.protocol],
                                stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-            if _read_line(server.stdout, 30.0) != "ready":
+            if read_line(server.stdout, 30.0) != "ready":
                 server.poll()
                 raise InputError(f"the rebuilt site's servers did not start ({_last_line(server.stderr.read1(4000))}).",
                                  path=trace.source if trace is not None else None)
