@@ -549,16 +549,25 @@ def coalescing_panel(trace: str = "synthetic-page.har", base=None) -> Explorer:
         # One seeded draw per (server, host) pair the mode sends to another host's server
         # (pool.py): the 421 probability acts only through those pairs, in steps.
         conns = r.connections[r.connections["mode"] == v["mode"]]
-        pairs = sum(len([h for h in f"{a},{b}".split(",") if h])
-                    for a, b in zip(conns["coalesced_hosts"], conns["refused_hosts"]))
+        pairs = [(server, h) for server, a, b in zip(conns["host"], conns["coalesced_hosts"], conns["refused_hosts"])
+                 for h in f"{a},{b}".split(",") if h]
+        out = {}
+        if all(_site(server) == _site(h) for server, h in pairs):
+            # a certificate per site covers every pair of hosts on one site, as the drawn ones do
+            shown = ", ".join(f"{server} > {h}" for server, h in pairs) or "none"
+            out["cert"] = Inert(f"every host coalesced here shares a site with its connection's host ({shown}), "
+                                "which a certificate per site covers as well as the drawn one")
+        pairs = len(pairs)
         if pairs == 0:
-            return {"p421": Inert(f"{v['mode']} coalesces no host onto another host's connection on this page "
-                                  "at these settings, so no server can answer 421", off=True)}
-        return {"p421": Inert(f"a server refuses a host it was not asked for with one seeded draw per (server, "
+            out["p421"] = Inert(f"{v['mode']} coalesces no host onto another host's connection on this page "
+                                "at these settings, so no server can answer 421", off=True)
+            return out
+        out["p421"] = Inert(f"a server refuses a host it was not asked for with one seeded draw per (server, "
                               f"host) pair; this page has {pairs} such pair{'s' if pairs > 1 else ''} in "
                               f"{v['mode']} mode, so the probability changes the result in at most {pairs} "
                               f"step{'s' if pairs > 1 else ''} (here {int(r.summary.loc[v['mode'], 'misdirected_421'])} "
-                              "421 responses)")}
+                              "421 responses)")
+        return out
 
     def draw(r, v, fig):
         s = r.summary
@@ -641,11 +650,18 @@ def fidelity_panel(trace: str = "har-real/http_http2-chrome.har", base=None) -> 
         return graph, meta, cond, as_measured, what_if
 
     def notes(v, r):
-        cond = r[2]
+        graph, meta, cond = r[:3]
+        out = {}
         if cond.bandwidth_bps is None:
-            return {"bw_scale": Inert("this HAR measured no bandwidth (the simulated link is unlimited), so there "
-                                      "is none to scale", off=True)}
-        return {}
+            out["bw_scale"] = Inert("this HAR measured no bandwidth (the simulated link is unlimited), so there "
+                                    "is none to scale", off=True)
+        recorded = {p for _, _, p, _ in infer_conditions(graph, meta.start_s, "auto").origins}
+        if len(recorded) == 1:
+            (only,) = recorded
+            name = {"h1": "HTTP/1.1", "h2": "HTTP/2", "h3": "HTTP/3"}.get(only, only)
+            out["protocol"] = Inert(f"every origin of this HAR used {name}, so 'as in the HAR' and 'all {name}' "
+                                    "simulate the same page")
+        return out
 
     def draw(r, v, fig):
         graph, meta, cond, as_measured, what_if = r
