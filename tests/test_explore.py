@@ -324,11 +324,11 @@ def test_every_control_move_changes_the_panel_or_says_why(name):
                 view = ex.render(values, ex.source)
             except InputError:
                 continue                     # the panel's status shows the study's one-line refusal
-            line, kind = explore.update_line(view, previous)
+            line, kind = explore.update_line(view, previous, {n: c.label for n, c in ex.controls.items()})
             if kind == "unexplained":
                 silent.append(f"{control}: {spec.text(previous.values[control])} -> {spec.text(value)}")
             elif kind == "explained":
-                assert control in line
+                assert f"{spec.label}: " in line          # the reason names the control as the panel shows it
             width = explore.table_min_width_px(view.table)
             if width > explore.TABLE_BUDGET_PX:
                 wide.append(f"{control}={spec.text(value)}: {width:.0f} px")

@@ -403,19 +403,21 @@ def moved_controls(before: dict, after: dict) -> list[str]:
     return [name for name in after if before.get(name) != after[name]]
 
 
-def update_line(view: View, previous: View | None) -> tuple[str, str]:
+def update_line(view: View, previous: View | None, labels: dict[str, str] | None = None) -> tuple[str, str]:
     """The status after an update and its kind (``updated``, ``explained``: nothing
-    changed and the panel says why, ``unexplained``: nothing changed and no reason)."""
-    took = (f"{view.total_s:.2f} s (study run {view.run_s:.2f} s, figure {view.draw_s:.2f} s"
-            f"{f', input {view.load_s:.2f} s' if view.load_s > 0.05 else ''})")
+    changed and the panel says why, ``unexplained``: nothing changed and no reason).
+    ``labels``: the controls' labels, to name a control as the panel shows it."""
+    labels = labels or {}
+    took = (f"{view.total_s:.2f} s: study run {view.run_s:.2f} s, figure {view.draw_s:.2f} s"
+            f"{f', input {view.load_s:.2f} s' if view.load_s > 0.05 else ''}")
     if previous is None or view.signature != previous.signature or view.source != previous.source:
         return f"updated in {took}", "updated"
     moved = moved_controls(previous.values, view.values)
-    why = [f"{name}: {view.notes[name]}" for name in moved if name in view.notes]
+    why = [f"{labels.get(name, name)}: {view.notes[name]}" for name in moved if name in view.notes]
     if why:
-        return f"no change in the figure or the table ({took}): {'; '.join(why)}", "explained"
-    return (f"no change in the figure or the table ({took}): this move does not act on this input at "
-            "these values"), "unexplained"
+        return f"no change in the figure or the table. {'; '.join(why)} ({took})", "explained"
+    return (f"no change in the figure or the table: this move does not act on this input at these values "
+            f"({took})"), "unexplained"
 
 
 class Explorer:
@@ -498,7 +500,7 @@ class Explorer:
             return
         previous = self.view
         self.view, self.shown_generation = value, generation
-        line, kind = update_line(value, previous)
+        line, kind = update_line(value, previous, {name: c.label for name, c in self.controls.items()})
         if self._root is not None:
             self._widgets["figure"].value = value.png
             self._widgets["table"].value = _table_html(value.table)
