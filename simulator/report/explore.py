@@ -14,9 +14,17 @@ expression of a cell.  What a panel is made of:
   chosen input, and ``draw(result, values, fig) -> table``: its figure (drawn on a
   matplotlib ``Figure`` the panel gives, never pyplot, so it can be drawn in a worker
   thread) and its key table (a DataFrame);
-* an output area: the figure (an ``Image`` widget), the table (an ``HTML`` widget) and a
-  status line (the time each update took; "running..." once an update has taken longer
-  than ``busy_after_s``; the error line).
+* ``notes(values, result) -> {name: Inert(why, off)}`` (optional): the controls that
+  cannot act at these values on this input, and why.  ``off``: no value of it can act
+  here (the control is disabled, its reason on a line under the controls); else it acts
+  in steps, and a move inside a step says why in the status line;
+* an output area: the figure (an ``Image`` widget, laid out again on every update: a new
+  input's tick labels may be wider), the table (an ``HTML`` widget, in a box that scrolls
+  sideways if it is ever wider than the output area; the panels keep their tables inside
+  ``TABLE_BUDGET_PX``) and a status line (the time each update took; "no change in the
+  figure or the table" and the reason, when a move changed neither, the titles left out
+  (``figure_data``); "running..." once an update has taken longer than ``busy_after_s``;
+  the error line).
 
 Updates (``LatestOnly``): every control change bumps a generation counter and hands
 the values to ONE worker thread after a short debounce (``debounce_s``: a burst of

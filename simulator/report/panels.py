@@ -3,8 +3,11 @@
 Each ``*_panel(...)`` returns an ``explore.Explorer``: the study's parameter description
 (the controls, with defaults small enough that one update takes well under 2 s on the
 default input), ``run(values, input)`` (ONE call of the study's ``run``) and
-``draw(result, values, fig) -> table`` (its figure on the given matplotlib ``Figure``
-and its key table).  A notebook shows one as the last expression of its Explore cell,
+``draw(result, values, fig) -> table`` (its figure on the given matplotlib ``Figure``,
+titled with the controls' labels and the run's actual values, and its key table: the
+key results first, columns named for a reader with their units, within the output
+area's width) and, where a control cannot act on some inputs or values, ``notes``
+saying why (``explore.Inert``).  A notebook shows one as the last expression of its Explore cell,
 passing its own parameters (``base``) so the panel starts where the notebook stands.
 ``PANELS`` maps each notebook to its panel (the benchmark ``bench_explore`` times them).
 """
