@@ -246,6 +246,7 @@ def test_notebook_runs_in_jupyterlab_and_its_panel_answers_a_control(lab, browse
         assert not fit["clipped"], f"{name}: readouts cut short: {fit['clipped']}"
         assert not [e for c in page.evaluate(_STATE, name)["cells"] for e in c["errors"]]
         assert not messages, messages
-        print(f"{name}: all cells {run_s:.1f} s, one control move {update_s:.1f} s in the browser; {status}")
+        print(f"{name}: all cells {run_s:.1f} s, one control move {update_s:.1f} s in the browser; {status}; "
+              f"table {fit['table']} px in a {fit['area']} px output area")
     finally:
         page.close()
