@@ -177,7 +177,9 @@ _FIT = """() => {
   for (const r of document.querySelectorAll('.wb-explore .widget-readout, .wb-explore .jupyter-widget-readout')) {
     if (r.offsetParent !== null && r.scrollWidth > r.clientWidth + 1) clipped.push(r.innerText);
   }
-  return {table: Math.ceil(table.getBoundingClientRect().width), area: Math.floor(area.clientWidth), clipped: clipped};
+  const box = table.closest('.wb-table-box');
+  return {table: Math.ceil(table.getBoundingClientRect().width), area: Math.floor(area.clientWidth), clipped: clipped,
+          scrolls: box ? box.scrollWidth > box.clientWidth + 1 : false};
 }"""
 
 
@@ -243,6 +245,7 @@ def test_notebook_runs_in_jupyterlab_and_its_panel_answers_a_control(lab, browse
         fit = page.evaluate(_FIT)
         # the issue measured a 964 px output area: a table fits that, and whatever area it has
         assert fit["table"] <= min(fit["area"], 964), f"{name}: table {fit['table']} px, output area {fit['area']} px"
+        assert not fit["scrolls"], f"{name}: the table needs its sideways scroll"
         assert not fit["clipped"], f"{name}: readouts cut short: {fit['clipped']}"
         assert not [e for c in page.evaluate(_STATE, name)["cells"] for e in c["errors"]]
         assert not messages, messages
