@@ -6,8 +6,9 @@ into the copy) on a free loopback port, with no token and its own settings, work
 runtime and config folders.  Playwright drives the system Chromium (no browser is
 downloaded): for each notebook it opens the notebook, runs all cells, waits for the
 kernel, checks that no cell holds an error and that the Explore panel is the live
-widget, moves one control as a user would (a click on a button, a choice in a drop-down)
-and waits until the panel's figure and table have changed.  The server is stopped by
+widget, moves one control as a user would (a click on a button, a choice in a drop-down),
+waits until the panel's figure and table have changed, and measures that the key table
+is no wider than its output area and that no slider's readout is cut short.  The server is stopped by
 its process id (SIGTERM: it shuts its kernels down), its process group killed if it
 does not exit.
 """
@@ -167,6 +168,21 @@ _PANEL = """() => {
 }"""
 
 
+# What fits: the key table's drawn width against its output area's, and the readouts
+# (slider values) whose text is wider than the box that shows it.
+_FIT = """() => {
+  const table = document.querySelector('.wb-explore .wb-explore-table table');
+  const area = table.closest('.jp-OutputArea-output') || document.querySelector('.wb-explore');
+  const clipped = [];
+  for (const r of document.querySelectorAll('.wb-explore .widget-readout, .wb-explore .jupyter-widget-readout')) {
+    if (r.offsetParent !== null && r.scrollWidth > r.clientWidth + 1) clipped.push(r.innerText);
+  }
+  const box = table.closest('.wb-table-box');
+  return {table: Math.ceil(table.getBoundingClientRect().width), area: Math.floor(area.clientWidth), clipped: clipped,
+          scrolls: box ? box.scrollWidth > box.clientWidth + 1 : false};
+}"""
+
+
 def _wait_state(page, name, done, what, timeout_s):
     """Poll the notebook's state until ``done(state)``; fail at once on a cell error,
     with the state when time runs out."""
@@ -226,8 +242,14 @@ def test_notebook_runs_in_jupyterlab_and_its_panel_answers_a_control(lab, browse
                                ".innerText.includes('updated in')", timeout=60_000)
         status = page.evaluate(_PANEL)["status"]
         assert "\u26a0" not in status, status
+        fit = page.evaluate(_FIT)
+        # the issue measured a 964 px output area: a table fits that, and whatever area it has
+        assert fit["table"] <= min(fit["area"], 964), f"{name}: table {fit['table']} px, output area {fit['area']} px"
+        assert not fit["scrolls"], f"{name}: the table needs its sideways scroll"
+        assert not fit["clipped"], f"{name}: readouts cut short: {fit['clipped']}"
         assert not [e for c in page.evaluate(_STATE, name)["cells"] for e in c["errors"]]
         assert not messages, messages
-        print(f"{name}: all cells {run_s:.1f} s, one control move {update_s:.1f} s in the browser; {status}")
+        print(f"{name}: all cells {run_s:.1f} s, one control move {update_s:.1f} s in the browser; {status}; "
+              f"table {fit['table']} px in a {fit['area']} px output area")
     finally:
         page.close()

@@ -14,9 +14,17 @@ expression of a cell.  What a panel is made of:
   chosen input, and ``draw(result, values, fig) -> table``: its figure (drawn on a
   matplotlib ``Figure`` the panel gives, never pyplot, so it can be drawn in a worker
   thread) and its key table (a DataFrame);
-* an output area: the figure (an ``Image`` widget), the table (an ``HTML`` widget) and a
-  status line (the time each update took; "running..." once an update has taken longer
-  than ``busy_after_s``; the error line).
+* ``notes(values, result) -> {name: Inert(why, off)}`` (optional): the controls that
+  cannot act at these values on this input, and why.  ``off``: no value of it can act
+  here (the control is disabled, its reason on a line under the controls); else it acts
+  in steps, and a move inside a step says why in the status line;
+* an output area: the figure (an ``Image`` widget, laid out again on every update: a new
+  input's tick labels may be wider), the table (an ``HTML`` widget, in a box that scrolls
+  sideways if it is ever wider than the output area; the panels keep their tables inside
+  ``TABLE_BUDGET_PX``) and a status line (the time each update took; "no change in the
+  figure or the table" and the reason, when a move changed neither, the titles left out
+  (``figure_data``); "running..." once an update has taken longer than ``busy_after_s``;
+  the error line).
 
 Updates (``LatestOnly``): every control change bumps a generation counter and hands
 the values to ONE worker thread after a short debounce (``debounce_s``: a burst of
@@ -54,8 +62,8 @@ from typing import Any, Callable
 from ..errors import InputError
 from .controls import Control, Options, Several, Slider, Switch, defaults, describe
 
-__all__ = ["Slider", "Options", "Several", "Switch", "Inputs", "View", "Explorer", "LatestOnly",
-           "bundled_traces", "TRACES_DIR"]
+__all__ = ["Slider", "Options", "Several", "Switch", "Inputs", "View", "Explorer", "LatestOnly", "Inert",
+           "bundled_traces", "TRACES_DIR", "TABLE_BUDGET_PX", "table_min_width_px", "figure_data", "update_line"]
 
 TRACES_DIR = Path(__file__).resolve().parents[2] / "traces"
 STATIC_DPI = 144           # the static figure (slides: sharp on a projector)
@@ -266,6 +274,9 @@ class View:
     cpu_s: float = 0.0             # CPU time of the thread that made it (the update alone)
     values: dict = field(default_factory=dict)
     source: str | None = None
+    signature: str = ""            # the figure's data and the table, titles left out (``figure_data``)
+    notes: dict = field(default_factory=dict)   # {control: why it cannot act here} (the panel's ``notes``)
+    off: frozenset = frozenset()   # the controls among ``notes`` that cannot act at all on this input
 
     @property
     def total_s(self) -> float:
@@ -279,22 +290,101 @@ def _png(fig, dpi: int) -> bytes:
     return buf.getvalue()
 
 
+def _number(v) -> str:
+    return f"{v:,.3f}".rstrip("0").rstrip(".") if v == v else ""
+
+
 def _table_html(table) -> str:
+    """The key table as HTML, in a box that scrolls sideways if it is ever wider than the
+    output area (its first column, the row names, stays in view); the panels keep their
+    tables inside ``TABLE_BUDGET_PX`` so that the scroll is a fallback, not the rule."""
     if table is None:
         return ""
     try:
         import pandas as pd
 
         if isinstance(table, pd.DataFrame | pd.Series):
-            return table.to_html(float_format=lambda v: f"{v:,.3f}".rstrip("0").rstrip(".") if v == v else "",
-                                 border=0, classes="wb-table")
+            inner = table.to_html(float_format=_number, border=0, classes="wb-table")
+            return f'<div class="wb-table-box">{inner}</div>'
     except ImportError:  # pragma: no cover - pandas is a dependency
         pass
     return f"<pre>{html.escape(str(table))}</pre>"
 
 
+# The output area of a notebook cell in JupyterLab at its default width is about 964 px
+# (measured in the issue that asked for this budget); a table keeps 60 px of it free.
+TABLE_BUDGET_PX = 900
+# How wide a table needs to be at least (``table_min_width_px``): every cell's longest
+# unbreakable word at 8.2 px a character (13 px system font, header cells in bold) plus
+# 16 px of cell padding.  Calibrated on the issue's measure: 02's old table, 1,214 px in
+# JupyterLab, is estimated at 1,218 px.
+CHAR_PX = 8.2
+CELL_PAD_PX = 16
+
+
+def table_min_width_px(table) -> float:
+    """The narrowest the table can be drawn: per column (the row names included), its
+    longest word (header words break at spaces, numbers never), summed."""
+    import pandas as pd
+
+    frame = table.to_frame() if isinstance(table, pd.Series) else table
+    index_names = [str(n) for n in frame.index.names if n is not None]
+    columns = [[*index_names, *map(str, frame.index)]] + [
+        [str(name), *(_number(v) if isinstance(v, float) else str(v) for v in frame[name])] for name in frame.columns]
+    width = 0.0
+    for cells in columns:
+        width += max((len(word) for cell in cells for word in cell.split()), default=0) * CHAR_PX + CELL_PAD_PX
+    return width
+
+
+# Readouts: a selection slider's readout is as wide as its label (ipywidgets gives it a
+# fixed minimum and clips the rest: "as measured" showed as "as measure").
 _CSS = (".wb-explore .wb-busy { opacity: 0.45; transition: opacity 0.2s; } "
-        ".wb-explore table.wb-table td, .wb-explore table.wb-table th { padding: 1px 8px; } ")
+        ".wb-explore table.wb-table td, .wb-explore table.wb-table th { padding: 1px 8px; } "
+        ".wb-explore .wb-table-box { max-width: 100%; overflow-x: auto; } "
+        ".wb-explore .wb-table-box table.wb-table th:first-child { position: sticky; left: 0; "
+        "background: var(--jp-layout-color1, white); } "
+        ".wb-explore .widget-readout, .wb-explore .jupyter-widget-readout { min-width: max-content; "
+        "max-width: none; overflow: visible; } ")
+
+
+def figure_data(fig) -> str:
+    """A digest of what a figure shows, its titles left out (they name the values, so they
+    change with every move): every axes' bars, lines, collections, texts, tick labels and
+    axis labels.  Two updates with the same digest and the same table look the same to a
+    reader but for the title."""
+    import hashlib
+
+    import numpy as np
+
+    h = hashlib.sha256()
+    for ax in fig.axes:
+        for patch in ax.patches:
+            h.update(np.asarray(patch.get_path().transformed(patch.get_patch_transform()).vertices,
+                                dtype=float).round(9).tobytes())
+            h.update(repr(patch.get_facecolor()).encode())
+        for line in ax.lines:
+            h.update(np.asarray(line.get_xydata(), dtype=float).round(9).tobytes())
+        for coll in ax.collections:
+            h.update(np.asarray(coll.get_offsets(), dtype=float).round(9).tobytes())
+            for path in coll.get_paths():
+                h.update(np.asarray(path.vertices, dtype=float).round(9).tobytes())
+        for text in ax.texts:
+            h.update(text.get_text().encode())
+        for axis in (ax.xaxis, ax.yaxis):
+            h.update(axis.get_label_text().encode())
+            h.update(repr(axis.get_view_interval()).encode())
+            h.update("|".join(t.get_text() for t in axis.get_ticklabels()).encode())
+        legend = ax.get_legend()
+        if legend is not None:
+            h.update("|".join(t.get_text() for t in legend.get_texts()).encode())
+    return h.hexdigest()
+
+
+def _table_digest(table) -> str:
+    import hashlib
+
+    return hashlib.sha256(_table_html(table).encode()).hexdigest()
 
 
 def error_line(exc: BaseException) -> str:
@@ -303,6 +393,39 @@ def error_line(exc: BaseException) -> str:
         return str(exc)
     first = (str(exc).strip().splitlines() or [""])[0]
     return f"{type(exc).__name__}: {first}" if first else type(exc).__name__
+
+
+@dataclass(frozen=True)
+class Inert:
+    """Why a control cannot act at the current values on the current input: ``off`` when
+    no value of it can change the result there (the panel disables it and says why),
+    else it acts only in steps (a move inside one step changes nothing, and the status
+    says this instead of "updated")."""
+
+    why: str
+    off: bool = False
+
+
+def moved_controls(before: dict, after: dict) -> list[str]:
+    """The controls whose values differ between two updates, in order."""
+    return [name for name in after if before.get(name) != after[name]]
+
+
+def update_line(view: View, previous: View | None, labels: dict[str, str] | None = None) -> tuple[str, str]:
+    """The status after an update and its kind (``updated``, ``explained``: nothing
+    changed and the panel says why, ``unexplained``: nothing changed and no reason).
+    ``labels``: the controls' labels, to name a control as the panel shows it."""
+    labels = labels or {}
+    took = (f"{view.total_s:.2f} s: study run {view.run_s:.2f} s, figure {view.draw_s:.2f} s"
+            f"{f', input {view.load_s:.2f} s' if view.load_s > 0.05 else ''}")
+    if previous is None or view.signature != previous.signature or view.source != previous.source:
+        return f"updated in {took}", "updated"
+    moved = moved_controls(previous.values, view.values)
+    why = [f"{labels.get(name, name)}: {view.notes[name]}" for name in moved if name in view.notes]
+    if why:
+        return f"no change in the figure or the table. {'; '.join(why)} ({took})", "explained"
+    return (f"no change in the figure or the table: this move does not act on this input at these values "
+            f"({took})"), "unexplained"
 
 
 class Explorer:
@@ -315,14 +438,14 @@ class Explorer:
     def __init__(self, title: str, controls: dict[str, Control], run: Callable[[dict, Any], Any],
                  draw: Callable[[Any, dict, Any], Any], *, inputs: Inputs | None = None,
                  figsize: tuple[float, float] = (9.0, 3.6), debounce_s: float = 0.2, busy_after_s: float = 0.5,
-                 caption: str = ""):
+                 caption: str = "", notes: Callable[[dict, Any], dict[str, Any]] | None = None):
         self.title = title
         self.controls = dict(controls)
         self._run, self._draw = run, draw
         self.figsize = figsize
         self.extra_caption = caption
         self.sources = _Sources(inputs) if inputs is not None else None
-        self._layout: list | None = None          # axes places of the static figure
+        self._notes = notes
         self.values = defaults(self.controls)
         choice, path = self.sources.initial() if self.sources else (None, "")
         self.source = path or choice               # dropdown key or a path
@@ -348,23 +471,19 @@ class Explorer:
         t1 = time.perf_counter()
         result = self._run(dict(values), data)
         t2 = time.perf_counter()
-        # Constrained layout places the axes of the first (static) figure; live updates reuse
-        # those places, which costs a third less than laying the figure out again.
-        reuse = self._layout is not None and not static
-        fig = Figure(figsize=self.figsize, layout=None if reuse else "constrained")
+        # Constrained layout on every redraw: an input with other magnitudes (a 102-origin
+        # page) has wider tick labels, and axes placed for the first input would cut them off.
+        fig = Figure(figsize=self.figsize, layout="constrained")
         table = self._draw(result, dict(values), fig)
-        if reuse:
-            if len(fig.axes) == len(self._layout):
-                for ax, bounds in zip(fig.axes, self._layout):
-                    ax.set_position(bounds)
-            else:
-                fig.set_layout_engine("constrained")
-        png = _png(fig, dpi)
-        if static:
-            self._layout = [ax.get_position().bounds for ax in fig.axes]
+        png = _png(fig, dpi)                        # draws the figure: its tick labels are set after
+        notes = {name: n if isinstance(n, Inert) else Inert(str(n)) for name, n in
+                 (self._notes(dict(values), result) if self._notes is not None else {}).items()}
         t3 = time.perf_counter()
         view = View(png=png, table=table, run_s=t2 - t1, draw_s=t3 - t2, load_s=t1 - t0,
-                    cpu_s=time.thread_time() - c0, values=dict(values), source=source)
+                    cpu_s=time.thread_time() - c0, values=dict(values), source=source,
+                    signature=figure_data(fig) + _table_digest(table),
+                    notes={name: n.why for name, n in notes.items()},
+                    off=frozenset(name for name, n in notes.items() if n.off))
         return (view, fig) if static else view
 
     def _first_render(self):
@@ -387,12 +506,14 @@ class Explorer:
                 self._log_traceback(value)
             self._status(line, error=True)
             return
+        previous = self.view
         self.view, self.shown_generation = value, generation
+        line, kind = update_line(value, previous, {name: c.label for name, c in self.controls.items()})
         if self._root is not None:
             self._widgets["figure"].value = value.png
             self._widgets["table"].value = _table_html(value.table)
-        self._status(f"updated in {value.total_s:.2f} s (study run {value.run_s:.2f} s, figure "
-                     f"{value.draw_s:.2f} s{f', input {value.load_s:.2f} s' if value.load_s > 0.05 else ''})")
+            self._show_notes(value)
+        self._status(line, warn=kind == "unexplained")
 
     def _busy(self, generation: int, elapsed_s: float) -> None:
         newer = generation != self.queue.generation
@@ -400,10 +521,23 @@ class Explorer:
                                                          else " (the figure below is from the previous values)"),
                      busy=True)
 
-    def _status(self, text: str, *, error: bool = False, busy: bool = False) -> None:
+    def _show_notes(self, view: View) -> None:
+        """Controls that cannot act on this input are disabled, their reason as a tooltip
+        and on the line under the controls."""
+        for name in self.controls:
+            cw = self._widgets[f"control:{name}"]
+            off = name in view.off
+            for target in (cw._wb_boxes if isinstance(self.controls[name], Several) else [cw]):
+                target.disabled = off
+                target.tooltip = view.notes[name] if off else None
+        lines = [f"{self.controls[name].label}: {view.notes[name]}" for name in self.controls if name in view.off]
+        self._widgets["notes"].value = ("<small>Not acting on this input: " + html.escape("; ".join(lines)) + "</small>"
+                                        if lines else "")
+
+    def _status(self, text: str, *, error: bool = False, busy: bool = False, warn: bool = False) -> None:
         if self._root is None:
             return
-        color = "#b00020" if error else ("#1f5fa8" if busy else "#555")
+        color = "#b00020" if error else ("#1f5fa8" if busy else ("#a15c00" if warn else "#555"))
         icon = "&#9888; " if error else ("&#8987; " if busy else "")
         self._widgets["status"].value = f'<span style="color:{color}">{icon}{html.escape(text)}</span>'
         figure = self._widgets["figure"]
@@ -469,6 +603,9 @@ class Explorer:
                 rows.append(w.HTML(f"<small>{html.escape(self.sources.inputs.note)}</small>"))
         rows.append(w.GridBox(controls, layout=w.Layout(grid_template_columns="repeat(2, minmax(300px, 1fr))",
                                                          grid_gap="2px 16px")))
+        notes = w.HTML("")
+        notes.add_class("wb-explore-notes")
+        rows.append(notes)
         status = w.HTML("")
         status.add_class("wb-explore-status")
         figure = w.Image(value=self.view.png, format="png", layout=w.Layout(max_width="100%", height="auto"))
@@ -476,10 +613,11 @@ class Explorer:
         table = w.HTML(_table_html(self.view.table))
         table.add_class("wb-explore-table")
         log = w.HTML("")
-        self._widgets.update(status=status, figure=figure, table=table, log=log)
+        self._widgets.update(status=status, figure=figure, table=table, log=log, notes=notes)
         rows += [status, figure, table, log]
         self._root = w.VBox(rows)
         self._root.add_class("wb-explore")
+        self._show_notes(self.view)
         self._status(f"at the defaults ({self.view.total_s:.2f} s); move a control to re-run the study")
 
     def _control_value(self, name: str):

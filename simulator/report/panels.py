@@ -3,8 +3,11 @@
 Each ``*_panel(...)`` returns an ``explore.Explorer``: the study's parameter description
 (the controls, with defaults small enough that one update takes well under 2 s on the
 default input), ``run(values, input)`` (ONE call of the study's ``run``) and
-``draw(result, values, fig) -> table`` (its figure on the given matplotlib ``Figure``
-and its key table).  A notebook shows one as the last expression of its Explore cell,
+``draw(result, values, fig) -> table`` (its figure on the given matplotlib ``Figure``,
+titled with the controls' labels and the run's actual values, and its key table: the
+key results first, columns named for a reader with their units, within the output
+area's width) and, where a control cannot act on some inputs or values, ``notes``
+saying why (``explore.Inert``).  A notebook shows one as the last expression of its Explore cell,
 passing its own parameters (``base``) so the panel starts where the notebook stands.
 ``PANELS`` maps each notebook to its panel (the benchmark ``bench_explore`` times them).
 """
@@ -19,7 +22,7 @@ import numpy as np
 import pandas as pd
 
 from ..errors import InputError
-from .explore import Explorer, Inputs, Options, Several, Slider
+from .explore import Explorer, Inert, Inputs, Options, Several, Slider
 
 __all__ = ["hol_panel", "push_panel", "trailers_panel", "crossstream_panel", "stacks_panel", "demux_panel",
            "coalescing_panel", "fidelity_panel", "PANELS"]
@@ -41,6 +44,28 @@ def _load_page(path: str):
 
 def _title(ax, text: str) -> None:
     ax.set_title(text, fontsize="medium")
+
+
+def _suptitle(fig, text: str, width: int = 120) -> None:
+    """A figure title that wraps at ``width`` characters (it names every value, and a
+    line wider than the figure would be cut off)."""
+    import textwrap
+
+    fig.suptitle("\n".join(textwrap.wrap(text, width)), fontsize="medium")
+
+
+def _labelled(frame: pd.DataFrame, columns: tuple, index: str | None = None) -> pd.DataFrame:
+    """The key table as a reader reads it: ``columns`` is ``(column, label)`` or
+    ``(column, label, factor)`` in the order shown; the labels name the quantity and its
+    unit ("onload (s)", "gain vs none (ms)"), so the table fits the output area
+    (``explore.TABLE_BUDGET_PX``) without the study's internal column names."""
+    out = pd.DataFrame(index=frame.index)
+    for spec in columns:
+        column, label, factor = (*spec, None)[:3]
+        out[label] = frame[column] if factor is None else frame[column] * factor
+    if index is not None:
+        out.index.name = index
+    return out
 
 
 # ---------------------------------------------------------------------------------------
@@ -72,8 +97,10 @@ def hol_panel(trace: str = "qif/fb-req-hq.qif", base=None) -> Explorer:
         plots.hol_cdf(blocks, ax)
         _title(ax, f"HOL delay per header block: loss {v['loss']:.1%}, RTT {v['rtt_ms']} ms, "
                    f"table {v['table_bytes']:,} B, {v['transport'].upper()}")
-        return r.summary[["blocks", "blocked", "hol_total_ms", "hol_p95_ms", "header_bytes", "encoder_stream_bytes",
-                          "ratio", "losses"]]
+        return _labelled(r.summary, (("blocks", "header blocks"), ("blocked", "blocked"),
+                                     ("hol_total_ms", "HOL total (ms)"), ("hol_p95_ms", "HOL p95 (ms)"),
+                                     ("header_bytes", "header bytes"), ("encoder_stream_bytes", "encoder stream bytes"),
+                                     ("ratio", "compression ratio"), ("losses", "packets lost")))
 
     return Explorer("HOL blocking: one simulation per change", controls, run, draw,
                     inputs=Inputs(_load_trace, suffixes=(".qif", ".har"), default=trace), figsize=(8, 3.6))
@@ -87,8 +114,9 @@ PUSH_POLICIES = ("push", "hints", "push+hints", "hints-cdn")
 
 
 def push_panel(trace: str = "synthetic-page.har", base=None) -> Explorer:
-    """RTT, bandwidth, think time, cache, policies, h2/h3: one ``push.run`` (``none`` is
-    always loaded too: the gains are against it)."""
+    """RTT, bandwidth, think time, cache, policies, whether the CDN edge has seen the page,
+    h2/h3: one ``push.run`` (``none`` is always loaded too: the gains are against it)."""
+    from matplotlib.legend_handler import HandlerTuple
     from matplotlib.patches import Patch
 
     from ..studies import push
@@ -103,6 +131,9 @@ def push_panel(trace: str = "synthetic-page.har", base=None) -> Explorer:
                                                     ("800 ms", 800)), "trace", style="dropdown"),
         "cache": Options("cache", (("cold", "cold"), ("half cached", "0.5"), ("warm", "warm")), "cold"),
         "policies": Several("policies (and none)", PUSH_POLICIES, ("push", "hints", "push+hints")),
+        # hints-cdn: a CDN edge hints only a page it has seen before (its first request has no hints)
+        "edge_seen": Options("CDN edge (hints-cdn)", (("first request", False), ("has seen the page", True)),
+                             base.edge_seen),
         "protocol": Options("protocol", (("HTTP/2", "h2"), ("HTTP/3", "h3")), base.protocol),
     }
 
@@ -111,7 +142,13 @@ def push_panel(trace: str = "synthetic-page.har", base=None) -> Explorer:
         think = None if v["think_ms"] == "trace" else v["think_ms"] / 1000
         return push.run(graph, replace(base, policies=policies, rtt_s=v["rtt_ms"] / 1000,
                                        bandwidth_bps=v["bandwidth_mbit"] * 1e6, think_s=think, cache=v["cache"],
-                                       protocol=v["protocol"]))
+                                       protocol=v["protocol"], edge_seen=bool(v["edge_seen"])))
+
+    def notes(v, r):
+        out = {}
+        if "hints-cdn" not in v["policies"]:
+            out["edge_seen"] = Inert("only hints-cdn reads it: tick hints-cdn under policies", off=True)
+        return out
 
     def draw(r, v, fig):
         s = r.summary
@@ -126,28 +163,43 @@ def push_panel(trace: str = "synthetic-page.har", base=None) -> Explorer:
         left.set_xlabel("time since navigation (s)")
         left.legend(fontsize="small", loc="upper center", bbox_to_anchor=(0.5, -0.2), ncol=3, frameon=False)
         left.grid(axis="x", alpha=0.3)
-        _title(left, f"{v['protocol']}, RTT {v['rtt_ms']} ms, {v['bandwidth_mbit']} Mbit/s, {v['cache']} cache")
+        _title(left, "load times per policy")
         gains = s.drop(index="none", errors="ignore")
         x = np.arange(len(gains))
-        right.bar(x - 0.2, gains["gain_render_blocking_s"] * 1000, 0.4, label="render-blocking",
-                  color=[POLICY_STYLES.get(p, ("grey",))[0] for p in gains.index])
-        right.bar(x + 0.2, gains["gain_onload_s"] * 1000, 0.4, label="onload", alpha=0.45,
-                  color=[POLICY_STYLES.get(p, ("grey",))[0] for p in gains.index])
+        colors = [POLICY_STYLES.get(p, ("grey",))[0] for p in gains.index]
+        right.bar(x - 0.2, gains["gain_render_blocking_s"] * 1000, 0.4, color=colors)
+        right.bar(x + 0.2, gains["gain_onload_s"] * 1000, 0.4, alpha=0.45, color=colors)
         right.axhline(0, color="black", lw=0.7)
         right.set_xticks(x, gains.index)
         right.set_ylabel("gain vs none (ms)")
         right.grid(axis="y", alpha=0.3)
-        right.legend(handles=[Patch(color="#555555", label="render-blocking"),
-                              Patch(color="#555555", alpha=0.45, label="onload")],
-                     fontsize="small", loc="upper center", bbox_to_anchor=(0.5, -0.12), ncol=2, frameon=False)
+        if len(gains):
+            # the legend's keys in the bars' own colours: one swatch per policy shown
+            solid = tuple(Patch(color=c) for c in colors)
+            light = tuple(Patch(color=c, alpha=0.45) for c in colors)
+            right.legend([solid, light], ["render-blocking", "onload"], handler_map={tuple: HandlerTuple(ndivide=None)},
+                         fontsize="small", loc="upper center", bbox_to_anchor=(0.5, -0.12), ncol=2, frameon=False)
         _title(right, "gain vs none")
-        return s[["render_blocking_s", "onload_s", "gain_render_blocking_s", "gain_onload_s", "pushes_promised",
-                  "pushes_used", "bytes_wasted", "hinted_fetches", "think_s"]]
+        protocol = controls["protocol"].text(v["protocol"])
+        think_s = float(s["think_s"].iloc[0])
+        think = (f"think time from the trace ({think_s * 1000:,.0f} ms)" if v["think_ms"] == "trace"
+                 else f"think time {v['think_ms']} ms")
+        shown = ", ".join(s.index)
+        edge = (f", CDN edge: {controls['edge_seen'].text(v['edge_seen'])}" if "hints-cdn" in v["policies"] else "")
+        _suptitle(fig, f"{protocol}, RTT {v['rtt_ms']} ms, {v['bandwidth_mbit']} Mbit/s, "
+                       f"{controls['cache'].text(v['cache'])} cache, {think}; policies: {shown}{edge}", width=140)
+        table = _labelled(s, (("render_blocking_s", "render-blocking (s)"), ("onload_s", "onload (s)"),
+                              ("gain_render_blocking_s", "gain render-blocking (ms)", 1000),
+                              ("gain_onload_s", "gain onload (ms)", 1000)))
+        table["pushes used / promised"] = [f"{u} / {p}" for u, p in zip(s["pushes_used"], s["pushes_promised"])]
+        table["wasted (KiB)"] = s["bytes_wasted"] / KIB
+        table["hinted fetches"] = s["hinted_fetches"]
+        return table
 
     return Explorer("Push vs 103 Early Hints: one page load per policy per change", controls, run, draw,
                     inputs=Inputs(_load_page, suffixes=(".har",), default=trace,
                                   note="HAR page loads; the 300-resource page takes a few seconds per update."),
-                    figsize=(10, 3.8))
+                    figsize=(10, 4.0), notes=notes)
 
 
 # ---------------------------------------------------------------------------------------
@@ -208,9 +260,11 @@ def trailers_panel(base=None, *, responses: int = 4) -> Explorer:
         chain = " > ".join(h for h in (v["hop1"], v["hop2"]) if h != "-") or "direct"
         rate = "ready at once" if v["rate_kb_s"] == "at-once" else f"{v['rate_kb_s']:,} kB/s"
         size = "the trace's sizes" if d["body_bytes"].nunique() > 1 else f"{int(d['body_bytes'].iloc[0]) // KIB:,} KiB"
-        fig.suptitle(f"{v['version']}, {size} at {rate}, hops: {chain}, TE: trailers on {v['te_share']:.0%}",
-                     fontsize="medium")
-        return agg
+        fig.suptitle(f"{controls['version'].text(v['version'])}, {size} at {rate}, hops: {chain}, "
+                     f"TE: trailers on {v['te_share']:.0%} of requests", fontsize="medium")
+        return _labelled(agg, (("ttfb_ms", "first byte (ms)"), ("metadata_ms", "metadata (ms)"),
+                               ("digest_lost", "digest lost"), ("status_lost", "status lost"),
+                               ("origin_held_kib", "origin held (KiB)"), ("hops_held_kib", "hops held (KiB)")))
 
     return Explorer("Trailers: one run of every strategy per change", controls, run, draw,
                     inputs=Inputs(_load_trace, suffixes=(".har",), builtin={"generated responses": None},
@@ -278,7 +332,7 @@ def crossstream_panel(bodies: str | None = None, base=None, *, releases: int = 2
         left.set_ylabel("bytes on the wire (KiB)")
         left.legend(fontsize="small")
         left.grid(axis="y", alpha=0.3)
-        _title(left, f"{codec(v)}, scoping {v['scoping']}")
+        _title(left, f"{codec(v)}, scoping: {controls['scoping'].text(v['scoping'])}")
         leak = r.leak.set_index("scheme").reindex(s.index)
         colors = ["#d62728" if ok else "#2ca02c" for ok in leak["recovered"].fillna(False)]
         right.bar(x, leak["requests"], color=colors)
@@ -290,8 +344,9 @@ def crossstream_panel(bodies: str | None = None, base=None, *, releases: int = 2
         right.set_ylabel("attacker requests")
         right.grid(axis="y", alpha=0.3)
         _title(right, f"the leak, {v['secret_chars']}-character secret (red: recovered)")
-        table = s[["codec", "ratio", "repeat_ratio", "first_visit_s", "repeat_visit_s",
-                   "client_dictionary_peak_bytes"]].copy()
+        table = _labelled(s, (("codec", "codec"), ("ratio", "ratio"), ("repeat_ratio", "repeat ratio"),
+                              ("first_visit_s", "first visit (s)"), ("repeat_visit_s", "repeat visit (s)"),
+                              ("client_dictionary_peak_bytes", "client dictionary peak (KiB)", 1 / KIB)))
         table["secret recovered"] = leak["recovered"]
         table["attacker requests"] = leak["requests"]
         return table
@@ -356,9 +411,11 @@ def stacks_panel(base=None) -> Explorer:
         ax.legend(loc="lower right", fontsize="small")
         name = next(label for label, value in STACK_SETUPS if value == v["setup"])
         _title(ax, f"{name}, loss {v['loss']:.1%}, RTT {v['rtt_ms']} ms, seed {v['seed']}")
-        keys = ["exchanges", "median_completion_s", "last_completion_s", "packets_sent", "packets_lost"]
+        keys = {"exchanges": "exchanges", "median_completion_s": "median completion (s)",
+                "last_completion_s": "last completion (s)", "packets_sent": "packets sent",
+                "packets_lost": "packets lost"}
         table = pd.DataFrame({"real stack": [real.summary[k] for k in keys],
-                              "model": [model.summary[k] for k in keys]}, index=keys).T
+                              "model": [model.summary[k] for k in keys]}, index=list(keys.values())).T
         table["median real / model"] = [real.summary["median_completion_s"] / model.summary["median_completion_s"],
                                         math.nan]
         return table
@@ -412,10 +469,12 @@ def demux_panel(base=None, *, stream_bytes: int = 1 << 20) -> Explorer:
         for ax in (left, right):
             ax.tick_params(axis="x", labelsize=8)
             ax.grid(axis="y", alpha=0.3)
-        fig.suptitle(f"{v['streams']} x {stream_bytes // KIB:,} KiB, window {v['window_kib']} KiB, "
-                     f"{v['interleaving']}, RTT {v['rtt_ms']:g} ms (model)", fontsize="medium")
-        return m[["completion_s", "completion_ratio_vs_direct", "peak_buffered_bytes", "wakeups_per_frame",
-                  "dispatches_per_frame", "copied_bytes_per_mb", "window_stall_s"]]
+        fig.suptitle(f"{v['streams']} streams x {stream_bytes // KIB:,} KiB, stream window {v['window_kib']} KiB, "
+                     f"server interleaving {v['interleaving']}, RTT {v['rtt_ms']:g} ms (model)", fontsize="medium")
+        return _labelled(m, (("completion_s", "completion (ms)", 1000), ("completion_ratio_vs_direct", "vs direct"),
+                             ("peak_buffered_bytes", "peak buffered (KiB)", 1 / KIB),
+                             ("wakeups_per_frame", "wakeups per frame"), ("dispatches_per_frame", "dispatches per frame"),
+                             ("copied_bytes_per_mb", "bytes copied per MB"), ("window_stall_s", "window stall (ms)", 1000)))
 
     return Explorer("HTTP/2 demultiplexing: one model run of every receive strategy per change", controls, run,
                     draw, figsize=(10, 3.6))
@@ -489,24 +548,53 @@ def coalescing_panel(trace: str = "synthetic-page.har", base=None) -> Explorer:
         topo = shaped_topology(co.topology_for(graph, p), v["dns"], v["cert"])
         return co.run(graph, p, topology=topo)
 
+    def notes(v, r):
+        # One seeded draw per (server, host) pair the mode sends to another host's server
+        # (pool.py): the 421 probability acts only through those pairs, in steps.
+        conns = r.connections[r.connections["mode"] == v["mode"]]
+        pairs = [(server, h) for server, a, b in zip(conns["host"], conns["coalesced_hosts"], conns["refused_hosts"])
+                 for h in f"{a},{b}".split(",") if h]
+        out = {}
+        if all(_site(server) == _site(h) for server, h in pairs):
+            # a certificate per site covers every pair of hosts on one site, as the drawn ones do
+            shown = ", ".join(f"{server} > {h}" for server, h in pairs) or "none"
+            out["cert"] = Inert(f"every host coalesced here shares a site with its connection's host ({shown}), "
+                                "which a certificate per site covers as well as the drawn one")
+        pairs = len(pairs)
+        if pairs == 0:
+            out["p421"] = Inert(f"{v['mode']} coalesces no host onto another host's connection on this page "
+                                "at these settings, so no server can answer 421", off=True)
+            return out
+        out["p421"] = Inert(f"a server refuses a host it was not asked for with one seeded draw per (server, "
+                              f"host) pair; this page has {pairs} such pair{'s' if pairs > 1 else ''} in "
+                              f"{v['mode']} mode, so the probability changes the result in at most {pairs} "
+                              f"step{'s' if pairs > 1 else ''} (here {int(r.summary.loc[v['mode'], 'misdirected_421'])} "
+                              "421 responses)")
+        return out
+
     def draw(r, v, fig):
         s = r.summary
         axes = fig.subplots(1, 3)
         colors = ["grey", {"ip": "tab:blue", "origin": "tab:green", "h3-altsvc": "tab:red"}[v["mode"]]]
-        for ax, col, label in zip(axes, ("connections", "handshake_bytes", "onload_s"),
-                                  ("connections", "handshake bytes (both ends)", "onload (s)")):
-            ax.bar(s.index, s[col], color=colors)
+        for ax, col, label, factor in zip(axes, ("connections", "handshake_bytes", "onload_s"),
+                                          ("connections", "handshake (KiB, both ends)", "onload (s)"),
+                                          (1, 1 / KIB, 1)):
+            ax.bar(s.index, s[col] * factor, color=colors)
             ax.set_ylabel(label)
             ax.grid(axis="y", alpha=0.3)
-        fig.suptitle(f"{v['mode']} vs none: DNS {v['dns']}, certificates {v['cert']}, p421 {v['p421']:.0%}, "
-                     f"RTT {v['rtt_ms']} ms", fontsize="medium")
-        return s[["connections", "dns_lookups", "handshake_rtts", "handshake_bytes", "cert_bytes", "coalesced_requests",
-                  "misdirected_421", "onload_s", "gain_onload_s"]]
+        _suptitle(fig, f"{v['mode']} vs none: {controls['dns'].label} {controls['dns'].text(v['dns'])}, "
+                       f"{controls['cert'].label} {controls['cert'].text(v['cert'])}, "
+                       f"421 probability {v['p421']:.0%}, RTT {v['rtt_ms']} ms", width=130)
+        return _labelled(s, (("onload_s", "onload (s)"), ("gain_onload_s", "gain vs none (ms)", 1000),
+                             ("connections", "connections"), ("dns_lookups", "DNS lookups"),
+                             ("handshake_rtts", "handshake RTTs"), ("handshake_bytes", "handshake (KiB)", 1 / KIB),
+                             ("cert_bytes", "certificates (KiB)", 1 / KIB),
+                             ("coalesced_requests", "coalesced requests"), ("misdirected_421", "421 responses")))
 
     return Explorer("Origin coalescing: one load per mode (and none) per change", controls, run, draw,
                     inputs=Inputs(_load_page, suffixes=(".har",), default=trace,
                                   note="HAR page loads; the 102-origin page takes about 2 s per update."),
-                    figsize=(11, 3.5))
+                    figsize=(11, 3.5), notes=notes)
 
 
 # ---------------------------------------------------------------------------------------
@@ -564,6 +652,20 @@ def fidelity_panel(trace: str = "har-real/http_http2-chrome.har", base=None) -> 
         what_if = fidelity.simulate_page(graph, scaled(cond, v["rtt_scale"], v["bw_scale"]), params)
         return graph, meta, cond, as_measured, what_if
 
+    def notes(v, r):
+        graph, meta, cond = r[:3]
+        out = {}
+        if cond.bandwidth_bps is None:
+            out["bw_scale"] = Inert("this HAR measured no bandwidth (the simulated link is unlimited), so there "
+                                    "is none to scale", off=True)
+        recorded = {p for _, _, p, _ in infer_conditions(graph, meta.start_s, "auto").origins}
+        if len(recorded) == 1:
+            (only,) = recorded
+            name = {"h1": "HTTP/1.1", "h2": "HTTP/2", "h3": "HTTP/3"}.get(only, only)
+            out["protocol"] = Inert(f"every origin of this HAR used {name}, so 'as in the HAR' and 'all {name}' "
+                                    "simulate the same page")
+        return out
+
     def draw(r, v, fig):
         graph, meta, cond, as_measured, what_if = r
         ax = fig.subplots()
@@ -573,15 +675,16 @@ def fidelity_panel(trace: str = "har-real/http_http2-chrome.har", base=None) -> 
         span = f"{rtts[0]:,.0f} ms" if rtts[-1] - rtts[0] < 0.5 else f"{rtts[0]:,.0f}-{rtts[-1]:,.0f} ms"
         waterfall_compare(graph, what_if.resources, cond.start_offset_s, meta.start_s, ax, max_rows=20,
                           title=f"simulated at RTT x {v['rtt_scale']:g} (origins {span}), {bw}")
+        scaled_bw = "bandwidth unlimited" if cond.bandwidth_bps is None else f"bandwidth x {v['bw_scale']:g}"
         rows = {"measured": meta.on_load_s, "simulated, conditions as measured": as_measured.metrics["onload_s"],
-                f"simulated, RTT x {v['rtt_scale']:g}, bandwidth x {v['bw_scale']:g}": what_if.metrics["onload_s"]}
-        return pd.DataFrame({"onload_s": rows}).assign(
-            vs_measured_percent=lambda d: 100 * (d["onload_s"] / meta.on_load_s - 1))
+                f"simulated, RTT x {v['rtt_scale']:g}, {scaled_bw}": what_if.metrics["onload_s"]}
+        onload = pd.Series(rows)
+        return pd.DataFrame({"onload (s)": onload, "vs measured (%)": 100 * (onload / meta.on_load_s - 1)})
 
     return Explorer("Fidelity: the page at other network conditions", controls, run, draw,
                     inputs=Inputs(_load_trace, suffixes=(".har",), default=trace, skip=("synthetic-",),
                                   note="A HAR with a measured onLoad: its page with the most resources."),
-                    figsize=(10, 4.6))
+                    figsize=(10, 4.6), notes=notes)
 
 
 PANELS = {
