@@ -47,7 +47,8 @@ def _client(lab: Lab, *args: str) -> dict:
 def _left_behind() -> list[str]:
     """Namespaces, relay processes and lab devices this test process's runs could have left."""
     left = [n for n in netns.lab_namespaces() if f"-{os.getpid()}-" in n]
-    relays = subprocess.run(["pgrep", "-f", "simulator.lab.relay"], capture_output=True, text=True).stdout.split()
+    relays = subprocess.run(["pgrep", "-f", f"simulator.lab.relay {netns.PREFIX}-{os.getpid()}-"], capture_output=True,
+                            text=True).stdout.split()
     devices = subprocess.run(["ip", "-o", "link", "show", "dev", "lab0"], capture_output=True, text=True).stdout
     return left + [f"relay pid {p}" for p in relays] + ([devices] if devices.strip() else [])
 
@@ -170,7 +171,8 @@ def _mine(proc: subprocess.Popen) -> list[str]:
 
 
 def _gone(proc: subprocess.Popen) -> bool:
-    relays = subprocess.run(["pgrep", "-f", "simulator.lab.relay"], capture_output=True, text=True).stdout.split()
+    relays = subprocess.run(["pgrep", "-f", f"simulator.lab.relay {netns.PREFIX}-{proc.pid}-"], capture_output=True,
+                            text=True).stdout.split()
     sleepers = subprocess.run(["pgrep", "-f", "sleep 4242"], capture_output=True, text=True).stdout.split()
     return not _mine(proc) and not relays and not sleepers
 

@@ -204,7 +204,9 @@ class Lab:
                   "uplink": self.conditions.direction("uplink"), "downlink": self.conditions.direction("downlink")}
         # Its own session: a Ctrl-C at the terminal is the owner's to handle (it then stops
         # the relay in order); the relay outlives a killed owner just long enough to clean up.
-        self._relay = subprocess.Popen([sys.executable, "-m", "simulator.lab.relay"], stdin=subprocess.PIPE,
+        # The client namespace's name on its command line only names the run (ps, pgrep).
+        self._relay = subprocess.Popen([sys.executable, "-m", "simulator.lab.relay", self.client_ns],
+                                       stdin=subprocess.PIPE,
                                        stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
         self._relay.stdin.write(json.dumps(config).encode() + b"\n")
         self._relay.stdin.flush()
