@@ -232,6 +232,10 @@ class _Conn:
         inc = self.incoming[sid] = _Incoming(index=spec.index)
         if self.net.on_response_start is not None:
             inc.marks.append((1, self.net.on_response_start, (spec.index,)))
+        if self.net.response_marks is not None:
+            marks = sorted([*inc.marks, *self.net.response_marks(spec.index)], key=lambda m: m[0])
+            inc.marks.clear()
+            inc.marks.extend(marks)
         block = self._block(self.request_encoder, spec.request_headers)
         body = self._body_wire_bytes(spec.request_body_bytes)
         self.t.client.write(sid, b"q" * self._records(block + self._frame + body), end=True)
@@ -443,6 +447,8 @@ class ModelNetwork:
         self.push_urgency = getattr(params, "push_urgency", DEFAULT_URGENCY)
         self.own_paths, self.max_datagram_bytes, self.tcp_handshake = own_paths, max_datagram_bytes, tcp_handshake
         self.on_response_start = getattr(listener, "on_response_start", None)
+        # The browser's byte offsets into a response to be called at (children found while it streams in).
+        self.response_marks = getattr(listener, "response_marks", None)
         self.unsettled: set = set()       # pushes neither written in full nor stopped by a cancel
 
     def connect(self, key: str, *, protocol: str | None = None, setup: float | None = None) -> _Conn:

@@ -29,6 +29,13 @@ browser's CPU time between a parent and a child.
   What the document asked for after one of its synchronous scripts had ended waited for that
   script (HTML: a parser-blocking script stops the parser until it has run): the delay runs
   from the last of them, and the model holds the resource until they are ready too.
+- **Streamed discovery**: a document's child asked for before the document had ended was
+  found while the document was still arriving (HTML is parsed as it streams in, and the
+  preload scanner looks ahead): how far into the document's body, as the share of its
+  receive time that had passed (``streamed``: resource -> share in [0, 1]; 0 when asked for
+  before its first byte).  The model discovers it when that share of the body has arrived,
+  on another network too: where the parser was is a matter of bytes, not of time.  Not for
+  children held by a synchronous script (they wait for it as above).
 - **Start offset**: from the page's start to the navigation request (the browser's own
   start-up), added to the simulated onLoad as it is part of the measured one.
 """
@@ -47,6 +54,7 @@ PROTOCOL_CHOICES = ("auto", "h2", "h3")
 SMALL_RESPONSE_BYTES = 4096
 LARGE_RESPONSE_BYTES = 20_000
 _PHASES = ("blocked", "dns", "connect", "send", "wait", "receive")
+_BEFORE_BODY = ("blocked", "dns", "connect", "send", "wait")
 
 
 @dataclass(frozen=True)
@@ -61,6 +69,7 @@ class PageConditions:
     blockers: dict                        # resource -> parser-blocking scripts it waited for
     start_offset_s: float
     rtt_from: dict = field(default_factory=dict)   # origin -> "connect", "small exchange" or "page median"
+    streamed: dict = field(default_factory=dict)   # resource -> share of its document's body arrived when found
 
     def summary(self) -> dict:
         """RTT, median origin RTT (ms), bandwidth (Mbit/s), protocols per origin and start offset, for reporting."""
@@ -138,7 +147,7 @@ def infer_conditions(graph: PageGraph, page_start_s: float | None, protocol: str
     ends = {r.index: _end_s(r) for r in graph.resources}
     sync_scripts = [r for r in graph.resources if r.resource_type == "script" and r.render_blocking
                     and r.parent == graph.document and ends[r.index] is not None]
-    think, discovery, blockers = {}, {}, {}
+    think, discovery, blockers, streamed = {}, {}, {}, {}
     for r in graph.resources:
         wait = _ms(r.timings, "wait")
         if wait is not None:
@@ -151,6 +160,13 @@ def infer_conditions(graph: PageGraph, page_start_s: float | None, protocol: str
             blockers[r.index] = tuple(held)
         since = max([ends[r.parent]] + [ends[i] for i in held])
         discovery[r.index] = max(0.0, r.start_s - since)
+        parent = graph[r.parent]
+        if not held and parent.resource_type == "document" and r.start_s < ends[r.parent] and parent.start_s is not None:
+            # Found while the document streamed in: how far into its body (receive time).
+            first_byte = parent.start_s + sum(_ms(parent.timings, k) or 0.0 for k in _BEFORE_BODY) / 1000.0
+            receive = ends[r.parent] - first_byte
+            share = (r.start_s - first_byte) / receive if receive > 0 else 1.0
+            streamed[r.index] = min(1.0, max(0.0, share))
 
     origins = []
     for origin, rs in by_origin.items():
@@ -177,4 +193,5 @@ def infer_conditions(graph: PageGraph, page_start_s: float | None, protocol: str
     nav = graph[0]
     offset = max(0.0, nav.start_s - page_start_s) if nav.start_s is not None and page_start_s is not None else 0.0
     return PageConditions(rtt_s=base, bandwidth_bps=bandwidth, origins=tuple(sorted(origins)), think_s=think,
-                          discovery_s=discovery, blockers=blockers, start_offset_s=offset, rtt_from=rtt_from)
+                          discovery_s=discovery, blockers=blockers, start_offset_s=offset, rtt_from=rtt_from,
+                          streamed=streamed)

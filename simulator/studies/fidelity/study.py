@@ -165,7 +165,7 @@ def simulate_page(graph: PageGraph, cond: PageConditions, params: FidelityParams
                              queue_bytes=at.queue_bytes if at else None, resource_scheduler=scheduler)
     plan = ServerPlan(think_s=dict(cond.think_s))
     return load_page(graph, load_params, plan, cache or ClientCache(), discovery_s=cond.discovery_s,
-                     blockers=cond.blockers)
+                     blockers=cond.blockers, streamed=cond.streamed)
 
 
 def _page_start(trace: Trace, page: str | None) -> float | None:

@@ -208,9 +208,15 @@ class PageLoad:
 
     def __init__(self, sim: Simulator, graph: PageGraph, params: LoadParams, plan: ServerPlan,
                  cache: ClientCache, backend_cls: Callable, discovery_s: dict | None = None,
-                 blockers: dict | None = None) -> None:
+                 blockers: dict | None = None, streamed: dict | None = None) -> None:
         self.sim, self.graph, self.params, self.plan, self.cache = sim, graph, params, plan, cache
         self.discovery_s = discovery_s or {}      # resource -> its delay after its parent is ready
+        # parent -> [(share of its body, child)]: children the parser finds while the parent streams in
+        self._streamed: dict[int, list[tuple[float, int]]] = {}
+        for child, share in sorted((streamed or {}).items(), key=lambda kv: (kv[1], kv[0])):
+            parent = graph[child].parent
+            if parent is not None and child not in (blockers or {}):
+                self._streamed.setdefault(parent, []).append((share, child))
         # resource -> the parser-blocking scripts its discovery also waits for (HTML: the
         # parser stops at a synchronous script until it has run)
         self._waiting_on = {i: set(b) for i, b in (blockers or {}).items() if b}
@@ -275,7 +281,15 @@ class PageLoad:
         """Start the load: the document is discovered at the current instant."""
         self.sim.call_soon(self._discover, 0)
 
+    def response_marks(self, index: int) -> list[tuple[int, Callable, tuple]]:
+        """(bytes of the response, callback, args) for the network to call as resource
+        ``index``'s response streams in: the children its parser finds on the way."""
+        body = self.graph[index].body_bytes
+        return [(max(1, int(share * body)), self._discover, (child,)) for share, child in self._streamed.get(index, ())]
+
     def _discover(self, index: int) -> None:
+        if not math.isnan(self.discovered_s[index]):
+            return                          # found while its parent streamed in
         now = self.sim.now
         self.discovered_s[index] = now
         r = self.graph[index]
@@ -479,7 +493,8 @@ def _exchange_headers(request: tuple, response: tuple, origin: str, body_bytes: 
 
 def load_page(graph: PageGraph, params: LoadParams, plan: ServerPlan, cache: ClientCache, *,
               backend: str = "model", network: Callable | None = None,
-              discovery_s: dict | None = None, blockers: dict | None = None) -> PageLoadResult:
+              discovery_s: dict | None = None, blockers: dict | None = None,
+              streamed: dict | None = None) -> PageLoadResult:
     """Simulate one page load of ``graph`` on ``backend`` ("model" or "stacks").
 
     ``network(sim, params, listener, backend_cls)``, when given, builds the network the
@@ -487,7 +502,9 @@ def load_page(graph: PageGraph, params: LoadParams, plan: ServerPlan, cache: Cli
     which picks the connection of each request, times DNS and handshakes, and answers
     the backend's callbacks).  ``discovery_s`` (resource -> seconds), when given, is each
     resource's delay after its parent is ready, instead of the parent type's parse delay;
-    ``blockers`` (resource -> resources) adds what else must be ready before that delay starts."""
+    ``blockers`` (resource -> resources) adds what else must be ready before that delay starts;
+    ``streamed`` (resource -> share) discovers a child when that share of its parent's body has
+    arrived instead (the model backend; the stacks backend discovers it at the parent's end)."""
     if backend == "model":
         from ...http.network import ModelNetwork as backend_cls
     elif backend == "stacks":
@@ -500,7 +517,7 @@ def load_page(graph: PageGraph, params: LoadParams, plan: ServerPlan, cache: Cli
         def backend_cls(sim, params, listener):
             return network(sim, params, listener, inner_cls)
     sim = Simulator(seed=params.seed)
-    load = PageLoad(sim, graph, params, plan, cache, backend_cls, discovery_s, blockers)
+    load = PageLoad(sim, graph, params, plan, cache, backend_cls, discovery_s, blockers, streamed)
     load.start()
 
     def check() -> None:
