@@ -175,39 +175,26 @@ def names(choices, what: str, *, empty: bool = False):
 
 # ---------------------------------------------------------------------------------------
 # Paths written by a command: checked before any work, so a typo in a folder name costs
-# nothing and leaves nothing half-written.  Folders are created one level deep only.
-
-
-def _writable_folder(folder: str, text: str) -> None:
-    if not os.path.isdir(folder):
-        raise argparse.ArgumentTypeError(f"cannot write {text}: folder {folder} does not exist")
-    if not os.access(folder, os.W_OK | os.X_OK):
-        raise argparse.ArgumentTypeError(f"cannot write {text}: folder {folder} is not writable")
+# nothing and leaves nothing half-written (``simulator.outfiles``: a device, a FIFO or a
+# symlink is written through, never replaced; a block device or socket refused; the
+# receiving folder probed with a temporary file, which also holds for root and /proc).
+# Folders are created one level deep only.
 
 
 def output_file(text: str) -> str:
-    """A file to write: not a folder, in a folder that exists and is writable."""
-    if not str(text).strip():
-        raise argparse.ArgumentTypeError("give a file name")
-    if os.path.isdir(text):
-        raise argparse.ArgumentTypeError(f"{text} is a folder; give a file name")
-    if os.path.exists(text) and not os.access(text, os.W_OK):
-        raise argparse.ArgumentTypeError(f"cannot write {text}: the file is not writable")
-    _writable_folder(os.path.dirname(os.path.abspath(text)), text)
+    """A file to write: a regular file or new name in a folder that takes new files, a
+    character device or FIFO (written through), or a symlink to one of those."""
+    from .outfiles import check_output_file
+
+    _check(check_output_file, text)
     return text
 
 
 def output_folder(text: str) -> str:
     """A folder to write into: an existing one, or a new one in a folder that exists."""
-    if not str(text).strip():
-        raise argparse.ArgumentTypeError("give a folder name")
-    if os.path.isdir(text):
-        if not os.access(text, os.W_OK | os.X_OK):
-            raise argparse.ArgumentTypeError(f"cannot write into {text}: the folder is not writable")
-        return text
-    if os.path.exists(text):
-        raise argparse.ArgumentTypeError(f"{text} is a file, not a folder")
-    _writable_folder(os.path.dirname(os.path.abspath(text)), text)
+    from .outfiles import check_output_folder
+
+    _check(check_output_folder, text)
     return text
 
 

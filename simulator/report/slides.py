@@ -44,13 +44,13 @@ from __future__ import annotations
 import base64
 import html
 import math
-import os
 import re
 import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..errors import InputError
+from ..outfiles import write_output
 from .execute import INJECTED_TAG, SETUP_TAG, _tags, execute_notebook
 
 __all__ = ["build_slides", "write_deck", "execute_notebook", "SlidesResult", "external_urls", "reveal_assets_dir",
@@ -521,8 +521,6 @@ Reveal.initialize({{ hash: true, width: {SLIDE_W}, height: {SLIDE_H}, margin: 0.
         raise InputError(f"the deck would load external URLs ({', '.join(leaks[:3])}); "
                          "tag the cell 'skip-slides'.", path=str(path))
     index = out / "index.html"
-    tmp = out / ".index.html.tmp"
-    tmp.write_text(page, encoding="utf-8")
-    os.replace(tmp, index)
+    write_output(index, page.encode("utf-8"))
     return SlidesResult(index=index, slides=len(slides), figures=figures, figure_slides=figure_slides,
                         executed=executed)

@@ -184,10 +184,9 @@ def run_specs(specs: list[ExchangeSpec], params: StackParams, *, qlog_dir: str |
 
 
 def _open(path: str, mode: str):
-    try:
-        return open(path, mode)
-    except OSError as exc:
-        raise InputError(f"cannot write: {exc.strerror or exc}", path=path) from None
+    from ..outfiles import open_output_stream
+
+    return open_output_stream(path, mode)     # a FIFO without a reader refused, never waited on
 
 
 def _result(specs, params: StackParams, sim: Simulator, recorder: Recorder, sessions: dict) -> Result:

@@ -2,35 +2,18 @@
 
 from __future__ import annotations
 
-import os
-import tempfile
-
 from ..errors import InputError
 
 __all__ = ["atomic_write", "read_bytes", "read_input"]
 
 
 def atomic_write(path: str, data: bytes) -> None:
-    """Write ``data`` to ``path`` atomically: a temporary file in the same folder, then ``os.replace``."""
-    path = str(path)
-    folder = os.path.dirname(os.path.abspath(path))
-    fd, tmp = tempfile.mkstemp(dir=folder, prefix=".tmp-", suffix="-" + os.path.basename(path))
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-        os.chmod(tmp, _mode(path))  # mkstemp makes 0600; give the usual permissions
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
+    """Write the output file ``path``: a regular file replaced atomically (temporary file in
+    the same folder, then ``os.replace``), a device, FIFO or symlink written through, never
+    replaced (``simulator.outfiles.write_output``)."""
+    from ..outfiles import write_output
 
-
-def _mode(path: str) -> int:
-    try:
-        return os.stat(path).st_mode & 0o777
-    except FileNotFoundError:
-        return 0o644
+    write_output(path, data)
 
 
 def read_bytes(path: str) -> bytes:

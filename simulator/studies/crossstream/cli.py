@@ -64,7 +64,9 @@ def _cmd(args: argparse.Namespace) -> int:
         source = None
     result = run(source, params, progress=not args.json and sys.stderr.isatty(), leak_in_background=True)
     if args.responses:
-        result.responses.to_csv(args.responses, index=False)
+        from ...outfiles import write_output
+
+        write_output(args.responses, result.responses.to_csv(index=False).encode("utf-8"))
     if args.json:
         print(result.to_json())
         return 0

@@ -44,7 +44,9 @@ def _cmd(args: argparse.Namespace) -> int:
     params = params_from_args(args)
     result = run(None, params, progress=not args.json and sys.stderr.isatty())
     if args.rows:
-        result.summary.to_csv(args.rows, index=False)
+        from ...outfiles import write_output
+
+        write_output(args.rows, result.summary.to_csv(index=False).encode("utf-8"))
     if args.json:
         print(result.to_json())
         return 0

@@ -59,7 +59,9 @@ def _cmd(args: argparse.Namespace) -> int:
     params = _interop_table(trace, params, args)
     result = run(trace, params, progress=not args.json and sys.stderr.isatty())
     if args.blocks:
-        result.blocks.to_csv(args.blocks, index=False)
+        from ...outfiles import write_output
+
+        write_output(args.blocks, result.blocks.to_csv(index=False).encode("utf-8"))
     if args.json:
         print(result.to_json())
         return 0

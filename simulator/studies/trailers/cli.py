@@ -42,7 +42,9 @@ def _cmd(args: argparse.Namespace) -> int:
         trace = load(args.trace)
     result = run(trace, params, progress=not args.json and sys.stderr.isatty())
     if args.rows:
-        result.responses.to_csv(args.rows, index=False)
+        from ...outfiles import write_output
+
+        write_output(args.rows, result.responses.to_csv(index=False).encode("utf-8"))
     if args.json:
         print(result.to_json())
         return 0
