@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import os
+import stat
+
 from ..errors import InputError
 
 __all__ = ["atomic_write", "read_bytes", "read_input"]
@@ -22,13 +25,31 @@ def read_bytes(path: str) -> bytes:
         return f.read()
 
 
-def read_input(path: str) -> bytes:
-    """An input file's bytes; a missing file, a folder or an unreadable file is an ``InputError``."""
+def read_input(path: str, limit: int | None = None) -> bytes:
+    """An input file's bytes; a missing file, a folder, a FIFO or device (read forever, or
+    never), a file over ``limit`` bytes (``limits.MAX_TRACE_BYTES``) or an unreadable file
+    is an ``InputError``."""
+    from .limits import MAX_TRACE_BYTES
+
+    limit = MAX_TRACE_BYTES if limit is None else limit
     try:
-        return read_bytes(path)
+        st = os.stat(path)
+        if stat.S_ISDIR(st.st_mode):
+            raise IsADirectoryError
+        if not stat.S_ISREG(st.st_mode):
+            kind = "a FIFO" if stat.S_ISFIFO(st.st_mode) else "a device or socket"
+            raise InputError(f"is {kind}, not a trace file (traces are read from regular files).", path=path)
+        if st.st_size > limit:
+            raise InputError(f"is {st.st_size} bytes, above the limit of {limit} (simulator.traces.limits).",
+                             path=path)
+        with open(path, "rb") as f:
+            data = f.read(limit + 1)          # the file may have grown since the stat
     except FileNotFoundError:
         raise InputError("no such file.", path=path) from None
     except IsADirectoryError:
         raise InputError("is a directory, not a trace file.", path=path) from None
     except OSError as exc:
         raise InputError(f"cannot be read ({exc.strerror}).", path=path) from None
+    if len(data) > limit:
+        raise InputError(f"is above the limit of {limit} bytes (simulator.traces.limits).", path=path)
+    return data
