@@ -132,16 +132,22 @@ def loss(text: str) -> str:
     return text
 
 
-def count(minimum: int = 0):
-    """An integer at least ``minimum`` (returned as an int, as ``type=int`` did)."""
+_ASCII_INTEGER = re.compile(r"\s*[-+]?[0-9]+\s*\Z")     # not int()'s Unicode digits or 1_000
+
+
+def count(minimum: int = 0, maximum: int | None = None):
+    """An integer at least ``minimum`` (returned as an int, as ``type=int`` did) and, when
+    given, at most ``maximum``: a count that sizes work or memory up front (seeds, responses,
+    releases) has its documented limit checked here, before anything is allocated."""
     def check(text: str) -> int:
-        try:
-            value = int(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"must be an integer, got {text!r}") from None
+        if not _ASCII_INTEGER.match(str(text)) or len(str(text).strip()) > 30:
+            raise argparse.ArgumentTypeError(f"must be an integer, got {text!r}")
+        value = int(text)
         if value < minimum:
             what = {0: "zero or positive", 1: "positive"}.get(minimum, f"at least {minimum}")
             raise argparse.ArgumentTypeError(f"must be {what}, got {text!r}")
+        if maximum is not None and value > maximum:
+            raise argparse.ArgumentTypeError(f"must be at most {maximum:,}, got {text!r}")
         return value
     check.__name__ = "integer"
     return check

@@ -86,7 +86,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="probability that a request carries TE: trailers")
     p.add_argument("--metadata", default="digest,status", type=argtypes.names(METADATA, "metadata kind"),
                    help="comma-separated: " + ",".join(METADATA))
-    p.add_argument("--responses", default=1, type=argtypes.count(1), help="responses without a trace")
+    p.add_argument("--responses", default=1, type=argtypes.count(1, 100_000),
+                   help="responses without a trace (at most 100,000)")
     p.add_argument("--spacing", default="1s", type=argtypes.duration, help="response i starts at i * spacing")
     p.add_argument("--think", default="0ms", type=argtypes.duration, help="server think time before production starts")
     p.add_argument("--rows", metavar="CSV", type=argtypes.output_file, help="also write the per-response table to CSV")
