@@ -58,6 +58,8 @@ def read_grid(path: str | Path | None, study: Study) -> dict[str, list]:
         raise InputError("the grid file is not UTF-8 text.", path=str(path)) from None
     except tomllib.TOMLDecodeError as exc:
         raise InputError(f"not valid TOML ({exc}).", path=str(path)) from None
+    except RecursionError:
+        raise InputError("the grid file is nested deeper than the TOML parser goes.", path=str(path)) from None
     except OSError as exc:
         raise InputError(f"cannot be read ({exc.strerror}).", path=str(path)) from None
     return check_grid(raw, study, source=str(path))

@@ -51,7 +51,7 @@ from pathlib import Path
 
 from ..errors import InputError
 from ..outfiles import write_output
-from .execute import INJECTED_TAG, SETUP_TAG, _tags, execute_notebook
+from .execute import INJECTED_TAG, SETUP_TAG, _tags, execute_notebook, read_notebook
 
 __all__ = ["build_slides", "write_deck", "execute_notebook", "SlidesResult", "external_urls", "reveal_assets_dir",
            "SLIDE_W", "SLIDE_H", "FIT_FLOOR"]
@@ -460,8 +460,6 @@ def _join(v) -> str:
 def build_slides(notebook: str | Path, out_dir: str | Path, *, parameters: dict | None = None,
                  execute: bool = True, timeout: int = 600) -> SlidesResult:
     """Build the offline reveal.js deck of ``notebook`` in ``out_dir`` (see the module doc)."""
-    import nbformat
-
     path = Path(notebook)
     if path.is_dir():
         raise InputError("is a folder, not a notebook.", path=str(path))
@@ -472,10 +470,7 @@ def build_slides(notebook: str | Path, out_dir: str | Path, *, parameters: dict 
     else:
         if parameters:
             raise InputError("parameters need the notebook to be executed (drop --no-execute).", path=str(path))
-        try:
-            nb = nbformat.read(path, as_version=4)
-        except Exception as exc:
-            raise InputError(f"not a readable notebook ({exc}).", path=str(path)) from None
+        nb = read_notebook(path)
     return write_deck(nb, out_dir, source=path, executed=execute)
 
 

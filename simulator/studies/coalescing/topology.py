@@ -181,12 +181,19 @@ def _load_table(path: str, kind: str) -> dict:
         try:
             data = tomllib.loads(text)
         except tomllib.TOMLDecodeError as exc:
-            raise InputError(f"not valid TOML ({exc}).", path=path) from None
+            raise InputError(f"not valid TOML ({str(exc).splitlines()[0]}).", path=path) from None
+        except RecursionError:
+            raise InputError(f"the {kind} file is nested deeper than the parser goes.", path=path) from None
     else:
         try:
             data = json.loads(text)
         except json.JSONDecodeError as exc:
             raise InputError(f"not valid JSON ({exc.msg} at line {exc.lineno} column {exc.colno}).",
+                             path=path) from None
+        except RecursionError:
+            raise InputError(f"the {kind} file is nested deeper than the parser goes.", path=path) from None
+        except ValueError as exc:      # an integer past sys.get_int_max_str_digits()
+            raise InputError(f"the {kind} file holds a number the parser refuses ({str(exc).split(';')[0]}).",
                              path=path) from None
     if not isinstance(data, dict):
         raise InputError(f"the {kind} file must hold a table (host -> value), not {type(data).__name__}.",
