@@ -390,6 +390,8 @@ def test_truncated_interop_file_is_still_reported_as_truncated(capsys, place):
     ("rtt = [0.1]\n", "no unit"),
     ("bw = [0]\n", "--bw"),
     ("jitter = [2]\n", "--jitter"),
+    ('rtt = ["1e309ms"]\n', "finite"),
+    ("loss = [" + ", ".join(["0.01"] * 1000) + "]\njitter = [" + ", ".join(["0"] * 1000) + "]\n", "points"),
 ])
 def test_batch_grid_is_checked_before_any_job(capsys, tmp_path, grid, needle):
     """Rule: every grid value is read by the study's own flag checks before the first job

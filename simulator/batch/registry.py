@@ -17,6 +17,7 @@ same parsing and the same errors.  What the batch runner uses of a study:
 from __future__ import annotations
 
 import itertools
+import math
 import tomllib
 from dataclasses import dataclass
 from pathlib import Path
@@ -26,7 +27,11 @@ from ..errors import InputError
 from ..studies.base import Study
 from ..studies.registry import STUDIES, get
 
-__all__ = ["Study", "STUDIES", "get_study", "read_grid", "check_grid", "expand_grid", "GridPoint"]
+__all__ = ["Study", "STUDIES", "get_study", "read_grid", "check_grid", "expand_grid", "GridPoint", "MAX_GRID_POINTS"]
+
+# Grid points of one batch (times --seeds and traces, the jobs): each point is a parameters
+# object and a manifest row before any job runs, so a million-point grid is refused up front.
+MAX_GRID_POINTS = 100_000
 
 
 def get_study(name: str) -> Study:
@@ -90,6 +95,10 @@ def check_grid(raw: dict, study: Study, *, source: str = "grid") -> dict[str, li
         if name in grid:
             raise InputError(f"{key!r} is given twice.", path=source)
         grid[name] = values
+    points = math.prod(len(v) for v in grid.values())
+    if points > MAX_GRID_POINTS:            # checked before the product is expanded
+        raise InputError(f"the grid has {points:,} points, above the limit of {MAX_GRID_POINTS:,}; "
+                         "split it over several batches.", path=source)
     return grid
 
 
