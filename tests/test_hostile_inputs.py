@@ -9,6 +9,7 @@ in-process.  The rules (``simulator.errors``, ``simulator.traces.limits``):
 
 * exit status 0 or 2, never a traceback;
 * a refusal is one line on stderr naming the file;
+* an answer's ``--json`` holds no ``NaN`` or ``Infinity`` (not JSON, RFC 8259 section 6);
 * no case runs past ``CASE_SECONDS`` (SIGALRM) or takes the process past ``MAX_RSS_BYTES``.
 
 ``make test`` runs a few dozen cases; ``-m slow`` a few hundred.  Past failures (the
@@ -39,8 +40,8 @@ INTEROP = ROOT / "traces" / "qpack-interop" / "ls-qpack" / "netbsd-hq.out.256.10
 CASE_SECONDS = 60
 MAX_RSS_BYTES = 2 << 30
 # One study per case, in turn (each reads its trace through the one import).
-HAR_STUDIES = [["hol", "--trace"], ["push", "--policy", "none,hints", "--trace"], ["fidelity"],
-               ["trailers", "--trace"], ["coalescing", "--trace"]]
+HAR_STUDIES = [["hol", "--json", "--trace"], ["push", "--json", "--policy", "none,hints", "--trace"],
+               ["fidelity", "--json"], ["trailers", "--json", "--trace"], ["coalescing", "--json", "--trace"]]
 
 HOSTILE_VALUES = ["\u0661\u0662\u0663", "\uff11\uff12", "12", "", "x", True, None, [], {}, [1, 2], -1, -5,
                   10**30, 2**63, 1e308, 2e9, 9e15, 0.5, "NaN", "Infinity"]
@@ -51,7 +52,8 @@ BAD_URLS = ["https://[::1/x", "https://[zz::1]/x", "https://a\uff03b.example/", 
 
 
 def _run(argv: list[str]) -> tuple[int, str]:
-    """``main(argv)`` in-process: (status, stderr); a traceback or a hang fails the test."""
+    """``main(argv)`` in-process: (status, stderr); a traceback or a hang fails the test, and
+    so does a ``--json`` answer that is not JSON (``NaN``, ``Infinity``)."""
     err, out = io.StringIO(), io.StringIO()
 
     def timeout(signum, frame):
@@ -67,7 +69,13 @@ def _run(argv: list[str]) -> tuple[int, str]:
         signal.signal(signal.SIGALRM, previous)
     rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
     assert rss < MAX_RSS_BYTES, f"{argv}: peak memory {rss / 2**20:.0f} MiB"
+    if status == 0 and "--json" in argv:
+        json.loads(out.getvalue(), parse_constant=_not_json)
     return status, err.getvalue()
+
+
+def _not_json(constant: str):
+    raise AssertionError(f"--json output holds {constant}, which is not JSON")
 
 
 def _answered(argv: list[str], path: Path) -> tuple[int, str]:
