@@ -29,6 +29,7 @@ and for a read-only mount.  A full disk can only be found by writing; that failu
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import fcntl
 import os
@@ -37,7 +38,7 @@ import tempfile
 
 from .errors import InputError
 
-__all__ = ["write_output", "check_output_file", "check_output_folder", "open_output_stream"]
+__all__ = ["write_output", "check_output_file", "check_output_folder", "open_output_stream", "staged_output"]
 
 _REPLACE, _THROUGH = "replace", "through"
 _MAGIC_LINK_ROOTS = ("/dev/", "/proc/")
@@ -201,6 +202,31 @@ def check_output_folder(path) -> None:
     if os.path.lexists(path):
         raise InputError("is a file, not a folder.", path=path)
     _probe_folder(os.path.dirname(os.path.abspath(path)), path)
+
+
+@contextlib.contextmanager
+def staged_output(path):
+    """A temporary file to write an output into as the work goes (a TLS key log, which
+    OpenSSL appends to by name): when the work ends well its bytes become ``path`` through
+    ``write_output``; when it fails, nothing is left behind and ``path`` is untouched."""
+    path = str(path)
+    how, target = _classify(path)
+    folder = os.path.dirname(os.path.abspath(target)) if how == _REPLACE else None
+    try:
+        fd, tmp = tempfile.mkstemp(dir=folder, prefix=f".{os.path.basename(target)}.", suffix=".tmp")
+    except OSError as exc:
+        raise InputError(f"cannot be written ({_why(exc)}).", path=path) from None
+    os.close(fd)
+    try:
+        yield tmp
+        with open(tmp, "rb") as f:
+            data = f.read()
+        write_output(path, data)
+    finally:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
 
 
 def open_output_stream(path, mode: str = "w"):

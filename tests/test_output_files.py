@@ -229,3 +229,21 @@ def test_socket_is_refused(tmp_path):
         s.bind(str(path))
         with pytest.raises(InputError, match="socket"):
             check_output_file(path)
+
+
+def test_a_failed_replay_leaves_no_partial_key_log(capsys, tmp_path, monkeypatch):
+    """The key log is written as the TLS handshakes go (OpenSSL appends to it): into a
+    temporary file that becomes the key log only when the replay ends well, so a replay
+    that fails half-way leaves the old file as it was and nothing else."""
+    import simulator.stacks.replay as replay
+
+    out = tmp_path / "keys.log"
+    out.write_bytes(b"old\n")
+
+    def fail(*args, **kwargs):
+        raise InputError("the replay failed half-way")
+
+    monkeypatch.setattr(replay, "schedule_requests", fail)
+    code, err = _run(capsys, WRITERS["replay --keylog"], out, tmp_path)
+    assert code == 2 and "half-way" in err
+    assert out.read_bytes() == b"old\n" and sorted(p.name for p in tmp_path.iterdir()) == ["keys.log"]
