@@ -142,8 +142,10 @@ def add_commands(subparsers) -> None:
     d = sub.add_parser("decode", help="decode an interop file and compare it with its QIF")
     d.add_argument("encoded", help="interop file <name>.out.<table>.<blocked>.<ack>")
     d.add_argument("--qif", required=True, help="the reference QIF file")
-    d.add_argument("--table", type=argtypes.count(0, 1 << 30), default=None, help="dynamic table capacity (default: from the file name)")
-    d.add_argument("--blocked", type=argtypes.count(0, 65_535), default=None, help="blocked-streams limit (default: from the file name)")
+    d.add_argument("--table", type=argtypes.count(0, 1 << 30), default=None,
+                   help="dynamic table capacity (default: from the file name)")
+    d.add_argument("--blocked", type=argtypes.count(0, 65_535), default=None,
+                   help="blocked-streams limit (default: from the file name)")
     d.set_defaults(func=_cmd_decode)
     e = sub.add_parser("encode", help="encode a QIF file to the interop format")
     e.add_argument("qif", help="the QIF file to encode")

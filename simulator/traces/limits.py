@@ -63,7 +63,8 @@ _LABEL = re.compile(r"[^.]{1,63}\Z")
 
 
 def _kind(value) -> str:
-    return {bool: "true/false", list: "a list", dict: "an object", str: "a string"}.get(type(value), type(value).__name__)
+    names = {bool: "true/false", list: "a list", dict: "an object", str: "a string"}
+    return names.get(type(value), type(value).__name__)
 
 
 def number(value, field: str, *, limit: float, path=None, where=None, integer: bool = True):
