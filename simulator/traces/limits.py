@@ -23,8 +23,10 @@ limit                      value            why this size
                                             about 10 s and 360 MB; at 1 GB, 190 s and 3.5 GB)
 ``MAX_FIELD_VALUE_BYTES``  64 KiB           one header value: servers refuse far less (nginx
                                             8 KiB a line), Chrome 256 KiB for a whole section
-``MAX_FIELD_SECTION_BYTES``  256 KiB        one header list, Chrome's limit for a response
-                                            header section
+``MAX_FIELD_SECTION_BYTES``  256 KiB        one header list, counted as HTTP/2's
+                                            SETTINGS_MAX_HEADER_LIST_SIZE counts it (name,
+                                            value and 32 per field, RFC 9113 6.5.2); Chrome's
+                                            limit for a response header section
 ``MAX_TIME_MS``            1e9 ms           a timing or a page time (11.6 days)
 ``MAX_SPAN_S``             1e6 s            from the first ``startedDateTime`` to the last
 =========================  ===============  ==================================================
@@ -124,7 +126,7 @@ def check_field_section(fields, *, path=None, where=None, what: str = "header") 
     """One header list's values and total size within the limits."""
     total = 0
     for name, value in fields:
-        total += len(name) + len(value)
+        total += len(name) + len(value) + 32       # RFC 9113 6.5.2 / RFC 7541 4.1: 32 per field
         if len(value) > MAX_FIELD_VALUE_BYTES:
             raise InputError(f"{what} field {name[:40].decode('latin-1')!r} has a {len(value)}-byte value, above "
                              f"the limit of {MAX_FIELD_VALUE_BYTES} (simulator.traces.limits).", path=path, where=where)
