@@ -105,11 +105,21 @@ def _places(node, prefix=()):
 
 
 def _mutate_har(rng: random.Random, doc: dict) -> bytes:
-    kind = rng.choice(["value", "value", "value", "raw-number", "url", "header", "deep", "delete",
+    kind = rng.choice(["value", "value", "value", "raw-number", "url", "url", "header", "deep", "delete",
                        "bytes", "truncate", "crlf"])
     entries = doc["log"]["entries"]
-    if kind == "url":
-        rng.choice(entries)["request"]["url"] = rng.choice(BAD_URLS)
+    if kind == "url":                     # the request URL, the initiator, a redirect, :authority
+        e, bad = rng.choice(entries), rng.choice(BAD_URLS)
+        place = rng.choice(["url", "initiator", "location", "authority"])
+        if place == "url":
+            e["request"]["url"] = bad
+        elif place == "initiator":
+            e["_initiator"] = {"type": "parser", "url": bad}
+        elif place == "location":
+            e["response"]["status"] = 302
+            e["response"]["redirectURL"] = bad
+        else:
+            e["request"].setdefault("headers", []).insert(0, {"name": ":authority", "value": bad[8:].split("/")[0]})
     elif kind == "header":
         e = rng.choice(entries)
         side = e[rng.choice(["request", "response"])]
@@ -239,6 +249,9 @@ REGRESSIONS = {
     "url-bad-ipv6.har": "IPv6",
     "url-nfkc-host.har": "NFKC",
     "url-long-host.har": "253",
+    "initiator-bad-ipv6.har": "_initiator url",
+    "location-nfkc-host.har": "redirect location",
+    "authority-long-label.har": ":authority",
     "header-100kb-value.har": "x-big",
     "nested-10000.har": "nested",
     "initiator-detail-nested.har": None,          # a nested string field is ignored, not a crash

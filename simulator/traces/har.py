@@ -319,6 +319,13 @@ def _exchange(index: int, entry: dict, where: str, path, t, t0) -> Exchange:
     pseudo = dict(h for h in req or () if h[0].startswith(b":"))
     scheme = _s(pseudo.get(b":scheme", b"")) or urlsplit(url).scheme or "https"
     authority = _s(pseudo.get(b":authority", b""))
+    if authority:                   # the origin is made of it: a host a client could connect to
+        try:
+            parts = urlsplit("//" + authority)
+        except ValueError as exc:
+            raise InputError(f":authority {authority[:80]!r} cannot be parsed ({exc}).", path=path,
+                             where=where) from None
+        limits.check_url(parts, authority, path=path, where=where, what=":authority")
     status = response.get("status") if isinstance(response.get("status"), int) else None
     if isinstance(status, bool) or status is not None and not -1 <= status <= 999:     # RFC 9110 15: 3 digits
         raise InputError(f"response.status {status!r} is not a three-digit status code.", path=path, where=where)
@@ -328,7 +335,7 @@ def _exchange(index: int, entry: dict, where: str, path, t, t0) -> Exchange:
         or len(_b(str(post.get("text") or "")))
     init_url, init_type = harfields.initiator(entry)
     if init_url is not None:
-        init_url = urljoin(url, init_url)
+        init_url = _join(url, init_url, "_initiator url", where, path)
     content = response.get("content") if isinstance(response.get("content"), dict) else {}
     mime = next((_s(v) for n, v in resp or () if n == b"content-type"), "") \
         or str(content.get("mimeType") or entry.get("_contentType") or "")
@@ -358,11 +365,21 @@ def _exchange(index: int, entry: dict, where: str, path, t, t0) -> Exchange:
         timings=timings,
         response_content_bytes=decoded if decoded != wire else None,
         http_version=harfields.http_version(entry, response, request),
-        redirect_url=urljoin(url, location) if location and status and 300 <= status < 400 else None,
+        redirect_url=_join(url, location, "redirect location", where, path)
+        if location and status and 300 <= status < 400 else None,
         resource_type_from=rtype_from,
         render_blocking=blocking if isinstance(blocking, str) else None,
         body_bytes_from=size_from,
     )
+
+
+def _join(base: str, ref: str, what: str, where: str, path) -> str:
+    """``ref`` resolved against ``base`` (RFC 3986 5.2); a reference ``urlsplit`` cannot read
+    (a malformed IPv6 literal, a host NFKC makes invalid) is an ``InputError`` naming ``what``."""
+    try:
+        return urljoin(base, ref)
+    except ValueError as exc:
+        raise InputError(f"{what} {ref[:80]!r} cannot be parsed ({exc}).", path=path, where=where) from None
 
 
 def _page_time(ms, field: str = "pageTimings", path=None, where=None) -> float | None:

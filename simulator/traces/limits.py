@@ -94,31 +94,32 @@ def number(value, field: str, *, limit: float, path=None, where=None, integer: b
     return int(value) if integer else value
 
 
-def check_url(parts, url: str, *, path=None, where=None) -> None:
+def check_url(parts, url: str, *, path=None, where=None, what: str = "request url") -> None:
     """A URL's host and port as a client could use them (see the module docstring); ``parts``
-    is ``urlsplit(url)``, which has already refused a malformed IPv6 literal."""
+    is ``urlsplit(url)``, which has already refused a malformed IPv6 literal; ``what`` names
+    the field in the message."""
     try:
         host = parts.hostname
         parts.port                                     # ValueError: not a number, or above 65535
     except ValueError as exc:
-        raise InputError(f"request url {url[:80]!r} has a bad host or port ({exc}).", path=path, where=where) from None
+        raise InputError(f"{what} {url[:80]!r} has a bad host or port ({exc}).", path=path, where=where) from None
     if not host:
         return
     if "[" in parts.netloc:                            # RFC 3986 3.2.2: an IP literal
         try:
             ipaddress.IPv6Address(host.split("%", 1)[0])
         except ValueError:
-            raise InputError(f"request url {url[:80]!r} has an invalid IPv6 literal.", path=path, where=where) from None
+            raise InputError(f"{what} {url[:80]!r} has an invalid IPv6 literal.", path=path, where=where) from None
         return
     name = host[:-1] if host.endswith(".") else host
     if not name.isascii():
         try:
             name = name.encode("idna").decode("ascii")
         except UnicodeError:
-            raise InputError(f"request url {url[:80]!r} has a host no IDNA encoding takes.", path=path,
+            raise InputError(f"{what} {url[:80]!r} has a host no IDNA encoding takes.", path=path,
                              where=where) from None
     if len(name) > 253 or not all(_LABEL.match(label) for label in name.split(".")):
-        raise InputError(f"request url {url[:80]!r} has a host name over 253 characters or an empty or "
+        raise InputError(f"{what} {url[:80]!r} has a host name over 253 characters or an empty or "
                          "over-63-character label (RFC 1035 2.3.4).", path=path, where=where)
 
 
