@@ -162,7 +162,10 @@ def _flip(rng: random.Random, data: bytes) -> bytes:
 
 
 def _mutate_qif(rng: random.Random, data: bytes) -> bytes:
-    kind = rng.choice(["crlf", "cr", "flip", "truncate", "big-value", "no-tab", "many-lists"])
+    kind = rng.choice(["crlf", "cr", "flip", "truncate", "big-value", "no-tab", "many-lists", "authority"])
+    if kind == "authority":                 # a host no client could connect to
+        bad = rng.choice(BAD_URLS)[8:].split("/")[0].encode("utf-8", "surrogateescape")
+        return data.replace(b":authority\t", b":authority\t" + bad + b"x", 1)
     if kind == "crlf":
         return data.replace(b"\n", b"\r\n")
     if kind == "cr":

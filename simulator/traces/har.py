@@ -320,12 +320,7 @@ def _exchange(index: int, entry: dict, where: str, path, t, t0) -> Exchange:
     scheme = _s(pseudo.get(b":scheme", b"")) or urlsplit(url).scheme or "https"
     authority = _s(pseudo.get(b":authority", b""))
     if authority:                   # the origin is made of it: a host a client could connect to
-        try:
-            parts = urlsplit("//" + authority)
-        except ValueError as exc:
-            raise InputError(f":authority {authority[:80]!r} cannot be parsed ({exc}).", path=path,
-                             where=where) from None
-        limits.check_url(parts, authority, path=path, where=where, what=":authority")
+        limits.check_authority(authority, path=path, where=where)
     status = response.get("status") if isinstance(response.get("status"), int) else None
     if isinstance(status, bool) or status is not None and not -1 <= status <= 999:     # RFC 9110 15: 3 digits
         raise InputError(f"response.status {status!r} is not a three-digit status code.", path=path, where=where)

@@ -169,7 +169,8 @@ def load_interop(path: str, max_table_capacity: int | None = None, blocked_strea
         if headers and headers[0][0] == b":status":
             exchanges.append(Exchange(index=i, response_headers=headers))
         else:
-            exchanges.append(Exchange(index=i, request_headers=headers, origin=_origin(headers or ())))
+            exchanges.append(Exchange(index=i, request_headers=headers,
+                                      origin=_origin(headers or (), path, f"field section {i} (stream {stream_id})")))
     meta = {
         "max_table_capacity": max_table_capacity,
         "blocked_streams": blocked_streams,

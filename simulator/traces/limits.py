@@ -46,11 +46,12 @@ from __future__ import annotations
 import ipaddress
 import math
 import re
+from urllib.parse import urlsplit
 
 from ..errors import InputError
 
 __all__ = ["MAX_TRACE_BYTES", "MAX_ENTRIES", "MAX_BODY_BYTES", "MAX_FIELD_VALUE_BYTES", "MAX_FIELD_SECTION_BYTES",
-           "MAX_TIME_MS", "MAX_SPAN_S", "number", "check_url", "check_field_section"]
+           "MAX_TIME_MS", "MAX_SPAN_S", "number", "check_url", "check_authority", "check_field_section"]
 
 MAX_TRACE_BYTES = 128 << 20
 MAX_ENTRIES = 50_000
@@ -121,6 +122,16 @@ def check_url(parts, url: str, *, path=None, where=None, what: str = "request ur
     if len(name) > 253 or not all(_LABEL.match(label) for label in name.split(".")):
         raise InputError(f"{what} {url[:80]!r} has a host name over 253 characters or an empty or "
                          "over-63-character label (RFC 1035 2.3.4).", path=path, where=where)
+
+
+def check_authority(authority: str, *, path=None, where=None, what: str = ":authority") -> None:
+    """An ``:authority`` (or Host) value as a client could connect to it: parsed as a URL's
+    authority (RFC 3986 3.2) and held to ``check_url``'s rules."""
+    try:
+        parts = urlsplit("//" + authority)
+    except ValueError as exc:
+        raise InputError(f"{what} {authority[:80]!r} cannot be parsed ({exc}).", path=path, where=where) from None
+    check_url(parts, authority, path=path, where=where, what=what)
 
 
 def check_field_section(fields, *, path=None, where=None, what: str = "header") -> None:

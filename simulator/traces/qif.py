@@ -22,7 +22,7 @@ from typing import Iterable
 
 from ..errors import InputError
 from ._io import atomic_write, read_input
-from .limits import MAX_ENTRIES, check_field_section
+from .limits import MAX_ENTRIES, check_authority, check_field_section
 from .model import Exchange, HeaderList, Trace, header_value
 
 __all__ = ["load_qif", "parse_qif", "write_qif", "qif_bytes"]
@@ -69,10 +69,11 @@ def _add(lists: list, fields: list, path, lineno: int) -> None:
     lists.append(tuple(fields))
 
 
-def _origin(headers: HeaderList) -> str | None:
+def _origin(headers: HeaderList, path=None, where=None) -> str | None:
     authority = header_value(headers, b":authority") or header_value(headers, b"host")
     if not authority:
         return None
+    check_authority(authority.decode("latin-1"), path=path, where=where)   # a host a client could connect to
     scheme = header_value(headers, b":scheme") or b"https"
     return f"{scheme.decode('latin-1')}://{authority.decode('latin-1')}"
 
@@ -85,9 +86,10 @@ def load_qif(path: str, data: bytes | None = None) -> Trace:
     if data is None:
         data = read_input(path)
     exchanges = []
-    for headers in parse_qif(data, path):
+    for k, headers in enumerate(parse_qif(data, path)):
         if headers[0][0] != b":status":
-            exchanges.append(Exchange(index=len(exchanges), request_headers=headers, origin=_origin(headers)))
+            exchanges.append(Exchange(index=len(exchanges), request_headers=headers,
+                                      origin=_origin(headers, path, f"header list {k}")))
         elif exchanges and exchanges[-1].response_headers is None and exchanges[-1].request_headers is not None:
             exchanges[-1].response_headers = headers      # the response to the request just before it
         else:
