@@ -22,8 +22,8 @@ from .errors import InputError
 from .units import parse_bandwidth, parse_byte_rate, parse_duration, parse_rate, parse_size
 
 __all__ = ["ArgParser", "duration", "positive_duration", "duration_or", "durations", "bandwidth", "rate",
-           "byte_rate", "size", "positive_size", "probability", "loss", "count", "checked", "names", "output_file",
-           "output_folder", "existing_folder"]
+           "byte_rate", "size", "positive_size", "probability", "loss", "count", "seed", "checked", "names",
+           "output_file", "output_folder", "existing_folder"]
 
 # A value that starts like a negative quantity: -100ms, -5mbit, -1s, -5kB/s, -0.5.
 _NEGATIVE_VALUE = re.compile(r"^-(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?\s*[a-zA-Zµ/%]*$")
@@ -151,6 +151,14 @@ def count(minimum: int = 0, maximum: int | None = None):
         return value
     check.__name__ = "integer"
     return check
+
+
+_seed = count(-2**63, 2**63 - 1)
+
+
+def seed(text: str) -> int:
+    """A random seed: an ASCII integer (``int()`` alone also takes ``"١"`` and ``"1_0"``)."""
+    return _seed(text)
 
 
 def checked(parse, name: str = "value"):
