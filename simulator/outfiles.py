@@ -23,8 +23,9 @@ What the path names decides how it is written:
 ``check_output_file`` is the same classification done before any work, plus a probe: a
 temporary file is created and removed in the folder that will receive the output, the one
 test that also holds for root (``os.access`` says yes to root everywhere), for ``/proc``
-and for a read-only mount.  A full disk can only be found by writing; that failure is an
-``InputError`` naming the path, and the temporary file is removed.
+and for a read-only mount; a file system with no free block is refused too (``statvfs``).
+A disk that fills while the file is written is found by writing: an ``InputError`` naming
+the path, and the temporary file removed.
 """
 
 from __future__ import annotations
@@ -174,6 +175,12 @@ def _probe_folder(folder: str, path: str) -> None:
                          path=path) from None
     os.close(fd)
     os.unlink(tmp)
+    try:
+        fs = os.statvfs(folder)
+    except OSError:
+        return
+    if fs.f_bavail == 0 and fs.f_blocks > 0:      # a full file system: refused now, not after the work
+        raise InputError(f"cannot be written: the file system of {folder} is full.", path=path)
 
 
 def check_output_file(path) -> None:

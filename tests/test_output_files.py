@@ -247,3 +247,17 @@ def test_a_failed_replay_leaves_no_partial_key_log(capsys, tmp_path, monkeypatch
     code, err = _run(capsys, WRITERS["replay --keylog"], out, tmp_path)
     assert code == 2 and "half-way" in err
     assert out.read_bytes() == b"old\n" and sorted(p.name for p in tmp_path.iterdir()) == ["keys.log"]
+
+
+def test_full_file_system_is_refused_before_any_work(capsys, tmp_path, monkeypatch):
+    """statvfs(3) says how many blocks are free: with none, the flag is refused while it is
+    read, not after the simulation."""
+    real = os.statvfs
+
+    class Full:
+        def __init__(self, st):
+            self.f_blocks, self.f_bavail = st.f_blocks or 1, 0
+
+    monkeypatch.setattr(os, "statvfs", lambda p: Full(real(p)))
+    code, err = _run(capsys, WRITERS["hol --blocks"], tmp_path / "blocks.csv", tmp_path)
+    assert code == 2 and err.count("\n") == 1 and "argument --blocks" in err and "full" in err, err
