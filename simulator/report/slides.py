@@ -475,9 +475,23 @@ def build_slides(notebook: str | Path, out_dir: str | Path, *, parameters: dict 
 
 
 def write_deck(nb, out_dir: str | Path, *, source: str | Path, executed: bool = True) -> SlidesResult:
-    """The deck of an already executed notebook ``nb`` (read from ``source``) in ``out_dir``."""
-    path = Path(source)
+    """The deck of an already executed notebook ``nb`` (read from ``source``) in ``out_dir``;
+    a notebook refused half-way leaves no folder this call created (an empty ``figures/``)."""
     out = Path(out_dir)
+    created = not out.exists()
+    had_figures = (out / "figures").exists()
+    try:
+        return _write_deck(nb, out, source=source, executed=executed)
+    except InputError:
+        if created:
+            shutil.rmtree(out, ignore_errors=True)
+        elif not had_figures and (out / "figures").is_dir() and not any((out / "figures").iterdir()):
+            (out / "figures").rmdir()
+        raise
+
+
+def _write_deck(nb, out: Path, *, source: str | Path, executed: bool) -> SlidesResult:
+    path = Path(source)
     out.mkdir(parents=True, exist_ok=True)
     slides, figures, figure_slides, title = _render(nb, out, path.stem)
     if not slides:
