@@ -291,7 +291,8 @@ def test_cr_only_qif_matches_the_interop_decode():
 
 
 def test_fifo_as_a_trace_is_refused_not_read_forever(tmp_path):
-    """A FIFO (or /dev/zero) never ends: refused before it is opened, in one line."""
+    """A FIFO (or /dev/zero) never ends: refused before it is opened, in one line, as a
+    trace, a DNS table or a grid file."""
     import os
 
     fifo = tmp_path / "trace.har"
@@ -300,4 +301,9 @@ def test_fifo_as_a_trace_is_refused_not_read_forever(tmp_path):
     assert status == 2 and "FIFO" in err
     status, err = _run(["trace", "info", "/dev/zero"])
     assert status == 2 and err.count("\n") == 1 and "/dev/zero" in err
+    page = str(HARS[0])
+    for argv in (["coalescing", "--trace", page, "--dns", str(fifo)],
+                 ["batch", "hol", "--traces", page, "--grid", str(fifo), "--out", str(tmp_path / "res")]):
+        status, err = _answered(argv, fifo)          # a DNS table and a grid file the same way
+        assert status == 2 and "FIFO" in err
 

@@ -54,9 +54,14 @@ def read_grid(path: str | Path | None, study: Study) -> dict[str, list]:
     """
     if path is None:
         return {}
+    from ..traces._io import read_input
+
     path = Path(path)
     try:
-        raw = tomllib.loads(path.read_text(encoding="utf-8"))
+        if not path.exists():
+            raise FileNotFoundError
+        # a regular file of at most 1 MiB: a FIFO or /dev/zero is refused, not read forever
+        raw = tomllib.loads(read_input(str(path), limit=1 << 20, what="grid file").decode("utf-8"))
     except FileNotFoundError:
         raise InputError("no such grid file.", path=str(path)) from None
     except UnicodeDecodeError:

@@ -25,7 +25,7 @@ def read_bytes(path: str) -> bytes:
         return f.read()
 
 
-def read_input(path: str, limit: int | None = None) -> bytes:
+def read_input(path: str, limit: int | None = None, what: str = "trace file") -> bytes:
     """An input file's bytes; a missing file, a folder, a FIFO or device (read forever, or
     never), a file over ``limit`` bytes (``limits.MAX_TRACE_BYTES``) or an unreadable file
     is an ``InputError``."""
@@ -38,7 +38,7 @@ def read_input(path: str, limit: int | None = None) -> bytes:
             raise IsADirectoryError
         if not stat.S_ISREG(st.st_mode):
             kind = "a FIFO" if stat.S_ISFIFO(st.st_mode) else "a device or socket"
-            raise InputError(f"is {kind}, not a trace file (traces are read from regular files).", path=path)
+            raise InputError(f"is {kind}, not a {what} (read from regular files only).", path=path)
         if st.st_size > limit:
             raise InputError(f"is {st.st_size} bytes, above the limit of {limit} (simulator.traces.limits).",
                              path=path)
@@ -47,7 +47,7 @@ def read_input(path: str, limit: int | None = None) -> bytes:
     except FileNotFoundError:
         raise InputError("no such file.", path=path) from None
     except IsADirectoryError:
-        raise InputError("is a directory, not a trace file.", path=path) from None
+        raise InputError(f"is a directory, not a {what}.", path=path) from None
     except OSError as exc:
         raise InputError(f"cannot be read ({exc.strerror}).", path=path) from None
     if len(data) > limit:

@@ -168,15 +168,18 @@ def default_topology(hosts: list[str], document_host: str, seed: int) -> Topolog
 
 
 def _load_table(path: str, kind: str) -> dict:
+    from ...traces._io import read_input
+
     p = Path(path)
     try:
-        text = p.read_text(encoding="utf-8")
+        if not p.exists() and not p.is_symlink():
+            raise FileNotFoundError
+        # a regular file of at most 16 MiB: a FIFO or /dev/zero is refused, not read forever
+        text = read_input(path, limit=16 << 20, what=f"{kind} file").decode("utf-8")
     except FileNotFoundError:
         raise InputError(f"no such {kind} file.", path=path) from None
     except UnicodeDecodeError:
         raise InputError(f"the {kind} file is not UTF-8 text.", path=path) from None
-    except OSError as exc:
-        raise InputError(f"the {kind} file cannot be read ({exc.strerror}).", path=path) from None
     if p.suffix.lower() == ".toml":
         try:
             data = tomllib.loads(text)
