@@ -22,8 +22,8 @@ from .errors import InputError
 from .units import parse_bandwidth, parse_byte_rate, parse_duration, parse_rate, parse_size
 
 __all__ = ["ArgParser", "duration", "positive_duration", "duration_or", "durations", "bandwidth", "rate",
-           "byte_rate", "size", "positive_size", "probability", "loss", "count", "checked", "names", "output_file",
-           "output_folder", "existing_folder"]
+           "byte_rate", "size", "positive_size", "probability", "loss", "count", "seed", "checked", "names",
+           "output_file", "output_folder", "existing_folder"]
 
 # A value that starts like a negative quantity: -100ms, -5mbit, -1s, -5kB/s, -0.5.
 _NEGATIVE_VALUE = re.compile(r"^-(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?\s*[a-zA-Zµ/%]*$")
@@ -132,19 +132,33 @@ def loss(text: str) -> str:
     return text
 
 
-def count(minimum: int = 0):
-    """An integer at least ``minimum`` (returned as an int, as ``type=int`` did)."""
+_ASCII_INTEGER = re.compile(r"\s*[-+]?[0-9]+\s*\Z")     # not int()'s Unicode digits or 1_000
+
+
+def count(minimum: int = 0, maximum: int | None = None):
+    """An integer at least ``minimum`` (returned as an int, as ``type=int`` did) and, when
+    given, at most ``maximum``: a count that sizes work or memory up front (seeds, responses,
+    releases) has its documented limit checked here, before anything is allocated."""
     def check(text: str) -> int:
-        try:
-            value = int(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"must be an integer, got {text!r}") from None
+        if not _ASCII_INTEGER.match(str(text)) or len(str(text).strip()) > 30:
+            raise argparse.ArgumentTypeError(f"must be an integer, got {text!r}")
+        value = int(text)
         if value < minimum:
             what = {0: "zero or positive", 1: "positive"}.get(minimum, f"at least {minimum}")
             raise argparse.ArgumentTypeError(f"must be {what}, got {text!r}")
+        if maximum is not None and value > maximum:
+            raise argparse.ArgumentTypeError(f"must be at most {maximum:,}, got {text!r}")
         return value
     check.__name__ = "integer"
     return check
+
+
+_seed = count(-2**63, 2**63 - 1)
+
+
+def seed(text: str) -> int:
+    """A random seed: an ASCII integer (``int()`` alone also takes ``"١"`` and ``"1_0"``)."""
+    return _seed(text)
 
 
 def checked(parse, name: str = "value"):
@@ -175,39 +189,26 @@ def names(choices, what: str, *, empty: bool = False):
 
 # ---------------------------------------------------------------------------------------
 # Paths written by a command: checked before any work, so a typo in a folder name costs
-# nothing and leaves nothing half-written.  Folders are created one level deep only.
-
-
-def _writable_folder(folder: str, text: str) -> None:
-    if not os.path.isdir(folder):
-        raise argparse.ArgumentTypeError(f"cannot write {text}: folder {folder} does not exist")
-    if not os.access(folder, os.W_OK | os.X_OK):
-        raise argparse.ArgumentTypeError(f"cannot write {text}: folder {folder} is not writable")
+# nothing and leaves nothing half-written (``simulator.outfiles``: a device, a FIFO or a
+# symlink is written through, never replaced; a block device or socket refused; the
+# receiving folder probed with a temporary file, which also holds for root and /proc).
+# Folders are created one level deep only.
 
 
 def output_file(text: str) -> str:
-    """A file to write: not a folder, in a folder that exists and is writable."""
-    if not str(text).strip():
-        raise argparse.ArgumentTypeError("give a file name")
-    if os.path.isdir(text):
-        raise argparse.ArgumentTypeError(f"{text} is a folder; give a file name")
-    if os.path.exists(text) and not os.access(text, os.W_OK):
-        raise argparse.ArgumentTypeError(f"cannot write {text}: the file is not writable")
-    _writable_folder(os.path.dirname(os.path.abspath(text)), text)
+    """A file to write: a regular file or new name in a folder that takes new files, a
+    character device or FIFO (written through), or a symlink to one of those."""
+    from .outfiles import check_output_file
+
+    _check(check_output_file, text)
     return text
 
 
 def output_folder(text: str) -> str:
     """A folder to write into: an existing one, or a new one in a folder that exists."""
-    if not str(text).strip():
-        raise argparse.ArgumentTypeError("give a folder name")
-    if os.path.isdir(text):
-        if not os.access(text, os.W_OK | os.X_OK):
-            raise argparse.ArgumentTypeError(f"cannot write into {text}: the folder is not writable")
-        return text
-    if os.path.exists(text):
-        raise argparse.ArgumentTypeError(f"{text} is a file, not a folder")
-    _writable_folder(os.path.dirname(os.path.abspath(text)), text)
+    from .outfiles import check_output_folder
+
+    _check(check_output_folder, text)
     return text
 
 

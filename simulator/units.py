@@ -12,6 +12,7 @@ Signs are read, so a caller can say "must be positive" instead of "cannot read".
 
 from __future__ import annotations
 
+import math
 import re
 
 from .errors import InputError
@@ -35,10 +36,25 @@ def _units(table: dict) -> str:
     return ", ".join(k for k in table if k and k != "µs")
 
 
+# What a quantity may be, beyond its sign (the callers check that): finite, and within the
+# range the models compute in without overflowing or dividing by (nearly) zero: a 5e-324 s
+# RTT makes every gain "in RTTs" infinite, 1e309mbit is float infinity.  Zero stays zero.
+LIMITS = {"duration": (1e-9, 1e6, "s"), "bit rate": (1.0, 1e15, "bit/s"), "size": (1, 1 << 50, "bytes")}
+
+
+def _in_range(value: float, text, what: str) -> float:
+    low, high, unit = LIMITS[what]
+    if not math.isfinite(value):
+        raise InputError(f"{text!r} is not a finite {what}")
+    if value != 0 and not low <= abs(value) <= high:
+        raise InputError(f"{text!r} is outside the {what} range {low:g} to {high:g} {unit} (or 0)")
+    return value
+
+
 def _parse(text: str | float | int, table: dict, what: str, require_unit: bool = False,
            example: str = "") -> float:
     if isinstance(text, (int, float)) and not isinstance(text, bool):
-        return float(text)
+        return _in_range(float(text), text, what)
     m = re.match(_NUM, str(text))
     unit = m.group(2) if m else None
     if unit is not None and unit not in table:
@@ -49,7 +65,7 @@ def _parse(text: str | float | int, table: dict, what: str, require_unit: bool =
     # Zero is zero in any unit; any other bare number is ambiguous on the command line.
     if require_unit and unit == "" and value != 0:
         raise InputError(f"{text!r} has no unit: give a {what} like {example} (units: {_units(table)})")
-    return value * table[unit]
+    return _in_range(value * table[unit], text, what)
 
 
 def parse_duration(text: str | float, *, require_unit: bool = False) -> float:
@@ -94,7 +110,7 @@ def parse_byte_rate(text: str | float | None, *, require_unit: bool = False) -> 
         if require_unit and float(m.group(1)) != 0:
             raise InputError(f"{text!r} has no unit: give a rate like 500kB/s or 4mbit "
                              "(units: B/s, kB/s, KiB/s, MB/s, MiB/s, GB/s, GiB/s, or kbit, mbit, gbit)")
-        return float(m.group(1))
+        return _in_range(float(m.group(1)), text, "size")
     try:
         if t.endswith("/s") and t[:-2].strip():
             return float(parse_size(t[:-2]))

@@ -204,6 +204,54 @@ def test_out_of_range_values(capsys, place, argv, flag):
 
 
 # ---------------------------------------------------------------------------------------
+# Counts that size the work up front, and quantities that are not finite
+
+TOO_MANY = [
+    (["push", "--trace", "{page}", "--seeds", "1000000000"], "--seeds"),
+    (["coalescing", "--trace", "{page}", "--seeds", "1000000000"], "--seeds"),
+    (["trailers", "--responses", "1000000000"], "--responses"),
+    (["crossstream", "--releases", "100000"], "--releases"),
+    (["crossstream-bodies", "{tmp}/bodies", "--releases", "100000"], "--releases"),
+    (["demux", "--streams", "100000000"], "--streams"),
+    (["batch", "hol", "--traces", "{page}", "--out", "{tmp}/res", "--seeds", "1000000000"], "--seeds"),
+    (["trace", "synth", "{tmp}/x.har", "--requests", "1000"], "--requests"),
+    (["trace", "synth", "{tmp}/x.har", "--requests", "2"], "--requests"),
+    (["trace", "synth", "{tmp}/x.har", "--pages", "1000000000"], "--pages"),
+    (["push", "--trace", "{page}", "--seeds", "\u0661\u0662"], "--seeds"),
+]
+
+
+@pytest.mark.parametrize("argv, flag", TOO_MANY, ids=lambda v: " ".join(v) if isinstance(v, list) else v)
+def test_counts_have_documented_limits_checked_at_the_flag(capsys, place, argv, flag):
+    """Rule: a count that sizes work or memory before anything runs (seeds, responses,
+    releases, requests) is an ASCII integer within its documented range, checked while the
+    flags are read: a billion seeds is one line, not an allocation; ``trace synth
+    --requests`` outside the generator's 5..400 is refused, not clipped in silence."""
+    _one_line_exit_2(capsys, place, argv, flag)
+
+
+NOT_FINITE = [
+    (["hol", "--trace", "{page}", "--bw", "1e309mbit"], "--bw"),
+    (["hol", "--trace", "{page}", "--rtt", "1e309ms"], "--rtt"),
+    (["push", "--trace", "{page}", "--rtt", "5e-324s"], "--rtt"),
+    (["push", "--trace", "{page}", "--bw", "1e309mbit"], "--bw"),
+    (["coalescing", "--trace", "{page}", "--rtt", "1e309ms"], "--rtt"),
+    (["replay", "--trace", "{page}", "--stack", "h2", "--bw", "1e309gbit"], "--bw"),
+    (["trailers", "--body", "1e400"], "--body"),
+    (["trailers", "--rate", "1e309kB/s"], "--rate"),
+    (["crossstream", "--rtt", "1e-300s"], "--rtt"),
+]
+
+
+@pytest.mark.parametrize("argv, flag", NOT_FINITE, ids=lambda v: " ".join(v) if isinstance(v, list) else v)
+def test_non_finite_and_denormal_quantities_are_refused_at_the_flag(capsys, place, argv, flag):
+    """Rule: a quantity is finite and within simulator.units.LIMITS (1 ns..1e6 s, 1 bit/s..
+    1e15 bit/s, up to 2**50 bytes, or zero): 1e309 is float infinity and 5e-324 s makes a
+    gain "in RTTs" infinite; both are one line naming the flag, before any run."""
+    _one_line_exit_2(capsys, place, argv, flag)
+
+
+# ---------------------------------------------------------------------------------------
 # Unknown names
 
 UNKNOWN = [
@@ -342,6 +390,8 @@ def test_truncated_interop_file_is_still_reported_as_truncated(capsys, place):
     ("rtt = [0.1]\n", "no unit"),
     ("bw = [0]\n", "--bw"),
     ("jitter = [2]\n", "--jitter"),
+    ('rtt = ["1e309ms"]\n', "finite"),
+    ("loss = [" + ", ".join(["0.01"] * 1000) + "]\njitter = [" + ", ".join(["0"] * 1000) + "]\n", "points"),
 ])
 def test_batch_grid_is_checked_before_any_job(capsys, tmp_path, grid, needle):
     """Rule: every grid value is read by the study's own flag checks before the first job

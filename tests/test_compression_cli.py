@@ -96,7 +96,7 @@ def test_encode_then_decode_round_trips(tmp_path, capsys, table, blocked, ack):
                  "--blocked", str(blocked), "--ack", str(ack)]) == 0
     assert main(["interop", "decode", str(out), "--qif", str(qif)]) == 0
     assert "383/383 header lists match" in capsys.readouterr().out
-    assert not [p for p in tmp_path.iterdir() if p.name.startswith(".tmp-")]   # atomic write left nothing
+    assert not [p for p in tmp_path.iterdir() if p.name.endswith(".tmp")]   # atomic write left nothing
     # Same layout as the published files: sections on streams 1..N, encoder records before their use.
     decoded = decode_interop(str(out))
     assert [s for s, _ in decoded] == list(range(1, 384))

@@ -743,3 +743,28 @@ def test_cli_never_crashes_on_random_files(tmp_path, capsys):
             assert out.returncode in (0, 2)
             if out.returncode == 2:
                 assert len(out.stderr.splitlines()) == 1 and "byte offset" in out.stderr
+
+
+def test_hpack_encoder_on_the_c_coder_writes_hpack_s_own_bytes():
+    """RFC 7541 5.2: ``install_huffman`` gives hpack's ``HuffmanEncoder`` the C encoder
+    (linear in the string; hpack's own shifts one integer of every bit, quadratic): for
+    every byte value and random strings, the bytes are hpack's own."""
+    import random
+
+    from simulator.frames import h2buffer
+
+    was_installed = h2buffer._original_encode_huffman is not None
+    rng = random.Random(7)
+    cases = [b"", bytes(range(256)) * 4] + [rng.randbytes(rng.randrange(1, 400)) for _ in range(500)]
+    encoder = HuffmanEncoder(REQUEST_CODES, REQUEST_CODES_LENGTH)
+    h2buffer.uninstall_huffman()
+    try:
+        own = [encoder.encode(c) for c in cases]
+        if not h2buffer.install_huffman():
+            pytest.skip("the C extension is not built")
+        assert [encoder.encode(c) for c in cases] == own
+        assert [F.scanner.huffman_encode(c) for c in cases] == own       # the pure-Python twin too
+    finally:
+        h2buffer.uninstall_huffman()
+        if was_installed:
+            h2buffer.install_huffman()

@@ -89,13 +89,35 @@ def test_mutated_real_hars_give_a_result_or_one_line(tmp_path_factory, data, stu
         assert len(lines) == 1 and str(path) in lines[0], err.getvalue()
 
 
-@pytest.mark.parametrize("value", [-1, "x", None, 10**30, [], {}])
-def test_every_size_and_time_field_takes_odd_values(value):
-    """The size and timing fields every producer fills its own way: odd values are read as
-    unknown, never crash (HAR 1.2: -1 is "not available")."""
+@pytest.mark.parametrize("value", [-1, None])
+def test_every_size_and_time_field_takes_not_known(value):
+    """The size and timing fields every producer fills its own way: HAR 1.2's "not available"
+    (-1) and a missing value are read as unknown, never a crash."""
     from simulator.traces.har import parse_har
     from simulator.traces.pagegraph import page_graph
 
+    doc = _odd(value)
+    g = page_graph(parse_har(doc, path="odd.har"))
+    assert len(g) == len(doc["log"]["entries"]) and all(r.body_bytes >= 0 for r in g.resources)
+
+
+@pytest.mark.parametrize("value", ["x", "\u0661\u0662", 10**30, 1e308, float("nan"), float("inf"), [], {}, True])
+def test_a_size_or_time_that_is_no_plain_number_is_one_line(value):
+    """RFC 8259 section 6 numbers, finite and within simulator.traces.limits: a string that
+    is not ASCII digits (Python's int() takes Arabic-Indic ones), a list, an object, a
+    boolean, a non-finite or a huge value is refused once, at the import, in one line
+    naming the file, the entry and the field; no study meets it."""
+    from simulator.errors import InputError
+    from simulator.traces.har import parse_har
+
+    with pytest.raises(InputError) as err:
+        parse_har(_odd(value), path="odd.har")
+    message = str(err.value)
+    assert "\n" not in message and message.startswith("odd.har: entry ")
+    assert any(f in message for f in ("bodySize", "_transferSize", "content.size", "timings."))
+
+
+def _odd(value) -> dict:
     doc = copy.deepcopy(DOCS[SOURCES[0].name])
     for e in doc["log"]["entries"]:
         e["response"]["bodySize"] = value
@@ -104,5 +126,4 @@ def test_every_size_and_time_field_takes_odd_values(value):
         e["timings"] = {k: value for k in ("blocked", "dns", "connect", "ssl", "send", "wait", "receive")}
         e["_priority"] = value
     doc["log"]["pages"][0]["pageTimings"]["onLoad"] = value
-    g = page_graph(parse_har(doc, path="odd.har"))
-    assert len(g) == len(doc["log"]["entries"]) and all(r.body_bytes >= 0 for r in g.resources)
+    return doc

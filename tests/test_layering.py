@@ -1,7 +1,7 @@
 """The package's layers hold: every import (read with ``ast``, the ones inside functions
 too) goes down or sideways, never up, and no study imports another study.
 
-    engine, errors, units, stats, _extension  <-  frames, traces  <-  net  <-  HTTP: http (message sizes),
+    engine, errors, units, stats, outfiles, _extension  <-  frames, traces  <-  net  <-  HTTP: http (message sizes),
     compression, hops, stacks (and argtypes, the flag checks)  <-  studies  <-  batch, report,
     capture, lab  <-  cli
 
@@ -23,7 +23,7 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1] / "simulator"
 
 LAYERS = {
-    "(root)": 0, "_extension": 0, "errors": 0, "units": 0, "stats": 0, "engine": 0,
+    "(root)": 0, "_extension": 0, "errors": 0, "units": 0, "stats": 0, "engine": 0, "outfiles": 0,
     "frames": 1, "traces": 1,
     "net": 2,
     "argtypes": 3, "compression": 3, "hops": 3, "http": 3, "stacks": 3,

@@ -349,3 +349,13 @@ def test_waterfall_rows_say_what_they_are():
     assert labels == ["doc news-site/", "js static.news-site/culture.js", "js collect.tagmanager/v4/loader.js",
                       "js collect.tagmanager/v1/loader.js", "js api.analytics/gtag/js"]
     assert len(set(labels)) == len(labels)
+
+
+def test_a_refused_notebook_leaves_no_deck_folder(tmp_path, capsys):
+    """A notebook with nothing to show is refused in one line, and the deck folder this
+    run would have made (with an empty figures/) is not left behind."""
+    nb = tmp_path / "empty.ipynb"
+    nb.write_text('{"cells": [], "metadata": {}, "nbformat": 4, "nbformat_minor": 5}')
+    assert main(["slides", str(nb), "-o", str(tmp_path / "deck"), "--no-execute"]) == 2
+    assert capsys.readouterr().err.count("\n") == 1
+    assert not (tmp_path / "deck").exists()

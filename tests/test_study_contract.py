@@ -66,7 +66,7 @@ def test_network_flags_are_spelled_and_checked_alike(name):
         assert actions["--loss"].type is argtypes.loss
     if "--cc" in actions:
         assert tuple(actions["--cc"].choices) == CC_CHOICES
-    assert "--seed" in actions and actions["--seed"].type is int
+    assert "--seed" in actions and actions["--seed"].type is argtypes.seed
 
 
 def test_each_study_keeps_its_own_rtt_default():

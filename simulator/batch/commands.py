@@ -118,8 +118,9 @@ def add_commands(sub) -> None:
                    help="trace files: a folder, a glob (quote it) or a file; repeatable")
     p.add_argument("--grid", metavar="GRID.toml",
                    help="parameter grid: the study's flag names -> lists of values (default: one point, defaults)")
-    p.add_argument("--seeds", type=argtypes.count(1), default=1, metavar="N", help="run seeds 1..N (default 1)")
-    p.add_argument("--workers", type=argtypes.count(0), default=None, metavar="N",
+    p.add_argument("--seeds", type=argtypes.count(1, 10_000), default=1, metavar="N",
+                   help="run seeds 1..N (default 1, at most 10,000)")
+    p.add_argument("--workers", type=argtypes.count(0, 1024), default=None, metavar="N",
                    help="worker processes (default: CPU count; 0 = in this process); Dask local: workers")
     p.add_argument("--dask", metavar="local|ADDRESS",
                    help="run on Dask: a LocalCluster, or a scheduler address (tcp://HOST:PORT); the workers "

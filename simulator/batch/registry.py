@@ -17,6 +17,7 @@ same parsing and the same errors.  What the batch runner uses of a study:
 from __future__ import annotations
 
 import itertools
+import math
 import tomllib
 from dataclasses import dataclass
 from pathlib import Path
@@ -26,7 +27,11 @@ from ..errors import InputError
 from ..studies.base import Study
 from ..studies.registry import STUDIES, get
 
-__all__ = ["Study", "STUDIES", "get_study", "read_grid", "check_grid", "expand_grid", "GridPoint"]
+__all__ = ["Study", "STUDIES", "get_study", "read_grid", "check_grid", "expand_grid", "GridPoint", "MAX_GRID_POINTS"]
+
+# Grid points of one batch (times --seeds and traces, the jobs): each point is a parameters
+# object and a manifest row before any job runs, so a million-point grid is refused up front.
+MAX_GRID_POINTS = 100_000
 
 
 def get_study(name: str) -> Study:
@@ -49,15 +54,22 @@ def read_grid(path: str | Path | None, study: Study) -> dict[str, list]:
     """
     if path is None:
         return {}
+    from ..traces._io import read_input
+
     path = Path(path)
     try:
-        raw = tomllib.loads(path.read_text(encoding="utf-8"))
+        if not path.exists():
+            raise FileNotFoundError
+        # a regular file of at most 1 MiB: a FIFO or /dev/zero is refused, not read forever
+        raw = tomllib.loads(read_input(str(path), limit=1 << 20, what="grid file").decode("utf-8"))
     except FileNotFoundError:
         raise InputError("no such grid file.", path=str(path)) from None
     except UnicodeDecodeError:
         raise InputError("the grid file is not UTF-8 text.", path=str(path)) from None
     except tomllib.TOMLDecodeError as exc:
         raise InputError(f"not valid TOML ({exc}).", path=str(path)) from None
+    except RecursionError:
+        raise InputError("the grid file is nested deeper than the TOML parser goes.", path=str(path)) from None
     except OSError as exc:
         raise InputError(f"cannot be read ({exc.strerror}).", path=str(path)) from None
     return check_grid(raw, study, source=str(path))
@@ -88,6 +100,10 @@ def check_grid(raw: dict, study: Study, *, source: str = "grid") -> dict[str, li
         if name in grid:
             raise InputError(f"{key!r} is given twice.", path=source)
         grid[name] = values
+    points = math.prod(len(v) for v in grid.values())
+    if points > MAX_GRID_POINTS:            # checked before the product is expanded
+        raise InputError(f"the grid has {points:,} points, above the limit of {MAX_GRID_POINTS:,}; "
+                         "split it over several batches.", path=source)
     return grid
 
 

@@ -31,6 +31,7 @@ from pathlib import Path
 import pandas as pd
 
 from ..errors import InputError
+from ..outfiles import write_output
 
 __all__ = ["job_id", "atomic_write", "ResultsDir", "load", "failures", "status", "MANIFEST"]
 
@@ -47,40 +48,11 @@ def job_id(study: str, trace_hash: str, params: dict, seed: int) -> str:
     return hashlib.sha256(key.encode()).hexdigest()[:24]
 
 
-def _fsync_dir(path: Path) -> None:
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
-    except OSError:
-        return
-    try:
-        os.fsync(fd)
-    except OSError:
-        pass
-    finally:
-        os.close(fd)
-
-
 def atomic_write(path: str | Path, data: bytes) -> None:
-    """Write ``data`` to ``path`` so that readers see the old state or the whole new file."""
-    path = Path(path)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}{TMP_SUFFIX}")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
-    try:
-        view = memoryview(data)
-        while view:
-            n = os.write(fd, view)
-            view = view[n:]
-        os.fsync(fd)
-    except BaseException:
-        os.close(fd)
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
-    os.close(fd)
-    os.replace(tmp, path)
-    _fsync_dir(path.parent)
+    """Write ``data`` to ``path`` so that readers see the old state or the whole new file
+    (flushed to disk, the folder too); a device, FIFO or symlink planted in the results
+    folder is written through, never replaced (``simulator.outfiles``)."""
+    write_output(path, data, fsync=True)
 
 
 def table_bytes(df: pd.DataFrame) -> bytes:

@@ -48,11 +48,12 @@ from pathlib import Path
 from urllib.parse import unquote, urlsplit
 
 from ..errors import InputError
+from ..traces.synth import MAX_REQUESTS as SYNTH_MAX_REQUESTS, MIN_REQUESTS as SYNTH_MIN_REQUESTS
 
 __all__ = ["Site", "site_from_dir", "site_from_synth", "LocalServer", "make_certificate"]
 
 PROTOCOLS = ("h2", "h3")
-SYNTH_MIN, SYNTH_MAX = 5, 400     # simulator.traces.synth clamps a page to 5..400 requests
+SYNTH_MIN, SYNTH_MAX = SYNTH_MIN_REQUESTS, SYNTH_MAX_REQUESTS     # the generator's page sizes
 
 
 # ---------------------------------------------------------------------------- sites

@@ -41,12 +41,14 @@ def _reference_lists(path: str) -> list[tuple]:
 def decode_interop(path: str, table: int | None = None, blocked: int | None = None) -> list[tuple[int, tuple]]:
     """Decode an interop file: ``[(stream_id, headers)]`` in the order the sections appear."""
     from ..traces.interop import read_records, resolve_settings
+    from ..traces.limits import check_field_section
     from .qpack_codec import QpackDecoder
 
     table, blocked = resolve_settings(path, table, blocked, flags="give --table and --blocked")
     records = read_records(path)
     decoder = QpackDecoder(table_bytes=table, max_blocked=blocked, insert_count_increments=False)
     sections: list[list] = []            # [stream_id, headers or None]
+    pending: set[int] = set()            # streams whose section waits on the encoder stream
     offset = 0
     for index, (stream_id, payload) in enumerate(records):
         where = f"record {index} (stream {stream_id}, byte offset {offset})"
@@ -55,16 +57,19 @@ def decode_interop(path: str, table: int | None = None, blocked: int | None = No
             if stream_id == 0:
                 done = decoder.feed_encoder_stream(payload)
             else:
-                if any(s == stream_id and h is None for s, h in sections):
+                if stream_id in pending:
                     raise InputError(f"a second field section for stream {stream_id} while its first is blocked.",
                                      path=path, where=where)
                 sections.append([stream_id, None])
+                pending.add(stream_id)
                 one = decoder.feed_header_block(stream_id, payload, len(sections) - 1)
                 done = [one] if one is not None else []
         except DecompressionFailed as exc:
             raise InputError(f"cannot decode: {exc}.", path=path, where=where) from None
         for block in done:
             sections[block.seq][1] = block.headers
+            pending.discard(sections[block.seq][0])
+            check_field_section(block.headers, path=path, where=where, what="decoded header")
     stuck = [s for s, h in sections if h is None]
     if stuck:
         raise InputError(f"stream(s) {', '.join(map(str, stuck[:5]))} still blocked at end of file: the encoder "
@@ -137,14 +142,16 @@ def add_commands(subparsers) -> None:
     d = sub.add_parser("decode", help="decode an interop file and compare it with its QIF")
     d.add_argument("encoded", help="interop file <name>.out.<table>.<blocked>.<ack>")
     d.add_argument("--qif", required=True, help="the reference QIF file")
-    d.add_argument("--table", type=argtypes.count(0), default=None, help="dynamic table capacity (default: from the file name)")
-    d.add_argument("--blocked", type=argtypes.count(0), default=None, help="blocked-streams limit (default: from the file name)")
+    d.add_argument("--table", type=argtypes.count(0, 1 << 30), default=None,
+                   help="dynamic table capacity (default: from the file name)")
+    d.add_argument("--blocked", type=argtypes.count(0, 65_535), default=None,
+                   help="blocked-streams limit (default: from the file name)")
     d.set_defaults(func=_cmd_decode)
     e = sub.add_parser("encode", help="encode a QIF file to the interop format")
     e.add_argument("qif", help="the QIF file to encode")
     e.add_argument("-o", "--output", required=True, type=argtypes.output_file, help="output interop file")
-    e.add_argument("--table", type=argtypes.count(0), required=True, help="dynamic table capacity in bytes")
-    e.add_argument("--blocked", type=argtypes.count(0), required=True, help="blocked-streams limit")
+    e.add_argument("--table", type=argtypes.count(0, 1 << 30), required=True, help="dynamic table capacity in bytes")
+    e.add_argument("--blocked", type=argtypes.count(0, 65_535), required=True, help="blocked-streams limit")
     e.add_argument("--ack", type=int, choices=(0, 1), required=True, help="1 = acknowledge each section at once")
     e.set_defaults(func=_cmd_encode)
     p.set_defaults(func=lambda args: (p.print_help(), 2)[1])

@@ -890,11 +890,18 @@ def huffman_encoded_length(data) -> int:
 def huffman_encode(data) -> bytes:
     """The HPACK Huffman encoding of ``data``, padded with the EOS prefix of 1 bits (RFC 7541 5.2)."""
     _, _, codes, lengths = _fsm()
+    out = bytearray()
     acc = 0
     nbits = 0
     for b in memoryview(data).cast("B"):
+        # Whole bytes leave the accumulator as they fill (as the C twin does): it stays
+        # under 38 bits, so the encoding is linear in the string, not quadratic.
         acc = (acc << lengths[b]) | codes[b]
         nbits += lengths[b]
-    pad = -nbits % 8
-    acc = (acc << pad) | ((1 << pad) - 1)
-    return acc.to_bytes((nbits + pad) // 8, "big")
+        while nbits >= 8:
+            nbits -= 8
+            out.append((acc >> nbits) & 0xFF)
+        acc &= (1 << nbits) - 1
+    if nbits:
+        out.append(((acc << (8 - nbits)) | (0xFF >> nbits)) & 0xFF)
+    return bytes(out)

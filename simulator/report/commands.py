@@ -49,5 +49,5 @@ def add_commands(sub) -> None:
     p.add_argument("-p", "--parameter", nargs=2, action="append", metavar=("NAME", "VALUE"),
                    help="override a parameter of the 'parameters' cell (Python literal or string); repeatable")
     p.add_argument("--no-execute", action="store_true", help="use the outputs stored in the notebook")
-    p.add_argument("--timeout", type=argtypes.count(1), default=600, help="seconds per cell (default 600)")
+    p.add_argument("--timeout", type=argtypes.count(1, 86_400), default=600, help="seconds per cell (default 600)")
     p.set_defaults(func=_cmd)

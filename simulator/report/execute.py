@@ -153,6 +153,21 @@ def _notebook_client(nb, timeout: int, path: Path):
                    resources={"metadata": {"path": str(path.parent)}})
 
 
+def read_notebook(path):
+    """The notebook at ``path`` (nbformat 4); a file that is not one (not JSON, nested past
+    the parser, not the notebook schema) is one ``InputError`` line naming it."""
+    import nbformat
+
+    try:
+        return nbformat.read(path, as_version=4)
+    except RecursionError:
+        raise InputError("not a readable notebook (nested deeper than the JSON parser goes).",
+                         path=str(path)) from None
+    except Exception as exc:        # nbformat raises JSON, schema and reader errors of several kinds
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise InputError(f"not a readable notebook ({first[:200]}).", path=str(path)) from None
+
+
 def execute_notebook(path: Path, parameters: dict | None = None, *, timeout: int = 600,
                      notebook_out: str | None = None, one_line_errors: bool = True):
     """Run a notebook top to bottom (nbclient) with figures as PNG + PDF outputs, in the
@@ -161,7 +176,7 @@ def execute_notebook(path: Path, parameters: dict | None = None, *, timeout: int
     import nbformat
     from nbclient.exceptions import CellExecutionError, CellTimeoutError, DeadKernelError
 
-    nb = nbformat.read(path, as_version=4)
+    nb = read_notebook(path)
     inject_parameters(nb, parameters or {}, source=str(path))
     setup = nbformat.v4.new_code_cell(_SETUP_SOURCE)
     setup.metadata["tags"] = [SETUP_TAG]

@@ -44,14 +44,14 @@ from __future__ import annotations
 import base64
 import html
 import math
-import os
 import re
 import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..errors import InputError
-from .execute import INJECTED_TAG, SETUP_TAG, _tags, execute_notebook
+from ..outfiles import write_output
+from .execute import INJECTED_TAG, SETUP_TAG, _tags, execute_notebook, read_notebook
 
 __all__ = ["build_slides", "write_deck", "execute_notebook", "SlidesResult", "external_urls", "reveal_assets_dir",
            "SLIDE_W", "SLIDE_H", "FIT_FLOOR"]
@@ -460,8 +460,6 @@ def _join(v) -> str:
 def build_slides(notebook: str | Path, out_dir: str | Path, *, parameters: dict | None = None,
                  execute: bool = True, timeout: int = 600) -> SlidesResult:
     """Build the offline reveal.js deck of ``notebook`` in ``out_dir`` (see the module doc)."""
-    import nbformat
-
     path = Path(notebook)
     if path.is_dir():
         raise InputError("is a folder, not a notebook.", path=str(path))
@@ -472,17 +470,28 @@ def build_slides(notebook: str | Path, out_dir: str | Path, *, parameters: dict 
     else:
         if parameters:
             raise InputError("parameters need the notebook to be executed (drop --no-execute).", path=str(path))
-        try:
-            nb = nbformat.read(path, as_version=4)
-        except Exception as exc:
-            raise InputError(f"not a readable notebook ({exc}).", path=str(path)) from None
+        nb = read_notebook(path)
     return write_deck(nb, out_dir, source=path, executed=execute)
 
 
 def write_deck(nb, out_dir: str | Path, *, source: str | Path, executed: bool = True) -> SlidesResult:
-    """The deck of an already executed notebook ``nb`` (read from ``source``) in ``out_dir``."""
-    path = Path(source)
+    """The deck of an already executed notebook ``nb`` (read from ``source``) in ``out_dir``;
+    a notebook refused half-way leaves no folder this call created (an empty ``figures/``)."""
     out = Path(out_dir)
+    created = not out.exists()
+    had_figures = (out / "figures").exists()
+    try:
+        return _write_deck(nb, out, source=source, executed=executed)
+    except InputError:
+        if created:
+            shutil.rmtree(out, ignore_errors=True)
+        elif not had_figures and (out / "figures").is_dir() and not any((out / "figures").iterdir()):
+            (out / "figures").rmdir()
+        raise
+
+
+def _write_deck(nb, out: Path, *, source: str | Path, executed: bool) -> SlidesResult:
+    path = Path(source)
     out.mkdir(parents=True, exist_ok=True)
     slides, figures, figure_slides, title = _render(nb, out, path.stem)
     if not slides:
@@ -521,8 +530,6 @@ Reveal.initialize({{ hash: true, width: {SLIDE_W}, height: {SLIDE_H}, margin: 0.
         raise InputError(f"the deck would load external URLs ({', '.join(leaks[:3])}); "
                          "tag the cell 'skip-slides'.", path=str(path))
     index = out / "index.html"
-    tmp = out / ".index.html.tmp"
-    tmp.write_text(page, encoding="utf-8")
-    os.replace(tmp, index)
+    write_output(index, page.encode("utf-8"))
     return SlidesResult(index=index, slides=len(slides), figures=figures, figure_slides=figure_slides,
                         executed=executed)

@@ -27,7 +27,6 @@ import struct
 from array import array
 
 from ..engine import Simulator
-from ..errors import InputError
 from ..net.link import Link, Packet
 from ..net.tcp import TcpAck, TcpControl, TcpSegment
 
@@ -151,13 +150,12 @@ class PcapRecorder:
 
 def write_pcap(path: str, records) -> int:
     """Write ``(time_s, ipv4_packet)`` records as a nanosecond pcap (LINKTYPE_RAW)."""
-    try:
-        with open(path, "wb") as fh:
-            fh.write(struct.pack("<IHHiIII", _PCAP_NS_MAGIC, 2, 4, 0, 0, 65535, LINKTYPE_RAW))
-            for time_s, frame in records:
-                ns = round(time_s * 1e9)
-                fh.write(struct.pack("<IIII", ns // 1_000_000_000, ns % 1_000_000_000, len(frame), len(frame)))
-                fh.write(frame)
-    except OSError as exc:
-        raise InputError(f"cannot write the capture: {exc.strerror or exc}", path=path) from None
+    from ..outfiles import write_output
+
+    out = [struct.pack("<IHHiIII", _PCAP_NS_MAGIC, 2, 4, 0, 0, 65535, LINKTYPE_RAW)]
+    for time_s, frame in records:
+        ns = round(time_s * 1e9)
+        out.append(struct.pack("<IIII", ns // 1_000_000_000, ns % 1_000_000_000, len(frame), len(frame)))
+        out.append(frame)
+    write_output(path, b"".join(out))      # a device or FIFO written through, a file replaced whole
     return len(records)

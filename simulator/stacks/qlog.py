@@ -10,6 +10,8 @@ import os
 
 from aioquic.quic.logger import QuicLogger, QuicLoggerTrace
 
+from ..outfiles import write_output
+
 __all__ = ["SimQuicLogger", "SimQuicLoggerTrace", "stream_frames_resent_in_qlog"]
 
 
@@ -54,8 +56,8 @@ class SimQuicLogger(QuicLogger):
         paths = []
         for trace in self._traces:
             path = os.path.join(directory, f"{name}-{'client' if trace.is_client else 'server'}.qlog")
-            with open(path, "w") as fh:
-                json.dump({"qlog_format": "JSON", "qlog_version": "0.3", "traces": [trace.to_dict()]}, fh)
+            doc = {"qlog_format": "JSON", "qlog_version": "0.3", "traces": [trace.to_dict()]}
+            write_output(path, json.dumps(doc).encode("utf-8"))
             paths.append(path)
         return paths
 

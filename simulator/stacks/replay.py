@@ -131,10 +131,15 @@ def run_specs(specs: list[ExchangeSpec], params: StackParams, *, qlog_dir: str |
         if keylog_path is not None:
             if params.stack == "h2" and not params.tls:
                 raise InputError("a key log needs TLS: the h2 stack runs cleartext with tls=False (--no-tls)")
-            keylog = stack.enter_context(_open(keylog_path, "w"))
+            from ..outfiles import staged_output
+
+            # Written into a temporary file as the handshakes go, then made the key log whole
+            # (a device or FIFO written through): a failed replay leaves no partial key log.
+            staged = stack.enter_context(staged_output(keylog_path))
+            keylog = stack.enter_context(_open(staged, "w"))
             if params.stack == "h2":
                 from .tls import TlsContexts
-                tls = TlsContexts(params.seed, keylog_path)     # OpenSSL appends to the emptied file
+                tls = TlsContexts(params.seed, staged)     # OpenSSL appends to the emptied file
         if pcap_path is not None:
             from .pcap import PcapRecorder
             pcap = PcapRecorder(sim)
@@ -185,10 +190,9 @@ def run_specs(specs: list[ExchangeSpec], params: StackParams, *, qlog_dir: str |
 
 
 def _open(path: str, mode: str):
-    try:
-        return open(path, mode)
-    except OSError as exc:
-        raise InputError(f"cannot write: {exc.strerror or exc}", path=path) from None
+    from ..outfiles import open_output_stream
+
+    return open_output_stream(path, mode)     # a FIFO without a reader refused, never waited on
 
 
 def _result(specs, params: StackParams, sim: Simulator, recorder: Recorder, sessions: dict) -> Result:

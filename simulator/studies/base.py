@@ -178,7 +178,7 @@ def add_network_flags(p: argparse.ArgumentParser, *, rtt: str | None = None, bw:
                        help="cleartext HTTP/2 with prior knowledge instead of TLS 1.3 (one RTT less per connection)")
         added.append("no_tls")
     if seed is not None:
-        p.add_argument("--seed", default=seed, type=int, help="seed of every random draw")
+        p.add_argument("--seed", default=seed, type=argtypes.seed, help="seed of every random draw")
         added.append("seed")
     p.set_defaults(network_flags=tuple(added))
 

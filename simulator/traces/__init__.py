@@ -28,7 +28,7 @@ TraceError = InputError
 
 def detect_format(data: bytes, path: str | None = None) -> str:
     """``"har"``, ``"qpack-interop"`` or ``"qif"`` from a file's bytes."""
-    from .interop import looks_like_records
+    from .interop import interop_settings, looks_like_records
 
     if not data.strip():
         raise InputError("the file is empty.", path=path)
@@ -36,8 +36,8 @@ def detect_format(data: bytes, path: str | None = None) -> str:
     binary = _binary(data[:4096])
     if head.startswith((b"{", b"[")) and not binary:
         return "har"
-    if looks_like_records(data):
-        return "qpack-interop"
+    if looks_like_records(data) or (binary and path is not None and interop_settings(path) is not None):
+        return "qpack-interop"       # by its bytes, or by its name (<qif>.out.T.B.A): the reader names the offset
     if binary:
         raise InputError("not a trace the workbench can read: binary data that is not QPACK offline-interop "
                          "records (u64 stream id, u32 length, bytes); traces are HAR (JSON), QIF (text) or "

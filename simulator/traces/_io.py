@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import os
-import tempfile
+import stat
 
 from ..errors import InputError
 
@@ -11,26 +11,12 @@ __all__ = ["atomic_write", "read_bytes", "read_input"]
 
 
 def atomic_write(path: str, data: bytes) -> None:
-    """Write ``data`` to ``path`` atomically: a temporary file in the same folder, then ``os.replace``."""
-    path = str(path)
-    folder = os.path.dirname(os.path.abspath(path))
-    fd, tmp = tempfile.mkstemp(dir=folder, prefix=".tmp-", suffix="-" + os.path.basename(path))
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-        os.chmod(tmp, _mode(path))  # mkstemp makes 0600; give the usual permissions
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
+    """Write the output file ``path``: a regular file replaced atomically (temporary file in
+    the same folder, then ``os.replace``), a device, FIFO or symlink written through, never
+    replaced (``simulator.outfiles.write_output``)."""
+    from ..outfiles import write_output
 
-
-def _mode(path: str) -> int:
-    try:
-        return os.stat(path).st_mode & 0o777
-    except FileNotFoundError:
-        return 0o644
+    write_output(path, data)
 
 
 def read_bytes(path: str) -> bytes:
@@ -39,13 +25,31 @@ def read_bytes(path: str) -> bytes:
         return f.read()
 
 
-def read_input(path: str) -> bytes:
-    """An input file's bytes; a missing file, a folder or an unreadable file is an ``InputError``."""
+def read_input(path: str, limit: int | None = None, what: str = "trace file") -> bytes:
+    """An input file's bytes; a missing file, a folder, a FIFO or device (read forever, or
+    never), a file over ``limit`` bytes (``limits.MAX_TRACE_BYTES``) or an unreadable file
+    is an ``InputError``."""
+    from .limits import MAX_TRACE_BYTES
+
+    limit = MAX_TRACE_BYTES if limit is None else limit
     try:
-        return read_bytes(path)
+        st = os.stat(path)
+        if stat.S_ISDIR(st.st_mode):
+            raise IsADirectoryError
+        if not stat.S_ISREG(st.st_mode):
+            kind = "a FIFO" if stat.S_ISFIFO(st.st_mode) else "a device or socket"
+            raise InputError(f"is {kind}, not a {what} (read from regular files only).", path=path)
+        if st.st_size > limit:
+            raise InputError(f"is {st.st_size} bytes, above the limit of {limit} (simulator.traces.limits).",
+                             path=path)
+        with open(path, "rb") as f:
+            data = f.read(limit + 1)          # the file may have grown since the stat
     except FileNotFoundError:
         raise InputError("no such file.", path=path) from None
     except IsADirectoryError:
-        raise InputError("is a directory, not a trace file.", path=path) from None
+        raise InputError(f"is a directory, not a {what}.", path=path) from None
     except OSError as exc:
         raise InputError(f"cannot be read ({exc.strerror}).", path=path) from None
+    if len(data) > limit:
+        raise InputError(f"is above the limit of {limit} bytes (simulator.traces.limits).", path=path)
+    return data

@@ -11,13 +11,13 @@
 
 from __future__ import annotations
 
-import argparse
 import json
 
 from .. import argtypes
 from ..errors import InputError
 from . import load
 from .model import Trace
+from .synth import MAX_REQUESTS as SYNTH_MAX_REQUESTS, MIN_REQUESTS as SYNTH_MIN_REQUESTS
 
 DIRECTIONS = ("both", "requests", "responses")
 
@@ -245,27 +245,10 @@ def cmd_synth(args) -> int:
     return 0
 
 
-def _nonnegative(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"{value} is negative")
-    return value
-
-
-def _positive(text: str) -> int:
-    value = _nonnegative(text)
-    if value == 0:
-        raise argparse.ArgumentTypeError("must be at least 1")
-    return value
-
-
 def _interop_options(p) -> None:
-    p.add_argument("--capacity", type=_nonnegative, default=None,
+    p.add_argument("--capacity", type=argtypes.count(0, 1 << 30), default=None,
                    help="QPACK table capacity for interop files (default: from the file name)")
-    p.add_argument("--blocked", type=_nonnegative, default=None,
+    p.add_argument("--blocked", type=argtypes.count(0, 65_535), default=None,
                    help="QPACK blocked-streams limit for interop files (default: from the file name)")
 
 
@@ -293,13 +276,14 @@ def add_commands(subparsers) -> None:
 
     p = sub.add_parser("synth", help="write a seeded synthetic browsing session")
     p.add_argument("output", metavar="OUT", type=argtypes.output_file)
-    p.add_argument("--pages", type=_positive, default=1, help="page loads (default 1)")
-    p.add_argument("--seed", type=_nonnegative, default=0, help="random seed (default 0)")
+    p.add_argument("--pages", type=argtypes.count(1, 10_000), default=1, help="page loads (default 1, at most 10,000)")
+    p.add_argument("--seed", type=argtypes.count(0), default=0, help="random seed (default 0)")
     p.add_argument("--format", choices=("har", "qif"), default=None,
                    help="output format (default: qif for a .qif name, else har)")
-    p.add_argument("--requests", type=_positive, default=None,
-                   help="requests per page (default: drawn around the HTTP Archive median)")
-    p.add_argument("--origins", type=_nonnegative, default=None,
+    p.add_argument("--requests", type=argtypes.count(SYNTH_MIN_REQUESTS, SYNTH_MAX_REQUESTS), default=None,
+                   help=f"requests per page, {SYNTH_MIN_REQUESTS} to {SYNTH_MAX_REQUESTS} (default: drawn around the "
+                        "HTTP Archive median)")
+    p.add_argument("--origins", type=argtypes.count(0, 10_000), default=None,
                    help="third-party origins to draw from (default: drawn from Web Almanac figures); "
                         "requests pick them by Zipf weight, so a page may not use them all")
     p.add_argument("--third-party-share", type=argtypes.probability, default=None, metavar="P",

@@ -43,12 +43,13 @@ from __future__ import annotations
 
 import functools
 import json
+import math
 import re
 from datetime import datetime, timedelta, timezone
 from urllib.parse import urljoin as _urljoin, urlsplit as _urlsplit
 
 from ..errors import InputError
-from . import harfields
+from . import harfields, limits
 from ._io import atomic_write
 from .model import Exchange, HeaderList, Page, Trace
 
@@ -147,6 +148,7 @@ def _fields(raw_headers, where, path) -> list[tuple[bytes, bytes]]:
 
 def _request_headers(request: dict, where: str, path) -> HeaderList:
     fields = _fields(request.get("headers"), where, path)
+    limits.check_field_section(fields, path=path, where=where, what="request header")
     method = str(request.get("method") or "GET")
     url = request["url"]
     given = {n: v for n, v in fields if n.startswith(b":")}
@@ -166,6 +168,7 @@ def _request_headers(request: dict, where: str, path) -> HeaderList:
 
 def _response_headers(response: dict, where: str, path) -> HeaderList | None:
     fields = _fields(response.get("headers"), where, path)
+    limits.check_field_section(fields, path=path, where=where, what="response header")
     status = response.get("status")
     given = next((v for n, v in fields if n == b":status"), None)
     regular = [(n, v) for n, v in fields if not n.startswith(b":")]
@@ -180,8 +183,32 @@ def _response_headers(response: dict, where: str, path) -> HeaderList | None:
     return ((b":status", code),) + tuple(regular)  # RFC 9113 8.3.2: :status first
 
 
-def _size(value) -> int:
-    return value if isinstance(value, int) and value > 0 else 0
+# HAR 1.2 timings (section 4.2.16): numbers of milliseconds, -1 where a phase does not apply.
+TIMING_PHASES = ("blocked", "dns", "connect", "send", "wait", "receive", "ssl")
+
+
+def _timings(timings, where: str, path) -> dict | None:
+    """An entry's timings: the HAR phases checked (plain finite numbers of ms, in range),
+    a producer's own numeric fields kept when finite, anything else (``comment``) left out."""
+    if timings is None:
+        return None
+    if not isinstance(timings, dict):
+        raise InputError(f"timings is {type(timings).__name__}, not an object.", path=path, where=where)
+    out = {}
+    for key, value in timings.items():
+        if key in TIMING_PHASES:
+            if value is None:
+                continue
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) \
+                    or abs(value) > limits.MAX_TIME_MS:
+                shown = repr(value)[:40] if not isinstance(value, (list, dict)) else type(value).__name__
+                raise InputError(f"timings.{key} is {shown}, not a finite number of milliseconds up to "
+                                 f"{limits.MAX_TIME_MS:.0e}.", path=path, where=where)
+            out[key] = value
+        elif isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value) \
+                and abs(value) <= limits.MAX_TIME_MS:
+            out[key] = value
+    return out
 
 
 def _parse_time(text, where, path) -> datetime | None:
@@ -202,6 +229,9 @@ def parse_har(doc, path: str | None = None) -> Trace:
     entries = log.get("entries")
     if not isinstance(entries, list):
         raise InputError("the HAR log has no \"entries\" list.", path=path)
+    if len(entries) > limits.MAX_ENTRIES:
+        raise InputError(f"the HAR has {len(entries)} entries, above the limit of {limits.MAX_ENTRIES} "
+                         "(simulator.traces.limits).", path=path)
 
     rows, cached, no_network = [], 0, 0
     for i, entry in enumerate(entries):
@@ -217,12 +247,16 @@ def parse_har(doc, path: str | None = None) -> Trace:
         url = request.get("url")
         if not isinstance(url, str) or not url:
             raise InputError("request has no url.", path=path, where=where)
-        parts = urlsplit(url)
+        try:
+            parts = urlsplit(url)             # ValueError: a malformed IPv6 literal, NFKC-invalid netloc
+        except ValueError as exc:
+            raise InputError(f"request url {url[:80]!r} cannot be parsed ({exc}).", path=path, where=where) from None
         if parts.scheme.lower() in harfields.NO_NETWORK_SCHEMES:
             no_network += 1   # data:, blob: ...: the browser made no request on the network
             continue
         if not parts.netloc and request.get("method", "GET") != "CONNECT":
-            raise InputError(f"request url {url!r} is not absolute.", path=path, where=where)
+            raise InputError(f"request url {url[:80]!r} is not absolute.", path=path, where=where)
+        limits.check_url(parts, url, path=path, where=where)
         rows.append((_parse_time(entry.get("startedDateTime"), where, path), i, entry))
 
     # Sort by start time; entries without one keep their place at the end.
@@ -230,6 +264,10 @@ def parse_har(doc, path: str | None = None) -> Trace:
         rows = [(None, i, e) for _, i, e in rows]
     rows.sort(key=lambda r: (r[0] is None, r[0] or datetime.min.replace(tzinfo=timezone.utc), r[1]))
     t0 = rows[0][0] if rows else None
+    for t, i, _ in rows:
+        if t is not None and t0 is not None and abs((t - t0).total_seconds()) > limits.MAX_SPAN_S:
+            raise InputError(f"startedDateTime is {(t - t0).total_seconds():.0f} s from the first entry's, above "
+                             f"the limit of {limits.MAX_SPAN_S:.0e} s.", path=path, where=f"entry {i}")
 
     exchanges, transfer = [], []
     unknown_sizes = 0
@@ -237,8 +275,8 @@ def parse_har(doc, path: str | None = None) -> Trace:
         exchanges.append(_exchange(index, entry, f"entry {i}", path, t, t0))
         unknown_sizes += exchanges[-1].body_bytes_from == "unknown" and exchanges[-1].status not in (None, 204, 304)
         response = entry.get("response") if isinstance(entry.get("response"), dict) else {}
-        ts = response.get("_transferSize")
-        transfer.append(ts if isinstance(ts, int) and ts >= 0 else None)
+        transfer.append(harfields.size_field(response.get("_transferSize"), "response._transferSize", path,
+                                             f"entry {i}") if isinstance(response.get("_transferSize"), int) else None)
 
     pages = []
     for j, p in enumerate(log.get("pages") or ()):
@@ -250,8 +288,9 @@ def parse_har(doc, path: str | None = None) -> Trace:
         pages.append(Page(id=p["id"], title=p.get("title") if isinstance(p.get("title"), str) else None,
                           start_s=(pt - t0).total_seconds() if pt is not None and t0 is not None else None,
                           url=next((p[k] for k in ("_URL", "_url") if isinstance(p.get(k), str)), None),
-                          on_load_s=_page_time(timings.get("onLoad")),
-                          on_content_load_s=_page_time(timings.get("onContentLoad")),
+                          on_load_s=_page_time(timings.get("onLoad"), "onLoad", path, f"page {j}"),
+                          on_content_load_s=_page_time(timings.get("onContentLoad"), "onContentLoad", path,
+                                                       f"page {j}"),
                           repeat_view=bool(cached_view) if isinstance(cached_view, (int, bool)) else None))
 
     meta = {"transfer_sizes": transfer}
@@ -283,13 +322,18 @@ def _exchange(index: int, entry: dict, where: str, path, t, t0) -> Exchange:
     pseudo = dict(h for h in req or () if h[0].startswith(b":"))
     scheme = _s(pseudo.get(b":scheme", b"")) or urlsplit(url).scheme or "https"
     authority = _s(pseudo.get(b":authority", b""))
+    if authority:                   # the origin is made of it: a host a client could connect to
+        limits.check_authority(authority, path=path, where=where)
     status = response.get("status") if isinstance(response.get("status"), int) else None
-    wire, decoded, size_from = harfields.wire_and_decoded_bytes(entry, response, status)
+    if isinstance(status, bool) or status is not None and not -1 <= status <= 999:     # RFC 9110 15: 3 digits
+        raise InputError(f"response.status {status!r} is not a three-digit status code.", path=path, where=where)
+    wire, decoded, size_from = harfields.wire_and_decoded_bytes(entry, response, status, path, where)
     post = request.get("postData") if isinstance(request.get("postData"), dict) else {}
-    req_body = _size(request.get("bodySize")) or len(_b(str(post.get("text") or "")))
+    req_body = harfields.size_field(request.get("bodySize"), "request.bodySize", path, where) \
+        or len(_b(str(post.get("text") or "")))
     init_url, init_type = harfields.initiator(entry)
     if init_url is not None:
-        init_url = urljoin(url, init_url)
+        init_url = _join(url, init_url, "_initiator url", where, path)
     content = response.get("content") if isinstance(response.get("content"), dict) else {}
     mime = next((_s(v) for n, v in resp or () if n == b"content-type"), "") \
         or str(content.get("mimeType") or entry.get("_contentType") or "")
@@ -298,7 +342,7 @@ def _exchange(index: int, entry: dict, where: str, path, t, t0) -> Exchange:
         rtype, rtype_from = None, None     # a response-only header list (e.g. from QIF): no resource
     location = next((_s(v) for n, v in resp or () if n == b"location"), None) \
         or (response.get("redirectURL") if isinstance(response.get("redirectURL"), str) else None)
-    timings = entry.get("timings")
+    timings = _timings(entry.get("timings"), where, path)
     conn = entry.get("connection") if entry.get("connection") not in (None, "") else entry.get("_socket")
     blocking = entry.get("_renderBlocking")
     return Exchange(
@@ -316,19 +360,35 @@ def _exchange(index: int, entry: dict, where: str, path, t, t0) -> Exchange:
         initiator=init_url,
         initiator_type=init_type,
         url=None if no_request else url,
-        timings=dict(timings) if isinstance(timings, dict) else None,
+        timings=timings,
         response_content_bytes=decoded if decoded != wire else None,
         http_version=harfields.http_version(entry, response, request),
-        redirect_url=urljoin(url, location) if location and status and 300 <= status < 400 else None,
+        redirect_url=_join(url, location, "redirect location", where, path)
+        if location and status and 300 <= status < 400 else None,
         resource_type_from=rtype_from,
         render_blocking=blocking if isinstance(blocking, str) else None,
         body_bytes_from=size_from,
     )
 
 
-def _page_time(ms) -> float | None:
-    """A pageTimings value (ms) in seconds; -1, 0, missing or not a number -> None."""
-    if isinstance(ms, bool) or not isinstance(ms, (int, float)) or not ms > 0 or ms != ms:
+def _join(base: str, ref: str, what: str, where: str, path) -> str:
+    """``ref`` resolved against ``base`` (RFC 3986 5.2); a reference ``urlsplit`` cannot read
+    (a malformed IPv6 literal, a host NFKC makes invalid) is an ``InputError`` naming ``what``."""
+    try:
+        return urljoin(base, ref)
+    except ValueError as exc:
+        raise InputError(f"{what} {ref[:80]!r} cannot be parsed ({exc}).", path=path, where=where) from None
+
+
+def _page_time(ms, field: str = "pageTimings", path=None, where=None) -> float | None:
+    """A pageTimings value (ms) in seconds; -1, 0, missing or not a number -> None; an
+    ``Infinity``, ``NaN`` or a time above ``limits.MAX_TIME_MS`` is an ``InputError``."""
+    if isinstance(ms, bool) or not isinstance(ms, (int, float)):
+        return None
+    if not math.isfinite(ms) or ms > limits.MAX_TIME_MS:
+        raise InputError(f"pageTimings.{field} is {ms}, not a finite number of milliseconds up to "
+                         f"{limits.MAX_TIME_MS:.0e}.", path=path, where=where)
+    if not ms > 0:
         return None
     return float(ms) / 1000.0
 
@@ -360,6 +420,12 @@ def _read_json(path: str, data: bytes | None = None):
         what = "the HAR is truncated" if exc.pos >= len(text.rstrip()) else "the HAR is not valid JSON"
         raise InputError(f"{what} ({exc.msg}).", path=path,
                          where=f"line {exc.lineno}, column {exc.colno}") from None
+    except RecursionError:
+        raise InputError("the HAR's JSON is nested deeper than the parser goes (simulator.traces.limits).",
+                         path=path) from None
+    except ValueError as exc:       # an integer of more than sys.get_int_max_str_digits() digits
+        raise InputError(f"the HAR holds a number the parser refuses ({str(exc).split(';')[0]}).",
+                         path=path) from None
 
 
 def load_har(path: str, data: bytes | None = None) -> Trace:

@@ -40,8 +40,10 @@ import json
 import re
 from urllib.parse import urlsplit
 
+from .limits import MAX_BODY_BYTES, number
+
 __all__ = ["RESOURCE_TYPES", "resource_type", "wire_and_decoded_bytes", "http_version", "initiator",
-           "priority", "response_header_bytes", "NO_NETWORK_SCHEMES"]
+           "priority", "response_header_bytes", "size_field", "NO_NETWORK_SCHEMES"]
 
 RESOURCE_TYPES = ("document", "stylesheet", "script", "font", "image", "xhr", "fetch", "media", "other")
 
@@ -130,25 +132,26 @@ def response_header_bytes(headers) -> int:
     return size
 
 
-def _int(value) -> int | None:
-    """An integer size, or None for a missing, negative or non-numeric one (WebPageTest writes strings)."""
-    if isinstance(value, bool):
-        return None
-    if isinstance(value, (int, float)) and value == value and value >= 0 and value < 2**53:
-        return int(value)
-    if isinstance(value, str) and value.strip().isdigit():
-        return int(value.strip())
-    return None
+def size_field(value, field: str, path=None, where=None) -> int | None:
+    """A size in bytes, or None for a missing or "not known" one (-1); WebPageTest writes
+    some as strings of digits.  Anything else that is not a plain finite number, or a size
+    above ``limits.MAX_BODY_BYTES``, is an ``InputError`` naming ``field``."""
+    return number(value, field, limit=MAX_BODY_BYTES, path=path, where=where)
 
 
-def wire_and_decoded_bytes(entry: dict, response: dict, status: int | None) -> tuple[int, int, str]:
+def wire_and_decoded_bytes(entry: dict, response: dict, status: int | None, path=None,
+                           where=None) -> tuple[int, int, str]:
     """(bytes on the wire, decoded bytes, the field the wire bytes came from)."""
     content = response.get("content") if isinstance(response.get("content"), dict) else {}
-    body = _int(response.get("bodySize"))
-    decoded = _int(content.get("size"))
-    saved = _int(content.get("compression")) or 0
-    transfer = _int(response.get("_transferSize"))
-    headers_size = _int(response.get("headersSize"))
+
+    def _int(value, field):
+        return size_field(value, field, path, where)
+
+    body = _int(response.get("bodySize"), "response.bodySize")
+    decoded = _int(content.get("size"), "response.content.size")
+    saved = _int(content.get("compression"), "response.content.compression") or 0
+    transfer = _int(response.get("_transferSize"), "response._transferSize")
+    headers_size = _int(response.get("headersSize"), "response.headersSize")
     header_bytes = headers_size if headers_size else response_header_bytes(response.get("headers"))
     no_body = (status is not None and (status < 200 or status in (204, 304))) or decoded == 0 \
         or (transfer is not None and transfer <= header_bytes)
@@ -160,7 +163,7 @@ def wire_and_decoded_bytes(entry: dict, response: dict, status: int | None) -> t
     elif decoded is not None:
         wire, source = max(0, decoded - saved), "content.size"
     else:
-        obj = _int(entry.get("_objectSize"))
+        obj = _int(entry.get("_objectSize"), "_objectSize")
         if obj is not None:
             wire, source = obj, "_objectSize"
     if wire is None:
@@ -205,7 +208,7 @@ def initiator(entry: dict) -> tuple[str | None, str | None]:
     if isinstance(entry.get("_initiator_detail"), str) and not isinstance(init, dict):
         try:
             detail = json.loads(entry["_initiator_detail"])
-        except ValueError:
+        except (ValueError, RecursionError):      # not JSON, or nested past the parser's depth
             detail = None
         if isinstance(detail, dict):
             kind = kind or (detail.get("type") if isinstance(detail.get("type"), str) else None)

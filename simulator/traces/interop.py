@@ -23,6 +23,7 @@ import pylsqpack
 
 from ..errors import InputError
 from ._io import atomic_write, read_input
+from .limits import MAX_ENTRIES, check_field_section
 from .model import Exchange, Trace
 from .qif import _origin
 
@@ -50,6 +51,9 @@ def parse_records(data: bytes, path: str | None = None) -> list[tuple[int, bytes
                              f"only {len(data) - start} remain.", path=path, where=f"byte offset {offset}")
         records.append((stream_id, data[start:start + length]))
         offset = start + length
+        if len(records) > 2 * MAX_ENTRIES:     # a field section and an encoder-stream chunk each
+            raise InputError(f"more than {2 * MAX_ENTRIES} records, above the limit (simulator.traces.limits).",
+                             path=path, where=f"byte offset {offset}")
     return records
 
 
@@ -140,6 +144,7 @@ def load_interop(path: str, max_table_capacity: int | None = None, blocked_strea
                 except pylsqpack.DecompressionFailed as exc:
                     raise InputError(f"stream {sid} cannot be decoded ({exc}).", path=path, where=where) from None
                 sections[k][2] = tuple(headers)
+                check_field_section(sections[k][2], path=path, where=where, what="decoded header")
             continue
         if stream_id in blocked:
             raise InputError(f"stream {stream_id} sends a second field section while its first is blocked.",
@@ -148,6 +153,7 @@ def load_interop(path: str, max_table_capacity: int | None = None, blocked_strea
         try:
             _, headers = decoder.feed_header(stream_id, payload)
             sections[-1][2] = tuple(headers)
+            check_field_section(sections[-1][2], path=path, where=where, what="decoded header")
         except pylsqpack.StreamBlocked:
             blocked[stream_id] = len(sections) - 1
         except pylsqpack.DecompressionFailed as exc:
@@ -163,7 +169,8 @@ def load_interop(path: str, max_table_capacity: int | None = None, blocked_strea
         if headers and headers[0][0] == b":status":
             exchanges.append(Exchange(index=i, response_headers=headers))
         else:
-            exchanges.append(Exchange(index=i, request_headers=headers, origin=_origin(headers or ())))
+            exchanges.append(Exchange(index=i, request_headers=headers,
+                                      origin=_origin(headers or (), path, f"field section {i} (stream {stream_id})")))
     meta = {
         "max_table_capacity": max_table_capacity,
         "blocked_streams": blocked_streams,

@@ -1,6 +1,7 @@
 """QIF ("QPACK Interop Format") loader and writer (format ``"qif"``).
 
-A QIF file is text: each line is ``name<TAB>value``; a blank line ends one header
+A QIF file is text: each line is ``name<TAB>value`` (lines end in LF, CRLF, or CR in a file
+that has no LF at all); a blank line ends one header
 list; a line starting with ``#`` is a comment.  Lists appear in the order they were
 sent.  Names and values are kept as bytes, exactly as written (the value is
 everything after the first tab).
@@ -20,7 +21,8 @@ from __future__ import annotations
 from typing import Iterable
 
 from ..errors import InputError
-from ._io import atomic_write, read_bytes
+from ._io import atomic_write, read_input
+from .limits import MAX_ENTRIES, check_authority, check_field_section
 from .model import Exchange, HeaderList, Trace, header_value
 
 __all__ = ["load_qif", "parse_qif", "write_qif", "qif_bytes"]
@@ -32,12 +34,15 @@ def parse_qif(data: bytes, path: str | None = None) -> list[HeaderList]:
         raise InputError("the file is empty.", path=path)
     lists: list[HeaderList] = []
     current: list[tuple[bytes, bytes]] = []
-    for lineno, line in enumerate(data.split(b"\n"), start=1):
+    # Lines end in LF or CRLF; a file with CRs and no LF at all (old Mac text) ends them in CR.
+    # A CR inside a CRLF or LF file stays part of its value, as write_qif wrote it.
+    newline = b"\r" if b"\n" not in data and b"\r" in data else b"\n"
+    for lineno, line in enumerate(data.split(newline), start=1):
         if line.endswith(b"\r"):
             line = line[:-1]
         if not line.strip():
             if current:
-                lists.append(tuple(current))
+                _add(lists, current, path, lineno)
                 current = []
             continue
         if line.startswith(b"#"):
@@ -49,16 +54,26 @@ def parse_qif(data: bytes, path: str | None = None) -> list[HeaderList]:
             raise InputError("the line has an empty field name.", path=path, where=f"line {lineno}")
         current.append((name, value))
     if current:
-        lists.append(tuple(current))
+        _add(lists, current, path, lineno)
     if not lists:
         raise InputError("the file holds no header lists (only comments or blank lines).", path=path)
     return lists
 
 
-def _origin(headers: HeaderList) -> str | None:
+def _add(lists: list, fields: list, path, lineno: int) -> None:
+    """One finished header list (ending before line ``lineno``), within the limits."""
+    check_field_section(fields, path=path, where=f"the list ending at line {lineno}")
+    if len(lists) >= MAX_ENTRIES:
+        raise InputError(f"more than {MAX_ENTRIES} header lists, above the limit (simulator.traces.limits).",
+                         path=path, where=f"line {lineno}")
+    lists.append(tuple(fields))
+
+
+def _origin(headers: HeaderList, path=None, where=None) -> str | None:
     authority = header_value(headers, b":authority") or header_value(headers, b"host")
     if not authority:
         return None
+    check_authority(authority.decode("latin-1"), path=path, where=where)   # a host a client could connect to
     scheme = header_value(headers, b":scheme") or b"https"
     return f"{scheme.decode('latin-1')}://{authority.decode('latin-1')}"
 
@@ -69,11 +84,12 @@ def load_qif(path: str, data: bytes | None = None) -> Trace:
     with no partner is an exchange of its own."""
     path = str(path)
     if data is None:
-        data = read_bytes(path)
+        data = read_input(path)
     exchanges = []
-    for headers in parse_qif(data, path):
+    for k, headers in enumerate(parse_qif(data, path)):
         if headers[0][0] != b":status":
-            exchanges.append(Exchange(index=len(exchanges), request_headers=headers, origin=_origin(headers)))
+            exchanges.append(Exchange(index=len(exchanges), request_headers=headers,
+                                      origin=_origin(headers, path, f"header list {k}")))
         elif exchanges and exchanges[-1].response_headers is None and exchanges[-1].request_headers is not None:
             exchanges[-1].response_headers = headers      # the response to the request just before it
         else:

@@ -81,7 +81,11 @@ from email.utils import format_datetime
 from ..errors import InputError
 from .model import Exchange, Page, Trace
 
-__all__ = ["SynthParams", "generate"]
+__all__ = ["SynthParams", "generate", "MIN_REQUESTS", "MAX_REQUESTS"]
+
+# A page has 5 to 400 requests: the drawn count is clipped to this range, and a count asked
+# for (``requests``, ``trace synth --requests``) outside it is refused, not clipped in silence.
+MIN_REQUESTS, MAX_REQUESTS = 5, 400
 
 TYPES = ("script", "image", "stylesheet", "font", "iframe", "fetch")
 
@@ -222,7 +226,7 @@ class _Gen:
         page_list, t, prev_url = [], 0.0, None
         for k in range(pages):
             count = first_requests if k == 0 else (p.requests or round(self.lognormal(p.requests_median, p.requests_sigma)))
-            count = max(5, min(count, 400))
+            count = max(MIN_REQUESTS, min(count, MAX_REQUESTS))
             path = "/" if k == 0 else f"/{self.word()}/{self.word()}-{self.word()}-{rng.randint(10**7, 10**8 - 1)}"
             page_id = f"page_{k + 1}"
             page_list.append(Page(id=page_id, title=f"https://{www.name}{path}", start_s=round(t, 3)))
@@ -423,8 +427,9 @@ def generate(pages: int = 1, seed: int = 0, **params) -> Trace:
     if pages < 1:
         raise InputError(f"pages must be at least 1, not {pages}.")
     p = replace(SynthParams(), **params)
-    if p.requests is not None and p.requests < 2:
-        raise InputError(f"requests per page must be at least 2, not {p.requests}.")
+    if p.requests is not None and not MIN_REQUESTS <= p.requests <= MAX_REQUESTS:
+        raise InputError(f"requests per page must be {MIN_REQUESTS} to {MAX_REQUESTS} (the generator's page "
+                         f"sizes), not {p.requests}.")
     if not 0.0 <= p.third_party_share <= 1.0:
         raise InputError(f"the third-party share must be in [0, 1], not {p.third_party_share}.")
     if not 0.0 <= p.third_party_zipf_s <= 10.0:

@@ -5,7 +5,6 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from pathlib import Path
 
 import pandas as pd
 
@@ -47,10 +46,10 @@ def _cmd(args: argparse.Namespace) -> int:
         result.params["seeds"] = args.seeds
         result.params["aggregate"] = "median over seeds"
     if args.write_topology:
-        out = Path(args.write_topology)
-        tmp = out.with_name(out.name + ".tmp")
-        tmp.write_text(json.dumps(topo.to_dict(), indent=2, sort_keys=True) + "\n", encoding="utf-8")
-        tmp.replace(out)
+        from ...outfiles import write_output
+
+        write_output(args.write_topology,
+                     (json.dumps(topo.to_dict(), indent=2, sort_keys=True) + "\n").encode("utf-8"))
     if args.json:
         print(result.to_json())
         return 0

@@ -168,25 +168,35 @@ def default_topology(hosts: list[str], document_host: str, seed: int) -> Topolog
 
 
 def _load_table(path: str, kind: str) -> dict:
+    from ...traces._io import read_input
+
     p = Path(path)
     try:
-        text = p.read_text(encoding="utf-8")
+        if not p.exists() and not p.is_symlink():
+            raise FileNotFoundError
+        # a regular file of at most 16 MiB: a FIFO or /dev/zero is refused, not read forever
+        text = read_input(path, limit=16 << 20, what=f"{kind} file").decode("utf-8")
     except FileNotFoundError:
         raise InputError(f"no such {kind} file.", path=path) from None
     except UnicodeDecodeError:
         raise InputError(f"the {kind} file is not UTF-8 text.", path=path) from None
-    except OSError as exc:
-        raise InputError(f"the {kind} file cannot be read ({exc.strerror}).", path=path) from None
     if p.suffix.lower() == ".toml":
         try:
             data = tomllib.loads(text)
         except tomllib.TOMLDecodeError as exc:
-            raise InputError(f"not valid TOML ({exc}).", path=path) from None
+            raise InputError(f"not valid TOML ({str(exc).splitlines()[0]}).", path=path) from None
+        except RecursionError:
+            raise InputError(f"the {kind} file is nested deeper than the parser goes.", path=path) from None
     else:
         try:
             data = json.loads(text)
         except json.JSONDecodeError as exc:
             raise InputError(f"not valid JSON ({exc.msg} at line {exc.lineno} column {exc.colno}).",
+                             path=path) from None
+        except RecursionError:
+            raise InputError(f"the {kind} file is nested deeper than the parser goes.", path=path) from None
+        except ValueError as exc:      # an integer past sys.get_int_max_str_digits()
+            raise InputError(f"the {kind} file holds a number the parser refuses ({str(exc).split(';')[0]}).",
                              path=path) from None
     if not isinstance(data, dict):
         raise InputError(f"the {kind} file must hold a table (host -> value), not {type(data).__name__}.",

@@ -64,7 +64,9 @@ def _cmd(args: argparse.Namespace) -> int:
         source = None
     result = run(source, params, progress=not args.json and sys.stderr.isatty(), leak_in_background=True)
     if args.responses:
-        result.responses.to_csv(args.responses, index=False)
+        from ...outfiles import write_output
+
+        write_output(args.responses, result.responses.to_csv(index=False).encode("utf-8"))
     if args.json:
         print(result.to_json())
         return 0
@@ -115,7 +117,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="LIBRARY:LEVEL list, e.g. brotli:5,zstd:1-19,zlib:6 (libraries: zlib, brotli, zstd)")
     p.add_argument("--scoping", default=",".join(SCOPINGS), type=argtypes.names(SCOPINGS, "scoping"),
                    help="comma-separated: " + ",".join(SCOPINGS))
-    p.add_argument("--releases", default=3, type=argtypes.count(1), help="releases (visits) of generated bodies")
+    p.add_argument("--releases", default=3, type=argtypes.count(1, 100),
+                   help="releases (visits) of generated bodies (at most 100)")
     p.add_argument("--static-dict", default="32KiB", type=argtypes.size, help="static dictionary size per MIME type")
     p.add_argument("--dict-size", default="128KiB", type=argtypes.checked(check_dictionary_bytes, "size"),
                    help="dynamic dictionary size in bytes, a power of two (the draft's 2^DSize), e.g. 128KiB")
@@ -128,7 +131,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                         "every codec, about 6x the oracle queries; the default before)")
     p.add_argument("--leak-lengths", default=None, type=argtypes.checked(_leak_lengths, "lengths"),
                    help="secret lengths for the leak, overriding --leak's (0 = no leak experiment)")
-    p.add_argument("--alignments", default=8, type=argtypes.count(1),
+    p.add_argument("--alignments", default=8, type=argtypes.count(1, 1024),
                    help="leak: rounds (fresh pads and alignment) per character before giving up")
     p.add_argument("--cpu", action="store_true", help="also measure CPU time (wall time of this machine)")
     p.add_argument("--responses", metavar="CSV", type=argtypes.output_file,
@@ -140,7 +143,7 @@ def _add_bodies_command(sub) -> None:
     b = sub.add_parser("crossstream-bodies", help="write the generated body corpus (releases in rNN/ folders)")
     b.add_argument("out", metavar="DIR", type=argtypes.output_folder, help="folder to write (created)")
     b.add_argument("--seed", default=1, type=int)
-    b.add_argument("--releases", default=3, type=argtypes.count(1))
+    b.add_argument("--releases", default=3, type=argtypes.count(1, 100))
     b.set_defaults(func=_cmd_bodies)
 
 

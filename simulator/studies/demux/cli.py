@@ -44,7 +44,9 @@ def _cmd(args: argparse.Namespace) -> int:
     params = params_from_args(args)
     result = run(None, params, progress=not args.json and sys.stderr.isatty())
     if args.rows:
-        result.summary.to_csv(args.rows, index=False)
+        from ...outfiles import write_output
+
+        write_output(args.rows, result.summary.to_csv(index=False).encode("utf-8"))
     if args.json:
         print(result.to_json())
         return 0
@@ -70,7 +72,7 @@ def _cmd(args: argparse.Namespace) -> int:
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     """The study's flags: the command line's, and the batch grid's parameters."""
-    p.add_argument("--streams", type=argtypes.count(1), default=8, help="parallel responses on the connection")
+    p.add_argument("--streams", type=argtypes.count(1, 10_000), default=8, help="parallel responses on the connection")
     p.add_argument("--size", type=argtypes.positive_size, default="4MiB", help="bytes per response body")
     p.add_argument("--window", type=argtypes.positive_size, default="1MiB",
                    help="per-stream flow-control window (SETTINGS_INITIAL_WINDOW_SIZE)")
@@ -90,7 +92,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="real: measured on this machine; model: over the TCP model (deterministic)")
     p.add_argument("--scanner", type=argtypes.names(SCANNERS, "scanner"), default="c",
                    help="real part: c, python or c,python")
-    p.add_argument("--repeat", type=argtypes.count(1), default=3, help="real part: best of N runs")
+    p.add_argument("--repeat", type=argtypes.count(1, 1000), default=3, help="real part: best of N runs")
     p.add_argument("--memory", action="store_true", help="real part: Python heap peak under tracemalloc (slower)")
     p.add_argument("--rtt", type=argtypes.durations, default="1ms,10ms,50ms", help="model: comma-separated RTTs")
     add_network_flags(p, bw="10gbit", loss="0", seed=1)

@@ -59,7 +59,9 @@ def _cmd(args: argparse.Namespace) -> int:
     params = _interop_table(trace, params, args)
     result = run(trace, params, progress=not args.json and sys.stderr.isatty())
     if args.blocks:
-        result.blocks.to_csv(args.blocks, index=False)
+        from ...outfiles import write_output
+
+        write_output(args.blocks, result.blocks.to_csv(index=False).encode("utf-8"))
     if args.json:
         print(result.to_json())
         return 0
@@ -82,7 +84,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     add_network_flags(p, rtt="100ms", bw="10mbit", loss="0", cc="reno", seed=1)
     p.add_argument("--table", default=None, type=argtypes.size,
                    help="dynamic table capacity in bytes (default 4096; a QPACK interop trace: from its file name)")
-    p.add_argument("--blocked", default=None, type=argtypes.count(0),
+    p.add_argument("--blocked", default=None, type=argtypes.count(0, 65_535),
                    help="max blocked streams (default 100; a QPACK interop trace: from its file name)")
     p.add_argument("--direction", default="auto", choices=list(DIRECTIONS),
                    help="header lists to replay; auto (default): what the trace holds")

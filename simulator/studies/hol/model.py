@@ -9,6 +9,7 @@ from collections import deque
 from dataclasses import dataclass
 
 from ...engine import Simulator
+from ...errors import InputError
 from ...frames import H2Scanner, H3Scanner, h2_frame, h3_frame
 from ...http.framing import H2_MAX_FRAME_BYTES
 from ...net.link import Jitter, Path
@@ -432,8 +433,10 @@ class SchemeRun:
         expected = len(self.items)
         if len(self.blocks) != expected:
             missing = expected - len(self.blocks)
-            raise RuntimeError(f"{self.scheme}: {missing} of {expected} header blocks were never decoded "
-                               f"(simulation stopped at {self.sim.now:.3f} s)")
+            # Not a bug but a link too slow or lossy for the trace (--bw 1bit): said in one line.
+            raise InputError(f"{self.scheme}: {missing} of {expected} header blocks were not decoded within "
+                             f"3600 s of simulated time after the last request (stopped at {self.sim.now:.3f} s); "
+                             "the link (--bw, --rtt, --loss) is too slow or lossy for this trace.")
         # Counted on the wire, the same way for both transports: every packet both ways
         # (acks included) and every packet the loss model or a full queue dropped.
         packets = losses = retransmissions = max_buffered = 0

@@ -25,7 +25,8 @@ def add_page_flags(p: argparse.ArgumentParser) -> None:
                    help="cold, warm, a per-resource hit probability, or 'list:URL URL ...' (an explicit cached set)")
     p.add_argument("--scheduler", default="urgency", choices=["urgency", "round-robin", "fifo"],
                    help="model server's response order: RFC 9218 urgency, round-robin (aioquic) or fifo (h2 stack)")
-    p.add_argument("--seeds", default=1, type=argtypes.count(1), help="run seeds SEED..SEED+N-1 and report medians")
+    p.add_argument("--seeds", default=1, type=argtypes.count(1, 1000),
+                   help="run seeds SEED..SEED+N-1 and report medians (at most 1000)")
 
 
 def think_from_args(args: argparse.Namespace) -> dict:

@@ -42,7 +42,9 @@ def _cmd(args: argparse.Namespace) -> int:
         trace = load(args.trace)
     result = run(trace, params, progress=not args.json and sys.stderr.isatty())
     if args.rows:
-        result.responses.to_csv(args.rows, index=False)
+        from ...outfiles import write_output
+
+        write_output(args.rows, result.responses.to_csv(index=False).encode("utf-8"))
     if args.json:
         print(result.to_json())
         return 0
@@ -84,7 +86,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="probability that a request carries TE: trailers")
     p.add_argument("--metadata", default="digest,status", type=argtypes.names(METADATA, "metadata kind"),
                    help="comma-separated: " + ",".join(METADATA))
-    p.add_argument("--responses", default=1, type=argtypes.count(1), help="responses without a trace")
+    p.add_argument("--responses", default=1, type=argtypes.count(1, 100_000),
+                   help="responses without a trace (at most 100,000)")
     p.add_argument("--spacing", default="1s", type=argtypes.duration, help="response i starts at i * spacing")
     p.add_argument("--think", default="0ms", type=argtypes.duration, help="server think time before production starts")
     p.add_argument("--rows", metavar="CSV", type=argtypes.output_file, help="also write the per-response table to CSV")
