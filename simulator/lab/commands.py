@@ -43,7 +43,7 @@ def add_link_flags(p: argparse.ArgumentParser) -> None:
                    help="loss per packet in each direction: 0.01 (Bernoulli) or ge:P,R[,h,k] (Gilbert-Elliott)")
     p.add_argument("--queue", default=None, type=argtypes.positive_size,
                    help="drop-tail queue of each direction in bytes, e.g. 64KiB (default: unlimited, as the models)")
-    p.add_argument("--seed", default=1, type=argtypes.count(0), help="seed of the loss draws")
+    p.add_argument("--seed", default=1, type=argtypes.seed, help="seed of the loss draws")
     p.add_argument("--up-trace", default=None, metavar="FILE",
                    help="client-to-server packet-delivery trace (Mahimahi format), instead of --bw")
     p.add_argument("--down-trace", default=None, metavar="FILE",
@@ -81,9 +81,10 @@ def _shell(args: argparse.Namespace) -> int:
     except KeyboardInterrupt:
         return 130
     if args.stats:
-        with open(args.stats, "w") as f:
-            json.dump({"conditions": conditions.describe(), "relay": lab.stats}, f, indent=1, sort_keys=True)
-            f.write("\n")
+        from ..outfiles import write_output
+
+        write_output(args.stats, (json.dumps({"conditions": conditions.describe(), "relay": lab.stats}, indent=1,
+                                             sort_keys=True) + "\n").encode())
     return 128 - status if status < 0 else status
 
 
@@ -112,6 +113,8 @@ def _validate(args: argparse.Namespace) -> int:
         from .report import write_report
 
         write_report(result.to_dict(), args.report)
+    for line in result.failures[:10]:           # pages the lab could not rebuild or load: which and why
+        print(f"workbench: warning: {line}", file=sys.stderr)
     if args.json:
         print(result.to_json())
         return 0
@@ -136,7 +139,7 @@ def _add_batch_flags(p: argparse.ArgumentParser) -> None:
     p.add_argument("paths", nargs="+", metavar="TRACE_OR_DIR", help="HAR files, or folders of them")
     p.add_argument("--grid", required=True, action="append",
                    help="grid file (TOML): rtt, bw, loss, queue, protocol lists; repeat it for several grids")
-    p.add_argument("--runs", default=3, type=argtypes.count(1), help="loads of every page at every grid point")
+    p.add_argument("--runs", default=3, type=argtypes.count(1, 100), help="loads of every page at every grid point")
     p.add_argument("--out", required=True, type=argtypes.output_folder, help="results folder (resumable)")
     p.add_argument("--workers", default=1, type=argtypes.count(0),
                    help="loads at once on this machine (1: a browser's timing is not disturbed by another's)")

@@ -21,7 +21,7 @@ from __future__ import annotations
 import json
 import math
 import statistics
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import pandas as pd
 
@@ -86,11 +86,12 @@ class ValidationResult:
     reference: dict
     summary: dict
     params: dict
+    failures: list = field(default_factory=list)     # one line per page or load that failed
 
     def to_dict(self) -> dict:
-        """``conditions``, ``reference`` (the in-sample check), ``summary``, ``params``."""
+        """``conditions``, ``reference`` (the in-sample check), ``summary``, ``params``, ``failures``."""
         return {"conditions": self.conditions, "reference": self.reference, "summary": self.summary,
-                "params": self.params}
+                "params": self.params, "failures": self.failures}
 
     def to_json(self) -> str:
         """One JSON document."""
@@ -174,11 +175,18 @@ def validate(traces, grid, *, reference: PathConditions, reference_protocol: str
     if reference.queue_bytes is not None:
         ref_grid["queue"] = [str(reference.queue_bytes)]
     tables = ("summary", "har")
-    run_batch("lab-load", traces, ref_grid, runs, out=out, workers=workers, dask=dask, tables=tables,
-              progress=progress)
-    for one in ([grid] if isinstance(grid, (str, dict)) or grid is None else grid):
-        run_batch("lab-load", traces, one, runs, out=out, workers=workers, dask=dask, tables=tables,
-                  progress=progress)
+    failures: dict[str, str] = {}
+
+    def note_bad(path: str, error: str) -> None:
+        failures.setdefault(path, error)
+
+    for one in [ref_grid, *([grid] if isinstance(grid, (str, dict)) or grid is None else grid)]:
+        report = run_batch("lab-load", traces, one, runs, out=out, workers=workers, dask=dask, tables=tables,
+                           progress=progress, on_bad_trace=note_bad)
+        for job_id, error in report.failures:
+            failures.setdefault(job_id, error)
     ref = {"rtt_s": reference.rtt_s, "bandwidth_bps": reference.bandwidth_bps, "loss": reference.loss,
            "queue_bytes": reference.queue_bytes, "protocol": reference_protocol}
-    return analyse(out, ref)
+    result = analyse(out, ref)
+    result.failures = sorted(set(failures.values()))
+    return result
