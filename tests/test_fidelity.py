@@ -302,3 +302,34 @@ def test_auto_browser_follows_the_hars_browser():
             har["log"].pop("browser", None)
         assert resource_scheduler(parse_har(har, path="b.har")) == expected
     assert resource_scheduler(parse_har(har, path="b.har"), "chromium") == "chromium"
+
+
+def test_a_child_found_while_its_document_streams_in_is_asked_for_before_the_document_ends():
+    """HTML is parsed as it arrives: an image asked for halfway through the document's receive
+    time is discovered when half of the document's body has arrived, not at its end; on a
+    slower link the same share of the body arrives later (bytes, not time, carry over)."""
+    doc = "https://www.site.example/"
+    har = {"log": {"version": "1.2", "creator": {"name": "test", "version": "1"},
+                   "pages": [{"id": "p", "startedDateTime": T0.isoformat(), "title": doc,
+                              "pageTimings": {"onLoad": 900}}],
+                   "entries": [_entry(doc, 0.0, connect_ms=100, ssl_ms=50, wait_ms=60, receive_ms=400, size=200_000,
+                                      mime="text/html"),
+                               # the document's body arrives from 0.160 s to 0.560 s: asked for at 0.360 s
+                               _entry("https://www.site.example/a.png", 0.360, connect_ms=-1, ssl_ms=-1, wait_ms=60,
+                                      receive_ms=1, size=2000, mime="image/png", parent=doc)]}}
+    trace = parse_har(har, path="stream.har")
+    page = trace.pages[0]
+    graph = load_event_graph(page_graph(trace, page.id), page.on_load_s, page.start_s)
+    cond = infer_conditions(graph, page.start_s)
+    assert cond.streamed == {1: pytest.approx(0.5)}
+    from simulator.net.conditions import PathConditions
+    from simulator.studies.fidelity.study import moved_to
+
+    for at in ("rtt=50ms,bw=8mbit", "rtt=50ms,bw=2mbit"):
+        moved = moved_to(cond, PathConditions.parse(at), "auto")
+        res = simulate_page(graph, moved, FidelityParams(at=at)).resources.set_index("index")
+        doc_start = res.loc[0, "requested_s"]
+        assert res.loc[1, "discovered_s"] < res.loc[0, "arrived_s"]              # before the document ended
+        # half the body (100 kB) after the response started: at 2 Mbit/s about 0.4 s of it
+        rate = 8e6 if "8mbit" in at else 2e6
+        assert res.loc[1, "discovered_s"] - doc_start >= 100_000 * 8 / rate

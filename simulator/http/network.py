@@ -101,6 +101,20 @@ def urgency(headers) -> int:
     return DEFAULT_URGENCY
 
 
+def _add_mark(inc: "_Incoming", mark: tuple) -> None:
+    """Put ``mark`` (offset, callback, args) in ``inc.marks`` in offset order (after equal
+    ones): the browser's marks for streamed discovery are known when it asks, the server's
+    (a 103's end) when it writes, and each must fire at its own offset."""
+    marks = inc.marks
+    if not marks or marks[-1][0] <= mark[0]:
+        marks.append(mark)
+        return
+    i = len(marks)
+    while i > 0 and marks[i - 1][0] > mark[0]:
+        i -= 1
+    marks.insert(i, mark)
+
+
 class _Incoming:
     """What the client knows of one stream: which resource or push, and events at byte offsets."""
 
@@ -233,9 +247,8 @@ class _Conn:
         if self.net.on_response_start is not None:
             inc.marks.append((1, self.net.on_response_start, (spec.index,)))
         if self.net.response_marks is not None:
-            marks = sorted([*inc.marks, *self.net.response_marks(spec.index)], key=lambda m: m[0])
-            inc.marks.clear()
-            inc.marks.extend(marks)
+            for mark in self.net.response_marks(spec.index):
+                _add_mark(inc, mark)
         block = self._block(self.request_encoder, spec.request_headers)
         body = self._body_wire_bytes(spec.request_body_bytes)
         self.t.client.write(sid, b"q" * self._records(block + self._frame + body), end=True)
@@ -390,7 +403,7 @@ class _Conn:
         self.writer.unacked_bytes += size
         offset = self.written.get(stream_id, 0) + size
         self.written[stream_id] = offset
-        inc.marks.append((offset, callback, args))
+        _add_mark(inc, (offset, callback, args))
         self.t.server.write(stream_id, b"h" * size)
 
     def _send_response(self, stream_id: int, size: int, level: int) -> None:
