@@ -286,3 +286,47 @@ def test_netem_arguments_follow_the_models_meaning():
                              "100%", "0%", "limit", "10"]
     assert netem_args(LinkConditions(rtt_s=0.02, loss="0.01"))[:6] == ["netem", "delay", "10000us", "loss",
                                                                        "random", "1%"]
+
+
+# ------------------------------------------------------------------ the TCP model against kernel TCP
+
+
+def _kernel_retransmits(pid: int) -> int:
+    """Tcp RetransSegs (RFC 4022's tcpRetransSegs) of the namespace process ``pid`` is in."""
+    with open(f"/proc/{pid}/net/snmp") as f:
+        rows = [line.split() for line in f if line.startswith("Tcp:")]
+    return int(dict(zip(rows[0][1:], rows[1][1:]))["RetransSegs"])
+
+
+def _model_bulk_s(size_bytes: int, rtt_s: float, bandwidth_bps: float) -> tuple[float, dict]:
+    from simulator.engine import Simulator
+    from simulator.net.link import Path
+    from simulator.net.tcp import TcpConnection
+    from simulator.net.transport import TransportConfig
+
+    sim = Simulator(1)
+    conn = TcpConnection(sim, Path(sim, rtt_s=rtt_s, bandwidth_bps=bandwidth_bps), TransportConfig(cc="cubic"))
+    arrivals = []
+    conn.server.on_data = lambda sid, data, end, t: arrivals.append(t)
+    conn.client.write(conn.client.open_stream(unidirectional=True), bytes(size_bytes), end=True)
+    sim.run()
+    return arrivals[-1], conn.stats()
+
+
+@needs_lab
+@pytest.mark.parametrize("rtt_ms,rate_mbit,size", [(50, 10, 3_000_000), (100, 2, 1_000_000)])
+def test_a_bulk_transfer_takes_what_the_tcp_model_says_and_nothing_is_resent(rtt_ms, rate_mbit, size):
+    """The same bulk transfer through the lab's link (kernel TCP, CUBIC) and over the TCP
+    model (CUBIC) at the same RTT, rate and unlimited queue: slow start and then the link's
+    rate give the same transfer time within 5%, and with nothing lost neither resends
+    anything: the kernel's RetransSegs does not move and the model fires no RTO (RFC 6298
+    section 5: the timer is for lost segments)."""
+    with Lab(LinkConditions(rtt_s=rtt_ms / 1e3, bandwidth_bps=rate_mbit * 1e6)) as lab:
+        sender = _server(lab, "listen-tcp", "5007", "--bind", netns.SERVER_ADDR, "--send", str(size))
+        before = _kernel_retransmits(sender.pid)
+        got = _client(lab, "bulk", netns.SERVER_ADDR, "5007")
+        resent = _kernel_retransmits(sender.pid) - before
+    model_s, stats = _model_bulk_s(size, rtt_ms / 1e3, rate_mbit * 1e6)
+    assert got["bytes"] == size and resent == 0
+    assert stats["rtos"] == 0 and stats["packets_lost"] == 0
+    assert abs(got["seconds"] / model_s - 1) <= 0.05, (got["seconds"], model_s)
