@@ -21,6 +21,7 @@ import pytest
 from simulator.errors import InputError
 from simulator.lab import netns
 from simulator.lab.link import Lab, LinkConditions, netem_args, read_delivery_trace, relay_available
+from simulator.lab.study import kernel_tcp_retransmits
 
 WHY = ("not root" if os.geteuid() != 0 else "no /dev/net/tun" if not os.path.exists("/dev/net/tun")
        else "the relay is not built" if not relay_available() else None)
@@ -291,11 +292,6 @@ def test_netem_arguments_follow_the_models_meaning():
 # ------------------------------------------------------------------ the TCP model against kernel TCP
 
 
-def _kernel_retransmits(pid: int) -> int:
-    """Tcp RetransSegs (RFC 4022's tcpRetransSegs) of the namespace process ``pid`` is in."""
-    with open(f"/proc/{pid}/net/snmp") as f:
-        rows = [line.split() for line in f if line.startswith("Tcp:")]
-    return int(dict(zip(rows[0][1:], rows[1][1:]))["RetransSegs"])
 
 
 def _model_bulk_s(size_bytes: int, rtt_s: float, bandwidth_bps: float) -> tuple[float, dict]:
@@ -323,9 +319,9 @@ def test_a_bulk_transfer_takes_what_the_tcp_model_says_and_nothing_is_resent(rtt
     section 5: the timer is for lost segments)."""
     with Lab(LinkConditions(rtt_s=rtt_ms / 1e3, bandwidth_bps=rate_mbit * 1e6)) as lab:
         sender = _server(lab, "listen-tcp", "5007", "--bind", netns.SERVER_ADDR, "--send", str(size))
-        before = _kernel_retransmits(sender.pid)
+        before = kernel_tcp_retransmits(sender.pid)
         got = _client(lab, "bulk", netns.SERVER_ADDR, "5007")
-        resent = _kernel_retransmits(sender.pid) - before
+        resent = kernel_tcp_retransmits(sender.pid) - before
     model_s, stats = _model_bulk_s(size, rtt_ms / 1e3, rate_mbit * 1e6)
     assert got["bytes"] == size and resent == 0
     assert stats["rtos"] == 0 and stats["packets_lost"] == 0

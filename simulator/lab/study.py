@@ -36,7 +36,8 @@ from ..errors import InputError
 from ..studies.base import Study, StudyParams, StudyResult, add_network_flags, network_from_args, records
 from ..units import parse_duration, parse_size
 
-__all__ = ["LabLoadParams", "LabLoadResult", "run", "load_in_lab", "page_metrics", "STUDY", "PROTOCOLS"]
+__all__ = ["LabLoadParams", "LabLoadResult", "run", "load_in_lab", "page_metrics", "kernel_tcp_retransmits", "STUDY",
+           "PROTOCOLS"]
 
 PROTOCOLS = ("h2", "h3")
 
@@ -93,6 +94,14 @@ def _last_line(data: bytes | str | None) -> str:
     return (lines[-1] if lines else "no message").removeprefix("error: ")
 
 
+def kernel_tcp_retransmits(pid: int) -> int:
+    """The kernel's count of TCP segments resent (RetransSegs, RFC 4022's tcpRetransSegs) in
+    the namespace process ``pid`` runs in."""
+    with open(f"/proc/{pid}/net/snmp") as f:
+        rows = [line.split() for line in f if line.startswith("Tcp:")]
+    return int(dict(zip(rows[0][1:], rows[1][1:]))["RetransSegs"])
+
+
 def load_in_lab(trace, params: LabLoadParams, *, site=None) -> tuple[dict, dict]:
     """One load of ``trace``'s page (or of ``site``, already rebuilt) in the lab: (the HAR
     Chromium recorded, the relay's counters)."""
@@ -113,6 +122,7 @@ def load_in_lab(trace, params: LabLoadParams, *, site=None) -> tuple[dict, dict]
                 server.poll()
                 raise InputError(f"the rebuilt site's servers did not start ({_last_line(server.stderr.read1(4000))}).",
                                  path=trace.source if trace is not None else None)
+            retransmits_before = kernel_tcp_retransmits(server.pid)
             done = subprocess.run(exec_argv(lab.client_ns, [*python, "simulator.lab.load", site_dir, "--proto",
                                                             params.protocol, "--out", har_path,
                                                             "--timeout", f"{params.timeout_s}s"]),
@@ -122,7 +132,8 @@ def load_in_lab(trace, params: LabLoadParams, *, site=None) -> tuple[dict, dict]
                                  path=trace.source if trace is not None else None)
             with open(har_path, encoding="utf-8") as f:
                 har = json.load(f)
-        return har, lab.stats or {}
+            resent = kernel_tcp_retransmits(server.pid) - retransmits_before
+        return har, {**(lab.stats or {}), "server_tcp_retransmits": resent}
 
 
 @dataclass
@@ -152,6 +163,7 @@ def run(trace, params: LabLoadParams | None = None, *, progress: bool = False) -
         row[f"{direction}_packets"] = d.get("packets_in")
         row[f"{direction}_lost"] = d.get("packets_lost")
         row[f"{direction}_queue_drops"] = d.get("packets_dropped")
+    row["server_tcp_retransmits"] = stats.get("server_tcp_retransmits")
     return LabLoadResult(summary=pd.DataFrame([row]), har=har, params=params.to_dict())
 
 
@@ -197,7 +209,8 @@ def _cmd(args: argparse.Namespace) -> int:
     print(f"onLoad {paint(row['onload_s'])}, first contentful paint {paint(row['fcp_s'])}, "
           f"largest contentful paint {paint(row['lcp_s'])}; {row['requests']} requests over "
           f"{row['protocols_seen'] or 'nothing'}; link: {row['downlink_lost']} lost, "
-          f"{row['downlink_queue_drops']} dropped at the queue (server to client)")
+          f"{row['downlink_queue_drops']} dropped at the queue (server to client); the server's kernel resent "
+          f"{row['server_tcp_retransmits']} TCP segments")
     return 0
 
 
