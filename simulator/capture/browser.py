@@ -14,7 +14,8 @@ of a DevTools session on the page, the way DevTools' own HAR export builds it:
 * ``responseReceived``: status, ``protocol`` -> ``httpVersion`` ("h2", "h3"),
   ``connectionId`` -> ``connection``, remote address, ``timing`` -> HAR ``timings``;
 * ``responseReceivedEarlyHints`` -> ``_earlyHints`` (the 103's header fields);
-* ``dataReceived`` -> ``content.size`` (decoded bytes); ``loadingFinished.encodedDataLength``
+* ``dataReceived`` -> ``content.size`` (decoded bytes) and ``bodySize`` (its
+  ``encodedDataLength``: the body's bytes as received); ``loadingFinished.encodedDataLength``
   -> ``response._transferSize``; ``requestServedFromCache`` / ``fromDiskCache`` ->
   ``_fromCache`` ("memory" / "disk", as DevTools exports it).
 
@@ -133,7 +134,7 @@ class _Recorder:
             "id": rid, "url": req["url"], "method": req.get("method", "GET"), "headers": req.get("headers", {}),
             "post": req.get("postData"), "priority": req.get("initialPriority"),
             "initiator": ev.get("initiator"), "type": ev.get("type"), "wall": ev.get("wallTime"),
-            "ts": ev["timestamp"], "response": None, "received": 0, "encoded": None, "end_ts": None,
+            "ts": ev["timestamp"], "response": None, "received": 0, "received_encoded": 0, "encoded": None, "end_ts": None,
             "failed": None, "from_cache": None, "early_hints": None, "document_url": ev.get("documentURL"),
         }
         self.inflight.add(rid)
@@ -173,6 +174,7 @@ class _Recorder:
         r = self.requests.get(ev["requestId"])
         if r is not None:
             r["received"] += int(ev.get("dataLength") or 0)
+            r["received_encoded"] = r.get("received_encoded", 0) + int(ev.get("encodedDataLength") or 0)
 
     def finished(self, ev):
         self._touch()
@@ -252,6 +254,12 @@ def build_har(rec: _Recorder, page_url: str, *, browser_version: str, page_id: s
             cl = next((v for k, v in resp_headers.items() if k.lower() == "content-length"), None)
             size = int(cl) if cl and str(cl).isdigit() else 0
         transfer = 0 if r["from_cache"] == "memory" else r["encoded"]
+        # HAR 1.2: bodySize is the body as received (compressed), content.size the decoded
+        # body.  dataReceived's encodedDataLength adds up to the former when Chromium reports
+        # it; when it does not (a body handed over at once), -1 ("not available", HAR 1.2) and
+        # _transferSize (headers and body as received) says it; a cache hit's is its size.
+        body_size = (r["received_encoded"] if r["received_encoded"] > 0
+                     else -1 if transfer and transfer > 0 else size)
         entry = {
             "pageref": page_id,
             "startedDateTime": _iso(r["wall"]) if r["wall"] else _iso(0),
@@ -265,7 +273,7 @@ def build_har(rec: _Recorder, page_url: str, *, browser_version: str, page_id: s
                 "status": status, "statusText": resp.get("statusText", ""), "httpVersion": protocol,
                 "cookies": [], "headers": _header_list(resp_headers),
                 "content": {"size": size, "mimeType": resp.get("mimeType", "")},
-                "redirectURL": r.get("redirect_url") or "", "headersSize": -1, "bodySize": size,
+                "redirectURL": r.get("redirect_url") or "", "headersSize": -1, "bodySize": body_size,
                 "_transferSize": int(transfer) if transfer is not None else -1,
             },
             "cache": {},

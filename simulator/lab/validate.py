@@ -28,7 +28,7 @@ import pandas as pd
 from ..errors import InputError
 from ..net.conditions import PathConditions
 
-__all__ = ["validate", "analyse", "ValidationResult", "floor_ape", "spearman"]
+__all__ = ["validate", "analyse", "ValidationResult", "floor_ape", "spearman", "waterfall"]
 
 LINK_KEYS = ("rtt_s", "bandwidth_bps", "loss", "queue_bytes", "protocol")
 
@@ -190,3 +190,41 @@ def validate(traces, grid, *, reference: PathConditions, reference_protocol: str
     result = analyse(out, ref)
     result.failures = sorted(set(failures.values()))
     return result
+
+
+def waterfall(out: str, trace: str, condition: dict, reference: dict, *, seed: int = 1):
+    """The worst-case view of one page at one condition: (the measured lab load's graph, the
+    model's per-resource times predicted from the reference HAR, indexed as that graph by
+    URL, the model's start offset, the measured page's start) for
+    ``simulator.report.fidelity.waterfall_compare``.  The measured load is the run with the
+    median onLoad at that condition."""
+    from ..batch.store import load
+    from ..studies.fidelity.conditions import infer_conditions
+    from ..studies.fidelity.study import (FidelityParams, load_event_graph, moved_to, resource_scheduler,
+                                          simulate_page)
+    from ..traces.har import parse_har
+    from ..traces.pagegraph import page_graph
+
+    summary = load(out, "summary")
+    hars = load(out, "har").merge(summary[["job_id", "onload_s"]], on="job_id")
+    rows = summary.assign(key=[_key(r) for r in summary.to_dict(orient="records")])
+    hars = hars.merge(rows[["job_id", "key"]], on="job_id")
+    pick = lambda key: hars[(hars["trace"] == trace) & (hars["key"] == key)].sort_values(  # noqa: E731
+        ["onload_s", "seed"]).iloc[lambda d: [(len(d) - 1) // 2]].iloc[0]
+    ref_row, measured_row = pick(_key(reference)), pick(_key(condition))
+
+    def graph_of(row):
+        tr = parse_har(json.loads(row["har_json"]), path=trace)
+        page = tr.pages[0]
+        return tr, page, load_event_graph(page_graph(tr, page.id), page.on_load_s, page.start_s)
+
+    ref_trace, ref_page, ref_graph = graph_of(ref_row)
+    _, measured_page, measured_graph = graph_of(measured_row)
+    at = PathConditions(rtt_s=condition["rtt_s"], bandwidth_bps=condition["bandwidth_bps"],
+                        loss=condition["loss"], queue_bytes=condition["queue_bytes"])
+    cond = moved_to(infer_conditions(ref_graph, ref_page.start_s), at, condition["protocol"])
+    params = FidelityParams(at=str(at), protocol=condition["protocol"], seed=seed)
+    simulated = simulate_page(ref_graph, cond, params, scheduler=resource_scheduler(ref_trace)).resources
+    by_url = {r.url: r.index for r in measured_graph.resources}
+    simulated = simulated[simulated["url"].isin(by_url)].assign(index=lambda d: d["url"].map(by_url))
+    return measured_graph, simulated, cond.start_offset_s, measured_page.start_s

@@ -16,7 +16,9 @@ it came from, so ``workbench trace info`` can show why:
 
   - wire: ``response.bodySize`` when it is known (>= 0); a 0 counts only where no body
     came (1xx, 204, 304, an empty content, or a transfer no larger than its headers),
-    since some producers write 0 for "unknown".  Else ``_transferSize`` (Chrome: headers
+    since some producers write 0 for "unknown"; and not when a content-coded body's
+    ``bodySize`` equals its ``content.size`` while ``_transferSize`` is smaller (an
+    exporter that wrote the decoded size there: ``_transferSize`` is used).  Else ``_transferSize`` (Chrome: headers
     plus body on the wire) less ``headersSize``, or less the response's header bytes as
     HTTP/1.1 text when ``headersSize`` is unknown.  Else the decoded size less
     ``content.compression`` (the bytes the coding saved).  Else WebPageTest's
@@ -139,6 +141,14 @@ def size_field(value, field: str, path=None, where=None) -> int | None:
     return number(value, field, limit=MAX_BODY_BYTES, path=path, where=where)
 
 
+def _content_coded(headers) -> bool:
+    """Whether a HAR header list names a content coding other than identity."""
+    for h in headers if isinstance(headers, list) else ():
+        if isinstance(h, dict) and str(h.get("name", "")).lower() == "content-encoding":
+            return str(h.get("value", "")).strip().lower() not in ("", "identity")
+    return False
+
+
 def wire_and_decoded_bytes(entry: dict, response: dict, status: int | None, path=None,
                            where=None) -> tuple[int, int, str]:
     """(bytes on the wire, decoded bytes, the field the wire bytes came from)."""
@@ -156,7 +166,13 @@ def wire_and_decoded_bytes(entry: dict, response: dict, status: int | None, path
     no_body = (status is not None and (status < 200 or status in (204, 304))) or decoded == 0 \
         or (transfer is not None and transfer <= header_bytes)
     wire, source = None, "unknown"
-    if body is not None and (body > 0 or no_body):
+    if (body is not None and decoded is not None and body == decoded and body > 0 and transfer is not None
+            and 0 < transfer < body and _content_coded(response.get("headers"))):
+        # A coded body (Content-Encoding, RFC 9110 section 8.4) whose bodySize is its decoded
+        # size (some exporters write content.size there): _transferSize, the bytes that came
+        # over the network, says what was on the wire.
+        wire, source = max(0, transfer - header_bytes), "_transferSize"
+    elif body is not None and (body > 0 or no_body):
         wire, source = body, "bodySize"
     elif transfer is not None and transfer > 0:
         wire, source = max(0, transfer - header_bytes), "_transferSize"

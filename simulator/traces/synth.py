@@ -403,7 +403,9 @@ class _Gen:
         enc = lambda hs: tuple((n.encode(), v.encode()) for n, v in hs)  # noqa: E731
         self.exchanges.append(Exchange(
             index=len(self.exchanges), request_headers=enc(req), response_headers=enc(resp),
-            request_body_bytes=int(dict(req).get("content-length", 0)), response_body_bytes=size,
+            # The body's bytes on the wire (coded) and its decoded size (HAR bodySize and content.size).
+            request_body_bytes=int(dict(req).get("content-length", 0)), response_body_bytes=wire,
+            response_content_bytes=size if size != wire else None,
             start_s=round(start, 3), origin=f"https://{host.name}", connection=host.name,
             page=page_id, priority=CHROME_PRIORITY[kind],
             resource_type={"stylesheet": "stylesheet", "ping": "other", "iframe": "document"}.get(kind, kind),
