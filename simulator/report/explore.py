@@ -18,16 +18,17 @@ expression of a cell.  What a panel is made of:
   cannot act at these values on this input, and why.  ``off``: no value of it can act
   here (the control is disabled, its reason on a line under the controls); else it acts
   in steps, and a move inside a step says why in the status line;
-* an output area: the figure (an ``Image`` widget, laid out again on every update: a new
-  input's tick labels may be wider), the table (an ``HTML`` widget, in a box that scrolls
+* an output area (``explore_view.py``: the ``View`` of one update, the table's HTML and
+  width, the status line): the figure (an ``Image`` widget, laid out again on every
+  update: a new input's tick labels may be wider), the table (an ``HTML`` widget, in a box that scrolls
   sideways if it is ever wider than the output area; the panels keep their tables inside
   ``TABLE_BUDGET_PX``) and a status line (the time each update took; "no change in the
   figure or the table" and the reason, when a move changed neither, the titles left out
   (``figure_data``); "running..." once an update has taken longer than ``busy_after_s``;
   the error line).
 
-Updates (``LatestOnly``): every control change bumps a generation counter and hands
-the values to ONE worker thread after a short debounce (``debounce_s``: a burst of
+Updates (``LatestOnly``, ``explore_worker.py``): every control change bumps a generation
+counter and hands the values to ONE worker thread after a short debounce (``debounce_s``: a burst of
 changes makes one run).  The worker runs the newest values only; runs never overlap.
 A study run cannot be interrupted, so a run whose values were superseded while it ran
 finishes, and its result is dropped (its generation is no longer the newest); the
@@ -61,6 +62,12 @@ from typing import Any, Callable
 
 from ..errors import InputError
 from .controls import Control, Options, Several, Slider, Switch, defaults, describe
+# One update's output and status (explore_view) and the worker (explore_worker): their names
+# stay importable from here.
+from .explore_view import (_CSS, CELL_PAD_PX, CHAR_PX, TABLE_BUDGET_PX, Inert, View,  # noqa: F401
+                           _png, _table_digest, _table_html, error_line, figure_data, moved_controls,
+                           table_min_width_px, update_line)
+from .explore_worker import LatestOnly
 
 __all__ = ["Slider", "Options", "Several", "Switch", "Inputs", "View", "Explorer", "LatestOnly", "Inert",
            "bundled_traces", "TRACES_DIR", "TABLE_BUDGET_PX", "table_min_width_px", "figure_data", "update_line"]
@@ -150,282 +157,7 @@ class _Sources:
 
 
 # ---------------------------------------------------------------------------------------
-# Newest values only, on one worker thread
-
-
-class LatestOnly:
-    """Runs ``work(job)`` on one worker thread for the newest job only.
-
-    ``submit(job)`` returns the job's generation (1, 2, ...).  The worker waits until no
-    job has come for ``debounce_s``, takes the newest, runs it, and calls
-    ``publish(generation, ok, value)`` (``ok`` False: ``value`` is the exception) unless
-    a newer job was submitted meanwhile: then the result is dropped (``dropped`` counts
-    them).  Jobs submitted while a run is under way replace each other; only the last
-    runs.  ``on_busy(generation, elapsed_s)`` is called once a run has taken
-    ``busy_after_s``, then every half second until it ends (a progress indicator).
-    """
-
-    def __init__(self, work: Callable[[Any], Any], publish: Callable[[int, bool, Any], None], *,
-                 debounce_s: float = 0.2, busy_after_s: float = 0.5,
-                 on_busy: Callable[[int, float], None] | None = None):
-        self.work, self.publish, self.on_busy = work, publish, on_busy
-        self.debounce_s, self.busy_after_s = debounce_s, busy_after_s
-        self.generation = 0          # of the newest job submitted
-        self.ran: list[int] = []     # generations that ran, in order
-        self.published: list[int] = []
-        self.dropped = 0
-        self._pending: tuple[int, Any] | None = None
-        self._due = 0.0
-        self._running = False
-        self._closed = False
-        self._cond = threading.Condition()
-        self._thread: threading.Thread | None = None
-
-    def submit(self, job) -> int:
-        """Queue ``job`` as the newest (it replaces any not yet started) and return its generation."""
-        with self._cond:
-            self.generation += 1
-            self._pending = (self.generation, job)
-            self._due = time.monotonic() + self.debounce_s
-            if self._thread is None:
-                self._thread = threading.Thread(target=self._loop, name="explore-worker", daemon=True)
-                self._thread.start()
-            self._cond.notify_all()
-            return self.generation
-
-    def idle(self) -> bool:
-        """True when no job is waiting or running."""
-        with self._cond:
-            return self._pending is None and not self._running
-
-    def wait(self, timeout: float = 30.0) -> bool:
-        """Block until no job is pending or running; False on timeout."""
-        deadline = time.monotonic() + timeout
-        with self._cond:
-            while self._pending is not None or self._running:
-                left = deadline - time.monotonic()
-                if left <= 0:
-                    return False
-                self._cond.wait(left)
-            return True
-
-    def close(self) -> None:
-        """Stop the worker once its current job ends; later submissions are not run."""
-        with self._cond:
-            self._closed = True
-            self._cond.notify_all()
-
-    def _tick(self, generation: int, done: threading.Event) -> None:
-        """``on_busy(generation, elapsed_s)`` after ``busy_after_s``, then twice a second."""
-        t0 = time.monotonic()
-        if done.wait(self.busy_after_s):
-            return
-        while True:
-            self.on_busy(generation, time.monotonic() - t0)
-            if done.wait(0.5):
-                return
-
-    def _loop(self) -> None:
-        while True:
-            with self._cond:
-                while not self._closed and (self._pending is None or time.monotonic() < self._due):
-                    self._cond.wait(None if self._pending is None else max(self._due - time.monotonic(), 0.001))
-                if self._closed:
-                    return
-                generation, job = self._pending
-                self._pending = None
-                self._running = True
-                self.ran.append(generation)
-            done = threading.Event()
-            if self.on_busy is not None:
-                threading.Thread(target=self._tick, args=(generation, done), daemon=True).start()
-            try:
-                ok, value = True, self.work(job)
-            except Exception as exc:  # noqa: BLE001 - shown in the panel, the worker lives on
-                ok, value = False, exc
-            done.set()
-            with self._cond:
-                stale = generation != self.generation
-                if stale:
-                    self.dropped += 1
-            if not stale:
-                try:
-                    self.publish(generation, ok, value)
-                finally:
-                    self.published.append(generation)
-            with self._cond:
-                self._running = False
-                self._cond.notify_all()
-
-
-# ---------------------------------------------------------------------------------------
 # The panel
-
-
-@dataclass
-class View:
-    """One update's output: the figure as PNG, the key table, the timings (s)."""
-
-    png: bytes
-    table: Any
-    run_s: float
-    draw_s: float
-    load_s: float = 0.0
-    cpu_s: float = 0.0             # CPU time of the thread that made it (the update alone)
-    values: dict = field(default_factory=dict)
-    source: str | None = None
-    signature: str = ""            # the figure's data and the table, titles left out (``figure_data``)
-    notes: dict = field(default_factory=dict)   # {control: why it cannot act here} (the panel's ``notes``)
-    off: frozenset = frozenset()   # the controls among ``notes`` that cannot act at all on this input
-
-    @property
-    def total_s(self) -> float:
-        """Seconds the update took: loading the input, the study run and drawing."""
-        return self.load_s + self.run_s + self.draw_s
-
-
-def _png(fig, dpi: int) -> bytes:
-    buf = io.BytesIO()
-    fig.savefig(buf, format="png", dpi=dpi)        # the figure's constrained layout sets the margins
-    return buf.getvalue()
-
-
-def _number(v) -> str:
-    return f"{v:,.3f}".rstrip("0").rstrip(".") if v == v else ""
-
-
-def _table_html(table) -> str:
-    """The key table as HTML, in a box that scrolls sideways if it is ever wider than the
-    output area (its first column, the row names, stays in view); the panels keep their
-    tables inside ``TABLE_BUDGET_PX`` so that the scroll is a fallback, not the rule."""
-    if table is None:
-        return ""
-    try:
-        import pandas as pd
-
-        if isinstance(table, pd.DataFrame | pd.Series):
-            inner = table.to_html(float_format=_number, border=0, classes="wb-table")
-            return f'<div class="wb-table-box">{inner}</div>'
-    except ImportError:  # pragma: no cover - pandas is a dependency
-        pass
-    return f"<pre>{html.escape(str(table))}</pre>"
-
-
-# The output area of a notebook cell in JupyterLab at its default width is about 964 px
-# (measured in the issue that asked for this budget); a table keeps 60 px of it free.
-TABLE_BUDGET_PX = 900
-# How wide a table needs to be at least (``table_min_width_px``): every cell's longest
-# unbreakable word at 8.2 px a character (13 px system font, header cells in bold) plus
-# 16 px of cell padding.  Calibrated on the issue's measure: 02's old table, 1,214 px in
-# JupyterLab, is estimated at 1,218 px.
-CHAR_PX = 8.2
-CELL_PAD_PX = 16
-
-
-def table_min_width_px(table) -> float:
-    """The narrowest the table can be drawn: per column (the row names included), its
-    longest word (header words break at spaces, numbers never), summed."""
-    import pandas as pd
-
-    frame = table.to_frame() if isinstance(table, pd.Series) else table
-    index_names = [str(n) for n in frame.index.names if n is not None]
-    columns = [[*index_names, *map(str, frame.index)]] + [
-        [str(name), *(_number(v) if isinstance(v, float) else str(v) for v in frame[name])] for name in frame.columns]
-    width = 0.0
-    for cells in columns:
-        width += max((len(word) for cell in cells for word in cell.split()), default=0) * CHAR_PX + CELL_PAD_PX
-    return width
-
-
-# Readouts: a selection slider's readout is as wide as its label (ipywidgets gives it a
-# fixed minimum and clips the rest: "as measured" showed as "as measure").
-_CSS = (".wb-explore .wb-busy { opacity: 0.45; transition: opacity 0.2s; } "
-        ".wb-explore table.wb-table td, .wb-explore table.wb-table th { padding: 1px 8px; } "
-        ".wb-explore .wb-table-box { max-width: 100%; overflow-x: auto; } "
-        ".wb-explore .wb-table-box table.wb-table th:first-child { position: sticky; left: 0; "
-        "background: var(--jp-layout-color1, white); } "
-        ".wb-explore .widget-readout, .wb-explore .jupyter-widget-readout { min-width: max-content; "
-        "max-width: none; overflow: visible; } ")
-
-
-def figure_data(fig) -> str:
-    """A digest of what a figure shows, its titles left out (they name the values, so they
-    change with every move): every axes' bars, lines, collections, texts, tick labels and
-    axis labels.  Two updates with the same digest and the same table look the same to a
-    reader but for the title."""
-    import hashlib
-
-    import numpy as np
-
-    h = hashlib.sha256()
-    for ax in fig.axes:
-        for patch in ax.patches:
-            h.update(np.asarray(patch.get_path().transformed(patch.get_patch_transform()).vertices,
-                                dtype=float).round(9).tobytes())
-            h.update(repr(patch.get_facecolor()).encode())
-        for line in ax.lines:
-            h.update(np.asarray(line.get_xydata(), dtype=float).round(9).tobytes())
-        for coll in ax.collections:
-            h.update(np.asarray(coll.get_offsets(), dtype=float).round(9).tobytes())
-            for path in coll.get_paths():
-                h.update(np.asarray(path.vertices, dtype=float).round(9).tobytes())
-        for text in ax.texts:
-            h.update(text.get_text().encode())
-        for axis in (ax.xaxis, ax.yaxis):
-            h.update(axis.get_label_text().encode())
-            h.update(repr(axis.get_view_interval()).encode())
-            h.update("|".join(t.get_text() for t in axis.get_ticklabels()).encode())
-        legend = ax.get_legend()
-        if legend is not None:
-            h.update("|".join(t.get_text() for t in legend.get_texts()).encode())
-    return h.hexdigest()
-
-
-def _table_digest(table) -> str:
-    import hashlib
-
-    return hashlib.sha256(_table_html(table).encode()).hexdigest()
-
-
-def error_line(exc: BaseException) -> str:
-    """One line for the status: an ``InputError``'s sentence, else the type and message."""
-    if isinstance(exc, InputError):
-        return str(exc)
-    first = (str(exc).strip().splitlines() or [""])[0]
-    return f"{type(exc).__name__}: {first}" if first else type(exc).__name__
-
-
-@dataclass(frozen=True)
-class Inert:
-    """Why a control cannot act at the current values on the current input: ``off`` when
-    no value of it can change the result there (the panel disables it and says why),
-    else it acts only in steps (a move inside one step changes nothing, and the status
-    says this instead of "updated")."""
-
-    why: str
-    off: bool = False
-
-
-def moved_controls(before: dict, after: dict) -> list[str]:
-    """The controls whose values differ between two updates, in order."""
-    return [name for name in after if before.get(name) != after[name]]
-
-
-def update_line(view: View, previous: View | None, labels: dict[str, str] | None = None) -> tuple[str, str]:
-    """The status after an update and its kind (``updated``, ``explained``: nothing
-    changed and the panel says why, ``unexplained``: nothing changed and no reason).
-    ``labels``: the controls' labels, to name a control as the panel shows it."""
-    labels = labels or {}
-    took = (f"{view.total_s:.2f} s: study run {view.run_s:.2f} s, figure {view.draw_s:.2f} s"
-            f"{f', input {view.load_s:.2f} s' if view.load_s > 0.05 else ''}")
-    if previous is None or view.signature != previous.signature or view.source != previous.source:
-        return f"updated in {took}", "updated"
-    moved = moved_controls(previous.values, view.values)
-    why = [f"{labels.get(name, name)}: {view.notes[name]}" for name in moved if name in view.notes]
-    if why:
-        return f"no change in the figure or the table. {'; '.join(why)} ({took})", "explained"
-    return (f"no change in the figure or the table: this move does not act on this input at these values "
-            f"({took})"), "unexplained"
 
 
 class Explorer:
