@@ -38,7 +38,7 @@ it came from, so ``workbench trace info`` can show why:
   field: its DevTools know nothing of the push and write the pushed response with
   ``response.status`` 0 and empty timings (every phase -1 or 0), so an entry of a HAR whose
   creator or browser is Firefox, with status 0, no phase above 0 and a URL no other entry of
-  the HAR asks for (a request that was aborted or blocked is asked for again, or has a phase)
+  the HAR asks for (a status-0 entry whose URL is asked for again is an aborted request)
   counts as pushed.
 * **WebPageTest's timings**: WebPageTest keeps its own per-entry fields, ``_dns_ms``,
   ``_connect_ms`` (the TCP handshake alone), ``_ssl_ms`` (the TLS handshake alone),
