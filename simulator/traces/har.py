@@ -27,7 +27,9 @@
   and ``trace.meta["not_on_network"]``.
 * ``start_s`` from ``startedDateTime`` relative to the first entry, entries sorted by start
   time; pages from ``log.pages`` and ``pageref`` with their measured ``onLoad`` and
-  ``onContentLoad``, URL and WebPageTest's repeat-view flag; ``timings`` copied;
+  ``onContentLoad``, URL and WebPageTest's repeat-view flag; ``timings`` copied, with
+  WebPageTest's own timing fields beside them (``harfields.wpt_timings``); pushed responses
+  (``_was_pushed``, Firefox's status-0 entries) marked ``Exchange.pushed``;
   ``origin`` is ``scheme://host[:port]`` without the scheme's default port, the
   compression and connection scope (``http://`` and ``https://`` stay apart).
 
@@ -271,8 +273,13 @@ def parse_har(doc, path: str | None = None) -> Trace:
 
     exchanges, transfer = [], []
     unknown_sizes = 0
+    firefox = harfields.firefox_log(log)
+    asked: dict[str, int] = {}          # URL -> entries asking for it (Firefox's pushes are asked once)
+    for _, _, entry in rows:
+        asked[entry["request"]["url"]] = asked.get(entry["request"]["url"], 0) + 1
     for index, (t, i, entry) in enumerate(rows):
-        exchanges.append(_exchange(index, entry, f"entry {i}", path, t, t0))
+        exchanges.append(_exchange(index, entry, f"entry {i}", path, t, t0, firefox=firefox,
+                                   asked_once=asked[entry["request"]["url"]] == 1))
         unknown_sizes += exchanges[-1].body_bytes_from == "unknown" and exchanges[-1].status not in (None, 204, 304)
         response = entry.get("response") if isinstance(entry.get("response"), dict) else {}
         transfer.append(harfields.size_field(response.get("_transferSize"), "response._transferSize", path,
@@ -311,8 +318,10 @@ def parse_har(doc, path: str | None = None) -> Trace:
     return Trace(exchanges=exchanges, format="har", source=path, pages=pages, meta=meta)
 
 
-def _exchange(index: int, entry: dict, where: str, path, t, t0) -> Exchange:
-    """One HAR entry -> an ``Exchange`` (the field rules are ``harfields``')."""
+def _exchange(index: int, entry: dict, where: str, path, t, t0, *, firefox: bool = False,
+              asked_once: bool = True) -> Exchange:
+    """One HAR entry -> an ``Exchange`` (the field rules are ``harfields``'; ``firefox``: the
+    HAR is Firefox's, ``asked_once``: no other entry asks for its URL, for the push rule)."""
     request = entry["request"]
     url = request["url"]
     response = entry.get("response") if isinstance(entry.get("response"), dict) else {}
@@ -342,7 +351,7 @@ def _exchange(index: int, entry: dict, where: str, path, t, t0) -> Exchange:
         rtype, rtype_from = None, None     # a response-only header list (e.g. from QIF): no resource
     location = next((_s(v) for n, v in resp or () if n == b"location"), None) \
         or (response.get("redirectURL") if isinstance(response.get("redirectURL"), str) else None)
-    timings = _timings(entry.get("timings"), where, path)
+    timings = harfields.wpt_timings(entry, _timings(entry.get("timings"), where, path), path, where)
     conn = entry.get("connection") if entry.get("connection") not in (None, "") else entry.get("_socket")
     blocking = entry.get("_renderBlocking")
     return Exchange(
@@ -368,6 +377,7 @@ def _exchange(index: int, entry: dict, where: str, path, t, t0) -> Exchange:
         resource_type_from=rtype_from,
         render_blocking=blocking if isinstance(blocking, str) else None,
         body_bytes_from=size_from,
+        pushed=harfields.pushed(entry, status, timings, firefox, asked_once) is not None,
     )
 
 
@@ -505,6 +515,8 @@ def har_dict(trace: Trace, started: datetime | None = None) -> dict:
             entry["_resourceType"] = e.resource_type
         if e.render_blocking is not None:
             entry["_renderBlocking"] = e.render_blocking
+        if e.pushed:
+            entry["_was_pushed"] = 1
         if e.initiator is not None or e.initiator_type is not None:
             init = {"type": e.initiator_type or "other"}
             if e.initiator is not None:

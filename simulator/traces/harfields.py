@@ -34,6 +34,24 @@ it came from, so ``workbench trace info`` can show why:
 * **Priority**: Chrome's DevTools names (VeryHigh ... VeryLow); WebPageTest's network
   priority names (HIGHEST, MEDIUM, LOW, LOWEST, IDLE) are mapped as DevTools maps them
   (HIGHEST is VeryHigh, MEDIUM is High, LOW is Medium, LOWEST is Low, IDLE is VeryLow).
+* **Pushed** (HTTP/2 server push, RFC 9113 section 8.4: the response came without a request
+  of the browser's): WebPageTest's and chrome-har's (Browsertime's, Chrome DevTools')
+  ``_was_pushed`` when it is 1 or true (WebPageTest writes ``"1"`` too).  Firefox marks no
+  field: its DevTools know nothing of the push and write the pushed response with
+  ``response.status`` 0 and empty timings (every phase -1 or 0), so an entry of a HAR whose
+  creator or browser is Firefox, with status 0, no phase above 0 and a URL no other entry of
+  the HAR asks for (a status-0 entry whose URL is asked for again is an aborted request)
+  counts as pushed.
+* **WebPageTest's timings**: WebPageTest keeps its own per-entry fields, ``_dns_ms``,
+  ``_connect_ms`` (the TCP handshake alone), ``_ssl_ms`` (the TLS handshake alone),
+  ``_ttfb_ms``, ``_download_ms`` (some as strings of digits, -1 for "did not happen"), and the
+  offsets from the page's start of each phase (``_dns_start``, ``_connect_start``,
+  ``_ssl_start``, ``_load_start`` ...).  Its HAR ``timings`` follow HAR 1.2 (``connect`` holds
+  ``ssl``: ``connect`` is ``_connect_ms + _ssl_ms``), but its ``startedDateTime`` is
+  ``_load_start``, when the request was sent: the set-up phases it lists (``dns``,
+  ``connect``) came before it, not after.  ``wpt_timings`` keeps these fields beside the
+  standard phases (under their own names) and fills a standard phase the ``timings`` lack
+  from them.
 """
 
 from __future__ import annotations
@@ -42,10 +60,12 @@ import json
 import re
 from urllib.parse import urlsplit
 
-from .limits import MAX_BODY_BYTES, number
+from ..errors import InputError
+from .limits import MAX_BODY_BYTES, MAX_TIME_MS, number
 
 __all__ = ["RESOURCE_TYPES", "resource_type", "wire_and_decoded_bytes", "http_version", "initiator",
-           "priority", "response_header_bytes", "size_field", "NO_NETWORK_SCHEMES"]
+           "priority", "response_header_bytes", "size_field", "NO_NETWORK_SCHEMES", "pushed", "firefox_log",
+           "wpt_timings", "WPT_TIMING_FIELDS"]
 
 RESOURCE_TYPES = ("document", "stylesheet", "script", "font", "image", "xhr", "fetch", "media", "other")
 
@@ -264,3 +284,73 @@ def priority(entry: dict) -> str | None:
     if v.isupper():                 # WebPageTest writes net priorities in capitals
         return _NET_PRIORITY.get(v.lower(), None)
     return _DEVTOOLS_PRIORITY.get(v.lower().replace(" ", ""), None)
+
+
+def _flag(value) -> bool:
+    """A producer's boolean: true, 1 or the strings "1"/"true" (WebPageTest writes both forms)."""
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, (int, float)):
+        return value == 1
+    return isinstance(value, str) and value.strip().lower() in ("1", "true")
+
+
+def firefox_log(log: dict) -> bool:
+    """Whether the HAR was written by Firefox (``log.creator`` or ``log.browser`` names it)."""
+    for key in ("creator", "browser"):
+        part = log.get(key)
+        if isinstance(part, dict) and isinstance(part.get("name"), str) and "firefox" in part["name"].lower():
+            return True
+    return False
+
+
+def pushed(entry: dict, status: int | None, timings: dict | None, firefox: bool, url_asked_once: bool) -> str | None:
+    """The field that says the response was pushed (see the module docstring), or None.
+    ``firefox``: the HAR is Firefox's; ``url_asked_once``: no other entry has this URL."""
+    if _flag(entry.get("_was_pushed")):
+        return "_was_pushed"
+    if firefox and status == 0 and url_asked_once:
+        phases = [v for k, v in (timings or {}).items() if not k.startswith("_")]
+        if all(isinstance(v, (int, float)) and v <= 0 for v in phases):
+            return "status 0, no timings (Firefox)"
+    return None
+
+
+# WebPageTest's own timing fields (ms) kept beside the HAR phases: durations, then offsets
+# from the page's start.
+WPT_TIMING_FIELDS = ("_dns_ms", "_connect_ms", "_ssl_ms", "_ttfb_ms", "_download_ms",
+                     "_dns_start", "_connect_start", "_ssl_start", "_load_start")
+
+
+def wpt_timings(entry: dict, timings: dict | None, path=None, where=None) -> dict | None:
+    """``timings`` with WebPageTest's own fields added (those it wrote as numbers >= 0) and the standard
+    phases it lacks (absent or -1) filled from them: ``dns`` from ``_dns_ms``, ``ssl`` from
+    ``_ssl_ms``, ``connect`` from ``_connect_ms`` plus ``_ssl_ms`` (HAR 1.2: ``ssl`` is inside
+    ``connect``), ``wait`` from ``_ttfb_ms``, ``receive`` from ``_download_ms``.  ``timings``
+    itself when the entry has none of them."""
+    own = {}
+    for key in WPT_TIMING_FIELDS:
+        if key in entry:
+            try:
+                value = number(entry[key], key, limit=MAX_TIME_MS, path=path, where=where, integer=False)
+            except InputError:
+                continue        # an extra the workbench only reads where the HAR phases lack it
+            if value is not None:
+                own[key] = value
+    if not own:
+        return timings
+    out = dict(timings or {})
+
+    def lacks(phase):
+        v = out.get(phase)
+        return not isinstance(v, (int, float)) or isinstance(v, bool) or v < 0
+
+    fill = {"dns": own.get("_dns_ms"), "ssl": own.get("_ssl_ms"), "wait": own.get("_ttfb_ms"),
+            "receive": own.get("_download_ms")}
+    if "_connect_ms" in own:
+        fill["connect"] = own["_connect_ms"] + own.get("_ssl_ms", 0)
+    for phase, value in fill.items():
+        if value is not None and lacks(phase):
+            out[phase] = value
+    out.update(own)
+    return out

@@ -64,6 +64,7 @@ class Exchange:
     resource_type_from: str | None = field(default=None, compare=False)
     render_blocking: str | None = None  # Chrome's _renderBlocking ("blocking", "non_blocking", ...)
     body_bytes_from: str | None = field(default=None, compare=False)
+    pushed: bool = False                # the server pushed it (HTTP/2 push, RFC 9113 8.4): no request was sent
 
     @property
     def decoded_body_bytes(self) -> int:

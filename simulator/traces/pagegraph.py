@@ -78,6 +78,7 @@ class Resource:
     http_version: str | None = None
     start_s: float | None = None             # when the capture's request started (trace clock)
     timings: dict | None = None              # the capture's HAR timings (ms)
+    pushed: bool = False                     # the server pushed it in the capture (Exchange.pushed)
 
     @property
     def authority(self) -> str:
@@ -337,7 +338,7 @@ def page_graph(trace: Trace, page: str | None = None) -> PageGraph:
             request_headers=e.request_headers or (), response_headers=e.response_headers or ((b":status", b"200"),),
             content_bytes=e.response_content_bytes, render_blocking_reason=reason,
             resource_type_from=e.resource_type_from, http_version=e.http_version, start_s=e.start_s,
-            timings=e.timings))
+            timings=e.timings, pushed=e.pushed))
     return PageGraph(resources=resources, source=trace.source, page=page,
                      edges_from="initiators" if have_initiators else "fallback", document=document)
 

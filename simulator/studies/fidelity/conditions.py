@@ -38,6 +38,28 @@ browser's CPU time between a parent and a child.
   children held by a synchronous script (they wait for it as above).
 - **Start offset**: from the page's start to the navigation request (the browser's own
   start-up), added to the simulated onLoad as it is part of the measured one.
+- **Pushes**: what the capture says the server pushed (``Resource.pushed``: WebPageTest's and
+  chrome-har's ``_was_pushed``, Firefox's status-0 entries without timings; see
+  ``traces.harfields``) the simulated server pushes on the navigation too (``pushes``, for
+  ``ServerPlan.pushes``), when it is of the document's origin and that origin speaks HTTP/2 or
+  HTTP/3: the browser takes it from its push cache instead of asking for it.  A pushed
+  response had no request, so its timings (the browser reading its push cache, or nothing)
+  give no RTT, server time, set-up or bandwidth: it is left out of those; its discovery delay
+  is kept when it has timings (when the browser claimed it: Chrome, WebPageTest), else it
+  gets the model's parse delay.
+
+Producers' timings, read by these rules:
+
+- HAR 1.2 (section 4.2.16) puts every phase after ``startedDateTime`` and ``ssl`` inside
+  ``connect``.  A producer that writes ``connect`` shorter than ``ssl`` writes them apart (under
+  HAR 1.2 it cannot be shorter): its TCP handshake is ``connect`` itself.
+- WebPageTest writes ``connect`` holding ``ssl`` (``connect`` is ``_connect_ms + _ssl_ms``) and
+  keeps the TCP handshake alone as ``_connect_ms``, which the RTT is read from when written.  Its
+  ``startedDateTime`` is ``_load_start``, when the request was sent: the ``dns`` and
+  ``connect`` it lists came before, so the request began that much earlier (its start, its
+  end and the offsets above are read so).  The phases its ``timings`` lack are read from its
+  ``_dns_ms``, ``_connect_ms``, ``_ssl_ms``, ``_ttfb_ms`` and ``_download_ms`` at import
+  (``traces.harfields.wpt_timings``).
 """
 
 from __future__ import annotations
@@ -70,6 +92,7 @@ class PageConditions:
     start_offset_s: float
     rtt_from: dict = field(default_factory=dict)   # origin -> "connect", "small exchange" or "page median"
     streamed: dict = field(default_factory=dict)   # resource -> share of its document's body arrived when found
+    pushes: tuple = ()                    # resources the server pushes on the navigation (ServerPlan.pushes)
 
     def summary(self) -> dict:
         """RTT, median origin RTT (ms), bandwidth (Mbit/s), protocols per origin and start offset, for reporting."""
@@ -87,11 +110,47 @@ def _ms(timings: dict | None, key: str) -> float | None:
     return float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) and v >= 0 else None
 
 
-def _end_s(r: Resource) -> float | None:
-    """When the capture's response ended (trace clock; ``ssl`` is inside ``connect``)."""
+def _setup_before_start_ms(r: Resource) -> float:
+    """The set-up phases the producer wrote before the entry's ``startedDateTime`` instead of
+    after it: WebPageTest's ``startedDateTime`` is its ``_load_start``, when the request was
+    sent, and the ``dns`` and ``connect`` it lists for the entry came before (HAR 1.2 puts
+    every phase after ``startedDateTime``)."""
+    if _ms(r.timings, "_load_start") is None:
+        return 0.0
+    return (_ms(r.timings, "dns") or 0.0) + (_ms(r.timings, "connect") or 0.0)
+
+
+def _start_s(r: Resource) -> float | None:
+    """When the browser began on the request (HAR 1.2's ``startedDateTime``; trace clock)."""
     if r.start_s is None:
         return None
-    return r.start_s + sum(_ms(r.timings, k) or 0.0 for k in _PHASES) / 1000.0
+    return r.start_s - _setup_before_start_ms(r) / 1000.0
+
+
+def _end_s(r: Resource) -> float | None:
+    """When the capture's response ended (trace clock; ``ssl`` is inside ``connect``)."""
+    start = _start_s(r)
+    if start is None:
+        return None
+    return start + sum(_ms(r.timings, k) or 0.0 for k in _PHASES) / 1000.0
+
+
+def _tcp_handshake_ms(r: Resource) -> float | None:
+    """The TCP handshake of the entry's fresh connection (ms), or None when it has none: WebPageTest's
+    ``_connect_ms`` (the TCP handshake alone) when written; else ``connect`` less ``ssl`` as HAR 1.2
+    has it (``ssl`` inside ``connect``), or ``connect`` alone when it is shorter than ``ssl`` (a
+    producer that writes them apart: under HAR 1.2 ``connect`` cannot be shorter); an https
+    ``connect`` without ``ssl`` (Firefox) holds the TLS handshake too, at least one more round
+    trip (TLS 1.3; TLS 1.2 takes two, which the ``wait`` bound catches): half of it."""
+    own = _ms(r.timings, "_connect_ms")
+    if own:
+        return own
+    connect, ssl = _ms(r.timings, "connect"), _ms(r.timings, "ssl")
+    if not connect:
+        return None
+    if ssl is None:
+        return connect / 2 if r.origin.startswith("https:") else connect
+    return connect - ssl if connect >= ssl else connect
 
 
 def _protocol(versions: list[str | None], origin: str, forced: str) -> str:
@@ -113,19 +172,15 @@ def infer_conditions(graph: PageGraph, page_start_s: float | None, protocol: str
 
     rtt: dict[str, float] = {}
     rtt_from: dict[str, str] = {}
-    for origin, rs in by_origin.items():
+    for origin, every in by_origin.items():
+        # A pushed response had no request: its timings (the browser reading its push cache,
+        # or none at all) say nothing of the network or the server.
+        rs = [r for r in every if not r.pushed]
         samples = []
         for r in rs:
-            connect, ssl = _ms(r.timings, "connect"), _ms(r.timings, "ssl")
-            if connect:
-                if ssl is None and origin.startswith("https:"):
-                    # No ssl (Firefox): connect holds the TLS handshake too, at least one more
-                    # round trip (TLS 1.3; TLS 1.2 takes two, which the wait bound below catches).
-                    tcp = connect / 2
-                else:
-                    tcp = connect - (ssl or 0.0)
-                if tcp > 0.05:
-                    samples.append(tcp / 1000.0)
+            tcp = _tcp_handshake_ms(r)
+            if tcp is not None and tcp > 0.05:
+                samples.append(tcp / 1000.0)
         waits = [w / 1000.0 for w in (_ms(r.timings, "wait") for r in rs) if w]
         if samples:
             # A wait is at least one round trip: it bounds a handshake sample that queued.
@@ -144,32 +199,38 @@ def infer_conditions(graph: PageGraph, page_start_s: float | None, protocol: str
 
     # The document's synchronous scripts stop its parser until they have run (HTML's
     # parser-blocking scripts): what the document asked for after one had ended waited for it.
+    starts = {r.index: _start_s(r) for r in graph.resources}
     ends = {r.index: _end_s(r) for r in graph.resources}
     sync_scripts = [r for r in graph.resources if r.resource_type == "script" and r.render_blocking
                     and r.parent == graph.document and ends[r.index] is not None]
     think, discovery, blockers, streamed = {}, {}, {}, {}
     for r in graph.resources:
         wait = _ms(r.timings, "wait")
-        if wait is not None:
+        if wait is not None and not r.pushed:
             think[r.index] = max(0.0, wait / 1000.0 - rtt[r.origin])
-        if r.parent is None or r.start_s is None or ends[r.parent] is None:
+        start = starts[r.index]
+        if r.parent is None or start is None or ends[r.parent] is None:
             continue
+        if r.pushed and not any(_ms(r.timings, k) for k in _PHASES):
+            continue            # a push written with no timings (Firefox): its start is no request's
         held = [s.index for s in sync_scripts if r.parent == graph.document and s.index != r.index
-                and s.start_s <= r.start_s and ends[s.index] <= r.start_s]
+                and starts[s.index] <= start and ends[s.index] <= start]
         if held:
             blockers[r.index] = tuple(held)
         since = max([ends[r.parent]] + [ends[i] for i in held])
-        discovery[r.index] = max(0.0, r.start_s - since)
+        discovery[r.index] = max(0.0, start - since)
         parent = graph[r.parent]
-        if not held and parent.resource_type == "document" and r.start_s < ends[r.parent] and parent.start_s is not None:
+        if not held and parent.resource_type == "document" and start < ends[r.parent] \
+                and starts[r.parent] is not None:
             # Found while the document streamed in: how far into its body (receive time).
-            first_byte = parent.start_s + sum(_ms(parent.timings, k) or 0.0 for k in _BEFORE_BODY) / 1000.0
+            first_byte = starts[r.parent] + sum(_ms(parent.timings, k) or 0.0 for k in _BEFORE_BODY) / 1000.0
             receive = ends[r.parent] - first_byte
-            share = (r.start_s - first_byte) / receive if receive > 0 else 1.0
+            share = (start - first_byte) / receive if receive > 0 else 1.0
             streamed[r.index] = min(1.0, max(0.0, share))
 
     origins = []
-    for origin, rs in by_origin.items():
+    for origin, every in by_origin.items():
+        rs = [r for r in every if not r.pushed] or every
         dns = next((_ms(r.timings, "dns") for r in sorted(rs, key=lambda r: (r.start_s or 0.0, r.index))
                     if _ms(r.timings, "dns")), 0.0) or 0.0
         ssl = next((_ms(r.timings, "ssl") for r in rs if _ms(r.timings, "ssl")), 0.0) or 0.0
@@ -179,6 +240,8 @@ def infer_conditions(graph: PageGraph, page_start_s: float | None, protocol: str
 
     rates = []
     for r in graph.resources:
+        if r.pushed:
+            continue            # read from the push cache: its receive is no transfer
         receive = _ms(r.timings, "receive")
         if r.body_bytes >= LARGE_RESPONSE_BYTES and receive and receive > 1.0:
             rates.append(r.body_bytes * 8.0 / (receive / 1000.0))
@@ -190,8 +253,21 @@ def infer_conditions(graph: PageGraph, page_start_s: float | None, protocol: str
     else:
         bandwidth = rates[min(len(rates) - 1, int(round(0.9 * (len(rates) - 1))))]
 
-    nav = graph[0]
-    offset = max(0.0, nav.start_s - page_start_s) if nav.start_s is not None and page_start_s is not None else 0.0
+    # What the server pushed with the document in the capture, it pushes in the simulation:
+    # on the navigation's stream, the document's origin only (RFC 9113 section 8.4: a
+    # connection pushes what it is authoritative for; the model pushes on the navigation's
+    # connection), over HTTP/2 or HTTP/3 (HTTP/1.1 has no push), each URL once.
+    doc = graph[graph.document]
+    doc_protocol = next(p for o, _, p, _ in origins if o == doc.origin)
+    pushes, seen = [], set()
+    for r in graph.resources:
+        if r.pushed and r.index > graph.document and r.origin == doc.origin and r.url not in seen \
+                and doc_protocol in ("h2", "h3"):
+            seen.add(r.url)
+            pushes.append(r.index)
+
+    nav_start = starts[0]
+    offset = max(0.0, nav_start - page_start_s) if nav_start is not None and page_start_s is not None else 0.0
     return PageConditions(rtt_s=base, bandwidth_bps=bandwidth, origins=tuple(sorted(origins)), think_s=think,
                           discovery_s=discovery, blockers=blockers, start_offset_s=offset, rtt_from=rtt_from,
-                          streamed=streamed)
+                          streamed=streamed, pushes=tuple(pushes))

@@ -136,9 +136,10 @@ def summarize(pages: pd.DataFrame) -> dict:
 
 def load_event_graph(graph: PageGraph, on_load_s: float, page_start_s: float | None) -> PageGraph:
     """The resources the measured load event waited for (see the module docstring)."""
+    # A pushed response came with the document, whenever the producer wrote its entry.
     keep = [r.index for r in graph.resources
             if r.index <= graph.document or (r.resource_type in LOAD_EVENT_TYPES and (
-                r.start_s is None or page_start_s is None or r.start_s - page_start_s < on_load_s))]
+                r.pushed or r.start_s is None or page_start_s is None or r.start_s - page_start_s < on_load_s))]
     return graph.subgraph(keep)
 
 
@@ -163,7 +164,7 @@ def simulate_page(graph: PageGraph, cond: PageConditions, params: FidelityParams
                              bandwidth_bps=cond.bandwidth_bps, seed=params.seed, coalesce="origin", cc=params.cc,
                              origins=cond.origins, loss=at.loss if at else "0",
                              queue_bytes=at.queue_bytes if at else None, resource_scheduler=scheduler)
-    plan = ServerPlan(think_s=dict(cond.think_s))
+    plan = ServerPlan(think_s=dict(cond.think_s), pushes=tuple(cond.pushes))
     return load_page(graph, load_params, plan, cache or ClientCache(), discovery_s=cond.discovery_s,
                      blockers=cond.blockers, streamed=cond.streamed)
 
