@@ -73,9 +73,9 @@ def figure(result: dict):
     bars.bar([i + 0.2 for i in x], [c["floor_mape_percent"] or 0 for c in result["conditions"]], width=0.4,
              label="lab floor (run to run)", color="tab:grey")
     bars.set_xticks(list(x))
-    bars.set_xticklabels(labels, rotation=60, ha="right", fontsize=7)
+    bars.set_xticklabels(labels, rotation=60, ha="right")
     bars.set_ylabel("onLoad error (%)")
-    bars.legend(loc="upper left", fontsize=8)
+    bars.legend(loc="upper left")
     return fig
 
 

@@ -209,8 +209,12 @@ def waterfall(out: str, trace: str, condition: dict, reference: dict, *, seed: i
     hars = load(out, "har").merge(summary[["job_id", "onload_s"]], on="job_id")
     rows = summary.assign(key=[_key(r) for r in summary.to_dict(orient="records")])
     hars = hars.merge(rows[["job_id", "key"]], on="job_id")
-    pick = lambda key: hars[(hars["trace"] == trace) & (hars["key"] == key)].sort_values(  # noqa: E731
-        ["onload_s", "seed"]).iloc[lambda d: [(len(d) - 1) // 2]].iloc[0]
+    def pick(key):
+        runs = hars[(hars["trace"] == trace) & (hars["key"] == key)].sort_values(["onload_s", "seed"])
+        if runs.empty:
+            raise InputError(f"holds no load of {trace} at {_condition(key)['conditions']} {key[4]}.", path=str(out))
+        return runs.iloc[(len(runs) - 1) // 2]
+
     ref_row, measured_row = pick(_key(reference)), pick(_key(condition))
 
     def graph_of(row):

@@ -18,13 +18,14 @@ from __future__ import annotations
 # 02, 07 and 08) on the helpers of ``panels_common``; their names stay importable from here.
 from .panels_common import KIB  # noqa: F401
 from .panels_pageload import PUSH_POLICIES, coalescing_panel, fidelity_panel, push_panel  # noqa: F401
+from .panels_lab import lab_panel
 from .panels_pageload import shaped_topology  # noqa: F401 - the tests draw topologies with it
 from .panels_protocol import (CROSS_SCHEMES, DEMUX_COLORS, HOP_POLICIES, STACK_SETUPS,  # noqa: F401
                               TRAILER_COLORS, crossstream_panel, demux_panel, hol_panel, stacks_panel,
                               trailers_panel)
 
 __all__ = ["hol_panel", "push_panel", "trailers_panel", "crossstream_panel", "stacks_panel", "demux_panel",
-           "coalescing_panel", "fidelity_panel", "PANELS"]
+           "coalescing_panel", "fidelity_panel", "lab_panel", "PANELS"]
 
 
 PANELS = {
@@ -36,4 +37,5 @@ PANELS = {
     "06-demux": demux_panel,
     "07-origin-coalescing": coalescing_panel,
     "08-fidelity": fidelity_panel,
+    "09-lab": lab_panel,
 }
