@@ -15,10 +15,11 @@ $(STAMP): pyproject.toml $(wildcard setup.py) simulator/_engine.c simulator/net/
 	$(PY) -m ipykernel install --sys-prefix --name python3 >/dev/null
 	touch $(STAMP)
 
-# Debian packages the browser and capture tests use (Chromium renders the slides, tshark
-# dissects simulated captures), installed when missing.  Without root they are skipped
-# with a note, and the tests that need them skip.
-SYSTEM_TOOLS := chromium:chromium tshark:tshark
+# Debian packages the browser, capture and lab tests use (Chromium renders the slides and
+# loads the lab's pages, tshark dissects simulated captures, iproute2 makes the lab's
+# namespaces, procps's pgrep checks that nothing is left), installed when missing.  Without
+# root they are skipped with a note, and the tests that need them skip.
+SYSTEM_TOOLS := chromium:chromium tshark:tshark ip:iproute2 pgrep:procps
 system-deps:
 	@missing=""; for pair in $(SYSTEM_TOOLS); do cmd=$${pair%%:*}; pkg=$${pair##*:}; \
 	  command -v $$cmd >/dev/null 2>&1 || missing="$$missing $$pkg"; done; \
