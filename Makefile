@@ -33,10 +33,13 @@ system-deps:
 demo: install
 	$(VENV)/bin/workbench demo
 
+# Lint first (`ruff check`, configured in pyproject.toml): a lint error fails the target.
 test: install system-deps
+	$(VENV)/bin/ruff check .
 	$(PY) -m pytest -q -n 2 --dist loadgroup
 
 test-slow: install system-deps
+	$(VENV)/bin/ruff check .
 	$(PY) -m pytest -q -n 2 --dist loadgroup -m slow
 
 # h2's own test suite (downloaded from the registry into build/h2-suite) with the frame

@@ -105,12 +105,15 @@ def run(quick: bool = False) -> dict:
     print(f"{'':<14}{'workers':>8}{'wall s':>10}{'jobs/s':>10}")
     for name, w, t in (("local pool", 1, t1), ("local pool", 2, t2), ("dask", 1, d1), ("dask", 2, d2)):
         print(f"{name:<14}{w:>8}{t:>10.2f}{jobs / t:>10.2f}")
-    print(f"ratio 2 workers / 1 worker, local pool: {ratio:.2f}x   (goal >= 1.7x: {'met' if ratio >= 1.7 else 'NOT met'})")
-    print(f"ratio 2 workers / 1 worker, dask:       {dratio:.2f}x   (goal >= 1.8x: {'met' if dratio >= 1.8 else 'NOT met'})")
+    print(f"ratio 2 workers / 1 worker, local pool: {ratio:.2f}x   "
+          f"(goal >= 1.7x: {'met' if ratio >= 1.7 else 'NOT met'})")
+    print(f"ratio 2 workers / 1 worker, dask:       {dratio:.2f}x   "
+          f"(goal >= 1.8x: {'met' if dratio >= 1.8 else 'NOT met'})")
     print(f"small jobs (HPACK on 3 small traces x 3 loss rates), 2 workers, marginal wall per job over {dn} jobs:")
     print(f"  local pool {local_job * 1000:.1f} ms ({lt1:.2f} s -> {lt2:.2f} s), "
           f"dask {dask_job * 1000:.1f} ms ({dt1:.2f} s -> {dt2:.2f} s)")
-    print(f"dask overhead per job vs local pool: {overhead:+.0%}   (goal < 20%: {'met' if overhead < 0.2 else 'NOT met'})")
+    print(f"dask overhead per job vs local pool: {overhead:+.0%}   "
+          f"(goal < 20%: {'met' if overhead < 0.2 else 'NOT met'})")
     return {"jobs": jobs, "wall_s_1": t1, "wall_s_2": t2, "jobs_per_s_1": jobs / t1, "jobs_per_s_2": jobs / t2,
             "ratio": ratio, "goal_ratio": 1.7, "dask_wall_s_1": d1, "dask_wall_s_2": d2, "dask_ratio": dratio,
             "dask_goal_ratio": 1.8, "small_job_ms_local": local_job * 1000, "small_job_ms_dask": dask_job * 1000,

@@ -137,7 +137,8 @@ def run(quick: bool = False) -> dict:
         line = f"{'workbench ' + case + ', s':<48}"
         if "before" in times:
             f.update(before_s=times["before"], speedup=times["before"] / times["now"], same_json=same[case])
-            line += f"{times['before']:>10.2f}{times['now']:>10.2f}{f['speedup']:>9.2f}x  {'yes' if same[case] else 'NO'}"
+            line += (f"{times['before']:>10.2f}{times['now']:>10.2f}{f['speedup']:>9.2f}x  "
+                     f"{'yes' if same[case] else 'NO'}")
         else:
             line += f"{'-':>10}{times['now']:>10.2f}"
         figures["end_to_end"][case] = f

@@ -127,7 +127,8 @@ def _measure(path: Path, params: dict, label: str, repeats: int, extra: bool) ->
         figures[f"{label} TLS / cleartext"] = {"exchanges_per_s_ratio": ratio, "cpu_ratio": cpu_ratio}
         print(f"  {label} TLS / cleartext: {ratio:.2f}x exchanges per wall second, {cpu_ratio:.2f}x in CPU "
               f"({figures[tls]['events']:,} vs {figures[clear]['events']:,} events)")
-    for c_name, py_name in (("h3 (real aioquic)", "h3, engine in Python"), ("QUIC model", "QUIC model, engine in Python")):
+    for c_name, py_name in (("h3 (real aioquic)", "h3, engine in Python"),
+                            ("QUIC model", "QUIC model, engine in Python")):
         if py_name in figures:
             wall = figures[py_name]["wall_s"] / figures[c_name]["wall_s"]
             cpu = figures[py_name]["cpu_s"] / figures[c_name]["cpu_s"]

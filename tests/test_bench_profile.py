@@ -16,7 +16,8 @@ STACKS = [
     "<module> (simulator/cli.py:76);run_until (simulator/stacks/common.py:578);Simulator.run (simulator/engine.py:91);"
     "Link._arrive (simulator/net/link.py:268);QuicConnection.receive_datagram (aioquic/quic/connection.py:1109) 6",
     # our own function as the innermost frame: ours
-    "<module> (simulator/cli.py:76);run_until (simulator/stacks/common.py:578);Simulator.run (simulator/engine.py:91) 3",
+    "<module> (simulator/cli.py:76);run_until (simulator/stacks/common.py:578);"
+    "Simulator.run (simulator/engine.py:91) 3",
     # a dataclass __init__ generated for our Packet, called by our driver: ours
     "<module> (simulator/cli.py:76);run_until (simulator/stacks/common.py:578);"
     "_H3End.transmit (simulator/stacks/h3.py:410);__init__ (<string>:2) 1",

@@ -320,7 +320,8 @@ def test_har_loader_leaves_out_cache_hits_and_counts_them(tmp_path):
             e["_fromCache"] = cache
         return e
     path = tmp_path / "rv.har"
-    path.write_text(json.dumps({"log": {"entries": [entry("https://a.example/"), entry("https://a.example/s.css", "disk"),
+    path.write_text(json.dumps({"log": {"entries": [entry("https://a.example/"),
+                                                    entry("https://a.example/s.css", "disk"),
                                                     entry("https://a.example/a.js", "memory")]}}))
     trace = load(str(path))
     assert [e.url for e in trace] == ["https://a.example/"] and trace.meta["served_from_cache"] == 2

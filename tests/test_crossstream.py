@@ -469,7 +469,8 @@ def test_study_summary_reference_and_transfer(corpus):
     assert s.loc[("per-response", "brotli:5", "none"), "gain_vs_per_response"] == pytest.approx(1.0)
     assert s.loc[("identity", "identity", "none"), "ratio"] == 1.0
     # compressed responses arrive sooner than identity ones on a 10 Mbit/s path
-    assert s.loc[("shared", "brotli:5", "none"), "mean_visit_s"] < s.loc[("identity", "identity", "none"), "mean_visit_s"]
+    assert (s.loc[("shared", "brotli:5", "none"), "mean_visit_s"]
+            < s.loc[("identity", "identity", "none"), "mean_visit_s"])
     assert "brotli5_dict_vs_brotli8" in result.reference
     assert "dcb brotli:5" in result.reference["delta_saving_percent_vs_plain"]
     # every response row carries its scheme, codec, scoping and visit

@@ -49,7 +49,8 @@ window.addEventListener("load", function () {
         return (e.textContent || "").trim() || e.tagName === "IMG" || e.querySelector("img, table, svg"); });
       var sizes = [];
       Array.prototype.forEach.call(s.querySelectorAll("*"), function (e) {
-        var text = Array.prototype.some.call(e.childNodes, function (n) { return n.nodeType === 3 && n.textContent.trim(); });
+        var text = Array.prototype.some.call(e.childNodes, function (n) {
+          return n.nodeType === 3 && n.textContent.trim(); });
         if (text) { sizes.push(parseFloat(getComputedStyle(e).fontSize)); }
       });
       var cut = Array.prototype.filter.call(s.querySelectorAll("pre, code, .output"), function (e) {

@@ -24,7 +24,8 @@ ROOT = Path(__file__).resolve().parents[1]
 DOCS = ROOT / "docs"
 
 # Commands that are tools, not studies: they get a line in docs/README.md, not a page.
-TOOL_COMMANDS = {"trace", "interop", "frames", "capture", "crossstream-bodies", "batch", "slides", "bench", "demo", "lab"}
+TOOL_COMMANDS = {"trace", "interop", "frames", "capture", "crossstream-bodies", "batch", "slides", "bench", "demo",
+                 "lab"}
 
 STUDY_SECTIONS = ("## The question", "## The model", "## Parameters", "## Outputs")
 

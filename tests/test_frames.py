@@ -633,7 +633,8 @@ def test_h2_frame_is_hyperframes_rfc9113_section4_1():
     """The 9-byte header (24-bit length, type, flags, stream id with the reserved bit clear)."""
     from simulator.frames import h2_frame
 
-    assert h2_frame(0x1, 0x5, 3, b"abc") == HeadersFrame(3, data=b"abc", flags=["END_STREAM", "END_HEADERS"]).serialize()
+    assert (h2_frame(0x1, 0x5, 3, b"abc")
+            == HeadersFrame(3, data=b"abc", flags=["END_STREAM", "END_HEADERS"]).serialize())
     assert h2_frame(0x0, 0, 1, b"x" * 70000)[:3] == (70000).to_bytes(3, "big")
     assert h2_frame(0x4, 0, 0x80000001, b"")[5:9] == b"\x00\x00\x00\x01"
 

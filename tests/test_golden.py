@@ -19,7 +19,8 @@ GOLDEN = ROOT / "tests" / "golden"
 COMMANDS = {
     "hol-quic": ["hol", "--trace", "traces/synthetic-page.har", "--scheme", "hpack,qpack,qcram", "--transport", "quic",
                  "--rtt", "100ms", "--bw", "10mbit", "--loss", "0.02", "--seed", "1"],
-    "hol-tcp": ["hol", "--trace", "traces/synthetic-session.har", "--transport", "tcp", "--loss", "0.01", "--seed", "2"],
+    "hol-tcp": ["hol", "--trace", "traces/synthetic-session.har", "--transport", "tcp", "--loss", "0.01",
+                "--seed", "2"],
     "hol-ref2017": ["hol", "--trace", "traces/qif/fb-req-hq.qif", "--transport", "ref2017", "--loss", "0.01"],
     "hol-interop": ["hol", "--trace", "traces/qpack-interop/ls-qpack/fb-req-hq.out.256.100.1", "--loss", "0.01"],
     "push": ["push", "--trace", "traces/synthetic-page.har", "--policy", "none,push,hints,push+hints",

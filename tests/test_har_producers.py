@@ -257,7 +257,8 @@ SAMPLE = ["http_http2-firefox.har", "domains_run.sitespeed.io.har", "redirect_mo
           "en.wikipedia.org.spdy-wpt.har", "sitespeed_browsertime-recalculate-style.har",
           "redirect_frontendredirect.har"]
 STUDIES = [["trace", "info"], ["hol", "--transport", "quic", "--loss", "0.01", "--trace"],
-           ["push", "--policy", "none,hints", "--trace"], ["coalescing", "--trace"], ["replay", "--stack", "h2", "--trace"]]
+           ["push", "--policy", "none,hints", "--trace"], ["coalescing", "--trace"],
+           ["replay", "--stack", "h2", "--trace"]]
 
 
 def _run_cli(args):

@@ -115,7 +115,8 @@ def test_same_seed_same_rows_and_different_seed_differs(page):
 
 def test_every_row_carries_its_parameters_and_seed(page):
     r = hol.run(page, hol.HolParams(loss="0.01", seed=9, rtt_s=0.05))
-    assert set(["seed", "loss", "rtt_s", "transport", "table_bytes", "max_blocked", "spacing_s"]) <= set(r.blocks.columns)
+    assert (set(["seed", "loss", "rtt_s", "transport", "table_bytes", "max_blocked", "spacing_s"])
+            <= set(r.blocks.columns))
     assert (r.blocks["seed"] == 9).all() and (r.blocks["rtt_s"] == 0.05).all()
     assert r.params["seed"] == 9 and r.trace["content_hash"] == page.content_hash()
 

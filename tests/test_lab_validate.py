@@ -25,7 +25,8 @@ ROOT = Path(__file__).resolve().parents[1]
 WHY = ("not root" if os.geteuid() != 0 else "no /dev/net/tun" if not os.path.exists("/dev/net/tun")
        else "the relay is not built" if not relay_available()
        else "no Chromium at /usr/bin/chromium (make system-deps)" if not os.path.exists("/usr/bin/chromium") else None)
-needs_lab = pytest.mark.skipif(WHY is not None, reason=f"the lab needs root, /dev/net/tun, its relay and Chromium: {WHY}")
+needs_lab = pytest.mark.skipif(WHY is not None,
+                               reason=f"the lab needs root, /dev/net/tun, its relay and Chromium: {WHY}")
 pytestmark = pytest.mark.xdist_group("lab")
 WORKBENCH = [sys.executable, "-m", "simulator.cli"]
 

@@ -45,13 +45,14 @@ def _run(implementation: str, seed: int, *, cc: str = "reno", loss=None, jitter=
     draw = random.Random(seed)
     for i in range(connections):
         on = path if i == 0 else DelayedPath(path, 0.01 * i)
-        conn = TcpConnection(sim, on, TransportConfig(cc=cc, timestamps=timestamps), name=f"tcp{i}", handshake=handshake,
-                             cwnd_log=True, implementation=implementation)
+        conn = TcpConnection(sim, on, TransportConfig(cc=cc, timestamps=timestamps), name=f"tcp{i}",
+                             handshake=handshake, cwnd_log=True, implementation=implementation)
         assert conn.implementation == implementation
         conns.append(conn)
         for end in (conn.client, conn.server):
             tag = (i, end.is_client)
-            end.on_data = lambda sid, data, fin, t, tag=tag: events.append((tag, "data", sid, len(data), data[:2], fin, t))
+            end.on_data = lambda sid, data, fin, t, tag=tag: events.append(
+                (tag, "data", sid, len(data), data[:2], fin, t))
             end.on_stream_acked = lambda sid, offset, tag=tag: events.append((tag, "acked", sid, offset))
             end.on_received = lambda sid, offset, n, t, tag=tag: events.append((tag, "received", sid, offset, n, t))
         for k in range(4):

@@ -83,7 +83,8 @@ def test_packets_fit_the_datagram_and_share_streams():
     sim.run()
     assert len(seen) == 1
     packet = seen[0]
-    assert [(sid, off, len(d), fin) for sid, off, d, fin in packet.payload.frames] == [(a, 0, 100, True), (b, 0, 200, True)]
+    assert ([(sid, off, len(d), fin) for sid, off, d, fin in packet.payload.frames]
+            == [(a, 0, 100, True), (b, 0, 200, True)])
     expected = SHORT_HEADER_BYTES + stream_frame_header_len(a, 0, 100) + 100 + stream_frame_header_len(b, 0, 200) + 200
     assert packet.size_bytes == expected + UDP_IP_HEADER_BYTES
     # A bulk write: every packet at most max_datagram_bytes of UDP payload.

@@ -108,7 +108,10 @@ window.addEventListener("error", function (e) {
 window.addEventListener("unhandledrejection", function (e) { window.__errors.push("rejection: " + e.reason); });
 (function () {
   var orig = console.error;
-  console.error = function () { window.__errors.push("console.error: " + Array.prototype.join.call(arguments, " ")); return orig.apply(console, arguments); };
+  console.error = function () {
+    window.__errors.push("console.error: " + Array.prototype.join.call(arguments, " "));
+    return orig.apply(console, arguments);
+  };
 })();
 window.addEventListener("load", function () {
   setTimeout(function () {

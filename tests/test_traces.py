@@ -373,7 +373,8 @@ def test_untimed_trace_stays_untimed_through_har(tmp_path):
     assert [e.request_headers for e in again][0] == load(qif).exchanges[0].request_headers
 
 
-@pytest.mark.parametrize("rel", ["synthetic-page.har", "qif/netbsd.qif", "qpack-interop/ls-qpack/fb-req-hq.out.256.100.1"])
+@pytest.mark.parametrize("rel", ["synthetic-page.har", "qif/netbsd.qif",
+                                 "qpack-interop/ls-qpack/fb-req-hq.out.256.100.1"])
 def test_load_from_bytes_names_the_trace_and_never_opens_the_path(tmp_path, rel):
     """A Dask worker loads a trace from the bytes the client sent: the path only names it
     (interop settings come from the name), and the trace equals the one loaded from disk."""

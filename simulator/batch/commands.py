@@ -132,6 +132,7 @@ def add_commands(sub) -> None:
     p.add_argument("--tables", default="summary",
                    help="tables to store: summary plus the study's optional ones (hol: blocks, replay: exchanges); "
                         "default summary")
-    p.add_argument("--out", metavar="RESULTS_DIR", type=argtypes.output_folder, help="results folder (created; reruns skip finished jobs)")
+    p.add_argument("--out", metavar="RESULTS_DIR", type=argtypes.output_folder,
+                   help="results folder (created; reruns skip finished jobs)")
     p.add_argument("--quiet", action="store_true", help="no progress bar (there is one only on a terminal)")
     p.set_defaults(func=_cmd)

@@ -134,7 +134,8 @@ class _Recorder:
             "id": rid, "url": req["url"], "method": req.get("method", "GET"), "headers": req.get("headers", {}),
             "post": req.get("postData"), "priority": req.get("initialPriority"),
             "initiator": ev.get("initiator"), "type": ev.get("type"), "wall": ev.get("wallTime"),
-            "ts": ev["timestamp"], "response": None, "received": 0, "received_encoded": 0, "encoded": None, "end_ts": None,
+            "ts": ev["timestamp"], "response": None, "received": 0, "received_encoded": 0, "encoded": None,
+            "end_ts": None,
             "failed": None, "from_cache": None, "early_hints": None, "document_url": ev.get("documentURL"),
         }
         self.inflight.add(rid)

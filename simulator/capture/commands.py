@@ -48,12 +48,19 @@ def add_commands(sub) -> None:
     src.add_argument("--synth", metavar="N", type=int, help="a synthetic page of N requests (workbench trace synth)")
     p.add_argument("--seed", type=int, default=0, help="seed of the synthetic page (default 0)")
     p.add_argument("--proto", required=True, help="h2 (HTTP/2 over TLS) or h3 (HTTP/3, forced for the origin)")
-    p.add_argument("--out", required=True, metavar="HAR", type=argtypes.output_file, help="HAR file to write (atomically)")
-    p.add_argument("--repeat-view", action="store_true", help="load twice in one browser context, record the second view")
-    p.add_argument("--netlog", metavar="FILE", type=argtypes.output_file, help="also write Chromium's NetLog (JSON) here")
+    p.add_argument("--out", required=True, metavar="HAR", type=argtypes.output_file,
+                   help="HAR file to write (atomically)")
+    p.add_argument("--repeat-view", action="store_true",
+                   help="load twice in one browser context, record the second view")
+    p.add_argument("--netlog", metavar="FILE", type=argtypes.output_file,
+                   help="also write Chromium's NetLog (JSON) here")
     p.add_argument("--early-hints", action="store_true", help="the server sends 103 Early Hints before the document")
-    p.add_argument("--push", action="store_true", help="the server pushes the render-blocking set (h2; Chromium refuses)")
-    p.add_argument("--trailers", action="store_true", help="server-timing trailers on h2 when the request has TE: trailers")
-    p.add_argument("--think", default="0ms", type=argtypes.duration, help="the server's think time before the document (wall clock)")
-    p.add_argument("--timeout", default="60s", type=argtypes.positive_duration, help="give up on the page load after this long (default 60s)")
+    p.add_argument("--push", action="store_true",
+                   help="the server pushes the render-blocking set (h2; Chromium refuses)")
+    p.add_argument("--trailers", action="store_true",
+                   help="server-timing trailers on h2 when the request has TE: trailers")
+    p.add_argument("--think", default="0ms", type=argtypes.duration,
+                   help="the server's think time before the document (wall clock)")
+    p.add_argument("--timeout", default="60s", type=argtypes.positive_duration,
+                   help="give up on the page load after this long (default 60s)")
     p.set_defaults(func=_cmd)

@@ -19,13 +19,12 @@ from __future__ import annotations
 import hpack
 
 from ..frames.h2buffer import install_huffman
+from .base import DecodedBlock, Decoder, DecompressionFailed, Encoder
 
 # hpack's decoder takes the C Huffman decoder when the extension is built: it decodes
 # exactly as hpack's own (checked by tests/test_frames*), 40x faster; its encoder the C
 # encoder, the same bytes in time linear in the string (hpack's own is quadratic).
 install_huffman()
-
-from .base import DecodedBlock, Decoder, DecompressionFailed, Encoder
 
 __all__ = ["HpackEncoder", "HpackDecoder"]
 

@@ -499,7 +499,8 @@ class QcramDecoder(Decoder):
         if index == 0 or absolute < 0:
             raise WireError(f"index {index} out of range at byte {pos}")
         if absolute >= self.table.inserted:
-            raise WireError(f"index {index} refers to entry {absolute}, not yet inserted (a non-BLOCKING block would block)")
+            raise WireError(f"index {index} refers to entry {absolute}, "
+                            "not yet inserted (a non-BLOCKING block would block)")
         entry = self.table.entries.get(absolute)
         if entry is None:
             raise WireError(f"index {index} refers to evicted entry {absolute}")

@@ -168,7 +168,8 @@ def add_commands(sub) -> None:
     lab_sub = p.add_subparsers(dest="lab_command", metavar="LAB_COMMAND", parser_class=type(p))
     sh = lab_sub.add_parser("shell", help="run a server and a client command over the emulated link")
     add_link_flags(sh)
-    sh.add_argument("--server", default=None, metavar="CMD", help="server command, run with sh -c in the server namespace")
+    sh.add_argument("--server", default=None, metavar="CMD",
+                    help="server command, run with sh -c in the server namespace")
     sh.add_argument("--server-wait", default="5s", type=argtypes.positive_duration,
                     help="how long to wait for the server to listen before the client starts")
     sh.add_argument("--stats", default=None, type=argtypes.output_file, metavar="FILE",
@@ -184,7 +185,8 @@ def add_commands(sub) -> None:
                     help="the condition each page is recorded at and predicted from")
     va.add_argument("--reference-protocol", default="h2", choices=("h2", "h3"))
     va.add_argument("--report", default=None, type=argtypes.output_folder, metavar="DIR",
-                    help="also write validation.md (the table), validation.json and validation.png (the figure) into DIR")
+                    help="also write validation.md (the table), validation.json and validation.png "
+                         "(the figure) into DIR")
     va.add_argument("--json", action="store_true", help="print one JSON object")
     va.set_defaults(func=_validate)
     cl = lab_sub.add_parser("clean", help="remove namespaces left by lab runs whose process is gone")

@@ -68,7 +68,8 @@ def read_delivery_trace(path: str) -> tuple[int, ...]:
                 if not text:
                     continue
                 if number > _TRACE_MAX_LINES or not text.isdigit() or not text.isascii():
-                    why = "too many lines" if number > _TRACE_MAX_LINES else f"{text[:20]!r} is not a whole number of ms"
+                    why = ("too many lines" if number > _TRACE_MAX_LINES
+                           else f"{text[:20]!r} is not a whole number of ms")
                     raise InputError(f"{why} (a delivery trace has one time in ms per line).",
                                      path=path, where=f"line {number}")
                 value = int(text)

@@ -1,9 +1,9 @@
 """A validation's table and figure (``workbench lab validate --report DIR``, ``make validate``).
 
-``validation.md`` (and ``validation.json``, the whole result): per condition the model's out-of-sample MAPE, median APE and Spearman's
-rho beside the lab's run-to-run floor, and the overall line; ``validation.png``: predicted
-against measured onLoad for every page and condition (each measurement's runs as a range),
-and per condition the model's MAPE beside the floor.
+``validation.md`` (and ``validation.json``, the whole result): per condition the model's
+out-of-sample MAPE, median APE and Spearman's rho beside the lab's run-to-run floor, and
+the overall line; ``validation.png``: predicted against measured onLoad for every page and
+condition (each measurement's runs as a range), and per condition the model's MAPE beside the floor.
 """
 
 from __future__ import annotations
@@ -31,12 +31,14 @@ def table_markdown(result: dict) -> str:
                  if c["mape_percent"] is not None and c["floor_mape_percent"] else "n/a")
         label = f"`{cond['conditions']}`" + (" (reference, in sample)" if is_ref else "")
         lines.append(f"| {label} | {cond['protocol']} | {len(c['pages'])} | {_pct(c['mape_percent'])} | "
-                     f"{_pct(c['median_ape_percent'])} | {c['spearman_rho'] if c['spearman_rho'] is not None else 'n/a'} | "
+                     f"{_pct(c['median_ape_percent'])} | "
+                     f"{c['spearman_rho'] if c['spearman_rho'] is not None else 'n/a'} | "
                      f"{_pct(c['floor_mape_percent'])} | {ratio} |")
     s = result["summary"]
     lines.append(f"| **out of sample, all {s.get('conditions', len(result['conditions']))} conditions** | | "
                  f"{s['pages']} | **{_pct(s['mape_percent'])}** | {_pct(s['median_ape_percent'])} | "
-                 f"{s['spearman_rho'] if s['spearman_rho'] is not None else 'n/a'} | {_pct(s['floor_mape_percent'])} | |")
+                 f"{s['spearman_rho'] if s['spearman_rho'] is not None else 'n/a'} | "
+                 f"{_pct(s['floor_mape_percent'])} | |")
     return "\n".join(lines) + "\n"
 
 

@@ -114,8 +114,8 @@ from .transport import TransportConfig
 
 __all__ = ["TcpConnection", "TcpEndpoint", "TcpSegment", "TcpAck", "TcpControl"]
 
-_SUM_KEYS = ("packets_sent", "packets_lost", "rtos", "spurious_rtos", "undone_reductions", "fast_retransmits", "bytes_sent",
-             "bytes_delivered", "acks_sent")
+_SUM_KEYS = ("packets_sent", "packets_lost", "rtos", "spurious_rtos", "undone_reductions", "fast_retransmits",
+             "bytes_sent", "bytes_delivered", "acks_sent")
 
 
 def _c_endpoints(config: TransportConfig) -> bool:

@@ -1,7 +1,7 @@
 """The TCP model's endpoint, the Python reference: the sender of one direction and the
 receiver of the other, with NewReno recovery, delayed ACKs, Linux's retransmission timer
-with F-RTO and its undo, and the optional handshake, as ``tcp``'s docstring describes.  ``simulator.net._tcp.TcpEndpoint``
-is its C twin (same events, same numbers).  Written by hand."""
+with F-RTO and its undo, and the optional handshake, as ``tcp``'s docstring describes.
+``simulator.net._tcp.TcpEndpoint`` is its C twin (same events, same numbers).  Written by hand."""
 
 from __future__ import annotations
 

@@ -45,7 +45,8 @@ def add_commands(sub) -> None:
                                    "unless its cell is tagged 'show' ('show-output': outputs only; "
                                    "'skip-slides': left out).")
     p.add_argument("notebook", metavar="NOTEBOOK")
-    p.add_argument("-o", "--output", required=True, metavar="DIR", type=argtypes.output_folder, help="deck folder (created)")
+    p.add_argument("-o", "--output", required=True, metavar="DIR", type=argtypes.output_folder,
+                   help="deck folder (created)")
     p.add_argument("-p", "--parameter", nargs=2, action="append", metavar=("NAME", "VALUE"),
                    help="override a parameter of the 'parameters' cell (Python literal or string); repeatable")
     p.add_argument("--no-execute", action="store_true", help="use the outputs stored in the notebook")

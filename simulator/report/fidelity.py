@@ -65,8 +65,8 @@ def waterfall_compare(graph, simulated: pd.DataFrame, start_offset_s: float, pag
             total = sum(v for k, v in r.timings.items() if k in _PHASES and isinstance(v, (int, float)) and v > 0)
             ax.barh(y - 0.2, max(total / 1000.0, 0.002), left=start, height=0.38, color="#999999")
         if row["requested_s"] == row["requested_s"]:
-            ax.barh(y + 0.2, max(row["arrived_s"] - row["requested_s"], 0.002), left=row["requested_s"] + start_offset_s,
-                    height=0.38, color="#1f77b4")
+            ax.barh(y + 0.2, max(row["arrived_s"] - row["requested_s"], 0.002),
+                    left=row["requested_s"] + start_offset_s, height=0.38, color="#1f77b4")
         urls.append(r.url)
         types.append(r.resource_type)
     ax.set_ylim(len(rows) - 0.5, -0.5)

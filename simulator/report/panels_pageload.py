@@ -202,7 +202,8 @@ def coalescing_panel(trace: str = "synthetic-page.har", base=None) -> Explorer:
         out["p421"] = Inert(f"a server refuses a host it was not asked for with one seeded draw per (server, "
                               f"host) pair; this page has {pairs} such pair{'s' if pairs > 1 else ''} in "
                               f"{v['mode']} mode, so the probability changes the result in at most {pairs} "
-                              f"step{'s' if pairs > 1 else ''} (here {int(r.summary.loc[v['mode'], 'misdirected_421'])} "
+                              f"step{'s' if pairs > 1 else ''} "
+                              f"(here {int(r.summary.loc[v['mode'], 'misdirected_421'])} "
                               "421 responses)")
         return out
 

@@ -328,8 +328,10 @@ def demux_panel(base=None, *, stream_bytes: int = 1 << 20) -> Explorer:
                      f"server interleaving {v['interleaving']}, RTT {v['rtt_ms']:g} ms (model)", fontsize="medium")
         return _labelled(m, (("completion_s", "completion (ms)", 1000), ("completion_ratio_vs_direct", "vs direct"),
                              ("peak_buffered_bytes", "peak buffered (KiB)", 1 / KIB),
-                             ("wakeups_per_frame", "wakeups per frame"), ("dispatches_per_frame", "dispatches per frame"),
-                             ("copied_bytes_per_mb", "bytes copied per MB"), ("window_stall_s", "window stall (ms)", 1000)))
+                             ("wakeups_per_frame", "wakeups per frame"),
+                             ("dispatches_per_frame", "dispatches per frame"),
+                             ("copied_bytes_per_mb", "bytes copied per MB"),
+                             ("window_stall_s", "window stall (ms)", 1000)))
 
     return Explorer("HTTP/2 demultiplexing: one model run of every receive strategy per change", controls, run,
                     draw, figsize=(10, 3.6))

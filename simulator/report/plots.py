@@ -8,8 +8,9 @@ Slides: ``workbench slides`` runs a notebook with the *slide style* on
 plotting code then draws for a 1280x720 slide: ``subplots()`` makes every figure the
 size of a slide's figure area (``SLIDE_FIGSIZE``, about 100 px per inch on the slide)
 whatever size the notebook asks for, and the style's fonts (``SLIDE_RC``) are 13 to
-16 pt, 18 to 22 px on the slide (``"small"`` text, 11.7 pt, about 16 px).  Functions here size their text from the style (never
-a fixed small ``fontsize``) and put legends beside the axes, not over the data.
+16 pt, 18 to 22 px on the slide (``"small"`` text, 11.7 pt, about 16 px).
+Functions here size their text from the style (never a fixed small ``fontsize``) and put
+legends beside the axes, not over the data.
 """
 
 from __future__ import annotations
@@ -19,7 +20,8 @@ from pathlib import Path
 
 import matplotlib
 
-matplotlib.use("Agg") if not matplotlib.get_backend().lower().startswith(("module://", "inline", "nbagg", "widget", "ipympl")) else None
+if not matplotlib.get_backend().lower().startswith(("module://", "inline", "nbagg", "widget", "ipympl")):
+    matplotlib.use("Agg")
 
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
@@ -172,8 +174,11 @@ def metric_with_band(runs: pd.DataFrame, x: str, y: str, ax=None, *, hue: str = 
     for key, df in runs.groupby(hue, sort=False):
         xs, mean, lo, hi = [], [], [], []
         for xv, g in df.groupby(x):
-            m, l, h = confidence_band(g[y], level=level)
-            xs.append(xv); mean.append(m); lo.append(l); hi.append(h)
+            m, low, high = confidence_band(g[y], level=level)
+            xs.append(xv)
+            mean.append(m)
+            lo.append(low)
+            hi.append(high)
         (line,) = ax.plot(xs, mean, marker="o", label=str(key), color=SCHEME_COLORS.get(key))
         ax.fill_between(xs, lo, hi, alpha=0.2, color=line.get_color())      # the band in its line's colour
     ax.set_xlabel(xlabel or x)

@@ -16,17 +16,18 @@ letting a patch silently do nothing:
   ``_is_client`` (``h3.SimH3Connection`` announces its QPACK settings and MAX_PUSH_ID and
   sizes its HEADERS frames).
 
-The stream service order, made independent of memory addresses.  Why: ``QuicConnection._write_application`` (aioquic 1.7.2) collects the streams it
-served into a built-in ``set`` of ``QuicStream`` objects and appends that set to the
-back of its service queue (``self._streams_queue.extend(sent)``).  A ``QuicStream``
-hashes by ``id()``, i.e. by its memory address, so the order in which streams are
-served next -- and with it which STREAM frames share a packet, which frames a loss
-hits, and every completion time -- changed from one process to the next for the same
-seed.  The fix keeps aioquic's intent (served streams go to the back, in the order
-they were served: round robin) and makes it exact: inside ``aioquic.quic.connection``
-the name ``set`` is bound to ``InsertionOrderedSet``, a set that iterates in insertion
-order.  Nothing else changes: the module's other uses of ``set`` (connection-id
-sequence numbers, a version comparison) only test membership and equality.
+The stream service order, made independent of memory addresses.  Why:
+``QuicConnection._write_application`` (aioquic 1.7.2) collects the streams it served
+into a built-in ``set`` of ``QuicStream`` objects and appends that set to the back of
+its service queue (``self._streams_queue.extend(sent)``).  A ``QuicStream`` hashes by
+``id()``, i.e. by its memory address, so the order in which streams are served next --
+and with it which STREAM frames share a packet, which frames a loss hits, and every
+completion time -- changed from one process to the next for the same seed.  The fix
+keeps aioquic's intent (served streams go to the back, in the order they were served:
+round robin) and makes it exact: inside ``aioquic.quic.connection`` the name ``set`` is
+bound to ``InsertionOrderedSet``, a set that iterates in insertion order.  Nothing else
+changes: the module's other uses of ``set`` (connection-id sequence numbers, a version
+comparison) only test membership and equality.
 
 ``install()`` is idempotent and is called when ``simulator.stacks.h3`` is imported.
 """
@@ -75,7 +76,8 @@ def check() -> None:
     for module, cls, method, names in _INSTANCE_NAMES:
         source = inspect.getsource(getattr(getattr(importlib.import_module(module), cls), method))
         missing += [f"{cls}.{name}" for name in names if f"self.{name}" not in source]
-    if "set(" not in inspect.getsource(importlib.import_module("aioquic.quic.connection").QuicConnection._write_application):
+    write_application = importlib.import_module("aioquic.quic.connection").QuicConnection._write_application
+    if "set(" not in inspect.getsource(write_application):
         missing.append("the set of served streams in QuicConnection._write_application")
     if missing:
         raise RuntimeError(f"aioquic {version} lacks what simulator/stacks/aioquic_patches.py relies on: "

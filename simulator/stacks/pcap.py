@@ -99,12 +99,15 @@ class PcapRecorder:
             tcp = session.tcp
             handshake = session.params.tcp_handshake
             port = 443 if session.params.tls else 80
-            ends = ((session.path.forward, tcp.client, client_ip, server_ip, client_port, port, _CLIENT_ISN, _SERVER_ISN),
-                    (session.path.reverse, tcp.server, server_ip, client_ip, port, client_port, _SERVER_ISN, _CLIENT_ISN))
+            ends = ((session.path.forward, tcp.client, client_ip, server_ip, client_port, port,
+                     _CLIENT_ISN, _SERVER_ISN),
+                    (session.path.reverse, tcp.server, server_ip, client_ip, port, client_port,
+                     _SERVER_ISN, _CLIENT_ISN))
             for link, endpoint, src, dst, sport, dport, isn, peer_isn in ends:
                 base, peer_base = (isn + 1, peer_isn + 1) if handshake else (isn, peer_isn)
                 self._hook(link, lambda packet, e=endpoint, s=src, d=dst, sp=sport, dp=dport, i=isn, b=base,
-                           pb=peer_base, pi=peer_isn: self._record(self._tcp_packet(packet, e, s, d, sp, dp, i, b, pb, pi)))
+                           pb=peer_base, pi=peer_isn:
+                           self._record(self._tcp_packet(packet, e, s, d, sp, dp, i, b, pb, pi)))
 
     def _next_ident(self) -> int:
         self._ident += 1

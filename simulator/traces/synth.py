@@ -225,7 +225,8 @@ class _Gen:
                   for t, d in (("script", "js"), ("stylesheet", "css"), ("font", "fonts"))}
         page_list, t, prev_url = [], 0.0, None
         for k in range(pages):
-            count = first_requests if k == 0 else (p.requests or round(self.lognormal(p.requests_median, p.requests_sigma)))
+            count = (first_requests if k == 0
+                     else (p.requests or round(self.lognormal(p.requests_median, p.requests_sigma))))
             count = max(MIN_REQUESTS, min(count, MAX_REQUESTS))
             path = "/" if k == 0 else f"/{self.word()}/{self.word()}-{self.word()}-{rng.randint(10**7, 10**8 - 1)}"
             page_id = f"page_{k + 1}"
@@ -244,8 +245,8 @@ class _Gen:
         page_url = f"https://{www.name}{path}"
         ttfb = self.lognormal(p.ttfb_median_s, 0.5)
         # The document itself.
-        self.emit(page_id, "document", www, path, t0, page_url=None, referer=prev_url, site="same-origin" if prev_url else "none",
-                  initiator=(None, "other"), wait=ttfb)
+        self.emit(page_id, "document", www, path, t0, page_url=None, referer=prev_url,
+                  site="same-origin" if prev_url else "none", initiator=(None, "other"), wait=ttfb)
         # Sub-resources: types from the mix, in discovery order.
         kinds = list(p.type_mix)
         weights = [p.type_mix[k] for k in kinds]
@@ -298,13 +299,16 @@ class _Gen:
             ext = rng.choice(IMAGE_TYPES)[1]
             if host.third_party:
                 return f"/img/{self.token(16)}.{ext}?w={w}"
-            return f"/images/{rng.randint(2019, 2024)}/{rng.randint(1, 12):02d}/{self.word()}-{self.word()}-{self.token(6)}-{w}x{w * 9 // 16}.{ext}"
+            return (f"/images/{rng.randint(2019, 2024)}/{rng.randint(1, 12):02d}/"
+                    f"{self.word()}-{self.word()}-{self.token(6)}-{w}x{w * 9 // 16}.{ext}")
         if kind == "iframe":
             return f"/embed/{self.token(11, 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789')}"
         if kind == "ping":
             return (f"/collect?v=2&tid=G-{self.token(10, 'ABCDEFGHJKLMNPQRSTUVWXYZ0123456789')}&cid="
-                    f"{rng.randint(10**8, 10**9)}.{rng.randint(10**8, 10**9)}&_p={rng.randint(10**9, 10**10)}&en=page_view")
-        return f"/v1/{self.word()}/{rng.choice(('items', 'comments', 'recommendations', 'config'))}?id={rng.randint(1, 99999)}"
+                    f"{rng.randint(10**8, 10**9)}.{rng.randint(10**8, 10**9)}&_p={rng.randint(10**9, 10**10)}"
+                    f"&en=page_view")
+        return (f"/v1/{self.word()}/{rng.choice(('items', 'comments', 'recommendations', 'config'))}"
+                f"?id={rng.randint(1, 99999)}")
 
     def emit(self, page_id, kind, host: _Host, path, start, *, page_url, referer, site, initiator, wait) -> str:
         rng = self.rng
@@ -318,7 +322,8 @@ class _Gen:
                 site = "cross-site"
             else:
                 site = "same-site"
-        mode = {"document": "navigate", "iframe": "navigate", "font": "cors", "fetch": "cors", "ping": "no-cors"}.get(kind, "no-cors")
+        mode = {"document": "navigate", "iframe": "navigate", "font": "cors", "fetch": "cors",
+                "ping": "no-cors"}.get(kind, "no-cors")
         req = [(":method", method), (":scheme", "https"), (":authority", host.name), (":path", path)]
         if kind == "ping":
             req.append(("content-length", str(rng.randint(0, 80))))
@@ -382,7 +387,8 @@ class _Gen:
             resp.append(("cf-ray", f"{self.token(16)}-{rng.choice(('FRA', 'CDG', 'AMS', 'LHR'))}"))
         elif host.cdn_header:
             resp.append(("x-cache", rng.choice(("Hit from cloudfront", "Miss from cloudfront"))))
-            resp.append((host.cdn_header, self.token(56, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_") + "=="))
+            resp.append((host.cdn_header,
+                         self.token(56, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_") + "=="))
         if host.alt_svc:
             resp.append(("alt-svc", 'h3=":443"; ma=86400'))
         # Some responses refresh a cookie: the next requests carry the new value.

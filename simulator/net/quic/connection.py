@@ -53,8 +53,9 @@ class QuicEndpoint(PacketBuilder, AckGeneration, LossRecovery, Handshake):
         "_recv_lows", "_recv_highs", "_largest_recv_pn", "_largest_recv_time_s", "_unacked_eliciting",
         "_ack_due", "_ack_delay_s",
         # pacing (pacer; RFC 9002 section 7.7) and the handshake (handshake; RFC 9001)
-        "pacer", "retransmit_in_turn", "rtt_monitor", "ready", "handshake_done_s", "_hs_flight", "_hs_pto_count", "_hs_peer_received",
-        "_hs_peer_echo_s", "_hs_sped_up", "_hs_sent_s", "_hs_pto_s", "pto_declares_lost", "_held", "crypto_datagrams_sent", "handshake_ptos",
+        "pacer", "retransmit_in_turn", "rtt_monitor", "ready", "handshake_done_s", "_hs_flight", "_hs_pto_count",
+        "_hs_peer_received", "_hs_peer_echo_s", "_hs_sped_up", "_hs_sent_s", "_hs_pto_s", "pto_declares_lost", "_held",
+        "crypto_datagrams_sent", "handshake_ptos",
         # statistics
         "packets_sent", "ack_packets_sent", "probe_packets_sent", "packets_lost",
         "lost_by_packet_threshold", "lost_by_time_threshold", "ptos", "spurious_ptos", "congestion_events",
@@ -313,7 +314,8 @@ class QuicConnection:
         self.client.link, self.server.link = path.forward, path.reverse
         link_payload = config.max_datagram_bytes + UDP_IP_HEADER_BYTES
         if link_payload > path.mtu_bytes:
-            raise ValueError(f"max_datagram_bytes {config.max_datagram_bytes} + 28 exceeds the path MTU {path.mtu_bytes}")
+            raise ValueError(f"max_datagram_bytes {config.max_datagram_bytes} + 28 exceeds "
+                             f"the path MTU {path.mtu_bytes}")
 
     def stats(self) -> dict:
         """Totals over both endpoints, and each endpoint's own figures under "client" / "server".

@@ -5,7 +5,8 @@ padded to the full datagram (RFC 9000 section 14.1), the server answers with its
 Initial + Handshake flight (``server_flight_bytes`` of TLS in CRYPTO frames, as
 ``http.handshake`` measures aioquic's: one full datagram for the stacks' Ed25519
 certificate), the client then has 1-RTT keys: it sends its Finished (padded: the
-datagram holds the Initial ACK) and its 1-RTT data, one RTT after the start (no 0-RTT).  The server processes 1-RTT packets only once the Finished arrived
+datagram holds the Initial ACK) and its 1-RTT data, one RTT after the start (no 0-RTT).
+The server processes 1-RTT packets only once the Finished arrived
 (RFC 9001 section 5.7: it holds them), then sends HANDSHAKE_DONE in its first 1-RTT
 packet, which confirms the handshake to the client.  Each side takes an RTT sample from
 the handshake.  Lost handshake datagrams are resent at a probe timeout (timer slot

@@ -14,7 +14,8 @@ model's (``net.cc``: ``RttEstimator``, ``Reno`` / ``Cubic``, ``RttIncreaseMonito
   of the oldest unacknowledged data), declaring nothing lost and leaving the window as
   it is (6.2: a PTO is not a loss signal; persistent congestion, 7.6, is not modelled).
   ``spurious_ptos`` counts the PTOs after which every packet then in flight was
-  acknowledged with none declared lost: timers that fired on a late ACK, not a loss.  Loss timer and PTO share the timer slot
+  acknowledged with none declared lost: timers that fired on a late ACK, not a loss.
+  Loss timer and PTO share the timer slot
   ``loss``.  Lost STREAM data is sent again in new packets with new packet numbers,
   ahead of new data, or (``retransmit_in_turn=True``, as aioquic, which hands lost
   bytes back to their stream's send buffer and serves streams round-robin) behind the

@@ -6,12 +6,16 @@ from __future__ import annotations
 
 import math
 from dataclasses import replace
+from typing import TYPE_CHECKING
 
 from ...frames.origin import ORIGIN_FRAME_TYPE, origin_frame_bytes, origin_frame_payload, parse_origin_frame
 from ...net.transport import TIMER_KEYS
 from ..pageload import LoadParams
 from .handshake import handshake
 from .topology import Topology, cert_covers, host_of
+
+if TYPE_CHECKING:   # .study imports this module: the parameters' class is for the annotation only
+    from .study import CoalescingParams
 
 __all__ = ["CoalescingPool"]
 
@@ -39,7 +43,7 @@ class CoalescingPool:
     by ``mode``, times DNS and handshakes, turns refused requests into 421s and retries."""
 
     def __init__(self, sim, params: LoadParams, listener, inner_cls, *, mode: str, topo: Topology,
-                 cp: "CoalescingParams") -> None:
+                 cp: CoalescingParams) -> None:
         self.sim, self.params, self.listener = sim, params, listener
         self.mode, self.topo, self.cp = mode, topo, cp
         self.inner = inner_cls(sim, params, self)

@@ -165,7 +165,8 @@ def training_corpus(params: CrossstreamParams) -> body_gen.Corpus:
     """Other sites' release-0 bodies, for the static per-type dictionaries."""
     bodies = []
     for k in range(3):
-        bodies += body_gen.generate(seed=1_000_003 + 7919 * k + params.seed, releases=1, site=f"other{k}.example").bodies
+        bodies += body_gen.generate(seed=1_000_003 + 7919 * k + params.seed, releases=1,
+                                    site=f"other{k}.example").bodies
     return body_gen.Corpus(bodies=bodies, source="training")
 
 

@@ -10,7 +10,8 @@ frames, the writes) is measured apart and taken out: ``receiver_s`` is the CPU t
 the receive loop minus the server's.
 
 Wall-clock time: this module measures this machine (a shared 2-core one), and is the
-only part of the study that reads a clock (the thread's CPU time, user + system).  Report ratios measured in the same run.
+only part of the study that reads a clock (the thread's CPU time, user + system).
+Report ratios measured in the same run.
 ``trace_memory=True`` runs the transfer once more under ``tracemalloc`` (not timed) for
 the peak of the Python heap during the receive.
 """

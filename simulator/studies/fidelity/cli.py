@@ -1,5 +1,5 @@
-"""``workbench fidelity TRACE_OR_DIR... [--protocol auto|h2|h3] [--at CONDITIONS] [--cc reno|cubic] [--seed N] [--json]``:
-the fidelity study's flags, its command, and its registration."""
+"""``workbench fidelity TRACE_OR_DIR... [--protocol auto|h2|h3] [--at CONDITIONS] [--cc reno|cubic]
+[--seed N] [--json]``: the fidelity study's flags, its command, and its registration."""
 
 from __future__ import annotations
 
@@ -19,7 +19,8 @@ __all__ = ["STUDY", "add_arguments", "params_from_args"]
 
 def params_from_args(args: argparse.Namespace) -> FidelityParams:
     """The study's parameters from its parsed flags (units applied)."""
-    return FidelityParams(protocol=args.protocol, browser=args.browser, at=None if args.at is None else str(PathConditions.parse(args.at)),
+    return FidelityParams(protocol=args.protocol, browser=args.browser,
+                          at=None if args.at is None else str(PathConditions.parse(args.at)),
                           **network_from_args(args))
 
 

@@ -130,8 +130,8 @@ def summarize(pages: pd.DataFrame) -> dict:
         # Spearman's rho: Pearson's r of the ranks (ties get their mean rank).
         value = pages["measured_onload_s"].rank().corr(pages["simulated_onload_s"].rank())
         rho = None if value != value else round(float(value), 4)
-    return {"pages": n, "mape_percent": round(float(ape.mean()), 3), "median_ape_percent": round(float(ape.median()), 3),
-            "spearman_rho": rho}
+    return {"pages": n, "mape_percent": round(float(ape.mean()), 3),
+            "median_ape_percent": round(float(ape.median()), 3), "spearman_rho": rho}
 
 
 def load_event_graph(graph: PageGraph, on_load_s: float, page_start_s: float | None) -> PageGraph:

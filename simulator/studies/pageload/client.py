@@ -452,7 +452,8 @@ class PageLoad:
         for r in g.resources:
             rows.append({
                 "index": r.index, "url": r.url, "origin": r.origin, "connection": self.key(r.origin),
-                "resource_type": r.resource_type, "body_bytes": r.body_bytes, "parent": -1 if r.parent is None else r.parent,
+                "resource_type": r.resource_type, "body_bytes": r.body_bytes,
+                "parent": -1 if r.parent is None else r.parent,
                 "render_blocking": r.render_blocking, "source": self.source[r.index],
                 "discovered_s": self.discovered_s[r.index], "requested_s": self.requested_s[r.index],
                 "arrived_s": self.arrived_s[r.index], "ready_s": self.ready_s[r.index],

@@ -87,13 +87,18 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="replay over the stack's transport model instead (h2: TCP model, h3: QUIC model)")
     add_network_flags(p, rtt="50ms", bw="10mbit", loss="0", cc="reno", tls=True, seed=1)
     p.add_argument("--think", default="0ms", type=argtypes.duration, help="server think time before each response")
-    p.add_argument("--idle-timeout", default="30s", type=argtypes.positive_duration, help="give up when nothing progresses this long")
-    p.add_argument("--qpack-table", default="4096", type=argtypes.size, help="HTTP/3 QPACK dynamic table capacity (bytes)")
+    p.add_argument("--idle-timeout", default="30s", type=argtypes.positive_duration,
+                   help="give up when nothing progresses this long")
+    p.add_argument("--qpack-table", default="4096", type=argtypes.size,
+                   help="HTTP/3 QPACK dynamic table capacity (bytes)")
     p.add_argument("--qpack-blocked", default=16, type=argtypes.count(0, 65_535),
                    help="HTTP/3 QPACK blocked-streams limit")
-    p.add_argument("--qlog", metavar="DIR", type=argtypes.existing_folder, help="write qlog files (simulated time) into DIR (h3)")
-    p.add_argument("--pcap", metavar="FILE", type=argtypes.output_file, help="write every simulated packet to a pcap file")
-    p.add_argument("--keylog", metavar="FILE", type=argtypes.output_file, help="write the TLS secrets (key-log format) for Wireshark")
+    p.add_argument("--qlog", metavar="DIR", type=argtypes.existing_folder,
+                   help="write qlog files (simulated time) into DIR (h3)")
+    p.add_argument("--pcap", metavar="FILE", type=argtypes.output_file,
+                   help="write every simulated packet to a pcap file")
+    p.add_argument("--keylog", metavar="FILE", type=argtypes.output_file,
+                   help="write the TLS secrets (key-log format) for Wireshark")
     p.add_argument("--json", action="store_true", help="print one JSON object")
 
 

@@ -50,11 +50,12 @@ def _cmd(args: argparse.Namespace) -> int:
         return 0
     hops = ",".join(params.hops) or "none"
     rate = "at once" if params.rate_bytes_per_s is None else f"{params.rate_bytes_per_s:,.0f} B/s"
-    print(f"{len(result.responses['response'].unique())} response(s), generated {rate}, RTT {params.rtt_s * 1000:g} ms, "
-          f"loss {params.loss}, hops {hops}, TE: trailers p={params.te_trailers:g}, seed {params.seed}")
-    cols = ["stack", "http_version", "strategy", "ttfb_mean_s", "metadata_mean_s", "ttlb_mean_s", "metadata_lost_responses",
-            "head_bytes_mean", "trailer_bytes_mean", "overhead_bytes_mean", "origin_held_max_bytes",
-            "hops_held_max_bytes"]
+    print(f"{len(result.responses['response'].unique())} response(s), generated {rate}, "
+          f"RTT {params.rtt_s * 1000:g} ms, loss {params.loss}, hops {hops}, TE: trailers p={params.te_trailers:g}, "
+          f"seed {params.seed}")
+    cols = ["stack", "http_version", "strategy", "ttfb_mean_s", "metadata_mean_s", "ttlb_mean_s",
+            "metadata_lost_responses", "head_bytes_mean", "trailer_bytes_mean", "overhead_bytes_mean",
+            "origin_held_max_bytes", "hops_held_max_bytes"]
     with pd.option_context("display.width", 220, "display.max_columns", 20, "display.float_format", "{:.3f}".format):
         print(result.summary[cols].to_string(index=False))
     return 0

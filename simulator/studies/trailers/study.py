@@ -138,9 +138,9 @@ def run(trace=None, params: TrailersParams | None = None, *, progress: bool = Fa
         rows += r
         totals[(stack, version, strategy)] = t
     responses = pd.DataFrame(rows)
-    hops = pd.DataFrame(hop_rows, columns=["http_version", "strategy", "response", "hop", "policy", "te_down", "buffered",
-                                           "held_max_bytes", "hold_s", "trailer_fields_in", "trailer_fields_out",
-                                           "merged", "dropped"])
+    hops = pd.DataFrame(hop_rows, columns=["http_version", "strategy", "response", "hop", "policy", "te_down",
+                                           "buffered", "held_max_bytes", "hold_s", "trailer_fields_in",
+                                           "trailer_fields_out", "merged", "dropped"])
     pdict = params.to_dict()
     for k in ROW_PARAMS:
         responses[k] = pdict[k]

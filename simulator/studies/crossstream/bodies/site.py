@@ -180,7 +180,8 @@ class Site:
     def _product(self, i: int) -> dict:
         r = self.rng
         return {"id": 1000 + i, "sku": f"{self.w()[:3].upper()}-{r.randint(1000, 9999)}", "name": self._title(2),
-                "price": round(r.uniform(4, 240), 2), "in_stock": r.random() < 0.85, "rating": round(r.uniform(2.5, 5), 1),
+                "price": round(r.uniform(4, 240), 2), "in_stock": r.random() < 0.85,
+                "rating": round(r.uniform(2.5, 5), 1),
                 "tags": [self.w() for _ in range(r.randint(1, 4))], "summary": self.sentence()}
 
     def _page_path(self, i: int) -> str:
@@ -190,7 +191,8 @@ class Site:
     def _css_rule(self) -> list:
         r = self.rng
         block = r.choice(_CSS_BLOCKS)
-        sel = f".{block}" + (f"__{self.w()}" if r.random() < 0.7 else "") + (f"--{self.w()}" if r.random() < 0.25 else "")
+        sel = (f".{block}" + (f"__{self.w()}" if r.random() < 0.7 else "")
+               + (f"--{self.w()}" if r.random() < 0.25 else ""))
         if r.random() < 0.2:
             sel += r.choice((":hover", ":focus", " > a", " .icon", "::before"))
         props = [[name, r.choice(values)] for name, values in r.sample(_CSS_PROPS, r.randint(2, 6))]
@@ -228,8 +230,10 @@ class Site:
         locale, cur = r.choice(_LOCALES)
         names = args or [self.w()]
         return r.choice(_JS_TEMPLATES).format(
-            a=r.choice(names), b=r.choice(names + [self.w()]), c=self.w()[:4], f=self.w(), fn=_camel([r.choice(_VERBS), self.w()]),
-            w=self.w(), w2=self.w(), n=r.randint(0, 500), n2=r.randint(500, 5000), cls=f"{r.choice(_CSS_BLOCKS)}__{self.w()}",
+            a=r.choice(names), b=r.choice(names + [self.w()]), c=self.w()[:4], f=self.w(),
+            fn=_camel([r.choice(_VERBS), self.w()]),
+            w=self.w(), w2=self.w(), n=r.randint(0, 500), n2=r.randint(500, 5000),
+            cls=f"{r.choice(_CSS_BLOCKS)}__{self.w()}",
             aria=r.choice(_ARIA), locale=locale, cur=cur)
 
     def _js_file(self, i: int, size: int) -> dict:
@@ -246,7 +250,8 @@ class Site:
     @staticmethod
     def _js_function_text(f: dict, minified: bool) -> str:
         if minified:
-            return f"function {f['name']}({','.join(f['args'])}){{{''.join(s.replace(' = ', '=').replace(', ', ',') for s in f['body'])}}}"
+            return (f"function {f['name']}({','.join(f['args'])})"
+                    f"{{{''.join(s.replace(' = ', '=').replace(', ', ',') for s in f['body'])}}}")
         head = ("export " if f["exported"] else "") + f"function {f['name']}({', '.join(f['args'])}) {{\n"
         return head + "".join(f"  {s}\n" for s in f["body"]) + "}\n\n"
 
@@ -280,7 +285,8 @@ class Site:
         """``n`` random hex digits (a CSRF or session token: a secret of the page)."""
         return "".join(self.rng.choice("0123456789abcdef") for _ in range(n))
 
-    def html_page(self, path: str, size: int, *, csrf: str | None = None, reflected: str | None = None) -> tuple[bytes, tuple]:
+    def html_page(self, path: str, size: int, *, csrf: str | None = None,
+                  reflected: str | None = None) -> tuple[bytes, tuple]:
         """One HTML document of about ``size`` bytes; ``csrf`` goes into the logout link
         near the end (the secret span); ``reflected`` is echoed near the top, escaped
         as a server would (the attacker's injection point)."""
@@ -293,16 +299,20 @@ class Site:
         head += [f"<link rel=\"stylesheet\" href=\"{u}\">\n" for u in css]
         head += [f"<script defer src=\"{u}\"></script>\n" for u in js]
         head.append("</head>\n<body>\n<header class=\"header\">\n<nav class=\"nav\">\n<ul class=\"nav__list\">\n")
-        head += [f"<li class=\"nav__item\"><a class=\"nav__link\" href=\"/category/{n.lower().replace(' ', '-')}\">{n}</a></li>\n"
+        head += [f"<li class=\"nav__item\"><a class=\"nav__link\" "
+                 f"href=\"/category/{n.lower().replace(' ', '-')}\">{n}</a></li>\n"
                  for n in self.nav]
-        head.append("</ul>\n<form class=\"search\" action=\"/search\"><input class=\"search__input\" name=\"q\"></form>\n"
+        head.append("</ul>\n<form class=\"search\" action=\"/search\">"
+                    "<input class=\"search__input\" name=\"q\"></form>\n"
                     "</nav>\n</header>\n<main class=\"main\">\n")
         if reflected is not None:
             head.append(f"<p class=\"search__summary\">No results for <b>{html.escape(reflected)}</b></p>\n")
         body = []
         foot = ["</main>\n<footer class=\"footer\">\n<ul class=\"footer__links\">\n"]
-        foot += [f"<li><a href=\"/help/{self.words.words[k]}\">{self.words.words[k].capitalize()}</a></li>\n" for k in range(8)]
-        foot.append("</ul>\n<p class=\"footer__account\"><a class=\"footer__logout\" href=\"/account/logout?csrf_token=")
+        foot += [f"<li><a href=\"/help/{self.words.words[k]}\">{self.words.words[k].capitalize()}</a></li>\n"
+                 for k in range(8)]
+        foot.append("</ul>\n<p class=\"footer__account\">"
+                    "<a class=\"footer__logout\" href=\"/account/logout?csrf_token=")
         tail = "\">Sign out</a></p>\n</footer>\n</body>\n</html>\n"
         fixed = len("".join(head)) + len("".join(foot)) + len(tail) + (len(csrf) if csrf else 0)
         products = self.catalogue
@@ -310,15 +320,19 @@ class Site:
         k = 0
         while fixed + len("".join(body)) < size:
             if k % 5 == 4:
-                body.append(f"<section class=\"prose\"><h2>{self._title(3)}</h2><p>{' '.join(self.sentence() for _ in range(3))}</p></section>\n")
+                body.append(f"<section class=\"prose\"><h2>{self._title(3)}</h2>"
+                            f"<p>{' '.join(self.sentence() for _ in range(3))}</p></section>\n")
             else:
                 pr = products[(start + k) % len(products)]
                 stock = "In stock" if pr["in_stock"] else "Sold out"
                 body.append(f"<article class=\"card product\" data-id=\"{pr['id']}\" data-sku=\"{pr['sku']}\">\n"
-                            f"<h3 class=\"product__name\"><a href=\"/products/{pr['sku'].lower()}\">{pr['name']}</a></h3>\n"
+                            f"<h3 class=\"product__name\">"
+                            f"<a href=\"/products/{pr['sku'].lower()}\">{pr['name']}</a></h3>\n"
                             f"<p class=\"product__summary\">{pr['summary']}</p>\n"
-                            f"<span class=\"price\">&euro;{pr['price']:.2f}</span> <span class=\"badge\">{stock}</span>\n"
-                            f"<span class=\"rating\" aria-label=\"{pr['rating']} out of 5\">{pr['rating']}</span>\n</article>\n")
+                            f"<span class=\"price\">&euro;{pr['price']:.2f}</span> "
+                            f"<span class=\"badge\">{stock}</span>\n"
+                            f"<span class=\"rating\" aria-label=\"{pr['rating']} out of 5\">{pr['rating']}</span>\n"
+                            f"</article>\n")
             k += 1
         text_before = "".join(head) + "".join(body) + "".join(foot)
         secret = csrf or ""
@@ -354,10 +368,12 @@ class Site:
             out.append(Body(path, self.origin + path, "html", rel, data, spans))
         for u in self.css:
             text = self._render_css(u)
-            out.append(Body(f"/static/css/{u['name']}.css", self._asset_url("css", u["name"], text), "css", rel, text.encode()))
+            out.append(Body(f"/static/css/{u['name']}.css", self._asset_url("css", u["name"], text), "css", rel,
+                            text.encode()))
         for u in self.js:
             text = self._render_js(u)
-            out.append(Body(f"/static/js/{u['name']}.js", self._asset_url("js", u["name"], text), "js", rel, text.encode()))
+            out.append(Body(f"/static/js/{u['name']}.js", self._asset_url("js", u["name"], text), "js", rel,
+                            text.encode()))
         for path, size in self.apis:
             data, spans = self.json_api(path, size, session=self.token(24))
             out.append(Body(path, self.origin + path, "json", rel, data, spans))
