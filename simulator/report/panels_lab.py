@@ -60,17 +60,9 @@ def lab_panel(validation: str | Path = COMMITTED_VALIDATION) -> Explorer:
         scatter, bars = fig.subplots(1, 2)
         pages = [p for p in entry["pages"] if p["predicted_onload_s"] is not None]
         names = [Path(p["trace"]).stem[:28] for p in pages]
-        top = 0.0
-        for p in pages:
-            runs = p["measured_onload_s"]
-            median = statistics.median(runs)
-            scatter.errorbar(median, p["predicted_onload_s"], xerr=[[median - min(runs)], [max(runs) - median]],
-                             fmt="o", ms=5, color="tab:blue")
-            top = max(top, max(runs), p["predicted_onload_s"])
-        top = top * 1.1 or 1.0
-        scatter.plot([0, top], [0, top], color="grey", lw=1)
-        scatter.set_xlim(0, top)
-        scatter.set_ylim(0, top)
+        from ..lab.report import scatter as predicted_vs_measured
+
+        predicted_vs_measured(scatter, [(p, "tab:blue") for p in pages])
         scatter.set_xlabel("measured onLoad (s, runs as range)")
         scatter.set_ylabel("predicted (s)")
         _title(scatter, f"{_label(entry)}: MAPE {entry['mape_percent'] or 0:.1f}%, "
