@@ -89,7 +89,6 @@ def figure(result: dict):
 
 def write_report(result: dict, folder: str | Path) -> list[Path]:
     """``validation.md``, ``validation.json`` and ``validation.png`` into ``folder``; the paths written."""
-    from ..report.plots import savefig
     from ..traces._io import atomic_write
 
     folder = Path(folder)
@@ -104,8 +103,9 @@ def write_report(result: dict, folder: str | Path) -> list[Path]:
     atomic_write(md, text.encode())
     atomic_write(folder / "validation.json", (json.dumps(result, indent=1) + "\n").encode())
     fig = figure(result)
-    written = savefig(fig, folder / "validation.png")
+    png = folder / "validation.png"
+    fig.savefig(png, dpi=150, bbox_inches="tight", metadata={"Software": None})
     import matplotlib.pyplot as plt
 
     plt.close(fig)
-    return [md, folder / "validation.json", *written]
+    return [md, folder / "validation.json", png]
