@@ -8,7 +8,7 @@ and only here) against prepared once and reused (``_brotli_dict.prepared``).  Bo
 must give the same attack result; the ratio is the speed-up.
 
 End to end: ``workbench crossstream --trace small.har`` as a user runs it (a subprocess,
-start-up included) on a 4-request page from ``trace synth --pages 1 --requests 4
+start-up included) on a 5-request page (the generator's smallest) from ``trace synth --pages 1 --requests 5
 --seed 1``: the default (quick leak), without the leak (``--leak-lengths 0``) and, unless
 ``quick``, with the full attack (``--leak full``, the previous default).  Wall and CPU
 time of this machine, best of the repeats.  The "per query" candidate bypasses only the
@@ -96,13 +96,13 @@ def run(quick: bool = False) -> dict:
 
     with tempfile.TemporaryDirectory() as tmp:
         har = Path(tmp) / "small.har"
-        write_har(synth.generate(pages=1, seed=1, requests=4), har)
+        write_har(synth.generate(pages=1, seed=1, requests=5), har)
         runs = {"default (quick leak)": [], "no leak (--leak-lengths 0)": ["--leak-lengths", "0"]}
         if not quick:
             runs["full leak (--leak full)"] = ["--leak", "full"]
         figures["end_to_end_s"] = {}
         figures["end_to_end_cpu_s"] = {}
-        print(f"\nworkbench crossstream --trace small.har (4 requests), start-up included, best of {repeats}:")
+        print(f"\nworkbench crossstream --trace small.har (5 requests), start-up included, best of {repeats}:")
         for name, extra in runs.items():
             wall, cpu = _cli_s(["--trace", str(har), "--json", *extra], 1 if "full" in name else repeats)
             figures["end_to_end_s"][name], figures["end_to_end_cpu_s"][name] = wall, cpu
