@@ -87,12 +87,30 @@ def figure(result: dict):
     return fig
 
 
+def _inside(result: dict) -> dict:
+    """The result with each page named by its file name alone when its path leaves the
+    folder it was run from (``..`` or absolute): a report names what it measured, not
+    where one machine kept it."""
+    def name(trace: str) -> str:
+        p = Path(trace)
+        return p.name if p.is_absolute() or ".." in p.parts else trace
+
+    def entry(e: dict) -> dict:
+        return {**e, "pages": [{**page, "trace": name(page["trace"])} for page in e["pages"]]}
+
+    out = {**result, "conditions": [entry(c) for c in result["conditions"]]}
+    if result.get("reference"):
+        out["reference"] = entry(result["reference"])
+    return out
+
+
 def write_report(result: dict, folder: str | Path) -> list[Path]:
     """``validation.md``, ``validation.json`` and ``validation.png`` into ``folder``; the paths written."""
     from ..traces._io import atomic_write
 
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
+    result = _inside(result)
     md = folder / "validation.md"
     ref = result["params"]["reference"]
     text = (f"# The page-load model against the lab\n\nEach page was recorded in the lab at `{ref['conditions']}` "
