@@ -102,4 +102,9 @@ def test_report_writes_the_table_json_and_figure(tmp_path):
     assert "| `rtt=20ms,bw=10mbit` (reference, in sample) | h2 | 1 | 20.0% |" in table
     assert table.count("| `rtt=100ms,bw=10mbit` |") == 2 and "2.20x" in table
     assert json.loads((tmp_path / "validation.json").read_text()) == result
+    # A page kept outside the folder the validation ran from is named by its file name alone.
+    outside = json.loads(json.dumps(result))
+    outside["conditions"][0]["pages"][0]["trace"] = "../elsewhere/b.har"
+    write_report(outside, tmp_path)
+    assert json.loads((tmp_path / "validation.json").read_text())["conditions"][0]["pages"][0]["trace"] == "b.har"
     assert (tmp_path / "validation.png").stat().st_size > 10_000 and len(written) == 3
