@@ -217,13 +217,17 @@ def test_h2_capture_with_early_hints_server_sent_103_and_browser_saw_it_rfc8297(
     assert server["early_hints"] and doc_log["early_hints"]
     assert all("rel=preload" in link for link in doc_log["early_hints"])
     doc = har["log"]["entries"][0]
-    if not doc.get("_earlyHints") and doc["timings"]["connect"] == -1:
+    for attempt in range(2):
+        if doc.get("_earlyHints"):
+            break
         # On a loaded machine Chromium sometimes sent the navigation on a socket it had opened
-        # before it (timings.connect -1) and then neither reported nor followed the 103 that
-        # the server's record shows it sent: one more capture, with a new browser.
-        _, har = _capture(tmp_path, "h2-again", "--synth", "10", "--seed", "4", "--proto", "h2",
+        # before it, or read the 103 and the 200 in one go, and then neither reported nor followed
+        # the 103 that the server's record shows it sent: up to two more captures, each with a new
+        # browser. The server must have sent the 103 every time, and the browser seen it once.
+        _, har = _capture(tmp_path, f"h2-again-{attempt}", "--synth", "10", "--seed", "4", "--proto", "h2",
                           "--early-hints", "--think", "100ms")
         doc_log = next(r for r in har["log"]["_server"]["responses"] if r["path"] == "/")
+        assert doc_log["early_hints"]
         doc = har["log"]["entries"][0]
     hints = {h["name"]: h["value"] for h in doc.get("_earlyHints", [])}
     assert hints, "Chromium reported no 103 for the document"
