@@ -233,7 +233,7 @@ def test_cli_at_json_has_no_error_against_another_network(capsys):
     assert main(["fidelity", str(BUNDLED / "http_http2-chrome.har"), "--at", "rtt=100ms"]) == 2
 
 
-# ------------------------------------------------------------------ Chromium's ResourceScheduler
+# ------------------------------------------------------------------ Chromium's request schedulers
 
 
 def _head_script_page(images: int = 4) -> dict:
@@ -256,10 +256,11 @@ def _head_script_page(images: int = 4) -> dict:
 
 
 def test_chromium_holds_delayable_requests_while_a_layout_blocking_one_is_in_flight():
-    """Chromium's ResourceScheduler: while a render-blocking script of the head is in flight,
-    at most one delayable request (an image, LOW priority) is: each image is requested when
-    the one before it has arrived, until the script has; without the scheduler every image
-    is requested when it is discovered."""
+    """Chromium's schedulers on a page load: until the head's script has run (Blink's tight
+    mode, until the <body>), requests below High priority start only while fewer than two
+    requests are in flight: with the script in flight each Low image is requested when the
+    one before it has arrived, until the script has; without the scheduler every image is
+    requested when it is discovered."""
     from simulator.studies.pageload import ClientCache, LoadParams, ServerPlan, load_page
 
     trace = parse_har(_head_script_page(), path="head.har")

@@ -230,6 +230,8 @@ class _Conn:
     def _accept(self) -> None:
         """From now on requests go to the transport (over h2 after the client's preface)."""
         self.accepting = True
+        if self.net.on_connected is not None:
+            self.net.on_connected(self.key, "h1" if self.h1 else "h3" if self.transport == "quic" else "h2")
         if self.transport == "tcp" and self.own_setup and not self.h1:
             self.t.client.write(self.h2_control[0], b"p" * self._records(h2_preface_bytes(True)))
         waiting, self._waiting = self._waiting, []
@@ -460,6 +462,7 @@ class ModelNetwork:
         self.push_urgency = getattr(params, "push_urgency", DEFAULT_URGENCY)
         self.own_paths, self.max_datagram_bytes, self.tcp_handshake = own_paths, max_datagram_bytes, tcp_handshake
         self.on_response_start = getattr(listener, "on_response_start", None)
+        self.on_connected = getattr(listener, "on_connected", None)      # (key, "h1"/"h2"/"h3"): usable
         # The browser's byte offsets into a response to be called at (children found while it streams in).
         self.response_marks = getattr(listener, "response_marks", None)
         self.unsettled: set = set()       # pushes neither written in full nor stopped by a cancel
