@@ -91,8 +91,8 @@ PLACEHOLDER_TREES: dict[str, tuple[tuple[str, object, int], ...]] = {
 
 # -- the Priority field (RFC 9218 section 5, a Structured Fields Dictionary, RFC 8941 3.2)
 _KEY = re.compile(r"^[a-z*][a-z0-9_\-.*]*$")
-_BARE_ITEM = re.compile(r'^(?:\?[01]|-?\d{1,15}(?:\.\d{1,3})?|"(?:[^"\\]|\\.)*"|[A-Za-z*][A-Za-z0-9:/!#$%&\'*+\-.^_`|~]*'
-                        r'|:[A-Za-z0-9+/=]*:)$')
+_BARE_ITEM = re.compile(r'^(?:\?[01]|-?\d{1,15}(?:\.\d{1,3})?|"(?:[^"\\]|\\.)*"'
+                        r"|[A-Za-z*][A-Za-z0-9:/!#$%&'*+\-.^_`|~]*|:[A-Za-z0-9+/=]*:)$")
 
 
 def _split_top(text: str, sep: str) -> list[str]:
