@@ -541,6 +541,16 @@ class ModelNetwork:
         self._h1_busy.discard(conn.key)
         self._h1_next(conn.origin)
 
+    def reprioritize(self, index: int, signal) -> None:
+        """The client sends a PRIORITY_UPDATE for resource ``index``'s response now (RFC 9218
+        section 7; its few bytes not modelled): the server's scheduler has the new signals
+        a one-way delay later (connections with a scheduler of ``http.priority`` only)."""
+        for conn in self.conns.values():
+            for sid, spec in conn.requests.items():
+                if spec.index == index and conn.prioritized and conn.writer is not None:
+                    one_way_s = self.params.origin(conn.origin)[0] / 2
+                    self.sim.call_later(one_way_s, conn.writer.update, sid, signal)
+
     def cancel_push(self, push_key) -> None:
         """The client cancels a pushed stream (RST_STREAM / STOP_SENDING, module docstring)."""
         key, pushed_sid = push_key
