@@ -337,12 +337,14 @@ class TreeScheduler(Scheduler):
             self._attach(node, self._nodes[parent if parent == ROOT else (tree, parent)], False)
 
     def _chain_parent(self, urgency: int, exclude=None) -> tuple[_Node, bool]:
-        """Chromium's HTTP/2 placement (``Http2PriorityDependencies``): exclusively under the
-        youngest open stream of the same or a more urgent priority, else under the root."""
+        """Chromium's HTTP/2 placement (``Http2PriorityDependencies::OnStreamCreation``):
+        exclusively under the youngest open stream of the same priority, else of the
+        nearest more urgent one that has an open stream, else under the root."""
         best = None
         for node in self._nodes.values():
-            if (node.ready and node.urgency <= urgency and node.key != exclude
-                    and (best is None or node.order > best.order)):
+            if not node.ready or node.urgency > urgency or node.key == exclude:
+                continue
+            if best is None or (node.urgency, node.order) > (best.urgency, best.order):
                 best = node
         return (best or self._root), True
 
