@@ -63,3 +63,10 @@ def test_same_seed_same_json(capsys):
     assert main(args) == 0
     assert capsys.readouterr().out == first
     assert len(json.loads(first)["schedulers"]) == 2
+
+
+def test_batch_runs_it_through_the_registry(tmp_path):
+    grid = tmp_path / "grid.toml"
+    grid.write_text('scheduler = ["rfc9218,rr"]\nbrowser = ["chromium"]\n')
+    assert main(["batch", "priorities", "--traces", PAGE, "--grid", str(grid), "--seeds", "1",
+                 "--out", str(tmp_path / "out")]) == 0

@@ -76,7 +76,9 @@ class PrioritiesResult(StudyResult):
     trace: dict
 
     def tables(self):
-        return {"summary": self.summary, "resources": self.resources}
+        # The batch adds the parameters and the seed itself: the rows without their copies.
+        own = ["protocol", "rtt_s", "bandwidth_bps", "loss", "seed"]
+        return {"summary": self.summary.drop(columns=own), "resources": self.resources.drop(columns=["seed"])}
 
     def to_dict(self):
         return {"schedulers": records(self.summary), "params": self.params, "trace": self.trace}
