@@ -8,8 +8,8 @@ too) goes down or sideways, never up, and no study imports another study.
 A package's ``commands`` module (its ``workbench`` commands) is part of the CLI layer.
 
 A study is a package ``simulator/studies/<name>/``; it may import the study contract
-(``studies.base``) and the shared page-load model (``studies.pageload``, used by push,
-coalescing and fidelity), never another study.  The registry names its studies by module
+(``studies.base``), never another study; the page-load model they share (push, coalescing,
+fidelity) is its own package, ``simulator.browser``, below the studies.  The registry names its studies by module
 path and imports them on demand, so it imports none of them either."""
 
 from __future__ import annotations
@@ -27,11 +27,11 @@ LAYERS = {
     "frames": 1, "traces": 1,
     "net": 2,
     "argtypes": 3, "compression": 3, "hops": 3, "http": 3, "stacks": 3,
-    "studies": 4,
+    "browser": 4, "studies": 4,
     "batch": 5, "report": 5, "capture": 5, "lab": 5,
     "cli": 6, "bench": 6, "demo": 6,
 }
-SHARED_STUDY_MODULES = {"base", "registry", "pageload"}
+SHARED_STUDY_MODULES = {"base", "registry"}
 
 
 def _module_name(path: Path) -> str:
