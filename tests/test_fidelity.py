@@ -261,7 +261,7 @@ def test_chromium_holds_delayable_requests_while_a_layout_blocking_one_is_in_fli
     requests are in flight: with the script in flight each Low image is requested when the
     one before it has arrived, until the script has; without the scheduler every image is
     requested when it is discovered."""
-    from simulator.studies.pageload import ClientCache, LoadParams, ServerPlan, load_page
+    from simulator.browser import ClientCache, LoadParams, ServerPlan, load_page
 
     trace = parse_har(_head_script_page(), path="head.har")
     page = trace.pages[0]

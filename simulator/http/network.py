@@ -1,5 +1,5 @@
 """HTTP connections over the transport models (TCP for HTTP/1.1 and h2, QUIC for h3): the
-network of the page-load model and of the replay model (``stacks.model_replay``), so
+network of the page-load model and of the replay model (``http.model_replay``), so
 that both put HTTP on the models the same way.  Written by hand.
 
 One shared access path (the client's bottleneck: every connection of the load shares
@@ -197,7 +197,7 @@ class _Conn:
         else:
             config = TransportConfig(cc=params.cc, initial_rtt_s=0.1,       # aioquic's initial RTT
                                      max_datagram_bytes=self.net.max_datagram_bytes)
-            # As stacks.model_replay: aioquic's 1 ms ACK delay, its pacing (the model's
+            # As http.model_replay: aioquic's 1 ms ACK delay, its pacing (the model's
             # default), lost data resent in its stream's turn, and the handshake's datagrams
             # (requests wait in the client's send queue until the handshake completes).
             self.t = QuicConnection(sim, self.path, config, name=f"quic{number}", handshake=handshake,

@@ -18,7 +18,7 @@ from ...traces.model import Trace, header_value
 from ...traces.pagegraph import PageGraph, page_graph, page_ids
 from ...net.conditions import PathConditions
 from ..base import StudyParams, StudyResult
-from ..pageload import ClientCache, LoadParams, PageLoadResult, ServerPlan, load_page
+from ...browser import ClientCache, LoadParams, PageLoadResult, ServerPlan, load_page
 from .conditions import PROTOCOL_CHOICES, PageConditions, infer_conditions
 
 __all__ = ["FidelityParams", "FidelityResult", "run", "run_paths", "simulate_page", "moved_to", "LOAD_EVENT_TYPES"]

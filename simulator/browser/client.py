@@ -52,13 +52,13 @@ from typing import Callable
 
 import pandas as pd
 
-from ...engine import Simulator
-from ...errors import InputError
-from ...stacks.common import ExchangeSpec, PushSpec, StackStalled, run_until
-from ...stacks.replay import request_headers_for, response_headers_for
+from ..engine import Simulator
+from ..errors import InputError
+from ..stacks.common import ExchangeSpec, PushSpec, StackStalled, run_until
+from ..stacks.replay import request_headers_for, response_headers_for
 from .cache import ClientCache
 from .scheduling import ChromiumScheduler
-from ...traces.pagegraph import PageGraph
+from ..traces.pagegraph import PageGraph
 
 __all__ = ["LoadParams", "ServerPlan", "PageLoad", "PageLoadResult", "load_page", "connection_key",
            "DEFAULT_PARSE_DELAY_S", "BACKENDS", "PROTOCOLS"]
@@ -499,7 +499,7 @@ def load_page(graph: PageGraph, params: LoadParams, plan: ServerPlan, cache: Cli
     ``streamed`` (resource -> share) discovers a child when that share of its parent's body has
     arrived instead (the model backend; the stacks backend discovers it at the parent's end)."""
     if backend == "model":
-        from ...http.network import ModelNetwork as backend_cls
+        from ..http.network import ModelNetwork as backend_cls
     elif backend == "stacks":
         from .stack_net import StackNetwork as backend_cls
     else:
