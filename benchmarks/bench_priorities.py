@@ -11,7 +11,7 @@ def run(quick: bool = False) -> dict:
     from simulator.http.browser_priorities import browser_signals
     from simulator.http.network import ModelNetwork
     from simulator.http.priority import PriorityPlan
-    from simulator.studies.pageload import ClientCache, LoadParams, ServerPlan, load_page, page_graph
+    from simulator.browser import ClientCache, LoadParams, ServerPlan, load_page, page_graph
     from simulator.traces import load
 
     graph = page_graph(load("traces/synthetic-page.har"))

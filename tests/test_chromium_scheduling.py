@@ -1,8 +1,8 @@
-"""Chromium's two request schedulers (``studies.pageload.scheduling``), sans-I/O: Blink's
+"""Chromium's two request schedulers (``browser.scheduling``), sans-I/O: Blink's
 ResourceLoadScheduler (tight until the <body>) and the network service's ResourceScheduler
 (delayable requests held only to servers not known to multiplex)."""
 
-from simulator.studies.pageload.scheduling import (BOOSTED_IMAGES, MAX_DELAYABLE_IN_FLIGHT, MAX_PER_HOST,
+from simulator.browser.scheduling import (BOOSTED_IMAGES, MAX_DELAYABLE_IN_FLIGHT, MAX_PER_HOST,
                                                    PRIORITY_RANK, ChromiumScheduler)
 
 LOW, MEDIUM, HIGH, VERY_HIGH = (PRIORITY_RANK[n] for n in ("Low", "Medium", "High", "VeryHigh"))

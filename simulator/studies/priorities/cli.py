@@ -12,7 +12,7 @@ from ...http.browser_priorities import profile_names
 from ...http.priority import scheduler_names
 from ...units import parse_duration, parse_named_durations
 from ..base import Study, add_network_flags, comma_list, network_from_args
-from ..pageload.client import PROTOCOLS
+from ...browser.client import PROTOCOLS
 from .study import DEFAULT_PARSE_DELAY, PrioritiesParams, run, run_seeds
 
 __all__ = ["STUDY", "add_arguments", "params_from_args"]

@@ -17,8 +17,8 @@ from ...traces.model import Trace
 from ...traces.pagegraph import PageGraph
 from ...units import parse_named_durations
 from ..base import StudyParams, StudyResult, records, steps
-from ..pageload import ClientCache, LoadParams, ServerPlan, load_page, page_graph
-from ..pageload.client import DEFAULT_PARSE_DELAY_S, PROTOCOLS
+from ...browser import ClientCache, LoadParams, ServerPlan, load_page, page_graph
+from ...browser.client import DEFAULT_PARSE_DELAY_S, PROTOCOLS
 from .metrics import METRICS, visual_metrics
 
 __all__ = ["PrioritiesParams", "PrioritiesResult", "run", "run_seeds", "load_with", "DEFAULT_PARSE_DELAY", "METRICS"]
