@@ -4,6 +4,7 @@ bytes compared with what the rule demands."""
 
 from __future__ import annotations
 
+import pandas as pd
 import pytest
 
 from simulator.errors import InputError
@@ -155,3 +156,31 @@ def test_same_input_same_order_every_time():
                                                      parent=CHAIN if i % 3 else ROOT)) for i in range(1, 60, 2)]
     for name in scheduler_names():
         assert drain(*load(name, streams)) == drain(*load(name, streams))
+
+
+@pytest.mark.parametrize("scheduler", ["rfc9218", "fifo", "rr", "lifo", "urgency-rr", "urgency-fifo", "cf-shared"])
+def test_native_writer_sends_as_the_python_one_rfc9218_section_4(scheduler, monkeypatch):
+    """Over the C TCP the level schedulers run on the C writer (``_NativeLevelWriter``): every
+    response of an h2 page load ready at the same time as with ``ScheduledWriter``, the LCP
+    image's PRIORITY_UPDATE (RFC 9218 section 7) included."""
+    from types import SimpleNamespace
+
+    from simulator.http import priority
+    from simulator.net import native
+    from simulator.studies import priorities as pr
+    from simulator.studies.pageload import page_graph
+    from simulator.traces import load
+
+    if native.C is None:
+        pytest.skip("no C extension")
+    graph = page_graph(load("traces/synthetic-page.har"))
+    params = pr.PrioritiesParams(schedulers=(scheduler,), browsers=("chromium", "firefox"), protocol="h2")
+    made = []
+    real = priority.scheduled_writer
+    monkeypatch.setattr(priority, "scheduled_writer", lambda *a, **k: made.append(real(*a, **k)) or made[-1])
+    monkeypatch.setattr("simulator.http.network.scheduled_writer", priority.scheduled_writer)
+    native_run = pr.run(graph, params).resources
+    assert made and all(type(w).__name__ == "_NativeLevelWriter" for w in made)
+    monkeypatch.setattr(priority, "native", SimpleNamespace(C=None))
+    python_run = pr.run(graph, params).resources
+    pd.testing.assert_frame_equal(native_run, python_run)
