@@ -32,13 +32,15 @@ Built in (``SCHEDULERS``; one line in ``ADDED_SCHEDULERS`` adds another, docs/ex
 - ``fifo`` (first come, first served: each response whole, in request order), ``rr``
   (round-robin over every response, whatever its signals), ``lifo`` (the latest
   request first);
-- Cloudflare's three modes (its 2019 server-side prioritization: per priority level,
-  "exclusive sequential", "shared sequential" and "shared" concurrency), each applied to
-  the non-incremental responses of an urgency, the incremental ones always shared:
-  ``cf-exclusive-sequential`` (one at a time, before the shared ones: RFC 9218's own
-  recommendation, so it schedules as ``rfc9218`` does), ``cf-shared-sequential`` (one at
-  a time, taking half the bytes while shared ones wait) and ``cf-shared`` (all of the
-  urgency round-robin);
+- Cloudflare's three modes (its 2019 "Enhanced HTTP/2 Prioritization": per priority level
+  a concurrency replacing the client's incremental flag), each applied to every response
+  of an urgency: ``cf-exclusive-sequential`` (concurrency 0: one response at a time, in
+  order of importance, urgency then request, each with the whole connection; the
+  incremental flag not read, so it schedules as ``urgency-fifo`` does),
+  ``cf-shared-sequential`` (concurrency 1 for the non-incremental responses: one at a time,
+  taking half the bytes while the shared ones, the incremental, round-robin the other
+  half) and ``cf-shared`` (concurrency n: all of the urgency round-robin, as
+  ``urgency-rr``);
 - the server behaviours Herbots et al. (ANRW 2024) found, named for the behaviour:
   ``urgency-rr`` (urgency respected, ``incremental`` ignored: round-robin within an
   urgency; the page-load model's ``urgency`` writer), ``urgency-fifo`` (urgency
@@ -466,8 +468,8 @@ def lifo() -> Scheduler:
 
 
 def cf_exclusive_sequential() -> Scheduler:
-    """Cloudflare's exclusive sequential: per urgency, non-incremental one at a time before the rest."""
-    return LevelScheduler("cf-exclusive-sequential", by_urgency=True, sequential="non-incremental")
+    """Cloudflare's exclusive sequential: per urgency, every response one at a time with the whole connection."""
+    return LevelScheduler("cf-exclusive-sequential", by_urgency=True, sequential="all")
 
 
 def cf_shared_sequential() -> Scheduler:
@@ -601,8 +603,8 @@ class ScheduledWriter(ResponseWriter):
                 self.on_written(stream_id)
 
     def on_stream_acked(self, stream_id: int, acked_offset: int) -> None:
-        # ResponseWriter's, with the refill skipped when nothing waits (most acknowledgements
-        # near a load's end): called from the transport for every acknowledgement.
+        """ResponseWriter's, with the refill skipped when nothing waits (most acknowledgements
+        near a load's end): called from the transport for every acknowledgement."""
         written = self.written.get(stream_id, 0)
         acked = acked_offset if acked_offset < written else written
         done = self._acked
