@@ -70,3 +70,14 @@ def test_batch_runs_it_through_the_registry(tmp_path):
     grid.write_text('scheduler = ["rfc9218,rr"]\nbrowser = ["chromium"]\n')
     assert main(["batch", "priorities", "--traces", PAGE, "--grid", str(grid), "--seeds", "1",
                  "--out", str(tmp_path / "out")]) == 0
+
+
+def test_tree_over_h3_is_marked_rfc9218_section_2_1():
+    """HTTP/3 has no dependency tree (RFC 9114 has no PRIORITY frame; RFC 9218 section 2.1):
+    a run of ``tree`` over h3 says so in its JSON; over h2 it says nothing."""
+    from simulator.studies.priorities.study import PrioritiesParams, notes
+
+    h3 = notes(PrioritiesParams(schedulers=("rfc9218", "tree"), protocol="h3"))
+    assert len(h3) == 1 and "no dependency tree" in h3[0] and "RFC 9218 section 2.1" in h3[0]
+    assert notes(PrioritiesParams(schedulers=("rfc9218", "tree"), protocol="h2")) == []
+    assert notes(PrioritiesParams(schedulers=("rfc9218",), protocol="h3")) == []

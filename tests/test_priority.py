@@ -4,6 +4,7 @@ bytes compared with what the rule demands."""
 
 from __future__ import annotations
 
+import pandas as pd
 import pytest
 
 from simulator.errors import InputError
@@ -76,12 +77,16 @@ def test_herbots_profiles_urgency_respected_incremental_ignored():
     assert drain(*load("urgency-fifo", streams)) == [5, 1, 1, 3, 3]
 
 
-def test_cloudflare_shared_sequential_takes_half_the_bytes():
+def test_cloudflare_modes_are_distinct_exclusive_shared_sequential_shared():
+    """Cloudflare's concurrency 0 (exclusive sequential), 1 (shared sequential: half the
+    bytes against the shared group) and n (shared): the incremental flag (RFC 9218
+    section 4.2) is replaced by the mode, so exclusive sends even incremental ones whole."""
     inc = PrioritySignal(urgency=3, incremental=True)
     streams = [(1, 200, PrioritySignal()), (3, 200, PrioritySignal()), (5, 200, inc), (7, 200, inc)]
     # The sequential group (1 then 3) alternates with the shared rotation (5, 7).
     assert drain(*load("cf-shared-sequential", streams)) == [1, 5, 1, 7, 3, 5, 3, 7]
-    assert drain(*load("cf-exclusive-sequential", streams)) == [1, 1, 3, 3, 5, 7, 5, 7]
+    assert drain(*load("cf-exclusive-sequential", streams)) == [1, 1, 3, 3, 5, 5, 7, 7]
+    assert drain(*load("rfc9218", streams)) == [1, 1, 3, 3, 5, 7, 5, 7]
     assert drain(*load("cf-shared", streams)) == [1, 3, 5, 7, 1, 3, 5, 7]
 
 
@@ -155,3 +160,32 @@ def test_same_input_same_order_every_time():
                                                      parent=CHAIN if i % 3 else ROOT)) for i in range(1, 60, 2)]
     for name in scheduler_names():
         assert drain(*load(name, streams)) == drain(*load(name, streams))
+
+
+@pytest.mark.parametrize("scheduler", ["rfc9218", "fifo", "rr", "lifo", "urgency-rr", "urgency-fifo",
+                                       "cf-exclusive-sequential", "cf-shared"])
+def test_native_writer_sends_as_the_python_one_rfc9218_section_4(scheduler, monkeypatch):
+    """Over the C TCP the level schedulers run on the C writer (``_NativeLevelWriter``): every
+    response of an h2 page load ready at the same time as with ``ScheduledWriter``, the LCP
+    image's PRIORITY_UPDATE (RFC 9218 section 7) included."""
+    from types import SimpleNamespace
+
+    from simulator.http import priority
+    from simulator.net import native
+    from simulator.studies import priorities as pr
+    from simulator.studies.pageload import page_graph
+    from simulator.traces import load
+
+    if native.C is None:
+        pytest.skip("no C extension")
+    graph = page_graph(load("traces/synthetic-page.har"))
+    params = pr.PrioritiesParams(schedulers=(scheduler,), browsers=("chromium", "firefox"), protocol="h2")
+    made = []
+    real = priority.scheduled_writer
+    monkeypatch.setattr(priority, "scheduled_writer", lambda *a, **k: made.append(real(*a, **k)) or made[-1])
+    monkeypatch.setattr("simulator.http.network.scheduled_writer", priority.scheduled_writer)
+    native_run = pr.run(graph, params).resources
+    assert made and all(type(w).__name__ == "_NativeLevelWriter" for w in made)
+    monkeypatch.setattr(priority, "native", SimpleNamespace(C=None))
+    python_run = pr.run(graph, params).resources
+    pd.testing.assert_frame_equal(native_run, python_run)

@@ -79,7 +79,7 @@ from ..stacks.common import ExchangeSpec
 from ..stacks.tls import sni_name
 from .framing import H2_FRAME_HEADER_BYTES, H2_MAX_FRAME_BYTES, H3_FRAME_HEADER_BYTES
 from .handshake import TlsOverTcp, flights, tls_record_bytes
-from .priority import ScheduledWriter, make_scheduler
+from .priority import make_scheduler, scheduled_writer
 from .header_sizes import H2_SETTINGS_ACK_BYTES, HeaderBlockSizer, h1_header_bytes, h2_normalized, h2_preface_bytes
 
 __all__ = ["ModelNetwork", "SCHEDULERS", "urgency", "AIOQUIC_ACK_DELAY_S", "H1_CONNECTIONS_PER_ORIGIN"]
@@ -205,8 +205,9 @@ class _Conn:
                                     slow_start_rtt_exit=True, pto_declares_lost=True,
                                     server_flight_bytes=flights(sni_name(self.origin)).quic_server_crypto)
         if self.prioritized:
-            self.writer = ScheduledWriter(self.t.server, self._chunk_bytes, self.written, self._written_in_full,
-                                          fill_on_ack=self.transport == "tcp", scheduler=make_scheduler(self.scheduler))
+            self.writer = scheduled_writer(self.t.server, self._chunk_bytes, self.written, self._written_in_full,
+                                           fill_on_ack=self.transport == "tcp",
+                                           scheduler=make_scheduler(self.scheduler))
         else:
             self.writer = response_writer(self.t.server, self._chunk_bytes, self.written, self._written_in_full,
                                           fill_on_ack=self.transport == "tcp")

@@ -6,9 +6,17 @@ go to the earlier request).
 A scheduler holds the responses that have data ready and, each time the transport may
 take more, names the stream whose next chunk goes (``pick``); the writer
 (``ScheduledWriter``) writes that chunk, about a packet's worth, and tells the scheduler
-(``wrote``).  A stream leaves when its last byte is written or its cancel arrives
-(``remove``); ``update`` changes its signal (a PRIORITY_UPDATE frame, RFC 9218 section
-7, or an HTTP/2 PRIORITY frame, RFC 7540 section 6.3).
+(``wrote``; a scheduler whose ``charges_bytes`` is false is not told).  A stream leaves
+when its last byte is written or its cancel arrives (``remove``); ``update`` changes its
+signal (a PRIORITY_UPDATE frame, RFC 9218 section 7, or an HTTP/2 PRIORITY frame, RFC 7540
+section 6.3).
+
+Speed: ``scheduled_writer`` puts a scheduler of levels and groups (every one but ``tree``
+and ``cf-shared-sequential``) over the C TCP endpoint on the C writer of ``net.writer``
+(``_NativeLevelWriter``: its levels keyed so that it writes the same chunks in the same
+order), so over h2 such a scheduler costs about what the fixed writer does; elsewhere
+``ScheduledWriter`` runs in Python, the most urgent level kept until the set of levels
+changes and a rotation turned as its stream is picked.
 
 Each stream comes with the signals a client sends (``PrioritySignal``): RFC 9218's
 urgency (0-7, lower first, default 3) and incremental flag, and RFC 7540's dependency
@@ -24,13 +32,15 @@ Built in (``SCHEDULERS``; one line in ``ADDED_SCHEDULERS`` adds another, docs/ex
 - ``fifo`` (first come, first served: each response whole, in request order), ``rr``
   (round-robin over every response, whatever its signals), ``lifo`` (the latest
   request first);
-- Cloudflare's three modes (its 2019 server-side prioritization: per priority level,
-  "exclusive sequential", "shared sequential" and "shared" concurrency), each applied to
-  the non-incremental responses of an urgency, the incremental ones always shared:
-  ``cf-exclusive-sequential`` (one at a time, before the shared ones: RFC 9218's own
-  recommendation, so it schedules as ``rfc9218`` does), ``cf-shared-sequential`` (one at
-  a time, taking half the bytes while shared ones wait) and ``cf-shared`` (all of the
-  urgency round-robin);
+- Cloudflare's three modes (its 2019 "Enhanced HTTP/2 Prioritization": per priority level
+  a concurrency replacing the client's incremental flag), each applied to every response
+  of an urgency: ``cf-exclusive-sequential`` (concurrency 0: one response at a time, in
+  order of importance, urgency then request, each with the whole connection; the
+  incremental flag not read, so it schedules as ``urgency-fifo`` does),
+  ``cf-shared-sequential`` (concurrency 1 for the non-incremental responses: one at a time,
+  taking half the bytes while the shared ones, the incremental, round-robin the other
+  half) and ``cf-shared`` (concurrency n: all of the urgency round-robin, as
+  ``urgency-rr``);
 - the server behaviours Herbots et al. (ANRW 2024) found, named for the behaviour:
   ``urgency-rr`` (urgency respected, ``incremental`` ignored: round-robin within an
   urgency; the page-load model's ``urgency`` writer), ``urgency-fifo`` (urgency
@@ -47,11 +57,12 @@ from dataclasses import dataclass, replace
 from typing import Callable
 
 from ..errors import InputError
+from ..net import native
 from ..net.writer import ResponseWriter, _pad
 
 __all__ = ["PrioritySignal", "Scheduler", "LevelScheduler", "TreeScheduler", "ScheduledWriter", "SCHEDULERS",
-           "ADDED_SCHEDULERS", "scheduler_names", "make_scheduler", "parse_priority_field", "PLACEHOLDER_TREES",
-           "DEFAULT_URGENCY", "DEFAULT_WEIGHT"]
+           "ADDED_SCHEDULERS", "scheduler_names", "make_scheduler", "scheduled_writer", "parse_priority_field",
+           "PLACEHOLDER_TREES", "DEFAULT_URGENCY", "DEFAULT_WEIGHT"]
 
 DEFAULT_URGENCY = 3                   # RFC 9218 section 4.1
 DEFAULT_WEIGHT = 16                   # RFC 7540 section 5.3.5
@@ -162,13 +173,15 @@ class Scheduler:
     ``order``: the response's rank in the order responses became ready, 1, 2, ...)."""
 
     name = ""
+    charges_bytes = True                  # False: ``wrote`` does nothing (the writer skips it)
 
     def add(self, stream_id: int, signal: PrioritySignal, order: int) -> None:
         """A response with data ready joins."""
         raise NotImplementedError
 
     def pick(self) -> int:
-        """The stream whose next chunk goes now (only called while some stream waits)."""
+        """The stream whose next chunk goes now (only called while some stream waits; the
+        writer writes a chunk of it before it asks again)."""
         raise NotImplementedError
 
     def wrote(self, stream_id: int, nbytes: int) -> None:
@@ -207,7 +220,9 @@ class LevelScheduler(Scheduler):
                  split: bool = False) -> None:
         self.name, self.by_urgency, self.sequential_rule = name, by_urgency, sequential
         self.newest_first, self.split = newest_first, split
+        self.charges_bytes = split                           # only the split counts bytes
         self._levels: dict[int, _Level] = {}
+        self._top: _Level | None = None                       # the most urgent level with a response
         self._where: dict[int, tuple[int, bool, int]] = {}      # stream -> (level, sequential, order)
 
     def _is_sequential(self, signal: PrioritySignal) -> bool:
@@ -220,31 +235,28 @@ class LevelScheduler(Scheduler):
         lv = self._levels.get(level)
         if lv is None:
             lv = self._levels[level] = _Level()
+            # The most urgent level is decided again only when the set of levels changes.
+            self._top = self._levels[min(self._levels)]
         if sequential:
             bisect.insort(lv.sequential, (-order if self.newest_first else order, stream_id))
         else:
             lv.shared.append(stream_id)
         self._where[stream_id] = (level, sequential, order)
 
-    def _group(self, lv: _Level) -> bool:
-        """True: the sequential group goes now."""
-        if not lv.shared:
-            return True
-        if not lv.sequential:
-            return False
-        return not self.split or lv.sent[0] <= lv.sent[1]
-
     def pick(self):
-        levels = self._levels
-        lv = levels[min(levels)] if len(levels) > 1 else next(iter(levels.values()))
-        return lv.sequential[0][1] if self._group(lv) else lv.shared[0]
+        lv = self._top
+        shared = lv.shared
+        if not shared:
+            return lv.sequential[0][1]
+        if lv.sequential and (not self.split or lv.sent[0] <= lv.sent[1]):
+            return lv.sequential[0][1]
+        stream_id = shared[0]
+        shared.rotate(-1)                                 # its turn is used: to the back of the rotation
+        return stream_id
 
     def wrote(self, stream_id, nbytes):
         level, sequential, _ = self._where[stream_id]
-        lv = self._levels[level]
-        lv.sent[0 if sequential else 1] += nbytes
-        if not sequential and lv.shared and lv.shared[0] == stream_id:
-            lv.shared.rotate(-1)                          # served: to the back of the rotation
+        self._levels[level].sent[0 if sequential else 1] += nbytes
 
     def remove(self, stream_id):
         where = self._where.pop(stream_id, None)
@@ -260,6 +272,7 @@ class LevelScheduler(Scheduler):
             lv.sent = [0, 0]                              # the split starts afresh when a group empties
         if not lv.sequential and not lv.shared:
             del self._levels[level]
+            self._top = self._levels[min(self._levels)] if self._levels else None
 
     def update(self, stream_id, signal):
         where = self._where.get(stream_id)
@@ -455,8 +468,8 @@ def lifo() -> Scheduler:
 
 
 def cf_exclusive_sequential() -> Scheduler:
-    """Cloudflare's exclusive sequential: per urgency, non-incremental one at a time before the rest."""
-    return LevelScheduler("cf-exclusive-sequential", by_urgency=True, sequential="non-incremental")
+    """Cloudflare's exclusive sequential: per urgency, every response one at a time with the whole connection."""
+    return LevelScheduler("cf-exclusive-sequential", by_urgency=True, sequential="all")
 
 
 def cf_shared_sequential() -> Scheduler:
@@ -542,7 +555,8 @@ class ScheduledWriter(ResponseWriter):
         left = self._left
         if not left:
             return 0
-        stream_id = self.scheduler.pick()
+        scheduler = self.scheduler
+        stream_id = scheduler.pick()
         remaining = left[stream_id]
         n = remaining if remaining < limit else limit
         remaining -= n
@@ -550,22 +564,127 @@ class ScheduledWriter(ResponseWriter):
         written[stream_id] = written.get(stream_id, 0) + n
         self.unacked_bytes += n
         self.endpoint.write(stream_id, _pad(n), end=not remaining)
-        self.scheduler.wrote(stream_id, n)
+        if scheduler.charges_bytes:
+            scheduler.wrote(stream_id, n)
         if remaining:
             left[stream_id] = remaining
         else:
             del left[stream_id]
-            self.scheduler.remove(stream_id)
+            scheduler.remove(stream_id)
             self.on_written(stream_id)
         return n
 
     def fill(self) -> None:
-        if not self._left:
+        # write_next's body inlined: the writer's hot loop over TCP (one pass per acknowledgement).
+        left = self._left
+        if not left:
             return
         chunk = self.chunk_bytes
-        window = max(self.endpoint.cwnd_bytes, 2 * chunk)
-        while self.unacked_bytes < window and self.write_next(chunk):
-            pass
+        endpoint = self.endpoint
+        window = max(endpoint.cwnd_bytes, 2 * chunk)
+        scheduler = self.scheduler
+        pick, charges = scheduler.pick, scheduler.charges_bytes
+        written, write, pad = self.written, endpoint.write, _pad
+        while left and self.unacked_bytes < window:
+            stream_id = pick()
+            remaining = left[stream_id]
+            n = remaining if remaining < chunk else chunk
+            remaining -= n
+            written[stream_id] = written.get(stream_id, 0) + n
+            self.unacked_bytes += n
+            write(stream_id, pad(n), end=not remaining)
+            if charges:
+                scheduler.wrote(stream_id, n)
+            if remaining:
+                left[stream_id] = remaining
+            else:
+                del left[stream_id]
+                scheduler.remove(stream_id)
+                self.on_written(stream_id)
+
+    def on_stream_acked(self, stream_id: int, acked_offset: int) -> None:
+        """ResponseWriter's, with the refill skipped when nothing waits (most acknowledgements
+        near a load's end): called from the transport for every acknowledgement."""
+        written = self.written.get(stream_id, 0)
+        acked = acked_offset if acked_offset < written else written
+        done = self._acked
+        self.unacked_bytes -= acked - done.get(stream_id, 0)
+        done[stream_id] = acked
+        if self._left and self.fill_on_ack:
+            self.fill()
+
+
+class _NativeLevelWriter:
+    """``ScheduledWriter`` with a ``LevelScheduler`` (without the split) over the C
+    ``TcpEndpoint``: the same writes in the same order, on the C writer
+    (``net._tcp.ResponseWriter``), whose rotations per level take the scheduler's groups as
+    levels: a sequential response is a level of its own keyed by its order (newest first:
+    by minus its order), the shared group of an urgency one level after them.  The h2 hot
+    path (a chunk per acknowledgement) then runs in C, as the fixed writer's does."""
+
+    __slots__ = ("_c", "scheduler", "written", "_body", "_count", "_on_written", "fill", "write_next",
+                 "on_stream_acked")
+
+    def __init__(self, endpoint, chunk_bytes: int, written: dict[int, int], on_written, *, fill_on_ack: bool,
+                 scheduler: "LevelScheduler") -> None:
+        self._c = native.C.ResponseWriter(endpoint, chunk_bytes, written, self._done, fill_on_ack)
+        self.scheduler, self.written, self._on_written = scheduler, written, on_written
+        self._body: dict[int, tuple[int, int, int]] = {}      # stream -> (offset of its body, size, order)
+        self._count = 0
+        self.fill, self.write_next, self.on_stream_acked = self._c.fill, self._c.write_next, self._c.on_stream_acked
+
+    @property
+    def unacked_bytes(self) -> int:
+        return self._c.unacked_bytes
+
+    @unacked_bytes.setter
+    def unacked_bytes(self, value: int) -> None:
+        self._c.unacked_bytes = value
+
+    @property
+    def waiting(self) -> bool:
+        return bool(self._body)
+
+    def _level(self, signal: PrioritySignal, order: int) -> int:
+        s = self.scheduler
+        level = (signal.urgency if s.by_urgency else 0) << 42
+        if s._is_sequential(signal):
+            return level + (-order if s.newest_first else order)
+        return level + (1 << 41)
+
+    def add(self, stream_id: int, size: int, signal: PrioritySignal) -> None:
+        self._count += 1
+        self._body[stream_id] = (self.written.get(stream_id, 0), size, self._count)
+        self._c.add(stream_id, size, self._level(signal, self._count))
+
+    def update(self, stream_id: int, signal: PrioritySignal) -> None:
+        """As ``LevelScheduler.update``: out of its group, into the new one (at the back of a rotation)."""
+        body = self._body.get(stream_id)
+        if body is None:
+            return
+        offset, size, order = body
+        self._c.stop(stream_id)
+        self._c.add(stream_id, size - (self.written.get(stream_id, 0) - offset), self._level(signal, order))
+
+    def stop(self, stream_id: int) -> None:
+        if self._body.pop(stream_id, None) is not None:
+            self._c.stop(stream_id)
+
+    def _done(self, stream_id: int) -> None:
+        self._body.pop(stream_id, None)
+        self._on_written(stream_id)
+
+
+def scheduled_writer(endpoint, chunk_bytes: int, written: dict[int, int], on_written, *, fill_on_ack: bool,
+                     scheduler: Scheduler):
+    """A writer with ``scheduler`` choosing each chunk's stream: on the C writer when the
+    endpoint is the C ``TcpEndpoint`` and the scheduler is one of levels and groups
+    (``_NativeLevelWriter``), else ``ScheduledWriter``."""
+    if (native.C is not None and type(endpoint) is native.C.TcpEndpoint and type(scheduler) is LevelScheduler
+            and not scheduler.split):
+        return _NativeLevelWriter(endpoint, chunk_bytes, written, on_written, fill_on_ack=fill_on_ack,
+                                  scheduler=scheduler)
+    return ScheduledWriter(endpoint, chunk_bytes, written, on_written, fill_on_ack=fill_on_ack, scheduler=scheduler)
 
 
 def with_urgency(signal: PrioritySignal, urgency: int, incremental: bool | None = None) -> PrioritySignal:

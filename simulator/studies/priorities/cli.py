@@ -52,6 +52,8 @@ def _cmd(args: argparse.Namespace) -> int:
     cols = ["browser", "scheduler", "render_blocking_done_s", "lcp_estimate_s", "speed_index_estimate_s", "onload_s"]
     with pd.option_context("display.width", 200, "display.float_format", "{:.3f}".format):
         print(result.summary[cols].to_string(index=False))
+    for note in result.notes:
+        print("note:", note)
     return 0
 
 

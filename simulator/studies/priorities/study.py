@@ -4,7 +4,7 @@ scheduler, same seed) and result: rows of onLoad and the visual metrics."""
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 
 import pandas as pd
 
@@ -74,6 +74,7 @@ class PrioritiesResult(StudyResult):
     resources: pd.DataFrame
     params: dict
     trace: dict
+    notes: list = field(default_factory=list)    # what the reader must know to read the rows
 
     def tables(self):
         # The batch adds the parameters and the seed itself: the rows without their copies.
@@ -81,7 +82,10 @@ class PrioritiesResult(StudyResult):
         return {"summary": self.summary.drop(columns=own), "resources": self.resources.drop(columns=["seed"])}
 
     def to_dict(self):
-        return {"schedulers": records(self.summary), "params": self.params, "trace": self.trace}
+        out = {"schedulers": records(self.summary), "params": self.params, "trace": self.trace}
+        if self.notes:
+            out["notes"] = list(self.notes)
+        return out
 
 
 class _Layout:
@@ -141,7 +145,16 @@ def run(trace: Trace | PageGraph, params: PrioritiesParams | None = None, *,
     if isinstance(trace, Trace):
         tinfo["content_hash"] = trace.content_hash()
     return PrioritiesResult(summary=summary, resources=res, params={**params.to_dict(), "version": __version__},
-                            trace=tinfo)
+                            trace=tinfo, notes=notes(params))
+
+
+def notes(params: PrioritiesParams) -> list[str]:
+    """The caveats of a run's rows: ``tree`` over HTTP/3, which carries no tree."""
+    if params.protocol != "h2" and "tree" in params.schedulers:
+        return [f"tree over {params.protocol}: HTTP/3 has no dependency tree (no PRIORITY frame, RFC 9114; "
+                "RFC 9218 section 2.1), so the tree server sees every stream under the root at the default "
+                "weight and shares bytes round-robin"]
+    return []
 
 
 def run_seeds(trace: Trace | PageGraph, params: PrioritiesParams, seeds, *, progress: bool = False) -> pd.DataFrame:
