@@ -173,7 +173,7 @@ def test_native_writer_sends_as_the_python_one_rfc9218_section_4(scheduler, monk
     from simulator.http import priority
     from simulator.net import native
     from simulator.studies import priorities as pr
-    from simulator.studies.pageload import page_graph
+    from simulator.browser import page_graph
     from simulator.traces import load
 
     if native.C is None:

@@ -88,12 +88,14 @@ class ChromiumScheduler:
         return min(rank, PRIORITY_RANK[captured]) if captured in PRIORITY_RANK else rank
 
     def ask(self, index: int, priority: int) -> None:
+        """The page wants resource ``index`` at ``priority`` (a ``PRIORITY_RANK`` value)."""
         self._priority[index] = priority
         self._seq += 1
         heapq.heappush(self._blink_waiting, (-priority, self._seq, index))
         self._run()
 
     def finished(self, index: int) -> None:
+        """Resource ``index``'s response arrived: it is no longer in flight."""
         if index in self._blink_running:
             self._blink_running.discard(index)
             self._medium_running -= self._priority[index] == MEDIUM
@@ -104,11 +106,13 @@ class ChromiumScheduler:
             self._run()
 
     def connected(self, host: str) -> None:
+        """The browser has an HTTP/2 or HTTP/3 connection to ``host``: it supports priorities."""
         if host not in self._multiplexed:
             self._multiplexed.add(host)
             self._run()
 
     def body_reached(self) -> None:
+        """The parser is at the ``<body>``: Blink leaves tight mode."""
         if self.tight:
             self.tight = False
             self._run()
