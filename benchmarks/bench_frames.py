@@ -41,6 +41,7 @@ Each timing is the best of a few repetitions (CPU time of the benchmark process,
 
 from __future__ import annotations
 
+import gc
 import random
 import time
 from pathlib import Path
@@ -274,11 +275,19 @@ def _h2_receive(data: bytes, impl=None, hyperframe_repr: bool = False) -> tuple[
 
 def _interleaved(candidates: dict, repeat: int) -> dict:
     """Best time of each candidate over ``repeat`` rounds, candidates interleaved; every
-    candidate's result must be the same."""
+    candidate's result must be the same.
+
+    The order is reversed every other round (A B C, C B A, ...), so no candidate always
+    runs first (imports, caches) or right after the same neighbour, and the heap is
+    collected before every timed call, so each starts from the same garbage collector
+    state: otherwise a full collection that one candidate's garbage made due lands,
+    run after run, in the time of the candidate after it."""
     best, results = {}, {}
-    for _ in range(repeat):
-        for name, fn in candidates.items():
-            t, result = fn()
+    names = list(candidates)
+    for round_ in range(repeat):
+        for name in (names if round_ % 2 == 0 else names[::-1]):
+            gc.collect()
+            t, result = candidates[name]()
             best[name] = min(best.get(name, float("inf")), t)
             results[name] = result
     first = next(iter(results.values()))
@@ -346,8 +355,54 @@ def hol_figures(quick: bool) -> dict:
     for transport, label in (("tcp", "HOL study, HTTP/2 over TCP"), ("quic", "HOL study, HTTP/3 over QUIC")):
         params = replace(base, transport=transport)
         candidates = {f"{name}": with_impl(impl, params) for name, impl in sorted(impls.items())}
-        out[label] = {"seconds": _interleaved(candidates, 1 if quick else 3)}
+        out[label] = {"seconds": _interleaved(candidates, 2 if quick else 7)}
+        # The same run's frame path alone: every chunk its receivers fed to a scanner,
+        # recorded once, fed again to each implementation as the study's receivers do.
+        log: list = []
+        hol_model.H2Scanner, hol_model.H3Scanner = _recorder(impls["python"].H2Scanner, log), \
+            _recorder(impls["python"].H3Scanner, log)
+        try:
+            hol.run(trace, params)
+        finally:
+            hol_model.H2Scanner, hol_model.H3Scanner = saved
+        alone = {name: (lambda impl=impl: _hol_frame_path(impl, log)) for name, impl in sorted(impls.items())}
+        out[label]["alone"] = _interleaved(alone, 3 if quick else 15)
+        out[label]["reads"] = sum(len(chunks) for _, _, chunks in log)
     return out
+
+
+def _recorder(cls, log: list):
+    """A scanner class that logs, per instance, its constructor's arguments and every chunk fed."""
+    class Recording:
+        def __init__(self, *args, **kwargs) -> None:
+            self._scanner = cls(*args, **kwargs)
+            self._chunks: list = []
+            log.append((cls.__name__, (args, kwargs), self._chunks))
+
+        def feed(self, data) -> int:
+            self._chunks.append(bytes(data))
+            return self._scanner.feed(data)
+
+        def __getattr__(self, name):
+            return getattr(self._scanner, name)
+    return Recording
+
+
+def _hol_frame_path(impl, log: list) -> tuple[float, int]:
+    """CPU seconds of the HOL receivers' scanner calls on the recorded chunks (feed,
+    results, and for HTTP/2 the offset and pending the receiver reads per chunk)."""
+    frames = 0
+    t0 = _clock()
+    for kind, (args, kwargs), chunks in log:
+        sc = getattr(impl, kind)(*args, **kwargs)
+        h2 = kind == "H2Scanner"
+        for chunk in chunks:
+            if sc.feed(chunk):
+                for _ in sc.results():
+                    frames += 1
+            if h2:
+                sc.offset - sc.pending
+    return _clock() - t0, frames
 
 
 def frames_command_figures(data: bytes, quick: bool) -> dict:
@@ -388,7 +443,8 @@ def frames_command_figures(data: bytes, quick: bool) -> dict:
 def replay_figures(quick: bool) -> dict:
     import simulator.stacks.h2 as stack_h2
     from simulator.frames import implementations
-    from simulator.frames.h2buffer import install, uninstall_huffman
+    from simulator.frames.h2buffer import ScannerFrameBuffer, install, uninstall_huffman
+    from simulator.frames.h2frames import frame_classes
     from simulator.stacks import replay
     from simulator.stacks.common import StackParams
     from simulator.traces import load
@@ -412,16 +468,63 @@ def replay_figures(quick: bool) -> dict:
     candidates = {"stock h2": with_install(lambda conn: conn)}
     for name, impl in sorted(implementations().items()):
         candidates[f"scanner buffer, {name}"] = with_install(lambda conn, impl=impl: install(conn, impl=impl))
-    return {"seconds": _interleaved(candidates, 1 if quick else 5)}
+    out = {"seconds": _interleaved(candidates, 2 if quick else 9)}
+
+    # The same run's frame path alone: every read h2 handed its incoming buffer, recorded
+    # once (stock h2), then given to each buffer as H2Connection.receive_data does.
+    from h2.frame_buffer import FrameBuffer
+
+    log: dict = {}
+    original = FrameBuffer.add_data
+
+    def recording(buffer, data):
+        log.setdefault(id(buffer), (type(buffer) is FrameBuffer and buffer._preamble_len == 24, []))[1].append(
+            bytes(data))
+        return original(buffer, data)
+
+    FrameBuffer.add_data = recording
+    try:
+        with_install(lambda conn: conn)()
+    finally:
+        FrameBuffer.add_data = original
+    reads = list(log.values())
+    alone = {"stock h2": lambda: _buffer_frame_path(lambda server: FrameBuffer(server=server), reads)}
+    for name, impl in sorted(implementations().items()):
+        frame_classes(impl)                  # as install() does: the scanner builds DATA frames
+        alone[f"scanner buffer, {name}"] = lambda impl=impl: _buffer_frame_path(
+            lambda server: ScannerFrameBuffer(server=server, impl=impl), reads)
+    out["alone"] = _interleaved(alone, 3 if quick else 15)
+    out["reads"] = sum(len(chunks) for _, chunks in reads)
+    return out
 
 
-def _print_e2e(title: str, seconds: dict, base_name: str, note: str = "") -> dict:
+def _buffer_frame_path(make, reads: list) -> tuple[float, int]:
+    """CPU seconds of an incoming buffer on recorded reads, as ``receive_data`` drives it:
+    ``add_data``, then every frame it yields, and ``repr(frame)``, which h2 evaluates for
+    its trace log on every frame it receives (``H2Connection._receive_frame``)."""
+    from h2.settings import Settings
+
+    max_frame = Settings().max_frame_size        # h2's SETTINGS_MAX_FRAME_SIZE (the replay keeps the default)
+    frames = 0
+    t0 = _clock()
+    for server, chunks in reads:
+        buffer = make(server)
+        for chunk in chunks:
+            buffer.add_data(chunk)
+            buffer.max_frame_size = max_frame
+            for frame in buffer:
+                repr(frame)
+                frames += 1
+    return _clock() - t0, frames
+
+
+def _print_e2e(title: str, seconds: dict, base_name: str, note: str = "", indent: int = 0) -> dict:
     base = seconds[base_name]
     print(f"{title}{note}")
     ratios = {}
     for name, t in seconds.items():
         ratios[name] = base / t
-        print(f"  {name:<34}{t * 1e3:>10.1f} ms{ratios[name]:>9.2f}x")
+        print(f"{' ' * (indent + 2)}{name:<{34 - indent}}{t * 1e3:>10.1f} ms{ratios[name]:>9.2f}x")
     return ratios
 
 
@@ -490,14 +593,20 @@ def run(quick: bool = False) -> dict:
         e2e[f"h2 receive, {label}"] = _print_e2e(
             f"h2 client receive, {label}", fig["seconds"], "stock h2",
             f": {fig['bytes'] / 1e6:.1f} MB, {fig['frames']} frames, 64 KiB reads")
+    alone = {}
     for label in ("HOL study, HTTP/2 over TCP", "HOL study, HTTP/3 over QUIC"):
         e2e[label] = _print_e2e(f"{label}", hol_runs[label]["seconds"], "python",
                                 f" ({hol_runs['trace']}, 3 schemes, 1% loss): C scanner vs the twin")
+        alone[label] = _print_e2e("    its frame path alone", hol_runs[label]["alone"], "python",
+                                  f" (the run's {hol_runs[label]['reads']} scanner feeds replayed)", indent=4)
     e2e["workbench frames"] = _print_e2e(
         "workbench frames", command["seconds"], "python",
         f" on a {len(data) / 1e6:.0f} MB capture ({nframes} frames, listing to /dev/null): C vs the twin")
     e2e["h2 replay"] = _print_e2e("workbench replay --stack h2", replays["seconds"], "stock h2",
                                   " (synthetic-page.har: 79 exchanges, 1% loss)")
+    alone["h2 replay"] = _print_e2e("    its frame path alone", replays["alone"], "stock h2",
+                                    f" (the run's {replays['reads']} reads replayed into each buffer, repr of "
+                                    "every frame as h2 does)", indent=4)
     print("\nONE STEP: frame boundaries alone (no frame objects, no h2)")
     print(f"frames: {len(data) / 1e6:.1f} MB, {nframes} frames (HEADERS, DATA 0..16384 B, SETTINGS, "
           f"WINDOW_UPDATE, PING), fed in {CHUNK // 1024} KiB chunks; active: {F.IMPLEMENTATION}")
@@ -513,6 +622,9 @@ def run(quick: bool = False) -> dict:
 
     result = {
         "end_to_end": e2e,
+        "frame_path_alone": alone,
+        "frame_path_alone_seconds": {**{k: v["alone"] for k, v in hol_runs.items() if k != "trace"},
+                                     "h2 replay": replays["alone"]},
         "end_to_end_seconds": {
             **{f"h2 receive, {k}": v["seconds"] for k, v in receive.items()},
             **{k: v["seconds"] for k, v in hol_runs.items() if k != "trace"},
