@@ -222,6 +222,13 @@ BAD_INPUTS = {
     "bad-hpack": _frames(HeadersFrame(1, data=b"\xff\xff\xff\xff", flags=["END_HEADERS", "END_STREAM"])),
     "bad-huffman": _frames(HeadersFrame(1, data=b"\x82\x86\x84\x41\x83\xff\xff\xff",
                                         flags=["END_HEADERS", "END_STREAM"])),
+    # HEADERS that end their block (the scanner builds those itself), RFC 9113 section 6.2:
+    "headers-padded-priority": _raw(15, 1, 0x2D, 3, b"\x03" + b"\x80\x00\x00\x01\x10" + b"\x82\x86\x84\x41\x01x"
+                                    + b"\x00" * 3),
+    "headers-padding-too-long": _raw(4, 1, 0x0C, 3, b"\x03\x82\x86\x84"),   # padding not shorter than the rest
+    "headers-priority-short": _raw(3, 1, 0x24, 3, b"\x00\x00\x00"),           # PRIORITY without its 5 bytes
+    "headers-stream-0": _raw(1, 1, 0x04, 0, b"\x82"),
+    "headers-in-header-block": _raw(1, 1, 0, 3, b"\x82") + _raw(1, 1, 0x04, 3, b"\x82"),   # RFC 9113 6.10
 }
 
 
