@@ -1,6 +1,7 @@
 """The frame scanner, end to end on the paths users run, and one step at a time.
 
-**End to end** (what a user waits for), each candidate in the same run:
+**End to end** (what a user waits for: CPU time of the whole path), each candidate in
+the same run, interleaved:
 
 - *h2 receive*: a real h2 client receives a real h2 server's response stream in 64 KiB
   reads (``receive_data``, handing every DATA byte back with
@@ -8,16 +9,29 @@
   own buffer ("stock h2") and with ``simulator.frames.h2buffer.install`` (C, and the
   pure-Python twin).  Two streams: 200 responses of 100 kB in full 16 KiB DATA frames
   (about 20 MB: a bulk download), and 200 responses of 10 kB in DATA frames of 0-256 B
-  (small frames: per-frame costs only).  A diagnostic row gives the C buffer with
-  hyperframe's own ``repr`` on its DATA frames, to show how much of the gain is that
-  repr (h2 formats ``repr(frame)`` for its trace log on every frame, logged or not).
-  Every candidate must deliver the same events and body bytes.
+  (small frames: per-frame costs only).  A diagnostic line (not a user path) gives the
+  C buffer with hyperframe's own ``repr`` on the frames it builds, to show how much of
+  the gain is that repr (h2 formats ``repr(frame)`` for its trace log on every frame,
+  logged or not).  Every candidate must deliver the same events and body bytes.
 - *HOL study*: one ``hol.run`` (three schemes, 1% loss) over HTTP/2-over-TCP (its
   receivers use ``H2Scanner``) and over QUIC (``H3Scanner``), C against the twin.
 - *workbench frames*: the command's listing of a 25 MB capture (27,354 frames) to
   /dev/null, C against the twin (in process: interpreter start-up not counted).
 - *h2 replay*: ``workbench replay --stack h2`` on the bundled synthetic page (real h2
-  over the TCP model), stock h2 against the scanner buffer.
+  over the TCP model), stock h2 against the scanner buffer (C, twin).
+
+In the HOL study and the replay the frame path is a few percent of the run (the
+simulation, hpack/QPACK, h2's state machine and TLS are the rest), less than the
+spread between two runs of the same candidate on a shared machine; so these rows also
+print the range of the ratio round by round, and two rows under each:
+
+- *one step: its frame path alone*: the reads of that very run, recorded once (the
+  chunks the study's receivers fed their scanners; the reads h2 handed its incoming
+  buffer), fed again to each candidate as the run does (``feed`` + ``results``;
+  ``add_data``, every frame, ``repr(frame)``), many rounds;
+- *end to end, noise taken out of the shared part*: the best run less its own frame
+  path (everything the candidates share, measured as undisturbed as this machine
+  allows), plus each candidate's frame path alone.
 
 **One step** (not a user path on its own): the boundary scan alone -- one mixed HTTP/2
 byte stream of about 25 MB (HEADERS, DATA of varied sizes, SETTINGS, WINDOW_UPDATE,
@@ -36,11 +50,13 @@ corpus of Huffman-coded header values by hpack's pure-Python decoder, the C deco
 and the twin, results checked equal.
 
 Each timing is the best of a few repetitions (CPU time of the benchmark process,
-``time.process_time``), candidates interleaved.  Ratios are what matters (see README).
+``time.process_time``), candidates interleaved, in reversed order every other round,
+each from a collected heap.  Ratios are what matters (see README).
 """
 
 from __future__ import annotations
 
+import gc
 import random
 import time
 from pathlib import Path
@@ -272,15 +288,26 @@ def _h2_receive(data: bytes, impl=None, hyperframe_repr: bool = False) -> tuple[
     return elapsed, (events, body)
 
 
-def _interleaved(candidates: dict, repeat: int) -> dict:
+def _interleaved(candidates: dict, repeat: int, rounds: dict | None = None) -> dict:
     """Best time of each candidate over ``repeat`` rounds, candidates interleaved; every
-    candidate's result must be the same."""
+    candidate's result must be the same.  ``rounds``: filled with every round's time per
+    candidate (for the spread of the paired ratios).
+
+    The order is reversed every other round (A B C, C B A, ...), so no candidate always
+    runs first (imports, caches) or right after the same neighbour, and the heap is
+    collected before every timed call, so each starts from the same garbage collector
+    state: otherwise a full collection that one candidate's garbage made due lands,
+    run after run, in the time of the candidate after it."""
     best, results = {}, {}
-    for _ in range(repeat):
-        for name, fn in candidates.items():
-            t, result = fn()
+    names = list(candidates)
+    for round_ in range(repeat):
+        for name in (names if round_ % 2 == 0 else names[::-1]):
+            gc.collect()
+            t, result = candidates[name]()
             best[name] = min(best.get(name, float("inf")), t)
             results[name] = result
+            if rounds is not None:
+                rounds.setdefault(name, []).append(t)
     first = next(iter(results.values()))
     for name, result in results.items():
         if result != first:
@@ -346,8 +373,55 @@ def hol_figures(quick: bool) -> dict:
     for transport, label in (("tcp", "HOL study, HTTP/2 over TCP"), ("quic", "HOL study, HTTP/3 over QUIC")):
         params = replace(base, transport=transport)
         candidates = {f"{name}": with_impl(impl, params) for name, impl in sorted(impls.items())}
-        out[label] = {"seconds": _interleaved(candidates, 1 if quick else 3)}
+        rounds: dict = {}
+        out[label] = {"seconds": _interleaved(candidates, 2 if quick else 9, rounds), "rounds": rounds}
+        # The same run's frame path alone: every chunk its receivers fed to a scanner,
+        # recorded once, fed again to each implementation as the study's receivers do.
+        log: list = []
+        hol_model.H2Scanner, hol_model.H3Scanner = _recorder(impls["python"].H2Scanner, log), \
+            _recorder(impls["python"].H3Scanner, log)
+        try:
+            hol.run(trace, params)
+        finally:
+            hol_model.H2Scanner, hol_model.H3Scanner = saved
+        alone = {name: (lambda impl=impl: _hol_frame_path(impl, log)) for name, impl in sorted(impls.items())}
+        out[label]["alone"] = _interleaved(alone, 3 if quick else 15)
+        out[label]["reads"] = sum(len(chunks) for _, _, chunks in log)
     return out
+
+
+def _recorder(cls, log: list):
+    """A scanner class that logs, per instance, its constructor's arguments and every chunk fed."""
+    class Recording:
+        def __init__(self, *args, **kwargs) -> None:
+            self._scanner = cls(*args, **kwargs)
+            self._chunks: list = []
+            log.append((cls.__name__, (args, kwargs), self._chunks))
+
+        def feed(self, data) -> int:
+            self._chunks.append(bytes(data))
+            return self._scanner.feed(data)
+
+        def __getattr__(self, name):
+            return getattr(self._scanner, name)
+    return Recording
+
+
+def _hol_frame_path(impl, log: list) -> tuple[float, int]:
+    """CPU seconds of the HOL receivers' scanner calls on the recorded chunks (feed,
+    results, and for HTTP/2 the offset and pending the receiver reads per chunk)."""
+    frames = 0
+    t0 = _clock()
+    for kind, (args, kwargs), chunks in log:
+        sc = getattr(impl, kind)(*args, **kwargs)
+        h2 = kind == "H2Scanner"
+        for chunk in chunks:
+            if sc.feed(chunk):
+                for _ in sc.results():
+                    frames += 1
+            if h2:
+                sc.offset - sc.pending
+    return _clock() - t0, frames
 
 
 def frames_command_figures(data: bytes, quick: bool) -> dict:
@@ -388,7 +462,8 @@ def frames_command_figures(data: bytes, quick: bool) -> dict:
 def replay_figures(quick: bool) -> dict:
     import simulator.stacks.h2 as stack_h2
     from simulator.frames import implementations
-    from simulator.frames.h2buffer import install, uninstall_huffman
+    from simulator.frames.h2buffer import ScannerFrameBuffer, install, uninstall_huffman
+    from simulator.frames.h2frames import frame_classes
     from simulator.stacks import replay
     from simulator.stacks.common import StackParams
     from simulator.traces import load
@@ -412,17 +487,80 @@ def replay_figures(quick: bool) -> dict:
     candidates = {"stock h2": with_install(lambda conn: conn)}
     for name, impl in sorted(implementations().items()):
         candidates[f"scanner buffer, {name}"] = with_install(lambda conn, impl=impl: install(conn, impl=impl))
-    return {"seconds": _interleaved(candidates, 1 if quick else 5)}
+    rounds: dict = {}
+    out = {"seconds": _interleaved(candidates, 2 if quick else 9, rounds), "rounds": rounds}
+
+    # The same run's frame path alone: every read h2 handed its incoming buffer, recorded
+    # once (stock h2), then given to each buffer as H2Connection.receive_data does.
+    from h2.frame_buffer import FrameBuffer
+
+    log: dict = {}
+    original = FrameBuffer.add_data
+
+    def recording(buffer, data):
+        log.setdefault(id(buffer), (type(buffer) is FrameBuffer and buffer._preamble_len == 24, []))[1].append(
+            bytes(data))
+        return original(buffer, data)
+
+    FrameBuffer.add_data = recording
+    try:
+        with_install(lambda conn: conn)()
+    finally:
+        FrameBuffer.add_data = original
+    reads = list(log.values())
+    alone = {"stock h2": lambda: _buffer_frame_path(lambda server: FrameBuffer(server=server), reads)}
+    for name, impl in sorted(implementations().items()):
+        frame_classes(impl)                  # as install() does: the scanner builds DATA frames
+        alone[f"scanner buffer, {name}"] = lambda impl=impl: _buffer_frame_path(
+            lambda server: ScannerFrameBuffer(server=server, impl=impl), reads)
+    out["alone"] = _interleaved(alone, 3 if quick else 15)
+    out["reads"] = sum(len(chunks) for _, chunks in reads)
+    return out
 
 
-def _print_e2e(title: str, seconds: dict, base_name: str, note: str = "") -> dict:
+def _buffer_frame_path(make, reads: list) -> tuple[float, int]:
+    """CPU seconds of an incoming buffer on recorded reads, as ``receive_data`` drives it:
+    ``add_data``, then every frame it yields, and ``repr(frame)``, which h2 evaluates for
+    its trace log on every frame it receives (``H2Connection._receive_frame``)."""
+    from h2.settings import Settings
+
+    max_frame = Settings().max_frame_size        # h2's SETTINGS_MAX_FRAME_SIZE (the replay keeps the default)
+    frames = 0
+    t0 = _clock()
+    for server, chunks in reads:
+        buffer = make(server)
+        for chunk in chunks:
+            buffer.add_data(chunk)
+            buffer.max_frame_size = max_frame
+            for frame in buffer:
+                repr(frame)
+                frames += 1
+    return _clock() - t0, frames
+
+
+def _print_e2e(title: str, seconds: dict, base_name: str, note: str = "", indent: int = 0,
+               rounds: dict | None = None) -> dict:
+    """One table: each candidate's best time and its ratio to ``base_name``'s; with
+    ``rounds``, also the range of the ratio round by round (the two timed back to back)."""
     base = seconds[base_name]
     print(f"{title}{note}")
     ratios = {}
     for name, t in seconds.items():
         ratios[name] = base / t
-        print(f"  {name:<34}{t * 1e3:>10.1f} ms{ratios[name]:>9.2f}x")
+        spread = ""
+        if rounds and name != base_name:
+            paired = sorted(b / x for b, x in zip(rounds[base_name], rounds[name]))
+            spread = f"   rounds {paired[0]:.2f}-{paired[-1]:.2f}x, median {paired[len(paired) // 2]:.2f}x"
+        print(f"{' ' * (indent + 2)}{name:<{34 - indent}}{t * 1e3:>10.1f} ms{ratios[name]:>9.2f}x{spread}")
     return ratios
+
+
+def _less_noise(seconds: dict, alone: dict) -> dict:
+    """Each candidate's end-to-end time with the machine's noise taken out of the part
+    they share: the best run less its own frame path (the least disturbed measure of
+    everything else), plus the candidate's frame path alone."""
+    rest = min(seconds[name] - alone[name] for name in seconds)
+    return {name: rest + alone[name] for name in seconds}
 
 
 def run(quick: bool = False) -> dict:
@@ -484,20 +622,42 @@ def run(quick: bool = False) -> dict:
     command = frames_command_figures(data, quick)
     replays = replay_figures(quick)
 
-    print("END TO END: what a user waits for (best of several runs; ratio = baseline time / time)")
-    e2e = {}
+    print("END TO END: what a user waits for, CPU time of the whole path (best of several runs, candidates\n"
+          "interleaved; ratio = baseline time / time).  Where the frame path is a few percent of the run (HOL,\n"
+          "replay) the rounds' spread shows the machine's noise, and two more rows follow: the frame path\n"
+          "alone (one step: the run's own reads replayed into each candidate, many rounds) and the end to end\n"
+          "time with that noise taken out of the shared part (best run less its frame path, plus each\n"
+          "candidate's frame path alone).")
+    e2e, alone, steady, diagnostic = {}, {}, {}, {}
     for label, fig in receive.items():
+        seconds = dict(fig["seconds"])
+        repr_row = seconds.pop("  (C, hyperframe's repr)", None)
         e2e[f"h2 receive, {label}"] = _print_e2e(
-            f"h2 client receive, {label}", fig["seconds"], "stock h2",
+            f"h2 client receive, {label}", seconds, "stock h2",
             f": {fig['bytes'] / 1e6:.1f} MB, {fig['frames']} frames, 64 KiB reads")
+        if repr_row is not None:
+            diagnostic[f"h2 receive, {label}"] = repr_row
+            print(f"    diagnostic, not a user path: the C buffer with hyperframe's own repr on its frames "
+                  f"{repr_row * 1e3:.1f} ms ({seconds['stock h2'] / repr_row:.2f}x stock h2)")
     for label in ("HOL study, HTTP/2 over TCP", "HOL study, HTTP/3 over QUIC"):
-        e2e[label] = _print_e2e(f"{label}", hol_runs[label]["seconds"], "python",
-                                f" ({hol_runs['trace']}, 3 schemes, 1% loss): C scanner vs the twin")
+        fig = hol_runs[label]
+        e2e[label] = _print_e2e(f"{label}", fig["seconds"], "python",
+                                f" ({hol_runs['trace']}, 3 schemes, 1% loss): C scanner vs the twin",
+                                rounds=fig["rounds"])
+        alone[label] = _print_e2e("    one step: its frame path alone", fig["alone"], "python",
+                                  f" (the run's {fig['reads']} scanner feeds replayed)", indent=4)
+        steady[label] = _print_e2e("    end to end, noise taken out of the shared part",
+                                   _less_noise(fig["seconds"], fig["alone"]), "python", indent=4)
     e2e["workbench frames"] = _print_e2e(
         "workbench frames", command["seconds"], "python",
         f" on a {len(data) / 1e6:.0f} MB capture ({nframes} frames, listing to /dev/null): C vs the twin")
     e2e["h2 replay"] = _print_e2e("workbench replay --stack h2", replays["seconds"], "stock h2",
-                                  " (synthetic-page.har: 79 exchanges, 1% loss)")
+                                  " (synthetic-page.har: 79 exchanges, 1% loss)", rounds=replays["rounds"])
+    alone["h2 replay"] = _print_e2e("    one step: its frame path alone", replays["alone"], "stock h2",
+                                    f" (the run's {replays['reads']} reads replayed into each buffer, repr of "
+                                    "every frame as h2 does)", indent=4)
+    steady["h2 replay"] = _print_e2e("    end to end, noise taken out of the shared part",
+                                     _less_noise(replays["seconds"], replays["alone"]), "stock h2", indent=4)
     print("\nONE STEP: frame boundaries alone (no frame objects, no h2)")
     print(f"frames: {len(data) / 1e6:.1f} MB, {nframes} frames (HEADERS, DATA 0..16384 B, SETTINGS, "
           f"WINDOW_UPDATE, PING), fed in {CHUNK // 1024} KiB chunks; active: {F.IMPLEMENTATION}")
@@ -513,6 +673,13 @@ def run(quick: bool = False) -> dict:
 
     result = {
         "end_to_end": e2e,
+        "frame_path_alone": alone,
+        "end_to_end_noise_taken_out": steady,
+        "end_to_end_rounds_seconds": {**{k: v["rounds"] for k, v in hol_runs.items() if k != "trace"},
+                                      "h2 replay": replays["rounds"]},
+        "diagnostic_hyperframe_repr_seconds": diagnostic,
+        "frame_path_alone_seconds": {**{k: v["alone"] for k, v in hol_runs.items() if k != "trace"},
+                                     "h2 replay": replays["alone"]},
         "end_to_end_seconds": {
             **{f"h2 receive, {k}": v["seconds"] for k, v in receive.items()},
             **{k: v["seconds"] for k, v in hol_runs.items() if k != "trace"},

@@ -9,6 +9,7 @@ repr, every exception, every byte sent) must be identical.
 
 from __future__ import annotations
 
+import copy
 import random
 import re
 
@@ -221,6 +222,13 @@ BAD_INPUTS = {
     "bad-hpack": _frames(HeadersFrame(1, data=b"\xff\xff\xff\xff", flags=["END_HEADERS", "END_STREAM"])),
     "bad-huffman": _frames(HeadersFrame(1, data=b"\x82\x86\x84\x41\x83\xff\xff\xff",
                                         flags=["END_HEADERS", "END_STREAM"])),
+    # HEADERS that end their block (the scanner builds those itself), RFC 9113 section 6.2:
+    "headers-padded-priority": _raw(15, 1, 0x2D, 3, b"\x03" + b"\x80\x00\x00\x01\x10" + b"\x82\x86\x84\x41\x01x"
+                                    + b"\x00" * 3),
+    "headers-padding-too-long": _raw(4, 1, 0x0C, 3, b"\x03\x82\x86\x84"),   # padding not shorter than the rest
+    "headers-priority-short": _raw(3, 1, 0x24, 3, b"\x00\x00\x00"),           # PRIORITY without its 5 bytes
+    "headers-stream-0": _raw(1, 1, 0x04, 0, b"\x82"),
+    "headers-in-header-block": _raw(1, 1, 0, 3, b"\x82") + _raw(1, 1, 0x04, 3, b"\x82"),   # RFC 9113 6.10
 }
 
 
@@ -553,3 +561,117 @@ def test_scanner_data_frames_pickle_and_copy_like_hyperframes(impl_name):
         assert type(clone) is type(mine)
         _same_as_hyperframe(clone, ref)
     assert copy.copy(mine).flags is mine.flags and copy.deepcopy(mine).flags is not mine.flags
+
+
+# --------------------------------------------------------------------------------------
+# The HEADERS frames H2Scanner.next_frame builds, against hyperframe's
+
+def _raw_headers_frames():
+    """HEADERS frames (RFC 9113 section 6.2) that hyperframe accepts or rejects: any
+    stream id and flags byte, padded or not, with or without priority fields, with a Pad
+    Length that fits or does not, and payloads too short for what the flags announce."""
+    def build(sid, flags, block, pad, lie, dep, weight, cut):
+        payload = b""
+        if flags & 0x8:
+            payload += bytes([max(0, min(255, pad + lie))])
+        if flags & 0x20:
+            payload += dep.to_bytes(4, "big") + bytes([weight])
+        payload += block + (bytes(pad) if flags & 0x8 else b"")
+        payload = payload[:max(0, len(payload) - cut)]
+        return _raw(len(payload), 1, flags, sid, payload)
+    return st.builds(build, st.sampled_from([0, 1, 2, 3, 0x7FFFFFFF, 0x80000001]), st.integers(0, 255),
+                     st.binary(max_size=40), st.integers(0, 20), st.sampled_from([0, 0, 0, 1, 5, 300]),
+                     st.sampled_from([0, 1, 3, 0x7FFFFFFF, 0x80000003, 0xFFFFFFFF]), st.integers(0, 255),
+                     st.sampled_from([0, 0, 0, 1, 3, 6, 30]))
+
+
+def _same_headers_as_hyperframe(mine, ref) -> None:
+    assert type(mine).__name__ == type(ref).__name__ == "HeadersFrame"
+    assert isinstance(mine, HeadersFrame)
+    assert list(vars(mine)) == list(vars(ref))                  # same attributes, set in the same order
+    assert {k: v for k, v in vars(mine).items() if k != "flags"} == {k: v for k, v in vars(ref).items() if k != "flags"}
+    assert [type(v) for k, v in vars(mine).items()] == [type(v) for k, v in vars(ref).items()]
+    assert type(mine.flags) is type(ref.flags)
+    assert list(vars(mine.flags)) == list(vars(ref.flags))
+    assert mine.flags._valid_flags == ref.flags._valid_flags and mine.flags._flags == ref.flags._flags
+    assert repr(mine) == repr(ref) == Frame.__repr__(mine)
+    # serialize() sets body_len to the serialized body (Pad Length byte included): on copies.
+    assert copy.copy(mine).serialize() == copy.copy(ref).serialize()
+
+
+@settings(max_examples=600, deadline=None)
+@given(_raw_headers_frames(), st.sampled_from([0, 5, 16384, (1 << 24) - 1]))
+def test_scanner_headers_frames_are_hyperframes(wire, max_frame_size):
+    """A HEADERS frame is built by the scanner exactly when hyperframe accepts it, it fits
+    SETTINGS_MAX_FRAME_SIZE and it ends its header block (END_HEADERS; RFC 9113 sections
+    4.2, 6.2, 6.10); it then equals hyperframe's object attribute by attribute (Pad
+    Length, the priority fields' E bit, dependency and weight), repr included.  Otherwise
+    it is left to hyperframe."""
+    ref = _hyperframe_data(wire)
+    length = int.from_bytes(wire[:3], "big")
+    for impl in implementations().values():
+        frame_classes(impl)
+        sc = impl.H2Scanner((1 << 24) - 1, preface=False, validate=False)
+        got = sc.next_frame(bytearray(wire), 0, max_frame_size, 8192)
+        if ref is not None and length <= max_frame_size and "END_HEADERS" in ref.flags:
+            assert type(got) in frame_classes(impl)
+            _same_headers_as_hyperframe(got, ref)
+            assert sc.consumed == len(wire)
+        else:
+            assert got == (1, wire[4], int.from_bytes(wire[5:9], "big") & 0x7FFFFFFF, 9, length)
+            assert sc.consumed == 0                         # left for hyperframe until consume()
+
+
+def _headers_edits():
+    """Changes a program (or h2's header-block assembly) could make to a HEADERS frame."""
+    return {
+        "none": lambda f: None,
+        "data-joined": lambda f: setattr(f, "data", b"".join([f.data, b"more-header-block-bytes"])),
+        "data-memoryview": lambda f: setattr(f, "data", memoryview(b"0123456789abcdef")),
+        "data-str": lambda f: setattr(f, "data", "text"),
+        "data-empty": lambda f: setattr(f, "data", b""),
+        "exclusive-int": lambda f: setattr(f, "exclusive", 1),
+        "depends-on-bool": lambda f: setattr(f, "depends_on", True),
+        "weight-str": lambda f: setattr(f, "stream_weight", "16"),
+        "flags-add": lambda f: f.flags.add("END_HEADERS"),
+        "flags-replaced": lambda f: setattr(f, "flags", "PADDED"),
+        "flags-unsortable": lambda f: f.flags._flags.add(3),
+        "sid-huge": lambda f: setattr(f, "stream_id", 1 << 80),
+        "del-data": lambda f: delattr(f, "data"),
+        "del-exclusive": lambda f: delattr(f, "exclusive"),
+        "del-flags-set": lambda f: delattr(f.flags, "_flags"),
+        "subclass": lambda f: setattr(f, "__class__", type("HeadersFrame", (type(f),), {"__slots__": ()})),
+    }
+
+
+@pytest.mark.parametrize("impl_name", IMPLS)
+@pytest.mark.parametrize("edit", sorted(_headers_edits()))
+@pytest.mark.parametrize("wire", [_raw(31, 1, 0x2D, 5, b"\x02" + b"\x80\x00\x00\x03\x0f" + b"0123456789abcdef"
+                                       + b"\x00\x00" + b"\x00" * 7),
+                                  _raw(4, 1, 0x5, 5, b"abcd"), _raw(0, 1, 0x4, 5, b"")],
+                         ids=["padded-priority", "plain", "empty"])
+def test_headers_frame_repr_is_hyperframes_after_edits(impl_name, edit, wire):
+    """The scanner's HEADERS repr gives hyperframe's string (or hyperframe's exception)
+    whatever was done to the frame: unusual attribute values go to hyperframe's own repr."""
+    impl = implementations()[impl_name]
+    frame_classes(impl)
+    frames = [impl.H2Scanner((1 << 24) - 1, preface=False, validate=False).next_frame(wire, 0, 16384, 8192)
+              for _ in range(2)]
+    assert all(type(f).__name__ == "HeadersFrame" for f in frames)
+    for f in frames:
+        _headers_edits()[edit](f)
+    assert _outcome(lambda: repr(frames[0])) == _outcome(lambda: Frame.__repr__(frames[1]))
+
+
+@pytest.mark.parametrize("impl_name", IMPLS)
+def test_scanner_headers_frames_pickle_and_copy_like_hyperframes(impl_name):
+    import pickle
+
+    impl = implementations()[impl_name]
+    frame_classes(impl)
+    wire = _raw(12, 1, 0x25, 3, b"\x00\x00\x00\x01\x20" + b"abcdefg")
+    mine = impl.H2Scanner((1 << 24) - 1, preface=False, validate=False).next_frame(wire, 0, 16384, 8192)
+    ref = _hyperframe_data(wire)
+    for clone in (pickle.loads(pickle.dumps(mine)), copy.copy(mine), copy.deepcopy(mine)):
+        assert type(clone) is type(mine)
+        _same_headers_as_hyperframe(clone, ref)

@@ -17,7 +17,7 @@
  * (re)allocation the scanner makes.
  *
  * For h2's receive path, H2Scanner.next_frame() hands out one frame at a time from h2's
- * receive buffer and builds the DATA frames itself as hyperframe-compatible objects
+ * receive buffer and builds the DATA and HEADERS frames itself as hyperframe-compatible objects
  * (see "hyperframe-compatible DATA frames" below and h2frames.py), so a download's frames
  * never go through hyperframe's Python parser or its whole-payload repr.
  *
@@ -616,7 +616,7 @@ H2Scanner_get_current(H2ScannerObject *self, void *c)
                          (unsigned long long)(self->st.fstart + 9), (unsigned long)self->st.flen);
 }
 
-/* ---- hyperframe-compatible DATA frames for h2's receive buffer ----
+/* ---- hyperframe-compatible DATA and HEADERS frames for h2's receive buffer ----
  *
  * h2buffer.ScannerFrameBuffer takes its frames from next_frame().  A DATA frame that
  * hyperframe would accept (RFC 9113 section 6.1: stream id not 0, padding shorter than
@@ -624,15 +624,19 @@ H2Scanner_get_current(H2ScannerObject *self, void *c)
  * instance of the subclass of hyperframe.frame.DataFrame that h2frames.py registers,
  * with the attributes hyperframe's parse_frame_header + parse_body set, in the same
  * order: stream_id, flags (a real hyperframe Flags: _valid_flags, _flags), body_len,
- * pad_length, data.  Any other frame is returned as its record and built by hyperframe
- * in Python.  The pure-Python twin (scanner.py) does the same. */
+ * pad_length, data.  Likewise a HEADERS frame that ends its header block (section 6.2),
+ * as the registered HeadersFrame subclass.  Any other frame is returned as its record
+ * and built by hyperframe in Python.  The pure-Python twin (scanner.py) does the same. */
 
 static PyObject *H2F_data_cls;        /* the registered DataFrame subclass, or NULL */
 static PyObject *H2F_flags_cls;       /* hyperframe.flags.Flags */
 static PyObject *H2F_flag_names;      /* ("END_STREAM", "PADDED"): hyperframe's order */
 static PyObject *H2F_fallback_repr;   /* hyperframe.frame.Frame.__repr__ */
+static PyObject *H2F_headers_cls;     /* the registered HeadersFrame subclass, or NULL */
+static PyObject *H2F_headers_flag_names;  /* ("END_STREAM", "END_HEADERS", "PADDED", "PRIORITY") */
 static PyObject *H2F_empty_tuple;
 static PyObject *S_stream_id, *S_flags, *S_body_len, *S_pad_length, *S_data, *S_valid_flags, *S_flags_set;
+static PyObject *S_depends_on, *S_stream_weight, *S_exclusive;
 
 static PyObject *
 h2f_new_instance(PyObject *cls)
@@ -685,6 +689,68 @@ h2f_build_data_frame(const uint8_t *p, uint32_t len, uint8_t fl, uint32_t sid)
     Py_DECREF(data);
     return frame;
 fail:
+    Py_XDECREF(data);
+    Py_XDECREF(flags);
+    Py_XDECREF(set);
+    Py_XDECREF(frame);
+    return NULL;
+}
+
+/* A HEADERS frame hyperframe accepts (RFC 9113 section 6.2), as HeadersFrame after
+ * parse_frame_header + parse_body: attributes in HeadersFrame.__init__'s order (stream_id,
+ * flags, body_len, then Priority's depends_on, stream_weight, exclusive, then Padding's
+ * pad_length, then data).  body_len is the payload less the Pad Length byte, as hyperframe
+ * sets it; the caller has checked the Pad Length and priority fields fit. */
+static PyObject *
+h2f_build_headers_frame(const uint8_t *p, uint32_t len, uint8_t fl, uint32_t sid)
+{
+    PyObject *data = NULL, *flags = NULL, *set = NULL, *frame = NULL, *v = NULL;
+    const uint32_t padded = (fl & F_PADDED) ? 1 : 0;
+    const uint32_t body_len = len - padded;
+    const uint32_t pad = padded ? p[0] : 0;
+    const uint32_t prio = (fl & F_PRIORITY) ? 5 : 0;
+    uint32_t depends_on = 0, weight = 0, exclusive = 0;
+    /* data = body[prio:body_len - pad] with Python's slice rules: empty when it would end before it starts */
+    uint32_t stop = body_len - pad;
+    if (stop < prio) stop = prio;
+    if (prio) {
+        const uint8_t *q = p + padded;
+        uint32_t dep = ((uint32_t)q[0] << 24) | ((uint32_t)q[1] << 16) | ((uint32_t)q[2] << 8) | (uint32_t)q[3];
+        exclusive = dep >> 31;
+        depends_on = dep & 0x7FFFFFFFu;
+        weight = q[4];
+    }
+    data = PyBytes_FromStringAndSize((const char *)p + padded + prio, (Py_ssize_t)(stop - prio));
+    if (data == NULL) goto fail;
+    flags = h2f_new_instance(H2F_flags_cls);
+    if (flags == NULL) goto fail;
+    set = PySet_New(H2F_headers_flag_names);  /* Flags._valid_flags: names in defined order */
+    if (set == NULL || PyObject_SetAttr(flags, S_valid_flags, set) < 0) goto fail;
+    Py_CLEAR(set);
+    set = PySet_New(NULL);                    /* Flags._flags: added in defined order */
+    if (set == NULL) goto fail;
+    if ((fl & F_END_STREAM) && PySet_Add(set, PyTuple_GET_ITEM(H2F_headers_flag_names, 0)) < 0) goto fail;
+    if ((fl & F_END_HEADERS) && PySet_Add(set, PyTuple_GET_ITEM(H2F_headers_flag_names, 1)) < 0) goto fail;
+    if ((fl & F_PADDED) && PySet_Add(set, PyTuple_GET_ITEM(H2F_headers_flag_names, 2)) < 0) goto fail;
+    if ((fl & F_PRIORITY) && PySet_Add(set, PyTuple_GET_ITEM(H2F_headers_flag_names, 3)) < 0) goto fail;
+    if (PyObject_SetAttr(flags, S_flags_set, set) < 0) goto fail;
+    Py_CLEAR(set);
+    frame = h2f_new_instance(H2F_headers_cls);
+    if (frame == NULL) goto fail;
+    if (h2f_set_long(frame, S_stream_id, sid) < 0 || PyObject_SetAttr(frame, S_flags, flags) < 0 ||
+        h2f_set_long(frame, S_body_len, body_len) < 0 || h2f_set_long(frame, S_depends_on, depends_on) < 0 ||
+        h2f_set_long(frame, S_stream_weight, weight) < 0)
+        goto fail;
+    v = PyBool_FromLong((long)exclusive);
+    if (PyObject_SetAttr(frame, S_exclusive, v) < 0 || h2f_set_long(frame, S_pad_length, pad) < 0 ||
+        PyObject_SetAttr(frame, S_data, data) < 0)
+        goto fail;
+    Py_DECREF(v);
+    Py_DECREF(flags);
+    Py_DECREF(data);
+    return frame;
+fail:
+    Py_XDECREF(v);
     Py_XDECREF(data);
     Py_XDECREF(flags);
     Py_XDECREF(set);
@@ -789,14 +855,94 @@ static PyMethodDef h2f_repr_def = {
     "hyperframe's repr of a DATA frame, built from the first 10 bytes of its body."
 };
 
-/* register_h2_frame_classes(data_frame, flags, flag_names, fallback_repr) */
+/* hyperframe's repr of a HEADERS frame: Frame.__repr__ with HeadersFrame._body_repr() =
+ *   f"exclusive={self.exclusive}, depends_on={self.depends_on}, stream_weight={self.stream_weight}, "
+ *   f"data={_raw_data_repr(self.data)}"
+ * (_raw_data_repr: "None" when empty, else 20 hex digits of the data, then "..." if longer).
+ * The same string from the first 10 bytes; anything unusual (not the registered class, an
+ * attribute missing or of another type than hyperframe's parser sets) goes to hyperframe. */
+static PyObject *
+h2f_headers_frame_repr(PyObject *self, PyObject *Py_UNUSED(ignored))
+{
+    PyObject *sid = NULL, *flags = NULL, *present = NULL, *excl = NULL, *dep = NULL, *weight = NULL, *data = NULL;
+    PyObject *sorted = NULL, *flags_repr = NULL, *sid_str = NULL, *dep_str = NULL, *weight_str = NULL;
+    PyObject *name = NULL, *body = NULL, *res = NULL;
+    int missing = 0;
+
+    if (H2F_headers_cls == NULL || (PyObject *)Py_TYPE(self) != H2F_headers_cls)
+        goto fallback;
+    if ((sid = h2f_getattr(self, S_stream_id, &missing)) == NULL && !missing) goto done;
+    if ((flags = h2f_getattr(self, S_flags, &missing)) == NULL && !missing) goto done;
+    if (flags != NULL && (PyObject *)Py_TYPE(flags) == H2F_flags_cls) {
+        if ((present = h2f_getattr(flags, S_flags_set, &missing)) == NULL && !missing) goto done;
+    }
+    if ((excl = h2f_getattr(self, S_exclusive, &missing)) == NULL && !missing) goto done;
+    if ((dep = h2f_getattr(self, S_depends_on, &missing)) == NULL && !missing) goto done;
+    if ((weight = h2f_getattr(self, S_stream_weight, &missing)) == NULL && !missing) goto done;
+    if ((data = h2f_getattr(self, S_data, &missing)) == NULL && !missing) goto done;
+    if (missing || !PyLong_CheckExact(sid) || present == NULL || !PySet_CheckExact(present) || !PyBool_Check(excl) ||
+        !PyLong_CheckExact(dep) || !PyLong_CheckExact(weight) || !PyBytes_CheckExact(data)) {
+        Py_CLEAR(sid); Py_CLEAR(flags); Py_CLEAR(present); Py_CLEAR(excl); Py_CLEAR(dep); Py_CLEAR(weight);
+        Py_CLEAR(data);
+        goto fallback;
+    }
+    sorted = PySequence_List(present);        /* repr(self.flags) is repr(sorted(self._flags)) */
+    if (sorted == NULL || PyList_Sort(sorted) < 0) goto done;
+    flags_repr = PyObject_Repr(sorted);
+    if (flags_repr == NULL) goto done;
+    const Py_ssize_t dlen = PyBytes_GET_SIZE(data);
+    if (dlen == 0) {
+        body = PyUnicode_FromString("None");
+    }
+    else {
+        static const char hexdigits[] = "0123456789abcdef";
+        const uint8_t *d = (const uint8_t *)PyBytes_AS_STRING(data);
+        char hex[21];
+        Py_ssize_t k, h = dlen < 10 ? dlen : 10;
+        for (k = 0; k < h; k++) {
+            hex[2 * k] = hexdigits[d[k] >> 4];
+            hex[2 * k + 1] = hexdigits[d[k] & 0xF];
+        }
+        hex[2 * h] = '\0';
+        body = PyUnicode_FromFormat("<hex:%s%s>", hex, dlen > 10 ? "..." : "");
+    }
+    if (body == NULL) goto done;
+    if ((sid_str = PyObject_Str(sid)) == NULL || (dep_str = PyObject_Str(dep)) == NULL ||
+        (weight_str = PyObject_Str(weight)) == NULL)
+        goto done;
+    name = PyType_GetName(Py_TYPE(self));
+    if (name == NULL) goto done;
+    res = PyUnicode_FromFormat("%U(stream_id=%U, flags=%U): exclusive=%s, depends_on=%U, stream_weight=%U, data=%U",
+                               name, sid_str, flags_repr, excl == Py_True ? "True" : "False", dep_str, weight_str,
+                               body);
+done:
+    Py_XDECREF(sid); Py_XDECREF(flags); Py_XDECREF(present); Py_XDECREF(excl); Py_XDECREF(dep);
+    Py_XDECREF(weight); Py_XDECREF(data); Py_XDECREF(sorted); Py_XDECREF(flags_repr); Py_XDECREF(sid_str);
+    Py_XDECREF(dep_str); Py_XDECREF(weight_str); Py_XDECREF(name); Py_XDECREF(body);
+    return res;
+fallback:
+    if (H2F_fallback_repr == NULL) {
+        PyErr_SetString(PyExc_RuntimeError, "no frame classes registered");
+        return NULL;
+    }
+    return PyObject_CallOneArg(H2F_fallback_repr, self);
+}
+
+static PyMethodDef h2f_headers_repr_def = {
+    "__repr__", (PyCFunction)h2f_headers_frame_repr, METH_NOARGS,
+    "hyperframe's repr of a HEADERS frame, built from the first 10 bytes of its header block."
+};
+
+/* register_h2_frame_classes(data_frame, flags, flag_names, fallback_repr,
+ *                           headers_frame=None, headers_flag_names=None) */
 static PyObject *
 register_h2_frame_classes(PyObject *mod, PyObject *args)
 {
     PyObject *data_cls, *flags_cls, *names, *fallback, *expected, *descr;
+    PyObject *headers_cls = Py_None, *headers_names = Py_None;
     int same;
-    if (!PyArg_ParseTuple(args, "O!O!OO:register_h2_frame_classes", &PyType_Type, &data_cls, &PyType_Type,
-                          &flags_cls, &names, &fallback))
+    if (!PyArg_ParseTuple(args, "O!O!OO|OO:register_h2_frame_classes", &PyType_Type, &data_cls, &PyType_Type,
+                          &flags_cls, &names, &fallback, &headers_cls, &headers_names))
         return NULL;
     names = PySequence_Tuple(names);
     if (names == NULL) return NULL;
@@ -808,6 +954,36 @@ register_h2_frame_classes(PyObject *mod, PyObject *args)
         if (same == 0)
             PyErr_SetString(PyExc_ValueError, "flag_names must be ('END_STREAM', 'PADDED')");
         return NULL;
+    }
+    if (headers_cls != Py_None) {
+        if (!PyType_Check(headers_cls)) {
+            Py_DECREF(names);
+            PyErr_SetString(PyExc_TypeError, "headers_frame must be a class");
+            return NULL;
+        }
+        headers_names = PySequence_Tuple(headers_names);
+        if (headers_names == NULL) { Py_DECREF(names); return NULL; }
+        expected = Py_BuildValue("(ssss)", "END_STREAM", "END_HEADERS", "PADDED", "PRIORITY");
+        same = expected == NULL ? -1 : PyObject_RichCompareBool(headers_names, expected, Py_EQ);
+        Py_XDECREF(expected);
+        if (same <= 0) {
+            Py_DECREF(headers_names);
+            Py_DECREF(names);
+            if (same == 0)
+                PyErr_SetString(PyExc_ValueError,
+                                "headers_flag_names must be ('END_STREAM', 'END_HEADERS', 'PADDED', 'PRIORITY')");
+            return NULL;
+        }
+        descr = PyDescr_NewMethod((PyTypeObject *)headers_cls, &h2f_headers_repr_def);
+        if (descr == NULL || PyObject_SetAttrString(headers_cls, "__repr__", descr) < 0) {
+            Py_XDECREF(descr);
+            Py_DECREF(headers_names);
+            Py_DECREF(names);
+            return NULL;
+        }
+        Py_DECREF(descr);
+        Py_XSETREF(H2F_headers_cls, Py_NewRef(headers_cls));
+        Py_XSETREF(H2F_headers_flag_names, headers_names);
     }
     descr = PyDescr_NewMethod((PyTypeObject *)data_cls, &h2f_repr_def);
     if (descr == NULL || PyObject_SetAttrString(data_cls, "__repr__", descr) < 0) {
@@ -899,6 +1075,26 @@ H2Scanner_next_frame(H2ScannerObject *self, PyObject *const *args, Py_ssize_t na
         PyBuffer_Release(&view);
         PyErr_SetString(PyExc_ValueError, "data does not hold the frame");
         return NULL;
+    }
+    /* A HEADERS frame that ends its header block (the common case: one that does not is
+     * held by h2's header-block assembly, left to hyperframe) and that hyperframe accepts:
+     * on a stream, a Pad Length byte and priority fields that fit, padding shorter than
+     * the rest (RFC 9113 section 6.2; hyperframe's parse_body checks). */
+    if (sk->type[k] == H2_HEADERS && H2F_headers_cls != NULL && sk->sid[k] != 0 && (long long)len <= mfs &&
+        (sk->flags[k] & F_END_HEADERS)) {
+        const uint8_t *body = p + (off - ubase);
+        const uint8_t fl = sk->flags[k];
+        const uint32_t padded = (fl & F_PADDED) ? 1 : 0;
+        if (len >= padded && len - padded >= ((fl & F_PRIORITY) ? 5u : 0u) &&
+            !(padded && body[0] && body[0] >= len - padded)) {
+            res = h2f_build_headers_frame(body, len, fl, sk->sid[k]);
+            PyBuffer_Release(&view);
+            if (res != NULL) {
+                self->cursor = k + 1;
+                self->consumed = off + len;
+            }
+            return res;
+        }
     }
     if (sk->type[k] == H2_DATA && H2F_data_cls != NULL && sk->sid[k] != 0 && (long long)len <= mfs) {
         const uint8_t *body = p + (off - ubase);
@@ -1973,8 +2169,10 @@ huffman_encode(PyObject *mod, PyObject *data)
 
 static PyMethodDef module_methods[] = {
     {"register_h2_frame_classes", register_h2_frame_classes, METH_VARARGS,
-     "register_h2_frame_classes(data_frame, flags, flag_names, fallback_repr): the DataFrame subclass\n"
-     "next_frame builds (given its __repr__), hyperframe's Flags, ('END_STREAM', 'PADDED'), Frame.__repr__."},
+     "register_h2_frame_classes(data_frame, flags, flag_names, fallback_repr, headers_frame=None,\n"
+     "headers_flag_names=None): the DataFrame subclass next_frame builds (given its __repr__), hyperframe's\n"
+     "Flags, ('END_STREAM', 'PADDED'), Frame.__repr__; and the HeadersFrame subclass it builds, with\n"
+     "('END_STREAM', 'END_HEADERS', 'PADDED', 'PRIORITY')."},
     {"scan_h2", scan_h2, METH_VARARGS,
      "scan_h2(data, out, max_frame_size, preface, validate) -> (count, end, error, pending)"},
     {"scan_h3", scan_h3, METH_VARARGS,
@@ -2017,7 +2215,10 @@ PyInit__scanner(void)
         !(S_body_len = PyUnicode_InternFromString("body_len")) ||
         !(S_pad_length = PyUnicode_InternFromString("pad_length")) || !(S_data = PyUnicode_InternFromString("data")) ||
         !(S_valid_flags = PyUnicode_InternFromString("_valid_flags")) ||
-        !(S_flags_set = PyUnicode_InternFromString("_flags")))
+        !(S_flags_set = PyUnicode_InternFromString("_flags")) ||
+        !(S_depends_on = PyUnicode_InternFromString("depends_on")) ||
+        !(S_stream_weight = PyUnicode_InternFromString("stream_weight")) ||
+        !(S_exclusive = PyUnicode_InternFromString("exclusive")))
         return NULL;
     if (PyType_Ready(&H2ScannerType) < 0 || PyType_Ready(&H3ScannerType) < 0 ||
         PyType_Ready(&VarintDecoderType) < 0)

@@ -5,10 +5,11 @@ objects fed by ``add_data``.  ``ScannerFrameBuffer`` is a drop-in replacement wh
 frames come from ``H2Scanner.next_frame`` (C when available): frame boundaries are found
 once, as a frame's last byte arrives, instead of re-reading the buffered bytes, consumed
 bytes are dropped in one move per ``add_data``, and DATA frames -- the bulk of a
-download -- are built by the scanner itself as hyperframe-compatible objects
-(``h2frames``: a ``hyperframe.frame.DataFrame`` subclass with hyperframe's attributes and
-a ``repr`` that does not hex-encode the whole payload, which h2 asks for on every frame).
-Every other frame, and every DATA frame hyperframe would reject, is built by hyperframe
+download -- and HEADERS frames that end their header block -- one per response of a
+page load -- are built by the scanner itself as hyperframe-compatible objects
+(``h2frames``: ``hyperframe.frame.DataFrame`` and ``HeadersFrame`` subclasses with
+hyperframe's attributes and a ``repr`` that does not hex-encode the whole payload, which
+h2 asks for on every frame).  Every other frame, and every one hyperframe would reject, is built by hyperframe
 exactly as h2's ``FrameBuffer`` builds it, and every check and exception of h2's buffer
 is kept in the same order, so a connection behaves identically with either buffer: the
 scanner runs with ``validate=False`` here, because it is h2 (not the scanner) that must
@@ -129,7 +130,9 @@ class ScannerFrameBuffer(FrameBuffer):
             if type(frame) is tuple:
                 frame = self._parse(frame)
             elif not self._headers_buffer:
-                return frame          # a DATA frame built by the scanner (h2frames)
+                # A DATA frame or a HEADERS frame with END_HEADERS built by the scanner
+                # (h2frames): h2's header-block assembly would hand it on unchanged.
+                return frame
             frame = self._update_header_buffer(frame)
             if frame is not None:
                 return frame

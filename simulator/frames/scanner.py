@@ -316,6 +316,18 @@ class H2Scanner(_Results):
             ftype, flags, sid, off, length = record
             if off < base or off + length > base + n:
                 raise ValueError("data does not hold the frame")
+            if (ftype == HEADERS and _H2_HEADERS is not None and sid and length <= max_frame_size
+                    and flags & END_HEADERS):
+                # One that ends its header block and that hyperframe accepts (RFC 9113
+                # section 6.2): Pad Length and priority fields fit, padding shorter than the rest.
+                at = off - base
+                padded = 1 if flags & PADDED else 0
+                if (length >= padded and length - padded >= (5 if flags & PRIORITY_FLAG else 0)
+                        and not (padded and mv[at] and mv[at] >= length - padded)):
+                    frame = _build_headers_frame(mv, at, length, flags, sid)
+                    self._cursor += 1
+                    self._consumed = off + length
+                    return frame
             if ftype == DATA and _H2_DATA is not None and sid and length <= max_frame_size:
                 at = off - base
                 if not flags & PADDED or (length and mv[at] < length):
@@ -391,16 +403,28 @@ class H2Scanner(_Results):
 # hyperframe-compatible DATA frames (see h2frames.py, which registers the classes)
 
 _H2_DATA = None     # (frame class, Flags class, flag names in hyperframe's order, fallback repr)
+_H2_HEADERS = None  # (frame class, Flags class, flag names in hyperframe's order, fallback repr)
+_HEADERS_FLAG_NAMES = ("END_STREAM", "END_HEADERS", "PADDED", "PRIORITY")
 
 
-def register_h2_frame_classes(data_frame, flags, flag_names, fallback_repr) -> None:
+def register_h2_frame_classes(data_frame, flags, flag_names, fallback_repr, headers_frame=None,
+                              headers_flag_names=None) -> None:
     """Register the DATA frame class ``next_frame`` builds (a subclass of hyperframe's
     ``DataFrame``), hyperframe's ``Flags``, DATA's flag names in hyperframe's order
     (END_STREAM 0x1, PADDED 0x8) and hyperframe's ``Frame.__repr__`` (used for any
-    object the fast repr does not cover); gives the class its ``__repr__``."""
-    global _H2_DATA
+    object the fast repr does not cover); gives the class its ``__repr__``.  Likewise,
+    when given, the HEADERS frame class (a subclass of hyperframe's ``HeadersFrame``)
+    with HEADERS' flag names (END_STREAM 0x1, END_HEADERS 0x4, PADDED 0x8, PRIORITY 0x20)."""
+    global _H2_DATA, _H2_HEADERS
     if tuple(flag_names) != ("END_STREAM", "PADDED"):
         raise ValueError("flag_names must be ('END_STREAM', 'PADDED')")
+    if headers_frame is not None:
+        if not isinstance(headers_frame, type):
+            raise TypeError("headers_frame must be a class")
+        if tuple(headers_flag_names) != _HEADERS_FLAG_NAMES:
+            raise ValueError("headers_flag_names must be ('END_STREAM', 'END_HEADERS', 'PADDED', 'PRIORITY')")
+        headers_frame.__repr__ = h2_headers_frame_repr
+        _H2_HEADERS = (headers_frame, flags, _HEADERS_FLAG_NAMES, fallback_repr)
     _H2_DATA = (data_frame, flags, tuple(flag_names), fallback_repr)
     data_frame.__repr__ = h2_data_frame_repr
 
@@ -432,7 +456,64 @@ def _build_data_frame(mv, at: int, length: int, flags: int, sid: int):
     return frame
 
 
+def _build_headers_frame(mv, at: int, length: int, flags: int, sid: int):
+    """hyperframe's ``HeadersFrame`` after ``parse_frame_header`` + ``parse_body`` of a
+    valid frame that ends its header block (RFC 9113 section 6.2): same attributes, set
+    in ``HeadersFrame.__init__``'s order; ``body_len`` is the payload less the Pad Length
+    byte, as hyperframe sets it."""
+    cls, flags_cls, names, _ = _H2_HEADERS
+    padded = 1 if flags & PADDED else 0
+    pad = mv[at] if padded else 0
+    body_len = length - padded
+    start = at + padded
+    if flags & PRIORITY_FLAG:
+        dep = int.from_bytes(mv[start:start + 4], "big")
+        exclusive, depends_on, weight = bool(dep >> 31), dep & 0x7FFFFFFF, mv[start + 4]
+        prio = 5
+    else:
+        exclusive, depends_on, weight, prio = False, 0, 0, 0
+    data = bytes(mv[start + prio:start + max(prio, body_len - pad)])
+    fl = flags_cls.__new__(flags_cls)
+    fl._valid_flags = set(names)
+    present = set()
+    for name, bit in zip(names, (0x1, END_HEADERS, PADDED, PRIORITY_FLAG)):
+        if flags & bit:
+            present.add(name)
+    fl._flags = present
+    frame = cls.__new__(cls)
+    frame.stream_id = sid
+    frame.flags = fl
+    frame.body_len = body_len
+    frame.depends_on = depends_on
+    frame.stream_weight = weight
+    frame.exclusive = exclusive
+    frame.pad_length = pad
+    frame.data = data
+    return frame
+
+
 _MISSING = object()
+
+
+def h2_headers_frame_repr(self) -> str:
+    """hyperframe's ``repr`` of a HEADERS frame (``Frame.__repr__`` with
+    ``HeadersFrame._body_repr``) from the first 10 bytes of the header block instead of
+    all of it hex-encoded.  Anything unusual goes to hyperframe's own ``__repr__``."""
+    cls, flags_cls, names, fallback = _H2_HEADERS
+    sid = getattr(self, "stream_id", _MISSING)
+    flags = getattr(self, "flags", _MISSING)
+    present = getattr(flags, "_flags", _MISSING) if type(flags) is flags_cls else _MISSING
+    exclusive = getattr(self, "exclusive", _MISSING)
+    depends_on = getattr(self, "depends_on", _MISSING)
+    weight = getattr(self, "stream_weight", _MISSING)
+    data = getattr(self, "data", _MISSING)
+    if (type(self) is not cls or type(sid) is not int or type(present) is not set or type(exclusive) is not bool
+            or type(depends_on) is not int or type(weight) is not int or type(data) is not bytes):
+        return fallback(self)
+    flags_repr = repr(sorted(present))
+    body = "<hex:" + data[:10].hex() + ("..." if len(data) > 10 else "") + ">" if data else "None"
+    return (f"{type(self).__name__}(stream_id={sid}, flags={flags_repr}): exclusive={exclusive}, "
+            f"depends_on={depends_on}, stream_weight={weight}, data={body}")
 
 
 def h2_data_frame_repr(self) -> str:
