@@ -19,6 +19,7 @@ from simulator import compression
 from simulator.cli import main
 from simulator.errors import InputError
 from simulator.studies import hol
+from simulator.studies.base import run_seeds
 from simulator.traces import load
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -84,7 +85,8 @@ def test_qcram_never_blocks_unless_its_blocking_variant_is_on(page):
 
 def test_hpack_over_quic_blocks_more_than_qpack_and_qcram(fb_req):
     """At 1-2% loss, in-order HPACK decoding stalls many more blocks (summed over seeds)."""
-    runs = pd.concat([hol.run_seeds(fb_req, hol.HolParams(loss=loss), seeds=(1, 2, 3)) for loss in ("0.01", "0.02")])
+    runs = pd.concat([run_seeds(hol.run, fb_req, hol.HolParams(loss=loss), seeds=(1, 2, 3))
+                      for loss in ("0.01", "0.02")])
     blocked = runs.groupby("scheme")["blocked"].sum()
     assert blocked["hpack"] > 2 * blocked["qpack"]
     assert blocked["hpack"] > blocked["qcram"]

@@ -14,6 +14,7 @@ import pytest
 
 from simulator.errors import InputError
 from simulator.studies import push
+from simulator.studies.base import run_seeds
 from simulator.browser import page_graph
 from simulator.browser.client import parse_link
 from simulator.traces.model import Exchange, Trace
@@ -450,7 +451,8 @@ def test_cli_seeds_reports_the_median_over_seeds_per_policy():
     assert out["params"]["seeds"] == 3 and out["params"]["aggregate"] == "median over seeds"
     from simulator.traces import load
 
-    per_seed = push.run_seeds(load(page), push.PushParams(policies=("none", "push", "hints"), loss="0.02"), [4, 5, 6])
+    per_seed = run_seeds(push.run, load(page), push.PushParams(policies=("none", "push", "hints"), loss="0.02"),
+                         [4, 5, 6])
     assert per_seed["render_blocking_s"].nunique() > 3           # the seeds really differ under loss
     for policy in ("none", "push", "hints"):
         rows = per_seed[per_seed["policy"] == policy]
