@@ -215,6 +215,23 @@ def test_seeds_are_run_once_by_the_contract_for_any_study():
         median_over_seeds(run_draw, None, DrawParams(), 0)
 
 
+def test_median_over_seeds_of_a_summary_without_an_index_keeps_its_columns():
+    """A summary whose alternatives are named by columns (``by``): the figures are medians,
+    the other columns (a label, the seed) the first seed's, in the summary's own order."""
+    def run_flat(trace=None, params=None, *, progress=False):
+        drawn = run_draw(trace, params).summary.reset_index()
+        drawn.insert(1, "label", "fixed")
+        drawn["seed"] = params.seed
+        return TransferResult(summary=drawn, params=params.to_dict())
+
+    per_seed = run_seeds(run_flat, None, DrawParams(), [3, 4, 5])
+    result = median_over_seeds(run_flat, None, DrawParams(seed=3), 3, by=("variant",))
+    assert list(result.summary.columns) == ["variant", "label", "x", "seed"]
+    assert result.summary["label"].tolist() == ["fixed", "fixed"] and result.summary["seed"].tolist() == [3, 3]
+    for row in result.summary.itertuples():
+        assert row.x == statistics.median(per_seed[per_seed["variant"] == row.variant]["x"])
+
+
 @pytest.fixture
 def registered(monkeypatch):
     monkeypatch.setitem(registry.STUDIES, "transfer", __name__)      # the one registration line

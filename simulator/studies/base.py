@@ -269,7 +269,8 @@ def steps(items, desc: str, progress: bool, *, leave: bool = False):
 
 
 def _seed_rows(result: StudyResult, seed: int) -> pd.DataFrame:
-    summary = result.summary.reset_index()
+    summary = result.summary
+    summary = summary.reset_index() if any(summary.index.names) else summary.reset_index(drop=True)
     if "seed" not in summary.columns:
         summary.insert(1, "seed", seed)
     return summary
@@ -286,24 +287,30 @@ def run_seeds(run: Callable[..., StudyResult], trace, params: StudyParams, seeds
 
 
 def median_over_seeds(run: Callable[..., StudyResult], trace, params: StudyParams, seeds: int, *,
-                      progress: bool = False) -> StudyResult:
+                      by: tuple[str, ...] | None = None, progress: bool = False) -> StudyResult:
     """A command's ``--seeds N``: the result at ``params.seed`` with each figure of its summary
     replaced by the median over seeds SEED..SEED+N-1, each column on its own (so a gain is
     the median gain, not the difference of medians); ``params`` records ``seeds`` and
-    ``aggregate``.  ``seeds == 1`` is the plain run."""
+    ``aggregate``.  An alternative is named by the summary's index, or by the columns ``by``
+    of a summary without one.  Columns that are not numbers (and the seed) keep the first
+    seed's values.  ``seeds == 1`` is the plain run."""
     if seeds < 1:
         raise InputError(f"--seeds must be at least 1, got {seeds}")
     result = run(trace, params, progress=progress and seeds == 1)
     if seeds == 1:
         return result
     first = result.summary
+    keyed = any(first.index.names)
+    keys = list(first.index.names) if keyed else list(by or ())
     more = run_seeds(run, trace, params, range(params.seed + 1, params.seed + seeds), progress=progress)
     per_seed = pd.concat([_seed_rows(result, params.seed), more], ignore_index=True)
-    median = per_seed.drop(columns=["seed"]).groupby(first.index.name, sort=False).median(numeric_only=True)
-    median = median.loc[list(first.index)]
-    if "seed" in first.columns:                   # a summary that carries its seed keeps the first
-        median["seed"] = params.seed
-    result.summary = median
+    flat = first.reset_index() if keyed else first
+    figures = [c for c in flat.columns if c not in keys and c != "seed"
+               and pd.api.types.is_numeric_dtype(flat[c]) and not pd.api.types.is_bool_dtype(flat[c])]
+    median = per_seed.groupby(keys, sort=False)[figures].median()
+    out = flat.set_index(keys)
+    out[figures] = median.reindex(out.index)[figures]
+    result.summary = out if keyed else out.reset_index()[list(first.columns)]
     result.params["seeds"] = seeds
     result.params["aggregate"] = "median over seeds"
     return result
