@@ -9,6 +9,7 @@ import random
 import subprocess
 import sys
 import zlib
+from dataclasses import replace
 from pathlib import Path
 
 import brotli
@@ -504,7 +505,7 @@ def test_leak_in_a_background_process_gives_the_same_table(corpus):
     params = _small_params(schemes=("per-response", "shared"), codecs="zlib:6", scopings=("none", "context"),
                            leak_lengths=(2,), leak_alignments=2)
     inline = crossstream.run(corpus, params)
-    background = crossstream.run(corpus, params, leak_in_background=True)
+    background = crossstream.run(corpus, replace(params, leak_in_background=True))
     assert len(inline.leak) == 3 and inline.leak.equals(background.leak)
     assert inline.summary.equals(background.summary)
 
@@ -516,7 +517,7 @@ def test_leak_worker_is_stopped_when_the_run_fails(corpus, monkeypatch):
         raise InputError("bodies.har: no bodies")
     monkeypatch.setattr(crossstream.study, "_corpus", broken)
     with pytest.raises(InputError, match="no bodies"):
-        crossstream.run(corpus, _small_params(leak_lengths=(8,), leak_codecs="all"), leak_in_background=True)
+        crossstream.run(corpus, _small_params(leak_lengths=(8,), leak_codecs="all", leak_in_background=True))
 
 
 @pytest.mark.parametrize("argv,lengths,codecs", [

@@ -19,6 +19,7 @@ from simulator import compression
 from simulator.cli import main
 from simulator.errors import InputError
 from simulator.studies import hol
+from simulator.studies.base import run_seeds
 from simulator.traces import load
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -84,7 +85,8 @@ def test_qcram_never_blocks_unless_its_blocking_variant_is_on(page):
 
 def test_hpack_over_quic_blocks_more_than_qpack_and_qcram(fb_req):
     """At 1-2% loss, in-order HPACK decoding stalls many more blocks (summed over seeds)."""
-    runs = pd.concat([hol.run_seeds(fb_req, hol.HolParams(loss=loss), seeds=(1, 2, 3)) for loss in ("0.01", "0.02")])
+    runs = pd.concat([run_seeds(hol.run, fb_req, hol.HolParams(loss=loss), seeds=(1, 2, 3))
+                      for loss in ("0.01", "0.02")])
     blocked = runs.groupby("scheme")["blocked"].sum()
     assert blocked["hpack"] > 2 * blocked["qpack"]
     assert blocked["hpack"] > blocked["qcram"]
@@ -144,16 +146,24 @@ def test_timed_schedule_caps_idle_gaps_and_coalesces_within_a_millisecond(page):
 
 
 def test_compression_ratios_on_fb_resp_match_the_published_figures():
-    """fb-resp-hq, raw 340,737 bytes: HPACK about 26.5%, QPACK (4 KiB, acks at once) about
-    15.2%, and above 50% when the QPACK encoder never sees an acknowledgement."""
+    """fb-resp-hq, raw 340,737 bytes, encoded by the real coders (hpack, pylsqpack: the same
+    bytes every run): HPACK 83,354 bytes (24.5%), QPACK with a 4 KiB table and acks at once
+    50,256 + 2,831 on the encoder stream (RFC 9204 section 4.2; 15.6%), and 51.7% when the
+    QPACK encoder never sees an acknowledgement.  The QPACK offline interop published about
+    26.5% and 15.2% for other encoders (ls-qpack, nghttp3): held within 0.03 of those, the
+    gap being theirs, not a draw."""
     lists = [h for _, _, h in load(FB_RESP).header_lists("responses")]
     assert sum(len(n) + len(v) for h in lists for n, v in h) == 340_737
-    hpack = compression.simulate_offline("hpack", lists, table_bytes=4096, ack_mode=1).ratio
-    qpack = compression.simulate_offline("qpack", lists, table_bytes=4096, max_blocked=100, ack_mode=1).ratio
-    qpack_noack = compression.simulate_offline("qpack", lists, table_bytes=4096, max_blocked=100, ack_mode=0).ratio
-    assert hpack == pytest.approx(0.265, abs=0.03)
-    assert qpack == pytest.approx(0.152, abs=0.03)
-    assert qpack_noack > 0.50
+    hpack = compression.simulate_offline("hpack", lists, table_bytes=4096, ack_mode=1)
+    qpack = compression.simulate_offline("qpack", lists, table_bytes=4096, max_blocked=100, ack_mode=1)
+    qpack_noack = compression.simulate_offline("qpack", lists, table_bytes=4096, max_blocked=100, ack_mode=0)
+    assert (hpack.header_block_bytes, hpack.encoder_stream_bytes) == (83_354, 0)
+    assert (qpack.header_block_bytes, qpack.encoder_stream_bytes, qpack.decoder_stream_bytes) == (50_256, 2_831, 1_145)
+    assert (qpack_noack.header_block_bytes, qpack_noack.encoder_stream_bytes) == (174_768, 1_471)
+    assert qpack.ratio == (50_256 + 2_831) / 340_737 and qpack_noack.ratio > 0.50
+    # Other encoders' published figures: a different encoder, not randomness, sets the margin.
+    assert hpack.ratio == pytest.approx(0.265, abs=0.03)
+    assert qpack.ratio == pytest.approx(0.152, abs=0.03)
 
 
 def test_simulated_ratio_depends_on_ack_timing_against_request_spacing():
@@ -161,10 +171,13 @@ def test_simulated_ratio_depends_on_ack_timing_against_request_spacing():
     instant-ack ratio; sent back to back, it cannot reference its recent inserts."""
     trace = load(FB_RESP)
     base = hol.HolParams(schemes=("qpack",), direction="responses", rtt_s=0.1)
-    spaced = hol.run(trace, replace(base, spacing_s=0.5)).summary.loc["qpack", "ratio"]
-    burst = hol.run(trace, replace(base, spacing_s=0.0)).summary.loc["qpack", "ratio"]
-    assert spaced == pytest.approx(0.152, abs=0.03)
-    assert burst > spaced + 0.1
+    spaced = hol.run(trace, replace(base, spacing_s=0.5)).summary.loc["qpack"]
+    burst = hol.run(trace, replace(base, spacing_s=0.0)).summary.loc["qpack"]
+    # Spaced 0.5 s apart over a 100 ms RTT every ack is back first: the bytes of acks at once
+    # (the offline run above), exactly; back to back, those of an encoder that hears no ack.
+    assert (spaced["header_bytes"], spaced["encoder_stream_bytes"]) == (50_256, 2_831)
+    assert (burst["header_bytes"], burst["encoder_stream_bytes"]) == (174_768, 1_471)
+    assert burst["ratio"] > spaced["ratio"] + 0.1
 
 
 def test_bad_parameters_are_input_errors():

@@ -5,8 +5,11 @@ is one module plus one registration line (the worked example below, run through 
 from __future__ import annotations
 
 import argparse
+import inspect
 import json
 import math
+import random
+import statistics
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -19,7 +22,7 @@ from simulator.cli import build_parser, main
 from simulator.errors import InputError
 from simulator.studies import registry
 from simulator.studies.base import (CC_CHOICES, Network, Study, StudyParams, StudyResult, add_network_flags,
-                                    network_from_args, records)
+                                    median_over_seeds, network_from_args, records, run_seeds)
 
 ROOT = Path(__file__).resolve().parents[1]
 STUDY_NAMES = sorted(registry.STUDIES)
@@ -53,6 +56,19 @@ def test_registration_names_its_study_and_its_default_flags_give_its_default_par
         assert given[k] == (pytest.approx(v, rel=1e-12) if isinstance(v, float) else v), f"{name}: {k} differs"
     assert "seed" not in study.params_dict(params)
     assert study.with_seed(params, 7).seed == 7
+
+
+@pytest.mark.parametrize("name", STUDY_NAMES)
+def test_every_study_runs_as_run_trace_params_progress(name):
+    """One entry point for every study: ``run(trace, params, *, progress=False)`` and nothing
+    else (what a run needs besides is a field of its parameters), so the CLI, the batch
+    runner and a notebook call every study alike."""
+    sig = inspect.signature(registry.get(name).run)
+    shape = [(p.name, p.kind, p.default) for p in sig.parameters.values()]
+    assert shape[:2] == [("trace", inspect.Parameter.POSITIONAL_OR_KEYWORD, shape[0][2]),
+                         ("params", inspect.Parameter.POSITIONAL_OR_KEYWORD, None)], f"{name}: {shape}"
+    assert shape[2:] == [("progress", inspect.Parameter.KEYWORD_ONLY, False)], f"{name}: {shape}"
+    assert shape[0][2] in (inspect.Parameter.empty, None)            # None: the study makes its own input
 
 
 @pytest.mark.parametrize("name", STUDY_NAMES)
@@ -166,6 +182,54 @@ def _command(args: argparse.Namespace) -> int:
 
 STUDY = Study(name="transfer", help="one response's transfer time", add_arguments=_add_arguments,
               params_from_args=_params_from_args, run=run_transfer, command=_command, input="none")
+
+
+@dataclass(frozen=True)
+class DrawParams(StudyParams):
+    seed: int = 1
+
+
+def run_draw(trace=None, params: DrawParams | None = None, *, progress: bool = False) -> TransferResult:
+    """Two alternatives, each one seeded draw: the smallest study whose result moves with its seed."""
+    params = params or DrawParams()
+    rng = random.Random(params.seed)
+    summary = pd.DataFrame({"x": [rng.random(), rng.random()]}, index=pd.Index(["a", "b"], name="variant"))
+    return TransferResult(summary=summary, params=params.to_dict())
+
+
+def test_seeds_are_run_once_by_the_contract_for_any_study():
+    """``run_seeds``: one row per (seed, alternative), each the run at that seed;
+    ``median_over_seeds`` (``--seeds N``): each figure the median over SEED..SEED+N-1."""
+    per_seed = run_seeds(run_draw, None, DrawParams(), [3, 4, 5])
+    assert list(per_seed.columns) == ["variant", "seed", "x"] and len(per_seed) == 6
+    for seed in (3, 4, 5):
+        alone = run_draw(None, DrawParams(seed=seed)).summary["x"].tolist()
+        assert per_seed[per_seed["seed"] == seed]["x"].tolist() == alone
+    result = median_over_seeds(run_draw, None, DrawParams(seed=3), 3)
+    for variant in ("a", "b"):
+        assert result.summary.loc[variant, "x"] == statistics.median(per_seed[per_seed["variant"] == variant]["x"])
+    assert result.params == {"seed": 3, "seeds": 3, "aggregate": "median over seeds"}
+    once = median_over_seeds(run_draw, None, DrawParams(seed=3), 1)
+    assert once.summary.equals(run_draw(None, DrawParams(seed=3)).summary) and "seeds" not in once.params
+    with pytest.raises(InputError, match="--seeds"):
+        median_over_seeds(run_draw, None, DrawParams(), 0)
+
+
+def test_median_over_seeds_of_a_summary_without_an_index_keeps_its_columns():
+    """A summary whose alternatives are named by columns (``by``): the figures are medians,
+    the other columns (a label, the seed) the first seed's, in the summary's own order."""
+    def run_flat(trace=None, params=None, *, progress=False):
+        drawn = run_draw(trace, params).summary.reset_index()
+        drawn.insert(1, "label", "fixed")
+        drawn["seed"] = params.seed
+        return TransferResult(summary=drawn, params=params.to_dict())
+
+    per_seed = run_seeds(run_flat, None, DrawParams(), [3, 4, 5])
+    result = median_over_seeds(run_flat, None, DrawParams(seed=3), 3, by=("variant",))
+    assert list(result.summary.columns) == ["variant", "label", "x", "seed"]
+    assert result.summary["label"].tolist() == ["fixed", "fixed"] and result.summary["seed"].tolist() == [3, 3]
+    for row in result.summary.itertuples():
+        assert row.x == statistics.median(per_seed[per_seed["variant"] == row.variant]["x"])
 
 
 @pytest.fixture

@@ -157,18 +157,35 @@ host\tother.example
 """
 
 
-def test_qif_parse_requests_and_responses(tmp_path):
+def test_qif_is_one_stream_of_header_lists_in_file_order_per_the_qpack_offline_interop(tmp_path):
+    """The QPACK offline interop (draft-ietf-quic-qpack, RFC 9204's drafts; the qpackers/qifs
+    format): a QIF file is one encoder's input, a stream of header lists, each one field
+    section, in file order.  A response list after a request list is a list of its own, not
+    that request's response: three lists, three exchanges."""
     path = tmp_path / "a.qif"
     path.write_bytes(QIF)
     trace = load_qif(path)
-    # A response list right after a request list is its response: one exchange, not two.
-    assert trace.format == "qif" and len(trace) == 2 and len(trace.header_lists("both")) == 3
-    a, c = trace.exchanges
-    assert a.request_headers[-1] == (b"user-agent", b"UA\twith tab")
-    assert a.origin == "https://www.example.com" and a.response_headers == ((b":status", b"200"),
-                                                                          (b"content-type", b"text/html"))
+    assert trace.format == "qif" and len(trace) == 3 and len(trace.header_lists("both")) == 3
+    a, b, c = trace.exchanges
+    assert [e.index for e in trace.exchanges] == [0, 1, 2]
+    assert a.request_headers[-1] == (b"user-agent", b"UA\twith tab") and a.response_headers is None
+    assert a.origin == "https://www.example.com"
+    assert b.request_headers is None and b.response_headers == ((b":status", b"200"), (b"content-type", b"text/html"))
     assert c.response_headers is None and c.origin == "https://other.example"
     assert not trace.timed
+
+
+def test_the_interop_responses_qif_counts_every_list(capsys):
+    """``fb-resp-hq.qif`` of the QPACK offline interop's collection holds 383 response lists:
+    383 exchanges, as ``workbench trace info`` prints them (none paired with another)."""
+    path = Path(__file__).resolve().parents[1] / "traces" / "qif" / "fb-resp-hq.qif"
+    trace = load(path)
+    assert len(trace) == 383 and len(trace.header_lists("responses")) == 383
+    assert not trace.header_lists("requests")
+    assert [e.index for e in trace] == list(range(383))
+    assert main(["trace", "info", str(path), "--json"]) == 0
+    info = json.loads(capsys.readouterr().out)
+    assert info["exchanges"] == 383
 
 
 def test_har_to_qif_to_trace_gives_same_header_lists(tmp_path):

@@ -180,7 +180,7 @@ def coalescing_panel(trace: str = "synthetic-page.har", base=None) -> Explorer:
     def run(v, graph):
         p = replace(base, modes=("none", v["mode"]), p421=v["p421"], p421_announced=v["p421"], rtt_s=v["rtt_ms"] / 1000)
         topo = shaped_topology(co.topology_for(graph, p), v["dns"], v["cert"])
-        return co.run(graph, p, topology=topo)
+        return co.run(graph, replace(p, topology=topo))
 
     def notes(v, r):
         # One seeded draw per (server, host) pair the mode sends to another host's server

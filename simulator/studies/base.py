@@ -8,9 +8,16 @@ command line apart, and offering:
   ``seed``), declared flat (so ``replace(params, rtt_s=0.05)`` works) with the study's
   own defaults, checked once by ``Network``, offered as flags by ``add_network_flags``
   and read back by ``network_from_args``;
-- **run**: ``run(trace, params, *, progress=False) -> result``.  ``trace`` is the study's
-  input, a ``Trace`` (the page-load studies also take its ``PageGraph``); a study that
-  makes its own input says so and takes ``trace=None`` (``Study.input``);
+- **run**: ``run(trace, params, *, progress=False) -> result``, the one signature of every
+  study (``tests/test_studies.py`` checks it).  ``trace`` is the study's input, a ``Trace``
+  (the page-load studies also take its ``PageGraph``, crossstream a body corpus); a study
+  that makes its own input says so and takes ``trace=None`` (``Study.input``).  Whatever
+  else a run needs (a topology, where a real stack writes its qlog, running a part in the
+  background) is a field of the parameters, named in ``NOT_PARAMETERS`` when it does not
+  change the result, so that it stays out of results and batch rows;
+- **seeds**: ``run_seeds(run, trace, params, seeds)`` (one summary row per seed and
+  compared alternative) and ``median_over_seeds`` (a command's ``--seeds N``) run any
+  study over several seeds; a study writes no seed loop of its own;
 - **result**: a dataclass deriving ``StudyResult``: ``tables()`` (named DataFrames,
   ``summary`` first: what the batch runner stores), ``to_dict()``, and ``to_json()``,
   the one JSON writer;
@@ -68,7 +75,8 @@ from ..errors import InputError
 from ..units import parse_bandwidth, parse_duration
 
 __all__ = ["Network", "NETWORK_FIELDS", "CC_CHOICES", "StudyParams", "StudyResult", "Study", "add_network_flags",
-           "network_from_args", "comma_list", "jsonable", "json_default", "rows_by_index", "records", "steps"]
+           "network_from_args", "comma_list", "jsonable", "json_default", "rows_by_index", "records", "steps",
+           "run_seeds", "median_over_seeds"]
 
 CC_CHOICES = ("reno", "cubic")                # the transport models' congestion controllers (net.cc)
 NETWORK_FIELDS = ("rtt_s", "bandwidth_bps", "loss", "cc", "tls", "seed")
@@ -110,6 +118,9 @@ class StudyParams:
     # a job's parameters; BATCH_DROPPED fields are left out too (they shape no batch result).
     BATCH_FIXED: ClassVar[dict[str, Any]] = {}
     BATCH_DROPPED: ClassVar[tuple[str, ...]] = ()
+    # Fields that are inputs or side outputs of a run, not what it simulates (a topology
+    # object, a qlog folder, a background worker): never in results or batch rows.
+    NOT_PARAMETERS: ClassVar[tuple[str, ...]] = ()
 
     def __post_init__(self) -> None:
         self.network                                      # checks the network part
@@ -127,6 +138,8 @@ class StudyParams:
         """Every field, lists of names joined by commas (``"hpack,qpack"``)."""
         d = {}
         for f in fields(self):
+            if f.name in self.NOT_PARAMETERS:
+                continue
             value = getattr(self, f.name)
             d[f.name] = ",".join(str(v) for v in value) if isinstance(value, tuple) else value
         return d
@@ -249,6 +262,58 @@ def steps(items, desc: str, progress: bool, *, leave: bool = False):
     from tqdm.auto import tqdm
 
     return tqdm(items, desc=desc, leave=leave)
+
+
+# ---------------------------------------------------------------------------------------
+# Seeds: one loop for every study
+
+
+def _seed_rows(result: StudyResult, seed: int) -> pd.DataFrame:
+    summary = result.summary
+    summary = summary.reset_index() if any(summary.index.names) else summary.reset_index(drop=True)
+    if "seed" not in summary.columns:
+        summary.insert(1, "seed", seed)
+    return summary
+
+
+def run_seeds(run: Callable[..., StudyResult], trace, params: StudyParams, seeds, *,
+              progress: bool = False) -> pd.DataFrame:
+    """``run(trace, params)`` once per seed of ``seeds``: the summaries, one row per (seed,
+    compared alternative), the seed beside the alternative's name.  Every alternative of one
+    seed meets the same draws, so the per-seed differences are paired."""
+    frames = [_seed_rows(run(trace, params.with_seed(seed)), seed)
+              for seed in steps(list(seeds), "seeds", progress, leave=True)]
+    return pd.concat(frames, ignore_index=True)
+
+
+def median_over_seeds(run: Callable[..., StudyResult], trace, params: StudyParams, seeds: int, *,
+                      by: tuple[str, ...] | None = None, progress: bool = False) -> StudyResult:
+    """A command's ``--seeds N``: the result at ``params.seed`` with each figure of its summary
+    replaced by the median over seeds SEED..SEED+N-1, each column on its own (so a gain is
+    the median gain, not the difference of medians); ``params`` records ``seeds`` and
+    ``aggregate``.  An alternative is named by the summary's index, or by the columns ``by``
+    of a summary without one.  Columns that are not numbers (and the seed) keep the first
+    seed's values.  ``seeds == 1`` is the plain run."""
+    if seeds < 1:
+        raise InputError(f"--seeds must be at least 1, got {seeds}")
+    result = run(trace, params, progress=progress and seeds == 1)
+    if seeds == 1:
+        return result
+    first = result.summary
+    keyed = any(first.index.names)
+    keys = list(first.index.names) if keyed else list(by or ())
+    more = run_seeds(run, trace, params, range(params.seed + 1, params.seed + seeds), progress=progress)
+    per_seed = pd.concat([_seed_rows(result, params.seed), more], ignore_index=True)
+    flat = first.reset_index() if keyed else first
+    figures = [c for c in flat.columns if c not in keys and c != "seed"
+               and pd.api.types.is_numeric_dtype(flat[c]) and not pd.api.types.is_bool_dtype(flat[c])]
+    median = per_seed.groupby(keys, sort=False)[figures].median()
+    out = flat.set_index(keys)
+    out[figures] = median.reindex(out.index)[figures]
+    result.summary = out if keyed else out.reset_index()[list(first.columns)]
+    result.params["seeds"] = seeds
+    result.params["aggregate"] = "median over seeds"
+    return result
 
 
 # ---------------------------------------------------------------------------------------

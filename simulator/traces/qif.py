@@ -6,8 +6,12 @@ list; a line starting with ``#`` is a comment.  Lists appear in the order they w
 sent.  Names and values are kept as bytes, exactly as written (the value is
 everything after the first tab).
 
-Each list becomes one ``Exchange``: a list starting with ``:status`` is a response
-list (``Exchange.response_headers``), any other a request list.  A request's
+A QIF file is one encoder's input: one stream of header lists in file order, the order
+the QPACK offline interop (RFC 9204's drafts, draft-ietf-quic-qpack; the ``qpackers/qifs``
+collection) feeds them to an encoder, one field section each.  So each list becomes one
+``Exchange`` of its own, in file order, never paired with the list beside it (a file of
+responses is not a file of requests and their responses): a list starting with
+``:status`` is a response list (``Exchange.response_headers``), any other a request list.  A request's
 ``origin`` is ``scheme://authority`` from ``:scheme`` and ``:authority`` (or
 ``host``); the scheme is ``https`` when ``:scheme`` is absent.  QIF has no timing,
 sizes or pages.
@@ -79,21 +83,19 @@ def _origin(headers: HeaderList, path=None, where=None) -> str | None:
 
 
 def load_qif(path: str, data: bytes | None = None) -> Trace:
-    """Load a QIF file as a ``Trace``: one exchange per request list, with the response
-    list that follows it as its partner (as ``write_qif`` writes a trace's pairs); a list
-    with no partner is an exchange of its own."""
+    """Load a QIF file as a ``Trace``: one exchange per header list, in file order (the
+    encoder's one stream of field sections); a response list is not joined to the request
+    list before it, so a trace written by ``write_qif`` reads back as its lists, in order."""
     path = str(path)
     if data is None:
         data = read_input(path)
     exchanges = []
     for k, headers in enumerate(parse_qif(data, path)):
         if headers[0][0] != b":status":
-            exchanges.append(Exchange(index=len(exchanges), request_headers=headers,
-                                      origin=_origin(headers, path, f"header list {k}")))
-        elif exchanges and exchanges[-1].response_headers is None and exchanges[-1].request_headers is not None:
-            exchanges[-1].response_headers = headers      # the response to the request just before it
+            exchanges.append(Exchange(index=k, request_headers=headers, origin=_origin(headers, path,
+                                                                                        f"header list {k}")))
         else:
-            exchanges.append(Exchange(index=len(exchanges), response_headers=headers))
+            exchanges.append(Exchange(index=k, response_headers=headers))
     return Trace(exchanges=exchanges, format="qif", source=path)
 
 

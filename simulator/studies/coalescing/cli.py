@@ -9,12 +9,11 @@ import sys
 import pandas as pd
 
 from ... import argtypes
-from ...errors import InputError
 from ...units import parse_duration
-from ..base import Study, add_network_flags, comma_list, network_from_args
+from ..base import Study, add_network_flags, comma_list, median_over_seeds, network_from_args
 from ...browser import page_graph
 from ...browser.flags import add_page_flags, think_from_args
-from .study import MODES, CoalescingParams, run, run_seeds, topology_for
+from .study import MODES, CoalescingParams, run, topology_for
 
 __all__ = ["STUDY", "add_arguments", "params_from_args"]
 
@@ -32,19 +31,10 @@ def _cmd(args: argparse.Namespace) -> int:
     from ...traces import load
 
     params = params_from_args(args)
-    if args.seeds < 1:
-        raise InputError(f"--seeds must be at least 1, got {args.seeds}")
     trace = load(args.trace)
-    graph = page_graph(trace, params.page)
-    topo = topology_for(graph, params)             # bad --dns / --cert files fail here, before any output
-    progress = not args.json and sys.stderr.isatty()
-    result = run(trace, params, topology=topo, progress=progress)
-    if args.seeds > 1:
-        per_seed = run_seeds(graph, params, range(params.seed, params.seed + args.seeds), progress=progress)
-        numeric = per_seed.drop(columns=["seed"]).groupby("mode", sort=False).median(numeric_only=True)
-        result.summary = numeric.loc[list(params.modes)].assign(seed=params.seed)
-        result.params["seeds"] = args.seeds
-        result.params["aggregate"] = "median over seeds"
+    topology_for(page_graph(trace, params.page), params)  # bad --dns / --cert files fail here, before any output
+    result = median_over_seeds(run, trace, params, args.seeds, progress=not args.json and sys.stderr.isatty())
+    topo = result.topology
     if args.write_topology:
         from ...outfiles import write_output
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import math
 import random
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field
 
 import pandas as pd
 
@@ -20,7 +20,7 @@ from ...browser.cache import parse_cache
 from .pool import CoalescingPool
 from .topology import Topology, host_of, read_topology
 
-__all__ = ["MODES", "CoalescingParams", "CoalescingResult", "run", "run_seeds", "topology_for", "ROW_PARAMS"]
+__all__ = ["MODES", "CoalescingParams", "CoalescingResult", "run", "topology_for", "ROW_PARAMS"]
 
 MODES = ("none", "ip", "origin", "h3-altsvc")
 METRICS = ("document_s", "render_blocking_s", "onload_s")
@@ -50,6 +50,11 @@ class CoalescingParams(StudyParams):
     cc: str = "reno"
     scheduler: str = "urgency"
     page: str | None = None
+    # The hosts' addresses and certificates, when given whole (a notebook's or the Explore
+    # panel's shaped topology); None: drawn from the seed with dns_file and cert_file's entries.
+    topology: Topology | None = field(default=None, compare=False, repr=False)
+
+    NOT_PARAMETERS = ("topology",)
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -121,12 +126,12 @@ def topology_for(graph: PageGraph, params: CoalescingParams) -> Topology:
                          params.cert_file)
 
 
-def run(trace: Trace | PageGraph, params: CoalescingParams | None = None, *, topology: Topology | None = None,
+def run(trace: Trace | PageGraph, params: CoalescingParams | None = None, *,
         progress: bool = False) -> CoalescingResult:
     """Load the page once per mode with the same seed and compare."""
     params = params or CoalescingParams()
     graph = trace if isinstance(trace, PageGraph) else page_graph(trace, params.page)
-    topo = topology or topology_for(graph, params)
+    topo = params.topology or topology_for(graph, params)
     load_params = params.load_params()
     cache = ClientCache.for_page(graph, params.cache, random.Random(derive_seed(params.seed, "cache")))
     doc = graph[graph.document]
@@ -178,13 +183,3 @@ def run(trace: Trace | PageGraph, params: CoalescingParams | None = None, *, top
         tinfo["content_hash"] = trace.content_hash()
     return CoalescingResult(summary=summary, connections=conns_df, resources=resources_df,
                             params={**params.to_dict(), "version": __version__}, trace=tinfo, topology=topo)
-
-
-def run_seeds(trace: Trace | PageGraph, params: CoalescingParams, seeds, *, progress: bool = False) -> pd.DataFrame:
-    """Summaries over several seeds: one row per (seed, mode).  The default topology is
-    drawn from each seed too (files given replace it host by host for every seed)."""
-    graph = trace if isinstance(trace, PageGraph) else page_graph(trace, params.page)
-    frames = [run(graph, replace(params, seed=s)).summary.reset_index()
-              for s in steps(list(seeds), "seeds", progress, leave=True)]
-    return pd.concat(frames, ignore_index=True)
-

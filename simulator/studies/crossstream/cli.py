@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from dataclasses import replace
 
 import pandas as pd
 
@@ -62,7 +63,7 @@ def _cmd(args: argparse.Namespace) -> int:
         source = load(args.trace)
     else:
         source = None
-    result = run(source, params, progress=not args.json and sys.stderr.isatty(), leak_in_background=True)
+    result = run(source, replace(params, leak_in_background=True), progress=not args.json and sys.stderr.isatty())
     if args.responses:
         from ...outfiles import write_output
 

@@ -66,9 +66,13 @@ class CrossstreamParams(StudyParams):
     leak_alignments: int = 8
     leak_codecs: str = "first"                 # "first": each scheme's first usable codec; "all"
     measure_cpu: bool = False
+    # The leak needs no trace, so it may run in a forked process while the schemes run here
+    # (what the CLI asks for); the result is the same either way, so it is no parameter.
+    leak_in_background: bool = False
 
     # Wall-clock measurements stay out of batch rows.
     BATCH_FIXED = {"measure_cpu": False}
+    NOT_PARAMETERS = ("leak_in_background",)
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -222,16 +226,14 @@ def _combos(params: CrossstreamParams) -> list[tuple[str, Codec | None, str]]:
     return out
 
 
-def run(source=None, params: CrossstreamParams | None = None, *, progress: bool = False,
-        leak_in_background: bool = False) -> CrossstreamResult:
-    """Run every scheme x codec x scoping over the bodies' visits, then the leak.
-
-    ``leak_in_background``: the leak needs no trace, so it may run in a forked process
-    while the schemes run here (what the CLI asks for; the result is the same either way)."""
+def run(trace=None, params: CrossstreamParams | None = None, *, progress: bool = False) -> CrossstreamResult:
+    """Run every scheme x codec x scoping over the bodies' visits, then the leak (in a forked
+    worker with ``params.leak_in_background``).  ``trace``: a body ``Corpus``, a ``Trace``
+    (its bodies) or None (the generated corpus)."""
     params = params or CrossstreamParams()
     # started first: the worker builds its own static dictionaries meanwhile
-    with _LeakRunner(params, background=leak_in_background) as background_leak:
-        corpus = _corpus(source, params)
+    with _LeakRunner(params, background=params.leak_in_background) as background_leak:
+        corpus = _corpus(trace, params)
         plan = visits(corpus)
         static = static_dictionaries(training_corpus(params), params.static_dictionary_bytes)
         return _run(corpus, plan, static, params, progress, background_leak)

@@ -174,8 +174,9 @@ def _page_start(trace: Trace, page: str | None) -> float | None:
     return p.start_s if p is not None else None
 
 
-def run(trace: Trace, params: FidelityParams | None = None) -> FidelityResult:
-    """Simulate every page of ``trace`` that has a measured onLoad and compare."""
+def run(trace: Trace, params: FidelityParams | None = None, *, progress: bool = False) -> FidelityResult:
+    """Simulate every page of ``trace`` that has a measured onLoad and compare.  ``progress``
+    is the contract's; a trace's few pages take no bar (``run_paths`` draws one per trace)."""
     params = params or FidelityParams()
     scheduler = resource_scheduler(trace, params.browser)
     rows, skipped, repeats = [], [], []

@@ -14,7 +14,7 @@ from ...traces.model import Trace
 from ..base import StudyParams, StudyResult, rows_by_index, steps
 from .model import HeaderItem, SchemeRun
 
-__all__ = ["HolParams", "HolResult", "run", "run_seeds", "resolve_direction", "schedule", "SCHEMES", "schemes",
+__all__ = ["HolParams", "HolResult", "run", "resolve_direction", "schedule", "SCHEMES", "schemes",
            "DIRECTIONS", "TRANSPORTS"]
 
 SCHEMES = ("hpack", "qpack", "qcram", "qcram-blocking")
@@ -198,15 +198,3 @@ def _summarize(df: pd.DataFrame, totals: dict) -> dict:
         "may_block": int(df["may_block"].sum()),
         **totals,
     }
-
-
-def run_seeds(trace: Trace, params: HolParams, seeds, *, progress: bool = False) -> pd.DataFrame:
-    """Summaries over several seeds: one row per (seed, scheme)."""
-    rows = []
-    for seed in steps(list(seeds), "seeds", progress, leave=True):
-        result = run(trace, replace(params, seed=seed))
-        s = result.summary.reset_index()
-        s["seed"] = seed
-        rows.append(s)
-    return pd.concat(rows, ignore_index=True)
-

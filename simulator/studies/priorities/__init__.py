@@ -6,6 +6,6 @@ layout) and the server's scheduler (``http.priority``), compared on onLoad and o
 metrics estimated from the resources' ready times (``metrics``)."""
 
 from .metrics import visual_metrics
-from .study import PrioritiesParams, PrioritiesResult, run, run_seeds
+from .study import PrioritiesParams, PrioritiesResult, run
 
-__all__ = ["PrioritiesParams", "PrioritiesResult", "run", "run_seeds", "visual_metrics"]
+__all__ = ["PrioritiesParams", "PrioritiesResult", "run", "visual_metrics"]

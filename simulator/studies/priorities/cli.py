@@ -11,9 +11,9 @@ from ... import argtypes
 from ...http.browser_priorities import profile_names
 from ...http.priority import scheduler_names
 from ...units import parse_duration, parse_named_durations
-from ..base import Study, add_network_flags, comma_list, network_from_args
+from ..base import Study, add_network_flags, comma_list, median_over_seeds, network_from_args
 from ...browser.client import PROTOCOLS
-from .study import DEFAULT_PARSE_DELAY, PrioritiesParams, run, run_seeds
+from .study import DEFAULT_PARSE_DELAY, PrioritiesParams, run
 
 __all__ = ["STUDY", "add_arguments", "params_from_args"]
 
@@ -30,18 +30,8 @@ def _cmd(args: argparse.Namespace) -> int:
 
     params = params_from_args(args)
     trace = load(args.trace)
-    progress = not args.json and sys.stderr.isatty()
-    result = run(trace, params, progress=progress)
-    if args.seeds > 1:
-        per_seed = run_seeds(trace, params, range(params.seed, params.seed + args.seeds), progress=progress)
-        keys = ["browser", "scheduler"]
-        med = per_seed.groupby(keys, sort=False)[["onload_s", "render_blocking_done_s", "lcp_estimate_s",
-                                                  "speed_index_estimate_s"]].median().reset_index()
-        rest = result.summary.drop(columns=["onload_s", "render_blocking_done_s", "lcp_estimate_s",
-                                            "speed_index_estimate_s"])
-        result.summary = rest.merge(med, on=keys)[list(result.summary.columns)]
-        result.params["seeds"] = args.seeds
-        result.params["aggregate"] = "median over seeds"
+    result = median_over_seeds(run, trace, params, args.seeds, by=("browser", "scheduler"),
+                               progress=not args.json and sys.stderr.isatty())
     if args.json:
         print(result.to_json())
         return 0

@@ -4,7 +4,7 @@ scheduler, same seed) and result: rows of onLoad and the visual metrics."""
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 
 import pandas as pd
 
@@ -21,7 +21,7 @@ from ...browser import ClientCache, LoadParams, ServerPlan, load_page, page_grap
 from ...browser.client import DEFAULT_PARSE_DELAY_S, PROTOCOLS
 from .metrics import METRICS, visual_metrics
 
-__all__ = ["PrioritiesParams", "PrioritiesResult", "run", "run_seeds", "load_with", "DEFAULT_PARSE_DELAY", "METRICS"]
+__all__ = ["PrioritiesParams", "PrioritiesResult", "run", "load_with", "DEFAULT_PARSE_DELAY", "METRICS"]
 
 DEFAULT_PARSE_DELAY = ",".join(f"{kind}={seconds * 1000:g}ms" for kind, seconds in DEFAULT_PARSE_DELAY_S)
 
@@ -155,11 +155,3 @@ def notes(params: PrioritiesParams) -> list[str]:
                 "RFC 9218 section 2.1), so the tree server sees every stream under the root at the default "
                 "weight and shares bytes round-robin"]
     return []
-
-
-def run_seeds(trace: Trace | PageGraph, params: PrioritiesParams, seeds, *, progress: bool = False) -> pd.DataFrame:
-    """Summaries over several seeds: one row per (seed, browser, scheduler)."""
-    graph = trace if isinstance(trace, PageGraph) else page_graph(trace, params.page)
-    return pd.concat([run(graph, replace(params, seed=seed)).summary
-                      for seed in steps(list(seeds), "seeds", progress, leave=True)], ignore_index=True)
-

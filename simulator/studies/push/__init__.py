@@ -47,7 +47,7 @@ on both backends).
 
 from .cli import add_arguments, params_from_args
 from .plan import POLICIES, pushable, server_plan
-from .study import METRICS, PushParams, PushResult, run, run_seeds
+from .study import METRICS, PushParams, PushResult, run
 
-__all__ = ["PushParams", "PushResult", "POLICIES", "METRICS", "run", "run_seeds", "server_plan", "pushable",
+__all__ = ["PushParams", "PushResult", "POLICIES", "METRICS", "run", "server_plan", "pushable",
            "add_arguments", "params_from_args"]

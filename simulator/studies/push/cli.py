@@ -4,18 +4,17 @@ from __future__ import annotations
 
 import argparse
 import sys
-from dataclasses import replace
 
 import pandas as pd
 
 from ... import argtypes
 from ...errors import InputError
 from ...units import parse_duration, parse_named_durations
-from ..base import Study, add_network_flags, comma_list, network_from_args
+from ..base import Study, add_network_flags, comma_list, median_over_seeds, network_from_args
 from ...browser.flags import add_page_flags, think_from_args
 from ...browser.client import BACKENDS, COALESCE, PROTOCOLS
 from .plan import POLICIES, push_count
-from .study import DEFAULT_PARSE_DELAY, PushParams, run, run_seeds
+from .study import DEFAULT_PARSE_DELAY, PushParams, run
 
 __all__ = ["STUDY", "add_arguments", "params_from_args"]
 
@@ -41,21 +40,8 @@ def _cmd(args: argparse.Namespace) -> int:
     from ...traces import load
 
     params = params_from_args(args)
-    if args.seeds < 1:
-        raise InputError(f"--seeds must be at least 1, got {args.seeds}")
     trace = load(args.trace)
-    progress = not args.json and sys.stderr.isatty()
-    if args.seeds == 1:
-        result = run(trace, params, progress=progress)
-        summary = result.summary
-    else:
-        per_seed = run_seeds(trace, replace(params, seed=params.seed), range(params.seed, params.seed + args.seeds),
-                             progress=progress)
-        summary = per_seed.drop(columns=["seed"]).groupby("policy", sort=False).median()
-        result = run(trace, params)          # for the trace info and params
-        result.summary = summary.loc[[p for p in params.policies]]
-        result.params["seeds"] = args.seeds
-        result.params["aggregate"] = "median over seeds"
+    result = median_over_seeds(run, trace, params, args.seeds, progress=not args.json and sys.stderr.isatty())
     if args.json:
         print(result.to_json())
         return 0

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import math
 import random
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 import pandas as pd
 
@@ -21,7 +21,7 @@ from ...browser.cache import parse_cache
 from ...browser.client import BACKENDS, COALESCE, DEFAULT_PARSE_DELAY_S, PROTOCOLS
 from .plan import POLICIES, push_count, server_plan
 
-__all__ = ["PushParams", "PushResult", "run", "run_seeds", "METRICS", "DEFAULT_PARSE_DELAY"]
+__all__ = ["PushParams", "PushResult", "run", "METRICS", "DEFAULT_PARSE_DELAY"]
 
 METRICS = ("document_s", "render_blocking_s", "onload_s")
 DEFAULT_PARSE_DELAY = ",".join(f"{kind}={seconds * 1000:g}ms" for kind, seconds in DEFAULT_PARSE_DELAY_S)
@@ -158,15 +158,3 @@ def _check_something_to_compare(graph: PageGraph, params: PushParams, plans: dic
     raise InputError(f"nothing to compare on page {graph.page or '-'}: every policy would load it as 'none' "
                      f"does, because {'; and '.join(why) or 'no policy pushes or hints anything'}.",
                      path=graph.source)
-
-
-def run_seeds(trace: Trace | PageGraph, params: PushParams, seeds, *, progress: bool = False) -> pd.DataFrame:
-    """Summaries over several seeds: one row per (seed, policy)."""
-    graph = trace if isinstance(trace, PageGraph) else page_graph(trace, params.page)
-    frames = []
-    for seed in steps(list(seeds), "seeds", progress, leave=True):
-        s = run(graph, replace(params, seed=seed)).summary.reset_index()
-        s.insert(1, "seed", seed)
-        frames.append(s)
-    return pd.concat(frames, ignore_index=True)
-

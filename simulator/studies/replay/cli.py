@@ -36,7 +36,9 @@ def params_from_args(args: argparse.Namespace) -> ReplayParams:
     return ReplayParams(stack=args.stack, think_s=parse_duration(args.think),
                         idle_timeout_s=parse_duration(args.idle_timeout),
                         qpack_table_bytes=parse_size(args.qpack_table), qpack_blocked_streams=int(args.qpack_blocked),
-                        model=bool(args.model), **network_from_args(args))
+                        model=bool(args.model), qlog_dir=args.qlog,
+                        pcap_path=args.pcap, keylog_path=args.keylog,
+                        **network_from_args(args))
 
 
 def _cmd(args: argparse.Namespace) -> int:
@@ -52,8 +54,7 @@ def _cmd(args: argparse.Namespace) -> int:
     if args.keylog is not None and not params.tls:
         raise InputError("--keylog needs TLS: drop --no-tls (cleartext HTTP/2 has no secrets)")
     trace = load(args.trace)
-    options = {} if args.model else {"qlog_dir": args.qlog, "pcap_path": args.pcap, "keylog_path": args.keylog}
-    result = run(trace, params, **options)
+    result = run(trace, params)
     if args.json:
         print(result.to_json())
         return 0

@@ -6,9 +6,11 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, fields
+from typing import ClassVar
 
 import pandas as pd
 
+from ...errors import InputError
 from ...stacks.common import Result, StackParams
 from ...traces.model import Trace
 from ..base import StudyParams, StudyResult
@@ -21,10 +23,24 @@ class ReplayParams(StackParams, StudyParams):
     """The stack's parameters, and whether to replay over its transport model instead."""
 
     model: bool = False               # h2: the TCP model, h3: the QUIC model (``http.model_replay``)
+    # What the real stack writes besides its result (``stacks.replay.run``'s options): files, not parameters.
+    qlog_dir: str | None = None       # qlog files, simulated time (h3)
+    pcap_path: str | None = None      # every simulated packet
+    keylog_path: str | None = None    # the TLS secrets, SSLKEYLOGFILE format
+
+    NOT_PARAMETERS: ClassVar[tuple[str, ...]] = ("qlog_dir", "pcap_path", "keylog_path")
 
     def stack_params(self) -> StackParams:
         """The drivers' own parameters (without ``model``)."""
         return StackParams(**{f.name: getattr(self, f.name) for f in fields(StackParams)})
+
+    def to_dict(self) -> dict:
+        """Every parameter (the output files left out)."""
+        return StudyParams.to_dict(self)
+
+    def outputs(self) -> dict:
+        """The real stack's output options (``stacks.replay.run``), those given."""
+        return {name: getattr(self, name) for name in self.NOT_PARAMETERS if getattr(self, name) is not None}
 
 
 @dataclass
@@ -49,14 +65,16 @@ class ReplayResult(Result, StudyResult):
         return {"summary": pd.DataFrame([summary]), "exchanges": exchanges.reset_index(drop=True)}
 
 
-def run(trace: Trace, params: ReplayParams | None = None, *, progress: bool = False, **options) -> ReplayResult:
+def run(trace: Trace, params: ReplayParams | None = None, *, progress: bool = False) -> ReplayResult:
     """Replay ``trace`` over ``params.stack`` (or its transport model with ``params.model``).
-    ``options`` go to the real stack's ``stacks.replay.run`` (``qlog_dir``, ``pcap_path``,
-    ``keylog_path``, ...)."""
+    The output files of ``params`` (``qlog_dir``, ``pcap_path``, ``keylog_path``) go to the
+    real stack's ``stacks.replay.run``; the model writes none."""
     from ...http import model_replay
     from ...stacks import replay
 
     params = params or ReplayParams()
     driver = model_replay if params.model else replay
-    result = driver.run(trace, params.stack_params(), **options)
+    if params.model and params.outputs():
+        raise InputError(f"{next(iter(params.outputs()))} records a real stack's packets: not with model=True")
+    result = driver.run(trace, params.stack_params(), **({} if params.model else params.outputs()))
     return ReplayResult(**{f.name: getattr(result, f.name) for f in fields(Result)})
