@@ -8,7 +8,7 @@ from __future__ import annotations
 
 def run(quick: bool = False) -> dict:
     from simulator.bench import best_time_s
-    from simulator.http.browser_priorities import browser_signals
+    from simulator.browser.priorities import browser_signals
     from simulator.http.network import ModelNetwork
     from simulator.http.priority import PriorityPlan
     from simulator.browser import ClientCache, LoadParams, ServerPlan, load_page, page_graph

@@ -8,7 +8,7 @@ import sys
 import pandas as pd
 
 from ... import argtypes
-from ...http.browser_priorities import profile_names
+from ...browser.priorities import profile_names
 from ...http.priority import scheduler_names
 from ...units import parse_duration, parse_named_durations
 from ..base import Study, add_network_flags, comma_list, network_from_args
@@ -19,6 +19,7 @@ __all__ = ["STUDY", "add_arguments", "params_from_args"]
 
 
 def params_from_args(args: argparse.Namespace) -> PrioritiesParams:
+    """The study's parameters from the parsed flags."""
     return PrioritiesParams(schedulers=comma_list(args.scheduler), browsers=comma_list(args.browser),
                             protocol=args.protocol, reprioritize=not args.no_reprioritize,
                             think_s=parse_duration(args.think), parse_delay=args.parse_delay, page=args.page,
@@ -58,6 +59,7 @@ def _cmd(args: argparse.Namespace) -> int:
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
+    """The flags of ``workbench priorities`` (and of ``workbench batch priorities``'s grid)."""
     p.add_argument("--trace", required=True, help="HAR of a page load (Chrome's _initiator gives the graph)")
     p.add_argument("--page", help="page id in the HAR (default: the first page)")
     p.add_argument("--scheduler", default="rfc9218,tree,fifo,rr,lifo",

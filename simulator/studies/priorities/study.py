@@ -10,7 +10,7 @@ import pandas as pd
 
 from ... import __version__
 from ...errors import InputError
-from ...http.browser_priorities import browser_signals, profile_names
+from ...browser.priorities import browser_signals, profile_names
 from ...http.network import ModelNetwork
 from ...http.priority import PriorityPlan, scheduler_names
 from ...traces.model import Trace
@@ -61,6 +61,7 @@ class PrioritiesParams(StudyParams):
         self.load_params()
 
     def load_params(self) -> LoadParams:
+        """The page-load model's parameters of every load of the run."""
         return LoadParams(protocol=self.protocol, rtt_s=self.rtt_s, bandwidth_bps=self.bandwidth_bps, loss=self.loss,
                           seed=self.seed, tls=self.tls,
                           parse_delay_s=parse_named_durations(self.parse_delay, "parse delay"))
@@ -78,10 +79,12 @@ class PrioritiesResult(StudyResult):
 
     def tables(self):
         # The batch adds the parameters and the seed itself: the rows without their copies.
+        """The batch's tables: the summary and the per-resource times, without the parameter columns."""
         own = ["protocol", "rtt_s", "bandwidth_bps", "loss", "seed"]
         return {"summary": self.summary.drop(columns=own), "resources": self.resources.drop(columns=["seed"])}
 
     def to_dict(self):
+        """The JSON object: ``schedulers`` (the rows), ``params``, ``trace`` and any ``notes``."""
         out = {"schedulers": records(self.summary), "params": self.params, "trace": self.trace}
         if self.notes:
             out["notes"] = list(self.notes)
