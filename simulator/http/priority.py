@@ -48,7 +48,7 @@ Built in (``SCHEDULERS``; one line in ``ADDED_SCHEDULERS`` adds another, docs/ex
 from __future__ import annotations
 
 import importlib
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Callable
 
 from ..errors import InputError
@@ -153,11 +153,19 @@ class PriorityPlan:
     signals: tuple = ()                   # ((index, PrioritySignal), ...)
     updates: tuple = ()                   # ((index, PrioritySignal), ...)
     render_blocking: frozenset = frozenset()
+    qlog: object = field(default=None, compare=False, repr=False)   # a priority_qlog.PriorityQlog: HTTP/3 events
 
     def __post_init__(self) -> None:
         if self.scheduler not in scheduler_names():
             make_scheduler(self.scheduler)              # raises InputError naming the choices
         object.__setattr__(self, "_by_index", dict(self.signals))
+
+    def qlog_trace(self, connection: str, sim, transport: str):
+        """The qlog trace of one connection's server (``priority_qlog``), or None: none asked for, or
+        not HTTP/3 (qlog defines HTTP/3 events only)."""
+        if self.qlog is None or transport != "quic":
+            return None
+        return self.qlog.trace(connection, lambda: sim.now)
 
     def signal(self, index: int | None, default_urgency: int = DEFAULT_URGENCY) -> PrioritySignal:
         """The signals of resource ``index`` (None: a push, at ``default_urgency``)."""

@@ -177,10 +177,16 @@ class _NativeLevelWriter:
 
 
 def scheduled_writer(endpoint, chunk_bytes: int, written: dict[int, int], on_written, *, fill_on_ack: bool,
-                     scheduler: Scheduler):
+                     scheduler: Scheduler, qlog=None):
     """A writer with ``scheduler`` choosing each chunk's stream: on the C writer when the
     endpoint is the C ``TcpEndpoint`` and the scheduler is one of levels and groups
-    (``_NativeLevelWriter``), else ``ScheduledWriter``."""
+    (``_NativeLevelWriter``), else ``ScheduledWriter``; with ``qlog`` (a
+    ``priority_qlog.QlogTrace``) the writer that logs each choice, in Python."""
+    if qlog is not None:
+        from .priority_qlog import QlogScheduledWriter
+
+        return QlogScheduledWriter(endpoint, chunk_bytes, written, on_written, fill_on_ack=fill_on_ack,
+                                   scheduler=scheduler, qlog=qlog)
     if (native.C is not None and type(endpoint) is native.C.TcpEndpoint and type(scheduler) is LevelScheduler
             and not scheduler.split):
         return _NativeLevelWriter(endpoint, chunk_bytes, written, on_written, fill_on_ack=fill_on_ack,

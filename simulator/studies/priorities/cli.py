@@ -10,6 +10,8 @@ import pandas as pd
 from ... import argtypes
 from ...browser.priorities import profile_names
 from ...http.priority import scheduler_names
+from ...errors import InputError
+from ...http.priority_qlog import PriorityQlog
 from ...units import parse_duration, parse_named_durations
 from ..base import Study, add_network_flags, comma_list, network_from_args
 from ...browser.client import PROTOCOLS
@@ -30,9 +32,14 @@ def _cmd(args: argparse.Namespace) -> int:
     from ...traces import load
 
     params = params_from_args(args)
+    if args.qlog is not None and params.protocol != "h3":
+        raise InputError("--qlog needs --protocol h3 (qlog defines HTTP/3 events, draft-ietf-quic-qlog-h3-events)")
     trace = load(args.trace)
     progress = not args.json and sys.stderr.isatty()
-    result = run(trace, params, progress=progress)
+    qlog = PriorityQlog(f"workbench priorities {args.trace}") if args.qlog is not None else None
+    result = run(trace, params, progress=progress, qlog=qlog)
+    if qlog is not None:
+        qlog.write(args.qlog)
     if args.seeds > 1:
         per_seed = run_seeds(trace, params, range(params.seed, params.seed + args.seeds), progress=progress)
         keys = ["browser", "scheduler"]
@@ -78,6 +85,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="parse/CPU delay before a parent's references are found, per resource type")
     p.add_argument("--seeds", default=1, type=argtypes.count(1, 1000),
                    help="run seeds SEED..SEED+N-1 and report medians (at most 1000)")
+    p.add_argument("--qlog", metavar="FILE", type=argtypes.output_file,
+                   help="write each HTTP/3 connection's scheduling as qlog http3 events (h3; the first seed)")
     p.add_argument("--json", action="store_true", help="print one JSON object")
 
 

@@ -111,10 +111,13 @@ class _Layout:
                 self.network.reprioritize(resource, signal)
 
 
-def load_with(graph: PageGraph, params: PrioritiesParams, browser: str, scheduler: str):
-    """One page load of ``graph`` with ``browser``'s signals and ``scheduler`` on the server."""
+def load_with(graph: PageGraph, params: PrioritiesParams, browser: str, scheduler: str, *, qlog=None):
+    """One page load of ``graph`` with ``browser``'s signals and ``scheduler`` on the server
+    (``qlog``: an ``http.priority_qlog.PriorityQlog`` that gets the HTTP/3 connections' events)."""
     signals, updates = browser_signals(graph, browser, params.protocol, reprioritize=params.reprioritize)
-    plan = PriorityPlan(scheduler, signals, updates)
+    if qlog is not None:
+        qlog.label = f"{browser} {scheduler}"
+    plan = PriorityPlan(scheduler, signals, updates, qlog=qlog)
 
     def network(sim, load_params, listener, backend_cls):
         layout = _Layout(listener, updates, graph.render_blocking)
@@ -126,14 +129,15 @@ def load_with(graph: PageGraph, params: PrioritiesParams, browser: str, schedule
 
 
 def run(trace: Trace | PageGraph, params: PrioritiesParams | None = None, *,
-        progress: bool = False) -> PrioritiesResult:
-    """Load the page once per (browser, scheduler) with the same seed; the visual metrics per row."""
+        progress: bool = False, qlog=None) -> PrioritiesResult:
+    """Load the page once per (browser, scheduler) with the same seed; the visual metrics per row
+    (``qlog``: a ``PriorityQlog`` collecting every HTTP/3 connection's scheduling events)."""
     params = params or PrioritiesParams()
     graph = trace if isinstance(trace, PageGraph) else page_graph(trace, params.page)
     rows, resources = [], []
     pairs = [(b, s) for b in params.browsers for s in params.schedulers]
     for browser, scheduler in steps(pairs, "loads", progress):
-        loaded = load_with(graph, params, browser, scheduler)
+        loaded = load_with(graph, params, browser, scheduler, qlog=qlog)
         rows.append({"scheduler": scheduler, "browser": browser, **visual_metrics(loaded.resources, graph),
                      "protocol": params.protocol, "rtt_s": params.rtt_s, "bandwidth_bps": params.bandwidth_bps,
                      "loss": params.loss, "seed": params.seed})
