@@ -1,4 +1,4 @@
-"""Browser priority profiles (``simulator.http.browser_priorities``) against what a real
+"""Browser priority profiles (``simulator.browser.priorities``) against what a real
 Chromium sent: the wire ``priority`` fields (RFC 9218 section 5) and DevTools' ``_priority``
 of ``traces/captured-h2-page.har``."""
 
@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from simulator.errors import InputError
-from simulator.http.browser_priorities import (CHROMIUM_DEVTOOLS_URGENCY, browser_signals, chromium_weight,
+from simulator.browser.priorities import (CHROMIUM_DEVTOOLS_URGENCY, browser_signals, chromium_weight,
                                                trace_priority)
 from simulator.http.priority import CHAIN
 from simulator.traces import load

@@ -170,7 +170,7 @@ def test_native_writer_sends_as_the_python_one_rfc9218_section_4(scheduler, monk
     image's PRIORITY_UPDATE (RFC 9218 section 7) included."""
     from types import SimpleNamespace
 
-    from simulator.http import priority
+    from simulator.http import priority, priority_writer
     from simulator.net import native
     from simulator.studies import priorities as pr
     from simulator.browser import page_graph
@@ -186,6 +186,6 @@ def test_native_writer_sends_as_the_python_one_rfc9218_section_4(scheduler, monk
     monkeypatch.setattr("simulator.http.network.scheduled_writer", priority.scheduled_writer)
     native_run = pr.run(graph, params).resources
     assert made and all(type(w).__name__ == "_NativeLevelWriter" for w in made)
-    monkeypatch.setattr(priority, "native", SimpleNamespace(C=None))
+    monkeypatch.setattr(priority_writer, "native", SimpleNamespace(C=None))
     python_run = pr.run(graph, params).resources
     pd.testing.assert_frame_equal(native_run, python_run)

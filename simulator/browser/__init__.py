@@ -12,6 +12,8 @@ accuracy against real loads: Spearman rho 0.81 and a mean absolute percentage er
   page-load metrics.  Sans-I/O: it talks to a network backend.
 - the backend over the transport models (fast sweeps) is the HTTP layer's ``http.network``.
 - ``stack_net``: the backend over the real ``h2`` / ``aioquic`` stacks.
+- ``priorities``: what each browser signals about a request's priority (RFC 9218 urgency
+  and incremental, the RFC 7540 tree it builds on HTTP/2, its reprioritizations).
 
 The same ``load_page(graph, params, plan, backend=...)`` runs on either backend.
 """

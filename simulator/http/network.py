@@ -207,7 +207,8 @@ class _Conn:
         if self.prioritized:
             self.writer = scheduled_writer(self.t.server, self._chunk_bytes, self.written, self._written_in_full,
                                            fill_on_ack=self.transport == "tcp",
-                                           scheduler=make_scheduler(self.scheduler))
+                                           scheduler=make_scheduler(self.scheduler),
+                                           qlog=self.net.priorities.qlog_trace(self.key, sim, self.transport))
         else:
             self.writer = response_writer(self.t.server, self._chunk_bytes, self.written, self._written_in_full,
                                           fill_on_ack=self.transport == "tcp")

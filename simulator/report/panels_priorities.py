@@ -82,7 +82,7 @@ def scheduler_waterfalls(resources: pd.DataFrame, metrics: pd.DataFrame, fig, *,
 def priorities_panel(trace: str = "synthetic-page.har", base=None) -> Explorer:
     """RTT, bandwidth, loss, protocol, browser profile and the schedulers: one
     ``priorities.run`` (one load per scheduler, same seed) per change."""
-    from ..http.browser_priorities import profile_names
+    from ..browser.priorities import profile_names
     from ..http.priority import scheduler_names
     from ..studies import priorities as pr
 

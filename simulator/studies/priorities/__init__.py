@@ -1,6 +1,6 @@
 """The priorities study: which response a server sends next, and what the page shows
 first.  One page load per (browser profile, scheduler) on the page-load model, with the
-same seed: the browser's signals (``http.browser_priorities``: RFC 9218 urgency and
+same seed: the browser's signals (``browser.priorities``: RFC 9218 urgency and
 incremental, RFC 7540 tree placement on HTTP/2, the LCP image's PRIORITY_UPDATE after
 layout) and the server's scheduler (``http.priority``), compared on onLoad and on visual
 metrics estimated from the resources' ready times (``metrics``)."""

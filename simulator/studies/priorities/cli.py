@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 import argparse
+from dataclasses import replace
 import sys
 
 import pandas as pd
 
 from ... import argtypes
-from ...http.browser_priorities import profile_names
+from ...browser.priorities import profile_names
 from ...http.priority import scheduler_names
+from ...errors import InputError
+from ...http.priority_qlog import PriorityQlog
 from ...units import parse_duration, parse_named_durations
 from ..base import Study, add_network_flags, comma_list, median_over_seeds, network_from_args
 from ...browser.client import PROTOCOLS
@@ -19,6 +22,7 @@ __all__ = ["STUDY", "add_arguments", "params_from_args"]
 
 
 def params_from_args(args: argparse.Namespace) -> PrioritiesParams:
+    """The study's parameters from the parsed flags."""
     return PrioritiesParams(schedulers=comma_list(args.scheduler), browsers=comma_list(args.browser),
                             protocol=args.protocol, reprioritize=not args.no_reprioritize,
                             think_s=parse_duration(args.think), parse_delay=args.parse_delay, page=args.page,
@@ -29,9 +33,15 @@ def _cmd(args: argparse.Namespace) -> int:
     from ...traces import load
 
     params = params_from_args(args)
+    if args.qlog is not None and params.protocol != "h3":
+        raise InputError("--qlog needs --protocol h3 (qlog defines HTTP/3 events, draft-ietf-quic-qlog-h3-events)")
     trace = load(args.trace)
+    if args.qlog is not None:      # every load of the command (each seed) goes into the one file
+        params = replace(params, qlog=PriorityQlog(f"workbench priorities {args.trace}"))
     result = median_over_seeds(run, trace, params, args.seeds, by=("browser", "scheduler"),
                                progress=not args.json and sys.stderr.isatty())
+    if params.qlog is not None:
+        params.qlog.write(args.qlog)
     if args.json:
         print(result.to_json())
         return 0
@@ -48,6 +58,7 @@ def _cmd(args: argparse.Namespace) -> int:
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
+    """The flags of ``workbench priorities`` (and of ``workbench batch priorities``'s grid)."""
     p.add_argument("--trace", required=True, help="HAR of a page load (Chrome's _initiator gives the graph)")
     p.add_argument("--page", help="page id in the HAR (default: the first page)")
     p.add_argument("--scheduler", default="rfc9218,tree,fifo,rr,lifo",
@@ -66,6 +77,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="parse/CPU delay before a parent's references are found, per resource type")
     p.add_argument("--seeds", default=1, type=argtypes.count(1, 1000),
                    help="run seeds SEED..SEED+N-1 and report medians (at most 1000)")
+    p.add_argument("--qlog", metavar="FILE", type=argtypes.output_file,
+                   help="write each HTTP/3 connection's scheduling as qlog http3 events (h3; the first seed)")
     p.add_argument("--json", action="store_true", help="print one JSON object")
 
 

@@ -19,7 +19,7 @@ import math
 
 import pandas as pd
 
-from ...http.browser_priorities import lcp_candidate
+from ...browser.priorities import lcp_candidate
 
 __all__ = ["visual_metrics", "METRICS"]
 

@@ -10,7 +10,7 @@ import pandas as pd
 
 from ... import __version__
 from ...errors import InputError
-from ...http.browser_priorities import browser_signals, profile_names
+from ...browser.priorities import browser_signals, profile_names
 from ...http.network import ModelNetwork
 from ...http.priority import PriorityPlan, scheduler_names
 from ...traces.model import Trace
@@ -42,6 +42,11 @@ class PrioritiesParams(StudyParams):
     think_s: float = 0.0                  # the server's think time for every response
     parse_delay: str = DEFAULT_PARSE_DELAY
     page: str | None = None
+    # A ``http.priority_qlog.PriorityQlog`` collecting every HTTP/3 connection's scheduling
+    # events (``--qlog``): where the run writes, not what it computes.
+    qlog: object | None = field(default=None, compare=False)
+
+    NOT_PARAMETERS = ("qlog",)
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -61,6 +66,7 @@ class PrioritiesParams(StudyParams):
         self.load_params()
 
     def load_params(self) -> LoadParams:
+        """The page-load model's parameters of every load of the run."""
         return LoadParams(protocol=self.protocol, rtt_s=self.rtt_s, bandwidth_bps=self.bandwidth_bps, loss=self.loss,
                           seed=self.seed, tls=self.tls,
                           parse_delay_s=parse_named_durations(self.parse_delay, "parse delay"))
@@ -78,10 +84,12 @@ class PrioritiesResult(StudyResult):
 
     def tables(self):
         # The batch adds the parameters and the seed itself: the rows without their copies.
+        """The batch's tables: the summary and the per-resource times, without the parameter columns."""
         own = ["protocol", "rtt_s", "bandwidth_bps", "loss", "seed"]
         return {"summary": self.summary.drop(columns=own), "resources": self.resources.drop(columns=["seed"])}
 
     def to_dict(self):
+        """The JSON object: ``schedulers`` (the rows), ``params``, ``trace`` and any ``notes``."""
         out = {"schedulers": records(self.summary), "params": self.params, "trace": self.trace}
         if self.notes:
             out["notes"] = list(self.notes)
@@ -108,10 +116,13 @@ class _Layout:
                 self.network.reprioritize(resource, signal)
 
 
-def load_with(graph: PageGraph, params: PrioritiesParams, browser: str, scheduler: str):
-    """One page load of ``graph`` with ``browser``'s signals and ``scheduler`` on the server."""
+def load_with(graph: PageGraph, params: PrioritiesParams, browser: str, scheduler: str, *, qlog=None):
+    """One page load of ``graph`` with ``browser``'s signals and ``scheduler`` on the server
+    (``qlog``: an ``http.priority_qlog.PriorityQlog`` that gets the HTTP/3 connections' events)."""
     signals, updates = browser_signals(graph, browser, params.protocol, reprioritize=params.reprioritize)
-    plan = PriorityPlan(scheduler, signals, updates)
+    if qlog is not None:
+        qlog.label = f"{browser} {scheduler}"
+    plan = PriorityPlan(scheduler, signals, updates, qlog=qlog)
 
     def network(sim, load_params, listener, backend_cls):
         layout = _Layout(listener, updates, graph.render_blocking)
@@ -124,13 +135,14 @@ def load_with(graph: PageGraph, params: PrioritiesParams, browser: str, schedule
 
 def run(trace: Trace | PageGraph, params: PrioritiesParams | None = None, *,
         progress: bool = False) -> PrioritiesResult:
-    """Load the page once per (browser, scheduler) with the same seed; the visual metrics per row."""
+    """Load the page once per (browser, scheduler) with the same seed; the visual metrics per row
+    (``params.qlog``: a ``PriorityQlog`` collecting every HTTP/3 connection's scheduling events)."""
     params = params or PrioritiesParams()
     graph = trace if isinstance(trace, PageGraph) else page_graph(trace, params.page)
     rows, resources = [], []
     pairs = [(b, s) for b in params.browsers for s in params.schedulers]
     for browser, scheduler in steps(pairs, "loads", progress):
-        loaded = load_with(graph, params, browser, scheduler)
+        loaded = load_with(graph, params, browser, scheduler, qlog=params.qlog)
         rows.append({"scheduler": scheduler, "browser": browser, **visual_metrics(loaded.resources, graph),
                      "protocol": params.protocol, "rtt_s": params.rtt_s, "bandwidth_bps": params.bandwidth_bps,
                      "loss": params.loss, "seed": params.seed})

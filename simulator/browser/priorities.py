@@ -40,7 +40,7 @@ from __future__ import annotations
 from typing import Callable
 
 from ..errors import InputError
-from .priority import CHAIN, ROOT, PrioritySignal, parse_priority_field
+from ..http.priority import CHAIN, ROOT, PrioritySignal, parse_priority_field
 
 __all__ = ["PROFILES", "profile_names", "browser_signals", "trace_priority", "lcp_candidate",
            "CHROMIUM_DEVTOOLS_URGENCY", "chromium_weight"]
@@ -66,6 +66,7 @@ def _blocking_script(graph, r) -> bool:
 
 
 def chromium(graph, protocol: str):
+    """Chromium's signals per resource and its LCP image's boost (the module docstring gives the sources)."""
     signals, images = {}, 0
     for r in graph.resources:
         t = r.resource_type
@@ -99,6 +100,7 @@ _FIREFOX = {  # type -> (urgency, incremental, placeholder group, nsISupportsPri
 
 
 def firefox(graph, protocol: str):
+    """Firefox's signals per resource (urgency, or its placeholder tree on HTTP/2) and its LCP image's update."""
     signals = {}
     for r in graph.resources:
         t = r.resource_type
@@ -121,6 +123,7 @@ _SAFARI = {"stylesheet": (0, 24), "script": (1, 24), "font": (1, 24), "fetch": (
 
 
 def safari(graph, protocol: str):
+    """Safari's signals per resource: weights under the root on HTTP/2, urgency 0-3 on HTTP/3; no updates."""
     signals = {}
     for r in graph.resources:
         u, w = (0, 255) if r.index == graph.document else _SAFARI.get(r.resource_type, (2, 16))
@@ -141,6 +144,7 @@ def trace_priority(r) -> tuple[int, bool] | None:
 
 
 def trace(graph, protocol: str):
+    """The ``Priority`` field each request of the trace recorded (RFC 9218 section 5); no updates."""
     signals = {}
     for r in graph.resources:
         found = trace_priority(r)
@@ -160,6 +164,7 @@ PROFILES: dict[str, Callable] = {"chromium": chromium, "firefox": firefox, "safa
 
 
 def profile_names() -> tuple[str, ...]:
+    """Every browser profile's name, in the table's order."""
     return tuple(PROFILES)
 
 

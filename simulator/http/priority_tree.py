@@ -1,0 +1,174 @@
+"""The RFC 7540 section 5.3 dependency tree as a scheduler (``tree``), with the placements
+browsers build: Firefox's placeholders (``PLACEHOLDER_TREES``) and Chromium's exclusive
+chain (``CHAIN``).  Written by hand: stride scheduling over bytes among siblings, the
+tree's rules cited per section.  HTTP/3 carries no tree (RFC 9218 section 2.1): there every
+stream sits under the root at the default weight.
+"""
+
+from __future__ import annotations
+
+from ..errors import InputError
+from .priority_signals import CHAIN, DEFAULT_URGENCY, DEFAULT_WEIGHT, PLACEHOLDER_TREES, ROOT, PrioritySignal, Scheduler
+
+__all__ = ["TreeScheduler"]
+
+
+class _Node:
+    __slots__ = ("key", "parent", "children", "weight", "ready", "active", "pass_", "vtime", "order", "urgency")
+
+    def __init__(self, key, weight: int, order: int, urgency: int = DEFAULT_URGENCY) -> None:
+        self.key, self.weight, self.order, self.urgency = key, weight, order, urgency
+        self.parent: _Node | None = None
+        self.children: list[_Node] = []
+        self.ready = False            # a stream with data ready (placeholders never are)
+        self.active = 0               # ready nodes in this subtree, itself included
+        self.pass_ = 0.0              # stride scheduling: bytes served / weight, against its siblings
+        self.vtime = 0.0              # the pass of the child last served (a newcomer starts there)
+
+
+_STRIDE = 256.0                       # bytes x STRIDE / weight: a pass advance
+
+
+class TreeScheduler(Scheduler):
+    """The RFC 7540 section 5.3 dependency tree.  A stream is served only when none of its
+    ancestors has data ready (5.3.1: a dependent stream gets resources when those it
+    depends on cannot progress); among siblings with something ready below them the
+    bytes go in proportion to their weights (5.3.2), by stride scheduling: the sibling
+    with the least bytes-per-weight served goes next, ties to the earlier request.
+    Exclusive placement adopts the parent's children (5.3.1); a finished stream's children
+    move to its parent with its weight shared among them in proportion (5.3.4)."""
+
+    name = "tree"
+
+    def __init__(self) -> None:
+        self._root = _Node(ROOT, DEFAULT_WEIGHT, 0)
+        self._nodes: dict = {ROOT: self._root}
+        self._trees: set[str] = set()
+
+    # -- the tree ---------------------------------------------------------------------
+    def _attach(self, node: _Node, parent: _Node, exclusive: bool) -> None:
+        own = node.active
+        if exclusive:
+            for child in parent.children:
+                child.parent = node
+                node.children.append(child)
+                node.active += child.active
+            parent.children = []
+        node.parent = parent
+        parent.children.append(node)
+        node.pass_ = max(node.pass_, parent.vtime)
+        self._bump(parent, own)                 # adopted children were counted under the parent already
+
+    def _detach(self, node: _Node) -> None:
+        parent = node.parent
+        parent.children.remove(node)
+        self._bump(parent, -node.active)
+        node.parent = None
+
+    @staticmethod
+    def _bump(node: _Node | None, delta: int) -> None:
+        while node is not None and delta:
+            node.active += delta
+            node = node.parent
+
+    def _placeholders(self, tree: str) -> None:
+        """Open a browser's placeholder set the first time one of its streams arrives."""
+        if tree in self._trees:
+            return
+        self._trees.add(tree)
+        for name, parent, weight in PLACEHOLDER_TREES[tree]:
+            node = self._nodes[(tree, name)] = _Node((tree, name), weight, 0)
+            self._attach(node, self._nodes[parent if parent == ROOT else (tree, parent)], False)
+
+    def _chain_parent(self, urgency: int, exclude=None) -> tuple[_Node, bool]:
+        """Chromium's HTTP/2 placement (``Http2PriorityDependencies::OnStreamCreation``):
+        exclusively under the youngest open stream of the same priority, else of the
+        nearest more urgent one that has an open stream, else under the root."""
+        best = None
+        for node in self._nodes.values():
+            if not node.ready or node.urgency > urgency or node.key == exclude:
+                continue
+            if best is None or (node.urgency, node.order) > (best.urgency, best.order):
+                best = node
+        return (best or self._root), True
+
+    def _parent_of(self, signal: PrioritySignal, exclude=None) -> tuple[_Node, bool]:
+        parent = signal.parent
+        if parent == CHAIN:
+            return self._chain_parent(signal.urgency, exclude)
+        if isinstance(parent, str):
+            if signal.tree not in PLACEHOLDER_TREES:
+                raise InputError(f"unknown placeholder set {signal.tree!r} "
+                                 f"(choose {', '.join(sorted(PLACEHOLDER_TREES))})")
+            self._placeholders(signal.tree)
+            return self._nodes[(signal.tree, parent)], signal.exclusive
+        # RFC 7540 section 5.3.1: a dependency on a stream not in the tree gets the default priority.
+        node = self._nodes.get(parent)
+        if node is None:
+            return self._root, False
+        return node, signal.exclusive
+
+    # -- the interface ------------------------------------------------------------------
+    def add(self, stream_id, signal, order):
+        """A new stream placed by its signal (RFC 7540 section 5.3.1), ready to send."""
+        parent, exclusive = self._parent_of(signal)
+        node = self._nodes[stream_id] = _Node(stream_id, signal.weight, order, signal.urgency)
+        node.ready, node.active = True, 0
+        self._attach(node, parent, exclusive)
+        self._bump(node, 1)
+
+    def pick(self):
+        """Down from the root, the sibling of least pass with something ready below, to a ready stream."""
+        node = self._root
+        while True:
+            if node.ready:
+                return node.key
+            best = None
+            for child in node.children:
+                if child.active and (best is None or (child.pass_, child.order) < (best.pass_, best.order)):
+                    best = child
+            node.vtime = best.pass_
+            node = best
+
+    def wrote(self, stream_id, nbytes):
+        """Advance the pass of the stream and of each ancestor by bytes over weight (RFC 7540 5.3.2)."""
+        node = self._nodes[stream_id]
+        while node.parent is not None:
+            node.pass_ += nbytes * _STRIDE / node.weight
+            node = node.parent
+
+    def remove(self, stream_id):
+        """Out of the tree; its children move to its parent sharing its weight (RFC 7540 5.3.4)."""
+        node = self._nodes.pop(stream_id, None)
+        if node is None:
+            return
+        parent = node.parent
+        self._bump(node, -1)
+        node.ready = False
+        children, node.children = node.children, []
+        total = sum(c.weight for c in children) or 1
+        self._detach(node)
+        for child in children:
+            # RFC 7540 section 5.3.4: the closed stream's weight shared among its children.
+            child.weight = max(1, node.weight * child.weight // total)
+            child.parent = None
+            self._attach(child, parent, False)
+
+    def update(self, stream_id, signal):
+        """A reprioritization: new weight and parent (RFC 7540 section 5.3.3)."""
+        node = self._nodes.get(stream_id)
+        if node is None:
+            return
+        node.urgency = signal.urgency
+        node.weight = signal.weight
+        parent, exclusive = self._parent_of(signal, exclude=stream_id)
+        # RFC 7540 section 5.3.3: a stream made dependent on its own descendant: that
+        # descendant first moves to the stream's former parent.
+        p = parent
+        while p is not None and p is not node:
+            p = p.parent
+        if p is node:
+            self._detach(parent)
+            self._attach(parent, node.parent, False)
+        self._detach(node)
+        self._attach(node, parent, exclusive)

@@ -1,0 +1,194 @@
+"""The writers that let a scheduler choose each chunk's stream: ``ScheduledWriter``
+(``net.writer.ResponseWriter`` with a scheduler's ``pick`` in place of its rotation per
+level) and, for a scheduler of levels and groups over the C TCP endpoint, the C writer
+of ``net.writer`` with the groups as its levels (``_NativeLevelWriter``), so over h2 such
+a scheduler costs about what the fixed writer does.  Written by hand around those two.
+"""
+
+from __future__ import annotations
+
+from ..net import native
+from ..net.writer import ResponseWriter, _pad
+from .priority_levels import LevelScheduler
+from .priority_signals import PrioritySignal, Scheduler
+
+__all__ = ["ScheduledWriter", "scheduled_writer"]
+
+
+class ScheduledWriter(ResponseWriter):
+    """``net.writer.ResponseWriter`` with a scheduler choosing each chunk's stream: the
+    same window keeping over TCP and the same pulls over QUIC, ``add`` taking a
+    ``PrioritySignal`` where the fixed writer takes an urgency level."""
+
+    __slots__ = ("scheduler", "_left", "_count")
+
+    def __init__(self, endpoint, chunk_bytes: int, written: dict[int, int], on_written, *, fill_on_ack: bool,
+                 scheduler: Scheduler) -> None:
+        super().__init__(endpoint, chunk_bytes, written, on_written, fill_on_ack=fill_on_ack)
+        self.scheduler = scheduler
+        self._left: dict[int, int] = {}            # stream -> bytes still to write
+        self._count = 0
+
+    @property
+    def waiting(self) -> bool:
+        """Whether some response still has bytes to write."""
+        return bool(self._left)
+
+    def add(self, stream_id: int, size: int, signal: PrioritySignal) -> None:
+        """A response of ``size`` bytes with data ready joins the scheduler with its signals."""
+        self._count += 1
+        self._left[stream_id] = size
+        self.scheduler.add(stream_id, signal, self._count)
+
+    def update(self, stream_id: int, signal: PrioritySignal) -> None:
+        """A PRIORITY_UPDATE (or PRIORITY frame) for ``stream_id`` reached the server."""
+        if stream_id in self._left:
+            self.scheduler.update(stream_id, signal)
+
+    def stop(self, stream_id: int) -> None:
+        """The response is cancelled (RST_STREAM or STOP_SENDING): nothing more of it is written."""
+        if self._left.pop(stream_id, None) is not None:
+            self.scheduler.remove(stream_id)
+
+    def write_next(self, limit: int) -> int:
+        """Write one chunk (at most ``limit`` bytes) of the stream the scheduler picks; its size."""
+        left = self._left
+        if not left:
+            return 0
+        scheduler = self.scheduler
+        stream_id = scheduler.pick()
+        remaining = left[stream_id]
+        n = remaining if remaining < limit else limit
+        remaining -= n
+        written = self.written
+        written[stream_id] = written.get(stream_id, 0) + n
+        self.unacked_bytes += n
+        self.endpoint.write(stream_id, _pad(n), end=not remaining)
+        if scheduler.charges_bytes:
+            scheduler.wrote(stream_id, n)
+        if remaining:
+            left[stream_id] = remaining
+        else:
+            del left[stream_id]
+            scheduler.remove(stream_id)
+            self.on_written(stream_id)
+        return n
+
+    def fill(self) -> None:
+        # write_next's body inlined: the writer's hot loop over TCP (one pass per acknowledgement).
+        """Write chunks the scheduler picks until the window (the larger of cwnd and two chunks) is full."""
+        left = self._left
+        if not left:
+            return
+        chunk = self.chunk_bytes
+        endpoint = self.endpoint
+        window = max(endpoint.cwnd_bytes, 2 * chunk)
+        scheduler = self.scheduler
+        pick, charges = scheduler.pick, scheduler.charges_bytes
+        written, write, pad = self.written, endpoint.write, _pad
+        while left and self.unacked_bytes < window:
+            stream_id = pick()
+            remaining = left[stream_id]
+            n = remaining if remaining < chunk else chunk
+            remaining -= n
+            written[stream_id] = written.get(stream_id, 0) + n
+            self.unacked_bytes += n
+            write(stream_id, pad(n), end=not remaining)
+            if charges:
+                scheduler.wrote(stream_id, n)
+            if remaining:
+                left[stream_id] = remaining
+            else:
+                del left[stream_id]
+                scheduler.remove(stream_id)
+                self.on_written(stream_id)
+
+    def on_stream_acked(self, stream_id: int, acked_offset: int) -> None:
+        """ResponseWriter's, with the refill skipped when nothing waits (most acknowledgements
+        near a load's end): called from the transport for every acknowledgement."""
+        written = self.written.get(stream_id, 0)
+        acked = acked_offset if acked_offset < written else written
+        done = self._acked
+        self.unacked_bytes -= acked - done.get(stream_id, 0)
+        done[stream_id] = acked
+        if self._left and self.fill_on_ack:
+            self.fill()
+
+
+class _NativeLevelWriter:
+    """``ScheduledWriter`` with a ``LevelScheduler`` (without the split) over the C
+    ``TcpEndpoint``: the same writes in the same order, on the C writer
+    (``net._tcp.ResponseWriter``), whose rotations per level take the scheduler's groups as
+    levels: a sequential response is a level of its own keyed by its order (newest first:
+    by minus its order), the shared group of an urgency one level after them.  The h2 hot
+    path (a chunk per acknowledgement) then runs in C, as the fixed writer's does."""
+
+    __slots__ = ("_c", "scheduler", "written", "_body", "_count", "_on_written", "fill", "write_next",
+                 "on_stream_acked")
+
+    def __init__(self, endpoint, chunk_bytes: int, written: dict[int, int], on_written, *, fill_on_ack: bool,
+                 scheduler: "LevelScheduler") -> None:
+        self._c = native.C.ResponseWriter(endpoint, chunk_bytes, written, self._done, fill_on_ack)
+        self.scheduler, self.written, self._on_written = scheduler, written, on_written
+        self._body: dict[int, tuple[int, int, int]] = {}      # stream -> (offset of its body, size, order)
+        self._count = 0
+        self.fill, self.write_next, self.on_stream_acked = self._c.fill, self._c.write_next, self._c.on_stream_acked
+
+    @property
+    def unacked_bytes(self) -> int:
+        return self._c.unacked_bytes
+
+    @unacked_bytes.setter
+    def unacked_bytes(self, value: int) -> None:
+        self._c.unacked_bytes = value
+
+    @property
+    def waiting(self) -> bool:
+        return bool(self._body)
+
+    def _level(self, signal: PrioritySignal, order: int) -> int:
+        s = self.scheduler
+        level = (signal.urgency if s.by_urgency else 0) << 42
+        if s._is_sequential(signal):
+            return level + (-order if s.newest_first else order)
+        return level + (1 << 41)
+
+    def add(self, stream_id: int, size: int, signal: PrioritySignal) -> None:
+        self._count += 1
+        self._body[stream_id] = (self.written.get(stream_id, 0), size, self._count)
+        self._c.add(stream_id, size, self._level(signal, self._count))
+
+    def update(self, stream_id: int, signal: PrioritySignal) -> None:
+        """As ``LevelScheduler.update``: out of its group, into the new one (at the back of a rotation)."""
+        body = self._body.get(stream_id)
+        if body is None:
+            return
+        offset, size, order = body
+        self._c.stop(stream_id)
+        self._c.add(stream_id, size - (self.written.get(stream_id, 0) - offset), self._level(signal, order))
+
+    def stop(self, stream_id: int) -> None:
+        if self._body.pop(stream_id, None) is not None:
+            self._c.stop(stream_id)
+
+    def _done(self, stream_id: int) -> None:
+        self._body.pop(stream_id, None)
+        self._on_written(stream_id)
+
+
+def scheduled_writer(endpoint, chunk_bytes: int, written: dict[int, int], on_written, *, fill_on_ack: bool,
+                     scheduler: Scheduler, qlog=None):
+    """A writer with ``scheduler`` choosing each chunk's stream: on the C writer when the
+    endpoint is the C ``TcpEndpoint`` and the scheduler is one of levels and groups
+    (``_NativeLevelWriter``), else ``ScheduledWriter``; with ``qlog`` (a
+    ``priority_qlog.QlogTrace``) the writer that logs each choice, in Python."""
+    if qlog is not None:
+        from .priority_qlog import QlogScheduledWriter
+
+        return QlogScheduledWriter(endpoint, chunk_bytes, written, on_written, fill_on_ack=fill_on_ack,
+                                   scheduler=scheduler, qlog=qlog)
+    if (native.C is not None and type(endpoint) is native.C.TcpEndpoint and type(scheduler) is LevelScheduler
+            and not scheduler.split):
+        return _NativeLevelWriter(endpoint, chunk_bytes, written, on_written, fill_on_ack=fill_on_ack,
+                                  scheduler=scheduler)
+    return ScheduledWriter(endpoint, chunk_bytes, written, on_written, fill_on_ack=fill_on_ack, scheduler=scheduler)
