@@ -5,13 +5,14 @@ from __future__ import annotations
 
 import math
 import random
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 import pandas as pd
 
 from ... import __version__
 from ...engine import derive_seed
 from ...errors import InputError
+from ...net.conditions import handing_over
 from ...traces.model import Trace
 from ...traces.pagegraph import PageGraph
 from ..base import StudyParams, StudyResult, rows_by_index, steps
@@ -81,9 +82,10 @@ class CoalescingParams(StudyParams):
         """The page load's parameters, with the backend's own DNS and set-up off: the pool times them."""
         # The pool times DNS and handshakes itself, so the backend's own set-up is off
         # (dns_s 0; each connection gets its set-up time from the pool).
-        return LoadParams(protocol="h2", rtt_s=self.rtt_s, bandwidth_bps=self.bandwidth_bps, loss=self.loss,
-                          seed=self.seed, tls=self.tls, dns_s=0.0, coalesce="origin", cc=self.cc,
-                          scheduler=self.scheduler)
+        with handing_over(self.network):
+            return LoadParams(protocol="h2", rtt_s=self.rtt_s, bandwidth_bps=self.bandwidth_bps, loss=self.loss,
+                              seed=self.seed, tls=self.tls, dns_s=0.0, coalesce="origin", cc=self.cc,
+                              scheduler=self.scheduler)
 
 
 ROW_PARAMS = ("seed", "backend", "tls", "rtt_s", "bandwidth_bps", "loss", "dns_lookup_s", "p421", "p421_announced",
@@ -184,7 +186,7 @@ def run_seeds(trace: Trace | PageGraph, params: CoalescingParams, seeds, *, prog
     """Summaries over several seeds: one row per (seed, mode).  The default topology is
     drawn from each seed too (files given replace it host by host for every seed)."""
     graph = trace if isinstance(trace, PageGraph) else page_graph(trace, params.page)
-    frames = [run(graph, replace(params, seed=s)).summary.reset_index()
+    frames = [run(graph, params.with_seed(s)).summary.reset_index()
               for s in steps(list(seeds), "seeds", progress, leave=True)]
     return pd.concat(frames, ignore_index=True)
 

@@ -12,7 +12,6 @@ from ...engine import Simulator
 from ...errors import InputError
 from ...frames import H2Scanner, H3Scanner, h2_frame, h3_frame
 from ...http.framing import H2_MAX_FRAME_BYTES
-from ...net.link import Jitter, Path
 from ...net.transport import TransportConfig, timer_counts
 from ...traces.model import raw_size
 
@@ -373,19 +372,14 @@ class SchemeRun:
         n = len(self.connections)
         if p.transport == "ref2017":
             from ...net.ref2017 import Ref2017Connection
-            loss_p = float(str(p.loss).rstrip("%")) / (100 if str(p.loss).endswith("%") else 1)
-            transport = Ref2017Connection(self.sim, rtt_s=p.rtt_s, loss_p=loss_p,
+            # Independent loss only (``HolParams`` says so where the value enters).
+            transport = Ref2017Connection(self.sim, rtt_s=p.rtt_s, loss_p=p.network.loss.p,
                                           reorder_prob=p.jitter_prob, reorder_max_s=p.jitter_max_s,
                                           name=f"ref2017-{n}")
             wire = _H3Wire(self, transport)
             self.connections[origin] = {"transport": transport, "path": None, "wire": wire}
             return wire
-        queue = p.queue_bytes
-        if queue is None and p.bandwidth_bps is not None:
-            queue = max(65536, int(p.bandwidth_bps * p.rtt_s / 8))
-        jitter = Jitter(p.jitter_prob, p.jitter_max_s) if p.jitter_prob > 0 else None
-        path = Path(self.sim, rtt_s=p.rtt_s, bandwidth_bps=p.bandwidth_bps, queue_bytes=queue,
-                    loss=p.loss, jitter=jitter, name=f"path{n}")
+        path = p.network.path(self.sim, name=f"path{n}")
         config = TransportConfig(cc=p.cc)
         if p.transport == "quic":
             from ...net.quic import QuicConnection

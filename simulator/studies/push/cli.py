@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import sys
-from dataclasses import replace
 
 import pandas as pd
 
@@ -49,7 +48,7 @@ def _cmd(args: argparse.Namespace) -> int:
         result = run(trace, params, progress=progress)
         summary = result.summary
     else:
-        per_seed = run_seeds(trace, replace(params, seed=params.seed), range(params.seed, params.seed + args.seeds),
+        per_seed = run_seeds(trace, params, range(params.seed, params.seed + args.seeds),
                              progress=progress)
         summary = per_seed.drop(columns=["seed"]).groupby("policy", sort=False).median()
         result = run(trace, params)          # for the trace info and params

@@ -5,13 +5,14 @@ from __future__ import annotations
 
 import math
 import random
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 import pandas as pd
 
 from ... import __version__
 from ...engine import derive_seed
 from ...errors import InputError
+from ...net.conditions import handing_over
 from ...traces.model import Trace
 from ...traces.pagegraph import PageGraph
 from ...units import parse_named_durations
@@ -72,10 +73,11 @@ class PushParams(StudyParams):
 
     def load_params(self) -> LoadParams:
         """The page load's network and browser parameters for this run."""
-        return LoadParams(protocol=self.protocol, rtt_s=self.rtt_s, bandwidth_bps=self.bandwidth_bps, loss=self.loss,
-                          seed=self.seed, tls=self.tls, dns_s=self.dns_s, coalesce=self.coalesce,
-                          scheduler=self.scheduler, push_urgency=self.push_urgency,
-                          parse_delay_s=parse_named_durations(self.parse_delay, "parse delay"))
+        with handing_over(self.network):
+            return LoadParams(protocol=self.protocol, rtt_s=self.rtt_s, bandwidth_bps=self.bandwidth_bps,
+                              loss=self.loss, seed=self.seed, tls=self.tls, dns_s=self.dns_s, coalesce=self.coalesce,
+                              scheduler=self.scheduler, push_urgency=self.push_urgency,
+                              parse_delay_s=parse_named_durations(self.parse_delay, "parse delay"))
 
 
 @dataclass
@@ -165,7 +167,7 @@ def run_seeds(trace: Trace | PageGraph, params: PushParams, seeds, *, progress: 
     graph = trace if isinstance(trace, PageGraph) else page_graph(trace, params.page)
     frames = []
     for seed in steps(list(seeds), "seeds", progress, leave=True):
-        s = run(graph, replace(params, seed=seed)).summary.reset_index()
+        s = run(graph, params.with_seed(seed)).summary.reset_index()
         s.insert(1, "seed", seed)
         frames.append(s)
     return pd.concat(frames, ignore_index=True)

@@ -9,6 +9,7 @@ from dataclasses import dataclass, fields
 
 import pandas as pd
 
+from ...net.conditions import handing_over
 from ...stacks.common import Result, StackParams
 from ...traces.model import Trace
 from ..base import StudyParams, StudyResult
@@ -24,7 +25,8 @@ class ReplayParams(StackParams, StudyParams):
 
     def stack_params(self) -> StackParams:
         """The drivers' own parameters (without ``model``)."""
-        return StackParams(**{f.name: getattr(self, f.name) for f in fields(StackParams)})
+        with handing_over(self.network):
+            return StackParams(**{f.name: getattr(self, f.name) for f in fields(StackParams)})
 
 
 @dataclass
