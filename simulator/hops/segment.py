@@ -28,12 +28,12 @@ from typing import TYPE_CHECKING
 
 from ..engine import Simulator
 from ..http.framing import Framer, Section, Unframer
-from ..net.link import Path
 from ..net.quic import QuicConnection
 from ..net.tcp import TcpConnection
 from ..net.transport import TransportConfig, timer_counts
 
 if TYPE_CHECKING:
+    from ..net.conditions import Network
     from .chain import ChainConfig
 
 __all__ = ["Segment", "Exchange"]
@@ -354,13 +354,12 @@ class Exchange:
 class Segment:
     """The HTTP connection(s) between a downstream node and an upstream node on one path."""
 
-    def __init__(self, sim: Simulator, config: ChainConfig, name: str, *, rtt_s: float,
-                 bandwidth_bps: float | None, loss: str, upstream) -> None:
+    def __init__(self, sim: Simulator, config: ChainConfig, name: str, *, network: Network, upstream) -> None:
         self.sim = sim
         self.config = config
         self.version = config.version
         self.name = name
-        self.path = Path(sim, rtt_s=rtt_s, bandwidth_bps=bandwidth_bps, loss=loss, name=f"{name}/path")
+        self.path = network.path(sim, name=f"{name}/path")
         self.upstream = upstream
         self.conns: list[_Conn] = []
         self.pending: dict[tuple[int, int], Exchange] = {}

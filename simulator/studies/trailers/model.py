@@ -112,7 +112,8 @@ def model_rows(exchanges, strategy: str, version: str, params):
                                bandwidth_bps=params.bandwidth_bps, loss=params.loss, hop_rtt_s=params.hop_rtt_s,
                                hop_bandwidth_bps=params.hop_bandwidth_bps, think_s=params.think_s,
                                qpack_table_bytes=params.qpack_table_bytes,
-                               qpack_blocked_streams=params.qpack_blocked_streams, cc=params.cc, seed=params.seed)
+                               qpack_blocked_streams=params.qpack_blocked_streams, cc=params.cc, seed=params.seed,
+                               network=params.network)
     out = chain.run_chain(plans, config)
     rows, hop_rows = [], []
     for plan, ex in zip(plans, exchanges):
