@@ -21,7 +21,7 @@ TRACE = ROOT / "traces" / "synthetic-many-origins.har"
 
 def run(quick: bool = False) -> dict:
     from simulator.studies import coalescing as co
-    from simulator.studies.pageload import ClientCache, ServerPlan, load_page, page_graph
+    from simulator.browser import ClientCache, ServerPlan, load_page, page_graph
     from simulator.traces import load
 
     trace = load(TRACE)

@@ -41,7 +41,7 @@ MEASURED_BEFORE_LOADS_PER_S = 2.4
 _ONE_STEP = r"""
 import json, sys, time
 from simulator.studies import push
-from simulator.studies.pageload import ClientCache, load_page, page_graph
+from simulator.browser import ClientCache, load_page, page_graph
 from simulator.traces import load
 graph = page_graph(load(sys.argv[1])); params = push.PushParams()
 plan = push.server_plan(graph, "none", params); lp = params.load_params()

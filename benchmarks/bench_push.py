@@ -22,7 +22,7 @@ TRACE = ROOT / "traces" / "synthetic-page.har"
 
 def run(quick: bool = False) -> dict:
     from simulator.studies import push
-    from simulator.studies.pageload import ClientCache, load_page, page_graph
+    from simulator.browser import ClientCache, load_page, page_graph
     from simulator.traces import load
 
     trace = load(TRACE)

@@ -57,7 +57,8 @@ PAGE = ROOT / "traces" / "synthetic-page.har"
 def _candidates(path: Path, params: dict, extra: bool) -> dict:
     from simulator.bench import engine_implementation
     from simulator.engine import ENGINE_IMPLEMENTATION, EVENT_QUEUES
-    from simulator.stacks import model_replay, replay
+    from simulator.http import model_replay
+    from simulator.stacks import replay
     from simulator.stacks.common import StackParams
     from simulator.traces import load
 

@@ -11,7 +11,8 @@ import pytest
 from simulator import batch
 from simulator.batch.registry import expand_grid, get_study
 from simulator.cli import main
-from simulator.stacks import model_replay, replay
+from simulator.http import model_replay
+from simulator.stacks import replay
 from simulator.stacks.common import StackParams
 from simulator.traces import load
 from simulator.traces.har import write_har

@@ -24,7 +24,7 @@ from simulator.capture.browser import chromium_path
 from simulator.capture.server import LocalServer, site_from_dir, site_from_synth
 from simulator.cli import main
 from simulator.errors import InputError
-from simulator.studies.pageload import page_graph
+from simulator.browser import page_graph
 from simulator.traces import load
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -248,7 +248,7 @@ def test_crossstream_panel_delta_schemes_use_their_own_library():
 def test_coalescing_topology_sharing_rules():
     """RFC 9113 section 9.1.1: with one address per host the IP rule never coalesces."""
     from simulator.studies import coalescing as co
-    from simulator.studies.pageload import page_graph
+    from simulator.browser import page_graph
     from simulator.traces import load
 
     graph = page_graph(load(ROOT / "traces" / "synthetic-page.har"))

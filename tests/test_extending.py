@@ -17,6 +17,7 @@ import pytest
 from simulator import batch
 from simulator.cli import main
 from simulator.compression import factory
+from simulator.http import priority
 from simulator.studies import registry
 from simulator.studies.demux import receivers
 from simulator.studies.push import plan
@@ -29,6 +30,7 @@ REGISTRIES = {
     ("simulator/compression/factory.py", "ADDED_SCHEMES"): factory.ADDED_SCHEMES,
     ("simulator/studies/push/plan.py", "POLICIES"): plan.POLICIES,
     ("simulator/studies/demux/receivers.py", "RECEIVERS"): receivers.RECEIVERS,
+    ("simulator/http/priority.py", "ADDED_SCHEDULERS"): priority.ADDED_SCHEDULERS,
 }
 
 
@@ -61,8 +63,8 @@ def extended(tmp_path, monkeypatch):
     importlib.invalidate_caches()
 
 
-def test_the_page_has_four_examples_each_one_registration_line(extended):
-    assert extended == ["setup", "deflate-block", "preconnect", "copy-out"]
+def test_the_page_has_five_examples_each_one_registration_line(extended):
+    assert extended == ["setup", "deflate-block", "preconnect", "copy-out", "newest-first"]
 
 
 def test_the_added_study_is_a_command_and_a_batch_study_rfc9293_rfc8446_rfc9001(extended, capsys, tmp_path):
@@ -126,3 +128,17 @@ def test_the_added_receiver_copies_what_direct_does_not(extended):
     assert s.loc["copy-out", "copied_bytes"] == s.loc["copy-out", "bytes"] == 4 * 256 * 1024
     assert s.loc["direct", "copied_bytes"] == 0
     assert s.loc["copy-out", "dispatches"] == s.loc["direct", "dispatches"] == s.loc["direct", "data_frames"]
+
+
+def test_the_added_scheduler_serves_the_newest_request_of_an_urgency_first_rfc9218_s4(extended, capsys):
+    from simulator.http.priority import PrioritySignal, make_scheduler
+
+    s = make_scheduler("newest-first")
+    for order, sid in enumerate((1, 3, 5), 1):
+        s.add(sid, PrioritySignal(urgency=3), order)
+    s.add(7, PrioritySignal(urgency=4), 4)
+    assert s.pick() == 5
+    assert main(["priorities", "--trace", PAGE, "--scheduler", "rfc9218,newest-first", "--browser", "chromium",
+                 "--json"]) == 0
+    rows = json.loads(capsys.readouterr().out)["schedulers"]
+    assert [r["scheduler"] for r in rows] == ["rfc9218", "newest-first"]

@@ -233,7 +233,7 @@ def test_cli_at_json_has_no_error_against_another_network(capsys):
     assert main(["fidelity", str(BUNDLED / "http_http2-chrome.har"), "--at", "rtt=100ms"]) == 2
 
 
-# ------------------------------------------------------------------ Chromium's ResourceScheduler
+# ------------------------------------------------------------------ Chromium's request schedulers
 
 
 def _head_script_page(images: int = 4) -> dict:
@@ -256,11 +256,12 @@ def _head_script_page(images: int = 4) -> dict:
 
 
 def test_chromium_holds_delayable_requests_while_a_layout_blocking_one_is_in_flight():
-    """Chromium's ResourceScheduler: while a render-blocking script of the head is in flight,
-    at most one delayable request (an image, LOW priority) is: each image is requested when
-    the one before it has arrived, until the script has; without the scheduler every image
-    is requested when it is discovered."""
-    from simulator.studies.pageload import ClientCache, LoadParams, ServerPlan, load_page
+    """Chromium's schedulers on a page load: until the head's script has run (Blink's tight
+    mode, until the <body>), requests below High priority start only while fewer than two
+    requests are in flight: with the script in flight each Low image is requested when the
+    one before it has arrived, until the script has; without the scheduler every image is
+    requested when it is discovered."""
+    from simulator.browser import ClientCache, LoadParams, ServerPlan, load_page
 
     trace = parse_har(_head_script_page(), path="head.har")
     page = trace.pages[0]
@@ -333,3 +334,22 @@ def test_a_child_found_while_its_document_streams_in_is_asked_for_before_the_doc
         # half the body (100 kB) after the response started: at 2 Mbit/s about 0.4 s of it
         rate = 8e6 if "8mbit" in at else 2e6
         assert res.loc[1, "discovered_s"] - doc_start >= 100_000 * 8 / rate
+
+
+def test_a_handshake_that_queued_beyond_the_round_trip_is_set_up_time_rfc9293_3_5():
+    """A TCP handshake is one round trip (RFC 9293 section 3.5); one that took longer than the
+    origin's shortest wait (at least one round trip) had queued (the server's accept, the
+    browser's own start on the socket): the RTT is the wait's bound and the rest is the
+    origin's set-up time, carried over to another network as time, not distance."""
+    page = single_connection_page(rtt_ms=20.0, server_ms=0.0, n=1)
+    cdn = page["log"]["entries"][1]
+    cdn["timings"]["connect"] = 100.0 + 20.0          # TCP 100 ms (80 ms queued) + TLS 20 ms
+    trace = parse_har(page, path="queued.har")
+    graph = page_graph(trace, trace.pages[0].id)
+    cond = infer_conditions(graph, trace.pages[0].start_s)
+    by_origin = {o: (rtt, setup) for o, rtt, _, setup in cond.origins}
+    rtt, setup = by_origin["https://cdn0.example"]
+    assert rtt == pytest.approx(0.020)
+    assert setup == pytest.approx(0.080)
+    doc_rtt, doc_setup = by_origin["https://www.site.example"]
+    assert doc_rtt == pytest.approx(0.020) and doc_setup == pytest.approx(0.0)

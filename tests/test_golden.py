@@ -34,6 +34,8 @@ COMMANDS = {
     "replay-h2": ["replay", "--trace", "traces/synthetic-page.har", "--stack", "h2", "--loss", "0.01"],
     "trace-info": ["trace", "info", "traces/har-real/http_http2-firefox.har"],
     "fidelity": ["fidelity", "traces/har-real", "traces/captured-h2-page.har"],
+    "priorities": ["priorities", "--trace", "traces/captured-h2-page.har", "--scheduler", "rfc9218,tree,fifo,rr,lifo",
+                   "--browser", "chromium,firefox", "--protocol", "h3", "--loss", "0.01"],
 }
 
 

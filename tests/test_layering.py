@@ -1,16 +1,33 @@
-"""The package's layers hold: every import (read with ``ast``, the ones inside functions
-too) goes down or sideways, never up, and no study imports another study.
+"""The package's layers hold: each package is on a layer of its own, may import only the
+packages its arrows below name (every one of them on a lower layer), and no study imports
+another study.  Every import is read with ``ast``, the ones inside functions too.
 
-    engine, errors, units, stats, outfiles, _extension  <-  frames, traces  <-  net  <-  HTTP: http (message sizes),
-    compression, hops, stacks (and argtypes, the flag checks)  <-  studies  <-  batch, report,
-    capture, lab  <-  cli
+    cli (cli, bench, demo, every package's ``commands``)
+    lab            -> report, capture, batch, studies, argtypes, net, traces, core
+    report         -> studies, browser, http, stacks, traces, core
+    capture        -> traces, core
+    batch          -> studies, traces, core
+    studies        -> browser, hops, http, stacks, argtypes, net, compression, traces, frames, core
+    browser        -> http, stacks, argtypes, net, traces, core
+    hops           -> http, stacks, net, core
+    http           -> stacks, net, traces, frames, core
+    stacks         -> net, traces, frames, core
+    argtypes       -> net, core
+    net            -> frames, core
+    compression    -> traces, frames, core
+    traces         -> core
+    frames         -> core
+    core: the package's root modules (engine, errors, units, stats, outfiles, _extension)
 
-A package's ``commands`` module (its ``workbench`` commands) is part of the CLI layer.
+``http`` is above ``stacks``: the HTTP models size their handshakes on the real stacks and
+take their exchange description; the model replay and the cross-validation against the
+stacks are in ``http``.  ``report`` is below ``lab``: the lab's figures draw with it.
 
 A study is a package ``simulator/studies/<name>/``; it may import the study contract
-(``studies.base``) and the shared page-load model (``studies.pageload``, used by push,
-coalescing and fidelity), never another study.  The registry names its studies by module
-path and imports them on demand, so it imports none of them either."""
+(``studies.base``), never another study; the page-load model they share (push, coalescing,
+fidelity) is its own package, ``simulator.browser``, below the studies.  The registry names
+its studies by module path and imports them on demand, so it imports none of them either.
+``docs/architecture.md`` draws the same layers."""
 
 from __future__ import annotations
 
@@ -22,16 +39,29 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1] / "simulator"
 
-LAYERS = {
-    "(root)": 0, "_extension": 0, "errors": 0, "units": 0, "stats": 0, "engine": 0, "outfiles": 0,
-    "frames": 1, "traces": 1,
-    "net": 2,
-    "argtypes": 3, "compression": 3, "hops": 3, "http": 3, "stacks": 3,
-    "studies": 4,
-    "batch": 5, "report": 5, "capture": 5, "lab": 5,
-    "cli": 6, "bench": 6, "demo": 6,
+CORE = ("(root)", "_extension", "errors", "units", "stats", "engine", "outfiles")
+LAYERS = ("core", "frames", "traces", "compression", "net", "argtypes", "stacks", "http", "hops", "browser",
+          "studies", "batch", "capture", "report", "lab", "cli")          # bottom to top
+ARROWS = {                  # what each layer may import besides itself
+    "core": set(),
+    "frames": {"core"},
+    "traces": {"core"},
+    "compression": {"frames", "traces", "core"},
+    "net": {"frames", "core"},
+    "argtypes": {"net", "core"},
+    "stacks": {"net", "traces", "frames", "core"},
+    "http": {"stacks", "net", "traces", "frames", "core"},
+    "hops": {"http", "stacks", "net", "core"},
+    "browser": {"http", "stacks", "argtypes", "net", "traces", "core"},
+    "studies": {"browser", "hops", "http", "stacks", "argtypes", "net", "compression", "traces", "frames", "core"},
+    "batch": {"studies", "traces", "core"},
+    "capture": {"traces", "core"},
+    "report": {"studies", "browser", "http", "stacks", "traces", "core"},
+    "lab": {"report", "capture", "batch", "studies", "argtypes", "net", "traces", "core"},
+    "cli": set(LAYERS[:-1]),
 }
-SHARED_STUDY_MODULES = {"base", "registry", "pageload"}
+CLI_MODULES = {"cli", "bench", "demo"}
+SHARED_STUDY_MODULES = {"base", "registry"}
 
 
 def _module_name(path: Path) -> str:
@@ -72,8 +102,11 @@ def _part(module: str) -> str:
     return "(root)" if len(parts) == 1 else parts[1]
 
 
-def _layer(module: str) -> int:
-    return LAYERS["cli"] if module.endswith(".commands") else LAYERS[_part(module)]
+def _layer(module: str) -> str:
+    part = _part(module)
+    if module.endswith(".commands") or part in CLI_MODULES:
+        return "cli"
+    return "core" if part in CORE else part
 
 
 def _study(module: str) -> str | None:
@@ -85,16 +118,26 @@ FILES = sorted(ROOT.rglob("*.py"))
 
 
 def test_every_part_of_the_package_has_a_layer():
-    unknown = {_part(_module_name(p)) for p in FILES} - set(LAYERS)
-    assert not unknown, f"place {sorted(unknown)} in LAYERS of this test"
+    unknown = {_layer(_module_name(p)) for p in FILES} - set(LAYERS)
+    assert not unknown, f"place {sorted(unknown)} in LAYERS and ARROWS of this test"
+
+
+def test_every_arrow_points_down():
+    """The arrows make one order: a layer imports only layers listed before it (so no two
+    packages import each other, however indirectly)."""
+    assert set(ARROWS) == set(LAYERS)
+    for layer, below in ARROWS.items():
+        up = [b for b in below if LAYERS.index(b) >= LAYERS.index(layer)]
+        assert not up, f"{layer} -> {up}: an arrow that does not point down"
 
 
 @pytest.mark.parametrize("path", FILES, ids=lambda p: str(p.relative_to(ROOT)))
-def test_imports_go_down_the_layers(path):
-    here = _module_name(path)
+def test_imports_follow_the_arrows(path):
+    here = _layer(_module_name(path))
     for line, target in _imports(path):
-        assert _layer(target) <= _layer(here), \
-            f"{path.relative_to(ROOT)}:{line} imports {target}, a layer above {here}"
+        there = _layer(target)
+        assert there == here or there in ARROWS[here], \
+            f"{path.relative_to(ROOT)}:{line} imports {target}: {here} -> {there} is not an arrow of the layers"
 
 
 @pytest.mark.parametrize("path", [p for p in FILES if _study(_module_name(p))],
@@ -116,13 +159,16 @@ def test_the_shared_modules_import_no_study():
 
 
 def test_the_checker_sees_an_upward_import(tmp_path):
-    """The reader resolves relative and submodule imports (else the tests above pass vacuously)."""
+    """The reader resolves relative and submodule imports (else the tests above pass vacuously),
+    and an import back up the layers is no arrow."""
     hol = ROOT / "studies" / "hol" / "cli.py"
     targets = {t for _, t in _imports(hol)}
     assert "simulator.argtypes" in targets and "simulator.studies.hol.study" in targets
     assert "simulator.studies.base" in targets
-    assert _layer("simulator.batch.runner") > _layer("simulator.studies.hol") > _layer("simulator.stacks.replay")
-    assert _layer("simulator.traces.commands") == LAYERS["cli"]
+    assert _layer("simulator.traces.commands") == "cli" and _layer("simulator.engine") == "core"
+    assert _layer("simulator.batch.runner") == "batch" and _layer("simulator.browser.client") == "browser"
+    for lower, upper in (("stacks", "http"), ("report", "lab"), ("browser", "studies"), ("http", "browser")):
+        assert upper not in ARROWS[lower] and lower in ARROWS[upper]
 
 
 MAX_MODULE_LINES = 600

@@ -204,7 +204,7 @@ def test_page_load_same_result(monkeypatch, har, loss):
     from pathlib import Path as FsPath
 
     from simulator.studies import push
-    from simulator.studies.pageload import ClientCache, load_page, page_graph
+    from simulator.browser import ClientCache, load_page, page_graph
     from simulator.traces import load
 
     trace = FsPath(__file__).resolve().parent.parent / "traces" / har

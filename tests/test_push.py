@@ -14,8 +14,8 @@ import pytest
 
 from simulator.errors import InputError
 from simulator.studies import push
-from simulator.studies.pageload import page_graph
-from simulator.studies.pageload.client import parse_link
+from simulator.browser import page_graph
+from simulator.browser.client import parse_link
 from simulator.traces.model import Exchange, Trace
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -12,7 +12,7 @@ loss the pooled median of eight moved by 12% between 8 and 24 seeds (1.24x, 1.12
 import pandas as pd
 import pytest
 
-from simulator.stacks import crossval
+from simulator.http import crossval
 
 
 def _check(table):

@@ -10,7 +10,8 @@ import random
 import pytest
 
 from simulator.engine import Simulator
-from simulator.stacks import model_replay, replay
+from simulator.http import model_replay
+from simulator.stacks import replay
 from simulator.stacks.common import ExchangeSpec, StackParams, StackStalled
 from simulator.stacks.h3 import SentRanges, stream_frames_resent_in_qlog
 from simulator.traces.synth import generate

@@ -10,7 +10,8 @@ import pytest
 from simulator.cli import main
 from simulator.engine import Simulator
 from simulator.net.link import Path
-from simulator.stacks import model_replay, replay, tls
+from simulator.http import model_replay
+from simulator.stacks import replay, tls
 from simulator.stacks.common import ExchangeSpec, PushSpec, Recorder, StackParams, schedule_requests
 from simulator.http.handshake import tls_record_bytes
 from simulator.stacks.h2 import H2Session

@@ -119,6 +119,8 @@ CHECKED_ONCE = {
     "trailers": ["trailers", "--loss", "0.01"],
     "replay-h2": ["replay", "--trace", "traces/synthetic-page.har", "--stack", "h2", "--loss", "0.01"],
     "crossstream": ["crossstream", "--releases", "2", "--loss", "0.01"],
+    "priorities": ["priorities", "--trace", "traces/synthetic-page.har", "--scheduler", "rfc9218,fifo",
+                   "--loss", "0.01"],
     "demux": ["demux", "--streams", "2", "--loss", "0.01"],
 }
 

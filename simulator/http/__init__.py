@@ -4,6 +4,9 @@ HTTP/3 messages framed and their sections encoded by the real encoders (hpack, p
 and decoded back at the far end; ``header_sizes``: header sections and connection prefaces
 sized as those libraries write them, without writing the bytes (for models that only need
 sizes); ``handshake``: the one handshake model (TCP, TLS 1.3, QUIC), its sizes measured on
-OpenSSL and aioquic.  The trailers study's intermediaries (``hops``), the replay model and
-the page-load model size their messages and handshakes here, and the coalescing study its
-connections' set-up."""
+OpenSSL and aioquic; ``network``: HTTP connections over the transport models;
+``model_replay``: a trace replayed over them, the twin of ``stacks.replay``; ``crossval``:
+the two side by side.  This layer sits above ``stacks`` (it measures sizes on the real
+stacks and takes their exchange description), never below it.  The trailers study's
+intermediaries (``hops``), the replay model and the page-load model size their messages and
+handshakes here, and the coalescing study its connections' set-up."""

@@ -1,5 +1,5 @@
 """HTTP connections over the transport models (TCP for HTTP/1.1 and h2, QUIC for h3): the
-network of the page-load model and of the replay model (``stacks.model_replay``), so
+network of the page-load model and of the replay model (``http.model_replay``), so
 that both put HTTP on the models the same way.  Written by hand.
 
 One shared access path (the client's bottleneck: every connection of the load shares
@@ -29,6 +29,9 @@ the rotation each time a packet may leave (``QuicEndpoint.on_send_ready``), as a
 builds packets from its streams' send buffers at send time.  With ``fifo`` each
 response goes to the transport whole when it is ready, as the h2 stack hands everything
 to TCP at once: a cancel cannot take back what was written.
+With ``ModelNetwork(priorities=plan)`` (an ``http.priority.PriorityPlan``) a scheduler of
+``http.priority`` picks the stream of every chunk instead, from each resource's signals
+(RFC 9218 urgency and incremental, RFC 7540 tree placement), on every h2 and h3 connection.
 
 Cancelling a push: the client writes a 13-byte RST_STREAM (HTTP/2) or STOP_SENDING
 (QUIC, about the same size; sent once the pushed stream's first bytes have arrived, as
@@ -76,6 +79,7 @@ from ..stacks.common import ExchangeSpec
 from ..stacks.tls import sni_name
 from .framing import H2_FRAME_HEADER_BYTES, H2_MAX_FRAME_BYTES, H3_FRAME_HEADER_BYTES
 from .handshake import TlsOverTcp, flights, tls_record_bytes
+from .priority import make_scheduler, scheduled_writer
 from .header_sizes import H2_SETTINGS_ACK_BYTES, HeaderBlockSizer, h1_header_bytes, h2_normalized, h2_preface_bytes
 
 __all__ = ["ModelNetwork", "SCHEDULERS", "urgency", "AIOQUIC_ACK_DELAY_S", "H1_CONNECTIONS_PER_ORIGIN"]
@@ -166,8 +170,12 @@ class _Conn:
         self.tls = self.transport == "tcp" and params.tls and self.own_setup and not self.origin.startswith("http:")
         if self.h1:
             self.scheduler = "fifo"                       # one response at a time on an HTTP/1.1 connection
+        # A scheduler of http.priority (``ModelNetwork(priorities=...)``) decides each chunk's stream.
+        self.prioritized = net.priorities is not None and not self.h1
+        if self.prioritized:
+            self.scheduler = net.priorities.scheduler
         # QUIC: the endpoint pulls a packet's worth at send time (``_pull``).
-        self.pull = self.transport == "quic" and self.scheduler != "fifo"
+        self.pull = self.transport == "quic" and (self.prioritized or self.scheduler != "fifo")
         if setup is not None:
             # A browser model that times DNS and handshakes itself (studies.coalescing): a
             # transport without a handshake of its own, usable after ``setup`` seconds.
@@ -189,15 +197,20 @@ class _Conn:
         else:
             config = TransportConfig(cc=params.cc, initial_rtt_s=0.1,       # aioquic's initial RTT
                                      max_datagram_bytes=self.net.max_datagram_bytes)
-            # As stacks.model_replay: aioquic's 1 ms ACK delay, its pacing (the model's
+            # As http.model_replay: aioquic's 1 ms ACK delay, its pacing (the model's
             # default), lost data resent in its stream's turn, and the handshake's datagrams
             # (requests wait in the client's send queue until the handshake completes).
             self.t = QuicConnection(sim, self.path, config, name=f"quic{number}", handshake=handshake,
                                     ack_delay_s=AIOQUIC_ACK_DELAY_S, retransmit_in_turn=True,
                                     slow_start_rtt_exit=True, pto_declares_lost=True,
                                     server_flight_bytes=flights(sni_name(self.origin)).quic_server_crypto)
-        self.writer = response_writer(self.t.server, self._chunk_bytes, self.written, self._written_in_full,
-                                      fill_on_ack=self.transport == "tcp")
+        if self.prioritized:
+            self.writer = scheduled_writer(self.t.server, self._chunk_bytes, self.written, self._written_in_full,
+                                           fill_on_ack=self.transport == "tcp",
+                                           scheduler=make_scheduler(self.scheduler))
+        else:
+            self.writer = response_writer(self.t.server, self._chunk_bytes, self.written, self._written_in_full,
+                                          fill_on_ack=self.transport == "tcp")
         self.t.server.on_stream_acked = self.writer.on_stream_acked
         if self.pull:
             self.t.server.on_send_ready = self._pull
@@ -230,6 +243,8 @@ class _Conn:
     def _accept(self) -> None:
         """From now on requests go to the transport (over h2 after the client's preface)."""
         self.accepting = True
+        if self.net.on_connected is not None:
+            self.net.on_connected(self.key, "h1" if self.h1 else "h3" if self.transport == "quic" else "h2")
         if self.transport == "tcp" and self.own_setup and not self.h1:
             self.t.client.write(self.h2_control[0], b"p" * self._records(h2_preface_bytes(True)))
         waiting, self._waiting = self._waiting, []
@@ -365,7 +380,7 @@ class _Conn:
     def _respond(self, stream_id: int, spec: ExchangeSpec) -> None:
         block = self._block(self.response_encoder, spec.response_headers) + self._frame
         self._send_response(stream_id, self._records(block + self._body_wire_bytes(spec.response_body_bytes)),
-                            urgency(spec.request_headers))
+                            urgency(spec.request_headers), spec.index)
 
     def _block(self, encoder: HeaderBlockSizer, headers) -> int:
         """Bytes of a header block.  Over TCP as the h2 stack encodes it: the ``h2`` library's
@@ -406,7 +421,15 @@ class _Conn:
         _add_mark(inc, (offset, callback, args))
         self.t.server.write(stream_id, b"h" * size)
 
-    def _send_response(self, stream_id: int, size: int, level: int) -> None:
+    def _send_response(self, stream_id: int, size: int, level: int, index: int | None = None) -> None:
+        if self.prioritized:
+            # The scheduler's signals: the resource's (a push: its urgency, RFC 9218 defaults).
+            self.writer.add(stream_id, size, self.net.priorities.signal(index, level))
+            if self.pull:
+                self.t.server.want_to_send()
+            else:
+                self.writer.fill()
+            return
         if self.scheduler == "fifo":
             # As the h2 stack: the whole response goes to the transport's send buffer at
             # once, in the order responses are ready; a cancel cannot take it back.
@@ -448,8 +471,10 @@ class ModelNetwork:
     """Connections over the transport models for one page load (see the module docstring)."""
 
     def __init__(self, sim: Simulator, params, listener, *, own_paths: bool = False,
-                 max_datagram_bytes: int = TransportConfig.max_datagram_bytes, tcp_handshake: bool = True) -> None:
+                 max_datagram_bytes: int = TransportConfig.max_datagram_bytes, tcp_handshake: bool = True,
+                 priorities=None) -> None:
         self.sim, self.params, self.listener = sim, params, listener
+        self.priorities = priorities      # an http.priority.PriorityPlan: its scheduler on every h2/h3 connection
         self.path = params.network.path(sim, name="access")
         self.conns: dict[str, _Conn] = {}
         self._paths: dict[float, object] = {params.rtt_s: self.path}
@@ -459,6 +484,7 @@ class ModelNetwork:
         self.push_urgency = getattr(params, "push_urgency", DEFAULT_URGENCY)
         self.own_paths, self.max_datagram_bytes, self.tcp_handshake = own_paths, max_datagram_bytes, tcp_handshake
         self.on_response_start = getattr(listener, "on_response_start", None)
+        self.on_connected = getattr(listener, "on_connected", None)      # (key, "h1"/"h2"/"h3"): usable
         # The browser's byte offsets into a response to be called at (children found while it streams in).
         self.response_marks = getattr(listener, "response_marks", None)
         self.unsettled: set = set()       # pushes neither written in full nor stopped by a cancel
@@ -515,6 +541,16 @@ class ModelNetwork:
         """An HTTP/1.1 connection finished its response: give it the origin's next request."""
         self._h1_busy.discard(conn.key)
         self._h1_next(conn.origin)
+
+    def reprioritize(self, index: int, signal) -> None:
+        """The client sends a PRIORITY_UPDATE for resource ``index``'s response now (RFC 9218
+        section 7; its few bytes not modelled): the server's scheduler has the new signals
+        a one-way delay later (connections with a scheduler of ``http.priority`` only)."""
+        for conn in self.conns.values():
+            for sid, spec in conn.requests.items():
+                if spec.index == index and conn.prioritized and conn.writer is not None:
+                    one_way_s = self.params.origin(conn.origin)[0] / 2
+                    self.sim.call_later(one_way_s, conn.writer.update, sid, signal)
 
     def cancel_push(self, push_key) -> None:
         """The client cancels a pushed stream (RST_STREAM / STOP_SENDING, module docstring)."""

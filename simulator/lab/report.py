@@ -9,10 +9,9 @@ condition (each measurement's runs as a range), and per condition the model's MA
 from __future__ import annotations
 
 import json
-import statistics
 from pathlib import Path
 
-__all__ = ["write_report", "table_markdown", "figure", "scatter"]
+__all__ = ["write_report", "table_markdown", "figure"]
 
 
 def _pct(v) -> str:
@@ -42,31 +41,13 @@ def table_markdown(result: dict) -> str:
     return "\n".join(lines) + "\n"
 
 
-def scatter(ax, pages) -> None:
-    """Predicted against measured onLoad, one point per ``(page, colour)`` (its runs as a
-    range), on equal axes from 0 with the diagonal (a perfect prediction)."""
-    top = 0.0
-    for p, colour in pages:
-        if p["predicted_onload_s"] is None:
-            continue
-        runs = p["measured_onload_s"]
-        median = statistics.median(runs)
-        ax.errorbar(median, p["predicted_onload_s"], xerr=[[median - min(runs)], [max(runs) - median]],
-                    fmt="o", ms=4, alpha=0.8, color=colour)
-        top = max(top, max(runs), p["predicted_onload_s"])
-    top = top * 1.1 or 1.0
-    ax.plot([0, top], [0, top], color="grey", lw=1)
-    ax.set_xlim(0, top)
-    ax.set_ylim(0, top)
-
-
 def figure(result: dict):
     """Predicted against measured onLoad (runs as a range), and MAPE beside the floor per condition."""
-    from ..report.plots import subplots
+    from ..report.plots import predicted_vs_measured, subplots
 
     fig, (ax, bars) = subplots(1, 2, size=(12, 4.8))
     colours = {"h2": "tab:blue", "h3": "tab:orange"}
-    scatter(ax, [(p, colours.get(c["condition"]["protocol"], "grey")) for c in result["conditions"]
+    predicted_vs_measured(ax, [(p, colours.get(c["condition"]["protocol"], "grey")) for c in result["conditions"]
                  for p in c["pages"]])
     ax.set_xlabel("measured onLoad in the lab (s; median, runs as range)")
     ax.set_ylabel("predicted from the reference load (s)")

@@ -4,7 +4,7 @@
 +-20% band), coloured by the HAR's producer, with Spearman's rho and the MAPE in the title.
 ``waterfall_compare(graph, simulated, ax)`` draws each resource of one page twice: the
 capture's request as it was measured (grey, from the HAR's start and timings) and the
-model's (blue, from the ``resources`` table of ``pageload.load_page``).
+model's (blue, from the ``resources`` table of ``browser.load_page``).
 """
 
 from __future__ import annotations

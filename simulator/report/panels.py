@@ -15,17 +15,18 @@ passing its own parameters (``base``) so the panel starts where the notebook sta
 from __future__ import annotations
 
 # The panels live in two modules (``panels_protocol``: 01 and 03 to 06; ``panels_pageload``:
-# 02, 07 and 08) on the helpers of ``panels_common``; their names stay importable from here.
+# 02, 07 and 08; ``panels_priorities``: 10) on the helpers of ``panels_common``; their names stay importable from here.
 from .panels_common import KIB  # noqa: F401
 from .panels_pageload import PUSH_POLICIES, coalescing_panel, fidelity_panel, push_panel  # noqa: F401
 from .panels_lab import lab_panel
+from .panels_priorities import priorities_panel
 from .panels_pageload import shaped_topology  # noqa: F401 - the tests draw topologies with it
 from .panels_protocol import (CROSS_SCHEMES, DEMUX_COLORS, HOP_POLICIES, STACK_SETUPS,  # noqa: F401
                               TRAILER_COLORS, crossstream_panel, demux_panel, hol_panel, stacks_panel,
                               trailers_panel)
 
 __all__ = ["hol_panel", "push_panel", "trailers_panel", "crossstream_panel", "stacks_panel", "demux_panel",
-           "coalescing_panel", "fidelity_panel", "lab_panel", "PANELS"]
+           "coalescing_panel", "fidelity_panel", "lab_panel", "priorities_panel", "PANELS"]
 
 
 PANELS = {
@@ -38,4 +39,5 @@ PANELS = {
     "07-origin-coalescing": coalescing_panel,
     "08-fidelity": fidelity_panel,
     "09-lab": lab_panel,
+    "10-priorities": priorities_panel,
 }

@@ -18,7 +18,7 @@ def _load_trace(path: str):
 
 
 def _load_page(path: str):
-    from ..studies.pageload import page_graph
+    from ..browser import page_graph
 
     return page_graph(_load_trace(path))
 

@@ -60,7 +60,7 @@ def lab_panel(validation: str | Path = COMMITTED_VALIDATION) -> Explorer:
         scatter, bars = fig.subplots(1, 2)
         pages = [p for p in entry["pages"] if p["predicted_onload_s"] is not None]
         names = [Path(p["trace"]).stem[:28] for p in pages]
-        from ..lab.report import scatter as predicted_vs_measured
+        from .plots import predicted_vs_measured
 
         predicted_vs_measured(scatter, [(p, "tab:blue") for p in pages])
         scatter.set_xlabel("measured onLoad (s, runs as range)")

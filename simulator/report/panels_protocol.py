@@ -231,7 +231,8 @@ def _load_specs(path: str):
 
 def stacks_panel(base=None) -> Explorer:
     """Loss and stack: one replay on the real stack and one on its transport model per change."""
-    from ..stacks import crossval, model_replay, replay
+    from ..http import crossval, model_replay
+    from ..stacks import replay
     from ..stacks.common import StackParams
 
     base = base or StackParams()

@@ -15,6 +15,7 @@ legends beside the axes, not over the data.
 
 from __future__ import annotations
 
+import statistics
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -29,7 +30,7 @@ import pandas as pd  # noqa: E402
 
 __all__ = ["hol_cdf", "scheme_bars", "metric_with_band", "savefig", "SCHEME_COLORS", "subplots", "slide_style",
            "use_slide_style", "slides_on", "legend_outside", "data_ticks", "plain_log_ticks", "SLIDE_FIGSIZE",
-           "SLIDE_RC"]
+           "SLIDE_RC", "predicted_vs_measured"]
 
 # A slide is 1280x720 px; under its title a figure has about 1230x600 px.  At 12.3x6.0 in
 # a figure is shown at 100 px per inch, so a font of P points is P * 100 / 72 px tall.
@@ -198,3 +199,22 @@ def savefig(fig, path: str | Path) -> list[Path]:
         fig.savefig(target, dpi=150, bbox_inches="tight")
         out.append(target)
     return out
+
+
+def predicted_vs_measured(ax, pages) -> None:
+    """Predicted against measured onLoad, one point per ``(page, colour)`` (its runs as a
+    range), on equal axes from 0 with the diagonal (a perfect prediction): the lab's validation
+    figure (``lab.report``) and its Explore panel (``panels_lab``) draw the same one."""
+    top = 0.0
+    for p, colour in pages:
+        if p["predicted_onload_s"] is None:
+            continue
+        runs = p["measured_onload_s"]
+        median = statistics.median(runs)
+        ax.errorbar(median, p["predicted_onload_s"], xerr=[[median - min(runs)], [max(runs) - median]],
+                    fmt="o", ms=4, alpha=0.8, color=colour)
+        top = max(top, max(runs), p["predicted_onload_s"])
+    top = top * 1.1 or 1.0
+    ax.plot([0, top], [0, top], color="grey", lw=1)
+    ax.set_xlim(0, top)
+    ax.set_ylim(0, top)

@@ -4,7 +4,9 @@
 - ``h3``: ``aioquic`` ``QuicConnection`` + ``H3Connection`` pairs over the simulated link;
 - ``replay``: ``run(trace, StackParams) -> Result`` (one row per exchange + summary), also
   ``run_specs`` for hand-made exchanges (103, push, trailers, resets);
-- ``model_replay``: the same replay over the TCP / QUIC transport models;
-- ``crossval``: models vs real stacks; ``pcap``: captures tshark reads;
+- ``pcap``: captures tshark reads;
+- the same replay over the TCP / QUIC transport models (``http.model_replay``) and the
+  models against the real stacks (``http.crossval``) are in the HTTP layer, above this one:
+  the stacks import nothing of ``http`` (the HTTP models size their handshakes on them);
 - the replay as a study (``workbench replay``, batch ``replay``) is ``simulator.studies.replay``.
 """

@@ -24,6 +24,7 @@ STUDIES = {
     "demux": "simulator.studies.demux.cli",
     "replay": "simulator.studies.replay.cli",
     "fidelity": "simulator.studies.fidelity.cli",
+    "priorities": "simulator.studies.priorities.cli",
     # Not a model: one real page load in the lab (a measurement), registered so that the
     # batch runner's store, resume and Dask run it over pages x conditions x runs.
     "lab-load": "simulator.lab.study",

@@ -8,7 +8,7 @@ from many origins, and what does each way of sharing connections save or cost, i
 the 421 (Misdirected Request, RFC 9110 section 15.5.20) retries when a server refuses a
 request the client coalesced onto it.
 
-The page is ``pageload.page_graph`` (HAR initiators); the browser is ``pageload``'s with a
+The page is ``browser.page_graph`` (HAR initiators); the browser is ``simulator.browser``'s with a
 connection pool written here (``CoalescingPool``) between it and the network backend.
 Each request goes through the pool, which does what the mode says:
 

@@ -12,8 +12,8 @@ from ... import argtypes
 from ...errors import InputError
 from ...units import parse_duration
 from ..base import Study, add_network_flags, comma_list, network_from_args
-from ..pageload import page_graph
-from ..pageload.flags import add_page_flags, think_from_args
+from ...browser import page_graph
+from ...browser.flags import add_page_flags, think_from_args
 from .study import MODES, CoalescingParams, run, run_seeds, topology_for
 
 __all__ = ["STUDY", "add_arguments", "params_from_args"]

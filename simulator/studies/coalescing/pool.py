@@ -1,4 +1,4 @@
-"""The browser's connection pool of the coalescing study: between ``pageload``'s browser and
+"""The browser's connection pool of the coalescing study: between ``browser``'s page load and
 a network backend, it picks each request's connection by the mode's rule, times DNS and
 handshakes, and turns refused requests into 421s and retries (see the package docstring)."""
 
@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 
 from ...frames.origin import ORIGIN_FRAME_TYPE, origin_frame_bytes, origin_frame_payload, parse_origin_frame
 from ...net.transport import TIMER_KEYS
-from ..pageload import LoadParams
+from ...browser import LoadParams
 from .handshake import handshake
 from .topology import Topology, cert_covers, host_of
 
@@ -38,7 +38,7 @@ class _PoolConn:
 
 
 class CoalescingPool:
-    """Between ``pageload.PageLoad`` (it calls ``fetch(origin, spec)``) and a network
+    """Between ``browser.PageLoad`` (it calls ``fetch(origin, spec)``) and a network
     backend (it calls back ``on_response_complete`` ...): picks each request's connection
     by ``mode``, times DNS and handshakes, turns refused requests into 421s and retries."""
 

@@ -16,8 +16,8 @@ from ...net.conditions import handing_over
 from ...traces.model import Trace
 from ...traces.pagegraph import PageGraph
 from ..base import StudyParams, StudyResult, rows_by_index, steps
-from ..pageload import ClientCache, LoadParams, ServerPlan, load_page, page_graph
-from ..pageload.cache import parse_cache
+from ...browser import ClientCache, LoadParams, ServerPlan, load_page, page_graph
+from ...browser.cache import parse_cache
 from .pool import CoalescingPool
 from .topology import Topology, host_of, read_topology
 

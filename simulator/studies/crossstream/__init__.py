@@ -24,7 +24,7 @@ Outputs:
 - ``summary``: bytes, ratio, saving, gain over per-response compression of the same
   codec, first- and repeat-visit bytes, peak dictionary memory at both ends, and the
   visit's transfer time on the simulated path (the transport models of
-  ``simulator.stacks.model_replay``: every response of a visit requested at t = 0,
+  ``simulator.http.model_replay``: every response of a visit requested at t = 0,
   its size the scheme's encoded size plus overhead);
 - ``responses``: one row per response;
 - ``leak``: the BREACH-style attack (``bodies.leak``) per scheme,

@@ -188,7 +188,7 @@ class _Transfer:
 
     def visit_s(self, rows: list[dict]) -> float:
         from ...stacks.common import ExchangeSpec
-        from ...stacks.model_replay import last_completion_s
+        from ...http.model_replay import last_completion_s
 
         key = tuple((r["url"], r["content_coding"], r["wire_bytes"] + r["overhead_bytes"]) for r in rows)
         if key in self.cache:

@@ -4,7 +4,7 @@ The question a reviewer asks first: does a simulated page load look like the rea
 For every page of a HAR with a measured ``onLoad``, the conditions of that load are
 inferred from the HAR (``conditions``: per-origin RTT, server times, set-up times, the
 path's bandwidth, the protocol of each origin, the browser's discovery delays), the page
-graph (``traces.pagegraph``) is loaded on the page-load model (``studies.pageload``, over
+graph (``traces.pagegraph``) is loaded on the page-load model (``simulator.browser``, over
 the TCP and QUIC models; HTTP/1.1 origins get six connections), and the simulated onLoad
 is compared with the measured one.  Nothing observed is fed back as a result: the model
 gets the graph, sizes and conditions, never when a request started or ended.

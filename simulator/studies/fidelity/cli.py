@@ -67,7 +67,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                         "server times and browser delays are carried over from the HAR")
     p.add_argument("--browser", default="auto", choices=list(BROWSER_CHOICES),
                    help="the browser's request scheduling: auto (from the HAR's browser), chromium (Chromium's "
-                        "ResourceScheduler holds images while head scripts and stylesheets load) or none")
+                        "schedulers hold low-priority requests until the <body>) or none")
     add_network_flags(p, cc="reno", seed=1)
     p.add_argument("--json", action="store_true", help="print one JSON object")
 

@@ -15,8 +15,10 @@ browser's CPU time between a parent and a child.
 - **Server time** of each response: ``wait`` less its origin's RTT (``wait`` is the time
   from the request's last byte to the response's first: one round trip plus the server).
 - **Set-up time** per origin before its connections open: DNS (``dns`` of its first
-  lookup) and what its TLS handshake took beyond the model's TLS 1.3 round trip (``ssl``
-  less one RTT: TLS 1.2's second round trip, or the server's handshake work).
+  lookup), what its TCP handshake took beyond the RTT its shortest ``wait`` bounds (a
+  handshake that queued: the server's accept, the browser's own start on the socket) and
+  what its TLS handshake took beyond the model's TLS 1.3 round trip (``ssl`` less one RTT:
+  TLS 1.2's second round trip, or the server's handshake work).
 - **Bandwidth** of the access path: the 90th percentile of the rates of large receives
   (bodies of at least 20 KB: ``bodySize`` / ``receive``), the highest when fewer than three;
   unlimited when the page has none.
@@ -172,6 +174,7 @@ def infer_conditions(graph: PageGraph, page_start_s: float | None, protocol: str
 
     rtt: dict[str, float] = {}
     rtt_from: dict[str, str] = {}
+    handshake: dict[str, float] = {}          # origin -> its TCP handshakes' median (s)
     for origin, every in by_origin.items():
         # A pushed response had no request: its timings (the browser reading its push cache,
         # or none at all) say nothing of the network or the server.
@@ -184,7 +187,8 @@ def infer_conditions(graph: PageGraph, page_start_s: float | None, protocol: str
         waits = [w / 1000.0 for w in (_ms(r.timings, "wait") for r in rs) if w]
         if samples:
             # A wait is at least one round trip: it bounds a handshake sample that queued.
-            rtt[origin], rtt_from[origin] = min(statistics.median(samples), min(waits, default=math.inf)), "connect"
+            handshake[origin] = statistics.median(samples)
+            rtt[origin], rtt_from[origin] = min(handshake[origin], min(waits, default=math.inf)), "connect"
             continue
         small = [_ms(r.timings, "wait") for r in rs if r.body_bytes <= SMALL_RESPONSE_BYTES]
         small = [w / 1000.0 for w in small if w]
@@ -235,8 +239,11 @@ def infer_conditions(graph: PageGraph, page_start_s: float | None, protocol: str
                     if _ms(r.timings, "dns")), 0.0) or 0.0
         ssl = next((_ms(r.timings, "ssl") for r in rs if _ms(r.timings, "ssl")), 0.0) or 0.0
         extra_tls = max(0.0, ssl / 1000.0 - rtt[origin]) if origin.startswith("https:") else 0.0
+        # A handshake longer than the round trip a wait bounds it by queued (the server's accept,
+        # the browser's own start on the socket): time before the connection, not distance.
+        extra_tcp = max(0.0, handshake.get(origin, 0.0) - rtt[origin])
         origins.append((origin, max(rtt[origin], base), _protocol([r.http_version for r in rs], origin, protocol),
-                        dns / 1000.0 + extra_tls))
+                        dns / 1000.0 + extra_tcp + extra_tls))
 
     rates = []
     for r in graph.resources:

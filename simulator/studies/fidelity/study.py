@@ -18,7 +18,7 @@ from ...traces.model import Trace, header_value
 from ...traces.pagegraph import PageGraph, page_graph, page_ids
 from ...net.conditions import PathConditions
 from ..base import StudyParams, StudyResult
-from ..pageload import ClientCache, LoadParams, PageLoadResult, ServerPlan, load_page
+from ...browser import ClientCache, LoadParams, PageLoadResult, ServerPlan, load_page
 from .conditions import PROTOCOL_CHOICES, PageConditions, infer_conditions
 
 __all__ = ["FidelityParams", "FidelityResult", "run", "run_paths", "simulate_page", "moved_to", "LOAD_EVENT_TYPES"]
@@ -58,8 +58,8 @@ class FidelityParams(StudyParams):
     # A counterfactual network (PathConditions' spelling, "rtt=300ms,bw=2mbit,loss=0.01"):
     # predict each page on it instead of on the network it was recorded on.
     at: str | None = None
-    # The browser's request scheduling: "auto" (from the HAR's browser: Chromium's
-    # ResourceScheduler for a recent Chrome or Chromium, none otherwise), "chromium" or "none".
+    # The browser's request scheduling: "auto" (from the HAR's browser: Chromium's request
+    # schedulers for a recent Chrome or Chromium, none otherwise), "chromium" or "none".
     browser: str = "auto"
 
     def __post_init__(self) -> None:

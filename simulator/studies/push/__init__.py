@@ -20,7 +20,7 @@ CDN caches the origin's ``Link`` headers and hints on later requests, never the 
 Chrome honours only the first 103, on navigations, over HTTP/2 and HTTP/3, for preload
 and preconnect.
 
-For each policy, the same page (``pageload.page_graph``) is loaded with the same seed on
+For each policy, the same page (``browser.page_graph``) is loaded with the same seed on
 the same network; the page-load metrics and the gain against ``none`` are compared:
 
 - ``none``: no push, no 103;

@@ -11,8 +11,8 @@ from ... import argtypes
 from ...errors import InputError
 from ...units import parse_duration, parse_named_durations
 from ..base import Study, add_network_flags, comma_list, network_from_args
-from ..pageload.flags import add_page_flags, think_from_args
-from ..pageload.client import BACKENDS, COALESCE, PROTOCOLS
+from ...browser.flags import add_page_flags, think_from_args
+from ...browser.client import BACKENDS, COALESCE, PROTOCOLS
 from .plan import POLICIES, push_count
 from .study import DEFAULT_PARSE_DELAY, PushParams, run, run_seeds
 

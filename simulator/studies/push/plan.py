@@ -1,6 +1,6 @@
 """The push study's policies as what the server does: the push set, the 103 Early Hints
 (``rel=preload`` for the render-blocking sub-resources, ``rel=preconnect`` for the other
-connections they need), and the think times (a ``pageload.ServerPlan``)."""
+connections they need), and the think times (a ``browser.ServerPlan``)."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ from typing import Any, Callable
 
 from ...errors import InputError
 from ...traces.pagegraph import PageGraph
-from ..pageload import ServerPlan
-from ..pageload.client import connection_key
+from ...browser import ServerPlan
+from ...browser.client import connection_key
 
 __all__ = ["POLICIES", "push_count", "pushable", "push_set", "early_hints", "server_plan"]
 

@@ -17,9 +17,9 @@ from ...traces.model import Trace
 from ...traces.pagegraph import PageGraph
 from ...units import parse_named_durations
 from ..base import StudyParams, StudyResult, rows_by_index, steps
-from ..pageload import ClientCache, LoadParams, load_page, page_graph
-from ..pageload.cache import parse_cache
-from ..pageload.client import BACKENDS, COALESCE, DEFAULT_PARSE_DELAY_S, PROTOCOLS
+from ...browser import ClientCache, LoadParams, load_page, page_graph
+from ...browser.cache import parse_cache
+from ...browser.client import BACKENDS, COALESCE, DEFAULT_PARSE_DELAY_S, PROTOCOLS
 from .plan import POLICIES, push_count, server_plan
 
 __all__ = ["PushParams", "PushResult", "run", "run_seeds", "METRICS", "DEFAULT_PARSE_DELAY"]

@@ -4,7 +4,7 @@ their transport models, in virtual time: ``workbench replay`` and batch study ``
 The question: how long does each exchange of a captured page take over a given path,
 on the real protocol implementations, and how far are the transport models (the
 baseline every other study runs on) from them?  The drivers stay in ``simulator.stacks``
-(``replay``: the real stacks; ``model_replay``: the models; ``crossval``: the two side by
+(``stacks.replay``: the real stacks; ``http.model_replay``: the models; ``http.crossval``: the two side by
 side); this package is the study on top of them: its parameters (the stack's, plus
 ``model``), ``run`` and its command.
 """

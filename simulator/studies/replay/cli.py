@@ -13,7 +13,7 @@ connections, for Wireshark.  h2 runs over TLS 1.3 (ALPN h2, the real OpenSSL) li
 so their times compare like with like; ``--no-tls`` runs it cleartext with prior
 knowledge (one round trip less per connection; HTTP/3 has no cleartext mode).
 ``--model`` replays the same exchanges over the stack's transport *model* instead (h2: the
-TCP model, h3: the QUIC model; ``stacks.model_replay``), the baseline the real stacks are
+TCP model, h3: the QUIC model; ``http.model_replay``), the baseline the real stacks are
 cross-validated against.
 """
 

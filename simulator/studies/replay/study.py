@@ -1,5 +1,5 @@
 """The replay study: a trace's exchanges over a real stack (``stacks.replay``: h2 or
-aioquic HTTP/3) or over that stack's transport model (``stacks.model_replay``), in
+aioquic HTTP/3) or over that stack's transport model (``http.model_replay``), in
 virtual time; one row per exchange and a summary."""
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ __all__ = ["ReplayParams", "ReplayResult", "run"]
 class ReplayParams(StackParams, StudyParams):
     """The stack's parameters, and whether to replay over its transport model instead."""
 
-    model: bool = False               # h2: the TCP model, h3: the QUIC model (``stacks.model_replay``)
+    model: bool = False               # h2: the TCP model, h3: the QUIC model (``http.model_replay``)
 
     def stack_params(self) -> StackParams:
         """The drivers' own parameters (without ``model``)."""
@@ -55,7 +55,8 @@ def run(trace: Trace, params: ReplayParams | None = None, *, progress: bool = Fa
     """Replay ``trace`` over ``params.stack`` (or its transport model with ``params.model``).
     ``options`` go to the real stack's ``stacks.replay.run`` (``qlog_dir``, ``pcap_path``,
     ``keylog_path``, ...)."""
-    from ...stacks import model_replay, replay
+    from ...http import model_replay
+    from ...stacks import replay
 
     params = params or ReplayParams()
     driver = model_replay if params.model else replay

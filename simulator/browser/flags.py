@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import argparse
 
-from ... import argtypes
-from ...units import parse_duration
+from .. import argtypes
+from ..units import parse_duration
 from .cache import parse_cache
 
 __all__ = ["add_page_flags", "think_from_args"]

@@ -37,11 +37,11 @@ import pandas as pd
 
 from .. import __version__
 from ..engine import Simulator
-from ..http.network import ModelNetwork
 from ..net.transport import timer_counts
 from ..traces.model import Trace
-from .common import ExchangeSpec, Recorder, Result, StackParams, run_until, schedule_requests
-from .replay import specs_from_trace
+from ..stacks.common import ExchangeSpec, Recorder, Result, StackParams, run_until, schedule_requests
+from ..stacks.replay import specs_from_trace
+from .network import ModelNetwork
 
 __all__ = ["run", "run_specs", "last_completion_s", "MODEL_FOR"]
 

@@ -26,9 +26,10 @@ from dataclasses import replace
 
 import pandas as pd
 
+from ..stacks import replay
+from ..stacks.common import ExchangeSpec, StackParams
 from ..traces.synth import generate
-from . import model_replay, replay
-from .common import ExchangeSpec, StackParams
+from . import model_replay
 
 __all__ = ["scenarios", "compare", "pooled", "first_response", "SIZES", "SETUPS"]
 

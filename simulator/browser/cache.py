@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import random
 
-from ...errors import InputError
-from ...traces.pagegraph import PageGraph
+from ..errors import InputError
+from ..traces.pagegraph import PageGraph
 
 __all__ = ["ClientCache", "parse_cache"]
 

@@ -18,7 +18,7 @@ The same ``load_page(graph, params, plan, backend=...)`` runs on either backend.
 
 from .cache import ClientCache
 from .client import LoadParams, PageLoadResult, ServerPlan, load_page
-from ...traces.pagegraph import PageGraph, Resource, page_graph
+from ..traces.pagegraph import PageGraph, Resource, page_graph
 
 __all__ = ["PageGraph", "Resource", "page_graph", "ClientCache", "LoadParams", "ServerPlan", "PageLoadResult",
            "load_page"]

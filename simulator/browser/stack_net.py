@@ -23,10 +23,10 @@ Differences that are the stacks' own, not the model's:
 
 from __future__ import annotations
 
-from ...engine import Simulator
-from ...net.conditions import handing_over
-from ...net.transport import timer_counts
-from ...stacks.common import ExchangeSpec, Recorder, StackParams
+from ..engine import Simulator
+from ..net.conditions import handing_over
+from ..net.transport import timer_counts
+from ..stacks.common import ExchangeSpec, Recorder, StackParams
 
 __all__ = ["StackNetwork"]
 
@@ -53,9 +53,9 @@ class StackNetwork:
 
     def _session_cls(self):
         if self.params.protocol == "h2":
-            from ...stacks.h2 import H2Session
+            from ..stacks.h2 import H2Session
             return H2Session
-        from ...stacks.h3 import H3Session
+        from ..stacks.h3 import H3Session
         return H3Session
 
     def connect(self, key: str, **_ignored):

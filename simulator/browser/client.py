@@ -7,7 +7,8 @@ the real h2 / aioquic stacks) moves the bytes and calls back:
 - ``on_informational(index, links)``: a 103 arrived on the request for resource ``index``;
 - ``on_push_promise(push_key, url)``: the server promised a push of ``url``;
 - ``on_push_complete(push_key)``: a pushed response arrived in full;
-- ``on_response_complete(index)``: the response for resource ``index`` arrived in full.
+- ``on_response_complete(index)``: the response for resource ``index`` arrived in full;
+- ``on_connected(key, protocol)`` (the model network only): a connection of ``key`` is usable.
 
 The browser model (after Lighthouse's Lantern simulator, now in ChromeDevTools/devtools-frontend
 ``front_end/models/trace/lantern/``: a dependency graph from initiators, a TCP window of
@@ -27,15 +28,10 @@ with what Lantern lacks):
   QUIC 1 RTT).
 - 103 Early Hints (RFC 8297): only the first 103, only on the navigation (as Chrome);
   ``rel=preload`` fetches what is not cached, ``rel=preconnect`` opens a connection.
-- ``resource_scheduler="chromium"``: Chromium's ResourceScheduler (the network service's
-  ``ResourceScheduler``, found by the lab: real Chromium holds a page's images back while a
-  synchronous script of its ``<head>`` loads).  Requests below MEDIUM priority (images and
-  media) are *delayable*; while a *layout-blocking* request is in flight (a render-blocking
-  stylesheet or script of the document, HIGH priority before the ``<body>``), at most one
-  delayable request is in flight; otherwise at most ten, waiting ones start in the order they
-  were asked for.  Chromium applies this to HTTP/2 and HTTP/3 connections too (it delays
-  requests on multiplexed connections); ``"none"`` (the default) starts every request when it
-  is discovered, as Chromium did on HTTP/2 before it did.  103 preloads are not held.
+- ``resource_scheduler="chromium"``: Chromium's two request schedulers (``scheduling``: Blink
+  holds requests below High priority to two in flight until the ``<body>``, the network service
+  holds delayable ones to servers not known to multiplex); ``"none"`` (the default) starts
+  every request when it is discovered.  103 preloads are not held.
 - Push (RFC 9113 section 8.4, RFC 9114 section 4.6): the push cache is per connection and
   use-once; a promise for something the browser has cached (or already fetches) is
   cancelled (RST_STREAM CANCEL / STOP_SENDING), which reaches the server a one-way delay
@@ -56,13 +52,14 @@ from typing import Callable
 
 import pandas as pd
 
-from ...engine import Simulator
-from ...errors import InputError
-from ...net.conditions import adopt_network
-from ...stacks.common import ExchangeSpec, PushSpec, StackStalled, run_until
-from ...stacks.replay import request_headers_for, response_headers_for
+from ..engine import Simulator
+from ..errors import InputError
+from ..net.conditions import adopt_network
+from ..stacks.common import ExchangeSpec, PushSpec, StackStalled, run_until
+from ..stacks.replay import request_headers_for, response_headers_for
 from .cache import ClientCache
-from ...traces.pagegraph import PageGraph
+from .scheduling import ChromiumScheduler
+from ..traces.pagegraph import PageGraph
 
 __all__ = ["LoadParams", "ServerPlan", "PageLoad", "PageLoadResult", "load_page", "connection_key",
            "DEFAULT_PARSE_DELAY_S", "BACKENDS", "PROTOCOLS"]
@@ -72,11 +69,6 @@ ORIGIN_PROTOCOLS = ("h1", "h2", "h3")     # per origin (LoadParams.origins): h1 
 BACKENDS = ("model", "stacks")
 COALESCE = ("origin", "site")
 RESOURCE_SCHEDULERS = ("none", "chromium")
-# Chromium's ResourceScheduler: delayable (below MEDIUM priority) resource types, and how many
-# delayable requests may be in flight while a layout-blocking one is, and at all.
-DELAYABLE_TYPES = frozenset({"image", "media"})
-MAX_DELAYABLE_WHILE_LAYOUT_BLOCKING = 1
-MAX_DELAYABLE_IN_FLIGHT = 10
 # Parse/CPU delay before a parent's references are found (seconds), by the parent's type.
 # Modelling choices of the order of Lantern's 10 ms CPU-task threshold.
 DEFAULT_PARSE_DELAY_S = (("document", 0.005), ("stylesheet", 0.002), ("script", 0.010))
@@ -246,13 +238,12 @@ class PageLoad:
         self.counters = {"requests": 0, "hinted_fetches": 0, "hints_skipped_cached": 0, "preconnects": 0,
                          "pushes_promised": 0, "pushes_used": 0, "pushes_cancelled": 0}
         self.remaining = n
-        # Chromium's ResourceScheduler (resource_scheduler="chromium"): what is in flight, what waits.
-        self._scheduled = params.resource_scheduler == "chromium"
-        self._in_flight: dict[int, str] = {}          # resource -> "delayable" / "layout-blocking"
-        self._held: list[int] = []                    # delayable requests waiting, in order asked
-        self._layout_blocking = frozenset(
-            r.index for r in graph.resources if r.render_blocking and r.parent == graph.document
-            and r.resource_type in ("stylesheet", "script"))
+        # Chromium's request schedulers (resource_scheduler="chromium"), and what ends its tight mode:
+        # the document and its parser-blocking scripts ready (the parser is at the <body>).
+        self.scheduler = ChromiumScheduler(self._send, lambda i: self.key(self.graph[i].origin)) \
+            if params.resource_scheduler == "chromium" else None
+        self._head_scripts = {r.index for r in graph.resources if r.render_blocking and r.parent == graph.document
+                              and r.resource_type == "script"}
         self.net = backend_cls(sim, params, self)
 
     # -- helpers ----------------------------------------------------------------------
@@ -321,32 +312,25 @@ class PageLoad:
         self._request(index)
 
     def _request(self, index: int, *, hinted: bool = False) -> None:
-        if self._scheduled and not hinted:
-            if self.graph[index].resource_type in DELAYABLE_TYPES:
-                if not self._may_start_delayable():
-                    self._held.append(index)
-                    return
-                self._in_flight[index] = "delayable"
-            elif index in self._layout_blocking:
-                self._in_flight[index] = "layout-blocking"
+        if self.scheduler is not None and not hinted and index != self.graph.document:
+            r = self.graph[index]
+            self.scheduler.ask(index, self.scheduler.initial_priority(r.resource_type, r.render_blocking, r.priority))
+            return
+        self._send(index)
+
+    def _send(self, index: int) -> None:
         self.requested_s[index] = self.sim.now
         self.counters["requests"] += 1
         self.net.fetch(self.key(self.graph[index].origin), self.spec(index))
 
-    def _may_start_delayable(self) -> bool:
-        kinds = list(self._in_flight.values())
-        limit = MAX_DELAYABLE_WHILE_LAYOUT_BLOCKING if "layout-blocking" in kinds else MAX_DELAYABLE_IN_FLIGHT
-        return kinds.count("delayable") < limit
-
-    def _release_held(self) -> None:
-        while self._held and self._may_start_delayable():
-            index = self._held.pop(0)
-            if math.isnan(self.requested_s[index]) and math.isnan(self.arrived_s[index]):
-                self._request(index)
+    def on_connected(self, key: str, protocol: str) -> None:
+        """A connection of ``key`` is up; over HTTP/2 or HTTP/3 the browser now knows it multiplexes."""
+        if self.scheduler is not None and protocol in ("h2", "h3"):
+            self.scheduler.connected(key)
 
     def _arrived(self, index: int) -> None:
-        if self._in_flight.pop(index, None) is not None:
-            self._release_held()
+        if self.scheduler is not None:
+            self.scheduler.finished(index)
         if math.isnan(self.arrived_s[index]):
             self.arrived_s[index] = self.sim.now
         if not math.isnan(self.discovered_s[index]):
@@ -362,6 +346,11 @@ class PageLoad:
             return
         self.ready_s[index] = self.sim.now
         self.remaining -= 1
+        if self.scheduler is not None and self.scheduler.tight and (index == self.graph.document
+                                                                    or index in self._head_scripts):
+            self._head_scripts.discard(index)
+            if not self._head_scripts and not math.isnan(self.ready_s[self.graph.document]):
+                self.scheduler.body_reached()
         if self.remaining == 0:
             self.sim.stop()                 # hand control back to run_until at the very event
         delay = self.params.parse_delay(self.graph[index].resource_type)
@@ -390,6 +379,9 @@ class PageLoad:
     # -- callbacks from the network -------------------------------------------------------
     def on_response_complete(self, index: int) -> None:
         """Resource ``index``'s response arrived in full."""
+        if self.scheduler is not None:      # a response over HTTP/2 or HTTP/3: the host multiplexes
+            origin = self.graph[index].origin
+            self.on_connected(self.key(origin), self.params.origin(origin)[1])
         self._arrived(index)
 
     def on_informational(self, index: int, links) -> None:
@@ -510,7 +502,7 @@ def load_page(graph: PageGraph, params: LoadParams, plan: ServerPlan, cache: Cli
     ``streamed`` (resource -> share) discovers a child when that share of its parent's body has
     arrived instead (the model backend; the stacks backend discovers it at the parent's end)."""
     if backend == "model":
-        from ...http.network import ModelNetwork as backend_cls
+        from ..http.network import ModelNetwork as backend_cls
     elif backend == "stacks":
         from .stack_net import StackNetwork as backend_cls
     else:

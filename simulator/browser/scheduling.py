@@ -1,0 +1,176 @@
+"""Chromium's two request schedulers, as the page-load model's ``resource_scheduler="chromium"``.
+Written by hand (no library models a browser's request scheduling).
+
+Chromium decides twice when a subresource request goes to the network:
+
+1. **Blink's ResourceLoadScheduler** (the renderer, per frame).  Until the parser inserts the
+   ``<body>`` (``Document::WillInsertBody`` loosens the policy) the frame is in *tight* mode: a
+   request below High priority (DevTools names) starts only while fewer than
+   ``TIGHT_LIMIT`` (2) requests of the frame are in flight, or, for a Medium one, while fewer
+   than ``TIGHT_MEDIUM_LIMIT`` (2) Medium ones are (the first images are boosted to Medium).
+   In *normal* mode up to ``NORMAL_LIMIT`` (1024) are.  Waiting requests start highest
+   priority first, in the order asked within a priority; the queue's head blocks it.
+2. **The network service's ResourceScheduler** (the browser).  A request to a server known to
+   support request priorities (one the browser has an HTTP/2 or HTTP/3 connection to) starts at
+   once.  To any other (HTTP/1.1, or before its first connection is up) a *delayable* request
+   (below High) starts only while fewer than ``MAX_DELAYABLE_IN_FLIGHT`` (10) delayable
+   requests are in flight, and not while ``MAX_PER_HOST`` (6) requests to its host are.
+
+The model's "body reached" is the document arrived with every parser-blocking script of it
+(the document's render-blocking scripts) run.  A request's priority is Chromium's initial one
+for its type (stylesheets and the document VeryHigh, fonts, fetches and parser-blocking scripts
+High, other scripts Low, images Low but the first ``BOOSTED_IMAGES`` (5) Medium), or the
+captured one where that is lower: a capture's ``_priority`` is the last one, after Chromium
+raised the images in the viewport, so a higher captured priority says nothing of the start.
+A 103 preload and the navigation are not scheduled here (the browser process makes them).
+
+Where the model departs: one frame (no iframes), no network-quality experiments (Chromium
+delays requests on multiplexed connections only on slow-2G/2G estimates), and the ``<body>``
+is taken as reached when the head's scripts have run, not at the parser's exact position.
+"""
+
+from __future__ import annotations
+
+import heapq
+from collections import Counter
+from collections.abc import Callable
+
+__all__ = ["ChromiumScheduler", "PRIORITY_RANK"]
+
+# DevTools priority names, lowest to highest (net::IDLE .. net::HIGHEST).
+PRIORITY_RANK = {"VeryLow": 0, "Low": 1, "Medium": 2, "High": 3, "VeryHigh": 4}
+HIGH = PRIORITY_RANK["High"]
+MEDIUM = PRIORITY_RANK["Medium"]
+
+TIGHT_LIMIT = 2                 # blink kTightLimitForRendererSideResourceScheduler
+TIGHT_MEDIUM_LIMIT = 2          # blink kBoostImagePriorityTightMediumLimit
+NORMAL_LIMIT = 1024             # blink kLimitForRendererSideResourceScheduler
+MAX_DELAYABLE_IN_FLIGHT = 10    # network service: delayable requests in flight per client
+MAX_PER_HOST = 6                # network service: requests in flight to one host per client
+BOOSTED_IMAGES = 5              # blink BoostImagePriority: the first images asked are Medium
+
+_TYPE_PRIORITY = {"document": "VeryHigh", "stylesheet": "VeryHigh", "font": "High", "fetch": "High",
+                  "xhr": "High", "image": "Low", "media": "Low"}
+
+
+class ChromiumScheduler:
+    """The two schedulers of one page load.  ``send(index)`` puts a request on the network;
+    the page load calls ``ask`` for a request it wants to make, ``finished`` when its response
+    arrived, ``connected`` when an HTTP/2 or HTTP/3 connection of a host is up and
+    ``body_reached`` once."""
+
+    def __init__(self, send: Callable[[int], None], host_of: Callable[[int], str]) -> None:
+        self._send, self._host_of = send, host_of
+        self.tight = True
+        self._seq = 0
+        self._images = 0
+        self._priority: dict[int, int] = {}
+        self._blink_waiting: list[tuple[int, int, int]] = []     # a heap of (-priority, seq, index)
+        self._net_waiting: list[tuple[int, int, int]] = []
+        self._blink_running: set[int] = set()
+        self._net_running: set[int] = set()
+        self._delayable_running: set[int] = set()               # started while their host was not known
+        self._medium_running = 0                                # Medium ones among _blink_running
+        self._host_running: Counter = Counter()                 # host -> of _net_running
+        self._multiplexed: set[str] = set()                     # hosts known to support priorities
+        self._running = self._again = False
+
+    def initial_priority(self, resource_type: str, render_blocking: bool, captured: str | None) -> int:
+        """Chromium's initial priority of a request (see the module docstring)."""
+        if resource_type == "script":
+            name = "High" if render_blocking else "Low"
+        elif resource_type == "image":
+            self._images += 1
+            name = "Medium" if self._images <= BOOSTED_IMAGES else "Low"
+        else:
+            name = _TYPE_PRIORITY.get(resource_type, "Low")
+        rank = PRIORITY_RANK[name]
+        return min(rank, PRIORITY_RANK[captured]) if captured in PRIORITY_RANK else rank
+
+    def ask(self, index: int, priority: int) -> None:
+        """The page wants resource ``index`` at ``priority`` (a ``PRIORITY_RANK`` value)."""
+        self._priority[index] = priority
+        self._seq += 1
+        heapq.heappush(self._blink_waiting, (-priority, self._seq, index))
+        self._run()
+
+    def finished(self, index: int) -> None:
+        """Resource ``index``'s response arrived: it is no longer in flight."""
+        if index in self._blink_running:
+            self._blink_running.discard(index)
+            self._medium_running -= self._priority[index] == MEDIUM
+            if index in self._net_running:
+                self._net_running.discard(index)
+                self._host_running[self._host_of(index)] -= 1
+                self._delayable_running.discard(index)
+            self._run()
+
+    def connected(self, host: str) -> None:
+        """The browser has an HTTP/2 or HTTP/3 connection to ``host``: it supports priorities."""
+        if host not in self._multiplexed:
+            self._multiplexed.add(host)
+            self._run()
+
+    def body_reached(self) -> None:
+        """The parser is at the ``<body>``: Blink leaves tight mode."""
+        if self.tight:
+            self.tight = False
+            self._run()
+
+    # -- the two schedulers ----------------------------------------------------------
+    def _blink_may_run(self, priority: int) -> bool:
+        if self.tight and priority < HIGH:
+            if priority == MEDIUM and self._medium_running < TIGHT_MEDIUM_LIMIT:
+                return True
+            return len(self._blink_running) < TIGHT_LIMIT
+        return len(self._blink_running) < NORMAL_LIMIT
+
+    def _net_may_start(self, index: int) -> str:
+        """"start", "skip" (another host may go) or "stop" (none may)."""
+        host = self._host_of(index)
+        if host in self._multiplexed or self._priority[index] >= HIGH:
+            return "start"
+        if len(self._delayable_running) >= MAX_DELAYABLE_IN_FLIGHT:
+            return "stop"
+        if self._host_running[host] >= MAX_PER_HOST:
+            return "skip"
+        return "start"
+
+    def _run(self) -> None:
+        # Sending can call back (a new connection is up at once): run again instead of inside.
+        if self._running:
+            self._again = True
+            return
+        self._running = True
+        try:
+            self._again = True
+            while self._again:
+                self._again = False
+                self._pass()
+        finally:
+            self._running = False
+
+    def _pass(self) -> None:
+        while self._blink_waiting and self._blink_may_run(-self._blink_waiting[0][0]):
+            entry = heapq.heappop(self._blink_waiting)
+            self._blink_running.add(entry[2])
+            self._medium_running += -entry[0] == MEDIUM
+            self._net_waiting.append(entry)
+        self._net_waiting.sort()
+        kept = []
+        for at, entry in enumerate(self._net_waiting):
+            verdict = self._net_may_start(entry[2])
+            if verdict == "stop":
+                kept.extend(self._net_waiting[at:])
+                break
+            if verdict == "skip":
+                kept.append(entry)
+                continue
+            index = entry[2]
+            host = self._host_of(index)
+            self._net_running.add(index)
+            self._host_running[host] += 1
+            if self._priority[index] < HIGH and host not in self._multiplexed:
+                self._delayable_running.add(index)
+            self._send(index)
+        self._net_waiting = kept

@@ -1,0 +1,191 @@
+"""The response schedulers of ``simulator.http.priority``, rule by rule (RFC 9218, RFC 7540
+section 5.3), driven sans-I/O: responses added, chunks picked and written, the order of
+bytes compared with what the rule demands."""
+
+from __future__ import annotations
+
+import pandas as pd
+import pytest
+
+from simulator.errors import InputError
+from simulator.http.priority import (CHAIN, ROOT, PrioritySignal, PriorityPlan, make_scheduler,
+                                     parse_priority_field, scheduler_names)
+
+CHUNK = 100
+
+
+def drain(scheduler, sizes: dict[int, int], limit: int | None = None) -> list[int]:
+    """The stream of each chunk written until every response is out (``sizes``: bytes left)."""
+    out = []
+    while sizes and (limit is None or len(out) < limit):
+        sid = scheduler.pick()
+        n = min(CHUNK, sizes[sid])
+        sizes[sid] -= n
+        scheduler.wrote(sid, n)
+        out.append(sid)
+        if not sizes[sid]:
+            del sizes[sid]
+            scheduler.remove(sid)
+    return out
+
+
+def load(name: str, streams) -> tuple:
+    """A scheduler with ``streams`` [(stream, bytes, signal)] added in that order."""
+    s = make_scheduler(name)
+    sizes = {}
+    for order, (sid, size, signal) in enumerate(streams, 1):
+        s.add(sid, signal, order)
+        sizes[sid] = size
+    return s, sizes
+
+
+def test_rfc9218_s4_1_lower_urgency_goes_first():
+    s, sizes = load("rfc9218", [(1, 300, PrioritySignal(urgency=5)), (3, 300, PrioritySignal(urgency=1))])
+    assert drain(s, sizes) == [3, 3, 3, 1, 1, 1]
+
+
+def test_rfc9218_s10_non_incremental_one_at_a_time_in_request_order():
+    s, sizes = load("rfc9218", [(1, 200, PrioritySignal()), (3, 200, PrioritySignal()), (5, 200, PrioritySignal())])
+    assert drain(s, sizes) == [1, 1, 3, 3, 5, 5]
+
+
+def test_rfc9218_s4_2_incremental_share_round_robin_after_non_incremental():
+    inc = PrioritySignal(urgency=3, incremental=True)
+    s, sizes = load("rfc9218", [(1, 200, inc), (3, 200, inc), (5, 200, PrioritySignal(urgency=3))])
+    assert drain(s, sizes) == [5, 5, 1, 3, 1, 3]
+
+
+def test_rfc9218_s7_priority_update_moves_a_waiting_response():
+    s, sizes = load("rfc9218", [(1, 300, PrioritySignal(urgency=3)), (3, 300, PrioritySignal(urgency=4))])
+    first = drain(s, sizes, limit=1)
+    s.update(3, PrioritySignal(urgency=0))
+    assert first + drain(s, sizes) == [1, 3, 3, 3, 1, 1]
+
+
+def test_fifo_lifo_and_rr_ignore_the_signals():
+    streams = [(1, 200, PrioritySignal(urgency=7)), (3, 200, PrioritySignal(urgency=0)),
+               (5, 200, PrioritySignal(urgency=0, incremental=True))]
+    assert drain(*load("fifo", streams)) == [1, 1, 3, 3, 5, 5]
+    assert drain(*load("lifo", streams)) == [5, 5, 3, 3, 1, 1]
+    assert drain(*load("rr", streams)) == [1, 3, 5, 1, 3, 5]
+
+
+def test_herbots_profiles_urgency_respected_incremental_ignored():
+    streams = [(1, 200, PrioritySignal(urgency=2)), (3, 200, PrioritySignal(urgency=2)),
+               (5, 100, PrioritySignal(urgency=1, incremental=True))]
+    assert drain(*load("urgency-rr", streams)) == [5, 1, 3, 1, 3]
+    assert drain(*load("urgency-fifo", streams)) == [5, 1, 1, 3, 3]
+
+
+def test_cloudflare_modes_are_distinct_exclusive_shared_sequential_shared():
+    """Cloudflare's concurrency 0 (exclusive sequential), 1 (shared sequential: half the
+    bytes against the shared group) and n (shared): the incremental flag (RFC 9218
+    section 4.2) is replaced by the mode, so exclusive sends even incremental ones whole."""
+    inc = PrioritySignal(urgency=3, incremental=True)
+    streams = [(1, 200, PrioritySignal()), (3, 200, PrioritySignal()), (5, 200, inc), (7, 200, inc)]
+    # The sequential group (1 then 3) alternates with the shared rotation (5, 7).
+    assert drain(*load("cf-shared-sequential", streams)) == [1, 5, 1, 7, 3, 5, 3, 7]
+    assert drain(*load("cf-exclusive-sequential", streams)) == [1, 1, 3, 3, 5, 5, 7, 7]
+    assert drain(*load("rfc9218", streams)) == [1, 1, 3, 3, 5, 7, 5, 7]
+    assert drain(*load("cf-shared", streams)) == [1, 3, 5, 7, 1, 3, 5, 7]
+
+
+def test_rfc7540_s5_3_2_siblings_share_by_weight():
+    s, sizes = load("tree", [(1, 2000, PrioritySignal(weight=48)), (3, 2000, PrioritySignal(weight=16))])
+    first = drain(s, sizes, limit=16)
+    assert first.count(1) == 12 and first.count(3) == 4          # 3:1, as the weights
+
+
+def test_rfc7540_s5_3_1_a_dependent_waits_for_its_parent():
+    s, sizes = load("tree", [(1, 300, PrioritySignal()), (3, 300, PrioritySignal(parent=1)),
+                             (5, 100, PrioritySignal(parent=ROOT))])
+    order = drain(s, sizes)
+    assert order.index(3) > max(i for i, sid in enumerate(order) if sid == 1)   # 3 only after 1 is done
+    assert order[:2] == [1, 5]                                                   # 1 and 5 share the root
+
+
+def test_rfc7540_s5_3_1_exclusive_adopts_the_parents_children():
+    s, sizes = load("tree", [(1, 200, PrioritySignal()), (3, 200, PrioritySignal()),
+                             (5, 200, PrioritySignal(exclusive=True))])
+    assert drain(s, sizes) == [5, 5, 1, 3, 1, 3]
+
+
+def test_rfc7540_s5_3_4_children_of_a_finished_stream_move_up():
+    s, sizes = load("tree", [(1, 100, PrioritySignal(weight=16)), (3, 1000, PrioritySignal(parent=1, weight=8)),
+                             (5, 1000, PrioritySignal(parent=1, weight=24)), (7, 1000, PrioritySignal(weight=16))])
+    order = drain(s, sizes, limit=17)
+    assert order[0] == 1
+    # 1's weight 16 split 1:3 between 3 and 5 (4 and 12) against 7's 16: 3, 5 and 7 share 4:12:16.
+    rest = order[1:]
+    assert (rest.count(3), rest.count(5), rest.count(7)) == (2, 6, 8)
+
+
+def test_chromium_chain_is_sequential_by_priority_then_order():
+    chain = [(1, 200, PrioritySignal(urgency=0, parent=CHAIN)), (3, 200, PrioritySignal(urgency=3, parent=CHAIN)),
+             (5, 200, PrioritySignal(urgency=1, parent=CHAIN)), (7, 200, PrioritySignal(urgency=1, parent=CHAIN))]
+    assert drain(*load("tree", chain)) == [1, 1, 5, 5, 7, 7, 3, 3]
+
+
+def test_firefox_placeholders_leaders_before_followers():
+    leader = PrioritySignal(parent="leader", tree="firefox", weight=21)
+    follower = PrioritySignal(parent="follower", tree="firefox", weight=11)
+    # Followers hang under the leader placeholder, which never has data: they share with the
+    # leaders at the follower group's weight 1 against the leader's 21 (RFC 7540 section 5.3.2).
+    s, sizes = load("tree", [(1, 4400, follower), (3, 2200, leader)])
+    first = drain(s, sizes, limit=23)
+    assert first.count(3) == 22 and first.count(1) == 1
+
+
+def test_rfc9218_s5_priority_field_parsing():
+    assert parse_priority_field(b"u=0, i") == (0, True)
+    assert parse_priority_field(b"i") == (3, True)
+    assert parse_priority_field(b"u=5, i=?0, x=\"a,b\";p=1") == (5, False)
+    assert parse_priority_field(b"") == (3, False)
+    for bad in (b"u=9", b"u=a", b"i=1", b"U=1", b"u=1,,=2"):
+        with pytest.raises(ValueError):
+            parse_priority_field(bad)
+
+
+def test_rfc9218_s4_1_urgency_outside_0_to_7_is_bad_input():
+    with pytest.raises(InputError, match="0..7"):
+        PrioritySignal(urgency=8)
+    with pytest.raises(InputError, match="choose from rfc9218, tree"):
+        PriorityPlan(scheduler="nope")
+    assert {"rfc9218", "tree", "fifo", "rr", "lifo", "cf-exclusive-sequential", "cf-shared-sequential",
+            "cf-shared", "urgency-rr", "urgency-fifo"} <= set(scheduler_names())
+
+
+def test_same_input_same_order_every_time():
+    streams = [(i, 100 * (i % 7 + 1), PrioritySignal(urgency=i % 8, incremental=bool(i % 2), weight=1 + i * 3,
+                                                     parent=CHAIN if i % 3 else ROOT)) for i in range(1, 60, 2)]
+    for name in scheduler_names():
+        assert drain(*load(name, streams)) == drain(*load(name, streams))
+
+
+@pytest.mark.parametrize("scheduler", ["rfc9218", "fifo", "rr", "lifo", "urgency-rr", "urgency-fifo",
+                                       "cf-exclusive-sequential", "cf-shared"])
+def test_native_writer_sends_as_the_python_one_rfc9218_section_4(scheduler, monkeypatch):
+    """Over the C TCP the level schedulers run on the C writer (``_NativeLevelWriter``): every
+    response of an h2 page load ready at the same time as with ``ScheduledWriter``, the LCP
+    image's PRIORITY_UPDATE (RFC 9218 section 7) included."""
+    from types import SimpleNamespace
+
+    from simulator.http import priority
+    from simulator.net import native
+    from simulator.studies import priorities as pr
+    from simulator.browser import page_graph
+    from simulator.traces import load
+
+    if native.C is None:
+        pytest.skip("no C extension")
+    graph = page_graph(load("traces/synthetic-page.har"))
+    params = pr.PrioritiesParams(schedulers=(scheduler,), browsers=("chromium", "firefox"), protocol="h2")
+    made = []
+    real = priority.scheduled_writer
+    monkeypatch.setattr(priority, "scheduled_writer", lambda *a, **k: made.append(real(*a, **k)) or made[-1])
+    monkeypatch.setattr("simulator.http.network.scheduled_writer", priority.scheduled_writer)
+    native_run = pr.run(graph, params).resources
+    assert made and all(type(w).__name__ == "_NativeLevelWriter" for w in made)
+    monkeypatch.setattr(priority, "native", SimpleNamespace(C=None))
+    python_run = pr.run(graph, params).resources
+    pd.testing.assert_frame_equal(native_run, python_run)
