@@ -9,21 +9,25 @@ the check can say "must be positive".
 
 The CLI's parser (``simulator.cli``) and the batch grid parser (``simulator.batch.registry``)
 both derive from ``ArgParser``: a grid value is checked exactly as the same flag would be.
+
+The network flags (``studies.base.add_network_flags``: ``rtt``, ``bottleneck``,
+``loss_model``) are the exception: they read the spelling (units, ``none``, the loss
+model) and return the value, and the network's rules (an RTT above 0, ...) are checked
+once, by ``net.conditions.check_network``, when the study's parameters are built from it.
 """
 
 from __future__ import annotations
 
 import argparse
 import os
-import random
 import re
 
 from .errors import InputError
 from .units import parse_bandwidth, parse_byte_rate, parse_duration, parse_rate, parse_size
 
 __all__ = ["ArgParser", "duration", "positive_duration", "duration_or", "durations", "bandwidth", "rate",
-           "byte_rate", "size", "positive_size", "probability", "loss", "count", "seed", "checked", "names",
-           "output_file", "output_folder", "existing_folder"]
+           "byte_rate", "size", "positive_size", "probability", "loss", "rtt", "bottleneck", "loss_model", "count",
+           "seed", "checked", "names", "output_file", "output_folder", "existing_folder"]
 
 # A value that starts like a negative quantity: -100ms, -5mbit, -1s, -5kB/s, -0.5.
 _NEGATIVE_VALUE = re.compile(r"^-(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?\s*[a-zA-Zµ/%]*$")
@@ -125,11 +129,38 @@ def probability(text: str) -> str:
 
 
 def loss(text: str) -> str:
-    """A loss model: a probability (0.01, 1%) or Gilbert-Elliott ``ge:P,R[,h,k]``."""
-    from .net.link import parse_loss
+    """A loss model: a probability (0.01, 1%) or Gilbert-Elliott ``ge:P,R[,h,k]`` (the text)."""
+    from .net.link import LossSpec
 
-    _check(lambda t: parse_loss(t, random.Random(0)), text)
+    _check(LossSpec.parse, text)
     return text
+
+
+# ---------------------------------------------------------------------------------------
+# The network flags: read into values here, checked once by ``net.conditions.check_network``.
+
+
+def rtt(text: str) -> float:
+    """A round-trip time with its unit, in seconds (its rule: ``check_network``)."""
+    return _check(lambda t: parse_duration(t, require_unit=True), text)
+
+
+def bottleneck(text: str) -> float | None:
+    """A bit rate with its unit in bit/s, or None for none / inf / unlimited (its rule:
+    ``check_network``; 0 is not unlimited)."""
+    from .units import UNLIMITED
+
+    if str(text).strip().lower() in UNLIMITED:
+        return None
+    return _check(lambda t: parse_rate(t, require_unit=True), text)
+
+
+def loss_model(text: str):
+    """A loss model read once into a ``net.link.LossSpec``: a probability (0.01, 1%) or
+    Gilbert-Elliott ``ge:P,R[,h,k]``."""
+    from .net.link import LossSpec
+
+    return _check(LossSpec.parse, text)
 
 
 _ASCII_INTEGER = re.compile(r"\s*[-+]?[0-9]+\s*\Z")     # not int()'s Unicode digits or 1_000

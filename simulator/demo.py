@@ -26,7 +26,7 @@ def _cmd(args: argparse.Namespace) -> int:
             "encoder_stream_bytes", "ratio", "packets", "losses"]
     results = {}
     for transport, schemes in (("quic", ("hpack", "qpack", "qcram")), ("tcp", ("hpack",))):
-        result = hol.run(trace, hol.HolParams(**{**params.__dict__, "transport": transport, "schemes": schemes}))
+        result = hol.run(trace, params.derive(transport=transport, schemes=schemes))
         results[transport] = result
         print(f"over {transport.upper()}:")
         with pd.option_context("display.width", 200, "display.float_format", "{:.2f}".format):

@@ -11,6 +11,7 @@ import sys
 import pytest
 
 from simulator.errors import InputError
+from simulator.net.conditions import Network
 from simulator.frames import get_implementation, implementations
 from simulator.studies import demux
 from simulator.studies.demux import model, real
@@ -30,8 +31,8 @@ def cfg(**kw) -> dict:
 
 
 def simulate(strategy, c, *, rtt_s=0.01, costs=CpuCosts(), seed=1, bandwidth_bps=1e9, mss_bytes=16000):
-    return model.simulate(strategy, c, get_implementation(), rtt_s=rtt_s, bandwidth_bps=bandwidth_bps, loss="0",
-                          mss_bytes=mss_bytes, costs=costs, seed=seed)
+    return model.simulate(strategy, c, get_implementation(), network=Network(bandwidth_bps=bandwidth_bps, seed=seed),
+                          rtt_s=rtt_s, mss_bytes=mss_bytes, costs=costs)
 
 
 @pytest.mark.parametrize("impl", IMPLS)

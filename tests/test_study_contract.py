@@ -72,14 +72,14 @@ def test_every_study_runs_as_run_trace_params_progress(name):
 
 
 @pytest.mark.parametrize("name", STUDY_NAMES)
-def test_network_flags_are_spelled_and_checked_alike(name):
+def test_network_flags_are_spelled_and_read_alike(name):
     actions = registry.get(name).parser()._option_string_actions
     if "--rtt" in actions and name != "demux":            # demux takes a list of RTTs
-        assert actions["--rtt"].type is argtypes.positive_duration
+        assert actions["--rtt"].type is argtypes.rtt
     if "--bw" in actions:
-        assert actions["--bw"].type is argtypes.bandwidth
+        assert actions["--bw"].type is argtypes.bottleneck
     if "--loss" in actions:
-        assert actions["--loss"].type is argtypes.loss
+        assert actions["--loss"].type is argtypes.loss_model
     if "--cc" in actions:
         assert tuple(actions["--cc"].choices) == CC_CHOICES
     assert "--seed" in actions and actions["--seed"].type is argtypes.seed
@@ -94,9 +94,10 @@ def test_each_study_keeps_its_own_rtt_default():
 
 
 @pytest.mark.parametrize("kw, fragment", [
-    (dict(rtt_s=0), "RTT must be above 0"), (dict(bandwidth_bps=0), "bandwidth must be above 0"),
+    (dict(rtt_s=0), r"RTT \(--rtt, rtt_s\) must be positive"),
+    (dict(bandwidth_bps=0), r"bandwidth \(--bw, bandwidth_bps\) must be positive"),
     (dict(loss="lots"), "loss"), (dict(cc="bbr"), "unknown congestion control")])
-def test_the_network_part_is_checked_once_for_every_study(kw, fragment):
+def test_a_bad_network_value_is_refused_by_every_study(kw, fragment):
     from simulator.studies import coalescing, hol, trailers
 
     for params in (Network, hol.HolParams, trailers.TrailersParams, coalescing.CoalescingParams):
@@ -104,13 +105,95 @@ def test_the_network_part_is_checked_once_for_every_study(kw, fragment):
             params(**kw)
 
 
+@pytest.fixture
+def checks(monkeypatch):
+    """Every network value ``check_network`` checks, in order (the one check, counted)."""
+    from simulator.net import conditions
+
+    seen = []
+    check = conditions.check_network
+
+    def counting(net):
+        seen.append(net)
+        check(net)
+
+    monkeypatch.setattr(conditions, "check_network", counting)
+    return seen
+
+
+# One command per study, its network given by flags (from tests/test_golden.py, small and fast).
+CHECKED_ONCE = {
+    "hol-quic": ["hol", "--trace", "traces/synthetic-page.har", "--transport", "quic", "--rtt", "100ms",
+                 "--loss", "ge:0.01,0.3"],
+    "hol-tcp": ["hol", "--trace", "traces/synthetic-session.har", "--transport", "tcp", "--loss", "0.01"],
+    "hol-ref2017": ["hol", "--trace", "traces/qif/fb-req-hq.qif", "--transport", "ref2017", "--loss", "0.01"],
+    "hol-interop": ["hol", "--trace", "traces/qpack-interop/ls-qpack/fb-req-hq.out.256.100.1", "--loss", "0.01"],
+    "push": ["push", "--trace", "traces/synthetic-page.har", "--rtt", "100ms", "--loss", "0.01"],
+    "push-h3": ["push", "--trace", "traces/synthetic-page.har", "--protocol", "h3", "--loss", "0.01"],
+    "push-seeds": ["push", "--trace", "traces/synthetic-page.har", "--policy", "none,push", "--seeds", "2"],
+    "coalescing": ["coalescing", "--trace", "traces/synthetic-many-origins.har", "--mode", "none,ip"],
+    "trailers": ["trailers", "--loss", "0.01"],
+    "replay-h2": ["replay", "--trace", "traces/synthetic-page.har", "--stack", "h2", "--loss", "0.01"],
+    "crossstream": ["crossstream", "--releases", "2", "--loss", "0.01"],
+    "priorities": ["priorities", "--trace", "traces/synthetic-page.har", "--scheduler", "rfc9218,fifo",
+                   "--loss", "0.01"],
+    "demux": ["demux", "--streams", "2", "--loss", "0.01"],
+}
+
+
+@pytest.mark.parametrize("name", sorted(CHECKED_ONCE))
+def test_the_network_part_is_checked_once_for_every_study(name, checks, capsys, monkeypatch):
+    """A network value is built and checked once, where the flags enter; the layers below
+    (the page-load model's and the stacks' parameters, a ``replace``, each path and its
+    loss model, another seed) take it over and never check or read its spelling again."""
+    monkeypatch.chdir(ROOT)
+    assert main([*CHECKED_ONCE[name], "--json"]) == 0
+    capsys.readouterr()
+    assert len(checks) == 1, f"{name}: the network was checked {len(checks)} times: {checks}"
+
+
+def test_a_grid_point_and_its_seeds_are_checked_once(checks):
+    """The batch's edge: a grid point's network is checked when its flags are read; the
+    batch's fixed fields and its seeds reuse it."""
+    from simulator.batch.registry import expand_grid
+
+    for name in ("hol", "push", "trailers"):
+        checks.clear()
+        (point,) = expand_grid({"loss": ["ge:0.01,0.3"]}, registry.get(name))
+        for seed in (1, 2, 3):
+            assert str(registry.get(name).with_seed(point.params, seed).network.loss) == "ge:0.01,0.3"
+        assert len(checks) == 1, (name, checks)
+
+
+def test_a_loss_spelling_is_read_once_into_a_model(monkeypatch):
+    """``--loss`` is read when the flag is parsed; the parameters, their network and each
+    path's loss models are built from that ``LossSpec``, never from the text again."""
+    from simulator.net.link import LossSpec
+
+    p = argtypes.ArgParser()
+    add_network_flags(p, rtt="100ms", loss="0", seed=1)
+    args = p.parse_args(["--loss", "ge:0.01,0.3"])
+    spec = args.loss
+    assert isinstance(spec, LossSpec) and spec.gilbert_elliott and (spec.p, spec.r) == (0.01, 0.3)
+    reads = []
+    parse = LossSpec.parse.__func__
+    monkeypatch.setattr(LossSpec, "parse", classmethod(lambda cls, s: reads.append(s) or parse(cls, s)))
+    from simulator.studies import hol
+
+    params = hol.HolParams(**network_from_args(args))
+    assert params.loss == "ge:0.01,0.3"                   # results carry the spelling as given
+    assert params.network.loss is spec
+    assert all(r is spec for r in reads), reads           # handed on as the value, never as text
+
+
 def test_network_flags_parse_their_units():
     p = argtypes.ArgParser()
     add_network_flags(p, rtt="100ms", bw="10mbit", loss="0", cc="reno", tls=True, seed=1)
     args = p.parse_args(["--rtt", "250ms", "--bw", "none", "--loss", "ge:0.01,0.3", "--cc", "cubic", "--no-tls",
                          "--seed", "3"])
-    assert network_from_args(args) == {"rtt_s": 0.25, "bandwidth_bps": None, "loss": "ge:0.01,0.3", "cc": "cubic",
-                                       "tls": False, "seed": 3}
+    read = network_from_args(args)
+    assert str(read.pop("loss")) == "ge:0.01,0.3"
+    assert read == {"rtt_s": 0.25, "bandwidth_bps": None, "cc": "cubic", "tls": False, "seed": 3}
     q = argtypes.ArgParser()
     add_network_flags(q, bw="1gbit", seed=1)               # only what a study uses
     assert network_from_args(q.parse_args([])) == {"bandwidth_bps": 1e9, "seed": 1}

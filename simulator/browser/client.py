@@ -54,6 +54,7 @@ import pandas as pd
 
 from ..engine import Simulator
 from ..errors import InputError
+from ..net.conditions import adopt_network
 from ..stacks.common import ExchangeSpec, PushSpec, StackStalled, run_until
 from ..stacks.replay import request_headers_for, response_headers_for
 from .cache import ClientCache
@@ -99,14 +100,11 @@ class LoadParams:
     origins: tuple = ()
 
     def __post_init__(self) -> None:
+        adopt_network(self)          # the network part: handed over checked, or checked here
         if self.protocol not in PROTOCOLS:
             raise InputError(f"unknown protocol {self.protocol!r} (choose h2 or h3)")
         if self.coalesce not in COALESCE:
             raise InputError(f"unknown coalescing rule {self.coalesce!r} (choose origin or site)")
-        if self.rtt_s <= 0:
-            raise InputError(f"RTT must be above 0, got {self.rtt_s}")
-        if self.bandwidth_bps is not None and self.bandwidth_bps <= 0:
-            raise InputError(f"bandwidth must be above 0, got {self.bandwidth_bps}")
         if self.dns_s < 0:
             raise InputError(f"DNS time must be >= 0, got {self.dns_s}")
         if self.scheduler not in ("urgency", "round-robin", "fifo"):
@@ -120,6 +118,11 @@ class LoadParams:
             if rtt_s < self.rtt_s or setup_s < 0 or protocol not in ORIGIN_PROTOCOLS:
                 raise InputError(f"bad conditions for {origin}: RTT {rtt_s} (at least {self.rtt_s}), "
                                  f"protocol {protocol!r} ({', '.join(ORIGIN_PROTOCOLS)}), setup {setup_s}")
+
+    @property
+    def network(self):
+        """The network part (``net.conditions.Network``), checked once."""
+        return self.__dict__["_network"]
 
     def origin(self, origin: str) -> tuple[float, str, float]:
         """(RTT, protocol, set-up time) of ``origin``'s connections."""

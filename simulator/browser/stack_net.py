@@ -24,7 +24,7 @@ Differences that are the stacks' own, not the model's:
 from __future__ import annotations
 
 from ..engine import Simulator
-from ..net.link import Path
+from ..net.conditions import handing_over
 from ..net.transport import timer_counts
 from ..stacks.common import ExchangeSpec, Recorder, StackParams
 
@@ -36,12 +36,13 @@ class StackNetwork:
 
     def __init__(self, sim: Simulator, params, listener) -> None:
         self.sim, self.params, self.listener = sim, params, listener
-        self.path = Path(sim, rtt_s=params.rtt_s, bandwidth_bps=params.bandwidth_bps, queue_bytes=params.queue_bytes,
-                         loss=params.loss, name="access")
-        self.stack_params = StackParams(stack=params.protocol, rtt_s=params.rtt_s, bandwidth_bps=params.bandwidth_bps,
-                                        loss=params.loss, seed=params.seed, queue_bytes=params.queue_bytes,
-                                        cc=params.cc, idle_timeout_s=params.idle_timeout_s, max_push_id=1000,
-                                        tls=params.tls or params.protocol == "h3")
+        self.path = params.network.path(sim, name="access")
+        with handing_over(params.network):
+            self.stack_params = StackParams(stack=params.protocol, rtt_s=params.rtt_s,
+                                            bandwidth_bps=params.bandwidth_bps, loss=params.loss, seed=params.seed,
+                                            queue_bytes=params.queue_bytes, cc=params.cc,
+                                            idle_timeout_s=params.idle_timeout_s, max_push_id=1000,
+                                            tls=params.tls or params.protocol == "h3")
         self.recorder = Recorder(sim)
         self.recorder.listener = self
         self.sessions: dict[str, object] = {}

@@ -44,6 +44,7 @@ import math
 from dataclasses import dataclass, field
 
 from ..engine import Simulator
+from ..net.conditions import Network
 from ..stacks.common import production_schedule
 from . import fields as _fields
 from .segment import Exchange, Segment
@@ -70,6 +71,7 @@ class ChainConfig:
     qpack_blocked_streams: int = 16
     cc: str = "reno"
     seed: int = 1
+    network: Network | None = None          # segment 0's, checked (None: built from the fields above)
 
 
 @dataclass
@@ -323,15 +325,15 @@ def run_chain(plans: list[ResponsePlan], config: ChainConfig) -> ChainRun:
     hops = [_Hop(sim, i + 1, policy) for i, policy in enumerate(config.hops)]
     client = _Client(sim, plans)
     nodes = hops + [origin]
-    segments = []
-    for i, upstream in enumerate(nodes):
-        if i == 0:
-            seg = Segment(sim, config, "seg0", rtt_s=config.rtt_s, bandwidth_bps=config.bandwidth_bps,
-                          loss=config.loss, upstream=upstream)
-        else:
-            seg = Segment(sim, config, f"seg{i}", rtt_s=config.hop_rtt_s, bandwidth_bps=config.hop_bandwidth_bps,
-                          loss="0", upstream=upstream)
-        segments.append(seg)
+    # The client's segment runs on the study's network; the ones behind a hop on a lossless
+    # link of the hop RTT and bandwidth.
+    network = config.network or Network(rtt_s=config.rtt_s, bandwidth_bps=config.bandwidth_bps, loss=config.loss,
+                                        cc=config.cc, seed=config.seed)
+    if hops:
+        hop_network = Network(rtt_s=config.hop_rtt_s, bandwidth_bps=config.hop_bandwidth_bps, cc=config.cc,
+                              seed=config.seed)
+    segments = [Segment(sim, config, f"seg{i}", network=network if i == 0 else hop_network, upstream=upstream)
+                for i, upstream in enumerate(nodes)]
     client.segment = segments[0]
     for i, hop in enumerate(hops):
         hop.upstream_segment = segments[i + 1]

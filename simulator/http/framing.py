@@ -50,7 +50,7 @@ from ..frames.h2buffer import install_huffman
 install_huffman()
 
 __all__ = ["VERSIONS", "Section", "Framer", "Unframer", "grpc_web_trailer_frame", "GRPC_WEB_PREFIX_BYTES",
-           "H2_FRAME_HEADER_BYTES", "H2_MAX_FRAME_BYTES", "H3_FRAME_HEADER_BYTES", "h1_field_lines"]
+           "H2_FRAME_HEADER_BYTES", "H2_MAX_FRAME_BYTES", "H3_FRAME_HEADER_BYTES", "h1_field_lines", "h2_frame_bytes"]
 
 VERSIONS = ("h1", "h2", "h3")
 H2_FRAME_HEADER_BYTES = 9               # RFC 9113 section 4.1
@@ -75,6 +75,13 @@ class Section:
     block: bytes
     encoder: bytes = b""
 
+
+
+def h2_frame_bytes(payload_bytes: int) -> int:
+    """An HTTP/2 frame of ``payload_bytes`` on the wire: the 9-byte frame header and its
+    payload (RFC 9113 section 4.1), for a model that sizes a frame it does not write (an
+    extension frame of a draft)."""
+    return H2_FRAME_HEADER_BYTES + payload_bytes
 
 def h1_field_lines(fields) -> bytes:
     """``name: value CRLF`` per field (RFC 9112 section 5)."""

@@ -70,7 +70,7 @@ from collections import deque
 from h2.utilities import normalize_outbound_headers
 
 from ..engine import Simulator
-from ..net.link import DelayedPath, Path
+from ..net.link import DelayedPath
 from ..net.quic import QuicConnection
 from ..net.tcp import TcpConnection
 from ..net.transport import TransportConfig, timer_counts
@@ -476,8 +476,7 @@ class ModelNetwork:
                  priorities=None) -> None:
         self.sim, self.params, self.listener = sim, params, listener
         self.priorities = priorities      # an http.priority.PriorityPlan: its scheduler on every h2/h3 connection
-        self.path = Path(sim, rtt_s=params.rtt_s, bandwidth_bps=params.bandwidth_bps, queue_bytes=params.queue_bytes,
-                         loss=params.loss, name="access")
+        self.path = params.network.path(sim, name="access")
         self.conns: dict[str, _Conn] = {}
         self._paths: dict[float, object] = {params.rtt_s: self.path}
         self._h1_pools: dict[str, list[_Conn]] = {}       # origin -> its HTTP/1.1 connections
@@ -502,9 +501,7 @@ class ModelNetwork:
 
     def new_path(self, number: int):
         """A path of its own for connection ``number``."""
-        p = self.params
-        return Path(self.sim, rtt_s=p.rtt_s, bandwidth_bps=p.bandwidth_bps, queue_bytes=p.queue_bytes, loss=p.loss,
-                    name=f"path{number}")
+        return self.params.network.path(self.sim, name=f"path{number}")
 
     def path_for(self, rtt_s: float):
         """The path to a server ``rtt_s`` away: the access path, or through it and farther."""

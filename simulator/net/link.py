@@ -29,7 +29,7 @@ from . import native
 
 __all__ = [
     "Packet", "LossModel", "NoLoss", "Bernoulli", "GilbertElliott", "DropList", "Jitter",
-    "Link", "Path", "DelayedPath", "parse_loss", "make_link",
+    "Link", "Path", "DelayedPath", "LossSpec", "parse_loss", "make_link",
 ]
 
 
@@ -79,11 +79,9 @@ if native.C is not None:
 
 
 class Bernoulli(LossModel):
-    """Independent loss with probability ``p`` per packet."""
+    """Independent loss with probability ``p`` per packet (``p`` in [0, 1), as ``LossSpec`` checks)."""
 
     def __init__(self, p: float, rng: random.Random) -> None:
-        if not 0.0 <= p < 1.0:
-            raise InputError(f"loss probability must be in [0, 1), got {p}")
         self.p = p
         self._random = rng.random
 
@@ -101,16 +99,11 @@ class Bernoulli(LossModel):
 
 
 class GilbertElliott(LossModel):
-    """Two-state Markov loss: Good -> Bad with ``p_gb``, Bad -> Good with ``p_bg`` per packet."""
+    """Two-state Markov loss: Good -> Bad with ``p_gb``, Bad -> Good with ``p_bg`` per packet
+    (probabilities, ``p_bg`` above 0, as ``LossSpec`` checks)."""
 
     def __init__(self, p_gb: float, p_bg: float, rng: random.Random,
                  loss_good: float = 0.0, loss_bad: float = 1.0) -> None:
-        for name, v in (("P (good->bad)", p_gb), ("R (bad->good)", p_bg),
-                        ("loss in good state", loss_good), ("loss in bad state", loss_bad)):
-            if not 0.0 <= v <= 1.0:
-                raise InputError(f"Gilbert-Elliott {name} must be in [0, 1], got {v}")
-        if p_bg == 0.0:
-            raise InputError("Gilbert-Elliott R (bad->good) must be above 0, or the channel never recovers")
         self.p_gb, self.p_bg = p_gb, p_bg
         self.loss_good, self.loss_bad = loss_good, loss_bad
         self.bad = False
@@ -165,28 +158,76 @@ class DropList(LossModel):
         return f"DropList({sorted(self.indices)})"
 
 
-def parse_loss(spec: str | float | None, rng: random.Random) -> LossModel:
-    """Loss model from a CLI spec: ``0``, ``0.01`` (Bernoulli) or ``ge:P,R[,h,k]`` (Gilbert-Elliott)."""
-    if spec is None:
-        return NoLoss()
-    if isinstance(spec, (int, float)):
-        return NoLoss() if spec == 0 else Bernoulli(float(spec), rng)
-    text = str(spec).strip().lower()
-    try:
-        if text.startswith("ge:"):
-            parts = [float(x) for x in text[3:].split(",")]
-            if len(parts) not in (2, 4):
-                raise ValueError
-        else:
-            p = float(text.rstrip("%")) / (100.0 if text.endswith("%") else 1.0)
-    except ValueError:
-        raise InputError(f"cannot read loss {spec!r}: give a probability like 0.01 or 1%, "
-                         "or Gilbert-Elliott as ge:P,R or ge:P,R,h,k") from None
-    if text.startswith("ge:"):
-        # Built outside the try: its own range errors (also ValueErrors) say more.
+@dataclass(frozen=True)
+class LossSpec:
+    """A loss model as a value: read once from its spelling where input enters (``--loss``,
+    a grid value, a panel), then handed down and trusted; ``model(rng)`` makes the
+    stateful ``LossModel`` of one link direction from it.  ``str()`` is the spelling as
+    given (``"0.01"``, ``"1%"``, ``"ge:0.01,0.3"``), which is what results carry."""
+
+    text: str = "0"
+    p: float = 0.0                  # Bernoulli probability, or Gilbert-Elliott P (good -> bad)
+    r: float | None = None          # Gilbert-Elliott R (bad -> good); None: Bernoulli
+    loss_good: float = 0.0
+    loss_bad: float = 1.0
+
+    @classmethod
+    def parse(cls, spec: "str | float | None | LossSpec") -> "LossSpec":
+        """From ``0``, ``0.01``, ``1%`` (Bernoulli) or ``ge:P,R[,h,k]`` (Gilbert-Elliott); the
+        one reader of the spelling and the one check of its ranges."""
+        if isinstance(spec, LossSpec):
+            return spec
+        if spec is None:
+            return cls("0")
+        text = str(spec)
+        low = text.strip().lower()
+        try:
+            if low.startswith("ge:"):
+                parts = [float(x) for x in low[3:].split(",")]
+                if len(parts) not in (2, 4):
+                    raise ValueError
+            else:
+                p = float(low.rstrip("%")) / (100.0 if low.endswith("%") else 1.0)
+        except ValueError:
+            raise InputError(f"cannot read loss {spec!r}: give a probability like 0.01 or 1%, "
+                             "or Gilbert-Elliott as ge:P,R or ge:P,R,h,k") from None
+        if not low.startswith("ge:"):
+            if not 0.0 <= p < 1.0:
+                raise InputError(f"loss probability must be in [0, 1), got {p}")
+            return cls(text, p)
+        p_gb, p_bg = parts[0], parts[1]
         loss_good, loss_bad = (parts[2], parts[3]) if len(parts) == 4 else (0.0, 1.0)
-        return GilbertElliott(parts[0], parts[1], rng, loss_good=loss_good, loss_bad=loss_bad)
-    return NoLoss() if p == 0 else Bernoulli(p, rng)
+        for name, v in (("P (good->bad)", p_gb), ("R (bad->good)", p_bg),
+                        ("loss in good state", loss_good), ("loss in bad state", loss_bad)):
+            if not 0.0 <= v <= 1.0:
+                raise InputError(f"Gilbert-Elliott {name} must be in [0, 1], got {v}")
+        if p_bg == 0.0:
+            raise InputError("Gilbert-Elliott R (bad->good) must be above 0, or the channel never recovers")
+        return cls(text, p_gb, p_bg, loss_good, loss_bad)
+
+    @property
+    def gilbert_elliott(self) -> bool:
+        """Whether this is the two-state bursty model (else independent loss)."""
+        return self.r is not None
+
+    @property
+    def none(self) -> bool:
+        """Whether nothing is ever lost."""
+        return self.r is None and self.p == 0.0
+
+    def model(self, rng: random.Random) -> LossModel:
+        """A fresh loss model of one link direction drawing from ``rng``."""
+        if self.r is not None:
+            return GilbertElliott(self.p, self.r, rng, loss_good=self.loss_good, loss_bad=self.loss_bad)
+        return NoLoss() if self.p == 0.0 else Bernoulli(self.p, rng)
+
+    def __str__(self) -> str:
+        return self.text
+
+
+def parse_loss(spec: str | float | None, rng: random.Random) -> LossModel:
+    """Loss model from a spelling (``LossSpec.parse`` then ``model``): for tests and one-off links."""
+    return LossSpec.parse(spec).model(rng)
 
 
 @dataclass(slots=True)
@@ -326,24 +367,24 @@ class Path:
     ``rtt_s`` is the base round-trip time (each direction gets rtt_s / 2 of propagation
     delay); loss applies in both directions (acknowledgements are packets too), each
     direction with its own random stream.  ``implementation`` picks the links' (``make_link``).
+    The values are trusted: a model builds its paths from a checked ``net.conditions.Network``
+    (``Network.path``); ``loss`` is a ``LossSpec`` (a spelling is read here for tests).
     """
 
     def __init__(self, sim: Simulator, *, rtt_s: float, bandwidth_bps: float | None = None,
                  queue_bytes: int | None = None, mtu_bytes: int = 1500,
-                 loss: str | float | None = None, reverse_loss: str | float | None = "same",
+                 loss: LossSpec | str | float | None = None, reverse_loss: LossSpec | str | float | None = "same",
                  jitter: Jitter | None = None, name: str = "path", implementation: str | None = None) -> None:
-        if rtt_s < 0:
-            raise InputError(f"RTT must be >= 0, got {rtt_s}")
         self.sim = sim
         self.rtt_s = rtt_s
         self.bandwidth_bps = bandwidth_bps
         self.mtu_bytes = mtu_bytes
-        if reverse_loss == "same":
-            reverse_loss = loss
+        loss = LossSpec.parse(loss)
+        reverse_loss = loss if reverse_loss == "same" else LossSpec.parse(reverse_loss)
         common = dict(delay_s=rtt_s / 2, bandwidth_bps=bandwidth_bps, queue_bytes=queue_bytes,
                       mtu_bytes=mtu_bytes, jitter=jitter, implementation=implementation)
-        self.forward = make_link(sim, f"{name}/fwd", loss=parse_loss(loss, sim.rng(f"{name}/fwd/loss")), **common)
-        self.reverse = make_link(sim, f"{name}/rev", loss=parse_loss(reverse_loss, sim.rng(f"{name}/rev/loss")),
+        self.forward = make_link(sim, f"{name}/fwd", loss=loss.model(sim.rng(f"{name}/fwd/loss")), **common)
+        self.reverse = make_link(sim, f"{name}/rev", loss=reverse_loss.model(sim.rng(f"{name}/rev/loss")),
                                  **common)
 
     def bdp_bytes(self) -> int | None:

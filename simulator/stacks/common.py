@@ -45,6 +45,7 @@ import pandas as pd
 
 from ..engine import Simulator
 from ..errors import InputError
+from ..net.conditions import adopt_network
 from ..traces.model import HeaderList
 
 __all__ = [
@@ -130,24 +131,20 @@ class StackParams:
     def __post_init__(self) -> None:
         if self.stack not in ("h2", "h3"):
             raise InputError(f"unknown stack {self.stack!r} (choose h2 or h3)")
-        if self.rtt_s <= 0:
-            raise InputError(f"RTT must be above 0, got {self.rtt_s}")
-        if self.bandwidth_bps is not None and self.bandwidth_bps <= 0:
-            raise InputError(f"bandwidth must be above 0, got {self.bandwidth_bps}")
+        adopt_network(self)          # the network part: handed over checked, or checked here
         if self.think_s < 0 or self.idle_timeout_s <= 0:
             raise InputError("think time must be >= 0 and the idle timeout above 0")
         if self.qpack_table_bytes < 0 or self.qpack_blocked_streams < 0:
             raise InputError("QPACK table capacity and blocked streams must be >= 0")
         if self.stack == "h3" and not self.tls:
             raise InputError("HTTP/3 always runs TLS 1.3 (QUIC has no cleartext mode): --no-tls is for h2")
-        if self.cc not in ("reno", "cubic"):
-            raise InputError(f"unknown congestion control {self.cc!r} (choose reno or cubic)")
-        import random
-
-        from ..net.link import parse_loss
-        parse_loss(self.loss, random.Random(0))     # a bad loss spec fails here, before any work
         if not 1200 <= self.max_datagram_bytes <= 1472:
             raise InputError(f"QUIC datagram size must be in [1200, 1472], got {self.max_datagram_bytes}")
+
+    @property
+    def network(self):
+        """The network part (``net.conditions.Network``), checked once."""
+        return self.__dict__["_network"]
 
     def to_dict(self) -> dict:
         """The parameters as a plain dict (for a result's JSON)."""

@@ -25,7 +25,6 @@ from contextlib import ExitStack
 from .. import __version__
 from ..engine import Simulator
 from ..errors import InputError
-from ..net.link import Path
 from ..net.transport import timer_counts
 from ..traces.model import Trace
 from .common import (ExchangeSpec, Recorder, Result, StackParams, StackStalled, idle_safe_until, run_until,
@@ -145,8 +144,7 @@ def run_specs(specs: list[ExchangeSpec], params: StackParams, *, qlog_dir: str |
             pcap = PcapRecorder(sim)
         origins = list(dict.fromkeys(s.origin for s in specs))
         for i, origin in enumerate(origins):
-            path = Path(sim, rtt_s=params.rtt_s, bandwidth_bps=params.bandwidth_bps, queue_bytes=params.queue_bytes,
-                        loss=params.loss, name=f"path{i}")
+            path = params.network.path(sim, name=f"path{i}")
             kwargs = {}
             if params.stack == "h3":
                 kwargs = {"qlog_dir": qlog_dir, "keylog": keylog}

@@ -6,12 +6,15 @@ command line apart, and offering:
 - **parameters**: a frozen dataclass deriving ``StudyParams``.  Its network part is the
   fields of ``Network`` it uses (``rtt_s``, ``bandwidth_bps``, ``loss``, ``cc``, ``tls``,
   ``seed``), declared flat (so ``replace(params, rtt_s=0.05)`` works) with the study's
-  own defaults, checked once by ``Network``, offered as flags by ``add_network_flags``
-  and read back by ``network_from_args``;
+  own defaults, offered as flags by ``add_network_flags`` and read back by
+  ``network_from_args``.  Building the parameters builds their ``network``
+  (``net.conditions.Network``, the loss spelling read into a ``LossSpec``) and checks it,
+  once: the model takes ``params.network`` and trusts it; ``derive`` / ``with_seed`` and the
+  parameters of the layers below (``handing_over``) take the checked value over;
 - **run**: ``run(trace, params, *, progress=False) -> result``, the one signature of every
-  study (``tests/test_studies.py`` checks it).  ``trace`` is the study's input, a ``Trace``
-  (the page-load studies also take its ``PageGraph``, crossstream a body corpus); a study
-  that makes its own input says so and takes ``trace=None`` (``Study.input``).  Whatever
+  study (``tests/test_study_contract.py`` checks it).  ``trace`` is the study's input, a
+  ``Trace`` (the page-load studies also take its ``PageGraph``, crossstream a body corpus); a
+  study that makes its own input says so and takes ``trace=None`` (``Study.input``).  Whatever
   else a run needs (a topology, where a real stack writes its qlog, running a part in the
   background) is a field of the parameters, named in ``NOT_PARAMETERS`` when it does not
   change the result, so that it stays out of results and batch rows;
@@ -63,7 +66,6 @@ from __future__ import annotations
 import argparse
 import json
 import math
-import random
 from dataclasses import dataclass, field, fields, replace
 from typing import Any, Callable, ClassVar
 
@@ -72,42 +74,16 @@ import pandas as pd
 
 from .. import argtypes
 from ..errors import InputError
-from ..units import parse_bandwidth, parse_duration
+from ..net.conditions import CC_CHOICES, NETWORK_FIELDS, Network, adopt_network, handing_over, network_fields
 
 __all__ = ["Network", "NETWORK_FIELDS", "CC_CHOICES", "StudyParams", "StudyResult", "Study", "add_network_flags",
            "network_from_args", "comma_list", "jsonable", "json_default", "rows_by_index", "records", "steps",
            "run_seeds", "median_over_seeds"]
 
-CC_CHOICES = ("reno", "cubic")                # the transport models' congestion controllers (net.cc)
-NETWORK_FIELDS = ("rtt_s", "bandwidth_bps", "loss", "cc", "tls", "seed")
 
 
 # ---------------------------------------------------------------------------------------
 # Parameters
-
-
-@dataclass(frozen=True)
-class Network:
-    """The network part of a study's parameters: the path (RTT, bottleneck bandwidth, loss
-    model), the transport's congestion control, TLS on TCP, and the seed of every draw."""
-
-    rtt_s: float = 0.100
-    bandwidth_bps: float | None = 10e6        # None: unlimited
-    loss: str = "0"                           # "0.01" Bernoulli, "ge:P,R[,h,k]" Gilbert-Elliott
-    cc: str = "reno"
-    tls: bool = True                          # h2 over TLS 1.3 (False: cleartext, prior knowledge)
-    seed: int = 1
-
-    def __post_init__(self) -> None:
-        from ..net.link import parse_loss
-
-        if not self.rtt_s > 0:
-            raise InputError(f"RTT must be above 0, got {self.rtt_s}")
-        if self.bandwidth_bps is not None and not self.bandwidth_bps > 0:
-            raise InputError(f"bandwidth must be above 0, got {self.bandwidth_bps} (None = unlimited)")
-        if self.cc not in CC_CHOICES:
-            raise InputError(f"unknown congestion control {self.cc!r} (choose {' or '.join(CC_CHOICES)})")
-        parse_loss(self.loss, random.Random(0))          # a bad loss spec fails here, before any work
 
 
 class StudyParams:
@@ -123,16 +99,31 @@ class StudyParams:
     NOT_PARAMETERS: ClassVar[tuple[str, ...]] = ()
 
     def __post_init__(self) -> None:
-        self.network                                      # checks the network part
+        # The edge: the network part is built and checked here, once, and kept; the layers
+        # below take ``self.network`` and trust it (parameters derived from these, by
+        # ``derive`` or ``with_seed``, take it over unless a field it is built from changed).
+        adopt_network(self, self.network_fields())
+
+    def network_fields(self) -> dict:
+        """The ``Network`` fields this study declares flat (a study whose fields mean more,
+        e.g. a queue default of its own, says so here)."""
+        return network_fields(self)
 
     @property
     def network(self) -> Network:
-        """The network fields this study has (the others at ``Network``'s defaults)."""
-        return Network(**{k: getattr(self, k) for k in NETWORK_FIELDS if hasattr(self, k)})
+        """The network part, checked once when these parameters were built (the fields this
+        study does not declare at ``Network``'s defaults)."""
+        return self.__dict__["_network"]
+
+    def derive(self, **changes):
+        """``replace(self, **changes)``, handing the checked network part over unless a field
+        it is built from changes (then the new value is checked, as any new input)."""
+        with handing_over(self.network):
+            return replace(self, **changes)
 
     def with_seed(self, seed: int):
         """The same parameters with another seed (the batch runner's seeds)."""
-        return replace(self, seed=int(seed))
+        return self.derive(seed=int(seed))
 
     def to_dict(self) -> dict:
         """Every field, lists of names joined by commas (``"hpack,qpack"``)."""
@@ -142,11 +133,13 @@ class StudyParams:
                 continue
             value = getattr(self, f.name)
             d[f.name] = ",".join(str(v) for v in value) if isinstance(value, tuple) else value
+            if f.name == "loss":
+                d[f.name] = str(value)            # a ``LossSpec`` as its spelling
         return d
 
     def for_batch(self):
         """These parameters as a batch job runs them (``BATCH_FIXED`` applied)."""
-        return replace(self, **self.BATCH_FIXED) if self.BATCH_FIXED else self
+        return self.derive(**self.BATCH_FIXED) if self.BATCH_FIXED else self
 
     def batch_dict(self) -> dict:
         """What identifies a batch job and goes into its rows: ``to_dict`` without the seed
@@ -170,17 +163,19 @@ def add_network_flags(p: argparse.ArgumentParser, *, rtt: str | None = None, bw:
                       loss: str | None = None, cc: str | None = None, tls: bool = False,
                       seed: int | None = None) -> None:
     """Add ``--rtt``, ``--bw``, ``--loss``, ``--cc``, ``--no-tls``, ``--seed`` (those given a
-    default; ``tls=True`` adds ``--no-tls``), each with the checks of ``argtypes``."""
+    default; ``tls=True`` adds ``--no-tls``): their spellings are read by ``argtypes`` (units,
+    the loss model) and their rules checked once, by ``check_network``, when the study's
+    parameters are built from ``network_from_args``."""
     added = []
     if rtt is not None:
-        p.add_argument("--rtt", default=rtt, type=argtypes.positive_duration, help=f"round-trip time, e.g. {rtt}")
+        p.add_argument("--rtt", default=rtt, type=argtypes.rtt, help=f"round-trip time, e.g. {rtt}")
         added.append("rtt")
     if bw is not None:
-        p.add_argument("--bw", default=bw, type=argtypes.bandwidth,
+        p.add_argument("--bw", default=bw, type=argtypes.bottleneck,
                        help=f"bottleneck bandwidth, e.g. {bw} (none = unlimited)")
         added.append("bw")
     if loss is not None:
-        p.add_argument("--loss", default=loss, type=argtypes.loss,
+        p.add_argument("--loss", default=loss, type=argtypes.loss_model,
                        help="0.01 (Bernoulli) or ge:P,R[,h,k] (Gilbert-Elliott)")
         added.append("loss")
     if cc is not None:
@@ -197,11 +192,10 @@ def add_network_flags(p: argparse.ArgumentParser, *, rtt: str | None = None, bw:
 
 
 def network_from_args(args: argparse.Namespace) -> dict:
-    """The network fields, parsed, of the flags ``add_network_flags`` added."""
+    """The network fields of the flags ``add_network_flags`` added (read by their ``type=``)."""
     given = getattr(args, "network_flags", ())
-    parse = {"rtt": ("rtt_s", parse_duration), "bw": ("bandwidth_bps", parse_bandwidth), "loss": ("loss", str),
-             "cc": ("cc", str), "no_tls": ("tls", lambda v: not v), "seed": ("seed", int)}
-    return {parse[flag][0]: parse[flag][1](getattr(args, flag)) for flag in given}
+    field = {"rtt": "rtt_s", "bw": "bandwidth_bps", "loss": "loss", "cc": "cc", "no_tls": "tls", "seed": "seed"}
+    return {field[flag]: (not getattr(args, flag)) if flag == "no_tls" else getattr(args, flag) for flag in given}
 
 
 # ---------------------------------------------------------------------------------------

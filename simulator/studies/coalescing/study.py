@@ -12,6 +12,7 @@ import pandas as pd
 from ... import __version__
 from ...engine import derive_seed
 from ...errors import InputError
+from ...net.conditions import handing_over
 from ...traces.model import Trace
 from ...traces.pagegraph import PageGraph
 from ..base import StudyParams, StudyResult, rows_by_index, steps
@@ -86,9 +87,10 @@ class CoalescingParams(StudyParams):
         """The page load's parameters, with the backend's own DNS and set-up off: the pool times them."""
         # The pool times DNS and handshakes itself, so the backend's own set-up is off
         # (dns_s 0; each connection gets its set-up time from the pool).
-        return LoadParams(protocol="h2", rtt_s=self.rtt_s, bandwidth_bps=self.bandwidth_bps, loss=self.loss,
-                          seed=self.seed, tls=self.tls, dns_s=0.0, coalesce="origin", cc=self.cc,
-                          scheduler=self.scheduler)
+        with handing_over(self.network):
+            return LoadParams(protocol="h2", rtt_s=self.rtt_s, bandwidth_bps=self.bandwidth_bps, loss=self.loss,
+                              seed=self.seed, tls=self.tls, dns_s=0.0, coalesce="origin", cc=self.cc,
+                              scheduler=self.scheduler)
 
 
 ROW_PARAMS = ("seed", "backend", "tls", "rtt_s", "bandwidth_bps", "loss", "dns_lookup_s", "p421", "p421_announced",

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import argparse
 import sys
-from dataclasses import replace
 
 import pandas as pd
 
@@ -63,7 +62,7 @@ def _cmd(args: argparse.Namespace) -> int:
         source = load(args.trace)
     else:
         source = None
-    result = run(source, replace(params, leak_in_background=True), progress=not args.json and sys.stderr.isatty())
+    result = run(source, params.derive(leak_in_background=True), progress=not args.json and sys.stderr.isatty())
     if args.responses:
         from ...outfiles import write_output
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import math
 import multiprocessing
 import os
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from urllib.parse import urlsplit
 
 import numpy as np
@@ -182,10 +182,12 @@ class _Transfer:
     """Visit completion times from the transport models, cached by the sizes replayed."""
 
     def __init__(self, params: CrossstreamParams) -> None:
+        from ...net.conditions import handing_over
         from ...stacks.common import StackParams
 
-        self.stack_params = StackParams(stack=TRANSPORTS[params.transport], rtt_s=params.rtt_s,
-                                        bandwidth_bps=params.bandwidth_bps, loss=params.loss, seed=params.seed)
+        with handing_over(params.network):
+            self.stack_params = StackParams(stack=TRANSPORTS[params.transport], rtt_s=params.rtt_s,
+                                            bandwidth_bps=params.bandwidth_bps, loss=params.loss, seed=params.seed)
         self.cache: dict[tuple, float] = {}
 
     def visit_s(self, rows: list[dict]) -> float:
@@ -366,7 +368,7 @@ def run_leak(params: CrossstreamParams, *, static: dict | None = None, unavailab
     rows = []
     jobs = []
     for n in params.leak_lengths:
-        for scheme, codec, scoping in _combos(replace(params, schemes=tuple(s for s in params.schemes
+        for scheme, codec, scoping in _combos(params.derive(schemes=tuple(s for s in params.schemes
                                                                              if s != "identity"))):
             if params.leak_codecs == "first" and codec != _first_codec(params, scheme):
                 continue

@@ -23,7 +23,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 
 from ...engine import Simulator
-from ...net.link import Path
+from ...net.conditions import Network
 from ...net.tcp import TcpConnection
 from ...net.transport import TransportConfig, timer_counts
 from .real import counters, endpoints
@@ -72,11 +72,12 @@ class _Kernel:
         self.sent.append(data)
 
 
-def simulate(strategy: str, cfg: dict, impl, *, rtt_s: float, bandwidth_bps: float | None, loss: str,
-             mss_bytes: int, costs: CpuCosts, seed: int) -> dict:
-    """Run one ``strategy`` over the TCP model with the receiver's CPU costs as virtual time; its figures."""
-    sim = Simulator(seed)
-    path = Path(sim, rtt_s=rtt_s, bandwidth_bps=bandwidth_bps, loss=loss, mtu_bytes=mss_bytes + 40, name="demux")
+def simulate(strategy: str, cfg: dict, impl, *, network: Network, rtt_s: float, mss_bytes: int,
+             costs: CpuCosts) -> dict:
+    """Run one ``strategy`` over the TCP model on ``network`` (its bandwidth, loss and seed; the
+    RTT is the sweep's ``rtt_s``) with the receiver's CPU costs as virtual time; its figures."""
+    sim = Simulator(network.seed)
+    path = network.path(sim, rtt_s=rtt_s, mtu_bytes=mss_bytes + 40, name="demux")
     tcp = TcpConnection(sim, path, TransportConfig(mss_bytes=mss_bytes), name="demux/tcp")
     server, consumer, rx = endpoints(strategy, cfg, impl)
     kernel = _Kernel()

@@ -199,8 +199,8 @@ def _model_rows(params: DemuxParams, progress: bool) -> list[dict]:
     jobs = [(rtt, il, s) for rtt in params.rtts_s for il in params.interleavings for s in params.strategies]
     rows = []
     for rtt, interleaving, strategy in steps(jobs, "model runs", progress):
-        r = model.simulate(strategy, _cfg(params, interleaving), impl, rtt_s=rtt, bandwidth_bps=params.bandwidth_bps,
-                           loss=params.loss, mss_bytes=params.mss_bytes, costs=params.costs, seed=params.seed)
+        r = model.simulate(strategy, _cfg(params, interleaving), impl, network=params.network, rtt_s=rtt,
+                           mss_bytes=params.mss_bytes, costs=params.costs)
         row = {"part": "model", "measured": "model (virtual time)", "scanner": None, "interleaving": interleaving,
                "strategy": strategy, "rtt_s": rtt, **r}
         _per_frame(row)

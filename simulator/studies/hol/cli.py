@@ -5,7 +5,6 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-from dataclasses import replace
 
 import pandas as pd
 
@@ -48,7 +47,7 @@ def _interop_table(trace: Trace, params: HolParams, args: argparse.Namespace) ->
                         for k, v in taken.items())
     print(f"workbench: note: {said} from the interop file name {os.path.basename(trace.source)} "
           f"(give --table / --blocked to override)", file=sys.stderr)
-    return replace(params, **taken)
+    return params.derive(**taken)
 
 
 def _cmd(args: argparse.Namespace) -> int:

@@ -1,18 +1,17 @@
 """The HOL study's model: header blocks encoded by the real codecs, framed as HTTP/3 over
-the QUIC model or HTTP/2 over the TCP model, and decoded where and when the transport
-delivers them (one simulator per scheme; ``study.run`` drives it)."""
+the QUIC model or HTTP/2 over the TCP model (``http.blocks``, whose events say what
+arrived when), and decoded where and when the transport delivers them (one simulator per
+scheme; ``study.run`` drives it)."""
 
 from __future__ import annotations
 
 import math
-from collections import deque
 from dataclasses import dataclass
 
 from ...engine import Simulator
 from ...errors import InputError
-from ...frames import H2Scanner, H3Scanner, h2_frame, h3_frame
-from ...http.framing import H2_MAX_FRAME_BYTES
-from ...net.link import Jitter, Path
+from ...http.blocks import (DecoderStreamReceived, EncoderStreamAcked, EncoderStreamReceived, H2Blocks, H3Blocks,
+                             HeaderBlockAcked, HeaderBlockArrived, HeaderBlockConnection, HeaderBlockReceived)
 from ...net.transport import TransportConfig, timer_counts
 from ...traces.model import raw_size
 
@@ -39,7 +38,7 @@ class _Side:
     """One direction of one connection: the encoder at the sender, the decoder at the
     receiver, and the records of its header blocks.  The wire moves the bytes."""
 
-    def __init__(self, run: "SchemeRun", wire: "_Wire", kind: str) -> None:
+    def __init__(self, run: "SchemeRun", wire: HeaderBlockConnection, kind: str) -> None:
         from ... import compression
 
         p = run.params
@@ -125,231 +124,36 @@ class _Side:
             self.wire.send_instructions(self.kind, "decoder", data)
 
 
-# ---------------------------------------------------------------------------------------
-# The wire: HTTP/3 framing over the QUIC model, HTTP/2 framing over the TCP model.
-# Receivers find frame boundaries with the frame scanner (C when built).
+class _Connection:
+    """One origin's connection: its header blocks over a transport (``http.blocks``) and one
+    ``_Side`` per direction, which the connection's events reach."""
 
-
-class _Wire:
-    """Frames a connection's header blocks and instructions, and routes what arrives to the
-    side it belongs to.  ``kind`` names a direction: "request" (client to server) or
-    "response"; the encoder of a kind sits at its sender, the decoder at its receiver."""
-
-    def __init__(self, run: "SchemeRun", transport) -> None:
-        self.run = run
-        self.transport = transport
+    def __init__(self, run: "SchemeRun", wire: HeaderBlockConnection, path) -> None:
+        self.run, self.wire, self.transport, self.path = run, wire, wire.transport, path
         self.sides: dict[str, _Side] = {}
-        for endpoint in (transport.client, transport.server):
-            endpoint.on_data = self._bind(self.on_data, endpoint)
-            endpoint.on_stream_acked = self._bind(self.on_stream_acked, endpoint)
-
-    @staticmethod
-    def _bind(method, endpoint):
-        return lambda *args: method(endpoint, *args)
+        wire.on_event = self.on_event
 
     def side(self, kind: str) -> _Side:
         side = self.sides.get(kind)
         if side is None:
-            side = self.sides[kind] = _Side(self.run, self, kind)
+            side = self.sides[kind] = _Side(self.run, self.wire, kind)
         return side
 
-    def sender(self, kind: str):
-        return self.transport.client if kind == "request" else self.transport.server
-
-    def receiver(self, kind: str):
-        return self.transport.server if kind == "request" else self.transport.client
-
-    @staticmethod
-    def incoming(endpoint) -> str:
-        """The kind of the blocks and encoder instructions that arrive at ``endpoint``."""
-        return "response" if endpoint.is_client else "request"
-
-    @staticmethod
-    def outgoing(endpoint) -> str:
-        return "request" if endpoint.is_client else "response"
-
-
-class _H3Wire(_Wire):
-    """HTTP/3: a HEADERS frame (RFC 9114 section 7.2.2) on each request stream; QPACK
-    encoder and decoder streams as unidirectional streams of types 0x02 and 0x03
-    (RFC 9204 section 4.2); QCRAM's control stream takes the encoder type."""
-
-    STREAM_TYPE = {"encoder": 0x02, "decoder": 0x03}
-
-    def __init__(self, run, transport) -> None:
-        super().__init__(run, transport)
-        self.uni_out: dict[tuple[str, str], int] = {}     # (kind, role) -> stream id
-        self.uni_in: dict[tuple[int, int], int | None] = {}   # (endpoint, stream) -> stream type
-        self.scanners: dict[tuple[int, int], tuple] = {}   # (endpoint, stream) -> (H3Scanner, buffer)
-        self.block_frames: dict[tuple[int, int], int] = {}  # (sender, stream) -> frame bytes, until acked
-
-    def send_instructions(self, kind: str, role: str, data: bytes) -> None:
-        endpoint = self.sender(kind) if role == "encoder" else self.receiver(kind)
-        stream_id = self.uni_out.get((kind, role))
-        if stream_id is None:
-            stream_id = self.uni_out[(kind, role)] = endpoint.open_stream(unidirectional=True)
-            data = bytes([self.STREAM_TYPE[role]]) + data
-        endpoint.write(stream_id, data)
-
-    def send_block(self, kind: str, stream_id: int, block: bytes) -> int:
-        frame = h3_frame(0x1, block)                            # HEADERS (RFC 9114 section 7.2.2)
-        sender = self.sender(kind)
-        self.block_frames[(id(sender), stream_id)] = len(frame)
-        sender.write(stream_id, frame, end=True)
-        return len(frame)
-
-    def on_data(self, endpoint, stream_id: int, data: bytes, end: bool, time_s: float) -> None:
-        key = (id(endpoint), stream_id)
-        if stream_id & 0x2:                                      # unidirectional
-            stream_type = self.uni_in.get(key)
-            if stream_type is None:
-                stream_type, data = data[0], data[1:]            # one-byte varint types
-                self.uni_in[key] = stream_type
-            if not data:
-                return
-            if stream_type == self.STREAM_TYPE["encoder"]:
-                self.side(self.incoming(endpoint)).encoder_instructions(data, time_s)
-            else:
-                self.side(self.outgoing(endpoint)).decoder_instructions(data)
-            return
-        state = self.scanners.get(key)
-        if state is None:
-            state = self.scanners[key] = (H3Scanner(kind="request"), bytearray())
-        scanner, buffer = state
-        buffer += data
-        if scanner.feed(data):
-            for ftype, offset, length in scanner.results():
-                if ftype == 0x01:                                # HEADERS
-                    block = bytes(buffer[offset:offset + length])
-                    self.side(self.incoming(endpoint)).block_delivered(stream_id, block, time_s)
-        if end:
-            del self.scanners[key]
-
-    def on_stream_acked(self, endpoint, stream_id: int, acked_offset: int) -> None:
-        kind = self.outgoing(endpoint)
-        if self.uni_out.get((kind, "encoder")) == stream_id:
-            self.side(kind).encoder_stream_acked(acked_offset - 1)   # less the stream-type byte
-            return
-        frame_bytes = self.block_frames.get((id(endpoint), stream_id))
-        if frame_bytes is not None and acked_offset >= frame_bytes:
-            del self.block_frames[(id(endpoint), stream_id)]
-            self.side(kind).block_acked(stream_id)
-
-
-class _H2Wire(_Wire):
-    """HTTP/2 over the one TCP byte stream per direction: HEADERS (+ CONTINUATION) frames
-    (RFC 9113 sections 6.2, 6.10) on odd stream ids.  QPACK and QCRAM have no HTTP/2
-    mapping; to run them over TCP for comparison, their encoder and decoder instructions
-    travel in extension frames on stream 0 (types 0xf0 and 0xf1; RFC 9113 section 5.5
-    lets peers that agree use extension frames)."""
-
-    LABEL = 0                      # the transport model's label for the connection's byte stream
-    MAX_FRAME = H2_MAX_FRAME_BYTES   # SETTINGS_MAX_FRAME_SIZE default (RFC 9113 section 6.5.2)
-    EXT_TYPE = {"encoder": 0xF0, "decoder": 0xF1}
-
-    def __init__(self, run, transport) -> None:
-        super().__init__(run, transport)
-        for endpoint in (transport.client, transport.server):
-            endpoint.on_received = self._bind(self.on_received, endpoint)
-        self.sent = {id(transport.client): 0, id(transport.server): 0}    # bytes written per sender
-        # Per sender: frames awaiting acknowledgement, in stream order:
-        #   [end offset, ("block", kind, stream id) | ("encoder", kind, encoder-stream offset)]
-        self.unacked: dict[int, deque] = {id(transport.client): deque(), id(transport.server): deque()}
-        self.encoder_sent: dict[str, int] = {"request": 0, "response": 0}
-        # Per receiver: blocks whose bytes are not all received yet: stream id -> [start, end, covered ranges]
-        self.in_flight: dict[int, dict[int, list]] = {id(transport.client): {}, id(transport.server): {}}
-        self.scanners: dict[int, list] = {}          # receiver -> [H2Scanner, buffer, base offset, fragments]
-
-    @staticmethod
-    def h2_stream_id(stream_id: int) -> int:
-        """The study numbers streams as QUIC does (0, 4, 8, ...); HTTP/2 clients use 1, 3, 5."""
-        return 2 * (stream_id >> 2) + 1
-
-    def _write(self, endpoint, frames: bytes, ack_tag: tuple) -> tuple[int, int]:
-        start = self.sent[id(endpoint)]
-        end = start + len(frames)
-        self.sent[id(endpoint)] = end
-        self.unacked[id(endpoint)].append((end, ack_tag))
-        endpoint.write(self.LABEL, frames)
-        return start, end
-
-    def send_instructions(self, kind: str, role: str, data: bytes) -> None:
-        endpoint = self.sender(kind) if role == "encoder" else self.receiver(kind)
-        frames = b"".join(h2_frame(self.EXT_TYPE[role], 0, 0, data[i:i + self.MAX_FRAME])
-                          for i in range(0, len(data), self.MAX_FRAME))
-        if role == "encoder":
-            self.encoder_sent[kind] += len(data)
-            self._write(endpoint, frames, ("encoder", kind, self.encoder_sent[kind]))
-        else:
-            self._write(endpoint, frames, ("decoder", kind, 0))
-
-    def send_block(self, kind: str, stream_id: int, block: bytes) -> int:
-        h2_stream = self.h2_stream_id(stream_id)
-        chunks = [block[i:i + self.MAX_FRAME] for i in range(0, len(block), self.MAX_FRAME)] or [b""]
-        frames = []
-        for i, chunk in enumerate(chunks):
-            last = i == len(chunks) - 1
-            if i == 0:   # END_STREAM 0x1 on HEADERS; END_HEADERS 0x4 on the last frame
-                frames.append(h2_frame(0x1, 0x1 | (0x4 if last else 0), h2_stream, chunk))
-            else:
-                frames.append(h2_frame(0x9, 0x4 if last else 0, h2_stream, chunk))
-        wire = b"".join(frames)
-        sender = self.sender(kind)
-        start, end = self._write(sender, wire, ("block", kind, stream_id))
-        self.in_flight[id(self.receiver(kind))][stream_id] = [start, end, []]
-        return len(wire)
-
-    def on_received(self, endpoint, label: int, offset: int, length: int, time_s: float) -> None:
-        """Connection bytes reached the receiver, maybe out of order (TCP's HOL blocking)."""
-        pending = self.in_flight[id(endpoint)]
-        end = offset + length
-        for stream_id, block in list(pending.items()):
-            start, stop, cover = block
-            if offset < stop and end > start:
-                cover.append((max(offset, start), min(end, stop)))
-                cover.sort()
-                reach = start
-                for a, b in cover:
-                    if a > reach:
-                        break
-                    reach = max(reach, b)
-                if reach >= stop:
-                    del pending[stream_id]
-                    self.side(self.incoming(endpoint)).block_arrived(stream_id, time_s)
-
-    def on_data(self, endpoint, label: int, data: bytes, end: bool, time_s: float) -> None:
-        state = self.scanners.get(id(endpoint))
-        if state is None:
-            state = self.scanners[id(endpoint)] = [H2Scanner(self.MAX_FRAME, preface=False), bytearray(), 0, b""]
-        scanner, buffer, base, _ = state
-        buffer += data
-        if scanner.feed(data):
-            for ftype, flags, h2_stream, offset, length in scanner.results():
-                payload = bytes(buffer[offset - base:offset - base + length])
-                if ftype in (0x1, 0x9):                         # HEADERS, CONTINUATION
-                    state[3] += payload
-                    if flags & 0x4:                             # END_HEADERS: the block is whole
-                        block, state[3] = state[3], b""
-                        stream_id = (h2_stream - 1) // 2 << 2
-                        self.side(self.incoming(endpoint)).block_delivered(stream_id, block, time_s)
-                elif ftype == self.EXT_TYPE["encoder"]:
-                    self.side(self.incoming(endpoint)).encoder_instructions(payload, time_s)
-                elif ftype == self.EXT_TYPE["decoder"]:
-                    self.side(self.outgoing(endpoint)).decoder_instructions(payload)
-        # Drop what the scanner has consumed (it keeps at most a partial frame header).
-        consumed = scanner.offset - scanner.pending - base
-        if consumed > 0:
-            del buffer[:consumed]
-            state[2] = base + consumed
-
-    def on_stream_acked(self, endpoint, label: int, acked_offset: int) -> None:
-        queue = self.unacked[id(endpoint)]
-        while queue and queue[0][0] <= acked_offset:
-            _, (what, kind, value) = queue.popleft()
-            if what == "block":
-                self.side(kind).block_acked(value)
-            elif what == "encoder":
-                self.side(kind).encoder_stream_acked(value)
+    def on_event(self, event) -> None:
+        side = self.side(event.kind)
+        kind = type(event)
+        if kind is HeaderBlockReceived:
+            side.block_delivered(event.stream_id, event.block, event.time_s)
+        elif kind is HeaderBlockArrived:
+            side.block_arrived(event.stream_id, event.time_s)
+        elif kind is EncoderStreamReceived:
+            side.encoder_instructions(event.data, event.time_s)
+        elif kind is DecoderStreamReceived:
+            side.decoder_instructions(event.data)
+        elif kind is HeaderBlockAcked:
+            side.block_acked(event.stream_id)
+        elif kind is EncoderStreamAcked:
+            side.encoder_stream_acked(event.offset)
 
 
 class SchemeRun:
@@ -361,50 +165,44 @@ class SchemeRun:
         self.sim = Simulator(seed=params.seed)
         self.items = items
         self.blocks: list[dict] = []
-        self.connections: dict[str, dict] = {}
+        self.connections: dict[str, _Connection] = {}
         self.responses: dict[int, HeaderItem] = {}
 
-    def wire(self, origin: str) -> _Wire:
+    def connection(self, origin: str) -> _Connection:
         """The connection for ``origin`` (made on first use: a path and a TCP, QUIC or 2017-model transport)."""
         conn = self.connections.get(origin)
         if conn is not None:
-            return conn["wire"]
+            return conn
         p = self.params
         n = len(self.connections)
         if p.transport == "ref2017":
             from ...net.ref2017 import Ref2017Connection
-            loss_p = float(str(p.loss).rstrip("%")) / (100 if str(p.loss).endswith("%") else 1)
-            transport = Ref2017Connection(self.sim, rtt_s=p.rtt_s, loss_p=loss_p,
+            # Independent loss only (``HolParams`` says so where the value enters).
+            transport = Ref2017Connection(self.sim, rtt_s=p.rtt_s, loss_p=p.network.loss.p,
                                           reorder_prob=p.jitter_prob, reorder_max_s=p.jitter_max_s,
                                           name=f"ref2017-{n}")
-            wire = _H3Wire(self, transport)
-            self.connections[origin] = {"transport": transport, "path": None, "wire": wire}
-            return wire
-        queue = p.queue_bytes
-        if queue is None and p.bandwidth_bps is not None:
-            queue = max(65536, int(p.bandwidth_bps * p.rtt_s / 8))
-        jitter = Jitter(p.jitter_prob, p.jitter_max_s) if p.jitter_prob > 0 else None
-        path = Path(self.sim, rtt_s=p.rtt_s, bandwidth_bps=p.bandwidth_bps, queue_bytes=queue,
-                    loss=p.loss, jitter=jitter, name=f"path{n}")
+            conn = self.connections[origin] = _Connection(self, H3Blocks(transport), None)
+            return conn
+        path = p.network.path(self.sim, name=f"path{n}")
         config = TransportConfig(cc=p.cc)
         if p.transport == "quic":
             from ...net.quic import QuicConnection
             transport = QuicConnection(self.sim, path, config, name=f"quic{n}")
-            wire = _H3Wire(self, transport)
+            wire = H3Blocks(transport)
         else:
             from ...net.tcp import TcpConnection
             transport = TcpConnection(self.sim, path, config, name=f"tcp{n}")
-            wire = _H2Wire(self, transport)
-        self.connections[origin] = {"transport": transport, "path": path, "wire": wire}
-        return wire
+            wire = H2Blocks(transport)
+        conn = self.connections[origin] = _Connection(self, wire, path)
+        return conn
 
     def start(self, item: HeaderItem, stream_id: int | None = None) -> None:
         """Send header block ``item`` on ``stream_id`` (default: the client's next bidirectional stream)."""
-        wire = self.wire(item.origin)
+        conn = self.connection(item.origin)
         if stream_id is None:
             # Requests (and, without requests, responses) use the client's next bidi stream.
-            stream_id = wire.transport.client.open_stream()
-        wire.side(item.kind).send(stream_id, item)
+            stream_id = conn.transport.client.open_stream()
+        conn.side(item.kind).send(stream_id, item)
 
     def on_decoded(self, record: dict) -> None:
         """A header block was decoded: a decoded request sends its response (after ``think_s``)."""
@@ -440,18 +238,18 @@ class SchemeRun:
         # Counted on the wire, the same way for both transports: every packet both ways
         # (acks included) and every packet the loss model or a full queue dropped.
         packets = losses = retransmissions = max_buffered = 0
-        timers = timer_counts(conn["transport"].stats() for conn in self.connections.values())
+        timers = timer_counts(conn.transport.stats() for conn in self.connections.values())
         for conn in self.connections.values():
-            stats = conn["transport"].stats()
-            if conn["path"] is None:
+            stats = conn.transport.stats()
+            if conn.path is None:
                 packets += stats["wire_packets"]
                 losses += stats["wire_losses"]
             else:
-                for link in (conn["path"].forward, conn["path"].reverse):
+                for link in (conn.path.forward, conn.path.reverse):
                     packets += link.stats.packets_sent
                     losses += link.stats.packets_lost + link.stats.packets_dropped
             retransmissions += stats.get("packets_lost", 0)
-            for side in conn["wire"].sides.values():
+            for side in conn.sides.values():
                 max_buffered = max(max_buffered, side.max_buffered_bytes)
         return {"packets": packets, "losses": losses, "retransmissions": retransmissions, **timers,
                 "max_decoder_buffered_bytes": max_buffered,

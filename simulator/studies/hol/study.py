@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
 
 from ... import __version__
 from ...errors import InputError
+from ...net.link import Jitter
 from ...traces.model import Trace
 from ..base import StudyParams, StudyResult, rows_by_index, steps
 from .model import HeaderItem, SchemeRun
@@ -56,6 +57,16 @@ class HolParams(StudyParams):
     cc: str = "reno"
     cookie_crumbs: bool = True            # RFC 9113 section 8.2.3 / RFC 9114 section 4.2.1 split
 
+    def network_fields(self) -> dict:
+        """The network with this study's own defaults: a queue of one BDP, at least 64 KiB,
+        when none is given, and the 2017 model's jitter when ``jitter_prob`` is set."""
+        fields = super().network_fields()
+        bdp_bits = None if self.bandwidth_bps is None else self.bandwidth_bps * self.rtt_s
+        if self.queue_bytes is None and bdp_bits is not None and math.isfinite(bdp_bits):
+            fields["queue_bytes"] = max(65536, int(bdp_bits / 8))
+        fields["jitter"] = Jitter(self.jitter_prob, self.jitter_max_s) if self.jitter_prob > 0 else None
+        return fields
+
     def __post_init__(self) -> None:
         super().__post_init__()
         for s in self.schemes:
@@ -63,11 +74,8 @@ class HolParams(StudyParams):
                 raise InputError(f"unknown scheme {s!r} (choose from {', '.join(schemes())})")
         if self.transport not in TRANSPORTS:
             raise InputError(f"unknown transport {self.transport!r} (choose {', '.join(TRANSPORTS)})")
-        if self.transport == "ref2017":
-            try:
-                float(self.loss)
-            except ValueError:
-                raise InputError(f"the 2017 reference model has independent loss only, not {self.loss!r}") from None
+        if self.transport == "ref2017" and self.network.loss.gilbert_elliott:
+            raise InputError(f"the 2017 reference model has independent loss only, not {str(self.loss)!r}")
         if self.direction not in DIRECTIONS:
             raise InputError(f"unknown direction {self.direction!r} (choose {', '.join(DIRECTIONS)})")
         if self.table_bytes < 0 or self.max_blocked < 0:
@@ -150,7 +158,7 @@ def run(trace: Trace, params: HolParams | None = None, *, progress: bool = False
     """Replay ``trace`` once per scheme in ``params.schemes`` and measure HOL blocking."""
     params = params or HolParams()
     given_direction = params.direction
-    params = replace(params, direction=resolve_direction(trace, params.direction))
+    params = params.derive(direction=resolve_direction(trace, params.direction))
     items = schedule(trace, params)
     frames, summaries = [], {}
     for scheme in steps(params.schemes, "schemes", progress):

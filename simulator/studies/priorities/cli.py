@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-from dataclasses import replace
 import sys
 
 import pandas as pd
@@ -37,7 +36,7 @@ def _cmd(args: argparse.Namespace) -> int:
         raise InputError("--qlog needs --protocol h3 (qlog defines HTTP/3 events, draft-ietf-quic-qlog-h3-events)")
     trace = load(args.trace)
     if args.qlog is not None:      # every load of the command (each seed) goes into the one file
-        params = replace(params, qlog=PriorityQlog(f"workbench priorities {args.trace}"))
+        params = params.derive(qlog=PriorityQlog(f"workbench priorities {args.trace}"))
     result = median_over_seeds(run, trace, params, args.seeds, by=("browser", "scheduler"),
                                progress=not args.json and sys.stderr.isatty())
     if params.qlog is not None:

@@ -10,6 +10,7 @@ import pandas as pd
 
 from ... import __version__
 from ...errors import InputError
+from ...net.conditions import handing_over
 from ...browser.priorities import browser_signals, profile_names
 from ...http.network import ModelNetwork
 from ...http.priority import PriorityPlan, scheduler_names
@@ -67,9 +68,10 @@ class PrioritiesParams(StudyParams):
 
     def load_params(self) -> LoadParams:
         """The page-load model's parameters of every load of the run."""
-        return LoadParams(protocol=self.protocol, rtt_s=self.rtt_s, bandwidth_bps=self.bandwidth_bps, loss=self.loss,
-                          seed=self.seed, tls=self.tls,
-                          parse_delay_s=parse_named_durations(self.parse_delay, "parse delay"))
+        with handing_over(self.network):
+            return LoadParams(protocol=self.protocol, rtt_s=self.rtt_s, bandwidth_bps=self.bandwidth_bps,
+                              loss=self.loss, seed=self.seed, tls=self.tls,
+                              parse_delay_s=parse_named_durations(self.parse_delay, "parse delay"))
 
 
 @dataclass

@@ -12,6 +12,7 @@ import pandas as pd
 from ... import __version__
 from ...engine import derive_seed
 from ...errors import InputError
+from ...net.conditions import handing_over
 from ...traces.model import Trace
 from ...traces.pagegraph import PageGraph
 from ...units import parse_named_durations
@@ -72,10 +73,11 @@ class PushParams(StudyParams):
 
     def load_params(self) -> LoadParams:
         """The page load's network and browser parameters for this run."""
-        return LoadParams(protocol=self.protocol, rtt_s=self.rtt_s, bandwidth_bps=self.bandwidth_bps, loss=self.loss,
-                          seed=self.seed, tls=self.tls, dns_s=self.dns_s, coalesce=self.coalesce,
-                          scheduler=self.scheduler, push_urgency=self.push_urgency,
-                          parse_delay_s=parse_named_durations(self.parse_delay, "parse delay"))
+        with handing_over(self.network):
+            return LoadParams(protocol=self.protocol, rtt_s=self.rtt_s, bandwidth_bps=self.bandwidth_bps,
+                              loss=self.loss, seed=self.seed, tls=self.tls, dns_s=self.dns_s, coalesce=self.coalesce,
+                              scheduler=self.scheduler, push_urgency=self.push_urgency,
+                              parse_delay_s=parse_named_durations(self.parse_delay, "parse delay"))
 
 
 @dataclass

@@ -11,6 +11,7 @@ from typing import ClassVar
 import pandas as pd
 
 from ...errors import InputError
+from ...net.conditions import handing_over
 from ...stacks.common import Result, StackParams
 from ...traces.model import Trace
 from ..base import StudyParams, StudyResult
@@ -32,7 +33,8 @@ class ReplayParams(StackParams, StudyParams):
 
     def stack_params(self) -> StackParams:
         """The drivers' own parameters (without ``model``)."""
-        return StackParams(**{f.name: getattr(self, f.name) for f in fields(StackParams)})
+        with handing_over(self.network):
+            return StackParams(**{f.name: getattr(self, f.name) for f in fields(StackParams)})
 
     def to_dict(self) -> dict:
         """Every parameter (the output files left out)."""

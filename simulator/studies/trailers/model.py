@@ -9,6 +9,7 @@ from dataclasses import dataclass
 
 from ...engine import derive_seed
 from ...errors import InputError
+from ...net.conditions import handing_over
 from ...hops import chain
 from ...hops.fields import INTEGRITY, STATUS, metadata_fields
 from ...http.framing import GRPC_WEB_PREFIX_BYTES, grpc_web_trailer_frame
@@ -111,7 +112,8 @@ def model_rows(exchanges, strategy: str, version: str, params):
                                bandwidth_bps=params.bandwidth_bps, loss=params.loss, hop_rtt_s=params.hop_rtt_s,
                                hop_bandwidth_bps=params.hop_bandwidth_bps, think_s=params.think_s,
                                qpack_table_bytes=params.qpack_table_bytes,
-                               qpack_blocked_streams=params.qpack_blocked_streams, cc=params.cc, seed=params.seed)
+                               qpack_blocked_streams=params.qpack_blocked_streams, cc=params.cc, seed=params.seed,
+                               network=params.network)
     out = chain.run_chain(plans, config)
     rows, hop_rows = [], []
     for plan, ex in zip(plans, exchanges):
@@ -172,10 +174,12 @@ def real_rows(exchanges, strategy: str, version: str, params):
     longest = max((p.body_bytes / p.rate_bytes_per_s if p.rate_bytes_per_s else 0.0) for p in plans)
     # h2 cleartext: the study compares HTTP framing against the hop models, which have no TLS
     # records (over TLS a record is read only when whole, so a first byte waits for up to 16 KiB).
-    sp = StackParams(stack=version, rtt_s=params.rtt_s, bandwidth_bps=params.bandwidth_bps, loss=params.loss,
-                     seed=params.seed, think_s=params.think_s, cc=params.cc, tls=version == "h3",
-                     qpack_table_bytes=params.qpack_table_bytes, qpack_blocked_streams=params.qpack_blocked_streams,
-                     idle_timeout_s=30.0 + params.think_s + longest)
+    with handing_over(params.network):
+        sp = StackParams(stack=version, rtt_s=params.rtt_s, bandwidth_bps=params.bandwidth_bps, loss=params.loss,
+                         seed=params.seed, think_s=params.think_s, cc=params.cc, tls=version == "h3",
+                         qpack_table_bytes=params.qpack_table_bytes,
+                         qpack_blocked_streams=params.qpack_blocked_streams,
+                         idle_timeout_s=30.0 + params.think_s + longest)
     result = replay.run_specs(specs, sp)
     df = result.exchanges.set_index("exchange")
     rows = []

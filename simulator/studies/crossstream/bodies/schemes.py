@@ -63,7 +63,7 @@ from dataclasses import dataclass
 from urllib.parse import urlsplit
 
 from ....frames import varint_len
-from ....http.framing import H2_FRAME_HEADER_BYTES
+from ....http.framing import h2_frame_bytes
 from .corpus import Body, Corpus
 from . import rfc9842
 from .codecs import Codec, SchemeUnavailable
@@ -74,7 +74,6 @@ __all__ = ["SCHEMES", "SCOPINGS", "CROSS_STREAM", "Request", "SchemeRun", "Verif
 SCHEMES = ("identity", "per-response", "shared", "static-dict", "dynamic-dict", "dcb", "dcz")
 SCOPINGS = ("none", "context", "never-indexed")
 CROSS_STREAM = frozenset({"shared", "dynamic-dict", "dcb", "dcz"})     # scoping changes them
-_H2_FRAME_HEADER = H2_FRAME_HEADER_BYTES
 
 
 class VerificationError(AssertionError):
@@ -266,7 +265,7 @@ class SchemeRun:
         dictionary = self.static.get(request.body.kind, b"")
         enc, c_ns = self._timed(self.codec.compress, data, dictionary)
         dec, d_ns = self._timed(self.codec.decompress, enc, dictionary)
-        overhead = _H2_FRAME_HEADER + 1 if dictionary else 0          # USE_DICTIONARY (Dict ID: 8 bits)
+        overhead = h2_frame_bytes(1) if dictionary else 0           # USE_DICTIONARY (Dict ID: 8 bits)
         return len(enc), dec, self.codec.content_coding + "+static", \
             self.codec.usable_dictionary_bytes(len(dictionary)), overhead, c_ns, d_ns
 
@@ -276,7 +275,7 @@ class SchemeRun:
         ctx = self._context_id(request)
         overhead = 0
         if self.scoping == "context":
-            overhead += _H2_FRAME_HEADER + 1                # SET_COMPRESSION_CONTEXT (Context: 8 bits)
+            overhead += h2_frame_bytes(1)                   # SET_COMPRESSION_CONTEXT (Context: 8 bits)
         pair = self.contexts.get(ctx)
         if pair is None:
             pair = self.contexts[ctx] = StreamPair(self.codec)
@@ -310,9 +309,9 @@ class SchemeRun:
         self.dynamic[key] = (dictionary + keep)[-self.dictionary_bytes:]
         # USE_DICTIONARY (9 + 1) and SET_DICTIONARY with APPEND: per entry an id, a size
         # and E/Truncate (about 5 bytes), plus an Offset when a secret is skipped.
-        overhead = (_H2_FRAME_HEADER + 1) + _H2_FRAME_HEADER + 5 * entries + 3 * (entries - 1)
+        overhead = h2_frame_bytes(1) + h2_frame_bytes(5 * entries + 3 * (entries - 1))
         if self.scoping == "context":
-            overhead += _H2_FRAME_HEADER + 1
+            overhead += h2_frame_bytes(1)
         return len(enc), dec, self.codec.content_coding + "+dict", \
             self.codec.usable_dictionary_bytes(len(dictionary)), overhead, c_ns, d_ns
 
