@@ -126,7 +126,7 @@ def _c_endpoints(config: TransportConfig) -> bool:
             config.ack_every_packets, config.packet_threshold)
     floats = (config.min_rto_s, config.initial_rtt_s, config.max_ack_delay_s)
     return (all(type(v) is int for v in ints) and all(type(v) is float for v in floats)
-            and type(config.timestamps) is bool
+            and type(config.timestamps) is bool and type(config.sack) is bool
             and isinstance(config.cc, str) and config.cc.lower() in ("reno", "newreno", "cubic"))
 
 
