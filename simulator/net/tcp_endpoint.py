@@ -22,6 +22,9 @@ __all__ = ["TcpEndpoint"]
 
 _EMPTY = memoryview(b"")
 _MAX_BACKOFF = 1 << 16
+# A sent segment's mark on the SACK scoreboard (TcpSegment.mark; Linux's TCPCB_SACKED_ACKED,
+# TCPCB_LOST and TCPCB_SACKED_RETRANS): in flight (0), SACKed, lost, lost and resent since.
+_SACKED, _LOST, _RESENT = 1, 2, 3
 
 
 class TcpEndpoint:
@@ -40,7 +43,8 @@ class TcpEndpoint:
         "_frto", "_high_seq", "_frto_held", "_undo_marker", "_prior_cwnd_bytes", "_prior_ssthresh_bytes",
         "_retrans_stamp_s", "_timestamps",
         # SACK (RFC 2018) and its loss recovery (RFC 6675 scoreboard and pipe, RFC 6937 PRR)
-        "_sack", "_sacked_bytes", "_high_rxt", "_lost_end", "_pipe", "_prr_delivered", "_prr_out", "_recover_fs",
+        "_sack", "_sacked_bytes", "_lost_hint", "_rack_xmit_s", "_rack_end", "_pipe", "_prr_delivered", "_prr_out",
+        "_recover_fs",
         "_deliver_segment", "_deliver_ack", "_handshake_retransmitted", "_handshake_sent_s",
         # receiver (RCV.NXT)
         "rcv_nxt", "_ooo", "_ooo_bytes", "max_ooo_bytes", "_segments_since_ack", "_ts_recent_s", "_last_ack_sent",
@@ -102,8 +106,9 @@ class TcpEndpoint:
         self._timestamps = config.timestamps      # RFC 7323 option in use: Eifel detection (RFC 3522)
         self._sack = config.sack                  # RFC 2018 option in use: RFC 6675 recovery instead of NewReno
         self._sacked_bytes = 0                    # bytes of unacked segments marked SACKed
-        self._high_rxt = 0                        # RFC 6675 HighRxt, as an end: resent in this episode below it
-        self._lost_end = 0                        # unSACKed segments below it are lost (RFC 6675 IsLost)
+        self._lost_hint = 0                       # no segment below it is marked lost and not resent
+        self._rack_xmit_s = -1.0                  # RFC 8985 RACK.xmit_ts and RACK.end_seq: the latest
+        self._rack_end = 0                        # sent segment known delivered
         self._pipe = 0                            # RFC 6675 pipe, bytes, in a recovery
         self._prr_delivered = self._prr_out = self._recover_fs = 0   # RFC 6937 PRR state
         self._handshake_retransmitted = False
@@ -201,7 +206,6 @@ class TcpEndpoint:
                 window = mss
         by_seq = self._by_seq
         snd_una = self.snd_una                           # sending never moves it
-        pending = self._pending
         while True:
             nxt = self.snd_nxt
             flight = nxt - snd_una
@@ -242,25 +246,27 @@ class TcpEndpoint:
 
     def _send_recovery(self) -> None:
         """RFC 6675 section 5 step (C): while the window leaves room above pipe, send NextSeg():
-        the first lost segment above HighRxt not yet resent in this episode (rule 1), else new
-        data (rule 2).  Rules 3 and 4 (resending unSACKed data not yet deemed lost, the rescue
-        retransmission) are not modelled: Linux sends neither; a lost tail waits for the RTO."""
+        the first segment marked lost and not resent since (rule 1, as Linux's
+        ``tcp_xmit_retransmit_queue``), else new data (rule 2).  Rules 3 and 4 (resending
+        unSACKed data not deemed lost, the rescue retransmission) are not modelled (Linux sends
+        neither): a lost tail waits for the RTO."""
         cwnd = self.cc.cwnd_bytes
         by_seq = self._by_seq
         while True:
-            seq = self._high_rxt if self._high_rxt > self.snd_una else self.snd_una
-            lost_end = self._lost_end
+            seq = self._lost_hint if self._lost_hint > self.snd_una else self.snd_una
+            snd_max = self.snd_max
             seg = None
-            while seq < lost_end:
+            while seq < snd_max:
                 candidate = by_seq[seq]
-                if not candidate.sacked:
+                if candidate.mark == _LOST:
                     seg = candidate
                     break
                 seq += candidate.length
+            self._lost_hint = seq
             if seg is not None:
                 if self._pipe + seg.length > cwnd:
                     break
-                self._high_rxt = seg.seq + seg.length
+                seg.mark = _RESENT
                 self._transmit(seg, True)
             elif self._pending_len and self.established:
                 pending_len = self._pending_len
@@ -326,8 +332,19 @@ class TcpEndpoint:
             self._on_duplicate_ack(ack, payload.sack)
         # else: an old ACK overtaken by a newer one; nothing to learn
 
-    # -- SACK scoreboard (RFC 6675 section 4) ---------------------------------------------
-    def _take_sack(self, blocks) -> int:
+    # -- SACK scoreboard (RFC 6675 section 4, RACK of RFC 8985 section 6.2) ------------------
+    def _rack_note(self, seg: TcpSegment, now: float) -> None:
+        """RFC 8985 section 6.2 step 2: remember the latest sent segment delivered; a resent one
+        whose RTT is under the minimum may answer its original, and is skipped."""
+        sent = seg.sent_s
+        if seg.retransmitted and now - sent < self.rtt.min_rtt_s:
+            return
+        end = seg.seq + seg.length
+        if sent > self._rack_xmit_s or (sent == self._rack_xmit_s and end > self._rack_end):
+            self._rack_xmit_s = sent
+            self._rack_end = end
+
+    def _take_sack(self, blocks, now: float) -> int:
         """Mark the unacked segments the SACK blocks cover (RFC 6675 Update()); the bytes newly SACKed.
         The receiver's blocks are unions of whole segments, whose boundaries never change."""
         newly = 0
@@ -338,9 +355,10 @@ class TcpEndpoint:
                 seg = by_seq.get(seq)
                 if seg is None or seq + seg.length > end:
                     break
-                if not seg.sacked:
-                    seg.sacked = True
+                if seg.mark != _SACKED:
+                    seg.mark = _SACKED
                     newly += seg.length
+                    self._rack_note(seg, now)
                 seq += seg.length
         self._sacked_bytes += newly
         return newly
@@ -352,24 +370,37 @@ class TcpEndpoint:
         count = 0
         threshold = self.config.packet_threshold
         for seg in reversed(self._unacked):
-            if seg.sacked:
+            if seg.mark == _SACKED:
                 count += 1
                 if count >= threshold:
                     return seg.seq
         return -1
 
-    def _set_pipe(self) -> int:
-        """RFC 6675 SetPipe(): over the unSACKed segments, those not lost are in flight, and
-        those resent in this episode (below HighRxt) are in flight once more."""
+    def _mark_lost_and_pipe(self, dupthresh: bool) -> int:
+        """Mark losses, then RFC 6675 SetPipe().  Lost: (``dupthresh``) an unSACKed segment
+        below the IsLost() boundary, and (RFC 8985 section 6.2 step 5, with the reordering
+        window 0 as Linux's RACK keeps it in recovery while it has seen no reordering) any
+        unSACKed segment sent before the latest sent one delivered, a resent one included
+        (a lost retransmission, which RFC 6675 alone leaves to the RTO).  Pipe: the unSACKed
+        segments not lost, and the lost ones resent since (in flight once more)."""
+        boundary = self._lost_boundary() if dupthresh else -1
+        rack_s = self._rack_xmit_s
+        rack_end = self._rack_end
+        hint = self._lost_hint
         pipe = 0
-        lost_end = self._lost_end
-        high_rxt = self._high_rxt
         for seg in self._unacked:
-            if not seg.sacked:
-                if seg.seq >= lost_end:
-                    pipe += seg.length
-                if seg.seq < high_rxt:
-                    pipe += seg.length
+            mark = seg.mark
+            if mark == _SACKED or mark == _LOST:
+                continue
+            sent = seg.sent_s
+            if ((mark == 0 and seg.seq < boundary) or rack_s > sent
+                    or (rack_s == sent and rack_end > seg.seq + seg.length)):
+                seg.mark = _LOST
+                if seg.seq < hint:
+                    hint = seg.seq
+            else:
+                pipe += seg.length
+        self._lost_hint = hint
         return pipe
 
     def _enter_sack_recovery(self) -> None:
@@ -385,18 +416,24 @@ class TcpEndpoint:
         self.fast_retransmits += 1
         self._prr_delivered = self._prr_out = 0
         self._recover_fs = self.snd_nxt - self.snd_una       # RFC 6937: RecoverFS = snd.nxt - snd.una
-        self._high_rxt = self.snd_una
-        self._lost_end = self.snd_una + self._by_seq[self.snd_una].length
+        head = self._by_seq[self.snd_una]
+        if head.mark == 0:
+            head.mark = _LOST
+        self._lost_hint = self.snd_una
 
-    def _prr_ack(self, delivered: int, newly_sacked: int, entering: bool) -> None:
-        """An ACK in a SACK recovery: IsLost() marks, pipe, then RFC 6937 section 3 (PRR with
+    def _leave_sack_recovery(self) -> None:
+        """RFC 6937 section 3 (Linux's tcp_end_cwnd_reduction): cwnd = ssthresh.  Lost marks
+        left on data sent during the recovery are dropped; DupThresh finds them again."""
+        self.cc.cwnd_bytes = self.cc.ssthresh_bytes
+        for seg in self._unacked:
+            if seg.mark != _SACKED:
+                seg.mark = 0
+
+    def _prr_ack(self, delivered: int, dupthresh: bool, entering: bool) -> None:
+        """An ACK in a SACK recovery: losses marked, pipe, then RFC 6937 section 3 (PRR with
         the slow-start reduction bound, as Linux): cwnd = pipe + sndcnt."""
-        if newly_sacked:
-            boundary = self._lost_boundary()
-            if boundary > self._lost_end:
-                self._lost_end = boundary
         self._prr_delivered += delivered
-        self._pipe = pipe = self._set_pipe()
+        self._pipe = pipe = self._mark_lost_and_pipe(dupthresh)
         ssthresh = self.cc.ssthresh_bytes
         if pipe > ssthresh:
             sndcnt = math.ceil(self._prr_delivered * ssthresh / self._recover_fs) - self._prr_out
@@ -418,6 +455,7 @@ class TcpEndpoint:
         mss = self.mss
         old_una = self.snd_una
         sacked_before = self._sacked_bytes
+        sack_on = self._sack
         # RFC 3522 (Eifel detection, Linux tcp_packet_delayed): in an RTO recovery, an ACK
         # whose timestamp echo predates the first retransmission answers an original.
         delayed = (self._timestamps and self.snd_una < self._high_seq and self._undo_marker
@@ -438,8 +476,10 @@ class TcpEndpoint:
         while unacked and unacked[0].seq < ack:
             seg = popleft()
             del by_seq[seg.seq]
-            if seg.sacked:
+            if seg.mark == _SACKED:
                 self._sacked_bytes -= seg.length
+            elif sack_on:
+                self._rack_note(seg, now)
             if seg.retransmitted:
                 any_retransmitted = True
             elif frto and seg.seq + seg.length <= self._high_seq:
@@ -447,7 +487,7 @@ class TcpEndpoint:
             if acked_streams is not None:
                 for stream_id, offset, data, _end in seg.pieces:
                     acked_streams[stream_id] = offset + len(data)
-        newly_sacked = self._take_sack(sack) if sack and self._sack else 0
+        newly_sacked = self._take_sack(sack, now) if sack and sack_on else 0
         # RFC 6298 section 3: an RTT sample per ACK, from the oldest newly acked segment, and
         # none (Karn's algorithm) when any newly acked segment was retransmitted.  A fresh
         # sample recomputes the RTO, ending an exponential backoff (RFC 6298 section 5 note).
@@ -477,21 +517,15 @@ class TcpEndpoint:
             if ack >= self._recover:
                 self._in_recovery = False
                 self._inflation_bytes = 0.0
-                if self._sack:
-                    # RFC 6937 section 3 (and Linux's tcp_end_cwnd_reduction): cwnd = ssthresh.
-                    self.cc.cwnd_bytes = self.cc.ssthresh_bytes
+                if sack_on:
+                    self._leave_sack_recovery()
                 else:
                     # RFC 6582 3.2 step 3, full ACK: cwnd = min(ssthresh, max(FlightSize, SMSS) + SMSS).
                     flight = self.snd_nxt - ack
                     self.cc.cwnd_bytes = min(self.cc.ssthresh_bytes, max(flight, mss) + mss)
-            elif self._sack:
-                # A partial ACK: the segment now first was sent before the retransmission
-                # just acknowledged, so it is presumed lost too (NewReno's rule, RFC 6582 3.2
-                # step 4; Linux marks it by RACK's time rule, RFC 8985 6.2, an RTT later).
-                head_end = ack + by_seq[ack].length
-                if head_end > self._lost_end:
-                    self._lost_end = head_end
-                self._prr_ack(ack - old_una + self._sacked_bytes - sacked_before, newly_sacked, False)
+            elif sack_on:
+                # A partial ACK (RFC 6675 keeps the recovery going; RACK marks what it shows lost).
+                self._prr_ack(ack - old_una + self._sacked_bytes - sacked_before, newly_sacked > 0, False)
             else:
                 # Step 4, partial ACK: retransmit the next hole, deflate by the newly acked
                 # amount, add back one SMSS; reset the timer on the first one only (Impatient).
@@ -516,11 +550,11 @@ class TcpEndpoint:
         if acked_streams:
             for stream_id, offset in acked_streams.items():
                 report(stream_id, offset)
-        if (newly_sacked and not self._in_recovery and ack > self._recover
-                and self._lost_boundary() > self.snd_una):
+        if (self._sacked_bytes and not self._in_recovery and ack > self._recover
+                and self._lost_boundary() > ack):
             # RFC 6675 section 5: IsLost(HighACK + 1) on an ACK that moved SND.UNA too.
             self._enter_sack_recovery()
-            self._prr_ack(ack - old_una + self._sacked_bytes - sacked_before, newly_sacked, True)
+            self._prr_ack(ack - old_una + self._sacked_bytes - sacked_before, True, True)
             self._log_cwnd()
         if frto_new_data and self._frto:
             # RFC 5682 step 2b: up to two new segments, whatever the window, and wait for
@@ -549,7 +583,7 @@ class TcpEndpoint:
         self.snd_nxt = self.snd_max           # nothing the timeout marked is resent
 
     def _on_duplicate_ack(self, ack: int, sack: tuple = ()) -> None:
-        newly_sacked = self._take_sack(sack) if sack and self._sack else 0
+        newly_sacked = self._take_sack(sack, self.sim.now) if sack and self._sack else 0
         if self._frto:
             if self.snd_max == self._high_seq:
                 return            # step 2: an ACK of data sent before the timeout tells nothing (Linux)
@@ -563,13 +597,13 @@ class TcpEndpoint:
         threshold = self.config.packet_threshold
         if self._sack:
             if self._in_recovery:
-                self._prr_ack(newly_sacked, newly_sacked, False)
+                self._prr_ack(newly_sacked, newly_sacked > 0, False)
                 self._log_cwnd()
             elif ack > self._recover and (self._dupacks >= threshold
-                                          or (newly_sacked and self._lost_boundary() > ack)):
+                                          or (self._sacked_bytes and self._lost_boundary() > ack)):
                 # RFC 6675 section 5: DupThresh duplicate ACKs or IsLost(HighACK + 1).
                 self._enter_sack_recovery()
-                self._prr_ack(newly_sacked, newly_sacked, True)
+                self._prr_ack(newly_sacked, True, True)
                 self._log_cwnd()
         elif self._in_recovery:
             self._inflation_bytes += self.mss            # RFC 6582 step 3 / RFC 5681 step 4
@@ -619,11 +653,11 @@ class TcpEndpoint:
         else:
             self._save_undo()
             self.cc.on_timeout(self.snd_nxt - self.snd_una)   # RFC 5681 (4): ssthresh = FlightSize / 2
-        if self._sacked_bytes:
-            # RFC 2018 section 8: after a timeout the SACKed marks are dropped (go-back-N resends
-            # all); Linux keeps them and resends only the rest, the model does not.
+        if self._sack:
+            # RFC 2018 section 8: after a timeout the scoreboard is cleared (go-back-N resends
+            # all); Linux keeps the SACKed marks and resends only the rest, the model does not.
             for seg in self._unacked:
-                seg.sacked = False
+                seg.mark = 0
             self._sacked_bytes = 0
         self._rto_seq = self.snd_una
         self._frto = frto

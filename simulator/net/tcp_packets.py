@@ -18,7 +18,7 @@ class TcpSegment(metaclass=ABCMeta):
     memoryview slice of the application's write.
     """
 
-    __slots__ = ("seq", "length", "payload_bytes", "pieces", "sent_s", "retransmitted", "sacked")
+    __slots__ = ("seq", "length", "payload_bytes", "pieces", "sent_s", "retransmitted", "mark")
 
     def __init__(self, seq: int, length: int, payload_bytes: int, pieces: tuple) -> None:
         self.seq = seq
@@ -27,7 +27,7 @@ class TcpSegment(metaclass=ABCMeta):
         self.pieces = pieces
         self.sent_s = 0.0
         self.retransmitted = False
-        self.sacked = False                 # the sender's scoreboard: a SACK block covered it (RFC 6675)
+        self.mark = 0                       # the sender's scoreboard: 1 SACKed, 2 lost, 3 lost and resent
 
     def __repr__(self) -> str:
         return f"TcpSegment(seq={self.seq}, len={self.length})"
