@@ -2602,7 +2602,8 @@ prr_ack(EndpointObject *e, long long delivered, int dupthresh, int entering)
     double ssthresh = e->cc->ssthresh;
     double sndcnt;
     if ((double)pipe > ssthresh)
-        sndcnt = (double)((long long)ceil((double)e->prr_delivered * ssthresh / (double)e->recover_fs) - e->prr_out);
+        sndcnt = (double)((long long)ceil((double)e->prr_delivered * ssthresh / (double)e->recover_fs / (double)e->mss)
+                          * e->mss - e->prr_out);   /* whole segments, as Linux counts PRR in packets */
     else {
         long long a = e->prr_delivered - e->prr_out;
         long long limit = (a >= delivered ? a : delivered) + e->mss;

@@ -436,7 +436,9 @@ class TcpEndpoint:
         self._pipe = pipe = self._mark_lost_and_pipe(dupthresh)
         ssthresh = self.cc.ssthresh_bytes
         if pipe > ssthresh:
-            sndcnt = math.ceil(self._prr_delivered * ssthresh / self._recover_fs) - self._prr_out
+            # Rounded up to whole segments, as Linux counts PRR in packets (a byte count would
+            # hold back a segment until a whole one is due, and send less than Linux does).
+            sndcnt = math.ceil(self._prr_delivered * ssthresh / self._recover_fs / self.mss) * self.mss - self._prr_out
         else:
             limit = max(self._prr_delivered - self._prr_out, delivered) + self.mss
             sndcnt = min(ssthresh - pipe, limit)
