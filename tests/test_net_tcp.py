@@ -55,8 +55,8 @@ def test_bulk_transfer_fills_the_bottleneck(cc):
     avoidance probes with one MSS per RTT and halves on a queue overflow; a queue of
     one BDP absorbs the halving (cwnd/2 >= BDP), so the link never idles and goodput
     is the payload share of the bandwidth (1460/1500).  Slow start's overshoot into
-    the queue costs a burst of drops that NewReno without SACK repairs slowly (one hole
-    per RTT, then an RTO) in 1-3 s; over a 40 MB transfer (32 s at 10 Mbit/s) that
+    the queue costs a burst of drops (SACK repairs them in one recovery; NewReno without
+    it, one hole per RTT and then an RTO); over a 40 MB transfer (32 s at 10 Mbit/s) that
     start-up is amortised and the whole transfer stays within 10% of the bottleneck.
     """
     bw, rtt = 10e6, 0.05
