@@ -1,7 +1,7 @@
 """The TCP model's endpoint, the Python reference: the sender of one direction and the
 receiver of the other, with SACK loss recovery (RFC 2018, RFC 6675, PRR of RFC 6937, RACK's
-loss marks of RFC 8985) or NewReno, delayed ACKs, Linux's retransmission timer with F-RTO and its undo, and the
-optional handshake, as ``tcp``'s docstring describes.
+loss marks of RFC 8985) or NewReno, delayed ACKs, Linux's retransmission timer with F-RTO
+and its undo, and the optional handshake, as ``tcp``'s docstring describes.
 ``simulator.net._tcp.TcpEndpoint`` is its C twin (same events, same numbers).  Written by hand."""
 
 from __future__ import annotations
