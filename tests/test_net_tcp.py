@@ -420,6 +420,37 @@ def test_rfc8985_section6_2_a_lost_retransmission_is_resent_without_a_timeout(im
     assert conn.stats()["rtos"] >= 1
 
 
+@pytest.mark.parametrize("implementation", native_implementations())
+def test_rfc8985_section6_2_a_hole_behind_a_later_segment_is_resent_before_the_rto(implementation):
+    """RACK (RFC 8985 section 6.2) outside a recovery: one SACKed segment is enough when it was
+    sent at least the reordering window (min RTT / 4) after the hole.  A lone write is lost,
+    the next one, 50 ms later on a 100 ms path, arrives: its SACK (100 ms after it left)
+    shows the first lost, and it is resent then, at 0.65 s, where the RTO would fire at
+    SRTT + 200 ms after 0.5 s.  Without SACK a single duplicate ACK says nothing: a timeout."""
+    def run(sack):
+        sim = Simulator(1)
+        path = Path(sim, rtt_s=0.1, bandwidth_bps=None, queue_bytes=None)
+        path.forward.loss = DropList({1})
+        conn = TcpConnection(sim, path, TransportConfig(sack=sack), implementation=implementation)
+        sends: list = []
+        path.forward.observers.append(sends.append)
+        log: list = []
+        _sink(conn.server, log)
+        sid = conn.client.open_stream()
+        conn.client.write(sid, b"a" * 500)                       # an RTT sample first
+        sim.call_at(0.5, conn.client.write, sid, b"b" * 500)      # lost
+        sim.call_at(0.55, conn.client.write, sid, b"c" * 500, True)
+        sim.run()
+        assert b"".join(d for _, _, d, _ in log) == b"a" * 500 + b"b" * 500 + b"c" * 500
+        return conn.stats(), [p.sent_s for p in sends if p.payload.seq == 500]
+
+    stats, times = run(True)
+    assert stats["rtos"] == 0 and stats["fast_retransmits"] == 1
+    assert times == [0.5, pytest.approx(0.65)]
+    stats, times = run(False)
+    assert stats["rtos"] == 1 and times[1] > 0.8
+
+
 def test_sack_goodput_at_one_percent_loss_through_a_bdp_queue_beats_newreno():
     """1% random loss on a 10 Mbit/s, 100 ms path with a one-BDP drop-tail queue (the lab's
     loss condition): slow start still overflows the queue, so a window holds many holes.

@@ -2531,6 +2531,17 @@ lost_boundary(EndpointObject *e)
     return -1;
 }
 
+/* RFC 8985 section 6.2 outside a recovery, at an ACK (tcp_endpoint._rack_head_lost): the first
+ * unacked segment was sent at least min RTT / 4 before the latest sent one known delivered. */
+static int
+rack_head_lost(EndpointObject *e)
+{
+    SegmentObject *head = by_seq(e, e->snd_una);
+    if (head == NULL)
+        return -1;
+    return head->mark != MARK_SACKED && e->rack_xmit_s - head->sent_s >= e->rtt->min_rtt_s / 4;
+}
+
 /* Loss marks (DupThresh and RACK with a zero reordering window), then RFC 6675 SetPipe(). */
 static long long
 mark_lost_and_pipe(EndpointObject *e, int dupthresh)
@@ -2800,11 +2811,16 @@ on_new_ack(EndpointObject *e, long long ack, double echo_s, long long sack[][2],
         if (rc < 0)
             goto done;
     }
-    if (e->sacked_bytes && !e->in_recovery && ack > e->recover && lost_boundary(e) > ack) {
-        /* RFC 6675 section 5: IsLost(HighACK + 1) on an ACK that moved SND.UNA too */
-        if (enter_sack_recovery(e, now) < 0
-            || prr_ack(e, ack - old_una + e->sacked_bytes - sacked_before, 1, 1) < 0
-            || log_cwnd(e, now_obj) < 0) {
+    if (e->sacked_bytes && !e->in_recovery && ack > e->recover) {
+        /* RFC 6675 section 5: IsLost(HighACK + 1) on an ACK that moved SND.UNA too, or RACK */
+        int enter = lost_boundary(e) > ack;
+        if (!enter && (enter = rack_head_lost(e)) < 0) {
+            rc = -1;
+            goto done;
+        }
+        if (enter && (enter_sack_recovery(e, now) < 0
+                      || prr_ack(e, ack - old_una + e->sacked_bytes - sacked_before, 1, 1) < 0
+                      || log_cwnd(e, now_obj) < 0)) {
             rc = -1;
             goto done;
         }
@@ -2844,9 +2860,13 @@ on_duplicate_ack(EndpointObject *e, long long ack, long long sack[][2], int nsac
             if (prr_ack(e, newly_sacked, newly_sacked > 0, 0) < 0 || log_cwnd(e, now_obj) < 0)
                 return -1;
         }
-        else if (ack > e->recover && (e->dupacks >= threshold || (e->sacked_bytes && lost_boundary(e) > ack))) {
-            /* RFC 6675 section 5: DupThresh duplicate ACKs or IsLost(HighACK + 1) */
-            if (enter_sack_recovery(e, now) < 0 || prr_ack(e, newly_sacked, 1, 1) < 0 || log_cwnd(e, now_obj) < 0)
+        else if (ack > e->recover) {
+            /* RFC 6675 section 5: DupThresh duplicate ACKs or IsLost(HighACK + 1), or RACK */
+            int enter = e->dupacks >= threshold || (e->sacked_bytes && lost_boundary(e) > ack);
+            if (!enter && e->sacked_bytes && (enter = rack_head_lost(e)) < 0)
+                return -1;
+            if (enter && (enter_sack_recovery(e, now) < 0 || prr_ack(e, newly_sacked, 1, 1) < 0
+                          || log_cwnd(e, now_obj) < 0))
                 return -1;
         }
     }

@@ -30,10 +30,12 @@ What is modelled
 - Loss recovery with SACK (default), as Linux runs it: a scoreboard of the sent segments
   (RFC 6675 section 4; each ``TcpSegment.mark``: in flight, SACKed, lost, lost and resent,
   Linux's TCPCB_SACKED_ACKED / TCPCB_LOST / TCPCB_SACKED_RETRANS).  Recovery starts on
-  ``config.packet_threshold`` duplicate ACKs or when IsLost(SND.UNA) (DupThresh SACKed
-  segments above it, counted in segments as Linux counts packets), only above the last
-  recovery point (RFC 6675 section 5): one congestion reduction per episode (``cc``'s
-  multiplicative decrease), RecoveryPoint = SND.MAX.  In the recovery, each ACK marks
+  ``config.packet_threshold`` duplicate ACKs, when IsLost(SND.UNA) (DupThresh SACKed
+  segments above it, counted in segments as Linux counts packets), or when RACK shows it
+  lost (RFC 8985 section 6.2: sent at least the reordering window, min RTT / 4, before the
+  latest sent segment known delivered), only above the last recovery point (RFC 6675
+  section 5): one congestion reduction per episode (``cc``'s multiplicative decrease),
+  RecoveryPoint = SND.MAX.  In the recovery, each ACK marks
   losses, by DupThresh and by RACK (RFC 8985 section 6.2 with a zero reordering window, as
   Linux's RACK runs in recovery until it has seen reordering: every unSACKed segment sent
   before the latest sent one known delivered is lost, a retransmission included, so a lost
@@ -90,11 +92,13 @@ What is modelled
 Simplifications (on purpose)
 - No flow control: the receive window is unlimited (the receive buffer's out-of-order
   occupancy is measured, not bounded).  No DSACK (so no undo of a fast recovery found
-  spurious), no ECN.  RACK-TLP (RFC 8985) only in part: RACK's loss marks inside a SACK
-  recovery (above), not its reordering window and timer outside one (a hole with fewer
-  than DupThresh segments SACKed above it waits for more, or for the RTO), and no tail
-  loss probe (TLP, which Linux sends about 2 SRTT after a tail): a lost tail waits for
-  the RTO.  NextSeg()'s rules 3 and 4 are not modelled (Linux has neither).  The
+  spurious), no ECN.  RACK-TLP (RFC 8985) only in part: RACK's loss marks at each ACK
+  (above), not its reordering timer (a hole sent within min RTT / 4 of the latest
+  delivered segment, with fewer than DupThresh SACKed above it, waits for more ACKs or
+  for the RTO, where Linux's timer resends it about 1.25 RTT after it left) nor its
+  adaptive reordering window (there is no reordering to adapt to but the links' jitter),
+  and no tail loss probe (TLP, which Linux sends about 2 SRTT after a tail): a lost tail
+  waits for the RTO.  NextSeg()'s rules 3 and 4 are not modelled (Linux has neither).  The
   receiver keeps every SACK block it holds (Linux keeps 4), so its blocks are exact.
   Timestamps and SACK blocks are modelled only as what the sender reads
   (``TcpAck.echo_s``, ``TcpAck.sack``): the options' bytes (12, and 2 + 8 per block) are

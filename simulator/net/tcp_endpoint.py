@@ -376,6 +376,13 @@ class TcpEndpoint:
                     return seg.seq
         return -1
 
+    def _rack_head_lost(self) -> bool:
+        """RFC 8985 section 6.2 outside a recovery, at an ACK: the first unacked segment was
+        sent at least the reordering window (min RTT / 4) before the latest sent one known
+        delivered.  (RACK's timer, for a segment sent within the window, is not modelled.)"""
+        head = self._by_seq[self.snd_una]
+        return head.mark != _SACKED and self._rack_xmit_s - head.sent_s >= self.rtt.min_rtt_s / 4
+
     def _mark_lost_and_pipe(self, dupthresh: bool) -> int:
         """Mark losses, then RFC 6675 SetPipe().  Lost: (``dupthresh``) an unSACKed segment
         below the IsLost() boundary, and (RFC 8985 section 6.2 step 5, with the reordering
@@ -553,7 +560,7 @@ class TcpEndpoint:
             for stream_id, offset in acked_streams.items():
                 report(stream_id, offset)
         if (self._sacked_bytes and not self._in_recovery and ack > self._recover
-                and self._lost_boundary() > ack):
+                and (self._lost_boundary() > ack or self._rack_head_lost())):
             # RFC 6675 section 5: IsLost(HighACK + 1) on an ACK that moved SND.UNA too.
             self._enter_sack_recovery()
             self._prr_ack(ack - old_una + self._sacked_bytes - sacked_before, True, True)
@@ -602,7 +609,8 @@ class TcpEndpoint:
                 self._prr_ack(newly_sacked, newly_sacked > 0, False)
                 self._log_cwnd()
             elif ack > self._recover and (self._dupacks >= threshold
-                                          or (self._sacked_bytes and self._lost_boundary() > ack)):
+                                          or (self._sacked_bytes and (self._lost_boundary() > ack
+                                                                      or self._rack_head_lost()))):
                 # RFC 6675 section 5: DupThresh duplicate ACKs or IsLost(HighACK + 1).
                 self._enter_sack_recovery()
                 self._prr_ack(newly_sacked, True, True)
