@@ -291,17 +291,50 @@ def test_netem_arguments_follow_the_models_meaning():
 
 # ------------------------------------------------------------------ the TCP model against kernel TCP
 
+# The kernel's sender, with its congestion control named on the socket (TCP_CONGESTION): the
+# namespaces inherit the host's default, which may be BBR (this machine's is), and a model of
+# CUBIC is only comparable with CUBIC.  It prints the algorithm the socket got.
+_SENDER = """
+import socket, sys
+srv = socket.socket()
+srv.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+srv.bind((sys.argv[1], int(sys.argv[2])))
+srv.listen(8)
+while True:                      # as the probe's listen-tcp: the lab ends it
+    conn, _ = srv.accept()
+    conn.setsockopt(socket.IPPROTO_TCP, socket.TCP_CONGESTION, b"cubic")
+    print(conn.getsockopt(socket.IPPROTO_TCP, socket.TCP_CONGESTION, 16).split(b"\\0")[0].decode(), flush=True)
+    left, payload = int(sys.argv[3]), bytes(65536)
+    while left > 0:
+        left -= conn.send(payload[:min(left, len(payload))])
+    conn.close()
+"""
 
 
+def _kernel_cubic_bulk(conditions: LinkConditions, size: int) -> tuple[dict, int]:
+    """``size`` bytes from the server to the client over kernel TCP with CUBIC: the probe's
+    result and the sender's retransmitted segments (RetransSegs)."""
+    with Lab(conditions) as lab:
+        sender = lab.start("server", [sys.executable, "-c", _SENDER, netns.SERVER_ADDR, "5007", str(size)],
+                           stdout=subprocess.PIPE, text=True)
+        assert lab.wait_listening(sender, 10.0), "the sender did not start"
+        before = kernel_tcp_retransmits(sender.pid)
+        got = _client(lab, "bulk", netns.SERVER_ADDR, "5007")
+        resent = kernel_tcp_retransmits(sender.pid) - before
+        assert sender.stdout.readline().strip() == "cubic"
+    return got, resent
 
-def _model_bulk_s(size_bytes: int, rtt_s: float, bandwidth_bps: float) -> tuple[float, dict]:
+
+def _model_bulk_s(size_bytes: int, rtt_s: float, bandwidth_bps: float, queue_bytes: int | None = None,
+                  sack: bool = True) -> tuple[float, dict]:
     from simulator.engine import Simulator
     from simulator.net.link import Path
     from simulator.net.tcp import TcpConnection
     from simulator.net.transport import TransportConfig
 
     sim = Simulator(1)
-    conn = TcpConnection(sim, Path(sim, rtt_s=rtt_s, bandwidth_bps=bandwidth_bps), TransportConfig(cc="cubic"))
+    conn = TcpConnection(sim, Path(sim, rtt_s=rtt_s, bandwidth_bps=bandwidth_bps, queue_bytes=queue_bytes),
+                         TransportConfig(cc="cubic", sack=sack))
     arrivals = []
     conn.server.on_data = lambda sid, data, end, t: arrivals.append(t)
     conn.client.write(conn.client.open_stream(unidirectional=True), bytes(size_bytes), end=True)
@@ -317,12 +350,28 @@ def test_a_bulk_transfer_takes_what_the_tcp_model_says_and_nothing_is_resent(rtt
     rate give the same transfer time within 5%, and with nothing lost neither resends
     anything: the kernel's RetransSegs does not move and the model fires no RTO (RFC 6298
     section 5: the timer is for lost segments)."""
-    with Lab(LinkConditions(rtt_s=rtt_ms / 1e3, bandwidth_bps=rate_mbit * 1e6)) as lab:
-        sender = _server(lab, "listen-tcp", "5007", "--bind", netns.SERVER_ADDR, "--send", str(size))
-        before = kernel_tcp_retransmits(sender.pid)
-        got = _client(lab, "bulk", netns.SERVER_ADDR, "5007")
-        resent = kernel_tcp_retransmits(sender.pid) - before
+    got, resent = _kernel_cubic_bulk(LinkConditions(rtt_s=rtt_ms / 1e3, bandwidth_bps=rate_mbit * 1e6), size)
     model_s, stats = _model_bulk_s(size, rtt_ms / 1e3, rate_mbit * 1e6)
     assert got["bytes"] == size and resent == 0
     assert stats["rtos"] == 0 and stats["packets_lost"] == 0
     assert abs(got["seconds"] / model_s - 1) <= 0.05, (got["seconds"], model_s)
+
+
+@needs_lab
+@pytest.mark.parametrize("rtt_ms,rate_mbit,size", [(50, 10, 3_000_000), (100, 2, 1_000_000)])
+def test_a_bulk_transfer_through_a_one_bdp_queue_takes_what_the_sack_model_says(rtt_ms, rate_mbit, size):
+    """Through a one-BDP drop-tail queue slow start overflows it and loses a burst of
+    segments, in the kernel and in the model.  Kernel CUBIC repairs them with SACK (RFC 2018,
+    RFC 6675, PRR, RACK) without a timeout; so does the model with SACK, and its transfer
+    time is within 15% of the kernel's (measured: 2.62 s against 2.91 s at 50 ms, 4.31 s
+    against 4.32 s at 100 ms).  The model without SACK (NewReno, RFC 6582) repairs one hole
+    per RTT and times out: 3.59 s and 6.02 s, 24% and 39% slower than the kernel."""
+    rtt_s, bw = rtt_ms / 1e3, rate_mbit * 1e6
+    queue = int(bw * rtt_s / 8)
+    got, resent = _kernel_cubic_bulk(LinkConditions(rtt_s=rtt_s, bandwidth_bps=bw, queue_bytes=queue), size)
+    model_s, stats = _model_bulk_s(size, rtt_s, bw, queue)
+    newreno_s, newreno = _model_bulk_s(size, rtt_s, bw, queue, sack=False)
+    assert got["bytes"] == size and resent > 0 and stats["packets_lost"] > 0
+    assert stats["rtos"] == 0 and newreno["rtos"] > 0
+    assert abs(got["seconds"] / model_s - 1) <= 0.15, (got["seconds"], model_s)
+    assert abs(got["seconds"] / newreno_s - 1) > abs(got["seconds"] / model_s - 1), (got["seconds"], newreno_s)

@@ -28,7 +28,7 @@ pytestmark = pytest.mark.skipif(native.C is None, reason="the C extension simula
 def _run(implementation: str, seed: int, *, cc: str = "reno", loss=None, jitter=None, handshake: bool = False,
          connections: int = 3, queue_bytes: int | None = 60_000, bandwidth_bps: float | None = 10e6,
          drops=None, rtt_s: float = 0.05, sizes=(200_000, 50_000), engine: str | None = None,
-         timestamps: bool = True) -> dict:
+         timestamps: bool = True, sack: bool = True) -> dict:
     """Connections over one bottleneck (the first on the path itself, the others through a
     DelayedPath farther away), both directions writing on several streams at random times."""
     sim = Simulator(seed, trace=True, engine=engine)
@@ -45,7 +45,7 @@ def _run(implementation: str, seed: int, *, cc: str = "reno", loss=None, jitter=
     draw = random.Random(seed)
     for i in range(connections):
         on = path if i == 0 else DelayedPath(path, 0.01 * i)
-        conn = TcpConnection(sim, on, TransportConfig(cc=cc, timestamps=timestamps), name=f"tcp{i}",
+        conn = TcpConnection(sim, on, TransportConfig(cc=cc, timestamps=timestamps, sack=sack), name=f"tcp{i}",
                              handshake=handshake, cwnd_log=True, implementation=implementation)
         assert conn.implementation == implementation
         conns.append(conn)
@@ -85,6 +85,7 @@ def _same(**scenario) -> dict:
              for k in ("rtos", "spurious_rtos", "undone_reductions", "fast_retransmits", "packets_lost")}
     total["max_receive_buffer_bytes"] = max(s["max_receive_buffer_bytes"] for s in ref["stats"])
     total["dropped"] = sum(link[2] for link in ref["links"])
+    total["sack_acks"] = sum(1 for p in ref["packets"] if "sack=" in p[6])
     total["events"] = ref["events_run"]
     return total
 
@@ -99,20 +100,26 @@ def test_clean_transfers_many_connections_same_events(timestamps):
     assert t["events"] > 1000 and t["dropped"] == 0 and t["rtos"] == 0
 
 
+@pytest.mark.parametrize("sack", [True, False])
 @pytest.mark.parametrize("cc", ["reno", "cubic"])
-def test_queue_overflow_fast_retransmit_and_recovery_same_events(cc):
-    """A shallow queue drops bursts: fast retransmit, NewReno partial ACKs (RFC 6582) and
-    CUBIC's window (RFC 9438) or Reno's halving."""
-    t = _same(seed=7, queue_bytes=8000, cc=cc)
+def test_queue_overflow_fast_retransmit_and_recovery_same_events(cc, sack):
+    """A shallow queue drops bursts: fast retransmit, SACK recovery (RFC 2018 blocks, RFC 6675
+    scoreboard, RFC 6937 PRR, RFC 8985 lost retransmissions) or NewReno partial ACKs
+    (RFC 6582), and CUBIC's window (RFC 9438) or Reno's halving."""
+    t = _same(seed=7, queue_bytes=8000, cc=cc, sack=sack)
     assert t["dropped"] > 0 and t["fast_retransmits"] > 0
+    assert (t["sack_acks"] > 0) == sack
 
 
+@pytest.mark.parametrize("sack", [True, False])
 @pytest.mark.parametrize("cc", ["reno", "cubic"])
-def test_random_loss_with_handshake_same_events(cc):
+def test_random_loss_with_handshake_same_events(cc, sack):
     """2% loss both ways with the three-way handshake: SYN/SYN-ACK retransmission on the
-    RFC 6298 timer, RTOs with backoff, go-back-N."""
-    t = _same(seed=4, loss=0.02, cc=cc, handshake=True)
+    RFC 6298 timer, RTOs with backoff, go-back-N (after which the SACK scoreboard is cleared,
+    RFC 2018 section 8)."""
+    t = _same(seed=4, loss=0.02, cc=cc, handshake=True, sack=sack)
     assert t["packets_lost"] > 0 and t["rtos"] > 0
+    assert (t["sack_acks"] > 0) == sack
 
 
 def test_heavy_loss_backoff_same_events():
@@ -130,10 +137,13 @@ def test_spurious_timeouts_detected_and_undone_same_events(timestamps):
     assert t["rtos"] > t["spurious_rtos"] > 0 and t["undone_reductions"] > 0
 
 
-def test_bursty_loss_same_events():
-    """Gilbert-Elliott bursts: several holes per window, partial ACKs, timeouts in recovery."""
-    t = _same(seed=5, loss="ge:0.01,0.3", handshake=True)
+@pytest.mark.parametrize("sack", [True, False])
+def test_bursty_loss_same_events(sack):
+    """Gilbert-Elliott bursts: several holes per window (up to 3 SACK blocks beside
+    timestamps, RFC 2018 section 3), partial ACKs, timeouts in recovery."""
+    t = _same(seed=5, loss="ge:0.01,0.3", handshake=True, sack=sack)
     assert t["fast_retransmits"] > 0 and t["rtos"] > 0
+    assert (t["sack_acks"] > 0) == sack
 
 
 def test_jitter_reordering_same_events():
@@ -143,10 +153,12 @@ def test_jitter_reordering_same_events():
     assert t["max_receive_buffer_bytes"] > 0
 
 
-def test_chosen_drops_same_events():
-    """Exactly chosen drops in both directions (data segments and ACKs)."""
-    t = _same(seed=9, drops=({3, 4, 5, 20, 21, 40, 41, 42, 43, 44, 45, 46}, {2, 7}))
-    assert t["fast_retransmits"] + t["rtos"] > 0
+@pytest.mark.parametrize("timestamps", [True, False])
+def test_chosen_drops_same_events(timestamps):
+    """Exactly chosen drops in both directions (data segments and ACKs); without timestamps
+    an ACK carries 4 SACK blocks instead of 3 (RFC 2018 section 3)."""
+    t = _same(seed=9, drops=({3, 4, 5, 20, 21, 40, 41, 42, 43, 44, 45, 46}, {2, 7}), timestamps=timestamps)
+    assert t["fast_retransmits"] + t["rtos"] > 0 and t["sack_acks"] > 0
 
 
 def test_no_bandwidth_limit_same_events():
@@ -226,6 +238,10 @@ def test_c_packets_are_instances_of_the_reference_classes():
     """The capture writer tells segments, ACKs and handshake packets apart by class."""
     assert isinstance(native.C.TcpSegment(0, 3, 3, [(0, 0, b"abc", True)]), TcpSegment)
     assert isinstance(native.C.TcpAck(5), TcpAck)
+    ack = native.C.TcpAck(5, 0.25, [(10, 20), (30, 40)])
+    assert (ack.ack, ack.echo_s, ack.sack) == (5, 0.25, ((10, 20), (30, 40)))
+    assert repr(ack) == repr(TcpAck(5, 0.25, ((10, 20), (30, 40)))) == "TcpAck(5, sack=((10, 20), (30, 40)))"
+    assert native.C.TcpAck(5).sack == () and repr(native.C.TcpAck(5)) == "TcpAck(5)"
     assert isinstance(native.C.TcpControl("SYN"), TcpControl)
     seg = native.C.TcpSegment(10, 4, 3, [(1, 0, b"abc", False), (5, 0, b"", True)])
     (sid, offset, data, end), empty = seg.pieces

@@ -1,7 +1,7 @@
 /* The TCP model's per-packet path in C: simulator.net._tcp.
  *
- * Written by hand: no library models TCP the way this workbench does (a NewReno sender
- * and cumulative-ACK receiver whose every packet, ACK and timer is an event of the
+ * Written by hand: no library models TCP the way this workbench does (a SACK or NewReno
+ * sender and a cumulative-ACK and SACK receiver whose every packet, ACK and timer is an event of the
  * workbench's own engine, on links with a drop-tail byte queue and the engine's seeded
  * random streams), so there is nothing to wrap.  This is the C twin of the Python
  * reference, which defines the behaviour and stays selectable (simulator/net/native.py):
@@ -45,13 +45,16 @@
 enum { SLOT_RTO = 0, SLOT_DELACK = 1 };
 enum { CC_RENO = 0, CC_CUBIC = 1 };
 enum { CTL_SYN = 0, CTL_SYN_ACK = 1, CTL_ACK = 2 };
+/* a sent segment's mark on the SACK scoreboard (tcp_endpoint._SACKED, _LOST, _RESENT) */
+enum { MARK_SACKED = 1, MARK_LOST = 2, MARK_RESENT = 3 };
+#define MAX_SACK_BLOCKS 4      /* RFC 2018 section 3: 4 blocks in 40 bytes of options */
 
 static PyObject *str_now, *str_push, *str_send, *str_lost, *str_random, *str_prob, *str_max_s,
     *str_size_bytes, *str_link_seq, *str_sent_s, *str_arrived_s, *str_payload, *str_ack, *str_kind,
     *str_sim, *str_config, *str_name, *str_flush, *str_on_segment, *str_on_ack, *str_on_control,
     *str_fire, *str_arrive, *str_start_handshake, *str_syn, *str_syn_ack, *str_ack_kind,
     *str_mss_bytes, *str_header_overhead_bytes, *str_cc, *str_initial_window_segments, *str_min_rto_s,
-    *str_initial_rtt_s, *str_echo_s, *str_timestamps, *str_ack_every_packets, *str_max_ack_delay_s, *str_packet_threshold, *str_mtu_bytes;
+    *str_initial_rtt_s, *str_echo_s, *str_timestamps, *str_sack, *str_ack_every_packets, *str_max_ack_delay_s, *str_packet_threshold, *str_mtu_bytes;
 static PyObject *empty_bytes, *empty_tuple;
 static PyObject *no_loss_type;       /* link.NoLoss, registered by link.py: never loses, not called */
 
@@ -1060,6 +1063,7 @@ typedef struct {
     long long seq, length, payload_bytes;
     double sent_s;
     char retransmitted;
+    char mark;               /* 0 in flight, MARK_SACKED, MARK_LOST, MARK_RESENT */
     Py_ssize_t npieces;
     Piece *pieces;           /* &one, or an array of npieces */
     Piece one;
@@ -1077,6 +1081,7 @@ segment_new(long long seq, Py_ssize_t npieces)
     s->length = s->payload_bytes = 0;
     s->sent_s = 0.0;
     s->retransmitted = 0;
+    s->mark = 0;
     s->npieces = 0;
     if (npieces <= 1)
         s->pieces = &s->one;
@@ -1140,6 +1145,12 @@ Segment_get_retransmitted(SegmentObject *s, void *c)
 }
 
 static PyObject *
+Segment_get_mark(SegmentObject *s, void *c)
+{
+    return PyLong_FromLong(s->mark);
+}
+
+static PyObject *
 Segment_repr(SegmentObject *s)
 {
     return PyUnicode_FromFormat("TcpSegment(seq=%lld, len=%lld)", s->seq, s->length);
@@ -1200,6 +1211,7 @@ static PyMemberDef Segment_members[] = {
 static PyGetSetDef Segment_getset[] = {
     {"pieces", (getter)Segment_get_pieces, NULL, "(stream_id, stream_offset, data, end) carried", NULL},
     {"retransmitted", (getter)Segment_get_retransmitted, NULL, NULL, NULL},
+    {"mark", (getter)Segment_get_mark, NULL, "scoreboard: 0 in flight, 1 SACKed, 2 lost, 3 lost and resent", NULL},
     {NULL},
 };
 
@@ -1220,30 +1232,91 @@ typedef struct {
     PyObject_HEAD
     long long ack;
     double echo_s;           /* the timestamp echo (RFC 7323 TSecr) */
+    int nsack;               /* SACK blocks (RFC 2018), most recently changed first */
+    long long sack[MAX_SACK_BLOCKS][2];
 } AckObject;
 
 static PyTypeObject AckType;
+
+/* Up to MAX_SACK_BLOCKS (left, right) pairs from a sequence into out; their count, or -1. */
+static int
+parse_sack(PyObject *seq, long long out[][2])
+{
+    PyObject *fast = PySequence_Fast(seq, "sack must be a sequence of (left, right) pairs");
+    if (fast == NULL)
+        return -1;
+    Py_ssize_t n = PySequence_Fast_GET_SIZE(fast);
+    if (n > MAX_SACK_BLOCKS) {
+        Py_DECREF(fast);
+        PyErr_SetString(PyExc_ValueError, "at most 4 SACK blocks (RFC 2018 section 3)");
+        return -1;
+    }
+    for (Py_ssize_t i = 0; i < n; i++) {
+        if (!PyArg_ParseTuple(PySequence_Fast_GET_ITEM(fast, i), "LL", &out[i][0], &out[i][1])) {
+            Py_DECREF(fast);
+            return -1;
+        }
+    }
+    Py_DECREF(fast);
+    return (int)n;
+}
 
 static PyObject *
 Ack_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
 {
     long long ack;
     double echo_s = 0.0;
-    if (!PyArg_ParseTuple(args, "L|d:TcpAck", &ack, &echo_s))
+    PyObject *sack = NULL;
+    long long blocks[MAX_SACK_BLOCKS][2];
+    int nsack = 0;
+    if (!PyArg_ParseTuple(args, "L|dO:TcpAck", &ack, &echo_s, &sack))
+        return NULL;
+    if (sack != NULL && (nsack = parse_sack(sack, blocks)) < 0)
         return NULL;
     AckObject *a = (AckObject *)type->tp_alloc(type, 0);
     if (a != NULL) {
         a->ack = ack;
         a->echo_s = echo_s;
+        a->nsack = nsack;
+        memcpy(a->sack, blocks, (size_t)nsack * sizeof(blocks[0]));
     }
     return (PyObject *)a;
 }
 
 static PyObject *
+Ack_get_sack(AckObject *a, void *c)
+{
+    PyObject *t = PyTuple_New(a->nsack);
+    if (t == NULL)
+        return NULL;
+    for (int i = 0; i < a->nsack; i++) {
+        PyObject *pair = Py_BuildValue("(LL)", a->sack[i][0], a->sack[i][1]);
+        if (pair == NULL) {
+            Py_DECREF(t);
+            return NULL;
+        }
+        PyTuple_SET_ITEM(t, i, pair);
+    }
+    return t;
+}
+
+static PyObject *
 Ack_repr(AckObject *a)
 {
-    return PyUnicode_FromFormat("TcpAck(%lld)", a->ack);
+    if (a->nsack == 0)
+        return PyUnicode_FromFormat("TcpAck(%lld)", a->ack);
+    PyObject *sack = Ack_get_sack(a, NULL);
+    if (sack == NULL)
+        return NULL;
+    PyObject *r = PyUnicode_FromFormat("TcpAck(%lld, sack=%R)", a->ack, sack);
+    Py_DECREF(sack);
+    return r;
 }
+
+static PyGetSetDef Ack_getset[] = {
+    {"sack", (getter)Ack_get_sack, NULL, "SACK blocks (left, right), most recently changed first", NULL},
+    {NULL},
+};
 
 static PyMemberDef Ack_members[] = {
     {"ack", T_LONGLONG, offsetof(AckObject, ack), READONLY, "every sequence number below it was received"},
@@ -1260,6 +1333,7 @@ static PyTypeObject AckType = {
     .tp_new = Ack_new,
     .tp_repr = (reprfunc)Ack_repr,
     .tp_members = Ack_members,
+    .tp_getset = Ack_getset,
 };
 
 typedef struct {
@@ -1759,6 +1833,13 @@ struct EndpointObject {
     double inflation, handshake_sent_s;
     /* F-RTO (RFC 5682) and the undo of a spurious timeout's reduction */
     char frto, undo_marker, prior_cwnd_int, prior_ssthresh_int, timestamps;
+    /* SACK (RFC 2018), its recovery (RFC 6675, RFC 6937 PRR) and RACK's loss marks (RFC 8985) */
+    char sack;
+    int sack_report;                        /* blocks an ACK carries: 3 beside timestamps, else 4 */
+    long long sacked_bytes, lost_hint, rack_end, pipe, prr_delivered, prr_out, recover_fs;
+    double rack_xmit_s;
+    long long (*sack_blocks)[2];            /* receiver: held blocks, most recently changed first */
+    Py_ssize_t nblocks, blocks_cap;
     long long high_seq, frto_held, last_ack_sent;
     double prior_cwnd, prior_ssthresh, retrans_stamp_s, ts_recent_s;
     long long rcv_nxt, ooo_bytes, max_ooo_bytes, segments_since_ack;
@@ -1834,9 +1915,9 @@ seg_ring_at(SegRing *r, Py_ssize_t i)
     return r->buf[(r->head + i) % r->cap];
 }
 
-/* The unacked segment starting at seq (by_seq[seq] in Python), borrowed; KeyError if none. */
+/* The unacked segment starting at seq (by_seq.get(seq) in Python), borrowed; NULL if none. */
 static SegmentObject *
-by_seq(EndpointObject *e, long long seq)
+find_seg(EndpointObject *e, long long seq)
 {
     Py_ssize_t lo = 0, hi = e->unacked.size;
     while (lo < hi) {
@@ -1849,6 +1930,16 @@ by_seq(EndpointObject *e, long long seq)
         else
             hi = mid;
     }
+    return NULL;
+}
+
+/* The unacked segment starting at seq (by_seq[seq] in Python), borrowed; KeyError if none. */
+static SegmentObject *
+by_seq(EndpointObject *e, long long seq)
+{
+    SegmentObject *found = find_seg(e, seq);
+    if (found != NULL)
+        return found;
     PyObject *key = PyLong_FromLongLong(seq);
     if (key != NULL) {
         PyErr_SetObject(PyExc_KeyError, key);
@@ -2208,11 +2299,96 @@ new_segment(EndpointObject *e, long long seq)
     return seg;
 }
 
+/* Cut the next segment of new data at nxt (= SND.NXT = SND.MAX) and send it
+ * (tcp_endpoint._send_new_segment); the segment, borrowed from the unacked ring, or NULL. */
+static SegmentObject *
+send_new_segment(EndpointObject *e, long long nxt, double now)
+{
+    long long mss = e->mss, pending_len = e->pending_len;
+    Piece *entry = piece_ring_front(&e->pending);
+    long long n = entry->len;
+    SegmentObject *seg;
+    if (n == mss || (0 < n && n == pending_len && pending_len < mss)) {
+        /* one whole write fills the segment, or is all there is */
+        seg = segment_new(nxt, 1);
+        if (seg == NULL)
+            return NULL;
+        seg->pieces[0] = *entry;
+        seg->npieces = 1;
+        piece_ring_pop(&e->pending);
+        e->pending_len = pending_len - n;
+        seg->length = seg->payload_bytes = n;
+    }
+    else {
+        seg = new_segment(e, nxt);
+        if (seg == NULL)
+            return NULL;
+    }
+    if (seg_ring_push(&e->unacked, seg) < 0) {
+        Py_DECREF(seg);
+        return NULL;
+    }
+    e->snd_nxt = e->snd_max = nxt + seg->length;
+    Py_INCREF(seg);
+    int rc = endpoint_transmit(e, seg, 0, now);
+    Py_DECREF(seg);
+    return rc < 0 ? NULL : seg;
+}
+
+/* RFC 6675 step (C) with NextSeg() rules 1 and 2 (tcp_endpoint._send_recovery): the first
+ * segment marked lost and not resent since, else new data, while pipe leaves room in cwnd. */
+static int
+send_recovery(EndpointObject *e, double now)
+{
+    double cwnd = e->cc->cwnd;
+    for (;;) {
+        long long seq = e->lost_hint > e->snd_una ? e->lost_hint : e->snd_una;
+        long long snd_max = e->snd_max;
+        SegmentObject *seg = NULL;
+        while (seq < snd_max) {
+            SegmentObject *candidate = by_seq(e, seq);
+            if (candidate == NULL)
+                return -1;
+            if (candidate->mark == MARK_LOST) {
+                seg = candidate;
+                break;
+            }
+            seq += candidate->length;
+        }
+        e->lost_hint = seq;
+        if (seg != NULL) {
+            if ((double)(e->pipe + seg->length) > cwnd)
+                break;
+            seg->mark = MARK_RESENT;
+            Py_INCREF(seg);
+            int rc = endpoint_transmit(e, seg, 1, now);
+            Py_DECREF(seg);
+            if (rc < 0)
+                return -1;
+        }
+        else if (e->pending_len && e->established) {
+            long long pending_len = e->pending_len;
+            if ((double)(e->pipe + (e->mss < pending_len ? e->mss : pending_len)) > cwnd)
+                break;
+            seg = send_new_segment(e, e->snd_nxt, now);
+            if (seg == NULL)
+                return -1;
+        }
+        else
+            break;
+        e->pipe += seg->length;
+        e->prr_out += seg->length;
+    }
+    return 0;
+}
+
 /* Send what the congestion window allows: go-back-N resends first, then new data. */
 /* Send what the window allows (has_window: the given one, else the congestion window). */
 static int
 send_more_window(EndpointObject *e, double now, int has_window, double window)
 {
+    if (e->in_recovery && e->sack)
+        return send_recovery(e, now);
     if (!e->established || (!e->pending_len && e->snd_nxt >= e->snd_max))
         return 0;
     long long mss = e->mss;
@@ -2244,34 +2420,7 @@ send_more_window(EndpointObject *e, double now, int has_window, double window)
             long long pending_len = e->pending_len;
             if ((double)(flight + (mss < pending_len ? mss : pending_len)) > window)
                 break;
-            Piece *entry = piece_ring_front(&e->pending);
-            long long n = entry->len;
-            SegmentObject *seg;
-            if (n == mss || (0 < n && n == pending_len && pending_len < mss)) {
-                /* one whole write fills the segment, or is all there is */
-                seg = segment_new(nxt, 1);
-                if (seg == NULL)
-                    return -1;
-                seg->pieces[0] = *entry;
-                seg->npieces = 1;
-                piece_ring_pop(&e->pending);
-                e->pending_len = pending_len - n;
-                seg->length = seg->payload_bytes = n;
-            }
-            else {
-                seg = new_segment(e, nxt);
-                if (seg == NULL)
-                    return -1;
-            }
-            if (seg_ring_push(&e->unacked, seg) < 0) {
-                Py_DECREF(seg);
-                return -1;
-            }
-            e->snd_nxt = e->snd_max = nxt + seg->length;
-            Py_INCREF(seg);
-            int rc = endpoint_transmit(e, seg, 0, now);
-            Py_DECREF(seg);
-            if (rc < 0)
+            if (send_new_segment(e, nxt, now) == NULL)
                 return -1;
         }
         else
@@ -2324,10 +2473,175 @@ save_undo(EndpointObject *e)
     e->undo_marker = 1;
 }
 
+/* -- the SACK scoreboard (tcp_endpoint: _rack_note ... _prr_ack) -- */
+
+/* RFC 8985 section 6.2 step 2: the latest sent segment delivered; a resent one whose RTT is
+ * under the minimum may answer its original and is skipped. */
+static inline void
+rack_note(EndpointObject *e, SegmentObject *seg, double now)
+{
+    double sent = seg->sent_s;
+    if (seg->retransmitted && now - sent < e->rtt->min_rtt_s)
+        return;
+    long long end = seg->seq + seg->length;
+    if (sent > e->rack_xmit_s || (sent == e->rack_xmit_s && end > e->rack_end)) {
+        e->rack_xmit_s = sent;
+        e->rack_end = end;
+    }
+}
+
+/* Mark the unacked segments the blocks cover (RFC 6675 Update()); the bytes newly SACKed. */
+static long long
+take_sack(EndpointObject *e, long long blocks[][2], int nblocks, double now)
+{
+    long long newly = 0;
+    for (int i = 0; i < nblocks; i++) {
+        long long start = blocks[i][0], end = blocks[i][1];
+        long long seq = start > e->snd_una ? start : e->snd_una;
+        while (seq < end) {
+            SegmentObject *seg = find_seg(e, seq);
+            if (seg == NULL || seq + seg->length > end)
+                break;
+            if (seg->mark != MARK_SACKED) {
+                seg->mark = MARK_SACKED;
+                newly += seg->length;
+                rack_note(e, seg, now);
+            }
+            seq += seg->length;
+        }
+    }
+    e->sacked_bytes += newly;
+    return newly;
+}
+
+/* RFC 6675 IsLost() in segments: the seq below which an unSACKed segment has DupThresh
+ * SACKed segments above it, or -1. */
+static long long
+lost_boundary(EndpointObject *e)
+{
+    long long count = 0;
+    for (Py_ssize_t i = e->unacked.size - 1; i >= 0; i--) {
+        SegmentObject *seg = seg_ring_at(&e->unacked, i);
+        if (seg->mark == MARK_SACKED) {
+            count++;
+            if (count >= e->packet_threshold)
+                return seg->seq;
+        }
+    }
+    return -1;
+}
+
+/* RFC 8985 section 6.2 outside a recovery, at an ACK (tcp_endpoint._rack_head_lost): the first
+ * unacked segment was sent at least min RTT / 4 before the latest sent one known delivered. */
 static int
-on_new_ack(EndpointObject *e, long long ack, double echo_s, PyObject *now_obj, double now)
+rack_head_lost(EndpointObject *e)
+{
+    SegmentObject *head = by_seq(e, e->snd_una);
+    if (head == NULL)
+        return -1;
+    return head->mark != MARK_SACKED && e->rack_xmit_s - head->sent_s >= e->rtt->min_rtt_s / 4;
+}
+
+/* Loss marks (DupThresh and RACK with a zero reordering window), then RFC 6675 SetPipe(). */
+static long long
+mark_lost_and_pipe(EndpointObject *e, int dupthresh)
+{
+    long long boundary = dupthresh ? lost_boundary(e) : -1;
+    double rack_s = e->rack_xmit_s;
+    long long rack_end = e->rack_end, hint = e->lost_hint, pipe = 0;
+    for (Py_ssize_t i = 0; i < e->unacked.size; i++) {
+        SegmentObject *seg = seg_ring_at(&e->unacked, i);
+        char mark = seg->mark;
+        if (mark == MARK_SACKED || mark == MARK_LOST)
+            continue;
+        double sent = seg->sent_s;
+        if ((mark == 0 && seg->seq < boundary) || rack_s > sent
+            || (rack_s == sent && rack_end > seg->seq + seg->length)) {
+            seg->mark = MARK_LOST;
+            if (seg->seq < hint)
+                hint = seg->seq;
+        }
+        else
+            pipe += seg->length;
+    }
+    e->lost_hint = hint;
+    return pipe;
+}
+
+/* RFC 6675 section 5 (4.1-4.3) with RFC 6937's initialisation. */
+static int
+enter_sack_recovery(EndpointObject *e, double now)
+{
+    e->in_recovery = 1;
+    e->partial_acks = 0;
+    e->recover = e->snd_max;
+    save_undo(e);
+    e->retrans_stamp_s = now;
+    cc_on_congestion_event(e->cc);
+    e->fast_retransmits += 1;
+    e->prr_delivered = e->prr_out = 0;
+    e->recover_fs = e->snd_nxt - e->snd_una;
+    SegmentObject *head = by_seq(e, e->snd_una);
+    if (head == NULL)
+        return -1;
+    if (head->mark == 0)
+        head->mark = MARK_LOST;
+    e->lost_hint = e->snd_una;
+    return 0;
+}
+
+/* RFC 6937 section 3: cwnd = ssthresh; lost marks left on data sent in the recovery dropped. */
+static void
+leave_sack_recovery(EndpointObject *e)
+{
+    e->cc->cwnd = e->cc->ssthresh;
+    e->cc->cwnd_int = e->cc->ssthresh_int;
+    for (Py_ssize_t i = 0; i < e->unacked.size; i++) {
+        SegmentObject *seg = seg_ring_at(&e->unacked, i);
+        if (seg->mark != MARK_SACKED)
+            seg->mark = 0;
+    }
+}
+
+/* An ACK in a SACK recovery: marks, pipe, then RFC 6937 PRR-SSRB: cwnd = pipe + sndcnt. */
+static int
+prr_ack(EndpointObject *e, long long delivered, int dupthresh, int entering)
+{
+    e->prr_delivered += delivered;
+    long long pipe = mark_lost_and_pipe(e, dupthresh);
+    e->pipe = pipe;
+    double ssthresh = e->cc->ssthresh;
+    double sndcnt;
+    if ((double)pipe > ssthresh)
+        sndcnt = (double)((long long)ceil((double)e->prr_delivered * ssthresh / (double)e->recover_fs / (double)e->mss)
+                          * e->mss - e->prr_out);   /* whole segments, as Linux counts PRR in packets */
+    else {
+        long long a = e->prr_delivered - e->prr_out;
+        long long limit = (a >= delivered ? a : delivered) + e->mss;
+        double room = ssthresh - (double)pipe;
+        sndcnt = (double)limit < room ? (double)limit : room;
+    }
+    if (entering) {
+        SegmentObject *head = by_seq(e, e->snd_una);
+        if (head == NULL)
+            return -1;
+        if (sndcnt < (double)head->length)
+            sndcnt = (double)head->length;
+    }
+    else if (sndcnt < 0)
+        sndcnt = 0;
+    e->cc->cwnd = (double)pipe + sndcnt;
+    e->cc->cwnd_int = 0;
+    return 0;
+}
+
+static int
+on_new_ack(EndpointObject *e, long long ack, double echo_s, long long sack[][2], int nsack,
+           PyObject *now_obj, double now)
 {
     long long mss = e->mss;
+    long long old_una = e->snd_una, sacked_before = e->sacked_bytes;
+    int sack_on = e->sack;
     /* RFC 3522 Eifel detection (Linux tcp_packet_delayed) */
     int delayed = e->timestamps && e->snd_una < e->high_seq && e->undo_marker && echo_s < e->retrans_stamp_s;
     long long newly_acked = ack - e->snd_una;
@@ -2352,6 +2666,10 @@ on_new_ack(EndpointObject *e, long long ack, double echo_s, PyObject *now_obj, d
         SegmentObject *seg = seg_ring_at(&e->unacked, 0);
         e->unacked.head = (e->unacked.head + 1) % e->unacked.cap;
         e->unacked.size--;
+        if (seg->mark == MARK_SACKED)
+            e->sacked_bytes -= seg->length;
+        else if (sack_on)
+            rack_note(e, seg, now);
         if (seg->retransmitted)
             any_retransmitted = 1;
         else if (frto && seg->seq + seg->length <= e->high_seq)
@@ -2386,6 +2704,7 @@ on_new_ack(EndpointObject *e, long long ack, double echo_s, PyObject *now_obj, d
         }
         Py_DECREF(seg);
     }
+    long long newly_sacked = nsack && sack_on ? take_sack(e, sack, nsack, now) : 0;
     /* RFC 6298 section 3 and Karn's algorithm: a sample from the oldest newly acked
      * segment unless one was retransmitted; a fresh sample ends a backoff. */
     if (!any_retransmitted) {
@@ -2411,7 +2730,12 @@ on_new_ack(EndpointObject *e, long long ack, double echo_s, PyObject *now_obj, d
     }
     CcObject *cc = e->cc;
     if (e->in_recovery) {
-        if (ack >= e->recover) {
+        if (ack >= e->recover && sack_on) {
+            e->in_recovery = 0;
+            e->inflation = 0.0;
+            leave_sack_recovery(e);
+        }
+        else if (ack >= e->recover) {
             /* RFC 6582 3.2 step 3, full ACK: cwnd = min(ssthresh, max(FlightSize, SMSS) + SMSS) */
             e->in_recovery = 0;
             e->inflation = 0.0;
@@ -2424,6 +2748,13 @@ on_new_ack(EndpointObject *e, long long ack, double echo_s, PyObject *now_obj, d
             else {
                 cc->cwnd = cc->ssthresh;
                 cc->cwnd_int = cc->ssthresh_int;
+            }
+        }
+        else if (sack_on) {
+            /* a partial ACK: the recovery goes on, RACK marks what it shows lost */
+            if (prr_ack(e, ack - old_una + e->sacked_bytes - sacked_before, newly_sacked > 0, 0) < 0) {
+                rc = -1;
+                goto done;
             }
         }
         else {
@@ -2480,6 +2811,20 @@ on_new_ack(EndpointObject *e, long long ack, double echo_s, PyObject *now_obj, d
         if (rc < 0)
             goto done;
     }
+    if (e->sacked_bytes && !e->in_recovery && ack > e->recover) {
+        /* RFC 6675 section 5: IsLost(HighACK + 1) on an ACK that moved SND.UNA too, or RACK */
+        int enter = lost_boundary(e) > ack;
+        if (!enter && (enter = rack_head_lost(e)) < 0) {
+            rc = -1;
+            goto done;
+        }
+        if (enter && (enter_sack_recovery(e, now) < 0
+                      || prr_ack(e, ack - old_una + e->sacked_bytes - sacked_before, 1, 1) < 0
+                      || log_cwnd(e, now_obj) < 0)) {
+            rc = -1;
+            goto done;
+        }
+    }
     if (frto_new_data && e->frto) {
         /* RFC 5682 step 2b: up to two new segments, whatever the window */
         e->snd_nxt = e->snd_max;
@@ -2494,8 +2839,9 @@ done:
 }
 
 static int
-on_duplicate_ack(EndpointObject *e, long long ack, PyObject *now_obj, double now)
+on_duplicate_ack(EndpointObject *e, long long ack, long long sack[][2], int nsack, PyObject *now_obj, double now)
 {
+    long long newly_sacked = nsack && e->sack ? take_sack(e, sack, nsack, now) : 0;
     if (e->frto) {
         if (e->snd_max == e->high_seq)
             return 0;                      /* step 2: nothing to learn */
@@ -2509,7 +2855,22 @@ on_duplicate_ack(EndpointObject *e, long long ack, PyObject *now_obj, double now
     }
     e->dupacks += 1;
     long long threshold = e->packet_threshold;
-    if (e->in_recovery) {
+    if (e->sack) {
+        if (e->in_recovery) {
+            if (prr_ack(e, newly_sacked, newly_sacked > 0, 0) < 0 || log_cwnd(e, now_obj) < 0)
+                return -1;
+        }
+        else if (ack > e->recover) {
+            /* RFC 6675 section 5: DupThresh duplicate ACKs or IsLost(HighACK + 1), or RACK */
+            int enter = e->dupacks >= threshold || (e->sacked_bytes && lost_boundary(e) > ack);
+            if (!enter && e->sacked_bytes && (enter = rack_head_lost(e)) < 0)
+                return -1;
+            if (enter && (enter_sack_recovery(e, now) < 0 || prr_ack(e, newly_sacked, 1, 1) < 0
+                          || log_cwnd(e, now_obj) < 0))
+                return -1;
+        }
+    }
+    else if (e->in_recovery) {
         e->inflation += (double)e->mss;            /* RFC 6582 step 3 / RFC 5681 step 4 */
         if (log_cwnd(e, now_obj) < 0)
             return -1;
@@ -2543,17 +2904,29 @@ Endpoint_on_ack(EndpointObject *e, PyObject *packet)
 {
     long long ack;
     double echo_s;
+    long long sack[MAX_SACK_BLOCKS][2];
+    int nsack = 0;
     PyObject *payload = Py_IS_TYPE(packet, &PacketType) ? Py_NewRef(((PacketObject *)packet)->payload)
                                                         : PyObject_GetAttr(packet, str_payload);
     if (payload == NULL)
         return NULL;
     if (Py_IS_TYPE(payload, &AckType)) {
-        ack = ((AckObject *)payload)->ack;
-        echo_s = ((AckObject *)payload)->echo_s;
+        AckObject *a = (AckObject *)payload;
+        ack = a->ack;
+        echo_s = a->echo_s;
+        nsack = a->nsack;
+        memcpy(sack, a->sack, (size_t)nsack * sizeof(sack[0]));
     }
-    else if (get_long_attr(payload, str_ack, &ack) < 0 || get_double_attr(payload, str_echo_s, &echo_s) < 0) {
-        Py_DECREF(payload);
-        return NULL;
+    else {
+        PyObject *blocks = NULL;
+        if (get_long_attr(payload, str_ack, &ack) < 0 || get_double_attr(payload, str_echo_s, &echo_s) < 0
+            || (blocks = PyObject_GetAttr(payload, str_sack)) == NULL
+            || (nsack = parse_sack(blocks, sack)) < 0) {
+            Py_XDECREF(blocks);
+            Py_DECREF(payload);
+            return NULL;
+        }
+        Py_DECREF(blocks);
     }
     Py_DECREF(payload);
     int rc = 0;
@@ -2563,9 +2936,9 @@ Endpoint_on_ack(EndpointObject *e, PyObject *packet)
         if (now_obj == NULL)
             return NULL;
         if (ack > e->snd_una)
-            rc = on_new_ack(e, ack, echo_s, now_obj, now);
+            rc = on_new_ack(e, ack, echo_s, sack, nsack, now_obj, now);
         else
-            rc = on_duplicate_ack(e, ack, now_obj, now);
+            rc = on_duplicate_ack(e, ack, sack, nsack, now_obj, now);
         Py_DECREF(now_obj);
     }
     /* else: an old ACK overtaken by a newer one */
@@ -2710,6 +3083,12 @@ endpoint_on_rto(EndpointObject *e, double now)
             save_undo(e);
             cc_on_timeout(e->cc, e->snd_nxt - e->snd_una);   /* RFC 5681 (4) */
         }
+        if (e->sack) {
+            /* RFC 2018 section 8: the scoreboard is cleared after a timeout */
+            for (Py_ssize_t i = 0; i < e->unacked.size; i++)
+                seg_ring_at(&e->unacked, i)->mark = 0;
+            e->sacked_bytes = 0;
+        }
         e->rto_seq = e->snd_una;
         e->frto = (char)frto;
         e->frto_held = e->dupacks;
@@ -2809,6 +3188,58 @@ deliver(EndpointObject *e, Piece **pieces, Py_ssize_t n, PyObject *now_obj)
     return rc;
 }
 
+/* RFC 2018 section 4 (tcp_endpoint._sack_note): the block holding the segment just received
+ * goes first, merged with the held blocks it touches; the others keep their order. */
+static int
+sack_note(EndpointObject *e, long long start, long long end)
+{
+    if (e->nblocks == e->blocks_cap) {
+        Py_ssize_t cap = e->blocks_cap ? e->blocks_cap * 2 : 8;
+        long long (*grown)[2] = PyMem_Realloc(e->sack_blocks, (size_t)cap * sizeof(e->sack_blocks[0]));
+        if (grown == NULL) {
+            PyErr_NoMemory();
+            return -1;
+        }
+        e->sack_blocks = grown;
+        e->blocks_cap = cap;
+    }
+    Py_ssize_t kept = 0;
+    for (Py_ssize_t i = 0; i < e->nblocks; i++) {
+        long long b0 = e->sack_blocks[i][0], b1 = e->sack_blocks[i][1];
+        if (b1 < start || b0 > end) {
+            e->sack_blocks[kept][0] = b0;
+            e->sack_blocks[kept][1] = b1;
+            kept++;
+        }
+        else {
+            if (b0 < start)
+                start = b0;
+            if (b1 > end)
+                end = b1;
+        }
+    }
+    memmove(&e->sack_blocks[1], &e->sack_blocks[0], (size_t)kept * sizeof(e->sack_blocks[0]));
+    e->sack_blocks[0][0] = start;
+    e->sack_blocks[0][1] = end;
+    e->nblocks = kept + 1;
+    return 0;
+}
+
+/* Drop the blocks the cumulative ACK point has passed. */
+static void
+sack_prune(EndpointObject *e, long long rcv_nxt)
+{
+    Py_ssize_t kept = 0;
+    for (Py_ssize_t i = 0; i < e->nblocks; i++) {
+        if (e->sack_blocks[i][1] > rcv_nxt) {
+            e->sack_blocks[kept][0] = e->sack_blocks[i][0];
+            e->sack_blocks[kept][1] = e->sack_blocks[i][1];
+            kept++;
+        }
+    }
+    e->nblocks = kept;
+}
+
 static int
 endpoint_send_ack(EndpointObject *e, double now)
 {
@@ -2821,6 +3252,8 @@ endpoint_send_ack(EndpointObject *e, double now)
         return -1;
     ack->ack = e->rcv_nxt;
     ack->echo_s = e->ts_recent_s;
+    ack->nsack = (int)(e->nblocks < e->sack_report ? e->nblocks : e->sack_report);
+    memcpy(ack->sack, e->sack_blocks, (size_t)ack->nsack * sizeof(ack->sack[0]));
     PacketObject *packet = packet_new(e->header_bytes, (PyObject *)ack);
     Py_DECREF(ack);
     if (packet == NULL)
@@ -2955,6 +3388,8 @@ Endpoint_on_segment(EndpointObject *e, PyObject *packet)
                     for (Py_ssize_t i = 0; i < held[c]->npieces; i++)
                         pieces[k++] = &held[c]->pieces[i];
                 e->rcv_nxt = nxt;
+                if (e->nblocks)
+                    sack_prune(e, nxt);
                 rc = deliver(e, pieces, k, now_obj);
                 PyMem_Free(pieces);
             }
@@ -2988,6 +3423,10 @@ Endpoint_on_segment(EndpointObject *e, PyObject *packet)
             if (e->ooo_bytes > e->max_ooo_bytes)
                 e->max_ooo_bytes = e->ooo_bytes;
         }
+        if (e->sack && sack_note(e, seq, seq + seg->length) < 0) {
+            rc = -1;
+            goto done;
+        }
         rc = endpoint_send_ack(e, now);                /* RFC 5681 4.2: immediate duplicate ACK */
     }
     else
@@ -3005,7 +3444,7 @@ done:
 static PyObject *
 Endpoint_send_more(EndpointObject *e, PyObject *unused)
 {
-    if (!e->established || (!e->pending_len && e->snd_nxt >= e->snd_max))
+    if (!(e->in_recovery && e->sack) && (!e->established || (!e->pending_len && e->snd_nxt >= e->snd_max)))
         Py_RETURN_NONE;                  /* nothing to send: no need for the time */
     double now;
     PyObject *now_obj = get_now(e->sim, &now);
@@ -3315,6 +3754,16 @@ Endpoint_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
         goto fail;
     }
     e->timestamps = (char)ts_on;
+    PyObject *sack_obj = PyObject_GetAttr(e->config, str_sack);
+    int sack_on = sack_obj == NULL ? -1 : PyObject_IsTrue(sack_obj);
+    Py_XDECREF(sack_obj);
+    if (sack_on < 0) {
+        Py_DECREF(cc_name);
+        goto fail;
+    }
+    e->sack = (char)sack_on;
+    e->sack_report = ts_on ? 3 : 4;           /* RFC 2018 section 3 */
+    e->rack_xmit_s = -1.0;
     int kind = -1;
     PyObject *lower = PyObject_CallMethod(cc_name, "lower", NULL);
     Py_DECREF(cc_name);
@@ -3430,6 +3879,7 @@ Endpoint_dealloc(EndpointObject *e)
     for (Py_ssize_t i = 0; i < e->ooo_size; i++)
         Py_DECREF(e->ooo[i]);
     PyMem_Free(e->ooo);
+    PyMem_Free(e->sack_blocks);
     for (int kind = 0; kind < 4; kind++)
         PyMem_Free(e->streams[kind]);
     Py_TYPE(e)->tp_free((PyObject *)e);
@@ -3954,6 +4404,7 @@ PyInit__tcp(void)
     INTERN(str_initial_rtt_s, "initial_rtt_s");
     INTERN(str_echo_s, "echo_s");
     INTERN(str_timestamps, "timestamps");
+    INTERN(str_sack, "sack");
     INTERN(str_ack_every_packets, "ack_every_packets");
     INTERN(str_max_ack_delay_s, "max_ack_delay_s");
     INTERN(str_packet_threshold, "packet_threshold");

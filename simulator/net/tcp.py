@@ -1,4 +1,4 @@
-"""TCP transport model: one ordered byte stream per direction with NewReno loss recovery.
+"""TCP transport model: one ordered byte stream per direction with SACK loss recovery.
 
 Written by hand (no maintained library models TCP inside this engine).  The model is
 sized for sweeps of thousands of runs: segments are small ``__slots__`` objects whose
@@ -20,13 +20,36 @@ What is modelled
   out-of-order or duplicate segment and on one that fills a hole.  ACKs are pure
   ACK packets of ``header_overhead_bytes`` (40 B) on the reverse link, subject to its
   loss and queue.  Bytes reach the application strictly in connection order: a hole
-  holds back every later byte, whatever stream it belongs to.
+  holds back every later byte, whatever stream it belongs to.  With SACK
+  (``config.sack``, on as Linux's ``tcp_sack``) each ACK carries the SACK option
+  (RFC 2018, ``TcpAck.sack``): the blocks of data held above the ACK point, the block
+  of the segment that triggered the ACK first, then the others most recently changed
+  first (section 4), at most 3 beside timestamps and 4 without (section 3).
 - Sender: initial window ``config.initial_window_segments``; slow start and congestion
-  avoidance are ``cc.Reno`` / ``cc.Cubic`` (``config.cc``); fast retransmit after
-  ``config.packet_threshold`` duplicate ACKs with NewReno fast recovery (RFC 6582:
-  window inflation, partial ACKs retransmit the next hole and stay in recovery, the
-  "Impatient" timer variant, no second fast retransmit for losses of the window that
-  timed out); limited transmit (RFC 3042).
+  avoidance are ``cc.Reno`` / ``cc.Cubic`` (``config.cc``); limited transmit (RFC 3042).
+- Loss recovery with SACK (default), as Linux runs it: a scoreboard of the sent segments
+  (RFC 6675 section 4; each ``TcpSegment.mark``: in flight, SACKed, lost, lost and resent,
+  Linux's TCPCB_SACKED_ACKED / TCPCB_LOST / TCPCB_SACKED_RETRANS).  Recovery starts on
+  ``config.packet_threshold`` duplicate ACKs, when IsLost(SND.UNA) (DupThresh SACKed
+  segments above it, counted in segments as Linux counts packets), or when RACK shows it
+  lost (RFC 8985 section 6.2: sent at least the reordering window, min RTT / 4, before the
+  latest sent segment known delivered), only above the last recovery point (RFC 6675
+  section 5): one congestion reduction per episode (``cc``'s multiplicative decrease),
+  RecoveryPoint = SND.MAX.  In the recovery, each ACK marks
+  losses, by DupThresh and by RACK (RFC 8985 section 6.2 with a zero reordering window, as
+  Linux's RACK runs in recovery until it has seen reordering: every unSACKed segment sent
+  before the latest sent one known delivered is lost, a retransmission included, so a lost
+  retransmission is resent without waiting for the RTO); computes pipe (RFC 6675 SetPipe);
+  and sets cwnd = pipe + sndcnt by Proportional Rate Reduction (RFC 6937 section 3,
+  PRR-SSRB as Linux; the proportional part in whole segments, as Linux counts packets).
+  Sending is NextSeg() rules 1 and 2: the first segment marked lost and not resent since,
+  else new data.  The fast retransmit of the first hole goes out whatever PRR allows
+  (RFC 6675 (4.3)).  At the end (an ACK at RecoveryPoint) cwnd = ssthresh (RFC 6937).  The
+  RTO timer restarts on every ACK of new data (RFC 6298 5.3).
+- Without SACK (``sack=False``): fast retransmit after ``config.packet_threshold``
+  duplicate ACKs with NewReno fast recovery (RFC 6582: window inflation, partial ACKs
+  retransmit the next hole and stay in recovery, the "Impatient" timer variant, no second
+  fast retransmit for losses of the window that timed out).
 - Retransmission timer, as Linux runs it (net/ipv4/tcp_input.c, tcp_timer.c):
   RTO = SRTT + max(4 * RTTVAR, min RTO) (``cc.RttEstimator.rto_s``; ``config.min_rto_s``
   200 ms, Linux's TCP_RTO_MIN), 1 s before the first sample (RFC 6298 2.1), at most 120 s
@@ -55,9 +78,11 @@ What is modelled
   3 segments after 3a).  A spurious timeout is undone as Linux's ``tcp_try_undo_loss``:
   cwnd = max(cwnd, prior), ssthresh = max(ssthresh, prior), no more resending (the
   Eifel response of RFC 4015 without its RTO adaptation), recover = SND.NXT.  Linux
-  judges "never resent and not SACKed"; without SACK the model subtracts the duplicate
-  ACKs seen when the timer fired (segments the receiver held) before calling a timeout
-  spurious, so a lost first segment behind one or two received ones stays a loss.
+  judges "never resent and not SACKed"; the model subtracts the duplicate ACKs seen when
+  the timer fired (segments the receiver held) before calling a timeout spurious, so a
+  lost first segment behind one or two received ones stays a loss.  A timeout clears the
+  SACK scoreboard (RFC 2018 section 8) and go-back-N resends SACKed segments too; Linux
+  keeps the SACKed marks and resends only the rest.
 - Optional three-way handshake (``handshake=True``): SYN, SYN-ACK and ACK are 40-byte
   packets that can be lost; the client sends data one RTT after start, the server once
   the handshake's final ACK (or any client segment) arrives.  SYN and SYN-ACK are
@@ -66,10 +91,18 @@ What is modelled
 
 Simplifications (on purpose)
 - No flow control: the receive window is unlimited (the receive buffer's out-of-order
-  occupancy is measured, not bounded).  No SACK, no DSACK, no ECN; no tail loss probe
-  (RFC 8985's TLP, which Linux sends 2 SRTT after a tail), no RACK.  Timestamps are
-  modelled only as the echo the Eifel detection reads (``TcpAck.echo_s``): the option's
-  12 bytes are not on the wire and RTT samples keep Karn's rule.
+  occupancy is measured, not bounded).  No DSACK (so no undo of a fast recovery found
+  spurious), no ECN.  RACK-TLP (RFC 8985) only in part: RACK's loss marks at each ACK
+  (above), not its reordering timer (a hole sent within min RTT / 4 of the latest
+  delivered segment, with fewer than DupThresh SACKed above it, waits for more ACKs or
+  for the RTO, where Linux's timer resends it about 1.25 RTT after it left) nor its
+  adaptive reordering window (there is no reordering to adapt to but the links' jitter),
+  and no tail loss probe (TLP, which Linux sends about 2 SRTT after a tail): a lost tail
+  waits for the RTO.  NextSeg()'s rules 3 and 4 are not modelled (Linux has neither).  The
+  receiver keeps every SACK block it holds (Linux keeps 4), so its blocks are exact.
+  Timestamps and SACK blocks are modelled only as what the sender reads
+  (``TcpAck.echo_s``, ``TcpAck.sack``): the options' bytes (12, and 2 + 8 per block) are
+  not on the wire, and RTT samples keep Karn's rule (none from SACKed segments).
 - ACKs are never piggybacked on data: every ACK is its own packet.
 - Segment boundaries are fixed at first transmission; retransmissions resend the same
   segment (no repacketization).
@@ -126,7 +159,7 @@ def _c_endpoints(config: TransportConfig) -> bool:
             config.ack_every_packets, config.packet_threshold)
     floats = (config.min_rto_s, config.initial_rtt_s, config.max_ack_delay_s)
     return (all(type(v) is int for v in ints) and all(type(v) is float for v in floats)
-            and type(config.timestamps) is bool
+            and type(config.timestamps) is bool and type(config.sack) is bool
             and isinstance(config.cc, str) and config.cc.lower() in ("reno", "newreno", "cubic"))
 
 

@@ -1,10 +1,12 @@
 """The TCP model's endpoint, the Python reference: the sender of one direction and the
-receiver of the other, with NewReno recovery, delayed ACKs, Linux's retransmission timer
-with F-RTO and its undo, and the optional handshake, as ``tcp``'s docstring describes.
+receiver of the other, with SACK loss recovery (RFC 2018, RFC 6675, PRR of RFC 6937, RACK's
+loss marks of RFC 8985) or NewReno, delayed ACKs, Linux's retransmission timer with F-RTO
+and its undo, and the optional handshake, as ``tcp``'s docstring describes.
 ``simulator.net._tcp.TcpEndpoint`` is its C twin (same events, same numbers).  Written by hand."""
 
 from __future__ import annotations
 
+import math
 from collections import deque
 from typing import TYPE_CHECKING, Callable
 
@@ -20,6 +22,9 @@ __all__ = ["TcpEndpoint"]
 
 _EMPTY = memoryview(b"")
 _MAX_BACKOFF = 1 << 16
+# A sent segment's mark on the SACK scoreboard (TcpSegment.mark; Linux's TCPCB_SACKED_ACKED,
+# TCPCB_LOST and TCPCB_SACKED_RETRANS): in flight (0), SACKed, lost, lost and resent since.
+_SACKED, _LOST, _RESENT = 1, 2, 3
 
 
 class TcpEndpoint:
@@ -37,9 +42,13 @@ class TcpEndpoint:
         # F-RTO (RFC 5682) and the undo of a spurious timeout's reduction (Linux's names)
         "_frto", "_high_seq", "_frto_held", "_undo_marker", "_prior_cwnd_bytes", "_prior_ssthresh_bytes",
         "_retrans_stamp_s", "_timestamps",
+        # SACK (RFC 2018) and its loss recovery (RFC 6675 scoreboard and pipe, RFC 6937 PRR)
+        "_sack", "_sacked_bytes", "_lost_hint", "_rack_xmit_s", "_rack_end", "_pipe", "_prr_delivered", "_prr_out",
+        "_recover_fs",
         "_deliver_segment", "_deliver_ack", "_handshake_retransmitted", "_handshake_sent_s",
         # receiver (RCV.NXT)
         "rcv_nxt", "_ooo", "_ooo_bytes", "max_ooo_bytes", "_segments_since_ack", "_ts_recent_s", "_last_ack_sent",
+        "_sack_blocks", "_sack_report",
         # counters
         "segments_sent", "segments_retransmitted", "rtos", "spurious_rtos", "undone_reductions",
         "fast_retransmits",
@@ -95,6 +104,13 @@ class TcpEndpoint:
         self._prior_cwnd_bytes = self._prior_ssthresh_bytes = 0.0
         self._retrans_stamp_s = 0.0               # when the episode's first retransmission went out
         self._timestamps = config.timestamps      # RFC 7323 option in use: Eifel detection (RFC 3522)
+        self._sack = config.sack                  # RFC 2018 option in use: RFC 6675 recovery instead of NewReno
+        self._sacked_bytes = 0                    # bytes of unacked segments marked SACKed
+        self._lost_hint = 0                       # no segment below it is marked lost and not resent
+        self._rack_xmit_s = -1.0                  # RFC 8985 RACK.xmit_ts and RACK.end_seq: the latest
+        self._rack_end = 0                        # sent segment known delivered
+        self._pipe = 0                            # RFC 6675 pipe, bytes, in a recovery
+        self._prr_delivered = self._prr_out = self._recover_fs = 0   # RFC 6937 PRR state
         self._handshake_retransmitted = False
         self._handshake_sent_s = 0.0
 
@@ -105,6 +121,9 @@ class TcpEndpoint:
         self._segments_since_ack = 0
         self._ts_recent_s = 0.0                   # RFC 7323 TS.Recent: the send time echoed
         self._last_ack_sent = 0                   # RFC 7323 Last.ACK.sent
+        self._sack_blocks: list[tuple[int, int]] = []   # held blocks, most recently changed first (RFC 2018 4)
+        # RFC 2018 section 3: 40 bytes of options hold 4 blocks, 3 beside the 10-byte timestamp option.
+        self._sack_report = 3 if config.timestamps else 4
 
         self.segments_sent = 0
         self.segments_retransmitted = 0
@@ -173,6 +192,9 @@ class TcpEndpoint:
 
     def _send_more(self, window: float | None = None) -> None:
         """Send what the congestion window (or ``window``) allows: go-back-N resends first, then new data."""
+        if self._in_recovery and self._sack:
+            self._send_recovery()
+            return
         if not self.established or (not self._pending_len and self.snd_nxt >= self.snd_max):
             return                                       # nothing to send (e.g. a flush after an ACK sent it)
         mss = self.mss
@@ -184,7 +206,6 @@ class TcpEndpoint:
                 window = mss
         by_seq = self._by_seq
         snd_una = self.snd_una                           # sending never moves it
-        pending = self._pending
         while True:
             nxt = self.snd_nxt
             flight = nxt - snd_una
@@ -198,22 +219,64 @@ class TcpEndpoint:
                 pending_len = self._pending_len
                 if flight + (mss if mss < pending_len else pending_len) > window:
                     break
-                entry = pending[0]
-                n = len(entry[2])
-                if n == mss or 0 < n == pending_len < mss:
-                    # One whole write fills the segment, or is all there is: _new_segment's
-                    # result without its loop (the model's writers write a segment at a time).
-                    pending.popleft()
-                    self._pending_len = pending_len - n
-                    seg = TcpSegment(nxt, n, n, ((entry[0], entry[1], entry[2], entry[3]),))
-                else:
-                    seg = self._new_segment(nxt)
-                self._unacked.append(seg)
-                by_seq[nxt] = seg
-                self.snd_nxt = self.snd_max = nxt + seg.length
-                self._transmit(seg, False)
+                self._send_new_segment(nxt)
             else:
                 break
+
+    def _send_new_segment(self, nxt: int) -> TcpSegment:
+        """Cut the next segment of new data at ``nxt`` (= SND.NXT = SND.MAX) and send it."""
+        pending = self._pending
+        pending_len = self._pending_len
+        mss = self.mss
+        entry = pending[0]
+        n = len(entry[2])
+        if n == mss or 0 < n == pending_len < mss:
+            # One whole write fills the segment, or is all there is: _new_segment's
+            # result without its loop (the model's writers write a segment at a time).
+            pending.popleft()
+            self._pending_len = pending_len - n
+            seg = TcpSegment(nxt, n, n, ((entry[0], entry[1], entry[2], entry[3]),))
+        else:
+            seg = self._new_segment(nxt)
+        self._unacked.append(seg)
+        self._by_seq[nxt] = seg
+        self.snd_nxt = self.snd_max = nxt + seg.length
+        self._transmit(seg, False)
+        return seg
+
+    def _send_recovery(self) -> None:
+        """RFC 6675 section 5 step (C): while the window leaves room above pipe, send NextSeg():
+        the first segment marked lost and not resent since (rule 1, as Linux's
+        ``tcp_xmit_retransmit_queue``), else new data (rule 2).  Rules 3 and 4 (resending
+        unSACKed data not deemed lost, the rescue retransmission) are not modelled (Linux sends
+        neither): a lost tail waits for the RTO."""
+        cwnd = self.cc.cwnd_bytes
+        by_seq = self._by_seq
+        while True:
+            seq = self._lost_hint if self._lost_hint > self.snd_una else self.snd_una
+            snd_max = self.snd_max
+            seg = None
+            while seq < snd_max:
+                candidate = by_seq[seq]
+                if candidate.mark == _LOST:
+                    seg = candidate
+                    break
+                seq += candidate.length
+            self._lost_hint = seq
+            if seg is not None:
+                if self._pipe + seg.length > cwnd:
+                    break
+                seg.mark = _RESENT
+                self._transmit(seg, True)
+            elif self._pending_len and self.established:
+                pending_len = self._pending_len
+                if self._pipe + (self.mss if self.mss < pending_len else pending_len) > cwnd:
+                    break
+                seg = self._send_new_segment(self.snd_nxt)
+            else:
+                break
+            self._pipe += seg.length
+            self._prr_out += seg.length
 
     def _new_segment(self, seq: int) -> TcpSegment:
         """Cut up to one MSS off the pending writes."""
@@ -261,16 +324,147 @@ class TcpEndpoint:
             timers.set("rto", now + self._rto_s(), self._on_rto)
 
     def _on_ack(self, packet: Packet) -> None:
-        ack = packet.payload.ack
+        payload = packet.payload
+        ack = payload.ack
         if ack > self.snd_una:
-            self._on_new_ack(ack, packet.payload.echo_s)
+            self._on_new_ack(ack, payload.echo_s, payload.sack)
         elif ack == self.snd_una and self.snd_max > ack:
-            self._on_duplicate_ack(ack)
+            self._on_duplicate_ack(ack, payload.sack)
         # else: an old ACK overtaken by a newer one; nothing to learn
 
-    def _on_new_ack(self, ack: int, echo_s: float) -> None:
+    # -- SACK scoreboard (RFC 6675 section 4, RACK of RFC 8985 section 6.2) ------------------
+    def _rack_note(self, seg: TcpSegment, now: float) -> None:
+        """RFC 8985 section 6.2 step 2: remember the latest sent segment delivered; a resent one
+        whose RTT is under the minimum may answer its original, and is skipped."""
+        sent = seg.sent_s
+        if seg.retransmitted and now - sent < self.rtt.min_rtt_s:
+            return
+        end = seg.seq + seg.length
+        if sent > self._rack_xmit_s or (sent == self._rack_xmit_s and end > self._rack_end):
+            self._rack_xmit_s = sent
+            self._rack_end = end
+
+    def _take_sack(self, blocks, now: float) -> int:
+        """Mark the unacked segments the SACK blocks cover (RFC 6675 Update()); the bytes newly SACKed.
+        The receiver's blocks are unions of whole segments, whose boundaries never change."""
+        newly = 0
+        by_seq = self._by_seq
+        for start, end in blocks:
+            seq = start if start > self.snd_una else self.snd_una
+            while seq < end:
+                seg = by_seq.get(seq)
+                if seg is None or seq + seg.length > end:
+                    break
+                if seg.mark != _SACKED:
+                    seg.mark = _SACKED
+                    newly += seg.length
+                    self._rack_note(seg, now)
+                seq += seg.length
+        self._sacked_bytes += newly
+        return newly
+
+    def _lost_boundary(self) -> int:
+        """RFC 6675 IsLost() counted in segments, as Linux counts SACKed packets: an unSACKed
+        segment is lost when DupThresh SACKed segments lie above it; the seq below which that
+        holds (-1 if nowhere)."""
+        count = 0
+        threshold = self.config.packet_threshold
+        for seg in reversed(self._unacked):
+            if seg.mark == _SACKED:
+                count += 1
+                if count >= threshold:
+                    return seg.seq
+        return -1
+
+    def _rack_head_lost(self) -> bool:
+        """RFC 8985 section 6.2 outside a recovery, at an ACK: the first unacked segment was
+        sent at least the reordering window (min RTT / 4) before the latest sent one known
+        delivered.  (RACK's timer, for a segment sent within the window, is not modelled.)"""
+        head = self._by_seq[self.snd_una]
+        return head.mark != _SACKED and self._rack_xmit_s - head.sent_s >= self.rtt.min_rtt_s / 4
+
+    def _mark_lost_and_pipe(self, dupthresh: bool) -> int:
+        """Mark losses, then RFC 6675 SetPipe().  Lost: (``dupthresh``) an unSACKed segment
+        below the IsLost() boundary, and (RFC 8985 section 6.2 step 5, with the reordering
+        window 0 as Linux's RACK keeps it in recovery while it has seen no reordering) any
+        unSACKed segment sent before the latest sent one delivered, a resent one included
+        (a lost retransmission, which RFC 6675 alone leaves to the RTO).  Pipe: the unSACKed
+        segments not lost, and the lost ones resent since (in flight once more)."""
+        boundary = self._lost_boundary() if dupthresh else -1
+        rack_s = self._rack_xmit_s
+        rack_end = self._rack_end
+        hint = self._lost_hint
+        pipe = 0
+        for seg in self._unacked:
+            mark = seg.mark
+            if mark == _SACKED or mark == _LOST:
+                continue
+            sent = seg.sent_s
+            if ((mark == 0 and seg.seq < boundary) or rack_s > sent
+                    or (rack_s == sent and rack_end > seg.seq + seg.length)):
+                seg.mark = _LOST
+                if seg.seq < hint:
+                    hint = seg.seq
+            else:
+                pipe += seg.length
+        self._lost_hint = hint
+        return pipe
+
+    def _enter_sack_recovery(self) -> None:
+        """RFC 6675 section 5 (4.1-4.3) with RFC 6937's initialisation: RecoveryPoint =
+        HighData, one congestion reduction (ssthresh and cwnd from ``cc``), the first
+        unacked segment presumed lost; sending is then PRR's (``_prr_ack``)."""
+        self._in_recovery = True
+        self._partial_acks = 0
+        self._recover = self.snd_max
+        self._save_undo()
+        self._retrans_stamp_s = self.sim.now
+        self.cc.on_congestion_event(self.sim.now, self.snd_nxt - self.snd_una)
+        self.fast_retransmits += 1
+        self._prr_delivered = self._prr_out = 0
+        self._recover_fs = self.snd_nxt - self.snd_una       # RFC 6937: RecoverFS = snd.nxt - snd.una
+        head = self._by_seq[self.snd_una]
+        if head.mark == 0:
+            head.mark = _LOST
+        self._lost_hint = self.snd_una
+
+    def _leave_sack_recovery(self) -> None:
+        """RFC 6937 section 3 (Linux's tcp_end_cwnd_reduction): cwnd = ssthresh.  Lost marks
+        left on data sent during the recovery are dropped; DupThresh finds them again."""
+        self.cc.cwnd_bytes = self.cc.ssthresh_bytes
+        for seg in self._unacked:
+            if seg.mark != _SACKED:
+                seg.mark = 0
+
+    def _prr_ack(self, delivered: int, dupthresh: bool, entering: bool) -> None:
+        """An ACK in a SACK recovery: losses marked, pipe, then RFC 6937 section 3 (PRR with
+        the slow-start reduction bound, as Linux): cwnd = pipe + sndcnt."""
+        self._prr_delivered += delivered
+        self._pipe = pipe = self._mark_lost_and_pipe(dupthresh)
+        ssthresh = self.cc.ssthresh_bytes
+        if pipe > ssthresh:
+            # Rounded up to whole segments, as Linux counts PRR in packets (a byte count would
+            # hold back a segment until a whole one is due, and send less than Linux does).
+            sndcnt = math.ceil(self._prr_delivered * ssthresh / self._recover_fs / self.mss) * self.mss - self._prr_out
+        else:
+            limit = max(self._prr_delivered - self._prr_out, delivered) + self.mss
+            sndcnt = min(ssthresh - pipe, limit)
+        if entering:
+            # The fast retransmit goes out whatever PRR allows (RFC 6675 (4.3); Linux's
+            # tcp_cwnd_reduction sends at least it).
+            head = self._by_seq[self.snd_una].length
+            if sndcnt < head:
+                sndcnt = head
+        elif sndcnt < 0:
+            sndcnt = 0
+        self.cc.cwnd_bytes = float(pipe + sndcnt)
+
+    def _on_new_ack(self, ack: int, echo_s: float, sack: tuple = ()) -> None:
         now = self.sim.now
         mss = self.mss
+        old_una = self.snd_una
+        sacked_before = self._sacked_bytes
+        sack_on = self._sack
         # RFC 3522 (Eifel detection, Linux tcp_packet_delayed): in an RTO recovery, an ACK
         # whose timestamp echo predates the first retransmission answers an original.
         delayed = (self._timestamps and self.snd_una < self._high_seq and self._undo_marker
@@ -291,6 +485,10 @@ class TcpEndpoint:
         while unacked and unacked[0].seq < ack:
             seg = popleft()
             del by_seq[seg.seq]
+            if seg.mark == _SACKED:
+                self._sacked_bytes -= seg.length
+            elif sack_on:
+                self._rack_note(seg, now)
             if seg.retransmitted:
                 any_retransmitted = True
             elif frto and seg.seq + seg.length <= self._high_seq:
@@ -298,6 +496,7 @@ class TcpEndpoint:
             if acked_streams is not None:
                 for stream_id, offset, data, _end in seg.pieces:
                     acked_streams[stream_id] = offset + len(data)
+        newly_sacked = self._take_sack(sack, now) if sack and sack_on else 0
         # RFC 6298 section 3: an RTT sample per ACK, from the oldest newly acked segment, and
         # none (Karn's algorithm) when any newly acked segment was retransmitted.  A fresh
         # sample recomputes the RTO, ending an exponential backoff (RFC 6298 section 5 note).
@@ -325,11 +524,17 @@ class TcpEndpoint:
             self._frto_held -= original if original <= self._frto_held else self._frto_held
         if self._in_recovery:
             if ack >= self._recover:
-                # RFC 6582 3.2 step 3, full ACK: cwnd = min(ssthresh, max(FlightSize, SMSS) + SMSS).
                 self._in_recovery = False
                 self._inflation_bytes = 0.0
-                flight = self.snd_nxt - ack
-                self.cc.cwnd_bytes = min(self.cc.ssthresh_bytes, max(flight, mss) + mss)
+                if sack_on:
+                    self._leave_sack_recovery()
+                else:
+                    # RFC 6582 3.2 step 3, full ACK: cwnd = min(ssthresh, max(FlightSize, SMSS) + SMSS).
+                    flight = self.snd_nxt - ack
+                    self.cc.cwnd_bytes = min(self.cc.ssthresh_bytes, max(flight, mss) + mss)
+            elif sack_on:
+                # A partial ACK (RFC 6675 keeps the recovery going; RACK marks what it shows lost).
+                self._prr_ack(ack - old_una + self._sacked_bytes - sacked_before, newly_sacked > 0, False)
             else:
                 # Step 4, partial ACK: retransmit the next hole, deflate by the newly acked
                 # amount, add back one SMSS; reset the timer on the first one only (Impatient).
@@ -354,6 +559,12 @@ class TcpEndpoint:
         if acked_streams:
             for stream_id, offset in acked_streams.items():
                 report(stream_id, offset)
+        if (self._sacked_bytes and not self._in_recovery and ack > self._recover
+                and (self._lost_boundary() > ack or self._rack_head_lost())):
+            # RFC 6675 section 5: IsLost(HighACK + 1) on an ACK that moved SND.UNA too.
+            self._enter_sack_recovery()
+            self._prr_ack(ack - old_una + self._sacked_bytes - sacked_before, True, True)
+            self._log_cwnd()
         if frto_new_data and self._frto:
             # RFC 5682 step 2b: up to two new segments, whatever the window, and wait for
             # the next ACK; the segments the timeout would resend are left alone for now.
@@ -380,7 +591,8 @@ class TcpEndpoint:
         self._recover = self.snd_max          # RFC 5682 step 3b: recover = SND.NXT
         self.snd_nxt = self.snd_max           # nothing the timeout marked is resent
 
-    def _on_duplicate_ack(self, ack: int) -> None:
+    def _on_duplicate_ack(self, ack: int, sack: tuple = ()) -> None:
+        newly_sacked = self._take_sack(sack, self.sim.now) if sack and self._sack else 0
         if self._frto:
             if self.snd_max == self._high_seq:
                 return            # step 2: an ACK of data sent before the timeout tells nothing (Linux)
@@ -392,7 +604,18 @@ class TcpEndpoint:
             self.snd_nxt = self.snd_una
         self._dupacks += 1
         threshold = self.config.packet_threshold
-        if self._in_recovery:
+        if self._sack:
+            if self._in_recovery:
+                self._prr_ack(newly_sacked, newly_sacked > 0, False)
+                self._log_cwnd()
+            elif ack > self._recover and (self._dupacks >= threshold
+                                          or (self._sacked_bytes and (self._lost_boundary() > ack
+                                                                      or self._rack_head_lost()))):
+                # RFC 6675 section 5: DupThresh duplicate ACKs or IsLost(HighACK + 1).
+                self._enter_sack_recovery()
+                self._prr_ack(newly_sacked, True, True)
+                self._log_cwnd()
+        elif self._in_recovery:
             self._inflation_bytes += self.mss            # RFC 6582 step 3 / RFC 5681 step 4
             self._log_cwnd()
         elif self._dupacks == threshold and ack > self._recover:
@@ -440,6 +663,12 @@ class TcpEndpoint:
         else:
             self._save_undo()
             self.cc.on_timeout(self.snd_nxt - self.snd_una)   # RFC 5681 (4): ssthresh = FlightSize / 2
+        if self._sack:
+            # RFC 2018 section 8: after a timeout the scoreboard is cleared (go-back-N resends
+            # all); Linux keeps the SACKed marks and resends only the rest, the model does not.
+            for seg in self._unacked:
+                seg.mark = 0
+            self._sacked_bytes = 0
         self._rto_seq = self.snd_una
         self._frto = frto
         self._frto_held = self._dupacks                   # with SACK these would be SACKed
@@ -482,6 +711,8 @@ class TcpEndpoint:
             else:
                 pieces = seg.pieces
             self.rcv_nxt = nxt
+            if filled_hole and self._sack_blocks:
+                self._sack_blocks = [b for b in self._sack_blocks if b[1] > nxt]
             self._deliver(pieces)
             if filled_hole:
                 self._send_ack()            # RFC 5681 4.2: ACK at once a segment filling a gap
@@ -497,9 +728,28 @@ class TcpEndpoint:
                 self._ooo_bytes += seg.payload_bytes
                 if self._ooo_bytes > self.max_ooo_bytes:
                     self.max_ooo_bytes = self._ooo_bytes
+            if self._sack:
+                self._sack_note(seq, seq + seg.length)
             self._send_ack()                # RFC 5681 4.2: immediate duplicate ACK
         else:
             self._send_ack()                # already received (spurious retransmission)
+
+    def _sack_note(self, start: int, end: int) -> None:
+        """RFC 2018 section 4: the block holding the segment just received goes first, merged
+        with the held blocks it touches; the others follow, most recently changed first.
+        Every held block is kept (Linux keeps 4), so the blocks are exact; the ACK reports the
+        first ``_sack_report``."""
+        kept = []
+        for block in self._sack_blocks:
+            if block[1] < start or block[0] > end:
+                kept.append(block)
+            else:
+                if block[0] < start:
+                    start = block[0]
+                if block[1] > end:
+                    end = block[1]
+        kept.insert(0, (start, end))
+        self._sack_blocks = kept
 
     def _deliver(self, pieces) -> None:
         """Hand in-order bytes to the application, one call per run of the same stream."""
@@ -535,7 +785,8 @@ class TcpEndpoint:
         self.timers.cancel("delack")
         self.acks_sent += 1
         self._last_ack_sent = self.rcv_nxt
-        self.out_link.send(Packet(self.header_bytes, TcpAck(self.rcv_nxt, self._ts_recent_s)), self._deliver_ack)
+        sack = tuple(self._sack_blocks[:self._sack_report]) if self._sack_blocks else ()
+        self.out_link.send(Packet(self.header_bytes, TcpAck(self.rcv_nxt, self._ts_recent_s, sack)), self._deliver_ack)
 
     # -- handshake (optional) ---------------------------------------------------------------
     def _send_control(self, kind: str) -> None:

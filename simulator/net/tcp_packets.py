@@ -18,7 +18,7 @@ class TcpSegment(metaclass=ABCMeta):
     memoryview slice of the application's write.
     """
 
-    __slots__ = ("seq", "length", "payload_bytes", "pieces", "sent_s", "retransmitted")
+    __slots__ = ("seq", "length", "payload_bytes", "pieces", "sent_s", "retransmitted", "mark")
 
     def __init__(self, seq: int, length: int, payload_bytes: int, pieces: tuple) -> None:
         self.seq = seq
@@ -27,6 +27,7 @@ class TcpSegment(metaclass=ABCMeta):
         self.pieces = pieces
         self.sent_s = 0.0
         self.retransmitted = False
+        self.mark = 0                       # the sender's scoreboard: 1 SACKed, 2 lost, 3 lost and resent
 
     def __repr__(self) -> str:
         return f"TcpSegment(seq={self.seq}, len={self.length})"
@@ -37,16 +38,19 @@ class TcpAck(metaclass=ABCMeta):
 
     ``echo_s`` is the timestamp option's echo (RFC 7323 section 4.3, TSecr): the send
     time of the segment the receiver took TS.Recent from, which tells the sender whether
-    the ACK answers an original transmission or a retransmission (RFC 3522)."""
+    the ACK answers an original transmission or a retransmission (RFC 3522).  ``sack`` is
+    the SACK option (RFC 2018 section 3): up to 4 ``(left_edge, right_edge)`` blocks of
+    data held above ``ack`` (3 beside timestamps), the most recently changed first."""
 
-    __slots__ = ("ack", "echo_s")
+    __slots__ = ("ack", "echo_s", "sack")
 
-    def __init__(self, ack: int, echo_s: float = 0.0) -> None:
+    def __init__(self, ack: int, echo_s: float = 0.0, sack: tuple = ()) -> None:
         self.ack = ack
         self.echo_s = echo_s
+        self.sack = sack
 
     def __repr__(self) -> str:
-        return f"TcpAck({self.ack})"
+        return f"TcpAck({self.ack}, sack={self.sack!r})" if self.sack else f"TcpAck({self.ack})"
 
 
 class TcpControl(metaclass=ABCMeta):

@@ -55,6 +55,7 @@ class TransportConfig:
     packet_threshold: int = 3             # RFC 9002 kPacketThreshold; TCP dupthresh
     time_threshold: float = 9 / 8         # RFC 9002 kTimeThreshold
     timestamps: bool = True               # TCP timestamps (RFC 7323; Linux tcp_timestamps=1): Eifel detection
+    sack: bool = True                     # TCP SACK (RFC 2018; Linux tcp_sack=1): RFC 6675 recovery with PRR
 
     def to_dict(self) -> dict:
         """The parameters as a plain dict."""
