@@ -51,6 +51,7 @@ from __future__ import annotations
 import functools
 import math
 import re
+from collections import deque
 from dataclasses import asdict, dataclass, field
 from typing import Callable
 
@@ -63,7 +64,7 @@ from ...stacks.replay import request_headers_for, response_headers_for
 from .cache import ClientCache
 from ...traces.pagegraph import PageGraph
 
-__all__ = ["LoadParams", "ServerPlan", "PageLoad", "PageLoadResult", "load_page", "connection_key",
+__all__ = ["LoadParams", "ServerPlan", "HeldScripts", "PageLoad", "PageLoadResult", "load_page", "connection_key",
            "DEFAULT_PARSE_DELAY_S", "BACKENDS", "PROTOCOLS"]
 
 PROTOCOLS = ("h2", "h3")
@@ -165,6 +166,27 @@ class ServerPlan:
         return self.think_s.get(index, 0.0)
 
 
+@dataclass(frozen=True)
+class HeldScripts:
+    """The parser-blocking scripts each resource's discovery waits for (HTML: the parser
+    stops at a synchronous script until it has run), as a prefix of one shared order:
+    resource ``i`` waits for ``order[:prefix[i]]``.  One list and one length per resource,
+    so a page of n resources and m scripts costs n + m, not n x m."""
+
+    order: tuple = ()                                    # the scripts, in the order they are waited for
+    prefix: dict = field(default_factory=dict)           # resource -> how many of ``order`` it waits for (> 0)
+
+    def held(self, index: int) -> tuple:
+        """The scripts resource ``index`` waits for."""
+        return self.order[:self.prefix.get(index, 0)]
+
+    def __contains__(self, index: int) -> bool:
+        return index in self.prefix
+
+    def __len__(self) -> int:
+        return len(self.prefix)
+
+
 def connection_key(origin: str, document_origin: str, coalesce: str) -> str:
     """The connection a request goes on: its origin, or the document's connection for every
     host of the document's site (the last two labels of the host name) with ``site``."""
@@ -208,29 +230,31 @@ class PageLoad:
 
     def __init__(self, sim: Simulator, graph: PageGraph, params: LoadParams, plan: ServerPlan,
                  cache: ClientCache, backend_cls: Callable, discovery_s: dict | None = None,
-                 blockers: dict | None = None, streamed: dict | None = None) -> None:
+                 blockers: HeldScripts | None = None, streamed: dict | None = None) -> None:
         self.sim, self.graph, self.params, self.plan, self.cache = sim, graph, params, plan, cache
         self.discovery_s = discovery_s or {}      # resource -> its delay after its parent is ready
+        blockers = blockers or HeldScripts()
         # parent -> [(share of its body, child)]: children the parser finds while the parent streams in
         self._streamed: dict[int, list[tuple[float, int]]] = {}
         for child, share in sorted((streamed or {}).items(), key=lambda kv: (kv[1], kv[0])):
             parent = graph[child].parent
-            if parent is not None and child not in (blockers or {}):
+            if parent is not None and child not in blockers:
                 self._streamed.setdefault(parent, []).append((share, child))
-        # resource -> the parser-blocking scripts its discovery also waits for (HTML: the
-        # parser stops at a synchronous script until it has run)
-        self._waiting_on = {i: set(b) for i, b in (blockers or {}).items() if b}
-        self._unblocks: dict[int, list[int]] = {}
-        for i, bs in self._waiting_on.items():
-            for b in bs:
-                self._unblocks.setdefault(b, []).append(i)
+        # The parser-blocking scripts a resource's discovery also waits for: a prefix of
+        # ``blockers.order``.  ``_scripts_ready`` scripts of it, from the first, are ready; a
+        # resource whose parent is ready waits in ``_held_by_prefix`` until they cover its prefix.
+        self._blockers = blockers
+        self._held_position = {s: k for k, s in enumerate(blockers.order)}
+        self._held_rank = {child: k for k, child in enumerate(blockers.prefix)}   # the order they are released in
+        self._scripts_ready = 0
+        self._held_by_prefix: dict[int, list[int]] = {}
         n = len(graph)
         self.discovered_s = [math.nan] * n
         self.requested_s = [math.nan] * n
         self.arrived_s = [math.nan] * n
         self.ready_s = [math.nan] * n
         self.source = [""] * n
-        first = graph.by_url()
+        first = self._by_url = graph.by_url()
         self.canonical = [first[r.url] for r in graph.resources]     # a URL twice on a page: fetched once
         self._duplicates: dict[int, list[int]] = {}                  # resource -> later ones of its URL
         for j, canon in enumerate(self.canonical):
@@ -246,7 +270,8 @@ class PageLoad:
         # Chromium's ResourceScheduler (resource_scheduler="chromium"): what is in flight, what waits.
         self._scheduled = params.resource_scheduler == "chromium"
         self._in_flight: dict[int, str] = {}          # resource -> "delayable" / "layout-blocking"
-        self._held: list[int] = []                    # delayable requests waiting, in order asked
+        self._in_flight_count = {"delayable": 0, "layout-blocking": 0}
+        self._held: deque[int] = deque()              # delayable requests waiting, in order asked
         self._layout_blocking = frozenset(
             r.index for r in graph.resources if r.render_blocking and r.parent == graph.document
             and r.resource_type in ("stylesheet", "script"))
@@ -324,25 +349,29 @@ class PageLoad:
                     self._held.append(index)
                     return
                 self._in_flight[index] = "delayable"
+                self._in_flight_count["delayable"] += 1
             elif index in self._layout_blocking:
                 self._in_flight[index] = "layout-blocking"
+                self._in_flight_count["layout-blocking"] += 1
         self.requested_s[index] = self.sim.now
         self.counters["requests"] += 1
         self.net.fetch(self.key(self.graph[index].origin), self.spec(index))
 
     def _may_start_delayable(self) -> bool:
-        kinds = list(self._in_flight.values())
-        limit = MAX_DELAYABLE_WHILE_LAYOUT_BLOCKING if "layout-blocking" in kinds else MAX_DELAYABLE_IN_FLIGHT
-        return kinds.count("delayable") < limit
+        counts = self._in_flight_count               # counted, not listed: a page may hold thousands
+        limit = MAX_DELAYABLE_WHILE_LAYOUT_BLOCKING if counts["layout-blocking"] else MAX_DELAYABLE_IN_FLIGHT
+        return counts["delayable"] < limit
 
     def _release_held(self) -> None:
         while self._held and self._may_start_delayable():
-            index = self._held.pop(0)
+            index = self._held.popleft()
             if math.isnan(self.requested_s[index]) and math.isnan(self.arrived_s[index]):
                 self._request(index)
 
     def _arrived(self, index: int) -> None:
-        if self._in_flight.pop(index, None) is not None:
+        kind = self._in_flight.pop(index, None)
+        if kind is not None:
+            self._in_flight_count[kind] -= 1
             self._release_held()
         if math.isnan(self.arrived_s[index]):
             self.arrived_s[index] = self.sim.now
@@ -362,21 +391,31 @@ class PageLoad:
         if self.remaining == 0:
             self.sim.stop()                 # hand control back to run_until at the very event
         delay = self.params.parse_delay(self.graph[index].resource_type)
+        held = self._blockers.prefix
         for child in self.graph.children(index):
-            if child in self._waiting_on:
-                self._waiting_on[child].add(-1)       # the parent is ready; blockers may still wait
-                self._unblock(child, None)
+            if child in held:                         # the parent is ready; its scripts may still wait
+                if held[child] <= self._scripts_ready:
+                    self.sim.call_later(self.discovery_s.get(child, 0.0), self._discover, child)
+                else:
+                    self._held_by_prefix.setdefault(held[child], []).append(child)
                 continue
             self.sim.call_later(self.discovery_s.get(child, delay), self._discover, child)
-        for child in self._unblocks.get(index, ()):
-            self._unblock(child, index)
+        if index in self._held_position:
+            self._script_ready()
 
-    def _unblock(self, child: int, blocker: int | None) -> None:
-        """``blocker`` (None: the parent) is ready: discover ``child`` once nothing else holds it."""
-        waiting = self._waiting_on[child]
-        waiting.discard(blocker)
-        if waiting == {-1}:
-            del self._waiting_on[child]
+    def _script_ready(self) -> None:
+        """A held script is ready: discover the resources (parent ready) whose scripts now all are."""
+        order, before = self._blockers.order, self._scripts_ready
+        ready = before
+        while ready < len(order) and not math.isnan(self.ready_s[order[ready]]):
+            ready += 1
+        if ready == before:
+            return
+        self._scripts_ready = ready
+        released = []
+        for k in range(before + 1, ready + 1):
+            released += self._held_by_prefix.pop(k, ())
+        for child in sorted(released, key=self._held_rank.__getitem__):
             self.sim.call_later(self.discovery_s.get(child, 0.0), self._discover, child)
 
     @property
@@ -394,7 +433,7 @@ class PageLoad:
         if index != self.graph.document or self.hinted:   # Chrome: the first 103 of the navigation only
             return
         self.hinted = True
-        by_url = self.graph.by_url()
+        by_url = self._by_url
         for value in links:
             parsed = parse_link(value)
             if parsed is None:
@@ -420,7 +459,7 @@ class PageLoad:
         record = {"url": url, "promised_s": self.sim.now, "complete_s": math.nan, "used": False,
                   "cancelled": False}
         self.pushes[push_key] = record
-        j = self.graph.by_url().get(url)
+        j = self._by_url.get(url)
         unwanted = (self.cache.has(url) or url in self.push_by_url
                     or (j is not None and not math.isnan(self.requested_s[j])))
         if unwanted:
@@ -440,7 +479,7 @@ class PageLoad:
         if record is None or record["cancelled"]:
             return
         record["complete_s"] = self.sim.now
-        j = self.graph.by_url().get(record["url"])
+        j = self._by_url.get(record["url"])
         if j is not None and record["used"]:
             self._arrived(j)
 
@@ -494,7 +533,7 @@ def _exchange_headers(request: tuple, response: tuple, origin: str, body_bytes: 
 
 def load_page(graph: PageGraph, params: LoadParams, plan: ServerPlan, cache: ClientCache, *,
               backend: str = "model", network: Callable | None = None,
-              discovery_s: dict | None = None, blockers: dict | None = None,
+              discovery_s: dict | None = None, blockers: HeldScripts | None = None,
               streamed: dict | None = None) -> PageLoadResult:
     """Simulate one page load of ``graph`` on ``backend`` ("model" or "stacks").
 
@@ -503,7 +542,8 @@ def load_page(graph: PageGraph, params: LoadParams, plan: ServerPlan, cache: Cli
     which picks the connection of each request, times DNS and handshakes, and answers
     the backend's callbacks).  ``discovery_s`` (resource -> seconds), when given, is each
     resource's delay after its parent is ready, instead of the parent type's parse delay;
-    ``blockers`` (resource -> resources) adds what else must be ready before that delay starts;
+    ``blockers`` (``HeldScripts``: resource -> a prefix of one order of scripts) adds what else
+    must be ready before that delay starts;
     ``streamed`` (resource -> share) discovers a child when that share of its parent's body has
     arrived instead (the model backend; the stacks backend discovers it at the parent's end)."""
     if backend == "model":
