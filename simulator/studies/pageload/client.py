@@ -564,7 +564,7 @@ def load_page(graph: PageGraph, params: LoadParams, plan: ServerPlan, cache: Cli
     def check() -> None:
         load.net.check()
 
-    deadline_s = 10 * params.idle_timeout_s
+    deadline_s = load_deadline_s(graph, params, plan, discovery_s)
     try:
         # Events run in bulk; run_until looks again when the page is done or a connection
         # terminates (both call sim.stop()), or at the deadline.
@@ -575,5 +575,41 @@ def load_page(graph: PageGraph, params: LoadParams, plan: ServerPlan, cache: Cli
         while settled is not None and not settled() and sim.pending and sim.now <= deadline_s:
             sim.run(until_s=deadline_s)
     except StackStalled as exc:
+        if backend == "model" and sim.now > deadline_s:
+            # The models never give up (no idle timeout): only the deadline ends a load that cannot.
+            raise StackStalled(f"the page load stalled: {len(graph) - load.remaining} of {len(graph)} resources "
+                               f"were ready when virtual time passed {deadline_s:.0f} s, {DEADLINE_FACTOR}x what the "
+                               f"page takes ({_deadline_basis(graph, params)}) plus 10 idle timeouts: a load that "
+                               "cannot end, not a slow one (see the path's loss and queue)") from None
         raise StackStalled(f"the page load stalled: {exc}") from None
     return load.result()
+
+
+# A load is a stall, not a slow load, when it has not ended after this many times what its
+# bytes take at the access bandwidth, plus a round trip and set-up per resource and every
+# server and discovery time one after the other (all of which bound a load that progresses),
+# and 10 idle timeouts more: a fixed 300 s called a 10,000-resource page at 10 Mbit/s a stall.
+DEADLINE_FACTOR = 4
+
+
+def _page_bytes(graph: PageGraph) -> int:
+    # Each response's body and, for its headers and framing, 1 KB more.
+    return sum(r.body_bytes + 1024 for r in graph.resources)
+
+
+def _deadline_basis(graph: PageGraph, params: LoadParams) -> str:
+    bw = "no bandwidth limit" if params.bandwidth_bps is None else f"{params.bandwidth_bps / 1e6:g} Mbit/s"
+    return (f"{_page_bytes(graph):,} bytes at {bw}, {len(graph)} round trips of up to "
+            f"{_slowest_trip_s(params) * 1000:.0f} ms")
+
+
+def _slowest_trip_s(params: LoadParams) -> float:
+    return max([params.rtt_s + params.dns_s] + [rtt_s + setup_s for _, rtt_s, _, setup_s in params.origins])
+
+
+def load_deadline_s(graph: PageGraph, params: LoadParams, plan: ServerPlan, discovery_s: dict | None = None) -> float:
+    """The virtual time by which a load of ``graph`` that progresses has ended (see ``DEADLINE_FACTOR``)."""
+    transfer_s = 0.0 if params.bandwidth_bps is None else _page_bytes(graph) * 8 / params.bandwidth_bps
+    trips_s = (len(graph) + 1) * (_slowest_trip_s(params) + max((v for _, v in params.parse_delay_s), default=0.0))
+    waits_s = sum(plan.think_s.values()) + sum((discovery_s or {}).values())
+    return 10 * params.idle_timeout_s + DEADLINE_FACTOR * (transfer_s + trips_s + waits_s)
