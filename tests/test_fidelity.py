@@ -379,3 +379,22 @@ def test_parser_blocking_scripts_held_as_a_prefix_linear_in_resources():
         scripts = cond.blockers.order[:k]
         assert df.loc[child, "discovered_s"] >= max(df.loc[list(scripts), "ready_s"].max(),
                                                     df.loc[sub[child].parent, "ready_s"]) - 1e-9
+
+
+def test_a_bad_file_in_a_folder_is_named_and_the_rest_run(tmp_path, capsys):
+    """``fidelity DIR``: a file that cannot be read (truncated JSON, an entry without a
+    request) is one line on stderr naming it and the place; the other files still run and
+    their result is printed whole (valid JSON); the exit status is 2 at the end."""
+    folder = tmp_path / "hars"
+    folder.mkdir()
+    good = (ROOT / "traces" / "har-real" / "http_http2-chrome.har").read_bytes()
+    (folder / "a.har").write_bytes(good)
+    (folder / "b.har").write_bytes(good[:3000])
+    (folder / "c.har").write_text('{"log": {"entries": [{"x": 1}]}}')
+    assert main(["fidelity", str(folder), "--json"]) == 2
+    captured = capsys.readouterr()
+    out = json.loads(captured.out)
+    assert [p["trace"] for p in out["pages"]] == [str(folder / "a.har")]
+    lines = captured.err.strip().splitlines()
+    assert len(lines) == 2 and "Traceback" not in captured.err
+    assert str(folder / "b.har") in lines[0] and "line " in lines[0] and str(folder / "c.har") in lines[1]
