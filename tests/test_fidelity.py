@@ -373,7 +373,7 @@ def test_parser_blocking_scripts_held_as_a_prefix_linear_in_resources():
 
     sub = graph.subgraph(range(400))                               # the model on a smaller page
     cond = infer_conditions(sub, trace.pages[0].start_s)
-    assert len(cond.blockers) > 50
+    assert len(cond.blockers.prefix) > 50
     df = simulate_page(sub, cond, FidelityParams()).resources.set_index("index")
     for child, k in cond.blockers.prefix.items():
         scripts = cond.blockers.order[:k]

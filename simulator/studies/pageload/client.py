@@ -183,9 +183,6 @@ class HeldScripts:
     def __contains__(self, index: int) -> bool:
         return index in self.prefix
 
-    def __len__(self) -> int:
-        return len(self.prefix)
-
 
 def connection_key(origin: str, document_origin: str, coalesce: str) -> str:
     """The connection a request goes on: its origin, or the document's connection for every
@@ -405,16 +402,12 @@ class PageLoad:
 
     def _script_ready(self) -> None:
         """A held script is ready: discover the resources (parent ready) whose scripts now all are."""
-        order, before = self._blockers.order, self._scripts_ready
-        ready = before
+        order = self._blockers.order
+        before = ready = self._scripts_ready
         while ready < len(order) and not math.isnan(self.ready_s[order[ready]]):
             ready += 1
-        if ready == before:
-            return
         self._scripts_ready = ready
-        released = []
-        for k in range(before + 1, ready + 1):
-            released += self._held_by_prefix.pop(k, ())
+        released = [c for k in range(before + 1, ready + 1) for c in self._held_by_prefix.pop(k, ())]
         for child in sorted(released, key=self._held_rank.__getitem__):
             self.sim.call_later(self.discovery_s.get(child, 0.0), self._discover, child)
 
@@ -564,7 +557,7 @@ def load_page(graph: PageGraph, params: LoadParams, plan: ServerPlan, cache: Cli
     def check() -> None:
         load.net.check()
 
-    deadline_s = load_deadline_s(graph, params, plan, discovery_s)
+    deadline_s, basis = load_deadline_s(graph, params, plan, discovery_s)
     try:
         # Events run in bulk; run_until looks again when the page is done or a connection
         # terminates (both call sim.stop()), or at the deadline.
@@ -579,7 +572,7 @@ def load_page(graph: PageGraph, params: LoadParams, plan: ServerPlan, cache: Cli
             # The models never give up (no idle timeout): only the deadline ends a load that cannot.
             raise StackStalled(f"the page load stalled: {len(graph) - load.remaining} of {len(graph)} resources "
                                f"were ready when virtual time passed {deadline_s:.0f} s, {DEADLINE_FACTOR}x what the "
-                               f"page takes ({_deadline_basis(graph, params)}) plus 10 idle timeouts: a load that "
+                               f"page takes ({basis}) plus 10 idle timeouts: a load that "
                                "cannot end, not a slow one (see the path's loss and queue)") from None
         raise StackStalled(f"the page load stalled: {exc}") from None
     return load.result()
@@ -592,24 +585,14 @@ def load_page(graph: PageGraph, params: LoadParams, plan: ServerPlan, cache: Cli
 DEADLINE_FACTOR = 4
 
 
-def _page_bytes(graph: PageGraph) -> int:
-    # Each response's body and, for its headers and framing, 1 KB more.
-    return sum(r.body_bytes + 1024 for r in graph.resources)
-
-
-def _deadline_basis(graph: PageGraph, params: LoadParams) -> str:
-    bw = "no bandwidth limit" if params.bandwidth_bps is None else f"{params.bandwidth_bps / 1e6:g} Mbit/s"
-    return (f"{_page_bytes(graph):,} bytes at {bw}, {len(graph)} round trips of up to "
-            f"{_slowest_trip_s(params) * 1000:.0f} ms")
-
-
-def _slowest_trip_s(params: LoadParams) -> float:
-    return max([params.rtt_s + params.dns_s] + [rtt_s + setup_s for _, rtt_s, _, setup_s in params.origins])
-
-
-def load_deadline_s(graph: PageGraph, params: LoadParams, plan: ServerPlan, discovery_s: dict | None = None) -> float:
-    """The virtual time by which a load of ``graph`` that progresses has ended (see ``DEADLINE_FACTOR``)."""
-    transfer_s = 0.0 if params.bandwidth_bps is None else _page_bytes(graph) * 8 / params.bandwidth_bps
-    trips_s = (len(graph) + 1) * (_slowest_trip_s(params) + max((v for _, v in params.parse_delay_s), default=0.0))
+def load_deadline_s(graph: PageGraph, params: LoadParams, plan: ServerPlan,
+                    discovery_s: dict | None = None) -> tuple[float, str]:
+    """The virtual time by which a load of ``graph`` that progresses has ended, and how it was set."""
+    page_bytes = sum(r.body_bytes + 1024 for r in graph.resources)        # 1 KB of headers and framing each
+    trip_s = max([params.rtt_s + params.dns_s] + [rtt_s + setup_s for _, rtt_s, _, setup_s in params.origins])
+    transfer_s = 0.0 if params.bandwidth_bps is None else page_bytes * 8 / params.bandwidth_bps
+    trips_s = (len(graph) + 1) * (trip_s + max((v for _, v in params.parse_delay_s), default=0.0))
     waits_s = sum(plan.think_s.values()) + sum((discovery_s or {}).values())
-    return 10 * params.idle_timeout_s + DEADLINE_FACTOR * (transfer_s + trips_s + waits_s)
+    bw = "no bandwidth limit" if params.bandwidth_bps is None else f"{params.bandwidth_bps / 1e6:g} Mbit/s"
+    return (10 * params.idle_timeout_s + DEADLINE_FACTOR * (transfer_s + trips_s + waits_s),
+            f"{page_bytes:,} bytes at {bw}, {len(graph)} round trips of up to {trip_s * 1000:.0f} ms")
