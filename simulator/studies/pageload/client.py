@@ -132,10 +132,11 @@ class LoadParams:
 
     def origin(self, origin: str) -> tuple[float, str, float]:
         """(RTT, protocol, set-up time) of ``origin``'s connections."""
-        for o, rtt_s, protocol, setup_s in self.origins:
-            if o == origin:
-                return rtt_s, protocol, setup_s
-        return self.rtt_s, self.protocol, self.dns_s
+        return self._by_origin.get(origin) or (self.rtt_s, self.protocol, self.dns_s)
+
+    @functools.cached_property
+    def _by_origin(self) -> dict:         # a page may have thousands of origins: no scan per request
+        return {o: (rtt_s, protocol, setup_s) for o, rtt_s, protocol, setup_s in reversed(self.origins)}
 
     def parse_delay(self, resource_type: str) -> float:
         """Seconds a parent of ``resource_type`` takes to parse before its children are discovered."""
