@@ -657,4 +657,4 @@ def test_a_slow_load_runs_to_its_end_and_a_stall_is_one_line(capsys):
     assert main(["push", "--trace", str(trace), "--loss", "0.9", "--policy", "none"]) == 2
     err = capsys.readouterr().err
     assert len(err.strip().splitlines()) == 1 and "Traceback" not in err
-    assert "page load stalled" in err and "Mbit/s" in err and "loss" in err
+    assert "page load stalled" in err and "Mbit/s" in err and "--loss" in err

@@ -573,8 +573,8 @@ def load_page(graph: PageGraph, params: LoadParams, plan: ServerPlan, cache: Cli
             # The models never give up (no idle timeout): only the deadline ends a load that cannot.
             raise StackStalled(f"the page load stalled: {len(graph) - load.remaining} of {len(graph)} resources "
                                f"were ready when virtual time passed {deadline_s:.0f} s, {DEADLINE_FACTOR}x what the "
-                               f"page takes ({basis}) plus 10 idle timeouts: a load that "
-                               "cannot end, not a slow one (see the path's loss and queue)") from None
+                               f"page takes ({basis}) plus 10 idle timeouts: a load that cannot end, not a "
+                               "slow one (see the path's loss and queue: --loss, --queue, --at)") from None
         raise StackStalled(f"the page load stalled: {exc}") from None
     return load.result()
 
