@@ -10,7 +10,7 @@ fresh process: the trace is built, then the study runs once; the figures are tha
 CPU time (start-up, imports, building the page and a first run on a 10-resource page,
 which fills lazy imports and caches, left out) and how far it raised the
 process's peak resident memory above what it held before the run.  The trace import
-(``traces.load`` of the page written as HAR) is measured the same way.
+(``traces.load`` of the page, written as HAR by an earlier process) is measured the same way.
 
 - ``fidelity``: ``fidelity.run`` on the page (the conditions inferred from it, one load);
 - ``push h2``, ``push h3``: ``push.run`` with the policy ``none`` (one load over the TCP
@@ -49,10 +49,8 @@ def page(n):
     return trace
 
 def job(study, trace, har):
-    if study == "import":
-        from simulator.traces.har import write_har
+    if study == "import":                  # the HAR was written by an earlier process ("write")
         from simulator.traces import load
-        write_har(trace, har)
         return lambda: load(har)
     if study == "fidelity":
         from simulator.studies import fidelity
@@ -66,8 +64,13 @@ def job(study, trace, har):
     return lambda: hol.run(trace, params)
 
 study, n, har = sys.argv[1], int(sys.argv[2]), sys.argv[3]
-job(study, page(10), har + ".warm")()      # lazy imports and caches filled: not part of the cost of n
-work = job(study, page(n), har)
+if study == "write":
+    from simulator.traces.har import write_har
+    write_har(page(10), har + ".warm")
+    write_har(page(n), har)
+    sys.exit(0)
+job(study, None if study == "import" else page(10), har + ".warm")()   # lazy imports, caches: not the cost of n
+work = job(study, None if study == "import" else page(n), har)
 before_kb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
 c, w = time.process_time(), time.perf_counter()
 work()
@@ -80,7 +83,11 @@ print(json.dumps({"cpu_s": cpu_s, "wall_s": wall_s, "memory_mb": max(0, peak_kb 
 
 def _measure(study: str, n: int, tmp: str) -> dict:
     env = {**os.environ, "PYTHONHASHSEED": "0"}
-    proc = subprocess.run([sys.executable, "-c", _WORKER, study, str(n), str(Path(tmp) / f"page-{n}.har")],
+    har = str(Path(tmp) / f"page-{n}.har")
+    if study == "import":
+        subprocess.run([sys.executable, "-c", _WORKER, "write", str(n), har], env=env, cwd=ROOT, timeout=3600,
+                       capture_output=True)
+    proc = subprocess.run([sys.executable, "-c", _WORKER, study, str(n), har],
                           capture_output=True, env=env, cwd=ROOT, timeout=3600)
     if proc.returncode != 0:
         last = (proc.stderr.decode(errors="replace").strip().splitlines() or ["no output"])[-1]
