@@ -43,6 +43,20 @@ def best_time_s(fn, repeats: int) -> float:
     return best
 
 
+def fitted_exponent(sizes, costs) -> float:
+    """``k`` of cost ~ size^k: the least-squares slope of log(cost) on log(size) (NaN with
+    fewer than two sizes).  A linear algorithm fits near 1, one that does work per pair near 2."""
+    import math
+
+    points = [(math.log(n), math.log(c)) for n, c in zip(sizes, costs) if n > 0 and c > 0]
+    if len(points) < 2:
+        return float("nan")
+    mx = sum(x for x, _ in points) / len(points)
+    my = sum(y for _, y in points) / len(points)
+    sxx = sum((x - mx) ** 2 for x, _ in points)
+    return sum((x - mx) * (y - my) for x, y in points) / sxx if sxx else float("nan")
+
+
 @contextlib.contextmanager
 def engine_implementation(name: str):
     """Every ``Simulator`` made inside the block uses this event queue (``"c"``/``"python"``)."""

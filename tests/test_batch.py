@@ -125,8 +125,9 @@ def test_failed_job_is_recorded_and_bad_trace_skipped(trace_set, tmp_path, capsy
     grid.write_text('direction = ["requests", "responses"]\nscheme = ["hpack,qpack"]\n')
     code, stdout, err = _cli(capsys, "batch", "hol", "--traces", str(trace_set), "--grid", str(grid),
                              "--out", str(out), "--workers", "2", "--quiet", "--tables", "summary,blocks")
-    assert code == 1                                      # a job failed
+    assert code == 2                                      # a trace could not be read (a job failed too)
     assert "broken.har" in err and "skipping trace" in err  # the bad trace is reported ...
+    assert len([line for line in err.splitlines() if "broken.har" in line]) == 1
     assert "README" not in err                              # ... docs in the folder are not traces
     assert "4 jobs" in stdout and "3 ok, 1 failed" in stdout
     failed = batch.failures(out)

@@ -214,7 +214,7 @@ TOO_MANY = [
     (["crossstream-bodies", "{tmp}/bodies", "--releases", "100000"], "--releases"),
     (["demux", "--streams", "100000000"], "--streams"),
     (["batch", "hol", "--traces", "{page}", "--out", "{tmp}/res", "--seeds", "1000000000"], "--seeds"),
-    (["trace", "synth", "{tmp}/x.har", "--requests", "1000"], "--requests"),
+    (["trace", "synth", "{tmp}/x.har", "--requests", "20001"], "--requests"),
     (["trace", "synth", "{tmp}/x.har", "--requests", "2"], "--requests"),
     (["trace", "synth", "{tmp}/x.har", "--pages", "1000000000"], "--pages"),
     (["push", "--trace", "{page}", "--seeds", "\u0661\u0662"], "--seeds"),
@@ -226,7 +226,7 @@ def test_counts_have_documented_limits_checked_at_the_flag(capsys, place, argv, 
     """Rule: a count that sizes work or memory before anything runs (seeds, responses,
     releases, requests) is an ASCII integer within its documented range, checked while the
     flags are read: a billion seeds is one line, not an allocation; ``trace synth
-    --requests`` outside the generator's 5..400 is refused, not clipped in silence."""
+    --requests`` outside the generator's 5..20,000 is refused, not clipped in silence."""
     _one_line_exit_2(capsys, place, argv, flag)
 
 

@@ -354,3 +354,68 @@ def test_a_handshake_that_queued_beyond_the_round_trip_is_set_up_time_rfc9293_3_
     assert setup == pytest.approx(0.080)
     doc_rtt, doc_setup = by_origin["https://www.site.example"]
     assert doc_rtt == pytest.approx(0.020) and doc_setup == pytest.approx(0.0)
+
+
+def _brute_force_held(graph, cond) -> dict:
+    """The rule as the module states it, pair by pair: a child of the document waits for every
+    synchronous script of the document that had ended by the child's start (itself excepted)."""
+    from simulator.studies.fidelity.conditions import _end_s, _start_s
+
+    scripts = [r.index for r in graph.resources if r.resource_type == "script" and r.render_blocking
+               and r.parent == graph.document and _end_s(r) is not None]
+    out = {}
+    for r in graph.resources:
+        if r.parent != graph.document or _start_s(r) is None or r.index not in cond.discovery_s:
+            continue
+        held = {s for s in scripts if s != r.index and _end_s(graph[s]) <= _start_s(r)}
+        if held:
+            out[r.index] = held
+    return out
+
+
+def test_parser_blocking_scripts_held_as_a_prefix_linear_in_resources():
+    """HTML (the parser stops at a parser-blocking script until it has run): a resource the
+    document asked for after such a script ended waits for it.  The scripts a resource waits
+    for are a prefix of one list ordered by end, so what is stored grows with resources plus
+    scripts, not with resources x scripts (the pairs a tuple per resource held: 317,193 on
+    this 2,000-resource page), and the page-load model discovers each held resource only once
+    its parent and every script of its prefix are ready."""
+    from simulator.traces.synth import generate
+
+    trace = generate(requests=2000, seed=2)
+    graph = page_graph(trace, trace.pages[0].id)
+    cond = infer_conditions(graph, trace.pages[0].start_s)
+    held = cond.blockers
+    assert {i: set(held.held(i)) for i in held.prefix} == _brute_force_held(graph, cond)
+    stored = len(held.order) + len(held.prefix)
+    pairs = sum(held.prefix.values())
+    assert stored <= len(graph) + len(held.order) and pairs > 100 * stored
+    assert all(type(k) is int for k in held.prefix.values())       # a length, not a tuple per resource
+
+    sub = graph.subgraph(range(400))                               # the model on a smaller page
+    cond = infer_conditions(sub, trace.pages[0].start_s)
+    assert len(cond.blockers.prefix) > 50
+    df = simulate_page(sub, cond, FidelityParams()).resources.set_index("index")
+    for child, k in cond.blockers.prefix.items():
+        scripts = cond.blockers.order[:k]
+        assert df.loc[child, "discovered_s"] >= max(df.loc[list(scripts), "ready_s"].max(),
+                                                    df.loc[sub[child].parent, "ready_s"]) - 1e-9
+
+
+def test_a_bad_file_in_a_folder_is_named_and_the_rest_run(tmp_path, capsys):
+    """``fidelity DIR``: a file that cannot be read (truncated JSON, an entry without a
+    request) is one line on stderr naming it and the place; the other files still run and
+    their result is printed whole (valid JSON); the exit status is 2 at the end."""
+    folder = tmp_path / "hars"
+    folder.mkdir()
+    good = (ROOT / "traces" / "har-real" / "http_http2-chrome.har").read_bytes()
+    (folder / "a.har").write_bytes(good)
+    (folder / "b.har").write_bytes(good[:3000])
+    (folder / "c.har").write_text('{"log": {"entries": [{"x": 1}]}}')
+    assert main(["fidelity", str(folder), "--json"]) == 2
+    captured = capsys.readouterr()
+    out = json.loads(captured.out)
+    assert [p["trace"] for p in out["pages"]] == [str(folder / "a.har")]
+    lines = captured.err.strip().splitlines()
+    assert len(lines) == 2 and "Traceback" not in captured.err
+    assert str(folder / "b.har") in lines[0] and "line " in lines[0] and str(folder / "c.har") in lines[1]

@@ -645,3 +645,25 @@ def test_header_block_sizes_looked_up_by_history_are_hpacks():
                 hits += len(sizer._unapplied) > before
             assert size == len(encoder.encode(list(normalized))), (trial, i)
     assert hits > 100                           # the lookups were used, not just computed
+
+
+def test_a_slow_load_runs_to_its_end_and_a_stall_is_one_line(capsys):
+    """The deadline that tells a stall from a slow load comes from the page and the link
+    (several times its bytes over the bandwidth, a round trip per resource, its server and
+    discovery times): the synthetic page at 50 kbit/s takes longer than the fixed 300 s that
+    used to be called a stall, and ends (onload at least its bytes over the bandwidth); a
+    load that cannot end (90% loss) is refused in one line that says how the limit was set."""
+    from simulator.cli import main
+    from simulator.browser import ClientCache, load_page
+    from simulator.traces import load
+
+    trace = ROOT / "traces" / "synthetic-page.har"
+    graph = page_graph(load(str(trace)))
+    params = replace(push.PushParams(), bandwidth_bps=50e3)
+    result = load_page(graph, params.load_params(), push.server_plan(graph, "none", params), ClientCache())
+    body_bytes = sum(r.body_bytes for r in graph.resources)
+    assert result.metrics["onload_s"] > 300 and result.metrics["onload_s"] >= body_bytes * 8 / 50e3
+    assert main(["push", "--trace", str(trace), "--loss", "0.9", "--policy", "none"]) == 2
+    err = capsys.readouterr().err
+    assert len(err.strip().splitlines()) == 1 and "Traceback" not in err
+    assert "page load stalled" in err and "Mbit/s" in err and "--loss" in err

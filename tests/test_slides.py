@@ -362,3 +362,40 @@ def test_a_refused_notebook_leaves_no_deck_folder(tmp_path, capsys):
     assert main(["slides", str(nb), "-o", str(tmp_path / "deck"), "--no-execute"]) == 2
     assert capsys.readouterr().err.count("\n") == 1
     assert not (tmp_path / "deck").exists()
+
+
+_GOOD_CELL = {"cell_type": "markdown", "metadata": {}, "source": "# Title\n\ntext", "id": "m1"}
+
+
+def _figure_cell(png_b64: str) -> dict:
+    return {"cell_type": "code", "metadata": {}, "source": "fig", "execution_count": 1, "id": "c1",
+            "outputs": [{"output_type": "display_data", "metadata": {}, "data": {"image/png": png_b64}}]}
+
+
+BROKEN_NOTEBOOKS = {
+    "source a number": [{**_GOOD_CELL, "source": 5}],
+    "output of no known type": [_GOOD_CELL, {**_figure_cell(""), "outputs": [{"output_type": "zzz"}]}],
+    "stream text a number": [_GOOD_CELL, {**_figure_cell(""), "outputs": [
+        {"output_type": "stream", "name": "stdout", "text": 5}]}],
+    "tags a string": [{**_GOOD_CELL, "metadata": {"tags": "skip-slides"}}],
+    "code cell without outputs": [{"cell_type": "code", "metadata": {"tags": ["show"]}, "source": "x", "id": "c"}],
+    "figure not base64": [_GOOD_CELL, _figure_cell("!!!not base64")],
+    "figure not a PNG": [_GOOD_CELL, _figure_cell("aGVsbG8=")],
+}
+
+
+@pytest.mark.parametrize("kind", sorted(BROKEN_NOTEBOOKS))
+@pytest.mark.parametrize("deck_exists", [False, True], ids=["new deck", "deck folder there"])
+def test_a_broken_notebook_is_one_line_and_leaves_nothing(tmp_path, capsys, kind, deck_exists):
+    """A notebook the nbformat 4 schema refuses (which nbformat's reader takes with a
+    warning), or whose figure is not a base64 PNG, is one line naming the file and exit 2,
+    not a traceback half-way through the deck; no deck folder or figures/ of this run is left."""
+    nb = tmp_path / "broken.ipynb"
+    nb.write_text(json.dumps({"cells": BROKEN_NOTEBOOKS[kind], "metadata": {}, "nbformat": 4, "nbformat_minor": 5}))
+    out = tmp_path / "deck"
+    if deck_exists:
+        out.mkdir()
+    assert main(["slides", str(nb), "-o", str(out), "--no-execute"]) == 2
+    err = capsys.readouterr().err
+    assert len(err.strip().splitlines()) == 1 and str(nb) in err and "Traceback" not in err, err
+    assert not (out / "figures").exists() and (not out.exists() if not deck_exists else True)

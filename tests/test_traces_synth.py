@@ -111,3 +111,15 @@ def test_bad_parameters():
         generate(pages=1, seed=0, requets=5)
     with pytest.raises(InputError, match="pages"):
         generate(pages=0)
+
+
+def test_a_request_count_asked_for_is_honoured_up_to_its_limit():
+    """``requests`` (``trace synth --requests``) above the drawn range (5..400) is honoured, up to
+    MAX_ASKED_REQUESTS (the scale benchmark's largest page); beyond it, refused in one line."""
+    from simulator.traces.synth import MAX_ASKED_REQUESTS, MAX_REQUESTS
+
+    assert len(generate(pages=1, seed=3, requests=MAX_REQUESTS + 600)) == MAX_REQUESTS + 600
+    assert len(generate(pages=2, seed=3, requests=MAX_REQUESTS + 1)) == 2 * (MAX_REQUESTS + 1)
+    with pytest.raises(InputError, match="20,000") as err:
+        generate(pages=1, requests=MAX_ASKED_REQUESTS + 1)
+    assert "\n" not in str(err.value)

@@ -61,7 +61,7 @@ from .cache import ClientCache
 from .scheduling import ChromiumScheduler
 from ..traces.pagegraph import PageGraph
 
-__all__ = ["LoadParams", "ServerPlan", "PageLoad", "PageLoadResult", "load_page", "connection_key",
+__all__ = ["LoadParams", "ServerPlan", "HeldScripts", "PageLoad", "PageLoadResult", "load_page", "connection_key",
            "DEFAULT_PARSE_DELAY_S", "BACKENDS", "PROTOCOLS"]
 
 PROTOCOLS = ("h2", "h3")
@@ -126,10 +126,11 @@ class LoadParams:
 
     def origin(self, origin: str) -> tuple[float, str, float]:
         """(RTT, protocol, set-up time) of ``origin``'s connections."""
-        for o, rtt_s, protocol, setup_s in self.origins:
-            if o == origin:
-                return rtt_s, protocol, setup_s
-        return self.rtt_s, self.protocol, self.dns_s
+        return self._by_origin.get(origin) or (self.rtt_s, self.protocol, self.dns_s)
+
+    @functools.cached_property
+    def _by_origin(self) -> dict:         # a page may have thousands of origins: no scan per request
+        return {o: (rtt_s, protocol, setup_s) for o, rtt_s, protocol, setup_s in reversed(self.origins)}
 
     def parse_delay(self, resource_type: str) -> float:
         """Seconds a parent of ``resource_type`` takes to parse before its children are discovered."""
@@ -158,6 +159,24 @@ class ServerPlan:
     def think(self, index: int) -> float:
         """Seconds the server thinks before answering resource ``index``."""
         return self.think_s.get(index, 0.0)
+
+
+@dataclass(frozen=True)
+class HeldScripts:
+    """The parser-blocking scripts each resource's discovery waits for (HTML: the parser
+    stops at a synchronous script until it has run), as a prefix of one shared order:
+    resource ``i`` waits for ``order[:prefix[i]]``.  One list and one length per resource,
+    so a page of n resources and m scripts costs n + m, not n x m."""
+
+    order: tuple = ()                                    # the scripts, in the order they are waited for
+    prefix: dict = field(default_factory=dict)           # resource -> how many of ``order`` it waits for (> 0)
+
+    def held(self, index: int) -> tuple:
+        """The scripts resource ``index`` waits for."""
+        return self.order[:self.prefix.get(index, 0)]
+
+    def __contains__(self, index: int) -> bool:
+        return index in self.prefix
 
 
 def connection_key(origin: str, document_origin: str, coalesce: str) -> str:
@@ -203,29 +222,31 @@ class PageLoad:
 
     def __init__(self, sim: Simulator, graph: PageGraph, params: LoadParams, plan: ServerPlan,
                  cache: ClientCache, backend_cls: Callable, discovery_s: dict | None = None,
-                 blockers: dict | None = None, streamed: dict | None = None) -> None:
+                 blockers: HeldScripts | None = None, streamed: dict | None = None) -> None:
         self.sim, self.graph, self.params, self.plan, self.cache = sim, graph, params, plan, cache
         self.discovery_s = discovery_s or {}      # resource -> its delay after its parent is ready
+        blockers = blockers or HeldScripts()
         # parent -> [(share of its body, child)]: children the parser finds while the parent streams in
         self._streamed: dict[int, list[tuple[float, int]]] = {}
         for child, share in sorted((streamed or {}).items(), key=lambda kv: (kv[1], kv[0])):
             parent = graph[child].parent
-            if parent is not None and child not in (blockers or {}):
+            if parent is not None and child not in blockers:
                 self._streamed.setdefault(parent, []).append((share, child))
-        # resource -> the parser-blocking scripts its discovery also waits for (HTML: the
-        # parser stops at a synchronous script until it has run)
-        self._waiting_on = {i: set(b) for i, b in (blockers or {}).items() if b}
-        self._unblocks: dict[int, list[int]] = {}
-        for i, bs in self._waiting_on.items():
-            for b in bs:
-                self._unblocks.setdefault(b, []).append(i)
+        # The parser-blocking scripts a resource's discovery also waits for: a prefix of
+        # ``blockers.order``.  ``_scripts_ready`` scripts of it, from the first, are ready; a
+        # resource whose parent is ready waits in ``_held_by_prefix`` until they cover its prefix.
+        self._blockers = blockers
+        self._held_position = {s: k for k, s in enumerate(blockers.order)}
+        self._held_rank = {child: k for k, child in enumerate(blockers.prefix)}   # the order they are released in
+        self._scripts_ready = 0
+        self._held_by_prefix: dict[int, list[int]] = {}
         n = len(graph)
         self.discovered_s = [math.nan] * n
         self.requested_s = [math.nan] * n
         self.arrived_s = [math.nan] * n
         self.ready_s = [math.nan] * n
         self.source = [""] * n
-        first = graph.by_url()
+        first = self._by_url = graph.by_url()
         self.canonical = [first[r.url] for r in graph.resources]     # a URL twice on a page: fetched once
         self._duplicates: dict[int, list[int]] = {}                  # resource -> later ones of its URL
         for j, canon in enumerate(self.canonical):
@@ -354,21 +375,27 @@ class PageLoad:
         if self.remaining == 0:
             self.sim.stop()                 # hand control back to run_until at the very event
         delay = self.params.parse_delay(self.graph[index].resource_type)
+        held = self._blockers.prefix
         for child in self.graph.children(index):
-            if child in self._waiting_on:
-                self._waiting_on[child].add(-1)       # the parent is ready; blockers may still wait
-                self._unblock(child, None)
+            if child in held:                         # the parent is ready; its scripts may still wait
+                if held[child] <= self._scripts_ready:
+                    self.sim.call_later(self.discovery_s.get(child, 0.0), self._discover, child)
+                else:
+                    self._held_by_prefix.setdefault(held[child], []).append(child)
                 continue
             self.sim.call_later(self.discovery_s.get(child, delay), self._discover, child)
-        for child in self._unblocks.get(index, ()):
-            self._unblock(child, index)
+        if index in self._held_position:
+            self._script_ready()
 
-    def _unblock(self, child: int, blocker: int | None) -> None:
-        """``blocker`` (None: the parent) is ready: discover ``child`` once nothing else holds it."""
-        waiting = self._waiting_on[child]
-        waiting.discard(blocker)
-        if waiting == {-1}:
-            del self._waiting_on[child]
+    def _script_ready(self) -> None:
+        """A held script is ready: discover the resources (parent ready) whose scripts now all are."""
+        order = self._blockers.order
+        before = ready = self._scripts_ready
+        while ready < len(order) and not math.isnan(self.ready_s[order[ready]]):
+            ready += 1
+        self._scripts_ready = ready
+        released = [c for k in range(before + 1, ready + 1) for c in self._held_by_prefix.pop(k, ())]
+        for child in sorted(released, key=self._held_rank.__getitem__):
             self.sim.call_later(self.discovery_s.get(child, 0.0), self._discover, child)
 
     @property
@@ -389,7 +416,7 @@ class PageLoad:
         if index != self.graph.document or self.hinted:   # Chrome: the first 103 of the navigation only
             return
         self.hinted = True
-        by_url = self.graph.by_url()
+        by_url = self._by_url
         for value in links:
             parsed = parse_link(value)
             if parsed is None:
@@ -415,7 +442,7 @@ class PageLoad:
         record = {"url": url, "promised_s": self.sim.now, "complete_s": math.nan, "used": False,
                   "cancelled": False}
         self.pushes[push_key] = record
-        j = self.graph.by_url().get(url)
+        j = self._by_url.get(url)
         unwanted = (self.cache.has(url) or url in self.push_by_url
                     or (j is not None and not math.isnan(self.requested_s[j])))
         if unwanted:
@@ -435,7 +462,7 @@ class PageLoad:
         if record is None or record["cancelled"]:
             return
         record["complete_s"] = self.sim.now
-        j = self.graph.by_url().get(record["url"])
+        j = self._by_url.get(record["url"])
         if j is not None and record["used"]:
             self._arrived(j)
 
@@ -489,7 +516,7 @@ def _exchange_headers(request: tuple, response: tuple, origin: str, body_bytes: 
 
 def load_page(graph: PageGraph, params: LoadParams, plan: ServerPlan, cache: ClientCache, *,
               backend: str = "model", network: Callable | None = None,
-              discovery_s: dict | None = None, blockers: dict | None = None,
+              discovery_s: dict | None = None, blockers: HeldScripts | None = None,
               streamed: dict | None = None) -> PageLoadResult:
     """Simulate one page load of ``graph`` on ``backend`` ("model" or "stacks").
 
@@ -498,7 +525,8 @@ def load_page(graph: PageGraph, params: LoadParams, plan: ServerPlan, cache: Cli
     which picks the connection of each request, times DNS and handshakes, and answers
     the backend's callbacks).  ``discovery_s`` (resource -> seconds), when given, is each
     resource's delay after its parent is ready, instead of the parent type's parse delay;
-    ``blockers`` (resource -> resources) adds what else must be ready before that delay starts;
+    ``blockers`` (``HeldScripts``: resource -> a prefix of one order of scripts) adds what else
+    must be ready before that delay starts;
     ``streamed`` (resource -> share) discovers a child when that share of its parent's body has
     arrived instead (the model backend; the stacks backend discovers it at the parent's end)."""
     if backend == "model":
@@ -519,7 +547,7 @@ def load_page(graph: PageGraph, params: LoadParams, plan: ServerPlan, cache: Cli
     def check() -> None:
         load.net.check()
 
-    deadline_s = 10 * params.idle_timeout_s
+    deadline_s, basis = load_deadline_s(graph, params, plan, discovery_s)
     try:
         # Events run in bulk; run_until looks again when the page is done or a connection
         # terminates (both call sim.stop()), or at the deadline.
@@ -530,5 +558,31 @@ def load_page(graph: PageGraph, params: LoadParams, plan: ServerPlan, cache: Cli
         while settled is not None and not settled() and sim.pending and sim.now <= deadline_s:
             sim.run(until_s=deadline_s)
     except StackStalled as exc:
+        if backend == "model" and sim.now > deadline_s:
+            # The models never give up (no idle timeout): only the deadline ends a load that cannot.
+            raise StackStalled(f"the page load stalled: {len(graph) - load.remaining} of {len(graph)} resources "
+                               f"were ready when virtual time passed {deadline_s:.0f} s, {DEADLINE_FACTOR}x what the "
+                               f"page takes ({basis}) plus 10 idle timeouts: a load that cannot end, not a "
+                               "slow one (see the path's loss and queue: --loss, --queue, --at)") from None
         raise StackStalled(f"the page load stalled: {exc}") from None
     return load.result()
+
+
+# A load is a stall, not a slow load, when it has not ended after this many times what its
+# bytes take at the access bandwidth, plus a round trip and set-up per resource and every
+# server and discovery time one after the other (all of which bound a load that progresses),
+# and 10 idle timeouts more: a fixed 300 s called a 10,000-resource page at 10 Mbit/s a stall.
+DEADLINE_FACTOR = 4
+
+
+def load_deadline_s(graph: PageGraph, params: LoadParams, plan: ServerPlan,
+                    discovery_s: dict | None = None) -> tuple[float, str]:
+    """The virtual time by which a load of ``graph`` that progresses has ended, and how it was set."""
+    page_bytes = sum(r.body_bytes + 1024 for r in graph.resources)        # 1 KB of headers and framing each
+    trip_s = max([params.rtt_s + params.dns_s] + [rtt_s + setup_s for _, rtt_s, _, setup_s in params.origins])
+    transfer_s = 0.0 if params.bandwidth_bps is None else page_bytes * 8 / params.bandwidth_bps
+    trips_s = (len(graph) + 1) * (trip_s + max((v for _, v in params.parse_delay_s), default=0.0))
+    waits_s = sum(plan.think_s.values()) + sum((discovery_s or {}).values())
+    bw = "no bandwidth limit" if params.bandwidth_bps is None else f"{params.bandwidth_bps / 1e6:g} Mbit/s"
+    return (10 * params.idle_timeout_s + DEADLINE_FACTOR * (transfer_s + trips_s + waits_s),
+            f"{page_bytes:,} bytes at {bw}, {len(graph)} round trips of up to {trip_s * 1000:.0f} ms")

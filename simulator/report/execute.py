@@ -13,6 +13,7 @@ import inspect
 import os
 import tempfile
 import time
+import warnings
 from pathlib import Path
 
 from ..errors import InputError
@@ -159,13 +160,25 @@ def read_notebook(path):
     import nbformat
 
     try:
-        return nbformat.read(path, as_version=4)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")     # the schema is checked below, in one line
+            nb = nbformat.read(path, as_version=4)
     except RecursionError:
         raise InputError("not a readable notebook (nested deeper than the JSON parser goes).",
                          path=str(path)) from None
     except Exception as exc:        # nbformat raises JSON, schema and reader errors of several kinds
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         raise InputError(f"not a readable notebook ({first[:200]}).", path=str(path)) from None
+    try:
+        # nbformat's reader takes a notebook its schema does not (a source that is a number, an
+        # output of no known type): the slides would meet it half-way through, as a traceback.
+        nbformat.validate(nb)
+    except nbformat.ValidationError as exc:
+        where = "/".join(str(p) for p in getattr(exc, "absolute_path", ())) or "top level"
+        first = (str(getattr(exc, "message", "")) or str(exc)).strip().splitlines()[0]
+        raise InputError(f"not a valid notebook (nbformat 4 schema, at {where}: {first[:160]}).",
+                         path=str(path)) from None
+    return nb
 
 
 def execute_notebook(path: Path, parameters: dict | None = None, *, timeout: int = 600,

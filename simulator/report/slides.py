@@ -145,6 +145,26 @@ def _png_to_pdf(png: Path, pdf: Path) -> None:
     fig.savefig(pdf, dpi=100)
 
 
+def _write_figure(data: dict, png: Path, pdf: Path, where: str, source) -> None:
+    """An output's figure as ``png`` and ``pdf``; an image that is not base64 PNG (PDF) is one
+    ``InputError`` naming the cell, not a traceback half-way through the deck."""
+    try:
+        image = base64.b64decode(_join(data["image/png"]), validate=True)
+        if not image.startswith(b"\x89PNG\r\n\x1a\n"):             # the PNG signature (RFC 2083 section 3.1)
+            raise ValueError("not a PNG image")
+        png.write_bytes(image)
+        if "application/pdf" in data:
+            document = base64.b64decode(_join(data["application/pdf"]), validate=True)
+            if not document.startswith(b"%PDF-"):
+                raise ValueError("not a PDF document")
+            pdf.write_bytes(document)
+        else:
+            _png_to_pdf(png, pdf)
+    except (ValueError, SyntaxError, OSError) as exc:     # binascii.Error is a ValueError; PIL says SyntaxError
+        first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+        raise InputError(f"{where}: the figure cannot be read ({first[:160]}).", path=str(source)) from None
+
+
 def external_urls(page: str) -> list[str]:
     """Every URL the page would load from outside its folder (``src=``, ``<link href=``,
     CSS ``url(...)``/``@import``), absolute or protocol-relative."""
@@ -321,7 +341,7 @@ def _output_px(parts_text: list[tuple[str, str]]) -> float:
     return h
 
 
-def _render(nb, out: Path, title_fallback: str) -> tuple[list[str], list[Path], list[int], str]:
+def _render(nb, out: Path, title_fallback: str, source=None) -> tuple[list[str], list[Path], list[int], str]:
     figures_dir = out / "figures"
     if figures_dir.exists():
         shutil.rmtree(figures_dir)
@@ -348,7 +368,7 @@ def _render(nb, out: Path, title_fallback: str) -> tuple[list[str], list[Path], 
         current = [f"<h3>{html.escape(section_title)}</h3>"] if section_title else []
         height = _HEADING_PX[3] * 1.2 + _BLOCK_MARGIN_PX if section_title else 0.0
 
-    for cell in nb.cells:
+    for index, cell in enumerate(nb.cells):
         tags = _tags(cell)
         if SETUP_TAG in tags or INJECTED_TAG in tags or "skip-slides" in tags:
             continue
@@ -410,7 +430,7 @@ def _render(nb, out: Path, title_fallback: str) -> tuple[list[str], list[Path], 
             parts.clear()
             sized.clear()
 
-        for o in cell.get("outputs", []):
+        for number, o in enumerate(cell.get("outputs", [])):
             data = o.get("data", {})
             if "image/png" in data:
                 emit_parts()
@@ -418,11 +438,7 @@ def _render(nb, out: Path, title_fallback: str) -> tuple[list[str], list[Path], 
                 n = len(figures) + 1
                 png = figures_dir / f"fig-{n:02d}.png"
                 pdf = png.with_suffix(".pdf")
-                png.write_bytes(base64.b64decode(_join(data["image/png"])))
-                if "application/pdf" in data:
-                    pdf.write_bytes(base64.b64decode(_join(data["application/pdf"])))
-                else:
-                    _png_to_pdf(png, pdf)
+                _write_figure(data, png, pdf, f"cell {index + 1}, output {number + 1}", source)
                 figures.append(png)
                 figure_slides.append(len(slides))
                 alt = html.escape(f"{section_title} (figure {n})" if section_title else f"figure {n}")
@@ -485,15 +501,15 @@ def write_deck(nb, out_dir: str | Path, *, source: str | Path, executed: bool = 
     except InputError:
         if created:
             shutil.rmtree(out, ignore_errors=True)
-        elif not had_figures and (out / "figures").is_dir() and not any((out / "figures").iterdir()):
-            (out / "figures").rmdir()
+        elif not had_figures and (out / "figures").is_dir():
+            shutil.rmtree(out / "figures", ignore_errors=True)      # this call's figures, half the deck's
         raise
 
 
 def _write_deck(nb, out: Path, *, source: str | Path, executed: bool) -> SlidesResult:
     path = Path(source)
     out.mkdir(parents=True, exist_ok=True)
-    slides, figures, figure_slides, title = _render(nb, out, path.stem)
+    slides, figures, figure_slides, title = _render(nb, out, path.stem, path)
     if not slides:
         raise InputError("has nothing to put on slides (no markdown, no figures, no cell tagged 'show').",
                          path=str(path))

@@ -17,7 +17,7 @@ from .. import argtypes
 from ..errors import InputError
 from . import load
 from .model import Trace
-from .synth import MAX_REQUESTS as SYNTH_MAX_REQUESTS, MIN_REQUESTS as SYNTH_MIN_REQUESTS
+from .synth import MAX_ASKED_REQUESTS as SYNTH_MAX_REQUESTS, MIN_REQUESTS as SYNTH_MIN_REQUESTS
 
 DIRECTIONS = ("both", "requests", "responses")
 
@@ -281,7 +281,7 @@ def add_commands(subparsers) -> None:
     p.add_argument("--format", choices=("har", "qif"), default=None,
                    help="output format (default: qif for a .qif name, else har)")
     p.add_argument("--requests", type=argtypes.count(SYNTH_MIN_REQUESTS, SYNTH_MAX_REQUESTS), default=None,
-                   help=f"requests per page, {SYNTH_MIN_REQUESTS} to {SYNTH_MAX_REQUESTS} (default: drawn around the "
+                   help=f"requests per page, {SYNTH_MIN_REQUESTS} to {SYNTH_MAX_REQUESTS:,} (default: drawn around the "
                         "HTTP Archive median)")
     p.add_argument("--origins", type=argtypes.count(0, 10_000), default=None,
                    help="third-party origins to draw from (default: drawn from Web Almanac figures); "

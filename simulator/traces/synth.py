@@ -14,7 +14,8 @@ rounded; "modelling choice" marks a value no source gave us directly.
     Requests per page, log-normal.  The median page made about 71 requests on
     desktop and 66 on mobile (HTTP Archive, Web Almanac 2024, Page Weight chapter,
     https://almanac.httparchive.org/en/2024/page-weight); we use approximately 70.
-    The spread (sigma) is a modelling choice.  ``requests`` fixes the count instead.
+    The spread (sigma) is a modelling choice.  ``requests`` fixes the count instead (up to
+    20,000: the scale benchmark's largest page).
 ``type_mix``
     Share of sub-resource requests per type.  Web Almanac 2024 Page Weight: the
     median desktop page loads about 24 JavaScript and 18 image requests of 71
@@ -81,11 +82,14 @@ from email.utils import format_datetime
 from ..errors import InputError
 from .model import Exchange, Page, Trace
 
-__all__ = ["SynthParams", "generate", "MIN_REQUESTS", "MAX_REQUESTS"]
+__all__ = ["SynthParams", "generate", "MIN_REQUESTS", "MAX_REQUESTS", "MAX_ASKED_REQUESTS"]
 
-# A page has 5 to 400 requests: the drawn count is clipped to this range, and a count asked
-# for (``requests``, ``trace synth --requests``) outside it is refused, not clipped in silence.
+# A drawn page has 5 to 400 requests (the drawn count is clipped to this range).  A count
+# asked for (``requests``, ``trace synth --requests``) is honoured up to 20,000, the largest
+# page the scale benchmark (``workbench bench scale``) loads; outside 5..20,000 it is
+# refused, not clipped in silence.
 MIN_REQUESTS, MAX_REQUESTS = 5, 400
+MAX_ASKED_REQUESTS = 20_000
 
 TYPES = ("script", "image", "stylesheet", "font", "iframe", "fetch")
 
@@ -227,7 +231,8 @@ class _Gen:
         for k in range(pages):
             count = (first_requests if k == 0
                      else (p.requests or round(self.lognormal(p.requests_median, p.requests_sigma))))
-            count = max(MIN_REQUESTS, min(count, MAX_REQUESTS))
+            if p.requests is None:
+                count = max(MIN_REQUESTS, min(count, MAX_REQUESTS))
             path = "/" if k == 0 else f"/{self.word()}/{self.word()}-{self.word()}-{rng.randint(10**7, 10**8 - 1)}"
             page_id = f"page_{k + 1}"
             page_list.append(Page(id=page_id, title=f"https://{www.name}{path}", start_s=round(t, 3)))
@@ -435,9 +440,9 @@ def generate(pages: int = 1, seed: int = 0, **params) -> Trace:
     if pages < 1:
         raise InputError(f"pages must be at least 1, not {pages}.")
     p = replace(SynthParams(), **params)
-    if p.requests is not None and not MIN_REQUESTS <= p.requests <= MAX_REQUESTS:
-        raise InputError(f"requests per page must be {MIN_REQUESTS} to {MAX_REQUESTS} (the generator's page "
-                         f"sizes), not {p.requests}.")
+    if p.requests is not None and not MIN_REQUESTS <= p.requests <= MAX_ASKED_REQUESTS:
+        raise InputError(f"requests per page must be {MIN_REQUESTS} to {MAX_ASKED_REQUESTS:,} (the generator's "
+                         f"page sizes), not {p.requests}.")
     if not 0.0 <= p.third_party_share <= 1.0:
         raise InputError(f"the third-party share must be in [0, 1], not {p.third_party_share}.")
     if not 0.0 <= p.third_party_zipf_s <= 10.0:

@@ -175,11 +175,11 @@ class QuicEndpoint(PacketBuilder, AckGeneration, LossRecovery, Handshake):
             stream = self._send_streams[stream_id] = SendStream(stream_id)   # answer on a peer's bidi stream
         if stream.fin:
             raise ValueError(f"{self.name}: stream {stream_id} already ended")
-        offset = len(stream.buf)
+        offset = stream.written
         stream.buf += data
         if end:
             stream.fin = True
-            stream.fin_offset = len(stream.buf)
+            stream.fin_offset = stream.written
         if not data and not end:
             return
         queue = self._new_queue

@@ -101,7 +101,7 @@ class PacketBuilder:
                     full = True
                     break
                 last = take == length
-                data = bytes(stream.buf[offset:offset + take])
+                data = stream.data(offset, take)
                 frames.append((stream_id, offset, data, fin and last))
                 budget -= header + take
                 self.stream_bytes_sent += take

@@ -107,6 +107,7 @@ class LossRecovery:
             prefix = stream.acked.prefix()
             if prefix > stream.acked_prefix:
                 stream.acked_prefix = prefix
+                stream.drop_acked()            # never sent again (RFC 9000 13.3): not kept
                 if self.on_stream_acked is not None:
                     self.on_stream_acked(stream_id, prefix)
         self._log_cwnd()

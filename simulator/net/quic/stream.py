@@ -14,18 +14,41 @@ __all__ = ["SendStream", "RecvStream"]
 
 
 class SendStream:
-    """A sending stream: every byte written (kept for retransmission) and what is acknowledged."""
+    """A sending stream: the bytes written and not yet acknowledged (kept for retransmission,
+    RFC 9000 section 13.3), and what is acknowledged.
 
-    __slots__ = ("stream_id", "buf", "fin", "fin_offset", "acked", "acked_prefix", "fin_acked")
+    ``buf`` holds the stream from offset ``buf_offset`` on: once the peer has acknowledged a
+    prefix, nothing will be sent of it again (``drop_acked``), so a stream holds what is in
+    flight or waiting, not everything it ever wrote (a page's bytes)."""
+
+    __slots__ = ("stream_id", "buf", "buf_offset", "fin", "fin_offset", "acked", "acked_prefix", "fin_acked")
 
     def __init__(self, stream_id: int) -> None:
         self.stream_id = stream_id
-        self.buf = bytearray()            # every byte written (kept for retransmission)
+        self.buf = bytearray()            # the stream's bytes from buf_offset on
+        self.buf_offset = 0               # bytes before it are acknowledged and gone
         self.fin = False
         self.fin_offset = -1
         self.acked = RangeSet()
         self.acked_prefix = 0
         self.fin_acked = False
+
+    @property
+    def written(self) -> int:
+        """Bytes written on the stream so far (the next write's offset)."""
+        return self.buf_offset + len(self.buf)
+
+    def data(self, offset: int, length: int) -> bytes:
+        """``length`` bytes of the stream from ``offset`` (not yet acknowledged)."""
+        start = offset - self.buf_offset
+        return bytes(self.buf[start:start + length])
+
+    def drop_acked(self) -> None:
+        """Let go of the acknowledged prefix (a bytearray drops its front without copying the rest)."""
+        drop = self.acked_prefix - self.buf_offset
+        if drop > 0:
+            del self.buf[:drop]
+            self.buf_offset = self.acked_prefix
 
 
 class RecvStream:

@@ -29,7 +29,7 @@ def _cmd(args: argparse.Namespace) -> int:
     result = run_paths(args.paths, params, progress=not args.json and sys.stderr.isatty())
     if args.json:
         print(result.to_json())
-        return 0
+        return _failed(result)
     if len(result.pages) and params.at:
         table = result.pages[["page", "measured_onload_s", "simulated_onload_s", "resources"]].rename(
             columns={"measured_onload_s": "recorded_onload_s", "simulated_onload_s": "predicted_onload_s"})
@@ -52,9 +52,20 @@ def _cmd(args: argparse.Namespace) -> int:
     if r["pages"]:
         print(f"repeat views predicted from their first view: {r['pages']} pages, MAPE {r['mape_percent']:.1f}%, "
               f"median APE {r['median_ape_percent']:.1f}%")
+    failed = {(trace, page) for trace, page, _ in result.failed}
     for row in result.skipped.to_dict(orient="records") if len(result.skipped) else []:
-        print(f"skipped: {row['trace']} page {row['page']}: {row['reason']}")
-    return 0
+        if (row["trace"], row["page"]) not in failed:
+            print(f"skipped: {row['trace']} page {row['page']}: {row['reason']}")
+    return _failed(result)
+
+
+def _failed(result) -> int:
+    """One line on stderr per file or page that could not be read or simulated, after the
+    whole result is out; status 2 when there was any (0 otherwise)."""
+    for trace, page, why in result.failed:
+        where = f"{trace}: page {page}" if page is not None else str(trace)
+        print(f"workbench: error: {where}: {why}", file=sys.stderr)
+    return 2 if result.failed else 0
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:

@@ -30,7 +30,12 @@ browser's CPU time between a parent and a child.
   scanner or a streamed parse, which the model cannot start earlier than the parent's end).
   What the document asked for after one of its synchronous scripts had ended waited for that
   script (HTML: a parser-blocking script stops the parser until it has run): the delay runs
-  from the last of them, and the model holds the resource until they are ready too.
+  from the last of them, and the model holds the resource until they are ready too.  The
+  scripts a resource waited for are those that ended by its start: a prefix of the
+  document's synchronous scripts in order of their end (``HeldScripts``: one shared list and
+  a length per resource, so the cost is linear in resources, not resources x scripts).  A
+  script found at the very instant it ended waits for those before it in that order only
+  (two such scripts at one instant no longer wait for each other).
 - **Streamed discovery**: a document's child asked for before the document had ended was
   found while the document was still arriving (HTML is parsed as it streams in, and the
   preload scanner looks ahead): how far into the document's body, as the share of its
@@ -68,9 +73,11 @@ from __future__ import annotations
 
 import math
 import statistics
+from bisect import bisect_right
 from dataclasses import dataclass, field
 
 from ...traces.pagegraph import PageGraph, Resource
+from ...browser.client import HeldScripts
 
 __all__ = ["PageConditions", "infer_conditions", "PROTOCOL_CHOICES"]
 
@@ -90,7 +97,7 @@ class PageConditions:
     origins: tuple                        # (origin, rtt_s, protocol, setup_s), for LoadParams.origins
     think_s: dict                         # resource -> server time
     discovery_s: dict                     # resource -> delay after its parent (and blockers) are ready
-    blockers: dict                        # resource -> parser-blocking scripts it waited for
+    blockers: HeldScripts                 # resource -> parser-blocking scripts it waited for (a prefix)
     start_offset_s: float
     rtt_from: dict = field(default_factory=dict)   # origin -> "connect", "small exchange" or "page median"
     streamed: dict = field(default_factory=dict)   # resource -> share of its document's body arrived when found
@@ -205,9 +212,13 @@ def infer_conditions(graph: PageGraph, page_start_s: float | None, protocol: str
     # parser-blocking scripts): what the document asked for after one had ended waited for it.
     starts = {r.index: _start_s(r) for r in graph.resources}
     ends = {r.index: _end_s(r) for r in graph.resources}
-    sync_scripts = [r for r in graph.resources if r.resource_type == "script" and r.render_blocking
-                    and r.parent == graph.document and ends[r.index] is not None]
-    think, discovery, blockers, streamed = {}, {}, {}, {}
+    # In order of their end (then index): what ended by a resource's start is a prefix.
+    sync_scripts = sorted((r.index for r in graph.resources if r.resource_type == "script" and r.render_blocking
+                           and r.parent == graph.document and ends[r.index] is not None),
+                          key=lambda i: (ends[i], i))
+    sync_ends = [ends[i] for i in sync_scripts]
+    sync_position = {i: k for k, i in enumerate(sync_scripts)}
+    think, discovery, prefix, streamed = {}, {}, {}, {}
     for r in graph.resources:
         wait = _ms(r.timings, "wait")
         if wait is not None and not r.pushed:
@@ -217,11 +228,15 @@ def infer_conditions(graph: PageGraph, page_start_s: float | None, protocol: str
             continue
         if r.pushed and not any(_ms(r.timings, k) for k in _PHASES):
             continue            # a push written with no timings (Firefox): its start is no request's
-        held = [s.index for s in sync_scripts if r.parent == graph.document and s.index != r.index
-                and starts[s.index] <= start and ends[s.index] <= start]
+        held = 0
+        if r.parent == graph.document:
+            # Every script ended by this start (an end is never before its start); a script
+            # never waits for itself, nor for those after it in the order.
+            held = bisect_right(sync_ends, start)
+            held = min(held, sync_position.get(r.index, held))
         if held:
-            blockers[r.index] = tuple(held)
-        since = max([ends[r.parent]] + [ends[i] for i in held])
+            prefix[r.index] = held
+        since = max(ends[r.parent], sync_ends[held - 1]) if held else ends[r.parent]
         discovery[r.index] = max(0.0, start - since)
         parent = graph[r.parent]
         if not held and parent.resource_type == "document" and start < ends[r.parent] \
@@ -276,5 +291,6 @@ def infer_conditions(graph: PageGraph, page_start_s: float | None, protocol: str
     nav_start = starts[0]
     offset = max(0.0, nav_start - page_start_s) if nav_start is not None and page_start_s is not None else 0.0
     return PageConditions(rtt_s=base, bandwidth_bps=bandwidth, origins=tuple(sorted(origins)), think_s=think,
-                          discovery_s=discovery, blockers=blockers, start_offset_s=offset, rtt_from=rtt_from,
+                          discovery_s=discovery, blockers=HeldScripts(tuple(sync_scripts), prefix),
+                          start_offset_s=offset, rtt_from=rtt_from,
                           streamed=streamed, pushes=tuple(pushes))

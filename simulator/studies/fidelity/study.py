@@ -6,13 +6,14 @@ docstring)."""
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import pandas as pd
 
 from ... import __version__
 from ...errors import InputError
+from ...stacks.common import StackStalled
 from ...traces import load
 from ...traces.model import Trace, header_value
 from ...traces.pagegraph import PageGraph, page_graph, page_ids
@@ -85,6 +86,9 @@ class FidelityResult(StudyResult):
     skipped: pd.DataFrame           # one row per page left out, with the reason
     repeat_views: pd.DataFrame      # one row per repeat view predicted from its first view
     params: dict
+    # (trace, page or None, why) of each file or page that could not be read or simulated
+    # (also a skipped row): the command goes on past them and exits with status 2 at the end.
+    failed: list = field(default_factory=list)
 
     JSON_INDENT = 1
 
@@ -179,7 +183,7 @@ def run(trace: Trace, params: FidelityParams | None = None, *, progress: bool = 
     is the contract's; a trace's few pages take no bar (``run_paths`` draws one per trace)."""
     params = params or FidelityParams()
     scheduler = resource_scheduler(trace, params.browser)
-    rows, skipped, repeats = [], [], []
+    rows, skipped, repeats, failed = [], [], [], []
     first_views: dict[str, tuple] = {}
     pages = {p.id: p for p in trace.pages}
     for page in page_ids(trace):
@@ -205,7 +209,12 @@ def run(trace: Trace, params: FidelityParams | None = None, *, progress: bool = 
         cond = infer_conditions(sub, meta.start_s, params.protocol)
         if params.at is not None:
             cond = moved_to(cond, params.at_conditions, params.protocol)
-        metrics = simulate_page(sub, cond, params, scheduler=scheduler).metrics
+        try:
+            metrics = simulate_page(sub, cond, params, scheduler=scheduler).metrics
+        except StackStalled as exc:            # the page's own load cannot end: the next page may
+            skipped.append({**base, "reason": exc.detail})
+            failed.append((trace.source, page, exc.detail))
+            continue
         simulated = cond.start_offset_s + metrics["onload_s"]
         row = {**base, "url": graph[graph.document].url,
                "measured_onload_s": meta.on_load_s, "simulated_onload_s": simulated,
@@ -216,7 +225,7 @@ def run(trace: Trace, params: FidelityParams | None = None, *, progress: bool = 
         rows.append(row)
         first_views[meta.url or row["url"]] = (graph, meta, cond)   # a repeat view follows its own first view
     return FidelityResult(pages=pd.DataFrame(rows), skipped=pd.DataFrame(skipped, columns=["trace", "page", "reason"]),
-                          repeat_views=pd.DataFrame(repeats), params=_stamped(params))
+                          repeat_views=pd.DataFrame(repeats), params=_stamped(params), failed=failed)
 
 
 def _repeat_view(first: tuple, measured: dict, params: FidelityParams, scheduler: str = "none") -> dict:
@@ -290,7 +299,8 @@ def har_paths(paths) -> list[str]:
 
 
 def run_paths(paths, params: FidelityParams, *, progress: bool = False) -> FidelityResult:
-    """``run`` over every trace of ``paths``; a file that cannot be read is a skipped row."""
+    """``run`` over every trace of ``paths``; a file that cannot be read is a skipped row and a
+    ``failed`` entry, and the others still run (one file given alone raises instead)."""
     files = har_paths(paths)
     iterator = files
     if progress:
@@ -304,8 +314,10 @@ def run_paths(paths, params: FidelityParams, *, progress: bool = False) -> Fidel
             if len(files) == 1:
                 raise
             parts.append(FidelityResult(pages=pd.DataFrame(), repeat_views=pd.DataFrame(), params=_stamped(params),
-                                        skipped=pd.DataFrame([{"trace": f, "page": None, "reason": exc.detail}])))
+                                        skipped=pd.DataFrame([{"trace": f, "page": None, "reason": exc.detail}]),
+                                        failed=[(f, None, f"{exc.where}: {exc.detail}" if exc.where else exc.detail)]))
     cat = lambda frames: pd.concat([f for f in frames if len(f)], ignore_index=True) if any(len(f) for f in frames) \
         else pd.DataFrame()  # noqa: E731
     return FidelityResult(pages=cat([p.pages for p in parts]), skipped=cat([p.skipped for p in parts]),
-                          repeat_views=cat([p.repeat_views for p in parts]), params=_stamped(params))
+                          repeat_views=cat([p.repeat_views for p in parts]), params=_stamped(params),
+                          failed=[f for p in parts for f in p.failed])
