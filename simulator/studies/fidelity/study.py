@@ -155,16 +155,16 @@ def moved_to(cond: PageConditions, at: PathConditions, protocol: str) -> PageCon
 
 
 def simulate_page(graph: PageGraph, cond: PageConditions, params: FidelityParams,
-                  cache: ClientCache | None = None, scheduler: str = "none") -> PageLoadResult:
+                  cache: ClientCache | None = None, scheduler: str = "none", hints: tuple = ()) -> PageLoadResult:
     """One load of ``graph`` on the page-load model under ``cond`` (times from the navigation);
     with ``params.at``, the path's loss and queue are ``at``'s; ``scheduler`` is the browser's
-    ``resource_scheduler``."""
+    ``resource_scheduler``; ``hints``: the Link values of a 103 on the navigation (``ServerPlan.hints``)."""
     at = params.at_conditions
     load_params = LoadParams(protocol="h3" if params.protocol == "h3" else "h2", rtt_s=cond.rtt_s,
                              bandwidth_bps=cond.bandwidth_bps, seed=params.seed, coalesce="origin", cc=params.cc,
                              origins=cond.origins, loss=at.loss if at else "0",
                              queue_bytes=at.queue_bytes if at else None, resource_scheduler=scheduler)
-    plan = ServerPlan(think_s=dict(cond.think_s), pushes=tuple(cond.pushes))
+    plan = ServerPlan(think_s=dict(cond.think_s), hints=tuple(hints), pushes=tuple(cond.pushes))
     return load_page(graph, load_params, plan, cache or ClientCache(), discovery_s=cond.discovery_s,
                      blockers=cond.blockers, streamed=cond.streamed)
 
