@@ -9,6 +9,8 @@
     workbench lab validate-hints TRACE_OR_DIR... [--rtt 20ms,100ms,300ms] [--bw 50mbit]
                            [--think 100ms,500ms] [--reference rtt=20ms,bw=50mbit] [--runs 3]
                            --out DIR [--report DIR] [--json]
+    workbench lab h3-check RESULTS_DIR_OR_VALIDATION_JSON [--reference rtt=20ms,bw=50mbit]
+                           [--report DIR] [--json]
     workbench lab clean
 
 ``shell`` is Mahimahi's shells in one: it makes the two namespaces and the link, starts
@@ -24,6 +26,9 @@ out-of-sample error per condition beside the lab's run-to-run floor (``validate.
 ``validate-hints`` measures the push study's 103 Early Hints against none at every RTT,
 bandwidth and document think time, and holds the model's predicted gain against the
 measured one and its run-to-run floor (``hints.py``).
+``h3-check`` reads a validation (its results folder, re-predicted with the current model,
+or a ``validation.json``) and holds the model's HTTP/3 minus HTTP/2 difference against the
+measured one per page and condition: the sign and the size (``protocols.py``).
 ``clean`` removes what a killed lab run left behind (every run also does so on start).
 """
 
@@ -168,6 +173,35 @@ def _validate_hints(args: argparse.Namespace) -> int:
     return 0
 
 
+def _h3_check(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from ..net.conditions import PathConditions
+    from .protocols import h3_against_h2, h3_table, write_h3_report
+
+    source = Path(args.source)
+    if source.is_file():
+        try:
+            validation = json.loads(source.read_text())
+            validation["conditions"]
+        except (OSError, ValueError, KeyError, TypeError) as exc:
+            raise InputError(f"is not a validation's JSON ({type(exc).__name__}).", path=str(source)) from None
+    else:
+        from .validate import analyse
+
+        ref = PathConditions.parse(args.reference)
+        validation = analyse(str(source), {"rtt_s": ref.rtt_s, "bandwidth_bps": ref.bandwidth_bps, "loss": ref.loss,
+                                           "queue_bytes": ref.queue_bytes, "protocol": "h2"}).to_dict()
+    result = h3_against_h2(validation)
+    if args.report:
+        write_h3_report(result, args.report)
+    if args.json:
+        print(json.dumps(result, indent=1))
+    else:
+        print(h3_table(result), end="")
+    return 0
+
+
 def _list_of(check):
     def parse(text: str) -> list[str]:
         values = [v.strip() for v in str(text).split(",") if v.strip()]
@@ -250,5 +284,14 @@ def add_commands(sub) -> None:
                     help="also write hints.md (the table), hints.json and hints.png (the figure) into DIR")
     vh.add_argument("--json", action="store_true", help="print one JSON object")
     vh.set_defaults(func=_validate_hints)
+    h3 = lab_sub.add_parser("h3-check", help="HTTP/3 minus HTTP/2 onLoad: the model's sign and size against the lab's")
+    h3.add_argument("source", metavar="RESULTS_DIR_OR_VALIDATION_JSON",
+                    help="a lab validate results folder (re-predicted) or its validation.json")
+    h3.add_argument("--reference", default="rtt=20ms,bw=50mbit", type=argtypes.checked(_conditions, "conditions"),
+                    help="the validation's reference condition (HTTP/2), for a results folder")
+    h3.add_argument("--report", default=None, type=argtypes.output_folder, metavar="DIR",
+                    help="also write validation-h3.md and validation-h3.json into DIR")
+    h3.add_argument("--json", action="store_true", help="print one JSON object")
+    h3.set_defaults(func=_h3_check)
     cl = lab_sub.add_parser("clean", help="remove namespaces left by lab runs whose process is gone")
     cl.set_defaults(func=_clean)
