@@ -173,8 +173,9 @@ def analyse_hints(out: str, reference: dict, *, seed: int = 1) -> dict:
                 and _policy(r["policy"]) == "none" and _num(r["document_think_s"]) is None
                 and str(r["protocol"]) == protocol)
 
-    hars = load(out, "har").merge(summary[["job_id", "onload_s", "rtt_s", "bandwidth_bps", "loss", "policy",
-                                           "document_think_s", "protocol"]], on="job_id")
+    hars = load(out, "har")
+    hars = hars[["job_id", "har_json"]].merge(summary[["job_id", "trace", "seed", "onload_s", "rtt_s", "bandwidth_bps",
+                                                       "loss", "policy", "document_think_s", "protocol"]], on="job_id")
     hars = hars[[is_ref(r) for r in hars.to_dict(orient="records")]].dropna(subset=["onload_s"])
     groups: dict[tuple, dict[str, list]] = {}
     for r in rows:
@@ -221,7 +222,9 @@ def analyse_hints(out: str, reference: dict, *, seed: int = 1) -> dict:
                  "difference_s": round(predicted - stats["gain_s"], 4),
                  "hinted_preloads": len(_preloads(plans[trace]["links"])),
                  "preconnects": len(plans[trace]["links"]) - len(_preloads(plans[trace]["links"])),
-                 "early_hints_seen": [bool(r.get("early_hints_sent")) for r in hinted],
+                 "early_hints_seen": [bool(r.get("har_early_hints")) for r in hinted],
+                 "preloads_before_response": [None if _num(r.get("hinted_preloads_before_response")) is None
+                                              else int(r["hinted_preloads_before_response"]) for r in hinted],
                  **within(predicted, stats["gain_s"], stats["floor_s"])}
         conditions.append(entry)
     ok = [c for c in conditions if c["ok"]]
