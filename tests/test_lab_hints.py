@@ -197,3 +197,18 @@ def test_lab_smoke_103_reaches_chromium_and_its_preloads_go_out_before_the_final
     assert "early_hints_sent" not in row_none
     assert not any(e.get("_earlyHints") for e in har_none["log"]["entries"])
     assert not [n for n in netns.lab_namespaces() if not netns._alive(int(n.split("-")[1]))]
+
+
+def test_grid_keys_policy_and_think_reach_the_lab_load_and_defaults_keep_job_identity():
+    """``policy`` and ``think`` are grid keys of ``lab-load``; a load at the defaults is the same
+    batch job as before they existed (its identity has neither), so old results resume."""
+    from simulator.batch.registry import check_grid, expand_grid, get_study
+
+    study = get_study("lab-load")
+    points = expand_grid(check_grid({"rtt": ["20ms"], "think": ["100ms"], "policy": ["none", "hints"]}, study),
+                         study)
+    params = [study.params_dict(p.params) for p in points]
+    assert [p["policy"] if "policy" in p else "none" for p in params] == ["none", "hints"]
+    assert all(p["document_think_s"] == pytest.approx(0.1) for p in params)
+    default = study.params_dict(expand_grid(check_grid({"rtt": ["20ms"]}, study), study)[0].params)
+    assert "policy" not in default and "document_think_s" not in default
