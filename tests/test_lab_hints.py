@@ -212,3 +212,22 @@ def test_grid_keys_policy_and_think_reach_the_lab_load_and_defaults_keep_job_ide
     assert all(p["document_think_s"] == pytest.approx(0.1) for p in params)
     default = study.params_dict(expand_grid(check_grid({"rtt": ["20ms"]}, study), study)[0].params)
     assert "policy" not in default and "document_think_s" not in default
+
+
+def test_fidelity_policy_hints_and_document_think_are_the_lab_checks_prediction():
+    """``workbench fidelity --at C --policy hints --document-think T`` predicts what the hints
+    check does (the page's own 103, RFC 8297), gives no error against the recorded load (it
+    is another server), and leaves the parameters of a plain run as they were."""
+    from simulator.studies.fidelity import FidelityParams, run
+
+    trace = load(str(PAGE))
+    at = PathConditions(rtt_s=0.1, bandwidth_bps=50e6)
+    for policy in ("none", "hints"):
+        result = run(trace, FidelityParams(at=str(at), protocol="h2", policy=policy, document_think_s=0.5))
+        links = hint_plan(trace)["links"] if policy == "hints" else ()
+        expected = predict_onload(PAGE.read_text(), str(PAGE), at, links=links, document_think_s=0.5)
+        assert result.pages["simulated_onload_s"].iloc[0] == pytest.approx(expected, abs=1e-9)
+        assert result.pages["error_percent"].isna().all()
+        assert result.params.get("policy", "none") == policy
+    plain = FidelityParams().to_dict()
+    assert "policy" not in plain and "document_think_s" not in plain
