@@ -93,7 +93,7 @@ def test_timeline_counts_hinted_preloads_that_arrived_before_the_final_response(
            {"url": "https://a.example/", "arrived_s": 10.0, "early_hints_s": 10.001, "response_s": 10.1},
            {"url": "https://a.example/j.js", "arrived_s": 10.2, "early_hints_s": None, "response_s": 10.21}]
     assert hint_timeline(log, plan) == {"early_hints_sent": True, "hinted_preloads": 2,
-                                        "hinted_preloads_before_response": 1}
+                                        "hinted_preloads_before_response": 1, "first_preload_after_103_s": 0.049}
     no_103 = [dict(r, early_hints_s=None) for r in log]
     assert hint_timeline(no_103, plan)["early_hints_sent"] is False
     assert hint_timeline(no_103, plan)["hinted_preloads_before_response"] == 0

@@ -80,8 +80,13 @@ def hint_timeline(server_log: list[dict], plan: dict | None) -> dict:
     for r in server_log:
         first_arrival.setdefault(r["url"], r["arrived_s"])
     before = [u for u in preloads if doc is not None and first_arrival.get(u, math.inf) < doc["response_s"]]
+    asked = [first_arrival[u] for u in preloads if u in first_arrival]
     return {"early_hints_sent": doc is not None, "hinted_preloads": len(preloads),
-            "hinted_preloads_before_response": len(before)}
+            "hinted_preloads_before_response": len(before),
+            # how long after the 103 left the first hinted preload reached the server (the
+            # browser's reaction plus a connection's set-up and half a round trip)
+            "first_preload_after_103_s": (round(min(asked) - doc["early_hints_s"], 4) if doc is not None and asked
+                                          else None)}
 
 
 # ------------------------------------------------------------------------------ statistics
