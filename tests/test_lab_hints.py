@@ -45,6 +45,8 @@ def test_gain_is_difference_of_medians_and_floor_is_half_range_of_paired_gains()
     assert s["pair_gains_s"] == pytest.approx([0.2, 0.3, 0.1])
     assert s["floor_s"] == pytest.approx(0.1)
     assert gain_stats([1.0], [0.7])["floor_s"] == 0.0          # one pair: no spread to measure
+    # run 2 without hints is missing: runs 1 and 3 are the pairs
+    assert gain_stats([1.0, 1.1], [0.8, 0.9, 1.0], [(1.0, 0.8), (1.1, 1.0)])["floor_s"] == pytest.approx(0.05)
     with pytest.raises(ValueError):
         gain_stats([], [1.0])
 

@@ -92,8 +92,10 @@ def hint_timeline(server_log: list[dict], plan: dict | None) -> dict:
 # ------------------------------------------------------------------------------ statistics
 
 
-def gain_stats(none_runs: list[float], hints_runs: list[float]) -> dict:
-    """The measured gain of the hints and its floor, from runs paired by their order (run number).
+def gain_stats(none_runs: list[float], hints_runs: list[float], pairs: list[tuple[float, float]] | None = None
+               ) -> dict:
+    """The measured gain of the hints and its floor, from runs paired by their order (run number),
+    or as ``pairs`` (none, hints) gives them when a run is missing on one side.
 
     ``gain_s``: median(none) - median(hints); ``gain_percent``: that as % of median(none);
     ``pair_gains_s``: each pair's difference; ``floor_s``: half the range of those differences
@@ -102,7 +104,7 @@ def gain_stats(none_runs: list[float], hints_runs: list[float]) -> dict:
         raise ValueError("the gain needs at least one run of each policy")
     m_none, m_hints = statistics.median(none_runs), statistics.median(hints_runs)
     gain = m_none - m_hints
-    pairs = [a - b for a, b in zip(none_runs, hints_runs)]
+    pairs = [a - b for a, b in (pairs if pairs is not None else zip(none_runs, hints_runs))]
     floor = (max(pairs) - min(pairs)) / 2 if len(pairs) > 1 else 0.0
     return {"median_none_s": round(m_none, 4), "median_hints_s": round(m_hints, 4), "gain_s": round(gain, 4),
             "gain_percent": round(100.0 * gain / m_none, 3) if m_none else None,
@@ -202,13 +204,15 @@ def analyse_hints(out: str, reference: dict, *, seed: int = 1) -> dict:
             failures.append(f"{trace}: no reference load to predict from")
             continue
         ref = ref.sort_values(["onload_s", "seed"]).iloc[(len(ref) - 1) // 2]
-        if trace not in plans:
-            plans[trace] = hint_plan(load_trace(trace))
         none_runs = [v for _, v, _ in sorted(runs["none"])]
         hints_runs = [v for _, v, _ in sorted(runs["hints"])]
-        stats = gain_stats(none_runs, hints_runs)
+        by_seed = {seed_: v for seed_, v, _ in runs["hints"]}
+        stats = gain_stats(none_runs, hints_runs, [(v, by_seed[seed_]) for seed_, v, _ in sorted(runs["none"])
+                                                   if seed_ in by_seed])
         at = PathConditions(rtt_s=rtt_s, bandwidth_bps=bw)
         try:
+            if trace not in plans:
+                plans[trace] = hint_plan(load_trace(trace))
             p_none = predict_onload(ref["har_json"], trace, at, protocol, document_think_s=think_s, seed=seed)
             p_hints = predict_onload(ref["har_json"], trace, at, protocol, links=plans[trace]["links"],
                                      document_think_s=think_s, seed=seed)
