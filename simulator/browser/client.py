@@ -328,18 +328,27 @@ class PageLoad:
         if not math.isnan(self.requested_s[index]):
             if not math.isnan(self.arrived_s[index]):
                 self._ready(index)
+            elif self.scheduler is not None:
+                # The renderer's own request waits on the 103 preload still on its way, and holds
+                # a place in Blink's scheduler until it arrives (``_send`` fetches nothing twice).
+                self._ask(index)
             return                          # a 103 preload is on its way
         self.source[index] = "network"
         self._request(index)
 
     def _request(self, index: int, *, hinted: bool = False) -> None:
         if self.scheduler is not None and not hinted and index != self.graph.document:
-            r = self.graph[index]
-            self.scheduler.ask(index, self.scheduler.initial_priority(r.resource_type, r.render_blocking, r.priority))
+            self._ask(index)
             return
         self._send(index)
 
+    def _ask(self, index: int) -> None:
+        r = self.graph[index]
+        self.scheduler.ask(index, self.scheduler.initial_priority(r.resource_type, r.render_blocking, r.priority))
+
     def _send(self, index: int) -> None:
+        if not math.isnan(self.requested_s[index]):
+            return                          # a 103 preload already fetches it
         self.requested_s[index] = self.sim.now
         self.counters["requests"] += 1
         self.net.fetch(self.key(self.graph[index].origin), self.spec(index))

@@ -122,9 +122,11 @@ class HeaderBlockConnection:
         return lambda *args: method(endpoint, *args)
 
     def sender(self, kind: str):
+        """The transport end that sends ``kind`` ("request" or "response") header blocks."""
         return self.transport.client if kind == "request" else self.transport.server
 
     def receiver(self, kind: str):
+        """The transport end that receives ``kind`` header blocks."""
         return self.transport.server if kind == "request" else self.transport.client
 
     @staticmethod
@@ -134,6 +136,7 @@ class HeaderBlockConnection:
 
     @staticmethod
     def outgoing(endpoint) -> str:
+        """What ``endpoint`` sends: "request" blocks from the client, "response" from the server."""
         return "request" if endpoint.is_client else "response"
 
 
@@ -152,6 +155,7 @@ class H3Blocks(HeaderBlockConnection):
         self.block_frames: dict[tuple[int, int], int] = {}  # (sender, stream) -> frame bytes, until acked
 
     def send_instructions(self, kind: str, role: str, data: bytes) -> None:
+        """Write ``role``'s (encoder or decoder) instructions of the ``kind`` direction on its stream."""
         endpoint = self.sender(kind) if role == "encoder" else self.receiver(kind)
         stream_id = self.uni_out.get((kind, role))
         if stream_id is None:
@@ -160,6 +164,7 @@ class H3Blocks(HeaderBlockConnection):
         endpoint.write(stream_id, data)
 
     def send_block(self, kind: str, stream_id: int, block: bytes) -> int:
+        """Write header block ``block`` of ``kind`` on ``stream_id``; the bytes written with framing."""
         frame = h3_frame(0x1, block)                            # HEADERS (RFC 9114 section 7.2.2)
         sender = self.sender(kind)
         self.block_frames[(id(sender), stream_id)] = len(frame)
@@ -167,6 +172,7 @@ class H3Blocks(HeaderBlockConnection):
         return len(frame)
 
     def on_data(self, endpoint, stream_id: int, data: bytes, end: bool, time_s: float) -> None:
+        """Bytes arrived at ``endpoint`` on ``stream_id``: the events they complete."""
         key = (id(endpoint), stream_id)
         if stream_id & 0x2:                                      # unidirectional
             stream_type = self.uni_in.get(key)
@@ -194,6 +200,7 @@ class H3Blocks(HeaderBlockConnection):
             del self.scanners[key]
 
     def on_stream_acked(self, endpoint, stream_id: int, acked_offset: int) -> None:
+        """``endpoint``'s peer acknowledged ``stream_id`` up to ``acked_offset``."""
         kind = self.outgoing(endpoint)
         if self.uni_out.get((kind, "encoder")) == stream_id:
             self.on_event(EncoderStreamAcked(kind, acked_offset - 1))   # less the stream-type byte
@@ -242,6 +249,7 @@ class H2Blocks(HeaderBlockConnection):
         return start, end
 
     def send_instructions(self, kind: str, role: str, data: bytes) -> None:
+        """Write ``role``'s (encoder or decoder) instructions of the ``kind`` direction on its stream."""
         endpoint = self.sender(kind) if role == "encoder" else self.receiver(kind)
         frames = b"".join(h2_frame(self.EXT_TYPE[role], 0, 0, data[i:i + self.MAX_FRAME])
                           for i in range(0, len(data), self.MAX_FRAME))
@@ -252,6 +260,7 @@ class H2Blocks(HeaderBlockConnection):
             self._write(endpoint, frames, ("decoder", kind, 0))
 
     def send_block(self, kind: str, stream_id: int, block: bytes) -> int:
+        """Write header block ``block`` of ``kind`` on ``stream_id``; the bytes written with framing."""
         h2_stream = self.h2_stream_id(stream_id)
         chunks = [block[i:i + self.MAX_FRAME] for i in range(0, len(block), self.MAX_FRAME)] or [b""]
         frames = []
@@ -286,6 +295,7 @@ class H2Blocks(HeaderBlockConnection):
                     self.on_event(HeaderBlockArrived(self.incoming(endpoint), stream_id, time_s))
 
     def on_data(self, endpoint, label: int, data: bytes, end: bool, time_s: float) -> None:
+        """Bytes arrived at ``endpoint`` on TCP stream ``label``: the events they complete."""
         state = self.scanners.get(id(endpoint))
         if state is None:
             state = self.scanners[id(endpoint)] = [H2Scanner(self.MAX_FRAME, preface=False), bytearray(), 0, b""]
@@ -311,6 +321,7 @@ class H2Blocks(HeaderBlockConnection):
             state[2] = base + consumed
 
     def on_stream_acked(self, endpoint, label: int, acked_offset: int) -> None:
+        """``endpoint``'s peer acknowledged TCP stream ``label`` up to ``acked_offset``."""
         queue = self.unacked[id(endpoint)]
         while queue and queue[0][0] <= acked_offset:
             _, (what, kind, value) = queue.popleft()

@@ -139,6 +139,7 @@ class HttpEnd:
         transport_end.on_stream_acked = self._on_acked
 
     def open_qpack_streams(self) -> None:
+        """Open this end's QPACK encoder and decoder streams."""
         # RFC 9204 section 4.2: each end's encoder and decoder streams (unidirectional).
         self.encoder_stream = self.t.open_stream(unidirectional=True)
         self.decoder_stream = self.t.open_stream(unidirectional=True)

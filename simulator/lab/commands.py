@@ -6,6 +6,11 @@
     workbench lab run TRACE_OR_DIR... --grid FILE [--runs 3] --out DIR [--workers 1] [--dask ADDR]
     workbench lab validate TRACE_OR_DIR... --grid FILE [--reference rtt=20ms,bw=50mbit]
                            [--reference-protocol h2] [--runs 3] --out DIR [--json]
+    workbench lab validate-hints TRACE_OR_DIR... [--rtt 20ms,100ms,300ms] [--bw 50mbit]
+                           [--think 100ms,500ms] [--reference rtt=20ms,bw=50mbit] [--runs 3]
+                           --out DIR [--report DIR] [--json]
+    workbench lab h3-check RESULTS_DIR_OR_VALIDATION_JSON [--reference rtt=20ms,bw=50mbit]
+                           [--report DIR] [--json]
     workbench lab clean
 
 ``shell`` is Mahimahi's shells in one: it makes the two namespaces and the link, starts
@@ -18,6 +23,12 @@ into a results folder (the batch runner's ``lab-load``: resumable, ``workbench b
 reads it).  ``validate`` records each page at a reference condition, predicts every grid
 point from that one HAR with the page-load model, measures them, and prints the model's
 out-of-sample error per condition beside the lab's run-to-run floor (``validate.py``).
+``validate-hints`` measures the push study's 103 Early Hints against none at every RTT,
+bandwidth and document think time, and holds the model's predicted gain against the
+measured one and its run-to-run floor (``hints.py``).
+``h3-check`` reads a validation (its results folder, re-predicted with the current model,
+or a ``validation.json``) and holds the model's HTTP/3 minus HTTP/2 difference against the
+measured one per page and condition: the sign and the size (``protocols.py``).
 ``clean`` removes what a killed lab run left behind (every run also does so on start).
 """
 
@@ -135,6 +146,71 @@ def _validate(args: argparse.Namespace) -> int:
     return 0
 
 
+def _validate_hints(args: argparse.Namespace) -> int:
+    from ..net.conditions import PathConditions
+    from .hints import validate_hints, write_hints_report
+
+    result = validate_hints(args.paths, rtts=args.rtt, bws=args.bw, thinks=args.think,
+                            reference=PathConditions.parse(args.reference), protocol=args.protocol, runs=args.runs,
+                            out=args.out, workers=args.workers, dask=args.dask,
+                            progress=sys.stderr.isatty() and not args.json)
+    if args.report:
+        write_hints_report(result, args.report)
+    for line in result["failures"][:10]:
+        print(f"workbench: warning: {line}", file=sys.stderr)
+    if args.json:
+        print(json.dumps(result, indent=1))
+        return 0
+    ms = lambda v: f"{1000 * v:.0f} ms"  # noqa: E731
+    print(f"{'page':<30} {'RTT':>7} {'think':>7} {'measured gain':>14} {'predicted':>10} {'floor':>8}  verdict")
+    for c in result["rows"]:
+        verdict = "within 20%" if c["within_tolerance"] else "within the floor" if c["within_floor"] else "off"
+        print(f"{c['trace'].rsplit('/', 1)[-1][:30]:<30} {ms(c['rtt_s']):>7} {ms(c['document_think_s']):>7} "
+              f"{ms(c['gain_s']):>14} {ms(c['predicted_gain_s']):>10} {ms(c['floor_s']):>8}  {verdict}")
+    s = result["summary"]
+    print(f"\n{s['ok']} of {s['rows']} within 20% or within the floor; the gain's sign agrees in "
+          f"{s['sign_agreement']} of {s['rows']}")
+    return 0
+
+
+def _h3_check(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from ..net.conditions import PathConditions
+    from .protocols import h3_against_h2, h3_table, write_h3_report
+
+    source = Path(args.source)
+    if source.is_file():
+        try:
+            validation = json.loads(source.read_text())
+            validation["conditions"]
+        except (OSError, ValueError, KeyError, TypeError) as exc:
+            raise InputError(f"is not a validation's JSON ({type(exc).__name__}).", path=str(source)) from None
+    else:
+        from .validate import analyse
+
+        ref = PathConditions.parse(args.reference)
+        validation = analyse(str(source), {"rtt_s": ref.rtt_s, "bandwidth_bps": ref.bandwidth_bps, "loss": ref.loss,
+                                           "queue_bytes": ref.queue_bytes, "protocol": "h2"}).to_dict()
+    result = h3_against_h2(validation)
+    if args.report:
+        write_h3_report(result, args.report)
+    if args.json:
+        print(json.dumps(result, indent=1))
+    else:
+        print(h3_table(result), end="")
+    return 0
+
+
+def _list_of(check):
+    def parse(text: str) -> list[str]:
+        values = [v.strip() for v in str(text).split(",") if v.strip()]
+        if not values:
+            raise argparse.ArgumentTypeError("give at least one value")
+        return [check(v) for v in values]
+    return parse
+
+
 def _add_batch_flags(p: argparse.ArgumentParser) -> None:
     p.add_argument("paths", nargs="+", metavar="TRACE_OR_DIR", help="HAR files, or folders of them")
     p.add_argument("--grid", required=True, action="append",
@@ -189,5 +265,33 @@ def add_commands(sub) -> None:
                          "(the figure) into DIR")
     va.add_argument("--json", action="store_true", help="print one JSON object")
     va.set_defaults(func=_validate)
+    vh = lab_sub.add_parser("validate-hints", help="103 Early Hints against none: the model's gain against the lab's")
+    vh.add_argument("paths", nargs="+", metavar="TRACE_OR_DIR", help="HAR files, or folders of them")
+    vh.add_argument("--rtt", default=["20ms", "100ms", "300ms"], type=_list_of(argtypes.positive_duration),
+                    help="RTTs to measure, comma-separated (default 20ms,100ms,300ms)")
+    vh.add_argument("--bw", default=["50mbit"], type=_list_of(argtypes.bandwidth),
+                    help="bandwidths, comma-separated (default 50mbit)")
+    vh.add_argument("--think", default=["100ms", "500ms"], type=_list_of(argtypes.duration),
+                    help="the document's server time, comma-separated (default 100ms,500ms)")
+    vh.add_argument("--protocol", default="h2", choices=("h2", "h3"))
+    vh.add_argument("--reference", default="rtt=20ms,bw=50mbit", type=argtypes.checked(_conditions, "conditions"),
+                    help="the condition each page is recorded at (without hints) and predicted from")
+    vh.add_argument("--runs", default=3, type=argtypes.count(1, 100), help="loads of every page at every point")
+    vh.add_argument("--out", required=True, type=argtypes.output_folder, help="results folder (resumable)")
+    vh.add_argument("--workers", default=1, type=argtypes.count(0), help="loads at once on this machine")
+    vh.add_argument("--dask", default=None, metavar="ADDRESS", help="spread loads over a Dask cluster's workers")
+    vh.add_argument("--report", default=None, type=argtypes.output_folder, metavar="DIR",
+                    help="also write hints.md (the table), hints.json and hints.png (the figure) into DIR")
+    vh.add_argument("--json", action="store_true", help="print one JSON object")
+    vh.set_defaults(func=_validate_hints)
+    h3 = lab_sub.add_parser("h3-check", help="HTTP/3 minus HTTP/2 onLoad: the model's sign and size against the lab's")
+    h3.add_argument("source", metavar="RESULTS_DIR_OR_VALIDATION_JSON",
+                    help="a lab validate results folder (re-predicted) or its validation.json")
+    h3.add_argument("--reference", default="rtt=20ms,bw=50mbit", type=argtypes.checked(_conditions, "conditions"),
+                    help="the validation's reference condition (HTTP/2), for a results folder")
+    h3.add_argument("--report", default=None, type=argtypes.output_folder, metavar="DIR",
+                    help="also write validation-h3.md and validation-h3.json into DIR")
+    h3.add_argument("--json", action="store_true", help="print one JSON object")
+    h3.set_defaults(func=_h3_check)
     cl = lab_sub.add_parser("clean", help="remove namespaces left by lab runs whose process is gone")
     cl.set_defaults(func=_clean)

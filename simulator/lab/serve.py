@@ -16,6 +16,18 @@ for what the page does not define.  Responses allow any origin (``access-control
 origin: *``) so cross-origin fetches and fonts load as they did on the recorded page, and
 say ``cache-control: no-store`` so every lab load is a first view.  Hand-written here: the
 app and the listener plan.
+
+103 Early Hints (``--hints FILE``, policy ``hints`` of ``lab-load``): on the document's
+request the app sends one 103 (RFC 8297 section 2) whose Link values are the file's (the push
+study's ``early_hints`` of the page: preload for the render-blocking sub-resources, preconnect
+for the other origins), at once, before the document's server time; Chromium follows only the
+first 103 of a navigation.  Chromium fetches a 103's preloads into its HTTP cache and the page
+then takes them from there, so the hinted responses are sent cacheable (``max-age``) instead of
+``no-store``; every load has a fresh profile, so nothing carries over.  ``--document-think
+100ms`` replaces the document's recorded server time, the time the 103 has to act in.
+``--log FILE`` appends one JSON line per response (the request's arrival, the 103's and the
+response's start on the monotonic clock) for the lab to check what the browser did before the
+final response.
 """
 
 from __future__ import annotations
@@ -24,10 +36,12 @@ import argparse
 import asyncio
 import contextlib
 import os
+import json
 import signal
 import socket
 import sys
 import tempfile
+import time
 
 from ..errors import InputError
 from .site import RebuiltSite
@@ -37,12 +51,25 @@ __all__ = ["SiteApp", "serve", "main"]
 PROTOCOLS = ("h2", "h3")
 
 
-class SiteApp:
-    """The ASGI app of a rebuilt site; ``log`` lists (scheme, authority, path, status) served."""
+HINTED_CACHE_CONTROL = b"max-age=600"     # a 103's preload must be reusable from the HTTP cache
 
-    def __init__(self, site: RebuiltSite):
+
+class SiteApp:
+    """The ASGI app of a rebuilt site; ``log`` lists (scheme, authority, path, status) served.
+
+    ``hints``: ``{"document_url": URL, "links": [Link value, ...]}``, the 103 sent on that
+    document's request; ``document_think_s`` replaces the document's recorded server time;
+    ``timeline``: a text file to append one JSON line per response to."""
+
+    def __init__(self, site: RebuiltSite, *, hints: dict | None = None, document_think_s: float | None = None,
+                 timeline=None):
         self.site = site
         self.log: list[tuple[str, str, str, int]] = []
+        self.hints = hints if hints and hints.get("links") else None
+        self.document_url = (hints or {}).get("document_url") or site.page_url
+        self.document_think_s = document_think_s
+        self.timeline = timeline
+        self._preloads = {url for url, rel in map(_link_target, (self.hints or {}).get("links", ())) if rel}
         self._by_address = {}
         for origin in site.origins:
             from .site import authority_of
@@ -56,6 +83,8 @@ class SiteApp:
             return await lifespan(receive, send)
         if scope["type"] != "http":
             return
+        arrived = time.monotonic()
+        hinted_at = None
         authority = next((v.decode("latin-1") for n, v in scope["headers"] if n == b"host"), None)
         if authority is None:       # no Host: the listener's own origin
             server = scope.get("server") or ("", 0)
@@ -70,8 +99,19 @@ class SiteApp:
             status, body = 404, b"not found\n"
             headers.append((b"content-type", b"text/plain"))
         else:
-            if r.think_s > 0:
-                await asyncio.sleep(r.think_s)
+            think_s = r.think_s
+            if r.url == self.document_url:
+                if self.hints is not None and "http.response.early_hint" in (scope.get("extensions") or {}):
+                    # RFC 8297 section 2: the 103 goes out before the server has the final response.
+                    await send({"type": "http.response.early_hint",
+                                "links": [v.encode("latin-1") for v in self.hints["links"]]})
+                    hinted_at = time.monotonic()
+                if self.document_think_s is not None:
+                    think_s = self.document_think_s
+            if think_s > 0:
+                await asyncio.sleep(think_s)
+            if r.url in self._preloads:
+                headers[-1] = (b"cache-control", HINTED_CACHE_CONTROL)
             status, body = r.status, r.body
             headers.append((b"content-type", r.content_type.encode("latin-1")))
             if r.content_encoding and body:
@@ -82,8 +122,21 @@ class SiteApp:
         if not no_body:
             headers.append((b"content-length", str(len(body)).encode()))
         self.log.append((scope["scheme"], authority, path, status))
+        if self.timeline is not None:
+            self.timeline.write(json.dumps({"url": r.url if r is not None else f"{scope['scheme']}://{authority}{path}",
+                                            "status": status,
+                                            "http_version": scope.get("http_version"), "arrived_s": arrived,
+                                            "early_hints_s": hinted_at, "response_s": time.monotonic()}) + "\n")
+            self.timeline.flush()
         await send({"type": "http.response.start", "status": status, "headers": headers})
         await send({"type": "http.response.body", "body": b"" if no_body else body, "more_body": False})
+
+
+def _link_target(value: str) -> tuple[str, bool]:
+    """A Link value's target URL and whether it is a preload (RFC 8288 section 3)."""
+    target, _, params = value.partition(";")
+    rels = [p.split("=", 1)[1].strip().strip('"') for p in params.split(";") if p.strip().startswith("rel=")]
+    return target.strip().lstrip("<").rstrip(">"), any("preload" in r.split() for r in rels)
 
 
 def _bind(kind: int, address: str, port: int) -> socket.socket:
@@ -103,8 +156,10 @@ def _bind(kind: int, address: str, port: int) -> socket.socket:
     return s
 
 
-async def serve(site: RebuiltSite, proto: str, stop: asyncio.Event, on_ready=None) -> SiteApp:
-    """Serve ``site`` over ``proto`` until ``stop`` is set; ``on_ready()`` once every listener is up."""
+async def serve(site: RebuiltSite, proto: str, stop: asyncio.Event, on_ready=None, *, app: SiteApp | None = None
+                ) -> SiteApp:
+    """Serve ``site`` over ``proto`` until ``stop`` is set; ``on_ready()`` once every listener is up;
+    ``app``: the site's app when it is not the plain one (103 hints, a document think time)."""
     from hypercorn.asyncio.run import worker_serve
     from hypercorn.config import Config, Sockets
     from hypercorn.utils import wrap_app
@@ -112,7 +167,7 @@ async def serve(site: RebuiltSite, proto: str, stop: asyncio.Event, on_ready=Non
     if proto not in PROTOCOLS:
         raise InputError(f"--proto must be one of {', '.join(PROTOCOLS)}, not {proto!r}.")
     secure, insecure, quic = [], [], []
-    app = SiteApp(site)
+    app = app if app is not None else SiteApp(site)
     with tempfile.TemporaryDirectory(prefix="workbench-lab-") as tmp:
         try:
             for scheme, address, port in site.listeners():
@@ -273,18 +328,44 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(prog="python -m simulator.lab.serve", description=__doc__.split("\n\n")[0])
     ap.add_argument("site", metavar="SITE_DIR", help="a folder written by RebuiltSite.write")
     ap.add_argument("--proto", required=True, choices=PROTOCOLS, help="h2 (HTTP/2 over TLS) or h3 (also QUIC)")
+    ap.add_argument("--hints", default=None, metavar="FILE",
+                    help='JSON {"document_url": URL, "links": [...]}: send one 103 with these Link values on it')
+    ap.add_argument("--document-think", default=None, metavar="DURATION",
+                    help="the document's server time instead of the recorded one, e.g. 100ms")
+    ap.add_argument("--log", default=None, metavar="FILE", help="append one JSON line per response here")
     args = ap.parse_args(argv)
 
-    async def run() -> None:
+    async def run(timeline) -> None:
         site = RebuiltSite.read(args.site)
+        hints = None
+        if args.hints:
+            try:
+                with open(args.hints, encoding="utf-8") as f:
+                    hints = json.load(f)
+                if not isinstance(hints, dict) or not all(isinstance(v, str) for v in hints.get("links", [])):
+                    raise ValueError("not an object with a list of Link strings")
+            except (OSError, ValueError) as exc:
+                raise InputError(f"is not a readable hints file ({exc}).", path=args.hints) from None
+        think_s = None
+        if args.document_think is not None:
+            from ..units import parse_duration
+
+            think_s = parse_duration(args.document_think, require_unit=True)
+            if not 0 <= think_s <= 60:
+                raise InputError(f"--document-think must be in [0, 60] s, not {args.document_think!r}.")
+        app = SiteApp(site, hints=hints, document_think_s=think_s, timeline=timeline)
         stop = asyncio.Event()
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGTERM, signal.SIGINT):
             loop.add_signal_handler(sig, stop.set)
-        await serve(site, args.proto, stop, on_ready=lambda: print("ready", flush=True))
+        await serve(site, args.proto, stop, on_ready=lambda: print("ready", flush=True), app=app)
 
     try:
-        asyncio.run(run())
+        if args.log:
+            with open(args.log, "a", encoding="utf-8") as timeline:
+                asyncio.run(run(timeline))
+        else:
+            asyncio.run(run(None))
     except InputError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2

@@ -17,6 +17,14 @@ deterministic (the run number, ``seed``, also seeds the link's loss draws).  ``s
 one row (onLoad, first and largest contentful paint, requests, protocols seen, the link's
 counters); the optional ``har`` table holds the HAR itself as JSON text, which ``lab
 validate`` predicts from.
+
+``--policy hints`` has the server send the push study's 103 Early Hints on the document's
+request (``hints.hint_plan``: preload for the render-blocking sub-resources, preconnect for
+their other origins), and ``--think 100ms`` (``--document-think``) sets the document's server
+time instead of the recorded one (grid keys ``policy`` and ``think``).  The row then also says
+whether the server sent the 103 and how many hinted preloads the browser asked for before the
+document's final response began (the server's own log).  Loads at the defaults (``none``, the
+recorded think) keep the job identity they had before these options existed.
 """
 
 from __future__ import annotations
@@ -40,6 +48,7 @@ __all__ = ["LabLoadParams", "LabLoadResult", "run", "load_in_lab", "page_metrics
            "PROTOCOLS"]
 
 PROTOCOLS = ("h2", "h3")
+POLICIES = ("none", "hints")
 
 
 @dataclass(frozen=True)
@@ -54,11 +63,17 @@ class LabLoadParams(StudyParams):
     protocol: str = "h2"
     seed: int = 1
     timeout_s: float = 60.0
+    policy: str = "none"                    # none, or hints: the push study's 103 on the navigation
+    document_think_s: float | None = None   # the document's server time (None: the recorded one)
 
     def __post_init__(self) -> None:
         super().__post_init__()
         if self.protocol not in PROTOCOLS:
             raise InputError(f"unknown protocol {self.protocol!r} (choose h2 or h3)")
+        if self.policy not in POLICIES:
+            raise InputError(f"unknown policy {self.policy!r} (choose none or hints)")
+        if self.document_think_s is not None and not 0 <= self.document_think_s <= 60:
+            raise InputError(f"the document's think time must be in [0, 60] s, got {self.document_think_s}")
         if not 0 < self.timeout_s <= 3600:
             raise InputError(f"the load's time limit must be in (0, 3600] s, got {self.timeout_s}")
         self.conditions()                       # the link's own limits (rate, queue), before any work
@@ -69,6 +84,16 @@ class LabLoadParams(StudyParams):
 
         return LinkConditions(rtt_s=self.rtt_s, bandwidth_bps=self.bandwidth_bps, loss=self.loss,
                               queue_bytes=self.queue_bytes, seed=self.seed)
+
+    def batch_dict(self) -> dict:
+        """As ``StudyParams.batch_dict``, without ``policy`` and ``document_think_s`` at their
+        defaults: a results folder recorded before they existed resumes as it was."""
+        d = super().batch_dict()
+        if d.get("policy") == "none":
+            del d["policy"]
+        if d.get("document_think_s") is None:
+            d.pop("document_think_s", None)
+        return d
 
 
 def page_metrics(har: dict) -> dict:
@@ -107,6 +132,7 @@ def load_in_lab(trace, params: LabLoadParams, *, site=None) -> tuple[dict, dict]
     Chromium recorded, the relay's counters)."""
     from .link import Lab, read_line
     from .netns import exec_argv
+    from .hints import hint_plan
     from .site import rebuild
 
     site = site if site is not None else rebuild(trace)
@@ -115,9 +141,18 @@ def load_in_lab(trace, params: LabLoadParams, *, site=None) -> tuple[dict, dict]
         site_dir = os.path.join(tmp, "site")
         site.write(site_dir)
         har_path = os.path.join(tmp, "load.har")
+        log_path = os.path.join(tmp, "server.jsonl")
+        serve_argv = [*python, "simulator.lab.serve", site_dir, "--proto", params.protocol, "--log", log_path]
+        plan = None
+        if params.policy == "hints":
+            plan = hint_plan(trace)
+            with open(os.path.join(tmp, "hints.json"), "w", encoding="utf-8") as f:
+                json.dump(plan, f)
+            serve_argv += ["--hints", os.path.join(tmp, "hints.json")]
+        if params.document_think_s is not None:
+            serve_argv += ["--document-think", f"{params.document_think_s!r}s"]
         with Lab(params.conditions(), server_addresses=sorted(set(site.hosts.values()))) as lab:
-            server = lab.start("server", [*python, "simulator.lab.serve", site_dir, "--proto", params.protocol],
-                               stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+            server = lab.start("server", serve_argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
             if read_line(server.stdout, 30.0) != "ready":
                 server.poll()
                 raise InputError(f"the rebuilt site's servers did not start ({_last_line(server.stderr.read1(4000))}).",
@@ -133,7 +168,12 @@ def load_in_lab(trace, params: LabLoadParams, *, site=None) -> tuple[dict, dict]
             with open(har_path, encoding="utf-8") as f:
                 har = json.load(f)
             resent = kernel_tcp_retransmits(server.pid) - retransmits_before
-        return har, {**(lab.stats or {}), "server_tcp_retransmits": resent}
+        server_log = []
+        if os.path.exists(log_path):
+            with open(log_path, encoding="utf-8") as f:
+                server_log = [json.loads(line) for line in f if line.strip()]
+        return har, {**(lab.stats or {}), "server_tcp_retransmits": resent, "server_log": server_log,
+                     "hint_plan": plan}
 
 
 @dataclass
@@ -180,6 +220,12 @@ def run(trace, params: LabLoadParams | None = None, *, progress: bool = False) -
         row[f"{direction}_lost"] = d.get("packets_lost")
         row[f"{direction}_queue_drops"] = d.get("packets_dropped")
     row["server_tcp_retransmits"] = stats.get("server_tcp_retransmits")
+    if params.policy == "hints":
+        from .hints import hint_timeline
+
+        row.update(hint_timeline(stats.get("server_log") or [], stats.get("hint_plan")))
+        doc = next((e for e in har["log"]["entries"] if e.get("_earlyHints")), None)
+        row["har_early_hints"] = doc is not None
     return LabLoadResult(summary=pd.DataFrame([row]), har=har, params=params.to_dict())
 
 
@@ -193,6 +239,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="drop-tail queue of each direction in bytes (default: unlimited, as the models)")
     p.add_argument("--protocol", default="h2", choices=PROTOCOLS, help="HTTP/2 over TLS, or HTTP/3 (QUIC forced)")
     p.add_argument("--timeout", default="60s", type=argtypes.positive_duration, help="give up on the page after this")
+    p.add_argument("--policy", default="none", choices=POLICIES,
+                   help="hints: the server sends the push study's 103 Early Hints on the document's request")
+    p.add_argument("--think", "--document-think", dest="document_think", default=None, type=argtypes.duration,
+                   help="the document's server time instead of the recorded one, e.g. 100ms")
     p.add_argument("--har", default=None, type=argtypes.output_file, metavar="FILE",
                    help="also write the HAR Chromium recorded")
     p.add_argument("--json", action="store_true", help="print one JSON object")
@@ -201,7 +251,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 def params_from_args(args: argparse.Namespace) -> LabLoadParams:
     """The load's parameters from its parsed flags (units applied, the link checked)."""
     return LabLoadParams(queue_bytes=None if args.queue is None else parse_size(args.queue), protocol=args.protocol,
-                         timeout_s=parse_duration(args.timeout), **network_from_args(args))
+                         timeout_s=parse_duration(args.timeout), policy=args.policy,
+                         document_think_s=None if args.document_think is None else parse_duration(args.document_think),
+                         **network_from_args(args))
 
 
 def _add_inputs(p: argparse.ArgumentParser) -> None:

@@ -1,5 +1,6 @@
-"""``workbench fidelity TRACE_OR_DIR... [--protocol auto|h2|h3] [--at CONDITIONS] [--cc reno|cubic]
-[--seed N] [--json]``: the fidelity study's flags, its command, and its registration."""
+"""``workbench fidelity TRACE_OR_DIR... [--protocol auto|h2|h3] [--at CONDITIONS] [--policy none|hints]
+[--document-think DURATION] [--cc reno|cubic] [--seed N] [--json]``: the fidelity study's flags, its
+command, and its registration."""
 
 from __future__ import annotations
 
@@ -10,9 +11,10 @@ import pandas as pd
 
 from ... import argtypes
 from ...net.conditions import PathConditions
+from ...units import parse_duration
 from ..base import Study, add_network_flags, network_from_args
 from .conditions import PROTOCOL_CHOICES
-from .study import BROWSER_CHOICES, FidelityParams, run, run_paths
+from .study import BROWSER_CHOICES, SERVER_POLICIES, FidelityParams, run, run_paths
 
 __all__ = ["STUDY", "add_arguments", "params_from_args"]
 
@@ -20,7 +22,8 @@ __all__ = ["STUDY", "add_arguments", "params_from_args"]
 def params_from_args(args: argparse.Namespace) -> FidelityParams:
     """The study's parameters from its parsed flags (units applied)."""
     return FidelityParams(protocol=args.protocol, browser=args.browser,
-                          at=None if args.at is None else str(PathConditions.parse(args.at)),
+                          at=None if args.at is None else str(PathConditions.parse(args.at)), policy=args.policy,
+                          document_think_s=None if args.document_think is None else parse_duration(args.document_think),
                           **network_from_args(args))
 
 
@@ -30,11 +33,15 @@ def _cmd(args: argparse.Namespace) -> int:
     if args.json:
         print(result.to_json())
         return _failed(result)
-    if len(result.pages) and params.at:
+    if len(result.pages) and (params.at or params.counterfactual_server):
         table = result.pages[["page", "measured_onload_s", "simulated_onload_s", "resources"]].rename(
             columns={"measured_onload_s": "recorded_onload_s", "simulated_onload_s": "predicted_onload_s"})
         table.insert(0, "trace", [str(t).rsplit("/", 1)[-1][:40] for t in result.pages["trace"]])
-        print(f"predicted at {params.at} (protocol {params.protocol}); recorded: the HAR's own network")
+        server = "" if not params.counterfactual_server else (
+            f", server policy {params.policy}" + ("" if params.document_think_s is None else
+                                                  f", document think {params.document_think_s * 1e3:g} ms"))
+        print(f"predicted at {params.at or 'the recorded network'} (protocol {params.protocol}{server}); "
+              "recorded: the HAR's own load")
         with pd.option_context("display.width", 200, "display.max_rows", 500, "display.float_format", "{:.3f}".format):
             print(table.to_string(index=False))
     elif len(result.pages):
@@ -79,6 +86,11 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--browser", default="auto", choices=list(BROWSER_CHOICES),
                    help="the browser's request scheduling: auto (from the HAR's browser), chromium (Chromium's "
                         "schedulers hold low-priority requests until the <body>) or none")
+    p.add_argument("--policy", default="none", choices=list(SERVER_POLICIES),
+                   help="hints: the server sends the push study's 103 Early Hints on the navigation (preload the "
+                        "render-blocking sub-resources, preconnect their other origins)")
+    p.add_argument("--document-think", default=None, type=argtypes.duration, metavar="DURATION",
+                   help="the document's server time instead of the HAR's, e.g. 100ms")
     add_network_flags(p, cc="reno", seed=1)
     p.add_argument("--json", action="store_true", help="print one JSON object")
 

@@ -25,6 +25,7 @@ from .conditions import PROTOCOL_CHOICES, PageConditions, infer_conditions
 __all__ = ["FidelityParams", "FidelityResult", "run", "run_paths", "simulate_page", "moved_to", "LOAD_EVENT_TYPES"]
 
 BROWSER_CHOICES = ("auto", "chromium", "none")
+SERVER_POLICIES = ("none", "hints")
 # Chromium holds delayable requests on HTTP/2 and HTTP/3 connections too since it began to
 # delay requests on multiplexed connections (2019); earlier versions held them on HTTP/1.1
 # only, which the model's six connections per HTTP/1.1 origin already bound.  The exact
@@ -62,6 +63,11 @@ class FidelityParams(StudyParams):
     # The browser's request scheduling: "auto" (from the HAR's browser: Chromium's request
     # schedulers for a recent Chrome or Chromium, none otherwise), "chromium" or "none".
     browser: str = "auto"
+    # A counterfactual server: "hints" sends the push study's 103 Early Hints on the navigation
+    # (preload the render-blocking sub-resources, preconnect their other origins); and the
+    # document's server time instead of the HAR's (None: the HAR's).
+    policy: str = "none"
+    document_think_s: float | None = None
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -71,6 +77,25 @@ class FidelityParams(StudyParams):
             raise InputError(f"unknown browser {self.browser!r} (choose {', '.join(BROWSER_CHOICES)})")
         if self.at is not None:
             PathConditions.parse(self.at)
+        if self.policy not in SERVER_POLICIES:
+            raise InputError(f"unknown policy {self.policy!r} (choose {', '.join(SERVER_POLICIES)})")
+        if self.document_think_s is not None and not 0 <= self.document_think_s <= 60:
+            raise InputError(f"the document's think time must be in [0, 60] s, got {self.document_think_s}")
+
+    def to_dict(self) -> dict:
+        """Every field, but ``policy`` and ``document_think_s`` only when set: outputs without
+        them read as they did before they existed."""
+        d = super().to_dict()
+        if d["policy"] == "none":
+            del d["policy"]
+        if d["document_think_s"] is None:
+            del d["document_think_s"]
+        return d
+
+    @property
+    def counterfactual_server(self) -> bool:
+        """True when the server is not the recorded one (hints, or another document think time)."""
+        return self.policy != "none" or self.document_think_s is not None
 
     @property
     def at_conditions(self) -> PathConditions | None:
@@ -159,18 +184,32 @@ def moved_to(cond: PageConditions, at: PathConditions, protocol: str) -> PageCon
 
 
 def simulate_page(graph: PageGraph, cond: PageConditions, params: FidelityParams,
-                  cache: ClientCache | None = None, scheduler: str = "none") -> PageLoadResult:
+                  cache: ClientCache | None = None, scheduler: str = "none", hints: tuple = ()) -> PageLoadResult:
     """One load of ``graph`` on the page-load model under ``cond`` (times from the navigation);
     with ``params.at``, the path's loss and queue are ``at``'s; ``scheduler`` is the browser's
-    ``resource_scheduler``."""
+    ``resource_scheduler``; ``hints``: the Link values of a 103 on the navigation (``ServerPlan.hints``)."""
     at = params.at_conditions
     load_params = LoadParams(protocol="h3" if params.protocol == "h3" else "h2", rtt_s=cond.rtt_s,
                              bandwidth_bps=cond.bandwidth_bps, seed=params.seed, coalesce="origin", cc=params.cc,
                              origins=cond.origins, loss=at.loss if at else "0",
                              queue_bytes=at.queue_bytes if at else None, resource_scheduler=scheduler)
-    plan = ServerPlan(think_s=dict(cond.think_s), pushes=tuple(cond.pushes))
+    plan = ServerPlan(think_s=dict(cond.think_s), hints=tuple(hints), pushes=tuple(cond.pushes))
     return load_page(graph, load_params, plan, cache or ClientCache(), discovery_s=cond.discovery_s,
                      blockers=cond.blockers, streamed=cond.streamed)
+
+
+def _hints(graph: PageGraph, params: FidelityParams) -> tuple:
+    """The Link values of the 103 ``params.policy`` sends on the navigation (none: no 103)."""
+    if params.policy != "hints":
+        return ()
+    from ..push.plan import early_hints
+
+    return tuple(early_hints(graph, _Coalesce()))
+
+
+@dataclass(frozen=True)
+class _Coalesce:
+    coalesce: str = "origin"        # fidelity gives every origin its own connection (LoadParams above)
 
 
 def _page_start(trace: Trace, page: str | None) -> float | None:
@@ -197,7 +236,7 @@ def run(trace: Trace, params: FidelityParams | None = None, *, progress: bool = 
             skipped.append({**base, "reason": "a repeat view (its HAR lacks what came from the browser's cache): "
                                               "predicted from its first view instead"})
             first = first_views.get(meta.url) or (list(first_views.values())[-1] if first_views else None)
-            if first is not None and params.at is None:
+            if first is not None and params.at is None and not params.counterfactual_server:
                 repeats.append(_repeat_view(first, {**base, "measured_onload_s": meta.on_load_s}, params, scheduler))
             continue
         try:
@@ -209,8 +248,10 @@ def run(trace: Trace, params: FidelityParams | None = None, *, progress: bool = 
         cond = infer_conditions(sub, meta.start_s, params.protocol)
         if params.at is not None:
             cond = moved_to(cond, params.at_conditions, params.protocol)
+        if params.document_think_s is not None:
+            cond = replace(cond, think_s={**cond.think_s, sub.document: params.document_think_s})
         try:
-            metrics = simulate_page(sub, cond, params, scheduler=scheduler).metrics
+            metrics = simulate_page(sub, cond, params, scheduler=scheduler, hints=_hints(graph, params)).metrics
         except StackStalled as exc:            # the page's own load cannot end: the next page may
             skipped.append({**base, "reason": exc.detail})
             failed.append((trace.source, page, exc.detail))
@@ -218,8 +259,9 @@ def run(trace: Trace, params: FidelityParams | None = None, *, progress: bool = 
         simulated = cond.start_offset_s + metrics["onload_s"]
         row = {**base, "url": graph[graph.document].url,
                "measured_onload_s": meta.on_load_s, "simulated_onload_s": simulated,
-               # With ``at`` the measurement is of another network: there is no error to give.
-               "error_percent": math.nan if params.at else 100.0 * (simulated - meta.on_load_s) / meta.on_load_s,
+               # With ``at`` (or another server) the measurement is of another load: no error to give.
+               "error_percent": (math.nan if params.at or params.counterfactual_server
+                                 else 100.0 * (simulated - meta.on_load_s) / meta.on_load_s),
                "resources": len(sub), "requests": metrics["requests"], "connections": metrics["connections"],
                "creator": trace.meta.get("creator", ""), "resource_scheduler": scheduler, **cond.summary()}
         rows.append(row)
