@@ -12,10 +12,12 @@ are left out (they have HEADERS only).
 The measure (``compare_orders``): each sequence with runs of one resource collapsed into one
 entry (``collapse``): the order in which the server switches between responses.  Without
 loss the two are the same sequence for rfc9218, fifo, rr and tree on a small page (tests);
-with loss the runs differ where a retransmission moves an acknowledgement, and two
-closeness figures are reported: ``same_position_share`` (entries equal at the same place,
-over the longer sequence) and ``completion_tau`` (Kendall's tau-b between the orders in
-which the responses' last bytes were written).
+with loss, with TLS and with a PRIORITY_UPDATE the runs can part (docs/studies/priorities.md
+says where and why), and three closeness figures are reported: ``same_position_share``
+(entries equal at the same place, over the longer sequence: one shift costs every later
+place), ``edit_similarity`` (1 - Levenshtein distance over the longer length: a shift costs
+two edits) and ``completion_tau`` (Kendall's tau-b between the orders in which the
+responses' last DATA frames were written).
 """
 
 from __future__ import annotations
@@ -29,7 +31,7 @@ from ...http.priority_stacks import DATA_FRAME
 from .compare import kendall_tau_b
 from .study import PrioritiesParams, load_with
 
-__all__ = ["data_orders", "collapse", "compare_orders", "completion_order"]
+__all__ = ["data_orders", "collapse", "compare_orders", "completion_order", "edit_similarity"]
 
 
 class _ChunkLog:
@@ -64,6 +66,20 @@ def completion_order(seq) -> list:
     return sorted(last, key=last.get)
 
 
+def edit_similarity(a, b) -> float:
+    """1 minus the Levenshtein distance between ``a`` and ``b`` over the longer length: one
+    response sent a turn early costs two edits, not every later place."""
+    if not a and not b:
+        return 1.0
+    prev = list(range(len(b) + 1))
+    for i, x in enumerate(a, 1):
+        cur = [i]
+        for j, y in enumerate(b, 1):
+            cur.append(min(prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + (x != y)))
+        prev = cur
+    return 1.0 - prev[-1] / max(len(a), len(b))
+
+
 def data_orders(graph, params: PrioritiesParams, browser: str, scheduler: str) -> dict:
     """Per connection key, ``{"model": [...], "real": [...]}``: the resource of every
     chunk (model) and DATA frame (real h2) with body bytes, in the order written."""
@@ -94,7 +110,7 @@ def compare_orders(orders: dict) -> dict:
     """The measure of the module docstring over every connection: ``identical`` (the
     collapsed sequences equal on every connection), ``same_position_share``,
     ``completion_tau``, and the collapsed lengths."""
-    same = total = 0
+    same = total = edits = 0
     model_all, real_all = [], []
     identical = True
     for key in sorted(orders):
@@ -102,11 +118,13 @@ def compare_orders(orders: dict) -> dict:
         identical &= m == r
         same += sum(a == b for a, b in zip(m, r))
         total += max(len(m), len(r))
+        edits += (1.0 - edit_similarity(m, r)) * max(len(m), len(r))
         model_all += [(key, i) for i in completion_order(orders[key]["model"])]
         real_all += [(key, i) for i in completion_order(orders[key]["real"])]
     common = [x for x in model_all if x in set(real_all)]
     real_rank = {x: i for i, x in enumerate(real_all)}
     tau = kendall_tau_b(range(len(common)), [real_rank[x] for x in common]) if len(common) > 1 else 1.0
     return {"identical": identical, "same_position_share": same / total if total else 1.0,
+            "edit_similarity": 1.0 - edits / total if total else 1.0,
             "completion_tau": tau, "model_switches": sum(len(collapse(o["model"])) for o in orders.values()),
             "real_switches": sum(len(collapse(o["real"])) for o in orders.values())}
