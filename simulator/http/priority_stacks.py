@@ -45,6 +45,7 @@ import h2.events
 from ..frames import H2Scanner
 from ..stacks.h2 import H2End
 from .framing import H2_FRAME_HEADER_BYTES, H2_MAX_FRAME_BYTES
+from .network import urgency
 from .priority import PriorityPlan, make_scheduler, with_urgency
 from .priority_qlog import priority_field_value
 from .priority_signals import parse_priority_field
@@ -216,8 +217,6 @@ class ScheduledH2Server(H2End):
                 or spec.body_tail_bytes or spec.trailers):
             super()._respond(stream_id, spec)
             return
-        from .network import urgency
-
         signal = self.plan.signal(spec.index, urgency(spec.request_headers))
         self._count += 1
         self._waiting[stream_id] = _Response(spec)
