@@ -20,7 +20,7 @@ from simulator.compression import factory
 from simulator.http import priority
 from simulator.studies import registry
 from simulator.studies.demux import receivers
-from simulator.studies.push import plan
+from simulator.browser import server as plan
 
 ROOT = Path(__file__).resolve().parents[1]
 DOC = ROOT / "docs" / "extending.md"
@@ -28,7 +28,7 @@ PAGE = str(ROOT / "traces" / "synthetic-page.har")
 REGISTRIES = {
     ("simulator/studies/registry.py", "STUDIES"): registry.STUDIES,
     ("simulator/compression/factory.py", "ADDED_SCHEMES"): factory.ADDED_SCHEMES,
-    ("simulator/studies/push/plan.py", "POLICIES"): plan.POLICIES,
+    ("simulator/browser/server.py", "POLICIES"): plan.POLICIES,
     ("simulator/studies/demux/receivers.py", "RECEIVERS"): receivers.RECEIVERS,
     ("simulator/http/priority.py", "ADDED_SCHEDULERS"): priority.ADDED_SCHEDULERS,
 }

@@ -70,7 +70,7 @@ def test_verdict_is_within_twenty_percent_or_within_the_floor():
 def test_hint_plan_is_the_push_studys_early_hints_for_the_page():
     """RFC 8297 / the push study's policy ``hints``: preload for each render-blocking
     sub-resource of the page, preconnect for their other origins, on the document's URL."""
-    from simulator.studies.push.plan import early_hints
+    from simulator.browser.server import early_hints
     from simulator.traces.pagegraph import page_graph
 
     trace = load(str(ROOT / "traces/synthetic-page.har"))

@@ -57,7 +57,7 @@ ARROWS = {                  # what each layer may import besides itself
     "batch": {"studies", "traces", "core"},
     "capture": {"traces", "core"},
     "report": {"studies", "browser", "http", "stacks", "traces", "core"},
-    "lab": {"report", "capture", "batch", "studies", "argtypes", "net", "traces", "core"},
+    "lab": {"report", "capture", "batch", "studies", "browser", "argtypes", "net", "traces", "core"},
     "cli": set(LAYERS[:-1]),
 }
 CLI_MODULES = {"cli", "bench", "demo"}

@@ -64,7 +64,11 @@ def _run(implementation: str, seed: int, *, cc: str = "reno", loss=None, jitter=
     sim.run()
     ends = [end for conn in conns for end in (conn.client, conn.server)]
     return {
-        "trace": sim.trace, "events_run": sim.events_run, "now": sim.now, "events": events, "packets": packets,
+        # The reference's receiving side and SACK scoreboard are mixins of its TcpEndpoint
+        # (tcp_receiver, tcp_sack): the same endpoint's methods, named as the twin names them.
+        "trace": [(t, name.replace("TcpReceiver.", "TcpEndpoint.").replace("SackScoreboard.", "TcpEndpoint."))
+                  for t, name in sim.trace],
+        "events_run": sim.events_run, "now": sim.now, "events": events, "packets": packets,
         "stats": [conn.stats() for conn in conns],
         "cwnd_logs": [end.cwnd_log for end in ends],
         "estimates": [(end.rtt.srtt_s, end.rtt.min_rtt_s, end.rtt.latest_rtt_s, end.cc.cwnd_bytes,

@@ -34,8 +34,11 @@ __all__ = ["StackNetwork"]
 class StackNetwork:
     """The page-load network over the real h2 and aioquic stacks: one session per connection key."""
 
-    def __init__(self, sim: Simulator, params, listener) -> None:
+    def __init__(self, sim: Simulator, params, listener, *, server_end=None) -> None:
         self.sim, self.params, self.listener = sim, params, listener
+        # The h2 server's class (``stacks.h2.H2Session``'s ``server_end``), e.g. one with a
+        # scheduler of ``http.priority`` (``http.priority_stacks``); None: the stack's own.
+        self.server_end = server_end
         self.path = params.network.path(sim, name="access")
         with handing_over(params.network):
             self.stack_params = StackParams(stack=params.protocol, rtt_s=params.rtt_s,
@@ -69,8 +72,9 @@ class StackNetwork:
                 self.sim.call_later(self.params.dns_s, self.connect, key)
                 return None
             n = len(self.sessions)
+            own = {"server_end": self.server_end} if self.server_end is not None else {}
             session = self._session_cls()(self.sim, self.path, self.stack_params, self.recorder, key,
-                                          name=f"{self.params.protocol}{n}")
+                                          name=f"{self.params.protocol}{n}", **own)
             self.sessions[key] = session
         return session
 
@@ -93,6 +97,19 @@ class StackNetwork:
             self._reset(row)
         else:
             self._cancel_pending.add(push_key)
+
+    def reprioritize(self, index: int, signal) -> None:
+        """The client sends a PRIORITY_UPDATE for resource ``index``'s response now (RFC 9218
+        section 7.1: frame type 0x10 on stream 0 of HTTP/2); over HTTP/3 none is sent
+        (aioquic has no PRIORITY_UPDATE)."""
+        if self.params.protocol != "h2":
+            return
+        from ..http.priority_stacks import PRIORITY_UPDATE_FRAME, priority_update_payload
+
+        for session in self.sessions.values():
+            for sid, (spec, _row) in list(session.client_rows.items()):
+                if spec is not None and spec.index == index:
+                    session.client.send_extension_frame(PRIORITY_UPDATE_FRAME, priority_update_payload(sid, signal))
 
     def _reset(self, row: dict) -> None:
         end = self.sessions[row["origin"]].client

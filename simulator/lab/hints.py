@@ -1,7 +1,7 @@
 """``workbench lab validate-hints``: the push study's 103 Early Hints, measured in real Chromium
 and predicted by the page-load model.
 
-The 103 is the push study's (``simulator.studies.push.plan.early_hints`` of the page's graph,
+The 103 is the push study's (``simulator.browser.server.early_hints`` of the page's graph,
 policy ``hints``): ``rel=preload`` for every render-blocking sub-resource and ``rel=preconnect``
 for the other origins they need (RFC 8297 section 2: informational, sent before the final
 response).  In the lab, ``lab-load --policy hints`` has the server send exactly those Link
@@ -54,7 +54,7 @@ class _HintParams:
 def hint_plan(trace) -> dict:
     """The 103 of ``trace``'s page: ``{"document_url": the document's URL, "links": [Link values]}``,
     the push study's ``early_hints`` of the page's graph (the page the lab rebuilds)."""
-    from ..studies.push.plan import early_hints
+    from ..browser.server import early_hints
     from ..traces.pagegraph import page_graph
 
     graph = page_graph(trace)

@@ -6,13 +6,14 @@ and its undo, and the optional handshake, as ``tcp``'s docstring describes.
 
 from __future__ import annotations
 
-import math
 from collections import deque
 from typing import TYPE_CHECKING, Callable
 
 from .cc import RttEstimator, make_congestion_control
 from .link import Link, Packet
-from .tcp_packets import TcpAck, TcpControl, TcpSegment
+from .tcp_packets import _LOST, _MAX_BACKOFF, _RESENT, _SACKED, TcpSegment
+from .tcp_receiver import TcpReceiver
+from .tcp_sack import SackScoreboard
 from .transport import DataCallback, stream_id_for
 
 if TYPE_CHECKING:
@@ -21,14 +22,11 @@ if TYPE_CHECKING:
 __all__ = ["TcpEndpoint"]
 
 _EMPTY = memoryview(b"")
-_MAX_BACKOFF = 1 << 16
-# A sent segment's mark on the SACK scoreboard (TcpSegment.mark; Linux's TCPCB_SACKED_ACKED,
-# TCPCB_LOST and TCPCB_SACKED_RETRANS): in flight (0), SACKed, lost, lost and resent since.
-_SACKED, _LOST, _RESENT = 1, 2, 3
 
 
-class TcpEndpoint:
-    """One side of a TCP connection: the sender of one direction and the receiver of the other."""
+class TcpEndpoint(SackScoreboard, TcpReceiver):
+    """One side of a TCP connection: the sender of one direction and the receiver of the other
+    (the SACK scoreboard in ``tcp_sack``, the receiving side and the handshake in ``tcp_receiver``)."""
 
     __slots__ = (
         "sim", "conn", "is_client", "name", "peer", "out_link", "timers", "config", "mss",
@@ -332,133 +330,6 @@ class TcpEndpoint:
             self._on_duplicate_ack(ack, payload.sack)
         # else: an old ACK overtaken by a newer one; nothing to learn
 
-    # -- SACK scoreboard (RFC 6675 section 4, RACK of RFC 8985 section 6.2) ------------------
-    def _rack_note(self, seg: TcpSegment, now: float) -> None:
-        """RFC 8985 section 6.2 step 2: remember the latest sent segment delivered; a resent one
-        whose RTT is under the minimum may answer its original, and is skipped."""
-        sent = seg.sent_s
-        if seg.retransmitted and now - sent < self.rtt.min_rtt_s:
-            return
-        end = seg.seq + seg.length
-        if sent > self._rack_xmit_s or (sent == self._rack_xmit_s and end > self._rack_end):
-            self._rack_xmit_s = sent
-            self._rack_end = end
-
-    def _take_sack(self, blocks, now: float) -> int:
-        """Mark the unacked segments the SACK blocks cover (RFC 6675 Update()); the bytes newly SACKed.
-        The receiver's blocks are unions of whole segments, whose boundaries never change."""
-        newly = 0
-        by_seq = self._by_seq
-        for start, end in blocks:
-            seq = start if start > self.snd_una else self.snd_una
-            while seq < end:
-                seg = by_seq.get(seq)
-                if seg is None or seq + seg.length > end:
-                    break
-                if seg.mark != _SACKED:
-                    seg.mark = _SACKED
-                    newly += seg.length
-                    self._rack_note(seg, now)
-                seq += seg.length
-        self._sacked_bytes += newly
-        return newly
-
-    def _lost_boundary(self) -> int:
-        """RFC 6675 IsLost() counted in segments, as Linux counts SACKed packets: an unSACKed
-        segment is lost when DupThresh SACKed segments lie above it; the seq below which that
-        holds (-1 if nowhere)."""
-        count = 0
-        threshold = self.config.packet_threshold
-        for seg in reversed(self._unacked):
-            if seg.mark == _SACKED:
-                count += 1
-                if count >= threshold:
-                    return seg.seq
-        return -1
-
-    def _rack_head_lost(self) -> bool:
-        """RFC 8985 section 6.2 outside a recovery, at an ACK: the first unacked segment was
-        sent at least the reordering window (min RTT / 4) before the latest sent one known
-        delivered.  (RACK's timer, for a segment sent within the window, is not modelled.)"""
-        head = self._by_seq[self.snd_una]
-        return head.mark != _SACKED and self._rack_xmit_s - head.sent_s >= self.rtt.min_rtt_s / 4
-
-    def _mark_lost_and_pipe(self, dupthresh: bool) -> int:
-        """Mark losses, then RFC 6675 SetPipe().  Lost: (``dupthresh``) an unSACKed segment
-        below the IsLost() boundary, and (RFC 8985 section 6.2 step 5, with the reordering
-        window 0 as Linux's RACK keeps it in recovery while it has seen no reordering) any
-        unSACKed segment sent before the latest sent one delivered, a resent one included
-        (a lost retransmission, which RFC 6675 alone leaves to the RTO).  Pipe: the unSACKed
-        segments not lost, and the lost ones resent since (in flight once more)."""
-        boundary = self._lost_boundary() if dupthresh else -1
-        rack_s = self._rack_xmit_s
-        rack_end = self._rack_end
-        hint = self._lost_hint
-        pipe = 0
-        for seg in self._unacked:
-            mark = seg.mark
-            if mark == _SACKED or mark == _LOST:
-                continue
-            sent = seg.sent_s
-            if ((mark == 0 and seg.seq < boundary) or rack_s > sent
-                    or (rack_s == sent and rack_end > seg.seq + seg.length)):
-                seg.mark = _LOST
-                if seg.seq < hint:
-                    hint = seg.seq
-            else:
-                pipe += seg.length
-        self._lost_hint = hint
-        return pipe
-
-    def _enter_sack_recovery(self) -> None:
-        """RFC 6675 section 5 (4.1-4.3) with RFC 6937's initialisation: RecoveryPoint =
-        HighData, one congestion reduction (ssthresh and cwnd from ``cc``), the first
-        unacked segment presumed lost; sending is then PRR's (``_prr_ack``)."""
-        self._in_recovery = True
-        self._partial_acks = 0
-        self._recover = self.snd_max
-        self._save_undo()
-        self._retrans_stamp_s = self.sim.now
-        self.cc.on_congestion_event(self.sim.now, self.snd_nxt - self.snd_una)
-        self.fast_retransmits += 1
-        self._prr_delivered = self._prr_out = 0
-        self._recover_fs = self.snd_nxt - self.snd_una       # RFC 6937: RecoverFS = snd.nxt - snd.una
-        head = self._by_seq[self.snd_una]
-        if head.mark == 0:
-            head.mark = _LOST
-        self._lost_hint = self.snd_una
-
-    def _leave_sack_recovery(self) -> None:
-        """RFC 6937 section 3 (Linux's tcp_end_cwnd_reduction): cwnd = ssthresh.  Lost marks
-        left on data sent during the recovery are dropped; DupThresh finds them again."""
-        self.cc.cwnd_bytes = self.cc.ssthresh_bytes
-        for seg in self._unacked:
-            if seg.mark != _SACKED:
-                seg.mark = 0
-
-    def _prr_ack(self, delivered: int, dupthresh: bool, entering: bool) -> None:
-        """An ACK in a SACK recovery: losses marked, pipe, then RFC 6937 section 3 (PRR with
-        the slow-start reduction bound, as Linux): cwnd = pipe + sndcnt."""
-        self._prr_delivered += delivered
-        self._pipe = pipe = self._mark_lost_and_pipe(dupthresh)
-        ssthresh = self.cc.ssthresh_bytes
-        if pipe > ssthresh:
-            # Rounded up to whole segments, as Linux counts PRR in packets (a byte count would
-            # hold back a segment until a whole one is due, and send less than Linux does).
-            sndcnt = math.ceil(self._prr_delivered * ssthresh / self._recover_fs / self.mss) * self.mss - self._prr_out
-        else:
-            limit = max(self._prr_delivered - self._prr_out, delivered) + self.mss
-            sndcnt = min(ssthresh - pipe, limit)
-        if entering:
-            # The fast retransmit goes out whatever PRR allows (RFC 6675 (4.3); Linux's
-            # tcp_cwnd_reduction sends at least it).
-            head = self._by_seq[self.snd_una].length
-            if sndcnt < head:
-                sndcnt = head
-        elif sndcnt < 0:
-            sndcnt = 0
-        self.cc.cwnd_bytes = float(pipe + sndcnt)
-
     def _on_new_ack(self, ack: int, echo_s: float, sack: tuple = ()) -> None:
         now = self.sim.now
         mss = self.mss
@@ -682,153 +553,6 @@ class TcpEndpoint:
         self.snd_nxt = self.snd_una                       # go-back-N from the first hole
         self._log_cwnd()
         self._send_more()                                 # (5.4) and (5.6) via _transmit
-
-    # -- receiver ---------------------------------------------------------------------------
-    def _on_segment(self, packet: Packet) -> None:
-        if not self.established:
-            self._establish()               # a data segment implies the handshake completed
-        seg: TcpSegment = packet.payload
-        seq = seg.seq
-        nxt = self.rcv_nxt
-        received = self.on_received
-        if received is not None and seq >= nxt and seq not in self._ooo:
-            now = self.sim.now
-            for stream_id, offset, data, _end in seg.pieces:
-                received(stream_id, offset, len(data), now)
-        if seq <= self._last_ack_sent < seq + seg.length:
-            self._ts_recent_s = packet.sent_s       # RFC 7323 section 4.3 (2)
-        if seq == nxt:
-            ooo = self._ooo
-            filled_hole = bool(ooo)
-            nxt += seg.length
-            if filled_hole:
-                pieces = list(seg.pieces)
-                while nxt in ooo:
-                    held = ooo.pop(nxt)
-                    self._ooo_bytes -= held.payload_bytes
-                    pieces.extend(held.pieces)
-                    nxt += held.length
-            else:
-                pieces = seg.pieces
-            self.rcv_nxt = nxt
-            if filled_hole and self._sack_blocks:
-                self._sack_blocks = [b for b in self._sack_blocks if b[1] > nxt]
-            self._deliver(pieces)
-            if filled_hole:
-                self._send_ack()            # RFC 5681 4.2: ACK at once a segment filling a gap
-            else:
-                self._segments_since_ack += 1
-                if self._segments_since_ack >= self.config.ack_every_packets:
-                    self._send_ack()
-                elif self.timers.expiry("delack") is None:
-                    self.timers.set("delack", self.sim.now + self.config.max_ack_delay_s, self._send_ack)
-        elif seq > nxt:
-            if seq not in self._ooo:
-                self._ooo[seq] = seg
-                self._ooo_bytes += seg.payload_bytes
-                if self._ooo_bytes > self.max_ooo_bytes:
-                    self.max_ooo_bytes = self._ooo_bytes
-            if self._sack:
-                self._sack_note(seq, seq + seg.length)
-            self._send_ack()                # RFC 5681 4.2: immediate duplicate ACK
-        else:
-            self._send_ack()                # already received (spurious retransmission)
-
-    def _sack_note(self, start: int, end: int) -> None:
-        """RFC 2018 section 4: the block holding the segment just received goes first, merged
-        with the held blocks it touches; the others follow, most recently changed first.
-        Every held block is kept (Linux keeps 4), so the blocks are exact; the ACK reports the
-        first ``_sack_report``."""
-        kept = []
-        for block in self._sack_blocks:
-            if block[1] < start or block[0] > end:
-                kept.append(block)
-            else:
-                if block[0] < start:
-                    start = block[0]
-                if block[1] > end:
-                    end = block[1]
-        kept.insert(0, (start, end))
-        self._sack_blocks = kept
-
-    def _deliver(self, pieces) -> None:
-        """Hand in-order bytes to the application, one call per run of the same stream."""
-        callback = self.on_data
-        if callback is None:
-            for piece in pieces:
-                self.bytes_delivered += len(piece[2])
-            return
-        now = self.sim.now
-        if len(pieces) == 1:
-            stream_id, _offset, data, end = pieces[0]
-            self.bytes_delivered += len(data)
-            callback(stream_id, data.tobytes(), end, now)
-            return
-        run_stream = -1
-        run: list = []
-        run_end = False
-        for stream_id, _offset, data, end in pieces:
-            self.bytes_delivered += len(data)
-            if stream_id != run_stream:
-                if run_stream >= 0:
-                    callback(run_stream, run[0].tobytes() if len(run) == 1 else b"".join(run), run_end, now)
-                run_stream = stream_id
-                run = [data]
-            else:
-                run.append(data)
-            run_end = end
-        if run_stream >= 0:
-            callback(run_stream, run[0].tobytes() if len(run) == 1 else b"".join(run), run_end, now)
-
-    def _send_ack(self) -> None:
-        self._segments_since_ack = 0
-        self.timers.cancel("delack")
-        self.acks_sent += 1
-        self._last_ack_sent = self.rcv_nxt
-        sack = tuple(self._sack_blocks[:self._sack_report]) if self._sack_blocks else ()
-        self.out_link.send(Packet(self.header_bytes, TcpAck(self.rcv_nxt, self._ts_recent_s, sack)), self._deliver_ack)
-
-    # -- handshake (optional) ---------------------------------------------------------------
-    def _send_control(self, kind: str) -> None:
-        self.out_link.send(Packet(self.header_bytes, TcpControl(kind)), self.peer._on_control)
-
-    def _start_handshake(self) -> None:
-        self._handshake_sent_s = self.sim.now
-        self._send_control("SYN")
-        self.timers.set("rto", self.sim.now + self._rto_s(), self._on_rto)
-
-    def _handshake_timeout(self) -> None:
-        # RFC 6298 (5.5): retransmit the SYN (client) or SYN-ACK (server) with backoff.
-        self.rtos += 1
-        self._handshake_retransmitted = True
-        self._rto_backoff = min(self._rto_backoff * 2, _MAX_BACKOFF)
-        self._send_control("SYN" if self.is_client else "SYN-ACK")
-        self.timers.set("rto", self.sim.now + self._rto_s(), self._on_rto)
-
-    def _on_control(self, packet: Packet) -> None:
-        kind = packet.payload.kind
-        if kind == "SYN":
-            if not self.established:        # server: answer every SYN (ours may have been lost)
-                if self.timers.expiry("rto") is None:
-                    self._handshake_sent_s = self.sim.now
-                    self.timers.set("rto", self.sim.now + self._rto_s(), self._on_rto)
-                else:
-                    self._handshake_retransmitted = True   # Karn: the ACK may answer either SYN-ACK
-                self._send_control("SYN-ACK")
-        elif kind == "SYN-ACK":
-            self._send_control("ACK")       # also re-ACK a retransmitted SYN-ACK
-            if not self.established:
-                self._establish()
-        elif kind == "ACK" and not self.established:
-            self._establish()
-
-    def _establish(self) -> None:
-        self.established = True
-        self.timers.cancel("rto")
-        if not self._handshake_retransmitted:    # Karn: no sample from a retransmitted SYN
-            self.rtt.update(self.sim.now - self._handshake_sent_s)
-        self._rto_backoff = 1
-        self._send_more()
 
     # -- statistics -------------------------------------------------------------------------
     def direction_stats(self) -> dict:

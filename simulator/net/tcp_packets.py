@@ -69,3 +69,9 @@ if native.C is not None:                    # the C twin's packets are these too
     TcpSegment.register(native.C.TcpSegment)
     TcpAck.register(native.C.TcpAck)
     TcpControl.register(native.C.TcpControl)
+
+
+_MAX_BACKOFF = 1 << 16          # the retransmission timer's largest backoff factor
+# A sent segment's mark on the SACK scoreboard (TcpSegment.mark; Linux's TCPCB_SACKED_ACKED,
+# TCPCB_LOST and TCPCB_SACKED_RETRANS): in flight (0), SACKed, lost, lost and resent since.
+_SACKED, _LOST, _RESENT = 1, 2, 3

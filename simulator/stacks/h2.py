@@ -53,7 +53,7 @@ from .common import Recorder, StackParams
 from .endpoint import Endpoint
 from .tls import TlsContexts, TlsEnd, contexts, sni_name
 
-__all__ = ["H2Session"]
+__all__ = ["H2Session", "H2End"]
 
 TCP_STREAM = 0        # the TCP model's stream label for the whole HTTP/2 connection
 _PREFACE_LEN = 24     # RFC 9113 section 3.4
@@ -192,15 +192,19 @@ class _H2End(Endpoint):
             raise RuntimeError(f"h2 connection terminated: {event.error_code!r} {event.additional_data!r}")
 
 
+# One end of an HTTP/2 connection, for servers built on it outside this package.
+H2End = _H2End
+
+
 class H2Session:
     """An HTTP/2 client and server for one origin over one ``TcpConnection`` on ``path``,
     over TLS 1.3 when ``params.tls`` (``tls``: the run's contexts, e.g. with a key log;
-    default: the cached ones of the seed)."""
+    default: the cached ones of the seed; ``server_end``: the server's class, default ``H2End``)."""
 
     stack = "h2"
 
     def __init__(self, sim: Simulator, path: Path, params: StackParams, recorder: Recorder,
-                 origin: str, name: str = "h2", *, tls: TlsContexts | None = None) -> None:
+                 origin: str, name: str = "h2", *, tls: TlsContexts | None = None, server_end=None) -> None:
         self.sim = sim
         self.path = path
         self.params = params
@@ -215,7 +219,9 @@ class H2Session:
         elif not params.tls:
             tls = None
         self.client = _H2End(self, is_client=True, tcp_end=self.tcp.client, tls=tls)
-        self.server = _H2End(self, is_client=False, tcp_end=self.tcp.server, tls=tls)
+        # ``server_end``: another server (a subclass of ``H2End``, called as it is), e.g. one
+        # that schedules its responses (``http.priority_stacks``).
+        self.server = (server_end or _H2End)(self, is_client=False, tcp_end=self.tcp.server, tls=tls)
 
     def request(self, spec, row) -> None:
         """Start the request ``spec`` on the client, recording into ``row``."""

@@ -202,7 +202,7 @@ def _hints(graph: PageGraph, params: FidelityParams) -> tuple:
     """The Link values of the 103 ``params.policy`` sends on the navigation (none: no 103)."""
     if params.policy != "hints":
         return ()
-    from ..push.plan import early_hints
+    from ...browser.server import early_hints
 
     return tuple(early_hints(graph, _Coalesce()))
 

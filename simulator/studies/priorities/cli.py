@@ -14,7 +14,7 @@ from ...errors import InputError
 from ...http.priority_qlog import PriorityQlog
 from ...units import parse_duration, parse_named_durations
 from ..base import Study, add_network_flags, comma_list, median_over_seeds, network_from_args
-from ...browser.client import PROTOCOLS
+from ...browser.client import BACKENDS, PROTOCOLS
 from .study import DEFAULT_PARSE_DELAY, PrioritiesParams, run
 
 __all__ = ["STUDY", "add_arguments", "params_from_args"]
@@ -25,6 +25,7 @@ def params_from_args(args: argparse.Namespace) -> PrioritiesParams:
     return PrioritiesParams(schedulers=comma_list(args.scheduler), browsers=comma_list(args.browser),
                             protocol=args.protocol, reprioritize=not args.no_reprioritize,
                             think_s=parse_duration(args.think), parse_delay=args.parse_delay, page=args.page,
+                            backend=args.backend,
                             **network_from_args(args))
 
 
@@ -66,6 +67,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--browser", default="chromium,firefox", type=argtypes.names(profile_names(), "browser profile"),
                    help="comma-separated browser priority profiles: " + ",".join(profile_names()))
     p.add_argument("--protocol", default="h2", choices=list(PROTOCOLS), help="h2 (over TCP) or h3 (over QUIC)")
+    p.add_argument("--backend", default="model", choices=list(BACKENDS),
+                   help="model (the page-load model's network) or stacks (the real h2 stack, its server "
+                        "scheduling with the same scheduler; h2 only)")
     add_network_flags(p, rtt="100ms", bw="10mbit", loss="0", tls=True, seed=1)
     p.add_argument("--no-reprioritize", action="store_true",
                    help="no PRIORITY_UPDATE for the LCP image after layout (RFC 9218 section 7)")

@@ -14,12 +14,13 @@ from ...net.conditions import handing_over
 from ...browser.priorities import browser_signals, profile_names
 from ...http.network import ModelNetwork
 from ...http.priority import PriorityPlan, scheduler_names
+from ...http.priority_stacks import scheduled_h2_server
 from ...traces.model import Trace
 from ...traces.pagegraph import PageGraph
 from ...units import parse_named_durations
 from ..base import StudyParams, StudyResult, records, steps
 from ...browser import ClientCache, LoadParams, ServerPlan, load_page, page_graph
-from ...browser.client import DEFAULT_PARSE_DELAY_S, PROTOCOLS
+from ...browser.client import BACKENDS, DEFAULT_PARSE_DELAY_S, PROTOCOLS
 from .metrics import METRICS, visual_metrics
 
 __all__ = ["PrioritiesParams", "PrioritiesResult", "run", "load_with", "DEFAULT_PARSE_DELAY", "METRICS"]
@@ -43,6 +44,7 @@ class PrioritiesParams(StudyParams):
     think_s: float = 0.0                  # the server's think time for every response
     parse_delay: str = DEFAULT_PARSE_DELAY
     page: str | None = None
+    backend: str = "model"                # or "stacks": the real h2 server with the scheduler (http.priority_stacks)
     # A ``http.priority_qlog.PriorityQlog`` collecting every HTTP/3 connection's scheduling
     # events (``--qlog``): where the run writes, not what it computes.
     qlog: object | None = field(default=None, compare=False)
@@ -62,9 +64,21 @@ class PrioritiesParams(StudyParams):
                 raise InputError(f"unknown browser profile {b!r} (choose from {', '.join(profile_names())})")
         if self.protocol not in PROTOCOLS:
             raise InputError(f"unknown protocol {self.protocol!r} (choose {', '.join(PROTOCOLS)})")
+        if self.backend not in BACKENDS:
+            raise InputError(f"unknown backend {self.backend!r} (choose {', '.join(BACKENDS)})")
+        if self.backend == "stacks" and self.protocol != "h2":
+            raise InputError(f"--backend stacks schedules on the real h2 server only, not {self.protocol} "
+                             "(aioquic's sender has no scheduler hook here): use --protocol h2")
         if self.think_s < 0:
             raise InputError(f"think time must be >= 0, got {self.think_s}")
         self.load_params()
+
+    def to_dict(self) -> dict:
+        """Every parameter; ``backend`` only when not the model (runs on the model print as before it existed)."""
+        d = super().to_dict()
+        if d.get("backend") == "model":
+            del d["backend"]
+        return d
 
     def load_params(self) -> LoadParams:
         """The page-load model's parameters of every load of the run."""
@@ -118,21 +132,31 @@ class _Layout:
                 self.network.reprioritize(resource, signal)
 
 
-def load_with(graph: PageGraph, params: PrioritiesParams, browser: str, scheduler: str, *, qlog=None):
+def load_with(graph: PageGraph, params: PrioritiesParams, browser: str, scheduler: str, *, qlog=None,
+              plan_cls=PriorityPlan, on_network=None):
     """One page load of ``graph`` with ``browser``'s signals and ``scheduler`` on the server
-    (``qlog``: an ``http.priority_qlog.PriorityQlog`` that gets the HTTP/3 connections' events)."""
+    (``qlog``: an ``http.priority_qlog.PriorityQlog`` that gets the HTTP/3 connections' events),
+    on the model or, with ``params.backend == "stacks"``, on the real h2 stack with
+    ``http.priority_stacks``'s server.  ``plan_cls`` and ``on_network`` (called with the
+    network once made) are for comparisons that read the connections afterwards (``real``)."""
     signals, updates = browser_signals(graph, browser, params.protocol, reprioritize=params.reprioritize)
     if qlog is not None:
         qlog.label = f"{browser} {scheduler}"
-    plan = PriorityPlan(scheduler, signals, updates, qlog=qlog)
+    plan = plan_cls(scheduler, signals, updates, qlog=qlog)
 
     def network(sim, load_params, listener, backend_cls):
         layout = _Layout(listener, updates, graph.render_blocking)
-        layout.network = ModelNetwork(sim, load_params, layout, priorities=plan)
+        if params.backend == "stacks":
+            layout.network = backend_cls(sim, load_params, layout, server_end=scheduled_h2_server(plan))
+        else:
+            layout.network = ModelNetwork(sim, load_params, layout, priorities=plan)
+        if on_network is not None:
+            on_network(layout.network)
         return layout.network
 
     think = {r.index: params.think_s for r in graph.resources} if params.think_s else {}
-    return load_page(graph, params.load_params(), ServerPlan(think_s=think), ClientCache(), network=network)
+    return load_page(graph, params.load_params(), ServerPlan(think_s=think), ClientCache(), backend=params.backend,
+                     network=network)
 
 
 def run(trace: Trace | PageGraph, params: PrioritiesParams | None = None, *,

@@ -46,7 +46,7 @@ on both backends).
 """
 
 from .cli import add_arguments, params_from_args
-from .plan import POLICIES, pushable, server_plan
+from ...browser.server import POLICIES, pushable, server_plan
 from .study import METRICS, PushParams, PushResult, run
 
 __all__ = ["PushParams", "PushResult", "POLICIES", "METRICS", "run", "server_plan", "pushable",

@@ -13,7 +13,7 @@ from ...units import parse_duration, parse_named_durations
 from ..base import Study, add_network_flags, comma_list, median_over_seeds, network_from_args
 from ...browser.flags import add_page_flags, think_from_args
 from ...browser.client import BACKENDS, COALESCE, PROTOCOLS
-from .plan import POLICIES, push_count
+from ...browser.server import POLICIES, push_count
 from .study import DEFAULT_PARSE_DELAY, PushParams, run
 
 __all__ = ["STUDY", "add_arguments", "params_from_args"]

@@ -20,7 +20,7 @@ from ..base import StudyParams, StudyResult, rows_by_index, steps
 from ...browser import ClientCache, LoadParams, load_page, page_graph
 from ...browser.cache import parse_cache
 from ...browser.client import BACKENDS, COALESCE, DEFAULT_PARSE_DELAY_S, PROTOCOLS
-from .plan import POLICIES, push_count, server_plan
+from ...browser.server import POLICIES, push_count, server_plan
 
 __all__ = ["PushParams", "PushResult", "run", "METRICS", "DEFAULT_PARSE_DELAY"]
 

@@ -1,15 +1,15 @@
-"""The push study's policies as what the server does: the push set, the 103 Early Hints
+"""The server of a page load, as policies: what it pushes, the 103 Early Hints it sends
 (``rel=preload`` for the render-blocking sub-resources, ``rel=preconnect`` for the other
-connections they need), and the think times (a ``browser.ServerPlan``)."""
+connections they need) and its think times (a ``browser.ServerPlan``).  The push study
+compares the policies; fidelity and the lab's 103 check send the same hints.  Written by hand."""
 
 from __future__ import annotations
 
 from typing import Any, Callable
 
-from ...errors import InputError
-from ...traces.pagegraph import PageGraph
-from ...browser import ServerPlan
-from ...browser.client import connection_key
+from ..errors import InputError
+from ..traces.pagegraph import PageGraph
+from .client import ServerPlan, connection_key
 
 __all__ = ["POLICIES", "push_count", "pushable", "push_set", "early_hints", "server_plan"]
 
