@@ -363,3 +363,36 @@ def test_images_are_decodable_pngs_of_the_recorded_size(synth_site):
             assert im.format == "PNG"
         want = r.recorded_wire_bytes
         assert abs(len(r.body) - want) <= max(SIZE_TOLERANCE[0], SIZE_TOLERANCE[1] * want) or len(r.body) <= 69, r.url
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="naming CUBIC when the system allows only its default needs root")
+def test_the_lab_servers_congestion_control_is_named_not_the_systems_default():
+    """The lab's TCP senders run the congestion control the models run (RFC 9438 CUBIC by
+    default), named on the listener so accepted connections inherit it, whatever the system's
+    default is; QUIC's (aioquic's) is named the same way; one the kernel lacks is one line."""
+    import socket
+
+    import hypercorn.protocol.quic as hypercorn_quic
+
+    from simulator.errors import InputError
+    from simulator.lab import serve
+
+    listener = serve._bind(socket.SOCK_STREAM, "127.0.0.1", 0, "cubic")
+    try:
+        listener.listen(1)
+        client = socket.create_connection(listener.getsockname())
+        accepted, _ = listener.accept()
+        name = accepted.getsockopt(socket.IPPROTO_TCP, socket.TCP_CONGESTION, 16).split(b"\0")[0]
+        assert name == b"cubic"
+        client.close()
+        accepted.close()
+    finally:
+        listener.close()
+    with pytest.raises(InputError, match="congestion control 'no-such-cc'"):
+        serve._bind(socket.SOCK_STREAM, "127.0.0.1", 0, "no-such-cc")
+    original = hypercorn_quic.QuicConfiguration
+    try:
+        serve._quic_congestion_control("cubic")
+        assert hypercorn_quic.QuicConfiguration(is_client=False).congestion_control_algorithm == "cubic"
+    finally:
+        hypercorn_quic.QuicConfiguration = original

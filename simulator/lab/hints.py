@@ -124,7 +124,7 @@ def within(predicted_gain_s: float, measured_gain_s: float, floor_s: float, tole
 
 
 def predict_onload(har_json: str, trace_name: str, at: PathConditions, protocol: str = "h2", *,
-                   links=(), document_think_s: float | None = None, seed: int = 1) -> float:
+                   links=(), document_think_s: float | None = None, seed: int = 1, cc: str | None = None) -> float:
     """The model's onLoad of the reference HAR's page at ``at`` over ``protocol``, with the
     document's server time ``document_think_s`` (None: the HAR's own) and a 103 of ``links``
     on the navigation (``ServerPlan.hints``).  With neither, this is ``fidelity --at``'s
@@ -140,7 +140,7 @@ def predict_onload(har_json: str, trace_name: str, at: PathConditions, protocol:
     if page.on_load_s is None:
         raise InputError("the reference load has no onLoad to predict from.", path=trace_name)
     sub = load_event_graph(page_graph(trace, page.id), page.on_load_s, page.start_s)
-    params = FidelityParams(at=str(at), protocol=protocol, seed=seed)
+    params = FidelityParams(at=str(at), protocol=protocol, seed=seed, **({"cc": cc} if cc else {}))
     cond = moved_to(infer_conditions(sub, page.start_s, protocol), at, protocol)
     if document_think_s is not None:
         cond = replace(cond, think_s={**cond.think_s, sub.document: document_think_s})
@@ -168,7 +168,7 @@ def analyse_hints(out: str, reference: dict, *, seed: int = 1) -> dict:
     summary = load(out, "summary")
     if not len(summary):
         raise InputError("holds no finished lab load.", path=str(out))
-    for col in ("policy", "document_think_s"):
+    for col in ("policy", "document_think_s", "cc"):    # cc: None before the lab named it
         if col not in summary.columns:
             summary[col] = None
     rows = summary.to_dict(orient="records")
@@ -182,7 +182,8 @@ def analyse_hints(out: str, reference: dict, *, seed: int = 1) -> dict:
 
     hars = load(out, "har")
     hars = hars[["job_id", "har_json"]].merge(summary[["job_id", "trace", "seed", "onload_s", "rtt_s", "bandwidth_bps",
-                                                       "loss", "policy", "document_think_s", "protocol"]], on="job_id")
+                                                       "loss", "policy", "document_think_s", "protocol", "cc"]],
+                                                   on="job_id")
     hars = hars[[is_ref(r) for r in hars.to_dict(orient="records")]].dropna(subset=["onload_s"])
     groups: dict[tuple, dict[str, list]] = {}
     for r in rows:
@@ -213,9 +214,10 @@ def analyse_hints(out: str, reference: dict, *, seed: int = 1) -> dict:
         try:
             if trace not in plans:
                 plans[trace] = hint_plan(load_trace(trace))
-            p_none = predict_onload(ref["har_json"], trace, at, protocol, document_think_s=think_s, seed=seed)
+            cc = ref["cc"] if isinstance(ref["cc"], str) else None
+            p_none = predict_onload(ref["har_json"], trace, at, protocol, document_think_s=think_s, seed=seed, cc=cc)
             p_hints = predict_onload(ref["har_json"], trace, at, protocol, links=plans[trace]["links"],
-                                     document_think_s=think_s, seed=seed)
+                                     document_think_s=think_s, seed=seed, cc=cc)
         except InputError as exc:
             failures.append(f"{trace}: {exc.detail}")
             continue

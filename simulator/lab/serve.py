@@ -49,6 +49,30 @@ from .site import RebuiltSite
 __all__ = ["SiteApp", "serve", "main"]
 
 PROTOCOLS = ("h2", "h3")
+# The servers' congestion control (the models' --cc): named, not the system default, so that the
+# lab's senders and the models' run the same algorithm (NewReno or CUBIC; the kernel's default
+# on this kind of machine is BBR, which the models do not have).
+CONGESTION_CONTROLS = ("reno", "cubic")
+CONGESTION_CONTROL = "cubic"
+
+
+def _available_cc() -> str:
+    try:
+        with open("/proc/sys/net/ipv4/tcp_available_congestion_control", encoding="ascii") as f:
+            return f.read().strip()
+    except OSError:
+        return "(unknown)"
+
+
+def _quic_congestion_control(cc: str) -> None:
+    """hypercorn makes each QUIC connection's configuration itself: have it name ``cc``
+    (aioquic's ``congestion_control_algorithm``; this process serves the lab only)."""
+    import functools
+
+    import hypercorn.protocol.quic as hypercorn_quic
+    from aioquic.quic.configuration import QuicConfiguration
+
+    hypercorn_quic.QuicConfiguration = functools.partial(QuicConfiguration, congestion_control_algorithm=cc)
 
 
 HINTED_CACHE_CONTROL = b"max-age=600"     # a 103's preload must be reusable from the HTTP cache
@@ -139,12 +163,21 @@ def _link_target(value: str) -> tuple[str, bool]:
     return target.strip().lstrip("<").rstrip(">"), any("preload" in r.split() for r in rels)
 
 
-def _bind(kind: int, address: str, port: int) -> socket.socket:
+def _bind(kind: int, address: str, port: int, cc: str = CONGESTION_CONTROL) -> socket.socket:
     family = socket.AF_INET6 if ":" in address else socket.AF_INET
     s = socket.socket(family, kind)
     s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     if kind == socket.SOCK_STREAM:
         s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        try:
+            # The kernel sender's congestion control, named on the listener (accepted
+            # connections inherit it): the system default may be another (BBR here).
+            s.setsockopt(socket.IPPROTO_TCP, socket.TCP_CONGESTION, cc.encode())
+        except OSError as exc:
+            s.close()
+            raise InputError(f"cannot use TCP congestion control {cc!r} ({exc.strerror}); the kernel lists "
+                             f"{_available_cc()} and naming one not in tcp_allowed_congestion_control needs "
+                             f"root.") from None
     try:
         s.bind((address, port))
     except OSError as exc:
@@ -156,27 +189,31 @@ def _bind(kind: int, address: str, port: int) -> socket.socket:
     return s
 
 
-async def serve(site: RebuiltSite, proto: str, stop: asyncio.Event, on_ready=None, *, app: SiteApp | None = None
-                ) -> SiteApp:
+async def serve(site: RebuiltSite, proto: str, stop: asyncio.Event, on_ready=None, *, app: SiteApp | None = None,
+                cc: str = CONGESTION_CONTROL) -> SiteApp:
     """Serve ``site`` over ``proto`` until ``stop`` is set; ``on_ready()`` once every listener is up;
-    ``app``: the site's app when it is not the plain one (103 hints, a document think time)."""
+    ``app``: the site's app when it is not the plain one (103 hints, a document think time);
+    ``cc``: the congestion control of the server's TCP (the kernel's) and QUIC (aioquic's) senders."""
     from hypercorn.asyncio.run import worker_serve
     from hypercorn.config import Config, Sockets
     from hypercorn.utils import wrap_app
 
     if proto not in PROTOCOLS:
         raise InputError(f"--proto must be one of {', '.join(PROTOCOLS)}, not {proto!r}.")
+    if cc not in CONGESTION_CONTROLS:
+        raise InputError(f"--cc must be one of {', '.join(CONGESTION_CONTROLS)}, not {cc!r}.")
+    _quic_congestion_control(cc)
     secure, insecure, quic = [], [], []
     app = app if app is not None else SiteApp(site)
     with tempfile.TemporaryDirectory(prefix="workbench-lab-") as tmp:
         try:
             for scheme, address, port in site.listeners():
                 if scheme == "https":
-                    secure.append(_bind(socket.SOCK_STREAM, address, port))
+                    secure.append(_bind(socket.SOCK_STREAM, address, port, cc))
                     if proto == "h3":
                         quic.append(_bind(socket.SOCK_DGRAM, address, port))
                 else:
-                    insecure.append(_bind(socket.SOCK_STREAM, address, port))
+                    insecure.append(_bind(socket.SOCK_STREAM, address, port, cc))
         except BaseException:
             for s in secure + insecure + quic:
                 s.close()
@@ -333,6 +370,8 @@ def main(argv=None) -> int:
     ap.add_argument("--document-think", default=None, metavar="DURATION",
                     help="the document's server time instead of the recorded one, e.g. 100ms")
     ap.add_argument("--log", default=None, metavar="FILE", help="append one JSON line per response here")
+    ap.add_argument("--cc", default=CONGESTION_CONTROL, choices=CONGESTION_CONTROLS,
+                    help="the congestion control of the server's TCP and QUIC senders (default cubic)")
     args = ap.parse_args(argv)
 
     async def run(timeline) -> None:
@@ -358,7 +397,7 @@ def main(argv=None) -> int:
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGTERM, signal.SIGINT):
             loop.add_signal_handler(sig, stop.set)
-        await serve(site, args.proto, stop, on_ready=lambda: print("ready", flush=True), app=app)
+        await serve(site, args.proto, stop, on_ready=lambda: print("ready", flush=True), app=app, cc=args.cc)
 
     try:
         if args.log:

@@ -54,7 +54,9 @@ POLICIES = ("none", "hints")
 @dataclass(frozen=True)
 class LabLoadParams(StudyParams):
     """The link (as the models' network flags), the protocol every https origin is served
-    and loaded with, the run number (which also seeds the loss draws) and a time limit."""
+    and loaded with, the servers' congestion control (``cc``, named on their sockets: the
+    system's default may be one the models lack), the run number (which also seeds the loss
+    draws) and a time limit."""
 
     rtt_s: float = 0.100
     bandwidth_bps: float | None = 10e6
@@ -62,6 +64,7 @@ class LabLoadParams(StudyParams):
     queue_bytes: int | None = None
     protocol: str = "h2"
     seed: int = 1
+    cc: str = "cubic"
     timeout_s: float = 60.0
     policy: str = "none"                    # none, or hints: the push study's 103 on the navigation
     document_think_s: float | None = None   # the document's server time (None: the recorded one)
@@ -142,7 +145,8 @@ def load_in_lab(trace, params: LabLoadParams, *, site=None) -> tuple[dict, dict]
         site.write(site_dir)
         har_path = os.path.join(tmp, "load.har")
         log_path = os.path.join(tmp, "server.jsonl")
-        serve_argv = [*python, "simulator.lab.serve", site_dir, "--proto", params.protocol, "--log", log_path]
+        serve_argv = [*python, "simulator.lab.serve", site_dir, "--proto", params.protocol, "--log", log_path,
+                      "--cc", params.cc]
         plan = None
         if params.policy == "hints":
             plan = hint_plan(trace)
@@ -234,7 +238,7 @@ def run(trace, params: LabLoadParams | None = None, *, progress: bool = False) -
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     """The load's flags: the link (the models' spellings), the protocol, the time limit."""
-    add_network_flags(p, rtt="100ms", bw="10mbit", loss="0", seed=1)
+    add_network_flags(p, rtt="100ms", bw="10mbit", loss="0", cc="cubic", seed=1)
     p.add_argument("--queue", default=None, type=argtypes.positive_size,
                    help="drop-tail queue of each direction in bytes (default: unlimited, as the models)")
     p.add_argument("--protocol", default="h2", choices=PROTOCOLS, help="HTTP/2 over TLS, or HTTP/3 (QUIC forced)")

@@ -98,8 +98,11 @@ class ValidationResult:
         return json.dumps(self.to_dict(), indent=1, sort_keys=False)
 
 
-def _predict(har_json: str, trace_name: str, key: tuple, seed: int) -> tuple[float | None, str | None]:
-    """The model's onLoad of the reference HAR's page moved to condition ``key``."""
+def _predict(har_json: str, trace_name: str, key: tuple, seed: int, cc: str | None = None
+             ) -> tuple[float | None, str | None]:
+    """The model's onLoad of the reference HAR's page moved to condition ``key``, with the
+    lab servers' congestion control ``cc`` (None: a folder recorded before the lab named it,
+    under the kernel's default: the model's own default)."""
     from ..studies.fidelity import FidelityParams, run as fidelity
     from ..traces.har import parse_har
 
@@ -107,7 +110,7 @@ def _predict(har_json: str, trace_name: str, key: tuple, seed: int) -> tuple[flo
     at = str(PathConditions(rtt_s=rtt_s, bandwidth_bps=bw, loss=loss, queue_bytes=queue))
     try:
         trace = parse_har(json.loads(har_json), path=trace_name)
-        result = fidelity(trace, FidelityParams(at=at, protocol=protocol, seed=seed))
+        result = fidelity(trace, FidelityParams(at=at, protocol=protocol, seed=seed, **({"cc": cc} if cc else {})))
     except InputError as exc:
         return None, exc.detail
     if not len(result.pages):
@@ -125,7 +128,9 @@ def analyse(out: str, reference: dict, *, seed: int = 1) -> ValidationResult:
     if not len(summary):
         raise InputError("holds no finished lab load.", path=str(out))
     summary = summary.assign(key=[_key(r) for r in summary.to_dict(orient="records")])
-    hars = hars.merge(summary[["job_id", "key", "onload_s"]], on="job_id")
+    if "cc" not in summary.columns:
+        summary = summary.assign(cc=None)       # recorded before the lab named its congestion control
+    hars = hars.merge(summary[["job_id", "key", "onload_s", "cc"]], on="job_id")
     ref_key = _key(reference)
     conditions, ref_pages = [], []
     by_key = {k: df for k, df in summary.groupby("key", sort=False)}
@@ -137,7 +142,8 @@ def analyse(out: str, reference: dict, *, seed: int = 1) -> ValidationResult:
             if ref.empty or not measured:
                 continue
             ref = ref.sort_values(["onload_s", "seed"]).iloc[(len(ref) - 1) // 2]        # the median run
-            predicted, why = _predict(ref["har_json"], trace, key, seed)
+            cc = ref["cc"] if isinstance(ref["cc"], str) else None
+            predicted, why = _predict(ref["har_json"], trace, key, seed, cc)
             median = statistics.median(measured)
             page = {"trace": trace, "measured_onload_s": [round(v, 4) for v in measured],
                     "predicted_onload_s": None if predicted is None else round(predicted, 4),
