@@ -13,90 +13,24 @@ what a scheme's encoder wrote and reports what arrives, as h2 and aioquic report
   have no HTTP/2 mapping) in extension frames on stream 0 (types 0xf0 and 0xf1; RFC 9113
   section 5.5), so that they can be compared over TCP.
 
-Events, each naming the direction (``kind``) it belongs to: ``HeaderBlockArrived`` (every
-byte of a block's frames is at the receiver, in order or not: TCP's head-of-line blocking
-is the time from there to ``HeaderBlockReceived``), ``HeaderBlockReceived`` (the block,
-whole, delivered in order: "header block complete"), ``EncoderStreamReceived`` and
-``DecoderStreamReceived`` (instructions delivered), ``HeaderBlockAcked`` and
-``EncoderStreamAcked`` (the sender's transport acknowledged them).
+Its events are ``http.events``' header-block events (the one set every connection of
+``simulator/http`` reports), each naming the direction (``kind``) it belongs to:
+``HeaderBlockArrived`` (every byte of a block's frames is at the receiver, in order or not:
+TCP's head-of-line blocking is the time from there to ``HeaderBlockReceived``),
+``HeaderBlockReceived`` (whole, in order), the instructions delivered and what was acknowledged.
 """
 
 from __future__ import annotations
 
 from collections import deque
-from dataclasses import dataclass
-from typing import Callable, Union
+from typing import Callable
 
 from ..frames import H2Scanner, H3Scanner, h2_frame, h3_frame
+from .events import (DecoderStreamReceived, EncoderStreamAcked, EncoderStreamReceived, Event, HeaderBlockAcked,
+                     HeaderBlockArrived, HeaderBlockReceived, ignore)
 from .framing import H2_MAX_FRAME_BYTES
 
-__all__ = ["HeaderBlockConnection", "H2Blocks", "H3Blocks", "BlockEvent", "HeaderBlockArrived",
-           "HeaderBlockReceived", "EncoderStreamReceived", "DecoderStreamReceived", "HeaderBlockAcked",
-           "EncoderStreamAcked"]
-
-
-# ---------------------------------------------------------------------------------------
-# Events
-
-
-@dataclass(slots=True)
-class HeaderBlockArrived:
-    """Every byte of the frames of ``kind``'s block on ``stream_id`` is at the receiver."""
-
-    kind: str
-    stream_id: int
-    time_s: float
-
-
-@dataclass(slots=True)
-class HeaderBlockReceived:
-    """``kind``'s header block on ``stream_id``, whole and in order, for the decoder."""
-
-    kind: str
-    stream_id: int
-    block: bytes
-    time_s: float
-
-
-@dataclass(slots=True)
-class EncoderStreamReceived:
-    """Encoder instructions of ``kind``'s encoder, delivered to its decoder."""
-
-    kind: str
-    data: bytes
-    time_s: float
-
-
-@dataclass(slots=True)
-class DecoderStreamReceived:
-    """Decoder instructions of ``kind``'s decoder, delivered to its encoder."""
-
-    kind: str
-    data: bytes
-
-
-@dataclass(slots=True)
-class HeaderBlockAcked:
-    """The transport acknowledged ``kind``'s block on ``stream_id`` (its sender learns it)."""
-
-    kind: str
-    stream_id: int
-
-
-@dataclass(slots=True)
-class EncoderStreamAcked:
-    """The transport acknowledged ``kind``'s encoder stream up to ``offset`` bytes."""
-
-    kind: str
-    offset: int
-
-
-BlockEvent = Union[HeaderBlockArrived, HeaderBlockReceived, EncoderStreamReceived, DecoderStreamReceived,
-                   HeaderBlockAcked, EncoderStreamAcked]
-
-
-def _ignore(event: BlockEvent) -> None:
-    pass
+__all__ = ["HeaderBlockConnection", "H2Blocks", "H3Blocks"]
 
 
 # ---------------------------------------------------------------------------------------
@@ -112,7 +46,7 @@ class HeaderBlockConnection:
 
     def __init__(self, transport) -> None:
         self.transport = transport
-        self.on_event: Callable[[BlockEvent], None] = _ignore
+        self.on_event: Callable[[Event], None] = ignore
         for endpoint in (transport.client, transport.server):
             endpoint.on_data = self._bind(self.on_data, endpoint)
             endpoint.on_stream_acked = self._bind(self.on_stream_acked, endpoint)

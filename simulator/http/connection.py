@@ -22,61 +22,16 @@ section whose inserts are late is blocked (RFC 9204 section 2.1.2) and its event
 from __future__ import annotations
 
 from collections import deque
-from dataclasses import dataclass
-from typing import Callable, Union
+from typing import Callable
 
 from ..engine import Simulator
 from ..net.quic import QuicConnection
 from ..net.tcp import TcpConnection
 from ..net.transport import TransportConfig
+from .events import DataAcked, DataReceived, Event, HeadersReceived, StreamEnded, ignore
 from .framing import Framer, Section, Unframer
 
-__all__ = ["HttpConnection", "HttpEnd", "Event", "HeadersReceived", "DataReceived", "StreamEnded", "DataAcked"]
-
-
-# ---------------------------------------------------------------------------------------
-# Events (named as h2's and aioquic's)
-
-
-@dataclass(slots=True)
-class HeadersReceived:
-    """A header section arrived and decoded whole: a request's or response's head, or its
-    trailers (``trailers``; RFC 9110 section 6.5)."""
-
-    stream_id: int
-    headers: tuple
-    trailers: bool = False
-
-
-@dataclass(slots=True)
-class DataReceived:
-    """``length`` more body bytes of ``stream_id`` arrived (in order, framing removed)."""
-
-    stream_id: int
-    length: int
-
-
-@dataclass(slots=True)
-class StreamEnded:
-    """The message on ``stream_id`` ended (END_STREAM, FIN, last chunk or Content-Length reached)."""
-
-    stream_id: int
-
-
-@dataclass(slots=True)
-class DataAcked:
-    """The transport acknowledged ``payload_bytes`` of the body this end sent on ``stream_id``
-    (cumulative; a server's responses only)."""
-
-    stream_id: int
-    payload_bytes: int
-
-
-Event = Union[HeadersReceived, DataReceived, StreamEnded, DataAcked]
-
-
-def _ignore(event: Event) -> None:
-    pass
+__all__ = ["HttpConnection", "HttpEnd"]
 
 
 class _Unit:
@@ -133,7 +88,7 @@ class HttpEnd:
         self.peer: HttpEnd | None = None
         self.rx: dict[int, _Rx] = {}
         self.tx: dict[int, _Tx] = {}
-        self.on_event: Callable[[Event], None] = _ignore
+        self.on_event: Callable[[Event], None] = ignore
         self.encoder_stream = self.decoder_stream = -1
         transport_end.on_data = self._on_data
         transport_end.on_stream_acked = self._on_acked

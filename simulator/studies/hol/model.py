@@ -10,8 +10,9 @@ from dataclasses import dataclass
 
 from ...engine import Simulator
 from ...errors import InputError
-from ...http.blocks import (DecoderStreamReceived, EncoderStreamAcked, EncoderStreamReceived, H2Blocks, H3Blocks,
-                             HeaderBlockAcked, HeaderBlockArrived, HeaderBlockConnection, HeaderBlockReceived)
+from ...http.blocks import H2Blocks, H3Blocks, HeaderBlockConnection
+from ...http.events import (DecoderStreamReceived, EncoderStreamAcked, EncoderStreamReceived, HeaderBlockAcked,
+                            HeaderBlockArrived, HeaderBlockReceived)
 from ...net.transport import TransportConfig, timer_counts
 from ...traces.model import raw_size
 
