@@ -23,11 +23,12 @@ TCP's head-of-line blocking is the time from there to ``HeaderBlockReceived``),
 from __future__ import annotations
 
 from collections import deque
-from typing import Callable
 
 from ..frames import H2Scanner, H3Scanner, h2_frame, h3_frame
-from .events import (DecoderStreamReceived, EncoderStreamAcked, EncoderStreamReceived, Event, HeaderBlockAcked,
-                     HeaderBlockArrived, HeaderBlockReceived, ignore)
+from ..net.tcp import TcpConnection
+from .connection import ModelConnection, _bound
+from .events import (DecoderStreamReceived, EncoderStreamAcked, EncoderStreamReceived, HeaderBlockAcked,
+                     HeaderBlockArrived, HeaderBlockReceived)
 from .framing import H2_MAX_FRAME_BYTES
 
 __all__ = ["HeaderBlockConnection", "H2Blocks", "H3Blocks"]
@@ -38,40 +39,20 @@ __all__ = ["HeaderBlockConnection", "H2Blocks", "H3Blocks"]
 # Receivers find frame boundaries with the frame scanner (C when built).
 
 
-class HeaderBlockConnection:
+class HeaderBlockConnection(ModelConnection):
     """Frames a connection's header blocks and compression instructions, and reports what
     arrives as events (``on_event``).  ``kind`` names a direction: "request" (client to
     server) or "response"; the encoder of a kind sits at its sender, the decoder at its
-    receiver."""
+    receiver.  ``version``: "h3" over QUIC or the 2017 network, "h2" over TCP."""
 
-    def __init__(self, transport) -> None:
-        self.transport = transport
-        self.on_event: Callable[[Event], None] = ignore
-        for endpoint in (transport.client, transport.server):
-            endpoint.on_data = self._bind(self.on_data, endpoint)
-            endpoint.on_stream_acked = self._bind(self.on_stream_acked, endpoint)
+    def __init__(self, transport, version: str) -> None:
+        super().__init__(transport, version)
+        self.bind(self.on_data, self.on_stream_acked)
 
-    @staticmethod
-    def _bind(method, endpoint):
-        return lambda *args: method(endpoint, *args)
-
-    def sender(self, kind: str):
-        """The transport end that sends ``kind`` ("request" or "response") header blocks."""
-        return self.transport.client if kind == "request" else self.transport.server
-
-    def receiver(self, kind: str):
-        """The transport end that receives ``kind`` header blocks."""
-        return self.transport.server if kind == "request" else self.transport.client
-
-    @staticmethod
-    def incoming(endpoint) -> str:
-        """The kind of the blocks and encoder instructions that arrive at ``endpoint``."""
-        return "response" if endpoint.is_client else "request"
-
-    @staticmethod
-    def outgoing(endpoint) -> str:
-        """What ``endpoint`` sends: "request" blocks from the client, "response" from the server."""
-        return "request" if endpoint.is_client else "response"
+    @classmethod
+    def over(cls, transport) -> "HeaderBlockConnection":
+        """Header blocks over ``transport``: ``H2Blocks`` on the TCP model, ``H3Blocks`` on the others."""
+        return H2Blocks(transport) if isinstance(transport, TcpConnection) else H3Blocks(transport)
 
 
 class H3Blocks(HeaderBlockConnection):
@@ -82,7 +63,7 @@ class H3Blocks(HeaderBlockConnection):
     STREAM_TYPE = {"encoder": 0x02, "decoder": 0x03}
 
     def __init__(self, transport) -> None:
-        super().__init__(transport)
+        super().__init__(transport, "h3")
         self.uni_out: dict[tuple[str, str], int] = {}     # (kind, role) -> stream id
         self.uni_in: dict[tuple[int, int], int | None] = {}   # (endpoint, stream) -> stream type
         self.scanners: dict[tuple[int, int], tuple] = {}   # (endpoint, stream) -> (H3Scanner, buffer)
@@ -157,9 +138,9 @@ class H2Blocks(HeaderBlockConnection):
     EXT_TYPE = {"encoder": 0xF0, "decoder": 0xF1}
 
     def __init__(self, transport) -> None:
-        super().__init__(transport)
+        super().__init__(transport, "h2")
         for endpoint in (transport.client, transport.server):
-            endpoint.on_received = self._bind(self.on_received, endpoint)
+            endpoint.on_received = _bound(self.on_received, endpoint)
         self.sent = {id(transport.client): 0, id(transport.server): 0}    # bytes written per sender
         # Per sender: frames awaiting acknowledgement, in stream order:
         #   [end offset, ("block", kind, stream id) | ("encoder", kind, encoder-stream offset)]
