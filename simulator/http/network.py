@@ -71,12 +71,11 @@ from h2.utilities import normalize_outbound_headers
 
 from ..engine import Simulator
 from ..net.link import DelayedPath
-from ..net.quic import QuicConnection
-from ..net.tcp import TcpConnection
 from ..net.transport import TransportConfig, timer_counts
 from ..net.writer import response_writer
 from ..stacks.common import ExchangeSpec
 from ..stacks.tls import sni_name
+from .connection import transport_for
 from .framing import H2_FRAME_HEADER_BYTES, H2_MAX_FRAME_BYTES, H3_FRAME_HEADER_BYTES
 from .handshake import TlsOverTcp, flights, tls_record_bytes
 from .priority import make_scheduler, scheduled_writer
@@ -191,8 +190,9 @@ class _Conn:
         three-way handshake (and with ``tls`` the TLS 1.3 flights as TCP bytes), or QUIC's
         handshake model."""
         sim, params, number = self.sim, self.net.params, self.number
+        # The transport as every HTTP connection over the models gets it (``connection.transport_for``).
         if self.transport == "tcp":
-            self.t = TcpConnection(sim, self.path, TransportConfig(cc=params.cc), name=f"tcp{number}",
+            self.t = transport_for(sim, self.path, "h2", TransportConfig(cc=params.cc), name=f"tcp{number}",
                                    handshake=handshake and self.net.tcp_handshake)
         else:
             config = TransportConfig(cc=params.cc, initial_rtt_s=0.1,       # aioquic's initial RTT
@@ -200,10 +200,10 @@ class _Conn:
             # As http.model_replay: aioquic's 1 ms ACK delay, its pacing (the model's
             # default), lost data resent in its stream's turn, and the handshake's datagrams
             # (requests wait in the client's send queue until the handshake completes).
-            self.t = QuicConnection(sim, self.path, config, name=f"quic{number}", handshake=handshake,
-                                    ack_delay_s=AIOQUIC_ACK_DELAY_S, retransmit_in_turn=True,
-                                    slow_start_rtt_exit=True, pto_declares_lost=True,
-                                    server_flight_bytes=flights(sni_name(self.origin)).quic_server_crypto)
+            self.t = transport_for(sim, self.path, "h3", config, name=f"quic{number}", handshake=handshake,
+                                   ack_delay_s=AIOQUIC_ACK_DELAY_S, retransmit_in_turn=True,
+                                   slow_start_rtt_exit=True, pto_declares_lost=True,
+                                   server_flight_bytes=flights(sni_name(self.origin)).quic_server_crypto)
         if self.prioritized:
             self.writer = scheduled_writer(self.t.server, self._chunk_bytes, self.written, self._written_in_full,
                                            fill_on_ack=self.transport == "tcp",
