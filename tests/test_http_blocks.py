@@ -10,7 +10,8 @@ from __future__ import annotations
 import pytest
 
 from simulator.engine import Simulator
-from simulator.http.blocks import H2Blocks, H3Blocks, HeaderBlockArrived, HeaderBlockReceived
+from simulator.http.blocks import H2Blocks, H3Blocks
+from simulator.http.events import HeaderBlockArrived, HeaderBlockReceived
 from simulator.net.link import DropList, Path
 from simulator.net.quic import QuicConnection
 from simulator.net.tcp import TcpConnection

@@ -9,7 +9,8 @@ from __future__ import annotations
 import pytest
 
 from simulator.engine import Simulator
-from simulator.http.connection import DataAcked, DataReceived, HeadersReceived, HttpConnection
+from simulator.http.connection import HttpConnection
+from simulator.http.events import DataAcked, DataReceived, HeadersReceived
 from simulator.net.conditions import Network
 
 REQUEST = ((b":method", b"GET"), (b":scheme", b"https"), (b":authority", b"a.example"), (b":path", b"/"))

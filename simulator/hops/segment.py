@@ -19,7 +19,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from ..engine import Simulator
-from ..http.connection import DataAcked, DataReceived, HeadersReceived, HttpConnection, StreamEnded
+from ..http.connection import HttpConnection
+from ..http.events import DataAcked, DataReceived, HeadersReceived, StreamEnded
 from ..net.transport import timer_counts
 
 if TYPE_CHECKING:

@@ -13,90 +13,25 @@ what a scheme's encoder wrote and reports what arrives, as h2 and aioquic report
   have no HTTP/2 mapping) in extension frames on stream 0 (types 0xf0 and 0xf1; RFC 9113
   section 5.5), so that they can be compared over TCP.
 
-Events, each naming the direction (``kind``) it belongs to: ``HeaderBlockArrived`` (every
-byte of a block's frames is at the receiver, in order or not: TCP's head-of-line blocking
-is the time from there to ``HeaderBlockReceived``), ``HeaderBlockReceived`` (the block,
-whole, delivered in order: "header block complete"), ``EncoderStreamReceived`` and
-``DecoderStreamReceived`` (instructions delivered), ``HeaderBlockAcked`` and
-``EncoderStreamAcked`` (the sender's transport acknowledged them).
+Its events are ``http.events``' header-block events (the one set every connection of
+``simulator/http`` reports), each naming the direction (``kind``) it belongs to:
+``HeaderBlockArrived`` (every byte of a block's frames is at the receiver, in order or not:
+TCP's head-of-line blocking is the time from there to ``HeaderBlockReceived``),
+``HeaderBlockReceived`` (whole, in order), the instructions delivered and what was acknowledged.
 """
 
 from __future__ import annotations
 
 from collections import deque
-from dataclasses import dataclass
-from typing import Callable, Union
 
 from ..frames import H2Scanner, H3Scanner, h2_frame, h3_frame
+from ..net.tcp import TcpConnection
+from .connection import ModelConnection, _bound
+from .events import (DecoderStreamReceived, EncoderStreamAcked, EncoderStreamReceived, HeaderBlockAcked,
+                     HeaderBlockArrived, HeaderBlockReceived)
 from .framing import H2_MAX_FRAME_BYTES
 
-__all__ = ["HeaderBlockConnection", "H2Blocks", "H3Blocks", "BlockEvent", "HeaderBlockArrived",
-           "HeaderBlockReceived", "EncoderStreamReceived", "DecoderStreamReceived", "HeaderBlockAcked",
-           "EncoderStreamAcked"]
-
-
-# ---------------------------------------------------------------------------------------
-# Events
-
-
-@dataclass(slots=True)
-class HeaderBlockArrived:
-    """Every byte of the frames of ``kind``'s block on ``stream_id`` is at the receiver."""
-
-    kind: str
-    stream_id: int
-    time_s: float
-
-
-@dataclass(slots=True)
-class HeaderBlockReceived:
-    """``kind``'s header block on ``stream_id``, whole and in order, for the decoder."""
-
-    kind: str
-    stream_id: int
-    block: bytes
-    time_s: float
-
-
-@dataclass(slots=True)
-class EncoderStreamReceived:
-    """Encoder instructions of ``kind``'s encoder, delivered to its decoder."""
-
-    kind: str
-    data: bytes
-    time_s: float
-
-
-@dataclass(slots=True)
-class DecoderStreamReceived:
-    """Decoder instructions of ``kind``'s decoder, delivered to its encoder."""
-
-    kind: str
-    data: bytes
-
-
-@dataclass(slots=True)
-class HeaderBlockAcked:
-    """The transport acknowledged ``kind``'s block on ``stream_id`` (its sender learns it)."""
-
-    kind: str
-    stream_id: int
-
-
-@dataclass(slots=True)
-class EncoderStreamAcked:
-    """The transport acknowledged ``kind``'s encoder stream up to ``offset`` bytes."""
-
-    kind: str
-    offset: int
-
-
-BlockEvent = Union[HeaderBlockArrived, HeaderBlockReceived, EncoderStreamReceived, DecoderStreamReceived,
-                   HeaderBlockAcked, EncoderStreamAcked]
-
-
-def _ignore(event: BlockEvent) -> None:
-    pass
+__all__ = ["HeaderBlockConnection", "H2Blocks", "H3Blocks"]
 
 
 # ---------------------------------------------------------------------------------------
@@ -104,40 +39,20 @@ def _ignore(event: BlockEvent) -> None:
 # Receivers find frame boundaries with the frame scanner (C when built).
 
 
-class HeaderBlockConnection:
+class HeaderBlockConnection(ModelConnection):
     """Frames a connection's header blocks and compression instructions, and reports what
     arrives as events (``on_event``).  ``kind`` names a direction: "request" (client to
     server) or "response"; the encoder of a kind sits at its sender, the decoder at its
-    receiver."""
+    receiver.  ``version``: "h3" over QUIC or the 2017 network, "h2" over TCP."""
 
-    def __init__(self, transport) -> None:
-        self.transport = transport
-        self.on_event: Callable[[BlockEvent], None] = _ignore
-        for endpoint in (transport.client, transport.server):
-            endpoint.on_data = self._bind(self.on_data, endpoint)
-            endpoint.on_stream_acked = self._bind(self.on_stream_acked, endpoint)
+    def __init__(self, transport, version: str) -> None:
+        super().__init__(transport, version)
+        self.bind(self.on_data, self.on_stream_acked)
 
-    @staticmethod
-    def _bind(method, endpoint):
-        return lambda *args: method(endpoint, *args)
-
-    def sender(self, kind: str):
-        """The transport end that sends ``kind`` ("request" or "response") header blocks."""
-        return self.transport.client if kind == "request" else self.transport.server
-
-    def receiver(self, kind: str):
-        """The transport end that receives ``kind`` header blocks."""
-        return self.transport.server if kind == "request" else self.transport.client
-
-    @staticmethod
-    def incoming(endpoint) -> str:
-        """The kind of the blocks and encoder instructions that arrive at ``endpoint``."""
-        return "response" if endpoint.is_client else "request"
-
-    @staticmethod
-    def outgoing(endpoint) -> str:
-        """What ``endpoint`` sends: "request" blocks from the client, "response" from the server."""
-        return "request" if endpoint.is_client else "response"
+    @classmethod
+    def over(cls, transport) -> "HeaderBlockConnection":
+        """Header blocks over ``transport``: ``H2Blocks`` on the TCP model, ``H3Blocks`` on the others."""
+        return H2Blocks(transport) if isinstance(transport, TcpConnection) else H3Blocks(transport)
 
 
 class H3Blocks(HeaderBlockConnection):
@@ -148,7 +63,7 @@ class H3Blocks(HeaderBlockConnection):
     STREAM_TYPE = {"encoder": 0x02, "decoder": 0x03}
 
     def __init__(self, transport) -> None:
-        super().__init__(transport)
+        super().__init__(transport, "h3")
         self.uni_out: dict[tuple[str, str], int] = {}     # (kind, role) -> stream id
         self.uni_in: dict[tuple[int, int], int | None] = {}   # (endpoint, stream) -> stream type
         self.scanners: dict[tuple[int, int], tuple] = {}   # (endpoint, stream) -> (H3Scanner, buffer)
@@ -223,9 +138,9 @@ class H2Blocks(HeaderBlockConnection):
     EXT_TYPE = {"encoder": 0xF0, "decoder": 0xF1}
 
     def __init__(self, transport) -> None:
-        super().__init__(transport)
+        super().__init__(transport, "h2")
         for endpoint in (transport.client, transport.server):
-            endpoint.on_received = self._bind(self.on_received, endpoint)
+            endpoint.on_received = _bound(self.on_received, endpoint)
         self.sent = {id(transport.client): 0, id(transport.server): 0}    # bytes written per sender
         # Per sender: frames awaiting acknowledgement, in stream order:
         #   [end offset, ("block", kind, stream id) | ("encoder", kind, encoder-stream offset)]

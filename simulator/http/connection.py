@@ -22,61 +22,16 @@ section whose inserts are late is blocked (RFC 9204 section 2.1.2) and its event
 from __future__ import annotations
 
 from collections import deque
-from dataclasses import dataclass
-from typing import Callable, Union
+from typing import Callable
 
 from ..engine import Simulator
 from ..net.quic import QuicConnection
 from ..net.tcp import TcpConnection
 from ..net.transport import TransportConfig
+from .events import DataAcked, DataReceived, Event, HeadersReceived, StreamEnded, ignore
 from .framing import Framer, Section, Unframer
 
-__all__ = ["HttpConnection", "HttpEnd", "Event", "HeadersReceived", "DataReceived", "StreamEnded", "DataAcked"]
-
-
-# ---------------------------------------------------------------------------------------
-# Events (named as h2's and aioquic's)
-
-
-@dataclass(slots=True)
-class HeadersReceived:
-    """A header section arrived and decoded whole: a request's or response's head, or its
-    trailers (``trailers``; RFC 9110 section 6.5)."""
-
-    stream_id: int
-    headers: tuple
-    trailers: bool = False
-
-
-@dataclass(slots=True)
-class DataReceived:
-    """``length`` more body bytes of ``stream_id`` arrived (in order, framing removed)."""
-
-    stream_id: int
-    length: int
-
-
-@dataclass(slots=True)
-class StreamEnded:
-    """The message on ``stream_id`` ended (END_STREAM, FIN, last chunk or Content-Length reached)."""
-
-    stream_id: int
-
-
-@dataclass(slots=True)
-class DataAcked:
-    """The transport acknowledged ``payload_bytes`` of the body this end sent on ``stream_id``
-    (cumulative; a server's responses only)."""
-
-    stream_id: int
-    payload_bytes: int
-
-
-Event = Union[HeadersReceived, DataReceived, StreamEnded, DataAcked]
-
-
-def _ignore(event: Event) -> None:
-    pass
+__all__ = ["ModelConnection", "HttpConnection", "HttpEnd", "transport_for"]
 
 
 class _Unit:
@@ -133,7 +88,7 @@ class HttpEnd:
         self.peer: HttpEnd | None = None
         self.rx: dict[int, _Rx] = {}
         self.tx: dict[int, _Tx] = {}
-        self.on_event: Callable[[Event], None] = _ignore
+        self.on_event: Callable[[Event], None] = ignore
         self.encoder_stream = self.decoder_stream = -1
         transport_end.on_data = self._on_data
         transport_end.on_stream_acked = self._on_acked
@@ -276,18 +231,65 @@ class HttpEnd:
         self.on_event(DataAcked(stream_id, tx.acked_payload + acked))
 
 
-class HttpConnection:
-    """One warm HTTP connection of ``version`` (h1, h2, h3) on ``path``: ``client`` and ``server`` ends."""
+def transport_for(sim: Simulator, path, version: str, config: TransportConfig, *, name: str, **options):
+    """The transport model that carries HTTP ``version`` on ``path``: the QUIC model for h3,
+    the TCP model for h1 and h2 (``options``: the model's own, e.g. ``handshake``).  Every
+    HTTP connection over the models gets its transport here."""
+    if version == "h3":
+        return QuicConnection(sim, path, config, name=name, **options)
+    return TcpConnection(sim, path, config, name=name, **options)
+
+
+class ModelConnection:
+    """An HTTP connection of ``version`` over a transport model (TCP, QUIC, or the 2017
+    reference network, whose ends offer the same calls): the transport and its two ends,
+    and ``on_event``, which the connection's ``http.events`` reach.  ``HttpConnection``
+    (whole messages) and ``http.blocks``' connections (header blocks) are built on it."""
+
+    def __init__(self, transport, version: str) -> None:
+        self.transport = transport
+        self.version = version
+        self.on_event: Callable[[Event], None] = ignore
+
+    def bind(self, on_data, on_stream_acked) -> None:
+        """Have both transport ends call ``on_data(end, ...)`` and ``on_stream_acked(end, ...)``."""
+        for end in (self.transport.client, self.transport.server):
+            end.on_data = _bound(on_data, end)
+            end.on_stream_acked = _bound(on_stream_acked, end)
+
+    def sender(self, kind: str):
+        """The transport end that sends ``kind`` ("request" or "response") messages or blocks."""
+        return self.transport.client if kind == "request" else self.transport.server
+
+    def receiver(self, kind: str):
+        """The transport end that receives ``kind`` messages or blocks."""
+        return self.transport.server if kind == "request" else self.transport.client
+
+    @staticmethod
+    def incoming(endpoint) -> str:
+        """The kind of what arrives at transport end ``endpoint``: responses at the client."""
+        return "response" if endpoint.is_client else "request"
+
+    @staticmethod
+    def outgoing(endpoint) -> str:
+        """What transport end ``endpoint`` sends: requests from the client, responses from the server."""
+        return "request" if endpoint.is_client else "response"
+
+
+def _bound(method, endpoint):
+    return lambda *args: method(endpoint, *args)
+
+
+class HttpConnection(ModelConnection):
+    """One warm HTTP connection of ``version`` (h1, h2, h3) on ``path``: ``client`` and ``server``
+    ends, each with its own ``on_event``."""
 
     def __init__(self, sim: Simulator, path, version: str, *, cc: str = "reno", qpack_table_bytes: int = 4096,
                  qpack_blocked_streams: int = 16, name: str = "http") -> None:
-        self.version = version
         self.qpack_table_bytes, self.qpack_blocked_streams = qpack_table_bytes, qpack_blocked_streams
-        if version == "h3":
-            # aioquic's defaults where they differ from RFC 9002: initial RTT 100 ms.
-            self.transport = QuicConnection(sim, path, TransportConfig(cc=cc, initial_rtt_s=0.1), name=name)
-        else:
-            self.transport = TcpConnection(sim, path, TransportConfig(cc=cc), name=name)
+        # aioquic's defaults where they differ from RFC 9002: initial RTT 100 ms.
+        config = TransportConfig(cc=cc, initial_rtt_s=0.1) if version == "h3" else TransportConfig(cc=cc)
+        super().__init__(transport_for(sim, path, version, config, name=name), version)
         # Warm: one RTT sample of the path, as the handshake would have given it (RFC 6298
         # section 2.2, RFC 9002 section 5.2), so a loss costs what it costs on a live
         # connection (not the 1 s initial RTO or a PTO from the default initial RTT).

@@ -50,7 +50,8 @@ from ..frames.h2buffer import install_huffman
 install_huffman()
 
 __all__ = ["VERSIONS", "Section", "Framer", "Unframer", "grpc_web_trailer_frame", "GRPC_WEB_PREFIX_BYTES",
-           "H2_FRAME_HEADER_BYTES", "H2_MAX_FRAME_BYTES", "H3_FRAME_HEADER_BYTES", "h1_field_lines", "h2_frame_bytes"]
+           "H2_FRAME_HEADER_BYTES", "H2_MAX_FRAME_BYTES", "H3_FRAME_HEADER_BYTES", "h1_field_lines", "h2_frame_bytes",
+           "h2_data_overhead", "sized_body_bytes", "sized_section_frame_bytes"]
 
 VERSIONS = ("h1", "h2", "h3")
 H2_FRAME_HEADER_BYTES = 9               # RFC 9113 section 4.1
@@ -82,6 +83,30 @@ def h2_frame_bytes(payload_bytes: int) -> int:
     payload (RFC 9113 section 4.1), for a model that sizes a frame it does not write (an
     extension frame of a draft)."""
     return H2_FRAME_HEADER_BYTES + payload_bytes
+
+def h2_data_overhead(nbytes: int) -> int:
+    """Frame-header bytes of a body write of ``nbytes`` as HTTP/2 DATA frames of at most
+    16,384 bytes (RFC 9113 sections 4.1, 6.1; an empty write is one empty frame)."""
+    return H2_FRAME_HEADER_BYTES * max(1, -(-nbytes // H2_MAX_FRAME_BYTES))
+
+
+def sized_section_frame_bytes(version: str) -> int:
+    """The frame header that carries a header section, for a model that sizes messages
+    without framing them: none in HTTP/1.1, 9 bytes in HTTP/2, ``H3_FRAME_HEADER_BYTES`` in HTTP/3."""
+    return 0 if version == "h1" else H2_FRAME_HEADER_BYTES if version == "h2" else H3_FRAME_HEADER_BYTES
+
+
+def sized_body_bytes(version: str, nbytes: int) -> int:
+    """A body of ``nbytes`` on the wire, for a model that sizes messages without framing
+    them (``http.network``): HTTP/1.1 as is (Content-Length), HTTP/2 a DATA frame header
+    per 16 KiB, HTTP/3 one DATA frame per write as aioquic writes it, its header taken as
+    ``H3_FRAME_HEADER_BYTES`` (``Framer`` counts the exact varints)."""
+    if not nbytes or version == "h1":
+        return nbytes
+    if version == "h2":
+        return nbytes + h2_data_overhead(nbytes)
+    return nbytes + H3_FRAME_HEADER_BYTES
+
 
 def h1_field_lines(fields) -> bytes:
     """``name: value CRLF`` per field (RFC 9112 section 5)."""
@@ -168,7 +193,7 @@ class Framer:
         if self.version == "h1":
             return (len(b"%x\r\n" % nbytes), 2) if chunked and nbytes else (0, 0)
         if self.version == "h2":
-            return H2_FRAME_HEADER_BYTES * max(1, math.ceil(nbytes / H2_MAX_FRAME_BYTES)), 0
+            return h2_data_overhead(nbytes), 0
         return varint_len(_H3_DATA) + varint_len(nbytes), 0
 
     def end_bytes(self, *, chunked: bool = False) -> int:

@@ -71,13 +71,12 @@ from h2.utilities import normalize_outbound_headers
 
 from ..engine import Simulator
 from ..net.link import DelayedPath
-from ..net.quic import QuicConnection
-from ..net.tcp import TcpConnection
 from ..net.transport import TransportConfig, timer_counts
 from ..net.writer import response_writer
 from ..stacks.common import ExchangeSpec
 from ..stacks.tls import sni_name
-from .framing import H2_FRAME_HEADER_BYTES, H2_MAX_FRAME_BYTES, H3_FRAME_HEADER_BYTES
+from .connection import transport_for
+from .framing import H2_FRAME_HEADER_BYTES, sized_body_bytes, sized_section_frame_bytes
 from .handshake import TlsOverTcp, flights, tls_record_bytes
 from .priority import make_scheduler, scheduled_writer
 from .header_sizes import H2_SETTINGS_ACK_BYTES, HeaderBlockSizer, h1_header_bytes, h2_normalized, h2_preface_bytes
@@ -87,9 +86,7 @@ __all__ = ["ModelNetwork", "SCHEDULERS", "urgency", "AIOQUIC_ACK_DELAY_S", "H1_C
 AIOQUIC_ACK_DELAY_S = 0.001             # aioquic's QuicConnection._ack_delay (K_GRANULARITY)
 H1_CONNECTIONS_PER_ORIGIN = 6           # as browsers open (HTML's fetch model leaves it to them)
 
-_FRAME = {"tcp": H2_FRAME_HEADER_BYTES, "quic": H3_FRAME_HEADER_BYTES}
 _RESET_BYTES = H2_FRAME_HEADER_BYTES + 4          # RST_STREAM: frame header + error code (RFC 9113 section 6.4)
-_H2_MAX_FRAME = H2_MAX_FRAME_BYTES
 SCHEDULERS = ("urgency", "round-robin", "fifo")
 DEFAULT_URGENCY = 3                     # RFC 9218 section 4.1
 _URGENCY = re.compile(rb"(?:^|,)\s*u\s*=\s*([0-7])")
@@ -145,6 +142,7 @@ class _Conn:
         protocol = protocol or origin_protocol
         self.h1 = protocol == "h1"                        # HTTP/1.1: one exchange at a time, text headers
         self.transport = "quic" if protocol == "h3" else "tcp"
+        self.version = "h1" if self.h1 else "h3" if self.transport == "quic" else "h2"
         self.path = net.new_path(number) if net.own_paths else net.path_for(rtt_s)
         self.t = None
         self.tls_handshake: TlsOverTcp | None = None      # over TCP with ``tls``, while it runs
@@ -191,8 +189,9 @@ class _Conn:
         three-way handshake (and with ``tls`` the TLS 1.3 flights as TCP bytes), or QUIC's
         handshake model."""
         sim, params, number = self.sim, self.net.params, self.number
+        # The transport as every HTTP connection over the models gets it (``connection.transport_for``).
         if self.transport == "tcp":
-            self.t = TcpConnection(sim, self.path, TransportConfig(cc=params.cc), name=f"tcp{number}",
+            self.t = transport_for(sim, self.path, "h2", TransportConfig(cc=params.cc), name=f"tcp{number}",
                                    handshake=handshake and self.net.tcp_handshake)
         else:
             config = TransportConfig(cc=params.cc, initial_rtt_s=0.1,       # aioquic's initial RTT
@@ -200,10 +199,10 @@ class _Conn:
             # As http.model_replay: aioquic's 1 ms ACK delay, its pacing (the model's
             # default), lost data resent in its stream's turn, and the handshake's datagrams
             # (requests wait in the client's send queue until the handshake completes).
-            self.t = QuicConnection(sim, self.path, config, name=f"quic{number}", handshake=handshake,
-                                    ack_delay_s=AIOQUIC_ACK_DELAY_S, retransmit_in_turn=True,
-                                    slow_start_rtt_exit=True, pto_declares_lost=True,
-                                    server_flight_bytes=flights(sni_name(self.origin)).quic_server_crypto)
+            self.t = transport_for(sim, self.path, "h3", config, name=f"quic{number}", handshake=handshake,
+                                   ack_delay_s=AIOQUIC_ACK_DELAY_S, retransmit_in_turn=True,
+                                   slow_start_rtt_exit=True, pto_declares_lost=True,
+                                   server_flight_bytes=flights(sni_name(self.origin)).quic_server_crypto)
         if self.prioritized:
             self.writer = scheduled_writer(self.t.server, self._chunk_bytes, self.written, self._written_in_full,
                                            fill_on_ack=self.transport == "tcp",
@@ -245,7 +244,7 @@ class _Conn:
         """From now on requests go to the transport (over h2 after the client's preface)."""
         self.accepting = True
         if self.net.on_connected is not None:
-            self.net.on_connected(self.key, "h1" if self.h1 else "h3" if self.transport == "quic" else "h2")
+            self.net.on_connected(self.key, self.version)
         if self.transport == "tcp" and self.own_setup and not self.h1:
             self.t.client.write(self.h2_control[0], b"p" * self._records(h2_preface_bytes(True)))
         waiting, self._waiting = self._waiting, []
@@ -401,14 +400,10 @@ class _Conn:
     @property
     def _frame(self) -> int:
         """Bytes of the frame header that carries a header block (none in HTTP/1.1)."""
-        return 0 if self.h1 else _FRAME[self.transport]
+        return sized_section_frame_bytes(self.version)
 
     def _body_wire_bytes(self, body: int) -> int:
-        if not body or self.h1:
-            return body                                          # HTTP/1.1: Content-Length, no framing
-        if self.transport == "tcp":
-            return body + H2_FRAME_HEADER_BYTES * -(-body // _H2_MAX_FRAME)      # a DATA frame header per 16 KiB
-        return body + 3                                          # aioquic: one DATA frame per write
+        return sized_body_bytes(self.version, body)              # framing's size accounting
 
     def _records(self, nbytes: int) -> int:
         """``nbytes`` written at once, as TLS 1.3 records of up to 16 KiB over TCP with ``tls``."""

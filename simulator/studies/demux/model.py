@@ -23,8 +23,8 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 
 from ...engine import Simulator
+from ...http.connection import transport_for
 from ...net.conditions import Network
-from ...net.tcp import TcpConnection
 from ...net.transport import TransportConfig, timer_counts
 from .real import counters, endpoints
 
@@ -78,7 +78,8 @@ def simulate(strategy: str, cfg: dict, impl, *, network: Network, rtt_s: float, 
     RTT is the sweep's ``rtt_s``) with the receiver's CPU costs as virtual time; its figures."""
     sim = Simulator(network.seed)
     path = network.path(sim, rtt_s=rtt_s, mtu_bytes=mss_bytes + 40, name="demux")
-    tcp = TcpConnection(sim, path, TransportConfig(mss_bytes=mss_bytes), name="demux/tcp")
+    # HTTP/2's transport as every HTTP connection over the models gets it; the bytes on it are the real h2's.
+    tcp = transport_for(sim, path, "h2", TransportConfig(mss_bytes=mss_bytes), name="demux/tcp")
     server, consumer, rx = endpoints(strategy, cfg, impl)
     kernel = _Kernel()
     state = {"busy_until": 0.0, "scheduled": False, "done_s": None, "busy_s": 0.0,

@@ -10,8 +10,10 @@ from dataclasses import dataclass
 
 from ...engine import Simulator
 from ...errors import InputError
-from ...http.blocks import (DecoderStreamReceived, EncoderStreamAcked, EncoderStreamReceived, H2Blocks, H3Blocks,
-                             HeaderBlockAcked, HeaderBlockArrived, HeaderBlockConnection, HeaderBlockReceived)
+from ...http.blocks import HeaderBlockConnection
+from ...http.connection import transport_for
+from ...http.events import (DecoderStreamReceived, EncoderStreamAcked, EncoderStreamReceived, HeaderBlockAcked,
+                            HeaderBlockArrived, HeaderBlockReceived)
 from ...net.transport import TransportConfig, timer_counts
 from ...traces.model import raw_size
 
@@ -181,18 +183,13 @@ class SchemeRun:
             transport = Ref2017Connection(self.sim, rtt_s=p.rtt_s, loss_p=p.network.loss.p,
                                           reorder_prob=p.jitter_prob, reorder_max_s=p.jitter_max_s,
                                           name=f"ref2017-{n}")
-            conn = self.connections[origin] = _Connection(self, H3Blocks(transport), None)
+            conn = self.connections[origin] = _Connection(self, HeaderBlockConnection.over(transport), None)
             return conn
+        # HTTP/3 over the QUIC model, or HTTP/2 over the TCP model (``http.connection.transport_for``).
         path = p.network.path(self.sim, name=f"path{n}")
-        config = TransportConfig(cc=p.cc)
-        if p.transport == "quic":
-            from ...net.quic import QuicConnection
-            transport = QuicConnection(self.sim, path, config, name=f"quic{n}")
-            wire = H3Blocks(transport)
-        else:
-            from ...net.tcp import TcpConnection
-            transport = TcpConnection(self.sim, path, config, name=f"tcp{n}")
-            wire = H2Blocks(transport)
+        transport = transport_for(self.sim, path, "h3" if p.transport == "quic" else "h2", TransportConfig(cc=p.cc),
+                                  name=f"{p.transport}{n}")
+        wire = HeaderBlockConnection.over(transport)
         conn = self.connections[origin] = _Connection(self, wire, path)
         return conn
 
