@@ -130,7 +130,8 @@ def analyse(out: str, reference: dict, *, seed: int = 1) -> ValidationResult:
     summary = summary.assign(key=[_key(r) for r in summary.to_dict(orient="records")])
     if "cc" not in summary.columns:
         summary = summary.assign(cc=None)       # recorded before the lab named its congestion control
-    hars = hars.merge(summary[["job_id", "key", "onload_s", "cc"]], on="job_id")
+    hars = hars[["job_id", "trace", "seed", "har_json"]].merge(summary[["job_id", "key", "onload_s", "cc"]],
+                                                              on="job_id")
     ref_key = _key(reference)
     conditions, ref_pages = [], []
     by_key = {k: df for k, df in summary.groupby("key", sort=False)}
