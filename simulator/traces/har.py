@@ -126,16 +126,18 @@ def _fields(raw_headers, where, path) -> list[tuple[bytes, bytes]]:
     if not isinstance(raw_headers, list):
         raise InputError("headers is not a list.", path=path, where=where)
     out = []
+    append = out.append
     for i, h in enumerate(raw_headers):
-        if not isinstance(h, dict) or not isinstance(h.get("name"), str):
+        raw_name = h.get("name") if isinstance(h, dict) else None
+        if not isinstance(raw_name, str):
             raise InputError(f"header {i} has no name.", path=path, where=where)
         value = h.get("value", "")
         if type(value) is str and "\n" not in value:
-            field = _field(h["name"], value)
+            field = _field(raw_name, value)
             if field is not None:
-                out.append(field)
+                append(field)
             continue
-        name = _field_name(h["name"])
+        name = _field_name(raw_name)
         if name is None:
             continue
         if type(value) is not str:
@@ -144,11 +146,11 @@ def _fields(raw_headers, where, path) -> list[tuple[bytes, bytes]]:
             continue
         if "\n" in value:
             for line in value.split("\n"):
-                out.append((name, _b(line.replace("\r", "").replace("\x00", "").strip())))  # RFC 9110 5.5
+                append((name, _b(line.replace("\r", "").replace("\x00", "").strip())))  # RFC 9110 5.5
         else:
             if "\r" in value or "\x00" in value:
                 value = value.replace("\r", "").replace("\x00", "")
-            out.append((name, _b(value.strip())))
+            append((name, _b(value.strip())))
     return out
 
 
@@ -157,18 +159,24 @@ def _request_headers(request: dict, where: str, path) -> HeaderList:
     limits.check_field_section(fields, path=path, where=where, what="request header")
     method = str(request.get("method") or "GET")
     url = request["url"]
-    given = {n: v for n, v in fields if n.startswith(b":")}
-    host = next((v for n, v in fields if n == b"host"), None)
-    regular = [(n, v) for n, v in fields if not n.startswith(b":") and n != b"host"]
+    # One pass over the fields (the lists are shared with _field's cache, not copied).
+    given, pseudo, regular, host = {}, [], [], None
+    for field in fields:
+        name = field[0]
+        if name[:1] == b":":
+            given[name] = field[1]
+            pseudo.append(field)
+        elif name != b"host":
+            regular.append(field)
+        elif host is None:
+            host = field[1]
     rebuilt = dict(request_pseudo_headers(method, url))
     if host is not None and b":authority" not in given:
         rebuilt[b":authority"] = host                 # RFC 9113 8.3.1: Host -> :authority
     wanted = [n for n in REQUEST_PSEUDO if n in rebuilt]
-    if all(n in given for n in wanted):
-        # The capture has the pseudo-header fields: keep them in their wire order.
-        pseudo = [(n, v) for n, v in fields if n.startswith(b":")]
-    else:
+    if not all(n in given for n in wanted):
         pseudo = [(n, given.get(n, rebuilt[n])) for n in wanted]
+    # else the capture has the pseudo-header fields: they stay in their wire order.
     return tuple(pseudo + regular)
 
 
@@ -176,8 +184,12 @@ def _response_headers(response: dict, where: str, path) -> HeaderList | None:
     fields = _fields(response.get("headers"), where, path)
     limits.check_field_section(fields, path=path, where=where, what="response header")
     status = response.get("status")
-    given = next((v for n, v in fields if n == b":status"), None)
-    regular = [(n, v) for n, v in fields if not n.startswith(b":")]
+    given, regular = None, []
+    for field in fields:
+        if field[0][:1] != b":":
+            regular.append(field)
+        elif given is None and field[0] == b":status":
+            given = field[1]
     if isinstance(status, int) and status > 0:
         code = _b(str(status))
     elif given is not None:
@@ -450,9 +462,24 @@ def _join(base: str, ref: str, what: str, where: str, path) -> str:
     """``ref`` resolved against ``base`` (RFC 3986 5.2); a reference ``urlsplit`` cannot read
     (a malformed IPv6 literal, a host NFKC makes invalid) is an ``InputError`` naming ``what``."""
     try:
+        if "//" in ref:
+            joined = _join_with_authority(ref, urlsplit(base).scheme)
+            if joined is not None:
+                return joined
         return urljoin(base, ref)
     except ValueError as exc:
         raise InputError(f"{what} {ref[:80]!r} cannot be parsed ({exc}).", path=path, where=where) from None
+
+
+@functools.lru_cache(maxsize=1 << 12)
+def _join_with_authority(ref: str, base_scheme: str) -> str | None:
+    """``urljoin(base, ref)`` for a ``ref`` with an authority (RFC 3986 5.2.2: the base's
+    scheme at most is used, for a network-path reference), or None for another ``ref``; memoized
+    on the base's scheme alone, since every entry has its own URL but a page's initiators
+    are few."""
+    if not urlsplit(ref, base_scheme).netloc:
+        return None
+    return _urljoin(base_scheme + "://", ref)
 
 
 def _page_time(ms, field: str = "pageTimings", path=None, where=None) -> float | None:
