@@ -12,9 +12,10 @@ The limits, each well above anything a browser or a QPACK encoder produces:
 limit                      value            why this size
 =========================  ===============  ==================================================
 ``MAX_TRACE_BYTES``        128 MiB          a HAR with its bodies inlined stays below; the
-                                            import holds about 10x the file in memory (a
-                                            51 MB HAR of 20,000 entries: 8 s and 490 MB in
-                                            ``trace info``), so at most about 1.3 GB
+                                            import holds the file's bytes and text and one
+                                            entry at a time, then the trace (a 50 MB HAR of
+                                            20,000 entries: about 4 s and 190 MB; 7 s and
+                                            310 MB in ``trace info``), so at most about 0.5 GB
 ``MAX_ENTRIES``            50,000           HAR entries / QIF lists / interop sections; the
                                             largest real pages have a few thousand
 ``MAX_BODY_BYTES``         64 MiB           one declared body (``bodySize``, ``content.size``
