@@ -33,7 +33,11 @@
   ``origin`` is ``scheme://host[:port]`` without the scheme's default port, the
   compression and connection scope (``http://`` and ``https://`` stay apart).
 
-``write_har(trace, path)`` writes a valid HAR 1.2 file that ``load_har`` reads back
+``load_har`` reads the entries one at a time (``harjson``) and keeps of each only its
+``Exchange``: the parsed document of a 50 MB HAR is about five times the file, so holding it
+whole was most of the import's memory.  ``parse_har`` takes a document already parsed.
+
+``write_har(trace, path)`` (in ``harwrite``) writes a valid HAR 1.2 file that ``load_har`` reads back
 to the same header lists, sizes, start times, pages and extras.  Two custom fields
 keep other traces faithful: ``log._untimed`` (the trace had no times; the
 ``startedDateTime`` values are placeholders) and ``entry._noRequestHeaders`` (a
@@ -44,15 +48,16 @@ converted to JSON text as UTF-8 (undecodable bytes survive via surrogate escapes
 from __future__ import annotations
 
 import functools
+import gc
 import json
 import math
 import re
-from datetime import datetime, timedelta, timezone
+from datetime import datetime, timezone
 from urllib.parse import urljoin as _urljoin, urlsplit as _urlsplit
 
 from ..errors import InputError
-from . import harfields, limits
-from ._io import atomic_write
+from . import harfields, harjson, limits
+from .harwrite import har_dict, write_har
 from .model import Exchange, HeaderList, Page, Trace
 
 __all__ = ["load_har", "parse_har", "write_har", "har_dict", "request_pseudo_headers"]
@@ -122,16 +127,18 @@ def _fields(raw_headers, where, path) -> list[tuple[bytes, bytes]]:
     if not isinstance(raw_headers, list):
         raise InputError("headers is not a list.", path=path, where=where)
     out = []
+    append = out.append
     for i, h in enumerate(raw_headers):
-        if not isinstance(h, dict) or not isinstance(h.get("name"), str):
+        raw_name = h.get("name") if isinstance(h, dict) else None
+        if not isinstance(raw_name, str):
             raise InputError(f"header {i} has no name.", path=path, where=where)
         value = h.get("value", "")
         if type(value) is str and "\n" not in value:
-            field = _field(h["name"], value)
+            field = _field(raw_name, value)
             if field is not None:
-                out.append(field)
+                append(field)
             continue
-        name = _field_name(h["name"])
+        name = _field_name(raw_name)
         if name is None:
             continue
         if type(value) is not str:
@@ -140,11 +147,11 @@ def _fields(raw_headers, where, path) -> list[tuple[bytes, bytes]]:
             continue
         if "\n" in value:
             for line in value.split("\n"):
-                out.append((name, _b(line.replace("\r", "").replace("\x00", "").strip())))  # RFC 9110 5.5
+                append((name, _b(line.replace("\r", "").replace("\x00", "").strip())))  # RFC 9110 5.5
         else:
             if "\r" in value or "\x00" in value:
                 value = value.replace("\r", "").replace("\x00", "")
-            out.append((name, _b(value.strip())))
+            append((name, _b(value.strip())))
     return out
 
 
@@ -153,18 +160,24 @@ def _request_headers(request: dict, where: str, path) -> HeaderList:
     limits.check_field_section(fields, path=path, where=where, what="request header")
     method = str(request.get("method") or "GET")
     url = request["url"]
-    given = {n: v for n, v in fields if n.startswith(b":")}
-    host = next((v for n, v in fields if n == b"host"), None)
-    regular = [(n, v) for n, v in fields if not n.startswith(b":") and n != b"host"]
+    # One pass over the fields (the lists are shared with _field's cache, not copied).
+    given, pseudo, regular, host = {}, [], [], None
+    for field in fields:
+        name = field[0]
+        if name[:1] == b":":
+            given[name] = field[1]
+            pseudo.append(field)
+        elif name != b"host":
+            regular.append(field)
+        elif host is None:
+            host = field[1]
     rebuilt = dict(request_pseudo_headers(method, url))
     if host is not None and b":authority" not in given:
         rebuilt[b":authority"] = host                 # RFC 9113 8.3.1: Host -> :authority
     wanted = [n for n in REQUEST_PSEUDO if n in rebuilt]
-    if all(n in given for n in wanted):
-        # The capture has the pseudo-header fields: keep them in their wire order.
-        pseudo = [(n, v) for n, v in fields if n.startswith(b":")]
-    else:
+    if not all(n in given for n in wanted):
         pseudo = [(n, given.get(n, rebuilt[n])) for n in wanted]
+    # else the capture has the pseudo-header fields: they stay in their wire order.
     return tuple(pseudo + regular)
 
 
@@ -172,8 +185,12 @@ def _response_headers(response: dict, where: str, path) -> HeaderList | None:
     fields = _fields(response.get("headers"), where, path)
     limits.check_field_section(fields, path=path, where=where, what="response header")
     status = response.get("status")
-    given = next((v for n, v in fields if n == b":status"), None)
-    regular = [(n, v) for n, v in fields if not n.startswith(b":")]
+    given, regular = None, []
+    for field in fields:
+        if field[0][:1] != b":":
+            regular.append(field)
+        elif given is None and field[0] == b":status":
+            given = field[1]
     if isinstance(status, int) and status > 0:
         code = _b(str(status))
     elif given is not None:
@@ -234,15 +251,62 @@ def parse_har(doc, path: str | None = None) -> Trace:
     if len(entries) > limits.MAX_ENTRIES:
         raise InputError(f"the HAR has {len(entries)} entries, above the limit of {limits.MAX_ENTRIES} "
                          "(simulator.traces.limits).", path=path)
+    reader = _EntryReader(path)
+    for entry in entries:
+        reader.add(entry)
+    return reader.trace(log)
 
-    rows, cached, no_network = [], 0, 0
-    for i, entry in enumerate(entries):
-        where = f"entry {i}"
+
+class _EntryReader:
+    """A HAR's entries read one at a time (``add``), each turned into its ``Exchange`` at
+    once so that the entry itself can be dropped (``harjson.walk``); ``trace`` then sorts
+    them and adds what needs them all (indices, start times, the push rule, the pages).
+
+    The refusals are the ones a reading of the whole document gives, in its order: the
+    entry count first, then the first entry (in file order) that is no exchange at all
+    (not an object, no request or URL, a bad URL or date), then the span of the start
+    times, then the first exchange (in start-time order) with a bad field."""
+
+    def __init__(self, path):
+        self.path = path
+        self.count = 0
+        # (start time, entry index, Exchange or InputError, url, status, _was_pushed, _transferSize)
+        self.rows: list[tuple] = []
+        self.refused: InputError | None = None
+        self.cached = self.no_network = 0
+
+    def add(self, entry) -> None:
+        """Read the next entry (see the class docstring)."""
+        i, path, where = self.count, self.path, f"entry {self.count}"
+        self.count += 1
+        if self.refused is not None or self.count > limits.MAX_ENTRIES:
+            return                      # the answer is that refusal: the rest is only read
+        try:
+            t = self._check(entry, where)
+        except InputError as exc:
+            self.refused, self.rows = exc.with_traceback(None), []
+            return
+        if t is False:
+            return
+        url = entry["request"]["url"]
+        try:
+            exchange, status = _exchange(entry, where, path)
+        except InputError as exc:
+            self.rows.append((t, i, exc.with_traceback(None), url, None, None, None))
+            return
+        response = entry.get("response") if isinstance(entry.get("response"), dict) else {}
+        transfer = harfields.size_field(response.get("_transferSize"), "response._transferSize", path, where) \
+            if isinstance(response.get("_transferSize"), int) else None
+        self.rows.append((t, i, exchange, url, status, entry.get("_was_pushed"), transfer))
+
+    def _check(self, entry, where):
+        """The entry's start time, or False for an entry that left no exchange on the network."""
+        path = self.path
         if not isinstance(entry, dict):
             raise InputError("is not an object.", path=path, where=where)
         if entry.get("_fromCache") in ("memory", "disk"):
-            cached += 1     # served by the browser's cache: no exchange on the wire
-            continue
+            self.cached += 1    # served by the browser's cache: no exchange on the wire
+            return False
         request = entry.get("request")
         if not isinstance(request, dict):
             raise InputError("has no request.", path=path, where=where)
@@ -254,74 +318,90 @@ def parse_har(doc, path: str | None = None) -> Trace:
         except ValueError as exc:
             raise InputError(f"request url {url[:80]!r} cannot be parsed ({exc}).", path=path, where=where) from None
         if parts.scheme.lower() in harfields.NO_NETWORK_SCHEMES:
-            no_network += 1   # data:, blob: ...: the browser made no request on the network
-            continue
+            self.no_network += 1   # data:, blob: ...: the browser made no request on the network
+            return False
         if not parts.netloc and request.get("method", "GET") != "CONNECT":
             raise InputError(f"request url {url[:80]!r} is not absolute.", path=path, where=where)
         limits.check_url(parts, url, path=path, where=where)
-        rows.append((_parse_time(entry.get("startedDateTime"), where, path), i, entry))
+        return _parse_time(entry.get("startedDateTime"), where, path)
 
-    # Sort by start time; entries without one keep their place at the end.
-    if log.get("_untimed") is True:   # written by write_har for a trace without times
-        rows = [(None, i, e) for _, i, e in rows]
-    rows.sort(key=lambda r: (r[0] is None, r[0] or datetime.min.replace(tzinfo=timezone.utc), r[1]))
-    t0 = rows[0][0] if rows else None
-    for t, i, _ in rows:
-        if t is not None and t0 is not None and abs((t - t0).total_seconds()) > limits.MAX_SPAN_S:
-            raise InputError(f"startedDateTime is {(t - t0).total_seconds():.0f} s from the first entry's, above "
-                             f"the limit of {limits.MAX_SPAN_S:.0e} s.", path=path, where=f"entry {i}")
+    def trace(self, log: dict) -> Trace:
+        """The ``Trace`` of the entries read, with ``log``'s pages and producer (``log``: the
+        HAR's log object, its entries not needed)."""
+        path = self.path
+        if self.count > limits.MAX_ENTRIES:
+            raise InputError(f"the HAR has {self.count} entries, above the limit of {limits.MAX_ENTRIES} "
+                             "(simulator.traces.limits).", path=path)
+        if self.refused is not None:
+            raise self.refused
+        rows = self.rows
+        # Sort by start time; entries without one keep their place at the end.
+        if log.get("_untimed") is True:   # written by write_har for a trace without times
+            rows = [(None,) + r[1:] for r in rows]
+        rows.sort(key=lambda r: (r[0] is None, r[0] or datetime.min.replace(tzinfo=timezone.utc), r[1]))
+        t0 = rows[0][0] if rows else None
+        for t, i, *_ in rows:
+            if t is not None and t0 is not None and abs((t - t0).total_seconds()) > limits.MAX_SPAN_S:
+                raise InputError(f"startedDateTime is {(t - t0).total_seconds():.0f} s from the first entry's, "
+                                 f"above the limit of {limits.MAX_SPAN_S:.0e} s.", path=path, where=f"entry {i}")
+        for row in rows:
+            if isinstance(row[2], InputError):
+                raise row[2]
 
-    exchanges, transfer = [], []
-    unknown_sizes = 0
-    firefox = harfields.firefox_log(log)
-    asked: dict[str, int] = {}          # URL -> entries asking for it (Firefox's pushes are asked once)
-    for _, _, entry in rows:
-        asked[entry["request"]["url"]] = asked.get(entry["request"]["url"], 0) + 1
-    for index, (t, i, entry) in enumerate(rows):
-        exchanges.append(_exchange(index, entry, f"entry {i}", path, t, t0, firefox=firefox,
-                                   asked_once=asked[entry["request"]["url"]] == 1))
-        unknown_sizes += exchanges[-1].body_bytes_from == "unknown" and exchanges[-1].status not in (None, 204, 304)
-        response = entry.get("response") if isinstance(entry.get("response"), dict) else {}
-        transfer.append(harfields.size_field(response.get("_transferSize"), "response._transferSize", path,
-                                             f"entry {i}") if isinstance(response.get("_transferSize"), int) else None)
+        exchanges, transfer = [], []
+        unknown_sizes = 0
+        firefox = harfields.firefox_log(log)
+        asked: dict[str, int] = {}          # URL -> entries asking for it (Firefox's pushes are asked once)
+        for row in rows:
+            asked[row[3]] = asked.get(row[3], 0) + 1
+        for index, (t, _, e, url, status, was_pushed, size) in enumerate(rows):
+            e.index = index
+            e.start_s = (t - t0).total_seconds() if t is not None and t0 is not None else None
+            e.pushed = harfields.pushed({"_was_pushed": was_pushed}, status, e.timings, firefox,
+                                        asked[url] == 1) is not None
+            exchanges.append(e)
+            unknown_sizes += e.body_bytes_from == "unknown" and e.status not in (None, 204, 304)
+            transfer.append(size)
+        self.rows = []
+        cached, no_network = self.cached, self.no_network
 
-    pages = []
-    for j, p in enumerate(log.get("pages") or ()):
-        if not isinstance(p, dict) or not isinstance(p.get("id"), str):
-            raise InputError("has no id.", path=path, where=f"page {j}")
-        pt = None if log.get("_untimed") is True else _parse_time(p.get("startedDateTime"), f"page {j}", path)
-        timings = p.get("pageTimings") if isinstance(p.get("pageTimings"), dict) else {}
-        cached_view = p.get("_cached")
-        pages.append(Page(id=p["id"], title=p.get("title") if isinstance(p.get("title"), str) else None,
-                          start_s=(pt - t0).total_seconds() if pt is not None and t0 is not None else None,
-                          url=next((p[k] for k in ("_URL", "_url") if isinstance(p.get(k), str)), None),
-                          on_load_s=_page_time(timings.get("onLoad"), "onLoad", path, f"page {j}"),
-                          on_content_load_s=_page_time(timings.get("onContentLoad"), "onContentLoad", path,
-                                                       f"page {j}"),
-                          repeat_view=bool(cached_view) if isinstance(cached_view, (int, bool)) else None))
+        pages = []
+        for j, p in enumerate(log.get("pages") or ()):
+            if not isinstance(p, dict) or not isinstance(p.get("id"), str):
+                raise InputError("has no id.", path=path, where=f"page {j}")
+            pt = None if log.get("_untimed") is True else _parse_time(p.get("startedDateTime"), f"page {j}", path)
+            timings = p.get("pageTimings") if isinstance(p.get("pageTimings"), dict) else {}
+            cached_view = p.get("_cached")
+            pages.append(Page(id=p["id"], title=p.get("title") if isinstance(p.get("title"), str) else None,
+                              start_s=(pt - t0).total_seconds() if pt is not None and t0 is not None else None,
+                              url=next((p[k] for k in ("_URL", "_url") if isinstance(p.get(k), str)), None),
+                              on_load_s=_page_time(timings.get("onLoad"), "onLoad", path, f"page {j}"),
+                              on_content_load_s=_page_time(timings.get("onContentLoad"), "onContentLoad", path,
+                                                           f"page {j}"),
+                              repeat_view=bool(cached_view) if isinstance(cached_view, (int, bool)) else None))
 
-    meta = {"transfer_sizes": transfer}
-    if cached:
-        meta["served_from_cache"] = cached
-    if no_network:
-        meta["not_on_network"] = no_network
-    if unknown_sizes:
-        meta["unknown_body_sizes"] = unknown_sizes
-    creator = log.get("creator")
-    if isinstance(creator, dict):
-        meta["creator"] = f"{creator.get('name', '')} {creator.get('version', '')}".strip()
-    browser = log.get("browser")
-    if isinstance(browser, dict) and isinstance(browser.get("name"), str):
-        meta["browser"] = f"{browser.get('name', '')} {browser.get('version', '')}".strip()
-    if t0 is not None:
-        meta["started"] = t0.isoformat()
-    return Trace(exchanges=exchanges, format="har", source=path, pages=pages, meta=meta)
+        meta = {"transfer_sizes": transfer}
+        if cached:
+            meta["served_from_cache"] = cached
+        if no_network:
+            meta["not_on_network"] = no_network
+        if unknown_sizes:
+            meta["unknown_body_sizes"] = unknown_sizes
+        creator = log.get("creator")
+        if isinstance(creator, dict):
+            meta["creator"] = f"{creator.get('name', '')} {creator.get('version', '')}".strip()
+        browser = log.get("browser")
+        if isinstance(browser, dict) and isinstance(browser.get("name"), str):
+            meta["browser"] = f"{browser.get('name', '')} {browser.get('version', '')}".strip()
+        if t0 is not None:
+            meta["started"] = t0.isoformat()
+        return Trace(exchanges=exchanges, format="har", source=path, pages=pages, meta=meta)
 
 
-def _exchange(index: int, entry: dict, where: str, path, t, t0, *, firefox: bool = False,
-              asked_once: bool = True) -> Exchange:
-    """One HAR entry -> an ``Exchange`` (the field rules are ``harfields``'; ``firefox``: the
-    HAR is Firefox's, ``asked_once``: no other entry asks for its URL, for the push rule)."""
+def _exchange(entry: dict, where: str, path) -> tuple[Exchange, int | None]:
+    """One HAR entry -> its ``Exchange`` (the field rules are ``harfields``') and its status;
+    the index, start time and push flag, which need the other entries, are left to
+    ``_EntryReader.trace``."""
     request = entry["request"]
     url = request["url"]
     response = entry.get("response") if isinstance(entry.get("response"), dict) else {}
@@ -355,12 +435,11 @@ def _exchange(index: int, entry: dict, where: str, path, t, t0, *, firefox: bool
     conn = entry.get("connection") if entry.get("connection") not in (None, "") else entry.get("_socket")
     blocking = entry.get("_renderBlocking")
     return Exchange(
-        index=index,
+        index=-1,
         request_headers=req,
         response_headers=resp,
         request_body_bytes=req_body,
         response_body_bytes=wire,
-        start_s=(t - t0).total_seconds() if t is not None and t0 is not None else None,
         origin=_origin(scheme, authority) if authority else None,
         connection=str(conn) if conn not in (None, "") else None,
         page=entry.get("pageref") if isinstance(entry.get("pageref"), str) else None,
@@ -377,17 +456,31 @@ def _exchange(index: int, entry: dict, where: str, path, t, t0, *, firefox: bool
         resource_type_from=rtype_from,
         render_blocking=blocking if isinstance(blocking, str) else None,
         body_bytes_from=size_from,
-        pushed=harfields.pushed(entry, status, timings, firefox, asked_once) is not None,
-    )
+    ), status
 
 
 def _join(base: str, ref: str, what: str, where: str, path) -> str:
     """``ref`` resolved against ``base`` (RFC 3986 5.2); a reference ``urlsplit`` cannot read
     (a malformed IPv6 literal, a host NFKC makes invalid) is an ``InputError`` naming ``what``."""
     try:
+        if "//" in ref:
+            joined = _join_with_authority(ref, urlsplit(base).scheme)
+            if joined is not None:
+                return joined
         return urljoin(base, ref)
     except ValueError as exc:
         raise InputError(f"{what} {ref[:80]!r} cannot be parsed ({exc}).", path=path, where=where) from None
+
+
+@functools.lru_cache(maxsize=1 << 12)
+def _join_with_authority(ref: str, base_scheme: str) -> str | None:
+    """``urljoin(base, ref)`` for a ``ref`` with an authority (RFC 3986 5.2.2: the base's
+    scheme at most is used, for a network-path reference), or None for another ``ref``; memoized
+    on the base's scheme alone, since every entry has its own URL but a page's initiators
+    are few."""
+    if not urlsplit(ref, base_scheme).netloc:
+        return None
+    return _urljoin(base_scheme + "://", ref)
 
 
 def _page_time(ms, field: str = "pageTimings", path=None, where=None) -> float | None:
@@ -413,17 +506,22 @@ def _origin(scheme: str, authority: str) -> str:
     return f"{scheme}://{authority.lower()}"
 
 
-def _read_json(path: str, data: bytes | None = None):
+def _har_text(path: str, data: bytes | None = None) -> str:
+    """The HAR's text: its bytes as UTF-8 (a byte-order mark dropped)."""
     if data is None:
         with open(path, "rb") as f:
             data = f.read()
     if not data.strip():
         raise InputError("the file is empty.", path=path)
     try:
-        text = data.decode("utf-8-sig")
+        return data.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
         raise InputError(f"the HAR is not UTF-8 text ({exc.reason}).", path=path,
                          where=f"byte offset {exc.start}") from None
+
+
+def _parse_json(text: str, path: str):
+    """The whole document at once; its syntax errors as ``InputError``s."""
     try:
         return json.loads(text)
     except json.JSONDecodeError as exc:
@@ -438,121 +536,30 @@ def _read_json(path: str, data: bytes | None = None):
                          path=path) from None
 
 
+def _read_json(path: str, data: bytes | None = None):
+    return _parse_json(_har_text(path, data), path)
+
+
 def load_har(path: str, data: bytes | None = None) -> Trace:
-    """Load a HAR 1.2 file (``data``: its bytes, when already read)."""
-    return parse_har(_read_json(str(path), data), path=str(path))
+    """Load a HAR 1.2 file (``data``: its bytes, when already read).
 
-
-# ---------------------------------------------------------------------------- writer
-
-def _har_headers(headers: HeaderList | None, skip=()) -> list[dict]:
-    return [{"name": _s(n), "value": _s(v)} for n, v in headers or () if n not in skip]
-
-
-def _http_version(headers: HeaderList | None) -> str:
-    return "h2" if headers and headers[0][0].startswith(b":") else "HTTP/1.1"
-
-
-def har_dict(trace: Trace, started: datetime | None = None) -> dict:
-    """The HAR 1.2 document for ``trace`` (a dict ready for ``json.dump``)."""
-    if started is None:
-        started = datetime.fromisoformat(trace.meta.get("started", "2024-06-01T12:00:00+00:00"))
-    transfer = trace.meta.get("transfer_sizes") or []
-
-    def when(start_s):
-        t = started + timedelta(seconds=start_s or 0.0)
-        return t.isoformat(timespec="microseconds")
-
-    entries = []
-    for k, e in enumerate(trace.exchanges):
-        req = e.request_headers or ()
-        pseudo = dict(h for h in req if h[0].startswith(b":"))
-        url = e.url
-        if url is None and e.request_headers is None:
-            url = "https://unknown.invalid/"   # RFC 6761 .invalid: no request was captured
-        elif url is None:
-            scheme = _s(pseudo.get(b":scheme", b"https"))
-            host = pseudo.get(b":authority") or next((v for n, v in req if n == b"host"), b"unknown.invalid")
-            url = f"{scheme}://{_s(host)}{_s(pseudo.get(b':path', b'/'))}"
-        status = e.status or 0
-        ctype = next((_s(v) for n, v in e.response_headers or () if n == b"content-type"), "")
-        entry = {
-            "startedDateTime": when(e.start_s),
-            "time": sum(v for v in (e.timings or {}).values() if isinstance(v, (int, float)) and v > 0),
-            "request": {
-                "method": _s(pseudo.get(b":method", b"GET")),
-                "url": url,
-                "httpVersion": e.http_version or _http_version(req),
-                "cookies": [],
-                "headers": _har_headers(req),
-                "queryString": [],
-                "headersSize": -1,
-                "bodySize": e.request_body_bytes,
-            },
-            "response": {
-                "status": status,
-                "statusText": "",
-                "httpVersion": e.http_version or _http_version(e.response_headers),
-                "cookies": [],
-                "headers": _har_headers(e.response_headers, skip=(b":status",)),
-                "content": {"size": e.decoded_body_bytes, "mimeType": ctype},
-                "redirectURL": e.redirect_url or "",
-                "headersSize": -1,
-                "bodySize": e.response_body_bytes,
-            },
-            "cache": {},
-            "timings": dict(e.timings) if e.timings else {"send": 0, "wait": 0, "receive": 0},
-        }
-        if e.request_headers is None:
-            entry["_noRequestHeaders"] = True
-        if e.page is not None:
-            entry["pageref"] = e.page
-        if e.connection is not None:
-            entry["connection"] = e.connection
-        if e.priority is not None:
-            entry["_priority"] = e.priority
-        if e.resource_type is not None:
-            entry["_resourceType"] = e.resource_type
-        if e.render_blocking is not None:
-            entry["_renderBlocking"] = e.render_blocking
-        if e.pushed:
-            entry["_was_pushed"] = 1
-        if e.initiator is not None or e.initiator_type is not None:
-            init = {"type": e.initiator_type or "other"}
-            if e.initiator is not None:
-                init["url"] = e.initiator
-            entry["_initiator"] = init
-        if k < len(transfer) and transfer[k] is not None:
-            entry["response"]["_transferSize"] = transfer[k]
-        entries.append(entry)
-
-    pages = []
-    for p in trace.pages:
-        page = {"startedDateTime": when(p.start_s), "id": p.id, "title": p.title or "", "pageTimings": {}}
-        for key, value in (("onLoad", p.on_load_s), ("onContentLoad", p.on_content_load_s)):
-            if value is not None:
-                page["pageTimings"][key] = round(value * 1000.0, 3)
-        if p.url is not None:
-            page["_URL"] = p.url
-        if p.repeat_view is not None:
-            page["_cached"] = int(p.repeat_view)
-        pages.append(page)
-    log = {"version": "1.2", "creator": {"name": "http-workbench", "version": "0.1.0"}}
-    if not trace.timed:
-        log["_untimed"] = True   # HAR needs startedDateTime; this says the times are placeholders
-    log.update(pages=pages, entries=entries)
-    return {"log": log}
-
-
-def write_har(trace: Trace, path: str, started: datetime | None = None) -> None:
-    """Write ``trace`` as HAR 1.2, atomically (temporary file, then ``os.replace``)."""
-    # Compact JSON, one entry per line (small files, readable diffs).  ensure_ascii:
-    # undecodable header bytes travel as \udcXX escapes and come back intact.
-    doc = har_dict(trace, started)
-    entries = doc["log"].pop("entries")
-    dump = lambda obj: json.dumps(obj, ensure_ascii=True, separators=(",", ":"))  # noqa: E731
-    head = dump(doc)[:-2]  # without the closing "}}"
-    body = ",\n".join(dump(e) for e in entries)
-    text = f'{head},"entries":[\n{body}\n]}}}}\n'
-    atomic_write(str(path), text.encode("ascii"))
-
+    The entries are read one at a time (``harjson.walk``), so that the whole document is
+    never held as Python objects; a document ``walk`` does not take (another shape, a
+    syntax error) is read whole, which gives the same trace or the same refusal."""
+    path = str(path)
+    text = _har_text(path, data)
+    reader = _EntryReader(path)
+    # The import makes hundreds of thousands of objects and no reference cycles: the cyclic
+    # collector's passes over them found nothing and took a fifth of its time.
+    collecting = gc.isenabled()
+    gc.disable()
+    try:
+        log = harjson.walk(text, reader.add)
+    except (harjson.NotStreamable, ValueError, RecursionError):     # JSONDecodeError is a ValueError
+        log = None
+    finally:
+        if collecting:
+            gc.enable()
+    if log is None:
+        return parse_har(_parse_json(text, path), path=path)
+    return reader.trace(log)

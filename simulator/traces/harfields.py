@@ -182,7 +182,8 @@ def wire_and_decoded_bytes(entry: dict, response: dict, status: int | None, path
     saved = _int(content.get("compression"), "response.content.compression") or 0
     transfer = _int(response.get("_transferSize"), "response._transferSize")
     headers_size = _int(response.get("headersSize"), "response.headersSize")
-    header_bytes = headers_size if headers_size else response_header_bytes(response.get("headers"))
+    # The header section's size is needed only with _transferSize (which holds headers and body).
+    header_bytes = headers_size if headers_size or transfer is None else response_header_bytes(response.get("headers"))
     no_body = (status is not None and (status < 200 or status in (204, 304))) or decoded == 0 \
         or (transfer is not None and transfer <= header_bytes)
     wire, source = None, "unknown"

@@ -12,9 +12,10 @@ The limits, each well above anything a browser or a QPACK encoder produces:
 limit                      value            why this size
 =========================  ===============  ==================================================
 ``MAX_TRACE_BYTES``        128 MiB          a HAR with its bodies inlined stays below; the
-                                            import holds about 10x the file in memory (a
-                                            51 MB HAR of 20,000 entries: 8 s and 490 MB in
-                                            ``trace info``), so at most about 1.3 GB
+                                            import holds the file's bytes and text and one
+                                            entry at a time, then the trace (a 50 MB HAR of
+                                            20,000 entries: about 4 s and 190 MB; 7 s and
+                                            310 MB in ``trace info``), so at most about 0.5 GB
 ``MAX_ENTRIES``            50,000           HAR entries / QIF lists / interop sections; the
                                             largest real pages have a few thousand
 ``MAX_BODY_BYTES``         64 MiB           one declared body (``bodySize``, ``content.size``
@@ -43,10 +44,12 @@ literal that ``ipaddress`` accepts (RFC 3986 section 3.2.2), a port up to 65535.
 
 from __future__ import annotations
 
+import functools
 import ipaddress
 import math
 import re
-from urllib.parse import urlsplit
+from operator import itemgetter
+from urllib.parse import SplitResult, urlsplit
 
 from ..errors import InputError
 
@@ -99,46 +102,64 @@ def check_url(parts, url: str, *, path=None, where=None, what: str = "request ur
     """A URL's host and port as a client could use them (see the module docstring); ``parts``
     is ``urlsplit(url)``, which has already refused a malformed IPv6 literal; ``what`` names
     the field in the message."""
+    problem = _netloc_problem(parts.netloc)
+    if problem is not None:
+        raise InputError(f"{what} {url[:80]!r} {problem}", path=path, where=where)
+
+
+@functools.lru_cache(maxsize=1 << 12)
+def _netloc_problem(netloc: str) -> str | None:
+    """What is wrong with a URL's authority (host and port come from it alone), or None;
+    memoized: a page asks a few hosts for thousands of resources."""
+    parts = SplitResult("", netloc, "", "", "")
     try:
         host = parts.hostname
         parts.port                                     # ValueError: not a number, or above 65535
     except ValueError as exc:
-        raise InputError(f"{what} {url[:80]!r} has a bad host or port ({exc}).", path=path, where=where) from None
+        return f"has a bad host or port ({exc})."
     if not host:
-        return
-    if "[" in parts.netloc:                            # RFC 3986 3.2.2: an IP literal
+        return None
+    if "[" in netloc:                                  # RFC 3986 3.2.2: an IP literal
         try:
             ipaddress.IPv6Address(host.split("%", 1)[0])
         except ValueError:
-            raise InputError(f"{what} {url[:80]!r} has an invalid IPv6 literal.", path=path, where=where) from None
-        return
+            return "has an invalid IPv6 literal."
+        return None
     name = host[:-1] if host.endswith(".") else host
     if not name.isascii():
         try:
             name = name.encode("idna").decode("ascii")
         except UnicodeError:
-            raise InputError(f"{what} {url[:80]!r} has a host no IDNA encoding takes.", path=path,
-                             where=where) from None
+            return "has a host no IDNA encoding takes."
     if len(name) > 253 or not all(_LABEL.match(label) for label in name.split(".")):
-        raise InputError(f"{what} {url[:80]!r} has a host name over 253 characters or an empty or "
-                         "over-63-character label (RFC 1035 2.3.4).", path=path, where=where)
+        return ("has a host name over 253 characters or an empty or over-63-character label "
+                "(RFC 1035 2.3.4).")
+    return None
 
 
 def check_authority(authority: str, *, path=None, where=None, what: str = ":authority") -> None:
     """An ``:authority`` (or Host) value as a client could connect to it: parsed as a URL's
     authority (RFC 3986 3.2) and held to ``check_url``'s rules."""
     try:
-        parts = urlsplit("//" + authority)
+        parts = _split_authority(authority)
     except ValueError as exc:
         raise InputError(f"{what} {authority[:80]!r} cannot be parsed ({exc}).", path=path, where=where) from None
     check_url(parts, authority, path=path, where=where, what=what)
 
 
+@functools.lru_cache(maxsize=1 << 12)
+def _split_authority(authority: str):
+    return urlsplit("//" + authority)
+
+
 def check_field_section(fields, *, path=None, where=None, what: str = "header") -> None:
     """One header list's values and total size within the limits."""
-    total = 0
-    for name, value in fields:
-        total += len(name) + len(value) + 32       # RFC 9113 6.5.2 / RFC 7541 4.1: 32 per field
+    if not isinstance(fields, (list, tuple)):
+        fields = list(fields)                     # read twice below
+    value_sizes = list(map(len, map(itemgetter(1), fields)))
+    total = sum(value_sizes) + sum(map(len, map(itemgetter(0), fields))) \
+        + 32 * len(value_sizes)                   # RFC 9113 6.5.2 / RFC 7541 4.1: 32 per field
+    for name, value in fields if value_sizes and max(value_sizes) > MAX_FIELD_VALUE_BYTES else ():
         if len(value) > MAX_FIELD_VALUE_BYTES:
             raise InputError(f"{what} field {name[:40].decode('latin-1')!r} has a {len(value)}-byte value, above "
                              f"the limit of {MAX_FIELD_VALUE_BYTES} (simulator.traces.limits).", path=path, where=where)
