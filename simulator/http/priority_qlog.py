@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import json
 
-from ..net.writer import _pad
 from .priority_signals import PrioritySignal
 from .priority_writer import ScheduledWriter
 
@@ -149,24 +148,8 @@ class QlogScheduledWriter(ScheduledWriter):
         n = min(left[stream_id], limit)
         self.qlog.event("frame_created", {"stream_id": stream_id,
                                           "frame": {"frame_type": "data", "raw": {"payload_length": n}}})
-        self._write(stream_id, n)
+        self._write_chunk(stream_id, n)
         return n
-
-    def _write(self, stream_id: int, n: int) -> None:
-        # ScheduledWriter.write_next's body after the pick (the stream already chosen).
-        left, scheduler = self._left, self.scheduler
-        remaining = left[stream_id] - n
-        self.written[stream_id] = self.written.get(stream_id, 0) + n
-        self.unacked_bytes += n
-        self.endpoint.write(stream_id, _pad(n), end=not remaining)
-        if scheduler.charges_bytes:
-            scheduler.wrote(stream_id, n)
-        if remaining:
-            left[stream_id] = remaining
-        else:
-            del left[stream_id]
-            scheduler.remove(stream_id)
-            self.on_written(stream_id)
 
     def fill(self) -> None:
         """Chunks the scheduler picks until the window is full, each logged."""

@@ -55,13 +55,17 @@ class ScheduledWriter(ResponseWriter):
         left = self._left
         if not left:
             return 0
-        scheduler = self.scheduler
-        stream_id = scheduler.pick()
+        stream_id = self.scheduler.pick()
         remaining = left[stream_id]
         n = remaining if remaining < limit else limit
-        remaining -= n
-        written = self.written
-        written[stream_id] = written.get(stream_id, 0) + n
+        self._write_chunk(stream_id, n)
+        return n
+
+    def _write_chunk(self, stream_id: int, n: int) -> None:
+        """Write ``n`` bytes of ``stream_id``'s response (the stream already picked)."""
+        left, scheduler = self._left, self.scheduler
+        remaining = left[stream_id] - n
+        self.written[stream_id] = self.written.get(stream_id, 0) + n
         self.unacked_bytes += n
         self.endpoint.write(stream_id, _pad(n), end=not remaining)
         if scheduler.charges_bytes:
@@ -72,7 +76,6 @@ class ScheduledWriter(ResponseWriter):
             del left[stream_id]
             scheduler.remove(stream_id)
             self.on_written(stream_id)
-        return n
 
     def fill(self) -> None:
         # write_next's body inlined: the writer's hot loop over TCP (one pass per acknowledgement).
