@@ -656,10 +656,33 @@ h2f_set_long(PyObject *obj, PyObject *name, unsigned long v)
     return r;
 }
 
+/* hyperframe's Flags of a frame: _valid_flags the frame type's names (``names``, in defined
+ * order), _flags those of ``bits`` (the same order) that ``fl`` sets. */
+static PyObject *
+h2f_flags(PyObject *names, uint8_t fl, const uint8_t *bits, Py_ssize_t nbits)
+{
+    PyObject *flags = h2f_new_instance(H2F_flags_cls), *set = NULL;
+    if (flags == NULL) return NULL;
+    set = PySet_New(names);                   /* Flags._valid_flags: names in defined order */
+    if (set == NULL || PyObject_SetAttr(flags, S_valid_flags, set) < 0) goto fail;
+    Py_CLEAR(set);
+    set = PySet_New(NULL);                    /* Flags._flags: added in defined order */
+    if (set == NULL) goto fail;
+    for (Py_ssize_t i = 0; i < nbits; i++)
+        if ((fl & bits[i]) && PySet_Add(set, PyTuple_GET_ITEM(names, i)) < 0) goto fail;
+    if (PyObject_SetAttr(flags, S_flags_set, set) < 0) goto fail;
+    Py_DECREF(set);
+    return flags;
+fail:
+    Py_XDECREF(set);
+    Py_DECREF(flags);
+    return NULL;
+}
+
 static PyObject *
 h2f_build_data_frame(const uint8_t *p, uint32_t len, uint8_t fl, uint32_t sid)
 {
-    PyObject *data = NULL, *flags = NULL, *set = NULL, *frame = NULL;
+    PyObject *data = NULL, *flags = NULL, *frame = NULL;
     uint32_t pad = 0, start = 0, stop = len;
     if (fl & F_PADDED) {                      /* Pad Length, then data, then padding */
         pad = p[0];
@@ -668,17 +691,9 @@ h2f_build_data_frame(const uint8_t *p, uint32_t len, uint8_t fl, uint32_t sid)
     }
     data = PyBytes_FromStringAndSize((const char *)p + start, (Py_ssize_t)(stop - start));
     if (data == NULL) goto fail;
-    flags = h2f_new_instance(H2F_flags_cls);
+    static const uint8_t bits[] = {F_END_STREAM, F_PADDED};     /* DataFrame.defined_flags */
+    flags = h2f_flags(H2F_flag_names, fl, bits, 2);
     if (flags == NULL) goto fail;
-    set = PySet_New(H2F_flag_names);          /* Flags._valid_flags: names in defined order */
-    if (set == NULL || PyObject_SetAttr(flags, S_valid_flags, set) < 0) goto fail;
-    Py_CLEAR(set);
-    set = PySet_New(NULL);                    /* Flags._flags: added in defined order */
-    if (set == NULL) goto fail;
-    if ((fl & F_END_STREAM) && PySet_Add(set, PyTuple_GET_ITEM(H2F_flag_names, 0)) < 0) goto fail;
-    if ((fl & F_PADDED) && PySet_Add(set, PyTuple_GET_ITEM(H2F_flag_names, 1)) < 0) goto fail;
-    if (PyObject_SetAttr(flags, S_flags_set, set) < 0) goto fail;
-    Py_CLEAR(set);
     frame = h2f_new_instance(H2F_data_cls);
     if (frame == NULL) goto fail;
     if (h2f_set_long(frame, S_stream_id, sid) < 0 || PyObject_SetAttr(frame, S_flags, flags) < 0 ||
@@ -691,7 +706,6 @@ h2f_build_data_frame(const uint8_t *p, uint32_t len, uint8_t fl, uint32_t sid)
 fail:
     Py_XDECREF(data);
     Py_XDECREF(flags);
-    Py_XDECREF(set);
     Py_XDECREF(frame);
     return NULL;
 }
@@ -704,7 +718,7 @@ fail:
 static PyObject *
 h2f_build_headers_frame(const uint8_t *p, uint32_t len, uint8_t fl, uint32_t sid)
 {
-    PyObject *data = NULL, *flags = NULL, *set = NULL, *frame = NULL, *v = NULL;
+    PyObject *data = NULL, *flags = NULL, *frame = NULL, *v = NULL;
     const uint32_t padded = (fl & F_PADDED) ? 1 : 0;
     const uint32_t body_len = len - padded;
     const uint32_t pad = padded ? p[0] : 0;
@@ -722,19 +736,9 @@ h2f_build_headers_frame(const uint8_t *p, uint32_t len, uint8_t fl, uint32_t sid
     }
     data = PyBytes_FromStringAndSize((const char *)p + padded + prio, (Py_ssize_t)(stop - prio));
     if (data == NULL) goto fail;
-    flags = h2f_new_instance(H2F_flags_cls);
+    static const uint8_t bits[] = {F_END_STREAM, F_END_HEADERS, F_PADDED, F_PRIORITY};  /* HeadersFrame's */
+    flags = h2f_flags(H2F_headers_flag_names, fl, bits, 4);
     if (flags == NULL) goto fail;
-    set = PySet_New(H2F_headers_flag_names);  /* Flags._valid_flags: names in defined order */
-    if (set == NULL || PyObject_SetAttr(flags, S_valid_flags, set) < 0) goto fail;
-    Py_CLEAR(set);
-    set = PySet_New(NULL);                    /* Flags._flags: added in defined order */
-    if (set == NULL) goto fail;
-    if ((fl & F_END_STREAM) && PySet_Add(set, PyTuple_GET_ITEM(H2F_headers_flag_names, 0)) < 0) goto fail;
-    if ((fl & F_END_HEADERS) && PySet_Add(set, PyTuple_GET_ITEM(H2F_headers_flag_names, 1)) < 0) goto fail;
-    if ((fl & F_PADDED) && PySet_Add(set, PyTuple_GET_ITEM(H2F_headers_flag_names, 2)) < 0) goto fail;
-    if ((fl & F_PRIORITY) && PySet_Add(set, PyTuple_GET_ITEM(H2F_headers_flag_names, 3)) < 0) goto fail;
-    if (PyObject_SetAttr(flags, S_flags_set, set) < 0) goto fail;
-    Py_CLEAR(set);
     frame = h2f_new_instance(H2F_headers_cls);
     if (frame == NULL) goto fail;
     if (h2f_set_long(frame, S_stream_id, sid) < 0 || PyObject_SetAttr(frame, S_flags, flags) < 0 ||
@@ -753,7 +757,6 @@ fail:
     Py_XDECREF(v);
     Py_XDECREF(data);
     Py_XDECREF(flags);
-    Py_XDECREF(set);
     Py_XDECREF(frame);
     return NULL;
 }
