@@ -347,7 +347,7 @@ def hol_figures(quick: bool) -> dict:
 
     from simulator.frames import implementations
     from simulator.studies import hol
-    from simulator.studies.hol import model as hol_model       # the wire's frame scanners live there
+    from simulator.http import blocks as hol_model             # hol's header blocks' frame scanners live there
     from simulator.traces import load
 
     root = Path(__file__).resolve().parent.parent

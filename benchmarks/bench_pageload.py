@@ -41,7 +41,10 @@ MEASURED_BEFORE_LOADS_PER_S = 2.4
 _ONE_STEP = r"""
 import json, sys, time
 from simulator.studies import push
-from simulator.browser import ClientCache, load_page, page_graph
+try:
+    from simulator.browser import ClientCache, load_page, page_graph
+except ImportError:                                # the reference tree: the model was a study then
+    from simulator.studies.pageload import ClientCache, load_page, page_graph
 from simulator.traces import load
 graph = page_graph(load(sys.argv[1])); params = push.PushParams()
 plan = push.server_plan(graph, "none", params); lp = params.load_params()

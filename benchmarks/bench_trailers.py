@@ -19,19 +19,19 @@ def run(quick: bool = False) -> dict:
 
     base = TrailersParams(strategies=("trailer",), body_bytes=256 * 1024, rate_bytes_per_s=1e6, loss="0.01")
     candidates = {
-        "h1 model (TCP)": TrailersParams(**{**base.__dict__, "versions": ("h1",)}),
-        "h2 model (TCP)": TrailersParams(**{**base.__dict__, "versions": ("h2",)}),
-        "h3 model (QUIC)": TrailersParams(**{**base.__dict__, "versions": ("h3",)}),
-        "h2 model, 2 hops": TrailersParams(**{**base.__dict__, "versions": ("h2",), "hops": ("pass", "merge")}),
-        "h2 real (h2 lib)": TrailersParams(**{**base.__dict__, "versions": ("h2",), "stack": "real"}),
-        "h3 real (aioquic)": TrailersParams(**{**base.__dict__, "versions": ("h3",), "stack": "real"}),
+        "h1 model (TCP)": base.derive(versions=("h1",)),
+        "h2 model (TCP)": base.derive(versions=("h2",)),
+        "h3 model (QUIC)": base.derive(versions=("h3",)),
+        "h2 model, 2 hops": base.derive(versions=("h2",), hops=("pass", "merge")),
+        "h2 real (h2 lib)": base.derive(versions=("h2",), stack="real"),
+        "h3 real (aioquic)": base.derive(versions=("h3",), stack="real"),
     }
     seeds = (1,) if quick else (1, 2, 3)
     figures = {}
     for name, params in candidates.items():
         best = None
         for seed in seeds:
-            p = TrailersParams(**{**params.__dict__, "seed": seed})
+            p = params.with_seed(seed)
             t0 = time.perf_counter()
             trailers.run(None, p)
             elapsed = time.perf_counter() - t0
