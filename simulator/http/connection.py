@@ -26,12 +26,13 @@ from typing import Callable
 
 from ..engine import Simulator
 from ..net.quic import QuicConnection
+from ..net.ref2017 import Ref2017Connection
 from ..net.tcp import TcpConnection
 from ..net.transport import TransportConfig
 from .events import DataAcked, DataReceived, Event, HeadersReceived, StreamEnded, ignore
 from .framing import Framer, Section, Unframer
 
-__all__ = ["ModelConnection", "HttpConnection", "HttpEnd", "transport_for"]
+__all__ = ["ModelConnection", "HttpConnection", "HttpEnd", "transport_for", "reference_transport"]
 
 
 class _Unit:
@@ -238,6 +239,16 @@ def transport_for(sim: Simulator, path, version: str, config: TransportConfig, *
     if version == "h3":
         return QuicConnection(sim, path, config, name=name, **options)
     return TcpConnection(sim, path, config, name=name, **options)
+
+
+def reference_transport(sim: Simulator, network, *, name: str) -> Ref2017Connection:
+    """The 2017 HOL simulator's network model (``net.ref2017``) on ``network``: its RTT,
+    independent loss and reordering jitter; it has no path, bandwidth or queue.  The one
+    place besides ``transport_for`` where HTTP gets a transport."""
+    jitter = network.jitter
+    return Ref2017Connection(sim, rtt_s=network.rtt_s, loss_p=network.loss.p,
+                             reorder_prob=jitter.prob if jitter is not None else 0.0,
+                             reorder_max_s=jitter.max_s if jitter is not None else 0.100, name=name)
 
 
 class ModelConnection:

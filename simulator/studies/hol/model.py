@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from ...engine import Simulator
 from ...errors import InputError
 from ...http.blocks import HeaderBlockConnection
-from ...http.connection import transport_for
+from ...http.connection import reference_transport, transport_for
 from ...http.events import (DecoderStreamReceived, EncoderStreamAcked, EncoderStreamReceived, HeaderBlockAcked,
                             HeaderBlockArrived, HeaderBlockReceived)
 from ...net.transport import TransportConfig, timer_counts
@@ -178,11 +178,8 @@ class SchemeRun:
         p = self.params
         n = len(self.connections)
         if p.transport == "ref2017":
-            from ...net.ref2017 import Ref2017Connection
             # Independent loss only (``HolParams`` says so where the value enters).
-            transport = Ref2017Connection(self.sim, rtt_s=p.rtt_s, loss_p=p.network.loss.p,
-                                          reorder_prob=p.jitter_prob, reorder_max_s=p.jitter_max_s,
-                                          name=f"ref2017-{n}")
+            transport = reference_transport(self.sim, p.network, name=f"ref2017-{n}")
             conn = self.connections[origin] = _Connection(self, HeaderBlockConnection.over(transport), None)
             return conn
         # HTTP/3 over the QUIC model, or HTTP/2 over the TCP model (``http.connection.transport_for``).
