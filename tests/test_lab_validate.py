@@ -108,3 +108,46 @@ def test_report_writes_the_table_json_and_figure(tmp_path):
     write_report(outside, tmp_path)
     assert json.loads((tmp_path / "validation.json").read_text())["conditions"][0]["pages"][0]["trace"] == "b.har"
     assert (tmp_path / "validation.png").stat().st_size > 10_000 and len(written) == 3
+
+
+def test_resent_beside_the_kernels_count_per_condition(tmp_path):
+    """What was resent: per condition the lab server's kernel TCP segments resent per load
+    (median and most, over every run of every page) beside the model's timeouts per load and
+    those it found spurious (RFC 5682 F-RTO, RFC 3522 Eifel), and the report's table says so."""
+    from simulator.lab.report import resent_markdown
+    from simulator.lab.validate import _resent_stats
+
+    pages = [{"measured_server_tcp_retransmits": [0, 2, 1],
+              "predicted_resent": {"packets_lost": 0, "rtos": 1, "spurious_rtos": 1, "ptos": 0, "spurious_ptos": 0}},
+             {"measured_server_tcp_retransmits": [0, 0, 5],
+              "predicted_resent": {"packets_lost": 4, "rtos": 0, "spurious_rtos": 0, "ptos": 2, "spurious_ptos": 1}}]
+    r = _resent_stats(pages)["resent"]
+    assert (r["lab_server_tcp_retransmits_median"], r["lab_server_tcp_retransmits_max"]) == (0.5, 5)
+    assert (r["model_timeouts_median"], r["model_timeouts_max"], r["model_spurious_timeouts"]) == (1.5, 2, 2)
+    assert r["model_packets_lost_median"] == 2
+    assert _resent_stats([{"measured_onload_s": [1.0]}]) == {}
+    cond = {"conditions": "rtt=100ms,bw=10mbit", "protocol": "h2"}
+    table = resent_markdown({"conditions": [{"condition": cond, "resent": r}, {"condition": cond}]})
+    assert table.count("\n") == 3 and "| `rtt=100ms,bw=10mbit` | h2 | 0.5, 5 | 1.5, 2 | 2 | 2 |" in table
+    assert resent_markdown({"conditions": [{"condition": cond}]}) == ""
+
+
+def test_fidelity_predicts_no_timeout_with_nothing_lost():
+    """RFC 6298 section 5 with Linux's floor (SRTT + max(4 RTTVAR, 200 ms)): a page moved to
+    loss-free links (the lab's grid) fires no retransmission timeout over h2 and loses nothing,
+    as the lab's kernel resends about nothing.  Over h3 no PTO fires either, except at the
+    handshake when the path's RTT reaches the first PTO (RFC 9002 section 6.2.2: initial RTT
+    100 ms, RTTVAR half of it: 300 ms): those PTOs are all found spurious."""
+    from simulator.studies.fidelity import FidelityParams, run
+    from simulator.traces import load
+
+    trace = load(str(ROOT / "traces/har-real/http_http2-chrome.har"))
+    for protocol in ("h2", "h3"):
+        for at in ("rtt=300ms,bw=2mbit", "rtt=20ms,bw=2mbit", "rtt=100ms,bw=50mbit", "rtt=200ms,bw=50mbit"):
+            row = run(trace, FidelityParams(at=at, protocol=protocol, cc="cubic")).pages.iloc[0]
+            assert row["packets_lost"] == 0 and row["packets_sent"] > 0, (protocol, at)
+            assert row["rtos"] == 0, (protocol, at)
+            if at.startswith("rtt=300ms") and protocol == "h3":
+                assert 0 < row["ptos"] == row["spurious_ptos"], (protocol, at)
+            else:
+                assert row["ptos"] == 0, (protocol, at)

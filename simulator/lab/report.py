@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-__all__ = ["write_report", "table_markdown", "figure"]
+__all__ = ["write_report", "table_markdown", "resent_markdown", "figure"]
 
 
 def _pct(v) -> str:
@@ -38,6 +38,34 @@ def table_markdown(result: dict) -> str:
                  f"{s['pages']} | **{_pct(s['mape_percent'])}** | {_pct(s['median_ape_percent'])} | "
                  f"{s['spearman_rho'] if s['spearman_rho'] is not None else 'n/a'} | "
                  f"{_pct(s['floor_mape_percent'])} | |")
+    return "\n".join(lines) + "\n"
+
+
+def _g(v) -> str:
+    return "n/a" if v is None else f"{v:g}"
+
+
+def resent_markdown(result: dict) -> str:
+    """What was resent, per condition: the lab server's kernel TCP segments resent per load
+    (RetransSegs in its namespace; HTTP/2 only) beside the model's timeouts per load (RTOs and
+    PTOs, and how many of them it found spurious); empty when no condition carries the counts."""
+    rows = [c for c in ([result["reference"]] if result.get("reference") else []) + result["conditions"]
+            if c.get("resent")]
+    if not rows:
+        return ""
+    lines = ["| condition | protocol | lab: segments resent per load (median, most) | "
+             "model: timeouts per load (median, most) | model: found spurious (all loads) | "
+             "model: packets lost per load (median) |",
+             "|---|---|---|---|---|---|"]
+
+    def pair(r: dict, key: str) -> str:
+        return "n/a" if f"{key}_median" not in r else f"{r[f'{key}_median']:g}, {r[f'{key}_max']:g}"
+
+    for c in rows:
+        r = c["resent"]
+        lines.append(f"| `{c['condition']['conditions']}` | {c['condition']['protocol']} | "
+                     f"{pair(r, 'lab_server_tcp_retransmits')} | {pair(r, 'model_timeouts')} | "
+                     f"{r.get('model_spurious_timeouts', 'n/a')} | {_g(r.get('model_packets_lost_median'))} |")
     return "\n".join(lines) + "\n"
 
 
@@ -99,6 +127,11 @@ def write_report(result: dict, folder: str | Path) -> list[Path]:
             "(`workbench fidelity --at`) and measured. Errors are of onLoad against the median of the runs; the "
             "floor is the same metric between repeated real loads.\n\n" + table_markdown(result) +
             "\n![predicted against measured](validation.png)\n")
+    resent = resent_markdown(result)
+    if resent:
+        text += ("\n## What was resent\n\nWith nothing lost on the link, a sender should resend about nothing: the "
+                 "lab counts its server's kernel TCP segments resent (tail loss probes included), the model its "
+                 "retransmission timeouts and PTOs and those it found spurious and undid.\n\n" + resent)
     atomic_write(md, text.encode())
     atomic_write(folder / "validation.json", (json.dumps(result, indent=1) + "\n").encode())
     fig = figure(result)

@@ -31,6 +31,9 @@ from ..net.conditions import PathConditions
 __all__ = ["validate", "analyse", "ValidationResult", "floor_ape", "spearman", "waterfall"]
 
 LINK_KEYS = ("rtt_s", "bandwidth_bps", "loss", "queue_bytes", "protocol")
+# The model's counts held against the kernel's segments resent (the lab's h2 loads): packets the
+# link dropped, and the retransmission timeouts (and PTOs) fired, with those found spurious.
+RESEND_KEYS = ("packets_lost", "rtos", "spurious_rtos", "ptos", "spurious_ptos")
 
 
 def _key(row) -> tuple:
@@ -66,6 +69,36 @@ def spearman(a: list[float], b: list[float]) -> float | None:
     return None if value != value else round(float(value), 4)
 
 
+def _kernel_resent(runs: pd.DataFrame) -> list[int] | None:
+    """The lab server's kernel TCP segments resent in each run (RetransSegs; None where the
+    folder predates the count or the loads were HTTP/3, whose resends are aioquic's own)."""
+    if "server_tcp_retransmits" not in runs.columns:
+        return None
+    values = [int(v) for v in runs.sort_values("seed")["server_tcp_retransmits"] if v == v and v is not None]
+    return values or None
+
+
+def _resent_stats(pages: list[dict]) -> dict:
+    """Per condition: the kernel's segments resent per load (median over every run of every
+    page, and the most in one load) beside the model's timeouts per load, fired and found
+    spurious: with nothing lost both should be about zero (Linux's timer, F-RTO)."""
+    kernel = [v for p in pages for v in p.get("measured_server_tcp_retransmits", [])]
+    model = [p["predicted_resent"] for p in pages if p.get("predicted_resent")]
+    if not kernel and not model:
+        return {}
+    out: dict = {}
+    if kernel:
+        out["lab_server_tcp_retransmits_median"] = statistics.median(kernel)
+        out["lab_server_tcp_retransmits_max"] = max(kernel)
+    if model:
+        timeouts = [m.get("rtos", 0) + m.get("ptos", 0) for m in model]
+        out["model_timeouts_median"] = statistics.median(timeouts)
+        out["model_timeouts_max"] = max(timeouts)
+        out["model_spurious_timeouts"] = sum(m.get("spurious_rtos", 0) + m.get("spurious_ptos", 0) for m in model)
+        out["model_packets_lost_median"] = statistics.median(m.get("packets_lost", 0) for m in model)
+    return {"resent": out}
+
+
 def _stats(pages: list[dict]) -> dict:
     ape = [abs(p["error_percent"]) for p in pages if p["error_percent"] is not None]
     floor = [f for p in pages for f in p["floor_ape_percent"]]
@@ -99,10 +132,11 @@ class ValidationResult:
 
 
 def _predict(har_json: str, trace_name: str, key: tuple, seed: int, cc: str | None = None
-             ) -> tuple[float | None, str | None]:
+             ) -> tuple[float | None, str | None, dict]:
     """The model's onLoad of the reference HAR's page moved to condition ``key``, with the
     lab servers' congestion control ``cc`` (None: a folder recorded before the lab named it,
-    under the kernel's default: the model's own default)."""
+    under the kernel's default: the model's own default), and what its transports resent
+    (``RESEND_KEYS``)."""
     from ..studies.fidelity import FidelityParams, run as fidelity
     from ..traces.har import parse_har
 
@@ -112,11 +146,12 @@ def _predict(har_json: str, trace_name: str, key: tuple, seed: int, cc: str | No
         trace = parse_har(json.loads(har_json), path=trace_name)
         result = fidelity(trace, FidelityParams(at=at, protocol=protocol, seed=seed, **({"cc": cc} if cc else {})))
     except InputError as exc:
-        return None, exc.detail
+        return None, exc.detail, {}
     if not len(result.pages):
         reason = result.skipped["reason"].iloc[0] if len(result.skipped) else "no page"
-        return None, reason
-    return float(result.pages["simulated_onload_s"].iloc[0]), None
+        return None, reason, {}
+    row = result.pages.iloc[0]
+    return float(row["simulated_onload_s"]), None, {k: int(row[k]) for k in RESEND_KEYS if k in row}
 
 
 def analyse(out: str, reference: dict, *, seed: int = 1) -> ValidationResult:
@@ -144,18 +179,23 @@ def analyse(out: str, reference: dict, *, seed: int = 1) -> ValidationResult:
                 continue
             ref = ref.sort_values(["onload_s", "seed"]).iloc[(len(ref) - 1) // 2]        # the median run
             cc = ref["cc"] if isinstance(ref["cc"], str) else None
-            predicted, why = _predict(ref["har_json"], trace, key, seed, cc)
+            predicted, why, resent = _predict(ref["har_json"], trace, key, seed, cc)
             median = statistics.median(measured)
             page = {"trace": trace, "measured_onload_s": [round(v, 4) for v in measured],
                     "predicted_onload_s": None if predicted is None else round(predicted, 4),
                     "error_percent": None if predicted is None else round(100.0 * (predicted - median) / median, 3),
                     "floor_ape_percent": [round(v, 3) for v in floor_ape(measured)]}
+            kernel = _kernel_resent(runs) if key[4] == "h2" else None
+            if kernel is not None:
+                page["measured_server_tcp_retransmits"] = kernel
+            if resent:
+                page["predicted_resent"] = resent
             if why:
                 page["not_predicted"] = why
             pages.append(page)
         stats = _stats(pages)
         del stats["pages"]                       # here "pages" is the list itself
-        entry = {"condition": _condition(key), "pages": pages, **stats}
+        entry = {"condition": _condition(key), "pages": pages, **stats, **_resent_stats(pages)}
         if key == ref_key:
             ref_pages = pages
             reference_entry = {**entry, "note": "in sample: predicted from one of its own runs"}

@@ -18,6 +18,7 @@ from ...traces import load
 from ...traces.model import Trace, header_value
 from ...traces.pagegraph import PageGraph, page_graph, page_ids
 from ...net.conditions import PathConditions
+from ...net.transport import TIMER_KEYS
 from ..base import StudyParams, StudyResult
 from ...browser import ClientCache, LoadParams, PageLoadResult, ServerPlan, load_page
 from .conditions import PROTOCOL_CHOICES, PageConditions, infer_conditions
@@ -263,6 +264,8 @@ def run(trace: Trace, params: FidelityParams | None = None, *, progress: bool = 
                "error_percent": (math.nan if params.at or params.counterfactual_server
                                  else 100.0 * (simulated - meta.on_load_s) / meta.on_load_s),
                "resources": len(sub), "requests": metrics["requests"], "connections": metrics["connections"],
+               # What the transports resent and why: the lab holds these against the kernel's own count.
+               **{k: metrics.get(k, 0) for k in ("packets_sent", "packets_lost", *TIMER_KEYS)},
                "creator": trace.meta.get("creator", ""), "resource_scheduler": scheduler, **cond.summary()}
         rows.append(row)
         first_views[meta.url or row["url"]] = (graph, meta, cond)   # a repeat view follows its own first view
