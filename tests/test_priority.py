@@ -189,3 +189,35 @@ def test_native_writer_sends_as_the_python_one_rfc9218_section_4(scheduler, monk
     monkeypatch.setattr(priority_writer, "native", SimpleNamespace(C=None))
     python_run = pr.run(graph, params).resources
     pd.testing.assert_frame_equal(native_run, python_run)
+
+
+@pytest.mark.parametrize("scheduler,loss", [("tree", "0"), ("tree", "0.02"), ("cf-shared-sequential", "0"),
+                                            ("cf-shared-sequential", "0.02")])
+def test_native_hooked_writer_sends_as_the_python_one_rfc7540_section_5_3(scheduler, loss, monkeypatch):
+    """Over the C TCP the other schedulers (the RFC 7540 section 5.3 tree, Cloudflare's split)
+    run on the C writer with their ``pick``/``wrote``/``remove`` as hooks
+    (``_NativeScheduledWriter``): every response of an h2 page load ready at the same time as
+    with ``ScheduledWriter``, with loss and with the LCP image's PRIORITY_UPDATE or PRIORITY
+    frame (RFC 9218 section 7, RFC 7540 section 5.3.3)."""
+    from types import SimpleNamespace
+
+    from simulator.http import priority, priority_writer
+    from simulator.net import native
+    from simulator.studies import priorities as pr
+    from simulator.browser import page_graph
+    from simulator.traces import load
+
+    if native.C is None:
+        pytest.skip("no C extension")
+    graph = page_graph(load("traces/synthetic-page.har"))
+    params = pr.PrioritiesParams(schedulers=(scheduler,), browsers=("chromium", "firefox", "safari"),
+                                 protocol="h2", loss=loss)
+    made = []
+    real = priority.scheduled_writer
+    monkeypatch.setattr(priority, "scheduled_writer", lambda *a, **k: made.append(real(*a, **k)) or made[-1])
+    monkeypatch.setattr("simulator.http.network.scheduled_writer", priority.scheduled_writer)
+    native_run = pr.run(graph, params).resources
+    assert made and all(type(w).__name__ == "_NativeScheduledWriter" for w in made)
+    monkeypatch.setattr(priority_writer, "native", SimpleNamespace(C=None))
+    python_run = pr.run(graph, params).resources
+    pd.testing.assert_frame_equal(native_run, python_run)

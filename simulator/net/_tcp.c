@@ -3976,6 +3976,11 @@ typedef struct {
     char fill_on_ack;
     Rotation *levels;        /* sorted by level; a level's rotation may be empty */
     Py_ssize_t nlevels;
+    /* A scheduler's hooks (http.priority_writer._NativeScheduledWriter), NULL without: pick()
+     * names the stream of each chunk in place of the rotations, wrote(stream, n) is told
+     * every chunk (NULL: not told), remove(stream) a response written in full.  The
+     * responses then wait in one rotation, found by their stream. */
+    PyObject *pick, *wrote, *remove;
 } WriterObject;
 
 static PyTypeObject WriterType;
@@ -4018,6 +4023,9 @@ Writer_traverse(WriterObject *w, visitproc visit, void *arg)
     Py_VISIT(w->written);
     Py_VISIT(w->on_written);
     Py_VISIT(w->acked);
+    Py_VISIT(w->pick);
+    Py_VISIT(w->wrote);
+    Py_VISIT(w->remove);
     for (Py_ssize_t i = 0; i < w->nlevels; i++) {
         Rotation *r = &w->levels[i];
         for (Py_ssize_t j = 0; j < r->size; j++)
@@ -4049,6 +4057,9 @@ Writer_clear(WriterObject *w)
     Py_CLEAR(w->written);
     Py_CLEAR(w->on_written);
     Py_CLEAR(w->acked);
+    Py_CLEAR(w->pick);
+    Py_CLEAR(w->wrote);
+    Py_CLEAR(w->remove);
     rotations_free(w);
     return 0;
 }
@@ -4161,10 +4172,92 @@ dict_add(PyObject *dict, PyObject *key, long long n, long long *total)
     return rc;
 }
 
+/* write_next with a scheduler's hooks: the stream pick() names, found in the rotation of
+ * its level (at most one level is used then); the same steps as
+ * http.priority_writer.ScheduledWriter._write_chunk, in its order. */
+static long long
+writer_next_picked(WriterObject *w, long long limit)
+{
+    Rotation *r = NULL;
+    for (Py_ssize_t i = 0; i < w->nlevels; i++) {
+        if (w->levels[i].size > 0) {
+            r = &w->levels[i];
+            break;
+        }
+    }
+    if (r == NULL)
+        return 0;
+    PyObject *sid = PyObject_CallNoArgs(w->pick);
+    if (sid == NULL)
+        return -1;
+    Py_ssize_t j = 0;
+    for (; j < r->size; j++) {
+        PyObject *cand = r->buf[(r->head + j) % r->cap].sid;
+        int same = cand == sid ? 1 : PyObject_RichCompareBool(cand, sid, Py_EQ);
+        if (same < 0)
+            goto fail;
+        if (same)
+            break;
+    }
+    if (j == r->size) {
+        PyErr_Format(PyExc_KeyError, "the scheduler picked stream %R, which has nothing to write", sid);
+        goto fail;
+    }
+    Turn *t = &r->buf[(r->head + j) % r->cap];
+    long long n = t->remaining < limit ? t->remaining : limit;
+    long long remaining = t->remaining - n;
+    t->remaining = remaining;
+    if (dict_add(w->written, sid, n, NULL) < 0)
+        goto fail;
+    w->unacked += n;
+    if (n > PyBytes_GET_SIZE(w->pad)) {
+        PyObject *pad = PyBytes_FromStringAndSize(NULL, (Py_ssize_t)n);
+        if (pad == NULL)
+            goto fail;
+        memset(PyBytes_AS_STRING(pad), 'r', (size_t)n);
+        Py_SETREF(w->pad, pad);
+    }
+    if (endpoint_write_slice(w->endpoint, sid, w->pad, 0, (Py_ssize_t)n, !remaining) < 0)
+        goto fail;
+    if (w->wrote != NULL) {
+        PyObject *nobj = PyLong_FromLongLong(n);
+        if (nobj == NULL)
+            goto fail;
+        PyObject *res = PyObject_CallFunctionObjArgs(w->wrote, sid, nobj, NULL);
+        Py_DECREF(nobj);
+        if (res == NULL)
+            goto fail;
+        Py_DECREF(res);
+    }
+    if (!remaining) {
+        /* out of the rotation, order kept (the turn's reference to the stream is dropped) */
+        Py_ssize_t pos = (r->head + j) % r->cap;
+        Py_DECREF(r->buf[pos].sid);
+        for (Py_ssize_t k = j; k + 1 < r->size; k++)
+            r->buf[(r->head + k) % r->cap] = r->buf[(r->head + k + 1) % r->cap];
+        r->size--;
+        PyObject *res = PyObject_CallOneArg(w->remove, sid);
+        if (res == NULL)
+            goto fail;
+        Py_DECREF(res);
+        res = PyObject_CallOneArg(w->on_written, sid);
+        if (res == NULL)
+            goto fail;
+        Py_DECREF(res);
+    }
+    Py_DECREF(sid);
+    return n;
+fail:
+    Py_DECREF(sid);
+    return -1;
+}
+
 /* write_next(limit): the bytes written (0: nothing waits), -1 on error. */
 static long long
 writer_next(WriterObject *w, long long limit)
 {
+    if (w->pick != NULL)
+        return writer_next_picked(w, limit);
     Rotation *r = NULL;
     for (Py_ssize_t i = 0; i < w->nlevels; i++) {
         if (w->levels[i].size > 0) {
@@ -4297,11 +4390,27 @@ Writer_on_stream_acked(WriterObject *w, PyObject *const *args, Py_ssize_t nargs)
 static PyObject *
 Writer_get_waiting(WriterObject *w, void *c) { return PyBool_FromLong(writer_waiting(w)); }
 
+static PyObject *
+Writer_hook(WriterObject *w, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 3 || !PyCallable_Check(args[0]) || !PyCallable_Check(args[2])
+            || (args[1] != Py_None && !PyCallable_Check(args[1]))) {
+        PyErr_SetString(PyExc_TypeError, "hook(pick, wrote or None, remove)");
+        return NULL;
+    }
+    Py_XSETREF(w->pick, Py_NewRef(args[0]));
+    Py_XSETREF(w->wrote, args[1] == Py_None ? NULL : Py_NewRef(args[1]));
+    Py_XSETREF(w->remove, Py_NewRef(args[2]));
+    Py_RETURN_NONE;
+}
+
 static PyMethodDef Writer_methods[] = {
     {"add", (PyCFunction)(void (*)(void))Writer_add, METH_FASTCALL, "add(stream_id, size, level): a response joins its rotation."},
     {"stop", (PyCFunction)Writer_stop, METH_O, "stop(stream_id): nothing more of it is written."},
     {"write_next", (PyCFunction)Writer_write_next, METH_O, "write_next(limit) -> bytes written of the next response in turn."},
     {"fill", (PyCFunction)Writer_fill, METH_NOARGS, "Keep the congestion window written."},
+    {"hook", (PyCFunction)(void (*)(void))Writer_hook, METH_FASTCALL,
+     "hook(pick, wrote, remove): a scheduler names each chunk's stream (wrote None: not told the bytes)."},
     {"on_stream_acked", (PyCFunction)(void (*)(void))Writer_on_stream_acked, METH_FASTCALL,
      "on_stream_acked(stream_id, acked_offset): the transport's acknowledgement."},
     {NULL},
