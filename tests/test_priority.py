@@ -163,7 +163,7 @@ def test_same_input_same_order_every_time():
 
 
 @pytest.mark.parametrize("scheduler", ["rfc9218", "fifo", "rr", "lifo", "urgency-rr", "urgency-fifo",
-                                       "cf-exclusive-sequential", "cf-shared"])
+                                       "cf-exclusive-sequential", "cf-shared", "cf-shared-sequential"])
 def test_native_writer_sends_as_the_python_one_rfc9218_section_4(scheduler, monkeypatch):
     """Over the C TCP the level schedulers run on the C writer (``_NativeLevelWriter``): every
     response of an h2 page load ready at the same time as with ``ScheduledWriter``, the LCP
@@ -191,14 +191,15 @@ def test_native_writer_sends_as_the_python_one_rfc9218_section_4(scheduler, monk
     pd.testing.assert_frame_equal(native_run, python_run)
 
 
-@pytest.mark.parametrize("scheduler,loss", [("tree", "0"), ("tree", "0.02"), ("cf-shared-sequential", "0"),
-                                            ("cf-shared-sequential", "0.02")])
-def test_native_hooked_writer_sends_as_the_python_one_rfc7540_section_5_3(scheduler, loss, monkeypatch):
-    """Over the C TCP the other schedulers (the RFC 7540 section 5.3 tree, Cloudflare's split)
-    run on the C writer with their ``pick``/``wrote``/``remove`` as hooks
-    (``_NativeScheduledWriter``): every response of an h2 page load ready at the same time as
-    with ``ScheduledWriter``, with loss and with the LCP image's PRIORITY_UPDATE or PRIORITY
-    frame (RFC 9218 section 7, RFC 7540 section 5.3.3)."""
+@pytest.mark.parametrize("scheduler,loss,kind", [("tree", "0", "_NativeScheduledWriter"),
+                                                 ("tree", "0.02", "_NativeScheduledWriter"),
+                                                 ("cf-shared-sequential", "0.02", "_NativeLevelWriter")])
+def test_native_writers_send_as_the_python_one_with_loss_rfc7540_section_5_3(scheduler, loss, kind, monkeypatch):
+    """Over the C TCP the RFC 7540 section 5.3 tree runs on the C writer with its
+    ``pick``/``wrote``/``remove`` as hooks (``_NativeScheduledWriter``), Cloudflare's split on
+    the C writer's levels: every response of an h2 page load ready at the same time as with
+    ``ScheduledWriter``, with loss and with the LCP image's PRIORITY_UPDATE or PRIORITY frame
+    (RFC 9218 section 7, RFC 7540 section 5.3.3), for three browsers' signals."""
     from types import SimpleNamespace
 
     from simulator.http import priority, priority_writer
@@ -217,7 +218,46 @@ def test_native_hooked_writer_sends_as_the_python_one_rfc7540_section_5_3(schedu
     monkeypatch.setattr(priority, "scheduled_writer", lambda *a, **k: made.append(real(*a, **k)) or made[-1])
     monkeypatch.setattr("simulator.http.network.scheduled_writer", priority.scheduled_writer)
     native_run = pr.run(graph, params).resources
-    assert made and all(type(w).__name__ == "_NativeScheduledWriter" for w in made)
+    assert made and all(type(w).__name__ == kind for w in made)
     monkeypatch.setattr(priority_writer, "native", SimpleNamespace(C=None))
     python_run = pr.run(graph, params).resources
     pd.testing.assert_frame_equal(native_run, python_run)
+
+
+def drain_runs(scheduler, sizes: dict[int, int]) -> list[int]:
+    """``drain`` as the C writer does it: ``pick_run`` names a stream and a run of chunks, the
+    run is written and ``settle`` told its bytes (a short last chunk ends it)."""
+    out = []
+    while sizes:
+        sid, run = scheduler.pick_run(CHUNK)
+        full = 0
+        while True:
+            n = min(CHUNK, sizes[sid])
+            sizes[sid] -= n
+            out.append(sid)
+            if n < CHUNK:
+                scheduler.settle(sid, full, CHUNK, n)
+                break
+            full += 1
+            if full == run or not sizes[sid]:
+                scheduler.settle(sid, full, CHUNK, 0)
+                break
+        if not sizes[sid]:
+            del sizes[sid]
+            scheduler.remove(sid)
+    return out
+
+
+@pytest.mark.parametrize("name", scheduler_names())
+def test_rfc7540_s5_3_2_runs_of_picks_give_the_order_of_one_pick_per_chunk(name):
+    """``pick_run``/``settle`` (the C writer's hooks) make the same choices as a ``pick`` and a
+    ``wrote`` per chunk: weights sharing siblings (RFC 7540 section 5.3.2), Chromium's chain,
+    Firefox's placeholders, ties between placeholders of equal pass."""
+    streams = [(i, 900 * (i % 7 + 1) + 37 * (i % 3), PrioritySignal(
+        urgency=i % 8, incremental=bool(i % 2), weight=1 + (i * 37) % 256,
+        parent=(CHAIN, ROOT, "leader", "other", "follower")[i % 5] if i % 5 else ROOT,
+        tree="firefox" if i % 5 > 1 else None)) for i in range(1, 80, 2)]
+    assert drain_runs(*load(name, streams)) == drain(*load(name, streams))
+    few = [(1, 30000, PrioritySignal(weight=256)), (3, 20000, PrioritySignal(weight=16)),
+           (5, 9000, PrioritySignal(weight=1)), (7, 5000, PrioritySignal(weight=16, parent=3))]
+    assert drain_runs(*load(name, few)) == drain(*load(name, few))

@@ -27,6 +27,7 @@ class _Node:
 
 
 _STRIDE = 256.0                       # bytes x STRIDE / weight: a pass advance
+_MAX_RUN = 64                         # pick_run's longest run (chunks)
 
 
 class TreeScheduler(Scheduler):
@@ -136,6 +137,46 @@ class TreeScheduler(Scheduler):
         while node.parent is not None:
             node.pass_ += nbytes * _STRIDE / node.weight
             node = node.parent
+
+    def pick_run(self, chunk_bytes):
+        """``pick``, and the picks of that stream in a row with ``chunk_bytes`` charged each: at
+        every level of the way down, while the chosen child's pass (advanced as ``wrote``
+        advances it) stays below the best other sibling's (ties to the earlier request, then
+        to the earlier child, as ``pick`` breaks them)."""
+        node, run = self._root, _MAX_RUN
+        while not node.ready:
+            best = rival = None
+            for child in node.children:           # the best and the second best, in one pass
+                if child.active:
+                    if best is None or (child.pass_, child.order) < (best.pass_, best.order):
+                        best, rival = child, best
+                    elif rival is None or (child.pass_, child.order) < (rival.pass_, rival.order):
+                        rival = child
+            node.vtime = best.pass_
+            if rival is not None and run > 1:
+                # rival found after best: best wins ties; before it: best was strictly less
+                key, order, step = (rival.pass_, rival.order), best.order, chunk_bytes * _STRIDE / best.weight
+                first = node.children.index(best) < node.children.index(rival)
+                p, picks = best.pass_ + step, 1
+                while picks < run and ((p, order) < key or (first and (p, order) == key)):
+                    picks += 1
+                    p += step
+                run = picks
+            node = best
+        return node.key, run
+
+    def settle(self, stream_id, chunks, chunk_bytes, last_bytes):
+        """A run of ``pick_run``: per chunk after the first, the passes a pick leaves on the path
+        (``vtime``), and per chunk its bytes charged (``wrote``), in the order picks and writes
+        would have made them."""
+        node = self._nodes[stream_id]
+        for i in range(chunks + (1 if last_bytes else 0)):
+            if i:
+                n = node
+                while n.parent is not None:
+                    n.parent.vtime = n.pass_
+                    n = n.parent
+            self.wrote(stream_id, chunk_bytes if i < chunks else last_bytes)
 
     def remove(self, stream_id):
         """Out of the tree; its children move to its parent sharing its weight (RFC 7540 5.3.4)."""
