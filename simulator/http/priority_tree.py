@@ -124,11 +124,13 @@ class TreeScheduler(Scheduler):
         while True:
             if node.ready:
                 return node.key
-            best = None
-            for child in node.children:
-                if child.active and (best is None or (child.pass_, child.order) < (best.pass_, best.order)):
-                    best = child
-            node.vtime = best.pass_
+            best, bp, bo = None, 0.0, 0
+            for child in node.children:           # least (pass, order), the earlier child on a tie
+                if child.active:
+                    cp = child.pass_
+                    if best is None or cp < bp or (cp == bp and child.order < bo):
+                        best, bp, bo = child, cp, child.order
+            node.vtime = bp
             node = best
 
     def wrote(self, stream_id, nbytes):
@@ -146,19 +148,24 @@ class TreeScheduler(Scheduler):
         node, run = self._root, _MAX_RUN
         while not node.ready:
             best = rival = None
-            for child in node.children:           # the best and the second best, in one pass
-                if child.active:
-                    if best is None or (child.pass_, child.order) < (best.pass_, best.order):
-                        best, rival = child, best
-                    elif rival is None or (child.pass_, child.order) < (rival.pass_, rival.order):
-                        rival = child
-            node.vtime = best.pass_
+            bp = rp = 0.0
+            bo = ro = bi = ri = 0
+            for i, child in enumerate(node.children):   # the best and the second best, in one pass
+                if not child.active:
+                    continue
+                cp, co = child.pass_, child.order
+                if best is None or cp < bp or (cp == bp and co < bo):
+                    rival, rp, ro, ri = best, bp, bo, bi
+                    best, bp, bo, bi = child, cp, co, i
+                elif rival is None or cp < rp or (cp == rp and co < ro):
+                    rival, rp, ro, ri = child, cp, co, i
+            node.vtime = bp
             if rival is not None and run > 1:
-                # rival found after best: best wins ties; before it: best was strictly less
-                key, order, step = (rival.pass_, rival.order), best.order, chunk_bytes * _STRIDE / best.weight
-                first = node.children.index(best) < node.children.index(rival)
-                p, picks = best.pass_ + step, 1
-                while picks < run and ((p, order) < key or (first and (p, order) == key)):
+                # the best stays best while (its pass, its order) is below the rival's, or equal
+                # with the best the earlier child (pick's tie rule)
+                step = chunk_bytes * _STRIDE / best.weight
+                p, picks, first = bp + step, 1, bi < ri
+                while picks < run and (p < rp or (p == rp and (bo < ro or (bo == ro and first)))):
                     picks += 1
                     p += step
                 run = picks
@@ -170,13 +177,17 @@ class TreeScheduler(Scheduler):
         (``vtime``), and per chunk its bytes charged (``wrote``), in the order picks and writes
         would have made them."""
         node = self._nodes[stream_id]
+        path = []                                  # the stream and its ancestors below the root
+        while node.parent is not None:
+            path.append(node)
+            node = node.parent
         for i in range(chunks + (1 if last_bytes else 0)):
             if i:
-                n = node
-                while n.parent is not None:
+                for n in path:
                     n.parent.vtime = n.pass_
-                    n = n.parent
-            self.wrote(stream_id, chunk_bytes if i < chunks else last_bytes)
+            nbytes = chunk_bytes if i < chunks else last_bytes
+            for n in path:                         # as ``wrote``: the same float steps
+                n.pass_ += nbytes * _STRIDE / n.weight
 
     def remove(self, stream_id):
         """Out of the tree; its children move to its parent sharing its weight (RFC 7540 5.3.4)."""
