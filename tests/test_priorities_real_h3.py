@@ -105,3 +105,4 @@ def test_backend_stacks_h3_cli_rows(capsys):
     assert out["params"]["backend"] == "stacks" and out["params"]["protocol"] == "h3"
     for r in out["schedulers"]:
         assert r["render_blocking_done_s"] <= r["lcp_estimate_s"] <= r["onload_s"]
+    assert any("PRIORITY_UPDATE" in note for note in out["notes"])    # RFC 9218 section 7.2: none sent here
