@@ -105,4 +105,19 @@ def test_backend_stacks_h3_cli_rows(capsys):
     assert out["params"]["backend"] == "stacks" and out["params"]["protocol"] == "h3"
     for r in out["schedulers"]:
         assert r["render_blocking_done_s"] <= r["lcp_estimate_s"] <= r["onload_s"]
-    assert any("PRIORITY_UPDATE" in note for note in out["notes"])    # RFC 9218 section 7.2: none sent here
+
+
+def test_rfc9218_s7_2_real_h3_priority_update_reaches_the_scheduler(small_page):
+    """The client's PRIORITY_UPDATE for the LCP image (type 0xF0700 on its control stream;
+    Chromium raises the image to urgency 1) crosses the real connection and changes the
+    image's signals in the server's scheduler."""
+    from simulator.browser.priorities import lcp_candidate
+
+    params = PrioritiesParams(schedulers=("rfc9218",), browsers=("chromium",), protocol="h3", backend="stacks")
+    nets = []
+    load_with(small_page, params, "chromium", "rfc9218", on_network=nets.append)
+    (session,) = nets[0].sessions.values()
+    assert session.client.h3.frames_sent["PRIORITY_UPDATE"] == 1
+    lcp = lcp_candidate(small_page)
+    (sid,) = [sid for sid, (spec, _) in session.client_rows.items() if spec is not None and spec.index == lcp]
+    assert session.server._signals[sid].urgency == 1

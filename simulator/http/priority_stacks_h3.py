@@ -22,9 +22,12 @@ DATA frame header (``framing.H3_FRAME_HEADER_BYTES``); the real run writes a DAT
 piece, so its frame headers add a few bytes per packet on the wire, which the next packet's
 room absorbs (aioquic sends what it holds first).
 
-Not sent: PRIORITY_UPDATE (RFC 9218 section 7.2): aioquic's client has no way to write it
-on its control stream nor its server to read it, so the model's update for the LCP image
-has no real counterpart here; compare with ``reprioritize=False`` (docs/studies/priorities.md).
+PRIORITY_UPDATE (RFC 9218 section 7.2): aioquic has no API for it, so the client writes the
+frame (type 0xF0700, the request stream's id and the ``Priority`` field value) on its
+control stream itself (``send_priority_update``), and this server reads the client's control
+stream beside aioquic (which discards frame types it does not know, RFC 9114 section 9) and
+moves the stream in its scheduler; as on h2 the
+field carries urgency and incremental, the rest of the signal comes from the plan.
 Not scheduled (written as the stack's server writes them): 103 Early Hints, pushes,
 responses reset by the server, bodies produced over time or buffered, trailers.
 
@@ -34,15 +37,23 @@ wrote, in the order written (each goes into the packet being built when written)
 
 from __future__ import annotations
 
+from aioquic.buffer import Buffer, BufferReadError, encode_uint_var
+from aioquic.h3.connection import encode_frame
+from aioquic.quic.events import StreamDataReceived
+
 from ..stacks import aioquic_patches
 from ..stacks.h3 import H3End, SimQuicConnection
 from .framing import H3_FRAME_HEADER_BYTES
 from .network import urgency
-from .priority import PriorityPlan, make_scheduler
+from .priority import PriorityPlan, make_scheduler, with_urgency
+from .priority_qlog import priority_field_value
+from .priority_signals import parse_priority_field
 
-__all__ = ["ScheduledH3Server", "scheduled_h3_server", "PulledQuicConnection", "DATA_FRAME"]
+__all__ = ["ScheduledH3Server", "scheduled_h3_server", "PulledQuicConnection", "DATA_FRAME",
+           "PRIORITY_UPDATE_REQUEST_FRAME", "send_priority_update"]
 
 DATA_FRAME = 0x0                      # RFC 9114 section 7.2.1
+PRIORITY_UPDATE_REQUEST_FRAME = 0xF0700   # RFC 9218 section 7.2: for a request stream
 _MODEL_PACKET_OVERHEAD = 40          # the model's QUIC chunk: the datagram less this (http.network)
 _STREAM_FRAME_BYTES = 12              # a STREAM frame's type, stream id, offset and length (RFC 9000 19.8), at most
 _MIN_ROOM = 64                        # a packet with less room left takes no new piece
@@ -85,12 +96,63 @@ class ScheduledH3Server(H3End):
         self.chunk_bytes = chunk_bytes or self.params.max_datagram_bytes - _MODEL_PACKET_OVERHEAD
         self.response_frames: list[tuple[int, int, int]] = []   # (stream, frame type, body bytes)
         self._waiting: dict[int, _Response] = {}
+        self._signals: dict[int, object] = {}
+        self._updates = dict(plan.updates)
+        self._control = bytearray()        # the client's control stream, not yet parsed
+        self._control_typed = False
         self._count = 0
 
     def start_quic(self, quic) -> None:
         """The stack's, with this server's pull as the connection's ``stream_pull``."""
         super().start_quic(quic)
         quic.stream_pull = self._pull
+        handle_event = self.h3.handle_event
+
+        def on_event(event):
+            h3_events = handle_event(event)
+            if type(event) is StreamDataReceived and event.stream_id == self.h3._peer_control_stream_id:
+                self._control_bytes(event.data)
+            return h3_events
+
+        self.h3.handle_event = on_event
+
+    def _control_bytes(self, data: bytes) -> None:
+        """The client's control stream, read beside aioquic (which discards the frame types it
+        does not know as they arrive, RFC 9114 section 9): its stream type, then frames
+        (type, length, payload; RFC 9114 section 7.1), a PRIORITY_UPDATE acted on."""
+        self._control += data
+        buf = Buffer(data=bytes(self._control))
+        done = 0
+        try:
+            if not self._control_typed:
+                buf.pull_uint_var()        # the stream type (0x00, RFC 9114 section 6.2.1)
+                self._control_typed, done = True, buf.tell()
+            while True:
+                frame_type, length = buf.pull_uint_var(), buf.pull_uint_var()
+                if buf.capacity - buf.tell() < length:
+                    break
+                payload = buf.pull_bytes(length)
+                done = buf.tell()
+                if frame_type == PRIORITY_UPDATE_REQUEST_FRAME:
+                    self._priority_update(payload)
+        except BufferReadError:
+            pass                           # a frame not whole yet: the rest comes with the next bytes
+        del self._control[:done]
+
+    def _priority_update(self, payload: bytes) -> None:
+        """RFC 9218 section 7.2: the prioritized request stream's new signals, if it still waits."""
+        buf = Buffer(data=payload)
+        try:
+            stream_id = buf.pull_uint_var()
+        except BufferReadError:
+            return                         # section 7.2: a frame error; the workbench's own client never sends it
+        if stream_id not in self._waiting:
+            return
+        urgency_, incremental = parse_priority_field(payload[buf.tell():])
+        index = self._waiting[stream_id].spec.index
+        signal = self._updates.get(index) or with_urgency(self._signals[stream_id], urgency_, incremental)
+        self._signals[stream_id] = signal
+        self.scheduler.update(stream_id, signal)
 
     def _pull(self, builder):
         """aioquic builds a packet: pieces of the streams the scheduler picks, up to the
@@ -148,8 +210,20 @@ class ScheduledH3Server(H3End):
         signal = self.plan.signal(spec.index, urgency(spec.request_headers))
         self._count += 1
         self._waiting[stream_id] = _Response(spec)
+        self._signals[stream_id] = signal
         self.scheduler.add(stream_id, signal, self._count)
         self.pump()                        # aioquic builds its packets now, pulling from the scheduler
+
+
+def send_priority_update(client, stream_id: int, signal) -> None:
+    """The client end ``client`` (an ``H3End``) writes a PRIORITY_UPDATE for request stream
+    ``stream_id`` on its control stream (RFC 9218 section 7.2: type 0xF0700, the stream id
+    as a varint, the ``Priority`` field value, section 5) and sends it."""
+    payload = encode_uint_var(stream_id) + priority_field_value(signal).encode("ascii")
+    client.quic.send_stream_data(client.h3._local_control_stream_id,
+                                 encode_frame(PRIORITY_UPDATE_REQUEST_FRAME, payload))
+    client.h3.frames_sent["PRIORITY_UPDATE"] += 1
+    client.transmit()
 
 
 def scheduled_h3_server(plan: PriorityPlan, chunk_bytes: int | None = None):

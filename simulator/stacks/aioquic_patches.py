@@ -14,7 +14,12 @@ letting a patch silently do nothing:
 - ``H3Connection._init_connection``, ``_encode_headers``, ``_encoder_bytes_sent``,
   ``_decoder``, ``_max_table_capacity``, ``_blocked_streams``, ``_max_push_id``,
   ``_is_client`` (``h3.SimH3Connection`` announces its QPACK settings and MAX_PUSH_ID and
-  sizes its HEADERS frames).
+  sizes its HEADERS frames);
+- ``H3Connection._local_control_stream_id`` and ``_peer_control_stream_id``
+  (``http.priority_stacks_h3`` writes and reads RFC 9218's PRIORITY_UPDATE on the control
+  streams, which aioquic has no API for);
+- ``QuicConnection._write_application``'s ``_streams_queue`` and
+  ``QuicPacketBuilder.remaining_flight_space`` (``StreamPull``, below).
 
 The stream service order, made independent of memory addresses.  Why:
 ``QuicConnection._write_application`` (aioquic 1.7.2) collects the streams it served
@@ -70,7 +75,8 @@ _INSTANCE_NAMES = (
     ("aioquic.quic.connection", "QuicConnection", "__init__", ("_crypto_buffers", "_loss")),
     ("aioquic.quic.stream", "QuicStreamSender", "__init__", ("_stream_id", "buffer_is_empty")),
     ("aioquic.h3.connection", "H3Connection", "__init__",
-     ("_encoder_bytes_sent", "_decoder", "_max_table_capacity", "_blocked_streams", "_max_push_id", "_is_client")),
+     ("_encoder_bytes_sent", "_decoder", "_max_table_capacity", "_blocked_streams", "_max_push_id", "_is_client",
+      "_local_control_stream_id", "_peer_control_stream_id")),
 )
 
 

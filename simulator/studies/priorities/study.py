@@ -189,15 +189,10 @@ def run(trace: Trace | PageGraph, params: PrioritiesParams | None = None, *,
 
 
 def notes(params: PrioritiesParams) -> list[str]:
-    """The caveats of a run's rows: ``tree`` over HTTP/3, which carries no tree; the real
-    HTTP/3 stack, which sends no PRIORITY_UPDATE."""
+    """The caveats of a run's rows: ``tree`` over HTTP/3, which carries no tree."""
     out = []
     if params.protocol != "h2" and "tree" in params.schedulers:
         out.append(f"tree over {params.protocol}: HTTP/3 has no dependency tree (no PRIORITY frame, RFC 9114; "
                    "RFC 9218 section 2.1), so the tree server sees every stream under the root at the default "
                    "weight and shares bytes round-robin")
-    if params.protocol == "h3" and params.backend == "stacks" and params.reprioritize:
-        out.append("h3 on the real stack: aioquic's client cannot send a PRIORITY_UPDATE (RFC 9218 section 7.2), "
-                   "so the LCP image keeps its first signals (the model reprioritizes it; compare with "
-                   "--no-reprioritize)")
     return out
