@@ -145,7 +145,7 @@ class TreeScheduler(Scheduler):
         every level of the way down, while the chosen child's pass (advanced as ``wrote``
         advances it) stays below the best other sibling's (ties to the earlier request, then
         to the earlier child, as ``pick`` breaks them)."""
-        node, run = self._root, _MAX_RUN
+        node, contests = self._root, []
         while not node.ready:
             best = rival = None
             bp = rp = 0.0
@@ -160,16 +160,19 @@ class TreeScheduler(Scheduler):
                 elif rival is None or cp < rp or (cp == rp and co < ro):
                     rival, rp, ro, ri = child, cp, co, i
             node.vtime = bp
-            if rival is not None and run > 1:
-                # the best stays best while (its pass, its order) is below the rival's, or equal
-                # with the best the earlier child (pick's tie rule)
-                step = chunk_bytes * _STRIDE / best.weight
-                p, picks, first = bp + step, 1, bi < ri
-                while picks < run and (p < rp or (p == rp and (bo < ro or (bo == ro and first)))):
-                    picks += 1
-                    p += step
-                run = picks
+            if rival is not None:
+                contests.append((bp, bo, bi < ri, rp, ro, chunk_bytes * _STRIDE / best.weight))
             node = best
+        run = _MAX_RUN
+        # The lowest level first: its rival is the nearest as a rule, so the levels above stop sooner.
+        for bp, bo, first, rp, ro, step in reversed(contests):
+            # the best stays best while (its pass, its order) is below the rival's, or equal with
+            # the best the earlier child (pick's tie rule)
+            p, picks = bp + step, 1
+            while picks < run and (p < rp or (p == rp and (bo < ro or (bo == ro and first)))):
+                picks += 1
+                p += step
+            run = picks
         return node.key, run
 
     def settle(self, stream_id, chunks, chunk_bytes, last_bytes):
