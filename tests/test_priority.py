@@ -261,3 +261,66 @@ def test_rfc7540_s5_3_2_runs_of_picks_give_the_order_of_one_pick_per_chunk(name)
     few = [(1, 30000, PrioritySignal(weight=256)), (3, 20000, PrioritySignal(weight=16)),
            (5, 9000, PrioritySignal(weight=1)), (7, 5000, PrioritySignal(weight=16, parent=3))]
     assert drain_runs(*load(name, few)) == drain(*load(name, few))
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_rfc7540_s5_3_3_runs_cut_by_reprioritization_give_the_order_of_one_pick_per_chunk(seed):
+    """Runs of ``pick_run`` ended early by a change (a new stream, a reprioritization, RFC 7540
+    section 5.3.3, a cancel), as the C writer ends them, settled before the change: the same
+    chunks as a pick per chunk, over random trees of Firefox's placeholders, Chromium's chain
+    and plain dependencies."""
+    import random
+
+    def events(rng):
+        out, sid = [], 1
+        for at in sorted(rng.sample(range(400), 60)):
+            kind = rng.choice(["add", "add", "update", "remove"])
+            parent = rng.choice([ROOT, CHAIN, "leader", "other", "follower", sid - 2 if sid > 2 else ROOT])
+            signal = PrioritySignal(urgency=rng.randint(0, 7), weight=rng.choice([1, 16, 32, 201, 256]), parent=parent,
+                                    exclusive=rng.random() < 0.3,
+                                    tree="firefox" if parent in ("leader", "other", "follower") else None)
+            out.append((at, kind, sid, rng.randint(1, 30) * CHUNK + rng.randint(0, 99), signal, rng.random()))
+            sid += 2
+        return out
+
+    def drive(runs: bool) -> list[int]:
+        s, sizes, out, order, plan = make_scheduler("tree"), {}, [], 0, events(random.Random(seed))
+        for at, kind, sid, size, signal, pick in plan:
+            while sizes and len(out) < at:
+                if runs:
+                    first, run = s.pick_run(CHUNK)
+                    written = 0
+                    while len(out) < at and written < run and sizes.get(first):
+                        n = min(CHUNK, sizes[first])
+                        sizes[first] -= n
+                        out.append(first)
+                        written += 1
+                        if n < CHUNK:
+                            s.settle(first, written - 1, CHUNK, n)
+                            break
+                    else:
+                        s.settle(first, written, CHUNK, 0)
+                    sid_done = first
+                else:
+                    sid_done = s.pick()
+                    n = min(CHUNK, sizes[sid_done])
+                    sizes[sid_done] -= n
+                    s.wrote(sid_done, n)
+                    out.append(sid_done)
+                if not sizes[sid_done]:
+                    del sizes[sid_done]
+                    s.remove(sid_done)
+            live = sorted(sizes)
+            if kind == "add":
+                order += 1
+                sizes[sid] = size
+                s.add(sid, signal, order)
+            elif live and kind == "update":
+                s.update(live[int(pick * len(live))], signal)
+            elif live:
+                gone = live[int(pick * len(live))]
+                del sizes[gone]
+                s.remove(gone)
+        return out
+
+    assert drive(True) == drive(False)
