@@ -4272,6 +4272,15 @@ writer_next_picked(WriterObject *w, long long limit)
     }
     if (endpoint_write_slice(w->endpoint, sid, w->pad, 0, (Py_ssize_t)n, !remaining) < 0)
         goto fail;
+    if (!remaining) {
+        /* out of the rotation, order kept (the turn's reference to the stream is dropped),
+         * before any call into Python, which may add responses (and move the rotations) */
+        Py_ssize_t pos = (r->head + j) % r->cap;
+        Py_DECREF(r->buf[pos].sid);
+        for (Py_ssize_t k = j; k + 1 < r->size; k++)
+            r->buf[(r->head + k) % r->cap] = r->buf[(r->head + k + 1) % r->cap];
+        r->size--;
+    }
     if (n == w->chunk) {
         w->run_count++;
         w->run_left--;
@@ -4281,12 +4290,6 @@ writer_next_picked(WriterObject *w, long long limit)
     else if (writer_settle(w, n) < 0)         /* a shorter chunk ends the run */
         goto fail;
     if (!remaining) {
-        /* out of the rotation, order kept (the turn's reference to the stream is dropped) */
-        Py_ssize_t pos = (r->head + j) % r->cap;
-        Py_DECREF(r->buf[pos].sid);
-        for (Py_ssize_t k = j; k + 1 < r->size; k++)
-            r->buf[(r->head + k) % r->cap] = r->buf[(r->head + k + 1) % r->cap];
-        r->size--;
         PyObject *res = PyObject_CallOneArg(w->remove, sid);
         if (res == NULL)
             goto fail;
