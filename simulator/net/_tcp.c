@@ -3976,6 +3976,19 @@ typedef struct {
     char fill_on_ack;
     Rotation *levels;        /* sorted by level; a level's rotation may be empty */
     Py_ssize_t nlevels;
+    /* A scheduler's hooks (http.priority_writer._NativeScheduledWriter), NULL without:
+     * pick_run(chunk_bytes) -> (stream, chunks) names the stream of the next chunks in place
+     * of the rotations, settle(stream, chunks, chunk_bytes, last_bytes) is told a run's
+     * bytes, remove(stream) a response written in full.  The responses then wait in one
+     * rotation, found by their stream.  run_sid: the stream of the open run (or NULL). */
+    PyObject *pick, *settle, *remove, *run_sid;
+    long long run_left, run_count;
+    /* Cloudflare's shared sequential (http.priority_levels.LevelScheduler with split): the
+     * levels are its groups, (urgency << 42) + order for a sequential response and
+     * (urgency << 42) + (1 << 41) for the shared ones; per urgency the bytes each group has
+     * sent, the shared group served while the sequential one is ahead. */
+    char split;
+    long long sent[8][2];
 } WriterObject;
 
 static PyTypeObject WriterType;
@@ -4018,6 +4031,10 @@ Writer_traverse(WriterObject *w, visitproc visit, void *arg)
     Py_VISIT(w->written);
     Py_VISIT(w->on_written);
     Py_VISIT(w->acked);
+    Py_VISIT(w->pick);
+    Py_VISIT(w->settle);
+    Py_VISIT(w->remove);
+    Py_VISIT(w->run_sid);
     for (Py_ssize_t i = 0; i < w->nlevels; i++) {
         Rotation *r = &w->levels[i];
         for (Py_ssize_t j = 0; j < r->size; j++)
@@ -4049,6 +4066,10 @@ Writer_clear(WriterObject *w)
     Py_CLEAR(w->written);
     Py_CLEAR(w->on_written);
     Py_CLEAR(w->acked);
+    Py_CLEAR(w->pick);
+    Py_CLEAR(w->settle);
+    Py_CLEAR(w->remove);
+    Py_CLEAR(w->run_sid);
     rotations_free(w);
     return 0;
 }
@@ -4118,6 +4139,8 @@ Writer_add(WriterObject *w, PyObject *const *args, Py_ssize_t nargs)
     Py_RETURN_NONE;
 }
 
+static void split_after_remove(WriterObject *w, long long level);
+
 static PyObject *
 Writer_stop(WriterObject *w, PyObject *sid)
 {
@@ -4134,7 +4157,10 @@ Writer_stop(WriterObject *w, PyObject *sid)
             else
                 r->buf[(r->head + kept++) % r->cap] = t;
         }
+        int found = kept < r->size;
         r->size = kept;
+        if (found && w->split)
+            split_after_remove(w, r->level);
     }
     Py_RETURN_NONE;
 }
@@ -4161,9 +4187,30 @@ dict_add(PyObject *dict, PyObject *key, long long n, long long *total)
     return rc;
 }
 
-/* write_next(limit): the bytes written (0: nothing waits), -1 on error. */
+/* A run's charges to the scheduler: settle(stream, chunks, chunk_bytes, last_bytes), the run
+ * ended (none open: nothing). */
+static int
+writer_settle(WriterObject *w, long long last)
+{
+    PyObject *sid = w->run_sid;
+    if (sid == NULL)
+        return 0;
+    w->run_sid = NULL;
+    PyObject *res = PyObject_CallFunction(w->settle, "OLLL", sid, w->run_count, w->chunk, last);
+    Py_DECREF(sid);
+    if (res == NULL)
+        return -1;
+    Py_DECREF(res);
+    return 0;
+}
+
+/* write_next with a scheduler's hooks: pick_run(chunk_bytes) names a stream and how many
+ * chunks in a row it would name it (each charged in full, nothing else changing); the
+ * writer writes them, found in the rotation of its one level, and hands the charges over
+ * at the run's end (settle): the scheduler is told what ScheduledWriter._write_chunk tells
+ * it, in its order, in one call a run. */
 static long long
-writer_next(WriterObject *w, long long limit)
+writer_next_picked(WriterObject *w, long long limit)
 {
     Rotation *r = NULL;
     for (Py_ssize_t i = 0; i < w->nlevels; i++) {
@@ -4174,6 +4221,147 @@ writer_next(WriterObject *w, long long limit)
     }
     if (r == NULL)
         return 0;
+    if (w->run_sid == NULL) {
+        PyObject *chunk = PyLong_FromLongLong(w->chunk);
+        if (chunk == NULL)
+            return -1;
+        PyObject *res = PyObject_CallOneArg(w->pick, chunk);
+        Py_DECREF(chunk);
+        if (res == NULL)
+            return -1;
+        long long k = 0;
+        if (!PyTuple_Check(res) || PyTuple_GET_SIZE(res) != 2
+                || ((k = PyLong_AsLongLong(PyTuple_GET_ITEM(res, 1))) == -1 && PyErr_Occurred()) || k < 1) {
+            Py_DECREF(res);
+            if (!PyErr_Occurred())
+                PyErr_SetString(PyExc_TypeError, "pick_run must return (stream, chunks >= 1)");
+            return -1;
+        }
+        w->run_sid = Py_NewRef(PyTuple_GET_ITEM(res, 0));
+        Py_DECREF(res);
+        w->run_left = k;
+        w->run_count = 0;
+    }
+    PyObject *sid = Py_NewRef(w->run_sid);
+    Py_ssize_t j = 0;
+    for (; j < r->size; j++) {
+        PyObject *cand = r->buf[(r->head + j) % r->cap].sid;
+        int same = cand == sid ? 1 : PyObject_RichCompareBool(cand, sid, Py_EQ);
+        if (same < 0)
+            goto fail;
+        if (same)
+            break;
+    }
+    if (j == r->size) {
+        PyErr_Format(PyExc_KeyError, "the scheduler picked stream %R, which has nothing to write", sid);
+        goto fail;
+    }
+    Turn *t = &r->buf[(r->head + j) % r->cap];
+    long long n = t->remaining < limit ? t->remaining : limit;
+    long long remaining = t->remaining - n;
+    t->remaining = remaining;
+    if (dict_add(w->written, sid, n, NULL) < 0)
+        goto fail;
+    w->unacked += n;
+    if (n > PyBytes_GET_SIZE(w->pad)) {
+        PyObject *pad = PyBytes_FromStringAndSize(NULL, (Py_ssize_t)n);
+        if (pad == NULL)
+            goto fail;
+        memset(PyBytes_AS_STRING(pad), 'r', (size_t)n);
+        Py_SETREF(w->pad, pad);
+    }
+    if (endpoint_write_slice(w->endpoint, sid, w->pad, 0, (Py_ssize_t)n, !remaining) < 0)
+        goto fail;
+    if (!remaining) {
+        /* out of the rotation, order kept (the turn's reference to the stream is dropped),
+         * before any call into Python, which may add responses (and move the rotations) */
+        Py_ssize_t pos = (r->head + j) % r->cap;
+        Py_DECREF(r->buf[pos].sid);
+        for (Py_ssize_t k = j; k + 1 < r->size; k++)
+            r->buf[(r->head + k) % r->cap] = r->buf[(r->head + k + 1) % r->cap];
+        r->size--;
+    }
+    if (n == w->chunk) {
+        w->run_count++;
+        w->run_left--;
+        if ((w->run_left == 0 || !remaining) && writer_settle(w, 0) < 0)
+            goto fail;
+    }
+    else if (writer_settle(w, n) < 0)         /* a shorter chunk ends the run */
+        goto fail;
+    if (!remaining) {
+        PyObject *res = PyObject_CallOneArg(w->remove, sid);
+        if (res == NULL)
+            goto fail;
+        Py_DECREF(res);
+        res = PyObject_CallOneArg(w->on_written, sid);
+        if (res == NULL)
+            goto fail;
+        Py_DECREF(res);
+    }
+    Py_DECREF(sid);
+    return n;
+fail:
+    Py_DECREF(sid);
+    return -1;
+}
+
+#define SPLIT_SHARED (1LL << 41)
+#define SPLIT_URGENCY(level) ((int)(((level) >> 42) & 7))
+
+/* The split's group counts start afresh when a group of the urgency is left empty
+ * (LevelScheduler.remove). */
+static void
+split_after_remove(WriterObject *w, long long level)
+{
+    long long base = (long long)SPLIT_URGENCY(level) << 42;
+    int sequential = 0, shared = 0;
+    for (Py_ssize_t i = 0; i < w->nlevels; i++) {
+        Rotation *r = &w->levels[i];
+        if (r->size == 0 || r->level < base || r->level > base + SPLIT_SHARED)
+            continue;
+        if (r->level == base + SPLIT_SHARED)
+            shared = 1;
+        else
+            sequential = 1;
+    }
+    if (!sequential || !shared)
+        w->sent[SPLIT_URGENCY(level)][0] = w->sent[SPLIT_URGENCY(level)][1] = 0;
+}
+
+/* write_next(limit): the bytes written (0: nothing waits), -1 on error. */
+static long long
+writer_next(WriterObject *w, long long limit)
+{
+    if (w->pick != NULL)
+        return writer_next_picked(w, limit);
+    Rotation *r = NULL;
+    Py_ssize_t at = 0;
+    for (Py_ssize_t i = 0; i < w->nlevels; i++) {
+        if (w->levels[i].size > 0) {
+            r = &w->levels[i];
+            at = i;
+            break;
+        }
+    }
+    if (r == NULL)
+        return 0;
+    long long level = r->level;
+    int group = 0;
+    if (w->split) {
+        /* the sequential head unless the urgency's shared group waits and is behind in bytes */
+        int u = SPLIT_URGENCY(level);
+        group = (level & SPLIT_SHARED) != 0;
+        if (!group && w->sent[u][0] > w->sent[u][1]) {
+            long long key = ((long long)u << 42) + SPLIT_SHARED;
+            for (Py_ssize_t i = at + 1; i < w->nlevels && w->levels[i].level <= key; i++) {
+                if (w->levels[i].level == key && w->levels[i].size > 0) {
+                    r = &w->levels[i];
+                    group = 1;
+                }
+            }
+        }
+    }
     Turn t = r->buf[r->head];                 /* popleft: the reference to sid is ours */
     r->head = (r->head + 1) % r->cap;
     r->size--;
@@ -4191,7 +4379,11 @@ writer_next(WriterObject *w, long long limit)
     }
     if (endpoint_write_slice(w->endpoint, t.sid, w->pad, 0, (Py_ssize_t)n, !remaining) < 0)
         goto fail;
+    if (w->split)
+        w->sent[SPLIT_URGENCY(r->level)][group] += n;
     if (!remaining) {
+        if (w->split)
+            split_after_remove(w, r->level);
         PyObject *res = PyObject_CallOneArg(w->on_written, t.sid);
         Py_DECREF(t.sid);
         if (res == NULL)
@@ -4297,11 +4489,45 @@ Writer_on_stream_acked(WriterObject *w, PyObject *const *args, Py_ssize_t nargs)
 static PyObject *
 Writer_get_waiting(WriterObject *w, void *c) { return PyBool_FromLong(writer_waiting(w)); }
 
+static PyObject *
+Writer_split_levels(WriterObject *w, PyObject *unused)
+{
+    w->split = 1;
+    Py_RETURN_NONE;
+}
+
+static PyObject *
+Writer_hook(WriterObject *w, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 3 || !PyCallable_Check(args[0]) || !PyCallable_Check(args[1]) || !PyCallable_Check(args[2])) {
+        PyErr_SetString(PyExc_TypeError, "hook(pick_run, settle, remove)");
+        return NULL;
+    }
+    Py_XSETREF(w->pick, Py_NewRef(args[0]));
+    Py_XSETREF(w->settle, Py_NewRef(args[1]));
+    Py_XSETREF(w->remove, Py_NewRef(args[2]));
+    Py_RETURN_NONE;
+}
+
+static PyObject *
+Writer_settle_run(WriterObject *w, PyObject *unused)
+{
+    if (writer_settle(w, 0) < 0)
+        return NULL;
+    Py_RETURN_NONE;
+}
+
 static PyMethodDef Writer_methods[] = {
     {"add", (PyCFunction)(void (*)(void))Writer_add, METH_FASTCALL, "add(stream_id, size, level): a response joins its rotation."},
     {"stop", (PyCFunction)Writer_stop, METH_O, "stop(stream_id): nothing more of it is written."},
     {"write_next", (PyCFunction)Writer_write_next, METH_O, "write_next(limit) -> bytes written of the next response in turn."},
     {"fill", (PyCFunction)Writer_fill, METH_NOARGS, "Keep the congestion window written."},
+    {"split_levels", (PyCFunction)Writer_split_levels, METH_NOARGS,
+     "Cloudflare's shared sequential: levels are (urgency << 42) + order or + (1 << 41), split by bytes."},
+    {"hook", (PyCFunction)(void (*)(void))Writer_hook, METH_FASTCALL,
+     "hook(pick_run, settle, remove): a scheduler names the stream of each run of chunks."},
+    {"settle", (PyCFunction)Writer_settle_run, METH_NOARGS,
+     "End the open run, its charges told to the scheduler (before the scheduler changes)."},
     {"on_stream_acked", (PyCFunction)(void (*)(void))Writer_on_stream_acked, METH_FASTCALL,
      "on_stream_acked(stream_id, acked_offset): the transport's acknowledgement."},
     {NULL},
