@@ -1,0 +1,247 @@
+"""The QUIC endpoint with its per-packet recovery path in C: ``NativeQuicEndpoint``.
+
+Written by hand.  ``QuicEndpoint`` (its parts ``recovery``, ``ack``, ``pacer`` and the
+window of ``net.cc``) is the reference; this subclass hands the hot bookkeeping of those
+parts to one ``simulator.net._quic.QuicCore`` per endpoint (see the comment at the top of
+``_quic.c``) with coarse calls: one per packet sent (``on_sent``), per packet number
+received (``on_packet_number``), per ACK frame built (``ack_frame``) and per ACK frame
+received (``on_ack`` before the streams' bookkeeping, ``after_ack`` after it), per loss
+timer (``on_loss_timeout``).  What stays here is the reference's own code around those
+calls: the streams, the packet builder, the timers and the flushes, set and scheduled at
+the same points, so the engine sees the same events in the same order
+(``tests/test_net_quic_native.py`` compares them).  The handshake (``handshake``) runs
+unchanged on top: it reads ``rtt`` (the core's C estimator) and calls ``_rtt_sample``,
+``_send_packet`` and ``_set_loss_detection_timer``, which are the ones below.
+
+``QuicConnection(..., implementation=...)`` picks this class when the C implementation is
+chosen (``net.native.resolve_quic``: the default when ``_quic`` is built, unless
+``WORKBENCH_NET=python`` or ``WORKBENCH_PURE_PYTHON=1``).
+"""
+
+from __future__ import annotations
+
+from ...engine import Simulator
+from ..cc import make_congestion_control
+from ..link import Packet
+from ..native import QUIC
+from ..transport import TransportConfig
+from .connection import QuicEndpoint
+from .packet import SHORT_HEADER_BYTES, UDP_IP_HEADER_BYTES, QuicPacket
+from .recovery import PROBE_PACKETS
+
+__all__ = ["NativeQuicEndpoint"]
+
+
+def _core_counter(name: str) -> property:
+    """A statistics counter kept by the core (the reference keeps it in a slot)."""
+    def get(self) -> int:
+        return getattr(self._core, name)
+
+    def set_(self, value: int) -> None:
+        setattr(self._core, name, value)
+    return property(get, set_, doc=f"``{name}``, counted by the C core.")
+
+
+class NativeQuicEndpoint(QuicEndpoint):
+    """``QuicEndpoint`` whose loss recovery, ACK ranges, pacer and window are the C core's."""
+
+    __slots__ = ("_core",)
+
+    packets_lost = _core_counter("packets_lost")
+    lost_by_packet_threshold = _core_counter("lost_by_packet_threshold")
+    lost_by_time_threshold = _core_counter("lost_by_time_threshold")
+    ptos = _core_counter("ptos")
+    spurious_ptos = _core_counter("spurious_ptos")
+    congestion_events = _core_counter("congestion_events")
+
+    def __init__(self, sim: Simulator, conn, config: TransportConfig, *, pacing: bool = True,
+                 slow_start_rtt_exit: bool = False, **options) -> None:
+        make_congestion_control(config.cc, config.max_datagram_bytes)     # the reference's InputError
+        self._core = core = QUIC.QuicCore(
+            config.cc.lower(), config.max_datagram_bytes, config.initial_window_segments, config.initial_rtt_s,
+            config.max_ack_delay_s, config.time_threshold, config.packet_threshold, pacing, slow_start_rtt_exit)
+        super().__init__(sim, conn, config, pacing=pacing, slow_start_rtt_exit=slow_start_rtt_exit, **options)
+        self.rtt, self.cc = core.rtt, core.cc
+        self.pacer = self.rtt_monitor = None       # the core's (its ``pace`` / ``paced``)
+        self._sent = self._sent_order = None       # the core's records
+        core.cwnd_log = self.cwnd_log
+
+    @property
+    def bytes_in_flight(self) -> int:
+        """Bytes of ack-eliciting packets in flight (RFC 9002 appendix A.1), the core's count."""
+        return self._core.bytes_in_flight
+
+    @bytes_in_flight.setter
+    def bytes_in_flight(self, value: int) -> None:
+        if value != self._core.bytes_in_flight:
+            raise AttributeError("bytes_in_flight is counted by the C core")
+
+    # -- sending (packet_builder) ------------------------------------------------------
+    def _flush(self) -> None:
+        """``PacketBuilder._flush``, the window and the pacer asked of the core."""
+        self._flush_scheduled = False
+        if not self.ready:
+            return
+        core = self._core
+        sim = self.sim
+        sent = False
+        pull = self.on_send_ready
+        while core.cwnd_open():
+            queued = self._retx_queue or self._new_queue
+            if not queued and pull is None:
+                break
+            if not self._ack_due:
+                when_s = core.pace(sim.now)
+                if when_s is not None:
+                    self.timers.set("pace", when_s, self._flush)
+                    break
+            if not queued and not pull():     # the pull writer has nothing more now
+                break
+            built = self._build_frames(core.ack_frame_size(sim.now) if self._unacked_eliciting else 0)
+            if built is None:
+                break
+            self._send_packet(*built)
+            core.paced(sim.now)
+            sent = True
+        if sent:
+            self._set_loss_detection_timer()
+        if self._ack_due:
+            self._send_ack()
+
+    def _send_packet(self, frames: list, size_bytes: int, probe: bool = False) -> None:
+        """``PacketBuilder._send_packet``, the record kept by the core."""
+        now = self.sim.now
+        ack = None
+        if self._unacked_eliciting:
+            ack, ack_bytes = self._core.ack_frame(now)
+            size_bytes += ack_bytes
+            self._acked_now()
+        pn = self._next_pn
+        packet = QuicPacket(pn, now, size_bytes, frames, ack=ack, probe=probe)
+        self._next_pn = pn + 1
+        self._core.on_sent(packet, pn, now, size_bytes)
+        self.packets_sent += 1
+        if probe:
+            self.probe_packets_sent += 1
+        wire = size_bytes + UDP_IP_HEADER_BYTES
+        self.bytes_sent += wire
+        self.link.send(Packet(wire, packet), self.peer._on_packet)
+
+    # -- ACKs (ack) --------------------------------------------------------------------
+    def _on_packet_number(self, pn: int, ack_eliciting: bool) -> None:
+        """``AckGeneration._on_packet_number``, the ranges kept by the core."""
+        out_of_order = self._core.on_packet_number(pn, self.sim.now)
+        if not ack_eliciting:
+            return
+        self._unacked_eliciting += 1
+        if out_of_order or self._unacked_eliciting >= self.config.ack_every_packets:
+            self._ack_now()
+        elif self.timers.expiry("ack") is None:
+            self.timers.set("ack", self.sim.now + self._ack_delay_s, self._ack_now)
+
+    def _pending_ack_bytes(self) -> int:
+        return self._core.ack_frame_size(self.sim.now) if self._unacked_eliciting else 0
+
+    def _ack_frame(self) -> tuple[tuple, int]:
+        """``AckGeneration._ack_frame``: the core's."""
+        return self._core.ack_frame(self.sim.now)
+
+    def _send_ack(self) -> None:
+        """``AckGeneration._send_ack``, the frame built by the core."""
+        pending = self._unacked_eliciting
+        self._acked_now()
+        if not pending or not self._core.ack_ranges:
+            return
+        now = self.sim.now
+        ack, size = self._core.ack_frame(now)
+        size += SHORT_HEADER_BYTES
+        packet = QuicPacket(self._next_pn, now, size, (), ack=ack, ack_eliciting=False)
+        self._next_pn += 1
+        self.packets_sent += 1
+        self.ack_packets_sent += 1
+        wire = size + UDP_IP_HEADER_BYTES
+        self.bytes_sent += wire
+        self.link.send(Packet(wire, packet), self.peer._on_packet)
+
+    # -- recovery ----------------------------------------------------------------------
+    def _on_ack_frame(self, ranges: list, ack_delay_s: float) -> None:
+        """``LossRecovery._on_ack_frame``: the core settles the packets, Python their streams."""
+        core = self._core
+        newly_acked = core.on_ack(ranges, ack_delay_s, self.sim.now)
+        if newly_acked is None:
+            return
+        streams = self._send_streams
+        on_packet_acked = self.on_packet_acked
+        acked_streams: set[int] = set()
+        for packet in newly_acked:                 # oldest first
+            packet.done = True
+            for stream_id, offset, data, fin in packet.frames:
+                stream = streams[stream_id]
+                stream.acked.add(offset, offset + len(data))
+                if fin:
+                    stream.fin_acked = True
+                acked_streams.add(stream_id)
+            if on_packet_acked is not None:
+                on_packet_acked(packet.pn, [(sid, off, len(data)) for sid, off, data, _ in packet.frames])
+        for stream_id in sorted(acked_streams):
+            stream = streams[stream_id]
+            prefix = stream.acked.prefix()
+            if prefix > stream.acked_prefix:
+                stream.acked_prefix = prefix
+                stream.drop_acked()            # never sent again (RFC 9000 13.3): not kept
+                if self.on_stream_acked is not None:
+                    self.on_stream_acked(stream_id, prefix)
+        lost = core.after_ack(self.sim.now)
+        if lost is not None:
+            self._requeue_lost(lost)
+        self._set_loss_detection_timer()
+        if self._retx_queue or self._new_queue or self.on_send_ready is not None:
+            self._schedule_flush()
+
+    def _requeue_lost(self, lost: list) -> None:
+        """The end of ``LossRecovery._on_packets_lost``: the lost data queued again, a flush."""
+        for packet in lost:
+            packet.done = True
+            self._queue_retransmission(packet.frames)
+        self._schedule_flush()
+
+    def _set_loss_detection_timer(self) -> None:
+        """``LossRecovery._set_loss_detection_timer`` (A.8), the deadline the core's."""
+        deadline = self._core.loss_deadline()
+        if deadline is None:
+            self.timers.cancel("loss")
+        else:
+            self.timers.set("loss", deadline, self._on_loss_detection_timeout)
+
+    def _on_loss_detection_timeout(self) -> None:
+        """``LossRecovery._on_loss_detection_timeout`` (A.9): the core decides, Python sends the probes."""
+        outcome = self._core.on_loss_timeout(self.sim.now)
+        if outcome is None:
+            return
+        if outcome is not True:                   # the loss time: what it declares lost
+            if outcome:
+                self._requeue_lost(outcome)
+            self._set_loss_detection_timer()
+            return
+        for i in range(PROBE_PACKETS):           # 6.2.4: a PTO, two probes
+            built = self._build_frames() if (self._retx_queue or self._new_queue) else None
+            if built is None:
+                built = self._oldest_unacked_frames(i)
+            self._send_packet(*built, probe=True)
+        self._set_loss_detection_timer()
+
+    def _oldest_unacked_frames(self, index: int) -> tuple[list, int]:
+        packet = self._core.outstanding(index)
+        if packet.frames:
+            return packet.frames, packet.size_bytes
+        return [], SHORT_HEADER_BYTES + 1           # PING frame (RFC 9000 section 19.2)
+
+    def _rtt_sample(self, sample_s: float) -> None:
+        self._core.rtt_sample(sample_s, self.sim.now)
+
+
+# A traced run labels each event with its callback's qualified name: the overrides that are
+# callbacks carry the reference's names, so both implementations' traces read the same.
+for _name in ("_flush", "_on_loss_detection_timeout"):
+    getattr(NativeQuicEndpoint, _name).__qualname__ = getattr(QuicEndpoint, _name).__qualname__
+del _name
