@@ -83,6 +83,10 @@ typedef struct {
     int nranges;
     long long largest_recv_pn;
     double largest_recv_time_s;
+    /* the sending path's Python objects (bind): the packet classes, the endpoint's queues
+     * of chunks [stream_id, offset, length, fin, retransmission] and its send streams */
+    PyObject *packet_class, *link_packet_class, *retx_queue, *new_queue, *send_streams;
+    long long max_payload;
 } CoreObject;
 
 static PyTypeObject CoreType;
@@ -98,6 +102,15 @@ varint_len(long long v)                      /* frames.varint_len (RFC 9000 sect
         return 4;
     return 8;
 }
+
+static PyObject *str_ready, *str_on_send_ready, *str_flush_scheduled, *str_ack_due, *str_unacked_eliciting,
+    *str_next_pn, *str_packets_sent, *str_probe_packets_sent, *str_ack_packets_sent, *str_bytes_sent,
+    *str_stream_bytes_sent, *str_stream_bytes_retransmitted, *str_timers, *str_set, *str_cancel, *str_loss,
+    *str_pace, *str_ack, *str_flush, *str_on_loss_timeout, *str_link, *str_send, *str_peer, *str_on_packet,
+    *str_sim, *str_now, *str_acked_prefix, *str_fin_acked, *str_buf, *str_buf_offset, *str_popleft;
+
+#define SHORT_HEADER_BYTES (1 + 8 + 2 + 16)   /* packet.SHORT_HEADER_BYTES */
+#define UDP_IP_HEADER_BYTES 28                /* packet.UDP_IP_HEADER_BYTES */
 
 static int
 get_double(PyObject *o, double *out)
@@ -340,6 +353,11 @@ static int
 Core_traverse(CoreObject *c, visitproc visit, void *arg)
 {
     Py_VISIT(c->cwnd_log);
+    Py_VISIT(c->packet_class);
+    Py_VISIT(c->link_packet_class);
+    Py_VISIT(c->retx_queue);
+    Py_VISIT(c->new_queue);
+    Py_VISIT(c->send_streams);
     for (Py_ssize_t i = c->head; i < c->head + c->len; i++)
         Py_VISIT(c->sent[i].packet);
     return 0;
@@ -349,6 +367,11 @@ static int
 Core_clear(CoreObject *c)
 {
     Py_CLEAR(c->cwnd_log);
+    Py_CLEAR(c->packet_class);
+    Py_CLEAR(c->link_packet_class);
+    Py_CLEAR(c->retx_queue);
+    Py_CLEAR(c->new_queue);
+    Py_CLEAR(c->send_streams);
     clear_sent(c);
     return 0;
 }
@@ -363,6 +386,8 @@ Core_dealloc(CoreObject *c)
     PyMem_Free(c->sent);
     Py_TYPE(c)->tp_free((PyObject *)c);
 }
+
+static int record_sent(CoreObject *c, PyObject *packet, long long pn, double t, long long size);
 
 /* on_sent(packet, pn, time_sent_s, size_bytes): an ack-eliciting packet left
  * (packet_builder._send_packet's bookkeeping). */
@@ -380,6 +405,14 @@ Core_on_sent(CoreObject *c, PyObject *const *args, Py_ssize_t nargs)
         return NULL;
     if (get_double(args[2], &t) < 0)
         return NULL;
+    if (record_sent(c, args[0], pn, t, size) < 0)
+        return NULL;
+    Py_RETURN_NONE;
+}
+
+static int
+record_sent(CoreObject *c, PyObject *packet, long long pn, double t, long long size)
+{
     /* drop settled records at the front (the reference's lazy popleft), then make room */
     while (c->len > 0 && c->sent[c->head].done) {
         Py_CLEAR(c->sent[c->head].packet);
@@ -396,15 +429,15 @@ Core_on_sent(CoreObject *c, PyObject *const *args, Py_ssize_t nargs)
             Sent *buf = PyMem_Realloc(c->sent, cap * sizeof(Sent));
             if (buf == NULL) {
                 PyErr_NoMemory();
-                return NULL;
+                return -1;
             }
             c->sent = buf;
             c->cap = cap;
         }
     }
     Sent *s = &c->sent[c->head + c->len];
-    Py_INCREF(args[0]);
-    s->packet = args[0];
+    Py_INCREF(packet);
+    s->packet = packet;
     s->pn = pn;
     s->size = size;
     s->time_sent = t;
@@ -413,7 +446,7 @@ Core_on_sent(CoreObject *c, PyObject *const *args, Py_ssize_t nargs)
     c->outstanding++;
     c->bytes_in_flight += size;
     c->last_ack_eliciting_s = t;
-    Py_RETURN_NONE;
+    return 0;
 }
 
 /* Index of the first record with pn >= target in [head, head + len). */
@@ -771,6 +804,8 @@ ack_frame_size(CoreObject *c, double ack_delay_s)
     return size;
 }
 
+static PyObject *ack_tuple(CoreObject *c, double now, long long *size);
+
 /* ack_frame(now): ((ranges highest first, ack_delay_s), size) (RFC 9000 section 19.3). */
 static PyObject *
 Core_ack_frame(CoreObject *c, PyObject *arg)
@@ -778,11 +813,22 @@ Core_ack_frame(CoreObject *c, PyObject *arg)
     double now;
     if (get_double(arg, &now) < 0)
         return NULL;
-    int n = c->nranges;
-    if (n == 0) {
+    if (c->nranges == 0) {
         PyErr_SetString(PyExc_IndexError, "no packet received");
         return NULL;
     }
+    long long size;
+    PyObject *ack = ack_tuple(c, now, &size);
+    if (ack == NULL)
+        return NULL;
+    return Py_BuildValue("(NL)", ack, size);
+}
+
+/* The ACK frame (ranges highest first, ack_delay_s) of ack._ack_frame, its size in *size. */
+static PyObject *
+ack_tuple(CoreObject *c, double now, long long *size)
+{
+    int n = c->nranges;
     PyObject *ranges = PyList_New(n);
     if (ranges == NULL)
         return NULL;
@@ -795,7 +841,8 @@ Core_ack_frame(CoreObject *c, PyObject *arg)
         PyList_SET_ITEM(ranges, i, rg);
     }
     double ack_delay_s = now - c->largest_recv_time_s;
-    return Py_BuildValue("((Nd)L)", ranges, ack_delay_s, ack_frame_size(c, ack_delay_s));
+    *size = ack_frame_size(c, ack_delay_s);
+    return Py_BuildValue("(Nd)", ranges, ack_delay_s);
 }
 
 /* ack_frame_size(now): the ACK frame's size alone (ack._pending_ack_bytes). */
@@ -810,6 +857,535 @@ Core_ack_frame_size(CoreObject *c, PyObject *arg)
         return NULL;
     }
     return PyLong_FromLongLong(ack_frame_size(c, now - c->largest_recv_time_s));
+}
+
+/* -- the sending path (packet_builder.PacketBuilder, ack._send_ack, A.8's timer) ------------
+ *
+ * On the endpoint's own Python objects: its slots (ready, _ack_due, _next_pn, the counters),
+ * its queues of chunks, its SendStreams, its TimerSlots, its link; each read and written where
+ * the reference reads and writes it, so what Python code around sees is the same. */
+
+static int
+attr_truthy(PyObject *o, PyObject *name)
+{
+    PyObject *v = PyObject_GetAttr(o, name);
+    if (v == NULL)
+        return -1;
+    int t = PyObject_IsTrue(v);
+    Py_DECREF(v);
+    return t;
+}
+
+static int
+attr_long(PyObject *o, PyObject *name, long long *out)
+{
+    PyObject *v = PyObject_GetAttr(o, name);
+    if (v == NULL)
+        return -1;
+    *out = PyLong_AsLongLong(v);
+    Py_DECREF(v);
+    return (*out == -1 && PyErr_Occurred()) ? -1 : 0;
+}
+
+static int
+set_long(PyObject *o, PyObject *name, long long v)
+{
+    PyObject *x = PyLong_FromLongLong(v);
+    if (x == NULL)
+        return -1;
+    int rc = PyObject_SetAttr(o, name, x);
+    Py_DECREF(x);
+    return rc;
+}
+
+static int
+add_long(PyObject *o, PyObject *name, long long delta)
+{
+    long long v;
+    if (attr_long(o, name, &v) < 0)
+        return -1;
+    return set_long(o, name, v + delta);
+}
+
+static int
+sim_now(PyObject *ep, double *now)
+{
+    PyObject *sim = PyObject_GetAttr(ep, str_sim);
+    if (sim == NULL)
+        return -1;
+    PyObject *t = PyObject_GetAttr(sim, str_now);
+    Py_DECREF(sim);
+    if (t == NULL)
+        return -1;
+    int rc = get_double(t, now);
+    Py_DECREF(t);
+    return rc;
+}
+
+static PyObject *
+call_timers(PyObject *ep, PyObject *method, PyObject *slot, PyObject *when, PyObject *callback)
+{
+    PyObject *timers = PyObject_GetAttr(ep, str_timers);
+    if (timers == NULL)
+        return NULL;
+    PyObject *r = callback == NULL ? PyObject_CallMethodOneArg(timers, method, slot)
+                                   : PyObject_CallMethodObjArgs(timers, method, slot, when, callback, NULL);
+    Py_DECREF(timers);
+    return r;
+}
+
+static int
+timers_cancel(PyObject *ep, PyObject *slot)
+{
+    PyObject *r = call_timers(ep, str_cancel, slot, NULL, NULL);
+    Py_XDECREF(r);
+    return r == NULL ? -1 : 0;
+}
+
+/* self.timers.set(slot, when, self.<callback_name>) */
+static int
+timers_set(PyObject *ep, PyObject *slot, double when, PyObject *callback_name)
+{
+    PyObject *cb = PyObject_GetAttr(ep, callback_name);
+    if (cb == NULL)
+        return -1;
+    PyObject *t = PyFloat_FromDouble(when);
+    if (t == NULL) {
+        Py_DECREF(cb);
+        return -1;
+    }
+    PyObject *r = call_timers(ep, str_set, slot, t, cb);
+    Py_DECREF(t);
+    Py_DECREF(cb);
+    Py_XDECREF(r);
+    return r == NULL ? -1 : 0;
+}
+
+/* ack._acked_now: the ACK went out. */
+static int
+acked_now(PyObject *ep)
+{
+    if (timers_cancel(ep, str_ack) < 0 || set_long(ep, str_unacked_eliciting, 0) < 0)
+        return -1;
+    return PyObject_SetAttr(ep, str_ack_due, Py_False);
+}
+
+/* self.link.send(Packet(wire, packet), self.peer._on_packet) */
+static int
+send_on_link(CoreObject *c, PyObject *ep, long long wire, PyObject *packet)
+{
+    PyObject *lp = PyObject_CallFunction(c->link_packet_class, "LO", wire, packet);
+    if (lp == NULL)
+        return -1;
+    PyObject *link = PyObject_GetAttr(ep, str_link);
+    PyObject *peer = link == NULL ? NULL : PyObject_GetAttr(ep, str_peer);
+    PyObject *deliver = peer == NULL ? NULL : PyObject_GetAttr(peer, str_on_packet);
+    PyObject *r = deliver == NULL ? NULL : PyObject_CallMethodObjArgs(link, str_send, lp, deliver, NULL);
+    Py_XDECREF(deliver);
+    Py_XDECREF(peer);
+    Py_XDECREF(link);
+    Py_DECREF(lp);
+    Py_XDECREF(r);
+    return r == NULL ? -1 : 0;
+}
+
+/* QuicPacket(pn, time_sent_s, size_bytes, frames, ack, ack_eliciting, probe) and the count. */
+static PyObject *
+new_packet(CoreObject *c, PyObject *ep, double now, long long size, PyObject *frames, PyObject *ack,
+           int eliciting, int probe, long long *pn)
+{
+    if (attr_long(ep, str_next_pn, pn) < 0)
+        return NULL;
+    PyObject *packet = PyObject_CallFunction(c->packet_class, "LdLOOOO", *pn, now, size, frames, ack,
+                                             eliciting ? Py_True : Py_False, probe ? Py_True : Py_False);
+    if (packet == NULL)
+        return NULL;
+    if (set_long(ep, str_next_pn, *pn + 1) < 0) {
+        Py_DECREF(packet);
+        return NULL;
+    }
+    return packet;
+}
+
+/* packet_builder._send_packet: an ack-eliciting packet with a new number (RFC 9000 12.3),
+ * an ACK riding along if one is pending (13.2). */
+static int
+send_packet(CoreObject *c, PyObject *ep, PyObject *frames, long long size, int probe, double now)
+{
+    long long unacked, pn;
+    if (attr_long(ep, str_unacked_eliciting, &unacked) < 0)
+        return -1;
+    PyObject *ack;
+    if (unacked) {
+        long long ack_bytes;
+        ack = ack_tuple(c, now, &ack_bytes);
+        if (ack == NULL)
+            return -1;
+        size += ack_bytes;
+        if (acked_now(ep) < 0) {
+            Py_DECREF(ack);
+            return -1;
+        }
+    }
+    else {
+        Py_INCREF(Py_None);
+        ack = Py_None;
+    }
+    PyObject *packet = new_packet(c, ep, now, size, frames, ack, 1, probe, &pn);
+    Py_DECREF(ack);
+    if (packet == NULL)
+        return -1;
+    long long wire = size + UDP_IP_HEADER_BYTES;
+    int rc = (record_sent(c, packet, pn, now, size) < 0 || add_long(ep, str_packets_sent, 1) < 0
+              || (probe && add_long(ep, str_probe_packets_sent, 1) < 0) || add_long(ep, str_bytes_sent, wire) < 0
+              || send_on_link(c, ep, wire, packet) < 0) ? -1 : 0;
+    Py_DECREF(packet);
+    return rc;
+}
+
+/* ack._send_ack: an ACK-only packet (not ack-eliciting, not in flight). */
+static int
+send_ack(CoreObject *c, PyObject *ep, double now)
+{
+    long long pending, size, pn;
+    if (attr_long(ep, str_unacked_eliciting, &pending) < 0 || acked_now(ep) < 0)
+        return -1;
+    if (!pending || c->nranges == 0)
+        return 0;
+    PyObject *ack = ack_tuple(c, now, &size);
+    if (ack == NULL)
+        return -1;
+    size += SHORT_HEADER_BYTES;
+    PyObject *frames = PyTuple_New(0);
+    PyObject *packet = frames == NULL ? NULL : new_packet(c, ep, now, size, frames, ack, 0, 0, &pn);
+    Py_XDECREF(frames);
+    Py_DECREF(ack);
+    if (packet == NULL)
+        return -1;
+    long long wire = size + UDP_IP_HEADER_BYTES;
+    int rc = (add_long(ep, str_packets_sent, 1) < 0 || add_long(ep, str_ack_packets_sent, 1) < 0
+              || add_long(ep, str_bytes_sent, wire) < 0 || send_on_link(c, ep, wire, packet) < 0) ? -1 : 0;
+    Py_DECREF(packet);
+    return rc;
+}
+
+/* recovery._set_loss_detection_timer (A.8). */
+static int
+set_loss_timer(CoreObject *c, PyObject *ep)
+{
+    if (c->has_loss_time)
+        return timers_set(ep, str_loss, c->loss_time, str_on_loss_timeout);
+    if (c->outstanding == 0)
+        return timers_cancel(ep, str_loss);
+    RttObject *r = c->rtt;
+    double pto = rtt_smoothed(r) + py_max(4 * r->rttvar_s, r->granularity_s) + c->max_ack_delay_s;
+    pto = pto * ldexp(1.0, (int)c->pto_count);
+    return timers_set(ep, str_loss, c->last_ack_eliciting_s + pto, str_on_loss_timeout);
+}
+
+static int
+set_item_long(PyObject *list, Py_ssize_t i, long long v)
+{
+    PyObject *x = PyLong_FromLongLong(v);
+    return x == NULL ? -1 : PyList_SetItem(list, i, x);
+}
+
+static int
+popleft(PyObject *queue)
+{
+    PyObject *r = PyObject_CallMethodNoArgs(queue, str_popleft);
+    Py_XDECREF(r);
+    return r == NULL ? -1 : 0;
+}
+
+/* stream.data(offset, length): the bytes from the stream's buffer (stream.SendStream.data). */
+static PyObject *
+stream_data(PyObject *stream, long long offset, long long length)
+{
+    PyObject *buf = PyObject_GetAttr(stream, str_buf);
+    if (buf == NULL)
+        return NULL;
+    long long buf_offset;
+    if (attr_long(stream, str_buf_offset, &buf_offset) < 0) {
+        Py_DECREF(buf);
+        return NULL;
+    }
+    long long start = offset - buf_offset;
+    PyObject *out;
+    if (PyByteArray_Check(buf) && start >= 0 && length >= 0 && start + length <= PyByteArray_GET_SIZE(buf))
+        out = PyBytes_FromStringAndSize(PyByteArray_AS_STRING(buf) + start, length);
+    else                                       /* anything else: as the reference does it */
+        out = PyObject_CallMethod(stream, "data", "LL", offset, length);
+    Py_DECREF(buf);
+    return out;
+}
+
+/* packet_builder._build_frames: fill one packet from the retransmission queue, then new data
+ * (FIFO in write order), leaving `reserved` bytes for an ACK frame.  1 and the frames and
+ * size, 0 when there is nothing to send, -1 on error. */
+static int
+build_frames(CoreObject *c, PyObject *ep, long long reserved, PyObject **frames_out, long long *size_out)
+{
+    long long budget = c->max_payload - reserved;
+    PyObject *frames = PyList_New(0);
+    if (frames == NULL)
+        return -1;
+    int full = 0;
+    PyObject *queues[2] = {c->retx_queue, c->new_queue};
+    for (int q = 0; q < 2 && !full; q++) {
+        PyObject *queue = queues[q];
+        while (PyObject_Length(queue) > 0) {
+            PyObject *chunk = PySequence_GetItem(queue, 0);
+            if (chunk == NULL || !PyList_Check(chunk) || PyList_GET_SIZE(chunk) != 5) {
+                if (chunk != NULL)
+                    PyErr_SetString(PyExc_TypeError, "a queued chunk is a list of 5");
+                goto error_chunk;
+            }
+            PyObject *sid_o = PyList_GET_ITEM(chunk, 0);
+            long long sid = PyLong_AsLongLong(sid_o);
+            long long offset = PyLong_AsLongLong(PyList_GET_ITEM(chunk, 1));
+            long long length = PyLong_AsLongLong(PyList_GET_ITEM(chunk, 2));
+            int fin = PyObject_IsTrue(PyList_GET_ITEM(chunk, 3));
+            int retx = PyObject_IsTrue(PyList_GET_ITEM(chunk, 4));
+            if (PyErr_Occurred())
+                goto error_chunk;
+            PyObject *stream = PyDict_GetItemWithError(c->send_streams, sid_o);   /* borrowed */
+            if (stream == NULL) {
+                if (!PyErr_Occurred())
+                    PyErr_SetObject(PyExc_KeyError, sid_o);
+                goto error_chunk;
+            }
+            if (retx) {                          /* skip what was acknowledged meanwhile */
+                long long end = offset + length, acked_prefix;
+                if (attr_long(stream, str_acked_prefix, &acked_prefix) < 0)
+                    goto error_chunk;
+                if (offset < acked_prefix) {
+                    offset = acked_prefix < end ? acked_prefix : end;
+                    length = end - offset;
+                    if (set_item_long(chunk, 1, offset) < 0 || set_item_long(chunk, 2, length) < 0)
+                        goto error_chunk;
+                }
+                if (length == 0) {
+                    int fin_acked = fin ? attr_truthy(stream, str_fin_acked) : 0;
+                    if (fin_acked < 0)
+                        goto error_chunk;
+                    if (!fin || fin_acked) {
+                        Py_DECREF(chunk);
+                        if (popleft(queue) < 0)
+                            goto error;
+                        continue;
+                    }
+                }
+            }
+            long long room = length < budget ? length : budget;
+            long long header = 1 + varint_len(sid) + (offset ? varint_len(offset) : 0) + varint_len(room);
+            long long take = length < budget - header ? length : budget - header;
+            if (take < 0 || (take == 0 && length > 0)) {
+                Py_DECREF(chunk);
+                full = 1;
+                break;
+            }
+            int last = take == length;
+            PyObject *data = stream_data(stream, offset, take);
+            if (data == NULL)
+                goto error_chunk;
+            PyObject *frame = Py_BuildValue("(OLNO)", sid_o, offset, data, (fin && last) ? Py_True : Py_False);
+            if (frame == NULL || PyList_Append(frames, frame) < 0) {
+                Py_XDECREF(frame);
+                goto error_chunk;
+            }
+            Py_DECREF(frame);
+            budget -= header + take;
+            if (add_long(ep, str_stream_bytes_sent, take) < 0
+                || (retx && add_long(ep, str_stream_bytes_retransmitted, take) < 0))
+                goto error_chunk;
+            if (last) {
+                Py_DECREF(chunk);
+                if (popleft(queue) < 0)
+                    goto error;
+            }
+            else {
+                int rc = set_item_long(chunk, 1, offset + take) < 0 || set_item_long(chunk, 2, length - take) < 0;
+                Py_DECREF(chunk);
+                if (rc)
+                    goto error;
+                full = 1;
+                break;
+            }
+            continue;
+        error_chunk:
+            Py_XDECREF(chunk);
+            goto error;
+        }
+        if (PyErr_Occurred())
+            goto error;
+    }
+    if (PyList_GET_SIZE(frames) == 0) {
+        Py_DECREF(frames);
+        return 0;
+    }
+    *frames_out = frames;
+    *size_out = c->max_payload - reserved - budget + SHORT_HEADER_BYTES;
+    return 1;
+error:
+    Py_DECREF(frames);
+    return -1;
+}
+
+/* packet_builder._flush: send packets while the window (RFC 9002 7) and the pacer (7.7)
+ * allow; a due ACK rides in the first packet (and lets it past the pacer, as aioquic), else
+ * goes alone (RFC 9000 13.2). */
+static int
+flush(CoreObject *c, PyObject *ep)
+{
+    if (PyObject_SetAttr(ep, str_flush_scheduled, Py_False) < 0)
+        return -1;
+    int ready = attr_truthy(ep, str_ready);
+    if (ready <= 0)
+        return ready;
+    double now;
+    if (sim_now(ep, &now) < 0)
+        return -1;
+    PyObject *pull = PyObject_GetAttr(ep, str_on_send_ready);
+    if (pull == NULL)
+        return -1;
+    int sent = 0;
+    while ((double)c->bytes_in_flight < c->cc->cwnd) {
+        Py_ssize_t queued = PyObject_Length(c->retx_queue);
+        if (queued == 0)
+            queued = PyObject_Length(c->new_queue);
+        if (queued < 0)
+            goto error;
+        if (!queued && pull == Py_None)
+            break;
+        int ack_due = attr_truthy(ep, str_ack_due);
+        if (ack_due < 0)
+            goto error;
+        if (!ack_due && c->pacing && c->has_interval) {
+            pacer_refill(c, now);
+            if (c->credit_s <= 0) {
+                if (timers_set(ep, str_pace, now + c->interval_s, str_flush) < 0)
+                    goto error;
+                break;
+            }
+        }
+        if (!queued) {                         /* the pull writer: anything more now? */
+            PyObject *r = PyObject_CallNoArgs(pull);
+            if (r == NULL)
+                goto error;
+            int more = PyObject_IsTrue(r);
+            Py_DECREF(r);
+            if (more < 0)
+                goto error;
+            if (!more)
+                break;
+        }
+        long long unacked, reserved = 0, size;
+        if (attr_long(ep, str_unacked_eliciting, &unacked) < 0)
+            goto error;
+        if (unacked)
+            reserved = ack_frame_size(c, now - c->largest_recv_time_s);
+        PyObject *frames = NULL;
+        int built = build_frames(c, ep, reserved, &frames, &size);
+        if (built < 0)
+            goto error;
+        if (built == 0)
+            break;
+        int rc = send_packet(c, ep, frames, size, 0, now);
+        Py_DECREF(frames);
+        if (rc < 0)
+            goto error;
+        if (c->pacing && c->has_interval) {    /* pacer.on_packet_sent */
+            pacer_refill(c, now);
+            c->credit_s = c->credit_s < c->interval_s ? 0.0 : c->credit_s - c->interval_s;
+        }
+        sent = 1;
+    }
+    Py_DECREF(pull);
+    if (sent && set_loss_timer(c, ep) < 0)
+        return -1;
+    int ack_due = attr_truthy(ep, str_ack_due);
+    if (ack_due < 0)
+        return -1;
+    if (ack_due)
+        return send_ack(c, ep, now);
+    return 0;
+error:
+    Py_DECREF(pull);
+    return -1;
+}
+
+static PyObject *
+Core_flush(CoreObject *c, PyObject *ep)
+{
+    if (c->packet_class == NULL) {
+        PyErr_SetString(PyExc_RuntimeError, "QuicCore.bind() first");
+        return NULL;
+    }
+    if (flush(c, ep) < 0)
+        return NULL;
+    Py_RETURN_NONE;
+}
+
+/* send_packet(endpoint, frames, size_bytes, probe) */
+static PyObject *
+Core_send_packet(CoreObject *c, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 4 || c->packet_class == NULL) {
+        PyErr_SetString(PyExc_TypeError, "send_packet(endpoint, frames, size_bytes, probe), after bind()");
+        return NULL;
+    }
+    long long size = PyLong_AsLongLong(args[2]);
+    int probe = PyObject_IsTrue(args[3]);
+    double now;
+    if ((size == -1 && PyErr_Occurred()) || probe < 0 || sim_now(args[0], &now) < 0)
+        return NULL;
+    if (send_packet(c, args[0], args[1], size, probe, now) < 0)
+        return NULL;
+    Py_RETURN_NONE;
+}
+
+static PyObject *
+Core_send_ack(CoreObject *c, PyObject *ep)
+{
+    double now;
+    if (c->packet_class == NULL) {
+        PyErr_SetString(PyExc_RuntimeError, "QuicCore.bind() first");
+        return NULL;
+    }
+    if (sim_now(ep, &now) < 0 || send_ack(c, ep, now) < 0)
+        return NULL;
+    Py_RETURN_NONE;
+}
+
+static PyObject *
+Core_set_loss_timer(CoreObject *c, PyObject *ep)
+{
+    if (set_loss_timer(c, ep) < 0)
+        return NULL;
+    Py_RETURN_NONE;
+}
+
+/* bind(QuicPacket, link.Packet, retx_queue, new_queue, send_streams, max_payload) */
+static PyObject *
+Core_bind(CoreObject *c, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 6 || !PyDict_Check(args[4])) {
+        PyErr_SetString(PyExc_TypeError,
+                        "bind(packet_class, link_packet_class, retx_queue, new_queue, send_streams: dict, max_payload)");
+        return NULL;
+    }
+    long long max_payload = PyLong_AsLongLong(args[5]);
+    if (max_payload == -1 && PyErr_Occurred())
+        return NULL;
+    PyObject **fields[5] = {&c->packet_class, &c->link_packet_class, &c->retx_queue, &c->new_queue,
+                            &c->send_streams};
+    for (int i = 0; i < 5; i++) {
+        Py_INCREF(args[i]);
+        Py_XSETREF(*fields[i], args[i]);
+    }
+    c->max_payload = max_payload;
+    Py_RETURN_NONE;
 }
 
 static PyObject *
@@ -860,6 +1436,14 @@ static PyMethodDef Core_methods[] = {
      "on_packet_number(pn, now): True if out of order"},
     {"ack_frame", (PyCFunction)Core_ack_frame, METH_O, "ack_frame(now): ((ranges, ack_delay_s), size)"},
     {"ack_frame_size", (PyCFunction)Core_ack_frame_size, METH_O, "ack_frame_size(now)"},
+    {"bind", (PyCFunction)(void (*)(void))Core_bind, METH_FASTCALL,
+     "bind(packet_class, link_packet_class, retx_queue, new_queue, send_streams, max_payload)"},
+    {"flush", (PyCFunction)Core_flush, METH_O, "flush(endpoint): packet_builder._flush"},
+    {"send_packet", (PyCFunction)(void (*)(void))Core_send_packet, METH_FASTCALL,
+     "send_packet(endpoint, frames, size_bytes, probe): packet_builder._send_packet"},
+    {"send_ack", (PyCFunction)Core_send_ack, METH_O, "send_ack(endpoint): ack._send_ack"},
+    {"set_loss_timer", (PyCFunction)Core_set_loss_timer, METH_O,
+     "set_loss_timer(endpoint): recovery._set_loss_detection_timer"},
     {NULL},
 };
 
@@ -912,9 +1496,42 @@ static struct PyModuleDef quic_module = {
     .m_size = -1,
 };
 
+#define INTERN(var, text) if ((var = PyUnicode_InternFromString(text)) == NULL) return NULL
+
 PyMODINIT_FUNC
 PyInit__quic(void)
 {
+    INTERN(str_ready, "ready");
+    INTERN(str_on_send_ready, "on_send_ready");
+    INTERN(str_flush_scheduled, "_flush_scheduled");
+    INTERN(str_ack_due, "_ack_due");
+    INTERN(str_unacked_eliciting, "_unacked_eliciting");
+    INTERN(str_next_pn, "_next_pn");
+    INTERN(str_packets_sent, "packets_sent");
+    INTERN(str_probe_packets_sent, "probe_packets_sent");
+    INTERN(str_ack_packets_sent, "ack_packets_sent");
+    INTERN(str_bytes_sent, "bytes_sent");
+    INTERN(str_stream_bytes_sent, "stream_bytes_sent");
+    INTERN(str_stream_bytes_retransmitted, "stream_bytes_retransmitted");
+    INTERN(str_timers, "timers");
+    INTERN(str_set, "set");
+    INTERN(str_cancel, "cancel");
+    INTERN(str_loss, "loss");
+    INTERN(str_pace, "pace");
+    INTERN(str_ack, "ack");
+    INTERN(str_flush, "_flush");
+    INTERN(str_on_loss_timeout, "_on_loss_detection_timeout");
+    INTERN(str_link, "link");
+    INTERN(str_send, "send");
+    INTERN(str_peer, "peer");
+    INTERN(str_on_packet, "_on_packet");
+    INTERN(str_sim, "sim");
+    INTERN(str_now, "now");
+    INTERN(str_acked_prefix, "acked_prefix");
+    INTERN(str_fin_acked, "fin_acked");
+    INTERN(str_buf, "buf");
+    INTERN(str_buf_offset, "buf_offset");
+    INTERN(str_popleft, "popleft");
     PyTypeObject *types[] = {&RttType, &CcType, &CoreType};
     for (size_t i = 0; i < sizeof(types) / sizeof(types[0]); i++)
         if (PyType_Ready(types[i]) < 0)

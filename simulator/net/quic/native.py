@@ -26,7 +26,7 @@ from ..link import Packet
 from ..native import QUIC
 from ..transport import TransportConfig
 from .connection import QuicEndpoint
-from .packet import SHORT_HEADER_BYTES, UDP_IP_HEADER_BYTES, QuicPacket
+from .packet import SHORT_HEADER_BYTES, QuicPacket
 from .recovery import PROBE_PACKETS
 
 __all__ = ["NativeQuicEndpoint"]
@@ -65,6 +65,7 @@ class NativeQuicEndpoint(QuicEndpoint):
         self.pacer = self.rtt_monitor = None       # the core's (its ``pace`` / ``paced``)
         self._sent = self._sent_order = None       # the core's records
         core.cwnd_log = self.cwnd_log
+        core.bind(QuicPacket, Packet, self._retx_queue, self._new_queue, self._send_streams, self._max_payload)
 
     @property
     def bytes_in_flight(self) -> int:
@@ -78,54 +79,12 @@ class NativeQuicEndpoint(QuicEndpoint):
 
     # -- sending (packet_builder) ------------------------------------------------------
     def _flush(self) -> None:
-        """``PacketBuilder._flush``, the window and the pacer asked of the core."""
-        self._flush_scheduled = False
-        if not self.ready:
-            return
-        core = self._core
-        sim = self.sim
-        sent = False
-        pull = self.on_send_ready
-        while core.cwnd_open():
-            queued = self._retx_queue or self._new_queue
-            if not queued and pull is None:
-                break
-            if not self._ack_due:
-                when_s = core.pace(sim.now)
-                if when_s is not None:
-                    self.timers.set("pace", when_s, self._flush)
-                    break
-            if not queued and not pull():     # the pull writer has nothing more now
-                break
-            built = self._build_frames(core.ack_frame_size(sim.now) if self._unacked_eliciting else 0)
-            if built is None:
-                break
-            self._send_packet(*built)
-            core.paced(sim.now)
-            sent = True
-        if sent:
-            self._set_loss_detection_timer()
-        if self._ack_due:
-            self._send_ack()
+        """``PacketBuilder._flush`` (with ``_build_frames``), in the core."""
+        self._core.flush(self)
 
     def _send_packet(self, frames: list, size_bytes: int, probe: bool = False) -> None:
-        """``PacketBuilder._send_packet``, the record kept by the core."""
-        now = self.sim.now
-        ack = None
-        if self._unacked_eliciting:
-            ack, ack_bytes = self._core.ack_frame(now)
-            size_bytes += ack_bytes
-            self._acked_now()
-        pn = self._next_pn
-        packet = QuicPacket(pn, now, size_bytes, frames, ack=ack, probe=probe)
-        self._next_pn = pn + 1
-        self._core.on_sent(packet, pn, now, size_bytes)
-        self.packets_sent += 1
-        if probe:
-            self.probe_packets_sent += 1
-        wire = size_bytes + UDP_IP_HEADER_BYTES
-        self.bytes_sent += wire
-        self.link.send(Packet(wire, packet), self.peer._on_packet)
+        """``PacketBuilder._send_packet``, in the core."""
+        self._core.send_packet(self, frames, size_bytes, probe)
 
     # -- ACKs (ack) --------------------------------------------------------------------
     def _on_packet_number(self, pn: int, ack_eliciting: bool) -> None:
@@ -147,21 +106,8 @@ class NativeQuicEndpoint(QuicEndpoint):
         return self._core.ack_frame(self.sim.now)
 
     def _send_ack(self) -> None:
-        """``AckGeneration._send_ack``, the frame built by the core."""
-        pending = self._unacked_eliciting
-        self._acked_now()
-        if not pending or not self._core.ack_ranges:
-            return
-        now = self.sim.now
-        ack, size = self._core.ack_frame(now)
-        size += SHORT_HEADER_BYTES
-        packet = QuicPacket(self._next_pn, now, size, (), ack=ack, ack_eliciting=False)
-        self._next_pn += 1
-        self.packets_sent += 1
-        self.ack_packets_sent += 1
-        wire = size + UDP_IP_HEADER_BYTES
-        self.bytes_sent += wire
-        self.link.send(Packet(wire, packet), self.peer._on_packet)
+        """``AckGeneration._send_ack``, in the core."""
+        self._core.send_ack(self)
 
     # -- recovery ----------------------------------------------------------------------
     def _on_ack_frame(self, ranges: list, ack_delay_s: float) -> None:
@@ -206,12 +152,8 @@ class NativeQuicEndpoint(QuicEndpoint):
         self._schedule_flush()
 
     def _set_loss_detection_timer(self) -> None:
-        """``LossRecovery._set_loss_detection_timer`` (A.8), the deadline the core's."""
-        deadline = self._core.loss_deadline()
-        if deadline is None:
-            self.timers.cancel("loss")
-        else:
-            self.timers.set("loss", deadline, self._on_loss_detection_timeout)
+        """``LossRecovery._set_loss_detection_timer`` (A.8), in the core."""
+        self._core.set_loss_timer(self)
 
     def _on_loss_detection_timeout(self) -> None:
         """``LossRecovery._on_loss_detection_timeout`` (A.9): the core decides, Python sends the probes."""
