@@ -87,6 +87,9 @@ typedef struct {
      * of chunks [stream_id, offset, length, fin, retransmission] and its send streams */
     PyObject *packet_class, *link_packet_class, *retx_queue, *new_queue, *send_streams;
     long long max_payload;
+    /* the receiving path's (bind): the endpoint's receive streams and their class */
+    PyObject *recv_streams, *recv_stream_class;
+    long long ack_every_packets;
 } CoreObject;
 
 static PyTypeObject CoreType;
@@ -107,7 +110,11 @@ static PyObject *str_ready, *str_on_send_ready, *str_flush_scheduled, *str_ack_d
     *str_next_pn, *str_packets_sent, *str_probe_packets_sent, *str_ack_packets_sent, *str_bytes_sent,
     *str_stream_bytes_sent, *str_stream_bytes_retransmitted, *str_timers, *str_set, *str_cancel, *str_loss,
     *str_pace, *str_ack, *str_flush, *str_on_loss_timeout, *str_link, *str_send, *str_peer, *str_on_packet,
-    *str_sim, *str_now, *str_acked_prefix, *str_fin_acked, *str_buf, *str_buf_offset, *str_popleft;
+    *str_sim, *str_now, *str_acked_prefix, *str_fin_acked, *str_buf, *str_buf_offset, *str_popleft,
+    *str_call_soon, *str_fin_offset, *str_finished, *str_delivered, *str_heap, *str_heap_bytes, *str_reorder_bytes,
+    *str_max_reorder_bytes, *str_bytes_delivered, *str_on_data, *str_on_ack_frame, *str_frames, *str_pn,
+    *str_ack_eliciting, *str_expiry, *str_ack_delay_s, *str_ack_now, *str_join;
+static PyObject *empty_bytes;
 
 #define SHORT_HEADER_BYTES (1 + 8 + 2 + 16)   /* packet.SHORT_HEADER_BYTES */
 #define UDP_IP_HEADER_BYTES 28                /* packet.UDP_IP_HEADER_BYTES */
@@ -358,6 +365,8 @@ Core_traverse(CoreObject *c, visitproc visit, void *arg)
     Py_VISIT(c->retx_queue);
     Py_VISIT(c->new_queue);
     Py_VISIT(c->send_streams);
+    Py_VISIT(c->recv_streams);
+    Py_VISIT(c->recv_stream_class);
     for (Py_ssize_t i = c->head; i < c->head + c->len; i++)
         Py_VISIT(c->sent[i].packet);
     return 0;
@@ -372,6 +381,8 @@ Core_clear(CoreObject *c)
     Py_CLEAR(c->retx_queue);
     Py_CLEAR(c->new_queue);
     Py_CLEAR(c->send_streams);
+    Py_CLEAR(c->recv_streams);
+    Py_CLEAR(c->recv_stream_class);
     clear_sent(c);
     return 0;
 }
@@ -859,6 +870,279 @@ Core_ack_frame_size(CoreObject *c, PyObject *arg)
     return PyLong_FromLongLong(ack_frame_size(c, now - c->largest_recv_time_s));
 }
 
+/* -- TimerSlots: engine.TimerSlots's C twin for a QUIC endpoint's four slots ---------------
+ *
+ * The same heap entries as the reference (one live entry per owner, the earliest expiry,
+ * pushed as self._fire(gen) on the engine's queue; stale entries find nothing due), the
+ * same order of the callbacks at one instant (by time, then slot name), so the engine sees
+ * the same events; named TimerSlots so a traced run labels them "TimerSlots._fire". */
+
+#define N_SLOTS 4
+static const char *slot_names[N_SLOTS] = {"loss", "ack", "pace", "handshake"};   /* the endpoint's order */
+static const int slot_rank[N_SLOTS] = {2, 0, 3, 1};      /* their names' sort order */
+
+typedef struct {
+    PyObject_HEAD
+    PyObject *sim, *owner, *push, *fire;
+    double when[N_SLOTS];
+    PyObject *cb[N_SLOTS];          /* NULL: the slot is empty */
+    double scheduled;
+    char has_scheduled;
+    long long gen;
+} TimersObject;
+
+static PyTypeObject TimersType;
+
+static int
+slot_of(PyObject *name)
+{
+    if (PyUnicode_Check(name))
+        for (int i = 0; i < N_SLOTS; i++)
+            if (PyUnicode_CompareWithASCIIString(name, slot_names[i]) == 0)
+                return i;
+    PyErr_Format(PyExc_KeyError, "no timer slot %R", name);
+    return -1;
+}
+
+static int
+tm_schedule(TimersObject *t, double when)
+{
+    t->gen += 1;
+    t->scheduled = when;
+    t->has_scheduled = 1;
+    PyObject *args = Py_BuildValue("(L)", t->gen);
+    PyObject *when_o = args == NULL ? NULL : PyFloat_FromDouble(when);
+    PyObject *r = when_o == NULL ? NULL : PyObject_CallFunctionObjArgs(t->push, when_o, t->fire, args, NULL);
+    Py_XDECREF(when_o);
+    Py_XDECREF(args);
+    Py_XDECREF(r);
+    return r == NULL ? -1 : 0;
+}
+
+static int
+tm_now(TimersObject *t, double *now)
+{
+    PyObject *o = PyObject_GetAttr(t->sim, str_now);
+    if (o == NULL)
+        return -1;
+    int rc = get_double(o, now);
+    Py_DECREF(o);
+    return rc;
+}
+
+/* TimerSlots.set(slot, when_s, callback) */
+static int
+tm_set(TimersObject *t, int slot, double when, PyObject *callback)
+{
+    double now;
+    if (tm_now(t, &now) < 0)
+        return -1;
+    if (when < now)
+        when = now;
+    t->when[slot] = when;
+    Py_INCREF(callback);
+    Py_XSETREF(t->cb[slot], callback);
+    if (!t->has_scheduled || when < t->scheduled)
+        return tm_schedule(t, when);
+    return 0;
+}
+
+static void
+tm_cancel(TimersObject *t, int slot)
+{
+    Py_CLEAR(t->cb[slot]);        /* lazy: the heap entry stays, as in TimerSlots */
+}
+
+static PyObject *
+Timers_new(PyTypeObject *type, PyObject *args, PyObject *kw)
+{
+    PyObject *sim, *owner;
+    if (!PyArg_ParseTuple(args, "OO:TimerSlots", &sim, &owner))
+        return NULL;
+    TimersObject *t = (TimersObject *)type->tp_alloc(type, 0);
+    if (t == NULL)
+        return NULL;
+    Py_INCREF(sim);
+    t->sim = sim;
+    Py_INCREF(owner);
+    t->owner = owner;
+    t->push = PyObject_GetAttrString(sim, "_push");
+    t->fire = t->push == NULL ? NULL : PyObject_GetAttrString((PyObject *)t, "_fire");
+    if (t->fire == NULL) {
+        Py_DECREF(t);
+        return NULL;
+    }
+    return (PyObject *)t;
+}
+
+static int
+Timers_traverse(TimersObject *t, visitproc visit, void *arg)
+{
+    Py_VISIT(t->sim);
+    Py_VISIT(t->owner);
+    Py_VISIT(t->push);
+    Py_VISIT(t->fire);
+    for (int i = 0; i < N_SLOTS; i++)
+        Py_VISIT(t->cb[i]);
+    return 0;
+}
+
+static int
+Timers_clear(TimersObject *t)
+{
+    Py_CLEAR(t->sim);
+    Py_CLEAR(t->owner);
+    Py_CLEAR(t->push);
+    Py_CLEAR(t->fire);
+    for (int i = 0; i < N_SLOTS; i++)
+        Py_CLEAR(t->cb[i]);
+    return 0;
+}
+
+static void
+Timers_dealloc(TimersObject *t)
+{
+    PyObject_GC_UnTrack(t);
+    Timers_clear(t);
+    Py_TYPE(t)->tp_free((PyObject *)t);
+}
+
+static PyObject *
+Timers_set(TimersObject *t, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 3) {
+        PyErr_SetString(PyExc_TypeError, "set(slot, when_s, callback)");
+        return NULL;
+    }
+    int slot = slot_of(args[0]);
+    double when;
+    if (slot < 0 || get_double(args[1], &when) < 0 || tm_set(t, slot, when, args[2]) < 0)
+        return NULL;
+    Py_RETURN_NONE;
+}
+
+static PyObject *
+Timers_cancel(TimersObject *t, PyObject *name)
+{
+    int slot = slot_of(name);
+    if (slot < 0)
+        return NULL;
+    tm_cancel(t, slot);
+    Py_RETURN_NONE;
+}
+
+static PyObject *
+Timers_expiry(TimersObject *t, PyObject *name)
+{
+    int slot = slot_of(name);
+    if (slot < 0)
+        return NULL;
+    if (t->cb[slot] == NULL)
+        Py_RETURN_NONE;
+    return PyFloat_FromDouble(t->when[slot]);
+}
+
+static PyObject *
+Timers_armed(TimersObject *t, PyObject *unused)
+{
+    PyObject *d = PyDict_New();
+    for (int i = 0; d != NULL && i < N_SLOTS; i++) {
+        if (t->cb[i] == NULL)
+            continue;
+        PyObject *w = PyFloat_FromDouble(t->when[i]);
+        if (w == NULL || PyDict_SetItemString(d, slot_names[i], w) < 0) {
+            Py_XDECREF(w);
+            Py_CLEAR(d);
+            break;
+        }
+        Py_DECREF(w);
+    }
+    return d;
+}
+
+/* TimerSlots._fire(gen): the slots due now, earliest first (equal times in name order). */
+static PyObject *
+Timers_fire(TimersObject *t, PyObject *gen_obj)
+{
+    long long gen = PyLong_AsLongLong(gen_obj);
+    if (gen == -1 && PyErr_Occurred())
+        return NULL;
+    if (gen != t->gen)
+        Py_RETURN_NONE;               /* superseded by an earlier expiry */
+    t->has_scheduled = 0;
+    double now;
+    if (tm_now(t, &now) < 0)
+        return NULL;
+    int order[N_SLOTS], n = 0;
+    double due[N_SLOTS];
+    for (int i = 0; i < N_SLOTS; i++)
+        if (t->cb[i] != NULL && t->when[i] <= now) {
+            int j = n++;               /* insertion sort by (when, name) */
+            while (j > 0 && (due[j - 1] > t->when[i]
+                             || (due[j - 1] == t->when[i] && slot_rank[order[j - 1]] > slot_rank[i]))) {
+                due[j] = due[j - 1];
+                order[j] = order[j - 1];
+                j--;
+            }
+            due[j] = t->when[i];
+            order[j] = i;
+        }
+    for (int k = 0; k < n; k++) {
+        int slot = order[k];
+        if (t->cb[slot] == NULL || t->when[slot] != due[k])
+            continue;                 /* cancelled or re-armed by an earlier callback of this batch */
+        PyObject *callback = t->cb[slot];
+        t->cb[slot] = NULL;           /* the reference to it is ours now */
+        PyObject *r = PyObject_CallNoArgs(callback);
+        Py_DECREF(callback);
+        if (r == NULL)
+            return NULL;
+        Py_DECREF(r);
+    }
+    if (!t->has_scheduled) {
+        int any = 0;
+        double later = 0.0;
+        for (int i = 0; i < N_SLOTS; i++)
+            if (t->cb[i] != NULL && (!any || t->when[i] < later)) {
+                later = t->when[i];
+                any = 1;
+            }
+        if (any && tm_schedule(t, later) < 0)
+            return NULL;
+    }
+    Py_RETURN_NONE;
+}
+
+static PyMethodDef Timers_methods[] = {
+    {"set", (PyCFunction)(void (*)(void))Timers_set, METH_FASTCALL, "set(slot, when_s, callback)"},
+    {"cancel", (PyCFunction)Timers_cancel, METH_O, "cancel(slot)"},
+    {"expiry", (PyCFunction)Timers_expiry, METH_O, "expiry(slot): seconds, or None"},
+    {"armed", (PyCFunction)Timers_armed, METH_NOARGS, "the armed slots and their expiry times"},
+    {"_fire", (PyCFunction)Timers_fire, METH_O, "_fire(gen): the heap entry of generation gen popped"},
+    {NULL},
+};
+
+static PyMemberDef Timers_members[] = {
+    {"sim", T_OBJECT, offsetof(TimersObject, sim), READONLY, NULL},
+    {"owner", T_OBJECT, offsetof(TimersObject, owner), READONLY, NULL},
+    {NULL},
+};
+
+static PyTypeObject TimersType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = NET_MODULE ".TimerSlots",
+    .tp_doc = "TimerSlots(sim, owner): a QUIC endpoint's loss, ack, pace and handshake timer slots "
+              "(engine.TimerSlots's C twin).",
+    .tp_basicsize = sizeof(TimersObject),
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC,
+    .tp_new = Timers_new,
+    .tp_traverse = (traverseproc)Timers_traverse,
+    .tp_clear = (inquiry)Timers_clear,
+    .tp_dealloc = (destructor)Timers_dealloc,
+    .tp_methods = Timers_methods,
+    .tp_members = Timers_members,
+};
+
 /* -- the sending path (packet_builder.PacketBuilder, ack._send_ack, A.8's timer) ------------
  *
  * On the endpoint's own Python objects: its slots (ready, _ack_due, _next_pn, the counters),
@@ -922,14 +1206,40 @@ sim_now(PyObject *ep, double *now)
     return rc;
 }
 
+static int
+fast_slot(PyObject *slot)
+{
+    return slot == str_loss ? 0 : slot == str_ack ? 1 : slot == str_pace ? 2 : -1;
+}
+
 static PyObject *
 call_timers(PyObject *ep, PyObject *method, PyObject *slot, PyObject *when, PyObject *callback)
 {
     PyObject *timers = PyObject_GetAttr(ep, str_timers);
     if (timers == NULL)
         return NULL;
-    PyObject *r = callback == NULL ? PyObject_CallMethodOneArg(timers, method, slot)
-                                   : PyObject_CallMethodObjArgs(timers, method, slot, when, callback, NULL);
+    PyObject *r;
+    int index = fast_slot(slot);
+    if (Py_IS_TYPE(timers, &TimersType) && index >= 0) {    /* the C twin's: no call through Python */
+        TimersObject *t = (TimersObject *)timers;
+        r = Py_None;
+        Py_INCREF(r);
+        if (method == str_cancel)
+            tm_cancel(t, index);
+        else if (method == str_expiry) {
+            Py_DECREF(r);
+            r = t->cb[index] == NULL ? (Py_INCREF(Py_None), Py_None) : PyFloat_FromDouble(t->when[index]);
+        }
+        else {
+            double w;
+            if (get_double(when, &w) < 0 || tm_set(t, index, w, callback) < 0)
+                Py_CLEAR(r);
+        }
+    }
+    else if (callback == NULL)
+        r = PyObject_CallMethodOneArg(timers, method, slot);
+    else
+        r = PyObject_CallMethodObjArgs(timers, method, slot, when, callback, NULL);
     Py_DECREF(timers);
     return r;
 }
@@ -1366,26 +1676,318 @@ Core_set_loss_timer(CoreObject *c, PyObject *ep)
     Py_RETURN_NONE;
 }
 
-/* bind(QuicPacket, link.Packet, retx_queue, new_queue, send_streams, max_payload) */
+/* bind(QuicPacket, link.Packet, retx_queue, new_queue, send_streams, max_payload, recv_streams,
+ *      RecvStream, ack_every_packets): the endpoint's objects the core works on */
 static PyObject *
 Core_bind(CoreObject *c, PyObject *const *args, Py_ssize_t nargs)
 {
-    if (nargs != 6 || !PyDict_Check(args[4])) {
-        PyErr_SetString(PyExc_TypeError,
-                        "bind(packet_class, link_packet_class, retx_queue, new_queue, send_streams: dict, max_payload)");
+    if (nargs != 9 || !PyDict_Check(args[4]) || !PyDict_Check(args[6])) {
+        PyErr_SetString(PyExc_TypeError, "bind(packet_class, link_packet_class, retx_queue, new_queue, "
+                        "send_streams: dict, max_payload, recv_streams: dict, recv_stream_class, ack_every_packets)");
         return NULL;
     }
     long long max_payload = PyLong_AsLongLong(args[5]);
-    if (max_payload == -1 && PyErr_Occurred())
+    long long ack_every = PyLong_AsLongLong(args[8]);
+    if ((max_payload == -1 || ack_every == -1) && PyErr_Occurred())
         return NULL;
-    PyObject **fields[5] = {&c->packet_class, &c->link_packet_class, &c->retx_queue, &c->new_queue,
-                            &c->send_streams};
-    for (int i = 0; i < 5; i++) {
-        Py_INCREF(args[i]);
-        Py_XSETREF(*fields[i], args[i]);
+    PyObject **fields[7] = {&c->packet_class, &c->link_packet_class, &c->retx_queue, &c->new_queue,
+                            &c->send_streams, &c->recv_streams, &c->recv_stream_class};
+    PyObject *values[7] = {args[0], args[1], args[2], args[3], args[4], args[6], args[7]};
+    for (int i = 0; i < 7; i++) {
+        Py_INCREF(values[i]);
+        Py_XSETREF(*fields[i], values[i]);
     }
     c->max_payload = max_payload;
+    c->ack_every_packets = ack_every;
     Py_RETURN_NONE;
+}
+
+/* -- the receiving path (connection.QuicEndpoint._on_packet for 1-RTT packets once the
+ * handshake is confirmed, _on_stream_frame, ack._on_packet_number and _ack_now) -- */
+
+static PyObject *heappush_fn, *heappop_fn;
+
+/* self._schedule_flush(): one flush per instant (packet_builder). */
+static int
+schedule_flush(PyObject *ep)
+{
+    int scheduled = attr_truthy(ep, str_flush_scheduled);
+    if (scheduled)
+        return scheduled < 0 ? -1 : 0;
+    if (PyObject_SetAttr(ep, str_flush_scheduled, Py_True) < 0)
+        return -1;
+    PyObject *sim = PyObject_GetAttr(ep, str_sim);
+    PyObject *cb = sim == NULL ? NULL : PyObject_GetAttr(ep, str_flush);
+    PyObject *r = cb == NULL ? NULL : PyObject_CallMethodOneArg(sim, str_call_soon, cb);
+    Py_XDECREF(cb);
+    Py_XDECREF(sim);
+    Py_XDECREF(r);
+    return r == NULL ? -1 : 0;
+}
+
+/* ack._ack_now: the ACK is due; it goes in the next packet or alone (RFC 9000 13.2). */
+static int
+ack_now(PyObject *ep)
+{
+    if (timers_cancel(ep, str_ack) < 0)
+        return -1;
+    long long unacked;
+    if (attr_long(ep, str_unacked_eliciting, &unacked) < 0)
+        return -1;
+    int due = attr_truthy(ep, str_ack_due);
+    if (due < 0)
+        return -1;
+    if (unacked && !due) {
+        if (PyObject_SetAttr(ep, str_ack_due, Py_True) < 0)
+            return -1;
+        return schedule_flush(ep);
+    }
+    return 0;
+}
+
+static Py_ssize_t
+length_of(PyObject *data)
+{
+    return PyBytes_Check(data) ? PyBytes_GET_SIZE(data) : PyObject_Length(data);
+}
+
+/* data[start:] */
+static PyObject *
+tail_of(PyObject *data, Py_ssize_t start)
+{
+    if (PyBytes_Check(data))
+        return PyBytes_FromStringAndSize(PyBytes_AS_STRING(data) + start, PyBytes_GET_SIZE(data) - start);
+    return PySequence_GetSlice(data, start, PY_SSIZE_T_MAX);
+}
+
+/* connection.QuicEndpoint._on_stream_frame: deliver a stream's bytes as soon as they are
+ * contiguous in that stream's order (no head-of-line blocking across streams). */
+static int
+on_stream_frame(CoreObject *c, PyObject *ep, PyObject *sid, PyObject *offset_o, PyObject *data, int fin,
+                PyObject *now_o)
+{
+    PyObject *stream = PyDict_GetItemWithError(c->recv_streams, sid);   /* borrowed */
+    if (stream == NULL) {
+        if (PyErr_Occurred())
+            return -1;
+        stream = PyObject_CallNoArgs(c->recv_stream_class);
+        if (stream == NULL)
+            return -1;
+        int rc = PyDict_SetItem(c->recv_streams, sid, stream);
+        Py_DECREF(stream);                      /* the dict holds it */
+        if (rc < 0)
+            return -1;
+    }
+    Py_INCREF(stream);
+    PyObject *parts = NULL, *heap = NULL;
+    int rc = -1;
+    long long offset = PyLong_AsLongLong(offset_o);
+    Py_ssize_t n = length_of(data);
+    if ((offset == -1 && PyErr_Occurred()) || n < 0)
+        goto done;
+    long long end = offset + n;
+    if (fin && set_long(stream, str_fin_offset, end) < 0)
+        goto done;
+    int finished = attr_truthy(stream, str_finished);
+    if (finished) {
+        rc = finished < 0 ? -1 : 0;
+        goto done;
+    }
+    long long delivered, fin_offset;
+    if (attr_long(stream, str_delivered, &delivered) < 0)
+        goto done;
+    if ((heap = PyObject_GetAttr(stream, str_heap)) == NULL)
+        goto done;
+    if (offset > delivered) {                  /* a hole before it: hold back (this stream only) */
+        PyObject *item = PyTuple_Pack(2, offset_o, data);
+        PyObject *r = item == NULL ? NULL : PyObject_CallFunctionObjArgs(heappush_fn, heap, item, NULL);
+        Py_XDECREF(item);
+        if (r == NULL)
+            goto done;
+        Py_DECREF(r);
+        long long reorder, max_reorder;
+        if (add_long(stream, str_heap_bytes, n) < 0 || attr_long(ep, str_reorder_bytes, &reorder) < 0
+            || set_long(ep, str_reorder_bytes, reorder + n) < 0 || attr_long(ep, str_max_reorder_bytes, &max_reorder) < 0
+            || (reorder + n > max_reorder && set_long(ep, str_max_reorder_bytes, reorder + n) < 0))
+            goto done;
+        rc = 0;
+        goto done;
+    }
+    long long start_delivered = delivered;
+    if ((parts = PyList_New(0)) == NULL)
+        goto done;
+    if (end > delivered) {
+        PyObject *part = offset == delivered ? (Py_INCREF(data), data) : tail_of(data, delivered - offset);
+        if (part == NULL || PyList_Append(parts, part) < 0) {
+            Py_XDECREF(part);
+            goto done;
+        }
+        Py_DECREF(part);
+        delivered = end;
+    }
+    while (PyList_GET_SIZE(heap) > 0) {
+        PyObject *top = PyList_GET_ITEM(heap, 0);
+        long long top_offset = PyLong_AsLongLong(PyTuple_GET_ITEM(top, 0));
+        if (top_offset == -1 && PyErr_Occurred())
+            goto done;
+        if (top_offset > delivered)
+            break;
+        PyObject *popped = PyObject_CallOneArg(heappop_fn, heap);
+        if (popped == NULL)
+            goto done;
+        PyObject *held = PyTuple_GET_ITEM(popped, 1);
+        Py_ssize_t held_n = length_of(held);
+        if (held_n < 0 || add_long(stream, str_heap_bytes, -held_n) < 0 || add_long(ep, str_reorder_bytes, -held_n) < 0) {
+            Py_DECREF(popped);
+            goto done;
+        }
+        long long held_end = top_offset + held_n;
+        if (held_end > delivered) {
+            PyObject *part = tail_of(held, delivered - top_offset);
+            if (part == NULL || PyList_Append(parts, part) < 0) {
+                Py_XDECREF(part);
+                Py_DECREF(popped);
+                goto done;
+            }
+            Py_DECREF(part);
+            delivered = held_end;
+        }
+        Py_DECREF(popped);
+    }
+    long long new_bytes = delivered - start_delivered;
+    if (set_long(stream, str_delivered, delivered) < 0 || attr_long(stream, str_fin_offset, &fin_offset) < 0)
+        goto done;
+    int is_done = fin_offset >= 0 && delivered >= fin_offset;
+    if (new_bytes || is_done) {
+        if (is_done && PyObject_SetAttr(stream, str_finished, Py_True) < 0)
+            goto done;
+        if (add_long(ep, str_bytes_delivered, new_bytes) < 0)
+            goto done;
+        PyObject *on_data = PyObject_GetAttr(ep, str_on_data);
+        if (on_data == NULL)
+            goto done;
+        if (on_data != Py_None) {
+            PyObject *chunk;
+            if (PyList_GET_SIZE(parts) == 1) {
+                chunk = PyList_GET_ITEM(parts, 0);
+                Py_INCREF(chunk);
+            }
+            else
+                chunk = PyObject_CallMethodOneArg(empty_bytes, str_join, parts);
+            PyObject *r = chunk == NULL ? NULL
+                : PyObject_CallFunctionObjArgs(on_data, sid, chunk, is_done ? Py_True : Py_False, now_o, NULL);
+            Py_XDECREF(chunk);
+            if (r == NULL) {
+                Py_DECREF(on_data);
+                goto done;
+            }
+            Py_DECREF(r);
+        }
+        Py_DECREF(on_data);
+    }
+    rc = 0;
+done:
+    Py_XDECREF(parts);
+    Py_XDECREF(heap);
+    Py_DECREF(stream);
+    return rc;
+}
+
+/* receive(endpoint, packet): a 1-RTT packet once the handshake is confirmed
+ * (connection.QuicEndpoint._on_packet): its ACK frame (the endpoint's _on_ack_frame), its
+ * STREAM frames, then its packet number and whether to ACK (ack._on_packet_number). */
+static PyObject *
+Core_receive(CoreObject *c, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 2 || c->recv_streams == NULL) {
+        PyErr_SetString(PyExc_TypeError, "receive(endpoint, packet), after bind()");
+        return NULL;
+    }
+    PyObject *ep = args[0], *packet = args[1];
+    PyObject *ack = PyObject_GetAttr(packet, str_ack);
+    if (ack == NULL)
+        return NULL;
+    if (ack != Py_None) {
+        PyObject *on_ack = PyObject_GetAttr(ep, str_on_ack_frame);
+        PyObject *r = on_ack == NULL ? NULL : PyObject_Call(on_ack, ack, NULL);
+        Py_XDECREF(on_ack);
+        if (r == NULL) {
+            Py_DECREF(ack);
+            return NULL;
+        }
+        Py_DECREF(r);
+    }
+    Py_DECREF(ack);
+    PyObject *sim = PyObject_GetAttr(ep, str_sim);
+    PyObject *now_o = sim == NULL ? NULL : PyObject_GetAttr(sim, str_now);
+    Py_XDECREF(sim);
+    if (now_o == NULL)
+        return NULL;
+    double now;
+    PyObject *frames = NULL, *seq = NULL, *pn_o = NULL;
+    if (get_double(now_o, &now) < 0 || (frames = PyObject_GetAttr(packet, str_frames)) == NULL
+        || (seq = PySequence_Fast(frames, "frames")) == NULL)
+        goto error;
+    for (Py_ssize_t i = 0; i < PySequence_Fast_GET_SIZE(seq); i++) {
+        PyObject *f = PySequence_Fast_GET_ITEM(seq, i);
+        if (!PyTuple_Check(f) || PyTuple_GET_SIZE(f) != 4) {
+            PyErr_SetString(PyExc_TypeError, "a STREAM frame is (stream_id, offset, data, fin)");
+            goto error;
+        }
+        int fin = PyObject_IsTrue(PyTuple_GET_ITEM(f, 3));
+        if (fin < 0 || on_stream_frame(c, ep, PyTuple_GET_ITEM(f, 0), PyTuple_GET_ITEM(f, 1), PyTuple_GET_ITEM(f, 2),
+                                       fin, now_o) < 0)
+            goto error;
+    }
+    /* ack._on_packet_number */
+    if ((pn_o = PyObject_GetAttr(packet, str_pn)) == NULL)
+        goto error;
+    PyObject *argv[2] = {pn_o, now_o};
+    PyObject *ooo = Core_on_packet_number(c, argv, 2);
+    if (ooo == NULL)
+        goto error;
+    int out_of_order = ooo == Py_True;
+    Py_DECREF(ooo);
+    int eliciting = attr_truthy(packet, str_ack_eliciting);
+    if (eliciting < 0)
+        goto error;
+    if (eliciting) {
+        long long unacked;
+        if (attr_long(ep, str_unacked_eliciting, &unacked) < 0 || set_long(ep, str_unacked_eliciting, unacked + 1) < 0)
+            goto error;
+        if (out_of_order || unacked + 1 >= c->ack_every_packets) {
+            if (ack_now(ep) < 0)
+                goto error;
+        }
+        else {
+            PyObject *expiry = call_timers(ep, str_expiry, str_ack, NULL, NULL);
+            if (expiry == NULL)
+                goto error;
+            int unset = expiry == Py_None;
+            Py_DECREF(expiry);
+            if (unset) {
+                PyObject *delay = PyObject_GetAttr(ep, str_ack_delay_s);
+                double d;
+                if (delay == NULL)
+                    goto error;
+                int bad = get_double(delay, &d);
+                Py_DECREF(delay);
+                if (bad < 0 || timers_set(ep, str_ack, now + d, str_ack_now) < 0)
+                    goto error;
+            }
+        }
+    }
+    Py_DECREF(pn_o);
+    Py_DECREF(seq);
+    Py_DECREF(frames);
+    Py_DECREF(now_o);
+    Py_RETURN_NONE;
+error:
+    Py_XDECREF(pn_o);
+    Py_XDECREF(seq);
+    Py_XDECREF(frames);
+    Py_DECREF(now_o);
+    return NULL;
 }
 
 static PyObject *
@@ -1437,7 +2039,10 @@ static PyMethodDef Core_methods[] = {
     {"ack_frame", (PyCFunction)Core_ack_frame, METH_O, "ack_frame(now): ((ranges, ack_delay_s), size)"},
     {"ack_frame_size", (PyCFunction)Core_ack_frame_size, METH_O, "ack_frame_size(now)"},
     {"bind", (PyCFunction)(void (*)(void))Core_bind, METH_FASTCALL,
-     "bind(packet_class, link_packet_class, retx_queue, new_queue, send_streams, max_payload)"},
+     "bind(packet_class, link_packet_class, retx_queue, new_queue, send_streams, max_payload, recv_streams, "
+     "recv_stream_class, ack_every_packets)"},
+    {"receive", (PyCFunction)(void (*)(void))Core_receive, METH_FASTCALL,
+     "receive(endpoint, packet): a 1-RTT packet (connection.QuicEndpoint._on_packet)"},
     {"flush", (PyCFunction)Core_flush, METH_O, "flush(endpoint): packet_builder._flush"},
     {"send_packet", (PyCFunction)(void (*)(void))Core_send_packet, METH_FASTCALL,
      "send_packet(endpoint, frames, size_bytes, probe): packet_builder._send_packet"},
@@ -1532,14 +2137,42 @@ PyInit__quic(void)
     INTERN(str_buf, "buf");
     INTERN(str_buf_offset, "buf_offset");
     INTERN(str_popleft, "popleft");
-    PyTypeObject *types[] = {&RttType, &CcType, &CoreType};
+    INTERN(str_call_soon, "call_soon");
+    INTERN(str_fin_offset, "fin_offset");
+    INTERN(str_finished, "finished");
+    INTERN(str_delivered, "delivered");
+    INTERN(str_heap, "heap");
+    INTERN(str_heap_bytes, "heap_bytes");
+    INTERN(str_reorder_bytes, "reorder_bytes");
+    INTERN(str_max_reorder_bytes, "max_reorder_bytes");
+    INTERN(str_bytes_delivered, "bytes_delivered");
+    INTERN(str_on_data, "on_data");
+    INTERN(str_on_ack_frame, "_on_ack_frame");
+    INTERN(str_frames, "frames");
+    INTERN(str_pn, "pn");
+    INTERN(str_ack_eliciting, "ack_eliciting");
+    INTERN(str_expiry, "expiry");
+    INTERN(str_ack_delay_s, "_ack_delay_s");
+    INTERN(str_ack_now, "_ack_now");
+    INTERN(str_join, "join");
+    if ((empty_bytes = PyBytes_FromStringAndSize(NULL, 0)) == NULL)
+        return NULL;
+    PyObject *heapq = PyImport_ImportModule("heapq");
+    if (heapq == NULL)
+        return NULL;
+    heappush_fn = PyObject_GetAttrString(heapq, "heappush");
+    heappop_fn = PyObject_GetAttrString(heapq, "heappop");
+    Py_DECREF(heapq);
+    if (heappush_fn == NULL || heappop_fn == NULL)
+        return NULL;
+    PyTypeObject *types[] = {&RttType, &CcType, &CoreType, &TimersType};
     for (size_t i = 0; i < sizeof(types) / sizeof(types[0]); i++)
         if (PyType_Ready(types[i]) < 0)
             return NULL;
     PyObject *m = PyModule_Create(&quic_module);
     if (m == NULL)
         return NULL;
-    const char *names[] = {"RttEstimator", "CongestionControl", "QuicCore"};
+    const char *names[] = {"RttEstimator", "CongestionControl", "QuicCore", "TimerSlots"};
     for (size_t i = 0; i < sizeof(types) / sizeof(types[0]); i++) {
         if (PyModule_AddObjectRef(m, names[i], (PyObject *)types[i]) < 0) {
             Py_DECREF(m);

@@ -28,6 +28,7 @@ from ..transport import TransportConfig
 from .connection import QuicEndpoint
 from .packet import SHORT_HEADER_BYTES, QuicPacket
 from .recovery import PROBE_PACKETS
+from .stream import RecvStream
 
 __all__ = ["NativeQuicEndpoint"]
 
@@ -62,10 +63,12 @@ class NativeQuicEndpoint(QuicEndpoint):
             config.max_ack_delay_s, config.time_threshold, config.packet_threshold, pacing, slow_start_rtt_exit)
         super().__init__(sim, conn, config, pacing=pacing, slow_start_rtt_exit=slow_start_rtt_exit, **options)
         self.rtt, self.cc = core.rtt, core.cc
+        self.timers = QUIC.TimerSlots(sim, self.name)   # the same slots as engine.TimerSlots, in C
         self.pacer = self.rtt_monitor = None       # the core's (its ``pace`` / ``paced``)
         self._sent = self._sent_order = None       # the core's records
         core.cwnd_log = self.cwnd_log
-        core.bind(QuicPacket, Packet, self._retx_queue, self._new_queue, self._send_streams, self._max_payload)
+        core.bind(QuicPacket, Packet, self._retx_queue, self._new_queue, self._send_streams, self._max_payload,
+                  self._recv_streams, RecvStream, config.ack_every_packets)
 
     @property
     def bytes_in_flight(self) -> int:
@@ -76,6 +79,16 @@ class NativeQuicEndpoint(QuicEndpoint):
     def bytes_in_flight(self, value: int) -> None:
         if value != self._core.bytes_in_flight:
             raise AttributeError("bytes_in_flight is counted by the C core")
+
+    # -- receiving -----------------------------------------------------------------------
+    def _on_packet(self, link_packet: Packet) -> None:
+        """``QuicEndpoint._on_packet``: 1-RTT packets once the handshake is confirmed in the core,
+        the handshake's datagrams and what comes before as the reference."""
+        packet = link_packet.payload
+        if packet.__class__ is QuicPacket and self.ready and self.handshake_done_s is not None:
+            self._core.receive(self, packet)
+        else:
+            QuicEndpoint._on_packet(self, link_packet)
 
     # -- sending (packet_builder) ------------------------------------------------------
     def _flush(self) -> None:
@@ -184,6 +197,6 @@ class NativeQuicEndpoint(QuicEndpoint):
 
 # A traced run labels each event with its callback's qualified name: the overrides that are
 # callbacks carry the reference's names, so both implementations' traces read the same.
-for _name in ("_flush", "_on_loss_detection_timeout"):
+for _name in ("_flush", "_on_loss_detection_timeout", "_on_packet"):
     getattr(NativeQuicEndpoint, _name).__qualname__ = getattr(QuicEndpoint, _name).__qualname__
 del _name
