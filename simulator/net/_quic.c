@@ -113,7 +113,8 @@ static PyObject *str_ready, *str_on_send_ready, *str_flush_scheduled, *str_ack_d
     *str_sim, *str_now, *str_acked_prefix, *str_fin_acked, *str_buf, *str_buf_offset, *str_popleft,
     *str_call_soon, *str_fin_offset, *str_finished, *str_delivered, *str_heap, *str_heap_bytes, *str_reorder_bytes,
     *str_max_reorder_bytes, *str_bytes_delivered, *str_on_data, *str_on_ack_frame, *str_frames, *str_pn,
-    *str_ack_eliciting, *str_expiry, *str_ack_delay_s, *str_ack_now, *str_join;
+    *str_ack_eliciting, *str_expiry, *str_ack_delay_s, *str_ack_now, *str_join, *str_payload, *str_handshake_done_s,
+    *str_deliver, *str_flush_event;
 static PyObject *empty_bytes;
 
 #define SHORT_HEADER_BYTES (1 + 8 + 2 + 16)   /* packet.SHORT_HEADER_BYTES */
@@ -1289,7 +1290,7 @@ send_on_link(CoreObject *c, PyObject *ep, long long wire, PyObject *packet)
         return -1;
     PyObject *link = PyObject_GetAttr(ep, str_link);
     PyObject *peer = link == NULL ? NULL : PyObject_GetAttr(ep, str_peer);
-    PyObject *deliver = peer == NULL ? NULL : PyObject_GetAttr(peer, str_on_packet);
+    PyObject *deliver = peer == NULL ? NULL : PyObject_GetAttr(peer, str_deliver);
     PyObject *r = deliver == NULL ? NULL : PyObject_CallMethodObjArgs(link, str_send, lp, deliver, NULL);
     Py_XDECREF(deliver);
     Py_XDECREF(peer);
@@ -1574,7 +1575,7 @@ flush(CoreObject *c, PyObject *ep)
         if (!ack_due && c->pacing && c->has_interval) {
             pacer_refill(c, now);
             if (c->credit_s <= 0) {
-                if (timers_set(ep, str_pace, now + c->interval_s, str_flush) < 0)
+                if (timers_set(ep, str_pace, now + c->interval_s, str_flush_event) < 0)
                     goto error;
                 break;
             }
@@ -1717,7 +1718,7 @@ schedule_flush(PyObject *ep)
     if (PyObject_SetAttr(ep, str_flush_scheduled, Py_True) < 0)
         return -1;
     PyObject *sim = PyObject_GetAttr(ep, str_sim);
-    PyObject *cb = sim == NULL ? NULL : PyObject_GetAttr(ep, str_flush);
+    PyObject *cb = sim == NULL ? NULL : PyObject_GetAttr(ep, str_flush_event);
     PyObject *r = cb == NULL ? NULL : PyObject_CallMethodOneArg(sim, str_call_soon, cb);
     Py_XDECREF(cb);
     Py_XDECREF(sim);
@@ -1990,6 +1991,143 @@ error:
     return NULL;
 }
 
+/* -- an endpoint's flush and packet arrival as C callables ------------------------------------
+ *
+ * What the engine runs for a flush (sim.call_soon, the pace timer) and what a link hands each
+ * arriving packet to: one call into C instead of a Python method that calls into C.  Each
+ * carries the reference method's __qualname__, which is how a traced run labels its events. */
+
+enum { BOUND_FLUSH = 0, BOUND_DELIVER = 1 };
+
+typedef struct {
+    PyObject_HEAD
+    CoreObject *core;
+    PyObject *endpoint;
+    int kind;
+} BoundObject;
+
+static PyTypeObject BoundType;
+static PyObject *Core_receive(CoreObject *c, PyObject *const *args, Py_ssize_t nargs);
+
+static PyObject *
+Bound_call(BoundObject *b, PyObject *args, PyObject *kw)
+{
+    Py_ssize_t n = PyTuple_GET_SIZE(args);
+    if (b->kind == BOUND_FLUSH) {
+        if (n != 0) {
+            PyErr_SetString(PyExc_TypeError, "_flush() takes no arguments");
+            return NULL;
+        }
+        if (flush(b->core, b->endpoint) < 0)
+            return NULL;
+        Py_RETURN_NONE;
+    }
+    if (n != 1) {
+        PyErr_SetString(PyExc_TypeError, "_on_packet(link_packet)");
+        return NULL;
+    }
+    /* NativeQuicEndpoint._on_packet: 1-RTT packets once the handshake is confirmed, in C */
+    PyObject *ep = b->endpoint;
+    PyObject *payload = PyObject_GetAttr(PyTuple_GET_ITEM(args, 0), str_payload);
+    if (payload == NULL)
+        return NULL;
+    int fast = (PyObject *)Py_TYPE(payload) == b->core->packet_class;
+    if (fast)
+        fast = attr_truthy(ep, str_ready);
+    if (fast > 0) {
+        PyObject *done = PyObject_GetAttr(ep, str_handshake_done_s);
+        if (done == NULL)
+            fast = -1;
+        else {
+            fast = done != Py_None;
+            Py_DECREF(done);
+        }
+    }
+    PyObject *r;
+    if (fast < 0)
+        r = NULL;
+    else if (fast) {
+        PyObject *argv[2] = {ep, payload};
+        r = Core_receive(b->core, argv, 2);
+    }
+    else
+        r = PyObject_CallMethodOneArg(ep, str_on_packet, PyTuple_GET_ITEM(args, 0));
+    Py_DECREF(payload);
+    return r;
+}
+
+static PyObject *
+Bound_get_qualname(BoundObject *b, void *x)
+{
+    return PyUnicode_FromString(b->kind == BOUND_FLUSH ? "PacketBuilder._flush" : "QuicEndpoint._on_packet");
+}
+
+static int
+Bound_traverse(BoundObject *b, visitproc visit, void *arg)
+{
+    Py_VISIT(b->core);
+    Py_VISIT(b->endpoint);
+    return 0;
+}
+
+static int
+Bound_clear(BoundObject *b)
+{
+    Py_CLEAR(b->core);
+    Py_CLEAR(b->endpoint);
+    return 0;
+}
+
+static void
+Bound_dealloc(BoundObject *b)
+{
+    PyObject_GC_UnTrack(b);
+    Bound_clear(b);
+    Py_TYPE(b)->tp_free((PyObject *)b);
+}
+
+static PyGetSetDef Bound_getset[] = {
+    {"__qualname__", (getter)Bound_get_qualname, NULL, "the reference method's name (trace labels)", NULL},
+    {NULL},
+};
+
+static PyTypeObject BoundType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = NET_MODULE "._Bound",
+    .tp_doc = "An endpoint's flush or packet arrival, called from the engine or a link.",
+    .tp_basicsize = sizeof(BoundObject),
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC,
+    .tp_call = (ternaryfunc)Bound_call,
+    .tp_traverse = (traverseproc)Bound_traverse,
+    .tp_clear = (inquiry)Bound_clear,
+    .tp_dealloc = (destructor)Bound_dealloc,
+    .tp_getset = Bound_getset,
+};
+
+/* callables(endpoint): (flush, deliver) for the endpoint this core serves. */
+static PyObject *
+Core_callables(CoreObject *c, PyObject *ep)
+{
+    PyObject *out = PyTuple_New(2);
+    if (out == NULL)
+        return NULL;
+    for (int kind = 0; kind < 2; kind++) {
+        BoundObject *b = PyObject_GC_New(BoundObject, &BoundType);
+        if (b == NULL) {
+            Py_DECREF(out);
+            return NULL;
+        }
+        Py_INCREF(c);
+        b->core = c;
+        Py_INCREF(ep);
+        b->endpoint = ep;
+        b->kind = kind;
+        PyObject_GC_Track(b);
+        PyTuple_SET_ITEM(out, kind, (PyObject *)b);
+    }
+    return out;
+}
+
 static PyObject *
 Core_get_cwnd_log(CoreObject *c, void *x)
 {
@@ -2041,6 +2179,7 @@ static PyMethodDef Core_methods[] = {
     {"bind", (PyCFunction)(void (*)(void))Core_bind, METH_FASTCALL,
      "bind(packet_class, link_packet_class, retx_queue, new_queue, send_streams, max_payload, recv_streams, "
      "recv_stream_class, ack_every_packets)"},
+    {"callables", (PyCFunction)Core_callables, METH_O, "callables(endpoint): its (flush, deliver) in C"},
     {"receive", (PyCFunction)(void (*)(void))Core_receive, METH_FASTCALL,
      "receive(endpoint, packet): a 1-RTT packet (connection.QuicEndpoint._on_packet)"},
     {"flush", (PyCFunction)Core_flush, METH_O, "flush(endpoint): packet_builder._flush"},
@@ -2155,6 +2294,10 @@ PyInit__quic(void)
     INTERN(str_ack_delay_s, "_ack_delay_s");
     INTERN(str_ack_now, "_ack_now");
     INTERN(str_join, "join");
+    INTERN(str_payload, "payload");
+    INTERN(str_handshake_done_s, "handshake_done_s");
+    INTERN(str_deliver, "_deliver");
+    INTERN(str_flush_event, "_flush_event");
     if ((empty_bytes = PyBytes_FromStringAndSize(NULL, 0)) == NULL)
         return NULL;
     PyObject *heapq = PyImport_ImportModule("heapq");
@@ -2165,14 +2308,14 @@ PyInit__quic(void)
     Py_DECREF(heapq);
     if (heappush_fn == NULL || heappop_fn == NULL)
         return NULL;
-    PyTypeObject *types[] = {&RttType, &CcType, &CoreType, &TimersType};
+    PyTypeObject *types[] = {&RttType, &CcType, &CoreType, &TimersType, &BoundType};
     for (size_t i = 0; i < sizeof(types) / sizeof(types[0]); i++)
         if (PyType_Ready(types[i]) < 0)
             return NULL;
     PyObject *m = PyModule_Create(&quic_module);
     if (m == NULL)
         return NULL;
-    const char *names[] = {"RttEstimator", "CongestionControl", "QuicCore", "TimerSlots"};
+    const char *names[] = {"RttEstimator", "CongestionControl", "QuicCore", "TimerSlots", "_Bound"};
     for (size_t i = 0; i < sizeof(types) / sizeof(types[0]); i++) {
         if (PyModule_AddObjectRef(m, names[i], (PyObject *)types[i]) < 0) {
             Py_DECREF(m);

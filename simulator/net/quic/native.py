@@ -46,7 +46,7 @@ def _core_counter(name: str) -> property:
 class NativeQuicEndpoint(QuicEndpoint):
     """``QuicEndpoint`` whose loss recovery, ACK ranges, pacer and window are the C core's."""
 
-    __slots__ = ("_core",)
+    __slots__ = ("_core", "_flush_event", "_deliver")
 
     packets_lost = _core_counter("packets_lost")
     lost_by_packet_threshold = _core_counter("lost_by_packet_threshold")
@@ -64,6 +64,8 @@ class NativeQuicEndpoint(QuicEndpoint):
         super().__init__(sim, conn, config, pacing=pacing, slow_start_rtt_exit=slow_start_rtt_exit, **options)
         self.rtt, self.cc = core.rtt, core.cc
         self.timers = QUIC.TimerSlots(sim, self.name)   # the same slots as engine.TimerSlots, in C
+        # What the engine runs to flush and what a link hands packets to: the core's, in one call.
+        self._flush_event, self._deliver = core.callables(self)
         self.pacer = self.rtt_monitor = None       # the core's (its ``pace`` / ``paced``)
         self._sent = self._sent_order = None       # the core's records
         core.cwnd_log = self.cwnd_log
@@ -91,6 +93,11 @@ class NativeQuicEndpoint(QuicEndpoint):
             QuicEndpoint._on_packet(self, link_packet)
 
     # -- sending (packet_builder) ------------------------------------------------------
+    def _schedule_flush(self) -> None:
+        if not self._flush_scheduled:
+            self._flush_scheduled = True
+            self.sim.call_soon(self._flush_event)
+
     def _flush(self) -> None:
         """``PacketBuilder._flush`` (with ``_build_frames``), in the core."""
         self._core.flush(self)
