@@ -114,7 +114,8 @@ static PyObject *str_ready, *str_on_send_ready, *str_flush_scheduled, *str_ack_d
     *str_call_soon, *str_fin_offset, *str_finished, *str_delivered, *str_heap, *str_heap_bytes, *str_reorder_bytes,
     *str_max_reorder_bytes, *str_bytes_delivered, *str_on_data, *str_on_ack_frame, *str_frames, *str_pn,
     *str_ack_eliciting, *str_expiry, *str_ack_delay_s, *str_ack_now, *str_join, *str_payload, *str_handshake_done_s,
-    *str_deliver, *str_flush_event;
+    *str_deliver, *str_flush_event, *str_ack_now_event, *str_starts, *str_ends, *str_done, *str_acked, *str_on_packet_acked,
+    *str_on_stream_acked, *str_requeue_lost;
 static PyObject *empty_bytes;
 
 #define SHORT_HEADER_BYTES (1 + 8 + 2 + 16)   /* packet.SHORT_HEADER_BYTES */
@@ -1894,6 +1895,317 @@ done:
     return rc;
 }
 
+/* -- an ACK frame received, whole (recovery._on_ack_frame): the core's half (on_ack,
+ * after_ack) and the streams' half, on the endpoint's SendStreams and their RangeSets -- */
+
+static Py_ssize_t
+list_bisect(PyObject *list, long long x, int right, int *err)
+{
+    Py_ssize_t lo = 0, hi = PyList_GET_SIZE(list);
+    while (lo < hi) {
+        Py_ssize_t mid = lo + (hi - lo) / 2;
+        long long v = PyLong_AsLongLong(PyList_GET_ITEM(list, mid));
+        if (v == -1 && PyErr_Occurred()) {
+            *err = 1;
+            return 0;
+        }
+        if (right ? x < v : !(v < x))          /* bisect_right / bisect_left */
+            hi = mid;
+        else
+            lo = mid + 1;
+    }
+    return lo;
+}
+
+static int
+list_set_long(PyObject *list, Py_ssize_t i, long long v)
+{
+    PyObject *x = PyLong_FromLongLong(v);
+    return x == NULL ? -1 : PyList_SetItem(list, i, x);
+}
+
+/* rangeset.RangeSet.add(lo, hi) on its lists starts / ends. */
+static int
+rangeset_add(PyObject *rs, long long lo, long long hi)
+{
+    if (hi <= lo)
+        return 0;
+    PyObject *starts = PyObject_GetAttr(rs, str_starts);
+    PyObject *ends = starts == NULL ? NULL : PyObject_GetAttr(rs, str_ends);
+    int rc = -1, err = 0;
+    if (ends == NULL || !PyList_Check(starts) || !PyList_Check(ends)) {
+        if (!PyErr_Occurred())
+            PyErr_SetString(PyExc_TypeError, "a RangeSet keeps lists");
+        goto done;
+    }
+    Py_ssize_t n = PyList_GET_SIZE(starts);
+    if (n) {                                   /* common case: extends the last range */
+        long long last_start = PyLong_AsLongLong(PyList_GET_ITEM(starts, n - 1));
+        long long last_end = PyLong_AsLongLong(PyList_GET_ITEM(ends, n - 1));
+        if (PyErr_Occurred())
+            goto done;
+        if (last_start <= lo && lo <= last_end) {
+            rc = hi > last_end ? list_set_long(ends, n - 1, hi) : 0;
+            goto done;
+        }
+    }
+    Py_ssize_t i = list_bisect(ends, lo, 0, &err);       /* first range that ends at or after lo */
+    Py_ssize_t j = list_bisect(starts, hi, 1, &err);     /* ranges [i, j) touch [lo, hi) */
+    if (err)
+        goto done;
+    if (i == j) {
+        PyObject *a = PyLong_FromLongLong(lo), *b = PyLong_FromLongLong(hi);
+        rc = (a == NULL || b == NULL || PyList_Insert(starts, i, a) < 0 || PyList_Insert(ends, i, b) < 0) ? -1 : 0;
+        Py_XDECREF(a);
+        Py_XDECREF(b);
+        goto done;
+    }
+    long long s_i = PyLong_AsLongLong(PyList_GET_ITEM(starts, i));
+    long long e_j = PyLong_AsLongLong(PyList_GET_ITEM(ends, j - 1));
+    if (PyErr_Occurred())
+        goto done;
+    PyObject *a = Py_BuildValue("[L]", s_i < lo ? s_i : lo);        /* min(lo, starts[i]) */
+    PyObject *b = Py_BuildValue("[L]", e_j > hi ? e_j : hi);        /* max(hi, ends[j - 1]) */
+    rc = (a == NULL || b == NULL || PyList_SetSlice(starts, i, j, a) < 0 || PyList_SetSlice(ends, i, j, b) < 0)
+        ? -1 : 0;
+    Py_XDECREF(a);
+    Py_XDECREF(b);
+done:
+    Py_XDECREF(starts);
+    Py_XDECREF(ends);
+    return rc;
+}
+
+/* rangeset.RangeSet.prefix(): the end of the range starting at 0 (0 if none). */
+static int
+rangeset_prefix(PyObject *rs, long long *out)
+{
+    PyObject *starts = PyObject_GetAttr(rs, str_starts);
+    PyObject *ends = starts == NULL ? NULL : PyObject_GetAttr(rs, str_ends);
+    int rc = -1;
+    if (ends != NULL && PyList_Check(starts) && PyList_Check(ends)) {
+        *out = 0;
+        rc = 0;
+        if (PyList_GET_SIZE(starts) > 0 && PyList_GET_SIZE(ends) > 0) {
+            long long s0 = PyLong_AsLongLong(PyList_GET_ITEM(starts, 0));
+            if (s0 == 0)
+                *out = PyLong_AsLongLong(PyList_GET_ITEM(ends, 0));
+            if (PyErr_Occurred())
+                rc = -1;
+        }
+    }
+    else if (!PyErr_Occurred())
+        PyErr_SetString(PyExc_TypeError, "a RangeSet keeps lists");
+    Py_XDECREF(starts);
+    Py_XDECREF(ends);
+    return rc;
+}
+
+/* The streams' half for one newly acknowledged packet: acknowledged ranges, FINs, the
+ * on_packet_acked report; the stream ids touched go into `acked` (a set). */
+static int
+packet_acked(CoreObject *c, PyObject *packet, PyObject *acked, PyObject *on_packet_acked)
+{
+    if (PyObject_SetAttr(packet, str_done, Py_True) < 0)
+        return -1;
+    PyObject *frames = PyObject_GetAttr(packet, str_frames);
+    PyObject *seq = frames == NULL ? NULL : PySequence_Fast(frames, "frames");
+    Py_XDECREF(frames);
+    if (seq == NULL)
+        return -1;
+    Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
+    PyObject *report = on_packet_acked != Py_None ? PyList_New(n) : NULL;
+    if (on_packet_acked != Py_None && report == NULL)
+        goto error;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *f = PySequence_Fast_GET_ITEM(seq, i);
+        if (!PyTuple_Check(f) || PyTuple_GET_SIZE(f) != 4) {
+            PyErr_SetString(PyExc_TypeError, "a STREAM frame is (stream_id, offset, data, fin)");
+            goto error;
+        }
+        PyObject *sid = PyTuple_GET_ITEM(f, 0);
+        long long offset = PyLong_AsLongLong(PyTuple_GET_ITEM(f, 1));
+        Py_ssize_t len = length_of(PyTuple_GET_ITEM(f, 2));
+        int fin = PyObject_IsTrue(PyTuple_GET_ITEM(f, 3));
+        if ((offset == -1 && PyErr_Occurred()) || len < 0 || fin < 0)
+            goto error;
+        PyObject *stream = PyDict_GetItemWithError(c->send_streams, sid);     /* borrowed */
+        if (stream == NULL) {
+            if (!PyErr_Occurred())
+                PyErr_SetObject(PyExc_KeyError, sid);
+            goto error;
+        }
+        PyObject *rs = PyObject_GetAttr(stream, str_acked);
+        if (rs == NULL)
+            goto error;
+        int rc = rangeset_add(rs, offset, offset + len);
+        Py_DECREF(rs);
+        if (rc < 0 || (fin && PyObject_SetAttr(stream, str_fin_acked, Py_True) < 0) || PySet_Add(acked, sid) < 0)
+            goto error;
+        if (report != NULL) {
+            PyObject *entry = Py_BuildValue("(OOn)", sid, PyTuple_GET_ITEM(f, 1), len);
+            if (entry == NULL)
+                goto error;
+            PyList_SET_ITEM(report, i, entry);
+        }
+    }
+    if (report != NULL) {
+        PyObject *pn = PyObject_GetAttr(packet, str_pn);
+        PyObject *r = pn == NULL ? NULL : PyObject_CallFunctionObjArgs(on_packet_acked, pn, report, NULL);
+        Py_XDECREF(pn);
+        if (r == NULL)
+            goto error;
+        Py_DECREF(r);
+        Py_DECREF(report);
+    }
+    Py_DECREF(seq);
+    return 0;
+error:
+    Py_XDECREF(report);
+    Py_DECREF(seq);
+    return -1;
+}
+
+/* A stream's acknowledged prefix grew: it is never sent again (RFC 9000 13.3), so it is let
+ * go (stream.SendStream.drop_acked), and the application hears of it. */
+static int
+stream_acked(PyObject *ep, PyObject *stream, PyObject *sid)
+{
+    PyObject *rs = PyObject_GetAttr(stream, str_acked);
+    if (rs == NULL)
+        return -1;
+    long long prefix = 0, acked_prefix, buf_offset;
+    int rc = rangeset_prefix(rs, &prefix);
+    Py_DECREF(rs);
+    if (rc < 0 || attr_long(stream, str_acked_prefix, &acked_prefix) < 0)
+        return -1;
+    if (prefix <= acked_prefix)
+        return 0;
+    if (set_long(stream, str_acked_prefix, prefix) < 0 || attr_long(stream, str_buf_offset, &buf_offset) < 0)
+        return -1;
+    if (prefix - buf_offset > 0) {
+        PyObject *buf = PyObject_GetAttr(stream, str_buf);
+        if (buf == NULL)
+            return -1;
+        rc = PySequence_DelSlice(buf, 0, (Py_ssize_t)(prefix - buf_offset));
+        Py_DECREF(buf);
+        if (rc < 0 || set_long(stream, str_buf_offset, prefix) < 0)
+            return -1;
+    }
+    PyObject *cb = PyObject_GetAttr(ep, str_on_stream_acked);
+    if (cb == NULL)
+        return -1;
+    if (cb != Py_None) {
+        PyObject *p = PyLong_FromLongLong(prefix);
+        PyObject *r = p == NULL ? NULL : PyObject_CallFunctionObjArgs(cb, sid, p, NULL);
+        Py_XDECREF(p);
+        if (r == NULL) {
+            Py_DECREF(cb);
+            return -1;
+        }
+        Py_DECREF(r);
+    }
+    Py_DECREF(cb);
+    return 0;
+}
+
+static PyObject *Core_on_ack(CoreObject *c, PyObject *const *args, Py_ssize_t nargs);
+static PyObject *Core_after_ack(CoreObject *c, PyObject *arg);
+
+/* recovery._on_ack_frame(ranges, ack_delay_s) on endpoint ep. */
+static int
+ack_frame_received(CoreObject *c, PyObject *ep, PyObject *ranges, PyObject *ack_delay, PyObject *now_o)
+{
+    PyObject *argv[3] = {ranges, ack_delay, now_o};
+    PyObject *newly = Core_on_ack(c, argv, 3);
+    if (newly == NULL)
+        return -1;
+    if (newly == Py_None) {
+        Py_DECREF(newly);
+        return 0;
+    }
+    PyObject *acked = PySet_New(NULL), *sorted = NULL;
+    PyObject *on_packet_acked = PyObject_GetAttr(ep, str_on_packet_acked);
+    if (acked == NULL || on_packet_acked == NULL)
+        goto error;
+    for (Py_ssize_t i = 0; i < PyList_GET_SIZE(newly); i++)   /* oldest first */
+        if (packet_acked(c, PyList_GET_ITEM(newly, i), acked, on_packet_acked) < 0)
+            goto error;
+    if ((sorted = PySequence_List(acked)) == NULL || PyList_Sort(sorted) < 0)
+        goto error;
+    for (Py_ssize_t i = 0; i < PyList_GET_SIZE(sorted); i++) {
+        PyObject *sid = PyList_GET_ITEM(sorted, i);
+        PyObject *stream = PyDict_GetItemWithError(c->send_streams, sid);
+        if (stream == NULL) {
+            if (!PyErr_Occurred())
+                PyErr_SetObject(PyExc_KeyError, sid);
+            goto error;
+        }
+        Py_INCREF(stream);
+        int rc = stream_acked(ep, stream, sid);
+        Py_DECREF(stream);
+        if (rc < 0)
+            goto error;
+    }
+    Py_CLEAR(sorted);
+    Py_CLEAR(acked);
+    Py_CLEAR(on_packet_acked);
+    Py_CLEAR(newly);
+    PyObject *lost = Core_after_ack(c, now_o);
+    if (lost == NULL)
+        return -1;
+    if (lost != Py_None) {                     /* _on_packets_lost's Python half: queue the data again */
+        PyObject *r = PyObject_CallMethodOneArg(ep, str_requeue_lost, lost);
+        Py_DECREF(lost);
+        if (r == NULL)
+            return -1;
+        Py_DECREF(r);
+    }
+    else
+        Py_DECREF(lost);
+    if (set_loss_timer(c, ep) < 0)
+        return -1;
+    Py_ssize_t queued = PyObject_Length(c->retx_queue);
+    if (queued == 0)
+        queued = PyObject_Length(c->new_queue);
+    if (queued < 0)
+        return -1;
+    if (!queued) {
+        PyObject *pull = PyObject_GetAttr(ep, str_on_send_ready);
+        if (pull == NULL)
+            return -1;
+        queued = pull != Py_None;
+        Py_DECREF(pull);
+    }
+    return queued ? schedule_flush(ep) : 0;
+error:
+    Py_XDECREF(sorted);
+    Py_XDECREF(acked);
+    Py_XDECREF(on_packet_acked);
+    Py_DECREF(newly);
+    return -1;
+}
+
+/* on_ack_frame(endpoint, ranges, ack_delay_s): recovery._on_ack_frame, whole. */
+static PyObject *
+Core_on_ack_frame(CoreObject *c, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 3 || c->send_streams == NULL) {
+        PyErr_SetString(PyExc_TypeError, "on_ack_frame(endpoint, ranges, ack_delay_s), after bind()");
+        return NULL;
+    }
+    PyObject *sim = PyObject_GetAttr(args[0], str_sim);
+    PyObject *now_o = sim == NULL ? NULL : PyObject_GetAttr(sim, str_now);
+    Py_XDECREF(sim);
+    if (now_o == NULL)
+        return NULL;
+    int rc = ack_frame_received(c, args[0], args[1], args[2], now_o);
+    Py_DECREF(now_o);
+    if (rc < 0)
+        return NULL;
+    Py_RETURN_NONE;
+}
+
 /* receive(endpoint, packet): a 1-RTT packet once the handshake is confirmed
  * (connection.QuicEndpoint._on_packet): its ACK frame (the endpoint's _on_ack_frame), its
  * STREAM frames, then its packet number and whether to ACK (ack._on_packet_number). */
@@ -1908,22 +2220,27 @@ Core_receive(CoreObject *c, PyObject *const *args, Py_ssize_t nargs)
     PyObject *ack = PyObject_GetAttr(packet, str_ack);
     if (ack == NULL)
         return NULL;
-    if (ack != Py_None) {
-        PyObject *on_ack = PyObject_GetAttr(ep, str_on_ack_frame);
-        PyObject *r = on_ack == NULL ? NULL : PyObject_Call(on_ack, ack, NULL);
-        Py_XDECREF(on_ack);
-        if (r == NULL) {
-            Py_DECREF(ack);
-            return NULL;
-        }
-        Py_DECREF(r);
-    }
-    Py_DECREF(ack);
     PyObject *sim = PyObject_GetAttr(ep, str_sim);
     PyObject *now_o = sim == NULL ? NULL : PyObject_GetAttr(sim, str_now);
     Py_XDECREF(sim);
-    if (now_o == NULL)
+    if (now_o == NULL) {
+        Py_DECREF(ack);
         return NULL;
+    }
+    if (ack != Py_None) {
+        if (!PyTuple_Check(ack) || PyTuple_GET_SIZE(ack) != 2 || !PyList_Check(PyTuple_GET_ITEM(ack, 0))) {
+            PyErr_SetString(PyExc_TypeError, "an ACK frame is (ranges: list, ack_delay_s)");
+            Py_DECREF(ack);
+            Py_DECREF(now_o);
+            return NULL;
+        }
+        if (ack_frame_received(c, ep, PyTuple_GET_ITEM(ack, 0), PyTuple_GET_ITEM(ack, 1), now_o) < 0) {
+            Py_DECREF(ack);
+            Py_DECREF(now_o);
+            return NULL;
+        }
+    }
+    Py_DECREF(ack);
     double now;
     PyObject *frames = NULL, *seq = NULL, *pn_o = NULL;
     if (get_double(now_o, &now) < 0 || (frames = PyObject_GetAttr(packet, str_frames)) == NULL
@@ -1973,7 +2290,7 @@ Core_receive(CoreObject *c, PyObject *const *args, Py_ssize_t nargs)
                     goto error;
                 int bad = get_double(delay, &d);
                 Py_DECREF(delay);
-                if (bad < 0 || timers_set(ep, str_ack, now + d, str_ack_now) < 0)
+                if (bad < 0 || timers_set(ep, str_ack, now + d, str_ack_now_event) < 0)
                     goto error;
             }
         }
@@ -1997,7 +2314,7 @@ error:
  * arriving packet to: one call into C instead of a Python method that calls into C.  Each
  * carries the reference method's __qualname__, which is how a traced run labels its events. */
 
-enum { BOUND_FLUSH = 0, BOUND_DELIVER = 1 };
+enum { BOUND_FLUSH = 0, BOUND_DELIVER = 1, BOUND_ACK_NOW = 2 };
 
 typedef struct {
     PyObject_HEAD
@@ -2013,12 +2330,12 @@ static PyObject *
 Bound_call(BoundObject *b, PyObject *args, PyObject *kw)
 {
     Py_ssize_t n = PyTuple_GET_SIZE(args);
-    if (b->kind == BOUND_FLUSH) {
+    if (b->kind != BOUND_DELIVER) {
         if (n != 0) {
-            PyErr_SetString(PyExc_TypeError, "_flush() takes no arguments");
+            PyErr_SetString(PyExc_TypeError, "takes no arguments");
             return NULL;
         }
-        if (flush(b->core, b->endpoint) < 0)
+        if ((b->kind == BOUND_FLUSH ? flush(b->core, b->endpoint) : ack_now(b->endpoint)) < 0)
             return NULL;
         Py_RETURN_NONE;
     }
@@ -2059,7 +2376,8 @@ Bound_call(BoundObject *b, PyObject *args, PyObject *kw)
 static PyObject *
 Bound_get_qualname(BoundObject *b, void *x)
 {
-    return PyUnicode_FromString(b->kind == BOUND_FLUSH ? "PacketBuilder._flush" : "QuicEndpoint._on_packet");
+    static const char *names[] = {"PacketBuilder._flush", "QuicEndpoint._on_packet", "AckGeneration._ack_now"};
+    return PyUnicode_FromString(names[b->kind]);
 }
 
 static int
@@ -2104,14 +2422,14 @@ static PyTypeObject BoundType = {
     .tp_getset = Bound_getset,
 };
 
-/* callables(endpoint): (flush, deliver) for the endpoint this core serves. */
+/* callables(endpoint): (flush, deliver, ack_now) for the endpoint this core serves. */
 static PyObject *
 Core_callables(CoreObject *c, PyObject *ep)
 {
-    PyObject *out = PyTuple_New(2);
+    PyObject *out = PyTuple_New(3);
     if (out == NULL)
         return NULL;
-    for (int kind = 0; kind < 2; kind++) {
+    for (int kind = 0; kind < 3; kind++) {
         BoundObject *b = PyObject_GC_New(BoundObject, &BoundType);
         if (b == NULL) {
             Py_DECREF(out);
@@ -2179,7 +2497,9 @@ static PyMethodDef Core_methods[] = {
     {"bind", (PyCFunction)(void (*)(void))Core_bind, METH_FASTCALL,
      "bind(packet_class, link_packet_class, retx_queue, new_queue, send_streams, max_payload, recv_streams, "
      "recv_stream_class, ack_every_packets)"},
-    {"callables", (PyCFunction)Core_callables, METH_O, "callables(endpoint): its (flush, deliver) in C"},
+    {"callables", (PyCFunction)Core_callables, METH_O, "callables(endpoint): its (flush, deliver, ack_now) in C"},
+    {"on_ack_frame", (PyCFunction)(void (*)(void))Core_on_ack_frame, METH_FASTCALL,
+     "on_ack_frame(endpoint, ranges, ack_delay_s): recovery._on_ack_frame"},
     {"receive", (PyCFunction)(void (*)(void))Core_receive, METH_FASTCALL,
      "receive(endpoint, packet): a 1-RTT packet (connection.QuicEndpoint._on_packet)"},
     {"flush", (PyCFunction)Core_flush, METH_O, "flush(endpoint): packet_builder._flush"},
@@ -2293,11 +2613,19 @@ PyInit__quic(void)
     INTERN(str_expiry, "expiry");
     INTERN(str_ack_delay_s, "_ack_delay_s");
     INTERN(str_ack_now, "_ack_now");
+    INTERN(str_ack_now_event, "_ack_now_event");
     INTERN(str_join, "join");
     INTERN(str_payload, "payload");
     INTERN(str_handshake_done_s, "handshake_done_s");
     INTERN(str_deliver, "_deliver");
     INTERN(str_flush_event, "_flush_event");
+    INTERN(str_starts, "starts");
+    INTERN(str_ends, "ends");
+    INTERN(str_done, "done");
+    INTERN(str_acked, "acked");
+    INTERN(str_on_packet_acked, "on_packet_acked");
+    INTERN(str_on_stream_acked, "on_stream_acked");
+    INTERN(str_requeue_lost, "_requeue_lost");
     if ((empty_bytes = PyBytes_FromStringAndSize(NULL, 0)) == NULL)
         return NULL;
     PyObject *heapq = PyImport_ImportModule("heapq");

@@ -46,7 +46,7 @@ def _core_counter(name: str) -> property:
 class NativeQuicEndpoint(QuicEndpoint):
     """``QuicEndpoint`` whose loss recovery, ACK ranges, pacer and window are the C core's."""
 
-    __slots__ = ("_core", "_flush_event", "_deliver")
+    __slots__ = ("_core", "_flush_event", "_deliver", "_ack_now_event")
 
     packets_lost = _core_counter("packets_lost")
     lost_by_packet_threshold = _core_counter("lost_by_packet_threshold")
@@ -64,8 +64,9 @@ class NativeQuicEndpoint(QuicEndpoint):
         super().__init__(sim, conn, config, pacing=pacing, slow_start_rtt_exit=slow_start_rtt_exit, **options)
         self.rtt, self.cc = core.rtt, core.cc
         self.timers = QUIC.TimerSlots(sim, self.name)   # the same slots as engine.TimerSlots, in C
-        # What the engine runs to flush and what a link hands packets to: the core's, in one call.
-        self._flush_event, self._deliver = core.callables(self)
+        # What the engine runs to flush and to send a delayed ACK, and what a link hands packets
+        # to: the core's, in one call.
+        self._flush_event, self._deliver, self._ack_now_event = core.callables(self)
         self.pacer = self.rtt_monitor = None       # the core's (its ``pace`` / ``paced``)
         self._sent = self._sent_order = None       # the core's records
         core.cwnd_log = self.cwnd_log
@@ -131,38 +132,9 @@ class NativeQuicEndpoint(QuicEndpoint):
 
     # -- recovery ----------------------------------------------------------------------
     def _on_ack_frame(self, ranges: list, ack_delay_s: float) -> None:
-        """``LossRecovery._on_ack_frame``: the core settles the packets, Python their streams."""
-        core = self._core
-        newly_acked = core.on_ack(ranges, ack_delay_s, self.sim.now)
-        if newly_acked is None:
-            return
-        streams = self._send_streams
-        on_packet_acked = self.on_packet_acked
-        acked_streams: set[int] = set()
-        for packet in newly_acked:                 # oldest first
-            packet.done = True
-            for stream_id, offset, data, fin in packet.frames:
-                stream = streams[stream_id]
-                stream.acked.add(offset, offset + len(data))
-                if fin:
-                    stream.fin_acked = True
-                acked_streams.add(stream_id)
-            if on_packet_acked is not None:
-                on_packet_acked(packet.pn, [(sid, off, len(data)) for sid, off, data, _ in packet.frames])
-        for stream_id in sorted(acked_streams):
-            stream = streams[stream_id]
-            prefix = stream.acked.prefix()
-            if prefix > stream.acked_prefix:
-                stream.acked_prefix = prefix
-                stream.drop_acked()            # never sent again (RFC 9000 13.3): not kept
-                if self.on_stream_acked is not None:
-                    self.on_stream_acked(stream_id, prefix)
-        lost = core.after_ack(self.sim.now)
-        if lost is not None:
-            self._requeue_lost(lost)
-        self._set_loss_detection_timer()
-        if self._retx_queue or self._new_queue or self.on_send_ready is not None:
-            self._schedule_flush()
+        """``LossRecovery._on_ack_frame``, in the core (the packets, then their streams' ranges,
+        the reports to the application, loss detection, the timer)."""
+        self._core.on_ack_frame(self, ranges, ack_delay_s)
 
     def _requeue_lost(self, lost: list) -> None:
         """The end of ``LossRecovery._on_packets_lost``: the lost data queued again, a flush."""
