@@ -115,7 +115,7 @@ static PyObject *str_ready, *str_on_send_ready, *str_flush_scheduled, *str_ack_d
     *str_max_reorder_bytes, *str_bytes_delivered, *str_on_data, *str_on_ack_frame, *str_frames, *str_pn,
     *str_ack_eliciting, *str_expiry, *str_ack_delay_s, *str_ack_now, *str_join, *str_payload, *str_handshake_done_s,
     *str_deliver, *str_flush_event, *str_ack_now_event, *str_starts, *str_ends, *str_done, *str_acked, *str_on_packet_acked,
-    *str_on_stream_acked, *str_requeue_lost;
+    *str_on_stream_acked, *str_requeue_lost, *str_fin, *str_append;
 static PyObject *empty_bytes;
 
 #define SHORT_HEADER_BYTES (1 + 8 + 2 + 16)   /* packet.SHORT_HEADER_BYTES */
@@ -1895,6 +1895,89 @@ done:
     return rc;
 }
 
+/* write(endpoint, stream, stream_id, data, end): connection.QuicEndpoint.write on an open,
+ * unfinished SendStream (the caller checks; opening and the errors stay the reference's):
+ * the bytes kept for the stream, a chunk on the queue of new data (merged into the last one
+ * when it continues it), a flush at this instant. */
+static PyObject *
+Core_write(CoreObject *c, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 5 || c->new_queue == NULL) {
+        PyErr_SetString(PyExc_TypeError, "write(endpoint, stream, stream_id, data, end), after bind()");
+        return NULL;
+    }
+    PyObject *ep = args[0], *stream = args[1], *sid = args[2], *data = args[3], *end = args[4];
+    long long buf_offset;
+    PyObject *buf = PyObject_GetAttr(stream, str_buf);
+    if (buf == NULL)
+        return NULL;
+    Py_ssize_t before = PyObject_Length(buf);
+    if (before < 0 || attr_long(stream, str_buf_offset, &buf_offset) < 0) {
+        Py_DECREF(buf);
+        return NULL;
+    }
+    long long offset = buf_offset + before;
+    PyObject *grown = PySequence_InPlaceConcat(buf, data);          /* stream.buf += data */
+    Py_DECREF(buf);
+    if (grown == NULL)
+        return NULL;
+    int rc = PyObject_SetAttr(stream, str_buf, grown);
+    Py_ssize_t after = PyObject_Length(grown);
+    Py_DECREF(grown);
+    int is_end = PyObject_IsTrue(end);
+    Py_ssize_t n = length_of(data);
+    int has_data = PyObject_IsTrue(data);
+    if (rc < 0 || after < 0 || is_end < 0 || n < 0 || has_data < 0)
+        return NULL;
+    if (is_end && (PyObject_SetAttr(stream, str_fin, Py_True) < 0 || set_long(stream, str_fin_offset, buf_offset + after) < 0))
+        return NULL;
+    if (!has_data && !is_end)
+        Py_RETURN_NONE;
+    PyObject *queue = c->new_queue;
+    Py_ssize_t qlen = PyObject_Length(queue);
+    if (qlen < 0)
+        return NULL;
+    int merged = 0;
+    if (qlen > 0) {
+        PyObject *last = PySequence_GetItem(queue, qlen - 1);
+        if (last == NULL)
+            return NULL;
+        if (PyList_Check(last) && PyList_GET_SIZE(last) == 5) {
+            int same = PyObject_RichCompareBool(PyList_GET_ITEM(last, 0), sid, Py_EQ);
+            long long l_off = PyLong_AsLongLong(PyList_GET_ITEM(last, 1));
+            long long l_len = PyLong_AsLongLong(PyList_GET_ITEM(last, 2));
+            int l_fin = PyObject_IsTrue(PyList_GET_ITEM(last, 3));
+            int l_retx = PyObject_IsTrue(PyList_GET_ITEM(last, 4));
+            if (same < 0 || PyErr_Occurred() || l_fin < 0 || l_retx < 0) {
+                Py_DECREF(last);
+                return NULL;
+            }
+            if (same && l_off + l_len == offset && !l_fin && !l_retx) {     /* same stream, contiguous */
+                Py_INCREF(end);
+                if (set_item_long(last, 2, l_len + n) < 0 || PyList_SetItem(last, 3, end) < 0) {
+                    Py_DECREF(last);
+                    return NULL;
+                }
+                merged = 1;
+            }
+        }
+        Py_DECREF(last);
+    }
+    if (!merged) {
+        PyObject *chunk = Py_BuildValue("[OLnOO]", sid, offset, n, end, Py_False);
+        if (chunk == NULL)
+            return NULL;
+        PyObject *r = PyObject_CallMethodOneArg(queue, str_append, chunk);
+        Py_DECREF(chunk);
+        if (r == NULL)
+            return NULL;
+        Py_DECREF(r);
+    }
+    if (schedule_flush(ep) < 0)
+        return NULL;
+    Py_RETURN_NONE;
+}
+
 /* -- an ACK frame received, whole (recovery._on_ack_frame): the core's half (on_ack,
  * after_ack) and the streams' half, on the endpoint's SendStreams and their RangeSets -- */
 
@@ -2498,6 +2581,8 @@ static PyMethodDef Core_methods[] = {
      "bind(packet_class, link_packet_class, retx_queue, new_queue, send_streams, max_payload, recv_streams, "
      "recv_stream_class, ack_every_packets)"},
     {"callables", (PyCFunction)Core_callables, METH_O, "callables(endpoint): its (flush, deliver, ack_now) in C"},
+    {"write", (PyCFunction)(void (*)(void))Core_write, METH_FASTCALL,
+     "write(endpoint, stream, stream_id, data, end): connection.QuicEndpoint.write on an open stream"},
     {"on_ack_frame", (PyCFunction)(void (*)(void))Core_on_ack_frame, METH_FASTCALL,
      "on_ack_frame(endpoint, ranges, ack_delay_s): recovery._on_ack_frame"},
     {"receive", (PyCFunction)(void (*)(void))Core_receive, METH_FASTCALL,
@@ -2626,6 +2711,8 @@ PyInit__quic(void)
     INTERN(str_on_packet_acked, "on_packet_acked");
     INTERN(str_on_stream_acked, "on_stream_acked");
     INTERN(str_requeue_lost, "_requeue_lost");
+    INTERN(str_fin, "fin");
+    INTERN(str_append, "append");
     if ((empty_bytes = PyBytes_FromStringAndSize(NULL, 0)) == NULL)
         return NULL;
     PyObject *heapq = PyImport_ImportModule("heapq");

@@ -83,6 +83,15 @@ class NativeQuicEndpoint(QuicEndpoint):
         if value != self._core.bytes_in_flight:
             raise AttributeError("bytes_in_flight is counted by the C core")
 
+    # -- application interface -----------------------------------------------------------
+    def write(self, stream_id: int, data: bytes, end: bool = False) -> None:
+        """``QuicEndpoint.write``: on an open stream in the core; a new or ended one as the reference."""
+        stream = self._send_streams.get(stream_id)
+        if stream is None or stream.fin:
+            QuicEndpoint.write(self, stream_id, data, end)
+        else:
+            self._core.write(self, stream, stream_id, data, end)
+
     # -- receiving -----------------------------------------------------------------------
     def _on_packet(self, link_packet: Packet) -> None:
         """``QuicEndpoint._on_packet``: 1-RTT packets once the handshake is confirmed in the core,
@@ -176,6 +185,6 @@ class NativeQuicEndpoint(QuicEndpoint):
 
 # A traced run labels each event with its callback's qualified name: the overrides that are
 # callbacks carry the reference's names, so both implementations' traces read the same.
-for _name in ("_flush", "_on_loss_detection_timeout", "_on_packet"):
+for _name in ("_flush", "_on_loss_detection_timeout", "_on_packet", "write"):
     getattr(NativeQuicEndpoint, _name).__qualname__ = getattr(QuicEndpoint, _name).__qualname__
 del _name
