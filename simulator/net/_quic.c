@@ -115,8 +115,8 @@ static PyObject *str_ready, *str_on_send_ready, *str_flush_scheduled, *str_ack_d
     *str_max_reorder_bytes, *str_bytes_delivered, *str_on_data, *str_on_ack_frame, *str_frames, *str_pn,
     *str_ack_eliciting, *str_expiry, *str_ack_delay_s, *str_ack_now, *str_join, *str_payload, *str_handshake_done_s,
     *str_deliver, *str_flush_event, *str_ack_now_event, *str_starts, *str_ends, *str_done, *str_acked, *str_on_packet_acked,
-    *str_on_stream_acked, *str_requeue_lost, *str_fin, *str_append;
-static PyObject *empty_bytes;
+    *str_on_stream_acked, *str_requeue_lost, *str_fin, *str_append, *str_push;
+static PyObject *empty_bytes, *empty_tuple;
 
 #define SHORT_HEADER_BYTES (1 + 8 + 2 + 16)   /* packet.SHORT_HEADER_BYTES */
 #define UDP_IP_HEADER_BYTES 28                /* packet.UDP_IP_HEADER_BYTES */
@@ -291,6 +291,114 @@ detect_lost(CoreObject *c, double now, PyObject *lost)
     }
     return 0;
 }
+
+/* -- QuicPacket: packet.QuicPacket's C twin (the twin's endpoints send these) ---------------- */
+
+typedef struct {
+    PyObject_HEAD
+    long long pn, size_bytes;
+    double time_sent_s;
+    PyObject *frames, *ack;
+    char ack_eliciting, done, probe;
+} QPacketObject;
+
+static PyTypeObject QPacketType;
+
+static QPacketObject *
+qpacket_new(long long pn, double time_sent_s, long long size_bytes, PyObject *frames, PyObject *ack,
+            int ack_eliciting, int probe)
+{
+    QPacketObject *p = PyObject_GC_New(QPacketObject, &QPacketType);
+    if (p == NULL)
+        return NULL;
+    p->pn = pn;
+    p->time_sent_s = time_sent_s;
+    p->size_bytes = size_bytes;
+    Py_INCREF(frames);
+    p->frames = frames;
+    Py_INCREF(ack);
+    p->ack = ack;
+    p->ack_eliciting = (char)ack_eliciting;
+    p->done = 0;
+    p->probe = (char)probe;
+    PyObject_GC_Track(p);
+    return p;
+}
+
+static PyObject *
+QPacket_new(PyTypeObject *type, PyObject *args, PyObject *kw)
+{
+    static char *kwlist[] = {"pn", "time_sent_s", "size_bytes", "frames", "ack", "ack_eliciting", "probe", NULL};
+    long long pn, size;
+    double t;
+    PyObject *frames, *ack = Py_None;
+    int eliciting = 1, probe = 0;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "LdLO|Opp:QuicPacket", kwlist, &pn, &t, &size, &frames, &ack,
+                                     &eliciting, &probe))
+        return NULL;
+    return (PyObject *)qpacket_new(pn, t, size, frames, ack, eliciting, probe);
+}
+
+static int
+QPacket_traverse(QPacketObject *p, visitproc visit, void *arg)
+{
+    Py_VISIT(p->frames);
+    Py_VISIT(p->ack);
+    return 0;
+}
+
+static int
+QPacket_clear(QPacketObject *p)
+{
+    Py_CLEAR(p->frames);
+    Py_CLEAR(p->ack);
+    return 0;
+}
+
+static void
+QPacket_dealloc(QPacketObject *p)
+{
+    PyObject_GC_UnTrack(p);
+    QPacket_clear(p);
+    Py_TYPE(p)->tp_free((PyObject *)p);
+}
+
+static PyObject *
+QPacket_repr(QPacketObject *p)
+{
+    Py_ssize_t n = PyObject_Length(p->frames);
+    if (n < 0)
+        return NULL;
+    return PyUnicode_FromFormat("QuicPacket(pn=%lld, %s, %lld B, %zd frames)", p->pn,
+                                p->ack != Py_None ? "ack" : "data", p->size_bytes, n);
+}
+
+static PyMemberDef QPacket_members[] = {
+    {"pn", T_LONGLONG, offsetof(QPacketObject, pn), READONLY, NULL},
+    {"time_sent_s", T_DOUBLE, offsetof(QPacketObject, time_sent_s), READONLY, NULL},
+    {"size_bytes", T_LONGLONG, offsetof(QPacketObject, size_bytes), READONLY, "UDP payload bytes"},
+    {"frames", T_OBJECT, offsetof(QPacketObject, frames), READONLY, "STREAM frames (stream_id, offset, data, fin)"},
+    {"ack", T_OBJECT, offsetof(QPacketObject, ack), READONLY, "ACK frame (ranges, ack_delay_s), or None"},
+    {"ack_eliciting", T_BOOL, offsetof(QPacketObject, ack_eliciting), READONLY, NULL},
+    {"done", T_BOOL, offsetof(QPacketObject, done), 0, "acknowledged or declared lost (sender side)"},
+    {"probe", T_BOOL, offsetof(QPacketObject, probe), READONLY, NULL},
+    {NULL},
+};
+
+static PyTypeObject QPacketType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = NET_MODULE ".QuicPacket",
+    .tp_doc = "QuicPacket(pn, time_sent_s, size_bytes, frames, ack=None, ack_eliciting=True, probe=False): "
+              "one QUIC packet (packet.QuicPacket's C twin).",
+    .tp_basicsize = sizeof(QPacketObject),
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC,
+    .tp_new = QPacket_new,
+    .tp_traverse = (traverseproc)QPacket_traverse,
+    .tp_clear = (inquiry)QPacket_clear,
+    .tp_dealloc = (destructor)QPacket_dealloc,
+    .tp_repr = (reprfunc)QPacket_repr,
+    .tp_members = QPacket_members,
+};
 
 /* -- the QuicCore type -- */
 
@@ -1308,8 +1416,7 @@ new_packet(CoreObject *c, PyObject *ep, double now, long long size, PyObject *fr
 {
     if (attr_long(ep, str_next_pn, pn) < 0)
         return NULL;
-    PyObject *packet = PyObject_CallFunction(c->packet_class, "LdLOOOO", *pn, now, size, frames, ack,
-                                             eliciting ? Py_True : Py_False, probe ? Py_True : Py_False);
+    PyObject *packet = (PyObject *)qpacket_new(*pn, now, size, frames, ack, eliciting, probe);
     if (packet == NULL)
         return NULL;
     if (set_long(ep, str_next_pn, *pn + 1) < 0) {
@@ -1718,10 +1825,15 @@ schedule_flush(PyObject *ep)
         return scheduled < 0 ? -1 : 0;
     if (PyObject_SetAttr(ep, str_flush_scheduled, Py_True) < 0)
         return -1;
+    /* sim.call_soon(self._flush), as Simulator.call_soon does it: sim._push(sim.now, callback, ()) */
     PyObject *sim = PyObject_GetAttr(ep, str_sim);
-    PyObject *cb = sim == NULL ? NULL : PyObject_GetAttr(ep, str_flush_event);
-    PyObject *r = cb == NULL ? NULL : PyObject_CallMethodOneArg(sim, str_call_soon, cb);
+    PyObject *push = sim == NULL ? NULL : PyObject_GetAttr(sim, str_push);
+    PyObject *now = push == NULL ? NULL : PyObject_GetAttr(sim, str_now);
+    PyObject *cb = now == NULL ? NULL : PyObject_GetAttr(ep, str_flush_event);
+    PyObject *r = cb == NULL ? NULL : PyObject_CallFunctionObjArgs(push, now, cb, empty_tuple, NULL);
     Py_XDECREF(cb);
+    Py_XDECREF(now);
+    Py_XDECREF(push);
     Py_XDECREF(sim);
     Py_XDECREF(r);
     return r == NULL ? -1 : 0;
@@ -2713,6 +2825,9 @@ PyInit__quic(void)
     INTERN(str_requeue_lost, "_requeue_lost");
     INTERN(str_fin, "fin");
     INTERN(str_append, "append");
+    INTERN(str_push, "_push");
+    if ((empty_tuple = PyTuple_New(0)) == NULL)
+        return NULL;
     if ((empty_bytes = PyBytes_FromStringAndSize(NULL, 0)) == NULL)
         return NULL;
     PyObject *heapq = PyImport_ImportModule("heapq");
@@ -2723,14 +2838,14 @@ PyInit__quic(void)
     Py_DECREF(heapq);
     if (heappush_fn == NULL || heappop_fn == NULL)
         return NULL;
-    PyTypeObject *types[] = {&RttType, &CcType, &CoreType, &TimersType, &BoundType};
+    PyTypeObject *types[] = {&RttType, &CcType, &CoreType, &TimersType, &BoundType, &QPacketType};
     for (size_t i = 0; i < sizeof(types) / sizeof(types[0]); i++)
         if (PyType_Ready(types[i]) < 0)
             return NULL;
     PyObject *m = PyModule_Create(&quic_module);
     if (m == NULL)
         return NULL;
-    const char *names[] = {"RttEstimator", "CongestionControl", "QuicCore", "TimerSlots", "_Bound"};
+    const char *names[] = {"RttEstimator", "CongestionControl", "QuicCore", "TimerSlots", "_Bound", "QuicPacket"};
     for (size_t i = 0; i < sizeof(types) / sizeof(types[0]); i++) {
         if (PyModule_AddObjectRef(m, names[i], (PyObject *)types[i]) < 0) {
             Py_DECREF(m);

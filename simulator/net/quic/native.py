@@ -26,7 +26,7 @@ from ..link import Packet
 from ..native import QUIC
 from ..transport import TransportConfig
 from .connection import QuicEndpoint
-from .packet import SHORT_HEADER_BYTES, QuicPacket
+from .packet import SHORT_HEADER_BYTES
 from .recovery import PROBE_PACKETS
 from .stream import RecvStream
 
@@ -70,7 +70,7 @@ class NativeQuicEndpoint(QuicEndpoint):
         self.pacer = self.rtt_monitor = None       # the core's (its ``pace`` / ``paced``)
         self._sent = self._sent_order = None       # the core's records
         core.cwnd_log = self.cwnd_log
-        core.bind(QuicPacket, Packet, self._retx_queue, self._new_queue, self._send_streams, self._max_payload,
+        core.bind(QUIC.QuicPacket, Packet, self._retx_queue, self._new_queue, self._send_streams, self._max_payload,
                   self._recv_streams, RecvStream, config.ack_every_packets)
 
     @property
@@ -97,7 +97,7 @@ class NativeQuicEndpoint(QuicEndpoint):
         """``QuicEndpoint._on_packet``: 1-RTT packets once the handshake is confirmed in the core,
         the handshake's datagrams and what comes before as the reference."""
         packet = link_packet.payload
-        if packet.__class__ is QuicPacket and self.ready and self.handshake_done_s is not None:
+        if packet.__class__ is QUIC.QuicPacket and self.ready and self.handshake_done_s is not None:
             self._core.receive(self, packet)
         else:
             QuicEndpoint._on_packet(self, link_packet)
