@@ -1,30 +1,41 @@
-/* The QUIC model's per-packet recovery path in C: simulator.net._quic.
+/* The QUIC model's per-packet path in C: simulator.net._quic.
  *
- * Written by hand, as the TCP model's twin (_tcp.c) is: no library models QUIC's loss
- * recovery inside this workbench's engine.  This is the C twin of part of the Python
- * reference, which defines the behaviour and stays selectable (simulator/net/native.py,
- * WORKBENCH_NET=python):
+ * Written by hand, as the TCP model's twin (_tcp.c) is: no library models QUIC inside this
+ * workbench's engine.  This is the C twin of the Python reference, which defines the
+ * behaviour and stays selectable (simulator/net/native.py; WORKBENCH_NET=python):
  *
- *   QuicCore     simulator/net/quic/recovery.py  LossRecovery: the sent-packet records,
- *                                                ACK frames with ranges, RTT samples, loss
- *                                                detection (packet and time threshold), the
- *                                                PTO deadline and backoff, the window
- *                simulator/net/quic/ack.py       AckGeneration: received packet numbers as
- *                                                ranges, ACK frames and their sizes
- *                simulator/net/quic/pacer.py     Pacer
- *                simulator/net/cc.py             RttIncreaseMonitor
+ *   QuicCore     simulator/net/quic/recovery.py    LossRecovery: sent-packet records, ACK frames
+ *                                                  with ranges, RTT samples, loss detection
+ *                                                  (packet and time threshold), PTO and backoff
+ *                simulator/net/quic/ack.py         AckGeneration: received packet numbers as
+ *                                                  ranges, ACK frames, their sizes, when to ACK
+ *                simulator/net/quic/packet_builder.py  PacketBuilder: flush, packet contents, send
+ *                simulator/net/quic/connection.py  QuicEndpoint._on_packet (1-RTT packets once the
+ *                                                  handshake is confirmed), _on_stream_frame, write
+ *                simulator/net/quic/pacer.py       Pacer
+ *                simulator/net/cc.py               RttIncreaseMonitor
+ *   QuicPacket   simulator/net/quic/packet.py      QuicPacket
+ *   TimerSlots   simulator/engine.py               TimerSlots (the slots loss, ack, pace, handshake)
+ *   _Bound       the endpoint's _flush, _on_packet and _ack_now, as the engine and links call them
  *   RttEstimator, CongestionControl  (_cc.h, shared with _tcp.c)  cc.RttEstimator, Reno, Cubic
  *
- * One QuicCore per endpoint, driven by simulator/net/quic/native.py's NativeQuicEndpoint
- * with coarse calls: one per packet sent, per packet number received, per ACK frame (two:
- * before and after the stream bookkeeping, which stays in Python with the streams), per
- * loss timer.  The streams, the packet builder, the handshake and the timers stay Python.
+ * One QuicCore per endpoint of simulator/net/quic/native.py's NativeQuicEndpoint, which keeps
+ * the reference's objects: the core works on the endpoint's own slots, queues of chunks,
+ * SendStream / RecvStream records and RangeSet lists through their attributes, so the Python
+ * that stays (opening streams, the handshake, the statistics, the application's callbacks)
+ * sees the same state.  The handshake (handshake.py) stays Python and calls into the core.
  *
- * Same results, by construction: the same arithmetic in the same order as the reference
- * (Python's min()/max() tie rules, no fused multiply-add: built with -ffp-contract=off),
- * the same packets declared lost in the same order, and no event pushed from here (the
- * Python side sets the timers and schedules the flushes at the reference's points).
- * tests/test_net_quic_native.py runs both and compares every event.
+ * Why C: an HTTP/3 answer on the page-load model cost about 8x an HTTP/2 one, whose TCP
+ * path is C; every packet was a dozen Python calls out (flush, build, send) and in (arrival,
+ * frames, packet number, ACK processing, timers).
+ *
+ * Same results, by construction: every event is pushed at the same point of the same
+ * computation with the same time and a callback of the same name (the C callables carry the
+ * reference methods' __qualname__, TimerSlots is named as the engine's), the application's
+ * callbacks and the links are called in the same order with the same arguments, and every
+ * float is computed by the same IEEE operations in the same order (Python's min()/max() tie
+ * rules; built with -ffp-contract=off).  tests/test_net_quic_native.py runs both and compares
+ * every event, delivery, packet and counter.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -90,6 +101,14 @@ typedef struct {
     /* the receiving path's (bind): the endpoint's receive streams and their class */
     PyObject *recv_streams, *recv_stream_class;
     long long ack_every_packets;
+    /* the endpoint's own figures and flags on the per-packet path, kept here (the endpoint's
+     * attributes of these names read and write them: native.NativeQuicEndpoint's properties) */
+    long long next_pn, packets_sent, probe_packets_sent, ack_packets_sent, bytes_sent, stream_bytes_sent,
+        stream_bytes_retransmitted, unacked_eliciting;
+    char ack_due, flush_scheduled;
+    /* the endpoint's fixed objects (bind): its simulator, timer slots, and loss-timer callback */
+    PyObject *sim, *timers, *on_loss_timeout;
+    PyObject *flush_event, *ack_now_event;       /* its _Bound flush and ack_now (callables) */
 } CoreObject;
 
 static PyTypeObject CoreType;
@@ -477,6 +496,11 @@ Core_traverse(CoreObject *c, visitproc visit, void *arg)
     Py_VISIT(c->send_streams);
     Py_VISIT(c->recv_streams);
     Py_VISIT(c->recv_stream_class);
+    Py_VISIT(c->sim);
+    Py_VISIT(c->timers);
+    Py_VISIT(c->on_loss_timeout);
+    Py_VISIT(c->flush_event);
+    Py_VISIT(c->ack_now_event);
     for (Py_ssize_t i = c->head; i < c->head + c->len; i++)
         Py_VISIT(c->sent[i].packet);
     return 0;
@@ -493,6 +517,11 @@ Core_clear(CoreObject *c)
     Py_CLEAR(c->send_streams);
     Py_CLEAR(c->recv_streams);
     Py_CLEAR(c->recv_stream_class);
+    Py_CLEAR(c->sim);
+    Py_CLEAR(c->timers);
+    Py_CLEAR(c->on_loss_timeout);
+    Py_CLEAR(c->flush_event);
+    Py_CLEAR(c->ack_now_event);
     clear_sent(c);
     return 0;
 }
@@ -1302,13 +1331,9 @@ add_long(PyObject *o, PyObject *name, long long delta)
 }
 
 static int
-sim_now(PyObject *ep, double *now)
+sim_now(CoreObject *c, double *now)
 {
-    PyObject *sim = PyObject_GetAttr(ep, str_sim);
-    if (sim == NULL)
-        return -1;
-    PyObject *t = PyObject_GetAttr(sim, str_now);
-    Py_DECREF(sim);
+    PyObject *t = PyObject_GetAttr(c->sim, str_now);
     if (t == NULL)
         return -1;
     int rc = get_double(t, now);
@@ -1323,11 +1348,10 @@ fast_slot(PyObject *slot)
 }
 
 static PyObject *
-call_timers(PyObject *ep, PyObject *method, PyObject *slot, PyObject *when, PyObject *callback)
+call_timers(CoreObject *c, PyObject *method, PyObject *slot, PyObject *when, PyObject *callback)
 {
-    PyObject *timers = PyObject_GetAttr(ep, str_timers);
-    if (timers == NULL)
-        return NULL;
+    PyObject *timers = c->timers;
+    Py_INCREF(timers);
     PyObject *r;
     int index = fast_slot(slot);
     if (Py_IS_TYPE(timers, &TimersType) && index >= 0) {    /* the C twin's: no call through Python */
@@ -1355,39 +1379,35 @@ call_timers(PyObject *ep, PyObject *method, PyObject *slot, PyObject *when, PyOb
 }
 
 static int
-timers_cancel(PyObject *ep, PyObject *slot)
+timers_cancel(CoreObject *c, PyObject *slot)
 {
-    PyObject *r = call_timers(ep, str_cancel, slot, NULL, NULL);
+    PyObject *r = call_timers(c, str_cancel, slot, NULL, NULL);
     Py_XDECREF(r);
     return r == NULL ? -1 : 0;
 }
 
-/* self.timers.set(slot, when, self.<callback_name>) */
+/* self.timers.set(slot, when, callback) */
 static int
-timers_set(PyObject *ep, PyObject *slot, double when, PyObject *callback_name)
+timers_set(CoreObject *c, PyObject *slot, double when, PyObject *cb)
 {
-    PyObject *cb = PyObject_GetAttr(ep, callback_name);
-    if (cb == NULL)
-        return -1;
     PyObject *t = PyFloat_FromDouble(when);
-    if (t == NULL) {
-        Py_DECREF(cb);
+    if (t == NULL)
         return -1;
-    }
-    PyObject *r = call_timers(ep, str_set, slot, t, cb);
+    PyObject *r = call_timers(c, str_set, slot, t, cb);
     Py_DECREF(t);
-    Py_DECREF(cb);
     Py_XDECREF(r);
     return r == NULL ? -1 : 0;
 }
 
 /* ack._acked_now: the ACK went out. */
 static int
-acked_now(PyObject *ep)
+acked_now(CoreObject *c)
 {
-    if (timers_cancel(ep, str_ack) < 0 || set_long(ep, str_unacked_eliciting, 0) < 0)
+    if (timers_cancel(c, str_ack) < 0)
         return -1;
-    return PyObject_SetAttr(ep, str_ack_due, Py_False);
+    c->unacked_eliciting = 0;
+    c->ack_due = 0;
+    return 0;
 }
 
 /* self.link.send(Packet(wire, packet), self.peer._on_packet) */
@@ -1414,15 +1434,11 @@ static PyObject *
 new_packet(CoreObject *c, PyObject *ep, double now, long long size, PyObject *frames, PyObject *ack,
            int eliciting, int probe, long long *pn)
 {
-    if (attr_long(ep, str_next_pn, pn) < 0)
-        return NULL;
+    *pn = c->next_pn;
     PyObject *packet = (PyObject *)qpacket_new(*pn, now, size, frames, ack, eliciting, probe);
     if (packet == NULL)
         return NULL;
-    if (set_long(ep, str_next_pn, *pn + 1) < 0) {
-        Py_DECREF(packet);
-        return NULL;
-    }
+    c->next_pn = *pn + 1;
     return packet;
 }
 
@@ -1431,9 +1447,7 @@ new_packet(CoreObject *c, PyObject *ep, double now, long long size, PyObject *fr
 static int
 send_packet(CoreObject *c, PyObject *ep, PyObject *frames, long long size, int probe, double now)
 {
-    long long unacked, pn;
-    if (attr_long(ep, str_unacked_eliciting, &unacked) < 0)
-        return -1;
+    long long unacked = c->unacked_eliciting, pn;
     PyObject *ack;
     if (unacked) {
         long long ack_bytes;
@@ -1441,7 +1455,7 @@ send_packet(CoreObject *c, PyObject *ep, PyObject *frames, long long size, int p
         if (ack == NULL)
             return -1;
         size += ack_bytes;
-        if (acked_now(ep) < 0) {
+        if (acked_now(c) < 0) {
             Py_DECREF(ack);
             return -1;
         }
@@ -1455,9 +1469,11 @@ send_packet(CoreObject *c, PyObject *ep, PyObject *frames, long long size, int p
     if (packet == NULL)
         return -1;
     long long wire = size + UDP_IP_HEADER_BYTES;
-    int rc = (record_sent(c, packet, pn, now, size) < 0 || add_long(ep, str_packets_sent, 1) < 0
-              || (probe && add_long(ep, str_probe_packets_sent, 1) < 0) || add_long(ep, str_bytes_sent, wire) < 0
-              || send_on_link(c, ep, wire, packet) < 0) ? -1 : 0;
+    c->packets_sent += 1;
+    if (probe)
+        c->probe_packets_sent += 1;
+    c->bytes_sent += wire;
+    int rc = (record_sent(c, packet, pn, now, size) < 0 || send_on_link(c, ep, wire, packet) < 0) ? -1 : 0;
     Py_DECREF(packet);
     return rc;
 }
@@ -1466,8 +1482,8 @@ send_packet(CoreObject *c, PyObject *ep, PyObject *frames, long long size, int p
 static int
 send_ack(CoreObject *c, PyObject *ep, double now)
 {
-    long long pending, size, pn;
-    if (attr_long(ep, str_unacked_eliciting, &pending) < 0 || acked_now(ep) < 0)
+    long long pending = c->unacked_eliciting, size, pn;
+    if (acked_now(c) < 0)
         return -1;
     if (!pending || c->nranges == 0)
         return 0;
@@ -1482,8 +1498,10 @@ send_ack(CoreObject *c, PyObject *ep, double now)
     if (packet == NULL)
         return -1;
     long long wire = size + UDP_IP_HEADER_BYTES;
-    int rc = (add_long(ep, str_packets_sent, 1) < 0 || add_long(ep, str_ack_packets_sent, 1) < 0
-              || add_long(ep, str_bytes_sent, wire) < 0 || send_on_link(c, ep, wire, packet) < 0) ? -1 : 0;
+    c->packets_sent += 1;
+    c->ack_packets_sent += 1;
+    c->bytes_sent += wire;
+    int rc = send_on_link(c, ep, wire, packet) < 0 ? -1 : 0;
     Py_DECREF(packet);
     return rc;
 }
@@ -1493,13 +1511,13 @@ static int
 set_loss_timer(CoreObject *c, PyObject *ep)
 {
     if (c->has_loss_time)
-        return timers_set(ep, str_loss, c->loss_time, str_on_loss_timeout);
+        return timers_set(c, str_loss, c->loss_time, c->on_loss_timeout);
     if (c->outstanding == 0)
-        return timers_cancel(ep, str_loss);
+        return timers_cancel(c, str_loss);
     RttObject *r = c->rtt;
     double pto = rtt_smoothed(r) + py_max(4 * r->rttvar_s, r->granularity_s) + c->max_ack_delay_s;
     pto = pto * ldexp(1.0, (int)c->pto_count);
-    return timers_set(ep, str_loss, c->last_ack_eliciting_s + pto, str_on_loss_timeout);
+    return timers_set(c, str_loss, c->last_ack_eliciting_s + pto, c->on_loss_timeout);
 }
 
 static int
@@ -1615,9 +1633,9 @@ build_frames(CoreObject *c, PyObject *ep, long long reserved, PyObject **frames_
             }
             Py_DECREF(frame);
             budget -= header + take;
-            if (add_long(ep, str_stream_bytes_sent, take) < 0
-                || (retx && add_long(ep, str_stream_bytes_retransmitted, take) < 0))
-                goto error_chunk;
+            c->stream_bytes_sent += take;
+            if (retx)
+                c->stream_bytes_retransmitted += take;
             if (last) {
                 Py_DECREF(chunk);
                 if (popleft(queue) < 0)
@@ -1657,13 +1675,12 @@ error:
 static int
 flush(CoreObject *c, PyObject *ep)
 {
-    if (PyObject_SetAttr(ep, str_flush_scheduled, Py_False) < 0)
-        return -1;
+    c->flush_scheduled = 0;
     int ready = attr_truthy(ep, str_ready);
     if (ready <= 0)
         return ready;
     double now;
-    if (sim_now(ep, &now) < 0)
+    if (sim_now(c, &now) < 0)
         return -1;
     PyObject *pull = PyObject_GetAttr(ep, str_on_send_ready);
     if (pull == NULL)
@@ -1677,13 +1694,10 @@ flush(CoreObject *c, PyObject *ep)
             goto error;
         if (!queued && pull == Py_None)
             break;
-        int ack_due = attr_truthy(ep, str_ack_due);
-        if (ack_due < 0)
-            goto error;
-        if (!ack_due && c->pacing && c->has_interval) {
+        if (!c->ack_due && c->pacing && c->has_interval) {
             pacer_refill(c, now);
             if (c->credit_s <= 0) {
-                if (timers_set(ep, str_pace, now + c->interval_s, str_flush_event) < 0)
+                if (timers_set(c, str_pace, now + c->interval_s, c->flush_event) < 0)
                     goto error;
                 break;
             }
@@ -1699,10 +1713,8 @@ flush(CoreObject *c, PyObject *ep)
             if (!more)
                 break;
         }
-        long long unacked, reserved = 0, size;
-        if (attr_long(ep, str_unacked_eliciting, &unacked) < 0)
-            goto error;
-        if (unacked)
+        long long reserved = 0, size;
+        if (c->unacked_eliciting)
             reserved = ack_frame_size(c, now - c->largest_recv_time_s);
         PyObject *frames = NULL;
         int built = build_frames(c, ep, reserved, &frames, &size);
@@ -1723,10 +1735,7 @@ flush(CoreObject *c, PyObject *ep)
     Py_DECREF(pull);
     if (sent && set_loss_timer(c, ep) < 0)
         return -1;
-    int ack_due = attr_truthy(ep, str_ack_due);
-    if (ack_due < 0)
-        return -1;
-    if (ack_due)
+    if (c->ack_due)
         return send_ack(c, ep, now);
     return 0;
 error:
@@ -1737,7 +1746,7 @@ error:
 static PyObject *
 Core_flush(CoreObject *c, PyObject *ep)
 {
-    if (c->packet_class == NULL) {
+    if (c->packet_class == NULL || c->flush_event == NULL) {
         PyErr_SetString(PyExc_RuntimeError, "QuicCore.bind() first");
         return NULL;
     }
@@ -1757,7 +1766,7 @@ Core_send_packet(CoreObject *c, PyObject *const *args, Py_ssize_t nargs)
     long long size = PyLong_AsLongLong(args[2]);
     int probe = PyObject_IsTrue(args[3]);
     double now;
-    if ((size == -1 && PyErr_Occurred()) || probe < 0 || sim_now(args[0], &now) < 0)
+    if ((size == -1 && PyErr_Occurred()) || probe < 0 || sim_now(c, &now) < 0)
         return NULL;
     if (send_packet(c, args[0], args[1], size, probe, now) < 0)
         return NULL;
@@ -1772,7 +1781,7 @@ Core_send_ack(CoreObject *c, PyObject *ep)
         PyErr_SetString(PyExc_RuntimeError, "QuicCore.bind() first");
         return NULL;
     }
-    if (sim_now(ep, &now) < 0 || send_ack(c, ep, now) < 0)
+    if (sim_now(c, &now) < 0 || send_ack(c, ep, now) < 0)
         return NULL;
     Py_RETURN_NONE;
 }
@@ -1786,23 +1795,27 @@ Core_set_loss_timer(CoreObject *c, PyObject *ep)
 }
 
 /* bind(QuicPacket, link.Packet, retx_queue, new_queue, send_streams, max_payload, recv_streams,
- *      RecvStream, ack_every_packets): the endpoint's objects the core works on */
+ *      RecvStream, ack_every_packets, sim, timers, on_loss_timeout): the endpoint's objects the
+ *      core works on */
 static PyObject *
 Core_bind(CoreObject *c, PyObject *const *args, Py_ssize_t nargs)
 {
-    if (nargs != 9 || !PyDict_Check(args[4]) || !PyDict_Check(args[6])) {
+    if (nargs != 12 || !PyDict_Check(args[4]) || !PyDict_Check(args[6])) {
         PyErr_SetString(PyExc_TypeError, "bind(packet_class, link_packet_class, retx_queue, new_queue, "
-                        "send_streams: dict, max_payload, recv_streams: dict, recv_stream_class, ack_every_packets)");
+                        "send_streams: dict, max_payload, recv_streams: dict, recv_stream_class, ack_every_packets, "
+                        "sim, timers, on_loss_timeout)");
         return NULL;
     }
     long long max_payload = PyLong_AsLongLong(args[5]);
     long long ack_every = PyLong_AsLongLong(args[8]);
     if ((max_payload == -1 || ack_every == -1) && PyErr_Occurred())
         return NULL;
-    PyObject **fields[7] = {&c->packet_class, &c->link_packet_class, &c->retx_queue, &c->new_queue,
-                            &c->send_streams, &c->recv_streams, &c->recv_stream_class};
-    PyObject *values[7] = {args[0], args[1], args[2], args[3], args[4], args[6], args[7]};
-    for (int i = 0; i < 7; i++) {
+    PyObject **fields[10] = {&c->packet_class, &c->link_packet_class, &c->retx_queue, &c->new_queue,
+                             &c->send_streams, &c->recv_streams, &c->recv_stream_class, &c->sim, &c->timers,
+                             &c->on_loss_timeout};
+    PyObject *values[10] = {args[0], args[1], args[2], args[3], args[4], args[6], args[7], args[9], args[10],
+                            args[11]};
+    for (int i = 0; i < 10; i++) {
         Py_INCREF(values[i]);
         Py_XSETREF(*fields[i], values[i]);
     }
@@ -1818,43 +1831,30 @@ static PyObject *heappush_fn, *heappop_fn;
 
 /* self._schedule_flush(): one flush per instant (packet_builder). */
 static int
-schedule_flush(PyObject *ep)
+schedule_flush(CoreObject *c)
 {
-    int scheduled = attr_truthy(ep, str_flush_scheduled);
-    if (scheduled)
-        return scheduled < 0 ? -1 : 0;
-    if (PyObject_SetAttr(ep, str_flush_scheduled, Py_True) < 0)
-        return -1;
+    if (c->flush_scheduled)
+        return 0;
+    c->flush_scheduled = 1;
     /* sim.call_soon(self._flush), as Simulator.call_soon does it: sim._push(sim.now, callback, ()) */
-    PyObject *sim = PyObject_GetAttr(ep, str_sim);
-    PyObject *push = sim == NULL ? NULL : PyObject_GetAttr(sim, str_push);
-    PyObject *now = push == NULL ? NULL : PyObject_GetAttr(sim, str_now);
-    PyObject *cb = now == NULL ? NULL : PyObject_GetAttr(ep, str_flush_event);
-    PyObject *r = cb == NULL ? NULL : PyObject_CallFunctionObjArgs(push, now, cb, empty_tuple, NULL);
-    Py_XDECREF(cb);
+    PyObject *push = PyObject_GetAttr(c->sim, str_push);
+    PyObject *now = push == NULL ? NULL : PyObject_GetAttr(c->sim, str_now);
+    PyObject *r = now == NULL ? NULL : PyObject_CallFunctionObjArgs(push, now, c->flush_event, empty_tuple, NULL);
     Py_XDECREF(now);
     Py_XDECREF(push);
-    Py_XDECREF(sim);
     Py_XDECREF(r);
     return r == NULL ? -1 : 0;
 }
 
 /* ack._ack_now: the ACK is due; it goes in the next packet or alone (RFC 9000 13.2). */
 static int
-ack_now(PyObject *ep)
+ack_now(CoreObject *c)
 {
-    if (timers_cancel(ep, str_ack) < 0)
+    if (timers_cancel(c, str_ack) < 0)
         return -1;
-    long long unacked;
-    if (attr_long(ep, str_unacked_eliciting, &unacked) < 0)
-        return -1;
-    int due = attr_truthy(ep, str_ack_due);
-    if (due < 0)
-        return -1;
-    if (unacked && !due) {
-        if (PyObject_SetAttr(ep, str_ack_due, Py_True) < 0)
-            return -1;
-        return schedule_flush(ep);
+    if (c->unacked_eliciting && !c->ack_due) {
+        c->ack_due = 1;
+        return schedule_flush(c);
     }
     return 0;
 }
@@ -2014,11 +2014,11 @@ done:
 static PyObject *
 Core_write(CoreObject *c, PyObject *const *args, Py_ssize_t nargs)
 {
-    if (nargs != 5 || c->new_queue == NULL) {
+    if (nargs != 5 || c->new_queue == NULL || c->flush_event == NULL) {
         PyErr_SetString(PyExc_TypeError, "write(endpoint, stream, stream_id, data, end), after bind()");
         return NULL;
     }
-    PyObject *ep = args[0], *stream = args[1], *sid = args[2], *data = args[3], *end = args[4];
+    PyObject *stream = args[1], *sid = args[2], *data = args[3], *end = args[4];   /* the endpoint's state is ours */
     long long buf_offset;
     PyObject *buf = PyObject_GetAttr(stream, str_buf);
     if (buf == NULL)
@@ -2085,7 +2085,7 @@ Core_write(CoreObject *c, PyObject *const *args, Py_ssize_t nargs)
             return NULL;
         Py_DECREF(r);
     }
-    if (schedule_flush(ep) < 0)
+    if (schedule_flush(c) < 0)
         return NULL;
     Py_RETURN_NONE;
 }
@@ -2372,7 +2372,7 @@ ack_frame_received(CoreObject *c, PyObject *ep, PyObject *ranges, PyObject *ack_
         queued = pull != Py_None;
         Py_DECREF(pull);
     }
-    return queued ? schedule_flush(ep) : 0;
+    return queued ? schedule_flush(c) : 0;
 error:
     Py_XDECREF(sorted);
     Py_XDECREF(acked);
@@ -2465,15 +2465,13 @@ Core_receive(CoreObject *c, PyObject *const *args, Py_ssize_t nargs)
     if (eliciting < 0)
         goto error;
     if (eliciting) {
-        long long unacked;
-        if (attr_long(ep, str_unacked_eliciting, &unacked) < 0 || set_long(ep, str_unacked_eliciting, unacked + 1) < 0)
-            goto error;
-        if (out_of_order || unacked + 1 >= c->ack_every_packets) {
-            if (ack_now(ep) < 0)
+        c->unacked_eliciting += 1;
+        if (out_of_order || c->unacked_eliciting >= c->ack_every_packets) {
+            if (ack_now(c) < 0)
                 goto error;
         }
         else {
-            PyObject *expiry = call_timers(ep, str_expiry, str_ack, NULL, NULL);
+            PyObject *expiry = call_timers(c, str_expiry, str_ack, NULL, NULL);
             if (expiry == NULL)
                 goto error;
             int unset = expiry == Py_None;
@@ -2485,7 +2483,7 @@ Core_receive(CoreObject *c, PyObject *const *args, Py_ssize_t nargs)
                     goto error;
                 int bad = get_double(delay, &d);
                 Py_DECREF(delay);
-                if (bad < 0 || timers_set(ep, str_ack, now + d, str_ack_now_event) < 0)
+                if (bad < 0 || timers_set(c, str_ack, now + d, c->ack_now_event) < 0)
                     goto error;
             }
         }
@@ -2530,7 +2528,7 @@ Bound_call(BoundObject *b, PyObject *args, PyObject *kw)
             PyErr_SetString(PyExc_TypeError, "takes no arguments");
             return NULL;
         }
-        if ((b->kind == BOUND_FLUSH ? flush(b->core, b->endpoint) : ack_now(b->endpoint)) < 0)
+        if ((b->kind == BOUND_FLUSH ? flush(b->core, b->endpoint) : ack_now(b->core)) < 0)
             return NULL;
         Py_RETURN_NONE;
     }
@@ -2636,6 +2634,10 @@ Core_callables(CoreObject *c, PyObject *ep)
         b->endpoint = ep;
         b->kind = kind;
         PyObject_GC_Track(b);
+        if (kind != BOUND_DELIVER) {
+            Py_INCREF(b);
+            Py_XSETREF(*(kind == BOUND_FLUSH ? &c->flush_event : &c->ack_now_event), (PyObject *)b);
+        }
         PyTuple_SET_ITEM(out, kind, (PyObject *)b);
     }
     return out;
@@ -2691,7 +2693,7 @@ static PyMethodDef Core_methods[] = {
     {"ack_frame_size", (PyCFunction)Core_ack_frame_size, METH_O, "ack_frame_size(now)"},
     {"bind", (PyCFunction)(void (*)(void))Core_bind, METH_FASTCALL,
      "bind(packet_class, link_packet_class, retx_queue, new_queue, send_streams, max_payload, recv_streams, "
-     "recv_stream_class, ack_every_packets)"},
+     "recv_stream_class, ack_every_packets, sim, timers, on_loss_timeout)"},
     {"callables", (PyCFunction)Core_callables, METH_O, "callables(endpoint): its (flush, deliver, ack_now) in C"},
     {"write", (PyCFunction)(void (*)(void))Core_write, METH_FASTCALL,
      "write(endpoint, stream, stream_id, data, end): connection.QuicEndpoint.write on an open stream"},
@@ -2722,10 +2724,33 @@ static PyMemberDef Core_members[] = {
     {"ptos", T_LONGLONG, offsetof(CoreObject, ptos), 0, NULL},
     {"spurious_ptos", T_LONGLONG, offsetof(CoreObject, spurious_ptos), 0, NULL},
     {"congestion_events", T_LONGLONG, offsetof(CoreObject, congestion_events), 0, NULL},
+    {"credit_s", T_DOUBLE, offsetof(CoreObject, credit_s), READONLY, "the pacer's (pacer.Pacer)"},
+    {"credit_max_s", T_DOUBLE, offsetof(CoreObject, credit_max_s), READONLY, "the pacer's (pacer.Pacer)"},
+    {"updated_s", T_DOUBLE, offsetof(CoreObject, updated_s), READONLY, "the pacer's (pacer.Pacer)"},
+    {"max_datagram_bytes", T_LONGLONG, offsetof(CoreObject, max_datagram), READONLY, NULL},
+    {"next_pn", T_LONGLONG, offsetof(CoreObject, next_pn), 0, "the endpoint's _next_pn"},
+    {"packets_sent", T_LONGLONG, offsetof(CoreObject, packets_sent), 0, NULL},
+    {"probe_packets_sent", T_LONGLONG, offsetof(CoreObject, probe_packets_sent), 0, NULL},
+    {"ack_packets_sent", T_LONGLONG, offsetof(CoreObject, ack_packets_sent), 0, NULL},
+    {"bytes_sent", T_LONGLONG, offsetof(CoreObject, bytes_sent), 0, NULL},
+    {"stream_bytes_sent", T_LONGLONG, offsetof(CoreObject, stream_bytes_sent), 0, NULL},
+    {"stream_bytes_retransmitted", T_LONGLONG, offsetof(CoreObject, stream_bytes_retransmitted), 0, NULL},
+    {"unacked_eliciting", T_LONGLONG, offsetof(CoreObject, unacked_eliciting), 0, "the endpoint's _unacked_eliciting"},
+    {"ack_due", T_BOOL, offsetof(CoreObject, ack_due), 0, "the endpoint's _ack_due"},
+    {"flush_scheduled", T_BOOL, offsetof(CoreObject, flush_scheduled), 0, "the endpoint's _flush_scheduled"},
     {NULL},
 };
 
+static PyObject *
+Core_get_interval(CoreObject *c, void *x)
+{
+    if (!c->has_interval)
+        Py_RETURN_NONE;
+    return PyFloat_FromDouble(c->interval_s);
+}
+
 static PyGetSetDef Core_getset[] = {
+    {"interval_s", (getter)Core_get_interval, NULL, "the pacer's time per packet, or None (pacer.Pacer)", NULL},
     {"cwnd_log", (getter)Core_get_cwnd_log, (setter)Core_set_cwnd_log, "list of (time_s, cwnd_bytes), or None", NULL},
     {"loss_time_s", (getter)Core_get_loss_time, NULL, "the loss timer's time, or None", NULL},
     {"packets_in_flight", (getter)Core_get_in_flight, NULL, "ack-eliciting packets not yet settled", NULL},

@@ -12,6 +12,11 @@ endpoint's behaviour is in the modules of its parts, see ``simulator.net.quic``)
   (sending), ``AckGeneration`` (ACKs), ``LossRecovery`` (RFC 9002) and ``Handshake``
   (RFC 9001).  One object, not one per part as in aioquic: the per-packet paths stay
   plain method calls and slot reads.
+
+This is the reference.  ``native.NativeQuicEndpoint`` is the endpoint whose per-packet path
+(receiving 1-RTT packets, writes on open streams, sending, ACKs, recovery, timers) is the C
+twin ``simulator.net._quic``; ``QuicConnection(implementation=...)`` picks one
+(``net.native.QUIC_IMPLEMENTATION`` by default, ``WORKBENCH_NET=python``: this one).
 """
 
 from __future__ import annotations

@@ -1,21 +1,21 @@
-"""The QUIC endpoint with its per-packet recovery path in C: ``NativeQuicEndpoint``.
+"""The QUIC endpoint with its per-packet path in C: ``NativeQuicEndpoint``.
 
-Written by hand.  ``QuicEndpoint`` (its parts ``recovery``, ``ack``, ``pacer`` and the
-window of ``net.cc``) is the reference; this subclass hands the hot bookkeeping of those
-parts to one ``simulator.net._quic.QuicCore`` per endpoint (see the comment at the top of
-``_quic.c``) with coarse calls: one per packet sent (``on_sent``), per packet number
-received (``on_packet_number``), per ACK frame built (``ack_frame``) and per ACK frame
-received (``on_ack`` before the streams' bookkeeping, ``after_ack`` after it), per loss
-timer (``on_loss_timeout``).  What stays here is the reference's own code around those
-calls: the streams, the packet builder, the timers and the flushes, set and scheduled at
-the same points, so the engine sees the same events in the same order
-(``tests/test_net_quic_native.py`` compares them).  The handshake (``handshake``) runs
-unchanged on top: it reads ``rtt`` (the core's C estimator) and calls ``_rtt_sample``,
-``_send_packet`` and ``_set_loss_detection_timer``, which are the ones below.
+Written by hand.  ``QuicEndpoint`` (with its parts ``recovery``, ``ack``, ``packet_builder``,
+``pacer`` and the window of ``net.cc``) is the reference; this subclass runs its per-packet
+path in one ``simulator.net._quic.QuicCore`` per endpoint (see the comment at the top of
+``_quic.c``): packets arriving once the handshake is confirmed, writes on open streams, the
+flush, packet contents and sending, ACK generation and ACK frames received, loss detection,
+probe timeouts, the pacer and the window, in the core's own ``TimerSlots`` and ``QuicPacket``.
+The core works on this endpoint's own objects (slots, queues, ``stream`` records, ``rangeset``
+lists), so what stays Python (opening streams, a stream's first write, the handshake, the
+statistics, the application's callbacks) reads and writes the same state as the reference.
+The methods below are thin calls into the core, kept for the Python that calls them (the
+handshake, the reference's ``_on_packet`` before the handshake is confirmed).
 
 ``QuicConnection(..., implementation=...)`` picks this class when the C implementation is
 chosen (``net.native.resolve_quic``: the default when ``_quic`` is built, unless
-``WORKBENCH_NET=python`` or ``WORKBENCH_PURE_PYTHON=1``).
+``WORKBENCH_NET=python`` or ``WORKBENCH_PURE_PYTHON=1``); ``tests/test_net_quic_native.py``
+compares the two event by event.
 """
 
 from __future__ import annotations
@@ -33,14 +33,16 @@ from .stream import RecvStream
 __all__ = ["NativeQuicEndpoint"]
 
 
-def _core_counter(name: str) -> property:
-    """A statistics counter kept by the core (the reference keeps it in a slot)."""
-    def get(self) -> int:
-        return getattr(self._core, name)
+def _core_field(name: str, core_name: str | None = None) -> property:
+    """An attribute of the endpoint kept by the core (the reference keeps it in a slot)."""
+    core_name = core_name or name
 
-    def set_(self, value: int) -> None:
-        setattr(self._core, name, value)
-    return property(get, set_, doc=f"``{name}``, counted by the C core.")
+    def get(self):
+        return getattr(self._core, core_name)
+
+    def set_(self, value) -> None:
+        setattr(self._core, core_name, value)
+    return property(get, set_, doc=f"``{name}``, kept by the C core.")
 
 
 class NativeQuicEndpoint(QuicEndpoint):
@@ -48,12 +50,22 @@ class NativeQuicEndpoint(QuicEndpoint):
 
     __slots__ = ("_core", "_flush_event", "_deliver", "_ack_now_event")
 
-    packets_lost = _core_counter("packets_lost")
-    lost_by_packet_threshold = _core_counter("lost_by_packet_threshold")
-    lost_by_time_threshold = _core_counter("lost_by_time_threshold")
-    ptos = _core_counter("ptos")
-    spurious_ptos = _core_counter("spurious_ptos")
-    congestion_events = _core_counter("congestion_events")
+    packets_lost = _core_field("packets_lost")
+    lost_by_packet_threshold = _core_field("lost_by_packet_threshold")
+    lost_by_time_threshold = _core_field("lost_by_time_threshold")
+    ptos = _core_field("ptos")
+    spurious_ptos = _core_field("spurious_ptos")
+    congestion_events = _core_field("congestion_events")
+    packets_sent = _core_field("packets_sent")
+    probe_packets_sent = _core_field("probe_packets_sent")
+    ack_packets_sent = _core_field("ack_packets_sent")
+    bytes_sent = _core_field("bytes_sent")
+    stream_bytes_sent = _core_field("stream_bytes_sent")
+    stream_bytes_retransmitted = _core_field("stream_bytes_retransmitted")
+    _next_pn = _core_field("_next_pn", "next_pn")
+    _unacked_eliciting = _core_field("_unacked_eliciting", "unacked_eliciting")
+    _ack_due = _core_field("_ack_due", "ack_due")
+    _flush_scheduled = _core_field("_flush_scheduled", "flush_scheduled")
 
     def __init__(self, sim: Simulator, conn, config: TransportConfig, *, pacing: bool = True,
                  slow_start_rtt_exit: bool = False, **options) -> None:
@@ -67,11 +79,13 @@ class NativeQuicEndpoint(QuicEndpoint):
         # What the engine runs to flush and to send a delayed ACK, and what a link hands packets
         # to: the core's, in one call.
         self._flush_event, self._deliver, self._ack_now_event = core.callables(self)
-        self.pacer = self.rtt_monitor = None       # the core's (its ``pace`` / ``paced``)
+        self.pacer = core if pacing else None      # the core paces; it reads as a Pacer (interval_s, credit_s)
+        self.rtt_monitor = None                    # the core's
         self._sent = self._sent_order = None       # the core's records
         core.cwnd_log = self.cwnd_log
         core.bind(QUIC.QuicPacket, Packet, self._retx_queue, self._new_queue, self._send_streams, self._max_payload,
-                  self._recv_streams, RecvStream, config.ack_every_packets)
+                  self._recv_streams, RecvStream, config.ack_every_packets, sim, self.timers,
+                  self._on_loss_detection_timeout)
 
     @property
     def bytes_in_flight(self) -> int:
@@ -80,6 +94,7 @@ class NativeQuicEndpoint(QuicEndpoint):
 
     @bytes_in_flight.setter
     def bytes_in_flight(self, value: int) -> None:
+        """Only the reference's initial 0: the core counts."""
         if value != self._core.bytes_in_flight:
             raise AttributeError("bytes_in_flight is counted by the C core")
 
