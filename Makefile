@@ -70,11 +70,11 @@ clean:
 # AddressSanitizer builds of the C frame scanner (simulator/frames/_scanner.c), run over
 # the fuzz corpus, of the engine's event queue (simulator/_engine.c), run under the
 # engine's tests, and of the TCP and QUIC models' C twins (simulator/net/_tcp.c, _quic.c),
-# run under the tests that hold them to the Python reference (for QUIC, with seeded random
-# drop lists both ways and reordering).  Built into build/asan (the normal in-place
-# extensions are untouched) and loaded through WORKBENCH_FRAMES_EXT / WORKBENCH_ENGINE_EXT /
-# WORKBENCH_NET_EXT / WORKBENCH_QUIC_EXT; CPython itself is not instrumented, hence LD_PRELOAD of libasan and
-# detect_leaks=0.
+# run under the tests that hold them to the Python reference (for QUIC also its fuzzer,
+# simulator.net.quic.fuzz: seeded loss patterns and ACK orders against the reference).
+# Built into build/asan (the normal in-place extensions are untouched) and loaded through
+# WORKBENCH_FRAMES_EXT / WORKBENCH_ENGINE_EXT / WORKBENCH_NET_EXT / WORKBENCH_QUIC_EXT;
+# CPython itself is not instrumented, hence LD_PRELOAD of libasan and detect_leaks=0.
 ASAN_SECONDS ?= 20
 .PHONY: asan
 asan: install
@@ -96,3 +96,7 @@ asan: install
 	  WORKBENCH_NET_EXT="$$(ls build/asan/simulator/net/_tcp*.so)" \
 	  WORKBENCH_QUIC_EXT="$$(ls build/asan/simulator/net/_quic*.so)" \
 	  $(PY) -m pytest -q -p no:xdist -p no:cacheprovider tests/test_net_quic_native.py tests/test_net_quic.py
+	ASAN_OPTIONS=detect_leaks=0:abort_on_error=1 LD_PRELOAD="$$(gcc -print-file-name=libasan.so)" \
+	  WORKBENCH_NET_EXT="$$(ls build/asan/simulator/net/_tcp*.so)" \
+	  WORKBENCH_QUIC_EXT="$$(ls build/asan/simulator/net/_quic*.so)" \
+	  $(PY) -m simulator.net.quic.fuzz --seconds $(ASAN_SECONDS) --corpus-size 60
