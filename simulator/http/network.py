@@ -42,6 +42,13 @@ are what the server wrote; the load runs on after the page is done until every p
 settled (written in full, or its cancel reached the server), as the cancel of a push for
 a cached resource often lands after the page has loaded.
 
+With ``linux_tcp`` (fidelity) TCP runs as a Linux server runs it (``net.tcp_window``): the
+window in segments, grown only while it limits the sender, and the server's writes leave at
+once as segments of their own (TCP_NODELAY), so its SETTINGS and their ACK take two of its
+ten first segments; but not to ``one_flight_servers`` (origins whose recorded first response
+shows a larger first flight).  Without it (push, coalescing, the replay model) TCP counts
+bytes, as under the stacks the model is checked against.
+
 Connection set-up, as the stacks pay it (after ``dns_s``): TCP runs its three-way
 handshake (the client's bytes leave when the SYN-ACK arrives); with ``tls`` the TLS 1.3
 full handshake follows as TCP bytes (ClientHello, the server's flight once all of it has
@@ -191,8 +198,11 @@ class _Conn:
         sim, params, number = self.sim, self.net.params, self.number
         # The transport as every HTTP connection over the models gets it (``connection.transport_for``).
         if self.transport == "tcp":
-            self.t = transport_for(sim, self.path, "h2", TransportConfig(cc=params.cc), name=f"tcp{number}",
-                                   handshake=handshake and self.net.tcp_handshake)
+            linux = self.net.linux_tcp and self.origin not in self.net.one_flight_servers
+            self.t = transport_for(sim, self.path, "h2", TransportConfig(cc=params.cc, cwnd_in_packets=linux),
+                                   name=f"tcp{number}", handshake=handshake and self.net.tcp_handshake)
+            if linux:
+                self.t.server.nodelay = True              # as HTTP/2 servers set TCP_NODELAY
         else:
             config = TransportConfig(cc=params.cc, initial_rtt_s=0.1,       # aioquic's initial RTT
                                      max_datagram_bytes=self.net.max_datagram_bytes)
@@ -468,7 +478,7 @@ class ModelNetwork:
 
     def __init__(self, sim: Simulator, params, listener, *, own_paths: bool = False,
                  max_datagram_bytes: int = TransportConfig.max_datagram_bytes, tcp_handshake: bool = True,
-                 priorities=None) -> None:
+                 priorities=None, linux_tcp: bool = False, one_flight_servers=frozenset()) -> None:
         self.sim, self.params, self.listener = sim, params, listener
         self.priorities = priorities      # an http.priority.PriorityPlan: its scheduler on every h2/h3 connection
         self.path = params.network.path(sim, name="access")
@@ -479,6 +489,8 @@ class ModelNetwork:
         self._h1_queue: dict[str, deque] = {}             # origin -> requests waiting for a connection
         self.push_urgency = getattr(params, "push_urgency", DEFAULT_URGENCY)
         self.own_paths, self.max_datagram_bytes, self.tcp_handshake = own_paths, max_datagram_bytes, tcp_handshake
+        self.linux_tcp = linux_tcp        # TCP as a Linux server runs it (module docstring), but to
+        self.one_flight_servers = one_flight_servers      # these origins
         self.on_response_start = getattr(listener, "on_response_start", None)
         self.on_connected = getattr(listener, "on_connected", None)      # (key, "h1"/"h2"/"h3"): usable
         # The browser's byte offsets into a response to be called at (children found while it streams in).
