@@ -90,3 +90,19 @@ def test_slow_start_still_doubles_when_the_window_limits_rfc5681():
     assert rounds[0] == pytest.approx(10)
     for a, b in zip(rounds, rounds[1:]):
         assert b / a == pytest.approx(2.0, rel=0.05), rounds
+
+
+@pytest.mark.parametrize("packets", [True, False])
+def test_a_pending_ack_rides_on_data_rfc9293(packets):
+    """RFC 9293 section 3.10.7.4 (Linux ``tcp_event_ack_sent``): a segment the endpoint sends
+    carries its acknowledgement, so a delayed ACK pending then leaves with it.  The server gets
+    one segment at 50 ms and answers at 60 ms: the client learns of the ACK at 110 ms, not after
+    the server's 25 ms delayed-ACK timer (125 ms), as the byte-counted model has it."""
+    sim, conn, sid, log = _server(packets=packets, nodelay=packets)
+    up = conn.client.open_stream()
+    conn.client.write(up, b"q" * 300)
+    sim.call_later(0.06, conn.server.write, sid, b"r" * 300)
+    sim.run(until_s=0.115)
+    assert (conn.client.snd_una == 300) is packets
+    sim.run()
+    assert conn.client.snd_una == 300

@@ -43,11 +43,11 @@ settled (written in full, or its cancel reached the server), as the cancel of a 
 a cached resource often lands after the page has loaded.
 
 With ``linux_tcp`` (fidelity) TCP runs as a Linux server runs it (``net.tcp_window``): the
-window in segments, grown only while it limits the sender, and the server's writes leave at
-once as segments of their own (TCP_NODELAY), so its SETTINGS and their ACK take two of its
-ten first segments; but not to ``one_flight_servers`` (origins whose recorded first response
-shows a larger first flight).  Without it (push, coalescing, the replay model) TCP counts
-bytes, as under the stacks the model is checked against.
+window in segments, grown only while it limits the sender, ACKs riding on data, and the
+server's writes leaving at once as segments of their own (TCP_NODELAY), so OpenSSL's two
+session tickets, the SETTINGS and their ACK take three of its ten first segments; but not to
+``one_flight_servers`` (origins whose recorded first response shows a larger first flight).
+Without it (push, coalescing, the replay model) TCP counts bytes, as under the stacks.
 
 Connection set-up, as the stacks pay it (after ``dns_s``): TCP runs its three-way
 handshake (the client's bytes leave when the SYN-ACK arrives); with ``tls`` the TLS 1.3
@@ -81,7 +81,7 @@ from ..net.link import DelayedPath
 from ..net.transport import TransportConfig, timer_counts
 from ..net.writer import response_writer
 from ..stacks.common import ExchangeSpec
-from ..stacks.tls import sni_name
+from ..stacks.tls import session_ticket_bytes, sni_name
 from .connection import transport_for
 from .framing import H2_FRAME_HEADER_BYTES, sized_body_bytes, sized_section_frame_bytes
 from .handshake import TlsOverTcp, flights, tls_record_bytes
@@ -248,6 +248,9 @@ class _Conn:
         self._accept()
 
     def _server_settings(self) -> None:
+        if getattr(self.t.server, "nodelay", False):
+            # OpenSSL's two session tickets (RFC 8446 4.6.1) after the client's Finished: a write of their own.
+            self.t.server.write(self.tls_stream, b"t" * session_ticket_bytes())
         self.t.server.write(self.h2_control[1], b"s" * self._records(h2_preface_bytes(False)))
 
     def _accept(self) -> None:

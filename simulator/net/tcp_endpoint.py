@@ -226,12 +226,9 @@ class TcpEndpoint(SackScoreboard, TcpReceiver, LinuxWindow):
                 self._transmit(seg, True)
             elif self._pending_len:
                 pending_len = self._pending_len
-                if packets:
-                    # Linux tcp_cwnd_test: a segment in flight takes one of the window's, whatever its size.
-                    if (len(self._unacked) + 1) * mss > window:
-                        limited = True
-                        break
-                elif flight + (mss if mss < pending_len else pending_len) > window:
+                # With ``packets`` (tcp_window) a segment takes one of the window's, whatever its size.
+                if ((len(self._unacked) + 1) * mss if packets
+                        else flight + (mss if mss < pending_len else pending_len)) > window:
                     limited = True
                     break
                 self._send_new_segment(nxt)
@@ -327,6 +324,8 @@ class TcpEndpoint(SackScoreboard, TcpReceiver, LinuxWindow):
         return TcpSegment(seq, length, payload, tuple(pieces))
 
     def _transmit(self, seg: TcpSegment, retransmission: bool) -> None:
+        if self._packets and self.timers.expiry("delack") is not None:
+            self._send_ack()                             # tcp_window: the ACK rides on this segment
         now = self.sim.now
         seg.sent_s = now
         if retransmission:

@@ -16,6 +16,11 @@ RFC 5681 counts the congestion window in bytes; Linux counts it in segments
   ``tcp_cwnd_validate`` records per window of data.  The ACKs of a TLS server flight of three
   or four segments therefore leave an initial window of ten at ten.
 
+- **An ACK rides on data**: a delayed ACK pending when the endpoint sends a segment leaves with
+  it (the model sends it as its own packet at that instant; RFC 9293 section 3.10.7.4, Linux
+  ``tcp_event_ack_sent``), so a client's TLS Finished acknowledges the server's flight at once
+  instead of a delayed-ACK timer later, freeing that segment's slot for the first response.
+
 ``nodelay`` is the application's socket option (HTTP/2 servers and browsers set TCP_NODELAY):
 a write goes out at once when the window allows, as its own segments, and what the window
 holds back waits in the queue, where later writes join it (``tcp_sendmsg`` appends to the

@@ -46,11 +46,11 @@ browser's CPU time between a parent and a child.
 - **Start offset**: from the page's start to the navigation request (the browser's own
   start-up), added to the simulated onLoad as it is part of the measured one.
 - **A server's first flight** (``one_flight``): the model's servers run TCP as Linux does
-  (``ModelNetwork(linux_tcp=True)``: ten first segments, two of them the HTTP/2 SETTINGS and
-  their ACK); an origin whose first response on a fresh connection needed more segments than
-  that and still arrived within half a round trip of its first byte has a server that sends
-  more at once (a larger initial window, its frames in one write), and keeps a window of 10 x
-  1460 bytes.
+  (``ModelNetwork(linux_tcp=True)``: ten first segments, three of them the TLS session
+  tickets, the HTTP/2 SETTINGS and their ACK); an origin whose first response on a fresh
+  connection needed more segments than that and still arrived within half a round trip of its
+  first byte has a server that sends more at once (a larger initial window, its frames in one
+  write), and keeps a window of 10 x 1460 bytes.
 - **Pushes**: what the capture says the server pushed (``Resource.pushed``: WebPageTest's and
   chrome-har's ``_was_pushed``, Firefox's status-0 entries without timings; see
   ``traces.harfields``) the simulated server pushes on the navigation too (``pushes``, for
@@ -90,8 +90,8 @@ __all__ = ["PageConditions", "infer_conditions", "PROTOCOL_CHOICES"]
 PROTOCOL_CHOICES = ("auto", "h2", "h3")
 SMALL_RESPONSE_BYTES = 4096
 # A Linux server's first flight on a fresh HTTP/2 connection: an initial window of 10 segments
-# (RFC 6928) counted in segments, less its SETTINGS and their ACK, each a segment of its own.
-LINUX_FIRST_FLIGHT_SEGMENTS = 10 - 2
+# (RFC 6928) counted in segments, less OpenSSL's session tickets, the SETTINGS and their ACK.
+LINUX_FIRST_FLIGHT_SEGMENTS = 10 - 3
 SEGMENT_BYTES = 1448                      # MSS with TCP timestamps on a 1500-byte MTU
 LARGE_RESPONSE_BYTES = 20_000
 _PHASES = ("blocked", "dns", "connect", "send", "wait", "receive")
