@@ -56,6 +56,10 @@ class TransportConfig:
     time_threshold: float = 9 / 8         # RFC 9002 kTimeThreshold
     timestamps: bool = True               # TCP timestamps (RFC 7323; Linux tcp_timestamps=1): Eifel detection
     sack: bool = True                     # TCP SACK (RFC 2018; Linux tcp_sack=1): RFC 6675 recovery with PRR
+    # TCP: the window as Linux keeps it (tcp_sock.snd_cwnd): in segments, each segment in flight
+    # taking one whatever its size (tcp_cwnd_test), growing by the segments acknowledged and only
+    # while the window limited the sender (tcp_is_cwnd_limited; RFC 7661 section 4.3).
+    cwnd_in_packets: bool = False
 
     def to_dict(self) -> dict:
         """The parameters as a plain dict."""
