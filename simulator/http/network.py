@@ -9,7 +9,8 @@ key.  HTTP is modelled by sizes: header blocks are sized as the real ``hpack`` e
 writes them (``http.header_sizes.HeaderBlockSizer``: its choices and its dynamic table,
 one per connection and direction, checked against hpack), frames add their headers
 (HTTP/2 9 bytes, RFC 9113 section 4.1; HTTP/3 about 3, RFC 9114 section 7.1), requests
-carry their bodies, and bodies are padding of their size.
+carry their bodies, and bodies are padding of their size, written as slices of one shared
+block (``net.transport.write_padding``), so memory follows what is in flight.
 
 Server behaviour, as the real stacks' (``stacks.endpoint.Endpoint``): when a request has
 arrived the server sends at once its 103 (RFC 8297) and, for each push, a PUSH_PROMISE
@@ -71,7 +72,7 @@ from h2.utilities import normalize_outbound_headers
 
 from ..engine import Simulator
 from ..net.link import DelayedPath
-from ..net.transport import TransportConfig, timer_counts
+from ..net.transport import TransportConfig, timer_counts, write_padding
 from ..net.writer import response_writer
 from ..stacks.common import ExchangeSpec
 from ..stacks.tls import sni_name
@@ -266,7 +267,9 @@ class _Conn:
                 _add_mark(inc, mark)
         block = self._block(self.request_encoder, spec.request_headers)
         body = self._body_wire_bytes(spec.request_body_bytes)
-        self.t.client.write(sid, b"q" * self._records(block + self._frame + body), end=True)
+        # A request body is written as slices of a shared block (``write_padding``): a body
+        # declared at gigabytes costs what is in flight, not its size.
+        write_padding(self.t.client, sid, self._records(block + self._frame + body), end=True, fill=b"q")
 
     def cancel(self, pushed_sid: int) -> None:
         if self.transport == "quic" and not self.incoming[pushed_sid].received:
@@ -431,7 +434,7 @@ class _Conn:
             # once, in the order responses are ready; a cancel cannot take it back.
             self.written[stream_id] = self.written.get(stream_id, 0) + size
             self.writer.unacked_bytes += size
-            self.t.server.write(stream_id, b"r" * size, end=True)
+            write_padding(self.t.server, stream_id, size, end=True, fill=b"r")   # not ``size`` bytes made
             self.net.settle((self.key, stream_id))
             return
         if self.scheduler != "urgency":
