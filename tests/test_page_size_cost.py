@@ -157,3 +157,32 @@ def test_write_padding_writes_the_declared_bytes_in_order_rfc9293_3_10_2():
         write_padding(conn.server, sid, size, end=True, fill=b"z")
         sim.run()
         assert got[0] == size and ends == [size], type(conn).__name__
+
+
+def test_the_collector_is_paused_for_a_model_load_and_resumed_after_it():
+    """The page-load model's load runs with the cyclic collector paused (its cycles are the
+    load's own state, per resource and connection) and resumes it after, also when the load
+    raises; a paused collector stays paused; the load's cycles are collectable after it."""
+    import gc
+
+    from simulator.stacks.common import collector_paused
+
+    seen = []
+    with collector_paused(True):
+        seen.append(gc.isenabled())
+    assert seen == [False] and gc.isenabled()
+    try:
+        with collector_paused(True):
+            raise ValueError
+    except ValueError:
+        pass
+    assert gc.isenabled()
+    with collector_paused(False):
+        assert gc.isenabled()
+    gc.disable()
+    try:
+        with collector_paused(True):
+            pass
+        assert not gc.isenabled()
+    finally:
+        gc.enable()

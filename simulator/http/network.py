@@ -91,6 +91,7 @@ _RESET_BYTES = H2_FRAME_HEADER_BYTES + 4          # RST_STREAM: frame header + e
 SCHEDULERS = ("urgency", "round-robin", "fifo")
 DEFAULT_URGENCY = 3                     # RFC 9218 section 4.1
 _URGENCY = re.compile(rb"(?:^|,)\s*u\s*=\s*([0-7])")
+_PLAIN = {tuple}
 
 
 def urgency(headers) -> int:
@@ -392,10 +393,11 @@ class _Conn:
         if self.h1:
             return h1_header_bytes(headers)
         if self.transport == "tcp":
-            headers = tuple(headers)
+            if type(headers) is not tuple:
+                headers = tuple(headers)
             # Memoized for plain tuples only: h2 keeps a HeaderTuple's class (never-indexed or
             # not), and an equal plain tuple must not share its cache entry.
-            if all(type(h) is tuple for h in headers):
+            if set(map(type, headers)) <= _PLAIN:
                 return encoder.block_size(headers, h2_normalized(headers))
             headers = tuple(normalize_outbound_headers(headers, None))
         return encoder.encoded_size(headers)
