@@ -225,7 +225,7 @@ def _remember(cache: dict, key, name: bytes, value: bytes, sensitive: bool) -> t
         if index is not None:
             static_full = integer_len(index, 7)                       # RFC 7541 section 6.1
         static_name = integer_len(static[0], 4 if sensitive else 6)   # sections 6.2.1 and 6.2.3
-    value_bytes = _huffman_bytes(value)
+    value_bytes = _huffman_bytes.__wrapped__(value)       # once per distinct field: no memo of its own
     name_bytes = _huffman_bytes(name)
     info = (static_full, (name, value), static_name, integer_len(value_bytes, 7) + value_bytes,
             1 + integer_len(name_bytes, 7) + name_bytes, sensitive, 32 + len(name) + len(value))

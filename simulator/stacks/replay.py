@@ -46,14 +46,14 @@ def _clean(headers) -> list[tuple[bytes, bytes]]:
         # Memoized per field (a page repeats most of its fields from request to request);
         # a field given as a list is not hashable and is cleaned each time.
         try:
-            cleaned = cache[field]
-        except KeyError:
+            cleaned = cache.get(field, _UNSEEN)
+        except TypeError:
+            cleaned = _clean_field(*field)
+        if cleaned is _UNSEEN:
             cleaned = _clean_field(*field)
             if len(cache) >= _CLEANED_MAX:
                 cache.clear()
             cache[field] = cleaned
-        except TypeError:
-            cleaned = _clean_field(*field)
         if cleaned is not None:
             out.append(cleaned)
     return out
@@ -70,6 +70,7 @@ def _clean_field(name: bytes, value: bytes) -> tuple[bytes, bytes] | None:
 
 
 _CLEANED: dict = {}
+_UNSEEN = object()
 _CLEANED_MAX = 1 << 17
 
 
