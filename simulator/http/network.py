@@ -9,7 +9,8 @@ key.  HTTP is modelled by sizes: header blocks are sized as the real ``hpack`` e
 writes them (``http.header_sizes.HeaderBlockSizer``: its choices and its dynamic table,
 one per connection and direction, checked against hpack), frames add their headers
 (HTTP/2 9 bytes, RFC 9113 section 4.1; HTTP/3 about 3, RFC 9114 section 7.1), requests
-carry their bodies, and bodies are padding of their size.
+carry their bodies, and bodies are padding of their size, written as slices of one shared
+block (``net.transport.write_padding``), so memory follows what is in flight.
 
 Server behaviour, as the real stacks' (``stacks.endpoint.Endpoint``): when a request has
 arrived the server sends at once its 103 (RFC 8297) and, for each push, a PUSH_PROMISE
@@ -78,7 +79,7 @@ from h2.utilities import normalize_outbound_headers
 
 from ..engine import Simulator
 from ..net.link import DelayedPath
-from ..net.transport import TransportConfig, timer_counts
+from ..net.transport import TransportConfig, timer_counts, write_padding
 from ..net.writer import response_writer
 from ..stacks.common import ExchangeSpec
 from ..stacks.tls import session_ticket_bytes, sni_name
@@ -97,6 +98,7 @@ _RESET_BYTES = H2_FRAME_HEADER_BYTES + 4          # RST_STREAM: frame header + e
 SCHEDULERS = ("urgency", "round-robin", "fifo")
 DEFAULT_URGENCY = 3                     # RFC 9218 section 4.1
 _URGENCY = re.compile(rb"(?:^|,)\s*u\s*=\s*([0-7])")
+_PLAIN = {tuple}
 
 
 def urgency(headers) -> int:
@@ -279,7 +281,9 @@ class _Conn:
                 _add_mark(inc, mark)
         block = self._block(self.request_encoder, spec.request_headers)
         body = self._body_wire_bytes(spec.request_body_bytes)
-        self.t.client.write(sid, b"q" * self._records(block + self._frame + body), end=True)
+        # A request body is written as slices of a shared block (``write_padding``): a body
+        # declared at gigabytes costs what is in flight, not its size.
+        write_padding(self.t.client, sid, self._records(block + self._frame + body), end=True, fill=b"q")
 
     def cancel(self, pushed_sid: int) -> None:
         if self.transport == "quic" and not self.incoming[pushed_sid].received:
@@ -402,10 +406,11 @@ class _Conn:
         if self.h1:
             return h1_header_bytes(headers)
         if self.transport == "tcp":
-            headers = tuple(headers)
+            if type(headers) is not tuple:
+                headers = tuple(headers)
             # Memoized for plain tuples only: h2 keeps a HeaderTuple's class (never-indexed or
             # not), and an equal plain tuple must not share its cache entry.
-            if all(type(h) is tuple for h in headers):
+            if set(map(type, headers)) <= _PLAIN:
                 return encoder.block_size(headers, h2_normalized(headers))
             headers = tuple(normalize_outbound_headers(headers, None))
         return encoder.encoded_size(headers)
@@ -444,7 +449,7 @@ class _Conn:
             # once, in the order responses are ready; a cancel cannot take it back.
             self.written[stream_id] = self.written.get(stream_id, 0) + size
             self.writer.unacked_bytes += size
-            self.t.server.write(stream_id, b"r" * size, end=True)
+            write_padding(self.t.server, stream_id, size, end=True, fill=b"r")   # not ``size`` bytes made
             self.net.settle((self.key, stream_id))
             return
         if self.scheduler != "urgency":
