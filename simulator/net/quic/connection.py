@@ -182,7 +182,7 @@ class QuicEndpoint(PacketBuilder, AckGeneration, LossRecovery, Handshake):
         if stream.fin:
             raise ValueError(f"{self.name}: stream {stream_id} already ended")
         offset = stream.written
-        stream.buf += data
+        stream.append(data if type(data) is bytes else bytes(data))   # the caller may reuse a mutable buffer
         if end:
             stream.fin = True
             stream.fin_offset = stream.written
