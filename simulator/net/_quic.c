@@ -129,7 +129,7 @@ static PyObject *str_ready, *str_on_send_ready, *str_flush_scheduled, *str_ack_d
     *str_next_pn, *str_packets_sent, *str_probe_packets_sent, *str_ack_packets_sent, *str_bytes_sent,
     *str_stream_bytes_sent, *str_stream_bytes_retransmitted, *str_timers, *str_set, *str_cancel, *str_loss,
     *str_pace, *str_ack, *str_flush, *str_on_loss_timeout, *str_link, *str_send, *str_peer, *str_on_packet,
-    *str_sim, *str_now, *str_acked_prefix, *str_fin_acked, *str_buf, *str_buf_offset, *str_popleft,
+    *str_sim, *str_now, *str_acked_prefix, *str_fin_acked, *str_buf, *str_buf_offset, *str_written, *str_popleft,
     *str_call_soon, *str_fin_offset, *str_finished, *str_delivered, *str_heap, *str_heap_bytes, *str_reorder_bytes,
     *str_max_reorder_bytes, *str_bytes_delivered, *str_on_data, *str_on_ack_frame, *str_frames, *str_pn,
     *str_ack_eliciting, *str_expiry, *str_ack_delay_s, *str_ack_now, *str_join, *str_payload, *str_handshake_done_s,
@@ -2019,29 +2019,27 @@ Core_write(CoreObject *c, PyObject *const *args, Py_ssize_t nargs)
         return NULL;
     }
     PyObject *stream = args[1], *sid = args[2], *data = args[3], *end = args[4];   /* the endpoint's state is ours */
-    long long buf_offset;
-    PyObject *buf = PyObject_GetAttr(stream, str_buf);
-    if (buf == NULL)
+    /* stream.append(data): the write kept by reference until a packet reads it (SendStream);
+     * a mutable buffer is copied, as the reference does (the caller may reuse it). */
+    long long offset, after;
+    if (attr_long(stream, str_written, &offset) < 0)
         return NULL;
-    Py_ssize_t before = PyObject_Length(buf);
-    if (before < 0 || attr_long(stream, str_buf_offset, &buf_offset) < 0) {
-        Py_DECREF(buf);
+    PyObject *kept = PyBytes_CheckExact(data) ? Py_NewRef(data) : PyBytes_FromObject(data);
+    if (kept == NULL)
         return NULL;
-    }
-    long long offset = buf_offset + before;
-    PyObject *grown = PySequence_InPlaceConcat(buf, data);          /* stream.buf += data */
-    Py_DECREF(buf);
-    if (grown == NULL)
+    PyObject *r0 = PyObject_CallMethodOneArg(stream, str_append, kept);
+    Py_DECREF(kept);
+    if (r0 == NULL)
         return NULL;
-    int rc = PyObject_SetAttr(stream, str_buf, grown);
-    Py_ssize_t after = PyObject_Length(grown);
-    Py_DECREF(grown);
+    Py_DECREF(r0);
+    if (attr_long(stream, str_written, &after) < 0)
+        return NULL;
     int is_end = PyObject_IsTrue(end);
     Py_ssize_t n = length_of(data);
     int has_data = PyObject_IsTrue(data);
-    if (rc < 0 || after < 0 || is_end < 0 || n < 0 || has_data < 0)
+    if (is_end < 0 || n < 0 || has_data < 0)
         return NULL;
-    if (is_end && (PyObject_SetAttr(stream, str_fin, Py_True) < 0 || set_long(stream, str_fin_offset, buf_offset + after) < 0))
+    if (is_end && (PyObject_SetAttr(stream, str_fin, Py_True) < 0 || set_long(stream, str_fin_offset, after) < 0))
         return NULL;
     if (!has_data && !is_end)
         Py_RETURN_NONE;
@@ -2820,6 +2818,7 @@ PyInit__quic(void)
     INTERN(str_popleft, "popleft");
     INTERN(str_call_soon, "call_soon");
     INTERN(str_fin_offset, "fin_offset");
+    INTERN(str_written, "written");
     INTERN(str_finished, "finished");
     INTERN(str_delivered, "delivered");
     INTERN(str_heap, "heap");
