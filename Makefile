@@ -36,10 +36,12 @@ demo: install
 # Lint first (`ruff check`, configured in pyproject.toml): a lint error fails the target.
 test: install system-deps
 	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
 	$(PY) -m pytest -q -n 2 --dist loadgroup
 
 test-slow: install system-deps
 	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
 	$(PY) -m pytest -q -n 2 --dist loadgroup -m slow
 
 # h2's own test suite (downloaded from the registry into build/h2-suite) with the frame
