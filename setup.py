@@ -48,8 +48,7 @@ class optional_build_ext(build_ext):
     @staticmethod
     def _warn(exc):
         print(
-            f"WARNING: the optional C extension could not be built ({exc}); "
-            "the package will use its pure-Python twin.",
+            f"WARNING: the optional C extension could not be built ({exc}); the package will use its pure-Python twin.",
             file=sys.stderr,
         )
 
@@ -67,12 +66,18 @@ setup(
             sources=["simulator/_engine.c"],
             optional=not REQUIRED,
         ),
-        *([Extension(
-            "simulator.lab._relay",
-            sources=["simulator/lab/_relay.c"],
-            extra_compile_args=["-O2"],
-            optional=not REQUIRED,
-        )] if sys.platform.startswith("linux") else []),
+        *(
+            [
+                Extension(
+                    "simulator.lab._relay",
+                    sources=["simulator/lab/_relay.c"],
+                    extra_compile_args=["-O2"],
+                    optional=not REQUIRED,
+                )
+            ]
+            if sys.platform.startswith("linux")
+            else []
+        ),
         Extension(
             "simulator.net._tcp",
             sources=["simulator/net/_tcp.c"],

@@ -35,6 +35,7 @@ def run(quick: bool = False) -> dict:
     def with_pool(mode):
         def network(sim, p, listener, inner_cls):
             return co.CoalescingPool(sim, p, listener, inner_cls, mode=mode, topo=topo, cp=params)
+
         return lambda: load_page(graph, lp, plan, ClientCache(), network=network)
 
     candidates = {"plain page load (no pool)": lambda: load_page(graph, lp, plan, ClientCache())}
@@ -46,14 +47,22 @@ def run(quick: bool = False) -> dict:
         figures[name] = {"one_load_s": s, "loads_per_s": 1.0 / s}
     end_to_end = best_time_s(lambda: co.run(trace, params), repeats)
     ref = figures["plain page load (no pool)"]["loads_per_s"]
-    print(f"page {TRACE.name}: {len(graph)} resources, {len(graph.origins)} origins; RTT 100 ms, 50 Mbit/s, 1% loss, "
-          f"p421 0.1 (best of {repeats})")
+    print(
+        f"page {TRACE.name}: {len(graph)} resources, {len(graph.origins)} origins; RTT 100 ms, 50 Mbit/s, 1% loss, "
+        f"p421 0.1 (best of {repeats})"
+    )
     print(f"{'candidate':<28}{'one load s':>11}{'loads/s':>9}{'vs plain':>10}")
     for name, f in figures.items():
         f["ratio_vs_plain"] = f["loads_per_s"] / ref
         print(f"{name:<28}{f['one_load_s']:>11.3f}{f['loads_per_s']:>9.2f}{f['ratio_vs_plain']:>9.2f}x")
-    print(f"end to end: coalescing.run() over {len(co.MODES)} modes {end_to_end:.3f} s "
-          f"({len(co.MODES) / end_to_end:.2f} page loads/s)")
+    print(
+        f"end to end: coalescing.run() over {len(co.MODES)} modes {end_to_end:.3f} s "
+        f"({len(co.MODES) / end_to_end:.2f} page loads/s)"
+    )
     print("one load = load_page alone (one step); end to end = coalescing.run(), as `workbench coalescing` runs it")
-    return {"trace": TRACE.name, "candidates": figures, "end_to_end_s": end_to_end,
-            "end_to_end_loads_per_s": len(co.MODES) / end_to_end}
+    return {
+        "trace": TRACE.name,
+        "candidates": figures,
+        "end_to_end_s": end_to_end,
+        "end_to_end_loads_per_s": len(co.MODES) / end_to_end,
+    }

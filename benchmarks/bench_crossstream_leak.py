@@ -45,8 +45,9 @@ def _cli_s(argv, repeats):
     for _ in range(repeats):
         before = resource.getrusage(resource.RUSAGE_CHILDREN)
         t0 = time.perf_counter()
-        proc = subprocess.run([sys.executable, "-m", "simulator.cli", "crossstream", *argv], env=env,
-                              capture_output=True, timeout=900)
+        proc = subprocess.run(
+            [sys.executable, "-m", "simulator.cli", "crossstream", *argv], env=env, capture_output=True, timeout=900
+        )
         wall = time.perf_counter() - t0
         after = resource.getrusage(resource.RUSAGE_CHILDREN)
         cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
@@ -71,12 +72,14 @@ def run(quick: bool = False) -> dict:
     repeats = 1 if quick else 3
     codec = Codec("brotli", 5)
 
-    def fresh(data, *, max_quality=_brotli_dict.MAX_QUALITY):      # the old way: prepare per compression
+    def fresh(data, *, max_quality=_brotli_dict.MAX_QUALITY):  # the old way: prepare per compression
         return _brotli_dict.PreparedDictionary(data, max_quality=max_quality)
 
     figures: dict = {"oracle": {}}
-    print("leak oracle, brotli:5, scoping none (queries per wall second, best of "
-          f"{repeats}; same attack result required):")
+    print(
+        "leak oracle, brotli:5, scoping none (queries per wall second, best of "
+        f"{repeats}; same attack result required):"
+    )
     print(f"{'scheme':<14}{'queries':>8}{'per query q/s':>15}{'once q/s':>10}{'speed-up':>10}")
     for scheme in ("dcb", "dynamic-dict"):
         cached_prepared = _brotli_dict.prepared
@@ -89,9 +92,13 @@ def run(quick: bool = False) -> dict:
         new_qps, new = _queries_per_s(setup, scheme, codec, static, repeats, alignments)
         if (old.recovered, old.queries) != (new.recovered, new.queries):
             raise AssertionError(f"{scheme}: the cache changed the attack's result")
-        figures["oracle"][scheme] = {"queries": new.queries, "recovered": new.success,
-                                     "prepared_per_query_qps": old_qps, "prepared_once_qps": new_qps,
-                                     "speedup": new_qps / old_qps}
+        figures["oracle"][scheme] = {
+            "queries": new.queries,
+            "recovered": new.success,
+            "prepared_per_query_qps": old_qps,
+            "prepared_once_qps": new_qps,
+            "speedup": new_qps / old_qps,
+        }
         print(f"{scheme:<14}{new.queries:>8}{old_qps:>15.0f}{new_qps:>10.0f}{new_qps / old_qps:>9.2f}x")
 
     with tempfile.TemporaryDirectory() as tmp:

@@ -20,20 +20,29 @@ def run(quick: bool = False) -> dict:
     from simulator.studies import demux
 
     MiB = 1024 * 1024
-    size = dict(streams=8, stream_bytes=4 * MiB, window_bytes=MiB) if quick else \
-        dict(streams=16, stream_bytes=16 * MiB, window_bytes=4 * MiB)
+    size = (
+        dict(streams=8, stream_bytes=4 * MiB, window_bytes=MiB)
+        if quick
+        else dict(streams=16, stream_bytes=16 * MiB, window_bytes=4 * MiB)
+    )
     scanners = tuple(s for s in ("c", "python") if s in implementations())
     params = demux.DemuxParams(**size, part="real", repeat=3 if quick else 5, scanners=scanners)
     df = demux.run(None, params).real
-    print(f"{params.streams} x {params.stream_bytes // MiB} MiB, window {params.window_bytes // MiB} MiB, "
-          f"16 KiB frames, 64 KiB reads, eager reading, application counts bytes; best of {params.repeat}")
-    print(f"{'scanner':<8}{'interleaving':<13}{'strategy':<16}{'MB/s':>8}{'vs direct':>11}{'peak buffered':>15}"
-          f"{'wakeups/frame':>15}{'dispatch/frame':>16}")
+    print(
+        f"{params.streams} x {params.stream_bytes // MiB} MiB, window {params.window_bytes // MiB} MiB, "
+        f"16 KiB frames, 64 KiB reads, eager reading, application counts bytes; best of {params.repeat}"
+    )
+    print(
+        f"{'scanner':<8}{'interleaving':<13}{'strategy':<16}{'MB/s':>8}{'vs direct':>11}{'peak buffered':>15}"
+        f"{'wakeups/frame':>15}{'dispatch/frame':>16}"
+    )
     figures = {}
     for _, r in df.iterrows():
-        print(f"{r['scanner']:<8}{r['interleaving']:<13}{r['strategy']:<16}{r['throughput_mb_s']:>8.0f}"
-              f"{r['throughput_ratio_vs_direct']:>10.2f}x{r['peak_buffered_bytes']:>15,}"
-              f"{r['wakeups_per_frame']:>15.3f}{r['dispatches_per_frame']:>16.3f}")
+        print(
+            f"{r['scanner']:<8}{r['interleaving']:<13}{r['strategy']:<16}{r['throughput_mb_s']:>8.0f}"
+            f"{r['throughput_ratio_vs_direct']:>10.2f}x{r['peak_buffered_bytes']:>15,}"
+            f"{r['wakeups_per_frame']:>15.3f}{r['dispatches_per_frame']:>16.3f}"
+        )
         figures[f"{r['scanner']}/{r['interleaving']}/{r['strategy']}"] = {
             "throughput_mb_s": float(r["throughput_mb_s"]),
             "ratio_vs_direct": float(r["throughput_ratio_vs_direct"]),

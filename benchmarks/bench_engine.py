@@ -141,11 +141,13 @@ def run(quick: bool = False) -> dict:
     c_vs_twin = results["workbench"]["events_per_s"] / twin["events_per_s"] if twin else None
     if twin:
         print(f"ratio C event queue / Python twin: {c_vs_twin:.2f}x (the engine alone, one step)")
-    return {"c_vs_python_twin": c_vs_twin,
-            "python_twin_events_per_s": twin["events_per_s"] if twin else None,
-            "engine": ENGINE_IMPLEMENTATION,
-            "workload": {"flows": flows, "gap_s": gap_s, "delay_s": delay_s, "horizon_s": horizon_s},
-            "simpy_events_per_s": results["simpy"]["events_per_s"],
-            "workbench_events_per_s": results["workbench"]["events_per_s"],
-            "events": results["workbench"]["events"],
-            "ratio_vs_simpy": ratio}
+    return {
+        "c_vs_python_twin": c_vs_twin,
+        "python_twin_events_per_s": twin["events_per_s"] if twin else None,
+        "engine": ENGINE_IMPLEMENTATION,
+        "workload": {"flows": flows, "gap_s": gap_s, "delay_s": delay_s, "horizon_s": horizon_s},
+        "simpy_events_per_s": results["simpy"]["events_per_s"],
+        "workbench_events_per_s": results["workbench"]["events_per_s"],
+        "events": results["workbench"]["events"],
+        "ratio_vs_simpy": ratio,
+    }

@@ -43,7 +43,7 @@ def run(quick: bool = False) -> dict:
     print(f"{'notebook':<30}{'update':>8}{'cpu':>7}{'(run':>7}{'draw)':>7}{'moves max':>11}{'median':>8}  worst move")
     for name, make in panels.PANELS.items():
         ex = make()
-        ex.render(ex.values, ex.source)                   # warm: imports, fonts, the input's cache
+        ex.render(ex.values, ex.source)  # warm: imports, fonts, the input's cache
         default = ex.render(ex.values, ex.source)
         moves = {}
         controls = list(ex.controls.items())[:2] if quick else list(ex.controls.items())
@@ -57,19 +57,24 @@ def run(quick: bool = False) -> dict:
             moves[cname] = {"value": spec.text(values[cname]), "wall_s": view.total_s, "cpu_s": view.cpu_s}
         walls = [m["wall_s"] for m in moves.values() if "wall_s" in m]
         worst = max((m for m in moves.items() if "wall_s" in m[1]), key=lambda kv: kv[1]["wall_s"], default=None)
-        entry = {"default_wall_s": default.total_s, "default_cpu_s": default.cpu_s, "default_run_s": default.run_s,
-                 "default_draw_s": default.draw_s, "moves": moves,
-                 "moves_max_wall_s": max(walls) if walls else None,
-                 "moves_median_wall_s": statistics.median(walls) if walls else None,
-                 "moves_max_cpu_s": max((m["cpu_s"] for m in moves.values() if "cpu_s" in m), default=None),
-                 "input": str(ex.source)}
+        entry = {
+            "default_wall_s": default.total_s,
+            "default_cpu_s": default.cpu_s,
+            "default_run_s": default.run_s,
+            "default_draw_s": default.draw_s,
+            "moves": moves,
+            "moves_max_wall_s": max(walls) if walls else None,
+            "moves_median_wall_s": statistics.median(walls) if walls else None,
+            "moves_max_cpu_s": max((m["cpu_s"] for m in moves.values() if "cpu_s" in m), default=None),
+            "input": str(ex.source),
+        }
         if not quick and ex.sources is not None:
             others = {}
             for key in ex.sources.choices():
                 if key == ex.source:
                     continue
                 try:
-                    ex.render(ex.values, key)                 # first: loads the input
+                    ex.render(ex.values, key)  # first: loads the input
                     view = ex.render(ex.values, key)
                     others[key] = {"wall_s": view.total_s, "cpu_s": view.cpu_s}
                 except Exception as exc:  # noqa: BLE001 - an input this study cannot read
@@ -77,14 +82,18 @@ def run(quick: bool = False) -> dict:
             entry["other_inputs"] = others
         figures[name] = entry
         w = f"{worst[0]} -> {worst[1]['value']}" if worst else ""
-        print(f"{name:<30}{default.total_s:>8.2f}{default.cpu_s:>7.2f}{default.run_s:>7.2f}{default.draw_s:>7.2f}"
-              f"{entry['moves_max_wall_s'] or 0:>11.2f}{entry['moves_median_wall_s'] or 0:>8.2f}  {w}")
+        print(
+            f"{name:<30}{default.total_s:>8.2f}{default.cpu_s:>7.2f}{default.run_s:>7.2f}{default.draw_s:>7.2f}"
+            f"{entry['moves_max_wall_s'] or 0:>11.2f}{entry['moves_median_wall_s'] or 0:>8.2f}  {w}"
+        )
         for key, o in entry.get("other_inputs", {}).items():
             text = f"{o['wall_s']:.2f} s (cpu {o['cpu_s']:.2f})" if "wall_s" in o else o["error"]
             print(f"    input {key}: {text}")
     load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
     slowest = max(figures.items(), key=lambda kv: max(kv[1]["default_wall_s"], kv[1]["moves_max_wall_s"] or 0))
-    print(f"slowest update: {slowest[0]} "
-          f"({max(slowest[1]['default_wall_s'], slowest[1]['moves_max_wall_s'] or 0):.2f} s wall); goal < 2 s; "
-          f"load average {load:.1f} on {os.cpu_count()} CPUs (wall times grow with it, CPU times do not)")
+    print(
+        f"slowest update: {slowest[0]} "
+        f"({max(slowest[1]['default_wall_s'], slowest[1]['moves_max_wall_s'] or 0):.2f} s wall); goal < 2 s; "
+        f"load average {load:.1f} on {os.cpu_count()} CPUs (wall times grow with it, CPU times do not)"
+    )
     return {"notebooks": figures, "load_average": load}

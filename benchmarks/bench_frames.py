@@ -80,18 +80,24 @@ def build_stream(target_bytes: int, seed: int = 1) -> tuple[bytes, int]:
     while total < target_bytes:
         r = rnd.random()
         if r < 0.25:
-            f = HeadersFrame(sid, data=payload[:rnd.randrange(20, 300)], flags=["END_HEADERS"])
+            f = HeadersFrame(sid, data=payload[: rnd.randrange(20, 300)], flags=["END_HEADERS"])
             sid += 2
         elif r < 0.80:
-            f = DataFrame(rnd.randrange(1, sid + 1, 2), data=payload[:rnd.choice(sizes)],
-                          flags=["END_STREAM"] if rnd.random() < 0.1 else [])
+            f = DataFrame(
+                rnd.randrange(1, sid + 1, 2),
+                data=payload[: rnd.choice(sizes)],
+                flags=["END_STREAM"] if rnd.random() < 0.1 else [],
+            )
         elif r < 0.93:
             f = WindowUpdateFrame(rnd.choice([0, 1]), window_increment=rnd.randrange(1, 1 << 20))
         elif r < 0.98:
             f = PingFrame(0, opaque_data=payload[:8], flags=["ACK"] if rnd.random() < 0.5 else [])
         else:
-            f = SettingsFrame(0, settings={4: rnd.randrange(1 << 16, 1 << 20)}) if rnd.random() < 0.5 \
+            f = (
+                SettingsFrame(0, settings={4: rnd.randrange(1 << 16, 1 << 20)})
+                if rnd.random() < 0.5
                 else SettingsFrame(0, flags=["ACK"])
+            )
         b = f.serialize()
         parts.append(b)
         total += len(b)
@@ -115,7 +121,7 @@ def _h2_framebuffer(data: bytes) -> int:
     fb.max_frame_size = 16384
     n = 0
     for i in range(0, len(data), CHUNK):
-        fb.add_data(data[i:i + CHUNK])
+        fb.add_data(data[i : i + CHUNK])
         for _ in fb:
             n += 1
     return n
@@ -127,8 +133,8 @@ def _hyperframe(data: bytes) -> int:
     mv = memoryview(data)
     pos, n, end = 0, 0, len(data)
     while pos + 9 <= end:
-        frame, length = Frame.parse_frame_header(mv[pos:pos + 9])
-        frame.parse_body(mv[pos + 9:pos + 9 + length])
+        frame, length = Frame.parse_frame_header(mv[pos : pos + 9])
+        frame.parse_body(mv[pos + 9 : pos + 9 + length])
         pos += 9 + length
         n += 1
     return n
@@ -140,7 +146,7 @@ def _scanner(impl, data: bytes) -> int:
     mv = memoryview(data)
     n = 0
     for i in range(0, len(data), CHUNK):
-        if sc.feed(mv[i:i + CHUNK]):
+        if sc.feed(mv[i : i + CHUNK]):
             n += len(sc.results())
     sc.finish()
     return n
@@ -151,13 +157,18 @@ def _scanner_arrays(impl, data: bytes) -> int:
     from array import array
 
     cap = CHUNK // 9 + 1
-    out = (array("B", bytes(cap)), array("B", bytes(cap)), array("I", [0]) * cap, array("Q", [0]) * cap,
-           array("I", [0]) * cap)
+    out = (
+        array("B", bytes(cap)),
+        array("B", bytes(cap)),
+        array("I", [0]) * cap,
+        array("Q", [0]) * cap,
+        array("I", [0]) * cap,
+    )
     sc = impl.H2Scanner(16384)
     mv = memoryview(data)
     n = 0
     for i in range(0, len(data), CHUNK):
-        if sc.feed(mv[i:i + CHUNK]):
+        if sc.feed(mv[i : i + CHUNK]):
             n += sc.results_into(out)
     sc.finish()
     return n
@@ -173,7 +184,10 @@ def build_huffman_corpus(target_bytes: int, seed: int = 2) -> list[bytes]:
     samples = [
         "Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/120.0 Safari/537.36",
         "text/html,application/xhtml+xml,application/xml;q=0.9,image/avif,image/webp,*/*;q=0.8",
-        "gzip, deflate, br", "en-US,en;q=0.9", "max-age=0", "https://www.example.com/index.html",
+        "gzip, deflate, br",
+        "en-US,en;q=0.9",
+        "max-age=0",
+        "https://www.example.com/index.html",
     ]
     out, total = [], 0
     while total < target_bytes:
@@ -182,8 +196,10 @@ def build_huffman_corpus(target_bytes: int, seed: int = 2) -> list[bytes]:
         elif rnd.random() < 0.5:
             s = "/" + "/".join("".join(rnd.choices(alphabet[:36], k=rnd.randrange(3, 12))) for _ in range(4))
         else:
-            s = "; ".join(f"{''.join(rnd.choices(alphabet[:52], k=6))}={''.join(rnd.choices(alphabet[:62], k=24))}"
-                          for _ in range(rnd.randrange(1, 6)))
+            s = "; ".join(
+                f"{''.join(rnd.choices(alphabet[:52], k=6))}={''.join(rnd.choices(alphabet[:62], k=24))}"
+                for _ in range(rnd.randrange(1, 6))
+            )
         coded = enc.encode(s.encode())
         out.append(coded)
         total += len(coded)
@@ -210,9 +226,13 @@ def _h2_client(impl=None):
     from simulator.frames.h2buffer import install
 
     c = h2.connection.H2Connection(h2.config.H2Configuration(client_side=True, header_encoding=None))
-    c.local_settings = h2.settings.Settings(client=True, initial_values={
-        h2.settings.SettingCodes.INITIAL_WINDOW_SIZE: 2**31 - 1,
-        h2.settings.SettingCodes.MAX_CONCURRENT_STREAMS: 1000})
+    c.local_settings = h2.settings.Settings(
+        client=True,
+        initial_values={
+            h2.settings.SettingCodes.INITIAL_WINDOW_SIZE: 2**31 - 1,
+            h2.settings.SettingCodes.MAX_CONCURRENT_STREAMS: 1000,
+        },
+    )
     if impl is not None:
         install(c, impl=impl)
     c.initiate_connection()
@@ -233,14 +253,17 @@ def build_response_stream(body_bytes: int, frame_sizes: list[int] | None, seed: 
     rnd = random.Random(seed)
     client = _h2_client()
     server = h2.connection.H2Connection(h2.config.H2Configuration(client_side=False, header_encoding=None))
-    server.local_settings = h2.settings.Settings(client=False, initial_values={
-        h2.settings.SettingCodes.MAX_CONCURRENT_STREAMS: 1000})
+    server.local_settings = h2.settings.Settings(
+        client=False, initial_values={h2.settings.SettingCodes.MAX_CONCURRENT_STREAMS: 1000}
+    )
     server.initiate_connection()
     server.receive_data(client.data_to_send())
     out = [server.data_to_send()]
     for i in range(N_STREAMS):
-        server.send_headers(1 + 2 * i, [(":status", "200"), ("content-type", "application/octet-stream"),
-                                        ("content-length", str(body_bytes))])
+        server.send_headers(
+            1 + 2 * i,
+            [(":status", "200"), ("content-type", "application/octet-stream"), ("content-length", str(body_bytes))],
+        )
     body = rnd.randbytes(16384)
     sent = [0] * N_STREAMS
     while min(sent) < body_bytes:
@@ -264,7 +287,7 @@ def _h2_receive(data: bytes, impl=None, hyperframe_repr: bool = False) -> tuple[
     client = _h2_client(impl)
     client.data_to_send()
     saved = {}
-    if hyperframe_repr:                     # the diagnostic: hyperframe's repr on the scanner's frames
+    if hyperframe_repr:  # the diagnostic: hyperframe's repr on the scanner's frames
         from hyperframe.frame import Frame
 
         for cls in frame_classes(impl):
@@ -275,7 +298,7 @@ def _h2_receive(data: bytes, impl=None, hyperframe_repr: bool = False) -> tuple[
     try:
         t0 = _clock()
         for i in range(0, len(data), CHUNK):
-            for event in client.receive_data(view[i:i + CHUNK]):
+            for event in client.receive_data(view[i : i + CHUNK]):
                 events += 1
                 if type(event) is h2.events.DataReceived:
                     body += len(event.data)
@@ -301,7 +324,7 @@ def _interleaved(candidates: dict, repeat: int, rounds: dict | None = None) -> d
     best, results = {}, {}
     names = list(candidates)
     for round_ in range(repeat):
-        for name in (names if round_ % 2 == 0 else names[::-1]):
+        for name in names if round_ % 2 == 0 else names[::-1]:
             gc.collect()
             t, result = candidates[name]()
             best[name] = min(best.get(name, float("inf")), t)
@@ -342,12 +365,13 @@ def h2_receive_figures(quick: bool) -> dict:
 # ---------------------------------------------------------------------------------
 # End to end: the HOL study's receivers, `workbench frames`, `workbench replay --stack h2`
 
+
 def hol_figures(quick: bool) -> dict:
     from dataclasses import replace
 
     from simulator.frames import implementations
     from simulator.studies import hol
-    from simulator.http import blocks as hol_model             # hol's header blocks' frame scanners live there
+    from simulator.http import blocks as hol_model  # hol's header blocks' frame scanners live there
     from simulator.traces import load
 
     root = Path(__file__).resolve().parent.parent
@@ -367,6 +391,7 @@ def hol_figures(quick: bool) -> dict:
                 return _clock() - t0, result.summary.to_json()
             finally:
                 hol_model.H2Scanner, hol_model.H3Scanner = saved
+
         return run
 
     base = hol.HolParams(schemes=("hpack", "qpack", "qcram"), loss="0.01", seed=1)
@@ -378,8 +403,10 @@ def hol_figures(quick: bool) -> dict:
         # The same run's frame path alone: every chunk its receivers fed to a scanner,
         # recorded once, fed again to each implementation as the study's receivers do.
         log: list = []
-        hol_model.H2Scanner, hol_model.H3Scanner = _recorder(impls["python"].H2Scanner, log), \
-            _recorder(impls["python"].H3Scanner, log)
+        hol_model.H2Scanner, hol_model.H3Scanner = (
+            _recorder(impls["python"].H2Scanner, log),
+            _recorder(impls["python"].H3Scanner, log),
+        )
         try:
             hol.run(trace, params)
         finally:
@@ -392,6 +419,7 @@ def hol_figures(quick: bool) -> dict:
 
 def _recorder(cls, log: list):
     """A scanner class that logs, per instance, its constructor's arguments and every chunk fed."""
+
     class Recording:
         def __init__(self, *args, **kwargs) -> None:
             self._scanner = cls(*args, **kwargs)
@@ -404,6 +432,7 @@ def _recorder(cls, log: list):
 
         def __getattr__(self, name):
             return getattr(self._scanner, name)
+
     return Recording
 
 
@@ -450,6 +479,7 @@ def frames_command_figures(data: bytes, quick: bool) -> dict:
                     return _clock() - t0, None
             finally:
                 commands.parse_h2 = saved
+
         return run
 
     try:
@@ -482,6 +512,7 @@ def replay_figures(quick: bool) -> dict:
             finally:
                 stack_h2.install = saved
                 uninstall_huffman()
+
         return run
 
     candidates = {"stock h2": with_install(lambda conn: conn)}
@@ -499,7 +530,8 @@ def replay_figures(quick: bool) -> dict:
 
     def recording(buffer, data):
         log.setdefault(id(buffer), (type(buffer) is FrameBuffer and buffer._preamble_len == 24, []))[1].append(
-            bytes(data))
+            bytes(data)
+        )
         return original(buffer, data)
 
     FrameBuffer.add_data = recording
@@ -510,9 +542,10 @@ def replay_figures(quick: bool) -> dict:
     reads = list(log.values())
     alone = {"stock h2": lambda: _buffer_frame_path(lambda server: FrameBuffer(server=server), reads)}
     for name, impl in sorted(implementations().items()):
-        frame_classes(impl)                  # as install() does: the scanner builds DATA frames
+        frame_classes(impl)  # as install() does: the scanner builds DATA frames
         alone[f"scanner buffer, {name}"] = lambda impl=impl: _buffer_frame_path(
-            lambda server: ScannerFrameBuffer(server=server, impl=impl), reads)
+            lambda server: ScannerFrameBuffer(server=server, impl=impl), reads
+        )
     out["alone"] = _interleaved(alone, 3 if quick else 15)
     out["reads"] = sum(len(chunks) for _, chunks in reads)
     return out
@@ -524,7 +557,7 @@ def _buffer_frame_path(make, reads: list) -> tuple[float, int]:
     its trace log on every frame it receives (``H2Connection._receive_frame``)."""
     from h2.settings import Settings
 
-    max_frame = Settings().max_frame_size        # h2's SETTINGS_MAX_FRAME_SIZE (the replay keeps the default)
+    max_frame = Settings().max_frame_size  # h2's SETTINGS_MAX_FRAME_SIZE (the replay keeps the default)
     frames = 0
     t0 = _clock()
     for server, chunks in reads:
@@ -538,8 +571,9 @@ def _buffer_frame_path(make, reads: list) -> tuple[float, int]:
     return _clock() - t0, frames
 
 
-def _print_e2e(title: str, seconds: dict, base_name: str, note: str = "", indent: int = 0,
-               rounds: dict | None = None) -> dict:
+def _print_e2e(
+    title: str, seconds: dict, base_name: str, note: str = "", indent: int = 0, rounds: dict | None = None
+) -> dict:
     """One table: each candidate's best time and its ratio to ``base_name``'s; with
     ``rounds``, also the range of the ratio round by round (the two timed back to back)."""
     base = seconds[base_name]
@@ -591,7 +625,7 @@ def run(quick: bool = False) -> dict:
         rows["C parse_h2 (bulk)"] = (t, len(res))
         sc = c.H2Scanner(16384)
         for i in range(0, len(data), CHUNK):
-            sc.feed(data[i:i + CHUNK])
+            sc.feed(data[i : i + CHUNK])
         allocations = sc.allocations
     for name, (t, n) in rows.items():
         if n != nframes:
@@ -622,45 +656,83 @@ def run(quick: bool = False) -> dict:
     command = frames_command_figures(data, quick)
     replays = replay_figures(quick)
 
-    print("END TO END: what a user waits for, CPU time of the whole path (best of several runs, candidates\n"
-          "interleaved; ratio = baseline time / time).  Where the frame path is a few percent of the run (HOL,\n"
-          "replay) the rounds' spread shows the machine's noise, and two more rows follow: the frame path\n"
-          "alone (one step: the run's own reads replayed into each candidate, many rounds) and the end to end\n"
-          "time with that noise taken out of the shared part (best run less its frame path, plus each\n"
-          "candidate's frame path alone).")
+    print(
+        "END TO END: what a user waits for, CPU time of the whole path (best of several runs, candidates\n"
+        "interleaved; ratio = baseline time / time).  Where the frame path is a few percent of the run (HOL,\n"
+        "replay) the rounds' spread shows the machine's noise, and two more rows follow: the frame path\n"
+        "alone (one step: the run's own reads replayed into each candidate, many rounds) and the end to end\n"
+        "time with that noise taken out of the shared part (best run less its frame path, plus each\n"
+        "candidate's frame path alone)."
+    )
     e2e, alone, steady, diagnostic = {}, {}, {}, {}
     for label, fig in receive.items():
         seconds = dict(fig["seconds"])
         repr_row = seconds.pop("  (C, hyperframe's repr)", None)
         e2e[f"h2 receive, {label}"] = _print_e2e(
-            f"h2 client receive, {label}", seconds, "stock h2",
-            f": {fig['bytes'] / 1e6:.1f} MB, {fig['frames']} frames, 64 KiB reads")
+            f"h2 client receive, {label}",
+            seconds,
+            "stock h2",
+            f": {fig['bytes'] / 1e6:.1f} MB, {fig['frames']} frames, 64 KiB reads",
+        )
         if repr_row is not None:
             diagnostic[f"h2 receive, {label}"] = repr_row
-            print(f"    diagnostic, not a user path: the C buffer with hyperframe's own repr on its frames "
-                  f"{repr_row * 1e3:.1f} ms ({seconds['stock h2'] / repr_row:.2f}x stock h2)")
+            print(
+                f"    diagnostic, not a user path: the C buffer with hyperframe's own repr on its frames "
+                f"{repr_row * 1e3:.1f} ms ({seconds['stock h2'] / repr_row:.2f}x stock h2)"
+            )
     for label in ("HOL study, HTTP/2 over TCP", "HOL study, HTTP/3 over QUIC"):
         fig = hol_runs[label]
-        e2e[label] = _print_e2e(f"{label}", fig["seconds"], "python",
-                                f" ({hol_runs['trace']}, 3 schemes, 1% loss): C scanner vs the twin",
-                                rounds=fig["rounds"])
-        alone[label] = _print_e2e("    one step: its frame path alone", fig["alone"], "python",
-                                  f" (the run's {fig['reads']} scanner feeds replayed)", indent=4)
-        steady[label] = _print_e2e("    end to end, noise taken out of the shared part",
-                                   _less_noise(fig["seconds"], fig["alone"]), "python", indent=4)
+        e2e[label] = _print_e2e(
+            f"{label}",
+            fig["seconds"],
+            "python",
+            f" ({hol_runs['trace']}, 3 schemes, 1% loss): C scanner vs the twin",
+            rounds=fig["rounds"],
+        )
+        alone[label] = _print_e2e(
+            "    one step: its frame path alone",
+            fig["alone"],
+            "python",
+            f" (the run's {fig['reads']} scanner feeds replayed)",
+            indent=4,
+        )
+        steady[label] = _print_e2e(
+            "    end to end, noise taken out of the shared part",
+            _less_noise(fig["seconds"], fig["alone"]),
+            "python",
+            indent=4,
+        )
     e2e["workbench frames"] = _print_e2e(
-        "workbench frames", command["seconds"], "python",
-        f" on a {len(data) / 1e6:.0f} MB capture ({nframes} frames, listing to /dev/null): C vs the twin")
-    e2e["h2 replay"] = _print_e2e("workbench replay --stack h2", replays["seconds"], "stock h2",
-                                  " (synthetic-page.har: 79 exchanges, 1% loss)", rounds=replays["rounds"])
-    alone["h2 replay"] = _print_e2e("    one step: its frame path alone", replays["alone"], "stock h2",
-                                    f" (the run's {replays['reads']} reads replayed into each buffer, repr of "
-                                    "every frame as h2 does)", indent=4)
-    steady["h2 replay"] = _print_e2e("    end to end, noise taken out of the shared part",
-                                     _less_noise(replays["seconds"], replays["alone"]), "stock h2", indent=4)
+        "workbench frames",
+        command["seconds"],
+        "python",
+        f" on a {len(data) / 1e6:.0f} MB capture ({nframes} frames, listing to /dev/null): C vs the twin",
+    )
+    e2e["h2 replay"] = _print_e2e(
+        "workbench replay --stack h2",
+        replays["seconds"],
+        "stock h2",
+        " (synthetic-page.har: 79 exchanges, 1% loss)",
+        rounds=replays["rounds"],
+    )
+    alone["h2 replay"] = _print_e2e(
+        "    one step: its frame path alone",
+        replays["alone"],
+        "stock h2",
+        f" (the run's {replays['reads']} reads replayed into each buffer, repr of every frame as h2 does)",
+        indent=4,
+    )
+    steady["h2 replay"] = _print_e2e(
+        "    end to end, noise taken out of the shared part",
+        _less_noise(replays["seconds"], replays["alone"]),
+        "stock h2",
+        indent=4,
+    )
     print("\nONE STEP: frame boundaries alone (no frame objects, no h2)")
-    print(f"frames: {len(data) / 1e6:.1f} MB, {nframes} frames (HEADERS, DATA 0..16384 B, SETTINGS, "
-          f"WINDOW_UPDATE, PING), fed in {CHUNK // 1024} KiB chunks; active: {F.IMPLEMENTATION}")
+    print(
+        f"frames: {len(data) / 1e6:.1f} MB, {nframes} frames (HEADERS, DATA 0..16384 B, SETTINGS, "
+        f"WINDOW_UPDATE, PING), fed in {CHUNK // 1024} KiB chunks; active: {F.IMPLEMENTATION}"
+    )
     print(f"{'parser':<28}{'seconds':>10}{'frames/s':>14}{'vs h2':>10}")
     for name, (t, n) in rows.items():
         print(f"{name:<28}{t:>10.4f}{fps[name]:>14,.0f}{fps[name] / base:>9.1f}x")
@@ -675,15 +747,20 @@ def run(quick: bool = False) -> dict:
         "end_to_end": e2e,
         "frame_path_alone": alone,
         "end_to_end_noise_taken_out": steady,
-        "end_to_end_rounds_seconds": {**{k: v["rounds"] for k, v in hol_runs.items() if k != "trace"},
-                                      "h2 replay": replays["rounds"]},
+        "end_to_end_rounds_seconds": {
+            **{k: v["rounds"] for k, v in hol_runs.items() if k != "trace"},
+            "h2 replay": replays["rounds"],
+        },
         "diagnostic_hyperframe_repr_seconds": diagnostic,
-        "frame_path_alone_seconds": {**{k: v["alone"] for k, v in hol_runs.items() if k != "trace"},
-                                     "h2 replay": replays["alone"]},
+        "frame_path_alone_seconds": {
+            **{k: v["alone"] for k, v in hol_runs.items() if k != "trace"},
+            "h2 replay": replays["alone"],
+        },
         "end_to_end_seconds": {
             **{f"h2 receive, {k}": v["seconds"] for k, v in receive.items()},
             **{k: v["seconds"] for k, v in hol_runs.items() if k != "trace"},
-            "workbench frames": command["seconds"], "h2 replay": replays["seconds"],
+            "workbench frames": command["seconds"],
+            "h2 replay": replays["seconds"],
         },
         "stream_bytes": len(data),
         "frames": nframes,
@@ -695,15 +772,17 @@ def run(quick: bool = False) -> dict:
         "huffman_python_vs_hpack": hrows["hpack decode_huffman"] / hrows["Python twin huffman_decode"],
     }
     if c is not None:
-        result.update({
-            "c_vs_h2": fps["C H2Scanner"] / base,
-            "c_tuples_vs_h2": fps["C H2Scanner, tuples"] / base,
-            "c_bulk_vs_h2": fps["C parse_h2 (bulk)"] / base,
-            "c_vs_hyperframe": fps["C H2Scanner"] / fps["hyperframe"],
-            "c_vs_python": fps["C H2Scanner"] / fps["Python twin H2Scanner"],
-            "huffman_c_vs_hpack": hrows["hpack decode_huffman"] / hrows["C huffman_decode"],
-            "c_scanner_allocations": allocations,
-        })
+        result.update(
+            {
+                "c_vs_h2": fps["C H2Scanner"] / base,
+                "c_tuples_vs_h2": fps["C H2Scanner, tuples"] / base,
+                "c_bulk_vs_h2": fps["C parse_h2 (bulk)"] / base,
+                "c_vs_hyperframe": fps["C H2Scanner"] / fps["hyperframe"],
+                "c_vs_python": fps["C H2Scanner"] / fps["Python twin H2Scanner"],
+                "huffman_c_vs_hpack": hrows["hpack decode_huffman"] / hrows["C huffman_decode"],
+                "c_scanner_allocations": allocations,
+            }
+        )
     else:
         result.update({"c_vs_h2": None, "huffman_c_vs_hpack": None})
     return result

@@ -42,5 +42,11 @@ def run(quick: bool = False) -> dict:
     for scheme, t in per_scheme.items():
         print(f"{scheme:<24}{t:>10.3f}")
     print(f"simulated packets per wall second: {packets / best:,.0f}")
-    return {"trace": path.name, "header_lists": lists, "wall_s": best, "per_scheme_s": per_scheme,
-            "packets_per_s": packets / best, "goal_s": 1.0}
+    return {
+        "trace": path.name,
+        "header_lists": lists,
+        "wall_s": best,
+        "per_scheme_s": per_scheme,
+        "packets_per_s": packets / best,
+        "goal_s": 1.0,
+    }

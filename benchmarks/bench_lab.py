@@ -32,13 +32,17 @@ def _transfer(rate_bps: float | None, size_bytes: int) -> dict:
     from simulator.lab.link import Lab, LinkConditions
 
     with Lab(LinkConditions(rtt_s=0.020, bandwidth_bps=rate_bps)) as lab:
-        sender = lab.start("server", [*PROBE, "listen-tcp", "5010", "--bind", netns.SERVER_ADDR,
-                                      "--send", str(size_bytes)])
+        sender = lab.start(
+            "server", [*PROBE, "listen-tcp", "5010", "--bind", netns.SERVER_ADDR, "--send", str(size_bytes)]
+        )
         lab.wait_listening(sender, 10.0)
         relay_pid = lab._relay.pid
         relay0, sender0, t0 = _cpu_s(relay_pid), _cpu_s(sender.pid), time.perf_counter()
-        receiver = subprocess.Popen(netns.exec_argv(lab.client_ns, [*PROBE, "bulk", netns.SERVER_ADDR, "5010"]),
-                                    stdout=subprocess.PIPE, text=True)
+        receiver = subprocess.Popen(
+            netns.exec_argv(lab.client_ns, [*PROBE, "bulk", netns.SERVER_ADDR, "5010"]),
+            stdout=subprocess.PIPE,
+            text=True,
+        )
         # The receiver's CPU is read just before it exits: poll its /proc entry.
         receiver_cpu = 0.0
         while receiver.poll() is None:
@@ -51,10 +55,15 @@ def _transfer(rate_bps: float | None, size_bytes: int) -> dict:
         got = json.loads(receiver.stdout.read().strip().splitlines()[-1])
         relay_cpu, sender_cpu = _cpu_s(relay_pid) - relay0, _cpu_s(sender.pid) - sender0
     packets = lab.stats["downlink"]["packets_out"] + lab.stats["uplink"]["packets_out"]
-    return {"rate_mbit": None if rate_bps is None else rate_bps / 1e6, "wall_s": wall,
-            "goodput_mbit": got["goodput_bps"] / 1e6, "relay_cpu_share": relay_cpu / wall,
-            "relay_us_per_packet": relay_cpu / max(packets, 1) * 1e6,
-            "relay_over_endpoints": relay_cpu / max(sender_cpu + receiver_cpu, 1e-9), "packets": packets}
+    return {
+        "rate_mbit": None if rate_bps is None else rate_bps / 1e6,
+        "wall_s": wall,
+        "goodput_mbit": got["goodput_bps"] / 1e6,
+        "relay_cpu_share": relay_cpu / wall,
+        "relay_us_per_packet": relay_cpu / max(packets, 1) * 1e6,
+        "relay_over_endpoints": relay_cpu / max(sender_cpu + receiver_cpu, 1e-9),
+        "packets": packets,
+    }
 
 
 def run(quick: bool = False) -> dict:
@@ -71,6 +80,8 @@ def run(quick: bool = False) -> dict:
     print(f"{'link':>12} {'goodput':>12} {'relay CPU':>11} {'us/packet':>10} {'relay/endpoints':>16}")
     for r in rows:
         link = "unlimited" if r["rate_mbit"] is None else f"{r['rate_mbit']:g} Mbit/s"
-        print(f"{link:>12} {r['goodput_mbit']:>8.1f} Mbit/s {r['relay_cpu_share']:>10.1%} "
-              f"{r['relay_us_per_packet']:>10.2f} {r['relay_over_endpoints']:>15.2f}x")
+        print(
+            f"{link:>12} {r['goodput_mbit']:>8.1f} Mbit/s {r['relay_cpu_share']:>10.1%} "
+            f"{r['relay_us_per_packet']:>10.2f} {r['relay_over_endpoints']:>15.2f}x"
+        )
     return {"rows": rows}

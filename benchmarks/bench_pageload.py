@@ -63,8 +63,9 @@ def _reference_tree(tmp: Path) -> Path | None:
     tree = tmp / "reference"
     tree.mkdir()
     try:
-        archive = subprocess.run(["git", "-C", str(ROOT), "archive", REFERENCE_COMMIT],
-                                 capture_output=True, check=True, timeout=120).stdout
+        archive = subprocess.run(
+            ["git", "-C", str(ROOT), "archive", REFERENCE_COMMIT], capture_output=True, check=True, timeout=120
+        ).stdout
         subprocess.run(["tar", "-x", "-C", str(tree)], input=archive, check=True, timeout=120)
     except (OSError, subprocess.SubprocessError):
         return None
@@ -87,13 +88,18 @@ def _run(tree: Path, args: list[str]) -> tuple[float, bytes]:
 
 def run(quick: bool = False) -> dict:
     repeats = 1 if quick else 5
-    rounds = 1 if quick else 3          # end-to-end runs per tree, alternating trees
+    rounds = 1 if quick else 3  # end-to-end runs per tree, alternating trees
     cases = {"push --policy none": ["-m", "simulator.cli", "push", "--trace", str(TRACE), "--policy", "none", "--json"]}
     if not quick:
         cases["fidelity traces/har-real"] = ["-m", "simulator.cli", "fidelity", str(REAL), "--json"]
         if SHARED.is_dir():
             cases[f"fidelity {SHARED.parent.parent.name}/traces/har-real"] = [
-                "-m", "simulator.cli", "fidelity", str(SHARED), "--json"]
+                "-m",
+                "simulator.cli",
+                "fidelity",
+                str(SHARED),
+                "--json",
+            ]
     with tempfile.TemporaryDirectory(prefix="bench-pageload-") as tmp:
         trees = {"now": ROOT}
         reference = _reference_tree(Path(tmp))
@@ -114,34 +120,52 @@ def run(quick: bool = False) -> dict:
                     outputs[name] = out
             same[case] = len(set(outputs.values())) == 1
     now = one["now"]
-    figures = {"trace": TRACE.name, "policy": "none", "repeats": repeats,
-               "one_step": {"now_s": now["wall_s"], "now_cpu_s": now["cpu_s"], "now_loads_per_s": 1 / now["wall_s"]},
-               "end_to_end": {}}
-    print(f"page {TRACE.name}, policy none, h2 over the TCP model, RTT 100 ms, 10 Mbit/s, TLS "
-          f"(one step: best of {repeats} after a warm-up; end to end: best of {rounds}, start-up included)")
+    figures = {
+        "trace": TRACE.name,
+        "policy": "none",
+        "repeats": repeats,
+        "one_step": {"now_s": now["wall_s"], "now_cpu_s": now["cpu_s"], "now_loads_per_s": 1 / now["wall_s"]},
+        "end_to_end": {},
+    }
+    print(
+        f"page {TRACE.name}, policy none, h2 over the TCP model, RTT 100 ms, 10 Mbit/s, TLS "
+        f"(one step: best of {repeats} after a warm-up; end to end: best of {rounds}, start-up included)"
+    )
     print(f"{'':<48}{'before':>10}{'now':>10}{'speed-up':>10}  same result")
     if "before" in one:
         before = one["before"]
         same_load = before["csv"] == now["csv"] and before["metrics"] == now["metrics"]
-        figures["one_step"].update(before_s=before["wall_s"], before_cpu_s=before["cpu_s"],
-                                   before_loads_per_s=1 / before["wall_s"], speedup=before["wall_s"] / now["wall_s"],
-                                   cpu_speedup=before["cpu_s"] / now["cpu_s"], same_result=same_load)
-        print(f"{'load_page, loads/s (wall)':<48}{1 / before['wall_s']:>10.2f}{1 / now['wall_s']:>10.2f}"
-              f"{before['wall_s'] / now['wall_s']:>9.2f}x  {'yes' if same_load else 'NO'}")
-        print(f"{'load_page, loads/s (CPU)':<48}{1 / before['cpu_s']:>10.2f}{1 / now['cpu_s']:>10.2f}"
-              f"{before['cpu_s'] / now['cpu_s']:>9.2f}x")
+        figures["one_step"].update(
+            before_s=before["wall_s"],
+            before_cpu_s=before["cpu_s"],
+            before_loads_per_s=1 / before["wall_s"],
+            speedup=before["wall_s"] / now["wall_s"],
+            cpu_speedup=before["cpu_s"] / now["cpu_s"],
+            same_result=same_load,
+        )
+        print(
+            f"{'load_page, loads/s (wall)':<48}{1 / before['wall_s']:>10.2f}{1 / now['wall_s']:>10.2f}"
+            f"{before['wall_s'] / now['wall_s']:>9.2f}x  {'yes' if same_load else 'NO'}"
+        )
+        print(
+            f"{'load_page, loads/s (CPU)':<48}{1 / before['cpu_s']:>10.2f}{1 / now['cpu_s']:>10.2f}"
+            f"{before['cpu_s'] / now['cpu_s']:>9.2f}x"
+        )
     else:
         ratio = (1 / now["cpu_s"]) / MEASURED_BEFORE_LOADS_PER_S
         figures["one_step"].update(before_loads_per_s_measured=MEASURED_BEFORE_LOADS_PER_S, speedup_vs_measured=ratio)
-        print(f"{'load_page, loads/s (CPU)':<48}{MEASURED_BEFORE_LOADS_PER_S:>10.2f}{1 / now['cpu_s']:>10.2f}"
-              f"{ratio:>9.2f}x  (before: measured once, not in this run)")
+        print(
+            f"{'load_page, loads/s (CPU)':<48}{MEASURED_BEFORE_LOADS_PER_S:>10.2f}{1 / now['cpu_s']:>10.2f}"
+            f"{ratio:>9.2f}x  (before: measured once, not in this run)"
+        )
     for case, times in ends.items():
         f = {"now_s": times["now"]}
         line = f"{'workbench ' + case + ', s':<48}"
         if "before" in times:
             f.update(before_s=times["before"], speedup=times["before"] / times["now"], same_json=same[case])
-            line += (f"{times['before']:>10.2f}{times['now']:>10.2f}{f['speedup']:>9.2f}x  "
-                     f"{'yes' if same[case] else 'NO'}")
+            line += (
+                f"{times['before']:>10.2f}{times['now']:>10.2f}{f['speedup']:>9.2f}x  {'yes' if same[case] else 'NO'}"
+            )
         else:
             line += f"{'-':>10}{times['now']:>10.2f}"
         figures["end_to_end"][case] = f

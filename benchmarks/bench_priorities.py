@@ -34,8 +34,10 @@ def run(quick: bool = False) -> dict:
 
     graph = page_graph(load("traces/synthetic-page.har"))
     out = {}
-    print("page-load CPU time (process time), best of 40 (h2) and 5 (h3) interleaved rounds; "
-          "ratio against the fixed writer")
+    print(
+        "page-load CPU time (process time), best of 40 (h2) and 5 (h3) interleaved rounds; "
+        "ratio against the fixed writer"
+    )
     for protocol in ("h2", "h3"):
         rounds = 3 if quick else 40 if protocol == "h2" else 5
         params = LoadParams(protocol=protocol)
@@ -43,15 +45,19 @@ def run(quick: bool = False) -> dict:
         variants = {"fixed": lambda: load_page(graph, params, ServerPlan(), ClientCache())}
         for name in SCHEDULERS:
             plan = PriorityPlan(name, signals)
-            variants[name] = (lambda plan=plan: load_page(
-                graph, params, ServerPlan(), ClientCache(),
-                network=lambda sim, p, listener, cls: ModelNetwork(sim, p, listener, priorities=plan)))
+            variants[name] = lambda plan=plan: load_page(
+                graph,
+                params,
+                ServerPlan(),
+                ClientCache(),
+                network=lambda sim, p, listener, cls: ModelNetwork(sim, p, listener, priorities=plan),
+            )
         for fn in variants.values():
-            fn()                                          # warm-up: caches of flight and header sizes
+            fn()  # warm-up: caches of flight and header sizes
         best = dict.fromkeys(variants, float("inf"))
         names = list(variants)
         for r in range(rounds):
-            for name in names[r % len(names):] + names[:r % len(names)]:
+            for name in names[r % len(names) :] + names[: r % len(names)]:
                 best[name] = min(best[name], _cpu_s(variants[name]))
         base = best["fixed"]
         out[f"{protocol}_fixed_cpu_s"] = base

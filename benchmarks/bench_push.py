@@ -38,21 +38,34 @@ def run(quick: bool = False) -> dict:
     figures = {}
     for name, params in candidates.items():
         plan = push.server_plan(graph, "push+hints", params)
-        one = best_time_s(lambda: load_page(graph, params.load_params(), plan, ClientCache(), backend=params.backend),
-                          repeats)
+        one = best_time_s(
+            lambda: load_page(graph, params.load_params(), plan, ClientCache(), backend=params.backend), repeats
+        )
         study = best_time_s(lambda: push.run(trace, params), repeats)
-        figures[name] = {"one_load_s": one, "loads_per_s": 1.0 / one, "study_run_s": study,
-                         "policies": len(params.policies), "study_runs_per_s": 1.0 / study}
+        figures[name] = {
+            "one_load_s": one,
+            "loads_per_s": 1.0 / one,
+            "study_run_s": study,
+            "policies": len(params.policies),
+            "study_runs_per_s": 1.0 / study,
+        }
     ref = figures["h3 real aioquic"]
-    print(f"page {TRACE.name}: {len(graph)} resources, {len(graph.origins)} origins; push+hints, cold cache, "
-          f"1% loss, RTT 100 ms, 10 Mbit/s (best of {repeats})")
-    print(f"{'candidate':<20}{'one load s':>11}{'loads/s':>9}{'vs h3':>7}   "
-          f"{'end to end s':>12}{'runs/s':>8}{'vs h3':>7}")
+    print(
+        f"page {TRACE.name}: {len(graph)} resources, {len(graph.origins)} origins; push+hints, cold cache, "
+        f"1% loss, RTT 100 ms, 10 Mbit/s (best of {repeats})"
+    )
+    print(
+        f"{'candidate':<20}{'one load s':>11}{'loads/s':>9}{'vs h3':>7}   {'end to end s':>12}{'runs/s':>8}{'vs h3':>7}"
+    )
     for name, f in figures.items():
         f["loads_ratio_vs_h3"] = f["loads_per_s"] / ref["loads_per_s"]
         f["study_ratio_vs_h3"] = f["study_runs_per_s"] / ref["study_runs_per_s"]
-        print(f"{name:<20}{f['one_load_s']:>11.3f}{f['loads_per_s']:>9.1f}{f['loads_ratio_vs_h3']:>6.1f}x   "
-              f"{f['study_run_s']:>12.3f}{f['study_runs_per_s']:>8.2f}{f['study_ratio_vs_h3']:>6.1f}x")
-    print("one load = load_page alone (one step); end to end = push.run() over the default policies "
-          f"({', '.join(base.policies)}), as `workbench push` runs it")
+        print(
+            f"{name:<20}{f['one_load_s']:>11.3f}{f['loads_per_s']:>9.1f}{f['loads_ratio_vs_h3']:>6.1f}x   "
+            f"{f['study_run_s']:>12.3f}{f['study_runs_per_s']:>8.2f}{f['study_ratio_vs_h3']:>6.1f}x"
+        )
+    print(
+        "one load = load_page alone (one step); end to end = push.run() over the default policies "
+        f"({', '.join(base.policies)}), as `workbench push` runs it"
+    )
     return {"trace": TRACE.name, "candidates": figures}

@@ -94,12 +94,14 @@ def _measure(study: str, n: int, tmp: str) -> dict:
     env = {**os.environ, "PYTHONHASHSEED": "0"}
     har = str(Path(tmp) / f"page-{n}.har")
     if study in ("import", "fidelity cli") and not Path(har).exists():
-        subprocess.run([sys.executable, "-c", _WORKER, "write", str(n), har], env=env, cwd=ROOT, timeout=3600,
-                       capture_output=True)
+        subprocess.run(
+            [sys.executable, "-c", _WORKER, "write", str(n), har], env=env, cwd=ROOT, timeout=3600, capture_output=True
+        )
     if study == "fidelity cli":
         return _measure_cli(["fidelity", har, "--json"], env)
-    proc = subprocess.run([sys.executable, "-c", _WORKER, study, str(n), har],
-                          capture_output=True, env=env, cwd=ROOT, timeout=3600)
+    proc = subprocess.run(
+        [sys.executable, "-c", _WORKER, study, str(n), har], capture_output=True, env=env, cwd=ROOT, timeout=3600
+    )
     if proc.returncode != 0:
         last = (proc.stderr.decode(errors="replace").strip().splitlines() or ["no output"])[-1]
         return {"error": last[:200]}
@@ -110,8 +112,13 @@ def _measure_cli(argv: list[str], env: dict) -> dict:
     """A ``workbench`` command in a process of its own: its CPU time and peak resident memory
     (``wait4``'s resource usage of that child alone)."""
     c = time.perf_counter()
-    proc = subprocess.Popen([sys.executable, "-m", "simulator.cli", *argv], env=env, cwd=ROOT,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "simulator.cli", *argv],
+        env=env,
+        cwd=ROOT,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
     _, status, usage = os.wait4(proc.pid, 0)
     wall_s = time.perf_counter() - c
     err = proc.stderr.read().decode(errors="replace")
@@ -143,10 +150,14 @@ def run(quick: bool = False) -> dict:
     for study, points in results.items():
         ok = [(int(n), p) for n, p in points.items() if "error" not in p and int(n) >= fit_from]
         ns = [n for n, _ in ok]
-        exponents[study] = {"cpu": fitted_exponent(ns, [p["cpu_s"] for _, p in ok]),
-                            "memory": fitted_exponent(ns, [max(p["memory_mb"], 0.1) for _, p in ok])}
-    print("synthetic pages (trace synth --requests N, seed 1); CPU s / memory MB the run added "
-          "(fidelity cli: the whole process's CPU s and peak RSS); one process each")
+        exponents[study] = {
+            "cpu": fitted_exponent(ns, [p["cpu_s"] for _, p in ok]),
+            "memory": fitted_exponent(ns, [max(p["memory_mb"], 0.1) for _, p in ok]),
+        }
+    print(
+        "synthetic pages (trace synth --requests N, seed 1); CPU s / memory MB the run added "
+        "(fidelity cli: the whole process's CPU s and peak RSS); one process each"
+    )
     print(f"{'resources':>10}" + "".join(f"{s:>22}" for s in studies))
     for n in sizes:
         cells = []
@@ -155,13 +166,20 @@ def run(quick: bool = False) -> dict:
             cells.append(f"{'failed':>22}" if "error" in p else f"{p['cpu_s']:>10.2f} s {p['memory_mb']:>7.0f} MB")
         print(f"{n:>10}" + "".join(cells))
     largest = str(sizes[-1])
-    print(f"{'peak RSS':>10}" + "".join(f"{'failed':>22}" if "error" in results[s][largest]
-                                        else f"{results[s][largest]['peak_rss_mb']:>19.0f} MB" for s in studies)
-          + f"   (at {sizes[-1]:,} resources)")
+    print(
+        f"{'peak RSS':>10}"
+        + "".join(
+            f"{'failed':>22}" if "error" in results[s][largest] else f"{results[s][largest]['peak_rss_mb']:>19.0f} MB"
+            for s in studies
+        )
+        + f"   (at {sizes[-1]:,} resources)"
+    )
     print(f"{'n^k, cpu':>10}" + "".join(f"{exponents[s]['cpu']:>22.2f}" for s in studies))
     print(f"{'n^k, mem':>10}" + "".join(f"{exponents[s]['memory']:>22.2f}" for s in studies))
-    print(f"(exponents fitted over {fit_from} resources and up; issue 33 before the work: fidelity n^1.8 time, "
-          "n^1.7 memory; push h2 n^0.9, h3 n^1.06, hol n^0.99)")
+    print(
+        f"(exponents fitted over {fit_from} resources and up; issue 33 before the work: fidelity n^1.8 time, "
+        "n^1.7 memory; push h2 n^0.9, h3 n^1.06, hol n^0.99)"
+    )
     for study, points in results.items():
         for n, p in points.items():
             if "error" in p:

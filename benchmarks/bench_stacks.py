@@ -79,6 +79,7 @@ def _candidates(path: Path, params: dict, extra: bool) -> dict:
         def run():
             with engine_implementation("python"):
                 return fn()
+
         return run
 
     out = {"h3 (real aioquic)": real("h3")}
@@ -88,8 +89,13 @@ def _candidates(path: Path, params: dict, extra: bool) -> dict:
         if "c" in EVENT_QUEUES and ENGINE_IMPLEMENTATION == "c":
             out["h3, engine in Python"] = python_engine(real("h3"))
             out["QUIC model, engine in Python"] = python_engine(model("h3"))
-    out |= {"h2 TLS (real, TCP model)": real("h2"), "h2 cleartext (real)": cleartext, "QUIC model": model("h3"),
-            "TCP model (TLS)": model("h2"), "TCP model, cleartext": model("h2", tls=False)}
+    out |= {
+        "h2 TLS (real, TCP model)": real("h2"),
+        "h2 cleartext (real)": cleartext,
+        "QUIC model": model("h3"),
+        "TCP model (TLS)": model("h2"),
+        "TCP model, cleartext": model("h2", tls=False),
+    }
     return out
 
 
@@ -97,7 +103,7 @@ def _measure(path: Path, params: dict, label: str, repeats: int, extra: bool) ->
     candidates = _candidates(path, params, extra)
     best: dict[str, tuple[float, float]] = {}
     results = {}
-    for _ in range(repeats):              # round robin: every candidate sees the same machine load
+    for _ in range(repeats):  # round robin: every candidate sees the same machine load
         for name, fn in candidates.items():
             t0, c0 = time.perf_counter(), time.process_time()
             results[name] = fn()
@@ -107,40 +113,72 @@ def _measure(path: Path, params: dict, label: str, repeats: int, extra: bool) ->
     figures = {}
     for name, (wall, cpu) in best.items():
         s = results[name].summary
-        figures[name] = {"wall_s": wall, "cpu_s": cpu, "exchanges": s["exchanges"],
-                         "exchanges_per_s": s["exchanges"] / wall, "events": s["events"],
-                         "events_per_s": s["events"] / wall, "connections": s["connections"]}
+        figures[name] = {
+            "wall_s": wall,
+            "cpu_s": cpu,
+            "exchanges": s["exchanges"],
+            "exchanges_per_s": s["exchanges"] / wall,
+            "events": s["events"],
+            "events_per_s": s["events"] / wall,
+            "connections": s["connections"],
+        }
     base = figures["h3 (real aioquic)"]
     first = next(iter(figures.values()))
-    print(f"trace {path.name}: {first['exchanges']} exchanges, {first['connections']} connections, {label} "
-          f"(best of {repeats})")
+    print(
+        f"trace {path.name}: {first['exchanges']} exchanges, {first['connections']} connections, {label} "
+        f"(best of {repeats})"
+    )
     print(f"  {'candidate':<28}{'wall s':>8}{'cpu s':>8}{'exch/s':>9}{'events/s':>10}{'vs h3':>8}{'cpu vs h3':>11}")
     print(f"  {'':<28}{'|-- end to end --|':>25}{'per step':>10}")
     for name, f in figures.items():
         f["ratio_vs_h3"] = f["exchanges_per_s"] / base["exchanges_per_s"]
         f["cpu_ratio_vs_h3"] = base["cpu_s"] / f["cpu_s"]
-        print(f"  {name:<28}{f['wall_s']:>8.2f}{f['cpu_s']:>8.2f}{f['exchanges_per_s']:>9,.0f}"
-              f"{f['events_per_s']:>10,.0f}{f['ratio_vs_h3']:>7.2f}x{f['cpu_ratio_vs_h3']:>10.2f}x")
-    for tls, clear, label in (("h2 TLS (real, TCP model)", "h2 cleartext (real)", "h2"),
-                              ("TCP model (TLS)", "TCP model, cleartext", "TCP model")):
+        print(
+            f"  {name:<28}{f['wall_s']:>8.2f}{f['cpu_s']:>8.2f}{f['exchanges_per_s']:>9,.0f}"
+            f"{f['events_per_s']:>10,.0f}{f['ratio_vs_h3']:>7.2f}x{f['cpu_ratio_vs_h3']:>10.2f}x"
+        )
+    for tls, clear, label in (
+        ("h2 TLS (real, TCP model)", "h2 cleartext (real)", "h2"),
+        ("TCP model (TLS)", "TCP model, cleartext", "TCP model"),
+    ):
         ratio = figures[tls]["exchanges_per_s"] / figures[clear]["exchanges_per_s"]
         cpu_ratio = figures[clear]["cpu_s"] / figures[tls]["cpu_s"]
         figures[f"{label} TLS / cleartext"] = {"exchanges_per_s_ratio": ratio, "cpu_ratio": cpu_ratio}
-        print(f"  {label} TLS / cleartext: {ratio:.2f}x exchanges per wall second, {cpu_ratio:.2f}x in CPU "
-              f"({figures[tls]['events']:,} vs {figures[clear]['events']:,} events)")
-    for c_name, py_name in (("h3 (real aioquic)", "h3, engine in Python"),
-                            ("QUIC model", "QUIC model, engine in Python")):
+        print(
+            f"  {label} TLS / cleartext: {ratio:.2f}x exchanges per wall second, {cpu_ratio:.2f}x in CPU "
+            f"({figures[tls]['events']:,} vs {figures[clear]['events']:,} events)"
+        )
+    for c_name, py_name in (
+        ("h3 (real aioquic)", "h3, engine in Python"),
+        ("QUIC model", "QUIC model, engine in Python"),
+    ):
         if py_name in figures:
             wall = figures[py_name]["wall_s"] / figures[c_name]["wall_s"]
             cpu = figures[py_name]["cpu_s"] / figures[c_name]["cpu_s"]
             figures[f"{c_name}: C engine / Python twin"] = {"wall_ratio": wall, "cpu_ratio": cpu}
-            print(f"  {c_name}: C engine / Python twin: {wall:.2f}x faster in wall time, {cpu:.2f}x in CPU "
-                  "(end to end, same events)")
+            print(
+                f"  {c_name}: C engine / Python twin: {wall:.2f}x faster in wall time, {cpu:.2f}x in CPU "
+                "(end to end, same events)"
+            )
     return figures
 
 
-OWN_SHARE_ARGS = ["replay", "--trace", str(MANY), "--stack", "h3", "--loss", "0.02", "--rtt", "80ms",
-                  "--bw", "20mbit", "--seed", "7", "--json"]
+OWN_SHARE_ARGS = [
+    "replay",
+    "--trace",
+    str(MANY),
+    "--stack",
+    "h3",
+    "--loss",
+    "0.02",
+    "--rtt",
+    "80ms",
+    "--bw",
+    "20mbit",
+    "--seed",
+    "7",
+    "--json",
+]
 
 
 def _own_share(runs: int = 3) -> dict:
@@ -151,7 +189,7 @@ def _own_share(runs: int = 3) -> dict:
     scopes = {"replay loop": "run_until", "whole process": None}
     engines = [e for e in ("c", "python") if e in EVENT_QUEUES]
     pooled = {e: {scope: {"samples": 0, "own_samples": 0, "top": {}} for scope in scopes} for e in engines}
-    for _ in range(runs):                       # interleaved: both see the same machine load
+    for _ in range(runs):  # interleaved: both see the same machine load
         for engine in engines:
             env = {**os.environ, "WORKBENCH_PURE_PYTHON": "1" if engine == "python" else "0"}
             profile = sampled_profile(OWN_SHARE_ARGS, env=env, scopes=scopes)
@@ -173,10 +211,16 @@ def _own_share(runs: int = 3) -> dict:
             share = k / n
             half = 1.96 * math.sqrt(share * (1 - share) / n)
             top = sorted(acc["top"].items(), key=lambda kv: -kv[1])[:4]
-            out[f"{engine} engine, {scope}"] = {"own_share": share, "interval_95": [share - half, share + half],
-                                                 "samples": n, "own_top": [(name, v / n) for name, v in top]}
-            print(f"  {engine + ' engine, ' + scope:<29}{share:6.1%} (95% {share - half:.1%}-{share + half:.1%}, "
-                  f"{n:,} samples)  " + ", ".join(f"{name} {v / n:.1%}" for name, v in top))
+            out[f"{engine} engine, {scope}"] = {
+                "own_share": share,
+                "interval_95": [share - half, share + half],
+                "samples": n,
+                "own_top": [(name, v / n) for name, v in top],
+            }
+            print(
+                f"  {engine + ' engine, ' + scope:<29}{share:6.1%} (95% {share - half:.1%}-{share + half:.1%}, "
+                f"{n:,} samples)  " + ", ".join(f"{name} {v / n:.1%}" for name, v in top)
+            )
     return out
 
 
@@ -186,10 +230,16 @@ def run(quick: bool = False) -> dict:
 
     out = {}
     if not quick:
-        out[MANY.name] = _measure(MANY, {"loss": "0.02", "rtt_s": 0.08, "bandwidth_bps": 20e6},
-                                  "loss 2%, RTT 80 ms, 20 Mbit/s", repeats=3, extra=True)
-    out[PAGE.name] = _measure(PAGE, {"loss": "0.01"}, "loss 1%, RTT 50 ms, 10 Mbit/s",
-                              repeats=1 if quick else 3, extra=False)
+        out[MANY.name] = _measure(
+            MANY,
+            {"loss": "0.02", "rtt_s": 0.08, "bandwidth_bps": 20e6},
+            "loss 2%, RTT 80 ms, 20 Mbit/s",
+            repeats=3,
+            extra=True,
+        )
+    out[PAGE.name] = _measure(
+        PAGE, {"loss": "0.01"}, "loss 1%, RTT 50 ms, 10 Mbit/s", repeats=1 if quick else 3, extra=False
+    )
     result = {"traces": out}
     if not quick:
         result["own_share"] = _own_share()

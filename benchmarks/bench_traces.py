@@ -44,6 +44,7 @@ def _json_all(paths):
 
 def _load_all(paths):
     from simulator.traces import har, load
+
     for p in paths:
         # Each file as if read first: no URL or header name memoized from an earlier load.
         for memo in (har.urlsplit, har.urljoin, har._field_name, har._field):
@@ -62,7 +63,7 @@ def run(quick: bool = False) -> dict:
         write_har(synth.generate(pages=3, seed=1, requests=334), str(path))
         with open(path, "rb") as f:
             entries = len(json.load(f)["log"]["entries"])
-        exchanges = len(load(path).exchanges)        # warm-up: imports, first-use caches
+        exchanges = len(load(path).exchanges)  # warm-up: imports, first-use caches
         cases = {f"synthetic, {entries} entries": ([path], entries)}
         if SHARED.is_dir() and not quick:
             real = sorted(SHARED.glob("*.har"))
@@ -76,9 +77,14 @@ def run(quick: bool = False) -> dict:
         for name, (paths, n) in cases.items():
             best = _best({"json": lambda: _json_all(paths), "load": lambda: _load_all(paths)}, repeats)
             ratio = best["load"] / best["json"]
-            figures[name] = {"entries": n, "json_s": best["json"], "load_s": best["load"],
-                             "json_entries_per_s": n / best["json"], "load_entries_per_s": n / best["load"],
-                             "load_vs_json": ratio}
+            figures[name] = {
+                "entries": n,
+                "json_s": best["json"],
+                "load_s": best["load"],
+                "json_entries_per_s": n / best["json"],
+                "load_entries_per_s": n / best["load"],
+                "load_vs_json": ratio,
+            }
             print(f"{name:<44}{best['json']:>9.4f}{best['load']:>9.4f}{n / best['load']:>11.0f}{ratio:>12.2f}x")
     print(f"(the synthetic HAR gives {exchanges} exchanges; the ratio is the import's cost over json's)")
     return {"cases": figures}

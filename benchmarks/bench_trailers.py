@@ -38,8 +38,9 @@ def run(quick: bool = False) -> dict:
             best = elapsed if best is None else min(best, elapsed)
         figures[name] = {"wall_s": best, "runs_per_s": 1.0 / best}
     ref = figures["h3 real (aioquic)"]["runs_per_s"]
-    print(f"one 256 KiB response at 1 MB/s, trailer strategy, 1% loss, RTT 50 ms, 10 Mbit/s "
-          f"(best of {len(seeds)} seeds)")
+    print(
+        f"one 256 KiB response at 1 MB/s, trailer strategy, 1% loss, RTT 50 ms, 10 Mbit/s (best of {len(seeds)} seeds)"
+    )
     print(f"{'candidate':<22}{'wall ms':>10}{'runs/s':>10}{'vs aioquic':>12}")
     for name, f in figures.items():
         f["ratio_vs_aioquic"] = f["runs_per_s"] / ref

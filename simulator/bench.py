@@ -28,7 +28,7 @@ from pathlib import Path
 
 from .errors import InputError
 
-BENCH_DIR = Path(__file__).resolve().parent.parent / "benchmarks"      # beside the package: a checkout
+BENCH_DIR = Path(__file__).resolve().parent.parent / "benchmarks"  # beside the package: a checkout
 PACKAGE_DIR = str(Path(__file__).resolve().parent)
 
 
@@ -72,8 +72,14 @@ def engine_implementation(name: str):
         engine.ENGINE_IMPLEMENTATION = saved
 
 
-def sampled_profile(argv: list[str], *, env: dict | None = None, scopes: dict[str, str | None] | None = None,
-                    rate_hz: int = 250, timeout_s: float = 600) -> dict:
+def sampled_profile(
+    argv: list[str],
+    *,
+    env: dict | None = None,
+    scopes: dict[str, str | None] | None = None,
+    rate_hz: int = 250,
+    timeout_s: float = 600,
+) -> dict:
     """Run ``python -m simulator.cli *argv`` under py-spy's sampling profiler and say which
     share of the samples fell in the workbench's own code (``simulator/``) rather than in
     the libraries it drives.
@@ -99,9 +105,26 @@ def sampled_profile(argv: list[str], *, env: dict | None = None, scopes: dict[st
         return {"error": "py-spy is not installed"}
     with tempfile.TemporaryDirectory() as tmp:
         out = Path(tmp) / "profile.txt"
-        proc = subprocess.run([spy, "record", "--rate", str(rate_hz), "--format", "raw", "--output", str(out),
-                               "--", sys.executable, "-m", "simulator.cli", *argv],
-                              env=env, capture_output=True, timeout=timeout_s)
+        proc = subprocess.run(
+            [
+                spy,
+                "record",
+                "--rate",
+                str(rate_hz),
+                "--format",
+                "raw",
+                "--output",
+                str(out),
+                "--",
+                sys.executable,
+                "-m",
+                "simulator.cli",
+                *argv,
+            ],
+            env=env,
+            capture_output=True,
+            timeout=timeout_s,
+        )
         if proc.returncode != 0 or not out.exists():
             last = (proc.stderr.decode(errors="replace").strip().splitlines() or ["no output"])[-1]
             return {"error": f"py-spy failed (exit {proc.returncode}): {last}"}
@@ -118,7 +141,7 @@ def own_share_of_stacks(stacks: list[str], scopes: dict[str, str | None]) -> dic
         stack, _, count = line.rpartition(" ")
         frames = stack.split(";")
         i = len(frames) - 1
-        while i > 0 and "(<string>:" in frames[i]:     # generated for one of the caller's classes
+        while i > 0 and "(<string>:" in frames[i]:  # generated for one of the caller's classes
             i -= 1
         function, _, where = frames[i].rpartition(" (")
         path = where.rsplit(":", 1)[0]
@@ -128,10 +151,15 @@ def own_share_of_stacks(stacks: list[str], scopes: dict[str, str | None]) -> dic
                 totals[scope] += int(count)
                 if mine:
                     own[scope][f"{path.rsplit('simulator/', 1)[1]}:{function}"] += int(count)
-    return {scope: {"samples": totals[scope], "own_samples": sum(own[scope].values()),
-                    "own_share": sum(own[scope].values()) / totals[scope] if totals[scope] else float("nan"),
-                    "own_top": [(name, n / totals[scope]) for name, n in own[scope].most_common(6)]}
-            for scope in scopes}
+    return {
+        scope: {
+            "samples": totals[scope],
+            "own_samples": sum(own[scope].values()),
+            "own_share": sum(own[scope].values()) / totals[scope] if totals[scope] else float("nan"),
+            "own_top": [(name, n / totals[scope]) for name, n in own[scope].most_common(6)],
+        }
+        for scope in scopes
+    }
 
 
 def bench_dir() -> Path | None:
@@ -145,15 +173,17 @@ def bench_dir() -> Path | None:
 def available() -> list[str]:
     """The benchmarks' names (none when there is no checkout to find them in)."""
     folder = bench_dir()
-    return sorted(p.stem[len("bench_"):] for p in folder.glob("bench_*.py")) if folder else []
+    return sorted(p.stem[len("bench_") :] for p in folder.glob("bench_*.py")) if folder else []
 
 
 def load(name: str):
     """The module of benchmark ``name`` from the checkout's ``benchmarks/``."""
     folder = bench_dir()
     if folder is None:
-        raise InputError("no benchmarks here: they ship with the source checkout (benchmarks/ beside simulator/), "
-                         "not with the installed package; run workbench bench from a checkout")
+        raise InputError(
+            "no benchmarks here: they ship with the source checkout (benchmarks/ beside simulator/), "
+            "not with the installed package; run workbench bench from a checkout"
+        )
     path = folder / f"bench_{name}.py"
     if not path.exists():
         raise InputError(f"no benchmark {name!r} in {folder} (have: {', '.join(available()) or 'none'})")

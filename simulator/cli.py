@@ -20,16 +20,16 @@ from .argtypes import ArgParser
 from .errors import InputError
 
 COMMAND_MODULES = [
-    "simulator.traces.commands",       # workbench trace info|convert|synth
-    "simulator.studies.registry",      # workbench hol, push, trailers, ... (every study of simulator.studies.registry)
+    "simulator.traces.commands",  # workbench trace info|convert|synth
+    "simulator.studies.registry",  # workbench hol, push, trailers, ... (every study of simulator.studies.registry)
     "simulator.compression.commands",  # workbench interop decode|encode
-    "simulator.frames.commands",       # workbench frames
-    "simulator.capture.commands",      # workbench capture
-    "simulator.lab.commands",          # workbench lab shell|clean
-    "simulator.batch.commands",        # workbench batch
-    "simulator.report.commands",       # workbench slides
-    "simulator.bench",                 # workbench bench
-    "simulator.demo",                  # workbench demo
+    "simulator.frames.commands",  # workbench frames
+    "simulator.capture.commands",  # workbench capture
+    "simulator.lab.commands",  # workbench lab shell|clean
+    "simulator.batch.commands",  # workbench batch
+    "simulator.report.commands",  # workbench slides
+    "simulator.bench",  # workbench bench
+    "simulator.demo",  # workbench demo
 ]
 
 
@@ -78,7 +78,7 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     elif home.startswith("study:"):
         from .studies.registry import get
 
-        get(home[len("study:"):]).add_commands(sub)
+        get(home[len("study:") :]).add_commands(sub)
     else:
         importlib.import_module(home).add_commands(sub)
     return parser

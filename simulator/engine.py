@@ -103,7 +103,7 @@ class _PyEventQueue:
 
 def _c_engine() -> Any:
     """The C extension module (``None`` when not built); its EventQueue and Timer go together."""
-    return load_extension("simulator._engine", "WORKBENCH_ENGINE_EXT")     # the variable: a build elsewhere
+    return load_extension("simulator._engine", "WORKBENCH_ENGINE_EXT")  # the variable: a build elsewhere
 
 
 _C_ENGINE = _c_engine()
@@ -131,15 +131,16 @@ class Simulator:
         self.now = 0.0
         self.engine = engine or ENGINE_IMPLEMENTATION
         if self.engine not in EVENT_QUEUES:
-            raise LookupError(f"engine implementation {self.engine!r} is not available "
-                              f"(have: {', '.join(sorted(EVENT_QUEUES))})")
+            raise LookupError(
+                f"engine implementation {self.engine!r} is not available (have: {', '.join(sorted(EVENT_QUEUES))})"
+            )
         self._queue = EVENT_QUEUES[self.engine]()
         # push(time_s, callback, args) without call_at's check: for callers that schedule
         # once per packet or timer and know time_s >= now (Link.send, Timer).
         self._push = self._queue.push
         self._rngs: dict[str, random.Random] = {}
         self.events_run = 0
-        self.stopped = False           # the last run() ended because an event called stop()
+        self.stopped = False  # the last run() ended because an event called stop()
         # Optional event trace (time, label) for determinism checks and debugging.
         self.trace: list[tuple[float, str]] | None = [] if trace else None
 
@@ -295,7 +296,7 @@ class TimerSlots:
         # re-arms a slot for `now` gets a fresh heap entry (via set), so it runs after the
         # other events of this instant and can never spin inside this call.
         due = [(w, s) for s, w in when.items() if w is not None and w <= now]
-        if due:                       # most entries that pop find a slot cancelled or moved later
+        if due:  # most entries that pop find a slot cancelled or moved later
             due.sort()
             for when_s, slot in due:
                 if when[slot] != when_s:
@@ -345,7 +346,7 @@ class Timer:
 
     def cancel(self) -> None:
         """Disarm the timer (lazily: its heap entry stays and finds nothing due)."""
-        self.when_s = None                    # lazy, as in TimerSlots
+        self.when_s = None  # lazy, as in TimerSlots
 
     def _schedule(self, when_s: float) -> None:
         sim = self.sim

@@ -22,7 +22,7 @@ import nbformat
 
 ROOT = Path(__file__).resolve().parent.parent
 NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb"))
-HAR_CORPUS = ROOT.parent / "shared" / "traces" / "har-real"   # notebook 08 adds it when it is there
+HAR_CORPUS = ROOT.parent / "shared" / "traces" / "har-real"  # notebook 08 adds it when it is there
 
 _RUNS: dict[Path, object] = {}
 
@@ -47,7 +47,7 @@ def executed(path: Path, tmp_path_factory):
     folder = _session_folder(tmp_path_factory)
     done, failed = folder / f"{path.stem}.ipynb", folder / f"{path.stem}.error"
     with open(folder / f"{path.stem}.lock", "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)          # released when the run in the other process ends
+        fcntl.flock(lock, fcntl.LOCK_EX)  # released when the run in the other process ends
         if done.exists():
             _RUNS[path] = nbformat.read(done, as_version=4)
         elif failed.exists():

@@ -50,19 +50,23 @@ def test_grid_is_spelled_as_the_study_flags():
     assert (p.loss, p.rtt_s, p.schemes) == ("0.01", 0.1, ("hpack", "qpack"))
 
 
-@pytest.mark.parametrize("grid_text, message", [
-    ("loss = [0,\n", "not valid TOML"),
-    ("lossy = [0]\n", "unknown parameter 'lossy'"),
-    ('rtt = ["fast"]\n', "cannot read 'fast' as a duration"),
-    ('transport = ["carrier-pigeon"]\n', "grid point transport=carrier-pigeon"),
-    ("seed = [1, 2]\n", "use --seeds"),
-    ("loss = []\n", "empty list"),
-])
+@pytest.mark.parametrize(
+    "grid_text, message",
+    [
+        ("loss = [0,\n", "not valid TOML"),
+        ("lossy = [0]\n", "unknown parameter 'lossy'"),
+        ('rtt = ["fast"]\n', "cannot read 'fast' as a duration"),
+        ('transport = ["carrier-pigeon"]\n', "grid point transport=carrier-pigeon"),
+        ("seed = [1, 2]\n", "use --seeds"),
+        ("loss = []\n", "empty list"),
+    ],
+)
 def test_bad_grid_is_one_line_exit_2(tmp_path, capsys, grid_text, message):
     grid = tmp_path / "grid.toml"
     grid.write_text(grid_text)
-    code, out, err = _cli(capsys, "batch", "hol", "--traces", str(PAGE), "--grid", str(grid),
-                          "--out", str(tmp_path / "out"))
+    code, out, err = _cli(
+        capsys, "batch", "hol", "--traces", str(PAGE), "--grid", str(grid), "--out", str(tmp_path / "out")
+    )
     assert code == 2
     assert len(err.strip().splitlines()) == 1 and message in err and "Traceback" not in err
     assert not (tmp_path / "out").exists()
@@ -89,8 +93,23 @@ def test_rows_carry_everything_and_rerun_skips(tmp_path):
     df = batch.load(out)
     assert len(df) == 4 * 3
     assert not df.duplicated(["job_id", "scheme"]).any()
-    for col in ("job_id", "trace", "trace_hash", "seed", "version", "git_commit", "grid", "loss", "rtt_s",
-                "schemes", "transport", "table_bytes", "scheme", "blocked", "hol_p95_ms"):
+    for col in (
+        "job_id",
+        "trace",
+        "trace_hash",
+        "seed",
+        "version",
+        "git_commit",
+        "grid",
+        "loss",
+        "rtt_s",
+        "schemes",
+        "transport",
+        "table_bytes",
+        "scheme",
+        "blocked",
+        "hol_p95_ms",
+    ):
         assert col in df.columns, col
     assert set(df["seed"]) == {1, 2} and set(df["loss"]) == {"0", "0.02"}
     assert set(df["trace"]) == {str(PAGE)}
@@ -99,6 +118,7 @@ def test_rows_carry_everything_and_rerun_skips(tmp_path):
     # the same job through the study's own entry point gives the same numbers
     from simulator.studies import hol
     from simulator.traces import load
+
     direct = hol.run(load(PAGE), hol.HolParams(loss="0.02", seed=2)).summary
     row = df[(df.loss == "0.02") & (df.seed == 2)].set_index("scheme")
     assert row["hol_total_ms"].to_dict() == pytest.approx(direct["hol_total_ms"].to_dict())
@@ -123,12 +143,26 @@ def test_failed_job_is_recorded_and_bad_trace_skipped(trace_set, tmp_path, capsy
     out = tmp_path / "res"
     grid = tmp_path / "grid.toml"
     grid.write_text('direction = ["requests", "responses"]\nscheme = ["hpack,qpack"]\n')
-    code, stdout, err = _cli(capsys, "batch", "hol", "--traces", str(trace_set), "--grid", str(grid),
-                             "--out", str(out), "--workers", "2", "--quiet", "--tables", "summary,blocks")
-    assert code == 2                                      # a trace could not be read (a job failed too)
+    code, stdout, err = _cli(
+        capsys,
+        "batch",
+        "hol",
+        "--traces",
+        str(trace_set),
+        "--grid",
+        str(grid),
+        "--out",
+        str(out),
+        "--workers",
+        "2",
+        "--quiet",
+        "--tables",
+        "summary,blocks",
+    )
+    assert code == 2  # a trace could not be read (a job failed too)
     assert "broken.har" in err and "skipping trace" in err  # the bad trace is reported ...
     assert len([line for line in err.splitlines() if "broken.har" in line]) == 1
-    assert "README" not in err                              # ... docs in the folder are not traces
+    assert "README" not in err  # ... docs in the folder are not traces
     assert "4 jobs" in stdout and "3 ok, 1 failed" in stdout
     failed = batch.failures(out)
     assert len(failed) == 1
@@ -139,7 +173,7 @@ def test_failed_job_is_recorded_and_bad_trace_skipped(trace_set, tmp_path, capsy
     assert len(df) == 3 * 2 and set(df["direction"]) == {"requests", "responses"}
     blocks = batch.load(out, "blocks")
     assert set(blocks["job_id"]) == set(df["job_id"]) and "hol_delay_ms" in blocks.columns
-    assert len(blocks[blocks.trace.str.endswith("tiny.qif")]) == 2 * 2   # 2 requests x 2 schemes
+    assert len(blocks[blocks.trace.str.endswith("tiny.qif")]) == 2 * 2  # 2 requests x 2 schemes
 
     code, stdout, _ = _cli(capsys, "batch", "status", str(out))
     assert code == 1 and "4 jobs: 3 done, 1 failed, 0 missing" in stdout and "no responses header lists" in stdout
@@ -171,6 +205,7 @@ def test_results_folder_of_another_study_or_locked_is_refused(tmp_path):
     with pytest.raises(InputError, match="holds results of study 'push'"):
         batch.run_batch("hol", str(PAGE), None, seeds=1, out=out, workers=0, progress=False)
     from simulator.batch.store import ResultsDir
+
     holder = ResultsDir(tmp_path / "locked")
     holder.open_for_writing(["summary"])
     try:
@@ -187,8 +222,9 @@ def test_status_shows_progress_and_failures_per_trace(trace_set, tmp_path, capsy
     batch.run_batch("hol", traces, grid, seeds=1, out=out, workers=0, progress=False)
     page_jobs = batch.load(out).query("trace.str.endswith('page.har')")["job_id"]
     (out / "summary" / f"{page_jobs.iloc[0]}.parquet").unlink()
-    per_trace = {Path(t["trace"]).name: (t["jobs"], t["done"], t["failed"], t["missing"])
-                 for t in batch.status(out)["traces"]}
+    per_trace = {
+        Path(t["trace"]).name: (t["jobs"], t["done"], t["failed"], t["missing"]) for t in batch.status(out)["traces"]
+    }
     assert per_trace == {"page.har": (2, 1, 0, 1), "tiny.qif": (2, 1, 1, 0)}
     code, stdout, _ = _cli(capsys, "batch", "status", str(out))
     assert code == 1
@@ -213,17 +249,23 @@ def test_progress_bar_on_a_terminal_only(tmp_path):
     import termios
 
     master, slave = pty.openpty()
-    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 24, 100, 0, 0))   # a 100-column terminal
+    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 24, 100, 0, 0))  # a 100-column terminal
     try:
-        proc = subprocess.run([*argv, "--out", str(tmp_path / "tty")], stdout=subprocess.PIPE, stderr=slave,
-                              stdin=subprocess.DEVNULL, timeout=120, env=env)
+        proc = subprocess.run(
+            [*argv, "--out", str(tmp_path / "tty")],
+            stdout=subprocess.PIPE,
+            stderr=slave,
+            stdin=subprocess.DEVNULL,
+            timeout=120,
+            env=env,
+        )
         os.close(slave)
         slave = None
         seen = b""
         while True:
             try:
                 chunk = os.read(master, 65536)
-            except OSError:          # EIO: the writer side is closed and drained
+            except OSError:  # EIO: the writer side is closed and drained
                 break
             if not chunk:
                 break
@@ -233,18 +275,28 @@ def test_progress_bar_on_a_terminal_only(tmp_path):
             os.close(slave)
         os.close(master)
     assert proc.returncode == 0
-    assert b"batch hol" in seen and b"1/1" in seen          # the bar, on the terminal
-    piped = subprocess.run([*argv, "--out", str(tmp_path / "pipe")], capture_output=True, timeout=120,
-                           stdin=subprocess.DEVNULL, env=env)
-    assert piped.returncode == 0 and piped.stderr == b""    # no bar into a pipe or a log file
+    assert b"batch hol" in seen and b"1/1" in seen  # the bar, on the terminal
+    piped = subprocess.run(
+        [*argv, "--out", str(tmp_path / "pipe")], capture_output=True, timeout=120, stdin=subprocess.DEVNULL, env=env
+    )
+    assert piped.returncode == 0 and piped.stderr == b""  # no bar into a pipe or a log file
 
 
 def test_many_traces_show_the_unfinished_first_and_count_the_rest(capsys):
     from simulator.batch import commands, runner
 
-    assert commands.DASK_TIMEOUT_S == runner.DASK_TIMEOUT_S     # the CLI's default is the runner's
-    traces = [{"trace": f"t{i:02}.har", "trace_hash": str(i), "jobs": 2, "done": 2 if i != 7 else 1, "failed": 0,
-               "missing": 0 if i != 7 else 1} for i in range(30)]
+    assert commands.DASK_TIMEOUT_S == runner.DASK_TIMEOUT_S  # the CLI's default is the runner's
+    traces = [
+        {
+            "trace": f"t{i:02}.har",
+            "trace_hash": str(i),
+            "jobs": 2,
+            "done": 2 if i != 7 else 1,
+            "failed": 0,
+            "missing": 0 if i != 7 else 1,
+        }
+        for i in range(30)
+    ]
     commands._print_traces(traces)
     out = capsys.readouterr().out.splitlines()
     assert len(out) == 3 and "t07.har" in out[1] and "29 more trace(s), all done" in out[2]

@@ -46,7 +46,7 @@ def _env() -> dict:
 def _stop(proc: subprocess.Popen) -> None:
     if proc.poll() is None:
         try:
-            os.killpg(proc.pid, signal.SIGTERM)        # its own session: the process and any child
+            os.killpg(proc.pid, signal.SIGTERM)  # its own session: the process and any child
         except ProcessLookupError:
             pass
         try:
@@ -85,17 +85,35 @@ def dask_cluster(tmp: Path, n_workers: int):
     common = dict(env=_env(), stdout=subprocess.DEVNULL, start_new_session=True, stdin=subprocess.DEVNULL)
 
     def log(folder: Path):
-        logs.append(open(folder / "log", "w"))      # a file, not a pipe nobody drains
+        logs.append(open(folder / "log", "w"))  # a file, not a pipe nobody drains
         return logs[-1]
 
     try:
         sched_dir = tmp / "scheduler"
         sched_dir.mkdir()
         info = sched_dir / "scheduler.json"
-        sched = subprocess.Popen([sys.executable, "-m", "dask", "scheduler", "--host", "127.0.0.1", "--port", "0",
-                                  "--no-dashboard", "--dashboard-address", "127.0.0.1:0", "--scheduler-file",
-                                  str(info), "--idle-timeout", "300"],
-                                 cwd=sched_dir, stderr=log(sched_dir), **common)
+        sched = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "dask",
+                "scheduler",
+                "--host",
+                "127.0.0.1",
+                "--port",
+                "0",
+                "--no-dashboard",
+                "--dashboard-address",
+                "127.0.0.1:0",
+                "--scheduler-file",
+                str(info),
+                "--idle-timeout",
+                "300",
+            ],
+            cwd=sched_dir,
+            stderr=log(sched_dir),
+            **common,
+        )
         sched.log = sched_dir / "log"
         procs.append(sched)
         _wait_for("the scheduler file", lambda: info.exists() and info.stat().st_size > 0, 60, [sched])
@@ -105,11 +123,32 @@ def dask_cluster(tmp: Path, n_workers: int):
         for i in range(1, n_workers + 1):
             wdir = tmp / f"worker{i}"
             wdir.mkdir()
-            w = subprocess.Popen([sys.executable, "-m", "dask", "worker", address, "--name", f"w{i}",
-                                  "--nthreads", "1", "--no-nanny", "--host", "127.0.0.1", "--no-dashboard",
-                                  "--dashboard-address", "127.0.0.1:0", "--local-directory", str(wdir),
-                                  "--death-timeout", "30"],
-                                 cwd=wdir, stderr=log(wdir), **common)
+            w = subprocess.Popen(
+                [
+                    sys.executable,
+                    "-m",
+                    "dask",
+                    "worker",
+                    address,
+                    "--name",
+                    f"w{i}",
+                    "--nthreads",
+                    "1",
+                    "--no-nanny",
+                    "--host",
+                    "127.0.0.1",
+                    "--no-dashboard",
+                    "--dashboard-address",
+                    "127.0.0.1:0",
+                    "--local-directory",
+                    str(wdir),
+                    "--death-timeout",
+                    "30",
+                ],
+                cwd=wdir,
+                stderr=log(wdir),
+                **common,
+            )
             w.log = wdir / "log"
             procs.append(w)
             workers[f"w{i}"] = w
@@ -138,8 +177,26 @@ def _client_folder(tmp: Path) -> Path:
 
 
 def _cli(home: Path, out: str, address: str, *extra: str) -> list[str]:
-    return [sys.executable, "-m", "simulator.cli", "batch", "hol", "--traces", "traces", "--grid", "grid.toml",
-            "--seeds", str(SEEDS), "--out", out, "--dask", address, "--tables", "summary,blocks", *extra]
+    return [
+        sys.executable,
+        "-m",
+        "simulator.cli",
+        "batch",
+        "hol",
+        "--traces",
+        "traces",
+        "--grid",
+        "grid.toml",
+        "--seeds",
+        str(SEEDS),
+        "--out",
+        out,
+        "--dask",
+        address,
+        "--tables",
+        "summary,blocks",
+        *extra,
+    ]
 
 
 def _files(folder: Path) -> dict[str, bytes]:
@@ -154,16 +211,26 @@ def _done(folder: Path) -> int:
 def test_cluster_rows_byte_identical_survive_a_killed_worker_and_give_up_when_all_are_gone(tmp_path, monkeypatch):
     home = _client_folder(tmp_path)
     monkeypatch.chdir(home)
-    local = batch.run_batch("hol", "traces", GRID, seeds=SEEDS, out="local", workers=2, progress=False,
-                            tables=("summary", "blocks"))
+    local = batch.run_batch(
+        "hol", "traces", GRID, seeds=SEEDS, out="local", workers=2, progress=False, tables=("summary", "blocks")
+    )
     assert (local.jobs, local.ok) == (JOBS, JOBS)
     expected = _files(home / "local")
     assert len(expected) == 2 * JOBS
 
     with dask_cluster(tmp_path, 2) as (address, workers):
         # 1. both workers up: the first two seeds, rows byte-identical to the local run's
-        r = batch.run_batch("hol", "traces", GRID, seeds=2, out="small", dask=address, progress=False,
-                            tables=("summary", "blocks"), dask_timeout=60)
+        r = batch.run_batch(
+            "hol",
+            "traces",
+            GRID,
+            seeds=2,
+            out="small",
+            dask=address,
+            progress=False,
+            tables=("summary", "blocks"),
+            dask_timeout=60,
+        )
         assert (r.jobs, r.ok, r.failed) == (JOBS // 3, JOBS // 3, 0), r.failures
         small = _files(home / "small")
         assert len(small) == 2 * JOBS // 3
@@ -171,33 +238,47 @@ def test_cluster_rows_byte_identical_survive_a_killed_worker_and_give_up_when_al
         assert set(batch.load("small")["trace"]) == {"traces/synthetic-page.har", "traces/captured-h2-page.har"}
 
         # 2. SIGKILL a worker in the middle of a run: the batch still completes, exactly
-        client = subprocess.Popen(_cli(home, "big", address, "--dask-timeout", "60"), cwd=home, env=_env(),
-                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                                  start_new_session=True, stdin=subprocess.DEVNULL)
+        client = subprocess.Popen(
+            _cli(home, "big", address, "--dask-timeout", "60"),
+            cwd=home,
+            env=_env(),
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            start_new_session=True,
+            stdin=subprocess.DEVNULL,
+        )
         try:
             _wait_for("the first jobs on the cluster", lambda: _done(home / "big") >= 3, 90, [client])
             from dask.distributed import Client
 
-            with Client(address, timeout=30) as c:                        # w1 holds a job right now
+            with Client(address, timeout=30) as c:  # w1 holds a job right now
                 w1 = next(a for a, w in c.scheduler_info()["workers"].items() if w["name"] == "w1")
                 assert any(str(k).startswith("workbench-batch-") for k in c.processing()[w1])
                 os.kill(workers["w1"].pid, signal.SIGKILL)
-            assert client.poll() is None and _done(home / "big") < JOBS      # in the middle of the run
+            assert client.poll() is None and _done(home / "big") < JOBS  # in the middle of the run
             workers["w1"].wait(timeout=10)
             out, err = client.communicate(timeout=120)
         finally:
             _stop(client)
         assert client.returncode == 0, err[-3000:]
         assert f"{JOBS} jobs: 0 already done, {JOBS} run ({JOBS} ok, 0 failed)" in out, out + err
-        assert _files(home / "big") == expected                  # nothing lost, nothing extra, same bytes
+        assert _files(home / "big") == expected  # nothing lost, nothing extra, same bytes
         s = batch.status("big")
         assert (s["done"], s["failed"], s["missing"]) == (JOBS, 0, 0)
         df = batch.load("big")
         assert len(df) == JOBS * 3 and not df.duplicated(["job_id", "scheme"]).any()
 
         # 3. a rerun finds everything done
-        again = subprocess.run(_cli(home, "big", address, "--dask-timeout", "60"), cwd=home, env=_env(),
-                               capture_output=True, text=True, timeout=120, stdin=subprocess.DEVNULL)
+        again = subprocess.run(
+            _cli(home, "big", address, "--dask-timeout", "60"),
+            cwd=home,
+            env=_env(),
+            capture_output=True,
+            text=True,
+            timeout=120,
+            stdin=subprocess.DEVNULL,
+        )
         assert again.returncode == 0, again.stderr[-3000:]
         assert f"{JOBS} jobs: {JOBS} already done, 0 run" in again.stdout
 
@@ -205,14 +286,21 @@ def test_cluster_rows_byte_identical_survive_a_killed_worker_and_give_up_when_al
         os.kill(workers["w2"].pid, signal.SIGKILL)
         workers["w2"].wait(timeout=10)
         t0 = time.monotonic()
-        dead = subprocess.run(_cli(home, "orphan", address, "--dask-timeout", "3"), cwd=home, env=_env(),
-                              capture_output=True, text=True, timeout=90, stdin=subprocess.DEVNULL)
+        dead = subprocess.run(
+            _cli(home, "orphan", address, "--dask-timeout", "3"),
+            cwd=home,
+            env=_env(),
+            capture_output=True,
+            text=True,
+            timeout=90,
+            stdin=subprocess.DEVNULL,
+        )
         assert dead.returncode == 2, dead.stderr[-3000:]
         lines = dead.stderr.strip().splitlines()
         assert len(lines) == 1 and "no progress" in lines[0] and "3 s" in lines[0], dead.stderr
         assert "Traceback" not in dead.stderr
         assert time.monotonic() - t0 < 60
-        assert batch.status("orphan")["missing"] == JOBS         # planned, none done: a rerun would run them
+        assert batch.status("orphan")["missing"] == JOBS  # planned, none done: a rerun would run them
 
 
 @pytest.mark.parametrize("case", ["refused", "silent", "scheme", "malformed"])
@@ -222,18 +310,34 @@ def test_bad_scheduler_address_is_one_line_exit_2(tmp_path, capsys, case):
     from simulator.cli import main
 
     listener = socket.socket()
-    listener.bind(("127.0.0.1", 0))                # a free loopback port
+    listener.bind(("127.0.0.1", 0))  # a free loopback port
     port = listener.getsockname()[1]
     if case == "silent":
         listener.listen(4)
     else:
         listener.close()
-    address = {"refused": f"tcp://127.0.0.1:{port}", "silent": f"tcp://127.0.0.1:{port}",
-               "scheme": f"http://127.0.0.1:{port}", "malformed": "127.0.0.1"}[case]
+    address = {
+        "refused": f"tcp://127.0.0.1:{port}",
+        "silent": f"tcp://127.0.0.1:{port}",
+        "scheme": f"http://127.0.0.1:{port}",
+        "malformed": "127.0.0.1",
+    }[case]
     try:
         t0 = time.monotonic()
-        code = main(["batch", "hol", "--traces", str(TRACES[1]), "--out", str(tmp_path / "res"), "--dask", address,
-                     "--dask-timeout", "2"])
+        code = main(
+            [
+                "batch",
+                "hol",
+                "--traces",
+                str(TRACES[1]),
+                "--out",
+                str(tmp_path / "res"),
+                "--dask",
+                address,
+                "--dask-timeout",
+                "2",
+            ]
+        )
         took = time.monotonic() - t0
     finally:
         listener.close()

@@ -24,13 +24,13 @@ def test_dask_local_rows_equal_process_pool_rows(tmp_path, monkeypatch):
     traces = [str(PAGE), str(CAPTURED)]
     grid = {"loss": [0.02, "ge:0.01,0.3"], "scheme": ["hpack,qpack,qcram"]}
     local = batch.run_batch("hol", traces, grid, seeds=2, out=tmp_path / "local", workers=2, progress=False)
-    dask = batch.run_batch("hol", traces, grid, seeds=2, out=tmp_path / "dask", workers=2, dask="local",
-                           progress=False)
+    dask = batch.run_batch("hol", traces, grid, seeds=2, out=tmp_path / "dask", workers=2, dask="local", progress=False)
     assert local.ok == dask.ok == 8
     a, b = batch.load(tmp_path / "local"), batch.load(tmp_path / "dask")
     assert len(a) == 8 * 3
     pd.testing.assert_frame_equal(a, b)
     # and a rerun on Dask finds everything done
-    again = batch.run_batch("hol", traces, grid, seeds=2, out=tmp_path / "dask", dask="local", workers=1,
-                            progress=False)
+    again = batch.run_batch(
+        "hol", traces, grid, seeds=2, out=tmp_path / "dask", dask="local", workers=1, progress=False
+    )
     assert again.ran == 0

@@ -20,8 +20,26 @@ PAGE = ROOT / "traces" / "synthetic-page.har"
 
 
 def _command(grid: Path, out: Path) -> list[str]:
-    return [sys.executable, "-m", "simulator.cli", "batch", "hol", "--traces", str(PAGE), "--grid", str(grid),
-            "--seeds", "4", "--workers", "2", "--out", str(out), "--quiet", "--tables", "summary,blocks"]
+    return [
+        sys.executable,
+        "-m",
+        "simulator.cli",
+        "batch",
+        "hol",
+        "--traces",
+        str(PAGE),
+        "--grid",
+        str(grid),
+        "--seeds",
+        "4",
+        "--workers",
+        "2",
+        "--out",
+        str(out),
+        "--quiet",
+        "--tables",
+        "summary,blocks",
+    ]
 
 
 def _done(out: Path) -> int:
@@ -36,14 +54,14 @@ def test_sigkill_then_rerun_completes_exactly(tmp_path):
     expected_jobs = 3 * 2 * 4
     rng = random.Random(7)
     kills = 0
-    for attempt in range(3):               # kill it three times, at a different moment each time
+    for attempt in range(3):  # kill it three times, at a different moment each time
         before = _done(out)
         proc = subprocess.Popen(_command(grid, out), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
         target = before + rng.randint(2, 5)
         deadline = time.monotonic() + 60
         while proc.poll() is None and _done(out) < target and time.monotonic() < deadline:
             time.sleep(0.005)
-        time.sleep(rng.random() * 0.05)     # somewhere in the middle of the next writes
+        time.sleep(rng.random() * 0.05)  # somewhere in the middle of the next writes
         if proc.poll() is None:
             os.kill(proc.pid, signal.SIGKILL)
             kills += 1
@@ -56,7 +74,7 @@ def test_sigkill_then_rerun_completes_exactly(tmp_path):
                     if not f.name.startswith("."):
                         pq.read_table(f)
     assert kills >= 1
-    assert _done(out) < expected_jobs      # the kills left work to do
+    assert _done(out) < expected_jobs  # the kills left work to do
     done_before = _done(out)
 
     proc = subprocess.run(_command(grid, out), capture_output=True, text=True, timeout=120)
@@ -69,7 +87,7 @@ def test_sigkill_then_rerun_completes_exactly(tmp_path):
     assert df["job_id"].nunique() == expected_jobs
     blocks = batch.load(out, "blocks")
     assert blocks["job_id"].nunique() == expected_jobs
-    assert len(blocks) == expected_jobs * 3 * 158         # 79 requests + 79 responses per scheme (direction auto)
+    assert len(blocks) == expected_jobs * 3 * 158  # 79 requests + 79 responses per scheme (direction auto)
     assert not blocks.duplicated(["job_id", "scheme", "kind", "origin", "stream_id"]).any()
     status = batch.status(out)
     assert (status["done"], status["failed"], status["missing"]) == (expected_jobs, 0, 0)

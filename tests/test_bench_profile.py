@@ -38,7 +38,7 @@ def test_own_share_counts_innermost_frames_and_generated_code_for_its_caller():
 
 
 def test_a_scope_matches_methods_by_their_name():
-    shares = own_share_of_stacks(STACKS, {"run": "run"})        # Simulator.run is "run"
+    shares = own_share_of_stacks(STACKS, {"run": "run"})  # Simulator.run is "run"
     assert shares["run"]["samples"] == 9
 
 
@@ -54,10 +54,22 @@ def test_on_real_profiles_the_model_replay_is_mostly_ours_and_aioquic_is_mostly_
     nearly every sample in its loop is ours; the real HTTP/3 replay spends most of its loop
     in aioquic.  (If py-spy's paths stopped matching ``simulator/``, the first would fail.)"""
     # about 0.4 s and 0.6 s of replay loop: some hundreds of samples each
-    model = _profile_or_skip(["replay", "--trace", str(TRACES / "synthetic-many-origins.har"), "--stack", "h3",
-                              "--model", "--loss", "0.01", "--json"])
-    real = _profile_or_skip(["replay", "--trace", str(TRACES / "synthetic-page.har"), "--stack", "h3",
-                             "--loss", "0.01", "--json"])
+    model = _profile_or_skip(
+        [
+            "replay",
+            "--trace",
+            str(TRACES / "synthetic-many-origins.har"),
+            "--stack",
+            "h3",
+            "--model",
+            "--loss",
+            "0.01",
+            "--json",
+        ]
+    )
+    real = _profile_or_skip(
+        ["replay", "--trace", str(TRACES / "synthetic-page.har"), "--stack", "h3", "--loss", "0.01", "--json"]
+    )
     assert model["samples"] > 100 and real["samples"] > 100
     assert model["own_share"] > 0.8
     assert real["own_share"] < 0.5

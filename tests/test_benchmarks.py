@@ -28,17 +28,33 @@ def _numbers(value):
 
 
 def test_every_benchmark_is_found():
-    assert {"engine", "frames", "stacks", "hol", "push", "trailers", "crossstream", "demux",
-            "coalescing", "batch", "explore"} <= set(available())
+    assert {
+        "engine",
+        "frames",
+        "stacks",
+        "hol",
+        "push",
+        "trailers",
+        "crossstream",
+        "demux",
+        "coalescing",
+        "batch",
+        "explore",
+    } <= set(available())
 
 
 # bench lab makes network namespaces and a relay: it runs on the lab tests' worker (one lab
 # at a time, so a lab test's "nothing left behind" check never sees another's relay).
-@pytest.mark.parametrize("name", [pytest.param(n, marks=pytest.mark.xdist_group("lab")) if n == "lab" else n
-                                  for n in available()])
+@pytest.mark.parametrize(
+    "name", [pytest.param(n, marks=pytest.mark.xdist_group("lab")) if n == "lab" else n for n in available()]
+)
 def test_benchmark_runs_quick_and_prints_its_figures_as_json(name):
-    proc = subprocess.run([sys.executable, "-m", "simulator.cli", "bench", name, "--quick", "--json"],
-                          capture_output=True, timeout=600, env={**os.environ, "PYTHONHASHSEED": "0"})
+    proc = subprocess.run(
+        [sys.executable, "-m", "simulator.cli", "bench", name, "--quick", "--json"],
+        capture_output=True,
+        timeout=600,
+        env={**os.environ, "PYTHONHASHSEED": "0"},
+    )
     assert proc.returncode == 0, proc.stderr.decode()[-2000:]
     figures = json.loads(proc.stdout)
     numbers = list(_numbers(figures))

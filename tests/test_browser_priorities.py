@@ -9,8 +9,7 @@ from pathlib import Path
 import pytest
 
 from simulator.errors import InputError
-from simulator.browser.priorities import (CHROMIUM_DEVTOOLS_URGENCY, browser_signals, chromium_weight,
-                                               trace_priority)
+from simulator.browser.priorities import CHROMIUM_DEVTOOLS_URGENCY, browser_signals, chromium_weight, trace_priority
 from simulator.http.priority import CHAIN
 from simulator.traces import load
 from simulator.traces.pagegraph import page_graph
@@ -32,7 +31,7 @@ def test_rfc9218_s5_chromium_profile_matches_the_captured_priority_fields(captur
             continue
         checked += 1
         assert (signals[r.index].urgency, signals[r.index].incremental) == wire, r.url
-    assert checked >= 14                 # every request whose wire fields the HAR kept
+    assert checked >= 14  # every request whose wire fields the HAR kept
 
 
 def test_chromium_profile_matches_devtools_priority_where_no_field_was_recorded(captured):

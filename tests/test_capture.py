@@ -34,8 +34,9 @@ needs_chromium = pytest.mark.skipif(chromium_path() is None, reason="Chromium no
 
 def _workbench(args, hash_seed="0") -> subprocess.CompletedProcess:
     env = {**os.environ, "PYTHONHASHSEED": hash_seed, "PYTHONPATH": str(ROOT)}
-    return subprocess.run([sys.executable, "-m", "simulator.cli", *args], env=env, capture_output=True,
-                          timeout=300, cwd=ROOT)
+    return subprocess.run(
+        [sys.executable, "-m", "simulator.cli", *args], env=env, capture_output=True, timeout=300, cwd=ROOT
+    )
 
 
 def _capture(tmp, name, *flags):
@@ -50,8 +51,19 @@ def h2_capture(tmp_path_factory):
         pytest.skip("Chromium not installed (make system-deps)")
     # The 103 goes out during the server's think time (RFC 8297 section 1): with none, the
     # final response can follow in the same read and a loaded machine saw Chromium report no 103.
-    return _capture(tmp_path_factory.mktemp("cap"), "h2", "--synth", "10", "--seed", "4", "--proto", "h2",
-                    "--early-hints", "--think", "100ms")
+    return _capture(
+        tmp_path_factory.mktemp("cap"),
+        "h2",
+        "--synth",
+        "10",
+        "--seed",
+        "4",
+        "--proto",
+        "h2",
+        "--early-hints",
+        "--think",
+        "100ms",
+    )
 
 
 @pytest.fixture(scope="module")
@@ -59,20 +71,35 @@ def h3_repeat_capture(tmp_path_factory):
     if chromium_path() is None:
         pytest.skip("Chromium not installed (make system-deps)")
     tmp = tmp_path_factory.mktemp("cap3")
-    out, har = _capture(tmp, "h3", "--synth", "10", "--seed", "4", "--proto", "h3", "--repeat-view",
-                        "--netlog", str(tmp / "netlog.json"))
+    out, har = _capture(
+        tmp,
+        "h3",
+        "--synth",
+        "10",
+        "--seed",
+        "4",
+        "--proto",
+        "h3",
+        "--repeat-view",
+        "--netlog",
+        str(tmp / "netlog.json"),
+    )
     return out, har, tmp / "netlog.json"
 
 
 # -- bad input: one line, exit 2, nothing written ----------------------------------------
 
-@pytest.mark.parametrize("flags, needle", [
-    (["--site", "/nonexistent/site", "--proto", "h2"], "is not a folder"),
-    (["--site", "EMPTY", "--proto", "h2"], "has no index.html"),
-    (["--synth", "5", "--proto", "h1"], "--proto must be one of h2, h3"),
-    (["--synth", "1", "--proto", "h2"], "between 5 and 400"),
-    (["--synth", "401", "--proto", "h3"], "between 5 and 400"),
-])
+
+@pytest.mark.parametrize(
+    "flags, needle",
+    [
+        (["--site", "/nonexistent/site", "--proto", "h2"], "is not a folder"),
+        (["--site", "EMPTY", "--proto", "h2"], "has no index.html"),
+        (["--synth", "5", "--proto", "h1"], "--proto must be one of h2, h3"),
+        (["--synth", "1", "--proto", "h2"], "between 5 and 400"),
+        (["--synth", "401", "--proto", "h3"], "between 5 and 400"),
+    ],
+)
 def test_bad_input_is_one_line_exit_2_and_writes_nothing(tmp_path, capsys, flags, needle):
     (tmp_path / "empty").mkdir()
     flags = [str(tmp_path / "empty") if f == "EMPTY" else f for f in flags]
@@ -87,23 +114,24 @@ def test_synthetic_site_follows_the_generator_initiators():
     site = site_from_synth(30, seed=4)
     page = site.files["/index.html"][1].decode()
     css = [p for p, (ct, _) in site.files.items() if ct.startswith("text/css")]
-    assert css and all(f'href="{p}"' in page for p in css)        # discovered by the parser
+    assert css and all(f'href="{p}"' in page for p in css)  # discovered by the parser
     # Script-initiated resources are referenced from their initiating script, not the page.
     from simulator.traces.synth import generate
+
     trace = generate(pages=1, seed=4, requests=30, third_party_share=0.0)
     doc = trace.exchanges[0].url
     for e in trace.exchanges[1:]:
-        ref = "/" + e.url.split("/", 3)[3]            # path and query, as the page names it
+        ref = "/" + e.url.split("/", 3)[3]  # path and query, as the page names it
         if e.initiator != doc:
             parent = site.files[urlsplit(e.initiator).path][1].decode()
             assert f'"{ref}"' in parent and f'"{ref}"' not in page
         else:
             assert f'"{ref}"' in page
-    assert all(len(site.files[urlsplit(e.url).path][1]) == max(e.response_body_bytes, 16)
-               for e in trace.exchanges[1:])
+    assert all(len(site.files[urlsplit(e.url).path][1]) == max(e.response_body_bytes, 16) for e in trace.exchanges[1:])
 
 
 # -- the server alone: RFC 9113 8.1 trailers only with TE: trailers ----------------------
+
 
 async def _h2_get(origin_port: int, headers: list[tuple[str, str]]):
     import h2.config
@@ -119,8 +147,17 @@ async def _h2_get(origin_port: int, headers: list[tuple[str, str]]):
         assert writer.get_extra_info("ssl_object").selected_alpn_protocol() == "h2"
         conn = h2.connection.H2Connection(h2.config.H2Configuration(client_side=True))
         conn.initiate_connection()
-        conn.send_headers(1, [(":method", "GET"), (":scheme", "https"),
-                              (":authority", f"127.0.0.1:{origin_port}"), (":path", "/"), *headers], end_stream=True)
+        conn.send_headers(
+            1,
+            [
+                (":method", "GET"),
+                (":scheme", "https"),
+                (":authority", f"127.0.0.1:{origin_port}"),
+                (":path", "/"),
+                *headers,
+            ],
+            end_stream=True,
+        )
         writer.write(conn.data_to_send())
         got = {"headers": None, "trailers": None, "body": 0, "informational": [], "promised": []}
         while True:
@@ -165,7 +202,7 @@ def test_server_sends_103_push_and_trailers_only_with_te_trailers_rfc8297_rfc911
         # set is promised on the document's stream (Chromium refuses push: it sends 0).
         assert got["promised"] == site.render_blocking and site.render_blocking
     assert with_te["trailers"] == {b"server-timing": b'app;desc="capture"'}
-    assert without["trailers"] is None           # no TE: trailers, no trailer section
+    assert without["trailers"] is None  # no TE: trailers, no trailer section
     docs = [r for r in log if r["path"] == "/"]
     assert [r["trailers"] is not None for r in docs] == [True, False]
     # The promised requests were answered too (hypercorn runs the app for them).
@@ -174,11 +211,12 @@ def test_server_sends_103_push_and_trailers_only_with_te_trailers_rfc8297_rfc911
 
 # -- real captures -----------------------------------------------------------------------
 
+
 @needs_chromium
 def test_h2_capture_negotiated_h2_and_has_parser_initiators(h2_capture):
     out, har = h2_capture
     entries = har["log"]["entries"]
-    assert {e["response"]["httpVersion"] for e in entries} == {"h2"}   # RFC 9113 3.2: ALPN h2
+    assert {e["response"]["httpVersion"] for e in entries} == {"h2"}  # RFC 9113 3.2: ALPN h2
     assert {r["http_version"] for r in har["log"]["_server"]["responses"]} == {"2"}
     # The browser ran the page as built: every file of the synthetic page was requested
     # (parser, preload scanner and scripts' fetches alike) and no script failed.
@@ -189,8 +227,13 @@ def test_h2_capture_negotiated_h2_and_has_parser_initiators(h2_capture):
     assert doc["_resourceType"] == "document" and doc["_initiator"]["type"] == "other"
     doc_url = doc["request"]["url"]
     assert doc_url.startswith("https://127.0.0.1:")
-    parsed = [e for e in entries if e["_resourceType"] in ("stylesheet", "script")
-              and e["_initiator"].get("type") == "parser" and e["_initiator"].get("url") == doc_url]
+    parsed = [
+        e
+        for e in entries
+        if e["_resourceType"] in ("stylesheet", "script")
+        and e["_initiator"].get("type") == "parser"
+        and e["_initiator"].get("url") == doc_url
+    ]
     assert parsed, "no stylesheet/script initiated by the parser from the document"
     # HTTP/2 request headers: the pseudo-header fields first (RFC 9113 8.3).
     names = [h["name"] for h in doc["request"]["headers"]]
@@ -224,8 +267,19 @@ def test_h2_capture_with_early_hints_server_sent_103_and_browser_saw_it_rfc8297(
         # before it, or read the 103 and the 200 in one go, and then neither reported nor followed
         # the 103 that the server's record shows it sent: up to two more captures, each with a new
         # browser. The server must have sent the 103 every time, and the browser seen it once.
-        _, har = _capture(tmp_path, f"h2-again-{attempt}", "--synth", "10", "--seed", "4", "--proto", "h2",
-                          "--early-hints", "--think", "100ms")
+        _, har = _capture(
+            tmp_path,
+            f"h2-again-{attempt}",
+            "--synth",
+            "10",
+            "--seed",
+            "4",
+            "--proto",
+            "h2",
+            "--early-hints",
+            "--think",
+            "100ms",
+        )
         doc_log = next(r for r in har["log"]["_server"]["responses"] if r["path"] == "/")
         assert doc_log["early_hints"]
         doc = har["log"]["entries"][0]
@@ -258,7 +312,7 @@ def test_h3_capture_negotiated_h3_repeat_view_cached_and_netlog(h3_repeat_captur
     out, har, netlog = h3_repeat_capture
     entries = har["log"]["entries"]
     network = [e for e in entries if not e.get("_fromCache")]
-    assert network and {e["response"]["httpVersion"] for e in network} == {"h3"}   # RFC 9114 3.1
+    assert network and {e["response"]["httpVersion"] for e in network} == {"h3"}  # RFC 9114 3.1
     assert {r["http_version"] for r in har["log"]["_server"]["responses"]} == {"3"}
     # The repeat view: immutable-for-an-hour sub-resources come from the browser cache ...
     cached = [e for e in entries if e.get("_fromCache")]
@@ -276,7 +330,7 @@ def test_h3_capture_negotiated_h3_repeat_view_cached_and_netlog(h3_repeat_captur
     # (RFC 9114 4.3: before any regular field), the NetLog's own list taken as is.
     assert har["log"]["_headerOrder"].startswith("netlog")
     sends = [ev for ev in log["events"] if types.get(ev["type"]) == "HTTP_TRANSACTION_QUIC_SEND_REQUEST_HEADERS"]
-    doc_lines = [f'{h["name"]}: {h["value"]}' for h in entries[0]["request"]["headers"]]
+    doc_lines = [f"{h['name']}: {h['value']}" for h in entries[0]["request"]["headers"]]
     assert any(ev["params"]["headers"] == doc_lines for ev in sends)
     assert [h["name"] for h in entries[0]["request"]["headers"]][:4] == [":method", ":authority", ":scheme", ":path"]
     replay = _workbench(["replay", "--trace", str(out), "--stack", "h3", "--json"])
@@ -287,8 +341,9 @@ def test_h3_capture_negotiated_h3_repeat_view_cached_and_netlog(h3_repeat_captur
 def test_capture_of_a_site_folder(tmp_path):
     site = tmp_path / "site"
     site.mkdir()
-    (site / "index.html").write_text('<!doctype html><link rel="stylesheet" href="style.css">'
-                                     '<script src="app.js"></script><p>hello</p>')
+    (site / "index.html").write_text(
+        '<!doctype html><link rel="stylesheet" href="style.css"><script src="app.js"></script><p>hello</p>'
+    )
     (site / "style.css").write_text("p { color: red }\n" * 200)
     (site / "app.js").write_text("console.log(1);\n" * 300)
     assert site_from_dir(str(site)).render_blocking == ["/style.css"]
@@ -303,8 +358,14 @@ def test_capture_of_a_site_folder(tmp_path):
 
 # -- the shipped capture: simulated deterministically ------------------------------------
 
-@pytest.mark.parametrize("args", [["replay", "--stack", "h2", "--loss", "0.02", "--seed", "3", "--json"],
-                                  ["push", "--protocol", "h3", "--loss", "0.02", "--seed", "3", "--json"]])
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["replay", "--stack", "h2", "--loss", "0.02", "--seed", "3", "--json"],
+        ["push", "--protocol", "h3", "--loss", "0.02", "--seed", "3", "--json"],
+    ],
+)
 def test_shipped_capture_simulates_byte_identically_across_processes(args):
     assert SHIPPED.is_file()
     trace = load(str(SHIPPED))
@@ -317,16 +378,32 @@ def test_shipped_capture_simulates_byte_identically_across_processes(args):
 
 def test_har_loader_leaves_out_cache_hits_and_counts_them(tmp_path):
     """A repeat view's cache hits never crossed the network: no exchange to replay."""
+
     def entry(url, cache=None):
-        e = {"startedDateTime": "2026-01-01T00:00:00Z", "request": {"method": "GET", "url": url, "headers": []},
-             "response": {"status": 200, "headers": [], "content": {"size": 10}}, "timings": {}}
+        e = {
+            "startedDateTime": "2026-01-01T00:00:00Z",
+            "request": {"method": "GET", "url": url, "headers": []},
+            "response": {"status": 200, "headers": [], "content": {"size": 10}},
+            "timings": {},
+        }
         if cache:
             e["_fromCache"] = cache
         return e
+
     path = tmp_path / "rv.har"
-    path.write_text(json.dumps({"log": {"entries": [entry("https://a.example/"),
-                                                    entry("https://a.example/s.css", "disk"),
-                                                    entry("https://a.example/a.js", "memory")]}}))
+    path.write_text(
+        json.dumps(
+            {
+                "log": {
+                    "entries": [
+                        entry("https://a.example/"),
+                        entry("https://a.example/s.css", "disk"),
+                        entry("https://a.example/a.js", "memory"),
+                    ]
+                }
+            }
+        )
+    )
     trace = load(str(path))
     assert [e.url for e in trace] == ["https://a.example/"] and trace.meta["served_from_cache"] == 2
 

@@ -2,8 +2,13 @@
 ResourceLoadScheduler (tight until the <body>) and the network service's ResourceScheduler
 (delayable requests held only to servers not known to multiplex)."""
 
-from simulator.browser.scheduling import (BOOSTED_IMAGES, MAX_DELAYABLE_IN_FLIGHT, MAX_PER_HOST,
-                                                   PRIORITY_RANK, ChromiumScheduler)
+from simulator.browser.scheduling import (
+    BOOSTED_IMAGES,
+    MAX_DELAYABLE_IN_FLIGHT,
+    MAX_PER_HOST,
+    PRIORITY_RANK,
+    ChromiumScheduler,
+)
 
 LOW, MEDIUM, HIGH, VERY_HIGH = (PRIORITY_RANK[n] for n in ("Low", "Medium", "High", "VeryHigh"))
 
@@ -19,20 +24,20 @@ def test_tight_mode_holds_low_priority_requests_to_two_in_flight_until_the_body(
     hosts = {i: "https://a.example" for i in range(10)}
     s, sent = _scheduler(hosts)
     s.connected("https://a.example")
-    s.ask(0, HIGH)          # a parser-blocking script
+    s.ask(0, HIGH)  # a parser-blocking script
     s.ask(1, LOW)
     s.ask(2, LOW)
     s.ask(3, LOW)
     assert sent == [0, 1]
-    s.ask(4, VERY_HIGH)     # a stylesheet: not held
+    s.ask(4, VERY_HIGH)  # a stylesheet: not held
     assert sent == [0, 1, 4]
     s.finished(1)
-    assert sent == [0, 1, 4]            # still two (0 and 4) in flight
+    assert sent == [0, 1, 4]  # still two (0 and 4) in flight
     s.finished(0)
-    assert sent == [0, 1, 4, 2]          # 4 and 2 in flight
+    assert sent == [0, 1, 4, 2]  # 4 and 2 in flight
     s.ask(5, LOW)
     s.finished(4)
-    assert sent == [0, 1, 4, 2, 3]       # in the order asked
+    assert sent == [0, 1, 4, 2, 3]  # in the order asked
     s.body_reached()
     assert sent == [0, 1, 4, 2, 3, 5]
 
@@ -72,13 +77,13 @@ def test_waiting_requests_start_highest_priority_first():
     s.ask(1, HIGH)
     s.ask(2, LOW)
     s.ask(3, LOW)
-    s.ask(4, MEDIUM)         # Medium goes through on its own allowance
+    s.ask(4, MEDIUM)  # Medium goes through on its own allowance
     s.ask(5, LOW)
     assert sent == [0, 1, 4]
     s.finished(0)
     s.finished(1)
     s.finished(4)
-    assert sent[3:] == [2, 3]            # Low in the order asked, two at a time
+    assert sent[3:] == [2, 3]  # Low in the order asked, two at a time
 
 
 def test_network_service_holds_delayable_requests_only_to_hosts_not_known_to_multiplex():

@@ -34,8 +34,13 @@ def place(tmp_path):
 
 
 def _fill(argv, place: Path) -> list[str]:
-    values = {"page": str(PAGE), "bin": str(place / "random.bin"), "dir": str(place / "folder"),
-              "nodir": str(place / "missing"), "tmp": str(place)}
+    values = {
+        "page": str(PAGE),
+        "bin": str(place / "random.bin"),
+        "dir": str(place / "folder"),
+        "nodir": str(place / "missing"),
+        "tmp": str(place),
+    }
     return [a.format(**values) for a in argv]
 
 
@@ -83,8 +88,7 @@ NEGATIVE = [
     (["replay", "--trace", "{page}", "--stack", "h2", "--think", "-1ms"], "--think"),
     (["replay", "--trace", "{page}", "--stack", "h3", "--qpack-blocked", "-1"], "--qpack-blocked"),
     (["capture", "--synth", "5", "--proto", "h2", "--out", "{tmp}/x.har", "--timeout", "-5s"], "--timeout"),
-    (["interop", "encode", "{page}", "-o", "{tmp}/x.out", "--table", "-5", "--blocked", "0", "--ack", "0"],
-     "--table"),
+    (["interop", "encode", "{page}", "-o", "{tmp}/x.out", "--table", "-5", "--blocked", "0", "--ack", "0"], "--table"),
     (["trace", "synth", "{tmp}/x.har", "--origins", "-1"], "--origins"),
     (["batch", "hol", "--traces", "{page}", "--out", "{tmp}/res", "--workers", "-1"], "--workers"),
 ]
@@ -296,8 +300,10 @@ UNWRITABLE = [
     (["trace", "convert", "{page}", "{nodir}/out.qif"], "OUT"),
     (["trace", "convert", "{page}", "{dir}"], "OUT"),
     (["trace", "synth", "{nodir}/x.har"], "OUT"),
-    (["interop", "encode", "{page}", "-o", "{nodir}/x.out", "--table", "0", "--blocked", "0", "--ack", "0"],
-     "--output"),
+    (
+        ["interop", "encode", "{page}", "-o", "{nodir}/x.out", "--table", "0", "--blocked", "0", "--ack", "0"],
+        "--output",
+    ),
     (["replay", "--trace", "{page}", "--stack", "h2", "--pcap", "{nodir}/x.pcap"], "--pcap"),
     (["replay", "--trace", "{page}", "--stack", "h2", "--keylog", "{nodir}/keys"], "--keylog"),
     (["replay", "--trace", "{page}", "--stack", "h3", "--qlog", "{nodir}"], "--qlog"),
@@ -374,7 +380,7 @@ def test_truncated_interop_file_is_still_reported_as_truncated(capsys, place):
     cut.write_bytes(whole.read_bytes()[:-7])
     for path in (cut, place / "head.out.256.100.1"):
         if path.name.startswith("head"):
-            path.write_bytes(whole.read_bytes()[:20])       # inside the first record
+            path.write_bytes(whole.read_bytes()[:20])  # inside the first record
         assert main(["trace", "info", str(path)]) == 2
         err = capsys.readouterr().err
         assert err.count("\n") == 1 and "truncated record" in err and "byte offset" in err, err
@@ -384,15 +390,18 @@ def test_truncated_interop_file_is_still_reported_as_truncated(capsys, place):
 # Batch grids: checked as the flags, before the first job
 
 
-@pytest.mark.parametrize("grid, needle", [
-    ("loss = [0, 1.5]\n", "--loss"),
-    ('rtt = ["50ms", "-100ms"]\n', "positive"),
-    ("rtt = [0.1]\n", "no unit"),
-    ("bw = [0]\n", "--bw"),
-    ("jitter = [2]\n", "--jitter"),
-    ('rtt = ["1e309ms"]\n', "finite"),
-    ("loss = [" + ", ".join(["0.01"] * 1000) + "]\njitter = [" + ", ".join(["0"] * 1000) + "]\n", "points"),
-])
+@pytest.mark.parametrize(
+    "grid, needle",
+    [
+        ("loss = [0, 1.5]\n", "--loss"),
+        ('rtt = ["50ms", "-100ms"]\n', "positive"),
+        ("rtt = [0.1]\n", "no unit"),
+        ("bw = [0]\n", "--bw"),
+        ("jitter = [2]\n", "--jitter"),
+        ('rtt = ["1e309ms"]\n', "finite"),
+        ("loss = [" + ", ".join(["0.01"] * 1000) + "]\njitter = [" + ", ".join(["0"] * 1000) + "]\n", "points"),
+    ],
+)
 def test_batch_grid_is_checked_before_any_job(capsys, tmp_path, grid, needle):
     """Rule: every grid value is read by the study's own flag checks before the first job
     (loss = [1.5] used to start every job and fail each): one line, exit 2, no results."""
@@ -479,18 +488,26 @@ def test_hol_takes_an_interop_files_table_from_its_name(capsys, tmp_path):
 # Through a real process: exit status and stderr as a shell sees them
 
 
-@pytest.mark.parametrize("argv, needle", [
-    (["hol", "--trace", "{page}", "--rtt", "-100ms"], "--rtt"),
-    (["hol", "--trace", "{page}", "--blocks", "{nodir}/x.csv"], "--blocks"),
-    (["trace", "synth", "{nodir}/x.har"], "OUT"),
-    (["hol", "--trace", "{bin}"], "not a trace"),
-    (["trailers", "--rtt", "100"], "no unit"),
-])
+@pytest.mark.parametrize(
+    "argv, needle",
+    [
+        (["hol", "--trace", "{page}", "--rtt", "-100ms"], "--rtt"),
+        (["hol", "--trace", "{page}", "--blocks", "{nodir}/x.csv"], "--blocks"),
+        (["trace", "synth", "{nodir}/x.har"], "OUT"),
+        (["hol", "--trace", "{bin}"], "not a trace"),
+        (["trailers", "--rtt", "100"], "no unit"),
+    ],
+)
 def test_subprocess_exit_2_one_line(place, argv, needle):
     """Rule: the same through a process: status 2, one stderr line, nothing on stdout."""
     before = _files(place)
-    run = subprocess.run([sys.executable, "-m", "simulator.cli", *_fill(argv, place)],
-                         capture_output=True, text=True, cwd=ROOT, timeout=120)
+    run = subprocess.run(
+        [sys.executable, "-m", "simulator.cli", *_fill(argv, place)],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=120,
+    )
     assert run.returncode == 2 and run.stdout == ""
     assert run.stderr.count("\n") == 1 and "Traceback" not in run.stderr and needle in run.stderr, run.stderr
     assert _files(place) == before
@@ -523,9 +540,11 @@ def test_command_homes_match_what_each_module_registers():
 
 def test_one_command_imports_no_other_study():
     """Rule: ``workbench crossstream ...`` parses without importing the other studies."""
-    code = ("import sys; from simulator.cli import build_parser; "
-            "build_parser('crossstream').parse_args(['crossstream', '--leak-lengths', '0']); "
-            "print(sorted(m for m in sys.modules if m.startswith('simulator.studies.') and m.count('.') == 2))")
+    code = (
+        "import sys; from simulator.cli import build_parser; "
+        "build_parser('crossstream').parse_args(['crossstream', '--leak-lengths', '0']); "
+        "print(sorted(m for m in sys.modules if m.startswith('simulator.studies.') and m.count('.') == 2))"
+    )
     run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=120)
     assert run.returncode == 0, run.stderr
     loaded = eval(run.stdout)

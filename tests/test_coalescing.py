@@ -23,12 +23,27 @@ DOC = "www.site.example"
 def _exchange(i, url, rtype, size, *, initiator=None):
     origin = "/".join(url.split("/", 3)[:3])
     path = "/" + url.split("/", 3)[3]
-    request = ((b":method", b"GET"), (b":scheme", b"https"), (b":authority", origin.split("://")[1].encode()),
-               (b":path", path.encode()))
-    return Exchange(index=i, request_headers=request, response_headers=((b":status", b"200"),),
-                    response_body_bytes=size, start_s=i * 0.001, origin=origin, page="p1", priority="Low",
-                    resource_type=rtype, initiator=initiator, initiator_type=None if initiator is None else "parser",
-                    url=url, timings={"wait": 0.0})
+    request = (
+        (b":method", b"GET"),
+        (b":scheme", b"https"),
+        (b":authority", origin.split("://")[1].encode()),
+        (b":path", path.encode()),
+    )
+    return Exchange(
+        index=i,
+        request_headers=request,
+        response_headers=((b":status", b"200"),),
+        response_body_bytes=size,
+        start_s=i * 0.001,
+        origin=origin,
+        page="p1",
+        priority="Low",
+        resource_type=rtype,
+        initiator=initiator,
+        initiator_type=None if initiator is None else "parser",
+        url=url,
+        timings={"wait": 0.0},
+    )
 
 
 def page(hosts: list[str], *, per_host: int = 1, size: int = 2000) -> Trace:
@@ -49,8 +64,16 @@ def files(tmp_path, dns: dict, cert: dict) -> dict:
 
 
 def run(trace, tmp_path, dns, cert, **kw):
-    params = co.CoalescingParams(**{"bandwidth_bps": None, "rtt_s": RTT, "think_s": 0.0, "dns_lookup_s": 0.03,
-                                    **files(tmp_path, dns, cert), **kw})
+    params = co.CoalescingParams(
+        **{
+            "bandwidth_bps": None,
+            "rtt_s": RTT,
+            "think_s": 0.0,
+            "dns_lookup_s": 0.03,
+            **files(tmp_path, dns, cert),
+            **kw,
+        }
+    )
     return co.run(trace, params)
 
 
@@ -62,6 +85,7 @@ def conn_host(result, mode, host):
 
 
 # -- the coalescing rules ----------------------------------------------------------------
+
 
 def test_no_coalescing_one_connection_per_origin(tmp_path):
     hosts = ["a.site.example", "b.site.example", "cdn.other.example"]
@@ -80,15 +104,20 @@ def test_no_coalescing_one_connection_per_origin(tmp_path):
 def test_rfc9113_9_1_1_needs_same_address_and_a_certificate_covering_the_name(tmp_path):
     """RFC 9113 section 9.1.1: reuse needs the host's DNS answer to hold the connection's
     address and the certificate to cover the host; either missing -> its own connection."""
-    dns = {DOC: ["192.0.2.1"], "static.site.example": ["192.0.2.9", "192.0.2.1"],
-           "other.site.example": ["192.0.2.2"], "cdn.other.example": ["192.0.2.1"]}
+    dns = {
+        DOC: ["192.0.2.1"],
+        "static.site.example": ["192.0.2.9", "192.0.2.1"],
+        "other.site.example": ["192.0.2.2"],
+        "cdn.other.example": ["192.0.2.1"],
+    }
     cert = {h: ["*.site.example", "site.example"] for h in [DOC, "static.site.example", "other.site.example"]}
     cert["cdn.other.example"] = ["cdn.other.example"]
-    r = run(page(["static.site.example", "other.site.example", "cdn.other.example"]), tmp_path, dns, cert,
-            modes=("ip",))
-    assert conn_host(r, "ip", "static.site.example") == {DOC}            # same address, name covered
-    assert conn_host(r, "ip", "other.site.example") == {"other.site.example"}   # name covered, other address
-    assert conn_host(r, "ip", "cdn.other.example") == {"cdn.other.example"}     # same address, name not covered
+    r = run(
+        page(["static.site.example", "other.site.example", "cdn.other.example"]), tmp_path, dns, cert, modes=("ip",)
+    )
+    assert conn_host(r, "ip", "static.site.example") == {DOC}  # same address, name covered
+    assert conn_host(r, "ip", "other.site.example") == {"other.site.example"}  # name covered, other address
+    assert conn_host(r, "ip", "cdn.other.example") == {"cdn.other.example"}  # same address, name not covered
     assert r.summary.loc["ip", "connections"] == 3
 
 
@@ -122,8 +151,10 @@ def test_with_origin_every_announced_origin_shares_one_connection_without_dns(tm
 def test_origin_does_not_relax_certificate_validation(tmp_path):
     """RFC 8336 section 2.4: announced, but not covered by the certificate -> not on it."""
     dns = {DOC: ["192.0.2.1"], "x.cdn.example": ["192.0.2.1"]}
-    cert = {DOC: {"san": [DOC], "origin": [f"https://{DOC}", "https://x.cdn.example"]},
-            "x.cdn.example": ["x.cdn.example"]}
+    cert = {
+        DOC: {"san": [DOC], "origin": [f"https://{DOC}", "https://x.cdn.example"]},
+        "x.cdn.example": ["x.cdn.example"],
+    }
     r = run(page(["x.cdn.example"]), tmp_path, dns, cert, modes=("origin",))
     assert conn_host(r, "origin", "x.cdn.example") == {"x.cdn.example"}
     assert r.summary.loc["origin", "connections"] == 2
@@ -133,14 +164,14 @@ def test_an_origin_set_excludes_what_it_does_not_name(tmp_path):
     """RFC 8336 section 2.4: clients MUST NOT use a connection for an origin outside its
     Origin Set, even where the 9.1.1 rule would allow it."""
     dns = {DOC: ["192.0.2.1"], "static.site.example": ["192.0.2.1"]}
-    cert = {DOC: {"san": ["*.site.example"], "origin": [f"https://{DOC}"]},
-            "static.site.example": ["*.site.example"]}
+    cert = {DOC: {"san": ["*.site.example"], "origin": [f"https://{DOC}"]}, "static.site.example": ["*.site.example"]}
     r = run(page(["static.site.example"]), tmp_path, dns, cert, modes=("ip", "origin"))
     assert conn_host(r, "ip", "static.site.example") == {DOC}
     assert conn_host(r, "origin", "static.site.example") == {"static.site.example"}
 
 
 # -- 421 Misdirected Request -------------------------------------------------------------
+
 
 def test_421_retry_costs_a_round_trip_a_new_connection_and_its_handshake(tmp_path):
     """RFC 9110 section 15.5.20: the refused request's round trip, then a new connection
@@ -154,7 +185,7 @@ def test_421_retry_costs_a_round_trip_a_new_connection_and_its_handshake(tmp_pat
     assert a["connections"] == 1 and b["connections"] == 2
     assert b["handshakes"] == a["handshakes"] + 1 and b["handshake_rtts"] == a["handshake_rtts"] + 2
     assert b["misdirected_421"] == 1 and b["retries_421"] == 1
-    arrived = lambda res: res.resources.set_index("index").loc[1, "arrived_s"]     # noqa: E731
+    arrived = lambda res: res.resources.set_index("index").loc[1, "arrived_s"]  # noqa: E731
     delta = arrived(refused) - arrived(ok)
     assert delta >= 3 * RTT - 1e-9
     assert delta == pytest.approx(3 * RTT, abs=0.01)
@@ -169,13 +200,14 @@ def test_421_after_origin_costs_the_skipped_dns_lookup_too(tmp_path):
     t = page(["x.site.example"])
     ok = run(t, tmp_path, dns, cert, modes=("origin",))
     refused = run(t, tmp_path, dns, cert, modes=("origin",), p421_announced=1.0)
-    delta = (refused.resources.set_index("index").loc[1, "arrived_s"]
-             - ok.resources.set_index("index").loc[1, "arrived_s"])
+    delta = (
+        refused.resources.set_index("index").loc[1, "arrived_s"] - ok.resources.set_index("index").loc[1, "arrived_s"]
+    )
     assert delta >= 3 * RTT + 0.03 - 1e-9
     assert refused.summary.loc["origin", "connections"] == 2 and refused.summary.loc["origin", "dns_lookups"] == 2
     c = refused.connections.set_index("connection")
     assert c.loc[f"c0:{DOC}", "refused_hosts"] == "x.site.example"
-    assert c.loc[f"c0:{DOC}", "origin_set"] == 1             # the 421 took it out of the set
+    assert c.loc[f"c0:{DOC}", "origin_set"] == 1  # the 421 took it out of the set
 
 
 def test_421_draws_are_per_server_pair_and_monotone_in_p(tmp_path):
@@ -190,7 +222,7 @@ def test_421_draws_are_per_server_pair_and_monotone_in_p(tmp_path):
         r = run(t, tmp_path, dns, cert, modes=("ip",), p421=p, seed=4)
         res = r.resources
         hit = set(res[res["misdirected_421"] > 0]["origin"])
-        for origin in hit:          # both requests of a refused host were refused (or waited for its own conn)
+        for origin in hit:  # both requests of a refused host were refused (or waited for its own conn)
             assert (res[res["origin"] == origin]["connection"].str.split(":", n=1).str[1] == origin[8:]).all()
         refused.append(hit)
     assert refused[0] <= refused[1] <= refused[2]
@@ -198,12 +230,13 @@ def test_421_draws_are_per_server_pair_and_monotone_in_p(tmp_path):
 
 # -- HTTP/3 and handshakes ------------------------------------------------------------
 
+
 def test_handshake_round_trips_and_bytes():
     small = co.handshake("h2", ("*.site.example",))
     assert small.rtts == 2
     assert small.cert_bytes == co.CERT_CHAIN_BASE_BYTES + len("*.site.example") + 2
     quic = co.handshake("h3", ("*.site.example",))
-    assert quic.rtts == 1 and quic.client_bytes >= 1200       # RFC 9000 section 14.1
+    assert quic.rtts == 1 and quic.client_bytes >= 1200  # RFC 9000 section 14.1
     # RFC 9000 section 8.1: a server flight above 3x what the client sent waits one more round trip.
     big = co.handshake("h3", tuple(f"*.customer{k}.example" for k in range(120)))
     assert big.server_bytes > 3 * 1200 and big.rtts >= 2
@@ -227,14 +260,16 @@ def test_real_h2_library_carries_an_origin_frame():
     connection reaches a real client connection as UnknownFrameReceived, intact."""
     origins = ["https://www.site.example", "https://static.site.example", "https://cdn.other.example"]
     wire, read = co.origin_frame_roundtrip(origins)
-    assert wire[3] == 0xC and wire[5:9] == b"\0\0\0\0"                 # type ORIGIN, stream 0
+    assert wire[3] == 0xC and wire[5:9] == b"\0\0\0\0"  # type ORIGIN, stream 0
     assert len(wire) == co.origin_frame_bytes(origins)
     assert read == origins
     assert co.parse_origin_frame(b"\x00\x03abc" + co.origin_frame_payload(["https://a.example"])) == [
-        "https://a.example"]                                          # RFC 8336 section 2.2: bad entry ignored
+        "https://a.example"
+    ]  # RFC 8336 section 2.2: bad entry ignored
 
 
 # -- the real h2 stack ------------------------------------------------------------------
+
 
 def test_real_h2_stack_origin_frame_puts_every_announced_origin_on_one_connection(tmp_path):
     """The real h2 server writes the ORIGIN frame after its SETTINGS; the real client's
@@ -264,8 +299,9 @@ def test_real_h2_stack_421_retry_costs_a_round_trip_and_a_new_connection(tmp_pat
     refused = run(t, tmp_path, dns, cert, p421=1.0, **kw)
     assert ok.summary.loc["ip", "connections"] == 1 and refused.summary.loc["ip", "connections"] == 2
     assert refused.summary.loc["ip", "misdirected_421"] == 1
-    delta = (refused.resources.set_index("index").loc[1, "arrived_s"]
-             - ok.resources.set_index("index").loc[1, "arrived_s"])
+    delta = (
+        refused.resources.set_index("index").loc[1, "arrived_s"] - ok.resources.set_index("index").loc[1, "arrived_s"]
+    )
     assert delta >= 2 * RTT - 1e-9
 
 
@@ -281,14 +317,17 @@ def test_real_h2_stack_over_tls_coalesces_like_cleartext_one_round_trip_later(tm
     dns = {DOC: ["192.0.2.1"], **{h: [f"198.51.100.{k + 1}"] for k, h in enumerate(hosts)}}
     names = [DOC, *hosts]
     cert = {h: {"san": names, "origin": [f"https://{n}" for n in names]} for h in names}
-    runs = {tls: run(page(hosts, size=500), tmp_path, dns, cert, modes=("origin",), backend="stacks", tls=tls)
-            for tls in (True, False)}
+    runs = {
+        tls: run(page(hosts, size=500), tmp_path, dns, cert, modes=("origin",), backend="stacks", tls=tls)
+        for tls in (True, False)
+    }
     for col in ("connections", "origin_frames_received"):
         assert runs[True].summary.loc["origin", col] == runs[False].summary.loc["origin", col]
     assert runs[True].summary.loc["origin", "onload_s"] >= runs[False].summary.loc["origin", "onload_s"] + RTT - 1e-9
 
 
 # -- the study as a whole -------------------------------------------------------------
+
 
 def test_default_topology_on_the_bundled_many_origins_page():
     from simulator.traces import load
@@ -311,18 +350,33 @@ def test_bad_params_raise_input_error():
         co.CoalescingParams(p421=1.5)
 
 
-@pytest.mark.parametrize("kind,content,expect", [
-    ("dns", "{not json", "dns.json: not valid JSON"),
-    ("dns", '{"www.site.example": ["300.1.1.1"]}', "dns.json: dns: 'www.site.example': '300.1.1.1' is not an IP"),
-    ("cert", '{"www.site.example": ["a.*.example"]}', "cert.json: cert: 'www.site.example': 'a.\\*.example'"),
-    ("cert", '{"www.site.example": {"sans": []}}', "cert.json: cert: 'www.site.example': expected"),
-])
+@pytest.mark.parametrize(
+    "kind,content,expect",
+    [
+        ("dns", "{not json", "dns.json: not valid JSON"),
+        ("dns", '{"www.site.example": ["300.1.1.1"]}', "dns.json: dns: 'www.site.example': '300.1.1.1' is not an IP"),
+        ("cert", '{"www.site.example": ["a.*.example"]}', "cert.json: cert: 'www.site.example': 'a.\\*.example'"),
+        ("cert", '{"www.site.example": {"sans": []}}', "cert.json: cert: 'www.site.example': expected"),
+    ],
+)
 def test_cli_bad_files_exit_2_one_line_naming_file_and_place(tmp_path, kind, content, expect):
     path = tmp_path / f"{kind}.json"
     path.write_text(content)
-    proc = subprocess.run([sys.executable, "-m", "simulator.cli", "coalescing", "--trace",
-                           str(ROOT / "traces/synthetic-page.har"), f"--{kind}", str(path), "--json"],
-                          capture_output=True, text=True)
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "simulator.cli",
+            "coalescing",
+            "--trace",
+            str(ROOT / "traces/synthetic-page.har"),
+            f"--{kind}",
+            str(path),
+            "--json",
+        ],
+        capture_output=True,
+        text=True,
+    )
     assert proc.returncode == 2 and proc.stdout == ""
     assert proc.stderr.count("\n") == 1 and "Traceback" not in proc.stderr
     import re
@@ -331,9 +385,20 @@ def test_cli_bad_files_exit_2_one_line_naming_file_and_place(tmp_path, kind, con
 
 
 def test_cli_unknown_mode_exit_2(tmp_path):
-    proc = subprocess.run([sys.executable, "-m", "simulator.cli", "coalescing", "--trace",
-                           str(ROOT / "traces/synthetic-page.har"), "--mode", "none,carrier-pigeon"],
-                          capture_output=True, text=True)
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "simulator.cli",
+            "coalescing",
+            "--trace",
+            str(ROOT / "traces/synthetic-page.har"),
+            "--mode",
+            "none,carrier-pigeon",
+        ],
+        capture_output=True,
+        text=True,
+    )
     assert proc.returncode == 2 and proc.stderr.count("\n") == 1 and "carrier-pigeon" in proc.stderr
 
 
@@ -343,9 +408,24 @@ def test_toml_files_and_written_topology_round_trip(tmp_path):
 
     t = load(str(ROOT / "traces/synthetic-page.har"))
     out = tmp_path / "topo.json"
-    first = subprocess.run([sys.executable, "-m", "simulator.cli", "coalescing", "--trace",
-                            str(ROOT / "traces/synthetic-page.har"), "--seed", "3", "--write-topology", str(out),
-                            "--json"], capture_output=True, text=True, check=True)
+    first = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "simulator.cli",
+            "coalescing",
+            "--trace",
+            str(ROOT / "traces/synthetic-page.har"),
+            "--seed",
+            "3",
+            "--write-topology",
+            str(out),
+            "--json",
+        ],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
     topo = json.loads(out.read_text())
     (tmp_path / "dns.toml").write_text("".join(f'"{h}" = {json.dumps(a)}\n' for h, a in topo["dns"].items()))
     again = co.run(t, co.CoalescingParams(seed=99, dns_file=str(tmp_path / "dns.toml"), cert_file=str(out)))
@@ -361,8 +441,9 @@ def test_batch_coalescing_over_grid_and_seeds(tmp_path):
     grid = tmp_path / "grid.toml"
     grid.write_text('mode = ["none,ip,origin"]\nrtt = ["50ms", "200ms"]\n')
     out = tmp_path / "results"
-    report = batch.run_batch("coalescing", [str(ROOT / "traces/synthetic-page.har")], str(grid), 2, out=str(out),
-                             workers=0, progress=False)
+    report = batch.run_batch(
+        "coalescing", [str(ROOT / "traces/synthetic-page.har")], str(grid), 2, out=str(out), workers=0, progress=False
+    )
     assert report.failed == 0
     df = batch.load(str(out))
     assert len(df) == 2 * 2 * 3

@@ -11,7 +11,7 @@ import pytest
 from simulator.cli import main
 from simulator.compression.commands import decode_interop
 
-TRACES = Path(__file__).resolve().parents[1] / "traces"   # bundled QIFs and interop files (MIT, see traces/README.md)
+TRACES = Path(__file__).resolve().parents[1] / "traces"  # bundled QIFs and interop files (MIT, see traces/README.md)
 INTEROP = sorted((TRACES / "qpack-interop").glob("*/*.out.*"))
 
 
@@ -54,7 +54,7 @@ def test_malformed_files_exit_2_with_one_line(tmp_path, capsys):
     qif = str(qif_for(source))
     cases = {
         "truncated": data[:30_000],
-        "cut-header": data[:len(data) - 3 - 200] + data[-3:],
+        "cut-header": data[: len(data) - 3 - 200] + data[-3:],
         "empty": b"",
     }
     mutated = bytearray(data)
@@ -81,8 +81,11 @@ def test_cli_subprocess_has_no_traceback(tmp_path):
     source = next(p for p in INTEROP if p.name == "netbsd-hq.out.256.100.1")
     bad = tmp_path / "netbsd-hq.out.256.100.1"
     bad.write_bytes(source.read_bytes()[:-5])
-    run = subprocess.run([sys.executable, "-m", "simulator.cli", "interop", "decode", str(bad),
-                          "--qif", str(qif_for(source))], capture_output=True, text=True)
+    run = subprocess.run(
+        [sys.executable, "-m", "simulator.cli", "interop", "decode", str(bad), "--qif", str(qif_for(source))],
+        capture_output=True,
+        text=True,
+    )
     assert run.returncode == 2
     assert "Traceback" not in run.stderr and run.stderr.strip().count("\n") == 0
     assert "byte offset" in run.stderr
@@ -92,11 +95,27 @@ def test_cli_subprocess_has_no_traceback(tmp_path):
 def test_encode_then_decode_round_trips(tmp_path, capsys, table, blocked, ack):
     qif = TRACES / "qif" / "fb-req-hq.qif"
     out = tmp_path / f"fb-req-hq.out.{table}.{blocked}.{ack}"
-    assert main(["interop", "encode", str(qif), "-o", str(out), "--table", str(table),
-                 "--blocked", str(blocked), "--ack", str(ack)]) == 0
+    assert (
+        main(
+            [
+                "interop",
+                "encode",
+                str(qif),
+                "-o",
+                str(out),
+                "--table",
+                str(table),
+                "--blocked",
+                str(blocked),
+                "--ack",
+                str(ack),
+            ]
+        )
+        == 0
+    )
     assert main(["interop", "decode", str(out), "--qif", str(qif)]) == 0
     assert "383/383 header lists match" in capsys.readouterr().out
-    assert not [p for p in tmp_path.iterdir() if p.name.endswith(".tmp")]   # atomic write left nothing
+    assert not [p for p in tmp_path.iterdir() if p.name.endswith(".tmp")]  # atomic write left nothing
     # Same layout as the published files: sections on streams 1..N, encoder records before their use.
     decoded = decode_interop(str(out))
     assert [s for s, _ in decoded] == list(range(1, 384))

@@ -20,8 +20,13 @@ from simulator.cli import main
 from simulator.studies.crossstream.bodies import Codec, DecodeError, SchemeUnavailable, _brotli_dict, parse_codecs
 from simulator.studies.crossstream.bodies import rfc9842 as r
 from simulator.studies.crossstream.bodies.leak import Attack, make_setup
-from simulator.studies.crossstream.bodies.schemes import (Request, SchemeRun, VerificationError,
-                                                  static_dictionaries, use_as_dictionary_for)
+from simulator.studies.crossstream.bodies.schemes import (
+    Request,
+    SchemeRun,
+    VerificationError,
+    static_dictionaries,
+    use_as_dictionary_for,
+)
 from simulator.errors import InputError
 from simulator.studies import crossstream
 from simulator.studies.crossstream import bodies
@@ -67,7 +72,7 @@ def test_releases_evolve_by_small_edits(corpus):
     for kind in ("js", "css"):
         a = next(b for b in rel[0] if b.kind == kind)
         b = next(x for x in rel[1] if x.resource == a.resource)
-        assert a.data != b.data and a.url != b.url          # a new hashed URL per release
+        assert a.data != b.data and a.url != b.url  # a new hashed URL per release
         assert difflib.SequenceMatcher(None, a.data, b.data, autojunk=False).quick_ratio() > 0.9
 
 
@@ -111,8 +116,18 @@ def test_trace_bodies_follow_the_trace_urls_and_types():
     assert {b.kind for b in c.bodies} <= set(bodies.KINDS)
 
 
-@pytest.mark.parametrize("path", ["/api?page=2", "/api?callback=ajax%3A2865", "/api?flag=false", "/api?q=",
-                                  "/api?next=https%3A%2F%2Fx.example%2F", "/api?n=" + "9" * 5000, "/api"])
+@pytest.mark.parametrize(
+    "path",
+    [
+        "/api?page=2",
+        "/api?callback=ajax%3A2865",
+        "/api?flag=false",
+        "/api?q=",
+        "/api?next=https%3A%2F%2Fx.example%2F",
+        "/api?n=" + "9" * 5000,
+        "/api",
+    ],
+)
 def test_json_bodies_for_any_query_string(path):
     # real HARs put anything after the last '=': never a crash, the same bytes each time
     site = bodies.Site(random.Random(1), bodies.BodyParams(html_pages=0, css_files=0, js_files=0))
@@ -141,12 +156,12 @@ def test_brotli_prepared_dictionary_reused_gives_the_same_bytes_as_a_fresh_one(c
     _brotli_dict.clear_prepared()
     for q in (1, 5, 11):
         fresh = _brotli_dict.compress(b, quality=q, dictionary=_brotli_dict.PreparedDictionary(a))
-        first = _brotli_dict.compress(b, quality=q, dictionary=a)        # prepares and caches
+        first = _brotli_dict.compress(b, quality=q, dictionary=a)  # prepares and caches
         again = _brotli_dict.compress(b, quality=q, dictionary=bytes(a))  # equal bytes, another object
         assert first == again == fresh
-        assert q < 5 or len(fresh) < len(brotli.compress(b, quality=q))    # (levels 0-1 ignore it)
+        assert q < 5 or len(fresh) < len(brotli.compress(b, quality=q))  # (levels 0-1 ignore it)
         assert _brotli_dict.decompress(again, dictionary=a) == b
-    assert _brotli_dict.prepared(bytes(a)) is _brotli_dict.prepared(a)       # one preparation per dictionary
+    assert _brotli_dict.prepared(bytes(a)) is _brotli_dict.prepared(a)  # one preparation per dictionary
     assert _brotli_dict.prepared(a) is not _brotli_dict.prepared(a, max_quality=5)
 
 
@@ -156,12 +171,12 @@ def test_brotli_prepared_dictionaries_dropped_from_the_cache_stay_valid_while_he
     body = corpus.bodies[1].data
     held = _brotli_dict.prepared(corpus.bodies[0].data)
     expected = _brotli_dict.compress(body, quality=5, dictionary=held)
-    for other in corpus.bodies[2:6]:                  # pushes ``held`` out of the cache
+    for other in corpus.bodies[2:6]:  # pushes ``held`` out of the cache
         _brotli_dict.compress(body, quality=5, dictionary=other.data)
     assert len(_brotli_dict._prepared) == 2 and held not in _brotli_dict._prepared.values()
     assert _brotli_dict.compress(body, quality=5, dictionary=held) == expected
     _brotli_dict.clear_prepared()
-    assert not _brotli_dict._prepared and held._ptr                      # still ours until dropped
+    assert not _brotli_dict._prepared and held._ptr  # still ours until dropped
     assert _brotli_dict.decompress(expected, dictionary=corpus.bodies[0].data) == body
 
 
@@ -184,8 +199,8 @@ def test_brotli_wrong_dictionary_never_returns_the_body(corpus):
 def test_zlib_uses_only_the_last_32_kib_of_a_dictionary(corpus):
     """RFC 1951 section 2: back-references reach 32,768 bytes at most, so a dictionary's
     useful part pushed further back than that buys nothing."""
-    body = corpus.bodies[len(corpus.releases()[0])].data           # page 1 of release 1
-    useful = corpus.bodies[0].data                                   # page 1 of release 0
+    body = corpus.bodies[len(corpus.releases()[0])].data  # page 1 of release 1
+    useful = corpus.bodies[0].data  # page 1 of release 0
 
     def deflate(zdict=None):
         c = zlib.compressobj(6, zlib.DEFLATED, -15, zdict=zdict) if zdict else zlib.compressobj(6, zlib.DEFLATED, -15)
@@ -209,8 +224,15 @@ def test_brotli_streaming_decoder_returns_all_of_a_large_flushed_response():
     assert pair.decode(pair.encode(data)) == data
 
 
-@pytest.mark.parametrize("text,fragment", [("brotli", "needs a level"), ("brotli:12", "out of range"),
-                                           ("gzip:5", "unknown compression library"), ("zstd:x", "integer")])
+@pytest.mark.parametrize(
+    "text,fragment",
+    [
+        ("brotli", "needs a level"),
+        ("brotli:12", "out of range"),
+        ("gzip:5", "unknown compression library"),
+        ("zstd:x", "integer"),
+    ],
+)
 def test_bad_codec_lists_are_input_errors(text, fragment):
     with pytest.raises(InputError, match=fragment):
         parse_codecs(text)
@@ -227,7 +249,7 @@ def test_missing_brotli_dictionary_api_makes_the_scheme_unavailable_not_a_crash(
         SchemeRun("dcb", Codec("brotli", 5))
     params = crossstream.CrossstreamParams(schemes=("per-response", "dcb"), codecs="brotli:5", leak_lengths=())
     result = crossstream.run(corpus, params)
-    assert {u["scheme"] for u in result.unavailable} == {"dcb"} and len(result.unavailable) == 3   # one per scoping
+    assert {u["scheme"] for u in result.unavailable} == {"dcb"} and len(result.unavailable) == 3  # one per scoping
     assert list(result.summary["scheme"]) == ["per-response"]
 
 
@@ -248,7 +270,7 @@ def test_rfc9842_s5_dcz_header_is_a_skippable_frame_plain_zstd_skips(corpus):
     assert enc[:8] == bytes.fromhex("5e2a4d1820000000") and enc[8:40] == hashlib.sha256(d).digest()
     zd = zstandard.ZstdCompressionDict(d, dict_type=zstandard.DICT_TYPE_RAWCONTENT)
     plain = zstandard.ZstdDecompressor(dict_data=zd).decompressobj(read_across_frames=True)
-    assert plain.decompress(enc) == body                 # an ordinary decoder skips the header
+    assert plain.decompress(enc) == body  # an ordinary decoder skips the header
     assert r.decode_dcz(enc, {hashlib.sha256(d).digest(): d}) == body
     with pytest.raises(DecodeError, match="truncated"):
         r.decode_dcz(enc[:-4], {hashlib.sha256(d).digest(): d})
@@ -283,17 +305,18 @@ def test_rfc9842_s2_1_use_as_dictionary_defaults_and_validity():
     assert r.UseAsDictionary.parse(u.serialize()) == u
     with pytest.raises(r.HeaderError, match="required"):
         r.UseAsDictionary.parse('id="x"')
-    with pytest.raises(r.HeaderError, match="regular expressions"):           # 2.1.1
+    with pytest.raises(r.HeaderError, match="regular expressions"):  # 2.1.1
         r.UseAsDictionary.parse('match="/app/(\\\\d+)/main.js"').pattern("https://a.example/app/1/main.js")
 
 
 def test_rfc9842_s2_2_2_match_requires_same_origin_destination_and_pattern():
-    d = r.StoredDictionary("https://a.example/app/v1/main.js",
-                           r.UseAsDictionary("/app/*/main.js", ("script",)), b"x" * 100, 1)
+    d = r.StoredDictionary(
+        "https://a.example/app/v1/main.js", r.UseAsDictionary("/app/*/main.js", ("script",)), b"x" * 100, 1
+    )
     assert d.matches("https://a.example/app/v2/main.js", "script")
-    assert not d.matches("https://b.example/app/v2/main.js", "script")      # another origin
-    assert not d.matches("https://a.example/app/v2/main.js", "style")       # match-dest
-    assert not d.matches("https://a.example/lib/v2/main.js", "script")      # pattern
+    assert not d.matches("https://b.example/app/v2/main.js", "script")  # another origin
+    assert not d.matches("https://a.example/app/v2/main.js", "style")  # match-dest
+    assert not d.matches("https://a.example/lib/v2/main.js", "script")  # pattern
 
 
 def test_rfc9842_s2_1_1_a_trace_s_in_place_updates_match_their_own_url():
@@ -309,20 +332,18 @@ def test_rfc9842_s2_1_1_a_trace_s_in_place_updates_match_their_own_url():
         rule = use_as_dictionary_for(b)
         assert r.StoredDictionary(b.url, rule, b.data, 1).matches(b.url, b.destination), b.url
     versioned = next(b for b in bodies.generate(seed=1).bodies if b.kind == "js")
-    assert use_as_dictionary_for(versioned).match.endswith(".*.js")    # name.HASH.js keeps its pattern
+    assert use_as_dictionary_for(versioned).match.endswith(".*.js")  # name.HASH.js keeps its pattern
 
 
 def test_rfc9842_s2_2_3_precedence_destination_then_longest_then_newest():
     c = r.DictionaryClient()
     c.on_response("https://a.example/a.js", [("use-as-dictionary", 'match="/*"')], b"1" * 64)
     c.on_response("https://a.example/b.js", [("use-as-dictionary", 'match="/app/*"')], b"2" * 64)
-    assert c.best("https://a.example/app/x.js", "script").data == b"2" * 64           # longest match
-    c.on_response("https://a.example/c.js", [("use-as-dictionary", 'match="/*", match-dest=("script")')],
-                  b"3" * 64)
-    assert c.best("https://a.example/app/x.js", "script").data == b"3" * 64           # destination first
-    c.on_response("https://a.example/d.js", [("use-as-dictionary", 'match="/*", match-dest=("script")')],
-                  b"4" * 64)
-    assert c.best("https://a.example/app/x.js", "script").data == b"4" * 64           # most recent
+    assert c.best("https://a.example/app/x.js", "script").data == b"2" * 64  # longest match
+    c.on_response("https://a.example/c.js", [("use-as-dictionary", 'match="/*", match-dest=("script")')], b"3" * 64)
+    assert c.best("https://a.example/app/x.js", "script").data == b"3" * 64  # destination first
+    c.on_response("https://a.example/d.js", [("use-as-dictionary", 'match="/*", match-dest=("script")')], b"4" * 64)
+    assert c.best("https://a.example/app/x.js", "script").data == b"4" * 64  # most recent
 
 
 def test_rfc9842_s2_1_4_unknown_type_is_not_used_and_s2_3_id_is_echoed():
@@ -339,17 +360,26 @@ def test_rfc9842_s6_1_no_dictionary_encodings_without_a_dictionary():
     assert "dcb" not in headers["accept-encoding"] and "available-dictionary" not in headers
 
 
-@pytest.mark.parametrize("request_h,response_h,allowed", [
-    ({}, {}, True),
-    ({"sec-fetch-site": "same-origin"}, {}, True),
-    ({"sec-fetch-site": "cross-site", "sec-fetch-mode": "navigate"}, {}, True),
-    ({"sec-fetch-site": "cross-site", "sec-fetch-mode": "no-cors"}, {}, False),
-    ({"sec-fetch-site": "cross-site", "sec-fetch-mode": "cors", "origin": "https://x.example"}, {}, False),
-    ({"sec-fetch-site": "cross-site", "sec-fetch-mode": "cors", "origin": "https://x.example"},
-     {"access-control-allow-origin": "*"}, True),
-    ({"sec-fetch-site": "cross-site", "sec-fetch-mode": "cors", "origin": "https://x.example"},
-     {"access-control-allow-origin": "https://y.example"}, False),
-])
+@pytest.mark.parametrize(
+    "request_h,response_h,allowed",
+    [
+        ({}, {}, True),
+        ({"sec-fetch-site": "same-origin"}, {}, True),
+        ({"sec-fetch-site": "cross-site", "sec-fetch-mode": "navigate"}, {}, True),
+        ({"sec-fetch-site": "cross-site", "sec-fetch-mode": "no-cors"}, {}, False),
+        ({"sec-fetch-site": "cross-site", "sec-fetch-mode": "cors", "origin": "https://x.example"}, {}, False),
+        (
+            {"sec-fetch-site": "cross-site", "sec-fetch-mode": "cors", "origin": "https://x.example"},
+            {"access-control-allow-origin": "*"},
+            True,
+        ),
+        (
+            {"sec-fetch-site": "cross-site", "sec-fetch-mode": "cors", "origin": "https://x.example"},
+            {"access-control-allow-origin": "https://y.example"},
+            False,
+        ),
+    ],
+)
 def test_rfc9842_s9_3_3_server_check(request_h, response_h, allowed):
     assert r.server_may_use_dictionary(request_h, response_h) is allowed
 
@@ -398,7 +428,7 @@ def test_never_indexed_secrets_never_enter_a_dynamic_dictionary(corpus, static):
 
 def test_shared_context_memory_is_the_window(corpus, static):
     run, rows = _run_all("shared", Codec("zlib", 6), "none", corpus, static)
-    assert run.peak_server_bytes == 32768                       # the deflate window
+    assert run.peak_server_bytes == 32768  # the deflate window
     run, rows = _run_all("per-response", Codec("zlib", 6), "none", corpus, static)
     assert run.peak_server_bytes == 0
 
@@ -416,7 +446,7 @@ def setup():
 def test_attack_recovers_the_secret_with_a_shared_context(setup, codec):
     result = Attack(setup, "shared", codec, "none").run()
     assert result.success and result.recovered == setup.secret
-    assert result.queries >= 2 * 16 * len(setup.secret)      # two tries per candidate, per character
+    assert result.queries >= 2 * 16 * len(setup.secret)  # two tries per candidate, per character
 
 
 @pytest.mark.parametrize("scoping", ["context", "never-indexed"])
@@ -433,7 +463,7 @@ def test_attack_fails_without_cross_stream_state(setup):
 
 def test_rfc9842_s9_delta_leaks_unless_the_readability_checks_apply(setup):
     assert Attack(setup, "dcb", Codec("brotli", 5), "none").run().success
-    assert not Attack(setup, "dcb", Codec("brotli", 5), "context").run().success       # 9.3.2, 9.3.3
+    assert not Attack(setup, "dcb", Codec("brotli", 5), "context").run().success  # 9.3.2, 9.3.3
     assert not Attack(setup, "dcb", Codec("brotli", 5), "never-indexed").run().success
 
 
@@ -446,7 +476,7 @@ def test_attack_is_deterministic_for_a_seed(setup):
 @pytest.mark.parametrize("scheme", ["dcb", "dynamic-dict"])
 def test_attack_result_does_not_depend_on_the_prepared_dictionary_cache(monkeypatch, scheme):
     setup, codec = make_setup(2, seed=1), Codec("brotli", 5)
-    monkeypatch.setattr(_brotli_dict, "PREPARED_CACHE_ENTRIES", 0)     # every query prepares afresh
+    monkeypatch.setattr(_brotli_dict, "PREPARED_CACHE_ENTRIES", 0)  # every query prepares afresh
     _brotli_dict.clear_prepared()
     fresh = Attack(setup, scheme, codec, "none", max_alignments=3).run()
     monkeypatch.setattr(_brotli_dict, "PREPARED_CACHE_ENTRIES", 16)
@@ -470,8 +500,9 @@ def test_study_summary_reference_and_transfer(corpus):
     assert s.loc[("per-response", "brotli:5", "none"), "gain_vs_per_response"] == pytest.approx(1.0)
     assert s.loc[("identity", "identity", "none"), "ratio"] == 1.0
     # compressed responses arrive sooner than identity ones on a 10 Mbit/s path
-    assert (s.loc[("shared", "brotli:5", "none"), "mean_visit_s"]
-            < s.loc[("identity", "identity", "none"), "mean_visit_s"])
+    assert (
+        s.loc[("shared", "brotli:5", "none"), "mean_visit_s"] < s.loc[("identity", "identity", "none"), "mean_visit_s"]
+    )
     assert "brotli5_dict_vs_brotli8" in result.reference
     assert "dcb brotli:5" in result.reference["delta_saving_percent_vs_plain"]
     # every response row carries its scheme, codec, scoping and visit
@@ -486,12 +517,21 @@ def test_study_leak_table(corpus):
 
 
 def test_quick_leak_rows_are_the_full_leak_rows_of_each_scheme_s_first_codec():
-    kw = dict(schemes=("per-response", "shared", "dcb", "dcz"), codecs="zlib:6,brotli:5,zstd:3",
-              scopings=("none", "context"), leak_lengths=(2,), leak_alignments=2)
+    kw = dict(
+        schemes=("per-response", "shared", "dcb", "dcz"),
+        codecs="zlib:6,brotli:5,zstd:3",
+        scopings=("none", "context"),
+        leak_lengths=(2,),
+        leak_alignments=2,
+    )
     quick = crossstream.run_leak(crossstream.CrossstreamParams(**kw))
     full = crossstream.run_leak(crossstream.CrossstreamParams(**kw, leak_codecs="all"))
     assert {(s, c) for s, c in zip(quick["scheme"], quick["codec"])} == {
-        ("per-response", "zlib:6"), ("shared", "zlib:6"), ("dcb", "brotli:5"), ("dcz", "zstd:3")}
+        ("per-response", "zlib:6"),
+        ("shared", "zlib:6"),
+        ("dcb", "brotli:5"),
+        ("dcz", "zstd:3"),
+    }
     assert len(full) > len(quick) == 7
     keys = ["scheme", "codec", "scoping", "secret_chars"]
     both = quick.merge(full, on=keys, suffixes=("", "_full"))
@@ -502,8 +542,13 @@ def test_quick_leak_rows_are_the_full_leak_rows_of_each_scheme_s_first_codec():
 
 def test_leak_in_a_background_process_gives_the_same_table(corpus):
     """The CLI runs the leak in a forked worker while the schemes run: same rows, same order."""
-    params = _small_params(schemes=("per-response", "shared"), codecs="zlib:6", scopings=("none", "context"),
-                           leak_lengths=(2,), leak_alignments=2)
+    params = _small_params(
+        schemes=("per-response", "shared"),
+        codecs="zlib:6",
+        scopings=("none", "context"),
+        leak_lengths=(2,),
+        leak_alignments=2,
+    )
     inline = crossstream.run(corpus, params)
     background = crossstream.run(corpus, replace(params, leak_in_background=True))
     assert len(inline.leak) == 3 and inline.leak.equals(background.leak)
@@ -513,16 +558,24 @@ def test_leak_in_a_background_process_gives_the_same_table(corpus):
 def test_leak_worker_is_stopped_when_the_run_fails(corpus, monkeypatch):
     """An error in the schemes (here a corpus that cannot be read) ends the run at once:
     the forked leak worker is terminated, not waited for."""
+
     def broken(source, params):
         raise InputError("bodies.har: no bodies")
+
     monkeypatch.setattr(crossstream.study, "_corpus", broken)
     with pytest.raises(InputError, match="no bodies"):
         crossstream.run(corpus, _small_params(leak_lengths=(8,), leak_codecs="all", leak_in_background=True))
 
 
-@pytest.mark.parametrize("argv,lengths,codecs", [
-    ([], (4,), "first"), (["--leak", "full"], (4, 8), "all"), (["--leak", "full", "--leak-lengths", "3"], (3,), "all"),
-    (["--leak-lengths", "0"], (), "first")])
+@pytest.mark.parametrize(
+    "argv,lengths,codecs",
+    [
+        ([], (4,), "first"),
+        (["--leak", "full"], (4, 8), "all"),
+        (["--leak", "full", "--leak-lengths", "3"], (3,), "all"),
+        (["--leak-lengths", "0"], (), "first"),
+    ],
+)
 def test_cli_leak_attack_flags(argv, lengths, codecs):
     import argparse
 
@@ -538,19 +591,31 @@ def test_cpu_is_measured_only_when_asked(corpus):
     assert "cpu_wall_time_of_this_machine" in result.to_dict()
 
 
-@pytest.mark.parametrize("kw,fragment", [
-    (dict(schemes=("nope",)), "unknown scheme"), (dict(scopings=("nope",)), "unknown scoping"),
-    (dict(codecs="lz4:1"), "unknown compression library"), (dict(rtt_s=0), "RTT"),
-    (dict(leak_lengths=(0,)), "secret lengths"), (dict(loss="x"), "loss")])
+@pytest.mark.parametrize(
+    "kw,fragment",
+    [
+        (dict(schemes=("nope",)), "unknown scheme"),
+        (dict(scopings=("nope",)), "unknown scoping"),
+        (dict(codecs="lz4:1"), "unknown compression library"),
+        (dict(rtt_s=0), "RTT"),
+        (dict(leak_lengths=(0,)), "secret lengths"),
+        (dict(loss="x"), "loss"),
+    ],
+)
 def test_bad_parameters_are_input_errors(kw, fragment):
     with pytest.raises(InputError, match=fragment):
         crossstream.CrossstreamParams(**kw)
 
 
-@pytest.mark.parametrize("argv,fragment", [
-    (["--codecs", "brotli:99"], "out of range"), (["--scheme", "gzip"], "unknown scheme"),
-    (["--bodies", "/nonexistent/folder"], "no such folder"), (["--leak-lengths", "a,b"], "integers"),
-])
+@pytest.mark.parametrize(
+    "argv,fragment",
+    [
+        (["--codecs", "brotli:99"], "out of range"),
+        (["--scheme", "gzip"], "unknown scheme"),
+        (["--bodies", "/nonexistent/folder"], "no such folder"),
+        (["--leak-lengths", "a,b"], "integers"),
+    ],
+)
 def test_cli_bad_input_exits_2_with_one_line(capsys, argv, fragment):
     assert main(["crossstream", *argv]) == 2
     err = capsys.readouterr().err.strip()
@@ -560,22 +625,74 @@ def test_cli_bad_input_exits_2_with_one_line(capsys, argv, fragment):
 def test_cli_json_on_a_body_folder_and_on_a_trace(tmp_path, capsys):
     assert main(["crossstream-bodies", str(tmp_path / "b"), "--seed", "2", "--releases", "2"]) == 0
     capsys.readouterr()
-    assert main(["crossstream", "--bodies", str(tmp_path / "b"), "--codecs", "zstd:3", "--scheme",
-                 "per-response,dcz", "--leak-lengths", "0", "--json"]) == 0
+    assert (
+        main(
+            [
+                "crossstream",
+                "--bodies",
+                str(tmp_path / "b"),
+                "--codecs",
+                "zstd:3",
+                "--scheme",
+                "per-response,dcz",
+                "--leak-lengths",
+                "0",
+                "--json",
+            ]
+        )
+        == 0
+    )
     out = json.loads(capsys.readouterr().out)
     assert {row["scheme"] for row in out["summary"]} == {"per-response", "dcz"}
     assert out["source"]["visits"] == 2
-    assert main(["crossstream", "--trace", str(PAGE), "--codecs", "zlib:6", "--scheme", "per-response,shared",
-                 "--scoping", "none", "--releases", "1", "--leak-lengths", "0", "--json"]) == 0
+    assert (
+        main(
+            [
+                "crossstream",
+                "--trace",
+                str(PAGE),
+                "--codecs",
+                "zlib:6",
+                "--scheme",
+                "per-response,shared",
+                "--scoping",
+                "none",
+                "--releases",
+                "1",
+                "--leak-lengths",
+                "0",
+                "--json",
+            ]
+        )
+        == 0
+    )
     out = json.loads(capsys.readouterr().out)
     assert out["source"]["source"] == str(PAGE)
 
 
 def _cli_json(hash_seed: str, folder: Path) -> bytes:
     env = {**os.environ, "PYTHONHASHSEED": hash_seed}
-    proc = subprocess.run([sys.executable, "-m", "simulator.cli", "crossstream", "--bodies", str(folder),
-                           "--codecs", "brotli:5,zlib:6", "--scheme", "shared,dynamic-dict,dcb",
-                           "--leak-lengths", "2", "--json"], env=env, capture_output=True, cwd=ROOT, timeout=300)
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "simulator.cli",
+            "crossstream",
+            "--bodies",
+            str(folder),
+            "--codecs",
+            "brotli:5,zlib:6",
+            "--scheme",
+            "shared,dynamic-dict,dcb",
+            "--leak-lengths",
+            "2",
+            "--json",
+        ],
+        env=env,
+        capture_output=True,
+        cwd=ROOT,
+        timeout=300,
+    )
     assert proc.returncode == 0, proc.stderr.decode()
     return proc.stdout
 
@@ -590,8 +707,10 @@ def test_batch_runs_crossstream_over_a_trace(tmp_path):
     from simulator.batch.runner import run_batch
 
     grid = tmp_path / "grid.toml"
-    grid.write_text('codecs = ["zstd:3"]\nscheme = ["per-response,shared"]\nscoping = ["none"]\n'
-                    'releases = [1]\nleak-lengths = ["0"]\n')
+    grid.write_text(
+        'codecs = ["zstd:3"]\nscheme = ["per-response,shared"]\nscoping = ["none"]\n'
+        'releases = [1]\nleak-lengths = ["0"]\n'
+    )
     report = run_batch("crossstream", str(PAGE), str(grid), 1, out=tmp_path / "out", workers=0, progress=False)
     assert report.failed == 0
     df = load(tmp_path / "out")
@@ -604,18 +723,38 @@ HAR_REAL = ROOT.parent / "shared" / "traces" / "har-real"
 HAR_REAL_FILES = sorted(HAR_REAL.glob("*.har")) if HAR_REAL.is_dir() else []
 # One file of each producer in `make test` (query strings that crashed the body generator
 # among them); every file under `make test-slow`.
-HAR_REAL_SAMPLE = {"contentTypes_linkedin.har", "http_http2-firefox.har", "redirect_mousel.lu.har",
-                   "sitespeed_browsertime-recalculate-style.har", "www.sitespeed.io-redirecting-to-https.har"}
+HAR_REAL_SAMPLE = {
+    "contentTypes_linkedin.har",
+    "http_http2-firefox.har",
+    "redirect_mousel.lu.har",
+    "sitespeed_browsertime-recalculate-style.har",
+    "www.sitespeed.io-redirecting-to-https.har",
+}
 
 
 @pytest.mark.skipif(not HAR_REAL_FILES, reason=f"no real HARs in {HAR_REAL}")
-@pytest.mark.parametrize("path", [p if p.name in HAR_REAL_SAMPLE else pytest.param(p, marks=pytest.mark.slow)
-                                  for p in HAR_REAL_FILES], ids=lambda p: p.name)
+@pytest.mark.parametrize(
+    "path",
+    [p if p.name in HAR_REAL_SAMPLE else pytest.param(p, marks=pytest.mark.slow) for p in HAR_REAL_FILES],
+    ids=lambda p: p.name,
+)
 def test_cli_on_every_real_har_answers_or_says_why_in_one_line(path, capsys):
     # every scheme and scoping; low levels, two visits and no leak keep it short (the
     # leak does not read the trace)
-    rc = main(["crossstream", "--trace", str(path), "--codecs", "brotli:1,zstd:1", "--releases", "2",
-               "--leak-lengths", "0", "--json"])
+    rc = main(
+        [
+            "crossstream",
+            "--trace",
+            str(path),
+            "--codecs",
+            "brotli:1,zstd:1",
+            "--releases",
+            "2",
+            "--leak-lengths",
+            "0",
+            "--json",
+        ]
+    )
     out, err = capsys.readouterr()
     assert rc in (0, 2), err[-2000:]
     if rc == 2:
@@ -626,14 +765,41 @@ def test_cli_on_every_real_har_answers_or_says_why_in_one_line(path, capsys):
 
 
 def test_cli_trace_without_text_responses_exits_2_with_one_line(tmp_path, capsys):
-    har = {"log": {"version": "1.2", "creator": {"name": "t", "version": "1"}, "entries": [{
-        "startedDateTime": "2024-01-01T00:00:00.000Z", "time": 10,
-        "request": {"method": "GET", "url": "https://x.example/a.png", "httpVersion": "h2", "headers": [],
-                    "queryString": [], "cookies": [], "headersSize": -1, "bodySize": 0},
-        "response": {"status": 200, "statusText": "", "httpVersion": "h2", "cookies": [], "redirectURL": "",
-                     "headers": [{"name": "content-type", "value": "image/png"}], "headersSize": -1,
-                     "bodySize": 100, "content": {"size": 100, "mimeType": "image/png"}},
-        "cache": {}, "timings": {"send": 0, "wait": 5, "receive": 5}}]}}
+    har = {
+        "log": {
+            "version": "1.2",
+            "creator": {"name": "t", "version": "1"},
+            "entries": [
+                {
+                    "startedDateTime": "2024-01-01T00:00:00.000Z",
+                    "time": 10,
+                    "request": {
+                        "method": "GET",
+                        "url": "https://x.example/a.png",
+                        "httpVersion": "h2",
+                        "headers": [],
+                        "queryString": [],
+                        "cookies": [],
+                        "headersSize": -1,
+                        "bodySize": 0,
+                    },
+                    "response": {
+                        "status": 200,
+                        "statusText": "",
+                        "httpVersion": "h2",
+                        "cookies": [],
+                        "redirectURL": "",
+                        "headers": [{"name": "content-type", "value": "image/png"}],
+                        "headersSize": -1,
+                        "bodySize": 100,
+                        "content": {"size": 100, "mimeType": "image/png"},
+                    },
+                    "cache": {},
+                    "timings": {"send": 0, "wait": 5, "receive": 5},
+                }
+            ],
+        }
+    }
     path = tmp_path / "images.har"
     path.write_text(json.dumps(har))
     assert main(["crossstream", "--trace", str(path), "--leak-lengths", "0"]) == 2

@@ -31,8 +31,8 @@ from notebook_runs import NOTEBOOKS, executed
 from simulator.report.slides import SLIDE_H, SLIDE_W, write_deck
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
-MIN_TEXT_PX = 14.0            # slide text (prose 26 px, tables and code 19 px, before any fitting)
-MIN_FIGURE_TEXT_PX = 14.0     # the smallest label of a figure, as shown on the slide
+MIN_TEXT_PX = 14.0  # slide text (prose 26 px, tables and code 19 px, before any fitting)
+MIN_FIGURE_TEXT_PX = 14.0  # the smallest label of a figure, as shown on the slide
 
 PROBE = """<script>
 window.addEventListener("load", function () {
@@ -83,7 +83,7 @@ def pdf_text(pdf: Path) -> tuple[float, list[float]]:
     sizes: list[float] = []
     for m in re.finditer(rb"stream\r?\n(.*?)endstream", data, re.S):
         try:
-            content = zlib.decompressobj().decompress(m.group(1))     # trailing EOL bytes are ignored
+            content = zlib.decompressobj().decompress(m.group(1))  # trailing EOL bytes are ignored
         except zlib.error:
             content = m.group(1)
         sizes += [float(x) for x in re.findall(rb"/[\w.+-]+\s+([\d.]+)\s+Tf\b", content)]
@@ -108,9 +108,21 @@ def measure_deck(index: Path, profile: Path) -> dict:
     page = index.read_text(encoding="utf-8")
     probe = index.with_name("probe.html")
     probe.write_text(page.replace("<head>", "<head>\n" + PROBE, 1), encoding="utf-8")
-    cmd = [CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars", "--no-first-run",
-           "--disable-extensions", "--mute-audio", f"--user-data-dir={profile}", f"--window-size={SLIDE_W},{SLIDE_H}",
-           "--virtual-time-budget=20000", "--dump-dom", probe.as_uri()]
+    cmd = [
+        CHROMIUM,
+        "--headless",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--hide-scrollbars",
+        "--no-first-run",
+        "--disable-extensions",
+        "--mute-audio",
+        f"--user-data-dir={profile}",
+        f"--window-size={SLIDE_W},{SLIDE_H}",
+        "--virtual-time-budget=20000",
+        "--dump-dom",
+        probe.as_uri(),
+    ]
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=180)
     m = re.search(r'<pre id="__deck">(.*?)</pre>', proc.stdout, re.S)
     assert m, f"no probe output; chromium said:\n{proc.stderr[-2000:]}"
@@ -138,12 +150,14 @@ def deck_problems(report: dict, deck_dir: Path) -> list[str]:
                 continue
             pdf = (deck_dir / img["src"]).with_suffix(".pdf")
             width_pt, sizes = pdf_text(pdf)
-            if not sizes:            # a raster figure (no text to measure)
+            if not sizes:  # a raster figure (no text to measure)
                 continue
             smallest = min(sizes) * img["width"] / width_pt
             if smallest < MIN_FIGURE_TEXT_PX:
-                problems.append(f"{where}: {img['src']} shown {img['width']}x{img['height']} px, its smallest text "
-                                f"{min(sizes):g} pt drawn at {smallest:.1f} px (below {MIN_FIGURE_TEXT_PX:g} px)")
+                problems.append(
+                    f"{where}: {img['src']} shown {img['width']}x{img['height']} px, its smallest text "
+                    f"{min(sizes):g} pt drawn at {smallest:.1f} px (below {MIN_FIGURE_TEXT_PX:g} px)"
+                )
     return problems
 
 
@@ -185,16 +199,21 @@ def test_the_check_finds_what_a_deck_gets_wrong(tmp_path):
     figure = nbformat.v4.new_code_cell("fig")
     figure.outputs = [nbformat.v4.new_output("display_data", data=data)]
     words = " ".join(f"word{i}." if i % 12 == 11 else f"word{i}" for i in range(700))
-    nb = nbformat.v4.new_notebook(cells=[
-        nbformat.v4.new_markdown_cell("# A deck with faults\n\nIntro."),
-        nbformat.v4.new_markdown_cell(f"## Much text\n\n{words}\n\n- {words[:900]}\n- {words[:900]}"),
-        nbformat.v4.new_markdown_cell("## A long listing"), long_code,
-        nbformat.v4.new_markdown_cell("## A small-lettered figure"), figure])
+    nb = nbformat.v4.new_notebook(
+        cells=[
+            nbformat.v4.new_markdown_cell("# A deck with faults\n\nIntro."),
+            nbformat.v4.new_markdown_cell(f"## Much text\n\n{words}\n\n- {words[:900]}\n- {words[:900]}"),
+            nbformat.v4.new_markdown_cell("## A long listing"),
+            long_code,
+            nbformat.v4.new_markdown_cell("## A small-lettered figure"),
+            figure,
+        ]
+    )
     result = write_deck(nb, tmp_path / "deck", source=tmp_path / "faults.ipynb", executed=False)
     report = measure_deck(result.index, tmp_path / "profile")
     problems = deck_problems(report, result.index.parent)
     text_slides = [s for s in report["slides"] if s["title"].startswith("Much text")]
-    assert len(text_slides) >= 2                        # the text went on to further slides
+    assert len(text_slides) >= 2  # the text went on to further slides
     assert [p for p in problems if "A long listing" in p and "on a 1280x720 slide" in p], problems
     assert [p for p in problems if "A small-lettered figure" in p and "drawn at 7.8 px" in p], problems
     assert len(problems) == 2, problems

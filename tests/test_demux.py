@@ -24,15 +24,31 @@ KiB = 1024
 
 
 def cfg(**kw) -> dict:
-    base = dict(streams=4, stream_bytes=256 * KiB, window_bytes=64 * KiB, interleaving="runs", frame_bytes=16384,
-                read_bytes=64 * KiB, side_bytes=32 * KiB, reading="eager", work="crc32")
+    base = dict(
+        streams=4,
+        stream_bytes=256 * KiB,
+        window_bytes=64 * KiB,
+        interleaving="runs",
+        frame_bytes=16384,
+        read_bytes=64 * KiB,
+        side_bytes=32 * KiB,
+        reading="eager",
+        work="crc32",
+    )
     base.update(kw)
     return base
 
 
 def simulate(strategy, c, *, rtt_s=0.01, costs=CpuCosts(), seed=1, bandwidth_bps=1e9, mss_bytes=16000):
-    return model.simulate(strategy, c, get_implementation(), network=Network(bandwidth_bps=bandwidth_bps, seed=seed),
-                          rtt_s=rtt_s, mss_bytes=mss_bytes, costs=costs)
+    return model.simulate(
+        strategy,
+        c,
+        get_implementation(),
+        network=Network(bandwidth_bps=bandwidth_bps, seed=seed),
+        rtt_s=rtt_s,
+        mss_bytes=mss_bytes,
+        costs=costs,
+    )
 
 
 @pytest.mark.parametrize("impl", IMPLS)
@@ -88,14 +104,15 @@ def test_one_stream_every_strategy_is_the_same():
     the same frames and reads, and over the TCP model (network-bound) the same
     completion time and window stalls for all four strategies."""
     c = cfg(streams=1, stream_bytes=512 * KiB, window_bytes=64 * KiB, reading="paced")
-    tiny = CpuCosts(read_s=1e-12, frame_s=1e-12, dispatch_s=1e-12, wakeup_s=1e-12, copy_bytes_per_s=1e15,
-                    consume_bytes_per_s=1e15)
+    tiny = CpuCosts(
+        read_s=1e-12, frame_s=1e-12, dispatch_s=1e-12, wakeup_s=1e-12, copy_bytes_per_s=1e15, consume_bytes_per_s=1e15
+    )
     rows = {s: real.measure(s, c, get_implementation()) for s in STRATEGIES}
     assert len({r["data_frames"] for r in rows.values()}) == 1
-    for r in rows.values():                                     # paced: one read at most, whatever the strategy
+    for r in rows.values():  # paced: one read at most, whatever the strategy
         assert r["peak_buffered_bytes"] <= r["read_buffer_bytes"]
-    assert rows["stop-the-train"]["dispatches"] == 1           # one train, never stopped
-    assert rows["side-track"]["copied_bytes"] == 0              # nothing out of turn
+    assert rows["stop-the-train"]["dispatches"] == 1  # one train, never stopped
+    assert rows["side-track"]["copied_bytes"] == 0  # nothing out of turn
     sims = {s: simulate(s, c, costs=tiny) for s in STRATEGIES}
     for key in ("completion_s", "window_stall_s"):
         assert len({round(m[key], 6) for m in sims.values()}) == 1, key
@@ -137,8 +154,16 @@ def test_ranking_changes_with_the_interleaving_in_the_model():
 
 
 def test_model_same_seed_same_rows_and_params_in_every_row():
-    p = demux.DemuxParams(streams=2, stream_bytes=128 * KiB, window_bytes=64 * KiB, part="model", rtts_s=(0.01,),
-                          loss="0.01", interleavings=("round-robin",), seed=5)
+    p = demux.DemuxParams(
+        streams=2,
+        stream_bytes=128 * KiB,
+        window_bytes=64 * KiB,
+        part="model",
+        rtts_s=(0.01,),
+        loss="0.01",
+        interleavings=("round-robin",),
+        seed=5,
+    )
     a = demux.run(None, p).to_json()
     b = demux.run(None, p).to_json()
     assert a == b
@@ -149,21 +174,41 @@ def test_model_same_seed_same_rows_and_params_in_every_row():
 
 
 def test_real_part_ratio_to_direct_in_the_same_run():
-    p = demux.DemuxParams(streams=2, stream_bytes=256 * KiB, window_bytes=64 * KiB, part="real", repeat=1,
-                          interleavings=("runs",), trace_memory=True)
+    p = demux.DemuxParams(
+        streams=2,
+        stream_bytes=256 * KiB,
+        window_bytes=64 * KiB,
+        part="real",
+        repeat=1,
+        interleavings=("runs",),
+        trace_memory=True,
+    )
     df = demux.run(None, p).real
     assert (df.loc[df["strategy"] == "direct", "throughput_ratio_vs_direct"] == 1.0).all()
     assert (df["py_heap_peak_bytes"] > 0).all()
     assert (df["measured"] == "this machine (CPU time)").all()
 
 
-@pytest.mark.parametrize("args", [
-    ["--window", "0"], ["--interleaving", "zigzag"], ["--side", "1KiB"], ["--streams", "x"],
-    ["--frame", "1000"], ["--rtt", "0ms"], ["--streams", "3000", "--window", "1MiB"], ["--loss", "maybe"],
-])
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["--window", "0"],
+        ["--interleaving", "zigzag"],
+        ["--side", "1KiB"],
+        ["--streams", "x"],
+        ["--frame", "1000"],
+        ["--rtt", "0ms"],
+        ["--streams", "3000", "--window", "1MiB"],
+        ["--loss", "maybe"],
+    ],
+)
 def test_bad_input_exits_2_with_one_line(args):
-    proc = subprocess.run([sys.executable, "-m", "simulator.cli", "demux", "--part", "model", *args],
-                          capture_output=True, text=True, timeout=120)
+    proc = subprocess.run(
+        [sys.executable, "-m", "simulator.cli", "demux", "--part", "model", *args],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert proc.returncode == 2
     lines = proc.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("workbench: error:"), proc.stderr
@@ -193,8 +238,13 @@ def test_batch_demux_runs_the_model_without_traces(tmp_path):
     from simulator.batch import load
     from simulator.batch.runner import run_batch
 
-    grid = {"rtt": ["5ms"], "window": ["64KiB", "128KiB"], "streams": [2], "size": ["128KiB"],
-            "interleaving": ["round-robin"]}
+    grid = {
+        "rtt": ["5ms"],
+        "window": ["64KiB", "128KiB"],
+        "streams": [2],
+        "size": ["128KiB"],
+        "interleaving": ["round-robin"],
+    }
     report = run_batch("demux", None, grid, 2, out=tmp_path / "res", workers=0, progress=False)
     assert report.failed == 0 and report.ok == 4
     df = load(tmp_path / "res")
@@ -216,4 +266,4 @@ def test_model_slow_application_fills_per_stream_buffers_toward_n_windows():
     windows = c["streams"] * c["window_bytes"]
     assert 0.75 * windows <= per["peak_buffered_bytes"] <= windows
     assert direct["peak_buffered_bytes"] <= direct["read_buffer_bytes"]
-    assert direct["peak_socket_queue_bytes"] > 0.5 * windows       # the backlog waits in the kernel
+    assert direct["peak_socket_queue_bytes"] > 0.5 * windows  # the backlog waits in the kernel

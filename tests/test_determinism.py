@@ -38,34 +38,134 @@ RUNS = {
     "h3": ["replay", "--stack", "h3", *COMMON],
     "tcp-model": ["replay", "--stack", "h2", "--model", *COMMON],
     "quic-model": ["replay", "--stack", "h3", "--model", *COMMON],
-    "hol-quic": ["hol", "--scheme", "hpack,qpack,qcram,qcram-blocking", "--transport", "quic",
-                 "--loss", "0.02", "--seed", "3", "--json"],
+    "hol-quic": [
+        "hol",
+        "--scheme",
+        "hpack,qpack,qcram,qcram-blocking",
+        "--transport",
+        "quic",
+        "--loss",
+        "0.02",
+        "--seed",
+        "3",
+        "--json",
+    ],
     "hol-tcp": ["hol", "--transport", "tcp", "--loss", "ge:0.01,0.3", "--seed", "3", "--json"],
     "hol-ref2017": ["hol", "--transport", "ref2017", "--loss", "0.02", "--jitter", "0.05", "--seed", "3", "--json"],
     "push-model-h2": ["push", "--protocol", "h2", "--loss", "0.02", "--cache", "0.5", "--seed", "3", "--json"],
     "coalescing": ["coalescing", "--loss", "0.02", "--p421", "0.3", "--cache", "0.5", "--seed", "3", "--json"],
-    "coalescing-stacks": ["coalescing", "--backend", "stacks", "--no-tls", "--mode", "none,ip,origin", "--loss", "0.02",
-                          "--p421", "0.3", "--seed", "3", "--json"],
-    "push-stacks-h3": ["push", "--protocol", "h3", "--backend", "stacks", "--policy", "none,push+hints",
-                       "--loss", "0.02", "--cache", "0.5", "--seed", "3", "--json"],
+    "coalescing-stacks": [
+        "coalescing",
+        "--backend",
+        "stacks",
+        "--no-tls",
+        "--mode",
+        "none,ip,origin",
+        "--loss",
+        "0.02",
+        "--p421",
+        "0.3",
+        "--seed",
+        "3",
+        "--json",
+    ],
+    "push-stacks-h3": [
+        "push",
+        "--protocol",
+        "h3",
+        "--backend",
+        "stacks",
+        "--policy",
+        "none,push+hints",
+        "--loss",
+        "0.02",
+        "--cache",
+        "0.5",
+        "--seed",
+        "3",
+        "--json",
+    ],
 }
 # On the bundled 79-exchange page: the push study's other two combinations, and the
 # cross-stream study with bodies generated from the trace and the seed, sent over the
 # QUIC model with loss.
 PAGE_RUNS = {
     "push-model-h3": ["push", "--protocol", "h3", "--loss", "0.02", "--cache", "0.5", "--seed", "3", "--json"],
-    "push-stacks-h2": ["push", "--protocol", "h2", "--backend", "stacks", "--no-tls", "--policy", "none,push+hints",
-                       "--loss", "0.02", "--cache", "0.5", "--seed", "3", "--json"],
-    "push-stacks-h2-tls": ["push", "--protocol", "h2", "--backend", "stacks", "--policy", "none,push+hints",
-                           "--loss", "0.02", "--cache", "0.5", "--seed", "3", "--json"],
-    "crossstream-trace": ["crossstream", "--codecs", "zstd:3", "--scheme", "shared,dcb", "--scoping", "context",
-                          "--transport", "quic", "--loss", "0.02", "--leak-lengths", "0", "--seed", "3", "--json"],
+    "push-stacks-h2": [
+        "push",
+        "--protocol",
+        "h2",
+        "--backend",
+        "stacks",
+        "--no-tls",
+        "--policy",
+        "none,push+hints",
+        "--loss",
+        "0.02",
+        "--cache",
+        "0.5",
+        "--seed",
+        "3",
+        "--json",
+    ],
+    "push-stacks-h2-tls": [
+        "push",
+        "--protocol",
+        "h2",
+        "--backend",
+        "stacks",
+        "--policy",
+        "none,push+hints",
+        "--loss",
+        "0.02",
+        "--cache",
+        "0.5",
+        "--seed",
+        "3",
+        "--json",
+    ],
+    "crossstream-trace": [
+        "crossstream",
+        "--codecs",
+        "zstd:3",
+        "--scheme",
+        "shared,dcb",
+        "--scoping",
+        "context",
+        "--transport",
+        "quic",
+        "--loss",
+        "0.02",
+        "--leak-lengths",
+        "0",
+        "--seed",
+        "3",
+        "--json",
+    ],
 }
 
 # Studies that make their own input (no --trace).
 NO_TRACE_RUNS = {
-    "demux-model": ["demux", "--part", "model", "--streams", "3", "--size", "256KiB", "--window", "64KiB",
-                    "--rtt", "2ms,20ms", "--loss", "0.03", "--mss", "8000", "--seed", "7", "--json"],
+    "demux-model": [
+        "demux",
+        "--part",
+        "model",
+        "--streams",
+        "3",
+        "--size",
+        "256KiB",
+        "--window",
+        "64KiB",
+        "--rtt",
+        "2ms,20ms",
+        "--loss",
+        "0.03",
+        "--mss",
+        "8000",
+        "--seed",
+        "7",
+        "--json",
+    ],
 }
 
 
@@ -81,8 +181,7 @@ def _workbench(args: list[str], *, hash_seed: str, pure_python: bool = False, ne
     env.pop("WORKBENCH_NET", None)
     if net is not None:
         env["WORKBENCH_NET"] = net
-    proc = subprocess.run([sys.executable, "-m", "simulator.cli", *args], env=env, capture_output=True,
-                          timeout=600)
+    proc = subprocess.run([sys.executable, "-m", "simulator.cli", *args], env=env, capture_output=True, timeout=600)
     assert proc.returncode == 0, proc.stderr.decode()
     return proc.stdout
 
@@ -146,8 +245,25 @@ def test_c_net_and_its_python_reference_write_the_same_capture(tmp_path):
     written = []
     for net in ("c", "python"):
         pcap = tmp_path / f"{net}.pcap"
-        _workbench(["replay", "--stack", "h2", "--no-tls", "--trace", PAGE, "--loss", "0.02", "--seed", "5",
-                    "--pcap", str(pcap), "--json"], hash_seed="0", net=net)
+        _workbench(
+            [
+                "replay",
+                "--stack",
+                "h2",
+                "--no-tls",
+                "--trace",
+                PAGE,
+                "--loss",
+                "0.02",
+                "--seed",
+                "5",
+                "--pcap",
+                str(pcap),
+                "--json",
+            ],
+            hash_seed="0",
+            net=net,
+        )
         written.append(pcap.read_bytes())
     assert len(written[0]) > 10_000 and written[0] == written[1]
 
@@ -157,26 +273,27 @@ def test_trace_generator_byte_identical_across_processes_and_hash_seeds(tmp_path
     written = []
     for hash_seed in ("0", "4242"):
         path = tmp_path / f"synth-{hash_seed}.har"
-        _workbench(["trace", "synth", str(path), "--requests", "120", "--origins", "30", "--seed", "5"],
-                   hash_seed=hash_seed)
+        _workbench(
+            ["trace", "synth", str(path), "--requests", "120", "--origins", "30", "--seed", "5"], hash_seed=hash_seed
+        )
         written.append(path.read_bytes())
     assert written[0] and written[0] == written[1]
 
 
 def test_insertion_ordered_set_iterates_in_first_insertion_order():
-    class Stream:                      # hashes by id(), like aioquic's QuicStream
+    class Stream:  # hashes by id(), like aioquic's QuicStream
         pass
 
     streams = [Stream() for _ in range(50)]
     served = InsertionOrderedSet()
     for s in reversed(streams):
         served.add(s)
-    served.add(streams[-1])            # a second add keeps the first position
+    served.add(streams[-1])  # a second add keeps the first position
     assert list(served) == list(reversed(streams))
     assert len(served) == 50 and streams[3] in served
     served.discard(streams[3])
     assert streams[3] not in served and len(served) == 49
-    assert InsertionOrderedSet([1, 2]) == InsertionOrderedSet([2, 1])      # still a set for ==
+    assert InsertionOrderedSet([1, 2]) == InsertionOrderedSet([2, 1])  # still a set for ==
 
 
 def _connected_client():
@@ -200,8 +317,10 @@ def _connected_client():
         assert now < 1.0, "handshake did not complete"
         for datagram, _ in client.datagrams_to_send(now=now):
             if server is None:
-                server = QuicConnection(configuration=server_config,
-                                        original_destination_connection_id=client.original_destination_connection_id)
+                server = QuicConnection(
+                    configuration=server_config,
+                    original_destination_connection_id=client.original_destination_connection_id,
+                )
             server.receive_datagram(datagram, ("10.0.0.1", 50000), now=now)
         for datagram, _ in server.datagrams_to_send(now=now):
             client.receive_datagram(datagram, ("10.0.0.2", 443), now=now)
@@ -228,5 +347,5 @@ def test_aioquic_serves_streams_round_robin_in_service_order(body_bytes):
     assert sorted(queue) == opened
     k = queue.index(0)
     assert queue[k:] + queue[:k] == opened
-    if body_bytes == 100:                 # all eight fit one packet: served in opening order
+    if body_bytes == 100:  # all eight fit one packet: served in opening order
         assert queue == opened

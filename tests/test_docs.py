@@ -24,8 +24,18 @@ ROOT = Path(__file__).resolve().parents[1]
 DOCS = ROOT / "docs"
 
 # Commands that are tools, not studies: they get a line in docs/README.md, not a page.
-TOOL_COMMANDS = {"trace", "interop", "frames", "capture", "crossstream-bodies", "batch", "slides", "bench", "demo",
-                 "lab"}
+TOOL_COMMANDS = {
+    "trace",
+    "interop",
+    "frames",
+    "capture",
+    "crossstream-bodies",
+    "batch",
+    "slides",
+    "bench",
+    "demo",
+    "lab",
+}
 
 STUDY_SECTIONS = ("## The question", "## The model", "## Parameters", "## Outputs")
 
@@ -76,8 +86,9 @@ def test_study_page_names_every_flag(command):
     """A flag added to a study command must be documented on its page."""
     text = (DOCS / "studies" / f"{command}.md").read_text(encoding="utf-8")
     parser = _commands()[command]
-    missing = [s for a in parser._actions for s in a.option_strings
-               if s.startswith("--") and s != "--help" and s not in text]
+    missing = [
+        s for a in parser._actions for s in a.option_strings if s.startswith("--") and s != "--help" and s not in text
+    ]
     assert not missing, f"docs/studies/{command}.md does not mention {', '.join(missing)}"
 
 
@@ -100,7 +111,7 @@ def test_relative_links_resolve(page):
     text = page.read_text(encoding="utf-8")
     for target in LINK.findall(text):
         if re.match(r"^[a-z][a-z0-9+.-]*:", target) or target.startswith("#"):
-            continue                                   # a URL or an anchor on the same page
+            continue  # a URL or an anchor on the same page
         path = (page.parent / target.split("#", 1)[0]).resolve()
         assert path.is_relative_to(ROOT), f"{page.name}: link {target} leaves the repository"
         assert path.exists(), f"{page.name}: link {target} points to nothing"
@@ -142,6 +153,5 @@ def test_public_functions_and_classes_have_docstrings():
     for path in sorted((ROOT / "simulator").rglob("*.py")):
         rel = path.relative_to(ROOT).as_posix()
         tree = ast.parse(path.read_text(encoding="utf-8"), filename=rel)
-        missing += [f"{rel}:{node.lineno} {name}" for name, node in _public_items(tree)
-                    if not ast.get_docstring(node)]
+        missing += [f"{rel}:{node.lineno} {name}" for name, node in _public_items(tree) if not ast.get_docstring(node)]
     assert not missing, f"{len(missing)} public items have no docstring:\n" + "\n".join(missing)

@@ -27,7 +27,7 @@ def test_events_run_in_time_order_and_fifo_among_equal_times():
     out = []
     sim.call_at(2.0, out.append, "c")
     sim.call_at(1.0, out.append, "a")
-    sim.call_at(1.0, out.append, "b")          # same time: scheduled later, runs later
+    sim.call_at(1.0, out.append, "b")  # same time: scheduled later, runs later
     sim.call_later(0.5, out.append, "first")
     sim.run()
     assert out == ["first", "a", "b", "c"]
@@ -72,7 +72,7 @@ def test_timer_slot_replaced_expiry_never_fires():
     timers = sim.timers("conn", ["rto", "ack"])
     fired = []
     timers.set("rto", 1.0, lambda: fired.append(("rto-old", sim.now)))
-    timers.set("rto", 3.0, lambda: fired.append(("rto-new", sim.now)))   # later: old must not fire
+    timers.set("rto", 3.0, lambda: fired.append(("rto-new", sim.now)))  # later: old must not fire
     timers.set("ack", 2.0, lambda: fired.append(("ack", sim.now)))
     sim.run()
     assert fired == [("ack", 2.0), ("rto-new", 3.0)]
@@ -94,7 +94,7 @@ def test_only_the_owners_earliest_expiry_sits_in_the_global_queue():
     sim = Simulator()
     timers = sim.timers("conn", ["s%d" % i for i in range(10)])
     for i in range(10):
-        timers.set(f"s{i}", 10.0 - i, lambda: None)   # each earlier than the last
+        timers.set(f"s{i}", 10.0 - i, lambda: None)  # each earlier than the last
     # Re-arming later slots adds no heap entry; each new minimum adds one.
     before = sim.pending
     for i in range(10):
@@ -122,7 +122,7 @@ def test_random_streams_are_independent_of_other_components():
     a = Simulator(seed=7)
     draws_a = [a.rng("loss").random() for _ in range(5)]
     b = Simulator(seed=7)
-    b.rng("jitter").random()          # another component draws first
+    b.rng("jitter").random()  # another component draws first
     draws_b = [b.rng("loss").random() for _ in range(5)]
     assert draws_a == draws_b
     c = Simulator(seed=8)
@@ -144,7 +144,7 @@ def test_a_timer_rearmed_for_now_cannot_spin_within_one_event():
 
     def on_loss_timer():
         calls.append(sim.now)
-        timers.set("loss_timer", sim.now, on_loss_timer)   # "nothing lost, same deadline"
+        timers.set("loss_timer", sim.now, on_loss_timer)  # "nothing lost, same deadline"
 
     timers.set("loss_timer", 1.0, on_loss_timer)
     sim.run(max_events=50)
@@ -161,7 +161,7 @@ def test_run_until_leaves_later_events_in_fifo_order():
     sim.call_at(1.0, out.append, "early")
     assert sim.run(until_s=3.0) == 3.0
     assert out == ["early"] and sim.pending == 3 and sim.next_s == 5.0
-    sim.call_at(5.0, out.append, "d")           # scheduled later at the same time: runs last
+    sim.call_at(5.0, out.append, "d")  # scheduled later at the same time: runs last
     sim.run()
     assert out == ["early", "a", "b", "c", "d"] and sim.events_run == 5
 
@@ -197,8 +197,9 @@ def test_one_slot_timer_runs_exactly_the_events_of_a_one_slot_timer_slots():
     for seed in range(5):
         slots_sim, timer_sim = Simulator(trace=True), Simulator(trace=True)
         slots = slots_sim.timers("quic", ["quic"])
-        fired_slots, cb_slots = _timer_script(slots_sim, lambda t: slots.set("quic", t, cb_slots),
-                                              lambda: slots.cancel("quic"), seed)
+        fired_slots, cb_slots = _timer_script(
+            slots_sim, lambda t: slots.set("quic", t, cb_slots), lambda: slots.cancel("quic"), seed
+        )
         timer = timer_sim.timer("quic", lambda: cb_timer())
         fired_timer, cb_timer = _timer_script(timer_sim, timer.set, timer.cancel, seed)
         slots_sim.run()
@@ -306,9 +307,9 @@ def test_an_exception_in_an_event_propagates_and_the_rest_stays_scheduled():
 def test_bad_events_are_refused():
     sim = Simulator()
     with pytest.raises(ValueError):
-        sim.call_at(math.nan, lambda: None)        # would never compare as due
+        sim.call_at(math.nan, lambda: None)  # would never compare as due
     with pytest.raises(TypeError):
-        sim._push(1.0, lambda: None, [1])           # args must be a tuple
+        sim._push(1.0, lambda: None, [1])  # args must be a tuple
     assert sim.pending == 0
 
 
@@ -330,6 +331,7 @@ def test_running_again_from_inside_an_event_is_refused():
 def test_a_reference_cycle_through_scheduled_events_is_collected():
     """The queue takes part in garbage collection (a simulation references itself through
     the callbacks it has scheduled)."""
+
     class Owner:
         pass
 
@@ -362,7 +364,7 @@ def _timer_schedule(sim: Simulator, make_timer, seed: int) -> tuple[list, list]:
         log.append(("fire", k, sim.now, timers[k].when_s))
         r = rng.random()
         if r < 0.3:
-            timers[k].set(sim.now + rng.choice([-1.0, 0.0, 0.0, 0.125, 0.5]))   # re-arm
+            timers[k].set(sim.now + rng.choice([-1.0, 0.0, 0.0, 0.125, 0.5]))  # re-arm
         elif r < 0.4:
             timers[rng.randrange(3)].cancel()
         elif r < 0.5:
@@ -399,8 +401,9 @@ def _drive_timers(sim: Simulator, timers: list, rng: random.Random) -> list:
         until_s = rng.choice([None, horizon, horizon])
         max_events = rng.choice([None, 1, 2, 7, 50])
         sim.run(until_s=until_s, max_events=max_events)
-        ends.append((sim.now, type(sim.now), sim.stopped, sim.events_run, sim.pending, sim.next_s,
-                     [t.when_s for t in timers]))
+        ends.append(
+            (sim.now, type(sim.now), sim.stopped, sim.events_run, sim.pending, sim.next_s, [t.when_s for t in timers])
+        )
     return ends
 
 
@@ -414,9 +417,10 @@ def test_c_timer_and_python_timer_run_the_same_events_and_counts(seed, traced):
     ``traced`` runs through pop() and timer._fire(gen) instead of the C loop."""
     runs = {}
     for name, engine, make_timer in (
-            ("c", "c", lambda sim, owner, cb: sim.timer(owner, cb)),
-            ("py-timer-on-c-queue", "c", engine_module.Timer),
-            ("python", "python", engine_module.Timer)):
+        ("c", "c", lambda sim, owner, cb: sim.timer(owner, cb)),
+        ("py-timer-on-c-queue", "c", engine_module.Timer),
+        ("python", "python", engine_module.Timer),
+    ):
         sim = Simulator(engine=engine, trace=traced)
         log, timers = _timer_schedule(sim, make_timer, seed)
         ends = _drive_timers(sim, timers, random.Random(seed))
@@ -425,7 +429,7 @@ def test_c_timer_and_python_timer_run_the_same_events_and_counts(seed, traced):
     assert type(Simulator(engine="c").timer("x", print)) is engine_module.C_TIMER
     assert runs["c"] == runs["py-timer-on-c-queue"] == runs["python"]
     fires = [entry for entry in runs["python"][0] if entry[0] == "fire"]
-    assert len(fires) > 25 and runs["python"][1][-1][3] > 400     # it did exercise timers
+    assert len(fires) > 25 and runs["python"][1][-1][3] > 400  # it did exercise timers
 
 
 def test_a_timer_expiry_in_the_past_fires_now_and_a_stale_entry_still_counts():
@@ -434,9 +438,9 @@ def test_a_timer_expiry_in_the_past_fires_now_and_a_stale_entry_still_counts():
     sim = Simulator()
     fired = []
     timer = sim.timer("conn", lambda: fired.append(sim.now))
-    sim.call_at(1.0, timer.set, 0.5)            # in the past: due now, an entry at 1.0
-    sim.call_at(1.0, timer.set, 4.0)            # later than pending: waits for 1.0's entry
-    sim.call_at(1.5, timer.set, 2.0)            # earlier than 4.0: the 4.0 entry goes stale
+    sim.call_at(1.0, timer.set, 0.5)  # in the past: due now, an entry at 1.0
+    sim.call_at(1.0, timer.set, 4.0)  # later than pending: waits for 1.0's entry
+    sim.call_at(1.5, timer.set, 2.0)  # earlier than 4.0: the 4.0 entry goes stale
     # the 1.0 entry pops: 4.0 is not due (nothing fires), so it gets its own entry
     assert sim.run(until_s=1.0) == 1.0 and sim.events_run == 3
     assert fired == [] and timer.when_s == 4.0 and sim.next_s == 1.5
@@ -452,12 +456,12 @@ def test_the_traced_run_pops_a_timer_entry_as_its_fire_method_and_generation():
     fired = []
     timer = sim.timer("conn", lambda: fired.append(sim.now))
     timer.set(2.0)
-    timer.set(1.0)                               # a new generation; the 2.0 entry is stale
+    timer.set(1.0)  # a new generation; the 2.0 entry is stale
     time_s, callback, args = sim._queue.pop()
     assert time_s == 1.0 and callback == timer._fire and len(args) == 1
     assert callback.__qualname__ == "Timer._fire"
     sim.now = time_s
-    callback(args[0] - 1)                        # a stale generation: nothing
+    callback(args[0] - 1)  # a stale generation: nothing
     assert fired == [] and timer.when_s == 1.0
     callback(*args)
     assert fired == [1.0] and timer.when_s is None
@@ -465,6 +469,7 @@ def test_the_traced_run_pops_a_timer_entry_as_its_fire_method_and_generation():
 
 def test_a_reference_cycle_through_a_timer_is_collected():
     """sim -> queue -> the timer's heap entry -> timer -> callback -> owner -> sim."""
+
     class Owner:
         def on_timer(self):
             pass
@@ -473,7 +478,7 @@ def test_a_reference_cycle_through_a_timer_is_collected():
     owner.sim = Simulator()
     owner.timer = owner.sim.timer("conn", owner.on_timer)
     owner.timer.set(2.0)
-    owner.timer.set(1.0)                         # two heap entries, one stale
+    owner.timer.set(1.0)  # two heap entries, one stale
     ref = weakref.ref(owner)
     del owner
     gc.collect()
@@ -486,13 +491,13 @@ def test_timer_cycles_leak_no_references():
     import sys
 
     sim = Simulator()
-    callback = lambda: None   # noqa: E731
-    when = float(str(10 ** 9))                   # an object of its own, not a shared constant
+    callback = lambda: None  # noqa: E731
+    when = float(str(10**9))  # an object of its own, not a shared constant
     timer = sim.timer("conn", callback)
     before = (sys.getrefcount(callback), sys.getrefcount(when), sys.getrefcount(timer))
     for _ in range(2000):
         timer.set(sim.now + 0.5)
-        timer.set(sim.now + 0.25)                # earlier: the 0.5 entry goes stale
+        timer.set(sim.now + 0.25)  # earlier: the 0.5 entry goes stale
         timer.set(when)
         sim.run(max_events=2)
     timer.cancel()

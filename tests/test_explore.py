@@ -25,8 +25,7 @@ ROOT = Path(__file__).resolve().parent.parent
 
 def test_burst_of_changes_runs_once_with_the_last_values():
     ran, shown = [], []
-    q = LatestOnly(lambda job: ran.append(job) or job * 10, lambda g, ok, v: shown.append((g, ok, v)),
-                   debounce_s=1.0)
+    q = LatestOnly(lambda job: ran.append(job) or job * 10, lambda g, ok, v: shown.append((g, ok, v)), debounce_s=1.0)
     for job in (1, 2, 3):
         q.submit(job)
     assert q.wait(10)
@@ -49,12 +48,12 @@ def test_result_superseded_during_its_run_is_dropped_and_newest_runs_next():
     q = LatestOnly(work, lambda g, ok, v: shown.append((g, v)), debounce_s=0.0)
     q.submit("slow")
     assert started.wait(10)
-    q.submit("stale")          # both arrive while "slow" runs: only the newest is kept
+    q.submit("stale")  # both arrive while "slow" runs: only the newest is kept
     q.submit("newest")
     release.set()
     assert q.wait(10)
     assert ran == ["slow", "newest"]
-    assert shown == [(3, "newest")]          # "slow" (generation 1) dropped, "stale" never ran
+    assert shown == [(3, "newest")]  # "slow" (generation 1) dropped, "stale" never ran
     assert q.dropped == 1 and q.ran == [1, 3] and q.published == [3]
     q.close()
 
@@ -81,7 +80,7 @@ def test_busy_indicator_only_for_slow_runs():
     busy, seen = [], threading.Event()
 
     def work(job):
-        if job == "slow":               # runs until the indicator has shown
+        if job == "slow":  # runs until the indicator has shown
             assert seen.wait(30)
 
     def on_busy(generation, elapsed_s):
@@ -102,11 +101,13 @@ def test_busy_indicator_only_for_slow_runs():
 
 
 def _toy(tmp_path=None, **kw):
-    controls = {"rtt_ms": Slider("RTT", 10, 400, 10, 100, unit="ms"),
-                "loss": Slider("loss", 0.0, 0.05, 0.01, 0.02, percent=True),
-                "scheme": Options("scheme", ("hpack", "qpack"), "qpack"),
-                "policies": Several("policies", ("push", "hints"), ("push",)),
-                "tls": Switch("TLS", True)}
+    controls = {
+        "rtt_ms": Slider("RTT", 10, 400, 10, 100, unit="ms"),
+        "loss": Slider("loss", 0.0, 0.05, 0.01, 0.02, percent=True),
+        "scheme": Options("scheme", ("hpack", "qpack"), "qpack"),
+        "policies": Several("policies", ("push", "hints"), ("push",)),
+        "tls": Switch("TLS", True),
+    }
 
     def run(v, trace):
         return {"values": v, "trace": trace}
@@ -142,7 +143,7 @@ def test_widgets_redraw_figure_and_table_on_a_control_move():
     root = ex.widget()
     assert "wb-explore" in root._dom_classes
     png0, table0 = ex._widgets["figure"].value, ex._widgets["table"].value
-    ex._widgets["control:rtt_ms"].value = 300          # as the front-end would set it
+    ex._widgets["control:rtt_ms"].value = 300  # as the front-end would set it
     assert ex.wait(10)
     assert ex.values["rtt_ms"] == 300 and ex.view.values["rtt_ms"] == 300
     assert ex._widgets["figure"].value != png0 and ex._widgets["table"].value != table0
@@ -161,7 +162,7 @@ def test_change_keeps_widgets_in_step_and_runs_once():
     ex.change(rtt_ms=50, scheme="hpack")
     assert ex.wait(10)
     assert ex._widgets["control:rtt_ms"].value == 50 and ex._widgets["control:scheme"].value == "hpack"
-    assert ex.queue.ran == [ex.queue.generation]          # the synced widgets did not submit again
+    assert ex.queue.ran == [ex.queue.generation]  # the synced widgets did not submit again
     with pytest.raises(KeyError):
         ex.change(nope=1)
 
@@ -204,7 +205,7 @@ def test_static_bundle_carries_the_default_figure_and_a_caption():
     assert meta["explore"]["caption"] == ex.caption() == data["text/plain"]
     ex.change(rtt_ms=300)
     assert ex.wait(10)
-    assert ex._repr_mimebundle_()[0]["image/png"] == data["image/png"]     # the slide keeps the defaults
+    assert ex._repr_mimebundle_()[0]["image/png"] == data["image/png"]  # the slide keeps the defaults
 
 
 def test_unexpected_error_shows_its_type_in_one_line():
@@ -221,8 +222,11 @@ def test_study_panel_at_defaults_and_after_one_move(name):
     assert ex.default_view.png[:4] == b"\x89PNG" and len(ex.default_view.table)
     first = next(iter(ex.controls))
     spec = ex.controls[first]
-    moved = spec.max if isinstance(spec, Slider) and ex.values[first] != spec.max else (
-        [v for _, v in spec.pairs()][-1] if isinstance(spec, Options) else spec.min)
+    moved = (
+        spec.max
+        if isinstance(spec, Slider) and ex.values[first] != spec.max
+        else ([v for _, v in spec.pairs()][-1] if isinstance(spec, Options) else spec.min)
+    )
     view = ex.render({**ex.values, first: moved}, ex.source)
     assert view.values[first] == moved
     assert not view.table.equals(ex.default_view.table)
@@ -260,7 +264,7 @@ def test_coalescing_topology_sharing_rules():
     assert co.run(graph, replace(params, topology=apart)).summary.loc["ip", "coalesced_requests"] == 0
     own = panels.shaped_topology(topo, "drawn", "per-site")
     assert all(len(s.san) == 2 for s in own.servers.values())
-    for s in own.servers.values():              # ORIGIN names only hosts the certificate covers
+    for s in own.servers.values():  # ORIGIN names only hosts the certificate covers
         assert all(co.cert_covers(s.san, h) for h in (s.announces or ()))
 
 
@@ -272,9 +276,11 @@ def test_slides_turn_an_explore_panel_into_its_default_figure_with_a_caption(tmp
     from simulator.report.slides import build_slides
 
     nb = nbformat.v4.new_notebook()
-    nb.cells = [nbformat.v4.new_markdown_cell("# Demux\n\nIntro."),
-                nbformat.v4.new_markdown_cell("## Explore: streams and windows\n\nEach change runs the model once."),
-                nbformat.v4.new_code_cell("from simulator.report.panels import demux_panel\n\ndemux_panel()")]
+    nb.cells = [
+        nbformat.v4.new_markdown_cell("# Demux\n\nIntro."),
+        nbformat.v4.new_markdown_cell("## Explore: streams and windows\n\nEach change runs the model once."),
+        nbformat.v4.new_code_cell("from simulator.report.panels import demux_panel\n\ndemux_panel()"),
+    ]
     path = tmp_path / "explore.ipynb"
     nbformat.write(nb, path)
     result = build_slides(path, tmp_path / "deck")
@@ -324,12 +330,12 @@ def test_every_control_move_changes_the_panel_or_says_why(name):
             try:
                 view = ex.render(values, ex.source)
             except InputError:
-                continue                     # the panel's status shows the study's one-line refusal
+                continue  # the panel's status shows the study's one-line refusal
             line, kind = explore.update_line(view, previous, {n: c.label for n, c in ex.controls.items()})
             if kind == "unexplained":
                 silent.append(f"{control}: {spec.text(previous.values[control])} -> {spec.text(value)}")
             elif kind == "explained":
-                assert f"{spec.label}: " in line          # the reason names the control as the panel shows it
+                assert f"{spec.label}: " in line  # the reason names the control as the panel shows it
             width = explore.table_min_width_px(view.table)
             if width > explore.TABLE_BUDGET_PX:
                 wide.append(f"{control}={spec.text(value)}: {width:.0f} px")
@@ -352,17 +358,28 @@ def test_default_table_fits_the_output_area(name):
 def test_table_width_estimate_matches_the_measured_old_table():
     """The estimate against the issue's measure: 02's old table (raw column names) was
     1,214 px wide in JupyterLab; the estimate is within 5% of it."""
-    old = pd.DataFrame([[2.017298, 3.412562, 0.0, 0.0, 0, 0, 0, 0, 0.189725]],
-                       columns=["render_blocking_s", "onload_s", "gain_render_blocking_s", "gain_onload_s",
-                                "pushes_promised", "pushes_used", "bytes_wasted", "hinted_fetches", "think_s"],
-                       index=pd.Index(["push+hints"], name="policy"))
+    old = pd.DataFrame(
+        [[2.017298, 3.412562, 0.0, 0.0, 0, 0, 0, 0, 0.189725]],
+        columns=[
+            "render_blocking_s",
+            "onload_s",
+            "gain_render_blocking_s",
+            "gain_onload_s",
+            "pushes_promised",
+            "pushes_used",
+            "bytes_wasted",
+            "hinted_fetches",
+            "think_s",
+        ],
+        index=pd.Index(["push+hints"], name="policy"),
+    )
     assert abs(explore.table_min_width_px(old) - 1214) < 0.05 * 1214
 
 
 def test_unexplained_no_change_is_not_reported_as_updated():
     """A move that changes neither the figure's data nor the table is not "updated"."""
     ex = _toy()
-    view = ex.render({**ex.values, "scheme": "hpack"}, ex.source)       # the toy draws RTT only
+    view = ex.render({**ex.values, "scheme": "hpack"}, ex.source)  # the toy draws RTT only
     line, kind = explore.update_line(view, ex.default_view)
     assert kind == "unexplained" and "updated" not in line and "no change" in line
 
@@ -370,8 +387,9 @@ def test_unexplained_no_change_is_not_reported_as_updated():
 def test_inert_control_is_disabled_with_its_reason():
     """A control a panel's notes call off is disabled, its reason on the notes line; on
     again once it can act."""
-    ex = _toy(notes=lambda v, r: {"tls": explore.Inert("the toy never encrypts", off=True)} if v["rtt_ms"] < 200
-              else {})
+    ex = _toy(
+        notes=lambda v, r: {"tls": explore.Inert("the toy never encrypts", off=True)} if v["rtt_ms"] < 200 else {}
+    )
     ex.widget()
     assert ex._widgets["control:tls"].disabled and "the toy never encrypts" in ex._widgets["notes"].value
     ex.change(rtt_ms=300)

@@ -45,14 +45,14 @@ def extended(tmp_path, monkeypatch):
     for block in _blocks():
         first, _, body = block.partition("\n")
         if first.startswith("# file: simulator/"):
-            path = tmp_path / "wbext" / first[len("# file: simulator/"):]
+            path = tmp_path / "wbext" / first[len("# file: simulator/") :]
             path.parent.mkdir(parents=True, exist_ok=True)
             path.write_text(body, encoding="utf-8")
         elif first.startswith("# register in "):
-            target = tuple(first[len("# register in "):].split())
+            target = tuple(first[len("# register in ") :].split())
             name, module = re.fullmatch(r'"([^"]+)": "([^"]+)",\s*', body).groups()
             assert module.startswith("simulator."), module
-            monkeypatch.setitem(REGISTRIES[target], name, "wbext." + module[len("simulator."):])
+            monkeypatch.setitem(REGISTRIES[target], name, "wbext." + module[len("simulator.") :])
             registered.append(name)
     for folder in [tmp_path / "wbext", *(p for p in (tmp_path / "wbext").rglob("*") if p.is_dir())]:
         (folder / "__init__.py").touch(exist_ok=True)
@@ -75,8 +75,9 @@ def test_the_added_study_is_a_command_and_a_batch_study_rfc9293_rfc8446_rfc9001(
     for setup, rtts in {"h2 + TLS 1.3": 3, "h2 cleartext": 2, "HTTP/3": 2}.items():
         assert rtts <= rows[setup]["rtts"] <= rtts + 0.1, rows[setup]
     assert main(["setup", "--rtt", "slow"]) == 2
-    report = batch.run_batch("setup", None, {"rtt": ["20ms", "200ms"]}, seeds=1, out=tmp_path / "res", workers=0,
-                             progress=False)
+    report = batch.run_batch(
+        "setup", None, {"rtt": ["20ms", "200ms"]}, seeds=1, out=tmp_path / "res", workers=0, progress=False
+    )
     assert (report.jobs, report.ok) == (2, 2)
     df = batch.load(tmp_path / "res")
     assert sorted(set(df["rtt_s"])) == [0.02, 0.2] and len(df) == 6
@@ -87,8 +88,23 @@ def test_the_added_scheme_never_blocks_in_the_hol_study_rfc9204_section2_1_2(ext
     head-of-line blocking over QUIC, where HPACK's in-order decoding makes blocks wait; the
     blocks round-trip (the HOL study checks every decoded list) and cost more bytes than
     HPACK's shared table."""
-    assert main(["hol", "--trace", PAGE, "--scheme", "hpack,deflate-block", "--transport", "quic",
-                 "--loss", "0.02", "--json"]) == 0
+    assert (
+        main(
+            [
+                "hol",
+                "--trace",
+                PAGE,
+                "--scheme",
+                "hpack,deflate-block",
+                "--transport",
+                "quic",
+                "--loss",
+                "0.02",
+                "--json",
+            ]
+        )
+        == 0
+    )
     schemes = json.loads(capsys.readouterr().out)["schemes"]
     assert schemes["deflate-block"]["blocked"] == 0 and schemes["deflate-block"]["hol_total_ms"] == 0
     assert schemes["hpack"]["blocked"] > 0
@@ -108,8 +124,11 @@ def test_the_added_push_policy_preconnects_and_helps_rfc8297(extended, capsys):
     s = result.summary
     assert s.loc["preconnect", "hints_sent"] > 0 and s.loc["preconnect", "hinted_fetches"] == 0
     assert s.loc["preconnect", "preconnects"] > 0
-    assert s.loc["hints", "render_blocking_s"] <= s.loc["preconnect", "render_blocking_s"] \
+    assert (
+        s.loc["hints", "render_blocking_s"]
+        <= s.loc["preconnect", "render_blocking_s"]
         < s.loc["none", "render_blocking_s"]
+    )
     assert main(["push", "--trace", PAGE, "--policy", "none,preconnect", "--json"]) == 0
 
 
@@ -119,9 +138,17 @@ def test_the_added_receiver_copies_what_direct_does_not(extended):
     study checks each stream's checksum (a corrupted or reordered stream raises)."""
     from simulator.studies import demux
 
-    params = demux.DemuxParams(streams=4, stream_bytes=256 * 1024, window_bytes=64 * 1024, part="both",
-                               strategies=("direct", "copy-out"), interleavings=("runs",), work="crc32",
-                               rtts_s=(0.01,), repeat=1)
+    params = demux.DemuxParams(
+        streams=4,
+        stream_bytes=256 * 1024,
+        window_bytes=64 * 1024,
+        part="both",
+        strategies=("direct", "copy-out"),
+        interleavings=("runs",),
+        work="crc32",
+        rtts_s=(0.01,),
+        repeat=1,
+    )
     summary = demux.run(None, params).summary
     assert set(summary["part"]) == {"model", "real"}
     s = summary[summary["part"] == "model"].set_index("strategy")
@@ -138,7 +165,9 @@ def test_the_added_scheduler_serves_the_newest_request_of_an_urgency_first_rfc92
         s.add(sid, PrioritySignal(urgency=3), order)
     s.add(7, PrioritySignal(urgency=4), 4)
     assert s.pick() == 5
-    assert main(["priorities", "--trace", PAGE, "--scheduler", "rfc9218,newest-first", "--browser", "chromium",
-                 "--json"]) == 0
+    assert (
+        main(["priorities", "--trace", PAGE, "--scheduler", "rfc9218,newest-first", "--browser", "chromium", "--json"])
+        == 0
+    )
     rows = json.loads(capsys.readouterr().out)["schedulers"]
     assert [r["scheduler"] for r in rows] == ["rfc9218", "newest-first"]

@@ -27,12 +27,27 @@ T0 = datetime(2024, 6, 1, 10, 0, 0, tzinfo=timezone.utc)
 
 
 def _entry(url, start_s, *, connect_ms, ssl_ms, wait_ms, receive_ms, size, mime, parent=None, version="h2"):
-    e = {"pageref": "p", "startedDateTime": (T0 + timedelta(seconds=start_s)).isoformat(),
-         "request": {"method": "GET", "url": url, "httpVersion": version, "headers": [], "bodySize": 0},
-         "response": {"status": 200, "httpVersion": version, "headers": [{"name": "content-type", "value": mime}],
-                      "content": {"size": size, "mimeType": mime}, "bodySize": size},
-         "timings": {"blocked": 0, "dns": 0, "connect": connect_ms, "ssl": ssl_ms, "send": 0, "wait": wait_ms,
-                     "receive": receive_ms}}
+    e = {
+        "pageref": "p",
+        "startedDateTime": (T0 + timedelta(seconds=start_s)).isoformat(),
+        "request": {"method": "GET", "url": url, "httpVersion": version, "headers": [], "bodySize": 0},
+        "response": {
+            "status": 200,
+            "httpVersion": version,
+            "headers": [{"name": "content-type", "value": mime}],
+            "content": {"size": size, "mimeType": mime},
+            "bodySize": size,
+        },
+        "timings": {
+            "blocked": 0,
+            "dns": 0,
+            "connect": connect_ms,
+            "ssl": ssl_ms,
+            "send": 0,
+            "wait": wait_ms,
+            "receive": receive_ms,
+        },
+    }
     if parent:
         e["_initiator"] = {"type": "parser", "url": parent}
     return e
@@ -44,21 +59,53 @@ def single_connection_page(rtt_ms: float = 50.0, server_ms: float = 20.0, n: int
     handshake, TLS 1.3's and the request, RFC 8446 section 2), so the model should give its
     onLoad back."""
     doc = "https://www.site.example/"
-    connect = 2 * rtt_ms                 # TCP handshake + TLS 1.3 (ssl is inside connect)
-    entries = [_entry(doc, 0.0, connect_ms=connect, ssl_ms=rtt_ms, wait_ms=rtt_ms + server_ms, receive_ms=1,
-                      size=1200, mime="text/html")]
+    connect = 2 * rtt_ms  # TCP handshake + TLS 1.3 (ssl is inside connect)
+    entries = [
+        _entry(
+            doc,
+            0.0,
+            connect_ms=connect,
+            ssl_ms=rtt_ms,
+            wait_ms=rtt_ms + server_ms,
+            receive_ms=1,
+            size=1200,
+            mime="text/html",
+        )
+    ]
     doc_end = (connect + rtt_ms + server_ms + 1) / 1000.0
     end = doc_end
     for k in range(n):
         start = doc_end + 0.005
         url = f"https://cdn{k}.example/img{k}.png"
-        entries.append(_entry(url, start, connect_ms=connect, ssl_ms=rtt_ms, wait_ms=rtt_ms + server_ms,
-                              receive_ms=1, size=1000, mime="image/png", parent=doc))
+        entries.append(
+            _entry(
+                url,
+                start,
+                connect_ms=connect,
+                ssl_ms=rtt_ms,
+                wait_ms=rtt_ms + server_ms,
+                receive_ms=1,
+                size=1000,
+                mime="image/png",
+                parent=doc,
+            )
+        )
         end = max(end, start + (connect + rtt_ms + server_ms + 1) / 1000.0)
-    return {"log": {"version": "1.2", "creator": {"name": "test", "version": "1"},
-                    "pages": [{"id": "p", "startedDateTime": T0.isoformat(), "title": doc,
-                               "pageTimings": {"onLoad": round(end * 1000, 3)}}],
-                    "entries": entries}}
+    return {
+        "log": {
+            "version": "1.2",
+            "creator": {"name": "test", "version": "1"},
+            "pages": [
+                {
+                    "id": "p",
+                    "startedDateTime": T0.isoformat(),
+                    "title": doc,
+                    "pageTimings": {"onLoad": round(end * 1000, 3)},
+                }
+            ],
+            "entries": entries,
+        }
+    }
 
 
 def test_single_connection_page_is_reproduced_closely():
@@ -73,8 +120,10 @@ def _simulated(trace, rtt_scale: float) -> float:
     graph = load_event_graph(page_graph(trace, page.id), page.on_load_s, page.start_s)
     cond = infer_conditions(graph, page.start_s)
     from dataclasses import replace
-    scaled = replace(cond, rtt_s=cond.rtt_s * rtt_scale,
-                     origins=tuple((o, rtt * rtt_scale, p, s) for o, rtt, p, s in cond.origins))
+
+    scaled = replace(
+        cond, rtt_s=cond.rtt_s * rtt_scale, origins=tuple((o, rtt * rtt_scale, p, s) for o, rtt, p, s in cond.origins)
+    )
     return cond.start_offset_s + simulate_page(graph, scaled, FidelityParams()).metrics["onload_s"]
 
 
@@ -84,14 +133,14 @@ def test_doubling_the_rtt_grows_onload_by_the_round_trips_on_the_critical_path()
     nothing else on the critical path grows with the RTT."""
     trace = parse_har(single_connection_page(rtt_ms=50), path="single.har")
     base, doubled = _simulated(trace, 1.0), _simulated(trace, 2.0)
-    assert doubled - base == pytest.approx(6 * 0.050, abs=1e-12)        # float sums of seconds: to rounding
+    assert doubled - base == pytest.approx(6 * 0.050, abs=1e-12)  # float sums of seconds: to rounding
 
 
 def test_doubling_the_rtt_on_a_real_page_grows_onload():
     trace = load(BUNDLED / "sitespeed_browsertime-recalculate-style.har")
     base, doubled = _simulated(trace, 1.0), _simulated(trace, 2.0)
     rtt = infer_conditions(page_graph(trace), trace.pages[0].start_s).rtt_s
-    assert doubled - base >= 3 * rtt          # at least the document's handshakes and request again
+    assert doubled - base >= 3 * rtt  # at least the document's handshakes and request again
 
 
 def test_nothing_observed_is_a_result():
@@ -115,8 +164,18 @@ def test_http1_origins_get_six_connections():
     for e in [base]:
         e["request"]["httpVersion"] = e["response"]["httpVersion"] = "http/1.1"
     for k in range(12):
-        img = _entry(f"https://www.site.example/i{k}.png", 0.2, connect_ms=0, ssl_ms=-1, wait_ms=70, receive_ms=1,
-                     size=1000, mime="image/png", parent="https://www.site.example/", version="http/1.1")
+        img = _entry(
+            f"https://www.site.example/i{k}.png",
+            0.2,
+            connect_ms=0,
+            ssl_ms=-1,
+            wait_ms=70,
+            receive_ms=1,
+            size=1000,
+            mime="image/png",
+            parent="https://www.site.example/",
+            version="http/1.1",
+        )
         doc["log"]["entries"].append(img)
     trace = parse_har(doc, path="h1.har")
     page = trace.pages[0]
@@ -193,8 +252,14 @@ def test_path_conditions_spelling_round_trips_and_refuses_in_one_line():
     assert (c.rtt_s, c.bandwidth_bps, c.loss, c.queue_bytes) == (0.3, 2e6, "ge:0.01,0.3", 65536)
     assert PathConditions.parse(str(c)) == c
     assert str(PathConditions.parse("bw=none,rtt=0.02s")) == "rtt=20ms,bw=none"
-    for bad in ("rtt=20ms", "rtt=20ms,bw=2mbit,jitter=1", "rtt=-1ms,bw=2mbit", "rtt=20ms,bw=2mbit,loss=2",
-                "rtt=20ms,bw=2mbit,rtt=30ms", "20ms"):
+    for bad in (
+        "rtt=20ms",
+        "rtt=20ms,bw=2mbit,jitter=1",
+        "rtt=-1ms,bw=2mbit",
+        "rtt=20ms,bw=2mbit,loss=2",
+        "rtt=20ms,bw=2mbit,rtt=30ms",
+        "20ms",
+    ):
         with pytest.raises(InputError):
             PathConditions.parse(bad)
 
@@ -209,7 +274,7 @@ def test_at_the_recorded_network_gives_the_in_sample_prediction():
     plain = run(trace).pages.iloc[0]["simulated_onload_s"]
     moved = run(trace, FidelityParams(at=at)).pages.iloc[0]
     assert moved["simulated_onload_s"] == plain
-    assert moved["error_percent"] != moved["error_percent"]          # NaN: no measurement on that network
+    assert moved["error_percent"] != moved["error_percent"]  # NaN: no measurement on that network
 
 
 def test_at_a_longer_rtt_or_a_slower_link_the_page_loads_later():
@@ -226,8 +291,20 @@ def test_at_a_longer_rtt_or_a_slower_link_the_page_loads_later():
 def test_cli_at_json_has_no_error_against_another_network(capsys):
     """With ``--at`` the JSON is valid (no NaN), says the conditions in its params, and gives
     no error or summary against a measurement of another network."""
-    assert main(["fidelity", str(BUNDLED / "http_http2-chrome.har"), "--at", "rtt=100ms,bw=10mbit,loss=0.01",
-                 "--protocol", "h3", "--json"]) == 0
+    assert (
+        main(
+            [
+                "fidelity",
+                str(BUNDLED / "http_http2-chrome.har"),
+                "--at",
+                "rtt=100ms,bw=10mbit,loss=0.01",
+                "--protocol",
+                "h3",
+                "--json",
+            ]
+        )
+        == 0
+    )
     out = json.loads(capsys.readouterr().out)
     assert out["params"]["at"] == "rtt=100ms,bw=10mbit,loss=0.01"
     assert out["pages"][0]["error_percent"] is None and out["summary"]["mape_percent"] is None
@@ -242,18 +319,41 @@ def _head_script_page(images: int = 4) -> dict:
     layout-blocking) and whose body has ``images`` images (LOW priority: delayable)."""
     doc = "https://www.site.example/"
     entries = [_entry(doc, 0.0, connect_ms=100, ssl_ms=50, wait_ms=60, receive_ms=1, size=5000, mime="text/html")]
-    script = _entry("https://cdn.example/app.js", 0.2, connect_ms=100, ssl_ms=50, wait_ms=450, receive_ms=5,
-                    size=30000, mime="application/javascript", parent=doc)
+    script = _entry(
+        "https://cdn.example/app.js",
+        0.2,
+        connect_ms=100,
+        ssl_ms=50,
+        wait_ms=450,
+        receive_ms=5,
+        size=30000,
+        mime="application/javascript",
+        parent=doc,
+    )
     script["_priority"] = "High"
     entries.append(script)
     for k in range(images):
-        img = _entry(f"https://www.site.example/i{k}.png", 0.201, connect_ms=-1, ssl_ms=-1, wait_ms=60,
-                     receive_ms=1, size=2000, mime="image/png", parent=doc)
+        img = _entry(
+            f"https://www.site.example/i{k}.png",
+            0.201,
+            connect_ms=-1,
+            ssl_ms=-1,
+            wait_ms=60,
+            receive_ms=1,
+            size=2000,
+            mime="image/png",
+            parent=doc,
+        )
         img["_priority"] = "Low"
         entries.append(img)
-    return {"log": {"version": "1.2", "creator": {"name": "test", "version": "1"},
-                    "pages": [{"id": "p", "startedDateTime": T0.isoformat(), "title": doc,
-                               "pageTimings": {"onLoad": 1200}}], "entries": entries}}
+    return {
+        "log": {
+            "version": "1.2",
+            "creator": {"name": "test", "version": "1"},
+            "pages": [{"id": "p", "startedDateTime": T0.isoformat(), "title": doc, "pageTimings": {"onLoad": 1200}}],
+            "entries": entries,
+        }
+    }
 
 
 def test_chromium_holds_delayable_requests_while_a_layout_blocking_one_is_in_flight():
@@ -273,14 +373,16 @@ def test_chromium_holds_delayable_requests_while_a_layout_blocking_one_is_in_fli
     assert graph[script].render_blocking
 
     def requests(scheduler):
-        params = LoadParams(rtt_s=cond.rtt_s, bandwidth_bps=None, origins=cond.origins, coalesce="origin",
-                            resource_scheduler=scheduler)
-        res = load_page(graph, params, ServerPlan(think_s=dict(cond.think_s)), ClientCache(),
-                        discovery_s=cond.discovery_s).resources.set_index("index")
+        params = LoadParams(
+            rtt_s=cond.rtt_s, bandwidth_bps=None, origins=cond.origins, coalesce="origin", resource_scheduler=scheduler
+        )
+        res = load_page(
+            graph, params, ServerPlan(think_s=dict(cond.think_s)), ClientCache(), discovery_s=cond.discovery_s
+        ).resources.set_index("index")
         return res
 
     free, held = requests("none"), requests("chromium")
-    assert len({round(free.loc[i, "requested_s"], 9) for i in images}) == 1          # all at discovery
+    assert len({round(free.loc[i, "requested_s"], 9) for i in images}) == 1  # all at discovery
     script_arrived = held.loc[script, "arrived_s"]
     for before, after in zip(images, images[1:]):
         if held.loc[before, "arrived_s"] < script_arrived:
@@ -296,8 +398,12 @@ def test_auto_browser_follows_the_hars_browser():
     from simulator.studies.fidelity.study import resource_scheduler
 
     har = _head_script_page()
-    for browser, expected in ((("Chromium", "156.0.8078.108"), "chromium"), (("Chrome", "48.0.2564.82"), "none"),
-                              (("Firefox", "43.0.4"), "none"), (None, "none")):
+    for browser, expected in (
+        (("Chromium", "156.0.8078.108"), "chromium"),
+        (("Chrome", "48.0.2564.82"), "none"),
+        (("Firefox", "43.0.4"), "none"),
+        (None, "none"),
+    ):
         if browser:
             har["log"]["browser"] = {"name": browser[0], "version": browser[1]}
         else:
@@ -311,14 +417,28 @@ def test_a_child_found_while_its_document_streams_in_is_asked_for_before_the_doc
     time is discovered when half of the document's body has arrived, not at its end; on a
     slower link the same share of the body arrives later (bytes, not time, carry over)."""
     doc = "https://www.site.example/"
-    har = {"log": {"version": "1.2", "creator": {"name": "test", "version": "1"},
-                   "pages": [{"id": "p", "startedDateTime": T0.isoformat(), "title": doc,
-                              "pageTimings": {"onLoad": 900}}],
-                   "entries": [_entry(doc, 0.0, connect_ms=100, ssl_ms=50, wait_ms=60, receive_ms=400, size=200_000,
-                                      mime="text/html"),
-                               # the document's body arrives from 0.160 s to 0.560 s: asked for at 0.360 s
-                               _entry("https://www.site.example/a.png", 0.360, connect_ms=-1, ssl_ms=-1, wait_ms=60,
-                                      receive_ms=1, size=2000, mime="image/png", parent=doc)]}}
+    har = {
+        "log": {
+            "version": "1.2",
+            "creator": {"name": "test", "version": "1"},
+            "pages": [{"id": "p", "startedDateTime": T0.isoformat(), "title": doc, "pageTimings": {"onLoad": 900}}],
+            "entries": [
+                _entry(doc, 0.0, connect_ms=100, ssl_ms=50, wait_ms=60, receive_ms=400, size=200_000, mime="text/html"),
+                # the document's body arrives from 0.160 s to 0.560 s: asked for at 0.360 s
+                _entry(
+                    "https://www.site.example/a.png",
+                    0.360,
+                    connect_ms=-1,
+                    ssl_ms=-1,
+                    wait_ms=60,
+                    receive_ms=1,
+                    size=2000,
+                    mime="image/png",
+                    parent=doc,
+                ),
+            ],
+        }
+    }
     trace = parse_har(har, path="stream.har")
     page = trace.pages[0]
     graph = load_event_graph(page_graph(trace, page.id), page.on_load_s, page.start_s)
@@ -331,7 +451,7 @@ def test_a_child_found_while_its_document_streams_in_is_asked_for_before_the_doc
         moved = moved_to(cond, PathConditions.parse(at), "auto")
         res = simulate_page(graph, moved, FidelityParams(at=at)).resources.set_index("index")
         doc_start = res.loc[0, "requested_s"]
-        assert res.loc[1, "discovered_s"] < res.loc[0, "arrived_s"]              # before the document ended
+        assert res.loc[1, "discovered_s"] < res.loc[0, "arrived_s"]  # before the document ended
         # half the body (100 kB) after the response started: at 2 Mbit/s about 0.4 s of it
         rate = 8e6 if "8mbit" in at else 2e6
         assert res.loc[1, "discovered_s"] - doc_start >= 100_000 * 8 / rate
@@ -344,7 +464,7 @@ def test_a_handshake_that_queued_beyond_the_round_trip_is_set_up_time_rfc9293_3_
     origin's set-up time, carried over to another network as time, not distance."""
     page = single_connection_page(rtt_ms=20.0, server_ms=0.0, n=1)
     cdn = page["log"]["entries"][1]
-    cdn["timings"]["connect"] = 100.0 + 20.0          # TCP 100 ms (80 ms queued) + TLS 20 ms
+    cdn["timings"]["connect"] = 100.0 + 20.0  # TCP 100 ms (80 ms queued) + TLS 20 ms
     trace = parse_har(page, path="queued.har")
     graph = page_graph(trace, trace.pages[0].id)
     cond = infer_conditions(graph, trace.pages[0].start_s)
@@ -361,8 +481,11 @@ def _brute_force_held(graph, cond) -> dict:
     synchronous script of the document that had ended by the child's start (itself excepted)."""
     from simulator.studies.fidelity.conditions import _end_s, _start_s
 
-    scripts = [r.index for r in graph.resources if r.resource_type == "script" and r.render_blocking
-               and r.parent == graph.document and _end_s(r) is not None]
+    scripts = [
+        r.index
+        for r in graph.resources
+        if r.resource_type == "script" and r.render_blocking and r.parent == graph.document and _end_s(r) is not None
+    ]
     out = {}
     for r in graph.resources:
         if r.parent != graph.document or _start_s(r) is None or r.index not in cond.discovery_s:
@@ -390,16 +513,18 @@ def test_parser_blocking_scripts_held_as_a_prefix_linear_in_resources():
     stored = len(held.order) + len(held.prefix)
     pairs = sum(held.prefix.values())
     assert stored <= len(graph) + len(held.order) and pairs > 100 * stored
-    assert all(type(k) is int for k in held.prefix.values())       # a length, not a tuple per resource
+    assert all(type(k) is int for k in held.prefix.values())  # a length, not a tuple per resource
 
-    sub = graph.subgraph(range(400))                               # the model on a smaller page
+    sub = graph.subgraph(range(400))  # the model on a smaller page
     cond = infer_conditions(sub, trace.pages[0].start_s)
     assert len(cond.blockers.prefix) > 50
     df = simulate_page(sub, cond, FidelityParams()).resources.set_index("index")
     for child, k in cond.blockers.prefix.items():
         scripts = cond.blockers.order[:k]
-        assert df.loc[child, "discovered_s"] >= max(df.loc[list(scripts), "ready_s"].max(),
-                                                    df.loc[sub[child].parent, "ready_s"]) - 1e-9
+        assert (
+            df.loc[child, "discovered_s"]
+            >= max(df.loc[list(scripts), "ready_s"].max(), df.loc[sub[child].parent, "ready_s"]) - 1e-9
+        )
 
 
 def test_a_bad_file_in_a_folder_is_named_and_the_rest_run(tmp_path, capsys):

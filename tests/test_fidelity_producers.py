@@ -29,27 +29,47 @@ REAL = Path(__file__).resolve().parents[2] / "shared" / "traces" / "har-real"
 
 
 def _entry(url, start_ms, timings, *, size=1000, mime="text/html", status=200, extra=None):
-    e = {"pageref": "p", "startedDateTime": (T0 + timedelta(milliseconds=start_ms)).isoformat(),
-         "request": {"method": "GET", "url": url, "httpVersion": "h2", "headers": [], "bodySize": 0},
-         "response": {"status": status, "httpVersion": "h2" if status else "",
-                      "headers": [{"name": "content-type", "value": mime}] if status else [],
-                      "content": {"size": size, "mimeType": mime}, "bodySize": size},
-         "timings": timings}
+    e = {
+        "pageref": "p",
+        "startedDateTime": (T0 + timedelta(milliseconds=start_ms)).isoformat(),
+        "request": {"method": "GET", "url": url, "httpVersion": "h2", "headers": [], "bodySize": 0},
+        "response": {
+            "status": status,
+            "httpVersion": "h2" if status else "",
+            "headers": [{"name": "content-type", "value": mime}] if status else [],
+            "content": {"size": size, "mimeType": mime},
+            "bodySize": size,
+        },
+        "timings": timings,
+    }
     e.update(extra or {})
     return e
 
 
 def _har(entries, on_load_ms, creator="WebPagetest"):
-    return {"log": {"version": "1.2", "creator": {"name": creator, "version": "1"},
-                    "pages": [{"id": "p", "startedDateTime": T0.isoformat(), "title": DOC,
-                               "pageTimings": {"onLoad": on_load_ms}}],
-                    "entries": entries}}
+    return {
+        "log": {
+            "version": "1.2",
+            "creator": {"name": creator, "version": "1"},
+            "pages": [
+                {"id": "p", "startedDateTime": T0.isoformat(), "title": DOC, "pageTimings": {"onLoad": on_load_ms}}
+            ],
+            "entries": entries,
+        }
+    }
 
 
 def _fresh(rtt_ms, server_ms, receive_ms=2):
     """Timings of an exchange on a fresh TLS connection (HAR 1.2: ssl inside connect)."""
-    return {"blocked": 0, "dns": 0, "connect": 2 * rtt_ms, "ssl": rtt_ms, "send": 0,
-            "wait": rtt_ms + server_ms, "receive": receive_ms}
+    return {
+        "blocked": 0,
+        "dns": 0,
+        "connect": 2 * rtt_ms,
+        "ssl": rtt_ms,
+        "send": 0,
+        "wait": rtt_ms + server_ms,
+        "receive": receive_ms,
+    }
 
 
 def _pushed_page(style: str, rtt_ms: float = 60.0) -> dict:
@@ -59,18 +79,38 @@ def _pushed_page(style: str, rtt_ms: float = 60.0) -> dict:
     if style == "wpt":
         # WebPageTest (and chrome-har): the entry as the browser claimed it from its push
         # cache, with a wait and receive of a fraction of a millisecond.
-        entries.append(_entry(CSS, doc_end + 1, {"blocked": 0.5, "dns": -1, "connect": -1, "ssl": -1, "send": 0.1,
-                                                 "wait": 0.05, "receive": 0.8},
-                              size=30_000, mime="text/css", extra={"_was_pushed": "1"}))
+        entries.append(
+            _entry(
+                CSS,
+                doc_end + 1,
+                {"blocked": 0.5, "dns": -1, "connect": -1, "ssl": -1, "send": 0.1, "wait": 0.05, "receive": 0.8},
+                size=30_000,
+                mime="text/css",
+                extra={"_was_pushed": "1"},
+            )
+        )
     else:
         # Firefox: status 0 and empty timings, written after everything else.
-        entries.append(_entry(CSS, doc_end + 400, {"blocked": -1, "dns": -1, "connect": -1, "ssl": -1, "send": 0,
-                                                   "wait": 0, "receive": 0},
-                              size=30_000, mime="text/css", status=0))
+        entries.append(
+            _entry(
+                CSS,
+                doc_end + 400,
+                {"blocked": -1, "dns": -1, "connect": -1, "ssl": -1, "send": 0, "wait": 0, "receive": 0},
+                size=30_000,
+                mime="text/css",
+                status=0,
+            )
+        )
     for k in range(2):
-        entries.append(_entry(f"https://www.site.example/img{k}.png", doc_end + 5,
-                              {"blocked": 0, "dns": -1, "connect": -1, "ssl": -1, "send": 0,
-                               "wait": rtt_ms + 10, "receive": 5}, size=4000, mime="image/png"))
+        entries.append(
+            _entry(
+                f"https://www.site.example/img{k}.png",
+                doc_end + 5,
+                {"blocked": 0, "dns": -1, "connect": -1, "ssl": -1, "send": 0, "wait": rtt_ms + 10, "receive": 5},
+                size=4000,
+                mime="image/png",
+            )
+        )
     on_load = doc_end + 5 + rtt_ms + 10 + 5 + 10
     return _har(entries, on_load, creator="Firefox" if style == "firefox" else "WebPagetest")
 
@@ -107,7 +147,7 @@ def test_a_pushed_response_gives_no_rtt_server_time_or_bandwidth(style):
     css = graph.by_url()[CSS]
     assert cond.rtt_s == pytest.approx(0.060)
     assert css not in cond.think_s
-    assert cond.bandwidth_bps is None           # the only large body is the pushed one
+    assert cond.bandwidth_bps is None  # the only large body is the pushed one
 
 
 def test_firefox_status_0_is_a_push_only_when_nothing_else_asks_for_the_url():
@@ -129,9 +169,10 @@ def test_pushed_survives_write_har_as_was_pushed():
 
 
 def _wpt_page(css_timings: dict, css_extra: dict) -> dict:
-    entries = [_entry(DOC, 0, _fresh(80, 20), size=3000),
-               _entry("https://cdn.site.example/a.css", 300, css_timings, size=2000, mime="text/css",
-                      extra=css_extra)]
+    entries = [
+        _entry(DOC, 0, _fresh(80, 20), size=3000),
+        _entry("https://cdn.site.example/a.css", 300, css_timings, size=2000, mime="text/css", extra=css_extra),
+    ]
     return _har(entries, 700)
 
 
@@ -174,16 +215,23 @@ def test_wpt_set_up_before_started_date_time():
     ``connect`` came before it: the navigation began 80 ms earlier (start offset 20 ms, not
     100 ms), and its response ended at start + send + wait + receive."""
     nav = {"blocked": -1, "dns": 20, "connect": 60, "ssl": 30, "send": 0, "wait": 50, "receive": 10}
-    entries = [_entry(DOC, 0, nav, size=3000, extra={"_dns_ms": 20, "_connect_ms": 30, "_ssl_ms": 30,
-                                                     "_load_start": 100}),
-               _entry(CSS, 61, {"blocked": -1, "dns": -1, "connect": -1, "ssl": -1, "send": 0, "wait": 31,
-                                 "receive": 2}, size=2000, mime="text/css", extra={"_load_start": 161})]  # (page clock)
+    entries = [
+        _entry(DOC, 0, nav, size=3000, extra={"_dns_ms": 20, "_connect_ms": 30, "_ssl_ms": 30, "_load_start": 100}),
+        _entry(
+            CSS,
+            61,
+            {"blocked": -1, "dns": -1, "connect": -1, "ssl": -1, "send": 0, "wait": 31, "receive": 2},
+            size=2000,
+            mime="text/css",
+            extra={"_load_start": 161},
+        ),
+    ]  # (page clock)
     har = _har(entries, 400)
     har["log"]["pages"][0]["startedDateTime"] = (T0 - timedelta(milliseconds=100)).isoformat()
     trace = parse_har(har, path="wpt.har")
     cond = infer_conditions(page_graph(trace, "p"), trace.pages[0].start_s)
     assert cond.start_offset_s == pytest.approx(0.020)
-    assert cond.discovery_s[1] == pytest.approx(0.001)      # 161 ms from the page's start, 1 ms after the document
+    assert cond.discovery_s[1] == pytest.approx(0.001)  # 161 ms from the page's start, 1 ms after the document
 
 
 @pytest.mark.skipif(not REAL.is_dir(), reason="the development corpus of real HARs is not here")
@@ -194,8 +242,11 @@ def test_real_har_pushes_come_from_the_push_cache_rfc9113_8_4():
     for path in sorted(REAL.glob("*.har")):
         trace = load(str(path))
         for page in trace.pages:
-            if page.on_load_s is None or page.repeat_view or not any(e.pushed and e.page == page.id
-                                                                      for e in trace.exchanges):
+            if (
+                page.on_load_s is None
+                or page.repeat_view
+                or not any(e.pushed and e.page == page.id for e in trace.exchanges)
+            ):
                 continue
             graph = load_event_graph(page_graph(trace, page.id), page.on_load_s, page.start_s)
             cond = infer_conditions(graph, page.start_s)

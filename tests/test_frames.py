@@ -17,9 +17,20 @@ import pytest
 from hpack.huffman import HuffmanEncoder
 from hpack.huffman_constants import REQUEST_CODES, REQUEST_CODES_LENGTH
 from hpack.huffman_table import decode_huffman as hpack_decode_huffman
-from hyperframe.frame import (ContinuationFrame, DataFrame, ExtensionFrame, Frame, GoAwayFrame, HeadersFrame,
-                              PingFrame, PriorityFrame, PushPromiseFrame, RstStreamFrame, SettingsFrame,
-                              WindowUpdateFrame)
+from hyperframe.frame import (
+    ContinuationFrame,
+    DataFrame,
+    ExtensionFrame,
+    Frame,
+    GoAwayFrame,
+    HeadersFrame,
+    PingFrame,
+    PriorityFrame,
+    PushPromiseFrame,
+    RstStreamFrame,
+    SettingsFrame,
+    WindowUpdateFrame,
+)
 from hyperframe.exceptions import InvalidPaddingError
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -55,15 +66,16 @@ def test_env_var_forces_pure_python():
 # ---------------------------------------------------------------------------------
 # HTTP/2 with hyperframe as the reference
 
+
 def hyperframe_parse(buf: bytes, start: int = 0):
     """Frame boundaries and fields as hyperframe sees them."""
     out, pos = [], start
     while pos + 9 <= len(buf):
-        frame, length = Frame.parse_frame_header(memoryview(buf[pos:pos + 9]))
+        frame, length = Frame.parse_frame_header(memoryview(buf[pos : pos + 9]))
         if pos + 9 + length > len(buf):
             break
         try:
-            frame.parse_body(memoryview(buf[pos + 9:pos + 9 + length]))
+            frame.parse_body(memoryview(buf[pos + 9 : pos + 9 + length]))
         except InvalidPaddingError:
             # hyperframe rejects padding that leaves an empty fragment/data (pad == rest),
             # which RFC 9113 6.1/6.2 allow (its own serializer writes such frames).
@@ -119,11 +131,17 @@ def single_frame(draw):
     if kind == "settings":
         if draw(st.booleans()):
             return [SettingsFrame(0, flags=["ACK"])]
-        return [SettingsFrame(0, settings=draw(st.dictionaries(st.integers(1, 0xFFFF), st.integers(0, 2**31 - 1),
-                                                                 max_size=6)))]
+        return [
+            SettingsFrame(
+                0, settings=draw(st.dictionaries(st.integers(1, 0xFFFF), st.integers(0, 2**31 - 1), max_size=6))
+            )
+        ]
     if kind == "ping":
-        return [PingFrame(0, opaque_data=draw(st.binary(min_size=8, max_size=8)),
-                          flags=["ACK"] if draw(st.booleans()) else [])]
+        return [
+            PingFrame(
+                0, opaque_data=draw(st.binary(min_size=8, max_size=8)), flags=["ACK"] if draw(st.booleans()) else []
+            )
+        ]
     if kind == "window":
         return [WindowUpdateFrame(draw(st.sampled_from([0, sid])), window_increment=draw(st.integers(1, 2**31 - 1)))]
     if kind == "rst":
@@ -131,11 +149,21 @@ def single_frame(draw):
     if kind == "priority":
         return [PriorityFrame(sid, depends_on=draw(st.integers(0, 2**31 - 1)), stream_weight=draw(st.integers(0, 255)))]
     if kind == "goaway":
-        return [GoAwayFrame(0, last_stream_id=draw(st.integers(0, 2**31 - 1)), error_code=draw(st.integers(0, 13)),
-                            additional_data=draw(st.binary(max_size=40)))]
-    ext = ExtensionFrame(type=draw(st.integers(0xB, 0xFF)), stream_id=draw(st.integers(0, 2**31 - 1)),
-                         flag_byte=draw(st.integers(0, 255)), body=draw(st.binary(max_size=100)))
-    ext.body_len = len(ext.body)     # hyperframe serializes ExtensionFrame with body_len as the length
+        return [
+            GoAwayFrame(
+                0,
+                last_stream_id=draw(st.integers(0, 2**31 - 1)),
+                error_code=draw(st.integers(0, 13)),
+                additional_data=draw(st.binary(max_size=40)),
+            )
+        ]
+    ext = ExtensionFrame(
+        type=draw(st.integers(0xB, 0xFF)),
+        stream_id=draw(st.integers(0, 2**31 - 1)),
+        flag_byte=draw(st.integers(0, 255)),
+        body=draw(st.binary(max_size=100)),
+    )
+    ext.body_len = len(ext.body)  # hyperframe serializes ExtensionFrame with body_len as the length
     return [ext]
 
 
@@ -155,7 +183,7 @@ def test_h2_differential_c_python_hyperframe(case):
     data, preface, cuts = case
     expected = hyperframe_parse(data, 24 if preface else 0)
     for impl in IMPLS.values():
-        for mode in (preface, None):          # explicit, and detected
+        for mode in (preface, None):  # explicit, and detected
             sc = impl.H2Scanner(preface=mode)
             got = []
             for a, b in zip(cuts, cuts[1:]):
@@ -169,13 +197,16 @@ def test_h2_differential_c_python_hyperframe(case):
 
 
 def test_h2_frame_fields(impl):
-    data = (PREFACE + DataFrame(5, data=b"abc", flags=["END_STREAM"]).serialize()
-            + WindowUpdateFrame(0, window_increment=7).serialize())
+    data = (
+        PREFACE
+        + DataFrame(5, data=b"abc", flags=["END_STREAM"]).serialize()
+        + WindowUpdateFrame(0, window_increment=7).serialize()
+    )
     sc = impl.H2Scanner(preface=True)
     # one byte at a time: header state survives every split
     got = []
     for i in range(len(data)):
-        sc.feed(data[i:i + 1])
+        sc.feed(data[i : i + 1])
         got += sc.results()
     assert got == [(0, 1, 5, 33, 3), (8, 0, 0, 45, 4)]
     assert data[33:36] == b"abc"
@@ -188,8 +219,13 @@ def test_results_into_matches_results(impl):
     data = _many_frames(400)
     sc = impl.H2Scanner()
     n = sc.feed(data[:3000])
-    out = (array("B", bytes(n + 2)), array("B", bytes(n + 2)), array("I", [0]) * (n + 2),
-           array("Q", [0]) * (n + 2), array("I", [0]) * (n + 2))
+    out = (
+        array("B", bytes(n + 2)),
+        array("B", bytes(n + 2)),
+        array("I", [0]) * (n + 2),
+        array("Q", [0]) * (n + 2),
+        array("I", [0]) * (n + 2),
+    )
     assert sc.results_into(out, 2) == n
     assert list(zip(*out))[2:] == sc.results()
     with pytest.raises(ValueError):
@@ -201,7 +237,7 @@ def test_results_into_matches_results(impl):
 
 
 def test_h2_reserved_bit_ignored(impl):
-    raw = bytes([0, 0, 0, 8, 0, 0x80, 0, 0, 3])     # R bit set on a WINDOW_UPDATE? length 0 -> error
+    raw = bytes([0, 0, 0, 8, 0, 0x80, 0, 0, 3])  # R bit set on a WINDOW_UPDATE? length 0 -> error
     assert parse_h2(raw, impl=impl).error.code == 0x6
     raw = bytes([0, 0, 4, 8, 0, 0x80, 0, 0, 3]) + b"\x00\x00\x00\x01"
     assert list(parse_h2(raw, impl=impl)) == [(8, 0, 3, 9, 4)]
@@ -231,18 +267,24 @@ MALFORMED_H2 = [
     (raw(0, 0, 8, 1), 0x6, "padded frame too short for its Pad Length"),
     (raw(4, 1, 0x24, 1, b"\0" * 4), 0x6, "HEADERS frame too short for its Pad Length and priority fields"),
     (raw(4, 0, 8, 1, b"\x04abc"), 0x1, "padding exceeds the frame payload"),
-    (raw(4, 0, 8, 1, b"\x03abc"), None, None),                       # pad 3 of 4: fine
+    (raw(4, 0, 8, 1, b"\x03abc"), None, None),  # pad 3 of 4: fine
     (raw(7, 1, 0x28, 1, b"\x02" + b"\0" * 6), 0x1, "padding exceeds the frame payload"),
     (raw(9, 5, 0x0C, 1, b"\x05" + b"\0" * 8), 0x1, "padding exceeds the frame payload"),
     (raw(16385, 0, 0, 1), 0x6, "frame length exceeds SETTINGS_MAX_FRAME_SIZE"),
     (raw(1, 9, 4, 1, b"x"), 0x1, "CONTINUATION frame without an open header block"),
     (raw(1, 9, 4, 0, b"x"), 0x1, "CONTINUATION frame on stream 0"),
-    (raw(1, 1, 0, 1, b"x") + raw(8, 6, 0, 0, b"\0" * 8), 0x1,
-     "header block interrupted: CONTINUATION on the same stream expected"),
-    (raw(1, 1, 0, 1, b"x") + raw(1, 9, 4, 3, b"y"), 0x1,
-     "header block interrupted: CONTINUATION on the same stream expected"),
+    (
+        raw(1, 1, 0, 1, b"x") + raw(8, 6, 0, 0, b"\0" * 8),
+        0x1,
+        "header block interrupted: CONTINUATION on the same stream expected",
+    ),
+    (
+        raw(1, 1, 0, 1, b"x") + raw(1, 9, 4, 3, b"y"),
+        0x1,
+        "header block interrupted: CONTINUATION on the same stream expected",
+    ),
     (raw(1, 1, 0, 1, b"x") + raw(1, 9, 0, 1, b"y") + raw(1, 9, 4, 1, b"z"), None, None),
-    (raw(3, 0xEE, 0xFF, 0, b"abc"), None, None),                     # unknown type: ignored
+    (raw(3, 0xEE, 0xFF, 0, b"abc"), None, None),  # unknown type: ignored
 ]
 
 
@@ -263,7 +305,7 @@ def test_h2_malformed(impl, bad, code, reason):
     sc = impl.H2Scanner(preface=True)
     with pytest.raises(FrameError) as info:
         for i in range(len(data)):
-            sc.feed(data[i:i + 1])
+            sc.feed(data[i : i + 1])
     assert info.value.key() == err.key()
     with pytest.raises(FrameError):
         sc.feed(b"")
@@ -318,9 +360,11 @@ def test_h2_validate_off_is_structural_only(impl):
 # ---------------------------------------------------------------------------------
 # No heap allocation per frame
 
+
 def _many_frames(n: int) -> bytes:
-    unit = (raw(8, 6, 0, 0, b"p" * 8) + raw(4, 8, 0, 0, b"\0\0\0\1") + raw(10, 0, 0, 1, b"d" * 10)
-            + raw(3, 1, 4, 3, b"hhh"))
+    unit = (
+        raw(8, 6, 0, 0, b"p" * 8) + raw(4, 8, 0, 0, b"\0\0\0\1") + raw(10, 0, 0, 1, b"d" * 10) + raw(3, 1, 4, 3, b"hhh")
+    )
     return unit * (n // 4)
 
 
@@ -336,7 +380,7 @@ def test_c_scanner_allocations_do_not_grow_with_frames():
         total = 0
         view = memoryview(data)
         for i in range(0, len(data), 4096):
-            total += sc.feed(view[i:i + 4096])
+            total += sc.feed(view[i : i + 4096])
         current, peak = tracemalloc.get_traced_memory()
         tracemalloc.stop()
         assert total == n
@@ -351,14 +395,14 @@ def test_c_bulk_parse_allocates_only_its_result_arrays():
     if c is None:
         pytest.skip("the C extension is not built")
     data = _many_frames(200_000)
-    parse_h2(data, impl=c)                     # warm up imports
+    parse_h2(data, impl=c)  # warm up imports
     tracemalloc.start()
     res = parse_h2(data, impl=c)
     current, peak = tracemalloc.get_traced_memory()
     tracemalloc.stop()
     arrays = 200_000 * (1 + 1 + 4 + 8 + 4)
     assert len(res) == 200_000
-    assert peak < arrays + arrays // 10 + 64 * 1024    # the arrays, plus a constant
+    assert peak < arrays + arrays // 10 + 64 * 1024  # the arrays, plus a constant
     # The number of live blocks a parse creates does not depend on the number of frames.
     # Only blocks allocated from simulator/frames count, with the garbage collector off: in
     # a full suite, finalizers of earlier tests' objects and threads they left running
@@ -389,6 +433,7 @@ def test_c_bulk_parse_allocates_only_its_result_arrays():
 # ---------------------------------------------------------------------------------
 # HTTP/3 and varints
 
+
 def v(x: int) -> bytes:
     return F.scanner.encode_varint(x)
 
@@ -399,7 +444,7 @@ def h3(t: int, payload: bytes) -> bytes:
 
 def test_varints(impl):
     for x, enc in ((37, "25"), (15293, "7bbd"), (494878333, "9d7f3e7d"), (151288809941952652, "c2197c5eff14e88c")):
-        assert impl.encode_varint(x).hex() == enc              # RFC 9000 Appendix A.1 examples
+        assert impl.encode_varint(x).hex() == enc  # RFC 9000 Appendix A.1 examples
         assert impl.decode_varint(bytes.fromhex(enc)) == (x, len(enc) // 2)
         assert impl.decode_varint(bytes.fromhex(enc)[:-1]) is None
     assert impl.decode_varint(bytes.fromhex("4025")) == (37, 2)  # non-minimal is fine
@@ -415,7 +460,6 @@ def test_varints(impl):
     for b in stream:
         got += d.feed(bytes([b]))
     assert got == [0, 63, 64, 16383, 16384, 2**30, 2**62 - 1] and d.pending == 0
-
 
 
 def test_varint_len_is_the_minimal_encoding_rfc9000_s16(impl):
@@ -435,11 +479,14 @@ def test_integer_len_is_the_encoded_length_rfc7541_s5_1(impl):
         top = (1 << prefix_bits) - 1
         for value in (0, top - 1, top, top + 127, top + 128, top + 2**14, 2**62 - 1):
             assert F.integer_len(value, prefix_bits) == len(impl.encode_int(value, prefix_bits))
-    assert F.integer_len(30, 5) == 1 and F.integer_len(31, 5) == 2 and F.integer_len(1337, 5) == 3   # C.1.1-C.1.2
+    assert F.integer_len(30, 5) == 1 and F.integer_len(31, 5) == 2 and F.integer_len(1337, 5) == 3  # C.1.1-C.1.2
+
 
 @settings(max_examples=100, deadline=None)
-@given(st.lists(st.tuples(st.integers(0, 2**62 - 1), st.binary(max_size=200)), max_size=15),
-       st.lists(st.integers(0, 4000), max_size=8))
+@given(
+    st.lists(st.tuples(st.integers(0, 2**62 - 1), st.binary(max_size=200)), max_size=15),
+    st.lists(st.integers(0, 4000), max_size=8),
+)
 def test_h3_differential_chunked(frames, cuts_raw):
     data = b"".join(v(t) + v(len(p)) + p for t, p in frames)
     expected, pos = [], 0
@@ -490,7 +537,7 @@ def test_h3_malformed(impl, kind, data, code, reason):
     sc = impl.H3Scanner(kind=kind)
     with pytest.raises(FrameError) as info:
         for i in range(len(data)):
-            sc.feed(data[i:i + 1])
+            sc.feed(data[i : i + 1])
     assert info.value.key() == res.error.key()
 
 
@@ -512,6 +559,7 @@ def test_h3_valid_streams(impl):
 # ---------------------------------------------------------------------------------
 # HPACK/QPACK integers and Huffman
 
+
 def test_prefixed_integers_match_hpack(impl):
     for value in (0, 1, 9, 10, 30, 31, 127, 128, 1337, 2**14, 2**21 + 5, 2**62 - 1):
         for prefix in range(1, 9):
@@ -521,25 +569,30 @@ def test_prefixed_integers_match_hpack(impl):
             assert impl.decode_int(b"x" + ours, 1, prefix) == (value, 1 + len(ours))
             if len(ours) > 1:
                 assert impl.decode_int(ours[:-1], 0, prefix) is None
-    assert impl.encode_int(10, 5, 0xE0) == b"\xea"                # RFC 7541 C.1.1
-    assert impl.encode_int(1337, 5) == b"\x1f\x9a\x0a"            # RFC 7541 C.1.2
-    assert impl.decode_int(b"\x2a", 0, 8) == (42, 1)              # RFC 7541 C.1.3
+    assert impl.encode_int(10, 5, 0xE0) == b"\xea"  # RFC 7541 C.1.1
+    assert impl.encode_int(1337, 5) == b"\x1f\x9a\x0a"  # RFC 7541 C.1.2
+    assert impl.decode_int(b"\x2a", 0, 8) == (42, 1)  # RFC 7541 C.1.3
     assert impl.decode_int(b"", 0, 5) is None
     with pytest.raises(IntegerError):
         impl.decode_int(b"\x1f" + b"\xff" * 9 + b"\x01", 0, 5)
     with pytest.raises(IntegerError):
-        impl.decode_int(b"\x1f" + b"\xff" * 8 + b"\x7f", 0, 5)    # > 2**62 - 1
+        impl.decode_int(b"\x1f" + b"\xff" * 8 + b"\x7f", 0, 5)  # > 2**62 - 1
     with pytest.raises(ValueError):
         impl.decode_int(b"\x00", 0, 9)
     with pytest.raises(ValueError):
         impl.encode_int(3, 5, 0x01)
 
 
-RFC7541_C4 = [(b"www.example.com", "f1e3c2e5f23a6ba0ab90f4ff"), (b"no-cache", "a8eb10649cbf"),
-              (b"custom-key", "25a849e95ba97d7f"), (b"custom-value", "25a849e95bb8e8b4bf"),
-              (b"302", "6402"), (b"private", "aec3771a4b"),
-              (b"Mon, 21 Oct 2013 20:13:21 GMT", "d07abe941054d444a8200595040b8166e082a62d1bff"),
-              (b"https://www.example.com", "9d29ad171863c78f0b97c8e9ae82ae43d3")]
+RFC7541_C4 = [
+    (b"www.example.com", "f1e3c2e5f23a6ba0ab90f4ff"),
+    (b"no-cache", "a8eb10649cbf"),
+    (b"custom-key", "25a849e95ba97d7f"),
+    (b"custom-value", "25a849e95bb8e8b4bf"),
+    (b"302", "6402"),
+    (b"private", "aec3771a4b"),
+    (b"Mon, 21 Oct 2013 20:13:21 GMT", "d07abe941054d444a8200595040b8166e082a62d1bff"),
+    (b"https://www.example.com", "9d29ad171863c78f0b97c8e9ae82ae43d3"),
+]
 
 
 def test_huffman_rfc7541_examples(impl):
@@ -559,11 +612,11 @@ def test_huffman_all_bytes_round_trip(impl):
 
 def test_huffman_errors(impl):
     with pytest.raises(HuffmanError, match="Invalid Huffman string"):
-        impl.huffman_decode(b"\xff\xff\xff\xff")                    # EOS inside (30 ones)
+        impl.huffman_decode(b"\xff\xff\xff\xff")  # EOS inside (30 ones)
     with pytest.raises(HuffmanError, match="Incomplete Huffman string"):
-        impl.huffman_decode(b"\xff")                                 # 8 bits of padding
+        impl.huffman_decode(b"\xff")  # 8 bits of padding
     with pytest.raises(HuffmanError, match="Incomplete Huffman string"):
-        impl.huffman_decode(b"\x00")                                 # '0' then padding of zeros
+        impl.huffman_decode(b"\x00")  # '0' then padding of zeros
 
 
 def test_huffman_agrees_with_hpack_exhaustively_up_to_two_bytes(impl):
@@ -572,6 +625,7 @@ def test_huffman_agrees_with_hpack_exhaustively_up_to_two_bytes(impl):
             return fn(b)
         except Exception as exc:  # noqa: BLE001
             return str(exc)
+
     inputs = [bytes([a]) for a in range(256)]
     if impl is IMPLS.get("c"):
         inputs += [bytes([a, b]) for a in range(256) for b in range(256)]
@@ -637,12 +691,14 @@ def test_install_huffman_routes_hpack_through_c():
 # ---------------------------------------------------------------------------------
 # Writing frames
 
+
 def test_h2_frame_is_hyperframes_rfc9113_section4_1():
     """The 9-byte header (24-bit length, type, flags, stream id with the reserved bit clear)."""
     from simulator.frames import h2_frame
 
-    assert (h2_frame(0x1, 0x5, 3, b"abc")
-            == HeadersFrame(3, data=b"abc", flags=["END_STREAM", "END_HEADERS"]).serialize())
+    assert (
+        h2_frame(0x1, 0x5, 3, b"abc") == HeadersFrame(3, data=b"abc", flags=["END_STREAM", "END_HEADERS"]).serialize()
+    )
     assert h2_frame(0x0, 0, 1, b"x" * 70000)[:3] == (70000).to_bytes(3, "big")
     assert h2_frame(0x4, 0, 0x80000001, b"")[5:9] == b"\x00\x00\x00\x01"
 
@@ -653,11 +709,12 @@ def test_h3_frame_scans_back_rfc9114_section7_1():
     data = h3_frame(0x1, b"h" * 70) + h3_frame(0x0, b"d" * 20000)
     frames = parse_h3(data, kind="request")
     assert list(frames.types) == [1, 0] and list(frames.lengths) == [70, 20000]
-    assert data[:3] == b"\x01\x40\x46"                  # type 1; length 70 as a 2-byte varint
+    assert data[:3] == b"\x01\x40\x46"  # type 1; length 70 as a 2-byte varint
 
 
 # ---------------------------------------------------------------------------------
 # CLI
+
 
 class _Out:
     def __init__(self, returncode, stdout, stderr):
@@ -671,15 +728,19 @@ def _cli(*args, capsys):
     capsys.readouterr()
     try:
         rc = main(list(args))
-    except SystemExit as exc:      # argparse errors
+    except SystemExit as exc:  # argparse errors
         rc = exc.code
     out = capsys.readouterr()
     return _Out(rc, out.out, out.err)
 
 
 def test_cli_frames(tmp_path, capsys):
-    frames = [SettingsFrame(0, settings={4: 65535}), HeadersFrame(1, data=b"\x82", flags=["END_HEADERS"]),
-              DataFrame(1, data=b"x" * 10, flags=["END_STREAM"]), PingFrame(0, opaque_data=b"12345678")]
+    frames = [
+        SettingsFrame(0, settings={4: 65535}),
+        HeadersFrame(1, data=b"\x82", flags=["END_HEADERS"]),
+        DataFrame(1, data=b"x" * 10, flags=["END_STREAM"]),
+        PingFrame(0, opaque_data=b"12345678"),
+    ]
     body = b"".join(f.serialize() for f in frames)
     good = tmp_path / "good.bin"
     good.write_bytes(PREFACE + body)
@@ -694,7 +755,7 @@ def test_cli_frames(tmp_path, capsys):
     assert obj["implementation"] == F.IMPLEMENTATION
 
     bad = tmp_path / "bad.bin"
-    bad.write_bytes(body + raw(3, 6, 0, 0, b"abc") + body)              # no preface; bad PING
+    bad.write_bytes(body + raw(3, 6, 0, 0, b"abc") + body)  # no preface; bad PING
     out = _cli("frames", str(bad), capsys=capsys)
     assert out.returncode == 2
     assert len(out.stdout.splitlines()) == 4
@@ -712,7 +773,10 @@ def test_cli_frames(tmp_path, capsys):
     stream.write_bytes(h3(1, b"hdr") + h3(0, b"body") + h3(0x21, b""))
     out = _cli("frames", "--h3", "--json", str(stream), capsys=capsys)
     assert out.returncode == 0 and [f["type"] for f in json.loads(out.stdout)["frames"]] == [
-        "HEADERS", "DATA", "RESERVED(0x21)"]
+        "HEADERS",
+        "DATA",
+        "RESERVED(0x21)",
+    ]
     stream.write_bytes(h3(1, b"hdr") + h3(4, b""))
     out = _cli("frames", "--h3", "--kind", "request", str(stream), capsys=capsys)
     assert out.returncode == 2 and "H3_FRAME_UNEXPECTED" in out.stderr and "byte offset 5" in out.stderr
@@ -727,8 +791,13 @@ def test_cli_frames_pure_python_subprocess(tmp_path):
     good = tmp_path / "good.bin"
     good.write_bytes(PREFACE + raw(0, 4, 0, 0) + raw(3, 6, 0, 0, b"abc"))
     env = dict(os.environ, WORKBENCH_PURE_PYTHON="1")
-    out = subprocess.run([sys.executable, "-m", "simulator.cli", "frames", "--json", str(good)],
-                         capture_output=True, text=True, env=env, cwd=ROOT)
+    out = subprocess.run(
+        [sys.executable, "-m", "simulator.cli", "frames", "--json", str(good)],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=ROOT,
+    )
     assert out.returncode == 2
     obj = json.loads(out.stdout)
     assert obj["implementation"] == "python" and obj["count"] == 1 and obj["error"]["code"] == 6
@@ -772,7 +841,7 @@ def test_hpack_encoder_on_the_c_coder_writes_hpack_s_own_bytes():
         if not h2buffer.install_huffman():
             pytest.skip("the C extension is not built")
         assert [encoder.encode(c) for c in cases] == own
-        assert [F.scanner.huffman_encode(c) for c in cases] == own       # the pure-Python twin too
+        assert [F.scanner.huffman_encode(c) for c in cases] == own  # the pure-Python twin too
     finally:
         h2buffer.uninstall_huffman()
         if was_installed:

@@ -15,8 +15,10 @@ from simulator.frames.fuzz import corpus, run
 @pytest.fixture
 def watchdog():
     """A hang fails the test instead of stalling the suite."""
+
     def boom(signum, frame):
         raise TimeoutError("fuzz run hung")
+
     old = signal.signal(signal.SIGALRM, boom)
     signal.alarm(60)
     yield

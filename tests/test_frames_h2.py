@@ -19,8 +19,15 @@ import h2.events
 import h2.exceptions
 import hpack
 import pytest
-from hyperframe.frame import (ContinuationFrame, DataFrame, Frame, HeadersFrame, PingFrame, SettingsFrame,
-                              WindowUpdateFrame)
+from hyperframe.frame import (
+    ContinuationFrame,
+    DataFrame,
+    Frame,
+    HeadersFrame,
+    PingFrame,
+    SettingsFrame,
+    WindowUpdateFrame,
+)
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -56,7 +63,8 @@ class Pair:
         self.logs = (RecordingLogger(), RecordingLogger()) if log else (None, None)
         self.client = h2.connection.H2Connection(h2.config.H2Configuration(client_side=True, logger=self.logs[0]))
         self.server = h2.connection.H2Connection(
-            h2.config.H2Configuration(client_side=False, validate_inbound_headers=True, logger=self.logs[1]))
+            h2.config.H2Configuration(client_side=False, validate_inbound_headers=True, logger=self.logs[1])
+        )
         if impl is not None:
             install(self.client, impl=impl)
             install(self.server, impl=impl)
@@ -72,7 +80,7 @@ class Pair:
         i = 0
         while i < len(data):
             n = self.rnd.choice([1, 2, 5, 9, 10, 64, 1000, 20000])
-            yield data[i:i + n]
+            yield data[i : i + n]
             i += n
 
     def deliver(self, sender: str, raw: bytes | None = None) -> None:
@@ -108,9 +116,9 @@ def send(conn, sid: int, data: bytes, end: bool = False, pad: int | None = None)
     """Send as much of ``data`` as flow control allows, in frames h2 accepts."""
     step = conn.max_outbound_frame_size - (0 if pad is None else pad + 1)
     window = conn.local_flow_control_window(sid)
-    data = data[:max(0, window - 300)] if len(data) > window - 300 else data
+    data = data[: max(0, window - 300)] if len(data) > window - 300 else data
     for i in range(0, len(data), step):
-        piece = data[i:i + step]
+        piece = data[i : i + step]
         conn.send_data(sid, piece, end_stream=end and i + step >= len(data), pad_length=pad)
     if not data and end:
         conn.send_data(sid, b"", end_stream=True)
@@ -136,8 +144,9 @@ def s_many_streams_flow_control(p: Pair) -> None:
     p.both(1)
     for k in range(8):
         sid = 1 + 2 * k
-        p.client.send_headers(sid, [(":method", "POST"), (":path", f"/up/{k}"), (":scheme", "https"),
-                                    (":authority", "example.com")])
+        p.client.send_headers(
+            sid, [(":method", "POST"), (":path", f"/up/{k}"), (":scheme", "https"), (":authority", "example.com")]
+        )
         send(p.client, sid, bytes([k]) * (5000 + 3000 * k), end=True)
     p.both(2)
     for k in range(8):
@@ -151,7 +160,7 @@ def s_continuation(p: Pair) -> None:
     p.client.initiate_connection()
     p.server.initiate_connection()
     p.both(1)
-    big = [("x-big-%d" % i, "v" * 3000 + str(i)) for i in range(20)]      # > 16 KiB: CONTINUATION
+    big = [("x-big-%d" % i, "v" * 3000 + str(i)) for i in range(20)]  # > 16 KiB: CONTINUATION
     p.client.send_headers(1, req("/big", big), end_stream=True)
     p.both(1)
     p.server.send_headers(1, [(":status", "200"), *big])
@@ -165,8 +174,9 @@ def s_control(p: Pair) -> None:
     p.server.initiate_connection()
     p.both(1)
     p.client.ping(b"12345678")
-    p.client.update_settings({h2.settings.SettingCodes.MAX_FRAME_SIZE: 32768,
-                              h2.settings.SettingCodes.INITIAL_WINDOW_SIZE: 1 << 20})
+    p.client.update_settings(
+        {h2.settings.SettingCodes.MAX_FRAME_SIZE: 32768, h2.settings.SettingCodes.INITIAL_WINDOW_SIZE: 1 << 20}
+    )
     p.server.update_settings({h2.settings.SettingCodes.MAX_FRAME_SIZE: 65536})
     p.both(2)
     p.client.send_headers(1, req("/a"), end_stream=False)
@@ -205,30 +215,32 @@ BAD_INPUTS = {
     "too-large": _raw(20000, 0, 0, 1, b"\x00" * 20000),
     "too-large-header-only": _raw(20000, 0, 0, 1, b""),
     "padding": _raw(4, 0, 0x8, 1, b"\x09abc"),
-    "padding-equal-to-length": _raw(3, 0, 0x8, 1, b"\x03ab"),          # RFC 9113 6.1: padding too long
-    "padded-empty-data": _raw(3, 0, 0x9, 1, b"\x02\x00\x00"),          # valid: no data, 2 bytes of padding
-    "padded-no-pad-length": _raw(0, 0, 0x8, 1, b""),                    # PADDED without its Pad Length byte
-    "data-unknown-flags": _raw(2, 0, 0xF6, 1, b"ok"),                   # undefined flags are ignored (4.1)
-    "data-in-header-block": _raw(1, 1, 0, 1, b"\x82") + _raw(2, 0, 0, 1, b"no"),   # RFC 9113 6.10
-    "data-idle-stream": _raw(2, 0, 0, 7, b"no"),                        # RFC 9113 5.1: idle stream
+    "padding-equal-to-length": _raw(3, 0, 0x8, 1, b"\x03ab"),  # RFC 9113 6.1: padding too long
+    "padded-empty-data": _raw(3, 0, 0x9, 1, b"\x02\x00\x00"),  # valid: no data, 2 bytes of padding
+    "padded-no-pad-length": _raw(0, 0, 0x8, 1, b""),  # PADDED without its Pad Length byte
+    "data-unknown-flags": _raw(2, 0, 0xF6, 1, b"ok"),  # undefined flags are ignored (4.1)
+    "data-in-header-block": _raw(1, 1, 0, 1, b"\x82") + _raw(2, 0, 0, 1, b"no"),  # RFC 9113 6.10
+    "data-idle-stream": _raw(2, 0, 0, 7, b"no"),  # RFC 9113 5.1: idle stream
     # Incomplete frames whose header alone is wrong (h2 rejects them before the payload is in):
     "partial-data-stream-0": _raw(100, 0, 0, 0, b"ab"),
     "partial-settings-stream-3": _raw(60, 4, 0, 3, b"\x00\x03"),
     "partial-goaway-stream-1": _raw(60, 7, 0, 1, b"\x00"),
-    "partial-window-update-stream-0": _raw(60, 8, 0, 0, b"\x00"),        # either kind of stream: no error yet
+    "partial-window-update-stream-0": _raw(60, 8, 0, 0, b"\x00"),  # either kind of stream: no error yet
     "interleaved-continuation": (_raw(1, 1, 0, 1, b"\x82") + _raw(8, 6, 0, 0, b"12345678")),
     "lonely-continuation": _raw(1, 9, 0x4, 1, b"\x82"),
-    "unknown-type": _raw(5, 0x77, 0xff, 9, b"hello") + _frames(PingFrame(0, opaque_data=b"abcdefgh")),
+    "unknown-type": _raw(5, 0x77, 0xFF, 9, b"hello") + _frames(PingFrame(0, opaque_data=b"abcdefgh")),
     "bad-hpack": _frames(HeadersFrame(1, data=b"\xff\xff\xff\xff", flags=["END_HEADERS", "END_STREAM"])),
-    "bad-huffman": _frames(HeadersFrame(1, data=b"\x82\x86\x84\x41\x83\xff\xff\xff",
-                                        flags=["END_HEADERS", "END_STREAM"])),
+    "bad-huffman": _frames(
+        HeadersFrame(1, data=b"\x82\x86\x84\x41\x83\xff\xff\xff", flags=["END_HEADERS", "END_STREAM"])
+    ),
     # HEADERS that end their block (the scanner builds those itself), RFC 9113 section 6.2:
-    "headers-padded-priority": _raw(15, 1, 0x2D, 3, b"\x03" + b"\x80\x00\x00\x01\x10" + b"\x82\x86\x84\x41\x01x"
-                                    + b"\x00" * 3),
-    "headers-padding-too-long": _raw(4, 1, 0x0C, 3, b"\x03\x82\x86\x84"),   # padding not shorter than the rest
-    "headers-priority-short": _raw(3, 1, 0x24, 3, b"\x00\x00\x00"),           # PRIORITY without its 5 bytes
+    "headers-padded-priority": _raw(
+        15, 1, 0x2D, 3, b"\x03" + b"\x80\x00\x00\x01\x10" + b"\x82\x86\x84\x41\x01x" + b"\x00" * 3
+    ),
+    "headers-padding-too-long": _raw(4, 1, 0x0C, 3, b"\x03\x82\x86\x84"),  # padding not shorter than the rest
+    "headers-priority-short": _raw(3, 1, 0x24, 3, b"\x00\x00\x00"),  # PRIORITY without its 5 bytes
     "headers-stream-0": _raw(1, 1, 0x04, 0, b"\x82"),
-    "headers-in-header-block": _raw(1, 1, 0, 3, b"\x82") + _raw(1, 1, 0x04, 3, b"\x82"),   # RFC 9113 6.10
+    "headers-in-header-block": _raw(1, 1, 0, 3, b"\x82") + _raw(1, 1, 0x04, 3, b"\x82"),  # RFC 9113 6.10
 }
 
 
@@ -249,8 +261,12 @@ def run_bad(p: Pair, bad: bytes, with_start: bool = True) -> None:
     p.deliver("client", _frames(PingFrame(0, opaque_data=b"zzzzzzzz")))
 
 
-SCENARIOS = {"basic": s_basic, "many-streams": s_many_streams_flow_control, "continuation": s_continuation,
-             "control": s_control}
+SCENARIOS = {
+    "basic": s_basic,
+    "many-streams": s_many_streams_flow_control,
+    "continuation": s_continuation,
+    "control": s_control,
+}
 
 
 def _trace(impl, scenario, seed, chunking, log=False):
@@ -297,10 +313,13 @@ def test_h2_mutated_streams_identical(impl_name):
     c.ping(b"pingping")
     c.send_headers(3, req("/y"), end_stream=True)
     valid = c.data_to_send()
-    extra = _frames(SettingsFrame(0, settings={4: 100}), WindowUpdateFrame(0, window_increment=5),
-                    DataFrame(3, data=b"late", flags=["PADDED"], pad_length=3),
-                    HeadersFrame(5, data=b"\x82", flags=["PADDED"], pad_length=2),
-                    ContinuationFrame(5, data=b"\x84", flags=["END_HEADERS"]))
+    extra = _frames(
+        SettingsFrame(0, settings={4: 100}),
+        WindowUpdateFrame(0, window_increment=5),
+        DataFrame(3, data=b"late", flags=["PADDED"], pad_length=3),
+        HeadersFrame(5, data=b"\x82", flags=["PADDED"], pad_length=2),
+        ContinuationFrame(5, data=b"\x84", flags=["END_HEADERS"]),
+    )
     base = valid + extra
     for _ in range(120):
         data = base[:24] + mutate(rnd, base[24:], [base[24:]])
@@ -356,7 +375,7 @@ def test_frame_flood_rejected_at_first_bad_frame_with_bounded_memory(impl_name):
 
     impl = implementations()[impl_name]
     headers = HeadersFrame(1, data=hpack.Encoder().encode([(":status", "200")]), flags=["END_HEADERS"])
-    wrapped = bytes([0, 0, 0, 0x0, 0x0, 0, 0, 0, 1])          # DATA, length 0 (2^24 wrapped), stream 1
+    wrapped = bytes([0, 0, 0, 0x0, 0x0, 0, 0, 0, 1])  # DATA, length 0 (2^24 wrapped), stream 1
     flood = _frames(SettingsFrame(0), headers) + wrapped + bytes(1 << 24)
 
     stock_error, stock_peak = _receive_measured(_flood_client(None), flood)
@@ -366,8 +385,8 @@ def test_frame_flood_rejected_at_first_bad_frame_with_bounded_memory(impl_name):
     assert error == stock_error
     assert peak <= 2 * stock_peak, (peak, stock_peak)
     scanner = conn.incoming_buffer._scanner
-    assert len(scanner) <= SCAN_SLICE_BYTES // 9 + 1        # records of one feed: all ever queued at once
-    assert scanner.offset <= len(flood) - (1 << 24) + SCAN_SLICE_BYTES     # the rest never scanned
+    assert len(scanner) <= SCAN_SLICE_BYTES // 9 + 1  # records of one feed: all ever queued at once
+    assert scanner.offset <= len(flood) - (1 << 24) + SCAN_SLICE_BYTES  # the rest never scanned
 
 
 @pytest.mark.parametrize("impl_name", IMPLS)
@@ -386,24 +405,33 @@ def test_h2_trace_log_identical(impl_name, name):
 # --------------------------------------------------------------------------------------
 # The DATA frames H2Scanner.next_frame builds, against hyperframe's
 
+
 def _raw_data_frames():
     """DATA frames (RFC 9113 section 6.1) that hyperframe accepts or rejects: any stream
     id, any flags byte, padded or not, with a Pad Length that fits or does not."""
+
     def build(sid, flags, data, pad, lie):
         if flags & 0x8:
-            pad_length = max(0, min(255, pad + lie))       # lie: a Pad Length beyond the padding
+            pad_length = max(0, min(255, pad + lie))  # lie: a Pad Length beyond the padding
             payload = bytes([pad_length]) + data + bytes(pad)
         else:
             payload = data
         return _raw(len(payload), 0, flags, sid, payload)
-    return st.builds(build, st.sampled_from([0, 1, 2, 3, 0x7FFFFFFF, 0x80000001]), st.integers(0, 255),
-                     st.binary(max_size=40), st.integers(0, 20), st.sampled_from([0, 0, 0, 1, 5, 300]))
+
+    return st.builds(
+        build,
+        st.sampled_from([0, 1, 2, 3, 0x7FFFFFFF, 0x80000001]),
+        st.integers(0, 255),
+        st.binary(max_size=40),
+        st.integers(0, 20),
+        st.sampled_from([0, 0, 0, 1, 5, 300]),
+    )
 
 
 def _hyperframe_data(wire: bytes):
     try:
         frame, length = Frame.parse_frame_header(memoryview(wire[:9]))
-        frame.parse_body(memoryview(wire[9:9 + length]))
+        frame.parse_body(memoryview(wire[9 : 9 + length]))
     except Exception:  # noqa: BLE001 - any rejection: the frame goes through hyperframe in h2buffer
         return None
     return frame
@@ -412,7 +440,7 @@ def _hyperframe_data(wire: bytes):
 def _same_as_hyperframe(mine, ref) -> None:
     assert type(mine).__name__ == type(ref).__name__ == "DataFrame"
     assert isinstance(mine, DataFrame)
-    assert list(vars(mine)) == list(vars(ref))                  # same attributes, set in the same order
+    assert list(vars(mine)) == list(vars(ref))  # same attributes, set in the same order
     assert {k: v for k, v in vars(mine).items() if k != "flags"} == {k: v for k, v in vars(ref).items() if k != "flags"}
     assert type(mine.flags) is type(ref.flags)
     assert list(vars(mine.flags)) == list(vars(ref.flags))
@@ -443,7 +471,7 @@ def test_scanner_data_frames_are_hyperframes(wire, max_frame_size):
             assert sc.next_frame(bytearray(wire), 0, max_frame_size, 8192) is None
         else:
             assert got == (0, wire[4], int.from_bytes(wire[5:9], "big") & 0x7FFFFFFF, 9, length)
-            assert sc.consumed == 0                         # left for hyperframe until consume()
+            assert sc.consumed == 0  # left for hyperframe until consume()
             sc.consume()
             assert sc.consumed == len(wire)
 
@@ -486,17 +514,24 @@ def _outcome(fn):
 
 @pytest.mark.parametrize("impl_name", IMPLS)
 @pytest.mark.parametrize("edit", sorted(_edits()))
-@pytest.mark.parametrize("wire", [_raw(13, 0, 0x9, 5, b"\x02" + b"0123456789" + b"\x00\x00"),
-                                  _raw(4, 0, 0x0, 5, b"abcd"), _raw(0, 0, 0x1, 5, b""),
-                                  _raw(11, 0, 0x8, 5, b"\x0a" + bytes(10))],
-                         ids=["padded", "plain", "empty", "all-padding"])
+@pytest.mark.parametrize(
+    "wire",
+    [
+        _raw(13, 0, 0x9, 5, b"\x02" + b"0123456789" + b"\x00\x00"),
+        _raw(4, 0, 0x0, 5, b"abcd"),
+        _raw(0, 0, 0x1, 5, b""),
+        _raw(11, 0, 0x8, 5, b"\x0a" + bytes(10)),
+    ],
+    ids=["padded", "plain", "empty", "all-padding"],
+)
 def test_data_frame_repr_is_hyperframes_after_edits(impl_name, edit, wire):
     """The scanner's repr gives hyperframe's string (or hyperframe's exception) whatever a
     program did to the frame: unusual attribute values go to hyperframe's own repr."""
     impl = implementations()[impl_name]
     frame_classes(impl)
-    frames = [impl.H2Scanner((1 << 24) - 1, preface=False, validate=False).next_frame(wire, 0, 16384, 8192)
-              for _ in range(2)]
+    frames = [
+        impl.H2Scanner((1 << 24) - 1, preface=False, validate=False).next_frame(wire, 0, 16384, 8192) for _ in range(2)
+    ]
     for f in frames:
         _edits()[edit](f)
     # hyperframe's repr may convert a memoryview in .data to bytes: one frame each.
@@ -513,30 +548,30 @@ def test_next_frame_contract(impl_name):
     data = _raw(3, 0, 0x1, 1, b"abc")
     wire = bytearray(ping + data + data[:10])
     sc = impl.H2Scanner((1 << 24) - 1, preface=False, validate=False)
-    assert sc.next_frame(wire, 0, 16384, 4) == (6, 0, 0, 9, 8)     # a PING record
-    assert sc.offset == 20                                          # scanned 4 bytes at a time, no further
-    assert sc.next_frame(wire, 0, 16384, 4) == (6, 0, 0, 9, 8)     # not consumed yet
+    assert sc.next_frame(wire, 0, 16384, 4) == (6, 0, 0, 9, 8)  # a PING record
+    assert sc.offset == 20  # scanned 4 bytes at a time, no further
+    assert sc.next_frame(wire, 0, 16384, 4) == (6, 0, 0, 9, 8)  # not consumed yet
     sc.consume()
     assert sc.consumed == 17
     del wire[:17]
     frame = sc.next_frame(wire, 17, 16384, 4)
     assert frame.data == b"abc" and frame.stream_id == 1 and "END_STREAM" in frame.flags
     assert sc.consumed == 29
-    assert sc.next_frame(wire, 17, 16384, 4) is None                 # the rest is a partial frame
+    assert sc.next_frame(wire, 17, 16384, 4) is None  # the rest is a partial frame
     assert sc.current == (0, 1, 1, 38, 3)
     with pytest.raises(ValueError, match="no frame to consume"):
         sc.consume()
     with pytest.raises(ValueError, match="beyond the scanned offset"):
-        sc.next_frame(wire, 10 ** 6, 16384, 4)
+        sc.next_frame(wire, 10**6, 16384, 4)
     with pytest.raises(ValueError, match="slice_bytes"):
         sc.next_frame(wire, 17, 16384, 0)
     with pytest.raises(ValueError, match="negative"):
         sc.next_frame(wire, -1, 16384, 4)
     wire += data[10:] + data + data
-    frame = sc.next_frame(wire, 17, 16384, 8192)                    # scans the rest: two more frames queued
+    frame = sc.next_frame(wire, 17, 16384, 8192)  # scans the rest: two more frames queued
     assert frame.data == b"abc" and len(sc) == 3
     with pytest.raises(ValueError, match="does not hold the frame"):
-        sc.next_frame(wire[:30], 17, 16384, 8192)                    # a buffer too short for the next one
+        sc.next_frame(wire[:30], 17, 16384, 8192)  # a buffer too short for the next one
 
 
 def test_install_maps_the_scanner_classes_to_h2s_handlers():
@@ -566,10 +601,12 @@ def test_scanner_data_frames_pickle_and_copy_like_hyperframes(impl_name):
 # --------------------------------------------------------------------------------------
 # The HEADERS frames H2Scanner.next_frame builds, against hyperframe's
 
+
 def _raw_headers_frames():
     """HEADERS frames (RFC 9113 section 6.2) that hyperframe accepts or rejects: any
     stream id and flags byte, padded or not, with or without priority fields, with a Pad
     Length that fits or does not, and payloads too short for what the flags announce."""
+
     def build(sid, flags, block, pad, lie, dep, weight, cut):
         payload = b""
         if flags & 0x8:
@@ -577,18 +614,26 @@ def _raw_headers_frames():
         if flags & 0x20:
             payload += dep.to_bytes(4, "big") + bytes([weight])
         payload += block + (bytes(pad) if flags & 0x8 else b"")
-        payload = payload[:max(0, len(payload) - cut)]
+        payload = payload[: max(0, len(payload) - cut)]
         return _raw(len(payload), 1, flags, sid, payload)
-    return st.builds(build, st.sampled_from([0, 1, 2, 3, 0x7FFFFFFF, 0x80000001]), st.integers(0, 255),
-                     st.binary(max_size=40), st.integers(0, 20), st.sampled_from([0, 0, 0, 1, 5, 300]),
-                     st.sampled_from([0, 1, 3, 0x7FFFFFFF, 0x80000003, 0xFFFFFFFF]), st.integers(0, 255),
-                     st.sampled_from([0, 0, 0, 1, 3, 6, 30]))
+
+    return st.builds(
+        build,
+        st.sampled_from([0, 1, 2, 3, 0x7FFFFFFF, 0x80000001]),
+        st.integers(0, 255),
+        st.binary(max_size=40),
+        st.integers(0, 20),
+        st.sampled_from([0, 0, 0, 1, 5, 300]),
+        st.sampled_from([0, 1, 3, 0x7FFFFFFF, 0x80000003, 0xFFFFFFFF]),
+        st.integers(0, 255),
+        st.sampled_from([0, 0, 0, 1, 3, 6, 30]),
+    )
 
 
 def _same_headers_as_hyperframe(mine, ref) -> None:
     assert type(mine).__name__ == type(ref).__name__ == "HeadersFrame"
     assert isinstance(mine, HeadersFrame)
-    assert list(vars(mine)) == list(vars(ref))                  # same attributes, set in the same order
+    assert list(vars(mine)) == list(vars(ref))  # same attributes, set in the same order
     assert {k: v for k, v in vars(mine).items() if k != "flags"} == {k: v for k, v in vars(ref).items() if k != "flags"}
     assert [type(v) for k, v in vars(mine).items()] == [type(v) for k, v in vars(ref).items()]
     assert type(mine.flags) is type(ref.flags)
@@ -619,7 +664,7 @@ def test_scanner_headers_frames_are_hyperframes(wire, max_frame_size):
             assert sc.consumed == len(wire)
         else:
             assert got == (1, wire[4], int.from_bytes(wire[5:9], "big") & 0x7FFFFFFF, 9, length)
-            assert sc.consumed == 0                         # left for hyperframe until consume()
+            assert sc.consumed == 0  # left for hyperframe until consume()
 
 
 def _headers_edits():
@@ -646,17 +691,23 @@ def _headers_edits():
 
 @pytest.mark.parametrize("impl_name", IMPLS)
 @pytest.mark.parametrize("edit", sorted(_headers_edits()))
-@pytest.mark.parametrize("wire", [_raw(31, 1, 0x2D, 5, b"\x02" + b"\x80\x00\x00\x03\x0f" + b"0123456789abcdef"
-                                       + b"\x00\x00" + b"\x00" * 7),
-                                  _raw(4, 1, 0x5, 5, b"abcd"), _raw(0, 1, 0x4, 5, b"")],
-                         ids=["padded-priority", "plain", "empty"])
+@pytest.mark.parametrize(
+    "wire",
+    [
+        _raw(31, 1, 0x2D, 5, b"\x02" + b"\x80\x00\x00\x03\x0f" + b"0123456789abcdef" + b"\x00\x00" + b"\x00" * 7),
+        _raw(4, 1, 0x5, 5, b"abcd"),
+        _raw(0, 1, 0x4, 5, b""),
+    ],
+    ids=["padded-priority", "plain", "empty"],
+)
 def test_headers_frame_repr_is_hyperframes_after_edits(impl_name, edit, wire):
     """The scanner's HEADERS repr gives hyperframe's string (or hyperframe's exception)
     whatever was done to the frame: unusual attribute values go to hyperframe's own repr."""
     impl = implementations()[impl_name]
     frame_classes(impl)
-    frames = [impl.H2Scanner((1 << 24) - 1, preface=False, validate=False).next_frame(wire, 0, 16384, 8192)
-              for _ in range(2)]
+    frames = [
+        impl.H2Scanner((1 << 24) - 1, preface=False, validate=False).next_frame(wire, 0, 16384, 8192) for _ in range(2)
+    ]
     assert all(type(f).__name__ == "HeadersFrame" for f in frames)
     for f in frames:
         _headers_edits()[edit](f)

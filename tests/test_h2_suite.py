@@ -37,8 +37,10 @@ SUITE_TIMEOUT_S = 600
 
 
 def _download_failed(why: str):
-    pytest.skip(f"h2's own test suite not run: the h2=={H2_VERSION} sdist could not be downloaded "
-                f"from the package registry ({why})")
+    pytest.skip(
+        f"h2's own test suite not run: the h2=={H2_VERSION} sdist could not be downloaded "
+        f"from the package registry ({why})"
+    )
 
 
 def h2_suite_dir() -> Path:
@@ -51,8 +53,23 @@ def h2_suite_dir() -> Path:
         if (target / "tests" / "test_basic_logic.py").exists():
             return target
         with tempfile.TemporaryDirectory(dir=CACHE) as tmp:
-            cmd = [sys.executable, "-m", "pip", "download", "--quiet", "--no-deps", "--no-binary", ":all:",
-                   "--retries", "1", "--timeout", "20", f"h2=={H2_VERSION}", "-d", tmp]
+            cmd = [
+                sys.executable,
+                "-m",
+                "pip",
+                "download",
+                "--quiet",
+                "--no-deps",
+                "--no-binary",
+                ":all:",
+                "--retries",
+                "1",
+                "--timeout",
+                "20",
+                f"h2=={H2_VERSION}",
+                "-d",
+                tmp,
+            ]
             try:
                 done = subprocess.run(cmd, capture_output=True, text=True, timeout=DOWNLOAD_TIMEOUT_S)
             except subprocess.TimeoutExpired:
@@ -82,12 +99,27 @@ def test_h2_own_suite_passes_with_the_scanner_buffer(impl_name, tmp_path):
         pytest.skip("the C extension is not built")
     suite = h2_suite_dir()
     report_path = tmp_path / "report.json"
-    env = dict(os.environ, WORKBENCH_PURE_PYTHON="1" if impl_name == "python" else "0",
-               WORKBENCH_H2_SUITE_REPORT=str(report_path),
-               PYTHONPATH=os.pathsep.join([str(ROOT / "tests"), str(ROOT), os.environ.get("PYTHONPATH", "")]))
+    env = dict(
+        os.environ,
+        WORKBENCH_PURE_PYTHON="1" if impl_name == "python" else "0",
+        WORKBENCH_H2_SUITE_REPORT=str(report_path),
+        PYTHONPATH=os.pathsep.join([str(ROOT / "tests"), str(ROOT), os.environ.get("PYTHONPATH", "")]),
+    )
     env.pop("WORKBENCH_FRAMES_EXT", None)
-    cmd = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "h2_suite_plugin",
-           "-x", "--rootdir", str(suite), "tests"]
+    cmd = [
+        sys.executable,
+        "-m",
+        "pytest",
+        "-q",
+        "-p",
+        "no:cacheprovider",
+        "-p",
+        "h2_suite_plugin",
+        "-x",
+        "--rootdir",
+        str(suite),
+        "tests",
+    ]
     done = subprocess.run(cmd, cwd=suite, env=env, capture_output=True, text=True, timeout=SUITE_TIMEOUT_S)
     tail = "\n".join((done.stdout + done.stderr).strip().splitlines()[-30:])
     assert done.returncode == 0, f"h2 {H2_VERSION}'s own tests failed with the scanner buffer:\n{tail}"
@@ -95,7 +127,7 @@ def test_h2_own_suite_passes_with_the_scanner_buffer(impl_name, tmp_path):
     assert report["implementation"] == impl_name
     outcomes = report["outcomes"]
     assert outcomes["failed"] == 0 and outcomes["error"] == 0, tail
-    assert outcomes["passed"] >= 1000, tail              # h2 4.4.1 has 1,662 tests
+    assert outcomes["passed"] >= 1000, tail  # h2 4.4.1 has 1,662 tests
     # The buffer really was in use: on (nearly) every connection, and DATA frames were
     # built by the scanner rather than by hyperframe.
     assert report["connections"] >= 1000

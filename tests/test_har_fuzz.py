@@ -15,12 +15,29 @@ from hypothesis import strategies as st
 from simulator.cli import main
 
 ROOT = Path(__file__).resolve().parents[1]
-SOURCES = [ROOT / "traces" / "har-real" / "sitespeed_browsertime-recalculate-style.har",
-           ROOT / "traces" / "har-real" / "http_http2-firefox.har",
-           ROOT / "traces" / "har-real" / "redirect_www.sitespeed.io-redirecting-to-https.har"]
+SOURCES = [
+    ROOT / "traces" / "har-real" / "sitespeed_browsertime-recalculate-style.har",
+    ROOT / "traces" / "har-real" / "http_http2-firefox.har",
+    ROOT / "traces" / "har-real" / "redirect_www.sitespeed.io-redirecting-to-https.har",
+]
 DOCS = {p.name: json.loads(p.read_text()) for p in SOURCES}
-REPLACEMENTS = [None, -1, 0, 2**63, -2**63, 1e308, float("nan"), "", "\u00e9\u4e2d\U0001f600\x00", "-1", [], {},
-                True, "1.1", "not a date"]
+REPLACEMENTS = [
+    None,
+    -1,
+    0,
+    2**63,
+    -(2**63),
+    1e308,
+    float("nan"),
+    "",
+    "\u00e9\u4e2d\U0001f600\x00",
+    "-1",
+    [],
+    {},
+    True,
+    "1.1",
+    "not a date",
+]
 
 
 def _paths(node, prefix=()):
@@ -28,9 +45,12 @@ def _paths(node, prefix=()):
     out = [prefix] if prefix else []
     if isinstance(node, dict):
         for k, v in node.items():
-            if prefix == ("log", "entries") or (len(prefix) >= 2 and prefix[:2] == ("log", "entries") and
-                                                 isinstance(prefix[2] if len(prefix) > 2 else 0, int)
-                                                 and prefix[2] > 3):
+            if prefix == ("log", "entries") or (
+                len(prefix) >= 2
+                and prefix[:2] == ("log", "entries")
+                and isinstance(prefix[2] if len(prefix) > 2 else 0, int)
+                and prefix[2] > 3
+            ):
                 continue
             out += _paths(v, prefix + (k,))
     elif isinstance(node, list):
@@ -61,15 +81,19 @@ def mutated_har(draw):
             else:
                 parent[path[-1]] = draw(st.sampled_from(REPLACEMENTS))
         except (KeyError, IndexError, TypeError):
-            continue            # an earlier mutation removed the way there
+            continue  # an earlier mutation removed the way there
     text = json.dumps(doc, allow_nan=True).encode("utf-8", "surrogatepass")
     if draw(st.booleans()) and draw(st.integers(0, 9)) == 0:
-        text = text[:draw(st.integers(0, len(text) - 1))]       # cut short
+        text = text[: draw(st.integers(0, len(text) - 1))]  # cut short
     return text
 
 
-STUDIES = [["trace", "info"], ["push", "--policy", "none,hints", "--rtt", "100ms", "--trace"],
-           ["hol", "--transport", "quic", "--loss", "0.01", "--trace"], ["fidelity"]]
+STUDIES = [
+    ["trace", "info"],
+    ["push", "--policy", "none,hints", "--rtt", "100ms", "--trace"],
+    ["hol", "--transport", "quic", "--loss", "0.01", "--trace"],
+    ["fidelity"],
+]
 
 
 @settings(max_examples=40, deadline=30000, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
@@ -80,6 +104,7 @@ def test_mutated_real_hars_give_a_result_or_one_line(tmp_path_factory, data, stu
     args = [*STUDIES[study], str(path)]
     import io
     from contextlib import redirect_stderr, redirect_stdout
+
     err, out = io.StringIO(), io.StringIO()
     with redirect_stdout(out), redirect_stderr(err):
         status = main(args)

@@ -12,20 +12,40 @@ from simulator.errors import InputError
 from simulator.traces.har import _read_json, load_har, parse_har
 
 
-
 def entry(url, started):
-    return {"startedDateTime": started, "time": 10,
-            "request": {"method": "GET", "url": url, "httpVersion": "h2",
-                        "headers": [{"name": "accept", "value": "*/*"}], "headersSize": -1, "bodySize": -1},
-            "response": {"status": 200, "httpVersion": "h2", "headers": [{"name": "content-type", "value": "text/js"}],
-                         "content": {"size": 1234, "mimeType": "text/javascript"}, "redirectURL": "",
-                         "headersSize": -1, "bodySize": 1000},
-            "timings": {"send": 1, "wait": 5, "receive": 4}}
+    return {
+        "startedDateTime": started,
+        "time": 10,
+        "request": {
+            "method": "GET",
+            "url": url,
+            "httpVersion": "h2",
+            "headers": [{"name": "accept", "value": "*/*"}],
+            "headersSize": -1,
+            "bodySize": -1,
+        },
+        "response": {
+            "status": 200,
+            "httpVersion": "h2",
+            "headers": [{"name": "content-type", "value": "text/js"}],
+            "content": {"size": 1234, "mimeType": "text/javascript"},
+            "redirectURL": "",
+            "headersSize": -1,
+            "bodySize": 1000,
+        },
+        "timings": {"send": 1, "wait": 5, "receive": 4},
+    }
 
 
 def har(*entries, pages=()):
-    return {"log": {"version": "1.2", "creator": {"name": "test", "version": "1"},
-                    "pages": list(pages), "entries": list(entries)}}
+    return {
+        "log": {
+            "version": "1.2",
+            "creator": {"name": "test", "version": "1"},
+            "pages": list(pages),
+            "entries": list(entries),
+        }
+    }
 
 
 def _both(doc_text: str, tmp_path):
@@ -43,9 +63,10 @@ def _both(doc_text: str, tmp_path):
 
 
 def _page(n=3):
-    return har(*[entry(f"https://a.example/{k}.js", started=f"2024-06-01T10:00:0{k}.000Z") for k in range(n)],
-               pages=[{"id": "page_1", "startedDateTime": "2024-06-01T10:00:00.000Z",
-                       "pageTimings": {"onLoad": 900}}])
+    return har(
+        *[entry(f"https://a.example/{k}.js", started=f"2024-06-01T10:00:0{k}.000Z") for k in range(n)],
+        pages=[{"id": "page_1", "startedDateTime": "2024-06-01T10:00:00.000Z", "pageTimings": {"onLoad": 900}}],
+    )
 
 
 def test_streamed_import_equals_whole_document_rfc8259_members_in_any_order(tmp_path):
@@ -53,8 +74,10 @@ def test_streamed_import_equals_whole_document_rfc8259_members_in_any_order(tmp_
     ``creator`` and ``_untimed`` reads the same, whitespace and a byte-order mark included."""
     doc = _page()
     log = doc["log"]
-    reordered = {"log": {"entries": log["entries"], "pages": log["pages"], "creator": log["creator"]},
-                 "x": [1, {"y": 2}]}
+    reordered = {
+        "log": {"entries": log["entries"], "pages": log["pages"], "creator": log["creator"]},
+        "x": [1, {"y": 2}],
+    }
     for text in (json.dumps(doc), json.dumps(reordered, indent="\t"), " \r\n" + json.dumps(reordered) + "\n"):
         streamed, whole = _both(text, tmp_path)
         assert streamed == whole
@@ -80,12 +103,20 @@ def test_streamed_import_refuses_in_the_whole_document_order(tmp_path):
     assert streamed == whole and "truncated" in streamed
     doc["log"]["entries"][2]["request"]["url"] = "https://a.example/2.js"
     doc["log"]["entries"][1]["timings"]["wait"] = float("inf")
-    streamed, whole = _both(json.dumps(doc), tmp_path)   # two bad fields: the earlier start time's
+    streamed, whole = _both(json.dumps(doc), tmp_path)  # two bad fields: the earlier start time's
     assert streamed == whole and streamed.endswith("response.bodySize is the string 'x', not a number.")
 
 
-@pytest.mark.parametrize("text", ['{"log": {"entries": {}}}', '[1]', '{"log": {"pages": []}}',
-                                  '{"log": {"entries": [1]}}', '{"log": {"entries": []}} x'])
+@pytest.mark.parametrize(
+    "text",
+    [
+        '{"log": {"entries": {}}}',
+        "[1]",
+        '{"log": {"pages": []}}',
+        '{"log": {"entries": [1]}}',
+        '{"log": {"entries": []}} x',
+    ],
+)
 def test_streamed_import_other_shapes_refused_as_before(text, tmp_path):
     """A document of another shape, or extra data after it (RFC 8259 section 2), as before."""
     streamed, whole = _both(text, tmp_path)

@@ -24,7 +24,7 @@ from simulator.traces import load
 
 ROOT = Path(__file__).resolve().parent.parent
 PAGE = ROOT / "traces" / "synthetic-page.har"
-QIF_DIR = ROOT / "traces" / "qif"          # bundled QPACK interop traces (MIT, see traces/README.md)
+QIF_DIR = ROOT / "traces" / "qif"  # bundled QPACK interop traces (MIT, see traces/README.md)
 FB_REQ = QIF_DIR / "fb-req-hq.qif"
 FB_RESP = QIF_DIR / "fb-resp-hq.qif"
 
@@ -80,13 +80,14 @@ def test_qcram_never_blocks_unless_its_blocking_variant_is_on(page):
         assert r.summary.loc["qcram", "blocked"] == 0
         assert r.summary.loc["qcram", "may_block"] == 0
         blocked_variant += r.summary.loc["qcram-blocking", "blocked"]
-    assert blocked_variant > 0     # the variant that may block does, at 4% loss
+    assert blocked_variant > 0  # the variant that may block does, at 4% loss
 
 
 def test_hpack_over_quic_blocks_more_than_qpack_and_qcram(fb_req):
     """At 1-2% loss, in-order HPACK decoding stalls many more blocks (summed over seeds)."""
-    runs = pd.concat([run_seeds(hol.run, fb_req, hol.HolParams(loss=loss), seeds=(1, 2, 3))
-                      for loss in ("0.01", "0.02")])
+    runs = pd.concat(
+        [run_seeds(hol.run, fb_req, hol.HolParams(loss=loss), seeds=(1, 2, 3)) for loss in ("0.01", "0.02")]
+    )
     blocked = runs.groupby("scheme")["blocked"].sum()
     assert blocked["hpack"] > 2 * blocked["qpack"]
     assert blocked["hpack"] > blocked["qcram"]
@@ -103,7 +104,7 @@ def test_over_tcp_a_lost_segment_blocks_every_scheme_alike(page):
 def test_bursty_loss_runs(page):
     r = hol.run(page, hol.HolParams(loss="ge:0.01,0.3", seed=1))
     assert r.summary["losses"].sum() > 0
-    assert (r.summary.loc["qcram", "blocked"] == 0)
+    assert r.summary.loc["qcram", "blocked"] == 0
 
 
 def test_same_seed_same_rows_and_different_seed_differs(page):
@@ -117,8 +118,9 @@ def test_same_seed_same_rows_and_different_seed_differs(page):
 
 def test_every_row_carries_its_parameters_and_seed(page):
     r = hol.run(page, hol.HolParams(loss="0.01", seed=9, rtt_s=0.05))
-    assert (set(["seed", "loss", "rtt_s", "transport", "table_bytes", "max_blocked", "spacing_s"])
-            <= set(r.blocks.columns))
+    assert set(["seed", "loss", "rtt_s", "transport", "table_bytes", "max_blocked", "spacing_s"]) <= set(
+        r.blocks.columns
+    )
     assert (r.blocks["seed"] == 9).all() and (r.blocks["rtt_s"] == 0.05).all()
     assert r.params["seed"] == 9 and r.trace["content_hash"] == page.content_hash()
 
@@ -192,19 +194,31 @@ def test_cli_json_has_the_documented_keys(capsys):
     out = json.loads(capsys.readouterr().out)
     assert set(out["schemes"]) == {"hpack", "qpack", "qcram"}
     for summary in out["schemes"].values():
-        for key in ("blocks", "blocked", "hol_total_ms", "hol_p95_ms", "raw_bytes", "header_bytes",
-                    "encoder_stream_bytes", "ratio"):
+        for key in (
+            "blocks",
+            "blocked",
+            "hol_total_ms",
+            "hol_p95_ms",
+            "raw_bytes",
+            "header_bytes",
+            "encoder_stream_bytes",
+            "ratio",
+        ):
             assert key in summary
-        assert summary["ratio"] == pytest.approx((summary["header_bytes"] + summary["encoder_stream_bytes"])
-                                                 / summary["raw_bytes"])
+        assert summary["ratio"] == pytest.approx(
+            (summary["header_bytes"] + summary["encoder_stream_bytes"]) / summary["raw_bytes"]
+        )
 
 
-@pytest.mark.parametrize("argv, fragment", [
-    (["--loss", "lots"], "loss"),
-    (["--rtt", "fast"], "duration"),
-    (["--scheme", "gzip"], "scheme"),
-    (["--transport", "ref2017", "--jitter", "-0.05"], "probability"),
-])
+@pytest.mark.parametrize(
+    "argv, fragment",
+    [
+        (["--loss", "lots"], "loss"),
+        (["--rtt", "fast"], "duration"),
+        (["--scheme", "gzip"], "scheme"),
+        (["--transport", "ref2017", "--jitter", "-0.05"], "probability"),
+    ],
+)
 def test_cli_bad_flags_exit_2_with_one_line(capsys, argv, fragment):
     assert main(["hol", "--trace", str(PAGE), *argv]) == 2
     err = capsys.readouterr().err.strip()
@@ -225,11 +239,13 @@ def test_blocked_streams_never_exceed_the_limit(page, max_blocked):
     than SETTINGS_QPACK_BLOCKED_STREAMS (the encoder must not risk more)."""
     seen_blocking = False
     for seed in (1, 2, 3, 4):
-        b = hol.run(page, hol.HolParams(schemes=("qpack",), max_blocked=max_blocked, loss="0.05",
-                                        seed=seed, spacing_s=0.001)).blocks
+        b = hol.run(
+            page, hol.HolParams(schemes=("qpack",), max_blocked=max_blocked, loss="0.05", seed=seed, spacing_s=0.001)
+        ).blocks
         waits = b[b["decoded_s"] > b["delivered_s"] + 1e-12]
-        events = sorted([(t, 1) for t in waits["delivered_s"]] + [(t, -1) for t in waits["decoded_s"]],
-                        key=lambda e: (e[0], e[1]))
+        events = sorted(
+            [(t, 1) for t in waits["delivered_s"]] + [(t, -1) for t in waits["decoded_s"]], key=lambda e: (e[0], e[1])
+        )
         level = peak = 0
         for _, step in events:
             level += step
@@ -272,4 +288,4 @@ def test_batch_over_request_and_response_traces_with_default_direction(tmp_path)
     report = batch.run_batch("hol", [str(d)], None, 1, out=str(tmp_path / "out"), workers=0, progress=False)
     assert report.failed == 0 and report.ok == 2
     df = batch.load(str(tmp_path / "out"))
-    assert set(df["direction"]) == {"auto"}       # the job's parameters, as given
+    assert set(df["direction"]) == {"auto"}  # the job's parameters, as given

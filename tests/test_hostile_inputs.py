@@ -32,23 +32,59 @@ from simulator.cli import main
 
 ROOT = Path(__file__).resolve().parents[1]
 CORPUS = Path(__file__).resolve().parent / "data" / "hostile"
-HARS = [ROOT / "traces" / "har-real" / n for n in ("sitespeed_browsertime-recalculate-style.har",
-                                                    "http_http2-firefox.har", "http_http2-chrome.har")]
+HARS = [
+    ROOT / "traces" / "har-real" / n
+    for n in ("sitespeed_browsertime-recalculate-style.har", "http_http2-firefox.har", "http_http2-chrome.har")
+]
 QIF = ROOT / "traces" / "qif" / "netbsd-hq.qif"
 INTEROP = ROOT / "traces" / "qpack-interop" / "ls-qpack" / "netbsd-hq.out.256.100.1"
 
 CASE_SECONDS = 60
 MAX_RSS_BYTES = 2 << 30
 # One study per case, in turn (each reads its trace through the one import).
-HAR_STUDIES = [["hol", "--json", "--trace"], ["push", "--json", "--policy", "none,hints", "--trace"],
-               ["fidelity", "--json"], ["trailers", "--json", "--trace"], ["coalescing", "--json", "--trace"]]
+HAR_STUDIES = [
+    ["hol", "--json", "--trace"],
+    ["push", "--json", "--policy", "none,hints", "--trace"],
+    ["fidelity", "--json"],
+    ["trailers", "--json", "--trace"],
+    ["coalescing", "--json", "--trace"],
+]
 
-HOSTILE_VALUES = ["\u0661\u0662\u0663", "\uff11\uff12", "12", "", "x", True, None, [], {}, [1, 2], -1, -5,
-                  10**30, 2**63, 1e308, 2e9, 9e15, 0.5, "NaN", "Infinity"]
+HOSTILE_VALUES = [
+    "\u0661\u0662\u0663",
+    "\uff11\uff12",
+    "12",
+    "",
+    "x",
+    True,
+    None,
+    [],
+    {},
+    [1, 2],
+    -1,
+    -5,
+    10**30,
+    2**63,
+    1e308,
+    2e9,
+    9e15,
+    0.5,
+    "NaN",
+    "Infinity",
+]
 RAW_NUMBERS = ["NaN", "Infinity", "-Infinity", "1e309", "1" * 5000, "-0", "5e-324"]
-BAD_URLS = ["https://[::1/x", "https://[zz::1]/x", "https://a\uff03b.example/", "https://" + "a" * 300 + ".example/",
-            "https://" + "b" * 64 + ".example/", "https://a..example/", "https://a.example:99999/",
-            "https://\u0080.example/", "https:///x", "https://user@/x"]
+BAD_URLS = [
+    "https://[::1/x",
+    "https://[zz::1]/x",
+    "https://a\uff03b.example/",
+    "https://" + "a" * 300 + ".example/",
+    "https://" + "b" * 64 + ".example/",
+    "https://a..example/",
+    "https://a.example:99999/",
+    "https://\u0080.example/",
+    "https:///x",
+    "https://user@/x",
+]
 
 
 def _run(argv: list[str]) -> tuple[int, str]:
@@ -108,10 +144,11 @@ def _places(node, prefix=()):
 
 
 def _mutate_har(rng: random.Random, doc: dict) -> bytes:
-    kind = rng.choice(["value", "value", "value", "raw-number", "url", "url", "header", "deep", "delete",
-                       "bytes", "truncate", "crlf"])
+    kind = rng.choice(
+        ["value", "value", "value", "raw-number", "url", "url", "header", "deep", "delete", "bytes", "truncate", "crlf"]
+    )
     entries = doc["log"]["entries"]
-    if kind == "url":                     # the request URL, the initiator, a redirect, :authority
+    if kind == "url":  # the request URL, the initiator, a redirect, :authority
         e, bad = rng.choice(entries), rng.choice(BAD_URLS)
         place = rng.choice(["url", "initiator", "location", "authority"])
         if place == "url":
@@ -144,13 +181,13 @@ def _mutate_har(rng: random.Random, doc: dict) -> bytes:
             text = json.dumps(doc)
             return text.replace('"@@RAW@@"', rng.choice(RAW_NUMBERS), 1).encode()
     data = json.dumps(doc).encode()
-    if kind == "deep" and rng.random() < 0.5:      # nested in the document itself, not in a string
+    if kind == "deep" and rng.random() < 0.5:  # nested in the document itself, not in a string
         depth = rng.choice([2_000, 10_000])
         data = b'{"log":' + b"[" * depth + b"]" * depth + b"}"
     if kind == "bytes":
         data = _flip(rng, data)
     elif kind == "truncate":
-        data = data[:rng.randrange(1, len(data))]
+        data = data[: rng.randrange(1, len(data))]
     elif kind == "crlf":
         data = data.replace(b",", b",\r\n")
     return data
@@ -166,7 +203,7 @@ def _flip(rng: random.Random, data: bytes) -> bytes:
 
 def _mutate_qif(rng: random.Random, data: bytes) -> bytes:
     kind = rng.choice(["crlf", "cr", "flip", "truncate", "big-value", "no-tab", "many-lists", "authority"])
-    if kind == "authority":                 # a host no client could connect to
+    if kind == "authority":  # a host no client could connect to
         bad = rng.choice(BAD_URLS)[8:].split("/")[0].encode("utf-8", "surrogateescape")
         return data.replace(b":authority\t", b":authority\t" + bad + b"x", 1)
     if kind == "crlf":
@@ -176,7 +213,7 @@ def _mutate_qif(rng: random.Random, data: bytes) -> bytes:
     if kind == "flip":
         return _flip(rng, data)
     if kind == "truncate":
-        return data[:rng.randrange(1, len(data))]
+        return data[: rng.randrange(1, len(data))]
     if kind == "big-value":
         return b"x-big\t" + b"v" * rng.choice([70_000, 300_000]) + b"\n\n" + data
     if kind == "no-tab":
@@ -192,11 +229,11 @@ def _mutate_interop(rng: random.Random, data: bytes) -> bytes:
     if kind == "flip":
         return _flip(rng, data)
     if kind == "truncate":
-        return data[:rng.randrange(1, len(data))]
+        return data[: rng.randrange(1, len(data))]
     out = bytearray(data)
-    if kind == "length":                       # the first record's u32 length
+    if kind == "length":  # the first record's u32 length
         out[8:12] = rng.choice([b"\xff\xff\xff\xff", b"\x00\x10\x00\x00", b"\x00\x00\x00\x00"])
-    else:                                      # the first record's u64 stream id
+    else:  # the first record's u64 stream id
         out[0:8] = rng.choice([b"\xff" * 8, b"\x00\x00\x00\x00\xff\xff\xff\xff", b"\x00" * 7 + b"\x05"])
     return bytes(out)
 
@@ -260,8 +297,8 @@ REGRESSIONS = {
     "authority-long-label.har": ":authority",
     "header-100kb-value.har": "x-big",
     "nested-10000.har": "nested",
-    "initiator-detail-nested.har": None,          # a nested string field is ignored, not a crash
-    "netbsd-hq-cr-only.qif": None,                # CR-only line ends read as lines
+    "initiator-detail-nested.har": None,  # a nested string field is ignored, not a crash
+    "netbsd-hq-cr-only.qif": None,  # CR-only line ends read as lines
     "interop-huge-length.out.256.100.1": "byte offset 0",
 }
 
@@ -302,8 +339,9 @@ def test_fifo_as_a_trace_is_refused_not_read_forever(tmp_path):
     status, err = _run(["trace", "info", "/dev/zero"])
     assert status == 2 and err.count("\n") == 1 and "/dev/zero" in err
     page = str(HARS[0])
-    for argv in (["coalescing", "--trace", page, "--dns", str(fifo)],
-                 ["batch", "hol", "--traces", page, "--grid", str(fifo), "--out", str(tmp_path / "res")]):
-        status, err = _answered(argv, fifo)          # a DNS table and a grid file the same way
+    for argv in (
+        ["coalescing", "--trace", page, "--dns", str(fifo)],
+        ["batch", "hol", "--traces", page, "--grid", str(fifo), "--out", str(tmp_path / "res")],
+    ):
+        status, err = _answered(argv, fifo)  # a DNS table and a grid file the same way
         assert status == 2 and "FIFO" in err
-

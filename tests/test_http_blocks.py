@@ -17,7 +17,7 @@ from simulator.net.quic import QuicConnection
 from simulator.net.tcp import TcpConnection
 
 RTT_S = 0.050
-FIRST = bytes(range(256)) * 12          # about three packets
+FIRST = bytes(range(256)) * 12  # about three packets
 SECOND = b"\x82\x86\x84" * 20
 
 
@@ -56,13 +56,13 @@ def test_over_tcp_a_whole_block_waits_for_an_earlier_lost_segment_rfc9113_sectio
     (arrived,) = _times(events, HeaderBlockArrived, second)
     (received,) = _times(events, HeaderBlockReceived, second)
     (first_received,) = _times(events, HeaderBlockReceived, first)
-    assert arrived < received                      # all there, held behind the hole
-    assert received >= first_received              # in byte-stream order
-    assert received - arrived >= RTT_S / 2         # a retransmission at least
+    assert arrived < received  # all there, held behind the hole
+    assert received >= first_received  # in byte-stream order
+    assert received - arrived >= RTT_S / 2  # a retransmission at least
 
 
 def test_over_quic_streams_are_delivered_independently_rfc9000_section_2_2():
     first, second, events = _run("quic")
     (second_received,) = _times(events, HeaderBlockReceived, second)
     (first_received,) = _times(events, HeaderBlockReceived, first)
-    assert second_received < first_received        # the second block is not held behind the first's loss
+    assert second_received < first_received  # the second block is not held behind the first's loss

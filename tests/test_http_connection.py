@@ -25,7 +25,7 @@ def _exchange(version: str):
     path = Network(rtt_s=RTT_S, bandwidth_bps=10e6).path(sim)
     conn = HttpConnection(sim, path, version, name=version)
     client_events, server_events = [], []
-    chunked = version == "h1"                  # a body followed by trailers: chunked (RFC 9112 7.1.2)
+    chunked = version == "h1"  # a body followed by trailers: chunked (RFC 9112 7.1.2)
 
     def on_client(event):
         client_events.append((sim.now, event))
@@ -71,4 +71,4 @@ def test_the_server_learns_its_body_acknowledged_cumulatively(version):
     acked = [(t, e.payload_bytes) for t, e in server if type(e) is DataAcked and e.payload_bytes]
     values = [b for _, b in acked]
     assert values == sorted(values) and values[-1] == BODY_BYTES
-    assert acked[0][0] >= 1.5 * RTT_S                  # request one way, response and its ACK a round trip
+    assert acked[0][0] >= 1.5 * RTT_S  # request one way, response and its ACK a round trip

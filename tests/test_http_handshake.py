@@ -81,11 +81,11 @@ def test_quic_flight_obeys_padding_and_anti_amplification_rfc9000_sections_8_1_a
     config = TransportConfig()
     flight = sum(server_flight_sizes(config, hs.flights("a.example", chain).quic_server_crypto))
     assert h.server_bytes > flight
-    initials = h.rtts                                    # one padded datagram per round trip
+    initials = h.rtts  # one padded datagram per round trip
     assert 3 * initials * config.max_datagram_bytes >= flight
     assert initials == 1 or 3 * (initials - 1) * config.max_datagram_bytes < flight
     datagram = config.max_datagram_bytes + 28
-    assert h.client_bytes == (initials + 1) * datagram   # + the client's padded Finished
+    assert h.client_bytes == (initials + 1) * datagram  # + the client's padded Finished
 
 
 def test_setup_time_is_round_trips_plus_serialisation():

@@ -26,17 +26,27 @@ from simulator.traces import load
 from simulator.traces.pagegraph import page_graph
 
 ROOT = Path(__file__).resolve().parents[1]
-WHY = ("not root" if os.geteuid() != 0 else "no /dev/net/tun" if not os.path.exists("/dev/net/tun")
-       else "the relay is not built" if not relay_available()
-       else "no Chromium at /usr/bin/chromium (make system-deps)" if not os.path.exists("/usr/bin/chromium") else None)
-needs_lab = pytest.mark.skipif(WHY is not None,
-                               reason=f"the lab needs root, /dev/net/tun, its relay and Chromium: {WHY}")
+WHY = (
+    "not root"
+    if os.geteuid() != 0
+    else "no /dev/net/tun"
+    if not os.path.exists("/dev/net/tun")
+    else "the relay is not built"
+    if not relay_available()
+    else "no Chromium at /usr/bin/chromium (make system-deps)"
+    if not os.path.exists("/usr/bin/chromium")
+    else None
+)
+needs_lab = pytest.mark.skipif(
+    WHY is not None, reason=f"the lab needs root, /dev/net/tun, its relay and Chromium: {WHY}"
+)
 pytestmark = pytest.mark.xdist_group("lab")
 WORKBENCH = [sys.executable, "-m", "simulator.cli"]
 PAGE = ROOT / "traces/captured-h2-page.har"
 
 
 # ------------------------------------------------------------------------------ statistics
+
 
 def test_gain_is_difference_of_medians_and_floor_is_half_range_of_paired_gains():
     """Gain: median(none) - median(hints) = 1.1 - 0.9; the pairs (run i with run i) gain 0.2,
@@ -46,7 +56,7 @@ def test_gain_is_difference_of_medians_and_floor_is_half_range_of_paired_gains()
     assert s["gain_percent"] == pytest.approx(100 * 0.2 / 1.1, abs=1e-3)
     assert s["pair_gains_s"] == pytest.approx([0.2, 0.3, 0.1])
     assert s["floor_s"] == pytest.approx(0.1)
-    assert gain_stats([1.0], [0.7])["floor_s"] == 0.0          # one pair: no spread to measure
+    assert gain_stats([1.0], [0.7])["floor_s"] == 0.0  # one pair: no spread to measure
     # run 2 without hints is missing: runs 1 and 3 are the pairs
     assert gain_stats([1.0, 1.1], [0.8, 0.9, 1.0], [(1.0, 0.8), (1.1, 1.0)])["floor_s"] == pytest.approx(0.05)
     with pytest.raises(ValueError):
@@ -59,13 +69,14 @@ def test_a_hint_that_slows_the_page_is_a_negative_gain():
 
 def test_verdict_is_within_twenty_percent_or_within_the_floor():
     assert within(0.23, 0.20, 0.0) == {"within_tolerance": True, "within_floor": False, "ok": True}
-    assert within(0.30, 0.20, 0.0)["ok"] is False                      # 50% off, no floor to hide in
+    assert within(0.30, 0.20, 0.0)["ok"] is False  # 50% off, no floor to hide in
     assert within(0.30, 0.20, 0.12) == {"within_tolerance": False, "within_floor": True, "ok": True}
-    assert within(0.02, 0.0, 0.01)["ok"] is False                      # 20% of nothing is nothing
-    assert within(-0.19, -0.2, 0.0)["within_tolerance"] is True        # a loss predicted as a loss
+    assert within(0.02, 0.0, 0.01)["ok"] is False  # 20% of nothing is nothing
+    assert within(-0.19, -0.2, 0.0)["within_tolerance"] is True  # a loss predicted as a loss
 
 
 # ------------------------------------------------------------------------------ the 103's plan and record
+
 
 def test_hint_plan_is_the_push_studys_early_hints_for_the_page():
     """RFC 8297 / the push study's policy ``hints``: preload for each render-blocking
@@ -84,26 +95,38 @@ def test_hint_plan_is_the_push_studys_early_hints_for_the_page():
     assert plan["document_url"] == graph[graph.document].url
     preloads = [v for v in plan["links"] if "rel=preload" in v]
     assert len(preloads) == len([i for i in graph.render_blocking if i != graph.document])
-    assert all("rel=preconnect" in v for v in plan["links"][len(preloads):])
+    assert all("rel=preconnect" in v for v in plan["links"][len(preloads) :])
 
 
 def test_timeline_counts_hinted_preloads_that_arrived_before_the_final_response():
     """RFC 8297 section 2: the 103 is useful only if the client acts before the final
     response; a preload asked for after the document's response started does not count."""
-    plan = {"document_url": "https://a.example/", "links": ["<https://a.example/s.css>; rel=preload; as=style",
-                                                            "<https://a.example/j.js>; rel=preload; as=script",
-                                                            "<https://b.example>; rel=preconnect"]}
-    log = [{"url": "https://a.example/s.css", "arrived_s": 10.05, "early_hints_s": None, "response_s": 10.06},
-           {"url": "https://a.example/", "arrived_s": 10.0, "early_hints_s": 10.001, "response_s": 10.1},
-           {"url": "https://a.example/j.js", "arrived_s": 10.2, "early_hints_s": None, "response_s": 10.21}]
-    assert hint_timeline(log, plan) == {"early_hints_sent": True, "hinted_preloads": 2,
-                                        "hinted_preloads_before_response": 1, "first_preload_after_103_s": 0.049}
+    plan = {
+        "document_url": "https://a.example/",
+        "links": [
+            "<https://a.example/s.css>; rel=preload; as=style",
+            "<https://a.example/j.js>; rel=preload; as=script",
+            "<https://b.example>; rel=preconnect",
+        ],
+    }
+    log = [
+        {"url": "https://a.example/s.css", "arrived_s": 10.05, "early_hints_s": None, "response_s": 10.06},
+        {"url": "https://a.example/", "arrived_s": 10.0, "early_hints_s": 10.001, "response_s": 10.1},
+        {"url": "https://a.example/j.js", "arrived_s": 10.2, "early_hints_s": None, "response_s": 10.21},
+    ]
+    assert hint_timeline(log, plan) == {
+        "early_hints_sent": True,
+        "hinted_preloads": 2,
+        "hinted_preloads_before_response": 1,
+        "first_preload_after_103_s": 0.049,
+    }
     no_103 = [dict(r, early_hints_s=None) for r in log]
     assert hint_timeline(no_103, plan)["early_hints_sent"] is False
     assert hint_timeline(no_103, plan)["hinted_preloads_before_response"] == 0
 
 
 # ------------------------------------------------------------------------------ the model
+
 
 def test_prediction_without_hints_or_think_is_fidelity_at_exactly():
     """``predict_onload`` with neither option is ``lab validate``'s prediction (``fidelity --at``)."""
@@ -138,20 +161,26 @@ def test_predicted_gain_of_the_103_grows_with_the_think_time_and_is_bounded_by_i
         cond = moved_to(infer_conditions(sub, page.start_s, "h2"), at, "h2")
         cond = replace(cond, think_s={**cond.think_s, sub.document: think_s})
         params = FidelityParams(at=str(at), protocol="h2")
-        asked = [simulate_page(sub, cond, params, scheduler="chromium", hints=h).resources.set_index("index")
-                 .loc[hinted, "requested_s"] for h in ((), tuple(v.encode() for v in links))]
+        asked = [
+            simulate_page(sub, cond, params, scheduler="chromium", hints=h)
+            .resources.set_index("index")
+            .loc[hinted, "requested_s"]
+            for h in ((), tuple(v.encode() for v in links))
+        ]
         earlier = float((asked[0] - asked[1]).max())
         assert think_s <= earlier
         gains.append(none - hints)
         assert 0 <= none - hints <= earlier + 1e-9
     assert gains[1] > gains[0]
     # the think override itself: the page is later by the difference of think times
-    slower = predict_onload(har, str(PAGE), at, document_think_s=0.5) - predict_onload(har, str(PAGE), at,
-                                                                                        document_think_s=0.1)
+    slower = predict_onload(har, str(PAGE), at, document_think_s=0.5) - predict_onload(
+        har, str(PAGE), at, document_think_s=0.1
+    )
     assert slower == pytest.approx(0.4, abs=1e-6)
 
 
 # ------------------------------------------------------------------------------ HTTP/3 against HTTP/2
+
 
 def test_h3_minus_h2_pairs_signs_and_the_runs_spread():
     h2 = {"trace": "p", "measured_onload_s": [1.0, 1.1, 1.2], "predicted_onload_s": 1.0}
@@ -168,14 +197,20 @@ def test_h3_minus_h2_pairs_signs_and_the_runs_spread():
 
 def test_h3_check_pairs_conditions_by_link_and_splits_loss():
     def entry(link, loss, proto, measured, predicted):
-        return {"condition": {"conditions": link, "loss": loss, "protocol": proto},
-                "pages": [{"trace": "p", "measured_onload_s": measured, "predicted_onload_s": predicted}]}
+        return {
+            "condition": {"conditions": link, "loss": loss, "protocol": proto},
+            "pages": [{"trace": "p", "measured_onload_s": measured, "predicted_onload_s": predicted}],
+        }
 
-    v = {"reference": entry("rtt=20ms", "0", "h2", [1.0, 1.0], 1.0),
-         "conditions": [entry("rtt=20ms", "0", "h3", [0.9, 0.9], 0.95),
-                        entry("rtt=100ms,loss=0.01", "0.01", "h2", [2.0, 2.0], 2.0),
-                        entry("rtt=100ms,loss=0.01", "0.01", "h3", [2.5, 2.5], 1.5),
-                        entry("rtt=300ms", "0", "h3", [3.0, 3.0], 3.0)]}
+    v = {
+        "reference": entry("rtt=20ms", "0", "h2", [1.0, 1.0], 1.0),
+        "conditions": [
+            entry("rtt=20ms", "0", "h3", [0.9, 0.9], 0.95),
+            entry("rtt=100ms,loss=0.01", "0.01", "h2", [2.0, 2.0], 2.0),
+            entry("rtt=100ms,loss=0.01", "0.01", "h3", [2.5, 2.5], 1.5),
+            entry("rtt=300ms", "0", "h3", [3.0, 3.0], 3.0),
+        ],
+    }
     r = h3_against_h2(v)
     assert [c["condition"] for c in r["conditions"]] == ["rtt=20ms", "rtt=100ms,loss=0.01"]
     assert r["conditions"][0]["h2_in_sample"]
@@ -186,10 +221,26 @@ def test_h3_check_pairs_conditions_by_link_and_splits_loss():
 
 # ------------------------------------------------------------------------------ the lab
 
+
 def _load(tmp_path, policy: str) -> tuple[dict, dict]:
     har = tmp_path / f"{policy}.har"
-    argv = [*WORKBENCH, "lab-load", "--trace", str(PAGE), "--rtt", "20ms", "--bw", "50mbit", "--think", "100ms",
-            "--policy", policy, "--har", str(har), "--json"]
+    argv = [
+        *WORKBENCH,
+        "lab-load",
+        "--trace",
+        str(PAGE),
+        "--rtt",
+        "20ms",
+        "--bw",
+        "50mbit",
+        "--think",
+        "100ms",
+        "--policy",
+        policy,
+        "--har",
+        str(har),
+        "--json",
+    ]
     done = subprocess.run(argv, capture_output=True, text=True, timeout=300, cwd=ROOT)
     assert done.returncode == 0, done.stderr[-2000:]
     return json.loads(done.stdout)["summary"][0], json.loads(har.read_text())
@@ -213,7 +264,7 @@ def test_lab_smoke_103_reaches_chromium_and_its_preloads_go_out_before_the_final
         doc = next(e for e in har["log"]["entries"] if e.get("_earlyHints"))
         assert doc["request"]["url"] == plan["document_url"]
         sent = " ".join(h["value"] for h in doc["_earlyHints"] if h["name"].lower() == "link")
-        assert all(v.split(">")[0] + ">" in sent for v in plan["links"])       # every Link value's target
+        assert all(v.split(">")[0] + ">" in sent for v in plan["links"])  # every Link value's target
         assert row["hinted_preloads"] == len(preloads)
         early.append(row["hinted_preloads_before_response"])
         if early[-1] == len(preloads):
@@ -232,8 +283,7 @@ def test_grid_keys_policy_and_think_reach_the_lab_load_and_defaults_keep_job_ide
     from simulator.batch.registry import check_grid, expand_grid, get_study
 
     study = get_study("lab-load")
-    points = expand_grid(check_grid({"rtt": ["20ms"], "think": ["100ms"], "policy": ["none", "hints"]}, study),
-                         study)
+    points = expand_grid(check_grid({"rtt": ["20ms"], "think": ["100ms"], "policy": ["none", "hints"]}, study), study)
     params = [study.params_dict(p.params) for p in points]
     assert [p["policy"] if "policy" in p else "none" for p in params] == ["none", "hints"]
     assert all(p["document_think_s"] == pytest.approx(0.1) for p in params)

@@ -23,8 +23,15 @@ from simulator.lab import netns
 from simulator.lab.link import Lab, LinkConditions, netem_args, read_delivery_trace, relay_available
 from simulator.lab.study import kernel_tcp_retransmits
 
-WHY = ("not root" if os.geteuid() != 0 else "no /dev/net/tun" if not os.path.exists("/dev/net/tun")
-       else "the relay is not built" if not relay_available() else None)
+WHY = (
+    "not root"
+    if os.geteuid() != 0
+    else "no /dev/net/tun"
+    if not os.path.exists("/dev/net/tun")
+    else "the relay is not built"
+    if not relay_available()
+    else None
+)
 needs_lab = pytest.mark.skipif(WHY is not None, reason=f"the lab needs root, /dev/net/tun and its relay: {WHY}")
 # One xdist worker runs every lab test (make test: --dist loadgroup): two labs at once would
 # share two cores with each other's relays, and each test checks that no relay is left.
@@ -40,16 +47,18 @@ def _server(lab: Lab, *args: str) -> subprocess.Popen:
 
 
 def _client(lab: Lab, *args: str) -> dict:
-    out = subprocess.run(netns.exec_argv(lab.client_ns, [*PROBE, *args]), capture_output=True, text=True,
-                         timeout=120, check=True).stdout
+    out = subprocess.run(
+        netns.exec_argv(lab.client_ns, [*PROBE, *args]), capture_output=True, text=True, timeout=120, check=True
+    ).stdout
     return json.loads(out.strip().splitlines()[-1])
 
 
 def _left_behind() -> list[str]:
     """Namespaces, relay processes and lab devices this test process's runs could have left."""
     left = [n for n in netns.lab_namespaces() if f"-{os.getpid()}-" in n]
-    relays = subprocess.run(["pgrep", "-f", f"simulator.lab.relay {netns.PREFIX}-{os.getpid()}-"], capture_output=True,
-                            text=True).stdout.split()
+    relays = subprocess.run(
+        ["pgrep", "-f", f"simulator.lab.relay {netns.PREFIX}-{os.getpid()}-"], capture_output=True, text=True
+    ).stdout.split()
     devices = subprocess.run(["ip", "-o", "link", "show", "dev", "lab0"], capture_output=True, text=True).stdout
     return left + [f"relay pid {p}" for p in relays] + ([devices] if devices.strip() else [])
 
@@ -126,13 +135,13 @@ def test_a_full_drop_tail_queue_drops_the_excess():
     """A burst far above the queue (in bytes) at a slow rate: what arrives is what the queue
     held plus the packet on the wire, plus what drained during the burst; the rest is dropped
     at the tail, and the relay counts every drop."""
-    size, n, queue = 1400, 200, 14_280          # ten 1428-byte IP packets (1400 B of UDP payload)
+    size, n, queue = 1400, 200, 14_280  # ten 1428-byte IP packets (1400 B of UDP payload)
     with Lab(LinkConditions(rtt_s=0.010, bandwidth_bps=1e6, queue_bytes=queue)) as lab:
         sink = _server(lab, "udp-sink", "5005", "--bind", netns.SERVER_ADDR, "--idle", "2")
         _client(lab, "udp-send", netns.SERVER_ADDR, "5005", "--count", str(n), "--size", str(size))
         received = json.loads(sink.communicate(timeout=30)[0].strip())["received"]
     up = lab.stats["uplink"]
-    assert 10 <= received <= 10 + 1 + 10, received            # a 200-packet burst at 1 Mbit/s drains few
+    assert 10 <= received <= 10 + 1 + 10, received  # a 200-packet burst at 1 Mbit/s drains few
     assert up["packets_dropped"] == n - received
     assert up["max_queue_bytes"] <= queue
 
@@ -163,8 +172,13 @@ def _wait_for(predicate, timeout_s: float = 10.0) -> bool:
 
 
 def _shell(*args: str) -> subprocess.Popen:
-    return subprocess.Popen([*WORKBENCH, "lab", "shell", *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True, start_new_session=True)
+    return subprocess.Popen(
+        [*WORKBENCH, "lab", "shell", *args],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
 
 
 def _mine(proc: subprocess.Popen) -> list[str]:
@@ -172,8 +186,9 @@ def _mine(proc: subprocess.Popen) -> list[str]:
 
 
 def _gone(proc: subprocess.Popen) -> bool:
-    relays = subprocess.run(["pgrep", "-f", f"simulator.lab.relay {netns.PREFIX}-{proc.pid}-"], capture_output=True,
-                            text=True).stdout.split()
+    relays = subprocess.run(
+        ["pgrep", "-f", f"simulator.lab.relay {netns.PREFIX}-{proc.pid}-"], capture_output=True, text=True
+    ).stdout.split()
     sleepers = subprocess.run(["pgrep", "-f", "sleep 4242"], capture_output=True, text=True).stdout.split()
     return not _mine(proc) and not relays and not sleepers
 
@@ -182,8 +197,18 @@ def _gone(proc: subprocess.Popen) -> bool:
 def test_shell_exits_with_the_client_status_and_removes_everything():
     """``lab shell -- CMD`` exits with CMD's status; the namespaces, the devices and the
     server it started are gone afterwards."""
-    proc = _shell("--rtt", "10ms", "--server", "sleep 4242", "--server-wait", "0.2s", "--",
-                  "sh", "-c", 'test -n "$LAB_SERVER_ADDR" && exit 3')
+    proc = _shell(
+        "--rtt",
+        "10ms",
+        "--server",
+        "sleep 4242",
+        "--server-wait",
+        "0.2s",
+        "--",
+        "sh",
+        "-c",
+        'test -n "$LAB_SERVER_ADDR" && exit 3',
+    )
     proc.communicate(timeout=60)
     assert proc.returncode == 3
     assert _wait_for(lambda: _gone(proc))
@@ -195,8 +220,12 @@ def test_ctrl_c_or_sigterm_removes_everything(sig):
     """Ctrl-C at the terminal (SIGINT to the process group) or SIGTERM to the lab: it stops
     the client and server, the relay and the namespaces, and exits."""
     proc = _shell("--rtt", "10ms", "--server", "sleep 4242", "--server-wait", "0.2s", "--", "sleep", "4242")
-    assert _wait_for(lambda: len(_mine(proc)) == 2 and
-                     subprocess.run(["pgrep", "-f", "sleep 4242"], capture_output=True).stdout.count(b"\n") >= 2)
+    assert _wait_for(
+        lambda: (
+            len(_mine(proc)) == 2
+            and subprocess.run(["pgrep", "-f", "sleep 4242"], capture_output=True).stdout.count(b"\n") >= 2
+        )
+    )
     if sig == signal.SIGINT:
         os.killpg(proc.pid, sig)
     else:
@@ -211,8 +240,12 @@ def test_a_killed_owner_is_cleaned_up_by_its_relay():
     """SIGKILL gives the lab no chance to clean up: its relay sees the owner's pipe close and
     removes the namespaces and every process in them."""
     proc = _shell("--rtt", "10ms", "--server", "sleep 4242", "--server-wait", "0.2s", "--", "sleep", "4242")
-    assert _wait_for(lambda: len(_mine(proc)) == 2 and
-                     subprocess.run(["pgrep", "-f", "sleep 4242"], capture_output=True).stdout.count(b"\n") >= 2)
+    assert _wait_for(
+        lambda: (
+            len(_mine(proc)) == 2
+            and subprocess.run(["pgrep", "-f", "sleep 4242"], capture_output=True).stdout.count(b"\n") >= 2
+        )
+    )
     proc.kill()
     proc.communicate(timeout=30)
     assert _wait_for(lambda: _gone(proc))
@@ -244,8 +277,13 @@ def test_clean_removes_namespaces_whose_owner_is_gone():
 def test_conditions_are_checked_once_where_they_enter(tmp_path):
     """A rate above what the relay sustains, a negative RTT, a queue below one packet, a bad
     loss spec and a malformed delivery trace are refused before anything is made."""
-    for kwargs in ({"bandwidth_bps": 1e9}, {"rtt_s": -0.1}, {"queue_bytes": 100}, {"loss": "ge:0.1"},
-                   {"rtt_s": float("inf")}):
+    for kwargs in (
+        {"bandwidth_bps": 1e9},
+        {"rtt_s": -0.1},
+        {"queue_bytes": 100},
+        {"loss": "ge:0.1"},
+        {"rtt_s": float("inf")},
+    ):
         with pytest.raises(InputError):
             LinkConditions(**kwargs)
     bad = tmp_path / "bad.trace"
@@ -271,11 +309,16 @@ def test_without_root_the_lab_says_so_in_one_line():
     """Not root: one line naming what is missing, exit 2 (run as nobody through setpriv)."""
     if os.geteuid() != 0 or not os.path.exists("/usr/bin/setpriv"):
         pytest.skip("needs root to become another user")
-    out = subprocess.run(["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", *WORKBENCH, "lab", "shell",
-                          "--", "true"], capture_output=True, text=True, env={**os.environ, "HOME": "/tmp"})
+    out = subprocess.run(
+        ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", *WORKBENCH, "lab", "shell", "--", "true"],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "HOME": "/tmp"},
+    )
     assert out.returncode == 2
     assert out.stderr.strip().splitlines() == [
-        "workbench: error: the lab makes network namespaces and TUN devices, which needs root: run it as root."]
+        "workbench: error: the lab makes network namespaces and TUN devices, which needs root: run it as root."
+    ]
 
 
 def test_netem_arguments_follow_the_models_meaning():
@@ -283,10 +326,29 @@ def test_netem_arguments_follow_the_models_meaning():
     Gilbert-Elliott as netem's gemodel (p, r, then the loss in the bad and the good state),
     the queue in packets."""
     c = LinkConditions(rtt_s=0.1, bandwidth_bps=10e6, loss="ge:0.01,0.3", queue_bytes=15000)
-    assert netem_args(c) == ["netem", "delay", "50000us", "rate", "10000000bit", "loss", "gemodel", "1%", "30%",
-                             "100%", "0%", "limit", "10"]
-    assert netem_args(LinkConditions(rtt_s=0.02, loss="0.01"))[:6] == ["netem", "delay", "10000us", "loss",
-                                                                       "random", "1%"]
+    assert netem_args(c) == [
+        "netem",
+        "delay",
+        "50000us",
+        "rate",
+        "10000000bit",
+        "loss",
+        "gemodel",
+        "1%",
+        "30%",
+        "100%",
+        "0%",
+        "limit",
+        "10",
+    ]
+    assert netem_args(LinkConditions(rtt_s=0.02, loss="0.01"))[:6] == [
+        "netem",
+        "delay",
+        "10000us",
+        "loss",
+        "random",
+        "1%",
+    ]
 
 
 # ------------------------------------------------------------------ the TCP model against kernel TCP
@@ -315,8 +377,12 @@ def _kernel_cubic_bulk(conditions: LinkConditions, size: int) -> tuple[dict, int
     """``size`` bytes from the server to the client over kernel TCP with CUBIC: the probe's
     result and the sender's retransmitted segments (RetransSegs)."""
     with Lab(conditions) as lab:
-        sender = lab.start("server", [sys.executable, "-c", _SENDER, netns.SERVER_ADDR, "5007", str(size)],
-                           stdout=subprocess.PIPE, text=True)
+        sender = lab.start(
+            "server",
+            [sys.executable, "-c", _SENDER, netns.SERVER_ADDR, "5007", str(size)],
+            stdout=subprocess.PIPE,
+            text=True,
+        )
         assert lab.wait_listening(sender, 10.0), "the sender did not start"
         before = kernel_tcp_retransmits(sender.pid)
         got = _client(lab, "bulk", netns.SERVER_ADDR, "5007")
@@ -325,16 +391,20 @@ def _kernel_cubic_bulk(conditions: LinkConditions, size: int) -> tuple[dict, int
     return got, resent
 
 
-def _model_bulk_s(size_bytes: int, rtt_s: float, bandwidth_bps: float, queue_bytes: int | None = None,
-                  sack: bool = True) -> tuple[float, dict]:
+def _model_bulk_s(
+    size_bytes: int, rtt_s: float, bandwidth_bps: float, queue_bytes: int | None = None, sack: bool = True
+) -> tuple[float, dict]:
     from simulator.engine import Simulator
     from simulator.net.link import Path
     from simulator.net.tcp import TcpConnection
     from simulator.net.transport import TransportConfig
 
     sim = Simulator(1)
-    conn = TcpConnection(sim, Path(sim, rtt_s=rtt_s, bandwidth_bps=bandwidth_bps, queue_bytes=queue_bytes),
-                         TransportConfig(cc="cubic", sack=sack))
+    conn = TcpConnection(
+        sim,
+        Path(sim, rtt_s=rtt_s, bandwidth_bps=bandwidth_bps, queue_bytes=queue_bytes),
+        TransportConfig(cc="cubic", sack=sack),
+    )
     arrivals = []
     conn.server.on_data = lambda sid, data, end, t: arrivals.append(t)
     conn.client.write(conn.client.open_stream(unidirectional=True), bytes(size_bytes), end=True)

@@ -26,8 +26,14 @@ from pathlib import Path
 import pytest
 
 from simulator.errors import InputError
-from simulator.lab.site import (DOCUMENTATION_RANGES, SIZE_TOLERANCE, RebuiltSite, address_plan, rebuild,
-                                rebuild_fidelity)
+from simulator.lab.site import (
+    DOCUMENTATION_RANGES,
+    SIZE_TOLERANCE,
+    RebuiltSite,
+    address_plan,
+    rebuild,
+    rebuild_fidelity,
+)
 from simulator.traces import load
 from simulator.traces.pagegraph import page_graph
 
@@ -35,7 +41,7 @@ ROOT = Path(__file__).resolve().parent.parent
 CHROME_HAR = ROOT / "traces" / "har-real" / "http_http2-chrome.har"
 SYNTH_HAR = ROOT / "traces" / "synthetic-page.har"
 REDIRECT_HAR = ROOT / "traces" / "har-real" / "redirect_www.sitespeed.io-redirecting-to-https.har"
-SHARED_HARS = ROOT.parent / "shared" / "traces" / "har-real"     # beside the repository, when it is
+SHARED_HARS = ROOT.parent / "shared" / "traces" / "har-real"  # beside the repository, when it is
 
 
 # On the lab tests' xdist worker (make test: --dist loadgroup): browsers beside a link test
@@ -50,6 +56,7 @@ def synth_site():
 
 # ---------------------------------------------------------------------------- addresses
 
+
 def test_addresses_are_rfc5737_documentation_ranges_in_order_of_first_appearance():
     """RFC 5737 section 3: 198.51.100.0/24 then 203.0.113.0/24; 192.0.2.0/24 (the lab link) never."""
     site = rebuild(SYNTH_HAR)
@@ -62,9 +69,9 @@ def test_addresses_are_rfc5737_documentation_ranges_in_order_of_first_appearance
     assert not any(a in ipaddress.ip_network("192.0.2.0/24") for a in addrs)
     assert len(set(addrs)) == len(addrs)
     assert str(addrs[0]) == "198.51.100.1"
-    assert rebuild(SYNTH_HAR).hosts == site.hosts                  # deterministic
+    assert rebuild(SYNTH_HAR).hosts == site.hosts  # deterministic
     big = address_plan([f"h{i}.example" for i in range(300)])
-    assert big["h254.example"] == "203.0.113.1"                   # the second range after the first's 254
+    assert big["h254.example"] == "203.0.113.1"  # the second range after the first's 254
 
 
 def test_loopback_plan_maps_hosts_to_127_0_1_n(synth_site):
@@ -72,6 +79,7 @@ def test_loopback_plan_maps_hosts_to_127_0_1_n(synth_site):
 
 
 # ---------------------------------------------------------------------------- certificates
+
 
 def test_one_ca_signs_one_leaf_valid_for_every_host_rfc5280(synth_site):
     """RFC 5280 6.1: the leaf's signature verifies with the CA's key; every host is a SAN (RFC 6125)."""
@@ -83,12 +91,14 @@ def test_one_ca_signs_one_leaf_valid_for_every_host_rfc5280(synth_site):
     assert leaf.issuer == ca.subject
     ca.public_key().verify(leaf.signature, leaf.tbs_certificate_bytes, ec.ECDSA(leaf.signature_hash_algorithm))
     assert ca.extensions.get_extension_for_class(x509.BasicConstraints).value.ca
-    sans = set(leaf.extensions.get_extension_for_class(x509.SubjectAlternativeName).value
-               .get_values_for_type(x509.DNSName))
+    sans = set(
+        leaf.extensions.get_extension_for_class(x509.SubjectAlternativeName).value.get_values_for_type(x509.DNSName)
+    )
     assert set(synth_site.hosts) <= sans
     # The chain also verifies with cryptography's own RFC 5280 path builder, for each host.
     from cryptography.x509.verification import PolicyBuilder, Store
     import datetime
+
     verifier = PolicyBuilder().store(Store([ca])).time(datetime.datetime.now(datetime.timezone.utc))
     for host in synth_site.hosts:
         chain = verifier.build_server_verifier(x509.DNSName(host)).verify(leaf, [])
@@ -96,6 +106,7 @@ def test_one_ca_signs_one_leaf_valid_for_every_host_rfc5280(synth_site):
 
 
 # ---------------------------------------------------------------------------- bodies
+
 
 def test_coded_bodies_decode_and_match_recorded_wire_bytes_rfc9110_8_4(synth_site):
     """gzip/br bodies really decode; bytes on the wire within SIZE_TOLERANCE of the record."""
@@ -111,7 +122,7 @@ def test_coded_bodies_decode_and_match_recorded_wire_bytes_rfc9110_8_4(synth_sit
             assert abs(len(text) - row["recorded_decoded_bytes"]) <= 64 or len(text) > want
     assert coded >= 20
     measured = max(abs(x["wire_bytes"] - x["recorded_wire_bytes"]) for x in synth_site.size_report())
-    assert measured <= 4, measured          # what the search achieves on this page (3 bytes measured)
+    assert measured <= 4, measured  # what the search achieves on this page (3 bytes measured)
 
 
 def test_uncoded_bodies_have_the_recorded_size_exactly():
@@ -121,13 +132,15 @@ def test_uncoded_bodies_have_the_recorded_size_exactly():
     for row in site.size_report():
         if not row["encoding"]:
             assert row["wire_bytes"] == row["recorded_wire_bytes"] or (
-                row["recorded_wire_bytes"] < 69 and row["wire_bytes"] == 69), row
+                row["recorded_wire_bytes"] < 69 and row["wire_bytes"] == 69
+            ), row
 
 
 def test_bodies_are_the_same_for_the_same_seed(synth_site):
     again = rebuild(SYNTH_HAR, addresses="loopback")
-    assert [r.body for rs in again.origins.values() for r in rs.values()] == \
-        [r.body for rs in synth_site.origins.values() for r in rs.values()]
+    assert [r.body for rs in again.origins.values() for r in rs.values()] == [
+        r.body for rs in synth_site.origins.values() for r in rs.values()
+    ]
 
 
 def test_every_child_is_named_in_its_parents_generated_body(synth_site):
@@ -166,12 +179,15 @@ def test_stylesheet_children_are_url_references_used_by_an_element(tmp_path):
     for e, rule in ((font, "@font-face"), (image, "background-image")):
         url = e["request"]["url"]
         assert f"url({json.dumps(url)})" in sheet
-        cls = re.search(rf'\.(lab-r\d+) \{{[^}}]*{re.escape(json.dumps(url))}|'
-                        rf'font-family: "(lab-r\d+)"; src: url\({re.escape(json.dumps(url))}', sheet)
+        cls = re.search(
+            rf"\.(lab-r\d+) \{{[^}}]*{re.escape(json.dumps(url))}|"
+            rf'font-family: "(lab-r\d+)"; src: url\({re.escape(json.dumps(url))}',
+            sheet,
+        )
         name = cls.group(1) or cls.group(2)
         assert f'class="{name}"' in doc
         assert rule in sheet
-        assert url not in doc                  # found by the stylesheet only
+        assert url not in doc  # found by the stylesheet only
 
 
 def test_script_children_wait_their_recorded_discovery_delay(synth_site):
@@ -202,7 +218,7 @@ def test_redirects_keep_status_and_location_rfc9110_15_4():
         assert served.status == hop.status
         nxt = next(r for r in graph.resources if r.parent == hop.index)
         assert served.location == nxt.url
-    assert site.response("https", "nowhere.example", "/") is None        # the server's 404
+    assert site.response("https", "nowhere.example", "/") is None  # the server's 404
 
 
 def test_site_folder_round_trips(synth_site, tmp_path):
@@ -210,11 +226,13 @@ def test_site_folder_round_trips(synth_site, tmp_path):
     back = RebuiltSite.read(tmp_path / "site")
     assert back.page_url == synth_site.page_url and back.hosts == synth_site.hosts
     assert back.spki_sha256_b64 == synth_site.spki_sha256_b64
-    assert {o: {p: r.body for p, r in rs.items()} for o, rs in back.origins.items()} == \
-        {o: {p: r.body for p, r in rs.items()} for o, rs in synth_site.origins.items()}
+    assert {o: {p: r.body for p, r in rs.items()} for o, rs in back.origins.items()} == {
+        o: {p: r.body for p, r in rs.items()} for o, rs in synth_site.origins.items()
+    }
 
 
 # ---------------------------------------------------------------------------- bad input
+
 
 def _har(tmp_path, log) -> str:
     path = tmp_path / "bad.har"
@@ -223,23 +241,47 @@ def _har(tmp_path, log) -> str:
 
 
 def _entry(url):
-    return {"pageref": "page_1", "startedDateTime": "2024-01-01T00:00:00.000Z", "time": 1,
-            "request": {"method": "GET", "url": url, "httpVersion": "h2", "headers": [], "cookies": [],
-                        "queryString": [], "headersSize": -1, "bodySize": 0},
-            "response": {"status": 200, "statusText": "", "httpVersion": "h2", "headers": [], "cookies": [],
-                         "content": {"size": 10, "mimeType": "text/html"}, "redirectURL": "",
-                         "headersSize": -1, "bodySize": 10},
-            "cache": {}, "timings": {"send": 0, "wait": 1, "receive": 0}}
+    return {
+        "pageref": "page_1",
+        "startedDateTime": "2024-01-01T00:00:00.000Z",
+        "time": 1,
+        "request": {
+            "method": "GET",
+            "url": url,
+            "httpVersion": "h2",
+            "headers": [],
+            "cookies": [],
+            "queryString": [],
+            "headersSize": -1,
+            "bodySize": 0,
+        },
+        "response": {
+            "status": 200,
+            "statusText": "",
+            "httpVersion": "h2",
+            "headers": [],
+            "cookies": [],
+            "content": {"size": 10, "mimeType": "text/html"},
+            "redirectURL": "",
+            "headersSize": -1,
+            "bodySize": 10,
+        },
+        "cache": {},
+        "timings": {"send": 0, "wait": 1, "receive": 0},
+    }
 
 
 PAGE = {"startedDateTime": "2024-01-01T00:00:00.000Z", "id": "page_1", "title": "t", "pageTimings": {}}
 
 
-@pytest.mark.parametrize("log, needle", [
-    ({"pages": [], "entries": [_entry("https://a.example/")]}, "no pages"),
-    ({"pages": [PAGE], "entries": []}, "no entries"),
-    ({"pages": [PAGE], "entries": [_entry("data:text/html,hi")]}, "data:"),
-])
+@pytest.mark.parametrize(
+    "log, needle",
+    [
+        ({"pages": [], "entries": [_entry("https://a.example/")]}, "no pages"),
+        ({"pages": [PAGE], "entries": []}, "no entries"),
+        ({"pages": [PAGE], "entries": [_entry("data:text/html,hi")]}, "data:"),
+    ],
+)
 def test_a_har_the_lab_cannot_rebuild_is_one_line_input_error(tmp_path, log, needle):
     with pytest.raises(InputError) as err:
         rebuild(_har(tmp_path, log))
@@ -247,16 +289,23 @@ def test_a_har_the_lab_cannot_rebuild_is_one_line_input_error(tmp_path, log, nee
 
 
 def test_serve_with_a_bad_site_folder_is_one_line_exit_2(tmp_path):
-    proc = subprocess.run([sys.executable, "-m", "simulator.lab.serve", str(tmp_path), "--proto", "h2"],
-                          capture_output=True, text=True, timeout=60, cwd=ROOT)
+    proc = subprocess.run(
+        [sys.executable, "-m", "simulator.lab.serve", str(tmp_path), "--proto", "h2"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=ROOT,
+    )
     assert proc.returncode == 2 and proc.stdout == ""
     assert len(proc.stderr.strip().splitlines()) == 1 and "site.json" in proc.stderr
 
 
 # ---------------------------------------------------------------------------- the browser
 
+
 def _browser_skip():
     from simulator.capture.browser import chromium_path
+
     if chromium_path() is None:
         return "Chromium not installed at /usr/bin/chromium (make system-deps)"
     if os.geteuid() != 0:
@@ -272,17 +321,39 @@ def _serve_and_load(har, proto, tmp_path, timeout="25s") -> tuple[dict, dict]:
     third = {"h2": 10, "h3": 20}[proto] + (1 if Path(har) == SYNTH_HAR else 0)
     rebuild(har, addresses={h: f"127.0.{third}.{i}" for i, h in enumerate(hosts, 1)}).write(site_dir)
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    server = subprocess.Popen([sys.executable, "-m", "simulator.lab.serve", str(site_dir), "--proto", proto],
-                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=ROOT, env=env)
+    server = subprocess.Popen(
+        [sys.executable, "-m", "simulator.lab.serve", str(site_dir), "--proto", proto],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        cwd=ROOT,
+        env=env,
+    )
     try:
         line = server.stdout.readline()
         if line.strip() != "ready":
             listeners = subprocess.run(["ss", "-ltnup"], capture_output=True, text=True).stdout
             pytest.fail(f"{server.stderr.read()}\nlisteners now:\n{listeners}")
         out = tmp_path / f"lab-{proto}.har"
-        proc = subprocess.run([sys.executable, "-m", "simulator.lab.load", str(site_dir), "--proto", proto,
-                               "--out", str(out), "--timeout", timeout],
-                              capture_output=True, text=True, timeout=120, cwd=ROOT, env=env)
+        proc = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "simulator.lab.load",
+                str(site_dir),
+                "--proto",
+                proto,
+                "--out",
+                str(out),
+                "--timeout",
+                timeout,
+            ],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            cwd=ROOT,
+            env=env,
+        )
         assert proc.returncode == 0, proc.stderr
     finally:
         server.send_signal(signal.SIGTERM)
@@ -291,7 +362,7 @@ def _serve_and_load(har, proto, tmp_path, timeout="25s") -> tuple[dict, dict]:
         except subprocess.TimeoutExpired:
             server.kill()
             rc = server.wait()
-    assert rc == 0                          # SIGTERM: a clean exit
+    assert rc == 0  # SIGTERM: a clean exit
     return json.loads(out.read_text()), rebuild_fidelity(har, out)
 
 
@@ -306,8 +377,11 @@ def test_lab_load_reproduces_urls_and_initiator_edges_rfc9113_rfc9114(har, proto
     lab, fid = _serve_and_load(har, proto, tmp_path)
     assert fid["url_share"] >= 0.95, fid["missing_urls"]
     assert fid["edge_share"] >= 0.95, fid["missing_edges"]
-    versions = {e["response"]["httpVersion"] for e in lab["log"]["entries"]
-                if e["request"]["url"].startswith("https://") and e["response"]["status"]}
+    versions = {
+        e["response"]["httpVersion"]
+        for e in lab["log"]["entries"]
+        if e["request"]["url"].startswith("https://") and e["response"]["status"]
+    }
     assert versions == {proto}
     timings = lab["log"]["pages"][0]["pageTimings"]
     assert timings["onLoad"] > 0
@@ -319,11 +393,27 @@ def test_load_of_a_site_nobody_serves_is_one_line_exit_2(tmp_path):
     if reason:
         pytest.skip(reason)
     site_dir = tmp_path / "site"
-    rebuild(CHROME_HAR, addresses={"run.sitespeed.io": "127.0.1.250", "www.google-analytics.com": "127.0.1.251"}
-            ).write(site_dir)
-    proc = subprocess.run([sys.executable, "-m", "simulator.lab.load", str(site_dir), "--proto", "h2",
-                           "--out", str(tmp_path / "x.har"), "--timeout", "15s"],
-                          capture_output=True, text=True, timeout=60, cwd=ROOT)
+    rebuild(CHROME_HAR, addresses={"run.sitespeed.io": "127.0.1.250", "www.google-analytics.com": "127.0.1.251"}).write(
+        site_dir
+    )
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "simulator.lab.load",
+            str(site_dir),
+            "--proto",
+            "h2",
+            "--out",
+            str(tmp_path / "x.har"),
+            "--timeout",
+            "15s",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=ROOT,
+    )
     assert proc.returncode == 2 and len(proc.stderr.strip().splitlines()) == 1, proc.stderr
     assert "did not load" in proc.stderr
     assert not (tmp_path / "x.har").exists()
@@ -354,8 +444,12 @@ def test_images_are_decodable_pngs_of_the_recorded_size(synth_site):
 
     from PIL import Image
 
-    images = [r for responses in synth_site.origins.values() for r in responses.values()
-              if r.resource_type == "image" and "svg" not in r.content_type and r.status == 200]
+    images = [
+        r
+        for responses in synth_site.origins.values()
+        for r in responses.values()
+        if r.resource_type == "image" and "svg" not in r.content_type and r.status == 200
+    ]
     assert images
     for r in images:
         with Image.open(io.BytesIO(r.body)) as im:

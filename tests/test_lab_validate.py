@@ -22,11 +22,20 @@ from simulator.lab.link import relay_available
 from simulator.lab.validate import floor_ape, spearman
 
 ROOT = Path(__file__).resolve().parents[1]
-WHY = ("not root" if os.geteuid() != 0 else "no /dev/net/tun" if not os.path.exists("/dev/net/tun")
-       else "the relay is not built" if not relay_available()
-       else "no Chromium at /usr/bin/chromium (make system-deps)" if not os.path.exists("/usr/bin/chromium") else None)
-needs_lab = pytest.mark.skipif(WHY is not None,
-                               reason=f"the lab needs root, /dev/net/tun, its relay and Chromium: {WHY}")
+WHY = (
+    "not root"
+    if os.geteuid() != 0
+    else "no /dev/net/tun"
+    if not os.path.exists("/dev/net/tun")
+    else "the relay is not built"
+    if not relay_available()
+    else "no Chromium at /usr/bin/chromium (make system-deps)"
+    if not os.path.exists("/usr/bin/chromium")
+    else None
+)
+needs_lab = pytest.mark.skipif(
+    WHY is not None, reason=f"the lab needs root, /dev/net/tun, its relay and Chromium: {WHY}"
+)
 pytestmark = pytest.mark.xdist_group("lab")
 WORKBENCH = [sys.executable, "-m", "simulator.cli"]
 
@@ -51,8 +60,21 @@ def test_lab_smoke_validate_one_page_two_conditions_h2_and_h3(tmp_path):
     grid = tmp_path / "grid.toml"
     grid.write_text('rtt = ["100ms"]\nbw = ["10mbit"]\nprotocol = ["h2", "h3"]\n')
     out = tmp_path / "results"
-    argv = [*WORKBENCH, "lab", "validate", str(ROOT / "traces/har-real/http_http2-chrome.har"), "--grid", str(grid),
-            "--reference", "rtt=20ms,bw=10mbit", "--runs", "2", "--out", str(out), "--json"]
+    argv = [
+        *WORKBENCH,
+        "lab",
+        "validate",
+        str(ROOT / "traces/har-real/http_http2-chrome.har"),
+        "--grid",
+        str(grid),
+        "--reference",
+        "rtt=20ms,bw=10mbit",
+        "--runs",
+        "2",
+        "--out",
+        str(out),
+        "--json",
+    ]
     done = subprocess.run(argv, capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stderr[-2000:]
     result = json.loads(done.stdout)
@@ -65,11 +87,17 @@ def test_lab_smoke_validate_one_page_two_conditions_h2_and_h3(tmp_path):
         assert page["error_percent"] == pytest.approx(100 * (page["predicted_onload_s"] - median) / median, abs=0.01)
         assert c["floor_mape_percent"] is not None and c["mape_percent"] == pytest.approx(abs(page["error_percent"]))
         assert median > statistics.median(result["reference"]["pages"][0]["measured_onload_s"])
-    assert set(result["summary"]) >= {"pages", "mape_percent", "median_ape_percent", "spearman_rho",
-                                      "floor_mape_percent"}
+    assert set(result["summary"]) >= {
+        "pages",
+        "mape_percent",
+        "median_ape_percent",
+        "spearman_rho",
+        "floor_mape_percent",
+    }
     assert result["params"]["reference"]["conditions"] == "rtt=20ms,bw=10mbit"
 
     from simulator.batch.store import load
+
     rows = load(out, "summary")
     assert len(rows) == 6 and set(rows.columns) >= {"onload_s", "fcp_s", "lcp_s", "protocols_seen"}
     assert all(r.protocols_seen == r.protocol for r in rows.itertuples()), rows[["protocol", "protocols_seen"]]
@@ -87,16 +115,47 @@ def test_report_writes_the_table_json_and_figure(tmp_path):
     sample, MAPE over floor), the JSON and the figure."""
     from simulator.lab.report import write_report
 
-    cond = lambda rtt, proto: {"conditions": f"rtt={rtt}ms,bw=10mbit", "rtt_s": rtt / 1e3,  # noqa: E731
-                               "bandwidth_bps": 1e7, "loss": "0", "queue_bytes": None, "protocol": proto}
-    page = {"trace": "a.har", "measured_onload_s": [1.0, 1.2, 1.1], "predicted_onload_s": 1.32,
-            "error_percent": 20.0, "floor_ape_percent": [13.04, 14.29, 0.0]}
-    entry = lambda rtt, proto: {"condition": cond(rtt, proto), "pages": [page], "mape_percent": 20.0,  # noqa: E731
-                                "median_ape_percent": 20.0, "spearman_rho": None, "floor_mape_percent": 9.11}
-    result = {"conditions": [entry(100, "h2"), entry(100, "h3")], "reference": entry(20, "h2"),
-              "summary": {"pages": 2, "mape_percent": 20.0, "median_ape_percent": 20.0, "spearman_rho": None,
-                          "floor_mape_percent": 9.11, "conditions": 2},
-              "params": {"reference": cond(20, "h2")}}
+    def cond(rtt, proto):
+        return {
+            "conditions": f"rtt={rtt}ms,bw=10mbit",
+            "rtt_s": rtt / 1e3,
+            "bandwidth_bps": 1e7,
+            "loss": "0",
+            "queue_bytes": None,
+            "protocol": proto,
+        }
+
+    page = {
+        "trace": "a.har",
+        "measured_onload_s": [1.0, 1.2, 1.1],
+        "predicted_onload_s": 1.32,
+        "error_percent": 20.0,
+        "floor_ape_percent": [13.04, 14.29, 0.0],
+    }
+
+    def entry(rtt, proto):
+        return {
+            "condition": cond(rtt, proto),
+            "pages": [page],
+            "mape_percent": 20.0,
+            "median_ape_percent": 20.0,
+            "spearman_rho": None,
+            "floor_mape_percent": 9.11,
+        }
+
+    result = {
+        "conditions": [entry(100, "h2"), entry(100, "h3")],
+        "reference": entry(20, "h2"),
+        "summary": {
+            "pages": 2,
+            "mape_percent": 20.0,
+            "median_ape_percent": 20.0,
+            "spearman_rho": None,
+            "floor_mape_percent": 9.11,
+            "conditions": 2,
+        },
+        "params": {"reference": cond(20, "h2")},
+    }
     written = write_report(result, tmp_path)
     table = (tmp_path / "validation.md").read_text()
     assert "| `rtt=20ms,bw=10mbit` (reference, in sample) | h2 | 1 | 20.0% |" in table
@@ -117,10 +176,16 @@ def test_resent_beside_the_kernels_count_per_condition(tmp_path):
     from simulator.lab.report import resent_markdown
     from simulator.lab.validate import _resent_stats
 
-    pages = [{"measured_server_tcp_retransmits": [0, 2, 1],
-              "predicted_resent": {"packets_lost": 0, "rtos": 1, "spurious_rtos": 1, "ptos": 0, "spurious_ptos": 0}},
-             {"measured_server_tcp_retransmits": [0, 0, 5],
-              "predicted_resent": {"packets_lost": 4, "rtos": 0, "spurious_rtos": 0, "ptos": 2, "spurious_ptos": 1}}]
+    pages = [
+        {
+            "measured_server_tcp_retransmits": [0, 2, 1],
+            "predicted_resent": {"packets_lost": 0, "rtos": 1, "spurious_rtos": 1, "ptos": 0, "spurious_ptos": 0},
+        },
+        {
+            "measured_server_tcp_retransmits": [0, 0, 5],
+            "predicted_resent": {"packets_lost": 4, "rtos": 0, "spurious_rtos": 0, "ptos": 2, "spurious_ptos": 1},
+        },
+    ]
     r = _resent_stats(pages)["resent"]
     assert (r["lab_server_tcp_retransmits_median"], r["lab_server_tcp_retransmits_max"]) == (0.5, 5)
     assert (r["model_timeouts_median"], r["model_timeouts_max"], r["model_spurious_timeouts"]) == (1.5, 2, 2)

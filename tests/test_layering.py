@@ -40,9 +40,25 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1] / "simulator"
 
 CORE = ("(root)", "_extension", "errors", "units", "stats", "engine", "outfiles")
-LAYERS = ("core", "frames", "traces", "compression", "net", "argtypes", "stacks", "http", "hops", "browser",
-          "studies", "batch", "capture", "report", "lab", "cli")          # bottom to top
-ARROWS = {                  # what each layer may import besides itself
+LAYERS = (
+    "core",
+    "frames",
+    "traces",
+    "compression",
+    "net",
+    "argtypes",
+    "stacks",
+    "http",
+    "hops",
+    "browser",
+    "studies",
+    "batch",
+    "capture",
+    "report",
+    "lab",
+    "cli",
+)  # bottom to top
+ARROWS = {  # what each layer may import besides itself
     "core": set(),
     "frames": {"core"},
     "traces": {"core"},
@@ -85,13 +101,13 @@ def _imports(path: Path) -> list[tuple[int, str]]:
             out += [(node.lineno, a.name) for a in node.names if a.name.split(".")[0] == "simulator"]
         elif isinstance(node, ast.ImportFrom):
             if node.level:
-                base = package.split(".")[:len(package.split(".")) - node.level + 1]
+                base = package.split(".")[: len(package.split(".")) - node.level + 1]
                 target = ".".join(base + ([node.module] if node.module else []))
             else:
                 target = node.module or ""
             if target.split(".")[0] != "simulator":
                 continue
-            for alias in node.names:        # `from simulator.studies import hol` imports the module hol
+            for alias in node.names:  # `from simulator.studies import hol` imports the module hol
                 sub = f"{target}.{alias.name}"
                 out.append((node.lineno, sub if _is_module(sub) else target))
     return out
@@ -136,26 +152,28 @@ def test_imports_follow_the_arrows(path):
     here = _layer(_module_name(path))
     for line, target in _imports(path):
         there = _layer(target)
-        assert there == here or there in ARROWS[here], \
+        assert there == here or there in ARROWS[here], (
             f"{path.relative_to(ROOT)}:{line} imports {target}: {here} -> {there} is not an arrow of the layers"
+        )
 
 
-@pytest.mark.parametrize("path", [p for p in FILES if _study(_module_name(p))],
-                         ids=lambda p: str(p.relative_to(ROOT)))
+@pytest.mark.parametrize("path", [p for p in FILES if _study(_module_name(p))], ids=lambda p: str(p.relative_to(ROOT)))
 def test_no_study_imports_another_study(path):
     here = _study(_module_name(path))
     for line, target in _imports(path):
         other = _study(target)
-        assert other in (None, here) or other in SHARED_STUDY_MODULES, \
+        assert other in (None, here) or other in SHARED_STUDY_MODULES, (
             f"{path.relative_to(ROOT)}:{line} imports the {other} study ({target})"
+        )
 
 
 def test_the_shared_modules_import_no_study():
     for path in FILES:
         if _study(_module_name(path)) in SHARED_STUDY_MODULES:
             for line, target in _imports(path):
-                assert _study(target) in (None, *SHARED_STUDY_MODULES), \
+                assert _study(target) in (None, *SHARED_STUDY_MODULES), (
                     f"{path.relative_to(ROOT)}:{line} imports {target}"
+                )
 
 
 def test_the_checker_sees_an_upward_import(tmp_path):
@@ -179,9 +197,12 @@ LONG_ON_PURPOSE = {"frames/scanner.py"}
 def test_no_module_over_600_lines():
     """A module that grows past 600 lines is split along its seams (as ``net/quic/`` is:
     connection, packet builder, ACKs, recovery, pacer)."""
-    long = [f"{path.relative_to(ROOT)}: {n} lines" for path in FILES
-            if (n := len(path.read_text(encoding="utf-8").splitlines())) > MAX_MODULE_LINES
-            and path.relative_to(ROOT).as_posix() not in LONG_ON_PURPOSE]
+    long = [
+        f"{path.relative_to(ROOT)}: {n} lines"
+        for path in FILES
+        if (n := len(path.read_text(encoding="utf-8").splitlines())) > MAX_MODULE_LINES
+        and path.relative_to(ROOT).as_posix() not in LONG_ON_PURPOSE
+    ]
     assert not long, "\n".join(long)
 
 

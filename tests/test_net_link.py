@@ -8,8 +8,7 @@ import pytest
 from simulator.engine import Simulator
 from simulator.errors import InputError
 from simulator.net import native
-from simulator.net.link import (Bernoulli, DropList, GilbertElliott, Jitter, Packet, Path,
-                                make_link, parse_loss)
+from simulator.net.link import Bernoulli, DropList, GilbertElliott, Jitter, Packet, Path, make_link, parse_loss
 
 
 @pytest.fixture(params=native.IMPLEMENTATIONS)
@@ -29,7 +28,7 @@ def _send_many(link, n, size, gap_s=0.0):
 
 def test_serialization_and_propagation_delay(Link):
     sim = Simulator()
-    link = Link(sim, "l", delay_s=0.05, bandwidth_bps=8e6)   # 1 byte per microsecond
+    link = Link(sim, "l", delay_s=0.05, bandwidth_bps=8e6)  # 1 byte per microsecond
     arrivals = _send_many(link, 3, 1000)
     # Back-to-back: each packet takes 1 ms on the wire, then 50 ms of propagation.
     assert [round(t, 9) for t, _ in arrivals] == [0.051, 0.052, 0.053]

@@ -25,34 +25,66 @@ from simulator.net.writer import ResponseWriter, response_writer
 pytestmark = pytest.mark.skipif(native.C is None, reason="the C extension simulator.net._tcp is not built")
 
 
-def _run(implementation: str, seed: int, *, cc: str = "reno", loss=None, jitter=None, handshake: bool = False,
-         connections: int = 3, queue_bytes: int | None = 60_000, bandwidth_bps: float | None = 10e6,
-         drops=None, rtt_s: float = 0.05, sizes=(200_000, 50_000), engine: str | None = None,
-         timestamps: bool = True, sack: bool = True) -> dict:
+def _run(
+    implementation: str,
+    seed: int,
+    *,
+    cc: str = "reno",
+    loss=None,
+    jitter=None,
+    handshake: bool = False,
+    connections: int = 3,
+    queue_bytes: int | None = 60_000,
+    bandwidth_bps: float | None = 10e6,
+    drops=None,
+    rtt_s: float = 0.05,
+    sizes=(200_000, 50_000),
+    engine: str | None = None,
+    timestamps: bool = True,
+    sack: bool = True,
+) -> dict:
     """Connections over one bottleneck (the first on the path itself, the others through a
     DelayedPath farther away), both directions writing on several streams at random times."""
     sim = Simulator(seed, trace=True, engine=engine)
-    path = Path(sim, rtt_s=rtt_s, bandwidth_bps=bandwidth_bps, queue_bytes=queue_bytes, loss=loss,
-                jitter=jitter, implementation=implementation)
+    path = Path(
+        sim,
+        rtt_s=rtt_s,
+        bandwidth_bps=bandwidth_bps,
+        queue_bytes=queue_bytes,
+        loss=loss,
+        jitter=jitter,
+        implementation=implementation,
+    )
     if drops is not None:
         path.forward.loss, path.reverse.loss = DropList(drops[0]), DropList(drops[1])
     events: list = []
     packets: list = []
     for tag, link in (("fwd", path.forward), ("rev", path.reverse)):
-        link.observers.append(lambda p, tag=tag: packets.append(
-            (tag, p.size_bytes, p.link_seq, p.sent_s, p.arrived_s, p.lost, repr(p.payload))))
+        link.observers.append(
+            lambda p, tag=tag: packets.append(
+                (tag, p.size_bytes, p.link_seq, p.sent_s, p.arrived_s, p.lost, repr(p.payload))
+            )
+        )
     conns = []
     draw = random.Random(seed)
     for i in range(connections):
         on = path if i == 0 else DelayedPath(path, 0.01 * i)
-        conn = TcpConnection(sim, on, TransportConfig(cc=cc, timestamps=timestamps, sack=sack), name=f"tcp{i}",
-                             handshake=handshake, cwnd_log=True, implementation=implementation)
+        conn = TcpConnection(
+            sim,
+            on,
+            TransportConfig(cc=cc, timestamps=timestamps, sack=sack),
+            name=f"tcp{i}",
+            handshake=handshake,
+            cwnd_log=True,
+            implementation=implementation,
+        )
         assert conn.implementation == implementation
         conns.append(conn)
         for end in (conn.client, conn.server):
             tag = (i, end.is_client)
             end.on_data = lambda sid, data, fin, t, tag=tag: events.append(
-                (tag, "data", sid, len(data), data[:2], fin, t))
+                (tag, "data", sid, len(data), data[:2], fin, t)
+            )
             end.on_stream_acked = lambda sid, offset, tag=tag: events.append((tag, "acked", sid, offset))
             end.on_received = lambda sid, offset, n, t, tag=tag: events.append((tag, "received", sid, offset, n, t))
         for k in range(4):
@@ -60,23 +92,47 @@ def _run(implementation: str, seed: int, *, cc: str = "reno", loss=None, jitter=
             start = draw.random() * 0.3
             sim.call_at(start, conn.client.write, sid, bytes([k]) * draw.choice(sizes), draw.random() < 0.7)
             sim.call_at(start + 0.05, conn.server.write, sid, b"x" * draw.randrange(0, 5000), False)
-            sim.call_at(start + 0.06, conn.server.write, sid, b"", True)      # an empty end mark
+            sim.call_at(start + 0.06, conn.server.write, sid, b"", True)  # an empty end mark
     sim.run()
     ends = [end for conn in conns for end in (conn.client, conn.server)]
     return {
         # The reference's receiving side and SACK scoreboard are mixins of its TcpEndpoint
         # (tcp_receiver, tcp_sack): the same endpoint's methods, named as the twin names them.
-        "trace": [(t, name.replace("TcpReceiver.", "TcpEndpoint.").replace("SackScoreboard.", "TcpEndpoint."))
-                  for t, name in sim.trace],
-        "events_run": sim.events_run, "now": sim.now, "events": events, "packets": packets,
+        "trace": [
+            (t, name.replace("TcpReceiver.", "TcpEndpoint.").replace("SackScoreboard.", "TcpEndpoint."))
+            for t, name in sim.trace
+        ],
+        "events_run": sim.events_run,
+        "now": sim.now,
+        "events": events,
+        "packets": packets,
         "stats": [conn.stats() for conn in conns],
         "cwnd_logs": [end.cwnd_log for end in ends],
-        "estimates": [(end.rtt.srtt_s, end.rtt.min_rtt_s, end.rtt.latest_rtt_s, end.cc.cwnd_bytes,
-                       end.cc.ssthresh_bytes, end.cwnd_bytes, end.flight_bytes, end.snd_una, end.rcv_nxt)
-                      for end in ends],
-        "links": [(link.stats.packets_sent, link.stats.packets_lost, link.stats.packets_dropped,
-                   link.stats.bytes_sent, link.stats.bytes_delivered, link.stats.max_queue_bytes)
-                  for link in (path.forward, path.reverse)],
+        "estimates": [
+            (
+                end.rtt.srtt_s,
+                end.rtt.min_rtt_s,
+                end.rtt.latest_rtt_s,
+                end.cc.cwnd_bytes,
+                end.cc.ssthresh_bytes,
+                end.cwnd_bytes,
+                end.flight_bytes,
+                end.snd_una,
+                end.rcv_nxt,
+            )
+            for end in ends
+        ],
+        "links": [
+            (
+                link.stats.packets_sent,
+                link.stats.packets_lost,
+                link.stats.packets_dropped,
+                link.stats.bytes_sent,
+                link.stats.bytes_delivered,
+                link.stats.max_queue_bytes,
+            )
+            for link in (path.forward, path.reverse)
+        ],
     }
 
 
@@ -85,8 +141,10 @@ def _same(**scenario) -> dict:
     ref, twin = _run("python", **scenario), _run("c", **scenario)
     for key in ref:
         assert repr(twin[key]) == repr(ref[key]), f"{key} differs"
-    total = {k: sum(s[k] for s in ref["stats"])
-             for k in ("rtos", "spurious_rtos", "undone_reductions", "fast_retransmits", "packets_lost")}
+    total = {
+        k: sum(s[k] for s in ref["stats"])
+        for k in ("rtos", "spurious_rtos", "undone_reductions", "fast_retransmits", "packets_lost")
+    }
     total["max_receive_buffer_bytes"] = max(s["max_receive_buffer_bytes"] for s in ref["stats"])
     total["dropped"] = sum(link[2] for link in ref["links"])
     total["sack_acks"] = sum(1 for p in ref["packets"] if "sack=" in p[6])
@@ -196,8 +254,9 @@ def _writer_run(implementation: str, seed: int) -> tuple:
     draw = random.Random(seed)
     sids = [conn.server.open_stream() for _ in range(12)]
     for i, sid in enumerate(sids):
-        sim.call_at(draw.random() * 0.5, lambda sid=sid, i=i: (writer.add(sid, draw.randrange(1, 60_000), i % 3),
-                                                               writer.fill()))
+        sim.call_at(
+            draw.random() * 0.5, lambda sid=sid, i=i: (writer.add(sid, draw.randrange(1, 60_000), i % 3), writer.fill())
+        )
     sim.call_at(0.6, writer.stop, sids[4])
     sim.run()
     return sim.trace, got, done, written, writer.unacked_bytes, writer.waiting, conn.stats()
@@ -207,7 +266,7 @@ def test_response_writer_c_twin_writes_the_same_bytes_in_the_same_order():
     """RFC 9218 urgency rotations, a packet's worth per turn, the window kept written."""
     ref, twin = _writer_run("python", 2), _writer_run("c", 2)
     assert repr(twin) == repr(ref)
-    assert len(ref[2]) == 11 and ref[5] is False       # every response but the stopped one written in full
+    assert len(ref[2]) == 11 and ref[5] is False  # every response but the stopped one written in full
 
 
 # -- page loads ---------------------------------------------------------------------------
@@ -300,6 +359,7 @@ def test_a_configuration_the_twin_cannot_print_alike_runs_the_reference():
 
 def test_finished_connections_leave_no_objects_behind():
     """Endpoints, timers, links and their bound callbacks form cycles: the collector frees them."""
+
     def run_one():
         sim = Simulator(1)
         path = Path(sim, rtt_s=0.02, bandwidth_bps=1e7, implementation="c")

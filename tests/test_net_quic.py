@@ -9,21 +9,45 @@ import pytest
 from simulator.engine import Simulator
 from simulator.net.link import DropList, Jitter, LossModel, Path
 from simulator.net.quic import (
-    SHORT_HEADER_BYTES, UDP_IP_HEADER_BYTES, CryptoDatagram, Pacer, QuicConnection, QuicEndpoint,
-    stream_frame_header_len, varint_len,
+    SHORT_HEADER_BYTES,
+    UDP_IP_HEADER_BYTES,
+    CryptoDatagram,
+    Pacer,
+    QuicConnection,
+    QuicEndpoint,
+    stream_frame_header_len,
+    varint_len,
 )
 from simulator.net.transport import TransportConfig
 
 MB = 1_000_000
 
 
-def make(seed=1, *, rtt_s=0.1, bandwidth_bps=10e6, queue_bytes="bdp", loss=None, reverse_loss="same",
-         jitter=None, trace=False, quic=None, **cfg):
+def make(
+    seed=1,
+    *,
+    rtt_s=0.1,
+    bandwidth_bps=10e6,
+    queue_bytes="bdp",
+    loss=None,
+    reverse_loss="same",
+    jitter=None,
+    trace=False,
+    quic=None,
+    **cfg,
+):
     sim = Simulator(seed, trace=trace)
     if queue_bytes == "bdp":
         queue_bytes = int(bandwidth_bps * rtt_s / 8) if bandwidth_bps else None
-    path = Path(sim, rtt_s=rtt_s, bandwidth_bps=bandwidth_bps, queue_bytes=queue_bytes,
-                loss=loss, reverse_loss=reverse_loss, jitter=jitter)
+    path = Path(
+        sim,
+        rtt_s=rtt_s,
+        bandwidth_bps=bandwidth_bps,
+        queue_bytes=queue_bytes,
+        loss=loss,
+        reverse_loss=reverse_loss,
+        jitter=jitter,
+    )
     conn = QuicConnection(sim, path, TransportConfig(**cfg), **(quic or {}))
     return sim, path, conn
 
@@ -67,9 +91,9 @@ def test_stream_ids_rfc9000_2_1():
     assert [s.open_stream(unidirectional=True) for _ in range(2)] == [3, 7]
     assert s.open_stream() == 1
     with pytest.raises(ValueError):
-        s.write(2, b"x")           # the client's unidirectional stream
+        s.write(2, b"x")  # the client's unidirectional stream
     with pytest.raises(ValueError):
-        c.write(12, b"x")          # never opened
+        c.write(12, b"x")  # never opened
 
 
 def test_packets_fit_the_datagram_and_share_streams():
@@ -78,13 +102,15 @@ def test_packets_fit_the_datagram_and_share_streams():
     path.forward.observers.append(seen.append)
     Receiver(conn.server)
     a, b = conn.client.open_stream(), conn.client.open_stream()
-    conn.client.write(a, pattern(100), end=True)      # same instant: coalesced into one packet
+    conn.client.write(a, pattern(100), end=True)  # same instant: coalesced into one packet
     conn.client.write(b, pattern(200), end=True)
     sim.run()
     assert len(seen) == 1
     packet = seen[0]
-    assert ([(sid, off, len(d), fin) for sid, off, d, fin in packet.payload.frames]
-            == [(a, 0, 100, True), (b, 0, 200, True)])
+    assert [(sid, off, len(d), fin) for sid, off, d, fin in packet.payload.frames] == [
+        (a, 0, 100, True),
+        (b, 0, 200, True),
+    ]
     expected = SHORT_HEADER_BYTES + stream_frame_header_len(a, 0, 100) + 100 + stream_frame_header_len(b, 0, 200) + 200
     assert packet.size_bytes == expected + UDP_IP_HEADER_BYTES
     # A bulk write: every packet at most max_datagram_bytes of UDP payload.
@@ -104,7 +130,8 @@ def test_request_response_on_client_bidi_stream():
 
     def serve(stream_id, data, end, time_s):
         if end:
-            conn.server.write(stream_id, pattern(50_000), end=True)   # answer on the same stream
+            conn.server.write(stream_id, pattern(50_000), end=True)  # answer on the same stream
+
     conn.server.on_data = serve
     sid = conn.client.open_stream()
     conn.client.write(sid, request, end=True)
@@ -136,7 +163,7 @@ def test_bulk_goodput_near_bottleneck(cc, rtt_s):
 def test_reno_throughput_matches_mathis(p):
     # Mathis et al. 1997: rate = MSS / RTT * sqrt(3/2) / sqrt(p); loss on the data path only.
     rtt_s, duration_s = 0.1, 60.0
-    mss = 1252 - SHORT_HEADER_BYTES - stream_frame_header_len(0, 70000, 1200)   # stream bytes per packet
+    mss = 1252 - SHORT_HEADER_BYTES - stream_frame_header_len(0, 70000, 1200)  # stream bytes per packet
     ratios = []
     for seed in (1, 2):
         sim, _, conn = make(seed, rtt_s=rtt_s, bandwidth_bps=100e6, loss=p, reverse_loss=None, cc="reno")
@@ -163,9 +190,10 @@ def test_interleaved_streams_integrity_under_loss(loss):
 
     def on_request(stream_id, data, end, time_s):
         server_rx(stream_id, data, end, time_s)
-        if end and stream_id % 4 == 0:                  # answer every bidi stream
+        if end and stream_id % 4 == 0:  # answer every bidi stream
             responses[stream_id] = pattern(20_000 + stream_id * 1000, salt=stream_id)
             conn.server.write(stream_id, responses[stream_id], end=True)
+
     conn.server.on_data = on_request
 
     streams = [conn.client.open_stream() for _ in range(4)] + [conn.client.open_stream(unidirectional=True)]
@@ -192,20 +220,20 @@ def test_interleaved_streams_integrity_under_loss(loss):
 def test_one_lost_packet_holds_back_only_its_stream():
     # The point of QUIC streams (RFC 9000 section 2.2): a hole delays only its stream.
     sim, path, conn = make(rtt_s=0.1, bandwidth_bps=10e6)
-    path.forward.loss = DropList([0])                   # the first packet: stream A only
-    carried = {}                                        # link index -> streams in the packet
+    path.forward.loss = DropList([0])  # the first packet: stream A only
+    carried = {}  # link index -> streams in the packet
     path.forward.observers.append(lambda p: carried.setdefault(p.link_seq, {f[0] for f in p.payload.frames}))
     rx = Receiver(conn.server)
     a, b = conn.client.open_stream(), conn.client.open_stream()
     conn.client.write(a, pattern(3000), end=True)
     conn.client.write(b, pattern(3000, 1), end=True)
     sim.run()
-    assert carried[0] == {a}                            # the dropped packet held only A's bytes
+    assert carried[0] == {a}  # the dropped packet held only A's bytes
     assert any(streams == {b} for streams in carried.values())
     assert rx.data[a] == pattern(3000) and rx.data[b] == pattern(3000, 1)
     one_way = 0.05 + 5 * 1280 * 8 / 10e6
-    assert rx.end_s[b] <= one_way                       # B on time: half an RTT
-    assert rx.first_s[a] >= rx.end_s[b] + 0.1 - 1e-9    # A waits for the retransmission (+1 RTT)
+    assert rx.end_s[b] <= one_way  # B on time: half an RTT
+    assert rx.first_s[a] >= rx.end_s[b] + 0.1 - 1e-9  # A waits for the retransmission (+1 RTT)
     assert conn.stats()["client"]["lost_by_packet_threshold"] == 1
 
 
@@ -224,7 +252,7 @@ def test_ack_callbacks_ranges_and_timing():
 
     def on_packet_acked(pn, ranges):
         sent_s, packet = sent[pn]
-        assert sim.now >= sent_s + rtt_s                 # the ACK needs a round trip
+        assert sim.now >= sent_s + rtt_s  # the ACK needs a round trip
         assert ranges == [(sid, off, len(d)) for sid, off, d, _ in packet.frames]
         assert pn not in acked_pns
         acked_pns.add(pn)
@@ -240,7 +268,7 @@ def test_ack_callbacks_ranges_and_timing():
         return end
 
     def on_stream_acked(sid, offset):
-        assert not stream_acked[sid] or offset > stream_acked[sid][-1][1]   # only when it grows
+        assert not stream_acked[sid] or offset > stream_acked[sid][-1][1]  # only when it grows
         assert offset == contiguous_prefix(acked_ranges[sid])
         stream_acked[sid].append((sim.now, offset))
 
@@ -261,18 +289,18 @@ def test_ack_callbacks_ranges_and_timing():
 def test_packet_threshold_loss_and_one_reduction_per_recovery():
     sim, path, conn = make(rtt_s=0.1, bandwidth_bps=10e6)
     conn = QuicConnection(sim, path, TransportConfig(), name="q2", log_cwnd=True)
-    path.forward.loss = DropList([30, 32, 34])         # three losses in one window
+    path.forward.loss = DropList([30, 32, 34])  # three losses in one window
     Receiver(conn.server)
     data = pattern(200_000)
     conn.client.write(conn.client.open_stream(), data, end=True)
     sim.run()
     st = conn.stats()["client"]
     assert st["packets_lost"] == 3
-    assert st["lost_by_packet_threshold"] == 3 and st["lost_by_time_threshold"] == 0   # 6.1.1
-    assert st["congestion_events"] == 1                 # 7.3.2: one reduction per recovery period
+    assert st["lost_by_packet_threshold"] == 3 and st["lost_by_time_threshold"] == 0  # 6.1.1
+    assert st["congestion_events"] == 1  # 7.3.2: one reduction per recovery period
     log = st["cwnd_log"]
     drops = [(before, after) for (_, before), (_, after) in zip(log, log[1:]) if after < before]
-    assert len(drops) == 1 and drops[0][1] == pytest.approx(drops[0][0] / 2)   # Reno halves (7.3.2)
+    assert len(drops) == 1 and drops[0][1] == pytest.approx(drops[0][0] / 2)  # Reno halves (7.3.2)
     assert st["stream_bytes_retransmitted"] > 0 and st["ptos"] == 0
 
 
@@ -293,11 +321,12 @@ def test_time_threshold_loss_without_spinning(rtt_s, start_s, monkeypatch):
         calls.append(1)
         assert len(calls) < 100, "loss detection is spinning"
         original(self)
+
     monkeypatch.setattr(QuicEndpoint, "_detect_lost_packets", counted)
     sim, path, conn = make(rtt_s=rtt_s, bandwidth_bps=None)
     path.forward.loss = DropList([1])
     sends = []
-    path.forward.observers.append(lambda p: sends.append((p.sent_s, p.payload.pn)))   # at fate time
+    path.forward.observers.append(lambda p: sends.append((p.sent_s, p.payload.pn)))  # at fate time
     rx = Receiver(conn.server)
     payload = 1252 - SHORT_HEADER_BYTES - 4
     sid = conn.client.open_stream()
@@ -309,7 +338,7 @@ def test_time_threshold_loss_without_spinning(rtt_s, start_s, monkeypatch):
     st = conn.stats()["client"]
     assert st["lost_by_time_threshold"] == 1 and st["lost_by_packet_threshold"] == 0
     sends.sort()
-    assert [pn for _, pn in sends] == [0, 1, 2, 3]      # the retransmission gets a new number
+    assert [pn for _, pn in sends] == [0, 1, 2, 3]  # the retransmission gets a new number
     retransmit_s = sends[3][0]
     assert retransmit_s - start_s == pytest.approx(9 / 8 * rtt_s, rel=1e-6)
     assert st["ptos"] == 0
@@ -359,7 +388,7 @@ def test_ack_frequency_and_delay_rfc9000_13_2():
     acks = []
     path.reverse.observers.append(lambda p: acks.append((p.sent_s, p.payload.ack)))
     Receiver(conn.server)
-    conn.client.write(conn.client.open_stream(), b"x" * 100, end=True)   # one packet
+    conn.client.write(conn.client.open_stream(), b"x" * 100, end=True)  # one packet
     sim.run()
     assert len(acks) == 1
     sent_s, (ranges, ack_delay_s) = acks[0]
@@ -374,7 +403,7 @@ def test_ack_frequency_and_delay_rfc9000_13_2():
     sim.run()
     assert [r for r, _ in acks] == [[(0, 1)], [(0, 3)], [(0, 5)], [(0, 7)], [(0, 9)]]
     srtt = conn.stats()["client"]["srtt_s"]
-    assert 0.1 < srtt < 0.1 + 10 * 1280 * 8 / 10e6        # the RTT plus the queue the burst built
+    assert 0.1 < srtt < 0.1 + 10 * 1280 * 8 / 10e6  # the RTT plus the queue the burst built
 
 
 def test_ack_rides_with_data_rfc9000_13_2():
@@ -387,11 +416,11 @@ def test_ack_rides_with_data_rfc9000_13_2():
     path.reverse.observers.append(lambda p: rev.append(p.payload))
     conn.server.on_data = lambda sid, data, end, t: end and conn.server.write(sid, pattern(3000), end=True)
     Receiver(conn.client)
-    conn.client.write(conn.client.open_stream(), b"GET /", end=True)     # one ack-eliciting packet
+    conn.client.write(conn.client.open_stream(), b"GET /", end=True)  # one ack-eliciting packet
     sim.run()
     # The server answers at once: its first response packet acknowledges the request.
     assert rev[0].frames and rev[0].ack is not None and rev[0].ack[0] == [(0, 0)]
-    assert not [p for p in rev if not p.frames]                      # no ACK-only packet from the server
+    assert not [p for p in rev if not p.frames]  # no ACK-only packet from the server
     # The client has nothing to send: it acknowledges the 3 response packets alone.
     acks = [p for p in fwd if not p.frames]
     assert acks and all(p.ack is not None and not p.ack_eliciting for p in acks)
@@ -420,17 +449,17 @@ def test_ack_delay_timer_sends_alone_after_the_local_delay():
     conn.client.write(conn.client.open_stream(), b"x" * 100, end=True)
     sim.run()
     assert len(acks) == 1 and acks[0][0] == pytest.approx(0.05 + 0.001)
-    assert acks[0][1][1] == pytest.approx(0.001)                   # the ACK Delay field (19.3)
+    assert acks[0][1][1] == pytest.approx(0.001)  # the ACK Delay field (19.3)
 
 
 def test_pacer_rule_rfc9002_7_7():
     """aioquic's pacing rule: cwnd / srtt, one datagram per interval, a burst of
     max(2, min(cwnd / 4, 16)) datagrams' time after idle, nothing paced before an RTT sample."""
     pacer = Pacer(1252)
-    assert pacer.next_send_s(5.0) is None                          # no RTT sample yet: not paced
-    pacer.set_rate(8 * 1252, 0.125)        # 80128 B/s: 1/64 s per datagram (exact in binary floats)
+    assert pacer.next_send_s(5.0) is None  # no RTT sample yet: not paced
+    pacer.set_rate(8 * 1252, 0.125)  # 80128 B/s: 1/64 s per datagram (exact in binary floats)
     assert pacer.interval_s == 1 / 64
-    assert pacer.credit_max_s == 2 / 64                            # max(2, min(8 / 4, 16)) datagrams
+    assert pacer.credit_max_s == 2 / 64  # max(2, min(8 / 4, 16)) datagrams
     now, sent = 1.0, []
     while len(sent) < 8:
         when = pacer.next_send_s(now)
@@ -439,7 +468,7 @@ def test_pacer_rule_rfc9002_7_7():
             pacer.on_packet_sent(now)
         else:
             now = when
-    assert sent[:2] == [1.0, 1.0]                                  # the credit saved while idle: a burst
+    assert sent[:2] == [1.0, 1.0]  # the credit saved while idle: a burst
     assert [b - a for a, b in zip(sent[1:], sent[2:])] == [1 / 64] * 6
 
 
@@ -455,10 +484,10 @@ def test_pacing_spreads_the_window_over_the_rtt():
         sim.run()
         departures[pacing] = times
     unpaced, paced = departures[False], departures[True]
-    assert len(set(unpaced[:10])) == 1                             # the initial window: a burst at 0
-    assert len(set(paced[:10])) == 1                               # no RTT sample yet: not paced either
+    assert len(set(unpaced[:10])) == 1  # the initial window: a burst at 0
+    assert len(set(paced[:10])) == 1  # no RTT sample yet: not paced either
     second_round = [t for t in paced if 0.1 <= t < 0.2]
-    assert len(set(second_round)) > len(second_round) / 2          # paced: mostly one per instant
+    assert len(set(second_round)) > len(second_round) / 2  # paced: mostly one per instant
     assert max(len([t for t in paced if t == x]) for x in second_round) <= 3
     assert len(set(t for t in unpaced if 0.1 <= t < 0.2)) < len(set(second_round))
 
@@ -470,8 +499,9 @@ def test_slow_start_ends_on_a_rising_rtt_before_any_loss():
     above the smallest window maximum so far, so its window and the queue stay far smaller."""
     out = {}
     for exit_on_rtt in (False, True):
-        sim, path, conn = make(rtt_s=0.05, bandwidth_bps=10e6, queue_bytes=None,
-                               quic={"slow_start_rtt_exit": exit_on_rtt})
+        sim, path, conn = make(
+            rtt_s=0.05, bandwidth_bps=10e6, queue_bytes=None, quic={"slow_start_rtt_exit": exit_on_rtt}
+        )
         rx = Receiver(conn.server)
         sid = conn.client.open_stream()
         conn.client.write(sid, pattern(3 * MB), end=True)
@@ -480,10 +510,10 @@ def test_slow_start_ends_on_a_rising_rtt_before_any_loss():
         st = conn.stats()["client"]
         assert st["packets_lost"] == 0
         out[exit_on_rtt] = (conn.client.cc.ssthresh_bytes, st["cwnd_bytes"], st["srtt_s"])
-    assert out[False][0] == math.inf                               # never left slow start
-    assert out[True][0] < math.inf                                 # left it on the RTT rise
+    assert out[False][0] == math.inf  # never left slow start
+    assert out[True][0] < math.inf  # left it on the RTT rise
     assert out[True][1] < 0.25 * out[False][1]
-    assert out[True][2] < 0.5 * out[False][2]                      # a much shorter standing queue
+    assert out[True][2] < 0.5 * out[False][2]  # a much shorter standing queue
 
 
 def test_pull_writer_schedules_streams_when_a_packet_may_leave():
@@ -518,7 +548,7 @@ def test_pull_writer_schedules_streams_when_a_packet_may_leave():
             server.write(big, b"x" * left[big], end=True)
             left[big] = 0
 
-        def later() -> None:                                       # a small response, 0.2 s in
+        def later() -> None:  # a small response, 0.2 s in
             if pull:
                 left[small] = 6000
                 server.want_to_send()
@@ -529,9 +559,9 @@ def test_pull_writer_schedules_streams_when_a_packet_may_leave():
         sim.run()
         assert len(rx.data[big]) == 400_000 and len(rx.data[small]) == 6000
         finish[pull] = (rx.end_s[small], rx.end_s[big])
-    assert finish[True][0] < 0.2 + 0.15                            # its turn at once: a few packets
-    assert finish[False][0] > finish[False][1] - 0.01              # FIFO: behind the whole big one
-    assert finish[True][1] == pytest.approx(finish[False][1], abs=0.05)   # same bytes, same total time
+    assert finish[True][0] < 0.2 + 0.15  # its turn at once: a few packets
+    assert finish[False][0] > finish[False][1] - 0.01  # FIFO: behind the whole big one
+    assert finish[True][1] == pytest.approx(finish[False][1], abs=0.05)  # same bytes, same total time
 
 
 def _handshake(drop_fwd=(), drop_rev=(), **kw):
@@ -542,7 +572,7 @@ def _handshake(drop_fwd=(), drop_rev=(), **kw):
         link.observers.append(lambda p, name=name: log.append((p.sent_s, name, p.payload, p.size_bytes, p.lost)))
     rx = Receiver(conn.server)
     sid = conn.client.open_stream()
-    conn.client.write(sid, b"GET /", end=True)                     # written at 0, before the handshake
+    conn.client.write(sid, b"GET /", end=True)  # written at 0, before the handshake
     sim.run()
     assert bytes(rx.data[sid]) == b"GET /"
     return conn, rx, sid, log
@@ -558,8 +588,8 @@ def test_handshake_rfc9001_one_rtt_before_data():
     assert kinds[:4] == [("c", "client_initial"), ("s", "server_flight"), ("c", "client_finished"), ("c", "1rtt")]
     t_initial, _, _, size_initial, _ = log[0]
     assert t_initial == 0.0 and size_initial == conn.config.max_datagram_bytes + UDP_IP_HEADER_BYTES >= 1200
-    assert log[1][0] == pytest.approx(0.05 + ser)                  # the server answers on arrival
-    assert log[3][0] == pytest.approx(0.1 + 2 * ser)               # 1-RTT data after one RTT
+    assert log[1][0] == pytest.approx(0.05 + ser)  # the server answers on arrival
+    assert log[3][0] == pytest.approx(0.1 + 2 * ser)  # 1-RTT data after one RTT
     assert rx.end_s[sid] > 0.15 + 2 * ser
     st = conn.stats()
     assert st["client"]["handshake_ptos"] == st["server"]["handshake_ptos"] == 0
@@ -581,7 +611,7 @@ def test_handshake_losses_recovered_by_pto_rfc9002_6_2():
     # Server flight lost: the client's PTO resends the Initial, and the server answers it at once.
     conn, _, _, log = _handshake(drop_rev=[0])
     flights = [(t, lost) for t, name, p, _, lost in log if name == "s" and getattr(p, "kind", "") == "server_flight"]
-    assert len(flights) == 2 and flights[0][1] and not flights[1][1]      # sent again once, not twice
+    assert len(flights) == 2 and flights[0][1] and not flights[1][1]  # sent again once, not twice
     assert flights[1][0] == pytest.approx(0.2 + 0.05 + 1280 * 8 / 10e6)
     # Client Finished lost: the server holds the request until the Finished comes again.
     conn, rx, sid, log = _handshake(drop_fwd=[1])
@@ -593,9 +623,16 @@ def test_handshake_losses_recovered_by_pto_rfc9002_6_2():
 
 # -- determinism -----------------------------------------------------------------------
 def _traced_run(seed):
-    sim, _, conn = make(seed, rtt_s=0.05, bandwidth_bps=5e6, loss="ge:0.05,0.3",
-                        jitter=Jitter(prob=0.1, max_s=0.01), trace=True, cc="cubic",
-                        quic={"handshake": True, "ack_delay_s": 0.001})
+    sim, _, conn = make(
+        seed,
+        rtt_s=0.05,
+        bandwidth_bps=5e6,
+        loss="ge:0.05,0.3",
+        jitter=Jitter(prob=0.1, max_s=0.01),
+        trace=True,
+        cc="cubic",
+        quic={"handshake": True, "ack_delay_s": 0.001},
+    )
     Receiver(conn.server)
     for k in range(3):
         conn.client.write(conn.client.open_stream(), pattern(200_000, k), end=True)
@@ -623,15 +660,16 @@ def test_sender_keeps_only_unacknowledged_bytes_rfc9000_13_3():
     body = pattern(2_000_000, salt=5)
     chunk = 20_000
     for k in range(0, len(body), chunk):
-        sim.call_at(0.2 + k / chunk * 0.1, conn.server.write, sid, body[k:k + chunk], k + chunk >= len(body))
+        sim.call_at(0.2 + k / chunk * 0.1, conn.server.write, sid, body[k : k + chunk], k + chunk >= len(body))
     stream = conn.server._send_streams[sid]
     held = []
 
     def sample():
-        held.append(len(stream.buf) + stream.later_bytes)       # sent and unacknowledged, and not yet sent
+        held.append(len(stream.buf) + stream.later_bytes)  # sent and unacknowledged, and not yet sent
         assert held[-1] == stream.written - stream.buf_offset and stream.buf_offset <= stream.acked_prefix
         if sim.pending > 1:
             sim.call_later(0.01, sample)
+
     sim.call_at(0.0, sample)
     sim.run()
     assert rx.data[sid] == body and conn.stats()["packets_lost"] > 0

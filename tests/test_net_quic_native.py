@@ -24,9 +24,23 @@ from simulator.net.transport import TransportConfig
 pytestmark = pytest.mark.skipif(native.QUIC is None, reason="the C extension simulator.net._quic is not built")
 
 
-def _run(implementation: str, seed: int, *, cc: str = "reno", loss=None, jitter=None, handshake: bool = False,
-         connections: int = 2, queue_bytes: int | None = 60_000, drops=None, rtt_s: float = 0.05,
-         sizes=(200_000, 20_000), pull: bool = False, aioquic: bool = False, pacing: bool = True) -> dict:
+def _run(
+    implementation: str,
+    seed: int,
+    *,
+    cc: str = "reno",
+    loss=None,
+    jitter=None,
+    handshake: bool = False,
+    connections: int = 2,
+    queue_bytes: int | None = 60_000,
+    drops=None,
+    rtt_s: float = 0.05,
+    sizes=(200_000, 20_000),
+    pull: bool = False,
+    aioquic: bool = False,
+    pacing: bool = True,
+) -> dict:
     """Connections over one bottleneck (the first on the path, the others through a
     DelayedPath), requests from the client at random times and responses on each stream;
     ``pull``: the server writes through ``on_send_ready``, a packet's worth per call;
@@ -37,18 +51,32 @@ def _run(implementation: str, seed: int, *, cc: str = "reno", loss=None, jitter=
         path.forward.loss, path.reverse.loss = DropList(drops[0]), DropList(drops[1])
     packets: list = []
     for tag, link in (("fwd", path.forward), ("rev", path.reverse)):
-        link.observers.append(lambda p, tag=tag: packets.append(
-            (tag, p.size_bytes, p.link_seq, p.sent_s, p.arrived_s, p.lost, repr(p.payload))))
+        link.observers.append(
+            lambda p, tag=tag: packets.append(
+                (tag, p.size_bytes, p.link_seq, p.sent_s, p.arrived_s, p.lost, repr(p.payload))
+            )
+        )
     events: list = []
     conns = []
     draw = random.Random(seed)
-    options = dict(retransmit_in_turn=True, slow_start_rtt_exit=True, pto_declares_lost=True,
-                   ack_delay_s=0.001) if aioquic else {}
+    options = (
+        dict(retransmit_in_turn=True, slow_start_rtt_exit=True, pto_declares_lost=True, ack_delay_s=0.001)
+        if aioquic
+        else {}
+    )
     for i in range(connections):
         on = path if i == 0 else DelayedPath(path, 0.01 * i)
-        conn = QuicConnection(sim, on, TransportConfig(cc=cc, initial_rtt_s=0.1), name=f"quic{i}",
-                              handshake=handshake, log_cwnd=True, pacing=pacing, implementation=implementation,
-                              **options)
+        conn = QuicConnection(
+            sim,
+            on,
+            TransportConfig(cc=cc, initial_rtt_s=0.1),
+            name=f"quic{i}",
+            handshake=handshake,
+            log_cwnd=True,
+            pacing=pacing,
+            implementation=implementation,
+            **options,
+        )
         assert conn.implementation == implementation
         assert type(conn.client) is (NativeQuicEndpoint if implementation == "c" else QuicEndpoint)
         conns.append(conn)
@@ -59,6 +87,7 @@ def _run(implementation: str, seed: int, *, cc: str = "reno", loss=None, jitter=
             end.on_packet_acked = lambda pn, ranges, tag=tag: events.append((tag, "packet", pn, ranges))
         pending: list = []
         if pull:
+
             def pull_one(server=conn.server, pending=pending) -> bool:
                 if not pending:
                     return False
@@ -70,6 +99,7 @@ def _run(implementation: str, seed: int, *, cc: str = "reno", loss=None, jitter=
                 else:
                     pending[0] = (sid, left - n)
                 return True
+
             conn.server.on_send_ready = pull_one
         for k in range(4):
             sid = conn.client.open_stream()
@@ -77,17 +107,37 @@ def _run(implementation: str, seed: int, *, cc: str = "reno", loss=None, jitter=
             size = draw.choice(sizes)
             sim.call_at(start, conn.client.write, sid, b"q" * draw.randrange(50, 3000), True)
             if pull:
-                sim.call_at(start + 0.1, lambda sid=sid, size=size, conn=conn, pending=pending: (
-                    pending.append((sid, size)), conn.server.want_to_send()))
+                sim.call_at(
+                    start + 0.1,
+                    lambda sid=sid, size=size, conn=conn, pending=pending: (
+                        pending.append((sid, size)),
+                        conn.server.want_to_send(),
+                    ),
+                )
             else:
                 sim.call_at(start + 0.1, conn.server.write, sid, bytes([k]) * size, True)
     sim.run()
     ends = [end for conn in conns for end in (conn.client, conn.server)]
     return {
-        "trace": sim.trace, "events_run": sim.events_run, "now": sim.now, "events": events, "packets": packets,
+        "trace": sim.trace,
+        "events_run": sim.events_run,
+        "now": sim.now,
+        "events": events,
+        "packets": packets,
         "stats": [conn.stats() for conn in conns],
-        "estimates": [(end.rtt.srtt_s, end.rtt.rttvar_s, end.rtt.min_rtt_s, end.rtt.latest_rtt_s, end.cc.cwnd_bytes,
-                       end.cc.ssthresh_bytes, end.bytes_in_flight, end._next_pn) for end in ends],
+        "estimates": [
+            (
+                end.rtt.srtt_s,
+                end.rtt.rttvar_s,
+                end.rtt.min_rtt_s,
+                end.rtt.latest_rtt_s,
+                end.cc.cwnd_bytes,
+                end.cc.ssthresh_bytes,
+                end.bytes_in_flight,
+                end._next_pn,
+            )
+            for end in ends
+        ],
     }
 
 
@@ -99,12 +149,22 @@ def _same(**scenario) -> dict:
         if repr(a) != repr(b):
             if isinstance(a, list):
                 first = next((i for i, (x, y) in enumerate(zip(a, b)) if repr(x) != repr(y)), min(len(a), len(b)))
-                pytest.fail(f"{key} differs at {first}: {a[first:first + 2]!r} != {b[first:first + 2]!r}")
+                pytest.fail(f"{key} differs at {first}: {a[first : first + 2]!r} != {b[first : first + 2]!r}")
             pytest.fail(f"{key} differs: {a!r} != {b!r}")
     ends = [s[side] for s in ref["stats"] for side in ("client", "server")]
-    total = {k: sum(e[k] for e in ends) for k in ("packets_lost", "lost_by_packet_threshold", "lost_by_time_threshold",
-                                                  "ptos", "spurious_ptos", "congestion_events", "handshake_ptos",
-                                                  "probe_packets_sent")}
+    total = {
+        k: sum(e[k] for e in ends)
+        for k in (
+            "packets_lost",
+            "lost_by_packet_threshold",
+            "lost_by_time_threshold",
+            "ptos",
+            "spurious_ptos",
+            "congestion_events",
+            "handshake_ptos",
+            "probe_packets_sent",
+        )
+    }
     total["events"] = ref["events_run"]
     total["reordered"] = max(e["max_reorder_buffer_bytes"] for e in ends)
     return total
@@ -172,10 +232,18 @@ def test_random_loss_patterns_and_ack_orders_same_events():
     directions (data and ACKs lost), with and without reordering jitter."""
     draw = random.Random(31)
     for k in range(6):
-        drops = (sorted(draw.sample(range(300), draw.randrange(1, 30))),
-                 sorted(draw.sample(range(150), draw.randrange(0, 20))))
-        _same(seed=10 + k, drops=drops, jitter=Jitter(0.05, 0.01) if k % 2 else None, connections=1,
-              cc="cubic" if k % 3 == 0 else "reno", handshake=k % 2 == 0)
+        drops = (
+            sorted(draw.sample(range(300), draw.randrange(1, 30))),
+            sorted(draw.sample(range(150), draw.randrange(0, 20))),
+        )
+        _same(
+            seed=10 + k,
+            drops=drops,
+            jitter=Jitter(0.05, 0.01) if k % 2 else None,
+            connections=1,
+            cc="cubic" if k % 3 == 0 else "reno",
+            handshake=k % 2 == 0,
+        )
 
 
 def test_fuzz_corpus_same_events():

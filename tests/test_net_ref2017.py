@@ -28,14 +28,14 @@ def _one_packet_delays(loss_p, n=4000, rtt_s=0.1, reorder_prob=0.0):
 def test_no_loss_one_way_delay_is_half_the_rtt():
     delays, conn = _one_packet_delays(0.0, n=50)
     assert all(d == pytest.approx(0.05) for d in delays)
-    assert conn.stats()["packets_sent"] == 100      # 50 data packets + 50 acks
+    assert conn.stats()["packets_sent"] == 100  # 50 data packets + 50 acks
 
 
 def test_each_loss_adds_between_1_1_and_2_rtt():
     delays, conn = _one_packet_delays(0.05)
     extra = sorted(d - 0.05 for d in delays if d > 0.05 + 1e-9)
     assert extra, "some packets must be lost at 5%"
-    once = [e for e in extra if e < 0.2 + 1e-9]     # lost exactly once: RTT x U(1.1, 2.0)
+    once = [e for e in extra if e < 0.2 + 1e-9]  # lost exactly once: RTT x U(1.1, 2.0)
     assert min(once) >= 0.11 - 1e-9 and max(once) <= 0.2 + 1e-9
     losses = conn.stats()["packets_lost"]
     assert losses / conn.stats()["packets_sent"] == pytest.approx(0.05, abs=0.015)

@@ -28,12 +28,20 @@ def _sink(endpoint, log: list) -> None:
     endpoint.on_data = lambda sid, data, end, t: log.append((t, sid, data, end))
 
 
-def _bulk(size_bytes: int, *, rtt_s: float, bandwidth_bps: float | None, queue_bytes: int | None,
-          loss=None, cc: str = "reno", seed: int = 1, until_s: float | None = None):
+def _bulk(
+    size_bytes: int,
+    *,
+    rtt_s: float,
+    bandwidth_bps: float | None,
+    queue_bytes: int | None,
+    loss=None,
+    cc: str = "reno",
+    seed: int = 1,
+    until_s: float | None = None,
+):
     """Client sends ``size_bytes`` on one stream at time 0; returns (sim, conn, deliveries)."""
     sim = Simulator(seed)
-    path = Path(sim, rtt_s=rtt_s, bandwidth_bps=bandwidth_bps, queue_bytes=queue_bytes,
-                loss=loss, reverse_loss=0)
+    path = Path(sim, rtt_s=rtt_s, bandwidth_bps=bandwidth_bps, queue_bytes=queue_bytes, loss=loss, reverse_loss=0)
     conn = TcpConnection(sim, path, TransportConfig(cc=cc), cwnd_log=True)
     log: list = []
     _sink(conn.server, log)
@@ -75,7 +83,7 @@ def test_bulk_transfer_fills_the_bottleneck(cc):
     steady = (size - half_bytes) * 8 / (end_s - half_s) / bw
     whole = size * 8 / end_s / bw
     assert steady >= 0.9, steady
-    assert steady <= 1460 / 1500 + 1e-6          # the payload share is the ceiling
+    assert steady <= 1460 / 1500 + 1e-6  # the payload share is the ceiling
     assert whole >= 0.9, whole
     st = conn.stats()
     assert st["c2s_bytes_delivered"] == size
@@ -93,12 +101,19 @@ def test_reno_throughput_follows_mathis(p):
     ratios = []
     for seed in (1, 2, 3):
         duration = 100.0
-        sim, conn, log = _bulk(int(10e6 / 8 * duration), rtt_s=rtt, bandwidth_bps=100e6, queue_bytes=None,
-                               loss=p, seed=seed, until_s=duration)
+        sim, conn, log = _bulk(
+            int(10e6 / 8 * duration),
+            rtt_s=rtt,
+            bandwidth_bps=100e6,
+            queue_bytes=None,
+            loss=p,
+            seed=seed,
+            until_s=duration,
+        )
         rate = sum(len(d) for _, _, d, _ in log) / duration
         ratios.append(rate / (MSS / rtt * 1.22 / math.sqrt(p)))
         st = conn.stats()
-        assert st["c2s_fast_retransmits"] > 50       # losses are mostly repaired by fast retransmit
+        assert st["c2s_fast_retransmits"] > 50  # losses are mostly repaired by fast retransmit
     mean = sum(ratios) / len(ratios)
     assert 0.5 <= mean <= 2.0, ratios
 
@@ -150,14 +165,16 @@ def _exchange(seed: int, loss, jitter: Jitter | None = None):
     path = Path(sim, rtt_s=0.04, bandwidth_bps=20e6, queue_bytes=60_000, loss=loss, jitter=jitter)
     conn = TcpConnection(sim, path)
     rng = sim.rng("test/writes")
-    sent = {conn.client: [], conn.server: []}          # writer -> [(sid, data)] in write order
-    got = {conn.client: [], conn.server: []}           # reader -> [(t, sid, data, end)]
+    sent = {conn.client: [], conn.server: []}  # writer -> [(sid, data)] in write order
+    got = {conn.client: [], conn.server: []}  # reader -> [(t, sid, data, end)]
     _sink(conn.client, got[conn.client])
     _sink(conn.server, got[conn.server])
 
     bidi = [conn.client.open_stream() for _ in range(4)]
-    streams = {conn.client: bidi + [conn.client.open_stream(unidirectional=True)],
-               conn.server: bidi[:2] + [conn.server.open_stream(unidirectional=True) for _ in range(2)]}
+    streams = {
+        conn.client: bidi + [conn.client.open_stream(unidirectional=True)],
+        conn.server: bidi[:2] + [conn.server.open_stream(unidirectional=True) for _ in range(2)],
+    }
 
     def do_write(ep, sid, data, end):
         ep.write(sid, data, end)
@@ -274,15 +291,25 @@ def test_newreno_partial_ack_repairs_second_hole_without_timeout():
 # SACK (RFC 2018) and SACK-based loss recovery (RFC 6675, RFC 6937, RFC 8985's loss marks)
 
 
-def _dropped_run(drops, *, sack: bool = True, timestamps: bool = True, size: int = 30 * MSS, rtt_s: float = 0.1,
-                 bandwidth_bps: float | None = None, cc: str = "reno", implementation: str | None = None):
+def _dropped_run(
+    drops,
+    *,
+    sack: bool = True,
+    timestamps: bool = True,
+    size: int = 30 * MSS,
+    rtt_s: float = 0.1,
+    bandwidth_bps: float | None = None,
+    cc: str = "reno",
+    implementation: str | None = None,
+):
     """``size`` bytes from the client with the forward link's packets ``drops`` (send indices)
     lost; every data packet and every ACK as it arrived (or was lost), in order."""
     sim = Simulator(1)
     path = Path(sim, rtt_s=rtt_s, bandwidth_bps=bandwidth_bps, queue_bytes=None)
     path.forward.loss = DropList(drops)
-    conn = TcpConnection(sim, path, TransportConfig(cc=cc, sack=sack, timestamps=timestamps),
-                         implementation=implementation)
+    conn = TcpConnection(
+        sim, path, TransportConfig(cc=cc, sack=sack, timestamps=timestamps), implementation=implementation
+    )
     data: list = []
     acks: list = []
     path.forward.observers.append(data.append)
@@ -303,10 +330,10 @@ def test_rfc2018_section4_the_block_of_the_latest_segment_comes_first():
     _, _, _, acks = _dropped_run({2, 5})
     first = [(p.payload.ack // MSS, tuple((a // MSS, b // MSS) for a, b in p.payload.sack)) for p in acks[:7]]
     assert first == [
-        (2, ()),                               # the delayed ACK of segments 0 and 1
+        (2, ()),  # the delayed ACK of segments 0 and 1
         (2, ((3, 4),)),
         (2, ((3, 5),)),
-        (2, ((6, 7), (3, 5))),                 # segment 6 opens a new block: it goes first
+        (2, ((6, 7), (3, 5))),  # segment 6 opens a new block: it goes first
         (2, ((6, 8), (3, 5))),
         (2, ((6, 9), (3, 5))),
         (2, ((6, 10), (3, 5))),
@@ -333,10 +360,11 @@ def test_rfc6675_section5_two_holes_resent_within_one_rtt_of_the_third_dupack(im
     """RFC 6675 section 5: with SACK every hole the scoreboard shows lost is resent in the
     same recovery, within one RTT of the third duplicate ACK; NewReno without SACK (RFC 6582)
     learns of the second hole only from the partial ACK, one RTT later."""
+
     def resends(sack):
         _, conn, data, acks = _dropped_run({2, 5}, sack=sack, bandwidth_bps=10e6, implementation=implementation)
         dup = [p.arrived_s for p in acks if p.payload.ack == 2 * MSS]
-        third_dupack_s = dup[3]                          # dup[0] is the first ACK of 2 * MSS
+        third_dupack_s = dup[3]  # dup[0] is the first ACK of 2 * MSS
         again = {p.payload.seq // MSS: p.sent_s for p in data if p.payload.retransmitted and not p.lost}
         assert conn.stats()["rtos"] == 0 and conn.stats()["fast_retransmits"] == 1
         return third_dupack_s, again
@@ -361,12 +389,17 @@ def test_rfc6675_section5_one_congestion_reduction_per_recovery_episode(monkeypa
     cuts: list = []
     cc = conn.client.cc
     congestion_event = cc.on_congestion_event
-    cc.on_congestion_event = lambda now_s, flight: (cuts.append((now_s, cc.cwnd_bytes)),
-                                                    congestion_event(now_s, flight))
+    cc.on_congestion_event = lambda now_s, flight: (
+        cuts.append((now_s, cc.cwnd_bytes)),
+        congestion_event(now_s, flight),
+    )
     exits: list = []
     leave = TcpEndpoint._leave_sack_recovery
-    monkeypatch.setattr(TcpEndpoint, "_leave_sack_recovery",
-                        lambda self: (leave(self), exits.append((self.cc.cwnd_bytes, self.cc.ssthresh_bytes))))
+    monkeypatch.setattr(
+        TcpEndpoint,
+        "_leave_sack_recovery",
+        lambda self: (leave(self), exits.append((self.cc.cwnd_bytes, self.cc.ssthresh_bytes))),
+    )
     conn.client.write(conn.client.open_stream(unidirectional=True), bytes(60 * MSS), end=True)
     sim.run()
     st = conn.stats()
@@ -401,7 +434,7 @@ def test_rfc6937_prr_sends_in_proportion_while_pipe_exceeds_ssthresh():
     sim.run()
     assert conn.stats()["fast_retransmits"] == 1 and conn.stats()["rtos"] == 0
     assert per_ack and max(per_ack) <= 2
-    delivered = len(per_ack) - 1                  # every ACK in the recovery but the one ending it delivered one
+    delivered = len(per_ack) - 1  # every ACK in the recovery but the one ending it delivered one
     assert sum(per_ack) == pytest.approx(delivered / 2 + 1, abs=2)
 
 
@@ -427,6 +460,7 @@ def test_rfc8985_section6_2_a_hole_behind_a_later_segment_is_resent_before_the_r
     the next one, 50 ms later on a 100 ms path, arrives: its SACK (100 ms after it left)
     shows the first lost, and it is resent then, at 0.65 s, where the RTO would fire at
     SRTT + 200 ms after 0.5 s.  Without SACK a single duplicate ACK says nothing: a timeout."""
+
     def run(sack):
         sim = Simulator(1)
         path = Path(sim, rtt_s=0.1, bandwidth_bps=None, queue_bytes=None)
@@ -437,8 +471,8 @@ def test_rfc8985_section6_2_a_hole_behind_a_later_segment_is_resent_before_the_r
         log: list = []
         _sink(conn.server, log)
         sid = conn.client.open_stream()
-        conn.client.write(sid, b"a" * 500)                       # an RTT sample first
-        sim.call_at(0.5, conn.client.write, sid, b"b" * 500)      # lost
+        conn.client.write(sid, b"a" * 500)  # an RTT sample first
+        sim.call_at(0.5, conn.client.write, sid, b"b" * 500)  # lost
         sim.call_at(0.55, conn.client.write, sid, b"c" * 500, True)
         sim.run()
         assert b"".join(d for _, _, d, _ in log) == b"a" * 500 + b"b" * 500 + b"c" * 500
@@ -457,6 +491,7 @@ def test_sack_goodput_at_one_percent_loss_through_a_bdp_queue_beats_newreno():
     SACK (RFC 6675) repairs them in one recovery where NewReno (RFC 6582) takes an RTT per
     hole and times out: over eight seeds SACK finishes 2 MB sooner in the mean, and times
     out less."""
+
     def run(seed, sack):
         sim = Simulator(seed)
         path = Path(sim, rtt_s=0.1, bandwidth_bps=10e6, queue_bytes=125_000, loss=0.01, reverse_loss=0)
@@ -484,8 +519,9 @@ def test_sack_throughput_follows_mathis(p):
     rtt = 0.1
     rates = []
     for seed in (1, 2, 3, 4):
-        sim, conn, log = _bulk(int(100e6 / 8 * 60), rtt_s=rtt, bandwidth_bps=100e6, queue_bytes=None,
-                               loss=p, seed=seed, until_s=60.0)
+        sim, conn, log = _bulk(
+            int(100e6 / 8 * 60), rtt_s=rtt, bandwidth_bps=100e6, queue_bytes=None, loss=p, seed=seed, until_s=60.0
+        )
         rates.append(sum(len(d) for _, _, d, _ in log) / 60.0 / (MSS / rtt * 1.22 / math.sqrt(p)))
         assert conn.stats()["c2s_fast_retransmits"] > 30
     assert 0.5 <= sum(rates) / len(rates) <= 2.0, rates
@@ -538,10 +574,10 @@ def test_delayed_ack_timer_and_ack_every_second_segment():
     acks: list = []
     path.reverse.observers.append(lambda pkt: acks.append((pkt.sent_s, pkt.payload.ack)))
     sid = conn.client.open_stream()
-    conn.client.write(sid, bytes(3 * MSS), end=True)     # three segments
+    conn.client.write(sid, bytes(3 * MSS), end=True)  # three segments
     sim.run()
-    assert acks[0] == (pytest.approx(0.05), 2 * MSS)      # after the second segment
-    assert acks[1] == (pytest.approx(0.05 + 0.025), 3 * MSS)   # the odd one, delayed
+    assert acks[0] == (pytest.approx(0.05), 2 * MSS)  # after the second segment
+    assert acks[1] == (pytest.approx(0.05 + 0.025), 3 * MSS)  # the odd one, delayed
     assert len(acks) == 2
 
 
@@ -557,7 +593,7 @@ def test_same_instant_writes_share_a_segment():
     sizes: list = []
     path.forward.observers.append(lambda pkt: sizes.append(pkt.size_bytes))
     s1, s2 = conn.client.open_stream(), conn.client.open_stream()
-    assert (s1, s2) == (0, 4)                              # RFC 9000 section 2.1 numbering
+    assert (s1, s2) == (0, 4)  # RFC 9000 section 2.1 numbering
     assert conn.server.open_stream(unidirectional=True) == 3
     conn.client.write(s1, b"a" * 100)
     conn.client.write(s2, b"b" * 200, end=True)
@@ -593,6 +629,7 @@ def test_handshake_costs_one_rtt():
 
     A lost SYN is retransmitted after the initial 1 s RTO (RFC 6298 (2.1)).
     """
+
     def first_delivery(handshake, drop=()):
         sim = Simulator(1)
         path = Path(sim, rtt_s=0.1)
@@ -608,7 +645,7 @@ def test_handshake_costs_one_rtt():
     assert first_delivery(False)[0] == pytest.approx(0.05)
     t, conn = first_delivery(True)
     assert t == pytest.approx(0.15)
-    assert conn.client.rtt.min_rtt_s == pytest.approx(0.1)   # the SYN exchange is an RTT sample
+    assert conn.client.rtt.min_rtt_s == pytest.approx(0.1)  # the SYN exchange is an RTT sample
     t, conn = first_delivery(True, drop=[0])
     assert t == pytest.approx(1.15)
     assert conn.stats()["rtos"] == 1
@@ -617,8 +654,16 @@ def test_handshake_costs_one_rtt():
 def test_stats_keys_and_segment_size():
     sim, conn, log = _bulk(100_000, rtt_s=0.05, bandwidth_bps=10e6, queue_bytes=None)
     st = conn.stats()
-    for key in ("packets_sent", "packets_lost", "rtos", "fast_retransmits", "bytes_sent",
-                "bytes_delivered", "acks_sent", "max_receive_buffer_bytes"):
+    for key in (
+        "packets_sent",
+        "packets_lost",
+        "rtos",
+        "fast_retransmits",
+        "bytes_sent",
+        "bytes_delivered",
+        "acks_sent",
+        "max_receive_buffer_bytes",
+    ):
         assert key in st and f"c2s_{key}" in st and f"s2c_{key}" in st
     assert st["c2s_packets_sent"] == math.ceil(100_000 / MSS)
     assert st["bytes_delivered"] == 100_000
@@ -661,20 +706,21 @@ def test_rto_formula_rfc6298_section2_with_linux_floor_on_the_variance_term():
     its minimum (200 ms) floors the variance term, RTO = SRTT + max(4 RTTVAR, rto_min),
     instead of (2.4)'s max(rto_min, SRTT + 4 RTTVAR); and the ceiling is 120 s (2.5)."""
     from simulator.net.cc import RttEstimator
+
     rtt = RttEstimator(min_rto_s=0.2)
-    assert rtt.rto_s() == 1.0                                   # (2.1)
+    assert rtt.rto_s() == 1.0  # (2.1)
     rtt.update(0.05)
-    assert rtt.rto_s() == pytest.approx(0.05 + 0.2)            # 4 RTTVAR = 0.1 < 0.2: floored
-    for _ in range(200):                                        # a steady 50 ms path
+    assert rtt.rto_s() == pytest.approx(0.05 + 0.2)  # 4 RTTVAR = 0.1 < 0.2: floored
+    for _ in range(200):  # a steady 50 ms path
         rtt.update(0.05)
     assert rtt.rttvar_s < 1e-6
-    assert rtt.rto_s() == pytest.approx(0.25)                  # RFC 6298 (2.4) would give 0.2
+    assert rtt.rto_s() == pytest.approx(0.25)  # RFC 6298 (2.4) would give 0.2
     big = RttEstimator(min_rto_s=0.2)
     big.update(0.5)
-    assert big.rto_s() == pytest.approx(0.5 + 4 * 0.25)        # the variance term above the floor
+    assert big.rto_s() == pytest.approx(0.5 + 4 * 0.25)  # the variance term above the floor
     huge = RttEstimator(min_rto_s=0.2)
     huge.update(100.0)
-    assert huge.rto_s() == 120.0                                # Linux TCP_RTO_MAX
+    assert huge.rto_s() == 120.0  # Linux TCP_RTO_MAX
 
 
 @pytest.mark.parametrize("rtt_s", [0.02, 0.05, 0.1, 0.2, 0.3])
@@ -696,12 +742,14 @@ def _spike(implementation: str, timestamps: bool, spike_s: float = 1.0):
     """A client bulk transfer over a 100 ms path whose one-way delay grows by ``spike_s``
     at t = 1 s (a route change): nothing is lost, every segment is only late."""
     from simulator.net import native
+
     if implementation not in native.IMPLEMENTATIONS:
         pytest.skip("C twin not built")
     sim = Simulator(1)
     path = Path(sim, rtt_s=0.1, bandwidth_bps=10e6, queue_bytes=10_000_000, implementation="python")
-    conn = TcpConnection(sim, path, TransportConfig(timestamps=timestamps), cwnd_log=True,
-                         implementation=implementation)
+    conn = TcpConnection(
+        sim, path, TransportConfig(timestamps=timestamps), cwnd_log=True, implementation=implementation
+    )
     log: list = []
     _sink(conn.server, log)
     before: dict = {}
@@ -709,7 +757,7 @@ def _spike(implementation: str, timestamps: bool, spike_s: float = 1.0):
     def spike():
         before["cwnd"] = conn.client.cc.cwnd_bytes
         before["ssthresh"] = conn.client.cc.ssthresh_bytes
-        path.forward.delay_s += spike_s        # later packets only: no reordering
+        path.forward.delay_s += spike_s  # later packets only: no reordering
 
     sim.call_at(1.0, spike)
     sid = conn.client.open_stream(unidirectional=True)
@@ -734,12 +782,12 @@ def test_spurious_timeout_from_an_rtt_spike_is_detected_and_undone_rfc5682_secti
     assert sum(len(d) for _, _, d, _ in log) == 4_000_000
     assert st["rtos"] >= 1
     assert st["spurious_rtos"] >= 1 and st["undone_reductions"] >= 1
-    assert st["packets_lost"] == st["rtos"]          # only the head, once per timeout
+    assert st["packets_lost"] == st["rtos"]  # only the head, once per timeout
     assert math.isinf(conn.client.cc.ssthresh_bytes) and math.isinf(before["ssthresh"])
     # cwnd fell to one segment at the timeout and was back above its earlier size at once
     log_cwnd = conn.client.cwnd_log
     low = next(i for i, (t, w) in enumerate(log_cwnd) if t > 1.0 and w <= MSS)
-    assert max(w for _, w in log_cwnd[low + 1:low + 3]) >= before["cwnd"]
+    assert max(w for _, w in log_cwnd[low + 1 : low + 3]) >= before["cwnd"]
 
 
 def test_a_real_loss_still_times_out_and_retransmits_rfc6298_section5():
@@ -751,7 +799,7 @@ def test_a_real_loss_still_times_out_and_retransmits_rfc6298_section5():
     for timestamps in (True, False):
         sim = Simulator(1)
         path = Path(sim, rtt_s=0.1)
-        path.forward.loss = DropList([4])                 # the fifth and last segment
+        path.forward.loss = DropList([4])  # the fifth and last segment
         conn = TcpConnection(sim, path, TransportConfig(timestamps=timestamps))
         log: list = []
         _sink(conn.server, log)
@@ -770,4 +818,4 @@ def test_a_real_loss_still_times_out_and_retransmits_rfc6298_section5():
         # the second ACK (5.3): the tail is resent at 0.4 s (5.4).
         assert last[0] == 0.0 and last[1] == pytest.approx(0.4)
         assert sum(len(d) for _, _, d, _ in log) == 5 * MSS and log[-1][3] is True
-        assert conn.client.cc.cwnd_bytes < 10 * MSS      # the reduction stands
+        assert conn.client.cc.cwnd_bytes < 10 * MSS  # the reduction stands

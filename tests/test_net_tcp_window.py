@@ -19,7 +19,7 @@ def _server(packets: bool, nodelay: bool):
     sim = Simulator(1)
     path = Path(sim, rtt_s=RTT, bandwidth_bps=None, queue_bytes=None)
     conn = TcpConnection(sim, path, TransportConfig(cwnd_in_packets=packets), cwnd_log=True)
-    if nodelay:                     # the reference endpoint's (a window in packets runs on it)
+    if nodelay:  # the reference endpoint's (a window in packets runs on it)
         conn.server.nodelay = True
     log: list = []
     conn.client.on_data = lambda sid, data, end, t: log.append((t, len(data)))
@@ -34,19 +34,19 @@ def test_linux_window_counts_segments_not_bytes_rfc6928():
     sim, conn, sid, log = _server(packets=True, nodelay=True)
     for _ in range(12):
         conn.server.write(sid, b"x" * 100)
-    assert conn.server.segments_sent == 10                   # sent at the write, no flush wait
+    assert conn.server.segments_sent == 10  # sent at the write, no flush wait
     sim.run()
     assert conn.server.segments_sent == 11
     assert sum(n for _, n in log) == 1200
     first, last = log[0][0], log[-1][0]
     assert first == pytest.approx(RTT / 2, abs=1e-3)
-    assert last - first == pytest.approx(RTT, abs=0.03)      # one more round trip (plus the delayed ACK)
+    assert last - first == pytest.approx(RTT, abs=0.03)  # one more round trip (plus the delayed ACK)
 
     sim, conn, sid, log = _server(packets=False, nodelay=False)
     for _ in range(12):
         conn.server.write(sid, b"x" * 100)
     sim.run()
-    assert conn.server.segments_sent == 1                    # writes of one instant share a segment
+    assert conn.server.segments_sent == 1  # writes of one instant share a segment
     assert log[-1][0] == pytest.approx(RTT / 2, abs=1e-3)
 
 

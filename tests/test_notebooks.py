@@ -18,7 +18,8 @@ def test_notebook_runs_top_to_bottom(path, tmp_path_factory):
     nb = nbformat.read(path, as_version=4)
     tagged = [c for c in nb.cells if "parameters" in c.get("metadata", {}).get("tags", [])]
     assert tagged, f"{path.name} has no cell tagged 'parameters'"
-    ran = executed(path, tmp_path_factory)          # raises nbclient's error, with the cell's traceback
-    errors = [o for c in ran.cells if c.cell_type == "code" for o in c.get("outputs", [])
-              if o.get("output_type") == "error"]
+    ran = executed(path, tmp_path_factory)  # raises nbclient's error, with the cell's traceback
+    errors = [
+        o for c in ran.cells if c.cell_type == "code" for o in c.get("outputs", []) if o.get("output_type") == "error"
+    ]
     assert not errors

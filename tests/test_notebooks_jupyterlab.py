@@ -30,18 +30,27 @@ import nbformat
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
-CHROMIUM = next((p for p in ("/usr/bin/chromium", shutil.which("chromium"), shutil.which("chromium-browser"))
-                 if p and os.path.exists(p)), None)
+CHROMIUM = next(
+    (
+        p
+        for p in ("/usr/bin/chromium", shutil.which("chromium"), shutil.which("chromium-browser"))
+        if p and os.path.exists(p)
+    ),
+    None,
+)
 
 pytestmark = pytest.mark.skipif(CHROMIUM is None, reason="chromium not installed (make system-deps)")
 
 # notebook -> (parameters made smaller for the browser run, how to move one control)
 NOTEBOOKS = {
-    "02-push-vs-early-hints.ipynb": ({"STACKS_CHECK": False, "SEEDS": [1], "RTTS_MS": [25, 300],
-                                      "THINKS_MS": [0, 600], "BWS_MBIT": [2, 50]},
-                                     ("click", ".wb-control-cache button:has-text('warm')")),
-    "07-origin-coalescing.ipynb": ({"SEEDS": [1], "RTTS_MS": [25, 300], "P421S": [0.0, 1.0]},
-                                   ("select", ".wb-control-dns select", "never (one address per host)")),
+    "02-push-vs-early-hints.ipynb": (
+        {"STACKS_CHECK": False, "SEEDS": [1], "RTTS_MS": [25, 300], "THINKS_MS": [0, 600], "BWS_MBIT": [2, 50]},
+        ("click", ".wb-control-cache button:has-text('warm')"),
+    ),
+    "07-origin-coalescing.ipynb": (
+        {"SEEDS": [1], "RTTS_MS": [25, 300], "P421S": [0.0, 1.0]},
+        ("select", ".wb-control-dns select", "never (one address per host)"),
+    ),
 }
 RUN_TIMEOUT_S = 600
 
@@ -74,17 +83,36 @@ def lab(tmp_path_factory):
     settings.mkdir(parents=True)
     (settings / "plugin.jupyterlab-settings").write_text(json.dumps({"autosave": False}))
     port = _free_port()
-    env = {**os.environ, "JUPYTER_RUNTIME_DIR": str(tmp / "runtime"), "JUPYTER_CONFIG_DIR": str(tmp / "config"),
-           "JUPYTER_DATA_DIR": str(tmp / "data"), "IPYTHONDIR": str(tmp / "ipython"),
-           "WORKBENCH_NOTEBOOK_OUT": str(tmp / "out"), "MPLBACKEND": "module://matplotlib_inline.backend_inline",
-           "PYTHONPATH": os.pathsep.join([str(ROOT)] + [p for p in [os.environ.get("PYTHONPATH")] if p])}
-    cmd = [sys.executable, "-m", "jupyterlab", "--no-browser", "--ServerApp.ip=127.0.0.1", f"--ServerApp.port={port}",
-           "--ServerApp.port_retries=0", "--IdentityProvider.token=", "--PasswordIdentityProvider.hashed_password=",
-           f"--ServerApp.root_dir={tmp / 'root'}", f"--LabApp.user_settings_dir={tmp / 'settings'}",
-           f"--LabApp.workspaces_dir={tmp / 'workspaces'}", "--LabApp.expose_app_in_browser=True",
-           "--LabApp.news_url=", "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate",
-           "--LabApp.extension_manager=readonly", "--ServerApp.terminals_enabled=False"]
-    if hasattr(os, "geteuid") and os.geteuid() == 0:        # a container's root: the server refuses without it
+    env = {
+        **os.environ,
+        "JUPYTER_RUNTIME_DIR": str(tmp / "runtime"),
+        "JUPYTER_CONFIG_DIR": str(tmp / "config"),
+        "JUPYTER_DATA_DIR": str(tmp / "data"),
+        "IPYTHONDIR": str(tmp / "ipython"),
+        "WORKBENCH_NOTEBOOK_OUT": str(tmp / "out"),
+        "MPLBACKEND": "module://matplotlib_inline.backend_inline",
+        "PYTHONPATH": os.pathsep.join([str(ROOT)] + [p for p in [os.environ.get("PYTHONPATH")] if p]),
+    }
+    cmd = [
+        sys.executable,
+        "-m",
+        "jupyterlab",
+        "--no-browser",
+        "--ServerApp.ip=127.0.0.1",
+        f"--ServerApp.port={port}",
+        "--ServerApp.port_retries=0",
+        "--IdentityProvider.token=",
+        "--PasswordIdentityProvider.hashed_password=",
+        f"--ServerApp.root_dir={tmp / 'root'}",
+        f"--LabApp.user_settings_dir={tmp / 'settings'}",
+        f"--LabApp.workspaces_dir={tmp / 'workspaces'}",
+        "--LabApp.expose_app_in_browser=True",
+        "--LabApp.news_url=",
+        "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate",
+        "--LabApp.extension_manager=readonly",
+        "--ServerApp.terminals_enabled=False",
+    ]
+    if hasattr(os, "geteuid") and os.geteuid() == 0:  # a container's root: the server refuses without it
         cmd.append("--allow-root")
     log = open(tmp / "server.log", "wb")
     server = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env=env, cwd=tmp, start_new_session=True)
@@ -135,7 +163,10 @@ _FIND = """const find = (name) => {
   return null;
 };"""
 
-_STATE = "(name) => {" + _FIND + """
+_STATE = (
+    "(name) => {"
+    + _FIND
+    + """
   const w = find(name);
   if (!w) return {open: false};
   const k = w.sessionContext.session && w.sessionContext.session.kernel;
@@ -152,12 +183,17 @@ _STATE = "(name) => {" + _FIND + """
   }
   return {open: true, kernel: k ? k.status : null, cells: cells};
 }"""
+)
 
-_RUN_ALL = "(name) => {" + _FIND + """
+_RUN_ALL = (
+    "(name) => {"
+    + _FIND
+    + """
   const w = find(name);
   window.jupyterapp.shell.activateById(w.id);
   return window.jupyterapp.commands.execute('notebook:run-all-cells');
 }"""
+)
 
 _PANEL = """() => {
   const fig = document.querySelector('.wb-explore .wb-explore-figure');
@@ -196,8 +232,10 @@ def _wait_state(page, name, done, what, timeout_s):
             return state
         time.sleep(1.0)
     pending = sum(c["count"] is None for c in state.get("cells", []))
-    raise AssertionError(f"{name}: {what} not reached in {timeout_s} s (kernel {state.get('kernel')}, "
-                         f"{pending} of {len(state.get('cells', []))} code cells not run)")
+    raise AssertionError(
+        f"{name}: {what} not reached in {timeout_s} s (kernel {state.get('kernel')}, "
+        f"{pending} of {len(state.get('cells', []))} code cells not run)"
+    )
 
 
 @pytest.mark.parametrize("name", list(NOTEBOOKS))
@@ -211,17 +249,24 @@ def test_notebook_runs_in_jupyterlab_and_its_panel_answers_a_control(lab, browse
         _wait_state(page, name, lambda st: st.get("kernel") == "idle", "an idle kernel", 180)
         t0 = time.monotonic()
         page.evaluate(_RUN_ALL, name)
-        state = _wait_state(page, name, lambda st: st["kernel"] == "idle" and all(c["count"] is not None
-                                                                                  for c in st["cells"]),
-                            "every cell run", RUN_TIMEOUT_S)
+        state = _wait_state(
+            page,
+            name,
+            lambda st: st["kernel"] == "idle" and all(c["count"] is not None for c in st["cells"]),
+            "every cell run",
+            RUN_TIMEOUT_S,
+        )
         run_s = time.monotonic() - t0
         assert state["cells"] and all(c["count"] is not None for c in state["cells"])
 
         # the Explore panel is the live widget (not the static figure) and shows its defaults
         panel = page.locator(".wb-explore")
         panel.scroll_into_view_if_needed(timeout=60_000)
-        page.wait_for_function("() => { const f = document.querySelector('.wb-explore .wb-explore-figure');"
-                               " return f && (f.getAttribute('src') || '').length > 0; }", timeout=60_000)
+        page.wait_for_function(
+            "() => { const f = document.querySelector('.wb-explore .wb-explore-figure');"
+            " return f && (f.getAttribute('src') || '').length > 0; }",
+            timeout=60_000,
+        )
         before = page.evaluate(_PANEL)
         assert before["table"] and "<table" in before["table"]
 
@@ -230,16 +275,22 @@ def test_notebook_runs_in_jupyterlab_and_its_panel_answers_a_control(lab, browse
         else:
             page.locator(move[1]).select_option(label=move[2])
         t1 = time.monotonic()
-        page.wait_for_function("""(before) => {
+        page.wait_for_function(
+            """(before) => {
             const f = document.querySelector('.wb-explore .wb-explore-figure');
             const t = document.querySelector('.wb-explore .wb-explore-table');
             return f && t && f.getAttribute('src') !== before.figure && t.innerHTML !== before.table;
-        }""", arg=before, timeout=120_000)
+        }""",
+            arg=before,
+            timeout=120_000,
+        )
         update_s = time.monotonic() - t1
         after = page.evaluate(_PANEL)
         assert after["figure"] != before["figure"] and after["table"] != before["table"]
-        page.wait_for_function("() => document.querySelector('.wb-explore .wb-explore-status')"
-                               ".innerText.includes('updated in')", timeout=60_000)
+        page.wait_for_function(
+            "() => document.querySelector('.wb-explore .wb-explore-status').innerText.includes('updated in')",
+            timeout=60_000,
+        )
         status = page.evaluate(_PANEL)["status"]
         assert "\u26a0" not in status, status
         fit = page.evaluate(_FIT)
@@ -249,7 +300,9 @@ def test_notebook_runs_in_jupyterlab_and_its_panel_answers_a_control(lab, browse
         assert not fit["clipped"], f"{name}: readouts cut short: {fit['clipped']}"
         assert not [e for c in page.evaluate(_STATE, name)["cells"] for e in c["errors"]]
         assert not messages, messages
-        print(f"{name}: all cells {run_s:.1f} s, one control move {update_s:.1f} s in the browser; {status}; "
-              f"table {fit['table']} px in a {fit['area']} px output area")
+        print(
+            f"{name}: all cells {run_s:.1f} s, one control move {update_s:.1f} s in the browser; {status}; "
+            f"table {fit['table']} px in a {fit['area']} px output area"
+        )
     finally:
         page.close()

@@ -43,8 +43,20 @@ WRITERS = {
     "hol --blocks": ["hol", "--trace", PAGE, "--blocks", "{out}", "--json"],
     "demux --rows": ["demux", "--streams", "2", "--size", "10KiB", "--part", "model", "--rows", "{out}", "--json"],
     "trailers --rows": ["trailers", "--rows", "{out}", "--json"],
-    "crossstream --responses": ["crossstream", "--releases", "2", "--scheme", "per-response", "--scoping", "none",
-                                "--codecs", "zlib:6", "--responses", "{out}", "--json"],
+    "crossstream --responses": [
+        "crossstream",
+        "--releases",
+        "2",
+        "--scheme",
+        "per-response",
+        "--scoping",
+        "none",
+        "--codecs",
+        "zlib:6",
+        "--responses",
+        "{out}",
+        "--json",
+    ],
     "replay --pcap": ["replay", "--trace", PAGE, "--stack", "h2", "--pcap", "{out}", "--json"],
     "replay --keylog": ["replay", "--trace", PAGE, "--stack", "h2", "--keylog", "{out}", "--json"],
 }
@@ -123,7 +135,7 @@ def test_block_device_is_refused_before_any_work(capsys, tmp_path, name):
     """A trace or a table written over a disk is never what was meant: refused while the
     flags are read (one line naming the flag), the node untouched."""
     node = tmp_path / "disk"
-    _mknod(node, stat.S_IFBLK, 7, 255)          # a loop device number; never opened
+    _mknod(node, stat.S_IFBLK, 7, 255)  # a loop device number; never opened
     argv = {**WRITERS, **CHECKED_ONLY}[name]
     code, err = _run(capsys, argv, node, tmp_path)
     assert code == 2 and err.count("\n") == 1 and "block device" in err, err
@@ -166,7 +178,7 @@ def test_fifo_with_a_reader_gets_the_whole_output(capsys, tmp_path, name):
     fifo = tmp_path / "pipe"
     os.mkfifo(fifo)
     rfd = os.open(fifo, os.O_RDONLY | os.O_NONBLOCK)
-    keep = os.open(fifo, os.O_WRONLY)           # holds the FIFO open: EOF only after the command
+    keep = os.open(fifo, os.O_WRONLY)  # holds the FIFO open: EOF only after the command
     os.set_blocking(rfd, True)
     got = []
     reader = threading.Thread(target=lambda: got.append(b"".join(iter(lambda: os.read(rfd, 1 << 16), b""))))

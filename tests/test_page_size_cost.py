@@ -13,10 +13,20 @@ def _odd_lists():
     """Header lists with what h2's normalisation changes: upper-case names, surrounding
     whitespace, connection-specific fields, short and long cookies, credentials."""
     base = [(b":method", b"GET"), (b":scheme", b"https"), (b":authority", b"a.example"), (b":path", b"/x")]
-    extras = [(b"Accept", b" text/html "), (b"connection", b"keep-alive"), (b"cookie", b"a=1"),
-              (b"cookie", b"session=0123456789abcdefghij"), (b"authorization", b"Basic eA=="),
-              (b"proxy-authorization", b"x"), (b"TE", b"trailers"), (b"x-empty", b""), (b"upgrade", b"h2c"),
-              (b"user-agent", b"UA/1.0"), (b"keep-alive", b"timeout=5"), (b"transfer-encoding", b"chunked")]
+    extras = [
+        (b"Accept", b" text/html "),
+        (b"connection", b"keep-alive"),
+        (b"cookie", b"a=1"),
+        (b"cookie", b"session=0123456789abcdefghij"),
+        (b"authorization", b"Basic eA=="),
+        (b"proxy-authorization", b"x"),
+        (b"TE", b"trailers"),
+        (b"x-empty", b""),
+        (b"upgrade", b"h2c"),
+        (b"user-agent", b"UA/1.0"),
+        (b"keep-alive", b"timeout=5"),
+        (b"transfer-encoding", b"chunked"),
+    ]
     for i in range(len(extras)):
         yield tuple(base + extras[i:] + extras[:i])
         yield tuple(base + extras[:i])
@@ -60,8 +70,7 @@ def test_the_replay_header_clean_up_is_per_field_rfc9113_8_2_2():
     given as lists (not hashable)."""
     from simulator.stacks import replay
 
-    headers = [(b" Accept ", b" a\r\nb\x00 "), (b"Connection", b"close"), (b"", b"x"), (b"host", b"h"),
-               (b"x-a", b"1")]
+    headers = [(b" Accept ", b" a\r\nb\x00 "), (b"Connection", b"close"), (b"", b"x"), (b"host", b"h"), (b"x-a", b"1")]
     want = [(b"accept", b"ab"), (b"x-a", b"1")]
     replay._CLEANED.clear()
     assert replay._clean(headers) == want
@@ -69,7 +78,7 @@ def test_the_replay_header_clean_up_is_per_field_rfc9113_8_2_2():
     assert replay._clean([list(h) for h in headers]) == want
 
 
-DECLARED_BYTES = 2 << 30              # 2 GiB: far above what any run here could hold
+DECLARED_BYTES = 2 << 30  # 2 GiB: far above what any run here could hold
 
 
 class _Listener:
@@ -118,9 +127,15 @@ def test_a_2_gib_declared_body_is_simulated_in_bounded_memory_rfc9113_8_1():
             listener = _Listener()
             params = LoadParams(protocol=protocol, scheduler="fifo", bandwidth_bps=100e6, rtt_s=0.02)
             net = ModelNetwork(sim, params, listener)
-            spec = ExchangeSpec(index=0, request_headers=request, response_headers=response, origin="https://a.example",
-                                response_body_bytes=DECLARED_BYTES if direction == "response" else 10,
-                                request_body_bytes=DECLARED_BYTES if direction == "request" else 0, think_s=0.0)
+            spec = ExchangeSpec(
+                index=0,
+                request_headers=request,
+                response_headers=response,
+                origin="https://a.example",
+                response_body_bytes=DECLARED_BYTES if direction == "response" else 10,
+                request_body_bytes=DECLARED_BYTES if direction == "request" else 0,
+                think_s=0.0,
+            )
             net.fetch("https://a.example", spec)
             peak = _peak_bytes_while(lambda: sim.run(until_s=1.0))
             conn = net.conns["https://a.example"]
@@ -140,8 +155,10 @@ def test_write_padding_writes_the_declared_bytes_in_order_rfc9293_3_10_2():
     from simulator.net.transport import PADDING_CHUNK_BYTES, TransportConfig, write_padding
 
     size = 2 * PADDING_CHUNK_BYTES + 12_345
-    for make in (lambda s, p: TcpConnection(s, p, TransportConfig()),
-                 lambda s, p: QuicConnection(s, p, TransportConfig())):
+    for make in (
+        lambda s, p: TcpConnection(s, p, TransportConfig()),
+        lambda s, p: QuicConnection(s, p, TransportConfig()),
+    ):
         sim = Simulator(seed=1)
         conn = make(sim, Path(sim, rtt_s=0.02, bandwidth_bps=100e6, queue_bytes=250_000))
         got, ends = [0], []

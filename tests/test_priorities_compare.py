@@ -22,8 +22,12 @@ def test_wijnants_ranking_naive_schedulers_read_no_signal_rfc9218_section_4():
     RFC 7540 section 5.3 tree is ahead of the naive ones; aware ahead of naive gives the
     largest tau-b the tied tiers allow (6 / sqrt(10 x 6) for two and three)."""
     assert {s for s, t in compare.WIJNANTS_TIERS.items() if t == 2} == set(compare.NAIVE)
-    rows = pd.DataFrame({"scheduler": ["rfc9218", "tree", "rr", "fifo", "lifo"] * 2,
-                         "m": [1.0, 1.1, 1.5, 1.4, 2.0, 1.0, 1.2, 1.6, 1.3, 1.9]})
+    rows = pd.DataFrame(
+        {
+            "scheduler": ["rfc9218", "tree", "rr", "fifo", "lifo"] * 2,
+            "m": [1.0, 1.1, 1.5, 1.4, 2.0, 1.0, 1.2, 1.6, 1.3, 1.9],
+        }
+    )
     table, tau = compare.ranking_against_reference(rows, "m")
     assert list(table.index[:2]) == ["rfc9218", "tree"] and tau == pytest.approx(6 / math.sqrt(60))
     assert compare.max_tau_b([1, 1, 2, 2, 2]) == pytest.approx(tau)
@@ -32,9 +36,13 @@ def test_wijnants_ranking_naive_schedulers_read_no_signal_rfc9218_section_4():
 
 
 def test_pages_that_flip_best_scheduler_marx_et_al():
-    rows = pd.DataFrame({"page": ["a"] * 3 + ["b"] * 3 + ["c"] * 3,
-                         "scheduler": ["rfc9218", "tree", "rr"] * 3,
-                         "m": [1.0, 1.2, 1.5, 2.0, 1.8, 2.5, 1.0, 1.0, 1.0]})
+    rows = pd.DataFrame(
+        {
+            "page": ["a"] * 3 + ["b"] * 3 + ["c"] * 3,
+            "scheduler": ["rfc9218", "tree", "rr"] * 3,
+            "m": [1.0, 1.2, 1.5, 2.0, 1.8, 2.5, 1.0, 1.0, 1.0],
+        }
+    )
     best = compare.best_per_page(rows, "m")
     assert list(best["best"]) == ["rfc9218", "tree", "rfc9218,tree,rr"]
     assert list(compare.flips(best, "rfc9218")["page"]) == ["b"]

@@ -16,12 +16,15 @@ from simulator.browser.priorities import lcp_candidate
 from simulator.cli import main
 from simulator.errors import InputError
 from simulator.http.priority import PrioritySignal
-from simulator.http.priority_stacks import (PRIORITY_UPDATE_FRAME, ScheduledH2Server, model_body_before,
-                                            priority_update_payload)
+from simulator.http.priority_stacks import (
+    PRIORITY_UPDATE_FRAME,
+    ScheduledH2Server,
+    model_body_before,
+    priority_update_payload,
+)
 from simulator.http.priority_signals import parse_priority_field
 from simulator.studies.priorities import PrioritiesParams
-from simulator.studies.priorities.real import (collapse, compare_orders, completion_order, data_orders,
-                                               edit_similarity)
+from simulator.studies.priorities.real import collapse, compare_orders, completion_order, data_orders, edit_similarity
 from simulator.studies.priorities.study import load_with
 from simulator.traces import load
 
@@ -52,7 +55,7 @@ def test_rfc9113_s4_1_model_body_share_counts_a_frame_header_per_16_kib():
 
 def test_rfc9218_s7_1_priority_update_payload_carries_stream_and_field():
     payload = priority_update_payload(21, PrioritySignal(urgency=1, incremental=True))
-    assert payload[:4] == (21).to_bytes(4, "big")              # reserved bit clear, 31-bit stream id
+    assert payload[:4] == (21).to_bytes(4, "big")  # reserved bit clear, 31-bit stream id
     assert parse_priority_field(payload[4:]) == (1, True)
     assert PRIORITY_UPDATE_FRAME == 0x10
 
@@ -93,7 +96,7 @@ def test_rfc9218_s7_1_real_priority_update_reaches_the_scheduler(small_page):
     (session,) = nets[0].sessions.values()
     server = session.server
     assert isinstance(server, ScheduledH2Server)
-    assert session.client.frames_sent["PRIORITY_UPDATE"] == 1     # the frame went over the wire, once
+    assert session.client.frames_sent["PRIORITY_UPDATE"] == 1  # the frame went over the wire, once
     lcp = lcp_candidate(small_page)
     (sid,) = [sid for sid, (spec, _) in session.client_rows.items() if spec is not None and spec.index == lcp]
     assert server._signals[sid].urgency == 1
@@ -116,8 +119,18 @@ def test_completion_order_is_by_last_frame():
 
 
 def test_backend_stacks_cli_rows_and_bad_backend(capsys):
-    args = ["priorities", "--trace", PAGE, "--scheduler", "rfc9218,rr", "--browser", "chromium", "--backend", "stacks",
-            "--json"]
+    args = [
+        "priorities",
+        "--trace",
+        PAGE,
+        "--scheduler",
+        "rfc9218,rr",
+        "--browser",
+        "chromium",
+        "--backend",
+        "stacks",
+        "--json",
+    ]
     assert main(args) == 0
     out = json.loads(capsys.readouterr().out)
     assert [r["scheduler"] for r in out["schedulers"]] == ["rfc9218", "rr"]

@@ -50,10 +50,10 @@ def test_stream_pull_serves_aioquic_queue_first_then_the_pulled_streams_once_per
     conn = SimpleNamespace(_pull_armed=True, _pull_builder="builder", stream_pull=lambda b: iter([f"pulled {b}"]))
     queue = aioquic_patches._PulledQueue(["control", "qpack"], conn)
     assert list(queue) == ["control", "qpack", "pulled builder"]
-    assert list(queue) == ["control", "qpack"]                # the same packet's rebuild
+    assert list(queue) == ["control", "qpack"]  # the same packet's rebuild
     queue.append("new")
     assert len(queue) == 3 and conn._pull_armed is False
-    aioquic_patches.check()                                    # the internals the hook relies on are there
+    aioquic_patches.check()  # the internals the hook relies on are there
 
 
 def test_rfc9218_s10_real_h3_fifo_sends_data_in_the_models_order(small_page):
@@ -78,7 +78,7 @@ def test_rfc9218_s4_real_h3_order_close_to_the_models(small_page, scheduler, edi
     c = compare_orders(data_orders(small_page, _h3(scheduler), "chromium", scheduler))
     assert c["edit_similarity"] >= edit
     assert c["completion_tau"] >= tau
-    assert c["real_switches"] > 2 * 15                         # interleaved, not one run per response
+    assert c["real_switches"] > 2 * 15  # interleaved, not one run per response
 
 
 def test_rfc9218_s4_real_h3_scheduler_is_at_work_not_aioquics_rotation(small_page):
@@ -97,8 +97,20 @@ def test_rfc9218_s4_real_h3_scheduler_is_at_work_not_aioquics_rotation(small_pag
 
 
 def test_backend_stacks_h3_cli_rows(capsys):
-    args = ["priorities", "--trace", PAGE, "--scheduler", "rfc9218,fifo", "--browser", "chromium", "--backend",
-            "stacks", "--protocol", "h3", "--json"]
+    args = [
+        "priorities",
+        "--trace",
+        PAGE,
+        "--scheduler",
+        "rfc9218,fifo",
+        "--browser",
+        "chromium",
+        "--backend",
+        "stacks",
+        "--protocol",
+        "h3",
+        "--json",
+    ]
     assert main(args) == 0
     out = json.loads(capsys.readouterr().out)
     assert [r["scheduler"] for r in out["schedulers"]] == ["rfc9218", "fifo"]

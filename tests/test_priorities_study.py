@@ -19,8 +19,9 @@ PAGE = str(ROOT / "traces" / "synthetic-page.har")
 
 @pytest.fixture(scope="module")
 def result():
-    return run(load(PAGE), PrioritiesParams(schedulers=("rfc9218", "tree", "fifo", "rr", "lifo"),
-                                            browsers=("chromium",)))
+    return run(
+        load(PAGE), PrioritiesParams(schedulers=("rfc9218", "tree", "fifo", "rr", "lifo"), browsers=("chromium",))
+    )
 
 
 def test_rows_carry_scheduler_browser_and_metrics(result):
@@ -43,8 +44,11 @@ def test_rfc9218_s4_urgency_aware_beats_round_robin_and_lifo_on_first_paint(resu
 def test_rfc9218_s7_lcp_update_brings_the_lcp_image_earlier():
     base = PrioritiesParams(schedulers=("rfc9218",), browsers=("chromium",))
     with_update = run(load(PAGE), base).summary["lcp_estimate_s"].iloc[0]
-    without = run(load(PAGE), PrioritiesParams(schedulers=("rfc9218",), browsers=("chromium",),
-                                               reprioritize=False)).summary["lcp_estimate_s"].iloc[0]
+    without = (
+        run(load(PAGE), PrioritiesParams(schedulers=("rfc9218",), browsers=("chromium",), reprioritize=False))
+        .summary["lcp_estimate_s"]
+        .iloc[0]
+    )
     assert with_update <= without
 
 
@@ -68,8 +72,23 @@ def test_same_seed_same_json(capsys):
 def test_batch_runs_it_through_the_registry(tmp_path):
     grid = tmp_path / "grid.toml"
     grid.write_text('scheduler = ["rfc9218,rr"]\nbrowser = ["chromium"]\n')
-    assert main(["batch", "priorities", "--traces", PAGE, "--grid", str(grid), "--seeds", "1",
-                 "--out", str(tmp_path / "out")]) == 0
+    assert (
+        main(
+            [
+                "batch",
+                "priorities",
+                "--traces",
+                PAGE,
+                "--grid",
+                str(grid),
+                "--seeds",
+                "1",
+                "--out",
+                str(tmp_path / "out"),
+            ]
+        )
+        == 0
+    )
 
 
 def test_tree_over_h3_is_marked_rfc9218_section_2_1():

@@ -8,8 +8,15 @@ import pandas as pd
 import pytest
 
 from simulator.errors import InputError
-from simulator.http.priority import (CHAIN, ROOT, PrioritySignal, PriorityPlan, make_scheduler,
-                                     parse_priority_field, scheduler_names)
+from simulator.http.priority import (
+    CHAIN,
+    ROOT,
+    PrioritySignal,
+    PriorityPlan,
+    make_scheduler,
+    parse_priority_field,
+    scheduler_names,
+)
 
 CHUNK = 100
 
@@ -63,16 +70,22 @@ def test_rfc9218_s7_priority_update_moves_a_waiting_response():
 
 
 def test_fifo_lifo_and_rr_ignore_the_signals():
-    streams = [(1, 200, PrioritySignal(urgency=7)), (3, 200, PrioritySignal(urgency=0)),
-               (5, 200, PrioritySignal(urgency=0, incremental=True))]
+    streams = [
+        (1, 200, PrioritySignal(urgency=7)),
+        (3, 200, PrioritySignal(urgency=0)),
+        (5, 200, PrioritySignal(urgency=0, incremental=True)),
+    ]
     assert drain(*load("fifo", streams)) == [1, 1, 3, 3, 5, 5]
     assert drain(*load("lifo", streams)) == [5, 5, 3, 3, 1, 1]
     assert drain(*load("rr", streams)) == [1, 3, 5, 1, 3, 5]
 
 
 def test_herbots_profiles_urgency_respected_incremental_ignored():
-    streams = [(1, 200, PrioritySignal(urgency=2)), (3, 200, PrioritySignal(urgency=2)),
-               (5, 100, PrioritySignal(urgency=1, incremental=True))]
+    streams = [
+        (1, 200, PrioritySignal(urgency=2)),
+        (3, 200, PrioritySignal(urgency=2)),
+        (5, 100, PrioritySignal(urgency=1, incremental=True)),
+    ]
     assert drain(*load("urgency-rr", streams)) == [5, 1, 3, 1, 3]
     assert drain(*load("urgency-fifo", streams)) == [5, 1, 1, 3, 3]
 
@@ -93,26 +106,35 @@ def test_cloudflare_modes_are_distinct_exclusive_shared_sequential_shared():
 def test_rfc7540_s5_3_2_siblings_share_by_weight():
     s, sizes = load("tree", [(1, 2000, PrioritySignal(weight=48)), (3, 2000, PrioritySignal(weight=16))])
     first = drain(s, sizes, limit=16)
-    assert first.count(1) == 12 and first.count(3) == 4          # 3:1, as the weights
+    assert first.count(1) == 12 and first.count(3) == 4  # 3:1, as the weights
 
 
 def test_rfc7540_s5_3_1_a_dependent_waits_for_its_parent():
-    s, sizes = load("tree", [(1, 300, PrioritySignal()), (3, 300, PrioritySignal(parent=1)),
-                             (5, 100, PrioritySignal(parent=ROOT))])
+    s, sizes = load(
+        "tree", [(1, 300, PrioritySignal()), (3, 300, PrioritySignal(parent=1)), (5, 100, PrioritySignal(parent=ROOT))]
+    )
     order = drain(s, sizes)
-    assert order.index(3) > max(i for i, sid in enumerate(order) if sid == 1)   # 3 only after 1 is done
-    assert order[:2] == [1, 5]                                                   # 1 and 5 share the root
+    assert order.index(3) > max(i for i, sid in enumerate(order) if sid == 1)  # 3 only after 1 is done
+    assert order[:2] == [1, 5]  # 1 and 5 share the root
 
 
 def test_rfc7540_s5_3_1_exclusive_adopts_the_parents_children():
-    s, sizes = load("tree", [(1, 200, PrioritySignal()), (3, 200, PrioritySignal()),
-                             (5, 200, PrioritySignal(exclusive=True))])
+    s, sizes = load(
+        "tree", [(1, 200, PrioritySignal()), (3, 200, PrioritySignal()), (5, 200, PrioritySignal(exclusive=True))]
+    )
     assert drain(s, sizes) == [5, 5, 1, 3, 1, 3]
 
 
 def test_rfc7540_s5_3_4_children_of_a_finished_stream_move_up():
-    s, sizes = load("tree", [(1, 100, PrioritySignal(weight=16)), (3, 1000, PrioritySignal(parent=1, weight=8)),
-                             (5, 1000, PrioritySignal(parent=1, weight=24)), (7, 1000, PrioritySignal(weight=16))])
+    s, sizes = load(
+        "tree",
+        [
+            (1, 100, PrioritySignal(weight=16)),
+            (3, 1000, PrioritySignal(parent=1, weight=8)),
+            (5, 1000, PrioritySignal(parent=1, weight=24)),
+            (7, 1000, PrioritySignal(weight=16)),
+        ],
+    )
     order = drain(s, sizes, limit=17)
     assert order[0] == 1
     # 1's weight 16 split 1:3 between 3 and 5 (4 and 12) against 7's 16: 3, 5 and 7 share 4:12:16.
@@ -121,8 +143,12 @@ def test_rfc7540_s5_3_4_children_of_a_finished_stream_move_up():
 
 
 def test_chromium_chain_is_sequential_by_priority_then_order():
-    chain = [(1, 200, PrioritySignal(urgency=0, parent=CHAIN)), (3, 200, PrioritySignal(urgency=3, parent=CHAIN)),
-             (5, 200, PrioritySignal(urgency=1, parent=CHAIN)), (7, 200, PrioritySignal(urgency=1, parent=CHAIN))]
+    chain = [
+        (1, 200, PrioritySignal(urgency=0, parent=CHAIN)),
+        (3, 200, PrioritySignal(urgency=3, parent=CHAIN)),
+        (5, 200, PrioritySignal(urgency=1, parent=CHAIN)),
+        (7, 200, PrioritySignal(urgency=1, parent=CHAIN)),
+    ]
     assert drain(*load("tree", chain)) == [1, 1, 5, 5, 7, 7, 3, 3]
 
 
@@ -139,7 +165,7 @@ def test_firefox_placeholders_leaders_before_followers():
 def test_rfc9218_s5_priority_field_parsing():
     assert parse_priority_field(b"u=0, i") == (0, True)
     assert parse_priority_field(b"i") == (3, True)
-    assert parse_priority_field(b"u=5, i=?0, x=\"a,b\";p=1") == (5, False)
+    assert parse_priority_field(b'u=5, i=?0, x="a,b";p=1') == (5, False)
     assert parse_priority_field(b"") == (3, False)
     for bad in (b"u=9", b"u=a", b"i=1", b"U=1", b"u=1,,=2"):
         with pytest.raises(ValueError):
@@ -151,19 +177,47 @@ def test_rfc9218_s4_1_urgency_outside_0_to_7_is_bad_input():
         PrioritySignal(urgency=8)
     with pytest.raises(InputError, match="choose from rfc9218, tree"):
         PriorityPlan(scheduler="nope")
-    assert {"rfc9218", "tree", "fifo", "rr", "lifo", "cf-exclusive-sequential", "cf-shared-sequential",
-            "cf-shared", "urgency-rr", "urgency-fifo"} <= set(scheduler_names())
+    assert {
+        "rfc9218",
+        "tree",
+        "fifo",
+        "rr",
+        "lifo",
+        "cf-exclusive-sequential",
+        "cf-shared-sequential",
+        "cf-shared",
+        "urgency-rr",
+        "urgency-fifo",
+    } <= set(scheduler_names())
 
 
 def test_same_input_same_order_every_time():
-    streams = [(i, 100 * (i % 7 + 1), PrioritySignal(urgency=i % 8, incremental=bool(i % 2), weight=1 + i * 3,
-                                                     parent=CHAIN if i % 3 else ROOT)) for i in range(1, 60, 2)]
+    streams = [
+        (
+            i,
+            100 * (i % 7 + 1),
+            PrioritySignal(urgency=i % 8, incremental=bool(i % 2), weight=1 + i * 3, parent=CHAIN if i % 3 else ROOT),
+        )
+        for i in range(1, 60, 2)
+    ]
     for name in scheduler_names():
         assert drain(*load(name, streams)) == drain(*load(name, streams))
 
 
-@pytest.mark.parametrize("scheduler", ["rfc9218", "fifo", "rr", "lifo", "urgency-rr", "urgency-fifo",
-                                       "cf-exclusive-sequential", "cf-shared", "cf-shared-sequential"])
+@pytest.mark.parametrize(
+    "scheduler",
+    [
+        "rfc9218",
+        "fifo",
+        "rr",
+        "lifo",
+        "urgency-rr",
+        "urgency-fifo",
+        "cf-exclusive-sequential",
+        "cf-shared",
+        "cf-shared-sequential",
+    ],
+)
 def test_native_writer_sends_as_the_python_one_rfc9218_section_4(scheduler, monkeypatch):
     """Over the C TCP the level schedulers run on the C writer (``_NativeLevelWriter``): every
     response of an h2 page load ready at the same time as with ``ScheduledWriter``, the LCP
@@ -191,9 +245,14 @@ def test_native_writer_sends_as_the_python_one_rfc9218_section_4(scheduler, monk
     pd.testing.assert_frame_equal(native_run, python_run)
 
 
-@pytest.mark.parametrize("scheduler,loss,kind", [("tree", "0", "_NativeScheduledWriter"),
-                                                 ("tree", "0.02", "_NativeScheduledWriter"),
-                                                 ("cf-shared-sequential", "0.02", "_NativeLevelWriter")])
+@pytest.mark.parametrize(
+    "scheduler,loss,kind",
+    [
+        ("tree", "0", "_NativeScheduledWriter"),
+        ("tree", "0.02", "_NativeScheduledWriter"),
+        ("cf-shared-sequential", "0.02", "_NativeLevelWriter"),
+    ],
+)
 def test_native_writers_send_as_the_python_one_with_loss_rfc7540_section_5_3(scheduler, loss, kind, monkeypatch):
     """Over the C TCP the RFC 7540 section 5.3 tree runs on the C writer with its
     ``pick``/``wrote``/``remove`` as hooks (``_NativeScheduledWriter``), Cloudflare's split on
@@ -211,8 +270,9 @@ def test_native_writers_send_as_the_python_one_with_loss_rfc7540_section_5_3(sch
     if native.C is None:
         pytest.skip("no C extension")
     graph = page_graph(load("traces/synthetic-page.har"))
-    params = pr.PrioritiesParams(schedulers=(scheduler,), browsers=("chromium", "firefox", "safari"),
-                                 protocol="h2", loss=loss)
+    params = pr.PrioritiesParams(
+        schedulers=(scheduler,), browsers=("chromium", "firefox", "safari"), protocol="h2", loss=loss
+    )
     made = []
     real = priority.scheduled_writer
     monkeypatch.setattr(priority, "scheduled_writer", lambda *a, **k: made.append(real(*a, **k)) or made[-1])
@@ -253,13 +313,27 @@ def test_rfc7540_s5_3_2_runs_of_picks_give_the_order_of_one_pick_per_chunk(name)
     """``pick_run``/``settle`` (the C writer's hooks) make the same choices as a ``pick`` and a
     ``wrote`` per chunk: weights sharing siblings (RFC 7540 section 5.3.2), Chromium's chain,
     Firefox's placeholders, ties between placeholders of equal pass."""
-    streams = [(i, 900 * (i % 7 + 1) + 37 * (i % 3), PrioritySignal(
-        urgency=i % 8, incremental=bool(i % 2), weight=1 + (i * 37) % 256,
-        parent=(CHAIN, ROOT, "leader", "other", "follower")[i % 5] if i % 5 else ROOT,
-        tree="firefox" if i % 5 > 1 else None)) for i in range(1, 80, 2)]
+    streams = [
+        (
+            i,
+            900 * (i % 7 + 1) + 37 * (i % 3),
+            PrioritySignal(
+                urgency=i % 8,
+                incremental=bool(i % 2),
+                weight=1 + (i * 37) % 256,
+                parent=(CHAIN, ROOT, "leader", "other", "follower")[i % 5] if i % 5 else ROOT,
+                tree="firefox" if i % 5 > 1 else None,
+            ),
+        )
+        for i in range(1, 80, 2)
+    ]
     assert drain_runs(*load(name, streams)) == drain(*load(name, streams))
-    few = [(1, 30000, PrioritySignal(weight=256)), (3, 20000, PrioritySignal(weight=16)),
-           (5, 9000, PrioritySignal(weight=1)), (7, 5000, PrioritySignal(weight=16, parent=3))]
+    few = [
+        (1, 30000, PrioritySignal(weight=256)),
+        (3, 20000, PrioritySignal(weight=16)),
+        (5, 9000, PrioritySignal(weight=1)),
+        (7, 5000, PrioritySignal(weight=16, parent=3)),
+    ]
     assert drain_runs(*load(name, few)) == drain(*load(name, few))
 
 
@@ -276,9 +350,13 @@ def test_rfc7540_s5_3_3_runs_cut_by_reprioritization_give_the_order_of_one_pick_
         for at in sorted(rng.sample(range(400), 60)):
             kind = rng.choice(["add", "add", "update", "remove"])
             parent = rng.choice([ROOT, CHAIN, "leader", "other", "follower", sid - 2 if sid > 2 else ROOT])
-            signal = PrioritySignal(urgency=rng.randint(0, 7), weight=rng.choice([1, 16, 32, 201, 256]), parent=parent,
-                                    exclusive=rng.random() < 0.3,
-                                    tree="firefox" if parent in ("leader", "other", "follower") else None)
+            signal = PrioritySignal(
+                urgency=rng.randint(0, 7),
+                weight=rng.choice([1, 16, 32, 201, 256]),
+                parent=parent,
+                exclusive=rng.random() < 0.3,
+                tree="firefox" if parent in ("leader", "other", "follower") else None,
+            )
             out.append((at, kind, sid, rng.randint(1, 30) * CHUNK + rng.randint(0, 99), signal, rng.random()))
             sid += 2
         return out

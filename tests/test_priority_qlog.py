@@ -59,7 +59,7 @@ def test_qlog_h3_events_names_and_fields_rfc9218_s7(graph):
                 signalled.add(data["stream_id"])
             elif e["name"] == "http3:frame_created":
                 assert data["frame"]["frame_type"] == "data" and data["frame"]["raw"]["payload_length"] > 0
-                assert data["stream_id"] in signalled and data["stream_id"] % 4 == 0   # client bidi streams
+                assert data["stream_id"] in signalled and data["stream_id"] % 4 == 0  # client bidi streams
             else:
                 assert data["stream_id"] == 2 and data["frame"]["frame_type"] == "priority_update"
                 updates.append((trace["title"], data["frame"]))
@@ -68,7 +68,7 @@ def test_qlog_h3_events_names_and_fields_rfc9218_s7(graph):
                 assert after["data"]["stream_id"] == data["frame"]["stream_id"]
                 assert after["data"]["new"] == data["frame"]["priority_field_value"] == "u=1, i"
                 assert after["data"]["old"] != after["data"]["new"]
-    assert len(updates) == 1                                  # Chromium boosts one LCP image
+    assert len(updates) == 1  # Chromium boosts one LCP image
 
 
 def test_logging_leaves_the_load_unchanged_rfc9218_s4(graph):
@@ -99,17 +99,36 @@ def test_data_frames_give_the_per_stream_byte_order(graph):
 
 def test_data_frames_read_aioquics_qlog_too():
     """aioquic names its events ``http:frame_created`` with the frame's ``length`` beside it."""
-    trace = {"events": [{"name": "http:frame_created", "data": {"stream_id": 0, "length": 10,
-                                                                 "frame": {"frame_type": "headers"}}},
-                        {"name": "http:frame_created", "data": {"stream_id": 0, "length": 700,
-                                                                 "frame": {"frame_type": "data"}}}]}
+    trace = {
+        "events": [
+            {"name": "http:frame_created", "data": {"stream_id": 0, "length": 10, "frame": {"frame_type": "headers"}}},
+            {"name": "http:frame_created", "data": {"stream_id": 0, "length": 700, "frame": {"frame_type": "data"}}},
+        ]
+    }
     assert data_frames(trace) == [(0, 700)]
 
 
 def test_cli_qlog_writes_the_file_and_needs_h3(tmp_path, capsys):
     path = tmp_path / "run.qlog"
-    assert main(["priorities", "--trace", PAGE, "--scheduler", "rfc9218", "--browser", "chromium",
-                 "--protocol", "h3", "--qlog", str(path), "--json"]) == 0
+    assert (
+        main(
+            [
+                "priorities",
+                "--trace",
+                PAGE,
+                "--scheduler",
+                "rfc9218",
+                "--browser",
+                "chromium",
+                "--protocol",
+                "h3",
+                "--qlog",
+                str(path),
+                "--json",
+            ]
+        )
+        == 0
+    )
     doc = json.loads(path.read_text())
     assert doc["traces"] and doc["traces"][0]["title"].startswith("chromium rfc9218 ")
     capsys.readouterr()

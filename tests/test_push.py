@@ -24,19 +24,36 @@ _URGENCY = {"document": b"u=0, i", "stylesheet": b"u=0", "script": b"u=1", "imag
 SITE = "https://www.site.example"
 
 
-def _exchange(i, url, rtype, size, *, initiator=None, itype="parser", priority="VeryHigh", status=200,
-              location=None, wait_ms=None):
+def _exchange(
+    i, url, rtype, size, *, initiator=None, itype="parser", priority="VeryHigh", status=200, location=None, wait_ms=None
+):
     origin = "/".join(url.split("/", 3)[:3])
     path = "/" + url.split("/", 3)[3] if url.count("/") >= 3 else "/"
     response = [(b":status", str(status).encode())]
     if location:
         response.append((b"location", location.encode()))
-    request = ((b":method", b"GET"), (b":scheme", b"https"), (b":authority", origin.split("://")[1].encode()),
-               (b":path", path.encode()), (b"priority", _URGENCY.get(rtype, b"u=3")))
-    return Exchange(index=i, request_headers=request, response_headers=tuple(response), response_body_bytes=size,
-                    start_s=i * 0.001, origin=origin, page="p1", priority=priority, resource_type=rtype,
-                    initiator=initiator, initiator_type=None if initiator is None else itype, url=url,
-                    timings={"wait": wait_ms} if wait_ms is not None else None)
+    request = (
+        (b":method", b"GET"),
+        (b":scheme", b"https"),
+        (b":authority", origin.split("://")[1].encode()),
+        (b":path", path.encode()),
+        (b"priority", _URGENCY.get(rtype, b"u=3")),
+    )
+    return Exchange(
+        index=i,
+        request_headers=request,
+        response_headers=tuple(response),
+        response_body_bytes=size,
+        start_s=i * 0.001,
+        origin=origin,
+        page="p1",
+        priority=priority,
+        resource_type=rtype,
+        initiator=initiator,
+        initiator_type=None if initiator is None else itype,
+        url=url,
+        timings={"wait": wait_ms} if wait_ms is not None else None,
+    )
 
 
 def small_page(*, css_origin=SITE, n_css=2, css_bytes=3000, doc_bytes=5000, wait_ms=50.0) -> Trace:
@@ -59,6 +76,7 @@ def _run(trace, **kw):
 
 # -- the page graph --------------------------------------------------------------------
 
+
 def test_graph_from_initiators_and_render_blocking():
     t = small_page()
     t.exchanges.append(_exchange(3, f"{SITE}/app.js", "script", 5000, initiator=f"{SITE}/s0.css", priority="Low"))
@@ -72,17 +90,23 @@ def test_graph_from_initiators_and_render_blocking():
 
 
 def test_graph_fallback_without_initiators_fonts_after_css():
-    ex = [_exchange(0, f"{SITE}/", "document", 1000), _exchange(1, f"{SITE}/a.css", "stylesheet", 100),
-          _exchange(2, f"{SITE}/f.woff2", "font", 100), _exchange(3, f"{SITE}/i.png", "image", 100)]
+    ex = [
+        _exchange(0, f"{SITE}/", "document", 1000),
+        _exchange(1, f"{SITE}/a.css", "stylesheet", 100),
+        _exchange(2, f"{SITE}/f.woff2", "font", 100),
+        _exchange(3, f"{SITE}/i.png", "image", 100),
+    ]
     g = page_graph(Trace(exchanges=ex, format="har", source="x.har"))
     assert g.edges_from == "fallback"
     assert [r.parent for r in g.resources] == [None, 0, 1, 0]
 
 
 def test_graph_follows_the_navigation_redirect_chain():
-    ex = [_exchange(0, "https://site.example/", "document", 0, status=301, location=f"{SITE}/"),
-          _exchange(1, f"{SITE}/", "document", 1000),
-          _exchange(2, f"{SITE}/a.css", "stylesheet", 100, initiator=f"{SITE}/")]
+    ex = [
+        _exchange(0, "https://site.example/", "document", 0, status=301, location=f"{SITE}/"),
+        _exchange(1, f"{SITE}/", "document", 1000),
+        _exchange(2, f"{SITE}/a.css", "stylesheet", 100, initiator=f"{SITE}/"),
+    ]
     g = page_graph(Trace(exchanges=ex, format="har", source="r.har"))
     assert g.document == 1 and g[1].parent == 0 and g[2].parent == 1
 
@@ -106,11 +130,36 @@ def test_bad_pages_are_one_line_errors():
 
 def test_cli_bad_input_exit_2_one_line(tmp_path):
     har = tmp_path / "nodoc.har"
-    har.write_text(json.dumps({"log": {"version": "1.2", "entries": [{
-        "startedDateTime": "2024-01-01T00:00:00Z", "time": 1, "_resourceType": "script",
-        "request": {"method": "GET", "url": "https://a.example/x.js", "httpVersion": "h2", "headers": []},
-        "response": {"status": 200, "statusText": "", "httpVersion": "h2", "headers": [],
-                     "content": {"size": 10}}, "timings": {"send": 0, "wait": 1, "receive": 0}}]}}))
+    har.write_text(
+        json.dumps(
+            {
+                "log": {
+                    "version": "1.2",
+                    "entries": [
+                        {
+                            "startedDateTime": "2024-01-01T00:00:00Z",
+                            "time": 1,
+                            "_resourceType": "script",
+                            "request": {
+                                "method": "GET",
+                                "url": "https://a.example/x.js",
+                                "httpVersion": "h2",
+                                "headers": [],
+                            },
+                            "response": {
+                                "status": 200,
+                                "statusText": "",
+                                "httpVersion": "h2",
+                                "headers": [],
+                                "content": {"size": 10},
+                            },
+                            "timings": {"send": 0, "wait": 1, "receive": 0},
+                        }
+                    ],
+                }
+            }
+        )
+    )
     for args in (["--trace", str(har)], ["--trace", str(ROOT / "traces/synthetic-page.har"), "--policy", "pull"]):
         proc = subprocess.run([sys.executable, "-m", "simulator.cli", "push", *args], capture_output=True, text=True)
         assert proc.returncode == 2
@@ -120,11 +169,14 @@ def test_cli_bad_input_exit_2_one_line(tmp_path):
 def test_parse_link_rfc8288():
     assert parse_link(b"</s.css>; rel=preload; as=style") == ("/s.css", {"preload"})
     assert parse_link(b'<https://cdn.example>; rel="preconnect dns-prefetch"') == (
-        "https://cdn.example", {"preconnect", "dns-prefetch"})
+        "https://cdn.example",
+        {"preconnect", "dns-prefetch"},
+    )
     assert parse_link(b"garbage") is None
 
 
 # -- physics and protocol rules (transport models) -------------------------------------
+
 
 def test_push_saves_about_one_rtt_for_same_origin_render_blocking_cold_cache():
     """RFC 9113 section 8.4: the pushed stylesheets ride the document's think time and
@@ -134,7 +186,7 @@ def test_push_saves_about_one_rtt_for_same_origin_render_blocking_cold_cache():
         r = _run(small_page(), think_s=think, rtt_s=0.1)
         s = r.summary
         gain = s.loc["push", "gain_render_blocking_s"]
-        assert gain == pytest.approx(0.1, abs=1e-12), (think, gain)     # sums of float seconds: to rounding
+        assert gain == pytest.approx(0.1, abs=1e-12), (think, gain)  # sums of float seconds: to rounding
         assert s.loc["push", "pushes_used"] == 2 and s.loc["push", "bytes_wasted"] == 0
 
 
@@ -160,7 +212,7 @@ def test_hints_gain_min_of_think_time_and_one_rtt(think_s):
     r = _run(small_page(), think_s=think_s, rtt_s=rtt)
     gain = r.summary.loc["hints", "gain_render_blocking_s"]
     parse_s = dict(DEFAULT_PARSE_DELAY_S)["document"]
-    assert gain == pytest.approx(min(think_s + parse_s, rtt), abs=1e-12), gain     # float sums: to rounding
+    assert gain == pytest.approx(min(think_s + parse_s, rtt), abs=1e-12), gain  # float sums: to rounding
     assert r.summary.loc["hints", "bytes_pushed"] == 0
 
 
@@ -220,6 +272,7 @@ def test_bundled_page_runs_on_both_protocols():
 
 # -- the same scenario on the real stacks ---------------------------------------------
 
+
 @pytest.mark.parametrize("protocol", ["h2", "h3"])
 def test_models_and_real_stacks_agree_on_the_winner_and_the_gain(protocol):
     """The same page, policies and seed on the transport models and on the real h2 /
@@ -229,8 +282,14 @@ def test_models_and_real_stacks_agree_on_the_winner_and_the_gain(protocol):
     RTT (the model's known gap, see notebook 05)."""
     rtt = 0.1
     t = small_page(n_css=3, css_bytes=2000, doc_bytes=4000)
-    params = push.PushParams(**{**BASE, "policies": ("none", "push", "hints")}, think_s=0.05, rtt_s=rtt,
-                             protocol=protocol, tls=False, scheduler="round-robin" if protocol == "h3" else "fifo")
+    params = push.PushParams(
+        **{**BASE, "policies": ("none", "push", "hints")},
+        think_s=0.05,
+        rtt_s=rtt,
+        protocol=protocol,
+        tls=False,
+        scheduler="round-robin" if protocol == "h3" else "fifo",
+    )
     model = push.run(t, params).summary
     real = push.run(t, replace(params, backend="stacks")).summary
     assert model["render_blocking_s"].idxmin() == real["render_blocking_s"].idxmin() == "push"
@@ -238,7 +297,8 @@ def test_models_and_real_stacks_agree_on_the_winner_and_the_gain(protocol):
         # A model against a real stack (not a draw: both are deterministic): the margin is
         # the model's documented gap to the stacks, so it stays a tolerance.
         assert real.loc[policy, "gain_render_blocking_s"] == pytest.approx(
-            model.loc[policy, "gain_render_blocking_s"], abs=0.2 * rtt), policy
+            model.loc[policy, "gain_render_blocking_s"], abs=0.2 * rtt
+        ), policy
     assert real.loc["push", "pushes_used"] == 3 and real.loc["hints", "hinted_fetches"] == 3
 
 
@@ -264,7 +324,7 @@ def test_models_and_real_stacks_agree_on_the_winner_and_the_gain(protocol):
 # - What is left is the slow-start exit's knife edge (64 vs 80 kB on the document
 #   connection set its rate for seconds) and whole rounds (0.2 s) on the warm page, where
 #   the tolerance is 0.08 s.
-H3_GAIN_TOLERANCE = 0.10          # x the real stack's render-blocking time under `none`
+H3_GAIN_TOLERANCE = 0.10  # x the real stack's render-blocking time under `none`
 H2_TOLERANCE_S = 0.001
 BUNDLED_POLICIES = ("none", "push", "hints", "push+hints")
 
@@ -273,8 +333,15 @@ def _bundled_both(protocol, cache, rtt_s=0.1, bandwidth_bps=10e6):
     from simulator.traces import load
 
     graph = page_graph(load(str(ROOT / "traces/synthetic-page.har")))
-    params = push.PushParams(policies=BUNDLED_POLICIES, protocol=protocol, tls=False, cache=cache, rtt_s=rtt_s,
-                             bandwidth_bps=bandwidth_bps, scheduler="round-robin" if protocol == "h3" else "fifo")
+    params = push.PushParams(
+        policies=BUNDLED_POLICIES,
+        protocol=protocol,
+        tls=False,
+        cache=cache,
+        rtt_s=rtt_s,
+        bandwidth_bps=bandwidth_bps,
+        scheduler="round-robin" if protocol == "h3" else "fifo",
+    )
     return push.run(graph, params).summary, push.run(graph, replace(params, backend="stacks")).summary
 
 
@@ -296,7 +363,8 @@ def _assert_agree(protocol, model, real):
     assert real["render_blocking_s"].idxmin() in _near_best(model, tolerance), (model, real)
     for policy in BUNDLED_POLICIES[1:]:
         assert real.loc[policy, "gain_render_blocking_s"] == pytest.approx(
-            model.loc[policy, "gain_render_blocking_s"], abs=tolerance), (policy, tolerance)
+            model.loc[policy, "gain_render_blocking_s"], abs=tolerance
+        ), (policy, tolerance)
 
 
 @pytest.mark.parametrize("protocol", ["h2", "h3"])
@@ -376,15 +444,17 @@ def test_model_connections_pay_the_stacks_handshakes_rfc8446_2_rfc9001():
     assert times[("h2", False)] == pytest.approx(2 * rtt, abs=0.005)
     assert times[("h2", True)] == pytest.approx(3 * rtt, abs=0.005)
     assert 2 * rtt < times[("h3", True)] < 2 * rtt + 0.3 * rtt
-    real = _run(small_page(), think_s=0.0, rtt_s=rtt, protocol="h2", tls=False, policies=("none",),
-                backend="stacks").summary
+    real = _run(
+        small_page(), think_s=0.0, rtt_s=rtt, protocol="h2", tls=False, policies=("none",), backend="stacks"
+    ).summary
     assert real.loc["none", "document_s"] == pytest.approx(times[("h2", False)], abs=0.001)
 
 
 def test_real_stacks_cancel_pushes_of_cached_resources():
     t = small_page(css_bytes=60000)
-    params = push.PushParams(**{**BASE, "policies": ("none", "push")}, think_s=0.0, rtt_s=0.1, tls=False,
-                             cache="warm", backend="stacks")
+    params = push.PushParams(
+        **{**BASE, "policies": ("none", "push")}, think_s=0.0, rtt_s=0.1, tls=False, cache="warm", backend="stacks"
+    )
     for protocol in ("h2", "h3"):
         s = push.run(t, replace(params, protocol=protocol)).summary
         assert s.loc["push", "pushes_cancelled"] == 2 and s.loc["push", "pushes_used"] == 0, protocol
@@ -414,11 +484,19 @@ def test_batch_push_over_grid_and_seeds(tmp_path):
 
 # -- audit of issue 9: what the first tests did not pin down ----------------------------
 
+
 def _cli(*args, hash_seed=None):
     import os
+
     env = dict(os.environ) if hash_seed is None else {**os.environ, "PYTHONHASHSEED": hash_seed}
-    return subprocess.run([sys.executable, "-m", "simulator.cli", "push", *args], capture_output=True, text=True,
-                          cwd=ROOT, env=env, timeout=600)
+    return subprocess.run(
+        [sys.executable, "-m", "simulator.cli", "push", *args],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        env=env,
+        timeout=600,
+    )
 
 
 def test_cli_cycle_in_initiators_and_unknown_policy_exit_2_one_line(tmp_path):
@@ -433,10 +511,12 @@ def test_cli_cycle_in_initiators_and_unknown_policy_exit_2_one_line(tmp_path):
     write_har(cyc, str(har))
     cross = tmp_path / "cross.har"
     write_har(small_page(css_origin="https://cdn.other.example"), str(cross))
-    cases = [(["--trace", str(har)], "cycle"),
-             (["--trace", str(ROOT / "traces/synthetic-page.har"), "--policy", "none,pull"], "unknown policy 'pull'"),
-             (["--trace", str(cross), "--push-set", "list:https://cdn.other.example/s0.css"], "not authoritative"),
-             (["--trace", str(har), "--parse-delay", "script"], "parse delay")]
+    cases = [
+        (["--trace", str(har)], "cycle"),
+        (["--trace", str(ROOT / "traces/synthetic-page.har"), "--policy", "none,pull"], "unknown policy 'pull'"),
+        (["--trace", str(cross), "--push-set", "list:https://cdn.other.example/s0.css"], "not authoritative"),
+        (["--trace", str(har), "--parse-delay", "script"], "parse delay"),
+    ]
     for args, fragment in cases:
         proc = _cli(*args)
         assert proc.returncode == 2, (args, proc.stderr)
@@ -450,16 +530,18 @@ def test_cli_seeds_reports_the_median_over_seeds_per_policy():
     import statistics
 
     page = str(ROOT / "traces/synthetic-page.har")
-    proc = _cli("--trace", page, "--policy", "none,push,hints", "--loss", "0.02", "--seed", "4", "--seeds", "3",
-                "--json")
+    proc = _cli(
+        "--trace", page, "--policy", "none,push,hints", "--loss", "0.02", "--seed", "4", "--seeds", "3", "--json"
+    )
     assert proc.returncode == 0, proc.stderr
     out = json.loads(proc.stdout)
     assert out["params"]["seeds"] == 3 and out["params"]["aggregate"] == "median over seeds"
     from simulator.traces import load
 
-    per_seed = run_seeds(push.run, load(page), push.PushParams(policies=("none", "push", "hints"), loss="0.02"),
-                         [4, 5, 6])
-    assert per_seed["render_blocking_s"].nunique() > 3           # the seeds really differ under loss
+    per_seed = run_seeds(
+        push.run, load(page), push.PushParams(policies=("none", "push", "hints"), loss="0.02"), [4, 5, 6]
+    )
+    assert per_seed["render_blocking_s"].nunique() > 3  # the seeds really differ under loss
     for policy in ("none", "push", "hints"):
         rows = per_seed[per_seed["policy"] == policy]
         for col in ("render_blocking_s", "onload_s", "bytes_pushed", "gain_render_blocking_s"):
@@ -474,8 +556,15 @@ def test_rfc9113_8_4_1_push_promise_arrives_before_the_referencing_document(back
     any frame of the response that references the pushed resource, so the client knows of
     every promise no later than the document."""
     for protocol in ("h2", "h3"):
-        r = _run(small_page(), think_s=0.05, rtt_s=0.1, tls=False, protocol=protocol, backend=backend,
-                 policies=("none", "push"))
+        r = _run(
+            small_page(),
+            think_s=0.05,
+            rtt_s=0.1,
+            tls=False,
+            protocol=protocol,
+            backend=backend,
+            policies=("none", "push"),
+        )
         res, pushes = r.resources, r.pushes
         document_s = float(res[(res.policy == "push") & (res["resource_type"] == "document")]["arrived_s"].iloc[0])
         promised = pushes[pushes.policy == "push"]["promised_s"]
@@ -484,7 +573,7 @@ def test_rfc9113_8_4_1_push_promise_arrives_before_the_referencing_document(back
         # after the cold connection's handshake (one RTT: TCP without TLS, or QUIC); the
         # model and the real stacks alike, in virtual time, to the last bit.
         assert (promised == 2 * 0.1).all(), (protocol, list(promised))
-        assert document_s >= 0.2 + 0.05                       # the document waited the think time
+        assert document_s >= 0.2 + 0.05  # the document waited the think time
 
 
 def test_rfc9113_8_4_2_cancel_takes_effect_a_round_trip_later_waste_is_bounded():
@@ -492,11 +581,17 @@ def test_rfc9113_8_4_2_cancel_takes_effect_a_round_trip_later_waste_is_bounded()
     at least one round trip of slow start (not zero: the cancel is not instant) and far
     less than the whole pushed bodies (the cancel does stop the stream)."""
     css_bytes = 200_000
-    r = _run(small_page(css_bytes=css_bytes), think_s=0.0, cache="warm", rtt_s=0.1, bandwidth_bps=50e6,
-             policies=("none", "push"))
+    r = _run(
+        small_page(css_bytes=css_bytes),
+        think_s=0.0,
+        cache="warm",
+        rtt_s=0.1,
+        bandwidth_bps=50e6,
+        policies=("none", "push"),
+    )
     s = r.summary.loc["push"]
     assert s["pushes_cancelled"] == 2 and s["pushes_used"] == 0
-    initial_window = 10 * 1460                                    # RFC 6928
+    initial_window = 10 * 1460  # RFC 6928
     assert 0.5 * initial_window <= s["bytes_wasted"] <= 4 * initial_window, s["bytes_wasted"]
     assert s["bytes_wasted"] < 0.2 * 2 * css_bytes
 
@@ -529,11 +624,13 @@ def test_parse_delay_per_type_delays_discovery_of_children():
     slow = _run(t, think_s=0.0, rtt_s=0.1, policies=("none",), parse_delay="document=300ms")
     for r in (fast, slow):
         res = r.resources
-        assert (res[res.resource_type == "stylesheet"]["discovered_s"]
-                == res[res.resource_type == "document"]["ready_s"].iloc[0]
-                + (0.3 if r is slow else 0.0)).all()
-    assert slow.summary.loc["none", "render_blocking_s"] - fast.summary.loc["none", "render_blocking_s"] == \
-        pytest.approx(0.3, abs=1e-6)
+        assert (
+            res[res.resource_type == "stylesheet"]["discovered_s"]
+            == res[res.resource_type == "document"]["ready_s"].iloc[0] + (0.3 if r is slow else 0.0)
+        ).all()
+    assert slow.summary.loc["none", "render_blocking_s"] - fast.summary.loc[
+        "none", "render_blocking_s"
+    ] == pytest.approx(0.3, abs=1e-6)
     assert slow.params["parse_delay"] == "document=300ms"
 
 
@@ -556,19 +653,30 @@ def test_rfc9002_5_1_6_2_no_handshake_rtt_sample_after_a_pto_as_aioquic(rtt_s):
 
     def model_server(pto_declares_lost):
         sim = Simulator(seed=1)
-        conn = QuicConnection(sim, Path(sim, rtt_s=rtt_s, bandwidth_bps=10e6), TransportConfig(initial_rtt_s=0.1),
-                              handshake=True, ack_delay_s=0.001, pto_declares_lost=pto_declares_lost)
-        sim.run(until_s=2 * rtt_s)                         # the handshake is done at 1.5 RTT and a bit
+        conn = QuicConnection(
+            sim,
+            Path(sim, rtt_s=rtt_s, bandwidth_bps=10e6),
+            TransportConfig(initial_rtt_s=0.1),
+            handshake=True,
+            ack_delay_s=0.001,
+            pto_declares_lost=pto_declares_lost,
+        )
+        sim.run(until_s=2 * rtt_s)  # the handshake is done at 1.5 RTT and a bit
         assert conn.server.ready
         return conn.server
 
     sim = Simulator(seed=1)
-    session = H3Session(sim, Path(sim, rtt_s=rtt_s, bandwidth_bps=10e6), StackParams(stack="h3", rtt_s=rtt_s),
-                        Recorder(sim), "https://a.example")
+    session = H3Session(
+        sim,
+        Path(sim, rtt_s=rtt_s, bandwidth_bps=10e6),
+        StackParams(stack="h3", rtt_s=rtt_s),
+        Recorder(sim),
+        "https://a.example",
+    )
     sim.run(until_s=2 * rtt_s)
     real = session.server.quic._loss
     assert session.server.handshake_done_s is not None
-    pto_first = rtt_s >= 2 * 0.1                         # aioquic's PTO before any sample: 2 x initial RTT
+    pto_first = rtt_s >= 2 * 0.1  # aioquic's PTO before any sample: 2 x initial RTT
     assert real._rtt_initialized is not pto_first
     aioquic_like, rfc = model_server(True), model_server(False)
     assert (aioquic_like.rtt.srtt_s is None) is pto_first
@@ -604,10 +712,13 @@ def test_header_block_sizer_matches_hpack():
         encoder, sizer = hpack.Encoder(), HeaderBlockSizer()
         for headers in rng.sample(lists, min(300, len(lists))):
             if rng.random() < 0.5:
-                headers = _normalized(tuple(headers))      # h2's NeverIndexedHeaderTuple for short cookies
+                headers = _normalized(tuple(headers))  # h2's NeverIndexedHeaderTuple for short cookies
             if rng.random() < 0.1:
-                headers = list(headers) + [(b"x-big", b"v" * rng.randrange(1000, 5000)),
-                                           (b"authorization", b"secret", True), ("x-text", "value")]
+                headers = list(headers) + [
+                    (b"x-big", b"v" * rng.randrange(1000, 5000)),
+                    (b"authorization", b"secret", True),
+                    ("x-text", "value"),
+                ]
             assert sizer.encoded_size(headers) == len(encoder.encode(list(headers)))
 
 
@@ -624,27 +735,30 @@ def test_header_block_sizes_looked_up_by_history_are_hpacks():
     from simulator.http.header_sizes import HeaderBlockSizer, h2_normalized as _normalized
     from simulator.traces import load
 
-    lists = [tuple(request_headers_for(e.request_headers, e.origin))
-             for e in load(ROOT / "traces" / "synthetic-many-origins.har").exchanges if e.request_headers is not None]
+    lists = [
+        tuple(request_headers_for(e.request_headers, e.origin))
+        for e in load(ROOT / "traces" / "synthetic-many-origins.har").exchanges
+        if e.request_headers is not None
+    ]
     lists += [tuple(response_headers_for(((b":status", b"200"), (b"x-big", b"v" * 3000)), 100)[0])]
     rng = random.Random(3)
     base = rng.sample(lists, 40)
     hits = 0
     for trial in range(12):
         sequence = list(base)
-        if trial % 3 == 1:                      # the same start, then other lists
-            sequence[rng.randrange(5, 40):] = rng.sample(lists, 20)
+        if trial % 3 == 1:  # the same start, then other lists
+            sequence[rng.randrange(5, 40) :] = rng.sample(lists, 20)
         encoder, sizer = hpack.Encoder(), HeaderBlockSizer()
         for i, headers in enumerate(sequence):
             normalized = _normalized(headers)
-            if trial % 3 == 2 and i == 20:      # sized directly: the history is no longer kept
+            if trial % 3 == 2 and i == 20:  # sized directly: the history is no longer kept
                 size = sizer.encoded_size(normalized)
             else:
                 before = len(sizer._unapplied)
                 size = sizer.block_size(headers, normalized)
                 hits += len(sizer._unapplied) > before
             assert size == len(encoder.encode(list(normalized))), (trial, i)
-    assert hits > 100                           # the lookups were used, not just computed
+    assert hits > 100  # the lookups were used, not just computed
 
 
 def test_a_slow_load_runs_to_its_end_and_a_stall_is_one_line(capsys):

@@ -25,11 +25,25 @@ def _store(out: Path) -> None:
     for rtt_s, values in onload.items():
         for run, value in enumerate(values, start=1):
             job = f"job{int(rtt_s * 1000):03d}{run}"
-            pd.DataFrame([{"job_id": job, "trace": PAGE, "seed": run, "rtt_s": rtt_s, "bandwidth_bps": 50e6,
-                           "loss": "0", "queue_bytes": None, "protocol": "h2", "cc": "cubic",
-                           "onload_s": value}]).to_parquet(out / "summary" / f"{job}.parquet", index=False)
+            pd.DataFrame(
+                [
+                    {
+                        "job_id": job,
+                        "trace": PAGE,
+                        "seed": run,
+                        "rtt_s": rtt_s,
+                        "bandwidth_bps": 50e6,
+                        "loss": "0",
+                        "queue_bytes": None,
+                        "protocol": "h2",
+                        "cc": "cubic",
+                        "onload_s": value,
+                    }
+                ]
+            ).to_parquet(out / "summary" / f"{job}.parquet", index=False)
             pd.DataFrame([{"job_id": job, "trace": PAGE, "seed": run, "har_json": har}]).to_parquet(
-                out / "har" / f"{job}.parquet", index=False)
+                out / "har" / f"{job}.parquet", index=False
+            )
 
 
 def test_rescore_reads_only_the_runs_asked_for(tmp_path, capsys):
@@ -44,8 +58,9 @@ def test_rescore_reads_only_the_runs_asked_for(tmp_path, capsys):
     (page,) = cond["pages"]
     assert page["measured_onload_s"] == [1.1, 1.2]
     assert result["params"]["runs"] == 2
-    every = analyse(str(out), {"rtt_s": 0.02, "bandwidth_bps": 50e6, "loss": "0", "queue_bytes": None,
-                               "protocol": "h2"}).to_dict()
+    every = analyse(
+        str(out), {"rtt_s": 0.02, "bandwidth_bps": 50e6, "loss": "0", "queue_bytes": None, "protocol": "h2"}
+    ).to_dict()
     assert every["conditions"][0]["pages"][0]["measured_onload_s"] == [1.1, 1.2, 1.9]
     assert page["error_percent"] == pytest.approx(100 * (page["predicted_onload_s"] - 1.15) / 1.15, abs=0.01)
 

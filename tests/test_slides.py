@@ -42,20 +42,24 @@ def _notebook(path: Path) -> Path:
         md("# A tiny deck\n\nIntro text."),
         params,
         md("## One HOL run\n\nA paragraph. ![remote](https://example.com/remote.png)"),
-        code("from pathlib import Path\nfrom simulator.studies import hol\nfrom simulator.traces import load\n"
-             "from simulator.report import plots\nimport matplotlib.pyplot as plt\n"
-             f"trace = load({str(ROOT / 'traces' / 'synthetic-page.har')!r})\n"
-             "r = hol.run(trace, hol.HolParams(loss=LOSS, seed=SEED))\n"
-             "hidden_marker_in_code = 1\n"
-             "fig, ax = plt.subplots(figsize=(6, 3.5))\nplots.hol_cdf(r.blocks, ax, title=f'loss {LOSS}');"),
+        code(
+            "from pathlib import Path\nfrom simulator.studies import hol\nfrom simulator.traces import load\n"
+            "from simulator.report import plots\nimport matplotlib.pyplot as plt\n"
+            f"trace = load({str(ROOT / 'traces' / 'synthetic-page.har')!r})\n"
+            "r = hol.run(trace, hol.HolParams(loss=LOSS, seed=SEED))\n"
+            "hidden_marker_in_code = 1\n"
+            "fig, ax = plt.subplots(figsize=(6, 3.5))\nplots.hol_cdf(r.blocks, ax, title=f'loss {LOSS}');"
+        ),
         md("More words on the same slide."),
         shown,
         skipped,
         md("## Two figures"),
-        code("for col in ('blocked', 'ratio'):\n"
-             "    fig, ax = plt.subplots(figsize=(5, 3))\n"
-             "    plots.scheme_bars(r.summary, col, ax)\n"
-             "plt.show()"),
+        code(
+            "for col in ('blocked', 'ratio'):\n"
+            "    fig, ax = plt.subplots(figsize=(5, 3))\n"
+            "    plots.scheme_bars(r.summary, col, ax)\n"
+            "plt.show()"
+        ),
         table,
     ]
     nbformat.write(nb, path)
@@ -82,9 +86,9 @@ def test_deck_structure_and_figures(deck):
         assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
         assert png.with_suffix(".pdf").read_bytes()[:5] == b"%PDF-"
     assert "shown code" in page and "print(&#x27;shown code&#x27;, LOSS)" in page
-    assert "hidden_marker_in_code" not in page           # code is hidden unless tagged
-    assert "Backstage" not in page                        # skip-slides
-    assert "loss 0.02" not in page and "<table" in page   # parameters injected; table shown
+    assert "hidden_marker_in_code" not in page  # code is hidden unless tagged
+    assert "Backstage" not in page  # skip-slides
+    assert "loss 0.02" not in page and "<table" in page  # parameters injected; table shown
     assert "More words on the same slide." in page
 
 
@@ -92,7 +96,7 @@ def test_deck_is_offline(deck):
     page = deck.index.read_text()
     assert external_urls(page) == []
     assert not re.search(r'(src|href)\s*=\s*["\']?(https?:)?//', page)
-    assert "example.com" not in page                      # a remote image becomes its alt text
+    assert "example.com" not in page  # a remote image becomes its alt text
     for css in deck.index.parent.rglob("*.css"):
         assert external_urls(css.read_text(errors="replace")) == [], css
     assert (deck.index.parent / "revealjs" / "dist" / "reveal.js").exists()
@@ -130,9 +134,22 @@ window.addEventListener("load", function () {
 
 
 def _chromium(*args, profile: Path, timeout: int = 60) -> subprocess.CompletedProcess:
-    cmd = [CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars", "--no-first-run",
-           "--disable-extensions", "--mute-audio", f"--user-data-dir={profile}", "--window-size=1280,720",
-           "--virtual-time-budget=5000", "--enable-logging=stderr", "--v=0", *args]
+    cmd = [
+        CHROMIUM,
+        "--headless",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--hide-scrollbars",
+        "--no-first-run",
+        "--disable-extensions",
+        "--mute-audio",
+        f"--user-data-dir={profile}",
+        "--window-size=1280,720",
+        "--virtual-time-budget=5000",
+        "--enable-logging=stderr",
+        "--v=0",
+        *args,
+    ]
     return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
 
 
@@ -161,8 +178,9 @@ def test_deck_renders_in_headless_chromium(deck, tmp_path):
     proc = _chromium(f"--screenshot={shot}", f"{deck.index.as_uri()}#/{first}", profile=tmp_path / "profile-shot")
     assert shot.exists() and shot.stat().st_size > 10_000, proc.stderr[-2000:]
     import matplotlib.image as mpimg
+
     pixels = mpimg.imread(shot)
-    assert pixels.shape[:2] == (720, 1280) and pixels.std() > 0.05     # a figure, not a blank page
+    assert pixels.shape[:2] == (720, 1280) and pixels.std() > 0.05  # a figure, not a blank page
     keep = ROOT / "out"
     keep.mkdir(exist_ok=True)
     shutil.copy2(shot, keep / "slides-first-figure.png")
@@ -183,9 +201,13 @@ def test_stored_outputs_without_pdf_get_a_converted_pdf(deck, tmp_path):
     nb = nbformat.v4.new_notebook()
     png = deck.figures[0].read_bytes()
     import base64
+
     cell = nbformat.v4.new_code_cell("fig")
-    cell.outputs = [nbformat.v4.new_output("display_data", data={"image/png": base64.b64encode(png).decode(),
-                                                                 "text/plain": "<Figure>"})]
+    cell.outputs = [
+        nbformat.v4.new_output(
+            "display_data", data={"image/png": base64.b64encode(png).decode(), "text/plain": "<Figure>"}
+        )
+    ]
     nb.cells = [nbformat.v4.new_markdown_cell("# Stored"), cell]
     path = tmp_path / "stored.ipynb"
     nbformat.write(nb, path)
@@ -197,8 +219,7 @@ def test_stored_outputs_without_pdf_get_a_converted_pdf(deck, tmp_path):
 @pytest.mark.slow
 @pytest.mark.skipif(CHROMIUM is None, reason="chromium not installed (make system-deps)")
 def test_hol_notebook_deck_renders(tmp_path):
-    result = build_slides(ROOT / "notebooks" / "01-hol-blocking.ipynb", tmp_path / "deck",
-                          parameters={"SEEDS": [1]})
+    result = build_slides(ROOT / "notebooks" / "01-hol-blocking.ipynb", tmp_path / "deck", parameters={"SEEDS": [1]})
     assert len(result.figures) >= 5
     status, _ = _probe(result, tmp_path)
     assert status["ready"] and status["slides"] == result.slides and status["errors"] == []
@@ -224,7 +245,7 @@ def test_kernel_waits_cannot_miss_a_queued_reply():
                 if self.queue:
                     return self.queue.pop(0)
                 raise Empty
-            await asyncio.sleep(timeout)            # the wake-up never comes: sleep it out
+            await asyncio.sleep(timeout)  # the wake-up never comes: sleep it out
             raise Empty
 
     async def scenario():
@@ -236,7 +257,7 @@ def test_kernel_waits_cannot_miss_a_queued_reply():
         msg = await channel.get_msg(timeout=30)
         took = time.monotonic() - t0
         with pytest.raises(Empty):
-            await channel.get_msg(timeout=0.12)     # nothing queued: Empty at the deadline
+            await channel.get_msg(timeout=0.12)  # nothing queued: Empty at the deadline
         return msg, took
 
     msg, took = asyncio.run(scenario())
@@ -251,8 +272,10 @@ def _build_failing(tmp_path, name: str, cell: str, timeout_s: int, capsys) -> li
 
     from simulator.cli import main
 
-    nb = new_notebook(cells=[new_code_cell("X = 1", metadata={"tags": ["parameters"]}), new_code_cell(cell)],
-                      metadata={"kernelspec": {"display_name": "Python 3", "language": "python", "name": "python3"}})
+    nb = new_notebook(
+        cells=[new_code_cell("X = 1", metadata={"tags": ["parameters"]}), new_code_cell(cell)],
+        metadata={"kernelspec": {"display_name": "Python 3", "language": "python", "name": "python3"}},
+    )
     path = tmp_path / name
     nbformat.write(nb, path)
     assert main(["slides", str(path), "-o", str(tmp_path / "deck"), "--timeout", str(timeout_s)]) == 2
@@ -292,10 +315,19 @@ def test_results_sit_on_the_slide_that_cites_them(tmp_path):
     md, code = nbformat.v4.new_markdown_cell, nbformat.v4.new_code_cell
     result = code("print('answer', 6 * 7)")
     result.metadata["tags"] = ["show-output"]
-    result.outputs = [nbformat.v4.new_output("stream", name="stdout", text="answer 42\n"),
-                      nbformat.v4.new_output("stream", name="stderr", text="progress 100%\n")]
-    nb = nbformat.v4.new_notebook(cells=[md("# Title alone"), md("## Result\n\nThe run below says 42."), result,
-                                         md("## Empty heading"), md("## Next\n\nMore text.")])
+    result.outputs = [
+        nbformat.v4.new_output("stream", name="stdout", text="answer 42\n"),
+        nbformat.v4.new_output("stream", name="stderr", text="progress 100%\n"),
+    ]
+    nb = nbformat.v4.new_notebook(
+        cells=[
+            md("# Title alone"),
+            md("## Result\n\nThe run below says 42."),
+            result,
+            md("## Empty heading"),
+            md("## Next\n\nMore text."),
+        ]
+    )
     deck = write_deck(nb, tmp_path / "deck", source=tmp_path / "cites.ipynb", executed=False)
     sections = re.findall(r"<section\b.*?</section>", deck.index.read_text(), re.S)
     assert deck.slides == len(sections) == 3
@@ -311,8 +343,7 @@ def test_long_text_continues_on_slides_of_the_same_title(tmp_path):
 
     para = "A sentence of about sixty characters that fills a line. " * 8
     text = "## Long\n\n" + "\n\n".join([para] * 3) + "\n\n" + "\n".join(f"- item {i}: {para[:200]}" for i in range(5))
-    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_markdown_cell("# Deck"),
-                                         nbformat.v4.new_markdown_cell(text)])
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_markdown_cell("# Deck"), nbformat.v4.new_markdown_cell(text)])
     deck = write_deck(nb, tmp_path / "deck", source=tmp_path / "long.ipynb", executed=False)
     sections = re.findall(r"<section\b.*?</section>", deck.index.read_text(), re.S)[1:]
     assert len(sections) >= 2
@@ -343,14 +374,23 @@ def test_waterfall_rows_say_what_they_are():
     fingerprints; rows that would read the same get more of their path."""
     from simulator.report.waterfall import row_labels
 
-    labels = row_labels(["https://www.news-site.example/",
-                         "https://static.news-site.example/assets/js/culture.1f0ac8df.js",
-                         "https://collect.tagmanager.example/sdk/v4/loader.js",
-                         "https://collect.tagmanager.example/sdk/v1/loader.js",
-                         "https://api.analytics.example/gtag/js?id=G-1"],
-                        ["document", "script", "script", "script", "script"])
-    assert labels == ["doc news-site/", "js static.news-site/culture.js", "js collect.tagmanager/v4/loader.js",
-                      "js collect.tagmanager/v1/loader.js", "js api.analytics/gtag/js"]
+    labels = row_labels(
+        [
+            "https://www.news-site.example/",
+            "https://static.news-site.example/assets/js/culture.1f0ac8df.js",
+            "https://collect.tagmanager.example/sdk/v4/loader.js",
+            "https://collect.tagmanager.example/sdk/v1/loader.js",
+            "https://api.analytics.example/gtag/js?id=G-1",
+        ],
+        ["document", "script", "script", "script", "script"],
+    )
+    assert labels == [
+        "doc news-site/",
+        "js static.news-site/culture.js",
+        "js collect.tagmanager/v4/loader.js",
+        "js collect.tagmanager/v1/loader.js",
+        "js api.analytics/gtag/js",
+    ]
     assert len(set(labels)) == len(labels)
 
 
@@ -368,15 +408,23 @@ _GOOD_CELL = {"cell_type": "markdown", "metadata": {}, "source": "# Title\n\ntex
 
 
 def _figure_cell(png_b64: str) -> dict:
-    return {"cell_type": "code", "metadata": {}, "source": "fig", "execution_count": 1, "id": "c1",
-            "outputs": [{"output_type": "display_data", "metadata": {}, "data": {"image/png": png_b64}}]}
+    return {
+        "cell_type": "code",
+        "metadata": {},
+        "source": "fig",
+        "execution_count": 1,
+        "id": "c1",
+        "outputs": [{"output_type": "display_data", "metadata": {}, "data": {"image/png": png_b64}}],
+    }
 
 
 BROKEN_NOTEBOOKS = {
     "source a number": [{**_GOOD_CELL, "source": 5}],
     "output of no known type": [_GOOD_CELL, {**_figure_cell(""), "outputs": [{"output_type": "zzz"}]}],
-    "stream text a number": [_GOOD_CELL, {**_figure_cell(""), "outputs": [
-        {"output_type": "stream", "name": "stdout", "text": 5}]}],
+    "stream text a number": [
+        _GOOD_CELL,
+        {**_figure_cell(""), "outputs": [{"output_type": "stream", "name": "stdout", "text": 5}]},
+    ],
     "tags a string": [{**_GOOD_CELL, "metadata": {"tags": "skip-slides"}}],
     "code cell without outputs": [{"cell_type": "code", "metadata": {"tags": ["show"]}, "source": "x", "id": "c"}],
     "figure not base64": [_GOOD_CELL, _figure_cell("!!!not base64")],

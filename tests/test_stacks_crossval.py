@@ -17,13 +17,17 @@ from simulator.http import crossval
 
 def _check(table):
     for row in table.itertuples():
-        assert abs(row.ratio - 1.0) <= 0.20, (row.scenario, row.stack, row.loss, row.real_median_s,
-                                              row.model_median_s)
+        assert abs(row.ratio - 1.0) <= 0.20, (row.scenario, row.stack, row.loss, row.real_median_s, row.model_median_s)
 
 
 def test_models_and_real_stacks_agree_small():
-    runs = pd.concat([crossval.compare("small", seeds=range(1, 17), only=("bulk",)),
-                      crossval.compare("small", seeds=range(1, 9), only=("page",))], ignore_index=True)
+    runs = pd.concat(
+        [
+            crossval.compare("small", seeds=range(1, 17), only=("bulk",)),
+            crossval.compare("small", seeds=range(1, 9), only=("page",)),
+        ],
+        ignore_index=True,
+    )
     table = crossval.pooled(runs)
     assert len(table) == 12
     _check(table)

@@ -19,8 +19,15 @@ OK = ((b":status", b"200"),)
 
 def _features():
     return [
-        ExchangeSpec(0, REQ, OK, 20000, early_hints=(b"</s.css>; rel=preload", b"</f.woff2>; rel=preload"),
-                     pushes=(PushSpec(b"/p.js", 3000),), trailers=((b"server-timing", b"app;dur=1"),)),
+        ExchangeSpec(
+            0,
+            REQ,
+            OK,
+            20000,
+            early_hints=(b"</s.css>; rel=preload", b"</f.woff2>; rel=preload"),
+            pushes=(PushSpec(b"/p.js", 3000),),
+            trailers=((b"server-timing", b"app;dur=1"),),
+        ),
         ExchangeSpec(1, REQ, OK, 200000, start_s=0.01, reset_by="server", reset_after_bytes=5000),
         ExchangeSpec(2, REQ, OK, 200000, start_s=0.01, reset_by="client", reset_after_bytes=5000),
         ExchangeSpec(3, REQ, OK, 0, start_s=0.01, request_body_bytes=100000),
@@ -36,7 +43,7 @@ def test_features_on_both_stacks(stack):
     # Bodies of the given sizes arrive, the exchange completes.
     assert req.loc[0, "body_bytes"] == 20000 and req.loc[0, "completed"]
     assert req.loc[4, "body_bytes"] == 1_000_000 and req.loc[4, "completed"]
-    assert req.loc[3, "completed"] and req.loc[3, "status"] == 200          # request with a body
+    assert req.loc[3, "completed"] and req.loc[3, "status"] == 200  # request with a body
     # 103 with two Link headers, before the final response.
     assert req.loc[0, "link_headers"] == 2
     assert req.loc[0, "informational_s"] < req.loc[0, "headers_s"]
@@ -60,6 +67,7 @@ def test_h3_push_limited_by_max_push_id():
     result = replay.run_specs([spec], StackParams(stack="h3", max_push_id=1))
     assert result.summary["pushed"] == 2
     from aioquic.h3.exceptions import NoAvailablePushIDError
+
     spec3 = ExchangeSpec(0, REQ, OK, 1000, pushes=tuple(PushSpec(f"/p{i}".encode(), 100) for i in range(3)))
     with pytest.raises(NoAvailablePushIDError):
         replay.run_specs([spec3], StackParams(stack="h3", max_push_id=1))
@@ -108,15 +116,22 @@ def test_qpack_blocking_measured_with_small_table_and_blocked_limit():
     # Distinct header values on each request: the encoder inserts them and references the
     # new entries at once (up to the blocked-streams limit), so lost encoder-stream packets
     # block header blocks at the decoder.
-    specs = [ExchangeSpec(i, REQ + ((b"x-token", f"value-{i:04d}-{'z' * 300}".encode()),),
-                          OK + ((b"x-r", f"r{i}-{'y' * 300}".encode()),), 2000) for i in range(60)]
+    specs = [
+        ExchangeSpec(
+            i,
+            REQ + ((b"x-token", f"value-{i:04d}-{'z' * 300}".encode()),),
+            OK + ((b"x-r", f"r{i}-{'y' * 300}".encode()),),
+            2000,
+        )
+        for i in range(60)
+    ]
     params = StackParams(stack="h3", loss="0.1", seed=3, qpack_table_bytes=4096, qpack_blocked_streams=4)
     result = replay.run_specs(specs, params)
     assert result.summary["completed"] == 60
     assert result.summary["qpack_blocked_blocks"] >= 2
     assert result.summary["qpack_blocked_total_s"] > 0
     none = replay.run_specs(specs, StackParams(stack="h3", loss="0.1", seed=3, qpack_blocked_streams=0))
-    assert none.summary["qpack_blocked_blocks"] == 0          # blocking not allowed: never blocks
+    assert none.summary["qpack_blocked_blocks"] == 0  # blocking not allowed: never blocks
 
 
 def test_h3_settings_announce_our_qpack_parameters():
@@ -140,7 +155,7 @@ def test_qlog_has_simulated_timestamps(tmp_path):
     assert files == ["h30-client.qlog", "h30-server.qlog"]
     data = json.loads((tmp_path / "h30-client.qlog").read_text())
     times = [e["time"] for e in data["traces"][0]["events"]]
-    assert times[0] == 0.0 and max(times) < 2000.0          # milliseconds of virtual time
+    assert times[0] == 0.0 and max(times) < 2000.0  # milliseconds of virtual time
     assert times == sorted(times)
 
 
@@ -153,22 +168,25 @@ def test_cli_replay_json_and_errors(capsys, tmp_path):
     assert main(["replay", "--trace", PAGE, "--stack", "h2"]) == 0
     text = capsys.readouterr().out
     assert "completed 79 of 79" in text
-    for argv in (["replay", "--trace", str(tmp_path / "missing.har"), "--stack", "h3"],
-                 ["replay", "--trace", PAGE, "--stack", "h2", "--loss", "lots"],
-                 ["replay", "--trace", PAGE, "--stack", "h2", "--rtt", "fast"],
-                 ["replay", "--trace", PAGE, "--stack", "h2", "--qlog", str(tmp_path)],
-                 ["replay", "--trace", PAGE, "--stack", "h3", "--qlog", str(tmp_path / "nodir")]):
+    for argv in (
+        ["replay", "--trace", str(tmp_path / "missing.har"), "--stack", "h3"],
+        ["replay", "--trace", PAGE, "--stack", "h2", "--loss", "lots"],
+        ["replay", "--trace", PAGE, "--stack", "h2", "--rtt", "fast"],
+        ["replay", "--trace", PAGE, "--stack", "h2", "--qlog", str(tmp_path)],
+        ["replay", "--trace", PAGE, "--stack", "h3", "--qlog", str(tmp_path / "nodir")],
+    ):
         assert main(argv) == 2
         err = capsys.readouterr().err
         assert err.startswith("workbench: error:") and err.count("\n") == 1 and "Traceback" not in err
     bad = tmp_path / "bad.har"
-    bad.write_text("{\"log\": {\"entries\": []}}")
+    bad.write_text('{"log": {"entries": []}}')
     assert main(["replay", "--trace", str(bad), "--stack", "h2"]) == 2
 
 
 def test_trace_headers_are_sanitised_for_the_wire():
-    headers, body = replay.response_headers_for(((b":status", b"204"), (b"Content-Length", b"99"),
-                                                 (b"connection", b"close")), 500)
+    headers, body = replay.response_headers_for(
+        ((b":status", b"204"), (b"Content-Length", b"99"), (b"connection", b"close")), 500
+    )
     assert headers == ((b":status", b"204"),) and body == 0
     headers, body = replay.response_headers_for(((b":status", b"200"), (b"content-length", b"1")), 300)
     assert (b"content-length", b"300") in headers and body == 300

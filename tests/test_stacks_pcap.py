@@ -18,8 +18,16 @@ REQ = ((b":method", b"GET"), (b":scheme", b"https"), (b":authority", b"a.example
 
 
 def _specs(n=12):
-    return [ExchangeSpec(i, REQ + ((b"accept", b"*/*"),), ((b":status", b"200"), (b"content-type", b"text/plain")),
-                         20000 + 1000 * i, start_s=0.004 * i) for i in range(n)]
+    return [
+        ExchangeSpec(
+            i,
+            REQ + ((b"accept", b"*/*"),),
+            ((b":status", b"200"), (b"content-type", b"text/plain")),
+            20000 + 1000 * i,
+            start_s=0.004 * i,
+        )
+        for i in range(n)
+    ]
 
 
 def _tshark(*args) -> str:
@@ -40,14 +48,14 @@ def test_pcap_records_every_packet_with_its_simulated_time(tmp_path):
     assert magic == 0xA1B23C4D and linktype == 101
     pos, count, last = 24, 0, -1.0
     while pos < len(data):
-        sec, nsec, incl, orig = struct.unpack("<IIII", data[pos:pos + 16])
+        sec, nsec, incl, orig = struct.unpack("<IIII", data[pos : pos + 16])
         assert incl == orig
         t = sec + nsec / 1e9
         assert t >= last
         last = t
         pos += 16 + incl
         count += 1
-    assert count == result.summary["packets_sent"]          # lost packets included (sender-side capture)
+    assert count == result.summary["packets_sent"]  # lost packets included (sender-side capture)
 
 
 @needs_tshark
@@ -62,8 +70,9 @@ def test_tshark_reads_cleartext_h2_capture_with_loss(tmp_path):
     decode = ["-r", str(path), "-d", "tcp.port==80,http2", "-o", "tcp.reassemble_out_of_order:TRUE"]
     assert _tshark(*decode, "-Y", "_ws.malformed").strip() == ""
     # Error-level expert notes only on retransmitted data ("new fragment overlaps old data").
-    errors = _tshark(*decode, "-Y", "_ws.expert.severity == error and not (tcp.analysis.retransmission "
-                                    "or tcp.analysis.out_of_order)")
+    errors = _tshark(
+        *decode, "-Y", "_ws.expert.severity == error and not (tcp.analysis.retransmission or tcp.analysis.out_of_order)"
+    )
     assert errors.strip() == ""
     types = _tshark(*decode, "-T", "fields", "-e", "http2.type")
     assert _count_field_values(types, "1") == s["headers_frames"]
@@ -80,20 +89,26 @@ def test_tshark_decrypts_h2_over_tls_with_keylog(tmp_path, loss):
     5.2) and finds HTTP/2 inside by ALPN (RFC 9113 section 3.2), with the simulation's count
     of HEADERS frames; without it, no HTTP/2 at all."""
     pcap, keylog = tmp_path / "h2tls.pcap", tmp_path / "keys.log"
-    result = replay.run_specs(_specs(), StackParams(stack="h2", loss=loss, seed=4), pcap_path=str(pcap),
-                              keylog_path=str(keylog))
+    result = replay.run_specs(
+        _specs(), StackParams(stack="h2", loss=loss, seed=4), pcap_path=str(pcap), keylog_path=str(keylog)
+    )
     s = result.summary
     read = ["-r", str(pcap), "-o", "tcp.reassemble_out_of_order:TRUE"]
     decrypt = [*read, "-o", f"tls.keylog_file:{keylog}"]
     assert _tshark(*decrypt, "-Y", "_ws.malformed").strip() == ""
-    errors = _tshark(*decrypt, "-Y", "_ws.expert.severity == error and not (tcp.analysis.retransmission "
-                                     "or tcp.analysis.out_of_order)")
+    errors = _tshark(
+        *decrypt,
+        "-Y",
+        "_ws.expert.severity == error and not (tcp.analysis.retransmission or tcp.analysis.out_of_order)",
+    )
     assert errors.strip() == ""
-    versions = _tshark(*decrypt, "-Y", "tls.handshake.type == 2", "-T", "fields", "-e",
-                       "tls.handshake.extensions.supported_version")
-    assert versions.split() == ["0x0304"] * s["connections"]          # ServerHello: TLS 1.3
-    alpn = _tshark(*decrypt, "-Y", "tls.handshake.type == 8", "-T", "fields", "-e",
-                   "tls.handshake.extensions_alpn_str")                # EncryptedExtensions
+    versions = _tshark(
+        *decrypt, "-Y", "tls.handshake.type == 2", "-T", "fields", "-e", "tls.handshake.extensions.supported_version"
+    )
+    assert versions.split() == ["0x0304"] * s["connections"]  # ServerHello: TLS 1.3
+    alpn = _tshark(
+        *decrypt, "-Y", "tls.handshake.type == 8", "-T", "fields", "-e", "tls.handshake.extensions_alpn_str"
+    )  # EncryptedExtensions
     assert alpn.split() == ["h2"] * s["connections"]
     types = _tshark(*decrypt, "-T", "fields", "-e", "http2.type")
     assert _count_field_values(types, "1") == s["headers_frames"]
@@ -106,8 +121,9 @@ def test_tshark_decrypts_h2_over_tls_with_keylog(tmp_path, loss):
 
 def _stream_frames_resent(pcap, keylog) -> tuple[int, int]:
     """(packets, STREAM frames whose byte range the same sender had sent before)."""
-    out = _tshark("-r", str(pcap), "-o", f"tls.keylog_file:{keylog}", "-T", "json", "--no-duplicate-keys",
-                  "-J", "udp quic")
+    out = _tshark(
+        "-r", str(pcap), "-o", f"tls.keylog_file:{keylog}", "-T", "json", "--no-duplicate-keys", "-J", "udp quic"
+    )
     packets = json.loads(out)
     seen: dict = {}
     resent = 0
@@ -141,8 +157,9 @@ def _stream_frames_resent(pcap, keylog) -> tuple[int, int]:
 @pytest.mark.parametrize("loss", ["0", "0.03"])
 def test_tshark_decrypts_h3_capture_with_keylog(tmp_path, loss):
     pcap, keylog = tmp_path / "h3.pcap", tmp_path / "keys.log"
-    result = replay.run_specs(_specs(), StackParams(stack="h3", loss=loss, seed=4),
-                              pcap_path=str(pcap), keylog_path=str(keylog))
+    result = replay.run_specs(
+        _specs(), StackParams(stack="h3", loss=loss, seed=4), pcap_path=str(pcap), keylog_path=str(keylog)
+    )
     s = result.summary
     read = ["-r", str(pcap), "-o", f"tls.keylog_file:{keylog}"]
     assert _tshark(*read, "-Y", "_ws.malformed or _ws.expert.severity == error or quic.decryption_failed").strip() == ""

@@ -67,7 +67,7 @@ def test_sessions_are_looked_at_on_events_not_after_every_event(stack, page, mon
     assert calls[0] <= 4 * connections, (calls[0], connections, events)
     calls[0] = 0
     replay.run(page, params, check_every_event=True)
-    assert calls[0] >= connections * events // 2        # the reference: every session after every event
+    assert calls[0] >= connections * events // 2  # the reference: every session after every event
 
 
 @pytest.mark.parametrize("stack", ["h2", "h3"])
@@ -89,8 +89,11 @@ def test_request_on_a_quic_connection_closed_by_its_idle_timeout_stalls_at_once(
     exchange started on it later cannot progress.  The session reports it when the request
     starts (a stop, not a per-event walk), at the same instant as the per-event check."""
     other = ((b":method", b"GET"), (b":scheme", b"https"), (b":authority", b"b.example"), (b":path", b"/y"))
-    specs = [ExchangeSpec(0, REQ, OK, 1000), ExchangeSpec(1, REQ, OK, 1000, start_s=12.0),
-             ExchangeSpec(2, other, OK, 1000, start_s=20.0, origin="https://b.example")]
+    specs = [
+        ExchangeSpec(0, REQ, OK, 1000),
+        ExchangeSpec(1, REQ, OK, 1000, start_s=12.0),
+        ExchangeSpec(2, other, OK, 1000, start_s=20.0, origin="https://b.example"),
+    ]
     params = StackParams(stack="h3", idle_timeout_s=5.0)
     messages = []
     for every in (False, True):
@@ -106,8 +109,7 @@ def test_quic_connection_closed_with_an_exchange_open_stalls_when_it_closes():
     the request open (RFC 9000 section 10.1) while another origin's connection still runs.
     The stall is reported at the close (the session stops the run), not at a later event."""
     other = ((b":method", b"GET"), (b":scheme", b"https"), (b":authority", b"b.example"), (b":path", b"/y"))
-    specs = [ExchangeSpec(0, REQ, OK, 5000),
-             ExchangeSpec(1, other, OK, 5000, start_s=3.0, origin="https://b.example")]
+    specs = [ExchangeSpec(0, REQ, OK, 5000), ExchangeSpec(1, other, OK, 5000, start_s=3.0, origin="https://b.example")]
     params = StackParams(stack="h3", think_s=8.0, idle_timeout_s=5.0)
     messages = []
     for every in (False, True):
@@ -115,7 +117,7 @@ def test_quic_connection_closed_with_an_exchange_open_stalls_when_it_closes():
             replay.run_specs(specs, params, check_every_event=every)
         messages.append(str(info.value))
     assert messages[0] == messages[1]
-    assert "(at 5.1" in messages[0]                # idle timeout after the request's last packet
+    assert "(at 5.1" in messages[0]  # idle timeout after the request's last packet
 
 
 @pytest.mark.parametrize("loss, seed", [("0.03", 1), ("0.05", 2), ("ge:0.02,0.3", 3)])
@@ -146,8 +148,7 @@ def test_qlog_built_only_when_asked(tmp_path):
     params = StackParams(stack="h3")
     plain = H3Session(sim, Path(sim, rtt_s=0.02), params, Recorder(sim), "https://a.example")
     assert plain.qlog is None and plain.client.quic._quic_logger is None
-    logged = H3Session(sim, Path(sim, rtt_s=0.02), params, Recorder(sim), "https://b.example",
-                       qlog_dir=str(tmp_path))
+    logged = H3Session(sim, Path(sim, rtt_s=0.02), params, Recorder(sim), "https://b.example", qlog_dir=str(tmp_path))
     assert logged.qlog is not None and logged.client.quic._quic_logger is not None
 
 
@@ -190,5 +191,4 @@ def test_run_loop_never_spins_at_one_instant(bulk):
 
     sim.call_at(1.0, again)
     with pytest.raises(RuntimeError, match="no progress in virtual time at 1.0 s"):
-        run_until(sim, lambda: False, check=lambda: None, deadline_s=100.0,
-                  safe_until=(lambda: 50.0) if bulk else None)
+        run_until(sim, lambda: False, check=lambda: None, deadline_s=100.0, safe_until=(lambda: 50.0) if bulk else None)

@@ -27,8 +27,15 @@ def _small(n=1, body=1000):
 
 def _features():
     return [
-        ExchangeSpec(0, REQ, OK, 20000, early_hints=(b"</s.css>; rel=preload",),
-                     pushes=(PushSpec(b"/p.js", 3000),), trailers=((b"server-timing", b"app;dur=1"),)),
+        ExchangeSpec(
+            0,
+            REQ,
+            OK,
+            20000,
+            early_hints=(b"</s.css>; rel=preload",),
+            pushes=(PushSpec(b"/p.js", 3000),),
+            trailers=((b"server-timing", b"app;dur=1"),),
+        ),
         ExchangeSpec(1, REQ, OK, 200000, start_s=0.01, reset_by="server", reset_after_bytes=5000),
         ExchangeSpec(2, REQ, OK, 200000, start_s=0.01, reset_by="client", reset_after_bytes=5000),
         ExchangeSpec(3, REQ, OK, 0, start_s=0.01, request_body_bytes=100000),
@@ -91,7 +98,7 @@ def test_alpn_h2_and_tls13_negotiated_rfc9113_section3_2():
         assert end.tls.alpn == "h2" and end.tls.obj.selected_alpn_protocol() == "h2"
         assert end.tls.obj.version() == "TLSv1.3"
         assert end.tls.cipher in ("TLS_AES_256_GCM_SHA384", "TLS_AES_128_GCM_SHA256", "TLS_CHACHA20_POLY1305_SHA256")
-    assert session.client.tls.obj.server_hostname == "a.example"        # SNI: the origin's host
+    assert session.client.tls.obj.server_hostname == "a.example"  # SNI: the origin's host
 
 
 def test_a_server_that_does_not_select_h2_is_refused():
@@ -126,15 +133,27 @@ def test_h2_behaviour_unchanged_by_tls_apart_from_timing():
     counts of every type as cleartext; every event happens no earlier."""
     with_tls = replay.run_specs(_features(), _params(bandwidth_bps=10e6))
     clear = replay.run_specs(_features(), _params(bandwidth_bps=10e6, tls=False))
-    same = ["exchange", "kind", "path", "stream_id", "status", "body_bytes", "trailers", "reset", "link_headers",
-            "completed", "response_frame_bytes", "trailer_frame_bytes"]
+    same = [
+        "exchange",
+        "kind",
+        "path",
+        "stream_id",
+        "status",
+        "body_bytes",
+        "trailers",
+        "reset",
+        "link_headers",
+        "completed",
+        "response_frame_bytes",
+        "trailer_frame_bytes",
+    ]
     assert with_tls.exchanges[same].equals(clear.exchanges[same])
     frames = {k: v for k, v in clear.summary.items() if k.endswith("_frames")}
     assert frames and frames == {k: with_tls.summary[k] for k in frames}
     for col in ("headers_s", "ended_s", "informational_s"):
         a, b = with_tls.exchanges[col], clear.exchanges[col]
         assert ((a >= b - 1e-9) | b.isna()).all(), col
-    assert (with_tls.exchanges["tls"]).all() and not clear.exchanges["tls"].any()    # recorded per row
+    assert (with_tls.exchanges["tls"]).all() and not clear.exchanges["tls"].any()  # recorded per row
     assert with_tls.params["tls"] is True and clear.params["tls"] is False
 
 
@@ -186,8 +205,10 @@ def test_cli_tls_flags(capsys, tmp_path):
     assert out["params"]["tls"] is False and out["completed"] == 79
     assert main(["replay", "--trace", page, "--stack", "h2"]) == 0
     assert "over TLS 1.3" in capsys.readouterr().out
-    for argv in (["replay", "--trace", page, "--stack", "h2", "--no-tls", "--keylog", str(tmp_path / "k")],
-                 ["replay", "--trace", page, "--stack", "h3", "--no-tls"]):
+    for argv in (
+        ["replay", "--trace", page, "--stack", "h2", "--no-tls", "--keylog", str(tmp_path / "k")],
+        ["replay", "--trace", page, "--stack", "h3", "--no-tls"],
+    ):
         assert main(argv) == 2
         err = capsys.readouterr().err
         assert err.startswith("workbench: error:") and err.count("\n") == 1 and "Traceback" not in err
@@ -201,8 +222,12 @@ def test_keylog_holds_the_tls13_secrets_of_every_connection(tmp_path):
     specs = [ExchangeSpec(i, REQ, OK, 500, origin=f"https://o{i}.example") for i in range(3)]
     replay.run_specs(specs, _params(), keylog_path=str(keylog))
     lines = [line.split() for line in keylog.read_text().splitlines() if line and not line.startswith("#")]
-    labels = {"CLIENT_HANDSHAKE_TRAFFIC_SECRET", "SERVER_HANDSHAKE_TRAFFIC_SECRET", "CLIENT_TRAFFIC_SECRET_0",
-              "SERVER_TRAFFIC_SECRET_0"}
+    labels = {
+        "CLIENT_HANDSHAKE_TRAFFIC_SECRET",
+        "SERVER_HANDSHAKE_TRAFFIC_SECRET",
+        "CLIENT_TRAFFIC_SECRET_0",
+        "SERVER_TRAFFIC_SECRET_0",
+    }
     randoms = {r for label, r, _ in lines if label in labels}
     assert len(randoms) == 3
     for r in randoms:
@@ -230,13 +255,21 @@ def test_push_study_stacks_backend_runs_h2_over_tls_like_its_model():
     from simulator.studies import push
     from simulator.traces import load
 
-    page = load(os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "traces",
-                             "synthetic-page.har"))
+    page = load(
+        os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "traces", "synthetic-page.har")
+    )
     arrived = {}
     for backend in ("model", "stacks"):
         for use_tls in (True, False):
-            params = push.PushParams(policies=("none",), protocol="h2", backend=backend, scheduler="fifo",
-                                     think_s=0.05, rtt_s=0.1, tls=use_tls)
+            params = push.PushParams(
+                policies=("none",),
+                protocol="h2",
+                backend=backend,
+                scheduler="fifo",
+                think_s=0.05,
+                rtt_s=0.1,
+                tls=use_tls,
+            )
             result = push.run(page, params)
             assert result.params["tls"] is use_tls
             arrived[backend, use_tls] = result.resources.set_index("index").loc[0, "arrived_s"]
@@ -251,8 +284,8 @@ def _pcap_records(path):
     data = path.read_bytes()
     pos, out = 24, []
     while pos < len(data):
-        sec, nsec, incl, _ = struct.unpack("<IIII", data[pos:pos + 16])
-        out.append((sec, nsec, data[pos + 16:pos + 16 + incl]))
+        sec, nsec, incl, _ = struct.unpack("<IIII", data[pos : pos + 16])
+        out.append((sec, nsec, data[pos + 16 : pos + 16 + incl]))
         pos += 16 + incl
     return out
 
@@ -271,4 +304,4 @@ def test_openssl_randomness_changes_ciphertext_never_sizes_or_times(tmp_path):
     (a, pa), (b, pb) = runs
     assert a.summary == b.summary and a.exchanges.equals(b.exchanges)
     assert [(s, ns, len(p)) for s, ns, p in pa] == [(s, ns, len(p)) for s, ns, p in pb]
-    assert any(x[2] != y[2] for x, y in zip(pa, pb))          # the encrypted bytes differ
+    assert any(x[2] != y[2] for x, y in zip(pa, pb))  # the encrypted bytes differ

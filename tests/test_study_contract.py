@@ -21,8 +21,18 @@ from simulator import argtypes, batch
 from simulator.cli import build_parser, main
 from simulator.errors import InputError
 from simulator.studies import registry
-from simulator.studies.base import (CC_CHOICES, Network, Study, StudyParams, StudyResult, add_network_flags,
-                                    median_over_seeds, network_from_args, records, run_seeds)
+from simulator.studies.base import (
+    CC_CHOICES,
+    Network,
+    Study,
+    StudyParams,
+    StudyResult,
+    add_network_flags,
+    median_over_seeds,
+    network_from_args,
+    records,
+    run_seeds,
+)
 
 ROOT = Path(__file__).resolve().parents[1]
 STUDY_NAMES = sorted(registry.STUDIES)
@@ -52,7 +62,7 @@ def test_registration_names_its_study_and_its_default_flags_give_its_default_par
     # ``Params()`` run the same study.
     default = type(params)(stack="h2") if name == "replay" else type(params)()
     given, expected = params.to_dict(), default.to_dict()
-    for k, v in expected.items():      # "5us" is 5 * 1e-6 on the command line: equal to the last bit or so
+    for k, v in expected.items():  # "5us" is 5 * 1e-6 on the command line: equal to the last bit or so
         assert given[k] == (pytest.approx(v, rel=1e-12) if isinstance(v, float) else v), f"{name}: {k} differs"
     assert "seed" not in study.params_dict(params)
     assert study.with_seed(params, 7).seed == 7
@@ -65,16 +75,18 @@ def test_every_study_runs_as_run_trace_params_progress(name):
     runner and a notebook call every study alike."""
     sig = inspect.signature(registry.get(name).run)
     shape = [(p.name, p.kind, p.default) for p in sig.parameters.values()]
-    assert shape[:2] == [("trace", inspect.Parameter.POSITIONAL_OR_KEYWORD, shape[0][2]),
-                         ("params", inspect.Parameter.POSITIONAL_OR_KEYWORD, None)], f"{name}: {shape}"
+    assert shape[:2] == [
+        ("trace", inspect.Parameter.POSITIONAL_OR_KEYWORD, shape[0][2]),
+        ("params", inspect.Parameter.POSITIONAL_OR_KEYWORD, None),
+    ], f"{name}: {shape}"
     assert shape[2:] == [("progress", inspect.Parameter.KEYWORD_ONLY, False)], f"{name}: {shape}"
-    assert shape[0][2] in (inspect.Parameter.empty, None)            # None: the study makes its own input
+    assert shape[0][2] in (inspect.Parameter.empty, None)  # None: the study makes its own input
 
 
 @pytest.mark.parametrize("name", STUDY_NAMES)
 def test_network_flags_are_spelled_and_read_alike(name):
     actions = registry.get(name).parser()._option_string_actions
-    if "--rtt" in actions and name != "demux":            # demux takes a list of RTTs
+    if "--rtt" in actions and name != "demux":  # demux takes a list of RTTs
         assert actions["--rtt"].type is argtypes.rtt
     if "--bw" in actions:
         assert actions["--bw"].type is argtypes.bottleneck
@@ -93,10 +105,15 @@ def test_each_study_keeps_its_own_rtt_default():
     assert trailers.TrailersParams().rtt_s == replay.ReplayParams().rtt_s == 0.050
 
 
-@pytest.mark.parametrize("kw, fragment", [
-    (dict(rtt_s=0), r"RTT \(--rtt, rtt_s\) must be positive"),
-    (dict(bandwidth_bps=0), r"bandwidth \(--bw, bandwidth_bps\) must be positive"),
-    (dict(loss="lots"), "loss"), (dict(cc="bbr"), "unknown congestion control")])
+@pytest.mark.parametrize(
+    "kw, fragment",
+    [
+        (dict(rtt_s=0), r"RTT \(--rtt, rtt_s\) must be positive"),
+        (dict(bandwidth_bps=0), r"bandwidth \(--bw, bandwidth_bps\) must be positive"),
+        (dict(loss="lots"), "loss"),
+        (dict(cc="bbr"), "unknown congestion control"),
+    ],
+)
 def test_a_bad_network_value_is_refused_by_every_study(kw, fragment):
     from simulator.studies import coalescing, hol, trailers
 
@@ -123,8 +140,17 @@ def checks(monkeypatch):
 
 # One command per study, its network given by flags (from tests/test_golden.py, small and fast).
 CHECKED_ONCE = {
-    "hol-quic": ["hol", "--trace", "traces/synthetic-page.har", "--transport", "quic", "--rtt", "100ms",
-                 "--loss", "ge:0.01,0.3"],
+    "hol-quic": [
+        "hol",
+        "--trace",
+        "traces/synthetic-page.har",
+        "--transport",
+        "quic",
+        "--rtt",
+        "100ms",
+        "--loss",
+        "ge:0.01,0.3",
+    ],
     "hol-tcp": ["hol", "--trace", "traces/synthetic-session.har", "--transport", "tcp", "--loss", "0.01"],
     "hol-ref2017": ["hol", "--trace", "traces/qif/fb-req-hq.qif", "--transport", "ref2017", "--loss", "0.01"],
     "hol-interop": ["hol", "--trace", "traces/qpack-interop/ls-qpack/fb-req-hq.out.256.100.1", "--loss", "0.01"],
@@ -135,8 +161,15 @@ CHECKED_ONCE = {
     "trailers": ["trailers", "--loss", "0.01"],
     "replay-h2": ["replay", "--trace", "traces/synthetic-page.har", "--stack", "h2", "--loss", "0.01"],
     "crossstream": ["crossstream", "--releases", "2", "--loss", "0.01"],
-    "priorities": ["priorities", "--trace", "traces/synthetic-page.har", "--scheduler", "rfc9218,fifo",
-                   "--loss", "0.01"],
+    "priorities": [
+        "priorities",
+        "--trace",
+        "traces/synthetic-page.har",
+        "--scheduler",
+        "rfc9218,fifo",
+        "--loss",
+        "0.01",
+    ],
     "demux": ["demux", "--streams", "2", "--loss", "0.01"],
 }
 
@@ -181,21 +214,22 @@ def test_a_loss_spelling_is_read_once_into_a_model(monkeypatch):
     from simulator.studies import hol
 
     params = hol.HolParams(**network_from_args(args))
-    assert params.loss == "ge:0.01,0.3"                   # results carry the spelling as given
+    assert params.loss == "ge:0.01,0.3"  # results carry the spelling as given
     assert params.network.loss is spec
-    assert all(r is spec for r in reads), reads           # handed on as the value, never as text
+    assert all(r is spec for r in reads), reads  # handed on as the value, never as text
 
 
 def test_network_flags_parse_their_units():
     p = argtypes.ArgParser()
     add_network_flags(p, rtt="100ms", bw="10mbit", loss="0", cc="reno", tls=True, seed=1)
-    args = p.parse_args(["--rtt", "250ms", "--bw", "none", "--loss", "ge:0.01,0.3", "--cc", "cubic", "--no-tls",
-                         "--seed", "3"])
+    args = p.parse_args(
+        ["--rtt", "250ms", "--bw", "none", "--loss", "ge:0.01,0.3", "--cc", "cubic", "--no-tls", "--seed", "3"]
+    )
     read = network_from_args(args)
     assert str(read.pop("loss")) == "ge:0.01,0.3"
     assert read == {"rtt_s": 0.25, "bandwidth_bps": None, "cc": "cubic", "tls": False, "seed": 3}
     q = argtypes.ArgParser()
-    add_network_flags(q, bw="1gbit", seed=1)               # only what a study uses
+    add_network_flags(q, bw="1gbit", seed=1)  # only what a study uses
     assert network_from_args(q.parse_args([])) == {"bandwidth_bps": 1e9, "seed": 1}
 
 
@@ -263,8 +297,15 @@ def _command(args: argparse.Namespace) -> int:
     return 0
 
 
-STUDY = Study(name="transfer", help="one response's transfer time", add_arguments=_add_arguments,
-              params_from_args=_params_from_args, run=run_transfer, command=_command, input="none")
+STUDY = Study(
+    name="transfer",
+    help="one response's transfer time",
+    add_arguments=_add_arguments,
+    params_from_args=_params_from_args,
+    run=run_transfer,
+    command=_command,
+    input="none",
+)
 
 
 @dataclass(frozen=True)
@@ -301,6 +342,7 @@ def test_seeds_are_run_once_by_the_contract_for_any_study():
 def test_median_over_seeds_of_a_summary_without_an_index_keeps_its_columns():
     """A summary whose alternatives are named by columns (``by``): the figures are medians,
     the other columns (a label, the seed) the first seed's, in the summary's own order."""
+
     def run_flat(trace=None, params=None, *, progress=False):
         drawn = run_draw(trace, params).summary.reset_index()
         drawn.insert(1, "label", "fixed")
@@ -317,7 +359,7 @@ def test_median_over_seeds_of_a_summary_without_an_index_keeps_its_columns():
 
 @pytest.fixture
 def registered(monkeypatch):
-    monkeypatch.setitem(registry.STUDIES, "transfer", __name__)      # the one registration line
+    monkeypatch.setitem(registry.STUDIES, "transfer", __name__)  # the one registration line
 
 
 def test_a_new_study_is_a_command(registered, capsys):
@@ -329,8 +371,15 @@ def test_a_new_study_is_a_command(registered, capsys):
 
 
 def test_a_new_study_is_a_batch_study(registered, tmp_path):
-    report = batch.run_batch("transfer", None, {"rtt": ["10ms", "200ms"], "bw": ["1mbit", "none"]}, seeds=2,
-                             out=tmp_path / "res", workers=0, progress=False)
+    report = batch.run_batch(
+        "transfer",
+        None,
+        {"rtt": ["10ms", "200ms"], "bw": ["1mbit", "none"]},
+        seeds=2,
+        out=tmp_path / "res",
+        workers=0,
+        progress=False,
+    )
     assert (report.jobs, report.ok) == (8, 8)
     df = batch.load(tmp_path / "res")
     bandwidth = pd.to_numeric(df["bandwidth_bps"]).fillna(math.inf)
@@ -355,7 +404,7 @@ def test_bench_without_a_checkout_says_so_in_one_line(tmp_path, monkeypatch, cap
     checkout (its benchmarks/ in the current folder) it finds them."""
     from simulator import bench
 
-    monkeypatch.setattr(bench, "BENCH_DIR", tmp_path / "site-packages" / "benchmarks")   # nothing beside it
+    monkeypatch.setattr(bench, "BENCH_DIR", tmp_path / "site-packages" / "benchmarks")  # nothing beside it
     monkeypatch.chdir(tmp_path)
     assert bench.available() == []
     assert main(["bench", "engine"]) == 2 and main(["bench", "all"]) == 2

@@ -18,20 +18,34 @@ from simulator.traces.harfields import response_header_bytes
 from simulator.traces.interop import load_interop, read_records, write_records
 from simulator.traces.qif import load_qif, parse_qif, write_qif
 
-TRACES = Path(__file__).resolve().parents[1] / "traces"   # bundled QIFs and interop files (MIT, see traces/README.md)
+TRACES = Path(__file__).resolve().parents[1] / "traces"  # bundled QIFs and interop files (MIT, see traces/README.md)
 
 
 def entry(url, headers=(), method="GET", status=200, resp_headers=(), started="2024-06-01T10:00:00.000Z", **extra):
     e = {
         "startedDateTime": started,
         "time": 10,
-        "request": {"method": method, "url": url, "httpVersion": "HTTP/1.1", "cookies": [],
-                    "headers": [{"name": n, "value": v} for n, v in headers], "queryString": [],
-                    "headersSize": -1, "bodySize": -1},
-        "response": {"status": status, "statusText": "OK", "httpVersion": "HTTP/1.1", "cookies": [],
-                     "headers": [{"name": n, "value": v} for n, v in resp_headers],
-                     "content": {"size": 1234, "mimeType": "text/html"}, "redirectURL": "",
-                     "headersSize": -1, "bodySize": -1},
+        "request": {
+            "method": method,
+            "url": url,
+            "httpVersion": "HTTP/1.1",
+            "cookies": [],
+            "headers": [{"name": n, "value": v} for n, v in headers],
+            "queryString": [],
+            "headersSize": -1,
+            "bodySize": -1,
+        },
+        "response": {
+            "status": status,
+            "statusText": "OK",
+            "httpVersion": "HTTP/1.1",
+            "cookies": [],
+            "headers": [{"name": n, "value": v} for n, v in resp_headers],
+            "content": {"size": 1234, "mimeType": "text/html"},
+            "redirectURL": "",
+            "headersSize": -1,
+            "bodySize": -1,
+        },
         "cache": {},
         "timings": {"send": 1, "wait": 5, "receive": 4},
     }
@@ -40,8 +54,14 @@ def entry(url, headers=(), method="GET", status=200, resp_headers=(), started="2
 
 
 def har(*entries, pages=()):
-    return {"log": {"version": "1.2", "creator": {"name": "test", "version": "1"},
-                    "pages": list(pages), "entries": list(entries)}}
+    return {
+        "log": {
+            "version": "1.2",
+            "creator": {"name": "test", "version": "1"},
+            "pages": list(pages),
+            "entries": list(entries),
+        }
+    }
 
 
 def write_json(path: Path, doc) -> Path:
@@ -51,18 +71,37 @@ def write_json(path: Path, doc) -> Path:
 
 # ------------------------------------------------------------------------ HAR
 
+
 def test_pseudo_headers_rebuilt_per_rfc9113_8_3_1(tmp_path):
-    doc = har(entry("https://user:pw@Example.com:8443/a/b?x=1&y=2", headers=[
-        ("Host", "example.com:8443"), ("Connection", "keep-alive"), ("Keep-Alive", "timeout=5"),
-        ("Proxy-Connection", "keep-alive"), ("Transfer-Encoding", "chunked"), ("Upgrade", "h2c"),
-        ("TE", "gzip"), ("User-Agent", "UA/1"), ("Accept", "*/*"), ("Cookie", "a=1; b=2")],
-        resp_headers=[("Content-Type", "text/html"), ("Transfer-Encoding", "chunked"), ("Connection", "close")]))
+    doc = har(
+        entry(
+            "https://user:pw@Example.com:8443/a/b?x=1&y=2",
+            headers=[
+                ("Host", "example.com:8443"),
+                ("Connection", "keep-alive"),
+                ("Keep-Alive", "timeout=5"),
+                ("Proxy-Connection", "keep-alive"),
+                ("Transfer-Encoding", "chunked"),
+                ("Upgrade", "h2c"),
+                ("TE", "gzip"),
+                ("User-Agent", "UA/1"),
+                ("Accept", "*/*"),
+                ("Cookie", "a=1; b=2"),
+            ],
+            resp_headers=[("Content-Type", "text/html"), ("Transfer-Encoding", "chunked"), ("Connection", "close")],
+        )
+    )
     trace = parse_har(doc, path="x.har")
     e = trace.exchanges[0]
     assert e.request_headers == (
-        (b":method", b"GET"), (b":scheme", b"https"), (b":authority", b"example.com:8443"),
+        (b":method", b"GET"),
+        (b":scheme", b"https"),
+        (b":authority", b"example.com:8443"),
         (b":path", b"/a/b?x=1&y=2"),
-        (b"user-agent", b"UA/1"), (b"accept", b"*/*"), (b"cookie", b"a=1; b=2"))  # cookie kept whole
+        (b"user-agent", b"UA/1"),
+        (b"accept", b"*/*"),
+        (b"cookie", b"a=1; b=2"),
+    )  # cookie kept whole
     assert e.response_headers == ((b":status", b"200"), (b"content-type", b"text/html"))
     assert e.origin == "https://example.com:8443"
     assert trace.format == "har"
@@ -71,22 +110,34 @@ def test_pseudo_headers_rebuilt_per_rfc9113_8_3_1(tmp_path):
 def test_pseudo_headers_from_url_without_host_and_te_trailers_kept():
     doc = har(entry("http://example.org", headers=[("te", "trailers"), ("accept", "*/*")], method="POST"))
     e = parse_har(doc).exchanges[0]
-    assert e.request_headers == ((b":method", b"POST"), (b":scheme", b"http"), (b":authority", b"example.org"),
-                                 (b":path", b"/"), (b"te", b"trailers"), (b"accept", b"*/*"))
+    assert e.request_headers == (
+        (b":method", b"POST"),
+        (b":scheme", b"http"),
+        (b":authority", b"example.org"),
+        (b":path", b"/"),
+        (b"te", b"trailers"),
+        (b"accept", b"*/*"),
+    )
     assert e.origin == "http://example.org"
 
 
 def test_connect_has_only_method_and_authority():
     doc = har(entry("https://proxy.example:443", method="CONNECT"))
-    assert parse_har(doc).exchanges[0].request_headers == ((b":method", b"CONNECT"),
-                                                           (b":authority", b"proxy.example:443"))
+    assert parse_har(doc).exchanges[0].request_headers == (
+        (b":method", b"CONNECT"),
+        (b":authority", b"proxy.example:443"),
+    )
 
 
 def test_existing_pseudo_headers_keep_wire_order():
-    headers = [(":method", "GET"), (":authority", "a.example"), (":scheme", "https"), (":path", "/x"),
-               ("accept", "*/*")]
-    doc = har(entry("https://a.example/x", headers=headers,
-                    resp_headers=[(":status", "200"), ("server", "s")]))
+    headers = [
+        (":method", "GET"),
+        (":authority", "a.example"),
+        (":scheme", "https"),
+        (":path", "/x"),
+        ("accept", "*/*"),
+    ]
+    doc = har(entry("https://a.example/x", headers=headers, resp_headers=[(":status", "200"), ("server", "s")]))
     e = parse_har(doc).exchanges[0]
     assert [n for n, _ in e.request_headers] == [b":method", b":authority", b":scheme", b":path", b"accept"]
     assert e.response_headers == ((b":status", b"200"), (b"server", b"s"))
@@ -94,14 +145,31 @@ def test_existing_pseudo_headers_keep_wire_order():
 
 def test_chrome_extras_sizes_sorting_pages():
     doc = har(
-        entry("https://a.example/late.js", started="2024-06-01T10:00:01.500Z", pageref="p1",
-              _priority="High", _resourceType="script",
-              _initiator={"type": "script", "stack": {"callFrames": [], "parent": {
-                  "callFrames": [{"url": ""}, {"url": "https://a.example/app.js"}]}}}),
-        entry("https://a.example/", started="2024-06-01T10:00:00.250Z", pageref="p1",
-              _priority="VeryHigh", _resourceType="document", _initiator={"type": "other"},
-              connection="42"),
-        pages=[{"startedDateTime": "2024-06-01T10:00:00.000Z", "id": "p1", "title": "A", "pageTimings": {}}])
+        entry(
+            "https://a.example/late.js",
+            started="2024-06-01T10:00:01.500Z",
+            pageref="p1",
+            _priority="High",
+            _resourceType="script",
+            _initiator={
+                "type": "script",
+                "stack": {
+                    "callFrames": [],
+                    "parent": {"callFrames": [{"url": ""}, {"url": "https://a.example/app.js"}]},
+                },
+            },
+        ),
+        entry(
+            "https://a.example/",
+            started="2024-06-01T10:00:00.250Z",
+            pageref="p1",
+            _priority="VeryHigh",
+            _resourceType="document",
+            _initiator={"type": "other"},
+            connection="42",
+        ),
+        pages=[{"startedDateTime": "2024-06-01T10:00:00.000Z", "id": "p1", "title": "A", "pageTimings": {}}],
+    )
     doc["log"]["entries"][0]["response"]["content"]["size"] = -1
     doc["log"]["entries"][0]["response"]["bodySize"] = -1
     doc["log"]["entries"][0]["response"]["_transferSize"] = 999
@@ -127,10 +195,17 @@ def test_multiline_set_cookie_becomes_separate_fields():
 
 
 def test_har_write_read_round_trip(tmp_path):
-    doc = har(entry("https://a.example/x?q=1", headers=[("Accept", "*/*"), ("Cookie", "s=\u00e9t\u00e9")],
-                    resp_headers=[("Server", "nginx")], pageref="p", _priority="Low"),
-              entry("https://b.example/", started="2024-06-01T10:00:00.125Z"),
-              pages=[{"startedDateTime": "2024-06-01T10:00:00.000Z", "id": "p", "title": "t"}])
+    doc = har(
+        entry(
+            "https://a.example/x?q=1",
+            headers=[("Accept", "*/*"), ("Cookie", "s=\u00e9t\u00e9")],
+            resp_headers=[("Server", "nginx")],
+            pageref="p",
+            _priority="Low",
+        ),
+        entry("https://b.example/", started="2024-06-01T10:00:00.125Z"),
+        pages=[{"startedDateTime": "2024-06-01T10:00:00.000Z", "id": "p", "title": "t"}],
+    )
     trace = parse_har(doc)
     write_har(trace, tmp_path / "out.har")
     again = load_har(tmp_path / "out.har")
@@ -207,6 +282,7 @@ def test_write_qif_refuses_line_breaks(tmp_path):
 
 # ------------------------------------------------------------------------ interop
 
+
 def encode_interop(lists, capacity=4096, blocked=100):
     """Encode header lists with pylsqpack into interop records (no acknowledgements)."""
     encoder = pylsqpack.Encoder()
@@ -221,8 +297,12 @@ def encode_interop(lists, capacity=4096, blocked=100):
 
 
 def test_interop_records_round_trip_and_decode(tmp_path):
-    lists = [h for _, _, h in load(Path(__file__).resolve().parents[1] / "traces" / "synthetic-page.har")
-             .header_lists("requests")]
+    lists = [
+        h
+        for _, _, h in load(Path(__file__).resolve().parents[1] / "traces" / "synthetic-page.har").header_lists(
+            "requests"
+        )
+    ]
     path = tmp_path / "page.out.4096.100.0"
     records = encode_interop(lists)
     write_records(path, records)
@@ -252,6 +332,7 @@ def test_interop_blocked_streams_resume(tmp_path):
 
 # ------------------------------------------------------------------------ detection
 
+
 def test_detect_by_content_not_extension(tmp_path):
     har_as_txt = write_json(tmp_path / "capture.txt", har(entry("https://a.example/")))
     assert load(har_as_txt).format == "har"
@@ -266,22 +347,32 @@ def test_detect_by_content_not_extension(tmp_path):
 
 # ------------------------------------------------------------------------ bad input
 
-@pytest.mark.parametrize("name, content, where", [
-    ("empty.har", b"", "empty"),
-    ("blank.qif", b"\n\n  \n", "empty"),
-    ("trunc.har", b'{"log": {"entries": [\n  {"request": ', "line 2, column"),
-    ("nonjson.har", b'{"log": nope}', "line 1, column 9"),
-    ("nolog.har", b'{"foo": 1}', '"log"'),
-    ("noentries.har", b'{"log": {"version": "1.2"}}', '"entries"'),
-    ("noreq.har", json.dumps(har(entry("https://a.example/"), {"startedDateTime": "2024-06-01T10:00:00Z"})).encode(),
-     "entry 1: has no request"),
-    ("nourl.har", json.dumps({"log": {"entries": [{"request": {"method": "GET"}}]}}).encode(),
-     "entry 0: request has no url"),
-    ("badtime.har", json.dumps(har(entry("https://a.example/", started="yesterday"))).encode(), "entry 0"),
-    ("notab.qif", b":method\tGET\n:path\t/\nbroken line\n", "line 3"),
-    ("trunc.out.0.0.0", b"\x00" * 7 + b"\x01" + b"\x00\x00\x00\x10" + b"abc", "byte offset 0"),
-    ("trunchdr.out.0.0.0", b"\x00" * 7 + b"\x01" + b"\x00\x00\x00\x01" + b"a" + b"\x00\x00\x00", "byte offset 13"),
-])
+
+@pytest.mark.parametrize(
+    "name, content, where",
+    [
+        ("empty.har", b"", "empty"),
+        ("blank.qif", b"\n\n  \n", "empty"),
+        ("trunc.har", b'{"log": {"entries": [\n  {"request": ', "line 2, column"),
+        ("nonjson.har", b'{"log": nope}', "line 1, column 9"),
+        ("nolog.har", b'{"foo": 1}', '"log"'),
+        ("noentries.har", b'{"log": {"version": "1.2"}}', '"entries"'),
+        (
+            "noreq.har",
+            json.dumps(har(entry("https://a.example/"), {"startedDateTime": "2024-06-01T10:00:00Z"})).encode(),
+            "entry 1: has no request",
+        ),
+        (
+            "nourl.har",
+            json.dumps({"log": {"entries": [{"request": {"method": "GET"}}]}}).encode(),
+            "entry 0: request has no url",
+        ),
+        ("badtime.har", json.dumps(har(entry("https://a.example/", started="yesterday"))).encode(), "entry 0"),
+        ("notab.qif", b":method\tGET\n:path\t/\nbroken line\n", "line 3"),
+        ("trunc.out.0.0.0", b"\x00" * 7 + b"\x01" + b"\x00\x00\x00\x10" + b"abc", "byte offset 0"),
+        ("trunchdr.out.0.0.0", b"\x00" * 7 + b"\x01" + b"\x00\x00\x00\x01" + b"a" + b"\x00\x00\x00", "byte offset 13"),
+    ],
+)
 def test_bad_input_names_file_and_place(tmp_path, name, content, where):
     path = tmp_path / name
     path.write_bytes(content)
@@ -314,6 +405,7 @@ def test_load_many_skips_bad_file(tmp_path):
 
 
 # ------------------------------------------------------------------------ CLI
+
 
 def test_cli_info_json_and_text(tmp_path, capsys):
     page = str(Path(__file__).resolve().parents[1] / "traces" / "synthetic-page.har")
@@ -359,6 +451,7 @@ def test_cli_subprocess_exit_status(tmp_path):
 
 # ------------------------------------------------------------------------ bundled real traces
 
+
 def test_bundled_qif_counts_and_raw_bytes():
     req = load(TRACES / "qif" / "fb-req-hq.qif")
     resp = load(TRACES / "qif" / "fb-resp-hq.qif")
@@ -370,8 +463,9 @@ def test_bundled_qif_counts_and_raw_bytes():
     assert len(parse_qif((TRACES / "qif" / "draft-examples.qif").read_bytes())) == 3
 
 
-@pytest.mark.parametrize("path", sorted((TRACES / "qpack-interop").glob("*/*.out.*")),
-                         ids=lambda p: f"{p.parent.name}/{p.name}")
+@pytest.mark.parametrize(
+    "path", sorted((TRACES / "qpack-interop").glob("*/*.out.*")), ids=lambda p: f"{p.parent.name}/{p.name}"
+)
 def test_bundled_interop_decodes_to_qif(path):
     qif = load(TRACES / "qif" / (path.name.split(".out.")[0] + ".qif"))
     trace = load(path)
@@ -390,14 +484,15 @@ def test_untimed_trace_stays_untimed_through_har(tmp_path):
     assert [e.request_headers for e in again][0] == load(qif).exchanges[0].request_headers
 
 
-@pytest.mark.parametrize("rel", ["synthetic-page.har", "qif/netbsd.qif",
-                                 "qpack-interop/ls-qpack/fb-req-hq.out.256.100.1"])
+@pytest.mark.parametrize(
+    "rel", ["synthetic-page.har", "qif/netbsd.qif", "qpack-interop/ls-qpack/fb-req-hq.out.256.100.1"]
+)
 def test_load_from_bytes_names_the_trace_and_never_opens_the_path(tmp_path, rel):
     """A Dask worker loads a trace from the bytes the client sent: the path only names it
     (interop settings come from the name), and the trace equals the one loaded from disk."""
     src = TRACES / rel
     from_disk = load(src)
-    ghost = tmp_path / "not-here" / src.name             # never exists
+    ghost = tmp_path / "not-here" / src.name  # never exists
     from_bytes = load(ghost, data=src.read_bytes())
     assert from_bytes.content_hash() == from_disk.content_hash()
     assert len(from_bytes.exchanges) == len(from_disk.exchanges)

@@ -62,7 +62,7 @@ def test_third_party_spread_flattens_with_the_zipf_exponent():
     assert len(flat.origins()) > len(steep.origins()) + 15
     assert generate(pages=1, seed=5, third_party_zipf_s=1.0).content_hash() == generate(pages=1, seed=5).content_hash()
     few = generate(pages=1, seed=5, requests=300, third_party_share=0.0)
-    assert len(few.origins()) == 3                          # www., static. and api. only
+    assert len(few.origins()) == 3  # www., static. and api. only
     with pytest.raises(InputError, match="third-party share"):
         generate(pages=1, seed=5, third_party_share=1.5)
 
@@ -77,7 +77,7 @@ def test_header_lists_look_like_http2():
     trace = generate(pages=2, seed=3)
     for e in trace:
         names = [n for n, _ in e.request_headers]
-        assert names[:4] == [b":method", b":scheme", b":authority", b":path"]          # RFC 9113 8.3.1
+        assert names[:4] == [b":method", b":scheme", b":authority", b":path"]  # RFC 9113 8.3.1
         assert all(n == n.lower() for n in names)
         assert not {b"connection", b"host", b"keep-alive", b"transfer-encoding", b"upgrade"} & set(names)
         assert e.response_headers[0][0] == b":status"
@@ -94,15 +94,20 @@ def test_header_lists_look_like_http2():
 
 def test_parameters_follow_their_sources():
     counts = [len(generate(pages=1, seed=s)) for s in range(40)]
-    assert 55 <= statistics.median(counts) <= 90            # median approximately 70 requests
+    assert 55 <= statistics.median(counts) <= 90  # median approximately 70 requests
     trace = generate(pages=1, seed=1, requests=200)
     assert len(trace) == 200
     kinds = [e.resource_type for e in trace]
     assert 0.25 <= kinds.count("script") / len(kinds) <= 0.45
     assert 0.15 <= kinds.count("image") / len(kinds) <= 0.35
-    crumbs = [len(c) for e in generate(pages=3, seed=2) for n, v in e.request_headers if n == b"cookie"
-              for c in v.split(b"; ")]
-    assert 20 <= statistics.median(crumbs) <= 60            # median cookie approximately 36 bytes
+    crumbs = [
+        len(c)
+        for e in generate(pages=3, seed=2)
+        for n, v in e.request_headers
+        if n == b"cookie"
+        for c in v.split(b"; ")
+    ]
+    assert 20 <= statistics.median(crumbs) <= 60  # median cookie approximately 36 bytes
     assert len(generate(pages=1, seed=1, origins=2).origins()) <= 2 + 3
 
 

@@ -30,8 +30,7 @@ from simulator.http.framing import Framer, grpc_web_trailer_frame
 from simulator.studies import trailers
 from simulator.studies.trailers import TrailersParams
 
-MD = ((b"content-digest", b"sha-256=:" + base64.b64encode(hfields.body_digest(1000)) + b":"),
-      (b"grpc-status", b"0"))
+MD = ((b"content-digest", b"sha-256=:" + base64.b64encode(hfields.body_digest(1000)) + b":"), (b"grpc-status", b"0"))
 REQ = ((b":method", b"GET"), (b":scheme", b"https"), (b":authority", b"server.example"), (b":path", b"/r/0"))
 
 
@@ -41,8 +40,12 @@ def _run(**kw):
 
 def _row(result, version, strategy, stack="model", response=0):
     df = result.responses
-    sel = df[(df["http_version"] == version) & (df["strategy"] == strategy) & (df["stack"] == stack)
-             & (df["response"] == response)]
+    sel = df[
+        (df["http_version"] == version)
+        & (df["strategy"] == strategy)
+        & (df["stack"] == stack)
+        & (df["response"] == response)
+    ]
     assert len(sel) == 1
     return sel.iloc[0]
 
@@ -60,7 +63,7 @@ def test_rfc9110_6_5_buffering_adds_body_over_rate_to_ttfb_trailers_do_not(versi
     body, rate, rtt = 200_000, 100_000.0, 0.05
     r = _run(versions=(version,), body_bytes=body, rate_bytes_per_s=rate, rtt_s=rtt)
     buffer, trailer, inbody = (_row(r, version, s) for s in ("buffer", "trailer", "in-body"))
-    produce = body / rate                                      # 2 s
+    produce = body / rate  # 2 s
     assert buffer["ttfb_s"] == pytest.approx(produce + rtt, rel=0.02)
     assert trailer["ttfb_s"] == pytest.approx(rtt, abs=0.005)
     assert inbody["ttfb_s"] == pytest.approx(rtt, abs=0.005)
@@ -102,7 +105,7 @@ def test_rfc9110_6_5_1_without_te_trailers_a_conforming_hop_drops_or_merges(poli
     r = _run(hops=(policy,), te_trailers=0.0, strategies=("trailer",), body_bytes=100_000)
     for version in ("h1", "h2", "h3"):
         row = _row(r, version, "trailer")
-        assert not row["te"] and not row["te_at_origin"]        # TE is hop-by-hop (RFC 9110 7.6.1)
+        assert not row["te"] and not row["te_at_origin"]  # TE is hop-by-hop (RFC 9110 7.6.1)
         assert math.isnan(row["trailers_s"]) and row["trailer_bytes"] == 0
         assert row["status_lost"] and row["lost_fields"].split(",")[-1] == "grpc-status"
         if policy == "pass":
@@ -124,7 +127,7 @@ def test_with_te_trailers_a_passing_hop_forwards_them_and_a_dropping_one_does_no
     r = _run(hops=("drop",), te_trailers=1.0, strategies=("trailer", "buffer", "in-body"), body_bytes=50_000)
     for version in ("h1", "h2", "h3"):
         dropped = _row(r, version, "trailer")
-        assert not dropped["te_at_origin"]                      # a dropping hop never says TE: trailers
+        assert not dropped["te_at_origin"]  # a dropping hop never says TE: trailers
         assert dropped["fields_delivered"] == 0 and dropped["integrity_lost"] and dropped["status_lost"]
         # Metadata in the header section or in the body survives the same hop.
         assert _row(r, version, "buffer")["fields_lost"] == 0
@@ -137,10 +140,22 @@ def test_a_merging_hop_must_buffer_its_memory_and_added_latency():
     section waits for the last byte, so the first byte at the client comes about
     body/R later than through a streaming hop."""
     body, rate = 200_000, 100_000.0
-    merged = _run(hops=("merge",), te_trailers=0.0, strategies=("trailer",), versions=("h2",), body_bytes=body,
-                  rate_bytes_per_s=rate)
-    passed = _run(hops=("pass",), te_trailers=0.0, strategies=("trailer",), versions=("h2",), body_bytes=body,
-                  rate_bytes_per_s=rate)
+    merged = _run(
+        hops=("merge",),
+        te_trailers=0.0,
+        strategies=("trailer",),
+        versions=("h2",),
+        body_bytes=body,
+        rate_bytes_per_s=rate,
+    )
+    passed = _run(
+        hops=("pass",),
+        te_trailers=0.0,
+        strategies=("trailer",),
+        versions=("h2",),
+        body_bytes=body,
+        rate_bytes_per_s=rate,
+    )
     m, p = _row(merged, "h2", "trailer"), _row(passed, "h2", "trailer")
     assert m["hops_held_max_bytes"] == body
     assert p["hops_held_max_bytes"] < 0.2 * body
@@ -155,21 +170,36 @@ def test_a_chain_of_hops_adds_up_memory_and_latency():
     a, b = _row(one, "h2", "trailer"), _row(three, "h2", "trailer")
     assert b["hops_held_sum_bytes"] >= 2 * 100_000 and a["hops_held_sum_bytes"] >= 100_000
     assert b["ttfb_s"] > a["ttfb_s"]
-    assert b["metadata_where"] == "trailers"                    # TE: trailers all the way
+    assert b["metadata_where"] == "trailers"  # TE: trailers all the way
 
 
 def test_te_draws_are_seeded_and_shared_by_strategies_and_versions():
-    r = _run(responses=40, te_trailers=0.5, hops=("pass",), strategies=("trailer", "in-body"), versions=("h1", "h3"),
-             body_bytes=2000, spacing_s=0.2)
+    r = _run(
+        responses=40,
+        te_trailers=0.5,
+        hops=("pass",),
+        strategies=("trailer", "in-body"),
+        versions=("h1", "h3"),
+        body_bytes=2000,
+        spacing_s=0.2,
+    )
     df = r.responses
     per_response = df.groupby("response")["te"].nunique()
-    assert (per_response == 1).all()                            # the same draw everywhere
+    assert (per_response == 1).all()  # the same draw everywhere
     te = df[(df["http_version"] == "h1") & (df["strategy"] == "trailer")].set_index("response")["te"]
     assert 5 < te.sum() < 35
     lost = df[(df["strategy"] == "trailer")].set_index(["http_version", "response"])["fields_lost"] > 0
-    assert (lost.xs("h3") == ~te).all()                         # lost exactly where TE was absent
-    other = _run(responses=40, te_trailers=0.5, hops=("pass",), strategies=("trailer",), versions=("h1",),
-                 body_bytes=2000, spacing_s=0.2, seed=2)
+    assert (lost.xs("h3") == ~te).all()  # lost exactly where TE was absent
+    other = _run(
+        responses=40,
+        te_trailers=0.5,
+        hops=("pass",),
+        strategies=("trailer",),
+        versions=("h1",),
+        body_bytes=2000,
+        spacing_s=0.2,
+        seed=2,
+    )
     assert list(other.responses["te"]) != list(te)
 
 
@@ -185,8 +215,11 @@ def test_rfc9112_7_1_chunked_body_and_trailer_section_bytes_match_h11():
     conn = h11.Connection(h11.SERVER)
     conn.receive_data(b"GET /r/0 HTTP/1.1\r\nhost: server.example\r\n\r\n")
     conn.next_event()
-    wire = conn.send(h11.Response(status_code=200, reason=b"OK", headers=[(n, v) for n, v in head[1:]]
-                                  + [(b"transfer-encoding", b"chunked")]))
+    wire = conn.send(
+        h11.Response(
+            status_code=200, reason=b"OK", headers=[(n, v) for n, v in head[1:]] + [(b"transfer-encoding", b"chunked")]
+        )
+    )
     assert framer.head(1, head, chunked=True).block.lower() == wire.lower()
     for n in (1, 15, 16, 4096, 16384, 100_000):
         before, after = framer.data_overhead(n, chunked=True)
@@ -197,18 +230,25 @@ def test_rfc9112_7_1_chunked_body_and_trailer_section_bytes_match_h11():
     assert framer.end_bytes(chunked=True) == len(b"0\r\n\r\n")
     # The request: TE is hop-by-hop, so HTTP/1.1 names it in Connection (RFC 9110 10.1.4).
     client = h11.Connection(h11.CLIENT)
-    wire = client.send(h11.Request(method="GET", target="/r/0", headers=[("host", "server.example"),
-                                                                          ("te", "trailers"), ("connection", "te")]))
+    wire = client.send(
+        h11.Request(
+            method="GET", target="/r/0", headers=[("host", "server.example"), ("te", "trailers"), ("connection", "te")]
+        )
+    )
     assert framer.head(0, REQ + ((b"te", b"trailers"),)).block == wire
 
 
 def test_rfc9113_8_1_trailer_bytes_on_h2_equal_the_HEADERS_frame_real_h2_emits():
     """The final HEADERS frame with END_STREAM that h2 writes for the trailer section has
     exactly the model's size (same HPACK context: the response headers came first)."""
-    md = hfields.metadata_fields(("digest", "signature", "status", "timing"), body_bytes=1000, production_s=0.5,
-                                 in_trailers=True)
-    head = ((b":status", b"200"), (b"content-type", b"application/octet-stream"),
-            (b"trailer", b"content-digest, signature-input, signature, grpc-status, server-timing"))
+    md = hfields.metadata_fields(
+        ("digest", "signature", "status", "timing"), body_bytes=1000, production_s=0.5, in_trailers=True
+    )
+    head = (
+        (b":status", b"200"),
+        (b"content-type", b"application/octet-stream"),
+        (b"trailer", b"content-digest, signature-input, signature, grpc-status, server-timing"),
+    )
     client = h2.connection.H2Connection(h2.config.H2Configuration(client_side=True, header_encoding=None))
     server = h2.connection.H2Connection(h2.config.H2Configuration(client_side=False, header_encoding=None))
     client.initiate_connection()
@@ -223,7 +263,7 @@ def test_rfc9113_8_1_trailer_bytes_on_h2_equal_the_HEADERS_frame_real_h2_emits()
     scanner = H2Scanner(16384, preface=False, validate=False)
     assert scanner.feed(server.data_to_send())
     headers = [(flags, length) for ftype, flags, _, _, length in scanner.results() if ftype == 0x1]
-    assert len(headers) == 2 and headers[1][0] & 0x1                 # END_STREAM on the trailers
+    assert len(headers) == 2 and headers[1][0] & 0x1  # END_STREAM on the trailers
     framer = Framer("h2")
     assert framer.head(1, head).wire_bytes == 9 + headers[0][1]
     assert framer.trailers(1, md).wire_bytes == 9 + headers[1][1]
@@ -233,9 +273,16 @@ def test_rfc9113_8_1_trailer_bytes_on_h2_equal_the_HEADERS_frame_real_h2_emits()
 def test_header_and_trailer_bytes_of_model_and_real_stacks_are_the_same(version):
     """RFC 9113 8.1 / RFC 9114 4.1: the model's HPACK / QPACK sections have exactly the size
     of the HEADERS frames the real h2 and aioquic wrote (and the same encoder-stream bytes)."""
-    r = _run(versions=(version,), stack="both", strategies=("buffer", "trailer"), body_bytes=30_000,
-             metadata=("digest", "signature", "status", "timing"), responses=2, spacing_s=0.5,
-             rate_bytes_per_s=200_000.0)
+    r = _run(
+        versions=(version,),
+        stack="both",
+        strategies=("buffer", "trailer"),
+        body_bytes=30_000,
+        metadata=("digest", "signature", "status", "timing"),
+        responses=2,
+        spacing_s=0.5,
+        rate_bytes_per_s=200_000.0,
+    )
     cols = ["head_bytes", "head_encoder_bytes", "trailer_bytes", "trailer_encoder_bytes"]
     for strategy in ("buffer", "trailer"):
         for i in (0, 1):
@@ -248,25 +295,26 @@ def test_in_body_metadata_is_a_grpc_web_trailer_message():
     frame = grpc_web_trailer_frame(((b"Grpc-Status", b"0"), (b"content-digest", b"sha-256=:x:")))
     assert frame[0] == 0x80
     assert int.from_bytes(frame[1:5], "big") == len(frame) - 5
-    assert frame[5:] == b"grpc-status: 0\r\ncontent-digest: sha-256=:x:\r\n"     # lower-case, no empty line
+    assert frame[5:] == b"grpc-status: 0\r\ncontent-digest: sha-256=:x:\r\n"  # lower-case, no empty line
     r = _run(versions=("h3",), strategies=("in-body",), body_bytes=16384 * 3 + 10, chunk_bytes=16384)
     row = _row(r, "h3", "in-body")
     md = hfields.metadata_fields(("digest", "status"), body_bytes=16384 * 3 + 10, production_s=0, in_trailers=False)
     # Four messages of 5-byte prefixes, the metadata message, and one DATA frame per write.
     assert row["http_bytes"] - row["head_bytes"] - row["data_framing_bytes"] == (
-        16384 * 3 + 10 + 4 * 5 + len(grpc_web_trailer_frame(md)))
+        16384 * 3 + 10 + 4 * 5 + len(grpc_web_trailer_frame(md))
+    )
 
 
 def test_metadata_fields_are_real_digests_and_signatures_and_only_the_digest_may_be_merged():
-    md = dict(hfields.metadata_fields(("digest", "signature"), body_bytes=10, production_s=0, in_trailers=True,
-                                      seed=4))
+    md = dict(hfields.metadata_fields(("digest", "signature"), body_bytes=10, production_s=0, in_trailers=True, seed=4))
     import hashlib
+
     assert md[b"content-digest"] == b"sha-256=:" + base64.b64encode(hashlib.sha256(b"x" * 10).digest()) + b":"
-    params = md[b"signature-input"][len(b"sig1="):]
-    assert b'"content-digest";tr' in params                   # RFC 9421 2.1: taken from the trailers
+    params = md[b"signature-input"][len(b"sig1=") :]
+    assert b'"content-digest";tr' in params  # RFC 9421 2.1: taken from the trailers
     base = b'"@status": 200\n"content-digest";tr: ' + md[b"content-digest"] + b'\n"@signature-params": ' + params
-    signature = base64.b64decode(md[b"signature"][len(b"sig1=:"):-1])
-    hfields.signing_key(4).public_key().verify(signature, base)    # raises if wrong
+    signature = base64.b64decode(md[b"signature"][len(b"sig1=:") : -1])
+    hfields.signing_key(4).public_key().verify(signature, base)  # raises if wrong
     assert hfields.mergeable(b"content-digest")
     for name in (b"signature", b"signature-input", b"grpc-status", b"server-timing"):
         assert not hfields.mergeable(name)
@@ -286,7 +334,7 @@ def test_transport_models_agree_with_the_real_stacks(version):
         for col in ("ttfb_s", "metadata_s", "ttlb_s"):
             assert real[col] == pytest.approx(model[col], rel=0.05, abs=0.005), (strategy, col)
         assert real["metadata_where"] == model["metadata_where"]
-    assert _row(r, version, "buffer", "real")["ttfb_s"] > 0.5           # waited for 150 kB at 300 kB/s
+    assert _row(r, version, "buffer", "real")["ttfb_s"] > 0.5  # waited for 150 kB at 300 kB/s
 
 
 def test_model_chain_decodes_every_section_with_the_real_decoders():
@@ -309,8 +357,16 @@ def test_model_chain_decodes_every_section_with_the_real_decoders():
 
 
 def test_h3_sections_survive_loss_on_the_qpack_streams():
-    r = _run(versions=("h3",), responses=12, spacing_s=0.05, loss="0.05", body_bytes=20_000, seed=3,
-             strategies=("trailer",), metadata=("digest", "signature", "status", "timing"))
+    r = _run(
+        versions=("h3",),
+        responses=12,
+        spacing_s=0.05,
+        loss="0.05",
+        body_bytes=20_000,
+        seed=3,
+        strategies=("trailer",),
+        metadata=("digest", "signature", "status", "timing"),
+    )
     df = r.responses
     assert (df["fields_lost"] == 0).all() and df["ttlb_s"].notna().all()
     assert r.summary["packets_lost"].sum() > 0
@@ -339,10 +395,22 @@ def test_cli_json_and_one_line_errors(capsys):
     assert out["params"]["rate_bytes_per_s"] == 1e6 and out["params"]["body_bytes"] == 65536
     assert main(["trailers", "--versions", "h1", "--hops", "merge", "--te", "0"]) == 0
     assert "merge" in capsys.readouterr().out
-    for argv in (["--rate", "fast"], ["--rate", "0"], ["--hops", "pass,teleport"], ["--te", "2"], ["--te", "x"],
-                 ["--versions", "h9"], ["--strategy", "smoke"], ["--metadata", "signature"],
-                 ["--stack", "real", "--hops", "pass"], ["--stack", "real", "--versions", "h1"],
-                 ["--body", "-5"], ["--loss", "lots"], ["--rtt", "0ms"], ["--trace", "/nonexistent.har"]):
+    for argv in (
+        ["--rate", "fast"],
+        ["--rate", "0"],
+        ["--hops", "pass,teleport"],
+        ["--te", "2"],
+        ["--te", "x"],
+        ["--versions", "h9"],
+        ["--strategy", "smoke"],
+        ["--metadata", "signature"],
+        ["--stack", "real", "--hops", "pass"],
+        ["--stack", "real", "--versions", "h1"],
+        ["--body", "-5"],
+        ["--loss", "lots"],
+        ["--rtt", "0ms"],
+        ["--trace", "/nonexistent.har"],
+    ):
         assert main(["trailers", *argv]) == 2, argv
         err = capsys.readouterr().err
         assert err.startswith("workbench: error:") and err.count("\n") == 1 and "Traceback" not in err
@@ -362,8 +430,9 @@ def test_a_trace_gives_the_responses(tmp_path):
     from simulator.traces import load
 
     trace = load("traces/synthetic-page.har")
-    r = trailers.run(trace, TrailersParams(versions=("h2",), strategies=("trailer",), rate_bytes_per_s=None,
-                                           spacing_s=0.01))
+    r = trailers.run(
+        trace, TrailersParams(versions=("h2",), strategies=("trailer",), rate_bytes_per_s=None, spacing_s=0.01)
+    )
     n = sum(1 for e in trace.exchanges if e.request_headers is not None)
     assert len(r.responses) == n and r.trace["content_hash"] == trace.content_hash()
     sizes = sorted(r.responses["body_bytes"].tolist())
@@ -379,8 +448,16 @@ def test_batch_runs_the_study(tmp_path):
 
     grid = tmp_path / "grid.toml"
     grid.write_text('rate = ["100kB/s", "inf"]\nhops = ["", "drop"]\nversions = ["h2"]\nbody = ["20KB"]\n')
-    report = run_batch("trailers", "traces/synthetic-page.har", str(grid), 1, out=str(tmp_path / "out"), workers=0,
-                       tables=["summary", "hops"], progress=False)
+    report = run_batch(
+        "trailers",
+        "traces/synthetic-page.har",
+        str(grid),
+        1,
+        out=str(tmp_path / "out"),
+        workers=0,
+        tables=["summary", "hops"],
+        progress=False,
+    )
     assert report.failed == 0
     df = load(str(tmp_path / "out"))
     assert len(df) == 4 * 3 and set(df["strategy"]) == set(trailers.STRATEGIES)
@@ -394,10 +471,20 @@ def test_under_loss_models_and_real_stacks_agree_over_many_seeds(version):
     """1% loss, 30 seeds of 4 responses: mean time to metadata within 10%."""
     rows = []
     for seed in range(1, 31):
-        r = _run(versions=(version,), stack="both", loss="0.01", seed=seed, body_bytes=131_072,
-                 rate_bytes_per_s=500_000.0, responses=4, spacing_s=1.0, strategies=("trailer",))
+        r = _run(
+            versions=(version,),
+            stack="both",
+            loss="0.01",
+            seed=seed,
+            body_bytes=131_072,
+            rate_bytes_per_s=500_000.0,
+            responses=4,
+            spacing_s=1.0,
+            strategies=("trailer",),
+        )
         rows.append(r.responses)
     import pandas as pd
+
     means = pd.concat(rows).groupby("stack")["metadata_s"].mean()
     assert means["real"] == pytest.approx(means["model"], rel=0.10)
 
@@ -424,17 +511,60 @@ def test_same_seed_byte_identical_json_across_processes_and_hash_seeds():
     import subprocess
     import sys
 
-    args = ["trailers", "--stack", "both", "--versions", "h2,h3", "--loss", "0.03", "--responses", "3",
-            "--te", "0.5", "--metadata", "digest,signature,status,timing", "--body", "40KB", "--seed", "5", "--json"]
+    args = [
+        "trailers",
+        "--stack",
+        "both",
+        "--versions",
+        "h2,h3",
+        "--loss",
+        "0.03",
+        "--responses",
+        "3",
+        "--te",
+        "0.5",
+        "--metadata",
+        "digest,signature,status,timing",
+        "--body",
+        "40KB",
+        "--seed",
+        "5",
+        "--json",
+    ]
     outs = []
     for hash_seed in ("0", "4242"):
-        proc = subprocess.run([sys.executable, "-m", "simulator.cli", *args], capture_output=True, timeout=600,
-                              env={**os.environ, "PYTHONHASHSEED": hash_seed})
+        proc = subprocess.run(
+            [sys.executable, "-m", "simulator.cli", *args],
+            capture_output=True,
+            timeout=600,
+            env={**os.environ, "PYTHONHASHSEED": hash_seed},
+        )
         assert proc.returncode == 0, proc.stderr.decode()
         outs.append(proc.stdout)
     assert outs[0] and outs[0] == outs[1]
-    hops = ["trailers", "--hops", "pass,merge,store", "--loss", "0.03", "--responses", "3", "--te", "0.5",
-            "--body", "40KB", "--seed", "5", "--json"]
-    outs = [subprocess.run([sys.executable, "-m", "simulator.cli", *hops], capture_output=True, timeout=600,
-                           env={**os.environ, "PYTHONHASHSEED": h}).stdout for h in ("1", "99")]
+    hops = [
+        "trailers",
+        "--hops",
+        "pass,merge,store",
+        "--loss",
+        "0.03",
+        "--responses",
+        "3",
+        "--te",
+        "0.5",
+        "--body",
+        "40KB",
+        "--seed",
+        "5",
+        "--json",
+    ]
+    outs = [
+        subprocess.run(
+            [sys.executable, "-m", "simulator.cli", *hops],
+            capture_output=True,
+            timeout=600,
+            env={**os.environ, "PYTHONHASHSEED": h},
+        ).stdout
+        for h in ("1", "99")
+    ]
     assert outs[0] and outs[0] == outs[1]

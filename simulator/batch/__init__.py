@@ -12,5 +12,15 @@ from .registry import STUDIES, get_study, read_grid
 from .runner import BatchReport, plan, resolve_traces, run_batch
 from .store import failures, load, status
 
-__all__ = ["load", "status", "failures", "run_batch", "plan", "resolve_traces", "BatchReport", "STUDIES",
-           "get_study", "read_grid"]
+__all__ = [
+    "load",
+    "status",
+    "failures",
+    "run_batch",
+    "plan",
+    "resolve_traces",
+    "BatchReport",
+    "STUDIES",
+    "get_study",
+    "read_grid",
+]

@@ -31,9 +31,15 @@ def _dask_client(dask: str, workers: int, timeout: float):
     except ImportError:  # pragma: no cover - a declared dependency
         raise InputError("--dask needs the 'distributed' package (pip install 'dask[distributed]').") from None
     if dask == "local":
-        cluster = LocalCluster(n_workers=max(1, workers), threads_per_worker=1, processes=True,
-                               host="127.0.0.1", dashboard_address=None, silence_logs=logging.ERROR,
-                               scheduler_kwargs={"dashboard_address": "127.0.0.1:0"})   # no fixed port
+        cluster = LocalCluster(
+            n_workers=max(1, workers),
+            threads_per_worker=1,
+            processes=True,
+            host="127.0.0.1",
+            dashboard_address=None,
+            silence_logs=logging.ERROR,
+            scheduler_kwargs={"dashboard_address": "127.0.0.1:0"},
+        )  # no fixed port
         return Client(cluster), cluster
     address = dask if "://" in dask else f"tcp://{dask}"
     wait = min(20.0, timeout)
@@ -65,7 +71,7 @@ def _dask_client(dask: str, workers: int, timeout: float):
         failed = f"no Dask scheduler answered within {wait + 5.0:g} s"
     else:
         failed = made.get("error", "no client")
-        _quiet_collect()       # the half-made Client's __del__ would print a traceback on the way out
+        _quiet_collect()  # the half-made Client's __del__ would print a traceback on the way out
     raise InputError(f"cannot reach the Dask scheduler at {dask!r} ({failed[:200]}).")
 
 
@@ -99,7 +105,7 @@ def _reachable(address: str, wait: float) -> None:
     from distributed.comm.registry import get_backend
 
     scheme, location = parse_address(address)
-    get_backend(scheme)                       # ValueError: unknown scheme
+    get_backend(scheme)  # ValueError: unknown scheme
     if scheme in ("tcp", "tls"):
         host, port = parse_host_port(location)
         with socket.create_connection((host, port), timeout=wait):
@@ -118,13 +124,19 @@ def _quiet_collect() -> None:
         sys.unraisablehook = hook
 
 
-_TASK_S = 0.5               # aim: this much work per Dask task (small jobs go several to a task)
+_TASK_S = 0.5  # aim: this much work per Dask task (small jobs go several to a task)
 _MAX_CHUNK = 32
-_TRACE_BUDGET = 512 * 2**20   # bytes of trace files in the cluster at once (more only to keep one going)
+_TRACE_BUDGET = 512 * 2**20  # bytes of trace files in the cluster at once (more only to keep one going)
 
 
-def run_dask(jobs: list[dict], dask: str, workers: int, on_result: Callable[[dict, dict], None], *,
-              timeout: float = DASK_TIMEOUT_S) -> None:
+def run_dask(
+    jobs: list[dict],
+    dask: str,
+    workers: int,
+    on_result: Callable[[dict, dict], None],
+    *,
+    timeout: float = DASK_TIMEOUT_S,
+) -> None:
     """Run ``jobs`` on Dask; results come back here and ``on_result`` stores them.
 
     Nothing is assumed shared with the workers but the installed package: each trace file
@@ -148,7 +160,7 @@ def run_dask(jobs: list[dict], dask: str, workers: int, on_result: Callable[[dic
 
     from ..traces._io import read_input
 
-    restore_logs = _quiet_dask_logs()       # a lost worker is handled here, not logged at the user
+    restore_logs = _quiet_dask_logs()  # a lost worker is handled here, not logged at the user
     try:
         client, cluster = _dask_client(dask, workers, timeout)
     except BaseException:
@@ -156,18 +168,20 @@ def run_dask(jobs: list[dict], dask: str, workers: int, on_result: Callable[[dic
         raise
     where = "a local Dask cluster" if cluster is not None else f"the Dask scheduler at {dask}"
     done_q: _queue.Queue = _queue.Queue()
-    in_flight: dict = {}                     # future -> its jobs
+    in_flight: dict = {}  # future -> its jobs
     left = Counter(j["trace"] for j in jobs)  # jobs not yet finished, per trace
-    trace_futs: dict[str, object] = {}       # path -> the future of its bytes
-    trace_bytes: dict[str, int] = {}         # path -> its size
+    trace_futs: dict[str, object] = {}  # path -> the future of its bytes
+    trace_bytes: dict[str, int] = {}  # path -> its size
     todo = deque(jobs)
     total = len(jobs)
     finished = 0
-    job_s: float | None = None               # mean seconds per job on the workers, as measured
+    job_s: float | None = None  # mean seconds per job on the workers, as measured
 
     def stalled(why: str) -> InputError:
-        return InputError(f"no progress on {where} for {timeout:g} s: {why}; {finished} of {total} jobs done are "
-                          "stored, rerun the same command to finish (--dask-timeout sets the wait).")
+        return InputError(
+            f"no progress on {where} for {timeout:g} s: {why}; {finished} of {total} jobs done are "
+            "stored, rerun the same command to finish (--dask-timeout sets the wait)."
+        )
 
     def finish(job: dict, res: dict) -> None:
         nonlocal finished
@@ -176,7 +190,7 @@ def run_dask(jobs: list[dict], dask: str, workers: int, on_result: Callable[[dic
         path = job["trace"]
         left[path] -= 1
         if left[path] == 0 and path in trace_futs:
-            trace_futs.pop(path).release()       # its last job is done: the bytes go
+            trace_futs.pop(path).release()  # its last job is done: the bytes go
 
     def trace_future(job: dict):
         """The future of the job's trace bytes (sent once per trace), None for no trace;
@@ -187,7 +201,7 @@ def run_dask(jobs: list[dict], dask: str, workers: int, on_result: Callable[[dic
         if path not in trace_futs:
             data = read_input(path)
             sha = hashlib.sha256(data).hexdigest()[:32]
-            with warnings.catch_warnings():     # a large HAR in a task is the point here, not a slip
+            with warnings.catch_warnings():  # a large HAR in a task is the point here, not a slip
                 warnings.filterwarnings("ignore", message="Sending large graph")
                 trace_futs[path] = client.submit(_trace_bytes, data, key=f"workbench-trace-{sha}", pure=False)
             trace_bytes[path] = len(data)
@@ -195,15 +209,18 @@ def run_dask(jobs: list[dict], dask: str, workers: int, on_result: Callable[[dic
 
     def over_budget(job: dict) -> bool:
         """Would this job send one more trace while those in flight already fill the budget?"""
-        return (job["trace"] not in trace_futs and bool(trace_futs)
-                and sum(trace_bytes[p] for p in trace_futs) >= _TRACE_BUDGET)
+        return (
+            job["trace"] not in trace_futs
+            and bool(trace_futs)
+            and sum(trace_bytes[p] for p in trace_futs) >= _TRACE_BUDGET
+        )
 
     try:
         window, next_window_check, threads = 8, 0.0, 1
         last_progress = time.monotonic()
         while todo or in_flight:
             now = time.monotonic()
-            if now >= next_window_check:        # a few tasks per worker thread, however many join
+            if now >= next_window_check:  # a few tasks per worker thread, however many join
                 try:
                     threads = sum(client.nthreads().values())
                     window = max(8, 3 * threads)
@@ -212,8 +229,8 @@ def run_dask(jobs: list[dict], dask: str, workers: int, on_result: Callable[[dic
                 next_window_check = now + 5.0
             if todo and len(in_flight) < window:
                 chunk = 1 if job_s is None else max(1, min(_MAX_CHUNK, int(_TASK_S / max(job_s, 1e-4))))
-                chunk = min(chunk, max(1, len(todo) // (2 * max(1, threads))))   # the last ones spread out
-                groups: list[tuple[object, list[dict]]] = []     # (trace future, jobs of one task)
+                chunk = min(chunk, max(1, len(todo) // (2 * max(1, threads))))  # the last ones spread out
+                groups: list[tuple[object, list[dict]]] = []  # (trace future, jobs of one task)
                 slots = window - len(in_flight)
                 while todo:
                     job = todo[0]
@@ -241,8 +258,10 @@ def run_dask(jobs: list[dict], dask: str, workers: int, on_result: Callable[[dic
                     tasks = [g for _, g in groups[i:j]]
                     # a task's key names exactly its jobs (another client's task of the same jobs
                     # on the same cluster is the same computation; one of other jobs never is)
-                    keys = ["workbench-batch-" + hashlib.sha256(" ".join(j["job_id"] for j in g).encode())
-                            .hexdigest()[:32] for g in tasks]
+                    keys = [
+                        "workbench-batch-" + hashlib.sha256(" ".join(j["job_id"] for j in g).encode()).hexdigest()[:32]
+                        for g in tasks
+                    ]
                     args = (tasks,) if dep is None else (tasks, [dep] * len(tasks))
                     for fut, g in zip(client.map(execute_many, *args, key=keys, pure=False), tasks):
                         in_flight[fut] = g
@@ -264,17 +283,23 @@ def run_dask(jobs: list[dict], dask: str, workers: int, on_result: Callable[[dic
             group = in_flight.pop(fut)
             try:
                 results = fut.result(timeout=timeout)
-            except TimeoutError:     # finished once, then its worker died and none is left to redo it
+            except TimeoutError:  # finished once, then its worker died and none is left to redo it
                 raise stalled("a finished job's result was lost with its worker and no worker ran it again") from None
             except Exception as exc:  # e.g. KilledWorker: the task took down one worker after another
                 error = " ".join(f"{type(exc).__name__}: {exc}".split())
-                results = [{"job_id": job["job_id"], "ok": False, "error": error,
-                            "traceback": traceback.format_exc()} for job in group]
+                results = [
+                    {"job_id": job["job_id"], "ok": False, "error": error, "traceback": traceback.format_exc()}
+                    for job in group
+                ]
             fut.release()
             for job, res in zip(group, results):
-                if res.get("job_id") != job["job_id"]:      # never expected: refuse rather than misfile
-                    res = {"job_id": job["job_id"], "ok": False, "traceback": "",
-                           "error": f"the cluster returned the result of job {res.get('job_id')!r} for this one"}
+                if res.get("job_id") != job["job_id"]:  # never expected: refuse rather than misfile
+                    res = {
+                        "job_id": job["job_id"],
+                        "ok": False,
+                        "traceback": "",
+                        "error": f"the cluster returned the result of job {res.get('job_id')!r} for this one",
+                    }
                 finish(job, res)
             took = [r["seconds"] for r in results if "seconds" in r]
             if took:

@@ -43,8 +43,12 @@ TMP_SUFFIX = ".tmp"
 
 def job_id(study: str, trace_hash: str, params: dict, seed: int) -> str:
     """The job's id: 24 hex digits of the SHA-256 of its study, trace hash, parameters and seed."""
-    key = json.dumps({"study": study, "trace": trace_hash, "params": params, "seed": int(seed)},
-                     sort_keys=True, separators=(",", ":"), default=str)
+    key = json.dumps(
+        {"study": study, "trace": trace_hash, "params": params, "seed": int(seed)},
+        sort_keys=True,
+        separators=(",", ":"),
+        default=str,
+    )
     return hashlib.sha256(key.encode()).hexdigest()[:24]
 
 
@@ -143,12 +147,14 @@ class ResultsDir:
         """Add ``jobs`` to the folder's manifest (written atomically) and return it."""
         old = self.read_manifest()
         if old is not None and old.get("study") != study:
-            raise InputError(f"holds results of study {old.get('study')!r}, not {study!r}: "
-                             "use another results folder.", path=str(self.root))
+            raise InputError(
+                f"holds results of study {old.get('study')!r}, not {study!r}: use another results folder.",
+                path=str(self.root),
+            )
         merged = list(old["jobs"]) if old else []
         known = {j["job_id"]: j for j in merged}
         for j in jobs:
-            if j["job_id"] in known:   # asked again, maybe for more tables
+            if j["job_id"] in known:  # asked again, maybe for more tables
                 prev = known[j["job_id"]]
                 prev["tables"] = sorted(set(prev.get("tables", [SUMMARY])) | set(j.get("tables", [SUMMARY])))
             else:
@@ -170,9 +176,16 @@ class ResultsDir:
 
     def write_failure(self, job: dict, error: str, tb: str) -> None:
         """Record job ``job``'s error and traceback atomically as ``failed/<job_id>.json``."""
-        record = {"job_id": job["job_id"], "study": job["study"], "trace": job["trace"],
-                  "trace_hash": job["trace_hash"], "flags": job["flags"], "seed": job["seed"],
-                  "error": error, "traceback": tb}
+        record = {
+            "job_id": job["job_id"],
+            "study": job["study"],
+            "trace": job["trace"],
+            "trace_hash": job["trace_hash"],
+            "flags": job["flags"],
+            "seed": job["seed"],
+            "error": error,
+            "traceback": tb,
+        }
         atomic_write(self.failed_path(job["job_id"]), json.dumps(record, indent=1).encode())
 
 
@@ -241,8 +254,9 @@ def status(results_dir) -> dict:
     for job in manifest["jobs"]:
         jid = job["job_id"]
         key = (job.get("trace", ""), job.get("trace_hash", ""))
-        t = per_trace.setdefault(key, {"trace": key[0], "trace_hash": key[1], "jobs": 0, "done": 0, "failed": 0,
-                                       "missing": 0})
+        t = per_trace.setdefault(
+            key, {"trace": key[0], "trace_hash": key[1], "jobs": 0, "done": 0, "failed": 0, "missing": 0}
+        )
         t["jobs"] += 1
         if rd.is_done(jid, job.get("tables", tables)):
             done.append(jid)
@@ -253,6 +267,14 @@ def status(results_dir) -> dict:
         else:
             missing.append(jid)
             t["missing"] += 1
-    return {"study": manifest["study"], "jobs": len(manifest["jobs"]), "done": len(done),
-            "failed": len(failed), "missing": len(missing), "failed_ids": failed, "missing_ids": missing,
-            "tables": tables, "traces": list(per_trace.values())}
+    return {
+        "study": manifest["study"],
+        "jobs": len(manifest["jobs"]),
+        "done": len(done),
+        "failed": len(failed),
+        "missing": len(missing),
+        "failed_ids": failed,
+        "missing_ids": missing,
+        "tables": tables,
+        "traces": list(per_trace.values()),
+    }

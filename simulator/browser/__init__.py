@@ -22,5 +22,13 @@ from .cache import ClientCache
 from .client import LoadParams, PageLoadResult, ServerPlan, load_page
 from ..traces.pagegraph import PageGraph, Resource, page_graph
 
-__all__ = ["PageGraph", "Resource", "page_graph", "ClientCache", "LoadParams", "ServerPlan", "PageLoadResult",
-           "load_page"]
+__all__ = [
+    "PageGraph",
+    "Resource",
+    "page_graph",
+    "ClientCache",
+    "LoadParams",
+    "ServerPlan",
+    "PageLoadResult",
+    "load_page",
+]

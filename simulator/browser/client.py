@@ -61,11 +61,21 @@ from .cache import ClientCache
 from .scheduling import ChromiumScheduler
 from ..traces.pagegraph import PageGraph
 
-__all__ = ["LoadParams", "ServerPlan", "HeldScripts", "PageLoad", "PageLoadResult", "load_page", "connection_key",
-           "DEFAULT_PARSE_DELAY_S", "BACKENDS", "PROTOCOLS"]
+__all__ = [
+    "LoadParams",
+    "ServerPlan",
+    "HeldScripts",
+    "PageLoad",
+    "PageLoadResult",
+    "load_page",
+    "connection_key",
+    "DEFAULT_PARSE_DELAY_S",
+    "BACKENDS",
+    "PROTOCOLS",
+]
 
 PROTOCOLS = ("h2", "h3")
-ORIGIN_PROTOCOLS = ("h1", "h2", "h3")     # per origin (LoadParams.origins): h1 = HTTP/1.1, 6 connections
+ORIGIN_PROTOCOLS = ("h1", "h2", "h3")  # per origin (LoadParams.origins): h1 = HTTP/1.1, 6 connections
 BACKENDS = ("model", "stacks")
 COALESCE = ("origin", "site")
 RESOURCE_SCHEDULERS = ("none", "chromium")
@@ -78,21 +88,21 @@ DEFAULT_PARSE_DELAY_S = (("document", 0.005), ("stylesheet", 0.002), ("script", 
 class LoadParams:
     """The network and browser parameters of one page load (units in the names)."""
 
-    protocol: str = "h2"                  # h2 over TCP, h3 over QUIC
+    protocol: str = "h2"  # h2 over TCP, h3 over QUIC
     rtt_s: float = 0.100
     bandwidth_bps: float | None = 10e6
     loss: str = "0"
     seed: int = 1
-    tls: bool = True                      # h2 over TCP: TLS 1.3 adds one RTT to a cold connection
-    dns_s: float = 0.0                    # DNS lookup before a cold connection
-    coalesce: str = "site"                # "origin" or "site" (see the module docstring)
+    tls: bool = True  # h2 over TCP: TLS 1.3 adds one RTT to a cold connection
+    dns_s: float = 0.0  # DNS lookup before a cold connection
+    coalesce: str = "site"  # "origin" or "site" (see the module docstring)
     parse_delay_s: tuple = DEFAULT_PARSE_DELAY_S
     queue_bytes: int | None = None
     cc: str = "reno"
     idle_timeout_s: float = 30.0
-    scheduler: str = "urgency"            # model server: urgency (RFC 9218), round-robin or fifo
-    push_urgency: int = 3                 # RFC 9218 urgency of pushed responses (model server)
-    resource_scheduler: str = "none"      # "chromium": delayable requests held (see the module docstring)
+    scheduler: str = "urgency"  # model server: urgency (RFC 9218), round-robin or fifo
+    push_urgency: int = 3  # RFC 9218 urgency of pushed responses (model server)
+    resource_scheduler: str = "none"  # "chromium": delayable requests held (see the module docstring)
     # Per-origin conditions, where they differ from the load's: (origin, rtt_s, protocol,
     # setup_s) with rtt_s >= the load's rtt_s (the rest is the server's distance, past the
     # shared access link), protocol h1/h2/h3 and setup_s the time before its connections
@@ -100,7 +110,7 @@ class LoadParams:
     origins: tuple = ()
 
     def __post_init__(self) -> None:
-        adopt_network(self)          # the network part: handed over checked, or checked here
+        adopt_network(self)  # the network part: handed over checked, or checked here
         if self.protocol not in PROTOCOLS:
             raise InputError(f"unknown protocol {self.protocol!r} (choose h2 or h3)")
         if self.coalesce not in COALESCE:
@@ -110,14 +120,17 @@ class LoadParams:
         if self.scheduler not in ("urgency", "round-robin", "fifo"):
             raise InputError(f"unknown scheduler {self.scheduler!r} (choose urgency, round-robin or fifo)")
         if self.resource_scheduler not in RESOURCE_SCHEDULERS:
-            raise InputError(f"unknown resource scheduler {self.resource_scheduler!r} "
-                             f"(choose {' or '.join(RESOURCE_SCHEDULERS)})")
+            raise InputError(
+                f"unknown resource scheduler {self.resource_scheduler!r} (choose {' or '.join(RESOURCE_SCHEDULERS)})"
+            )
         if not 0 <= self.push_urgency <= 7:
             raise InputError(f"push urgency must be 0..7 (RFC 9218), got {self.push_urgency}")
         for origin, rtt_s, protocol, setup_s in self.origins:
             if rtt_s < self.rtt_s or setup_s < 0 or protocol not in ORIGIN_PROTOCOLS:
-                raise InputError(f"bad conditions for {origin}: RTT {rtt_s} (at least {self.rtt_s}), "
-                                 f"protocol {protocol!r} ({', '.join(ORIGIN_PROTOCOLS)}), setup {setup_s}")
+                raise InputError(
+                    f"bad conditions for {origin}: RTT {rtt_s} (at least {self.rtt_s}), "
+                    f"protocol {protocol!r} ({', '.join(ORIGIN_PROTOCOLS)}), setup {setup_s}"
+                )
 
     @property
     def network(self):
@@ -129,7 +142,7 @@ class LoadParams:
         return self._by_origin.get(origin) or (self.rtt_s, self.protocol, self.dns_s)
 
     @functools.cached_property
-    def _by_origin(self) -> dict:         # a page may have thousands of origins: no scan per request
+    def _by_origin(self) -> dict:  # a page may have thousands of origins: no scan per request
         return {o: (rtt_s, protocol, setup_s) for o, rtt_s, protocol, setup_s in reversed(self.origins)}
 
     def parse_delay(self, resource_type: str) -> float:
@@ -152,9 +165,9 @@ class ServerPlan:
     """What the server does for each resource's request: its think time, the Link values of
     a 103 (navigation only) and the resources it pushes on that request."""
 
-    think_s: dict = field(default_factory=dict)          # index -> seconds (default 0)
-    hints: tuple[bytes, ...] = ()                        # Link values of a 103 on the document's request
-    pushes: tuple[int, ...] = ()                         # resources pushed on the document's stream
+    think_s: dict = field(default_factory=dict)  # index -> seconds (default 0)
+    hints: tuple[bytes, ...] = ()  # Link values of a 103 on the document's request
+    pushes: tuple[int, ...] = ()  # resources pushed on the document's stream
 
     def think(self, index: int) -> float:
         """Seconds the server thinks before answering resource ``index``."""
@@ -168,12 +181,12 @@ class HeldScripts:
     resource ``i`` waits for ``order[:prefix[i]]``.  One list and one length per resource,
     so a page of n resources and m scripts costs n + m, not n x m."""
 
-    order: tuple = ()                                    # the scripts, in the order they are waited for
-    prefix: dict = field(default_factory=dict)           # resource -> how many of ``order`` it waits for (> 0)
+    order: tuple = ()  # the scripts, in the order they are waited for
+    prefix: dict = field(default_factory=dict)  # resource -> how many of ``order`` it waits for (> 0)
 
     def held(self, index: int) -> tuple:
         """The scripts resource ``index`` waits for."""
-        return self.order[:self.prefix.get(index, 0)]
+        return self.order[: self.prefix.get(index, 0)]
 
     def __contains__(self, index: int) -> bool:
         return index in self.prefix
@@ -212,19 +225,28 @@ def parse_link(value: bytes) -> tuple[str, set[str]] | None:
 class PageLoadResult:
     """One page load: per-resource timings, per-push outcome, page metrics and counters."""
 
-    resources: pd.DataFrame            # one row per resource of the page
-    pushes: pd.DataFrame               # one row per promised push
-    metrics: dict                      # page-level metrics and counters
+    resources: pd.DataFrame  # one row per resource of the page
+    pushes: pd.DataFrame  # one row per promised push
+    metrics: dict  # page-level metrics and counters
 
 
 class PageLoad:
     """The browser for one page load; see the module docstring."""
 
-    def __init__(self, sim: Simulator, graph: PageGraph, params: LoadParams, plan: ServerPlan,
-                 cache: ClientCache, backend_cls: Callable, discovery_s: dict | None = None,
-                 blockers: HeldScripts | None = None, streamed: dict | None = None) -> None:
+    def __init__(
+        self,
+        sim: Simulator,
+        graph: PageGraph,
+        params: LoadParams,
+        plan: ServerPlan,
+        cache: ClientCache,
+        backend_cls: Callable,
+        discovery_s: dict | None = None,
+        blockers: HeldScripts | None = None,
+        streamed: dict | None = None,
+    ) -> None:
         self.sim, self.graph, self.params, self.plan, self.cache = sim, graph, params, plan, cache
-        self.discovery_s = discovery_s or {}      # resource -> its delay after its parent is ready
+        self.discovery_s = discovery_s or {}  # resource -> its delay after its parent is ready
         blockers = blockers or HeldScripts()
         # parent -> [(share of its body, child)]: children the parser finds while the parent streams in
         self._streamed: dict[int, list[tuple[float, int]]] = {}
@@ -237,7 +259,7 @@ class PageLoad:
         # resource whose parent is ready waits in ``_held_by_prefix`` until they cover its prefix.
         self._blockers = blockers
         self._held_position = {s: k for k, s in enumerate(blockers.order)}
-        self._held_rank = {child: k for k, child in enumerate(blockers.prefix)}   # the order they are released in
+        self._held_rank = {child: k for k, child in enumerate(blockers.prefix)}  # the order they are released in
         self._scripts_ready = 0
         self._held_by_prefix: dict[int, list[int]] = {}
         n = len(graph)
@@ -247,24 +269,37 @@ class PageLoad:
         self.ready_s = [math.nan] * n
         self.source = [""] * n
         first = self._by_url = graph.by_url()
-        self.canonical = [first[r.url] for r in graph.resources]     # a URL twice on a page: fetched once
-        self._duplicates: dict[int, list[int]] = {}                  # resource -> later ones of its URL
+        self.canonical = [first[r.url] for r in graph.resources]  # a URL twice on a page: fetched once
+        self._duplicates: dict[int, list[int]] = {}  # resource -> later ones of its URL
         for j, canon in enumerate(self.canonical):
             if canon != j:
                 self._duplicates.setdefault(canon, []).append(j)
         self.document_origin = graph[graph.document].origin
-        self.pushes: dict = {}            # push_key -> record
+        self.pushes: dict = {}  # push_key -> record
         self.push_by_url: dict[str, object] = {}
         self.hinted = False
-        self.counters = {"requests": 0, "hinted_fetches": 0, "hints_skipped_cached": 0, "preconnects": 0,
-                         "pushes_promised": 0, "pushes_used": 0, "pushes_cancelled": 0}
+        self.counters = {
+            "requests": 0,
+            "hinted_fetches": 0,
+            "hints_skipped_cached": 0,
+            "preconnects": 0,
+            "pushes_promised": 0,
+            "pushes_used": 0,
+            "pushes_cancelled": 0,
+        }
         self.remaining = n
         # Chromium's request schedulers (resource_scheduler="chromium"), and what ends its tight mode:
         # the document and its parser-blocking scripts ready (the parser is at the <body>).
-        self.scheduler = ChromiumScheduler(self._send, lambda i: self.key(self.graph[i].origin)) \
-            if params.resource_scheduler == "chromium" else None
-        self._head_scripts = {r.index for r in graph.resources if r.render_blocking and r.parent == graph.document
-                              and r.resource_type == "script"}
+        self.scheduler = (
+            ChromiumScheduler(self._send, lambda i: self.key(self.graph[i].origin))
+            if params.resource_scheduler == "chromium"
+            else None
+        )
+        self._head_scripts = {
+            r.index
+            for r in graph.resources
+            if r.render_blocking and r.parent == graph.document and r.resource_type == "script"
+        }
         self.net = backend_cls(sim, params, self)
 
     # -- helpers ----------------------------------------------------------------------
@@ -278,18 +313,32 @@ class PageLoad:
         body = 0 if r.status in (204, 304) else r.body_bytes
         try:
             request, response, body = _exchange_headers(r.request_headers, r.response_headers, r.origin, body)
-        except TypeError:                 # header lists given as lists: not memoizable
-            request, response, body = _exchange_headers.__wrapped__(r.request_headers, r.response_headers,
-                                                                    r.origin, body)
+        except TypeError:  # header lists given as lists: not memoizable
+            request, response, body = _exchange_headers.__wrapped__(
+                r.request_headers, r.response_headers, r.origin, body
+            )
         navigation = index == self.graph.document
         hints = self.plan.hints if navigation else ()
         pushes = ()
         if navigation:
-            pushes = tuple(PushSpec(self.graph[j].path.encode("latin-1"), self.graph[j].body_bytes,
-                                    authority=self.graph[j].authority.encode("latin-1")) for j in self.plan.pushes)
-        return ExchangeSpec(index=index, request_headers=request,
-                            response_headers=response, response_body_bytes=body, origin=self.key(r.origin),
-                            early_hints=hints, pushes=pushes, think_s=self.plan.think(index))
+            pushes = tuple(
+                PushSpec(
+                    self.graph[j].path.encode("latin-1"),
+                    self.graph[j].body_bytes,
+                    authority=self.graph[j].authority.encode("latin-1"),
+                )
+                for j in self.plan.pushes
+            )
+        return ExchangeSpec(
+            index=index,
+            request_headers=request,
+            response_headers=response,
+            response_body_bytes=body,
+            origin=self.key(r.origin),
+            early_hints=hints,
+            pushes=pushes,
+            think_s=self.plan.think(index),
+        )
 
     # -- the browser --------------------------------------------------------------------
     def start(self) -> None:
@@ -304,7 +353,7 @@ class PageLoad:
 
     def _discover(self, index: int) -> None:
         if not math.isnan(self.discovered_s[index]):
-            return                          # found while its parent streamed in
+            return  # found while its parent streamed in
         now = self.sim.now
         self.discovered_s[index] = now
         r = self.graph[index]
@@ -314,7 +363,7 @@ class PageLoad:
             if not math.isnan(self.arrived_s[canon]):
                 self._arrived(index)
             return
-        if self.cache.has(r.url):           # the navigation too, when the cache holds it fresh
+        if self.cache.has(r.url):  # the navigation too, when the cache holds it fresh
             self.source[index] = "cache"
             self._arrived(index)
             return
@@ -332,7 +381,7 @@ class PageLoad:
                 # The renderer's own request waits on the 103 preload still on its way, and holds
                 # a place in Blink's scheduler until it arrives (``_send`` fetches nothing twice).
                 self._ask(index)
-            return                          # a 103 preload is on its way
+            return  # a 103 preload is on its way
         self.source[index] = "network"
         self._request(index)
 
@@ -348,7 +397,7 @@ class PageLoad:
 
     def _send(self, index: int) -> None:
         if not math.isnan(self.requested_s[index]):
-            return                          # a 103 preload already fetches it
+            return  # a 103 preload already fetches it
         self.requested_s[index] = self.sim.now
         self.counters["requests"] += 1
         self.net.fetch(self.key(self.graph[index].origin), self.spec(index))
@@ -376,17 +425,20 @@ class PageLoad:
             return
         self.ready_s[index] = self.sim.now
         self.remaining -= 1
-        if self.scheduler is not None and self.scheduler.tight and (index == self.graph.document
-                                                                    or index in self._head_scripts):
+        if (
+            self.scheduler is not None
+            and self.scheduler.tight
+            and (index == self.graph.document or index in self._head_scripts)
+        ):
             self._head_scripts.discard(index)
             if not self._head_scripts and not math.isnan(self.ready_s[self.graph.document]):
                 self.scheduler.body_reached()
         if self.remaining == 0:
-            self.sim.stop()                 # hand control back to run_until at the very event
+            self.sim.stop()  # hand control back to run_until at the very event
         delay = self.params.parse_delay(self.graph[index].resource_type)
         held = self._blockers.prefix
         for child in self.graph.children(index):
-            if child in held:                         # the parent is ready; its scripts may still wait
+            if child in held:  # the parent is ready; its scripts may still wait
                 if held[child] <= self._scripts_ready:
                     self.sim.call_later(self.discovery_s.get(child, 0.0), self._discover, child)
                 else:
@@ -415,14 +467,14 @@ class PageLoad:
     # -- callbacks from the network -------------------------------------------------------
     def on_response_complete(self, index: int) -> None:
         """Resource ``index``'s response arrived in full."""
-        if self.scheduler is not None:      # a response over HTTP/2 or HTTP/3: the host multiplexes
+        if self.scheduler is not None:  # a response over HTTP/2 or HTTP/3: the host multiplexes
             origin = self.graph[index].origin
             self.on_connected(self.key(origin), self.params.origin(origin)[1])
         self._arrived(index)
 
     def on_informational(self, index: int, links) -> None:
         """Act on the navigation's first 103's Link values: preconnect, and fetch preloads not cached or pushed."""
-        if index != self.graph.document or self.hinted:   # Chrome: the first 103 of the navigation only
+        if index != self.graph.document or self.hinted:  # Chrome: the first 103 of the navigation only
             return
         self.hinted = True
         by_url = self._by_url
@@ -448,12 +500,12 @@ class PageLoad:
     def on_push_promise(self, push_key, url: str) -> None:
         """Record a promise; cancel a push the browser does not want (RFC 9113 8.4.2), else use it when discovered."""
         self.counters["pushes_promised"] += 1
-        record = {"url": url, "promised_s": self.sim.now, "complete_s": math.nan, "used": False,
-                  "cancelled": False}
+        record = {"url": url, "promised_s": self.sim.now, "complete_s": math.nan, "used": False, "cancelled": False}
         self.pushes[push_key] = record
         j = self._by_url.get(url)
-        unwanted = (self.cache.has(url) or url in self.push_by_url
-                    or (j is not None and not math.isnan(self.requested_s[j])))
+        unwanted = (
+            self.cache.has(url) or url in self.push_by_url or (j is not None and not math.isnan(self.requested_s[j]))
+        )
         if unwanted:
             # RFC 9113 section 8.4.2: the client cancels a push it does not want.
             record["cancelled"] = True
@@ -462,7 +514,7 @@ class PageLoad:
             return
         self.push_by_url[url] = record
         if j is not None and not math.isnan(self.discovered_s[j]) and math.isnan(self.ready_s[j]):
-            record["used"] = True           # discovered before the promise: the browser waits for the push
+            record["used"] = True  # discovered before the promise: the browser waits for the push
             self.source[j] = "push"
 
     def on_push_complete(self, push_key) -> None:
@@ -481,23 +533,42 @@ class PageLoad:
         g = self.graph
         rows = []
         for r in g.resources:
-            rows.append({
-                "index": r.index, "url": r.url, "origin": r.origin, "connection": self.key(r.origin),
-                "resource_type": r.resource_type, "body_bytes": r.body_bytes,
-                "parent": -1 if r.parent is None else r.parent,
-                "render_blocking": r.render_blocking, "source": self.source[r.index],
-                "discovered_s": self.discovered_s[r.index], "requested_s": self.requested_s[r.index],
-                "arrived_s": self.arrived_s[r.index], "ready_s": self.ready_s[r.index],
-            })
+            rows.append(
+                {
+                    "index": r.index,
+                    "url": r.url,
+                    "origin": r.origin,
+                    "connection": self.key(r.origin),
+                    "resource_type": r.resource_type,
+                    "body_bytes": r.body_bytes,
+                    "parent": -1 if r.parent is None else r.parent,
+                    "render_blocking": r.render_blocking,
+                    "source": self.source[r.index],
+                    "discovered_s": self.discovered_s[r.index],
+                    "requested_s": self.requested_s[r.index],
+                    "arrived_s": self.arrived_s[r.index],
+                    "ready_s": self.ready_s[r.index],
+                }
+            )
         resources = pd.DataFrame.from_records(rows)
         push_rows = []
         for key, rec in self.pushes.items():
             received = self.net.push_bytes(key)
-            push_rows.append({"url": rec["url"], "promised_s": rec["promised_s"], "complete_s": rec["complete_s"],
-                              "used": rec["used"], "cancelled": rec["cancelled"], "received_bytes": received,
-                              "wasted_bytes": 0 if rec["used"] else received})
-        pushes = pd.DataFrame.from_records(push_rows, columns=["url", "promised_s", "complete_s", "used",
-                                                                "cancelled", "received_bytes", "wasted_bytes"])
+            push_rows.append(
+                {
+                    "url": rec["url"],
+                    "promised_s": rec["promised_s"],
+                    "complete_s": rec["complete_s"],
+                    "used": rec["used"],
+                    "cancelled": rec["cancelled"],
+                    "received_bytes": received,
+                    "wasted_bytes": 0 if rec["used"] else received,
+                }
+            )
+        pushes = pd.DataFrame.from_records(
+            push_rows,
+            columns=["url", "promised_s", "complete_s", "used", "cancelled", "received_bytes", "wasted_bytes"],
+        )
         ready = resources["ready_s"]
         blocking = resources[resources["render_blocking"]]["ready_s"]
         self.counters["pushes_used"] = int(pushes["used"].sum()) if len(pushes) else 0
@@ -523,10 +594,18 @@ def _exchange_headers(request: tuple, response: tuple, origin: str, body_bytes: 
     return request_headers_for(request, origin), response, body_bytes
 
 
-def load_page(graph: PageGraph, params: LoadParams, plan: ServerPlan, cache: ClientCache, *,
-              backend: str = "model", network: Callable | None = None,
-              discovery_s: dict | None = None, blockers: HeldScripts | None = None,
-              streamed: dict | None = None) -> PageLoadResult:
+def load_page(
+    graph: PageGraph,
+    params: LoadParams,
+    plan: ServerPlan,
+    cache: ClientCache,
+    *,
+    backend: str = "model",
+    network: Callable | None = None,
+    discovery_s: dict | None = None,
+    blockers: HeldScripts | None = None,
+    streamed: dict | None = None,
+) -> PageLoadResult:
     """Simulate one page load of ``graph`` on ``backend`` ("model" or "stacks").
 
     ``network(sim, params, listener, backend_cls)``, when given, builds the network the
@@ -549,7 +628,8 @@ def load_page(graph: PageGraph, params: LoadParams, plan: ServerPlan, cache: Cli
 
         def backend_cls(sim, params, listener):
             return network(sim, params, listener, inner_cls)
-    with collector_paused(backend == "model"):      # the model's load: see collector_paused
+
+    with collector_paused(backend == "model"):  # the model's load: see collector_paused
         sim = Simulator(seed=params.seed)
         load = PageLoad(sim, graph, params, plan, cache, backend_cls, discovery_s, blockers, streamed)
         load.start()
@@ -557,8 +637,13 @@ def load_page(graph: PageGraph, params: LoadParams, plan: ServerPlan, cache: Cli
         try:
             # Events run in bulk; run_until looks again when the page is done or a connection
             # terminates (both call sim.stop()), or at the deadline.
-            run_until(sim, lambda: load.done, check=lambda: load.net.check(), deadline_s=deadline_s,
-                      safe_until=lambda: deadline_s)
+            run_until(
+                sim,
+                lambda: load.done,
+                check=lambda: load.net.check(),
+                deadline_s=deadline_s,
+                safe_until=lambda: deadline_s,
+            )
             # Pushes still being written when the page was done (a cancel on its way, a push
             # never used) are waste until they settle: run on until they do (model backend).
             settled = getattr(load.net, "settled", None)
@@ -567,15 +652,17 @@ def load_page(graph: PageGraph, params: LoadParams, plan: ServerPlan, cache: Cli
         except StackStalled as exc:
             if backend == "model" and sim.now > deadline_s:
                 # The models never give up (no idle timeout): only the deadline ends a load that cannot.
-                raise StackStalled(f"the page load stalled: {len(graph) - load.remaining} of {len(graph)} "
-                                   f"resources were ready when virtual time passed {deadline_s:.0f} s, "
-                                   f"{DEADLINE_FACTOR}x what the page takes ({basis}) plus 10 idle timeouts: a load "
-                                   "that cannot end, not a slow one (see the path's loss and queue: --loss, --queue, "
-                                   "--at)") from None
+                raise StackStalled(
+                    f"the page load stalled: {len(graph) - load.remaining} of {len(graph)} "
+                    f"resources were ready when virtual time passed {deadline_s:.0f} s, "
+                    f"{DEADLINE_FACTOR}x what the page takes ({basis}) plus 10 idle timeouts: a load "
+                    "that cannot end, not a slow one (see the path's loss and queue: --loss, --queue, "
+                    "--at)"
+                ) from None
             raise StackStalled(f"the page load stalled: {exc}") from None
         result = load.result()
-        if backend == "model" and network is None:        # (a caller's network may be read after)
-            let_go(load, load.net, load.net.conns)        # the load's cycles, freed now
+        if backend == "model" and network is None:  # (a caller's network may be read after)
+            let_go(load, load.net, load.net.conns)  # the load's cycles, freed now
         return result
 
 
@@ -586,14 +673,17 @@ def load_page(graph: PageGraph, params: LoadParams, plan: ServerPlan, cache: Cli
 DEADLINE_FACTOR = 4
 
 
-def load_deadline_s(graph: PageGraph, params: LoadParams, plan: ServerPlan,
-                    discovery_s: dict | None = None) -> tuple[float, str]:
+def load_deadline_s(
+    graph: PageGraph, params: LoadParams, plan: ServerPlan, discovery_s: dict | None = None
+) -> tuple[float, str]:
     """The virtual time by which a load of ``graph`` that progresses has ended, and how it was set."""
-    page_bytes = sum(r.body_bytes + 1024 for r in graph.resources)        # 1 KB of headers and framing each
+    page_bytes = sum(r.body_bytes + 1024 for r in graph.resources)  # 1 KB of headers and framing each
     trip_s = max([params.rtt_s + params.dns_s] + [rtt_s + setup_s for _, rtt_s, _, setup_s in params.origins])
     transfer_s = 0.0 if params.bandwidth_bps is None else page_bytes * 8 / params.bandwidth_bps
     trips_s = (len(graph) + 1) * (trip_s + max((v for _, v in params.parse_delay_s), default=0.0))
     waits_s = sum(plan.think_s.values()) + sum((discovery_s or {}).values())
     bw = "no bandwidth limit" if params.bandwidth_bps is None else f"{params.bandwidth_bps / 1e6:g} Mbit/s"
-    return (10 * params.idle_timeout_s + DEADLINE_FACTOR * (transfer_s + trips_s + waits_s),
-            f"{page_bytes:,} bytes at {bw}, {len(graph)} round trips of up to {trip_s * 1000:.0f} ms")
+    return (
+        10 * params.idle_timeout_s + DEADLINE_FACTOR * (transfer_s + trips_s + waits_s),
+        f"{page_bytes:,} bytes at {bw}, {len(graph)} round trips of up to {trip_s * 1000:.0f} ms",
+    )

@@ -18,15 +18,31 @@ def add_page_flags(p: argparse.ArgumentParser) -> None:
     ``--scheduler`` and ``--seeds``."""
     p.add_argument("--trace", required=True, help="HAR of a page load (Chrome's _initiator gives the graph)")
     p.add_argument("--page", help="page id in the HAR (default: the first page)")
-    p.add_argument("--think", default="trace", type=argtypes.duration_or("trace"),
-                   help="document think time, or 'trace' (its HAR wait)")
+    p.add_argument(
+        "--think",
+        default="trace",
+        type=argtypes.duration_or("trace"),
+        help="document think time, or 'trace' (its HAR wait)",
+    )
     p.add_argument("--asset-think", default="0ms", type=argtypes.duration, help="think time of every sub-resource")
-    p.add_argument("--cache", default="cold", type=argtypes.checked(parse_cache, "cache"),
-                   help="cold, warm, a per-resource hit probability, or 'list:URL URL ...' (an explicit cached set)")
-    p.add_argument("--scheduler", default="urgency", choices=["urgency", "round-robin", "fifo"],
-                   help="model server's response order: RFC 9218 urgency, round-robin (aioquic) or fifo (h2 stack)")
-    p.add_argument("--seeds", default=1, type=argtypes.count(1, 1000),
-                   help="run seeds SEED..SEED+N-1 and report medians (at most 1000)")
+    p.add_argument(
+        "--cache",
+        default="cold",
+        type=argtypes.checked(parse_cache, "cache"),
+        help="cold, warm, a per-resource hit probability, or 'list:URL URL ...' (an explicit cached set)",
+    )
+    p.add_argument(
+        "--scheduler",
+        default="urgency",
+        choices=["urgency", "round-robin", "fifo"],
+        help="model server's response order: RFC 9218 urgency, round-robin (aioquic) or fifo (h2 stack)",
+    )
+    p.add_argument(
+        "--seeds",
+        default=1,
+        type=argtypes.count(1, 1000),
+        help="run seeds SEED..SEED+N-1 and report medians (at most 1000)",
+    )
 
 
 def think_from_args(args: argparse.Namespace) -> dict:

@@ -42,8 +42,15 @@ from typing import Callable
 from ..errors import InputError
 from ..http.priority import CHAIN, ROOT, PrioritySignal, parse_priority_field
 
-__all__ = ["PROFILES", "profile_names", "browser_signals", "trace_priority", "lcp_candidate",
-           "CHROMIUM_DEVTOOLS_URGENCY", "chromium_weight"]
+__all__ = [
+    "PROFILES",
+    "profile_names",
+    "browser_signals",
+    "trace_priority",
+    "lcp_candidate",
+    "CHROMIUM_DEVTOOLS_URGENCY",
+    "chromium_weight",
+]
 
 # DevTools' names of Chromium's net priorities (HAR ``_priority``) and their urgency.
 CHROMIUM_DEVTOOLS_URGENCY = {"VeryHigh": 0, "High": 1, "Medium": 2, "Low": 3, "VeryLow": 4}
@@ -94,8 +101,11 @@ def chromium(graph, protocol: str):
 
 
 _FIREFOX = {  # type -> (urgency, incremental, placeholder group, nsISupportsPriority)
-    "stylesheet": (2, False, "leader", 0), "font": (3, False, "follower", -10),
-    "image": (5, True, "follower", 10), "fetch": (4, False, "follower", 0), "xhr": (4, False, "follower", 0),
+    "stylesheet": (2, False, "leader", 0),
+    "font": (3, False, "follower", -10),
+    "image": (5, True, "follower", 10),
+    "fetch": (4, False, "follower", 0),
+    "xhr": (4, False, "follower", 0),
 }
 
 
@@ -118,8 +128,7 @@ def firefox(graph, protocol: str):
     return signals, updates
 
 
-_SAFARI = {"stylesheet": (0, 24), "script": (1, 24), "font": (1, 24), "fetch": (2, 16), "xhr": (2, 16),
-           "image": (3, 8)}
+_SAFARI = {"stylesheet": (0, 24), "script": (1, 24), "font": (1, 24), "fetch": (2, 16), "xhr": (2, 16), "image": (3, 8)}
 
 
 def safari(graph, protocol: str):
@@ -138,8 +147,9 @@ def trace_priority(r) -> tuple[int, bool] | None:
             try:
                 return parse_priority_field(value)
             except ValueError as exc:
-                raise InputError(f"malformed Priority field {value!r} on the request for {r.url} "
-                                 f"(RFC 9218 section 5): {exc}") from None
+                raise InputError(
+                    f"malformed Priority field {value!r} on the request for {r.url} (RFC 9218 section 5): {exc}"
+                ) from None
     return None
 
 

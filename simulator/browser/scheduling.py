@@ -42,15 +42,22 @@ PRIORITY_RANK = {"VeryLow": 0, "Low": 1, "Medium": 2, "High": 3, "VeryHigh": 4}
 HIGH = PRIORITY_RANK["High"]
 MEDIUM = PRIORITY_RANK["Medium"]
 
-TIGHT_LIMIT = 2                 # blink kTightLimitForRendererSideResourceScheduler
-TIGHT_MEDIUM_LIMIT = 2          # blink kBoostImagePriorityTightMediumLimit
-NORMAL_LIMIT = 1024             # blink kLimitForRendererSideResourceScheduler
-MAX_DELAYABLE_IN_FLIGHT = 10    # network service: delayable requests in flight per client
-MAX_PER_HOST = 6                # network service: requests in flight to one host per client
-BOOSTED_IMAGES = 5              # blink BoostImagePriority: the first images asked are Medium
+TIGHT_LIMIT = 2  # blink kTightLimitForRendererSideResourceScheduler
+TIGHT_MEDIUM_LIMIT = 2  # blink kBoostImagePriorityTightMediumLimit
+NORMAL_LIMIT = 1024  # blink kLimitForRendererSideResourceScheduler
+MAX_DELAYABLE_IN_FLIGHT = 10  # network service: delayable requests in flight per client
+MAX_PER_HOST = 6  # network service: requests in flight to one host per client
+BOOSTED_IMAGES = 5  # blink BoostImagePriority: the first images asked are Medium
 
-_TYPE_PRIORITY = {"document": "VeryHigh", "stylesheet": "VeryHigh", "font": "High", "fetch": "High",
-                  "xhr": "High", "image": "Low", "media": "Low"}
+_TYPE_PRIORITY = {
+    "document": "VeryHigh",
+    "stylesheet": "VeryHigh",
+    "font": "High",
+    "fetch": "High",
+    "xhr": "High",
+    "image": "Low",
+    "media": "Low",
+}
 
 
 class ChromiumScheduler:
@@ -65,14 +72,14 @@ class ChromiumScheduler:
         self._seq = 0
         self._images = 0
         self._priority: dict[int, int] = {}
-        self._blink_waiting: list[tuple[int, int, int]] = []     # a heap of (-priority, seq, index)
+        self._blink_waiting: list[tuple[int, int, int]] = []  # a heap of (-priority, seq, index)
         self._net_waiting: list[tuple[int, int, int]] = []
         self._blink_running: set[int] = set()
         self._net_running: set[int] = set()
-        self._delayable_running: set[int] = set()               # started while their host was not known
-        self._medium_running = 0                                # Medium ones among _blink_running
-        self._host_running: Counter = Counter()                 # host -> of _net_running
-        self._multiplexed: set[str] = set()                     # hosts known to support priorities
+        self._delayable_running: set[int] = set()  # started while their host was not known
+        self._medium_running = 0  # Medium ones among _blink_running
+        self._host_running: Counter = Counter()  # host -> of _net_running
+        self._multiplexed: set[str] = set()  # hosts known to support priorities
         self._running = self._again = False
 
     def initial_priority(self, resource_type: str, render_blocking: bool, captured: str | None) -> int:
@@ -126,7 +133,7 @@ class ChromiumScheduler:
         return len(self._blink_running) < NORMAL_LIMIT
 
     def _net_may_start(self, index: int) -> str:
-        """"start", "skip" (another host may go) or "stop" (none may)."""
+        """ "start", "skip" (another host may go) or "stop" (none may)."""
         host = self._host_of(index)
         if host in self._multiplexed or self._priority[index] >= HIGH:
             return "start"

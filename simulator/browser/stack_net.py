@@ -41,24 +41,33 @@ class StackNetwork:
         self.server_end = server_end
         self.path = params.network.path(sim, name="access")
         with handing_over(params.network):
-            self.stack_params = StackParams(stack=params.protocol, rtt_s=params.rtt_s,
-                                            bandwidth_bps=params.bandwidth_bps, loss=params.loss, seed=params.seed,
-                                            queue_bytes=params.queue_bytes, cc=params.cc,
-                                            idle_timeout_s=params.idle_timeout_s, max_push_id=1000,
-                                            tls=params.tls or params.protocol == "h3")
+            self.stack_params = StackParams(
+                stack=params.protocol,
+                rtt_s=params.rtt_s,
+                bandwidth_bps=params.bandwidth_bps,
+                loss=params.loss,
+                seed=params.seed,
+                queue_bytes=params.queue_bytes,
+                cc=params.cc,
+                idle_timeout_s=params.idle_timeout_s,
+                max_push_id=1000,
+                tls=params.tls or params.protocol == "h3",
+            )
         self.recorder = Recorder(sim)
         self.recorder.listener = self
         self.sessions: dict[str, object] = {}
         self.push_rows: list[dict] = []
-        self._push_key: dict[int, int] = {}           # id(row) -> push key (lookups only)
+        self._push_key: dict[int, int] = {}  # id(row) -> push key (lookups only)
         self._cancel_pending: set[int] = set()
         self._connect_at: dict[str, float] = {}
 
     def _session_cls(self):
         if self.params.protocol == "h2":
             from ..stacks.h2 import H2Session
+
             return H2Session
         from ..stacks.h3 import H3Session
+
         return H3Session
 
     def connect(self, key: str, **_ignored):
@@ -73,20 +82,26 @@ class StackNetwork:
                 return None
             n = len(self.sessions)
             own = {"server_end": self.server_end} if self.server_end is not None else {}
-            session = self._session_cls()(self.sim, self.path, self.stack_params, self.recorder, key,
-                                          name=f"{self.params.protocol}{n}", **own)
+            session = self._session_cls()(
+                self.sim, self.path, self.stack_params, self.recorder, key, name=f"{self.params.protocol}{n}", **own
+            )
             self.sessions[key] = session
         return session
 
     def fetch(self, key: str, spec: ExchangeSpec) -> None:
         """Send the request ``spec`` on ``key``'s session (once its DNS time has passed)."""
         session = self.connect(key)
-        if session is None:                        # DNS still running
+        if session is None:  # DNS still running
             self.sim.call_at(self._connect_at[key], self.fetch, key, spec)
             return
-        row = self.recorder.new_row(kind="request", exchange=spec.index, origin=key,
-                                    path=dict(spec.request_headers).get(b":path", b"").decode("latin-1"),
-                                    start_s=self.sim.now, expected_body_bytes=spec.response_body_bytes)
+        row = self.recorder.new_row(
+            kind="request",
+            exchange=spec.index,
+            origin=key,
+            path=dict(spec.request_headers).get(b":path", b"").decode("latin-1"),
+            start_s=self.sim.now,
+            expected_body_bytes=spec.response_body_bytes,
+        )
         # After the session's own start-up events of this instant (aioquic's connect).
         self.sim.call_soon(session.request, spec, row)
 
@@ -112,6 +127,7 @@ class StackNetwork:
 
             def send(session, sid):
                 send_priority_update(session.client, sid, signal)
+
         for session in self.sessions.values():
             for sid, (spec, _row) in list(session.client_rows.items()):
                 if spec is not None and spec.index == index and isinstance(sid, int):
@@ -145,8 +161,12 @@ class StackNetwork:
         self.push_rows.append(row)
         self._push_key[id(row)] = key
         h = dict(headers)
-        url = (h.get(b":scheme", b"https").decode("latin-1") + "://" + h.get(b":authority", b"").decode("latin-1")
-               + h.get(b":path", b"/").decode("latin-1"))
+        url = (
+            h.get(b":scheme", b"https").decode("latin-1")
+            + "://"
+            + h.get(b":authority", b"").decode("latin-1")
+            + h.get(b":path", b"/").decode("latin-1")
+        )
         self.listener.on_push_promise(key, url)
 
     def push_headers(self, row: dict) -> None:
@@ -173,7 +193,9 @@ class StackNetwork:
     def stats(self) -> dict:
         """Sessions opened and packets sent and lost (or dropped) on the access path."""
         links = (self.path.forward.stats, self.path.reverse.stats)
-        return {"connections": len(self.sessions),
-                "packets_sent": sum(s.packets_sent for s in links),
-                "packets_lost": sum(s.packets_lost + s.packets_dropped for s in links),
-                **timer_counts(session.stats() for session in self.sessions.values())}
+        return {
+            "connections": len(self.sessions),
+            "packets_sent": sum(s.packets_sent for s in links),
+            "packets_lost": sum(s.packets_lost + s.packets_dropped for s in links),
+            **timer_counts(session.stats() for session in self.sessions.values()),
+        }

@@ -42,10 +42,20 @@ def _site(site_dir: str | None, synth: int | None, seed: int):
     return site_from_dir(site_dir) if site_dir is not None else site_from_synth(synth, seed=seed)
 
 
-def capture(*, proto: str, site_dir: str | None = None, synth: int | None = None, seed: int = 0,
-            repeat_view: bool = False, netlog: str | None = None, early_hints: bool = False,
-            push: bool = False, trailers: bool = False, think_s: float = 0.0,
-            timeout_s: float = 60.0) -> CaptureResult:
+def capture(
+    *,
+    proto: str,
+    site_dir: str | None = None,
+    synth: int | None = None,
+    seed: int = 0,
+    repeat_view: bool = False,
+    netlog: str | None = None,
+    early_hints: bool = False,
+    push: bool = False,
+    trailers: bool = False,
+    think_s: float = 0.0,
+    timeout_s: float = 60.0,
+) -> CaptureResult:
     """Serve the page set, load it in Chromium, return the HAR and the server's record."""
     from .browser import browse, chromium_path
     from .server import PROTOCOLS, LocalServer
@@ -59,15 +69,23 @@ def capture(*, proto: str, site_dir: str | None = None, synth: int | None = None
         raise InputError("Chromium is not installed at /usr/bin/chromium (run `make system-deps`).")
 
     async def run():
-        async with LocalServer(site, proto, early_hints=early_hints, push=push, trailers=trailers,
-                               think_s=think_s) as srv:
+        async with LocalServer(
+            site, proto, early_hints=early_hints, push=push, trailers=trailers, think_s=think_s
+        ) as srv:
             marks = []
             har = await asyncio.wait_for(
-                browse(srv.origin + "/", proto=proto, spki_sha256_b64=srv.spki_sha256_b64,
-                       repeat_view=repeat_view, netlog=netlog, timeout_s=timeout_s,
-                       on_view_start=lambda view: marks.append(len(srv.log))),
-                timeout_s + 15.0)
-            _early_hint_fetches(har, srv.log[marks[-1]:])
+                browse(
+                    srv.origin + "/",
+                    proto=proto,
+                    spki_sha256_b64=srv.spki_sha256_b64,
+                    repeat_view=repeat_view,
+                    netlog=netlog,
+                    timeout_s=timeout_s,
+                    on_view_start=lambda view: marks.append(len(srv.log)),
+                ),
+                timeout_s + 15.0,
+            )
+            _early_hint_fetches(har, srv.log[marks[-1] :])
             return CaptureResult(har=har, server_log=list(srv.log), origin=srv.origin, proto=proto)
 
     from playwright.async_api import Error as BrowserError
@@ -77,7 +95,7 @@ def capture(*, proto: str, site_dir: str | None = None, synth: int | None = None
         result = asyncio.run(run())
     except (BrowserTimeout, asyncio.TimeoutError):
         raise InputError(f"the page set did not load over {proto} within the {timeout_s:g} s timeout.") from None
-    except BrowserError as exc:   # the browser could not load the page set: one line, exit 2
+    except BrowserError as exc:  # the browser could not load the page set: one line, exit 2
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         raise InputError(f"Chromium could not load the page set over {proto} ({first}).") from None
     if netlog is not None:
@@ -87,9 +105,16 @@ def capture(*, proto: str, site_dir: str | None = None, synth: int | None = None
         if doc is not None:
             apply_netlog_header_order(result["har"], doc)
     result["har"]["log"]["_server"] = {
-        "software": "hypercorn", "proto": proto, "site": site.source, "early_hints": early_hints,
-        "push": push, "trailers": trailers, "think_s": think_s, "repeat_view": repeat_view,
-        "responses": result["server_log"]}
+        "software": "hypercorn",
+        "proto": proto,
+        "site": site.source,
+        "early_hints": early_hints,
+        "push": push,
+        "trailers": trailers,
+        "think_s": think_s,
+        "repeat_view": repeat_view,
+        "responses": result["server_log"],
+    }
     return result
 
 

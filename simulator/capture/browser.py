@@ -55,15 +55,23 @@ def chromium_path() -> str | None:
 
 
 # A browser that fetches nothing of its own during a load.
-QUIET_ARGS = ("--no-first-run", "--no-default-browser-check", "--disable-background-networking",
-              "--disable-component-update", "--disable-sync")
+QUIET_ARGS = (
+    "--no-first-run",
+    "--no-default-browser-check",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+)
 
 
 def chromium_args(origin_hostport: str, proto: str, spki_sha256_b64: str, netlog: str | None) -> list[str]:
     """Chromium flags for a capture: trust the server's key, resolve only loopback, force QUIC for h3, NetLog."""
-    args = [f"--ignore-certificate-errors-spki-list={spki_sha256_b64}", *QUIET_ARGS,
-            # Resolve nothing but loopback: a capture talks to the local server only.
-            "--host-resolver-rules=MAP * ~NOTFOUND, EXCLUDE 127.0.0.1"]
+    args = [
+        f"--ignore-certificate-errors-spki-list={spki_sha256_b64}",
+        *QUIET_ARGS,
+        # Resolve nothing but loopback: a capture talks to the local server only.
+        "--host-resolver-rules=MAP * ~NOTFOUND, EXCLUDE 127.0.0.1",
+    ]
     if proto == "h3":
         # Chromium learns HTTP/3 from alt-svc only after a first TCP visit; force it
         # for the local origin so the page's first request goes over QUIC.
@@ -106,8 +114,8 @@ class _Recorder:
         self.reset()
 
     def reset(self):
-        self.requests: dict[str, dict] = {}       # requestId -> state of the current hop
-        self.done: list[dict] = []                # finished hops (redirects, completed loads)
+        self.requests: dict[str, dict] = {}  # requestId -> state of the current hop
+        self.done: list[dict] = []  # finished hops (redirects, completed loads)
         self.extra_req: dict[str, dict] = {}
         self.extra_resp: dict[str, dict] = {}
         self.inflight: set[str] = set()
@@ -131,12 +139,25 @@ class _Recorder:
             self.done.append(old)
         req = ev["request"]
         self.requests[rid] = {
-            "id": rid, "url": req["url"], "method": req.get("method", "GET"), "headers": req.get("headers", {}),
-            "post": req.get("postData"), "priority": req.get("initialPriority"),
-            "initiator": ev.get("initiator"), "type": ev.get("type"), "wall": ev.get("wallTime"),
-            "ts": ev["timestamp"], "response": None, "received": 0, "received_encoded": 0, "encoded": None,
+            "id": rid,
+            "url": req["url"],
+            "method": req.get("method", "GET"),
+            "headers": req.get("headers", {}),
+            "post": req.get("postData"),
+            "priority": req.get("initialPriority"),
+            "initiator": ev.get("initiator"),
+            "type": ev.get("type"),
+            "wall": ev.get("wallTime"),
+            "ts": ev["timestamp"],
+            "response": None,
+            "received": 0,
+            "received_encoded": 0,
+            "encoded": None,
             "end_ts": None,
-            "failed": None, "from_cache": None, "early_hints": None, "document_url": ev.get("documentURL"),
+            "failed": None,
+            "from_cache": None,
+            "early_hints": None,
+            "document_url": ev.get("documentURL"),
         }
         self.inflight.add(rid)
 
@@ -197,6 +218,7 @@ class _Recorder:
         def handler(ev):
             self._touch()
             self.page_times[name] = ev["timestamp"]
+
         return handler
 
     # -- the HAR -----------------------------------------------------------------------
@@ -215,8 +237,15 @@ def _timings(r: dict) -> dict:
     t = resp.get("timing")
     end_ms = (r["end_ts"] - r["ts"]) * 1000 if r["end_ts"] is not None else 0.0
     if not t:
-        return {"blocked": -1, "dns": -1, "connect": -1, "send": 0, "wait": 0,
-                "receive": round(max(end_ms, 0.0), 3), "ssl": -1}
+        return {
+            "blocked": -1,
+            "dns": -1,
+            "connect": -1,
+            "send": 0,
+            "wait": 0,
+            "receive": round(max(end_ms, 0.0), 3),
+            "ssl": -1,
+        }
     issue_to_start = (t["requestTime"] - r["ts"]) * 1000
 
     def span(a, b):
@@ -237,8 +266,9 @@ def _timings(r: dict) -> dict:
     }
 
 
-def build_har(rec: _Recorder, page_url: str, *, browser_version: str, page_id: str = "page_1",
-              comment: str = "") -> dict:
+def build_har(
+    rec: _Recorder, page_url: str, *, browser_version: str, page_id: str = "page_1", comment: str = ""
+) -> dict:
     """A HAR 1.2 document from the recorded events."""
     hops = [r for r in rec.hops() if not r["url"].startswith("data:")]
     entries = []
@@ -259,22 +289,31 @@ def build_har(rec: _Recorder, page_url: str, *, browser_version: str, page_id: s
         # body.  dataReceived's encodedDataLength adds up to the former when Chromium reports
         # it; when it does not (a body handed over at once), -1 ("not available", HAR 1.2) and
         # _transferSize (headers and body as received) says it; a cache hit's is its size.
-        body_size = (r["received_encoded"] if r["received_encoded"] > 0
-                     else -1 if transfer and transfer > 0 else size)
+        body_size = r["received_encoded"] if r["received_encoded"] > 0 else -1 if transfer and transfer > 0 else size
         entry = {
             "pageref": page_id,
             "startedDateTime": _iso(r["wall"]) if r["wall"] else _iso(0),
             "time": round(sum(v for k, v in timings.items() if k != "ssl" and v > 0), 3),
             "request": {
-                "method": r["method"], "url": r["url"], "httpVersion": protocol,
-                "cookies": [], "headers": _request_header_list(req_headers), "queryString": [],
-                "headersSize": -1, "bodySize": len((r["post"] or "").encode()),
+                "method": r["method"],
+                "url": r["url"],
+                "httpVersion": protocol,
+                "cookies": [],
+                "headers": _request_header_list(req_headers),
+                "queryString": [],
+                "headersSize": -1,
+                "bodySize": len((r["post"] or "").encode()),
             },
             "response": {
-                "status": status, "statusText": resp.get("statusText", ""), "httpVersion": protocol,
-                "cookies": [], "headers": _header_list(resp_headers),
+                "status": status,
+                "statusText": resp.get("statusText", ""),
+                "httpVersion": protocol,
+                "cookies": [],
+                "headers": _header_list(resp_headers),
                 "content": {"size": size, "mimeType": resp.get("mimeType", "")},
-                "redirectURL": r.get("redirect_url") or "", "headersSize": -1, "bodySize": body_size,
+                "redirectURL": r.get("redirect_url") or "",
+                "headersSize": -1,
+                "bodySize": body_size,
                 "_transferSize": int(transfer) if transfer is not None else -1,
             },
             "cache": {},
@@ -299,10 +338,21 @@ def build_har(rec: _Recorder, page_url: str, *, browser_version: str, page_id: s
         for name, key in (("DOMContentLoaded", "onContentLoad"), ("load", "onLoad")):
             if name in rec.page_times:
                 timings[key] = round((rec.page_times[name] - first["ts"]) * 1000, 3)
-    pages = [{"startedDateTime": _iso(first["wall"]) if first and first["wall"] else _iso(0),
-              "id": page_id, "title": page_url, "pageTimings": timings}]
-    log = {"version": "1.2", "creator": {"name": "http-workbench capture", "version": "0.1.0"},
-           "browser": {"name": "Chromium", "version": browser_version}, "pages": pages, "entries": entries}
+    pages = [
+        {
+            "startedDateTime": _iso(first["wall"]) if first and first["wall"] else _iso(0),
+            "id": page_id,
+            "title": page_url,
+            "pageTimings": timings,
+        }
+    ]
+    log = {
+        "version": "1.2",
+        "creator": {"name": "http-workbench capture", "version": "0.1.0"},
+        "browser": {"name": "Chromium", "version": browser_version},
+        "pages": pages,
+        "entries": entries,
+    }
     if comment:
         log["comment"] = comment
     return {"log": log}
@@ -311,16 +361,31 @@ def build_har(rec: _Recorder, page_url: str, *, browser_version: str, page_id: s
 async def _settle(rec: _Recorder, loaded: asyncio.Event, quiet_s: float, deadline: float) -> None:
     loop = asyncio.get_running_loop()
     while loop.time() < deadline:
-        if loaded.is_set() and not rec.inflight and rec.last_activity is not None \
-                and loop.time() - rec.last_activity >= quiet_s:
+        if (
+            loaded.is_set()
+            and not rec.inflight
+            and rec.last_activity is not None
+            and loop.time() - rec.last_activity >= quiet_s
+        ):
             return
         await asyncio.sleep(0.05)
 
 
-async def browse(url: str, *, proto: str, spki_sha256_b64: str, repeat_view: bool = False,
-                 netlog: str | None = None, timeout_s: float = 30.0, quiet_s: float = 0.3,
-                 executable: str | None = None, on_view_start=None, launch_args: list[str] | None = None,
-                 init_script: str | None = None, page_timings_js: str | None = None) -> dict:
+async def browse(
+    url: str,
+    *,
+    proto: str,
+    spki_sha256_b64: str,
+    repeat_view: bool = False,
+    netlog: str | None = None,
+    timeout_s: float = 30.0,
+    quiet_s: float = 0.3,
+    executable: str | None = None,
+    on_view_start=None,
+    launch_args: list[str] | None = None,
+    init_script: str | None = None,
+    page_timings_js: str | None = None,
+) -> dict:
     """Load ``url`` in headless Chromium and return the HAR of the (last) view.
     ``on_view_start(view)`` is called before each navigation (0, then 1 for a repeat view).
     ``launch_args`` replace ``chromium_args`` (the lab's many origins); ``init_script`` runs
@@ -336,16 +401,18 @@ async def browse(url: str, *, proto: str, spki_sha256_b64: str, repeat_view: boo
     deadline = loop.time() + timeout_s
     rec = _Recorder()
     async with async_playwright() as p:
-        browser = await p.chromium.launch(executable_path=executable, headless=True,
-                                          args=launch_args if launch_args is not None
-                                          else chromium_args(hostport, proto, spki_sha256_b64, netlog),
-                                          timeout=timeout_s * 1000)
+        browser = await p.chromium.launch(
+            executable_path=executable,
+            headless=True,
+            args=launch_args if launch_args is not None else chromium_args(hostport, proto, spki_sha256_b64, netlog),
+            timeout=timeout_s * 1000,
+        )
         try:
             context = await browser.new_context(ignore_https_errors=False)
             if init_script:
                 await context.add_init_script(init_script)
             page = await context.new_page()
-            page_errors: list[str] = []      # script errors: a page set that does not run as meant
+            page_errors: list[str] = []  # script errors: a page set that does not run as meant
             page.on("pageerror", lambda exc: page_errors.append(str(exc).splitlines()[0] if str(exc) else "error"))
             cdp = await context.new_cdp_session(page)
             loaded = asyncio.Event()
@@ -376,11 +443,14 @@ async def browse(url: str, *, proto: str, spki_sha256_b64: str, repeat_view: boo
                 remaining = max(deadline - loop.time(), 1.0)
                 await page.goto(url, wait_until="load", timeout=remaining * 1000)
                 await _settle(rec, loaded, quiet_s, deadline)
-            har = build_har(rec, url, browser_version=browser.version,
-                            comment=f"captured by workbench capture over {proto}"
-                                    + (" (repeat view)" if repeat_view else ""))
+            har = build_har(
+                rec,
+                url,
+                browser_version=browser.version,
+                comment=f"captured by workbench capture over {proto}" + (" (repeat view)" if repeat_view else ""),
+            )
             if page_timings_js:
-                try:    # a page whose main thread is stuck (a script's endless loop) answers nothing
+                try:  # a page whose main thread is stuck (a script's endless loop) answers nothing
                     extra = await asyncio.wait_for(page.evaluate(page_timings_js), 5.0)
                 except asyncio.TimeoutError:
                     extra = None
@@ -389,20 +459,23 @@ async def browse(url: str, *, proto: str, spki_sha256_b64: str, repeat_view: boo
                 har["log"]["_pageErrors"] = page_errors
             await context.close()
         finally:
-            await browser.close()      # Chromium writes the NetLog on exit
+            await browser.close()  # Chromium writes the NetLog on exit
     return har
 
 
 # ---------------------------------------------------------------------------- NetLog
 
-_SEND_HEADERS = ("HTTP_TRANSACTION_HTTP2_SEND_REQUEST_HEADERS", "HTTP_TRANSACTION_QUIC_SEND_REQUEST_HEADERS",
-                 "HTTP_TRANSACTION_SEND_REQUEST_HEADERS")
+_SEND_HEADERS = (
+    "HTTP_TRANSACTION_HTTP2_SEND_REQUEST_HEADERS",
+    "HTTP_TRANSACTION_QUIC_SEND_REQUEST_HEADERS",
+    "HTTP_TRANSACTION_SEND_REQUEST_HEADERS",
+)
 
 
 def _split_line(line: str) -> dict:
     # ":method: GET" -> name ":method"; the separator is the first ": " after the name's own colon.
     cut = line.find(": ", 1)
-    return {"name": line[:cut], "value": line[cut + 2:]} if cut > 0 else {"name": line, "value": ""}
+    return {"name": line[:cut], "value": line[cut + 2 :]} if cut > 0 else {"name": line, "value": ""}
 
 
 def read_netlog(path: str) -> dict | None:
@@ -442,8 +515,11 @@ def apply_netlog_header_order(har: dict, netlog: dict) -> int:
             current_url[src] = params["url"]
         elif name in _SEND_HEADERS and src in current_url and isinstance(params.get("headers"), list):
             sent.setdefault(current_url[src], []).append([_split_line(x) for x in params["headers"]])
-        elif name == "HTTP_TRANSACTION_READ_RESPONSE_HEADERS" and src in current_url \
-                and isinstance(params.get("headers"), list):
+        elif (
+            name == "HTTP_TRANSACTION_READ_RESPONSE_HEADERS"
+            and src in current_url
+            and isinstance(params.get("headers"), list)
+        ):
             received.setdefault(current_url[src], []).append([_split_line(x) for x in params["headers"][1:]])
 
     def names(fields):
@@ -465,6 +541,7 @@ def apply_netlog_header_order(har: dict, netlog: dict) -> int:
         if resp is not None:
             e["response"]["headers"] = resp
         reordered += req is not None or resp is not None
-    har["log"]["_headerOrder"] = (f"netlog ({reordered} of {len(har['log']['entries'])} entries)"
-                                  if reordered else "devtools")
+    har["log"]["_headerOrder"] = (
+        f"netlog ({reordered} of {len(har['log']['entries'])} entries)" if reordered else "devtools"
+    )
     return reordered

@@ -53,18 +53,19 @@ from ..traces.synth import MAX_REQUESTS as SYNTH_MAX_REQUESTS, MIN_REQUESTS as S
 __all__ = ["Site", "site_from_dir", "site_from_synth", "LocalServer", "make_certificate"]
 
 PROTOCOLS = ("h2", "h3")
-SYNTH_MIN, SYNTH_MAX = SYNTH_MIN_REQUESTS, SYNTH_MAX_REQUESTS     # the generator's page sizes
+SYNTH_MIN, SYNTH_MAX = SYNTH_MIN_REQUESTS, SYNTH_MAX_REQUESTS  # the generator's page sizes
 
 
 # ---------------------------------------------------------------------------- sites
+
 
 @dataclass
 class Site:
     """A page set: URL path -> (content type, body bytes); the page is ``/``."""
 
     files: dict[str, tuple[str, bytes]]
-    source: str                      # the folder, or "synth:N:seed"
-    render_blocking: list[str] = field(default_factory=list)   # paths hinted / pushed
+    source: str  # the folder, or "synth:N:seed"
+    render_blocking: list[str] = field(default_factory=list)  # paths hinted / pushed
 
     def get(self, path: str) -> tuple[str, bytes] | None:
         """The (content type, body) served at URL path ``path`` (``/`` is ``/index.html``), or None."""
@@ -88,7 +89,7 @@ def site_from_dir(folder: str) -> Site:
                 ctype += "; charset=utf-8"
             files["/" + p.relative_to(root).as_posix()] = (ctype, p.read_bytes())
     html = files["/index.html"][1].decode("utf-8", "replace")
-    blocking = [path for path in files if path.endswith(".css") and f'{path.lstrip("/")}' in html]
+    blocking = [path for path in files if path.endswith(".css") and f"{path.lstrip('/')}" in html]
     return Site(files=files, source=str(folder), render_blocking=blocking)
 
 
@@ -122,8 +123,10 @@ def site_from_synth(requests: int, seed: int = 0) -> Site:
     from ..traces.synth import generate
 
     if not SYNTH_MIN <= requests <= SYNTH_MAX:
-        raise InputError(f"--synth must be between {SYNTH_MIN} and {SYNTH_MAX} requests "
-                         f"(the generator's page sizes), not {requests}.")
+        raise InputError(
+            f"--synth must be between {SYNTH_MIN} and {SYNTH_MAX} requests "
+            f"(the generator's page sizes), not {requests}."
+        )
     trace = generate(pages=1, seed=seed, requests=requests, third_party_share=0.0)
     rng = random.Random(seed)
     doc, subs = trace.exchanges[0], trace.exchanges[1:]
@@ -134,7 +137,7 @@ def site_from_synth(requests: int, seed: int = 0) -> Site:
         parts = urlsplit(e.url)
         path = unquote(parts.path)
         by_url[e.url] = (kind, path, e)
-        refs[e.url] = parts.path + (f"?{parts.query}" if parts.query else "")   # as the page names it
+        refs[e.url] = parts.path + (f"?{parts.query}" if parts.query else "")  # as the page names it
 
     head, body = [], []
     script_children: dict[str, list[tuple[str, str]]] = {}
@@ -154,9 +157,9 @@ def site_from_synth(requests: int, seed: int = 0) -> Site:
             head.append(f'<link rel="preload" href="{refs[url]}" as="font" type="font/woff2" crossorigin>')
         elif kind == "image":
             body.append(f'<img src="{refs[url]}" width="160" height="90" alt="">')
-        elif kind == "document":           # an iframe
+        elif kind == "document":  # an iframe
             body.append(f'<iframe src="{refs[url]}" width="320" height="180"></iframe>')
-        else:                             # fetch: from an inline script, the parser's document
+        else:  # fetch: from an inline script, the parser's document
             body.append(f'<script>fetch("{refs[url]}").catch(() => 0);</script>')
 
     files = {}
@@ -168,8 +171,10 @@ def site_from_synth(requests: int, seed: int = 0) -> Site:
             lines = []
             for ck, cp in script_children.get(url, ()):
                 if ck == "script":
-                    lines.append(f'(function () {{ var s = document.createElement("script"); s.src = "{cp}"; '
-                                 f'document.head.appendChild(s); }})();')
+                    lines.append(
+                        f'(function () {{ var s = document.createElement("script"); s.src = "{cp}"; '
+                        f"document.head.appendChild(s); }})();"
+                    )
                 else:
                     lines.append(f'fetch("{cp}").catch(function () {{}});')
             head_js = ("\n".join(lines) + "\n").encode()
@@ -184,8 +189,13 @@ def site_from_synth(requests: int, seed: int = 0) -> Site:
         else:
             ctype, data = "application/json", b'{"items": []}' + b" " * max(0, size - 13)
         files[path] = (ctype, data)
-    page = ("<!doctype html>\n<html><head><meta charset=\"utf-8\"><title>synthetic page</title>\n"
-            + "\n".join(head) + "\n</head><body>\n<h1>synthetic page</h1>\n" + "\n".join(body) + "\n")
+    page = (
+        '<!doctype html>\n<html><head><meta charset="utf-8"><title>synthetic page</title>\n'
+        + "\n".join(head)
+        + "\n</head><body>\n<h1>synthetic page</h1>\n"
+        + "\n".join(body)
+        + "\n"
+    )
     page_bytes = page.encode()
     page_bytes += _filler(rng, doc.response_body_bytes - len(page_bytes) - 16, "<!-- doc -->") + b"</body></html>\n"
     files["/index.html"] = ("text/html; charset=utf-8", page_bytes)
@@ -193,6 +203,7 @@ def site_from_synth(requests: int, seed: int = 0) -> Site:
 
 
 # ---------------------------------------------------------------------------- certificate
+
 
 def make_certificate(host: str = "127.0.0.1") -> tuple[bytes, bytes, str]:
     """A fresh self-signed ECDSA P-256 certificate for ``host``: (cert PEM, key PEM,
@@ -205,21 +216,27 @@ def make_certificate(host: str = "127.0.0.1") -> tuple[bytes, bytes, str]:
     key = ec.generate_private_key(ec.SECP256R1())
     name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, host)])
     now = datetime.datetime.now(datetime.timezone.utc)
-    cert = (x509.CertificateBuilder().subject_name(name).issuer_name(name)
-            .public_key(key.public_key()).serial_number(x509.random_serial_number())
-            .not_valid_before(now - datetime.timedelta(hours=1))
-            .not_valid_after(now + datetime.timedelta(days=2))
-            .add_extension(x509.SubjectAlternativeName([x509.IPAddress(ipaddress.ip_address(host))]), critical=False)
-            .sign(key, hashes.SHA256()))
-    spki = cert.public_key().public_bytes(serialization.Encoding.DER,
-                                          serialization.PublicFormat.SubjectPublicKeyInfo)
-    return (cert.public_bytes(serialization.Encoding.PEM),
-            key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
-                              serialization.NoEncryption()),
-            base64.b64encode(hashlib.sha256(spki).digest()).decode())
+    cert = (
+        x509.CertificateBuilder()
+        .subject_name(name)
+        .issuer_name(name)
+        .public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - datetime.timedelta(hours=1))
+        .not_valid_after(now + datetime.timedelta(days=2))
+        .add_extension(x509.SubjectAlternativeName([x509.IPAddress(ipaddress.ip_address(host))]), critical=False)
+        .sign(key, hashes.SHA256())
+    )
+    spki = cert.public_key().public_bytes(serialization.Encoding.DER, serialization.PublicFormat.SubjectPublicKeyInfo)
+    return (
+        cert.public_bytes(serialization.Encoding.PEM),
+        key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()),
+        base64.b64encode(hashlib.sha256(spki).digest()).decode(),
+    )
 
 
 # ---------------------------------------------------------------------------- the ASGI app
+
 
 def _link(path: str) -> bytes:
     dest = "style" if path.endswith(".css") else "script" if path.endswith(".js") else "fetch"
@@ -238,8 +255,7 @@ async def lifespan(receive, send) -> None:
 
 
 class _App:
-    def __init__(self, site: Site, log: list, *, early_hints: bool, push: bool, trailers: bool,
-                 think_s: float):
+    def __init__(self, site: Site, log: list, *, early_hints: bool, push: bool, trailers: bool, think_s: float):
         self.site, self.log = site, log
         self.early_hints, self.push, self.trailers, self.think_s = early_hints, push, trailers, think_s
 
@@ -251,8 +267,14 @@ class _App:
         path = scope["path"]
         version = scope["http_version"]
         ext = scope.get("extensions") or {}
-        record = {"path": path, "method": scope["method"], "http_version": version,
-                  "early_hints": [], "push_offered": [], "trailers": None}
+        record = {
+            "path": path,
+            "method": scope["method"],
+            "http_version": version,
+            "early_hints": [],
+            "push_offered": [],
+            "trailers": None,
+        }
         self.log.append(record)
         found = self.site.get(path)
         is_document = path in ("/", "/index.html")
@@ -269,31 +291,35 @@ class _App:
                     # SETTINGS_ENABLE_PUSH allows it (RFC 9113 8.4); Chromium's does not.
                     record["push_offered"].append(p)
             if self.think_s > 0:
-                await asyncio.sleep(self.think_s)   # the server's think time (wall clock: a real server)
+                await asyncio.sleep(self.think_s)  # the server's think time (wall clock: a real server)
         te_trailers = any(n == b"te" and v.strip().lower() == b"trailers" for n, v in scope["headers"])
         # RFC 9113 8.1 trailers on HTTP/2 only; hypercorn 0.18 breaks them on HTTP/3.
-        send_trailers = (self.trailers and version == "2" and te_trailers
-                         and "http.response.trailers" in ext and found is not None)
+        send_trailers = (
+            self.trailers and version == "2" and te_trailers and "http.response.trailers" in ext and found is not None
+        )
         if found is None:
             status, ctype, body = 404, "text/plain", b"not found\n"
         else:
             status, (ctype, body) = 200, found
-        headers = [(b"content-type", ctype.encode()), (b"content-length", str(len(body)).encode()),
-                   (b"cache-control", b"no-cache" if is_document else b"public, max-age=3600")]
+        headers = [
+            (b"content-type", ctype.encode()),
+            (b"content-length", str(len(body)).encode()),
+            (b"cache-control", b"no-cache" if is_document else b"public, max-age=3600"),
+        ]
         if send_trailers:
             headers.append((b"trailer", b"server-timing"))
         record["status"] = status
         record["body_bytes"] = len(body)
-        await send({"type": "http.response.start", "status": status, "headers": headers,
-                    "trailers": send_trailers})
+        await send({"type": "http.response.start", "status": status, "headers": headers, "trailers": send_trailers})
         await send({"type": "http.response.body", "body": body, "more_body": False})
         if send_trailers:
-            trailer = [(b"server-timing", b"app;desc=\"capture\"")]
+            trailer = [(b"server-timing", b'app;desc="capture"')]
             await send({"type": "http.response.trailers", "headers": trailer, "more_trailers": False})
             record["trailers"] = [(n.decode(), v.decode()) for n, v in trailer]
 
 
 # ---------------------------------------------------------------------------- the server
+
 
 def _paired_sockets(want_udp: bool, attempts: int = 20) -> tuple[socket.socket, socket.socket | None]:
     """A TCP socket on an ephemeral 127.0.0.1 port and, for HTTP/3, a UDP socket on the
@@ -319,8 +345,17 @@ class LocalServer:
     """``async with LocalServer(site, "h2"|"h3", ...) as srv:`` serves ``site`` at
     ``srv.origin`` until the block ends; ``srv.log`` lists what it sent."""
 
-    def __init__(self, site: Site, proto: str, *, early_hints: bool = False, push: bool = False,
-                 trailers: bool = False, think_s: float = 0.0, startup_timeout_s: float = 10.0):
+    def __init__(
+        self,
+        site: Site,
+        proto: str,
+        *,
+        early_hints: bool = False,
+        push: bool = False,
+        trailers: bool = False,
+        think_s: float = 0.0,
+        startup_timeout_s: float = 10.0,
+    ):
         if proto not in PROTOCOLS:
             raise InputError(f"--proto must be one of {', '.join(PROTOCOLS)}, not {proto!r}.")
         self.site, self.proto = site, proto
@@ -369,7 +404,7 @@ class LocalServer:
             config = Config()
             config.certfile = os.path.join(self._tmp, "cert.pem")
             config.keyfile = os.path.join(self._tmp, "key.pem")
-            config.alpn_protocols = ["h2"]          # HTTP/2 only over TCP: no silent HTTP/1.1
+            config.alpn_protocols = ["h2"]  # HTTP/2 only over TCP: no silent HTTP/1.1
             config.accesslog = None
             config.errorlog = None
             config.graceful_timeout = 1.0
@@ -380,12 +415,17 @@ class LocalServer:
                 if s is not None:
                     s.setblocking(False)
             if udp is not None:
-                config._set_quic_addresses([udp])   # hypercorn's own alt-svc for the QUIC port
+                config._set_quic_addresses([udp])  # hypercorn's own alt-svc for the QUIC port
             sockets = Sockets([tcp], [], [udp] if udp is not None else [])
             self._stop = asyncio.Event()
-            self._task = asyncio.ensure_future(worker_serve(
-                wrap_app(self.app, config.wsgi_max_body_size, "asgi"), config,
-                sockets=sockets, shutdown_trigger=self._stop.wait))
+            self._task = asyncio.ensure_future(
+                worker_serve(
+                    wrap_app(self.app, config.wsgi_max_body_size, "asgi"),
+                    config,
+                    sockets=sockets,
+                    shutdown_trigger=self._stop.wait,
+                )
+            )
             await self._wait_listening()
         except BaseException:
             await self._close()
@@ -397,7 +437,7 @@ class LocalServer:
         deadline = loop.time() + self.startup_timeout_s
         while loop.time() < deadline:
             if self._task.done():
-                self._task.result()       # raises the server's startup error
+                self._task.result()  # raises the server's startup error
                 raise RuntimeError("the local server stopped during start-up")
             try:
                 _, w = await asyncio.wait_for(asyncio.open_connection("127.0.0.1", self.port), 1.0)
@@ -407,8 +447,9 @@ class LocalServer:
                 return
             except (OSError, asyncio.TimeoutError):
                 await asyncio.sleep(0.05)
-        raise RuntimeError(f"the local server did not listen on 127.0.0.1:{self.port} within "
-                           f"{self.startup_timeout_s} s")
+        raise RuntimeError(
+            f"the local server did not listen on 127.0.0.1:{self.port} within {self.startup_timeout_s} s"
+        )
 
     async def _close(self) -> None:
         try:
@@ -427,7 +468,7 @@ class LocalServer:
                 shutil.rmtree(self._tmp, ignore_errors=True)
                 self._tmp = None
             if self._restore is not None:
-                await asyncio.sleep(0)         # let cancelled connections report first
+                await asyncio.sleep(0)  # let cancelled connections report first
                 self._restore()
                 self._restore = None
 

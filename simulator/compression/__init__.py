@@ -62,14 +62,39 @@ delivery and reports sizes.
 
 from __future__ import annotations
 
-from .base import (BlockedStreamsExceeded, CompressionError, DecodedBlock, Decoder, DecompressionFailed,
-                   EncodedBlock, Encoder, VerificationError, join_cookie_crumbs, split_cookie_crumbs, verify)
+from .base import (
+    BlockedStreamsExceeded,
+    CompressionError,
+    DecodedBlock,
+    Decoder,
+    DecompressionFailed,
+    EncodedBlock,
+    Encoder,
+    VerificationError,
+    join_cookie_crumbs,
+    split_cookie_crumbs,
+    verify,
+)
 from .factory import ADDED_SCHEMES, SCHEMES, make_decoder, make_encoder, schemes
 from .offline import OfflineResult, simulate_offline
 
 __all__ = [
-    "SCHEMES", "ADDED_SCHEMES", "schemes", "make_encoder", "make_decoder", "Encoder", "Decoder", "EncodedBlock",
+    "SCHEMES",
+    "ADDED_SCHEMES",
+    "schemes",
+    "make_encoder",
+    "make_decoder",
+    "Encoder",
+    "Decoder",
+    "EncodedBlock",
     "DecodedBlock",
-    "CompressionError", "DecompressionFailed", "BlockedStreamsExceeded", "VerificationError", "verify",
-    "split_cookie_crumbs", "join_cookie_crumbs", "simulate_offline", "OfflineResult",
+    "CompressionError",
+    "DecompressionFailed",
+    "BlockedStreamsExceeded",
+    "VerificationError",
+    "verify",
+    "split_cookie_crumbs",
+    "join_cookie_crumbs",
+    "simulate_offline",
+    "OfflineResult",
 ]

@@ -13,9 +13,16 @@ from dataclasses import dataclass
 from ..traces.model import HeaderList
 
 __all__ = [
-    "EncodedBlock", "DecodedBlock", "CompressionError", "DecompressionFailed",
-    "BlockedStreamsExceeded", "VerificationError", "split_cookie_crumbs",
-    "join_cookie_crumbs", "same_headers", "verify",
+    "EncodedBlock",
+    "DecodedBlock",
+    "CompressionError",
+    "DecompressionFailed",
+    "BlockedStreamsExceeded",
+    "VerificationError",
+    "split_cookie_crumbs",
+    "join_cookie_crumbs",
+    "same_headers",
+    "verify",
 ]
 
 
@@ -62,8 +69,8 @@ class EncodedBlock:
     encoder_stream_offset: int
     required_insert_count: int
     may_block: bool
-    headers: HeaderList          # the list as encoded (cookie crumbs split when enabled)
-    raw_bytes: int               # sum of name + value lengths of the caller's list
+    headers: HeaderList  # the list as encoded (cookie crumbs split when enabled)
+    raw_bytes: int  # sum of name + value lengths of the caller's list
 
 
 @dataclass(frozen=True, slots=True)
@@ -107,8 +114,9 @@ def join_cookie_crumbs(headers: HeaderList) -> HeaderList:
     return tuple(out)
 
 
-def verify(original: HeaderList, decoded: HeaderList, *, ordered: bool = True, where: str = "",
-           context: str = "") -> None:
+def verify(
+    original: HeaderList, decoded: HeaderList, *, ordered: bool = True, where: str = "", context: str = ""
+) -> None:
     """Raise ``VerificationError`` unless ``decoded`` is ``original`` (after re-joining
     cookie crumbs on both sides).  ``ordered=False`` compares as multisets (the QPACK
     offline-interop rule: encoders may reorder fields within a list).  ``where`` (or
@@ -158,7 +166,7 @@ class Encoder:
     def __init__(self, *, cookie_crumbs: bool = True) -> None:
         self.cookie_crumbs = cookie_crumbs
         self.next_seq = 0
-        self.encoder_stream_offset = 0      # bytes emitted on the encoder/control stream
+        self.encoder_stream_offset = 0  # bytes emitted on the encoder/control stream
 
     def encode(self, stream_id: int, headers) -> EncodedBlock:
         """Encode one header list for ``stream_id`` (cookie crumbs split first, RFC 9113 8.2.3) into the next block."""
@@ -169,9 +177,17 @@ class Encoder:
         offset = self.encoder_stream_offset
         block, stream_bytes, ric, may_block = self._encode(seq, stream_id, fields)
         self.encoder_stream_offset += len(stream_bytes)
-        return EncodedBlock(seq=seq, stream_id=stream_id, header_block=block, encoder_stream=stream_bytes,
-                            encoder_stream_offset=offset, required_insert_count=ric, may_block=may_block,
-                            headers=fields, raw_bytes=sum(len(n) + len(v) for n, v in original))
+        return EncodedBlock(
+            seq=seq,
+            stream_id=stream_id,
+            header_block=block,
+            encoder_stream=stream_bytes,
+            encoder_stream_offset=offset,
+            required_insert_count=ric,
+            may_block=may_block,
+            headers=fields,
+            raw_bytes=sum(len(n) + len(v) for n, v in original),
+        )
 
     def _encode(self, seq: int, stream_id: int, fields: HeaderList) -> tuple[bytes, bytes, int, bool]:
         raise NotImplementedError
@@ -198,7 +214,7 @@ class Decoder:
     def __init__(self) -> None:
         self._decoder_stream = bytearray()
         self._unblocked: list[DecodedBlock] = []
-        self.max_blocked_bytes = 0          # high-water mark of blocked_bytes
+        self.max_blocked_bytes = 0  # high-water mark of blocked_bytes
 
     def feed_encoder_stream(self, data: bytes) -> list[DecodedBlock]:
         """Take encoder-stream bytes; the blocks they unblock.  This default (no encoder stream: HPACK)

@@ -33,46 +33,67 @@ def _hpack_mode(scheme: str, transport: str) -> str | None:
     return {"hpack-tcp": "tcp", "hpack-quic": "quic"}.get(scheme)
 
 
-def make_encoder(scheme: str, table_bytes: int = 4096, max_blocked: int = 100, *, transport: str = "quic",
-                 cookie_crumbs: bool = True, **options) -> Encoder:
+def make_encoder(
+    scheme: str,
+    table_bytes: int = 4096,
+    max_blocked: int = 100,
+    *,
+    transport: str = "quic",
+    cookie_crumbs: bool = True,
+    **options,
+) -> Encoder:
     """An encoder for ``scheme`` with a dynamic table of ``table_bytes`` and at most
     ``max_blocked`` possibly-blocking blocks outstanding (QPACK, qcram-blocking).
     ``transport`` only matters to ``hpack``; ``options`` go to the QCRAM encoder
     (``insert_policy``, ``history``, ``huffman``)."""
     if scheme in ADDED_SCHEMES:
         return importlib.import_module(ADDED_SCHEMES[scheme]).make_encoder(
-            table_bytes=table_bytes, max_blocked=max_blocked, cookie_crumbs=cookie_crumbs, **options)
+            table_bytes=table_bytes, max_blocked=max_blocked, cookie_crumbs=cookie_crumbs, **options
+        )
     if options and scheme not in ("qcram", "qcram-blocking"):
         raise TypeError(f"{scheme} takes no options {sorted(options)}")
     mode = _hpack_mode(scheme, transport)
     if mode is not None:
         from .hpack_codec import HpackEncoder
+
         return HpackEncoder(mode=mode, table_bytes=table_bytes, cookie_crumbs=cookie_crumbs)
     if scheme == "qpack":
         from .qpack_codec import QpackEncoder
+
         return QpackEncoder(table_bytes=table_bytes, max_blocked=max_blocked, cookie_crumbs=cookie_crumbs)
     if scheme in ("qcram", "qcram-blocking"):
         from .qcram import QcramEncoder
-        return QcramEncoder(table_bytes=table_bytes, max_blocked=max_blocked, blocking=scheme == "qcram-blocking",
-                            cookie_crumbs=cookie_crumbs, **options)
+
+        return QcramEncoder(
+            table_bytes=table_bytes,
+            max_blocked=max_blocked,
+            blocking=scheme == "qcram-blocking",
+            cookie_crumbs=cookie_crumbs,
+            **options,
+        )
     raise ValueError(f"unknown compression scheme {scheme!r} (one of {', '.join(schemes())})")
 
 
-def make_decoder(scheme: str, table_bytes: int = 4096, max_blocked: int = 100, *, transport: str = "quic",
-                 **_encoder_only) -> Decoder:
+def make_decoder(
+    scheme: str, table_bytes: int = 4096, max_blocked: int = 100, *, transport: str = "quic", **_encoder_only
+) -> Decoder:
     """The decoder matching ``make_encoder(scheme, ...)`` with the same settings (encoder-only
     options such as ``cookie_crumbs`` are accepted and ignored)."""
     if scheme in ADDED_SCHEMES:
-        return importlib.import_module(ADDED_SCHEMES[scheme]).make_decoder(table_bytes=table_bytes,
-                                                                          max_blocked=max_blocked)
+        return importlib.import_module(ADDED_SCHEMES[scheme]).make_decoder(
+            table_bytes=table_bytes, max_blocked=max_blocked
+        )
     mode = _hpack_mode(scheme, transport)
     if mode is not None:
         from .hpack_codec import HpackDecoder
+
         return HpackDecoder(mode=mode, table_bytes=table_bytes)
     if scheme == "qpack":
         from .qpack_codec import QpackDecoder
+
         return QpackDecoder(table_bytes=table_bytes, max_blocked=max_blocked)
     if scheme in ("qcram", "qcram-blocking"):
         from .qcram_decoder import QcramDecoder
+
         return QcramDecoder(table_bytes=table_bytes, max_blocked=max_blocked, blocking=scheme == "qcram-blocking")
     raise ValueError(f"unknown compression scheme {scheme!r} (one of {', '.join(schemes())})")

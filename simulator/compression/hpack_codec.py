@@ -60,8 +60,8 @@ class HpackDecoder(Decoder):
         self._dec = hpack.Decoder(max_header_list_size=1 << 30)
         self._dec.max_allowed_table_size = table_bytes
         self._dec.header_table_size = table_bytes
-        self.next_seq = 0                                  # the next block in encode order
-        self._waiting: dict[int, tuple[int, bytes]] = {}   # seq -> (stream_id, block)
+        self.next_seq = 0  # the next block in encode order
+        self._waiting: dict[int, tuple[int, bytes]] = {}  # seq -> (stream_id, block)
 
     def _decode(self, seq: int, stream_id: int, block: bytes, was_blocked: bool) -> DecodedBlock:
         try:
@@ -79,12 +79,12 @@ class HpackDecoder(Decoder):
             return self._decode(seq, stream_id, block, False)
         if seq < self.next_seq or seq in self._waiting:
             raise ValueError(f"hpack-quic: block seq {seq} fed twice")
-        if seq > self.next_seq:       # an earlier block is missing: wait (HOL blocking)
+        if seq > self.next_seq:  # an earlier block is missing: wait (HOL blocking)
             self._waiting[seq] = (stream_id, block)
             self._note_blocked()
             return None
         decoded = self._decode(seq, stream_id, block, False)
-        while self.next_seq in self._waiting:     # later blocks waiting for this one: take_unblocked()
+        while self.next_seq in self._waiting:  # later blocks waiting for this one: take_unblocked()
             sid, blk = self._waiting.pop(self.next_seq)
             self._unblocked.append(self._decode(self.next_seq, sid, blk, True))
         return decoded

@@ -26,12 +26,12 @@ class OfflineResult:
 
     scheme: str
     blocks: int
-    raw_bytes: int                 # sum of name + value lengths of the input lists
+    raw_bytes: int  # sum of name + value lengths of the input lists
     header_block_bytes: int
     encoder_stream_bytes: int
     decoder_stream_bytes: int
-    may_block_blocks: int          # blocks the encoder flagged as possibly blocking
-    blocked_blocks: int            # blocks that actually waited at the decoder
+    may_block_blocks: int  # blocks the encoder flagged as possibly blocking
+    blocked_blocks: int  # blocks that actually waited at the decoder
     max_blocked_bytes: int
 
     @property
@@ -45,16 +45,25 @@ class OfflineResult:
         return self.compressed_bytes / self.raw_bytes if self.raw_bytes else 0.0
 
 
-def simulate_offline(scheme: str, header_lists, table_bytes: int = 4096, max_blocked: int = 100,
-                     ack_mode: int = 1, *, ack_delay: int = 0, header_block_first: bool = False,
-                     **options) -> OfflineResult:
+def simulate_offline(
+    scheme: str,
+    header_lists,
+    table_bytes: int = 4096,
+    max_blocked: int = 100,
+    ack_mode: int = 1,
+    *,
+    ack_delay: int = 0,
+    header_block_first: bool = False,
+    **options,
+) -> OfflineResult:
     """Encode ``header_lists`` (an iterable of header lists) with ``scheme``, decode and
     verify every block, and return the sizes.  ``options`` go to ``make_encoder``."""
     if ack_mode not in (0, 1):
         raise ValueError("ack_mode must be 0 or 1")
     enc = make_encoder(scheme, table_bytes=table_bytes, max_blocked=max_blocked, **options)
-    dec = make_decoder(scheme, table_bytes=table_bytes, max_blocked=max_blocked,
-                       transport=options.get("transport", "quic"))
+    dec = make_decoder(
+        scheme, table_bytes=table_bytes, max_blocked=max_blocked, transport=options.get("transport", "quic")
+    )
     originals: dict[int, tuple] = {}
     raw = header = stream = feedback = may_block = blocked = 0
     decoded_count = 0
@@ -101,5 +110,6 @@ def simulate_offline(scheme: str, header_lists, table_bytes: int = 4096, max_blo
     deliver_acks(0) if ack_mode == 1 else None
     if originals:
         raise VerificationError(f"{scheme}: {len(originals)} blocks never decoded (first seq {min(originals)})")
-    return OfflineResult(scheme, decoded_count, raw, header, stream, feedback, may_block, blocked,
-                         dec.max_blocked_bytes)
+    return OfflineResult(
+        scheme, decoded_count, raw, header, stream, feedback, may_block, blocked, dec.max_blocked_bytes
+    )

@@ -85,23 +85,22 @@ from dataclasses import dataclass, field
 from hpack.table import HeaderTable
 
 from .base import DecompressionFailed, Encoder
-from .wire import (Truncated, WireError, decode_varint, encode_integer,
-                   encode_string, encode_varint)
+from .wire import Truncated, WireError, decode_varint, encode_integer, encode_string, encode_varint
 
 __all__ = ["QcramEncoder", "STATIC_TABLE", "FRAME_HEADERS", "FRAME_HEADER_ACK", "BLOCKING"]
 
-STATIC_TABLE: tuple[tuple[bytes, bytes], ...] = tuple(HeaderTable.STATIC_TABLE)   # RFC 7541 Appendix A
-STATIC_COUNT = len(STATIC_TABLE)                                                 # 61
+STATIC_TABLE: tuple[tuple[bytes, bytes], ...] = tuple(HeaderTable.STATIC_TABLE)  # RFC 7541 Appendix A
+STATIC_COUNT = len(STATIC_TABLE)  # 61
 _STATIC_EXACT: dict[tuple[bytes, bytes], int] = {}
 _STATIC_NAME: dict[bytes, int] = {}
 for _i, (_n, _v) in enumerate(STATIC_TABLE, start=1):
     _STATIC_EXACT.setdefault((_n, _v), _i)
     _STATIC_NAME.setdefault(_n, _i)
 
-FRAME_HEADERS = 0x01          # draft-ietf-quic-http HEADERS
-FRAME_HEADER_ACK = 0x08       # draft-krasic-quic-qcram-03 HEADER_ACK
-BLOCKING = 0x01               # HEADERS flag (draft-krasic-quic-qcram-03 2.1)
-ENTRY_OVERHEAD = 32           # RFC 7541 4.1
+FRAME_HEADERS = 0x01  # draft-ietf-quic-http HEADERS
+FRAME_HEADER_ACK = 0x08  # draft-krasic-quic-qcram-03 HEADER_ACK
+BLOCKING = 0x01  # HEADERS flag (draft-krasic-quic-qcram-03 2.1)
+ENTRY_OVERHEAD = 32  # RFC 7541 4.1
 
 
 def entry_size(name: bytes, value: bytes) -> int:
@@ -125,27 +124,28 @@ def _parse_frames(buf: bytearray) -> tuple[list[tuple[int, int, bytes]], int]:
             break
         if p + 2 + length > len(data):
             break
-        frames.append((data[p], data[p + 1], data[p + 2:p + 2 + length]))
+        frames.append((data[p], data[p + 1], data[p + 2 : p + 2 + length]))
         pos = p + 2 + length
     return frames, pos
 
 
 # ----------------------------------------------------------------------------- encoder
 
+
 @dataclass(slots=True)
 class _Entry:
     name: bytes
     value: bytes
     size: int
-    pins: int = 0                 # outstanding blocks that reference this entry
+    pins: int = 0  # outstanding blocks that reference this entry
 
 
 @dataclass(slots=True)
 class _BlockRecord:
     seq: int
     stream_id: int
-    refs: list[int]               # absolute indices referenced (each pinned once)
-    required: int                 # inserts needed to decode = largest ref + 1
+    refs: list[int]  # absolute indices referenced (each pinned once)
+    required: int  # inserts needed to decode = largest ref + 1
     vulnerable: bool
     released: bool = False
 
@@ -156,8 +156,8 @@ class _Table:
 
     capacity: int
     entries: dict[int, _Entry] = field(default_factory=dict)
-    oldest: int = 0               # absolute index of the oldest live entry
-    inserted: int = 0             # total inserts (the next absolute index)
+    oldest: int = 0  # absolute index of the oldest live entry
+    inserted: int = 0  # total inserts (the next absolute index)
     size: int = 0
 
     @property
@@ -186,7 +186,7 @@ class _Table:
         size = entry_size(name, value)
         if size > self.capacity:
             raise DecompressionFailed(f"entry of {size} bytes does not fit a table of {self.capacity}")
-        while self.size + size > self.capacity:   # RFC 7541 4.4, oldest first
+        while self.size + size > self.capacity:  # RFC 7541 4.4, oldest first
             self.size -= self.entries.pop(self.oldest).size
             self.oldest += 1
         index = self.inserted
@@ -199,9 +199,17 @@ class _Table:
 class QcramEncoder(Encoder):
     """QCRAM encoder; ``blocking`` selects the draft -03 variant with vulnerable references."""
 
-    def __init__(self, *, table_bytes: int = 4096, max_blocked: int = 100, blocking: bool = False,
-                 cookie_crumbs: bool = True, huffman: bool = True, insert_policy: str = "repeat",
-                 history: int = 512) -> None:
+    def __init__(
+        self,
+        *,
+        table_bytes: int = 4096,
+        max_blocked: int = 100,
+        blocking: bool = False,
+        cookie_crumbs: bool = True,
+        huffman: bool = True,
+        insert_policy: str = "repeat",
+        history: int = 512,
+    ) -> None:
         super().__init__(cookie_crumbs=cookie_crumbs)
         if insert_policy not in ("always", "repeat"):
             raise ValueError("insert_policy must be 'always' or 'repeat'")
@@ -213,12 +221,12 @@ class QcramEncoder(Encoder):
         self.max_blocked = max_blocked if blocking else 0
         self.huffman = huffman
         self.table = _Table(table_bytes)
-        self.known_received_count = 0            # inserts the decoder surely has
-        self.acked_offset = 0                    # contiguous control-stream bytes acked
-        self._frames: deque[tuple[int, int]] = deque()   # (frame end offset, inserts after it)
-        self._blocks: dict[int, _BlockRecord] = {}       # seq -> outstanding (pinning) blocks
+        self.known_received_count = 0  # inserts the decoder surely has
+        self.acked_offset = 0  # contiguous control-stream bytes acked
+        self._frames: deque[tuple[int, int]] = deque()  # (frame end offset, inserts after it)
+        self._blocks: dict[int, _BlockRecord] = {}  # seq -> outstanding (pinning) blocks
         self._unacked_by_stream: dict[int, deque[int]] = {}  # HEADER_ACK order: stream -> seqs
-        self._vulnerable: set[int] = set()       # seqs of outstanding blocks with required > KRC
+        self._vulnerable: set[int] = set()  # seqs of outstanding blocks with required > KRC
         self._decoder_buf = bytearray()
         # Newest live entry for each (name, value) and each name: absolute indices.
         self._by_field: dict[tuple[bytes, bytes], list[int]] = {}
@@ -247,10 +255,10 @@ class QcramEncoder(Encoder):
     def _encode(self, seq, stream_id, fields):
         table = self.table
         may_vulnerable = self.blocking and self._vulnerable_budget()
-        inserts = bytearray()            # control-stream representations for this block
-        frame_base = table.inserted      # base of the control frame (before its inserts)
+        inserts = bytearray()  # control-stream representations for this block
+        frame_base = table.inserted  # base of the control frame (before its inserts)
         frame_prefix = encode_integer(table.fill, 8) + encode_integer(table.evictions, 8)
-        reps: list[tuple] = []           # ("static", i) / ("dyn", abs) / ("lit", name_ref, name, value)
+        reps: list[tuple] = []  # ("static", i) / ("dyn", abs) / ("lit", name_ref, name, value)
         refs: set[int] = set()
 
         def pin(index: int) -> None:
@@ -274,16 +282,25 @@ class QcramEncoder(Encoder):
                 pin(name_index)
             # Insert for later blocks unless an equal entry is already waiting to be committed.
             size = entry_size(name, value)
-            if (self._worth_inserting(name, value) and not self._live(self._by_field.get((name, value), []))
-                    and table.can_insert(size)):
+            if (
+                self._worth_inserting(name, value)
+                and not self._live(self._by_field.get((name, value), []))
+                and table.can_insert(size)
+            ):
                 inserts += self._insert_instruction(name, value, frame_base)
                 new_index = self._insert(name, value)
-                if may_vulnerable:           # draft -03: reference it now, block if need be
+                if may_vulnerable:  # draft -03: reference it now, block if need be
                     pin(new_index)
                     reps.append(("dyn", new_index))
                     continue
-            reps.append(("lit", ("static", name_ref) if name_ref else
-                         ("dyn", name_index) if name_index is not None else None, name, value))
+            reps.append(
+                (
+                    "lit",
+                    ("static", name_ref) if name_ref else ("dyn", name_index) if name_index is not None else None,
+                    name,
+                    value,
+                )
+            )
 
         for name, value in fields:
             self._remember(name, value)
@@ -296,7 +313,7 @@ class QcramEncoder(Encoder):
         flags = BLOCKING if vulnerable else 0
         block = bytearray([flags]) + encode_integer(table.fill, 8) + encode_integer(table.evictions, 8)
         if vulnerable:
-            block += encode_integer(base - required, 8)       # Depends
+            block += encode_integer(base - required, 8)  # Depends
         block += body
 
         control = _frame(FRAME_HEADERS, frame_prefix + inserts) if inserts else b""
@@ -352,11 +369,11 @@ class QcramEncoder(Encoder):
 
     def _representation(self, rep: tuple, base: int) -> bytes:
         kind = rep[0]
-        if kind == "static":                                   # Indexed (RFC 7541 6.1)
+        if kind == "static":  # Indexed (RFC 7541 6.1)
             return encode_integer(rep[1], 7, 0x80)
         if kind == "dyn":
             return encode_integer(STATIC_COUNT + base - rep[1], 7, 0x80)
-        _, name_ref, name, value = rep                         # Literal without Indexing (6.2.2)
+        _, name_ref, name, value = rep  # Literal without Indexing (6.2.2)
         if name_ref is None:
             head = bytes([0x00]) + encode_string(name, huffman=self.huffman)
         elif name_ref[0] == "static":
@@ -395,7 +412,7 @@ class QcramEncoder(Encoder):
         if record is None or record.vulnerable:
             return
         self._release(record)
-        if not self.blocking:        # no HEADER_ACK will come for it
+        if not self.blocking:  # no HEADER_ACK will come for it
             self._forget(record)
 
     def _forget(self, record: _BlockRecord) -> None:

@@ -8,8 +8,17 @@ they depend on arrive, with HEADER_ACK sent back.  The wire format is described 
 from __future__ import annotations
 
 from .base import BlockedStreamsExceeded, DecodedBlock, Decoder, DecompressionFailed
-from .qcram import (BLOCKING, FRAME_HEADER_ACK, FRAME_HEADERS, STATIC_COUNT, STATIC_TABLE, _frame, _parse_frames,
-                    _Table, entry_size)
+from .qcram import (
+    BLOCKING,
+    FRAME_HEADER_ACK,
+    FRAME_HEADERS,
+    STATIC_COUNT,
+    STATIC_TABLE,
+    _frame,
+    _parse_frames,
+    _Table,
+    entry_size,
+)
 from .wire import WireError, decode_integer, decode_string, encode_varint, varint_len
 
 __all__ = ["QcramDecoder"]
@@ -26,7 +35,7 @@ class QcramDecoder(Decoder):
         self.header_acks = blocking
         self.table = _Table(table_bytes)
         self._control = bytearray()
-        self.control_offset = 0                  # control-stream bytes consumed
+        self.control_offset = 0  # control-stream bytes consumed
         self._blocked: dict[int, tuple[int, bytes, int]] = {}  # stream -> (seq, block, required)
 
     def feed_encoder_stream(self, data: bytes) -> list[DecodedBlock]:
@@ -54,19 +63,21 @@ class QcramDecoder(Decoder):
         fill, pos = decode_integer(payload, 0, 8)
         evictions, pos = decode_integer(payload, pos, 8)
         if fill != self.table.fill or evictions != self.table.evictions:
-            raise WireError(f"prefix Fill {fill}/Evictions {evictions} does not match the table "
-                            f"({self.table.fill}/{self.table.evictions})")
+            raise WireError(
+                f"prefix Fill {fill}/Evictions {evictions} does not match the table "
+                f"({self.table.fill}/{self.table.evictions})"
+            )
         base = self.table.inserted
         while pos < len(payload):
             first = payload[pos]
-            if first & 0xC0 == 0x40:              # Literal with Incremental Indexing (RFC 7541 6.2.1)
+            if first & 0xC0 == 0x40:  # Literal with Incremental Indexing (RFC 7541 6.2.1)
                 index, pos = decode_integer(payload, pos, 6)
                 if index == 0:
                     name, pos = decode_string(payload, pos)
                 else:
                     name = self._lookup(index, base, pos)[0]
                 value, pos = decode_string(payload, pos)
-            elif first & 0xE0 == 0x20:            # Indexed-Duplicate (draft 4.4)
+            elif first & 0xE0 == 0x20:  # Indexed-Duplicate (draft 4.4)
                 index, pos = decode_integer(payload, pos, 5)
                 name, value = self._lookup(index, base, pos)
             else:
@@ -82,8 +93,9 @@ class QcramDecoder(Decoder):
         if index == 0 or absolute < 0:
             raise WireError(f"index {index} out of range at byte {pos}")
         if absolute >= self.table.inserted:
-            raise WireError(f"index {index} refers to entry {absolute}, "
-                            "not yet inserted (a non-BLOCKING block would block)")
+            raise WireError(
+                f"index {index} refers to entry {absolute}, not yet inserted (a non-BLOCKING block would block)"
+            )
         entry = self.table.entries.get(absolute)
         if entry is None:
             raise WireError(f"index {index} refers to evicted entry {absolute}")
@@ -100,8 +112,10 @@ class QcramDecoder(Decoder):
             raise DecompressionFailed(f"QCRAM block seq {seq}: BLOCKING set but blocking is not enabled")
         if required > self.table.inserted:
             if len(self._blocked) >= self.max_blocked:
-                raise BlockedStreamsExceeded(f"QCRAM block seq {seq} (stream {stream_id}) would be the "
-                                             f"{len(self._blocked) + 1}th blocked block (limit {self.max_blocked})")
+                raise BlockedStreamsExceeded(
+                    f"QCRAM block seq {seq} (stream {stream_id}) would be the "
+                    f"{len(self._blocked) + 1}th blocked block (limit {self.max_blocked})"
+                )
             self._blocked[stream_id] = (seq, block, required)
             self._note_blocked()
             return None
@@ -128,11 +142,11 @@ class QcramDecoder(Decoder):
             dynamic = False
             while pos < len(block):
                 first = block[pos]
-                if first & 0x80:                         # Indexed (RFC 7541 6.1)
+                if first & 0x80:  # Indexed (RFC 7541 6.1)
                     index, pos = decode_integer(block, pos, 7)
                     headers.append(self._lookup(index, base, pos))
                     dynamic |= index > STATIC_COUNT
-                elif first & 0xF0 == 0x00:               # Literal without Indexing (6.2.2)
+                elif first & 0xF0 == 0x00:  # Literal without Indexing (6.2.2)
                     index, pos = decode_integer(block, pos, 4)
                     if index == 0:
                         name, pos = decode_string(block, pos)

@@ -82,7 +82,7 @@ class EncoderStreamParser:
         self.max_capacity = max_capacity
         self.capacity = 0
         self.inserts = 0
-        self.offset = 0            # bytes consumed (complete instructions)
+        self.offset = 0  # bytes consumed (complete instructions)
         self._buf = bytearray()
 
     def feed(self, data: bytes) -> None:
@@ -102,20 +102,20 @@ class EncoderStreamParser:
 
     def _instruction(self, buf: bytes, pos: int) -> int:
         first = buf[pos]
-        if first & 0x80:                      # Insert with Name Reference (4.3.2)
+        if first & 0x80:  # Insert with Name Reference (4.3.2)
             _, pos = decode_integer(buf, pos, 6)
             pos = _skip_string(buf, pos, 7)
             self.inserts += 1
-        elif first & 0x40:                    # Insert with Literal Name (4.3.3)
+        elif first & 0x40:  # Insert with Literal Name (4.3.3)
             pos = _skip_string(buf, pos, 5)
             pos = _skip_string(buf, pos, 7)
             self.inserts += 1
-        elif first & 0x20:                    # Set Dynamic Table Capacity (4.3.1)
+        elif first & 0x20:  # Set Dynamic Table Capacity (4.3.1)
             capacity, pos = decode_integer(buf, pos, 5)
             if capacity > self.max_capacity:
                 raise WireError(f"Set Dynamic Table Capacity {capacity} exceeds the limit {self.max_capacity}")
             self.capacity = capacity
-        else:                                 # Duplicate (4.3.4)
+        else:  # Duplicate (4.3.4)
             _, pos = decode_integer(buf, pos, 5)
             self.inserts += 1
         return pos
@@ -137,12 +137,12 @@ class QpackEncoder(Encoder):
         super().__init__(cookie_crumbs=cookie_crumbs)
         self.table_bytes = table_bytes
         self.max_blocked = max_blocked
-        self.max_entries = table_bytes // 32                 # RFC 9204 3.2.2
+        self.max_entries = table_bytes // 32  # RFC 9204 3.2.2
         self._enc = pylsqpack.Encoder()
         self._pending_stream = self._enc.apply_settings(table_bytes, max_blocked)
-        self._own_stream = EncoderStreamParser(table_bytes)   # counts our own inserts
-        self.known_received_count = 0                        # RFC 9204 2.1.4
-        self._unacked: dict[int, deque[int]] = {}            # stream -> RICs of unacknowledged sections
+        self._own_stream = EncoderStreamParser(table_bytes)  # counts our own inserts
+        self.known_received_count = 0  # RFC 9204 2.1.4
+        self._unacked: dict[int, deque[int]] = {}  # stream -> RICs of unacknowledged sections
         self._decoder_buf = bytearray()
 
     @property
@@ -184,17 +184,17 @@ class QpackEncoder(Encoder):
 
     def _decoder_instruction(self, buf: bytes, pos: int) -> int:
         first = buf[pos]
-        if first & 0x80:                       # Section Acknowledgment (4.4.1)
+        if first & 0x80:  # Section Acknowledgment (4.4.1)
             stream_id, pos = decode_integer(buf, pos, 7)
             queue = self._unacked.get(stream_id)
             if not queue:
                 raise WireError(f"Section Acknowledgment for stream {stream_id} with no section outstanding")
             ric = queue.popleft()
             self.known_received_count = max(self.known_received_count, ric)
-        elif first & 0x40:                     # Stream Cancellation (4.4.2)
+        elif first & 0x40:  # Stream Cancellation (4.4.2)
             stream_id, pos = decode_integer(buf, pos, 6)
             self._unacked.pop(stream_id, None)
-        else:                                  # Insert Count Increment (4.4.3)
+        else:  # Insert Count Increment (4.4.3)
             increment, pos = decode_integer(buf, pos, 6)
             if increment == 0 or self.known_received_count + increment > self.insert_count:
                 raise WireError(f"bad Insert Count Increment {increment}")
@@ -208,8 +208,9 @@ class QpackDecoder(Decoder):
 
     scheme = "qpack"
 
-    def __init__(self, *, table_bytes: int = 4096, max_blocked: int = 100,
-                 insert_count_increments: bool = True) -> None:
+    def __init__(
+        self, *, table_bytes: int = 4096, max_blocked: int = 100, insert_count_increments: bool = True
+    ) -> None:
         super().__init__()
         self.table_bytes = table_bytes
         self.max_blocked = max_blocked
@@ -217,7 +218,7 @@ class QpackDecoder(Decoder):
         self.insert_count_increments = insert_count_increments
         self._dec = pylsqpack.Decoder(table_bytes, max_blocked)
         self._stream = EncoderStreamParser(table_bytes)
-        self._reported = 0                                   # the encoder's Known Received Count, as we told it
+        self._reported = 0  # the encoder's Known Received Count, as we told it
         self._blocked: dict[int, tuple[int, bytes, int]] = {}  # stream -> (seq, block, RIC)
 
     @property
@@ -255,7 +256,8 @@ class QpackDecoder(Decoder):
             raise BlockedStreamsExceeded(
                 f"stream {stream_id} would be blocked (Required Insert Count {ric} > Insert Count "
                 f"{self.insert_count}) but {len(self._blocked)} streams are already blocked "
-                f"(SETTINGS_QPACK_BLOCKED_STREAMS {self.max_blocked})")
+                f"(SETTINGS_QPACK_BLOCKED_STREAMS {self.max_blocked})"
+            )
         try:
             control, headers = self._dec.feed_header(stream_id, block)
         except pylsqpack.StreamBlocked:
@@ -267,7 +269,7 @@ class QpackDecoder(Decoder):
         return self._decoded(seq, stream_id, block, ric, control, headers, False)
 
     def _decoded(self, seq, stream_id, block, ric, control, headers, was_blocked) -> DecodedBlock:
-        self._decoder_stream += control              # Section Acknowledgment when RIC > 0 (4.4.1)
+        self._decoder_stream += control  # Section Acknowledgment when RIC > 0 (4.4.1)
         if ric:
             self._reported = max(self._reported, ric)
         return DecodedBlock(seq, stream_id, tuple(headers), len(block), was_blocked)

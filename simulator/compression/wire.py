@@ -22,11 +22,18 @@ from ..frames import decode_int as _decode_int
 from ..frames import decode_varint as _decode_varint
 from ..frames import encode_int
 from ..frames import encode_varint, varint_len  # noqa: F401  (RFC 9000 section 16, re-exported for the codecs)
-from ..frames import huffman_decode as decode_huffman   # C when built (RFC 7541 appendix B)
+from ..frames import huffman_decode as decode_huffman  # C when built (RFC 7541 appendix B)
 
 __all__ = [
-    "WireError", "Truncated", "encode_integer", "decode_integer", "encode_string",
-    "decode_string", "encode_varint", "decode_varint", "varint_len",
+    "WireError",
+    "Truncated",
+    "encode_integer",
+    "decode_integer",
+    "encode_string",
+    "decode_string",
+    "encode_varint",
+    "decode_varint",
+    "varint_len",
 ]
 
 _HUFFMAN = HuffmanEncoder(REQUEST_CODES, REQUEST_CODES_LENGTH)
@@ -52,7 +59,7 @@ def decode_integer(data: bytes, pos: int, prefix_bits: int) -> tuple[int, int]:
         raise Truncated("input ends before an integer")
     try:
         decoded = _decode_int(data, pos, prefix_bits)
-    except IntegerError:            # more than 9 continuation bytes, or above 2**62-1
+    except IntegerError:  # more than 9 continuation bytes, or above 2**62-1
         raise WireError("integer too long") from None
     if decoded is None:
         raise Truncated("input ends inside an integer")

@@ -40,24 +40,67 @@ from . import scanner as _python
 from ._errors import FrameError, HuffmanError, IntegerError, error_code_name
 
 __all__ = [
-    "IMPLEMENTATION", "implementations", "get_implementation", "FrameError", "HuffmanError", "IntegerError",
-    "H2Scanner", "H3Scanner", "VarintDecoder", "parse_h2", "parse_h3", "H2Frames", "H3Frames",
-    "decode_varint", "encode_varint", "varint_len", "integer_len", "decode_int", "encode_int",
-    "huffman_decode", "huffman_encode", "huffman_encoded_length",
-    "H2_FRAME_TYPES", "H3_FRAME_TYPES", "h2_type_name", "h3_type_name", "h2_flag_names", "error_code_name",
-    "PREFACE", "h2_frame", "h3_frame",
+    "IMPLEMENTATION",
+    "implementations",
+    "get_implementation",
+    "FrameError",
+    "HuffmanError",
+    "IntegerError",
+    "H2Scanner",
+    "H3Scanner",
+    "VarintDecoder",
+    "parse_h2",
+    "parse_h3",
+    "H2Frames",
+    "H3Frames",
+    "decode_varint",
+    "encode_varint",
+    "varint_len",
+    "integer_len",
+    "decode_int",
+    "encode_int",
+    "huffman_decode",
+    "huffman_encode",
+    "huffman_encoded_length",
+    "H2_FRAME_TYPES",
+    "H3_FRAME_TYPES",
+    "h2_type_name",
+    "h3_type_name",
+    "h2_flag_names",
+    "error_code_name",
+    "PREFACE",
+    "h2_frame",
+    "h3_frame",
 ]
 
 PREFACE = _python.PREFACE
 
 H2_FRAME_TYPES = {
-    0x0: "DATA", 0x1: "HEADERS", 0x2: "PRIORITY", 0x3: "RST_STREAM", 0x4: "SETTINGS",
-    0x5: "PUSH_PROMISE", 0x6: "PING", 0x7: "GOAWAY", 0x8: "WINDOW_UPDATE", 0x9: "CONTINUATION",
-    0xA: "ALTSVC", 0xC: "ORIGIN", 0x10: "PRIORITY_UPDATE",
+    0x0: "DATA",
+    0x1: "HEADERS",
+    0x2: "PRIORITY",
+    0x3: "RST_STREAM",
+    0x4: "SETTINGS",
+    0x5: "PUSH_PROMISE",
+    0x6: "PING",
+    0x7: "GOAWAY",
+    0x8: "WINDOW_UPDATE",
+    0x9: "CONTINUATION",
+    0xA: "ALTSVC",
+    0xC: "ORIGIN",
+    0x10: "PRIORITY_UPDATE",
 }
 H3_FRAME_TYPES = {
-    0x0: "DATA", 0x1: "HEADERS", 0x3: "CANCEL_PUSH", 0x4: "SETTINGS", 0x5: "PUSH_PROMISE",
-    0x7: "GOAWAY", 0xC: "ORIGIN", 0xD: "MAX_PUSH_ID", 0xF0700: "PRIORITY_UPDATE", 0xF0701: "PRIORITY_UPDATE",
+    0x0: "DATA",
+    0x1: "HEADERS",
+    0x3: "CANCEL_PUSH",
+    0x4: "SETTINGS",
+    0x5: "PUSH_PROMISE",
+    0x7: "GOAWAY",
+    0xC: "ORIGIN",
+    0xD: "MAX_PUSH_ID",
+    0xF0700: "PRIORITY_UPDATE",
+    0xF0701: "PRIORITY_UPDATE",
 }
 # Flag names per frame type (RFC 9113 section 6).
 _H2_FLAGS = {
@@ -152,8 +195,12 @@ def varint_len(value: int) -> int:
 def h2_frame(frame_type: int, flags: int, stream_id: int, payload: bytes) -> bytes:
     """One HTTP/2 frame: the 9-byte header (24-bit length, type, flags, 31-bit stream id;
     RFC 9113 section 4.1) and ``payload``."""
-    return (len(payload).to_bytes(3, "big") + bytes((frame_type, flags))
-            + (stream_id & 0x7FFFFFFF).to_bytes(4, "big") + payload)
+    return (
+        len(payload).to_bytes(3, "big")
+        + bytes((frame_type, flags))
+        + (stream_id & 0x7FFFFFFF).to_bytes(4, "big")
+        + payload
+    )
 
 
 def h3_frame(frame_type: int, payload: bytes) -> bytes:
@@ -179,14 +226,14 @@ def integer_len(value: int, prefix_bits: int) -> int:
 class H2Frames:
     """Result of ``parse_h2``: one entry per complete frame, in parallel arrays."""
 
-    types: array          # 'B'
-    flags: array          # 'B'
-    stream_ids: array     # 'I' (31 bits)
-    offsets: array        # 'Q' payload offset into the buffer
-    lengths: array        # 'I' payload length
-    end: int              # offset after the last complete frame (or of the offending frame)
+    types: array  # 'B'
+    flags: array  # 'B'
+    stream_ids: array  # 'I' (31 bits)
+    offsets: array  # 'Q' payload offset into the buffer
+    lengths: array  # 'I' payload length
+    end: int  # offset after the last complete frame (or of the offending frame)
     error: FrameError | None
-    pending: int          # bytes of a trailing incomplete frame (0 on error)
+    pending: int  # bytes of a trailing incomplete frame (0 on error)
 
     def __len__(self) -> int:
         return len(self.types)
@@ -202,9 +249,9 @@ class H2Frames:
 class H3Frames:
     """The frames of one HTTP/3 stream as parallel arrays (type, payload offset, payload length)."""
 
-    types: array          # 'Q'
-    offsets: array        # 'Q'
-    lengths: array        # 'Q'
+    types: array  # 'Q'
+    offsets: array  # 'Q'
+    lengths: array  # 'Q'
     end: int
     error: FrameError | None
     pending: int
@@ -223,8 +270,9 @@ def _u32() -> str:
     return "I" if array("I").itemsize == 4 else "L"
 
 
-def parse_h2(data, *, max_frame_size: int = 16384, preface=None, validate: bool = True,
-             impl: ModuleType | None = None) -> H2Frames:
+def parse_h2(
+    data, *, max_frame_size: int = 16384, preface=None, validate: bool = True, impl: ModuleType | None = None
+) -> H2Frames:
     """Parse a whole buffer into arrays (two passes: count, then fill: O(1) allocations).
 
     A malformed stream does not raise: ``.error`` holds the ``FrameError`` and the arrays
@@ -233,15 +281,26 @@ def parse_h2(data, *, max_frame_size: int = 16384, preface=None, validate: bool 
     m = impl or _impl
     count, _, _, _ = m.scan_h2(data, None, max_frame_size, preface, validate)
     u32 = _u32()
-    out = (array("B", bytes(count)), array("B", bytes(count)), array(u32, [0]) * count,
-           array("Q", [0]) * count, array(u32, [0]) * count)
+    out = (
+        array("B", bytes(count)),
+        array("B", bytes(count)),
+        array(u32, [0]) * count,
+        array("Q", [0]) * count,
+        array(u32, [0]) * count,
+    )
     n, end, err, pending = m.scan_h2(data, out, max_frame_size, preface, validate)
     assert n == count
     return H2Frames(*out, end=end, error=err, pending=pending)
 
 
-def parse_h3(data, *, max_frame_size: int | None = None, kind: str | None = None, validate: bool = True,
-             impl: ModuleType | None = None) -> H3Frames:
+def parse_h3(
+    data,
+    *,
+    max_frame_size: int | None = None,
+    kind: str | None = None,
+    validate: bool = True,
+    impl: ModuleType | None = None,
+) -> H3Frames:
     """Parse one HTTP/3 stream's bytes into arrays; see ``parse_h2``."""
     m = impl or _impl
     count, _, _, _ = m.scan_h3(data, None, max_frame_size, kind, validate)

@@ -40,7 +40,7 @@ def code_table() -> tuple[list[int], list[int]]:
 def build_fsm():
     """Return ``(table, accept)``: ``table[state*16 + nibble] = (next, flags, symbol)``."""
     codes, lengths = code_table()
-    children: list[list[int | None]] = [[None, None]]   # internal nodes; leaf = -(sym+1)
+    children: list[list[int | None]] = [[None, None]]  # internal nodes; leaf = -(sym+1)
     for sym, (code, length) in enumerate(zip(codes, lengths)):
         node = 0
         for k in range(length - 1, -1, -1):
@@ -104,20 +104,20 @@ def render_header() -> str:
         "static const huff_entry HUFF_FSM[256 * 16] = {",
     ]
     for state in range(256):
-        row = table[state * 16:(state + 1) * 16]
+        row = table[state * 16 : (state + 1) * 16]
         lines.append("    " + ",".join(f"{{{n},{f},{s}}}" for n, f, s in row) + ",")
     lines.append("};")
     lines.append("static const uint8_t HUFF_ACCEPT[256] = {")
     for i in range(0, 256, 32):
-        lines.append("    " + ",".join("1" if a else "0" for a in accept[i:i + 32]) + ",")
+        lines.append("    " + ",".join("1" if a else "0" for a in accept[i : i + 32]) + ",")
     lines.append("};")
     lines.append("static const uint32_t HUFF_CODES[257] = {")
     for i in range(0, 257, 8):
-        lines.append("    " + ",".join(f"0x{c:x}u" for c in codes[i:i + 8]) + ",")
+        lines.append("    " + ",".join(f"0x{c:x}u" for c in codes[i : i + 8]) + ",")
     lines.append("};")
     lines.append("static const uint8_t HUFF_LENGTHS[257] = {")
     for i in range(0, 257, 32):
-        lines.append("    " + ",".join(str(n) for n in lengths[i:i + 32]) + ",")
+        lines.append("    " + ",".join(str(n) for n in lengths[i : i + 32]) + ",")
     lines.append("};")
     lines.append("#endif")
     return "\n".join(lines) + "\n"

@@ -31,8 +31,9 @@ def _h2_frame(t: int, flags: int, sid: int, payload: bytes) -> bytes:
     return struct.pack(">BHBBI", n >> 16, n & 0xFFFF, t, flags, sid) + payload
 
 
-def valid_h2_stream(rnd: random.Random, nframes: int = 20, *, preface: bool | None = None,
-                    max_payload: int = 2000) -> bytes:
+def valid_h2_stream(
+    rnd: random.Random, nframes: int = 20, *, preface: bool | None = None, max_payload: int = 2000
+) -> bytes:
     """A stream that passes every check of the scanner (default max frame size)."""
     if preface is None:
         preface = rnd.random() < 0.5
@@ -82,8 +83,14 @@ def valid_h2_stream(rnd: random.Random, nframes: int = 20, *, preface: bool | No
         elif kind == "U":
             out.append(_h2_frame(2, 0, sid, rnd.randbytes(5)))
         else:
-            out.append(_h2_frame(rnd.randrange(0xA, 256), rnd.randrange(256), rnd.randrange(1 << 31),
-                                 rnd.randbytes(rnd.randrange(0, 50))))
+            out.append(
+                _h2_frame(
+                    rnd.randrange(0xA, 256),
+                    rnd.randrange(256),
+                    rnd.randrange(1 << 31),
+                    rnd.randbytes(rnd.randrange(0, 50)),
+                )
+            )
     return b"".join(out)
 
 
@@ -108,7 +115,7 @@ def valid_h3_stream(rnd: random.Random, nframes: int = 10, kind: str | None = No
             body = _v(rnd.randrange(1 << rnd.choice([5, 13, 29, 61])))
             out.append(_v(t) + _v(len(body)) + body)
         return b"".join(out)
-    out.append(_v(1) + _v(5) + rnd.randbytes(5))        # HEADERS first (request/push order)
+    out.append(_v(1) + _v(5) + rnd.randbytes(5))  # HEADERS first (request/push order)
     for _ in range(nframes):
         t = rnd.choice([0, 0, 5, 0x21 + 0x1F * rnd.randrange(4), 0x10])
         if kind == "push" and t == 5:
@@ -119,7 +126,7 @@ def valid_h3_stream(rnd: random.Random, nframes: int = 10, kind: str | None = No
             body = rnd.randbytes(rnd.randrange(0, 3000))
         out.append(_v(t) + _v(len(body)) + body)
     if rnd.random() < 0.5:
-        out.append(_v(1) + _v(3) + b"abc")              # trailers
+        out.append(_v(1) + _v(3) + b"abc")  # trailers
     return b"".join(out)
 
 
@@ -139,9 +146,9 @@ def mutate(rnd: random.Random, data: bytes, pool: list[bytes] | None = None) -> 
         elif op == 2:
             b[i:i] = rnd.randbytes(rnd.randrange(1, 16))
         elif op == 3:
-            del b[i:i + rnd.randrange(1, 16)]
+            del b[i : i + rnd.randrange(1, 16)]
         elif op == 4:
-            del b[rnd.randrange(len(b) + 1):]
+            del b[rnd.randrange(len(b) + 1) :]
         elif op == 5 and pool:
             other = rnd.choice(pool)
             j = rnd.randrange(len(other) + 1)
@@ -150,13 +157,13 @@ def mutate(rnd: random.Random, data: bytes, pool: list[bytes] | None = None) -> 
             # Rewrite an HTTP/2-header-shaped field at i: length, type, flags or stream.
             field = rnd.randrange(4)
             if field == 0 and i + 3 <= len(b):
-                b[i:i + 3] = rnd.randrange(1 << 24).to_bytes(3, "big")
+                b[i : i + 3] = rnd.randrange(1 << 24).to_bytes(3, "big")
             elif field == 1:
                 b[i] = rnd.randrange(16)
             elif field == 2:
                 b[i] = rnd.choice([0x1, 0x4, 0x8, 0x20, 0x2D, 0xFF])
             elif i + 4 <= len(b):
-                b[i:i + 4] = rnd.choice([0, 1, 3, 0x80000000, 0x7FFFFFFF]).to_bytes(4, "big")
+                b[i : i + 4] = rnd.choice([0, 1, 3, 0x80000000, 0x7FFFFFFF]).to_bytes(4, "big")
         else:
             j = rnd.randrange(len(b))
             b[i], b[j] = b[j], b[i]
@@ -206,8 +213,13 @@ def _arrays(width: int, n: int):
     from array import array
 
     if width == 5:
-        return (array("B", bytes(n)), array("B", bytes(n)), array("I", [0]) * n, array("Q", [0]) * n,
-                array("I", [0]) * n)
+        return (
+            array("B", bytes(n)),
+            array("B", bytes(n)),
+            array("I", [0]) * n,
+            array("Q", [0]) * n,
+            array("I", [0]) * n,
+        )
     return tuple(array("Q", [0]) * n for _ in range(width))
 
 
@@ -225,7 +237,7 @@ def _incremental(m, cls, kwargs, data, cuts):
                 raise AssertionError("results_into disagrees with results")
             frames += got
         except FrameError as exc:
-            frames += sc.results()[:exc.count]
+            frames += sc.results()[: exc.count]
             err = exc.key()
             break
     fin = _outcome(sc.finish)
@@ -238,11 +250,27 @@ def _frame_summary(frame, wire: bytes):
     from hyperframe.frame import Frame
 
     ref, length = Frame.parse_frame_header(memoryview(wire[:9]))
-    ref.parse_body(memoryview(wire[9:9 + length]))
-    mine = (type(frame).__name__, vars(frame), list(vars(frame)), vars(frame.flags), list(vars(frame.flags)),
-            repr(frame), getattr(frame, "flow_controlled_length", None), frame.serialize())
-    theirs = (type(ref).__name__, vars(ref), list(vars(ref)), vars(ref.flags), list(vars(ref.flags)),
-              repr(ref), getattr(ref, "flow_controlled_length", None), ref.serialize())
+    ref.parse_body(memoryview(wire[9 : 9 + length]))
+    mine = (
+        type(frame).__name__,
+        vars(frame),
+        list(vars(frame)),
+        vars(frame.flags),
+        list(vars(frame.flags)),
+        repr(frame),
+        getattr(frame, "flow_controlled_length", None),
+        frame.serialize(),
+    )
+    theirs = (
+        type(ref).__name__,
+        vars(ref),
+        list(vars(ref)),
+        vars(ref.flags),
+        list(vars(ref.flags)),
+        repr(ref),
+        getattr(ref, "flow_controlled_length", None),
+        ref.serialize(),
+    )
     if mine[:2] != theirs[:2] or mine[2:] != theirs[2:] or vars(frame)["flags"]._flags != ref.flags._flags:
         raise AssertionError(f"frame built by next_frame differs from hyperframe's: {mine!r} != {theirs!r}")
     return ("frame", repr(frame), frame.data)
@@ -273,7 +301,7 @@ def _receive(m, data: bytes, cuts: list[int], mfs: int, slice_bytes: int, valida
                     # The payload's length: hyperframe's HEADERS body_len leaves out the Pad Length byte.
                     end = sc.consumed
                     length = item.body_len + (type(item).__name__ == "HeadersFrame" and "PADDED" in item.flags)
-                    out.append(_frame_summary(item, data[end - length - 9:end]))
+                    out.append(_frame_summary(item, data[end - length - 9 : end]))
     except FrameError as exc:
         out.append(("frame-error", exc.key(), exc.count))
     return out, sc.consumed, sc.offset, sc.current
@@ -290,8 +318,10 @@ def check_input(impls: dict, data: bytes, rnd: random.Random) -> int:
         first = results[names[0]]
         for name in names[1:]:
             if results[name] != first:
-                raise AssertionError(f"{label}: implementations disagree on {data.hex()}:\n"
-                                     + "\n".join(f"  {n}: {r!r}" for n, r in results.items()))
+                raise AssertionError(
+                    f"{label}: implementations disagree on {data.hex()}:\n"
+                    + "\n".join(f"  {n}: {r!r}" for n, r in results.items())
+                )
         checks += 1
         return first
 
@@ -300,8 +330,12 @@ def check_input(impls: dict, data: bytes, rnd: random.Random) -> int:
     validate = rnd.random() < 0.8
     bulk = same("parse_h2", lambda m: _bulk_h2(m, data, mfs, preface, validate))
     cuts = _splits(rnd, len(data))
-    inc = same("H2Scanner", lambda m: _incremental(
-        m, "H2Scanner", dict(max_frame_size=mfs, preface=preface, validate=validate), data, cuts))
+    inc = same(
+        "H2Scanner",
+        lambda m: _incremental(
+            m, "H2Scanner", dict(max_frame_size=mfs, preface=preface, validate=validate), data, cuts
+        ),
+    )
     if bulk[0] == "ok" and inc[0] == "ok" and bulk[1][0] != inc[1][0]:
         raise AssertionError(f"bulk and incremental frames differ on {data.hex()}")
 
@@ -311,8 +345,10 @@ def check_input(impls: dict, data: bytes, rnd: random.Random) -> int:
     kind = rnd.choice([None, "control", "request", "push"])
     h3max = rnd.choice([None, None, 1, 100, 1 << 40])
     same("parse_h3", lambda m: _bulk_h3(m, data, h3max, kind, validate))
-    same("H3Scanner", lambda m: _incremental(
-        m, "H3Scanner", dict(max_frame_size=h3max, kind=kind, validate=validate), data, cuts))
+    same(
+        "H3Scanner",
+        lambda m: _incremental(m, "H3Scanner", dict(max_frame_size=h3max, kind=kind, validate=validate), data, cuts),
+    )
 
     same("huffman_decode", lambda m: m.huffman_decode(data))
     pos = rnd.randrange(len(data) + 1)
@@ -325,6 +361,7 @@ def check_input(impls: dict, data: bytes, rnd: random.Random) -> int:
         for a, b in zip(cuts, cuts[1:]):
             out += d.feed(data[a:b])
         return out, d.pending
+
     same("VarintDecoder", vdec)
     return checks
 
@@ -332,10 +369,13 @@ def check_input(impls: dict, data: bytes, rnd: random.Random) -> int:
 def corpus(seed: int = 0, size: int = 300) -> list[bytes]:
     """The deterministic seed corpus: valid streams, their mutations, random bytes."""
     rnd = random.Random(seed)
-    valid = [valid_h2_stream(rnd, rnd.randrange(1, 12), max_payload=rnd.choice([10, 300, 3000]))
-             for _ in range(size // 6)]
-    valid += [valid_h3_stream(rnd, rnd.randrange(1, 8), rnd.choice([None, "control", "request", "push"]))
-              for _ in range(size // 6)]
+    valid = [
+        valid_h2_stream(rnd, rnd.randrange(1, 12), max_payload=rnd.choice([10, 300, 3000])) for _ in range(size // 6)
+    ]
+    valid += [
+        valid_h3_stream(rnd, rnd.randrange(1, 8), rnd.choice([None, "control", "request", "push"]))
+        for _ in range(size // 6)
+    ]
     items = list(valid)
     items += [mutate(rnd, rnd.choice(valid), valid) for _ in range(size // 2)]
     items += [rnd.randbytes(rnd.randrange(0, 64)) for _ in range(size // 6)]
@@ -343,8 +383,9 @@ def corpus(seed: int = 0, size: int = 300) -> list[bytes]:
     return items
 
 
-def run(seconds: float = 3.0, seed: int = 0, impls: dict | None = None, corpus_size: int = 300,
-        verbose: bool = False) -> dict:
+def run(
+    seconds: float = 3.0, seed: int = 0, impls: dict | None = None, corpus_size: int = 300, verbose: bool = False
+) -> dict:
     """Check that every implementation agrees on the corpus, then on fresh inputs for ``seconds``; the counts."""
     impls = impls or implementations()
     rnd = random.Random(seed)

@@ -43,7 +43,7 @@ from .h2frames import frame_classes
 __all__ = ["ScannerFrameBuffer", "install", "install_huffman", "uninstall_huffman", "SCAN_SLICE_BYTES"]
 
 _NO_LIMIT = (1 << 24) - 1
-SCAN_SLICE_BYTES = 8192      # bytes scanned per step: bounds the frames queued at once
+SCAN_SLICE_BYTES = 8192  # bytes scanned per step: bounds the frames queued at once
 
 # hyperframe's parse_frame_header raises only in Frame.__init__, for a frame on the wrong
 # kind of stream (RFC 9113 section 6: DATA..CONTINUATION need a stream, SETTINGS, PING and
@@ -64,7 +64,7 @@ class ScannerFrameBuffer(FrameBuffer):
         impl = get_implementation() if impl is None else impl
         self._scanner = impl.H2Scanner(_NO_LIMIT, preface=False, validate=False)
         self._next = self._scanner.next_frame
-        self._base = 0            # absolute stream offset of self._data[0]
+        self._base = 0  # absolute stream offset of self._data[0]
 
     def add_data(self, data) -> None:
         """Append received bytes (checking the client preface first, as h2 does); frames are scanned lazily."""
@@ -86,11 +86,11 @@ class ScannerFrameBuffer(FrameBuffer):
         if drop:
             del self._data[:drop]
             self._base = consumed
-        self._data += view           # scanned lazily, by __next__
+        self._data += view  # scanned lazily, by __next__
 
     def _frame_at(self, payload_offset: int, length: int):
         start = payload_offset - 9 - self._base
-        header = self._data[start:start + 9]
+        header = self._data[start : start + 9]
         try:
             frame, length = Frame.parse_frame_header(memoryview(header))
         except (InvalidDataError, InvalidFrameError) as err:  # pragma: no cover - as h2
@@ -104,7 +104,7 @@ class ScannerFrameBuffer(FrameBuffer):
         frame, length = self._frame_at(off, length)
         self._validate_frame_length(length)
         start = off - self._base
-        body = self._data[start:start + length]
+        body = self._data[start : start + length]
         try:
             frame.parse_body(memoryview(body))
         except InvalidDataError as err:
@@ -123,8 +123,9 @@ class ScannerFrameBuffer(FrameBuffer):
                 # h2 parses the header of an incomplete frame as soon as 9 bytes are
                 # there (and may raise on it); do the same.
                 current = self._scanner.current
-                if current is not None and (current[0] in _NEEDS_STREAM if current[2] == 0
-                                            else current[0] in _NEEDS_NO_STREAM):
+                if current is not None and (
+                    current[0] in _NEEDS_STREAM if current[2] == 0 else current[0] in _NEEDS_NO_STREAM
+                ):
                     self._frame_at(current[3], current[4])
                 raise StopIteration
             if type(frame) is tuple:
@@ -189,7 +190,7 @@ def install_huffman() -> bool:
         _original_decode_huffman = hpack.hpack.decode_huffman
         hpack.hpack.decode_huffman = _hpack_decode_huffman
         hpack.huffman_table.decode_huffman = _hpack_decode_huffman
-    if _original_encode_huffman is None:       # and the encoder (see _hpack_encode_huffman)
+    if _original_encode_huffman is None:  # and the encoder (see _hpack_encode_huffman)
         _REQUEST_CODES = hpack.huffman_constants.REQUEST_CODES
         _original_encode_huffman = hpack.huffman.HuffmanEncoder.encode
         hpack.huffman.HuffmanEncoder.encode = _hpack_encode_huffman

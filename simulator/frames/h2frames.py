@@ -47,10 +47,13 @@ __all__ = ["frame_classes", "FAST_PATH_AVAILABLE", "HEADERS_FAST_PATH_AVAILABLE"
 # The layout the builders replicate (hyperframe 6: DataFrame.defined_flags).
 FAST_PATH_AVAILABLE = list(_HyperframeDataFrame.defined_flags) == [Flag("END_STREAM", 0x01), Flag("PADDED", 0x08)]
 # hyperframe 6: HeadersFrame.defined_flags, and its __init__ chain (Padding, Priority, Frame).
-HEADERS_FAST_PATH_AVAILABLE = FAST_PATH_AVAILABLE and list(_HyperframeHeadersFrame.defined_flags) == [
-    Flag("END_STREAM", 0x01), Flag("END_HEADERS", 0x04), Flag("PADDED", 0x08), Flag("PRIORITY", 0x20)] and list(
-    vars(_HyperframeHeadersFrame(1))) == ["stream_id", "flags", "body_len", "depends_on", "stream_weight",
-                                          "exclusive", "pad_length", "data"]
+HEADERS_FAST_PATH_AVAILABLE = (
+    FAST_PATH_AVAILABLE
+    and list(_HyperframeHeadersFrame.defined_flags)
+    == [Flag("END_STREAM", 0x01), Flag("END_HEADERS", 0x04), Flag("PADDED", 0x08), Flag("PRIORITY", 0x20)]
+    and list(vars(_HyperframeHeadersFrame(1)))
+    == ["stream_id", "flags", "body_len", "depends_on", "stream_weight", "exclusive", "pad_length", "data"]
+)
 
 _CLASSES: dict[str, dict[type, type]] = {}
 
@@ -67,14 +70,18 @@ def _rebuild(impl_name: str, state: dict, kind: str = "DataFrame"):
 
 def _subclass(base: type, impl_name: str) -> type:
     kind = base.__name__
-    return type(kind, (base,), {
-        "__slots__": (),
-        "__module__": __name__,
-        "__qualname__": kind,
-        "__doc__": f"hyperframe's {kind}, built by the {impl_name} frame scanner (see {__name__}).",
-        # Two classes share the name, so pickle by implementation, not by name.
-        "__reduce__": lambda self, name=impl_name, kind=kind: (_rebuild, (name, self.__dict__, kind)),
-    })
+    return type(
+        kind,
+        (base,),
+        {
+            "__slots__": (),
+            "__module__": __name__,
+            "__qualname__": kind,
+            "__doc__": f"hyperframe's {kind}, built by the {impl_name} frame scanner (see {__name__}).",
+            # Two classes share the name, so pickle by implementation, not by name.
+            "__reduce__": lambda self, name=impl_name, kind=kind: (_rebuild, (name, self.__dict__, kind)),
+        },
+    )
 
 
 def frame_classes(impl: ModuleType) -> dict[type, type]:
@@ -89,8 +96,14 @@ def frame_classes(impl: ModuleType) -> dict[type, type]:
             classes = {cls: _HyperframeDataFrame}
             if HEADERS_FAST_PATH_AVAILABLE:
                 headers = _subclass(_HyperframeHeadersFrame, name)
-                impl.register_h2_frame_classes(cls, Flags, ("END_STREAM", "PADDED"), Frame.__repr__, headers,
-                                               ("END_STREAM", "END_HEADERS", "PADDED", "PRIORITY"))
+                impl.register_h2_frame_classes(
+                    cls,
+                    Flags,
+                    ("END_STREAM", "PADDED"),
+                    Frame.__repr__,
+                    headers,
+                    ("END_STREAM", "END_HEADERS", "PADDED", "PRIORITY"),
+                )
                 classes[headers] = _HyperframeHeadersFrame
             else:
                 impl.register_h2_frame_classes(cls, Flags, ("END_STREAM", "PADDED"), Frame.__repr__)

@@ -12,10 +12,15 @@ from __future__ import annotations
 
 import struct
 
-__all__ = ["ORIGIN_FRAME_TYPE", "origin_frame_payload", "origin_frame_bytes", "parse_origin_frame",
-           "origin_frame_roundtrip"]
+__all__ = [
+    "ORIGIN_FRAME_TYPE",
+    "origin_frame_payload",
+    "origin_frame_bytes",
+    "parse_origin_frame",
+    "origin_frame_roundtrip",
+]
 
-ORIGIN_FRAME_TYPE = 0xC                       # RFC 8336 section 3
+ORIGIN_FRAME_TYPE = 0xC  # RFC 8336 section 3
 
 
 def origin_frame_payload(origins: list[str]) -> bytes:
@@ -41,7 +46,7 @@ def parse_origin_frame(payload: bytes) -> list[str]:
         i += 2
         if i + n > len(payload):
             break
-        raw = payload[i:i + n]
+        raw = payload[i : i + n]
         i += n
         try:
             text = raw.decode("ascii")
@@ -69,12 +74,14 @@ def origin_frame_roundtrip(origins: list[str]) -> tuple[bytes, list[str]]:
     server.receive_data(client.data_to_send())
     payload = origin_frame_payload(origins)
     frame = ExtensionFrame(type=ORIGIN_FRAME_TYPE, stream_id=0, body=payload)
-    frame.body_len = len(payload)          # hyperframe sets it only when parsing
+    frame.body_len = len(payload)  # hyperframe sets it only when parsing
     wire = frame.serialize()
     read: list[str] = []
     for event in client.receive_data(server.data_to_send() + wire):
-        if isinstance(event, h2.events.UnknownFrameReceived) and event.frame.type == ORIGIN_FRAME_TYPE \
-                and event.frame.stream_id == 0:
+        if (
+            isinstance(event, h2.events.UnknownFrameReceived)
+            and event.frame.type == ORIGIN_FRAME_TYPE
+            and event.frame.stream_id == 0
+        ):
             read += parse_origin_frame(event.frame.body)
     return wire, read
-

@@ -13,10 +13,21 @@ from ._errors import FrameError, HuffmanError, IntegerError
 IMPLEMENTATION = "python"
 
 __all__ = [
-    "H2Scanner", "H3Scanner", "VarintDecoder", "scan_h2", "scan_h3",
-    "decode_varint", "encode_varint", "decode_int", "encode_int",
-    "huffman_decode", "huffman_encode", "huffman_encoded_length", "IMPLEMENTATION",
-    "register_h2_frame_classes", "h2_data_frame_repr",
+    "H2Scanner",
+    "H3Scanner",
+    "VarintDecoder",
+    "scan_h2",
+    "scan_h3",
+    "decode_varint",
+    "encode_varint",
+    "decode_int",
+    "encode_int",
+    "huffman_decode",
+    "huffman_encode",
+    "huffman_encoded_length",
+    "IMPLEMENTATION",
+    "register_h2_frame_classes",
+    "h2_data_frame_repr",
 ]
 
 VARINT_MAX = (1 << 62) - 1
@@ -42,9 +53,26 @@ def _check_mfs(value: int) -> int:
 
 
 class _H2State:
-    __slots__ = ("pos", "fstart", "frames", "max_frame_size", "flen", "remaining", "fsid", "cont_sid",
-                 "ftype", "fflags", "validate", "preface_mode", "preface_have", "in_payload", "hdr",
-                 "pad_check", "failed", "err")
+    __slots__ = (
+        "pos",
+        "fstart",
+        "frames",
+        "max_frame_size",
+        "flen",
+        "remaining",
+        "fsid",
+        "cont_sid",
+        "ftype",
+        "fflags",
+        "validate",
+        "preface_mode",
+        "preface_have",
+        "in_payload",
+        "hdr",
+        "pad_check",
+        "failed",
+        "err",
+    )
 
     def __init__(self, max_frame_size: int, preface, validate: bool) -> None:
         self.pos = self.fstart = self.frames = 0
@@ -58,7 +86,7 @@ class _H2State:
         self.hdr = b""
         self.pad_check = False
         self.failed = False
-        self.err = None           # (code, offset, reason)
+        self.err = None  # (code, offset, reason)
 
     def fail(self, code: int, off: int, reason: str):
         self.failed = True
@@ -169,14 +197,14 @@ class _H2State:
             while i < n:
                 if not self.in_payload:
                     if not self.hdr and n - i >= 9:
-                        h = mv[i:i + 9]
+                        h = mv[i : i + 9]
                         self.fstart = base + i
                         i += 9
                     else:
                         if not self.hdr:
                             self.fstart = base + i
                         take = min(9 - len(self.hdr), n - i)
-                        self.hdr += bytes(mv[i:i + take])
+                        self.hdr += bytes(mv[i : i + take])
                         i += take
                         if len(self.hdr) < 9:
                             break
@@ -278,9 +306,9 @@ class H2Scanner(_Results):
     def __init__(self, max_frame_size: int = 16384, *, preface=False, validate: bool = True) -> None:
         self._st = _H2State(max_frame_size, preface, validate)
         self._results: list = []
-        self.allocations = 0   # the pure-Python twin does not count its list growth
-        self._cursor = 0       # next_frame: index of the next record of the last feed to hand out
-        self._consumed = 0     # next_frame: absolute offset after the last frame handed out
+        self.allocations = 0  # the pure-Python twin does not count its list growth
+        self._cursor = 0  # next_frame: index of the next record of the last feed to hand out
+        self._consumed = 0  # next_frame: absolute offset after the last frame handed out
 
     def next_frame(self, data, base: int, max_frame_size: int, slice_bytes: int):
         """The next frame of a receive buffer, for ``h2buffer.ScannerFrameBuffer``.
@@ -316,14 +344,22 @@ class H2Scanner(_Results):
             ftype, flags, sid, off, length = record
             if off < base or off + length > base + n:
                 raise ValueError("data does not hold the frame")
-            if (ftype == HEADERS and _H2_HEADERS is not None and sid and length <= max_frame_size
-                    and flags & END_HEADERS):
+            if (
+                ftype == HEADERS
+                and _H2_HEADERS is not None
+                and sid
+                and length <= max_frame_size
+                and flags & END_HEADERS
+            ):
                 # One that ends its header block and that hyperframe accepts (RFC 9113
                 # section 6.2): Pad Length and priority fields fit, padding shorter than the rest.
                 at = off - base
                 padded = 1 if flags & PADDED else 0
-                if (length >= padded and length - padded >= (5 if flags & PRIORITY_FLAG else 0)
-                        and not (padded and mv[at] and mv[at] >= length - padded)):
+                if (
+                    length >= padded
+                    and length - padded >= (5 if flags & PRIORITY_FLAG else 0)
+                    and not (padded and mv[at] and mv[at] >= length - padded)
+                ):
                     frame = _build_headers_frame(mv, at, length, flags, sid)
                     self._cursor += 1
                     self._consumed = off + length
@@ -345,8 +381,7 @@ class H2Scanner(_Results):
         self._cursor += 1
         self._consumed = off + length
 
-    consumed = property(lambda self: self._consumed,
-                        doc="absolute offset after the last frame next_frame handed out")
+    consumed = property(lambda self: self._consumed, doc="absolute offset after the last frame next_frame handed out")
 
     def feed(self, data) -> int:
         """Scan a chunk; how many frames it completed (see ``results()``); FrameError on an RFC 9113 violation."""
@@ -402,13 +437,14 @@ class H2Scanner(_Results):
 # ---------------------------------------------------------------------------------
 # hyperframe-compatible DATA frames (see h2frames.py, which registers the classes)
 
-_H2_DATA = None     # (frame class, Flags class, flag names in hyperframe's order, fallback repr)
+_H2_DATA = None  # (frame class, Flags class, flag names in hyperframe's order, fallback repr)
 _H2_HEADERS = None  # (frame class, Flags class, flag names in hyperframe's order, fallback repr)
 _HEADERS_FLAG_NAMES = ("END_STREAM", "END_HEADERS", "PADDED", "PRIORITY")
 
 
-def register_h2_frame_classes(data_frame, flags, flag_names, fallback_repr, headers_frame=None,
-                              headers_flag_names=None) -> None:
+def register_h2_frame_classes(
+    data_frame, flags, flag_names, fallback_repr, headers_frame=None, headers_flag_names=None
+) -> None:
     """Register the DATA frame class ``next_frame`` builds (a subclass of hyperframe's
     ``DataFrame``), hyperframe's ``Flags``, DATA's flag names in hyperframe's order
     (END_STREAM 0x1, PADDED 0x8) and hyperframe's ``Frame.__repr__`` (used for any
@@ -435,10 +471,10 @@ def _build_data_frame(mv, at: int, length: int, flags: int, sid: int):
     cls, flags_cls, names, _ = _H2_DATA
     if flags & PADDED:
         pad = mv[at]
-        data = bytes(mv[at + 1:at + length - pad])
+        data = bytes(mv[at + 1 : at + length - pad])
     else:
         pad = 0
-        data = bytes(mv[at:at + length])
+        data = bytes(mv[at : at + length])
     fl = flags_cls.__new__(flags_cls)
     fl._valid_flags = set(names)
     present = set()
@@ -467,12 +503,12 @@ def _build_headers_frame(mv, at: int, length: int, flags: int, sid: int):
     body_len = length - padded
     start = at + padded
     if flags & PRIORITY_FLAG:
-        dep = int.from_bytes(mv[start:start + 4], "big")
+        dep = int.from_bytes(mv[start : start + 4], "big")
         exclusive, depends_on, weight = bool(dep >> 31), dep & 0x7FFFFFFF, mv[start + 4]
         prio = 5
     else:
         exclusive, depends_on, weight, prio = False, 0, 0, 0
-    data = bytes(mv[start + prio:start + max(prio, body_len - pad)])
+    data = bytes(mv[start + prio : start + max(prio, body_len - pad)])
     fl = flags_cls.__new__(flags_cls)
     fl._valid_flags = set(names)
     present = set()
@@ -507,13 +543,22 @@ def h2_headers_frame_repr(self) -> str:
     depends_on = getattr(self, "depends_on", _MISSING)
     weight = getattr(self, "stream_weight", _MISSING)
     data = getattr(self, "data", _MISSING)
-    if (type(self) is not cls or type(sid) is not int or type(present) is not set or type(exclusive) is not bool
-            or type(depends_on) is not int or type(weight) is not int or type(data) is not bytes):
+    if (
+        type(self) is not cls
+        or type(sid) is not int
+        or type(present) is not set
+        or type(exclusive) is not bool
+        or type(depends_on) is not int
+        or type(weight) is not int
+        or type(data) is not bytes
+    ):
         return fallback(self)
     flags_repr = repr(sorted(present))
     body = "<hex:" + data[:10].hex() + ("..." if len(data) > 10 else "") + ">" if data else "None"
-    return (f"{type(self).__name__}(stream_id={sid}, flags={flags_repr}): exclusive={exclusive}, "
-            f"depends_on={depends_on}, stream_weight={weight}, data={body}")
+    return (
+        f"{type(self).__name__}(stream_id={sid}, flags={flags_repr}): exclusive={exclusive}, "
+        f"depends_on={depends_on}, stream_weight={weight}, data={body}"
+    )
 
 
 def h2_data_frame_repr(self) -> str:
@@ -527,8 +572,14 @@ def h2_data_frame_repr(self) -> str:
     data = getattr(self, "data", _MISSING)
     pad = getattr(self, "pad_length", _MISSING)
     present = getattr(flags, "_flags", _MISSING) if type(flags) is flags_cls else _MISSING
-    if (type(self) is not cls or type(sid) is not int or type(present) is not set
-            or type(data) is not bytes or type(pad) is not int or not 0 <= pad <= 255):
+    if (
+        type(self) is not cls
+        or type(sid) is not int
+        or type(present) is not set
+        or type(data) is not bytes
+        or type(pad) is not int
+        or not 0 <= pad <= 255
+    ):
         return fallback(self)
     flags_repr = repr(sorted(present))
     padded = names[1] in present
@@ -569,6 +620,7 @@ def _scan(protocol: str, st, data, out):
 
 # ---------------------------------------------------------------------------------
 # QUIC varints
+
 
 def decode_varint(data, pos: int = 0):
     """Decode the QUIC variable-length integer at ``pos`` (RFC 9000 16): (value, next_pos), or None if cut short."""
@@ -634,7 +686,12 @@ class VarintDecoder:
 
 H3_DATA, H3_HEADERS, H3_CANCEL_PUSH, H3_SETTINGS, H3_PUSH_PROMISE, H3_GOAWAY, H3_MAX_PUSH_ID = 0, 1, 3, 4, 5, 7, 0xD
 H3_FRAME_UNEXPECTED, H3_FRAME_ERROR, H3_EXCESSIVE_LOAD, H3_SETTINGS_ERROR, H3_MISSING_SETTINGS = (
-    0x105, 0x106, 0x107, 0x109, 0x10A)
+    0x105,
+    0x106,
+    0x107,
+    0x109,
+    0x10A,
+)
 _KINDS = {None: 0, "control": 1, "request": 2, "push": 3}
 PV_NONE, PV_ONE, PV_SETTINGS, PV_PUSH_ID = 0, 1, 2, 3
 MSG_INIT, MSG_HEADERS, MSG_DATA, MSG_TRAILERS = 0, 1, 2, 3
@@ -659,9 +716,31 @@ def _parse_h3_max(value) -> int:
 
 
 class _H3State:
-    __slots__ = ("pos", "fstart", "pstart", "frames", "max_frame_size", "ftype", "flen", "remaining",
-                 "v_val", "v_have", "v_need", "pv_val", "pv_count", "pv_mode", "pv_have", "pv_need",
-                 "validate", "kind", "phase", "seen_frame", "msg_state", "failed", "err")
+    __slots__ = (
+        "pos",
+        "fstart",
+        "pstart",
+        "frames",
+        "max_frame_size",
+        "ftype",
+        "flen",
+        "remaining",
+        "v_val",
+        "v_have",
+        "v_need",
+        "pv_val",
+        "pv_count",
+        "pv_mode",
+        "pv_have",
+        "pv_need",
+        "validate",
+        "kind",
+        "phase",
+        "seen_frame",
+        "msg_state",
+        "failed",
+        "err",
+    )
 
     def __init__(self, max_frame_size, kind, validate) -> None:
         self.max_frame_size = _parse_h3_max(max_frame_size)
@@ -791,7 +870,7 @@ class _H3State:
                     self.phase = 2
                 take = min(n - i, self.remaining)
                 if self.validate and self.pv_mode != PV_NONE:
-                    self.walk(mv[i:i + take])
+                    self.walk(mv[i : i + take])
                 i += take
                 self.remaining -= take
                 if self.remaining:
@@ -869,6 +948,7 @@ def scan_h3(data, out, max_frame_size, kind, validate: bool):
 
 # ---------------------------------------------------------------------------------
 # HPACK/QPACK prefixed integers (RFC 7541 section 5.1)
+
 
 def decode_int(data, pos: int, prefix_bits: int):
     """Decode the HPACK/QPACK prefixed integer at ``pos`` (RFC 7541 5.1): (value, next_pos), or None if cut short."""

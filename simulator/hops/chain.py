@@ -60,18 +60,18 @@ class ChainConfig:
     """The network and the intermediaries (units in the names)."""
 
     version: str = "h2"
-    hops: tuple[str, ...] = ()              # policies, from the client toward the origin
-    rtt_s: float = 0.050                    # segment 0 (client to first hop or origin)
+    hops: tuple[str, ...] = ()  # policies, from the client toward the origin
+    rtt_s: float = 0.050  # segment 0 (client to first hop or origin)
     bandwidth_bps: float | None = 10e6
     loss: str = "0"
-    hop_rtt_s: float = 0.010                # segments behind the first hop
+    hop_rtt_s: float = 0.010  # segments behind the first hop
     hop_bandwidth_bps: float | None = 1e9
-    think_s: float = 0.0                    # origin: request received -> production starts
-    qpack_table_bytes: int = 4096           # the receiving decoder's SETTINGS (aioquic's defaults)
+    think_s: float = 0.0  # origin: request received -> production starts
+    qpack_table_bytes: int = 4096  # the receiving decoder's SETTINGS (aioquic's defaults)
     qpack_blocked_streams: int = 16
     cc: str = "reno"
     seed: int = 1
-    network: Network | None = None          # segment 0's, checked (None: built from the fields above)
+    network: Network | None = None  # segment 0's, checked (None: built from the fields above)
 
 
 @dataclass
@@ -81,15 +81,15 @@ class ResponsePlan:
     index: int
     start_s: float
     request_headers: tuple
-    head: tuple                             # the response header section the origin sends
-    body_bytes: int                         # produced at ``rate_bytes_per_s``
-    tail_bytes: int = 0                     # written at once after the last produced byte
-    trailers: tuple | None = None           # the trailer section, if any
-    buffer: bool = False                    # nothing is written before the last byte is produced
+    head: tuple  # the response header section the origin sends
+    body_bytes: int  # produced at ``rate_bytes_per_s``
+    tail_bytes: int = 0  # written at once after the last produced byte
+    trailers: tuple | None = None  # the trailer section, if any
+    buffer: bool = False  # nothing is written before the last byte is produced
     rate_bytes_per_s: float | None = None
     chunk_bytes: int = 16384
-    metadata: tuple = ()                    # the metadata field lines (wherever they travel)
-    metadata_in_body: bool = False          # gRPC-Web style: they are the body's last message
+    metadata: tuple = ()  # the metadata field lines (wherever they travel)
+    metadata_in_body: bool = False  # gRPC-Web style: they are the body's last message
 
 
 # ---------------------------------------------------------------------------------------
@@ -111,8 +111,13 @@ class _Origin:
 
     def request(self, ex: Exchange, headers, time_s: float) -> None:
         plan = self.plans[ex.tag]
-        self.records[ex.tag] = rec = {"te_at_origin": _has_te_trailers(headers), "request_in_s": time_s,
-                                      "produced": 0, "acked": 0, "held_max_bytes": 0}
+        self.records[ex.tag] = rec = {
+            "te_at_origin": _has_te_trailers(headers),
+            "request_in_s": time_s,
+            "produced": 0,
+            "acked": 0,
+            "held_max_bytes": 0,
+        }
         ex.on_acked_payload = lambda n: rec.__setitem__("acked", n)
         self.sim.call_later(self.config.think_s, self._start, ex, plan, rec)
 
@@ -147,9 +152,24 @@ class _Origin:
 class _Relay:
     """One response through one hop."""
 
-    __slots__ = ("down", "up", "te_down", "buffering", "head", "head_in_s", "head_out_s", "received",
-                 "acked_down", "held_max_bytes", "trailers_in", "trailers_out", "merged", "dropped",
-                 "end_in_s", "end_out_s")
+    __slots__ = (
+        "down",
+        "up",
+        "te_down",
+        "buffering",
+        "head",
+        "head_in_s",
+        "head_out_s",
+        "received",
+        "acked_down",
+        "held_max_bytes",
+        "trailers_in",
+        "trailers_out",
+        "merged",
+        "dropped",
+        "end_in_s",
+        "end_out_s",
+    )
 
     def __init__(self, down: Exchange, te_down: bool) -> None:
         self.down = down
@@ -175,7 +195,7 @@ class _Hop:
         self.index = index
         self.policy = policy
         self.upstream_segment: Segment | None = None
-        self.relays: dict[int, _Relay] = {}          # by tag
+        self.relays: dict[int, _Relay] = {}  # by tag
 
     def request(self, down: Exchange, headers, time_s: float) -> None:
         te_down = _has_te_trailers(headers)
@@ -219,13 +239,13 @@ class _Hop:
             relay.trailers_out = len(fields)
             relay.down.respond_trailers(fields)
         else:
-            relay.dropped = [n for n, _ in fields]            # RFC 9110 6.5.1: discarded
+            relay.dropped = [n for n, _ in fields]  # RFC 9110 6.5.1: discarded
 
     def response_end(self, up: Exchange, time_s: float) -> None:
         relay = self.relays[up.tag]
         relay.end_in_s = time_s
         if relay.buffering:
-            if math.isnan(relay.head_out_s):                  # no trailer section came
+            if math.isnan(relay.head_out_s):  # no trailer section came
                 self._flush_buffered(relay, ())
         elif relay.trailers_out == 0:
             relay.down.respond_end()
@@ -245,7 +265,8 @@ class _Hop:
         if not forward_trailers:
             # the length is known now (RFC 9110 8.6); no chunked coding needed on HTTP/1.1
             head = [(n, v) for n, v in head if n != b"content-length"] + [
-                (b"content-length", str(relay.received).encode())]
+                (b"content-length", str(relay.received).encode())
+            ]
         relay.down.respond_head(tuple(head), end=relay.received == 0 and not forward_trailers)
         if relay.received:
             relay.down.respond_data(relay.received, end=not forward_trailers)
@@ -264,8 +285,14 @@ class _Client:
 
     def start(self, plan: ResponsePlan) -> None:
         rec = self.records[plan.index] = {
-            "start_s": self.sim.now, "headers_s": math.nan, "first_body_s": math.nan, "trailers_s": math.nan,
-            "end_s": math.nan, "body_bytes_received": 0, "arrived": {}, "exchange": None,
+            "start_s": self.sim.now,
+            "headers_s": math.nan,
+            "first_body_s": math.nan,
+            "trailers_s": math.nan,
+            "end_s": math.nan,
+            "body_bytes_received": 0,
+            "arrived": {},
+            "exchange": None,
         }
         self.open += 1
         rec["exchange"] = self.segment.request(plan.request_headers, downstream=self, tag=plan.index)
@@ -298,7 +325,7 @@ class _Client:
         rec["end_s"] = time_s
         plan = self.plans[ex.tag]
         if plan.metadata_in_body and rec["body_bytes_received"] == plan.body_bytes + plan.tail_bytes:
-            self._arrive(rec, plan.metadata, "body", time_s)      # the last message was the metadata
+            self._arrive(rec, plan.metadata, "body", time_s)  # the last message was the metadata
         self.open -= 1
 
 
@@ -327,13 +354,17 @@ def run_chain(plans: list[ResponsePlan], config: ChainConfig) -> ChainRun:
     nodes = hops + [origin]
     # The client's segment runs on the study's network; the ones behind a hop on a lossless
     # link of the hop RTT and bandwidth.
-    network = config.network or Network(rtt_s=config.rtt_s, bandwidth_bps=config.bandwidth_bps, loss=config.loss,
-                                        cc=config.cc, seed=config.seed)
+    network = config.network or Network(
+        rtt_s=config.rtt_s, bandwidth_bps=config.bandwidth_bps, loss=config.loss, cc=config.cc, seed=config.seed
+    )
     if hops:
-        hop_network = Network(rtt_s=config.hop_rtt_s, bandwidth_bps=config.hop_bandwidth_bps, cc=config.cc,
-                              seed=config.seed)
-    segments = [Segment(sim, config, f"seg{i}", network=network if i == 0 else hop_network, upstream=upstream)
-                for i, upstream in enumerate(nodes)]
+        hop_network = Network(
+            rtt_s=config.hop_rtt_s, bandwidth_bps=config.hop_bandwidth_bps, cc=config.cc, seed=config.seed
+        )
+    segments = [
+        Segment(sim, config, f"seg{i}", network=network if i == 0 else hop_network, upstream=upstream)
+        for i, upstream in enumerate(nodes)
+    ]
     client.segment = segments[0]
     for i, hop in enumerate(hops):
         hop.upstream_segment = segments[i + 1]
@@ -343,7 +374,15 @@ def run_chain(plans: list[ResponsePlan], config: ChainConfig) -> ChainRun:
     sim.run(until_s=last_start + 3600.0)
     missing = [i for i, rec in client.records.items() if math.isnan(rec["end_s"])]
     if missing or len(client.records) != len(plans):
-        raise RuntimeError(f"{len(missing)} of {len(plans)} responses never ended "
-                           f"(simulation stopped at {sim.now:.3f} s)")
-    return ChainRun(client=client.records, origin=origin.records, hops=[h.relays for h in hops],
-                    segments=[s.stats() for s in segments], sim_end_s=sim.now, events=sim.events_run, plans=plans)
+        raise RuntimeError(
+            f"{len(missing)} of {len(plans)} responses never ended (simulation stopped at {sim.now:.3f} s)"
+        )
+    return ChainRun(
+        client=client.records,
+        origin=origin.records,
+        hops=[h.relays for h in hops],
+        segments=[s.stats() for s in segments],
+        sim_end_s=sim.now,
+        events=sim.events_run,
+        plans=plans,
+    )

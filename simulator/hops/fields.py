@@ -30,14 +30,13 @@ import base64
 import hashlib
 from functools import lru_cache
 
-__all__ = ["METADATA", "MERGEABLE", "INTEGRITY", "STATUS", "metadata_fields", "body_digest", "mergeable",
-           "signing_key"]
+__all__ = ["METADATA", "MERGEABLE", "INTEGRITY", "STATUS", "metadata_fields", "body_digest", "mergeable", "signing_key"]
 
 METADATA = ("digest", "signature", "status", "timing")
-MERGEABLE = frozenset({b"content-digest"})               # RFC 9530 section 2
+MERGEABLE = frozenset({b"content-digest"})  # RFC 9530 section 2
 INTEGRITY = frozenset({b"content-digest", b"signature", b"signature-input"})
 STATUS = frozenset({b"grpc-status"})
-_CREATED_EPOCH = 1_700_000_000      # RFC 9421 "created": a fixed clock, never the wall clock
+_CREATED_EPOCH = 1_700_000_000  # RFC 9421 "created": a fixed clock, never the wall clock
 
 
 @lru_cache(maxsize=256)
@@ -61,8 +60,9 @@ def signing_key(seed: int):
     return Ed25519PrivateKey.from_private_bytes(hashlib.sha256(f"workbench-signer-{seed}".encode()).digest())
 
 
-def metadata_fields(kinds, *, body_bytes: int, production_s: float, status: int = 200, in_trailers: bool,
-                    index: int = 0, seed: int = 1) -> tuple[tuple[bytes, bytes], ...]:
+def metadata_fields(
+    kinds, *, body_bytes: int, production_s: float, status: int = 200, in_trailers: bool, index: int = 0, seed: int = 1
+) -> tuple[tuple[bytes, bytes], ...]:
     """The metadata field lines of one response, in ``kinds`` order (signature after digest)."""
     out = []
     digest = b"sha-256=:" + base64.b64encode(body_digest(body_bytes)) + b":"
@@ -74,8 +74,7 @@ def metadata_fields(kinds, *, body_bytes: int, production_s: float, status: int 
         elif kind == "timing":
             out.append((b"server-timing", b"gen;dur=%.1f" % (production_s * 1000.0)))
         elif kind == "signature":
-            out += _signature(digest, status=status, in_trailers=in_trailers, created=_CREATED_EPOCH + index,
-                              seed=seed)
+            out += _signature(digest, status=status, in_trailers=in_trailers, created=_CREATED_EPOCH + index, seed=seed)
         else:
             raise ValueError(f"unknown metadata kind {kind!r}")
     return tuple(out)
@@ -85,11 +84,9 @@ def _signature(digest: bytes, *, status: int, in_trailers: bool, created: int, s
     """RFC 9421 section 2.5 signature base and section 4 fields, label ``sig1``."""
     digest_id = b'"content-digest";tr' if in_trailers else b'"content-digest"'
     params = b'("@status" ' + digest_id + b');created=%d;keyid="server";alg="ed25519"' % created
-    base = (b'"@status": %d\n' % status + digest_id + b": " + digest + b"\n"
-            + b'"@signature-params": ' + params)
-    signature = signing_key(seed).sign(base)                  # 64 bytes (RFC 8032)
-    return ((b"signature-input", b"sig1=" + params),
-            (b"signature", b"sig1=:" + base64.b64encode(signature) + b":"))
+    base = b'"@status": %d\n' % status + digest_id + b": " + digest + b"\n" + b'"@signature-params": ' + params
+    signature = signing_key(seed).sign(base)  # 64 bytes (RFC 8032)
+    return ((b"signature-input", b"sig1=" + params), (b"signature", b"sig1=:" + base64.b64encode(signature) + b":"))
 
 
 def mergeable(name: bytes) -> bool:

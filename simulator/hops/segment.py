@@ -38,14 +38,19 @@ class _Conn:
         self.version = segment.version
         config = segment.config
         self.busy = False
-        self.http = HttpConnection(segment.sim, segment.path, self.version, cc=config.cc,
-                                   qpack_table_bytes=config.qpack_table_bytes,
-                                   qpack_blocked_streams=config.qpack_blocked_streams,
-                                   name=f"{segment.name}/c{index}")
+        self.http = HttpConnection(
+            segment.sim,
+            segment.path,
+            self.version,
+            cc=config.cc,
+            qpack_table_bytes=config.qpack_table_bytes,
+            qpack_blocked_streams=config.qpack_blocked_streams,
+            name=f"{segment.name}/c{index}",
+        )
         self.transport = self.http.transport
         self.client, self.server = self.http.client, self.http.server
-        self.requests: dict[int, Exchange] = {}     # stream id -> exchange, as the client sees it
-        self.responses: dict[int, Exchange] = {}    # stream id -> exchange, as the server sees it
+        self.requests: dict[int, Exchange] = {}  # stream id -> exchange, as the client sees it
+        self.responses: dict[int, Exchange] = {}  # stream id -> exchange, as the server sees it
         self.client.on_event = self._client_event
         self.server.on_event = self._server_event
 
@@ -62,7 +67,7 @@ class _Conn:
             ex.on_end()
 
     def _server_event(self, event) -> None:
-        if type(event) is HeadersReceived:                 # a request's header section
+        if type(event) is HeadersReceived:  # a request's header section
             ex = self.responses[event.stream_id] = self.segment.pending.pop((id(self), event.stream_id))
             ex.on_request(event.headers)
         elif type(event) is DataAcked:
@@ -81,13 +86,20 @@ class Exchange:
         self.segment = segment
         self.conn = conn
         self.stream_id = stream_id
-        self.tag = tag                      # the response index, carried out of band along the chain
+        self.tag = tag  # the response index, carried out of band along the chain
         self.downstream = downstream
-        self.chunked = False                # HTTP/1.1 response body in chunked coding
+        self.chunked = False  # HTTP/1.1 response body in chunked coding
         self.ended = False
-        self.on_acked_payload = None        # set by the upstream node to learn acknowledged body bytes
-        self.bytes = {"head": 0, "data_framing": 0, "body": 0, "trailers": 0, "end": 0,
-                      "head_encoder": 0, "trailer_encoder": 0}
+        self.on_acked_payload = None  # set by the upstream node to learn acknowledged body bytes
+        self.bytes = {
+            "head": 0,
+            "data_framing": 0,
+            "body": 0,
+            "trailers": 0,
+            "end": 0,
+            "head_encoder": 0,
+            "trailer_encoder": 0,
+        }
 
     # -- events from the connection ------------------------------------------------------
     def on_request(self, headers) -> None:
@@ -132,8 +144,9 @@ class Exchange:
         if nbytes <= 0 and not end:
             return
         if nbytes > 0:
-            self.bytes["data_framing"] += self.conn.server.send_data(self.stream_id, nbytes, chunked=self.chunked,
-                                                                    end=end)
+            self.bytes["data_framing"] += self.conn.server.send_data(
+                self.stream_id, nbytes, chunked=self.chunked, end=end
+            )
             self.bytes["body"] += nbytes
         if end:
             # h1 Content-Length / h2 END_STREAM on the last DATA / h3 FIN with it; h1 chunked: last chunk
@@ -172,7 +185,7 @@ class Segment:
             if not self.conns:
                 self.conns.append(_Conn(self, 0))
             return self.conns[0]
-        for conn in self.conns:                     # RFC 9112 section 9.3: one exchange at a time
+        for conn in self.conns:  # RFC 9112 section 9.3: one exchange at a time
             if not conn.busy:
                 return conn
         self.conns.append(_Conn(self, len(self.conns)))
@@ -197,5 +210,9 @@ class Segment:
         for link in (self.path.forward, self.path.reverse):
             packets += link.stats.packets_sent
             lost += link.stats.packets_lost + link.stats.packets_dropped
-        return {"packets": packets, "lost": lost, "connections": len(self.conns),
-                **timer_counts(c.transport.stats() for c in self.conns)}
+        return {
+            "packets": packets,
+            "lost": lost,
+            "connections": len(self.conns),
+            **timer_counts(c.transport.stats() for c in self.conns),
+        }

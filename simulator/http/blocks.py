@@ -27,8 +27,14 @@ from collections import deque
 from ..frames import H2Scanner, H3Scanner, h2_frame, h3_frame
 from ..net.tcp import TcpConnection
 from .connection import ModelConnection, _bound
-from .events import (DecoderStreamReceived, EncoderStreamAcked, EncoderStreamReceived, HeaderBlockAcked,
-                     HeaderBlockArrived, HeaderBlockReceived)
+from .events import (
+    DecoderStreamReceived,
+    EncoderStreamAcked,
+    EncoderStreamReceived,
+    HeaderBlockAcked,
+    HeaderBlockArrived,
+    HeaderBlockReceived,
+)
 from .framing import H2_MAX_FRAME_BYTES
 
 __all__ = ["HeaderBlockConnection", "H2Blocks", "H3Blocks"]
@@ -64,9 +70,9 @@ class H3Blocks(HeaderBlockConnection):
 
     def __init__(self, transport) -> None:
         super().__init__(transport, "h3")
-        self.uni_out: dict[tuple[str, str], int] = {}     # (kind, role) -> stream id
-        self.uni_in: dict[tuple[int, int], int | None] = {}   # (endpoint, stream) -> stream type
-        self.scanners: dict[tuple[int, int], tuple] = {}   # (endpoint, stream) -> (H3Scanner, buffer)
+        self.uni_out: dict[tuple[str, str], int] = {}  # (kind, role) -> stream id
+        self.uni_in: dict[tuple[int, int], int | None] = {}  # (endpoint, stream) -> stream type
+        self.scanners: dict[tuple[int, int], tuple] = {}  # (endpoint, stream) -> (H3Scanner, buffer)
         self.block_frames: dict[tuple[int, int], int] = {}  # (sender, stream) -> frame bytes, until acked
 
     def send_instructions(self, kind: str, role: str, data: bytes) -> None:
@@ -80,7 +86,7 @@ class H3Blocks(HeaderBlockConnection):
 
     def send_block(self, kind: str, stream_id: int, block: bytes) -> int:
         """Write header block ``block`` of ``kind`` on ``stream_id``; the bytes written with framing."""
-        frame = h3_frame(0x1, block)                            # HEADERS (RFC 9114 section 7.2.2)
+        frame = h3_frame(0x1, block)  # HEADERS (RFC 9114 section 7.2.2)
         sender = self.sender(kind)
         self.block_frames[(id(sender), stream_id)] = len(frame)
         sender.write(stream_id, frame, end=True)
@@ -89,10 +95,10 @@ class H3Blocks(HeaderBlockConnection):
     def on_data(self, endpoint, stream_id: int, data: bytes, end: bool, time_s: float) -> None:
         """Bytes arrived at ``endpoint`` on ``stream_id``: the events they complete."""
         key = (id(endpoint), stream_id)
-        if stream_id & 0x2:                                      # unidirectional
+        if stream_id & 0x2:  # unidirectional
             stream_type = self.uni_in.get(key)
             if stream_type is None:
-                stream_type, data = data[0], data[1:]            # one-byte varint types
+                stream_type, data = data[0], data[1:]  # one-byte varint types
                 self.uni_in[key] = stream_type
             if not data:
                 return
@@ -108,8 +114,8 @@ class H3Blocks(HeaderBlockConnection):
         buffer += data
         if scanner.feed(data):
             for ftype, offset, length in scanner.results():
-                if ftype == 0x01:                                # HEADERS
-                    block = bytes(buffer[offset:offset + length])
+                if ftype == 0x01:  # HEADERS
+                    block = bytes(buffer[offset : offset + length])
                     self.on_event(HeaderBlockReceived(self.incoming(endpoint), stream_id, block, time_s))
         if end:
             del self.scanners[key]
@@ -118,7 +124,7 @@ class H3Blocks(HeaderBlockConnection):
         """``endpoint``'s peer acknowledged ``stream_id`` up to ``acked_offset``."""
         kind = self.outgoing(endpoint)
         if self.uni_out.get((kind, "encoder")) == stream_id:
-            self.on_event(EncoderStreamAcked(kind, acked_offset - 1))   # less the stream-type byte
+            self.on_event(EncoderStreamAcked(kind, acked_offset - 1))  # less the stream-type byte
             return
         frame_bytes = self.block_frames.get((id(endpoint), stream_id))
         if frame_bytes is not None and acked_offset >= frame_bytes:
@@ -133,22 +139,22 @@ class H2Blocks(HeaderBlockConnection):
     travel in extension frames on stream 0 (types 0xf0 and 0xf1; RFC 9113 section 5.5
     lets peers that agree use extension frames)."""
 
-    LABEL = 0                      # the transport model's label for the connection's byte stream
-    MAX_FRAME = H2_MAX_FRAME_BYTES   # SETTINGS_MAX_FRAME_SIZE default (RFC 9113 section 6.5.2)
+    LABEL = 0  # the transport model's label for the connection's byte stream
+    MAX_FRAME = H2_MAX_FRAME_BYTES  # SETTINGS_MAX_FRAME_SIZE default (RFC 9113 section 6.5.2)
     EXT_TYPE = {"encoder": 0xF0, "decoder": 0xF1}
 
     def __init__(self, transport) -> None:
         super().__init__(transport, "h2")
         for endpoint in (transport.client, transport.server):
             endpoint.on_received = _bound(self.on_received, endpoint)
-        self.sent = {id(transport.client): 0, id(transport.server): 0}    # bytes written per sender
+        self.sent = {id(transport.client): 0, id(transport.server): 0}  # bytes written per sender
         # Per sender: frames awaiting acknowledgement, in stream order:
         #   [end offset, ("block", kind, stream id) | ("encoder", kind, encoder-stream offset)]
         self.unacked: dict[int, deque] = {id(transport.client): deque(), id(transport.server): deque()}
         self.encoder_sent: dict[str, int] = {"request": 0, "response": 0}
         # Per receiver: blocks whose bytes are not all received yet: stream id -> [start, end, covered ranges]
         self.in_flight: dict[int, dict[int, list]] = {id(transport.client): {}, id(transport.server): {}}
-        self.scanners: dict[int, list] = {}          # receiver -> [H2Scanner, buffer, base offset, fragments]
+        self.scanners: dict[int, list] = {}  # receiver -> [H2Scanner, buffer, base offset, fragments]
 
     @staticmethod
     def h2_stream_id(stream_id: int) -> int:
@@ -166,8 +172,10 @@ class H2Blocks(HeaderBlockConnection):
     def send_instructions(self, kind: str, role: str, data: bytes) -> None:
         """Write ``role``'s (encoder or decoder) instructions of the ``kind`` direction on its stream."""
         endpoint = self.sender(kind) if role == "encoder" else self.receiver(kind)
-        frames = b"".join(h2_frame(self.EXT_TYPE[role], 0, 0, data[i:i + self.MAX_FRAME])
-                          for i in range(0, len(data), self.MAX_FRAME))
+        frames = b"".join(
+            h2_frame(self.EXT_TYPE[role], 0, 0, data[i : i + self.MAX_FRAME])
+            for i in range(0, len(data), self.MAX_FRAME)
+        )
         if role == "encoder":
             self.encoder_sent[kind] += len(data)
             self._write(endpoint, frames, ("encoder", kind, self.encoder_sent[kind]))
@@ -177,11 +185,11 @@ class H2Blocks(HeaderBlockConnection):
     def send_block(self, kind: str, stream_id: int, block: bytes) -> int:
         """Write header block ``block`` of ``kind`` on ``stream_id``; the bytes written with framing."""
         h2_stream = self.h2_stream_id(stream_id)
-        chunks = [block[i:i + self.MAX_FRAME] for i in range(0, len(block), self.MAX_FRAME)] or [b""]
+        chunks = [block[i : i + self.MAX_FRAME] for i in range(0, len(block), self.MAX_FRAME)] or [b""]
         frames = []
         for i, chunk in enumerate(chunks):
             last = i == len(chunks) - 1
-            if i == 0:   # END_STREAM 0x1 on HEADERS; END_HEADERS 0x4 on the last frame
+            if i == 0:  # END_STREAM 0x1 on HEADERS; END_HEADERS 0x4 on the last frame
                 frames.append(h2_frame(0x1, 0x1 | (0x4 if last else 0), h2_stream, chunk))
             else:
                 frames.append(h2_frame(0x9, 0x4 if last else 0, h2_stream, chunk))
@@ -218,10 +226,10 @@ class H2Blocks(HeaderBlockConnection):
         buffer += data
         if scanner.feed(data):
             for ftype, flags, h2_stream, offset, length in scanner.results():
-                payload = bytes(buffer[offset - base:offset - base + length])
-                if ftype in (0x1, 0x9):                         # HEADERS, CONTINUATION
+                payload = bytes(buffer[offset - base : offset - base + length])
+                if ftype in (0x1, 0x9):  # HEADERS, CONTINUATION
                     state[3] += payload
-                    if flags & 0x4:                             # END_HEADERS: the block is whole
+                    if flags & 0x4:  # END_HEADERS: the block is whole
                         block, state[3] = state[3], b""
                         stream_id = (h2_stream - 1) // 2 << 2
                         self.on_event(HeaderBlockReceived(self.incoming(endpoint), stream_id, block, time_s))

@@ -40,18 +40,29 @@ class _Unit:
 
     __slots__ = ("kind", "start", "end", "payload", "prefix", "seen", "section", "fields", "fin_only", "data")
 
-    def __init__(self, kind: str, start: int, end: int, *, payload: int = 0, prefix: int = 0,
-                 section: Section | None = None, fields=None, fin_only: bool = False, data: bytes = b"") -> None:
-        self.kind = kind            # head | data | trailers | end | qpack-encoder | qpack-decoder
+    def __init__(
+        self,
+        kind: str,
+        start: int,
+        end: int,
+        *,
+        payload: int = 0,
+        prefix: int = 0,
+        section: Section | None = None,
+        fields=None,
+        fin_only: bool = False,
+        data: bytes = b"",
+    ) -> None:
+        self.kind = kind  # head | data | trailers | end | qpack-encoder | qpack-decoder
         self.start = start
         self.end = end
-        self.payload = payload      # data: body bytes inside
-        self.prefix = prefix        # data: framing bytes before them
-        self.seen = 0               # data: body bytes already handed on
+        self.payload = payload  # data: body bytes inside
+        self.prefix = prefix  # data: framing bytes before them
+        self.seen = 0  # data: body bytes already handed on
         self.section = section
         self.fields = fields
-        self.fin_only = fin_only    # HTTP/3 end of message: the stream's FIN, no bytes
-        self.data = data            # QPACK instructions
+        self.fin_only = fin_only  # HTTP/3 end of message: the stream's FIN, no bytes
+        self.data = data  # QPACK instructions
 
 
 class _Rx:
@@ -69,7 +80,7 @@ class _Tx:
 
     def __init__(self) -> None:
         self.offset = 0
-        self.data_units: list[tuple[int, int, int]] = []     # (start, prefix, payload)
+        self.data_units: list[tuple[int, int, int]] = []  # (start, prefix, payload)
         self.next_unit = 0
         self.acked_payload = 0
 
@@ -82,10 +93,12 @@ class HttpEnd:
         self.conn = conn
         self.t = transport_end
         self.is_client = is_client
-        self.framer = Framer(conn.version, qpack_table_bytes=conn.qpack_table_bytes,
-                             qpack_blocked_streams=conn.qpack_blocked_streams)
-        self.unframer = Unframer(conn.version, qpack_table_bytes=conn.qpack_table_bytes,
-                                 qpack_blocked_streams=conn.qpack_blocked_streams)
+        self.framer = Framer(
+            conn.version, qpack_table_bytes=conn.qpack_table_bytes, qpack_blocked_streams=conn.qpack_blocked_streams
+        )
+        self.unframer = Unframer(
+            conn.version, qpack_table_bytes=conn.qpack_table_bytes, qpack_blocked_streams=conn.qpack_blocked_streams
+        )
         self.peer: HttpEnd | None = None
         self.rx: dict[int, _Rx] = {}
         self.tx: dict[int, _Tx] = {}
@@ -122,25 +135,32 @@ class HttpEnd:
             rx = self.peer.rx[stream_id] = _Rx()
         rx.units.append(unit)
         if size or end:
-            write_padding(self.t, stream_id, size, end=end)     # a body's size, not its bytes
+            write_padding(self.t, stream_id, size, end=end)  # a body's size, not its bytes
         return size
 
     def send_section(self, stream_id: int, kind: str, headers, *, chunked: bool = False, end: bool = False) -> dict:
         """Send a ``head`` or ``trailers`` section; its wire and encoder-stream sizes."""
         framer = self.framer
-        section = framer.head(stream_id, headers, chunked=chunked) if kind == "head" else \
-            framer.trailers(stream_id, headers)
+        section = (
+            framer.head(stream_id, headers, chunked=chunked) if kind == "head" else framer.trailers(stream_id, headers)
+        )
         if section.encoder:
             self._write(self.encoder_stream, _Unit("qpack-encoder", 0, 0, data=section.encoder))
-        self._write(stream_id, _Unit(kind, 0, section.wire_bytes, section=section, fields=tuple(headers)),
-                    end=end and self.conn.version == "h3")
+        self._write(
+            stream_id,
+            _Unit(kind, 0, section.wire_bytes, section=section, fields=tuple(headers)),
+            end=end and self.conn.version == "h3",
+        )
         return {"wire": section.wire_bytes, "encoder": len(section.encoder)}
 
     def send_data(self, stream_id: int, nbytes: int, *, chunked: bool, end: bool) -> int:
         """Send ``nbytes`` of body (padding of that size, framed); the framing bytes added."""
         before, after = self.framer.data_overhead(nbytes, chunked=chunked)
-        self._write(stream_id, _Unit("data", 0, before + nbytes + after, payload=nbytes, prefix=before),
-                    end=end and self.conn.version == "h3")
+        self._write(
+            stream_id,
+            _Unit("data", 0, before + nbytes + after, payload=nbytes, prefix=before),
+            end=end and self.conn.version == "h3",
+        )
         return before + after
 
     def send_end(self, stream_id: int, *, chunked: bool, already_fin: bool) -> int:
@@ -150,7 +170,7 @@ class HttpEnd:
         if version == "h3":
             self._write(stream_id, _Unit("end", 0, 0, fin_only=True), end=not already_fin)
             return 0
-        if already_fin:                  # h1 Content-Length body done / h2 END_STREAM already sent
+        if already_fin:  # h1 Content-Length body done / h2 END_STREAM already sent
             self._write(stream_id, _Unit("end", 0, 0))
             return 0
         n = self.framer.end_bytes(chunked=chunked)
@@ -187,7 +207,7 @@ class HttpEnd:
                 decoded, control = self.unframer.decode(stream_id, u.section, u.fields)
                 self._decoder_instructions(control)
                 if not decoded:
-                    rx.blocked = u            # stream processing waits for encoder-stream inserts
+                    rx.blocked = u  # stream processing waits for encoder-stream inserts
                     return
                 self._section(stream_id, u)
             elif u.kind == "end":
@@ -217,7 +237,7 @@ class HttpEnd:
 
     def _on_acked(self, stream_id: int, acked_offset: int) -> None:
         tx = self.tx.get(stream_id)
-        if tx is None or self.is_client:                    # only response bodies are tracked
+        if tx is None or self.is_client:  # only response bodies are tracked
             return
         units, i, acked = tx.data_units, tx.next_unit, 0
         while i < len(units):
@@ -246,9 +266,14 @@ def reference_transport(sim: Simulator, network, *, name: str) -> Ref2017Connect
     independent loss and reordering jitter; it has no path, bandwidth or queue.  The one
     place besides ``transport_for`` where HTTP gets a transport."""
     jitter = network.jitter
-    return Ref2017Connection(sim, rtt_s=network.rtt_s, loss_p=network.loss.p,
-                             reorder_prob=jitter.prob if jitter is not None else 0.0,
-                             reorder_max_s=jitter.max_s if jitter is not None else 0.100, name=name)
+    return Ref2017Connection(
+        sim,
+        rtt_s=network.rtt_s,
+        loss_p=network.loss.p,
+        reorder_prob=jitter.prob if jitter is not None else 0.0,
+        reorder_max_s=jitter.max_s if jitter is not None else 0.100,
+        name=name,
+    )
 
 
 class ModelConnection:
@@ -295,8 +320,17 @@ class HttpConnection(ModelConnection):
     """One warm HTTP connection of ``version`` (h1, h2, h3) on ``path``: ``client`` and ``server``
     ends, each with its own ``on_event``."""
 
-    def __init__(self, sim: Simulator, path, version: str, *, cc: str = "reno", qpack_table_bytes: int = 4096,
-                 qpack_blocked_streams: int = 16, name: str = "http") -> None:
+    def __init__(
+        self,
+        sim: Simulator,
+        path,
+        version: str,
+        *,
+        cc: str = "reno",
+        qpack_table_bytes: int = 4096,
+        qpack_blocked_streams: int = 16,
+        name: str = "http",
+    ) -> None:
         self.qpack_table_bytes, self.qpack_blocked_streams = qpack_table_bytes, qpack_blocked_streams
         # aioquic's defaults where they differ from RFC 9002: initial RTT 100 ms.
         config = TransportConfig(cc=cc, initial_rtt_s=0.1) if version == "h3" else TransportConfig(cc=cc)

@@ -41,12 +41,26 @@ SIZES = {
 
 
 def _bulk(nbytes: int) -> list[ExchangeSpec]:
-    request = ((b":method", b"GET"), (b":scheme", b"https"), (b":authority", b"bulk.example"),
-               (b":path", b"/download.bin"), (b"user-agent", b"workbench"), (b"accept", b"*/*"))
-    response, body = replay.response_headers_for(((b":status", b"200"), (b"content-type",
-                                                                      b"application/octet-stream")), nbytes)
-    return [ExchangeSpec(index=0, request_headers=request, response_headers=response, response_body_bytes=body,
-                         origin="https://bulk.example")]
+    request = (
+        (b":method", b"GET"),
+        (b":scheme", b"https"),
+        (b":authority", b"bulk.example"),
+        (b":path", b"/download.bin"),
+        (b"user-agent", b"workbench"),
+        (b"accept", b"*/*"),
+    )
+    response, body = replay.response_headers_for(
+        ((b":status", b"200"), (b"content-type", b"application/octet-stream")), nbytes
+    )
+    return [
+        ExchangeSpec(
+            index=0,
+            request_headers=request,
+            response_headers=response,
+            response_body_bytes=body,
+            origin="https://bulk.example",
+        )
+    ]
 
 
 def _page(requests: int, seed: int = 5) -> list[ExchangeSpec]:
@@ -55,8 +69,12 @@ def _page(requests: int, seed: int = 5) -> list[ExchangeSpec]:
     # generator wrote coded bodies at their (about three times smaller) wire size: at the wire
     # sizes the QUIC model's median completion is 1.33x aioquic's, outside the 20% this
     # comparison holds (the per-request cost of small responses; not yet explained).
-    trace = replace(trace, exchanges=[replace(e, response_body_bytes=e.decoded_body_bytes, response_content_bytes=None)
-                                      for e in trace.exchanges])
+    trace = replace(
+        trace,
+        exchanges=[
+            replace(e, response_body_bytes=e.decoded_body_bytes, response_content_bytes=None) for e in trace.exchanges
+        ],
+    )
     specs = replay.specs_from_trace(trace, StackParams())
     # One connection: every exchange to the page's own origin (its authority kept in :authority).
     return [replace(s, origin="https://www.page.example") for s in specs]
@@ -72,32 +90,58 @@ def scenarios(size: str = "small") -> dict[str, list[ExchangeSpec]]:
     return {"bulk": _bulk(bulk_bytes), "page": _page(page_requests)}
 
 
-def compare(size: str = "small", *, stacks=("h2", "h3"), losses=("0", "0.01", "0.03"), seeds=(1,),
-            base: StackParams | None = None, progress: bool = False,
-            only: tuple[str, ...] | None = None) -> pd.DataFrame:
+def compare(
+    size: str = "small",
+    *,
+    stacks=("h2", "h3"),
+    losses=("0", "0.01", "0.03"),
+    seeds=(1,),
+    base: StackParams | None = None,
+    progress: bool = False,
+    only: tuple[str, ...] | None = None,
+) -> pd.DataFrame:
     """Run each scenario (or those named in ``only``) on the real stacks and on the models per
     stack, loss and seed; one row per run."""
     base = base or StackParams()
     rows = []
-    jobs = [(name, specs, stack, loss, seed) for name, specs in scenarios(size).items() if only is None or name in only
-            for stack in stacks for loss in losses for seed in seeds]
+    jobs = [
+        (name, specs, stack, loss, seed)
+        for name, specs in scenarios(size).items()
+        if only is None or name in only
+        for stack in stacks
+        for loss in losses
+        for seed in seeds
+    ]
     if progress:
         from tqdm.auto import tqdm
+
         jobs = tqdm(jobs, desc="runs")
     for name, specs, stack, loss, seed in jobs:
         params = replace(base, stack=stack, loss=loss, seed=seed)
         real = replay.run_specs(specs, params)
         model = model_replay.run_specs(specs, params)
         r, m = real.summary, model.summary
-        rows.append({
-            "scenario": name, "stack": stack, "model": m["stack"], "tls": params.tls, "loss": float(loss), "seed": seed,
-            "exchanges": r["exchanges"],
-            "real_median_s": r["median_completion_s"], "model_median_s": m["median_completion_s"],
-            "real_last_s": r["last_completion_s"], "model_last_s": m["last_completion_s"],
-            "real_packets": r["packets_sent"], "model_packets": m["packets_sent"],
-            "real_lost": r["packets_lost"], "model_lost": m["packets_lost"],
-            "real_times": _times(real), "model_times": _times(model),
-        })
+        rows.append(
+            {
+                "scenario": name,
+                "stack": stack,
+                "model": m["stack"],
+                "tls": params.tls,
+                "loss": float(loss),
+                "seed": seed,
+                "exchanges": r["exchanges"],
+                "real_median_s": r["median_completion_s"],
+                "model_median_s": m["median_completion_s"],
+                "real_last_s": r["last_completion_s"],
+                "model_last_s": m["last_completion_s"],
+                "real_packets": r["packets_sent"],
+                "model_packets": m["packets_sent"],
+                "real_lost": r["packets_lost"],
+                "model_lost": m["packets_lost"],
+                "real_times": _times(real),
+                "model_times": _times(model),
+            }
+        )
     df = pd.DataFrame(rows)
     df["ratio"] = df["real_median_s"] / df["model_median_s"]
     return df
@@ -116,14 +160,23 @@ def pooled(runs: pd.DataFrame) -> pd.DataFrame:
     for (scenario, stack, loss), g in runs.groupby(["scenario", "stack", "loss"], sort=False):
         real = pd.Series([t for ts in g["real_times"] for t in ts])
         model = pd.Series([t for ts in g["model_times"] for t in ts])
-        rows.append({"scenario": scenario, "stack": stack, "loss": loss, "seeds": len(g),
-                     "real_median_s": real.median(), "model_median_s": model.median(),
-                     "ratio": real.median() / model.median()})
+        rows.append(
+            {
+                "scenario": scenario,
+                "stack": stack,
+                "loss": loss,
+                "seeds": len(g),
+                "real_median_s": real.median(),
+                "model_median_s": model.median(),
+                "ratio": real.median() / model.median(),
+            }
+        )
     return pd.DataFrame(rows)
 
 
-def first_response(rtts_s=(0.02, 0.05, 0.1, 0.2), *, base: StackParams | None = None,
-                   body_bytes: int = 1000) -> pd.DataFrame:
+def first_response(
+    rtts_s=(0.02, 0.05, 0.1, 0.2), *, base: StackParams | None = None, body_bytes: int = 1000
+) -> pd.DataFrame:
     """One row per (setup, RTT): the time the first (and only) response of a fresh connection
     has fully arrived, real stack and model, in seconds and in RTTs (one small exchange at
     t = 0, no loss, think time 0)."""
@@ -135,6 +188,16 @@ def first_response(rtts_s=(0.02, 0.05, 0.1, 0.2), *, base: StackParams | None = 
             params = replace(base, stack=stack, tls=tls, rtt_s=float(rtt_s), loss="0", think_s=0.0)
             real = replay.run_specs(specs, params).summary["last_completion_s"]
             model = model_replay.run_specs(specs, params).summary["last_completion_s"]
-            rows.append({"setup": setup, "stack": stack, "tls": tls, "rtt_s": float(rtt_s),
-                         "real_s": real, "model_s": model, "real_rtts": real / rtt_s, "model_rtts": model / rtt_s})
+            rows.append(
+                {
+                    "setup": setup,
+                    "stack": stack,
+                    "tls": tls,
+                    "rtt_s": float(rtt_s),
+                    "real_s": real,
+                    "model_s": model,
+                    "real_rtts": real / rtt_s,
+                    "model_rtts": model / rtt_s,
+                }
+            )
     return pd.DataFrame(rows)

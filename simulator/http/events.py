@@ -23,9 +23,20 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Union
 
-__all__ = ["Event", "HeadersReceived", "DataReceived", "StreamEnded", "DataAcked", "HeaderBlockArrived",
-           "HeaderBlockReceived", "EncoderStreamReceived", "DecoderStreamReceived", "HeaderBlockAcked",
-           "EncoderStreamAcked", "ignore"]
+__all__ = [
+    "Event",
+    "HeadersReceived",
+    "DataReceived",
+    "StreamEnded",
+    "DataAcked",
+    "HeaderBlockArrived",
+    "HeaderBlockReceived",
+    "EncoderStreamReceived",
+    "DecoderStreamReceived",
+    "HeaderBlockAcked",
+    "EncoderStreamAcked",
+    "ignore",
+]
 
 
 # -- messages ------------------------------------------------------------------------------
@@ -120,8 +131,18 @@ class EncoderStreamAcked:
     offset: int
 
 
-Event = Union[HeadersReceived, DataReceived, StreamEnded, DataAcked, HeaderBlockArrived, HeaderBlockReceived,
-              EncoderStreamReceived, DecoderStreamReceived, HeaderBlockAcked, EncoderStreamAcked]
+Event = Union[
+    HeadersReceived,
+    DataReceived,
+    StreamEnded,
+    DataAcked,
+    HeaderBlockArrived,
+    HeaderBlockReceived,
+    EncoderStreamReceived,
+    DecoderStreamReceived,
+    HeaderBlockAcked,
+    EncoderStreamAcked,
+]
 
 
 def ignore(event: Event) -> None:

@@ -49,19 +49,32 @@ from ..frames.h2buffer import install_huffman
 # (tests/test_frames*), and linear in the string where hpack's encoder is quadratic.
 install_huffman()
 
-__all__ = ["VERSIONS", "Section", "Framer", "Unframer", "grpc_web_trailer_frame", "GRPC_WEB_PREFIX_BYTES",
-           "H2_FRAME_HEADER_BYTES", "H2_MAX_FRAME_BYTES", "H3_FRAME_HEADER_BYTES", "h1_field_lines", "h2_frame_bytes",
-           "h2_data_overhead", "sized_body_bytes", "sized_section_frame_bytes"]
+__all__ = [
+    "VERSIONS",
+    "Section",
+    "Framer",
+    "Unframer",
+    "grpc_web_trailer_frame",
+    "GRPC_WEB_PREFIX_BYTES",
+    "H2_FRAME_HEADER_BYTES",
+    "H2_MAX_FRAME_BYTES",
+    "H3_FRAME_HEADER_BYTES",
+    "h1_field_lines",
+    "h2_frame_bytes",
+    "h2_data_overhead",
+    "sized_body_bytes",
+    "sized_section_frame_bytes",
+]
 
 VERSIONS = ("h1", "h2", "h3")
-H2_FRAME_HEADER_BYTES = 9               # RFC 9113 section 4.1
-H2_MAX_FRAME_BYTES = 16384              # SETTINGS_MAX_FRAME_SIZE initial value (RFC 9113 section 6.5.2)
+H2_FRAME_HEADER_BYTES = 9  # RFC 9113 section 4.1
+H2_MAX_FRAME_BYTES = 16384  # SETTINGS_MAX_FRAME_SIZE initial value (RFC 9113 section 6.5.2)
 # An HTTP/3 frame header is a type and a length varint (RFC 9114 section 7.1): 3 bytes for a
 # HEADERS or DATA frame of 64-16383 bytes; the models that size messages without framing
 # them use this figure, ``Framer`` the exact one.
 H3_FRAME_HEADER_BYTES = 3
-GRPC_WEB_PREFIX_BYTES = 5               # flag byte + 4-byte length
-_H3_HEADERS, _H3_DATA = 0x1, 0x0        # RFC 9114 section 7.2
+GRPC_WEB_PREFIX_BYTES = 5  # flag byte + 4-byte length
+_H3_HEADERS, _H3_DATA = 0x1, 0x0  # RFC 9114 section 7.2
 HeaderList = tuple[tuple[bytes, bytes], ...]
 
 
@@ -77,12 +90,12 @@ class Section:
     encoder: bytes = b""
 
 
-
 def h2_frame_bytes(payload_bytes: int) -> int:
     """An HTTP/2 frame of ``payload_bytes`` on the wire: the 9-byte frame header and its
     payload (RFC 9113 section 4.1), for a model that sizes a frame it does not write (an
     extension frame of a draft)."""
     return H2_FRAME_HEADER_BYTES + payload_bytes
+
 
 def h2_data_overhead(nbytes: int) -> int:
     """Frame-header bytes of a body write of ``nbytes`` as HTTP/2 DATA frames of at most
@@ -127,13 +140,14 @@ class Framer:
         if version not in VERSIONS:
             raise ValueError(f"unknown HTTP version {version!r}")
         self.version = version
-        self.setup = b""                  # HTTP/3: the encoder stream's Set Dynamic Table Capacity
+        self.setup = b""  # HTTP/3: the encoder stream's Set Dynamic Table Capacity
         if version == "h2":
             self._hpack = hpack.Encoder()
         elif version == "h3":
             self._qpack = pylsqpack.Encoder()
-            self.setup = self._qpack.apply_settings(max_table_capacity=qpack_table_bytes,
-                                                    blocked_streams=qpack_blocked_streams)
+            self.setup = self._qpack.apply_settings(
+                max_table_capacity=qpack_table_bytes, blocked_streams=qpack_blocked_streams
+            )
 
     # -- sections ----------------------------------------------------------------------
     def head(self, stream_id: int, headers: HeaderList, *, chunked: bool = False) -> Section:
@@ -151,7 +165,7 @@ class Framer:
     def _compressed(self, stream_id: int, fields: HeaderList) -> Section:
         if self.version == "h2":
             block = self._hpack.encode(list(fields))
-            frames = max(1, math.ceil(len(block) / H2_MAX_FRAME_BYTES))    # HEADERS + CONTINUATIONs
+            frames = max(1, math.ceil(len(block) / H2_MAX_FRAME_BYTES))  # HEADERS + CONTINUATIONs
             return Section(len(block) + frames * H2_FRAME_HEADER_BYTES, block)
         encoder, block = self._qpack.encode(stream_id, list(fields))
         return Section(varint_len(_H3_HEADERS) + varint_len(len(block)) + len(block), block, encoder)
@@ -199,10 +213,10 @@ class Framer:
     def end_bytes(self, *, chunked: bool = False) -> int:
         """Bytes that end a body when nothing else is left to send (no trailers)."""
         if self.version == "h1":
-            return 5 if chunked else 0          # last-chunk "0" CRLF + final CRLF
+            return 5 if chunked else 0  # last-chunk "0" CRLF + final CRLF
         if self.version == "h2":
-            return H2_FRAME_HEADER_BYTES       # an empty DATA frame with END_STREAM
-        return 0                                # HTTP/3: the stream's FIN
+            return H2_FRAME_HEADER_BYTES  # an empty DATA frame with END_STREAM
+        return 0  # HTTP/3: the stream's FIN
 
 
 class Unframer:

@@ -43,12 +43,21 @@ from ..stacks.tls import MAX_RECORD_PLAINTEXT_BYTES as TLS_MAX_RECORD_PLAINTEXT_
 from ..stacks.tls import RECORD_OVERHEAD_BYTES as TLS_RECORD_OVERHEAD_BYTES
 from ..stacks.tls import certificate_der_bytes, handshake_flight_bytes
 
-__all__ = ["Flights", "flights", "Handshake", "handshake", "TlsOverTcp", "tls_record_bytes",
-           "TLS_RECORD_OVERHEAD_BYTES", "TLS_MAX_RECORD_PLAINTEXT_BYTES", "AMPLIFICATION_FACTOR"]
+__all__ = [
+    "Flights",
+    "flights",
+    "Handshake",
+    "handshake",
+    "TlsOverTcp",
+    "tls_record_bytes",
+    "TLS_RECORD_OVERHEAD_BYTES",
+    "TLS_MAX_RECORD_PLAINTEXT_BYTES",
+    "AMPLIFICATION_FACTOR",
+]
 
-TCP_SYN_BYTES, TCP_SYNACK_BYTES, TCP_ACK_BYTES = 60, 60, 52     # IPv4 + TCP with options
-TCP_HEADER_BYTES, TCP_MSS_BYTES = 52, 1448   # IPv4 + TCP with timestamps, per data segment
-AMPLIFICATION_FACTOR = 3                     # RFC 9000 section 8.1
+TCP_SYN_BYTES, TCP_SYNACK_BYTES, TCP_ACK_BYTES = 60, 60, 52  # IPv4 + TCP with options
+TCP_HEADER_BYTES, TCP_MSS_BYTES = 52, 1448  # IPv4 + TCP with timestamps, per data segment
+AMPLIFICATION_FACTOR = 3  # RFC 9000 section 8.1
 
 
 def tls_record_bytes(nbytes: int) -> int:
@@ -61,10 +70,10 @@ class Flights:
     """A full handshake's message sizes: the TLS 1.3 flights as records over TCP, and the
     QUIC server's CRYPTO bytes."""
 
-    client_hello: int              # the ClientHello record (over TCP)
-    server_flight: int             # ServerHello, ChangeCipherSpec, EncryptedExtensions ... Finished
-    client_finished: int           # the client's ChangeCipherSpec and Finished
-    cert_chain_bytes: int          # the certificates' DER bytes, part of both server sizes
+    client_hello: int  # the ClientHello record (over TCP)
+    server_flight: int  # ServerHello, ChangeCipherSpec, EncryptedExtensions ... Finished
+    client_finished: int  # the client's ChangeCipherSpec and Finished
+    cert_chain_bytes: int  # the certificates' DER bytes, part of both server sizes
 
     @property
     def tls_client_bytes(self) -> int:
@@ -90,9 +99,10 @@ def flights(server_name: str | None, cert_chain_bytes: int | None = None) -> Fli
     chain = stack_cert if cert_chain_bytes is None else cert_chain_bytes
     extra = chain - stack_cert
     # The Certificate message is one record while it fits 16 KiB; a bigger one needs more.
-    cert_message = stack_cert + 13          # handshake header, context, list length, entry lengths (RFC 8446 4.4.2)
-    more_records = (-(-(cert_message + extra) // TLS_MAX_RECORD_PLAINTEXT_BYTES)
-                    - -(-cert_message // TLS_MAX_RECORD_PLAINTEXT_BYTES))
+    cert_message = stack_cert + 13  # handshake header, context, list length, entry lengths (RFC 8446 4.4.2)
+    more_records = -(-(cert_message + extra) // TLS_MAX_RECORD_PLAINTEXT_BYTES) - -(
+        -cert_message // TLS_MAX_RECORD_PLAINTEXT_BYTES
+    )
     return Flights(hello, server + extra + TLS_RECORD_OVERHEAD_BYTES * more_records, finished, chain)
 
 
@@ -122,8 +132,14 @@ def _segments(n: int, size: int) -> int:
     return -(-n // size) if n > 0 else 0
 
 
-def handshake(protocol: str, server_name: str | None, cert_chain_bytes: int | None = None, origin_frame: int = 0,
-              *, tls: bool = True) -> Handshake:
+def handshake(
+    protocol: str,
+    server_name: str | None,
+    cert_chain_bytes: int | None = None,
+    origin_frame: int = 0,
+    *,
+    tls: bool = True,
+) -> Handshake:
     """A full handshake's round trips and bytes on the wire, packets' headers included.
 
     ``h2``: TCP's three-way handshake (1 RTT), then with ``tls`` the TLS 1.3 flights (1 RTT
@@ -140,8 +156,12 @@ def handshake(protocol: str, server_name: str | None, cert_chain_bytes: int | No
         return Handshake("h2", 1, client, server, 0, origin_frame)
     if protocol == "h2":
         server_tls = f.server_flight + (tls_record_bytes(origin_frame) if origin_frame else 0)
-        client = (TCP_SYN_BYTES + TCP_ACK_BYTES + f.tls_client_bytes
-                  + TCP_HEADER_BYTES * (_segments(f.client_hello, TCP_MSS_BYTES) + 1))
+        client = (
+            TCP_SYN_BYTES
+            + TCP_ACK_BYTES
+            + f.tls_client_bytes
+            + TCP_HEADER_BYTES * (_segments(f.client_hello, TCP_MSS_BYTES) + 1)
+        )
         server = TCP_SYNACK_BYTES + server_tls + TCP_HEADER_BYTES * _segments(server_tls, TCP_MSS_BYTES)
         return Handshake("h2", 2, client, server, f.cert_chain_bytes, origin_frame)
     config = TransportConfig()
@@ -154,7 +174,7 @@ def handshake(protocol: str, server_name: str | None, cert_chain_bytes: int | No
         rtts += 1
         received += datagram
         client += datagram + UDP_IP_HEADER_BYTES
-    client += datagram + UDP_IP_HEADER_BYTES          # the client's Finished, padded as the QUIC model's
+    client += datagram + UDP_IP_HEADER_BYTES  # the client's Finished, padded as the QUIC model's
     server = server_udp + len(sizes) * UDP_IP_HEADER_BYTES
     return Handshake("h3", rtts, client, server, f.cert_chain_bytes, origin_frame)
 

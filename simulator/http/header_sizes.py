@@ -23,7 +23,7 @@ from ..frames import integer_len
 
 __all__ = ["HeaderBlockSizer", "h1_header_bytes", "h2_normalized", "h2_preface_bytes", "H2_SETTINGS_ACK_BYTES"]
 
-H2_SETTINGS_ACK_BYTES = 9               # a SETTINGS frame with ACK and no payload (RFC 9113 section 6.5.3)
+H2_SETTINGS_ACK_BYTES = 9  # a SETTINGS frame with ACK and no payload (RFC 9113 section 6.5.3)
 
 
 @functools.lru_cache(maxsize=None)
@@ -33,9 +33,13 @@ def h2_preface_bytes(is_client: bool, window_bytes: int = 16 << 20) -> int:
     section 3.4), SETTINGS and the connection WINDOW_UPDATE.  Each end acknowledges the
     peer's SETTINGS (9 bytes, section 6.5.3) when the first of its bytes arrive."""
     conn = h2.connection.H2Connection(config=h2.config.H2Configuration(client_side=is_client, header_encoding=None))
-    conn.local_settings = h2.settings.Settings(client=is_client, initial_values={
-        h2.settings.SettingCodes.INITIAL_WINDOW_SIZE: window_bytes,
-        h2.settings.SettingCodes.MAX_CONCURRENT_STREAMS: 1000})
+    conn.local_settings = h2.settings.Settings(
+        client=is_client,
+        initial_values={
+            h2.settings.SettingCodes.INITIAL_WINDOW_SIZE: window_bytes,
+            h2.settings.SettingCodes.MAX_CONCURRENT_STREAMS: 1000,
+        },
+    )
     conn.initiate_connection()
     conn.increment_flow_control_window(window_bytes - 65535)
     return len(conn.data_to_send())
@@ -56,7 +60,7 @@ def h2_normalized(headers: tuple) -> tuple:
     cache = _NORMALIZED_FIELDS
     out: list = []
     for field in headers:
-        plain = type(field) is tuple            # a HeaderTuple equals the plain tuple: not a key
+        plain = type(field) is tuple  # a HeaderTuple equals the plain tuple: not a key
         done = cache.get(field) if plain else None
         if done is None:
             done = tuple(normalize_outbound_headers((field,), None))
@@ -86,7 +90,7 @@ def _as_bytes(value) -> bytes:
     return (value if t is str else str(value)).encode("utf-8")
 
 
-_STATIC = HeaderTable.STATIC_TABLE_MAPPING      # name -> (first index, {value: index})
+_STATIC = HeaderTable.STATIC_TABLE_MAPPING  # name -> (first index, {value: index})
 _DYNAMIC_FIRST_INDEX = HeaderTable.STATIC_TABLE_LENGTH + 1
 
 # Blocks sized before (HeaderBlockSizer.block_size): a block's size is a function of its
@@ -113,14 +117,14 @@ class HeaderBlockSizer:
     MAX_TABLE_BYTES = HeaderTable.DEFAULT_SIZE
 
     def __init__(self) -> None:
-        self._entries: deque = deque()          # (insertion number, entry size), oldest first
+        self._entries: deque = deque()  # (insertion number, entry size), oldest first
         self._size = 0
-        self._inserted = 0                      # insertions so far; live entries: _first .. _inserted - 1
+        self._inserted = 0  # insertions so far; live entries: _first .. _inserted - 1
         self._first = 0
-        self._exact: dict = {}                  # (name, value) -> its newest insertion number
-        self._names: dict = {}                  # name -> its newest insertion number
-        self._history: int | None = 0           # number of the lists sized so far (0: none; None: not kept)
-        self._unapplied: list = []              # blocks looked up, not yet entered in the table
+        self._exact: dict = {}  # (name, value) -> its newest insertion number
+        self._names: dict = {}  # name -> its newest insertion number
+        self._history: int | None = 0  # number of the lists sized so far (0: none; None: not kept)
+        self._unapplied: list = []  # blocks looked up, not yet entered in the table
 
     def block_size(self, key: tuple, headers) -> int:
         """``encoded_size(headers)``, looked up when this encoder's history was met before;
@@ -129,7 +133,7 @@ class HeaderBlockSizer:
             return self._encode(headers)
         known = _SIZED.get((self._history, key))
         if known is None:
-            for earlier in self._unapplied:      # the table as hpack's would be: enter them
+            for earlier in self._unapplied:  # the table as hpack's would be: enter them
                 self._encode(earlier)
             self._unapplied.clear()
             if len(_SIZED) >= _SIZED_MAX:
@@ -142,7 +146,7 @@ class HeaderBlockSizer:
 
     def _add(self, pair: tuple, size: int) -> None:
         """Enter the field ``pair`` (name, value) of ``size`` bytes in the dynamic table (RFC 7541 section 4.4)."""
-        if size > self.MAX_TABLE_BYTES:         # larger than the table: it empties it
+        if size > self.MAX_TABLE_BYTES:  # larger than the table: it empties it
             self._entries.clear()
             self._size = 0
             self._first = self._inserted
@@ -163,7 +167,7 @@ class HeaderBlockSizer:
         for earlier in self._unapplied:
             self._encode(earlier)
         self._unapplied.clear()
-        self._history = None                    # a block not in the history: no more lookups
+        self._history = None  # a block not in the history: no more lookups
         return self._encode(headers)
 
     def _encode(self, headers) -> int:
@@ -188,20 +192,22 @@ class HeaderBlockSizer:
                     info = _remember(other_fields, key, name, value, sensitive)
             static_full, pair, static_name, literal_value, literal_name, sensitive, size = info
             if static_full:
-                total += static_full                                  # indexed field (static table)
+                total += static_full  # indexed field (static table)
                 continue
             k = exact.get(pair)
             if k is not None and k >= self._first:
                 total += integer_len(_DYNAMIC_FIRST_INDEX + self._inserted - 1 - k, 7)
                 continue
-            if static_name:                                           # indexed name (static table)
+            if static_name:  # indexed name (static table)
                 total += static_name + literal_value
             else:
                 k = names.get(pair[0])
-                if k is not None and k >= self._first:                # indexed name (dynamic table)
-                    total += integer_len(_DYNAMIC_FIRST_INDEX + self._inserted - 1 - k, 4 if sensitive else 6) \
+                if k is not None and k >= self._first:  # indexed name (dynamic table)
+                    total += (
+                        integer_len(_DYNAMIC_FIRST_INDEX + self._inserted - 1 - k, 4 if sensitive else 6)
                         + literal_value
-                else:                                                 # literal name
+                    )
+                else:  # literal name
                     total += literal_name + literal_value
             if not sensitive:
                 self._add(pair, size)
@@ -223,12 +229,19 @@ def _remember(cache: dict, key, name: bytes, value: bytes, sensitive: bool) -> t
     if static:
         index = static[1].get(value)
         if index is not None:
-            static_full = integer_len(index, 7)                       # RFC 7541 section 6.1
-        static_name = integer_len(static[0], 4 if sensitive else 6)   # sections 6.2.1 and 6.2.3
-    value_bytes = _huffman_bytes.__wrapped__(value)       # once per distinct field: no memo of its own
+            static_full = integer_len(index, 7)  # RFC 7541 section 6.1
+        static_name = integer_len(static[0], 4 if sensitive else 6)  # sections 6.2.1 and 6.2.3
+    value_bytes = _huffman_bytes.__wrapped__(value)  # once per distinct field: no memo of its own
     name_bytes = _huffman_bytes(name)
-    info = (static_full, (name, value), static_name, integer_len(value_bytes, 7) + value_bytes,
-            1 + integer_len(name_bytes, 7) + name_bytes, sensitive, 32 + len(name) + len(value))
+    info = (
+        static_full,
+        (name, value),
+        static_name,
+        integer_len(value_bytes, 7) + value_bytes,
+        1 + integer_len(name_bytes, 7) + name_bytes,
+        sensitive,
+        32 + len(name) + len(value),
+    )
     if len(cache) >= _FIELDS_MAX:
         cache.clear()
     cache[key] = info

@@ -123,8 +123,14 @@ def _simulate(specs: list[ExchangeSpec], params: StackParams, check_every_event:
     sim = Simulator(params.seed)
     recorder = Recorder(sim)
     rows = _Rows(sim, recorder)
-    net = ModelNetwork(sim, _NetworkParams(params), rows, own_paths=True, max_datagram_bytes=params.max_datagram_bytes,
-                       tcp_handshake=params.tcp_handshake)
+    net = ModelNetwork(
+        sim,
+        _NetworkParams(params),
+        rows,
+        own_paths=True,
+        max_datagram_bytes=params.max_datagram_bytes,
+        tcp_handshake=params.tcp_handshake,
+    )
 
     # Every origin's connection opens at the start, as ``replay`` opens the real stacks'.
     origins = dict.fromkeys(spec.origin for spec in specs)
@@ -142,8 +148,13 @@ def _simulate(specs: list[ExchangeSpec], params: StackParams, check_every_event:
     # The models never give up (no idle timeout, unlike aioquic): a replay that cannot end
     # meets the run loop's deadline.
     deadline_s = last_start + 100 * params.idle_timeout_s
-    run_until(sim, lambda: started[0] and recorder.done, check=lambda: None, deadline_s=deadline_s,
-              safe_until=None if check_every_event else (lambda: deadline_s))
+    run_until(
+        sim,
+        lambda: started[0] and recorder.done,
+        check=lambda: None,
+        deadline_s=deadline_s,
+        safe_until=None if check_every_event else (lambda: deadline_s),
+    )
     return sim, recorder, net
 
 
@@ -170,27 +181,34 @@ def run_specs(specs: list[ExchangeSpec], params: StackParams, *, check_every_eve
             packets_lost += link.stats.packets_lost + link.stats.packets_dropped
         retransmissions += conn.t.stats().get("packets_lost", 0)
     summary = {
-        "stack": f"{transport}-model", "exchanges": int(len(df)), "completed": int(len(completed)),
+        "stack": f"{transport}-model",
+        "exchanges": int(len(df)),
+        "completed": int(len(completed)),
         "last_completion_s": float(completed["complete_s"].max()) if len(completed) else None,
         "median_completion_s": float(statistics.median(times)) if times else None,
         "mean_completion_s": float(sum(times) / len(times)) if times else None,
-        "packets_sent": packets_sent, "packets_lost": packets_lost, "retransmissions": retransmissions,
+        "packets_sent": packets_sent,
+        "packets_lost": packets_lost,
+        "retransmissions": retransmissions,
         **timer_counts(conn.t.stats() for conn in net.conns.values()),
-        "connections": len(net.conns), "sim_end_s": sim.now, "events": sim.events_run,
+        "connections": len(net.conns),
+        "sim_end_s": sim.now,
+        "events": sim.events_run,
     }
     # Every row carries the parameters: the new columns joined in one step (pandas inserts
     # a column at a time, which cost more than the replay itself on small pages).
     extra = {**params.to_dict(), "stack": summary["stack"]}
     for k in [k for k in extra if k in df.columns]:
         df[k] = extra[k]
-    df = pd.concat([df, pd.DataFrame({k: [v] * len(df) for k, v in extra.items() if k not in df.columns},
-                                     index=df.index)], axis=1)
+    df = pd.concat(
+        [df, pd.DataFrame({k: [v] * len(df) for k, v in extra.items() if k not in df.columns}, index=df.index)], axis=1
+    )
     return Result(exchanges=df, summary=summary, params={**params.to_dict(), "version": __version__})
 
 
-def run(trace: Trace, params: StackParams | None = None, *, max_gap_s: float = 10.0,
-        check_every_event: bool = False) -> Result:
+def run(
+    trace: Trace, params: StackParams | None = None, *, max_gap_s: float = 10.0, check_every_event: bool = False
+) -> Result:
     """Replay ``trace`` on the transport models (no real HTTP stack): a Result shaped like ``replay.run``'s."""
     params = params or StackParams()
-    return run_specs(specs_from_trace(trace, params, max_gap_s=max_gap_s), params,
-                     check_every_event=check_every_event)
+    return run_specs(specs_from_trace(trace, params, max_gap_s=max_gap_s), params, check_every_event=check_every_event)

@@ -91,12 +91,12 @@ from .header_sizes import H2_SETTINGS_ACK_BYTES, HeaderBlockSizer, h1_header_byt
 
 __all__ = ["ModelNetwork", "SCHEDULERS", "urgency", "AIOQUIC_ACK_DELAY_S", "H1_CONNECTIONS_PER_ORIGIN"]
 
-AIOQUIC_ACK_DELAY_S = 0.001             # aioquic's QuicConnection._ack_delay (K_GRANULARITY)
-H1_CONNECTIONS_PER_ORIGIN = 6           # as browsers open (HTML's fetch model leaves it to them)
+AIOQUIC_ACK_DELAY_S = 0.001  # aioquic's QuicConnection._ack_delay (K_GRANULARITY)
+H1_CONNECTIONS_PER_ORIGIN = 6  # as browsers open (HTML's fetch model leaves it to them)
 
-_RESET_BYTES = H2_FRAME_HEADER_BYTES + 4          # RST_STREAM: frame header + error code (RFC 9113 section 6.4)
+_RESET_BYTES = H2_FRAME_HEADER_BYTES + 4  # RST_STREAM: frame header + error code (RFC 9113 section 6.4)
 SCHEDULERS = ("urgency", "round-robin", "fifo")
-DEFAULT_URGENCY = 3                     # RFC 9218 section 4.1
+DEFAULT_URGENCY = 3  # RFC 9218 section 4.1
 _URGENCY = re.compile(rb"(?:^|,)\s*u\s*=\s*([0-7])")
 _PLAIN = {tuple}
 
@@ -133,41 +133,42 @@ class _Incoming:
     def __init__(self, index: int | None = None, push_key=None, header_bytes: int = 0) -> None:
         self.index = index
         self.push_key = push_key
-        self.marks: deque = deque()       # (end offset, callback, args) in stream order
+        self.marks: deque = deque()  # (end offset, callback, args) in stream order
         self.received = 0
         self.ended = False
         self.header_bytes = header_bytes
-        self.promised = push_key is None   # a pushed stream may finish before its promise arrives
+        self.promised = push_key is None  # a pushed stream may finish before its promise arrives
 
 
 class _Conn:
-    def __init__(self, net: "ModelNetwork", key: str, number: int, protocol: str | None = None,
-                 setup: float | None = None) -> None:
+    def __init__(
+        self, net: "ModelNetwork", key: str, number: int, protocol: str | None = None, setup: float | None = None
+    ) -> None:
         self.net, self.key, self.number = net, key, number
         sim, params = net.sim, net.params
         self.sim = sim
-        self.origin = key.split("#", 1)[0]                # an HTTP/1.1 pool names its connections origin#k
+        self.origin = key.split("#", 1)[0]  # an HTTP/1.1 pool names its connections origin#k
         rtt_s, origin_protocol, setup_s = params.origin(self.origin)
         protocol = protocol or origin_protocol
-        self.h1 = protocol == "h1"                        # HTTP/1.1: one exchange at a time, text headers
+        self.h1 = protocol == "h1"  # HTTP/1.1: one exchange at a time, text headers
         self.transport = "quic" if protocol == "h3" else "tcp"
         self.version = "h1" if self.h1 else "h3" if self.transport == "quic" else "h2"
         self.path = net.new_path(number) if net.own_paths else net.path_for(rtt_s)
         self.t = None
-        self.tls_handshake: TlsOverTcp | None = None      # over TCP with ``tls``, while it runs
-        self.tls_stream: int | None = None                # the TLS handshake's bytes (TCP stream label)
-        self.h2_control: tuple[int, int] | None = None    # h2: the client's and server's SETTINGS (labels)
-        self._settings_acked = [False, False]             # h2: client, server sent its SETTINGS ACK
-        self.accepting = False                            # requests may be handed to the transport
-        self._waiting: list[ExchangeSpec] = []            # requests made before that
+        self.tls_handshake: TlsOverTcp | None = None  # over TCP with ``tls``, while it runs
+        self.tls_stream: int | None = None  # the TLS handshake's bytes (TCP stream label)
+        self.h2_control: tuple[int, int] | None = None  # h2: the client's and server's SETTINGS (labels)
+        self._settings_acked = [False, False]  # h2: client, server sent its SETTINGS ACK
+        self.accepting = False  # requests may be handed to the transport
+        self._waiting: list[ExchangeSpec] = []  # requests made before that
         self.request_encoder, self.response_encoder = HeaderBlockSizer(), HeaderBlockSizer()
         self.incoming: dict[int, _Incoming] = {}
-        self.requests: dict[int, ExchangeSpec] = {}       # client stream -> spec (both ends in one process)
-        self.cancels: dict[int, int] = {}                 # client stream carrying a cancel -> pushed stream
+        self.requests: dict[int, ExchangeSpec] = {}  # client stream -> spec (both ends in one process)
+        self.cancels: dict[int, int] = {}  # client stream carrying a cancel -> pushed stream
         self.cancelled: set[int] = set()
-        self._cancel_on_arrival: set[int] = set()         # h3 pushes to cancel when their stream exists
-        self._client_quiet = False                        # _client_data's fast path applies (_quiet())
-        self.written: dict[int, int] = {}                 # bytes the server has written per stream
+        self._cancel_on_arrival: set[int] = set()  # h3 pushes to cancel when their stream exists
+        self._client_quiet = False  # _client_data's fast path applies (_quiet())
+        self.written: dict[int, int] = {}  # bytes the server has written per stream
         # The writer (net.writer): per urgency level a rotation of responses; made with the transport.
         self.scheduler = params.scheduler
         self.writer = None
@@ -176,7 +177,7 @@ class _Conn:
         # TLS follows the scheme: an http:// origin's connections are cleartext.
         self.tls = self.transport == "tcp" and params.tls and self.own_setup and not self.origin.startswith("http:")
         if self.h1:
-            self.scheduler = "fifo"                       # one response at a time on an HTTP/1.1 connection
+            self.scheduler = "fifo"  # one response at a time on an HTTP/1.1 connection
         # A scheduler of http.priority (``ModelNetwork(priorities=...)``) decides each chunk's stream.
         self.prioritized = net.priorities is not None and not self.h1
         if self.prioritized:
@@ -201,28 +202,56 @@ class _Conn:
         # The transport as every HTTP connection over the models gets it (``connection.transport_for``).
         if self.transport == "tcp":
             linux = self.net.linux_tcp and self.origin not in self.net.one_flight_servers
-            self.t = transport_for(sim, self.path, "h2", TransportConfig(cc=params.cc, cwnd_in_packets=linux),
-                                   name=f"tcp{number}", handshake=handshake and self.net.tcp_handshake)
+            self.t = transport_for(
+                sim,
+                self.path,
+                "h2",
+                TransportConfig(cc=params.cc, cwnd_in_packets=linux),
+                name=f"tcp{number}",
+                handshake=handshake and self.net.tcp_handshake,
+            )
             if linux:
-                self.t.server.nodelay = True              # as HTTP/2 servers set TCP_NODELAY
+                self.t.server.nodelay = True  # as HTTP/2 servers set TCP_NODELAY
         else:
-            config = TransportConfig(cc=params.cc, initial_rtt_s=0.1,       # aioquic's initial RTT
-                                     max_datagram_bytes=self.net.max_datagram_bytes)
+            config = TransportConfig(
+                cc=params.cc,
+                initial_rtt_s=0.1,  # aioquic's initial RTT
+                max_datagram_bytes=self.net.max_datagram_bytes,
+            )
             # As http.model_replay: aioquic's 1 ms ACK delay, its pacing (the model's
             # default), lost data resent in its stream's turn, and the handshake's datagrams
             # (requests wait in the client's send queue until the handshake completes).
-            self.t = transport_for(sim, self.path, "h3", config, name=f"quic{number}", handshake=handshake,
-                                   ack_delay_s=AIOQUIC_ACK_DELAY_S, retransmit_in_turn=True,
-                                   slow_start_rtt_exit=True, pto_declares_lost=True,
-                                   server_flight_bytes=flights(sni_name(self.origin)).quic_server_crypto)
+            self.t = transport_for(
+                sim,
+                self.path,
+                "h3",
+                config,
+                name=f"quic{number}",
+                handshake=handshake,
+                ack_delay_s=AIOQUIC_ACK_DELAY_S,
+                retransmit_in_turn=True,
+                slow_start_rtt_exit=True,
+                pto_declares_lost=True,
+                server_flight_bytes=flights(sni_name(self.origin)).quic_server_crypto,
+            )
         if self.prioritized:
-            self.writer = scheduled_writer(self.t.server, self._chunk_bytes, self.written, self._written_in_full,
-                                           fill_on_ack=self.transport == "tcp",
-                                           scheduler=make_scheduler(self.scheduler),
-                                           qlog=self.net.priorities.qlog_trace(self.key, sim, self.transport))
+            self.writer = scheduled_writer(
+                self.t.server,
+                self._chunk_bytes,
+                self.written,
+                self._written_in_full,
+                fill_on_ack=self.transport == "tcp",
+                scheduler=make_scheduler(self.scheduler),
+                qlog=self.net.priorities.qlog_trace(self.key, sim, self.transport),
+            )
         else:
-            self.writer = response_writer(self.t.server, self._chunk_bytes, self.written, self._written_in_full,
-                                          fill_on_ack=self.transport == "tcp")
+            self.writer = response_writer(
+                self.t.server,
+                self._chunk_bytes,
+                self.written,
+                self._written_in_full,
+                fill_on_ack=self.transport == "tcp",
+            )
         self.t.server.on_stream_acked = self.writer.on_stream_acked
         if self.pull:
             self.t.server.on_send_ready = self._pull
@@ -243,8 +272,9 @@ class _Conn:
                 # TLS 1.3 (RFC 8446 section 2), flights of the sizes the real stack's OpenSSL
                 # writes for this origin's SNI; the requests right after the client's Finished,
                 # the server's SETTINGS once that is in (no 0.5-RTT data).
-                self.tls_handshake = TlsOverTcp(self.t, flights(sni_name(self.origin)), self._accept,
-                                                None if self.h1 else self._server_settings)
+                self.tls_handshake = TlsOverTcp(
+                    self.t, flights(sni_name(self.origin)), self._accept, None if self.h1 else self._server_settings
+                )
                 self.tls_stream = self.tls_handshake.stream_id
                 return
         self._accept()
@@ -302,7 +332,7 @@ class _Conn:
         self._client_quiet = (self.h2_control is None or self._settings_acked[0]) and not self._cancel_on_arrival
 
     def _client_data(self, stream_id: int, data: bytes, end: bool, time_s: float) -> None:
-        inc = self.incoming.get(stream_id)               # None on the TLS and SETTINGS streams
+        inc = self.incoming.get(stream_id)  # None on the TLS and SETTINGS streams
         if inc is not None and not end and self._client_quiet:
             # Most chunks: what the general path below does with them, in fewer steps.
             inc.received += len(data)
@@ -315,7 +345,7 @@ class _Conn:
             self.tls_handshake.client_data(len(data))
             return
         if self.h2_control is not None and not self._settings_acked[0]:
-            self._settings_acked[0] = True            # the server's SETTINGS came first (RFC 9113 6.5.3)
+            self._settings_acked[0] = True  # the server's SETTINGS came first (RFC 9113 6.5.3)
             self._quiet()
             self.t.client.write(self.h2_control[0], b"a" * self._records(H2_SETTINGS_ACK_BYTES))
         if stream_id == (self.h2_control or (None, None))[1]:
@@ -358,8 +388,7 @@ class _Conn:
             # writes its ACK after handling all it received, so it leaves with the response
             # to a request in the same segment: written one turn later here.
             self._settings_acked[1] = True
-            self.sim.call_soon(self.t.server.write, self.h2_control[1],
-                               b"a" * self._records(H2_SETTINGS_ACK_BYTES))
+            self.sim.call_soon(self.t.server.write, self.h2_control[1], b"a" * self._records(H2_SETTINGS_ACK_BYTES))
         if not end:
             return
         if stream_id in self.cancels:
@@ -372,22 +401,27 @@ class _Conn:
         inc = self.incoming[stream_id]
         if spec.early_hints:
             hints = [(b":status", b"103")] + [(b"link", v) for v in spec.early_hints]
-            self._write_now(stream_id, self._block(self.response_encoder, hints) + frame,
-                            inc, self.net.listener.on_informational, (spec.index, spec.early_hints))
+            self._write_now(
+                stream_id,
+                self._block(self.response_encoder, hints) + frame,
+                inc,
+                self.net.listener.on_informational,
+                (spec.index, spec.early_hints),
+            )
         pushed = []
-        for push in spec.pushes:             # every PUSH_PROMISE first, then the pushed responses (as the stacks)
+        for push in spec.pushes:  # every PUSH_PROMISE first, then the pushed responses (as the stacks)
             authority = push.authority or dict(spec.request_headers).get(b":authority", b"")
-            scheme = dict(spec.request_headers).get(b":scheme", b"https")   # RFC 9113 8.4.1: the parent's
+            scheme = dict(spec.request_headers).get(b":scheme", b"https")  # RFC 9113 8.4.1: the parent's
             request = [(b":method", b"GET"), (b":scheme", scheme), (b":authority", authority), (b":path", push.path)]
             pushed_sid = self.t.server.open_stream(unidirectional=self.transport == "quic")
             url = f"{scheme.decode('latin-1')}://{authority.decode('latin-1')}{push.path.decode('latin-1')}"
             response = [(b":status", b"200"), (b"content-length", str(push.body_bytes).encode())]
-            size = self._records(self._block(self.response_encoder, response) + frame
-                                 + self._body_wire_bytes(push.body_bytes))
-            self.incoming[pushed_sid] = _Incoming(push_key=(self.key, pushed_sid),
-                                                  header_bytes=size - push.body_bytes)
+            size = self._records(
+                self._block(self.response_encoder, response) + frame + self._body_wire_bytes(push.body_bytes)
+            )
+            self.incoming[pushed_sid] = _Incoming(push_key=(self.key, pushed_sid), header_bytes=size - push.body_bytes)
             self.net.unsettled.add((self.key, pushed_sid))
-            promise = self._block(self.response_encoder, request) + frame + 4   # + promised stream / push id
+            promise = self._block(self.response_encoder, request) + frame + 4  # + promised stream / push id
             self._write_now(stream_id, promise, inc, self._promise_arrived, (pushed_sid, url))
             pushed.append((pushed_sid, size))
         for pushed_sid, size in pushed:
@@ -396,8 +430,12 @@ class _Conn:
 
     def _respond(self, stream_id: int, spec: ExchangeSpec) -> None:
         block = self._block(self.response_encoder, spec.response_headers) + self._frame
-        self._send_response(stream_id, self._records(block + self._body_wire_bytes(spec.response_body_bytes)),
-                            urgency(spec.request_headers), spec.index)
+        self._send_response(
+            stream_id,
+            self._records(block + self._body_wire_bytes(spec.response_body_bytes)),
+            urgency(spec.request_headers),
+            spec.index,
+        )
 
     def _block(self, encoder: HeaderBlockSizer, headers) -> int:
         """Bytes of a header block.  Over TCP as the h2 stack encodes it: the ``h2`` library's
@@ -421,7 +459,7 @@ class _Conn:
         return sized_section_frame_bytes(self.version)
 
     def _body_wire_bytes(self, body: int) -> int:
-        return sized_body_bytes(self.version, body)              # framing's size accounting
+        return sized_body_bytes(self.version, body)  # framing's size accounting
 
     def _records(self, nbytes: int) -> int:
         """``nbytes`` written at once, as TLS 1.3 records of up to 16 KiB over TCP with ``tls``."""
@@ -449,7 +487,7 @@ class _Conn:
             # once, in the order responses are ready; a cancel cannot take it back.
             self.written[stream_id] = self.written.get(stream_id, 0) + size
             self.writer.unacked_bytes += size
-            write_padding(self.t.server, stream_id, size, end=True, fill=b"r")   # not ``size`` bytes made
+            write_padding(self.t.server, stream_id, size, end=True, fill=b"r")  # not ``size`` bytes made
             self.net.settle((self.key, stream_id))
             return
         if self.scheduler != "urgency":
@@ -484,26 +522,36 @@ class _Conn:
 class ModelNetwork:
     """Connections over the transport models for one page load (see the module docstring)."""
 
-    def __init__(self, sim: Simulator, params, listener, *, own_paths: bool = False,
-                 max_datagram_bytes: int = TransportConfig.max_datagram_bytes, tcp_handshake: bool = True,
-                 priorities=None, linux_tcp: bool = False, one_flight_servers=frozenset()) -> None:
+    def __init__(
+        self,
+        sim: Simulator,
+        params,
+        listener,
+        *,
+        own_paths: bool = False,
+        max_datagram_bytes: int = TransportConfig.max_datagram_bytes,
+        tcp_handshake: bool = True,
+        priorities=None,
+        linux_tcp: bool = False,
+        one_flight_servers=frozenset(),
+    ) -> None:
         self.sim, self.params, self.listener = sim, params, listener
-        self.priorities = priorities      # an http.priority.PriorityPlan: its scheduler on every h2/h3 connection
+        self.priorities = priorities  # an http.priority.PriorityPlan: its scheduler on every h2/h3 connection
         self.path = params.network.path(sim, name="access")
         self.conns: dict[str, _Conn] = {}
         self._paths: dict[float, object] = {params.rtt_s: self.path}
-        self._h1_pools: dict[str, list[_Conn]] = {}       # origin -> its HTTP/1.1 connections
-        self._h1_busy: set[str] = set()                   # keys of HTTP/1.1 connections with an exchange
-        self._h1_queue: dict[str, deque] = {}             # origin -> requests waiting for a connection
+        self._h1_pools: dict[str, list[_Conn]] = {}  # origin -> its HTTP/1.1 connections
+        self._h1_busy: set[str] = set()  # keys of HTTP/1.1 connections with an exchange
+        self._h1_queue: dict[str, deque] = {}  # origin -> requests waiting for a connection
         self.push_urgency = getattr(params, "push_urgency", DEFAULT_URGENCY)
         self.own_paths, self.max_datagram_bytes, self.tcp_handshake = own_paths, max_datagram_bytes, tcp_handshake
-        self.linux_tcp = linux_tcp        # TCP as a Linux server runs it (module docstring), but to
-        self.one_flight_servers = one_flight_servers      # these origins
+        self.linux_tcp = linux_tcp  # TCP as a Linux server runs it (module docstring), but to
+        self.one_flight_servers = one_flight_servers  # these origins
         self.on_response_start = getattr(listener, "on_response_start", None)
-        self.on_connected = getattr(listener, "on_connected", None)      # (key, "h1"/"h2"/"h3"): usable
+        self.on_connected = getattr(listener, "on_connected", None)  # (key, "h1"/"h2"/"h3"): usable
         # The browser's byte offsets into a response to be called at (children found while it streams in).
         self.response_marks = getattr(listener, "response_marks", None)
-        self.unsettled: set = set()       # pushes neither written in full nor stopped by a cancel
+        self.unsettled: set = set()  # pushes neither written in full nor stopped by a cancel
 
     def connect(self, key: str, *, protocol: str | None = None, setup: float | None = None) -> _Conn:
         """The connection ``key``, opened now if new: over ``protocol`` (default the load's)
@@ -599,7 +647,9 @@ class ModelNetwork:
         """Connections opened, packets sent and lost (queue drops included) on the shared path,
         and the transports' retransmission timer counts (``transport.TIMER_KEYS``)."""
         links = (self.path.forward.stats, self.path.reverse.stats)
-        return {"connections": len(self.conns),
-                "packets_sent": sum(s.packets_sent for s in links),
-                "packets_lost": sum(s.packets_lost + s.packets_dropped for s in links),
-                **timer_counts(c.t.stats() for c in self.conns.values() if c.t is not None)}
+        return {
+            "connections": len(self.conns),
+            "packets_sent": sum(s.packets_sent for s in links),
+            "packets_lost": sum(s.packets_lost + s.packets_dropped for s in links),
+            **timer_counts(c.t.stats() for c in self.conns.values() if c.t is not None),
+        }

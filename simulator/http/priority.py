@@ -54,15 +54,40 @@ from typing import Callable
 
 from ..errors import InputError
 from .priority_levels import LevelScheduler
-from .priority_signals import (CHAIN, DEFAULT_URGENCY, DEFAULT_WEIGHT, PLACEHOLDER_TREES, ROOT, PrioritySignal,
-                               Scheduler, parse_priority_field, with_urgency)
+from .priority_signals import (
+    CHAIN,
+    DEFAULT_URGENCY,
+    DEFAULT_WEIGHT,
+    PLACEHOLDER_TREES,
+    ROOT,
+    PrioritySignal,
+    Scheduler,
+    parse_priority_field,
+    with_urgency,
+)
 from .priority_tree import TreeScheduler
 from .priority_writer import ScheduledWriter, scheduled_writer
 
-__all__ = ["PrioritySignal", "Scheduler", "LevelScheduler", "TreeScheduler", "ScheduledWriter", "SCHEDULERS",
-           "ADDED_SCHEDULERS", "scheduler_names", "make_scheduler", "scheduled_writer", "parse_priority_field",
-           "PLACEHOLDER_TREES", "DEFAULT_URGENCY", "DEFAULT_WEIGHT", "ROOT", "CHAIN", "with_urgency",
-           "PriorityPlan"]
+__all__ = [
+    "PrioritySignal",
+    "Scheduler",
+    "LevelScheduler",
+    "TreeScheduler",
+    "ScheduledWriter",
+    "SCHEDULERS",
+    "ADDED_SCHEDULERS",
+    "scheduler_names",
+    "make_scheduler",
+    "scheduled_writer",
+    "parse_priority_field",
+    "PLACEHOLDER_TREES",
+    "DEFAULT_URGENCY",
+    "DEFAULT_WEIGHT",
+    "ROOT",
+    "CHAIN",
+    "with_urgency",
+    "PriorityPlan",
+]
 
 
 # ---------------------------------------------------------------------------------------
@@ -120,9 +145,16 @@ def urgency_fifo() -> Scheduler:
 
 
 SCHEDULERS: dict[str, Callable[[], Scheduler]] = {
-    "rfc9218": rfc9218, "tree": tree, "fifo": fifo, "rr": rr, "lifo": lifo,
-    "cf-exclusive-sequential": cf_exclusive_sequential, "cf-shared-sequential": cf_shared_sequential,
-    "cf-shared": cf_shared, "urgency-rr": urgency_rr, "urgency-fifo": urgency_fifo,
+    "rfc9218": rfc9218,
+    "tree": tree,
+    "fifo": fifo,
+    "rr": rr,
+    "lifo": lifo,
+    "cf-exclusive-sequential": cf_exclusive_sequential,
+    "cf-shared-sequential": cf_shared_sequential,
+    "cf-shared": cf_shared,
+    "urgency-rr": urgency_rr,
+    "urgency-fifo": urgency_fifo,
 }
 # Schedulers added outside this module: name -> the module whose ``make()`` returns one.
 ADDED_SCHEDULERS: dict[str, str] = {}
@@ -151,14 +183,14 @@ class PriorityPlan:
     load's render-blocking set is ready, RFC 9218 section 7)."""
 
     scheduler: str
-    signals: tuple = ()                   # ((index, PrioritySignal), ...)
-    updates: tuple = ()                   # ((index, PrioritySignal), ...)
+    signals: tuple = ()  # ((index, PrioritySignal), ...)
+    updates: tuple = ()  # ((index, PrioritySignal), ...)
     render_blocking: frozenset = frozenset()
-    qlog: object = field(default=None, compare=False, repr=False)   # a priority_qlog.PriorityQlog: HTTP/3 events
+    qlog: object = field(default=None, compare=False, repr=False)  # a priority_qlog.PriorityQlog: HTTP/3 events
 
     def __post_init__(self) -> None:
         if self.scheduler not in scheduler_names():
-            make_scheduler(self.scheduler)              # raises InputError naming the choices
+            make_scheduler(self.scheduler)  # raises InputError naming the choices
         object.__setattr__(self, "_by_index", dict(self.signals))
 
     def qlog_trace(self, connection: str, sim, transport: str):

@@ -24,9 +24,9 @@ class _Level:
     __slots__ = ("sequential", "shared", "sent")
 
     def __init__(self) -> None:
-        self.sequential: list[tuple[int, int]] = []      # (sort key, stream), served head first
-        self.shared: deque = deque()                     # streams in turn
-        self.sent = [0, 0]                               # bytes: sequential, shared (cf-shared-sequential)
+        self.sequential: list[tuple[int, int]] = []  # (sort key, stream), served head first
+        self.shared: deque = deque()  # streams in turn
+        self.sent = [0, 0]  # bytes: sequential, shared (cf-shared-sequential)
 
 
 class LevelScheduler(Scheduler):
@@ -38,14 +38,15 @@ class LevelScheduler(Scheduler):
     two groups take turns by bytes (Cloudflare's shared sequential) instead of the
     sequential group first."""
 
-    def __init__(self, name: str, *, by_urgency: bool, sequential: str, newest_first: bool = False,
-                 split: bool = False) -> None:
+    def __init__(
+        self, name: str, *, by_urgency: bool, sequential: str, newest_first: bool = False, split: bool = False
+    ) -> None:
         self.name, self.by_urgency, self.sequential_rule = name, by_urgency, sequential
         self.newest_first, self.split = newest_first, split
-        self.charges_bytes = split                           # only the split counts bytes
+        self.charges_bytes = split  # only the split counts bytes
         self._levels: dict[int, _Level] = {}
-        self._top: _Level | None = None                       # the most urgent level with a response
-        self._where: dict[int, tuple[int, bool, int]] = {}      # stream -> (level, sequential, order)
+        self._top: _Level | None = None  # the most urgent level with a response
+        self._where: dict[int, tuple[int, bool, int]] = {}  # stream -> (level, sequential, order)
 
     def _is_sequential(self, signal: PrioritySignal) -> bool:
         rule = self.sequential_rule
@@ -75,7 +76,7 @@ class LevelScheduler(Scheduler):
         if lv.sequential and (not self.split or lv.sent[0] <= lv.sent[1]):
             return lv.sequential[0][1]
         stream_id = shared[0]
-        shared.rotate(-1)                                 # its turn is used: to the back of the rotation
+        shared.rotate(-1)  # its turn is used: to the back of the rotation
         return stream_id
 
     def wrote(self, stream_id, nbytes):
@@ -95,7 +96,7 @@ class LevelScheduler(Scheduler):
         else:
             lv.shared.remove(stream_id)
         if not lv.sequential or not lv.shared:
-            lv.sent = [0, 0]                              # the split starts afresh when a group empties
+            lv.sent = [0, 0]  # the split starts afresh when a group empties
         if not lv.sequential and not lv.shared:
             del self._levels[level]
             self._top = self._levels[min(self._levels)] if self._levels else None

@@ -29,10 +29,16 @@ import json
 from .priority_signals import PrioritySignal
 from .priority_writer import ScheduledWriter
 
-__all__ = ["PriorityQlog", "QlogTrace", "QlogScheduledWriter", "priority_field_value", "CLIENT_CONTROL_STREAM",
-           "data_frames"]
+__all__ = [
+    "PriorityQlog",
+    "QlogTrace",
+    "QlogScheduledWriter",
+    "priority_field_value",
+    "CLIENT_CONTROL_STREAM",
+    "data_frames",
+]
 
-CLIENT_CONTROL_STREAM = 2             # RFC 9000 section 2.1: the client's first unidirectional stream
+CLIENT_CONTROL_STREAM = 2  # RFC 9000 section 2.1: the client's first unidirectional stream
 HTTP3_SCHEMA = "urn:ietf:params:qlog:events:http3"
 
 
@@ -54,10 +60,16 @@ class QlogTrace:
 
     def to_dict(self) -> dict:
         """The trace as qlog's JSON serialization holds it."""
-        return {"title": self.title, "vantage_point": {"type": "server"}, "event_schemas": [HTTP3_SCHEMA],
-                "common_fields": {"time_format": "relative_to_epoch", "reference_time": {"clock_type": "monotonic",
-                                                                                         "epoch": "unknown"}},
-                "events": self.events}
+        return {
+            "title": self.title,
+            "vantage_point": {"type": "server"},
+            "event_schemas": [HTTP3_SCHEMA],
+            "common_fields": {
+                "time_format": "relative_to_epoch",
+                "reference_time": {"clock_type": "monotonic", "epoch": "unknown"},
+            },
+            "events": self.events,
+        }
 
 
 class PriorityQlog:
@@ -66,7 +78,7 @@ class PriorityQlog:
     def __init__(self, title: str = "workbench priorities") -> None:
         self.title = title
         self.traces: list[QlogTrace] = []
-        self.label = ""                   # prefixed to each new trace's title (the load: browser and scheduler)
+        self.label = ""  # prefixed to each new trace's title (the load: browser and scheduler)
 
     def trace(self, connection: str, clock) -> QlogTrace:
         """A new trace for ``connection`` (its key: the origin), stamped by ``clock``."""
@@ -76,9 +88,12 @@ class PriorityQlog:
 
     def to_dict(self) -> dict:
         """The whole file: qlog's contained JSON file schema with every trace."""
-        return {"file_schema": "urn:ietf:params:qlog:file:contained",
-                "serialization_format": "application/qlog+json", "title": self.title,
-                "traces": [t.to_dict() for t in self.traces]}
+        return {
+            "file_schema": "urn:ietf:params:qlog:file:contained",
+            "serialization_format": "application/qlog+json",
+            "title": self.title,
+            "traces": [t.to_dict() for t in self.traces],
+        }
 
     def write(self, path) -> None:
         """Write the file (``outfiles.write_output``: a file replaced whole, a device written through)."""
@@ -111,8 +126,17 @@ class QlogScheduledWriter(ScheduledWriter):
 
     __slots__ = ("qlog", "_signals")
 
-    def __init__(self, endpoint, chunk_bytes: int, written: dict[int, int], on_written, *, fill_on_ack: bool,
-                 scheduler, qlog: QlogTrace) -> None:
+    def __init__(
+        self,
+        endpoint,
+        chunk_bytes: int,
+        written: dict[int, int],
+        on_written,
+        *,
+        fill_on_ack: bool,
+        scheduler,
+        qlog: QlogTrace,
+    ) -> None:
         super().__init__(endpoint, chunk_bytes, written, on_written, fill_on_ack=fill_on_ack, scheduler=scheduler)
         self.qlog = qlog
         self._signals: dict[int, PrioritySignal] = {}
@@ -120,16 +144,22 @@ class QlogScheduledWriter(ScheduledWriter):
     def add(self, stream_id: int, size: int, signal: PrioritySignal) -> None:
         """As ``ScheduledWriter.add``, logging the signals the response takes (``priority_updated``)."""
         self._signals[stream_id] = signal
-        self.qlog.event("priority_updated", {"stream_id": stream_id, "new": priority_field_value(signal),
-                                             "trigger": "client_signal_received"})
+        self.qlog.event(
+            "priority_updated",
+            {"stream_id": stream_id, "new": priority_field_value(signal), "trigger": "client_signal_received"},
+        )
         super().add(stream_id, size, signal)
 
     def update(self, stream_id: int, signal: PrioritySignal) -> None:
         """As ``ScheduledWriter.update``, logging the PRIORITY_UPDATE frame and the change it makes."""
         value = priority_field_value(signal)
-        self.qlog.event("frame_parsed", {"stream_id": CLIENT_CONTROL_STREAM,
-                                         "frame": {"frame_type": "priority_update", "stream_id": stream_id,
-                                                   "priority_field_value": value}})
+        self.qlog.event(
+            "frame_parsed",
+            {
+                "stream_id": CLIENT_CONTROL_STREAM,
+                "frame": {"frame_type": "priority_update", "stream_id": stream_id, "priority_field_value": value},
+            },
+        )
         if stream_id in self._left:
             old = self._signals.get(stream_id)
             self._signals[stream_id] = signal
@@ -146,8 +176,9 @@ class QlogScheduledWriter(ScheduledWriter):
             return 0
         stream_id = self.scheduler.pick()
         n = min(left[stream_id], limit)
-        self.qlog.event("frame_created", {"stream_id": stream_id,
-                                          "frame": {"frame_type": "data", "raw": {"payload_length": n}}})
+        self.qlog.event(
+            "frame_created", {"stream_id": stream_id, "frame": {"frame_type": "data", "raw": {"payload_length": n}}}
+        )
         self._write_chunk(stream_id, n)
         return n
 

@@ -21,13 +21,22 @@ from dataclasses import dataclass, replace
 
 from ..errors import InputError
 
-__all__ = ["PrioritySignal", "Scheduler", "parse_priority_field", "with_urgency", "PLACEHOLDER_TREES",
-           "DEFAULT_URGENCY", "DEFAULT_WEIGHT", "ROOT", "CHAIN"]
+__all__ = [
+    "PrioritySignal",
+    "Scheduler",
+    "parse_priority_field",
+    "with_urgency",
+    "PLACEHOLDER_TREES",
+    "DEFAULT_URGENCY",
+    "DEFAULT_WEIGHT",
+    "ROOT",
+    "CHAIN",
+]
 
-DEFAULT_URGENCY = 3                   # RFC 9218 section 4.1
-DEFAULT_WEIGHT = 16                   # RFC 7540 section 5.3.5
-ROOT = 0                              # RFC 7540 section 5.3.1: stream 0, the tree's root
-CHAIN = "chain"                       # parent: Chromium's placement (TreeScheduler._chain_parent)
+DEFAULT_URGENCY = 3  # RFC 9218 section 4.1
+DEFAULT_WEIGHT = 16  # RFC 7540 section 5.3.5
+ROOT = 0  # RFC 7540 section 5.3.1: stream 0, the tree's root
+CHAIN = "chain"  # parent: Chromium's placement (TreeScheduler._chain_parent)
 
 
 @dataclass(frozen=True)
@@ -41,7 +50,7 @@ class PrioritySignal:
     parent: object = ROOT
     weight: int = DEFAULT_WEIGHT
     exclusive: bool = False
-    tree: str | None = None               # the placeholder set (PLACEHOLDER_TREES) ``parent`` names
+    tree: str | None = None  # the placeholder set (PLACEHOLDER_TREES) ``parent`` names
 
     def __post_init__(self) -> None:
         if not (isinstance(self.urgency, int) and 0 <= self.urgency <= 7):
@@ -56,14 +65,22 @@ class PrioritySignal:
 # 0xB under 3, urgentStart 0xD); its weight bytes 200/100/0/0/0/240 are weights 201/101/1/1/1/241
 # (RFC 7540 section 6.3: the field is the weight minus one).
 PLACEHOLDER_TREES: dict[str, tuple[tuple[str, object, int], ...]] = {
-    "firefox": (("leader", ROOT, 201), ("other", ROOT, 101), ("background", ROOT, 1),
-                ("speculative", "background", 1), ("follower", "leader", 1), ("urgent-start", ROOT, 241)),
+    "firefox": (
+        ("leader", ROOT, 201),
+        ("other", ROOT, 101),
+        ("background", ROOT, 1),
+        ("speculative", "background", 1),
+        ("follower", "leader", 1),
+        ("urgent-start", ROOT, 241),
+    ),
 }
 
 # -- the Priority field (RFC 9218 section 5, a Structured Fields Dictionary, RFC 8941 3.2)
 _KEY = re.compile(r"^[a-z*][a-z0-9_\-.*]*$")
-_BARE_ITEM = re.compile(r'^(?:\?[01]|-?\d{1,15}(?:\.\d{1,3})?|"(?:[^"\\]|\\.)*"'
-                        r"|[A-Za-z*][A-Za-z0-9:/!#$%&'*+\-.^_`|~]*|:[A-Za-z0-9+/=]*:)$")
+_BARE_ITEM = re.compile(
+    r'^(?:\?[01]|-?\d{1,15}(?:\.\d{1,3})?|"(?:[^"\\]|\\.)*"'
+    r"|[A-Za-z*][A-Za-z0-9:/!#$%&'*+\-.^_`|~]*|:[A-Za-z0-9+/=]*:)$"
+)
 
 
 def _split_top(text: str, sep: str) -> list[str]:
@@ -134,7 +151,7 @@ class Scheduler:
     ``order``: the response's rank in the order responses became ready, 1, 2, ...)."""
 
     name = ""
-    charges_bytes = True                  # False: ``wrote`` does nothing (the writer skips it)
+    charges_bytes = True  # False: ``wrote`` does nothing (the writer skips it)
 
     def add(self, stream_id: int, signal: PrioritySignal, order: int) -> None:
         """A response with data ready joins."""

@@ -50,12 +50,19 @@ from .priority import PriorityPlan, make_scheduler, with_urgency
 from .priority_qlog import priority_field_value
 from .priority_signals import parse_priority_field
 
-__all__ = ["ScheduledH2Server", "scheduled_h2_server", "PRIORITY_UPDATE_FRAME", "priority_update_payload",
-           "model_body_before", "DATA_FRAME", "HEADERS_FRAME"]
+__all__ = [
+    "ScheduledH2Server",
+    "scheduled_h2_server",
+    "PRIORITY_UPDATE_FRAME",
+    "priority_update_payload",
+    "model_body_before",
+    "DATA_FRAME",
+    "HEADERS_FRAME",
+]
 
-PRIORITY_UPDATE_FRAME = 0x10          # RFC 9218 section 7.1 (HTTP/2)
+PRIORITY_UPDATE_FRAME = 0x10  # RFC 9218 section 7.1 (HTTP/2)
 DATA_FRAME, HEADERS_FRAME = 0x0, 0x1  # RFC 9113 sections 6.1, 6.2
-CHUNK_BYTES = 1460                    # the model's chunk over TCP (http.network: one segment)
+CHUNK_BYTES = 1460  # the model's chunk over TCP (http.network: one segment)
 
 
 def priority_update_payload(stream_id: int, signal) -> bytes:
@@ -88,9 +95,9 @@ class _Response:
     def __init__(self, spec) -> None:
         self.spec = spec
         self.body_bytes = spec.response_body_bytes
-        self.headers_bytes = -1            # its HEADERS frame's bytes, once written (its first chunk)
-        self.size = 0                      # the model's bytes of it (known with its HEADERS)
-        self.offset = 0                    # of ``size``: how far the chunks have gone
+        self.headers_bytes = -1  # its HEADERS frame's bytes, once written (its first chunk)
+        self.size = 0  # the model's bytes of it (known with its HEADERS)
+        self.offset = 0  # of ``size``: how far the chunks have gone
         self.body_sent = 0
 
 
@@ -98,29 +105,33 @@ class ScheduledH2Server(H2End):
     """The ``h2`` server with a scheduler of ``http.priority`` choosing each chunk's stream
     (the module docstring)."""
 
-    def __init__(self, session, *, is_client: bool, tcp_end, tls, plan: PriorityPlan,
-                 chunk_bytes: int = CHUNK_BYTES) -> None:
+    def __init__(
+        self, session, *, is_client: bool, tcp_end, tls, plan: PriorityPlan, chunk_bytes: int = CHUNK_BYTES
+    ) -> None:
         assert not is_client, "a scheduled end is a server"
         self.plan = plan
         self.scheduler = make_scheduler(plan.scheduler)
         self.chunk_bytes = chunk_bytes
-        self.response_frames: list[tuple[int, int, int]] = []   # (stream, frame type, payload bytes)
-        self.unacked_bytes = 0             # the model's bytes of the chunks not yet acknowledged
-        self._tcp_written = 0              # bytes written to TCP (the connection's byte stream)
-        self._in_flight: deque = deque()   # (start, end, model bytes left) of each chunk in TCP bytes, unacked
+        self.response_frames: list[tuple[int, int, int]] = []  # (stream, frame type, payload bytes)
+        self.unacked_bytes = 0  # the model's bytes of the chunks not yet acknowledged
+        self._tcp_written = 0  # bytes written to TCP (the connection's byte stream)
+        self._in_flight: deque = deque()  # (start, end, model bytes left) of each chunk in TCP bytes, unacked
         self._waiting: dict[int, _Response] = {}
         self._signals: dict[int, object] = {}
         self._updates = dict(plan.updates)
         self._count = 0
-        self._blocked = False              # a stream waits for flow control
+        self._blocked = False  # a stream waits for flow control
         self._frame_scanner = H2Scanner((1 << 24) - 1, preface=False, validate=False)
         super().__init__(session, is_client=False, tcp_end=tcp_end, tls=tls)
         send = self._send
 
         def scanned(data: bytes) -> None:  # every byte the server sends, read back frame by frame
             if self._frame_scanner.feed(data):
-                self.response_frames += [(sid, ftype, n) for ftype, _, sid, _, n in self._frame_scanner.results()
-                                         if ftype in (DATA_FRAME, HEADERS_FRAME)]
+                self.response_frames += [
+                    (sid, ftype, n)
+                    for ftype, _, sid, _, n in self._frame_scanner.results()
+                    if ftype in (DATA_FRAME, HEADERS_FRAME)
+                ]
             send(data)
 
         self._send = scanned
@@ -153,10 +164,10 @@ class ScheduledH2Server(H2End):
         """Chunks the scheduler picks until the window (the larger of cwnd and two chunks) is
         full, counted in the model's bytes of each chunk so that as many go as the model's
         writer sends (the real chunk has a DATA frame header more)."""
-        self.flush()                       # what h2 holds (SETTINGS ACK, WINDOW_UPDATE) goes first, uncounted
+        self.flush()  # what h2 holds (SETTINGS ACK, WINDOW_UPDATE) goes first, uncounted
         start = self._tcp_written
         window = max(self.tcp.cwnd_bytes, 2 * self.chunk_bytes)
-        chunks = []                        # (bytes given to h2, the model's bytes)
+        chunks = []  # (bytes given to h2, the model's bytes)
         while self._waiting and self.unacked_bytes < window:
             wrote, model_n = self._write_chunk(self.scheduler.pick())
             if wrote < 0:
@@ -167,7 +178,7 @@ class ScheduledH2Server(H2End):
         self.flush()
         span, plain = self._tcp_written - start, sum(w for w, _ in chunks)
         at = 0
-        for wrote, model_n in chunks:      # each chunk's place in the TCP bytes (TLS records scale it)
+        for wrote, model_n in chunks:  # each chunk's place in the TCP bytes (TLS records scale it)
             a, at = at, at + wrote
             self._in_flight.append((start + a * span // plain, start + at * span // plain, model_n))
 
@@ -190,7 +201,7 @@ class ScheduledH2Server(H2End):
         if r.offset + n >= r.size:
             share = r.body_bytes - r.body_sent  # the last chunk: the rest (none left in the model's count)
         r.offset += n
-        charged = n                        # the scheduler is charged the model's bytes, so it decides as there
+        charged = n  # the scheduler is charged the model's bytes, so it decides as there
         if share > 0:
             allowed = self._writable(stream_id)
             if allowed <= 0 and not wrote:
@@ -213,8 +224,13 @@ class ScheduledH2Server(H2End):
     def _respond(self, stream_id: int, spec) -> None:
         """A final response is ready: it joins the scheduler (those the module docstring
         names as not scheduled are written as the stack's server writes them)."""
-        if (spec.reset_by == "server" or spec.body_rate_bytes_per_s is not None or spec.buffer_body
-                or spec.body_tail_bytes or spec.trailers):
+        if (
+            spec.reset_by == "server"
+            or spec.body_rate_bytes_per_s is not None
+            or spec.buffer_body
+            or spec.body_tail_bytes
+            or spec.trailers
+        ):
             super()._respond(stream_id, spec)
             return
         signal = self.plan.signal(spec.index, urgency(spec.request_headers))
@@ -227,7 +243,7 @@ class ScheduledH2Server(H2End):
     def pump(self, stream_id: int | None = None) -> None:
         """The stack's own pump, then the scheduler's: a WINDOW_UPDATE may have unblocked a write."""
         super().pump(stream_id)
-        if self._blocked:                  # a WINDOW_UPDATE may have come in
+        if self._blocked:  # a WINDOW_UPDATE may have come in
             self._blocked = False
             self.fill()
 
@@ -240,7 +256,7 @@ class ScheduledH2Server(H2End):
     def _priority_update(self, payload: bytes) -> None:
         """RFC 9218 section 7.1: the prioritized stream's new signals, if it still waits."""
         if len(payload) < 4:
-            return                         # section 7.1: a PROTOCOL_ERROR; the workbench's own client never sends it
+            return  # section 7.1: a PROTOCOL_ERROR; the workbench's own client never sends it
         stream_id = struct.unpack(">I", payload[:4])[0] & 0x7FFFFFFF
         if stream_id not in self._waiting:
             return
@@ -255,7 +271,8 @@ def scheduled_h2_server(plan: PriorityPlan, chunk_bytes: int = CHUNK_BYTES):
     """The ``server_end`` of an ``H2Session`` that schedules with ``plan``."""
 
     def make(session, *, is_client: bool, tcp_end, tls):
-        return ScheduledH2Server(session, is_client=is_client, tcp_end=tcp_end, tls=tls, plan=plan,
-                                 chunk_bytes=chunk_bytes)
+        return ScheduledH2Server(
+            session, is_client=is_client, tcp_end=tcp_end, tls=tls, plan=plan, chunk_bytes=chunk_bytes
+        )
 
     return make

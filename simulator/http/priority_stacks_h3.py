@@ -49,14 +49,20 @@ from .priority import PriorityPlan, make_scheduler, with_urgency
 from .priority_qlog import priority_field_value
 from .priority_signals import parse_priority_field
 
-__all__ = ["ScheduledH3Server", "scheduled_h3_server", "PulledQuicConnection", "DATA_FRAME",
-           "PRIORITY_UPDATE_REQUEST_FRAME", "send_priority_update"]
+__all__ = [
+    "ScheduledH3Server",
+    "scheduled_h3_server",
+    "PulledQuicConnection",
+    "DATA_FRAME",
+    "PRIORITY_UPDATE_REQUEST_FRAME",
+    "send_priority_update",
+]
 
-DATA_FRAME = 0x0                      # RFC 9114 section 7.2.1
-PRIORITY_UPDATE_REQUEST_FRAME = 0xF0700   # RFC 9218 section 7.2: for a request stream
-_MODEL_PACKET_OVERHEAD = 40          # the model's QUIC chunk: the datagram less this (http.network)
-_STREAM_FRAME_BYTES = 12              # a STREAM frame's type, stream id, offset and length (RFC 9000 19.8), at most
-_MIN_ROOM = 64                        # a packet with less room left takes no new piece
+DATA_FRAME = 0x0  # RFC 9114 section 7.2.1
+PRIORITY_UPDATE_REQUEST_FRAME = 0xF0700  # RFC 9218 section 7.2: for a request stream
+_MODEL_PACKET_OVERHEAD = 40  # the model's QUIC chunk: the datagram less this (http.network)
+_STREAM_FRAME_BYTES = 12  # a STREAM frame's type, stream id, offset and length (RFC 9000 19.8), at most
+_MIN_ROOM = 64  # a packet with less room left takes no new piece
 
 
 class PulledQuicConnection(aioquic_patches.StreamPull, SimQuicConnection):
@@ -69,9 +75,9 @@ class _Response:
     def __init__(self, spec) -> None:
         self.spec = spec
         self.body_bytes = spec.response_body_bytes
-        self.headers_bytes = -1            # its HEADERS frame's bytes, once written (its first piece)
-        self.size = 0                      # the model's bytes of it (known with its HEADERS)
-        self.offset = 0                    # of ``size``: how far the pieces have gone
+        self.headers_bytes = -1  # its HEADERS frame's bytes, once written (its first piece)
+        self.size = 0  # the model's bytes of it (known with its HEADERS)
+        self.offset = 0  # of ``size``: how far the pieces have gone
         self.body_sent = 0
 
 
@@ -87,18 +93,19 @@ class ScheduledH3Server(H3End):
 
     quic_class = PulledQuicConnection
 
-    def __init__(self, session, *, is_client: bool, out_link, addr, peer_addr, plan: PriorityPlan,
-                 chunk_bytes: int | None = None) -> None:
+    def __init__(
+        self, session, *, is_client: bool, out_link, addr, peer_addr, plan: PriorityPlan, chunk_bytes: int | None = None
+    ) -> None:
         assert not is_client, "a scheduled end is a server"
         super().__init__(session, is_client=False, out_link=out_link, addr=addr, peer_addr=peer_addr)
         self.plan = plan
         self.scheduler = make_scheduler(plan.scheduler)
         self.chunk_bytes = chunk_bytes or self.params.max_datagram_bytes - _MODEL_PACKET_OVERHEAD
-        self.response_frames: list[tuple[int, int, int]] = []   # (stream, frame type, body bytes)
+        self.response_frames: list[tuple[int, int, int]] = []  # (stream, frame type, body bytes)
         self._waiting: dict[int, _Response] = {}
         self._signals: dict[int, object] = {}
         self._updates = dict(plan.updates)
-        self._control = bytearray()        # the client's control stream, not yet parsed
+        self._control = bytearray()  # the client's control stream, not yet parsed
         self._control_typed = False
         self._count = 0
 
@@ -125,7 +132,7 @@ class ScheduledH3Server(H3End):
         done = 0
         try:
             if not self._control_typed:
-                buf.pull_uint_var()        # the stream type (0x00, RFC 9114 section 6.2.1)
+                buf.pull_uint_var()  # the stream type (0x00, RFC 9114 section 6.2.1)
                 self._control_typed, done = True, buf.tell()
             while True:
                 frame_type, length = buf.pull_uint_var(), buf.pull_uint_var()
@@ -136,7 +143,7 @@ class ScheduledH3Server(H3End):
                 if frame_type == PRIORITY_UPDATE_REQUEST_FRAME:
                     self._priority_update(payload)
         except BufferReadError:
-            pass                           # a frame not whole yet: the rest comes with the next bytes
+            pass  # a frame not whole yet: the rest comes with the next bytes
         del self._control[:done]
 
     def _priority_update(self, payload: bytes) -> None:
@@ -145,10 +152,10 @@ class ScheduledH3Server(H3End):
         try:
             stream_id = buf.pull_uint_var()
         except BufferReadError:
-            return                         # section 7.2: a frame error; the workbench's own client never sends it
+            return  # section 7.2: a frame error; the workbench's own client never sends it
         if stream_id not in self._waiting:
             return
-        urgency_, incremental = parse_priority_field(payload[buf.tell():])
+        urgency_, incremental = parse_priority_field(payload[buf.tell() :])
         index = self._waiting[stream_id].spec.index
         signal = self._updates.get(index) or with_urgency(self._signals[stream_id], urgency_, incremental)
         self._signals[stream_id] = signal
@@ -170,7 +177,7 @@ class ScheduledH3Server(H3End):
                 return
             yield stream
             if not stream.sender.buffer_is_empty:
-                return                     # the packet is full, or flow control holds it: the rest goes next
+                return  # the packet is full, or flow control holds it: the rest goes next
 
     def _write_piece(self, stream_id: int, limit: int) -> int:
         """The next piece of ``stream_id``'s response, at most ``limit`` of the model's bytes (its
@@ -203,8 +210,13 @@ class ScheduledH3Server(H3End):
     def _respond(self, stream_id: int, spec) -> None:
         """A final response is ready: it joins the scheduler (those the module docstring
         names as not scheduled are written as the stack's server writes them)."""
-        if (spec.reset_by == "server" or spec.body_rate_bytes_per_s is not None or spec.buffer_body
-                or spec.body_tail_bytes or spec.trailers):
+        if (
+            spec.reset_by == "server"
+            or spec.body_rate_bytes_per_s is not None
+            or spec.buffer_body
+            or spec.body_tail_bytes
+            or spec.trailers
+        ):
             super()._respond(stream_id, spec)
             return
         signal = self.plan.signal(spec.index, urgency(spec.request_headers))
@@ -212,7 +224,7 @@ class ScheduledH3Server(H3End):
         self._waiting[stream_id] = _Response(spec)
         self._signals[stream_id] = signal
         self.scheduler.add(stream_id, signal, self._count)
-        self.pump()                        # aioquic builds its packets now, pulling from the scheduler
+        self.pump()  # aioquic builds its packets now, pulling from the scheduler
 
 
 def send_priority_update(client, stream_id: int, signal) -> None:
@@ -220,8 +232,9 @@ def send_priority_update(client, stream_id: int, signal) -> None:
     ``stream_id`` on its control stream (RFC 9218 section 7.2: type 0xF0700, the stream id
     as a varint, the ``Priority`` field value, section 5) and sends it."""
     payload = encode_uint_var(stream_id) + priority_field_value(signal).encode("ascii")
-    client.quic.send_stream_data(client.h3._local_control_stream_id,
-                                 encode_frame(PRIORITY_UPDATE_REQUEST_FRAME, payload))
+    client.quic.send_stream_data(
+        client.h3._local_control_stream_id, encode_frame(PRIORITY_UPDATE_REQUEST_FRAME, payload)
+    )
     client.h3.frames_sent["PRIORITY_UPDATE"] += 1
     client.transmit()
 
@@ -230,7 +243,14 @@ def scheduled_h3_server(plan: PriorityPlan, chunk_bytes: int | None = None):
     """The ``server_end`` of an ``H3Session`` that schedules with ``plan``."""
 
     def make(session, *, is_client: bool, out_link, addr, peer_addr):
-        return ScheduledH3Server(session, is_client=is_client, out_link=out_link, addr=addr, peer_addr=peer_addr,
-                                 plan=plan, chunk_bytes=chunk_bytes)
+        return ScheduledH3Server(
+            session,
+            is_client=is_client,
+            out_link=out_link,
+            addr=addr,
+            peer_addr=peer_addr,
+            plan=plan,
+            chunk_bytes=chunk_bytes,
+        )
 
     return make

@@ -20,14 +20,14 @@ class _Node:
         self.key, self.weight, self.order, self.urgency = key, weight, order, urgency
         self.parent: _Node | None = None
         self.children: list[_Node] = []
-        self.ready = False            # a stream with data ready (placeholders never are)
-        self.active = 0               # ready nodes in this subtree, itself included
-        self.pass_ = 0.0              # stride scheduling: bytes served / weight, against its siblings
-        self.vtime = 0.0              # the pass of the child last served (a newcomer starts there)
+        self.ready = False  # a stream with data ready (placeholders never are)
+        self.active = 0  # ready nodes in this subtree, itself included
+        self.pass_ = 0.0  # stride scheduling: bytes served / weight, against its siblings
+        self.vtime = 0.0  # the pass of the child last served (a newcomer starts there)
 
 
-_STRIDE = 256.0                       # bytes x STRIDE / weight: a pass advance
-_MAX_RUN = 64                         # pick_run's longest run (chunks)
+_STRIDE = 256.0  # bytes x STRIDE / weight: a pass advance
+_MAX_RUN = 64  # pick_run's longest run (chunks)
 
 
 class TreeScheduler(Scheduler):
@@ -58,7 +58,7 @@ class TreeScheduler(Scheduler):
         node.parent = parent
         parent.children.append(node)
         node.pass_ = max(node.pass_, parent.vtime)
-        self._bump(parent, own)                 # adopted children were counted under the parent already
+        self._bump(parent, own)  # adopted children were counted under the parent already
 
     def _detach(self, node: _Node) -> None:
         parent = node.parent
@@ -99,8 +99,9 @@ class TreeScheduler(Scheduler):
             return self._chain_parent(signal.urgency, exclude)
         if isinstance(parent, str):
             if signal.tree not in PLACEHOLDER_TREES:
-                raise InputError(f"unknown placeholder set {signal.tree!r} "
-                                 f"(choose {', '.join(sorted(PLACEHOLDER_TREES))})")
+                raise InputError(
+                    f"unknown placeholder set {signal.tree!r} (choose {', '.join(sorted(PLACEHOLDER_TREES))})"
+                )
             self._placeholders(signal.tree)
             return self._nodes[(signal.tree, parent)], signal.exclusive
         # RFC 7540 section 5.3.1: a dependency on a stream not in the tree gets the default priority.
@@ -125,7 +126,7 @@ class TreeScheduler(Scheduler):
             if node.ready:
                 return node.key
             best, bp, bo = None, 0.0, 0
-            for child in node.children:           # least (pass, order), the earlier child on a tie
+            for child in node.children:  # least (pass, order), the earlier child on a tie
                 if child.active:
                     cp = child.pass_
                     if best is None or cp < bp or (cp == bp and child.order < bo):
@@ -150,7 +151,7 @@ class TreeScheduler(Scheduler):
             best = rival = None
             bp = rp = 0.0
             bo = ro = bi = ri = 0
-            for i, child in enumerate(node.children):   # the best and the second best, in one pass
+            for i, child in enumerate(node.children):  # the best and the second best, in one pass
                 if not child.active:
                     continue
                 cp, co = child.pass_, child.order
@@ -180,7 +181,7 @@ class TreeScheduler(Scheduler):
         (``vtime``), and per chunk its bytes charged (``wrote``), in the order picks and writes
         would have made them."""
         node = self._nodes[stream_id]
-        path = []                                  # the stream and its ancestors below the root
+        path = []  # the stream and its ancestors below the root
         while node.parent is not None:
             path.append(node)
             node = node.parent
@@ -189,7 +190,7 @@ class TreeScheduler(Scheduler):
                 for n in path:
                     n.parent.vtime = n.pass_
             nbytes = chunk_bytes if i < chunks else last_bytes
-            for n in path:                         # as ``wrote``: the same float steps
+            for n in path:  # as ``wrote``: the same float steps
                 n.pass_ += nbytes * _STRIDE / n.weight
 
     def remove(self, stream_id):

@@ -27,11 +27,19 @@ class ScheduledWriter(ResponseWriter):
 
     __slots__ = ("scheduler", "_left", "_count")
 
-    def __init__(self, endpoint, chunk_bytes: int, written: dict[int, int], on_written, *, fill_on_ack: bool,
-                 scheduler: Scheduler) -> None:
+    def __init__(
+        self,
+        endpoint,
+        chunk_bytes: int,
+        written: dict[int, int],
+        on_written,
+        *,
+        fill_on_ack: bool,
+        scheduler: Scheduler,
+    ) -> None:
         super().__init__(endpoint, chunk_bytes, written, on_written, fill_on_ack=fill_on_ack)
         self.scheduler = scheduler
-        self._left: dict[int, int] = {}            # stream -> bytes still to write
+        self._left: dict[int, int] = {}  # stream -> bytes still to write
         self._count = 0
 
     @property
@@ -132,16 +140,33 @@ class _NativeLevelWriter:
     group's bytes per urgency and serves the shared group while the sequential one is ahead.  The h2 hot
     path (a chunk per acknowledgement) then runs in C, as the fixed writer's does."""
 
-    __slots__ = ("_c", "scheduler", "written", "_body", "_count", "_on_written", "fill", "write_next",
-                 "on_stream_acked")
+    __slots__ = (
+        "_c",
+        "scheduler",
+        "written",
+        "_body",
+        "_count",
+        "_on_written",
+        "fill",
+        "write_next",
+        "on_stream_acked",
+    )
 
-    def __init__(self, endpoint, chunk_bytes: int, written: dict[int, int], on_written, *, fill_on_ack: bool,
-                 scheduler: "LevelScheduler") -> None:
+    def __init__(
+        self,
+        endpoint,
+        chunk_bytes: int,
+        written: dict[int, int],
+        on_written,
+        *,
+        fill_on_ack: bool,
+        scheduler: "LevelScheduler",
+    ) -> None:
         self._c = native.C.ResponseWriter(endpoint, chunk_bytes, written, self._done, fill_on_ack)
         if scheduler.split:
-            self._c.split_levels()       # the groups of an urgency take turns by bytes, as LevelScheduler's
+            self._c.split_levels()  # the groups of an urgency take turns by bytes, as LevelScheduler's
         self.scheduler, self.written, self._on_written = scheduler, written, on_written
-        self._body: dict[int, tuple[int, int, int]] = {}      # stream -> (offset of its body, size, order)
+        self._body: dict[int, tuple[int, int, int]] = {}  # stream -> (offset of its body, size, order)
         self._count = 0
         self.fill, self.write_next, self.on_stream_acked = self._c.fill, self._c.write_next, self._c.on_stream_acked
 
@@ -196,11 +221,28 @@ class _NativeScheduledWriter:
     writes; the scheduler's own steps run in Python once a run (``tree``'s runs on Chromium's
     chain are whole responses), not the writer's loop and acknowledgements."""
 
-    __slots__ = ("_c", "scheduler", "written", "_waiting", "_count", "_on_written", "fill", "write_next",
-                 "on_stream_acked")
+    __slots__ = (
+        "_c",
+        "scheduler",
+        "written",
+        "_waiting",
+        "_count",
+        "_on_written",
+        "fill",
+        "write_next",
+        "on_stream_acked",
+    )
 
-    def __init__(self, endpoint, chunk_bytes: int, written: dict[int, int], on_written, *, fill_on_ack: bool,
-                 scheduler: Scheduler) -> None:
+    def __init__(
+        self,
+        endpoint,
+        chunk_bytes: int,
+        written: dict[int, int],
+        on_written,
+        *,
+        fill_on_ack: bool,
+        scheduler: Scheduler,
+    ) -> None:
         self._c = native.C.ResponseWriter(endpoint, chunk_bytes, written, self._done, fill_on_ack)
         self._c.hook(scheduler.pick_run, scheduler.settle, scheduler.remove)
         self.scheduler, self.written, self._on_written = scheduler, written, on_written
@@ -245,8 +287,16 @@ class _NativeScheduledWriter:
         self._on_written(stream_id)
 
 
-def scheduled_writer(endpoint, chunk_bytes: int, written: dict[int, int], on_written, *, fill_on_ack: bool,
-                     scheduler: Scheduler, qlog=None):
+def scheduled_writer(
+    endpoint,
+    chunk_bytes: int,
+    written: dict[int, int],
+    on_written,
+    *,
+    fill_on_ack: bool,
+    scheduler: Scheduler,
+    qlog=None,
+):
     """A writer with ``scheduler`` choosing each chunk's stream: on the C writer when the
     endpoint is the C ``TcpEndpoint`` (``_NativeLevelWriter`` for a scheduler of levels and
     groups, ``_NativeScheduledWriter`` for any other), else ``ScheduledWriter``; with
@@ -254,14 +304,18 @@ def scheduled_writer(endpoint, chunk_bytes: int, written: dict[int, int], on_wri
     if qlog is not None:
         from .priority_qlog import QlogScheduledWriter
 
-        return QlogScheduledWriter(endpoint, chunk_bytes, written, on_written, fill_on_ack=fill_on_ack,
-                                   scheduler=scheduler, qlog=qlog)
+        return QlogScheduledWriter(
+            endpoint, chunk_bytes, written, on_written, fill_on_ack=fill_on_ack, scheduler=scheduler, qlog=qlog
+        )
     if native.C is not None and type(endpoint) is native.C.TcpEndpoint:
-        if type(scheduler) is LevelScheduler and (not scheduler.split or (
-                not scheduler.newest_first and hasattr(native.C.ResponseWriter, "split_levels"))):
-            return _NativeLevelWriter(endpoint, chunk_bytes, written, on_written, fill_on_ack=fill_on_ack,
-                                      scheduler=scheduler)
+        if type(scheduler) is LevelScheduler and (
+            not scheduler.split or (not scheduler.newest_first and hasattr(native.C.ResponseWriter, "split_levels"))
+        ):
+            return _NativeLevelWriter(
+                endpoint, chunk_bytes, written, on_written, fill_on_ack=fill_on_ack, scheduler=scheduler
+            )
         if hasattr(native.C.ResponseWriter, "hook"):
-            return _NativeScheduledWriter(endpoint, chunk_bytes, written, on_written, fill_on_ack=fill_on_ack,
-                                          scheduler=scheduler)
+            return _NativeScheduledWriter(
+                endpoint, chunk_bytes, written, on_written, fill_on_ack=fill_on_ack, scheduler=scheduler
+            )
     return ScheduledWriter(endpoint, chunk_bytes, written, on_written, fill_on_ack=fill_on_ack, scheduler=scheduler)

@@ -19,13 +19,14 @@ __all__ = ["SIZE_TOLERANCE", "sized_text", "filler", "tolerance", "image", "IMAG
 
 # A coded body's compressed size is within max(64 bytes, 2%) of the recorded one.
 SIZE_TOLERANCE = (64, 0.02)
-_TOKEN_ALPHABET = string.ascii_letters + string.digits + "_."   # safe inside any comment kind
+_TOKEN_ALPHABET = string.ascii_letters + string.digits + "_."  # safe inside any comment kind
 
 
 def _compress(data: bytes, encoding: str) -> bytes:
     if encoding == "gzip":
         return gzip.compress(data, compresslevel=6, mtime=0)
     import brotli
+
     return brotli.compress(data, quality=5)
 
 
@@ -44,8 +45,9 @@ def _token_lines(rng: random.Random, size: int, fmt: str) -> str:
     return "".join(out)
 
 
-def sized_text(prefix: str, kind: str, seed: int, wire_bytes: int, decoded_bytes: int | None,
-                encoding: str | None) -> bytes:
+def sized_text(
+    prefix: str, kind: str, seed: int, wire_bytes: int, decoded_bytes: int | None, encoding: str | None
+) -> bytes:
     """``prefix`` and comment filler: ``decoded_bytes`` long uncoded, and when coded, a
     compressed size searched to ``wire_bytes`` (see ``SIZE_TOLERANCE``)."""
     fmt = _comment(kind)
@@ -108,7 +110,7 @@ def filler(rng: random.Random, size: int, fmt: str) -> bytes:
 # case first letter = ancillary, second = private, third upper case, fourth lower case =
 # safe to copy): decoders skip it, so it pads an image to its recorded size.
 _PNG_PAD_CHUNK = b"lbPd"
-IMAGE_SIZE_PX = (160, 90)                 # what the rebuilt document displays each image at
+IMAGE_SIZE_PX = (160, 90)  # what the rebuilt document displays each image at
 
 
 def _png_chunk(kind: bytes, data: bytes) -> bytes:
@@ -120,13 +122,13 @@ def _png_chunk(kind: bytes, data: bytes) -> bytes:
 
 def image(size: int, seed: int) -> bytes:
     """A valid PNG of ``IMAGE_SIZE_PX`` (one seeded colour) padded to ``size`` bytes with a
-    private ancillary chunk of random bytes; a size below the bare image's (about 300 bytes)
-gets a 1x1 image (69 bytes, the least this gives).
+        private ancillary chunk of random bytes; a size below the bare image's (about 300 bytes)
+    gets a 1x1 image (69 bytes, the least this gives).
 
-    Every raster type is served as PNG bytes under its recorded Content-Type: the browser
-    decodes images by their signature, not their type.  Random bytes would not do: Chromium
-    stops reading an image it cannot decode after its first read (16 KiB over HTTP/2, one
-    packet over HTTP/3), so the lab would move far fewer bytes than the page did."""
+        Every raster type is served as PNG bytes under its recorded Content-Type: the browser
+        decodes images by their signature, not their type.  Random bytes would not do: Chromium
+        stops reading an image it cannot decode after its first read (16 KiB over HTTP/2, one
+        packet over HTTP/3), so the lab would move far fewer bytes than the page did."""
     import io
 
     from PIL import Image
@@ -134,14 +136,14 @@ gets a 1x1 image (69 bytes, the least this gives).
     rng = random.Random(seed)
     colour = (rng.randrange(256), rng.randrange(256), rng.randrange(256))
     png = b""
-    for px in (IMAGE_SIZE_PX, (1, 1)):            # a tracking pixel's few bytes: the 1x1 image
+    for px in (IMAGE_SIZE_PX, (1, 1)):  # a tracking pixel's few bytes: the 1x1 image
         buf = io.BytesIO()
         Image.new("RGB", px, colour).save(buf, format="PNG", optimize=False)
         png = buf.getvalue()
         if len(png) + 12 <= size:
             break
-    pad = size - len(png) - 12                   # a chunk costs 12 bytes besides its data
+    pad = size - len(png) - 12  # a chunk costs 12 bytes besides its data
     if pad < 0:
         return png
-    iend = png.rindex(b"IEND") - 4                # the IEND chunk's length field
+    iend = png.rindex(b"IEND") - 4  # the IEND chunk's length field
     return png[:iend] + _png_chunk(_PNG_PAD_CHUNK, rng.randbytes(pad)) + png[iend:]

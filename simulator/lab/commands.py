@@ -53,28 +53,58 @@ __all__ = ["add_commands", "add_link_flags", "conditions_from_args"]
 def add_link_flags(p: argparse.ArgumentParser) -> None:
     """The link's flags, spelt and checked as the models' network flags are."""
     p.add_argument("--rtt", default="100ms", type=argtypes.duration, help="round-trip time (half each way), e.g. 100ms")
-    p.add_argument("--bw", default="none", type=argtypes.bandwidth,
-                   help="bottleneck rate of each direction, e.g. 10mbit (none = unlimited)")
-    p.add_argument("--loss", default="0", type=argtypes.loss,
-                   help="loss per packet in each direction: 0.01 (Bernoulli) or ge:P,R[,h,k] (Gilbert-Elliott)")
-    p.add_argument("--queue", default=None, type=argtypes.positive_size,
-                   help="drop-tail queue of each direction in bytes, e.g. 64KiB (default: unlimited, as the models)")
+    p.add_argument(
+        "--bw",
+        default="none",
+        type=argtypes.bandwidth,
+        help="bottleneck rate of each direction, e.g. 10mbit (none = unlimited)",
+    )
+    p.add_argument(
+        "--loss",
+        default="0",
+        type=argtypes.loss,
+        help="loss per packet in each direction: 0.01 (Bernoulli) or ge:P,R[,h,k] (Gilbert-Elliott)",
+    )
+    p.add_argument(
+        "--queue",
+        default=None,
+        type=argtypes.positive_size,
+        help="drop-tail queue of each direction in bytes, e.g. 64KiB (default: unlimited, as the models)",
+    )
     p.add_argument("--seed", default=1, type=argtypes.seed, help="seed of the loss draws")
-    p.add_argument("--up-trace", default=None, metavar="FILE",
-                   help="client-to-server packet-delivery trace (Mahimahi format), instead of --bw")
-    p.add_argument("--down-trace", default=None, metavar="FILE",
-                   help="server-to-client packet-delivery trace (Mahimahi format), instead of --bw")
-    p.add_argument("--link", default="relay", choices=("relay", "netem"),
-                   help="relay: the lab's C relay between TUN devices; netem: veth + netem, where the kernel has it")
+    p.add_argument(
+        "--up-trace",
+        default=None,
+        metavar="FILE",
+        help="client-to-server packet-delivery trace (Mahimahi format), instead of --bw",
+    )
+    p.add_argument(
+        "--down-trace",
+        default=None,
+        metavar="FILE",
+        help="server-to-client packet-delivery trace (Mahimahi format), instead of --bw",
+    )
+    p.add_argument(
+        "--link",
+        default="relay",
+        choices=("relay", "netem"),
+        help="relay: the lab's C relay between TUN devices; netem: veth + netem, where the kernel has it",
+    )
 
 
 def conditions_from_args(args: argparse.Namespace):
     """The ``LinkConditions`` of the flags ``add_link_flags`` added (checked once, there)."""
     from .link import LinkConditions
 
-    return LinkConditions(rtt_s=parse_duration(args.rtt), bandwidth_bps=parse_bandwidth(args.bw), loss=args.loss,
-                          queue_bytes=None if args.queue is None else parse_size(args.queue), seed=args.seed,
-                          uplink_trace=args.up_trace, downlink_trace=args.down_trace)
+    return LinkConditions(
+        rtt_s=parse_duration(args.rtt),
+        bandwidth_bps=parse_bandwidth(args.bw),
+        loss=args.loss,
+        queue_bytes=None if args.queue is None else parse_size(args.queue),
+        seed=args.seed,
+        uplink_trace=args.up_trace,
+        downlink_trace=args.down_trace,
+    )
 
 
 def _shell(args: argparse.Namespace) -> int:
@@ -91,16 +121,21 @@ def _shell(args: argparse.Namespace) -> int:
             if args.server:
                 server = lab.start("server", ["sh", "-c", args.server])
                 if not lab.wait_listening(server, parse_duration(args.server_wait)) and server.poll() is not None:
-                    raise InputError(f"the --server command exited with status {server.returncode} "
-                                     "before the client started.")
+                    raise InputError(
+                        f"the --server command exited with status {server.returncode} before the client started."
+                    )
             status = lab.run_client(command)
     except KeyboardInterrupt:
         return 130
     if args.stats:
         from ..outfiles import write_output
 
-        write_output(args.stats, (json.dumps({"conditions": conditions.describe(), "relay": lab.stats}, indent=1,
-                                             sort_keys=True) + "\n").encode())
+        write_output(
+            args.stats,
+            (
+                json.dumps({"conditions": conditions.describe(), "relay": lab.stats}, indent=1, sort_keys=True) + "\n"
+            ).encode(),
+        )
     return 128 - status if status < 0 else status
 
 
@@ -108,10 +143,18 @@ def _run(args: argparse.Namespace) -> int:
     from ..batch.runner import run_batch
 
     for grid in args.grid:
-        report = run_batch("lab-load", args.paths, grid, args.runs, out=args.out, workers=args.workers,
-                           dask=args.dask, tables=("summary", "har"), progress=sys.stderr.isatty(),
-                           on_bad_trace=lambda path, error: print(f"workbench: warning: skipping trace: {error}",
-                                                                  file=sys.stderr))
+        report = run_batch(
+            "lab-load",
+            args.paths,
+            grid,
+            args.runs,
+            out=args.out,
+            workers=args.workers,
+            dask=args.dask,
+            tables=("summary", "har"),
+            progress=sys.stderr.isatty(),
+            on_bad_trace=lambda path, error: print(f"workbench: warning: skipping trace: {error}", file=sys.stderr),
+        )
         print(report)
     for jid, error in report.failures[:10]:
         print(f"  failed {jid}: {error}", file=sys.stderr)
@@ -122,10 +165,18 @@ def _validate(args: argparse.Namespace) -> int:
     from ..net.conditions import PathConditions
     from .validate import validate
 
-    result = validate(args.paths, args.grid, reference=PathConditions.parse(args.reference),
-                      reference_protocol=args.reference_protocol, runs=args.runs, out=args.out, workers=args.workers,
-                      dask=args.dask, progress=sys.stderr.isatty() and not args.json)
-    for line in result.failures[:10]:           # pages the lab could not rebuild or load: which and why
+    result = validate(
+        args.paths,
+        args.grid,
+        reference=PathConditions.parse(args.reference),
+        reference_protocol=args.reference_protocol,
+        runs=args.runs,
+        out=args.out,
+        workers=args.workers,
+        dask=args.dask,
+        progress=sys.stderr.isatty() and not args.json,
+    )
+    for line in result.failures[:10]:  # pages the lab could not rebuild or load: which and why
         print(f"workbench: warning: {line}", file=sys.stderr)
     return _print_validation(result, args)
 
@@ -135,9 +186,17 @@ def _rescore(args: argparse.Namespace) -> int:
     from .validate import analyse
 
     ref = PathConditions.parse(args.reference)
-    result = analyse(str(args.results), {"rtt_s": ref.rtt_s, "bandwidth_bps": ref.bandwidth_bps, "loss": ref.loss,
-                                         "queue_bytes": ref.queue_bytes, "protocol": args.reference_protocol},
-                     runs=args.runs)
+    result = analyse(
+        str(args.results),
+        {
+            "rtt_s": ref.rtt_s,
+            "bandwidth_bps": ref.bandwidth_bps,
+            "loss": ref.loss,
+            "queue_bytes": ref.queue_bytes,
+            "protocol": args.reference_protocol,
+        },
+        runs=args.runs,
+    )
     return _print_validation(result, args)
 
 
@@ -156,13 +215,17 @@ def _print_validation(result, args: argparse.Namespace) -> int:
     pct = lambda v: "n/a" if v is None else f"{v:.1f}%"  # noqa: E731
     for cond, c in rows:
         label = cond["conditions"] + (" (reference)" if c is result.reference else "")
-        print(f"{label:<34} {cond['protocol']:>8} {len(c['pages']):>5} {pct(c['mape_percent']):>8} "
-              f"{pct(c['median_ape_percent']):>10} {c['spearman_rho'] if c['spearman_rho'] is not None else 'n/a':>6} "
-              f"{pct(c['floor_mape_percent']):>8}")
+        print(
+            f"{label:<34} {cond['protocol']:>8} {len(c['pages']):>5} {pct(c['mape_percent']):>8} "
+            f"{pct(c['median_ape_percent']):>10} {c['spearman_rho'] if c['spearman_rho'] is not None else 'n/a':>6} "
+            f"{pct(c['floor_mape_percent']):>8}"
+        )
     s = result.summary
-    print(f"\nout of sample, {s['conditions']} conditions, {s['pages']} page loads predicted: MAPE "
-          f"{pct(s['mape_percent'])}, median APE {pct(s['median_ape_percent'])}, rho {s['spearman_rho']}; "
-          f"the lab's run-to-run floor {pct(s['floor_mape_percent'])}")
+    print(
+        f"\nout of sample, {s['conditions']} conditions, {s['pages']} page loads predicted: MAPE "
+        f"{pct(s['mape_percent'])}, median APE {pct(s['median_ape_percent'])}, rho {s['spearman_rho']}; "
+        f"the lab's run-to-run floor {pct(s['floor_mape_percent'])}"
+    )
     return 0
 
 
@@ -170,10 +233,19 @@ def _validate_hints(args: argparse.Namespace) -> int:
     from ..net.conditions import PathConditions
     from .hints import validate_hints, write_hints_report
 
-    result = validate_hints(args.paths, rtts=args.rtt, bws=args.bw, thinks=args.think,
-                            reference=PathConditions.parse(args.reference), protocol=args.protocol, runs=args.runs,
-                            out=args.out, workers=args.workers, dask=args.dask,
-                            progress=sys.stderr.isatty() and not args.json)
+    result = validate_hints(
+        args.paths,
+        rtts=args.rtt,
+        bws=args.bw,
+        thinks=args.think,
+        reference=PathConditions.parse(args.reference),
+        protocol=args.protocol,
+        runs=args.runs,
+        out=args.out,
+        workers=args.workers,
+        dask=args.dask,
+        progress=sys.stderr.isatty() and not args.json,
+    )
     if args.report:
         write_hints_report(result, args.report)
     for line in result["failures"][:10]:
@@ -185,11 +257,15 @@ def _validate_hints(args: argparse.Namespace) -> int:
     print(f"{'page':<30} {'RTT':>7} {'think':>7} {'measured gain':>14} {'predicted':>10} {'floor':>8}  verdict")
     for c in result["rows"]:
         verdict = "within 20%" if c["within_tolerance"] else "within the floor" if c["within_floor"] else "off"
-        print(f"{c['trace'].rsplit('/', 1)[-1][:30]:<30} {ms(c['rtt_s']):>7} {ms(c['document_think_s']):>7} "
-              f"{ms(c['gain_s']):>14} {ms(c['predicted_gain_s']):>10} {ms(c['floor_s']):>8}  {verdict}")
+        print(
+            f"{c['trace'].rsplit('/', 1)[-1][:30]:<30} {ms(c['rtt_s']):>7} {ms(c['document_think_s']):>7} "
+            f"{ms(c['gain_s']):>14} {ms(c['predicted_gain_s']):>10} {ms(c['floor_s']):>8}  {verdict}"
+        )
     s = result["summary"]
-    print(f"\n{s['ok']} of {s['rows']} within 20% or within the floor; the gain's sign agrees in "
-          f"{s['sign_agreement']} of {s['rows']}")
+    print(
+        f"\n{s['ok']} of {s['rows']} within 20% or within the floor; the gain's sign agrees in "
+        f"{s['sign_agreement']} of {s['rows']}"
+    )
     return 0
 
 
@@ -210,8 +286,16 @@ def _h3_check(args: argparse.Namespace) -> int:
         from .validate import analyse
 
         ref = PathConditions.parse(args.reference)
-        validation = analyse(str(source), {"rtt_s": ref.rtt_s, "bandwidth_bps": ref.bandwidth_bps, "loss": ref.loss,
-                                           "queue_bytes": ref.queue_bytes, "protocol": "h2"}).to_dict()
+        validation = analyse(
+            str(source),
+            {
+                "rtt_s": ref.rtt_s,
+                "bandwidth_bps": ref.bandwidth_bps,
+                "loss": ref.loss,
+                "queue_bytes": ref.queue_bytes,
+                "protocol": "h2",
+            },
+        ).to_dict()
     result = h3_against_h2(validation)
     if args.report:
         write_h3_report(result, args.report)
@@ -237,17 +321,26 @@ def _list_of(check):
         if not values:
             raise argparse.ArgumentTypeError("give at least one value")
         return [check(v) for v in values]
+
     return parse
 
 
 def _add_batch_flags(p: argparse.ArgumentParser) -> None:
     p.add_argument("paths", nargs="+", metavar="TRACE_OR_DIR", help="HAR files, or folders of them")
-    p.add_argument("--grid", required=True, action="append",
-                   help="grid file (TOML): rtt, bw, loss, queue, protocol lists; repeat it for several grids")
+    p.add_argument(
+        "--grid",
+        required=True,
+        action="append",
+        help="grid file (TOML): rtt, bw, loss, queue, protocol lists; repeat it for several grids",
+    )
     p.add_argument("--runs", default=3, type=argtypes.count(1, 100), help="loads of every page at every grid point")
     p.add_argument("--out", required=True, type=argtypes.output_folder, help="results folder (resumable)")
-    p.add_argument("--workers", default=1, type=argtypes.count(0),
-                   help="loads at once on this machine (1: a browser's timing is not disturbed by another's)")
+    p.add_argument(
+        "--workers",
+        default=1,
+        type=argtypes.count(0),
+        help="loads at once on this machine (1: a browser's timing is not disturbed by another's)",
+    )
     p.add_argument("--dask", default=None, metavar="ADDRESS", help="spread loads over a Dask cluster's workers")
 
 
@@ -268,17 +361,31 @@ def _conditions(text: str):
 
 def add_commands(sub) -> None:
     """Register ``workbench lab shell`` and ``workbench lab clean``."""
-    p = sub.add_parser("lab", help="real browser and servers over an emulated link (needs root)",
-                       description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = sub.add_parser(
+        "lab",
+        help="real browser and servers over an emulated link (needs root)",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     lab_sub = p.add_subparsers(dest="lab_command", metavar="LAB_COMMAND", parser_class=type(p))
     sh = lab_sub.add_parser("shell", help="run a server and a client command over the emulated link")
     add_link_flags(sh)
-    sh.add_argument("--server", default=None, metavar="CMD",
-                    help="server command, run with sh -c in the server namespace")
-    sh.add_argument("--server-wait", default="5s", type=argtypes.positive_duration,
-                    help="how long to wait for the server to listen before the client starts")
-    sh.add_argument("--stats", default=None, type=argtypes.output_file, metavar="FILE",
-                    help="write the link's conditions and the relay's counters (JSON) here after the run")
+    sh.add_argument(
+        "--server", default=None, metavar="CMD", help="server command, run with sh -c in the server namespace"
+    )
+    sh.add_argument(
+        "--server-wait",
+        default="5s",
+        type=argtypes.positive_duration,
+        help="how long to wait for the server to listen before the client starts",
+    )
+    sh.add_argument(
+        "--stats",
+        default=None,
+        type=argtypes.output_file,
+        metavar="FILE",
+        help="write the link's conditions and the relay's counters (JSON) here after the run",
+    )
     sh.add_argument("cmd", nargs=argparse.REMAINDER, help="-- then the client command")
     sh.set_defaults(func=_shell)
     rn = lab_sub.add_parser("run", help="real loads of HAR pages over a grid of link conditions (batch store)")
@@ -286,51 +393,105 @@ def add_commands(sub) -> None:
     rn.set_defaults(func=_run)
     va = lab_sub.add_parser("validate", help="the model's predictions at other conditions against real loads")
     _add_batch_flags(va)
-    va.add_argument("--reference", default="rtt=20ms,bw=50mbit", type=argtypes.checked(_conditions, "conditions"),
-                    help="the condition each page is recorded at and predicted from")
+    va.add_argument(
+        "--reference",
+        default="rtt=20ms,bw=50mbit",
+        type=argtypes.checked(_conditions, "conditions"),
+        help="the condition each page is recorded at and predicted from",
+    )
     va.add_argument("--reference-protocol", default="h2", choices=("h2", "h3"))
-    va.add_argument("--report", default=None, type=argtypes.output_folder, metavar="DIR",
-                    help="also write validation.md (the table), validation.json and validation.png "
-                         "(the figure) into DIR")
+    va.add_argument(
+        "--report",
+        default=None,
+        type=argtypes.output_folder,
+        metavar="DIR",
+        help="also write validation.md (the table), validation.json and validation.png (the figure) into DIR",
+    )
     va.add_argument("--json", action="store_true", help="print one JSON object")
     va.set_defaults(func=_validate)
     rs = lab_sub.add_parser("rescore", help="a validation's loads predicted again with the current model (no lab)")
     rs.add_argument("results", metavar="RESULTS_DIR", type=_results_folder, help="a lab validate results folder")
-    rs.add_argument("--reference", default="rtt=20ms,bw=50mbit", type=argtypes.checked(_conditions, "conditions"),
-                    help="the validation's reference condition")
+    rs.add_argument(
+        "--reference",
+        default="rtt=20ms,bw=50mbit",
+        type=argtypes.checked(_conditions, "conditions"),
+        help="the validation's reference condition",
+    )
     rs.add_argument("--reference-protocol", default="h2", choices=("h2", "h3"))
-    rs.add_argument("--runs", default=None, type=argtypes.count(2, 100),
-                    help="only the loads of runs 1 to N (default: every run in the folder)")
-    rs.add_argument("--report", default=None, type=argtypes.output_folder, metavar="DIR",
-                    help="also write validation.md, validation.json and validation.png into DIR")
+    rs.add_argument(
+        "--runs",
+        default=None,
+        type=argtypes.count(2, 100),
+        help="only the loads of runs 1 to N (default: every run in the folder)",
+    )
+    rs.add_argument(
+        "--report",
+        default=None,
+        type=argtypes.output_folder,
+        metavar="DIR",
+        help="also write validation.md, validation.json and validation.png into DIR",
+    )
     rs.add_argument("--json", action="store_true", help="print one JSON object")
     rs.set_defaults(func=_rescore)
     vh = lab_sub.add_parser("validate-hints", help="103 Early Hints against none: the model's gain against the lab's")
     vh.add_argument("paths", nargs="+", metavar="TRACE_OR_DIR", help="HAR files, or folders of them")
-    vh.add_argument("--rtt", default=["20ms", "100ms", "300ms"], type=_list_of(argtypes.positive_duration),
-                    help="RTTs to measure, comma-separated (default 20ms,100ms,300ms)")
-    vh.add_argument("--bw", default=["50mbit"], type=_list_of(argtypes.bandwidth),
-                    help="bandwidths, comma-separated (default 50mbit)")
-    vh.add_argument("--think", default=["100ms", "500ms"], type=_list_of(argtypes.duration),
-                    help="the document's server time, comma-separated (default 100ms,500ms)")
+    vh.add_argument(
+        "--rtt",
+        default=["20ms", "100ms", "300ms"],
+        type=_list_of(argtypes.positive_duration),
+        help="RTTs to measure, comma-separated (default 20ms,100ms,300ms)",
+    )
+    vh.add_argument(
+        "--bw",
+        default=["50mbit"],
+        type=_list_of(argtypes.bandwidth),
+        help="bandwidths, comma-separated (default 50mbit)",
+    )
+    vh.add_argument(
+        "--think",
+        default=["100ms", "500ms"],
+        type=_list_of(argtypes.duration),
+        help="the document's server time, comma-separated (default 100ms,500ms)",
+    )
     vh.add_argument("--protocol", default="h2", choices=("h2", "h3"))
-    vh.add_argument("--reference", default="rtt=20ms,bw=50mbit", type=argtypes.checked(_conditions, "conditions"),
-                    help="the condition each page is recorded at (without hints) and predicted from")
+    vh.add_argument(
+        "--reference",
+        default="rtt=20ms,bw=50mbit",
+        type=argtypes.checked(_conditions, "conditions"),
+        help="the condition each page is recorded at (without hints) and predicted from",
+    )
     vh.add_argument("--runs", default=3, type=argtypes.count(1, 100), help="loads of every page at every point")
     vh.add_argument("--out", required=True, type=argtypes.output_folder, help="results folder (resumable)")
     vh.add_argument("--workers", default=1, type=argtypes.count(0), help="loads at once on this machine")
     vh.add_argument("--dask", default=None, metavar="ADDRESS", help="spread loads over a Dask cluster's workers")
-    vh.add_argument("--report", default=None, type=argtypes.output_folder, metavar="DIR",
-                    help="also write hints.md (the table), hints.json and hints.png (the figure) into DIR")
+    vh.add_argument(
+        "--report",
+        default=None,
+        type=argtypes.output_folder,
+        metavar="DIR",
+        help="also write hints.md (the table), hints.json and hints.png (the figure) into DIR",
+    )
     vh.add_argument("--json", action="store_true", help="print one JSON object")
     vh.set_defaults(func=_validate_hints)
     h3 = lab_sub.add_parser("h3-check", help="HTTP/3 minus HTTP/2 onLoad: the model's sign and size against the lab's")
-    h3.add_argument("source", metavar="RESULTS_DIR_OR_VALIDATION_JSON",
-                    help="a lab validate results folder (re-predicted) or its validation.json")
-    h3.add_argument("--reference", default="rtt=20ms,bw=50mbit", type=argtypes.checked(_conditions, "conditions"),
-                    help="the validation's reference condition (HTTP/2), for a results folder")
-    h3.add_argument("--report", default=None, type=argtypes.output_folder, metavar="DIR",
-                    help="also write validation-h3.md and validation-h3.json into DIR")
+    h3.add_argument(
+        "source",
+        metavar="RESULTS_DIR_OR_VALIDATION_JSON",
+        help="a lab validate results folder (re-predicted) or its validation.json",
+    )
+    h3.add_argument(
+        "--reference",
+        default="rtt=20ms,bw=50mbit",
+        type=argtypes.checked(_conditions, "conditions"),
+        help="the validation's reference condition (HTTP/2), for a results folder",
+    )
+    h3.add_argument(
+        "--report",
+        default=None,
+        type=argtypes.output_folder,
+        metavar="DIR",
+        help="also write validation-h3.md and validation-h3.json into DIR",
+    )
     h3.add_argument("--json", action="store_true", help="print one JSON object")
     h3.set_defaults(func=_h3_check)
     cl = lab_sub.add_parser("clean", help="remove namespaces left by lab runs whose process is gone")

@@ -36,11 +36,20 @@ from pathlib import Path
 from ..errors import InputError
 from ..net.conditions import PathConditions
 
-__all__ = ["POLICIES", "hint_plan", "hint_timeline", "gain_stats", "predict_onload", "analyse_hints",
-           "validate_hints", "write_hints_report", "within"]
+__all__ = [
+    "POLICIES",
+    "hint_plan",
+    "hint_timeline",
+    "gain_stats",
+    "predict_onload",
+    "analyse_hints",
+    "validate_hints",
+    "write_hints_report",
+    "within",
+]
 
 POLICIES = ("none", "hints")
-TOLERANCE = 0.20          # the issue's bar: within 20% of the measured gain (or within the floor)
+TOLERANCE = 0.20  # the issue's bar: within 20% of the measured gain (or within the floor)
 
 
 @dataclass(frozen=True)
@@ -74,26 +83,28 @@ def hint_timeline(server_log: list[dict], plan: dict | None) -> dict:
     began (RFC 8297 section 2: the point of the 103 is that it acts before then)."""
     plan = plan or {"document_url": None, "links": []}
     preloads = _preloads(plan["links"])
-    doc = next((r for r in server_log if r["url"] == plan["document_url"] and r.get("early_hints_s") is not None),
-               None)
+    doc = next((r for r in server_log if r["url"] == plan["document_url"] and r.get("early_hints_s") is not None), None)
     first_arrival: dict[str, float] = {}
     for r in server_log:
         first_arrival.setdefault(r["url"], r["arrived_s"])
     before = [u for u in preloads if doc is not None and first_arrival.get(u, math.inf) < doc["response_s"]]
     asked = [first_arrival[u] for u in preloads if u in first_arrival]
-    return {"early_hints_sent": doc is not None, "hinted_preloads": len(preloads),
-            "hinted_preloads_before_response": len(before),
-            # how long after the 103 left the first hinted preload reached the server (the
-            # browser's reaction plus a connection's set-up and half a round trip)
-            "first_preload_after_103_s": (round(min(asked) - doc["early_hints_s"], 4) if doc is not None and asked
-                                          else None)}
+    return {
+        "early_hints_sent": doc is not None,
+        "hinted_preloads": len(preloads),
+        "hinted_preloads_before_response": len(before),
+        # how long after the 103 left the first hinted preload reached the server (the
+        # browser's reaction plus a connection's set-up and half a round trip)
+        "first_preload_after_103_s": (
+            round(min(asked) - doc["early_hints_s"], 4) if doc is not None and asked else None
+        ),
+    }
 
 
 # ------------------------------------------------------------------------------ statistics
 
 
-def gain_stats(none_runs: list[float], hints_runs: list[float], pairs: list[tuple[float, float]] | None = None
-               ) -> dict:
+def gain_stats(none_runs: list[float], hints_runs: list[float], pairs: list[tuple[float, float]] | None = None) -> dict:
     """The measured gain of the hints and its floor, from runs paired by their order (run number),
     or as ``pairs`` (none, hints) gives them when a run is missing on one side.
 
@@ -106,9 +117,14 @@ def gain_stats(none_runs: list[float], hints_runs: list[float], pairs: list[tupl
     gain = m_none - m_hints
     pairs = [a - b for a, b in (pairs if pairs is not None else zip(none_runs, hints_runs))]
     floor = (max(pairs) - min(pairs)) / 2 if len(pairs) > 1 else 0.0
-    return {"median_none_s": round(m_none, 4), "median_hints_s": round(m_hints, 4), "gain_s": round(gain, 4),
-            "gain_percent": round(100.0 * gain / m_none, 3) if m_none else None,
-            "pair_gains_s": [round(v, 4) for v in pairs], "floor_s": round(floor, 4)}
+    return {
+        "median_none_s": round(m_none, 4),
+        "median_hints_s": round(m_hints, 4),
+        "gain_s": round(gain, 4),
+        "gain_percent": round(100.0 * gain / m_none, 3) if m_none else None,
+        "pair_gains_s": [round(v, 4) for v in pairs],
+        "floor_s": round(floor, 4),
+    }
 
 
 def within(predicted_gain_s: float, measured_gain_s: float, floor_s: float, tolerance: float = TOLERANCE) -> dict:
@@ -123,15 +139,23 @@ def within(predicted_gain_s: float, measured_gain_s: float, floor_s: float, tole
 # ------------------------------------------------------------------------------ the model
 
 
-def predict_onload(har_json: str, trace_name: str, at: PathConditions, protocol: str = "h2", *,
-                   links=(), document_think_s: float | None = None, seed: int = 1, cc: str | None = None) -> float:
+def predict_onload(
+    har_json: str,
+    trace_name: str,
+    at: PathConditions,
+    protocol: str = "h2",
+    *,
+    links=(),
+    document_think_s: float | None = None,
+    seed: int = 1,
+    cc: str | None = None,
+) -> float:
     """The model's onLoad of the reference HAR's page at ``at`` over ``protocol``, with the
     document's server time ``document_think_s`` (None: the HAR's own) and a 103 of ``links``
     on the navigation (``ServerPlan.hints``).  With neither, this is ``fidelity --at``'s
     prediction (``validate``'s) exactly."""
     from ..studies.fidelity.conditions import infer_conditions
-    from ..studies.fidelity.study import (FidelityParams, load_event_graph, moved_to, resource_scheduler,
-                                          simulate_page)
+    from ..studies.fidelity.study import FidelityParams, load_event_graph, moved_to, resource_scheduler, simulate_page
     from ..traces.har import parse_har
     from ..traces.pagegraph import page_graph
 
@@ -168,7 +192,7 @@ def analyse_hints(out: str, reference: dict, *, seed: int = 1) -> dict:
     summary = load(out, "summary")
     if not len(summary):
         raise InputError("holds no finished lab load.", path=str(out))
-    for col in ("policy", "document_think_s", "cc"):    # cc: None before the lab named it
+    for col in ("policy", "document_think_s", "cc"):  # cc: None before the lab named it
         if col not in summary.columns:
             summary[col] = None
     rows = summary.to_dict(orient="records")
@@ -176,14 +200,34 @@ def analyse_hints(out: str, reference: dict, *, seed: int = 1) -> dict:
     protocol = reference.get("protocol", "h2")
 
     def is_ref(r) -> bool:
-        return (float(r["rtt_s"]) == ref_rtt and _num(r["bandwidth_bps"]) == ref_bw and str(r["loss"]) == "0"
-                and _policy(r["policy"]) == "none" and _num(r["document_think_s"]) is None
-                and str(r["protocol"]) == protocol)
+        return (
+            float(r["rtt_s"]) == ref_rtt
+            and _num(r["bandwidth_bps"]) == ref_bw
+            and str(r["loss"]) == "0"
+            and _policy(r["policy"]) == "none"
+            and _num(r["document_think_s"]) is None
+            and str(r["protocol"]) == protocol
+        )
 
     hars = load(out, "har")
-    hars = hars[["job_id", "har_json"]].merge(summary[["job_id", "trace", "seed", "onload_s", "rtt_s", "bandwidth_bps",
-                                                       "loss", "policy", "document_think_s", "protocol", "cc"]],
-                                                   on="job_id")
+    hars = hars[["job_id", "har_json"]].merge(
+        summary[
+            [
+                "job_id",
+                "trace",
+                "seed",
+                "onload_s",
+                "rtt_s",
+                "bandwidth_bps",
+                "loss",
+                "policy",
+                "document_think_s",
+                "protocol",
+                "cc",
+            ]
+        ],
+        on="job_id",
+    )
     hars = hars[[is_ref(r) for r in hars.to_dict(orient="records")]].dropna(subset=["onload_s"])
     groups: dict[tuple, dict[str, list]] = {}
     for r in rows:
@@ -192,7 +236,8 @@ def analyse_hints(out: str, reference: dict, *, seed: int = 1) -> dict:
         key = (r["trace"], float(r["rtt_s"]), _num(r["bandwidth_bps"]), float(r["document_think_s"]))
         if r["onload_s"] is not None and r["onload_s"] == r["onload_s"]:
             groups.setdefault(key, {"none": [], "hints": []})[_policy(r["policy"])].append(
-                (int(r["seed"]), float(r["onload_s"]), r))
+                (int(r["seed"]), float(r["onload_s"]), r)
+            )
     plans: dict[str, dict] = {}
     conditions, failures = [], []
     for key in sorted(groups, key=lambda k: (k[0], k[1], -(k[2] or math.inf), k[3])):
@@ -208,69 +253,125 @@ def analyse_hints(out: str, reference: dict, *, seed: int = 1) -> dict:
         none_runs = [v for _, v, _ in sorted(runs["none"])]
         hints_runs = [v for _, v, _ in sorted(runs["hints"])]
         by_seed = {seed_: v for seed_, v, _ in runs["hints"]}
-        stats = gain_stats(none_runs, hints_runs, [(v, by_seed[seed_]) for seed_, v, _ in sorted(runs["none"])
-                                                   if seed_ in by_seed])
+        stats = gain_stats(
+            none_runs, hints_runs, [(v, by_seed[seed_]) for seed_, v, _ in sorted(runs["none"]) if seed_ in by_seed]
+        )
         at = PathConditions(rtt_s=rtt_s, bandwidth_bps=bw)
         try:
             if trace not in plans:
                 plans[trace] = hint_plan(load_trace(trace))
             cc = ref["cc"] if isinstance(ref["cc"], str) else None
             p_none = predict_onload(ref["har_json"], trace, at, protocol, document_think_s=think_s, seed=seed, cc=cc)
-            p_hints = predict_onload(ref["har_json"], trace, at, protocol, links=plans[trace]["links"],
-                                     document_think_s=think_s, seed=seed, cc=cc)
+            p_hints = predict_onload(
+                ref["har_json"],
+                trace,
+                at,
+                protocol,
+                links=plans[trace]["links"],
+                document_think_s=think_s,
+                seed=seed,
+                cc=cc,
+            )
         except InputError as exc:
             failures.append(f"{trace}: {exc.detail}")
             continue
         predicted = p_none - p_hints
         hinted = [r for _, _, r in sorted(runs["hints"])]
-        entry = {"trace": trace, "condition": str(at), "rtt_s": rtt_s, "bandwidth_bps": bw,
-                 "document_think_s": think_s, "protocol": protocol,
-                 "measured_none_s": [round(v, 4) for v in none_runs],
-                 "measured_hints_s": [round(v, 4) for v in hints_runs], **stats,
-                 "predicted_none_s": round(p_none, 4), "predicted_hints_s": round(p_hints, 4),
-                 "predicted_gain_s": round(predicted, 4),
-                 "predicted_gain_percent": round(100.0 * predicted / p_none, 3) if p_none else None,
-                 "difference_s": round(predicted - stats["gain_s"], 4),
-                 "hinted_preloads": len(_preloads(plans[trace]["links"])),
-                 "preconnects": len(plans[trace]["links"]) - len(_preloads(plans[trace]["links"])),
-                 "early_hints_seen": [bool(r.get("har_early_hints")) for r in hinted],
-                 "preloads_before_response": [None if _num(r.get("hinted_preloads_before_response")) is None
-                                              else int(r["hinted_preloads_before_response"]) for r in hinted],
-                 **within(predicted, stats["gain_s"], stats["floor_s"])}
+        entry = {
+            "trace": trace,
+            "condition": str(at),
+            "rtt_s": rtt_s,
+            "bandwidth_bps": bw,
+            "document_think_s": think_s,
+            "protocol": protocol,
+            "measured_none_s": [round(v, 4) for v in none_runs],
+            "measured_hints_s": [round(v, 4) for v in hints_runs],
+            **stats,
+            "predicted_none_s": round(p_none, 4),
+            "predicted_hints_s": round(p_hints, 4),
+            "predicted_gain_s": round(predicted, 4),
+            "predicted_gain_percent": round(100.0 * predicted / p_none, 3) if p_none else None,
+            "difference_s": round(predicted - stats["gain_s"], 4),
+            "hinted_preloads": len(_preloads(plans[trace]["links"])),
+            "preconnects": len(plans[trace]["links"]) - len(_preloads(plans[trace]["links"])),
+            "early_hints_seen": [bool(r.get("har_early_hints")) for r in hinted],
+            "preloads_before_response": [
+                None
+                if _num(r.get("hinted_preloads_before_response")) is None
+                else int(r["hinted_preloads_before_response"])
+                for r in hinted
+            ],
+            **within(predicted, stats["gain_s"], stats["floor_s"]),
+        }
         conditions.append(entry)
     ok = [c for c in conditions if c["ok"]]
-    summary_out = {"rows": len(conditions), "ok": len(ok),
-                   "within_tolerance": sum(c["within_tolerance"] for c in conditions),
-                   "within_floor_only": sum(c["within_floor"] and not c["within_tolerance"] for c in conditions),
-                   "sign_agreement": sum((c["predicted_gain_s"] > 0) == (c["gain_s"] > 0) for c in conditions),
-                   "median_abs_difference_s": (round(statistics.median(abs(c["difference_s"]) for c in conditions), 4)
-                                               if conditions else None),
-                   "median_floor_s": round(statistics.median(c["floor_s"] for c in conditions), 4)
-                   if conditions else None}
-    return {"rows": conditions, "summary": summary_out, "failures": failures,
-            "params": {"reference": {"conditions": str(PathConditions(rtt_s=ref_rtt, bandwidth_bps=ref_bw)),
-                                     "protocol": protocol, "policy": "none"},
-                       "tolerance_percent": 100 * TOLERANCE, "results": str(out)}}
+    summary_out = {
+        "rows": len(conditions),
+        "ok": len(ok),
+        "within_tolerance": sum(c["within_tolerance"] for c in conditions),
+        "within_floor_only": sum(c["within_floor"] and not c["within_tolerance"] for c in conditions),
+        "sign_agreement": sum((c["predicted_gain_s"] > 0) == (c["gain_s"] > 0) for c in conditions),
+        "median_abs_difference_s": (
+            round(statistics.median(abs(c["difference_s"]) for c in conditions), 4) if conditions else None
+        ),
+        "median_floor_s": round(statistics.median(c["floor_s"] for c in conditions), 4) if conditions else None,
+    }
+    return {
+        "rows": conditions,
+        "summary": summary_out,
+        "failures": failures,
+        "params": {
+            "reference": {
+                "conditions": str(PathConditions(rtt_s=ref_rtt, bandwidth_bps=ref_bw)),
+                "protocol": protocol,
+                "policy": "none",
+            },
+            "tolerance_percent": 100 * TOLERANCE,
+            "results": str(out),
+        },
+    }
 
 
-def validate_hints(traces, *, rtts=("20ms", "100ms", "300ms"), bws=("50mbit",), thinks=("100ms", "500ms"),
-                   reference: PathConditions, protocol: str = "h2", runs: int = 3, out: str, workers: int = 1,
-                   dask: str | None = None, progress: bool = True) -> dict:
+def validate_hints(
+    traces,
+    *,
+    rtts=("20ms", "100ms", "300ms"),
+    bws=("50mbit",),
+    thinks=("100ms", "500ms"),
+    reference: PathConditions,
+    protocol: str = "h2",
+    runs: int = 3,
+    out: str,
+    workers: int = 1,
+    dask: str | None = None,
+    progress: bool = True,
+) -> dict:
     """Record the reference loads and every condition x policy in the lab, then ``analyse_hints``."""
     from ..batch.runner import run_batch
 
     if runs < 2:
         raise InputError(f"--runs must be at least 2 (the floor compares runs with each other), got {runs}.")
-    ref_grid = {"rtt": [f"{reference.rtt_s * 1e3!r}ms"],
-                "bw": ["none" if reference.bandwidth_bps is None else f"{reference.bandwidth_bps!r}bit"],
-                "loss": ["0"], "protocol": [protocol]}
-    grid = {"rtt": list(rtts), "bw": list(bws), "protocol": [protocol], "think": list(thinks),
-            "policy": list(POLICIES)}
+    ref_grid = {
+        "rtt": [f"{reference.rtt_s * 1e3!r}ms"],
+        "bw": ["none" if reference.bandwidth_bps is None else f"{reference.bandwidth_bps!r}bit"],
+        "loss": ["0"],
+        "protocol": [protocol],
+    }
+    grid = {"rtt": list(rtts), "bw": list(bws), "protocol": [protocol], "think": list(thinks), "policy": list(POLICIES)}
     failures: dict[str, str] = {}
     for one in (ref_grid, grid):
-        report = run_batch("lab-load", traces, one, runs, out=out, workers=workers, dask=dask,
-                           tables=("summary", "har"), progress=progress,
-                           on_bad_trace=lambda path, error: failures.setdefault(path, error))
+        report = run_batch(
+            "lab-load",
+            traces,
+            one,
+            runs,
+            out=out,
+            workers=workers,
+            dask=dask,
+            tables=("summary", "har"),
+            progress=progress,
+            on_bad_trace=lambda path, error: failures.setdefault(path, error),
+        )
         for job_id, error in report.failures:
             failures.setdefault(job_id, error)
     ref = {"rtt_s": reference.rtt_s, "bandwidth_bps": reference.bandwidth_bps, "protocol": protocol}
@@ -289,15 +390,19 @@ def _name(trace: str) -> str:
 
 def hints_table(result: dict) -> str:
     """One row per page x condition: measured and predicted gain, difference, floor, verdict."""
-    lines = ["| page | RTT | think | none (median) | measured gain | predicted gain | difference | floor | verdict |",
-             "|---|---|---|---|---|---|---|---|---|"]
+    lines = [
+        "| page | RTT | think | none (median) | measured gain | predicted gain | difference | floor | verdict |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
     ms = lambda v: f"{1000 * v:.0f} ms"  # noqa: E731
     for c in result["rows"]:
-        verdict = ("within 20%" if c["within_tolerance"] else "within the floor" if c["within_floor"] else "**off**")
-        lines.append(f"| {_name(c['trace'])} | {ms(c['rtt_s'])} | {ms(c['document_think_s'])} | "
-                     f"{c['median_none_s']:.3f} s | {ms(c['gain_s'])} ({c['gain_percent']:.1f}%) | "
-                     f"{ms(c['predicted_gain_s'])} ({c['predicted_gain_percent']:.1f}%) | "
-                     f"{ms(c['difference_s'])} | {ms(c['floor_s'])} | {verdict} |")
+        verdict = "within 20%" if c["within_tolerance"] else "within the floor" if c["within_floor"] else "**off**"
+        lines.append(
+            f"| {_name(c['trace'])} | {ms(c['rtt_s'])} | {ms(c['document_think_s'])} | "
+            f"{c['median_none_s']:.3f} s | {ms(c['gain_s'])} ({c['gain_percent']:.1f}%) | "
+            f"{ms(c['predicted_gain_s'])} ({c['predicted_gain_percent']:.1f}%) | "
+            f"{ms(c['difference_s'])} | {ms(c['floor_s'])} | {verdict} |"
+        )
     return "\n".join(lines) + "\n"
 
 
@@ -311,8 +416,15 @@ def hints_figure(result: dict):
     lo, hi = 0.0, 0.0
     for c in result["rows"]:
         x, y = 1000 * c["gain_s"], 1000 * c["predicted_gain_s"]
-        ax.errorbar(x, y, xerr=1000 * c["floor_s"], fmt=marks.get(c["rtt_s"], "o"), ms=5, alpha=0.85,
-                    color=colours.get(c["document_think_s"], "grey"))
+        ax.errorbar(
+            x,
+            y,
+            xerr=1000 * c["floor_s"],
+            fmt=marks.get(c["rtt_s"], "o"),
+            ms=5,
+            alpha=0.85,
+            color=colours.get(c["document_think_s"], "grey"),
+        )
         lo, hi = min(lo, x - 1000 * c["floor_s"], y), max(hi, x + 1000 * c["floor_s"], y)
     pad = 0.08 * (hi - lo or 1.0)
     lo, hi = lo - pad, hi + pad
@@ -340,17 +452,20 @@ def write_hints_report(result: dict, folder) -> list[Path]:
     result = {**result, "rows": [{**c, "trace": _name(c["trace"])} for c in result["rows"]]}
     s = result["summary"]
     ref = result["params"]["reference"]
-    text = (f"# 103 Early Hints: the model's gain against the lab's\n\nEach page was recorded in the lab at "
-            f"`{ref['conditions']}` over {ref['protocol']} without hints; every row was measured with and without "
-            "the push study's 103 (preload for the render-blocking sub-resources, preconnect for their other "
-            "origins) and the document's server time set to the row's think time, and predicted from that one "
-            "reference HAR. Gain: median onLoad without the 103 minus median onLoad with it; floor: half the range "
-            "of the per-run gains (run i without against run i with). Verdict: the predicted gain within 20% of "
-            "the measured one, or within the floor.\n\n" + hints_table(result) +
-            f"\n{s['ok']} of {s['rows']} rows pass ({s['within_tolerance']} within 20%, {s['within_floor_only']} "
-            f"only within the floor); the sign of the gain agrees in {s['sign_agreement']} of {s['rows']}. "
-            f"Median |predicted - measured| {1000 * (s['median_abs_difference_s'] or 0):.0f} ms, median floor "
-            f"{1000 * (s['median_floor_s'] or 0):.0f} ms.\n\n![predicted against measured gain](hints.png)\n")
+    text = (
+        f"# 103 Early Hints: the model's gain against the lab's\n\nEach page was recorded in the lab at "
+        f"`{ref['conditions']}` over {ref['protocol']} without hints; every row was measured with and without "
+        "the push study's 103 (preload for the render-blocking sub-resources, preconnect for their other "
+        "origins) and the document's server time set to the row's think time, and predicted from that one "
+        "reference HAR. Gain: median onLoad without the 103 minus median onLoad with it; floor: half the range "
+        "of the per-run gains (run i without against run i with). Verdict: the predicted gain within 20% of "
+        "the measured one, or within the floor.\n\n"
+        + hints_table(result)
+        + f"\n{s['ok']} of {s['rows']} rows pass ({s['within_tolerance']} within 20%, {s['within_floor_only']} "
+        f"only within the floor); the sign of the gain agrees in {s['sign_agreement']} of {s['rows']}. "
+        f"Median |predicted - measured| {1000 * (s['median_abs_difference_s'] or 0):.0f} ms, median floor "
+        f"{1000 * (s['median_floor_s'] or 0):.0f} ms.\n\n![predicted against measured gain](hints.png)\n"
+    )
     atomic_write(folder / "hints.md", text.encode())
     atomic_write(folder / "hints.json", (json.dumps(result, indent=1) + "\n").encode())
     fig = hints_figure(result)

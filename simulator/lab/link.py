@@ -68,14 +68,19 @@ def read_delivery_trace(path: str) -> tuple[int, ...]:
                 if not text:
                     continue
                 if number > _TRACE_MAX_LINES or not text.isdigit() or not text.isascii():
-                    why = ("too many lines" if number > _TRACE_MAX_LINES
-                           else f"{text[:20]!r} is not a whole number of ms")
-                    raise InputError(f"{why} (a delivery trace has one time in ms per line).",
-                                     path=path, where=f"line {number}")
+                    why = (
+                        "too many lines" if number > _TRACE_MAX_LINES else f"{text[:20]!r} is not a whole number of ms"
+                    )
+                    raise InputError(
+                        f"{why} (a delivery trace has one time in ms per line).", path=path, where=f"line {number}"
+                    )
                 value = int(text)
                 if value < last:
-                    raise InputError(f"{value} ms comes before the line above ({last} ms); times must not go back.",
-                                     path=path, where=f"line {number}")
+                    raise InputError(
+                        f"{value} ms comes before the line above ({last} ms); times must not go back.",
+                        path=path,
+                        where=f"line {number}",
+                    )
                 times.append(value)
                 last = value
     except OSError as exc:
@@ -91,12 +96,12 @@ class LinkConditions:
     checked once here; each direction gets ``rtt_s / 2`` of one-way delay."""
 
     rtt_s: float = 0.100
-    bandwidth_bps: float | None = None        # None: unlimited (or the traces')
-    loss: str = "0"                           # "0.01" Bernoulli, "ge:P,R[,h,k]" Gilbert-Elliott
-    queue_bytes: int | None = None            # drop-tail queue per direction; None: unlimited
+    bandwidth_bps: float | None = None  # None: unlimited (or the traces')
+    loss: str = "0"  # "0.01" Bernoulli, "ge:P,R[,h,k]" Gilbert-Elliott
+    queue_bytes: int | None = None  # drop-tail queue per direction; None: unlimited
     seed: int = 1
-    uplink_trace: str | None = None           # Mahimahi delivery trace (file) for client -> server
-    downlink_trace: str | None = None         # ... and server -> client
+    uplink_trace: str | None = None  # Mahimahi delivery trace (file) for client -> server
+    downlink_trace: str | None = None  # ... and server -> client
     _traces: dict = field(default_factory=dict, compare=False, repr=False)
 
     def __post_init__(self) -> None:
@@ -105,13 +110,17 @@ class LinkConditions:
 
         if not (math.isfinite(self.rtt_s) and 0 <= self.rtt_s / 2 <= MAX_DELAY_S):
             raise InputError(f"the lab's RTT must be between 0 and {2 * MAX_DELAY_S:g} s, got {self.rtt_s:g} s.")
-        if self.bandwidth_bps is not None and not (math.isfinite(self.bandwidth_bps) and
-                                                   0 < self.bandwidth_bps <= MAX_RATE_BPS):
-            raise InputError(f"the relay sustains at most {MAX_RATE_BPS / 1e6:g} Mbit/s; "
-                             f"{self.bandwidth_bps / 1e6:g} Mbit/s cannot be emulated faithfully.")
+        if self.bandwidth_bps is not None and not (
+            math.isfinite(self.bandwidth_bps) and 0 < self.bandwidth_bps <= MAX_RATE_BPS
+        ):
+            raise InputError(
+                f"the relay sustains at most {MAX_RATE_BPS / 1e6:g} Mbit/s; "
+                f"{self.bandwidth_bps / 1e6:g} Mbit/s cannot be emulated faithfully."
+            )
         if self.queue_bytes is not None and not 1500 <= self.queue_bytes <= 1 << 30:
-            raise InputError(f"the queue must hold at least one packet (1500 bytes) and at most 1 GiB, "
-                             f"got {self.queue_bytes} bytes.")
+            raise InputError(
+                f"the queue must hold at least one packet (1500 bytes) and at most 1 GiB, got {self.queue_bytes} bytes."
+            )
         parse_loss(self.loss, random.Random(0))
         for name in ("uplink_trace", "downlink_trace"):
             if getattr(self, name) is not None:
@@ -123,11 +132,15 @@ class LinkConditions:
         import random
 
         model = parse_loss(self.loss, random.Random(0))
-        spec = {"delay_s": self.rtt_s / 2, "rate_bps": self.bandwidth_bps or 0.0,
-                "queue_bytes": -1 if self.queue_bytes is None else self.queue_bytes,
-                "trace_ms": self._traces.get(f"{which}_trace"), "loss_kind": 0}
+        spec = {
+            "delay_s": self.rtt_s / 2,
+            "rate_bps": self.bandwidth_bps or 0.0,
+            "queue_bytes": -1 if self.queue_bytes is None else self.queue_bytes,
+            "trace_ms": self._traces.get(f"{which}_trace"),
+            "loss_kind": 0,
+        }
         if spec["trace_ms"] is not None:
-            spec["rate_bps"] = 0.0                  # the trace's opportunities set the rate
+            spec["rate_bps"] = 0.0  # the trace's opportunities set the rate
         if isinstance(model, Bernoulli):
             spec.update(loss_kind=1, p=model.p)
         elif isinstance(model, GilbertElliott):
@@ -136,9 +149,15 @@ class LinkConditions:
 
     def describe(self) -> dict:
         """The conditions as plain values, for results and logs."""
-        return {"rtt_s": self.rtt_s, "bandwidth_bps": self.bandwidth_bps, "loss": self.loss,
-                "queue_bytes": self.queue_bytes, "seed": self.seed, "uplink_trace": self.uplink_trace,
-                "downlink_trace": self.downlink_trace}
+        return {
+            "rtt_s": self.rtt_s,
+            "bandwidth_bps": self.bandwidth_bps,
+            "loss": self.loss,
+            "queue_bytes": self.queue_bytes,
+            "seed": self.seed,
+            "uplink_trace": self.uplink_trace,
+            "downlink_trace": self.downlink_trace,
+        }
 
 
 class _Interrupted(KeyboardInterrupt):
@@ -171,22 +190,26 @@ class Lab:
     def __enter__(self) -> "Lab":
         netns.check_can_run()
         if self.link == "relay" and not relay_available():
-            raise InputError("the lab's relay (simulator.lab._relay) is not built: "
-                             "reinstall with a C compiler (make install).")
+            raise InputError(
+                "the lab's relay (simulator.lab._relay) is not built: reinstall with a C compiler (make install)."
+            )
         self._trap_signals()
         try:
             netns.sweep_stale()
             self.client_ns, self.server_ns = netns.names_for(os.getpid())
             for name in (self.client_ns, self.server_ns):
-                netns.remove(name)          # a left-over of this very pid (reused): start clean
+                netns.remove(name)  # a left-over of this very pid (reused): start clean
                 netns.create(name)
             if self.link == "relay":
                 self._start_relay()
             else:
                 self._start_netem()
             for addr in self.server_addresses:
-                subprocess.run(["ip", "-n", self.server_ns, "addr", "add", f"{addr}/32", "dev", "lo"],
-                               check=True, capture_output=True)
+                subprocess.run(
+                    ["ip", "-n", self.server_ns, "addr", "add", f"{addr}/32", "dev", "lo"],
+                    check=True,
+                    capture_output=True,
+                )
         except BaseException:
             self.close()
             raise
@@ -196,25 +219,37 @@ class Lab:
         def interrupted(signum, frame):
             raise _Interrupted(signal.Signals(signum).name)
 
-        with contextlib.suppress(ValueError):       # not the main thread: the caller owns signals
+        with contextlib.suppress(ValueError):  # not the main thread: the caller owns signals
             for sig in (signal.SIGTERM, signal.SIGHUP):
                 self._old_handlers[sig] = signal.signal(sig, interrupted)
 
     def _start_relay(self) -> None:
-        config = {"client_ns": self.client_ns, "server_ns": self.server_ns, "seed": self.conditions.seed,
-                  "uplink": self.conditions.direction("uplink"), "downlink": self.conditions.direction("downlink")}
+        config = {
+            "client_ns": self.client_ns,
+            "server_ns": self.server_ns,
+            "seed": self.conditions.seed,
+            "uplink": self.conditions.direction("uplink"),
+            "downlink": self.conditions.direction("downlink"),
+        }
         # Its own session: a Ctrl-C at the terminal is the owner's to handle (it then stops
         # the relay in order); the relay outlives a killed owner just long enough to clean up.
         # The client namespace's name on its command line only names the run (ps, pgrep).
-        self._relay = subprocess.Popen([sys.executable, "-m", "simulator.lab.relay", self.client_ns],
-                                       stdin=subprocess.PIPE,
-                                       stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
+        self._relay = subprocess.Popen(
+            [sys.executable, "-m", "simulator.lab.relay", self.client_ns],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            start_new_session=True,
+        )
         self._relay.stdin.write(json.dumps(config).encode() + b"\n")
         self._relay.stdin.flush()
         line = self._read_relay_line(timeout_s=15.0)
         if line != "ready":
-            err = self._relay.stderr.read1(4000).decode(errors="replace").strip().splitlines() if \
-                select.select([self._relay.stderr], [], [], 0.5)[0] else []
+            err = (
+                self._relay.stderr.read1(4000).decode(errors="replace").strip().splitlines()
+                if select.select([self._relay.stderr], [], [], 0.5)[0]
+                else []
+            )
             raise InputError(f"the lab's relay did not start ({err[-1] if err else line or 'no answer'}).")
 
     def _read_relay_line(self, timeout_s: float) -> str:
@@ -224,21 +259,43 @@ class Lab:
         c = self.conditions
         if c.uplink_trace or c.downlink_trace:
             raise InputError("netem has no packet-delivery traces; use --link relay for them.")
-        subprocess.run(["ip", "link", "add", "wblab0", "netns", self.client_ns, "type", "veth", "peer", "name",
-                        "wblab0", "netns", self.server_ns], check=True, capture_output=True)
-        for ns, addr, peer in ((self.client_ns, netns.CLIENT_ADDR, netns.SERVER_ADDR),
-                               (self.server_ns, netns.SERVER_ADDR, netns.CLIENT_ADDR)):
+        subprocess.run(
+            [
+                "ip",
+                "link",
+                "add",
+                "wblab0",
+                "netns",
+                self.client_ns,
+                "type",
+                "veth",
+                "peer",
+                "name",
+                "wblab0",
+                "netns",
+                self.server_ns,
+            ],
+            check=True,
+            capture_output=True,
+        )
+        for ns, addr, peer in (
+            (self.client_ns, netns.CLIENT_ADDR, netns.SERVER_ADDR),
+            (self.server_ns, netns.SERVER_ADDR, netns.CLIENT_ADDR),
+        ):
             argv = ["tc", "qdisc", "add", "dev", "wblab0", "root", *netem_args(c)]
             done = subprocess.run(netns.exec_argv(ns, argv), capture_output=True, text=True)
             if done.returncode != 0:
-                raise InputError("this kernel has no netem qdisc (tc: "
-                                 f"{(done.stderr.strip().splitlines() or ['failed'])[-1]}); "
-                                 "use --link relay (the default).")
+                raise InputError(
+                    "this kernel has no netem qdisc (tc: "
+                    f"{(done.stderr.strip().splitlines() or ['failed'])[-1]}); "
+                    "use --link relay (the default)."
+                )
             for cmd in (["addr", "add", addr, "peer", peer, "dev", "wblab0"], ["link", "set", "wblab0", "up"]):
                 subprocess.run(["ip", "-n", ns, *cmd], check=True, capture_output=True)
         for net in netns.SERVER_NETS:
-            subprocess.run(["ip", "-n", self.client_ns, "route", "add", net, "dev", "wblab0"],
-                           check=True, capture_output=True)
+            subprocess.run(
+                ["ip", "-n", self.client_ns, "route", "add", net, "dev", "wblab0"], check=True, capture_output=True
+            )
 
     # ------------------------------------------------------------------ processes
     def environment(self, extra: dict | None = None) -> dict:
@@ -373,7 +430,13 @@ def netem_args(c: LinkConditions) -> list[str]:
     elif isinstance(model, GilbertElliott):
         # netem's gemodel takes p, r, 1-h and 1-k, its h and k being the chances of delivery in
         # the bad and the good state: so the loss in the bad state, then in the good one.
-        args += ["loss", "gemodel", f"{model.p_gb * 100:g}%", f"{model.p_bg * 100:g}%",
-                 f"{model.loss_bad * 100:g}%", f"{model.loss_good * 100:g}%"]
+        args += [
+            "loss",
+            "gemodel",
+            f"{model.p_gb * 100:g}%",
+            f"{model.p_bg * 100:g}%",
+            f"{model.loss_bad * 100:g}%",
+            f"{model.loss_good * 100:g}%",
+        ]
     limit = 1_000_000 if c.queue_bytes is None else max(1, c.queue_bytes // 1500)
     return args + ["limit", str(limit)]

@@ -60,12 +60,16 @@ def lab_chromium_args(site: RebuiltSite, proto: str) -> list[str]:
     from ..capture.browser import QUIET_ARGS
 
     rules = [f"MAP {host} {addr}" for host, addr in site.hosts.items()] + ["MAP * ~NOTFOUND"]
-    args = [f"--ignore-certificate-errors-spki-list={site.spki_sha256_b64}", *QUIET_ARGS,
-            f"--host-resolver-rules={', '.join(rules)}",
-            # Cross-site frames in the page's own process: their requests reach the page's
-            # DevTools session (an out-of-process frame reports to a target of its own); no
-            # HTTPS-Upgrades: an http:// page is asked for over http, as recorded.
-            "--disable-features=IsolateOrigins,site-per-process,HttpsUpgrades", "--disable-site-isolation-trials"]
+    args = [
+        f"--ignore-certificate-errors-spki-list={site.spki_sha256_b64}",
+        *QUIET_ARGS,
+        f"--host-resolver-rules={', '.join(rules)}",
+        # Cross-site frames in the page's own process: their requests reach the page's
+        # DevTools session (an out-of-process frame reports to a target of its own); no
+        # HTTPS-Upgrades: an http:// page is asked for over http, as recorded.
+        "--disable-features=IsolateOrigins,site-per-process,HttpsUpgrades",
+        "--disable-site-isolation-trials",
+    ]
     if proto == "h3":
         quic = []
         for origin in site.origins:
@@ -87,12 +91,19 @@ async def load_page(site: RebuiltSite, proto: str, timeout_s: float = 60.0) -> d
     if chromium_path() is None:
         raise InputError("Chromium is not installed at /usr/bin/chromium (make system-deps).")
     try:
-        har = await browse(site.page_url, proto=proto, spki_sha256_b64=site.spki_sha256_b64, timeout_s=timeout_s,
-                           quiet_s=QUIET_S + site.settle_s, launch_args=lab_chromium_args(site, proto),
-                           init_script=PAINT_OBSERVER_JS, page_timings_js=PAINT_TIMINGS_JS)
+        har = await browse(
+            site.page_url,
+            proto=proto,
+            spki_sha256_b64=site.spki_sha256_b64,
+            timeout_s=timeout_s,
+            quiet_s=QUIET_S + site.settle_s,
+            launch_args=lab_chromium_args(site, proto),
+            init_script=PAINT_OBSERVER_JS,
+            page_timings_js=PAINT_TIMINGS_JS,
+        )
     except InputError:
         raise
-    except Exception as exc:      # playwright's navigation errors: the page did not load
+    except Exception as exc:  # playwright's navigation errors: the page did not load
         first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
         raise InputError(f"the page did not load: {first}", path=site.page_url) from None
     page = har["log"]["pages"][0]
@@ -100,8 +111,12 @@ async def load_page(site: RebuiltSite, proto: str, timeout_s: float = 60.0) -> d
         raise InputError("the page did not load: no load event before the timeout.", path=site.page_url)
     doc = next((e for e in har["log"]["entries"] if e["request"]["url"] == site.page_url), None)
     final, seen = doc, set()
-    while final is not None and 300 <= final["response"]["status"] < 400 and final["response"]["redirectURL"] \
-            and id(final) not in seen:
+    while (
+        final is not None
+        and 300 <= final["response"]["status"] < 400
+        and final["response"]["redirectURL"]
+        and id(final) not in seen
+    ):
         seen.add(id(final))
         nxt = final["response"]["redirectURL"]
         final = next((e for e in har["log"]["entries"] if e["request"]["url"] == nxt and id(e) not in seen), None)
@@ -139,8 +154,10 @@ def main(argv=None) -> int:
         return 2
     entries = har["log"]["entries"]
     versions = sorted({e["response"]["httpVersion"] for e in entries if e["response"]["httpVersion"]})
-    print(f"wrote {len(entries)} entries ({', '.join(versions) or 'no responses'}) of "
-          f"{urlsplit(site.page_url).netloc} to {args.out}")
+    print(
+        f"wrote {len(entries)} entries ({', '.join(versions) or 'no responses'}) of "
+        f"{urlsplit(site.page_url).netloc} to {args.out}"
+    )
     return 0
 
 

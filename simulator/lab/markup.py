@@ -17,20 +17,26 @@ def insert_js(kind: str, url: str, cls: str) -> str:
     """Statements that make the browser fetch ``url`` as ``kind`` from a script."""
     u = _js_str(url)
     if kind == "script":
-        return (f'var s = document.createElement("script"); s.src = {u}; s.async = true; '
-                f'(document.head || document.documentElement).appendChild(s);')
+        return (
+            f'var s = document.createElement("script"); s.src = {u}; s.async = true; '
+            f"(document.head || document.documentElement).appendChild(s);"
+        )
     if kind == "stylesheet":
-        return (f'var l = document.createElement("link"); l.rel = "stylesheet"; l.href = {u}; '
-                f'(document.head || document.documentElement).appendChild(l);')
+        return (
+            f'var l = document.createElement("link"); l.rel = "stylesheet"; l.href = {u}; '
+            f"(document.head || document.documentElement).appendChild(l);"
+        )
     if kind == "image":
-        return f'var i = new Image(); i.src = {u};'
+        return f"var i = new Image(); i.src = {u};"
     if kind == "document":
-        return (f'var f = document.createElement("iframe"); f.src = {u}; '
-                f'(document.body || document.documentElement).appendChild(f);')
+        return (
+            f'var f = document.createElement("iframe"); f.src = {u}; '
+            f"(document.body || document.documentElement).appendChild(f);"
+        )
     if kind == "font":
         return f'new FontFace("{cls}", "url(" + {u} + ")").load().catch(function () {{}});'
     # The body is read: Chromium reports a fetch finished only once its body is consumed.
-    return f'fetch({u}).then(function (r) {{ return r.arrayBuffer(); }}).catch(function () {{}});'
+    return f"fetch({u}).then(function (r) {{ return r.arrayBuffer(); }}).catch(function () {{}});"
 
 
 def delayed(stmt: str, delay_s: float) -> str:

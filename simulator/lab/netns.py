@@ -31,14 +31,28 @@ import time
 
 from ..errors import InputError
 
-__all__ = ["PREFIX", "LINK_NET", "CLIENT_ADDR", "SERVER_ADDR", "SERVER_NETS", "check_can_run", "names_for",
-           "create", "remove", "sweep_stale", "lab_namespaces", "exec_argv", "setns", "entered"]
+__all__ = [
+    "PREFIX",
+    "LINK_NET",
+    "CLIENT_ADDR",
+    "SERVER_ADDR",
+    "SERVER_NETS",
+    "check_can_run",
+    "names_for",
+    "create",
+    "remove",
+    "sweep_stale",
+    "lab_namespaces",
+    "exec_argv",
+    "setns",
+    "entered",
+]
 
 PREFIX = "wblab"
-LINK_NET = "192.0.2.0/24"                        # RFC 5737 TEST-NET-1: the link's two ends
+LINK_NET = "192.0.2.0/24"  # RFC 5737 TEST-NET-1: the link's two ends
 CLIENT_ADDR = "192.0.2.1"
 SERVER_ADDR = "192.0.2.2"
-SERVER_NETS = ("198.51.100.0/24", "203.0.113.0/24")   # TEST-NET-2 and -3: a rebuilt page's origins
+SERVER_NETS = ("198.51.100.0/24", "203.0.113.0/24")  # TEST-NET-2 and -3: a rebuilt page's origins
 _NAME = re.compile(rf"^{PREFIX}-(\d+)-(client|server)$")
 _CLONE_NEWNET = 0x40000000
 
@@ -75,8 +89,21 @@ def create(name: str) -> None:
     solicitations on the emulated link: every packet on it is the measured traffic's)."""
     _ip("netns", "add", name)
     _ip("-n", name, "link", "set", "lo", "up")
-    subprocess.run(["ip", "netns", "exec", name, "sysctl", "-q", "-w", "net.ipv6.conf.all.disable_ipv6=1",
-                    "net.ipv6.conf.default.disable_ipv6=1"], check=False, capture_output=True)
+    subprocess.run(
+        [
+            "ip",
+            "netns",
+            "exec",
+            name,
+            "sysctl",
+            "-q",
+            "-w",
+            "net.ipv6.conf.all.disable_ipv6=1",
+            "net.ipv6.conf.default.disable_ipv6=1",
+        ],
+        check=False,
+        capture_output=True,
+    )
 
 
 def _pids(name: str) -> list[int]:

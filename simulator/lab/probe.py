@@ -31,7 +31,7 @@ def _listen_tcp(args) -> int:
         conn, _ = srv.accept()
         left = args.send
         while left > 0:
-            left -= conn.send(payload[:min(left, len(payload))])
+            left -= conn.send(payload[: min(left, len(payload))])
         conn.close()
 
 
@@ -62,8 +62,16 @@ def _bulk(args) -> int:
     # The first quarter holds slow start; the rest is the link's steady rate.
     start = next(m for m in marks if m[1] >= got / 4)
     end = marks[-1]
-    print(json.dumps({"bytes": got, "mss_bytes": mss, "seconds": end[0],
-                      "goodput_bps": (end[1] - start[1]) * 8 / (end[0] - start[0])}))
+    print(
+        json.dumps(
+            {
+                "bytes": got,
+                "mss_bytes": mss,
+                "seconds": end[0],
+                "goodput_bps": (end[1] - start[1]) * 8 / (end[0] - start[0]),
+            }
+        )
+    )
     return 0
 
 

@@ -38,24 +38,36 @@ def pair_difference(h2: dict, h3: dict) -> dict | None:
     measured = m3 - m2
     predicted = h3["predicted_onload_s"] - h2["predicted_onload_s"]
     spread = _half_range(h2["measured_onload_s"]) + _half_range(h3["measured_onload_s"])
-    return {"trace": h2["trace"], "measured_h2_s": round(m2, 4), "measured_h3_s": round(m3, 4),
-            "measured_difference_s": round(measured, 4), "measured_difference_percent": round(100 * measured / m2, 2),
-            "predicted_h2_s": h2["predicted_onload_s"], "predicted_h3_s": h3["predicted_onload_s"],
-            "predicted_difference_s": round(predicted, 4),
-            "predicted_difference_percent": round(100 * predicted / h2["predicted_onload_s"], 2),
-            "spread_s": round(spread, 4), "determined": abs(measured) > spread,
-            "sign_agrees": _sign(measured) == _sign(predicted)}
+    return {
+        "trace": h2["trace"],
+        "measured_h2_s": round(m2, 4),
+        "measured_h3_s": round(m3, 4),
+        "measured_difference_s": round(measured, 4),
+        "measured_difference_percent": round(100 * measured / m2, 2),
+        "predicted_h2_s": h2["predicted_onload_s"],
+        "predicted_h3_s": h3["predicted_onload_s"],
+        "predicted_difference_s": round(predicted, 4),
+        "predicted_difference_percent": round(100 * predicted / h2["predicted_onload_s"], 2),
+        "spread_s": round(spread, 4),
+        "determined": abs(measured) > spread,
+        "sign_agrees": _sign(measured) == _sign(predicted),
+    }
 
 
 def _summary(pairs: list[dict]) -> dict:
     determined = [p for p in pairs if p["determined"]]
-    out = {"pairs": len(pairs), "sign_agrees": sum(p["sign_agrees"] for p in pairs),
-           "determined": len(determined), "determined_sign_agrees": sum(p["sign_agrees"] for p in determined)}
+    out = {
+        "pairs": len(pairs),
+        "sign_agrees": sum(p["sign_agrees"] for p in pairs),
+        "determined": len(determined),
+        "determined_sign_agrees": sum(p["sign_agrees"] for p in determined),
+    }
     if pairs:
         out["median_measured_difference_s"] = round(statistics.median(p["measured_difference_s"] for p in pairs), 4)
         out["median_predicted_difference_s"] = round(statistics.median(p["predicted_difference_s"] for p in pairs), 4)
-        out["median_abs_error_s"] = round(statistics.median(abs(p["predicted_difference_s"] -
-                                                                p["measured_difference_s"]) for p in pairs), 4)
+        out["median_abs_error_s"] = round(
+            statistics.median(abs(p["predicted_difference_s"] - p["measured_difference_s"]) for p in pairs), 4
+        )
     return out
 
 
@@ -71,18 +83,31 @@ def h3_against_h2(validation: dict) -> dict:
         if "h2" not in protos or "h3" not in protos:
             continue
         h3_pages = {p["trace"]: p for p in protos["h3"]["pages"]}
-        pairs = [d for p in protos["h2"]["pages"] if p["trace"] in h3_pages
-                 for d in [pair_difference(p, h3_pages[p["trace"]])] if d is not None]
+        pairs = [
+            d
+            for p in protos["h2"]["pages"]
+            if p["trace"] in h3_pages
+            for d in [pair_difference(p, h3_pages[p["trace"]])]
+            if d is not None
+        ]
         cond = protos["h2"]["condition"]
-        conditions.append({"condition": link, "loss": cond["loss"],
-                           "h2_in_sample": protos["h2"] is validation.get("reference"),
-                           "pages": pairs, **_summary(pairs)})
+        conditions.append(
+            {
+                "condition": link,
+                "loss": cond["loss"],
+                "h2_in_sample": protos["h2"] is validation.get("reference"),
+                "pages": pairs,
+                **_summary(pairs),
+            }
+        )
     every = [p for c in conditions for p in c["pages"]]
     lossy = [p for c in conditions if str(c["loss"]) not in ("0", "0.0") for p in c["pages"]]
     lossless = [p for c in conditions if str(c["loss"]) in ("0", "0.0") for p in c["pages"]]
-    return {"conditions": conditions,
-            "summary": {"all": _summary(every), "lossless": _summary(lossless), "loss": _summary(lossy)},
-            "params": {"reference": validation.get("params", {}).get("reference")}}
+    return {
+        "conditions": conditions,
+        "summary": {"all": _summary(every), "lossless": _summary(lossless), "loss": _summary(lossy)},
+        "params": {"reference": validation.get("params", {}).get("reference")},
+    }
 
 
 def _name(trace: str) -> str:
@@ -92,21 +117,28 @@ def _name(trace: str) -> str:
 
 def h3_table(result: dict) -> str:
     """Per condition: pages, sign agreement (all and where the lab's sign is clear), medians."""
-    lines = ["| condition | pages | sign agrees | lab's sign clear: agrees | median measured h3 - h2 | "
-             "median predicted h3 - h2 | median abs error |", "|---|---|---|---|---|---|---|"]
+    lines = [
+        "| condition | pages | sign agrees | lab's sign clear: agrees | median measured h3 - h2 | "
+        "median predicted h3 - h2 | median abs error |",
+        "|---|---|---|---|---|---|---|",
+    ]
     ms = lambda v: f"{1000 * v:+.0f} ms"  # noqa: E731
     for c in result["conditions"]:
         if not c["pairs"]:
             continue
-        lines.append(f"| `{c['condition']}`{' (h2 in sample)' if c['h2_in_sample'] else ''} | {c['pairs']} | "
-                     f"{c['sign_agrees']}/{c['pairs']} | {c['determined_sign_agrees']}/{c['determined']} | "
-                     f"{ms(c['median_measured_difference_s'])} | {ms(c['median_predicted_difference_s'])} | "
-                     f"{1000 * c['median_abs_error_s']:.0f} ms |")
+        lines.append(
+            f"| `{c['condition']}`{' (h2 in sample)' if c['h2_in_sample'] else ''} | {c['pairs']} | "
+            f"{c['sign_agrees']}/{c['pairs']} | {c['determined_sign_agrees']}/{c['determined']} | "
+            f"{ms(c['median_measured_difference_s'])} | {ms(c['median_predicted_difference_s'])} | "
+            f"{1000 * c['median_abs_error_s']:.0f} ms |"
+        )
     for name, s in result["summary"].items():
         if s["pairs"]:
-            lines.append(f"| **{name}** | {s['pairs']} | **{s['sign_agrees']}/{s['pairs']}** | "
-                         f"{s['determined_sign_agrees']}/{s['determined']} | {ms(s['median_measured_difference_s'])} "
-                         f"| {ms(s['median_predicted_difference_s'])} | {1000 * s['median_abs_error_s']:.0f} ms |")
+            lines.append(
+                f"| **{name}** | {s['pairs']} | **{s['sign_agrees']}/{s['pairs']}** | "
+                f"{s['determined_sign_agrees']}/{s['determined']} | {ms(s['median_measured_difference_s'])} "
+                f"| {ms(s['median_predicted_difference_s'])} | {1000 * s['median_abs_error_s']:.0f} ms |"
+            )
     return "\n".join(lines) + "\n"
 
 
@@ -116,23 +148,32 @@ def write_h3_report(result: dict, folder, note: str = "") -> list[Path]:
 
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
-    result = {**result, "conditions": [{**c, "pages": [{**p, "trace": _name(p["trace"])} for p in c["pages"]]}
-                                       for c in result["conditions"]]}
+    result = {
+        **result,
+        "conditions": [
+            {**c, "pages": [{**p, "trace": _name(p["trace"])} for p in c["pages"]]} for c in result["conditions"]
+        ],
+    }
     rows = []
     for c in result["conditions"]:
         for p in c["pages"]:
-            rows.append(f"| `{c['condition']}` | {p['trace']} | {1000 * p['measured_difference_s']:+.0f} ms "
-                        f"({p['measured_difference_percent']:+.1f}%) | {1000 * p['spread_s']:.0f} ms | "
-                        f"{1000 * p['predicted_difference_s']:+.0f} ms ({p['predicted_difference_percent']:+.1f}%) | "
-                        f"{'yes' if p['sign_agrees'] else '**no**'} |")
-    text = ("# HTTP/3 against HTTP/2: the model's difference against the lab's\n\n"
-            "Each page was measured over HTTP/2 and HTTP/3 at the same link condition, and both were predicted "
-            "from the page's one HTTP/2 reference HAR. The difference is median onLoad over HTTP/3 minus median "
-            "over HTTP/2 (negative: HTTP/3 faster). The lab's sign is *clear* where that difference exceeds the "
-            "runs' spread (half the range of each protocol's runs, added).\n\n" + h3_table(result) +
-            (f"\n{note}\n" if note else "") +
-            "\n## Every page\n\n| condition | page | measured h3 - h2 | runs' spread | predicted h3 - h2 | "
-            "sign agrees |\n|---|---|---|---|---|---|\n" + "\n".join(rows) + "\n")
+            rows.append(
+                f"| `{c['condition']}` | {p['trace']} | {1000 * p['measured_difference_s']:+.0f} ms "
+                f"({p['measured_difference_percent']:+.1f}%) | {1000 * p['spread_s']:.0f} ms | "
+                f"{1000 * p['predicted_difference_s']:+.0f} ms ({p['predicted_difference_percent']:+.1f}%) | "
+                f"{'yes' if p['sign_agrees'] else '**no**'} |"
+            )
+    text = (
+        "# HTTP/3 against HTTP/2: the model's difference against the lab's\n\n"
+        "Each page was measured over HTTP/2 and HTTP/3 at the same link condition, and both were predicted "
+        "from the page's one HTTP/2 reference HAR. The difference is median onLoad over HTTP/3 minus median "
+        "over HTTP/2 (negative: HTTP/3 faster). The lab's sign is *clear* where that difference exceeds the "
+        "runs' spread (half the range of each protocol's runs, added).\n\n"
+        + h3_table(result)
+        + (f"\n{note}\n" if note else "")
+        + "\n## Every page\n\n| condition | page | measured h3 - h2 | runs' spread | predicted h3 - h2 | "
+        "sign agrees |\n|---|---|---|---|---|---|\n" + "\n".join(rows) + "\n"
+    )
     atomic_write(folder / "validation-h3.md", text.encode())
     atomic_write(folder / "validation-h3.json", (json.dumps(result, indent=1) + "\n").encode())
     return [folder / "validation-h3.md", folder / "validation-h3.json"]

@@ -25,7 +25,7 @@ import sys
 
 from . import netns
 
-TUNSETIFF = 0x400454CA           # _IOW('T', 202, int), linux/if_tun.h
+TUNSETIFF = 0x400454CA  # _IOW('T', 202, int), linux/if_tun.h
 IFF_TUN, IFF_NO_PI = 0x0001, 0x1000
 DEVICE = "lab0"
 
@@ -58,7 +58,7 @@ def configure(client_ns: str, server_ns: str) -> None:
 
 def main() -> int:
     """Run one relay from the configuration on standard input; see the module docstring."""
-    signal.signal(signal.SIGINT, signal.SIG_IGN)           # Ctrl-C is the owner's to handle
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the owner's to handle
     config = json.loads(sys.stdin.buffer.readline())
     # SIGTERM/SIGHUP while the C loop runs without the GIL: Python's handler writes to the
     # wake-up pipe, which the loop watches, so the relay stops and cleans up.
@@ -68,7 +68,7 @@ def main() -> int:
     for sig in (signal.SIGTERM, signal.SIGHUP):
         signal.signal(sig, lambda *_: None)
     with contextlib.suppress(OSError):
-        os.setpriority(os.PRIO_PROCESS, 0, -10)             # an instrument: ahead of the load it carries
+        os.setpriority(os.PRIO_PROCESS, 0, -10)  # an instrument: ahead of the load it carries
     from .._extension import load_extension
 
     relay = load_extension("simulator.lab._relay", "WORKBENCH_RELAY_EXT")
@@ -83,8 +83,15 @@ def main() -> int:
         print(f"cannot set up the link: {exc}", file=sys.stderr, flush=True)
         return 1
     print("ready", flush=True)
-    stats = relay.run(fds[0], fds[1], sys.stdin.fileno(), config["uplink"], config["downlink"],
-                      int(config["seed"]) & (2**64 - 1), wake_fd=wake_r)
+    stats = relay.run(
+        fds[0],
+        fds[1],
+        sys.stdin.fileno(),
+        config["uplink"],
+        config["downlink"],
+        int(config["seed"]) & (2**64 - 1),
+        wake_fd=wake_r,
+    )
     word = b""
     with contextlib.suppress(OSError):
         os.set_blocking(sys.stdin.fileno(), False)
@@ -94,7 +101,7 @@ def main() -> int:
     with contextlib.suppress(BrokenPipeError, OSError):
         print(json.dumps(stats, sort_keys=True), flush=True)
     if not word.startswith(b"stop"):
-        for ns in (client_ns, server_ns):                   # the owner is gone: clean up for it
+        for ns in (client_ns, server_ns):  # the owner is gone: clean up for it
             netns.remove(ns)
     return 0
 

@@ -75,7 +75,7 @@ def _quic_congestion_control(cc: str) -> None:
     hypercorn_quic.QuicConfiguration = functools.partial(QuicConfiguration, congestion_control_algorithm=cc)
 
 
-HINTED_CACHE_CONTROL = b"max-age=600"     # a 103's preload must be reusable from the HTTP cache
+HINTED_CACHE_CONTROL = b"max-age=600"  # a 103's preload must be reusable from the HTTP cache
 
 
 class SiteApp:
@@ -85,8 +85,9 @@ class SiteApp:
     document's request; ``document_think_s`` replaces the document's recorded server time;
     ``timeline``: a text file to append one JSON line per response to."""
 
-    def __init__(self, site: RebuiltSite, *, hints: dict | None = None, document_think_s: float | None = None,
-                 timeline=None):
+    def __init__(
+        self, site: RebuiltSite, *, hints: dict | None = None, document_think_s: float | None = None, timeline=None
+    ):
         self.site = site
         self.log: list[tuple[str, str, str, int]] = []
         self.hints = hints if hints and hints.get("links") else None
@@ -97,6 +98,7 @@ class SiteApp:
         self._by_address = {}
         for origin in site.origins:
             from .site import authority_of
+
             host, port = authority_of(origin)
             self._by_address.setdefault((site.hosts[host], port), origin.split("://", 1)[1])
 
@@ -110,15 +112,18 @@ class SiteApp:
         arrived = time.monotonic()
         hinted_at = None
         authority = next((v.decode("latin-1") for n, v in scope["headers"] if n == b"host"), None)
-        if authority is None:       # no Host: the listener's own origin
+        if authority is None:  # no Host: the listener's own origin
             server = scope.get("server") or ("", 0)
             authority = self._by_address.get((server[0], server[1]), "")
         path = scope.get("raw_path", b"").decode("latin-1") or scope["path"]
         if scope.get("query_string") and "?" not in path:
             path += "?" + scope["query_string"].decode("latin-1")
         r = self.site.response(scope["scheme"], authority, path)
-        headers = [(b"access-control-allow-origin", b"*"), (b"timing-allow-origin", b"*"),
-                   (b"cache-control", b"no-store")]
+        headers = [
+            (b"access-control-allow-origin", b"*"),
+            (b"timing-allow-origin", b"*"),
+            (b"cache-control", b"no-store"),
+        ]
         if r is None:
             status, body = 404, b"not found\n"
             headers.append((b"content-type", b"text/plain"))
@@ -127,8 +132,12 @@ class SiteApp:
             if r.url == self.document_url:
                 if self.hints is not None and "http.response.early_hint" in (scope.get("extensions") or {}):
                     # RFC 8297 section 2: the 103 goes out before the server has the final response.
-                    await send({"type": "http.response.early_hint",
-                                "links": [v.encode("latin-1") for v in self.hints["links"]]})
+                    await send(
+                        {
+                            "type": "http.response.early_hint",
+                            "links": [v.encode("latin-1") for v in self.hints["links"]],
+                        }
+                    )
                     hinted_at = time.monotonic()
                 if self.document_think_s is not None:
                     think_s = self.document_think_s
@@ -147,10 +156,19 @@ class SiteApp:
             headers.append((b"content-length", str(len(body)).encode()))
         self.log.append((scope["scheme"], authority, path, status))
         if self.timeline is not None:
-            self.timeline.write(json.dumps({"url": r.url if r is not None else f"{scope['scheme']}://{authority}{path}",
-                                            "status": status,
-                                            "http_version": scope.get("http_version"), "arrived_s": arrived,
-                                            "early_hints_s": hinted_at, "response_s": time.monotonic()}) + "\n")
+            self.timeline.write(
+                json.dumps(
+                    {
+                        "url": r.url if r is not None else f"{scope['scheme']}://{authority}{path}",
+                        "status": status,
+                        "http_version": scope.get("http_version"),
+                        "arrived_s": arrived,
+                        "early_hints_s": hinted_at,
+                        "response_s": time.monotonic(),
+                    }
+                )
+                + "\n"
+            )
             self.timeline.flush()
         await send({"type": "http.response.start", "status": status, "headers": headers})
         await send({"type": "http.response.body", "body": b"" if no_body else body, "more_body": False})
@@ -175,22 +193,33 @@ def _bind(kind: int, address: str, port: int, cc: str = CONGESTION_CONTROL) -> s
             s.setsockopt(socket.IPPROTO_TCP, socket.TCP_CONGESTION, cc.encode())
         except OSError as exc:
             s.close()
-            raise InputError(f"cannot use TCP congestion control {cc!r} ({exc.strerror}); the kernel lists "
-                             f"{_available_cc()} and naming one not in tcp_allowed_congestion_control needs "
-                             f"root.") from None
+            raise InputError(
+                f"cannot use TCP congestion control {cc!r} ({exc.strerror}); the kernel lists "
+                f"{_available_cc()} and naming one not in tcp_allowed_congestion_control needs "
+                f"root."
+            ) from None
     try:
         s.bind((address, port))
     except OSError as exc:
         s.close()
         proto = "TCP" if kind == socket.SOCK_STREAM else "UDP"
-        raise InputError(f"cannot listen on {proto} {address}:{port} ({exc.strerror}); the address must be "
-                         f"on an interface of this namespace and ports below 1024 need root.") from None
+        raise InputError(
+            f"cannot listen on {proto} {address}:{port} ({exc.strerror}); the address must be "
+            f"on an interface of this namespace and ports below 1024 need root."
+        ) from None
     s.setblocking(False)
     return s
 
 
-async def serve(site: RebuiltSite, proto: str, stop: asyncio.Event, on_ready=None, *, app: SiteApp | None = None,
-                cc: str = CONGESTION_CONTROL) -> SiteApp:
+async def serve(
+    site: RebuiltSite,
+    proto: str,
+    stop: asyncio.Event,
+    on_ready=None,
+    *,
+    app: SiteApp | None = None,
+    cc: str = CONGESTION_CONTROL,
+) -> SiteApp:
     """Serve ``site`` over ``proto`` until ``stop`` is set; ``on_ready()`` once every listener is up;
     ``app``: the site's app when it is not the plain one (103 hints, a document think time);
     ``cc``: the congestion control of the server's TCP (the kernel's) and QUIC (aioquic's) senders."""
@@ -225,7 +254,7 @@ async def serve(site: RebuiltSite, proto: str, stop: asyncio.Event, on_ready=Non
         config = Config()
         config.certfile = os.path.join(tmp, "chain.pem")
         config.keyfile = os.path.join(tmp, "key.pem")
-        config.alpn_protocols = ["h2"]       # HTTP/2 only over TLS: no silent HTTP/1.1
+        config.alpn_protocols = ["h2"]  # HTTP/2 only over TLS: no silent HTTP/1.1
         config.accesslog = None
         config.errorlog = None
         config.graceful_timeout = 1.0
@@ -238,9 +267,14 @@ async def serve(site: RebuiltSite, proto: str, stop: asyncio.Event, on_ready=Non
                 (previous or (lambda lp, c: lp.default_exception_handler(c)))(loop, context)
 
         loop.set_exception_handler(quiet_cancel)
-        task = asyncio.ensure_future(worker_serve(wrap_app(app, config.wsgi_max_body_size, "asgi"), config,
-                                                  sockets=Sockets(secure, insecure, quic),
-                                                  shutdown_trigger=stop.wait))
+        task = asyncio.ensure_future(
+            worker_serve(
+                wrap_app(app, config.wsgi_max_body_size, "asgi"),
+                config,
+                sockets=Sockets(secure, insecure, quic),
+                shutdown_trigger=stop.wait,
+            )
+        )
         try:
             await _wait_listening([s.getsockname()[:2] for s in secure + insecure], task)
             await warm_up(site, proto)
@@ -261,7 +295,7 @@ async def serve(site: RebuiltSite, proto: str, stop: asyncio.Event, on_ready=Non
     return app
 
 
-WARM_UP_PATH = "/.well-known/lab-warm-up"      # answered 404: no page defines it
+WARM_UP_PATH = "/.well-known/lab-warm-up"  # answered 404: no page defines it
 
 
 async def warm_up(site: RebuiltSite, proto: str, timeout_s: float = 10.0) -> None:
@@ -286,14 +320,17 @@ async def _h2_request(address: str, port: int, host: str) -> None:
     import h2.events
 
     ctx = ssl.create_default_context()
-    ctx.check_hostname, ctx.verify_mode = False, ssl.CERT_NONE     # the lab's own server, on its own address
+    ctx.check_hostname, ctx.verify_mode = False, ssl.CERT_NONE  # the lab's own server, on its own address
     ctx.set_alpn_protocols(["h2"])
     reader, writer = await asyncio.open_connection(address, port, ssl=ctx, server_hostname=host)
     try:
         conn = h2.connection.H2Connection(h2.config.H2Configuration(client_side=True))
         conn.initiate_connection()
-        conn.send_headers(1, [(":method", "GET"), (":scheme", "https"), (":authority", host),
-                              (":path", WARM_UP_PATH)], end_stream=True)
+        conn.send_headers(
+            1,
+            [(":method", "GET"), (":scheme", "https"), (":authority", host), (":path", WARM_UP_PATH)],
+            end_stream=True,
+        )
         writer.write(conn.data_to_send())
         done = False
         while not done:
@@ -333,9 +370,16 @@ async def _h3_request(address: str, port: int, host: str) -> None:
     config = QuicConfiguration(is_client=True, alpn_protocols=H3_ALPN, verify_mode=ssl.CERT_NONE, server_name=host)
     async with connect(address, port, configuration=config, create_protocol=Client) as client:
         stream_id = client._quic.get_next_available_stream_id()
-        client.h3.send_headers(stream_id, [(b":method", b"GET"), (b":scheme", b"https"),
-                                           (b":authority", host.encode()), (b":path", WARM_UP_PATH.encode())],
-                               end_stream=True)
+        client.h3.send_headers(
+            stream_id,
+            [
+                (b":method", b"GET"),
+                (b":scheme", b"https"),
+                (b":authority", host.encode()),
+                (b":path", WARM_UP_PATH.encode()),
+            ],
+            end_stream=True,
+        )
         client.transmit()
         await ended.wait()
 
@@ -365,13 +409,25 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(prog="python -m simulator.lab.serve", description=__doc__.split("\n\n")[0])
     ap.add_argument("site", metavar="SITE_DIR", help="a folder written by RebuiltSite.write")
     ap.add_argument("--proto", required=True, choices=PROTOCOLS, help="h2 (HTTP/2 over TLS) or h3 (also QUIC)")
-    ap.add_argument("--hints", default=None, metavar="FILE",
-                    help='JSON {"document_url": URL, "links": [...]}: send one 103 with these Link values on it')
-    ap.add_argument("--document-think", default=None, metavar="DURATION",
-                    help="the document's server time instead of the recorded one, e.g. 100ms")
+    ap.add_argument(
+        "--hints",
+        default=None,
+        metavar="FILE",
+        help='JSON {"document_url": URL, "links": [...]}: send one 103 with these Link values on it',
+    )
+    ap.add_argument(
+        "--document-think",
+        default=None,
+        metavar="DURATION",
+        help="the document's server time instead of the recorded one, e.g. 100ms",
+    )
     ap.add_argument("--log", default=None, metavar="FILE", help="append one JSON line per response here")
-    ap.add_argument("--cc", default=CONGESTION_CONTROL, choices=CONGESTION_CONTROLS,
-                    help="the congestion control of the server's TCP and QUIC senders (default cubic)")
+    ap.add_argument(
+        "--cc",
+        default=CONGESTION_CONTROL,
+        choices=CONGESTION_CONTROLS,
+        help="the congestion control of the server's TCP and QUIC senders (default cubic)",
+    )
     args = ap.parse_args(argv)
 
     async def run(timeline) -> None:

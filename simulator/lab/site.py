@@ -51,10 +51,20 @@ from .bodies import SIZE_TOLERANCE, image, sized_text, tolerance
 from .certs import make_ca_and_leaf
 from .markup import delayed, insert_js, parser_tag
 
-__all__ = ["Response", "RebuiltSite", "rebuild", "rebuild_fidelity", "address_plan", "make_ca_and_leaf",
-           "SIZE_TOLERANCE", "DOCUMENTATION_RANGES", "origin_of", "authority_of"]
+__all__ = [
+    "Response",
+    "RebuiltSite",
+    "rebuild",
+    "rebuild_fidelity",
+    "address_plan",
+    "make_ca_and_leaf",
+    "SIZE_TOLERANCE",
+    "DOCUMENTATION_RANGES",
+    "origin_of",
+    "authority_of",
+]
 
-DOCUMENTATION_RANGES = ("198.51.100.0/24", "203.0.113.0/24")   # RFC 5737 section 3 (192.0.2.0/24: the link)
+DOCUMENTATION_RANGES = ("198.51.100.0/24", "203.0.113.0/24")  # RFC 5737 section 3 (192.0.2.0/24: the link)
 LOOPBACK_RANGE = "127.0.1.0/24"
 # (bodies.SIZE_TOLERANCE: a body the coding cannot bring that close to its recorded size, or
 # one whose markup alone is larger, is reported by ``size_report``.)
@@ -63,6 +73,7 @@ _TEXT_TYPES = ("document", "stylesheet", "script", "fetch", "xhr")
 
 
 # ---------------------------------------------------------------------------- names
+
 
 def origin_of(url: str) -> str:
     """``scheme://host[:port]`` with the default port left out, host lower-case."""
@@ -109,6 +120,7 @@ def address_plan(hosts: list[str], addresses="documentation") -> dict[str, str]:
 
 # ---------------------------------------------------------------------------- the site
 
+
 @dataclass
 class Response:
     """One response of the rebuilt site, as the server sends it."""
@@ -116,12 +128,12 @@ class Response:
     url: str
     status: int
     content_type: str
-    body: bytes                              # as sent: coded when content_encoding is set
+    body: bytes  # as sent: coded when content_encoding is set
     content_encoding: str | None = None
     location: str | None = None
-    think_s: float = 0.0                     # server time before the response (wall clock)
+    think_s: float = 0.0  # server time before the response (wall clock)
     resource_type: str = "other"
-    recorded_wire_bytes: int = 0             # what the HAR says went on the wire
+    recorded_wire_bytes: int = 0  # what the HAR says went on the wire
     recorded_decoded_bytes: int = 0
 
     @property
@@ -135,6 +147,7 @@ class Response:
             return gzip.decompress(self.body)
         if self.content_encoding == "br":
             import brotli
+
             return brotli.decompress(self.body)
         return self.body
 
@@ -147,7 +160,7 @@ class RebuiltSite:
     hosts: dict[str, str]
     origins: dict[str, dict[str, Response]]
     tls: dict
-    settle_s: float = 0.0                    # the longest script delay: how long a loader waits after load
+    settle_s: float = 0.0  # the longest script delay: how long a loader waits after load
     source: str | None = None
     notes: list[str] = field(default_factory=list)
 
@@ -173,9 +186,17 @@ class RebuiltSite:
 
     def size_report(self) -> list[dict]:
         """Per response: recorded and rebuilt bytes on the wire (the body as sent)."""
-        return [{"url": r.url, "encoding": r.content_encoding, "recorded_wire_bytes": r.recorded_wire_bytes,
-                 "wire_bytes": len(r.body), "recorded_decoded_bytes": r.recorded_decoded_bytes}
-                for rs in self.origins.values() for r in rs.values()]
+        return [
+            {
+                "url": r.url,
+                "encoding": r.content_encoding,
+                "recorded_wire_bytes": r.recorded_wire_bytes,
+                "wire_bytes": len(r.body),
+                "recorded_decoded_bytes": r.recorded_decoded_bytes,
+            }
+            for rs in self.origins.values()
+            for r in rs.values()
+        ]
 
     def write(self, folder) -> None:
         """The site as files: ``site.json``, ``bodies/N`` and ``tls/{ca,cert,key}.pem``."""
@@ -195,8 +216,15 @@ class RebuiltSite:
             origins[origin] = rows
         for name in ("ca", "cert", "key"):
             (root / "tls" / f"{name}.pem").write_text(self.tls[f"{name}_pem"])
-        meta = {"page_url": self.page_url, "hosts": self.hosts, "origins": origins, "settle_s": self.settle_s,
-                "spki_sha256_b64": self.spki_sha256_b64, "source": self.source, "notes": self.notes}
+        meta = {
+            "page_url": self.page_url,
+            "hosts": self.hosts,
+            "origins": origins,
+            "settle_s": self.settle_s,
+            "spki_sha256_b64": self.spki_sha256_b64,
+            "source": self.source,
+            "notes": self.notes,
+        }
         (root / SITE_FILE).write_text(json.dumps(meta, indent=1))
 
     @classmethod
@@ -204,8 +232,9 @@ class RebuiltSite:
         """A site written by ``write``; a folder that is not one is an ``InputError``."""
         root = Path(folder)
         if not (root / SITE_FILE).is_file():
-            raise InputError(f"is not a rebuilt site (no {SITE_FILE}; write one with RebuiltSite.write).",
-                             path=str(folder))
+            raise InputError(
+                f"is not a rebuilt site (no {SITE_FILE}; write one with RebuiltSite.write).", path=str(folder)
+            )
         try:
             meta = json.loads((root / SITE_FILE).read_text())
             tls = {f"{n}_pem": (root / "tls" / f"{n}.pem").read_text() for n in ("ca", "cert", "key")}
@@ -219,15 +248,23 @@ class RebuiltSite:
                     r = Response(body=body, **row)
                     rs.setdefault(r.path, r)
                 origins[origin] = rs
-            return cls(page_url=meta["page_url"], hosts=meta["hosts"], origins=origins, tls=tls,
-                       settle_s=float(meta.get("settle_s", 0.0)), source=meta.get("source"),
-                       notes=list(meta.get("notes") or ()))
+            return cls(
+                page_url=meta["page_url"],
+                hosts=meta["hosts"],
+                origins=origins,
+                tls=tls,
+                settle_s=float(meta.get("settle_s", 0.0)),
+                source=meta.get("source"),
+                notes=list(meta.get("notes") or ()),
+            )
         except (OSError, ValueError, KeyError, TypeError) as exc:
-            raise InputError(f"is not a readable rebuilt site ({type(exc).__name__}: {exc}).",
-                             path=str(folder)) from None
+            raise InputError(
+                f"is not a readable rebuilt site ({type(exc).__name__}: {exc}).", path=str(folder)
+            ) from None
 
 
 # ---------------------------------------------------------------------------- rebuild
+
 
 def _coding(headers) -> str | None:
     for n, v in headers or ():
@@ -241,9 +278,15 @@ def _ctype(headers, kind: str) -> str:
     for n, v in headers or ():
         if n == b"content-type":
             return v.decode("latin-1")
-    return {"document": "text/html; charset=utf-8", "stylesheet": "text/css; charset=utf-8",
-            "script": "application/javascript; charset=utf-8", "image": "image/png", "font": "font/woff2",
-            "fetch": "application/json", "xhr": "application/json"}.get(kind, "application/octet-stream")
+    return {
+        "document": "text/html; charset=utf-8",
+        "stylesheet": "text/css; charset=utf-8",
+        "script": "application/javascript; charset=utf-8",
+        "image": "image/png",
+        "font": "font/woff2",
+        "fetch": "application/json",
+        "xhr": "application/json",
+    }.get(kind, "application/octet-stream")
 
 
 def _load_graph(har):
@@ -255,16 +298,17 @@ def _load_graph(har):
     if trace.format != "har":
         raise InputError(f"is a {trace.format} trace, not a HAR: the lab rebuilds HAR pages only.", path=src)
     if not trace.pages:
-        raise InputError("has no pages: the lab rebuilds one page load, and a HAR without log.pages names none.",
-                         path=src)
+        raise InputError(
+            "has no pages: the lab rebuilds one page load, and a HAR without log.pages names none.", path=src
+        )
     if not trace.exchanges and trace.meta.get("not_on_network"):
-        raise InputError("has only data: (or other non-network) entries: no request goes to a server to rebuild.",
-                         path=src)
+        raise InputError(
+            "has only data: (or other non-network) entries: no request goes to a server to rebuild.", path=src
+        )
     if not trace.exchanges:
         raise InputError("has no entries: there is no request to rebuild.", path=src)
     if not any((e.url or "").startswith(("http://", "https://")) for e in trace.exchanges):
-        raise InputError("has only data: (or other non-http) URLs: no request goes to a server to rebuild.",
-                         path=src)
+        raise InputError("has only data: (or other non-http) URLs: no request goes to a server to rebuild.", path=src)
     graph = page_graph(trace)
     if not graph[0].url.startswith(("http://", "https://")):
         raise InputError(f"the page's navigation is to {graph[0].url[:60]!r}, not an http(s) URL.", path=src)
@@ -315,8 +359,8 @@ def rebuild(har, *, addresses="documentation", seed: int = 0, tls: dict | None =
     kind = {r.index: r.resource_type for r in resources}
 
     # Who finds whom: per parent, its children in recorded order, and how.
-    parser_children: dict[int, list[int]] = {}     # parent document -> tags
-    inline_children: dict[int, list[int]] = {}     # parent document -> inline-script insertions
+    parser_children: dict[int, list[int]] = {}  # parent document -> tags
+    inline_children: dict[int, list[int]] = {}  # parent document -> inline-script insertions
     css_children: dict[int, list[int]] = {}
     script_children: dict[int, list[int]] = {}
     redirect_to: dict[int, str] = {}
@@ -347,8 +391,12 @@ def rebuild(har, *, addresses="documentation", seed: int = 0, tls: dict | None =
                 redirect_to[r.index] = nxt
 
     css_classes = [(i, kind[i]) for kids in css_children.values() for i in kids if kind[i] in ("font", "image")]
-    markers = "".join(f'<span class="lab-r{i}">lab</span>' if k == "font"
-                      else f'<div class="lab-r{i}" style="width:8px;height:8px"></div>' for i, k in css_classes)
+    markers = "".join(
+        f'<span class="lab-r{i}">lab</span>'
+        if k == "font"
+        else f'<div class="lab-r{i}" style="width:8px;height:8px"></div>'
+        for i, k in css_classes
+    )
     settle_s = 0.0
 
     def delay(i: int) -> float:
@@ -360,14 +408,28 @@ def rebuild(har, *, addresses="documentation", seed: int = 0, tls: dict | None =
             cr = by_index[c]
             where, tag = parser_tag(kind[c], cr.url, cr.render_blocking)
             (head if where == "head" else body).append(tag)
-        inline = "".join(delayed(insert_js(kind[c], by_index[c].url, f"lab-r{c}"), delay(c))
-                         for c in inline_children.get(r.index, ()))
+        inline = "".join(
+            delayed(insert_js(kind[c], by_index[c].url, f"lab-r{c}"), delay(c))
+            for c in inline_children.get(r.index, ())
+        )
         if inline:
             body.append(f"<script>\n{inline}</script>")
         title = "rebuilt page" if r.index == main_doc else "rebuilt frame"
-        return ("<!doctype html>\n<html><head><meta charset=\"utf-8\"><title>" + title + "</title>\n"
-                + "\n".join(head) + "\n</head><body>\n<h1>" + title + "</h1>\n<p>" + "lab text " * 12 + "</p>\n"
-                + "\n".join(body) + "\n" + markers + "\n</body></html>\n")
+        return (
+            '<!doctype html>\n<html><head><meta charset="utf-8"><title>'
+            + title
+            + "</title>\n"
+            + "\n".join(head)
+            + "\n</head><body>\n<h1>"
+            + title
+            + "</h1>\n<p>"
+            + "lab text " * 12
+            + "</p>\n"
+            + "\n".join(body)
+            + "\n"
+            + markers
+            + "\n</body></html>\n"
+        )
 
     def css_text(r) -> str:
         imports, rules = [], []
@@ -376,8 +438,10 @@ def rebuild(har, *, addresses="documentation", seed: int = 0, tls: dict | None =
             if kind[c] == "stylesheet":
                 imports.append(f"@import url({u});")
             elif kind[c] == "font":
-                rules.append(f'@font-face {{ font-family: "lab-r{c}"; src: url({u}); }}\n'
-                             f'.lab-r{c} {{ font-family: "lab-r{c}"; }}')
+                rules.append(
+                    f'@font-face {{ font-family: "lab-r{c}"; src: url({u}); }}\n'
+                    f'.lab-r{c} {{ font-family: "lab-r{c}"; }}'
+                )
             else:
                 rules.append(f".lab-r{c} {{ background-image: url({u}); }}")
         return "\n".join(imports + ["body { margin: 0 }"] + rules) + "\n"
@@ -398,7 +462,7 @@ def rebuild(har, *, addresses="documentation", seed: int = 0, tls: dict | None =
         wire, decoded = sizes[r.index]
         coding = _coding(r.response_headers)
         if coding == "br" and r.url.startswith("http:"):
-            coding = "gzip"     # Chromium offers br only over https (its Accept-Encoding)
+            coding = "gzip"  # Chromium offers br only over https (its Accept-Encoding)
             notes.append(f"{r.url}: br over http sent as gzip (Chromium does not accept br without TLS)")
         location = redirect_to.get(r.index) if 300 <= r.status < 400 else None
         body_seed = seed * 1_000_003 + r.index
@@ -414,7 +478,7 @@ def rebuild(har, *, addresses="documentation", seed: int = 0, tls: dict | None =
         elif coding or k in _TEXT_TYPES:
             body = sized_text("", "script", body_seed, wire, decoded, coding)
         elif k == "image" and "svg" not in _ctype(r.response_headers, k):
-            body = image(wire, body_seed)              # decodable: Chromium stops reading what is not
+            body = image(wire, body_seed)  # decodable: Chromium stops reading what is not
         else:
             body = random.Random(body_seed).randbytes(wire)
         if not body:
@@ -423,15 +487,31 @@ def rebuild(har, *, addresses="documentation", seed: int = 0, tls: dict | None =
             notes.append(f"{r.url}: {len(body)} bytes on the wire, recorded {wire}")
         origin = origin_of(r.url)
         origins.setdefault(origin, {})[_path(r.url)] = Response(
-            url=r.url, status=r.status, content_type=_ctype(r.response_headers, k), body=body,
-            content_encoding=coding, location=location, think_s=round(float(cond.think_s.get(r.index, 0.0)), 6),
-            resource_type=k, recorded_wire_bytes=wire, recorded_decoded_bytes=decoded or wire)
+            url=r.url,
+            status=r.status,
+            content_type=_ctype(r.response_headers, k),
+            body=body,
+            content_encoding=coding,
+            location=location,
+            think_s=round(float(cond.think_s.get(r.index, 0.0)), 6),
+            resource_type=k,
+            recorded_wire_bytes=wire,
+            recorded_decoded_bytes=decoded or wire,
+        )
     settle_s = max([settle_s] + [delay(c) for kids in inline_children.values() for c in kids])
-    return RebuiltSite(page_url=graph[0].url, hosts=plan, origins=origins, tls=tls, settle_s=round(settle_s, 6),
-                       source=trace.source, notes=notes)
+    return RebuiltSite(
+        page_url=graph[0].url,
+        hosts=plan,
+        origins=origins,
+        tls=tls,
+        settle_s=round(settle_s, 6),
+        source=trace.source,
+        notes=notes,
+    )
 
 
 # ---------------------------------------------------------------------------- the check
+
 
 def rebuild_fidelity(original_har, lab_har) -> dict:
     """How much of the original page the lab load reproduced: the share of the original's
@@ -449,8 +529,13 @@ def rebuild_fidelity(original_har, lab_har) -> dict:
     edges = [(orig[r.parent].url, r.url) for r in wanted if r.parent is not None]
     missing_urls = [r.url for r in wanted if r.url not in lab_urls]
     missing_edges = [e for e in edges if e not in lab_edges]
-    return {"requests": len(wanted), "urls_found": len(wanted) - len(missing_urls),
-            "url_share": (len(wanted) - len(missing_urls)) / len(wanted) if wanted else 1.0,
-            "edges": len(edges), "edges_found": len(edges) - len(missing_edges),
-            "edge_share": (len(edges) - len(missing_edges)) / len(edges) if edges else 1.0,
-            "missing_urls": missing_urls, "missing_edges": [f"{a} -> {b}" for a, b in missing_edges]}
+    return {
+        "requests": len(wanted),
+        "urls_found": len(wanted) - len(missing_urls),
+        "url_share": (len(wanted) - len(missing_urls)) / len(wanted) if wanted else 1.0,
+        "edges": len(edges),
+        "edges_found": len(edges) - len(missing_edges),
+        "edge_share": (len(edges) - len(missing_edges)) / len(edges) if edges else 1.0,
+        "missing_urls": missing_urls,
+        "missing_edges": [f"{a} -> {b}" for a, b in missing_edges],
+    }

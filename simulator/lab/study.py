@@ -44,8 +44,16 @@ from ..errors import InputError
 from ..studies.base import Study, StudyParams, StudyResult, add_network_flags, network_from_args, records
 from ..units import parse_duration, parse_size
 
-__all__ = ["LabLoadParams", "LabLoadResult", "run", "load_in_lab", "page_metrics", "kernel_tcp_retransmits", "STUDY",
-           "PROTOCOLS"]
+__all__ = [
+    "LabLoadParams",
+    "LabLoadResult",
+    "run",
+    "load_in_lab",
+    "page_metrics",
+    "kernel_tcp_retransmits",
+    "STUDY",
+    "PROTOCOLS",
+]
 
 PROTOCOLS = ("h2", "h3")
 POLICIES = ("none", "hints")
@@ -66,8 +74,8 @@ class LabLoadParams(StudyParams):
     seed: int = 1
     cc: str = "cubic"
     timeout_s: float = 60.0
-    policy: str = "none"                    # none, or hints: the push study's 103 on the navigation
-    document_think_s: float | None = None   # the document's server time (None: the recorded one)
+    policy: str = "none"  # none, or hints: the push study's 103 on the navigation
+    document_think_s: float | None = None  # the document's server time (None: the recorded one)
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -79,14 +87,19 @@ class LabLoadParams(StudyParams):
             raise InputError(f"the document's think time must be in [0, 60] s, got {self.document_think_s}")
         if not 0 < self.timeout_s <= 3600:
             raise InputError(f"the load's time limit must be in (0, 3600] s, got {self.timeout_s}")
-        self.conditions()                       # the link's own limits (rate, queue), before any work
+        self.conditions()  # the link's own limits (rate, queue), before any work
 
     def conditions(self):
         """The emulated link of this load (``link.LinkConditions``)."""
         from .link import LinkConditions
 
-        return LinkConditions(rtt_s=self.rtt_s, bandwidth_bps=self.bandwidth_bps, loss=self.loss,
-                              queue_bytes=self.queue_bytes, seed=self.seed)
+        return LinkConditions(
+            rtt_s=self.rtt_s,
+            bandwidth_bps=self.bandwidth_bps,
+            loss=self.loss,
+            queue_bytes=self.queue_bytes,
+            seed=self.seed,
+        )
 
     def batch_dict(self) -> dict:
         """As ``StudyParams.batch_dict``, without ``policy`` and ``document_think_s`` at their
@@ -111,9 +124,13 @@ def page_metrics(har: dict) -> dict:
 
     entries = har["log"]["entries"]
     versions = sorted({e["response"].get("httpVersion") or "" for e in entries} - {""})
-    return {"onload_s": seconds("onLoad"), "fcp_s": seconds("_firstContentfulPaint"),
-            "lcp_s": seconds("_largestContentfulPaint"), "requests": len(entries),
-            "protocols_seen": ",".join(versions)}
+    return {
+        "onload_s": seconds("onLoad"),
+        "fcp_s": seconds("_firstContentfulPaint"),
+        "lcp_s": seconds("_largestContentfulPaint"),
+        "requests": len(entries),
+        "protocols_seen": ",".join(versions),
+    }
 
 
 def _last_line(data: bytes | str | None) -> str:
@@ -145,8 +162,17 @@ def load_in_lab(trace, params: LabLoadParams, *, site=None) -> tuple[dict, dict]
         site.write(site_dir)
         har_path = os.path.join(tmp, "load.har")
         log_path = os.path.join(tmp, "server.jsonl")
-        serve_argv = [*python, "simulator.lab.serve", site_dir, "--proto", params.protocol, "--log", log_path,
-                      "--cc", params.cc]
+        serve_argv = [
+            *python,
+            "simulator.lab.serve",
+            site_dir,
+            "--proto",
+            params.protocol,
+            "--log",
+            log_path,
+            "--cc",
+            params.cc,
+        ]
         plan = None
         if params.policy == "hints":
             plan = hint_plan(trace)
@@ -159,16 +185,35 @@ def load_in_lab(trace, params: LabLoadParams, *, site=None) -> tuple[dict, dict]
             server = lab.start("server", serve_argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
             if read_line(server.stdout, 30.0) != "ready":
                 server.poll()
-                raise InputError(f"the rebuilt site's servers did not start ({_last_line(server.stderr.read1(4000))}).",
-                                 path=trace.source if trace is not None else None)
+                raise InputError(
+                    f"the rebuilt site's servers did not start ({_last_line(server.stderr.read1(4000))}).",
+                    path=trace.source if trace is not None else None,
+                )
             retransmits_before = kernel_tcp_retransmits(server.pid)
-            done = subprocess.run(exec_argv(lab.client_ns, [*python, "simulator.lab.load", site_dir, "--proto",
-                                                            params.protocol, "--out", har_path,
-                                                            "--timeout", f"{params.timeout_s}s"]),
-                                  env=lab.environment(), capture_output=True, timeout=params.timeout_s + 60)
+            done = subprocess.run(
+                exec_argv(
+                    lab.client_ns,
+                    [
+                        *python,
+                        "simulator.lab.load",
+                        site_dir,
+                        "--proto",
+                        params.protocol,
+                        "--out",
+                        har_path,
+                        "--timeout",
+                        f"{params.timeout_s}s",
+                    ],
+                ),
+                env=lab.environment(),
+                capture_output=True,
+                timeout=params.timeout_s + 60,
+            )
             if done.returncode != 0:
-                raise InputError(f"the lab load failed ({_last_line(done.stderr)}).",
-                                 path=trace.source if trace is not None else None)
+                raise InputError(
+                    f"the lab load failed ({_last_line(done.stderr)}).",
+                    path=trace.source if trace is not None else None,
+                )
             with open(har_path, encoding="utf-8") as f:
                 har = json.load(f)
             resent = kernel_tcp_retransmits(server.pid) - retransmits_before
@@ -176,8 +221,7 @@ def load_in_lab(trace, params: LabLoadParams, *, site=None) -> tuple[dict, dict]
         if os.path.exists(log_path):
             with open(log_path, encoding="utf-8") as f:
                 server_log = [json.loads(line) for line in f if line.strip()]
-        return har, {**(lab.stats or {}), "server_tcp_retransmits": resent, "server_log": server_log,
-                     "hint_plan": plan}
+        return har, {**(lab.stats or {}), "server_tcp_retransmits": resent, "server_log": server_log, "hint_plan": plan}
 
 
 @dataclass
@@ -197,7 +241,7 @@ class LabLoadResult(StudyResult):
         return {"summary": records(self.summary), "params": self.params}
 
 
-_SITES: dict[str, object] = {}        # trace content hash -> its rebuilt site (this process)
+_SITES: dict[str, object] = {}  # trace content hash -> its rebuilt site (this process)
 
 
 def _site(trace):
@@ -239,25 +283,44 @@ def run(trace, params: LabLoadParams | None = None, *, progress: bool = False) -
 def add_arguments(p: argparse.ArgumentParser) -> None:
     """The load's flags: the link (the models' spellings), the protocol, the time limit."""
     add_network_flags(p, rtt="100ms", bw="10mbit", loss="0", cc="cubic", seed=1)
-    p.add_argument("--queue", default=None, type=argtypes.positive_size,
-                   help="drop-tail queue of each direction in bytes (default: unlimited, as the models)")
+    p.add_argument(
+        "--queue",
+        default=None,
+        type=argtypes.positive_size,
+        help="drop-tail queue of each direction in bytes (default: unlimited, as the models)",
+    )
     p.add_argument("--protocol", default="h2", choices=PROTOCOLS, help="HTTP/2 over TLS, or HTTP/3 (QUIC forced)")
     p.add_argument("--timeout", default="60s", type=argtypes.positive_duration, help="give up on the page after this")
-    p.add_argument("--policy", default="none", choices=POLICIES,
-                   help="hints: the server sends the push study's 103 Early Hints on the document's request")
-    p.add_argument("--think", "--document-think", dest="document_think", default=None, type=argtypes.duration,
-                   help="the document's server time instead of the recorded one, e.g. 100ms")
-    p.add_argument("--har", default=None, type=argtypes.output_file, metavar="FILE",
-                   help="also write the HAR Chromium recorded")
+    p.add_argument(
+        "--policy",
+        default="none",
+        choices=POLICIES,
+        help="hints: the server sends the push study's 103 Early Hints on the document's request",
+    )
+    p.add_argument(
+        "--think",
+        "--document-think",
+        dest="document_think",
+        default=None,
+        type=argtypes.duration,
+        help="the document's server time instead of the recorded one, e.g. 100ms",
+    )
+    p.add_argument(
+        "--har", default=None, type=argtypes.output_file, metavar="FILE", help="also write the HAR Chromium recorded"
+    )
     p.add_argument("--json", action="store_true", help="print one JSON object")
 
 
 def params_from_args(args: argparse.Namespace) -> LabLoadParams:
     """The load's parameters from its parsed flags (units applied, the link checked)."""
-    return LabLoadParams(queue_bytes=None if args.queue is None else parse_size(args.queue), protocol=args.protocol,
-                         timeout_s=parse_duration(args.timeout), policy=args.policy,
-                         document_think_s=None if args.document_think is None else parse_duration(args.document_think),
-                         **network_from_args(args))
+    return LabLoadParams(
+        queue_bytes=None if args.queue is None else parse_size(args.queue),
+        protocol=args.protocol,
+        timeout_s=parse_duration(args.timeout),
+        policy=args.policy,
+        document_think_s=None if args.document_think is None else parse_duration(args.document_think),
+        **network_from_args(args),
+    )
 
 
 def _add_inputs(p: argparse.ArgumentParser) -> None:
@@ -278,14 +341,24 @@ def _cmd(args: argparse.Namespace) -> int:
         return 0
     row = result.summary.iloc[0]
     paint = lambda v: "n/a" if v is None or v != v else f"{v:.3f} s"  # noqa: E731
-    print(f"onLoad {paint(row['onload_s'])}, first contentful paint {paint(row['fcp_s'])}, "
-          f"largest contentful paint {paint(row['lcp_s'])}; {row['requests']} requests over "
-          f"{row['protocols_seen'] or 'nothing'}; link: {row['downlink_lost']} lost, "
-          f"{row['downlink_queue_drops']} dropped at the queue (server to client); the server's kernel resent "
-          f"{row['server_tcp_retransmits']} TCP segments")
+    print(
+        f"onLoad {paint(row['onload_s'])}, first contentful paint {paint(row['fcp_s'])}, "
+        f"largest contentful paint {paint(row['lcp_s'])}; {row['requests']} requests over "
+        f"{row['protocols_seen'] or 'nothing'}; link: {row['downlink_lost']} lost, "
+        f"{row['downlink_queue_drops']} dropped at the queue (server to client); the server's kernel resent "
+        f"{row['server_tcp_retransmits']} TCP segments"
+    )
     return 0
 
 
-STUDY = Study(name="lab-load", help="one real page load: the HAR's page rebuilt and loaded by Chromium in the lab",
-              add_arguments=add_arguments, params_from_args=params_from_args, run=run, command=_cmd,
-              add_inputs=_add_inputs, optional_tables=("har",), cli_only=frozenset({"har", "timeout"}))
+STUDY = Study(
+    name="lab-load",
+    help="one real page load: the HAR's page rebuilt and loaded by Chromium in the lab",
+    add_arguments=add_arguments,
+    params_from_args=params_from_args,
+    run=run,
+    command=_cmd,
+    add_inputs=_add_inputs,
+    optional_tables=("har",),
+    cli_only=frozenset({"har", "timeout"}),
+)

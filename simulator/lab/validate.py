@@ -39,14 +39,25 @@ RESEND_KEYS = ("packets_lost", "rtos", "spurious_rtos", "ptos", "spurious_ptos")
 def _key(row) -> tuple:
     q = row["queue_bytes"]
     bw = row["bandwidth_bps"]
-    return (float(row["rtt_s"]), None if bw is None or bw != bw else float(bw), str(row["loss"]),
-            None if q is None or q != q else int(q), str(row["protocol"]))
+    return (
+        float(row["rtt_s"]),
+        None if bw is None or bw != bw else float(bw),
+        str(row["loss"]),
+        None if q is None or q != q else int(q),
+        str(row["protocol"]),
+    )
 
 
 def _condition(key: tuple) -> dict:
     rtt_s, bw, loss, queue, protocol = key
-    return {"conditions": str(PathConditions(rtt_s=rtt_s, bandwidth_bps=bw, loss=loss, queue_bytes=queue)),
-            "rtt_s": rtt_s, "bandwidth_bps": bw, "loss": loss, "queue_bytes": queue, "protocol": protocol}
+    return {
+        "conditions": str(PathConditions(rtt_s=rtt_s, bandwidth_bps=bw, loss=loss, queue_bytes=queue)),
+        "rtt_s": rtt_s,
+        "bandwidth_bps": bw,
+        "loss": loss,
+        "queue_bytes": queue,
+        "protocol": protocol,
+    }
 
 
 def floor_ape(runs: list[float]) -> list[float]:
@@ -54,7 +65,7 @@ def floor_ape(runs: list[float]) -> list[float]:
     others (what a perfect model of "a load" would still be off by)."""
     out = []
     for i, r in enumerate(runs):
-        others = runs[:i] + runs[i + 1:]
+        others = runs[:i] + runs[i + 1 :]
         if others:
             m = statistics.median(others)
             out.append(100.0 * abs(r - m) / m)
@@ -104,11 +115,13 @@ def _stats(pages: list[dict]) -> dict:
     floor = [f for p in pages for f in p["floor_ape_percent"]]
     measured = [statistics.median(p["measured_onload_s"]) for p in pages if p["predicted_onload_s"] is not None]
     predicted = [p["predicted_onload_s"] for p in pages if p["predicted_onload_s"] is not None]
-    return {"pages": len(pages),
-            "mape_percent": round(statistics.fmean(ape), 3) if ape else None,
-            "median_ape_percent": round(statistics.median(ape), 3) if ape else None,
-            "spearman_rho": spearman(measured, predicted),
-            "floor_mape_percent": round(statistics.fmean(floor), 3) if floor else None}
+    return {
+        "pages": len(pages),
+        "mape_percent": round(statistics.fmean(ape), 3) if ape else None,
+        "median_ape_percent": round(statistics.median(ape), 3) if ape else None,
+        "spearman_rho": spearman(measured, predicted),
+        "floor_mape_percent": round(statistics.fmean(floor), 3) if floor else None,
+    }
 
 
 @dataclass
@@ -119,20 +132,26 @@ class ValidationResult:
     reference: dict
     summary: dict
     params: dict
-    failures: list = field(default_factory=list)     # one line per page or load that failed
+    failures: list = field(default_factory=list)  # one line per page or load that failed
 
     def to_dict(self) -> dict:
         """``conditions``, ``reference`` (the in-sample check), ``summary``, ``params``, ``failures``."""
-        return {"conditions": self.conditions, "reference": self.reference, "summary": self.summary,
-                "params": self.params, "failures": self.failures}
+        return {
+            "conditions": self.conditions,
+            "reference": self.reference,
+            "summary": self.summary,
+            "params": self.params,
+            "failures": self.failures,
+        }
 
     def to_json(self) -> str:
         """One JSON document."""
         return json.dumps(self.to_dict(), indent=1, sort_keys=False)
 
 
-def _predict(har_json: str, trace_name: str, key: tuple, seed: int, cc: str | None = None
-             ) -> tuple[float | None, str | None, dict]:
+def _predict(
+    har_json: str, trace_name: str, key: tuple, seed: int, cc: str | None = None
+) -> tuple[float | None, str | None, dict]:
     """The model's onLoad of the reference HAR's page moved to condition ``key``, with the
     lab servers' congestion control ``cc`` (None: a folder recorded before the lab named it,
     under the kernel's default: the model's own default), and what its transports resent
@@ -162,16 +181,17 @@ def analyse(out: str, reference: dict, *, seed: int = 1, runs: int | None = None
 
     summary = load(out, "summary")
     hars = load(out, "har")
-    last_run = runs                              # ``runs`` names each page's loads below
+    last_run = runs  # ``runs`` names each page's loads below
     if last_run is not None and len(summary):
-        summary = summary[summary["seed"] <= last_run]    # a load's seed is its run's number
+        summary = summary[summary["seed"] <= last_run]  # a load's seed is its run's number
     if not len(summary):
         raise InputError("holds no finished lab load.", path=str(out))
     summary = summary.assign(key=[_key(r) for r in summary.to_dict(orient="records")])
     if "cc" not in summary.columns:
-        summary = summary.assign(cc=None)       # recorded before the lab named its congestion control
-    hars = hars[["job_id", "trace", "seed", "har_json"]].merge(summary[["job_id", "key", "onload_s", "cc"]],
-                                                              on="job_id")
+        summary = summary.assign(cc=None)  # recorded before the lab named its congestion control
+    hars = hars[["job_id", "trace", "seed", "har_json"]].merge(
+        summary[["job_id", "key", "onload_s", "cc"]], on="job_id"
+    )
     ref_key = _key(reference)
     conditions, ref_pages = [], []
     by_key = {k: df for k, df in summary.groupby("key", sort=False)}
@@ -182,14 +202,17 @@ def analyse(out: str, reference: dict, *, seed: int = 1, runs: int | None = None
             ref = hars[(hars["trace"] == trace) & (hars["key"] == ref_key)].dropna(subset=["onload_s"])
             if ref.empty or not measured:
                 continue
-            ref = ref.sort_values(["onload_s", "seed"]).iloc[(len(ref) - 1) // 2]        # the median run
+            ref = ref.sort_values(["onload_s", "seed"]).iloc[(len(ref) - 1) // 2]  # the median run
             cc = ref["cc"] if isinstance(ref["cc"], str) else None
             predicted, why, resent = _predict(ref["har_json"], trace, key, seed, cc)
             median = statistics.median(measured)
-            page = {"trace": trace, "measured_onload_s": [round(v, 4) for v in measured],
-                    "predicted_onload_s": None if predicted is None else round(predicted, 4),
-                    "error_percent": None if predicted is None else round(100.0 * (predicted - median) / median, 3),
-                    "floor_ape_percent": [round(v, 3) for v in floor_ape(measured)]}
+            page = {
+                "trace": trace,
+                "measured_onload_s": [round(v, 4) for v in measured],
+                "predicted_onload_s": None if predicted is None else round(predicted, 4),
+                "error_percent": None if predicted is None else round(100.0 * (predicted - median) / median, 3),
+                "floor_ape_percent": [round(v, 3) for v in floor_ape(measured)],
+            }
             kernel = _kernel_resent(runs) if key[4] == "h2" else None
             if kernel is not None:
                 page["measured_server_tcp_retransmits"] = kernel
@@ -199,7 +222,7 @@ def analyse(out: str, reference: dict, *, seed: int = 1, runs: int | None = None
                 page["not_predicted"] = why
             pages.append(page)
         stats = _stats(pages)
-        del stats["pages"]                       # here "pages" is the list itself
+        del stats["pages"]  # here "pages" is the list itself
         entry = {"condition": _condition(key), "pages": pages, **stats, **_resent_stats(pages)}
         if key == ref_key:
             ref_pages = pages
@@ -209,22 +232,41 @@ def analyse(out: str, reference: dict, *, seed: int = 1, runs: int | None = None
     if ref_key not in by_key:
         raise InputError("holds no load at the reference condition.", path=str(out))
     every = [p for c in conditions for p in c["pages"]]
-    return ValidationResult(conditions=conditions, reference=reference_entry if ref_pages else {},
-                            summary=_stats(every) | {"conditions": len(conditions)},
-                            params={"reference": _condition(ref_key), "results": str(out),
-                                    **({"runs": last_run} if last_run is not None else {})})
+    return ValidationResult(
+        conditions=conditions,
+        reference=reference_entry if ref_pages else {},
+        summary=_stats(every) | {"conditions": len(conditions)},
+        params={
+            "reference": _condition(ref_key),
+            "results": str(out),
+            **({"runs": last_run} if last_run is not None else {}),
+        },
+    )
 
 
-def validate(traces, grid, *, reference: PathConditions, reference_protocol: str = "h2", runs: int = 3,
-             out: str, workers: int = 1, dask: str | None = None, progress: bool = True) -> ValidationResult:
+def validate(
+    traces,
+    grid,
+    *,
+    reference: PathConditions,
+    reference_protocol: str = "h2",
+    runs: int = 3,
+    out: str,
+    workers: int = 1,
+    dask: str | None = None,
+    progress: bool = True,
+) -> ValidationResult:
     """Record the reference loads and the grid's in the lab, then ``analyse`` (see the module docstring)."""
     from ..batch.runner import run_batch
 
     if runs < 2:
         raise InputError(f"--runs must be at least 2 (the floor compares runs with each other), got {runs}.")
-    ref_grid = {"rtt": [f"{reference.rtt_s * 1e3!r}ms"],
-                "bw": ["none" if reference.bandwidth_bps is None else f"{reference.bandwidth_bps!r}bit"],
-                "loss": [reference.loss], "protocol": [reference_protocol]}
+    ref_grid = {
+        "rtt": [f"{reference.rtt_s * 1e3!r}ms"],
+        "bw": ["none" if reference.bandwidth_bps is None else f"{reference.bandwidth_bps!r}bit"],
+        "loss": [reference.loss],
+        "protocol": [reference_protocol],
+    }
     if reference.queue_bytes is not None:
         ref_grid["queue"] = [str(reference.queue_bytes)]
     tables = ("summary", "har")
@@ -234,12 +276,27 @@ def validate(traces, grid, *, reference: PathConditions, reference_protocol: str
         failures.setdefault(path, error)
 
     for one in [ref_grid, *([grid] if isinstance(grid, (str, dict)) or grid is None else grid)]:
-        report = run_batch("lab-load", traces, one, runs, out=out, workers=workers, dask=dask, tables=tables,
-                           progress=progress, on_bad_trace=note_bad)
+        report = run_batch(
+            "lab-load",
+            traces,
+            one,
+            runs,
+            out=out,
+            workers=workers,
+            dask=dask,
+            tables=tables,
+            progress=progress,
+            on_bad_trace=note_bad,
+        )
         for job_id, error in report.failures:
             failures.setdefault(job_id, error)
-    ref = {"rtt_s": reference.rtt_s, "bandwidth_bps": reference.bandwidth_bps, "loss": reference.loss,
-           "queue_bytes": reference.queue_bytes, "protocol": reference_protocol}
+    ref = {
+        "rtt_s": reference.rtt_s,
+        "bandwidth_bps": reference.bandwidth_bps,
+        "loss": reference.loss,
+        "queue_bytes": reference.queue_bytes,
+        "protocol": reference_protocol,
+    }
     result = analyse(out, ref)
     result.failures = sorted(set(failures.values()))
     return result
@@ -253,8 +310,7 @@ def waterfall(out: str, trace: str, condition: dict, reference: dict, *, seed: i
     median onLoad at that condition."""
     from ..batch.store import load
     from ..studies.fidelity.conditions import infer_conditions
-    from ..studies.fidelity.study import (FidelityParams, load_event_graph, moved_to, resource_scheduler,
-                                          simulate_page)
+    from ..studies.fidelity.study import FidelityParams, load_event_graph, moved_to, resource_scheduler, simulate_page
     from ..traces.har import parse_har
     from ..traces.pagegraph import page_graph
 
@@ -262,6 +318,7 @@ def waterfall(out: str, trace: str, condition: dict, reference: dict, *, seed: i
     hars = load(out, "har").merge(summary[["job_id", "onload_s"]], on="job_id")
     rows = summary.assign(key=[_key(r) for r in summary.to_dict(orient="records")])
     hars = hars.merge(rows[["job_id", "key"]], on="job_id")
+
     def pick(key):
         runs = hars[(hars["trace"] == trace) & (hars["key"] == key)].sort_values(["onload_s", "seed"])
         if runs.empty:
@@ -277,8 +334,12 @@ def waterfall(out: str, trace: str, condition: dict, reference: dict, *, seed: i
 
     ref_trace, ref_page, ref_graph = graph_of(ref_row)
     _, measured_page, measured_graph = graph_of(measured_row)
-    at = PathConditions(rtt_s=condition["rtt_s"], bandwidth_bps=condition["bandwidth_bps"],
-                        loss=condition["loss"], queue_bytes=condition["queue_bytes"])
+    at = PathConditions(
+        rtt_s=condition["rtt_s"],
+        bandwidth_bps=condition["bandwidth_bps"],
+        loss=condition["loss"],
+        queue_bytes=condition["queue_bytes"],
+    )
     cond = moved_to(infer_conditions(ref_graph, ref_page.start_s), at, condition["protocol"])
     params = FidelityParams(at=str(at), protocol=condition["protocol"], seed=seed)
     simulated = simulate_page(ref_graph, cond, params, scheduler=resource_scheduler(ref_trace)).resources

@@ -25,8 +25,13 @@ INITIAL_WINDOW_SEGMENTS = 10  # RFC 6928 / RFC 9002 section 7.2
 class RttEstimator:
     """Smoothed RTT, RTT variation and the RFC 6298 retransmission timeout."""
 
-    def __init__(self, initial_rtt_s: float = 0.333, min_rto_s: float = 0.2,
-                 max_rto_s: float = 120.0, granularity_s: float = 0.001) -> None:
+    def __init__(
+        self,
+        initial_rtt_s: float = 0.333,
+        min_rto_s: float = 0.2,
+        max_rto_s: float = 120.0,
+        granularity_s: float = 0.001,
+    ) -> None:
         # RFC 6298 (2.4) asks for a 1 s minimum RTO; Linux uses 200 ms (TCP_RTO_MIN),
         # which is what real HTTP/2 servers run with, so that is the default here.  The
         # ceiling is Linux's TCP_RTO_MAX, 120 s (RFC 6298 (2.5) allows any of at least 60 s).
@@ -44,7 +49,7 @@ class RttEstimator:
         self.latest_rtt_s = sample_s
         if sample_s < self.min_rtt_s:
             self.min_rtt_s = sample_s
-        if self.srtt_s is None:                      # RFC 6298 (2.2)
+        if self.srtt_s is None:  # RFC 6298 (2.2)
             self.srtt_s = sample_s
             self.rttvar_s = sample_s / 2
             return
@@ -52,7 +57,7 @@ class RttEstimator:
         adjusted = sample_s
         if sample_s - ack_delay_s >= self.min_rtt_s:
             adjusted = sample_s - ack_delay_s
-        self.rttvar_s = 0.75 * self.rttvar_s + 0.25 * abs(self.srtt_s - adjusted)   # RFC 6298 (2.3)
+        self.rttvar_s = 0.75 * self.rttvar_s + 0.25 * abs(self.srtt_s - adjusted)  # RFC 6298 (2.3)
         self.srtt_s = 0.875 * self.srtt_s + 0.125 * adjusted
 
     @property
@@ -73,7 +78,7 @@ class RttEstimator:
         (``mdev_max``) and gives falling samples less weight; the model keeps RFC 6298's
         smoothing (alpha 1/8, beta 1/4), which is Linux's for rising samples."""
         if self.srtt_s is None:
-            return max(self.min_rto_s, min(self.max_rto_s, 1.0))   # RFC 6298 (2.1): 1 s
+            return max(self.min_rto_s, min(self.max_rto_s, 1.0))  # RFC 6298 (2.1): 1 s
         rto = self.srtt_s + max(self.granularity_s, 4 * self.rttvar_s, self.min_rto_s)
         return min(self.max_rto_s, rto)
 
@@ -87,8 +92,9 @@ class Reno:
 
     name = "reno"
 
-    def __init__(self, mss_bytes: int, initial_window_segments: int = INITIAL_WINDOW_SEGMENTS,
-                 min_window_segments: int = 2) -> None:
+    def __init__(
+        self, mss_bytes: int, initial_window_segments: int = INITIAL_WINDOW_SEGMENTS, min_window_segments: int = 2
+    ) -> None:
         self.mss_bytes = mss_bytes
         self.cwnd_bytes = float(initial_window_segments * mss_bytes)
         self.ssthresh_bytes = math.inf
@@ -127,8 +133,9 @@ class Cubic(Reno):
     C = 0.4
     BETA = 0.7
 
-    def __init__(self, mss_bytes: int, initial_window_segments: int = INITIAL_WINDOW_SEGMENTS,
-                 min_window_segments: int = 2) -> None:
+    def __init__(
+        self, mss_bytes: int, initial_window_segments: int = INITIAL_WINDOW_SEGMENTS, min_window_segments: int = 2
+    ) -> None:
         super().__init__(mss_bytes, initial_window_segments, min_window_segments)
         self.w_max_segments = 0.0
         self.k_s = 0.0
@@ -142,14 +149,14 @@ class Cubic(Reno):
             return
         mss = self.mss_bytes
         cwnd_seg = self.cwnd_bytes / mss
-        if self.epoch_start_s is None:              # RFC 9438 section 4.2 (first ack of an epoch)
+        if self.epoch_start_s is None:  # RFC 9438 section 4.2 (first ack of an epoch)
             self.epoch_start_s = now_s
             if self.w_max_segments < cwnd_seg:
                 self.w_max_segments = cwnd_seg
             self.k_s = ((self.w_max_segments - cwnd_seg) / self.C) ** (1 / 3)
             self.w_est_segments = cwnd_seg
         t = now_s - self.epoch_start_s
-        target = self.C * (t + srtt_s - self.k_s) ** 3 + self.w_max_segments   # eq. 1 at t + RTT
+        target = self.C * (t + srtt_s - self.k_s) ** 3 + self.w_max_segments  # eq. 1 at t + RTT
         target = min(max(target, cwnd_seg), 1.5 * cwnd_seg)
         # Reno-friendly estimate (section 4.3): alpha = 3 (1 - beta) / (1 + beta).
         alpha = 3 * (1 - self.BETA) / (1 + self.BETA)
@@ -223,6 +230,7 @@ class RttIncreaseMonitor:
 def make_congestion_control(name: str, mss_bytes: int, **kw) -> Reno:
     """A ``Reno`` or ``Cubic`` for ``name`` ("reno", "newreno", "cubic"); InputError otherwise."""
     from ..errors import InputError
+
     table = {"reno": Reno, "newreno": Reno, "cubic": Cubic}
     if name.lower() not in table:
         raise InputError(f"unknown congestion control {name!r} (choose reno or cubic)")

@@ -32,10 +32,19 @@ from ..errors import InputError
 from ..units import parse_bandwidth, parse_duration, parse_size
 from .link import Jitter, LossSpec, Path
 
-__all__ = ["Network", "NETWORK_FIELDS", "CC_CHOICES", "check_network", "handing_over", "network_of", "adopt_network",
-           "network_fields", "PathConditions"]
+__all__ = [
+    "Network",
+    "NETWORK_FIELDS",
+    "CC_CHOICES",
+    "check_network",
+    "handing_over",
+    "network_of",
+    "adopt_network",
+    "network_fields",
+    "PathConditions",
+]
 
-CC_CHOICES = ("reno", "cubic")                # the transport models' congestion controllers (net.cc)
+CC_CHOICES = ("reno", "cubic")  # the transport models' congestion controllers (net.cc)
 # The fields a study's parameters may declare flat (``replace(params, rtt_s=0.05)``).
 NETWORK_FIELDS = ("rtt_s", "bandwidth_bps", "loss", "queue_bytes", "jitter", "cc", "tls", "seed")
 
@@ -47,13 +56,14 @@ def check_network(net: "Network") -> None:
     if not (math.isfinite(net.rtt_s) and net.rtt_s > 0):
         raise InputError(f"the RTT (--rtt, rtt_s) must be positive, got {net.rtt_s:g} s")
     if net.bandwidth_bps is not None and not (math.isfinite(net.bandwidth_bps) and net.bandwidth_bps > 0):
-        raise InputError(f"the bandwidth (--bw, bandwidth_bps) must be positive (none = unlimited), "
-                         f"got {net.bandwidth_bps:g} bit/s")
+        raise InputError(
+            f"the bandwidth (--bw, bandwidth_bps) must be positive (none = unlimited), got {net.bandwidth_bps:g} bit/s"
+        )
     if net.queue_bytes is not None and not net.queue_bytes > 0:
         raise InputError(f"the queue (queue_bytes) must be positive (None = unlimited), got {net.queue_bytes} bytes")
     if net.cc not in CC_CHOICES:
         raise InputError(f"unknown congestion control (--cc, cc) {net.cc!r} (choose {' or '.join(CC_CHOICES)})")
-    object.__setattr__(net, "loss", LossSpec.parse(net.loss))     # a bad loss spec fails here, before any work
+    object.__setattr__(net, "loss", LossSpec.parse(net.loss))  # a bad loss spec fails here, before any work
 
 
 # Fields with no rule to check: a checked value with another of these needs no new check.
@@ -110,12 +120,12 @@ class Network:
     Checked once when built; ``loss`` may be given as its spelling and is kept as a ``LossSpec``."""
 
     rtt_s: float = 0.100
-    bandwidth_bps: float | None = 10e6        # None: unlimited
-    loss: LossSpec = LossSpec()               # "0.01" Bernoulli, "ge:P,R[,h,k]" Gilbert-Elliott
-    queue_bytes: int | None = None            # drop-tail bytes (None: unlimited)
-    jitter: Jitter | None = None              # extra delay of some packets (reorders)
+    bandwidth_bps: float | None = 10e6  # None: unlimited
+    loss: LossSpec = LossSpec()  # "0.01" Bernoulli, "ge:P,R[,h,k]" Gilbert-Elliott
+    queue_bytes: int | None = None  # drop-tail bytes (None: unlimited)
+    jitter: Jitter | None = None  # extra delay of some packets (reorders)
     cc: str = "reno"
-    tls: bool = True                          # h2 over TLS 1.3 (False: cleartext, prior knowledge)
+    tls: bool = True  # h2 over TLS 1.3 (False: cleartext, prior knowledge)
     seed: int = 1
 
     def __post_init__(self) -> None:
@@ -139,13 +149,28 @@ class Network:
                 return False
         return True
 
-    def path(self, sim: Simulator, *, name: str = "path", rtt_s: float | None = None,
-             queue_bytes: int | None | str = "same", mtu_bytes: int = 1500) -> Path:
+    def path(
+        self,
+        sim: Simulator,
+        *,
+        name: str = "path",
+        rtt_s: float | None = None,
+        queue_bytes: int | None | str = "same",
+        mtu_bytes: int = 1500,
+    ) -> Path:
         """A two-way ``Path`` on this network (the one place a model builds one): ``rtt_s``
         and ``queue_bytes`` when a model's own path differs (a hop, a demux path)."""
-        return Path(sim, rtt_s=self.rtt_s if rtt_s is None else rtt_s, bandwidth_bps=self.bandwidth_bps,
-                    queue_bytes=self.queue_bytes if queue_bytes == "same" else queue_bytes, mtu_bytes=mtu_bytes,
-                    loss=self.loss, jitter=self.jitter, name=name)
+        return Path(
+            sim,
+            rtt_s=self.rtt_s if rtt_s is None else rtt_s,
+            bandwidth_bps=self.bandwidth_bps,
+            queue_bytes=self.queue_bytes if queue_bytes == "same" else queue_bytes,
+            mtu_bytes=mtu_bytes,
+            loss=self.loss,
+            jitter=self.jitter,
+            name=name,
+        )
+
 
 _KEYS = ("rtt", "bw", "loss", "queue")
 
@@ -192,8 +217,10 @@ class PathConditions:
                 if given.get("loss", "").lower().startswith("ge:"):
                     given["loss"] += "," + item
                     continue
-                raise InputError(f"cannot read {item!r} in conditions {text!r}: give key=value items "
-                                 f"({', '.join(_KEYS)}), e.g. rtt=100ms,bw=10mbit,loss=0.01")
+                raise InputError(
+                    f"cannot read {item!r} in conditions {text!r}: give key=value items "
+                    f"({', '.join(_KEYS)}), e.g. rtt=100ms,bw=10mbit,loss=0.01"
+                )
             key, value = (s.strip() for s in item.split("=", 1))
             if key not in _KEYS:
                 raise InputError(f"unknown condition {key!r} in {text!r} (choose from {', '.join(_KEYS)})")
@@ -203,10 +230,12 @@ class PathConditions:
         missing = [k for k in ("rtt", "bw") if k not in given]
         if missing:
             raise InputError(f"conditions {text!r} lack {' and '.join(missing)} (e.g. rtt=100ms,bw=10mbit)")
-        return cls(rtt_s=parse_duration(given["rtt"], require_unit=True),
-                   bandwidth_bps=parse_bandwidth(given["bw"], require_unit=True),
-                   loss=given.get("loss", "0"),
-                   queue_bytes=parse_size(given["queue"]) if "queue" in given else None)
+        return cls(
+            rtt_s=parse_duration(given["rtt"], require_unit=True),
+            bandwidth_bps=parse_bandwidth(given["bw"], require_unit=True),
+            loss=given.get("loss", "0"),
+            queue_bytes=parse_size(given["queue"]) if "queue" in given else None,
+        )
 
     def __str__(self) -> str:
         text = f"rtt={_fmt_duration(self.rtt_s)},bw={_fmt_rate(self.bandwidth_bps)}"

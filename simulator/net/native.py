@@ -27,8 +27,16 @@ from typing import Any
 
 from .._extension import load_extension
 
-__all__ = ["C", "IMPLEMENTATION", "IMPLEMENTATIONS", "resolve", "QUIC", "QUIC_IMPLEMENTATION",
-           "QUIC_IMPLEMENTATIONS", "resolve_quic"]
+__all__ = [
+    "C",
+    "IMPLEMENTATION",
+    "IMPLEMENTATIONS",
+    "resolve",
+    "QUIC",
+    "QUIC_IMPLEMENTATION",
+    "QUIC_IMPLEMENTATIONS",
+    "resolve_quic",
+]
 
 
 def _load() -> Any:
@@ -38,8 +46,9 @@ def _load() -> Any:
 C = _load()
 QUIC = load_extension("simulator.net._quic", "WORKBENCH_QUIC_EXT")
 IMPLEMENTATIONS: tuple[str, ...] = ("python", "c") if C is not None else ("python",)
-_FORCE_PYTHON = (os.environ.get("WORKBENCH_PURE_PYTHON", "") not in ("", "0")
-                 or os.environ.get("WORKBENCH_NET", "") == "python")
+_FORCE_PYTHON = (
+    os.environ.get("WORKBENCH_PURE_PYTHON", "") not in ("", "0") or os.environ.get("WORKBENCH_NET", "") == "python"
+)
 IMPLEMENTATION = "c" if C is not None and not _FORCE_PYTHON else "python"
 QUIC_IMPLEMENTATIONS: tuple[str, ...] = ("python", "c") if QUIC is not None else ("python",)
 QUIC_IMPLEMENTATION = "c" if QUIC is not None and not _FORCE_PYTHON else "python"

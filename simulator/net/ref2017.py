@@ -36,7 +36,7 @@ class _Endpoint:
         self.on_data: DataCallback | None = None
         self.on_stream_acked: Callable[[int, int], None] | None = None
         self.on_received: Callable[[int, int, int, float], None] | None = None
-        self._next = [0, 0]                        # bidi, uni stream indices
+        self._next = [0, 0]  # bidi, uni stream indices
         self._send_offset: dict[int, int] = {}
         self._pending: list[tuple[int, int, bytes, bool]] = []
         self._flush_scheduled = False
@@ -73,7 +73,7 @@ class _Endpoint:
                 packet.append((stream_id, offset, take, end and len(take) == len(data)))
                 room -= len(take)
                 offset += len(take)
-                data = data[len(take):]
+                data = data[len(take) :]
                 if room == 0:
                     self.conn.send(self, packet)
                     packet, room = [], mtu
@@ -90,7 +90,7 @@ class _Endpoint:
                 self.on_received(stream_id, offset, len(data), now)
             delivered = self._delivered.get(stream_id, 0)
             if offset + len(data) <= delivered and not (fin and not data and offset == delivered):
-                continue                              # a duplicate
+                continue  # a duplicate
             self._held.setdefault(stream_id, {})[offset] = (data, fin)
             self._deliver(stream_id)
 
@@ -132,8 +132,17 @@ class Ref2017Connection:
 
     ACK_BYTES = 40
 
-    def __init__(self, sim: Simulator, *, rtt_s: float, loss_p: float = 0.0, mtu_bytes: int = 1400,
-                 reorder_prob: float = 0.05, reorder_max_s: float = 0.100, name: str = "ref2017") -> None:
+    def __init__(
+        self,
+        sim: Simulator,
+        *,
+        rtt_s: float,
+        loss_p: float = 0.0,
+        mtu_bytes: int = 1400,
+        reorder_prob: float = 0.05,
+        reorder_max_s: float = 0.100,
+        name: str = "ref2017",
+    ) -> None:
         self.sim = sim
         self.rtt_s = rtt_s
         self.loss_p = loss_p
@@ -154,7 +163,7 @@ class Ref2017Connection:
         self.packets += 1
         while r() < self.loss_p:
             self.losses += 1
-            self.packets += 1                     # the retransmission is a packet too
+            self.packets += 1  # the retransmission is a packet too
             delay += self.rtt_s * (1.1 + 0.9 * r())
         if r() < self.reorder_prob:
             delay += r() * self.reorder_max_s
@@ -171,5 +180,9 @@ class Ref2017Connection:
 
     def stats(self) -> dict:
         """Packets sent (retransmissions and acks included) and packets lost."""
-        return {"packets_sent": self.packets, "packets_lost": self.losses,
-                "wire_packets": self.packets, "wire_losses": self.losses}
+        return {
+            "packets_sent": self.packets,
+            "packets_lost": self.losses,
+            "wire_packets": self.packets,
+            "wire_losses": self.losses,
+        }

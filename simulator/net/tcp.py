@@ -149,20 +149,40 @@ from .transport import TransportConfig
 
 __all__ = ["TcpConnection", "TcpEndpoint", "TcpSegment", "TcpAck", "TcpControl"]
 
-_SUM_KEYS = ("packets_sent", "packets_lost", "rtos", "spurious_rtos", "undone_reductions", "fast_retransmits",
-             "bytes_sent", "bytes_delivered", "acks_sent")
+_SUM_KEYS = (
+    "packets_sent",
+    "packets_lost",
+    "rtos",
+    "spurious_rtos",
+    "undone_reductions",
+    "fast_retransmits",
+    "bytes_sent",
+    "bytes_delivered",
+    "acks_sent",
+)
 
 
 def _c_endpoints(config: TransportConfig) -> bool:
     """The C endpoint reads the configuration once, as C numbers: for a configuration whose
     values are of the types the reference computes with (an int where Python would keep
     an int in a result it reports), so the two print the same; else the reference runs."""
-    ints = (config.mss_bytes, config.header_overhead_bytes, config.initial_window_segments,
-            config.ack_every_packets, config.packet_threshold)
+    ints = (
+        config.mss_bytes,
+        config.header_overhead_bytes,
+        config.initial_window_segments,
+        config.ack_every_packets,
+        config.packet_threshold,
+    )
     floats = (config.min_rto_s, config.initial_rtt_s, config.max_ack_delay_s)
-    return (all(type(v) is int for v in ints) and all(type(v) is float for v in floats)
-            and type(config.timestamps) is bool and type(config.sack) is bool and not config.cwnd_in_packets
-            and isinstance(config.cc, str) and config.cc.lower() in ("reno", "newreno", "cubic"))
+    return (
+        all(type(v) is int for v in ints)
+        and all(type(v) is float for v in floats)
+        and type(config.timestamps) is bool
+        and type(config.sack) is bool
+        and not config.cwnd_in_packets
+        and isinstance(config.cc, str)
+        and config.cc.lower() in ("reno", "newreno", "cubic")
+    )
 
 
 class TcpConnection:
@@ -171,9 +191,17 @@ class TcpConnection:
     ``implementation`` picks the endpoints': ``"c"`` or ``"python"`` (default:
     ``native.IMPLEMENTATION``); both give the same results."""
 
-    def __init__(self, sim: Simulator, path: Path, config: TransportConfig | None = None,
-                 name: str = "tcp", *, handshake: bool = False, cwnd_log: bool = False,
-                 implementation: str | None = None) -> None:
+    def __init__(
+        self,
+        sim: Simulator,
+        path: Path,
+        config: TransportConfig | None = None,
+        name: str = "tcp",
+        *,
+        handshake: bool = False,
+        cwnd_log: bool = False,
+        implementation: str | None = None,
+    ) -> None:
         self.sim = sim
         self.path = path
         self.config = config if config is not None else TransportConfig()

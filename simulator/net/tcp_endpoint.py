@@ -31,33 +31,94 @@ class TcpEndpoint(SackScoreboard, TcpReceiver, LinuxWindow):
     Linux's window in segments in ``tcp_window``)."""
 
     __slots__ = (
-        "sim", "conn", "is_client", "name", "peer", "out_link", "timers", "config", "mss",
-        "header_bytes", "cc", "rtt", "established", "on_data", "on_stream_acked", "on_received", "cwnd_log",
+        "sim",
+        "conn",
+        "is_client",
+        "name",
+        "peer",
+        "out_link",
+        "timers",
+        "config",
+        "mss",
+        "header_bytes",
+        "cc",
+        "rtt",
+        "established",
+        "on_data",
+        "on_stream_acked",
+        "on_received",
+        "cwnd_log",
         # application streams
-        "_next_stream_index", "_send_offset", "_ended",
+        "_next_stream_index",
+        "_send_offset",
+        "_ended",
         # sender (RFC 9293 names: SND.UNA, SND.NXT; snd_max is the highest SND.NXT so far)
-        "snd_una", "snd_nxt", "snd_max", "_pending", "_pending_len", "_flush_scheduled",
-        "_unacked", "_by_seq", "_dupacks", "_in_recovery", "_recover", "_partial_acks",
-        "_inflation_bytes", "_rto_backoff", "_rto_seq",
+        "snd_una",
+        "snd_nxt",
+        "snd_max",
+        "_pending",
+        "_pending_len",
+        "_flush_scheduled",
+        "_unacked",
+        "_by_seq",
+        "_dupacks",
+        "_in_recovery",
+        "_recover",
+        "_partial_acks",
+        "_inflation_bytes",
+        "_rto_backoff",
+        "_rto_seq",
         # F-RTO (RFC 5682) and the undo of a spurious timeout's reduction (Linux's names)
-        "_frto", "_high_seq", "_frto_held", "_undo_marker", "_prior_cwnd_bytes", "_prior_ssthresh_bytes",
-        "_retrans_stamp_s", "_timestamps",
+        "_frto",
+        "_high_seq",
+        "_frto_held",
+        "_undo_marker",
+        "_prior_cwnd_bytes",
+        "_prior_ssthresh_bytes",
+        "_retrans_stamp_s",
+        "_timestamps",
         # SACK (RFC 2018) and its loss recovery (RFC 6675 scoreboard and pipe, RFC 6937 PRR)
-        "_sack", "_sacked_bytes", "_lost_hint", "_rack_xmit_s", "_rack_end", "_pipe", "_prr_delivered", "_prr_out",
+        "_sack",
+        "_sacked_bytes",
+        "_lost_hint",
+        "_rack_xmit_s",
+        "_rack_end",
+        "_pipe",
+        "_prr_delivered",
+        "_prr_out",
         "_recover_fs",
-        "_deliver_segment", "_deliver_ack", "_handshake_retransmitted", "_handshake_sent_s",
-        "_packets", "_max_packets_out", "_cwnd_usage_seq", "_is_cwnd_limited", "nodelay",   # tcp_window
+        "_deliver_segment",
+        "_deliver_ack",
+        "_handshake_retransmitted",
+        "_handshake_sent_s",
+        "_packets",
+        "_max_packets_out",
+        "_cwnd_usage_seq",
+        "_is_cwnd_limited",
+        "nodelay",  # tcp_window
         # receiver (RCV.NXT)
-        "rcv_nxt", "_ooo", "_ooo_bytes", "max_ooo_bytes", "_segments_since_ack", "_ts_recent_s", "_last_ack_sent",
-        "_sack_blocks", "_sack_report",
+        "rcv_nxt",
+        "_ooo",
+        "_ooo_bytes",
+        "max_ooo_bytes",
+        "_segments_since_ack",
+        "_ts_recent_s",
+        "_last_ack_sent",
+        "_sack_blocks",
+        "_sack_report",
         # counters
-        "segments_sent", "segments_retransmitted", "rtos", "spurious_rtos", "undone_reductions",
+        "segments_sent",
+        "segments_retransmitted",
+        "rtos",
+        "spurious_rtos",
+        "undone_reductions",
         "fast_retransmits",
-        "bytes_sent", "bytes_delivered", "acks_sent",
+        "bytes_sent",
+        "bytes_delivered",
+        "acks_sent",
     )
 
-    def __init__(self, conn: "TcpConnection", *, is_client: bool, out_link: Link,
-                 cwnd_log: bool) -> None:
+    def __init__(self, conn: "TcpConnection", *, is_client: bool, out_link: Link, cwnd_log: bool) -> None:
         sim = conn.sim
         config = conn.config
         self.sim = sim
@@ -70,8 +131,9 @@ class TcpEndpoint(SackScoreboard, TcpReceiver, LinuxWindow):
         self.config = config
         self.mss = config.mss_bytes
         self.header_bytes = config.header_overhead_bytes
-        self.cc = make_congestion_control(config.cc, config.mss_bytes,
-                                          initial_window_segments=config.initial_window_segments)
+        self.cc = make_congestion_control(
+            config.cc, config.mss_bytes, initial_window_segments=config.initial_window_segments
+        )
         self.rtt = RttEstimator(initial_rtt_s=config.initial_rtt_s, min_rto_s=config.min_rto_s)
         self.established = True
         self.on_data: DataCallback | None = None
@@ -79,15 +141,15 @@ class TcpEndpoint(SackScoreboard, TcpReceiver, LinuxWindow):
         self.on_received: Callable[[int, int, int, float], None] | None = None
         self.cwnd_log: list[tuple[float, float]] | None = [] if cwnd_log else None
 
-        self._next_stream_index = [0, 0]          # bidirectional, unidirectional
+        self._next_stream_index = [0, 0]  # bidirectional, unidirectional
         self._send_offset: dict[int, int] = {}
         self._ended: set[int] = set()
 
         self.snd_una = self.snd_nxt = self.snd_max = 0
-        self._pending: deque[list] = deque()      # [stream_id, offset, memoryview, end] not yet segmented
-        self._pending_len = 0                     # sequence numbers waiting in _pending
+        self._pending: deque[list] = deque()  # [stream_id, offset, memoryview, end] not yet segmented
+        self._pending_len = 0  # sequence numbers waiting in _pending
         self._flush_scheduled = False
-        self._unacked: deque[TcpSegment] = deque()   # sent, not yet cumulatively acked, in order
+        self._unacked: deque[TcpSegment] = deque()  # sent, not yet cumulatively acked, in order
         self._by_seq: dict[int, TcpSegment] = {}
         self._dupacks = 0
         self._in_recovery = False
@@ -95,35 +157,35 @@ class TcpEndpoint(SackScoreboard, TcpReceiver, LinuxWindow):
         # a full ACK has ack >= recover; a fast retransmit needs ack - 1 >= recover.
         self._recover = -1
         self._partial_acks = 0
-        self._inflation_bytes = 0.0               # fast-recovery window inflation (RFC 6582 steps 2-4)
+        self._inflation_bytes = 0.0  # fast-recovery window inflation (RFC 6582 steps 2-4)
         self._rto_backoff = 1
-        self._rto_seq = -1                        # snd_una at the last timeout
-        self._frto = False                        # an F-RTO detection is under way
-        self._high_seq = -1                       # snd_max at the timeout: in RTO recovery below it
-        self._frto_held = 0                       # segments the receiver held when the timer fired
-        self._undo_marker = False                 # a reduction that an undo may restore
+        self._rto_seq = -1  # snd_una at the last timeout
+        self._frto = False  # an F-RTO detection is under way
+        self._high_seq = -1  # snd_max at the timeout: in RTO recovery below it
+        self._frto_held = 0  # segments the receiver held when the timer fired
+        self._undo_marker = False  # a reduction that an undo may restore
         self._prior_cwnd_bytes = self._prior_ssthresh_bytes = 0.0
-        self._retrans_stamp_s = 0.0               # when the episode's first retransmission went out
-        self._timestamps = config.timestamps      # RFC 7323 option in use: Eifel detection (RFC 3522)
-        self._sack = config.sack                  # RFC 2018 option in use: RFC 6675 recovery instead of NewReno
-        self._sacked_bytes = 0                    # bytes of unacked segments marked SACKed
-        self._lost_hint = 0                       # no segment below it is marked lost and not resent
-        self._rack_xmit_s = -1.0                  # RFC 8985 RACK.xmit_ts and RACK.end_seq: the latest
-        self._rack_end = 0                        # sent segment known delivered
-        self._pipe = 0                            # RFC 6675 pipe, bytes, in a recovery
-        self._prr_delivered = self._prr_out = self._recover_fs = 0   # RFC 6937 PRR state
+        self._retrans_stamp_s = 0.0  # when the episode's first retransmission went out
+        self._timestamps = config.timestamps  # RFC 7323 option in use: Eifel detection (RFC 3522)
+        self._sack = config.sack  # RFC 2018 option in use: RFC 6675 recovery instead of NewReno
+        self._sacked_bytes = 0  # bytes of unacked segments marked SACKed
+        self._lost_hint = 0  # no segment below it is marked lost and not resent
+        self._rack_xmit_s = -1.0  # RFC 8985 RACK.xmit_ts and RACK.end_seq: the latest
+        self._rack_end = 0  # sent segment known delivered
+        self._pipe = 0  # RFC 6675 pipe, bytes, in a recovery
+        self._prr_delivered = self._prr_out = self._recover_fs = 0  # RFC 6937 PRR state
         self._handshake_retransmitted = False
         self._handshake_sent_s = 0.0
-        self._init_window(config)                 # tcp_window: the window in segments, TCP_NODELAY
+        self._init_window(config)  # tcp_window: the window in segments, TCP_NODELAY
 
         self.rcv_nxt = 0
-        self._ooo: dict[int, TcpSegment] = {}     # out-of-order segments by seq
+        self._ooo: dict[int, TcpSegment] = {}  # out-of-order segments by seq
         self._ooo_bytes = 0
         self.max_ooo_bytes = 0
         self._segments_since_ack = 0
-        self._ts_recent_s = 0.0                   # RFC 7323 TS.Recent: the send time echoed
-        self._last_ack_sent = 0                   # RFC 7323 Last.ACK.sent
-        self._sack_blocks: list[tuple[int, int]] = []   # held blocks, most recently changed first (RFC 2018 4)
+        self._ts_recent_s = 0.0  # RFC 7323 TS.Recent: the send time echoed
+        self._last_ack_sent = 0  # RFC 7323 Last.ACK.sent
+        self._sack_blocks: list[tuple[int, int]] = []  # held blocks, most recently changed first (RFC 2018 4)
         # RFC 2018 section 3: 40 bytes of options hold 4 blocks, 3 beside the 10-byte timestamp option.
         self._sack_report = 3 if config.timestamps else 4
 
@@ -158,7 +220,7 @@ class TcpEndpoint(SackScoreboard, TcpReceiver, LinuxWindow):
         if n == 0 and not end:
             return
         if not isinstance(data, bytes):
-            data = bytes(data)              # the caller may reuse a mutable buffer
+            data = bytes(data)  # the caller may reuse a mutable buffer
         offset = self._send_offset.get(stream_id, 0)
         self._send_offset[stream_id] = offset + n
         if end:
@@ -202,22 +264,22 @@ class TcpEndpoint(SackScoreboard, TcpReceiver, LinuxWindow):
             self._send_recovery()
             return
         if not self.established or (not self._pending_len and self.snd_nxt >= self.snd_max):
-            return                                       # nothing to send (e.g. a flush after an ACK sent it)
+            return  # nothing to send (e.g. a flush after an ACK sent it)
         mss = self.mss
         if window is None:
             window = self.cc.cwnd_bytes + self._inflation_bytes
             if 0 < self._dupacks < self.config.packet_threshold and not self._in_recovery:
-                window += self._dupacks * mss    # RFC 3042 limited transmit
+                window += self._dupacks * mss  # RFC 3042 limited transmit
             if window < mss:
                 window = mss
         by_seq = self._by_seq
-        snd_una = self.snd_una                           # sending never moves it
+        snd_una = self.snd_una  # sending never moves it
         packets = self._packets
         limited = False
         while True:
             nxt = self.snd_nxt
             flight = nxt - snd_una
-            if nxt < self.snd_max:                       # resending after a timeout
+            if nxt < self.snd_max:  # resending after a timeout
                 seg = by_seq[nxt]
                 if flight + seg.length > window:
                     limited = True
@@ -227,8 +289,9 @@ class TcpEndpoint(SackScoreboard, TcpReceiver, LinuxWindow):
             elif self._pending_len:
                 pending_len = self._pending_len
                 # With ``packets`` (tcp_window) a segment takes one of the window's, whatever its size.
-                if ((len(self._unacked) + 1) * mss if packets
-                        else flight + (mss if mss < pending_len else pending_len)) > window:
+                if (
+                    (len(self._unacked) + 1) * mss if packets else flight + (mss if mss < pending_len else pending_len)
+                ) > window:
                     limited = True
                     break
                 self._send_new_segment(nxt)
@@ -302,7 +365,7 @@ class TcpEndpoint(SackScoreboard, TcpReceiver, LinuxWindow):
             entry = pending[0]
             data = entry[2]
             n = len(data)
-            if n == 0:                                   # empty end mark: one sequence number
+            if n == 0:  # empty end mark: one sequence number
                 pieces.append((entry[0], entry[1], data, entry[3]))
                 pending.popleft()
                 room -= 1
@@ -325,18 +388,18 @@ class TcpEndpoint(SackScoreboard, TcpReceiver, LinuxWindow):
 
     def _transmit(self, seg: TcpSegment, retransmission: bool) -> None:
         if self._packets and self.timers.expiry("delack") is not None:
-            self._send_ack()                             # tcp_window: the ACK rides on this segment
+            self._send_ack()  # tcp_window: the ACK rides on this segment
         now = self.sim.now
         seg.sent_s = now
         if retransmission:
-            seg.retransmitted = True                     # Karn: never an RTT sample from it
+            seg.retransmitted = True  # Karn: never an RTT sample from it
             self.segments_retransmitted += 1
         self.segments_sent += 1
         payload_bytes = seg.payload_bytes
         self.bytes_sent += payload_bytes
         self.out_link.send(Packet(payload_bytes + self.header_bytes, seg), self._deliver_segment)
         timers = self.timers
-        if timers.expiry("rto") is None:                 # RFC 6298 (5.1)
+        if timers.expiry("rto") is None:  # RFC 6298 (5.1)
             timers.set("rto", now + self._rto_s(), self._on_rto)
 
     def _on_ack(self, packet: Packet) -> None:
@@ -356,11 +419,12 @@ class TcpEndpoint(SackScoreboard, TcpReceiver, LinuxWindow):
         sack_on = self._sack
         # RFC 3522 (Eifel detection, Linux tcp_packet_delayed): in an RTO recovery, an ACK
         # whose timestamp echo predates the first retransmission answers an original.
-        delayed = (self._timestamps and self.snd_una < self._high_seq and self._undo_marker
-                   and echo_s < self._retrans_stamp_s)
+        delayed = (
+            self._timestamps and self.snd_una < self._high_seq and self._undo_marker and echo_s < self._retrans_stamp_s
+        )
         newly_acked = ack - self.snd_una
         self.snd_una = ack
-        if self.snd_nxt < ack:          # the receiver already held what go-back-N would resend
+        if self.snd_nxt < ack:  # the receiver already held what go-back-N would resend
             self.snd_nxt = ack
         unacked = self._unacked
         by_seq = self._by_seq
@@ -369,7 +433,7 @@ class TcpEndpoint(SackScoreboard, TcpReceiver, LinuxWindow):
         first_sent_s = unacked[0].sent_s
         any_retransmitted = False
         frto = self._frto
-        original = 0                  # never-retransmitted segments sent before the timeout
+        original = 0  # never-retransmitted segments sent before the timeout
         popleft = unacked.popleft
         acked_segments = len(unacked)
         while unacked and unacked[0].seq < ack:
@@ -398,14 +462,14 @@ class TcpEndpoint(SackScoreboard, TcpReceiver, LinuxWindow):
         restart_timer = True
         frto_new_data = False
         if delayed:
-            self._undo_timeout()       # Linux tcp_try_undo_loss, before F-RTO's tests
+            self._undo_timeout()  # Linux tcp_try_undo_loss, before F-RTO's tests
         elif frto:
             if original > self._frto_held:
                 # RFC 5682 step 3b as Linux applies it (tcp_process_loss): data sent before the
                 # timeout and never resent is acknowledged, so it was not lost: spurious.
                 self._undo_timeout()
             elif ack < self._high_seq == self.snd_max and self._pending_len:
-                frto_new_data = True   # step 2b: the ACK covers the resent segment only
+                frto_new_data = True  # step 2b: the ACK covers the resent segment only
             else:
                 # Step 2a/3a (or all that timed out is acknowledged, or no new data to probe
                 # with): conventional RTO recovery, go-back-N from the first unacked byte.
@@ -453,8 +517,12 @@ class TcpEndpoint(SackScoreboard, TcpReceiver, LinuxWindow):
         if acked_streams:
             for stream_id, offset in acked_streams.items():
                 report(stream_id, offset)
-        if (self._sacked_bytes and not self._in_recovery and ack > self._recover
-                and (self._lost_boundary() > ack or self._rack_head_lost())):
+        if (
+            self._sacked_bytes
+            and not self._in_recovery
+            and ack > self._recover
+            and (self._lost_boundary() > ack or self._rack_head_lost())
+        ):
             # RFC 6675 section 5: IsLost(HighACK + 1) on an ACK that moved SND.UNA too.
             self._enter_sack_recovery()
             self._prr_ack(ack - old_una + self._sacked_bytes - sacked_before, True, True)
@@ -473,7 +541,7 @@ class TcpEndpoint(SackScoreboard, TcpReceiver, LinuxWindow):
         response of RFC 4015 section 4 without its RTT adaptation) and resume with new data."""
         self.spurious_rtos += 1
         self._frto = False
-        self._high_seq = -1                   # out of RTO recovery
+        self._high_seq = -1  # out of RTO recovery
         if self._undo_marker:
             cc = self.cc
             if self._prior_cwnd_bytes > cc.cwnd_bytes:
@@ -482,14 +550,14 @@ class TcpEndpoint(SackScoreboard, TcpReceiver, LinuxWindow):
                 cc.ssthresh_bytes = self._prior_ssthresh_bytes
             self._undo_marker = False
             self.undone_reductions += 1
-        self._recover = self.snd_max          # RFC 5682 step 3b: recover = SND.NXT
-        self.snd_nxt = self.snd_max           # nothing the timeout marked is resent
+        self._recover = self.snd_max  # RFC 5682 step 3b: recover = SND.NXT
+        self.snd_nxt = self.snd_max  # nothing the timeout marked is resent
 
     def _on_duplicate_ack(self, ack: int, sack: tuple = ()) -> None:
         newly_sacked = self._take_sack(sack, self.sim.now) if sack and self._sack else 0
         if self._frto:
             if self.snd_max == self._high_seq:
-                return            # step 2: an ACK of data sent before the timeout tells nothing (Linux)
+                return  # step 2: an ACK of data sent before the timeout tells nothing (Linux)
             # RFC 5682 step 3a: the new segments drew a duplicate ACK, the loss is real:
             # conventional recovery with cwnd at most 3 * SMSS, go-back-N from the hole.
             self._frto = False
@@ -502,15 +570,16 @@ class TcpEndpoint(SackScoreboard, TcpReceiver, LinuxWindow):
             if self._in_recovery:
                 self._prr_ack(newly_sacked, newly_sacked > 0, False)
                 self._log_cwnd()
-            elif ack > self._recover and (self._dupacks >= threshold
-                                          or (self._sacked_bytes and (self._lost_boundary() > ack
-                                                                      or self._rack_head_lost()))):
+            elif ack > self._recover and (
+                self._dupacks >= threshold
+                or (self._sacked_bytes and (self._lost_boundary() > ack or self._rack_head_lost()))
+            ):
                 # RFC 6675 section 5: DupThresh duplicate ACKs or IsLost(HighACK + 1).
                 self._enter_sack_recovery()
                 self._prr_ack(newly_sacked, True, True)
                 self._log_cwnd()
         elif self._in_recovery:
-            self._inflation_bytes += self.mss            # RFC 6582 step 3 / RFC 5681 step 4
+            self._inflation_bytes += self.mss  # RFC 6582 step 3 / RFC 5681 step 4
             self._log_cwnd()
         elif self._dupacks == threshold and ack > self._recover:
             # RFC 5681 3.2 / RFC 6582 3.2 step 2: fast retransmit, enter fast recovery.
@@ -545,7 +614,7 @@ class TcpEndpoint(SackScoreboard, TcpReceiver, LinuxWindow):
         self.rtos += 1
         repeated = self._rto_seq == self.snd_una
         if not (repeated or self._in_recovery):
-            self._retrans_stamp_s = self.sim.now          # the episode's first retransmission
+            self._retrans_stamp_s = self.sim.now  # the episode's first retransmission
         # F-RTO (RFC 5682 step 1, Linux tcp_enter_loss): not when the timeout ends a fast
         # recovery or an RTO recovery still under way, unless the same segment timed out again.
         frto = repeated or not (self._in_recovery or self.snd_una < self._high_seq)
@@ -556,7 +625,7 @@ class TcpEndpoint(SackScoreboard, TcpReceiver, LinuxWindow):
             self.cc.cwnd_bytes = float(self.mss)
         else:
             self._save_undo()
-            self.cc.on_timeout(self.snd_nxt - self.snd_una)   # RFC 5681 (4): ssthresh = FlightSize / 2
+            self.cc.on_timeout(self.snd_nxt - self.snd_una)  # RFC 5681 (4): ssthresh = FlightSize / 2
         if self._sack:
             # RFC 2018 section 8: after a timeout the scoreboard is cleared (go-back-N resends
             # all); Linux keeps the SACKed marks and resends only the rest, the model does not.
@@ -565,17 +634,17 @@ class TcpEndpoint(SackScoreboard, TcpReceiver, LinuxWindow):
             self._sacked_bytes = 0
         self._rto_seq = self.snd_una
         self._frto = frto
-        self._frto_held = self._dupacks                   # with SACK these would be SACKed
+        self._frto_held = self._dupacks  # with SACK these would be SACKed
         self._high_seq = self.snd_max
         self._in_recovery = False
         self._inflation_bytes = 0.0
         self._dupacks = 0
-        self._recover = self.snd_max                      # RFC 6582 section 4: no fast retransmit
-                                                          # on dup ACKs of go-back-N duplicates
-        self._rto_backoff = min(self._rto_backoff * 2, _MAX_BACKOFF)   # RFC 6298 (5.5)
-        self.snd_nxt = self.snd_una                       # go-back-N from the first hole
+        self._recover = self.snd_max  # RFC 6582 section 4: no fast retransmit
+        # on dup ACKs of go-back-N duplicates
+        self._rto_backoff = min(self._rto_backoff * 2, _MAX_BACKOFF)  # RFC 6298 (5.5)
+        self.snd_nxt = self.snd_una  # go-back-N from the first hole
         self._log_cwnd()
-        self._send_more()                                 # (5.4) and (5.6) via _transmit
+        self._send_more()  # (5.4) and (5.6) via _transmit
 
     # -- statistics -------------------------------------------------------------------------
     def direction_stats(self) -> dict:

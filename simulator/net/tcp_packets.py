@@ -27,7 +27,7 @@ class TcpSegment(metaclass=ABCMeta):
         self.pieces = pieces
         self.sent_s = 0.0
         self.retransmitted = False
-        self.mark = 0                       # the sender's scoreboard: 1 SACKed, 2 lost, 3 lost and resent
+        self.mark = 0  # the sender's scoreboard: 1 SACKed, 2 lost, 3 lost and resent
 
     def __repr__(self) -> str:
         return f"TcpSegment(seq={self.seq}, len={self.length})"
@@ -65,13 +65,13 @@ class TcpControl(metaclass=ABCMeta):
         return f"TcpControl({self.kind})"
 
 
-if native.C is not None:                    # the C twin's packets are these too
+if native.C is not None:  # the C twin's packets are these too
     TcpSegment.register(native.C.TcpSegment)
     TcpAck.register(native.C.TcpAck)
     TcpControl.register(native.C.TcpControl)
 
 
-_MAX_BACKOFF = 1 << 16          # the retransmission timer's largest backoff factor
+_MAX_BACKOFF = 1 << 16  # the retransmission timer's largest backoff factor
 # A sent segment's mark on the SACK scoreboard (TcpSegment.mark; Linux's TCPCB_SACKED_ACKED,
 # TCPCB_LOST and TCPCB_SACKED_RETRANS): in flight (0), SACKed, lost, lost and resent since.
 _SACKED, _LOST, _RESENT = 1, 2, 3

@@ -20,7 +20,7 @@ class TcpReceiver:
     # -- receiver ---------------------------------------------------------------------------
     def _on_segment(self, packet: Packet) -> None:
         if not self.established:
-            self._establish()               # a data segment implies the handshake completed
+            self._establish()  # a data segment implies the handshake completed
         seg: TcpSegment = packet.payload
         seq = seg.seq
         nxt = self.rcv_nxt
@@ -30,7 +30,7 @@ class TcpReceiver:
             for stream_id, offset, data, _end in seg.pieces:
                 received(stream_id, offset, len(data), now)
         if seq <= self._last_ack_sent < seq + seg.length:
-            self._ts_recent_s = packet.sent_s       # RFC 7323 section 4.3 (2)
+            self._ts_recent_s = packet.sent_s  # RFC 7323 section 4.3 (2)
         if seq == nxt:
             ooo = self._ooo
             filled_hole = bool(ooo)
@@ -49,7 +49,7 @@ class TcpReceiver:
                 self._sack_blocks = [b for b in self._sack_blocks if b[1] > nxt]
             self._deliver(pieces)
             if filled_hole:
-                self._send_ack()            # RFC 5681 4.2: ACK at once a segment filling a gap
+                self._send_ack()  # RFC 5681 4.2: ACK at once a segment filling a gap
             else:
                 self._segments_since_ack += 1
                 if self._segments_since_ack >= self.config.ack_every_packets:
@@ -64,9 +64,9 @@ class TcpReceiver:
                     self.max_ooo_bytes = self._ooo_bytes
             if self._sack:
                 self._sack_note(seq, seq + seg.length)
-            self._send_ack()                # RFC 5681 4.2: immediate duplicate ACK
+            self._send_ack()  # RFC 5681 4.2: immediate duplicate ACK
         else:
-            self._send_ack()                # already received (spurious retransmission)
+            self._send_ack()  # already received (spurious retransmission)
 
     def _sack_note(self, start: int, end: int) -> None:
         """RFC 2018 section 4: the block holding the segment just received goes first, merged
@@ -119,7 +119,7 @@ class TcpReceiver:
         self.timers.cancel("delack")
         self.acks_sent += 1
         self._last_ack_sent = self.rcv_nxt
-        sack = tuple(self._sack_blocks[:self._sack_report]) if self._sack_blocks else ()
+        sack = tuple(self._sack_blocks[: self._sack_report]) if self._sack_blocks else ()
         self.out_link.send(Packet(self.header_bytes, TcpAck(self.rcv_nxt, self._ts_recent_s, sack)), self._deliver_ack)
 
     # -- handshake (optional) ---------------------------------------------------------------
@@ -142,15 +142,15 @@ class TcpReceiver:
     def _on_control(self, packet: Packet) -> None:
         kind = packet.payload.kind
         if kind == "SYN":
-            if not self.established:        # server: answer every SYN (ours may have been lost)
+            if not self.established:  # server: answer every SYN (ours may have been lost)
                 if self.timers.expiry("rto") is None:
                     self._handshake_sent_s = self.sim.now
                     self.timers.set("rto", self.sim.now + self._rto_s(), self._on_rto)
                 else:
-                    self._handshake_retransmitted = True   # Karn: the ACK may answer either SYN-ACK
+                    self._handshake_retransmitted = True  # Karn: the ACK may answer either SYN-ACK
                 self._send_control("SYN-ACK")
         elif kind == "SYN-ACK":
-            self._send_control("ACK")       # also re-ACK a retransmitted SYN-ACK
+            self._send_control("ACK")  # also re-ACK a retransmitted SYN-ACK
             if not self.established:
                 self._establish()
         elif kind == "ACK" and not self.established:
@@ -159,7 +159,7 @@ class TcpReceiver:
     def _establish(self) -> None:
         self.established = True
         self.timers.cancel("rto")
-        if not self._handshake_retransmitted:    # Karn: no sample from a retransmitted SYN
+        if not self._handshake_retransmitted:  # Karn: no sample from a retransmitted SYN
             self.rtt.update(self.sim.now - self._handshake_sent_s)
         self._rto_backoff = 1
         self._send_more()

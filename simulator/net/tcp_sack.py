@@ -85,8 +85,11 @@ class SackScoreboard:
             if mark == _SACKED or mark == _LOST:
                 continue
             sent = seg.sent_s
-            if ((mark == 0 and seg.seq < boundary) or rack_s > sent
-                    or (rack_s == sent and rack_end > seg.seq + seg.length)):
+            if (
+                (mark == 0 and seg.seq < boundary)
+                or rack_s > sent
+                or (rack_s == sent and rack_end > seg.seq + seg.length)
+            ):
                 seg.mark = _LOST
                 if seg.seq < hint:
                     hint = seg.seq
@@ -107,7 +110,7 @@ class SackScoreboard:
         self.cc.on_congestion_event(self.sim.now, self.snd_nxt - self.snd_una)
         self.fast_retransmits += 1
         self._prr_delivered = self._prr_out = 0
-        self._recover_fs = self.snd_nxt - self.snd_una       # RFC 6937: RecoverFS = snd.nxt - snd.una
+        self._recover_fs = self.snd_nxt - self.snd_una  # RFC 6937: RecoverFS = snd.nxt - snd.una
         head = self._by_seq[self.snd_una]
         if head.mark == 0:
             head.mark = _LOST

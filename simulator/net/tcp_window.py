@@ -42,17 +42,20 @@ class LinuxWindow:
 
     def _init_window(self, config) -> None:
         self._packets = config.cwnd_in_packets
-        self._max_packets_out = 0                  # tcp_sock.max_packets_out
-        self._cwnd_usage_seq = 0                   # tcp_sock.cwnd_usage_seq: the window it describes ends here
-        self._is_cwnd_limited = False              # tcp_sock.is_cwnd_limited
+        self._max_packets_out = 0  # tcp_sock.max_packets_out
+        self._cwnd_usage_seq = 0  # tcp_sock.cwnd_usage_seq: the window it describes ends here
+        self._is_cwnd_limited = False  # tcp_sock.is_cwnd_limited
         self.nodelay = False
 
     def _cwnd_validate(self, is_cwnd_limited: bool) -> None:
         """Linux ``tcp_cwnd_validate``: per window of data, whether the window held the sender
         back, else the most segments it had in flight."""
         packets_out = len(self._unacked)
-        if (self.snd_una >= self._cwnd_usage_seq or is_cwnd_limited
-                or (not self._is_cwnd_limited and packets_out > self._max_packets_out)):
+        if (
+            self.snd_una >= self._cwnd_usage_seq
+            or is_cwnd_limited
+            or (not self._is_cwnd_limited and packets_out > self._max_packets_out)
+        ):
             self._is_cwnd_limited = is_cwnd_limited
             self._max_packets_out = packets_out
             self._cwnd_usage_seq = self.snd_nxt

@@ -37,13 +37,22 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from typing import Callable, Protocol
 
-__all__ = ["TransportConfig", "Endpoint", "Connection", "stream_id_for", "DataCallback", "TIMER_KEYS",
-           "timer_counts", "write_padding", "PADDING_CHUNK_BYTES"]
+__all__ = [
+    "TransportConfig",
+    "Endpoint",
+    "Connection",
+    "stream_id_for",
+    "DataCallback",
+    "TIMER_KEYS",
+    "timer_counts",
+    "write_padding",
+    "PADDING_CHUNK_BYTES",
+]
 
 DataCallback = Callable[[int, bytes, bool, float], None]
 
-PADDING_CHUNK_BYTES = 1 << 20           # one write of padding at most: 1 MiB, shared
-_PADDING: dict[bytes, bytes] = {}       # fill byte -> its shared block
+PADDING_CHUNK_BYTES = 1 << 20  # one write of padding at most: 1 MiB, shared
+_PADDING: dict[bytes, bytes] = {}  # fill byte -> its shared block
 
 
 def write_padding(endpoint, stream_id: int, size: int, end: bool = False, fill: bytes = b"\0") -> None:
@@ -64,19 +73,19 @@ def write_padding(endpoint, stream_id: int, size: int, end: bool = False, fill: 
 class TransportConfig:
     """Transport parameters common to both models (units in the names)."""
 
-    mss_bytes: int = 1460                 # TCP MSS; QUIC uses max_datagram_bytes
-    max_datagram_bytes: int = 1252        # QUIC UDP payload (RFC 9000 section 14: at least 1200)
-    header_overhead_bytes: int = 40       # IPv4 + TCP (20 + 20); QUIC model adds its own on top of UDP
-    cc: str = "reno"                      # "reno" or "cubic"
-    initial_window_segments: int = 10     # RFC 6928, RFC 9002 section 7.2
-    min_rto_s: float = 0.2                # Linux TCP_RTO_MIN (RFC 6298 says 1 s)
-    initial_rtt_s: float = 0.333          # RFC 9002 section 6.2.2 kInitialRtt
-    ack_every_packets: int = 2            # delayed ACK: every 2nd full segment (RFC 5681 4.2, RFC 9000 13.2.2)
-    max_ack_delay_s: float = 0.025        # RFC 9000 default max_ack_delay
-    packet_threshold: int = 3             # RFC 9002 kPacketThreshold; TCP dupthresh
-    time_threshold: float = 9 / 8         # RFC 9002 kTimeThreshold
-    timestamps: bool = True               # TCP timestamps (RFC 7323; Linux tcp_timestamps=1): Eifel detection
-    sack: bool = True                     # TCP SACK (RFC 2018; Linux tcp_sack=1): RFC 6675 recovery with PRR
+    mss_bytes: int = 1460  # TCP MSS; QUIC uses max_datagram_bytes
+    max_datagram_bytes: int = 1252  # QUIC UDP payload (RFC 9000 section 14: at least 1200)
+    header_overhead_bytes: int = 40  # IPv4 + TCP (20 + 20); QUIC model adds its own on top of UDP
+    cc: str = "reno"  # "reno" or "cubic"
+    initial_window_segments: int = 10  # RFC 6928, RFC 9002 section 7.2
+    min_rto_s: float = 0.2  # Linux TCP_RTO_MIN (RFC 6298 says 1 s)
+    initial_rtt_s: float = 0.333  # RFC 9002 section 6.2.2 kInitialRtt
+    ack_every_packets: int = 2  # delayed ACK: every 2nd full segment (RFC 5681 4.2, RFC 9000 13.2.2)
+    max_ack_delay_s: float = 0.025  # RFC 9000 default max_ack_delay
+    packet_threshold: int = 3  # RFC 9002 kPacketThreshold; TCP dupthresh
+    time_threshold: float = 9 / 8  # RFC 9002 kTimeThreshold
+    timestamps: bool = True  # TCP timestamps (RFC 7323; Linux tcp_timestamps=1): Eifel detection
+    sack: bool = True  # TCP SACK (RFC 2018; Linux tcp_sack=1): RFC 6675 recovery with PRR
     # TCP: the window as Linux keeps it (tcp_sock.snd_cwnd): in segments, each segment in flight
     # taking one whatever its size (tcp_cwnd_test), growing by the segments acknowledged and only
     # while the window limited the sender (tcp_is_cwnd_limited; RFC 7661 section 4.3).

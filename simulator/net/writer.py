@@ -39,17 +39,33 @@ class ResponseWriter:
     called when a response has been written in full.  With ``fill_on_ack`` (TCP) every
     acknowledgement refills the window."""
 
-    __slots__ = ("endpoint", "chunk_bytes", "written", "on_written", "fill_on_ack", "unacked_bytes",
-                 "_active", "_order", "_acked")
+    __slots__ = (
+        "endpoint",
+        "chunk_bytes",
+        "written",
+        "on_written",
+        "fill_on_ack",
+        "unacked_bytes",
+        "_active",
+        "_order",
+        "_acked",
+    )
 
-    def __init__(self, endpoint, chunk_bytes: int, written: dict[int, int],
-                 on_written: Callable[[int], None], *, fill_on_ack: bool) -> None:
+    def __init__(
+        self,
+        endpoint,
+        chunk_bytes: int,
+        written: dict[int, int],
+        on_written: Callable[[int], None],
+        *,
+        fill_on_ack: bool,
+    ) -> None:
         self.endpoint = endpoint
         self.chunk_bytes = chunk_bytes
         self.written = written
         self.on_written = on_written
         self.fill_on_ack = fill_on_ack
-        self.unacked_bytes = 0                     # written, not yet acknowledged
+        self.unacked_bytes = 0  # written, not yet acknowledged
         # Per urgency level a rotation of [stream_id, bytes left to write, order]; only
         # levels with a response waiting.
         self._active: dict[int, deque] = {}
@@ -77,7 +93,7 @@ class ResponseWriter:
 
     def write_next(self, limit: int) -> int:
         """Write up to ``limit`` bytes of the next response in turn; the bytes written."""
-        active = self._active                      # only levels with a response waiting
+        active = self._active  # only levels with a response waiting
         if not active:
             return 0
         level = min(active) if len(active) > 1 else next(iter(active))
@@ -96,7 +112,7 @@ class ResponseWriter:
                 del active[level]
             self.on_written(stream_id)
         else:
-            queue.append(entry)                    # served: to the back of its rotation
+            queue.append(entry)  # served: to the back of its rotation
         return n
 
     def fill(self) -> None:
@@ -120,8 +136,9 @@ class ResponseWriter:
             self.fill()
 
 
-def response_writer(endpoint, chunk_bytes: int, written: dict[int, int], on_written: Callable[[int], None],
-                    *, fill_on_ack: bool):
+def response_writer(
+    endpoint, chunk_bytes: int, written: dict[int, int], on_written: Callable[[int], None], *, fill_on_ack: bool
+):
     """A ``ResponseWriter`` for ``endpoint``: its C twin when the endpoint is the C ``TcpEndpoint``."""
     if native.C is not None and type(endpoint) is native.C.TcpEndpoint:
         return native.C.ResponseWriter(endpoint, chunk_bytes, written, on_written, fill_on_ack)

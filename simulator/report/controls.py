@@ -28,7 +28,7 @@ class Slider:
     step: float
     default: float
     unit: str = ""
-    percent: bool = False            # show 0.02 as 2%
+    percent: bool = False  # show 0.02 as 2%
 
     def text(self, value) -> str:
         """The value as a reader says it: ``2%`` or ``100 ms``."""
@@ -43,8 +43,16 @@ class Slider:
         ints = all(float(x).is_integer() for x in (self.min, self.max, self.step, self.default))
         cls = w.IntSlider if ints else w.FloatSlider
         kw = {} if ints else {"readout_format": ".1%" if self.percent else ".3g"}
-        return cls(value=self.default, min=self.min, max=self.max, step=self.step, continuous_update=False,
-                   description=self._description(), style={"description_width": "initial"}, **kw)
+        return cls(
+            value=self.default,
+            min=self.min,
+            max=self.max,
+            step=self.step,
+            continuous_update=False,
+            description=self._description(),
+            style={"description_width": "initial"},
+            **kw,
+        )
 
     def _description(self) -> str:
         return f"{self.label} ({self.unit})" if self.unit and not self.percent else self.label
@@ -107,8 +115,10 @@ class Several:
         """A label and one check box per option, in a row."""
         import ipywidgets as w
 
-        boxes = [w.Checkbox(value=o in self.default, description=str(o), indent=False,
-                            layout=w.Layout(width="auto")) for o in self.options]
+        boxes = [
+            w.Checkbox(value=o in self.default, description=str(o), indent=False, layout=w.Layout(width="auto"))
+            for o in self.options
+        ]
         box = w.HBox([w.Label(self.label)] + boxes)
         box._wb_options = self.options
         box._wb_boxes = boxes

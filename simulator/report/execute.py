@@ -18,8 +18,15 @@ from pathlib import Path
 
 from ..errors import InputError
 
-__all__ = ["execute_notebook", "inject_parameters", "poll_in_slices", "SETUP_TAG", "INJECTED_TAG",
-           "SETUP_TIMEOUT_S", "POLL_SLICE_S"]
+__all__ = [
+    "execute_notebook",
+    "inject_parameters",
+    "poll_in_slices",
+    "SETUP_TAG",
+    "INJECTED_TAG",
+    "SETUP_TIMEOUT_S",
+    "POLL_SLICE_S",
+]
 
 SETUP_TAG = "workbench-slides-setup"
 INJECTED_TAG = "injected-parameters"
@@ -47,8 +54,13 @@ def _parameter_names(source: str) -> set[str]:
     except SyntaxError:
         return names
     for node in tree.body:
-        targets = node.targets if isinstance(node, ast.Assign) else [node.target] if isinstance(
-            node, (ast.AnnAssign, ast.AugAssign)) else []
+        targets = (
+            node.targets
+            if isinstance(node, ast.Assign)
+            else [node.target]
+            if isinstance(node, (ast.AnnAssign, ast.AugAssign))
+            else []
+        )
         for t in targets:
             if isinstance(t, ast.Name):
                 names.add(t.id)
@@ -71,8 +83,11 @@ def inject_parameters(nb, parameters: dict, *, source: str = "notebook") -> None
     known = _parameter_names(nb.cells[idx].source)
     unknown = sorted(set(parameters) - known)
     if unknown:
-        raise InputError(f"unknown parameter(s) {', '.join(unknown)} (the parameters cell sets "
-                         f"{', '.join(sorted(known)) or 'nothing'}).", path=source)
+        raise InputError(
+            f"unknown parameter(s) {', '.join(unknown)} (the parameters cell sets "
+            f"{', '.join(sorted(known)) or 'nothing'}).",
+            path=source,
+        )
     lines = ["# Injected parameters"] + [f"{k} = {v!r}" for k, v in parameters.items()]
     cell = nbformat.v4.new_code_cell("\n".join(lines))
     cell.metadata["tags"] = [INJECTED_TAG]
@@ -100,7 +115,7 @@ def poll_in_slices(channel, slice_s: float = POLL_SLICE_S) -> None:
         deadline = None if timeout is None else time.monotonic() + timeout
         while True:
             try:
-                return await wait(timeout=0)               # a message already queued
+                return await wait(timeout=0)  # a message already queued
             except Empty:
                 pass
             left = None if deadline is None else deadline - time.monotonic()
@@ -136,7 +151,7 @@ def _notebook_client(nb, timeout: int, path: Path):
             # it to shut down (the messaging protocol's shutdown_request) and give it a few
             # seconds to exit; the interrupt is left for a kernel that did not.
             km, kc = self.km, self.kc
-            if km is None:              # already cleaned up (the kernel died): nothing to stop
+            if km is None:  # already cleaned up (the kernel died): nothing to stop
                 return
             if kc is not None and await _maybe_await(km.is_alive()):
                 await _maybe_await(kc.shutdown())
@@ -150,8 +165,13 @@ def _notebook_client(nb, timeout: int, path: Path):
         # machine, whatever --timeout the notebook's own cells get.
         return max(timeout, SETUP_TIMEOUT_S) if SETUP_TAG in _tags(cell) else timeout
 
-    return _Client(nb, timeout=timeout, timeout_func=timeout_for, kernel_name="python3",
-                   resources={"metadata": {"path": str(path.parent)}})
+    return _Client(
+        nb,
+        timeout=timeout,
+        timeout_func=timeout_for,
+        kernel_name="python3",
+        resources={"metadata": {"path": str(path.parent)}},
+    )
 
 
 def read_notebook(path):
@@ -161,12 +181,11 @@ def read_notebook(path):
 
     try:
         with warnings.catch_warnings():
-            warnings.simplefilter("ignore")     # the schema is checked below, in one line
+            warnings.simplefilter("ignore")  # the schema is checked below, in one line
             nb = nbformat.read(path, as_version=4)
     except RecursionError:
-        raise InputError("not a readable notebook (nested deeper than the JSON parser goes).",
-                         path=str(path)) from None
-    except Exception as exc:        # nbformat raises JSON, schema and reader errors of several kinds
+        raise InputError("not a readable notebook (nested deeper than the JSON parser goes).", path=str(path)) from None
+    except Exception as exc:  # nbformat raises JSON, schema and reader errors of several kinds
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         raise InputError(f"not a readable notebook ({first[:200]}).", path=str(path)) from None
     try:
@@ -176,13 +195,20 @@ def read_notebook(path):
     except nbformat.ValidationError as exc:
         where = "/".join(str(p) for p in getattr(exc, "absolute_path", ())) or "top level"
         first = (str(getattr(exc, "message", "")) or str(exc)).strip().splitlines()[0]
-        raise InputError(f"not a valid notebook (nbformat 4 schema, at {where}: {first[:160]}).",
-                         path=str(path)) from None
+        raise InputError(
+            f"not a valid notebook (nbformat 4 schema, at {where}: {first[:160]}).", path=str(path)
+        ) from None
     return nb
 
 
-def execute_notebook(path: Path, parameters: dict | None = None, *, timeout: int = 600,
-                     notebook_out: str | None = None, one_line_errors: bool = True):
+def execute_notebook(
+    path: Path,
+    parameters: dict | None = None,
+    *,
+    timeout: int = 600,
+    notebook_out: str | None = None,
+    one_line_errors: bool = True,
+):
     """Run a notebook top to bottom (nbclient) with figures as PNG + PDF outputs, in the
     slide style.  A failing cell is one ``InputError`` line (``one_line_errors=False``:
     nbclient's own error, with the cell's traceback, as a test wants it)."""
@@ -195,7 +221,7 @@ def execute_notebook(path: Path, parameters: dict | None = None, *, timeout: int
     setup.metadata["tags"] = [SETUP_TAG]
     nb.cells.insert(0, setup)
     env = dict(os.environ)
-    env.pop("MPLBACKEND", None)          # the inline backend draws the figures into the outputs
+    env.pop("MPLBACKEND", None)  # the inline backend draws the figures into the outputs
     tmp = None
     if notebook_out is None and "WORKBENCH_NOTEBOOK_OUT" not in env:
         tmp = tempfile.TemporaryDirectory(prefix="workbench-slides-")
@@ -212,8 +238,9 @@ def execute_notebook(path: Path, parameters: dict | None = None, *, timeout: int
     except DeadKernelError:
         if not one_line_errors:
             raise
-        raise InputError("the notebook's kernel died while running (it was killed, or ran out of memory)",
-                         path=str(path)) from None
+        raise InputError(
+            "the notebook's kernel died while running (it was killed, or ran out of memory)", path=str(path)
+        ) from None
     finally:
         if tmp is not None:
             tmp.cleanup()
@@ -226,11 +253,20 @@ def _one_line_error(exc: Exception, nb, path: Path, timeout: int) -> InputError:
 
     if isinstance(exc, CellTimeoutError):
         # The cell that got no reply; the set-up cell put first makes indices count from 1.
-        cell = next((i for i, c in enumerate(nb.cells) if c.cell_type == "code"
-                     and "shell.execute_reply" not in c.get("metadata", {}).get("execution", {})), None)
+        cell = next(
+            (
+                i
+                for i, c in enumerate(nb.cells)
+                if c.cell_type == "code" and "shell.execute_reply" not in c.get("metadata", {}).get("execution", {})
+            ),
+            None,
+        )
         where = f"cell {cell} of the notebook" if cell else "a cell"
-        return InputError(f"{where} did not finish within {timeout} s (the kernel was stopped; "
-                          "give more time with --timeout, or fewer parameters)", path=str(path))
+        return InputError(
+            f"{where} did not finish within {timeout} s (the kernel was stopped; "
+            "give more time with --timeout, or fewer parameters)",
+            path=str(path),
+        )
     first = next((ln for ln in str(exc).splitlines() if ln.strip() and not ln.startswith("-")), "")
     ename = getattr(exc, "ename", "error")
     evalue = getattr(exc, "evalue", first)

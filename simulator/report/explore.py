@@ -62,19 +62,48 @@ from typing import Any, Callable
 
 from ..errors import InputError
 from .controls import Control, Options, Several, Slider, Switch, defaults, describe
+
 # One update's output and status (explore_view) and the worker (explore_worker): their names
 # stay importable from here.
-from .explore_view import (_CSS, CELL_PAD_PX, CHAR_PX, TABLE_BUDGET_PX, Inert, View,  # noqa: F401
-                           _png, _table_digest, _table_html, error_line, figure_data, moved_controls,
-                           table_min_width_px, update_line)
+from .explore_view import (
+    _CSS,
+    CELL_PAD_PX,  # noqa: F401
+    CHAR_PX,  # noqa: F401
+    TABLE_BUDGET_PX,
+    Inert,
+    View,  # noqa: F401
+    _png,
+    _table_digest,
+    _table_html,
+    error_line,
+    figure_data,
+    moved_controls,  # noqa: F401
+    table_min_width_px,
+    update_line,
+)
 from .explore_worker import LatestOnly
 
-__all__ = ["Slider", "Options", "Several", "Switch", "Inputs", "View", "Explorer", "LatestOnly", "Inert",
-           "bundled_traces", "TRACES_DIR", "TABLE_BUDGET_PX", "table_min_width_px", "figure_data", "update_line"]
+__all__ = [
+    "Slider",
+    "Options",
+    "Several",
+    "Switch",
+    "Inputs",
+    "View",
+    "Explorer",
+    "LatestOnly",
+    "Inert",
+    "bundled_traces",
+    "TRACES_DIR",
+    "TABLE_BUDGET_PX",
+    "table_min_width_px",
+    "figure_data",
+    "update_line",
+]
 
 TRACES_DIR = Path(__file__).resolve().parents[2] / "traces"
-STATIC_DPI = 144           # the static figure (slides: sharp on a projector)
-LIVE_DPI = 96              # the live figure (re-encoded on every update)
+STATIC_DPI = 144  # the static figure (slides: sharp on a projector)
+LIVE_DPI = 96  # the live figure (re-encoded on every update)
 
 
 # ---------------------------------------------------------------------------------------
@@ -101,7 +130,7 @@ class Inputs:
     builtin: dict[str, Any] = field(default_factory=dict)
     default: str | None = None
     note: str = ""
-    skip: tuple[str, ...] = ()                   # bundled traces whose names start so are not offered
+    skip: tuple[str, ...] = ()  # bundled traces whose names start so are not offered
 
 
 class _Sources:
@@ -109,8 +138,11 @@ class _Sources:
 
     def __init__(self, inputs: Inputs):
         self.inputs = inputs
-        self.bundled = {str(p.relative_to(TRACES_DIR)): p for p in bundled_traces(inputs.suffixes)
-                        if not p.name.startswith(inputs.skip or ("\0",))}
+        self.bundled = {
+            str(p.relative_to(TRACES_DIR)): p
+            for p in bundled_traces(inputs.suffixes)
+            if not p.name.startswith(inputs.skip or ("\0",))
+        }
         self._cache: dict[tuple, Any] = {}
         self._lock = threading.Lock()
 
@@ -152,7 +184,7 @@ class _Sources:
         except (OSError, UnicodeDecodeError, ValueError) as exc:
             raise InputError(f"cannot be read ({exc}).", path=str(key)) from None
         with self._lock:
-            self._cache = {(str(path), stamp): value}       # keep the last one only
+            self._cache = {(str(path), stamp): value}  # keep the last one only
         return value
 
 
@@ -167,10 +199,20 @@ class Explorer:
     default values are computed at once (synchronously); displaying the object shows the
     controls and the output area in a live front-end, the static figure elsewhere."""
 
-    def __init__(self, title: str, controls: dict[str, Control], run: Callable[[dict, Any], Any],
-                 draw: Callable[[Any, dict, Any], Any], *, inputs: Inputs | None = None,
-                 figsize: tuple[float, float] = (9.0, 3.6), debounce_s: float = 0.2, busy_after_s: float = 0.5,
-                 caption: str = "", notes: Callable[[dict, Any], dict[str, Any]] | None = None):
+    def __init__(
+        self,
+        title: str,
+        controls: dict[str, Control],
+        run: Callable[[dict, Any], Any],
+        draw: Callable[[Any, dict, Any], Any],
+        *,
+        inputs: Inputs | None = None,
+        figsize: tuple[float, float] = (9.0, 3.6),
+        debounce_s: float = 0.2,
+        busy_after_s: float = 0.5,
+        caption: str = "",
+        notes: Callable[[dict, Any], dict[str, Any]] | None = None,
+    ):
         self.title = title
         self.controls = dict(controls)
         self._run, self._draw = run, draw
@@ -180,16 +222,17 @@ class Explorer:
         self._notes = notes
         self.values = defaults(self.controls)
         choice, path = self.sources.initial() if self.sources else (None, "")
-        self.source = path or choice               # dropdown key or a path
+        self.source = path or choice  # dropdown key or a path
         self.default_view, self._static = self._first_render()
         self.view = self.default_view
         self.shown_generation = 0
         self.errors: list[str] = []
         self._widgets: dict[str, Any] = {}
         self._root = None
-        self._syncing = False                      # widgets being set from code: observers stay quiet
-        self.queue = LatestOnly(self._job, self._publish, debounce_s=debounce_s, busy_after_s=busy_after_s,
-                                on_busy=self._busy)
+        self._syncing = False  # widgets being set from code: observers stay quiet
+        self.queue = LatestOnly(
+            self._job, self._publish, debounce_s=debounce_s, busy_after_s=busy_after_s, on_busy=self._busy
+        )
 
     # -- updates --------------------------------------------------------------------------
 
@@ -207,15 +250,25 @@ class Explorer:
         # page) has wider tick labels, and axes placed for the first input would cut them off.
         fig = Figure(figsize=self.figsize, layout="constrained")
         table = self._draw(result, dict(values), fig)
-        png = _png(fig, dpi)                        # draws the figure: its tick labels are set after
-        notes = {name: n if isinstance(n, Inert) else Inert(str(n)) for name, n in
-                 (self._notes(dict(values), result) if self._notes is not None else {}).items()}
+        png = _png(fig, dpi)  # draws the figure: its tick labels are set after
+        notes = {
+            name: n if isinstance(n, Inert) else Inert(str(n))
+            for name, n in (self._notes(dict(values), result) if self._notes is not None else {}).items()
+        }
         t3 = time.perf_counter()
-        view = View(png=png, table=table, run_s=t2 - t1, draw_s=t3 - t2, load_s=t1 - t0,
-                    cpu_s=time.thread_time() - c0, values=dict(values), source=source,
-                    signature=figure_data(fig) + _table_digest(table),
-                    notes={name: n.why for name, n in notes.items()},
-                    off=frozenset(name for name, n in notes.items() if n.off))
+        view = View(
+            png=png,
+            table=table,
+            run_s=t2 - t1,
+            draw_s=t3 - t2,
+            load_s=t1 - t0,
+            cpu_s=time.thread_time() - c0,
+            values=dict(values),
+            source=source,
+            signature=figure_data(fig) + _table_digest(table),
+            notes={name: n.why for name, n in notes.items()},
+            off=frozenset(name for name, n in notes.items() if n.off),
+        )
         return (view, fig) if static else view
 
     def _first_render(self):
@@ -249,9 +302,15 @@ class Explorer:
 
     def _busy(self, generation: int, elapsed_s: float) -> None:
         newer = generation != self.queue.generation
-        self._status(f"running... {elapsed_s:.1f} s" + (" (the values changed since: they run next)" if newer
-                                                         else " (the figure below is from the previous values)"),
-                     busy=True)
+        self._status(
+            f"running... {elapsed_s:.1f} s"
+            + (
+                " (the values changed since: they run next)"
+                if newer
+                else " (the figure below is from the previous values)"
+            ),
+            busy=True,
+        )
 
     def _show_notes(self, view: View) -> None:
         """Controls that cannot act on this input are disabled, their reason as a tooltip
@@ -259,12 +318,13 @@ class Explorer:
         for name in self.controls:
             cw = self._widgets[f"control:{name}"]
             off = name in view.off
-            for target in (cw._wb_boxes if isinstance(self.controls[name], Several) else [cw]):
+            for target in cw._wb_boxes if isinstance(self.controls[name], Several) else [cw]:
                 target.disabled = off
                 target.tooltip = view.notes[name] if off else None
         lines = [f"{self.controls[name].label}: {view.notes[name]}" for name in self.controls if name in view.off]
-        self._widgets["notes"].value = ("<small>Not acting on this input: " + html.escape("; ".join(lines)) + "</small>"
-                                        if lines else "")
+        self._widgets["notes"].value = (
+            "<small>Not acting on this input: " + html.escape("; ".join(lines)) + "</small>" if lines else ""
+        )
 
     def _status(self, text: str, *, error: bool = False, busy: bool = False, warn: bool = False) -> None:
         if self._root is None:
@@ -277,8 +337,9 @@ class Explorer:
 
     def _log_traceback(self, exc: BaseException) -> None:
         if self._root is not None:
-            self._widgets["log"].value = "<pre style='font-size:75%'>" + html.escape(
-                "".join(traceback.format_exception(exc))) + "</pre>"
+            self._widgets["log"].value = (
+                "<pre style='font-size:75%'>" + html.escape("".join(traceback.format_exception(exc))) + "</pre>"
+            )
 
     def change(self, **values) -> int:
         """Set controls programmatically, as a user moving them would (through the queue)."""
@@ -288,7 +349,7 @@ class Explorer:
         if "source" in values:
             self.source = values.pop("source")
         self.values.update(values)
-        if self._root is not None:            # keep the widgets in step (their observers submit)
+        if self._root is not None:  # keep the widgets in step (their observers submit)
             self._sync_widgets()
         return self.queue.submit((dict(self.values), self.source))
 
@@ -321,10 +382,15 @@ class Explorer:
         rows = [w.HTML(f"<style>{_CSS}</style><b>{html.escape(self.title)}</b>")]
         if self.sources is not None:
             choice, path = self.sources.initial()
-            pick = w.Dropdown(options=self.sources.choices(), value=choice, description="input",
-                              layout=w.Layout(width="420px"))
-            text = w.Text(value=path, placeholder="or a file: a path from this notebook's folder, then Enter",
-                          continuous_update=False, layout=w.Layout(width="420px"))
+            pick = w.Dropdown(
+                options=self.sources.choices(), value=choice, description="input", layout=w.Layout(width="420px")
+            )
+            text = w.Text(
+                value=path,
+                placeholder="or a file: a path from this notebook's folder, then Enter",
+                continuous_update=False,
+                layout=w.Layout(width="420px"),
+            )
             pick.add_class("wb-explore-pick")
             text.add_class("wb-explore-path")
             pick.observe(self._from_pick, names="value")
@@ -333,8 +399,11 @@ class Explorer:
             rows.append(w.HBox([pick, text]))
             if self.sources.inputs.note:
                 rows.append(w.HTML(f"<small>{html.escape(self.sources.inputs.note)}</small>"))
-        rows.append(w.GridBox(controls, layout=w.Layout(grid_template_columns="repeat(2, minmax(300px, 1fr))",
-                                                         grid_gap="2px 16px")))
+        rows.append(
+            w.GridBox(
+                controls, layout=w.Layout(grid_template_columns="repeat(2, minmax(300px, 1fr))", grid_gap="2px 16px")
+            )
+        )
         notes = w.HTML("")
         notes.add_class("wb-explore-notes")
         rows.append(notes)
@@ -402,8 +471,10 @@ class Explorer:
         if self.sources is not None:
             names.append("the input (a bundled trace or any file)")
         source = f" on {Path(str(self.default_view.source)).name}" if self.default_view.source else ""
-        text = (f"{self.title}{source}, at {describe(self.controls, self.default_view.values)}. "
-                f"Live in JupyterLab: {', '.join(names)}.")
+        text = (
+            f"{self.title}{source}, at {describe(self.controls, self.default_view.values)}. "
+            f"Live in JupyterLab: {', '.join(names)}."
+        )
         return f"{text} {self.extra_caption}".strip()
 
     def _repr_mimebundle_(self, include=None, exclude=None):

@@ -24,12 +24,12 @@ class View:
     run_s: float
     draw_s: float
     load_s: float = 0.0
-    cpu_s: float = 0.0             # CPU time of the thread that made it (the update alone)
+    cpu_s: float = 0.0  # CPU time of the thread that made it (the update alone)
     values: dict = field(default_factory=dict)
     source: str | None = None
-    signature: str = ""            # the figure's data and the table, titles left out (``figure_data``)
-    notes: dict = field(default_factory=dict)   # {control: why it cannot act here} (the panel's ``notes``)
-    off: frozenset = frozenset()   # the controls among ``notes`` that cannot act at all on this input
+    signature: str = ""  # the figure's data and the table, titles left out (``figure_data``)
+    notes: dict = field(default_factory=dict)  # {control: why it cannot act here} (the panel's ``notes``)
+    off: frozenset = frozenset()  # the controls among ``notes`` that cannot act at all on this input
 
     @property
     def total_s(self) -> float:
@@ -39,7 +39,7 @@ class View:
 
 def _png(fig, dpi: int) -> bytes:
     buf = io.BytesIO()
-    fig.savefig(buf, format="png", dpi=dpi)        # the figure's constrained layout sets the margins
+    fig.savefig(buf, format="png", dpi=dpi)  # the figure's constrained layout sets the margins
     return buf.getvalue()
 
 
@@ -83,7 +83,8 @@ def table_min_width_px(table) -> float:
     frame = table.to_frame() if isinstance(table, pd.Series) else table
     index_names = [str(n) for n in frame.index.names if n is not None]
     columns = [[*index_names, *map(str, frame.index)]] + [
-        [str(name), *(_number(v) if isinstance(v, float) else str(v) for v in frame[name])] for name in frame.columns]
+        [str(name), *(_number(v) if isinstance(v, float) else str(v) for v in frame[name])] for name in frame.columns
+    ]
     width = 0.0
     for cells in columns:
         width += max((len(word) for cell in cells for word in cell.split()), default=0) * CHAR_PX + CELL_PAD_PX
@@ -92,13 +93,15 @@ def table_min_width_px(table) -> float:
 
 # Readouts: a selection slider's readout is as wide as its label (ipywidgets gives it a
 # fixed minimum and clips the rest: "as measured" showed as "as measure").
-_CSS = (".wb-explore .wb-busy { opacity: 0.45; transition: opacity 0.2s; } "
-        ".wb-explore table.wb-table td, .wb-explore table.wb-table th { padding: 1px 8px; } "
-        ".wb-explore .wb-table-box { max-width: 100%; overflow-x: auto; } "
-        ".wb-explore .wb-table-box table.wb-table th:first-child { position: sticky; left: 0; "
-        "background: var(--jp-layout-color1, white); } "
-        ".wb-explore .widget-readout, .wb-explore .jupyter-widget-readout { min-width: max-content; "
-        "max-width: none; overflow: visible; } ")
+_CSS = (
+    ".wb-explore .wb-busy { opacity: 0.45; transition: opacity 0.2s; } "
+    ".wb-explore table.wb-table td, .wb-explore table.wb-table th { padding: 1px 8px; } "
+    ".wb-explore .wb-table-box { max-width: 100%; overflow-x: auto; } "
+    ".wb-explore .wb-table-box table.wb-table th:first-child { position: sticky; left: 0; "
+    "background: var(--jp-layout-color1, white); } "
+    ".wb-explore .widget-readout, .wb-explore .jupyter-widget-readout { min-width: max-content; "
+    "max-width: none; overflow: visible; } "
+)
 
 
 def figure_data(fig) -> str:
@@ -113,8 +116,11 @@ def figure_data(fig) -> str:
     h = hashlib.sha256()
     for ax in fig.axes:
         for patch in ax.patches:
-            h.update(np.asarray(patch.get_path().transformed(patch.get_patch_transform()).vertices,
-                                dtype=float).round(9).tobytes())
+            h.update(
+                np.asarray(patch.get_path().transformed(patch.get_patch_transform()).vertices, dtype=float)
+                .round(9)
+                .tobytes()
+            )
             h.update(repr(patch.get_facecolor()).encode())
         for line in ax.lines:
             h.update(np.asarray(line.get_xydata(), dtype=float).round(9).tobytes())
@@ -169,13 +175,16 @@ def update_line(view: View, previous: View | None, labels: dict[str, str] | None
     changed and the panel says why, ``unexplained``: nothing changed and no reason).
     ``labels``: the controls' labels, to name a control as the panel shows it."""
     labels = labels or {}
-    took = (f"{view.total_s:.2f} s: study run {view.run_s:.2f} s, figure {view.draw_s:.2f} s"
-            f"{f', input {view.load_s:.2f} s' if view.load_s > 0.05 else ''}")
+    took = (
+        f"{view.total_s:.2f} s: study run {view.run_s:.2f} s, figure {view.draw_s:.2f} s"
+        f"{f', input {view.load_s:.2f} s' if view.load_s > 0.05 else ''}"
+    )
     if previous is None or view.signature != previous.signature or view.source != previous.source:
         return f"updated in {took}", "updated"
     moved = moved_controls(previous.values, view.values)
     why = [f"{labels.get(name, name)}: {view.notes[name]}" for name in moved if name in view.notes]
     if why:
         return f"no change in the figure or the table. {'; '.join(why)} ({took})", "explained"
-    return (f"no change in the figure or the table: this move does not act on this input at these values "
-            f"({took})"), "unexplained"
+    return (
+        f"no change in the figure or the table: this move does not act on this input at these values ({took})"
+    ), "unexplained"

@@ -21,13 +21,19 @@ class LatestOnly:
     ``busy_after_s``, then every half second until it ends (a progress indicator).
     """
 
-    def __init__(self, work: Callable[[Any], Any], publish: Callable[[int, bool, Any], None], *,
-                 debounce_s: float = 0.2, busy_after_s: float = 0.5,
-                 on_busy: Callable[[int, float], None] | None = None):
+    def __init__(
+        self,
+        work: Callable[[Any], Any],
+        publish: Callable[[int, bool, Any], None],
+        *,
+        debounce_s: float = 0.2,
+        busy_after_s: float = 0.5,
+        on_busy: Callable[[int, float], None] | None = None,
+    ):
         self.work, self.publish, self.on_busy = work, publish, on_busy
         self.debounce_s, self.busy_after_s = debounce_s, busy_after_s
-        self.generation = 0          # of the newest job submitted
-        self.ran: list[int] = []     # generations that ran, in order
+        self.generation = 0  # of the newest job submitted
+        self.ran: list[int] = []  # generations that ran, in order
         self.published: list[int] = []
         self.dropped = 0
         self._pending: tuple[int, Any] | None = None

@@ -40,15 +40,25 @@ def onload_scatter(pages: pd.DataFrame, summary: dict, ax=None, *, hue: str = "c
     ax.set_xlabel("measured onLoad (s)")
     ax.set_ylabel("simulated onLoad (s)")
     rho = summary.get("spearman_rho")
-    ax.set_title(f"{summary['pages']} pages: Spearman rho {f'{rho:.2f}' if rho is not None else 'n/a'}, "
-                 f"MAPE {summary['mape_percent']:.1f}%")
+    ax.set_title(
+        f"{summary['pages']} pages: Spearman rho {f'{rho:.2f}' if rho is not None else 'n/a'}, "
+        f"MAPE {summary['mape_percent']:.1f}%"
+    )
     ax.grid(alpha=0.3, which="both")
     ax.legend(fontsize="small", loc="upper left")
     return ax
 
 
-def waterfall_compare(graph, simulated: pd.DataFrame, start_offset_s: float, page_start_s: float | None, ax=None, *,
-                      max_rows: int | None = None, title: str | None = None):
+def waterfall_compare(
+    graph,
+    simulated: pd.DataFrame,
+    start_offset_s: float,
+    page_start_s: float | None,
+    ax=None,
+    *,
+    max_rows: int | None = None,
+    title: str | None = None,
+):
     """Measured (grey) and simulated (blue) request-to-arrival bars of each resource (the
     first ``max_rows`` requested: default 30, 20 on a slide); rows named as ``row_labels`` does."""
     if ax is None:
@@ -65,16 +75,26 @@ def waterfall_compare(graph, simulated: pd.DataFrame, start_offset_s: float, pag
             total = sum(v for k, v in r.timings.items() if k in _PHASES and isinstance(v, (int, float)) and v > 0)
             ax.barh(y - 0.2, max(total / 1000.0, 0.002), left=start, height=0.38, color="#999999")
         if row["requested_s"] == row["requested_s"]:
-            ax.barh(y + 0.2, max(row["arrived_s"] - row["requested_s"], 0.002),
-                    left=row["requested_s"] + start_offset_s, height=0.38, color="#1f77b4")
+            ax.barh(
+                y + 0.2,
+                max(row["arrived_s"] - row["requested_s"], 0.002),
+                left=row["requested_s"] + start_offset_s,
+                height=0.38,
+                color="#1f77b4",
+            )
         urls.append(r.url)
         types.append(r.resource_type)
     ax.set_ylim(len(rows) - 0.5, -0.5)
     ax.set_yticks(range(len(rows)))
     ax.set_yticklabels(row_labels(urls, types))
     ax.set_xlabel("time since the page's start (s)")
-    ax.legend([plt.Rectangle((0, 0), 1, 1, color="#999999"), plt.Rectangle((0, 0), 1, 1, color="#1f77b4")],
-              ["measured (HAR)", "simulated"], loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0.0)
+    ax.legend(
+        [plt.Rectangle((0, 0), 1, 1, color="#999999"), plt.Rectangle((0, 0), 1, 1, color="#1f77b4")],
+        ["measured (HAR)", "simulated"],
+        loc="upper left",
+        bbox_to_anchor=(1.01, 1.0),
+        borderaxespad=0.0,
+    )
     ax.grid(axis="x", alpha=0.3)
     if title:
         ax.set_title(title)

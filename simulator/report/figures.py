@@ -24,12 +24,16 @@ def readme_figure(folder: str | Path) -> list[Path]:
     from ..traces import load
     from .plots import hol_cdf, subplots
 
-    params = HolParams(schemes=("hpack", "qpack", "qcram"), transport="quic", rtt_s=0.1, bandwidth_bps=10e6,
-                       loss="0.02", seed=1)
+    params = HolParams(
+        schemes=("hpack", "qpack", "qcram"), transport="quic", rtt_s=0.1, bandwidth_bps=10e6, loss="0.02", seed=1
+    )
     result = run(load(str(TRACE)), params)
     fig, ax = subplots(size=(7, 3.6))
-    hol_cdf(result.tables()["blocks"], ax, title="Header blocks waiting behind others over QUIC "
-                                                 "(100 ms, 10 Mbit/s, 2% loss)")
+    hol_cdf(
+        result.tables()["blocks"],
+        ax,
+        title="Header blocks waiting behind others over QUIC (100 ms, 10 Mbit/s, 2% loss)",
+    )
     path = Path(folder) / "hol-cdf.png"
     path.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(path, dpi=150, bbox_inches="tight", metadata={"Software": None})

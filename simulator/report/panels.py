@@ -21,12 +21,32 @@ from .panels_pageload import PUSH_POLICIES, coalescing_panel, fidelity_panel, pu
 from .panels_lab import lab_panel
 from .panels_priorities import priorities_panel
 from .panels_pageload import shaped_topology  # noqa: F401 - the tests draw topologies with it
-from .panels_protocol import (CROSS_SCHEMES, DEMUX_COLORS, HOP_POLICIES, STACK_SETUPS,  # noqa: F401
-                              TRAILER_COLORS, crossstream_panel, demux_panel, hol_panel, stacks_panel,
-                              trailers_panel)
+from .panels_protocol import (
+    CROSS_SCHEMES,  # noqa: F401
+    DEMUX_COLORS,  # noqa: F401
+    HOP_POLICIES,  # noqa: F401
+    STACK_SETUPS,  # noqa: F401
+    TRAILER_COLORS,  # noqa: F401
+    crossstream_panel,
+    demux_panel,
+    hol_panel,
+    stacks_panel,
+    trailers_panel,
+)
 
-__all__ = ["hol_panel", "push_panel", "trailers_panel", "crossstream_panel", "stacks_panel", "demux_panel",
-           "coalescing_panel", "fidelity_panel", "lab_panel", "priorities_panel", "PANELS"]
+__all__ = [
+    "hol_panel",
+    "push_panel",
+    "trailers_panel",
+    "crossstream_panel",
+    "stacks_panel",
+    "demux_panel",
+    "coalescing_panel",
+    "fidelity_panel",
+    "lab_panel",
+    "priorities_panel",
+    "PANELS",
+]
 
 
 PANELS = {

@@ -32,8 +32,9 @@ def load_validation(path: str | Path) -> dict:
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise InputError(f"is not a lab validation result ({exc}).", path=str(path)) from None
     if not isinstance(data, dict) or not isinstance(data.get("conditions"), list) or not data["conditions"]:
-        raise InputError("holds no validated condition (write one with workbench lab validate --report).",
-                         path=str(path))
+        raise InputError(
+            "holds no validated condition (write one with workbench lab validate --report).", path=str(path)
+        )
     return data
 
 
@@ -47,10 +48,12 @@ def lab_panel(validation: str | Path = COMMITTED_VALIDATION) -> Explorer:
     runs, and its error beside the lab's run-to-run floor."""
     result = load_validation(validation)
     entries = ([result["reference"]] if result.get("reference") else []) + result["conditions"]
-    labels = [_label(e) + (" (reference)" if i == 0 and result.get("reference") else "")
-              for i, e in enumerate(entries)]
-    controls = {"condition": Options("condition", tuple(zip(labels, range(len(labels)))),
-                                     1 if len(labels) > 1 else 0, style="dropdown")}
+    labels = [_label(e) + (" (reference)" if i == 0 and result.get("reference") else "") for i, e in enumerate(entries)]
+    controls = {
+        "condition": Options(
+            "condition", tuple(zip(labels, range(len(labels)))), 1 if len(labels) > 1 else 0, style="dropdown"
+        )
+    }
 
     def run(v, data):
         pool = ([data["reference"]] if data.get("reference") else []) + data["conditions"]
@@ -65,8 +68,10 @@ def lab_panel(validation: str | Path = COMMITTED_VALIDATION) -> Explorer:
         predicted_vs_measured(scatter, [(p, "tab:blue") for p in pages])
         scatter.set_xlabel("measured onLoad (s, runs as range)")
         scatter.set_ylabel("predicted (s)")
-        _title(scatter, f"{_label(entry)}: MAPE {entry['mape_percent'] or 0:.1f}%, "
-                        f"floor {entry['floor_mape_percent'] or 0:.1f}%")
+        _title(
+            scatter,
+            f"{_label(entry)}: MAPE {entry['mape_percent'] or 0:.1f}%, floor {entry['floor_mape_percent'] or 0:.1f}%",
+        )
         errors = [p["error_percent"] for p in pages]
         floors = [statistics.fmean(p["floor_ape_percent"]) if p["floor_ape_percent"] else 0.0 for p in pages]
         y = range(len(pages))
@@ -77,14 +82,29 @@ def lab_panel(validation: str | Path = COMMITTED_VALIDATION) -> Explorer:
         bars.set_yticklabels(names)
         bars.axvline(0, color="black", lw=0.8)
         bars.set_xlabel("predicted vs measured (%); grey: the lab's floor")
-        table = pd.DataFrame({"measured (s)": [statistics.median(p["measured_onload_s"]) for p in pages],
-                              "predicted (s)": [p["predicted_onload_s"] for p in pages],
-                              "error (%)": errors, "floor (%)": floors}, index=names)
+        table = pd.DataFrame(
+            {
+                "measured (s)": [statistics.median(p["measured_onload_s"]) for p in pages],
+                "predicted (s)": [p["predicted_onload_s"] for p in pages],
+                "error (%)": errors,
+                "floor (%)": floors,
+            },
+            index=names,
+        )
         table.index.name = "page"
         return table.round(3)
 
-    return Explorer("The lab: the model's predictions against real loads", controls, run, draw,
-                    inputs=Inputs(load_validation, suffixes=(), builtin={"committed validation": result},
-                                  default="committed validation",
-                                  note="a validation.json written by workbench lab validate --report"),
-                    figsize=(10.0, 4.2))
+    return Explorer(
+        "The lab: the model's predictions against real loads",
+        controls,
+        run,
+        draw,
+        inputs=Inputs(
+            load_validation,
+            suffixes=(),
+            builtin={"committed validation": result},
+            default="committed validation",
+            note="a validation.json written by workbench lab validate --report",
+        ),
+        figsize=(10.0, 4.2),
+    )

@@ -17,10 +17,21 @@ from .panels_common import _labelled, _load_page, _suptitle, _title
 
 __all__ = ["priorities_panel", "scheduler_waterfalls", "visual_progress", "TYPE_COLORS", "METRIC_LABELS"]
 
-TYPE_COLORS = {"document": "#555555", "stylesheet": "#9467bd", "script": "#ff7f0e", "font": "#8c564b",
-               "image": "#2ca02c", "fetch": "#17becf", "xhr": "#17becf"}
-METRIC_LABELS = (("render_blocking_done_s", "render-blocking done (s)"), ("lcp_estimate_s", "LCP estimate (s)"),
-                 ("speed_index_estimate_s", "Speed Index estimate (s)"), ("onload_s", "onload (s)"))
+TYPE_COLORS = {
+    "document": "#555555",
+    "stylesheet": "#9467bd",
+    "script": "#ff7f0e",
+    "font": "#8c564b",
+    "image": "#2ca02c",
+    "fetch": "#17becf",
+    "xhr": "#17becf",
+}
+METRIC_LABELS = (
+    ("render_blocking_done_s", "render-blocking done (s)"),
+    ("lcp_estimate_s", "LCP estimate (s)"),
+    ("speed_index_estimate_s", "Speed Index estimate (s)"),
+    ("onload_s", "onload (s)"),
+)
 
 
 def visual_progress(resources: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
@@ -30,8 +41,9 @@ def visual_progress(resources: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
     first_paint = resources.loc[resources["render_blocking"], "ready_s"].max()
     doc = resources[resources["resource_type"] == "document"].iloc[0]
     steps = [(first_paint, max(int(doc["body_bytes"]), 1))]
-    images = resources[(resources["resource_type"] == "image") & (resources["body_bytes"] > 0)
-                       & resources["ready_s"].notna()]
+    images = resources[
+        (resources["resource_type"] == "image") & (resources["body_bytes"] > 0) & resources["ready_s"].notna()
+    ]
     steps += [(max(first_paint, t), int(b)) for t, b in zip(images["ready_s"], images["body_bytes"])]
     steps.sort()
     total = sum(w for _, w in steps)
@@ -40,8 +52,7 @@ def visual_progress(resources: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
     return times, done
 
 
-def scheduler_waterfalls(resources: pd.DataFrame, metrics: pd.DataFrame, fig, *, schedulers=None,
-                         max_rows: int = 60):
+def scheduler_waterfalls(resources: pd.DataFrame, metrics: pd.DataFrame, fig, *, schedulers=None, max_rows: int = 60):
     """One small waterfall per scheduler, side by side on ``fig`` with one time axis: a row
     per response (in request order, the same rows in every panel), a bar from its request
     to its ready time coloured by type; dashed: the render-blocking set done, dotted: the
@@ -58,8 +69,13 @@ def scheduler_waterfalls(resources: pd.DataFrame, metrics: pd.DataFrame, fig, *,
         df = resources[(resources["scheduler"] == name) & resources["index"].isin(row_of)]
         y = df["index"].map(row_of)
         start = df["requested_s"].fillna(df["arrived_s"])
-        ax.barh(y, (df["ready_s"] - start).clip(lower=0.004), left=start, height=0.8,
-                color=[TYPE_COLORS.get(t, "#1f77b4") for t in df["resource_type"]])
+        ax.barh(
+            y,
+            (df["ready_s"] - start).clip(lower=0.004),
+            left=start,
+            height=0.8,
+            color=[TYPE_COLORS.get(t, "#1f77b4") for t in df["resource_type"]],
+        )
         m = by_name.loc[name]
         ax.axvline(m["render_blocking_done_s"], color="black", linestyle="--", linewidth=1.2)
         ax.axvline(m["lcp_estimate_s"], color="#d62728", linestyle=":", linewidth=1.6)
@@ -72,9 +88,16 @@ def scheduler_waterfalls(resources: pd.DataFrame, metrics: pd.DataFrame, fig, *,
     kinds = [t for t in TYPE_COLORS if t in set(first["resource_type"]) and t != "xhr"]
     handles = [Patch(color=TYPE_COLORS[t]) for t in kinds]
     from matplotlib.lines import Line2D
+
     handles += [Line2D([], [], color="black", linestyle="--"), Line2D([], [], color="#d62728", linestyle=":")]
-    fig.legend(handles, kinds + ["render-blocking done", "LCP estimate"], loc="lower center",
-               ncol=len(handles), frameon=False, bbox_to_anchor=(0.5, -0.02))
+    fig.legend(
+        handles,
+        kinds + ["render-blocking done", "LCP estimate"],
+        loc="lower center",
+        ncol=len(handles),
+        frameon=False,
+        bbox_to_anchor=(0.5, -0.02),
+    )
     fig.subplots_adjust(bottom=0.22, wspace=0.08)
     return axes
 
@@ -99,10 +122,20 @@ def priorities_panel(trace: str = "synthetic-page.har", base=None) -> Explorer:
     def run(v, graph):
         if not v["schedulers"]:
             from ..errors import InputError
+
             raise InputError("no scheduler ticked: tick at least one under schedulers")
-        return pr.run(graph, replace(base, rtt_s=v["rtt_ms"] / 1000, bandwidth_bps=v["bandwidth_mbit"] * 1e6,
-                                     loss=v["loss"], protocol=v["protocol"], browsers=(v["browser"],),
-                                     schedulers=tuple(v["schedulers"])))
+        return pr.run(
+            graph,
+            replace(
+                base,
+                rtt_s=v["rtt_ms"] / 1000,
+                bandwidth_bps=v["bandwidth_mbit"] * 1e6,
+                loss=v["loss"],
+                protocol=v["protocol"],
+                browsers=(v["browser"],),
+                schedulers=tuple(v["schedulers"]),
+            ),
+        )
 
     def draw(r, v, fig):
         s = r.summary
@@ -110,8 +143,13 @@ def priorities_panel(trace: str = "synthetic-page.har", base=None) -> Explorer:
         y = np.arange(len(s))
         height = 0.8 / 3
         for k, (col, label) in enumerate(METRIC_LABELS[:3]):
-            left.barh(y + (k - 1) * height, s[col], height, label=label.replace(" (s)", ""),
-                      color=("#555555", "#d62728", "#1f77b4")[k])
+            left.barh(
+                y + (k - 1) * height,
+                s[col],
+                height,
+                label=label.replace(" (s)", ""),
+                color=("#555555", "#d62728", "#1f77b4")[k],
+            )
         left.set_yticks(y, s["scheduler"])
         left.invert_yaxis()
         left.set_xlabel("time since navigation (s)")
@@ -128,12 +166,25 @@ def priorities_panel(trace: str = "synthetic-page.har", base=None) -> Explorer:
         _title(right, "visual completeness (Speed Index: area above)")
         protocol = controls["protocol"].text(v["protocol"])
         notes = f"; {'; '.join(r.notes)}" if getattr(r, "notes", None) else ""
-        _suptitle(fig, f"{protocol}, RTT {v['rtt_ms']} ms, {v['bandwidth_mbit']} Mbit/s, loss "
-                       f"{controls['loss'].text(v['loss'])}, {v['browser']} signals{notes}", width=140)
+        _suptitle(
+            fig,
+            f"{protocol}, RTT {v['rtt_ms']} ms, {v['bandwidth_mbit']} Mbit/s, loss "
+            f"{controls['loss'].text(v['loss'])}, {v['browser']} signals{notes}",
+            width=140,
+        )
         table = _labelled(s.set_index("scheduler"), METRIC_LABELS, index="scheduler")
         return table
 
-    return Explorer("Which response next: one page load per scheduler per change", controls, run, draw,
-                    inputs=Inputs(_load_page, suffixes=(".har",), default=trace,
-                                  note="HAR page loads; the 300-resource page takes a few seconds per update."),
-                    figsize=(10, 4.0))
+    return Explorer(
+        "Which response next: one page load per scheduler per change",
+        controls,
+        run,
+        draw,
+        inputs=Inputs(
+            _load_page,
+            suffixes=(".har",),
+            default=trace,
+            note="HAR page loads; the 300-resource page takes a few seconds per update.",
+        ),
+        figsize=(10, 4.0),
+    )

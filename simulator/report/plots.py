@@ -28,9 +28,23 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
-__all__ = ["hol_cdf", "scheme_bars", "metric_with_band", "savefig", "SCHEME_COLORS", "subplots", "slide_style",
-           "use_slide_style", "slides_on", "legend_outside", "data_ticks", "plain_log_ticks", "SLIDE_FIGSIZE",
-           "SLIDE_RC", "predicted_vs_measured"]
+__all__ = [
+    "hol_cdf",
+    "scheme_bars",
+    "metric_with_band",
+    "savefig",
+    "SCHEME_COLORS",
+    "subplots",
+    "slide_style",
+    "use_slide_style",
+    "slides_on",
+    "legend_outside",
+    "data_ticks",
+    "plain_log_ticks",
+    "SLIDE_FIGSIZE",
+    "SLIDE_RC",
+    "predicted_vs_measured",
+]
 
 # A slide is 1280x720 px; under its title a figure has about 1230x600 px.  At 12.3x6.0 in
 # a figure is shown at 100 px per inch, so a font of P points is P * 100 / 72 px tall.
@@ -106,8 +120,14 @@ def data_ticks(ax, values, axis: str = "x", fmt="{:g}"):
     target.set_minor_formatter(NullFormatter())
     return ax
 
-SCHEME_COLORS = {"hpack": "#d62728", "qpack": "#1f77b4", "qcram": "#2ca02c", "qcram-blocking": "#9467bd",
-                 "hpack over TCP": "#ff7f0e"}
+
+SCHEME_COLORS = {
+    "hpack": "#d62728",
+    "qpack": "#1f77b4",
+    "qcram": "#2ca02c",
+    "qcram-blocking": "#9467bd",
+    "hpack over TCP": "#ff7f0e",
+}
 
 
 def plain_log_ticks(ax, axis: str = "both"):
@@ -143,9 +163,15 @@ def hol_cdf(blocks: pd.DataFrame, ax=None, *, title: str | None = None):
         y = np.arange(1, len(x) + 1) / len(x)
         blocked = int((x > 1e-6).sum())
         lowest = min(lowest, 1 - blocked / len(x))
-        ax.step(np.concatenate([[0.0], x]), np.concatenate([[1 - blocked / len(x)], y]), where="post",
-                label=f"{scheme} ({blocked} of {len(x)} blocked)", color=SCHEME_COLORS.get(scheme),
-                linestyle=styles[n % len(styles)], linewidth=1.8)
+        ax.step(
+            np.concatenate([[0.0], x]),
+            np.concatenate([[1 - blocked / len(x)], y]),
+            where="post",
+            label=f"{scheme} ({blocked} of {len(x)} blocked)",
+            color=SCHEME_COLORS.get(scheme),
+            linestyle=styles[n % len(styles)],
+            linewidth=1.8,
+        )
     ax.set_xlabel("HOL delay per header block (ms)")
     ax.set_ylabel("fraction of header blocks")
     ax.set_ylim(max(0.0, lowest - 0.05), 1.005)
@@ -166,8 +192,17 @@ def scheme_bars(summary: pd.DataFrame, column: str, ax=None, *, ylabel: str | No
     return ax
 
 
-def metric_with_band(runs: pd.DataFrame, x: str, y: str, ax=None, *, hue: str = "scheme",
-                     xlabel: str | None = None, ylabel: str | None = None, level: float = 0.95):
+def metric_with_band(
+    runs: pd.DataFrame,
+    x: str,
+    y: str,
+    ax=None,
+    *,
+    hue: str = "scheme",
+    xlabel: str | None = None,
+    ylabel: str | None = None,
+    level: float = 0.95,
+):
     """Mean of ``y`` against ``x`` per ``hue`` with a bootstrap confidence band over seeds."""
     from ..stats import confidence_band
 
@@ -181,7 +216,7 @@ def metric_with_band(runs: pd.DataFrame, x: str, y: str, ax=None, *, hue: str = 
             lo.append(low)
             hi.append(high)
         (line,) = ax.plot(xs, mean, marker="o", label=str(key), color=SCHEME_COLORS.get(key))
-        ax.fill_between(xs, lo, hi, alpha=0.2, color=line.get_color())      # the band in its line's colour
+        ax.fill_between(xs, lo, hi, alpha=0.2, color=line.get_color())  # the band in its line's colour
     ax.set_xlabel(xlabel or x)
     ax.set_ylabel(ylabel or y)
     ax.grid(alpha=0.3)
@@ -211,8 +246,15 @@ def predicted_vs_measured(ax, pages) -> None:
             continue
         runs = p["measured_onload_s"]
         median = statistics.median(runs)
-        ax.errorbar(median, p["predicted_onload_s"], xerr=[[median - min(runs)], [max(runs) - median]],
-                    fmt="o", ms=4, alpha=0.8, color=colour)
+        ax.errorbar(
+            median,
+            p["predicted_onload_s"],
+            xerr=[[median - min(runs)], [max(runs) - median]],
+            fmt="o",
+            ms=4,
+            alpha=0.8,
+            color=colour,
+        )
         top = max(top, max(runs), p["predicted_onload_s"])
     top = top * 1.1 or 1.0
     ax.plot([0, top], [0, top], color="grey", lw=1)

@@ -53,23 +53,36 @@ from ..errors import InputError
 from ..outfiles import write_output
 from .execute import INJECTED_TAG, SETUP_TAG, _tags, execute_notebook, read_notebook
 
-__all__ = ["build_slides", "write_deck", "execute_notebook", "SlidesResult", "external_urls", "reveal_assets_dir",
-           "SLIDE_W", "SLIDE_H", "FIT_FLOOR"]
+__all__ = [
+    "build_slides",
+    "write_deck",
+    "execute_notebook",
+    "SlidesResult",
+    "external_urls",
+    "reveal_assets_dir",
+    "SLIDE_W",
+    "SLIDE_H",
+    "FIT_FLOOR",
+]
 
-THEME = "white"      # its fonts are bundled (some other themes @import Google Fonts)
+THEME = "white"  # its fonts are bundled (some other themes @import Google Fonts)
+
 
 @dataclass
 class SlidesResult:
     """A written deck: its ``index.html``, how many slides, and each figure's PNG and slide."""
+
     index: Path
     slides: int
-    figures: list[Path] = field(default_factory=list)      # PNGs; each has a PDF beside it
+    figures: list[Path] = field(default_factory=list)  # PNGs; each has a PDF beside it
     figure_slides: list[int] = field(default_factory=list)  # 0-based slide index of each figure
     executed: bool = True
 
     def __str__(self) -> str:
-        return (f"{self.index}: {self.slides} slides, {len(self.figures)} figures "
-                f"(PNG and PDF in {self.index.parent / 'figures'})")
+        return (
+            f"{self.index}: {self.slides} slides, {len(self.figures)} figures "
+            f"(PNG and PDF in {self.index.parent / 'figures'})"
+        )
 
 
 def reveal_assets_dir() -> Path:
@@ -93,8 +106,9 @@ def _copy_assets(out: Path) -> None:
     for name in ("reveal.js", "reveal.css", "reset.css"):
         shutil.copy2(src / "dist" / name, dst / "dist" / name)
     shutil.copy2(src / "dist" / "theme" / f"{THEME}.css", dst / "dist" / "theme" / f"{THEME}.css")
-    shutil.copytree(src / "dist" / "theme" / "fonts" / "source-sans-pro",
-                    dst / "dist" / "theme" / "fonts" / "source-sans-pro")
+    shutil.copytree(
+        src / "dist" / "theme" / "fonts" / "source-sans-pro", dst / "dist" / "theme" / "fonts" / "source-sans-pro"
+    )
     if (src / "LICENSE").exists():
         shutil.copy2(src / "LICENSE", dst / "LICENSE")
 
@@ -114,6 +128,7 @@ def _markdown_html(text: str) -> str:
     from nbconvert.filters import markdown2html
 
     out = _ANCHOR.sub("", markdown2html(text))
+
     # offline: an image from the web becomes its alt text
     def offline(m: re.Match) -> str:
         tag = m.group(0)
@@ -150,7 +165,7 @@ def _write_figure(data: dict, png: Path, pdf: Path, where: str, source) -> None:
     ``InputError`` naming the cell, not a traceback half-way through the deck."""
     try:
         image = base64.b64decode(_join(data["image/png"]), validate=True)
-        if not image.startswith(b"\x89PNG\r\n\x1a\n"):             # the PNG signature (RFC 2083 section 3.1)
+        if not image.startswith(b"\x89PNG\r\n\x1a\n"):  # the PNG signature (RFC 2083 section 3.1)
             raise ValueError("not a PNG image")
         png.write_bytes(image)
         if "application/pdf" in data:
@@ -160,7 +175,7 @@ def _write_figure(data: dict, png: Path, pdf: Path, where: str, source) -> None:
             pdf.write_bytes(document)
         else:
             _png_to_pdf(png, pdf)
-    except (ValueError, SyntaxError, OSError) as exc:     # binascii.Error is a ValueError; PIL says SyntaxError
+    except (ValueError, SyntaxError, OSError) as exc:  # binascii.Error is a ValueError; PIL says SyntaxError
         first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
         raise InputError(f"{where}: the figure cannot be read ({first[:160]}).", path=str(source)) from None
 
@@ -176,8 +191,8 @@ def external_urls(page: str) -> list[str]:
     return [u for u in urls if not u.lower().startswith("data:")]
 
 
-SLIDE_W, SLIDE_H = 1280, 720        # the deck's canvas (reveal.js scales it to the screen)
-FIT_FLOOR = 0.75                     # the browser shrinks an overfull slide's text to no less than this
+SLIDE_W, SLIDE_H = 1280, 720  # the deck's canvas (reveal.js scales it to the screen)
+FIT_FLOOR = 0.75  # the browser shrinks an overfull slide's text to no less than this
 
 _CSS = """
 .reveal .slides { text-align: left; }
@@ -280,7 +295,7 @@ def _markdown_blocks(text: str, *, title: bool = False) -> list[tuple[str, float
             j = i + 1
             while j < len(lines) and not lines[j].lstrip().startswith("```"):
                 j += 1
-            body = lines[i:j + 1]
+            body = lines[i : j + 1]
             blocks.append(("\n".join(body), max(1, len(body) - 2) * 0.45 * 42 * 1.2 + 30 + _BLOCK_MARGIN_PX, False))
             i = j + 1
             continue
@@ -292,9 +307,13 @@ def _markdown_blocks(text: str, *, title: bool = False) -> list[tuple[str, float
             i = j
             continue
         if _LIST_ITEM.match(line):
-            j = i + 1               # the item's continuation lines are indented
-            while j < len(lines) and lines[j].strip() and (lines[j].startswith((" ", "\t"))) \
-                    and not _LIST_ITEM.match(lines[j]):
+            j = i + 1  # the item's continuation lines are indented
+            while (
+                j < len(lines)
+                and lines[j].strip()
+                and (lines[j].startswith((" ", "\t")))
+                and not _LIST_ITEM.match(lines[j])
+            ):
                 j += 1
             item = "\n".join(lines[i:j])
             first_of_list = not blocks or not _LIST_ITEM.match(blocks[-1][0])
@@ -303,8 +322,13 @@ def _markdown_blocks(text: str, *, title: bool = False) -> list[tuple[str, float
             i = j
             continue
         j = i + 1
-        while j < len(lines) and lines[j].strip() and not _HEADING.match(lines[j]) \
-                and not _LIST_ITEM.match(lines[j]) and not lines[j].lstrip().startswith(("```", "|")):
+        while (
+            j < len(lines)
+            and lines[j].strip()
+            and not _HEADING.match(lines[j])
+            and not _LIST_ITEM.match(lines[j])
+            and not lines[j].lstrip().startswith(("```", "|"))
+        ):
             j += 1
         para = "\n".join(lines[i:j])
         for piece in _sentence_groups(para, chars=int(cpl * (_BUDGET_PX - 120) / line_px)):
@@ -347,9 +371,9 @@ def _render(nb, out: Path, title_fallback: str, source=None) -> tuple[list[str],
         shutil.rmtree(figures_dir)
     figures_dir.mkdir(parents=True)
     slides: list[str] = []
-    current: list[str] | None = None      # HTML parts of the slide being built
-    height = 0.0                          # its estimated height (px)
-    has_body = False                      # it holds more than a heading
+    current: list[str] | None = None  # HTML parts of the slide being built
+    height = 0.0  # its estimated height (px)
+    has_body = False  # it holds more than a heading
     section_title = ""
     deck_title = ""
     figures: list[Path] = []
@@ -388,16 +412,16 @@ def _render(nb, out: Path, title_fallback: str, source=None) -> tuple[list[str],
                     current, height = [], 0.0
                     section_title = _plain(_HEADING.match(block).group(2))
                     deck_title = deck_title or section_title
-                elif current is None:      # text after a figure or code slide: a continuation slide
+                elif current is None:  # text after a figure or code slide: a continuation slide
                     continuation()
-                elif has_body and height + h > _BUDGET_PX:   # full: the rest on a new slide, same title
+                elif has_body and height + h > _BUDGET_PX:  # full: the rest on a new slide, same title
                     put_pending()
                     flush()
                     continuation()
                     last_was_item = False
                 item = bool(_LIST_ITEM.match(block))
                 if pending and item and last_was_item:
-                    pending[-1] += "\n" + block        # the next item of the same list
+                    pending[-1] += "\n" + block  # the next item of the same list
                 else:
                     pending.append(block)
                 last_was_item = item
@@ -412,7 +436,7 @@ def _render(nb, out: Path, title_fallback: str, source=None) -> tuple[list[str],
         parts: list[str] = []
         sized: list[tuple[str, str]] = []
         if show_code:
-            parts.append(f"<pre><code class=\"language-python\">{html.escape(cell.source)}</code></pre>")
+            parts.append(f'<pre><code class="language-python">{html.escape(cell.source)}</code></pre>')
 
         def emit_parts() -> None:
             """The outputs met so far (in order) onto the slide that cites them, or their own."""
@@ -421,7 +445,7 @@ def _render(nb, out: Path, title_fallback: str, source=None) -> tuple[list[str],
                 return
             need = _output_px(sized)
             if not show_code and current is not None and has_body and height + need <= _BUDGET_PX:
-                current.extend(parts)      # the result on the slide whose text cites it
+                current.extend(parts)  # the result on the slide whose text cites it
                 height += need
             else:
                 flush()
@@ -445,24 +469,26 @@ def _render(nb, out: Path, title_fallback: str, source=None) -> tuple[list[str],
                 head = f"<h3>{html.escape(section_title)}</h3>\n" if section_title else ""
                 # an Explore panel (report.explore) carries a caption: the values drawn, the controls
                 caption = (o.get("metadata", {}).get("explore") or {}).get("caption")
-                cap = f"<p class=\"caption\">{html.escape(caption)}</p>\n" if caption else ""
+                cap = f'<p class="caption">{html.escape(caption)}</p>\n' if caption else ""
                 kind = "figure-slide with-caption" if caption else "figure-slide"
-                slides.append(f"<section class=\"{kind}\" data-figure=\"{n}\">\n{head}"
-                              f"<img src=\"figures/{png.name}\" alt=\"{alt}\">\n{cap}</section>")
+                slides.append(
+                    f'<section class="{kind}" data-figure="{n}">\n{head}'
+                    f'<img src="figures/{png.name}" alt="{alt}">\n{cap}</section>'
+                )
                 continue
             if not show_output:
                 continue
             if o.get("output_type") == "stream":
                 if o.get("name") == "stderr":
-                    continue                 # warnings and progress bars are not results
-                parts.append(f"<pre class=\"output\">{html.escape(o.get('text', ''))}</pre>")
+                    continue  # warnings and progress bars are not results
+                parts.append(f'<pre class="output">{html.escape(o.get("text", ""))}</pre>')
                 sized.append(("text", o.get("text", "")))
             elif "text/html" in data:
                 body = _SCRIPT.sub("", _join(data["text/html"]))
-                parts.append(f"<div class=\"output\">{body}</div>")
+                parts.append(f'<div class="output">{body}</div>')
                 sized.append(("html", body))
             elif "text/plain" in data and "application/vnd.jupyter.widget-view+json" not in data:
-                parts.append(f"<pre class=\"output\">{html.escape(_join(data['text/plain']))}</pre>")
+                parts.append(f'<pre class="output">{html.escape(_join(data["text/plain"]))}</pre>')
                 sized.append(("text", _join(data["text/plain"])))
         emit_parts()
     flush()
@@ -473,8 +499,14 @@ def _join(v) -> str:
     return "".join(v) if isinstance(v, list) else str(v)
 
 
-def build_slides(notebook: str | Path, out_dir: str | Path, *, parameters: dict | None = None,
-                 execute: bool = True, timeout: int = 600) -> SlidesResult:
+def build_slides(
+    notebook: str | Path,
+    out_dir: str | Path,
+    *,
+    parameters: dict | None = None,
+    execute: bool = True,
+    timeout: int = 600,
+) -> SlidesResult:
     """Build the offline reveal.js deck of ``notebook`` in ``out_dir`` (see the module doc)."""
     path = Path(notebook)
     if path.is_dir():
@@ -502,7 +534,7 @@ def write_deck(nb, out_dir: str | Path, *, source: str | Path, executed: bool = 
         if created:
             shutil.rmtree(out, ignore_errors=True)
         elif not had_figures and (out / "figures").is_dir():
-            shutil.rmtree(out / "figures", ignore_errors=True)      # this call's figures, half the deck's
+            shutil.rmtree(out / "figures", ignore_errors=True)  # this call's figures, half the deck's
         raise
 
 
@@ -511,8 +543,9 @@ def _write_deck(nb, out: Path, *, source: str | Path, executed: bool) -> SlidesR
     out.mkdir(parents=True, exist_ok=True)
     slides, figures, figure_slides, title = _render(nb, out, path.stem, path)
     if not slides:
-        raise InputError("has nothing to put on slides (no markdown, no figures, no cell tagged 'show').",
-                         path=str(path))
+        raise InputError(
+            "has nothing to put on slides (no markdown, no figures, no cell tagged 'show').", path=str(path)
+        )
     _copy_assets(out)
     page = f"""<!doctype html>
 <html lang="en">
@@ -543,9 +576,11 @@ Reveal.initialize({{ hash: true, width: {SLIDE_W}, height: {SLIDE_H}, margin: 0.
 """
     leaks = external_urls(page)
     if leaks:  # e.g. an HTML output that loads from the web: refuse rather than ship it
-        raise InputError(f"the deck would load external URLs ({', '.join(leaks[:3])}); "
-                         "tag the cell 'skip-slides'.", path=str(path))
+        raise InputError(
+            f"the deck would load external URLs ({', '.join(leaks[:3])}); tag the cell 'skip-slides'.", path=str(path)
+        )
     index = out / "index.html"
     write_output(index, page.encode("utf-8"))
-    return SlidesResult(index=index, slides=len(slides), figures=figures, figure_slides=figure_slides,
-                        executed=executed)
+    return SlidesResult(
+        index=index, slides=len(slides), figures=figures, figure_slides=figure_slides, executed=executed
+    )

@@ -19,15 +19,28 @@ import pandas as pd
 
 __all__ = ["waterfall", "row_labels", "SOURCE_COLORS", "gain_lines"]
 
-SOURCE_COLORS = {"network": "#1f77b4", "hint": "#2ca02c", "push": "#d62728", "cache": "#bbbbbb",
-                 "duplicate": "#dddddd"}
-POLICY_STYLES = {"none": ("#555555", "-"), "push": ("#d62728", "--"), "hints": ("#2ca02c", "-."),
-                 "push+hints": ("#9467bd", ":"), "hints-cdn": ("#8c564b", "-"),
-                 "hints-cdn, edge seen": ("#8c564b", ":")}
+SOURCE_COLORS = {"network": "#1f77b4", "hint": "#2ca02c", "push": "#d62728", "cache": "#bbbbbb", "duplicate": "#dddddd"}
+POLICY_STYLES = {
+    "none": ("#555555", "-"),
+    "push": ("#d62728", "--"),
+    "hints": ("#2ca02c", "-."),
+    "push+hints": ("#9467bd", ":"),
+    "hints-cdn": ("#8c564b", "-"),
+    "hints-cdn, edge seen": ("#8c564b", ":"),
+}
 
 
-_TYPE_SHORT = {"document": "doc", "stylesheet": "css", "script": "js", "font": "font", "image": "img",
-               "fetch": "fetch", "xhr": "xhr", "media": "media", "other": "other"}
+_TYPE_SHORT = {
+    "document": "doc",
+    "stylesheet": "css",
+    "script": "js",
+    "font": "font",
+    "image": "img",
+    "fetch": "fetch",
+    "xhr": "xhr",
+    "media": "media",
+    "other": "other",
+}
 _FINGERPRINT = re.compile(r"[.-][0-9a-f]{6,}(?=[.-]|$)")
 
 
@@ -35,20 +48,20 @@ def _host(url: str) -> str:
     host = urlsplit(url).hostname or ""
     try:
         ipaddress.ip_address(host)
-        return host                           # an address stays whole
+        return host  # an address stays whole
     except ValueError:
         pass
     parts = host.split(".")
     if parts[:1] == ["www"]:
         parts = parts[1:]
-    return ".".join(parts[:-1] if len(parts) > 1 else parts)     # the top-level domain says nothing
+    return ".".join(parts[:-1] if len(parts) > 1 else parts)  # the top-level domain says nothing
 
 
 def _middle_cut(text: str, width: int) -> str:
     if len(text) <= width:
         return text
     keep = width - 1
-    return text[: keep - keep // 2] + "\u2026" + text[len(text) - keep // 2:]
+    return text[: keep - keep // 2] + "\u2026" + text[len(text) - keep // 2 :]
 
 
 def row_labels(urls, resource_types, *, width: int = 34) -> list[str]:
@@ -61,21 +74,21 @@ def row_labels(urls, resource_types, *, width: int = 34) -> list[str]:
         segs = [_FINGERPRINT.sub("", s) for s in parts.path.split("/") if s]
         paths.append(segs)
     depth = [1] * len(paths)
-    for i, segs in enumerate(paths):          # an extension-less last segment (gtag/js) needs its parent
+    for i, segs in enumerate(paths):  # an extension-less last segment (gtag/js) needs its parent
         if segs and "." not in segs[-1]:
             depth[i] = 2
 
     def label(i: int) -> str:
         segs = paths[i]
-        tail = "/".join(segs[-depth[i]:]) if segs else ""
+        tail = "/".join(segs[-depth[i] :]) if segs else ""
         kind = _TYPE_SHORT.get(resource_types[i], str(resource_types[i])[:5])
         host = _host(urls[i])
-        if len(host) + len(tail) >= width and not host[-1:].isdigit():   # too long: the site's own name,
-            host = host.split(".")[-1]                                     # then cut the path's middle
+        if len(host) + len(tail) >= width and not host[-1:].isdigit():  # too long: the site's own name,
+            host = host.split(".")[-1]  # then cut the path's middle
         return f"{kind} {host}/" + _middle_cut(tail, max(8, width - len(host) - 1))
 
     labels = [label(i) for i in range(len(paths))]
-    for _ in range(4):                         # lengthen the paths of rows that read the same
+    for _ in range(4):  # lengthen the paths of rows that read the same
         seen: dict[str, list[int]] = {}
         for i, text in enumerate(labels):
             seen.setdefault(text, []).append(i)
@@ -87,15 +100,23 @@ def row_labels(urls, resource_types, *, width: int = 34) -> list[str]:
                 depth[i] += 1
                 labels[i] = label(i)
     counts: dict[str, int] = {}
-    for i, text in enumerate(labels):          # still the same (same path, other query): number them
+    for i, text in enumerate(labels):  # still the same (same path, other query): number them
         counts[text] = counts.get(text, 0) + 1
         if counts[text] > 1:
             labels[i] = f"{text} #{counts[text]}"
     return labels
 
 
-def waterfall(resources: pd.DataFrame, ax=None, *, title: str | None = None, max_rows: int | None = None,
-              pushes: pd.DataFrame | None = None, only=None, xlim: tuple[float, float] | None = None):
+def waterfall(
+    resources: pd.DataFrame,
+    ax=None,
+    *,
+    title: str | None = None,
+    max_rows: int | None = None,
+    pushes: pd.DataFrame | None = None,
+    only=None,
+    xlim: tuple[float, float] | None = None,
+):
     """The waterfall of one page load (see the module docstring).  Shows the resources
     whose index is in ``only`` (default: all), the first ``max_rows`` by discovery time
     (default 40, 20 on a slide); the legend sits beside the axes."""
@@ -119,15 +140,24 @@ def waterfall(resources: pd.DataFrame, ax=None, *, title: str | None = None, max
             start = row["arrived_s"]
         if not math.isnan(row["discovered_s"]) and row["discovered_s"] < start:
             ax.plot([row["discovered_s"], start], [y, y], color=color, linewidth=1.0, alpha=0.5)
-        ax.barh(y, max(row["arrived_s"] - start, 0.002), left=start, height=0.7, color=color,
-                edgecolor="black" if row["render_blocking"] else "none", linewidth=1.2 if row["render_blocking"] else 0)
+        ax.barh(
+            y,
+            max(row["arrived_s"] - start, 0.002),
+            left=start,
+            height=0.7,
+            color=color,
+            edgecolor="black" if row["render_blocking"] else "none",
+            linewidth=1.2 if row["render_blocking"] else 0,
+        )
         if not math.isnan(row["ready_s"]) and row["ready_s"] > row["arrived_s"] + 1e-9:
             ax.plot([row["arrived_s"], row["ready_s"]], [y, y], color=color, linewidth=1.0, linestyle=":")
     doc = resources.loc[resources["resource_type"] == "document", "arrived_s"].min()
     blocking = resources.loc[resources["render_blocking"], "ready_s"].max()
     onload = resources["ready_s"].max()
-    lines = [ax.axvline(x, color="black", linestyle=style, linewidth=1.2)
-             for x, style in ((doc, ":"), (blocking, "--"), (onload, "-"))]
+    lines = [
+        ax.axvline(x, color="black", linestyle=style, linewidth=1.2)
+        for x, style in ((doc, ":"), (blocking, "--"), (onload, "-"))
+    ]
     line_labels = [f"document {doc:.2f} s", f"render-blocking {blocking:.2f} s", f"onload {onload:.2f} s"]
     ax.set_ylim(len(df) - 0.5, -0.5)
     ax.set_yticks(range(len(df)))
@@ -141,16 +171,28 @@ def waterfall(resources: pd.DataFrame, ax=None, *, title: str | None = None, max
     kinds = [s for s in SOURCE_COLORS if s in set(df["source"])]
     handles = [plt.Rectangle((0, 0), 1, 1, color=SOURCE_COLORS[s]) for s in kinds]
     handles.append(plt.Rectangle((0, 0), 1, 1, facecolor="white", edgecolor="black", linewidth=1.2))
-    legend_outside(ax, handles + lines, [f"{s} fetch" if s in ("network", "hint") else s for s in kinds]
-                   + ["render-blocking (bold)"] + line_labels)
+    legend_outside(
+        ax,
+        handles + lines,
+        [f"{s} fetch" if s in ("network", "hint") else s for s in kinds] + ["render-blocking (bold)"] + line_labels,
+    )
     ax.grid(axis="x", alpha=0.3)
     if title:
         ax.set_title(title)
     return ax
 
 
-def gain_lines(df: pd.DataFrame, x: str, y: str, ax=None, *, xlabel: str | None = None, ylabel: str | None = None,
-               title: str | None = None, legend: bool = True):
+def gain_lines(
+    df: pd.DataFrame,
+    x: str,
+    y: str,
+    ax=None,
+    *,
+    xlabel: str | None = None,
+    ylabel: str | None = None,
+    title: str | None = None,
+    legend: bool = True,
+):
     """One line per policy: the median of ``y`` over seeds against ``x``, with the
     min-max band over seeds; the legend (``legend=False``: none) beside the axes."""
     from .plots import legend_outside, subplots

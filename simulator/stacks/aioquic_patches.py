@@ -74,9 +74,21 @@ _CLASS_NAMES = (
 _INSTANCE_NAMES = (
     ("aioquic.quic.connection", "QuicConnection", "__init__", ("_crypto_buffers", "_loss")),
     ("aioquic.quic.stream", "QuicStreamSender", "__init__", ("_stream_id", "buffer_is_empty")),
-    ("aioquic.h3.connection", "H3Connection", "__init__",
-     ("_encoder_bytes_sent", "_decoder", "_max_table_capacity", "_blocked_streams", "_max_push_id", "_is_client",
-      "_local_control_stream_id", "_peer_control_stream_id")),
+    (
+        "aioquic.h3.connection",
+        "H3Connection",
+        "__init__",
+        (
+            "_encoder_bytes_sent",
+            "_decoder",
+            "_max_table_capacity",
+            "_blocked_streams",
+            "_max_push_id",
+            "_is_client",
+            "_local_control_stream_id",
+            "_peer_control_stream_id",
+        ),
+    ),
 )
 
 
@@ -90,10 +102,15 @@ def check() -> None:
 
     version = aioquic.__version__
     if version.split(".")[:2] != WRITTEN_FOR.split("."):
-        raise RuntimeError(f"simulator.stacks was written for aioquic {WRITTEN_FOR}.x and found aioquic {version}: "
-                           "check simulator/stacks/aioquic_patches.py against it, then update WRITTEN_FOR")
-    missing = [f"{cls}.{name}" for module, cls, name in _CLASS_NAMES
-               if not hasattr(getattr(importlib.import_module(module), cls), name)]
+        raise RuntimeError(
+            f"simulator.stacks was written for aioquic {WRITTEN_FOR}.x and found aioquic {version}: "
+            "check simulator/stacks/aioquic_patches.py against it, then update WRITTEN_FOR"
+        )
+    missing = [
+        f"{cls}.{name}"
+        for module, cls, name in _CLASS_NAMES
+        if not hasattr(getattr(importlib.import_module(module), cls), name)
+    ]
     for module, cls, method, names in _INSTANCE_NAMES:
         source = inspect.getsource(getattr(getattr(importlib.import_module(module), cls), method))
         missing += [f"{cls}.{name}" for name in names if f"self.{name}" not in source]
@@ -105,8 +122,9 @@ def check() -> None:
     if "for stream in self._streams_queue:" not in source or "self._streams_queue = [" not in source:
         missing.append("the stream service queue (_streams_queue) of QuicConnection._write_application")
     if missing:
-        raise RuntimeError(f"aioquic {version} lacks what simulator/stacks/aioquic_patches.py relies on: "
-                           + ", ".join(missing))
+        raise RuntimeError(
+            f"aioquic {version} lacks what simulator/stacks/aioquic_patches.py relies on: " + ", ".join(missing)
+        )
 
 
 class InsertionOrderedSet(dict):
@@ -179,9 +197,9 @@ class StreamPull:
     set, is asked for streams to serve after aioquic's own queue, once per packet (the
     module docstring).  Written for aioquic 1.7's ``_write_application`` (``check()``)."""
 
-    stream_pull = None              # callable(builder) -> iterator of QuicStream; None: aioquic's order only
-    _pull_builder = None            # the packet builder while _write_application runs
-    _pull_armed = False             # the next iteration of the queue is a packet's first
+    stream_pull = None  # callable(builder) -> iterator of QuicStream; None: aioquic's order only
+    _pull_builder = None  # the packet builder while _write_application runs
+    _pull_armed = False  # the next iteration of the queue is a packet's first
 
     def _write_application(self, builder, network_path, now) -> None:
         self._pull_builder = builder
@@ -200,4 +218,4 @@ class StreamPull:
     @_streams_queue.setter
     def _streams_queue(self, queue) -> None:
         self.__dict__["_pulled_queue"] = queue
-        self._pull_armed = True     # aioquic rebuilds its queue after each packet: the next iteration is a new packet's
+        self._pull_armed = True  # aioquic rebuilds its queue after each packet: the next iteration is a new packet's

@@ -51,14 +51,26 @@ from ..net.conditions import adopt_network
 from ..traces.model import HeaderList
 
 __all__ = [
-    "PushSpec", "ExchangeSpec", "StackParams", "Recorder", "Result", "StackStalled",
-    "CLIENT_ADDR", "SERVER_ADDR", "run_until", "idle_safe_until", "body_bytes", "PROGRESS_EVENTS",
-    "production_schedule", "collector_paused", "let_go",
+    "PushSpec",
+    "ExchangeSpec",
+    "StackParams",
+    "Recorder",
+    "Result",
+    "StackStalled",
+    "CLIENT_ADDR",
+    "SERVER_ADDR",
+    "run_until",
+    "idle_safe_until",
+    "body_bytes",
+    "PROGRESS_EVENTS",
+    "production_schedule",
+    "collector_paused",
+    "let_go",
 ]
 
-CLIENT_ADDR = ("10.0.0.1", 50000)      # fixed peer addresses: a changing one would look like
-SERVER_ADDR = ("10.0.0.2", 443)        # a migration to QUIC and stall the handshake
-PROGRESS_EVENTS = 200_000              # events at one virtual instant before we call it a spin
+CLIENT_ADDR = ("10.0.0.1", 50000)  # fixed peer addresses: a changing one would look like
+SERVER_ADDR = ("10.0.0.2", 443)  # a migration to QUIC and stall the handshake
+PROGRESS_EVENTS = 200_000  # events at one virtual instant before we call it a spin
 
 
 class StackStalled(InputError):
@@ -71,7 +83,7 @@ class PushSpec:
 
     path: bytes
     body_bytes: int
-    authority: bytes | None = None      # None: the parent request's :authority
+    authority: bytes | None = None  # None: the parent request's :authority
 
 
 @dataclass
@@ -85,16 +97,16 @@ class ExchangeSpec:
     start_s: float = 0.0
     origin: str = "https://server.example"
     request_body_bytes: int = 0
-    early_hints: tuple[bytes, ...] = ()          # Link values sent in a 103 first
+    early_hints: tuple[bytes, ...] = ()  # Link values sent in a 103 first
     pushes: tuple[PushSpec, ...] = ()
     trailers: HeaderList | None = None
-    reset_by: str | None = None                  # None, "client" or "server"
+    reset_by: str | None = None  # None, "client" or "server"
     reset_after_bytes: int = 0
-    think_s: float | None = None                 # server think time; None: StackParams.think_s
-    body_rate_bytes_per_s: float | None = None   # the server produces the body at this rate (None: at once)
-    body_chunk_bytes: int = 16384                # ... and writes each chunk as soon as it is produced
-    buffer_body: bool = False                    # write nothing (headers included) before the last byte
-    body_tail_bytes: int = 0                     # written at once after the last produced byte
+    think_s: float | None = None  # server think time; None: StackParams.think_s
+    body_rate_bytes_per_s: float | None = None  # the server produces the body at this rate (None: at once)
+    body_chunk_bytes: int = 16384  # ... and writes each chunk as soon as it is produced
+    buffer_body: bool = False  # write nothing (headers included) before the last byte
+    body_tail_bytes: int = 0  # written at once after the last produced byte
 
     def __post_init__(self) -> None:
         if self.reset_by not in (None, "client", "server"):
@@ -112,28 +124,28 @@ class ExchangeSpec:
 class StackParams:
     """Everything that determines a real-stack run (units in the names)."""
 
-    stack: str = "h2"                       # "h2" or "h3"
+    stack: str = "h2"  # "h2" or "h3"
     rtt_s: float = 0.050
     bandwidth_bps: float | None = 10e6
-    loss: str = "0"                         # "0.01" Bernoulli or "ge:P,R[,h,k]"
+    loss: str = "0"  # "0.01" Bernoulli or "ge:P,R[,h,k]"
     seed: int = 1
-    think_s: float = 0.0                    # server think time before a response
-    queue_bytes: int | None = None          # bottleneck queue; None = unlimited
-    idle_timeout_s: float = 30.0            # no progress for this long: StackStalled
-    flow_window_bytes: int = 16 << 20       # stream and connection flow-control windows
-    default_body_bytes: int = 512           # a trace body of 0 bytes is replayed with this
-    cc: str = "reno"                        # congestion control (TCP model / aioquic)
-    max_datagram_bytes: int = 1252          # QUIC UDP payload (the QUIC model's default)
-    qpack_table_bytes: int = 4096           # SETTINGS_QPACK_MAX_TABLE_CAPACITY (aioquic: 4096)
-    qpack_blocked_streams: int = 16         # SETTINGS_QPACK_BLOCKED_STREAMS (aioquic: 16)
-    max_push_id: int = 8                    # client's MAX_PUSH_ID (aioquic hard-codes 8)
-    tcp_handshake: bool = True              # h2: SYN / SYN-ACK / ACK before the preface
-    tls: bool = True                        # h2: TLS 1.3 (ALPN h2) over TCP; False: cleartext, prior knowledge
+    think_s: float = 0.0  # server think time before a response
+    queue_bytes: int | None = None  # bottleneck queue; None = unlimited
+    idle_timeout_s: float = 30.0  # no progress for this long: StackStalled
+    flow_window_bytes: int = 16 << 20  # stream and connection flow-control windows
+    default_body_bytes: int = 512  # a trace body of 0 bytes is replayed with this
+    cc: str = "reno"  # congestion control (TCP model / aioquic)
+    max_datagram_bytes: int = 1252  # QUIC UDP payload (the QUIC model's default)
+    qpack_table_bytes: int = 4096  # SETTINGS_QPACK_MAX_TABLE_CAPACITY (aioquic: 4096)
+    qpack_blocked_streams: int = 16  # SETTINGS_QPACK_BLOCKED_STREAMS (aioquic: 16)
+    max_push_id: int = 8  # client's MAX_PUSH_ID (aioquic hard-codes 8)
+    tcp_handshake: bool = True  # h2: SYN / SYN-ACK / ACK before the preface
+    tls: bool = True  # h2: TLS 1.3 (ALPN h2) over TCP; False: cleartext, prior knowledge
 
     def __post_init__(self) -> None:
         if self.stack not in ("h2", "h3"):
             raise InputError(f"unknown stack {self.stack!r} (choose h2 or h3)")
-        adopt_network(self)          # the network part: handed over checked, or checked here
+        adopt_network(self)  # the network part: handed over checked, or checked here
         if self.think_s < 0 or self.idle_timeout_s <= 0:
             raise InputError("think time must be >= 0 and the idle timeout above 0")
         if self.qpack_table_bytes < 0 or self.qpack_blocked_streams < 0:
@@ -153,8 +165,7 @@ class StackParams:
         return asdict(self)
 
 
-def production_schedule(total_bytes: int, rate_bytes_per_s: float | None,
-                        chunk_bytes: int) -> list[tuple[float, int]]:
+def production_schedule(total_bytes: int, rate_bytes_per_s: float | None, chunk_bytes: int) -> list[tuple[float, int]]:
     """When a body of ``total_bytes`` produced at ``rate_bytes_per_s`` becomes writable:
     ``[(seconds after production starts, bytes), ...]``, one entry per ``chunk_bytes``
     (the last one shorter), the k-th at ``k * chunk_bytes / rate``.  No rate: everything
@@ -186,26 +197,43 @@ class Recorder:
     def __init__(self, sim: Simulator) -> None:
         self.sim = sim
         self.rows: list[dict] = []
-        self.open_requests = 0                 # request exchanges not yet ended
+        self.open_requests = 0  # request exchanges not yet ended
         self.last_progress_s = 0.0
-        self.on_all_done: Callable[[], None] | None = None   # called whenever no request exchange is open
+        self.on_all_done: Callable[[], None] | None = None  # called whenever no request exchange is open
         # Optional observer with any of: informational(row, headers), push_promised(row, headers),
         # push_headers(row), ended(row).
         self.listener = None
 
-    def new_row(self, *, kind: str, exchange: int, origin: str, path: str, start_s: float,
-                expected_body_bytes: int) -> dict:
+    def new_row(
+        self, *, kind: str, exchange: int, origin: str, path: str, start_s: float, expected_body_bytes: int
+    ) -> dict:
         """Open the row of one exchange (``kind``: request or push); its times start as NaN."""
         row = {
-            "exchange": exchange, "kind": kind, "origin": origin, "path": path, "stream_id": -1,
-            "start_s": start_s, "request_sent_s": math.nan, "informational_s": math.nan, "link_headers": 0,
-            "headers_s": math.nan, "status": 0, "first_byte_s": math.nan, "complete_s": math.nan,
-            "body_bytes": 0, "expected_body_bytes": expected_body_bytes, "trailers": False,
-            "reset": "", "ended_s": math.nan, "trailers_s": math.nan,
+            "exchange": exchange,
+            "kind": kind,
+            "origin": origin,
+            "path": path,
+            "stream_id": -1,
+            "start_s": start_s,
+            "request_sent_s": math.nan,
+            "informational_s": math.nan,
+            "link_headers": 0,
+            "headers_s": math.nan,
+            "status": 0,
+            "first_byte_s": math.nan,
+            "complete_s": math.nan,
+            "body_bytes": 0,
+            "expected_body_bytes": expected_body_bytes,
+            "trailers": False,
+            "reset": "",
+            "ended_s": math.nan,
+            "trailers_s": math.nan,
             # bytes of the server's HEADERS frames (frame header included) and the QPACK
             # encoder-stream bytes each caused (HTTP/3), as the real stack wrote them
-            "response_frame_bytes": 0, "response_encoder_bytes": 0,
-            "trailer_frame_bytes": 0, "trailer_encoder_bytes": 0,
+            "response_frame_bytes": 0,
+            "response_encoder_bytes": 0,
+            "trailer_frame_bytes": 0,
+            "trailer_encoder_bytes": 0,
         }
         self.rows.append(row)
         if kind == "request":
@@ -230,7 +258,7 @@ class Recorder:
         if row["kind"] == "request":
             self.open_requests -= 1
         if self.listener is not None:
-            self.listener.ended(row)           # may open new exchanges
+            self.listener.ended(row)  # may open new exchanges
         if self.open_requests == 0 and self.on_all_done is not None:
             self.on_all_done()
 
@@ -255,10 +283,16 @@ class Recorder:
 
 def schedule_requests(sim: Simulator, specs: list[ExchangeSpec], sessions: dict, recorder: "Recorder") -> float:
     """Start each exchange at its start time on its origin's session; returns the last start."""
+
     def start(spec: ExchangeSpec) -> None:
-        row = recorder.new_row(kind="request", exchange=spec.index, origin=spec.origin,
-                               path=dict(spec.request_headers).get(b":path", b"").decode("latin-1"),
-                               start_s=sim.now, expected_body_bytes=spec.response_body_bytes)
+        row = recorder.new_row(
+            kind="request",
+            exchange=spec.index,
+            origin=spec.origin,
+            path=dict(spec.request_headers).get(b":path", b"").decode("latin-1"),
+            start_s=sim.now,
+            expected_body_bytes=spec.response_body_bytes,
+        )
         recorder.progress()
         sessions[spec.origin].request(spec, row)
 
@@ -292,7 +326,7 @@ def let_go(*objects) -> None:
     run made; dropped, reference counts free them at once (``collector_paused``: the
     collector then finds little to look at)."""
     for obj in objects:
-        if isinstance(obj, (dict, list, tuple)):         # a collection of them (a network's connections)
+        if isinstance(obj, (dict, list, tuple)):  # a collection of them (a network's connections)
             let_go(*(obj.values() if isinstance(obj, dict) else obj))
             continue
         attributes = getattr(obj, "__dict__", None)
@@ -300,8 +334,14 @@ def let_go(*objects) -> None:
             attributes.clear()
 
 
-def run_until(sim: Simulator, done: Callable[[], bool], *, check: Callable[[], None],
-              deadline_s: float, safe_until: Callable[[], float] | None = None) -> None:
+def run_until(
+    sim: Simulator,
+    done: Callable[[], bool],
+    *,
+    check: Callable[[], None],
+    deadline_s: float,
+    safe_until: Callable[[], float] | None = None,
+) -> None:
     """Run ``sim`` until ``done()``; ``check()`` raises on a stall.  Never spins: too many
     events at one virtual instant is a bug and raises ``RuntimeError``.
 
@@ -319,37 +359,43 @@ def run_until(sim: Simulator, done: Callable[[], bool], *, check: Callable[[], N
     while not done():
         if not sim.pending:
             check()
-            raise StackStalled(f"the simulation ran out of events at {sim.now:.3f} s with exchanges "
-                               "still open (idle timeout reached)")
+            raise StackStalled(
+                f"the simulation ran out of events at {sim.now:.3f} s with exchanges still open (idle timeout reached)"
+            )
         if safe_until is not None:
             horizon = min(safe_until(), deadline_s)
             first_s = sim.next_s
             if first_s <= horizon:
                 before = sim.events_run
                 run(until_s=horizon, max_events=PROGRESS_EVENTS)
-                if sim.stopped:               # an observer saw a change: look now, as after any event
+                if sim.stopped:  # an observer saw a change: look now, as after any event
                     if done():
                         break
                     check()
                 elif sim.events_run - before >= PROGRESS_EVENTS and sim.now == first_s:
-                    raise RuntimeError(f"no progress in virtual time at {sim.now} s: {PROGRESS_EVENTS} events "
-                                       "ran at one instant (a timer re-armed for the time it fired)")
+                    raise RuntimeError(
+                        f"no progress in virtual time at {sim.now} s: {PROGRESS_EVENTS} events "
+                        "ran at one instant (a timer re-armed for the time it fired)"
+                    )
                 continue
-        run(max_events=1)            # one event at a time: stop exactly when the last exchange ends
+        run(max_events=1)  # one event at a time: stop exactly when the last exchange ends
         if done():
             break
         check()
         if sim.now == last_now:
             same_instant += 1
             if same_instant > PROGRESS_EVENTS:
-                raise RuntimeError(f"no progress in virtual time at {sim.now} s: {PROGRESS_EVENTS} events "
-                                   "ran at one instant (a timer re-armed for the time it fired)")
+                raise RuntimeError(
+                    f"no progress in virtual time at {sim.now} s: {PROGRESS_EVENTS} events "
+                    "ran at one instant (a timer re-armed for the time it fired)"
+                )
         else:
             same_instant = 0
             last_now = sim.now
         if sim.now > deadline_s:
-            raise StackStalled(f"virtual time passed {deadline_s:.0f} s with exchanges still open "
-                               "(idle timeout reached)")
+            raise StackStalled(
+                f"virtual time passed {deadline_s:.0f} s with exchanges still open (idle timeout reached)"
+            )
 
 
 def idle_safe_until(recorder: "Recorder", last_start_s: float, idle_timeout_s: float) -> Callable[[], float]:
@@ -393,8 +439,21 @@ class Result:
 
 
 def _records(df: pd.DataFrame) -> list[dict]:
-    cols = ["exchange", "kind", "origin", "path", "stream_id", "status", "start_s", "headers_s",
-            "complete_s", "completion_s", "body_bytes", "trailers", "reset"]
+    cols = [
+        "exchange",
+        "kind",
+        "origin",
+        "path",
+        "stream_id",
+        "status",
+        "start_s",
+        "headers_s",
+        "complete_s",
+        "completion_s",
+        "body_bytes",
+        "trailers",
+        "reset",
+    ]
     out = []
     for rec in df[cols].to_dict(orient="records"):
         for k, v in rec.items():

@@ -17,15 +17,16 @@ __all__ = ["Endpoint"]
 class _Op:
     __slots__ = ("kind", "headers", "remaining", "end", "ready", "role")
 
-    def __init__(self, kind: str, headers=None, remaining: int = 0, end: bool = False,
-                 ready: int | None = None, role: str = "") -> None:
-        self.kind = kind            # "headers" | "data" | "reset"
+    def __init__(
+        self, kind: str, headers=None, remaining: int = 0, end: bool = False, ready: int | None = None, role: str = ""
+    ) -> None:
+        self.kind = kind  # "headers" | "data" | "reset"
         self.headers = headers
         self.remaining = remaining  # body bytes still to write
         self.end = end
         # body bytes produced and not yet written (None: all of ``remaining``)
         self.ready = remaining if ready is None else ready
-        self.role = role            # headers: "response" or "trailer" (their sizes are recorded)
+        self.role = role  # headers: "response" or "trailer" (their sizes are recorded)
 
 
 class Endpoint:
@@ -51,8 +52,8 @@ class Endpoint:
         self.recorder: Recorder = session.recorder
         self.is_client = is_client
         self._queues: dict[int, list[_Op]] = {}
-        self.headers_frames_sent = 0          # HEADERS frames this end sent (HTTP/2 and HTTP/3)
-        self.data_bytes_written: dict[int, int] = {}   # body bytes handed to the stack, per stream
+        self.headers_frames_sent = 0  # HEADERS frames this end sent (HTTP/2 and HTTP/3)
+        self.data_bytes_written: dict[int, int] = {}  # body bytes handed to the stack, per stream
 
     # -- outgoing operations --------------------------------------------------------
     def queue(self, stream_id: int, op: _Op) -> None:
@@ -62,7 +63,7 @@ class Endpoint:
     def pump(self, stream_id: int | None = None) -> None:
         """Write queued operations in order, body bytes as far as flow control allows."""
         if not self._queues:
-            self.flush()                           # the common case: after every packet and timer
+            self.flush()  # the common case: after every packet and timer
             return
         ids = [stream_id] if stream_id is not None else list(self._queues)
         for sid in ids:
@@ -86,7 +87,7 @@ class Endpoint:
                         self.data_bytes_written[sid] = self.data_bytes_written.get(sid, 0) + n
                         self._write_data(sid, body_bytes(n), op.end and op.remaining == 0)
                     if op.remaining > 0:
-                        break                      # flow control, or not yet produced: resume later
+                        break  # flow control, or not yet produced: resume later
                 ops.pop(0)
             if ops is not None and not ops:
                 del self._queues[sid]
@@ -120,7 +121,7 @@ class Endpoint:
             if self.recorder.listener is not None:
                 self.recorder.listener.informational(row, headers)
             return
-        if row["status"]:                       # a second HEADERS after the final ones: trailers
+        if row["status"]:  # a second HEADERS after the final ones: trailers
             row["trailers"] = True
             row["trailers_s"] = self.sim.now
         else:
@@ -143,8 +144,12 @@ class Endpoint:
         row["body_bytes"] += n
         if ended:
             self.recorder.end(row)
-        elif (spec is not None and spec.reset_by == "client" and math.isnan(row["ended_s"])
-              and row["body_bytes"] >= spec.reset_after_bytes):
+        elif (
+            spec is not None
+            and spec.reset_by == "client"
+            and math.isnan(row["ended_s"])
+            and row["body_bytes"] >= spec.reset_after_bytes
+        ):
             # RFC 9113 section 8.7 / RFC 9114 section 4.1.1: the client cancels the request.
             self._write_reset(stream_id)
             self.recorder.end(row, reset="client")
@@ -166,8 +171,14 @@ class Endpoint:
             for push in parent[0].pushes:
                 if push.path.decode("latin-1") == path:
                     expected = push.body_bytes
-        row = self.recorder.new_row(kind="push", exchange=exchange, origin=self.session.origin, path=path,
-                                    start_s=self.sim.now, expected_body_bytes=expected)
+        row = self.recorder.new_row(
+            kind="push",
+            exchange=exchange,
+            origin=self.session.origin,
+            path=path,
+            start_s=self.sim.now,
+            expected_body_bytes=expected,
+        )
         row["stream_id"] = pushed_stream_id if pushed_stream_id is not None else -1
         self.session.client_rows[push_key] = (None, row)
         if self.recorder.listener is not None:
@@ -187,11 +198,11 @@ class Endpoint:
 
     def _early(self, stream_id: int, spec: ExchangeSpec) -> None:
         """What the server sends before its final response is ready: a 103 and pushes."""
-        if spec.early_hints:      # RFC 8297: 103 Early Hints, Link headers
+        if spec.early_hints:  # RFC 8297: 103 Early Hints, Link headers
             hints = ((b":status", b"103"),) + tuple((b"link", v) for v in spec.early_hints)
             self.queue(stream_id, _Op("headers", headers=hints))
         for push in spec.pushes:
-            self.pump(stream_id)                   # the promise follows what is already queued
+            self.pump(stream_id)  # the promise follows what is already queued
             request = _push_request(spec, push)
             pushed = self._push(stream_id, request)
             response = ((b":status", b"200"), (b"content-length", str(push.body_bytes).encode()))
@@ -232,8 +243,10 @@ class Endpoint:
         last_s = schedule[-1][0]
 
         def write_all() -> None:
-            self.queue(stream_id, _Op("headers", headers=spec.response_headers, end=total == 0 and not trailers,
-                                      role="response"))
+            self.queue(
+                stream_id,
+                _Op("headers", headers=spec.response_headers, end=total == 0 and not trailers, role="response"),
+            )
             if total:
                 self.queue(stream_id, _Op("data", remaining=total, end=not trailers))
             if trailers:
@@ -249,8 +262,9 @@ class Endpoint:
         if spec.buffer_body:
             self.sim.call_later(last_s, write_all)
             return
-        self.queue(stream_id, _Op("headers", headers=spec.response_headers, end=total == 0 and not trailers,
-                                  role="response"))
+        self.queue(
+            stream_id, _Op("headers", headers=spec.response_headers, end=total == 0 and not trailers, role="response")
+        )
         if total:
             self.queue(stream_id, data)
         self.pump(stream_id)
@@ -301,5 +315,9 @@ def _push_request(spec: ExchangeSpec, push: PushSpec) -> HeaderList:
     """The request a push promise carries (RFC 9113 section 8.4.1: safe, cacheable, no body)."""
     req = dict(spec.request_headers)
     authority = push.authority or req.get(b":authority", b"server.example")
-    return ((b":method", b"GET"), (b":scheme", req.get(b":scheme", b"https")),
-            (b":authority", authority), (b":path", push.path))
+    return (
+        (b":method", b"GET"),
+        (b":scheme", req.get(b":scheme", b"https")),
+        (b":authority", authority),
+        (b":path", push.path),
+    )

@@ -55,8 +55,8 @@ from .tls import TlsContexts, TlsEnd, contexts, sni_name
 
 __all__ = ["H2Session", "H2End"]
 
-TCP_STREAM = 0        # the TCP model's stream label for the whole HTTP/2 connection
-_PREFACE_LEN = 24     # RFC 9113 section 3.4
+TCP_STREAM = 0  # the TCP model's stream label for the whole HTTP/2 connection
+_PREFACE_LEN = 24  # RFC 9113 section 3.4
 
 
 class _H2End(Endpoint):
@@ -67,25 +67,29 @@ class _H2End(Endpoint):
         config = h2.config.H2Configuration(client_side=is_client, header_encoding=None)
         conn = h2.connection.H2Connection(config=config)
         window = min(self.params.flow_window_bytes, 2**31 - 1)
-        conn.local_settings = h2.settings.Settings(client=is_client, initial_values={
-            h2.settings.SettingCodes.INITIAL_WINDOW_SIZE: window,
-            h2.settings.SettingCodes.MAX_CONCURRENT_STREAMS: 1000,
-        })
+        conn.local_settings = h2.settings.Settings(
+            client=is_client,
+            initial_values={
+                h2.settings.SettingCodes.INITIAL_WINDOW_SIZE: window,
+                h2.settings.SettingCodes.MAX_CONCURRENT_STREAMS: 1000,
+            },
+        )
         install(conn)
         self.conn = conn
         self.tcp = tcp_end
         self.frames_sent: Counter = Counter()
-        self._out = bytearray()          # frames taken from h2 but not yet written to TCP
+        self._out = bytearray()  # frames taken from h2 but not yet written to TCP
         self._scanner = H2Scanner((1 << 24) - 1, preface=is_client, validate=False)
         tcp_end.on_data = self._on_tcp_data
         self.tls: TlsEnd | None = None
         self._send = self._write_tcp
         if tls is not None:
-            self.tls = TlsEnd(tls, is_client=is_client, write_ciphertext=self._write_tcp,
-                              server_hostname=sni_name(session.origin))
+            self.tls = TlsEnd(
+                tls, is_client=is_client, write_ciphertext=self._write_tcp, server_hostname=sni_name(session.origin)
+            )
             self._send = self.tls.send
         conn.initiate_connection()
-        if window > 65535:       # RFC 9113 section 6.9.2: the connection window starts at 65,535
+        if window > 65535:  # RFC 9113 section 6.9.2: the connection window starts at 65,535
             conn.increment_flow_control_window(window - 65535)
         self.flush()
 
@@ -152,7 +156,7 @@ class _H2End(Endpoint):
         if self.tls is not None:
             data = self.tls.receive(data)
             if not data:
-                self.pump()                   # the handshake may have released held bytes
+                self.pump()  # the handshake may have released held bytes
                 return
         events = self.conn.receive_data(data)
         for event in events:
@@ -166,11 +170,13 @@ class _H2End(Endpoint):
                 conn.acknowledge_received_data(event.flow_controlled_length, event.stream_id)
             if self.is_client:
                 self.on_response_data(event.stream_id, len(event.data), event.stream_ended is not None)
-        elif isinstance(event, (h2.events.ResponseReceived, h2.events.InformationalResponseReceived,
-                                h2.events.TrailersReceived)):
+        elif isinstance(
+            event, (h2.events.ResponseReceived, h2.events.InformationalResponseReceived, h2.events.TrailersReceived)
+        ):
             if self.is_client:
-                self.on_response_headers(event.stream_id, tuple(event.headers),
-                                        getattr(event, "stream_ended", None) is not None)
+                self.on_response_headers(
+                    event.stream_id, tuple(event.headers), getattr(event, "stream_ended", None) is not None
+                )
         elif isinstance(event, h2.events.RequestReceived):
             self.recorder.progress()
         elif isinstance(event, h2.events.StreamEnded):
@@ -181,8 +187,9 @@ class _H2End(Endpoint):
             if self.is_client:
                 self.on_stream_reset(event.stream_id)
         elif isinstance(event, h2.events.PushedStreamReceived):
-            self.on_push_promise(event.parent_stream_id, event.pushed_stream_id, event.pushed_stream_id,
-                                 tuple(event.headers))
+            self.on_push_promise(
+                event.parent_stream_id, event.pushed_stream_id, event.pushed_stream_id, tuple(event.headers)
+            )
         elif isinstance(event, (h2.events.RemoteSettingsChanged, h2.events.UnknownFrameReceived)):
             # The server's SETTINGS and extension frames (e.g. ORIGIN, RFC 8336), for a
             # browser model that watches its connections (studies.coalescing).
@@ -203,15 +210,25 @@ class H2Session:
 
     stack = "h2"
 
-    def __init__(self, sim: Simulator, path: Path, params: StackParams, recorder: Recorder,
-                 origin: str, name: str = "h2", *, tls: TlsContexts | None = None, server_end=None) -> None:
+    def __init__(
+        self,
+        sim: Simulator,
+        path: Path,
+        params: StackParams,
+        recorder: Recorder,
+        origin: str,
+        name: str = "h2",
+        *,
+        tls: TlsContexts | None = None,
+        server_end=None,
+    ) -> None:
         self.sim = sim
         self.path = path
         self.params = params
         self.recorder = recorder
         self.origin = origin
         self.client_rows: dict = {}
-        self.on_client_event = None      # called with the client's RemoteSettingsChanged / UnknownFrameReceived
+        self.on_client_event = None  # called with the client's RemoteSettingsChanged / UnknownFrameReceived
         config = TransportConfig(cc=params.cc)
         self.tcp = TcpConnection(sim, path, config, name=f"{name}/tcp", handshake=params.tcp_handshake)
         if params.tls and tls is None:
@@ -241,13 +258,20 @@ class H2Session:
             for ftype, n in end.frames_sent.items():
                 frames[f"{label}_{ftype}_frames"] = n
         headers = self.client.frames_sent["HEADERS"] + self.server.frames_sent["HEADERS"]
-        return {"retransmissions": tcp["packets_lost"], "rtos": tcp["rtos"], "spurious_rtos": tcp["spurious_rtos"],
-                "undone_reductions": tcp["undone_reductions"],
-                "headers_frames": headers, "tcp_bytes_sent": tcp["bytes_sent"],
-                "c2s_tcp_bytes_sent": tcp["c2s_bytes_sent"], "s2c_tcp_bytes_sent": tcp["s2c_bytes_sent"],
-                "push_promise_frames": self.server.frames_sent["PUSH_PROMISE"],
-                "rst_stream_frames": self.client.frames_sent["RST_STREAM"] + self.server.frames_sent["RST_STREAM"],
-                **frames, **self.tls_stats()}
+        return {
+            "retransmissions": tcp["packets_lost"],
+            "rtos": tcp["rtos"],
+            "spurious_rtos": tcp["spurious_rtos"],
+            "undone_reductions": tcp["undone_reductions"],
+            "headers_frames": headers,
+            "tcp_bytes_sent": tcp["bytes_sent"],
+            "c2s_tcp_bytes_sent": tcp["c2s_bytes_sent"],
+            "s2c_tcp_bytes_sent": tcp["s2c_bytes_sent"],
+            "push_promise_frames": self.server.frames_sent["PUSH_PROMISE"],
+            "rst_stream_frames": self.client.frames_sent["RST_STREAM"] + self.server.frames_sent["RST_STREAM"],
+            **frames,
+            **self.tls_stats(),
+        }
 
     def tls_stats(self) -> dict:
         """TLS bytes and records per direction (``c2s_tls_*``, ``s2c_tls_*``) and the totals

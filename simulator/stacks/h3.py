@@ -74,23 +74,33 @@ from aioquic.quic.stream import QuicStreamSender
 
 from ..engine import Simulator
 from ..net.link import Packet, Path
-from ..net.quic.packet import UDP_IP_HEADER_BYTES      # IPv4 (20) + UDP (8)
+from ..net.quic.packet import UDP_IP_HEADER_BYTES  # IPv4 (20) + UDP (8)
 from . import aioquic_patches
 from .common import CLIENT_ADDR, SERVER_ADDR, Recorder, StackParams, StackStalled
 from .endpoint import Endpoint
 from .qlog import SimQuicLogger, stream_frames_resent_in_qlog
-from .tls import make_certificate    # shared with the h2 stack's TLS
+from .tls import make_certificate  # shared with the h2 stack's TLS
 
-__all__ = ["H3Session", "H3End", "SimH3Connection", "SimQuicConnection", "TimedQpackDecoder", "SimQuicLogger",
-           "server_crypto_bytes",
-           "make_certificate", "stream_frames_resent_in_qlog", "UDP_IP_HEADER_BYTES", "TIMER_NUDGE_S"]
+__all__ = [
+    "H3Session",
+    "H3End",
+    "SimH3Connection",
+    "SimQuicConnection",
+    "TimedQpackDecoder",
+    "SimQuicLogger",
+    "server_crypto_bytes",
+    "make_certificate",
+    "stream_frames_resent_in_qlog",
+    "UDP_IP_HEADER_BYTES",
+    "TIMER_NUDGE_S",
+]
 
 CONNECTION_ID_BYTES = 8
-TIMER_NUDGE_S = 1e-6              # first step past a deadline that came back unchanged
-_MAX_NUDGE_DOUBLINGS = 14     # steps grow to at most 16 ms
+TIMER_NUDGE_S = 1e-6  # first step past a deadline that came back unchanged
+_MAX_NUDGE_DOUBLINGS = 14  # steps grow to at most 16 ms
 
-aioquic_patches.check()       # the aioquic these patches were written for, with the internals they use
-aioquic_patches.install()     # stream service order by insertion, not by memory address
+aioquic_patches.check()  # the aioquic these patches were written for, with the internals they use
+aioquic_patches.install()  # stream service order by insertion, not by memory address
 
 
 # ---------------------------------------------------------------------------------------
@@ -107,11 +117,11 @@ class SentRanges:
     def __init__(self) -> None:
         self.starts: list[int] = []
         self.ends: list[int] = []
-        self.max_end: list[int] = []     # max_end[i] = max(ends[:i + 1])
+        self.max_end: list[int] = []  # max_end[i] = max(ends[:i + 1])
 
     def covers(self, start: int, end: int) -> bool:
         """True if one range holds all of ``[start, end)``."""
-        i = bisect.bisect_right(self.starts, start)     # ranges starting at or before `start`
+        i = bisect.bisect_right(self.starts, start)  # ranges starting at or before `start`
         return i > 0 and self.max_end[i - 1] >= end
 
     def add(self, start: int, end: int) -> bool:
@@ -123,7 +133,7 @@ class SentRanges:
         ends.insert(i, end)
         if i == len(max_end):
             max_end.append(end if i == 0 or end > max_end[i - 1] else max_end[i - 1])
-        else:                                           # lands inside: redo the maxima after it
+        else:  # lands inside: redo the maxima after it
             running = max_end[i - 1] if i else end
             max_end.insert(i, 0)
             for k in range(i, len(ends)):
@@ -155,15 +165,16 @@ def server_crypto_bytes() -> int:
     server_config = QuicConfiguration(is_client=False, alpn_protocols=H3_ALPN)
     server_config.certificate, server_config.private_key = make_certificate(0)
     client = QuicConnection(configuration=client_config)
-    server = _CryptoCounting(configuration=server_config,
-                             original_destination_connection_id=client.original_destination_connection_id)
+    server = _CryptoCounting(
+        configuration=server_config, original_destination_connection_id=client.original_destination_connection_id
+    )
     client.connect(SERVER_ADDR, now=0.0)
-    for _ in range(3):                      # Initial; server flight; client Finished
+    for _ in range(3):  # Initial; server flight; client Finished
         for data, _addr in client.datagrams_to_send(now=0.0):
             server.receive_datagram(data, CLIENT_ADDR, now=0.0)
         for data, _addr in server.datagrams_to_send(now=0.0):
             client.receive_datagram(data, SERVER_ADDR, now=0.0)
-    if not server._handshake_complete:         # pragma: no cover - a full handshake is 1 RTT
+    if not server._handshake_complete:  # pragma: no cover - a full handshake is 1 RTT
         raise RuntimeError("aioquic's handshake did not complete in memory")
     return server.crypto_bytes
 
@@ -191,27 +202,27 @@ class SimQuicConnection(QuicConnection):
     def __init__(self, *args, **kwargs) -> None:
         super().__init__(*args, **kwargs)
         self.stream_frames_resent = 0
-        self._lost_frames: dict[int, SentRanges] = {}      # per stream id: its frames declared lost
+        self._lost_frames: dict[int, SentRanges] = {}  # per stream id: its frames declared lost
         declare_lost = self._loss._on_packets_lost
 
         def on_packets_lost(*, packets, space, **kwargs) -> None:
-            for packet in packets:                         # (a list or tuple: every caller's)
+            for packet in packets:  # (a list or tuple: every caller's)
                 for handler, args in packet.delivery_handlers:
                     if getattr(handler, "__func__", None) is _DATA_DELIVERY and args[1] > args[0]:
                         self._frame_lost(handler.__self__, args[0], args[1])
             declare_lost(packets=packets, space=space, **kwargs)
 
-        self._loss._on_packets_lost = on_packets_lost     # this connection's recovery only
+        self._loss._on_packets_lost = on_packets_lost  # this connection's recovery only
 
     def _frame_lost(self, sender: QuicStreamSender, start: int, end: int) -> None:
         stream_id = sender._stream_id
-        if stream_id is None:                             # the CRYPTO stream
+        if stream_id is None:  # the CRYPTO stream
             return
         ranges = self._lost_frames.get(stream_id)
         if ranges is None:
             ranges = self._lost_frames[stream_id] = SentRanges()
         ranges.add(start, end)
-        if "get_frame" not in vars(sender):               # watch the sender until its lost bytes are out
+        if "get_frame" not in vars(sender):  # watch the sender until its lost bytes are out
             get_frame = sender.get_frame
 
             def checked_get_frame(max_size: int, max_offset: int | None = None):
@@ -219,7 +230,7 @@ class SimQuicConnection(QuicConnection):
                 if frame is not None and frame.data and ranges.covers(frame.offset, frame.offset + len(frame.data)):
                     self.stream_frames_resent += 1
                 if sender.next_offset >= sender.highest_offset:
-                    del sender.get_frame                  # only new data left: no resend until a loss
+                    del sender.get_frame  # only new data left: no resend until a loss
                 return frame
 
             sender.get_frame = checked_get_frame
@@ -235,6 +246,7 @@ _DATA_DELIVERY = QuicStreamSender.on_data_delivery
 def _frame_len(frame_type: int, payload_bytes: int) -> int:
     """An HTTP/3 frame's size: type and length varints (RFC 9000 section 16) + payload."""
     from ..frames import varint_len
+
     return varint_len(frame_type) + varint_len(payload_bytes) + payload_bytes
 
 
@@ -286,12 +298,13 @@ class TimedQpackDecoder:
 class SimH3Connection(H3Connection):
     """``H3Connection`` announcing our QPACK settings and MAX_PUSH_ID, counting frames sent."""
 
-    def __init__(self, quic: QuicConnection, *, table_bytes: int, blocked_streams: int, max_push_id: int,
-                 clock) -> None:
+    def __init__(
+        self, quic: QuicConnection, *, table_bytes: int, blocked_streams: int, max_push_id: int, clock
+    ) -> None:
         self._sim_settings = (table_bytes, blocked_streams, max_push_id)
         self._clock = clock
         self.frames_sent: Counter = Counter()
-        self._last_encoded = (0, 0)      # (header block bytes, encoder-stream bytes) of the last section
+        self._last_encoded = (0, 0)  # (header block bytes, encoder-stream bytes) of the last section
         super().__init__(quic)
 
     def _init_connection(self) -> None:
@@ -331,7 +344,7 @@ class SimH3Connection(H3Connection):
 
 
 class _H3End(Endpoint):
-    quic_class = SimQuicConnection    # the server's QUIC connection (made on the client's first Initial)
+    quic_class = SimQuicConnection  # the server's QUIC connection (made on the client's first Initial)
 
     def __init__(self, session: "H3Session", *, is_client: bool, out_link, addr, peer_addr) -> None:
         super().__init__(session, is_client=is_client)
@@ -353,10 +366,16 @@ class _H3End(Endpoint):
         p = self.params
         window = p.flow_window_bytes
         config = QuicConfiguration(
-            is_client=self.is_client, alpn_protocols=H3_ALPN, connection_id_length=CONNECTION_ID_BYTES,
-            idle_timeout=p.idle_timeout_s, max_datagram_size=p.max_datagram_bytes,
-            congestion_control_algorithm=p.cc, max_data=4 * window, max_stream_data=window,
-            quic_logger=self.session.qlog, secrets_log_file=self.session.keylog if self.is_client else None,
+            is_client=self.is_client,
+            alpn_protocols=H3_ALPN,
+            connection_id_length=CONNECTION_ID_BYTES,
+            idle_timeout=p.idle_timeout_s,
+            max_datagram_size=p.max_datagram_bytes,
+            congestion_control_algorithm=p.cc,
+            max_data=4 * window,
+            max_stream_data=window,
+            quic_logger=self.session.qlog,
+            secrets_log_file=self.session.keylog if self.is_client else None,
         )
         if self.is_client:
             config.verify_mode = ssl.CERT_NONE
@@ -368,12 +387,17 @@ class _H3End(Endpoint):
     def start_quic(self, quic: QuicConnection) -> None:
         self.quic = quic
         p = self.params
-        self.h3 = SimH3Connection(quic, table_bytes=p.qpack_table_bytes, blocked_streams=p.qpack_blocked_streams,
-                                  max_push_id=p.max_push_id, clock=lambda: self.sim.now)
+        self.h3 = SimH3Connection(
+            quic,
+            table_bytes=p.qpack_table_bytes,
+            blocked_streams=p.qpack_blocked_streams,
+            max_push_id=p.max_push_id,
+            clock=lambda: self.sim.now,
+        )
 
     # -- primitives ----------------------------------------------------------------
     def _writable(self, stream_id: int) -> int:
-        return 1 << 40          # aioquic buffers stream data and obeys flow control itself
+        return 1 << 40  # aioquic buffers stream data and obeys flow control itself
 
     def _write_headers(self, stream_id: int, headers, end: bool) -> tuple[int, int]:
         return self.h3.send_headers(stream_id, list(headers), end_stream=end)
@@ -424,29 +448,29 @@ class _H3End(Endpoint):
         else:
             self._stuck = 0
         if when_s < now:
-            when_s = now                  # as Timer.set would
-        if when_s != timer.when_s:        # the slot already holds this deadline: nothing to do
+            when_s = now  # as Timer.set would
+        if when_s != timer.when_s:  # the slot already holds this deadline: nothing to do
             timer.set(when_s)
 
     def _on_timer(self) -> None:
-        now = self.sim.now                # (the slot emptied itself when it fired)
+        now = self.sim.now  # (the slot emptied itself when it fired)
         self._fired_at_s = now
         quic = self.quic
         quic.handle_timer(now=now)
         if quic._events:
             self._process_events()
         if self._queues:
-            self.pump()                   # writes what flow control now admits, then transmits
+            self.pump()  # writes what flow control now admits, then transmits
         else:
             self.transmit()
 
     def on_packet(self, packet: Packet) -> None:
         quic = self.quic
-        if quic is None:                  # the server is created by the client's first Initial
+        if quic is None:  # the server is created by the client's first Initial
             self.session.accept(packet.payload)
             quic = self.quic
         quic.receive_datagram(packet.payload, self.peer_addr, now=self.sim.now)
-        if quic._events:                  # most datagrams (ACKs) raise no event
+        if quic._events:  # most datagrams (ACKs) raise no event
             self._process_events()
         if self._queues:
             self.pump()
@@ -455,14 +479,14 @@ class _H3End(Endpoint):
 
     def _process_events(self) -> None:
         events, h3, handle = self.quic._events, self.h3, self._handle
-        while events:                     # quic.next_event() until None, without a call per event
+        while events:  # quic.next_event() until None, without a call per event
             event = events.popleft()
-            kind = type(event)            # aioquic's event classes are final: `is`, not isinstance
+            kind = type(event)  # aioquic's event classes are final: `is`, not isinstance
             if kind is qe.StreamDataReceived:
-                pass                      # by far the most common: only the h3 layer acts on it
+                pass  # by far the most common: only the h3 layer acts on it
             elif kind is qe.ConnectionTerminated:
                 self.terminated = event
-                self.sim.stop()           # the run loop looks at H3Session.check now (run_until)
+                self.sim.stop()  # the run loop looks at H3Session.check now (run_until)
             elif kind is qe.HandshakeCompleted:
                 self.handshake_done_s = self.sim.now
             elif kind is qe.StreamReset and self.is_client:
@@ -472,7 +496,7 @@ class _H3End(Endpoint):
 
     def _handle(self, event) -> None:
         kind = type(event)
-        if kind is h3e.DataReceived:      # the most common first
+        if kind is h3e.DataReceived:  # the most common first
             if self.is_client:
                 key = ("push", event.push_id) if event.push_id is not None else event.stream_id
                 self.on_response_data(key, len(event.data), event.stream_ended)
@@ -481,7 +505,7 @@ class _H3End(Endpoint):
         elif kind is h3e.HeadersReceived:
             if self.is_client:
                 key = ("push", event.push_id) if event.push_id is not None else event.stream_id
-                if event.push_id is not None:       # the push stream exists now: its id is known
+                if event.push_id is not None:  # the push stream exists now: its id is known
                     entry = self.session.client_rows.get(key)
                     if entry is not None and entry[1]["stream_id"] < 0:
                         entry[1]["stream_id"] = event.stream_id
@@ -494,7 +518,7 @@ class _H3End(Endpoint):
             self.on_push_promise(event.stream_id, None, ("push", event.push_id), tuple(event.headers))
 
 
-H3End = _H3End                       # an end, for servers of their own (``H3Session(server_end=...)``)
+H3End = _H3End  # an end, for servers of their own (``H3Session(server_end=...)``)
 
 
 class H3Session:
@@ -502,8 +526,19 @@ class H3Session:
 
     stack = "h3"
 
-    def __init__(self, sim: Simulator, path: Path, params: StackParams, recorder: Recorder, origin: str,
-                 name: str = "h3", *, qlog_dir: str | None = None, keylog=None, server_end=None) -> None:
+    def __init__(
+        self,
+        sim: Simulator,
+        path: Path,
+        params: StackParams,
+        recorder: Recorder,
+        origin: str,
+        name: str = "h3",
+        *,
+        qlog_dir: str | None = None,
+        keylog=None,
+        server_end=None,
+    ) -> None:
         self.sim = sim
         self.path = path
         self.params = params
@@ -519,11 +554,12 @@ class H3Session:
         self.client = _H3End(self, is_client=True, out_link=path.forward, addr=CLIENT_ADDR, peer_addr=SERVER_ADDR)
         # ``server_end``: another server (a subclass of ``H3End``, called as it is, its QUIC
         # connection of its ``quic_class``), e.g. one with a scheduler (``http.priority_stacks_h3``).
-        self.server = (server_end or _H3End)(self, is_client=False, out_link=path.reverse, addr=SERVER_ADDR,
-                                             peer_addr=CLIENT_ADDR)
+        self.server = (server_end or _H3End)(
+            self, is_client=False, out_link=path.reverse, addr=SERVER_ADDR, peer_addr=CLIENT_ADDR
+        )
         self.client.peer, self.server.peer = self.server, self.client
         self.client.start_quic(SimQuicConnection(configuration=self.client.configuration()))
-        sim.call_soon(self._connect)      # after the caller has attached its observers (pcap)
+        sim.call_soon(self._connect)  # after the caller has attached its observers (pcap)
 
     def _connect(self) -> None:
         self.client.quic.connect(SERVER_ADDR, now=self.sim.now)
@@ -532,15 +568,16 @@ class H3Session:
     def accept(self, datagram: bytes) -> None:
         """Start the server's QUIC connection on the client's first Initial datagram."""
         header = pull_quic_header(Buffer(data=datagram), host_cid_length=CONNECTION_ID_BYTES)
-        quic = self.server.quic_class(configuration=self.server.configuration(),
-                                      original_destination_connection_id=header.destination_cid)
+        quic = self.server.quic_class(
+            configuration=self.server.configuration(), original_destination_connection_id=header.destination_cid
+        )
         self.server.start_quic(quic)
 
     def request(self, spec, row) -> None:
         """Open the exchange of ``spec`` on the client (its row records it)."""
         self.client.start_request(spec, row)
         if self.client.terminated is not None or self.server.terminated is not None:
-            self.sim.stop()               # an exchange opened on a closed connection: check() fails
+            self.sim.stop()  # an exchange opened on a closed connection: check() fails
 
     def check(self) -> None:
         """Raise ``StackStalled`` if a connection terminated with request exchanges open.  That
@@ -548,15 +585,20 @@ class H3Session:
         terminated one; both call ``sim.stop()``, so the run loop calls this only then."""
         for end in (self.client, self.server):
             event = end.terminated
-            if event is not None and any(r[1]["kind"] == "request" and r[1]["ended_s"] != r[1]["ended_s"]
-                                         for r in self.client_rows.values()):
+            if event is not None and any(
+                r[1]["kind"] == "request" and r[1]["ended_s"] != r[1]["ended_s"] for r in self.client_rows.values()
+            ):
                 reason = event.reason_phrase or "no reason given"
                 if reason == "Idle timeout":
-                    raise StackStalled(f"idle timeout reached: the QUIC connection to {self.origin} closed after "
-                                       f"{self.params.idle_timeout_s:g} s without progress "
-                                       f"(at {self.sim.now:.3f} s of virtual time)")
-                raise StackStalled(f"the QUIC connection to {self.origin} closed (error 0x{event.error_code:x}: "
-                                   f"{reason}) with exchanges still open")
+                    raise StackStalled(
+                        f"idle timeout reached: the QUIC connection to {self.origin} closed after "
+                        f"{self.params.idle_timeout_s:g} s without progress "
+                        f"(at {self.sim.now:.3f} s of virtual time)"
+                    )
+                raise StackStalled(
+                    f"the QUIC connection to {self.origin} closed (error 0x{event.error_code:x}: "
+                    f"{reason}) with exchanges still open"
+                )
 
     def close(self) -> None:
         """Write the qlog files, when asked for."""
@@ -580,11 +622,16 @@ class H3Session:
             if end.h3 is not None:
                 frames.update(end.h3.frames_sent)
         blocked = self.qpack_blocked
-        retransmissions = sum(end.quic.stream_frames_resent for end in (self.client, self.server)
-                              if end.quic is not None)
-        return {"headers_frames": frames["HEADERS"], "push_promise_frames": frames["PUSH_PROMISE"],
-                "timer_nudges": self.client.timer_nudges + self.server.timer_nudges,
-                "qpack_blocked_blocks": len(blocked),
-                "qpack_blocked_total_s": sum(r["unblocked_s"] - r["blocked_s"] for r in blocked
-                                             if r["unblocked_s"] == r["unblocked_s"]),
-                "stream_frames_resent": retransmissions}
+        retransmissions = sum(
+            end.quic.stream_frames_resent for end in (self.client, self.server) if end.quic is not None
+        )
+        return {
+            "headers_frames": frames["HEADERS"],
+            "push_promise_frames": frames["PUSH_PROMISE"],
+            "timer_nudges": self.client.timer_nudges + self.server.timer_nudges,
+            "qpack_blocked_blocks": len(blocked),
+            "qpack_blocked_total_s": sum(
+                r["unblocked_s"] - r["blocked_s"] for r in blocked if r["unblocked_s"] == r["unblocked_s"]
+            ),
+            "stream_frames_resent": retransmissions,
+        }

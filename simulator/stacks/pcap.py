@@ -32,8 +32,8 @@ from ..net.tcp import TcpAck, TcpControl, TcpSegment
 
 __all__ = ["PcapRecorder", "write_pcap", "LINKTYPE_RAW"]
 
-LINKTYPE_RAW = 101                 # raw IPv4/IPv6, no link-layer header
-_PCAP_NS_MAGIC = 0xA1B23C4D        # pcap with nanosecond timestamps
+LINKTYPE_RAW = 101  # raw IPv4/IPv6, no link-layer header
+_PCAP_NS_MAGIC = 0xA1B23C4D  # pcap with nanosecond timestamps
 _CLIENT_ISN = 1_000_000
 _SERVER_ISN = 5_000_000
 _TCP_FLAGS = {"SYN": 0x02, "SYN-ACK": 0x12, "ACK": 0x10}
@@ -90,24 +90,32 @@ class PcapRecorder:
         server_ip = _addr(f"10.{index // 250}.1.{index % 250 + 1}")
         client_port = 50000 + index
         if session.stack == "h3":
-            ends = ((session.path.forward, client_ip, server_ip, client_port, 443),
-                    (session.path.reverse, server_ip, client_ip, 443, client_port))
+            ends = (
+                (session.path.forward, client_ip, server_ip, client_port, 443),
+                (session.path.reverse, server_ip, client_ip, 443, client_port),
+            )
             for link, src, dst, sport, dport in ends:
-                self._hook(link, lambda packet, s=src, d=dst, sp=sport, dp=dport: self._record(
-                    _ip(s, d, 17, _udp(s, d, sp, dp, packet.payload), self._next_ident())))
+                self._hook(
+                    link,
+                    lambda packet, s=src, d=dst, sp=sport, dp=dport: self._record(
+                        _ip(s, d, 17, _udp(s, d, sp, dp, packet.payload), self._next_ident())
+                    ),
+                )
         else:
             tcp = session.tcp
             handshake = session.params.tcp_handshake
             port = 443 if session.params.tls else 80
-            ends = ((session.path.forward, tcp.client, client_ip, server_ip, client_port, port,
-                     _CLIENT_ISN, _SERVER_ISN),
-                    (session.path.reverse, tcp.server, server_ip, client_ip, port, client_port,
-                     _SERVER_ISN, _CLIENT_ISN))
+            ends = (
+                (session.path.forward, tcp.client, client_ip, server_ip, client_port, port, _CLIENT_ISN, _SERVER_ISN),
+                (session.path.reverse, tcp.server, server_ip, client_ip, port, client_port, _SERVER_ISN, _CLIENT_ISN),
+            )
             for link, endpoint, src, dst, sport, dport, isn, peer_isn in ends:
                 base, peer_base = (isn + 1, peer_isn + 1) if handshake else (isn, peer_isn)
-                self._hook(link, lambda packet, e=endpoint, s=src, d=dst, sp=sport, dp=dport, i=isn, b=base,
-                           pb=peer_base, pi=peer_isn:
-                           self._record(self._tcp_packet(packet, e, s, d, sp, dp, i, b, pb, pi)))
+                ends_of = (endpoint, src, dst, sport, dport, isn, base, peer_base, peer_isn)
+                self._hook(
+                    link,
+                    lambda packet, a=ends_of: self._record(self._tcp_packet(packet, *a)),
+                )
 
     def _next_ident(self) -> int:
         self._ident += 1
@@ -129,9 +137,23 @@ class PcapRecorder:
         p = packet.payload
         if isinstance(p, TcpSegment):
             payload = b"".join(bytes(piece[2]) for piece in p.pieces)
-            if len(payload) != p.length:      # an empty end mark takes one sequence number: a FIN
-                return _ip(src, dst, 6, _tcp(src, dst, sport, dport, base + p.seq, peer_base + endpoint.rcv_nxt,
-                                             _FIN | _ACK | (_PSH if payload else 0), payload), self._next_ident())
+            if len(payload) != p.length:  # an empty end mark takes one sequence number: a FIN
+                return _ip(
+                    src,
+                    dst,
+                    6,
+                    _tcp(
+                        src,
+                        dst,
+                        sport,
+                        dport,
+                        base + p.seq,
+                        peer_base + endpoint.rcv_nxt,
+                        _FIN | _ACK | (_PSH if payload else 0),
+                        payload,
+                    ),
+                    self._next_ident(),
+                )
             segment = _tcp(src, dst, sport, dport, base + p.seq, peer_base + endpoint.rcv_nxt, _PSH | _ACK, payload)
         elif isinstance(p, TcpAck):
             segment = _tcp(src, dst, sport, dport, base + endpoint.snd_nxt, peer_base + p.ack, _ACK, b"")
@@ -160,5 +182,5 @@ def write_pcap(path: str, records) -> int:
         ns = round(time_s * 1e9)
         out.append(struct.pack("<IIII", ns // 1_000_000_000, ns % 1_000_000_000, len(frame), len(frame)))
         out.append(frame)
-    write_output(path, b"".join(out))      # a device or FIFO written through, a file replaced whole
+    write_output(path, b"".join(out))  # a device or FIFO written through, a file replaced whole
     return len(records)

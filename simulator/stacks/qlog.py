@@ -25,8 +25,7 @@ class SimQuicLoggerTrace(QuicLoggerTrace):
 
     def log_event(self, *, category: str, event: str, data: dict) -> None:
         """Record one event at the current virtual time."""
-        self._events.append({"data": data, "name": category + ":" + event,
-                             "time": self.encode_time(self._clock())})
+        self._events.append({"data": data, "name": category + ":" + event, "time": self.encode_time(self._clock())})
 
     @property
     def events(self):
@@ -49,7 +48,7 @@ class SimQuicLogger(QuicLogger):
 
     def end_trace(self, trace: QuicLoggerTrace) -> None:
         """Nothing: every trace is written once, by ``write``."""
-        pass                                  # written once, by write()
+        pass  # written once, by write()
 
     def write(self, directory: str, name: str) -> list[str]:
         """Write one qlog 0.3 JSON file per trace, ``<name>-client.qlog`` / ``-server.qlog``; their paths."""

@@ -27,14 +27,29 @@ from ..engine import Simulator
 from ..errors import InputError
 from ..net.transport import timer_counts
 from ..traces.model import Trace
-from .common import (ExchangeSpec, Recorder, Result, StackParams, StackStalled, idle_safe_until, run_until,
-                     schedule_requests)
+from .common import (
+    ExchangeSpec,
+    Recorder,
+    Result,
+    StackParams,
+    StackStalled,
+    idle_safe_until,
+    run_until,
+    schedule_requests,
+)
 
 __all__ = ["run", "run_specs", "specs_from_trace", "request_headers_for", "response_headers_for"]
 
 # RFC 9113 section 8.2.2 / RFC 9114 section 4.2: connection-specific fields are malformed.
-_CONNECTION_SPECIFIC = {b"connection", b"keep-alive", b"proxy-connection", b"transfer-encoding", b"upgrade",
-                        b"te", b"host"}
+_CONNECTION_SPECIFIC = {
+    b"connection",
+    b"keep-alive",
+    b"proxy-connection",
+    b"transfer-encoding",
+    b"upgrade",
+    b"te",
+    b"host",
+}
 _REQUEST_PSEUDO = (b":method", b":scheme", b":authority", b":path")
 _NO_BODY_STATUS = (204, 304)
 
@@ -97,7 +112,7 @@ def response_headers_for(headers, body_bytes: int) -> tuple[tuple, int]:
     cleaned = _clean(headers)
     status = next((v for n, v in cleaned if n == b":status"), b"200")
     if not (status.isdigit() and len(status) == 3) or status.startswith(b"1"):
-        status = b"200"                      # an interim or odd status cannot end an exchange
+        status = b"200"  # an interim or odd status cannot end an exchange
     if int(status) in _NO_BODY_STATUS:
         body_bytes = 0
     regular = [(n, v) for n, v in cleaned if not n.startswith(b":") and n != b"content-length"]
@@ -120,23 +135,39 @@ def specs_from_trace(trace: Trace, params: StackParams, *, max_gap_s: float = 10
         body = e.response_body_bytes or params.default_body_bytes
         response, body = response_headers_for(e.response_headers or ((b":status", b"200"),), body)
         request = request_headers_for(e.request_headers, e.origin, e.request_body_bytes)
-        specs.append(ExchangeSpec(index=e.index, request_headers=request, request_body_bytes=e.request_body_bytes,
-                                  response_headers=response, response_body_bytes=body, start_s=t,
-                                  origin=e.origin or "https://server.example"))
+        specs.append(
+            ExchangeSpec(
+                index=e.index,
+                request_headers=request,
+                request_body_bytes=e.request_body_bytes,
+                response_headers=response,
+                response_body_bytes=body,
+                start_s=t,
+                origin=e.origin or "https://server.example",
+            )
+        )
     return specs
 
 
 def _session_class(stack: str):
     if stack == "h2":
         from .h2 import H2Session
+
         return H2Session
     from .h3 import H3Session
+
     return H3Session
 
 
-def run_specs(specs: list[ExchangeSpec], params: StackParams, *, qlog_dir: str | None = None,
-              pcap_path: str | None = None, keylog_path: str | None = None,
-              check_every_event: bool = False) -> Result:
+def run_specs(
+    specs: list[ExchangeSpec],
+    params: StackParams,
+    *,
+    qlog_dir: str | None = None,
+    pcap_path: str | None = None,
+    keylog_path: str | None = None,
+    check_every_event: bool = False,
+) -> Result:
     """Replay ``specs`` over ``params.stack``; see the module docstring.
 
     ``check_every_event``: the reference run loop, which checks for a stall after every
@@ -162,9 +193,11 @@ def run_specs(specs: list[ExchangeSpec], params: StackParams, *, qlog_dir: str |
             keylog = stack.enter_context(_open(staged, "w"))
             if params.stack == "h2":
                 from .tls import TlsContexts
-                tls = TlsContexts(params.seed, staged)     # OpenSSL appends to the emptied file
+
+                tls = TlsContexts(params.seed, staged)  # OpenSSL appends to the emptied file
         if pcap_path is not None:
             from .pcap import PcapRecorder
+
             pcap = PcapRecorder(sim)
         origins = list(dict.fromkeys(s.origin for s in specs))
         for i, origin in enumerate(origins):
@@ -188,9 +221,11 @@ def run_specs(specs: list[ExchangeSpec], params: StackParams, *, qlog_dir: str |
             for session in sessions.values():
                 session.check()
             if sim.now >= last_start and sim.now - recorder.last_progress_s > params.idle_timeout_s:
-                raise StackStalled(f"idle timeout reached: no exchange progressed for {params.idle_timeout_s:g} s "
-                                   f"(at {sim.now:.3f} s of virtual time, {recorder.open_requests} of "
-                                   f"{len(specs)} exchanges still open)")
+                raise StackStalled(
+                    f"idle timeout reached: no exchange progressed for {params.idle_timeout_s:g} s "
+                    f"(at {sim.now:.3f} s of virtual time, {recorder.open_requests} of "
+                    f"{len(specs)} exchanges still open)"
+                )
 
         started = [False]
 
@@ -200,10 +235,13 @@ def run_specs(specs: list[ExchangeSpec], params: StackParams, *, qlog_dir: str |
 
         sim.call_at(last_start, all_started)
         recorder.on_all_done = sim.stop
-        run_until(sim, lambda: started[0] and recorder.done, check=check,
-                  deadline_s=last_start + 100 * params.idle_timeout_s,
-                  safe_until=None if check_every_event else idle_safe_until(recorder, last_start,
-                                                                           params.idle_timeout_s))
+        run_until(
+            sim,
+            lambda: started[0] and recorder.done,
+            check=check,
+            deadline_s=last_start + 100 * params.idle_timeout_s,
+            safe_until=None if check_every_event else idle_safe_until(recorder, last_start, params.idle_timeout_s),
+        )
         for session in sessions.values():
             session.close()
         if pcap is not None:
@@ -214,7 +252,7 @@ def run_specs(specs: list[ExchangeSpec], params: StackParams, *, qlog_dir: str |
 def _open(path: str, mode: str):
     from ..outfiles import open_output_stream
 
-    return open_output_stream(path, mode)     # a FIFO without a reader refused, never waited on
+    return open_output_stream(path, mode)  # a FIFO without a reader refused, never waited on
 
 
 def _result(specs, params: StackParams, sim: Simulator, recorder: Recorder, sessions: dict) -> Result:
@@ -259,8 +297,12 @@ def run(trace: Trace, params: StackParams | None = None, **options) -> Result:
     params = params or StackParams()
     max_gap_s = options.pop("max_gap_s", 10.0)
     result = run_specs(specs_from_trace(trace, params, max_gap_s=max_gap_s), params, **options)
-    result.trace = {"source": trace.source, "format": trace.format, "content_hash": trace.content_hash(),
-                    "exchanges": len(trace)}
+    result.trace = {
+        "source": trace.source,
+        "format": trace.format,
+        "content_hash": trace.content_hash(),
+        "exchanges": len(trace),
+    }
     return result
 
 

@@ -44,14 +44,23 @@ from typing import Callable
 
 from ..errors import InputError
 
-__all__ = ["make_certificate", "certificate_der_bytes", "TlsContexts", "TlsEnd", "contexts", "handshake_flight_bytes",
-           "sni_name",
-           "RECORD_OVERHEAD_BYTES", "MAX_RECORD_PLAINTEXT_BYTES", "ALPN_H2"]
+__all__ = [
+    "make_certificate",
+    "certificate_der_bytes",
+    "TlsContexts",
+    "TlsEnd",
+    "contexts",
+    "handshake_flight_bytes",
+    "sni_name",
+    "RECORD_OVERHEAD_BYTES",
+    "MAX_RECORD_PLAINTEXT_BYTES",
+    "ALPN_H2",
+]
 
 ALPN_H2 = "h2"
-RECORD_HEADER_BYTES = 5                  # RFC 8446 section 5.1: type, legacy version, length
-RECORD_OVERHEAD_BYTES = 5 + 1 + 16       # header, inner content type, AEAD tag (section 5.2)
-MAX_RECORD_PLAINTEXT_BYTES = 1 << 14     # section 5.1
+RECORD_HEADER_BYTES = 5  # RFC 8446 section 5.1: type, legacy version, length
+RECORD_OVERHEAD_BYTES = 5 + 1 + 16  # header, inner content type, AEAD tag (section 5.2)
+MAX_RECORD_PLAINTEXT_BYTES = 1 << 14  # section 5.1
 _READ_BYTES = 1 << 17
 
 _CERTS: dict[int, tuple] = {}
@@ -72,13 +81,17 @@ def make_certificate(seed: int):
 
     key = Ed25519PrivateKey.from_private_bytes(hashlib.sha256(f"workbench-cert-{seed}".encode()).digest())
     name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "server.example")])
-    cert = (x509.CertificateBuilder()
-            .subject_name(name).issuer_name(name).public_key(key.public_key())
-            .serial_number(1000 + seed % 1000)
-            .not_valid_before(datetime.datetime(2020, 1, 1, tzinfo=datetime.timezone.utc))
-            .not_valid_after(datetime.datetime(2120, 1, 1, tzinfo=datetime.timezone.utc))
-            .add_extension(x509.SubjectAlternativeName([x509.DNSName("server.example")]), critical=False)
-            .sign(key, None))
+    cert = (
+        x509.CertificateBuilder()
+        .subject_name(name)
+        .issuer_name(name)
+        .public_key(key.public_key())
+        .serial_number(1000 + seed % 1000)
+        .not_valid_before(datetime.datetime(2020, 1, 1, tzinfo=datetime.timezone.utc))
+        .not_valid_after(datetime.datetime(2120, 1, 1, tzinfo=datetime.timezone.utc))
+        .add_extension(x509.SubjectAlternativeName([x509.DNSName("server.example")]), critical=False)
+        .sign(key, None)
+    )
     _CERTS[seed] = (cert, key)
     return cert, key
 
@@ -104,13 +117,16 @@ class TlsContexts:
             with open(cert_path, "wb") as fh:
                 fh.write(cert.public_bytes(serialization.Encoding.PEM))
             with open(key_path, "wb") as fh:
-                fh.write(key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
-                                           serialization.NoEncryption()))
+                fh.write(
+                    key.private_bytes(
+                        serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
+                    )
+                )
             server.load_cert_chain(cert_path, key_path)
-        server.num_tickets = 0                  # no NewSessionTicket records (no resumption modelled)
+        server.num_tickets = 0  # no NewSessionTicket records (no resumption modelled)
         client = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
         client.check_hostname = False
-        client.verify_mode = ssl.CERT_NONE      # verification would read the wall clock
+        client.verify_mode = ssl.CERT_NONE  # verification would read the wall clock
         for ctx in (server, client):
             ctx.minimum_version = ctx.maximum_version = ssl.TLSVersion.TLSv1_3
             ctx.set_alpn_protocols([ALPN_H2])
@@ -147,7 +163,7 @@ def _records(data: bytes) -> int:
     n = pos = 0
     end = len(data)
     while pos < end:
-        pos += RECORD_HEADER_BYTES + int.from_bytes(data[pos + 3:pos + 5], "big")
+        pos += RECORD_HEADER_BYTES + int.from_bytes(data[pos + 3 : pos + 5], "big")
         n += 1
     if pos != end:  # pragma: no cover - OpenSSL only writes whole records into a memory BIO
         raise RuntimeError("TLS output ended inside a record")
@@ -163,12 +179,19 @@ class TlsEnd:
     application bytes of the records now complete.  The client starts its handshake at once.
     """
 
-    def __init__(self, ctx: TlsContexts, *, is_client: bool, write_ciphertext: Callable[[bytes], None],
-                 server_hostname: str | None = None) -> None:
+    def __init__(
+        self,
+        ctx: TlsContexts,
+        *,
+        is_client: bool,
+        write_ciphertext: Callable[[bytes], None],
+        server_hostname: str | None = None,
+    ) -> None:
         self._in, self._out = ssl.MemoryBIO(), ssl.MemoryBIO()
         context = ctx.client if is_client else ctx.server
-        self.obj = context.wrap_bio(self._in, self._out, server_side=not is_client,
-                                    server_hostname=server_hostname if is_client else None)
+        self.obj = context.wrap_bio(
+            self._in, self._out, server_side=not is_client, server_hostname=server_hostname if is_client else None
+        )
         self.is_client = is_client
         self._write = write_ciphertext
         self._held: list[bytes] = []
@@ -235,10 +258,10 @@ class TlsEnd:
                 data = read(_READ_BYTES)
             except ssl.SSLWantReadError:
                 break
-            if not data:             # close_notify: never sent here
+            if not data:  # close_notify: never sent here
                 break
             chunks.append(data)
-        out = self._out.read()       # post-handshake messages (none with tickets off)
+        out = self._out.read()  # post-handshake messages (none with tickets off)
         if out:
             self.handshake_bytes += len(out)
             self.handshake_records += _records(out)
@@ -247,9 +270,13 @@ class TlsEnd:
 
     def stats(self) -> dict:
         """Bytes and records: handshake, application plaintext, and the records carrying it."""
-        return {"handshake_bytes": self.handshake_bytes, "handshake_records": self.handshake_records,
-                "plaintext_bytes": self.plaintext_bytes, "record_bytes": self.record_bytes,
-                "records": self.records}
+        return {
+            "handshake_bytes": self.handshake_bytes,
+            "handshake_records": self.handshake_records,
+            "plaintext_bytes": self.plaintext_bytes,
+            "record_bytes": self.record_bytes,
+            "records": self.records,
+        }
 
 
 def session_ticket_bytes(tickets: int = 2) -> int:

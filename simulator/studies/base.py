@@ -76,10 +76,24 @@ from .. import argtypes
 from ..errors import InputError
 from ..net.conditions import CC_CHOICES, NETWORK_FIELDS, Network, adopt_network, handing_over, network_fields
 
-__all__ = ["Network", "NETWORK_FIELDS", "CC_CHOICES", "StudyParams", "StudyResult", "Study", "add_network_flags",
-           "network_from_args", "comma_list", "jsonable", "json_default", "rows_by_index", "records", "steps",
-           "run_seeds", "median_over_seeds"]
-
+__all__ = [
+    "Network",
+    "NETWORK_FIELDS",
+    "CC_CHOICES",
+    "StudyParams",
+    "StudyResult",
+    "Study",
+    "add_network_flags",
+    "network_from_args",
+    "comma_list",
+    "jsonable",
+    "json_default",
+    "rows_by_index",
+    "records",
+    "steps",
+    "run_seeds",
+    "median_over_seeds",
+]
 
 
 # ---------------------------------------------------------------------------------------
@@ -134,7 +148,7 @@ class StudyParams:
             value = getattr(self, f.name)
             d[f.name] = ",".join(str(v) for v in value) if isinstance(value, tuple) else value
             if f.name == "loss":
-                d[f.name] = str(value)            # a ``LossSpec`` as its spelling
+                d[f.name] = str(value)  # a ``LossSpec`` as its spelling
         return d
 
     def for_batch(self):
@@ -159,9 +173,16 @@ def comma_list(text) -> tuple[str, ...]:
 # Network flags: one spelling and one check for every study
 
 
-def add_network_flags(p: argparse.ArgumentParser, *, rtt: str | None = None, bw: str | None = None,
-                      loss: str | None = None, cc: str | None = None, tls: bool = False,
-                      seed: int | None = None) -> None:
+def add_network_flags(
+    p: argparse.ArgumentParser,
+    *,
+    rtt: str | None = None,
+    bw: str | None = None,
+    loss: str | None = None,
+    cc: str | None = None,
+    tls: bool = False,
+    seed: int | None = None,
+) -> None:
     """Add ``--rtt``, ``--bw``, ``--loss``, ``--cc``, ``--no-tls``, ``--seed`` (those given a
     default; ``tls=True`` adds ``--no-tls``): their spellings are read by ``argtypes`` (units,
     the loss model) and their rules checked once, by ``check_network``, when the study's
@@ -171,19 +192,24 @@ def add_network_flags(p: argparse.ArgumentParser, *, rtt: str | None = None, bw:
         p.add_argument("--rtt", default=rtt, type=argtypes.rtt, help=f"round-trip time, e.g. {rtt}")
         added.append("rtt")
     if bw is not None:
-        p.add_argument("--bw", default=bw, type=argtypes.bottleneck,
-                       help=f"bottleneck bandwidth, e.g. {bw} (none = unlimited)")
+        p.add_argument(
+            "--bw", default=bw, type=argtypes.bottleneck, help=f"bottleneck bandwidth, e.g. {bw} (none = unlimited)"
+        )
         added.append("bw")
     if loss is not None:
-        p.add_argument("--loss", default=loss, type=argtypes.loss_model,
-                       help="0.01 (Bernoulli) or ge:P,R[,h,k] (Gilbert-Elliott)")
+        p.add_argument(
+            "--loss", default=loss, type=argtypes.loss_model, help="0.01 (Bernoulli) or ge:P,R[,h,k] (Gilbert-Elliott)"
+        )
         added.append("loss")
     if cc is not None:
         p.add_argument("--cc", default=cc, choices=list(CC_CHOICES), help="congestion control of the transport")
         added.append("cc")
     if tls:
-        p.add_argument("--no-tls", action="store_true",
-                       help="cleartext HTTP/2 with prior knowledge instead of TLS 1.3 (one RTT less per connection)")
+        p.add_argument(
+            "--no-tls",
+            action="store_true",
+            help="cleartext HTTP/2 with prior knowledge instead of TLS 1.3 (one RTT less per connection)",
+        )
         added.append("no_tls")
     if seed is not None:
         p.add_argument("--seed", default=seed, type=argtypes.seed, help="seed of every random draw")
@@ -270,18 +296,28 @@ def _seed_rows(result: StudyResult, seed: int) -> pd.DataFrame:
     return summary
 
 
-def run_seeds(run: Callable[..., StudyResult], trace, params: StudyParams, seeds, *,
-              progress: bool = False) -> pd.DataFrame:
+def run_seeds(
+    run: Callable[..., StudyResult], trace, params: StudyParams, seeds, *, progress: bool = False
+) -> pd.DataFrame:
     """``run(trace, params)`` once per seed of ``seeds``: the summaries, one row per (seed,
     compared alternative), the seed beside the alternative's name.  Every alternative of one
     seed meets the same draws, so the per-seed differences are paired."""
-    frames = [_seed_rows(run(trace, params.with_seed(seed)), seed)
-              for seed in steps(list(seeds), "seeds", progress, leave=True)]
+    frames = [
+        _seed_rows(run(trace, params.with_seed(seed)), seed)
+        for seed in steps(list(seeds), "seeds", progress, leave=True)
+    ]
     return pd.concat(frames, ignore_index=True)
 
 
-def median_over_seeds(run: Callable[..., StudyResult], trace, params: StudyParams, seeds: int, *,
-                      by: tuple[str, ...] | None = None, progress: bool = False) -> StudyResult:
+def median_over_seeds(
+    run: Callable[..., StudyResult],
+    trace,
+    params: StudyParams,
+    seeds: int,
+    *,
+    by: tuple[str, ...] | None = None,
+    progress: bool = False,
+) -> StudyResult:
     """A command's ``--seeds N``: the result at ``params.seed`` with each figure of its summary
     replaced by the median over seeds SEED..SEED+N-1, each column on its own (so a gain is
     the median gain, not the difference of medians); ``params`` records ``seeds`` and
@@ -299,8 +335,14 @@ def median_over_seeds(run: Callable[..., StudyResult], trace, params: StudyParam
     more = run_seeds(run, trace, params, range(params.seed + 1, params.seed + seeds), progress=progress)
     per_seed = pd.concat([_seed_rows(result, params.seed), more], ignore_index=True)
     flat = first.reset_index() if keyed else first
-    figures = [c for c in flat.columns if c not in keys and c != "seed"
-               and pd.api.types.is_numeric_dtype(flat[c]) and not pd.api.types.is_bool_dtype(flat[c])]
+    figures = [
+        c
+        for c in flat.columns
+        if c not in keys
+        and c != "seed"
+        and pd.api.types.is_numeric_dtype(flat[c])
+        and not pd.api.types.is_bool_dtype(flat[c])
+    ]
     median = per_seed.groupby(keys, sort=False)[figures].median()
     out = flat.set_index(keys)
     out[figures] = median.reindex(out.index)[figures]
@@ -335,15 +377,15 @@ class Study:
 
     name: str
     help: str
-    add_arguments: Callable[[argparse.ArgumentParser], None]     # the study's flags (CLI and grid)
+    add_arguments: Callable[[argparse.ArgumentParser], None]  # the study's flags (CLI and grid)
     params_from_args: Callable[[argparse.Namespace], StudyParams]
-    run: Callable[..., StudyResult]                              # run(trace, params, *, progress=False)
-    command: Callable[[argparse.Namespace], int]                 # ``workbench <name>``
-    input: str = "trace"                  # "trace": run(trace, params); "none": it makes its own (trace=None)
-    optional_tables: tuple[str, ...] = ()                        # stored only when asked for (--tables)
+    run: Callable[..., StudyResult]  # run(trace, params, *, progress=False)
+    command: Callable[[argparse.Namespace], int]  # ``workbench <name>``
+    input: str = "trace"  # "trace": run(trace, params); "none": it makes its own (trace=None)
+    optional_tables: tuple[str, ...] = ()  # stored only when asked for (--tables)
     cli_only: frozenset[str] = field(default_factory=frozenset)  # flags that only shape CLI output
-    more_commands: Callable | None = None                        # add_commands(sub) of helper commands
-    add_inputs: Callable | None = None       # the command's inputs when not flags (paths): never grid parameters
+    more_commands: Callable | None = None  # add_commands(sub) of helper commands
+    add_inputs: Callable | None = None  # the command's inputs when not flags (paths): never grid parameters
 
     # -- the CLI --------------------------------------------------------------------------
     def add_commands(self, sub) -> None:

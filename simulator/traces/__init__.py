@@ -20,8 +20,19 @@ from ..errors import InputError
 from ._io import read_input
 from .model import Exchange, HeaderList, Page, Trace, header_value, raw_size
 
-__all__ = ["load", "load_many", "detect_format", "TraceError", "InputError",
-           "Trace", "Exchange", "Page", "HeaderList", "raw_size", "header_value"]
+__all__ = [
+    "load",
+    "load_many",
+    "detect_format",
+    "TraceError",
+    "InputError",
+    "Trace",
+    "Exchange",
+    "Page",
+    "HeaderList",
+    "raw_size",
+    "header_value",
+]
 
 TraceError = InputError
 
@@ -37,18 +48,26 @@ def detect_format(data: bytes, path: str | None = None) -> str:
     if head.startswith((b"{", b"[")) and not binary:
         return "har"
     if looks_like_records(data) or (binary and path is not None and interop_settings(path) is not None):
-        return "qpack-interop"       # by its bytes, or by its name (<qif>.out.T.B.A): the reader names the offset
+        return "qpack-interop"  # by its bytes, or by its name (<qif>.out.T.B.A): the reader names the offset
     if binary:
-        raise InputError("not a trace the workbench can read: binary data that is not QPACK offline-interop "
-                         "records (u64 stream id, u32 length, bytes); traces are HAR (JSON), QIF (text) or "
-                         "QPACK offline-interop records.", path=path)
+        raise InputError(
+            "not a trace the workbench can read: binary data that is not QPACK offline-interop "
+            "records (u64 stream id, u32 length, bytes); traces are HAR (JSON), QIF (text) or "
+            "QPACK offline-interop records.",
+            path=path,
+        )
     lines = data.split(b"\n")
-    lineno, first = next(((i, line) for i, line in enumerate(lines, 1)
-                          if line.strip() and not line.startswith(b"#")), (1, b""))
+    lineno, first = next(
+        ((i, line) for i, line in enumerate(lines, 1) if line.strip() and not line.startswith(b"#")), (1, b"")
+    )
     if b"\t" in first or str(path or "").lower().endswith(".qif"):
         return "qif"
-    raise InputError("unrecognised trace format: not HAR (JSON with \"log\"), not QPACK interop records, "
-                     "and not QIF (the line has no name<TAB>value).", path=path, where=f"line {lineno}")
+    raise InputError(
+        'unrecognised trace format: not HAR (JSON with "log"), not QPACK interop records, '
+        "and not QIF (the line has no name<TAB>value).",
+        path=path,
+        where=f"line {lineno}",
+    )
 
 
 def _binary(head: bytes) -> bool:
@@ -58,7 +77,7 @@ def _binary(head: bytes) -> bool:
     try:
         head.decode("utf-8")
     except UnicodeDecodeError as exc:
-        return exc.start < len(head) - 3    # not just a character cut at the end of the sample
+        return exc.start < len(head) - 3  # not just a character cut at the end of the sample
     return False
 
 
@@ -85,15 +104,20 @@ def load(path, *, data: bytes | None = None, format: str | None = None, **option
     elif fmt == "qif":
         trace = load_qif(path, data=data)
     elif fmt == "qpack-interop":
-        trace = load_interop(path, data=data, max_table_capacity=options.get("max_table_capacity"),
-                             blocked_streams=options.get("blocked_streams"))
+        trace = load_interop(
+            path,
+            data=data,
+            max_table_capacity=options.get("max_table_capacity"),
+            blocked_streams=options.get("blocked_streams"),
+        )
     else:
         raise InputError(f"unknown trace format {fmt!r} (har, qif or qpack-interop).", path=path)
     return trace
 
 
-def load_many(paths: Iterable, on_error: str | Callable = "skip",
-              **options) -> tuple[list[Trace], list[tuple[str, InputError]]]:
+def load_many(
+    paths: Iterable, on_error: str | Callable = "skip", **options
+) -> tuple[list[Trace], list[tuple[str, InputError]]]:
     """Load each path; a bad file is skipped and reported, and loading goes on.
 
     Returns ``(traces, errors)`` with ``errors`` a list of ``(path, InputError)``.

@@ -40,10 +40,9 @@ def read_input(path: str, limit: int | None = None, what: str = "trace file") ->
             kind = "a FIFO" if stat.S_ISFIFO(st.st_mode) else "a device or socket"
             raise InputError(f"is {kind}, not a {what} (read from regular files only).", path=path)
         if st.st_size > limit:
-            raise InputError(f"is {st.st_size} bytes, above the limit of {limit} (simulator.traces.limits).",
-                             path=path)
+            raise InputError(f"is {st.st_size} bytes, above the limit of {limit} (simulator.traces.limits).", path=path)
         with open(path, "rb") as f:
-            data = f.read(limit + 1)          # the file may have grown since the stat
+            data = f.read(limit + 1)  # the file may have grown since the stat
     except FileNotFoundError:
         raise InputError("no such file.", path=path) from None
     except IsADirectoryError:

@@ -63,10 +63,9 @@ from .model import Exchange, HeaderList, Page, Trace
 __all__ = ["load_har", "parse_har", "write_har", "har_dict", "request_pseudo_headers"]
 
 # RFC 9113 8.2.2: fields that are specific to one HTTP/1.1 connection.
-CONNECTION_SPECIFIC = frozenset({b"connection", b"keep-alive", b"proxy-connection",
-                                 b"transfer-encoding", b"upgrade"})
+CONNECTION_SPECIFIC = frozenset({b"connection", b"keep-alive", b"proxy-connection", b"transfer-encoding", b"upgrade"})
 REQUEST_PSEUDO = (b":method", b":scheme", b":authority", b":path")  # RFC 9113 8.3.1 order
-_TOKEN = re.compile(rb"^:?[!#$%&'*+\-.^_`|~0-9a-z]+$")   # RFC 9110 5.6.2 tchar (lower-cased); ":" pseudo
+_TOKEN = re.compile(rb"^:?[!#$%&'*+\-.^_`|~0-9a-z]+$")  # RFC 9110 5.6.2 tchar (lower-cased); ":" pseudo
 
 
 # Pure functions of their strings, memoized: a HAR repeats its URLs (each entry's own, its
@@ -91,16 +90,16 @@ def _field(raw_name: str, value: str) -> tuple[bytes, bytes] | None:
     """One HAR header with a one-line string value as sent, or None to leave it out (see
     ``_fields``); most headers repeat from entry to entry (accept, user-agent, sec-ch-ua ...)."""
     name = _field_name(raw_name)
-    if name is None or name == b"te" and value.strip().lower() != "trailers":   # RFC 9113 8.2.2
+    if name is None or name == b"te" and value.strip().lower() != "trailers":  # RFC 9113 8.2.2
         return None
-    return name, _b(value.replace("\r", "").replace("\x00", "").strip())          # RFC 9110 5.5
+    return name, _b(value.replace("\r", "").replace("\x00", "").strip())  # RFC 9110 5.5
 
 
 def _b(text: str) -> bytes:
     try:
-        return text.encode("utf-8", "surrogateescape")     # undecodable bytes read back (\udcXX)
+        return text.encode("utf-8", "surrogateescape")  # undecodable bytes read back (\udcXX)
     except UnicodeEncodeError:
-        return text.encode("utf-8", "surrogatepass")       # a lone surrogate a JSON escape made
+        return text.encode("utf-8", "surrogatepass")  # a lone surrogate a JSON escape made
 
 
 def _s(data: bytes) -> str:
@@ -116,8 +115,12 @@ def request_pseudo_headers(method: str, url: str) -> HeaderList:
     path = parts.path or "/"
     if parts.query:
         path += "?" + parts.query
-    return ((b":method", _b(method)), (b":scheme", _b(parts.scheme or "https")),
-            (b":authority", _b(authority)), (b":path", _b(path)))
+    return (
+        (b":method", _b(method)),
+        (b":scheme", _b(parts.scheme or "https")),
+        (b":authority", _b(authority)),
+        (b":path", _b(path)),
+    )
 
 
 def _fields(raw_headers, where, path) -> list[tuple[bytes, bytes]]:
@@ -173,7 +176,7 @@ def _request_headers(request: dict, where: str, path) -> HeaderList:
             host = field[1]
     rebuilt = dict(request_pseudo_headers(method, url))
     if host is not None and b":authority" not in given:
-        rebuilt[b":authority"] = host                 # RFC 9113 8.3.1: Host -> :authority
+        rebuilt[b":authority"] = host  # RFC 9113 8.3.1: Host -> :authority
     wanted = [n for n in REQUEST_PSEUDO if n in rebuilt]
     if not all(n in given for n in wanted):
         pseudo = [(n, given.get(n, rebuilt[n])) for n in wanted]
@@ -218,14 +221,25 @@ def _timings(timings, where: str, path) -> dict | None:
         if key in TIMING_PHASES:
             if value is None:
                 continue
-            if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) \
-                    or abs(value) > limits.MAX_TIME_MS:
+            if (
+                isinstance(value, bool)
+                or not isinstance(value, (int, float))
+                or not math.isfinite(value)
+                or abs(value) > limits.MAX_TIME_MS
+            ):
                 shown = repr(value)[:40] if not isinstance(value, (list, dict)) else type(value).__name__
-                raise InputError(f"timings.{key} is {shown}, not a finite number of milliseconds up to "
-                                 f"{limits.MAX_TIME_MS:.0e}.", path=path, where=where)
+                raise InputError(
+                    f"timings.{key} is {shown}, not a finite number of milliseconds up to {limits.MAX_TIME_MS:.0e}.",
+                    path=path,
+                    where=where,
+                )
             out[key] = value
-        elif isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value) \
-                and abs(value) <= limits.MAX_TIME_MS:
+        elif (
+            isinstance(value, (int, float))
+            and not isinstance(value, bool)
+            and math.isfinite(value)
+            and abs(value) <= limits.MAX_TIME_MS
+        ):
             out[key] = value
     return out
 
@@ -243,14 +257,16 @@ def _parse_time(text, where, path) -> datetime | None:
 def parse_har(doc, path: str | None = None) -> Trace:
     """A ``Trace`` from an already-parsed HAR document (a dict)."""
     if not isinstance(doc, dict) or not isinstance(doc.get("log"), dict):
-        raise InputError("the HAR has no \"log\" object.", path=path)
+        raise InputError('the HAR has no "log" object.', path=path)
     log = doc["log"]
     entries = log.get("entries")
     if not isinstance(entries, list):
-        raise InputError("the HAR log has no \"entries\" list.", path=path)
+        raise InputError('the HAR log has no "entries" list.', path=path)
     if len(entries) > limits.MAX_ENTRIES:
-        raise InputError(f"the HAR has {len(entries)} entries, above the limit of {limits.MAX_ENTRIES} "
-                         "(simulator.traces.limits).", path=path)
+        raise InputError(
+            f"the HAR has {len(entries)} entries, above the limit of {limits.MAX_ENTRIES} (simulator.traces.limits).",
+            path=path,
+        )
     reader = _EntryReader(path)
     for entry in entries:
         reader.add(entry)
@@ -280,7 +296,7 @@ class _EntryReader:
         i, path, where = self.count, self.path, f"entry {self.count}"
         self.count += 1
         if self.refused is not None or self.count > limits.MAX_ENTRIES:
-            return                      # the answer is that refusal: the rest is only read
+            return  # the answer is that refusal: the rest is only read
         try:
             t = self._check(entry, where)
         except InputError as exc:
@@ -295,8 +311,11 @@ class _EntryReader:
             self.rows.append((t, i, exc.with_traceback(None), url, None, None, None))
             return
         response = entry.get("response") if isinstance(entry.get("response"), dict) else {}
-        transfer = harfields.size_field(response.get("_transferSize"), "response._transferSize", path, where) \
-            if isinstance(response.get("_transferSize"), int) else None
+        transfer = (
+            harfields.size_field(response.get("_transferSize"), "response._transferSize", path, where)
+            if isinstance(response.get("_transferSize"), int)
+            else None
+        )
         self.rows.append((t, i, exchange, url, status, entry.get("_was_pushed"), transfer))
 
     def _check(self, entry, where):
@@ -305,7 +324,7 @@ class _EntryReader:
         if not isinstance(entry, dict):
             raise InputError("is not an object.", path=path, where=where)
         if entry.get("_fromCache") in ("memory", "disk"):
-            self.cached += 1    # served by the browser's cache: no exchange on the wire
+            self.cached += 1  # served by the browser's cache: no exchange on the wire
             return False
         request = entry.get("request")
         if not isinstance(request, dict):
@@ -314,11 +333,11 @@ class _EntryReader:
         if not isinstance(url, str) or not url:
             raise InputError("request has no url.", path=path, where=where)
         try:
-            parts = urlsplit(url)             # ValueError: a malformed IPv6 literal, NFKC-invalid netloc
+            parts = urlsplit(url)  # ValueError: a malformed IPv6 literal, NFKC-invalid netloc
         except ValueError as exc:
             raise InputError(f"request url {url[:80]!r} cannot be parsed ({exc}).", path=path, where=where) from None
         if parts.scheme.lower() in harfields.NO_NETWORK_SCHEMES:
-            self.no_network += 1   # data:, blob: ...: the browser made no request on the network
+            self.no_network += 1  # data:, blob: ...: the browser made no request on the network
             return False
         if not parts.netloc and request.get("method", "GET") != "CONNECT":
             raise InputError(f"request url {url[:80]!r} is not absolute.", path=path, where=where)
@@ -330,20 +349,26 @@ class _EntryReader:
         HAR's log object, its entries not needed)."""
         path = self.path
         if self.count > limits.MAX_ENTRIES:
-            raise InputError(f"the HAR has {self.count} entries, above the limit of {limits.MAX_ENTRIES} "
-                             "(simulator.traces.limits).", path=path)
+            raise InputError(
+                f"the HAR has {self.count} entries, above the limit of {limits.MAX_ENTRIES} (simulator.traces.limits).",
+                path=path,
+            )
         if self.refused is not None:
             raise self.refused
         rows = self.rows
         # Sort by start time; entries without one keep their place at the end.
-        if log.get("_untimed") is True:   # written by write_har for a trace without times
+        if log.get("_untimed") is True:  # written by write_har for a trace without times
             rows = [(None,) + r[1:] for r in rows]
         rows.sort(key=lambda r: (r[0] is None, r[0] or datetime.min.replace(tzinfo=timezone.utc), r[1]))
         t0 = rows[0][0] if rows else None
         for t, i, *_ in rows:
             if t is not None and t0 is not None and abs((t - t0).total_seconds()) > limits.MAX_SPAN_S:
-                raise InputError(f"startedDateTime is {(t - t0).total_seconds():.0f} s from the first entry's, "
-                                 f"above the limit of {limits.MAX_SPAN_S:.0e} s.", path=path, where=f"entry {i}")
+                raise InputError(
+                    f"startedDateTime is {(t - t0).total_seconds():.0f} s from the first entry's, "
+                    f"above the limit of {limits.MAX_SPAN_S:.0e} s.",
+                    path=path,
+                    where=f"entry {i}",
+                )
         for row in rows:
             if isinstance(row[2], InputError):
                 raise row[2]
@@ -351,14 +376,15 @@ class _EntryReader:
         exchanges, transfer = [], []
         unknown_sizes = 0
         firefox = harfields.firefox_log(log)
-        asked: dict[str, int] = {}          # URL -> entries asking for it (Firefox's pushes are asked once)
+        asked: dict[str, int] = {}  # URL -> entries asking for it (Firefox's pushes are asked once)
         for row in rows:
             asked[row[3]] = asked.get(row[3], 0) + 1
         for index, (t, _, e, url, status, was_pushed, size) in enumerate(rows):
             e.index = index
             e.start_s = (t - t0).total_seconds() if t is not None and t0 is not None else None
-            e.pushed = harfields.pushed({"_was_pushed": was_pushed}, status, e.timings, firefox,
-                                        asked[url] == 1) is not None
+            e.pushed = (
+                harfields.pushed({"_was_pushed": was_pushed}, status, e.timings, firefox, asked[url] == 1) is not None
+            )
             exchanges.append(e)
             unknown_sizes += e.body_bytes_from == "unknown" and e.status not in (None, 204, 304)
             transfer.append(size)
@@ -372,13 +398,17 @@ class _EntryReader:
             pt = None if log.get("_untimed") is True else _parse_time(p.get("startedDateTime"), f"page {j}", path)
             timings = p.get("pageTimings") if isinstance(p.get("pageTimings"), dict) else {}
             cached_view = p.get("_cached")
-            pages.append(Page(id=p["id"], title=p.get("title") if isinstance(p.get("title"), str) else None,
-                              start_s=(pt - t0).total_seconds() if pt is not None and t0 is not None else None,
-                              url=next((p[k] for k in ("_URL", "_url") if isinstance(p.get(k), str)), None),
-                              on_load_s=_page_time(timings.get("onLoad"), "onLoad", path, f"page {j}"),
-                              on_content_load_s=_page_time(timings.get("onContentLoad"), "onContentLoad", path,
-                                                           f"page {j}"),
-                              repeat_view=bool(cached_view) if isinstance(cached_view, (int, bool)) else None))
+            pages.append(
+                Page(
+                    id=p["id"],
+                    title=p.get("title") if isinstance(p.get("title"), str) else None,
+                    start_s=(pt - t0).total_seconds() if pt is not None and t0 is not None else None,
+                    url=next((p[k] for k in ("_URL", "_url") if isinstance(p.get(k), str)), None),
+                    on_load_s=_page_time(timings.get("onLoad"), "onLoad", path, f"page {j}"),
+                    on_content_load_s=_page_time(timings.get("onContentLoad"), "onContentLoad", path, f"page {j}"),
+                    repeat_view=bool(cached_view) if isinstance(cached_view, (int, bool)) else None,
+                )
+            )
 
         meta = {"transfer_sizes": transfer}
         if cached:
@@ -411,26 +441,29 @@ def _exchange(entry: dict, where: str, path) -> tuple[Exchange, int | None]:
     pseudo = dict(h for h in req or () if h[0].startswith(b":"))
     scheme = _s(pseudo.get(b":scheme", b"")) or urlsplit(url).scheme or "https"
     authority = _s(pseudo.get(b":authority", b""))
-    if authority:                   # the origin is made of it: a host a client could connect to
+    if authority:  # the origin is made of it: a host a client could connect to
         limits.check_authority(authority, path=path, where=where)
     status = response.get("status") if isinstance(response.get("status"), int) else None
-    if isinstance(status, bool) or status is not None and not -1 <= status <= 999:     # RFC 9110 15: 3 digits
+    if isinstance(status, bool) or status is not None and not -1 <= status <= 999:  # RFC 9110 15: 3 digits
         raise InputError(f"response.status {status!r} is not a three-digit status code.", path=path, where=where)
     wire, decoded, size_from = harfields.wire_and_decoded_bytes(entry, response, status, path, where)
     post = request.get("postData") if isinstance(request.get("postData"), dict) else {}
-    req_body = harfields.size_field(request.get("bodySize"), "request.bodySize", path, where) \
-        or len(_b(str(post.get("text") or "")))
+    req_body = harfields.size_field(request.get("bodySize"), "request.bodySize", path, where) or len(
+        _b(str(post.get("text") or ""))
+    )
     init_url, init_type = harfields.initiator(entry)
     if init_url is not None:
         init_url = _join(url, init_url, "_initiator url", where, path)
     content = response.get("content") if isinstance(response.get("content"), dict) else {}
-    mime = next((_s(v) for n, v in resp or () if n == b"content-type"), "") \
-        or str(content.get("mimeType") or entry.get("_contentType") or "")
+    mime = next((_s(v) for n, v in resp or () if n == b"content-type"), "") or str(
+        content.get("mimeType") or entry.get("_contentType") or ""
+    )
     rtype, rtype_from = harfields.resource_type(entry, url, mime, init_type, status)
     if no_request and not isinstance(entry.get("_resourceType"), str):
-        rtype, rtype_from = None, None     # a response-only header list (e.g. from QIF): no resource
-    location = next((_s(v) for n, v in resp or () if n == b"location"), None) \
-        or (response.get("redirectURL") if isinstance(response.get("redirectURL"), str) else None)
+        rtype, rtype_from = None, None  # a response-only header list (e.g. from QIF): no resource
+    location = next((_s(v) for n, v in resp or () if n == b"location"), None) or (
+        response.get("redirectURL") if isinstance(response.get("redirectURL"), str) else None
+    )
     timings = harfields.wpt_timings(entry, _timings(entry.get("timings"), where, path), path, where)
     conn = entry.get("connection") if entry.get("connection") not in (None, "") else entry.get("_socket")
     blocking = entry.get("_renderBlocking")
@@ -452,7 +485,8 @@ def _exchange(entry: dict, where: str, path) -> tuple[Exchange, int | None]:
         response_content_bytes=decoded if decoded != wire else None,
         http_version=harfields.http_version(entry, response, request),
         redirect_url=_join(url, location, "redirect location", where, path)
-        if location and status and 300 <= status < 400 else None,
+        if location and status and 300 <= status < 400
+        else None,
         resource_type_from=rtype_from,
         render_blocking=blocking if isinstance(blocking, str) else None,
         body_bytes_from=size_from,
@@ -489,8 +523,11 @@ def _page_time(ms, field: str = "pageTimings", path=None, where=None) -> float |
     if isinstance(ms, bool) or not isinstance(ms, (int, float)):
         return None
     if not math.isfinite(ms) or ms > limits.MAX_TIME_MS:
-        raise InputError(f"pageTimings.{field} is {ms}, not a finite number of milliseconds up to "
-                         f"{limits.MAX_TIME_MS:.0e}.", path=path, where=where)
+        raise InputError(
+            f"pageTimings.{field} is {ms}, not a finite number of milliseconds up to {limits.MAX_TIME_MS:.0e}.",
+            path=path,
+            where=where,
+        )
     if not ms > 0:
         return None
     return float(ms) / 1000.0
@@ -516,8 +553,9 @@ def _har_text(path: str, data: bytes | None = None) -> str:
     try:
         return data.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
-        raise InputError(f"the HAR is not UTF-8 text ({exc.reason}).", path=path,
-                         where=f"byte offset {exc.start}") from None
+        raise InputError(
+            f"the HAR is not UTF-8 text ({exc.reason}).", path=path, where=f"byte offset {exc.start}"
+        ) from None
 
 
 def _parse_json(text: str, path: str):
@@ -526,14 +564,13 @@ def _parse_json(text: str, path: str):
         return json.loads(text)
     except json.JSONDecodeError as exc:
         what = "the HAR is truncated" if exc.pos >= len(text.rstrip()) else "the HAR is not valid JSON"
-        raise InputError(f"{what} ({exc.msg}).", path=path,
-                         where=f"line {exc.lineno}, column {exc.colno}") from None
+        raise InputError(f"{what} ({exc.msg}).", path=path, where=f"line {exc.lineno}, column {exc.colno}") from None
     except RecursionError:
-        raise InputError("the HAR's JSON is nested deeper than the parser goes (simulator.traces.limits).",
-                         path=path) from None
-    except ValueError as exc:       # an integer of more than sys.get_int_max_str_digits() digits
-        raise InputError(f"the HAR holds a number the parser refuses ({str(exc).split(';')[0]}).",
-                         path=path) from None
+        raise InputError(
+            "the HAR's JSON is nested deeper than the parser goes (simulator.traces.limits).", path=path
+        ) from None
+    except ValueError as exc:  # an integer of more than sys.get_int_max_str_digits() digits
+        raise InputError(f"the HAR holds a number the parser refuses ({str(exc).split(';')[0]}).", path=path) from None
 
 
 def _read_json(path: str, data: bytes | None = None):
@@ -555,7 +592,7 @@ def load_har(path: str, data: bytes | None = None) -> Trace:
     gc.disable()
     try:
         log = harjson.walk(text, reader.add)
-    except (harjson.NotStreamable, ValueError, RecursionError):     # JSONDecodeError is a ValueError
+    except (harjson.NotStreamable, ValueError, RecursionError):  # JSONDecodeError is a ValueError
         log = None
     finally:
         if collecting:

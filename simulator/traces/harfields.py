@@ -63,35 +63,93 @@ from urllib.parse import urlsplit
 from ..errors import InputError
 from .limits import MAX_BODY_BYTES, MAX_TIME_MS, number
 
-__all__ = ["RESOURCE_TYPES", "resource_type", "wire_and_decoded_bytes", "http_version", "initiator",
-           "priority", "response_header_bytes", "size_field", "NO_NETWORK_SCHEMES", "pushed", "firefox_log",
-           "wpt_timings", "WPT_TIMING_FIELDS"]
+__all__ = [
+    "RESOURCE_TYPES",
+    "resource_type",
+    "wire_and_decoded_bytes",
+    "http_version",
+    "initiator",
+    "priority",
+    "response_header_bytes",
+    "size_field",
+    "NO_NETWORK_SCHEMES",
+    "pushed",
+    "firefox_log",
+    "wpt_timings",
+    "WPT_TIMING_FIELDS",
+]
 
 RESOURCE_TYPES = ("document", "stylesheet", "script", "font", "image", "xhr", "fetch", "media", "other")
 
 # URL schemes whose "requests" never cross the network (HAR producers record some of them).
-NO_NETWORK_SCHEMES = ("data", "blob", "about", "chrome", "chrome-extension", "moz-extension", "javascript",
-                      "file", "filesystem")
+NO_NETWORK_SCHEMES = (
+    "data",
+    "blob",
+    "about",
+    "chrome",
+    "chrome-extension",
+    "moz-extension",
+    "javascript",
+    "file",
+    "filesystem",
+)
 
 # Chrome's _resourceType values (DevTools' Network.ResourceType, lower-cased) -> ours.
 _CHROME_TYPES = {
-    "document": "document", "stylesheet": "stylesheet", "script": "script", "font": "font",
-    "image": "image", "xhr": "xhr", "fetch": "fetch", "media": "media", "texttrack": "media",
-    "eventsource": "fetch", "websocket": "other", "manifest": "other", "ping": "other",
-    "cspviolationreport": "other", "preflight": "other", "signedexchange": "document",
-    "prefetch": "other", "other": "other",
+    "document": "document",
+    "stylesheet": "stylesheet",
+    "script": "script",
+    "font": "font",
+    "image": "image",
+    "xhr": "xhr",
+    "fetch": "fetch",
+    "media": "media",
+    "texttrack": "media",
+    "eventsource": "fetch",
+    "websocket": "other",
+    "manifest": "other",
+    "ping": "other",
+    "cspviolationreport": "other",
+    "preflight": "other",
+    "signedexchange": "document",
+    "prefetch": "other",
+    "other": "other",
 }
 
 _EXTENSIONS = {
-    "html": "document", "htm": "document", "xhtml": "document",
+    "html": "document",
+    "htm": "document",
+    "xhtml": "document",
     "css": "stylesheet",
-    "js": "script", "mjs": "script", "jsx": "script",
-    "woff": "font", "woff2": "font", "ttf": "font", "otf": "font", "eot": "font",
-    "png": "image", "jpg": "image", "jpeg": "image", "gif": "image", "webp": "image", "avif": "image",
-    "svg": "image", "ico": "image", "bmp": "image", "jxl": "image",
-    "mp4": "media", "webm": "media", "m3u8": "media", "ts": "media", "m4s": "media", "mp3": "media",
-    "ogg": "media", "wav": "media", "mpd": "media",
-    "json": "fetch", "xml": "fetch",
+    "js": "script",
+    "mjs": "script",
+    "jsx": "script",
+    "woff": "font",
+    "woff2": "font",
+    "ttf": "font",
+    "otf": "font",
+    "eot": "font",
+    "png": "image",
+    "jpg": "image",
+    "jpeg": "image",
+    "gif": "image",
+    "webp": "image",
+    "avif": "image",
+    "svg": "image",
+    "ico": "image",
+    "bmp": "image",
+    "jxl": "image",
+    "mp4": "media",
+    "webm": "media",
+    "m3u8": "media",
+    "ts": "media",
+    "m4s": "media",
+    "mp3": "media",
+    "ogg": "media",
+    "wav": "media",
+    "mpd": "media",
+    "json": "fetch",
+    "xml": "fetch",
 }
 
 
@@ -109,12 +167,15 @@ def _mime_type(mime: str) -> str | None:
         return "font"
     if m.startswith("image/"):
         return "image"
-    if m.startswith(("video/", "audio/")) or m in ("application/vnd.apple.mpegurl", "application/x-mpegurl",
-                                                   "application/dash+xml"):
+    if m.startswith(("video/", "audio/")) or m in (
+        "application/vnd.apple.mpegurl",
+        "application/x-mpegurl",
+        "application/dash+xml",
+    ):
         return "media"
     if "json" in m or m.endswith("+xml") or m in ("text/xml", "application/xml"):
         return "fetch"
-    return None      # text/plain, application/octet-stream ...: say nothing, look further
+    return None  # text/plain, application/octet-stream ...: say nothing, look further
 
 
 def _extension_type(url: str) -> str | None:
@@ -125,8 +186,9 @@ def _extension_type(url: str) -> str | None:
     return _EXTENSIONS.get(last.rsplit(".", 1)[-1].lower())
 
 
-def resource_type(entry: dict, url: str, mime: str, initiator_type: str | None,
-                  status: int | None = None) -> tuple[str, str]:
+def resource_type(
+    entry: dict, url: str, mime: str, initiator_type: str | None, status: int | None = None
+) -> tuple[str, str]:
     """(type, the field it came from) for one HAR entry; see the module docstring."""
     given = entry.get("_resourceType")
     if isinstance(given, str) and given.strip():
@@ -169,8 +231,9 @@ def _content_coded(headers) -> bool:
     return False
 
 
-def wire_and_decoded_bytes(entry: dict, response: dict, status: int | None, path=None,
-                           where=None) -> tuple[int, int, str]:
+def wire_and_decoded_bytes(
+    entry: dict, response: dict, status: int | None, path=None, where=None
+) -> tuple[int, int, str]:
     """(bytes on the wire, decoded bytes, the field the wire bytes came from)."""
     content = response.get("content") if isinstance(response.get("content"), dict) else {}
 
@@ -184,11 +247,21 @@ def wire_and_decoded_bytes(entry: dict, response: dict, status: int | None, path
     headers_size = _int(response.get("headersSize"), "response.headersSize")
     # The header section's size is needed only with _transferSize (which holds headers and body).
     header_bytes = headers_size if headers_size or transfer is None else response_header_bytes(response.get("headers"))
-    no_body = (status is not None and (status < 200 or status in (204, 304))) or decoded == 0 \
+    no_body = (
+        (status is not None and (status < 200 or status in (204, 304)))
+        or decoded == 0
         or (transfer is not None and transfer <= header_bytes)
+    )
     wire, source = None, "unknown"
-    if (body is not None and decoded is not None and body == decoded and body > 0 and transfer is not None
-            and 0 < transfer < body and _content_coded(response.get("headers"))):
+    if (
+        body is not None
+        and decoded is not None
+        and body == decoded
+        and body > 0
+        and transfer is not None
+        and 0 < transfer < body
+        and _content_coded(response.get("headers"))
+    ):
         # A coded body (Content-Encoding, RFC 9110 section 8.4) whose bodySize is its decoded
         # size (some exporters write content.size there): _transferSize, the bytes that came
         # over the network, says what was on the wire.
@@ -245,20 +318,20 @@ def initiator(entry: dict) -> tuple[str | None, str | None]:
     if isinstance(entry.get("_initiator_detail"), str) and not isinstance(init, dict):
         try:
             detail = json.loads(entry["_initiator_detail"])
-        except (ValueError, RecursionError):      # not JSON, or nested past the parser's depth
+        except (ValueError, RecursionError):  # not JSON, or nested past the parser's depth
             detail = None
         if isinstance(detail, dict):
             kind = kind or (detail.get("type") if isinstance(detail.get("type"), str) else None)
             if not isinstance(init, str) or not init:
                 init = detail
-    if isinstance(init, str):       # WebPageTest, chrome-har: the initiator's URL (its type may be absent)
+    if isinstance(init, str):  # WebPageTest, chrome-har: the initiator's URL (its type may be absent)
         return init.strip() or None, kind
     if not isinstance(init, dict):
         return None, kind
     kind = init.get("type") if isinstance(init.get("type"), str) else kind
     url = init.get("url") if isinstance(init.get("url"), str) else None
     stack = init.get("stack")
-    while not url and isinstance(stack, dict):   # the first URL found in the call stack
+    while not url and isinstance(stack, dict):  # the first URL found in the call stack
         for frame in stack.get("callFrames") or ():
             if isinstance(frame, dict) and isinstance(frame.get("url"), str) and frame["url"]:
                 url = frame["url"]
@@ -268,10 +341,15 @@ def initiator(entry: dict) -> tuple[str | None, str | None]:
 
 
 # net::RequestPriority names (WebPageTest) -> DevTools' names, as DevTools maps them.
-_NET_PRIORITY = {"highest": "VeryHigh", "medium": "High", "low": "Medium", "lowest": "Low", "idle": "VeryLow",
-                 "throttled": "VeryLow"}
-_DEVTOOLS_PRIORITY = {"veryhigh": "VeryHigh", "high": "High", "medium": "Medium", "low": "Low",
-                      "verylow": "VeryLow"}
+_NET_PRIORITY = {
+    "highest": "VeryHigh",
+    "medium": "High",
+    "low": "Medium",
+    "lowest": "Low",
+    "idle": "VeryLow",
+    "throttled": "VeryLow",
+}
+_DEVTOOLS_PRIORITY = {"veryhigh": "VeryHigh", "high": "High", "medium": "Medium", "low": "Low", "verylow": "VeryLow"}
 
 
 def priority(entry: dict) -> str | None:
@@ -282,7 +360,7 @@ def priority(entry: dict) -> str | None:
     if not isinstance(value, str) or not value.strip():
         return None
     v = value.strip()
-    if v.isupper():                 # WebPageTest writes net priorities in capitals
+    if v.isupper():  # WebPageTest writes net priorities in capitals
         return _NET_PRIORITY.get(v.lower(), None)
     return _DEVTOOLS_PRIORITY.get(v.lower().replace(" ", ""), None)
 
@@ -319,8 +397,17 @@ def pushed(entry: dict, status: int | None, timings: dict | None, firefox: bool,
 
 # WebPageTest's own timing fields (ms) kept beside the HAR phases: durations, then offsets
 # from the page's start.
-WPT_TIMING_FIELDS = ("_dns_ms", "_connect_ms", "_ssl_ms", "_ttfb_ms", "_download_ms",
-                     "_dns_start", "_connect_start", "_ssl_start", "_load_start")
+WPT_TIMING_FIELDS = (
+    "_dns_ms",
+    "_connect_ms",
+    "_ssl_ms",
+    "_ttfb_ms",
+    "_download_ms",
+    "_dns_start",
+    "_connect_start",
+    "_ssl_start",
+    "_load_start",
+)
 
 
 def wpt_timings(entry: dict, timings: dict | None, path=None, where=None) -> dict | None:
@@ -335,7 +422,7 @@ def wpt_timings(entry: dict, timings: dict | None, path=None, where=None) -> dic
             try:
                 value = number(entry[key], key, limit=MAX_TIME_MS, path=path, where=where, integer=False)
             except InputError:
-                continue        # an extra the workbench only reads where the HAR phases lack it
+                continue  # an extra the workbench only reads where the HAR phases lack it
             if value is not None:
                 own[key] = value
     if not own:
@@ -346,8 +433,12 @@ def wpt_timings(entry: dict, timings: dict | None, path=None, where=None) -> dic
         v = out.get(phase)
         return not isinstance(v, (int, float)) or isinstance(v, bool) or v < 0
 
-    fill = {"dns": own.get("_dns_ms"), "ssl": own.get("_ssl_ms"), "wait": own.get("_ttfb_ms"),
-            "receive": own.get("_download_ms")}
+    fill = {
+        "dns": own.get("_dns_ms"),
+        "ssl": own.get("_ssl_ms"),
+        "wait": own.get("_ttfb_ms"),
+        "receive": own.get("_download_ms"),
+    }
     if "_connect_ms" in own:
         fill["connect"] = own["_connect_ms"] + own.get("_ssl_ms", 0)
     for phase, value in fill.items():

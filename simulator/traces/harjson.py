@@ -26,7 +26,7 @@ from typing import Callable
 
 __all__ = ["walk", "NotStreamable"]
 
-_WHITESPACE = re.compile(r"[ \t\n\r]*")      # RFC 8259 section 2: ws
+_WHITESPACE = re.compile(r"[ \t\n\r]*")  # RFC 8259 section 2: ws
 _DECODER = json.JSONDecoder()
 
 
@@ -71,7 +71,7 @@ def walk(text: str, on_entry: Callable[[object], None]) -> dict:
         while True:
             entry, pos = decode(text, pos)
             on_entry(entry)
-            del entry                                  # the callback kept what it needs
+            del entry  # the callback kept what it needs
             pos = ws(text, pos).end()
             if text.startswith("]", pos):
                 return pos + 1
@@ -84,7 +84,7 @@ def walk(text: str, on_entry: Callable[[object], None]) -> dict:
     def log_member(key: str, pos: int) -> int:
         nonlocal seen_entries
         if key in found or key == "entries" and seen_entries:
-            raise NotStreamable                        # a key given twice: json keeps the last
+            raise NotStreamable  # a key given twice: json keeps the last
         if key == "entries":
             if not text.startswith("[", pos):
                 raise NotStreamable
@@ -100,7 +100,7 @@ def walk(text: str, on_entry: Callable[[object], None]) -> dict:
                 raise NotStreamable
             seen_log = True
             return members(pos, log_member)
-        _, pos = decode(text, pos)                     # another member: read, not kept
+        _, pos = decode(text, pos)  # another member: read, not kept
         return pos
 
     pos = ws(text, 0).end()
@@ -108,5 +108,5 @@ def walk(text: str, on_entry: Callable[[object], None]) -> dict:
         raise NotStreamable
     pos = ws(text, members(pos, top_member)).end()
     if pos != len(text) or not seen_entries:
-        raise NotStreamable                            # extra data, or no entries list
+        raise NotStreamable  # extra data, or no entries list
     return found

@@ -45,7 +45,7 @@ def har_dict(trace: Trace, started: datetime | None = None) -> dict:
         pseudo = dict(h for h in req if h[0].startswith(b":"))
         url = e.url
         if url is None and e.request_headers is None:
-            url = "https://unknown.invalid/"   # RFC 6761 .invalid: no request was captured
+            url = "https://unknown.invalid/"  # RFC 6761 .invalid: no request was captured
         elif url is None:
             scheme = _s(pseudo.get(b":scheme", b"https"))
             host = pseudo.get(b":authority") or next((v for n, v in req if n == b"host"), b"unknown.invalid")
@@ -115,7 +115,7 @@ def har_dict(trace: Trace, started: datetime | None = None) -> dict:
         pages.append(page)
     log = {"version": "1.2", "creator": {"name": "http-workbench", "version": "0.1.0"}}
     if not trace.timed:
-        log["_untimed"] = True   # HAR needs startedDateTime; this says the times are placeholders
+        log["_untimed"] = True  # HAR needs startedDateTime; this says the times are placeholders
     log.update(pages=pages, entries=entries)
     return {"log": log}
 
@@ -131,4 +131,3 @@ def write_har(trace: Trace, path: str, started: datetime | None = None) -> None:
     body = ",\n".join(dump(e) for e in entries)
     text = f'{head},"entries":[\n{body}\n]}}}}\n'
     atomic_write(str(path), text.encode("ascii"))
-

@@ -27,8 +27,16 @@ from .limits import MAX_ENTRIES, check_field_section
 from .model import Exchange, Trace
 from .qif import _origin
 
-__all__ = ["read_records", "parse_records", "write_records", "looks_like_records",
-           "interop_settings", "resolve_settings", "load_interop", "ENCODER_STREAM"]
+__all__ = [
+    "read_records",
+    "parse_records",
+    "write_records",
+    "looks_like_records",
+    "interop_settings",
+    "resolve_settings",
+    "load_interop",
+    "ENCODER_STREAM",
+]
 
 ENCODER_STREAM = 0
 _HEADER = struct.Struct(">QI")
@@ -42,18 +50,28 @@ def parse_records(data: bytes, path: str | None = None) -> list[tuple[int, bytes
     records, offset = [], 0
     while offset < len(data):
         if len(data) - offset < _HEADER.size:
-            raise InputError(f"truncated record header: {len(data) - offset} bytes left, "
-                             f"a header needs {_HEADER.size}.", path=path, where=f"byte offset {offset}")
+            raise InputError(
+                f"truncated record header: {len(data) - offset} bytes left, a header needs {_HEADER.size}.",
+                path=path,
+                where=f"byte offset {offset}",
+            )
         stream_id, length = _HEADER.unpack_from(data, offset)
         start = offset + _HEADER.size
         if start + length > len(data):
-            raise InputError(f"truncated record for stream {stream_id}: it declares {length} bytes, "
-                             f"only {len(data) - start} remain.", path=path, where=f"byte offset {offset}")
-        records.append((stream_id, data[start:start + length]))
+            raise InputError(
+                f"truncated record for stream {stream_id}: it declares {length} bytes, "
+                f"only {len(data) - start} remain.",
+                path=path,
+                where=f"byte offset {offset}",
+            )
+        records.append((stream_id, data[start : start + length]))
         offset = start + length
-        if len(records) > 2 * MAX_ENTRIES:     # a field section and an encoder-stream chunk each
-            raise InputError(f"more than {2 * MAX_ENTRIES} records, above the limit (simulator.traces.limits).",
-                             path=path, where=f"byte offset {offset}")
+        if len(records) > 2 * MAX_ENTRIES:  # a field section and an encoder-stream chunk each
+            raise InputError(
+                f"more than {2 * MAX_ENTRIES} records, above the limit (simulator.traces.limits).",
+                path=path,
+                where=f"byte offset {offset}",
+            )
     return records
 
 
@@ -61,8 +79,12 @@ def read_records(path: str) -> list[tuple[int, bytes]]:
     """The ``(stream_id, bytes)`` records of an interop file, in file order."""
     data = read_input(str(path))
     if data and not looks_like_records(data):
-        raise InputError("not QPACK offline-interop records: the first record's stream id or length is "
-                         "impossible (u64 stream id, u32 length, bytes).", path=str(path), where="byte offset 0")
+        raise InputError(
+            "not QPACK offline-interop records: the first record's stream id or length is "
+            "impossible (u64 stream id, u32 length, bytes).",
+            path=str(path),
+            where="byte offset 0",
+        )
     return parse_records(data, str(path))
 
 
@@ -101,8 +123,9 @@ def interop_settings(path: str) -> tuple[int, int, int] | None:
     return (int(m.group(1)), int(m.group(2)), int(m.group(3))) if m else None
 
 
-def resolve_settings(path: str, capacity: int | None = None, blocked: int | None = None, *,
-                     flags: str = "give them explicitly") -> tuple[int, int]:
+def resolve_settings(
+    path: str, capacity: int | None = None, blocked: int | None = None, *, flags: str = "give them explicitly"
+) -> tuple[int, int]:
     """(table capacity, blocked streams): the given ones, the rest from the file name.
 
     ``flags`` finishes the error for a name without them (which options the caller has)."""
@@ -110,13 +133,17 @@ def resolve_settings(path: str, capacity: int | None = None, blocked: int | None
         return capacity, blocked
     settings = interop_settings(path)
     if settings is None:
-        raise InputError("cannot tell the table capacity and blocked-streams limit from the file name "
-                         f"(expected <name>.out.<capacity>.<blocked>.<ack>); {flags}.", path=str(path))
+        raise InputError(
+            "cannot tell the table capacity and blocked-streams limit from the file name "
+            f"(expected <name>.out.<capacity>.<blocked>.<ack>); {flags}.",
+            path=str(path),
+        )
     return (settings[0] if capacity is None else capacity, settings[1] if blocked is None else blocked)
 
 
-def load_interop(path: str, max_table_capacity: int | None = None, blocked_streams: int | None = None,
-                 data: bytes | None = None) -> Trace:
+def load_interop(
+    path: str, max_table_capacity: int | None = None, blocked_streams: int | None = None, data: bytes | None = None
+) -> Trace:
     """Decode an interop file to a ``Trace`` (one exchange per field section)."""
     path = str(path)
     records = parse_records(read_input(path) if data is None else data, path)
@@ -124,8 +151,8 @@ def load_interop(path: str, max_table_capacity: int | None = None, blocked_strea
     max_table_capacity, blocked_streams = resolve_settings(path, max_table_capacity, blocked_streams)
 
     decoder = pylsqpack.Decoder(max_table_capacity, blocked_streams)
-    sections: list[list] = []          # [stream_id, encoded size, headers or None]
-    blocked: dict[int, int] = {}       # stream id -> index in sections
+    sections: list[list] = []  # [stream_id, encoded size, headers or None]
+    blocked: dict[int, int] = {}  # stream id -> index in sections
     encoder_bytes = 0
     offset = 0
     for stream_id, payload in records:
@@ -147,8 +174,9 @@ def load_interop(path: str, max_table_capacity: int | None = None, blocked_strea
                 check_field_section(sections[k][2], path=path, where=where, what="decoded header")
             continue
         if stream_id in blocked:
-            raise InputError(f"stream {stream_id} sends a second field section while its first is blocked.",
-                             path=path, where=where)
+            raise InputError(
+                f"stream {stream_id} sends a second field section while its first is blocked.", path=path, where=where
+            )
         sections.append([stream_id, len(payload), None])
         try:
             _, headers = decoder.feed_header(stream_id, payload)
@@ -157,26 +185,35 @@ def load_interop(path: str, max_table_capacity: int | None = None, blocked_strea
         except pylsqpack.StreamBlocked:
             blocked[stream_id] = len(sections) - 1
         except pylsqpack.DecompressionFailed as exc:
-            raise InputError(f"the field section of stream {stream_id} cannot be decoded ({exc}).",
-                             path=path, where=where) from None
+            raise InputError(
+                f"the field section of stream {stream_id} cannot be decoded ({exc}).", path=path, where=where
+            ) from None
     if blocked:
         ids = ", ".join(str(s) for s in sorted(blocked))
-        raise InputError(f"stream(s) {ids} still blocked at end of file: the encoder stream never "
-                         "delivered the entries they reference.", path=path)
+        raise InputError(
+            f"stream(s) {ids} still blocked at end of file: the encoder stream never "
+            "delivered the entries they reference.",
+            path=path,
+        )
 
     exchanges = []
     for i, (stream_id, _size, headers) in enumerate(sections):
         if headers and headers[0][0] == b":status":
             exchanges.append(Exchange(index=i, response_headers=headers))
         else:
-            exchanges.append(Exchange(index=i, request_headers=headers,
-                                      origin=_origin(headers or (), path, f"field section {i} (stream {stream_id})")))
+            exchanges.append(
+                Exchange(
+                    index=i,
+                    request_headers=headers,
+                    origin=_origin(headers or (), path, f"field section {i} (stream {stream_id})"),
+                )
+            )
     meta = {
         "max_table_capacity": max_table_capacity,
         "blocked_streams": blocked_streams,
         "ack_mode": settings[2] if settings else None,
         "stream_ids": [s[0] for s in sections],
-        "encoded_sizes": [s[1] for s in sections],   # field-section bytes, per exchange
+        "encoded_sizes": [s[1] for s in sections],  # field-section bytes, per exchange
         "encoder_stream_bytes": encoder_bytes,
     }
     return Trace(exchanges=exchanges, format="qpack-interop", source=path, meta=meta)

@@ -54,8 +54,19 @@ from urllib.parse import SplitResult, urlsplit
 
 from ..errors import InputError
 
-__all__ = ["MAX_TRACE_BYTES", "MAX_ENTRIES", "MAX_BODY_BYTES", "MAX_FIELD_VALUE_BYTES", "MAX_FIELD_SECTION_BYTES",
-           "MAX_TIME_MS", "MAX_SPAN_S", "number", "check_url", "check_authority", "check_field_section"]
+__all__ = [
+    "MAX_TRACE_BYTES",
+    "MAX_ENTRIES",
+    "MAX_BODY_BYTES",
+    "MAX_FIELD_VALUE_BYTES",
+    "MAX_FIELD_SECTION_BYTES",
+    "MAX_TIME_MS",
+    "MAX_SPAN_S",
+    "number",
+    "check_url",
+    "check_authority",
+    "check_field_section",
+]
 
 MAX_TRACE_BYTES = 128 << 20
 MAX_ENTRIES = 50_000
@@ -65,7 +76,7 @@ MAX_FIELD_SECTION_BYTES = 256 << 10
 MAX_TIME_MS = 1e9
 MAX_SPAN_S = 1e6
 
-_ASCII_INTEGER = re.compile(r"-?[0-9]+\Z")      # re's [0-9], not \d: no Unicode digits
+_ASCII_INTEGER = re.compile(r"-?[0-9]+\Z")  # re's [0-9], not \d: no Unicode digits
 _LABEL = re.compile(r"[^.]{1,63}\Z")
 
 
@@ -94,8 +105,9 @@ def number(value, field: str, *, limit: float, path=None, where=None, integer: b
     if value < 0:
         return None
     if value > limit:
-        raise InputError(f"{field} is {value:.6g}, above the limit of {limit:.6g} (simulator.traces.limits).",
-                         path=path, where=where)
+        raise InputError(
+            f"{field} is {value:.6g}, above the limit of {limit:.6g} (simulator.traces.limits).", path=path, where=where
+        )
     return int(value) if integer else value
 
 
@@ -115,12 +127,12 @@ def _netloc_problem(netloc: str) -> str | None:
     parts = SplitResult("", netloc, "", "", "")
     try:
         host = parts.hostname
-        parts.port                                     # ValueError: not a number, or above 65535
+        parts.port  # ValueError: not a number, or above 65535
     except ValueError as exc:
         return f"has a bad host or port ({exc})."
     if not host:
         return None
-    if "[" in netloc:                                  # RFC 3986 3.2.2: an IP literal
+    if "[" in netloc:  # RFC 3986 3.2.2: an IP literal
         try:
             ipaddress.IPv6Address(host.split("%", 1)[0])
         except ValueError:
@@ -133,8 +145,7 @@ def _netloc_problem(netloc: str) -> str | None:
         except UnicodeError:
             return "has a host no IDNA encoding takes."
     if len(name) > 253 or not all(_LABEL.match(label) for label in name.split(".")):
-        return ("has a host name over 253 characters or an empty or over-63-character label "
-                "(RFC 1035 2.3.4).")
+        return "has a host name over 253 characters or an empty or over-63-character label (RFC 1035 2.3.4)."
     return None
 
 
@@ -156,14 +167,23 @@ def _split_authority(authority: str):
 def check_field_section(fields, *, path=None, where=None, what: str = "header") -> None:
     """One header list's values and total size within the limits."""
     if not isinstance(fields, (list, tuple)):
-        fields = list(fields)                     # read twice below
+        fields = list(fields)  # read twice below
     value_sizes = list(map(len, map(itemgetter(1), fields)))
-    total = sum(value_sizes) + sum(map(len, map(itemgetter(0), fields))) \
-        + 32 * len(value_sizes)                   # RFC 9113 6.5.2 / RFC 7541 4.1: 32 per field
+    total = (
+        sum(value_sizes) + sum(map(len, map(itemgetter(0), fields))) + 32 * len(value_sizes)
+    )  # RFC 9113 6.5.2 / RFC 7541 4.1: 32 per field
     for name, value in fields if value_sizes and max(value_sizes) > MAX_FIELD_VALUE_BYTES else ():
         if len(value) > MAX_FIELD_VALUE_BYTES:
-            raise InputError(f"{what} field {name[:40].decode('latin-1')!r} has a {len(value)}-byte value, above "
-                             f"the limit of {MAX_FIELD_VALUE_BYTES} (simulator.traces.limits).", path=path, where=where)
+            raise InputError(
+                f"{what} field {name[:40].decode('latin-1')!r} has a {len(value)}-byte value, above "
+                f"the limit of {MAX_FIELD_VALUE_BYTES} (simulator.traces.limits).",
+                path=path,
+                where=where,
+            )
     if total > MAX_FIELD_SECTION_BYTES:
-        raise InputError(f"the {what} list holds {total} bytes, above the limit of {MAX_FIELD_SECTION_BYTES} "
-                         "(simulator.traces.limits).", path=path, where=where)
+        raise InputError(
+            f"the {what} list holds {total} bytes, above the limit of {MAX_FIELD_SECTION_BYTES} "
+            "(simulator.traces.limits).",
+            path=path,
+            where=where,
+        )

@@ -42,29 +42,29 @@ class Exchange:
 
     index: int
     request_headers: HeaderList | None = None
-    response_headers: HeaderList | None = None      # includes :status first when known
+    response_headers: HeaderList | None = None  # includes :status first when known
     response_trailers: HeaderList | None = None
     request_body_bytes: int = 0
-    response_body_bytes: int = 0        # the body's bytes on the wire (as coded): what transfer takes
-    start_s: float | None = None        # relative to the trace's first exchange
-    origin: str | None = None           # scheme://authority, the compression/connection scope
-    connection: str | None = None       # the capture's connection id, when it has one
+    response_body_bytes: int = 0  # the body's bytes on the wire (as coded): what transfer takes
+    start_s: float | None = None  # relative to the trace's first exchange
+    origin: str | None = None  # scheme://authority, the compression/connection scope
+    connection: str | None = None  # the capture's connection id, when it has one
     page: str | None = None
-    priority: str | None = None         # e.g. Chrome's _priority ("VeryHigh" ... "VeryLow")
-    resource_type: str | None = None    # e.g. Chrome's _resourceType ("document", "script", ...)
-    initiator: str | None = None        # URL of the resource that caused this one, when known
-    initiator_type: str | None = None   # parser / script / preload / other
+    priority: str | None = None  # e.g. Chrome's _priority ("VeryHigh" ... "VeryLow")
+    resource_type: str | None = None  # e.g. Chrome's _resourceType ("document", "script", ...)
+    initiator: str | None = None  # URL of the resource that caused this one, when known
+    initiator_type: str | None = None  # parser / script / preload / other
     url: str | None = None
-    timings: dict | None = None         # HAR timings (ms), -1 = not applicable
-    response_content_bytes: int | None = None   # decoded body size (None: same as on the wire)
-    http_version: str | None = None     # http/1.0, http/1.1, h2, spdy, h3 (None: unknown)
-    redirect_url: str | None = None     # absolute target of a 3xx (location or HAR redirectURL)
+    timings: dict | None = None  # HAR timings (ms), -1 = not applicable
+    response_content_bytes: int | None = None  # decoded body size (None: same as on the wire)
+    http_version: str | None = None  # http/1.0, http/1.1, h2, spdy, h3 (None: unknown)
+    redirect_url: str | None = None  # absolute target of a 3xx (location or HAR redirectURL)
     # Where resource_type and the body bytes came from (trace info shows it): provenance, not
     # content, so two exchanges that say the same compare equal.
     resource_type_from: str | None = field(default=None, compare=False)
     render_blocking: str | None = None  # Chrome's _renderBlocking ("blocking", "non_blocking", ...)
     body_bytes_from: str | None = field(default=None, compare=False)
-    pushed: bool = False                # the server pushed it (HTTP/2 push, RFC 9113 8.4): no request was sent
+    pushed: bool = False  # the server pushed it (HTTP/2 push, RFC 9113 8.4): no request was sent
 
     @property
     def decoded_body_bytes(self) -> int:
@@ -95,9 +95,9 @@ class Page:
     title: str | None = None
     start_s: float | None = None
     url: str | None = None
-    on_load_s: float | None = None          # pageTimings.onLoad after the page's start; None when absent or -1
+    on_load_s: float | None = None  # pageTimings.onLoad after the page's start; None when absent or -1
     on_content_load_s: float | None = None
-    repeat_view: bool | None = None         # WebPageTest's _cached: the second load of the same page
+    repeat_view: bool | None = None  # WebPageTest's _cached: the second load of the same page
 
 
 @dataclass
@@ -106,7 +106,7 @@ class Trace:
 
     exchanges: list[Exchange]
     format: str
-    source: str | None = None           # the file it came from
+    source: str | None = None  # the file it came from
     pages: list[Page] = field(default_factory=list)
     meta: dict = field(default_factory=dict)
 

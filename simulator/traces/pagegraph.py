@@ -60,25 +60,25 @@ class Resource:
     """One resource of the page.  ``index`` 0 is the navigation request."""
 
     index: int
-    exchange: int                    # the trace exchange it came from
+    exchange: int  # the trace exchange it came from
     url: str
-    origin: str                      # scheme://authority
-    resource_type: str               # document, stylesheet, script, image, font, fetch, ...
-    body_bytes: int                  # the body's bytes on the wire: what transfer takes
+    origin: str  # scheme://authority
+    resource_type: str  # document, stylesheet, script, image, font, fetch, ...
+    body_bytes: int  # the body's bytes on the wire: what transfer takes
     parent: int | None
     render_blocking: bool
     priority: str | None
     status: int
-    wait_s: float | None             # HAR timings.wait (server time + one RTT of the capture)
+    wait_s: float | None  # HAR timings.wait (server time + one RTT of the capture)
     request_headers: HeaderList
     response_headers: HeaderList
-    content_bytes: int | None = None          # decoded size, when it differs from body_bytes
+    content_bytes: int | None = None  # decoded size, when it differs from body_bytes
     render_blocking_reason: str = ""
     resource_type_from: str | None = None
     http_version: str | None = None
-    start_s: float | None = None             # when the capture's request started (trace clock)
-    timings: dict | None = None              # the capture's HAR timings (ms)
-    pushed: bool = False                     # the server pushed it in the capture (Exchange.pushed)
+    start_s: float | None = None  # when the capture's request started (trace clock)
+    timings: dict | None = None  # the capture's HAR timings (ms)
+    pushed: bool = False  # the server pushed it in the capture (Exchange.pushed)
 
     @property
     def authority(self) -> str:
@@ -109,8 +109,8 @@ class PageGraph:
     resources: list[Resource]
     source: str | None
     page: str | None
-    edges_from: str                  # "initiators" or "fallback"
-    document: int = 0                # index of the main document (end of the redirect chain)
+    edges_from: str  # "initiators" or "fallback"
+    document: int = 0  # index of the main document (end of the redirect chain)
     _children: dict[int, list[int]] = field(default_factory=dict, repr=False)
 
     def __post_init__(self) -> None:
@@ -175,17 +175,27 @@ class PageGraph:
             parent = None if r.parent is None else new[r.parent]
             # Resources are frozen: one whose numbers stay is shared, not copied (a page's
             # load-event graph keeps most resources where they were).
-            resources.append(r if r.index == new[old] and r.parent == parent
-                             else replace(r, index=new[old], parent=parent))
-        return PageGraph(resources=resources, source=self.source, page=self.page, edges_from=self.edges_from,
-                         document=new[self.document])
+            resources.append(
+                r if r.index == new[old] and r.parent == parent else replace(r, index=new[old], parent=parent)
+            )
+        return PageGraph(
+            resources=resources,
+            source=self.source,
+            page=self.page,
+            edges_from=self.edges_from,
+            document=new[self.document],
+        )
 
     def summary(self) -> dict:
         """Resources, origins, render-blocking count, edge source, deepest discovery chain, body bytes."""
-        return {"resources": len(self.resources), "origins": len(self.origins),
-                "render_blocking": len(self.render_blocking), "edges_from": self.edges_from,
-                "max_depth": max(self.depth(r.index) for r in self.resources),
-                "bytes": sum(r.body_bytes for r in self.resources)}
+        return {
+            "resources": len(self.resources),
+            "origins": len(self.origins),
+            "render_blocking": len(self.render_blocking),
+            "edges_from": self.edges_from,
+            "max_depth": max(self.depth(r.index) for r in self.resources),
+            "bytes": sum(r.body_bytes for r in self.resources),
+        }
 
 
 def page_ids(trace: Trace) -> list[str | None]:
@@ -264,7 +274,7 @@ def _navigation_start(exchanges: list[Exchange], urls: list[str], page_url: str 
         first_index.setdefault(u, i)
     for i, e in enumerate(exchanges):
         node, seen = i, set()
-        while _is_redirect(exchanges[node]) and node not in seen:   # follow the chain
+        while _is_redirect(exchanges[node]) and node not in seen:  # follow the chain
             seen.add(node)
             target = first_index.get(_redirect_target(exchanges[node]))
             if target is None:
@@ -282,8 +292,11 @@ def page_graph(trace: Trace, page: str | None = None) -> PageGraph:
     page_url = next((p.url for p in trace.pages if p.id == page), None)
     start = _navigation_start(exchanges, [_url(e) for e in exchanges], page_url)
     if start is None:
-        raise InputError("the page has no document (no exchange of resource type 'document' or text/html)",
-                         path=trace.source, where=where)
+        raise InputError(
+            "the page has no document (no exchange of resource type 'document' or text/html)",
+            path=trace.source,
+            where=where,
+        )
     exchanges = exchanges[start:]
     urls = [_url(e) for e in exchanges]
     first_index: dict[str, int] = {}
@@ -298,14 +311,13 @@ def page_graph(trace: Trace, page: str | None = None) -> PageGraph:
             if target is not None and target not in redirect_parent:
                 redirect_parent[target] = i
     document = 0
-    while True:            # follow the navigation's redirect chain to the main document
+    while True:  # follow the navigation's redirect chain to the main document
         nxt = next((t for t, p in redirect_parent.items() if p == document), None)
         if nxt is None:
             break
         document = nxt
 
-    have_initiators = any(e.initiator or e.initiator_type in ("parser", "script", "preload")
-                          for e in exchanges[1:])
+    have_initiators = any(e.initiator or e.initiator_type in ("parser", "script", "preload") for e in exchanges[1:])
     first_css = next((i for i, e in enumerate(exchanges) if e.resource_type == "stylesheet"), None)
     parents: list[int | None] = []
     for i, e in enumerate(exchanges):
@@ -324,32 +336,59 @@ def page_graph(trace: Trace, page: str | None = None) -> PageGraph:
         parents.append(parent)
     _check_acyclic(parents, urls, trace.source, where)
 
-    body_starts = [e.start_s for i, e in enumerate(exchanges) if parents[i] == document and e.start_s is not None
-                   and i > document and (e.resource_type in ("image", "media") or _is_document(e))]
+    body_starts = [
+        e.start_s
+        for i, e in enumerate(exchanges)
+        if parents[i] == document
+        and e.start_s is not None
+        and i > document
+        and (e.resource_type in ("image", "media") or _is_document(e))
+    ]
     head_end_s = min(body_starts) if body_starts else None
     resources = []
     for i, e in enumerate(exchanges):
         if i <= document:
-            rtype = "document"     # the navigation and its redirect hops
+            rtype = "document"  # the navigation and its redirect hops
         else:
             rtype = "document" if _is_document(e) else (e.resource_type or "other")
         blocking, reason = _render_blocking(i, e, rtype, parents[i], document, head_end_s)
         wait_ms = (e.timings or {}).get("wait")
-        resources.append(Resource(
-            index=i, exchange=e.index, url=urls[i], origin=e.origin or _origin(urls[i]), resource_type=rtype,
-            body_bytes=int(e.response_body_bytes or 0), parent=parents[i], render_blocking=blocking,
-            priority=e.priority, status=e.status or 200,
-            wait_s=None if not isinstance(wait_ms, (int, float)) or wait_ms < 0 else float(wait_ms) / 1000.0,
-            request_headers=e.request_headers or (), response_headers=e.response_headers or ((b":status", b"200"),),
-            content_bytes=e.response_content_bytes, render_blocking_reason=reason,
-            resource_type_from=e.resource_type_from, http_version=e.http_version, start_s=e.start_s,
-            timings=e.timings, pushed=e.pushed))
-    return PageGraph(resources=resources, source=trace.source, page=page,
-                     edges_from="initiators" if have_initiators else "fallback", document=document)
+        resources.append(
+            Resource(
+                index=i,
+                exchange=e.index,
+                url=urls[i],
+                origin=e.origin or _origin(urls[i]),
+                resource_type=rtype,
+                body_bytes=int(e.response_body_bytes or 0),
+                parent=parents[i],
+                render_blocking=blocking,
+                priority=e.priority,
+                status=e.status or 200,
+                wait_s=None if not isinstance(wait_ms, (int, float)) or wait_ms < 0 else float(wait_ms) / 1000.0,
+                request_headers=e.request_headers or (),
+                response_headers=e.response_headers or ((b":status", b"200"),),
+                content_bytes=e.response_content_bytes,
+                render_blocking_reason=reason,
+                resource_type_from=e.resource_type_from,
+                http_version=e.http_version,
+                start_s=e.start_s,
+                timings=e.timings,
+                pushed=e.pushed,
+            )
+        )
+    return PageGraph(
+        resources=resources,
+        source=trace.source,
+        page=page,
+        edges_from="initiators" if have_initiators else "fallback",
+        document=document,
+    )
 
 
-def _render_blocking(i: int, e: Exchange, rtype: str, parent: int | None, document: int,
-                     head_end_s: float | None) -> tuple[bool, str]:
+def _render_blocking(
+    i: int, e: Exchange, rtype: str, parent: int | None, document: int, head_end_s: float | None
+) -> tuple[bool, str]:
     """(blocks the first render, the rule that decided; see the module docstring)."""
     if i == document:
         return True, "the document"
@@ -373,7 +412,7 @@ def _render_blocking(i: int, e: Exchange, rtype: str, parent: int | None, docume
 
 
 def _check_acyclic(parents: list[int | None], urls: list[str], source, where) -> None:
-    state = [0] * len(parents)          # 0 unseen, 1 on the current walk, 2 known to reach the root
+    state = [0] * len(parents)  # 0 unseen, 1 on the current walk, 2 known to reach the root
     for start in range(len(parents)):
         walk = []
         node = start
@@ -382,8 +421,9 @@ def _check_acyclic(parents: list[int | None], urls: list[str], source, where) ->
             walk.append(node)
             node = parents[node]
         if node is not None and state[node] == 1:
-            cycle = walk[walk.index(node):] + [node]
-            raise InputError("the initiators form a cycle: " + " -> ".join(urls[i] for i in cycle),
-                             path=source, where=where)
+            cycle = walk[walk.index(node) :] + [node]
+            raise InputError(
+                "the initiators form a cycle: " + " -> ".join(urls[i] for i in cycle), path=source, where=where
+            )
         for n in walk:
             state[n] = 2

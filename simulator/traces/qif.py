@@ -68,8 +68,11 @@ def _add(lists: list, fields: list, path, lineno: int) -> None:
     """One finished header list (ending before line ``lineno``), within the limits."""
     check_field_section(fields, path=path, where=f"the list ending at line {lineno}")
     if len(lists) >= MAX_ENTRIES:
-        raise InputError(f"more than {MAX_ENTRIES} header lists, above the limit (simulator.traces.limits).",
-                         path=path, where=f"line {lineno}")
+        raise InputError(
+            f"more than {MAX_ENTRIES} header lists, above the limit (simulator.traces.limits).",
+            path=path,
+            where=f"line {lineno}",
+        )
     lists.append(tuple(fields))
 
 
@@ -77,7 +80,7 @@ def _origin(headers: HeaderList, path=None, where=None) -> str | None:
     authority = header_value(headers, b":authority") or header_value(headers, b"host")
     if not authority:
         return None
-    check_authority(authority.decode("latin-1"), path=path, where=where)   # a host a client could connect to
+    check_authority(authority.decode("latin-1"), path=path, where=where)  # a host a client could connect to
     scheme = header_value(headers, b":scheme") or b"https"
     return f"{scheme.decode('latin-1')}://{authority.decode('latin-1')}"
 
@@ -92,8 +95,9 @@ def load_qif(path: str, data: bytes | None = None) -> Trace:
     exchanges = []
     for k, headers in enumerate(parse_qif(data, path)):
         if headers[0][0] != b":status":
-            exchanges.append(Exchange(index=k, request_headers=headers, origin=_origin(headers, path,
-                                                                                        f"header list {k}")))
+            exchanges.append(
+                Exchange(index=k, request_headers=headers, origin=_origin(headers, path, f"header list {k}"))
+            )
         else:
             exchanges.append(Exchange(index=k, response_headers=headers))
     return Trace(exchanges=exchanges, format="qif", source=path)
@@ -117,8 +121,7 @@ def qif_bytes(source: Trace | Iterable[HeaderList], direction: str = "both") -> 
             if not name or b"\t" in name or b"\n" in name or b"\r" in name or name.startswith(b"#"):
                 raise InputError(f"field name {name!r} cannot be written as QIF.", where=f"header list {k}")
             if b"\n" in value or value.endswith(b"\r"):
-                raise InputError(f"the value of {name.decode('latin-1')} holds a line break.",
-                                 where=f"header list {k}")
+                raise InputError(f"the value of {name.decode('latin-1')} holds a line break.", where=f"header list {k}")
             out.append(name + b"\t" + value + b"\n")
         out.append(b"\n")
     return b"".join(out)

@@ -101,11 +101,28 @@ class SynthParams:
     requests_median: float = 70.0
     requests_sigma: float = 0.45
     requests: int | None = None
-    type_mix: dict = field(default_factory=lambda: {
-        "script": 0.34, "image": 0.25, "stylesheet": 0.08, "font": 0.05, "iframe": 0.02, "fetch": 0.26})
-    size_medians: dict = field(default_factory=lambda: {
-        "document": 18_000, "script": 25_000, "image": 58_000, "stylesheet": 13_000,
-        "font": 44_000, "iframe": 18_000, "fetch": 1_500, "ping": 0})
+    type_mix: dict = field(
+        default_factory=lambda: {
+            "script": 0.34,
+            "image": 0.25,
+            "stylesheet": 0.08,
+            "font": 0.05,
+            "iframe": 0.02,
+            "fetch": 0.26,
+        }
+    )
+    size_medians: dict = field(
+        default_factory=lambda: {
+            "document": 18_000,
+            "script": 25_000,
+            "image": 58_000,
+            "stylesheet": 13_000,
+            "font": 44_000,
+            "iframe": 18_000,
+            "fetch": 1_500,
+            "ping": 0,
+        }
+    )
     size_sigma: float = 1.0
     cookie_median: float = 36.0
     cookie_sigma: float = 0.98
@@ -114,8 +131,8 @@ class SynthParams:
     third_party_cookies: tuple = (0, 4)
     third_parties_median: int = 27
     third_party_share: float = 0.4
-    third_party_zipf_s: float = 1.0     # Zipf exponent over third parties (1.0: weights 1/k)
-    origins: int | None = None          # fix the number of third-party origins
+    third_party_zipf_s: float = 1.0  # Zipf exponent over third parties (1.0: weights 1/k)
+    origins: int | None = None  # fix the number of third-party origins
     think_time_median_s: float = 20.0
     think_time_sigma: float = 1.0
     ttfb_median_s: float = 0.3
@@ -124,14 +141,13 @@ class SynthParams:
     started: str = "2024-06-01T09:00:00+00:00"
 
 
-UA = ("Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) "
-      "Chrome/120.0.0.0 Safari/537.36")
+UA = "Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/120.0.0.0 Safari/537.36"
 SEC_CH_UA = '"Not_A Brand";v="8", "Chromium";v="120", "Google Chrome";v="120"'
 ACCEPT = {  # what Chrome sends per request destination
     "document": "text/html,application/xhtml+xml,application/xml;q=0.9,image/avif,image/webp,"
-                "image/apng,*/*;q=0.8,application/signed-exchange;v=b3;q=0.7",
+    "image/apng,*/*;q=0.8,application/signed-exchange;v=b3;q=0.7",
     "iframe": "text/html,application/xhtml+xml,application/xml;q=0.9,image/avif,image/webp,"
-              "image/apng,*/*;q=0.8,application/signed-exchange;v=b3;q=0.7",
+    "image/apng,*/*;q=0.8,application/signed-exchange;v=b3;q=0.7",
     "stylesheet": "text/css,*/*;q=0.1",
     "script": "*/*",
     "image": "image/avif,image/webp,image/apng,image/svg+xml,image/*,*/*;q=0.8",
@@ -139,24 +155,97 @@ ACCEPT = {  # what Chrome sends per request destination
     "fetch": "application/json, text/plain, */*",
     "ping": "*/*",
 }
-DEST = {"document": "document", "iframe": "iframe", "stylesheet": "style", "script": "script",
-        "image": "image", "font": "font", "fetch": "empty", "ping": "empty"}
-CHROME_PRIORITY = {"document": "VeryHigh", "stylesheet": "VeryHigh", "font": "VeryHigh",
-                   "script": "High", "image": "Low", "iframe": "VeryHigh", "fetch": "High", "ping": "VeryLow"}
-RFC9218 = {"document": "u=0, i", "stylesheet": "u=0", "font": "u=0", "script": "u=1",
-           "image": "u=4, i", "iframe": "u=0, i", "fetch": "u=1, i", "ping": "u=4, i"}
-CONTENT_TYPE = {"document": "text/html; charset=utf-8", "iframe": "text/html; charset=utf-8",
-                "stylesheet": "text/css", "script": "application/javascript", "font": "font/woff2",
-                "fetch": "application/json; charset=utf-8", "ping": "text/plain"}
+DEST = {
+    "document": "document",
+    "iframe": "iframe",
+    "stylesheet": "style",
+    "script": "script",
+    "image": "image",
+    "font": "font",
+    "fetch": "empty",
+    "ping": "empty",
+}
+CHROME_PRIORITY = {
+    "document": "VeryHigh",
+    "stylesheet": "VeryHigh",
+    "font": "VeryHigh",
+    "script": "High",
+    "image": "Low",
+    "iframe": "VeryHigh",
+    "fetch": "High",
+    "ping": "VeryLow",
+}
+RFC9218 = {
+    "document": "u=0, i",
+    "stylesheet": "u=0",
+    "font": "u=0",
+    "script": "u=1",
+    "image": "u=4, i",
+    "iframe": "u=0, i",
+    "fetch": "u=1, i",
+    "ping": "u=4, i",
+}
+CONTENT_TYPE = {
+    "document": "text/html; charset=utf-8",
+    "iframe": "text/html; charset=utf-8",
+    "stylesheet": "text/css",
+    "script": "application/javascript",
+    "font": "font/woff2",
+    "fetch": "application/json; charset=utf-8",
+    "ping": "text/plain",
+}
 IMAGE_TYPES = (("image/webp", "webp"), ("image/jpeg", "jpg"), ("image/png", "png"), ("image/svg+xml", "svg"))
 TEXT_TYPES = ("document", "iframe", "stylesheet", "script", "fetch")
-THIRD_PARTY_STEMS = ("tagmanager", "analytics", "adnetwork", "fontcdn", "jscdn", "consent", "social",
-                     "videohost", "chatwidget", "adserver", "metrics", "imagecdn", "recaptcha",
-                     "abtest", "heatmap", "pixel")
-SERVERS = (("nginx", None), ("cloudflare", "cf-ray"), ("AmazonS3", "x-amz-cf-id"), ("ECS (nyb/1D2A)", None),
-           ("Apache", None), ("gws", None), ("sffe", None), ("ESF", None))
-WORDS = ("world", "economy", "markets", "climate", "science", "sport", "culture", "travel", "tech",
-         "health", "politics", "europe", "asia", "energy", "music", "film", "books", "food", "cars", "space")
+THIRD_PARTY_STEMS = (
+    "tagmanager",
+    "analytics",
+    "adnetwork",
+    "fontcdn",
+    "jscdn",
+    "consent",
+    "social",
+    "videohost",
+    "chatwidget",
+    "adserver",
+    "metrics",
+    "imagecdn",
+    "recaptcha",
+    "abtest",
+    "heatmap",
+    "pixel",
+)
+SERVERS = (
+    ("nginx", None),
+    ("cloudflare", "cf-ray"),
+    ("AmazonS3", "x-amz-cf-id"),
+    ("ECS (nyb/1D2A)", None),
+    ("Apache", None),
+    ("gws", None),
+    ("sffe", None),
+    ("ESF", None),
+)
+WORDS = (
+    "world",
+    "economy",
+    "markets",
+    "climate",
+    "science",
+    "sport",
+    "culture",
+    "travel",
+    "tech",
+    "health",
+    "politics",
+    "europe",
+    "asia",
+    "energy",
+    "music",
+    "film",
+    "books",
+    "food",
+    "cars",
+    "space",
+)
 
 
 @dataclass
@@ -164,7 +253,7 @@ class _Host:
     name: str
     server: str
     cdn_header: str | None
-    jar: list                 # cookie crumbs "name=value"
+    jar: list  # cookie crumbs "name=value"
     third_party: bool
     alt_svc: bool
 
@@ -186,8 +275,27 @@ class _Gen:
 
     def crumb(self, third_party: bool) -> str:
         size = max(3, round(self.lognormal(self.p.cookie_median, self.p.cookie_sigma)))
-        name = self.rng.choice(("_ga", "_gid", "sid", "uid", "_fbp", "consent", "ab", "pref", "lang", "tz",
-                                "_gcl_au", "cto_bundle", "IDE", "NID", "__cf_bm", "session", "visitor"))
+        name = self.rng.choice(
+            (
+                "_ga",
+                "_gid",
+                "sid",
+                "uid",
+                "_fbp",
+                "consent",
+                "ab",
+                "pref",
+                "lang",
+                "tz",
+                "_gcl_au",
+                "cto_bundle",
+                "IDE",
+                "NID",
+                "__cf_bm",
+                "session",
+                "visitor",
+            )
+        )
         if third_party and self.rng.random() < 0.5:
             name = name.lstrip("_").upper()
         name += "_" + self.token(2) if self.rng.random() < 0.3 else ""
@@ -210,9 +318,14 @@ class _Gen:
         static = self.host(f"static.{p.site}", False, site_jar)  # same site: cookies scoped to the site
         api = self.host(f"api.{p.site}", False, site_jar)
         first_requests = p.requests or round(self.lognormal(p.requests_median, p.requests_sigma))
-        n3p = p.origins if p.origins is not None else min(
-            round(self.lognormal(p.third_parties_median, 0.5)),
-            max(1, int(first_requests * p.third_party_share) // 2))
+        n3p = (
+            p.origins
+            if p.origins is not None
+            else min(
+                round(self.lognormal(p.third_parties_median, 0.5)),
+                max(1, int(first_requests * p.third_party_share) // 2),
+            )
+        )
         names = []
         for k in range(n3p):
             stem = THIRD_PARTY_STEMS[k % len(THIRD_PARTY_STEMS)]
@@ -220,17 +333,20 @@ class _Gen:
             names.append(f"{rng.choice(('cdn', 'www', 'static', 'api', 'collect', 's'))}.{stem}{suffix}.example")
         third = [self.host(n, True) for n in names]
         zipf_s = p.third_party_zipf_s
-        zipf = [1.0 / (k + 1) ** zipf_s for k in range(len(third))]       # s = 1.0: exactly 1/k, as before
+        zipf = [1.0 / (k + 1) ** zipf_s for k in range(len(third))]  # s = 1.0: exactly 1/k, as before
 
         self.exchanges: list[Exchange] = []
         self.transfer: list[int] = []
         self.etags: dict[str, str] = {}
-        shared = {t: [f"/assets/{d}/{self.word()}.{self.token(8)}" for _ in range(rng.randint(2, 5))]
-                  for t, d in (("script", "js"), ("stylesheet", "css"), ("font", "fonts"))}
+        shared = {
+            t: [f"/assets/{d}/{self.word()}.{self.token(8)}" for _ in range(rng.randint(2, 5))]
+            for t, d in (("script", "js"), ("stylesheet", "css"), ("font", "fonts"))
+        }
         page_list, t, prev_url = [], 0.0, None
         for k in range(pages):
-            count = (first_requests if k == 0
-                     else (p.requests or round(self.lognormal(p.requests_median, p.requests_sigma))))
+            count = (
+                first_requests if k == 0 else (p.requests or round(self.lognormal(p.requests_median, p.requests_sigma)))
+            )
             if p.requests is None:
                 count = max(MIN_REQUESTS, min(count, MAX_REQUESTS))
             path = "/" if k == 0 else f"/{self.word()}/{self.word()}-{self.word()}-{rng.randint(10**7, 10**8 - 1)}"
@@ -241,8 +357,12 @@ class _Gen:
             t = self.exchanges[-1].start_s + self.lognormal(p.think_time_median_s, p.think_time_sigma)
         for i, e in enumerate(self.exchanges):
             e.index = i
-        meta = {"generator": "simulator.traces.synth", "params": _describe(p), "started": self.started.isoformat(),
-                "transfer_sizes": self.transfer}
+        meta = {
+            "generator": "simulator.traces.synth",
+            "params": _describe(p),
+            "started": self.started.isoformat(),
+            "transfer_sizes": self.transfer,
+        }
         return Trace(exchanges=self.exchanges, format="synthetic", pages=page_list, meta=meta)
 
     def page(self, page_id, count, t0, www, static, api, third, zipf, path, prev_url, shared, first):
@@ -250,8 +370,18 @@ class _Gen:
         page_url = f"https://{www.name}{path}"
         ttfb = self.lognormal(p.ttfb_median_s, 0.5)
         # The document itself.
-        self.emit(page_id, "document", www, path, t0, page_url=None, referer=prev_url,
-                  site="same-origin" if prev_url else "none", initiator=(None, "other"), wait=ttfb)
+        self.emit(
+            page_id,
+            "document",
+            www,
+            path,
+            t0,
+            page_url=None,
+            referer=prev_url,
+            site="same-origin" if prev_url else "none",
+            initiator=(None, "other"),
+            wait=ttfb,
+        )
         # Sub-resources: types from the mix, in discovery order.
         kinds = list(p.type_mix)
         weights = [p.type_mix[k] for k in kinds]
@@ -279,8 +409,18 @@ class _Gen:
                 initiator = (rng.choice(scripts_seen), "script")
             else:
                 initiator = (page_url, "parser")
-            url = self.emit(page_id, kind, host, req_path, start, page_url=page_url, referer=page_url,
-                            site=None, initiator=initiator, wait=self.lognormal(0.06, 0.8))
+            url = self.emit(
+                page_id,
+                kind,
+                host,
+                req_path,
+                start,
+                page_url=page_url,
+                referer=page_url,
+                site=None,
+                initiator=initiator,
+                wait=self.lognormal(0.06, 0.8),
+            )
             if kind == "script":
                 scripts_seen.append(url)
 
@@ -290,9 +430,14 @@ class _Gen:
             return pending_shared[kind].pop() + {"script": ".js", "stylesheet": ".css", "font": ".woff2"}[kind]
         if kind == "script":
             if host.third_party:
-                return rng.choice((f"/gtag/js?id=G-{self.token(10, 'ABCDEFGHJKLMNPQRSTUVWXYZ0123456789')}",
-                                   f"/sdk/v{rng.randint(1, 4)}/loader.js", f"/widget/{self.token(6)}/main.min.js",
-                                   f"/tag/{self.token(12)}.js"))
+                return rng.choice(
+                    (
+                        f"/gtag/js?id=G-{self.token(10, 'ABCDEFGHJKLMNPQRSTUVWXYZ0123456789')}",
+                        f"/sdk/v{rng.randint(1, 4)}/loader.js",
+                        f"/widget/{self.token(6)}/main.min.js",
+                        f"/tag/{self.token(12)}.js",
+                    )
+                )
             return f"/assets/js/{self.word()}-{self.token(4)}.{self.token(8)}.js"
         if kind == "stylesheet":
             return f"/assets/css/{self.word()}.{self.token(8)}.css"
@@ -304,16 +449,22 @@ class _Gen:
             ext = rng.choice(IMAGE_TYPES)[1]
             if host.third_party:
                 return f"/img/{self.token(16)}.{ext}?w={w}"
-            return (f"/images/{rng.randint(2019, 2024)}/{rng.randint(1, 12):02d}/"
-                    f"{self.word()}-{self.word()}-{self.token(6)}-{w}x{w * 9 // 16}.{ext}")
+            return (
+                f"/images/{rng.randint(2019, 2024)}/{rng.randint(1, 12):02d}/"
+                f"{self.word()}-{self.word()}-{self.token(6)}-{w}x{w * 9 // 16}.{ext}"
+            )
         if kind == "iframe":
             return f"/embed/{self.token(11, 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789')}"
         if kind == "ping":
-            return (f"/collect?v=2&tid=G-{self.token(10, 'ABCDEFGHJKLMNPQRSTUVWXYZ0123456789')}&cid="
-                    f"{rng.randint(10**8, 10**9)}.{rng.randint(10**8, 10**9)}&_p={rng.randint(10**9, 10**10)}"
-                    f"&en=page_view")
-        return (f"/v1/{self.word()}/{rng.choice(('items', 'comments', 'recommendations', 'config'))}"
-                f"?id={rng.randint(1, 99999)}")
+            return (
+                f"/collect?v=2&tid=G-{self.token(10, 'ABCDEFGHJKLMNPQRSTUVWXYZ0123456789')}&cid="
+                f"{rng.randint(10**8, 10**9)}.{rng.randint(10**8, 10**9)}&_p={rng.randint(10**9, 10**10)}"
+                f"&en=page_view"
+            )
+        return (
+            f"/v1/{self.word()}/{rng.choice(('items', 'comments', 'recommendations', 'config'))}"
+            f"?id={rng.randint(1, 99999)}"
+        )
 
     def emit(self, page_id, kind, host: _Host, path, start, *, page_url, referer, site, initiator, wait) -> str:
         rng = self.rng
@@ -327,8 +478,9 @@ class _Gen:
                 site = "cross-site"
             else:
                 site = "same-site"
-        mode = {"document": "navigate", "iframe": "navigate", "font": "cors", "fetch": "cors",
-                "ping": "no-cors"}.get(kind, "no-cors")
+        mode = {"document": "navigate", "iframe": "navigate", "font": "cors", "fetch": "cors", "ping": "no-cors"}.get(
+            kind, "no-cors"
+        )
         req = [(":method", method), (":scheme", "https"), (":authority", host.name), (":path", path)]
         if kind == "ping":
             req.append(("content-length", str(rng.randint(0, 80))))
@@ -376,8 +528,14 @@ class _Gen:
         elif kind in ("fetch", "ping"):
             resp.append(("cache-control", "no-store"))
         else:
-            resp.append(("cache-control", "public, max-age=31536000, immutable" if not host.third_party
-                         else f"public, max-age={rng.choice((300, 900, 3600, 86400))}"))
+            resp.append(
+                (
+                    "cache-control",
+                    "public, max-age=31536000, immutable"
+                    if not host.third_party
+                    else f"public, max-age={rng.choice((300, 900, 3600, 86400))}",
+                )
+            )
             etag = self.etags.setdefault(url, f'"{self.token(rng.choice((16, 32)))}"')
             resp.append(("etag", etag))
             last = self.started - timedelta(days=rng.randint(1, 400), seconds=rng.randint(0, 86399))
@@ -392,8 +550,12 @@ class _Gen:
             resp.append(("cf-ray", f"{self.token(16)}-{rng.choice(('FRA', 'CDG', 'AMS', 'LHR'))}"))
         elif host.cdn_header:
             resp.append(("x-cache", rng.choice(("Hit from cloudfront", "Miss from cloudfront"))))
-            resp.append((host.cdn_header,
-                         self.token(56, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_") + "=="))
+            resp.append(
+                (
+                    host.cdn_header,
+                    self.token(56, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_") + "==",
+                )
+            )
         if host.alt_svc:
             resp.append(("alt-svc", 'h3=":443"; ma=86400'))
         # Some responses refresh a cookie: the next requests carry the new value.
@@ -401,34 +563,60 @@ class _Gen:
             k = rng.randrange(len(host.jar))
             host.jar[k] = self.crumb(host.third_party) if rng.random() < 0.5 else host.jar[k]
             crumb = host.jar[k]
-            resp.append(("set-cookie", f"{crumb}; Path=/; Domain={host.name.split('.', 1)[1]}; "
-                                       f"Max-Age={rng.choice((1800, 86400, 31536000))}; Secure; SameSite=Lax"))
+            resp.append(
+                (
+                    "set-cookie",
+                    f"{crumb}; Path=/; Domain={host.name.split('.', 1)[1]}; "
+                    f"Max-Age={rng.choice((1800, 86400, 31536000))}; Secure; SameSite=Lax",
+                )
+            )
 
-        timings = {"blocked": round(self.lognormal(1.5, 0.8), 3), "dns": -1, "connect": -1, "ssl": -1,
-                   "send": round(self.lognormal(0.15, 0.5), 3), "wait": round(wait * 1000, 3),
-                   "receive": round(wire / 5000.0 + self.lognormal(0.5, 0.5), 3)}  # ~5 MB/s
+        timings = {
+            "blocked": round(self.lognormal(1.5, 0.8), 3),
+            "dns": -1,
+            "connect": -1,
+            "ssl": -1,
+            "send": round(self.lognormal(0.15, 0.5), 3),
+            "wait": round(wait * 1000, 3),
+            "receive": round(wire / 5000.0 + self.lognormal(0.5, 0.5), 3),
+        }  # ~5 MB/s
         if not any(e.origin == f"https://{host.name}" for e in self.exchanges):
             timings["dns"] = round(self.lognormal(20, 0.6), 3)
             timings["connect"] = round(self.lognormal(40, 0.5), 3)
             timings["ssl"] = round(self.lognormal(25, 0.5), 3)
         enc = lambda hs: tuple((n.encode(), v.encode()) for n, v in hs)  # noqa: E731
-        self.exchanges.append(Exchange(
-            index=len(self.exchanges), request_headers=enc(req), response_headers=enc(resp),
-            # The body's bytes on the wire (coded) and its decoded size (HAR bodySize and content.size).
-            request_body_bytes=int(dict(req).get("content-length", 0)), response_body_bytes=wire,
-            response_content_bytes=size if size != wire else None,
-            start_s=round(start, 3), origin=f"https://{host.name}", connection=host.name,
-            page=page_id, priority=CHROME_PRIORITY[kind],
-            resource_type={"stylesheet": "stylesheet", "ping": "other", "iframe": "document"}.get(kind, kind),
-            http_version="h2",
-            initiator=initiator[0], initiator_type=initiator[1], url=url, timings=timings))
+        self.exchanges.append(
+            Exchange(
+                index=len(self.exchanges),
+                request_headers=enc(req),
+                response_headers=enc(resp),
+                # The body's bytes on the wire (coded) and its decoded size (HAR bodySize and content.size).
+                request_body_bytes=int(dict(req).get("content-length", 0)),
+                response_body_bytes=wire,
+                response_content_bytes=size if size != wire else None,
+                start_s=round(start, 3),
+                origin=f"https://{host.name}",
+                connection=host.name,
+                page=page_id,
+                priority=CHROME_PRIORITY[kind],
+                resource_type={"stylesheet": "stylesheet", "ping": "other", "iframe": "document"}.get(kind, kind),
+                http_version="h2",
+                initiator=initiator[0],
+                initiator_type=initiator[1],
+                url=url,
+                timings=timings,
+            )
+        )
         self.transfer.append(wire + sum(len(n) + len(v) for n, v in resp) // 3)
         return url
 
 
 def _describe(p: SynthParams) -> dict:
-    return {f.name: getattr(p, f.name) for f in fields(p)
-            if f.name not in ("type_mix", "size_medians") and getattr(p, f.name) is not None}
+    return {
+        f.name: getattr(p, f.name)
+        for f in fields(p)
+        if f.name not in ("type_mix", "size_medians") and getattr(p, f.name) is not None
+    }
 
 
 def generate(pages: int = 1, seed: int = 0, **params) -> Trace:
@@ -441,8 +629,10 @@ def generate(pages: int = 1, seed: int = 0, **params) -> Trace:
         raise InputError(f"pages must be at least 1, not {pages}.")
     p = replace(SynthParams(), **params)
     if p.requests is not None and not MIN_REQUESTS <= p.requests <= MAX_ASKED_REQUESTS:
-        raise InputError(f"requests per page must be {MIN_REQUESTS} to {MAX_ASKED_REQUESTS:,} (the generator's "
-                         f"page sizes), not {p.requests}.")
+        raise InputError(
+            f"requests per page must be {MIN_REQUESTS} to {MAX_ASKED_REQUESTS:,} (the generator's "
+            f"page sizes), not {p.requests}."
+        )
     if not 0.0 <= p.third_party_share <= 1.0:
         raise InputError(f"the third-party share must be in [0, 1], not {p.third_party_share}.")
     if not 0.0 <= p.third_party_zipf_s <= 10.0:

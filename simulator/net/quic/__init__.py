@@ -39,18 +39,43 @@ it follows in its own datagram: one extra header and datagram on the first reque
 from __future__ import annotations
 
 from .connection import QuicConnection, QuicEndpoint
-from .handshake import (CRYPTO_ACK_BYTES, CRYPTO_PACKET_OVERHEAD_BYTES, HANDSHAKE_DONE_BYTES,
-                        SERVER_FLIGHT_CRYPTO_BYTES, CryptoDatagram)
+from .handshake import (
+    CRYPTO_ACK_BYTES,
+    CRYPTO_PACKET_OVERHEAD_BYTES,
+    HANDSHAKE_DONE_BYTES,
+    SERVER_FLIGHT_CRYPTO_BYTES,
+    CryptoDatagram,
+)
 from .pacer import Pacer
-from .packet import (ACK_DELAY_EXPONENT, MAX_ACK_RANGES, SHORT_HEADER_BYTES, UDP_IP_HEADER_BYTES, QuicPacket,
-                     stream_frame_header_len, varint_len)
+from .packet import (
+    ACK_DELAY_EXPONENT,
+    MAX_ACK_RANGES,
+    SHORT_HEADER_BYTES,
+    UDP_IP_HEADER_BYTES,
+    QuicPacket,
+    stream_frame_header_len,
+    varint_len,
+)
 from .rangeset import RangeSet
 from .recovery import LOSS_EPSILON_S, PROBE_PACKETS
 
 __all__ = [
-    "QuicConnection", "QuicEndpoint", "QuicPacket", "varint_len",
-    "SHORT_HEADER_BYTES", "UDP_IP_HEADER_BYTES", "MAX_ACK_RANGES",
-    "ACK_DELAY_EXPONENT", "CryptoDatagram", "Pacer", "RangeSet", "stream_frame_header_len",
-    "SERVER_FLIGHT_CRYPTO_BYTES", "CRYPTO_PACKET_OVERHEAD_BYTES", "CRYPTO_ACK_BYTES", "HANDSHAKE_DONE_BYTES",
-    "PROBE_PACKETS", "LOSS_EPSILON_S",
+    "QuicConnection",
+    "QuicEndpoint",
+    "QuicPacket",
+    "varint_len",
+    "SHORT_HEADER_BYTES",
+    "UDP_IP_HEADER_BYTES",
+    "MAX_ACK_RANGES",
+    "ACK_DELAY_EXPONENT",
+    "CryptoDatagram",
+    "Pacer",
+    "RangeSet",
+    "stream_frame_header_len",
+    "SERVER_FLIGHT_CRYPTO_BYTES",
+    "CRYPTO_PACKET_OVERHEAD_BYTES",
+    "CRYPTO_ACK_BYTES",
+    "HANDSHAKE_DONE_BYTES",
+    "PROBE_PACKETS",
+    "LOSS_EPSILON_S",
 ]

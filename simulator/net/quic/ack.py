@@ -27,8 +27,7 @@ from __future__ import annotations
 from bisect import bisect_left
 
 from ..link import Packet
-from .packet import (ACK_DELAY_EXPONENT, MAX_ACK_RANGES, SHORT_HEADER_BYTES, UDP_IP_HEADER_BYTES, QuicPacket,
-                     varint_len)
+from .packet import ACK_DELAY_EXPONENT, MAX_ACK_RANGES, SHORT_HEADER_BYTES, UDP_IP_HEADER_BYTES, QuicPacket, varint_len
 
 __all__ = ["AckGeneration"]
 
@@ -53,7 +52,7 @@ class AckGeneration:
             else:
                 lows.insert(i, pn)
                 highs.insert(i, pn)
-            if i + 1 < len(lows) and lows[i + 1] == highs[i] + 1:   # filled a gap: merge
+            if i + 1 < len(lows) and lows[i + 1] == highs[i] + 1:  # filled a gap: merge
                 highs[i] = highs[i + 1]
                 del lows[i + 1], highs[i + 1]
             if len(lows) > MAX_ACK_RANGES:
@@ -90,11 +89,16 @@ class AckGeneration:
     def _ack_frame(self) -> tuple[tuple, int]:
         """The ACK frame (ranges highest first, ack delay) and its size (RFC 9000 section 19.3)."""
         lows, highs = self._recv_lows, self._recv_highs
-        ranges = [(lows[i], highs[i]) for i in range(len(lows) - 1, -1, -1)]   # highest first
+        ranges = [(lows[i], highs[i]) for i in range(len(lows) - 1, -1, -1)]  # highest first
         ack_delay_s = self.sim.now - self._largest_recv_time_s
         largest = ranges[0][1]
-        size = (1 + varint_len(largest) + varint_len(int(ack_delay_s * 1e6) >> ACK_DELAY_EXPONENT)
-                + varint_len(len(ranges) - 1) + varint_len(ranges[0][1] - ranges[0][0]))
+        size = (
+            1
+            + varint_len(largest)
+            + varint_len(int(ack_delay_s * 1e6) >> ACK_DELAY_EXPONENT)
+            + varint_len(len(ranges) - 1)
+            + varint_len(ranges[0][1] - ranges[0][0])
+        )
         prev_low = ranges[0][0]
         for low, high in ranges[1:]:
             size += varint_len(prev_low - high - 2) + varint_len(high - low)
@@ -111,8 +115,7 @@ class AckGeneration:
         ranges, ack_delay_s = ack
         ack_delay_s = self.sim.now - self._largest_recv_time_s
         size += SHORT_HEADER_BYTES
-        packet = QuicPacket(self._next_pn, self.sim.now, size, (), ack=(ranges, ack_delay_s),
-                            ack_eliciting=False)
+        packet = QuicPacket(self._next_pn, self.sim.now, size, (), ack=(ranges, ack_delay_s), ack_eliciting=False)
         self._next_pn += 1
         self.packets_sent += 1
         self.ack_packets_sent += 1

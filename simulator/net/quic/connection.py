@@ -45,35 +45,103 @@ class QuicEndpoint(PacketBuilder, AckGeneration, LossRecovery, Handshake):
     """One side of a ``QuicConnection`` (sender and receiver).  See ``transport.Endpoint``."""
 
     __slots__ = (
-        "sim", "conn", "config", "is_client", "name", "peer", "link", "timers",
-        "on_data", "on_stream_acked", "on_packet_acked", "on_send_ready",
+        "sim",
+        "conn",
+        "config",
+        "is_client",
+        "name",
+        "peer",
+        "link",
+        "timers",
+        "on_data",
+        "on_stream_acked",
+        "on_packet_acked",
+        "on_send_ready",
         # streams
-        "_next_bidi", "_next_uni", "_send_streams", "_recv_streams",
+        "_next_bidi",
+        "_next_uni",
+        "_send_streams",
+        "_recv_streams",
         # sending (packet_builder)
-        "_next_pn", "_new_queue", "_retx_queue", "_flush_scheduled", "_max_payload",
+        "_next_pn",
+        "_new_queue",
+        "_retx_queue",
+        "_flush_scheduled",
+        "_max_payload",
         # loss detection (recovery; RFC 9002 appendix A)
-        "rtt", "cc", "_sent", "_sent_order", "_largest_acked", "_loss_time_s",
-        "_last_ack_eliciting_s", "_pto_count", "bytes_in_flight", "_recovery_start_s",
-        "_pto_watch_pn", "_pto_watch_ptos", "_pto_watch_lost",
+        "rtt",
+        "cc",
+        "_sent",
+        "_sent_order",
+        "_largest_acked",
+        "_loss_time_s",
+        "_last_ack_eliciting_s",
+        "_pto_count",
+        "bytes_in_flight",
+        "_recovery_start_s",
+        "_pto_watch_pn",
+        "_pto_watch_ptos",
+        "_pto_watch_lost",
         # ACK generation (ack)
-        "_recv_lows", "_recv_highs", "_largest_recv_pn", "_largest_recv_time_s", "_unacked_eliciting",
-        "_ack_due", "_ack_delay_s",
+        "_recv_lows",
+        "_recv_highs",
+        "_largest_recv_pn",
+        "_largest_recv_time_s",
+        "_unacked_eliciting",
+        "_ack_due",
+        "_ack_delay_s",
         # pacing (pacer; RFC 9002 section 7.7) and the handshake (handshake; RFC 9001)
-        "pacer", "retransmit_in_turn", "rtt_monitor", "ready", "handshake_done_s", "_hs_flight", "_hs_pto_count",
-        "_hs_peer_received", "_hs_peer_echo_s", "_hs_sped_up", "_hs_sent_s", "_hs_pto_s", "pto_declares_lost", "_held",
-        "crypto_datagrams_sent", "handshake_ptos",
+        "pacer",
+        "retransmit_in_turn",
+        "rtt_monitor",
+        "ready",
+        "handshake_done_s",
+        "_hs_flight",
+        "_hs_pto_count",
+        "_hs_peer_received",
+        "_hs_peer_echo_s",
+        "_hs_sped_up",
+        "_hs_sent_s",
+        "_hs_pto_s",
+        "pto_declares_lost",
+        "_held",
+        "crypto_datagrams_sent",
+        "handshake_ptos",
         # statistics
-        "packets_sent", "ack_packets_sent", "probe_packets_sent", "packets_lost",
-        "lost_by_packet_threshold", "lost_by_time_threshold", "ptos", "spurious_ptos", "congestion_events",
-        "bytes_sent", "stream_bytes_sent", "stream_bytes_retransmitted", "bytes_delivered",
-        "reorder_bytes", "max_reorder_bytes", "cwnd_log",
+        "packets_sent",
+        "ack_packets_sent",
+        "probe_packets_sent",
+        "packets_lost",
+        "lost_by_packet_threshold",
+        "lost_by_time_threshold",
+        "ptos",
+        "spurious_ptos",
+        "congestion_events",
+        "bytes_sent",
+        "stream_bytes_sent",
+        "stream_bytes_retransmitted",
+        "bytes_delivered",
+        "reorder_bytes",
+        "max_reorder_bytes",
+        "cwnd_log",
     )
 
-    def __init__(self, sim: Simulator, conn: "QuicConnection", config: TransportConfig, *,
-                 is_client: bool, name: str, log_cwnd: bool, pacing: bool = True,
-                 ack_delay_s: float | None = None, handshake: bool = False,
-                 retransmit_in_turn: bool = False, slow_start_rtt_exit: bool = False,
-                 pto_declares_lost: bool = False) -> None:
+    def __init__(
+        self,
+        sim: Simulator,
+        conn: "QuicConnection",
+        config: TransportConfig,
+        *,
+        is_client: bool,
+        name: str,
+        log_cwnd: bool,
+        pacing: bool = True,
+        ack_delay_s: float | None = None,
+        handshake: bool = False,
+        retransmit_in_turn: bool = False,
+        slow_start_rtt_exit: bool = False,
+        pto_declares_lost: bool = False,
+    ) -> None:
         self.sim = sim
         self.conn = conn
         self.config = config
@@ -94,48 +162,49 @@ class QuicEndpoint(PacketBuilder, AckGeneration, LossRecovery, Handshake):
         self._recv_streams: dict[int, RecvStream] = {}
 
         self._next_pn = 0
-        self._new_queue: deque[list] = deque()    # [stream_id, offset, length, fin], write order
-        self._retx_queue: deque[list] = deque()   # lost data, sent before new data
+        self._new_queue: deque[list] = deque()  # [stream_id, offset, length, fin], write order
+        self._retx_queue: deque[list] = deque()  # lost data, sent before new data
         self._flush_scheduled = False
         self._max_payload = config.max_datagram_bytes - SHORT_HEADER_BYTES
 
         self.rtt = RttEstimator(initial_rtt_s=config.initial_rtt_s)
-        self.cc = make_congestion_control(config.cc, config.max_datagram_bytes,
-                                          initial_window_segments=config.initial_window_segments)
-        self._sent: dict[int, QuicPacket] = {}    # outstanding ack-eliciting packets by number
-        self._sent_order: deque[QuicPacket] = deque()   # the same, oldest first (lazily pruned)
+        self.cc = make_congestion_control(
+            config.cc, config.max_datagram_bytes, initial_window_segments=config.initial_window_segments
+        )
+        self._sent: dict[int, QuicPacket] = {}  # outstanding ack-eliciting packets by number
+        self._sent_order: deque[QuicPacket] = deque()  # the same, oldest first (lazily pruned)
         self._largest_acked = -1
         self._loss_time_s: float | None = None
         self._last_ack_eliciting_s = 0.0
         self._pto_count = 0
-        self._pto_watch_pn = -1                   # PTOs fired while packets up to it were in flight,
-        self._pto_watch_ptos = 0                  # how many, and whether one of those was lost
+        self._pto_watch_pn = -1  # PTOs fired while packets up to it were in flight,
+        self._pto_watch_ptos = 0  # how many, and whether one of those was lost
         self._pto_watch_lost = False
         self.bytes_in_flight = 0
         self._recovery_start_s = -1.0
 
-        self._recv_lows: list[int] = []           # received packet numbers, inclusive ranges, ascending
+        self._recv_lows: list[int] = []  # received packet numbers, inclusive ranges, ascending
         self._recv_highs: list[int] = []
         self._largest_recv_pn = -1
         self._largest_recv_time_s = 0.0
         self._unacked_eliciting = 0
-        self._ack_due = False                     # an ACK must go out now (with data, or alone)
+        self._ack_due = False  # an ACK must go out now (with data, or alone)
         self._ack_delay_s = config.max_ack_delay_s if ack_delay_s is None else ack_delay_s
 
         self.pacer = Pacer(config.max_datagram_bytes) if pacing else None
         self.retransmit_in_turn = retransmit_in_turn
         self.rtt_monitor = RttIncreaseMonitor() if slow_start_rtt_exit else None
-        self.ready = not handshake                # 1-RTT keys in use (RFC 9001 section 4.1.4)
+        self.ready = not handshake  # 1-RTT keys in use (RFC 9001 section 4.1.4)
         self.handshake_done_s = 0.0 if not handshake else None
-        self._hs_flight: list[CryptoDatagram] = []    # this side's current handshake flight
+        self._hs_flight: list[CryptoDatagram] = []  # this side's current handshake flight
         self._hs_pto_count = 0
-        self._hs_peer_received: set[int] = set()      # indices of the peer's flight received
-        self._hs_peer_echo_s: float | None = None     # send time of the peer datagram to echo
+        self._hs_peer_received: set[int] = set()  # indices of the peer's flight received
+        self._hs_peer_echo_s: float | None = None  # send time of the peer datagram to echo
         self._hs_sped_up = False
         self._hs_sent_s = 0.0
-        self._hs_pto_s: float | None = None        # when a probe (or a speed-up) last resent the flight
+        self._hs_pto_s: float | None = None  # when a probe (or a speed-up) last resent the flight
         self.pto_declares_lost = pto_declares_lost
-        self._held: list[Packet] = []             # 1-RTT packets received before the handshake completed
+        self._held: list[Packet] = []  # 1-RTT packets received before the handshake completed
         self.crypto_datagrams_sent = 0
         self.handshake_ptos = 0
 
@@ -178,11 +247,11 @@ class QuicEndpoint(PacketBuilder, AckGeneration, LossRecovery, Handshake):
                 raise ValueError(f"{self.name}: stream {stream_id} was not opened")
             if stream_id & 2:
                 raise ValueError(f"{self.name}: stream {stream_id} is the peer's unidirectional stream")
-            stream = self._send_streams[stream_id] = SendStream(stream_id)   # answer on a peer's bidi stream
+            stream = self._send_streams[stream_id] = SendStream(stream_id)  # answer on a peer's bidi stream
         if stream.fin:
             raise ValueError(f"{self.name}: stream {stream_id} already ended")
         offset = stream.written
-        stream.append(data if type(data) is bytes else bytes(data))   # the caller may reuse a mutable buffer
+        stream.append(data if type(data) is bytes else bytes(data))  # the caller may reuse a mutable buffer
         if end:
             stream.fin = True
             stream.fin_offset = stream.written
@@ -190,9 +259,8 @@ class QuicEndpoint(PacketBuilder, AckGeneration, LossRecovery, Handshake):
             return
         queue = self._new_queue
         last = queue[-1] if queue else None
-        if (last is not None and last[0] == stream_id and last[1] + last[2] == offset and not last[3]
-                and not last[4]):
-            last[2] += len(data)             # same stream, contiguous: one chunk
+        if last is not None and last[0] == stream_id and last[1] + last[2] == offset and not last[3] and not last[4]:
+            last[2] += len(data)  # same stream, contiguous: one chunk
             last[3] = end
         else:
             queue.append([stream_id, offset, len(data), end, False])
@@ -210,10 +278,10 @@ class QuicEndpoint(PacketBuilder, AckGeneration, LossRecovery, Handshake):
             return
         if not self.ready:
             if self.is_client:
-                return                            # cannot happen: the server sends 1-RTT only once ready
-            self._held.append(link_packet)        # RFC 9001 5.7: buffered until the handshake completes
+                return  # cannot happen: the server sends 1-RTT only once ready
+            self._held.append(link_packet)  # RFC 9001 5.7: buffered until the handshake completes
             return
-        if self.handshake_done_s is None:         # client: a 1-RTT packet confirms the handshake (4.1.2)
+        if self.handshake_done_s is None:  # client: a 1-RTT packet confirms the handshake (4.1.2)
             self._handshake_confirmed()
         if packet.ack is not None:
             self._on_ack_frame(*packet.ack)
@@ -231,7 +299,7 @@ class QuicEndpoint(PacketBuilder, AckGeneration, LossRecovery, Handshake):
         if stream.finished:
             return
         delivered = stream.delivered
-        if offset > delivered:                   # a hole before it: hold back (this stream only)
+        if offset > delivered:  # a hole before it: hold back (this stream only)
             heappush(stream.heap, (offset, data))
             stream.heap_bytes += len(data)
             self.reorder_bytes += len(data)
@@ -240,7 +308,7 @@ class QuicEndpoint(PacketBuilder, AckGeneration, LossRecovery, Handshake):
             return
         parts = []
         if end > delivered:
-            parts.append(data if offset == delivered else data[delivered - offset:])
+            parts.append(data if offset == delivered else data[delivered - offset :])
             delivered = end
         heap = stream.heap
         while heap and heap[0][0] <= delivered:
@@ -249,7 +317,7 @@ class QuicEndpoint(PacketBuilder, AckGeneration, LossRecovery, Handshake):
             self.reorder_bytes -= len(held)
             held_end = held_offset + len(held)
             if held_end > delivered:
-                parts.append(held[delivered - held_offset:])
+                parts.append(held[delivered - held_offset :])
                 delivered = held_end
         new_bytes = delivered - stream.delivered
         stream.delivered = delivered
@@ -301,11 +369,23 @@ class QuicConnection:
     ``QuicEndpoint`` (the reference) or ``native.NativeQuicEndpoint`` (its recovery in C).
     """
 
-    def __init__(self, sim: Simulator, path: Path, config: TransportConfig | None = None,
-                 name: str = "quic", *, log_cwnd: bool = False, pacing: bool = True,
-                 ack_delay_s: float | None = None, handshake: bool = False, retransmit_in_turn: bool = False,
-                 slow_start_rtt_exit: bool = False, pto_declares_lost: bool = False,
-                 server_flight_bytes: int = SERVER_FLIGHT_CRYPTO_BYTES, implementation: str | None = None) -> None:
+    def __init__(
+        self,
+        sim: Simulator,
+        path: Path,
+        config: TransportConfig | None = None,
+        name: str = "quic",
+        *,
+        log_cwnd: bool = False,
+        pacing: bool = True,
+        ack_delay_s: float | None = None,
+        handshake: bool = False,
+        retransmit_in_turn: bool = False,
+        slow_start_rtt_exit: bool = False,
+        pto_declares_lost: bool = False,
+        server_flight_bytes: int = SERVER_FLIGHT_CRYPTO_BYTES,
+        implementation: str | None = None,
+    ) -> None:
         self.sim = sim
         self.implementation = resolve_quic(implementation)
         if self.implementation == "c":
@@ -315,9 +395,15 @@ class QuicConnection:
         self.path = path
         self.config = config = config if config is not None else TransportConfig()
         self.name = name
-        options = dict(log_cwnd=log_cwnd, pacing=pacing, ack_delay_s=ack_delay_s, handshake=handshake,
-                       retransmit_in_turn=retransmit_in_turn, slow_start_rtt_exit=slow_start_rtt_exit,
-                       pto_declares_lost=pto_declares_lost)
+        options = dict(
+            log_cwnd=log_cwnd,
+            pacing=pacing,
+            ack_delay_s=ack_delay_s,
+            handshake=handshake,
+            retransmit_in_turn=retransmit_in_turn,
+            slow_start_rtt_exit=slow_start_rtt_exit,
+            pto_declares_lost=pto_declares_lost,
+        )
         self.client = endpoint_class(sim, self, config, is_client=True, name=f"{name}/client", **options)
         self.server = endpoint_class(sim, self, config, is_client=False, name=f"{name}/server", **options)
         self.server_flight_sizes = server_flight_sizes(config, server_flight_bytes)
@@ -327,8 +413,9 @@ class QuicConnection:
         self.client.link, self.server.link = path.forward, path.reverse
         link_payload = config.max_datagram_bytes + UDP_IP_HEADER_BYTES
         if link_payload > path.mtu_bytes:
-            raise ValueError(f"max_datagram_bytes {config.max_datagram_bytes} + 28 exceeds "
-                             f"the path MTU {path.mtu_bytes}")
+            raise ValueError(
+                f"max_datagram_bytes {config.max_datagram_bytes} + 28 exceeds the path MTU {path.mtu_bytes}"
+            )
 
     def stats(self) -> dict:
         """Totals over both endpoints, and each endpoint's own figures under "client" / "server".
@@ -345,11 +432,20 @@ class QuicConnection:
         out of order at once), cwnd_bytes, srtt_s, min_rtt_s, and cwnd_log if enabled.
         """
         client, server = self.client.stats(), self.server.stats()
-        out = {key: client[key] + server[key] for key in
-               ("packets_sent", "packets_lost", "ptos", "spurious_ptos", "bytes_sent", "bytes_delivered",
-                "stream_bytes_sent", "stream_bytes_retransmitted")}
-        out["max_reorder_buffer_bytes"] = max(client["max_reorder_buffer_bytes"],
-                                              server["max_reorder_buffer_bytes"])
+        out = {
+            key: client[key] + server[key]
+            for key in (
+                "packets_sent",
+                "packets_lost",
+                "ptos",
+                "spurious_ptos",
+                "bytes_sent",
+                "bytes_delivered",
+                "stream_bytes_sent",
+                "stream_bytes_retransmitted",
+            )
+        }
+        out["max_reorder_buffer_bytes"] = max(client["max_reorder_buffer_bytes"], server["max_reorder_buffer_bytes"])
         out["client"] = client
         out["server"] = server
         return out

@@ -35,10 +35,16 @@ def draw_case(rnd: random.Random) -> dict:
             picked.update(range(start, start + (rnd.randrange(1, 8) if burst else 1)))
         drops.append(sorted(picked))
     return {
-        "seed": rnd.randrange(1 << 30), "drops": drops, "cc": rnd.choice(("reno", "cubic")),
-        "jitter": rnd.choice((None, (0.05, 0.01), (0.2, 0.03))), "handshake": rnd.random() < 0.5,
-        "aioquic": rnd.random() < 0.5, "pacing": rnd.random() < 0.8, "pull": rnd.random() < 0.3,
-        "connections": rnd.choice((1, 1, 2)), "sizes": rnd.choice(((30_000,), (200_000, 5_000), (1, 70_000))),
+        "seed": rnd.randrange(1 << 30),
+        "drops": drops,
+        "cc": rnd.choice(("reno", "cubic")),
+        "jitter": rnd.choice((None, (0.05, 0.01), (0.2, 0.03))),
+        "handshake": rnd.random() < 0.5,
+        "aioquic": rnd.random() < 0.5,
+        "pacing": rnd.random() < 0.8,
+        "pull": rnd.random() < 0.3,
+        "connections": rnd.choice((1, 1, 2)),
+        "sizes": rnd.choice(((30_000,), (200_000, 5_000), (1, 70_000))),
     }
 
 
@@ -55,18 +61,31 @@ def run_case(implementation: str, case: dict) -> dict:
     path.forward.loss, path.reverse.loss = DropList(case["drops"][0]), DropList(case["drops"][1])
     packets: list = []
     for tag, link in (("fwd", path.forward), ("rev", path.reverse)):
-        link.observers.append(lambda p, tag=tag: packets.append(
-            (tag, p.size_bytes, p.link_seq, p.sent_s, p.arrived_s, p.lost, repr(p.payload))))
+        link.observers.append(
+            lambda p, tag=tag: packets.append(
+                (tag, p.size_bytes, p.link_seq, p.sent_s, p.arrived_s, p.lost, repr(p.payload))
+            )
+        )
     events: list = []
     draw = random.Random(case["seed"])
-    options = dict(retransmit_in_turn=True, slow_start_rtt_exit=True, pto_declares_lost=True,
-                   ack_delay_s=0.001) if case["aioquic"] else {}
+    options = (
+        dict(retransmit_in_turn=True, slow_start_rtt_exit=True, pto_declares_lost=True, ack_delay_s=0.001)
+        if case["aioquic"]
+        else {}
+    )
     conns = []
     for i in range(case["connections"]):
-        conn = QuicConnection(sim, path if i == 0 else DelayedPath(path, 0.01 * i),
-                              TransportConfig(cc=case["cc"], initial_rtt_s=0.1), name=f"quic{i}",
-                              handshake=case["handshake"], log_cwnd=True, pacing=case["pacing"],
-                              implementation=implementation, **options)
+        conn = QuicConnection(
+            sim,
+            path if i == 0 else DelayedPath(path, 0.01 * i),
+            TransportConfig(cc=case["cc"], initial_rtt_s=0.1),
+            name=f"quic{i}",
+            handshake=case["handshake"],
+            log_cwnd=True,
+            pacing=case["pacing"],
+            implementation=implementation,
+            **options,
+        )
         conns.append(conn)
         for end in (conn.client, conn.server):
             tag = (i, end.is_client)
@@ -75,6 +94,7 @@ def run_case(implementation: str, case: dict) -> dict:
             end.on_packet_acked = lambda pn, ranges, tag=tag: events.append((tag, "packet", pn, ranges))
         pending: list = []
         if case["pull"]:
+
             def pull_one(server=conn.server, pending=pending) -> bool:
                 if not pending:
                     return False
@@ -83,6 +103,7 @@ def run_case(implementation: str, case: dict) -> dict:
                 server.write(sid, b"p" * n, end=n == left)
                 pending[0:1] = [] if n == left else [(sid, left - n)]
                 return True
+
             conn.server.on_send_ready = pull_one
         for k in range(3):
             sid = conn.client.open_stream()
@@ -90,17 +111,35 @@ def run_case(implementation: str, case: dict) -> dict:
             size = draw.choice(case["sizes"])
             sim.call_at(start, conn.client.write, sid, b"q" * draw.randrange(50, 3000), True)
             if case["pull"]:
-                sim.call_at(start + 0.1, lambda sid=sid, size=size, conn=conn, pending=pending: (
-                    pending.append((sid, size)), conn.server.want_to_send()))
+                sim.call_at(
+                    start + 0.1,
+                    lambda sid=sid, size=size, conn=conn, pending=pending: (
+                        pending.append((sid, size)),
+                        conn.server.want_to_send(),
+                    ),
+                )
             else:
                 sim.call_at(start + 0.1, conn.server.write, sid, bytes([k]) * size, True)
     sim.run(until_s=600.0)
     ends = [end for conn in conns for end in (conn.client, conn.server)]
     return {
-        "trace": sim.trace, "now": sim.now, "events": events, "packets": packets,
+        "trace": sim.trace,
+        "now": sim.now,
+        "events": events,
+        "packets": packets,
         "stats": [conn.stats() for conn in conns],
-        "estimates": [(end.rtt.srtt_s, end.rtt.rttvar_s, end.rtt.min_rtt_s, end.cc.cwnd_bytes, end.cc.ssthresh_bytes,
-                       end.bytes_in_flight, end._next_pn) for end in ends],
+        "estimates": [
+            (
+                end.rtt.srtt_s,
+                end.rtt.rttvar_s,
+                end.rtt.min_rtt_s,
+                end.cc.cwnd_bytes,
+                end.cc.ssthresh_bytes,
+                end.bytes_in_flight,
+                end._next_pn,
+            )
+            for end in ends
+        ],
     }
 
 
@@ -113,7 +152,7 @@ def run(seconds: float = 3.0, seed: int = 0, corpus_size: int = 20, verbose: boo
     """Check the corpus of ``corpus_size`` cases from ``seed``, then fresh cases for ``seconds``;
     the number of cases run.  AssertionError (with the case) at the first difference."""
     rnd = random.Random(seed)
-    deadline = time.monotonic() + seconds     # a fuzzer's budget, not the simulation's clock
+    deadline = time.monotonic() + seconds  # a fuzzer's budget, not the simulation's clock
     count = 0
     while count < corpus_size or time.monotonic() < deadline:
         case = draw_case(rnd)
@@ -128,6 +167,7 @@ def run(seconds: float = 3.0, seed: int = 0, corpus_size: int = 20, verbose: boo
 def main(argv: list[str] | None = None) -> int:
     """Command line: ``python -m simulator.net.quic.fuzz --seconds S [--seed N] [--corpus-size N]``."""
     from ..native import QUIC
+
     p = argparse.ArgumentParser(prog="python -m simulator.net.quic.fuzz", description=__doc__.split("\n\n")[0])
     p.add_argument("--seconds", type=float, default=10.0)
     p.add_argument("--seed", type=int, default=0)

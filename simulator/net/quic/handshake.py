@@ -32,8 +32,13 @@ from ..transport import TransportConfig
 from .packet import UDP_IP_HEADER_BYTES
 
 __all__ = [
-    "Handshake", "CryptoDatagram", "server_flight_sizes", "SERVER_FLIGHT_CRYPTO_BYTES",
-    "CRYPTO_PACKET_OVERHEAD_BYTES", "CRYPTO_ACK_BYTES", "HANDSHAKE_DONE_BYTES",
+    "Handshake",
+    "CryptoDatagram",
+    "server_flight_sizes",
+    "SERVER_FLIGHT_CRYPTO_BYTES",
+    "CRYPTO_PACKET_OVERHEAD_BYTES",
+    "CRYPTO_ACK_BYTES",
+    "HANDSHAKE_DONE_BYTES",
 ]
 
 # Handshake (RFC 9001) datagrams: the client's Initial and its Handshake flight are padded
@@ -43,9 +48,9 @@ __all__ = [
 # (``http.handshake.flights``, 638 B for the stacks' certificate); this default, for the
 # transport model on its own, is any flight that fits one datagram.
 SERVER_FLIGHT_CRYPTO_BYTES = 1100
-CRYPTO_PACKET_OVERHEAD_BYTES = 2 * (1 + 4 + 1 + 8 + 1 + 8 + 2 + 2 + 16)   # two long headers (17.2) + AEAD tags
-CRYPTO_ACK_BYTES = 1 + 4 + 1 + 8 + 1 + 8 + 2 + 16 + 5   # a long-header packet holding only an ACK frame
-HANDSHAKE_DONE_BYTES = 200        # the server's first 1-RTT packet: HANDSHAKE_DONE, NEW_CONNECTION_IDs (19.15)
+CRYPTO_PACKET_OVERHEAD_BYTES = 2 * (1 + 4 + 1 + 8 + 1 + 8 + 2 + 2 + 16)  # two long headers (17.2) + AEAD tags
+CRYPTO_ACK_BYTES = 1 + 4 + 1 + 8 + 1 + 8 + 2 + 16 + 5  # a long-header packet holding only an ACK frame
+HANDSHAKE_DONE_BYTES = 200  # the server's first 1-RTT packet: HANDSHAKE_DONE, NEW_CONNECTION_IDs (19.15)
 
 
 def server_flight_sizes(config: TransportConfig, server_flight_bytes: int) -> list[int]:
@@ -62,14 +67,15 @@ class CryptoDatagram:
 
     __slots__ = ("kind", "index", "size_bytes", "time_sent_s", "echo_s", "acked")
 
-    def __init__(self, kind: str, index: int, size_bytes: int, time_sent_s: float, echo_s: float | None = None,
-                 acked: tuple = ()) -> None:
+    def __init__(
+        self, kind: str, index: int, size_bytes: int, time_sent_s: float, echo_s: float | None = None, acked: tuple = ()
+    ) -> None:
         self.kind = kind
         self.index = index
         self.size_bytes = size_bytes
         self.time_sent_s = time_sent_s
         self.echo_s = echo_s
-        self.acked = acked                     # indices of the peer's current flight it acknowledges
+        self.acked = acked  # indices of the peer's current flight it acknowledges
 
     def __repr__(self) -> str:
         return f"CryptoDatagram({self.kind} {self.index}, {self.size_bytes} B)"
@@ -93,8 +99,9 @@ class Handshake:
 
     def _hs_transmit(self, kind: str, index: int, size_bytes: int) -> None:
         now = self.sim.now
-        datagram = CryptoDatagram(kind, index, size_bytes, now, self._hs_peer_echo_s,
-                                  tuple(sorted(self._hs_peer_received)))
+        datagram = CryptoDatagram(
+            kind, index, size_bytes, now, self._hs_peer_echo_s, tuple(sorted(self._hs_peer_received))
+        )
         self._hs_sent_s = now
         self.crypto_datagrams_sent += 1
         wire = size_bytes + UDP_IP_HEADER_BYTES
@@ -117,7 +124,7 @@ class Handshake:
             pto = 2 * self.config.initial_rtt_s
         else:
             pto = rtt.smoothed_s + max(4 * rtt.rttvar_s, rtt.granularity_s)
-        self.timers.set("handshake", self._hs_sent_s + pto * (2 ** self._hs_pto_count), self._hs_timeout)
+        self.timers.set("handshake", self._hs_sent_s + pto * (2**self._hs_pto_count), self._hs_timeout)
 
     def _hs_timeout(self) -> None:
         """Resend what of the flight is unacknowledged (RFC 9002 6.2.4: probes carry the CRYPTO data)."""
@@ -163,7 +170,7 @@ class Handshake:
                 return
             flight = self.conn.server_flight_sizes
             if self.ready:
-                self._hs_send_ack()                # a late copy: acknowledge it (Handshake ACK)
+                self._hs_send_ack()  # a late copy: acknowledge it (Handshake ACK)
                 return
             self._hs_peer_echo_s = datagram.time_sent_s
             if all(("server_flight", i) in self._hs_peer_received for i in range(len(flight))):
@@ -175,19 +182,20 @@ class Handshake:
                 self._hs_send_flight("client_finished", [self.config.max_datagram_bytes])
                 self._schedule_flush()
             else:
-                self._hs_send_ack(self.config.max_datagram_bytes)   # holds an Initial ACK: padded
+                self._hs_send_ack(self.config.max_datagram_bytes)  # holds an Initial ACK: padded
             return
         # server
         if kind == "client_initial":
             if not self._hs_flight:
                 self._hs_peer_echo_s = datagram.time_sent_s
                 self._hs_send_flight("server_flight", self.conn.server_flight_sizes)
-            elif (duplicate and not self._hs_sped_up and not all(e[3] for e in self._hs_flight)
-                  and self._hs_sent_s < now):      # (not when its own PTO just resent it)
+            elif (
+                duplicate and not self._hs_sped_up and not all(e[3] for e in self._hs_flight) and self._hs_sent_s < now
+            ):  # (not when its own PTO just resent it)
                 # aioquic: a repeated ClientHello means the client lacks the server's flight:
                 # resend it at once, once (RFC 9002 6.2.3, speeding up the handshake).
                 self._hs_sped_up = True
-                self._hs_pto_s = now              # aioquic declares the flight lost here too
+                self._hs_pto_s = now  # aioquic declares the flight lost here too
                 for kind_, index, size, acked in self._hs_flight:
                     if not acked:
                         self._hs_transmit(kind_, index, size)
@@ -197,7 +205,7 @@ class Handshake:
         elif kind == "client_finished":
             self._hs_mark_acked(tuple(("server_flight", i) for i in range(len(self.conn.server_flight_sizes))))
             if self.ready:
-                self._hs_send_ack()                # the client probes: it has not seen our 1-RTT packets
+                self._hs_send_ack()  # the client probes: it has not seen our 1-RTT packets
                 return
             self._hs_rtt_sample(datagram.echo_s)
             self.ready = True

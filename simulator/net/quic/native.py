@@ -42,6 +42,7 @@ def _core_field(name: str, core_name: str | None = None) -> property:
 
     def set_(self, value) -> None:
         setattr(self._core, core_name, value)
+
     return property(get, set_, doc=f"``{name}``, kept by the C core.")
 
 
@@ -67,25 +68,52 @@ class NativeQuicEndpoint(QuicEndpoint):
     _ack_due = _core_field("_ack_due", "ack_due")
     _flush_scheduled = _core_field("_flush_scheduled", "flush_scheduled")
 
-    def __init__(self, sim: Simulator, conn, config: TransportConfig, *, pacing: bool = True,
-                 slow_start_rtt_exit: bool = False, **options) -> None:
-        make_congestion_control(config.cc, config.max_datagram_bytes)     # the reference's InputError
+    def __init__(
+        self,
+        sim: Simulator,
+        conn,
+        config: TransportConfig,
+        *,
+        pacing: bool = True,
+        slow_start_rtt_exit: bool = False,
+        **options,
+    ) -> None:
+        make_congestion_control(config.cc, config.max_datagram_bytes)  # the reference's InputError
         self._core = core = QUIC.QuicCore(
-            config.cc.lower(), config.max_datagram_bytes, config.initial_window_segments, config.initial_rtt_s,
-            config.max_ack_delay_s, config.time_threshold, config.packet_threshold, pacing, slow_start_rtt_exit)
+            config.cc.lower(),
+            config.max_datagram_bytes,
+            config.initial_window_segments,
+            config.initial_rtt_s,
+            config.max_ack_delay_s,
+            config.time_threshold,
+            config.packet_threshold,
+            pacing,
+            slow_start_rtt_exit,
+        )
         super().__init__(sim, conn, config, pacing=pacing, slow_start_rtt_exit=slow_start_rtt_exit, **options)
         self.rtt, self.cc = core.rtt, core.cc
-        self.timers = QUIC.TimerSlots(sim, self.name)   # the same slots as engine.TimerSlots, in C
+        self.timers = QUIC.TimerSlots(sim, self.name)  # the same slots as engine.TimerSlots, in C
         # What the engine runs to flush and to send a delayed ACK, and what a link hands packets
         # to: the core's, in one call.
         self._flush_event, self._deliver, self._ack_now_event = core.callables(self)
-        self.pacer = core if pacing else None      # the core paces; it reads as a Pacer (interval_s, credit_s)
-        self.rtt_monitor = None                    # the core's
-        self._sent = self._sent_order = None       # the core's records
+        self.pacer = core if pacing else None  # the core paces; it reads as a Pacer (interval_s, credit_s)
+        self.rtt_monitor = None  # the core's
+        self._sent = self._sent_order = None  # the core's records
         core.cwnd_log = self.cwnd_log
-        core.bind(QUIC.QuicPacket, Packet, self._retx_queue, self._new_queue, self._send_streams, self._max_payload,
-                  self._recv_streams, RecvStream, config.ack_every_packets, sim, self.timers,
-                  self._on_loss_detection_timeout)
+        core.bind(
+            QUIC.QuicPacket,
+            Packet,
+            self._retx_queue,
+            self._new_queue,
+            self._send_streams,
+            self._max_payload,
+            self._recv_streams,
+            RecvStream,
+            config.ack_every_packets,
+            sim,
+            self.timers,
+            self._on_loss_detection_timeout,
+        )
 
     @property
     def bytes_in_flight(self) -> int:
@@ -176,12 +204,12 @@ class NativeQuicEndpoint(QuicEndpoint):
         outcome = self._core.on_loss_timeout(self.sim.now)
         if outcome is None:
             return
-        if outcome is not True:                   # the loss time: what it declares lost
+        if outcome is not True:  # the loss time: what it declares lost
             if outcome:
                 self._requeue_lost(outcome)
             self._set_loss_detection_timer()
             return
-        for i in range(PROBE_PACKETS):           # 6.2.4: a PTO, two probes
+        for i in range(PROBE_PACKETS):  # 6.2.4: a PTO, two probes
             built = self._build_frames() if (self._retx_queue or self._new_queue) else None
             if built is None:
                 built = self._oldest_unacked_frames(i)
@@ -192,7 +220,7 @@ class NativeQuicEndpoint(QuicEndpoint):
         packet = self._core.outstanding(index)
         if packet.frames:
             return packet.frames, packet.size_bytes
-        return [], SHORT_HEADER_BYTES + 1           # PING frame (RFC 9000 section 19.2)
+        return [], SHORT_HEADER_BYTES + 1  # PING frame (RFC 9000 section 19.2)
 
     def _rtt_sample(self, sample_s: float) -> None:
         self._core.rtt_sample(sample_s, self.sim.now)

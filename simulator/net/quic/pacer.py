@@ -29,8 +29,8 @@ class Pacer:
 
     def __init__(self, max_datagram_bytes: int) -> None:
         self.max_datagram_bytes = max_datagram_bytes
-        self.interval_s: float | None = None     # time per packet at the pacing rate
-        self.credit_s = 0.0                      # sending time saved up while idle
+        self.interval_s: float | None = None  # time per packet at the pacing rate
+        self.credit_s = 0.0  # sending time saved up while idle
         self.credit_max_s = 0.0
         self.updated_s = 0.0
 
@@ -55,7 +55,7 @@ class Pacer:
 
     def set_rate(self, cwnd_bytes: float, smoothed_rtt_s: float) -> None:
         """Pace at ``cwnd_bytes / smoothed_rtt_s`` (called at each RTT sample, as aioquic)."""
-        rate = cwnd_bytes / max(smoothed_rtt_s, 1e-6)              # bytes per second
+        rate = cwnd_bytes / max(smoothed_rtt_s, 1e-6)  # bytes per second
         self.interval_s = max(1e-6, min(self.max_datagram_bytes / rate, 1.0))
         burst_bytes = max(2 * self.max_datagram_bytes, min(cwnd_bytes // 4, 16 * self.max_datagram_bytes))
         self.credit_max_s = burst_bytes / rate

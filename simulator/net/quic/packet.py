@@ -17,17 +17,22 @@ fields, same repr), what ``native.NativeQuicEndpoint`` sends.
 
 from __future__ import annotations
 
-from ...frames import varint_len      # RFC 9000 section 16 (re-exported: simulator.net.quic.varint_len)
+from ...frames import varint_len  # RFC 9000 section 16 (re-exported: simulator.net.quic.varint_len)
 
 __all__ = [
-    "QuicPacket", "varint_len", "stream_frame_header_len",
-    "UDP_IP_HEADER_BYTES", "SHORT_HEADER_BYTES", "ACK_DELAY_EXPONENT", "MAX_ACK_RANGES",
+    "QuicPacket",
+    "varint_len",
+    "stream_frame_header_len",
+    "UDP_IP_HEADER_BYTES",
+    "SHORT_HEADER_BYTES",
+    "ACK_DELAY_EXPONENT",
+    "MAX_ACK_RANGES",
 ]
 
-UDP_IP_HEADER_BYTES = 28          # IPv4 (20) + UDP (8)
-SHORT_HEADER_BYTES = 1 + 8 + 2 + 16   # flags + DCID + packet number + AEAD tag (RFC 9001 5.3)
-ACK_DELAY_EXPONENT = 3            # RFC 9000 section 18.2 default
-MAX_ACK_RANGES = 32               # ranges kept and reported by a receiver
+UDP_IP_HEADER_BYTES = 28  # IPv4 (20) + UDP (8)
+SHORT_HEADER_BYTES = 1 + 8 + 2 + 16  # flags + DCID + packet number + AEAD tag (RFC 9001 5.3)
+ACK_DELAY_EXPONENT = 3  # RFC 9000 section 18.2 default
+MAX_ACK_RANGES = 32  # ranges kept and reported by a receiver
 
 
 def stream_frame_header_len(stream_id: int, offset: int, length: int) -> int:
@@ -44,15 +49,23 @@ class QuicPacket:
 
     __slots__ = ("pn", "time_sent_s", "size_bytes", "frames", "ack", "ack_eliciting", "done", "probe")
 
-    def __init__(self, pn: int, time_sent_s: float, size_bytes: int, frames: list, ack=None,
-                 ack_eliciting: bool = True, probe: bool = False) -> None:
+    def __init__(
+        self,
+        pn: int,
+        time_sent_s: float,
+        size_bytes: int,
+        frames: list,
+        ack=None,
+        ack_eliciting: bool = True,
+        probe: bool = False,
+    ) -> None:
         self.pn = pn
         self.time_sent_s = time_sent_s
-        self.size_bytes = size_bytes          # UDP payload bytes (what RFC 9002 counts in flight)
+        self.size_bytes = size_bytes  # UDP payload bytes (what RFC 9002 counts in flight)
         self.frames = frames
         self.ack = ack
         self.ack_eliciting = ack_eliciting
-        self.done = False                     # acknowledged or declared lost (sender side)
+        self.done = False  # acknowledged or declared lost (sender side)
         self.probe = probe
 
     def __repr__(self) -> str:

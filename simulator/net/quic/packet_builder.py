@@ -64,7 +64,7 @@ class PacketBuilder:
                 if when_s is not None:
                     self.timers.set("pace", when_s, self._flush)
                     break
-            if not queued and not pull():     # the pull writer has nothing more now
+            if not queued and not pull():  # the pull writer has nothing more now
                 break
             built = self._build_frames(self._pending_ack_bytes())
             if built is None:
@@ -90,7 +90,7 @@ class PacketBuilder:
                 chunk = queue[0]
                 stream_id, offset, length, fin, retx = chunk
                 stream = streams[stream_id]
-                if retx:                       # skip what was acknowledged meanwhile (e.g. a probe copy)
+                if retx:  # skip what was acknowledged meanwhile (e.g. a probe copy)
                     end = offset + length
                     if offset < stream.acked_prefix:
                         offset = min(stream.acked_prefix, end)

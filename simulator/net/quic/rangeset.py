@@ -28,12 +28,12 @@ class RangeSet:
         if hi <= lo:
             return
         starts, ends = self.starts, self.ends
-        if starts and starts[-1] <= lo <= ends[-1]:       # common case: extends the last range
+        if starts and starts[-1] <= lo <= ends[-1]:  # common case: extends the last range
             if hi > ends[-1]:
                 ends[-1] = hi
             return
-        i = bisect_left(ends, lo)        # first range that ends at or after lo
-        j = bisect_right(starts, hi)     # ranges [i, j) touch [lo, hi)
+        i = bisect_left(ends, lo)  # first range that ends at or after lo
+        j = bisect_right(starts, hi)  # ranges [i, j) touch [lo, hi)
         if i == j:
             starts.insert(i, lo)
             ends.insert(i, hi)

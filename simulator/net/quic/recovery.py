@@ -48,8 +48,8 @@ from .packet import SHORT_HEADER_BYTES, QuicPacket
 
 __all__ = ["LossRecovery", "PROBE_PACKETS", "LOSS_EPSILON_S"]
 
-PROBE_PACKETS = 2                 # RFC 9002 section 6.2.4: one or two probes per PTO
-LOSS_EPSILON_S = 1e-9             # guard against float rounding at a loss deadline
+PROBE_PACKETS = 2  # RFC 9002 section 6.2.4: one or two probes per PTO
+LOSS_EPSILON_S = 1e-9  # guard against float rounding at a loss deadline
 
 
 class LossRecovery:
@@ -69,10 +69,10 @@ class LossRecovery:
         smallest = order[0].pn
         largest_sent = self._next_pn - 1
         newly_acked: list[QuicPacket] = []
-        for low, high in ranges:                  # highest first
+        for low, high in ranges:  # highest first
             if high < smallest:
                 break
-            for pn in range(min(high, largest_sent), max(low, smallest) - 1, -1):   # highest first
+            for pn in range(min(high, largest_sent), max(low, smallest) - 1, -1):  # highest first
                 packet = sent.pop(pn, None)
                 if packet is not None:
                     newly_acked.append(packet)
@@ -83,12 +83,11 @@ class LossRecovery:
             self._largest_acked = largest_in_frame
         # RTT sample (5.1): the largest acknowledged packet is newly acknowledged.
         if newly_acked[0].pn == largest_in_frame:
-            self.rtt.update(now - newly_acked[0].time_sent_s,
-                            min(ack_delay_s, self.config.max_ack_delay_s))
+            self.rtt.update(now - newly_acked[0].time_sent_s, min(ack_delay_s, self.config.max_ack_delay_s))
             self._slow_start_check(now - newly_acked[0].time_sent_s)
-            if self.pacer is not None:            # aioquic sets the pacing rate at each RTT sample
+            if self.pacer is not None:  # aioquic sets the pacing rate at each RTT sample
                 self.pacer.set_rate(self.cc.cwnd_bytes, self.rtt.smoothed_s)
-        newly_acked.reverse()                     # oldest first
+        newly_acked.reverse()  # oldest first
         cc = self.cc
         srtt = self.rtt.smoothed_s
         acked_streams: set[int] = set()
@@ -111,7 +110,7 @@ class LossRecovery:
             prefix = stream.acked.prefix()
             if prefix > stream.acked_prefix:
                 stream.acked_prefix = prefix
-                stream.drop_acked()            # never sent again (RFC 9000 13.3): not kept
+                stream.drop_acked()  # never sent again (RFC 9000 13.3): not kept
                 if self.on_stream_acked is not None:
                     self.on_stream_acked(stream_id, prefix)
         self._log_cwnd()
@@ -121,7 +120,7 @@ class LossRecovery:
             if not self._pto_watch_lost:
                 self.spurious_ptos += self._pto_watch_ptos
             self._pto_watch_pn = -1
-        self._pto_count = 0                       # A.7: reset the PTO backoff on an ACK
+        self._pto_count = 0  # A.7: reset the PTO backoff on an ACK
         self._set_loss_detection_timer()
         if self._retx_queue or self._new_queue or self.on_send_ready is not None:
             self._schedule_flush()
@@ -156,7 +155,7 @@ class LossRecovery:
             if largest_acked >= packet.pn + threshold:
                 self.lost_by_packet_threshold += 1
                 lost.append(packet)
-            elif deadline <= now + LOSS_EPSILON_S:   # same sum as the timer's: no spinning
+            elif deadline <= now + LOSS_EPSILON_S:  # same sum as the timer's: no spinning
                 self.lost_by_time_threshold += 1
                 lost.append(packet)
             elif loss_time is None or deadline < loss_time:
@@ -193,17 +192,17 @@ class LossRecovery:
             for low, high in missing:
                 queue.append([stream_id, low, high - low, fin and high == end and not stream.fin_acked, True])
             if fin and not stream.fin_acked and (not missing or missing[-1][1] != end):
-                queue.append([stream_id, end, 0, True, True])    # only the FIN is missing
+                queue.append([stream_id, end, 0, True, True])  # only the FIN is missing
 
     def _set_loss_detection_timer(self) -> None:
         """A.8 SetLossDetectionTimer: the loss time if any, else the PTO if anything is in flight."""
         if self._loss_time_s is not None:
             self.timers.set("loss", self._loss_time_s, self._on_loss_detection_timeout)
             return
-        if not self._sent:                        # no ack-eliciting packet in flight
+        if not self._sent:  # no ack-eliciting packet in flight
             self.timers.cancel("loss")
             return
-        pto = self.rtt.pto_s(self.config.max_ack_delay_s) * (2 ** self._pto_count)
+        pto = self.rtt.pto_s(self.config.max_ack_delay_s) * (2**self._pto_count)
         self.timers.set("loss", self._last_ack_eliciting_s + pto, self._on_loss_detection_timeout)
 
     def _on_loss_detection_timeout(self) -> None:
@@ -221,7 +220,7 @@ class LossRecovery:
             self._pto_watch_ptos = 0
             self._pto_watch_lost = False
         self._pto_watch_ptos += 1
-        self._pto_watch_pn = next(reversed(self._sent))   # the newest packet in flight
+        self._pto_watch_pn = next(reversed(self._sent))  # the newest packet in flight
         self._pto_count += 1
         for i in range(PROBE_PACKETS):
             built = self._build_frames() if (self._retx_queue or self._new_queue) else None
@@ -236,7 +235,7 @@ class LossRecovery:
         packet = outstanding[-1]
         if packet.frames:
             return packet.frames, packet.size_bytes
-        return [], SHORT_HEADER_BYTES + 1           # PING frame (RFC 9000 section 19.2)
+        return [], SHORT_HEADER_BYTES + 1  # PING frame (RFC 9000 section 19.2)
 
     def _log_cwnd(self) -> None:
         log = self.cwnd_log

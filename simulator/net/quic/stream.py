@@ -28,14 +28,24 @@ class SendStream:
     copies) until a packet reads them: a body written at once (a declared size, as padding
     slices of ``transport.write_padding``) costs what is in flight, not its size."""
 
-    __slots__ = ("stream_id", "buf", "buf_offset", "later", "later_bytes", "fin", "fin_offset", "acked",
-                 "acked_prefix", "fin_acked")
+    __slots__ = (
+        "stream_id",
+        "buf",
+        "buf_offset",
+        "later",
+        "later_bytes",
+        "fin",
+        "fin_offset",
+        "acked",
+        "acked_prefix",
+        "fin_acked",
+    )
 
     def __init__(self, stream_id: int) -> None:
         self.stream_id = stream_id
-        self.buf = bytearray()            # the stream's bytes from buf_offset on, as far as packets read
-        self.buf_offset = 0               # bytes before it are acknowledged and gone
-        self.later: deque = deque()       # writes after buf, not yet read by a packet (bytes / memoryview)
+        self.buf = bytearray()  # the stream's bytes from buf_offset on, as far as packets read
+        self.buf_offset = 0  # bytes before it are acknowledged and gone
+        self.later: deque = deque()  # writes after buf, not yet read by a packet (bytes / memoryview)
         self.later_bytes = 0
         self.fin = False
         self.fin_offset = -1
@@ -59,7 +69,7 @@ class SendStream:
         start = offset - self.buf_offset
         short = start + length - len(self.buf)
         later = self.later
-        while short > 0 and later:        # read on from the writes: only as far as this packet
+        while short > 0 and later:  # read on from the writes: only as far as this packet
             chunk = later.popleft()
             n = len(chunk)
             if n > short:
@@ -69,7 +79,7 @@ class SendStream:
             self.buf += chunk
             self.later_bytes -= n
             short -= n
-        return bytes(self.buf[start:start + length])
+        return bytes(self.buf[start : start + length])
 
     def drop_acked(self) -> None:
         """Let go of the acknowledged prefix (a bytearray drops its front without copying the rest)."""
@@ -85,8 +95,8 @@ class RecvStream:
     __slots__ = ("delivered", "fin_offset", "heap", "heap_bytes", "finished")
 
     def __init__(self) -> None:
-        self.delivered = 0                # bytes handed to the application, in order
+        self.delivered = 0  # bytes handed to the application, in order
         self.fin_offset = -1
-        self.heap: list[tuple[int, bytes]] = []   # out-of-order (offset, data)
+        self.heap: list[tuple[int, bytes]] = []  # out-of-order (offset, data)
         self.heap_bytes = 0
         self.finished = False

@@ -113,16 +113,42 @@ Written by hand: no library models browser connection pools, certificate-name ma
 for coalescing, or ORIGIN frames (h2 has none).
 """
 
-from ...frames.origin import (ORIGIN_FRAME_TYPE, origin_frame_bytes, origin_frame_payload, origin_frame_roundtrip,
-                              parse_origin_frame)
+from ...frames.origin import (
+    ORIGIN_FRAME_TYPE,
+    origin_frame_bytes,
+    origin_frame_payload,
+    origin_frame_roundtrip,
+    parse_origin_frame,
+)
 from .cli import add_arguments, params_from_args
 from .handshake import CERT_CHAIN_BASE_BYTES, Handshake, chain_bytes, handshake
 from .pool import CoalescingPool
 from .study import MODES, ROW_PARAMS, CoalescingParams, CoalescingResult, run, topology_for
 from .topology import HostServer, Topology, cert_covers, default_topology, host_of, read_topology
 
-__all__ = ["MODES", "CoalescingParams", "CoalescingResult", "Topology", "HostServer", "default_topology",
-           "read_topology", "cert_covers", "host_of", "topology_for", "Handshake", "handshake", "chain_bytes",
-           "CERT_CHAIN_BASE_BYTES", "ORIGIN_FRAME_TYPE", "origin_frame_bytes",
-           "origin_frame_payload", "parse_origin_frame", "origin_frame_roundtrip", "CoalescingPool", "run",
-           "ROW_PARAMS", "add_arguments", "params_from_args"]
+__all__ = [
+    "MODES",
+    "CoalescingParams",
+    "CoalescingResult",
+    "Topology",
+    "HostServer",
+    "default_topology",
+    "read_topology",
+    "cert_covers",
+    "host_of",
+    "topology_for",
+    "Handshake",
+    "handshake",
+    "chain_bytes",
+    "CERT_CHAIN_BASE_BYTES",
+    "ORIGIN_FRAME_TYPE",
+    "origin_frame_bytes",
+    "origin_frame_payload",
+    "parse_origin_frame",
+    "origin_frame_roundtrip",
+    "CoalescingPool",
+    "run",
+    "ROW_PARAMS",
+    "add_arguments",
+    "params_from_args",
+]

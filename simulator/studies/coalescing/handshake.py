@@ -11,7 +11,7 @@ from ...http.handshake import handshake as _handshake
 
 __all__ = ["Handshake", "handshake", "chain_bytes", "CERT_CHAIN_BASE_BYTES"]
 
-CERT_CHAIN_BASE_BYTES = 1800       # an ECDSA leaf without its names and one intermediate, DER
+CERT_CHAIN_BASE_BYTES = 1800  # an ECDSA leaf without its names and one intermediate, DER
 
 
 def chain_bytes(san: tuple[str, ...]) -> int:
@@ -19,8 +19,9 @@ def chain_bytes(san: tuple[str, ...]) -> int:
     return CERT_CHAIN_BASE_BYTES + sum(len(n) + 2 for n in san)
 
 
-def handshake(protocol: str, san: tuple[str, ...], origin_frame: int = 0, *, host: str | None = None,
-              tls: bool = True) -> Handshake:
+def handshake(
+    protocol: str, san: tuple[str, ...], origin_frame: int = 0, *, host: str | None = None, tls: bool = True
+) -> Handshake:
     """A full handshake to a server whose certificate names ``san``, reached by the name
     ``host`` (the ClientHello's SNI; default: the first name, a wildcard's ``*`` read as
     ``www``).  ``tls=False``: cleartext h2 (prior knowledge), the TCP handshake alone."""

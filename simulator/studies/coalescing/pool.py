@@ -14,15 +14,32 @@ from ...browser import LoadParams
 from .handshake import handshake
 from .topology import Topology, cert_covers, host_of
 
-if TYPE_CHECKING:   # .study imports this module: the parameters' class is for the annotation only
+if TYPE_CHECKING:  # .study imports this module: the parameters' class is for the annotation only
     from .study import CoalescingParams
 
 __all__ = ["CoalescingPool"]
 
 
 class _PoolConn:
-    __slots__ = ("number", "key", "host", "origin", "address", "server", "protocol", "hs", "opened_s", "ready_s",
-                 "established", "origin_set", "refused", "waiters", "requests", "coalesced_hosts", "reason")
+    __slots__ = (
+        "number",
+        "key",
+        "host",
+        "origin",
+        "address",
+        "server",
+        "protocol",
+        "hs",
+        "opened_s",
+        "ready_s",
+        "established",
+        "origin_set",
+        "refused",
+        "waiters",
+        "requests",
+        "coalesced_hosts",
+        "reason",
+    )
 
     def __init__(self, number, host, origin, address, server, protocol, hs, opened_s, ready_s, reason):
         self.number, self.host, self.origin, self.address = number, host, origin, address
@@ -30,7 +47,7 @@ class _PoolConn:
         self.server, self.protocol, self.hs = server, protocol, hs
         self.opened_s, self.ready_s, self.reason = opened_s, ready_s, reason
         self.established = False
-        self.origin_set: set[str] | None = None          # RFC 8336 section 2.3: uninitialised
+        self.origin_set: set[str] | None = None  # RFC 8336 section 2.3: uninitialised
         self.refused: set[str] = set()
         self.waiters: list = []
         self.requests = 0
@@ -42,8 +59,9 @@ class CoalescingPool:
     backend (it calls back ``on_response_complete`` ...): picks each request's connection
     by ``mode``, times DNS and handshakes, turns refused requests into 421s and retries."""
 
-    def __init__(self, sim, params: LoadParams, listener, inner_cls, *, mode: str, topo: Topology,
-                 cp: CoalescingParams) -> None:
+    def __init__(
+        self, sim, params: LoadParams, listener, inner_cls, *, mode: str, topo: Topology, cp: CoalescingParams
+    ) -> None:
         self.sim, self.params, self.listener = sim, params, listener
         self.mode, self.topo, self.cp = mode, topo, cp
         self.inner = inner_cls(sim, params, self)
@@ -57,9 +75,15 @@ class CoalescingPool:
         self.altsvc: set[str] = set()
         if mode == "h3-altsvc" and cp.altsvc_cache == "warm":
             self.altsvc = {h for h, s in topo.servers.items() if s.h3}
-        self.counters = {"dns_lookups": 0, "dns_skipped": 0, "coalesced_requests": 0, "misdirected_421": 0,
-                         "retries_421": 0, "origin_set_hits": 0,
-                         "origin_frames_received": 0}
+        self.counters = {
+            "dns_lookups": 0,
+            "dns_skipped": 0,
+            "coalesced_requests": 0,
+            "misdirected_421": 0,
+            "retries_421": 0,
+            "origin_set_hits": 0,
+            "origin_frames_received": 0,
+        }
         self._skipped_hosts: set[str] = set()
         self._refuses: dict[tuple, bool] = {}
 
@@ -89,8 +113,13 @@ class CoalescingPool:
         if self.mode == "origin" and not own_only:
             for c in self.conns:
                 # RFC 8336 section 2.4: in the Origin Set, certificate still checked, no DNS needed.
-                if (c.established and c.origin_set is not None and origin in c.origin_set
-                        and host not in c.refused and cert_covers(c.server.san, host)):
+                if (
+                    c.established
+                    and c.origin_set is not None
+                    and origin in c.origin_set
+                    and host not in c.refused
+                    and cert_covers(c.server.san, host)
+                ):
                     if host not in self.dns and c.host != host:
                         self._skipped_hosts.add(host)
                     self.counters["origin_set_hits"] += c.host != host
@@ -120,21 +149,29 @@ class CoalescingPool:
         if host in c.refused or c.address not in self.dns[host]:
             return False
         if not c.established:
-            return True                     # its certificate is checked once the handshake ends
+            return True  # its certificate is checked once the handshake ends
         if c.origin_set is not None and origin not in c.origin_set:
-            return False                    # RFC 8336 section 2.4: MUST NOT
+            return False  # RFC 8336 section 2.4: MUST NOT
         return cert_covers(c.server.san, host)
 
     def _route_resolved(self, origin: str, spec, own_only: bool) -> None:
         host = host_of(origin)
         coalesce = self.mode != "none" and not own_only
         for established in (True, False):
-            own = next((c for c in self.conns if c.established == established and c.host == host
-                        and host not in c.refused), None)
+            own = next(
+                (c for c in self.conns if c.established == established and c.host == host and host not in c.refused),
+                None,
+            )
             other = None
             if own is None and coalesce and (established or self.cp.wait_pending):
-                other = next((c for c in self.conns if c.established == established and c.host != host
-                              and self._may_coalesce(c, origin, host)), None)
+                other = next(
+                    (
+                        c
+                        for c in self.conns
+                        if c.established == established and c.host != host and self._may_coalesce(c, origin, host)
+                    ),
+                    None,
+                )
             c = own or other
             if c is None:
                 continue
@@ -160,8 +197,18 @@ class CoalescingPool:
         frame = origin_frame_bytes([f"https://{h}" for h in announces]) if announces is not None else 0
         hs = handshake(protocol, server.san, frame, host=host, tls=self.cp.tls)
         setup = hs.setup_s(self.params.rtt_s, self.params.bandwidth_bps)
-        c = _PoolConn(len(self.conns), host, origin, self.dns[host][0], server, protocol, hs, self.sim.now,
-                      self.sim.now + setup, reason)
+        c = _PoolConn(
+            len(self.conns),
+            host,
+            origin,
+            self.dns[host][0],
+            server,
+            protocol,
+            hs,
+            self.sim.now,
+            self.sim.now + setup,
+            reason,
+        )
         self.conns.append(c)
         if self.stack:
             # The real h2 stack times its own set-up: the connection is usable for other
@@ -171,7 +218,8 @@ class CoalescingPool:
             session.on_client_event = lambda event, c=c: self._client_event(c, event)
             if announces is not None:
                 session.server.send_extension_frame(
-                    ORIGIN_FRAME_TYPE, origin_frame_payload([f"https://{h}" for h in announces]))
+                    ORIGIN_FRAME_TYPE, origin_frame_payload([f"https://{h}" for h in announces])
+                )
             return c
         self.inner.connect(c.key, protocol=protocol, setup=setup)
         self.sim.call_at(c.ready_s, self._established, c)
@@ -224,8 +272,14 @@ class CoalescingPool:
                 self.counters["misdirected_421"] += 1
                 self.misdirected[spec.index] = self.misdirected.get(spec.index, 0) + 1
                 self.pending421[spec.index] = (c, origin, spec)
-                refused = replace(spec, response_headers=((b":status", b"421"), (b"content-length", b"0")),
-                                  response_body_bytes=0, think_s=0.0, early_hints=(), pushes=())
+                refused = replace(
+                    spec,
+                    response_headers=((b":status", b"421"), (b"content-length", b"0")),
+                    response_body_bytes=0,
+                    think_s=0.0,
+                    early_hints=(),
+                    pushes=(),
+                )
                 self.inner.fetch(c.key, refused)
                 return
             self.counters["coalesced_requests"] += 1
@@ -243,7 +297,7 @@ class CoalescingPool:
             host = host_of(origin)
             c.refused.add(host)
             if c.origin_set is not None:
-                c.origin_set.discard(origin)        # RFC 8336 section 2.3
+                c.origin_set.discard(origin)  # RFC 8336 section 2.3
             self.counters["retries_421"] += 1
             self._route(origin, spec, own_only=True)
             return
@@ -251,7 +305,7 @@ class CoalescingPool:
         if c is not None and self.mode == "h3-altsvc":
             host = host_of(self.listener.graph[index].origin)
             if self.topo[host].h3:
-                self.altsvc.add(host)               # RFC 7838: Alt-Svc on the response
+                self.altsvc.add(host)  # RFC 7838: Alt-Svc on the response
         self.listener.on_response_complete(index)
 
     def on_informational(self, index, links) -> None:
@@ -273,7 +327,8 @@ class CoalescingPool:
         hs = [c.hs for c in self.conns]
         self.counters["dns_skipped"] = len(self._skipped_hosts - set(self.dns))
         return {
-            "connections": len(self.conns), "handshakes": len(self.conns),
+            "connections": len(self.conns),
+            "handshakes": len(self.conns),
             "h2_connections": sum(c.protocol == "h2" for c in self.conns),
             "h3_connections": sum(c.protocol == "h3" for c in self.conns),
             "handshake_rtts": sum(h.rtts for h in hs),
@@ -284,17 +339,31 @@ class CoalescingPool:
             "origin_frame_bytes": sum(h.origin_frame_bytes for h in hs),
             "coalesced_origins": len({(c.number, h) for c in self.conns for h in c.coalesced_hosts}),
             **self.counters,
-            "packets_sent": inner["packets_sent"], "packets_lost": inner["packets_lost"],
+            "packets_sent": inner["packets_sent"],
+            "packets_lost": inner["packets_lost"],
             **{k: inner.get(k, 0) for k in TIMER_KEYS},
         }
 
     def connection_rows(self) -> list[dict]:
         """One row per connection opened: host, protocol, why it opened, timing, handshake, origin set, requests."""
-        return [{"connection": c.key, "host": c.host, "address": c.address, "protocol": c.protocol,
-                 "reason": c.reason, "opened_s": c.opened_s, "ready_s": c.ready_s, "handshake_rtts": c.hs.rtts,
-                 "handshake_bytes": c.hs.bytes, "cert_bytes": c.hs.cert_bytes, "san_names": len(c.server.san),
-                 "origin_frame_bytes": c.hs.origin_frame_bytes,
-                 "origin_set": -1 if c.origin_set is None else len(c.origin_set), "requests": c.requests,
-                 "coalesced_hosts": ",".join(sorted(c.coalesced_hosts)), "refused_hosts": ",".join(sorted(c.refused))}
-                for c in self.conns]
-
+        return [
+            {
+                "connection": c.key,
+                "host": c.host,
+                "address": c.address,
+                "protocol": c.protocol,
+                "reason": c.reason,
+                "opened_s": c.opened_s,
+                "ready_s": c.ready_s,
+                "handshake_rtts": c.hs.rtts,
+                "handshake_bytes": c.hs.bytes,
+                "cert_bytes": c.hs.cert_bytes,
+                "san_names": len(c.server.san),
+                "origin_frame_bytes": c.hs.origin_frame_bytes,
+                "origin_set": -1 if c.origin_set is None else len(c.origin_set),
+                "requests": c.requests,
+                "coalesced_hosts": ",".join(sorted(c.coalesced_hosts)),
+                "refused_hosts": ",".join(sorted(c.refused)),
+            }
+            for c in self.conns
+        ]

@@ -32,18 +32,18 @@ class CoalescingParams(StudyParams):
     """Everything that determines a run (units in the names)."""
 
     modes: tuple[str, ...] = MODES
-    backend: str = "model"                # model (transport models) or stacks (real h2)
-    tls: bool = True                      # h2 handshakes with TLS 1.3 (False: cleartext, both backends)
+    backend: str = "model"  # model (transport models) or stacks (real h2)
+    tls: bool = True  # h2 handshakes with TLS 1.3 (False: cleartext, both backends)
     rtt_s: float = 0.100
     bandwidth_bps: float | None = 10e6
     loss: str = "0"
     seed: int = 1
-    dns_lookup_s: float = 0.030           # one lookup per host and page load
-    p421: float = 0.0                     # a server refuses a request coalesced by the ip rule
-    p421_announced: float = 0.0           # ... for an origin it announced in ORIGIN
-    altsvc_cache: str = "warm"            # h3-altsvc: warm (repeat view) or cold (first view)
-    wait_pending: bool = True             # wait for a handshake to an address in the DNS answer
-    think_s: float | None = None          # document think time; None = the trace's wait for it
+    dns_lookup_s: float = 0.030  # one lookup per host and page load
+    p421: float = 0.0  # a server refuses a request coalesced by the ip rule
+    p421_announced: float = 0.0  # ... for an origin it announced in ORIGIN
+    altsvc_cache: str = "warm"  # h3-altsvc: warm (repeat view) or cold (first view)
+    wait_pending: bool = True  # wait for a handshake to an address in the DNS answer
+    think_s: float | None = None  # document think time; None = the trace's wait for it
     asset_think_s: float = 0.0
     cache: str = "cold"
     dns_file: str | None = None
@@ -72,8 +72,10 @@ class CoalescingParams(StudyParams):
             raise InputError(f"unknown backend {self.backend!r} (choose model or stacks)")
         if self.backend == "stacks":
             if "h3-altsvc" in self.modes:
-                raise InputError("mode h3-altsvc mixes h2 and h3 connections; the stacks backend runs h2 only "
-                                 "(choose from none, ip, origin)")
+                raise InputError(
+                    "mode h3-altsvc mixes h2 and h3 connections; the stacks backend runs h2 only "
+                    "(choose from none, ip, origin)"
+                )
         if self.altsvc_cache not in ("warm", "cold"):
             raise InputError(f"unknown Alt-Svc cache {self.altsvc_cache!r} (choose warm or cold)")
         if self.dns_lookup_s < 0:
@@ -88,48 +90,75 @@ class CoalescingParams(StudyParams):
         # The pool times DNS and handshakes itself, so the backend's own set-up is off
         # (dns_s 0; each connection gets its set-up time from the pool).
         with handing_over(self.network):
-            return LoadParams(protocol="h2", rtt_s=self.rtt_s, bandwidth_bps=self.bandwidth_bps, loss=self.loss,
-                              seed=self.seed, tls=self.tls, dns_s=0.0, coalesce="origin", cc=self.cc,
-                              scheduler=self.scheduler)
+            return LoadParams(
+                protocol="h2",
+                rtt_s=self.rtt_s,
+                bandwidth_bps=self.bandwidth_bps,
+                loss=self.loss,
+                seed=self.seed,
+                tls=self.tls,
+                dns_s=0.0,
+                coalesce="origin",
+                cc=self.cc,
+                scheduler=self.scheduler,
+            )
 
 
-ROW_PARAMS = ("seed", "backend", "tls", "rtt_s", "bandwidth_bps", "loss", "dns_lookup_s", "p421", "p421_announced",
-              "altsvc_cache", "wait_pending")
+ROW_PARAMS = (
+    "seed",
+    "backend",
+    "tls",
+    "rtt_s",
+    "bandwidth_bps",
+    "loss",
+    "dns_lookup_s",
+    "p421",
+    "p421_announced",
+    "altsvc_cache",
+    "wait_pending",
+)
 
 
 @dataclass
 class CoalescingResult(StudyResult):
     """One run of the coalescing study: per-mode summary, connections and resources tables, the topology."""
 
-    summary: pd.DataFrame            # one row per mode
-    connections: pd.DataFrame        # one row per (mode, connection)
-    resources: pd.DataFrame          # one row per (mode, resource)
+    summary: pd.DataFrame  # one row per mode
+    connections: pd.DataFrame  # one row per (mode, connection)
+    resources: pd.DataFrame  # one row per (mode, resource)
     params: dict
     trace: dict
     topology: Topology
 
     def to_dict(self) -> dict:
         """The per-mode rows, parameters, trace and the topology's sources and digest."""
-        return {"modes": rows_by_index(self.summary), "params": self.params, "trace": self.trace,
-                "topology": {"sources": self.topology.sources, "digest": self.topology.digest()}}
+        return {
+            "modes": rows_by_index(self.summary),
+            "params": self.params,
+            "trace": self.trace,
+            "topology": {"sources": self.topology.sources, "digest": self.topology.digest()},
+        }
 
     def tables(self) -> dict[str, pd.DataFrame]:
         """Summary, connections and resources, without the columns the batch runner adds itself."""
         # The batch adds every parameter (and the seed) to each row: drop the study's copies.
         summary = self.summary.reset_index().drop(columns=[c for c in ROW_PARAMS if c in self.summary.columns])
-        return {"summary": summary, "connections": self.connections.drop(columns=["seed"]),
-                "resources": self.resources.drop(columns=["seed"])}
+        return {
+            "summary": summary,
+            "connections": self.connections.drop(columns=["seed"]),
+            "resources": self.resources.drop(columns=["seed"]),
+        }
 
 
 def topology_for(graph: PageGraph, params: CoalescingParams) -> Topology:
     """The page's hosts as the run meets them: the seeded default, with the files' entries."""
     hosts = list(dict.fromkeys(host_of(r.origin) for r in graph.resources))
-    return read_topology(hosts, host_of(graph[graph.document].origin), params.seed, params.dns_file,
-                         params.cert_file)
+    return read_topology(hosts, host_of(graph[graph.document].origin), params.seed, params.dns_file, params.cert_file)
 
 
-def run(trace: Trace | PageGraph, params: CoalescingParams | None = None, *,
-        progress: bool = False) -> CoalescingResult:
+def run(
+    trace: Trace | PageGraph, params: CoalescingParams | None = None, *, progress: bool = False
+) -> CoalescingResult:
     """Load the page once per mode with the same seed and compare."""
     params = params or CoalescingParams()
     graph = trace if isinstance(trace, PageGraph) else page_graph(trace, params.page)
@@ -153,8 +182,16 @@ def run(trace: Trace | PageGraph, params: CoalescingParams | None = None, *,
         loaded = load_page(graph, load_params, plan, cache, backend=params.backend, network=network)
         pool = pools[0]
         m = {**loaded.metrics, **pool.stats()}
-        for k in ("bytes_pushed", "bytes_wasted", "hinted_fetches", "hints_skipped_cached", "preconnects",
-                  "pushes_promised", "pushes_used", "pushes_cancelled"):
+        for k in (
+            "bytes_pushed",
+            "bytes_wasted",
+            "hinted_fetches",
+            "hints_skipped_cached",
+            "preconnects",
+            "pushes_promised",
+            "pushes_used",
+            "pushes_cancelled",
+        ):
             m.pop(k, None)
         m["origins"] = len(graph.origins)
         m["think_s"] = plan.think(graph.document)
@@ -164,8 +201,10 @@ def run(trace: Trace | PageGraph, params: CoalescingParams | None = None, *,
         conns.append(cdf)
         rdf = loaded.resources.copy()
         rdf["connection"] = [pool.request_conn[i].key if i in pool.request_conn else "" for i in rdf["index"]]
-        rdf["coalesced"] = [i in pool.request_conn and pool.request_conn[i].host != host_of(o)
-                            for i, o in zip(rdf["index"], rdf["origin"])]
+        rdf["coalesced"] = [
+            i in pool.request_conn and pool.request_conn[i].host != host_of(o)
+            for i, o in zip(rdf["index"], rdf["origin"])
+        ]
         rdf["misdirected_421"] = [pool.misdirected.get(i, 0) for i in rdf["index"]]
         rdf.insert(0, "mode", mode)
         resources.append(rdf)
@@ -183,5 +222,11 @@ def run(trace: Trace | PageGraph, params: CoalescingParams | None = None, *,
     tinfo = {"source": graph.source, "page": graph.page, **graph.summary(), "cached": len(cache)}
     if isinstance(trace, Trace):
         tinfo["content_hash"] = trace.content_hash()
-    return CoalescingResult(summary=summary, connections=conns_df, resources=resources_df,
-                            params={**params.to_dict(), "version": __version__}, trace=tinfo, topology=topo)
+    return CoalescingResult(
+        summary=summary,
+        connections=conns_df,
+        resources=resources_df,
+        params={**params.to_dict(), "version": __version__},
+        trace=tinfo,
+        topology=topo,
+    )

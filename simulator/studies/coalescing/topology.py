@@ -41,7 +41,7 @@ class HostServer:
     host: str
     addresses: tuple[str, ...]
     san: tuple[str, ...]
-    announces: tuple[str, ...] | None = None      # hosts (ORIGIN carries https://host)
+    announces: tuple[str, ...] | None = None  # hosts (ORIGIN carries https://host)
     h3: bool = True
     provider: str = ""
 
@@ -51,16 +51,25 @@ class Topology:
     """Every host's server: DNS addresses, certificate names, ORIGIN announcements, HTTP/3 support."""
 
     servers: dict[str, HostServer]
-    sources: dict[str, str] = field(default_factory=dict)      # "dns" / "cert": file or "default"
+    sources: dict[str, str] = field(default_factory=dict)  # "dns" / "cert": file or "default"
 
     def __getitem__(self, host: str) -> HostServer:
         return self.servers[host]
 
     def to_dict(self) -> dict:
         """The DNS and certificate tables as plain JSON values."""
-        return {"dns": {h: list(s.addresses) for h, s in self.servers.items()},
-                "cert": {h: {"san": list(s.san), "origin": None if s.announces is None else list(s.announces),
-                             "h3": s.h3, "provider": s.provider} for h, s in self.servers.items()}}
+        return {
+            "dns": {h: list(s.addresses) for h, s in self.servers.items()},
+            "cert": {
+                h: {
+                    "san": list(s.san),
+                    "origin": None if s.announces is None else list(s.announces),
+                    "h3": s.h3,
+                    "provider": s.provider,
+                }
+                for h, s in self.servers.items()
+            },
+        }
 
     def digest(self) -> str:
         """16 hex digits of the SHA-256 of ``to_dict()``: names the topology in results."""
@@ -83,8 +92,8 @@ def _site(host: str) -> str:
 
 # (name, share of third-party sites, DNS answers per "site" or per "host", sends ORIGIN)
 CDNS = (("cdn-1", 0.35, "site", True), ("cdn-2", 0.25, "host", True), ("cdn-3", 0.15, "site", True))
-CDN_POOL_ADDRESSES = 12          # addresses a CDN hands out (its customers share them)
-SHARED_CERT_P = 0.3              # a CDN customer on the CDN's shared multi-site certificate
+CDN_POOL_ADDRESSES = 12  # addresses a CDN hands out (its customers share them)
+SHARED_CERT_P = 0.3  # a CDN customer on the CDN's shared multi-site certificate
 SELF_HOSTED_H3_P = 0.3
 
 
@@ -105,7 +114,7 @@ def default_topology(hosts: list[str], document_host: str, seed: int) -> Topolog
     sites = list(dict.fromkeys(_site(h) for h in hosts))
     provider: dict[str, str] = {}
     shared: dict[str, bool] = {}
-    for site in sites:                         # one draw pair per site, in page order
+    for site in sites:  # one draw pair per site, in page order
         u, v = rng.random(), rng.random()
         if site == first_party:
             provider[site], shared[site] = "cdn-1", False
@@ -119,14 +128,14 @@ def default_topology(hosts: list[str], document_host: str, seed: int) -> Topolog
         provider[site] = chosen
         shared[site] = chosen != "self" and v < SHARED_CERT_P
     cdn = {name: (mode, origin) for name, _, mode, origin in CDNS}
-    pool = {name: [f"198.51.{100 + i}.{k + 1}" for k in range(CDN_POOL_ADDRESSES)] for i, (name, *_) in
-            enumerate(CDNS)}
-    shared_san = {name: tuple(n for s in sites if provider[s] == name and shared[s] for n in (f"*.{s}", s))
-                  for name in cdn}
+    pool = {name: [f"198.51.{100 + i}.{k + 1}" for k in range(CDN_POOL_ADDRESSES)] for i, (name, *_) in enumerate(CDNS)}
+    shared_san = {
+        name: tuple(n for s in sites if provider[s] == name and shared[s] for n in (f"*.{s}", s)) for name in cdn
+    }
     site_addr: dict[str, tuple[str, ...]] = {}
     self_index = 0
     servers: dict[str, HostServer] = {}
-    where: dict[str, str] = {}                 # host -> provider
+    where: dict[str, str] = {}  # host -> provider
     for host in hosts:
         site = _site(host)
         prov = provider[site]
@@ -138,8 +147,9 @@ def default_topology(hosts: list[str], document_host: str, seed: int) -> Topolog
         if prov == "self":
             if (site, "self") not in site_addr:
                 self_index += 1
-                site_addr[(site, "self")] = (f"192.0.2.{self_index}",) if self_index < 255 else (
-                    f"203.0.113.{self_index - 254}",)
+                site_addr[(site, "self")] = (
+                    (f"192.0.2.{self_index}",) if self_index < 255 else (f"203.0.113.{self_index - 254}",)
+                )
             addresses = site_addr[(site, "self")]
             san = (f"*.{site}", site)
             h3 = random.Random(derive_seed(seed, f"h3:{site}")).random() < SELF_HOSTED_H3_P
@@ -191,17 +201,18 @@ def _load_table(path: str, kind: str) -> dict:
         try:
             data = json.loads(text)
         except json.JSONDecodeError as exc:
-            raise InputError(f"not valid JSON ({exc.msg} at line {exc.lineno} column {exc.colno}).",
-                             path=path) from None
+            raise InputError(
+                f"not valid JSON ({exc.msg} at line {exc.lineno} column {exc.colno}).", path=path
+            ) from None
         except RecursionError:
             raise InputError(f"the {kind} file is nested deeper than the parser goes.", path=path) from None
-        except ValueError as exc:      # an integer past sys.get_int_max_str_digits()
-            raise InputError(f"the {kind} file holds a number the parser refuses ({str(exc).split(';')[0]}).",
-                             path=path) from None
+        except ValueError as exc:  # an integer past sys.get_int_max_str_digits()
+            raise InputError(
+                f"the {kind} file holds a number the parser refuses ({str(exc).split(';')[0]}).", path=path
+            ) from None
     if not isinstance(data, dict):
-        raise InputError(f"the {kind} file must hold a table (host -> value), not {type(data).__name__}.",
-                         path=path)
-    if kind in data and isinstance(data[kind], dict):       # {"dns": {...}} or the table itself
+        raise InputError(f"the {kind} file must hold a table (host -> value), not {type(data).__name__}.", path=path)
+    if kind in data and isinstance(data[kind], dict):  # {"dns": {...}} or the table itself
         data = data[kind]
     return data
 
@@ -219,8 +230,9 @@ def _dns_file(path: str) -> dict[str, tuple[str, ...]]:
         h = _host_key(host, path, "dns")
         values = [value] if isinstance(value, str) else value
         if not isinstance(values, list) or not values:
-            raise InputError(f"dns: {host!r}: expected an address or a non-empty list of addresses, "
-                             f"got {value!r}.", path=path)
+            raise InputError(
+                f"dns: {host!r}: expected an address or a non-empty list of addresses, got {value!r}.", path=path
+            )
         addrs = []
         for a in values:
             try:
@@ -239,8 +251,10 @@ def _check_names(names, path: str, where: str, what: str) -> tuple[str, ...]:
         n = n.strip().lower().rstrip(".")
         if "*" in n and not (n.startswith("*.") and "*" not in n[2:] and "." in n[2:]):
             # RFC 6125 section 6.4.3 (as browsers apply it): only a whole left-most label.
-            raise InputError(f"cert: {where}: {n!r} is not a valid name (a wildcard is only '*.' in front of "
-                             f"two or more labels).", path=path)
+            raise InputError(
+                f"cert: {where}: {n!r} is not a valid name (a wildcard is only '*.' in front of two or more labels).",
+                path=path,
+            )
         out.append(n)
     return tuple(out)
 
@@ -257,12 +271,18 @@ def _cert_file(path: str) -> dict[str, dict]:
             raise InputError(f"cert: {where}: expected a SAN list or a table with 'san', got {value!r}.", path=path)
         unknown = set(value) - {"san", "origin", "h3", "provider"}
         if unknown:
-            raise InputError(f"cert: {where}: unknown key(s) {', '.join(sorted(map(str, unknown)))} "
-                             f"(keys: san, origin, h3, provider).", path=path)
+            raise InputError(
+                f"cert: {where}: unknown key(s) {', '.join(sorted(map(str, unknown)))} "
+                f"(keys: san, origin, h3, provider).",
+                path=path,
+            )
         entry = {"san": _check_names(value["san"], path, where, "'san'")}
         if "origin" in value:
-            entry["announces"] = None if value["origin"] is None else tuple(
-                host_of(o) for o in _check_names(value["origin"], path, where, "'origin'"))
+            entry["announces"] = (
+                None
+                if value["origin"] is None
+                else tuple(host_of(o) for o in _check_names(value["origin"], path, where, "'origin'"))
+            )
         if "h3" in value:
             if not isinstance(value["h3"], bool):
                 raise InputError(f"cert: {where}: 'h3' must be true or false, got {value['h3']!r}.", path=path)
@@ -273,8 +293,9 @@ def _cert_file(path: str) -> dict[str, dict]:
     return out
 
 
-def read_topology(hosts: list[str], document_host: str, seed: int, dns_path: str | None = None,
-                  cert_path: str | None = None) -> Topology:
+def read_topology(
+    hosts: list[str], document_host: str, seed: int, dns_path: str | None = None, cert_path: str | None = None
+) -> Topology:
     """The default topology, with what ``dns_path`` / ``cert_path`` say replacing it host by
     host.  A host given a certificate by the file but no ``origin`` key announces, in
     ORIGIN, the page hosts its certificate covers."""
@@ -293,4 +314,3 @@ def read_topology(hosts: list[str], document_host: str, seed: int, dns_path: str
         servers[host] = s
     sources = {"dns": dns_path or "default", "cert": cert_path or "default"}
     return Topology(servers=servers, sources=sources)
-

@@ -57,9 +57,35 @@ literals, one context per connection) is the model for the scoping rules.
 
 from . import bodies
 from .cli import add_arguments, params_from_args
-from .study import (LEAK_ATTACKS, PUBLISHED, SCHEMES, SCOPINGS, TRANSPORTS, CrossstreamParams, CrossstreamResult,
-                    check_dictionary_bytes, run, run_leak, training_corpus, visits)
+from .study import (
+    LEAK_ATTACKS,
+    PUBLISHED,
+    SCHEMES,
+    SCOPINGS,
+    TRANSPORTS,
+    CrossstreamParams,
+    CrossstreamResult,
+    check_dictionary_bytes,
+    run,
+    run_leak,
+    training_corpus,
+    visits,
+)
 
-__all__ = ["CrossstreamParams", "CrossstreamResult", "run", "run_leak", "visits", "training_corpus", "bodies",
-           "SCHEMES", "SCOPINGS", "TRANSPORTS", "LEAK_ATTACKS", "PUBLISHED", "check_dictionary_bytes", "add_arguments",
-           "params_from_args"]
+__all__ = [
+    "CrossstreamParams",
+    "CrossstreamResult",
+    "run",
+    "run_leak",
+    "visits",
+    "training_corpus",
+    "bodies",
+    "SCHEMES",
+    "SCOPINGS",
+    "TRANSPORTS",
+    "LEAK_ATTACKS",
+    "PUBLISHED",
+    "check_dictionary_bytes",
+    "add_arguments",
+    "params_from_args",
+]

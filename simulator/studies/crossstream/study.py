@@ -21,18 +21,28 @@ from .bodies import Codec, SchemeUnavailable, parse_codecs
 from .bodies.leak import Attack, make_setup
 from .bodies.schemes import CROSS_STREAM, SCHEMES, SCOPINGS, Request, SchemeRun, applicable, static_dictionaries
 
-__all__ = ["CrossstreamParams", "CrossstreamResult", "run", "run_leak", "visits", "check_dictionary_bytes", "SCHEMES",
-           "SCOPINGS", "TRANSPORTS", "LEAK_ATTACKS", "PUBLISHED"]
+__all__ = [
+    "CrossstreamParams",
+    "CrossstreamResult",
+    "run",
+    "run_leak",
+    "visits",
+    "check_dictionary_bytes",
+    "SCHEMES",
+    "SCOPINGS",
+    "TRANSPORTS",
+    "LEAK_ATTACKS",
+    "PUBLISHED",
+]
 
-TRANSPORTS = {"tcp": "h2", "quic": "h3"}       # transport model -> the replay's stack name
+TRANSPORTS = {"tcp": "h2", "quic": "h3"}  # transport model -> the replay's stack name
 # The leak's attacks (--leak): secret lengths and which codecs.  The quick one keeps the
 # default run short (4,352 oracle queries on the default codecs against 27,904 for the
 # full one; a 2-character secret saves little more, and its noisier result misled).
-LEAK_ATTACKS = {"quick": {"lengths": (4,), "codecs": "first"},
-                "full": {"lengths": (4, 8), "codecs": "all"}}
+LEAK_ATTACKS = {"quick": {"lengths": (4,), "codecs": "first"}, "full": {"lengths": (4, 8), "codecs": "all"}}
 PUBLISHED = {
-    "brotli5_dict_vs_brotli8": 1.30,           # HTTP Workshop 2017, ~2000 top sites
-    "delta_saving_percent": {"js": (78, 98), "css": (78, 98), "html": (30, 90)},   # RFC 9842 era reports
+    "brotli5_dict_vs_brotli8": 1.30,  # HTTP Workshop 2017, ~2000 top sites
+    "delta_saving_percent": {"js": (78, 98), "css": (78, 98), "html": (30, 90)},  # RFC 9842 era reports
 }
 MIN_DICTIONARY_BYTES = 1024
 
@@ -42,8 +52,9 @@ def check_dictionary_bytes(size) -> int:
     only powers of two exist; below 1 KiB one is too short to hold a response's repeats."""
     n = parse_size(size)
     if n < MIN_DICTIONARY_BYTES or n & (n - 1):
-        raise InputError(f"the dynamic dictionary size is 2^DSize bytes, a power of two from 1KiB "
-                         f"(e.g. 128KiB = 2^17), got {size!r}")
+        raise InputError(
+            f"the dynamic dictionary size is 2^DSize bytes, a power of two from 1KiB (e.g. 128KiB = 2^17), got {size!r}"
+        )
     return n
 
 
@@ -54,17 +65,17 @@ class CrossstreamParams(StudyParams):
     schemes: tuple[str, ...] = SCHEMES
     codecs: str = "zlib:6,brotli:5,brotli:8,zstd:3"
     scopings: tuple[str, ...] = SCOPINGS
-    releases: int = 3                          # generated corpus / trace bodies: visits
+    releases: int = 3  # generated corpus / trace bodies: visits
     seed: int = 1
-    static_dictionary_bytes: int = 32768       # the draft's static dictionaries: 32 or 64 KiB
-    dictionary_bytes: int = 1 << 17            # 2^DSize per dynamic dictionary (draft example: 17)
+    static_dictionary_bytes: int = 32768  # the draft's static dictionaries: 32 or 64 KiB
+    dictionary_bytes: int = 1 << 17  # 2^DSize per dynamic dictionary (draft example: 17)
     transport: str = "tcp"
     rtt_s: float = 0.100
     bandwidth_bps: float | None = 10e6
     loss: str = "0"
     leak_lengths: tuple[int, ...] = (4,)
     leak_alignments: int = 8
-    leak_codecs: str = "first"                 # "first": each scheme's first usable codec; "all"
+    leak_codecs: str = "first"  # "first": each scheme's first usable codec; "all"
     measure_cpu: bool = False
     # The leak needs no trace, so it may run in a forked process while the schemes run here
     # (what the CLI asks for); the result is the same either way, so it is no parameter.
@@ -84,7 +95,7 @@ class CrossstreamParams(StudyParams):
                 raise InputError(f"unknown scoping {s!r} (choose from {', '.join(SCOPINGS)})")
         if not self.schemes or not self.scopings:
             raise InputError("give at least one scheme and one scoping rule")
-        parse_codecs(self.codecs)                # a bad codec list fails here
+        parse_codecs(self.codecs)  # a bad codec list fails here
         if self.transport not in TRANSPORTS:
             raise InputError(f"unknown transport {self.transport!r} (choose tcp or quic)")
         if self.releases < 1:
@@ -169,8 +180,9 @@ def training_corpus(params: CrossstreamParams) -> body_gen.Corpus:
     """Other sites' release-0 bodies, for the static per-type dictionaries."""
     bodies = []
     for k in range(3):
-        bodies += body_gen.generate(seed=1_000_003 + 7919 * k + params.seed, releases=1,
-                                    site=f"other{k}.example").bodies
+        bodies += body_gen.generate(
+            seed=1_000_003 + 7919 * k + params.seed, releases=1, site=f"other{k}.example"
+        ).bodies
     return body_gen.Corpus(bodies=bodies, source="training")
 
 
@@ -186,8 +198,13 @@ class _Transfer:
         from ...stacks.common import StackParams
 
         with handing_over(params.network):
-            self.stack_params = StackParams(stack=TRANSPORTS[params.transport], rtt_s=params.rtt_s,
-                                            bandwidth_bps=params.bandwidth_bps, loss=params.loss, seed=params.seed)
+            self.stack_params = StackParams(
+                stack=TRANSPORTS[params.transport],
+                rtt_s=params.rtt_s,
+                bandwidth_bps=params.bandwidth_bps,
+                loss=params.loss,
+                seed=params.seed,
+            )
         self.cache: dict[tuple, float] = {}
 
     def visit_s(self, rows: list[dict]) -> float:
@@ -200,14 +217,28 @@ class _Transfer:
         specs = []
         for i, r in enumerate(rows):
             u = urlsplit(r["url"])
-            req = ((b":method", b"GET"), (b":scheme", b"https"), (b":authority", u.netloc.encode()),
-                   (b":path", (u.path + ("?" + u.query if u.query else "")).encode()),
-                   (b"accept-encoding", b"gzip, deflate, br, zstd"))
-            resp = ((b":status", b"200"), (b"content-type", body_gen.KINDS[r["kind"]][0].encode()),
-                    (b"content-encoding", r["content_coding"].split("+")[0].encode()))
-            specs.append(ExchangeSpec(index=i, request_headers=req, response_headers=resp,
-                                      response_body_bytes=max(1, r["wire_bytes"] + r["overhead_bytes"]),
-                                      start_s=0.0, origin=f"{u.scheme}://{u.netloc}"))
+            req = (
+                (b":method", b"GET"),
+                (b":scheme", b"https"),
+                (b":authority", u.netloc.encode()),
+                (b":path", (u.path + ("?" + u.query if u.query else "")).encode()),
+                (b"accept-encoding", b"gzip, deflate, br, zstd"),
+            )
+            resp = (
+                (b":status", b"200"),
+                (b"content-type", body_gen.KINDS[r["kind"]][0].encode()),
+                (b"content-encoding", r["content_coding"].split("+")[0].encode()),
+            )
+            specs.append(
+                ExchangeSpec(
+                    index=i,
+                    request_headers=req,
+                    response_headers=resp,
+                    response_body_bytes=max(1, r["wire_bytes"] + r["overhead_bytes"]),
+                    start_s=0.0,
+                    origin=f"{u.scheme}://{u.netloc}",
+                )
+            )
         t = float(last_completion_s(specs, self.stack_params))
         self.cache[key] = t
         return t
@@ -269,8 +300,11 @@ class _LeakRunner:
 
 
 def _can_fork() -> bool:
-    return ("fork" in multiprocessing.get_all_start_methods() and not multiprocessing.current_process().daemon
-            and (os.cpu_count() or 1) > 1)
+    return (
+        "fork" in multiprocessing.get_all_start_methods()
+        and not multiprocessing.current_process().daemon
+        and (os.cpu_count() or 1) > 1
+    )
 
 
 def _run(corpus, plan, static, params: CrossstreamParams, progress: bool, background_leak: _LeakRunner):
@@ -280,8 +314,14 @@ def _run(corpus, plan, static, params: CrossstreamParams, progress: bool, backgr
     for scheme, codec, scoping in steps(combos, "schemes", progress):
         codec_name = codec.name if codec else "identity"
         try:
-            sr = SchemeRun(scheme, codec, scoping, static=static, dictionary_bytes=params.dictionary_bytes,
-                           measure_cpu=params.measure_cpu)
+            sr = SchemeRun(
+                scheme,
+                codec,
+                scoping,
+                static=static,
+                dictionary_bytes=params.dictionary_bytes,
+                measure_cpu=params.measure_cpu,
+            )
         except SchemeUnavailable as exc:
             unavailable.append({"scheme": scheme, "codec": codec_name, "scoping": scoping, "reason": str(exc)})
             continue
@@ -290,10 +330,14 @@ def _run(corpus, plan, static, params: CrossstreamParams, progress: bool, backgr
             sr.new_connection()
             vrows = []
             for b in bodies:
-                rec = sr.send(Request(b, initiator=b.origin,
-                                      fetch_site="none" if b.kind == "html" else "same-origin",
-                                      fetch_mode="navigate" if b.kind == "html" else
-                                      ("cors" if b.kind == "json" else "no-cors")))
+                rec = sr.send(
+                    Request(
+                        b,
+                        initiator=b.origin,
+                        fetch_site="none" if b.kind == "html" else "same-origin",
+                        fetch_mode="navigate" if b.kind == "html" else ("cors" if b.kind == "json" else "no-cors"),
+                    )
+                )
                 rec.update(scheme=scheme, codec=codec_name, scoping=scoping, visit=v)
                 vrows.append(rec)
             visit_times.append(transfer.visit_s(vrows) if vrows else 0.0)
@@ -304,16 +348,24 @@ def _run(corpus, plan, static, params: CrossstreamParams, progress: bool, backgr
             raw = sum(r["raw_bytes"] for r in combo_rows)
             c_ns = sum(r["compress_ns"] for r in combo_rows)
             d_ns = sum(r["decompress_ns"] for r in combo_rows)
-            cpu_rows.append({"scheme": scheme, "codec": codec_name, "scoping": scoping, "raw_bytes": raw,
-                             "compress_ns_per_byte": c_ns / raw if raw else math.nan,
-                             "decompress_ns_per_byte": d_ns / raw if raw else math.nan,
-                             "compress_mb_per_s": raw / c_ns * 1e3 if c_ns else math.nan,
-                             "decompress_mb_per_s": raw / d_ns * 1e3 if d_ns else math.nan})
+            cpu_rows.append(
+                {
+                    "scheme": scheme,
+                    "codec": codec_name,
+                    "scoping": scoping,
+                    "raw_bytes": raw,
+                    "compress_ns_per_byte": c_ns / raw if raw else math.nan,
+                    "decompress_ns_per_byte": d_ns / raw if raw else math.nan,
+                    "compress_mb_per_s": raw / c_ns * 1e3 if c_ns else math.nan,
+                    "decompress_mb_per_s": raw / d_ns * 1e3 if d_ns else math.nan,
+                }
+            )
     summary = pd.DataFrame.from_records(summaries)
     if not summary.empty:
         base = summary[summary["scheme"] == "per-response"].set_index("codec")["total_bytes"]
-        summary["gain_vs_per_response"] = [base.get(c, math.nan) / t if t else math.nan
-                                           for c, t in zip(summary["codec"], summary["total_bytes"])]
+        summary["gain_vs_per_response"] = [
+            base.get(c, math.nan) / t if t else math.nan for c, t in zip(summary["codec"], summary["total_bytes"])
+        ]
         ident = summary[summary["scheme"] == "identity"]["mean_visit_s"]
         base_t = float(ident.iloc[0]) if len(ident) else math.nan
         summary["transfer_gain_vs_identity"] = base_t / summary["mean_visit_s"]
@@ -326,12 +378,24 @@ def _run(corpus, plan, static, params: CrossstreamParams, progress: bool, backgr
         leak = run_leak(params, static=static, unavailable=unavailable, progress=progress)
     cpu = pd.DataFrame.from_records(cpu_rows) if params.measure_cpu else None
     reference = _reference(summary, responses)
-    source_info = {"source": corpus.source, "content_hash": corpus.content_hash(), "bodies": len(corpus),
-                   "raw_bytes": corpus.raw_bytes, "visits": len(plan),
-                   "responses_per_visit": [len(v) for v in plan]}
-    return CrossstreamResult(summary=summary, responses=responses, leak=leak, cpu=cpu, reference=reference,
-                             unavailable=unavailable, params={**params.to_dict(), "version": __version__},
-                             source=source_info)
+    source_info = {
+        "source": corpus.source,
+        "content_hash": corpus.content_hash(),
+        "bodies": len(corpus),
+        "raw_bytes": corpus.raw_bytes,
+        "visits": len(plan),
+        "responses_per_visit": [len(v) for v in plan],
+    }
+    return CrossstreamResult(
+        summary=summary,
+        responses=responses,
+        leak=leak,
+        cpu=cpu,
+        reference=reference,
+        unavailable=unavailable,
+        params={**params.to_dict(), "version": __version__},
+        source=source_info,
+    )
 
 
 def _summarize(scheme, codec, scoping, rows, visit_times, sr) -> dict:
@@ -343,8 +407,14 @@ def _summarize(scheme, codec, scoping, rows, visit_times, sr) -> dict:
     raw_rep = sum(r["raw_bytes"] for r in repeat)
     tot_rep = sum(r["wire_bytes"] + r["overhead_bytes"] for r in repeat)
     return {
-        "scheme": scheme, "codec": codec, "scoping": scoping, "responses": len(rows),
-        "raw_bytes": raw, "wire_bytes": wire, "overhead_bytes": overhead, "total_bytes": wire + overhead,
+        "scheme": scheme,
+        "codec": codec,
+        "scoping": scoping,
+        "responses": len(rows),
+        "raw_bytes": raw,
+        "wire_bytes": wire,
+        "overhead_bytes": overhead,
+        "total_bytes": wire + overhead,
         "ratio": (wire + overhead) / raw if raw else math.nan,
         "saving_percent": 100.0 - 100.0 * (wire + overhead) / raw if raw else math.nan,
         "first_visit_bytes": sum(r["wire_bytes"] + r["overhead_bytes"] for r in first),
@@ -358,8 +428,9 @@ def _summarize(scheme, codec, scoping, rows, visit_times, sr) -> dict:
     }
 
 
-def run_leak(params: CrossstreamParams, *, static: dict | None = None, unavailable: list | None = None,
-             progress: bool = False) -> pd.DataFrame:
+def run_leak(
+    params: CrossstreamParams, *, static: dict | None = None, unavailable: list | None = None, progress: bool = False
+) -> pd.DataFrame:
     """The leak experiment alone: one row per scheme x codec x scoping x secret length
     (a scheme this machine cannot run, such as Brotli without its dictionary API, is left out)."""
     if static is None:
@@ -368,8 +439,9 @@ def run_leak(params: CrossstreamParams, *, static: dict | None = None, unavailab
     rows = []
     jobs = []
     for n in params.leak_lengths:
-        for scheme, codec, scoping in _combos(params.derive(schemes=tuple(s for s in params.schemes
-                                                                             if s != "identity"))):
+        for scheme, codec, scoping in _combos(
+            params.derive(schemes=tuple(s for s in params.schemes if s != "identity"))
+        ):
             if params.leak_codecs == "first" and codec != _first_codec(params, scheme):
                 continue
             jobs.append((n, scheme, codec, scoping))
@@ -382,8 +454,7 @@ def run_leak(params: CrossstreamParams, *, static: dict | None = None, unavailab
         if setup is None:
             setup = setups[n] = make_setup(n, seed=params.seed)
         try:
-            result = Attack(setup, scheme, codec, scoping, static=static,
-                            max_alignments=params.leak_alignments).run()
+            result = Attack(setup, scheme, codec, scoping, static=static, max_alignments=params.leak_alignments).run()
         except SchemeUnavailable:
             continue
         correct = 0
@@ -391,11 +462,31 @@ def run_leak(params: CrossstreamParams, *, static: dict | None = None, unavailab
             if a != b:
                 break
             correct += 1
-        rows.append({"scheme": scheme, "codec": codec.name, "scoping": scoping, "secret_chars": n,
-                     "recovered": result.success, "correct_prefix_chars": correct,
-                     "guessed_chars": result.positions_found, "requests": result.queries})
-    return pd.DataFrame.from_records(rows, columns=["scheme", "codec", "scoping", "secret_chars", "recovered",
-                                                    "correct_prefix_chars", "guessed_chars", "requests"])
+        rows.append(
+            {
+                "scheme": scheme,
+                "codec": codec.name,
+                "scoping": scoping,
+                "secret_chars": n,
+                "recovered": result.success,
+                "correct_prefix_chars": correct,
+                "guessed_chars": result.positions_found,
+                "requests": result.queries,
+            }
+        )
+    return pd.DataFrame.from_records(
+        rows,
+        columns=[
+            "scheme",
+            "codec",
+            "scoping",
+            "secret_chars",
+            "recovered",
+            "correct_prefix_chars",
+            "guessed_chars",
+            "requests",
+        ],
+    )
 
 
 def _first_codec(params: CrossstreamParams, scheme: str) -> Codec | None:
@@ -431,4 +522,3 @@ def _reference(summary: pd.DataFrame, responses: pd.DataFrame) -> dict:
     if deltas:
         out["delta_saving_percent_vs_plain"] = deltas
     return out
-

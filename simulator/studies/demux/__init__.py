@@ -55,5 +55,19 @@ from .receivers import READING, STRATEGIES, WORK
 from .server import INTERLEAVINGS
 from .study import FULL, PARTS, ROW_PARAMS, SCANNERS, DemuxParams, DemuxResult, run
 
-__all__ = ["DemuxParams", "DemuxResult", "run", "CpuCosts", "STRATEGIES", "INTERLEAVINGS", "READING", "WORK", "PARTS",
-           "SCANNERS", "FULL", "ROW_PARAMS", "add_arguments", "params_from_args"]
+__all__ = [
+    "DemuxParams",
+    "DemuxResult",
+    "run",
+    "CpuCosts",
+    "STRATEGIES",
+    "INTERLEAVINGS",
+    "READING",
+    "WORK",
+    "PARTS",
+    "SCANNERS",
+    "FULL",
+    "ROW_PARAMS",
+    "add_arguments",
+    "params_from_args",
+]

@@ -35,12 +35,12 @@ __all__ = ["CpuCosts", "simulate"]
 class CpuCosts:
     """The receiver's CPU cost per operation, in seconds of its one thread."""
 
-    read_s: float = 2e-6                    # one recv system call
-    frame_s: float = 0.1e-6                 # one frame boundary found (C scanner)
-    dispatch_s: float = 0.5e-6              # one hand-off to a consumer
-    wakeup_s: float = 5e-6                  # one event-loop turn (poll, find the transfer)
-    copy_bytes_per_s: float = 5e9           # copying payload into a buffer
-    consume_bytes_per_s: float = 2e9        # the application's own work per byte
+    read_s: float = 2e-6  # one recv system call
+    frame_s: float = 0.1e-6  # one frame boundary found (C scanner)
+    dispatch_s: float = 0.5e-6  # one hand-off to a consumer
+    wakeup_s: float = 5e-6  # one event-loop turn (poll, find the transfer)
+    copy_bytes_per_s: float = 5e9  # copying payload into a buffer
+    consume_bytes_per_s: float = 2e9  # the application's own work per byte
 
     def to_dict(self) -> dict:
         """The per-operation costs as a plain dict (seconds)."""
@@ -61,10 +61,10 @@ class _Kernel:
     def recv_into(self, view) -> int:
         n = min(len(view), len(self.data) - self.start)
         if n:
-            view[:n] = self.data[self.start:self.start + n]
+            view[:n] = self.data[self.start : self.start + n]
             self.start += n
             if self.start > (1 << 20) and self.start * 2 > len(self.data):
-                del self.data[:self.start]
+                del self.data[: self.start]
                 self.start = 0
         return n
 
@@ -72,8 +72,9 @@ class _Kernel:
         self.sent.append(data)
 
 
-def simulate(strategy: str, cfg: dict, impl, *, network: Network, rtt_s: float, mss_bytes: int,
-             costs: CpuCosts) -> dict:
+def simulate(
+    strategy: str, cfg: dict, impl, *, network: Network, rtt_s: float, mss_bytes: int, costs: CpuCosts
+) -> dict:
     """Run one ``strategy`` over the TCP model on ``network`` (its bandwidth, loss and seed; the
     RTT is the sweep's ``rtt_s``) with the receiver's CPU costs as virtual time; its figures."""
     sim = Simulator(network.seed)
@@ -82,8 +83,15 @@ def simulate(strategy: str, cfg: dict, impl, *, network: Network, rtt_s: float, 
     tcp = transport_for(sim, path, "h2", TransportConfig(mss_bytes=mss_bytes), name="demux/tcp")
     server, consumer, rx = endpoints(strategy, cfg, impl)
     kernel = _Kernel()
-    state = {"busy_until": 0.0, "scheduled": False, "done_s": None, "busy_s": 0.0,
-             "stalled_since": None, "stall_s": 0.0, "peak_kernel": 0}
+    state = {
+        "busy_until": 0.0,
+        "scheduled": False,
+        "done_s": None,
+        "busy_s": 0.0,
+        "stalled_since": None,
+        "stall_s": 0.0,
+        "peak_kernel": 0,
+    }
 
     def server_send() -> None:
         data = server.pump()
@@ -119,8 +127,14 @@ def simulate(strategy: str, cfg: dict, impl, *, network: Network, rtt_s: float, 
         rx.wakeup(kernel)
         after = (rx.reads, rx.frames, rx.dispatches, rx.wakeups, rx.copied_bytes, consumer.consumed_total)
         d = [a - b for a, b in zip(after, before)]
-        busy = (d[0] * costs.read_s + d[1] * costs.frame_s + d[2] * costs.dispatch_s + d[3] * costs.wakeup_s
-                + d[4] / costs.copy_bytes_per_s + d[5] / costs.consume_bytes_per_s)
+        busy = (
+            d[0] * costs.read_s
+            + d[1] * costs.frame_s
+            + d[2] * costs.dispatch_s
+            + d[3] * costs.wakeup_s
+            + d[4] / costs.copy_bytes_per_s
+            + d[5] / costs.consume_bytes_per_s
+        )
         state["busy_s"] += busy
         end = sim.now + busy
         state["busy_until"] = end
@@ -138,17 +152,24 @@ def simulate(strategy: str, cfg: dict, impl, *, network: Network, rtt_s: float, 
     server_send()
     sim.run()
     if state["done_s"] is None:
-        raise RuntimeError(f"{strategy}: the model transfer stalled with {consumer.consumed_total} of "
-                           f"{consumer.total} bytes consumed")
+        raise RuntimeError(
+            f"{strategy}: the model transfer stalled with {consumer.consumed_total} of {consumer.total} bytes consumed"
+        )
     if state["stalled_since"] is not None:
         state["stall_s"] += state["done_s"] - state["stalled_since"]
     stats = tcp.stats()
     done = state["done_s"]
     return {
-        "completion_s": done, "goodput_mb_s": consumer.total / done / 1e6,
-        "receiver_busy_s": state["busy_s"], "receiver_busy_share": state["busy_s"] / done,
-        "window_stall_s": state["stall_s"], "peak_socket_queue_bytes": state["peak_kernel"],
-        **counters(rx), "window_updates_sent": consumer.window_updates,
-        "packets_sent": stats["packets_sent"], "packets_lost": stats["packets_lost"],
-        **timer_counts([stats]), "events": sim.events_run,
+        "completion_s": done,
+        "goodput_mb_s": consumer.total / done / 1e6,
+        "receiver_busy_s": state["busy_s"],
+        "receiver_busy_share": state["busy_s"] / done,
+        "window_stall_s": state["stall_s"],
+        "peak_socket_queue_bytes": state["peak_kernel"],
+        **counters(rx),
+        "window_updates_sent": consumer.window_updates,
+        "packets_sent": stats["packets_sent"],
+        "packets_lost": stats["packets_lost"],
+        **timer_counts([stats]),
+        "events": sim.events_run,
     }

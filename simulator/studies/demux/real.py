@@ -51,7 +51,7 @@ class _Link:
     def refill(self) -> None:
         t0 = _clock()
         srv = self.srv
-        while True:                                  # the client's WINDOW_UPDATEs
+        while True:  # the client's WINDOW_UPDATEs
             try:
                 data = srv.recv(65536)
             except BlockingIOError:
@@ -87,7 +87,7 @@ class _Link:
             try:
                 n = self.cli.send(view)
             except BlockingIOError:
-                self.refill()                         # the server reads, making room
+                self.refill()  # the server reads, making room
                 continue
             view = view[n:]
 
@@ -99,13 +99,21 @@ class _Link:
 def endpoints(strategy: str, cfg: dict, impl) -> tuple[DataServer, Consumer, object]:
     """The server after its handshake, the application, and the receiver of ``strategy``
     (the same on a real socket and over the TCP model)."""
-    server = DataServer(cfg["streams"], cfg["stream_bytes"], cfg["window_bytes"], cfg["interleaving"],
-                        cfg["frame_bytes"])
+    server = DataServer(
+        cfg["streams"], cfg["stream_bytes"], cfg["window_bytes"], cfg["interleaving"], cfg["frame_bytes"]
+    )
     server.handshake()
     sizes = {sid: cfg["stream_bytes"] for sid in server.ids}
     consumer = Consumer(sizes, cfg["window_bytes"], cfg["work"])
-    rx = make_receiver(strategy, consumer, read_bytes=cfg["read_bytes"], max_frame_bytes=max(16384, cfg["frame_bytes"]),
-                       scanner_impl=impl, reading=cfg["reading"], side_bytes=cfg["side_bytes"])
+    rx = make_receiver(
+        strategy,
+        consumer,
+        read_bytes=cfg["read_bytes"],
+        max_frame_bytes=max(16384, cfg["frame_bytes"]),
+        scanner_impl=impl,
+        reading=cfg["reading"],
+        side_bytes=cfg["side_bytes"],
+    )
     return server, consumer, rx
 
 
@@ -122,12 +130,14 @@ def _transfer(strategy: str, cfg: dict, impl) -> dict:
         t0 = _clock()
         while not rx.done:
             link.refill()
-            ready = poller.poll(0)                   # the event loop's turn
+            ready = poller.poll(0)  # the event loop's turn
             if not ready and not rx.has_pending:
                 idle += 1
                 if idle > 3:
-                    raise RuntimeError(f"{strategy}: the transfer stalled with {consumer.consumed_total} of "
-                                       f"{consumer.total} bytes consumed")
+                    raise RuntimeError(
+                        f"{strategy}: the transfer stalled with {consumer.consumed_total} of "
+                        f"{consumer.total} bytes consumed"
+                    )
                 continue
             idle = 0
             rx.wakeup(link)
@@ -160,10 +170,13 @@ def measure(strategy: str, cfg: dict, impl, *, trace_memory: bool = False) -> di
                 raise RuntimeError(f"{strategy}: stream {sid} was delivered corrupted or out of order")
     receiver_s = max(out["total_s"] - out["server_s"], 1e-9)
     row = {
-        "receiver_s": receiver_s, "server_s": out["server_s"],
+        "receiver_s": receiver_s,
+        "server_s": out["server_s"],
         "throughput_mb_s": c.total / receiver_s / 1e6,
-        **counters(rx), "window_updates_sent": c.window_updates,
-        "server_frames": server.frames_sent, "scanner_allocations": rx.scanner.allocations,
+        **counters(rx),
+        "window_updates_sent": c.window_updates,
+        "server_frames": server.frames_sent,
+        "scanner_allocations": rx.scanner.allocations,
     }
     if trace_memory:
         tracemalloc.start()
@@ -181,8 +194,13 @@ def measure(strategy: str, cfg: dict, impl, *, trace_memory: bool = False) -> di
 def counters(rx) -> dict:
     """The receiver's deterministic counters as row fields."""
     return {
-        "bytes": rx.consumer.total, "reads": rx.reads, "frames": rx.frames, "data_frames": rx.data_frames,
-        "wakeups": rx.wakeups, "dispatches": rx.dispatches, "copied_bytes": rx.copied_bytes,
+        "bytes": rx.consumer.total,
+        "reads": rx.reads,
+        "frames": rx.frames,
+        "data_frames": rx.data_frames,
+        "wakeups": rx.wakeups,
+        "dispatches": rx.dispatches,
+        "copied_bytes": rx.copied_bytes,
         "peak_buffered_bytes": rx.peak_buffered_bytes,
         "peak_stream_buffered_bytes": max(rx.peak_stream_buffered.values()),
         "read_buffer_bytes": len(rx.rb),

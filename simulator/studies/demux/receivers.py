@@ -82,7 +82,7 @@ class Consumer:
         self.consumed_total = 0
         self.windows = {sid: WindowManager(window_bytes) for sid in sizes}
         self.connection = WindowManager(min(window_bytes * len(sizes), 2**31 - 1))
-        self.updates = bytearray()            # WINDOW_UPDATE frames not yet sent
+        self.updates = bytearray()  # WINDOW_UPDATE frames not yet sent
         self.window_updates = 0
 
     def received(self, sid: int, flow_bytes: int) -> None:
@@ -97,7 +97,7 @@ class Consumer:
             self.crc[sid] = zlib.crc32(view, self.crc[sid])
         self.consumed[sid] += n
         self.consumed_total += n
-        if self.consumed[sid] < self.sizes[sid]:        # no update for a finished stream
+        if self.consumed[sid] < self.sizes[sid]:  # no update for a finished stream
             inc = self.windows[sid].process_bytes(flow_bytes)
             if inc:
                 self.updates += window_update(sid, inc)
@@ -118,8 +118,16 @@ class Receiver:
 
     name = ""
 
-    def __init__(self, consumer: Consumer, *, read_bytes: int, max_frame_bytes: int, scanner_impl,
-                 reading: str = "eager", side_bytes: int = 65536) -> None:
+    def __init__(
+        self,
+        consumer: Consumer,
+        *,
+        read_bytes: int,
+        max_frame_bytes: int,
+        scanner_impl,
+        reading: str = "eager",
+        side_bytes: int = 65536,
+    ) -> None:
         self.consumer = consumer
         self.read_bytes = read_bytes
         self.reading = reading
@@ -128,15 +136,20 @@ class Receiver:
         # read buffer: one read plus the carried tail of an incomplete frame
         self.rb = bytearray(read_bytes + max_frame_bytes + _HEADER_BYTES)
         self.mv = memoryview(self.rb)
-        self.fill = 0                 # valid bytes in rb
-        self.base = 0                 # absolute stream offset of rb[0]
-        self.done_abs = 0             # absolute offset after the last frame handled
+        self.fill = 0  # valid bytes in rb
+        self.base = 0  # absolute stream offset of rb[0]
+        self.done_abs = 0  # absolute offset after the last frame handled
         cap = read_bytes // _HEADER_BYTES + 2
         u32 = "I" if array("I").itemsize == 4 else "L"
-        self.out = (array("B", bytes(cap)), array("B", bytes(cap)), array(u32, [0]) * cap,
-                    array("Q", [0]) * cap, array(u32, [0]) * cap)
-        self.nframes = 0              # records of the last read
-        self.k = 0                    # next record to handle
+        self.out = (
+            array("B", bytes(cap)),
+            array("B", bytes(cap)),
+            array(u32, [0]) * cap,
+            array("Q", [0]) * cap,
+            array(u32, [0]) * cap,
+        )
+        self.nframes = 0  # records of the last read
+        self.k = 0  # next record to handle
         self.reads = self.frames = self.data_frames = self.wakeups = self.dispatches = 0
         self.copied_bytes = 0
         self.bytes_read = 0
@@ -166,15 +179,15 @@ class Receiver:
         if start:
             tail = self.fill - start
             if tail:
-                self.mv[:tail] = self.mv[start:self.fill]
+                self.mv[:tail] = self.mv[start : self.fill]
             self.fill = tail
             self.base = self.done_abs
-        n = source.recv_into(self.mv[self.fill:self.fill + self.read_bytes])
+        n = source.recv_into(self.mv[self.fill : self.fill + self.read_bytes])
         if n <= 0:
             return 0
         self.reads += 1
         self.bytes_read += n
-        new = self.mv[self.fill:self.fill + n]
+        new = self.mv[self.fill : self.fill + n]
         self.fill += n
         count = self.scanner.feed(new)
         new.release()
@@ -207,10 +220,10 @@ class Receiver:
         _, flags, sids, offs, lens = self.out
         length = lens[j]
         at = offs[j] - self.base
-        if flags[j] & PADDED:                  # RFC 9113 section 6.1: Pad Length, data, padding
+        if flags[j] & PADDED:  # RFC 9113 section 6.1: Pad Length, data, padding
             pad = self.rb[at]
-            return sids[j], self.mv[at + 1:at + length - pad], length
-        return sids[j], self.mv[at:at + length], length
+            return sids[j], self.mv[at + 1 : at + length - pad], length
+        return sids[j], self.mv[at : at + length], length
 
     def _deliver(self, sid: int, view, flow: int) -> None:
         self.consumer.consume(sid, view, flow)
@@ -287,7 +300,7 @@ class StopTheTrain(Receiver):
                         self.serviced = sid
                         self.dispatches += 1
                     elif j == self.k and self._resumed:
-                        self.dispatches += 1          # the re-dispatched stream reads on
+                        self.dispatches += 1  # the re-dispatched stream reads on
                     self._resumed = False
                     _, view, flow = self._payload(j)
                     self._deliver(sid, view, flow)
@@ -313,7 +326,7 @@ class SideTrack(Receiver):
         self.side = bytearray(self.side_bytes)
         self.side_mv = memoryview(self.side)
         self.side_fill = 0
-        self.parked: list[tuple[int, int, int, int]] = []     # (sid, start, length, flow)
+        self.parked: list[tuple[int, int, int, int]] = []  # (sid, start, length, flow)
         self.serviced = 0
         self.blocks = 0
         self._blocked = False
@@ -324,12 +337,12 @@ class SideTrack(Receiver):
             if sid != last:
                 self.dispatches += 1
                 last = sid
-            self._deliver(sid, self.side_mv[start:start + length], flow)
+            self._deliver(sid, self.side_mv[start : start + length], flow)
         self.parked.clear()
         self.side_fill = 0
 
     def _turn(self, source) -> None:
-        if self._blocked:           # the loop hands the parked frames on, then the train moves
+        if self._blocked:  # the loop hands the parked frames on, then the train moves
             self._drain_side()
             self._blocked = False
             self.dispatches += 1
@@ -356,7 +369,7 @@ class SideTrack(Receiver):
                             self.serviced = sid
                             self.k = j
                             return
-                        self.side_mv[self.side_fill:self.side_fill + n] = view
+                        self.side_mv[self.side_fill : self.side_fill + n] = view
                         view.release()
                         self.parked.append((sid, self.side_fill, n, flow))
                         self.side_fill += n
@@ -364,7 +377,7 @@ class SideTrack(Receiver):
                 self._handled(j)
             if self.reading == "paced":
                 break
-        self._drain_side()          # the loop turn ends: parked frames reach their consumers
+        self._drain_side()  # the loop turn ends: parked frames reach their consumers
 
     @property
     def has_pending(self) -> bool:
@@ -392,14 +405,14 @@ class PerStream(Receiver):
             for j in range(self.nframes):
                 if types[j] == DATA:
                     sid, view, flow = self._payload(j)
-                    bufs[sid] += view            # grows
+                    bufs[sid] += view  # grows
                     self.copied_bytes += len(view)
                     self.flow[sid] += flow
                     view.release()
                 self._handled(j)
             if self.reading == "paced":
                 break
-        for sid, buf in bufs.items():            # the consumers drain their buffers
+        for sid, buf in bufs.items():  # the consumers drain their buffers
             if buf:
                 self.dispatches += 1
                 flow = self.flow[sid]
@@ -408,7 +421,7 @@ class PerStream(Receiver):
                     self.consumer.consume(sid, view, flow)
                 self.buffered_bytes -= flow
                 self.stream_buffered[sid] -= flow
-                buf.clear()                       # shrinks (frees the storage)
+                buf.clear()  # shrinks (frees the storage)
 
 
 # strategy -> its ``Receiver`` class, or the module whose ``RECEIVER`` it is (imported when

@@ -53,14 +53,15 @@ def stream_payload(stream_id: int) -> bytes:
     """The repeating 64 KiB pattern of a stream's body (distinct per stream, so a byte
     delivered to the wrong stream changes that stream's CRC)."""
     seed = bytes((stream_id * 131 + k * 7) & 0xFF for k in range(256))
-    return (seed * (_PATTERN_BYTES // 256))
+    return seed * (_PATTERN_BYTES // 256)
 
 
 class DataServer:
     """N responses of ``stream_bytes`` each, sent as the client's windows allow."""
 
-    def __init__(self, n_streams: int, stream_bytes: int, window_bytes: int, interleaving: str,
-                 frame_bytes: int = 16384) -> None:
+    def __init__(
+        self, n_streams: int, stream_bytes: int, window_bytes: int, interleaving: str, frame_bytes: int = 16384
+    ) -> None:
         if interleaving not in INTERLEAVINGS:
             raise ValueError(f"unknown interleaving {interleaving!r}")
         self.interleaving = interleaving
@@ -70,8 +71,8 @@ class DataServer:
         self.remaining = {sid: stream_bytes for sid in self.ids}
         self.sent = {sid: 0 for sid in self.ids}
         self._payload = {sid: memoryview(stream_payload(sid)) for sid in self.ids}
-        self._rotation = 0                       # runs / round-robin: index of the next stream
-        self._ready: deque[int] = deque()        # h2: streams woken by an event, in event order
+        self._rotation = 0  # runs / round-robin: index of the next stream
+        self._ready: deque[int] = deque()  # h2: streams woken by an event, in event order
         self._queued: set[int] = set()
         self.frames_sent = 0
         self.window_updates_received = 0
@@ -82,23 +83,34 @@ class DataServer:
         """Requests from a real h2 client; returns the server's bytes up to its last
         HEADERS frame (what the client reads before the bodies start)."""
         client = h2.connection.H2Connection(h2.config.H2Configuration(client_side=True, header_encoding=None))
-        client.local_settings = h2.settings.Settings(client=True, initial_values={
-            h2.settings.SettingCodes.INITIAL_WINDOW_SIZE: self.window_bytes,
-            h2.settings.SettingCodes.MAX_FRAME_SIZE: max(16384, self.frame_bytes),
-        })
+        client.local_settings = h2.settings.Settings(
+            client=True,
+            initial_values={
+                h2.settings.SettingCodes.INITIAL_WINDOW_SIZE: self.window_bytes,
+                h2.settings.SettingCodes.MAX_FRAME_SIZE: max(16384, self.frame_bytes),
+            },
+        )
         client.initiate_connection()
         connection_window = self.window_bytes * len(self.ids)
         if connection_window > 65535:
             client.increment_flow_control_window(min(connection_window, 2**31 - 1) - 65535)
         for sid in self.ids:
-            client.send_headers(sid, [(b":method", b"GET"), (b":scheme", b"https"), (b":authority", b"server.example"),
-                                      (b":path", b"/body/%d" % sid)], end_stream=True)
+            client.send_headers(
+                sid,
+                [
+                    (b":method", b"GET"),
+                    (b":scheme", b"https"),
+                    (b":authority", b"server.example"),
+                    (b":path", b"/body/%d" % sid),
+                ],
+                end_stream=True,
+            )
         self.conn.initiate_connection()
         self.conn.receive_data(client.data_to_send())
         for sid in self.ids:
             self.conn.send_headers(sid, [(b":status", b"200"), (b"content-length", b"%d" % self.remaining[sid])])
         head = self.conn.data_to_send()
-        client.receive_data(head)               # the client ACKs the server's SETTINGS
+        client.receive_data(head)  # the client ACKs the server's SETTINGS
         self.conn.receive_data(client.data_to_send())
         head += self.conn.data_to_send()
         for sid in self.ids:
@@ -133,9 +145,9 @@ class DataServer:
     def _send_frame(self, sid: int, allowed: int) -> int:
         n = min(allowed, self.frame_bytes, self.conn.max_outbound_frame_size)
         at = self.sent[sid] % _PATTERN_BYTES
-        chunk = self._payload[sid][at:at + n]
-        if len(chunk) < n:                     # wraps around the pattern
-            chunk = bytes(chunk) + bytes(self._payload[sid][:n - len(chunk)])
+        chunk = self._payload[sid][at : at + n]
+        if len(chunk) < n:  # wraps around the pattern
+            chunk = bytes(chunk) + bytes(self._payload[sid][: n - len(chunk)])
         self.remaining[sid] -= n
         self.sent[sid] += n
         self.conn.send_data(sid, chunk, end_stream=self.remaining[sid] == 0)
@@ -158,7 +170,7 @@ class DataServer:
         else:
             ids = self.ids
             n = len(ids)
-            idle = 0                               # streams in a row that could not send
+            idle = 0  # streams in a row that could not send
             while idle < n and sent < budget:
                 sid = ids[self._rotation]
                 allowed = self._allowed(sid)

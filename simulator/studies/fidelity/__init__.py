@@ -27,9 +27,33 @@ fetched again).
 
 from .cli import add_arguments, params_from_args
 from .conditions import PROTOCOL_CHOICES, PageConditions, infer_conditions
-from .study import (LOAD_EVENT_TYPES, FidelityParams, FidelityResult, cache_after, har_paths, load_event_graph, run,
-                    run_paths, simulate_page, summarize)
+from .study import (
+    LOAD_EVENT_TYPES,
+    FidelityParams,
+    FidelityResult,
+    cache_after,
+    har_paths,
+    load_event_graph,
+    run,
+    run_paths,
+    simulate_page,
+    summarize,
+)
 
-__all__ = ["FidelityParams", "FidelityResult", "run", "run_paths", "simulate_page", "LOAD_EVENT_TYPES",
-           "load_event_graph", "cache_after", "har_paths", "summarize", "PageConditions", "infer_conditions",
-           "PROTOCOL_CHOICES", "add_arguments", "params_from_args"]
+__all__ = [
+    "FidelityParams",
+    "FidelityResult",
+    "run",
+    "run_paths",
+    "simulate_page",
+    "LOAD_EVENT_TYPES",
+    "load_event_graph",
+    "cache_after",
+    "har_paths",
+    "summarize",
+    "PageConditions",
+    "infer_conditions",
+    "PROTOCOL_CHOICES",
+    "add_arguments",
+    "params_from_args",
+]

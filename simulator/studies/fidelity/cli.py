@@ -21,10 +21,14 @@ __all__ = ["STUDY", "add_arguments", "params_from_args"]
 
 def params_from_args(args: argparse.Namespace) -> FidelityParams:
     """The study's parameters from its parsed flags (units applied)."""
-    return FidelityParams(protocol=args.protocol, browser=args.browser,
-                          at=None if args.at is None else str(PathConditions.parse(args.at)), policy=args.policy,
-                          document_think_s=None if args.document_think is None else parse_duration(args.document_think),
-                          **network_from_args(args))
+    return FidelityParams(
+        protocol=args.protocol,
+        browser=args.browser,
+        at=None if args.at is None else str(PathConditions.parse(args.at)),
+        policy=args.policy,
+        document_think_s=None if args.document_think is None else parse_duration(args.document_think),
+        **network_from_args(args),
+    )
 
 
 def _cmd(args: argparse.Namespace) -> int:
@@ -35,30 +39,52 @@ def _cmd(args: argparse.Namespace) -> int:
         return _failed(result)
     if len(result.pages) and (params.at or params.counterfactual_server):
         table = result.pages[["page", "measured_onload_s", "simulated_onload_s", "resources"]].rename(
-            columns={"measured_onload_s": "recorded_onload_s", "simulated_onload_s": "predicted_onload_s"})
+            columns={"measured_onload_s": "recorded_onload_s", "simulated_onload_s": "predicted_onload_s"}
+        )
         table.insert(0, "trace", [str(t).rsplit("/", 1)[-1][:40] for t in result.pages["trace"]])
-        server = "" if not params.counterfactual_server else (
-            f", server policy {params.policy}" + ("" if params.document_think_s is None else
-                                                  f", document think {params.document_think_s * 1e3:g} ms"))
-        print(f"predicted at {params.at or 'the recorded network'} (protocol {params.protocol}{server}); "
-              "recorded: the HAR's own load")
+        server = (
+            ""
+            if not params.counterfactual_server
+            else (
+                f", server policy {params.policy}"
+                + ("" if params.document_think_s is None else f", document think {params.document_think_s * 1e3:g} ms")
+            )
+        )
+        print(
+            f"predicted at {params.at or 'the recorded network'} (protocol {params.protocol}{server}); "
+            "recorded: the HAR's own load"
+        )
         with pd.option_context("display.width", 200, "display.max_rows", 500, "display.float_format", "{:.3f}".format):
             print(table.to_string(index=False))
     elif len(result.pages):
-        table = result.pages[["page", "measured_onload_s", "simulated_onload_s", "error_percent", "resources",
-                              "origin_protocols", "rtt_ms", "bandwidth_mbit"]].copy()
+        table = result.pages[
+            [
+                "page",
+                "measured_onload_s",
+                "simulated_onload_s",
+                "error_percent",
+                "resources",
+                "origin_protocols",
+                "rtt_ms",
+                "bandwidth_mbit",
+            ]
+        ].copy()
         table.insert(0, "trace", [str(t).rsplit("/", 1)[-1][:40] for t in result.pages["trace"]])
         with pd.option_context("display.width", 200, "display.max_rows", 500, "display.float_format", "{:.3f}".format):
             print(table.to_string(index=False))
     s = result.summary()
     if s["pages"] and s["mape_percent"] is not None:
-        print(f"\n{s['pages']} pages: MAPE {s['mape_percent']:.1f}%, median APE {s['median_ape_percent']:.1f}%, "
-              f"Spearman rho {s['spearman_rho'] if s['spearman_rho'] is not None else 'n/a'} "
-              "(Lantern, Lighthouse's simulator, publishes rho 0.81 and MAPE 23% for FCP)")
+        print(
+            f"\n{s['pages']} pages: MAPE {s['mape_percent']:.1f}%, median APE {s['median_ape_percent']:.1f}%, "
+            f"Spearman rho {s['spearman_rho'] if s['spearman_rho'] is not None else 'n/a'} "
+            "(Lantern, Lighthouse's simulator, publishes rho 0.81 and MAPE 23% for FCP)"
+        )
     r = result.to_dict()["repeat_views"]["summary"]
     if r["pages"]:
-        print(f"repeat views predicted from their first view: {r['pages']} pages, MAPE {r['mape_percent']:.1f}%, "
-              f"median APE {r['median_ape_percent']:.1f}%")
+        print(
+            f"repeat views predicted from their first view: {r['pages']} pages, MAPE {r['mape_percent']:.1f}%, "
+            f"median APE {r['median_ape_percent']:.1f}%"
+        )
     failed = {(trace, page) for trace, page, _ in result.failed}
     for row in result.skipped.to_dict(orient="records") if len(result.skipped) else []:
         if (row["trace"], row["page"]) not in failed:
@@ -77,20 +103,41 @@ def _failed(result) -> int:
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     """The study's flags: the command line's, and the batch grid's parameters."""
-    p.add_argument("--protocol", default="auto", choices=list(PROTOCOL_CHOICES),
-                   help="auto: each origin's protocol from the HAR (HTTP/1.1 gets six connections); h2 or h3: all")
-    p.add_argument("--at", default=None, type=argtypes.checked(PathConditions.parse, "conditions"),
-                   metavar="CONDITIONS",
-                   help="predict each page on another network, e.g. rtt=300ms,bw=2mbit[,loss=0.01][,queue=64KiB]: "
-                        "server times and browser delays are carried over from the HAR")
-    p.add_argument("--browser", default="auto", choices=list(BROWSER_CHOICES),
-                   help="the browser's request scheduling: auto (from the HAR's browser), chromium (Chromium's "
-                        "schedulers hold low-priority requests until the <body>) or none")
-    p.add_argument("--policy", default="none", choices=list(SERVER_POLICIES),
-                   help="hints: the server sends the push study's 103 Early Hints on the navigation (preload the "
-                        "render-blocking sub-resources, preconnect their other origins)")
-    p.add_argument("--document-think", default=None, type=argtypes.duration, metavar="DURATION",
-                   help="the document's server time instead of the HAR's, e.g. 100ms")
+    p.add_argument(
+        "--protocol",
+        default="auto",
+        choices=list(PROTOCOL_CHOICES),
+        help="auto: each origin's protocol from the HAR (HTTP/1.1 gets six connections); h2 or h3: all",
+    )
+    p.add_argument(
+        "--at",
+        default=None,
+        type=argtypes.checked(PathConditions.parse, "conditions"),
+        metavar="CONDITIONS",
+        help="predict each page on another network, e.g. rtt=300ms,bw=2mbit[,loss=0.01][,queue=64KiB]: "
+        "server times and browser delays are carried over from the HAR",
+    )
+    p.add_argument(
+        "--browser",
+        default="auto",
+        choices=list(BROWSER_CHOICES),
+        help="the browser's request scheduling: auto (from the HAR's browser), chromium (Chromium's "
+        "schedulers hold low-priority requests until the <body>) or none",
+    )
+    p.add_argument(
+        "--policy",
+        default="none",
+        choices=list(SERVER_POLICIES),
+        help="hints: the server sends the push study's 103 Early Hints on the navigation (preload the "
+        "render-blocking sub-resources, preconnect their other origins)",
+    )
+    p.add_argument(
+        "--document-think",
+        default=None,
+        type=argtypes.duration,
+        metavar="DURATION",
+        help="the document's server time instead of the HAR's, e.g. 100ms",
+    )
     add_network_flags(p, cc="reno", seed=1)
     p.add_argument("--json", action="store_true", help="print one JSON object")
 
@@ -99,6 +146,13 @@ def _add_inputs(p: argparse.ArgumentParser) -> None:
     p.add_argument("paths", nargs="+", metavar="TRACE_OR_DIR", help="HAR files, or folders of them")
 
 
-STUDY = Study(name="fidelity", help="the page-load model against the measured onLoad of real page loads",
-              add_arguments=add_arguments, params_from_args=params_from_args, run=run, command=_cmd,
-              add_inputs=_add_inputs, optional_tables=("skipped", "repeat_views"))
+STUDY = Study(
+    name="fidelity",
+    help="the page-load model against the measured onLoad of real page loads",
+    add_arguments=add_arguments,
+    params_from_args=params_from_args,
+    run=run,
+    command=_cmd,
+    add_inputs=_add_inputs,
+    optional_tables=("skipped", "repeat_views"),
+)

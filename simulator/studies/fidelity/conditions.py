@@ -92,7 +92,7 @@ SMALL_RESPONSE_BYTES = 4096
 # A Linux server's first flight on a fresh HTTP/2 connection: an initial window of 10 segments
 # (RFC 6928) counted in segments, less OpenSSL's session tickets, the SETTINGS and their ACK.
 LINUX_FIRST_FLIGHT_SEGMENTS = 10 - 3
-SEGMENT_BYTES = 1448                      # MSS with TCP timestamps on a 1500-byte MTU
+SEGMENT_BYTES = 1448  # MSS with TCP timestamps on a 1500-byte MTU
 LARGE_RESPONSE_BYTES = 20_000
 _PHASES = ("blocked", "dns", "connect", "send", "wait", "receive")
 _BEFORE_BODY = ("blocked", "dns", "connect", "send", "wait")
@@ -102,17 +102,17 @@ _BEFORE_BODY = ("blocked", "dns", "connect", "send", "wait")
 class PageConditions:
     """The network and server conditions of one page, read from its HAR: RTTs, bandwidth, think and discovery times."""
 
-    rtt_s: float                          # the access path's RTT (the nearest origin's)
-    bandwidth_bps: float | None           # None: no large receive to measure it by
-    origins: tuple                        # (origin, rtt_s, protocol, setup_s), for LoadParams.origins
-    think_s: dict                         # resource -> server time
-    discovery_s: dict                     # resource -> delay after its parent (and blockers) are ready
-    blockers: HeldScripts                 # resource -> parser-blocking scripts it waited for (a prefix)
+    rtt_s: float  # the access path's RTT (the nearest origin's)
+    bandwidth_bps: float | None  # None: no large receive to measure it by
+    origins: tuple  # (origin, rtt_s, protocol, setup_s), for LoadParams.origins
+    think_s: dict  # resource -> server time
+    discovery_s: dict  # resource -> delay after its parent (and blockers) are ready
+    blockers: HeldScripts  # resource -> parser-blocking scripts it waited for (a prefix)
     start_offset_s: float
-    rtt_from: dict = field(default_factory=dict)   # origin -> "connect", "small exchange" or "page median"
-    streamed: dict = field(default_factory=dict)   # resource -> share of its document's body arrived when found
-    pushes: tuple = ()                    # resources the server pushes on the navigation (ServerPlan.pushes)
-    one_flight: frozenset = frozenset()   # origins whose server sent more than a Linux first flight at once
+    rtt_from: dict = field(default_factory=dict)  # origin -> "connect", "small exchange" or "page median"
+    streamed: dict = field(default_factory=dict)  # resource -> share of its document's body arrived when found
+    pushes: tuple = ()  # resources the server pushes on the navigation (ServerPlan.pushes)
+    one_flight: frozenset = frozenset()  # origins whose server sent more than a Linux first flight at once
 
     def summary(self) -> dict:
         """RTT, median origin RTT (ms), bandwidth (Mbit/s), protocols per origin and start offset, for reporting."""
@@ -120,9 +120,13 @@ class PageConditions:
         for _, _, protocol, _ in self.origins:
             protocols[protocol] = protocols.get(protocol, 0) + 1
         rtts = [o[1] for o in self.origins]
-        return {"rtt_ms": round(self.rtt_s * 1000, 3), "median_origin_rtt_ms": round(statistics.median(rtts) * 1000, 3),
-                "bandwidth_mbit": None if self.bandwidth_bps is None else round(self.bandwidth_bps / 1e6, 3),
-                "origin_protocols": protocols, "start_offset_ms": round(self.start_offset_s * 1000, 3)}
+        return {
+            "rtt_ms": round(self.rtt_s * 1000, 3),
+            "median_origin_rtt_ms": round(statistics.median(rtts) * 1000, 3),
+            "bandwidth_mbit": None if self.bandwidth_bps is None else round(self.bandwidth_bps / 1e6, 3),
+            "origin_protocols": protocols,
+            "start_offset_ms": round(self.start_offset_s * 1000, 3),
+        }
 
 
 def _ms(timings: dict | None, key: str) -> float | None:
@@ -176,8 +180,9 @@ def _tcp_handshake_ms(r: Resource) -> float | None:
 def _protocol(versions: list[str | None], origin: str, forced: str) -> str:
     if forced != "auto":
         return forced
-    folded = [{"h2": "h2", "spdy": "h2", "h3": "h3", "http/1.1": "h1", "http/1.0": "h1"}.get(v or "", None)
-              for v in versions]
+    folded = [
+        {"h2": "h2", "spdy": "h2", "h3": "h3", "http/1.1": "h1", "http/1.0": "h1"}.get(v or "", None) for v in versions
+    ]
     known = [v for v in folded if v]
     if not known:
         return "h1" if origin.startswith("http:") else "h2"
@@ -192,7 +197,7 @@ def infer_conditions(graph: PageGraph, page_start_s: float | None, protocol: str
 
     rtt: dict[str, float] = {}
     rtt_from: dict[str, str] = {}
-    handshake: dict[str, float] = {}          # origin -> its TCP handshakes' median (s)
+    handshake: dict[str, float] = {}  # origin -> its TCP handshakes' median (s)
     for origin, every in by_origin.items():
         # A pushed response had no request: its timings (the browser reading its push cache,
         # or none at all) say nothing of the network or the server.
@@ -224,9 +229,17 @@ def infer_conditions(graph: PageGraph, page_start_s: float | None, protocol: str
     starts = {r.index: _start_s(r) for r in graph.resources}
     ends = {r.index: _end_s(r) for r in graph.resources}
     # In order of their end (then index): what ended by a resource's start is a prefix.
-    sync_scripts = sorted((r.index for r in graph.resources if r.resource_type == "script" and r.render_blocking
-                           and r.parent == graph.document and ends[r.index] is not None),
-                          key=lambda i: (ends[i], i))
+    sync_scripts = sorted(
+        (
+            r.index
+            for r in graph.resources
+            if r.resource_type == "script"
+            and r.render_blocking
+            and r.parent == graph.document
+            and ends[r.index] is not None
+        ),
+        key=lambda i: (ends[i], i),
+    )
     sync_ends = [ends[i] for i in sync_scripts]
     sync_position = {i: k for k, i in enumerate(sync_scripts)}
     think, discovery, prefix, streamed = {}, {}, {}, {}
@@ -238,7 +251,7 @@ def infer_conditions(graph: PageGraph, page_start_s: float | None, protocol: str
         if r.parent is None or start is None or ends[r.parent] is None:
             continue
         if r.pushed and not any(_ms(r.timings, k) for k in _PHASES):
-            continue            # a push written with no timings (Firefox): its start is no request's
+            continue  # a push written with no timings (Firefox): its start is no request's
         held = 0
         if r.parent == graph.document:
             # Every script ended by this start (an end is never before its start); a script
@@ -250,8 +263,7 @@ def infer_conditions(graph: PageGraph, page_start_s: float | None, protocol: str
         since = max(ends[r.parent], sync_ends[held - 1]) if held else ends[r.parent]
         discovery[r.index] = max(0.0, start - since)
         parent = graph[r.parent]
-        if not held and parent.resource_type == "document" and start < ends[r.parent] \
-                and starts[r.parent] is not None:
+        if not held and parent.resource_type == "document" and start < ends[r.parent] and starts[r.parent] is not None:
             # Found while the document streamed in: how far into its body (receive time).
             first_byte = starts[r.parent] + sum(_ms(parent.timings, k) or 0.0 for k in _BEFORE_BODY) / 1000.0
             receive = ends[r.parent] - first_byte
@@ -263,20 +275,35 @@ def infer_conditions(graph: PageGraph, page_start_s: float | None, protocol: str
         rs = [r for r in every if not r.pushed] or every
         if any(_one_flight(r, rtt[origin]) for r in rs):
             one_flight.add(origin)
-        dns = next((_ms(r.timings, "dns") for r in sorted(rs, key=lambda r: (r.start_s or 0.0, r.index))
-                    if _ms(r.timings, "dns")), 0.0) or 0.0
+        dns = (
+            next(
+                (
+                    _ms(r.timings, "dns")
+                    for r in sorted(rs, key=lambda r: (r.start_s or 0.0, r.index))
+                    if _ms(r.timings, "dns")
+                ),
+                0.0,
+            )
+            or 0.0
+        )
         ssl = next((_ms(r.timings, "ssl") for r in rs if _ms(r.timings, "ssl")), 0.0) or 0.0
         extra_tls = max(0.0, ssl / 1000.0 - rtt[origin]) if origin.startswith("https:") else 0.0
         # A handshake longer than the round trip a wait bounds it by queued (the server's accept,
         # the browser's own start on the socket): time before the connection, not distance.
         extra_tcp = max(0.0, handshake.get(origin, 0.0) - rtt[origin])
-        origins.append((origin, max(rtt[origin], base), _protocol([r.http_version for r in rs], origin, protocol),
-                        dns / 1000.0 + extra_tcp + extra_tls))
+        origins.append(
+            (
+                origin,
+                max(rtt[origin], base),
+                _protocol([r.http_version for r in rs], origin, protocol),
+                dns / 1000.0 + extra_tcp + extra_tls,
+            )
+        )
 
     rates = []
     for r in graph.resources:
         if r.pushed:
-            continue            # read from the push cache: its receive is no transfer
+            continue  # read from the push cache: its receive is no transfer
         receive = _ms(r.timings, "receive")
         if r.body_bytes >= LARGE_RESPONSE_BYTES and receive and receive > 1.0:
             rates.append(r.body_bytes * 8.0 / (receive / 1000.0))
@@ -296,17 +323,31 @@ def infer_conditions(graph: PageGraph, page_start_s: float | None, protocol: str
     doc_protocol = next(p for o, _, p, _ in origins if o == doc.origin)
     pushes, seen = [], set()
     for r in graph.resources:
-        if r.pushed and r.index > graph.document and r.origin == doc.origin and r.url not in seen \
-                and doc_protocol in ("h2", "h3"):
+        if (
+            r.pushed
+            and r.index > graph.document
+            and r.origin == doc.origin
+            and r.url not in seen
+            and doc_protocol in ("h2", "h3")
+        ):
             seen.add(r.url)
             pushes.append(r.index)
 
     nav_start = starts[0]
     offset = max(0.0, nav_start - page_start_s) if nav_start is not None and page_start_s is not None else 0.0
-    return PageConditions(rtt_s=base, bandwidth_bps=bandwidth, origins=tuple(sorted(origins)), think_s=think,
-                          discovery_s=discovery, blockers=HeldScripts(tuple(sync_scripts), prefix),
-                          start_offset_s=offset, rtt_from=rtt_from,
-                          streamed=streamed, pushes=tuple(pushes), one_flight=frozenset(one_flight))
+    return PageConditions(
+        rtt_s=base,
+        bandwidth_bps=bandwidth,
+        origins=tuple(sorted(origins)),
+        think_s=think,
+        discovery_s=discovery,
+        blockers=HeldScripts(tuple(sync_scripts), prefix),
+        start_offset_s=offset,
+        rtt_from=rtt_from,
+        streamed=streamed,
+        pushes=tuple(pushes),
+        one_flight=frozenset(one_flight),
+    )
 
 
 def _one_flight(r: Resource, rtt_s: float) -> bool:
@@ -314,5 +355,9 @@ def _one_flight(r: Resource, rtt_s: float) -> bool:
     half a round trip although it needed more segments than a Linux server's first flight
     holds: that server sends more at once (a larger initial window, or its frames in one write)."""
     tcp, receive = _tcp_handshake_ms(r), _ms(r.timings, "receive")
-    return (bool(tcp) and receive is not None and receive / 1000.0 < rtt_s / 2
-            and -(-r.body_bytes // SEGMENT_BYTES) > LINUX_FIRST_FLIGHT_SEGMENTS)
+    return (
+        bool(tcp)
+        and receive is not None
+        and receive / 1000.0 < rtt_s / 2
+        and -(-r.body_bytes // SEGMENT_BYTES) > LINUX_FIRST_FLIGHT_SEGMENTS
+    )

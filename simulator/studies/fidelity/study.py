@@ -2,7 +2,6 @@
 conditions inferred from it, and the errors against the measurement (see the package
 docstring)."""
 
-
 from __future__ import annotations
 
 import math
@@ -55,7 +54,7 @@ class FidelityParams(StudyParams):
     """The protocol to load every origin with, the seed and the congestion control (the
     network itself comes from each HAR, or from ``at``)."""
 
-    protocol: str = "auto"          # auto: each origin's protocol from the HAR; h2 or h3: all origins
+    protocol: str = "auto"  # auto: each origin's protocol from the HAR; h2 or h3: all origins
     seed: int = 1
     cc: str = "reno"
     # A counterfactual network (PathConditions' spelling, "rtt=300ms,bw=2mbit,loss=0.01"):
@@ -108,9 +107,9 @@ class FidelityParams(StudyParams):
 class FidelityResult(StudyResult):
     """One fidelity run: measured vs simulated onload per page, the pages skipped, the repeat views."""
 
-    pages: pd.DataFrame             # one row per simulated page
-    skipped: pd.DataFrame           # one row per page left out, with the reason
-    repeat_views: pd.DataFrame      # one row per repeat view predicted from its first view
+    pages: pd.DataFrame  # one row per simulated page
+    skipped: pd.DataFrame  # one row per page left out, with the reason
+    repeat_views: pd.DataFrame  # one row per repeat view predicted from its first view
     params: dict
     # (trace, page or None, why) of each file or page that could not be read or simulated
     # (also a skipped row): the command goes on past them and exits with status 2 at the end.
@@ -131,9 +130,13 @@ class FidelityResult(StudyResult):
     def to_dict(self) -> dict:
         """Per-page measured and simulated onload, skipped pages, summary, parameters and the repeat views."""
         cols = ["trace", "page", "measured_onload_s", "simulated_onload_s", "error_percent"]
-        return {"pages": _records(self.pages, cols), "skipped": _records(self.skipped, ["trace", "page", "reason"]),
-                "summary": self.summary(), "params": self.params,
-                "repeat_views": {"pages": _records(self.repeat_views, cols), "summary": summarize(self.repeat_views)}}
+        return {
+            "pages": _records(self.pages, cols),
+            "skipped": _records(self.skipped, ["trace", "page", "reason"]),
+            "summary": self.summary(),
+            "params": self.params,
+            "repeat_views": {"pages": _records(self.repeat_views, cols), "summary": summarize(self.repeat_views)},
+        }
 
 
 def _stamped(params: FidelityParams) -> dict:
@@ -144,15 +147,19 @@ def _records(df: pd.DataFrame, cols: list[str]) -> list[dict]:
     out = []
     for row in df.to_dict(orient="records") if len(df) else []:
         # NaN (no error: a prediction on another network) is JSON's null.
-        out.append({c: ((round(row[c], 6) if row[c] == row[c] else None) if isinstance(row[c], float) else row[c])
-                    for c in cols})
+        out.append(
+            {
+                c: ((round(row[c], 6) if row[c] == row[c] else None) if isinstance(row[c], float) else row[c])
+                for c in cols
+            }
+        )
     return out
 
 
 def summarize(pages: pd.DataFrame) -> dict:
     """Pages, MAPE, median APE and Spearman's rho of simulated against measured onLoad."""
     n = len(pages)
-    if n == 0 or pages["error_percent"].isna().all():      # none, or predictions on another network (at)
+    if n == 0 or pages["error_percent"].isna().all():  # none, or predictions on another network (at)
         return {"pages": n, "mape_percent": None, "median_ape_percent": None, "spearman_rho": None}
     ape = pages["error_percent"].abs()
     rho = None
@@ -160,16 +167,26 @@ def summarize(pages: pd.DataFrame) -> dict:
         # Spearman's rho: Pearson's r of the ranks (ties get their mean rank).
         value = pages["measured_onload_s"].rank().corr(pages["simulated_onload_s"].rank())
         rho = None if value != value else round(float(value), 4)
-    return {"pages": n, "mape_percent": round(float(ape.mean()), 3),
-            "median_ape_percent": round(float(ape.median()), 3), "spearman_rho": rho}
+    return {
+        "pages": n,
+        "mape_percent": round(float(ape.mean()), 3),
+        "median_ape_percent": round(float(ape.median()), 3),
+        "spearman_rho": rho,
+    }
 
 
 def load_event_graph(graph: PageGraph, on_load_s: float, page_start_s: float | None) -> PageGraph:
     """The resources the measured load event waited for (see the module docstring)."""
     # A pushed response came with the document, whenever the producer wrote its entry.
-    keep = [r.index for r in graph.resources
-            if r.index <= graph.document or (r.resource_type in LOAD_EVENT_TYPES and (
-                r.pushed or r.start_s is None or page_start_s is None or r.start_s - page_start_s < on_load_s))]
+    keep = [
+        r.index
+        for r in graph.resources
+        if r.index <= graph.document
+        or (
+            r.resource_type in LOAD_EVENT_TYPES
+            and (r.pushed or r.start_s is None or page_start_s is None or r.start_s - page_start_s < on_load_s)
+        )
+    ]
     return graph.subgraph(keep)
 
 
@@ -179,24 +196,48 @@ def moved_to(cond: PageConditions, at: PathConditions, protocol: str) -> PageCon
     was (its RTT above the access path's, past the shared link) and its set-up time (DNS,
     slower TLS); server times, the browser's discovery delays and its start-up are carried
     over as measured.  ``protocol`` h2 or h3 puts every origin on it (auto keeps each one's)."""
-    origins = tuple((o, at.rtt_s + max(0.0, rtt - cond.rtt_s), protocol if protocol in ("h2", "h3") else proto, setup)
-                    for o, rtt, proto, setup in cond.origins)
+    origins = tuple(
+        (o, at.rtt_s + max(0.0, rtt - cond.rtt_s), protocol if protocol in ("h2", "h3") else proto, setup)
+        for o, rtt, proto, setup in cond.origins
+    )
     return replace(cond, rtt_s=at.rtt_s, bandwidth_bps=at.bandwidth_bps, origins=origins)
 
 
-def simulate_page(graph: PageGraph, cond: PageConditions, params: FidelityParams,
-                  cache: ClientCache | None = None, scheduler: str = "none", hints: tuple = ()) -> PageLoadResult:
+def simulate_page(
+    graph: PageGraph,
+    cond: PageConditions,
+    params: FidelityParams,
+    cache: ClientCache | None = None,
+    scheduler: str = "none",
+    hints: tuple = (),
+) -> PageLoadResult:
     """One load of ``graph`` on the page-load model under ``cond`` (times from the navigation);
     with ``params.at``, the path's loss and queue are ``at``'s; ``scheduler`` is the browser's
     ``resource_scheduler``; ``hints``: the Link values of a 103 on the navigation (``ServerPlan.hints``)."""
     at = params.at_conditions
-    load_params = LoadParams(protocol="h3" if params.protocol == "h3" else "h2", rtt_s=cond.rtt_s,
-                             bandwidth_bps=cond.bandwidth_bps, seed=params.seed, coalesce="origin", cc=params.cc,
-                             origins=cond.origins, loss=at.loss if at else "0",
-                             queue_bytes=at.queue_bytes if at else None, resource_scheduler=scheduler)
+    load_params = LoadParams(
+        protocol="h3" if params.protocol == "h3" else "h2",
+        rtt_s=cond.rtt_s,
+        bandwidth_bps=cond.bandwidth_bps,
+        seed=params.seed,
+        coalesce="origin",
+        cc=params.cc,
+        origins=cond.origins,
+        loss=at.loss if at else "0",
+        queue_bytes=at.queue_bytes if at else None,
+        resource_scheduler=scheduler,
+    )
     plan = ServerPlan(think_s=dict(cond.think_s), hints=tuple(hints), pushes=tuple(cond.pushes))
-    return load_page(graph, load_params, plan, cache or ClientCache(), discovery_s=cond.discovery_s,
-                     blockers=cond.blockers, streamed=cond.streamed, network=_linux_servers(cond.one_flight))
+    return load_page(
+        graph,
+        load_params,
+        plan,
+        cache or ClientCache(),
+        discovery_s=cond.discovery_s,
+        blockers=cond.blockers,
+        streamed=cond.streamed,
+        network=_linux_servers(cond.one_flight),
+    )
 
 
 def _linux_servers(one_flight: frozenset):
@@ -205,8 +246,10 @@ def _linux_servers(one_flight: frozenset):
     the origins whose recording shows a larger first flight.  Found by the lab: at 300 ms the
     rebuilt pages' 12 KB documents and 11 KB scripts on fresh connections took a second round
     trip, which a window of 10 x 1460 bytes does not need."""
+
     def network(sim, params, listener, backend_cls):
         return backend_cls(sim, params, listener, linux_tcp=True, one_flight_servers=one_flight)
+
     return network
 
 
@@ -221,7 +264,7 @@ def _hints(graph: PageGraph, params: FidelityParams) -> tuple:
 
 @dataclass(frozen=True)
 class _Coalesce:
-    coalesce: str = "origin"        # fidelity gives every origin its own connection (LoadParams above)
+    coalesce: str = "origin"  # fidelity gives every origin its own connection (LoadParams above)
 
 
 def _page_start(trace: Trace, page: str | None) -> float | None:
@@ -238,14 +281,29 @@ def run(trace: Trace, params: FidelityParams | None = None, *, progress: bool = 
     first_views: dict[str, tuple] = {}
     pages = {p.id: p for p in trace.pages}
     for page in page_ids(trace):
-        with collector_paused():           # a page's graph, conditions and load: see collector_paused
+        with collector_paused():  # a page's graph, conditions and load: see collector_paused
             _run_page(trace, page, pages.get(page), params, scheduler, rows, skipped, repeats, failed, first_views)
-    return FidelityResult(pages=pd.DataFrame(rows), skipped=pd.DataFrame(skipped, columns=["trace", "page", "reason"]),
-                          repeat_views=pd.DataFrame(repeats), params=_stamped(params), failed=failed)
+    return FidelityResult(
+        pages=pd.DataFrame(rows),
+        skipped=pd.DataFrame(skipped, columns=["trace", "page", "reason"]),
+        repeat_views=pd.DataFrame(repeats),
+        params=_stamped(params),
+        failed=failed,
+    )
 
 
-def _run_page(trace: Trace, page, meta, params: FidelityParams, scheduler: str, rows: list, skipped: list,
-              repeats: list, failed: list, first_views: dict) -> None:
+def _run_page(
+    trace: Trace,
+    page,
+    meta,
+    params: FidelityParams,
+    scheduler: str,
+    rows: list,
+    skipped: list,
+    repeats: list,
+    failed: list,
+    first_views: dict,
+) -> None:
     """One page of ``run``: its row, or why it was skipped, appended to the lists."""
     base = {"trace": trace.source, "page": page}
     if meta is None or meta.on_load_s is None:
@@ -253,8 +311,13 @@ def _run_page(trace: Trace, page, meta, params: FidelityParams, scheduler: str, 
         return
     if meta.repeat_view:
         # Its HAR lacks what the browser's cache served, and the time the browser spent on it.
-        skipped.append({**base, "reason": "a repeat view (its HAR lacks what came from the browser's cache): "
-                                          "predicted from its first view instead"})
+        skipped.append(
+            {
+                **base,
+                "reason": "a repeat view (its HAR lacks what came from the browser's cache): "
+                "predicted from its first view instead",
+            }
+        )
         first = first_views.get(meta.url) or (list(first_views.values())[-1] if first_views else None)
         if first is not None and params.at is None and not params.counterfactual_server:
             repeats.append(_repeat_view(first, {**base, "measured_onload_s": meta.on_load_s}, params, scheduler))
@@ -272,22 +335,33 @@ def _run_page(trace: Trace, page, meta, params: FidelityParams, scheduler: str, 
         cond = replace(cond, think_s={**cond.think_s, sub.document: params.document_think_s})
     try:
         metrics = simulate_page(sub, cond, params, scheduler=scheduler, hints=_hints(graph, params)).metrics
-    except StackStalled as exc:            # the page's own load cannot end: the next page may
+    except StackStalled as exc:  # the page's own load cannot end: the next page may
         skipped.append({**base, "reason": exc.detail})
         failed.append((trace.source, page, exc.detail))
         return
     simulated = cond.start_offset_s + metrics["onload_s"]
-    row = {**base, "url": graph[graph.document].url,
-           "measured_onload_s": meta.on_load_s, "simulated_onload_s": simulated,
-           # With ``at`` (or another server) the measurement is of another load: no error to give.
-           "error_percent": (math.nan if params.at or params.counterfactual_server
-                             else 100.0 * (simulated - meta.on_load_s) / meta.on_load_s),
-           "resources": len(sub), "requests": metrics["requests"], "connections": metrics["connections"],
-           # What the transports resent and why: the lab holds these against the kernel's own count.
-           **{k: metrics.get(k, 0) for k in ("packets_sent", "packets_lost", *TIMER_KEYS)},
-           "creator": trace.meta.get("creator", ""), "resource_scheduler": scheduler, **cond.summary()}
+    row = {
+        **base,
+        "url": graph[graph.document].url,
+        "measured_onload_s": meta.on_load_s,
+        "simulated_onload_s": simulated,
+        # With ``at`` (or another server) the measurement is of another load: no error to give.
+        "error_percent": (
+            math.nan
+            if params.at or params.counterfactual_server
+            else 100.0 * (simulated - meta.on_load_s) / meta.on_load_s
+        ),
+        "resources": len(sub),
+        "requests": metrics["requests"],
+        "connections": metrics["connections"],
+        # What the transports resent and why: the lab holds these against the kernel's own count.
+        **{k: metrics.get(k, 0) for k in ("packets_sent", "packets_lost", *TIMER_KEYS)},
+        "creator": trace.meta.get("creator", ""),
+        "resource_scheduler": scheduler,
+        **cond.summary(),
+    }
     rows.append(row)
-    first_views[meta.url or row["url"]] = (graph, meta, cond)   # a repeat view follows its own first view
+    first_views[meta.url or row["url"]] = (graph, meta, cond)  # a repeat view follows its own first view
 
 
 def _repeat_view(first: tuple, measured: dict, params: FidelityParams, scheduler: str = "none") -> dict:
@@ -295,16 +369,24 @@ def _repeat_view(first: tuple, measured: dict, params: FidelityParams, scheduler
     graph, meta, cond = first
     sub = load_event_graph(graph, meta.on_load_s, meta.start_s)
     fresh, revalidate = cache_after(sub)
-    resources = [replace(r, body_bytes=0, content_bytes=None, status=304) if r.index in revalidate else r
-                 for r in sub.resources]
-    repeat = PageGraph(resources=resources, source=sub.source, page=sub.page, edges_from=sub.edges_from,
-                       document=sub.document)
+    resources = [
+        replace(r, body_bytes=0, content_bytes=None, status=304) if r.index in revalidate else r for r in sub.resources
+    ]
+    repeat = PageGraph(
+        resources=resources, source=sub.source, page=sub.page, edges_from=sub.edges_from, document=sub.document
+    )
     metrics = simulate_page(repeat, cond, params, ClientCache(sub[i].url for i in fresh), scheduler).metrics
     simulated = cond.start_offset_s + metrics["onload_s"]
-    return {"trace": measured["trace"], "page": measured["page"], "first_view": meta.id,
-            "measured_onload_s": measured["measured_onload_s"], "simulated_onload_s": simulated,
-            "error_percent": 100.0 * (simulated - measured["measured_onload_s"]) / measured["measured_onload_s"],
-            "cached": len(fresh), "revalidated": len(revalidate)}
+    return {
+        "trace": measured["trace"],
+        "page": measured["page"],
+        "first_view": meta.id,
+        "measured_onload_s": measured["measured_onload_s"],
+        "simulated_onload_s": simulated,
+        "error_percent": 100.0 * (simulated - measured["measured_onload_s"]) / measured["measured_onload_s"],
+        "cached": len(fresh),
+        "revalidated": len(revalidate),
+    }
 
 
 def cache_after(graph: PageGraph) -> tuple[set[int], set[int]]:
@@ -322,8 +404,11 @@ def cache_after(graph: PageGraph) -> tuple[set[int], set[int]]:
             continue
         h = r.response_headers
         cc = (header_value(h, b"cache-control") or b"").decode("latin-1").lower()
-        directives = {d.strip().split("=", 1)[0]: (d.split("=", 1)[1].strip('" ') if "=" in d else "")
-                      for d in cc.split(",") if d.strip()}
+        directives = {
+            d.strip().split("=", 1)[0]: (d.split("=", 1)[1].strip('" ') if "=" in d else "")
+            for d in cc.split(",")
+            if d.strip()
+        }
         if "no-store" in directives:
             continue
         lifetime = None
@@ -367,6 +452,7 @@ def run_paths(paths, params: FidelityParams, *, progress: bool = False) -> Fidel
     iterator = files
     if progress:
         from tqdm.auto import tqdm
+
         iterator = tqdm(files, desc="traces", leave=False)
     parts = []
     for f in iterator:
@@ -375,11 +461,27 @@ def run_paths(paths, params: FidelityParams, *, progress: bool = False) -> Fidel
         except InputError as exc:
             if len(files) == 1:
                 raise
-            parts.append(FidelityResult(pages=pd.DataFrame(), repeat_views=pd.DataFrame(), params=_stamped(params),
-                                        skipped=pd.DataFrame([{"trace": f, "page": None, "reason": exc.detail}]),
-                                        failed=[(f, None, f"{exc.where}: {exc.detail}" if exc.where else exc.detail)]))
-    cat = lambda frames: pd.concat([f for f in frames if len(f)], ignore_index=True) if any(len(f) for f in frames) \
-        else pd.DataFrame()  # noqa: E731
-    return FidelityResult(pages=cat([p.pages for p in parts]), skipped=cat([p.skipped for p in parts]),
-                          repeat_views=cat([p.repeat_views for p in parts]), params=_stamped(params),
-                          failed=[f for p in parts for f in p.failed])
+            parts.append(
+                FidelityResult(
+                    pages=pd.DataFrame(),
+                    repeat_views=pd.DataFrame(),
+                    params=_stamped(params),
+                    skipped=pd.DataFrame([{"trace": f, "page": None, "reason": exc.detail}]),
+                    failed=[(f, None, f"{exc.where}: {exc.detail}" if exc.where else exc.detail)],
+                )
+            )
+
+    def cat(frames):
+        return (
+            pd.concat([f for f in frames if len(f)], ignore_index=True)
+            if any(len(f) for f in frames)
+            else pd.DataFrame()
+        )
+
+    return FidelityResult(
+        pages=cat([p.pages for p in parts]),
+        skipped=cat([p.skipped for p in parts]),
+        repeat_views=cat([p.repeat_views for p in parts]),
+        params=_stamped(params),
+        failed=[f for p in parts for f in p.failed],
+    )

@@ -51,8 +51,19 @@ response directions have separate contexts (RFC 9204 section 2).
 
 from ...stats import confidence_band
 from .cli import add_arguments, params_from_args
-from .study import (DIRECTIONS, SCHEMES, TRANSPORTS, HolParams, HolResult, resolve_direction, run,
-                    schedule, schemes)
+from .study import DIRECTIONS, SCHEMES, TRANSPORTS, HolParams, HolResult, resolve_direction, run, schedule, schemes
 
-__all__ = ["HolParams", "HolResult", "run", "schedule", "resolve_direction", "SCHEMES", "schemes",
-           "DIRECTIONS", "TRANSPORTS", "confidence_band", "add_arguments", "params_from_args"]
+__all__ = [
+    "HolParams",
+    "HolResult",
+    "run",
+    "schedule",
+    "resolve_direction",
+    "SCHEMES",
+    "schemes",
+    "DIRECTIONS",
+    "TRANSPORTS",
+    "confidence_band",
+    "add_arguments",
+    "params_from_args",
+]

@@ -26,9 +26,15 @@ def params_from_args(args: argparse.Namespace) -> HolParams:
     table = HolParams.table_bytes if args.table is None else parse_size(args.table)
     blocked = HolParams.max_blocked if args.blocked is None else int(args.blocked)
     return HolParams(
-        schemes=comma_list(args.scheme), transport=args.transport, table_bytes=table, max_blocked=blocked,
-        direction=args.direction, spacing_s=parse_duration(args.spacing), think_s=parse_duration(args.think),
-        jitter_prob=float(args.jitter), **network_from_args(args),
+        schemes=comma_list(args.scheme),
+        transport=args.transport,
+        table_bytes=table,
+        max_blocked=blocked,
+        direction=args.direction,
+        spacing_s=parse_duration(args.spacing),
+        think_s=parse_duration(args.think),
+        jitter_prob=float(args.jitter),
+        **network_from_args(args),
     )
 
 
@@ -43,10 +49,14 @@ def _interop_table(trace: Trace, params: HolParams, args: argparse.Namespace) ->
         taken["table_bytes"] = int(trace.meta["max_table_capacity"])
     if args.blocked is None:
         taken["max_blocked"] = int(trace.meta["blocked_streams"])
-    said = " and ".join(f"{'table capacity' if k == 'table_bytes' else 'max blocked streams'} {v}"
-                        for k, v in taken.items())
-    print(f"workbench: note: {said} from the interop file name {os.path.basename(trace.source)} "
-          f"(give --table / --blocked to override)", file=sys.stderr)
+    said = " and ".join(
+        f"{'table capacity' if k == 'table_bytes' else 'max blocked streams'} {v}" for k, v in taken.items()
+    )
+    print(
+        f"workbench: note: {said} from the interop file name {os.path.basename(trace.source)} "
+        f"(give --table / --blocked to override)",
+        file=sys.stderr,
+    )
     return params.derive(**taken)
 
 
@@ -64,10 +74,24 @@ def _cmd(args: argparse.Namespace) -> int:
     if args.json:
         print(result.to_json())
         return 0
-    cols = ["blocks", "blocked", "hol_total_ms", "hol_p50_ms", "hol_p95_ms", "hol_max_ms",
-            "raw_bytes", "header_bytes", "encoder_stream_bytes", "ratio", "packets", "losses"]
-    print(f"trace {trace.source} ({len(trace)} exchanges, {result.trace['header_lists']} header lists), "
-          f"{params.transport}, RTT {params.rtt_s * 1000:g} ms, loss {params.loss}, seed {params.seed}")
+    cols = [
+        "blocks",
+        "blocked",
+        "hol_total_ms",
+        "hol_p50_ms",
+        "hol_p95_ms",
+        "hol_max_ms",
+        "raw_bytes",
+        "header_bytes",
+        "encoder_stream_bytes",
+        "ratio",
+        "packets",
+        "losses",
+    ]
+    print(
+        f"trace {trace.source} ({len(trace)} exchanges, {result.trace['header_lists']} header lists), "
+        f"{params.transport}, RTT {params.rtt_s * 1000:g} ms, loss {params.loss}, seed {params.seed}"
+    )
     with pd.option_context("display.width", 200, "display.float_format", "{:.3f}".format):
         print(result.summary[cols].to_string())
     return 0
@@ -76,25 +100,53 @@ def _cmd(args: argparse.Namespace) -> int:
 def add_arguments(p: argparse.ArgumentParser) -> None:
     """The study's flags: the command line's, and the batch grid's parameters."""
     p.add_argument("--trace", required=True, help="HAR, QIF or QPACK interop file")
-    p.add_argument("--scheme", default="hpack,qpack,qcram", type=argtypes.names(schemes(), "scheme"),
-                   help="comma-separated: " + ",".join(schemes()))
-    p.add_argument("--transport", default="quic", choices=list(TRANSPORTS),
-                   help="quic or tcp (transport models), or ref2017 (the 2017 simulator's network model)")
+    p.add_argument(
+        "--scheme",
+        default="hpack,qpack,qcram",
+        type=argtypes.names(schemes(), "scheme"),
+        help="comma-separated: " + ",".join(schemes()),
+    )
+    p.add_argument(
+        "--transport",
+        default="quic",
+        choices=list(TRANSPORTS),
+        help="quic or tcp (transport models), or ref2017 (the 2017 simulator's network model)",
+    )
     add_network_flags(p, rtt="100ms", bw="10mbit", loss="0", cc="reno", seed=1)
-    p.add_argument("--table", default=None, type=argtypes.size,
-                   help="dynamic table capacity in bytes (default 4096; a QPACK interop trace: from its file name)")
-    p.add_argument("--blocked", default=None, type=argtypes.count(0, 65_535),
-                   help="max blocked streams (default 100; a QPACK interop trace: from its file name)")
-    p.add_argument("--direction", default="auto", choices=list(DIRECTIONS),
-                   help="header lists to replay; auto (default): what the trace holds")
+    p.add_argument(
+        "--table",
+        default=None,
+        type=argtypes.size,
+        help="dynamic table capacity in bytes (default 4096; a QPACK interop trace: from its file name)",
+    )
+    p.add_argument(
+        "--blocked",
+        default=None,
+        type=argtypes.count(0, 65_535),
+        help="max blocked streams (default 100; a QPACK interop trace: from its file name)",
+    )
+    p.add_argument(
+        "--direction",
+        default="auto",
+        choices=list(DIRECTIONS),
+        help="header lists to replay; auto (default): what the trace holds",
+    )
     p.add_argument("--spacing", default="10ms", type=argtypes.duration, help="request spacing for untimed traces (QIF)")
-    p.add_argument("--think", default="0ms", type=argtypes.duration,
-                   help="server think time before a response (direction both)")
+    p.add_argument(
+        "--think", default="0ms", type=argtypes.duration, help="server think time before a response (direction both)"
+    )
     p.add_argument("--jitter", default="0", type=argtypes.probability, help="probability of an extra U(0,100ms) delay")
     p.add_argument("--blocks", metavar="CSV", type=argtypes.output_file, help="also write the per-block table to CSV")
     p.add_argument("--json", action="store_true", help="print one JSON object")
 
 
-STUDY = Study(name="hol", help="header-compression HOL blocking: HPACK vs QPACK vs QCRAM",
-              add_arguments=add_arguments, params_from_args=params_from_args, run=run, command=_cmd,
-              optional_tables=("blocks",), cli_only=frozenset({"blocks"}))
+STUDY = Study(
+    name="hol",
+    help="header-compression HOL blocking: HPACK vs QPACK vs QCRAM",
+    add_arguments=add_arguments,
+    params_from_args=params_from_args,
+    run=run,
+    command=_cmd,
+    optional_tables=("blocks",),
+    cli_only=frozenset({"blocks"}),
+)

@@ -12,8 +12,14 @@ from ...engine import Simulator
 from ...errors import InputError
 from ...http.blocks import HeaderBlockConnection
 from ...http.connection import reference_transport, transport_for
-from ...http.events import (DecoderStreamReceived, EncoderStreamAcked, EncoderStreamReceived, HeaderBlockAcked,
-                            HeaderBlockArrived, HeaderBlockReceived)
+from ...http.events import (
+    DecoderStreamReceived,
+    EncoderStreamAcked,
+    EncoderStreamReceived,
+    HeaderBlockAcked,
+    HeaderBlockArrived,
+    HeaderBlockReceived,
+)
 from ...net.transport import TransportConfig, timer_counts
 from ...traces.model import raw_size
 
@@ -25,11 +31,10 @@ class HeaderItem:
     """One header list to send: who sends it, when, on which stream."""
 
     exchange: int
-    kind: str                 # "request" | "response"
+    kind: str  # "request" | "response"
     headers: tuple
     origin: str
-    start_s: float | None     # None: a response sent when its request is decoded
-
+    start_s: float | None  # None: a response sent when its request is decoded
 
 
 # ---------------------------------------------------------------------------------------
@@ -46,12 +51,16 @@ class _Side:
         p = run.params
         self.run, self.wire, self.kind = run, wire, kind
         # HPACK decodes in byte-stream order over TCP, in encode order over per-stream delivery.
-        codec = dict(table_bytes=p.table_bytes, max_blocked=p.max_blocked,
-                     transport="tcp" if p.transport == "tcp" else "quic", cookie_crumbs=p.cookie_crumbs)
+        codec = dict(
+            table_bytes=p.table_bytes,
+            max_blocked=p.max_blocked,
+            transport="tcp" if p.transport == "tcp" else "quic",
+            cookie_crumbs=p.cookie_crumbs,
+        )
         self.encoder = compression.make_encoder(run.scheme, **codec)
         self.decoder = compression.make_decoder(run.scheme, **codec)
-        self.pending: dict[int, dict] = {}        # stream id -> record of a block not yet decoded
-        self.seq_of: dict[int, int] = {}          # stream id -> seq, until its frame is acked
+        self.pending: dict[int, dict] = {}  # stream id -> record of a block not yet decoded
+        self.seq_of: dict[int, int] = {}  # stream id -> seq, until its frame is acked
         self.buffered_bytes = 0
         self.max_buffered_bytes = 0
 
@@ -63,21 +72,31 @@ class _Side:
         frame_bytes = self.wire.send_block(self.kind, stream_id, unit.header_block)
         self.seq_of[stream_id] = unit.seq
         self.pending[stream_id] = {
-            "scheme": self.run.scheme, "kind": item.kind, "exchange": item.exchange, "origin": item.origin,
-            "stream_id": stream_id, "seq": unit.seq, "raw_bytes": raw_size(item.headers),
-            "header_bytes": len(unit.header_block), "encoder_stream_bytes": len(unit.encoder_stream),
-            "frame_bytes": frame_bytes, "may_block": bool(unit.may_block),
-            "sent_s": self.run.sim.now, "arrived_s": math.nan, "delivered_s": math.nan, "decoded_s": math.nan,
+            "scheme": self.run.scheme,
+            "kind": item.kind,
+            "exchange": item.exchange,
+            "origin": item.origin,
+            "stream_id": stream_id,
+            "seq": unit.seq,
+            "raw_bytes": raw_size(item.headers),
+            "header_bytes": len(unit.header_block),
+            "encoder_stream_bytes": len(unit.encoder_stream),
+            "frame_bytes": frame_bytes,
+            "may_block": bool(unit.may_block),
+            "sent_s": self.run.sim.now,
+            "arrived_s": math.nan,
+            "delivered_s": math.nan,
+            "decoded_s": math.nan,
             "_headers": item.headers,
         }
 
     def encoder_stream_acked(self, acked_offset: int) -> None:
-        self.encoder.on_encoder_stream_acked(acked_offset)     # QCRAM's commit
+        self.encoder.on_encoder_stream_acked(acked_offset)  # QCRAM's commit
 
     def block_acked(self, stream_id: int) -> None:
         seq = self.seq_of.pop(stream_id, None)
         if seq is not None:
-            self.encoder.on_header_block_acked(seq)          # QCRAM may evict its references
+            self.encoder.on_header_block_acked(seq)  # QCRAM may evict its references
 
     def decoder_instructions(self, data: bytes) -> None:
         self.encoder.feed_decoder_stream(data)
@@ -100,7 +119,7 @@ class _Side:
         decoded = self.decoder.feed_header_block(stream_id, block, record["seq"])
         if decoded is not None:
             self._decoded(decoded, time_s)
-        for extra in self.decoder.take_unblocked():          # HPACK for QUIC: later blocks released
+        for extra in self.decoder.take_unblocked():  # HPACK for QUIC: later blocks released
             self._decoded(extra, time_s)
         self._send_decoder_instructions()
 
@@ -113,8 +132,11 @@ class _Side:
         from ... import compression
 
         record = self.pending.pop(decoded.stream_id)
-        compression.verify(record.pop("_headers"), decoded.headers,
-                           where=f"{self.run.scheme} {record['kind']} block on stream {decoded.stream_id}")
+        compression.verify(
+            record.pop("_headers"),
+            decoded.headers,
+            where=f"{self.run.scheme} {record['kind']} block on stream {decoded.stream_id}",
+        )
         record["decoded_s"] = time_s
         self.buffered_bytes -= record["header_bytes"]
         self.run.blocks.append(record)
@@ -184,8 +206,9 @@ class SchemeRun:
             return conn
         # HTTP/3 over the QUIC model, or HTTP/2 over the TCP model (``http.connection.transport_for``).
         path = p.network.path(self.sim, name=f"path{n}")
-        transport = transport_for(self.sim, path, "h3" if p.transport == "quic" else "h2", TransportConfig(cc=p.cc),
-                                  name=f"{p.transport}{n}")
+        transport = transport_for(
+            self.sim, path, "h3" if p.transport == "quic" else "h2", TransportConfig(cc=p.cc), name=f"{p.transport}{n}"
+        )
         wire = HeaderBlockConnection.over(transport)
         conn = self.connections[origin] = _Connection(self, wire, path)
         return conn
@@ -226,9 +249,11 @@ class SchemeRun:
         if len(self.blocks) != expected:
             missing = expected - len(self.blocks)
             # Not a bug but a link too slow or lossy for the trace (--bw 1bit): said in one line.
-            raise InputError(f"{self.scheme}: {missing} of {expected} header blocks were not decoded within "
-                             f"3600 s of simulated time after the last request (stopped at {self.sim.now:.3f} s); "
-                             "the link (--bw, --rtt, --loss) is too slow or lossy for this trace.")
+            raise InputError(
+                f"{self.scheme}: {missing} of {expected} header blocks were not decoded within "
+                f"3600 s of simulated time after the last request (stopped at {self.sim.now:.3f} s); "
+                "the link (--bw, --rtt, --loss) is too slow or lossy for this trace."
+            )
         # Counted on the wire, the same way for both transports: every packet both ways
         # (acks included) and every packet the loss model or a full queue dropped.
         packets = losses = retransmissions = max_buffered = 0
@@ -245,7 +270,12 @@ class SchemeRun:
             retransmissions += stats.get("packets_lost", 0)
             for side in conn.sides.values():
                 max_buffered = max(max_buffered, side.max_buffered_bytes)
-        return {"packets": packets, "losses": losses, "retransmissions": retransmissions, **timers,
-                "max_decoder_buffered_bytes": max_buffered,
-                "connections": len(self.connections), "sim_end_s": self.sim.now}
-
+        return {
+            "packets": packets,
+            "losses": losses,
+            "retransmissions": retransmissions,
+            **timers,
+            "max_decoder_buffered_bytes": max_buffered,
+            "connections": len(self.connections),
+            "sim_end_s": self.sim.now,
+        }

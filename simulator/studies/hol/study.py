@@ -15,8 +15,17 @@ from ...traces.model import Trace
 from ..base import StudyParams, StudyResult, rows_by_index, steps
 from .model import HeaderItem, SchemeRun
 
-__all__ = ["HolParams", "HolResult", "run", "resolve_direction", "schedule", "SCHEMES", "schemes",
-           "DIRECTIONS", "TRANSPORTS"]
+__all__ = [
+    "HolParams",
+    "HolResult",
+    "run",
+    "resolve_direction",
+    "schedule",
+    "SCHEMES",
+    "schemes",
+    "DIRECTIONS",
+    "TRANSPORTS",
+]
 
 SCHEMES = ("hpack", "qpack", "qcram", "qcram-blocking")
 
@@ -26,12 +35,23 @@ def schemes() -> tuple[str, ...]:
     from ...compression import ADDED_SCHEMES
 
     return SCHEMES + tuple(ADDED_SCHEMES)
+
+
 DIRECTIONS = ("auto", "requests", "responses", "both")
 # quic and tcp: the transport models; ref2017: the 2017 simulator's own network model.
 TRANSPORTS = ("quic", "tcp", "ref2017")
 # Parameters every per-block row carries (``blocks``).
-ROW_PARAMS = ("transport", "rtt_s", "bandwidth_bps", "loss", "table_bytes", "max_blocked", "direction", "seed",
-              "spacing_s")
+ROW_PARAMS = (
+    "transport",
+    "rtt_s",
+    "bandwidth_bps",
+    "loss",
+    "table_bytes",
+    "max_blocked",
+    "direction",
+    "seed",
+    "spacing_s",
+)
 
 
 @dataclass(frozen=True)
@@ -42,20 +62,20 @@ class HolParams(StudyParams):
     transport: str = "quic"
     rtt_s: float = 0.100
     bandwidth_bps: float | None = 10e6
-    loss: str = "0"                       # "0.01" Bernoulli, "ge:P,R[,h,k]" Gilbert-Elliott
-    table_bytes: int = 4096               # dynamic table capacity (SETTINGS_QPACK_MAX_TABLE_CAPACITY)
-    max_blocked: int = 100                # SETTINGS_QPACK_BLOCKED_STREAMS (2017 default 100)
-    direction: str = "auto"               # auto: what the trace holds (requests, responses or both)
+    loss: str = "0"  # "0.01" Bernoulli, "ge:P,R[,h,k]" Gilbert-Elliott
+    table_bytes: int = 4096  # dynamic table capacity (SETTINGS_QPACK_MAX_TABLE_CAPACITY)
+    max_blocked: int = 100  # SETTINGS_QPACK_BLOCKED_STREAMS (2017 default 100)
+    direction: str = "auto"  # auto: what the trace holds (requests, responses or both)
     seed: int = 1
-    spacing_s: float = 0.010              # untimed traces: request i starts at i * spacing_s
-    max_idle_s: float = 1.0               # timed traces: idle gaps capped (2017 model)
-    coalesce_s: float = 0.001             # timed traces: starts within one bucket share packets
-    think_s: float = 0.0                  # direction "both": server think time before a response
-    jitter_prob: float = 0.0              # 2017 model used 0.05 ...
-    jitter_max_s: float = 0.100           # ... with an extra U(0, 100 ms)
-    queue_bytes: int | None = None        # bottleneck queue; None = one BDP, at least 64 KiB
+    spacing_s: float = 0.010  # untimed traces: request i starts at i * spacing_s
+    max_idle_s: float = 1.0  # timed traces: idle gaps capped (2017 model)
+    coalesce_s: float = 0.001  # timed traces: starts within one bucket share packets
+    think_s: float = 0.0  # direction "both": server think time before a response
+    jitter_prob: float = 0.0  # 2017 model used 0.05 ...
+    jitter_max_s: float = 0.100  # ... with an extra U(0, 100 ms)
+    queue_bytes: int | None = None  # bottleneck queue; None = one BDP, at least 64 KiB
     cc: str = "reno"
-    cookie_crumbs: bool = True            # RFC 9113 section 8.2.3 / RFC 9114 section 4.2.1 split
+    cookie_crumbs: bool = True  # RFC 9113 section 8.2.3 / RFC 9114 section 4.2.1 split
 
     def network_fields(self) -> dict:
         """The network with this study's own defaults: a queue of one BDP, at least 64 KiB,
@@ -101,8 +121,10 @@ class HolResult(StudyResult):
     def tables(self) -> dict[str, pd.DataFrame]:
         """Summary and per-block tables, without the parameter columns the batch adds."""
         # The batch adds every parameter to each row: the blocks' own copies are dropped.
-        return {"summary": self.summary.reset_index(),
-                "blocks": self.blocks.drop(columns=[c for c in ROW_PARAMS if c in self.blocks.columns])}
+        return {
+            "summary": self.summary.reset_index(),
+            "blocks": self.blocks.drop(columns=[c for c in ROW_PARAMS if c in self.blocks.columns]),
+        }
 
 
 def resolve_direction(trace: Trace, direction: str) -> str:
@@ -126,8 +148,7 @@ def schedule(trace: Trace, params: HolParams) -> list[HeaderItem]:
     direction = resolve_direction(trace, params.direction)
     lists = trace.header_lists(direction)
     if not lists:
-        raise InputError(f"the trace has no {direction} header lists to replay",
-                         path=trace.source)
+        raise InputError(f"the trace has no {direction} header lists to replay", path=trace.source)
     if trace.timed:
         starts, prev_raw, prev_t = {}, None, 0.0
         ordered = sorted({e.index: e for e, _, _ in lists}.values(), key=lambda e: (e.start_s or 0.0, e.index))
@@ -175,12 +196,21 @@ def run(trace: Trace, params: HolParams | None = None, *, progress: bool = False
     pdict = params.to_dict()
     for k in ROW_PARAMS:
         blocks[k] = pdict[k]
-    tinfo = {"source": trace.source, "format": trace.format, "content_hash": trace.content_hash(),
-             "header_lists": len(items), "timed": trace.timed}
+    tinfo = {
+        "source": trace.source,
+        "format": trace.format,
+        "content_hash": trace.content_hash(),
+        "header_lists": len(items),
+        "timed": trace.timed,
+    }
     summary = pd.DataFrame.from_dict(summaries, orient="index")
     summary.index.name = "scheme"
-    return HolResult(blocks=blocks, summary=summary,
-                     params={**pdict, "direction_given": given_direction, "version": __version__}, trace=tinfo)
+    return HolResult(
+        blocks=blocks,
+        summary=summary,
+        params={**pdict, "direction_given": given_direction, "version": __version__},
+        trace=tinfo,
+    )
 
 
 def _summarize(df: pd.DataFrame, totals: dict) -> dict:

@@ -20,13 +20,33 @@ import math
 
 import pandas as pd
 
-__all__ = ["WIJNANTS_TIERS", "NAIVE", "kendall_tau_b", "max_tau_b", "reference_rank", "ranking_against_reference",
-           "best_per_page", "flips", "naive_slowdown", "relative_to_best"]
+__all__ = [
+    "WIJNANTS_TIERS",
+    "NAIVE",
+    "kendall_tau_b",
+    "max_tau_b",
+    "reference_rank",
+    "ranking_against_reference",
+    "best_per_page",
+    "flips",
+    "naive_slowdown",
+    "relative_to_best",
+]
 
 NAIVE = ("rr", "fifo", "lifo")
 # tier 1: reads the client's signals; tier 2: naive (any scheduler not named is left out).
-WIJNANTS_TIERS = {"rfc9218": 1, "tree": 1, "cf-exclusive-sequential": 1, "cf-shared-sequential": 1,
-                  "cf-shared": 1, "urgency-rr": 1, "urgency-fifo": 1, "rr": 2, "fifo": 2, "lifo": 2}
+WIJNANTS_TIERS = {
+    "rfc9218": 1,
+    "tree": 1,
+    "cf-exclusive-sequential": 1,
+    "cf-shared-sequential": 1,
+    "cf-shared": 1,
+    "urgency-rr": 1,
+    "urgency-fifo": 1,
+    "rr": 2,
+    "fifo": 2,
+    "lifo": 2,
+}
 
 
 def kendall_tau_b(x, y) -> float:
@@ -70,8 +90,13 @@ def ranking_against_reference(rows: pd.DataFrame, metric: str) -> tuple[pd.DataF
     """The schedulers ranked by their median ``metric`` over ``rows`` (lower first) beside
     the reference tier, and Kendall's tau-b between the two (schedulers with a tier only)."""
     med = rows.groupby("scheduler", sort=False)[metric].median().sort_values(kind="stable")
-    table = pd.DataFrame({"median": med, "rank": med.rank(method="min").astype(int),
-                          "wijnants_tier": [reference_rank(s) for s in med.index]})
+    table = pd.DataFrame(
+        {
+            "median": med,
+            "rank": med.rank(method="min").astype(int),
+            "wijnants_tier": [reference_rank(s) for s in med.index],
+        }
+    )
     known = table.dropna(subset=["wijnants_tier"])
     return table, kendall_tau_b(list(known["median"]), list(known["wijnants_tier"]))
 
@@ -92,8 +117,9 @@ def relative_to_best(rows: pd.DataFrame, metric: str, per: tuple[str, ...] = ("p
     return rows[metric] / rows.groupby(list(per))[metric].transform("min")
 
 
-def best_per_page(rows: pd.DataFrame, metric: str, per: tuple[str, ...] = ("page",),
-                  tolerance: float = 0.01) -> pd.DataFrame:
+def best_per_page(
+    rows: pd.DataFrame, metric: str, per: tuple[str, ...] = ("page",), tolerance: float = 0.01
+) -> pd.DataFrame:
     """Per ``per`` group, the scheduler(s) with the lowest ``metric`` (within ``tolerance``,
     relative: ties are schedulers that come out the same), joined by ``,``, and the spread
     between the worst and the best."""
@@ -101,8 +127,14 @@ def best_per_page(rows: pd.DataFrame, metric: str, per: tuple[str, ...] = ("page
     for key, g in rows.groupby(list(per), sort=False):
         best = g[metric].min()
         winners = g.loc[g[metric] <= best * (1 + tolerance), "scheduler"]
-        out.append({**dict(zip(per, key if isinstance(key, tuple) else (key,))), "best": ",".join(winners),
-                    "best_s": best, "spread": g[metric].max() / best - 1 if best > 0 else 0.0})
+        out.append(
+            {
+                **dict(zip(per, key if isinstance(key, tuple) else (key,))),
+                "best": ",".join(winners),
+                "best_s": best,
+                "spread": g[metric].max() / best - 1 if best > 0 else 0.0,
+            }
+        )
     return pd.DataFrame(out)
 
 

@@ -33,9 +33,16 @@ def visual_metrics(resources: pd.DataFrame, graph) -> dict:
     lcp = lcp_candidate(graph)
     lcp_s = max(first_paint, ready[lcp]) if lcp is not None else first_paint
     steps = [(first_paint, max(graph[graph.document].body_bytes, 1))]
-    steps += [(max(first_paint, ready[r.index]), r.body_bytes) for r in graph.resources
-              if r.resource_type == "image" and r.body_bytes > 0 and not math.isnan(ready[r.index])]
+    steps += [
+        (max(first_paint, ready[r.index]), r.body_bytes)
+        for r in graph.resources
+        if r.resource_type == "image" and r.body_bytes > 0 and not math.isnan(ready[r.index])
+    ]
     total = sum(w for _, w in steps)
     speed_index = first_paint + sum((t - first_paint) * w for t, w in steps) / total
-    return {"onload_s": float(max(ready.values())), "render_blocking_done_s": float(first_paint),
-            "lcp_estimate_s": float(lcp_s), "speed_index_estimate_s": float(speed_index)}
+    return {
+        "onload_s": float(max(ready.values())),
+        "render_blocking_done_s": float(first_paint),
+        "lcp_estimate_s": float(lcp_s),
+        "speed_index_estimate_s": float(speed_index),
+    }

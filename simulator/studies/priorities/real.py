@@ -87,8 +87,15 @@ def data_orders(graph, params: PrioritiesParams, browser: str, scheduler: str) -
     real_params = replace(params, backend="stacks", qlog=None)
     nets: dict[str, object] = {}
     log = _ChunkLog()
-    load_with(graph, model_params, browser, scheduler, qlog=log, plan_cls=_ChunkPlan,
-              on_network=lambda n: nets.__setitem__("model", n))
+    load_with(
+        graph,
+        model_params,
+        browser,
+        scheduler,
+        qlog=log,
+        plan_cls=_ChunkPlan,
+        on_network=lambda n: nets.__setitem__("model", n),
+    )
     load_with(graph, real_params, browser, scheduler, on_network=lambda n: nets.__setitem__("real", n))
     has_body = {r.index for r in graph.resources if r.body_bytes > 0}
     out: dict[str, dict] = {}
@@ -97,12 +104,15 @@ def data_orders(graph, params: PrioritiesParams, browser: str, scheduler: str) -
         frames = data_frames(trace.to_dict()) if trace is not None else []
         index = {sid: spec.index for sid, spec in conn.requests.items()}
         out.setdefault(key, {"model": [], "real": []})["model"] = [
-            index[sid] for sid, _ in frames if index.get(sid) in has_body]
+            index[sid] for sid, _ in frames if index.get(sid) in has_body
+        ]
     for key, session in nets["real"].sessions.items():
         index = {sid: spec.index for sid, (spec, _) in session.client_rows.items() if spec is not None}
         out.setdefault(key, {"model": [], "real": []})["real"] = [
-            index[sid] for sid, ftype, n in session.server.response_frames
-            if ftype == DATA_FRAME and n and index.get(sid) in has_body]
+            index[sid]
+            for sid, ftype, n in session.server.response_frames
+            if ftype == DATA_FRAME and n and index.get(sid) in has_body
+        ]
     return out
 
 
@@ -124,7 +134,11 @@ def compare_orders(orders: dict) -> dict:
     common = [x for x in model_all if x in set(real_all)]
     real_rank = {x: i for i, x in enumerate(real_all)}
     tau = kendall_tau_b(range(len(common)), [real_rank[x] for x in common]) if len(common) > 1 else 1.0
-    return {"identical": identical, "same_position_share": same / total if total else 1.0,
-            "edit_similarity": 1.0 - edits / total if total else 1.0,
-            "completion_tau": tau, "model_switches": sum(len(collapse(o["model"])) for o in orders.values()),
-            "real_switches": sum(len(collapse(o["real"])) for o in orders.values())}
+    return {
+        "identical": identical,
+        "same_position_share": same / total if total else 1.0,
+        "edit_similarity": 1.0 - edits / total if total else 1.0,
+        "completion_tau": tau,
+        "model_switches": sum(len(collapse(o["model"])) for o in orders.values()),
+        "real_switches": sum(len(collapse(o["real"])) for o in orders.values()),
+    }

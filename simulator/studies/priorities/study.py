@@ -40,11 +40,11 @@ class PrioritiesParams(StudyParams):
     loss: str = "0"
     seed: int = 1
     tls: bool = True
-    reprioritize: bool = True             # the LCP image's PRIORITY_UPDATE after layout (RFC 9218 section 7)
-    think_s: float = 0.0                  # the server's think time for every response
+    reprioritize: bool = True  # the LCP image's PRIORITY_UPDATE after layout (RFC 9218 section 7)
+    think_s: float = 0.0  # the server's think time for every response
     parse_delay: str = DEFAULT_PARSE_DELAY
     page: str | None = None
-    backend: str = "model"                # or "stacks": the real h2 or aioquic server with the scheduler
+    backend: str = "model"  # or "stacks": the real h2 or aioquic server with the scheduler
     # A ``http.priority_qlog.PriorityQlog`` collecting every HTTP/3 connection's scheduling
     # events (``--qlog``): where the run writes, not what it computes.
     qlog: object | None = field(default=None, compare=False)
@@ -56,7 +56,7 @@ class PrioritiesParams(StudyParams):
         if not self.schedulers:
             raise InputError("no scheduler given (choose from " + ", ".join(scheduler_names()) + ")")
         for name in self.schedulers:
-            PriorityPlan(name)                            # an unknown one: InputError naming the choices
+            PriorityPlan(name)  # an unknown one: InputError naming the choices
         if not self.browsers:
             raise InputError("no browser profile given (choose from " + ", ".join(profile_names()) + ")")
         for b in self.browsers:
@@ -80,9 +80,15 @@ class PrioritiesParams(StudyParams):
     def load_params(self) -> LoadParams:
         """The page-load model's parameters of every load of the run."""
         with handing_over(self.network):
-            return LoadParams(protocol=self.protocol, rtt_s=self.rtt_s, bandwidth_bps=self.bandwidth_bps,
-                              loss=self.loss, seed=self.seed, tls=self.tls,
-                              parse_delay_s=parse_named_durations(self.parse_delay, "parse delay"))
+            return LoadParams(
+                protocol=self.protocol,
+                rtt_s=self.rtt_s,
+                bandwidth_bps=self.bandwidth_bps,
+                loss=self.loss,
+                seed=self.seed,
+                tls=self.tls,
+                parse_delay_s=parse_named_durations(self.parse_delay, "parse delay"),
+            )
 
 
 @dataclass
@@ -93,7 +99,7 @@ class PrioritiesResult(StudyResult):
     resources: pd.DataFrame
     params: dict
     trace: dict
-    notes: list = field(default_factory=list)    # what the reader must know to read the rows
+    notes: list = field(default_factory=list)  # what the reader must know to read the rows
 
     def tables(self):
         # The batch adds the parameters and the seed itself: the rows without their copies.
@@ -129,8 +135,16 @@ class _Layout:
                 self.network.reprioritize(resource, signal)
 
 
-def load_with(graph: PageGraph, params: PrioritiesParams, browser: str, scheduler: str, *, qlog=None,
-              plan_cls=PriorityPlan, on_network=None):
+def load_with(
+    graph: PageGraph,
+    params: PrioritiesParams,
+    browser: str,
+    scheduler: str,
+    *,
+    qlog=None,
+    plan_cls=PriorityPlan,
+    on_network=None,
+):
     """One page load of ``graph`` with ``browser``'s signals and ``scheduler`` on the server
     (``qlog``: an ``http.priority_qlog.PriorityQlog`` that gets the HTTP/3 connections' events),
     on the model or, with ``params.backend == "stacks"``, on the real stack with a scheduling
@@ -148,7 +162,7 @@ def load_with(graph: PageGraph, params: PrioritiesParams, browser: str, schedule
             if params.protocol == "h2":
                 server = scheduled_h2_server
             else:
-                from ...http.priority_stacks_h3 import scheduled_h3_server as server   # aioquic only when asked for
+                from ...http.priority_stacks_h3 import scheduled_h3_server as server  # aioquic only when asked for
             layout.network = backend_cls(sim, load_params, layout, server_end=server(plan))
         else:
             layout.network = ModelNetwork(sim, load_params, layout, priorities=plan)
@@ -157,12 +171,14 @@ def load_with(graph: PageGraph, params: PrioritiesParams, browser: str, schedule
         return layout.network
 
     think = {r.index: params.think_s for r in graph.resources} if params.think_s else {}
-    return load_page(graph, params.load_params(), ServerPlan(think_s=think), ClientCache(), backend=params.backend,
-                     network=network)
+    return load_page(
+        graph, params.load_params(), ServerPlan(think_s=think), ClientCache(), backend=params.backend, network=network
+    )
 
 
-def run(trace: Trace | PageGraph, params: PrioritiesParams | None = None, *,
-        progress: bool = False) -> PrioritiesResult:
+def run(
+    trace: Trace | PageGraph, params: PrioritiesParams | None = None, *, progress: bool = False
+) -> PrioritiesResult:
     """Load the page once per (browser, scheduler) with the same seed; the visual metrics per row
     (``params.qlog``: a ``PriorityQlog`` collecting every HTTP/3 connection's scheduling events)."""
     params = params or PrioritiesParams()
@@ -171,9 +187,18 @@ def run(trace: Trace | PageGraph, params: PrioritiesParams | None = None, *,
     pairs = [(b, s) for b in params.browsers for s in params.schedulers]
     for browser, scheduler in steps(pairs, "loads", progress):
         loaded = load_with(graph, params, browser, scheduler, qlog=params.qlog)
-        rows.append({"scheduler": scheduler, "browser": browser, **visual_metrics(loaded.resources, graph),
-                     "protocol": params.protocol, "rtt_s": params.rtt_s, "bandwidth_bps": params.bandwidth_bps,
-                     "loss": params.loss, "seed": params.seed})
+        rows.append(
+            {
+                "scheduler": scheduler,
+                "browser": browser,
+                **visual_metrics(loaded.resources, graph),
+                "protocol": params.protocol,
+                "rtt_s": params.rtt_s,
+                "bandwidth_bps": params.bandwidth_bps,
+                "loss": params.loss,
+                "seed": params.seed,
+            }
+        )
         df = loaded.resources.copy()
         df.insert(0, "scheduler", scheduler)
         df.insert(0, "browser", browser)
@@ -184,15 +209,22 @@ def run(trace: Trace | PageGraph, params: PrioritiesParams | None = None, *,
     tinfo = {"source": graph.source, "page": graph.page, **graph.summary()}
     if isinstance(trace, Trace):
         tinfo["content_hash"] = trace.content_hash()
-    return PrioritiesResult(summary=summary, resources=res, params={**params.to_dict(), "version": __version__},
-                            trace=tinfo, notes=notes(params))
+    return PrioritiesResult(
+        summary=summary,
+        resources=res,
+        params={**params.to_dict(), "version": __version__},
+        trace=tinfo,
+        notes=notes(params),
+    )
 
 
 def notes(params: PrioritiesParams) -> list[str]:
     """The caveats of a run's rows: ``tree`` over HTTP/3, which carries no tree."""
     out = []
     if params.protocol != "h2" and "tree" in params.schedulers:
-        out.append(f"tree over {params.protocol}: HTTP/3 has no dependency tree (no PRIORITY frame, RFC 9114; "
-                   "RFC 9218 section 2.1), so the tree server sees every stream under the root at the default "
-                   "weight and shares bytes round-robin")
+        out.append(
+            f"tree over {params.protocol}: HTTP/3 has no dependency tree (no PRIORITY frame, RFC 9114; "
+            "RFC 9218 section 2.1), so the tree server sees every stream under the root at the default "
+            "weight and shares bytes round-robin"
+        )
     return out

@@ -49,5 +49,14 @@ from .cli import add_arguments, params_from_args
 from ...browser.server import POLICIES, pushable, server_plan
 from .study import METRICS, PushParams, PushResult, run
 
-__all__ = ["PushParams", "PushResult", "POLICIES", "METRICS", "run", "server_plan", "pushable",
-           "add_arguments", "params_from_args"]
+__all__ = [
+    "PushParams",
+    "PushResult",
+    "POLICIES",
+    "METRICS",
+    "run",
+    "server_plan",
+    "pushable",
+    "add_arguments",
+    "params_from_args",
+]

@@ -39,16 +39,16 @@ class PushParams(StudyParams):
     bandwidth_bps: float | None = 10e6
     loss: str = "0"
     seed: int = 1
-    think_s: float | None = None          # document think time; None = the trace's wait for it
-    asset_think_s: float = 0.0            # think time of every sub-resource
-    cache: str = "cold"                   # cold, warm, a hit probability or list:URL URL ...
-    push_set: str = "render-blocking"     # render-blocking | all | largest:N | list:URL URL ...
+    think_s: float | None = None  # document think time; None = the trace's wait for it
+    asset_think_s: float = 0.0  # think time of every sub-resource
+    cache: str = "cold"  # cold, warm, a hit probability or list:URL URL ...
+    push_set: str = "render-blocking"  # render-blocking | all | largest:N | list:URL URL ...
     coalesce: str = "site"
     tls: bool = True
     dns_s: float = 0.0
-    edge_seen: bool = False               # hints-cdn: has the edge seen this page before?
-    scheduler: str = "urgency"            # model server's writer: urgency (RFC 9218), round-robin, fifo
-    push_urgency: int = 3                 # RFC 9218 urgency of pushed responses (model server)
+    edge_seen: bool = False  # hints-cdn: has the edge seen this page before?
+    scheduler: str = "urgency"  # model server's writer: urgency (RFC 9218), round-robin, fifo
+    push_urgency: int = 3  # RFC 9218 urgency of pushed responses (model server)
     parse_delay: str = DEFAULT_PARSE_DELAY  # parse/CPU delay before a parent's references are found, per type
     page: str | None = None
 
@@ -69,24 +69,33 @@ class PushParams(StudyParams):
             raise InputError("think times must be >= 0")
         parse_cache(self.cache)
         push_count(self.push_set)
-        self.load_params()                  # the page-load model's own checks, before any work
+        self.load_params()  # the page-load model's own checks, before any work
 
     def load_params(self) -> LoadParams:
         """The page load's network and browser parameters for this run."""
         with handing_over(self.network):
-            return LoadParams(protocol=self.protocol, rtt_s=self.rtt_s, bandwidth_bps=self.bandwidth_bps,
-                              loss=self.loss, seed=self.seed, tls=self.tls, dns_s=self.dns_s, coalesce=self.coalesce,
-                              scheduler=self.scheduler, push_urgency=self.push_urgency,
-                              parse_delay_s=parse_named_durations(self.parse_delay, "parse delay"))
+            return LoadParams(
+                protocol=self.protocol,
+                rtt_s=self.rtt_s,
+                bandwidth_bps=self.bandwidth_bps,
+                loss=self.loss,
+                seed=self.seed,
+                tls=self.tls,
+                dns_s=self.dns_s,
+                coalesce=self.coalesce,
+                scheduler=self.scheduler,
+                push_urgency=self.push_urgency,
+                parse_delay_s=parse_named_durations(self.parse_delay, "parse delay"),
+            )
 
 
 @dataclass
 class PushResult(StudyResult):
     """One run of the push study: per-policy summary, per-resource and per-push tables."""
 
-    summary: pd.DataFrame            # one row per policy
-    resources: pd.DataFrame          # one row per (policy, resource)
-    pushes: pd.DataFrame             # one row per (policy, promised push)
+    summary: pd.DataFrame  # one row per policy
+    resources: pd.DataFrame  # one row per (policy, resource)
+    pushes: pd.DataFrame  # one row per (policy, promised push)
     params: dict
     trace: dict
 
@@ -98,8 +107,11 @@ class PushResult(StudyResult):
     def tables(self) -> dict[str, pd.DataFrame]:
         """Summary, resources and pushes, without the seed column the batch adds itself."""
         # Per-resource rows carry policy and seed already; the batch adds the parameters.
-        return {"summary": self.summary.reset_index(), "resources": self.resources.drop(columns=["seed"]),
-                "pushes": self.pushes.drop(columns=["seed"])}
+        return {
+            "summary": self.summary.reset_index(),
+            "resources": self.resources.drop(columns=["seed"]),
+            "pushes": self.pushes.drop(columns=["seed"]),
+        }
 
 
 def run(trace: Trace | PageGraph, params: PushParams | None = None, *, progress: bool = False) -> PushResult:
@@ -141,8 +153,9 @@ def run(trace: Trace | PageGraph, params: PushParams | None = None, *, progress:
     tinfo = {"source": graph.source, "page": graph.page, **graph.summary(), "cached": len(cache)}
     if isinstance(trace, Trace):
         tinfo["content_hash"] = trace.content_hash()
-    return PushResult(summary=summary, resources=resources_df, pushes=pushes_df,
-                      params={**pdict, "version": __version__}, trace=tinfo)
+    return PushResult(
+        summary=summary, resources=resources_df, pushes=pushes_df, params={**pdict, "version": __version__}, trace=tinfo
+    )
 
 
 def _check_something_to_compare(graph: PageGraph, params: PushParams, plans: dict) -> None:
@@ -151,12 +164,16 @@ def _check_something_to_compare(graph: PageGraph, params: PushParams, plans: dic
         return
     why = []
     if len(graph.render_blocking) <= 1:
-        why.append("its render-blocking set is the document alone (no stylesheet or synchronous script to "
-                   "push or hint; `workbench trace info` shows why)")
+        why.append(
+            "its render-blocking set is the document alone (no stylesheet or synchronous script to "
+            "push or hint; `workbench trace info` shows why)"
+        )
     elif any(p in ("push", "push+hints") for p in plans):
         why.append(f"the push set ({params.push_set}) is empty on the document's connection")
     if "hints-cdn" in plans and not params.edge_seen:
         why.append("hints-cdn sends no hint on the edge's first request for the page (give --edge-seen)")
-    raise InputError(f"nothing to compare on page {graph.page or '-'}: every policy would load it as 'none' "
-                     f"does, because {'; and '.join(why) or 'no policy pushes or hints anything'}.",
-                     path=graph.source)
+    raise InputError(
+        f"nothing to compare on page {graph.page or '-'}: every policy would load it as 'none' "
+        f"does, because {'; and '.join(why) or 'no policy pushes or hints anything'}.",
+        path=graph.source,
+    )

@@ -23,11 +23,11 @@ __all__ = ["ReplayParams", "ReplayResult", "run"]
 class ReplayParams(StackParams, StudyParams):
     """The stack's parameters, and whether to replay over its transport model instead."""
 
-    model: bool = False               # h2: the TCP model, h3: the QUIC model (``http.model_replay``)
+    model: bool = False  # h2: the TCP model, h3: the QUIC model (``http.model_replay``)
     # What the real stack writes besides its result (``stacks.replay.run``'s options): files, not parameters.
-    qlog_dir: str | None = None       # qlog files, simulated time (h3)
-    pcap_path: str | None = None      # every simulated packet
-    keylog_path: str | None = None    # the TLS secrets, SSLKEYLOGFILE format
+    qlog_dir: str | None = None  # qlog files, simulated time (h3)
+    pcap_path: str | None = None  # every simulated packet
+    keylog_path: str | None = None  # the TLS secrets, SSLKEYLOGFILE format
 
     NOT_PARAMETERS: ClassVar[tuple[str, ...]] = ("qlog_dir", "pcap_path", "keylog_path")
 

@@ -62,5 +62,15 @@ from .cli import add_arguments, params_from_args
 from .model import warmup_s
 from .study import REAL_VERSIONS, STACKS, STRATEGIES, TrailersParams, TrailersResult, run
 
-__all__ = ["TrailersParams", "TrailersResult", "run", "STRATEGIES", "STACKS", "REAL_VERSIONS", "warmup_s",
-           "parse_byte_rate", "add_arguments", "params_from_args"]
+__all__ = [
+    "TrailersParams",
+    "TrailersResult",
+    "run",
+    "STRATEGIES",
+    "STACKS",
+    "REAL_VERSIONS",
+    "warmup_s",
+    "parse_byte_rate",
+    "add_arguments",
+    "params_from_args",
+]

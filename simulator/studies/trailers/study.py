@@ -20,10 +20,19 @@ __all__ = ["TrailersParams", "TrailersResult", "run", "STRATEGIES", "STACKS", "R
 
 STRATEGIES = ("buffer", "trailer", "in-body")
 STACKS = ("model", "real", "both")
-REAL_VERSIONS = ("h2", "h3")              # the real stacks: h2 (over the TCP model) and aioquic
+REAL_VERSIONS = ("h2", "h3")  # the real stacks: h2 (over the TCP model) and aioquic
 # Parameters every response and hop row carries.
-ROW_PARAMS = ("seed", "rtt_s", "bandwidth_bps", "loss", "rate_bytes_per_s", "chunk_bytes", "hops", "te_trailers",
-              "metadata")
+ROW_PARAMS = (
+    "seed",
+    "rtt_s",
+    "bandwidth_bps",
+    "loss",
+    "rate_bytes_per_s",
+    "chunk_bytes",
+    "hops",
+    "te_trailers",
+    "metadata",
+)
 
 
 @dataclass(frozen=True)
@@ -32,20 +41,20 @@ class TrailersParams(StudyParams):
 
     strategies: tuple[str, ...] = STRATEGIES
     versions: tuple[str, ...] = VERSIONS
-    stack: str = "model"                     # model | real (h2, h3) | both
-    body_bytes: int | None = None            # None: the trace's sizes, or 256 KiB without one
-    rate_bytes_per_s: float | None = 500_000.0   # body generation rate (None: all at once)
-    chunk_bytes: int = 16384                 # the server writes each chunk as soon as it is produced
+    stack: str = "model"  # model | real (h2, h3) | both
+    body_bytes: int | None = None  # None: the trace's sizes, or 256 KiB without one
+    rate_bytes_per_s: float | None = 500_000.0  # body generation rate (None: all at once)
+    chunk_bytes: int = 16384  # the server writes each chunk as soon as it is produced
     rtt_s: float = 0.050
     bandwidth_bps: float | None = 10e6
     loss: str = "0"
-    hops: tuple[str, ...] = ()               # intermediaries, from the client toward the origin
+    hops: tuple[str, ...] = ()  # intermediaries, from the client toward the origin
     hop_rtt_s: float = 0.010
     hop_bandwidth_bps: float | None = 1e9
-    te_trailers: float = 1.0                 # probability that a request carries TE: trailers
+    te_trailers: float = 1.0  # probability that a request carries TE: trailers
     metadata: tuple[str, ...] = ("digest", "status")
-    responses: int = 1                       # without a trace
-    spacing_s: float = 1.0                   # response i starts at i * spacing_s
+    responses: int = 1  # without a trace
+    spacing_s: float = 1.0  # response i starts at i * spacing_s
     think_s: float = 0.0
     qpack_table_bytes: int = 4096
     qpack_blocked_streams: int = 16
@@ -58,9 +67,12 @@ class TrailersParams(StudyParams):
         def bad(message: str) -> None:
             raise InputError(message)
 
-        for name, values, known in (("strategy", self.strategies, STRATEGIES), ("version", self.versions, VERSIONS),
-                                    ("hop policy", self.hops, chain.POLICIES), ("metadata kind", self.metadata,
-                                                                                  METADATA)):
+        for name, values, known in (
+            ("strategy", self.strategies, STRATEGIES),
+            ("version", self.versions, VERSIONS),
+            ("hop policy", self.hops, chain.POLICIES),
+            ("metadata kind", self.metadata, METADATA),
+        ):
             for v in values:
                 if v not in known:
                     bad(f"unknown {name} {v!r} (choose from {', '.join(known)})")
@@ -114,9 +126,11 @@ class TrailersResult(StudyResult):
     def tables(self) -> dict[str, pd.DataFrame]:
         """Summary, responses and hops, without the parameter columns the batch adds."""
         # The batch adds every parameter to each row: the rows' own copies are dropped.
-        return {"summary": self.summary,
-                "responses": self.responses.drop(columns=[c for c in ROW_PARAMS if c in self.responses.columns]),
-                "hops": self.hops.drop(columns=[c for c in ROW_PARAMS if c in self.hops.columns])}
+        return {
+            "summary": self.summary,
+            "responses": self.responses.drop(columns=[c for c in ROW_PARAMS if c in self.responses.columns]),
+            "hops": self.hops.drop(columns=[c for c in ROW_PARAMS if c in self.hops.columns]),
+        }
 
 
 def run(trace=None, params: TrailersParams | None = None, *, progress: bool = False) -> TrailersResult:
@@ -138,9 +152,24 @@ def run(trace=None, params: TrailersParams | None = None, *, progress: bool = Fa
         rows += r
         totals[(stack, version, strategy)] = t
     responses = pd.DataFrame(rows)
-    hops = pd.DataFrame(hop_rows, columns=["http_version", "strategy", "response", "hop", "policy", "te_down",
-                                           "buffered", "held_max_bytes", "hold_s", "trailer_fields_in",
-                                           "trailer_fields_out", "merged", "dropped"])
+    hops = pd.DataFrame(
+        hop_rows,
+        columns=[
+            "http_version",
+            "strategy",
+            "response",
+            "hop",
+            "policy",
+            "te_down",
+            "buffered",
+            "held_max_bytes",
+            "hold_s",
+            "trailer_fields_in",
+            "trailer_fields_out",
+            "merged",
+            "dropped",
+        ],
+    )
     pdict = params.to_dict()
     for k in ROW_PARAMS:
         responses[k] = pdict[k]
@@ -148,31 +177,42 @@ def run(trace=None, params: TrailersParams | None = None, *, progress: bool = Fa
     summary = _summarize(responses, totals)
     tinfo = {}
     if trace is not None:
-        tinfo = {"source": trace.source, "format": trace.format, "content_hash": trace.content_hash(),
-                 "exchanges": len(exchanges)}
-    return TrailersResult(responses=responses, hops=hops, summary=summary,
-                          params={**pdict, "version": __version__}, trace=tinfo)
+        tinfo = {
+            "source": trace.source,
+            "format": trace.format,
+            "content_hash": trace.content_hash(),
+            "exchanges": len(exchanges),
+        }
+    return TrailersResult(
+        responses=responses, hops=hops, summary=summary, params={**pdict, "version": __version__}, trace=tinfo
+    )
 
 
 def _summarize(df: pd.DataFrame, totals: dict) -> pd.DataFrame:
     rows = []
     for (stack, version, strategy), g in df.groupby(["stack", "http_version", "strategy"], sort=False):
         known = g["metadata_s"].dropna()
-        rows.append({
-            "stack": stack, "http_version": version, "strategy": strategy, "responses": int(len(g)),
-            "ttfb_mean_s": float(g["ttfb_s"].mean()), "ttfb_p50_s": float(g["ttfb_s"].median()),
-            "metadata_mean_s": float(known.mean()) if len(known) else math.nan,
-            "ttlb_mean_s": float(g["ttlb_s"].mean()),
-            "metadata_lost_responses": int((g["fields_lost"] > 0).sum()),
-            "integrity_lost": int(g["integrity_lost"].sum()), "status_lost": int(g["status_lost"].sum()),
-            "head_bytes_mean": float(g["head_bytes"].mean()),
-            "trailer_bytes_mean": float(g["trailer_bytes"].mean()),
-            "trailer_encoder_bytes_mean": float(g["trailer_encoder_bytes"].mean()),
-            "overhead_bytes_mean": float(g["overhead_bytes"].mean()),
-            "origin_held_max_bytes": float(g["origin_held_max_bytes"].max()),
-            "hops_held_max_bytes": float(g["hops_held_max_bytes"].max()),
-            "hops_hold_mean_s": float(g["hops_hold_s"].mean()),
-            **totals[(stack, version, strategy)],
-        })
+        rows.append(
+            {
+                "stack": stack,
+                "http_version": version,
+                "strategy": strategy,
+                "responses": int(len(g)),
+                "ttfb_mean_s": float(g["ttfb_s"].mean()),
+                "ttfb_p50_s": float(g["ttfb_s"].median()),
+                "metadata_mean_s": float(known.mean()) if len(known) else math.nan,
+                "ttlb_mean_s": float(g["ttlb_s"].mean()),
+                "metadata_lost_responses": int((g["fields_lost"] > 0).sum()),
+                "integrity_lost": int(g["integrity_lost"].sum()),
+                "status_lost": int(g["status_lost"].sum()),
+                "head_bytes_mean": float(g["head_bytes"].mean()),
+                "trailer_bytes_mean": float(g["trailer_bytes"].mean()),
+                "trailer_encoder_bytes_mean": float(g["trailer_encoder_bytes"].mean()),
+                "overhead_bytes_mean": float(g["overhead_bytes"].mean()),
+                "origin_held_max_bytes": float(g["origin_held_max_bytes"].max()),
+                "hops_held_max_bytes": float(g["hops_held_max_bytes"].max()),
+                "hops_hold_mean_s": float(g["hops_hold_s"].mean()),
+                **totals[(stack, version, strategy)],
+            }
+        )
     return pd.DataFrame(rows)
-

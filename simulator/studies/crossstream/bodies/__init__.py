@@ -21,6 +21,22 @@ from .codecs import LEVELS, LIBRARIES, Codec, DecodeError, SchemeUnavailable, St
 from .corpus import KINDS, Body, BodyParams, Corpus, kind_for_content_type, load_folder, write_folder
 from .site import Site, corpus_from_trace, generate
 
-__all__ = ["Codec", "StreamPair", "LIBRARIES", "LEVELS", "parse_codecs", "DecodeError", "SchemeUnavailable",
-           "KINDS", "Body", "BodyParams", "Corpus", "kind_for_content_type", "load_folder", "write_folder", "Site",
-           "corpus_from_trace", "generate"]
+__all__ = [
+    "Codec",
+    "StreamPair",
+    "LIBRARIES",
+    "LEVELS",
+    "parse_codecs",
+    "DecodeError",
+    "SchemeUnavailable",
+    "KINDS",
+    "Body",
+    "BodyParams",
+    "Corpus",
+    "kind_for_content_type",
+    "load_folder",
+    "write_folder",
+    "Site",
+    "corpus_from_trace",
+    "generate",
+]

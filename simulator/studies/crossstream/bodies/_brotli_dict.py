@@ -30,22 +30,44 @@ import hashlib
 import threading
 from collections import OrderedDict
 
-__all__ = ["available", "unavailable_reason", "BrotliDictionaryUnavailable", "BrotliDictionaryError",
-           "compress", "decompress", "PreparedDictionary", "prepared", "clear_prepared", "PREPARED_CACHE_ENTRIES"]
+__all__ = [
+    "available",
+    "unavailable_reason",
+    "BrotliDictionaryUnavailable",
+    "BrotliDictionaryError",
+    "compress",
+    "decompress",
+    "PreparedDictionary",
+    "prepared",
+    "clear_prepared",
+    "PREPARED_CACHE_ENTRIES",
+]
 
 # encode.h / decode.h / shared_dictionary.h constants (stable C ABI since brotli 1.1.0)
-_RAW = 0                                   # BROTLI_SHARED_DICTIONARY_RAW
+_RAW = 0  # BROTLI_SHARED_DICTIONARY_RAW
 _PARAM_MODE, _PARAM_QUALITY, _PARAM_LGWIN, _PARAM_SIZE_HINT = 0, 1, 2, 5
 _OP_PROCESS, _OP_FLUSH, _OP_FINISH = 0, 1, 2
 _DEC_ERROR, _DEC_SUCCESS, _DEC_NEEDS_MORE_INPUT, _DEC_NEEDS_MORE_OUTPUT = 0, 1, 2, 3
 MAX_QUALITY = 11
 
-_NEEDED = ("BrotliEncoderCreateInstance", "BrotliEncoderDestroyInstance", "BrotliEncoderSetParameter",
-           "BrotliEncoderPrepareDictionary", "BrotliEncoderDestroyPreparedDictionary",
-           "BrotliEncoderAttachPreparedDictionary", "BrotliEncoderCompressStream",
-           "BrotliEncoderHasMoreOutput", "BrotliEncoderTakeOutput", "BrotliEncoderIsFinished",
-           "BrotliDecoderCreateInstance", "BrotliDecoderDestroyInstance", "BrotliDecoderAttachDictionary",
-           "BrotliDecoderDecompressStream", "BrotliDecoderTakeOutput", "BrotliDecoderHasMoreOutput")
+_NEEDED = (
+    "BrotliEncoderCreateInstance",
+    "BrotliEncoderDestroyInstance",
+    "BrotliEncoderSetParameter",
+    "BrotliEncoderPrepareDictionary",
+    "BrotliEncoderDestroyPreparedDictionary",
+    "BrotliEncoderAttachPreparedDictionary",
+    "BrotliEncoderCompressStream",
+    "BrotliEncoderHasMoreOutput",
+    "BrotliEncoderTakeOutput",
+    "BrotliEncoderIsFinished",
+    "BrotliDecoderCreateInstance",
+    "BrotliDecoderDestroyInstance",
+    "BrotliDecoderAttachDictionary",
+    "BrotliDecoderDecompressStream",
+    "BrotliDecoderTakeOutput",
+    "BrotliDecoderHasMoreOutput",
+)
 
 
 class BrotliDictionaryUnavailable(RuntimeError):
@@ -78,8 +100,7 @@ def _load():
             return None
         missing = [name for name in _NEEDED if not hasattr(lib, name)]
         if missing:
-            _reason = (f"{_brotli.__file__} does not export the Brotli dictionary API "
-                       f"(missing {', '.join(missing)})")
+            _reason = f"{_brotli.__file__} does not export the Brotli dictionary API (missing {', '.join(missing)})"
             return None
         vp, sz, u8p = ctypes.c_void_p, ctypes.c_size_t, ctypes.POINTER(ctypes.c_uint8)
         lib.BrotliEncoderCreateInstance.restype = vp
@@ -93,8 +114,15 @@ def _load():
         lib.BrotliEncoderAttachPreparedDictionary.restype = ctypes.c_int
         lib.BrotliEncoderAttachPreparedDictionary.argtypes = [vp, vp]
         lib.BrotliEncoderCompressStream.restype = ctypes.c_int
-        lib.BrotliEncoderCompressStream.argtypes = [vp, ctypes.c_int, ctypes.POINTER(sz), ctypes.POINTER(u8p),
-                                                    ctypes.POINTER(sz), ctypes.POINTER(u8p), ctypes.POINTER(sz)]
+        lib.BrotliEncoderCompressStream.argtypes = [
+            vp,
+            ctypes.c_int,
+            ctypes.POINTER(sz),
+            ctypes.POINTER(u8p),
+            ctypes.POINTER(sz),
+            ctypes.POINTER(u8p),
+            ctypes.POINTER(sz),
+        ]
         lib.BrotliEncoderHasMoreOutput.restype = ctypes.c_int
         lib.BrotliEncoderHasMoreOutput.argtypes = [vp]
         lib.BrotliEncoderIsFinished.restype = ctypes.c_int
@@ -107,8 +135,14 @@ def _load():
         lib.BrotliDecoderAttachDictionary.restype = ctypes.c_int
         lib.BrotliDecoderAttachDictionary.argtypes = [vp, ctypes.c_int, sz, ctypes.c_char_p]
         lib.BrotliDecoderDecompressStream.restype = ctypes.c_int
-        lib.BrotliDecoderDecompressStream.argtypes = [vp, ctypes.POINTER(sz), ctypes.POINTER(u8p),
-                                                      ctypes.POINTER(sz), ctypes.POINTER(u8p), ctypes.POINTER(sz)]
+        lib.BrotliDecoderDecompressStream.argtypes = [
+            vp,
+            ctypes.POINTER(sz),
+            ctypes.POINTER(u8p),
+            ctypes.POINTER(sz),
+            ctypes.POINTER(u8p),
+            ctypes.POINTER(sz),
+        ]
         lib.BrotliDecoderTakeOutput.restype = u8p
         lib.BrotliDecoderTakeOutput.argtypes = [vp, ctypes.POINTER(sz)]
         lib.BrotliDecoderHasMoreOutput.restype = ctypes.c_int
@@ -141,10 +175,9 @@ class PreparedDictionary:
 
     def __init__(self, data: bytes, *, max_quality: int = MAX_QUALITY) -> None:
         lib = _require()
-        self.data = bytes(data)              # the C side points into these bytes
+        self.data = bytes(data)  # the C side points into these bytes
         self._lib = lib
-        self._ptr = lib.BrotliEncoderPrepareDictionary(_RAW, len(self.data), self.data, max_quality,
-                                                       None, None, None)
+        self._ptr = lib.BrotliEncoderPrepareDictionary(_RAW, len(self.data), self.data, max_quality, None, None, None)
         if not self._ptr:
             raise BrotliDictionaryError("BrotliEncoderPrepareDictionary failed")
 
@@ -175,7 +208,7 @@ def prepared(data: bytes, *, max_quality: int = MAX_QUALITY) -> PreparedDictiona
             return hit
     made = PreparedDictionary(data, max_quality=max_quality)
     with _prepared_lock:
-        made = _prepared.setdefault(key, made)       # another thread may have made it meanwhile
+        made = _prepared.setdefault(key, made)  # another thread may have made it meanwhile
         _prepared.move_to_end(key)
         while len(_prepared) > PREPARED_CACHE_ENTRIES:
             _prepared.popitem(last=False)
@@ -188,7 +221,7 @@ def clear_prepared() -> None:
         _prepared.clear()
 
 
-atexit.register(clear_prepared)      # free the C memory while the library is still loaded
+atexit.register(clear_prepared)  # free the C memory while the library is still loaded
 
 
 def _take_encoder_output(lib, state, out: list) -> None:
@@ -199,21 +232,27 @@ def _take_encoder_output(lib, state, out: list) -> None:
             out.append(ctypes.string_at(ptr, size.value))
 
 
-def compress(data: bytes, *, quality: int, lgwin: int = 22, dictionary: bytes | PreparedDictionary | None = None,
-             mode: int = 0) -> bytes:
+def compress(
+    data: bytes, *, quality: int, lgwin: int = 22, dictionary: bytes | PreparedDictionary | None = None, mode: int = 0
+) -> bytes:
     """One Brotli stream of ``data``; with ``dictionary`` the encoder may reference it
     as if it preceded the data (the decoder needs the same bytes)."""
     lib = _require()
     # ``prepared_dict`` keeps the dictionary alive until the encoder is destroyed
     # below, even if the cache drops it meanwhile
-    prepared_dict = dictionary if isinstance(dictionary, PreparedDictionary) or dictionary is None \
-        else prepared(dictionary)
+    prepared_dict = (
+        dictionary if isinstance(dictionary, PreparedDictionary) or dictionary is None else prepared(dictionary)
+    )
     state = lib.BrotliEncoderCreateInstance(None, None, None)
     if not state:
         raise MemoryError("BrotliEncoderCreateInstance failed")
     try:
-        for param, value in ((_PARAM_QUALITY, quality), (_PARAM_LGWIN, lgwin), (_PARAM_MODE, mode),
-                             (_PARAM_SIZE_HINT, min(len(data), 1 << 30))):
+        for param, value in (
+            (_PARAM_QUALITY, quality),
+            (_PARAM_LGWIN, lgwin),
+            (_PARAM_MODE, mode),
+            (_PARAM_SIZE_HINT, min(len(data), 1 << 30)),
+        ):
             if not lib.BrotliEncoderSetParameter(state, param, value):
                 raise BrotliDictionaryError(f"BrotliEncoderSetParameter({param}, {value}) failed")
         if prepared_dict is not None and len(prepared_dict.data):
@@ -226,8 +265,15 @@ def compress(data: bytes, *, quality: int, lgwin: int = 22, dictionary: bytes | 
         next_out = ctypes.POINTER(ctypes.c_uint8)()
         out: list[bytes] = []
         while True:
-            ok = lib.BrotliEncoderCompressStream(state, _OP_FINISH, ctypes.byref(avail_in), ctypes.byref(next_in),
-                                                 ctypes.byref(avail_out), ctypes.byref(next_out), None)
+            ok = lib.BrotliEncoderCompressStream(
+                state,
+                _OP_FINISH,
+                ctypes.byref(avail_in),
+                ctypes.byref(next_in),
+                ctypes.byref(avail_out),
+                ctypes.byref(next_out),
+                None,
+            )
             if not ok:
                 raise BrotliDictionaryError("BrotliEncoderCompressStream failed")
             _take_encoder_output(lib, state, out)
@@ -246,7 +292,7 @@ def decompress(data: bytes, *, dictionary: bytes | None = None, max_output_bytes
     state = lib.BrotliDecoderCreateInstance(None, None, None)
     if not state:
         raise MemoryError("BrotliDecoderCreateInstance failed")
-    keep = bytes(dictionary) if dictionary else None      # must outlive the decoder state
+    keep = bytes(dictionary) if dictionary else None  # must outlive the decoder state
     try:
         if keep and not lib.BrotliDecoderAttachDictionary(state, _RAW, len(keep), keep):
             raise BrotliDictionaryError("BrotliDecoderAttachDictionary failed")
@@ -259,8 +305,14 @@ def decompress(data: bytes, *, dictionary: bytes | None = None, max_output_bytes
         total = 0
         size = ctypes.c_size_t(0)
         while True:
-            result = lib.BrotliDecoderDecompressStream(state, ctypes.byref(avail_in), ctypes.byref(next_in),
-                                                       ctypes.byref(avail_out), ctypes.byref(next_out), None)
+            result = lib.BrotliDecoderDecompressStream(
+                state,
+                ctypes.byref(avail_in),
+                ctypes.byref(next_in),
+                ctypes.byref(avail_out),
+                ctypes.byref(next_out),
+                None,
+            )
             while lib.BrotliDecoderHasMoreOutput(state):
                 ptr = lib.BrotliDecoderTakeOutput(state, ctypes.byref(size))
                 if size.value:

@@ -37,13 +37,12 @@ import zstandard
 from ....errors import InputError
 from . import _brotli_dict
 
-__all__ = ["Codec", "StreamPair", "LIBRARIES", "LEVELS", "parse_codecs", "DecodeError",
-           "SchemeUnavailable"]
+__all__ = ["Codec", "StreamPair", "LIBRARIES", "LEVELS", "parse_codecs", "DecodeError", "SchemeUnavailable"]
 
 LIBRARIES = ("zlib", "brotli", "zstd")
 LEVELS = {"zlib": range(1, 10), "brotli": range(0, 12), "zstd": range(1, 23)}
-ZLIB_WINDOW_BYTES = 32 * 1024          # RFC 1951: distances up to 32,768
-BROTLI_LGWIN = 22                      # brotli's default window: 4 MiB - 16
+ZLIB_WINDOW_BYTES = 32 * 1024  # RFC 1951: distances up to 32,768
+BROTLI_LGWIN = 22  # brotli's default window: 4 MiB - 16
 
 
 class DecodeError(ValueError):

@@ -58,7 +58,7 @@ class Body:
     kind: str
     release: int
     data: bytes
-    secrets: tuple[tuple[int, int], ...] = ()      # [start, end) byte spans holding secrets
+    secrets: tuple[tuple[int, int], ...] = ()  # [start, end) byte spans holding secrets
 
     @property
     def content_type(self) -> str:
@@ -122,17 +122,16 @@ class BodyParams:
     js_files: int = 3
     json_files: int = 2
     releases: int = 3
-    size_medians: dict = field(default_factory=lambda: {"html": 18_000, "css": 13_000, "js": 25_000,
-                                                        "json": 4_000})
-    size_sigma: float = 0.5              # log-normal spread of a resource's size (modelling choice)
+    size_medians: dict = field(default_factory=lambda: {"html": 18_000, "css": 13_000, "js": 25_000, "json": 4_000})
+    size_sigma: float = 0.5  # log-normal spread of a resource's size (modelling choice)
     max_bytes: int = 200_000
-    lexicon_words: int = 700             # site-specific words
-    zipf_s: float = 1.1                  # word frequencies
-    js_edit_share: float = 0.04          # share of JavaScript functions edited per release
-    js_add_share: float = 0.02           # functions added per release (share of existing)
-    css_edit_share: float = 0.05         # CSS rules edited per release
-    price_change_share: float = 0.15     # products whose price or stock changes per release
-    new_products: int = 3                # products added to the catalogue per release
+    lexicon_words: int = 700  # site-specific words
+    zipf_s: float = 1.1  # word frequencies
+    js_edit_share: float = 0.04  # share of JavaScript functions edited per release
+    js_add_share: float = 0.02  # functions added per release (share of existing)
+    css_edit_share: float = 0.05  # CSS rules edited per release
+    price_change_share: float = 0.15  # products whose price or stock changes per release
+    new_products: int = 3  # products added to the catalogue per release
     site: str = "shop.example"
 
     def __post_init__(self) -> None:
@@ -143,7 +142,6 @@ class BodyParams:
             raise InputError(f"releases must be at least 1, got {self.releases}")
         if self.html_pages + self.css_files + self.js_files + self.json_files == 0:
             raise InputError("the corpus would be empty: ask for at least one file")
-
 
 
 # ---------------------------------------------------------------------------------------
@@ -157,8 +155,9 @@ def load_folder(path: str | os.PathLike, *, origin: str = "https://www.site.exam
         raise InputError("no such folder.", path=str(root))
     if not root.is_dir():
         raise InputError("is not a folder of bodies (give a directory).", path=str(root))
-    releases = [root] + sorted((d for d in root.iterdir() if d.is_dir() and not d.name.startswith(".")),
-                               key=lambda d: d.name)
+    releases = [root] + sorted(
+        (d for d in root.iterdir() if d.is_dir() and not d.name.startswith(".")), key=lambda d: d.name
+    )
     bodies: list[Body] = []
     for rel, folder in enumerate(releases):
         files = sorted(f for f in folder.rglob("*") if f.is_file() and not f.name.startswith("."))
@@ -201,4 +200,3 @@ def write_folder(corpus: Corpus, path: str | os.PathLike) -> list[Path]:
         target.write_bytes(b.data)
         written.append(target)
     return written
-

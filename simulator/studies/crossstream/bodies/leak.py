@@ -42,13 +42,13 @@ from .schemes import Request, SchemeRun
 
 __all__ = ["LeakSetup", "Attack", "AttackResult", "make_setup", "ALPHABET", "KNOWN_PREFIX"]
 
-ALPHABET = "0123456789abcdef"                 # the token's characters (hex, as generated)
-KNOWN_PREFIX = "logout?csrf_token="           # what the attacker knows precedes the secret
+ALPHABET = "0123456789abcdef"  # the token's characters (hex, as generated)
+KNOWN_PREFIX = "logout?csrf_token="  # what the attacker knows precedes the secret
 # Two-character pads from characters that neither the token nor the pages contain and
 # that HTML escaping leaves alone; a fresh pair each round.
 PADS = ("{}", "~^", "|`", "[]", "@!", "*$")
 FILLER = "-"
-_MARK = "\u2603"                               # placeholder for the reflection in B's template
+_MARK = "\u2603"  # placeholder for the reflection in B's template
 _MARK_ESCAPED = html.escape(_MARK)
 
 
@@ -58,7 +58,7 @@ class LeakSetup:
 
     secret: str
     page_a: Body
-    template_b: str                            # B's bytes (decoded) with _MARK where the query goes
+    template_b: str  # B's bytes (decoded) with _MARK where the query goes
     origin: str
     secret_seed: int = 0
     attacker_origin: str = "https://attacker.example"
@@ -86,7 +86,7 @@ class AttackResult:
 
     recovered: str
     success: bool
-    queries: int                              # oracle requests (B responses observed)
+    queries: int  # oracle requests (B responses observed)
     positions_found: int
     sizes_seen: list = field(default_factory=list, repr=False)
 
@@ -94,16 +94,26 @@ class AttackResult:
 class Attack:
     """Run the attack against one (scheme, codec, scoping)."""
 
-    def __init__(self, setup: LeakSetup, scheme: str, codec: Codec | None, scoping: str, *,
-                 static: dict | None = None, max_alignments: int = 12, max_queries: int = 100_000,
-                 min_score: int = 3, min_margin: int = 3) -> None:
+    def __init__(
+        self,
+        setup: LeakSetup,
+        scheme: str,
+        codec: Codec | None,
+        scoping: str,
+        *,
+        static: dict | None = None,
+        max_alignments: int = 12,
+        max_queries: int = 100_000,
+        min_score: int = 3,
+        min_margin: int = 3,
+    ) -> None:
         self.setup, self.scheme, self.codec, self.scoping = setup, scheme, codec, scoping
         self.static = static or {}
         self.max_alignments = max_alignments
         self.max_queries = max_queries
         self.min_score, self.min_margin = min_score, min_margin
         self.queries = 0
-        self._after_a: SchemeRun | None = None      # the state after page A, forked per query
+        self._after_a: SchemeRun | None = None  # the state after page A, forked per query
 
     def oracle(self, query: str) -> int:
         """The length of B's encoded body when B reflects ``query``: all the attacker sees."""
@@ -113,17 +123,18 @@ class Attack:
             self._after_a = SchemeRun(self.scheme, self.codec, self.scoping, static=self.static)
             self._after_a.send(Request(s.page_a, initiator=s.origin, fetch_site="none", fetch_mode="navigate"))
         run = self._after_a.fork()
-        if run is None:                        # a streaming context that cannot be copied: send A again
+        if run is None:  # a streaming context that cannot be copied: send A again
             run = SchemeRun(self.scheme, self.codec, self.scoping, static=self.static)
             run.send(Request(s.page_a, initiator=s.origin, fetch_site="none", fetch_mode="navigate"))
-        rec = run.send(Request(s.page_b(query), initiator=s.attacker_origin, fetch_site="cross-site",
-                               fetch_mode="no-cors"))
+        rec = run.send(
+            Request(s.page_b(query), initiator=s.attacker_origin, fetch_site="cross-site", fetch_mode="no-cors")
+        )
         return rec["wire_bytes"]
 
     def run(self) -> AttackResult:
         """Recover the secret one character at a time from response sizes (hit vs miss probes) until it stalls."""
         found = ""
-        n = len(self.setup.secret)            # the attacker knows the token's length
+        n = len(self.setup.secret)  # the attacker knows the token's length
         rng = random.Random(f"pads:{self.setup.secret_seed}")
         while len(found) < n and self.queries < self.max_queries:
             scores = dict.fromkeys(ALPHABET, 0)
@@ -141,7 +152,8 @@ class Attack:
                     best = max(ALPHABET, key=lambda c: scores[c])
                     break
             if best is None:
-                break                          # no candidate stands out: the oracle says nothing
+                break  # no candidate stands out: the oracle says nothing
             found += best
-        return AttackResult(recovered=found, success=found == self.setup.secret, queries=self.queries,
-                            positions_found=len(found))
+        return AttackResult(
+            recovered=found, success=found == self.setup.secret, queries=self.queries, positions_found=len(found)
+        )

@@ -48,17 +48,33 @@ from urlpattern import URLPattern
 from . import _brotli_dict
 from .codecs import BROTLI_LGWIN, DecodeError, SchemeUnavailable
 
-__all__ = ["DCB_MAGIC", "DCZ_MAGIC", "DCB_HEADER_BYTES", "DCZ_HEADER_BYTES", "sha256", "UseAsDictionary",
-           "StoredDictionary", "DictionaryClient", "DictionaryServer", "encode_dcb", "decode_dcb",
-           "encode_dcz", "decode_dcz", "dcz_max_window_bytes", "available_dictionary_value",
-           "parse_available_dictionary", "server_may_use_dictionary", "HeaderError"]
+__all__ = [
+    "DCB_MAGIC",
+    "DCZ_MAGIC",
+    "DCB_HEADER_BYTES",
+    "DCZ_HEADER_BYTES",
+    "sha256",
+    "UseAsDictionary",
+    "StoredDictionary",
+    "DictionaryClient",
+    "DictionaryServer",
+    "encode_dcb",
+    "decode_dcb",
+    "encode_dcz",
+    "decode_dcz",
+    "dcz_max_window_bytes",
+    "available_dictionary_value",
+    "parse_available_dictionary",
+    "server_may_use_dictionary",
+    "HeaderError",
+]
 
-DCB_MAGIC = b"\xff\x44\x43\x42"                          # section 4
-DCZ_MAGIC = b"\x5e\x2a\x4d\x18\x20\x00\x00\x00"          # section 5: skippable frame 0x184D2A5E, 32 bytes
+DCB_MAGIC = b"\xff\x44\x43\x42"  # section 4
+DCZ_MAGIC = b"\x5e\x2a\x4d\x18\x20\x00\x00\x00"  # section 5: skippable frame 0x184D2A5E, 32 bytes
 DCB_HEADER_BYTES = len(DCB_MAGIC) + 32
 DCZ_HEADER_BYTES = len(DCZ_MAGIC) + 32
-DCB_MAX_WINDOW_BYTES = 16 << 20                           # section 4
-MAX_ID_CHARS = 1024                                       # section 2.1.3
+DCB_MAX_WINDOW_BYTES = 16 << 20  # section 4
+MAX_ID_CHARS = 1024  # section 2.1.3
 
 
 class HeaderError(ValueError):
@@ -111,7 +127,7 @@ class UseAsDictionary:
     def _parse_uncached(cls, value: str) -> "UseAsDictionary":
         try:
             d = http_sf.parse(value.encode("latin-1"), tltype="dictionary")
-        except Exception as exc:            # http_sf raises its own error types
+        except Exception as exc:  # http_sf raises its own error types
             raise HeaderError(f"Use-As-Dictionary is not a structured-field dictionary ({exc})") from None
         match = d.get("match", (None,))[0]
         if not isinstance(match, str) or not match:
@@ -202,8 +218,11 @@ def encode_dcb(body: bytes, dictionary: bytes, *, quality: int, lgwin: int = BRO
         raise SchemeUnavailable(_brotli_dict.unavailable_reason() or "no Brotli dictionary API")
     if (1 << lgwin) > DCB_MAX_WINDOW_BYTES:
         raise ValueError("dcb windows are at most 16 MB (RFC 9842 section 4)")
-    return DCB_MAGIC + sha256(dictionary) + _brotli_dict.compress(body, quality=quality, lgwin=lgwin,
-                                                                  dictionary=dictionary)
+    return (
+        DCB_MAGIC
+        + sha256(dictionary)
+        + _brotli_dict.compress(body, quality=quality, lgwin=lgwin, dictionary=dictionary)
+    )
 
 
 def decode_dcb(data: bytes, dictionaries: dict[bytes, bytes]) -> bytes:
@@ -243,7 +262,7 @@ def decode_dcz(data: bytes, dictionaries: dict[bytes, bytes]) -> bytes:
     d = zstandard.ZstdCompressionDict(dictionary, dict_type=zstandard.DICT_TYPE_RAWCONTENT)
     try:
         dec = zstandard.ZstdDecompressor(dict_data=d, max_window_size=dcz_max_window_bytes(len(dictionary)))
-        out = dec.decompressobj(read_across_frames=True).decompress(data)   # header included
+        out = dec.decompressobj(read_across_frames=True).decompress(data)  # header included
         # Reading across frames never reports the end: check the frame's declared size,
         # or decode the frame alone and ask whether it ended.
         expected = zstandard.frame_content_size(data[DCZ_HEADER_BYTES:])
@@ -271,7 +290,7 @@ class StoredDictionary:
     url: str
     rule: UseAsDictionary
     data: bytes
-    fetched: int                        # order of arrival (section 2.2.3: most recent wins ties)
+    fetched: int  # order of arrival (section 2.2.3: most recent wins ties)
     digest: bytes = field(init=False)
 
     def __post_init__(self) -> None:
@@ -297,7 +316,7 @@ class DictionaryClient:
     def __init__(self, *, encodings: tuple[str, ...] = ("dcb", "dcz"), supports_destinations: bool = True) -> None:
         self.encodings = encodings
         self.supports_destinations = supports_destinations
-        self.store: dict[str, StoredDictionary] = {}         # keyed by the dictionary's URL
+        self.store: dict[str, StoredDictionary] = {}  # keyed by the dictionary's URL
         self._fetched = 0
 
     @property
@@ -312,19 +331,28 @@ class DictionaryClient:
         if not candidates:
             return None
         # section 2.2.3: destination match first, then the longest match, then the most recent
-        return max(candidates, key=lambda d: (bool(dest is not None and d.rule.match_dest), len(d.rule.match),
-                                              d.fetched))
+        return max(
+            candidates, key=lambda d: (bool(dest is not None and d.rule.match_dest), len(d.rule.match), d.fetched)
+        )
 
-    def request_headers(self, url: str, destination: str | None, *, readable: bool = True,
-                        base_encodings: tuple[str, ...] = ("gzip", "br", "zstd")) -> list[tuple[str, str]]:
+    def request_headers(
+        self,
+        url: str,
+        destination: str | None,
+        *,
+        readable: bool = True,
+        base_encodings: tuple[str, ...] = ("gzip", "br", "zstd"),
+    ) -> list[tuple[str, str]]:
         """Accept-Encoding, plus dcb/dcz, Available-Dictionary and Dictionary-ID when a dictionary matches
         (RFC 9842 2.2, 2.3)."""
         d = self.best(url, destination) if readable else None
         if d is None:
             # section 6.1: no dcb/dcz without a dictionary to offer
             return [("accept-encoding", ", ".join(base_encodings))]
-        headers = [("accept-encoding", ", ".join(base_encodings + self.encodings)),
-                   ("available-dictionary", available_dictionary_value(d.digest))]
+        headers = [
+            ("accept-encoding", ", ".join(base_encodings + self.encodings)),
+            ("available-dictionary", available_dictionary_value(d.digest)),
+        ]
         if d.rule.id:
             headers.append(("dictionary-id", http_sf.ser(d.rule.id)))
         return headers
@@ -346,11 +374,11 @@ class DictionaryClient:
         if value is not None:
             try:
                 rule = UseAsDictionary.parse(value)
-                if rule.type == "raw":               # section 2.1.4: unknown types are not used
+                if rule.type == "raw":  # section 2.1.4: unknown types are not used
                     self._fetched += 1
                     self.store[url] = StoredDictionary(url, rule, content, self._fetched)
             except HeaderError:
-                pass                                  # an invalid dictionary is ignored
+                pass  # an invalid dictionary is ignored
         return content
 
 
@@ -359,7 +387,7 @@ class DictionaryServer:
     request offers one it has (and section 9.3.3 allows), else plain br/zstd."""
 
     def __init__(self) -> None:
-        self.dictionaries: dict[bytes, bytes] = {}           # SHA-256 -> bytes (what it may be asked for)
+        self.dictionaries: dict[bytes, bytes] = {}  # SHA-256 -> bytes (what it may be asked for)
 
     def designate(self, body: bytes) -> None:
         """Remember ``body`` as a dictionary, under its SHA-256."""
@@ -377,8 +405,9 @@ class DictionaryServer:
             return None
         return self.dictionaries.get(digest)
 
-    def choose(self, request_headers: list[tuple[str, str]], preferred: str,
-               response_headers: dict | None = None) -> tuple[str, bytes | None]:
+    def choose(
+        self, request_headers: list[tuple[str, str]], preferred: str, response_headers: dict | None = None
+    ) -> tuple[str, bytes | None]:
         """(content-coding, dictionary or None): ``preferred`` is ``dcb`` or ``dcz``."""
         h = {k.lower(): v for k, v in request_headers}
         accepted = {t.split(";")[0].strip().lower() for t in h.get("accept-encoding", "").split(",")}

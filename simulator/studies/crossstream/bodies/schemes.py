@@ -68,12 +68,21 @@ from .corpus import Body, Corpus
 from . import rfc9842
 from .codecs import Codec, SchemeUnavailable
 
-__all__ = ["SCHEMES", "SCOPINGS", "CROSS_STREAM", "Request", "SchemeRun", "VerificationError",
-           "static_dictionaries", "applicable", "use_as_dictionary_for"]
+__all__ = [
+    "SCHEMES",
+    "SCOPINGS",
+    "CROSS_STREAM",
+    "Request",
+    "SchemeRun",
+    "VerificationError",
+    "static_dictionaries",
+    "applicable",
+    "use_as_dictionary_for",
+]
 
 SCHEMES = ("identity", "per-response", "shared", "static-dict", "dynamic-dict", "dcb", "dcz")
 SCOPINGS = ("none", "context", "never-indexed")
-CROSS_STREAM = frozenset({"shared", "dynamic-dict", "dcb", "dcz"})     # scoping changes them
+CROSS_STREAM = frozenset({"shared", "dynamic-dict", "dcb", "dcz"})  # scoping changes them
 
 
 class VerificationError(AssertionError):
@@ -85,9 +94,9 @@ class Request:
     """One request whose response the scheme carries."""
 
     body: Body
-    initiator: str                     # origin of the document that caused it (context id key)
-    fetch_site: str = "same-origin"    # Sec-Fetch-Site
-    fetch_mode: str = "no-cors"        # Sec-Fetch-Mode
+    initiator: str  # origin of the document that caused it (context id key)
+    fetch_site: str = "same-origin"  # Sec-Fetch-Site
+    fetch_mode: str = "no-cors"  # Sec-Fetch-Mode
 
 
 def applicable(scheme: str, codec: Codec | None) -> bool:
@@ -151,9 +160,16 @@ class SchemeRun:
     dictionaries); the RFC 9842 store of the client persists.  ``send(request)`` encodes
     one response, decodes it at the client, checks it and returns its record."""
 
-    def __init__(self, scheme: str, codec: Codec | None, scoping: str = "none", *,
-                 static: dict[str, bytes] | None = None, dictionary_bytes: int = 1 << 17,
-                 measure_cpu: bool = False) -> None:
+    def __init__(
+        self,
+        scheme: str,
+        codec: Codec | None,
+        scoping: str = "none",
+        *,
+        static: dict[str, bytes] | None = None,
+        dictionary_bytes: int = 1 << 17,
+        measure_cpu: bool = False,
+    ) -> None:
         if scheme not in SCHEMES:
             raise ValueError(f"unknown scheme {scheme!r}")
         if scoping not in SCOPINGS:
@@ -175,7 +191,7 @@ class SchemeRun:
     # state -------------------------------------------------------------------------
     def new_connection(self) -> None:
         """Start a new connection: drop shared contexts and dynamic dictionaries (the RFC 9842 store stays)."""
-        self.contexts: dict[str, object] = {}           # context id -> StreamPair
+        self.contexts: dict[str, object] = {}  # context id -> StreamPair
         self.dynamic: dict[tuple[str, str], bytes] = {}  # (context id, kind) -> dictionary
 
     def fork(self) -> "SchemeRun | None":
@@ -195,7 +211,7 @@ class SchemeRun:
         if self.client is not None:
             twin.client = object.__new__(type(self.client))
             twin.client.__dict__.update(self.client.__dict__)
-            twin.client.store = dict(self.client.store)        # StoredDictionary is never mutated
+            twin.client.store = dict(self.client.store)  # StoredDictionary is never mutated
             twin.server = object.__new__(type(self.server))
             twin.server.dictionaries = dict(self.server.dictionaries)
         return twin
@@ -234,15 +250,27 @@ class SchemeRun:
         if self.measure_cpu:
             compress_ns, decompress_ns = out[5], out[6]
         if decoded != data:
-            raise VerificationError(f"{self.scheme} {self.codec.name if self.codec else ''}: "
-                                    f"decoded {body.url} differs from the body sent")
+            raise VerificationError(
+                f"{self.scheme} {self.codec.name if self.codec else ''}: decoded {body.url} differs from the body sent"
+            )
         server_mem, client_mem = self.dictionary_memory()
         self.peak_server_bytes = max(self.peak_server_bytes, server_mem)
         self.peak_client_bytes = max(self.peak_client_bytes, client_mem)
-        return {"url": body.url, "resource": body.resource, "kind": body.kind, "release": body.release,
-                "raw_bytes": len(data), "wire_bytes": wire, "overhead_bytes": overhead, "content_coding": coding,
-                "dictionary_bytes_used": dict_used, "server_dictionary_bytes": server_mem,
-                "client_dictionary_bytes": client_mem, "compress_ns": compress_ns, "decompress_ns": decompress_ns}
+        return {
+            "url": body.url,
+            "resource": body.resource,
+            "kind": body.kind,
+            "release": body.release,
+            "raw_bytes": len(data),
+            "wire_bytes": wire,
+            "overhead_bytes": overhead,
+            "content_coding": coding,
+            "dictionary_bytes_used": dict_used,
+            "server_dictionary_bytes": server_mem,
+            "client_dictionary_bytes": client_mem,
+            "compress_ns": compress_ns,
+            "decompress_ns": decompress_ns,
+        }
 
     def _timed(self, fn, *args):
         if not self.measure_cpu:
@@ -265,9 +293,16 @@ class SchemeRun:
         dictionary = self.static.get(request.body.kind, b"")
         enc, c_ns = self._timed(self.codec.compress, data, dictionary)
         dec, d_ns = self._timed(self.codec.decompress, enc, dictionary)
-        overhead = h2_frame_bytes(1) if dictionary else 0           # USE_DICTIONARY (Dict ID: 8 bits)
-        return len(enc), dec, self.codec.content_coding + "+static", \
-            self.codec.usable_dictionary_bytes(len(dictionary)), overhead, c_ns, d_ns
+        overhead = h2_frame_bytes(1) if dictionary else 0  # USE_DICTIONARY (Dict ID: 8 bits)
+        return (
+            len(enc),
+            dec,
+            self.codec.content_coding + "+static",
+            self.codec.usable_dictionary_bytes(len(dictionary)),
+            overhead,
+            c_ns,
+            d_ns,
+        )
 
     def _send_shared(self, request: Request):
         from .codecs import StreamPair
@@ -275,7 +310,7 @@ class SchemeRun:
         ctx = self._context_id(request)
         overhead = 0
         if self.scoping == "context":
-            overhead += h2_frame_bytes(1)                   # SET_COMPRESSION_CONTEXT (Context: 8 bits)
+            overhead += h2_frame_bytes(1)  # SET_COMPRESSION_CONTEXT (Context: 8 bits)
         pair = self.contexts.get(ctx)
         if pair is None:
             pair = self.contexts[ctx] = StreamPair(self.codec)
@@ -287,7 +322,7 @@ class SchemeRun:
         decoded = []
         for literal, part in segments:
             if literal:
-                chunk, piece = part, part               # never enters either end's context
+                chunk, piece = part, part  # never enters either end's context
             else:
                 chunk, t = self._timed(pair.encode, part)
                 c_ns += t
@@ -295,8 +330,7 @@ class SchemeRun:
                 d_ns += t
             wire += len(chunk) + (1 + varint_len(len(chunk)) if len(segments) > 1 else 0)
             decoded.append(piece)
-        return wire, b"".join(decoded), self.codec.content_coding + "+shared", \
-            history_before, overhead, c_ns, d_ns
+        return wire, b"".join(decoded), self.codec.content_coding + "+shared", history_before, overhead, c_ns, d_ns
 
     def _send_dynamic_dict(self, request: Request):
         body = request.body
@@ -306,14 +340,21 @@ class SchemeRun:
         dec, d_ns = self._timed(self.codec.decompress, enc, dictionary)
         keep = _without(body.data, body.secrets) if self.scoping == "never-indexed" else body.data
         entries = 1 + len(body.secrets) if self.scoping == "never-indexed" and body.secrets else 1
-        self.dynamic[key] = (dictionary + keep)[-self.dictionary_bytes:]
+        self.dynamic[key] = (dictionary + keep)[-self.dictionary_bytes :]
         # USE_DICTIONARY (9 + 1) and SET_DICTIONARY with APPEND: per entry an id, a size
         # and E/Truncate (about 5 bytes), plus an Offset when a secret is skipped.
         overhead = h2_frame_bytes(1) + h2_frame_bytes(5 * entries + 3 * (entries - 1))
         if self.scoping == "context":
             overhead += h2_frame_bytes(1)
-        return len(enc), dec, self.codec.content_coding + "+dict", \
-            self.codec.usable_dictionary_bytes(len(dictionary)), overhead, c_ns, d_ns
+        return (
+            len(enc),
+            dec,
+            self.codec.content_coding + "+dict",
+            self.codec.usable_dictionary_bytes(len(dictionary)),
+            overhead,
+            c_ns,
+            d_ns,
+        )
 
     def _send_delta(self, request: Request, preferred: str):
         body = request.body
@@ -322,7 +363,7 @@ class SchemeRun:
         req_headers = self.client.request_headers(body.url, body.destination, readable=readable)
         req_headers += [("sec-fetch-site", request.fetch_site), ("sec-fetch-mode", request.fetch_mode)]
         if self.scoping == "context":
-            coding, dictionary = self.server.choose(req_headers, preferred)          # section 9.3.3 applies
+            coding, dictionary = self.server.choose(req_headers, preferred)  # section 9.3.3 applies
         else:
             # a server that skips section 9.3.3 (and a client that skipped 9.3.2)
             dictionary = self.server.dictionary_for(req_headers)
@@ -341,12 +382,15 @@ class SchemeRun:
         if designate:
             resp_headers.append(("use-as-dictionary", use_as_dictionary_for(body).serialize()))
         if coding == preferred:
-            resp_headers.append(("vary", "accept-encoding, available-dictionary"))     # section 6.2
+            resp_headers.append(("vary", "accept-encoding, available-dictionary"))  # section 6.2
         if coding in ("br", "zstd"):
             # the plain coding is decoded by the codec, then handed on as identity
             dec, d_ns = self._timed(self.codec.decompress, enc)
-            decoded = self.client.on_response(body.url, [("content-encoding", "identity")] +
-                                              [h for h in resp_headers if h[0] != "content-encoding"], dec)
+            decoded = self.client.on_response(
+                body.url,
+                [("content-encoding", "identity")] + [h for h in resp_headers if h[0] != "content-encoding"],
+                dec,
+            )
         else:
             decoded, d_ns = self._timed(self.client.on_response, body.url, resp_headers, enc)
         if designate:

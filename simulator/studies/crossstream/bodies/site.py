@@ -39,8 +39,19 @@ from urllib.parse import urlsplit
 from ....errors import InputError
 from ....traces.model import header_value
 from .corpus import Body, BodyParams, Corpus, kind_for_content_type
-from .vocabulary import (_ARIA, _CSS_BLOCKS, _CSS_PROPS, _ENGLISH, _JS_PROLOGUE, _JS_TEMPLATES, _LOCALES, _VERBS,
-                         _Words, _camel, _lognormal)
+from .vocabulary import (
+    _ARIA,
+    _CSS_BLOCKS,
+    _CSS_PROPS,
+    _ENGLISH,
+    _JS_PROLOGUE,
+    _JS_TEMPLATES,
+    _LOCALES,
+    _VERBS,
+    _Words,
+    _camel,
+    _lognormal,
+)
 
 __all__ = ["Site", "generate", "corpus_from_trace"]
 
@@ -61,14 +72,22 @@ class Site:
         self.nav = [self._title(2) for _ in range(7)]
         self.release = 0
         p = params
-        self.css = [self._css_file(i, _lognormal(rng, p.size_medians["css"], p.size_sigma, p.max_bytes))
-                    for i in range(p.css_files)]
-        self.js = [self._js_file(i, _lognormal(rng, p.size_medians["js"], p.size_sigma, p.max_bytes))
-                   for i in range(p.js_files)]
-        self.pages = [(self._page_path(i), _lognormal(rng, p.size_medians["html"], p.size_sigma, p.max_bytes))
-                      for i in range(p.html_pages)]
-        self.apis = [(f"/api/v1/products?page={i + 1}",
-                      _lognormal(rng, p.size_medians["json"], p.size_sigma, p.max_bytes)) for i in range(p.json_files)]
+        self.css = [
+            self._css_file(i, _lognormal(rng, p.size_medians["css"], p.size_sigma, p.max_bytes))
+            for i in range(p.css_files)
+        ]
+        self.js = [
+            self._js_file(i, _lognormal(rng, p.size_medians["js"], p.size_sigma, p.max_bytes))
+            for i in range(p.js_files)
+        ]
+        self.pages = [
+            (self._page_path(i), _lognormal(rng, p.size_medians["html"], p.size_sigma, p.max_bytes))
+            for i in range(p.html_pages)
+        ]
+        self.apis = [
+            (f"/api/v1/products?page={i + 1}", _lognormal(rng, p.size_medians["json"], p.size_sigma, p.max_bytes))
+            for i in range(p.json_files)
+        ]
 
     # words ------------------------------------------------------------------------
     def w(self) -> str:
@@ -86,10 +105,16 @@ class Site:
 
     def _product(self, i: int) -> dict:
         r = self.rng
-        return {"id": 1000 + i, "sku": f"{self.w()[:3].upper()}-{r.randint(1000, 9999)}", "name": self._title(2),
-                "price": round(r.uniform(4, 240), 2), "in_stock": r.random() < 0.85,
-                "rating": round(r.uniform(2.5, 5), 1),
-                "tags": [self.w() for _ in range(r.randint(1, 4))], "summary": self.sentence()}
+        return {
+            "id": 1000 + i,
+            "sku": f"{self.w()[:3].upper()}-{r.randint(1000, 9999)}",
+            "name": self._title(2),
+            "price": round(r.uniform(4, 240), 2),
+            "in_stock": r.random() < 0.85,
+            "rating": round(r.uniform(2.5, 5), 1),
+            "tags": [self.w() for _ in range(r.randint(1, 4))],
+            "summary": self.sentence(),
+        }
 
     def _page_path(self, i: int) -> str:
         return "/" if i == 0 else f"/{'category' if i % 2 else 'products'}/{self.w()}-{self.w()}"
@@ -98,8 +123,9 @@ class Site:
     def _css_rule(self) -> list:
         r = self.rng
         block = r.choice(_CSS_BLOCKS)
-        sel = (f".{block}" + (f"__{self.w()}" if r.random() < 0.7 else "")
-               + (f"--{self.w()}" if r.random() < 0.25 else ""))
+        sel = (
+            f".{block}" + (f"__{self.w()}" if r.random() < 0.7 else "") + (f"--{self.w()}" if r.random() < 0.25 else "")
+        )
         if r.random() < 0.2:
             sel += r.choice((":hover", ":focus", " > a", " .icon", "::before"))
         props = [[name, r.choice(values)] for name, values in r.sample(_CSS_PROPS, r.randint(2, 6))]
@@ -109,7 +135,7 @@ class Site:
         rules = []
         name = "main" if i == 0 else ("vendor" if i == 1 else f"page-{self.w()}")
         unit = {"name": name, "rules": rules}
-        length = 0                  # len(_render_css(unit)), kept as rules are added (re-rendering is quadratic)
+        length = 0  # len(_render_css(unit)), kept as rules are added (re-rendering is quadratic)
         while length < size:
             rules.append(self._css_rule())
             length += len(self._css_rule_text(rules[-1]))
@@ -137,11 +163,20 @@ class Site:
         locale, cur = r.choice(_LOCALES)
         names = args or [self.w()]
         return r.choice(_JS_TEMPLATES).format(
-            a=r.choice(names), b=r.choice(names + [self.w()]), c=self.w()[:4], f=self.w(),
+            a=r.choice(names),
+            b=r.choice(names + [self.w()]),
+            c=self.w()[:4],
+            f=self.w(),
             fn=_camel([r.choice(_VERBS), self.w()]),
-            w=self.w(), w2=self.w(), n=r.randint(0, 500), n2=r.randint(500, 5000),
+            w=self.w(),
+            w2=self.w(),
+            n=r.randint(0, 500),
+            n2=r.randint(500, 5000),
             cls=f"{r.choice(_CSS_BLOCKS)}__{self.w()}",
-            aria=r.choice(_ARIA), locale=locale, cur=cur)
+            aria=r.choice(_ARIA),
+            locale=locale,
+            cur=cur,
+        )
 
     def _js_file(self, i: int, size: int) -> dict:
         name = "app" if i == 0 else ("vendor" if i == 1 else f"chunk-{self.w()}")
@@ -157,8 +192,10 @@ class Site:
     @staticmethod
     def _js_function_text(f: dict, minified: bool) -> str:
         if minified:
-            return (f"function {f['name']}({','.join(f['args'])})"
-                    f"{{{''.join(s.replace(' = ', '=').replace(', ', ',') for s in f['body'])}}}")
+            return (
+                f"function {f['name']}({','.join(f['args'])})"
+                f"{{{''.join(s.replace(' = ', '=').replace(', ', ',') for s in f['body'])}}}"
+            )
         head = ("export " if f["exported"] else "") + f"function {f['name']}({', '.join(f['args'])}) {{\n"
         return head + "".join(f"  {s}\n" for s in f["body"]) + "}\n\n"
 
@@ -176,8 +213,11 @@ class Site:
         # (units change only in evolve(), which drops this; the key holds the units).
         key = (self.release, list(self.css), list(self.js))
         cached = getattr(self, "_assets", None)
-        if cached is not None and cached[0][0] == key[0] and all(
-                len(a) == len(b) and all(x is y for x, y in zip(a, b)) for a, b in zip(cached[0][1:], key[1:])):
+        if (
+            cached is not None
+            and cached[0][0] == key[0]
+            and all(len(a) == len(b) and all(x is y for x, y in zip(a, b)) for a, b in zip(cached[0][1:], key[1:]))
+        ):
             return list(cached[1][0]), list(cached[1][1])
         css = [self._asset_url("css", u["name"], self._render_css(u)) for u in self.css]
         js = [self._asset_url("js", u["name"], self._render_js(u)) for u in self.js]
@@ -192,54 +232,64 @@ class Site:
         """``n`` random hex digits (a CSRF or session token: a secret of the page)."""
         return "".join(self.rng.choice("0123456789abcdef") for _ in range(n))
 
-    def html_page(self, path: str, size: int, *, csrf: str | None = None,
-                  reflected: str | None = None) -> tuple[bytes, tuple]:
+    def html_page(
+        self, path: str, size: int, *, csrf: str | None = None, reflected: str | None = None
+    ) -> tuple[bytes, tuple]:
         """One HTML document of about ``size`` bytes; ``csrf`` goes into the logout link
         near the end (the secret span); ``reflected`` is echoed near the top, escaped
         as a server would (the attacker's injection point)."""
         r = self.rng
         css, js = self.asset_urls()
         title = self._title(2)
-        head = ["<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n",
-                "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n",
-                f"<title>{title} | {self.p.site}</title>\n"]
-        head += [f"<link rel=\"stylesheet\" href=\"{u}\">\n" for u in css]
-        head += [f"<script defer src=\"{u}\"></script>\n" for u in js]
-        head.append("</head>\n<body>\n<header class=\"header\">\n<nav class=\"nav\">\n<ul class=\"nav__list\">\n")
-        head += [f"<li class=\"nav__item\"><a class=\"nav__link\" "
-                 f"href=\"/category/{n.lower().replace(' ', '-')}\">{n}</a></li>\n"
-                 for n in self.nav]
-        head.append("</ul>\n<form class=\"search\" action=\"/search\">"
-                    "<input class=\"search__input\" name=\"q\"></form>\n"
-                    "</nav>\n</header>\n<main class=\"main\">\n")
+        head = [
+            '<!DOCTYPE html>\n<html lang="en">\n<head>\n<meta charset="utf-8">\n',
+            '<meta name="viewport" content="width=device-width, initial-scale=1">\n',
+            f"<title>{title} | {self.p.site}</title>\n",
+        ]
+        head += [f'<link rel="stylesheet" href="{u}">\n' for u in css]
+        head += [f'<script defer src="{u}"></script>\n' for u in js]
+        head.append('</head>\n<body>\n<header class="header">\n<nav class="nav">\n<ul class="nav__list">\n')
+        head += [
+            f'<li class="nav__item"><a class="nav__link" href="/category/{n.lower().replace(" ", "-")}">{n}</a></li>\n'
+            for n in self.nav
+        ]
+        head.append(
+            '</ul>\n<form class="search" action="/search">'
+            '<input class="search__input" name="q"></form>\n'
+            '</nav>\n</header>\n<main class="main">\n'
+        )
         if reflected is not None:
-            head.append(f"<p class=\"search__summary\">No results for <b>{html.escape(reflected)}</b></p>\n")
+            head.append(f'<p class="search__summary">No results for <b>{html.escape(reflected)}</b></p>\n')
         body = []
-        foot = ["</main>\n<footer class=\"footer\">\n<ul class=\"footer__links\">\n"]
-        foot += [f"<li><a href=\"/help/{self.words.words[k]}\">{self.words.words[k].capitalize()}</a></li>\n"
-                 for k in range(8)]
-        foot.append("</ul>\n<p class=\"footer__account\">"
-                    "<a class=\"footer__logout\" href=\"/account/logout?csrf_token=")
-        tail = "\">Sign out</a></p>\n</footer>\n</body>\n</html>\n"
+        foot = ['</main>\n<footer class="footer">\n<ul class="footer__links">\n']
+        foot += [
+            f'<li><a href="/help/{self.words.words[k]}">{self.words.words[k].capitalize()}</a></li>\n' for k in range(8)
+        ]
+        foot.append('</ul>\n<p class="footer__account"><a class="footer__logout" href="/account/logout?csrf_token=')
+        tail = '">Sign out</a></p>\n</footer>\n</body>\n</html>\n'
         fixed = len("".join(head)) + len("".join(foot)) + len(tail) + (len(csrf) if csrf else 0)
         products = self.catalogue
         start = r.randrange(len(products))
         k = 0
         while fixed + len("".join(body)) < size:
             if k % 5 == 4:
-                body.append(f"<section class=\"prose\"><h2>{self._title(3)}</h2>"
-                            f"<p>{' '.join(self.sentence() for _ in range(3))}</p></section>\n")
+                body.append(
+                    f'<section class="prose"><h2>{self._title(3)}</h2>'
+                    f"<p>{' '.join(self.sentence() for _ in range(3))}</p></section>\n"
+                )
             else:
                 pr = products[(start + k) % len(products)]
                 stock = "In stock" if pr["in_stock"] else "Sold out"
-                body.append(f"<article class=\"card product\" data-id=\"{pr['id']}\" data-sku=\"{pr['sku']}\">\n"
-                            f"<h3 class=\"product__name\">"
-                            f"<a href=\"/products/{pr['sku'].lower()}\">{pr['name']}</a></h3>\n"
-                            f"<p class=\"product__summary\">{pr['summary']}</p>\n"
-                            f"<span class=\"price\">&euro;{pr['price']:.2f}</span> "
-                            f"<span class=\"badge\">{stock}</span>\n"
-                            f"<span class=\"rating\" aria-label=\"{pr['rating']} out of 5\">{pr['rating']}</span>\n"
-                            f"</article>\n")
+                body.append(
+                    f'<article class="card product" data-id="{pr["id"]}" data-sku="{pr["sku"]}">\n'
+                    f'<h3 class="product__name">'
+                    f'<a href="/products/{pr["sku"].lower()}">{pr["name"]}</a></h3>\n'
+                    f'<p class="product__summary">{pr["summary"]}</p>\n'
+                    f'<span class="price">&euro;{pr["price"]:.2f}</span> '
+                    f'<span class="badge">{stock}</span>\n'
+                    f'<span class="rating" aria-label="{pr["rating"]} out of 5">{pr["rating"]}</span>\n'
+                    f"</article>\n"
+                )
             k += 1
         text_before = "".join(head) + "".join(body) + "".join(foot)
         secret = csrf or ""
@@ -256,8 +306,18 @@ class Site:
         k = (page - 1) * 7
         while True:
             pr = self.catalogue[k % len(self.catalogue)]
-            items.append({"id": pr["id"], "sku": pr["sku"], "name": pr["name"], "price": pr["price"],
-                          "currency": "EUR", "in_stock": pr["in_stock"], "rating": pr["rating"], "tags": pr["tags"]})
+            items.append(
+                {
+                    "id": pr["id"],
+                    "sku": pr["sku"],
+                    "name": pr["name"],
+                    "price": pr["price"],
+                    "currency": "EUR",
+                    "in_stock": pr["in_stock"],
+                    "rating": pr["rating"],
+                    "tags": pr["tags"],
+                }
+            )
             k += 1
             rest = '","total":%d,"items":%s}' % (len(self.catalogue), json.dumps(items, separators=(",", ":")))
             if head_len + len(rest) >= size or k > 4 * len(self.catalogue):
@@ -275,12 +335,14 @@ class Site:
             out.append(Body(path, self.origin + path, "html", rel, data, spans))
         for u in self.css:
             text = self._render_css(u)
-            out.append(Body(f"/static/css/{u['name']}.css", self._asset_url("css", u["name"], text), "css", rel,
-                            text.encode()))
+            out.append(
+                Body(f"/static/css/{u['name']}.css", self._asset_url("css", u["name"], text), "css", rel, text.encode())
+            )
         for u in self.js:
             text = self._render_js(u)
-            out.append(Body(f"/static/js/{u['name']}.js", self._asset_url("js", u["name"], text), "js", rel,
-                            text.encode()))
+            out.append(
+                Body(f"/static/js/{u['name']}.js", self._asset_url("js", u["name"], text), "js", rel, text.encode())
+            )
         for path, size in self.apis:
             data, spans = self.json_api(path, size, session=self.token(24))
             out.append(Body(path, self.origin + path, "json", rel, data, spans))
@@ -370,8 +432,9 @@ def corpus_from_trace(trace, *, seed: int = 1, releases: int = 3, max_bytes: int
         size = int(min(max(e.decoded_body_bytes or 0, 0) or params.size_medians[kind], max_bytes))
         plan.append((e.url, kind, max(size, 400)))
     if not plan:
-        raise InputError("the trace has no HTML, CSS, JavaScript or JSON responses with URLs to give bodies to.",
-                         path=trace.source)
+        raise InputError(
+            "the trace has no HTML, CSS, JavaScript or JSON responses with URLs to give bodies to.", path=trace.source
+        )
     units = {}
     for url, kind, size in plan:
         if kind == "css":
@@ -395,6 +458,8 @@ def corpus_from_trace(trace, *, seed: int = 1, releases: int = 3, max_bytes: int
             else:
                 data, spans = site._render_js(units[url]).encode(), ()
             bodies.append(Body(resource, url, kind, rel, data, spans))
-    return Corpus(bodies=bodies, source=str(trace.source), params={"seed": seed, "releases": releases,
-                                                                    "trace_hash": trace.content_hash()})
-
+    return Corpus(
+        bodies=bodies,
+        source=str(trace.source),
+        params={"seed": seed, "releases": releases, "trace_hash": trace.content_hash()},
+    )
