@@ -69,10 +69,14 @@ class Outcome:
     max_rss: int                # bytes
     stdout: bytes
     stderr: bytes
+    cpu_seconds: float = 0.0
 
 
 def _limit_memory() -> None:
     resource.setrlimit(resource.RLIMIT_AS, (MEMORY_BYTES, MEMORY_BYTES))
+    # CPU seconds: SIGXCPU at the limit, a hang however busy the machine is (the wall-clock
+    # limit, ``wall``, also catches a process that waits without computing)
+    resource.setrlimit(resource.RLIMIT_CPU, (CASE_SECONDS, CASE_SECONDS + 5))
 
 
 def _env() -> dict:
@@ -156,7 +160,7 @@ def _kept(folder: Path, path: str, want: str) -> bool:
 def judge(case: Case, o: Outcome, folder: Path | None = None, before: dict | None = None) -> str:
     """``ok``, or the failure class of one case's outcome (see the module docstring)."""
     err = o.stderr.decode("utf-8", "replace")
-    if o.timed_out:
+    if o.timed_out or o.signal == signal.SIGXCPU or o.cpu_seconds >= CASE_SECONDS:
         return "hang"
     if _MEMORY.search(err) or o.max_rss > MEMORY_BYTES:
         return "memory blow-up"
@@ -200,8 +204,10 @@ def _not_json(constant: str):
     raise ValueError(f"non-finite {constant}")
 
 
-def run_cases(seeds, *, jobs: int = 1, fork: bool = False, keep: bool = False, on_result=None) -> list[dict]:
-    """Run every seed's case (``jobs`` at a time) and return one record per case."""
+def run_cases(seeds, *, jobs: int = 1, fork: bool = False, keep: bool = False, wall: float = CASE_SECONDS,
+              family: str | None = None, on_result=None) -> list[dict]:
+    """Run every seed's case (``jobs`` at a time) and return one record per case; a case
+    still running after ``wall`` seconds is killed and judged a hang."""
     if fork:
         from simulator.cli import build_parser
 
@@ -216,7 +222,7 @@ def run_cases(seeds, *, jobs: int = 1, fork: bool = False, keep: bool = False, o
                 seed = pending.pop(0)
                 folder = base / f"case{seed}"
                 folder.mkdir()
-                case = make_case(seed, folder)
+                case = make_case(seed, folder, family)
                 before = _snapshot(folder)
                 pid = (_start_fork if fork else _start_exec)(case, folder)
                 running[pid] = (case, folder, before, time.monotonic(), [False])
@@ -224,7 +230,7 @@ def run_cases(seeds, *, jobs: int = 1, fork: bool = False, keep: bool = False, o
             if pid == 0:
                 now = time.monotonic()
                 for p, (_, _, _, start, timed_out) in running.items():
-                    if now - start > CASE_SECONDS and not timed_out[0]:
+                    if now - start > wall and not timed_out[0]:
                         timed_out[0] = True
                         _kill_group(p)
                 time.sleep(0.02)
@@ -236,10 +242,12 @@ def run_cases(seeds, *, jobs: int = 1, fork: bool = False, keep: bool = False, o
             outcome = Outcome(os.waitstatus_to_exitcode(status) if os.WIFEXITED(status) else None,
                               os.WTERMSIG(status) if os.WIFSIGNALED(status) else None, timed_out[0],
                               time.monotonic() - start, usage.ru_maxrss * 1024,
-                              (folder / ".fuzz-stdout").read_bytes(), (folder / ".fuzz-stderr").read_bytes())
+                              (folder / ".fuzz-stdout").read_bytes(), (folder / ".fuzz-stderr").read_bytes(),
+                              usage.ru_utime + usage.ru_stime)
             verdict = judge(case, outcome, folder, before)
             record = {"seed": case.seed, "family": case.family, "kind": case.kind, "argv": case.argv,
                       "verdict": verdict, "status": outcome.status, "seconds": round(outcome.seconds, 2),
+                      "cpu": round(outcome.cpu_seconds, 2),
                       "max_rss_mb": outcome.max_rss >> 20,
                       "stderr": outcome.stderr.decode("utf-8", "replace")[-600:]}
             records.append(record)
@@ -290,12 +298,18 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--seed", type=int, default=FIRST_SEED, help="the first case's seed")
     p.add_argument("--jobs", type=int, default=1)
     p.add_argument("--fork", action="store_true", help="fork a process that imported the CLI, instead of exec")
+    p.add_argument("--wall", type=float, default=CASE_SECONDS,
+                   help="wall-clock seconds before a case is a hang (raise it on a busy machine; CPU time is "
+                        f"limited to {CASE_SECONDS} s regardless)")
+    p.add_argument("--family", help="only this family's cases (har, qif, interop, flag, output, grid, topology, "
+                                    "notebook); the default mixes them all")
     p.add_argument("--log", help="append one JSON line per case to this file")
     p.add_argument("--only", type=int, help="run this one seed, keep its folder, print everything")
     args = p.parse_args(argv)
     os.chdir(ROOT)
     if args.only is not None:
-        record = run_cases([args.only], fork=args.fork, keep=True)[0]
+        record = run_cases([args.only], fork=args.fork, keep=True, wall=args.wall,
+                            family=args.family)[0]
         print(json.dumps(record, indent=1, ensure_ascii=False))
         return 0 if record["verdict"] == "ok" else 1
     log = open(args.log, "a") if args.log else None
@@ -308,7 +322,7 @@ def main(argv: list[str] | None = None) -> int:
             print(f"seed {record['seed']}: {record['verdict']} [{record['kind']}]", file=sys.stderr, flush=True)
 
     records = run_cases(range(args.seed, args.seed + args.cases), jobs=args.jobs, fork=args.fork,
-                        on_result=progress)
+                        wall=args.wall, family=args.family, on_result=progress)
     print(tally(records))
     return 0 if all(r["verdict"] == "ok" for r in records) else 1
 

@@ -88,7 +88,7 @@ FLAGS = {
     "hol": NET + [("--table", "size"), ("--blocked", "count"), ("--spacing", "dur"), ("--think", "dur"),
                   ("--jitter", "prob")],
     "push": NET + [("--think", "dur"), ("--asset-think", "dur"), ("--seeds", "count"), ("--dns", "dur"),
-                   ("--parse-delay", "dur"), ("--push-urgency", "count"), ("--push-set", "count"),
+                   ("--parse-delay", "dur"), ("--push-urgency", "count"), ("--push-set", "pushset"),
                    ("--cache", "cache")],
     "trailers": NET + [("--body", "size"), ("--rate", "brate"), ("--chunk", "size"), ("--hop-rtt", "dur"),
                        ("--hop-bw", "rate"), ("--te", "prob"), ("--responses", "count"), ("--spacing", "dur"),
@@ -118,7 +118,8 @@ FLAGS = {
 }
 NUMBERS = ["\u0661\u0660", "\uff11\uff10", "\u0967", "1e309", "-1e309", "nan", "NaN", "inf", "-inf", "-0", "-0.0",
            "5e-324", "1e-320", "4.9e-324", "9" * 40, "", " ", "0", "-1", "1_000", "0x10", "1e308", "+5", "\u00b2",
-           "1.5", "1e3", "0e0", "1e-9", "2147483648", "18446744073709551616", "1e15", "1\u00a0000", "10\n"]
+           "1.5", "1e3", "0e0", "1e-9", "2147483648", "18446744073709551616", "1e15", "1\u00a0000", "10\n",
+           "\u0660.\u0665", "\u0660", "\u00b3", "0.\u0665", "\U0001d7d9"]
 UNITS = {"dur": ["ms", "s", "us", "\u00b5s", "\u03bcs", "min", "MS", " ms", "msec", "h", ""],
          "rate": ["mbit", "bit", "gbit", "kbps", "Mbit", " mbit", "mbit/s", ""],
          "size": ["", "KiB", "kB", "GiB", "k", "b", " KiB", "TiB", "bit"],
@@ -128,7 +129,9 @@ SPECIAL = {
              "100%", "nan%", "ge:", "ge:0.5", "ge:0.01,0.3,1,1,1", "\u0660.\u0661", "1e-320", "ge:1e309,0.5"],
     "at": ["rtt=1e309ms,bw=1mbit", "rtt=nanms", "bw=5e-324mbit", "rtt=10ms,rtt=20ms", "loss=nan", "x=1", "", "rtt=",
            "rtt=\u0661ms", "bw=1bit", "rtt=1e6s", "bw=1e15gbit", ",", "rtt=10ms;bw=1mbit", "loss=1"],
-    "cache": ["warm:nan", "warm:1e309", "", "warm:-0", "hot", "warm:\u0661", "cold,warm"],
+    "cache": ["nan", "1e309", "", "-0", "hot", "\u0660.\u0665", "cold,warm", "1e-320", "list:", "0.5\u0000"],
+    "pushset": ["largest:\u00b2", "largest:\u0661\u0660", "largest:" + "9" * 40, "largest:0", "largest:-1", "list:",
+                "largest:1e3", "largest:"],
     "codecs": ["zlib:nan", "zlib:1e309", "zstd:1-1000000000", "brotli:\u0665", "zlib:", ":", "zlib:-0", "zstd:22-1",
                "zlib:6" * 500, "zstd:1-19" + ",zstd:1-19" * 200],
     "durs": ["1e309ms", "nanms,10ms", ",,,", "10ms," * 10_000, "5e-324s", "\u0661ms", "-0ms", "1ms" + ",1ms" * 5000],
@@ -317,8 +320,10 @@ FAMILIES = [(_har_case, 30), (_qif_case, 7), (_interop_case, 7), (_flag_case, 30
             (_grid_case, 6), (_topology_case, 4), (_notebook_case, 3)]
 
 
-def make_case(seed: int, folder: Path) -> Case:
-    """Case ``seed``: its input files written into ``folder``, its command line returned."""
+def make_case(seed: int, folder: Path, family: str | None = None) -> Case:
+    """Case ``seed``: its input files written into ``folder``, its command line returned
+    (``family``: only that family's cases, e.g. ``flag``, for a look at one kind)."""
     rng = random.Random(seed)
-    make = rng.choices([f for f, _ in FAMILIES], weights=[w for _, w in FAMILIES])[0]
+    families = [(f, w) for f, w in FAMILIES if family is None or f.__name__ == f"_{family}_case"]
+    make = rng.choices([f for f, _ in families], weights=[w for _, w in families])[0]
     return make(seed, rng, Path(folder))

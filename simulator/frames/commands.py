@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 import sys
 
+from .. import argtypes
 from ..errors import InputError
 from . import (IMPLEMENTATION, FrameError, H3Scanner, h2_flag_names, h2_type_name, h3_type_name, parse_h2,
                parse_h3, varint_len)
@@ -103,7 +104,7 @@ def add_commands(sub) -> None:
     p.add_argument("file", help="raw HTTP/2 connection bytes (client preface optional), or one HTTP/3 stream")
     p.add_argument("--h3", action="store_true", help="the file is one HTTP/3 stream")
     p.add_argument("--json", action="store_true", help="print one JSON object: {frames: [...], count: N}")
-    p.add_argument("--max-frame-size", type=int, default=16384, metavar="N",
+    p.add_argument("--max-frame-size", type=argtypes.count(0, 0xFFFFFF), default=16384, metavar="N",
                    help="HTTP/2 SETTINGS_MAX_FRAME_SIZE in force (default 16384)")
     p.add_argument("--kind", choices=["control", "request", "push"], default=None,
                    help="HTTP/3 stream kind, to check the frame order rules of RFC 9114")

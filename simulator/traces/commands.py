@@ -288,7 +288,7 @@ def add_commands(subparsers) -> None:
                         "requests pick them by Zipf weight, so a page may not use them all")
     p.add_argument("--third-party-share", type=argtypes.probability, default=None, metavar="P",
                    help="share of sub-resource requests that go to third parties (default 0.4)")
-    p.add_argument("--third-party-zipf", type=float, default=None, metavar="S",
+    p.add_argument("--third-party-zipf", type=argtypes.real(0, 10), default=None, metavar="S",
                    help="Zipf exponent spreading requests over third parties (default 1.0; lower = more "
                         "of them used)")
     p.add_argument("--direction", choices=DIRECTIONS, default="both", help="header lists for QIF output")

@@ -1,0 +1,136 @@
+"""The fresh mutation corpus (``tests/fuzz_fresh.py``) and what it found, kept as cases.
+
+``make test`` checks the generator and the judge (same seed, same case; each broken promise
+found) and runs the corpus's past failures in-process; ``-m slow`` runs a few dozen fresh
+cases out of process, each its own ``python -m simulator.cli``.  The full corpus is a
+command: ``python -m tests.fuzz_fresh --cases 2000 --fork --jobs 2``.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from fuzz_fresh import CASE_SECONDS, MEMORY_BYTES, Outcome, judge, run_cases, tally
+from fuzz_fresh_cases import QIFS, SMALL_HAR, Case, make_case
+from simulator.cli import main
+from simulator.errors import InputError
+from simulator.units import parse_integer, parse_number
+
+
+def test_the_same_seed_makes_the_same_case(tmp_path):
+    """A case is its seed: the same command line and the same input bytes, so a failure
+    found in a corpus of thousands is replayed by its number (``--only SEED``)."""
+    for seed in range(100_000, 100_040):
+        a, b = tmp_path / f"a{seed}", tmp_path / f"b{seed}"
+        a.mkdir()
+        b.mkdir()
+        first, second = make_case(seed, a), make_case(seed, b)
+        assert (first.argv, first.names, first.keep) == (second.argv, second.names, second.keep)
+        files = sorted(p.name for p in a.iterdir())
+        assert files == sorted(p.name for p in b.iterdir())
+        for name in files:
+            if (a / name).is_file() and not (a / name).is_symlink():
+                assert (a / name).read_bytes() == (b / name).read_bytes()
+
+
+def _outcome(status=0, out=b"{}", err=b"", **kw) -> Outcome:
+    return Outcome(status=status, signal=kw.get("signal"), timed_out=kw.get("timed_out", False),
+                   seconds=kw.get("seconds", 1.0), max_rss=kw.get("max_rss", 100 << 20), stdout=out, stderr=err,
+                   cpu_seconds=kw.get("cpu", 1.0))
+
+
+@pytest.mark.parametrize("outcome,case_kw,verdict", [
+    (_outcome(), {}, "ok"),
+    (_outcome(2, b"", b"workbench: error: t.har: entry 4: bodySize is not a number.\n"), {}, "ok"),
+    (_outcome(1, b"", b"Traceback (most recent call last):\n  File ...\nValueError: x\n"), {}, "traceback ValueError"),
+    (_outcome(2, b"", b"workbench: error: bad\nmore\n"), {}, "refusal not one line"),
+    (_outcome(2, b"", b"workbench: error: the page load stalled.\n"), {}, "refusal names neither file nor flag"),
+    (_outcome(0, b'{"x": NaN}'), {}, "json non-finite"),
+    (_outcome(0, b'{"x": '), {}, "json not valid"),
+    (_outcome(0, b"gain: inf RTTs\n"), {"argv": ["hol"]}, "text non-finite"),
+    (_outcome(None, timed_out=True), {}, "hang"),
+    (_outcome(None, cpu=CASE_SECONDS), {}, "hang"),
+    (_outcome(1, b"", b"MemoryError\n"), {}, "memory blow-up"),
+    (_outcome(0, max_rss=MEMORY_BYTES + 1), {}, "memory blow-up"),
+    (_outcome(0), {"value": "\u0661\u0660ms"}, "number not in ASCII digits taken"),
+    (_outcome(0), {"value": "1_000"}, "number not in ASCII digits taken"),
+])
+def test_the_judge_finds_each_broken_promise(outcome, case_kw, verdict):
+    """Each rule of the promise (simulator.errors; RFC 8259 section 6 for NaN in JSON) has
+    its verdict: a corpus that breaks none is 100% answered as promised."""
+    kw = {"argv": ["trace", "info", "--json", "t.har"], "value": None} | case_kw
+    case = Case(1, "har", "x", kw["argv"], ("t.har",), value=kw["value"])
+    assert judge(case, outcome) == verdict
+
+
+# ---------------------------------------------------------------------------------------
+# What the fresh corpus found, kept: each flag once read a number Python's float() / int()
+# take and the project does not (Unicode digits), or sized memory before checking a range.
+
+HAR, QIF = str(SMALL_HAR), str(QIFS[0])
+
+
+@pytest.mark.parametrize("argv,flag", [
+    (["hol", "--trace", QIF, "--jitter", "\u0660.\u0665"], "--jitter"),
+    (["hol", "--trace", QIF, "--loss", "\u0660.\u0660\u0661"], "--loss"),
+    (["hol", "--trace", QIF, "--loss", "ge:\u0660.\u0661,0.3"], "--loss"),
+    (["trailers", "--te", "\u0660.\u0665"], "--te"),
+    (["coalescing", "--trace", HAR, "--p421", "\u0660"], "--p421"),
+    (["push", "--trace", HAR, "--cache", "\u0660.\u0665"], "--cache"),
+    (["push", "--trace", HAR, "--push-urgency", "\u0663"], "--push-urgency"),
+    (["push", "--trace", HAR, "--push-set", "largest:\u0661\u0660"], "--push-set"),
+    (["crossstream", "--codecs", "brotli:\u0665"], "--codecs"),
+    (["crossstream", "--leak-lengths", "\u0664"], "--leak-lengths"),
+    (["frames", "/dev/null", "--max-frame-size", "\u0661\u0660"], "--max-frame-size"),
+    (["demo", "--seed", "\u0661"], "--seed"),
+    (["crossstream-bodies", "bodies", "--seed", "\u0661"], "--seed"),
+    (["trace", "synth", "x.har", "--third-party-zipf", "\u0661"], "--third-party-zipf"),
+])
+def test_numbers_in_unicode_digits_are_refused_naming_the_flag(capsys, tmp_path, monkeypatch, argv, flag):
+    """A flag's number is ASCII digits (simulator.units.parse_number): float() and int()
+    take "٠.٥" and "١٠" (and not "²"), so the same value was a number to one flag and a
+    refusal to the next; now every flag refuses it in one line naming itself."""
+    monkeypatch.chdir(tmp_path)
+    assert main(argv) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and flag in err[0], err
+    assert list(tmp_path.iterdir()) == []          # refused before anything was written
+
+
+@pytest.mark.parametrize("value,needle", [("nan", "number"), ("1e309", "finite"), ("-inf", "number"),
+                                          ("11", "[0, 10]")])
+def test_third_party_zipf_is_a_finite_number_in_range(capsys, tmp_path, value, needle):
+    """``trace synth --third-party-zipf`` (type=float) took nan and inf and the synthesizer
+    refused them without naming the flag: now the flag refuses them itself."""
+    assert main(["trace", "synth", str(tmp_path / "x.har"), f"--third-party-zipf={value}"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "--third-party-zipf" in err and needle in err, err
+
+
+def test_codec_level_range_is_checked_before_it_is_expanded(capsys):
+    """``--codecs zstd:1-1000000000`` built a list of a billion levels (a MemoryError under
+    2 GiB) before checking zstd's range (RFC 8878 levels 1..22 here): the ends are checked
+    first."""
+    assert main(["crossstream", "--codecs", "zstd:1-1000000000"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "--codecs" in err and "1..22" in err, err
+
+
+def test_plain_numbers_are_ascii_digits():
+    """simulator.units: the one reading of a plain number and integer."""
+    assert parse_number("0.5") == 0.5 and parse_number(" 1e-3 ") == 1e-3 and parse_number(2) == 2.0
+    assert parse_integer("42") == 42 and parse_integer(" -7 ") == -7
+    for bad in ("\u0660.\u0665", "1_0", "nan", "inf", "1e309", "", "0x10", "\u00b2"):
+        with pytest.raises(InputError):
+            parse_number(bad)
+    for bad in ("\u0661\u0660", "1_000", "1.0", "", "9" * 31, "\U0001d7d9"):
+        with pytest.raises(InputError):
+            parse_integer(bad)
+
+
+@pytest.mark.slow
+def test_fresh_corpus_is_answered_as_promised():
+    """Fresh cases, each in its own process (subprocess, RLIMIT_AS, 60 s): every one
+    answered or refused in one line, nothing replaced or left half-written."""
+    records = run_cases(range(400_000, 400_040))
+    assert all(r["verdict"] == "ok" for r in records), tally(records)
