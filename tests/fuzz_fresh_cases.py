@@ -221,7 +221,7 @@ OUTPUTS = [
     (["replay", "--trace", str(SMALL_HAR), "--stack", "h2", "--pcap", "{}"], "file"),
     (["replay", "--trace", str(SMALL_HAR), "--stack", "h2", "--keylog", "{}"], "file"),
     (["priorities", "--trace", str(SMALL_HAR), "--scheduler", "rfc9218", "--browser", "chromium", "--protocol", "h3",
-      "--backend", "stacks", "--qlog", "{}"], "file"),
+      "--qlog", "{}"], "file"),
     (["slides", "--no-execute", str(NOTEBOOKS[0]), "-o", "{}"], "folder"),
     (["batch", "hol", "--workers", "0", "--traces", str(QIFS[0]), "--out", "{}"], "folder"),
     (["crossstream-bodies", "{}", "--releases", "1"], "folder"),
@@ -285,7 +285,9 @@ def _output_case(seed, rng, folder) -> Case:
     argv = _fill(template, out)
     at = template.index("{}")
     flag = template[at - 1] if template[at - 1].startswith("-") else ("DIR" if what == "folder" else "OUT")
-    return Case(seed, "output", f"{argv[0]} {flag} {kind}", argv, (out, flag) if out else (flag,), keep)
+    # a refusal names the output, or the flag that refused the combination
+    names = tuple(a.split("=")[0] for a in argv if a.startswith("--")) + ((out, flag) if out else (flag,))
+    return Case(seed, "output", f"{argv[0]} {flag} {kind}", argv, names, keep)
 
 
 def _grid_case(seed, rng, folder) -> Case:
