@@ -134,3 +134,16 @@ def test_fresh_corpus_is_answered_as_promised():
     answered or refused in one line, nothing replaced or left half-written."""
     records = run_cases(range(400_000, 400_040))
     assert all(r["verdict"] == "ok" for r in records), tally(records)
+
+
+def test_batch_whose_every_failed_job_was_refused_exits_2(capsys, tmp_path):
+    """A batch whose jobs fail only because their input was refused (an InputError: push
+    has nothing to compare on a page whose render-blocking set is the document alone)
+    exits 2, bad input, as ``workbench push`` on the same page does; 1 stays for a job
+    that failed otherwise (tests/test_batch.py)."""
+    page = str(SMALL_HAR.parent / "redirect_www.sitespeed.io-redirecting-to-https.har")
+    assert main(["push", "--trace", page]) == 2
+    capsys.readouterr()
+    assert main(["batch", "push", "--workers", "0", "--traces", page, "--out", str(tmp_path / "res")]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "InputError" in err[0] and page in err[0], err
