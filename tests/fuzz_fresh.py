@@ -197,8 +197,12 @@ def judge(case: Case, o: Outcome, folder: Path | None = None, before: dict | Non
         now = _snapshot(folder)
         if any(Path(p).name.endswith(".tmp") or Path(p).name.startswith(".probe-") for p in now):
             return "temporary file left"
-        if o.status == 2 and before is not None and now != before:
-            return "refusal left files"
+        if o.status == 2 and before is not None:
+            # a batch's results folder (its manifest.json) records refused jobs for `batch
+            # status`: a whole record, not a half-written output
+            results = {p.split("/")[0] for p in now if p.endswith("/manifest.json") and p.count("/") == 1}
+            if {p: v for p, v in now.items() if p.split("/")[0] not in results} != before:
+                return "refusal left files"
     return "ok"
 
 
