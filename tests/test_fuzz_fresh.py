@@ -147,3 +147,32 @@ def test_batch_whose_every_failed_job_was_refused_exits_2(capsys, tmp_path):
     assert main(["batch", "push", "--workers", "0", "--traces", page, "--out", str(tmp_path / "res")]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "InputError" in err[0] and page in err[0], err
+
+
+@pytest.mark.parametrize("argv", [["slides", "--no-execute", "nb.ipynb", "-o", "x" * 300],
+                                  ["batch", "hol", "--traces", QIF, "--out", "x" * 300]])
+def test_output_folder_name_too_long_is_refused_in_one_line(capsys, tmp_path, monkeypatch, argv):
+    """A folder name past NAME_MAX (255 bytes) is ENAMETOOLONG, which os.path.isdir and
+    lexists turn into False: the check passed and slides failed later with an OSError
+    traceback.  Now refused before any work, naming the flag."""
+    monkeypatch.chdir(tmp_path)
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "File name too long" in err and argv[-2] in err, err
+
+
+def test_slow_link_is_simulated_to_its_end_and_a_collapse_names_the_flags(capsys):
+    """The model replay (crossstream's transfer times) gave up at a fixed 3000 s of virtual
+    time, naming no flag: at 100 bit/s the first visit's 54 kB take about 4,300 s and were
+    refused as "idle timeout reached".  The cap now comes from the bytes and the link (as
+    the page-load model's does), and a replay that cannot end (5 bit/s: every segment's
+    serialization outlasts TCP's retransmission timer, RFC 6298) says so naming --bw."""
+    base = ["crossstream", "--json", "--scheme", "per-response", "--codecs", "zlib:6", "--releases", "1"]
+    assert main([*base, "--bw", "100bit"]) == 0
+    import json
+
+    first = json.loads(capsys.readouterr().out)["summary"][0]["first_visit_s"]
+    assert 3000 < first < 10_000
+    assert main([*base, "--bw", "5bit"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "--bw" in err and "5 bit/s" in err, err
