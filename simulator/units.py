@@ -65,7 +65,11 @@ def _parse(text: str | float | int, table: dict, what: str, require_unit: bool =
     # Zero is zero in any unit; any other bare number is ambiguous on the command line.
     if require_unit and unit == "" and value != 0:
         raise InputError(f"{text!r} has no unit: give a {what} like {example} (units: {_units(table)})")
-    return _in_range(value * table[unit], text, what)
+    scaled = value * table[unit]
+    if value != 0 and scaled == 0:          # 4.9e-324ms underflows to 0: not zero, and below the range
+        low, high, base = LIMITS[what]
+        raise InputError(f"{text!r} is outside the {what} range {low:g} to {high:g} {base} (or 0)")
+    return _in_range(scaled, text, what)
 
 
 def parse_duration(text: str | float, *, require_unit: bool = False) -> float:

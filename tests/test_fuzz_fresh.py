@@ -54,6 +54,8 @@ def _outcome(status=0, out=b"{}", err=b"", **kw) -> Outcome:
     (_outcome(0, max_rss=MEMORY_BYTES + 1), {}, "memory blow-up"),
     (_outcome(0), {"value": "\u0661\u0660ms"}, "number not in ASCII digits taken"),
     (_outcome(0), {"value": "1_000"}, "number not in ASCII digits taken"),
+    (_outcome(1, b"x: 3/18 header lists match q.qif\nfirst mismatch: list 0\n"), {"argv": ["interop", "decode"]}, "ok"),
+    (_outcome(1, b""), {"argv": ["interop", "decode"]}, "exit status 1"),
 ])
 def test_the_judge_finds_each_broken_promise(outcome, case_kw, verdict):
     """Each rule of the promise (simulator.errors; RFC 8259 section 6 for NaN in JSON) has
@@ -176,3 +178,17 @@ def test_slow_link_is_simulated_to_its_end_and_a_collapse_names_the_flags(capsys
     assert main([*base, "--bw", "5bit"]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "--bw" in err and "5 bit/s" in err, err
+
+
+def test_a_duration_that_underflows_to_zero_is_refused_at_its_flag(capsys):
+    """``--cost-frame 4.9e-324ms`` is not zero but its product with the unit is (float
+    underflow): it passed the duration check as 0 and the demux model refused a 0 cost
+    naming its field only.  Now the flag refuses it as below the range, and a cost of 0
+    is refused naming its flag."""
+    base = ["demux", "--part", "model", "--streams", "2", "--size", "64KiB", "--rtt", "10ms"]
+    assert main([*base, "--cost-frame", "4.9e-324ms"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "--cost-frame" in err and "range" in err, err
+    assert main([*base, "--cost-frame", "0ms"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "--cost-frame" in err, err
