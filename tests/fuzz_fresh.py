@@ -17,11 +17,14 @@ default: ``python -m simulator.cli``, its memory limited by ``RLIMIT_AS`` in
 (``--fork``: the same limit, set in the child, without the 2 s of imports per case).  A
 case is judged by the promise of ``simulator.errors`` and the README:
 
-* exit status 0 or 2, no traceback, no signal;
+* exit status 0 or 2, no traceback, no signal (``interop decode``'s 1 with "first mismatch"
+  is a comparison's answer, as ``cmp`` gives it);
 * a refusal (2) is one line on stderr (warnings aside) naming the file or the flag;
 * ``--json`` output is JSON without ``NaN`` / ``Infinity`` (RFC 8259 section 6), and text
   output prints no ``nan`` / ``inf``;
-* the case ends within ``CASE_SECONDS`` and stays under ``MEMORY_BYTES``;
+* the case ends within ``CASE_SECONDS`` of CPU time (``RLIMIT_CPU``, so a busy machine does
+  not make a hang of a slow case; ``--wall`` also bounds the wall clock, for a process
+  that waits) and stays under ``MEMORY_BYTES``;
 * a device node, FIFO, folder or symlink given as an output is still what it was, no
   temporary file is left behind, and a refusal leaves the case's folder as it found it.
 
