@@ -192,3 +192,27 @@ def test_a_duration_that_underflows_to_zero_is_refused_at_its_flag(capsys):
     assert main([*base, "--cost-frame", "0ms"]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "--cost-frame" in err, err
+
+
+def test_interop_encode_ack_is_0_or_1_in_ascii_digits(capsys, tmp_path):
+    """``interop encode --ack`` (the offline interop name's last field, RFC 9204 appendix
+    offline format) was ``type=int``: "१" (Devanagari one) was 1.  Now 0 or 1 in ASCII."""
+    base = ["interop", "encode", QIF, "-o", str(tmp_path / "x.out.256.10.1"), "--table", "256", "--blocked", "10"]
+    for bad in ("\u0967", "2"):
+        assert main([*base, "--ack", bad]) == 2
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and "--ack" in err, err
+    assert main([*base, "--ack", "1"]) == 0
+
+
+def test_grid_value_listed_twice_is_refused_before_any_job(capsys, tmp_path):
+    """A grid list with a value twice (``push-urgency = [1, 1, ...]``, 10,000 times) made
+    10,000 identical jobs and ran for minutes; the same point twice is refused in one line
+    naming the grid file and the key."""
+    grid = tmp_path / "grid.toml"
+    grid.write_text("push-urgency = [" + ", ".join(["1"] * 10_000) + "]\n")
+    out = tmp_path / "res"
+    assert main(["batch", "push", "--workers", "0", "--traces", HAR, "--grid", str(grid), "--out", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and str(grid) in err and "push-urgency" in err, err
+    assert not out.exists()
