@@ -8,7 +8,7 @@ STAMP  := $(VENV)/.installed
 
 install: $(STAMP)
 
-$(STAMP): pyproject.toml $(wildcard setup.py) simulator/_engine.c simulator/net/_tcp.c simulator/lab/_relay.c simulator/frames/_scanner.c simulator/frames/_huffman_table.h
+$(STAMP): pyproject.toml $(wildcard setup.py) simulator/_engine.c simulator/net/_tcp.c simulator/net/_quic.c simulator/net/_cc.h simulator/lab/_relay.c simulator/frames/_scanner.c simulator/frames/_huffman_table.h
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet -e '.[test]'
@@ -36,10 +36,12 @@ demo: install
 # Lint first (`ruff check`, configured in pyproject.toml): a lint error fails the target.
 test: install system-deps
 	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
 	$(PY) -m pytest -q -n 2 --dist loadgroup
 
 test-slow: install system-deps
 	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
 	$(PY) -m pytest -q -n 2 --dist loadgroup -m slow
 
 # h2's own test suite (downloaded from the registry into build/h2-suite) with the frame
@@ -69,11 +71,12 @@ clean:
 
 # AddressSanitizer builds of the C frame scanner (simulator/frames/_scanner.c), run over
 # the fuzz corpus, of the engine's event queue (simulator/_engine.c), run under the
-# engine's tests, and of the TCP model's C twin (simulator/net/_tcp.c), run under the
-# tests that hold it to the Python reference.  Built into build/asan (the normal in-place
-# extensions are untouched) and loaded through WORKBENCH_FRAMES_EXT / WORKBENCH_ENGINE_EXT /
-# WORKBENCH_NET_EXT; CPython itself is not instrumented, hence LD_PRELOAD of libasan and
-# detect_leaks=0.
+# engine's tests, and of the TCP and QUIC models' C twins (simulator/net/_tcp.c, _quic.c),
+# run under the tests that hold them to the Python reference (for QUIC also its fuzzer,
+# simulator.net.quic.fuzz: seeded loss patterns and ACK orders against the reference).
+# Built into build/asan (the normal in-place extensions are untouched) and loaded through
+# WORKBENCH_FRAMES_EXT / WORKBENCH_ENGINE_EXT / WORKBENCH_NET_EXT / WORKBENCH_QUIC_EXT;
+# CPython itself is not instrumented, hence LD_PRELOAD of libasan and detect_leaks=0.
 ASAN_SECONDS ?= 20
 .PHONY: asan
 asan: install
@@ -91,3 +94,11 @@ asan: install
 	ASAN_OPTIONS=detect_leaks=0:abort_on_error=1 LD_PRELOAD="$$(gcc -print-file-name=libasan.so)" \
 	  WORKBENCH_NET_EXT="$$(ls build/asan/simulator/net/_tcp*.so)" \
 	  $(PY) -m pytest -q -p no:xdist -p no:cacheprovider tests/test_net_native.py tests/test_net_tcp.py tests/test_net_link.py
+	ASAN_OPTIONS=detect_leaks=0:abort_on_error=1 LD_PRELOAD="$$(gcc -print-file-name=libasan.so)" \
+	  WORKBENCH_NET_EXT="$$(ls build/asan/simulator/net/_tcp*.so)" \
+	  WORKBENCH_QUIC_EXT="$$(ls build/asan/simulator/net/_quic*.so)" \
+	  $(PY) -m pytest -q -p no:xdist -p no:cacheprovider tests/test_net_quic_native.py tests/test_net_quic.py
+	ASAN_OPTIONS=detect_leaks=0:abort_on_error=1 LD_PRELOAD="$$(gcc -print-file-name=libasan.so)" \
+	  WORKBENCH_NET_EXT="$$(ls build/asan/simulator/net/_tcp*.so)" \
+	  WORKBENCH_QUIC_EXT="$$(ls build/asan/simulator/net/_quic*.so)" \
+	  $(PY) -m simulator.net.quic.fuzz --seconds $(ASAN_SECONDS) --corpus-size 60

@@ -1,6 +1,7 @@
 """Build of the optional C extensions ``simulator.frames._scanner`` (the frame scanner),
 ``simulator._engine`` (the engine's event queue and run loop), ``simulator.net._tcp``
-(the TCP model's per-packet path: links and TCP endpoints) and ``simulator.lab._relay``
+(the TCP model's per-packet path: links and TCP endpoints), ``simulator.net._quic`` (the
+QUIC model's per-packet path) and ``simulator.lab._relay``
 (the lab's emulated link between two TUN devices; Linux only, and it has no Python twin:
 without it the lab says so and stops).
 
@@ -9,9 +10,9 @@ They are optional: if one cannot be compiled (no compiler, no Python headers) th
 still succeeds with a warning and the package uses its pure-Python twin.
 Set ``WORKBENCH_REQUIRE_EXT=1`` to make a build failure fatal (``make asan`` does).
 
-``simulator.net._tcp`` must compute every float as its Python twin does, so no compiler
-may fuse a multiply and an add into one rounding: it is built with ``-ffp-contract=off``
-(and never with ``-ffast-math``).
+``simulator.net._tcp`` and ``simulator.net._quic`` must compute every float as their Python
+twins do, so no compiler may fuse a multiply and an add into one rounding: they are built with ``-ffp-contract=off``
+(and never with ``-ffast-math``); both include ``simulator/net/_cc.h``.
 """
 
 import os
@@ -75,6 +76,14 @@ setup(
         Extension(
             "simulator.net._tcp",
             sources=["simulator/net/_tcp.c"],
+            depends=["simulator/net/_cc.h"],
+            extra_compile_args=[] if sys.platform == "win32" else ["-ffp-contract=off", "-fno-fast-math"],
+            optional=not REQUIRED,
+        ),
+        Extension(
+            "simulator.net._quic",
+            sources=["simulator/net/_quic.c"],
+            depends=["simulator/net/_cc.h"],
             extra_compile_args=[] if sys.platform == "win32" else ["-ffp-contract=off", "-fno-fast-math"],
             optional=not REQUIRED,
         ),

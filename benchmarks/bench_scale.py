@@ -16,7 +16,15 @@ process's peak resident memory above what it held before the run.  The trace imp
 - ``push h2``, ``push h3``: ``push.run`` with the policy ``none`` (one load over the TCP
   and the QUIC model, 100 ms, 10 Mbit/s);
 - ``hol``: ``hol.run`` with HPACK and QPACK over the QUIC model, 1% loss;
-- ``import``: ``traces.load`` of the page's HAR.
+- ``import``: ``traces.load`` of the page's HAR;
+- ``fidelity cli``: ``workbench fidelity PAGE.har --json`` end to end in its own process
+  (start-up, the HAR import and the run: the figure issue 33 asks of 20,000 resources,
+  under 5 s and 500 MB), its CPU time and its peak resident memory.
+
+For the largest page the run's CPU time and the process's peak resident memory are printed
+per study, then the exponents.  ``SCALE_STUDIES`` and ``SCALE_SIZES`` (comma-separated) in
+the environment pick a part of the table (``SCALE_STUDIES="fidelity,fidelity cli"
+SCALE_SIZES=1000,20000`` takes about a minute on this machine).
 
 The exponent is the least-squares slope of log(cost) on log(n) over the sizes from 100 up
 (the smallest sizes are all fixed cost).  Benchmarks measure; they never assert times.
@@ -29,12 +37,13 @@ import os
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 SIZES = (10, 100, 1000, 5000, 20000)
 QUICK_SIZES = (10, 50, 200)
-STUDIES = ("fidelity", "push h2", "push h3", "hol", "import")
+STUDIES = ("fidelity", "push h2", "push h3", "hol", "import", "fidelity cli")
 
 _WORKER = r"""
 import json, resource, sys, time
@@ -84,9 +93,11 @@ print(json.dumps({"cpu_s": cpu_s, "wall_s": wall_s, "memory_mb": max(0, peak_kb 
 def _measure(study: str, n: int, tmp: str) -> dict:
     env = {**os.environ, "PYTHONHASHSEED": "0"}
     har = str(Path(tmp) / f"page-{n}.har")
-    if study == "import":
+    if study in ("import", "fidelity cli") and not Path(har).exists():
         subprocess.run([sys.executable, "-c", _WORKER, "write", str(n), har], env=env, cwd=ROOT, timeout=3600,
                        capture_output=True)
+    if study == "fidelity cli":
+        return _measure_cli(["fidelity", har, "--json"], env)
     proc = subprocess.run([sys.executable, "-c", _WORKER, study, str(n), har],
                           capture_output=True, env=env, cwd=ROOT, timeout=3600)
     if proc.returncode != 0:
@@ -95,14 +106,36 @@ def _measure(study: str, n: int, tmp: str) -> dict:
     return json.loads(proc.stdout.decode().strip().splitlines()[-1])
 
 
+def _measure_cli(argv: list[str], env: dict) -> dict:
+    """A ``workbench`` command in a process of its own: its CPU time and peak resident memory
+    (``wait4``'s resource usage of that child alone)."""
+    c = time.perf_counter()
+    proc = subprocess.Popen([sys.executable, "-m", "simulator.cli", *argv], env=env, cwd=ROOT,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    _, status, usage = os.wait4(proc.pid, 0)
+    wall_s = time.perf_counter() - c
+    err = proc.stderr.read().decode(errors="replace")
+    proc.stderr.close()
+    if os.waitstatus_to_exitcode(status) != 0:
+        return {"error": (err.strip().splitlines() or ["no output"])[-1][:200]}
+    peak_mb = usage.ru_maxrss / 1024
+    return {"cpu_s": usage.ru_utime + usage.ru_stime, "wall_s": wall_s, "memory_mb": peak_mb, "peak_rss_mb": peak_mb}
+
+
+def _picked(name: str, default: tuple, cast=str) -> tuple:
+    value = os.environ.get(name)
+    return tuple(cast(v.strip()) for v in value.split(",") if v.strip()) if value else default
+
+
 def run(quick: bool = False) -> dict:
     from simulator.bench import fitted_exponent
 
-    sizes = QUICK_SIZES if quick else SIZES
-    fit_from = sizes[1]
+    sizes = _picked("SCALE_SIZES", QUICK_SIZES if quick else SIZES, int)
+    studies = _picked("SCALE_STUDIES", STUDIES)
+    fit_from = sizes[1] if len(sizes) > 1 else sizes[0]
     results: dict[str, dict] = {}
     with tempfile.TemporaryDirectory(prefix="bench-scale-") as tmp:
-        for study in STUDIES:
+        for study in studies:
             results[study] = {}
             for n in sizes:
                 results[study][str(n)] = _measure(study, n, tmp)
@@ -112,17 +145,21 @@ def run(quick: bool = False) -> dict:
         ns = [n for n, _ in ok]
         exponents[study] = {"cpu": fitted_exponent(ns, [p["cpu_s"] for _, p in ok]),
                             "memory": fitted_exponent(ns, [max(p["memory_mb"], 0.1) for _, p in ok])}
-    print("synthetic pages (trace synth --requests N, seed 1); CPU s / memory MB the run added; one process each")
-    head = f"{'resources':>10}" + "".join(f"{s:>22}" for s in STUDIES)
-    print(head)
+    print("synthetic pages (trace synth --requests N, seed 1); CPU s / memory MB the run added "
+          "(fidelity cli: the whole process's CPU s and peak RSS); one process each")
+    print(f"{'resources':>10}" + "".join(f"{s:>22}" for s in studies))
     for n in sizes:
         cells = []
-        for study in STUDIES:
+        for study in studies:
             p = results[study][str(n)]
             cells.append(f"{'failed':>22}" if "error" in p else f"{p['cpu_s']:>10.2f} s {p['memory_mb']:>7.0f} MB")
         print(f"{n:>10}" + "".join(cells))
-    print(f"{'n^k, cpu':>10}" + "".join(f"{exponents[s]['cpu']:>22.2f}" for s in STUDIES))
-    print(f"{'n^k, mem':>10}" + "".join(f"{exponents[s]['memory']:>22.2f}" for s in STUDIES))
+    largest = str(sizes[-1])
+    print(f"{'peak RSS':>10}" + "".join(f"{'failed':>22}" if "error" in results[s][largest]
+                                        else f"{results[s][largest]['peak_rss_mb']:>19.0f} MB" for s in studies)
+          + f"   (at {sizes[-1]:,} resources)")
+    print(f"{'n^k, cpu':>10}" + "".join(f"{exponents[s]['cpu']:>22.2f}" for s in studies))
+    print(f"{'n^k, mem':>10}" + "".join(f"{exponents[s]['memory']:>22.2f}" for s in studies))
     print(f"(exponents fitted over {fit_from} resources and up; issue 33 before the work: fidelity n^1.8 time, "
           "n^1.7 memory; push h2 n^0.9, h3 n^1.06, hol n^0.99)")
     for study, points in results.items():

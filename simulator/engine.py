@@ -236,6 +236,8 @@ class TimerSlots:
 
     ``set(slot, when_s, callback)`` replaces whatever the slot held; ``cancel(slot)``
     empties it.  One heap entry per owner at a time is live: the earliest expiry.
+    This is the reference of two C twins with the same heap entries: the TCP endpoint's
+    (``simulator.net._tcp``) and the QUIC endpoint's (``simulator.net._quic.TimerSlots``).
     """
 
     __slots__ = ("sim", "owner", "_when", "_cb", "_scheduled_s", "_gen")

@@ -628,12 +628,12 @@ def test_sender_keeps_only_unacknowledged_bytes_rfc9000_13_3():
     held = []
 
     def sample():
-        held.append(len(stream.buf))
-        assert len(stream.buf) == stream.written - stream.buf_offset and stream.buf_offset <= stream.acked_prefix
+        held.append(len(stream.buf) + stream.later_bytes)       # sent and unacknowledged, and not yet sent
+        assert held[-1] == stream.written - stream.buf_offset and stream.buf_offset <= stream.acked_prefix
         if sim.pending > 1:
             sim.call_later(0.01, sample)
     sim.call_at(0.0, sample)
     sim.run()
     assert rx.data[sid] == body and conn.stats()["packets_lost"] > 0
     assert max(held) <= 5 * chunk <= len(body) // 20
-    assert len(stream.buf) == 0 and stream.buf_offset == len(body)
+    assert len(stream.buf) == 0 and not stream.later and stream.buf_offset == len(body)

@@ -163,7 +163,7 @@ def test_same_input_same_order_every_time():
 
 
 @pytest.mark.parametrize("scheduler", ["rfc9218", "fifo", "rr", "lifo", "urgency-rr", "urgency-fifo",
-                                       "cf-exclusive-sequential", "cf-shared"])
+                                       "cf-exclusive-sequential", "cf-shared", "cf-shared-sequential"])
 def test_native_writer_sends_as_the_python_one_rfc9218_section_4(scheduler, monkeypatch):
     """Over the C TCP the level schedulers run on the C writer (``_NativeLevelWriter``): every
     response of an h2 page load ready at the same time as with ``ScheduledWriter``, the LCP
@@ -189,3 +189,138 @@ def test_native_writer_sends_as_the_python_one_rfc9218_section_4(scheduler, monk
     monkeypatch.setattr(priority_writer, "native", SimpleNamespace(C=None))
     python_run = pr.run(graph, params).resources
     pd.testing.assert_frame_equal(native_run, python_run)
+
+
+@pytest.mark.parametrize("scheduler,loss,kind", [("tree", "0", "_NativeScheduledWriter"),
+                                                 ("tree", "0.02", "_NativeScheduledWriter"),
+                                                 ("cf-shared-sequential", "0.02", "_NativeLevelWriter")])
+def test_native_writers_send_as_the_python_one_with_loss_rfc7540_section_5_3(scheduler, loss, kind, monkeypatch):
+    """Over the C TCP the RFC 7540 section 5.3 tree runs on the C writer with its
+    ``pick``/``wrote``/``remove`` as hooks (``_NativeScheduledWriter``), Cloudflare's split on
+    the C writer's levels: every response of an h2 page load ready at the same time as with
+    ``ScheduledWriter``, with loss and with the LCP image's PRIORITY_UPDATE or PRIORITY frame
+    (RFC 9218 section 7, RFC 7540 section 5.3.3), for three browsers' signals."""
+    from types import SimpleNamespace
+
+    from simulator.http import priority, priority_writer
+    from simulator.net import native
+    from simulator.studies import priorities as pr
+    from simulator.browser import page_graph
+    from simulator.traces import load
+
+    if native.C is None:
+        pytest.skip("no C extension")
+    graph = page_graph(load("traces/synthetic-page.har"))
+    params = pr.PrioritiesParams(schedulers=(scheduler,), browsers=("chromium", "firefox", "safari"),
+                                 protocol="h2", loss=loss)
+    made = []
+    real = priority.scheduled_writer
+    monkeypatch.setattr(priority, "scheduled_writer", lambda *a, **k: made.append(real(*a, **k)) or made[-1])
+    monkeypatch.setattr("simulator.http.network.scheduled_writer", priority.scheduled_writer)
+    native_run = pr.run(graph, params).resources
+    assert made and all(type(w).__name__ == kind for w in made)
+    monkeypatch.setattr(priority_writer, "native", SimpleNamespace(C=None))
+    python_run = pr.run(graph, params).resources
+    pd.testing.assert_frame_equal(native_run, python_run)
+
+
+def drain_runs(scheduler, sizes: dict[int, int]) -> list[int]:
+    """``drain`` as the C writer does it: ``pick_run`` names a stream and a run of chunks, the
+    run is written and ``settle`` told its bytes (a short last chunk ends it)."""
+    out = []
+    while sizes:
+        sid, run = scheduler.pick_run(CHUNK)
+        full = 0
+        while True:
+            n = min(CHUNK, sizes[sid])
+            sizes[sid] -= n
+            out.append(sid)
+            if n < CHUNK:
+                scheduler.settle(sid, full, CHUNK, n)
+                break
+            full += 1
+            if full == run or not sizes[sid]:
+                scheduler.settle(sid, full, CHUNK, 0)
+                break
+        if not sizes[sid]:
+            del sizes[sid]
+            scheduler.remove(sid)
+    return out
+
+
+@pytest.mark.parametrize("name", scheduler_names())
+def test_rfc7540_s5_3_2_runs_of_picks_give_the_order_of_one_pick_per_chunk(name):
+    """``pick_run``/``settle`` (the C writer's hooks) make the same choices as a ``pick`` and a
+    ``wrote`` per chunk: weights sharing siblings (RFC 7540 section 5.3.2), Chromium's chain,
+    Firefox's placeholders, ties between placeholders of equal pass."""
+    streams = [(i, 900 * (i % 7 + 1) + 37 * (i % 3), PrioritySignal(
+        urgency=i % 8, incremental=bool(i % 2), weight=1 + (i * 37) % 256,
+        parent=(CHAIN, ROOT, "leader", "other", "follower")[i % 5] if i % 5 else ROOT,
+        tree="firefox" if i % 5 > 1 else None)) for i in range(1, 80, 2)]
+    assert drain_runs(*load(name, streams)) == drain(*load(name, streams))
+    few = [(1, 30000, PrioritySignal(weight=256)), (3, 20000, PrioritySignal(weight=16)),
+           (5, 9000, PrioritySignal(weight=1)), (7, 5000, PrioritySignal(weight=16, parent=3))]
+    assert drain_runs(*load(name, few)) == drain(*load(name, few))
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_rfc7540_s5_3_3_runs_cut_by_reprioritization_give_the_order_of_one_pick_per_chunk(seed):
+    """Runs of ``pick_run`` ended early by a change (a new stream, a reprioritization, RFC 7540
+    section 5.3.3, a cancel), as the C writer ends them, settled before the change: the same
+    chunks as a pick per chunk, over random trees of Firefox's placeholders, Chromium's chain
+    and plain dependencies."""
+    import random
+
+    def events(rng):
+        out, sid = [], 1
+        for at in sorted(rng.sample(range(400), 60)):
+            kind = rng.choice(["add", "add", "update", "remove"])
+            parent = rng.choice([ROOT, CHAIN, "leader", "other", "follower", sid - 2 if sid > 2 else ROOT])
+            signal = PrioritySignal(urgency=rng.randint(0, 7), weight=rng.choice([1, 16, 32, 201, 256]), parent=parent,
+                                    exclusive=rng.random() < 0.3,
+                                    tree="firefox" if parent in ("leader", "other", "follower") else None)
+            out.append((at, kind, sid, rng.randint(1, 30) * CHUNK + rng.randint(0, 99), signal, rng.random()))
+            sid += 2
+        return out
+
+    def drive(runs: bool) -> list[int]:
+        s, sizes, out, order, plan = make_scheduler("tree"), {}, [], 0, events(random.Random(seed))
+        for at, kind, sid, size, signal, pick in plan:
+            while sizes and len(out) < at:
+                if runs:
+                    first, run = s.pick_run(CHUNK)
+                    written = 0
+                    while len(out) < at and written < run and sizes.get(first):
+                        n = min(CHUNK, sizes[first])
+                        sizes[first] -= n
+                        out.append(first)
+                        written += 1
+                        if n < CHUNK:
+                            s.settle(first, written - 1, CHUNK, n)
+                            break
+                    else:
+                        s.settle(first, written, CHUNK, 0)
+                    sid_done = first
+                else:
+                    sid_done = s.pick()
+                    n = min(CHUNK, sizes[sid_done])
+                    sizes[sid_done] -= n
+                    s.wrote(sid_done, n)
+                    out.append(sid_done)
+                if not sizes[sid_done]:
+                    del sizes[sid_done]
+                    s.remove(sid_done)
+            live = sorted(sizes)
+            if kind == "add":
+                order += 1
+                sizes[sid] = size
+                s.add(sid, signal, order)
+            elif live and kind == "update":
+                s.update(live[int(pick * len(live))], signal)
+            elif live:
+                gone = live[int(pick * len(live))]
+                del sizes[gone]
+                s.remove(gone)
+        return out
+
+    assert drive(True) == drive(False)

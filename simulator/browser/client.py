@@ -55,7 +55,7 @@ import pandas as pd
 from ..engine import Simulator
 from ..errors import InputError
 from ..net.conditions import adopt_network
-from ..stacks.common import ExchangeSpec, PushSpec, StackStalled, run_until
+from ..stacks.common import ExchangeSpec, PushSpec, StackStalled, collector_paused, let_go, run_until
 from ..stacks.replay import request_headers_for, response_headers_for
 from .cache import ClientCache
 from .scheduling import ChromiumScheduler
@@ -549,32 +549,34 @@ def load_page(graph: PageGraph, params: LoadParams, plan: ServerPlan, cache: Cli
 
         def backend_cls(sim, params, listener):
             return network(sim, params, listener, inner_cls)
-    sim = Simulator(seed=params.seed)
-    load = PageLoad(sim, graph, params, plan, cache, backend_cls, discovery_s, blockers, streamed)
-    load.start()
-
-    def check() -> None:
-        load.net.check()
-
-    deadline_s, basis = load_deadline_s(graph, params, plan, discovery_s)
-    try:
-        # Events run in bulk; run_until looks again when the page is done or a connection
-        # terminates (both call sim.stop()), or at the deadline.
-        run_until(sim, lambda: load.done, check=check, deadline_s=deadline_s, safe_until=lambda: deadline_s)
-        # Pushes still being written when the page was done (a cancel on its way, a push
-        # never used) are waste until they settle: run on until they do (model backend).
-        settled = getattr(load.net, "settled", None)
-        while settled is not None and not settled() and sim.pending and sim.now <= deadline_s:
-            sim.run(until_s=deadline_s)
-    except StackStalled as exc:
-        if backend == "model" and sim.now > deadline_s:
-            # The models never give up (no idle timeout): only the deadline ends a load that cannot.
-            raise StackStalled(f"the page load stalled: {len(graph) - load.remaining} of {len(graph)} resources "
-                               f"were ready when virtual time passed {deadline_s:.0f} s, {DEADLINE_FACTOR}x what the "
-                               f"page takes ({basis}) plus 10 idle timeouts: a load that cannot end, not a "
-                               "slow one (see the path's loss and queue: --loss, --queue, --at)") from None
-        raise StackStalled(f"the page load stalled: {exc}") from None
-    return load.result()
+    with collector_paused(backend == "model"):      # the model's load: see collector_paused
+        sim = Simulator(seed=params.seed)
+        load = PageLoad(sim, graph, params, plan, cache, backend_cls, discovery_s, blockers, streamed)
+        load.start()
+        deadline_s, basis = load_deadline_s(graph, params, plan, discovery_s)
+        try:
+            # Events run in bulk; run_until looks again when the page is done or a connection
+            # terminates (both call sim.stop()), or at the deadline.
+            run_until(sim, lambda: load.done, check=lambda: load.net.check(), deadline_s=deadline_s,
+                      safe_until=lambda: deadline_s)
+            # Pushes still being written when the page was done (a cancel on its way, a push
+            # never used) are waste until they settle: run on until they do (model backend).
+            settled = getattr(load.net, "settled", None)
+            while settled is not None and not settled() and sim.pending and sim.now <= deadline_s:
+                sim.run(until_s=deadline_s)
+        except StackStalled as exc:
+            if backend == "model" and sim.now > deadline_s:
+                # The models never give up (no idle timeout): only the deadline ends a load that cannot.
+                raise StackStalled(f"the page load stalled: {len(graph) - load.remaining} of {len(graph)} "
+                                   f"resources were ready when virtual time passed {deadline_s:.0f} s, "
+                                   f"{DEADLINE_FACTOR}x what the page takes ({basis}) plus 10 idle timeouts: a load "
+                                   "that cannot end, not a slow one (see the path's loss and queue: --loss, --queue, "
+                                   "--at)") from None
+            raise StackStalled(f"the page load stalled: {exc}") from None
+        result = load.result()
+        if backend == "model" and network is None:        # (a caller's network may be read after)
+            let_go(load, load.net, load.net.conns)        # the load's cycles, freed now
+        return result
 
 
 # A load is a stall, not a slow load, when it has not ended after this many times what its

@@ -100,16 +100,22 @@ class StackNetwork:
 
     def reprioritize(self, index: int, signal) -> None:
         """The client sends a PRIORITY_UPDATE for resource ``index``'s response now (RFC 9218
-        section 7.1: frame type 0x10 on stream 0 of HTTP/2); over HTTP/3 none is sent
-        (aioquic has no PRIORITY_UPDATE)."""
-        if self.params.protocol != "h2":
-            return
-        from ..http.priority_stacks import PRIORITY_UPDATE_FRAME, priority_update_payload
+        section 7.1: frame type 0x10 on stream 0 of HTTP/2; section 7.2: type 0xF0700 on the
+        control stream of HTTP/3, written by ``http.priority_stacks_h3`` as aioquic has no API)."""
+        if self.params.protocol == "h2":
+            from ..http.priority_stacks import PRIORITY_UPDATE_FRAME, priority_update_payload
 
+            def send(session, sid):
+                session.client.send_extension_frame(PRIORITY_UPDATE_FRAME, priority_update_payload(sid, signal))
+        else:
+            from ..http.priority_stacks_h3 import send_priority_update
+
+            def send(session, sid):
+                send_priority_update(session.client, sid, signal)
         for session in self.sessions.values():
             for sid, (spec, _row) in list(session.client_rows.items()):
-                if spec is not None and spec.index == index:
-                    session.client.send_extension_frame(PRIORITY_UPDATE_FRAME, priority_update_payload(sid, signal))
+                if spec is not None and spec.index == index and isinstance(sid, int):
+                    send(session, sid)
 
     def _reset(self, row: dict) -> None:
         end = self.sessions[row["origin"]].client

@@ -13,7 +13,7 @@ Schemes (``SCHEMES``; ``ADDED_SCHEMES`` names more, each a module with ``make_en
                    Insert Count, at most ``max_blocked`` blocked streams.
 ``qcram``          QCRAM (draft-krasic-quic-qcram), non-blocking: references only entries whose
                    control-stream insert the transport has acknowledged.  Hand-written, see
-                   ``qcram.py`` for the wire format.
+                   ``qcram.py`` for the wire format (the decoder: ``qcram_decoder.py``).
 ``qcram-blocking`` QCRAM with the later drafts' BLOCKING flag, Depends prefix and HEADER_ACK.
 =================  ==========================================================================
 

@@ -73,6 +73,6 @@ def make_decoder(scheme: str, table_bytes: int = 4096, max_blocked: int = 100, *
         from .qpack_codec import QpackDecoder
         return QpackDecoder(table_bytes=table_bytes, max_blocked=max_blocked)
     if scheme in ("qcram", "qcram-blocking"):
-        from .qcram import QcramDecoder
+        from .qcram_decoder import QcramDecoder
         return QcramDecoder(table_bytes=table_bytes, max_blocked=max_blocked, blocking=scheme == "qcram-blocking")
     raise ValueError(f"unknown compression scheme {scheme!r} (one of {', '.join(schemes())})")

@@ -28,7 +28,7 @@ from ..engine import Simulator
 from ..net.quic import QuicConnection
 from ..net.ref2017 import Ref2017Connection
 from ..net.tcp import TcpConnection
-from ..net.transport import TransportConfig
+from ..net.transport import TransportConfig, write_padding
 from .events import DataAcked, DataReceived, Event, HeadersReceived, StreamEnded, ignore
 from .framing import Framer, Section, Unframer
 
@@ -122,7 +122,7 @@ class HttpEnd:
             rx = self.peer.rx[stream_id] = _Rx()
         rx.units.append(unit)
         if size or end:
-            self.t.write(stream_id, b"\0" * size, end=end)
+            write_padding(self.t, stream_id, size, end=end)     # a body's size, not its bytes
         return size
 
     def send_section(self, stream_id: int, kind: str, headers, *, chunked: bool = False, end: bool = False) -> dict:

@@ -49,7 +49,27 @@ def h2_preface_bytes(is_client: bool, window_bytes: int = 16 << 20) -> int:
 def h2_normalized(headers: tuple) -> tuple:
     """A header list as ``h2`` normalises it before encoding: cookie crumbs split (RFC 9113
     section 8.2.3), authorization and short cookies marked never-indexed; memoized."""
-    return tuple(normalize_outbound_headers(headers, None))
+    # h2's steps (names lower-cased, surrounding whitespace stripped, connection-specific
+    # fields dropped, some fields never indexed) each look at one field alone, so the list's
+    # result is its fields' results in order: looked up per distinct field (a page's lists
+    # share most of theirs), each one the library's own answer for that field.
+    cache = _NORMALIZED_FIELDS
+    out: list = []
+    for field in headers:
+        plain = type(field) is tuple            # a HeaderTuple equals the plain tuple: not a key
+        done = cache.get(field) if plain else None
+        if done is None:
+            done = tuple(normalize_outbound_headers((field,), None))
+            if plain:
+                if len(cache) >= _FIELDS_MAX:
+                    cache.clear()
+                cache[field] = done
+        out += done
+    return tuple(out)
+
+
+_NORMALIZED_FIELDS: dict = {}
+_FIELDS_MAX = 1 << 17
 
 
 @functools.lru_cache(maxsize=1 << 16)
@@ -120,8 +140,8 @@ class HeaderBlockSizer:
         self._history = known[1]
         return known[0]
 
-    def _add(self, name: bytes, value: bytes) -> None:
-        size = 32 + len(name) + len(value)      # RFC 7541 section 4.1
+    def _add(self, pair: tuple, size: int) -> None:
+        """Enter the field ``pair`` (name, value) of ``size`` bytes in the dynamic table (RFC 7541 section 4.4)."""
         if size > self.MAX_TABLE_BYTES:         # larger than the table: it empties it
             self._entries.clear()
             self._size = 0
@@ -129,8 +149,8 @@ class HeaderBlockSizer:
             return
         k = self._inserted
         self._inserted = k + 1
-        self._exact[name, value] = k
-        self._names[name] = k
+        self._exact[pair] = k
+        self._names[pair[0]] = k
         self._entries.append(size)
         self._size += size
         while self._size > self.MAX_TABLE_BYTES:
@@ -148,39 +168,71 @@ class HeaderBlockSizer:
 
     def _encode(self, headers) -> int:
         total = 0
+        plain_fields, other_fields = _PLAIN_FIELDS, _OTHER_FIELDS
+        exact, names = self._exact, self._names
         for header in headers:
-            if isinstance(header, hpack.HeaderTuple):
-                sensitive = not header.indexable
+            # What of the field's encoding the dynamic table does not change, per distinct field.
+            if type(header) is tuple and len(header) == 2:
+                info = plain_fields.get(header)
+                if info is None:
+                    info = _remember(plain_fields, header, _as_bytes(header[0]), _as_bytes(header[1]), False)
             else:
-                sensitive = len(header) > 2 and header[2]
-            name, value = _as_bytes(header[0]), _as_bytes(header[1])
-            static = _STATIC.get(name)
-            index = None
-            if static:
-                index = static[1].get(value)
-                if index is not None:
-                    total += integer_len(index, 7)            # indexed field
-                    continue
-                index = static[0]
-            k = self._exact.get((name, value))
+                if isinstance(header, hpack.HeaderTuple):
+                    sensitive = not header.indexable
+                else:
+                    sensitive = bool(len(header) > 2 and header[2])
+                name, value = _as_bytes(header[0]), _as_bytes(header[1])
+                key = (name, value, sensitive)
+                info = other_fields.get(key)
+                if info is None:
+                    info = _remember(other_fields, key, name, value, sensitive)
+            static_full, pair, static_name, literal_value, literal_name, sensitive, size = info
+            if static_full:
+                total += static_full                                  # indexed field (static table)
+                continue
+            k = exact.get(pair)
             if k is not None and k >= self._first:
                 total += integer_len(_DYNAMIC_FIRST_INDEX + self._inserted - 1 - k, 7)
                 continue
-            if index is None:
-                k = self._names.get(name)
-                if k is not None and k >= self._first:
-                    index = _DYNAMIC_FIRST_INDEX + self._inserted - 1 - k
-            value_bytes = _huffman_bytes(value)
-            field = integer_len(value_bytes, 7) + value_bytes
-            if index is None:                                     # literal name
-                name_bytes = _huffman_bytes(name)
-                field += 1 + integer_len(name_bytes, 7) + name_bytes
-            else:                                                 # indexed name
-                field += integer_len(index, 4 if sensitive else 6)
-            total += field
+            if static_name:                                           # indexed name (static table)
+                total += static_name + literal_value
+            else:
+                k = names.get(pair[0])
+                if k is not None and k >= self._first:                # indexed name (dynamic table)
+                    total += integer_len(_DYNAMIC_FIRST_INDEX + self._inserted - 1 - k, 4 if sensitive else 6) \
+                        + literal_value
+                else:                                                 # literal name
+                    total += literal_name + literal_value
             if not sensitive:
-                self._add(name, value)
+                self._add(pair, size)
         return total
+
+
+# Per distinct field (plain (name, value) tuples by the tuple; others by name, value and
+# never-indexed), what the dynamic table does not change: the bytes of a static full match
+# (0: none), the (name, value) pair, the bytes of a static name index (0: none), of the
+# Huffman-coded value with its length, of a literal name with its length and the
+# representation's first byte, never-indexed, and the entry's size (RFC 7541 section 4.1).
+_PLAIN_FIELDS: dict = {}
+_OTHER_FIELDS: dict = {}
+
+
+def _remember(cache: dict, key, name: bytes, value: bytes, sensitive: bool) -> tuple:
+    static = _STATIC.get(name)
+    static_full = static_name = 0
+    if static:
+        index = static[1].get(value)
+        if index is not None:
+            static_full = integer_len(index, 7)                       # RFC 7541 section 6.1
+        static_name = integer_len(static[0], 4 if sensitive else 6)   # sections 6.2.1 and 6.2.3
+    value_bytes = _huffman_bytes.__wrapped__(value)       # once per distinct field: no memo of its own
+    name_bytes = _huffman_bytes(name)
+    info = (static_full, (name, value), static_name, integer_len(value_bytes, 7) + value_bytes,
+            1 + integer_len(name_bytes, 7) + name_bytes, sensitive, 32 + len(name) + len(value))
+    if len(cache) >= _FIELDS_MAX:
+        cache.clear()
+    cache[key] = info
+    return info
 
 
 def h1_header_bytes(headers) -> int:

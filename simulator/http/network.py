@@ -9,7 +9,8 @@ key.  HTTP is modelled by sizes: header blocks are sized as the real ``hpack`` e
 writes them (``http.header_sizes.HeaderBlockSizer``: its choices and its dynamic table,
 one per connection and direction, checked against hpack), frames add their headers
 (HTTP/2 9 bytes, RFC 9113 section 4.1; HTTP/3 about 3, RFC 9114 section 7.1), requests
-carry their bodies, and bodies are padding of their size.
+carry their bodies, and bodies are padding of their size, written as slices of one shared
+block (``net.transport.write_padding``), so memory follows what is in flight.
 
 Server behaviour, as the real stacks' (``stacks.endpoint.Endpoint``): when a request has
 arrived the server sends at once its 103 (RFC 8297) and, for each push, a PUSH_PROMISE
@@ -42,6 +43,13 @@ are what the server wrote; the load runs on after the page is done until every p
 settled (written in full, or its cancel reached the server), as the cancel of a push for
 a cached resource often lands after the page has loaded.
 
+With ``linux_tcp`` (fidelity) TCP runs as a Linux server runs it (``net.tcp_window``): the
+window in segments, grown only while it limits the sender, ACKs riding on data, and the
+server's writes leaving at once as segments of their own (TCP_NODELAY), so OpenSSL's two
+session tickets, the SETTINGS and their ACK take three of its ten first segments; but not to
+``one_flight_servers`` (origins whose recorded first response shows a larger first flight).
+Without it (push, coalescing, the replay model) TCP counts bytes, as under the stacks.
+
 Connection set-up, as the stacks pay it (after ``dns_s``): TCP runs its three-way
 handshake (the client's bytes leave when the SYN-ACK arrives); with ``tls`` the TLS 1.3
 full handshake follows as TCP bytes (ClientHello, the server's flight once all of it has
@@ -71,10 +79,10 @@ from h2.utilities import normalize_outbound_headers
 
 from ..engine import Simulator
 from ..net.link import DelayedPath
-from ..net.transport import TransportConfig, timer_counts
+from ..net.transport import TransportConfig, timer_counts, write_padding
 from ..net.writer import response_writer
 from ..stacks.common import ExchangeSpec
-from ..stacks.tls import sni_name
+from ..stacks.tls import session_ticket_bytes, sni_name
 from .connection import transport_for
 from .framing import H2_FRAME_HEADER_BYTES, sized_body_bytes, sized_section_frame_bytes
 from .handshake import TlsOverTcp, flights, tls_record_bytes
@@ -90,6 +98,7 @@ _RESET_BYTES = H2_FRAME_HEADER_BYTES + 4          # RST_STREAM: frame header + e
 SCHEDULERS = ("urgency", "round-robin", "fifo")
 DEFAULT_URGENCY = 3                     # RFC 9218 section 4.1
 _URGENCY = re.compile(rb"(?:^|,)\s*u\s*=\s*([0-7])")
+_PLAIN = {tuple}
 
 
 def urgency(headers) -> int:
@@ -191,8 +200,11 @@ class _Conn:
         sim, params, number = self.sim, self.net.params, self.number
         # The transport as every HTTP connection over the models gets it (``connection.transport_for``).
         if self.transport == "tcp":
-            self.t = transport_for(sim, self.path, "h2", TransportConfig(cc=params.cc), name=f"tcp{number}",
-                                   handshake=handshake and self.net.tcp_handshake)
+            linux = self.net.linux_tcp and self.origin not in self.net.one_flight_servers
+            self.t = transport_for(sim, self.path, "h2", TransportConfig(cc=params.cc, cwnd_in_packets=linux),
+                                   name=f"tcp{number}", handshake=handshake and self.net.tcp_handshake)
+            if linux:
+                self.t.server.nodelay = True              # as HTTP/2 servers set TCP_NODELAY
         else:
             config = TransportConfig(cc=params.cc, initial_rtt_s=0.1,       # aioquic's initial RTT
                                      max_datagram_bytes=self.net.max_datagram_bytes)
@@ -238,6 +250,9 @@ class _Conn:
         self._accept()
 
     def _server_settings(self) -> None:
+        if getattr(self.t.server, "nodelay", False):
+            # OpenSSL's two session tickets (RFC 8446 4.6.1) after the client's Finished: a write of their own.
+            self.t.server.write(self.tls_stream, b"t" * session_ticket_bytes())
         self.t.server.write(self.h2_control[1], b"s" * self._records(h2_preface_bytes(False)))
 
     def _accept(self) -> None:
@@ -266,7 +281,9 @@ class _Conn:
                 _add_mark(inc, mark)
         block = self._block(self.request_encoder, spec.request_headers)
         body = self._body_wire_bytes(spec.request_body_bytes)
-        self.t.client.write(sid, b"q" * self._records(block + self._frame + body), end=True)
+        # A request body is written as slices of a shared block (``write_padding``): a body
+        # declared at gigabytes costs what is in flight, not its size.
+        write_padding(self.t.client, sid, self._records(block + self._frame + body), end=True, fill=b"q")
 
     def cancel(self, pushed_sid: int) -> None:
         if self.transport == "quic" and not self.incoming[pushed_sid].received:
@@ -389,10 +406,11 @@ class _Conn:
         if self.h1:
             return h1_header_bytes(headers)
         if self.transport == "tcp":
-            headers = tuple(headers)
+            if type(headers) is not tuple:
+                headers = tuple(headers)
             # Memoized for plain tuples only: h2 keeps a HeaderTuple's class (never-indexed or
             # not), and an equal plain tuple must not share its cache entry.
-            if all(type(h) is tuple for h in headers):
+            if set(map(type, headers)) <= _PLAIN:
                 return encoder.block_size(headers, h2_normalized(headers))
             headers = tuple(normalize_outbound_headers(headers, None))
         return encoder.encoded_size(headers)
@@ -431,7 +449,7 @@ class _Conn:
             # once, in the order responses are ready; a cancel cannot take it back.
             self.written[stream_id] = self.written.get(stream_id, 0) + size
             self.writer.unacked_bytes += size
-            self.t.server.write(stream_id, b"r" * size, end=True)
+            write_padding(self.t.server, stream_id, size, end=True, fill=b"r")   # not ``size`` bytes made
             self.net.settle((self.key, stream_id))
             return
         if self.scheduler != "urgency":
@@ -468,7 +486,7 @@ class ModelNetwork:
 
     def __init__(self, sim: Simulator, params, listener, *, own_paths: bool = False,
                  max_datagram_bytes: int = TransportConfig.max_datagram_bytes, tcp_handshake: bool = True,
-                 priorities=None) -> None:
+                 priorities=None, linux_tcp: bool = False, one_flight_servers=frozenset()) -> None:
         self.sim, self.params, self.listener = sim, params, listener
         self.priorities = priorities      # an http.priority.PriorityPlan: its scheduler on every h2/h3 connection
         self.path = params.network.path(sim, name="access")
@@ -479,6 +497,8 @@ class ModelNetwork:
         self._h1_queue: dict[str, deque] = {}             # origin -> requests waiting for a connection
         self.push_urgency = getattr(params, "push_urgency", DEFAULT_URGENCY)
         self.own_paths, self.max_datagram_bytes, self.tcp_handshake = own_paths, max_datagram_bytes, tcp_handshake
+        self.linux_tcp = linux_tcp        # TCP as a Linux server runs it (module docstring), but to
+        self.one_flight_servers = one_flight_servers      # these origins
         self.on_response_start = getattr(listener, "on_response_start", None)
         self.on_connected = getattr(listener, "on_connected", None)      # (key, "h1"/"h2"/"h3"): usable
         # The browser's byte offsets into a response to be called at (children found while it streams in).

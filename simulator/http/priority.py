@@ -11,10 +11,11 @@ put a scheduler on a connection in ``priority_writer``; this module holds the ta
 built-in schedulers, ``make_scheduler`` and the page-load model's ``PriorityPlan``, and
 re-exports the rest.
 
-Speed: ``scheduled_writer`` puts a scheduler of levels and groups (every one but ``tree``
-and ``cf-shared-sequential``) over the C TCP endpoint on the C writer of ``net.writer``,
-so over h2 such a scheduler costs about what the fixed writer does; elsewhere
-``ScheduledWriter`` runs in Python.
+Speed: over the C TCP endpoint ``scheduled_writer`` puts every scheduler on the C writer of
+``net.writer``: one of levels and groups as its levels (Cloudflare's split counted there
+too), any other (``tree``, added ones) with its ``pick_run``/``settle`` as hooks, one
+Python call a run of chunks; so over h2 a scheduler costs about what the fixed writer does
+(``workbench bench priorities``).  Elsewhere ``ScheduledWriter`` runs in Python.
 
 Each stream comes with the signals a client sends (``PrioritySignal``): RFC 9218's
 urgency (0-7, lower first, default 3) and incremental flag, and RFC 7540's dependency

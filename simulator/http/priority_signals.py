@@ -148,6 +148,28 @@ class Scheduler:
     def wrote(self, stream_id: int, nbytes: int) -> None:
         """``nbytes`` of ``stream_id`` were written (its turn is used)."""
 
+    def pick_run(self, chunk_bytes: int) -> tuple[int, int]:
+        """``pick`` and how many chunks in a row it would name that stream, each of
+        ``chunk_bytes`` told to ``wrote``, if nothing else changed (at least 1).  A writer in C
+        writes the run without asking again and then calls ``settle`` (or ends it early, before
+        any other call, when the scheduler is changed).  Here: one."""
+        return self.pick(), 1
+
+    def settle(self, stream_id: int, chunks: int, chunk_bytes: int, last_bytes: int) -> None:
+        """A run of ``pick_run`` was written: ``chunks`` chunks of ``chunk_bytes``, then one of
+        ``last_bytes`` unless 0; the scheduler is told what a pick and a ``wrote`` per chunk tell
+        it (the run's first pick was ``pick_run``'s)."""
+        if not self.charges_bytes:
+            return
+        for i in range(chunks):
+            if i:
+                self.pick()
+            self.wrote(stream_id, chunk_bytes)
+        if last_bytes:
+            if chunks:
+                self.pick()
+            self.wrote(stream_id, last_bytes)
+
     def remove(self, stream_id: int) -> None:
         """``stream_id`` has nothing more to write (written in full, or stopped)."""
         raise NotImplementedError

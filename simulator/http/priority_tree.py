@@ -27,6 +27,7 @@ class _Node:
 
 
 _STRIDE = 256.0                       # bytes x STRIDE / weight: a pass advance
+_MAX_RUN = 64                         # pick_run's longest run (chunks)
 
 
 class TreeScheduler(Scheduler):
@@ -123,11 +124,13 @@ class TreeScheduler(Scheduler):
         while True:
             if node.ready:
                 return node.key
-            best = None
-            for child in node.children:
-                if child.active and (best is None or (child.pass_, child.order) < (best.pass_, best.order)):
-                    best = child
-            node.vtime = best.pass_
+            best, bp, bo = None, 0.0, 0
+            for child in node.children:           # least (pass, order), the earlier child on a tie
+                if child.active:
+                    cp = child.pass_
+                    if best is None or cp < bp or (cp == bp and child.order < bo):
+                        best, bp, bo = child, cp, child.order
+            node.vtime = bp
             node = best
 
     def wrote(self, stream_id, nbytes):
@@ -136,6 +139,58 @@ class TreeScheduler(Scheduler):
         while node.parent is not None:
             node.pass_ += nbytes * _STRIDE / node.weight
             node = node.parent
+
+    def pick_run(self, chunk_bytes):
+        """``pick``, and the picks of that stream in a row with ``chunk_bytes`` charged each: at
+        every level of the way down, while the chosen child's pass (advanced as ``wrote``
+        advances it) stays below the best other sibling's (ties to the earlier request, then
+        to the earlier child, as ``pick`` breaks them)."""
+        node, contests = self._root, []
+        while not node.ready:
+            best = rival = None
+            bp = rp = 0.0
+            bo = ro = bi = ri = 0
+            for i, child in enumerate(node.children):   # the best and the second best, in one pass
+                if not child.active:
+                    continue
+                cp, co = child.pass_, child.order
+                if best is None or cp < bp or (cp == bp and co < bo):
+                    rival, rp, ro, ri = best, bp, bo, bi
+                    best, bp, bo, bi = child, cp, co, i
+                elif rival is None or cp < rp or (cp == rp and co < ro):
+                    rival, rp, ro, ri = child, cp, co, i
+            node.vtime = bp
+            if rival is not None:
+                contests.append((bp, bo, bi < ri, rp, ro, chunk_bytes * _STRIDE / best.weight))
+            node = best
+        run = _MAX_RUN
+        # The lowest level first: its rival is the nearest as a rule, so the levels above stop sooner.
+        for bp, bo, first, rp, ro, step in reversed(contests):
+            # the best stays best while (its pass, its order) is below the rival's, or equal with
+            # the best the earlier child (pick's tie rule)
+            p, picks = bp + step, 1
+            while picks < run and (p < rp or (p == rp and (bo < ro or (bo == ro and first)))):
+                picks += 1
+                p += step
+            run = picks
+        return node.key, run
+
+    def settle(self, stream_id, chunks, chunk_bytes, last_bytes):
+        """A run of ``pick_run``: per chunk after the first, the passes a pick leaves on the path
+        (``vtime``), and per chunk its bytes charged (``wrote``), in the order picks and writes
+        would have made them."""
+        node = self._nodes[stream_id]
+        path = []                                  # the stream and its ancestors below the root
+        while node.parent is not None:
+            path.append(node)
+            node = node.parent
+        for i in range(chunks + (1 if last_bytes else 0)):
+            if i:
+                for n in path:
+                    n.parent.vtime = n.pass_
+            nbytes = chunk_bytes if i < chunks else last_bytes
+            for n in path:                         # as ``wrote``: the same float steps
+                n.pass_ += nbytes * _STRIDE / n.weight
 
     def remove(self, stream_id):
         """Out of the tree; its children move to its parent sharing its weight (RFC 7540 5.3.4)."""

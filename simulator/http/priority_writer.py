@@ -1,8 +1,13 @@
 """The writers that let a scheduler choose each chunk's stream: ``ScheduledWriter``
 (``net.writer.ResponseWriter`` with a scheduler's ``pick`` in place of its rotation per
-level) and, for a scheduler of levels and groups over the C TCP endpoint, the C writer
-of ``net.writer`` with the groups as its levels (``_NativeLevelWriter``), so over h2 such
-a scheduler costs about what the fixed writer does.  Written by hand around those two.
+level) and, over the C TCP endpoint, the C writer of ``net.writer``: for a scheduler of
+levels and groups with the groups as its levels (``_NativeLevelWriter``, no Python per
+chunk), (``cf-shared-sequential``'s split
+counted there too), for any other (``tree``, added ones) with the
+scheduler's ``pick_run``, ``settle`` and ``remove`` as hooks (``_NativeScheduledWriter``: the
+window keeping, the acknowledgements and the writes in C, the scheduler's own calls in
+Python), so over h2 a scheduler costs about what the fixed writer does.  Written by hand
+around those two.
 """
 
 from __future__ import annotations
@@ -119,11 +124,12 @@ class ScheduledWriter(ResponseWriter):
 
 
 class _NativeLevelWriter:
-    """``ScheduledWriter`` with a ``LevelScheduler`` (without the split) over the C
-    ``TcpEndpoint``: the same writes in the same order, on the C writer
-    (``net._tcp.ResponseWriter``), whose rotations per level take the scheduler's groups as
-    levels: a sequential response is a level of its own keyed by its order (newest first:
-    by minus its order), the shared group of an urgency one level after them.  The h2 hot
+    """``ScheduledWriter`` with a ``LevelScheduler`` over the C ``TcpEndpoint``: the same
+    writes in the same order, on the C writer (``net._tcp.ResponseWriter``), whose rotations
+    per level take the scheduler's groups as levels: a sequential response is a level of its
+    own keyed by its order (newest first: by minus its order), the shared group of an urgency
+    one level after them; with the split (``cf-shared-sequential``) the C writer counts each
+    group's bytes per urgency and serves the shared group while the sequential one is ahead.  The h2 hot
     path (a chunk per acknowledgement) then runs in C, as the fixed writer's does."""
 
     __slots__ = ("_c", "scheduler", "written", "_body", "_count", "_on_written", "fill", "write_next",
@@ -132,6 +138,8 @@ class _NativeLevelWriter:
     def __init__(self, endpoint, chunk_bytes: int, written: dict[int, int], on_written, *, fill_on_ack: bool,
                  scheduler: "LevelScheduler") -> None:
         self._c = native.C.ResponseWriter(endpoint, chunk_bytes, written, self._done, fill_on_ack)
+        if scheduler.split:
+            self._c.split_levels()       # the groups of an urgency take turns by bytes, as LevelScheduler's
         self.scheduler, self.written, self._on_written = scheduler, written, on_written
         self._body: dict[int, tuple[int, int, int]] = {}      # stream -> (offset of its body, size, order)
         self._count = 0
@@ -179,19 +187,81 @@ class _NativeLevelWriter:
         self._on_written(stream_id)
 
 
+class _NativeScheduledWriter:
+    """``ScheduledWriter`` over the C ``TcpEndpoint`` on the C writer
+    (``net._tcp.ResponseWriter``) with the scheduler's ``pick_run``, ``settle`` and ``remove``
+    as its hooks: the scheduler names a stream and how many chunks in a row it would name it,
+    the C writer writes them and tells it the run's bytes when the run ends (or early, before
+    any change to the scheduler): the same picks and charges in the same order, so the same
+    writes; the scheduler's own steps run in Python once a run (``tree``'s runs on Chromium's
+    chain are whole responses), not the writer's loop and acknowledgements."""
+
+    __slots__ = ("_c", "scheduler", "written", "_waiting", "_count", "_on_written", "fill", "write_next",
+                 "on_stream_acked")
+
+    def __init__(self, endpoint, chunk_bytes: int, written: dict[int, int], on_written, *, fill_on_ack: bool,
+                 scheduler: Scheduler) -> None:
+        self._c = native.C.ResponseWriter(endpoint, chunk_bytes, written, self._done, fill_on_ack)
+        self._c.hook(scheduler.pick_run, scheduler.settle, scheduler.remove)
+        self.scheduler, self.written, self._on_written = scheduler, written, on_written
+        self._waiting: set[int] = set()
+        self._count = 0
+        self.fill, self.write_next, self.on_stream_acked = self._c.fill, self._c.write_next, self._c.on_stream_acked
+
+    @property
+    def unacked_bytes(self) -> int:
+        return self._c.unacked_bytes
+
+    @unacked_bytes.setter
+    def unacked_bytes(self, value: int) -> None:
+        self._c.unacked_bytes = value
+
+    @property
+    def waiting(self) -> bool:
+        return bool(self._waiting)
+
+    # Each change to the scheduler ends the open run first (its charges told), as a pick per chunk would have.
+    def add(self, stream_id: int, size: int, signal: PrioritySignal) -> None:
+        self._c.settle()
+        self._count += 1
+        self._waiting.add(stream_id)
+        self._c.add(stream_id, size, 0)
+        self.scheduler.add(stream_id, signal, self._count)
+
+    def update(self, stream_id: int, signal: PrioritySignal) -> None:
+        if stream_id in self._waiting:
+            self._c.settle()
+            self.scheduler.update(stream_id, signal)
+
+    def stop(self, stream_id: int) -> None:
+        if stream_id in self._waiting:
+            self._c.settle()
+            self._waiting.discard(stream_id)
+            self._c.stop(stream_id)
+            self.scheduler.remove(stream_id)
+
+    def _done(self, stream_id: int) -> None:
+        self._waiting.discard(stream_id)
+        self._on_written(stream_id)
+
+
 def scheduled_writer(endpoint, chunk_bytes: int, written: dict[int, int], on_written, *, fill_on_ack: bool,
                      scheduler: Scheduler, qlog=None):
     """A writer with ``scheduler`` choosing each chunk's stream: on the C writer when the
-    endpoint is the C ``TcpEndpoint`` and the scheduler is one of levels and groups
-    (``_NativeLevelWriter``), else ``ScheduledWriter``; with ``qlog`` (a
-    ``priority_qlog.QlogTrace``) the writer that logs each choice, in Python."""
+    endpoint is the C ``TcpEndpoint`` (``_NativeLevelWriter`` for a scheduler of levels and
+    groups, ``_NativeScheduledWriter`` for any other), else ``ScheduledWriter``; with
+    ``qlog`` (a ``priority_qlog.QlogTrace``) the writer that logs each choice, in Python."""
     if qlog is not None:
         from .priority_qlog import QlogScheduledWriter
 
         return QlogScheduledWriter(endpoint, chunk_bytes, written, on_written, fill_on_ack=fill_on_ack,
                                    scheduler=scheduler, qlog=qlog)
-    if (native.C is not None and type(endpoint) is native.C.TcpEndpoint and type(scheduler) is LevelScheduler
-            and not scheduler.split):
-        return _NativeLevelWriter(endpoint, chunk_bytes, written, on_written, fill_on_ack=fill_on_ack,
-                                  scheduler=scheduler)
+    if native.C is not None and type(endpoint) is native.C.TcpEndpoint:
+        if type(scheduler) is LevelScheduler and (not scheduler.split or (
+                not scheduler.newest_first and hasattr(native.C.ResponseWriter, "split_levels"))):
+            return _NativeLevelWriter(endpoint, chunk_bytes, written, on_written, fill_on_ack=fill_on_ack,
+                                      scheduler=scheduler)
+        if hasattr(native.C.ResponseWriter, "hook"):
+            return _NativeScheduledWriter(endpoint, chunk_bytes, written, on_written, fill_on_ack=fill_on_ack,
+                                          scheduler=scheduler)
     return ScheduledWriter(endpoint, chunk_bytes, written, on_written, fill_on_ack=fill_on_ack, scheduler=scheduler)

@@ -11,6 +11,8 @@
                            --out DIR [--report DIR] [--json]
     workbench lab h3-check RESULTS_DIR_OR_VALIDATION_JSON [--reference rtt=20ms,bw=50mbit]
                            [--report DIR] [--json]
+    workbench lab rescore RESULTS_DIR [--reference rtt=20ms,bw=50mbit] [--reference-protocol h2]
+                          [--runs N] [--report DIR] [--json]
     workbench lab clean
 
 ``shell`` is Mahimahi's shells in one: it makes the two namespaces and the link, starts
@@ -29,6 +31,9 @@ measured one and its run-to-run floor (``hints.py``).
 ``h3-check`` reads a validation (its results folder, re-predicted with the current model,
 or a ``validation.json``) and holds the model's HTTP/3 minus HTTP/2 difference against the
 measured one per page and condition: the sign and the size (``protocols.py``).
+``rescore`` predicts a validation's stored loads again with the current model and prints the
+same figures as ``validate`` (``--runs N``: only runs 1 to N), starting no lab and needing no
+root: how a model change moves the validation.
 ``clean`` removes what a killed lab run left behind (every run also does so on start).
 """
 
@@ -120,12 +125,27 @@ def _validate(args: argparse.Namespace) -> int:
     result = validate(args.paths, args.grid, reference=PathConditions.parse(args.reference),
                       reference_protocol=args.reference_protocol, runs=args.runs, out=args.out, workers=args.workers,
                       dask=args.dask, progress=sys.stderr.isatty() and not args.json)
+    for line in result.failures[:10]:           # pages the lab could not rebuild or load: which and why
+        print(f"workbench: warning: {line}", file=sys.stderr)
+    return _print_validation(result, args)
+
+
+def _rescore(args: argparse.Namespace) -> int:
+    from ..net.conditions import PathConditions
+    from .validate import analyse
+
+    ref = PathConditions.parse(args.reference)
+    result = analyse(str(args.results), {"rtt_s": ref.rtt_s, "bandwidth_bps": ref.bandwidth_bps, "loss": ref.loss,
+                                         "queue_bytes": ref.queue_bytes, "protocol": args.reference_protocol},
+                     runs=args.runs)
+    return _print_validation(result, args)
+
+
+def _print_validation(result, args: argparse.Namespace) -> int:
     if args.report:
         from .report import write_report
 
         write_report(result.to_dict(), args.report)
-    for line in result.failures[:10]:           # pages the lab could not rebuild or load: which and why
-        print(f"workbench: warning: {line}", file=sys.stderr)
     if args.json:
         print(result.to_json())
         return 0
@@ -202,6 +222,15 @@ def _h3_check(args: argparse.Namespace) -> int:
     return 0
 
 
+def _results_folder(text: str) -> str:
+    """A folder that exists (read only: ``rescore`` writes nothing into it)."""
+    import os
+
+    if not os.path.isdir(text):
+        raise argparse.ArgumentTypeError(f"{text}: no such folder")
+    return text
+
+
 def _list_of(check):
     def parse(text: str) -> list[str]:
         values = [v.strip() for v in str(text).split(",") if v.strip()]
@@ -265,6 +294,17 @@ def add_commands(sub) -> None:
                          "(the figure) into DIR")
     va.add_argument("--json", action="store_true", help="print one JSON object")
     va.set_defaults(func=_validate)
+    rs = lab_sub.add_parser("rescore", help="a validation's loads predicted again with the current model (no lab)")
+    rs.add_argument("results", metavar="RESULTS_DIR", type=_results_folder, help="a lab validate results folder")
+    rs.add_argument("--reference", default="rtt=20ms,bw=50mbit", type=argtypes.checked(_conditions, "conditions"),
+                    help="the validation's reference condition")
+    rs.add_argument("--reference-protocol", default="h2", choices=("h2", "h3"))
+    rs.add_argument("--runs", default=None, type=argtypes.count(2, 100),
+                    help="only the loads of runs 1 to N (default: every run in the folder)")
+    rs.add_argument("--report", default=None, type=argtypes.output_folder, metavar="DIR",
+                    help="also write validation.md, validation.json and validation.png into DIR")
+    rs.add_argument("--json", action="store_true", help="print one JSON object")
+    rs.set_defaults(func=_rescore)
     vh = lab_sub.add_parser("validate-hints", help="103 Early Hints against none: the model's gain against the lab's")
     vh.add_argument("paths", nargs="+", metavar="TRACE_OR_DIR", help="HAR files, or folders of them")
     vh.add_argument("--rtt", default=["20ms", "100ms", "300ms"], type=_list_of(argtypes.positive_duration),

@@ -28,7 +28,8 @@ site that makes a real Chromium ask for the same URLs, found the same way:
   document as parent) come from an inline script the same way.  Text bodies are padded with
   comment lines as capture's ``_filler`` does.
 
-Written by hand: the address plan, the templates and ``rebuild_fidelity`` (the size search is ``bodies``).
+Written by hand: the address plan, the templates (``markup``) and ``rebuild_fidelity`` (the size search is
+``bodies``, the certificates ``certs``).
 TLS, HTTP and compression are the libraries' (``cryptography``, ``zlib``, ``brotli``).
 The site's bodies are deterministic for a seed; the keys and the certificate validity
 (from the wall clock: a real TLS server needs a current certificate) are not.
@@ -36,10 +37,7 @@ The site's bodies are deterministic for a seed; the keys and the certificate val
 
 from __future__ import annotations
 
-import base64
-import datetime
 import gzip
-import hashlib
 import ipaddress
 import json
 import random
@@ -50,6 +48,8 @@ from urllib.parse import urlsplit
 
 from ..errors import InputError
 from .bodies import SIZE_TOLERANCE, image, sized_text, tolerance
+from .certs import make_ca_and_leaf
+from .markup import delayed, insert_js, parser_tag
 
 __all__ = ["Response", "RebuiltSite", "rebuild", "rebuild_fidelity", "address_plan", "make_ca_and_leaf",
            "SIZE_TOLERANCE", "DOCUMENTATION_RANGES", "origin_of", "authority_of"]
@@ -105,55 +105,6 @@ def address_plan(hosts: list[str], addresses="documentation") -> dict[str, str]:
     if len(hosts) > len(pool):
         raise InputError(f"the page has {len(hosts)} hosts, more than the {len(pool)} addresses of the plan.")
     return dict(zip(hosts, pool))
-
-
-# ---------------------------------------------------------------------------- certificates
-
-def make_ca_and_leaf(hosts: list[str], days: int = 30) -> dict:
-    """A test CA and one leaf signed by it for every name in ``hosts`` (ECDSA P-256):
-    PEMs of both certificates and the leaf's key, and the base64 SHA-256 of the leaf's
-    SubjectPublicKeyInfo (Chromium's ``--ignore-certificate-errors-spki-list``)."""
-    from cryptography import x509
-    from cryptography.hazmat.primitives import hashes, serialization
-    from cryptography.hazmat.primitives.asymmetric import ec
-    from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
-
-    now = datetime.datetime.now(datetime.timezone.utc)
-    ca_key = ec.generate_private_key(ec.SECP256R1())
-    ca_name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "workbench lab test CA")])
-    ca = (x509.CertificateBuilder().subject_name(ca_name).issuer_name(ca_name)
-          .public_key(ca_key.public_key()).serial_number(x509.random_serial_number())
-          .not_valid_before(now - datetime.timedelta(hours=1)).not_valid_after(now + datetime.timedelta(days=days))
-          .add_extension(x509.BasicConstraints(ca=True, path_length=0), critical=True)
-          .add_extension(x509.KeyUsage(digital_signature=False, content_commitment=False, key_encipherment=False,
-                                       data_encipherment=False, key_agreement=False, key_cert_sign=True,
-                                       crl_sign=True, encipher_only=False, decipher_only=False), critical=True)
-          .add_extension(x509.SubjectKeyIdentifier.from_public_key(ca_key.public_key()), critical=False)
-          .sign(ca_key, hashes.SHA256()))
-    key = ec.generate_private_key(ec.SECP256R1())
-    names = []
-    for h in hosts:
-        try:
-            names.append(x509.IPAddress(ipaddress.ip_address(h)))
-        except ValueError:
-            names.append(x509.DNSName(h))
-    leaf = (x509.CertificateBuilder()
-            .subject_name(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, hosts[0] if hosts else "lab")]))
-            .issuer_name(ca_name).public_key(key.public_key()).serial_number(x509.random_serial_number())
-            .not_valid_before(now - datetime.timedelta(hours=1)).not_valid_after(now + datetime.timedelta(days=days))
-            .add_extension(x509.SubjectAlternativeName(names), critical=False)
-            .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
-            .add_extension(x509.ExtendedKeyUsage([ExtendedKeyUsageOID.SERVER_AUTH]), critical=False)
-            # RFC 5280 4.2.1.1/4.2.1.2: the key identifiers a strict path builder asks for.
-            .add_extension(x509.AuthorityKeyIdentifier.from_issuer_public_key(ca_key.public_key()), critical=False)
-            .add_extension(x509.SubjectKeyIdentifier.from_public_key(key.public_key()), critical=False)
-            .sign(ca_key, hashes.SHA256()))
-    spki = leaf.public_key().public_bytes(serialization.Encoding.DER, serialization.PublicFormat.SubjectPublicKeyInfo)
-    pem = serialization.Encoding.PEM
-    return {"ca_pem": ca.public_bytes(pem).decode(), "cert_pem": leaf.public_bytes(pem).decode(),
-            "key_pem": key.private_bytes(pem, serialization.PrivateFormat.PKCS8,
-                                         serialization.NoEncryption()).decode(),
-            "spki_sha256_b64": base64.b64encode(hashlib.sha256(spki).digest()).decode()}
 
 
 # ---------------------------------------------------------------------------- the site
@@ -274,55 +225,6 @@ class RebuiltSite:
         except (OSError, ValueError, KeyError, TypeError) as exc:
             raise InputError(f"is not a readable rebuilt site ({type(exc).__name__}: {exc}).",
                              path=str(folder)) from None
-
-
-# ---------------------------------------------------------------------------- templates
-
-def _js_str(url: str) -> str:
-    return json.dumps(url)
-
-
-def _insert_js(kind: str, url: str, cls: str) -> str:
-    """Statements that make the browser fetch ``url`` as ``kind`` from a script."""
-    u = _js_str(url)
-    if kind == "script":
-        return (f'var s = document.createElement("script"); s.src = {u}; s.async = true; '
-                f'(document.head || document.documentElement).appendChild(s);')
-    if kind == "stylesheet":
-        return (f'var l = document.createElement("link"); l.rel = "stylesheet"; l.href = {u}; '
-                f'(document.head || document.documentElement).appendChild(l);')
-    if kind == "image":
-        return f'var i = new Image(); i.src = {u};'
-    if kind == "document":
-        return (f'var f = document.createElement("iframe"); f.src = {u}; '
-                f'(document.body || document.documentElement).appendChild(f);')
-    if kind == "font":
-        return f'new FontFace("{cls}", "url(" + {u} + ")").load().catch(function () {{}});'
-    # The body is read: Chromium reports a fetch finished only once its body is consumed.
-    return f'fetch({u}).then(function (r) {{ return r.arrayBuffer(); }}).catch(function () {{}});'
-
-
-def _delayed(stmt: str, delay_s: float) -> str:
-    ms = int(round(max(delay_s, 0.0) * 1000))
-    if ms <= 0:
-        return f"(function () {{ {stmt} }})();\n"
-    return f"setTimeout(function () {{ {stmt} }}, {ms});\n"
-
-
-def _parser_tag(kind: str, url: str, blocking: bool) -> tuple[str, str]:
-    """(``head``/``body``, the tag the parser finds ``url`` by)."""
-    u = url.replace("&", "&amp;").replace('"', "&quot;")
-    if kind == "stylesheet":
-        return ("head" if blocking else "body"), f'<link rel="stylesheet" href="{u}">'
-    if kind == "script":
-        return ("head", f'<script src="{u}"></script>') if blocking else ("body", f'<script async src="{u}"></script>')
-    if kind == "image":
-        return "body", f'<img src="{u}" width="160" height="90" alt="">'
-    if kind == "font":
-        return "head", f'<link rel="preload" href="{u}" as="font" crossorigin>'
-    if kind == "document":
-        return "body", f'<iframe src="{u}" width="320" height="180"></iframe>'
-    return "body", f"<script>{_insert_js(kind, url, '')}</script>"
 
 
 # ---------------------------------------------------------------------------- rebuild
@@ -456,9 +358,9 @@ def rebuild(har, *, addresses="documentation", seed: int = 0, tls: dict | None =
         head, body = [], []
         for c in parser_children.get(r.index, ()):
             cr = by_index[c]
-            where, tag = _parser_tag(kind[c], cr.url, cr.render_blocking)
+            where, tag = parser_tag(kind[c], cr.url, cr.render_blocking)
             (head if where == "head" else body).append(tag)
-        inline = "".join(_delayed(_insert_js(kind[c], by_index[c].url, f"lab-r{c}"), delay(c))
+        inline = "".join(delayed(insert_js(kind[c], by_index[c].url, f"lab-r{c}"), delay(c))
                          for c in inline_children.get(r.index, ()))
         if inline:
             body.append(f"<script>\n{inline}</script>")
@@ -484,7 +386,7 @@ def rebuild(har, *, addresses="documentation", seed: int = 0, tls: dict | None =
         nonlocal settle_s
         lines = []
         for c in script_children.get(r.index, ()):
-            lines.append(_delayed(_insert_js(kind[c], by_index[c].url, f"lab-r{c}"), delay(c)))
+            lines.append(delayed(insert_js(kind[c], by_index[c].url, f"lab-r{c}"), delay(c)))
             settle_s = max(settle_s, delay(c))
         return "".join(lines)
 

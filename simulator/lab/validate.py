@@ -154,12 +154,17 @@ def _predict(har_json: str, trace_name: str, key: tuple, seed: int, cc: str | No
     return float(row["simulated_onload_s"]), None, {k: int(row[k]) for k in RESEND_KEYS if k in row}
 
 
-def analyse(out: str, reference: dict, *, seed: int = 1) -> ValidationResult:
-    """The validation's figures from a results folder that holds the reference and grid loads."""
+def analyse(out: str, reference: dict, *, seed: int = 1, runs: int | None = None) -> ValidationResult:
+    """The validation's figures from a results folder that holds the reference and grid loads
+    (``runs``: only the loads of runs 1 to ``runs``, e.g. while a further run is being
+    measured into the folder), predicted with the current model.  Starts no lab."""
     from ..batch.store import load
 
     summary = load(out, "summary")
     hars = load(out, "har")
+    last_run = runs                              # ``runs`` names each page's loads below
+    if last_run is not None and len(summary):
+        summary = summary[summary["seed"] <= last_run]    # a load's seed is its run's number
     if not len(summary):
         raise InputError("holds no finished lab load.", path=str(out))
     summary = summary.assign(key=[_key(r) for r in summary.to_dict(orient="records")])
@@ -206,7 +211,8 @@ def analyse(out: str, reference: dict, *, seed: int = 1) -> ValidationResult:
     every = [p for c in conditions for p in c["pages"]]
     return ValidationResult(conditions=conditions, reference=reference_entry if ref_pages else {},
                             summary=_stats(every) | {"conditions": len(conditions)},
-                            params={"reference": _condition(ref_key), "results": str(out)})
+                            params={"reference": _condition(ref_key), "results": str(out),
+                                    **({"runs": last_run} if last_run is not None else {})})
 
 
 def validate(traces, grid, *, reference: PathConditions, reference_protocol: str = "h2", runs: int = 3,

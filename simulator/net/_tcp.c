@@ -41,6 +41,7 @@
 #include <stdint.h>
 #include <string.h>
 
+#define NET_MODULE "simulator.net._tcp"
 #define MAX_BACKOFF (1LL << 16)
 enum { SLOT_RTO = 0, SLOT_DELACK = 1 };
 enum { CC_RENO = 0, CC_CUBIC = 1 };
@@ -98,61 +99,7 @@ push_at(PyObject *push, double t, PyObject *callback, PyObject *args)
     return rc;
 }
 
-/* Python's max(a, b) and min(a, b) on floats: the first argument unless the second is
- * strictly greater (smaller). */
-static inline double py_max(double a, double b) { return b > a ? b : a; }
-static inline double py_min(double a, double b) { return b < a ? b : a; }
-
-/* CPython's float ** float (Objects/floatobject.c, float_pow) for the finite values
- * CUBIC raises: the same special cases, and a negative base raised to an odd integer
- * power computed as -(|base| ** power). */
-static int
-py_float_pow(double iv, double iw, double *out)
-{
-    int negate_result = 0;
-    if (iw == 0.0) {
-        *out = 1.0;
-        return 0;
-    }
-    if (isnan(iv) || isnan(iw) || isinf(iv) || isinf(iw)) {
-        *out = pow(iv, iw);
-        return 0;
-    }
-    if (iv == 0.0) {
-        if (iw < 0.0) {
-            PyErr_SetString(PyExc_ZeroDivisionError, "0.0 cannot be raised to a negative power");
-            return -1;
-        }
-        /* an odd integer power keeps the sign of zero */
-        int odd = fmod(fabs(iw), 2.0) == 1.0;
-        *out = odd ? iv : 0.0;
-        return 0;
-    }
-    if (iv < 0.0) {
-        if (iw != floor(iw)) {
-            PyErr_SetString(PyExc_ValueError, "negative base raised to a fractional power");
-            return -1;
-        }
-        iv = -iv;
-        negate_result = fmod(fabs(iw), 2.0) == 1.0;
-    }
-    if (iv == 1.0) {
-        *out = negate_result ? -1.0 : 1.0;
-        return 0;
-    }
-    double ix = pow(iv, iw);
-    *out = negate_result ? -ix : ix;
-    return 0;
-}
-
-/* A number that is a Python int or float, as Python's arithmetic leaves it. */
-static PyObject *
-number(double v, int is_int)
-{
-    if (is_int)
-        return PyLong_FromDouble(v);
-    return PyFloat_FromDouble(v);
-}
+#include "_cc.h"          /* py_max, py_min, py_float_pow, number; RttEstimator, CongestionControl */
 
 static int
 get_long_attr(PyObject *o, PyObject *name, long long *out)
@@ -1409,369 +1356,6 @@ static PyTypeObject ControlType = {
     .tp_dealloc = (destructor)Control_dealloc,
     .tp_repr = (reprfunc)Control_repr,
     .tp_members = Control_members,
-};
-
-/* -- RttEstimator ---------------------------------------------------------------------- */
-
-typedef struct {
-    PyObject_HEAD
-    double initial_rtt_s, min_rto_s, max_rto_s, granularity_s;
-    double srtt_s, rttvar_s, min_rtt_s, latest_rtt_s;
-    char has_srtt;
-    char srtt_int, min_int, latest_int;     /* the value came from a Python int (update(int)) */
-} RttObject;
-
-static PyTypeObject RttType;
-
-static void
-rtt_update(RttObject *r, double sample_s, double ack_delay_s, int sample_int)
-{
-    r->latest_rtt_s = sample_s;
-    r->latest_int = (char)sample_int;
-    if (sample_s < r->min_rtt_s) {
-        r->min_rtt_s = sample_s;
-        r->min_int = (char)sample_int;
-    }
-    if (!r->has_srtt) {                           /* RFC 6298 (2.2) */
-        r->srtt_s = sample_s;
-        r->srtt_int = (char)sample_int;
-        r->has_srtt = 1;
-        r->rttvar_s = sample_s / 2;
-        return;
-    }
-    double adjusted = sample_s;                   /* RFC 9002 section 5.3 */
-    if (sample_s - ack_delay_s >= r->min_rtt_s)
-        adjusted = sample_s - ack_delay_s;
-    r->rttvar_s = 0.75 * r->rttvar_s + 0.25 * fabs(r->srtt_s - adjusted);   /* RFC 6298 (2.3) */
-    r->srtt_s = 0.875 * r->srtt_s + 0.125 * adjusted;
-    r->srtt_int = 0;
-}
-
-static inline double
-rtt_smoothed(RttObject *r)
-{
-    return r->has_srtt ? r->srtt_s : r->initial_rtt_s;
-}
-
-/* Linux's RTO (cc.RttEstimator.rto_s): SRTT + max(G, 4 * RTTVAR, min_rto), at most max_rto. */
-static inline double
-rtt_rto(RttObject *r)
-{
-    if (!r->has_srtt)
-        return py_max(r->min_rto_s, py_min(r->max_rto_s, 1.0));
-    double rto = r->srtt_s + py_max(py_max(r->granularity_s, 4 * r->rttvar_s), r->min_rto_s);
-    return py_min(r->max_rto_s, rto);
-}
-
-static RttObject *
-rtt_new(double initial_rtt_s, double min_rto_s)
-{
-    RttObject *r = PyObject_New(RttObject, &RttType);
-    if (r == NULL)
-        return NULL;
-    r->initial_rtt_s = initial_rtt_s;
-    r->min_rto_s = min_rto_s;
-    r->max_rto_s = 120.0;
-    r->granularity_s = 0.001;
-    r->srtt_s = 0.0;
-    r->has_srtt = 0;
-    r->rttvar_s = initial_rtt_s / 2;
-    r->min_rtt_s = INFINITY;
-    r->latest_rtt_s = initial_rtt_s;
-    r->srtt_int = r->min_int = r->latest_int = 0;
-    return r;
-}
-
-static PyObject *
-Rtt_update(RttObject *r, PyObject *const *args, Py_ssize_t nargs)
-{
-    if (nargs < 1 || nargs > 2) {
-        PyErr_SetString(PyExc_TypeError, "update(sample_s, ack_delay_s=0.0)");
-        return NULL;
-    }
-    double sample = PyFloat_AsDouble(args[0]);
-    if (sample == -1.0 && PyErr_Occurred())
-        return NULL;
-    double delay = 0.0;
-    if (nargs == 2) {
-        delay = PyFloat_AsDouble(args[1]);
-        if (delay == -1.0 && PyErr_Occurred())
-            return NULL;
-    }
-    rtt_update(r, sample, delay, PyLong_Check(args[0]));
-    Py_RETURN_NONE;
-}
-
-static PyObject *
-Rtt_rto_s(RttObject *r, PyObject *unused)
-{
-    return PyFloat_FromDouble(rtt_rto(r));
-}
-
-static PyObject *
-Rtt_pto_s(RttObject *r, PyObject *const *args, Py_ssize_t nargs)
-{
-    double max_ack_delay = 0.025;
-    if (nargs >= 1) {
-        max_ack_delay = PyFloat_AsDouble(args[0]);
-        if (max_ack_delay == -1.0 && PyErr_Occurred())
-            return NULL;
-    }
-    return PyFloat_FromDouble(rtt_smoothed(r) + py_max(4 * r->rttvar_s, r->granularity_s) + max_ack_delay);
-}
-
-static PyObject *
-Rtt_get_srtt(RttObject *r, void *c)
-{
-    if (!r->has_srtt)
-        Py_RETURN_NONE;
-    return number(r->srtt_s, r->srtt_int);
-}
-
-static PyObject *
-Rtt_get_smoothed(RttObject *r, void *c)
-{
-    return r->has_srtt ? number(r->srtt_s, r->srtt_int) : PyFloat_FromDouble(r->initial_rtt_s);
-}
-
-static PyObject *
-Rtt_get_min(RttObject *r, void *c) { return number(r->min_rtt_s, r->min_int); }
-
-static PyObject *
-Rtt_get_latest(RttObject *r, void *c) { return number(r->latest_rtt_s, r->latest_int); }
-
-static PyMethodDef Rtt_methods[] = {
-    {"update", (PyCFunction)(void (*)(void))Rtt_update, METH_FASTCALL, "update(sample_s, ack_delay_s=0.0)"},
-    {"rto_s", (PyCFunction)Rtt_rto_s, METH_NOARGS, "RFC 6298 retransmission timeout"},
-    {"pto_s", (PyCFunction)(void (*)(void))Rtt_pto_s, METH_FASTCALL, "RFC 9002 probe timeout"},
-    {NULL},
-};
-
-static PyMemberDef Rtt_members[] = {
-    {"initial_rtt_s", T_DOUBLE, offsetof(RttObject, initial_rtt_s), READONLY, NULL},
-    {"min_rto_s", T_DOUBLE, offsetof(RttObject, min_rto_s), READONLY, NULL},
-    {"max_rto_s", T_DOUBLE, offsetof(RttObject, max_rto_s), READONLY, NULL},
-    {"granularity_s", T_DOUBLE, offsetof(RttObject, granularity_s), READONLY, NULL},
-    {"rttvar_s", T_DOUBLE, offsetof(RttObject, rttvar_s), READONLY, NULL},
-    {NULL},
-};
-
-static PyGetSetDef Rtt_getset[] = {
-    {"srtt_s", (getter)Rtt_get_srtt, NULL, NULL, NULL},
-    {"smoothed_s", (getter)Rtt_get_smoothed, NULL, NULL, NULL},
-    {"min_rtt_s", (getter)Rtt_get_min, NULL, NULL, NULL},
-    {"latest_rtt_s", (getter)Rtt_get_latest, NULL, NULL, NULL},
-    {NULL},
-};
-
-static PyTypeObject RttType = {
-    PyVarObject_HEAD_INIT(NULL, 0)
-    .tp_name = "simulator.net._tcp.RttEstimator",
-    .tp_doc = "A TCP endpoint's RTT estimator (cc.RttEstimator's C twin).",
-    .tp_basicsize = sizeof(RttObject),
-    .tp_flags = Py_TPFLAGS_DEFAULT,
-    .tp_dealloc = (destructor)PyObject_Free,
-    .tp_methods = Rtt_methods,
-    .tp_members = Rtt_members,
-    .tp_getset = Rtt_getset,
-};
-
-/* -- CongestionControl (Reno, Cubic) ------------------------------------------------------- */
-
-#define CUBIC_C 0.4
-#define CUBIC_BETA 0.7
-
-typedef struct {
-    PyObject_HEAD
-    int kind;
-    long long mss, min_window;
-    double cwnd, ssthresh;
-    char cwnd_int, ssthresh_int;   /* Python would hold an int there (set from an int) */
-    double w_max, k, epoch_start, w_est;
-    char has_epoch;
-} CcObject;
-
-static PyTypeObject CcType;
-
-static CcObject *
-cc_new(int kind, long long mss, long long initial_window_segments)
-{
-    CcObject *c = PyObject_New(CcObject, &CcType);
-    if (c == NULL)
-        return NULL;
-    c->kind = kind;
-    c->mss = mss;
-    c->cwnd = (double)(initial_window_segments * mss);
-    c->ssthresh = INFINITY;
-    c->cwnd_int = c->ssthresh_int = 0;
-    c->min_window = 2 * mss;
-    c->w_max = c->k = c->epoch_start = c->w_est = 0.0;
-    c->has_epoch = 0;
-    return c;
-}
-
-static void
-reno_on_ack(CcObject *c, long long acked)
-{
-    if (c->cwnd < c->ssthresh) {
-        /* RFC 3465 appropriate byte counting, L = 2 SMSS per ack. */
-        long long inc = acked < 2 * c->mss ? acked : 2 * c->mss;
-        c->cwnd += (double)inc;
-    }
-    else {
-        /* RFC 5681 (3): cwnd += SMSS*SMSS/cwnd per ack. */
-        c->cwnd += (double)(c->mss * acked) / c->cwnd;
-        c->cwnd_int = 0;
-    }
-}
-
-static int
-cc_on_ack(CcObject *c, long long acked, double now_s, double srtt_s)
-{
-    if (c->kind == CC_RENO || c->cwnd < c->ssthresh) {
-        reno_on_ack(c, acked);
-        return 0;
-    }
-    double mss = (double)c->mss;
-    double cwnd_seg = c->cwnd / mss;
-    if (!c->has_epoch) {                          /* RFC 9438 section 4.2 */
-        c->epoch_start = now_s;
-        c->has_epoch = 1;
-        if (c->w_max < cwnd_seg)
-            c->w_max = cwnd_seg;
-        if (py_float_pow((c->w_max - cwnd_seg) / CUBIC_C, 1.0 / 3.0, &c->k) < 0)
-            return -1;
-        c->w_est = cwnd_seg;
-    }
-    double t = now_s - c->epoch_start;
-    double cube;
-    if (py_float_pow(t + srtt_s - c->k, 3.0, &cube) < 0)
-        return -1;
-    double target = CUBIC_C * cube + c->w_max;
-    target = py_min(py_max(target, cwnd_seg), 1.5 * cwnd_seg);
-    double alpha = 3 * (1 - CUBIC_BETA) / (1 + CUBIC_BETA);
-    c->w_est += alpha * ((double)acked / mss) / cwnd_seg;
-    if (c->w_est > target)
-        target = c->w_est;
-    c->cwnd += (target - cwnd_seg) / cwnd_seg * (double)acked;
-    c->cwnd_int = 0;
-    return 0;
-}
-
-static void
-cc_on_congestion_event(CcObject *c)
-{
-    double mw = (double)c->min_window;
-    if (c->kind == CC_CUBIC) {
-        double cwnd_seg = c->cwnd / (double)c->mss;
-        if (cwnd_seg < c->w_max)                  /* fast convergence (RFC 9438 section 4.7) */
-            c->w_max = cwnd_seg * (1 + CUBIC_BETA) / 2;
-        else
-            c->w_max = cwnd_seg;
-        double reduced = c->cwnd * CUBIC_BETA;
-        c->ssthresh_int = mw > reduced;
-        c->ssthresh = py_max(reduced, mw);
-        c->has_epoch = 0;
-    }
-    else {
-        double half = c->cwnd / 2;
-        c->ssthresh_int = mw > half;
-        c->ssthresh = py_max(half, mw);
-    }
-    c->cwnd = c->ssthresh;
-    c->cwnd_int = c->ssthresh_int;
-}
-
-static void
-cc_on_timeout(CcObject *c, long long flight_bytes)
-{
-    double half = (double)flight_bytes / 2;
-    double mw = (double)c->min_window;
-    c->ssthresh_int = mw > half;
-    c->ssthresh = py_max(half, mw);
-    c->cwnd = (double)c->mss;
-    c->cwnd_int = 0;
-    if (c->kind == CC_CUBIC)
-        c->has_epoch = 0;
-}
-
-static PyObject *
-Cc_get_cwnd(CcObject *c, void *x) { return number(c->cwnd, c->cwnd_int); }
-
-static int
-Cc_set_cwnd(CcObject *c, PyObject *v, void *x)
-{
-    if (v == NULL) {
-        PyErr_SetString(PyExc_AttributeError, "cannot delete cwnd_bytes");
-        return -1;
-    }
-    double d = PyFloat_AsDouble(v);
-    if (d == -1.0 && PyErr_Occurred())
-        return -1;
-    c->cwnd = d;
-    c->cwnd_int = PyLong_Check(v);
-    return 0;
-}
-
-static PyObject *
-Cc_get_ssthresh(CcObject *c, void *x) { return number(c->ssthresh, c->ssthresh_int); }
-
-static int
-Cc_set_ssthresh(CcObject *c, PyObject *v, void *x)
-{
-    if (v == NULL) {
-        PyErr_SetString(PyExc_AttributeError, "cannot delete ssthresh_bytes");
-        return -1;
-    }
-    double d = PyFloat_AsDouble(v);
-    if (d == -1.0 && PyErr_Occurred())
-        return -1;
-    c->ssthresh = d;
-    c->ssthresh_int = PyLong_Check(v);
-    return 0;
-}
-
-static PyObject *
-Cc_get_name(CcObject *c, void *x) { return PyUnicode_FromString(c->kind == CC_CUBIC ? "cubic" : "reno"); }
-
-static PyObject *
-Cc_get_slow_start(CcObject *c, void *x) { return PyBool_FromLong(c->cwnd < c->ssthresh); }
-
-static PyObject *
-Cc_get_epoch(CcObject *c, void *x)
-{
-    if (!c->has_epoch)
-        Py_RETURN_NONE;
-    return PyFloat_FromDouble(c->epoch_start);
-}
-
-static PyMemberDef Cc_members[] = {
-    {"mss_bytes", T_LONGLONG, offsetof(CcObject, mss), READONLY, NULL},
-    {"min_window_bytes", T_LONGLONG, offsetof(CcObject, min_window), READONLY, NULL},
-    {"w_max_segments", T_DOUBLE, offsetof(CcObject, w_max), READONLY, NULL},
-    {"k_s", T_DOUBLE, offsetof(CcObject, k), READONLY, NULL},
-    {"w_est_segments", T_DOUBLE, offsetof(CcObject, w_est), READONLY, NULL},
-    {NULL},
-};
-
-static PyGetSetDef Cc_getset[] = {
-    {"cwnd_bytes", (getter)Cc_get_cwnd, (setter)Cc_set_cwnd, NULL, NULL},
-    {"ssthresh_bytes", (getter)Cc_get_ssthresh, (setter)Cc_set_ssthresh, NULL, NULL},
-    {"name", (getter)Cc_get_name, NULL, "reno or cubic", NULL},
-    {"in_slow_start", (getter)Cc_get_slow_start, NULL, NULL, NULL},
-    {"epoch_start_s", (getter)Cc_get_epoch, NULL, NULL, NULL},
-    {NULL},
-};
-
-static PyTypeObject CcType = {
-    PyVarObject_HEAD_INIT(NULL, 0)
-    .tp_name = "simulator.net._tcp.CongestionControl",
-    .tp_doc = "A TCP endpoint's Reno or CUBIC window (cc.Reno / cc.Cubic's C twin).",
-    .tp_basicsize = sizeof(CcObject),
-    .tp_flags = Py_TPFLAGS_DEFAULT,
-    .tp_dealloc = (destructor)PyObject_Free,
-    .tp_members = Cc_members,
-    .tp_getset = Cc_getset,
 };
 
 /* -- TcpEndpoint and its TimerSlots ------------------------------------------------------ */
@@ -3976,6 +3560,19 @@ typedef struct {
     char fill_on_ack;
     Rotation *levels;        /* sorted by level; a level's rotation may be empty */
     Py_ssize_t nlevels;
+    /* A scheduler's hooks (http.priority_writer._NativeScheduledWriter), NULL without:
+     * pick_run(chunk_bytes) -> (stream, chunks) names the stream of the next chunks in place
+     * of the rotations, settle(stream, chunks, chunk_bytes, last_bytes) is told a run's
+     * bytes, remove(stream) a response written in full.  The responses then wait in one
+     * rotation, found by their stream.  run_sid: the stream of the open run (or NULL). */
+    PyObject *pick, *settle, *remove, *run_sid;
+    long long run_left, run_count;
+    /* Cloudflare's shared sequential (http.priority_levels.LevelScheduler with split): the
+     * levels are its groups, (urgency << 42) + order for a sequential response and
+     * (urgency << 42) + (1 << 41) for the shared ones; per urgency the bytes each group has
+     * sent, the shared group served while the sequential one is ahead. */
+    char split;
+    long long sent[8][2];
 } WriterObject;
 
 static PyTypeObject WriterType;
@@ -4018,6 +3615,10 @@ Writer_traverse(WriterObject *w, visitproc visit, void *arg)
     Py_VISIT(w->written);
     Py_VISIT(w->on_written);
     Py_VISIT(w->acked);
+    Py_VISIT(w->pick);
+    Py_VISIT(w->settle);
+    Py_VISIT(w->remove);
+    Py_VISIT(w->run_sid);
     for (Py_ssize_t i = 0; i < w->nlevels; i++) {
         Rotation *r = &w->levels[i];
         for (Py_ssize_t j = 0; j < r->size; j++)
@@ -4049,6 +3650,10 @@ Writer_clear(WriterObject *w)
     Py_CLEAR(w->written);
     Py_CLEAR(w->on_written);
     Py_CLEAR(w->acked);
+    Py_CLEAR(w->pick);
+    Py_CLEAR(w->settle);
+    Py_CLEAR(w->remove);
+    Py_CLEAR(w->run_sid);
     rotations_free(w);
     return 0;
 }
@@ -4118,6 +3723,8 @@ Writer_add(WriterObject *w, PyObject *const *args, Py_ssize_t nargs)
     Py_RETURN_NONE;
 }
 
+static void split_after_remove(WriterObject *w, long long level);
+
 static PyObject *
 Writer_stop(WriterObject *w, PyObject *sid)
 {
@@ -4134,7 +3741,10 @@ Writer_stop(WriterObject *w, PyObject *sid)
             else
                 r->buf[(r->head + kept++) % r->cap] = t;
         }
+        int found = kept < r->size;
         r->size = kept;
+        if (found && w->split)
+            split_after_remove(w, r->level);
     }
     Py_RETURN_NONE;
 }
@@ -4161,9 +3771,30 @@ dict_add(PyObject *dict, PyObject *key, long long n, long long *total)
     return rc;
 }
 
-/* write_next(limit): the bytes written (0: nothing waits), -1 on error. */
+/* A run's charges to the scheduler: settle(stream, chunks, chunk_bytes, last_bytes), the run
+ * ended (none open: nothing). */
+static int
+writer_settle(WriterObject *w, long long last)
+{
+    PyObject *sid = w->run_sid;
+    if (sid == NULL)
+        return 0;
+    w->run_sid = NULL;
+    PyObject *res = PyObject_CallFunction(w->settle, "OLLL", sid, w->run_count, w->chunk, last);
+    Py_DECREF(sid);
+    if (res == NULL)
+        return -1;
+    Py_DECREF(res);
+    return 0;
+}
+
+/* write_next with a scheduler's hooks: pick_run(chunk_bytes) names a stream and how many
+ * chunks in a row it would name it (each charged in full, nothing else changing); the
+ * writer writes them, found in the rotation of its one level, and hands the charges over
+ * at the run's end (settle): the scheduler is told what ScheduledWriter._write_chunk tells
+ * it, in its order, in one call a run. */
 static long long
-writer_next(WriterObject *w, long long limit)
+writer_next_picked(WriterObject *w, long long limit)
 {
     Rotation *r = NULL;
     for (Py_ssize_t i = 0; i < w->nlevels; i++) {
@@ -4174,6 +3805,147 @@ writer_next(WriterObject *w, long long limit)
     }
     if (r == NULL)
         return 0;
+    if (w->run_sid == NULL) {
+        PyObject *chunk = PyLong_FromLongLong(w->chunk);
+        if (chunk == NULL)
+            return -1;
+        PyObject *res = PyObject_CallOneArg(w->pick, chunk);
+        Py_DECREF(chunk);
+        if (res == NULL)
+            return -1;
+        long long k = 0;
+        if (!PyTuple_Check(res) || PyTuple_GET_SIZE(res) != 2
+                || ((k = PyLong_AsLongLong(PyTuple_GET_ITEM(res, 1))) == -1 && PyErr_Occurred()) || k < 1) {
+            Py_DECREF(res);
+            if (!PyErr_Occurred())
+                PyErr_SetString(PyExc_TypeError, "pick_run must return (stream, chunks >= 1)");
+            return -1;
+        }
+        w->run_sid = Py_NewRef(PyTuple_GET_ITEM(res, 0));
+        Py_DECREF(res);
+        w->run_left = k;
+        w->run_count = 0;
+    }
+    PyObject *sid = Py_NewRef(w->run_sid);
+    Py_ssize_t j = 0;
+    for (; j < r->size; j++) {
+        PyObject *cand = r->buf[(r->head + j) % r->cap].sid;
+        int same = cand == sid ? 1 : PyObject_RichCompareBool(cand, sid, Py_EQ);
+        if (same < 0)
+            goto fail;
+        if (same)
+            break;
+    }
+    if (j == r->size) {
+        PyErr_Format(PyExc_KeyError, "the scheduler picked stream %R, which has nothing to write", sid);
+        goto fail;
+    }
+    Turn *t = &r->buf[(r->head + j) % r->cap];
+    long long n = t->remaining < limit ? t->remaining : limit;
+    long long remaining = t->remaining - n;
+    t->remaining = remaining;
+    if (dict_add(w->written, sid, n, NULL) < 0)
+        goto fail;
+    w->unacked += n;
+    if (n > PyBytes_GET_SIZE(w->pad)) {
+        PyObject *pad = PyBytes_FromStringAndSize(NULL, (Py_ssize_t)n);
+        if (pad == NULL)
+            goto fail;
+        memset(PyBytes_AS_STRING(pad), 'r', (size_t)n);
+        Py_SETREF(w->pad, pad);
+    }
+    if (endpoint_write_slice(w->endpoint, sid, w->pad, 0, (Py_ssize_t)n, !remaining) < 0)
+        goto fail;
+    if (!remaining) {
+        /* out of the rotation, order kept (the turn's reference to the stream is dropped),
+         * before any call into Python, which may add responses (and move the rotations) */
+        Py_ssize_t pos = (r->head + j) % r->cap;
+        Py_DECREF(r->buf[pos].sid);
+        for (Py_ssize_t k = j; k + 1 < r->size; k++)
+            r->buf[(r->head + k) % r->cap] = r->buf[(r->head + k + 1) % r->cap];
+        r->size--;
+    }
+    if (n == w->chunk) {
+        w->run_count++;
+        w->run_left--;
+        if ((w->run_left == 0 || !remaining) && writer_settle(w, 0) < 0)
+            goto fail;
+    }
+    else if (writer_settle(w, n) < 0)         /* a shorter chunk ends the run */
+        goto fail;
+    if (!remaining) {
+        PyObject *res = PyObject_CallOneArg(w->remove, sid);
+        if (res == NULL)
+            goto fail;
+        Py_DECREF(res);
+        res = PyObject_CallOneArg(w->on_written, sid);
+        if (res == NULL)
+            goto fail;
+        Py_DECREF(res);
+    }
+    Py_DECREF(sid);
+    return n;
+fail:
+    Py_DECREF(sid);
+    return -1;
+}
+
+#define SPLIT_SHARED (1LL << 41)
+#define SPLIT_URGENCY(level) ((int)(((level) >> 42) & 7))
+
+/* The split's group counts start afresh when a group of the urgency is left empty
+ * (LevelScheduler.remove). */
+static void
+split_after_remove(WriterObject *w, long long level)
+{
+    long long base = (long long)SPLIT_URGENCY(level) << 42;
+    int sequential = 0, shared = 0;
+    for (Py_ssize_t i = 0; i < w->nlevels; i++) {
+        Rotation *r = &w->levels[i];
+        if (r->size == 0 || r->level < base || r->level > base + SPLIT_SHARED)
+            continue;
+        if (r->level == base + SPLIT_SHARED)
+            shared = 1;
+        else
+            sequential = 1;
+    }
+    if (!sequential || !shared)
+        w->sent[SPLIT_URGENCY(level)][0] = w->sent[SPLIT_URGENCY(level)][1] = 0;
+}
+
+/* write_next(limit): the bytes written (0: nothing waits), -1 on error. */
+static long long
+writer_next(WriterObject *w, long long limit)
+{
+    if (w->pick != NULL)
+        return writer_next_picked(w, limit);
+    Rotation *r = NULL;
+    Py_ssize_t at = 0;
+    for (Py_ssize_t i = 0; i < w->nlevels; i++) {
+        if (w->levels[i].size > 0) {
+            r = &w->levels[i];
+            at = i;
+            break;
+        }
+    }
+    if (r == NULL)
+        return 0;
+    long long level = r->level;
+    int group = 0;
+    if (w->split) {
+        /* the sequential head unless the urgency's shared group waits and is behind in bytes */
+        int u = SPLIT_URGENCY(level);
+        group = (level & SPLIT_SHARED) != 0;
+        if (!group && w->sent[u][0] > w->sent[u][1]) {
+            long long key = ((long long)u << 42) + SPLIT_SHARED;
+            for (Py_ssize_t i = at + 1; i < w->nlevels && w->levels[i].level <= key; i++) {
+                if (w->levels[i].level == key && w->levels[i].size > 0) {
+                    r = &w->levels[i];
+                    group = 1;
+                }
+            }
+        }
+    }
     Turn t = r->buf[r->head];                 /* popleft: the reference to sid is ours */
     r->head = (r->head + 1) % r->cap;
     r->size--;
@@ -4191,7 +3963,11 @@ writer_next(WriterObject *w, long long limit)
     }
     if (endpoint_write_slice(w->endpoint, t.sid, w->pad, 0, (Py_ssize_t)n, !remaining) < 0)
         goto fail;
+    if (w->split)
+        w->sent[SPLIT_URGENCY(r->level)][group] += n;
     if (!remaining) {
+        if (w->split)
+            split_after_remove(w, r->level);
         PyObject *res = PyObject_CallOneArg(w->on_written, t.sid);
         Py_DECREF(t.sid);
         if (res == NULL)
@@ -4297,11 +4073,45 @@ Writer_on_stream_acked(WriterObject *w, PyObject *const *args, Py_ssize_t nargs)
 static PyObject *
 Writer_get_waiting(WriterObject *w, void *c) { return PyBool_FromLong(writer_waiting(w)); }
 
+static PyObject *
+Writer_split_levels(WriterObject *w, PyObject *unused)
+{
+    w->split = 1;
+    Py_RETURN_NONE;
+}
+
+static PyObject *
+Writer_hook(WriterObject *w, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 3 || !PyCallable_Check(args[0]) || !PyCallable_Check(args[1]) || !PyCallable_Check(args[2])) {
+        PyErr_SetString(PyExc_TypeError, "hook(pick_run, settle, remove)");
+        return NULL;
+    }
+    Py_XSETREF(w->pick, Py_NewRef(args[0]));
+    Py_XSETREF(w->settle, Py_NewRef(args[1]));
+    Py_XSETREF(w->remove, Py_NewRef(args[2]));
+    Py_RETURN_NONE;
+}
+
+static PyObject *
+Writer_settle_run(WriterObject *w, PyObject *unused)
+{
+    if (writer_settle(w, 0) < 0)
+        return NULL;
+    Py_RETURN_NONE;
+}
+
 static PyMethodDef Writer_methods[] = {
     {"add", (PyCFunction)(void (*)(void))Writer_add, METH_FASTCALL, "add(stream_id, size, level): a response joins its rotation."},
     {"stop", (PyCFunction)Writer_stop, METH_O, "stop(stream_id): nothing more of it is written."},
     {"write_next", (PyCFunction)Writer_write_next, METH_O, "write_next(limit) -> bytes written of the next response in turn."},
     {"fill", (PyCFunction)Writer_fill, METH_NOARGS, "Keep the congestion window written."},
+    {"split_levels", (PyCFunction)Writer_split_levels, METH_NOARGS,
+     "Cloudflare's shared sequential: levels are (urgency << 42) + order or + (1 << 41), split by bytes."},
+    {"hook", (PyCFunction)(void (*)(void))Writer_hook, METH_FASTCALL,
+     "hook(pick_run, settle, remove): a scheduler names the stream of each run of chunks."},
+    {"settle", (PyCFunction)Writer_settle_run, METH_NOARGS,
+     "End the open run, its charges told to the scheduler (before the scheduler changes)."},
     {"on_stream_acked", (PyCFunction)(void (*)(void))Writer_on_stream_acked, METH_FASTCALL,
      "on_stream_acked(stream_id, acked_offset): the transport's acknowledgement."},
     {NULL},

@@ -27,6 +27,8 @@ What is modelled
   first (section 4), at most 3 beside timestamps and 4 without (section 3).
 - Sender: initial window ``config.initial_window_segments``; slow start and congestion
   avoidance are ``cc.Reno`` / ``cc.Cubic`` (``config.cc``); limited transmit (RFC 3042).
+  The window counts bytes (RFC 5681), or with ``config.cwnd_in_packets`` segments, grown
+  only while it limits the sender, as Linux keeps it (``tcp_window``; reference endpoint only).
 - Loss recovery with SACK (default), as Linux runs it: a scoreboard of the sent segments
   (RFC 6675 section 4; each ``TcpSegment.mark``: in flight, SACKed, lost, lost and resent,
   Linux's TCPCB_SACKED_ACKED / TCPCB_LOST / TCPCB_SACKED_RETRANS).  Recovery starts on
@@ -159,7 +161,7 @@ def _c_endpoints(config: TransportConfig) -> bool:
             config.ack_every_packets, config.packet_threshold)
     floats = (config.min_rto_s, config.initial_rtt_s, config.max_ack_delay_s)
     return (all(type(v) is int for v in ints) and all(type(v) is float for v in floats)
-            and type(config.timestamps) is bool and type(config.sack) is bool
+            and type(config.timestamps) is bool and type(config.sack) is bool and not config.cwnd_in_packets
             and isinstance(config.cc, str) and config.cc.lower() in ("reno", "newreno", "cubic"))
 
 

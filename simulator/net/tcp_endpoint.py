@@ -14,6 +14,7 @@ from .link import Link, Packet
 from .tcp_packets import _LOST, _MAX_BACKOFF, _RESENT, _SACKED, TcpSegment
 from .tcp_receiver import TcpReceiver
 from .tcp_sack import SackScoreboard
+from .tcp_window import LinuxWindow
 from .transport import DataCallback, stream_id_for
 
 if TYPE_CHECKING:
@@ -24,9 +25,10 @@ __all__ = ["TcpEndpoint"]
 _EMPTY = memoryview(b"")
 
 
-class TcpEndpoint(SackScoreboard, TcpReceiver):
+class TcpEndpoint(SackScoreboard, TcpReceiver, LinuxWindow):
     """One side of a TCP connection: the sender of one direction and the receiver of the other
-    (the SACK scoreboard in ``tcp_sack``, the receiving side and the handshake in ``tcp_receiver``)."""
+    (the SACK scoreboard in ``tcp_sack``, the receiving side and the handshake in ``tcp_receiver``,
+    Linux's window in segments in ``tcp_window``)."""
 
     __slots__ = (
         "sim", "conn", "is_client", "name", "peer", "out_link", "timers", "config", "mss",
@@ -44,6 +46,7 @@ class TcpEndpoint(SackScoreboard, TcpReceiver):
         "_sack", "_sacked_bytes", "_lost_hint", "_rack_xmit_s", "_rack_end", "_pipe", "_prr_delivered", "_prr_out",
         "_recover_fs",
         "_deliver_segment", "_deliver_ack", "_handshake_retransmitted", "_handshake_sent_s",
+        "_packets", "_max_packets_out", "_cwnd_usage_seq", "_is_cwnd_limited", "nodelay",   # tcp_window
         # receiver (RCV.NXT)
         "rcv_nxt", "_ooo", "_ooo_bytes", "max_ooo_bytes", "_segments_since_ack", "_ts_recent_s", "_last_ack_sent",
         "_sack_blocks", "_sack_report",
@@ -111,6 +114,7 @@ class TcpEndpoint(SackScoreboard, TcpReceiver):
         self._prr_delivered = self._prr_out = self._recover_fs = 0   # RFC 6937 PRR state
         self._handshake_retransmitted = False
         self._handshake_sent_s = 0.0
+        self._init_window(config)                 # tcp_window: the window in segments, TCP_NODELAY
 
         self.rcv_nxt = 0
         self._ooo: dict[int, TcpSegment] = {}     # out-of-order segments by seq
@@ -161,6 +165,10 @@ class TcpEndpoint(SackScoreboard, TcpReceiver):
             self._ended.add(stream_id)
         self._pending.append([stream_id, offset, memoryview(data) if n else _EMPTY, end])
         self._pending_len += n if n else 1  # an empty end mark takes one sequence number (like FIN)
+        if self.nodelay:
+            # A send() on a TCP_NODELAY socket: out now if the window allows (tcp_window).
+            self._send_more()
+            return
         if not self._flush_scheduled:
             # Writes at the same virtual instant share segments: one flush after them all.
             self._flush_scheduled = True
@@ -204,22 +212,30 @@ class TcpEndpoint(SackScoreboard, TcpReceiver):
                 window = mss
         by_seq = self._by_seq
         snd_una = self.snd_una                           # sending never moves it
+        packets = self._packets
+        limited = False
         while True:
             nxt = self.snd_nxt
             flight = nxt - snd_una
             if nxt < self.snd_max:                       # resending after a timeout
                 seg = by_seq[nxt]
                 if flight + seg.length > window:
+                    limited = True
                     break
                 self.snd_nxt = nxt + seg.length
                 self._transmit(seg, True)
             elif self._pending_len:
                 pending_len = self._pending_len
-                if flight + (mss if mss < pending_len else pending_len) > window:
+                # With ``packets`` (tcp_window) a segment takes one of the window's, whatever its size.
+                if ((len(self._unacked) + 1) * mss if packets
+                        else flight + (mss if mss < pending_len else pending_len)) > window:
+                    limited = True
                     break
                 self._send_new_segment(nxt)
             else:
                 break
+        if packets:
+            self._cwnd_validate(limited or (len(self._unacked) + 1) * mss > window)
 
     def _send_new_segment(self, nxt: int) -> TcpSegment:
         """Cut the next segment of new data at ``nxt`` (= SND.NXT = SND.MAX) and send it."""
@@ -308,6 +324,8 @@ class TcpEndpoint(SackScoreboard, TcpReceiver):
         return TcpSegment(seq, length, payload, tuple(pieces))
 
     def _transmit(self, seg: TcpSegment, retransmission: bool) -> None:
+        if self._packets and self.timers.expiry("delack") is not None:
+            self._send_ack()                             # tcp_window: the ACK rides on this segment
         now = self.sim.now
         seg.sent_s = now
         if retransmission:
@@ -353,6 +371,7 @@ class TcpEndpoint(SackScoreboard, TcpReceiver):
         frto = self._frto
         original = 0                  # never-retransmitted segments sent before the timeout
         popleft = unacked.popleft
+        acked_segments = len(unacked)
         while unacked and unacked[0].seq < ack:
             seg = popleft()
             del by_seq[seg.seq]
@@ -367,6 +386,7 @@ class TcpEndpoint(SackScoreboard, TcpReceiver):
             if acked_streams is not None:
                 for stream_id, offset, data, _end in seg.pieces:
                     acked_streams[stream_id] = offset + len(data)
+        acked_segments -= len(unacked)
         newly_sacked = self._take_sack(sack, now) if sack and sack_on else 0
         # RFC 6298 section 3: an RTT sample per ACK, from the oldest newly acked segment, and
         # none (Karn's algorithm) when any newly acked segment was retransmitted.  A fresh
@@ -418,8 +438,11 @@ class TcpEndpoint(SackScoreboard, TcpReceiver):
                     self._inflation_bytes += mss
                 self._partial_acks += 1
                 restart_timer = self._partial_acks == 1
-        else:
+        elif not self._packets:
             self.cc.on_ack(newly_acked, now, self.rtt.smoothed_s)
+        elif self._may_grow():
+            # Linux counts what an ACK delivers in segments (tcp_slow_start, tcp_cong_avoid_ai).
+            self.cc.on_ack(acked_segments * mss, now, self.rtt.smoothed_s)
         # RFC 6298 (5.2) stop the timer when all is acked, (5.3) else restart it.
         if self.snd_una >= self.snd_max:
             self.timers.cancel("rto")

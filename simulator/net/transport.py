@@ -22,6 +22,10 @@ same calls, so a comparison changes one argument:
   bytes that had arrived were held back (TCP's head-of-line blocking).
 - ``on_packet_acked(packet_number, ranges)`` (QUIC) names each acknowledged packet with
   the ``(stream_id, offset, length)`` ranges it carried.
+- ``write_padding(endpoint, stream_id, size, end)`` writes ``size`` bytes that only count
+  (a body, a header block sized but not encoded) as slices of one shared block of at most
+  ``PADDING_CHUNK_BYTES``: the endpoints keep references to the writes, never copies, so
+  a body declared at gigabytes costs what is in flight, not its size (issue 33).
 
 Streams of the byte-stream transport are labels: over TCP the HTTP/2 framing that
 multiplexes them is the caller's (or the real h2 stack's) business; the model keeps the
@@ -34,9 +38,26 @@ from dataclasses import asdict, dataclass
 from typing import Callable, Protocol
 
 __all__ = ["TransportConfig", "Endpoint", "Connection", "stream_id_for", "DataCallback", "TIMER_KEYS",
-           "timer_counts"]
+           "timer_counts", "write_padding", "PADDING_CHUNK_BYTES"]
 
 DataCallback = Callable[[int, bytes, bool, float], None]
+
+PADDING_CHUNK_BYTES = 1 << 20           # one write of padding at most: 1 MiB, shared
+_PADDING: dict[bytes, bytes] = {}       # fill byte -> its shared block
+
+
+def write_padding(endpoint, stream_id: int, size: int, end: bool = False, fill: bytes = b"\0") -> None:
+    """Write ``size`` bytes of ``fill`` on ``stream_id`` of ``endpoint`` (``end``: with the last
+    of them), as writes of at most ``PADDING_CHUNK_BYTES`` that share one block: the same bytes,
+    in the same order, at the same instant as one write of them all (the endpoints coalesce
+    writes of one instant), without ever making ``size`` bytes."""
+    block = _PADDING.get(fill)
+    if block is None:
+        block = _PADDING[fill] = fill * PADDING_CHUNK_BYTES
+    while size > PADDING_CHUNK_BYTES:
+        endpoint.write(stream_id, block)
+        size -= PADDING_CHUNK_BYTES
+    endpoint.write(stream_id, block if size == PADDING_CHUNK_BYTES else block[:size], end=end)
 
 
 @dataclass
@@ -56,6 +77,10 @@ class TransportConfig:
     time_threshold: float = 9 / 8         # RFC 9002 kTimeThreshold
     timestamps: bool = True               # TCP timestamps (RFC 7323; Linux tcp_timestamps=1): Eifel detection
     sack: bool = True                     # TCP SACK (RFC 2018; Linux tcp_sack=1): RFC 6675 recovery with PRR
+    # TCP: the window as Linux keeps it (tcp_sock.snd_cwnd): in segments, each segment in flight
+    # taking one whatever its size (tcp_cwnd_test), growing by the segments acknowledged and only
+    # while the window limited the sender (tcp_is_cwnd_limited; RFC 7661 section 4.3).
+    cwnd_in_packets: bool = False
 
     def to_dict(self) -> dict:
         """The parameters as a plain dict."""

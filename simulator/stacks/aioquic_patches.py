@@ -14,7 +14,12 @@ letting a patch silently do nothing:
 - ``H3Connection._init_connection``, ``_encode_headers``, ``_encoder_bytes_sent``,
   ``_decoder``, ``_max_table_capacity``, ``_blocked_streams``, ``_max_push_id``,
   ``_is_client`` (``h3.SimH3Connection`` announces its QPACK settings and MAX_PUSH_ID and
-  sizes its HEADERS frames).
+  sizes its HEADERS frames);
+- ``H3Connection._local_control_stream_id`` and ``_peer_control_stream_id``
+  (``http.priority_stacks_h3`` writes and reads RFC 9218's PRIORITY_UPDATE on the control
+  streams, which aioquic has no API for);
+- ``QuicConnection._write_application``'s ``_streams_queue`` and
+  ``QuicPacketBuilder.remaining_flight_space`` (``StreamPull``, below).
 
 The stream service order, made independent of memory addresses.  Why:
 ``QuicConnection._write_application`` (aioquic 1.7.2) collects the streams it served
@@ -29,6 +34,20 @@ bound to ``InsertionOrderedSet``, a set that iterates in insertion order.  Nothi
 changes: the module's other uses of ``set`` (connection-id sequence numbers, a version
 comparison) only test membership and equality.
 
+A stream scheduler's hook (``StreamPull``, a mixin for a ``QuicConnection`` subclass):
+aioquic serves its streams in its own rotation, each packet from the send buffers of the
+streams in ``_streams_queue`` (``_write_application``: ``for stream in
+self._streams_queue``, then the queue rebuilt with the served ones at the back), and has no
+hook for a server to choose whose data goes next.  With ``StreamPull`` the connection reads
+its queue through a view whose first iteration for each packet serves aioquic's queue as
+before (control streams, QPACK streams, data already buffered: a lost frame's bytes) and
+then asks ``stream_pull(builder)`` for more: a generator that writes a chunk on the stream
+a scheduler picks (``H3Connection.send_data``) and yields that ``QuicStream``, which
+aioquic then packs into the packet being built, chunk after chunk while there is room
+(``builder.remaining_flight_space``).  So the application holds its responses and hands
+aioquic one packet's worth at a time, in its own order.  The view's later iterations (the
+queue's rebuild) and every other use of the queue see aioquic's list unchanged.
+
 ``install()`` is idempotent and is called when ``simulator.stacks.h3`` is imported.
 """
 
@@ -37,7 +56,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-__all__ = ["InsertionOrderedSet", "install", "check", "WRITTEN_FOR"]
+__all__ = ["InsertionOrderedSet", "StreamPull", "install", "check", "WRITTEN_FOR"]
 
 WRITTEN_FOR = "1.7"
 # (module, class or None, attribute): what the patches and subclasses rely on
@@ -49,13 +68,15 @@ _CLASS_NAMES = (
     ("aioquic.quic.stream", "QuicStreamSender", "on_data_delivery"),
     ("aioquic.h3.connection", "H3Connection", "_init_connection"),
     ("aioquic.h3.connection", "H3Connection", "_encode_headers"),
+    ("aioquic.quic.packet_builder", "QuicPacketBuilder", "remaining_flight_space"),
 )
 # instance attributes, checked on the source of the method that sets them
 _INSTANCE_NAMES = (
     ("aioquic.quic.connection", "QuicConnection", "__init__", ("_crypto_buffers", "_loss")),
-    ("aioquic.quic.stream", "QuicStreamSender", "__init__", ("_stream_id",)),
+    ("aioquic.quic.stream", "QuicStreamSender", "__init__", ("_stream_id", "buffer_is_empty")),
     ("aioquic.h3.connection", "H3Connection", "__init__",
-     ("_encoder_bytes_sent", "_decoder", "_max_table_capacity", "_blocked_streams", "_max_push_id", "_is_client")),
+     ("_encoder_bytes_sent", "_decoder", "_max_table_capacity", "_blocked_streams", "_max_push_id", "_is_client",
+      "_local_control_stream_id", "_peer_control_stream_id")),
 )
 
 
@@ -77,8 +98,12 @@ def check() -> None:
         source = inspect.getsource(getattr(getattr(importlib.import_module(module), cls), method))
         missing += [f"{cls}.{name}" for name in names if f"self.{name}" not in source]
     write_application = importlib.import_module("aioquic.quic.connection").QuicConnection._write_application
-    if "set(" not in inspect.getsource(write_application):
+    source = inspect.getsource(write_application)
+    if "set(" not in source:
         missing.append("the set of served streams in QuicConnection._write_application")
+    # StreamPull: the queue iterated once per packet, then rebuilt by assignment
+    if "for stream in self._streams_queue:" not in source or "self._streams_queue = [" not in source:
+        missing.append("the stream service queue (_streams_queue) of QuicConnection._write_application")
     if missing:
         raise RuntimeError(f"aioquic {version} lacks what simulator/stacks/aioquic_patches.py relies on: "
                            + ", ".join(missing))
@@ -114,3 +139,65 @@ def install() -> None:
     from aioquic.quic import connection
 
     connection.set = InsertionOrderedSet
+
+
+class _PulledQueue:
+    """``StreamPull``'s view of a connection's stream queue (``list``): the first iteration
+    after the queue was last assigned, while a packet is built, serves the list then the
+    streams ``stream_pull`` yields; any other iteration, and ``append``/``extend``, the list."""
+
+    __slots__ = ("queue", "conn")
+
+    def __init__(self, queue: list, conn) -> None:
+        self.queue, self.conn = queue, conn
+
+    def __iter__(self):
+        conn = self.conn
+        if not conn._pull_armed:
+            return iter(self.queue)
+        conn._pull_armed = False
+        return self._pulling(conn)
+
+    def _pulling(self, conn):
+        yield from self.queue
+        yield from conn.stream_pull(conn._pull_builder)
+
+    def __len__(self) -> int:
+        return len(self.queue)
+
+    def append(self, stream) -> None:
+        """As the list's (a new stream joins aioquic's rotation)."""
+        self.queue.append(stream)
+
+    def extend(self, streams) -> None:
+        """As the list's (served streams to the back)."""
+        self.queue.extend(streams)
+
+
+class StreamPull:
+    """Mixin for a ``QuicConnection`` subclass (put it first): ``stream_pull(builder)``, when
+    set, is asked for streams to serve after aioquic's own queue, once per packet (the
+    module docstring).  Written for aioquic 1.7's ``_write_application`` (``check()``)."""
+
+    stream_pull = None              # callable(builder) -> iterator of QuicStream; None: aioquic's order only
+    _pull_builder = None            # the packet builder while _write_application runs
+    _pull_armed = False             # the next iteration of the queue is a packet's first
+
+    def _write_application(self, builder, network_path, now) -> None:
+        self._pull_builder = builder
+        try:
+            super()._write_application(builder, network_path, now)
+        finally:
+            self._pull_builder = None
+
+    @property
+    def _streams_queue(self):
+        queue = self.__dict__["_pulled_queue"]
+        if self._pull_builder is None or self.stream_pull is None:
+            return queue
+        return _PulledQueue(queue, self)
+
+    @_streams_queue.setter
+    def _streams_queue(self, queue) -> None:
+        self.__dict__["_pulled_queue"] = queue
+        self._pull_armed = True     # aioquic rebuilds its queue after each packet: the next iteration is a new packet's

@@ -37,6 +37,8 @@ is how a client model above the stacks (the page-load model) reacts to them.
 
 from __future__ import annotations
 
+import contextlib
+import gc
 import math
 from dataclasses import asdict, dataclass, field
 from typing import Callable
@@ -51,7 +53,7 @@ from ..traces.model import HeaderList
 __all__ = [
     "PushSpec", "ExchangeSpec", "StackParams", "Recorder", "Result", "StackStalled",
     "CLIENT_ADDR", "SERVER_ADDR", "run_until", "idle_safe_until", "body_bytes", "PROGRESS_EVENTS",
-    "production_schedule",
+    "production_schedule", "collector_paused", "let_go",
 ]
 
 CLIENT_ADDR = ("10.0.0.1", 50000)      # fixed peer addresses: a changing one would look like
@@ -263,6 +265,39 @@ def schedule_requests(sim: Simulator, specs: list[ExchangeSpec], sessions: dict,
     for spec in specs:
         sim.call_at(spec.start_s, start, spec)
     return max(s.start_s for s in specs)
+
+
+@contextlib.contextmanager
+def collector_paused(pause: bool = True):
+    """The cyclic garbage collector paused inside the block (when ``pause``), resumed after.
+
+    For a run that makes many objects which live to its end and whose cycles are its own
+    state, made per resource and connection, none per packet or event: the page-load
+    model's load (a 20,000-resource page: five full passes over them, 1.3 s of a 6.5 s
+    run, found nothing).  Memory holds: the cycles a load leaves are collected after it."""
+    collecting = pause and gc.isenabled()
+    if collecting:
+        gc.disable()
+    try:
+        yield
+    finally:
+        if collecting:
+            gc.enable()
+
+
+def let_go(*objects) -> None:
+    """Drop the attributes of a finished run's objects (a page load, its network and its
+    connections; a dict or list stands for its elements): their references to each other
+    are cycles that only a full collection would free, one that looks at every object the
+    run made; dropped, reference counts free them at once (``collector_paused``: the
+    collector then finds little to look at)."""
+    for obj in objects:
+        if isinstance(obj, (dict, list, tuple)):         # a collection of them (a network's connections)
+            let_go(*(obj.values() if isinstance(obj, dict) else obj))
+            continue
+        attributes = getattr(obj, "__dict__", None)
+        if attributes is not None:
+            attributes.clear()
 
 
 def run_until(sim: Simulator, done: Callable[[], bool], *, check: Callable[[], None],

@@ -81,7 +81,7 @@ from .endpoint import Endpoint
 from .qlog import SimQuicLogger, stream_frames_resent_in_qlog
 from .tls import make_certificate    # shared with the h2 stack's TLS
 
-__all__ = ["H3Session", "SimH3Connection", "SimQuicConnection", "TimedQpackDecoder", "SimQuicLogger",
+__all__ = ["H3Session", "H3End", "SimH3Connection", "SimQuicConnection", "TimedQpackDecoder", "SimQuicLogger",
            "server_crypto_bytes",
            "make_certificate", "stream_frames_resent_in_qlog", "UDP_IP_HEADER_BYTES", "TIMER_NUDGE_S"]
 
@@ -331,6 +331,8 @@ class SimH3Connection(H3Connection):
 
 
 class _H3End(Endpoint):
+    quic_class = SimQuicConnection    # the server's QUIC connection (made on the client's first Initial)
+
     def __init__(self, session: "H3Session", *, is_client: bool, out_link, addr, peer_addr) -> None:
         super().__init__(session, is_client=is_client)
         self.out_link = out_link
@@ -492,13 +494,16 @@ class _H3End(Endpoint):
             self.on_push_promise(event.stream_id, None, ("push", event.push_id), tuple(event.headers))
 
 
+H3End = _H3End                       # an end, for servers of their own (``H3Session(server_end=...)``)
+
+
 class H3Session:
     """An aioquic HTTP/3 client and server for one origin, exchanging datagrams over ``path``."""
 
     stack = "h3"
 
     def __init__(self, sim: Simulator, path: Path, params: StackParams, recorder: Recorder, origin: str,
-                 name: str = "h3", *, qlog_dir: str | None = None, keylog=None) -> None:
+                 name: str = "h3", *, qlog_dir: str | None = None, keylog=None, server_end=None) -> None:
         self.sim = sim
         self.path = path
         self.params = params
@@ -512,7 +517,10 @@ class H3Session:
         self.qlog = SimQuicLogger(lambda: sim.now) if qlog_dir is not None else None
         self.keylog = keylog
         self.client = _H3End(self, is_client=True, out_link=path.forward, addr=CLIENT_ADDR, peer_addr=SERVER_ADDR)
-        self.server = _H3End(self, is_client=False, out_link=path.reverse, addr=SERVER_ADDR, peer_addr=CLIENT_ADDR)
+        # ``server_end``: another server (a subclass of ``H3End``, called as it is, its QUIC
+        # connection of its ``quic_class``), e.g. one with a scheduler (``http.priority_stacks_h3``).
+        self.server = (server_end or _H3End)(self, is_client=False, out_link=path.reverse, addr=SERVER_ADDR,
+                                             peer_addr=CLIENT_ADDR)
         self.client.peer, self.server.peer = self.server, self.client
         self.client.start_quic(SimQuicConnection(configuration=self.client.configuration()))
         sim.call_soon(self._connect)      # after the caller has attached its observers (pcap)
@@ -524,8 +532,8 @@ class H3Session:
     def accept(self, datagram: bytes) -> None:
         """Start the server's QUIC connection on the client's first Initial datagram."""
         header = pull_quic_header(Buffer(data=datagram), host_cid_length=CONNECTION_ID_BYTES)
-        quic = SimQuicConnection(configuration=self.server.configuration(),
-                                 original_destination_connection_id=header.destination_cid)
+        quic = self.server.quic_class(configuration=self.server.configuration(),
+                                      original_destination_connection_id=header.destination_cid)
         self.server.start_quic(quic)
 
     def request(self, spec, row) -> None:

@@ -41,13 +41,37 @@ _NO_BODY_STATUS = (204, 304)
 
 def _clean(headers) -> list[tuple[bytes, bytes]]:
     out = []
-    for name, value in headers or ():
-        name = name.strip().lower()
-        value = value.strip().replace(b"\r", b"").replace(b"\n", b"").replace(b"\x00", b"")
-        if not name or name in _CONNECTION_SPECIFIC:
-            continue
-        out.append((name, value))
+    cache = _CLEANED
+    for field in headers or ():
+        # Memoized per field (a page repeats most of its fields from request to request);
+        # a field given as a list is not hashable and is cleaned each time.
+        try:
+            cleaned = cache.get(field, _UNSEEN)
+        except TypeError:
+            cleaned = _clean_field(*field)
+        if cleaned is _UNSEEN:
+            cleaned = _clean_field(*field)
+            if len(cache) >= _CLEANED_MAX:
+                cache.clear()
+            cache[field] = cleaned
+        if cleaned is not None:
+            out.append(cleaned)
     return out
+
+
+def _clean_field(name: bytes, value: bytes) -> tuple[bytes, bytes] | None:
+    """One field as sent: the name lower-case, no CR, LF or NUL in the value, no surrounding
+    whitespace; None for a field without a name or a connection-specific one."""
+    name = name.strip().lower()
+    value = value.strip().replace(b"\r", b"").replace(b"\n", b"").replace(b"\x00", b"")
+    if not name or name in _CONNECTION_SPECIFIC:
+        return None
+    return name, value
+
+
+_CLEANED: dict = {}
+_UNSEEN = object()
+_CLEANED_MAX = 1 << 17
 
 
 def request_headers_for(headers, origin: str | None, body_bytes: int = 0) -> tuple:

@@ -169,9 +169,14 @@ class PageGraph:
                 i = self.resources[i].parent
         order = sorted(wanted)
         new = {old: n for n, old in enumerate(order)}
-        resources = [replace(self.resources[old], index=new[old],
-                             parent=None if self.resources[old].parent is None else new[self.resources[old].parent])
-                     for old in order]
+        resources = []
+        for old in order:
+            r = self.resources[old]
+            parent = None if r.parent is None else new[r.parent]
+            # Resources are frozen: one whose numbers stay is shared, not copied (a page's
+            # load-event graph keeps most resources where they were).
+            resources.append(r if r.index == new[old] and r.parent == parent
+                             else replace(r, index=new[old], parent=parent))
         return PageGraph(resources=resources, source=self.source, page=self.page, edges_from=self.edges_from,
                          document=new[self.document])
 

@@ -22,7 +22,11 @@ the RFCs are:
   (RFC 9002 sections 5 to 7, appendix A);
 - ``pacer``: pacing with aioquic's rule (RFC 9002 section 7.7);
 - ``handshake``: the handshake's datagrams, sizes and timing (RFC 9001; off by default);
-- ``stream`` and ``rangeset``: per-stream records and acknowledged byte ranges.
+- ``stream`` and ``rangeset``: per-stream records and acknowledged byte ranges;
+- ``native``: ``NativeQuicEndpoint``, the endpoint whose per-packet path is the C twin
+  ``simulator.net._quic`` (the default when built; ``WORKBENCH_NET=python``: the Python
+  reference above, which defines the behaviour); ``fuzz``: the twin against the reference on
+  seeded loss patterns and ACK orders (``make asan`` runs it).
 
 Not modelled (on purpose): flow control (MAX_DATA / MAX_STREAM_DATA: windows are
 unlimited), persistent congestion (RFC 9002 7.6), the application-limited rule for

@@ -14,6 +14,10 @@ Written by hand.
   pairs, and report the ack delay and up to ``MAX_ACK_RANGES`` ranges of received packet
   numbers (kept as two sorted lists, ``_recv_lows`` / ``_recv_highs``, inclusive).
 
+The Python here is the reference; ``simulator.net._quic`` is its C twin (received packet
+numbers, ACK frames and their sizes, when to ACK), chosen by ``net.native``
+(``WORKBENCH_NET=python``: this code; ``tests/test_net_quic_native.py`` compares them).
+
 ``AckGeneration`` is a part of ``connection.QuicEndpoint`` (its methods, the endpoint's
 state).
 """

@@ -12,6 +12,11 @@ endpoint's behaviour is in the modules of its parts, see ``simulator.net.quic``)
   (sending), ``AckGeneration`` (ACKs), ``LossRecovery`` (RFC 9002) and ``Handshake``
   (RFC 9001).  One object, not one per part as in aioquic: the per-packet paths stay
   plain method calls and slot reads.
+
+This is the reference.  ``native.NativeQuicEndpoint`` is the endpoint whose per-packet path
+(receiving 1-RTT packets, writes on open streams, sending, ACKs, recovery, timers) is the C
+twin ``simulator.net._quic``; ``QuicConnection(implementation=...)`` picks one
+(``net.native.QUIC_IMPLEMENTATION`` by default, ``WORKBENCH_NET=python``: this one).
 """
 
 from __future__ import annotations
@@ -23,6 +28,7 @@ from typing import Callable
 from ...engine import Simulator
 from ..cc import RttEstimator, RttIncreaseMonitor, make_congestion_control
 from ..link import Packet, Path
+from ..native import resolve_quic
 from ..transport import DataCallback, TransportConfig, stream_id_for
 from .ack import AckGeneration
 from .handshake import SERVER_FLIGHT_CRYPTO_BYTES, CryptoDatagram, Handshake, server_flight_sizes
@@ -176,7 +182,7 @@ class QuicEndpoint(PacketBuilder, AckGeneration, LossRecovery, Handshake):
         if stream.fin:
             raise ValueError(f"{self.name}: stream {stream_id} already ended")
         offset = stream.written
-        stream.buf += data
+        stream.append(data if type(data) is bytes else bytes(data))   # the caller may reuse a mutable buffer
         if end:
             stream.fin = True
             stream.fin_offset = stream.written
@@ -290,23 +296,30 @@ class QuicConnection:
     """A QUIC connection over ``path``: ``client`` sends on ``path.forward``, ``server`` on ``path.reverse``.
 
     ``log_cwnd=True`` records ``(time_s, cwnd_bytes)`` at every window change of each
-    endpoint (``stats()["client"]["cwnd_log"]``) for plots.
+    endpoint (``stats()["client"]["cwnd_log"]``) for plots.  ``implementation`` ("python",
+    "c", default ``native.QUIC_IMPLEMENTATION``) picks the endpoints: this module's
+    ``QuicEndpoint`` (the reference) or ``native.NativeQuicEndpoint`` (its recovery in C).
     """
 
     def __init__(self, sim: Simulator, path: Path, config: TransportConfig | None = None,
                  name: str = "quic", *, log_cwnd: bool = False, pacing: bool = True,
                  ack_delay_s: float | None = None, handshake: bool = False, retransmit_in_turn: bool = False,
                  slow_start_rtt_exit: bool = False, pto_declares_lost: bool = False,
-                 server_flight_bytes: int = SERVER_FLIGHT_CRYPTO_BYTES) -> None:
+                 server_flight_bytes: int = SERVER_FLIGHT_CRYPTO_BYTES, implementation: str | None = None) -> None:
         self.sim = sim
+        self.implementation = resolve_quic(implementation)
+        if self.implementation == "c":
+            from .native import NativeQuicEndpoint as endpoint_class
+        else:
+            endpoint_class = QuicEndpoint
         self.path = path
         self.config = config = config if config is not None else TransportConfig()
         self.name = name
         options = dict(log_cwnd=log_cwnd, pacing=pacing, ack_delay_s=ack_delay_s, handshake=handshake,
                        retransmit_in_turn=retransmit_in_turn, slow_start_rtt_exit=slow_start_rtt_exit,
                        pto_declares_lost=pto_declares_lost)
-        self.client = QuicEndpoint(sim, self, config, is_client=True, name=f"{name}/client", **options)
-        self.server = QuicEndpoint(sim, self, config, is_client=False, name=f"{name}/server", **options)
+        self.client = endpoint_class(sim, self, config, is_client=True, name=f"{name}/client", **options)
+        self.server = endpoint_class(sim, self, config, is_client=False, name=f"{name}/server", **options)
         self.server_flight_sizes = server_flight_sizes(config, server_flight_bytes)
         if handshake:
             sim.call_soon(self.client.start_handshake)

@@ -5,6 +5,9 @@ copied): rate ``cwnd / smoothed_rtt``, a burst of at most max(2, min(cwnd / 4, 1
 datagrams after idle, the rate set at each RTT sample, nothing paced before the first
 one.  The endpoint keeps the pacer's timer (slot ``pace``) and asks ``next_send_s``
 before each packet.
+
+This is the reference; ``simulator.net._quic``'s ``QuicCore`` holds its C twin (the same
+arithmetic), chosen by ``net.native`` (``WORKBENCH_NET=python``: this class).
 """
 
 from __future__ import annotations

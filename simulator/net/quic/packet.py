@@ -10,6 +10,9 @@ encoding: a packet is its frames and its size in bytes, counted as on the wire.
 - every STREAM frame costs type (1) + varint stream id + varint offset (left out at
   offset 0, the OFF bit) + varint length, with RFC 9000 section 16 varint sizes
   (section 19.8; ``frames.varint_len``, the workbench's one varint size).
+
+``QuicPacket`` is the reference; ``simulator.net._quic.QuicPacket`` is its C twin (same
+fields, same repr), what ``native.NativeQuicEndpoint`` sends.
 """
 
 from __future__ import annotations

@@ -17,6 +17,10 @@ Written by hand: the model builds packets as lists of STREAM frames with their s
   round-robin when a packet is built) is scheduled at send time, not at write time;
   ``want_to_send()`` tells the endpoint that the application has some.
 
+The Python here is the reference; ``simulator.net._quic`` is its C twin (the flush, packet
+contents, sending), chosen by ``net.native`` (``WORKBENCH_NET=python``: this code;
+``tests/test_net_quic_native.py`` compares them).
+
 ``PacketBuilder`` is a part of ``connection.QuicEndpoint`` (its methods, the endpoint's
 state): the queues ``_new_queue`` / ``_retx_queue`` of chunks ``[stream_id, offset,
 length, fin, retransmission]``, ``_next_pn``, ``_max_payload``, ``pacer``.

@@ -30,6 +30,10 @@ model's (``net.cc``: ``RttEstimator``, ``Reno`` / ``Cubic``, ``RttIncreaseMonito
   recovery started does not reduce again), no window growth for packets sent during
   recovery.
 
+The Python here is the reference; ``simulator.net._quic`` (``QuicCore``, driven by
+``native.NativeQuicEndpoint``) is its C twin, chosen by ``net.native`` (``WORKBENCH_NET=python``:
+this code), and ``tests/test_net_quic_native.py`` holds the two to the same events.
+
 ``LossRecovery`` is a part of ``connection.QuicEndpoint`` (its methods, the endpoint's
 state: ``rtt``, ``cc``, ``_sent`` / ``_sent_order``, ``_largest_acked``,
 ``_loss_time_s``, ``_pto_count``, ``bytes_in_flight``, ``_recovery_start_s``).

@@ -4,9 +4,13 @@ peer acknowledged, what a receiver holds out of order.
 Written by hand.  The endpoint (``connection.QuicEndpoint``) does the work; these are
 its records.  Receivers deliver each stream's bytes as soon as they are contiguous in
 that stream's order: no head-of-line blocking across streams (RFC 9000 section 2.2).
+The C twin (``simulator.net._quic``) works on these same records (and on ``rangeset``'s
+lists) through their attributes: they are the reference's and the twin's alike.
 """
 
 from __future__ import annotations
+
+from collections import deque
 
 from .rangeset import RangeSet
 
@@ -14,19 +18,25 @@ __all__ = ["SendStream", "RecvStream"]
 
 
 class SendStream:
-    """A sending stream: the bytes written and not yet acknowledged (kept for retransmission,
-    RFC 9000 section 13.3), and what is acknowledged.
+    """A sending stream: the bytes sent and not yet acknowledged (kept for retransmission,
+    RFC 9000 section 13.3), what is acknowledged, and the writes not yet sent.
 
-    ``buf`` holds the stream from offset ``buf_offset`` on: once the peer has acknowledged a
-    prefix, nothing will be sent of it again (``drop_acked``), so a stream holds what is in
-    flight or waiting, not everything it ever wrote (a page's bytes)."""
+    ``buf`` holds the stream from offset ``buf_offset`` on, up to what packets have read
+    (``data``): once the peer has acknowledged a prefix, nothing will be sent of it again
+    (``drop_acked``), so a stream holds what is in flight, not everything it ever wrote (a
+    page's bytes).  Writes wait in ``later`` as the writer's own objects (references, not
+    copies) until a packet reads them: a body written at once (a declared size, as padding
+    slices of ``transport.write_padding``) costs what is in flight, not its size."""
 
-    __slots__ = ("stream_id", "buf", "buf_offset", "fin", "fin_offset", "acked", "acked_prefix", "fin_acked")
+    __slots__ = ("stream_id", "buf", "buf_offset", "later", "later_bytes", "fin", "fin_offset", "acked",
+                 "acked_prefix", "fin_acked")
 
     def __init__(self, stream_id: int) -> None:
         self.stream_id = stream_id
-        self.buf = bytearray()            # the stream's bytes from buf_offset on
+        self.buf = bytearray()            # the stream's bytes from buf_offset on, as far as packets read
         self.buf_offset = 0               # bytes before it are acknowledged and gone
+        self.later: deque = deque()       # writes after buf, not yet read by a packet (bytes / memoryview)
+        self.later_bytes = 0
         self.fin = False
         self.fin_offset = -1
         self.acked = RangeSet()
@@ -36,11 +46,29 @@ class SendStream:
     @property
     def written(self) -> int:
         """Bytes written on the stream so far (the next write's offset)."""
-        return self.buf_offset + len(self.buf)
+        return self.buf_offset + len(self.buf) + self.later_bytes
+
+    def append(self, data: bytes) -> None:
+        """A write of ``data`` (immutable: ``bytes`` or a view of them), kept by reference."""
+        if data:
+            self.later.append(data)
+            self.later_bytes += len(data)
 
     def data(self, offset: int, length: int) -> bytes:
         """``length`` bytes of the stream from ``offset`` (not yet acknowledged)."""
         start = offset - self.buf_offset
+        short = start + length - len(self.buf)
+        later = self.later
+        while short > 0 and later:        # read on from the writes: only as far as this packet
+            chunk = later.popleft()
+            n = len(chunk)
+            if n > short:
+                view = memoryview(chunk)
+                later.appendleft(view[short:])
+                chunk, n = view[:short], short
+            self.buf += chunk
+            self.later_bytes -= n
+            short -= n
         return bytes(self.buf[start:start + length])
 
     def drop_acked(self) -> None:

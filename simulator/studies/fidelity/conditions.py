@@ -45,6 +45,12 @@ browser's CPU time between a parent and a child.
   children held by a synchronous script (they wait for it as above).
 - **Start offset**: from the page's start to the navigation request (the browser's own
   start-up), added to the simulated onLoad as it is part of the measured one.
+- **A server's first flight** (``one_flight``): the model's servers run TCP as Linux does
+  (``ModelNetwork(linux_tcp=True)``: ten first segments, three of them the TLS session
+  tickets, the HTTP/2 SETTINGS and their ACK); an origin whose first response on a fresh
+  connection needed more segments than that and still arrived within half a round trip of its
+  first byte has a server that sends more at once (a larger initial window, its frames in one
+  write), and keeps a window of 10 x 1460 bytes.
 - **Pushes**: what the capture says the server pushed (``Resource.pushed``: WebPageTest's and
   chrome-har's ``_was_pushed``, Firefox's status-0 entries without timings; see
   ``traces.harfields``) the simulated server pushes on the navigation too (``pushes``, for
@@ -83,6 +89,10 @@ __all__ = ["PageConditions", "infer_conditions", "PROTOCOL_CHOICES"]
 
 PROTOCOL_CHOICES = ("auto", "h2", "h3")
 SMALL_RESPONSE_BYTES = 4096
+# A Linux server's first flight on a fresh HTTP/2 connection: an initial window of 10 segments
+# (RFC 6928) counted in segments, less OpenSSL's session tickets, the SETTINGS and their ACK.
+LINUX_FIRST_FLIGHT_SEGMENTS = 10 - 3
+SEGMENT_BYTES = 1448                      # MSS with TCP timestamps on a 1500-byte MTU
 LARGE_RESPONSE_BYTES = 20_000
 _PHASES = ("blocked", "dns", "connect", "send", "wait", "receive")
 _BEFORE_BODY = ("blocked", "dns", "connect", "send", "wait")
@@ -102,6 +112,7 @@ class PageConditions:
     rtt_from: dict = field(default_factory=dict)   # origin -> "connect", "small exchange" or "page median"
     streamed: dict = field(default_factory=dict)   # resource -> share of its document's body arrived when found
     pushes: tuple = ()                    # resources the server pushes on the navigation (ServerPlan.pushes)
+    one_flight: frozenset = frozenset()   # origins whose server sent more than a Linux first flight at once
 
     def summary(self) -> dict:
         """RTT, median origin RTT (ms), bandwidth (Mbit/s), protocols per origin and start offset, for reporting."""
@@ -247,9 +258,11 @@ def infer_conditions(graph: PageGraph, page_start_s: float | None, protocol: str
             share = (start - first_byte) / receive if receive > 0 else 1.0
             streamed[r.index] = min(1.0, max(0.0, share))
 
-    origins = []
+    origins, one_flight = [], set()
     for origin, every in by_origin.items():
         rs = [r for r in every if not r.pushed] or every
+        if any(_one_flight(r, rtt[origin]) for r in rs):
+            one_flight.add(origin)
         dns = next((_ms(r.timings, "dns") for r in sorted(rs, key=lambda r: (r.start_s or 0.0, r.index))
                     if _ms(r.timings, "dns")), 0.0) or 0.0
         ssl = next((_ms(r.timings, "ssl") for r in rs if _ms(r.timings, "ssl")), 0.0) or 0.0
@@ -293,4 +306,13 @@ def infer_conditions(graph: PageGraph, page_start_s: float | None, protocol: str
     return PageConditions(rtt_s=base, bandwidth_bps=bandwidth, origins=tuple(sorted(origins)), think_s=think,
                           discovery_s=discovery, blockers=HeldScripts(tuple(sync_scripts), prefix),
                           start_offset_s=offset, rtt_from=rtt_from,
-                          streamed=streamed, pushes=tuple(pushes))
+                          streamed=streamed, pushes=tuple(pushes), one_flight=frozenset(one_flight))
+
+
+def _one_flight(r: Resource, rtt_s: float) -> bool:
+    """The first response on a fresh connection (one with a TCP handshake) arrived in less than
+    half a round trip although it needed more segments than a Linux server's first flight
+    holds: that server sends more at once (a larger initial window, or its frames in one write)."""
+    tcp, receive = _tcp_handshake_ms(r), _ms(r.timings, "receive")
+    return (bool(tcp) and receive is not None and receive / 1000.0 < rtt_s / 2
+            and -(-r.body_bytes // SEGMENT_BYTES) > LINUX_FIRST_FLIGHT_SEGMENTS)

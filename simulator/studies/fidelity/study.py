@@ -13,7 +13,7 @@ import pandas as pd
 
 from ... import __version__
 from ...errors import InputError
-from ...stacks.common import StackStalled
+from ...stacks.common import StackStalled, collector_paused
 from ...traces import load
 from ...traces.model import Trace, header_value
 from ...traces.pagegraph import PageGraph, page_graph, page_ids
@@ -196,7 +196,18 @@ def simulate_page(graph: PageGraph, cond: PageConditions, params: FidelityParams
                              queue_bytes=at.queue_bytes if at else None, resource_scheduler=scheduler)
     plan = ServerPlan(think_s=dict(cond.think_s), hints=tuple(hints), pushes=tuple(cond.pushes))
     return load_page(graph, load_params, plan, cache or ClientCache(), discovery_s=cond.discovery_s,
-                     blockers=cond.blockers, streamed=cond.streamed)
+                     blockers=cond.blockers, streamed=cond.streamed, network=_linux_servers(cond.one_flight))
+
+
+def _linux_servers(one_flight: frozenset):
+    """The model backend with TCP as a Linux server on OpenSSL runs it (``ModelNetwork(linux_tcp=True)``:
+    the window in segments, ACKs on data, TCP_NODELAY writes, two TLS session tickets), but to
+    the origins whose recording shows a larger first flight.  Found by the lab: at 300 ms the
+    rebuilt pages' 12 KB documents and 11 KB scripts on fresh connections took a second round
+    trip, which a window of 10 x 1460 bytes does not need."""
+    def network(sim, params, listener, backend_cls):
+        return backend_cls(sim, params, listener, linux_tcp=True, one_flight_servers=one_flight)
+    return network
 
 
 def _hints(graph: PageGraph, params: FidelityParams) -> tuple:
@@ -227,50 +238,56 @@ def run(trace: Trace, params: FidelityParams | None = None, *, progress: bool = 
     first_views: dict[str, tuple] = {}
     pages = {p.id: p for p in trace.pages}
     for page in page_ids(trace):
-        meta = pages.get(page)
-        base = {"trace": trace.source, "page": page}
-        if meta is None or meta.on_load_s is None:
-            skipped.append({**base, "reason": "no measured onLoad (pageTimings.onLoad missing or -1)"})
-            continue
-        if meta.repeat_view:
-            # Its HAR lacks what the browser's cache served, and the time the browser spent on it.
-            skipped.append({**base, "reason": "a repeat view (its HAR lacks what came from the browser's cache): "
-                                              "predicted from its first view instead"})
-            first = first_views.get(meta.url) or (list(first_views.values())[-1] if first_views else None)
-            if first is not None and params.at is None and not params.counterfactual_server:
-                repeats.append(_repeat_view(first, {**base, "measured_onload_s": meta.on_load_s}, params, scheduler))
-            continue
-        try:
-            graph = page_graph(trace, page)
-        except InputError as exc:
-            skipped.append({**base, "reason": exc.detail})
-            continue
-        sub = load_event_graph(graph, meta.on_load_s, meta.start_s)
-        cond = infer_conditions(sub, meta.start_s, params.protocol)
-        if params.at is not None:
-            cond = moved_to(cond, params.at_conditions, params.protocol)
-        if params.document_think_s is not None:
-            cond = replace(cond, think_s={**cond.think_s, sub.document: params.document_think_s})
-        try:
-            metrics = simulate_page(sub, cond, params, scheduler=scheduler, hints=_hints(graph, params)).metrics
-        except StackStalled as exc:            # the page's own load cannot end: the next page may
-            skipped.append({**base, "reason": exc.detail})
-            failed.append((trace.source, page, exc.detail))
-            continue
-        simulated = cond.start_offset_s + metrics["onload_s"]
-        row = {**base, "url": graph[graph.document].url,
-               "measured_onload_s": meta.on_load_s, "simulated_onload_s": simulated,
-               # With ``at`` (or another server) the measurement is of another load: no error to give.
-               "error_percent": (math.nan if params.at or params.counterfactual_server
-                                 else 100.0 * (simulated - meta.on_load_s) / meta.on_load_s),
-               "resources": len(sub), "requests": metrics["requests"], "connections": metrics["connections"],
-               # What the transports resent and why: the lab holds these against the kernel's own count.
-               **{k: metrics.get(k, 0) for k in ("packets_sent", "packets_lost", *TIMER_KEYS)},
-               "creator": trace.meta.get("creator", ""), "resource_scheduler": scheduler, **cond.summary()}
-        rows.append(row)
-        first_views[meta.url or row["url"]] = (graph, meta, cond)   # a repeat view follows its own first view
+        with collector_paused():           # a page's graph, conditions and load: see collector_paused
+            _run_page(trace, page, pages.get(page), params, scheduler, rows, skipped, repeats, failed, first_views)
     return FidelityResult(pages=pd.DataFrame(rows), skipped=pd.DataFrame(skipped, columns=["trace", "page", "reason"]),
                           repeat_views=pd.DataFrame(repeats), params=_stamped(params), failed=failed)
+
+
+def _run_page(trace: Trace, page, meta, params: FidelityParams, scheduler: str, rows: list, skipped: list,
+              repeats: list, failed: list, first_views: dict) -> None:
+    """One page of ``run``: its row, or why it was skipped, appended to the lists."""
+    base = {"trace": trace.source, "page": page}
+    if meta is None or meta.on_load_s is None:
+        skipped.append({**base, "reason": "no measured onLoad (pageTimings.onLoad missing or -1)"})
+        return
+    if meta.repeat_view:
+        # Its HAR lacks what the browser's cache served, and the time the browser spent on it.
+        skipped.append({**base, "reason": "a repeat view (its HAR lacks what came from the browser's cache): "
+                                          "predicted from its first view instead"})
+        first = first_views.get(meta.url) or (list(first_views.values())[-1] if first_views else None)
+        if first is not None and params.at is None and not params.counterfactual_server:
+            repeats.append(_repeat_view(first, {**base, "measured_onload_s": meta.on_load_s}, params, scheduler))
+        return
+    try:
+        graph = page_graph(trace, page)
+    except InputError as exc:
+        skipped.append({**base, "reason": exc.detail})
+        return
+    sub = load_event_graph(graph, meta.on_load_s, meta.start_s)
+    cond = infer_conditions(sub, meta.start_s, params.protocol)
+    if params.at is not None:
+        cond = moved_to(cond, params.at_conditions, params.protocol)
+    if params.document_think_s is not None:
+        cond = replace(cond, think_s={**cond.think_s, sub.document: params.document_think_s})
+    try:
+        metrics = simulate_page(sub, cond, params, scheduler=scheduler, hints=_hints(graph, params)).metrics
+    except StackStalled as exc:            # the page's own load cannot end: the next page may
+        skipped.append({**base, "reason": exc.detail})
+        failed.append((trace.source, page, exc.detail))
+        return
+    simulated = cond.start_offset_s + metrics["onload_s"]
+    row = {**base, "url": graph[graph.document].url,
+           "measured_onload_s": meta.on_load_s, "simulated_onload_s": simulated,
+           # With ``at`` (or another server) the measurement is of another load: no error to give.
+           "error_percent": (math.nan if params.at or params.counterfactual_server
+                             else 100.0 * (simulated - meta.on_load_s) / meta.on_load_s),
+           "resources": len(sub), "requests": metrics["requests"], "connections": metrics["connections"],
+           # What the transports resent and why: the lab holds these against the kernel's own count.
+           **{k: metrics.get(k, 0) for k in ("packets_sent", "packets_lost", *TIMER_KEYS)},
+           "creator": trace.meta.get("creator", ""), "resource_scheduler": scheduler, **cond.summary()}
+    rows.append(row)
+    first_views[meta.url or row["url"]] = (graph, meta, cond)   # a repeat view follows its own first view
 
 
 def _repeat_view(first: tuple, measured: dict, params: FidelityParams, scheduler: str = "none") -> dict:

@@ -68,8 +68,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="comma-separated browser priority profiles: " + ",".join(profile_names()))
     p.add_argument("--protocol", default="h2", choices=list(PROTOCOLS), help="h2 (over TCP) or h3 (over QUIC)")
     p.add_argument("--backend", default="model", choices=list(BACKENDS),
-                   help="model (the page-load model's network) or stacks (the real h2 stack, its server "
-                        "scheduling with the same scheduler; h2 only)")
+                   help="model (the page-load model's network) or stacks (the real h2 or aioquic stack, its "
+                        "server scheduling with the same scheduler)")
     add_network_flags(p, rtt="100ms", bw="10mbit", loss="0", tls=True, seed=1)
     p.add_argument("--no-reprioritize", action="store_true",
                    help="no PRIORITY_UPDATE for the LCP image after layout (RFC 9218 section 7)")

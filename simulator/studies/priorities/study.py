@@ -44,7 +44,7 @@ class PrioritiesParams(StudyParams):
     think_s: float = 0.0                  # the server's think time for every response
     parse_delay: str = DEFAULT_PARSE_DELAY
     page: str | None = None
-    backend: str = "model"                # or "stacks": the real h2 server with the scheduler (http.priority_stacks)
+    backend: str = "model"                # or "stacks": the real h2 or aioquic server with the scheduler
     # A ``http.priority_qlog.PriorityQlog`` collecting every HTTP/3 connection's scheduling
     # events (``--qlog``): where the run writes, not what it computes.
     qlog: object | None = field(default=None, compare=False)
@@ -66,9 +66,6 @@ class PrioritiesParams(StudyParams):
             raise InputError(f"unknown protocol {self.protocol!r} (choose {', '.join(PROTOCOLS)})")
         if self.backend not in BACKENDS:
             raise InputError(f"unknown backend {self.backend!r} (choose {', '.join(BACKENDS)})")
-        if self.backend == "stacks" and self.protocol != "h2":
-            raise InputError(f"--backend stacks schedules on the real h2 server only, not {self.protocol} "
-                             "(aioquic's sender has no scheduler hook here): use --protocol h2")
         if self.think_s < 0:
             raise InputError(f"think time must be >= 0, got {self.think_s}")
         self.load_params()
@@ -136,9 +133,10 @@ def load_with(graph: PageGraph, params: PrioritiesParams, browser: str, schedule
               plan_cls=PriorityPlan, on_network=None):
     """One page load of ``graph`` with ``browser``'s signals and ``scheduler`` on the server
     (``qlog``: an ``http.priority_qlog.PriorityQlog`` that gets the HTTP/3 connections' events),
-    on the model or, with ``params.backend == "stacks"``, on the real h2 stack with
-    ``http.priority_stacks``'s server.  ``plan_cls`` and ``on_network`` (called with the
-    network once made) are for comparisons that read the connections afterwards (``real``)."""
+    on the model or, with ``params.backend == "stacks"``, on the real stack with a scheduling
+    server (h2: ``http.priority_stacks``, h3: aioquic with ``http.priority_stacks_h3``).
+    ``plan_cls`` and ``on_network`` (called with the network once made) are for comparisons
+    that read the connections afterwards (``real``)."""
     signals, updates = browser_signals(graph, browser, params.protocol, reprioritize=params.reprioritize)
     if qlog is not None:
         qlog.label = f"{browser} {scheduler}"
@@ -147,7 +145,11 @@ def load_with(graph: PageGraph, params: PrioritiesParams, browser: str, schedule
     def network(sim, load_params, listener, backend_cls):
         layout = _Layout(listener, updates, graph.render_blocking)
         if params.backend == "stacks":
-            layout.network = backend_cls(sim, load_params, layout, server_end=scheduled_h2_server(plan))
+            if params.protocol == "h2":
+                server = scheduled_h2_server
+            else:
+                from ...http.priority_stacks_h3 import scheduled_h3_server as server   # aioquic only when asked for
+            layout.network = backend_cls(sim, load_params, layout, server_end=server(plan))
         else:
             layout.network = ModelNetwork(sim, load_params, layout, priorities=plan)
         if on_network is not None:
@@ -188,8 +190,9 @@ def run(trace: Trace | PageGraph, params: PrioritiesParams | None = None, *,
 
 def notes(params: PrioritiesParams) -> list[str]:
     """The caveats of a run's rows: ``tree`` over HTTP/3, which carries no tree."""
+    out = []
     if params.protocol != "h2" and "tree" in params.schedulers:
-        return [f"tree over {params.protocol}: HTTP/3 has no dependency tree (no PRIORITY frame, RFC 9114; "
-                "RFC 9218 section 2.1), so the tree server sees every stream under the root at the default "
-                "weight and shares bytes round-robin"]
-    return []
+        out.append(f"tree over {params.protocol}: HTTP/3 has no dependency tree (no PRIORITY frame, RFC 9114; "
+                   "RFC 9218 section 2.1), so the tree server sees every stream under the root at the default "
+                   "weight and shares bytes round-robin")
+    return out

@@ -1,0 +1,2880 @@
+/* The QUIC model's per-packet path in C: simulator.net._quic.
+ *
+ * Written by hand, as the TCP model's twin (_tcp.c) is: no library models QUIC inside this
+ * workbench's engine.  This is the C twin of the Python reference, which defines the
+ * behaviour and stays selectable (simulator/net/native.py; WORKBENCH_NET=python):
+ *
+ *   QuicCore     simulator/net/quic/recovery.py    LossRecovery: sent-packet records, ACK frames
+ *                                                  with ranges, RTT samples, loss detection
+ *                                                  (packet and time threshold), PTO and backoff
+ *                simulator/net/quic/ack.py         AckGeneration: received packet numbers as
+ *                                                  ranges, ACK frames, their sizes, when to ACK
+ *                simulator/net/quic/packet_builder.py  PacketBuilder: flush, packet contents, send
+ *                simulator/net/quic/connection.py  QuicEndpoint._on_packet (1-RTT packets once the
+ *                                                  handshake is confirmed), _on_stream_frame, write
+ *                simulator/net/quic/pacer.py       Pacer
+ *                simulator/net/cc.py               RttIncreaseMonitor
+ *   QuicPacket   simulator/net/quic/packet.py      QuicPacket
+ *   TimerSlots   simulator/engine.py               TimerSlots (the slots loss, ack, pace, handshake)
+ *   _Bound       the endpoint's _flush, _on_packet and _ack_now, as the engine and links call them
+ *   RttEstimator, CongestionControl  (_cc.h, shared with _tcp.c)  cc.RttEstimator, Reno, Cubic
+ *
+ * One QuicCore per endpoint of simulator/net/quic/native.py's NativeQuicEndpoint, which keeps
+ * the reference's objects: the core works on the endpoint's own slots, queues of chunks,
+ * SendStream / RecvStream records and RangeSet lists through their attributes, so the Python
+ * that stays (opening streams, the handshake, the statistics, the application's callbacks)
+ * sees the same state.  The handshake (handshake.py) stays Python and calls into the core.
+ *
+ * Why C: an HTTP/3 answer on the page-load model cost about 8x an HTTP/2 one, whose TCP
+ * path is C; every packet was a dozen Python calls out (flush, build, send) and in (arrival,
+ * frames, packet number, ACK processing, timers).
+ *
+ * Same results, by construction: every event is pushed at the same point of the same
+ * computation with the same time and a callback of the same name (the C callables carry the
+ * reference methods' __qualname__, TimerSlots is named as the engine's), the application's
+ * callbacks and the links are called in the same order with the same arguments, and every
+ * float is computed by the same IEEE operations in the same order (Python's min()/max() tie
+ * rules; built with -ffp-contract=off).  tests/test_net_quic_native.py runs both and compares
+ * every event, delivery, packet and counter.
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <structmember.h>
+#include <math.h>
+#include <stdint.h>
+#include <string.h>
+
+#define NET_MODULE "simulator.net._quic"
+enum { CC_RENO = 0, CC_CUBIC = 1 };
+#include "_cc.h"
+
+#define MAX_ACK_RANGES 32          /* packet.MAX_ACK_RANGES: ranges kept and reported by a receiver */
+#define ACK_DELAY_EXPONENT 3       /* packet.ACK_DELAY_EXPONENT (RFC 9000 section 18.2) */
+#define LOSS_EPSILON_S 1e-9        /* recovery.LOSS_EPSILON_S */
+#define MONITOR_SIZE 5             /* cc.RttIncreaseMonitor's defaults */
+#define MONITOR_GRANULARITY_S 0.001
+
+/* One ack-eliciting packet sent (recovery's QuicPacket record). */
+typedef struct {
+    PyObject *packet;              /* the QuicPacket, returned when acknowledged or lost */
+    long long pn, size;
+    double time_sent;
+    char done;                     /* acknowledged or declared lost */
+} Sent;
+
+typedef struct {
+    PyObject_HEAD
+    RttObject *rtt;
+    CcObject *cc;
+    PyObject *cwnd_log;            /* list of (time_s, cwnd_bytes), or None */
+    /* config */
+    double max_ack_delay_s, time_threshold;
+    long long packet_threshold, max_datagram;
+    /* sent packets, pn order: [head, head + len) of buf; `outstanding` of them not done */
+    Sent *sent;
+    Py_ssize_t head, len, cap, outstanding;
+    long long largest_acked, pto_count, bytes_in_flight;
+    double loss_time, last_ack_eliciting_s, recovery_start_s;
+    char has_loss_time;
+    long long pto_watch_pn, pto_watch_ptos;
+    char pto_watch_lost;
+    /* counters (the endpoint's statistics) */
+    long long packets_lost, lost_by_packet_threshold, lost_by_time_threshold, ptos, spurious_ptos,
+        congestion_events;
+    /* pacer (pacer.Pacer) */
+    char pacing, has_interval;
+    double interval_s, credit_s, credit_max_s, updated_s;
+    /* slow start exit on a rising RTT (cc.RttIncreaseMonitor) */
+    char monitor;
+    double mon_samples[MONITOR_SIZE], mon_last_s, mon_base_s;
+    int mon_index, mon_increases;
+    char mon_full, mon_has_base;
+    /* received packet numbers (ack.AckGeneration): inclusive ranges, ascending */
+    long long lows[MAX_ACK_RANGES + 1], highs[MAX_ACK_RANGES + 1];
+    int nranges;
+    long long largest_recv_pn;
+    double largest_recv_time_s;
+    /* the sending path's Python objects (bind): the packet classes, the endpoint's queues
+     * of chunks [stream_id, offset, length, fin, retransmission] and its send streams */
+    PyObject *packet_class, *link_packet_class, *retx_queue, *new_queue, *send_streams;
+    long long max_payload;
+    /* the receiving path's (bind): the endpoint's receive streams and their class */
+    PyObject *recv_streams, *recv_stream_class;
+    long long ack_every_packets;
+    /* the endpoint's own figures and flags on the per-packet path, kept here (the endpoint's
+     * attributes of these names read and write them: native.NativeQuicEndpoint's properties) */
+    long long next_pn, packets_sent, probe_packets_sent, ack_packets_sent, bytes_sent, stream_bytes_sent,
+        stream_bytes_retransmitted, unacked_eliciting;
+    char ack_due, flush_scheduled;
+    /* the endpoint's fixed objects (bind): its simulator, timer slots, and loss-timer callback */
+    PyObject *sim, *timers, *on_loss_timeout;
+    PyObject *flush_event, *ack_now_event;       /* its _Bound flush and ack_now (callables) */
+} CoreObject;
+
+static PyTypeObject CoreType;
+
+static inline int
+varint_len(long long v)                      /* frames.varint_len (RFC 9000 section 16) */
+{
+    if (v < 0x40)
+        return 1;
+    if (v < 0x4000)
+        return 2;
+    if (v < 0x40000000)
+        return 4;
+    return 8;
+}
+
+static PyObject *str_ready, *str_on_send_ready, *str_flush_scheduled, *str_ack_due, *str_unacked_eliciting,
+    *str_next_pn, *str_packets_sent, *str_probe_packets_sent, *str_ack_packets_sent, *str_bytes_sent,
+    *str_stream_bytes_sent, *str_stream_bytes_retransmitted, *str_timers, *str_set, *str_cancel, *str_loss,
+    *str_pace, *str_ack, *str_flush, *str_on_loss_timeout, *str_link, *str_send, *str_peer, *str_on_packet,
+    *str_sim, *str_now, *str_acked_prefix, *str_fin_acked, *str_buf, *str_buf_offset, *str_written, *str_popleft,
+    *str_call_soon, *str_fin_offset, *str_finished, *str_delivered, *str_heap, *str_heap_bytes, *str_reorder_bytes,
+    *str_max_reorder_bytes, *str_bytes_delivered, *str_on_data, *str_on_ack_frame, *str_frames, *str_pn,
+    *str_ack_eliciting, *str_expiry, *str_ack_delay_s, *str_ack_now, *str_join, *str_payload, *str_handshake_done_s,
+    *str_deliver, *str_flush_event, *str_ack_now_event, *str_starts, *str_ends, *str_done, *str_acked, *str_on_packet_acked,
+    *str_on_stream_acked, *str_requeue_lost, *str_fin, *str_append, *str_push;
+static PyObject *empty_bytes, *empty_tuple;
+
+#define SHORT_HEADER_BYTES (1 + 8 + 2 + 16)   /* packet.SHORT_HEADER_BYTES */
+#define UDP_IP_HEADER_BYTES 28                /* packet.UDP_IP_HEADER_BYTES */
+
+static int
+get_double(PyObject *o, double *out)
+{
+    *out = PyFloat_AsDouble(o);
+    return (*out == -1.0 && PyErr_Occurred()) ? -1 : 0;
+}
+
+/* -- pacer (pacer.Pacer) -- */
+
+static void
+pacer_refill(CoreObject *c, double now)
+{
+    if (now > c->updated_s) {
+        c->credit_s = py_min(c->credit_s + (now - c->updated_s), c->credit_max_s);
+        c->updated_s = now;
+    }
+}
+
+static void
+pacer_set_rate(CoreObject *c)
+{
+    double cwnd = c->cc->cwnd;
+    double rate = cwnd / py_max(rtt_smoothed(c->rtt), 1e-6);
+    double mdb = (double)c->max_datagram;
+    c->interval_s = py_max(1e-6, py_min(mdb / rate, 1.0));
+    c->has_interval = 1;
+    /* cwnd // 4 (a float's floor division by 4 is exact) */
+    double quarter = floor(cwnd / 4.0);
+    double burst = py_max(2 * mdb, py_min(quarter, 16 * mdb));
+    c->credit_max_s = burst / rate;
+    if (c->credit_s > c->credit_max_s)
+        c->credit_s = c->credit_max_s;
+}
+
+/* -- RTT samples (recovery._slow_start_check, cc.RttIncreaseMonitor) -- */
+
+static int
+monitor_increasing(CoreObject *c, double now, double rtt_s)
+{
+    if (now <= c->mon_last_s + MONITOR_GRANULARITY_S)
+        return 0;
+    c->mon_last_s = now;
+    c->mon_samples[c->mon_index] = rtt_s;
+    c->mon_index = (c->mon_index + 1) % MONITOR_SIZE;
+    if (c->mon_index == 0)
+        c->mon_full = 1;
+    if (!c->mon_full)
+        return 0;
+    double low = c->mon_samples[0], high = c->mon_samples[0];
+    for (int i = 1; i < MONITOR_SIZE; i++) {
+        low = py_min(low, c->mon_samples[i]);
+        high = py_max(high, c->mon_samples[i]);
+    }
+    if (!c->mon_has_base || c->mon_base_s > high) {
+        c->mon_base_s = high;
+        c->mon_has_base = 1;
+    }
+    double delta = low - c->mon_base_s;
+    if (4 * delta >= c->mon_base_s) {
+        c->mon_increases += 1;
+        return c->mon_increases >= MONITOR_SIZE;
+    }
+    if (delta > 0)
+        c->mon_increases = 0;
+    return 0;
+}
+
+static void
+slow_start_check(CoreObject *c, double now, double latest_rtt_s)
+{
+    CcObject *cc = c->cc;
+    if (c->monitor && cc->ssthresh == INFINITY && monitor_increasing(c, now, latest_rtt_s)) {
+        cc->ssthresh = cc->cwnd;
+        cc->ssthresh_int = cc->cwnd_int;
+    }
+}
+
+static int
+log_cwnd(CoreObject *c, double now)
+{
+    PyObject *log = c->cwnd_log;
+    if (log == Py_None)
+        return 0;
+    Py_ssize_t n = PyList_GET_SIZE(log);
+    if (n > 0) {
+        PyObject *last = PyList_GET_ITEM(log, n - 1);
+        double v;
+        if (get_double(PyTuple_GET_ITEM(last, 1), &v) < 0)
+            return -1;
+        if (v == c->cc->cwnd)
+            return 0;
+    }
+    PyObject *entry = Py_BuildValue("(dN)", now, number(c->cc->cwnd, c->cc->cwnd_int));
+    if (entry == NULL)
+        return -1;
+    int rc = PyList_Append(log, entry);
+    Py_DECREF(entry);
+    return rc;
+}
+
+/* -- loss detection (recovery._detect_lost_packets, _on_packets_lost) -- */
+
+/* Packets declared lost now, appended to `lost` (a list) in pn order, with the bookkeeping
+ * of _on_packets_lost except re-queueing their data (Python's); the loss timer's deadline. */
+static int
+detect_lost(CoreObject *c, double now, PyObject *lost)
+{
+    c->has_loss_time = 0;
+    RttObject *r = c->rtt;
+    double loss_delay = py_max(c->time_threshold * py_max(r->latest_rtt_s, rtt_smoothed(r)), r->granularity_s);
+    double loss_time = 0.0;
+    char has_loss_time = 0;
+    Sent *last_lost = NULL;
+    for (Py_ssize_t i = c->head; i < c->head + c->len; i++) {
+        Sent *s = &c->sent[i];
+        if (s->pn > c->largest_acked)
+            break;
+        if (s->done)
+            continue;
+        double deadline = s->time_sent + loss_delay;
+        int is_lost = 0;
+        if (c->largest_acked >= s->pn + c->packet_threshold) {
+            c->lost_by_packet_threshold += 1;
+            is_lost = 1;
+        }
+        else if (deadline <= now + LOSS_EPSILON_S) {     /* same sum as the timer's */
+            c->lost_by_time_threshold += 1;
+            is_lost = 1;
+        }
+        else if (!has_loss_time || deadline < loss_time) {
+            loss_time = deadline;
+            has_loss_time = 1;
+        }
+        if (is_lost) {
+            if (PyList_Append(lost, s->packet) < 0)
+                return -1;
+            last_lost = s;
+        }
+    }
+    c->has_loss_time = has_loss_time;
+    c->loss_time = loss_time;
+    if (last_lost == NULL)
+        return 0;
+    /* _on_packets_lost: in pn order, every one lost is settled */
+    for (Py_ssize_t i = c->head; i < c->head + c->len; i++) {
+        Sent *s = &c->sent[i];
+        if (s->pn > c->largest_acked)
+            break;
+        if (s->done)
+            continue;
+        double deadline = s->time_sent + loss_delay;
+        if (!(c->largest_acked >= s->pn + c->packet_threshold || deadline <= now + LOSS_EPSILON_S))
+            continue;
+        s->done = 1;
+        c->outstanding -= 1;
+        if (s->pn <= c->pto_watch_pn)
+            c->pto_watch_lost = 1;
+        c->bytes_in_flight -= s->size;
+        c->packets_lost += 1;
+    }
+    /* 7.3.2 OnCongestionEvent: one reduction per recovery period */
+    if (last_lost->time_sent > c->recovery_start_s) {
+        c->recovery_start_s = now;
+        cc_on_congestion_event(c->cc);
+        c->congestion_events += 1;
+        if (log_cwnd(c, now) < 0)
+            return -1;
+    }
+    return 0;
+}
+
+/* -- QuicPacket: packet.QuicPacket's C twin (the twin's endpoints send these) ---------------- */
+
+typedef struct {
+    PyObject_HEAD
+    long long pn, size_bytes;
+    double time_sent_s;
+    PyObject *frames, *ack;
+    char ack_eliciting, done, probe;
+} QPacketObject;
+
+static PyTypeObject QPacketType;
+
+static QPacketObject *
+qpacket_new(long long pn, double time_sent_s, long long size_bytes, PyObject *frames, PyObject *ack,
+            int ack_eliciting, int probe)
+{
+    QPacketObject *p = PyObject_GC_New(QPacketObject, &QPacketType);
+    if (p == NULL)
+        return NULL;
+    p->pn = pn;
+    p->time_sent_s = time_sent_s;
+    p->size_bytes = size_bytes;
+    Py_INCREF(frames);
+    p->frames = frames;
+    Py_INCREF(ack);
+    p->ack = ack;
+    p->ack_eliciting = (char)ack_eliciting;
+    p->done = 0;
+    p->probe = (char)probe;
+    PyObject_GC_Track(p);
+    return p;
+}
+
+static PyObject *
+QPacket_new(PyTypeObject *type, PyObject *args, PyObject *kw)
+{
+    static char *kwlist[] = {"pn", "time_sent_s", "size_bytes", "frames", "ack", "ack_eliciting", "probe", NULL};
+    long long pn, size;
+    double t;
+    PyObject *frames, *ack = Py_None;
+    int eliciting = 1, probe = 0;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "LdLO|Opp:QuicPacket", kwlist, &pn, &t, &size, &frames, &ack,
+                                     &eliciting, &probe))
+        return NULL;
+    return (PyObject *)qpacket_new(pn, t, size, frames, ack, eliciting, probe);
+}
+
+static int
+QPacket_traverse(QPacketObject *p, visitproc visit, void *arg)
+{
+    Py_VISIT(p->frames);
+    Py_VISIT(p->ack);
+    return 0;
+}
+
+static int
+QPacket_clear(QPacketObject *p)
+{
+    Py_CLEAR(p->frames);
+    Py_CLEAR(p->ack);
+    return 0;
+}
+
+static void
+QPacket_dealloc(QPacketObject *p)
+{
+    PyObject_GC_UnTrack(p);
+    QPacket_clear(p);
+    Py_TYPE(p)->tp_free((PyObject *)p);
+}
+
+static PyObject *
+QPacket_repr(QPacketObject *p)
+{
+    Py_ssize_t n = PyObject_Length(p->frames);
+    if (n < 0)
+        return NULL;
+    return PyUnicode_FromFormat("QuicPacket(pn=%lld, %s, %lld B, %zd frames)", p->pn,
+                                p->ack != Py_None ? "ack" : "data", p->size_bytes, n);
+}
+
+static PyMemberDef QPacket_members[] = {
+    {"pn", T_LONGLONG, offsetof(QPacketObject, pn), READONLY, NULL},
+    {"time_sent_s", T_DOUBLE, offsetof(QPacketObject, time_sent_s), READONLY, NULL},
+    {"size_bytes", T_LONGLONG, offsetof(QPacketObject, size_bytes), READONLY, "UDP payload bytes"},
+    {"frames", T_OBJECT, offsetof(QPacketObject, frames), READONLY, "STREAM frames (stream_id, offset, data, fin)"},
+    {"ack", T_OBJECT, offsetof(QPacketObject, ack), READONLY, "ACK frame (ranges, ack_delay_s), or None"},
+    {"ack_eliciting", T_BOOL, offsetof(QPacketObject, ack_eliciting), READONLY, NULL},
+    {"done", T_BOOL, offsetof(QPacketObject, done), 0, "acknowledged or declared lost (sender side)"},
+    {"probe", T_BOOL, offsetof(QPacketObject, probe), READONLY, NULL},
+    {NULL},
+};
+
+static PyTypeObject QPacketType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = NET_MODULE ".QuicPacket",
+    .tp_doc = "QuicPacket(pn, time_sent_s, size_bytes, frames, ack=None, ack_eliciting=True, probe=False): "
+              "one QUIC packet (packet.QuicPacket's C twin).",
+    .tp_basicsize = sizeof(QPacketObject),
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC,
+    .tp_new = QPacket_new,
+    .tp_traverse = (traverseproc)QPacket_traverse,
+    .tp_clear = (inquiry)QPacket_clear,
+    .tp_dealloc = (destructor)QPacket_dealloc,
+    .tp_repr = (reprfunc)QPacket_repr,
+    .tp_members = QPacket_members,
+};
+
+/* -- the QuicCore type -- */
+
+static int
+Core_init(CoreObject *c, PyObject *args, PyObject *kw)
+{
+    static char *kwlist[] = {"cc", "max_datagram_bytes", "initial_window_segments", "initial_rtt_s",
+                             "max_ack_delay_s", "time_threshold", "packet_threshold", "pacing",
+                             "slow_start_rtt_exit", NULL};
+    const char *cc_name;
+    long long mdb, iw, threshold;
+    double initial_rtt, max_ack_delay, time_threshold;
+    int pacing, monitor;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "sLLdddLpp", kwlist, &cc_name, &mdb, &iw, &initial_rtt,
+                                     &max_ack_delay, &time_threshold, &threshold, &pacing, &monitor))
+        return -1;
+    int kind;
+    if (strcmp(cc_name, "reno") == 0 || strcmp(cc_name, "newreno") == 0)
+        kind = CC_RENO;
+    else if (strcmp(cc_name, "cubic") == 0)
+        kind = CC_CUBIC;
+    else {
+        PyErr_Format(PyExc_ValueError, "unknown congestion control %s", cc_name);
+        return -1;
+    }
+    Py_CLEAR(c->cc);
+    Py_CLEAR(c->rtt);
+    c->cc = cc_new(kind, mdb, iw);
+    c->rtt = rtt_new(initial_rtt, 0.2);
+    if (c->cc == NULL || c->rtt == NULL)
+        return -1;
+    Py_INCREF(Py_None);
+    Py_XSETREF(c->cwnd_log, Py_None);
+    c->max_ack_delay_s = max_ack_delay;
+    c->time_threshold = time_threshold;
+    c->packet_threshold = threshold;
+    c->max_datagram = mdb;
+    c->largest_acked = -1;
+    c->pto_count = c->bytes_in_flight = 0;
+    c->has_loss_time = 0;
+    c->loss_time = c->last_ack_eliciting_s = 0.0;
+    c->recovery_start_s = -1.0;
+    c->pto_watch_pn = -1;
+    c->pto_watch_ptos = 0;
+    c->pto_watch_lost = 0;
+    c->pacing = (char)pacing;
+    c->has_interval = 0;
+    c->interval_s = c->credit_s = c->credit_max_s = c->updated_s = 0.0;
+    c->monitor = (char)monitor;
+    memset(c->mon_samples, 0, sizeof(c->mon_samples));
+    c->mon_last_s = 0.0;
+    c->mon_index = c->mon_increases = 0;
+    c->mon_full = c->mon_has_base = 0;
+    c->nranges = 0;
+    c->largest_recv_pn = -1;
+    c->largest_recv_time_s = 0.0;
+    return 0;
+}
+
+static void
+clear_sent(CoreObject *c)
+{
+    for (Py_ssize_t i = c->head; i < c->head + c->len; i++)
+        Py_CLEAR(c->sent[i].packet);
+    c->head = c->len = c->outstanding = 0;
+}
+
+static int
+Core_traverse(CoreObject *c, visitproc visit, void *arg)
+{
+    Py_VISIT(c->cwnd_log);
+    Py_VISIT(c->packet_class);
+    Py_VISIT(c->link_packet_class);
+    Py_VISIT(c->retx_queue);
+    Py_VISIT(c->new_queue);
+    Py_VISIT(c->send_streams);
+    Py_VISIT(c->recv_streams);
+    Py_VISIT(c->recv_stream_class);
+    Py_VISIT(c->sim);
+    Py_VISIT(c->timers);
+    Py_VISIT(c->on_loss_timeout);
+    Py_VISIT(c->flush_event);
+    Py_VISIT(c->ack_now_event);
+    for (Py_ssize_t i = c->head; i < c->head + c->len; i++)
+        Py_VISIT(c->sent[i].packet);
+    return 0;
+}
+
+static int
+Core_clear(CoreObject *c)
+{
+    Py_CLEAR(c->cwnd_log);
+    Py_CLEAR(c->packet_class);
+    Py_CLEAR(c->link_packet_class);
+    Py_CLEAR(c->retx_queue);
+    Py_CLEAR(c->new_queue);
+    Py_CLEAR(c->send_streams);
+    Py_CLEAR(c->recv_streams);
+    Py_CLEAR(c->recv_stream_class);
+    Py_CLEAR(c->sim);
+    Py_CLEAR(c->timers);
+    Py_CLEAR(c->on_loss_timeout);
+    Py_CLEAR(c->flush_event);
+    Py_CLEAR(c->ack_now_event);
+    clear_sent(c);
+    return 0;
+}
+
+static void
+Core_dealloc(CoreObject *c)
+{
+    PyObject_GC_UnTrack(c);
+    Core_clear(c);
+    Py_CLEAR(c->rtt);
+    Py_CLEAR(c->cc);
+    PyMem_Free(c->sent);
+    Py_TYPE(c)->tp_free((PyObject *)c);
+}
+
+static int record_sent(CoreObject *c, PyObject *packet, long long pn, double t, long long size);
+
+/* on_sent(packet, pn, time_sent_s, size_bytes): an ack-eliciting packet left
+ * (packet_builder._send_packet's bookkeeping). */
+static PyObject *
+Core_on_sent(CoreObject *c, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 4) {
+        PyErr_SetString(PyExc_TypeError, "on_sent(packet, pn, time_sent_s, size_bytes)");
+        return NULL;
+    }
+    long long pn = PyLong_AsLongLong(args[1]);
+    double t;
+    long long size = PyLong_AsLongLong(args[3]);
+    if ((pn == -1 || size == -1) && PyErr_Occurred())
+        return NULL;
+    if (get_double(args[2], &t) < 0)
+        return NULL;
+    if (record_sent(c, args[0], pn, t, size) < 0)
+        return NULL;
+    Py_RETURN_NONE;
+}
+
+static int
+record_sent(CoreObject *c, PyObject *packet, long long pn, double t, long long size)
+{
+    /* drop settled records at the front (the reference's lazy popleft), then make room */
+    while (c->len > 0 && c->sent[c->head].done) {
+        Py_CLEAR(c->sent[c->head].packet);
+        c->head++;
+        c->len--;
+    }
+    if (c->head + c->len == c->cap) {
+        if (c->head > 0 && c->head >= c->cap / 2) {
+            memmove(c->sent, c->sent + c->head, c->len * sizeof(Sent));
+            c->head = 0;
+        }
+        else {
+            Py_ssize_t cap = c->cap ? 2 * c->cap : 64;
+            Sent *buf = PyMem_Realloc(c->sent, cap * sizeof(Sent));
+            if (buf == NULL) {
+                PyErr_NoMemory();
+                return -1;
+            }
+            c->sent = buf;
+            c->cap = cap;
+        }
+    }
+    Sent *s = &c->sent[c->head + c->len];
+    Py_INCREF(packet);
+    s->packet = packet;
+    s->pn = pn;
+    s->size = size;
+    s->time_sent = t;
+    s->done = 0;
+    c->len++;
+    c->outstanding++;
+    c->bytes_in_flight += size;
+    c->last_ack_eliciting_s = t;
+    return 0;
+}
+
+/* Index of the first record with pn >= target in [head, head + len). */
+static Py_ssize_t
+lower_bound(CoreObject *c, long long target)
+{
+    Py_ssize_t lo = c->head, hi = c->head + c->len;
+    while (lo < hi) {
+        Py_ssize_t mid = lo + (hi - lo) / 2;
+        if (c->sent[mid].pn < target)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
+/* on_ack(ranges, ack_delay_s, now): the first half of recovery._on_ack_frame.  The packets
+ * newly acknowledged, oldest first, after the RTT sample (5.1), the pacing rate, the bytes in
+ * flight and the window (7.3.2: no growth for packets sent before the recovery started);
+ * None when the frame acknowledges nothing new (the reference returns there). */
+static PyObject *
+Core_on_ack(CoreObject *c, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 3 || !PyList_Check(args[0])) {
+        PyErr_SetString(PyExc_TypeError, "on_ack(ranges: list, ack_delay_s, now)");
+        return NULL;
+    }
+    PyObject *ranges = args[0];
+    double ack_delay, now;
+    if (get_double(args[1], &ack_delay) < 0 || get_double(args[2], &now) < 0)
+        return NULL;
+    while (c->len > 0 && c->sent[c->head].done) {
+        Py_CLEAR(c->sent[c->head].packet);
+        c->head++;
+        c->len--;
+    }
+    if (c->len == 0)
+        Py_RETURN_NONE;
+    long long smallest = c->sent[c->head].pn;
+    Py_ssize_t nr = PyList_GET_SIZE(ranges);
+    if (nr == 0)
+        Py_RETURN_NONE;
+    long long largest_in_frame = 0;
+    /* newly acknowledged, highest first: record indices */
+    Py_ssize_t cap = 16, n = 0;
+    Py_ssize_t *idx = PyMem_Malloc(cap * sizeof(Py_ssize_t));
+    if (idx == NULL)
+        return PyErr_NoMemory();
+    for (Py_ssize_t k = 0; k < nr; k++) {           /* highest first */
+        PyObject *rg = PyList_GET_ITEM(ranges, k);
+        if (!PyTuple_Check(rg) || PyTuple_GET_SIZE(rg) != 2) {
+            PyMem_Free(idx);
+            PyErr_SetString(PyExc_TypeError, "an ACK range is a (low, high) tuple");
+            return NULL;
+        }
+        long long low = PyLong_AsLongLong(PyTuple_GET_ITEM(rg, 0));
+        long long high = PyLong_AsLongLong(PyTuple_GET_ITEM(rg, 1));
+        if ((low == -1 || high == -1) && PyErr_Occurred()) {
+            PyMem_Free(idx);
+            return NULL;
+        }
+        if (k == 0)
+            largest_in_frame = high;
+        if (high < smallest)
+            break;
+        Py_ssize_t i = lower_bound(c, high + 1) - 1;
+        for (; i >= c->head && c->sent[i].pn >= low; i--) {
+            if (c->sent[i].done)
+                continue;
+            if (n == cap) {
+                cap *= 2;
+                Py_ssize_t *grown = PyMem_Realloc(idx, cap * sizeof(Py_ssize_t));
+                if (grown == NULL) {
+                    PyMem_Free(idx);
+                    return PyErr_NoMemory();
+                }
+                idx = grown;
+            }
+            idx[n++] = i;
+        }
+    }
+    if (n == 0) {
+        PyMem_Free(idx);
+        Py_RETURN_NONE;
+    }
+    if (largest_in_frame > c->largest_acked)
+        c->largest_acked = largest_in_frame;
+    Sent *first = &c->sent[idx[0]];
+    if (first->pn == largest_in_frame) {           /* RTT sample (5.1) */
+        double sample = now - first->time_sent;
+        rtt_update(c->rtt, sample, py_min(ack_delay, c->max_ack_delay_s), 0);
+        slow_start_check(c, now, sample);
+        if (c->pacing)                             /* aioquic sets the pacing rate at each RTT sample */
+            pacer_set_rate(c);
+    }
+    double srtt = rtt_smoothed(c->rtt);
+    PyObject *out = PyList_New(n);
+    if (out == NULL) {
+        PyMem_Free(idx);
+        return NULL;
+    }
+    for (Py_ssize_t j = 0; j < n; j++) {           /* oldest first */
+        Sent *s = &c->sent[idx[n - 1 - j]];
+        s->done = 1;
+        c->outstanding -= 1;
+        c->bytes_in_flight -= s->size;
+        if (s->time_sent > c->recovery_start_s && cc_on_ack(c->cc, s->size, now, srtt) < 0) {
+            PyMem_Free(idx);
+            Py_DECREF(out);
+            return NULL;
+        }
+        Py_INCREF(s->packet);
+        PyList_SET_ITEM(out, j, s->packet);
+    }
+    PyMem_Free(idx);
+    return out;
+}
+
+/* after_ack(now): the second half of recovery._on_ack_frame, after the streams' bookkeeping:
+ * the window log, loss detection (A.10), the spurious-PTO watch, the PTO backoff reset (A.7).
+ * The packets declared lost (pn order; their data is Python's to queue again), or None. */
+static PyObject *
+Core_after_ack(CoreObject *c, PyObject *arg)
+{
+    double now;
+    if (get_double(arg, &now) < 0)
+        return NULL;
+    if (log_cwnd(c, now) < 0)
+        return NULL;
+    PyObject *lost = PyList_New(0);
+    if (lost == NULL)
+        return NULL;
+    if (detect_lost(c, now, lost) < 0) {
+        Py_DECREF(lost);
+        return NULL;
+    }
+    if (c->pto_watch_pn >= 0) {
+        long long first = -1;
+        for (Py_ssize_t i = c->head; i < c->head + c->len; i++)
+            if (!c->sent[i].done) {
+                first = c->sent[i].pn;
+                break;
+            }
+        if (c->outstanding == 0 || first > c->pto_watch_pn) {
+            if (!c->pto_watch_lost)
+                c->spurious_ptos += c->pto_watch_ptos;
+            c->pto_watch_pn = -1;
+        }
+    }
+    c->pto_count = 0;
+    if (PyList_GET_SIZE(lost) == 0) {
+        Py_DECREF(lost);
+        Py_RETURN_NONE;
+    }
+    return lost;
+}
+
+/* loss_deadline(): recovery._set_loss_detection_timer's time (A.8): the loss time if any,
+ * else the PTO if anything is in flight; None: cancel the timer. */
+static PyObject *
+Core_loss_deadline(CoreObject *c, PyObject *unused)
+{
+    if (c->has_loss_time)
+        return PyFloat_FromDouble(c->loss_time);
+    if (c->outstanding == 0)
+        Py_RETURN_NONE;
+    RttObject *r = c->rtt;
+    double pto = rtt_smoothed(r) + py_max(4 * r->rttvar_s, r->granularity_s) + c->max_ack_delay_s;
+    pto = pto * ldexp(1.0, (int)c->pto_count);      /* * 2 ** pto_count: exact */
+    return PyFloat_FromDouble(c->last_ack_eliciting_s + pto);
+}
+
+/* on_loss_timeout(now): recovery._on_loss_detection_timeout (A.9) up to the probes: with a
+ * loss time, the packets it declares lost (a list, maybe empty); else, with packets in
+ * flight, True (a PTO: the backoff and the spurious-PTO watch are done, the caller sends
+ * the probes); else None. */
+static PyObject *
+Core_on_loss_timeout(CoreObject *c, PyObject *arg)
+{
+    double now;
+    if (get_double(arg, &now) < 0)
+        return NULL;
+    if (c->has_loss_time) {
+        PyObject *lost = PyList_New(0);
+        if (lost == NULL)
+            return NULL;
+        if (detect_lost(c, now, lost) < 0) {
+            Py_DECREF(lost);
+            return NULL;
+        }
+        return lost;
+    }
+    if (c->outstanding == 0)
+        Py_RETURN_NONE;
+    c->ptos += 1;
+    if (c->pto_watch_pn < 0) {
+        c->pto_watch_ptos = 0;
+        c->pto_watch_lost = 0;
+    }
+    c->pto_watch_ptos += 1;
+    for (Py_ssize_t i = c->head + c->len - 1; i >= c->head; i--)     /* the newest packet in flight */
+        if (!c->sent[i].done) {
+            c->pto_watch_pn = c->sent[i].pn;
+            break;
+        }
+    c->pto_count += 1;
+    Py_RETURN_TRUE;
+}
+
+/* outstanding(index): the index-th oldest packet in flight (or the newest if fewer). */
+static PyObject *
+Core_outstanding(CoreObject *c, PyObject *arg)
+{
+    Py_ssize_t index = PyLong_AsSsize_t(arg);
+    if (index == -1 && PyErr_Occurred())
+        return NULL;
+    PyObject *found = NULL;
+    Py_ssize_t seen = 0;
+    for (Py_ssize_t i = c->head; i < c->head + c->len && seen <= index; i++)
+        if (!c->sent[i].done) {
+            found = c->sent[i].packet;
+            seen++;
+        }
+    if (found == NULL) {
+        PyErr_SetString(PyExc_IndexError, "no packet in flight");
+        return NULL;
+    }
+    Py_INCREF(found);
+    return found;
+}
+
+/* rtt_sample(sample_s, now): recovery._rtt_sample (the handshake's: no ack delay). */
+static PyObject *
+Core_rtt_sample(CoreObject *c, PyObject *const *args, Py_ssize_t nargs)
+{
+    double sample, now;
+    if (nargs != 2 || get_double(args[0], &sample) < 0 || get_double(args[1], &now) < 0) {
+        if (!PyErr_Occurred())
+            PyErr_SetString(PyExc_TypeError, "rtt_sample(sample_s, now)");
+        return NULL;
+    }
+    rtt_update(c->rtt, sample, 0.0, PyLong_Check(args[0]));
+    slow_start_check(c, now, sample);
+    if (c->pacing)
+        pacer_set_rate(c);
+    Py_RETURN_NONE;
+}
+
+/* cwnd_open(): the window lets another packet go (bytes in flight < cwnd, RFC 9002 7). */
+static PyObject *
+Core_cwnd_open(CoreObject *c, PyObject *unused)
+{
+    return PyBool_FromLong((double)c->bytes_in_flight < c->cc->cwnd);
+}
+
+/* pace(now): pacer.Pacer.next_send_s: None if a packet may leave now (or no pacing). */
+static PyObject *
+Core_pace(CoreObject *c, PyObject *arg)
+{
+    if (!c->pacing || !c->has_interval)
+        Py_RETURN_NONE;
+    double now;
+    if (get_double(arg, &now) < 0)
+        return NULL;
+    pacer_refill(c, now);
+    if (c->credit_s <= 0)
+        return PyFloat_FromDouble(now + c->interval_s);
+    Py_RETURN_NONE;
+}
+
+/* paced(now): pacer.Pacer.on_packet_sent. */
+static PyObject *
+Core_paced(CoreObject *c, PyObject *arg)
+{
+    if (!c->pacing || !c->has_interval)
+        Py_RETURN_NONE;
+    double now;
+    if (get_double(arg, &now) < 0)
+        return NULL;
+    pacer_refill(c, now);
+    c->credit_s = c->credit_s < c->interval_s ? 0.0 : c->credit_s - c->interval_s;
+    Py_RETURN_NONE;
+}
+
+/* -- receiver: packet numbers and ACK frames (ack.AckGeneration) -- */
+
+/* on_packet_number(pn, now): record a received packet number; True if it arrived out of
+ * order (13.2.1: below the largest, or a gap before it). */
+static PyObject *
+Core_on_packet_number(CoreObject *c, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 2) {
+        PyErr_SetString(PyExc_TypeError, "on_packet_number(pn, now)");
+        return NULL;
+    }
+    long long pn = PyLong_AsLongLong(args[0]);
+    if (pn == -1 && PyErr_Occurred())
+        return NULL;
+    double now;
+    if (get_double(args[1], &now) < 0)
+        return NULL;
+    long long *lows = c->lows, *highs = c->highs;
+    int n = c->nranges;
+    long long largest = c->largest_recv_pn;
+    if (n && pn == highs[n - 1] + 1)
+        highs[n - 1] = pn;
+    else {
+        int i = 0;                                  /* bisect_left(lows, pn) */
+        while (i < n && lows[i] < pn)
+            i++;
+        if (i > 0 && highs[i - 1] + 1 >= pn) {
+            if (pn > highs[i - 1])
+                highs[i - 1] = pn;
+            i -= 1;
+        }
+        else {
+            memmove(lows + i + 1, lows + i, (n - i) * sizeof(long long));
+            memmove(highs + i + 1, highs + i, (n - i) * sizeof(long long));
+            lows[i] = highs[i] = pn;
+            n++;
+        }
+        if (i + 1 < n && lows[i + 1] == highs[i] + 1) {     /* filled a gap: merge */
+            highs[i] = highs[i + 1];
+            memmove(lows + i + 1, lows + i + 2, (n - i - 2) * sizeof(long long));
+            memmove(highs + i + 1, highs + i + 2, (n - i - 2) * sizeof(long long));
+            n--;
+        }
+        if (n > MAX_ACK_RANGES) {
+            memmove(lows, lows + 1, (n - 1) * sizeof(long long));
+            memmove(highs, highs + 1, (n - 1) * sizeof(long long));
+            n--;
+        }
+        c->nranges = n;
+    }
+    if (pn > largest) {
+        c->largest_recv_pn = pn;
+        c->largest_recv_time_s = now;
+    }
+    return PyBool_FromLong(largest >= 0 && (pn < largest || pn > largest + 1));
+}
+
+static long long
+ack_frame_size(CoreObject *c, double ack_delay_s)
+{
+    int n = c->nranges;
+    long long *lows = c->lows, *highs = c->highs;
+    long long size = 1 + varint_len(highs[n - 1]) + varint_len(((long long)(ack_delay_s * 1e6)) >> ACK_DELAY_EXPONENT)
+        + varint_len(n - 1) + varint_len(highs[n - 1] - lows[n - 1]);
+    long long prev_low = lows[n - 1];
+    for (int i = n - 2; i >= 0; i--) {
+        size += varint_len(prev_low - highs[i] - 2) + varint_len(highs[i] - lows[i]);
+        prev_low = lows[i];
+    }
+    return size;
+}
+
+static PyObject *ack_tuple(CoreObject *c, double now, long long *size);
+
+/* ack_frame(now): ((ranges highest first, ack_delay_s), size) (RFC 9000 section 19.3). */
+static PyObject *
+Core_ack_frame(CoreObject *c, PyObject *arg)
+{
+    double now;
+    if (get_double(arg, &now) < 0)
+        return NULL;
+    if (c->nranges == 0) {
+        PyErr_SetString(PyExc_IndexError, "no packet received");
+        return NULL;
+    }
+    long long size;
+    PyObject *ack = ack_tuple(c, now, &size);
+    if (ack == NULL)
+        return NULL;
+    return Py_BuildValue("(NL)", ack, size);
+}
+
+/* The ACK frame (ranges highest first, ack_delay_s) of ack._ack_frame, its size in *size. */
+static PyObject *
+ack_tuple(CoreObject *c, double now, long long *size)
+{
+    int n = c->nranges;
+    PyObject *ranges = PyList_New(n);
+    if (ranges == NULL)
+        return NULL;
+    for (int i = 0; i < n; i++) {
+        PyObject *rg = Py_BuildValue("(LL)", c->lows[n - 1 - i], c->highs[n - 1 - i]);
+        if (rg == NULL) {
+            Py_DECREF(ranges);
+            return NULL;
+        }
+        PyList_SET_ITEM(ranges, i, rg);
+    }
+    double ack_delay_s = now - c->largest_recv_time_s;
+    *size = ack_frame_size(c, ack_delay_s);
+    return Py_BuildValue("(Nd)", ranges, ack_delay_s);
+}
+
+/* ack_frame_size(now): the ACK frame's size alone (ack._pending_ack_bytes). */
+static PyObject *
+Core_ack_frame_size(CoreObject *c, PyObject *arg)
+{
+    double now;
+    if (get_double(arg, &now) < 0)
+        return NULL;
+    if (c->nranges == 0) {
+        PyErr_SetString(PyExc_IndexError, "no packet received");
+        return NULL;
+    }
+    return PyLong_FromLongLong(ack_frame_size(c, now - c->largest_recv_time_s));
+}
+
+/* -- TimerSlots: engine.TimerSlots's C twin for a QUIC endpoint's four slots ---------------
+ *
+ * The same heap entries as the reference (one live entry per owner, the earliest expiry,
+ * pushed as self._fire(gen) on the engine's queue; stale entries find nothing due), the
+ * same order of the callbacks at one instant (by time, then slot name), so the engine sees
+ * the same events; named TimerSlots so a traced run labels them "TimerSlots._fire". */
+
+#define N_SLOTS 4
+static const char *slot_names[N_SLOTS] = {"loss", "ack", "pace", "handshake"};   /* the endpoint's order */
+static const int slot_rank[N_SLOTS] = {2, 0, 3, 1};      /* their names' sort order */
+
+typedef struct {
+    PyObject_HEAD
+    PyObject *sim, *owner, *push, *fire;
+    double when[N_SLOTS];
+    PyObject *cb[N_SLOTS];          /* NULL: the slot is empty */
+    double scheduled;
+    char has_scheduled;
+    long long gen;
+} TimersObject;
+
+static PyTypeObject TimersType;
+
+static int
+slot_of(PyObject *name)
+{
+    if (PyUnicode_Check(name))
+        for (int i = 0; i < N_SLOTS; i++)
+            if (PyUnicode_CompareWithASCIIString(name, slot_names[i]) == 0)
+                return i;
+    PyErr_Format(PyExc_KeyError, "no timer slot %R", name);
+    return -1;
+}
+
+static int
+tm_schedule(TimersObject *t, double when)
+{
+    t->gen += 1;
+    t->scheduled = when;
+    t->has_scheduled = 1;
+    PyObject *args = Py_BuildValue("(L)", t->gen);
+    PyObject *when_o = args == NULL ? NULL : PyFloat_FromDouble(when);
+    PyObject *r = when_o == NULL ? NULL : PyObject_CallFunctionObjArgs(t->push, when_o, t->fire, args, NULL);
+    Py_XDECREF(when_o);
+    Py_XDECREF(args);
+    Py_XDECREF(r);
+    return r == NULL ? -1 : 0;
+}
+
+static int
+tm_now(TimersObject *t, double *now)
+{
+    PyObject *o = PyObject_GetAttr(t->sim, str_now);
+    if (o == NULL)
+        return -1;
+    int rc = get_double(o, now);
+    Py_DECREF(o);
+    return rc;
+}
+
+/* TimerSlots.set(slot, when_s, callback) */
+static int
+tm_set(TimersObject *t, int slot, double when, PyObject *callback)
+{
+    double now;
+    if (tm_now(t, &now) < 0)
+        return -1;
+    if (when < now)
+        when = now;
+    t->when[slot] = when;
+    Py_INCREF(callback);
+    Py_XSETREF(t->cb[slot], callback);
+    if (!t->has_scheduled || when < t->scheduled)
+        return tm_schedule(t, when);
+    return 0;
+}
+
+static void
+tm_cancel(TimersObject *t, int slot)
+{
+    Py_CLEAR(t->cb[slot]);        /* lazy: the heap entry stays, as in TimerSlots */
+}
+
+static PyObject *
+Timers_new(PyTypeObject *type, PyObject *args, PyObject *kw)
+{
+    PyObject *sim, *owner;
+    if (!PyArg_ParseTuple(args, "OO:TimerSlots", &sim, &owner))
+        return NULL;
+    TimersObject *t = (TimersObject *)type->tp_alloc(type, 0);
+    if (t == NULL)
+        return NULL;
+    Py_INCREF(sim);
+    t->sim = sim;
+    Py_INCREF(owner);
+    t->owner = owner;
+    t->push = PyObject_GetAttrString(sim, "_push");
+    t->fire = t->push == NULL ? NULL : PyObject_GetAttrString((PyObject *)t, "_fire");
+    if (t->fire == NULL) {
+        Py_DECREF(t);
+        return NULL;
+    }
+    return (PyObject *)t;
+}
+
+static int
+Timers_traverse(TimersObject *t, visitproc visit, void *arg)
+{
+    Py_VISIT(t->sim);
+    Py_VISIT(t->owner);
+    Py_VISIT(t->push);
+    Py_VISIT(t->fire);
+    for (int i = 0; i < N_SLOTS; i++)
+        Py_VISIT(t->cb[i]);
+    return 0;
+}
+
+static int
+Timers_clear(TimersObject *t)
+{
+    Py_CLEAR(t->sim);
+    Py_CLEAR(t->owner);
+    Py_CLEAR(t->push);
+    Py_CLEAR(t->fire);
+    for (int i = 0; i < N_SLOTS; i++)
+        Py_CLEAR(t->cb[i]);
+    return 0;
+}
+
+static void
+Timers_dealloc(TimersObject *t)
+{
+    PyObject_GC_UnTrack(t);
+    Timers_clear(t);
+    Py_TYPE(t)->tp_free((PyObject *)t);
+}
+
+static PyObject *
+Timers_set(TimersObject *t, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 3) {
+        PyErr_SetString(PyExc_TypeError, "set(slot, when_s, callback)");
+        return NULL;
+    }
+    int slot = slot_of(args[0]);
+    double when;
+    if (slot < 0 || get_double(args[1], &when) < 0 || tm_set(t, slot, when, args[2]) < 0)
+        return NULL;
+    Py_RETURN_NONE;
+}
+
+static PyObject *
+Timers_cancel(TimersObject *t, PyObject *name)
+{
+    int slot = slot_of(name);
+    if (slot < 0)
+        return NULL;
+    tm_cancel(t, slot);
+    Py_RETURN_NONE;
+}
+
+static PyObject *
+Timers_expiry(TimersObject *t, PyObject *name)
+{
+    int slot = slot_of(name);
+    if (slot < 0)
+        return NULL;
+    if (t->cb[slot] == NULL)
+        Py_RETURN_NONE;
+    return PyFloat_FromDouble(t->when[slot]);
+}
+
+static PyObject *
+Timers_armed(TimersObject *t, PyObject *unused)
+{
+    PyObject *d = PyDict_New();
+    for (int i = 0; d != NULL && i < N_SLOTS; i++) {
+        if (t->cb[i] == NULL)
+            continue;
+        PyObject *w = PyFloat_FromDouble(t->when[i]);
+        if (w == NULL || PyDict_SetItemString(d, slot_names[i], w) < 0) {
+            Py_XDECREF(w);
+            Py_CLEAR(d);
+            break;
+        }
+        Py_DECREF(w);
+    }
+    return d;
+}
+
+/* TimerSlots._fire(gen): the slots due now, earliest first (equal times in name order). */
+static PyObject *
+Timers_fire(TimersObject *t, PyObject *gen_obj)
+{
+    long long gen = PyLong_AsLongLong(gen_obj);
+    if (gen == -1 && PyErr_Occurred())
+        return NULL;
+    if (gen != t->gen)
+        Py_RETURN_NONE;               /* superseded by an earlier expiry */
+    t->has_scheduled = 0;
+    double now;
+    if (tm_now(t, &now) < 0)
+        return NULL;
+    int order[N_SLOTS], n = 0;
+    double due[N_SLOTS];
+    for (int i = 0; i < N_SLOTS; i++)
+        if (t->cb[i] != NULL && t->when[i] <= now) {
+            int j = n++;               /* insertion sort by (when, name) */
+            while (j > 0 && (due[j - 1] > t->when[i]
+                             || (due[j - 1] == t->when[i] && slot_rank[order[j - 1]] > slot_rank[i]))) {
+                due[j] = due[j - 1];
+                order[j] = order[j - 1];
+                j--;
+            }
+            due[j] = t->when[i];
+            order[j] = i;
+        }
+    for (int k = 0; k < n; k++) {
+        int slot = order[k];
+        if (t->cb[slot] == NULL || t->when[slot] != due[k])
+            continue;                 /* cancelled or re-armed by an earlier callback of this batch */
+        PyObject *callback = t->cb[slot];
+        t->cb[slot] = NULL;           /* the reference to it is ours now */
+        PyObject *r = PyObject_CallNoArgs(callback);
+        Py_DECREF(callback);
+        if (r == NULL)
+            return NULL;
+        Py_DECREF(r);
+    }
+    if (!t->has_scheduled) {
+        int any = 0;
+        double later = 0.0;
+        for (int i = 0; i < N_SLOTS; i++)
+            if (t->cb[i] != NULL && (!any || t->when[i] < later)) {
+                later = t->when[i];
+                any = 1;
+            }
+        if (any && tm_schedule(t, later) < 0)
+            return NULL;
+    }
+    Py_RETURN_NONE;
+}
+
+static PyMethodDef Timers_methods[] = {
+    {"set", (PyCFunction)(void (*)(void))Timers_set, METH_FASTCALL, "set(slot, when_s, callback)"},
+    {"cancel", (PyCFunction)Timers_cancel, METH_O, "cancel(slot)"},
+    {"expiry", (PyCFunction)Timers_expiry, METH_O, "expiry(slot): seconds, or None"},
+    {"armed", (PyCFunction)Timers_armed, METH_NOARGS, "the armed slots and their expiry times"},
+    {"_fire", (PyCFunction)Timers_fire, METH_O, "_fire(gen): the heap entry of generation gen popped"},
+    {NULL},
+};
+
+static PyMemberDef Timers_members[] = {
+    {"sim", T_OBJECT, offsetof(TimersObject, sim), READONLY, NULL},
+    {"owner", T_OBJECT, offsetof(TimersObject, owner), READONLY, NULL},
+    {NULL},
+};
+
+static PyTypeObject TimersType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = NET_MODULE ".TimerSlots",
+    .tp_doc = "TimerSlots(sim, owner): a QUIC endpoint's loss, ack, pace and handshake timer slots "
+              "(engine.TimerSlots's C twin).",
+    .tp_basicsize = sizeof(TimersObject),
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC,
+    .tp_new = Timers_new,
+    .tp_traverse = (traverseproc)Timers_traverse,
+    .tp_clear = (inquiry)Timers_clear,
+    .tp_dealloc = (destructor)Timers_dealloc,
+    .tp_methods = Timers_methods,
+    .tp_members = Timers_members,
+};
+
+/* -- the sending path (packet_builder.PacketBuilder, ack._send_ack, A.8's timer) ------------
+ *
+ * On the endpoint's own Python objects: its slots (ready, _ack_due, _next_pn, the counters),
+ * its queues of chunks, its SendStreams, its TimerSlots, its link; each read and written where
+ * the reference reads and writes it, so what Python code around sees is the same. */
+
+static int
+attr_truthy(PyObject *o, PyObject *name)
+{
+    PyObject *v = PyObject_GetAttr(o, name);
+    if (v == NULL)
+        return -1;
+    int t = PyObject_IsTrue(v);
+    Py_DECREF(v);
+    return t;
+}
+
+static int
+attr_long(PyObject *o, PyObject *name, long long *out)
+{
+    PyObject *v = PyObject_GetAttr(o, name);
+    if (v == NULL)
+        return -1;
+    *out = PyLong_AsLongLong(v);
+    Py_DECREF(v);
+    return (*out == -1 && PyErr_Occurred()) ? -1 : 0;
+}
+
+static int
+set_long(PyObject *o, PyObject *name, long long v)
+{
+    PyObject *x = PyLong_FromLongLong(v);
+    if (x == NULL)
+        return -1;
+    int rc = PyObject_SetAttr(o, name, x);
+    Py_DECREF(x);
+    return rc;
+}
+
+static int
+add_long(PyObject *o, PyObject *name, long long delta)
+{
+    long long v;
+    if (attr_long(o, name, &v) < 0)
+        return -1;
+    return set_long(o, name, v + delta);
+}
+
+static int
+sim_now(CoreObject *c, double *now)
+{
+    PyObject *t = PyObject_GetAttr(c->sim, str_now);
+    if (t == NULL)
+        return -1;
+    int rc = get_double(t, now);
+    Py_DECREF(t);
+    return rc;
+}
+
+static int
+fast_slot(PyObject *slot)
+{
+    return slot == str_loss ? 0 : slot == str_ack ? 1 : slot == str_pace ? 2 : -1;
+}
+
+static PyObject *
+call_timers(CoreObject *c, PyObject *method, PyObject *slot, PyObject *when, PyObject *callback)
+{
+    PyObject *timers = c->timers;
+    Py_INCREF(timers);
+    PyObject *r;
+    int index = fast_slot(slot);
+    if (Py_IS_TYPE(timers, &TimersType) && index >= 0) {    /* the C twin's: no call through Python */
+        TimersObject *t = (TimersObject *)timers;
+        r = Py_None;
+        Py_INCREF(r);
+        if (method == str_cancel)
+            tm_cancel(t, index);
+        else if (method == str_expiry) {
+            Py_DECREF(r);
+            r = t->cb[index] == NULL ? (Py_INCREF(Py_None), Py_None) : PyFloat_FromDouble(t->when[index]);
+        }
+        else {
+            double w;
+            if (get_double(when, &w) < 0 || tm_set(t, index, w, callback) < 0)
+                Py_CLEAR(r);
+        }
+    }
+    else if (callback == NULL)
+        r = PyObject_CallMethodOneArg(timers, method, slot);
+    else
+        r = PyObject_CallMethodObjArgs(timers, method, slot, when, callback, NULL);
+    Py_DECREF(timers);
+    return r;
+}
+
+static int
+timers_cancel(CoreObject *c, PyObject *slot)
+{
+    PyObject *r = call_timers(c, str_cancel, slot, NULL, NULL);
+    Py_XDECREF(r);
+    return r == NULL ? -1 : 0;
+}
+
+/* self.timers.set(slot, when, callback) */
+static int
+timers_set(CoreObject *c, PyObject *slot, double when, PyObject *cb)
+{
+    PyObject *t = PyFloat_FromDouble(when);
+    if (t == NULL)
+        return -1;
+    PyObject *r = call_timers(c, str_set, slot, t, cb);
+    Py_DECREF(t);
+    Py_XDECREF(r);
+    return r == NULL ? -1 : 0;
+}
+
+/* ack._acked_now: the ACK went out. */
+static int
+acked_now(CoreObject *c)
+{
+    if (timers_cancel(c, str_ack) < 0)
+        return -1;
+    c->unacked_eliciting = 0;
+    c->ack_due = 0;
+    return 0;
+}
+
+/* self.link.send(Packet(wire, packet), self.peer._on_packet) */
+static int
+send_on_link(CoreObject *c, PyObject *ep, long long wire, PyObject *packet)
+{
+    PyObject *lp = PyObject_CallFunction(c->link_packet_class, "LO", wire, packet);
+    if (lp == NULL)
+        return -1;
+    PyObject *link = PyObject_GetAttr(ep, str_link);
+    PyObject *peer = link == NULL ? NULL : PyObject_GetAttr(ep, str_peer);
+    PyObject *deliver = peer == NULL ? NULL : PyObject_GetAttr(peer, str_deliver);
+    PyObject *r = deliver == NULL ? NULL : PyObject_CallMethodObjArgs(link, str_send, lp, deliver, NULL);
+    Py_XDECREF(deliver);
+    Py_XDECREF(peer);
+    Py_XDECREF(link);
+    Py_DECREF(lp);
+    Py_XDECREF(r);
+    return r == NULL ? -1 : 0;
+}
+
+/* QuicPacket(pn, time_sent_s, size_bytes, frames, ack, ack_eliciting, probe) and the count. */
+static PyObject *
+new_packet(CoreObject *c, PyObject *ep, double now, long long size, PyObject *frames, PyObject *ack,
+           int eliciting, int probe, long long *pn)
+{
+    *pn = c->next_pn;
+    PyObject *packet = (PyObject *)qpacket_new(*pn, now, size, frames, ack, eliciting, probe);
+    if (packet == NULL)
+        return NULL;
+    c->next_pn = *pn + 1;
+    return packet;
+}
+
+/* packet_builder._send_packet: an ack-eliciting packet with a new number (RFC 9000 12.3),
+ * an ACK riding along if one is pending (13.2). */
+static int
+send_packet(CoreObject *c, PyObject *ep, PyObject *frames, long long size, int probe, double now)
+{
+    long long unacked = c->unacked_eliciting, pn;
+    PyObject *ack;
+    if (unacked) {
+        long long ack_bytes;
+        ack = ack_tuple(c, now, &ack_bytes);
+        if (ack == NULL)
+            return -1;
+        size += ack_bytes;
+        if (acked_now(c) < 0) {
+            Py_DECREF(ack);
+            return -1;
+        }
+    }
+    else {
+        Py_INCREF(Py_None);
+        ack = Py_None;
+    }
+    PyObject *packet = new_packet(c, ep, now, size, frames, ack, 1, probe, &pn);
+    Py_DECREF(ack);
+    if (packet == NULL)
+        return -1;
+    long long wire = size + UDP_IP_HEADER_BYTES;
+    c->packets_sent += 1;
+    if (probe)
+        c->probe_packets_sent += 1;
+    c->bytes_sent += wire;
+    int rc = (record_sent(c, packet, pn, now, size) < 0 || send_on_link(c, ep, wire, packet) < 0) ? -1 : 0;
+    Py_DECREF(packet);
+    return rc;
+}
+
+/* ack._send_ack: an ACK-only packet (not ack-eliciting, not in flight). */
+static int
+send_ack(CoreObject *c, PyObject *ep, double now)
+{
+    long long pending = c->unacked_eliciting, size, pn;
+    if (acked_now(c) < 0)
+        return -1;
+    if (!pending || c->nranges == 0)
+        return 0;
+    PyObject *ack = ack_tuple(c, now, &size);
+    if (ack == NULL)
+        return -1;
+    size += SHORT_HEADER_BYTES;
+    PyObject *frames = PyTuple_New(0);
+    PyObject *packet = frames == NULL ? NULL : new_packet(c, ep, now, size, frames, ack, 0, 0, &pn);
+    Py_XDECREF(frames);
+    Py_DECREF(ack);
+    if (packet == NULL)
+        return -1;
+    long long wire = size + UDP_IP_HEADER_BYTES;
+    c->packets_sent += 1;
+    c->ack_packets_sent += 1;
+    c->bytes_sent += wire;
+    int rc = send_on_link(c, ep, wire, packet) < 0 ? -1 : 0;
+    Py_DECREF(packet);
+    return rc;
+}
+
+/* recovery._set_loss_detection_timer (A.8). */
+static int
+set_loss_timer(CoreObject *c, PyObject *ep)
+{
+    if (c->has_loss_time)
+        return timers_set(c, str_loss, c->loss_time, c->on_loss_timeout);
+    if (c->outstanding == 0)
+        return timers_cancel(c, str_loss);
+    RttObject *r = c->rtt;
+    double pto = rtt_smoothed(r) + py_max(4 * r->rttvar_s, r->granularity_s) + c->max_ack_delay_s;
+    pto = pto * ldexp(1.0, (int)c->pto_count);
+    return timers_set(c, str_loss, c->last_ack_eliciting_s + pto, c->on_loss_timeout);
+}
+
+static int
+set_item_long(PyObject *list, Py_ssize_t i, long long v)
+{
+    PyObject *x = PyLong_FromLongLong(v);
+    return x == NULL ? -1 : PyList_SetItem(list, i, x);
+}
+
+static int
+popleft(PyObject *queue)
+{
+    PyObject *r = PyObject_CallMethodNoArgs(queue, str_popleft);
+    Py_XDECREF(r);
+    return r == NULL ? -1 : 0;
+}
+
+/* stream.data(offset, length): the bytes from the stream's buffer (stream.SendStream.data). */
+static PyObject *
+stream_data(PyObject *stream, long long offset, long long length)
+{
+    PyObject *buf = PyObject_GetAttr(stream, str_buf);
+    if (buf == NULL)
+        return NULL;
+    long long buf_offset;
+    if (attr_long(stream, str_buf_offset, &buf_offset) < 0) {
+        Py_DECREF(buf);
+        return NULL;
+    }
+    long long start = offset - buf_offset;
+    PyObject *out;
+    if (PyByteArray_Check(buf) && start >= 0 && length >= 0 && start + length <= PyByteArray_GET_SIZE(buf))
+        out = PyBytes_FromStringAndSize(PyByteArray_AS_STRING(buf) + start, length);
+    else                                       /* anything else: as the reference does it */
+        out = PyObject_CallMethod(stream, "data", "LL", offset, length);
+    Py_DECREF(buf);
+    return out;
+}
+
+/* packet_builder._build_frames: fill one packet from the retransmission queue, then new data
+ * (FIFO in write order), leaving `reserved` bytes for an ACK frame.  1 and the frames and
+ * size, 0 when there is nothing to send, -1 on error. */
+static int
+build_frames(CoreObject *c, PyObject *ep, long long reserved, PyObject **frames_out, long long *size_out)
+{
+    long long budget = c->max_payload - reserved;
+    PyObject *frames = PyList_New(0);
+    if (frames == NULL)
+        return -1;
+    int full = 0;
+    PyObject *queues[2] = {c->retx_queue, c->new_queue};
+    for (int q = 0; q < 2 && !full; q++) {
+        PyObject *queue = queues[q];
+        while (PyObject_Length(queue) > 0) {
+            PyObject *chunk = PySequence_GetItem(queue, 0);
+            if (chunk == NULL || !PyList_Check(chunk) || PyList_GET_SIZE(chunk) != 5) {
+                if (chunk != NULL)
+                    PyErr_SetString(PyExc_TypeError, "a queued chunk is a list of 5");
+                goto error_chunk;
+            }
+            PyObject *sid_o = PyList_GET_ITEM(chunk, 0);
+            long long sid = PyLong_AsLongLong(sid_o);
+            long long offset = PyLong_AsLongLong(PyList_GET_ITEM(chunk, 1));
+            long long length = PyLong_AsLongLong(PyList_GET_ITEM(chunk, 2));
+            int fin = PyObject_IsTrue(PyList_GET_ITEM(chunk, 3));
+            int retx = PyObject_IsTrue(PyList_GET_ITEM(chunk, 4));
+            if (PyErr_Occurred())
+                goto error_chunk;
+            PyObject *stream = PyDict_GetItemWithError(c->send_streams, sid_o);   /* borrowed */
+            if (stream == NULL) {
+                if (!PyErr_Occurred())
+                    PyErr_SetObject(PyExc_KeyError, sid_o);
+                goto error_chunk;
+            }
+            if (retx) {                          /* skip what was acknowledged meanwhile */
+                long long end = offset + length, acked_prefix;
+                if (attr_long(stream, str_acked_prefix, &acked_prefix) < 0)
+                    goto error_chunk;
+                if (offset < acked_prefix) {
+                    offset = acked_prefix < end ? acked_prefix : end;
+                    length = end - offset;
+                    if (set_item_long(chunk, 1, offset) < 0 || set_item_long(chunk, 2, length) < 0)
+                        goto error_chunk;
+                }
+                if (length == 0) {
+                    int fin_acked = fin ? attr_truthy(stream, str_fin_acked) : 0;
+                    if (fin_acked < 0)
+                        goto error_chunk;
+                    if (!fin || fin_acked) {
+                        Py_DECREF(chunk);
+                        if (popleft(queue) < 0)
+                            goto error;
+                        continue;
+                    }
+                }
+            }
+            long long room = length < budget ? length : budget;
+            long long header = 1 + varint_len(sid) + (offset ? varint_len(offset) : 0) + varint_len(room);
+            long long take = length < budget - header ? length : budget - header;
+            if (take < 0 || (take == 0 && length > 0)) {
+                Py_DECREF(chunk);
+                full = 1;
+                break;
+            }
+            int last = take == length;
+            PyObject *data = stream_data(stream, offset, take);
+            if (data == NULL)
+                goto error_chunk;
+            PyObject *frame = Py_BuildValue("(OLNO)", sid_o, offset, data, (fin && last) ? Py_True : Py_False);
+            if (frame == NULL || PyList_Append(frames, frame) < 0) {
+                Py_XDECREF(frame);
+                goto error_chunk;
+            }
+            Py_DECREF(frame);
+            budget -= header + take;
+            c->stream_bytes_sent += take;
+            if (retx)
+                c->stream_bytes_retransmitted += take;
+            if (last) {
+                Py_DECREF(chunk);
+                if (popleft(queue) < 0)
+                    goto error;
+            }
+            else {
+                int rc = set_item_long(chunk, 1, offset + take) < 0 || set_item_long(chunk, 2, length - take) < 0;
+                Py_DECREF(chunk);
+                if (rc)
+                    goto error;
+                full = 1;
+                break;
+            }
+            continue;
+        error_chunk:
+            Py_XDECREF(chunk);
+            goto error;
+        }
+        if (PyErr_Occurred())
+            goto error;
+    }
+    if (PyList_GET_SIZE(frames) == 0) {
+        Py_DECREF(frames);
+        return 0;
+    }
+    *frames_out = frames;
+    *size_out = c->max_payload - reserved - budget + SHORT_HEADER_BYTES;
+    return 1;
+error:
+    Py_DECREF(frames);
+    return -1;
+}
+
+/* packet_builder._flush: send packets while the window (RFC 9002 7) and the pacer (7.7)
+ * allow; a due ACK rides in the first packet (and lets it past the pacer, as aioquic), else
+ * goes alone (RFC 9000 13.2). */
+static int
+flush(CoreObject *c, PyObject *ep)
+{
+    c->flush_scheduled = 0;
+    int ready = attr_truthy(ep, str_ready);
+    if (ready <= 0)
+        return ready;
+    double now;
+    if (sim_now(c, &now) < 0)
+        return -1;
+    PyObject *pull = PyObject_GetAttr(ep, str_on_send_ready);
+    if (pull == NULL)
+        return -1;
+    int sent = 0;
+    while ((double)c->bytes_in_flight < c->cc->cwnd) {
+        Py_ssize_t queued = PyObject_Length(c->retx_queue);
+        if (queued == 0)
+            queued = PyObject_Length(c->new_queue);
+        if (queued < 0)
+            goto error;
+        if (!queued && pull == Py_None)
+            break;
+        if (!c->ack_due && c->pacing && c->has_interval) {
+            pacer_refill(c, now);
+            if (c->credit_s <= 0) {
+                if (timers_set(c, str_pace, now + c->interval_s, c->flush_event) < 0)
+                    goto error;
+                break;
+            }
+        }
+        if (!queued) {                         /* the pull writer: anything more now? */
+            PyObject *r = PyObject_CallNoArgs(pull);
+            if (r == NULL)
+                goto error;
+            int more = PyObject_IsTrue(r);
+            Py_DECREF(r);
+            if (more < 0)
+                goto error;
+            if (!more)
+                break;
+        }
+        long long reserved = 0, size;
+        if (c->unacked_eliciting)
+            reserved = ack_frame_size(c, now - c->largest_recv_time_s);
+        PyObject *frames = NULL;
+        int built = build_frames(c, ep, reserved, &frames, &size);
+        if (built < 0)
+            goto error;
+        if (built == 0)
+            break;
+        int rc = send_packet(c, ep, frames, size, 0, now);
+        Py_DECREF(frames);
+        if (rc < 0)
+            goto error;
+        if (c->pacing && c->has_interval) {    /* pacer.on_packet_sent */
+            pacer_refill(c, now);
+            c->credit_s = c->credit_s < c->interval_s ? 0.0 : c->credit_s - c->interval_s;
+        }
+        sent = 1;
+    }
+    Py_DECREF(pull);
+    if (sent && set_loss_timer(c, ep) < 0)
+        return -1;
+    if (c->ack_due)
+        return send_ack(c, ep, now);
+    return 0;
+error:
+    Py_DECREF(pull);
+    return -1;
+}
+
+static PyObject *
+Core_flush(CoreObject *c, PyObject *ep)
+{
+    if (c->packet_class == NULL || c->flush_event == NULL) {
+        PyErr_SetString(PyExc_RuntimeError, "QuicCore.bind() first");
+        return NULL;
+    }
+    if (flush(c, ep) < 0)
+        return NULL;
+    Py_RETURN_NONE;
+}
+
+/* send_packet(endpoint, frames, size_bytes, probe) */
+static PyObject *
+Core_send_packet(CoreObject *c, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 4 || c->packet_class == NULL) {
+        PyErr_SetString(PyExc_TypeError, "send_packet(endpoint, frames, size_bytes, probe), after bind()");
+        return NULL;
+    }
+    long long size = PyLong_AsLongLong(args[2]);
+    int probe = PyObject_IsTrue(args[3]);
+    double now;
+    if ((size == -1 && PyErr_Occurred()) || probe < 0 || sim_now(c, &now) < 0)
+        return NULL;
+    if (send_packet(c, args[0], args[1], size, probe, now) < 0)
+        return NULL;
+    Py_RETURN_NONE;
+}
+
+static PyObject *
+Core_send_ack(CoreObject *c, PyObject *ep)
+{
+    double now;
+    if (c->packet_class == NULL) {
+        PyErr_SetString(PyExc_RuntimeError, "QuicCore.bind() first");
+        return NULL;
+    }
+    if (sim_now(c, &now) < 0 || send_ack(c, ep, now) < 0)
+        return NULL;
+    Py_RETURN_NONE;
+}
+
+static PyObject *
+Core_set_loss_timer(CoreObject *c, PyObject *ep)
+{
+    if (set_loss_timer(c, ep) < 0)
+        return NULL;
+    Py_RETURN_NONE;
+}
+
+/* bind(QuicPacket, link.Packet, retx_queue, new_queue, send_streams, max_payload, recv_streams,
+ *      RecvStream, ack_every_packets, sim, timers, on_loss_timeout): the endpoint's objects the
+ *      core works on */
+static PyObject *
+Core_bind(CoreObject *c, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 12 || !PyDict_Check(args[4]) || !PyDict_Check(args[6])) {
+        PyErr_SetString(PyExc_TypeError, "bind(packet_class, link_packet_class, retx_queue, new_queue, "
+                        "send_streams: dict, max_payload, recv_streams: dict, recv_stream_class, ack_every_packets, "
+                        "sim, timers, on_loss_timeout)");
+        return NULL;
+    }
+    long long max_payload = PyLong_AsLongLong(args[5]);
+    long long ack_every = PyLong_AsLongLong(args[8]);
+    if ((max_payload == -1 || ack_every == -1) && PyErr_Occurred())
+        return NULL;
+    PyObject **fields[10] = {&c->packet_class, &c->link_packet_class, &c->retx_queue, &c->new_queue,
+                             &c->send_streams, &c->recv_streams, &c->recv_stream_class, &c->sim, &c->timers,
+                             &c->on_loss_timeout};
+    PyObject *values[10] = {args[0], args[1], args[2], args[3], args[4], args[6], args[7], args[9], args[10],
+                            args[11]};
+    for (int i = 0; i < 10; i++) {
+        Py_INCREF(values[i]);
+        Py_XSETREF(*fields[i], values[i]);
+    }
+    c->max_payload = max_payload;
+    c->ack_every_packets = ack_every;
+    Py_RETURN_NONE;
+}
+
+/* -- the receiving path (connection.QuicEndpoint._on_packet for 1-RTT packets once the
+ * handshake is confirmed, _on_stream_frame, ack._on_packet_number and _ack_now) -- */
+
+static PyObject *heappush_fn, *heappop_fn;
+
+/* self._schedule_flush(): one flush per instant (packet_builder). */
+static int
+schedule_flush(CoreObject *c)
+{
+    if (c->flush_scheduled)
+        return 0;
+    c->flush_scheduled = 1;
+    /* sim.call_soon(self._flush), as Simulator.call_soon does it: sim._push(sim.now, callback, ()) */
+    PyObject *push = PyObject_GetAttr(c->sim, str_push);
+    PyObject *now = push == NULL ? NULL : PyObject_GetAttr(c->sim, str_now);
+    PyObject *r = now == NULL ? NULL : PyObject_CallFunctionObjArgs(push, now, c->flush_event, empty_tuple, NULL);
+    Py_XDECREF(now);
+    Py_XDECREF(push);
+    Py_XDECREF(r);
+    return r == NULL ? -1 : 0;
+}
+
+/* ack._ack_now: the ACK is due; it goes in the next packet or alone (RFC 9000 13.2). */
+static int
+ack_now(CoreObject *c)
+{
+    if (timers_cancel(c, str_ack) < 0)
+        return -1;
+    if (c->unacked_eliciting && !c->ack_due) {
+        c->ack_due = 1;
+        return schedule_flush(c);
+    }
+    return 0;
+}
+
+static Py_ssize_t
+length_of(PyObject *data)
+{
+    return PyBytes_Check(data) ? PyBytes_GET_SIZE(data) : PyObject_Length(data);
+}
+
+/* data[start:] */
+static PyObject *
+tail_of(PyObject *data, Py_ssize_t start)
+{
+    if (PyBytes_Check(data))
+        return PyBytes_FromStringAndSize(PyBytes_AS_STRING(data) + start, PyBytes_GET_SIZE(data) - start);
+    return PySequence_GetSlice(data, start, PY_SSIZE_T_MAX);
+}
+
+/* connection.QuicEndpoint._on_stream_frame: deliver a stream's bytes as soon as they are
+ * contiguous in that stream's order (no head-of-line blocking across streams). */
+static int
+on_stream_frame(CoreObject *c, PyObject *ep, PyObject *sid, PyObject *offset_o, PyObject *data, int fin,
+                PyObject *now_o)
+{
+    PyObject *stream = PyDict_GetItemWithError(c->recv_streams, sid);   /* borrowed */
+    if (stream == NULL) {
+        if (PyErr_Occurred())
+            return -1;
+        stream = PyObject_CallNoArgs(c->recv_stream_class);
+        if (stream == NULL)
+            return -1;
+        int rc = PyDict_SetItem(c->recv_streams, sid, stream);
+        Py_DECREF(stream);                      /* the dict holds it */
+        if (rc < 0)
+            return -1;
+    }
+    Py_INCREF(stream);
+    PyObject *parts = NULL, *heap = NULL;
+    int rc = -1;
+    long long offset = PyLong_AsLongLong(offset_o);
+    Py_ssize_t n = length_of(data);
+    if ((offset == -1 && PyErr_Occurred()) || n < 0)
+        goto done;
+    long long end = offset + n;
+    if (fin && set_long(stream, str_fin_offset, end) < 0)
+        goto done;
+    int finished = attr_truthy(stream, str_finished);
+    if (finished) {
+        rc = finished < 0 ? -1 : 0;
+        goto done;
+    }
+    long long delivered, fin_offset;
+    if (attr_long(stream, str_delivered, &delivered) < 0)
+        goto done;
+    if ((heap = PyObject_GetAttr(stream, str_heap)) == NULL)
+        goto done;
+    if (offset > delivered) {                  /* a hole before it: hold back (this stream only) */
+        PyObject *item = PyTuple_Pack(2, offset_o, data);
+        PyObject *r = item == NULL ? NULL : PyObject_CallFunctionObjArgs(heappush_fn, heap, item, NULL);
+        Py_XDECREF(item);
+        if (r == NULL)
+            goto done;
+        Py_DECREF(r);
+        long long reorder, max_reorder;
+        if (add_long(stream, str_heap_bytes, n) < 0 || attr_long(ep, str_reorder_bytes, &reorder) < 0
+            || set_long(ep, str_reorder_bytes, reorder + n) < 0 || attr_long(ep, str_max_reorder_bytes, &max_reorder) < 0
+            || (reorder + n > max_reorder && set_long(ep, str_max_reorder_bytes, reorder + n) < 0))
+            goto done;
+        rc = 0;
+        goto done;
+    }
+    long long start_delivered = delivered;
+    if ((parts = PyList_New(0)) == NULL)
+        goto done;
+    if (end > delivered) {
+        PyObject *part = offset == delivered ? (Py_INCREF(data), data) : tail_of(data, delivered - offset);
+        if (part == NULL || PyList_Append(parts, part) < 0) {
+            Py_XDECREF(part);
+            goto done;
+        }
+        Py_DECREF(part);
+        delivered = end;
+    }
+    while (PyList_GET_SIZE(heap) > 0) {
+        PyObject *top = PyList_GET_ITEM(heap, 0);
+        long long top_offset = PyLong_AsLongLong(PyTuple_GET_ITEM(top, 0));
+        if (top_offset == -1 && PyErr_Occurred())
+            goto done;
+        if (top_offset > delivered)
+            break;
+        PyObject *popped = PyObject_CallOneArg(heappop_fn, heap);
+        if (popped == NULL)
+            goto done;
+        PyObject *held = PyTuple_GET_ITEM(popped, 1);
+        Py_ssize_t held_n = length_of(held);
+        if (held_n < 0 || add_long(stream, str_heap_bytes, -held_n) < 0 || add_long(ep, str_reorder_bytes, -held_n) < 0) {
+            Py_DECREF(popped);
+            goto done;
+        }
+        long long held_end = top_offset + held_n;
+        if (held_end > delivered) {
+            PyObject *part = tail_of(held, delivered - top_offset);
+            if (part == NULL || PyList_Append(parts, part) < 0) {
+                Py_XDECREF(part);
+                Py_DECREF(popped);
+                goto done;
+            }
+            Py_DECREF(part);
+            delivered = held_end;
+        }
+        Py_DECREF(popped);
+    }
+    long long new_bytes = delivered - start_delivered;
+    if (set_long(stream, str_delivered, delivered) < 0 || attr_long(stream, str_fin_offset, &fin_offset) < 0)
+        goto done;
+    int is_done = fin_offset >= 0 && delivered >= fin_offset;
+    if (new_bytes || is_done) {
+        if (is_done && PyObject_SetAttr(stream, str_finished, Py_True) < 0)
+            goto done;
+        if (add_long(ep, str_bytes_delivered, new_bytes) < 0)
+            goto done;
+        PyObject *on_data = PyObject_GetAttr(ep, str_on_data);
+        if (on_data == NULL)
+            goto done;
+        if (on_data != Py_None) {
+            PyObject *chunk;
+            if (PyList_GET_SIZE(parts) == 1) {
+                chunk = PyList_GET_ITEM(parts, 0);
+                Py_INCREF(chunk);
+            }
+            else
+                chunk = PyObject_CallMethodOneArg(empty_bytes, str_join, parts);
+            PyObject *r = chunk == NULL ? NULL
+                : PyObject_CallFunctionObjArgs(on_data, sid, chunk, is_done ? Py_True : Py_False, now_o, NULL);
+            Py_XDECREF(chunk);
+            if (r == NULL) {
+                Py_DECREF(on_data);
+                goto done;
+            }
+            Py_DECREF(r);
+        }
+        Py_DECREF(on_data);
+    }
+    rc = 0;
+done:
+    Py_XDECREF(parts);
+    Py_XDECREF(heap);
+    Py_DECREF(stream);
+    return rc;
+}
+
+/* write(endpoint, stream, stream_id, data, end): connection.QuicEndpoint.write on an open,
+ * unfinished SendStream (the caller checks; opening and the errors stay the reference's):
+ * the bytes kept for the stream, a chunk on the queue of new data (merged into the last one
+ * when it continues it), a flush at this instant. */
+static PyObject *
+Core_write(CoreObject *c, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 5 || c->new_queue == NULL || c->flush_event == NULL) {
+        PyErr_SetString(PyExc_TypeError, "write(endpoint, stream, stream_id, data, end), after bind()");
+        return NULL;
+    }
+    PyObject *stream = args[1], *sid = args[2], *data = args[3], *end = args[4];   /* the endpoint's state is ours */
+    /* stream.append(data): the write kept by reference until a packet reads it (SendStream);
+     * a mutable buffer is copied, as the reference does (the caller may reuse it). */
+    long long offset, after;
+    if (attr_long(stream, str_written, &offset) < 0)
+        return NULL;
+    PyObject *kept = PyBytes_CheckExact(data) ? Py_NewRef(data) : PyBytes_FromObject(data);
+    if (kept == NULL)
+        return NULL;
+    PyObject *r0 = PyObject_CallMethodOneArg(stream, str_append, kept);
+    Py_DECREF(kept);
+    if (r0 == NULL)
+        return NULL;
+    Py_DECREF(r0);
+    if (attr_long(stream, str_written, &after) < 0)
+        return NULL;
+    int is_end = PyObject_IsTrue(end);
+    Py_ssize_t n = length_of(data);
+    int has_data = PyObject_IsTrue(data);
+    if (is_end < 0 || n < 0 || has_data < 0)
+        return NULL;
+    if (is_end && (PyObject_SetAttr(stream, str_fin, Py_True) < 0 || set_long(stream, str_fin_offset, after) < 0))
+        return NULL;
+    if (!has_data && !is_end)
+        Py_RETURN_NONE;
+    PyObject *queue = c->new_queue;
+    Py_ssize_t qlen = PyObject_Length(queue);
+    if (qlen < 0)
+        return NULL;
+    int merged = 0;
+    if (qlen > 0) {
+        PyObject *last = PySequence_GetItem(queue, qlen - 1);
+        if (last == NULL)
+            return NULL;
+        if (PyList_Check(last) && PyList_GET_SIZE(last) == 5) {
+            int same = PyObject_RichCompareBool(PyList_GET_ITEM(last, 0), sid, Py_EQ);
+            long long l_off = PyLong_AsLongLong(PyList_GET_ITEM(last, 1));
+            long long l_len = PyLong_AsLongLong(PyList_GET_ITEM(last, 2));
+            int l_fin = PyObject_IsTrue(PyList_GET_ITEM(last, 3));
+            int l_retx = PyObject_IsTrue(PyList_GET_ITEM(last, 4));
+            if (same < 0 || PyErr_Occurred() || l_fin < 0 || l_retx < 0) {
+                Py_DECREF(last);
+                return NULL;
+            }
+            if (same && l_off + l_len == offset && !l_fin && !l_retx) {     /* same stream, contiguous */
+                Py_INCREF(end);
+                if (set_item_long(last, 2, l_len + n) < 0 || PyList_SetItem(last, 3, end) < 0) {
+                    Py_DECREF(last);
+                    return NULL;
+                }
+                merged = 1;
+            }
+        }
+        Py_DECREF(last);
+    }
+    if (!merged) {
+        PyObject *chunk = Py_BuildValue("[OLnOO]", sid, offset, n, end, Py_False);
+        if (chunk == NULL)
+            return NULL;
+        PyObject *r = PyObject_CallMethodOneArg(queue, str_append, chunk);
+        Py_DECREF(chunk);
+        if (r == NULL)
+            return NULL;
+        Py_DECREF(r);
+    }
+    if (schedule_flush(c) < 0)
+        return NULL;
+    Py_RETURN_NONE;
+}
+
+/* -- an ACK frame received, whole (recovery._on_ack_frame): the core's half (on_ack,
+ * after_ack) and the streams' half, on the endpoint's SendStreams and their RangeSets -- */
+
+static Py_ssize_t
+list_bisect(PyObject *list, long long x, int right, int *err)
+{
+    Py_ssize_t lo = 0, hi = PyList_GET_SIZE(list);
+    while (lo < hi) {
+        Py_ssize_t mid = lo + (hi - lo) / 2;
+        long long v = PyLong_AsLongLong(PyList_GET_ITEM(list, mid));
+        if (v == -1 && PyErr_Occurred()) {
+            *err = 1;
+            return 0;
+        }
+        if (right ? x < v : !(v < x))          /* bisect_right / bisect_left */
+            hi = mid;
+        else
+            lo = mid + 1;
+    }
+    return lo;
+}
+
+static int
+list_set_long(PyObject *list, Py_ssize_t i, long long v)
+{
+    PyObject *x = PyLong_FromLongLong(v);
+    return x == NULL ? -1 : PyList_SetItem(list, i, x);
+}
+
+/* rangeset.RangeSet.add(lo, hi) on its lists starts / ends. */
+static int
+rangeset_add(PyObject *rs, long long lo, long long hi)
+{
+    if (hi <= lo)
+        return 0;
+    PyObject *starts = PyObject_GetAttr(rs, str_starts);
+    PyObject *ends = starts == NULL ? NULL : PyObject_GetAttr(rs, str_ends);
+    int rc = -1, err = 0;
+    if (ends == NULL || !PyList_Check(starts) || !PyList_Check(ends)) {
+        if (!PyErr_Occurred())
+            PyErr_SetString(PyExc_TypeError, "a RangeSet keeps lists");
+        goto done;
+    }
+    Py_ssize_t n = PyList_GET_SIZE(starts);
+    if (n) {                                   /* common case: extends the last range */
+        long long last_start = PyLong_AsLongLong(PyList_GET_ITEM(starts, n - 1));
+        long long last_end = PyLong_AsLongLong(PyList_GET_ITEM(ends, n - 1));
+        if (PyErr_Occurred())
+            goto done;
+        if (last_start <= lo && lo <= last_end) {
+            rc = hi > last_end ? list_set_long(ends, n - 1, hi) : 0;
+            goto done;
+        }
+    }
+    Py_ssize_t i = list_bisect(ends, lo, 0, &err);       /* first range that ends at or after lo */
+    Py_ssize_t j = list_bisect(starts, hi, 1, &err);     /* ranges [i, j) touch [lo, hi) */
+    if (err)
+        goto done;
+    if (i == j) {
+        PyObject *a = PyLong_FromLongLong(lo), *b = PyLong_FromLongLong(hi);
+        rc = (a == NULL || b == NULL || PyList_Insert(starts, i, a) < 0 || PyList_Insert(ends, i, b) < 0) ? -1 : 0;
+        Py_XDECREF(a);
+        Py_XDECREF(b);
+        goto done;
+    }
+    long long s_i = PyLong_AsLongLong(PyList_GET_ITEM(starts, i));
+    long long e_j = PyLong_AsLongLong(PyList_GET_ITEM(ends, j - 1));
+    if (PyErr_Occurred())
+        goto done;
+    PyObject *a = Py_BuildValue("[L]", s_i < lo ? s_i : lo);        /* min(lo, starts[i]) */
+    PyObject *b = Py_BuildValue("[L]", e_j > hi ? e_j : hi);        /* max(hi, ends[j - 1]) */
+    rc = (a == NULL || b == NULL || PyList_SetSlice(starts, i, j, a) < 0 || PyList_SetSlice(ends, i, j, b) < 0)
+        ? -1 : 0;
+    Py_XDECREF(a);
+    Py_XDECREF(b);
+done:
+    Py_XDECREF(starts);
+    Py_XDECREF(ends);
+    return rc;
+}
+
+/* rangeset.RangeSet.prefix(): the end of the range starting at 0 (0 if none). */
+static int
+rangeset_prefix(PyObject *rs, long long *out)
+{
+    PyObject *starts = PyObject_GetAttr(rs, str_starts);
+    PyObject *ends = starts == NULL ? NULL : PyObject_GetAttr(rs, str_ends);
+    int rc = -1;
+    if (ends != NULL && PyList_Check(starts) && PyList_Check(ends)) {
+        *out = 0;
+        rc = 0;
+        if (PyList_GET_SIZE(starts) > 0 && PyList_GET_SIZE(ends) > 0) {
+            long long s0 = PyLong_AsLongLong(PyList_GET_ITEM(starts, 0));
+            if (s0 == 0)
+                *out = PyLong_AsLongLong(PyList_GET_ITEM(ends, 0));
+            if (PyErr_Occurred())
+                rc = -1;
+        }
+    }
+    else if (!PyErr_Occurred())
+        PyErr_SetString(PyExc_TypeError, "a RangeSet keeps lists");
+    Py_XDECREF(starts);
+    Py_XDECREF(ends);
+    return rc;
+}
+
+/* The streams' half for one newly acknowledged packet: acknowledged ranges, FINs, the
+ * on_packet_acked report; the stream ids touched go into `acked` (a set). */
+static int
+packet_acked(CoreObject *c, PyObject *packet, PyObject *acked, PyObject *on_packet_acked)
+{
+    if (PyObject_SetAttr(packet, str_done, Py_True) < 0)
+        return -1;
+    PyObject *frames = PyObject_GetAttr(packet, str_frames);
+    PyObject *seq = frames == NULL ? NULL : PySequence_Fast(frames, "frames");
+    Py_XDECREF(frames);
+    if (seq == NULL)
+        return -1;
+    Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
+    PyObject *report = on_packet_acked != Py_None ? PyList_New(n) : NULL;
+    if (on_packet_acked != Py_None && report == NULL)
+        goto error;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *f = PySequence_Fast_GET_ITEM(seq, i);
+        if (!PyTuple_Check(f) || PyTuple_GET_SIZE(f) != 4) {
+            PyErr_SetString(PyExc_TypeError, "a STREAM frame is (stream_id, offset, data, fin)");
+            goto error;
+        }
+        PyObject *sid = PyTuple_GET_ITEM(f, 0);
+        long long offset = PyLong_AsLongLong(PyTuple_GET_ITEM(f, 1));
+        Py_ssize_t len = length_of(PyTuple_GET_ITEM(f, 2));
+        int fin = PyObject_IsTrue(PyTuple_GET_ITEM(f, 3));
+        if ((offset == -1 && PyErr_Occurred()) || len < 0 || fin < 0)
+            goto error;
+        PyObject *stream = PyDict_GetItemWithError(c->send_streams, sid);     /* borrowed */
+        if (stream == NULL) {
+            if (!PyErr_Occurred())
+                PyErr_SetObject(PyExc_KeyError, sid);
+            goto error;
+        }
+        PyObject *rs = PyObject_GetAttr(stream, str_acked);
+        if (rs == NULL)
+            goto error;
+        int rc = rangeset_add(rs, offset, offset + len);
+        Py_DECREF(rs);
+        if (rc < 0 || (fin && PyObject_SetAttr(stream, str_fin_acked, Py_True) < 0) || PySet_Add(acked, sid) < 0)
+            goto error;
+        if (report != NULL) {
+            PyObject *entry = Py_BuildValue("(OOn)", sid, PyTuple_GET_ITEM(f, 1), len);
+            if (entry == NULL)
+                goto error;
+            PyList_SET_ITEM(report, i, entry);
+        }
+    }
+    if (report != NULL) {
+        PyObject *pn = PyObject_GetAttr(packet, str_pn);
+        PyObject *r = pn == NULL ? NULL : PyObject_CallFunctionObjArgs(on_packet_acked, pn, report, NULL);
+        Py_XDECREF(pn);
+        if (r == NULL)
+            goto error;
+        Py_DECREF(r);
+        Py_DECREF(report);
+    }
+    Py_DECREF(seq);
+    return 0;
+error:
+    Py_XDECREF(report);
+    Py_DECREF(seq);
+    return -1;
+}
+
+/* A stream's acknowledged prefix grew: it is never sent again (RFC 9000 13.3), so it is let
+ * go (stream.SendStream.drop_acked), and the application hears of it. */
+static int
+stream_acked(PyObject *ep, PyObject *stream, PyObject *sid)
+{
+    PyObject *rs = PyObject_GetAttr(stream, str_acked);
+    if (rs == NULL)
+        return -1;
+    long long prefix = 0, acked_prefix, buf_offset;
+    int rc = rangeset_prefix(rs, &prefix);
+    Py_DECREF(rs);
+    if (rc < 0 || attr_long(stream, str_acked_prefix, &acked_prefix) < 0)
+        return -1;
+    if (prefix <= acked_prefix)
+        return 0;
+    if (set_long(stream, str_acked_prefix, prefix) < 0 || attr_long(stream, str_buf_offset, &buf_offset) < 0)
+        return -1;
+    if (prefix - buf_offset > 0) {
+        PyObject *buf = PyObject_GetAttr(stream, str_buf);
+        if (buf == NULL)
+            return -1;
+        rc = PySequence_DelSlice(buf, 0, (Py_ssize_t)(prefix - buf_offset));
+        Py_DECREF(buf);
+        if (rc < 0 || set_long(stream, str_buf_offset, prefix) < 0)
+            return -1;
+    }
+    PyObject *cb = PyObject_GetAttr(ep, str_on_stream_acked);
+    if (cb == NULL)
+        return -1;
+    if (cb != Py_None) {
+        PyObject *p = PyLong_FromLongLong(prefix);
+        PyObject *r = p == NULL ? NULL : PyObject_CallFunctionObjArgs(cb, sid, p, NULL);
+        Py_XDECREF(p);
+        if (r == NULL) {
+            Py_DECREF(cb);
+            return -1;
+        }
+        Py_DECREF(r);
+    }
+    Py_DECREF(cb);
+    return 0;
+}
+
+static PyObject *Core_on_ack(CoreObject *c, PyObject *const *args, Py_ssize_t nargs);
+static PyObject *Core_after_ack(CoreObject *c, PyObject *arg);
+
+/* recovery._on_ack_frame(ranges, ack_delay_s) on endpoint ep. */
+static int
+ack_frame_received(CoreObject *c, PyObject *ep, PyObject *ranges, PyObject *ack_delay, PyObject *now_o)
+{
+    PyObject *argv[3] = {ranges, ack_delay, now_o};
+    PyObject *newly = Core_on_ack(c, argv, 3);
+    if (newly == NULL)
+        return -1;
+    if (newly == Py_None) {
+        Py_DECREF(newly);
+        return 0;
+    }
+    PyObject *acked = PySet_New(NULL), *sorted = NULL;
+    PyObject *on_packet_acked = PyObject_GetAttr(ep, str_on_packet_acked);
+    if (acked == NULL || on_packet_acked == NULL)
+        goto error;
+    for (Py_ssize_t i = 0; i < PyList_GET_SIZE(newly); i++)   /* oldest first */
+        if (packet_acked(c, PyList_GET_ITEM(newly, i), acked, on_packet_acked) < 0)
+            goto error;
+    if ((sorted = PySequence_List(acked)) == NULL || PyList_Sort(sorted) < 0)
+        goto error;
+    for (Py_ssize_t i = 0; i < PyList_GET_SIZE(sorted); i++) {
+        PyObject *sid = PyList_GET_ITEM(sorted, i);
+        PyObject *stream = PyDict_GetItemWithError(c->send_streams, sid);
+        if (stream == NULL) {
+            if (!PyErr_Occurred())
+                PyErr_SetObject(PyExc_KeyError, sid);
+            goto error;
+        }
+        Py_INCREF(stream);
+        int rc = stream_acked(ep, stream, sid);
+        Py_DECREF(stream);
+        if (rc < 0)
+            goto error;
+    }
+    Py_CLEAR(sorted);
+    Py_CLEAR(acked);
+    Py_CLEAR(on_packet_acked);
+    Py_CLEAR(newly);
+    PyObject *lost = Core_after_ack(c, now_o);
+    if (lost == NULL)
+        return -1;
+    if (lost != Py_None) {                     /* _on_packets_lost's Python half: queue the data again */
+        PyObject *r = PyObject_CallMethodOneArg(ep, str_requeue_lost, lost);
+        Py_DECREF(lost);
+        if (r == NULL)
+            return -1;
+        Py_DECREF(r);
+    }
+    else
+        Py_DECREF(lost);
+    if (set_loss_timer(c, ep) < 0)
+        return -1;
+    Py_ssize_t queued = PyObject_Length(c->retx_queue);
+    if (queued == 0)
+        queued = PyObject_Length(c->new_queue);
+    if (queued < 0)
+        return -1;
+    if (!queued) {
+        PyObject *pull = PyObject_GetAttr(ep, str_on_send_ready);
+        if (pull == NULL)
+            return -1;
+        queued = pull != Py_None;
+        Py_DECREF(pull);
+    }
+    return queued ? schedule_flush(c) : 0;
+error:
+    Py_XDECREF(sorted);
+    Py_XDECREF(acked);
+    Py_XDECREF(on_packet_acked);
+    Py_DECREF(newly);
+    return -1;
+}
+
+/* on_ack_frame(endpoint, ranges, ack_delay_s): recovery._on_ack_frame, whole. */
+static PyObject *
+Core_on_ack_frame(CoreObject *c, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 3 || c->send_streams == NULL) {
+        PyErr_SetString(PyExc_TypeError, "on_ack_frame(endpoint, ranges, ack_delay_s), after bind()");
+        return NULL;
+    }
+    PyObject *sim = PyObject_GetAttr(args[0], str_sim);
+    PyObject *now_o = sim == NULL ? NULL : PyObject_GetAttr(sim, str_now);
+    Py_XDECREF(sim);
+    if (now_o == NULL)
+        return NULL;
+    int rc = ack_frame_received(c, args[0], args[1], args[2], now_o);
+    Py_DECREF(now_o);
+    if (rc < 0)
+        return NULL;
+    Py_RETURN_NONE;
+}
+
+/* receive(endpoint, packet): a 1-RTT packet once the handshake is confirmed
+ * (connection.QuicEndpoint._on_packet): its ACK frame (the endpoint's _on_ack_frame), its
+ * STREAM frames, then its packet number and whether to ACK (ack._on_packet_number). */
+static PyObject *
+Core_receive(CoreObject *c, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 2 || c->recv_streams == NULL) {
+        PyErr_SetString(PyExc_TypeError, "receive(endpoint, packet), after bind()");
+        return NULL;
+    }
+    PyObject *ep = args[0], *packet = args[1];
+    PyObject *ack = PyObject_GetAttr(packet, str_ack);
+    if (ack == NULL)
+        return NULL;
+    PyObject *sim = PyObject_GetAttr(ep, str_sim);
+    PyObject *now_o = sim == NULL ? NULL : PyObject_GetAttr(sim, str_now);
+    Py_XDECREF(sim);
+    if (now_o == NULL) {
+        Py_DECREF(ack);
+        return NULL;
+    }
+    if (ack != Py_None) {
+        if (!PyTuple_Check(ack) || PyTuple_GET_SIZE(ack) != 2 || !PyList_Check(PyTuple_GET_ITEM(ack, 0))) {
+            PyErr_SetString(PyExc_TypeError, "an ACK frame is (ranges: list, ack_delay_s)");
+            Py_DECREF(ack);
+            Py_DECREF(now_o);
+            return NULL;
+        }
+        if (ack_frame_received(c, ep, PyTuple_GET_ITEM(ack, 0), PyTuple_GET_ITEM(ack, 1), now_o) < 0) {
+            Py_DECREF(ack);
+            Py_DECREF(now_o);
+            return NULL;
+        }
+    }
+    Py_DECREF(ack);
+    double now;
+    PyObject *frames = NULL, *seq = NULL, *pn_o = NULL;
+    if (get_double(now_o, &now) < 0 || (frames = PyObject_GetAttr(packet, str_frames)) == NULL
+        || (seq = PySequence_Fast(frames, "frames")) == NULL)
+        goto error;
+    for (Py_ssize_t i = 0; i < PySequence_Fast_GET_SIZE(seq); i++) {
+        PyObject *f = PySequence_Fast_GET_ITEM(seq, i);
+        if (!PyTuple_Check(f) || PyTuple_GET_SIZE(f) != 4) {
+            PyErr_SetString(PyExc_TypeError, "a STREAM frame is (stream_id, offset, data, fin)");
+            goto error;
+        }
+        int fin = PyObject_IsTrue(PyTuple_GET_ITEM(f, 3));
+        if (fin < 0 || on_stream_frame(c, ep, PyTuple_GET_ITEM(f, 0), PyTuple_GET_ITEM(f, 1), PyTuple_GET_ITEM(f, 2),
+                                       fin, now_o) < 0)
+            goto error;
+    }
+    /* ack._on_packet_number */
+    if ((pn_o = PyObject_GetAttr(packet, str_pn)) == NULL)
+        goto error;
+    PyObject *argv[2] = {pn_o, now_o};
+    PyObject *ooo = Core_on_packet_number(c, argv, 2);
+    if (ooo == NULL)
+        goto error;
+    int out_of_order = ooo == Py_True;
+    Py_DECREF(ooo);
+    int eliciting = attr_truthy(packet, str_ack_eliciting);
+    if (eliciting < 0)
+        goto error;
+    if (eliciting) {
+        c->unacked_eliciting += 1;
+        if (out_of_order || c->unacked_eliciting >= c->ack_every_packets) {
+            if (ack_now(c) < 0)
+                goto error;
+        }
+        else {
+            PyObject *expiry = call_timers(c, str_expiry, str_ack, NULL, NULL);
+            if (expiry == NULL)
+                goto error;
+            int unset = expiry == Py_None;
+            Py_DECREF(expiry);
+            if (unset) {
+                PyObject *delay = PyObject_GetAttr(ep, str_ack_delay_s);
+                double d;
+                if (delay == NULL)
+                    goto error;
+                int bad = get_double(delay, &d);
+                Py_DECREF(delay);
+                if (bad < 0 || timers_set(c, str_ack, now + d, c->ack_now_event) < 0)
+                    goto error;
+            }
+        }
+    }
+    Py_DECREF(pn_o);
+    Py_DECREF(seq);
+    Py_DECREF(frames);
+    Py_DECREF(now_o);
+    Py_RETURN_NONE;
+error:
+    Py_XDECREF(pn_o);
+    Py_XDECREF(seq);
+    Py_XDECREF(frames);
+    Py_DECREF(now_o);
+    return NULL;
+}
+
+/* -- an endpoint's flush and packet arrival as C callables ------------------------------------
+ *
+ * What the engine runs for a flush (sim.call_soon, the pace timer) and what a link hands each
+ * arriving packet to: one call into C instead of a Python method that calls into C.  Each
+ * carries the reference method's __qualname__, which is how a traced run labels its events. */
+
+enum { BOUND_FLUSH = 0, BOUND_DELIVER = 1, BOUND_ACK_NOW = 2 };
+
+typedef struct {
+    PyObject_HEAD
+    CoreObject *core;
+    PyObject *endpoint;
+    int kind;
+} BoundObject;
+
+static PyTypeObject BoundType;
+static PyObject *Core_receive(CoreObject *c, PyObject *const *args, Py_ssize_t nargs);
+
+static PyObject *
+Bound_call(BoundObject *b, PyObject *args, PyObject *kw)
+{
+    Py_ssize_t n = PyTuple_GET_SIZE(args);
+    if (b->kind != BOUND_DELIVER) {
+        if (n != 0) {
+            PyErr_SetString(PyExc_TypeError, "takes no arguments");
+            return NULL;
+        }
+        if ((b->kind == BOUND_FLUSH ? flush(b->core, b->endpoint) : ack_now(b->core)) < 0)
+            return NULL;
+        Py_RETURN_NONE;
+    }
+    if (n != 1) {
+        PyErr_SetString(PyExc_TypeError, "_on_packet(link_packet)");
+        return NULL;
+    }
+    /* NativeQuicEndpoint._on_packet: 1-RTT packets once the handshake is confirmed, in C */
+    PyObject *ep = b->endpoint;
+    PyObject *payload = PyObject_GetAttr(PyTuple_GET_ITEM(args, 0), str_payload);
+    if (payload == NULL)
+        return NULL;
+    int fast = (PyObject *)Py_TYPE(payload) == b->core->packet_class;
+    if (fast)
+        fast = attr_truthy(ep, str_ready);
+    if (fast > 0) {
+        PyObject *done = PyObject_GetAttr(ep, str_handshake_done_s);
+        if (done == NULL)
+            fast = -1;
+        else {
+            fast = done != Py_None;
+            Py_DECREF(done);
+        }
+    }
+    PyObject *r;
+    if (fast < 0)
+        r = NULL;
+    else if (fast) {
+        PyObject *argv[2] = {ep, payload};
+        r = Core_receive(b->core, argv, 2);
+    }
+    else
+        r = PyObject_CallMethodOneArg(ep, str_on_packet, PyTuple_GET_ITEM(args, 0));
+    Py_DECREF(payload);
+    return r;
+}
+
+static PyObject *
+Bound_get_qualname(BoundObject *b, void *x)
+{
+    static const char *names[] = {"PacketBuilder._flush", "QuicEndpoint._on_packet", "AckGeneration._ack_now"};
+    return PyUnicode_FromString(names[b->kind]);
+}
+
+static int
+Bound_traverse(BoundObject *b, visitproc visit, void *arg)
+{
+    Py_VISIT(b->core);
+    Py_VISIT(b->endpoint);
+    return 0;
+}
+
+static int
+Bound_clear(BoundObject *b)
+{
+    Py_CLEAR(b->core);
+    Py_CLEAR(b->endpoint);
+    return 0;
+}
+
+static void
+Bound_dealloc(BoundObject *b)
+{
+    PyObject_GC_UnTrack(b);
+    Bound_clear(b);
+    Py_TYPE(b)->tp_free((PyObject *)b);
+}
+
+static PyGetSetDef Bound_getset[] = {
+    {"__qualname__", (getter)Bound_get_qualname, NULL, "the reference method's name (trace labels)", NULL},
+    {NULL},
+};
+
+static PyTypeObject BoundType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = NET_MODULE "._Bound",
+    .tp_doc = "An endpoint's flush or packet arrival, called from the engine or a link.",
+    .tp_basicsize = sizeof(BoundObject),
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC,
+    .tp_call = (ternaryfunc)Bound_call,
+    .tp_traverse = (traverseproc)Bound_traverse,
+    .tp_clear = (inquiry)Bound_clear,
+    .tp_dealloc = (destructor)Bound_dealloc,
+    .tp_getset = Bound_getset,
+};
+
+/* callables(endpoint): (flush, deliver, ack_now) for the endpoint this core serves. */
+static PyObject *
+Core_callables(CoreObject *c, PyObject *ep)
+{
+    PyObject *out = PyTuple_New(3);
+    if (out == NULL)
+        return NULL;
+    for (int kind = 0; kind < 3; kind++) {
+        BoundObject *b = PyObject_GC_New(BoundObject, &BoundType);
+        if (b == NULL) {
+            Py_DECREF(out);
+            return NULL;
+        }
+        Py_INCREF(c);
+        b->core = c;
+        Py_INCREF(ep);
+        b->endpoint = ep;
+        b->kind = kind;
+        PyObject_GC_Track(b);
+        if (kind != BOUND_DELIVER) {
+            Py_INCREF(b);
+            Py_XSETREF(*(kind == BOUND_FLUSH ? &c->flush_event : &c->ack_now_event), (PyObject *)b);
+        }
+        PyTuple_SET_ITEM(out, kind, (PyObject *)b);
+    }
+    return out;
+}
+
+static PyObject *
+Core_get_cwnd_log(CoreObject *c, void *x)
+{
+    Py_INCREF(c->cwnd_log);
+    return c->cwnd_log;
+}
+
+static int
+Core_set_cwnd_log(CoreObject *c, PyObject *v, void *x)
+{
+    if (v == NULL || (v != Py_None && !PyList_Check(v))) {
+        PyErr_SetString(PyExc_TypeError, "cwnd_log is a list or None");
+        return -1;
+    }
+    Py_INCREF(v);
+    Py_XSETREF(c->cwnd_log, v);
+    return 0;
+}
+
+static PyObject *
+Core_get_loss_time(CoreObject *c, void *x)
+{
+    if (!c->has_loss_time)
+        Py_RETURN_NONE;
+    return PyFloat_FromDouble(c->loss_time);
+}
+
+static PyObject *
+Core_get_in_flight(CoreObject *c, void *x)
+{
+    return PyLong_FromSsize_t(c->outstanding);
+}
+
+static PyMethodDef Core_methods[] = {
+    {"on_sent", (PyCFunction)(void (*)(void))Core_on_sent, METH_FASTCALL, "on_sent(packet, pn, time_sent_s, size)"},
+    {"on_ack", (PyCFunction)(void (*)(void))Core_on_ack, METH_FASTCALL, "on_ack(ranges, ack_delay_s, now)"},
+    {"after_ack", (PyCFunction)Core_after_ack, METH_O, "after_ack(now): packets lost, or None"},
+    {"loss_deadline", (PyCFunction)Core_loss_deadline, METH_NOARGS, "the loss timer's time, or None"},
+    {"on_loss_timeout", (PyCFunction)Core_on_loss_timeout, METH_O, "on_loss_timeout(now)"},
+    {"outstanding", (PyCFunction)Core_outstanding, METH_O, "outstanding(index): a packet in flight"},
+    {"rtt_sample", (PyCFunction)(void (*)(void))Core_rtt_sample, METH_FASTCALL, "rtt_sample(sample_s, now)"},
+    {"cwnd_open", (PyCFunction)Core_cwnd_open, METH_NOARGS, "bytes in flight < cwnd"},
+    {"pace", (PyCFunction)Core_pace, METH_O, "pace(now): when the next packet may leave, or None"},
+    {"paced", (PyCFunction)Core_paced, METH_O, "paced(now): a packet left"},
+    {"on_packet_number", (PyCFunction)(void (*)(void))Core_on_packet_number, METH_FASTCALL,
+     "on_packet_number(pn, now): True if out of order"},
+    {"ack_frame", (PyCFunction)Core_ack_frame, METH_O, "ack_frame(now): ((ranges, ack_delay_s), size)"},
+    {"ack_frame_size", (PyCFunction)Core_ack_frame_size, METH_O, "ack_frame_size(now)"},
+    {"bind", (PyCFunction)(void (*)(void))Core_bind, METH_FASTCALL,
+     "bind(packet_class, link_packet_class, retx_queue, new_queue, send_streams, max_payload, recv_streams, "
+     "recv_stream_class, ack_every_packets, sim, timers, on_loss_timeout)"},
+    {"callables", (PyCFunction)Core_callables, METH_O, "callables(endpoint): its (flush, deliver, ack_now) in C"},
+    {"write", (PyCFunction)(void (*)(void))Core_write, METH_FASTCALL,
+     "write(endpoint, stream, stream_id, data, end): connection.QuicEndpoint.write on an open stream"},
+    {"on_ack_frame", (PyCFunction)(void (*)(void))Core_on_ack_frame, METH_FASTCALL,
+     "on_ack_frame(endpoint, ranges, ack_delay_s): recovery._on_ack_frame"},
+    {"receive", (PyCFunction)(void (*)(void))Core_receive, METH_FASTCALL,
+     "receive(endpoint, packet): a 1-RTT packet (connection.QuicEndpoint._on_packet)"},
+    {"flush", (PyCFunction)Core_flush, METH_O, "flush(endpoint): packet_builder._flush"},
+    {"send_packet", (PyCFunction)(void (*)(void))Core_send_packet, METH_FASTCALL,
+     "send_packet(endpoint, frames, size_bytes, probe): packet_builder._send_packet"},
+    {"send_ack", (PyCFunction)Core_send_ack, METH_O, "send_ack(endpoint): ack._send_ack"},
+    {"set_loss_timer", (PyCFunction)Core_set_loss_timer, METH_O,
+     "set_loss_timer(endpoint): recovery._set_loss_detection_timer"},
+    {NULL},
+};
+
+static PyMemberDef Core_members[] = {
+    {"rtt", T_OBJECT, offsetof(CoreObject, rtt), READONLY, NULL},
+    {"cc", T_OBJECT, offsetof(CoreObject, cc), READONLY, NULL},
+    {"bytes_in_flight", T_LONGLONG, offsetof(CoreObject, bytes_in_flight), READONLY, NULL},
+    {"largest_acked", T_LONGLONG, offsetof(CoreObject, largest_acked), READONLY, NULL},
+    {"pto_count", T_LONGLONG, offsetof(CoreObject, pto_count), READONLY, NULL},
+    {"ack_ranges", T_INT, offsetof(CoreObject, nranges), READONLY, NULL},
+    {"largest_recv_pn", T_LONGLONG, offsetof(CoreObject, largest_recv_pn), READONLY, NULL},
+    {"packets_lost", T_LONGLONG, offsetof(CoreObject, packets_lost), 0, NULL},
+    {"lost_by_packet_threshold", T_LONGLONG, offsetof(CoreObject, lost_by_packet_threshold), 0, NULL},
+    {"lost_by_time_threshold", T_LONGLONG, offsetof(CoreObject, lost_by_time_threshold), 0, NULL},
+    {"ptos", T_LONGLONG, offsetof(CoreObject, ptos), 0, NULL},
+    {"spurious_ptos", T_LONGLONG, offsetof(CoreObject, spurious_ptos), 0, NULL},
+    {"congestion_events", T_LONGLONG, offsetof(CoreObject, congestion_events), 0, NULL},
+    {"credit_s", T_DOUBLE, offsetof(CoreObject, credit_s), READONLY, "the pacer's (pacer.Pacer)"},
+    {"credit_max_s", T_DOUBLE, offsetof(CoreObject, credit_max_s), READONLY, "the pacer's (pacer.Pacer)"},
+    {"updated_s", T_DOUBLE, offsetof(CoreObject, updated_s), READONLY, "the pacer's (pacer.Pacer)"},
+    {"max_datagram_bytes", T_LONGLONG, offsetof(CoreObject, max_datagram), READONLY, NULL},
+    {"next_pn", T_LONGLONG, offsetof(CoreObject, next_pn), 0, "the endpoint's _next_pn"},
+    {"packets_sent", T_LONGLONG, offsetof(CoreObject, packets_sent), 0, NULL},
+    {"probe_packets_sent", T_LONGLONG, offsetof(CoreObject, probe_packets_sent), 0, NULL},
+    {"ack_packets_sent", T_LONGLONG, offsetof(CoreObject, ack_packets_sent), 0, NULL},
+    {"bytes_sent", T_LONGLONG, offsetof(CoreObject, bytes_sent), 0, NULL},
+    {"stream_bytes_sent", T_LONGLONG, offsetof(CoreObject, stream_bytes_sent), 0, NULL},
+    {"stream_bytes_retransmitted", T_LONGLONG, offsetof(CoreObject, stream_bytes_retransmitted), 0, NULL},
+    {"unacked_eliciting", T_LONGLONG, offsetof(CoreObject, unacked_eliciting), 0, "the endpoint's _unacked_eliciting"},
+    {"ack_due", T_BOOL, offsetof(CoreObject, ack_due), 0, "the endpoint's _ack_due"},
+    {"flush_scheduled", T_BOOL, offsetof(CoreObject, flush_scheduled), 0, "the endpoint's _flush_scheduled"},
+    {NULL},
+};
+
+static PyObject *
+Core_get_interval(CoreObject *c, void *x)
+{
+    if (!c->has_interval)
+        Py_RETURN_NONE;
+    return PyFloat_FromDouble(c->interval_s);
+}
+
+static PyGetSetDef Core_getset[] = {
+    {"interval_s", (getter)Core_get_interval, NULL, "the pacer's time per packet, or None (pacer.Pacer)", NULL},
+    {"cwnd_log", (getter)Core_get_cwnd_log, (setter)Core_set_cwnd_log, "list of (time_s, cwnd_bytes), or None", NULL},
+    {"loss_time_s", (getter)Core_get_loss_time, NULL, "the loss timer's time, or None", NULL},
+    {"packets_in_flight", (getter)Core_get_in_flight, NULL, "ack-eliciting packets not yet settled", NULL},
+    {NULL},
+};
+
+static PyTypeObject CoreType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = NET_MODULE ".QuicCore",
+    .tp_doc = "A QUIC endpoint's loss recovery, ACK ranges, pacer and window (recovery.LossRecovery's C twin).",
+    .tp_basicsize = sizeof(CoreObject),
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC,
+    .tp_new = PyType_GenericNew,
+    .tp_init = (initproc)Core_init,
+    .tp_traverse = (traverseproc)Core_traverse,
+    .tp_clear = (inquiry)Core_clear,
+    .tp_dealloc = (destructor)Core_dealloc,
+    .tp_methods = Core_methods,
+    .tp_members = Core_members,
+    .tp_getset = Core_getset,
+};
+
+/* -- module -------------------------------------------------------------------------- */
+
+static struct PyModuleDef quic_module = {
+    PyModuleDef_HEAD_INIT,
+    .m_name = "simulator.net._quic",
+    .m_doc = "The QUIC model's per-packet recovery path in C: the twin of net/quic/recovery.py and ack.py.",
+    .m_size = -1,
+};
+
+#define INTERN(var, text) if ((var = PyUnicode_InternFromString(text)) == NULL) return NULL
+
+PyMODINIT_FUNC
+PyInit__quic(void)
+{
+    INTERN(str_ready, "ready");
+    INTERN(str_on_send_ready, "on_send_ready");
+    INTERN(str_flush_scheduled, "_flush_scheduled");
+    INTERN(str_ack_due, "_ack_due");
+    INTERN(str_unacked_eliciting, "_unacked_eliciting");
+    INTERN(str_next_pn, "_next_pn");
+    INTERN(str_packets_sent, "packets_sent");
+    INTERN(str_probe_packets_sent, "probe_packets_sent");
+    INTERN(str_ack_packets_sent, "ack_packets_sent");
+    INTERN(str_bytes_sent, "bytes_sent");
+    INTERN(str_stream_bytes_sent, "stream_bytes_sent");
+    INTERN(str_stream_bytes_retransmitted, "stream_bytes_retransmitted");
+    INTERN(str_timers, "timers");
+    INTERN(str_set, "set");
+    INTERN(str_cancel, "cancel");
+    INTERN(str_loss, "loss");
+    INTERN(str_pace, "pace");
+    INTERN(str_ack, "ack");
+    INTERN(str_flush, "_flush");
+    INTERN(str_on_loss_timeout, "_on_loss_detection_timeout");
+    INTERN(str_link, "link");
+    INTERN(str_send, "send");
+    INTERN(str_peer, "peer");
+    INTERN(str_on_packet, "_on_packet");
+    INTERN(str_sim, "sim");
+    INTERN(str_now, "now");
+    INTERN(str_acked_prefix, "acked_prefix");
+    INTERN(str_fin_acked, "fin_acked");
+    INTERN(str_buf, "buf");
+    INTERN(str_buf_offset, "buf_offset");
+    INTERN(str_popleft, "popleft");
+    INTERN(str_call_soon, "call_soon");
+    INTERN(str_fin_offset, "fin_offset");
+    INTERN(str_written, "written");
+    INTERN(str_finished, "finished");
+    INTERN(str_delivered, "delivered");
+    INTERN(str_heap, "heap");
+    INTERN(str_heap_bytes, "heap_bytes");
+    INTERN(str_reorder_bytes, "reorder_bytes");
+    INTERN(str_max_reorder_bytes, "max_reorder_bytes");
+    INTERN(str_bytes_delivered, "bytes_delivered");
+    INTERN(str_on_data, "on_data");
+    INTERN(str_on_ack_frame, "_on_ack_frame");
+    INTERN(str_frames, "frames");
+    INTERN(str_pn, "pn");
+    INTERN(str_ack_eliciting, "ack_eliciting");
+    INTERN(str_expiry, "expiry");
+    INTERN(str_ack_delay_s, "_ack_delay_s");
+    INTERN(str_ack_now, "_ack_now");
+    INTERN(str_ack_now_event, "_ack_now_event");
+    INTERN(str_join, "join");
+    INTERN(str_payload, "payload");
+    INTERN(str_handshake_done_s, "handshake_done_s");
+    INTERN(str_deliver, "_deliver");
+    INTERN(str_flush_event, "_flush_event");
+    INTERN(str_starts, "starts");
+    INTERN(str_ends, "ends");
+    INTERN(str_done, "done");
+    INTERN(str_acked, "acked");
+    INTERN(str_on_packet_acked, "on_packet_acked");
+    INTERN(str_on_stream_acked, "on_stream_acked");
+    INTERN(str_requeue_lost, "_requeue_lost");
+    INTERN(str_fin, "fin");
+    INTERN(str_append, "append");
+    INTERN(str_push, "_push");
+    if ((empty_tuple = PyTuple_New(0)) == NULL)
+        return NULL;
+    if ((empty_bytes = PyBytes_FromStringAndSize(NULL, 0)) == NULL)
+        return NULL;
+    PyObject *heapq = PyImport_ImportModule("heapq");
+    if (heapq == NULL)
+        return NULL;
+    heappush_fn = PyObject_GetAttrString(heapq, "heappush");
+    heappop_fn = PyObject_GetAttrString(heapq, "heappop");
+    Py_DECREF(heapq);
+    if (heappush_fn == NULL || heappop_fn == NULL)
+        return NULL;
+    PyTypeObject *types[] = {&RttType, &CcType, &CoreType, &TimersType, &BoundType, &QPacketType};
+    for (size_t i = 0; i < sizeof(types) / sizeof(types[0]); i++)
+        if (PyType_Ready(types[i]) < 0)
+            return NULL;
+    PyObject *m = PyModule_Create(&quic_module);
+    if (m == NULL)
+        return NULL;
+    const char *names[] = {"RttEstimator", "CongestionControl", "QuicCore", "TimerSlots", "_Bound", "QuicPacket"};
+    for (size_t i = 0; i < sizeof(types) / sizeof(types[0]); i++) {
+        if (PyModule_AddObjectRef(m, names[i], (PyObject *)types[i]) < 0) {
+            Py_DECREF(m);
+            return NULL;
+        }
+    }
+    return m;
+}

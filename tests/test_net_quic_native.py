@@ -1,0 +1,193 @@
+"""The C twin of the QUIC model's recovery path (``simulator.net._quic``, driven by
+``quic.native.NativeQuicEndpoint``) against the Python reference (``quic.QuicEndpoint``):
+the same scenario run on each must give the same events (time and callback name, in
+order), the same deliveries and acknowledgement reports to the application, the same
+packets on each link (with their payloads' repr), the same counters, windows and RTT
+estimates, exactly (floats compared by their repr).  Every scenario also checks it
+exercised what it is named after (a loss scenario declared packets lost, a handshake-loss
+one fired handshake PTOs), so a comparison cannot pass by running nothing.
+"""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+
+from simulator.engine import Simulator
+from simulator.net import native
+from simulator.net.link import DelayedPath, DropList, Jitter, Path
+from simulator.net.quic import QuicConnection, QuicEndpoint, fuzz
+from simulator.net.quic.native import NativeQuicEndpoint
+from simulator.net.transport import TransportConfig
+
+pytestmark = pytest.mark.skipif(native.QUIC is None, reason="the C extension simulator.net._quic is not built")
+
+
+def _run(implementation: str, seed: int, *, cc: str = "reno", loss=None, jitter=None, handshake: bool = False,
+         connections: int = 2, queue_bytes: int | None = 60_000, drops=None, rtt_s: float = 0.05,
+         sizes=(200_000, 20_000), pull: bool = False, aioquic: bool = False, pacing: bool = True) -> dict:
+    """Connections over one bottleneck (the first on the path, the others through a
+    DelayedPath), requests from the client at random times and responses on each stream;
+    ``pull``: the server writes through ``on_send_ready``, a packet's worth per call;
+    ``aioquic``: the options the page-load model runs with (``http.network``)."""
+    sim = Simulator(seed, trace=True)
+    path = Path(sim, rtt_s=rtt_s, bandwidth_bps=10e6, queue_bytes=queue_bytes, loss=loss, jitter=jitter)
+    if drops is not None:
+        path.forward.loss, path.reverse.loss = DropList(drops[0]), DropList(drops[1])
+    packets: list = []
+    for tag, link in (("fwd", path.forward), ("rev", path.reverse)):
+        link.observers.append(lambda p, tag=tag: packets.append(
+            (tag, p.size_bytes, p.link_seq, p.sent_s, p.arrived_s, p.lost, repr(p.payload))))
+    events: list = []
+    conns = []
+    draw = random.Random(seed)
+    options = dict(retransmit_in_turn=True, slow_start_rtt_exit=True, pto_declares_lost=True,
+                   ack_delay_s=0.001) if aioquic else {}
+    for i in range(connections):
+        on = path if i == 0 else DelayedPath(path, 0.01 * i)
+        conn = QuicConnection(sim, on, TransportConfig(cc=cc, initial_rtt_s=0.1), name=f"quic{i}",
+                              handshake=handshake, log_cwnd=True, pacing=pacing, implementation=implementation,
+                              **options)
+        assert conn.implementation == implementation
+        assert type(conn.client) is (NativeQuicEndpoint if implementation == "c" else QuicEndpoint)
+        conns.append(conn)
+        for end in (conn.client, conn.server):
+            tag = (i, end.is_client)
+            end.on_data = lambda sid, data, fin, t, tag=tag: events.append((tag, "data", sid, len(data), fin, t))
+            end.on_stream_acked = lambda sid, offset, tag=tag: events.append((tag, "acked", sid, offset))
+            end.on_packet_acked = lambda pn, ranges, tag=tag: events.append((tag, "packet", pn, ranges))
+        pending: list = []
+        if pull:
+            def pull_one(server=conn.server, pending=pending) -> bool:
+                if not pending:
+                    return False
+                sid, left = pending[0]
+                n = min(left, 1200)
+                server.write(sid, b"p" * n, end=n == left)
+                if n == left:
+                    pending.pop(0)
+                else:
+                    pending[0] = (sid, left - n)
+                return True
+            conn.server.on_send_ready = pull_one
+        for k in range(4):
+            sid = conn.client.open_stream()
+            start = draw.random() * 0.3
+            size = draw.choice(sizes)
+            sim.call_at(start, conn.client.write, sid, b"q" * draw.randrange(50, 3000), True)
+            if pull:
+                sim.call_at(start + 0.1, lambda sid=sid, size=size, conn=conn, pending=pending: (
+                    pending.append((sid, size)), conn.server.want_to_send()))
+            else:
+                sim.call_at(start + 0.1, conn.server.write, sid, bytes([k]) * size, True)
+    sim.run()
+    ends = [end for conn in conns for end in (conn.client, conn.server)]
+    return {
+        "trace": sim.trace, "events_run": sim.events_run, "now": sim.now, "events": events, "packets": packets,
+        "stats": [conn.stats() for conn in conns],
+        "estimates": [(end.rtt.srtt_s, end.rtt.rttvar_s, end.rtt.min_rtt_s, end.rtt.latest_rtt_s, end.cc.cwnd_bytes,
+                       end.cc.ssthresh_bytes, end.bytes_in_flight, end._next_pn) for end in ends],
+    }
+
+
+def _same(**scenario) -> dict:
+    """Run ``scenario`` on both implementations; assert every record is identical; return totals."""
+    ref, twin = _run("python", **scenario), _run("c", **scenario)
+    for key in ref:
+        a, b = ref[key], twin[key]
+        if repr(a) != repr(b):
+            if isinstance(a, list):
+                first = next((i for i, (x, y) in enumerate(zip(a, b)) if repr(x) != repr(y)), min(len(a), len(b)))
+                pytest.fail(f"{key} differs at {first}: {a[first:first + 2]!r} != {b[first:first + 2]!r}")
+            pytest.fail(f"{key} differs: {a!r} != {b!r}")
+    ends = [s[side] for s in ref["stats"] for side in ("client", "server")]
+    total = {k: sum(e[k] for e in ends) for k in ("packets_lost", "lost_by_packet_threshold", "lost_by_time_threshold",
+                                                  "ptos", "spurious_ptos", "congestion_events", "handshake_ptos",
+                                                  "probe_packets_sent")}
+    total["events"] = ref["events_run"]
+    total["reordered"] = max(e["max_reorder_buffer_bytes"] for e in ends)
+    return total
+
+
+@pytest.mark.parametrize("cc", ["reno", "cubic"])
+def test_clean_transfers_same_events(cc):
+    """No loss, an unbounded queue: slow start (RFC 9002 7.3.1), ACK every second packet or
+    after max_ack_delay (RFC 9000 13.2.2), pacing (RFC 9002 7.7), ACK ranges (19.3)."""
+    t = _same(seed=1, cc=cc, queue_bytes=None)
+    assert t["events"] > 1000 and t["packets_lost"] == 0
+
+
+@pytest.mark.parametrize("cc", ["reno", "cubic"])
+def test_bernoulli_loss_same_events(cc):
+    """2% loss both ways: packet and time threshold losses (RFC 9002 6.1.1, 6.1.2), one window
+    reduction per recovery period (7.3.2), CUBIC's window (RFC 9438) or Reno's halving."""
+    t = _same(seed=4, cc=cc, loss=0.02)
+    assert t["lost_by_packet_threshold"] > 0 and t["congestion_events"] > 0
+
+
+def test_queue_overflow_same_events():
+    """A shallow queue drops bursts: losses by the packet threshold (RFC 9002 6.1.1)."""
+    t = _same(seed=7, queue_bytes=8000, cc="cubic")
+    assert t["packets_lost"] > 0
+
+
+@pytest.mark.parametrize("seed", [1, 3])
+def test_gilbert_elliott_bursts_and_ptos_same_events(seed):
+    """Bursty Gilbert-Elliott loss: whole flights lost, probe timeouts with backoff
+    (RFC 9002 6.2.1, 6.2.4), spurious PTOs, the loss timer (6.1.2)."""
+    t = _same(seed=seed, loss="ge:0.03,0.25", cc="cubic")
+    assert t["ptos"] > 0 and t["spurious_ptos"] > 0 and t["probe_packets_sent"] > 0 and t["lost_by_time_threshold"] > 0
+
+
+def test_reordering_jitter_same_events():
+    """Jitter reorders packets: out-of-order ACKs at once (RFC 9000 13.2.1), several ACK
+    ranges, the time threshold (RFC 9002 6.1.2), receive buffers out of order."""
+    t = _same(seed=5, jitter=Jitter(0.05, 0.02), loss=0.01)
+    assert t["lost_by_time_threshold"] + t["lost_by_packet_threshold"] > 0 and t["reordered"] > 0
+
+
+@pytest.mark.parametrize("cc", ["reno", "cubic"])
+def test_handshake_loss_aioquic_options_same_events(cc):
+    """The handshake with its first datagrams lost both ways (RFC 9002 6.2.1 handshake PTO,
+    RFC 9001), then aioquic's options: lost data resent in turn, slow start left on a
+    rising RTT, PTOs that declare resent handshake data lost; 3% loss after it."""
+    t = _same(seed=2, cc=cc, handshake=True, aioquic=True, drops=([0, 2], [0, 1]))
+    assert t["handshake_ptos"] > 0
+    t = _same(seed=6, cc=cc, handshake=True, aioquic=True, loss=0.03)
+    assert t["packets_lost"] > 0
+
+
+def test_pull_writer_same_events():
+    """The server pulls a packet's worth at a time (``on_send_ready``, as the page-load
+    model's schedulers write), with loss and no pacing (RFC 9002 7.7 is a SHOULD)."""
+    t = _same(seed=8, pull=True, loss=0.02, aioquic=True)
+    assert t["packets_lost"] > 0
+    t = _same(seed=8, pull=True, loss=0.02, pacing=False)
+    assert t["packets_lost"] > 0
+
+
+def test_random_loss_patterns_and_ack_orders_same_events():
+    """Random loss patterns and ACK orders: drop lists drawn from a seeded stream in both
+    directions (data and ACKs lost), with and without reordering jitter."""
+    draw = random.Random(31)
+    for k in range(6):
+        drops = (sorted(draw.sample(range(300), draw.randrange(1, 30))),
+                 sorted(draw.sample(range(150), draw.randrange(0, 20))))
+        _same(seed=10 + k, drops=drops, jitter=Jitter(0.05, 0.01) if k % 2 else None, connections=1,
+              cc="cubic" if k % 3 == 0 else "reno", handshake=k % 2 == 0)
+
+
+def test_fuzz_corpus_same_events():
+    """The fuzz corpus (``simulator.net.quic.fuzz``, which ``make asan`` runs longer): seeded
+    drop lists both ways, in bursts or alone (lost data, lost ACKs: RFC 9002 6.1, 6.2), with
+    and without reordering, handshake, aioquic's options, pacing and the pull writer."""
+    assert fuzz.run(seconds=0, seed=0, corpus_size=12) == 12
+
+
+def test_switch_picks_the_reference():
+    """``implementation="python"`` (``WORKBENCH_NET=python``'s default) gives the reference's endpoints."""
+    sim = Simulator(1)
+    conn = QuicConnection(sim, Path(sim, rtt_s=0.05), implementation="python")
+    assert type(conn.client) is QuicEndpoint and conn.implementation == "python"
+    assert native.resolve_quic("c") == "c"

@@ -1,0 +1,188 @@
+"""Cost that follows the work, not what a trace claims (issue 33): the per-field memos of the
+header path give the libraries' own answers, a declared body is written in bounded chunks,
+and the QUIC model's ACK processing looks at the packets an ACK names, not at all it sent.
+No test here times anything: memory is measured with ``tracemalloc``, work by counting."""
+
+from __future__ import annotations
+
+import hpack
+from h2.utilities import normalize_outbound_headers
+
+
+def _odd_lists():
+    """Header lists with what h2's normalisation changes: upper-case names, surrounding
+    whitespace, connection-specific fields, short and long cookies, credentials."""
+    base = [(b":method", b"GET"), (b":scheme", b"https"), (b":authority", b"a.example"), (b":path", b"/x")]
+    extras = [(b"Accept", b" text/html "), (b"connection", b"keep-alive"), (b"cookie", b"a=1"),
+              (b"cookie", b"session=0123456789abcdefghij"), (b"authorization", b"Basic eA=="),
+              (b"proxy-authorization", b"x"), (b"TE", b"trailers"), (b"x-empty", b""), (b"upgrade", b"h2c"),
+              (b"user-agent", b"UA/1.0"), (b"keep-alive", b"timeout=5"), (b"transfer-encoding", b"chunked")]
+    for i in range(len(extras)):
+        yield tuple(base + extras[i:] + extras[:i])
+        yield tuple(base + extras[:i])
+
+
+def test_h2_normalized_is_h2s_normalisation_rfc9113_8_2():
+    """RFC 9113 section 8.2 (lower-case names, no connection-specific fields) and h2's
+    never-indexed credentials and short cookies (RFC 7541 section 7.1.3): the per-field memo
+    gives h2's own list, field classes included, for every list, twice (memo cold and warm)."""
+    from simulator.http.header_sizes import h2_normalized
+
+    for _ in range(2):
+        for headers in _odd_lists():
+            h2_normalized.cache_clear()
+            ours = h2_normalized(headers)
+            theirs = tuple(normalize_outbound_headers(headers, None))
+            assert ours == theirs
+            assert [type(f) for f in ours] == [type(f) for f in theirs]
+
+
+def test_block_sizes_with_the_field_memo_are_hpacks_rfc7541():
+    """RFC 7541 sections 6.1-6.2: with the per-field memo warm from other connections, each
+    block's size is still what hpack's encoder writes on this connection (the dynamic table,
+    never-indexed fields, str fields, entries that empty the table)."""
+    from simulator.http.header_sizes import HeaderBlockSizer, h2_normalized
+
+    lists = list(_odd_lists())
+    lists.append(((b":status", b"200"), (b"x-big", b"v" * 5000), (b"etag", b'"1"')))
+    lists.append((("x-text", "value"), (b"authorization", b"secret", True), (b"etag", b'"1"')))
+    for rounds in range(3):
+        encoder, sizer = hpack.Encoder(), HeaderBlockSizer()
+        for headers in lists[rounds:] + lists[:rounds]:
+            if rounds == 1 and all(type(h) is tuple and len(h) == 2 for h in headers):
+                headers = h2_normalized(headers)
+            assert sizer.encoded_size(headers) == len(encoder.encode(list(headers)))
+
+
+def test_the_replay_header_clean_up_is_per_field_rfc9113_8_2_2():
+    """RFC 9113 section 8.2.2: connection-specific fields dropped, names lower-cased, CR, LF
+    and NUL gone from values; the same answer with the memo cold and warm, and for fields
+    given as lists (not hashable)."""
+    from simulator.stacks import replay
+
+    headers = [(b" Accept ", b" a\r\nb\x00 "), (b"Connection", b"close"), (b"", b"x"), (b"host", b"h"),
+               (b"x-a", b"1")]
+    want = [(b"accept", b"ab"), (b"x-a", b"1")]
+    replay._CLEANED.clear()
+    assert replay._clean(headers) == want
+    assert replay._clean(headers) == want
+    assert replay._clean([list(h) for h in headers]) == want
+
+
+DECLARED_BYTES = 2 << 30              # 2 GiB: far above what any run here could hold
+
+
+class _Listener:
+    """The browser's side of ``ModelNetwork`` as far as these tests need it: counts what arrives."""
+
+    done = False
+    response_marks = None
+
+    def __init__(self):
+        self.complete = []
+
+    def on_response_complete(self, index):
+        self.complete.append(index)
+
+
+def _peak_bytes_while(run) -> int:
+    import tracemalloc
+
+    tracemalloc.start()
+    try:
+        tracemalloc.reset_peak()
+        base = tracemalloc.get_traced_memory()[0]
+        run()
+        return tracemalloc.get_traced_memory()[1] - base
+    finally:
+        tracemalloc.stop()
+
+
+def test_a_2_gib_declared_body_is_simulated_in_bounded_memory_rfc9113_8_1():
+    """RFC 9113 section 8.1 / RFC 9114 section 4.1: a message's body is a sequence of DATA
+    frames of the declared length; the model writes them as slices of one shared block, so a
+    response (fifo: handed to the transport whole, as the h2 stack does) and a request body
+    declared at 2 GiB run in the memory of what is in flight: the first second of each, over
+    h2 on the TCP model and h3 on the QUIC model, adds under 40 MB (tracemalloc), where the
+    bytes themselves would be 2 GiB each; and bytes do arrive."""
+    from simulator.browser.client import LoadParams
+    from simulator.engine import Simulator
+    from simulator.http.network import ModelNetwork
+    from simulator.stacks.common import ExchangeSpec
+
+    request = ((b":method", b"POST"), (b":scheme", b"https"), (b":authority", b"a.example"), (b":path", b"/up"))
+    response = ((b":status", b"200"),)
+    for protocol in ("h2", "h3"):
+        for direction in ("response", "request"):
+            sim = Simulator(seed=1)
+            listener = _Listener()
+            params = LoadParams(protocol=protocol, scheduler="fifo", bandwidth_bps=100e6, rtt_s=0.02)
+            net = ModelNetwork(sim, params, listener)
+            spec = ExchangeSpec(index=0, request_headers=request, response_headers=response, origin="https://a.example",
+                                response_body_bytes=DECLARED_BYTES if direction == "response" else 10,
+                                request_body_bytes=DECLARED_BYTES if direction == "request" else 0, think_s=0.0)
+            net.fetch("https://a.example", spec)
+            peak = _peak_bytes_while(lambda: sim.run(until_s=1.0))
+            conn = net.conns["https://a.example"]
+            sender = conn.t.server if direction == "response" else conn.t.client
+            assert peak < 40e6, (protocol, direction, peak)
+            assert sender.bytes_sent > 10e6 and not listener.complete, (protocol, direction)
+
+
+def test_write_padding_writes_the_declared_bytes_in_order_rfc9293_3_10_2():
+    """RFC 9293 section 3.10.2 / RFC 9000 section 2.2: a stream delivers the bytes written, in
+    order; padding written as shared slices arrives as exactly its size, over the TCP model (C
+    and Python) and the QUIC model, with the end of the stream on its last byte."""
+    from simulator.engine import Simulator
+    from simulator.net.link import Path
+    from simulator.net.quic import QuicConnection
+    from simulator.net.tcp import TcpConnection
+    from simulator.net.transport import PADDING_CHUNK_BYTES, TransportConfig, write_padding
+
+    size = 2 * PADDING_CHUNK_BYTES + 12_345
+    for make in (lambda s, p: TcpConnection(s, p, TransportConfig()),
+                 lambda s, p: QuicConnection(s, p, TransportConfig())):
+        sim = Simulator(seed=1)
+        conn = make(sim, Path(sim, rtt_s=0.02, bandwidth_bps=100e6, queue_bytes=250_000))
+        got, ends = [0], []
+
+        def on_data(stream_id, data, end, time_s):
+            assert set(bytes(data)) <= {ord("z")}
+            got[0] += len(data)
+            if end:
+                ends.append(got[0])
+
+        conn.client.on_data = on_data
+        sid = conn.server.open_stream(unidirectional=True)
+        write_padding(conn.server, sid, size, end=True, fill=b"z")
+        sim.run()
+        assert got[0] == size and ends == [size], type(conn).__name__
+
+
+def test_the_collector_is_paused_for_a_model_load_and_resumed_after_it():
+    """The page-load model's load runs with the cyclic collector paused (its cycles are the
+    load's own state, per resource and connection) and resumes it after, also when the load
+    raises; a paused collector stays paused; the load's cycles are collectable after it."""
+    import gc
+
+    from simulator.stacks.common import collector_paused
+
+    seen = []
+    with collector_paused(True):
+        seen.append(gc.isenabled())
+    assert seen == [False] and gc.isenabled()
+    try:
+        with collector_paused(True):
+            raise ValueError
+    except ValueError:
+        pass
+    assert gc.isenabled()
+    with collector_paused(False):
+        assert gc.isenabled()
+    gc.disable()
+    try:
+        with collector_paused(True):
+            pass
+        assert not gc.isenabled()
+    finally:
+        gc.enable()
