@@ -25,9 +25,31 @@ import re
 from .errors import InputError
 from .units import parse_bandwidth, parse_byte_rate, parse_duration, parse_number, parse_rate, parse_size
 
-__all__ = ["ArgParser", "duration", "positive_duration", "duration_or", "durations", "bandwidth", "rate",
-           "byte_rate", "size", "positive_size", "probability", "real", "loss", "rtt", "bottleneck", "loss_model",
-           "count", "seed", "checked", "names", "output_file", "output_folder", "existing_folder"]
+__all__ = [
+    "ArgParser",
+    "duration",
+    "positive_duration",
+    "duration_or",
+    "durations",
+    "bandwidth",
+    "rate",
+    "byte_rate",
+    "size",
+    "positive_size",
+    "probability",
+    "real",
+    "loss",
+    "rtt",
+    "bottleneck",
+    "loss_model",
+    "count",
+    "seed",
+    "checked",
+    "names",
+    "output_file",
+    "output_folder",
+    "existing_folder",
+]
 
 # A value that starts like a negative quantity: -100ms, -5mbit, -1s, -5kB/s, -0.5.
 _NEGATIVE_VALUE = re.compile(r"^-(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?\s*[a-zA-Zµ/%]*$")
@@ -67,10 +89,12 @@ def positive_duration(text: str) -> str:
 
 def duration_or(*words: str):
     """A duration (zero or positive), or one of ``words`` (e.g. ``trace``)."""
+
     def check(text: str) -> str:
         if str(text).strip().lower() in words:
             return text
         return duration(text)
+
     check.__name__ = "duration"
     return check
 
@@ -120,7 +144,7 @@ def positive_size(text: str) -> str:
 def probability(text: str) -> str:
     """A probability in [0, 1]."""
     try:
-        p = parse_number(text, "probability")        # ASCII digits: float() also takes "٠.٥"
+        p = parse_number(text, "probability")  # ASCII digits: float() also takes "٠.٥"
     except InputError:
         p = float("nan")
     if not 0.0 <= p <= 1.0:
@@ -131,11 +155,13 @@ def probability(text: str) -> str:
 def real(minimum: float, maximum: float):
     """A plain decimal number in [``minimum``, ``maximum``] (returned as a float, as
     ``type=float`` did, which also took ``nan``, ``inf`` and Unicode digits)."""
+
     def check(text: str) -> float:
         value = _check(parse_number, text)
         if not minimum <= value <= maximum:
             raise argparse.ArgumentTypeError(f"must be in [{minimum:g}, {maximum:g}], got {text!r}")
         return value
+
     check.__name__ = "number"
     return check
 
@@ -175,13 +201,14 @@ def loss_model(text: str):
     return _check(LossSpec.parse, text)
 
 
-_ASCII_INTEGER = re.compile(r"\s*[-+]?[0-9]+\s*\Z")     # not int()'s Unicode digits or 1_000
+_ASCII_INTEGER = re.compile(r"\s*[-+]?[0-9]+\s*\Z")  # not int()'s Unicode digits or 1_000
 
 
 def count(minimum: int = 0, maximum: int | None = None):
     """An integer at least ``minimum`` (returned as an int, as ``type=int`` did) and, when
     given, at most ``maximum``: a count that sizes work or memory up front (seeds, responses,
     releases) has its documented limit checked here, before anything is allocated."""
+
     def check(text: str) -> int:
         if not _ASCII_INTEGER.match(str(text)) or len(str(text).strip()) > 30:
             raise argparse.ArgumentTypeError(f"must be an integer, got {text!r}")
@@ -192,11 +219,12 @@ def count(minimum: int = 0, maximum: int | None = None):
         if maximum is not None and value > maximum:
             raise argparse.ArgumentTypeError(f"must be at most {maximum:,}, got {text!r}")
         return value
+
     check.__name__ = "integer"
     return check
 
 
-_seed = count(-2**63, 2**63 - 1)
+_seed = count(-(2**63), 2**63 - 1)
 
 
 def seed(text: str) -> int:
@@ -206,9 +234,11 @@ def seed(text: str) -> int:
 
 def checked(parse, name: str = "value"):
     """Any study's own check: ``parse(text)`` raising ``InputError`` for a bad value."""
+
     def check(text: str) -> str:
         _check(parse, text)
         return text
+
     check.__name__ = name
     return check
 
@@ -226,6 +256,7 @@ def names(choices, what: str, *, empty: bool = False):
         if not items and not empty:
             raise argparse.ArgumentTypeError(f"give at least one {what} ({', '.join(choices)})")
         return text
+
     check.__name__ = "names"
     return check
 

@@ -20,10 +20,22 @@ def _cmd(args: argparse.Namespace) -> int:
 
     trace = load(args.trace)
     params = hol.HolParams(loss=args.loss, rtt_s=0.1, seed=args.seed)
-    print(f"HOL-blocking study: {trace.source}, {len(trace)} exchanges; QUIC and TCP, "
-          f"RTT 100 ms, 10 Mbit/s, loss {params.loss}, seed {params.seed}\n")
-    cols = ["blocks", "blocked", "hol_total_ms", "hol_p95_ms", "hol_max_ms", "header_bytes",
-            "encoder_stream_bytes", "ratio", "packets", "losses"]
+    print(
+        f"HOL-blocking study: {trace.source}, {len(trace)} exchanges; QUIC and TCP, "
+        f"RTT 100 ms, 10 Mbit/s, loss {params.loss}, seed {params.seed}\n"
+    )
+    cols = [
+        "blocks",
+        "blocked",
+        "hol_total_ms",
+        "hol_p95_ms",
+        "hol_max_ms",
+        "header_bytes",
+        "encoder_stream_bytes",
+        "ratio",
+        "packets",
+        "losses",
+    ]
     results = {}
     for transport, schemes in (("quic", ("hpack", "qpack", "qcram")), ("tcp", ("hpack",))):
         result = hol.run(trace, params.derive(transport=transport, schemes=schemes))
@@ -33,8 +45,7 @@ def _cmd(args: argparse.Namespace) -> int:
             print(result.summary[cols].to_string())
         print()
     fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(11, 4))
-    blocks = pd.concat([results["quic"].blocks,
-                        results["tcp"].blocks.assign(scheme="hpack over TCP")])
+    blocks = pd.concat([results["quic"].blocks, results["tcp"].blocks.assign(scheme="hpack over TCP")])
     plots.hol_cdf(blocks, ax1, title=f"HOL delay per header block, loss {params.loss}")
     plots.scheme_bars(results["quic"].summary, "ratio", ax2, ylabel="encoded / raw bytes (QUIC)")
     out = plots.savefig(fig, Path(args.out or "out/demo") / "hol-demo.png")

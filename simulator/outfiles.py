@@ -61,7 +61,7 @@ def _classify(path: str) -> tuple[str, str]:
     if stat.S_ISLNK(lst.st_mode):
         try:
             st = os.stat(path)
-        except FileNotFoundError:                      # a dangling link: create what it names
+        except FileNotFoundError:  # a dangling link: create what it names
             return _REPLACE, os.path.realpath(path)
         except OSError as exc:
             raise InputError(f"cannot be written ({_why(exc)}).", path=path) from None
@@ -71,15 +71,18 @@ def _classify(path: str) -> tuple[str, str]:
     if stat.S_ISDIR(mode):
         raise InputError("is a folder; give a file name.", path=path)
     if stat.S_ISBLK(mode):
-        raise InputError("is a block device; refusing to write onto it (give a regular file or a character "
-                         "device such as /dev/null).", path=path)
+        raise InputError(
+            "is a block device; refusing to write onto it (give a regular file or a character "
+            "device such as /dev/null).",
+            path=path,
+        )
     if stat.S_ISSOCK(mode):
         raise InputError("is a socket; give a regular file.", path=path)
     if stat.S_ISCHR(mode) or stat.S_ISFIFO(mode):
         return _THROUGH, path
     if stat.S_ISLNK(lst.st_mode):
         if os.path.abspath(path).startswith(_MAGIC_LINK_ROOTS):
-            return _THROUGH, path                      # /dev/stdout and the like: the shell's ">"
+            return _THROUGH, path  # /dev/stdout and the like: the shell's ">"
         return _REPLACE, os.path.realpath(path)
     return _REPLACE, path
 
@@ -101,7 +104,7 @@ def _open_through(path: str) -> int:
 def _write_all(fd: int, data: bytes) -> None:
     view = memoryview(data)
     while view:
-        view = view[os.write(fd, view):]
+        view = view[os.write(fd, view) :]
 
 
 def write_output(path, data: bytes, *, fsync: bool = False) -> None:
@@ -171,15 +174,16 @@ def _probe_folder(folder: str, path: str) -> None:
     try:
         fd, tmp = tempfile.mkstemp(dir=folder, prefix=".probe-")
     except OSError as exc:
-        raise InputError(f"cannot be written: folder {folder} does not take new files ({_why(exc)}).",
-                         path=path) from None
+        raise InputError(
+            f"cannot be written: folder {folder} does not take new files ({_why(exc)}).", path=path
+        ) from None
     os.close(fd)
     os.unlink(tmp)
     try:
         fs = os.statvfs(folder)
     except OSError:
         return
-    if fs.f_bavail == 0 and fs.f_blocks > 0:      # a full file system: refused now, not after the work
+    if fs.f_bavail == 0 and fs.f_blocks > 0:  # a full file system: refused now, not after the work
         raise InputError(f"cannot be written: the file system of {folder} is full.", path=path)
 
 
@@ -204,7 +208,7 @@ def check_output_folder(path) -> None:
     if not path.strip():
         raise InputError("give a folder name.")
     try:
-        os.lstat(path)           # os.path.isdir and lexists say False for a name too long (ENAMETOOLONG)
+        os.lstat(path)  # os.path.isdir and lexists say False for a name too long (ENAMETOOLONG)
     except FileNotFoundError:
         pass
     except OSError as exc:

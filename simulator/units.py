@@ -17,16 +17,34 @@ import re
 
 from .errors import InputError
 
-__all__ = ["parse_number", "parse_integer", "parse_duration", "parse_rate", "parse_size", "parse_bandwidth",
-           "parse_byte_rate", "parse_named_durations", "UNLIMITED"]
+__all__ = [
+    "parse_number",
+    "parse_integer",
+    "parse_duration",
+    "parse_rate",
+    "parse_size",
+    "parse_bandwidth",
+    "parse_byte_rate",
+    "parse_named_durations",
+    "UNLIMITED",
+]
 
 _NUM = r"\s*([-+]?[0-9]*\.?[0-9]+(?:[eE][-+]?[0-9]+)?)\s*([a-zA-Zµ/]*)\s*$"
 
 _DURATION = {"": 1.0, "s": 1.0, "ms": 1e-3, "us": 1e-6, "µs": 1e-6, "ns": 1e-9, "min": 60.0}
-_RATE = {"": 1.0, "bps": 1.0, "bit": 1.0, "kbit": 1e3, "kbps": 1e3, "mbit": 1e6, "mbps": 1e6,
-         "gbit": 1e9, "gbps": 1e9}
-_SIZE = {"": 1, "b": 1, "kb": 1000, "kib": 1024, "k": 1024, "mb": 1000**2, "mib": 1024**2,
-         "m": 1024**2, "gb": 1000**3, "gib": 1024**3}
+_RATE = {"": 1.0, "bps": 1.0, "bit": 1.0, "kbit": 1e3, "kbps": 1e3, "mbit": 1e6, "mbps": 1e6, "gbit": 1e9, "gbps": 1e9}
+_SIZE = {
+    "": 1,
+    "b": 1,
+    "kb": 1000,
+    "kib": 1024,
+    "k": 1024,
+    "mb": 1000**2,
+    "mib": 1024**2,
+    "m": 1024**2,
+    "gb": 1000**3,
+    "gib": 1024**3,
+}
 
 # Words for "no limit" in bandwidth and generation-rate flags.
 UNLIMITED = ("none", "inf", "unlimited")
@@ -51,8 +69,7 @@ def _in_range(value: float, text, what: str) -> float:
     return value
 
 
-def _parse(text: str | float | int, table: dict, what: str, require_unit: bool = False,
-           example: str = "") -> float:
+def _parse(text: str | float | int, table: dict, what: str, require_unit: bool = False, example: str = "") -> float:
     if isinstance(text, (int, float)) and not isinstance(text, bool):
         return _in_range(float(text), text, what)
     m = re.match(_NUM, str(text))
@@ -66,7 +83,7 @@ def _parse(text: str | float | int, table: dict, what: str, require_unit: bool =
     if require_unit and unit == "" and value != 0:
         raise InputError(f"{text!r} has no unit: give a {what} like {example} (units: {_units(table)})")
     scaled = value * table[unit]
-    if value != 0 and scaled == 0:          # 4.9e-324ms underflows to 0: not zero, and below the range
+    if value != 0 and scaled == 0:  # 4.9e-324ms underflows to 0: not zero, and below the range
         low, high, base = LIMITS[what]
         raise InputError(f"{text!r} is outside the {what} range {low:g} to {high:g} {base} (or 0)")
     return _in_range(scaled, text, what)
@@ -112,8 +129,10 @@ def parse_byte_rate(text: str | float | None, *, require_unit: bool = False) -> 
     m = re.fullmatch(_NUM, t)
     if m and m.group(2) == "":
         if require_unit and float(m.group(1)) != 0:
-            raise InputError(f"{text!r} has no unit: give a rate like 500kB/s or 4mbit "
-                             "(units: B/s, kB/s, KiB/s, MB/s, MiB/s, GB/s, GiB/s, or kbit, mbit, gbit)")
+            raise InputError(
+                f"{text!r} has no unit: give a rate like 500kB/s or 4mbit "
+                "(units: B/s, kB/s, KiB/s, MB/s, MiB/s, GB/s, GiB/s, or kbit, mbit, gbit)"
+            )
         return _in_range(float(m.group(1)), text, "size")
     try:
         if t.endswith("/s") and t[:-2].strip():

@@ -56,22 +56,23 @@ from fuzz_fresh_cases import ROOT, Case, make_case  # noqa: E402
 
 CASE_SECONDS = 60
 MEMORY_BYTES = 2 << 30
-FIRST_SEED = 100_000          # test_hostile_inputs.py uses seeds 0..423
+FIRST_SEED = 100_000  # test_hostile_inputs.py uses seeds 0..423
 # Python's "nan", "inf", "Infinity" in text output; pandas' "NaN" is its mark of a value that is not
 # there (a repeat visit's ratio when there was one visit: null in --json), not a result.
 _NONFINITE_TEXT = re.compile(rb"(?<![\w.])-?(nan|inf|Inf|INF|infinity|Infinity)(?![\w])")
-_NOT_ASCII_NUMBER = re.compile(r"(?![0-9])\d|\d_\d")       # "١٠", "１", "1_000"
+_NOT_ASCII_NUMBER = re.compile(r"(?![0-9])\d|\d_\d")  # "١٠", "１", "1_000"
 _MEMORY = re.compile(r"MemoryError|Cannot allocate memory|bad_alloc|out of memory")
 
 
 @dataclass
 class Outcome:
     """What one case's process did."""
-    status: int | None          # exit status, None when a signal ended it
+
+    status: int | None  # exit status, None when a signal ended it
     signal: int | None
     timed_out: bool
     seconds: float
-    max_rss: int                # bytes
+    max_rss: int  # bytes
     stdout: bytes
     stderr: bytes
     cpu_seconds: float = 0.0
@@ -93,11 +94,19 @@ def _env() -> dict:
 def _start_exec(case: Case, folder: Path) -> int:
     out = open(folder / ".fuzz-stdout", "wb")
     err = open(folder / ".fuzz-stderr", "wb")
-    proc = subprocess.Popen([sys.executable, "-m", "simulator.cli", *case.argv], cwd=folder, stdin=subprocess.DEVNULL,
-                            stdout=out, stderr=err, env=_env(), preexec_fn=_limit_memory, start_new_session=True)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "simulator.cli", *case.argv],
+        cwd=folder,
+        stdin=subprocess.DEVNULL,
+        stdout=out,
+        stderr=err,
+        env=_env(),
+        preexec_fn=_limit_memory,
+        start_new_session=True,
+    )
     out.close()
     err.close()
-    proc.returncode = 0          # reaped by os.wait4 below, not by Popen
+    proc.returncode = 0  # reaped by os.wait4 below, not by Popen
     return proc.pid
 
 
@@ -106,7 +115,7 @@ def _start_fork(case: Case, folder: Path) -> int:
     if pid:
         return pid
     status = 1
-    try:                                             # the child: never returns
+    try:  # the child: never returns
         os.setsid()
         _limit_memory()
         os.chdir(folder)
@@ -159,7 +168,7 @@ def _kept(folder: Path, path: str, want: str) -> bool:
         return stat.S_ISFIFO(st.st_mode)
     if want == "dir":
         return stat.S_ISDIR(st.st_mode) and (p / "kept.txt").read_text() == "kept"
-    return stat.S_ISLNK(st.st_mode) and os.readlink(p) == want[len("link:"):]
+    return stat.S_ISLNK(st.st_mode) and os.readlink(p) == want[len("link:") :]
 
 
 def judge(case: Case, o: Outcome, folder: Path | None = None, before: dict | None = None) -> str:
@@ -175,7 +184,7 @@ def judge(case: Case, o: Outcome, folder: Path | None = None, before: dict | Non
     if o.signal is not None:
         return f"signal {signal.Signals(o.signal).name}"
     if o.status == 1 and case.argv[:2] == ["interop", "decode"] and b"first mismatch:" in o.stdout:
-        return "ok"              # a comparison's answer, as cmp(1) gives it: the lists differ, and where
+        return "ok"  # a comparison's answer, as cmp(1) gives it: the lists differ, and where
     if o.status not in (0, 2):
         return f"exit status {o.status}"
     if o.status == 2:
@@ -215,14 +224,22 @@ def _not_json(constant: str):
     raise ValueError(f"non-finite {constant}")
 
 
-def run_cases(seeds, *, jobs: int = 1, fork: bool = False, keep: bool = False, wall: float = CASE_SECONDS,
-              family: str | None = None, on_result=None) -> list[dict]:
+def run_cases(
+    seeds,
+    *,
+    jobs: int = 1,
+    fork: bool = False,
+    keep: bool = False,
+    wall: float = CASE_SECONDS,
+    family: str | None = None,
+    on_result=None,
+) -> list[dict]:
     """Run every seed's case (``jobs`` at a time) and return one record per case; a case
     still running after ``wall`` seconds is killed and judged a hang."""
     if fork:
         from simulator.cli import build_parser
 
-        build_parser()                        # every command's module imported once, before the forks
+        build_parser()  # every command's module imported once, before the forks
     base = Path(tempfile.mkdtemp(prefix="fuzz-fresh-"))
     pending = list(seeds)
     running: dict[int, tuple] = {}
@@ -249,18 +266,30 @@ def run_cases(seeds, *, jobs: int = 1, fork: bool = False, keep: bool = False, w
             if pid not in running:
                 continue
             case, folder, before, start, timed_out = running.pop(pid)
-            _kill_group(pid)                  # what the case started (batch workers) ends with it
-            outcome = Outcome(os.waitstatus_to_exitcode(status) if os.WIFEXITED(status) else None,
-                              os.WTERMSIG(status) if os.WIFSIGNALED(status) else None, timed_out[0],
-                              time.monotonic() - start, usage.ru_maxrss * 1024,
-                              (folder / ".fuzz-stdout").read_bytes(), (folder / ".fuzz-stderr").read_bytes(),
-                              usage.ru_utime + usage.ru_stime)
+            _kill_group(pid)  # what the case started (batch workers) ends with it
+            outcome = Outcome(
+                os.waitstatus_to_exitcode(status) if os.WIFEXITED(status) else None,
+                os.WTERMSIG(status) if os.WIFSIGNALED(status) else None,
+                timed_out[0],
+                time.monotonic() - start,
+                usage.ru_maxrss * 1024,
+                (folder / ".fuzz-stdout").read_bytes(),
+                (folder / ".fuzz-stderr").read_bytes(),
+                usage.ru_utime + usage.ru_stime,
+            )
             verdict = judge(case, outcome, folder, before)
-            record = {"seed": case.seed, "family": case.family, "kind": case.kind, "argv": case.argv,
-                      "verdict": verdict, "status": outcome.status, "seconds": round(outcome.seconds, 2),
-                      "cpu": round(outcome.cpu_seconds, 2),
-                      "max_rss_mb": outcome.max_rss >> 20,
-                      "stderr": outcome.stderr.decode("utf-8", "replace")[-600:]}
+            record = {
+                "seed": case.seed,
+                "family": case.family,
+                "kind": case.kind,
+                "argv": case.argv,
+                "verdict": verdict,
+                "status": outcome.status,
+                "seconds": round(outcome.seconds, 2),
+                "cpu": round(outcome.cpu_seconds, 2),
+                "max_rss_mb": outcome.max_rss >> 20,
+                "stderr": outcome.stderr.decode("utf-8", "replace")[-600:],
+            }
             records.append(record)
             if on_result:
                 on_result(record)
@@ -309,18 +338,24 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--seed", type=int, default=FIRST_SEED, help="the first case's seed")
     p.add_argument("--jobs", type=int, default=1)
     p.add_argument("--fork", action="store_true", help="fork a process that imported the CLI, instead of exec")
-    p.add_argument("--wall", type=float, default=CASE_SECONDS,
-                   help="wall-clock seconds before a case is a hang (raise it on a busy machine; CPU time is "
-                        f"limited to {CASE_SECONDS} s regardless)")
-    p.add_argument("--family", help="only this family's cases (har, qif, interop, flag, output, grid, topology, "
-                                    "notebook); the default mixes them all")
+    p.add_argument(
+        "--wall",
+        type=float,
+        default=CASE_SECONDS,
+        help="wall-clock seconds before a case is a hang (raise it on a busy machine; CPU time is "
+        f"limited to {CASE_SECONDS} s regardless)",
+    )
+    p.add_argument(
+        "--family",
+        help="only this family's cases (har, qif, interop, flag, output, grid, topology, "
+        "notebook); the default mixes them all",
+    )
     p.add_argument("--log", help="append one JSON line per case to this file")
     p.add_argument("--only", type=int, help="run this one seed, keep its folder, print everything")
     args = p.parse_args(argv)
     os.chdir(ROOT)
     if args.only is not None:
-        record = run_cases([args.only], fork=args.fork, keep=True, wall=args.wall,
-                            family=args.family)[0]
+        record = run_cases([args.only], fork=args.fork, keep=True, wall=args.wall, family=args.family)[0]
         print(json.dumps(record, indent=1, ensure_ascii=False))
         return 0 if record["verdict"] == "ok" else 1
     log = open(args.log, "a") if args.log else None
@@ -332,8 +367,14 @@ def main(argv: list[str] | None = None) -> int:
         if record["verdict"] != "ok":
             print(f"seed {record['seed']}: {record['verdict']} [{record['kind']}]", file=sys.stderr, flush=True)
 
-    records = run_cases(range(args.seed, args.seed + args.cases), jobs=args.jobs, fork=args.fork,
-                        wall=args.wall, family=args.family, on_result=progress)
+    records = run_cases(
+        range(args.seed, args.seed + args.cases),
+        jobs=args.jobs,
+        fork=args.fork,
+        wall=args.wall,
+        family=args.family,
+        on_result=progress,
+    )
     print(tally(records))
     return 0 if all(r["verdict"] == "ok" for r in records) else 1
 

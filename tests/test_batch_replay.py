@@ -33,8 +33,7 @@ def traces(tmp_path_factory):
 
 def test_grid_spelled_as_replay_flags_with_model_as_a_boolean():
     st = get_study("replay")
-    points = expand_grid({"stack": ["h2", "h3"], "bw": ["20mbit"], "model": [False, True],
-                          "qpack-table": ["0"]}, st)
+    points = expand_grid({"stack": ["h2", "h3"], "bw": ["20mbit"], "model": [False, True], "qpack-table": ["0"]}, st)
     assert len(points) == 4
     assert points[1].flags == {"stack": "h2", "bw": "20mbit", "model": "true", "qpack-table": "0"}
     p = points[3]
@@ -48,13 +47,31 @@ def test_grid_spelled_as_replay_flags_with_model_as_a_boolean():
 def test_rows_carry_params_and_seed_and_equal_direct_runs(traces, tmp_path):
     out = tmp_path / "res"
     grid = {**GRID, "model": [False, True]}
-    report = batch.run_batch("replay", str(traces), grid, seeds=2, out=out, workers=0, progress=False,
-                             tables=("summary", "exchanges"))
+    report = batch.run_batch(
+        "replay", str(traces), grid, seeds=2, out=out, workers=0, progress=False, tables=("summary", "exchanges")
+    )
     assert (report.jobs, report.ok, report.failed) == (2 * 4 * 2, 16, 0)
     df = batch.load(out)
     assert len(df) == 16 and not df.duplicated(["job_id"]).any()
-    for col in ("job_id", "trace", "trace_hash", "seed", "version", "git_commit", "grid", "stack", "model",
-                "rtt_s", "loss", "bandwidth_bps", "cc", "completed", "last_completion_s", "packets_lost", "events"):
+    for col in (
+        "job_id",
+        "trace",
+        "trace_hash",
+        "seed",
+        "version",
+        "git_commit",
+        "grid",
+        "stack",
+        "model",
+        "rtt_s",
+        "loss",
+        "bandwidth_bps",
+        "cc",
+        "completed",
+        "last_completion_s",
+        "packets_lost",
+        "events",
+    ):
         assert col in df.columns, col
     assert set(df["seed"]) == {1, 2} and set(df["stack"]) == {"h2", "h3"} and set(df["model"]) == {False, True}
     assert set(df["loss"]) == {"0.03"} and set(df["rtt_s"]) == {0.08}
@@ -65,8 +82,15 @@ def test_rows_carry_params_and_seed_and_equal_direct_runs(traces, tmp_path):
         row = df[(df["trace"] == trace_a) & (df["stack"] == stack) & (df["model"] == model) & (df["seed"] == 2)]
         assert len(row) == 1
         direct = module.run(load(trace_a), StackParams(stack=stack, loss="0.03", rtt_s=0.08, seed=2)).summary
-        for key in ("completed", "last_completion_s", "median_completion_s", "packets_sent", "packets_lost",
-                    "events", "sim_end_s"):
+        for key in (
+            "completed",
+            "last_completion_s",
+            "median_completion_s",
+            "packets_sent",
+            "packets_lost",
+            "events",
+            "sim_end_s",
+        ):
             assert row.iloc[0][key] == direct[key], key
     # Exchanges: one row per exchange of every job, with the job's parameters.
     ex = batch.load(out, "exchanges")
@@ -97,10 +121,26 @@ def test_resume_after_partial_completion_runs_only_the_missing_jobs(traces, tmp_
 
 
 def test_process_pool_rows_equal_in_process_rows(traces, tmp_path):
-    batch.run_batch("replay", str(traces), GRID, seeds=2, out=tmp_path / "a", workers=0, progress=False,
-                    tables=("summary", "exchanges"))
-    batch.run_batch("replay", str(traces), GRID, seeds=2, out=tmp_path / "b", workers=2, progress=False,
-                    tables=("summary", "exchanges"))
+    batch.run_batch(
+        "replay",
+        str(traces),
+        GRID,
+        seeds=2,
+        out=tmp_path / "a",
+        workers=0,
+        progress=False,
+        tables=("summary", "exchanges"),
+    )
+    batch.run_batch(
+        "replay",
+        str(traces),
+        GRID,
+        seeds=2,
+        out=tmp_path / "b",
+        workers=2,
+        progress=False,
+        tables=("summary", "exchanges"),
+    )
     for table in ("summary", "exchanges"):
         pd.testing.assert_frame_equal(batch.load(tmp_path / "a", table), batch.load(tmp_path / "b", table))
 
@@ -109,8 +149,21 @@ def test_stalled_replay_is_a_failed_job_and_cli_reports_it(traces, tmp_path, cap
     grid = tmp_path / "grid.toml"
     grid.write_text('stack = ["h2"]\nloss = [0, 0.97]\nidle-timeout = ["2s"]\n')
     out = tmp_path / "res"
-    code = main(["batch", "replay", "--traces", str(traces / "b.har"), "--grid", str(grid), "--out", str(out),
-                 "--workers", "0", "--quiet"])
+    code = main(
+        [
+            "batch",
+            "replay",
+            "--traces",
+            str(traces / "b.har"),
+            "--grid",
+            str(grid),
+            "--out",
+            str(out),
+            "--workers",
+            "0",
+            "--quiet",
+        ]
+    )
     stdout, err = capsys.readouterr()
     # the one failure is a refusal (StackStalled is an InputError, exit 2 from `workbench replay` too)
     assert code == 2 and "2 jobs" in stdout and "1 ok, 1 failed" in stdout
@@ -120,12 +173,15 @@ def test_stalled_replay_is_a_failed_job_and_cli_reports_it(traces, tmp_path, cap
     assert len(batch.load(out)) == 1
 
 
-@pytest.mark.parametrize("grid_text, message", [
-    ('loss = [0.01]\n', "required: --stack"),
-    ('stack = ["h3"]\nqlog = ["q"]\n', "unknown parameter 'qlog'"),
-    ('stack = ["h3"]\nmodel = ["yes"]\n', "'model' takes true or false"),
-    ('stack = ["h3"]\ncc = ["bbr"]\n', "invalid choice: 'bbr'"),
-])
+@pytest.mark.parametrize(
+    "grid_text, message",
+    [
+        ("loss = [0.01]\n", "required: --stack"),
+        ('stack = ["h3"]\nqlog = ["q"]\n', "unknown parameter 'qlog'"),
+        ('stack = ["h3"]\nmodel = ["yes"]\n', "'model' takes true or false"),
+        ('stack = ["h3"]\ncc = ["bbr"]\n', "invalid choice: 'bbr'"),
+    ],
+)
 def test_bad_replay_grid_is_one_line_exit_2(traces, tmp_path, capsys, grid_text, message):
     grid = tmp_path / "grid.toml"
     grid.write_text(grid_text)
@@ -138,9 +194,9 @@ def test_bad_replay_grid_is_one_line_exit_2(traces, tmp_path, capsys, grid_text,
 def test_dask_local_rows_equal_in_process_rows(traces, tmp_path):
     pytest.importorskip("distributed")
     grid = {"stack": ["h3"], "loss": [0.03]}
-    batch.run_batch("replay", str(traces / "a.har"), grid, seeds=2, out=tmp_path / "local", workers=0,
-                    progress=False)
-    report = batch.run_batch("replay", str(traces / "a.har"), grid, seeds=2, out=tmp_path / "dask", workers=1,
-                             dask="local", progress=False)
+    batch.run_batch("replay", str(traces / "a.har"), grid, seeds=2, out=tmp_path / "local", workers=0, progress=False)
+    report = batch.run_batch(
+        "replay", str(traces / "a.har"), grid, seeds=2, out=tmp_path / "dask", workers=1, dask="local", progress=False
+    )
     assert report.ok == 2
     pd.testing.assert_frame_equal(batch.load(tmp_path / "local"), batch.load(tmp_path / "dask"))

@@ -34,29 +34,47 @@ def test_the_same_seed_makes_the_same_case(tmp_path):
 
 
 def _outcome(status=0, out=b"{}", err=b"", **kw) -> Outcome:
-    return Outcome(status=status, signal=kw.get("signal"), timed_out=kw.get("timed_out", False),
-                   seconds=kw.get("seconds", 1.0), max_rss=kw.get("max_rss", 100 << 20), stdout=out, stderr=err,
-                   cpu_seconds=kw.get("cpu", 1.0))
+    return Outcome(
+        status=status,
+        signal=kw.get("signal"),
+        timed_out=kw.get("timed_out", False),
+        seconds=kw.get("seconds", 1.0),
+        max_rss=kw.get("max_rss", 100 << 20),
+        stdout=out,
+        stderr=err,
+        cpu_seconds=kw.get("cpu", 1.0),
+    )
 
 
-@pytest.mark.parametrize("outcome,case_kw,verdict", [
-    (_outcome(), {}, "ok"),
-    (_outcome(2, b"", b"workbench: error: t.har: entry 4: bodySize is not a number.\n"), {}, "ok"),
-    (_outcome(1, b"", b"Traceback (most recent call last):\n  File ...\nValueError: x\n"), {}, "traceback ValueError"),
-    (_outcome(2, b"", b"workbench: error: bad\nmore\n"), {}, "refusal not one line"),
-    (_outcome(2, b"", b"workbench: error: the page load stalled.\n"), {}, "refusal names neither file nor flag"),
-    (_outcome(0, b'{"x": NaN}'), {}, "json non-finite"),
-    (_outcome(0, b'{"x": '), {}, "json not valid"),
-    (_outcome(0, b"gain: inf RTTs\n"), {"argv": ["hol"]}, "text non-finite"),
-    (_outcome(None, timed_out=True), {}, "hang"),
-    (_outcome(None, cpu=CASE_SECONDS), {}, "hang"),
-    (_outcome(1, b"", b"MemoryError\n"), {}, "memory blow-up"),
-    (_outcome(0, max_rss=MEMORY_BYTES + 1), {}, "memory blow-up"),
-    (_outcome(0), {"value": "\u0661\u0660ms"}, "number not in ASCII digits taken"),
-    (_outcome(0), {"value": "1_000"}, "number not in ASCII digits taken"),
-    (_outcome(1, b"x: 3/18 header lists match q.qif\nfirst mismatch: list 0\n"), {"argv": ["interop", "decode"]}, "ok"),
-    (_outcome(1, b""), {"argv": ["interop", "decode"]}, "exit status 1"),
-])
+@pytest.mark.parametrize(
+    "outcome,case_kw,verdict",
+    [
+        (_outcome(), {}, "ok"),
+        (_outcome(2, b"", b"workbench: error: t.har: entry 4: bodySize is not a number.\n"), {}, "ok"),
+        (
+            _outcome(1, b"", b"Traceback (most recent call last):\n  File ...\nValueError: x\n"),
+            {},
+            "traceback ValueError",
+        ),
+        (_outcome(2, b"", b"workbench: error: bad\nmore\n"), {}, "refusal not one line"),
+        (_outcome(2, b"", b"workbench: error: the page load stalled.\n"), {}, "refusal names neither file nor flag"),
+        (_outcome(0, b'{"x": NaN}'), {}, "json non-finite"),
+        (_outcome(0, b'{"x": '), {}, "json not valid"),
+        (_outcome(0, b"gain: inf RTTs\n"), {"argv": ["hol"]}, "text non-finite"),
+        (_outcome(None, timed_out=True), {}, "hang"),
+        (_outcome(None, cpu=CASE_SECONDS), {}, "hang"),
+        (_outcome(1, b"", b"MemoryError\n"), {}, "memory blow-up"),
+        (_outcome(0, max_rss=MEMORY_BYTES + 1), {}, "memory blow-up"),
+        (_outcome(0), {"value": "\u0661\u0660ms"}, "number not in ASCII digits taken"),
+        (_outcome(0), {"value": "1_000"}, "number not in ASCII digits taken"),
+        (
+            _outcome(1, b"x: 3/18 header lists match q.qif\nfirst mismatch: list 0\n"),
+            {"argv": ["interop", "decode"]},
+            "ok",
+        ),
+        (_outcome(1, b""), {"argv": ["interop", "decode"]}, "exit status 1"),
+    ],
+)
 def test_the_judge_finds_each_broken_promise(outcome, case_kw, verdict):
     """Each rule of the promise (simulator.errors; RFC 8259 section 6 for NaN in JSON) has
     its verdict: a corpus that breaks none is 100% answered as promised."""
@@ -72,22 +90,25 @@ def test_the_judge_finds_each_broken_promise(outcome, case_kw, verdict):
 HAR, QIF = str(SMALL_HAR), str(QIFS[0])
 
 
-@pytest.mark.parametrize("argv,flag", [
-    (["hol", "--trace", QIF, "--jitter", "\u0660.\u0665"], "--jitter"),
-    (["hol", "--trace", QIF, "--loss", "\u0660.\u0660\u0661"], "--loss"),
-    (["hol", "--trace", QIF, "--loss", "ge:\u0660.\u0661,0.3"], "--loss"),
-    (["trailers", "--te", "\u0660.\u0665"], "--te"),
-    (["coalescing", "--trace", HAR, "--p421", "\u0660"], "--p421"),
-    (["push", "--trace", HAR, "--cache", "\u0660.\u0665"], "--cache"),
-    (["push", "--trace", HAR, "--push-urgency", "\u0663"], "--push-urgency"),
-    (["push", "--trace", HAR, "--push-set", "largest:\u0661\u0660"], "--push-set"),
-    (["crossstream", "--codecs", "brotli:\u0665"], "--codecs"),
-    (["crossstream", "--leak-lengths", "\u0664"], "--leak-lengths"),
-    (["frames", "/dev/null", "--max-frame-size", "\u0661\u0660"], "--max-frame-size"),
-    (["demo", "--seed", "\u0661"], "--seed"),
-    (["crossstream-bodies", "bodies", "--seed", "\u0661"], "--seed"),
-    (["trace", "synth", "x.har", "--third-party-zipf", "\u0661"], "--third-party-zipf"),
-])
+@pytest.mark.parametrize(
+    "argv,flag",
+    [
+        (["hol", "--trace", QIF, "--jitter", "\u0660.\u0665"], "--jitter"),
+        (["hol", "--trace", QIF, "--loss", "\u0660.\u0660\u0661"], "--loss"),
+        (["hol", "--trace", QIF, "--loss", "ge:\u0660.\u0661,0.3"], "--loss"),
+        (["trailers", "--te", "\u0660.\u0665"], "--te"),
+        (["coalescing", "--trace", HAR, "--p421", "\u0660"], "--p421"),
+        (["push", "--trace", HAR, "--cache", "\u0660.\u0665"], "--cache"),
+        (["push", "--trace", HAR, "--push-urgency", "\u0663"], "--push-urgency"),
+        (["push", "--trace", HAR, "--push-set", "largest:\u0661\u0660"], "--push-set"),
+        (["crossstream", "--codecs", "brotli:\u0665"], "--codecs"),
+        (["crossstream", "--leak-lengths", "\u0664"], "--leak-lengths"),
+        (["frames", "/dev/null", "--max-frame-size", "\u0661\u0660"], "--max-frame-size"),
+        (["demo", "--seed", "\u0661"], "--seed"),
+        (["crossstream-bodies", "bodies", "--seed", "\u0661"], "--seed"),
+        (["trace", "synth", "x.har", "--third-party-zipf", "\u0661"], "--third-party-zipf"),
+    ],
+)
 def test_numbers_in_unicode_digits_are_refused_naming_the_flag(capsys, tmp_path, monkeypatch, argv, flag):
     """A flag's number is ASCII digits (simulator.units.parse_number): float() and int()
     take "٠.٥" and "١٠" (and not "²"), so the same value was a number to one flag and a
@@ -96,11 +117,12 @@ def test_numbers_in_unicode_digits_are_refused_naming_the_flag(capsys, tmp_path,
     assert main(argv) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and flag in err[0], err
-    assert list(tmp_path.iterdir()) == []          # refused before anything was written
+    assert list(tmp_path.iterdir()) == []  # refused before anything was written
 
 
-@pytest.mark.parametrize("value,needle", [("nan", "number"), ("1e309", "finite"), ("-inf", "number"),
-                                          ("11", "[0, 10]")])
+@pytest.mark.parametrize(
+    "value,needle", [("nan", "number"), ("1e309", "finite"), ("-inf", "number"), ("11", "[0, 10]")]
+)
 def test_third_party_zipf_is_a_finite_number_in_range(capsys, tmp_path, value, needle):
     """``trace synth --third-party-zipf`` (type=float) took nan and inf and the synthesizer
     refused them without naming the flag: now the flag refuses them itself."""
@@ -134,7 +156,7 @@ def test_plain_numbers_are_ascii_digits():
 def test_fresh_corpus_is_answered_as_promised():
     """Fresh cases, each in its own process (subprocess, RLIMIT_AS, 60 s): every one
     answered or refused in one line, nothing replaced or left half-written."""
-    records = run_cases(range(400_000, 400_040), wall=4 * CASE_SECONDS)     # CPU time is the hang limit
+    records = run_cases(range(400_000, 400_040), wall=4 * CASE_SECONDS)  # CPU time is the hang limit
     assert all(r["verdict"] == "ok" for r in records), tally(records)
 
 
@@ -151,8 +173,10 @@ def test_batch_whose_every_failed_job_was_refused_exits_2(capsys, tmp_path):
     assert len(err) == 1 and "InputError" in err[0] and page in err[0], err
 
 
-@pytest.mark.parametrize("argv", [["slides", "--no-execute", "nb.ipynb", "-o", "x" * 300],
-                                  ["batch", "hol", "--traces", QIF, "--out", "x" * 300]])
+@pytest.mark.parametrize(
+    "argv",
+    [["slides", "--no-execute", "nb.ipynb", "-o", "x" * 300], ["batch", "hol", "--traces", QIF, "--out", "x" * 300]],
+)
 def test_output_folder_name_too_long_is_refused_in_one_line(capsys, tmp_path, monkeypatch, argv):
     """A folder name past NAME_MAX (255 bytes) is ENAMETOOLONG, which os.path.isdir and
     lexists turn into False: the check passed and slides failed later with an OSError

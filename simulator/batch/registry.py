@@ -86,8 +86,10 @@ def check_grid(raw: dict, study: Study, *, source: str = "grid") -> dict[str, li
         if name in ("trace", "traces"):
             raise InputError(f"{key!r} cannot be a grid parameter: use --traces.", path=source)
         if name not in flags:
-            raise InputError(f"unknown parameter {key!r} for study {study.name!r} "
-                             f"(grid parameters: {', '.join(sorted(flags))}).", path=source)
+            raise InputError(
+                f"unknown parameter {key!r} for study {study.name!r} (grid parameters: {', '.join(sorted(flags))}).",
+                path=source,
+            )
         if isinstance(values, dict):
             raise InputError(f"{key!r} must be a list of values, not a table.", path=source)
         if not isinstance(values, list):
@@ -100,15 +102,17 @@ def check_grid(raw: dict, study: Study, *, source: str = "grid") -> dict[str, li
         if name in grid:
             raise InputError(f"{key!r} is given twice.", path=source)
         seen: set[str] = set()
-        for v in values:         # a value listed twice makes the same jobs twice (10,000 times: minutes)
+        for v in values:  # a value listed twice makes the same jobs twice (10,000 times: minutes)
             if _flag_text(v) in seen:
                 raise InputError(f"{key!r} lists the value {v!r} more than once.", path=source)
             seen.add(_flag_text(v))
         grid[name] = values
     points = math.prod(len(v) for v in grid.values())
-    if points > MAX_GRID_POINTS:            # checked before the product is expanded
-        raise InputError(f"the grid has {points:,} points, above the limit of {MAX_GRID_POINTS:,}; "
-                         "split it over several batches.", path=source)
+    if points > MAX_GRID_POINTS:  # checked before the product is expanded
+        raise InputError(
+            f"the grid has {points:,} points, above the limit of {MAX_GRID_POINTS:,}; split it over several batches.",
+            path=source,
+        )
     return grid
 
 
@@ -141,7 +145,7 @@ def expand_grid(grid: dict[str, list], study: Study, *, source: str = "grid") ->
         for name, value in zip(names, combo):
             action = flags[name]
             opt = "--" + name
-            if action.nargs == 0:   # store_true / store_false
+            if action.nargs == 0:  # store_true / store_false
                 if not isinstance(value, bool):
                     raise InputError(f"{name!r} takes true or false, got {value!r}.", path=source)
                 if value == bool(action.const):
@@ -150,14 +154,15 @@ def expand_grid(grid: dict[str, list], study: Study, *, source: str = "grid") ->
                 argv += [opt, _flag_text(value)]
             given[name] = _flag_text(value)
         parser = study.parser()
-        if "--trace" in parser._option_string_actions:     # the job's trace, not a grid value
+        if "--trace" in parser._option_string_actions:  # the job's trace, not a grid value
             argv += ["--trace", "-"]
         try:
             ns = parser.parse_args(argv)
             params = study.batch_params(ns)
         except InputError as exc:
             point = ", ".join(f"{k}={v}" for k, v in given.items()) or "defaults"
-            raise InputError(f"grid point {point}: {exc.detail if hasattr(exc, 'detail') else exc}",
-                             path=source) from None
+            raise InputError(
+                f"grid point {point}: {exc.detail if hasattr(exc, 'detail') else exc}", path=source
+            ) from None
         points.append(GridPoint(flags=given, params=params))
     return points

@@ -53,9 +53,14 @@ def resolve_traces(patterns: str | os.PathLike | Iterable) -> list[str]:
         pattern = str(pattern)
         p = Path(pattern)
         if p.is_dir():
-            found = sorted(str(f) for f in p.iterdir()
-                           if f.is_file() and not f.name.startswith(".")
-                           and not f.name.lower().endswith(_NOT_TRACES) and not f.name.upper().startswith("LICENSE"))
+            found = sorted(
+                str(f)
+                for f in p.iterdir()
+                if f.is_file()
+                and not f.name.startswith(".")
+                and not f.name.lower().endswith(_NOT_TRACES)
+                and not f.name.upper().startswith("LICENSE")
+            )
         elif p.is_file():
             found = [pattern]
         else:
@@ -76,8 +81,9 @@ def git_commit() -> str:
     if _COMMIT is None:
         try:
             here = Path(__file__).resolve().parent
-            r = subprocess.run(["git", "-C", str(here), "rev-parse", "HEAD"], capture_output=True,
-                               text=True, timeout=10)
+            r = subprocess.run(
+                ["git", "-C", str(here), "rev-parse", "HEAD"], capture_output=True, text=True, timeout=10
+            )
             _COMMIT = r.stdout.strip() if r.returncode == 0 and r.stdout.strip() else "unknown"
         except Exception:
             _COMMIT = "unknown"
@@ -87,15 +93,23 @@ def git_commit() -> str:
 @dataclass
 class Plan:
     """The jobs of one batch before any runs: the study, its jobs, the traces that could not be read."""
+
     study: Study
-    jobs: list[dict]                       # job dicts, in expansion order
-    bad_traces: list[tuple[str, str]]      # (path, one-line error)
+    jobs: list[dict]  # job dicts, in expansion order
+    bad_traces: list[tuple[str, str]]  # (path, one-line error)
     points: list[GridPoint]
     traces: list[str]
 
 
-def plan(study: str, traces, grid=None, seeds: int | Iterable[int] = 1, *, tables=(SUMMARY,),
-         on_bad_trace: Callable[[str, str], None] | None = None) -> Plan:
+def plan(
+    study: str,
+    traces,
+    grid=None,
+    seeds: int | Iterable[int] = 1,
+    *,
+    tables=(SUMMARY,),
+    on_bad_trace: Callable[[str, str], None] | None = None,
+) -> Plan:
     """Expand traces x grid x seeds into jobs; bad traces are reported and skipped.
 
     ``grid``: a TOML path, a dict ``{flag: [values]}`` or ``None`` (the study's defaults);
@@ -133,9 +147,20 @@ def plan(study: str, traces, grid=None, seeds: int | Iterable[int] = 1, *, table
         for point in points:
             pdict = st.params_dict(point.params)
             for seed in seed_list:
-                jobs.append({"job_id": job_id(st.name, NO_TRACE, pdict, seed), "study": st.name, "trace": "",
-                             "trace_hash": NO_TRACE, "flags": point.flags, "params": pdict, "seed": seed,
-                             "tables": list(tables), "_params": point.params, **meta})
+                jobs.append(
+                    {
+                        "job_id": job_id(st.name, NO_TRACE, pdict, seed),
+                        "study": st.name,
+                        "trace": "",
+                        "trace_hash": NO_TRACE,
+                        "flags": point.flags,
+                        "params": pdict,
+                        "seed": seed,
+                        "tables": list(tables),
+                        "_params": point.params,
+                        **meta,
+                    }
+                )
         return Plan(study=st, jobs=jobs, bad_traces=[], points=points, traces=[])
     paths = resolve_traces(traces)
     jobs, bad, seen = [], [], {}
@@ -158,9 +183,20 @@ def plan(study: str, traces, grid=None, seeds: int | Iterable[int] = 1, *, table
         for point in points:
             pdict = st.params_dict(point.params)
             for seed in seed_list:
-                jobs.append({"job_id": job_id(st.name, thash, pdict, seed), "study": st.name,
-                             "trace": path, "trace_hash": thash, "flags": point.flags, "params": pdict,
-                             "seed": seed, "tables": list(tables), "_params": point.params, **meta})
+                jobs.append(
+                    {
+                        "job_id": job_id(st.name, thash, pdict, seed),
+                        "study": st.name,
+                        "trace": path,
+                        "trace_hash": thash,
+                        "flags": point.flags,
+                        "params": pdict,
+                        "seed": seed,
+                        "tables": list(tables),
+                        "_params": point.params,
+                        **meta,
+                    }
+                )
     if not jobs:
         raise InputError("none of the traces could be loaded: " + "; ".join(e for _, e in bad))
     return Plan(study=st, jobs=jobs, bad_traces=bad, points=points, traces=paths)
@@ -172,7 +208,7 @@ def plan(study: str, traces, grid=None, seeds: int | Iterable[int] = 1, *, table
 _TRACES: dict[tuple[str, str], object] = {}
 
 
-NO_TRACE = "none"          # the trace hash of a job whose study takes no trace
+NO_TRACE = "none"  # the trace hash of a job whose study takes no trace
 
 
 def _trace(path: str, expected_hash: str, data: bytes | None = None):
@@ -189,8 +225,10 @@ def _trace(path: str, expected_hash: str, data: bytes | None = None):
         trace = load_trace(path, data=data)
         got = trace.content_hash()
         if got != expected_hash:
-            raise RuntimeError(f"{path}: the trace changed since the batch was planned "
-                               f"(content hash {got[:12]}, expected {expected_hash[:12]})")
+            raise RuntimeError(
+                f"{path}: the trace changed since the batch was planned "
+                f"(content hash {got[:12]}, expected {expected_hash[:12]})"
+            )
         if len(_TRACES) > 64:
             _TRACES.clear()
         _TRACES[key] = trace
@@ -202,9 +240,16 @@ _META_COLUMNS = ("job_id", "study", "trace", "trace_hash", "seed", "version", "g
 
 def _with_meta(df: pd.DataFrame, job: dict) -> pd.DataFrame:
     """The job's identity and every resolved parameter in front of the study's columns."""
-    front = {"job_id": job["job_id"], "study": job["study"], "trace": job["trace"],
-             "trace_hash": job["trace_hash"], "seed": int(job["seed"]), "version": job["version"],
-             "git_commit": job["git_commit"], "grid": json.dumps(job["flags"], sort_keys=True)}
+    front = {
+        "job_id": job["job_id"],
+        "study": job["study"],
+        "trace": job["trace"],
+        "trace_hash": job["trace_hash"],
+        "seed": int(job["seed"]),
+        "version": job["version"],
+        "git_commit": job["git_commit"],
+        "grid": json.dumps(job["flags"], sort_keys=True),
+    }
     for k, v in job["params"].items():
         name = k if k not in df.columns and k not in front else f"param_{k}"
         front[name] = v
@@ -218,9 +263,11 @@ def execute(job: dict, data: bytes | None = None) -> dict:
     ``{"job_id", "ok": False, "error", "traceback"}``.  ``data``: the trace file's bytes
     (on Dask: the job never opens the client's path)."""
     try:
-        if job.get("version", __version__) != __version__:     # a Dask worker with another install
-            raise RuntimeError(f"this worker runs workbench {__version__}, the batch was planned with "
-                               f"{job['version']}: install the client's version on every worker")
+        if job.get("version", __version__) != __version__:  # a Dask worker with another install
+            raise RuntimeError(
+                f"this worker runs workbench {__version__}, the batch was planned with "
+                f"{job['version']}: install the client's version on every worker"
+            )
         st = get_study(job["study"])
         trace = _trace(job["trace"], job["trace_hash"], data)
         params = st.with_seed(job["_params"], job["seed"])
@@ -231,8 +278,13 @@ def execute(job: dict, data: bytes | None = None) -> dict:
     except Exception as exc:  # a failing job is recorded; the batch goes on
         msg = " ".join(f"{type(exc).__name__}: {exc}".split())
         # an InputError is the job's input refused (a page the study cannot compare on), not a bug
-        return {"job_id": job["job_id"], "ok": False, "error": msg, "traceback": traceback.format_exc(),
-                "input_error": isinstance(exc, InputError)}
+        return {
+            "job_id": job["job_id"],
+            "ok": False,
+            "error": msg,
+            "traceback": traceback.format_exc(),
+            "input_error": isinstance(exc, InputError),
+        }
 
 
 def _watch_batch(batch_pid: int) -> None:
@@ -245,9 +297,9 @@ def _watch_batch(batch_pid: int) -> None:
     except (AttributeError, OSError):
         fd = None
     if fd is not None:
-        select.select([fd], [], [])        # readable when the process exits
+        select.select([fd], [], [])  # readable when the process exits
         os._exit(1)
-    while True:                           # no pidfd: poll
+    while True:  # no pidfd: poll
         try:
             os.kill(batch_pid, 0)
         except ProcessLookupError:
@@ -291,8 +343,9 @@ def _run_local(jobs: list[dict], workers: int, on_result: Callable[[dict, dict],
         for job in jobs:
             on_result(job, execute(job))
         return
-    ex = ProcessPoolExecutor(max_workers=workers, mp_context=_pool_context(), initializer=_worker_init,
-                             initargs=(os.getpid(),))
+    ex = ProcessPoolExecutor(
+        max_workers=workers, mp_context=_pool_context(), initializer=_worker_init, initargs=(os.getpid(),)
+    )
     try:
         futures = {ex.submit(execute, job): job for job in jobs}
         for fut in as_completed(futures):
@@ -300,9 +353,12 @@ def _run_local(jobs: list[dict], workers: int, on_result: Callable[[dict, dict],
             try:
                 res = fut.result()
             except BrokenProcessPool as exc:
-                res = {"job_id": job["job_id"], "ok": False,
-                       "error": f"worker process died ({exc}); rerun the batch to retry",
-                       "traceback": traceback.format_exc()}
+                res = {
+                    "job_id": job["job_id"],
+                    "ok": False,
+                    "error": f"worker process died ({exc}); rerun the batch to retry",
+                    "traceback": traceback.format_exc(),
+                }
             on_result(job, res)
     except BaseException:
         ex.shutdown(wait=False, cancel_futures=True)
@@ -310,7 +366,9 @@ def _run_local(jobs: list[dict], workers: int, on_result: Callable[[dict, dict],
     ex.shutdown(wait=True)
 
 
-DASK_TIMEOUT_S = 120.0      # default: this long with no job finished and none running -> exit 2
+DASK_TIMEOUT_S = 120.0  # default: this long with no job finished and none running -> exit 2
+
+
 def execute_many(jobs: list[dict], data: bytes | None = None) -> list[dict]:
     """``execute`` each job (all of one trace, ``data`` its bytes); each result also says
     how long the job took on the worker (``seconds``: sizes the next tasks; never in a row)."""
@@ -332,27 +390,41 @@ def execute_many(jobs: list[dict], data: bytes | None = None) -> list[dict]:
 @dataclass
 class BatchReport:
     """What a batch did: jobs planned, skipped as already done, run, ok and failed, and where the rows are."""
+
     results_dir: str
-    jobs: int                      # jobs planned by this call
-    skipped: int                   # already done in the results folder
+    jobs: int  # jobs planned by this call
+    skipped: int  # already done in the results folder
     ran: int
     ok: int
     failed: int
     bad_traces: list = field(default_factory=list)
-    refused: int = 0               # failed jobs whose input was refused (InputError), not a bug
-    failures: list = field(default_factory=list)   # (job_id, error)
+    refused: int = 0  # failed jobs whose input was refused (InputError), not a bug
+    failures: list = field(default_factory=list)  # (job_id, error)
 
     def __str__(self) -> str:
-        s = (f"{self.jobs} jobs: {self.skipped} already done, {self.ran} run ({self.ok} ok, {self.failed} failed); "
-             f"results in {self.results_dir}")
+        s = (
+            f"{self.jobs} jobs: {self.skipped} already done, {self.ran} run ({self.ok} ok, {self.failed} failed); "
+            f"results in {self.results_dir}"
+        )
         if self.bad_traces:
             s += f"; {len(self.bad_traces)} bad trace(s) skipped"
         return s
 
 
-def run_batch(study: str, traces, grid=None, seeds: int | Iterable[int] = 1, *, out, workers: int | None = None,
-              dask: str | None = None, dask_timeout: float = DASK_TIMEOUT_S, tables=(SUMMARY,), progress: bool = True,
-              on_bad_trace: Callable[[str, str], None] | None = None) -> BatchReport:
+def run_batch(
+    study: str,
+    traces,
+    grid=None,
+    seeds: int | Iterable[int] = 1,
+    *,
+    out,
+    workers: int | None = None,
+    dask: str | None = None,
+    dask_timeout: float = DASK_TIMEOUT_S,
+    tables=(SUMMARY,),
+    progress: bool = True,
+    on_bad_trace: Callable[[str, str], None] | None = None,
+) -> BatchReport:
     """Run ``study`` over ``traces`` x ``grid`` x ``seeds`` into the results folder ``out``.
 
     ``workers``: local worker processes (default: CPU count; 0 runs in this process);
@@ -370,17 +442,26 @@ def run_batch(study: str, traces, grid=None, seeds: int | Iterable[int] = 1, *, 
     rd = ResultsDir(out)
     rd.open_for_writing(p.jobs[0]["tables"])
     try:
-        rd.merge_manifest(p.study.name, [{k: v for k, v in j.items() if not k.startswith("_")} for j in p.jobs],
-                          p.jobs[0]["tables"])
+        rd.merge_manifest(
+            p.study.name, [{k: v for k, v in j.items() if not k.startswith("_")} for j in p.jobs], p.jobs[0]["tables"]
+        )
         pending = [j for j in p.jobs if not rd.is_done(j["job_id"], j["tables"])]
-        report = BatchReport(results_dir=str(out), jobs=len(p.jobs), skipped=len(p.jobs) - len(pending),
-                             ran=0, ok=0, failed=0, bad_traces=p.bad_traces)
+        report = BatchReport(
+            results_dir=str(out),
+            jobs=len(p.jobs),
+            skipped=len(p.jobs) - len(pending),
+            ran=0,
+            ok=0,
+            failed=0,
+            bad_traces=p.bad_traces,
+        )
         bar = None
         if progress:
             from tqdm.auto import tqdm
 
-            bar = tqdm(total=len(p.jobs), initial=report.skipped, desc=f"batch {p.study.name}", unit="job",
-                       dynamic_ncols=True)
+            bar = tqdm(
+                total=len(p.jobs), initial=report.skipped, desc=f"batch {p.study.name}", unit="job", dynamic_ncols=True
+            )
             bar.set_postfix(failed=0)
 
         def on_result(job: dict, res: dict) -> None:
@@ -402,7 +483,7 @@ def run_batch(study: str, traces, grid=None, seeds: int | Iterable[int] = 1, *, 
             if not pending:
                 pass
             elif dask:
-                from .dask_runner import run_dask     # Dask is imported only when asked for
+                from .dask_runner import run_dask  # Dask is imported only when asked for
 
                 run_dask(pending, dask, workers or 1, on_result, timeout=dask_timeout)
             else:

@@ -23,17 +23,18 @@ def parse_cache(spec: str) -> str:
     returns it normalised."""
     text = str(spec).strip()
     if text.startswith("list:"):
-        if not text[len("list:"):].split():
+        if not text[len("list:") :].split():
             raise InputError("cache list:... names no URL (give list:URL URL ...)")
         return text
     text = text.lower()
     if text in ("cold", "warm"):
         return text
     try:
-        p = parse_number(text, "cache hit probability")     # ASCII digits: float() also takes "٠.٥"
+        p = parse_number(text, "cache hit probability")  # ASCII digits: float() also takes "٠.٥"
     except InputError:
-        raise InputError(f"cache must be cold, warm, a hit probability in [0, 1] or list:URL URL ..., "
-                         f"got {spec!r}") from None
+        raise InputError(
+            f"cache must be cold, warm, a hit probability in [0, 1] or list:URL URL ..., got {spec!r}"
+        ) from None
     if not 0.0 <= p <= 1.0:
         raise InputError(f"cache hit probability must be in [0, 1], got {spec!r}")
     return repr(p)
@@ -55,7 +56,7 @@ class ClientCache:
         if spec == "warm":
             return cls(subresources)
         if spec.startswith("list:"):
-            urls = spec[len("list:"):].split()
+            urls = spec[len("list:") :].split()
             for url in urls:
                 if url not in subresources:
                     raise InputError(f"cannot cache {url}: it is not a sub-resource of the page", path=graph.source)

@@ -13,8 +13,14 @@ from .client import ServerPlan, connection_key
 
 __all__ = ["POLICIES", "push_count", "pushable", "push_set", "early_hints", "server_plan"]
 
-_AS = {"stylesheet": "style", "script": "script", "font": "font", "image": "image", "fetch": "fetch",
-       "document": "document"}
+_AS = {
+    "stylesheet": "style",
+    "script": "script",
+    "font": "font",
+    "image": "image",
+    "fetch": "fetch",
+    "document": "document",
+}
 
 
 def push_count(push_set: str) -> int | None:
@@ -22,7 +28,7 @@ def push_count(push_set: str) -> int | None:
     if push_set in ("render-blocking", "all"):
         return None
     name, _, n = push_set.partition(":")
-    if name == "largest" and n.isascii() and n.isdigit() and int(n) > 0:     # not "²" or "١"
+    if name == "largest" and n.isascii() and n.isdigit() and int(n) > 0:  # not "²" or "١"
         return int(n)
     if name == "list" and n.split():
         return None
@@ -66,8 +72,8 @@ def push_set(graph: PageGraph, params) -> list[int]:
     if params.push_set == "all":
         return candidates
     if params.push_set.startswith("list:"):
-        return _listed(graph, candidates, params.push_set[len("list:"):].split())
-    return sorted(candidates, key=lambda i: (-graph[i].body_bytes, i))[:push_count(params.push_set)]
+        return _listed(graph, candidates, params.push_set[len("list:") :].split())
+    return sorted(candidates, key=lambda i: (-graph[i].body_bytes, i))[: push_count(params.push_set)]
 
 
 def early_hints(graph: PageGraph, params, pushed=()) -> list[bytes]:
@@ -116,8 +122,10 @@ def _listed(graph: PageGraph, candidates: list[int], urls: list[str]) -> list[in
         if url not in on_page:
             raise InputError(f"cannot push {url}: it is not a resource of the page", path=graph.source)
         if url not in by_url:
-            raise InputError(f"cannot push {url}: the document's connection is not authoritative for it "
-                             f"(RFC 9113 section 8.4), or it is the document or not a 200", path=graph.source)
+            raise InputError(
+                f"cannot push {url}: the document's connection is not authoritative for it "
+                f"(RFC 9113 section 8.4), or it is the document or not a 200",
+                path=graph.source,
+            )
         out.append(by_url[url])
     return out
-

@@ -28,7 +28,7 @@ from .base import DecompressionFailed, describe_mismatch, join_cookie_crumbs, sa
 
 __all__ = ["add_commands", "decode_interop", "encode_interop"]
 
-_RECORD_HEADER = 12     # u64 stream id + u32 length
+_RECORD_HEADER = 12  # u64 stream id + u32 length
 
 
 def _reference_lists(path: str) -> list[tuple]:
@@ -47,8 +47,8 @@ def decode_interop(path: str, table: int | None = None, blocked: int | None = No
     table, blocked = resolve_settings(path, table, blocked, flags="give --table and --blocked")
     records = read_records(path)
     decoder = QpackDecoder(table_bytes=table, max_blocked=blocked, insert_count_increments=False)
-    sections: list[list] = []            # [stream_id, headers or None]
-    pending: set[int] = set()            # streams whose section waits on the encoder stream
+    sections: list[list] = []  # [stream_id, headers or None]
+    pending: set[int] = set()  # streams whose section waits on the encoder stream
     offset = 0
     for index, (stream_id, payload) in enumerate(records):
         where = f"record {index} (stream {stream_id}, byte offset {offset})"
@@ -58,8 +58,11 @@ def decode_interop(path: str, table: int | None = None, blocked: int | None = No
                 done = decoder.feed_encoder_stream(payload)
             else:
                 if stream_id in pending:
-                    raise InputError(f"a second field section for stream {stream_id} while its first is blocked.",
-                                     path=path, where=where)
+                    raise InputError(
+                        f"a second field section for stream {stream_id} while its first is blocked.",
+                        path=path,
+                        where=where,
+                    )
                 sections.append([stream_id, None])
                 pending.add(stream_id)
                 one = decoder.feed_header_block(stream_id, payload, len(sections) - 1)
@@ -72,8 +75,11 @@ def decode_interop(path: str, table: int | None = None, blocked: int | None = No
             check_field_section(block.headers, path=path, where=where, what="decoded header")
     stuck = [s for s, h in sections if h is None]
     if stuck:
-        raise InputError(f"stream(s) {', '.join(map(str, stuck[:5]))} still blocked at end of file: the encoder "
-                         "stream never delivered the entries they reference.", path=path)
+        raise InputError(
+            f"stream(s) {', '.join(map(str, stuck[:5]))} still blocked at end of file: the encoder "
+            "stream never delivered the entries they reference.",
+            path=path,
+        )
     return [(s, h) for s, h in sections]
 
 
@@ -142,10 +148,18 @@ def add_commands(subparsers) -> None:
     d = sub.add_parser("decode", help="decode an interop file and compare it with its QIF")
     d.add_argument("encoded", help="interop file <name>.out.<table>.<blocked>.<ack>")
     d.add_argument("--qif", required=True, help="the reference QIF file")
-    d.add_argument("--table", type=argtypes.count(0, 1 << 30), default=None,
-                   help="dynamic table capacity (default: from the file name)")
-    d.add_argument("--blocked", type=argtypes.count(0, 65_535), default=None,
-                   help="blocked-streams limit (default: from the file name)")
+    d.add_argument(
+        "--table",
+        type=argtypes.count(0, 1 << 30),
+        default=None,
+        help="dynamic table capacity (default: from the file name)",
+    )
+    d.add_argument(
+        "--blocked",
+        type=argtypes.count(0, 65_535),
+        default=None,
+        help="blocked-streams limit (default: from the file name)",
+    )
     d.set_defaults(func=_cmd_decode)
     e = sub.add_parser("encode", help="encode a QIF file to the interop format")
     e.add_argument("qif", help="the QIF file to encode")

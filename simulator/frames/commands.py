@@ -16,8 +16,17 @@ import sys
 
 from .. import argtypes
 from ..errors import InputError
-from . import (IMPLEMENTATION, FrameError, H3Scanner, h2_flag_names, h2_type_name, h3_type_name, parse_h2,
-               parse_h3, varint_len)
+from . import (
+    IMPLEMENTATION,
+    FrameError,
+    H3Scanner,
+    h2_flag_names,
+    h2_type_name,
+    h3_type_name,
+    parse_h2,
+    parse_h3,
+    varint_len,
+)
 
 __all__ = ["add_commands", "frames_command"]
 
@@ -33,8 +42,15 @@ def _read(path: str) -> bytes:
 def _h2_entries(data: bytes, max_frame_size: int):
     res = parse_h2(data, max_frame_size=max_frame_size, preface=None)
     entries = [
-        {"offset": off - 9, "type": h2_type_name(t), "type_code": t, "flags": h2_flag_names(t, fl),
-         "flags_byte": fl, "stream_id": sid, "length": ln}
+        {
+            "offset": off - 9,
+            "type": h2_type_name(t),
+            "type_code": t,
+            "flags": h2_flag_names(t, fl),
+            "flags_byte": fl,
+            "stream_id": sid,
+            "length": ln,
+        }
         for t, fl, sid, off, ln in res
     ]
     err = res.error
@@ -49,8 +65,9 @@ def _h3_entries(data: bytes, kind: str | None):
     entries = []
     for t, off, ln in res:
         # Header offsets are reconstructed assuming minimal varint encodings.
-        entries.append({"offset": off - varint_len(t) - varint_len(ln), "type": h3_type_name(t),
-                        "type_code": t, "length": ln})
+        entries.append(
+            {"offset": off - varint_len(t) - varint_len(ln), "type": h3_type_name(t), "type_code": t, "length": ln}
+        )
     err = res.error
     if err is None and res.pending:
         # RFC 9114 section 7.1: a stream that ends inside a frame is an H3_FRAME_ERROR.
@@ -74,11 +91,15 @@ def frames_command(args) -> int:
         entries, err, extra = _h2_entries(data, args.max_frame_size)
     out = sys.stdout
     if args.json:
-        obj = {"protocol": "h3" if args.h3 else "h2", "frames": entries, "count": len(entries),
-               "implementation": IMPLEMENTATION, **extra}
+        obj = {
+            "protocol": "h3" if args.h3 else "h2",
+            "frames": entries,
+            "count": len(entries),
+            "implementation": IMPLEMENTATION,
+            **extra,
+        }
         if err is not None:
-            obj["error"] = {"offset": err.offset, "code": err.code, "code_name": err.code_name,
-                            "reason": err.reason}
+            obj["error"] = {"offset": err.offset, "code": err.code, "code_name": err.code_name, "reason": err.reason}
         out.write(json.dumps(obj) + "\n")
     else:
         lines = []
@@ -87,14 +108,19 @@ def frames_command(args) -> int:
                 lines.append(f"{e['offset']:>10}  {e['type']:<16} length={e['length']}")
             else:
                 flags = "|".join(e["flags"]) or "-"
-                lines.append(f"{e['offset']:>10}  {e['type']:<14} flags={flags:<28} "
-                             f"stream={e['stream_id']:<10} length={e['length']}")
+                lines.append(
+                    f"{e['offset']:>10}  {e['type']:<14} flags={flags:<28} "
+                    f"stream={e['stream_id']:<10} length={e['length']}"
+                )
         if lines:
             out.write("\n".join(lines) + "\n")
     out.flush()
     if err is not None:
-        raise InputError(f"{err.reason} ({err.code_name}, error code 0x{err.code:x}); "
-                         f"{len(entries)} frames before it", path=args.file, where=f"byte offset {err.offset}")
+        raise InputError(
+            f"{err.reason} ({err.code_name}, error code 0x{err.code:x}); {len(entries)} frames before it",
+            path=args.file,
+            where=f"byte offset {err.offset}",
+        )
     return 0
 
 
@@ -104,8 +130,17 @@ def add_commands(sub) -> None:
     p.add_argument("file", help="raw HTTP/2 connection bytes (client preface optional), or one HTTP/3 stream")
     p.add_argument("--h3", action="store_true", help="the file is one HTTP/3 stream")
     p.add_argument("--json", action="store_true", help="print one JSON object: {frames: [...], count: N}")
-    p.add_argument("--max-frame-size", type=argtypes.count(0, 0xFFFFFF), default=16384, metavar="N",
-                   help="HTTP/2 SETTINGS_MAX_FRAME_SIZE in force (default 16384)")
-    p.add_argument("--kind", choices=["control", "request", "push"], default=None,
-                   help="HTTP/3 stream kind, to check the frame order rules of RFC 9114")
+    p.add_argument(
+        "--max-frame-size",
+        type=argtypes.count(0, 0xFFFFFF),
+        default=16384,
+        metavar="N",
+        help="HTTP/2 SETTINGS_MAX_FRAME_SIZE in force (default 16384)",
+    )
+    p.add_argument(
+        "--kind",
+        choices=["control", "request", "push"],
+        default=None,
+        help="HTTP/3 stream kind, to check the frame order rules of RFC 9114",
+    )
     p.set_defaults(func=frames_command)

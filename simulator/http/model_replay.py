@@ -39,8 +39,7 @@ from .. import __version__
 from ..engine import Simulator
 from ..net.transport import timer_counts
 from ..traces.model import Trace
-from ..stacks.common import (ExchangeSpec, Recorder, Result, StackParams, StackStalled, run_until,
-                             schedule_requests)
+from ..stacks.common import ExchangeSpec, Recorder, Result, StackParams, StackStalled, run_until, schedule_requests
 from ..stacks.replay import specs_from_trace
 from .network import ModelNetwork
 
@@ -124,8 +123,14 @@ def _simulate(specs: list[ExchangeSpec], params: StackParams, check_every_event:
     sim = Simulator(params.seed)
     recorder = Recorder(sim)
     rows = _Rows(sim, recorder)
-    net = ModelNetwork(sim, _NetworkParams(params), rows, own_paths=True, max_datagram_bytes=params.max_datagram_bytes,
-                       tcp_handshake=params.tcp_handshake)
+    net = ModelNetwork(
+        sim,
+        _NetworkParams(params),
+        rows,
+        own_paths=True,
+        max_datagram_bytes=params.max_datagram_bytes,
+        tcp_handshake=params.tcp_handshake,
+    )
 
     # Every origin's connection opens at the start, as ``replay`` opens the real stacks'.
     origins = dict.fromkeys(spec.origin for spec in specs)
@@ -146,12 +151,19 @@ def _simulate(specs: list[ExchangeSpec], params: StackParams, check_every_event:
     # the bottleneck plus a round trip per exchange, whichever is later (5 bit/s is slow).
     deadline_s, basis = _deadline_s(specs, params, last_start)
     try:
-        run_until(sim, lambda: started[0] and recorder.done, check=lambda: None, deadline_s=deadline_s,
-                  safe_until=None if check_every_event else (lambda: deadline_s))
+        run_until(
+            sim,
+            lambda: started[0] and recorder.done,
+            check=lambda: None,
+            deadline_s=deadline_s,
+            safe_until=None if check_every_event else (lambda: deadline_s),
+        )
     except StackStalled:
-        raise StackStalled(f"the replay stalled: exchanges were still open when virtual time passed "
-                           f"{deadline_s:.0f} s ({basis}): a replay that cannot end, not a slow one (see the "
-                           "path's loss and bandwidth: --loss, --bw, --rtt)") from None
+        raise StackStalled(
+            f"the replay stalled: exchanges were still open when virtual time passed "
+            f"{deadline_s:.0f} s ({basis}): a replay that cannot end, not a slow one (see the "
+            "path's loss and bandwidth: --loss, --bw, --rtt)"
+        ) from None
     return sim, recorder, net
 
 
@@ -160,16 +172,19 @@ DEADLINE_FACTOR = 4
 
 def _deadline_s(specs: list[ExchangeSpec], params: StackParams, last_start_s: float) -> tuple[float, str]:
     """The virtual time by which a replay that progresses has ended, and how it was set."""
-    wire_bytes = sum(s.request_body_bytes + max(s.response_body_bytes, params.default_body_bytes) + 1024
-                     for s in specs)                        # 1 KB of headers and framing each
+    wire_bytes = sum(
+        s.request_body_bytes + max(s.response_body_bytes, params.default_body_bytes) + 1024 for s in specs
+    )  # 1 KB of headers and framing each
     transfer_s = 0.0 if params.bandwidth_bps is None else wire_bytes * 8 / params.bandwidth_bps
     slow_s = DEADLINE_FACTOR * (transfer_s + (len(specs) + 1) * params.rtt_s)
     idle_s = 100 * params.idle_timeout_s
     if slow_s <= idle_s:
         return last_start_s + idle_s, f"100 idle timeouts of {params.idle_timeout_s:g} s past the last request"
     bw = f"{params.bandwidth_bps:g} bit/s" if params.bandwidth_bps is not None else "no bandwidth limit"
-    return last_start_s + slow_s, (f"{DEADLINE_FACTOR}x what {wire_bytes:,} bytes take at {bw} plus "
-                                   f"{len(specs) + 1} round trips of {params.rtt_s * 1000:g} ms")
+    return last_start_s + slow_s, (
+        f"{DEADLINE_FACTOR}x what {wire_bytes:,} bytes take at {bw} plus "
+        f"{len(specs) + 1} round trips of {params.rtt_s * 1000:g} ms"
+    )
 
 
 def last_completion_s(specs: list[ExchangeSpec], params: StackParams) -> float | None:
@@ -195,27 +210,34 @@ def run_specs(specs: list[ExchangeSpec], params: StackParams, *, check_every_eve
             packets_lost += link.stats.packets_lost + link.stats.packets_dropped
         retransmissions += conn.t.stats().get("packets_lost", 0)
     summary = {
-        "stack": f"{transport}-model", "exchanges": int(len(df)), "completed": int(len(completed)),
+        "stack": f"{transport}-model",
+        "exchanges": int(len(df)),
+        "completed": int(len(completed)),
         "last_completion_s": float(completed["complete_s"].max()) if len(completed) else None,
         "median_completion_s": float(statistics.median(times)) if times else None,
         "mean_completion_s": float(sum(times) / len(times)) if times else None,
-        "packets_sent": packets_sent, "packets_lost": packets_lost, "retransmissions": retransmissions,
+        "packets_sent": packets_sent,
+        "packets_lost": packets_lost,
+        "retransmissions": retransmissions,
         **timer_counts(conn.t.stats() for conn in net.conns.values()),
-        "connections": len(net.conns), "sim_end_s": sim.now, "events": sim.events_run,
+        "connections": len(net.conns),
+        "sim_end_s": sim.now,
+        "events": sim.events_run,
     }
     # Every row carries the parameters: the new columns joined in one step (pandas inserts
     # a column at a time, which cost more than the replay itself on small pages).
     extra = {**params.to_dict(), "stack": summary["stack"]}
     for k in [k for k in extra if k in df.columns]:
         df[k] = extra[k]
-    df = pd.concat([df, pd.DataFrame({k: [v] * len(df) for k, v in extra.items() if k not in df.columns},
-                                     index=df.index)], axis=1)
+    df = pd.concat(
+        [df, pd.DataFrame({k: [v] * len(df) for k, v in extra.items() if k not in df.columns}, index=df.index)], axis=1
+    )
     return Result(exchanges=df, summary=summary, params={**params.to_dict(), "version": __version__})
 
 
-def run(trace: Trace, params: StackParams | None = None, *, max_gap_s: float = 10.0,
-        check_every_event: bool = False) -> Result:
+def run(
+    trace: Trace, params: StackParams | None = None, *, max_gap_s: float = 10.0, check_every_event: bool = False
+) -> Result:
     """Replay ``trace`` on the transport models (no real HTTP stack): a Result shaped like ``replay.run``'s."""
     params = params or StackParams()
-    return run_specs(specs_from_trace(trace, params, max_gap_s=max_gap_s), params,
-                     check_every_event=check_every_event)
+    return run_specs(specs_from_trace(trace, params, max_gap_s=max_gap_s), params, check_every_event=check_every_event)

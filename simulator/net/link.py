@@ -29,8 +29,19 @@ from ..units import parse_number
 from . import native
 
 __all__ = [
-    "Packet", "LossModel", "NoLoss", "Bernoulli", "GilbertElliott", "DropList", "Jitter",
-    "Link", "Path", "DelayedPath", "LossSpec", "parse_loss", "make_link",
+    "Packet",
+    "LossModel",
+    "NoLoss",
+    "Bernoulli",
+    "GilbertElliott",
+    "DropList",
+    "Jitter",
+    "Link",
+    "Path",
+    "DelayedPath",
+    "LossSpec",
+    "parse_loss",
+    "make_link",
 ]
 
 
@@ -40,7 +51,7 @@ class Packet:
 
     size_bytes: int
     payload: Any = None
-    link_seq: int = 0          # index on its link, set by Link.send
+    link_seq: int = 0  # index on its link, set by Link.send
     sent_s: float = 0.0
     arrived_s: float | None = None
     lost: bool = False
@@ -76,7 +87,7 @@ class NoLoss(LossModel):
 
 
 if native.C is not None:
-    native.C.register_no_loss(NoLoss)       # the C link never asks NoLoss (it never loses)
+    native.C.register_no_loss(NoLoss)  # the C link never asks NoLoss (it never loses)
 
 
 class Bernoulli(LossModel):
@@ -103,8 +114,9 @@ class GilbertElliott(LossModel):
     """Two-state Markov loss: Good -> Bad with ``p_gb``, Bad -> Good with ``p_bg`` per packet
     (probabilities, ``p_bg`` above 0, as ``LossSpec`` checks)."""
 
-    def __init__(self, p_gb: float, p_bg: float, rng: random.Random,
-                 loss_good: float = 0.0, loss_bad: float = 1.0) -> None:
+    def __init__(
+        self, p_gb: float, p_bg: float, rng: random.Random, loss_good: float = 0.0, loss_bad: float = 1.0
+    ) -> None:
         self.p_gb, self.p_bg = p_gb, p_bg
         self.loss_good, self.loss_bad = loss_good, loss_bad
         self.bad = False
@@ -167,8 +179,8 @@ class LossSpec:
     given (``"0.01"``, ``"1%"``, ``"ge:0.01,0.3"``), which is what results carry."""
 
     text: str = "0"
-    p: float = 0.0                  # Bernoulli probability, or Gilbert-Elliott P (good -> bad)
-    r: float | None = None          # Gilbert-Elliott R (bad -> good); None: Bernoulli
+    p: float = 0.0  # Bernoulli probability, or Gilbert-Elliott P (good -> bad)
+    r: float | None = None  # Gilbert-Elliott R (bad -> good); None: Bernoulli
     loss_good: float = 0.0
     loss_bad: float = 1.0
 
@@ -191,16 +203,22 @@ class LossSpec:
             else:
                 p = parse_number(low.rstrip("%")) / (100.0 if low.endswith("%") else 1.0)
         except (ValueError, InputError):
-            raise InputError(f"cannot read loss {spec!r}: give a probability like 0.01 or 1%, "
-                             "or Gilbert-Elliott as ge:P,R or ge:P,R,h,k") from None
+            raise InputError(
+                f"cannot read loss {spec!r}: give a probability like 0.01 or 1%, "
+                "or Gilbert-Elliott as ge:P,R or ge:P,R,h,k"
+            ) from None
         if not low.startswith("ge:"):
             if not 0.0 <= p < 1.0:
                 raise InputError(f"loss probability must be in [0, 1), got {p}")
             return cls(text, p)
         p_gb, p_bg = parts[0], parts[1]
         loss_good, loss_bad = (parts[2], parts[3]) if len(parts) == 4 else (0.0, 1.0)
-        for name, v in (("P (good->bad)", p_gb), ("R (bad->good)", p_bg),
-                        ("loss in good state", loss_good), ("loss in bad state", loss_bad)):
+        for name, v in (
+            ("P (good->bad)", p_gb),
+            ("R (bad->good)", p_bg),
+            ("loss in good state", loss_good),
+            ("loss in bad state", loss_bad),
+        ):
             if not 0.0 <= v <= 1.0:
                 raise InputError(f"Gilbert-Elliott {name} must be in [0, 1], got {v}")
         if p_bg == 0.0:
@@ -242,8 +260,9 @@ class Jitter:
     def __post_init__(self) -> None:
         # A negative extra delay would schedule an arrival before its departure.
         if not 0.0 <= self.prob <= 1.0 or not self.max_s >= 0.0:
-            raise InputError(f"jitter needs a probability in [0, 1] and a delay >= 0 s, "
-                             f"got {self.prob} and {self.max_s} s")
+            raise InputError(
+                f"jitter needs a probability in [0, 1] and a delay >= 0 s, got {self.prob} and {self.max_s} s"
+            )
 
 
 @dataclass
@@ -251,8 +270,8 @@ class LinkStats:
     """Counters of one link: packets sent, lost on the wire, dropped at the queue; bytes; peak queue bytes."""
 
     packets_sent: int = 0
-    packets_lost: int = 0            # lost on the wire (loss model)
-    packets_dropped: int = 0         # dropped at the full queue (drop-tail)
+    packets_lost: int = 0  # lost on the wire (loss model)
+    packets_dropped: int = 0  # dropped at the full queue (drop-tail)
     bytes_sent: int = 0
     bytes_delivered: int = 0
     max_queue_bytes: int = 0
@@ -261,10 +280,18 @@ class LinkStats:
 class Link:
     """One direction of a path.  ``send(packet, deliver)`` calls ``deliver(packet)`` on arrival."""
 
-    def __init__(self, sim: Simulator, name: str, *, delay_s: float,
-                 bandwidth_bps: float | None = None, queue_bytes: int | None = None,
-                 mtu_bytes: int = 1500, loss: LossModel | None = None,
-                 jitter: Jitter | None = None) -> None:
+    def __init__(
+        self,
+        sim: Simulator,
+        name: str,
+        *,
+        delay_s: float,
+        bandwidth_bps: float | None = None,
+        queue_bytes: int | None = None,
+        mtu_bytes: int = 1500,
+        loss: LossModel | None = None,
+        jitter: Jitter | None = None,
+    ) -> None:
         _check_link(delay_s, bandwidth_bps)
         self.sim = sim
         self.name = name
@@ -299,10 +326,10 @@ class Link:
             depart_s = now
         else:
             queue = self._queue
-            while queue and queue[0][0] <= now:     # started transmitting: no longer queued
+            while queue and queue[0][0] <= now:  # started transmitting: no longer queued
                 self._queued_bytes -= queue.popleft()[1]
             start_s = self._busy_until_s
-            if start_s > now:                       # the link is busy: wait in the queue
+            if start_s > now:  # the link is busy: wait in the queue
                 if self.queue_bytes is not None and self._queued_bytes + size_bytes > self.queue_bytes:
                     stats.packets_dropped += 1
                     packet.lost = True
@@ -335,7 +362,7 @@ class Link:
 
     def _arrive(self, packet: Packet, deliver: Callable[[Packet], None]) -> None:
         self.stats.bytes_delivered += packet.size_bytes
-        for observer in self.observers:       # self._observe(packet), inlined: once per packet
+        for observer in self.observers:  # self._observe(packet), inlined: once per packet
             observer(packet)
         deliver(packet)
 
@@ -351,16 +378,34 @@ def _check_link(delay_s: float, bandwidth_bps: float | None) -> None:
         raise InputError(f"link bandwidth must be > 0, got {bandwidth_bps}")
 
 
-def make_link(sim: Simulator, name: str, *, delay_s: float, bandwidth_bps: float | None = None,
-              queue_bytes: int | None = None, mtu_bytes: int = 1500, loss: LossModel | None = None,
-              jitter: Jitter | None = None, implementation: str | None = None):
+def make_link(
+    sim: Simulator,
+    name: str,
+    *,
+    delay_s: float,
+    bandwidth_bps: float | None = None,
+    queue_bytes: int | None = None,
+    mtu_bytes: int = 1500,
+    loss: LossModel | None = None,
+    jitter: Jitter | None = None,
+    implementation: str | None = None,
+):
     """A ``Link``, or its C twin (``native.resolve(implementation)``); same arguments, same behaviour."""
     if native.resolve(implementation) == "python" or type(mtu_bytes) is not int:
-        return Link(sim, name, delay_s=delay_s, bandwidth_bps=bandwidth_bps, queue_bytes=queue_bytes,
-                    mtu_bytes=mtu_bytes, loss=loss, jitter=jitter)
+        return Link(
+            sim,
+            name,
+            delay_s=delay_s,
+            bandwidth_bps=bandwidth_bps,
+            queue_bytes=queue_bytes,
+            mtu_bytes=mtu_bytes,
+            loss=loss,
+            jitter=jitter,
+        )
     _check_link(delay_s, bandwidth_bps)
-    return native.C.Link(sim, name, delay_s, bandwidth_bps, queue_bytes, mtu_bytes, loss or NoLoss(), jitter,
-                         sim.rng(f"{name}/jitter"))
+    return native.C.Link(
+        sim, name, delay_s, bandwidth_bps, queue_bytes, mtu_bytes, loss or NoLoss(), jitter, sim.rng(f"{name}/jitter")
+    )
 
 
 class Path:
@@ -373,21 +418,36 @@ class Path:
     (``Network.path``); ``loss`` is a ``LossSpec`` (a spelling is read here for tests).
     """
 
-    def __init__(self, sim: Simulator, *, rtt_s: float, bandwidth_bps: float | None = None,
-                 queue_bytes: int | None = None, mtu_bytes: int = 1500,
-                 loss: LossSpec | str | float | None = None, reverse_loss: LossSpec | str | float | None = "same",
-                 jitter: Jitter | None = None, name: str = "path", implementation: str | None = None) -> None:
+    def __init__(
+        self,
+        sim: Simulator,
+        *,
+        rtt_s: float,
+        bandwidth_bps: float | None = None,
+        queue_bytes: int | None = None,
+        mtu_bytes: int = 1500,
+        loss: LossSpec | str | float | None = None,
+        reverse_loss: LossSpec | str | float | None = "same",
+        jitter: Jitter | None = None,
+        name: str = "path",
+        implementation: str | None = None,
+    ) -> None:
         self.sim = sim
         self.rtt_s = rtt_s
         self.bandwidth_bps = bandwidth_bps
         self.mtu_bytes = mtu_bytes
         loss = LossSpec.parse(loss)
         reverse_loss = loss if reverse_loss == "same" else LossSpec.parse(reverse_loss)
-        common = dict(delay_s=rtt_s / 2, bandwidth_bps=bandwidth_bps, queue_bytes=queue_bytes,
-                      mtu_bytes=mtu_bytes, jitter=jitter, implementation=implementation)
+        common = dict(
+            delay_s=rtt_s / 2,
+            bandwidth_bps=bandwidth_bps,
+            queue_bytes=queue_bytes,
+            mtu_bytes=mtu_bytes,
+            jitter=jitter,
+            implementation=implementation,
+        )
         self.forward = make_link(sim, f"{name}/fwd", loss=loss.model(sim.rng(f"{name}/fwd/loss")), **common)
-        self.reverse = make_link(sim, f"{name}/rev", loss=reverse_loss.model(sim.rng(f"{name}/rev/loss")),
-                                 **common)
+        self.reverse = make_link(sim, f"{name}/rev", loss=reverse_loss.model(sim.rng(f"{name}/rev/loss")), **common)
 
     def bdp_bytes(self) -> int | None:
         """Bandwidth-delay product in bytes (None without a bandwidth limit)."""

@@ -56,18 +56,23 @@ def warnings(trace: Trace) -> list[str]:
     ex = [e for e in trace if e.url is not None]
     out = []
     if ex and not any(e.initiator or e.initiator_type for e in ex):
-        out.append("no initiators (_initiator): each resource is taken as found by its page's document, "
-                   "fonts by the first stylesheet")
+        out.append(
+            "no initiators (_initiator): each resource is taken as found by its page's document, "
+            "fonts by the first stylesheet"
+        )
     if ex and not any(e.priority for e in ex):
-        out.append("no priorities (_priority): render-blocking stylesheets and scripts are those the document "
-                   "asked for before its first image")
+        out.append(
+            "no priorities (_priority): render-blocking stylesheets and scripts are those the document "
+            "asked for before its first image"
+        )
     if ex and not any(e.resource_type_from == "_resourceType" for e in ex):
         out.append("no resource types (_resourceType): taken from MIME types, URLs and initiators")
     if trace.meta.get("unknown_body_sizes"):
         out.append(f"{trace.meta['unknown_body_sizes']} responses have no known body size (taken as 0 bytes)")
     if trace.meta.get("not_on_network"):
-        out.append(f"{trace.meta['not_on_network']} data:/blob: (or similar) entries left out: they never "
-                   "crossed the network")
+        out.append(
+            f"{trace.meta['not_on_network']} data:/blob: (or similar) entries left out: they never crossed the network"
+        )
     if trace.meta.get("served_from_cache"):
         out.append(f"{trace.meta['served_from_cache']} entries served from the browser's cache left out")
     if not trace.pages:
@@ -106,24 +111,31 @@ def page_details(trace: Trace) -> list[dict]:
         for r in g.resources:
             versions[r.http_version or "unknown"] = versions.get(r.http_version or "unknown", 0) + 1
         p = pages.get(page)
-        out.append({
-            "page": page,
-            "title": p.title if p else None,
-            "on_load_s": p.on_load_s if p else None,
-            "repeat_view": p.repeat_view if p else None,
-            "navigation": [g[i].url for i in range(g.document + 1)],
-            "resources": len(g),
-            "origins": len(g.origins),
-            "edges_from": g.edges_from,
-            "wire_bytes": sum(r.body_bytes for r in g.resources),
-            "decoded_bytes": sum(r.decoded_bytes for r in g.resources),
-            "http_versions": versions,
-            "types": {t: types[t] for t in sorted(types, key=lambda t: -sum(types[t].values()))},
-            "render_blocking": [{"url": g[i].url, "type": g[i].resource_type, "reason": g[i].render_blocking_reason}
-                                for i in g.render_blocking],
-            "not_render_blocking": _tally(r.render_blocking_reason for r in g.resources
-                                          if not r.render_blocking and r.resource_type in ("stylesheet", "script")),
-        })
+        out.append(
+            {
+                "page": page,
+                "title": p.title if p else None,
+                "on_load_s": p.on_load_s if p else None,
+                "repeat_view": p.repeat_view if p else None,
+                "navigation": [g[i].url for i in range(g.document + 1)],
+                "resources": len(g),
+                "origins": len(g.origins),
+                "edges_from": g.edges_from,
+                "wire_bytes": sum(r.body_bytes for r in g.resources),
+                "decoded_bytes": sum(r.decoded_bytes for r in g.resources),
+                "http_versions": versions,
+                "types": {t: types[t] for t in sorted(types, key=lambda t: -sum(types[t].values()))},
+                "render_blocking": [
+                    {"url": g[i].url, "type": g[i].resource_type, "reason": g[i].render_blocking_reason}
+                    for i in g.render_blocking
+                ],
+                "not_render_blocking": _tally(
+                    r.render_blocking_reason
+                    for r in g.resources
+                    if not r.render_blocking and r.resource_type in ("stylesheet", "script")
+                ),
+            }
+        )
     return out
 
 
@@ -144,8 +156,10 @@ def _print_pages(info: dict) -> None:
             continue
         onload = f", onLoad {p['on_load_s']:.3f} s" if p["on_load_s"] else ""
         view = ", repeat view" if p["repeat_view"] else ""
-        print(f"page {p['page']}{onload}{view}: {p['resources']} resources, {p['origins']} origins, "
-              f"edges from {p['edges_from']}")
+        print(
+            f"page {p['page']}{onload}{view}: {p['resources']} resources, {p['origins']} origins, "
+            f"edges from {p['edges_from']}"
+        )
         if len(p["navigation"]) > 1:
             print("  navigation      " + " -> ".join(p["navigation"]))
         else:
@@ -165,8 +179,11 @@ def _print_pages(info: dict) -> None:
 
 
 def _load(args) -> Trace:
-    return load(args.path if hasattr(args, "path") else args.input,
-                max_table_capacity=args.capacity, blocked_streams=args.blocked)
+    return load(
+        args.path if hasattr(args, "path") else args.input,
+        max_table_capacity=args.capacity,
+        blocked_streams=args.blocked,
+    )
 
 
 def cmd_info(args) -> int:
@@ -181,12 +198,17 @@ def cmd_info(args) -> int:
         ("file", info["path"]),
         ("format", info["format"]),
         ("exchanges", f"{info['exchanges']:,}"),
-        ("header lists", f"{info['header_lists']:,} ({info['request_lists']:,} requests, "
-                         f"{info['response_lists']:,} responses)"),
+        (
+            "header lists",
+            f"{info['header_lists']:,} ({info['request_lists']:,} requests, {info['response_lists']:,} responses)",
+        ),
         ("origins", f"{info['origin_count']}" + (f": {origins}" if origins else "")),
         ("pages", f"{info['pages']}"),
-        ("raw header bytes", f"{info['raw_header_bytes']:,} (requests {info['raw_request_header_bytes']:,}, "
-                             f"responses {info['raw_response_header_bytes']:,})"),
+        (
+            "raw header bytes",
+            f"{info['raw_header_bytes']:,} (requests {info['raw_request_header_bytes']:,}, "
+            f"responses {info['raw_response_header_bytes']:,})",
+        ),
         ("timed", timed),
     ]
     for key, value in rows:
@@ -240,16 +262,26 @@ def cmd_synth(args) -> int:
         write_har(trace, args.output)
     else:
         write_qif(trace, args.output, direction=args.direction)
-    print(f"wrote {len(trace):,} exchanges on {len(trace.pages)} page(s), {len(trace.origins())} origins "
-          f"(seed {args.seed}) to {args.output}")
+    print(
+        f"wrote {len(trace):,} exchanges on {len(trace.pages)} page(s), {len(trace.origins())} origins "
+        f"(seed {args.seed}) to {args.output}"
+    )
     return 0
 
 
 def _interop_options(p) -> None:
-    p.add_argument("--capacity", type=argtypes.count(0, 1 << 30), default=None,
-                   help="QPACK table capacity for interop files (default: from the file name)")
-    p.add_argument("--blocked", type=argtypes.count(0, 65_535), default=None,
-                   help="QPACK blocked-streams limit for interop files (default: from the file name)")
+    p.add_argument(
+        "--capacity",
+        type=argtypes.count(0, 1 << 30),
+        default=None,
+        help="QPACK table capacity for interop files (default: from the file name)",
+    )
+    p.add_argument(
+        "--blocked",
+        type=argtypes.count(0, 65_535),
+        default=None,
+        help="QPACK blocked-streams limit for interop files (default: from the file name)",
+    )
 
 
 def add_commands(subparsers) -> None:
@@ -267,10 +299,12 @@ def add_commands(subparsers) -> None:
     p = sub.add_parser("convert", help="convert a trace to QIF or HAR")
     p.add_argument("input", metavar="IN")
     p.add_argument("output", metavar="OUT", type=argtypes.output_file)
-    p.add_argument("--to", choices=("qif", "har"), default=None,
-                   help="output format (default: har for a .har name, else qif)")
-    p.add_argument("--direction", choices=DIRECTIONS, default="both",
-                   help="header lists to write to QIF (default both)")
+    p.add_argument(
+        "--to", choices=("qif", "har"), default=None, help="output format (default: har for a .har name, else qif)"
+    )
+    p.add_argument(
+        "--direction", choices=DIRECTIONS, default="both", help="header lists to write to QIF (default both)"
+    )
     _interop_options(p)
     p.set_defaults(func=cmd_convert)
 
@@ -278,18 +312,36 @@ def add_commands(subparsers) -> None:
     p.add_argument("output", metavar="OUT", type=argtypes.output_file)
     p.add_argument("--pages", type=argtypes.count(1, 10_000), default=1, help="page loads (default 1, at most 10,000)")
     p.add_argument("--seed", type=argtypes.count(0), default=0, help="random seed (default 0)")
-    p.add_argument("--format", choices=("har", "qif"), default=None,
-                   help="output format (default: qif for a .qif name, else har)")
-    p.add_argument("--requests", type=argtypes.count(SYNTH_MIN_REQUESTS, SYNTH_MAX_REQUESTS), default=None,
-                   help=f"requests per page, {SYNTH_MIN_REQUESTS} to {SYNTH_MAX_REQUESTS:,} (default: drawn around the "
-                        "HTTP Archive median)")
-    p.add_argument("--origins", type=argtypes.count(0, 10_000), default=None,
-                   help="third-party origins to draw from (default: drawn from Web Almanac figures); "
-                        "requests pick them by Zipf weight, so a page may not use them all")
-    p.add_argument("--third-party-share", type=argtypes.probability, default=None, metavar="P",
-                   help="share of sub-resource requests that go to third parties (default 0.4)")
-    p.add_argument("--third-party-zipf", type=argtypes.real(0, 10), default=None, metavar="S",
-                   help="Zipf exponent spreading requests over third parties (default 1.0; lower = more "
-                        "of them used)")
+    p.add_argument(
+        "--format", choices=("har", "qif"), default=None, help="output format (default: qif for a .qif name, else har)"
+    )
+    p.add_argument(
+        "--requests",
+        type=argtypes.count(SYNTH_MIN_REQUESTS, SYNTH_MAX_REQUESTS),
+        default=None,
+        help=f"requests per page, {SYNTH_MIN_REQUESTS} to {SYNTH_MAX_REQUESTS:,} (default: drawn around the "
+        "HTTP Archive median)",
+    )
+    p.add_argument(
+        "--origins",
+        type=argtypes.count(0, 10_000),
+        default=None,
+        help="third-party origins to draw from (default: drawn from Web Almanac figures); "
+        "requests pick them by Zipf weight, so a page may not use them all",
+    )
+    p.add_argument(
+        "--third-party-share",
+        type=argtypes.probability,
+        default=None,
+        metavar="P",
+        help="share of sub-resource requests that go to third parties (default 0.4)",
+    )
+    p.add_argument(
+        "--third-party-zipf",
+        type=argtypes.real(0, 10),
+        default=None,
+        metavar="S",
+        help="Zipf exponent spreading requests over third parties (default 1.0; lower = more of them used)",
+    )
     p.add_argument("--direction", choices=DIRECTIONS, default="both", help="header lists for QIF output")
     p.set_defaults(func=cmd_synth)

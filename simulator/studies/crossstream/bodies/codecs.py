@@ -38,13 +38,12 @@ from ....errors import InputError
 from ....units import parse_integer
 from . import _brotli_dict
 
-__all__ = ["Codec", "StreamPair", "LIBRARIES", "LEVELS", "parse_codecs", "DecodeError",
-           "SchemeUnavailable"]
+__all__ = ["Codec", "StreamPair", "LIBRARIES", "LEVELS", "parse_codecs", "DecodeError", "SchemeUnavailable"]
 
 LIBRARIES = ("zlib", "brotli", "zstd")
 LEVELS = {"zlib": range(1, 10), "brotli": range(0, 12), "zstd": range(1, 23)}
-ZLIB_WINDOW_BYTES = 32 * 1024          # RFC 1951: distances up to 32,768
-BROTLI_LGWIN = 22                      # brotli's default window: 4 MiB - 16
+ZLIB_WINDOW_BYTES = 32 * 1024  # RFC 1951: distances up to 32,768
+BROTLI_LGWIN = 22  # brotli's default window: 4 MiB - 16
 
 
 class DecodeError(ValueError):
@@ -232,14 +231,14 @@ def parse_codecs(text: str) -> tuple[Codec, ...]:
         lib = lib.strip().lower()
         if not sep or not levels.strip():
             raise InputError(f"codec {part!r} needs a level: LIBRARY:LEVEL, e.g. brotli:5 or zstd:1-19")
-        try:                      # ASCII digits: int() also takes "٥"
+        try:  # ASCII digits: int() also takes "٥"
             if "-" in levels.strip()[1:]:
                 a, b = (parse_integer(x) for x in levels.split("-", 1))
             else:
                 a = b = parse_integer(levels)
         except InputError:
             raise InputError(f"codec {part!r}: the level must be an integer or a range like 1-9") from None
-        Codec(lib, a), Codec(lib, b)      # both ends in the library's range before the levels between are made
+        Codec(lib, a), Codec(lib, b)  # both ends in the library's range before the levels between are made
         for level in range(a, b + 1):
             c = Codec(lib, level)
             if c not in out:
