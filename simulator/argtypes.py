@@ -23,7 +23,7 @@ import os
 import re
 
 from .errors import InputError
-from .units import parse_bandwidth, parse_byte_rate, parse_duration, parse_rate, parse_size
+from .units import parse_bandwidth, parse_byte_rate, parse_duration, parse_number, parse_rate, parse_size
 
 __all__ = [
     "ArgParser",
@@ -37,6 +37,7 @@ __all__ = [
     "size",
     "positive_size",
     "probability",
+    "real",
     "loss",
     "rtt",
     "bottleneck",
@@ -143,12 +144,26 @@ def positive_size(text: str) -> str:
 def probability(text: str) -> str:
     """A probability in [0, 1]."""
     try:
-        p = float(text)
-    except ValueError:
+        p = parse_number(text, "probability")  # ASCII digits: float() also takes "٠.٥"
+    except InputError:
         p = float("nan")
     if not 0.0 <= p <= 1.0:
         raise argparse.ArgumentTypeError(f"must be a probability in [0, 1], got {text!r}")
     return text
+
+
+def real(minimum: float, maximum: float):
+    """A plain decimal number in [``minimum``, ``maximum``] (returned as a float, as
+    ``type=float`` did, which also took ``nan``, ``inf`` and Unicode digits)."""
+
+    def check(text: str) -> float:
+        value = _check(parse_number, text)
+        if not minimum <= value <= maximum:
+            raise argparse.ArgumentTypeError(f"must be in [{minimum:g}, {maximum:g}], got {text!r}")
+        return value
+
+    check.__name__ = "number"
+    return check
 
 
 def loss(text: str) -> str:

@@ -58,7 +58,7 @@ def add_commands(sub) -> None:
     p = sub.add_parser("demo", help="run the HOL study on a bundled trace: table and figure")
     p.add_argument("--trace", default=str(BUNDLED))
     p.add_argument("--loss", default="0.02", type=argtypes.loss)
-    p.add_argument("--seed", default=1, type=int)
+    p.add_argument("--seed", default=1, type=argtypes.seed)
     # Checked only when given: the default folder is created with its parent.
     p.add_argument("--out", default=None, type=argtypes.output_folder, help="where the figure goes (default out/demo)")
     p.set_defaults(func=_cmd)

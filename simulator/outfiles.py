@@ -207,6 +207,12 @@ def check_output_folder(path) -> None:
     path = str(path)
     if not path.strip():
         raise InputError("give a folder name.")
+    try:
+        os.lstat(path)  # os.path.isdir and lexists say False for a name too long (ENAMETOOLONG)
+    except FileNotFoundError:
+        pass
+    except OSError as exc:
+        raise InputError(f"cannot be written ({_why(exc)}).", path=path) from None
     if os.path.isdir(path):
         _probe_folder(path, path)
         return

@@ -18,6 +18,8 @@ import re
 from .errors import InputError
 
 __all__ = [
+    "parse_number",
+    "parse_integer",
     "parse_duration",
     "parse_rate",
     "parse_size",
@@ -80,7 +82,11 @@ def _parse(text: str | float | int, table: dict, what: str, require_unit: bool =
     # Zero is zero in any unit; any other bare number is ambiguous on the command line.
     if require_unit and unit == "" and value != 0:
         raise InputError(f"{text!r} has no unit: give a {what} like {example} (units: {_units(table)})")
-    return _in_range(value * table[unit], text, what)
+    scaled = value * table[unit]
+    if value != 0 and scaled == 0:  # 4.9e-324ms underflows to 0: not zero, and below the range
+        low, high, base = LIMITS[what]
+        raise InputError(f"{text!r} is outside the {what} range {low:g} to {high:g} {base} (or 0)")
+    return _in_range(scaled, text, what)
 
 
 def parse_duration(text: str | float, *, require_unit: bool = False) -> float:
@@ -134,6 +140,37 @@ def parse_byte_rate(text: str | float | None, *, require_unit: bool = False) -> 
         return parse_rate(t) / 8.0
     except InputError:
         raise InputError(f"cannot read {text!r} as a rate (e.g. 500kB/s, 2MiB/s, 4mbit, inf)") from None
+
+
+# Plain numbers as people type them: ASCII digits.  Python's ``float()`` and ``int()`` also
+# take Unicode digits ("٠.٥", "１"; some, not others) and underscores ("1_0"), and ``float()``
+# takes "nan" and "inf": a flag or file field spelt so is refused, never read as a number.
+_DECIMAL_TEXT = re.compile(r"\s*[-+]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][-+]?[0-9]+)?\s*\Z")
+_INTEGER_TEXT = re.compile(r"\s*[-+]?[0-9]{1,30}\s*\Z")
+
+
+def parse_number(text: str | float | int, what: str = "number") -> float:
+    """A plain finite decimal number in ASCII digits (``0.5``, ``1e-3``, ``-2``); an
+    ``InputError`` naming ``what`` otherwise (Unicode digits, ``1_0``, ``nan``, ``1e309``)."""
+    if isinstance(text, (int, float)) and not isinstance(text, bool):
+        value = float(text)
+    elif _DECIMAL_TEXT.match(str(text)):
+        value = float(str(text))
+    else:
+        raise InputError(f"cannot read {text!r} as a {what} (a plain number in ASCII digits, e.g. 0.5)")
+    if not math.isfinite(value):
+        raise InputError(f"{text!r} is not a finite {what}")
+    return value
+
+
+def parse_integer(text: str | int, what: str = "integer") -> int:
+    """An integer in ASCII digits (at most 30 of them); an ``InputError`` naming ``what``
+    otherwise (``int()`` alone also takes "١٢" and "1_000")."""
+    if isinstance(text, int) and not isinstance(text, bool):
+        return text
+    if not _INTEGER_TEXT.match(str(text)):
+        raise InputError(f"cannot read {text!r} as {what} (an integer in ASCII digits, e.g. 5)")
+    return int(str(text))
 
 
 def parse_named_durations(text: str, what: str, *, require_unit: bool = False) -> tuple[tuple[str, float], ...]:

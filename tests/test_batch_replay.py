@@ -165,7 +165,8 @@ def test_stalled_replay_is_a_failed_job_and_cli_reports_it(traces, tmp_path, cap
         ]
     )
     stdout, err = capsys.readouterr()
-    assert code == 1 and "2 jobs" in stdout and "1 ok, 1 failed" in stdout
+    # the one failure is a refusal (StackStalled is an InputError, exit 2 from `workbench replay` too)
+    assert code == 2 and "2 jobs" in stdout and "1 ok, 1 failed" in stdout
     failed = batch.failures(out)
     assert len(failed) == 1 and failed.iloc[0]["flags"]["loss"] == "0.97"
     assert "StackStalled: idle timeout reached" in failed.iloc[0]["error"]

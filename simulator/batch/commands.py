@@ -68,8 +68,8 @@ def _cmd(args: argparse.Namespace) -> int:
         print(f"  failed {jid}: {error}", file=sys.stderr)
     if len(report.failures) > 10:
         print(f"  ... and {len(report.failures) - 10} more (see {args.out}/failed/)", file=sys.stderr)
-    if report.bad_traces:
-        return 2  # traces that could not be read (named as they were met): bad input
+    if report.bad_traces or (report.failed and report.refused == report.failed):
+        return 2  # traces that could not be read or jobs whose input was refused: bad input
     return 1 if report.failed else 0
 
 

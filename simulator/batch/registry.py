@@ -101,6 +101,11 @@ def check_grid(raw: dict, study: Study, *, source: str = "grid") -> dict[str, li
                 raise InputError(f"{key!r}: value {v!r} is not a string, number or boolean.", path=source)
         if name in grid:
             raise InputError(f"{key!r} is given twice.", path=source)
+        seen: set[str] = set()
+        for v in values:  # a value listed twice makes the same jobs twice (10,000 times: minutes)
+            if _flag_text(v) in seen:
+                raise InputError(f"{key!r} lists the value {v!r} more than once.", path=source)
+            seen.add(_flag_text(v))
         grid[name] = values
     points = math.prod(len(v) for v in grid.values())
     if points > MAX_GRID_POINTS:  # checked before the product is expanded

@@ -277,7 +277,14 @@ def execute(job: dict, data: bytes | None = None) -> dict:
         return {"job_id": job["job_id"], "ok": True, "tables": payload}
     except Exception as exc:  # a failing job is recorded; the batch goes on
         msg = " ".join(f"{type(exc).__name__}: {exc}".split())
-        return {"job_id": job["job_id"], "ok": False, "error": msg, "traceback": traceback.format_exc()}
+        # an InputError is the job's input refused (a page the study cannot compare on), not a bug
+        return {
+            "job_id": job["job_id"],
+            "ok": False,
+            "error": msg,
+            "traceback": traceback.format_exc(),
+            "input_error": isinstance(exc, InputError),
+        }
 
 
 def _watch_batch(batch_pid: int) -> None:
@@ -391,6 +398,7 @@ class BatchReport:
     ok: int
     failed: int
     bad_traces: list = field(default_factory=list)
+    refused: int = 0  # failed jobs whose input was refused (InputError), not a bug
     failures: list = field(default_factory=list)  # (job_id, error)
 
     def __str__(self) -> str:
@@ -464,6 +472,7 @@ def run_batch(
             else:
                 rd.write_failure(job, res["error"], res.get("traceback", ""))
                 report.failed += 1
+                report.refused += bool(res.get("input_error"))
                 report.failures.append((job["job_id"], res["error"]))
                 if bar is not None:
                     bar.set_postfix(failed=report.failed)

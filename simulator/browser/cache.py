@@ -12,6 +12,7 @@ from __future__ import annotations
 import random
 
 from ..errors import InputError
+from ..units import parse_number
 from ..traces.pagegraph import PageGraph
 
 __all__ = ["ClientCache", "parse_cache"]
@@ -29,8 +30,8 @@ def parse_cache(spec: str) -> str:
     if text in ("cold", "warm"):
         return text
     try:
-        p = float(text)
-    except ValueError:
+        p = parse_number(text, "cache hit probability")  # ASCII digits: float() also takes "٠.٥"
+    except InputError:
         raise InputError(
             f"cache must be cold, warm, a hit probability in [0, 1] or list:URL URL ..., got {spec!r}"
         ) from None

@@ -28,7 +28,7 @@ def push_count(push_set: str) -> int | None:
     if push_set in ("render-blocking", "all"):
         return None
     name, _, n = push_set.partition(":")
-    if name == "largest" and n.isdigit() and int(n) > 0:
+    if name == "largest" and n.isascii() and n.isdigit() and int(n) > 0:  # not "²" or "١"
         return int(n)
     if name == "list" and n.split():
         return None

@@ -166,6 +166,6 @@ def add_commands(subparsers) -> None:
     e.add_argument("-o", "--output", required=True, type=argtypes.output_file, help="output interop file")
     e.add_argument("--table", type=argtypes.count(0, 1 << 30), required=True, help="dynamic table capacity in bytes")
     e.add_argument("--blocked", type=argtypes.count(0, 65_535), required=True, help="blocked-streams limit")
-    e.add_argument("--ack", type=int, choices=(0, 1), required=True, help="1 = acknowledge each section at once")
+    e.add_argument("--ack", type=argtypes.count(0, 1), required=True, help="1 = acknowledge each section at once")
     e.set_defaults(func=_cmd_encode)
     p.set_defaults(func=lambda args: (p.print_help(), 2)[1])

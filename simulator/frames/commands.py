@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 import sys
 
+from .. import argtypes
 from ..errors import InputError
 from . import (
     IMPLEMENTATION,
@@ -131,7 +132,7 @@ def add_commands(sub) -> None:
     p.add_argument("--json", action="store_true", help="print one JSON object: {frames: [...], count: N}")
     p.add_argument(
         "--max-frame-size",
-        type=int,
+        type=argtypes.count(0, 0xFFFFFF),
         default=16384,
         metavar="N",
         help="HTTP/2 SETTINGS_MAX_FRAME_SIZE in force (default 16384)",

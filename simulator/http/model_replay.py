@@ -39,7 +39,7 @@ from .. import __version__
 from ..engine import Simulator
 from ..net.transport import timer_counts
 from ..traces.model import Trace
-from ..stacks.common import ExchangeSpec, Recorder, Result, StackParams, run_until, schedule_requests
+from ..stacks.common import ExchangeSpec, Recorder, Result, StackParams, StackStalled, run_until, schedule_requests
 from ..stacks.replay import specs_from_trace
 from .network import ModelNetwork
 
@@ -146,16 +146,45 @@ def _simulate(specs: list[ExchangeSpec], params: StackParams, check_every_event:
     recorder.on_all_done = sim.stop
 
     # The models never give up (no idle timeout, unlike aioquic): a replay that cannot end
-    # meets the run loop's deadline.
-    deadline_s = last_start + 100 * params.idle_timeout_s
-    run_until(
-        sim,
-        lambda: started[0] and recorder.done,
-        check=lambda: None,
-        deadline_s=deadline_s,
-        safe_until=None if check_every_event else (lambda: deadline_s),
-    )
+    # meets the run loop's deadline.  A slow one is simulated to its end: the deadline is 100
+    # idle timeouts past the last request, or DEADLINE_FACTOR times what the bytes take at
+    # the bottleneck plus a round trip per exchange, whichever is later (5 bit/s is slow).
+    deadline_s, basis = _deadline_s(specs, params, last_start)
+    try:
+        run_until(
+            sim,
+            lambda: started[0] and recorder.done,
+            check=lambda: None,
+            deadline_s=deadline_s,
+            safe_until=None if check_every_event else (lambda: deadline_s),
+        )
+    except StackStalled:
+        raise StackStalled(
+            f"the replay stalled: exchanges were still open when virtual time passed "
+            f"{deadline_s:.0f} s ({basis}): a replay that cannot end, not a slow one (see the "
+            "path's loss and bandwidth: --loss, --bw, --rtt)"
+        ) from None
     return sim, recorder, net
+
+
+DEADLINE_FACTOR = 4
+
+
+def _deadline_s(specs: list[ExchangeSpec], params: StackParams, last_start_s: float) -> tuple[float, str]:
+    """The virtual time by which a replay that progresses has ended, and how it was set."""
+    wire_bytes = sum(
+        s.request_body_bytes + max(s.response_body_bytes, params.default_body_bytes) + 1024 for s in specs
+    )  # 1 KB of headers and framing each
+    transfer_s = 0.0 if params.bandwidth_bps is None else wire_bytes * 8 / params.bandwidth_bps
+    slow_s = DEADLINE_FACTOR * (transfer_s + (len(specs) + 1) * params.rtt_s)
+    idle_s = 100 * params.idle_timeout_s
+    if slow_s <= idle_s:
+        return last_start_s + idle_s, f"100 idle timeouts of {params.idle_timeout_s:g} s past the last request"
+    bw = f"{params.bandwidth_bps:g} bit/s" if params.bandwidth_bps is not None else "no bandwidth limit"
+    return last_start_s + slow_s, (
+        f"{DEADLINE_FACTOR}x what {wire_bytes:,} bytes take at {bw} plus "
+        f"{len(specs) + 1} round trips of {params.rtt_s * 1000:g} ms"
+    )
 
 
 def last_completion_s(specs: list[ExchangeSpec], params: StackParams) -> float | None:

@@ -25,6 +25,7 @@ from typing import Any, Callable
 
 from ..engine import Simulator
 from ..errors import InputError
+from ..units import parse_number
 from . import native
 
 __all__ = [
@@ -194,13 +195,14 @@ class LossSpec:
         text = str(spec)
         low = text.strip().lower()
         try:
+            # ASCII digits only (float() also takes "٠.٠١"); nan is not a probability
             if low.startswith("ge:"):
-                parts = [float(x) for x in low[3:].split(",")]
+                parts = [parse_number(x) for x in low[3:].split(",")]
                 if len(parts) not in (2, 4):
                     raise ValueError
             else:
-                p = float(low.rstrip("%")) / (100.0 if low.endswith("%") else 1.0)
-        except ValueError:
+                p = parse_number(low.rstrip("%")) / (100.0 if low.endswith("%") else 1.0)
+        except (ValueError, InputError):
             raise InputError(
                 f"cannot read loss {spec!r}: give a probability like 0.01 or 1%, "
                 "or Gilbert-Elliott as ge:P,R or ge:P,R,h,k"

@@ -338,7 +338,7 @@ def add_commands(subparsers) -> None:
     )
     p.add_argument(
         "--third-party-zipf",
-        type=float,
+        type=argtypes.real(0, 10),
         default=None,
         metavar="S",
         help="Zipf exponent spreading requests over third parties (default 1.0; lower = more of them used)",

@@ -10,7 +10,7 @@ import pandas as pd
 
 from ... import argtypes
 from ...errors import InputError
-from ...units import parse_size
+from ...units import parse_integer, parse_size
 from ..base import Study, add_network_flags, comma_list, network_from_args
 from . import bodies as body_gen
 from .bodies import parse_codecs
@@ -24,8 +24,8 @@ def _ints(text: str) -> tuple[int, ...]:
     if text in ("", "0", "none"):
         return ()
     try:
-        return tuple(int(x) for x in text.split(",") if x.strip())
-    except ValueError:
+        return tuple(parse_integer(x) for x in text.split(",") if x.strip())
+    except InputError:
         raise InputError(f"--leak-lengths takes comma-separated integers, got {text!r}") from None
 
 
@@ -202,7 +202,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 def _add_bodies_command(sub) -> None:
     b = sub.add_parser("crossstream-bodies", help="write the generated body corpus (releases in rNN/ folders)")
     b.add_argument("out", metavar="DIR", type=argtypes.output_folder, help="folder to write (created)")
-    b.add_argument("--seed", default=1, type=int)
+    b.add_argument("--seed", default=1, type=argtypes.seed)
     b.add_argument("--releases", default=3, type=argtypes.count(1, 100))
     b.set_defaults(func=_cmd_bodies)
 

@@ -30,6 +30,15 @@ PARTS = ("real", "model", "both")
 SCANNERS = ("c", "python")
 MAX_WINDOW = 2**31 - 1  # RFC 9113 section 6.9.1
 FULL = dict(streams=50, stream_bytes=100_000_000, window_bytes=10_000_000)  # the reference case
+# Each CPU cost's flag, for a refusal that names it.
+_COST_FLAGS = {
+    "read_s": "--cost-read",
+    "frame_s": "--cost-frame",
+    "dispatch_s": "--cost-dispatch",
+    "wakeup_s": "--cost-wakeup",
+    "copy_bytes_per_s": "--copy-rate",
+    "consume_bytes_per_s": "--consume-rate",
+}
 
 
 @dataclass(frozen=True)
@@ -111,7 +120,7 @@ class DemuxParams(StudyParams):
             bad(f"--mss must be 536..65495 bytes, got {self.mss_bytes}")
         for k, v in asdict(self.costs).items():
             if not v > 0:
-                bad(f"CPU cost {k} must be above 0, got {v}")
+                bad(f"the CPU cost ({_COST_FLAGS.get(k, k)}, {k}) must be above 0, got {v:g}")
 
     def to_dict(self) -> dict:
         """The parameters, with each CPU cost flattened into a ``cost_<name>`` entry."""

@@ -20,7 +20,8 @@ __all__ = ["STUDY", "add_arguments", "params_from_args"]
 
 
 def _urgency(text: str) -> int:
-    if not str(text).strip().isdigit() or not 0 <= int(text) <= 7:
+    digits = str(text).strip()
+    if not (digits.isascii() and digits.isdigit()) or not 0 <= int(digits) <= 7:  # not "٣" or "³"
         raise InputError(f"push urgency must be 0..7 (RFC 9218), got {text!r}")
     return int(text)
 

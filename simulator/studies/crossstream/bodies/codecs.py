@@ -35,6 +35,7 @@ import brotli
 import zstandard
 
 from ....errors import InputError
+from ....units import parse_integer
 from . import _brotli_dict
 
 __all__ = ["Codec", "StreamPair", "LIBRARIES", "LEVELS", "parse_codecs", "DecodeError", "SchemeUnavailable"]
@@ -230,15 +231,15 @@ def parse_codecs(text: str) -> tuple[Codec, ...]:
         lib = lib.strip().lower()
         if not sep or not levels.strip():
             raise InputError(f"codec {part!r} needs a level: LIBRARY:LEVEL, e.g. brotli:5 or zstd:1-19")
-        try:
+        try:  # ASCII digits: int() also takes "٥"
             if "-" in levels.strip()[1:]:
-                a, b = levels.split("-", 1)
-                lv = list(range(int(a), int(b) + 1))
+                a, b = (parse_integer(x) for x in levels.split("-", 1))
             else:
-                lv = [int(levels)]
-        except ValueError:
+                a = b = parse_integer(levels)
+        except InputError:
             raise InputError(f"codec {part!r}: the level must be an integer or a range like 1-9") from None
-        for level in lv:
+        Codec(lib, a), Codec(lib, b)  # both ends in the library's range before the levels between are made
+        for level in range(a, b + 1):
             c = Codec(lib, level)
             if c not in out:
                 out.append(c)
