@@ -399,7 +399,15 @@ def test_truncated_interop_file_is_still_reported_as_truncated(capsys, place):
         ("bw = [0]\n", "--bw"),
         ("jitter = [2]\n", "--jitter"),
         ('rtt = ["1e309ms"]\n', "finite"),
-        ("loss = [" + ", ".join(["0.01"] * 1000) + "]\njitter = [" + ", ".join(["0"] * 1000) + "]\n", "points"),
+        # a million points of distinct values (a value listed twice is refused for that first)
+        (
+            "loss = ["
+            + ", ".join(f"{i / 1e6}" for i in range(1000))
+            + "]\njitter = ["
+            + ", ".join(f"{i / 1e4}" for i in range(1000))
+            + "]\n",
+            "points",
+        ),
     ],
 )
 def test_batch_grid_is_checked_before_any_job(capsys, tmp_path, grid, needle):
