@@ -40,24 +40,37 @@ with what Lantern lacks):
 Metrics: time to the document (its response arrived), to the render-blocking set (the
 document, its stylesheets and parser-blocking scripts all ready), onload (every resource
 ready); per resource: discovered, requested, arrived, ready and where it came from.
+
+The load's inputs (``LoadParams``, ``ServerPlan``, ``HeldScripts``, ``connection_key``,
+``parse_link`` and their constants) are in ``browser.load_params``, re-exported here.
 """
 
 from __future__ import annotations
 
 import functools
 import math
-import re
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass
 from typing import Callable
 
 import pandas as pd
 
 from ..engine import Simulator
 from ..errors import InputError
-from ..net.conditions import adopt_network
 from ..stacks.common import ExchangeSpec, PushSpec, StackStalled, collector_paused, let_go, run_until
 from ..stacks.replay import request_headers_for, response_headers_for
 from .cache import ClientCache
+from .load_params import (  # noqa: F401 (re-exported: the load's inputs were defined here)
+    COALESCE,
+    DEFAULT_PARSE_DELAY_S,
+    ORIGIN_PROTOCOLS,
+    PROTOCOLS,
+    RESOURCE_SCHEDULERS,
+    HeldScripts,
+    LoadParams,
+    ServerPlan,
+    connection_key,
+    parse_link,
+)
 from .scheduling import ChromiumScheduler
 from ..traces.pagegraph import PageGraph
 
@@ -74,151 +87,7 @@ __all__ = [
     "PROTOCOLS",
 ]
 
-PROTOCOLS = ("h2", "h3")
-ORIGIN_PROTOCOLS = ("h1", "h2", "h3")  # per origin (LoadParams.origins): h1 = HTTP/1.1, 6 connections
 BACKENDS = ("model", "stacks")
-COALESCE = ("origin", "site")
-RESOURCE_SCHEDULERS = ("none", "chromium")
-# Parse/CPU delay before a parent's references are found (seconds), by the parent's type.
-# Modelling choices of the order of Lantern's 10 ms CPU-task threshold.
-DEFAULT_PARSE_DELAY_S = (("document", 0.005), ("stylesheet", 0.002), ("script", 0.010))
-
-
-@dataclass(frozen=True)
-class LoadParams:
-    """The network and browser parameters of one page load (units in the names)."""
-
-    protocol: str = "h2"  # h2 over TCP, h3 over QUIC
-    rtt_s: float = 0.100
-    bandwidth_bps: float | None = 10e6
-    loss: str = "0"
-    seed: int = 1
-    tls: bool = True  # h2 over TCP: TLS 1.3 adds one RTT to a cold connection
-    dns_s: float = 0.0  # DNS lookup before a cold connection
-    coalesce: str = "site"  # "origin" or "site" (see the module docstring)
-    parse_delay_s: tuple = DEFAULT_PARSE_DELAY_S
-    queue_bytes: int | None = None
-    cc: str = "reno"
-    idle_timeout_s: float = 30.0
-    scheduler: str = "urgency"  # model server: urgency (RFC 9218), round-robin or fifo
-    push_urgency: int = 3  # RFC 9218 urgency of pushed responses (model server)
-    resource_scheduler: str = "none"  # "chromium": delayable requests held (see the module docstring)
-    # Per-origin conditions, where they differ from the load's: (origin, rtt_s, protocol,
-    # setup_s) with rtt_s >= the load's rtt_s (the rest is the server's distance, past the
-    # shared access link), protocol h1/h2/h3 and setup_s the time before its connections
-    # open (DNS, and handshake time beyond what the transport models pay).
-    origins: tuple = ()
-
-    def __post_init__(self) -> None:
-        adopt_network(self)  # the network part: handed over checked, or checked here
-        if self.protocol not in PROTOCOLS:
-            raise InputError(f"unknown protocol {self.protocol!r} (choose h2 or h3)")
-        if self.coalesce not in COALESCE:
-            raise InputError(f"unknown coalescing rule {self.coalesce!r} (choose origin or site)")
-        if self.dns_s < 0:
-            raise InputError(f"DNS time must be >= 0, got {self.dns_s}")
-        if self.scheduler not in ("urgency", "round-robin", "fifo"):
-            raise InputError(f"unknown scheduler {self.scheduler!r} (choose urgency, round-robin or fifo)")
-        if self.resource_scheduler not in RESOURCE_SCHEDULERS:
-            raise InputError(
-                f"unknown resource scheduler {self.resource_scheduler!r} (choose {' or '.join(RESOURCE_SCHEDULERS)})"
-            )
-        if not 0 <= self.push_urgency <= 7:
-            raise InputError(f"push urgency must be 0..7 (RFC 9218), got {self.push_urgency}")
-        for origin, rtt_s, protocol, setup_s in self.origins:
-            if rtt_s < self.rtt_s or setup_s < 0 or protocol not in ORIGIN_PROTOCOLS:
-                raise InputError(
-                    f"bad conditions for {origin}: RTT {rtt_s} (at least {self.rtt_s}), "
-                    f"protocol {protocol!r} ({', '.join(ORIGIN_PROTOCOLS)}), setup {setup_s}"
-                )
-
-    @property
-    def network(self):
-        """The network part (``net.conditions.Network``), checked once."""
-        return self.__dict__["_network"]
-
-    def origin(self, origin: str) -> tuple[float, str, float]:
-        """(RTT, protocol, set-up time) of ``origin``'s connections."""
-        return self._by_origin.get(origin) or (self.rtt_s, self.protocol, self.dns_s)
-
-    @functools.cached_property
-    def _by_origin(self) -> dict:  # a page may have thousands of origins: no scan per request
-        return {o: (rtt_s, protocol, setup_s) for o, rtt_s, protocol, setup_s in reversed(self.origins)}
-
-    def parse_delay(self, resource_type: str) -> float:
-        """Seconds a parent of ``resource_type`` takes to parse before its children are discovered."""
-        return dict(self.parse_delay_s).get(resource_type, 0.0)
-
-    def to_dict(self) -> dict:
-        """The parameters as plain values (parse delays as ``type=s`` text, origins as their count)."""
-        d = asdict(self)
-        d["parse_delay_s"] = ",".join(f"{k}={v:g}" for k, v in self.parse_delay_s)
-        if not self.origins:
-            del d["origins"]
-        else:
-            d["origins"] = len(self.origins)
-        return d
-
-
-@dataclass(frozen=True)
-class ServerPlan:
-    """What the server does for each resource's request: its think time, the Link values of
-    a 103 (navigation only) and the resources it pushes on that request."""
-
-    think_s: dict = field(default_factory=dict)  # index -> seconds (default 0)
-    hints: tuple[bytes, ...] = ()  # Link values of a 103 on the document's request
-    pushes: tuple[int, ...] = ()  # resources pushed on the document's stream
-
-    def think(self, index: int) -> float:
-        """Seconds the server thinks before answering resource ``index``."""
-        return self.think_s.get(index, 0.0)
-
-
-@dataclass(frozen=True)
-class HeldScripts:
-    """The parser-blocking scripts each resource's discovery waits for (HTML: the parser
-    stops at a synchronous script until it has run), as a prefix of one shared order:
-    resource ``i`` waits for ``order[:prefix[i]]``.  One list and one length per resource,
-    so a page of n resources and m scripts costs n + m, not n x m."""
-
-    order: tuple = ()  # the scripts, in the order they are waited for
-    prefix: dict = field(default_factory=dict)  # resource -> how many of ``order`` it waits for (> 0)
-
-    def held(self, index: int) -> tuple:
-        """The scripts resource ``index`` waits for."""
-        return self.order[: self.prefix.get(index, 0)]
-
-    def __contains__(self, index: int) -> bool:
-        return index in self.prefix
-
-
-def connection_key(origin: str, document_origin: str, coalesce: str) -> str:
-    """The connection a request goes on: its origin, or the document's connection for every
-    host of the document's site (the last two labels of the host name) with ``site``."""
-    if coalesce == "site" and _site(origin) == _site(document_origin):
-        return document_origin
-    return origin
-
-
-def _site(origin: str) -> str:
-    host = origin.split("://", 1)[-1].split(":", 1)[0]
-    return ".".join(host.split(".")[-2:])
-
-
-_LINK = re.compile(rb"^\s*<([^>]*)>\s*(.*)$")
-
-
-def parse_link(value: bytes) -> tuple[str, set[str]] | None:
-    """``<url>; rel=preload; as=style`` -> (url, {"preload"}) (RFC 8288 section 3)."""
-    m = _LINK.match(value)
-    if not m:
-        return None
-    rels: set[str] = set()
-    for param in m.group(2).split(b";"):
-        name, _, val = param.strip().partition(b"=")
-        if name.strip().lower() == b"rel":
-            rels.update(v.decode("latin-1").lower() for v in val.strip().strip(b'"').split())
-    return m.group(1).decode("latin-1"), rels
 
 
 @dataclass

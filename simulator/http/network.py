@@ -68,11 +68,13 @@ window leaves unpaced, as aioquic's); requests wait in the client's send queue u
 handshake completes.  A browser model that times handshakes itself
 (``ModelNetwork.connect(..., setup=...)``, ``studies.coalescing``) gets transports
 without a handshake of their own, usable after its ``setup``.
+
+The connections' server side (the mixin ``_ServerSide``), a stream's record on the client
+(``_Incoming``) and ``urgency`` are in ``http.network_server``, re-exported here where public.
 """
 
 from __future__ import annotations
 
-import re
 from collections import deque
 
 from h2.utilities import normalize_outbound_headers
@@ -87,6 +89,7 @@ from .connection import transport_for
 from .framing import H2_FRAME_HEADER_BYTES, sized_body_bytes, sized_section_frame_bytes
 from .handshake import TlsOverTcp, flights, tls_record_bytes
 from .priority import make_scheduler, scheduled_writer
+from .network_server import DEFAULT_URGENCY, _add_mark, _Incoming, _ServerSide, urgency
 from .header_sizes import H2_SETTINGS_ACK_BYTES, HeaderBlockSizer, h1_header_bytes, h2_normalized, h2_preface_bytes
 
 __all__ = ["ModelNetwork", "SCHEDULERS", "urgency", "AIOQUIC_ACK_DELAY_S", "H1_CONNECTIONS_PER_ORIGIN"]
@@ -96,51 +99,13 @@ H1_CONNECTIONS_PER_ORIGIN = 6  # as browsers open (HTML's fetch model leaves it 
 
 _RESET_BYTES = H2_FRAME_HEADER_BYTES + 4  # RST_STREAM: frame header + error code (RFC 9113 section 6.4)
 SCHEDULERS = ("urgency", "round-robin", "fifo")
-DEFAULT_URGENCY = 3  # RFC 9218 section 4.1
-_URGENCY = re.compile(rb"(?:^|,)\s*u\s*=\s*([0-7])")
 _PLAIN = {tuple}
 
 
-def urgency(headers) -> int:
-    """The urgency of a request's ``priority`` field (RFC 9218 section 4.1), default 3."""
-    for name, value in headers:
-        if name == b"priority":
-            m = _URGENCY.search(value)
-            if m:
-                return int(m.group(1))
-    return DEFAULT_URGENCY
+class _Conn(_ServerSide):
+    """One HTTP connection over a transport model: its set-up and client side here, its
+    server side in ``_ServerSide`` (``http.network_server``)."""
 
-
-def _add_mark(inc: "_Incoming", mark: tuple) -> None:
-    """Put ``mark`` (offset, callback, args) in ``inc.marks`` in offset order (after equal
-    ones): the browser's marks for streamed discovery are known when it asks, the server's
-    (a 103's end) when it writes, and each must fire at its own offset."""
-    marks = inc.marks
-    if not marks or marks[-1][0] <= mark[0]:
-        marks.append(mark)
-        return
-    i = len(marks)
-    while i > 0 and marks[i - 1][0] > mark[0]:
-        i -= 1
-    marks.insert(i, mark)
-
-
-class _Incoming:
-    """What the client knows of one stream: which resource or push, and events at byte offsets."""
-
-    __slots__ = ("index", "push_key", "marks", "received", "ended", "header_bytes", "promised")
-
-    def __init__(self, index: int | None = None, push_key=None, header_bytes: int = 0) -> None:
-        self.index = index
-        self.push_key = push_key
-        self.marks: deque = deque()  # (end offset, callback, args) in stream order
-        self.received = 0
-        self.ended = False
-        self.header_bytes = header_bytes
-        self.promised = push_key is None  # a pushed stream may finish before its promise arrives
-
-
-class _Conn:
     def __init__(
         self, net: "ModelNetwork", key: str, number: int, protocol: str | None = None, setup: float | None = None
     ) -> None:
@@ -378,65 +343,6 @@ class _Conn:
         if inc.ended:
             self.net.listener.on_push_complete(inc.push_key)
 
-    # -- server -----------------------------------------------------------------------
-    def _server_data(self, stream_id: int, data: bytes, end: bool, time_s: float) -> None:
-        if stream_id == self.tls_stream:
-            self.tls_handshake.server_data(len(data))
-            return
-        if self.h2_control is not None and not self._settings_acked[1]:
-            # The client's SETTINGS came first (RFC 9113 6.5.3).  The h2 stack's server
-            # writes its ACK after handling all it received, so it leaves with the response
-            # to a request in the same segment: written one turn later here.
-            self._settings_acked[1] = True
-            self.sim.call_soon(self.t.server.write, self.h2_control[1], b"a" * self._records(H2_SETTINGS_ACK_BYTES))
-        if not end:
-            return
-        if stream_id in self.cancels:
-            self._stop(self.cancels[stream_id])
-            return
-        spec = self.requests.get(stream_id)
-        if spec is None:
-            return
-        frame = self._frame
-        inc = self.incoming[stream_id]
-        if spec.early_hints:
-            hints = [(b":status", b"103")] + [(b"link", v) for v in spec.early_hints]
-            self._write_now(
-                stream_id,
-                self._block(self.response_encoder, hints) + frame,
-                inc,
-                self.net.listener.on_informational,
-                (spec.index, spec.early_hints),
-            )
-        pushed = []
-        for push in spec.pushes:  # every PUSH_PROMISE first, then the pushed responses (as the stacks)
-            authority = push.authority or dict(spec.request_headers).get(b":authority", b"")
-            scheme = dict(spec.request_headers).get(b":scheme", b"https")  # RFC 9113 8.4.1: the parent's
-            request = [(b":method", b"GET"), (b":scheme", scheme), (b":authority", authority), (b":path", push.path)]
-            pushed_sid = self.t.server.open_stream(unidirectional=self.transport == "quic")
-            url = f"{scheme.decode('latin-1')}://{authority.decode('latin-1')}{push.path.decode('latin-1')}"
-            response = [(b":status", b"200"), (b"content-length", str(push.body_bytes).encode())]
-            size = self._records(
-                self._block(self.response_encoder, response) + frame + self._body_wire_bytes(push.body_bytes)
-            )
-            self.incoming[pushed_sid] = _Incoming(push_key=(self.key, pushed_sid), header_bytes=size - push.body_bytes)
-            self.net.unsettled.add((self.key, pushed_sid))
-            promise = self._block(self.response_encoder, request) + frame + 4  # + promised stream / push id
-            self._write_now(stream_id, promise, inc, self._promise_arrived, (pushed_sid, url))
-            pushed.append((pushed_sid, size))
-        for pushed_sid, size in pushed:
-            self._send_response(pushed_sid, size, self.net.push_urgency)
-        self.sim.call_later(spec.think_s or 0.0, self._respond, stream_id, spec)
-
-    def _respond(self, stream_id: int, spec: ExchangeSpec) -> None:
-        block = self._block(self.response_encoder, spec.response_headers) + self._frame
-        self._send_response(
-            stream_id,
-            self._records(block + self._body_wire_bytes(spec.response_body_bytes)),
-            urgency(spec.request_headers),
-            spec.index,
-        )
-
     def _block(self, encoder: HeaderBlockSizer, headers) -> int:
         """Bytes of a header block.  Over TCP as the h2 stack encodes it: the ``h2`` library's
         normalisation first (short cookies and credentials never indexed, RFC 7541 section
@@ -464,59 +370,6 @@ class _Conn:
     def _records(self, nbytes: int) -> int:
         """``nbytes`` written at once, as TLS 1.3 records of up to 16 KiB over TCP with ``tls``."""
         return tls_record_bytes(nbytes) if self.tls else nbytes
-
-    def _write_now(self, stream_id: int, size: int, inc: _Incoming, callback, args) -> None:
-        size = self._records(size)
-        self.writer.unacked_bytes += size
-        offset = self.written.get(stream_id, 0) + size
-        self.written[stream_id] = offset
-        _add_mark(inc, (offset, callback, args))
-        self.t.server.write(stream_id, b"h" * size)
-
-    def _send_response(self, stream_id: int, size: int, level: int, index: int | None = None) -> None:
-        if self.prioritized:
-            # The scheduler's signals: the resource's (a push: its urgency, RFC 9218 defaults).
-            self.writer.add(stream_id, size, self.net.priorities.signal(index, level))
-            if self.pull:
-                self.t.server.want_to_send()
-            else:
-                self.writer.fill()
-            return
-        if self.scheduler == "fifo":
-            # As the h2 stack: the whole response goes to the transport's send buffer at
-            # once, in the order responses are ready; a cancel cannot take it back.
-            self.written[stream_id] = self.written.get(stream_id, 0) + size
-            self.writer.unacked_bytes += size
-            write_padding(self.t.server, stream_id, size, end=True, fill=b"r")  # not ``size`` bytes made
-            self.net.settle((self.key, stream_id))
-            return
-        if self.scheduler != "urgency":
-            level = 0
-        self.writer.add(stream_id, size, level)
-        if self.pull:
-            self.t.server.want_to_send()
-        else:
-            self.writer.fill()
-
-    def _stop(self, pushed_sid: int) -> None:
-        """The cancel has reached the server: nothing more of that stream is written."""
-        self.cancelled.add(pushed_sid)
-        self.writer.stop(pushed_sid)
-        self.net.settle((self.key, pushed_sid))
-
-    def _pull(self) -> bool:
-        """QUIC: a packet may leave now: write about one packet's worth from the rotation (as
-        aioquic builds a packet from its streams' send buffers).  False if nothing waits."""
-        wrote = 0
-        while wrote < self._chunk_bytes:
-            n = self.writer.write_next(self._chunk_bytes - wrote)
-            if not n:
-                break
-            wrote += n
-        return wrote > 0
-
-    def _written_in_full(self, stream_id: int) -> None:
-        self.net.settle((self.key, stream_id))
 
 
 class ModelNetwork:
