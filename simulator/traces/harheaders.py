@@ -1,0 +1,164 @@
+"""HAR header lists as an HTTP/2 or HTTP/3 client sends them (the header half of ``har``).
+
+``_request_headers`` and ``_response_headers`` turn an entry's HAR header objects into a
+``HeaderList``: names lower-cased (RFC 9113 8.2.1), connection-specific fields and names that
+are no token dropped (RFC 9113 8.2.2, RFC 9110 5.1), a value of several lines split into one
+field per line, the pseudo-header fields first, rebuilt from the method and URL when the HAR
+lacks them (``request_pseudo_headers``, RFC 9113 8.3.1, 8.5), ``:status`` first (8.3.2).  The
+rules are ``har``'s module docstring's; they live here so that ``har`` holds the entry and
+page reading.  Written by hand, not with a HAR library: the loader must keep each producer's
+wire order and refuse what no stack would send.  ``urlsplit`` and ``urljoin`` are memoized
+here, one cache for both modules; ``har`` re-exports the names it always had.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+from urllib.parse import urljoin as _urljoin, urlsplit as _urlsplit
+
+from ..errors import InputError
+from . import limits
+from .model import HeaderList
+
+# RFC 9113 8.2.2: fields that are specific to one HTTP/1.1 connection.
+CONNECTION_SPECIFIC = frozenset({b"connection", b"keep-alive", b"proxy-connection", b"transfer-encoding", b"upgrade"})
+REQUEST_PSEUDO = (b":method", b":scheme", b":authority", b":path")  # RFC 9113 8.3.1 order
+_TOKEN = re.compile(rb"^:?[!#$%&'*+\-.^_`|~0-9a-z]+$")  # RFC 9110 5.6.2 tchar (lower-cased); ":" pseudo
+
+
+# Pure functions of their strings, memoized: a HAR repeats its URLs (each entry's own, its
+# initiator's, a redirect's) and header names across entries.
+urlsplit = functools.lru_cache(maxsize=1 << 14)(_urlsplit)
+urljoin = functools.lru_cache(maxsize=1 << 14)(_urljoin)
+
+
+@functools.lru_cache(maxsize=1 << 12)
+def _field_name(raw: str) -> bytes | None:
+    """A HAR header name as sent (RFC 9113 8.2.1: lower-case), or None for one no stack
+    would send: not a field name (RFC 9110 5.1: a token; a producer's stray line, e.g.
+    WebPageTest's request line or a cookie split at a colon) or connection-specific."""
+    name = _b(raw.strip().lower())
+    if not _TOKEN.match(name) or name in CONNECTION_SPECIFIC:
+        return None
+    return name
+
+
+@functools.lru_cache(maxsize=1 << 15)
+def _field(raw_name: str, value: str) -> tuple[bytes, bytes] | None:
+    """One HAR header with a one-line string value as sent, or None to leave it out (see
+    ``_fields``); most headers repeat from entry to entry (accept, user-agent, sec-ch-ua ...)."""
+    name = _field_name(raw_name)
+    if name is None or name == b"te" and value.strip().lower() != "trailers":  # RFC 9113 8.2.2
+        return None
+    return name, _b(value.replace("\r", "").replace("\x00", "").strip())  # RFC 9110 5.5
+
+
+def _b(text: str) -> bytes:
+    try:
+        return text.encode("utf-8", "surrogateescape")  # undecodable bytes read back (\udcXX)
+    except UnicodeEncodeError:
+        return text.encode("utf-8", "surrogatepass")  # a lone surrogate a JSON escape made
+
+
+def _s(data: bytes) -> str:
+    return data.decode("utf-8", "surrogateescape")
+
+
+def request_pseudo_headers(method: str, url: str) -> HeaderList:
+    """The request pseudo-header fields for ``method`` and ``url`` (RFC 9113 8.3.1, 8.5)."""
+    parts = urlsplit(url)
+    authority = parts.netloc.rsplit("@", 1)[-1]  # 8.3.1: no userinfo in :authority
+    if method.upper() == "CONNECT":
+        return ((b":method", _b(method)), (b":authority", _b(authority)))
+    path = parts.path or "/"
+    if parts.query:
+        path += "?" + parts.query
+    return (
+        (b":method", _b(method)),
+        (b":scheme", _b(parts.scheme or "https")),
+        (b":authority", _b(authority)),
+        (b":path", _b(path)),
+    )
+
+
+def _fields(raw_headers, where, path) -> list[tuple[bytes, bytes]]:
+    """HAR header objects -> lower-case (name, value) pairs minus connection-specific ones."""
+    if raw_headers is None:
+        return []
+    if not isinstance(raw_headers, list):
+        raise InputError("headers is not a list.", path=path, where=where)
+    out = []
+    append = out.append
+    for i, h in enumerate(raw_headers):
+        raw_name = h.get("name") if isinstance(h, dict) else None
+        if not isinstance(raw_name, str):
+            raise InputError(f"header {i} has no name.", path=path, where=where)
+        value = h.get("value", "")
+        if type(value) is str and "\n" not in value:
+            field = _field(raw_name, value)
+            if field is not None:
+                append(field)
+            continue
+        name = _field_name(raw_name)
+        if name is None:
+            continue
+        if type(value) is not str:
+            value = "" if value is None else str(value)
+        if name == b"te" and value.strip().lower() != "trailers":  # RFC 9113 8.2.2
+            continue
+        if "\n" in value:
+            for line in value.split("\n"):
+                append((name, _b(line.replace("\r", "").replace("\x00", "").strip())))  # RFC 9110 5.5
+        else:
+            if "\r" in value or "\x00" in value:
+                value = value.replace("\r", "").replace("\x00", "")
+            append((name, _b(value.strip())))
+    return out
+
+
+def _request_headers(request: dict, where: str, path) -> HeaderList:
+    fields = _fields(request.get("headers"), where, path)
+    limits.check_field_section(fields, path=path, where=where, what="request header")
+    method = str(request.get("method") or "GET")
+    url = request["url"]
+    # One pass over the fields (the lists are shared with _field's cache, not copied).
+    given, pseudo, regular, host = {}, [], [], None
+    for field in fields:
+        name = field[0]
+        if name[:1] == b":":
+            given[name] = field[1]
+            pseudo.append(field)
+        elif name != b"host":
+            regular.append(field)
+        elif host is None:
+            host = field[1]
+    rebuilt = dict(request_pseudo_headers(method, url))
+    if host is not None and b":authority" not in given:
+        rebuilt[b":authority"] = host  # RFC 9113 8.3.1: Host -> :authority
+    wanted = [n for n in REQUEST_PSEUDO if n in rebuilt]
+    if not all(n in given for n in wanted):
+        pseudo = [(n, given.get(n, rebuilt[n])) for n in wanted]
+    # else the capture has the pseudo-header fields: they stay in their wire order.
+    return tuple(pseudo + regular)
+
+
+def _response_headers(response: dict, where: str, path) -> HeaderList | None:
+    fields = _fields(response.get("headers"), where, path)
+    limits.check_field_section(fields, path=path, where=where, what="response header")
+    status = response.get("status")
+    given, regular = None, []
+    for field in fields:
+        if field[0][:1] != b":":
+            regular.append(field)
+        elif given is None and field[0] == b":status":
+            given = field[1]
+    if isinstance(status, int) and status > 0:
+        code = _b(str(status))
+    elif given is not None:
+        code = given
+    elif regular:
+        code = b"200" if status is None else _b(str(status))
+    else:
+        return None  # no response at all (Chrome records blocked requests with status 0)
+    return ((b":status", code),) + tuple(regular)  # RFC 9113 8.3.2: :status first
