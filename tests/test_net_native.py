@@ -96,10 +96,16 @@ def _run(
     sim.run()
     ends = [end for conn in conns for end in (conn.client, conn.server)]
     return {
-        # The reference's receiving side and SACK scoreboard are mixins of its TcpEndpoint
-        # (tcp_receiver, tcp_sack): the same endpoint's methods, named as the twin names them.
+        # The reference's receiving side, SACK scoreboard and loss answers are mixins of its
+        # TcpEndpoint (tcp_receiver, tcp_sack, tcp_loss): the same endpoint's methods, named as
+        # the twin names them.
         "trace": [
-            (t, name.replace("TcpReceiver.", "TcpEndpoint.").replace("SackScoreboard.", "TcpEndpoint."))
+            (
+                t,
+                name.replace("TcpReceiver.", "TcpEndpoint.")
+                .replace("SackScoreboard.", "TcpEndpoint.")
+                .replace("LossRecovery.", "TcpEndpoint."),
+            )
             for t, name in sim.trace
         ],
         "events_run": sim.events_run,

@@ -129,7 +129,8 @@ give each direction, plus ``<dir>_srtt_s``, ``<dir>_rto_s`` and ``<dir>_cwnd_byt
 ``TcpConnection(..., cwnd_log=True)`` keeps ``endpoint.cwnd_log``, a list of
 ``(time_s, cwnd_bytes)`` of that endpoint's sending direction, for plots.
 
-``TcpEndpoint`` (``tcp_endpoint.py``, with ``cc.Reno``/``cc.Cubic``, ``cc.RttEstimator`` and the engine's
+``TcpEndpoint`` (``tcp_endpoint.py`` and its mixins ``tcp_loss``, ``tcp_sack``, ``tcp_receiver`` and
+``tcp_window``, with ``cc.Reno``/``cc.Cubic``, ``cc.RttEstimator`` and the engine's
 ``TimerSlots``) is the reference implementation.  A ``TcpConnection`` gets endpoints of
 its C twin, ``simulator.net._tcp.TcpEndpoint``, when that is built (``native.py``; the
 ``implementation`` argument chooses): same events in the same order, same numbers, so the

@@ -1,16 +1,16 @@
 """Where the workbench reaches into aioquic's internals, and the check that they are still
 there.  Written by hand, for aioquic 1.7 (``WRITTEN_FOR``; ``pyproject.toml`` pins it).
 
-``check()`` (run when ``simulator.stacks.h3`` is imported) refuses another aioquic minor
-version, and any aioquic whose private names below have gone, with one line, rather than
-letting a patch silently do nothing:
+``check()`` (run when ``simulator.stacks.h3`` is imported, by its ``h3_quic``) refuses another
+aioquic minor version, and any aioquic whose private names below have gone, with one line,
+rather than letting a patch silently do nothing:
 
 - ``aioquic.quic.connection``'s module-level ``set`` (rebound here, see below) and
   ``QuicConnection._write_application``, which uses it;
-- ``QuicConnection._push_crypto_data`` and ``_crypto_buffers`` (``h3.server_crypto_bytes``
+- ``QuicConnection._push_crypto_data`` and ``_crypto_buffers`` (``h3_quic.server_crypto_bytes``
   counts the CRYPTO bytes a server sends);
 - ``QuicPacketRecovery._on_packets_lost`` and ``QuicStreamSender.get_frame`` /
-  ``on_data_delivery`` / ``_stream_id`` (``h3.SimQuicConnection`` counts resent STREAM frames);
+  ``on_data_delivery`` / ``_stream_id`` (``h3_quic.SimQuicConnection`` counts resent STREAM frames);
 - ``H3Connection._init_connection``, ``_encode_headers``, ``_encoder_bytes_sent``,
   ``_decoder``, ``_max_table_capacity``, ``_blocked_streams``, ``_max_push_id``,
   ``_is_client`` (``h3.SimH3Connection`` announces its QPACK settings and MAX_PUSH_ID and
