@@ -89,7 +89,9 @@ def _model_size(headers_bytes: int, body_bytes: int) -> int:
     return headers_bytes + body_bytes + H2_FRAME_HEADER_BYTES * frames
 
 
-class _Response:
+class ScheduledResponse:
+    """A response in the scheduler: its spec, and how far its chunks (the model's bytes) have gone."""
+
     __slots__ = ("spec", "body_bytes", "headers_bytes", "size", "offset", "body_sent")
 
     def __init__(self, spec) -> None:
@@ -101,7 +103,43 @@ class _Response:
         self.body_sent = 0
 
 
-class ScheduledH2Server(H2End):
+class ScheduledResponses:
+    """What the h2 and h3 scheduling servers share: a final response joins the scheduler
+    (``_schedule``), and a PRIORITY_UPDATE re-signals a response that still waits
+    (``_reprioritize``).  The server sets ``plan``, ``scheduler``, ``_waiting``,
+    ``_signals``, ``_updates`` and ``_count``."""
+
+    def _schedule(self, stream_id: int, spec) -> bool:
+        """``spec``'s response joins the scheduler; False for those the module docstring names
+        as not scheduled (the caller writes them as the stack's server writes them)."""
+        if (
+            spec.reset_by == "server"
+            or spec.body_rate_bytes_per_s is not None
+            or spec.buffer_body
+            or spec.body_tail_bytes
+            or spec.trailers
+        ):
+            return False
+        signal = self.plan.signal(spec.index, urgency(spec.request_headers))
+        self._count += 1
+        self._waiting[stream_id] = ScheduledResponse(spec)
+        self._signals[stream_id] = signal
+        self.scheduler.add(stream_id, signal, self._count)
+        return True
+
+    def _reprioritize(self, stream_id: int, field_value: bytes) -> None:
+        """RFC 9218 section 7: the prioritized stream's new signals (the ``Priority`` field
+        value of its PRIORITY_UPDATE, section 5), if it still waits."""
+        if stream_id not in self._waiting:
+            return
+        urgency_, incremental = parse_priority_field(field_value)
+        index = self._waiting[stream_id].spec.index
+        signal = self._updates.get(index) or with_urgency(self._signals[stream_id], urgency_, incremental)
+        self._signals[stream_id] = signal
+        self.scheduler.update(stream_id, signal)
+
+
+class ScheduledH2Server(ScheduledResponses, H2End):
     """The ``h2`` server with a scheduler of ``http.priority`` choosing each chunk's stream
     (the module docstring)."""
 
@@ -116,7 +154,7 @@ class ScheduledH2Server(H2End):
         self.unacked_bytes = 0  # the model's bytes of the chunks not yet acknowledged
         self._tcp_written = 0  # bytes written to TCP (the connection's byte stream)
         self._in_flight: deque = deque()  # (start, end, model bytes left) of each chunk in TCP bytes, unacked
-        self._waiting: dict[int, _Response] = {}
+        self._waiting: dict[int, ScheduledResponse] = {}
         self._signals: dict[int, object] = {}
         self._updates = dict(plan.updates)
         self._count = 0
@@ -222,23 +260,11 @@ class ScheduledH2Server(H2End):
 
     # -- responses ----------------------------------------------------------------------
     def _respond(self, stream_id: int, spec) -> None:
-        """A final response is ready: it joins the scheduler (those the module docstring
-        names as not scheduled are written as the stack's server writes them)."""
-        if (
-            spec.reset_by == "server"
-            or spec.body_rate_bytes_per_s is not None
-            or spec.buffer_body
-            or spec.body_tail_bytes
-            or spec.trailers
-        ):
+        """A final response is ready: it joins the scheduler (``ScheduledResponses._schedule``)."""
+        if self._schedule(stream_id, spec):
+            self.fill()
+        else:
             super()._respond(stream_id, spec)
-            return
-        signal = self.plan.signal(spec.index, urgency(spec.request_headers))
-        self._count += 1
-        self._waiting[stream_id] = _Response(spec)
-        self._signals[stream_id] = signal
-        self.scheduler.add(stream_id, signal, self._count)
-        self.fill()
 
     def pump(self, stream_id: int | None = None) -> None:
         """The stack's own pump, then the scheduler's: a WINDOW_UPDATE may have unblocked a write."""
@@ -254,17 +280,10 @@ class ScheduledH2Server(H2End):
         super()._handle(event)
 
     def _priority_update(self, payload: bytes) -> None:
-        """RFC 9218 section 7.1: the prioritized stream's new signals, if it still waits."""
+        """RFC 9218 section 7.1: the prioritized stream id, then its new signals."""
         if len(payload) < 4:
             return  # section 7.1: a PROTOCOL_ERROR; the workbench's own client never sends it
-        stream_id = struct.unpack(">I", payload[:4])[0] & 0x7FFFFFFF
-        if stream_id not in self._waiting:
-            return
-        urgency, incremental = parse_priority_field(payload[4:])
-        index = self._waiting[stream_id].spec.index
-        signal = self._updates.get(index) or with_urgency(self._signals[stream_id], urgency, incremental)
-        self._signals[stream_id] = signal
-        self.scheduler.update(stream_id, signal)
+        self._reprioritize(struct.unpack(">I", payload[:4])[0] & 0x7FFFFFFF, payload[4:])
 
 
 def scheduled_h2_server(plan: PriorityPlan, chunk_bytes: int = CHUNK_BYTES):

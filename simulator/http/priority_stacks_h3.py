@@ -44,10 +44,9 @@ from aioquic.quic.events import StreamDataReceived
 from ..stacks import aioquic_patches
 from ..stacks.h3 import H3End, SimQuicConnection
 from .framing import H3_FRAME_HEADER_BYTES
-from .network import urgency
-from .priority import PriorityPlan, make_scheduler, with_urgency
+from .priority import PriorityPlan, make_scheduler
 from .priority_qlog import priority_field_value
-from .priority_signals import parse_priority_field
+from .priority_stacks import ScheduledResponses, ScheduledResponse
 
 __all__ = [
     "ScheduledH3Server",
@@ -69,25 +68,13 @@ class PulledQuicConnection(aioquic_patches.StreamPull, SimQuicConnection):
     """``SimQuicConnection`` whose server asks for stream data as each packet is built."""
 
 
-class _Response:
-    __slots__ = ("spec", "body_bytes", "headers_bytes", "size", "offset", "body_sent")
-
-    def __init__(self, spec) -> None:
-        self.spec = spec
-        self.body_bytes = spec.response_body_bytes
-        self.headers_bytes = -1  # its HEADERS frame's bytes, once written (its first piece)
-        self.size = 0  # the model's bytes of it (known with its HEADERS)
-        self.offset = 0  # of ``size``: how far the pieces have gone
-        self.body_sent = 0
-
-
 def _model_body_before(offset: int, headers_bytes: int, body_bytes: int) -> int:
     """Body bytes in the first ``offset`` bytes of a response as the model counts it: the
     HEADERS frame, one DATA frame header, the body."""
     return max(0, min(body_bytes, offset - headers_bytes - H3_FRAME_HEADER_BYTES))
 
 
-class ScheduledH3Server(H3End):
+class ScheduledH3Server(ScheduledResponses, H3End):
     """The aioquic HTTP/3 server with a scheduler of ``http.priority`` choosing each piece's
     stream (the module docstring)."""
 
@@ -102,7 +89,7 @@ class ScheduledH3Server(H3End):
         self.scheduler = make_scheduler(plan.scheduler)
         self.chunk_bytes = chunk_bytes or self.params.max_datagram_bytes - _MODEL_PACKET_OVERHEAD
         self.response_frames: list[tuple[int, int, int]] = []  # (stream, frame type, body bytes)
-        self._waiting: dict[int, _Response] = {}
+        self._waiting: dict[int, ScheduledResponse] = {}
         self._signals: dict[int, object] = {}
         self._updates = dict(plan.updates)
         self._control = bytearray()  # the client's control stream, not yet parsed
@@ -147,19 +134,13 @@ class ScheduledH3Server(H3End):
         del self._control[:done]
 
     def _priority_update(self, payload: bytes) -> None:
-        """RFC 9218 section 7.2: the prioritized request stream's new signals, if it still waits."""
+        """RFC 9218 section 7.2: the prioritized request stream id (a varint), then its new signals."""
         buf = Buffer(data=payload)
         try:
             stream_id = buf.pull_uint_var()
         except BufferReadError:
             return  # section 7.2: a frame error; the workbench's own client never sends it
-        if stream_id not in self._waiting:
-            return
-        urgency_, incremental = parse_priority_field(payload[buf.tell() :])
-        index = self._waiting[stream_id].spec.index
-        signal = self._updates.get(index) or with_urgency(self._signals[stream_id], urgency_, incremental)
-        self._signals[stream_id] = signal
-        self.scheduler.update(stream_id, signal)
+        self._reprioritize(stream_id, payload[buf.tell() :])
 
     def _pull(self, builder):
         """aioquic builds a packet: pieces of the streams the scheduler picks, up to the
@@ -208,23 +189,11 @@ class ScheduledH3Server(H3End):
         return n
 
     def _respond(self, stream_id: int, spec) -> None:
-        """A final response is ready: it joins the scheduler (those the module docstring
-        names as not scheduled are written as the stack's server writes them)."""
-        if (
-            spec.reset_by == "server"
-            or spec.body_rate_bytes_per_s is not None
-            or spec.buffer_body
-            or spec.body_tail_bytes
-            or spec.trailers
-        ):
+        """A final response is ready: it joins the scheduler (``ScheduledResponses._schedule``)."""
+        if self._schedule(stream_id, spec):
+            self.pump()  # aioquic builds its packets now, pulling from the scheduler
+        else:
             super()._respond(stream_id, spec)
-            return
-        signal = self.plan.signal(spec.index, urgency(spec.request_headers))
-        self._count += 1
-        self._waiting[stream_id] = _Response(spec)
-        self._signals[stream_id] = signal
-        self.scheduler.add(stream_id, signal, self._count)
-        self.pump()  # aioquic builds its packets now, pulling from the scheduler
 
 
 def send_priority_update(client, stream_id: int, signal) -> None:
