@@ -133,23 +133,39 @@ def test_prediction_without_hints_or_think_is_fidelity_at_exactly():
     from simulator.lab.validate import _predict
 
     har = PAGE.read_text()
-    expected, why = _predict(har, str(PAGE), (0.1, 50e6, "0", None, "h2"), 1)
+    expected, why, _ = _predict(har, str(PAGE), (0.1, 50e6, "0", None, "h2"), 1)
     assert why is None
     assert predict_onload(har, str(PAGE), PathConditions(rtt_s=0.1, bandwidth_bps=50e6)) == expected
 
 
-def test_predicted_gain_of_the_103_grows_with_the_think_time_and_is_bounded_by_it():
+def test_predicted_gain_of_the_103_grows_with_the_think_time_and_is_bounded_by_it(monkeypatch):
     """RFC 8297 section 2: a 103 lets the client fetch during the server's think time, so the
-    hinted requests leave earlier, and the onLoad it saves cannot exceed how much earlier they
-    left (the think time, the document's transfer and the parser's delay before it finds them);
-    a longer think leaves more to save."""
+    hinted requests leave earlier, and with a window counted in bytes the onLoad it saves
+    cannot exceed how much earlier they left (the think time, the document's transfer and the
+    parser's delay before it finds them); a longer think leaves more to save.  With the window
+    as a Linux server keeps it (fidelity's servers: counted in segments and grown only while it
+    limits the sender, RFC 7661 section 4.3), the hinted responses sent during the think also
+    grow the connection's window before the document goes, so the gain is at least as large."""
+    from simulator.studies.fidelity import study as fidelity_study
     from simulator.studies.fidelity.conditions import infer_conditions
     from simulator.studies.fidelity.study import FidelityParams, load_event_graph, moved_to, simulate_page
 
     har = PAGE.read_text()
-    trace = load(str(PAGE))
-    links = hint_plan(trace)["links"]
     at = PathConditions(rtt_s=0.1, bandwidth_bps=50e6)
+    links = hint_plan(load(str(PAGE)))["links"]
+    linux_gains = [
+        predict_onload(har, str(PAGE), at, document_think_s=t)
+        - predict_onload(har, str(PAGE), at, document_think_s=t, links=links)
+        for t in (0.1, 0.5)
+    ]
+    # The byte-counted window (the push study's servers) for the bound below.
+    monkeypatch.setattr(
+        fidelity_study,
+        "_linux_servers",
+        lambda one_flight: lambda sim, params, listener, cls: cls(sim, params, listener),
+    )
+
+    trace = load(str(PAGE))
     page = trace.pages[0]
     sub = load_event_graph(page_graph(trace, page.id), page.on_load_s, page.start_s)
     hinted = [r.index for r in sub.resources if any(f"<{r.url}>" in link for link in links)]
@@ -172,6 +188,7 @@ def test_predicted_gain_of_the_103_grows_with_the_think_time_and_is_bounded_by_i
         gains.append(none - hints)
         assert 0 <= none - hints <= earlier + 1e-9
     assert gains[1] > gains[0]
+    assert all(linux >= byte for linux, byte in zip(linux_gains, gains)), (linux_gains, gains)
     # the think override itself: the page is later by the difference of think times
     slower = predict_onload(har, str(PAGE), at, document_think_s=0.5) - predict_onload(
         har, str(PAGE), at, document_think_s=0.1
