@@ -42,6 +42,7 @@ def _run(
     engine: str | None = None,
     timestamps: bool = True,
     sack: bool = True,
+    linux: bool = False,
 ) -> dict:
     """Connections over one bottleneck (the first on the path itself, the others through a
     DelayedPath farther away), both directions writing on several streams at random times."""
@@ -72,13 +73,15 @@ def _run(
         conn = TcpConnection(
             sim,
             on,
-            TransportConfig(cc=cc, timestamps=timestamps, sack=sack),
+            TransportConfig(cc=cc, timestamps=timestamps, sack=sack, cwnd_in_packets=linux),
             name=f"tcp{i}",
             handshake=handshake,
             cwnd_log=True,
             implementation=implementation,
         )
         assert conn.implementation == implementation
+        if linux:
+            conn.server.nodelay = True  # tcp_window: each server write leaves at once
         conns.append(conn)
         for end in (conn.client, conn.server):
             tag = (i, end.is_client)
@@ -125,6 +128,9 @@ def _run(
                 end.flight_bytes,
                 end.snd_una,
                 end.rcv_nxt,
+                end._max_packets_out,
+                end._cwnd_usage_seq,
+                end._is_cwnd_limited,
             )
             for end in ends
         ],
@@ -233,6 +239,23 @@ def test_no_bandwidth_limit_same_events():
     """An unlimited link (no serialization, no queue) with loss."""
     t = _same(seed=10, bandwidth_bps=None, queue_bytes=None, loss=0.05)
     assert t["packets_lost"] > 0
+
+
+@pytest.mark.parametrize("cc", ["reno", "cubic"])
+@pytest.mark.parametrize("loss", [None, 0.02, "ge:0.01,0.3"])
+def test_linux_window_in_segments_same_events(cc, loss):
+    """Linux's window (tcp_window): counted in segments, grown only while it limits the
+    sender (RFC 7661 section 4.3), ACKs riding on data (RFC 9293 section 3.10.7.4) and the
+    server's TCP_NODELAY writes leaving at once; clean, random and bursty loss."""
+    t = _same(seed=12, loss=loss, cc=cc, handshake=True, linux=True, queue_bytes=None if loss is None else 60_000)
+    assert t["events"] > 1000
+    assert (t["packets_lost"] > 0) == (loss is not None)
+
+
+def test_linux_window_shallow_queue_same_events():
+    """Linux's window through a shallow queue: drops, fast retransmit and SACK recovery."""
+    t = _same(seed=7, queue_bytes=8000, linux=True, sack=True)
+    assert t["dropped"] > 0 and t["fast_retransmits"] > 0
 
 
 def test_the_python_event_queue_runs_the_c_twin_the_same_way():

@@ -55,7 +55,8 @@ static PyObject *str_now, *str_push, *str_send, *str_lost, *str_random, *str_pro
     *str_sim, *str_config, *str_name, *str_flush, *str_on_segment, *str_on_ack, *str_on_control,
     *str_fire, *str_arrive, *str_start_handshake, *str_syn, *str_syn_ack, *str_ack_kind,
     *str_mss_bytes, *str_header_overhead_bytes, *str_cc, *str_initial_window_segments, *str_min_rto_s,
-    *str_initial_rtt_s, *str_echo_s, *str_timestamps, *str_sack, *str_ack_every_packets, *str_max_ack_delay_s, *str_packet_threshold, *str_mtu_bytes;
+    *str_initial_rtt_s, *str_echo_s, *str_timestamps, *str_sack, *str_ack_every_packets, *str_max_ack_delay_s, *str_packet_threshold, *str_mtu_bytes,
+    *str_cwnd_in_packets;
 static PyObject *empty_bytes, *empty_tuple;
 static PyObject *no_loss_type;       /* link.NoLoss, registered by link.py: never loses, not called */
 
@@ -1431,6 +1432,9 @@ struct EndpointObject {
     Py_ssize_t ooo_size, ooo_cap;
     long long segments_sent, segments_retransmitted, rtos, spurious_rtos, undone_reductions,
         fast_retransmits, bytes_sent, bytes_delivered, acks_sent;
+    /* Linux's window in segments (tcp_window.py; config.cwnd_in_packets) and TCP_NODELAY */
+    char packets, nodelay, is_cwnd_limited;
+    long long max_packets_out, cwnd_usage_seq;
 };
 
 static PyTypeObject EndpointType;
@@ -1808,6 +1812,8 @@ log_cwnd(EndpointObject *e, PyObject *now_obj)
 static int
 endpoint_transmit(EndpointObject *e, SegmentObject *seg, int retransmission, double now)
 {
+    if (e->packets && e->timers->armed[SLOT_DELACK] && endpoint_send_ack(e, now) < 0)
+        return -1;                            /* tcp_window: the ACK rides on this segment */
     seg->sent_s = now;
     if (retransmission) {
         seg->retransmitted = 1;               /* Karn: never an RTT sample from it */
@@ -1919,6 +1925,32 @@ send_new_segment(EndpointObject *e, long long nxt, double now)
     return rc < 0 ? NULL : seg;
 }
 
+/* Linux tcp_cwnd_validate (tcp_window.LinuxWindow._cwnd_validate): per window of data,
+ * whether the window held the sender back, else the most segments it had in flight. */
+static void
+cwnd_validate(EndpointObject *e, int is_cwnd_limited)
+{
+    long long packets_out = e->unacked.size;
+    if (e->snd_una >= e->cwnd_usage_seq || is_cwnd_limited
+        || (!e->is_cwnd_limited && packets_out > e->max_packets_out)) {
+        e->is_cwnd_limited = (char)is_cwnd_limited;
+        e->max_packets_out = packets_out;
+        e->cwnd_usage_seq = e->snd_nxt;
+    }
+}
+
+/* Linux tcp_is_cwnd_limited (tcp_window.LinuxWindow._may_grow): may an ACK grow the window
+ * (RFC 7661 section 4.3: only while it limited the sender). */
+static int
+may_grow(EndpointObject *e)
+{
+    if (e->is_cwnd_limited)
+        return 1;
+    if (e->cc->cwnd < e->cc->ssthresh)
+        return e->cc->cwnd < (double)(2 * e->max_packets_out * e->mss);
+    return 0;
+}
+
 /* RFC 6675 step (C) with NextSeg() rules 1 and 2 (tcp_endpoint._send_recovery): the first
  * segment marked lost and not resent since, else new data, while pipe leaves room in cwnd. */
 static int
@@ -1984,6 +2016,7 @@ send_more_window(EndpointObject *e, double now, int has_window, double window)
             window = (double)mss;
     }
     long long snd_una = e->snd_una;
+    int packets = e->packets, limited = 0;
     for (;;) {
         long long nxt = e->snd_nxt;
         long long flight = nxt - snd_una;
@@ -1991,8 +2024,10 @@ send_more_window(EndpointObject *e, double now, int has_window, double window)
             SegmentObject *seg = by_seq(e, nxt);
             if (seg == NULL)
                 return -1;
-            if ((double)(flight + seg->length) > window)
+            if ((double)(flight + seg->length) > window) {
+                limited = 1;
                 break;
+            }
             e->snd_nxt = nxt + seg->length;
             Py_INCREF(seg);
             int rc = endpoint_transmit(e, seg, 1, now);
@@ -2002,14 +2037,20 @@ send_more_window(EndpointObject *e, double now, int has_window, double window)
         }
         else if (e->pending_len) {
             long long pending_len = e->pending_len;
-            if ((double)(flight + (mss < pending_len ? mss : pending_len)) > window)
+            /* with packets (tcp_window) a segment takes one of the window's, whatever its size */
+            if ((double)(packets ? (e->unacked.size + 1) * mss : flight + (mss < pending_len ? mss : pending_len))
+                > window) {
+                limited = 1;
                 break;
+            }
             if (send_new_segment(e, nxt, now) == NULL)
                 return -1;
         }
         else
             break;
     }
+    if (packets)
+        cwnd_validate(e, limited || (double)((e->unacked.size + 1) * mss) > window);
     return 0;
 }
 
@@ -2246,6 +2287,7 @@ on_new_ack(EndpointObject *e, long long ack, double echo_s, long long sack[][2],
     int frto = e->frto;
     long long original = 0;              /* never-retransmitted segments sent before the timeout */
     int rc = 0;
+    long long acked_segments = e->unacked.size;
     while (e->unacked.size > 0 && seg_ring_at(&e->unacked, 0)->seq < ack) {
         SegmentObject *seg = seg_ring_at(&e->unacked, 0);
         e->unacked.head = (e->unacked.head + 1) % e->unacked.cap;
@@ -2288,6 +2330,7 @@ on_new_ack(EndpointObject *e, long long ack, double echo_s, long long sack[][2],
         }
         Py_DECREF(seg);
     }
+    acked_segments -= e->unacked.size;
     long long newly_sacked = nsack && sack_on ? take_sack(e, sack, nsack, now) : 0;
     /* RFC 6298 section 3 and Karn's algorithm: a sample from the oldest newly acked
      * segment unless one was retransmitted; a fresh sample ends a backoff. */
@@ -2362,9 +2405,18 @@ on_new_ack(EndpointObject *e, long long ack, double echo_s, long long sack[][2],
             restart_timer = e->partial_acks == 1;
         }
     }
-    else if (cc_on_ack(cc, newly_acked, now, rtt_smoothed(e->rtt)) < 0) {
-        rc = -1;
-        goto done;
+    else if (!e->packets) {
+        if (cc_on_ack(cc, newly_acked, now, rtt_smoothed(e->rtt)) < 0) {
+            rc = -1;
+            goto done;
+        }
+    }
+    else if (may_grow(e)) {
+        /* Linux counts what an ACK delivers in segments (tcp_slow_start, tcp_cong_avoid_ai) */
+        if (cc_on_ack(cc, acked_segments * mss, now, rtt_smoothed(e->rtt)) < 0) {
+            rc = -1;
+            goto done;
+        }
     }
     /* RFC 6298 (5.2) stop the timer when all is acked, (5.3) else restart it */
     if (e->snd_una >= e->snd_max)
@@ -3162,6 +3214,15 @@ endpoint_write_slice(EndpointObject *e, PyObject *sid_obj, PyObject *data, Py_ss
         return -1;
     }
     e->pending_len += n ? n : 1;     /* an empty end mark takes one sequence number (like FIN) */
+    if (e->nodelay) {
+        /* a send() on a TCP_NODELAY socket: out now if the window allows (tcp_window) */
+        double now;
+        PyObject *now_obj = get_now(e->sim, &now);
+        if (now_obj == NULL)
+            return -1;
+        Py_DECREF(now_obj);
+        return send_more(e, now);
+    }
     if (!e->flush_scheduled) {
         /* writes at the same virtual instant share segments: one flush after them all */
         e->flush_scheduled = 1;
@@ -3346,6 +3407,14 @@ Endpoint_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
         goto fail;
     }
     e->sack = (char)sack_on;
+    PyObject *packets_obj = PyObject_GetAttr(e->config, str_cwnd_in_packets);
+    int packets_on = packets_obj == NULL ? -1 : PyObject_IsTrue(packets_obj);
+    Py_XDECREF(packets_obj);
+    if (packets_on < 0) {
+        Py_DECREF(cc_name);
+        goto fail;
+    }
+    e->packets = (char)packets_on;
     e->sack_report = ts_on ? 3 : 4;           /* RFC 2018 section 3 */
     e->rack_xmit_s = -1.0;
     int kind = -1;
@@ -3512,6 +3581,9 @@ static PyMemberDef Endpoint_members[] = {
     RO("_undo_marker", T_BOOL, undo_marker),
     RO("bytes_sent", T_LONGLONG, bytes_sent), RO("bytes_delivered", T_LONGLONG, bytes_delivered),
     RO("acks_sent", T_LONGLONG, acks_sent),
+    {"nodelay", T_BOOL, offsetof(EndpointObject, nodelay), 0, "TCP_NODELAY: a write leaves at once (tcp_window)"},
+    RO("_packets", T_BOOL, packets), RO("_max_packets_out", T_LONGLONG, max_packets_out),
+    RO("_cwnd_usage_seq", T_LONGLONG, cwnd_usage_seq), RO("_is_cwnd_limited", T_BOOL, is_cwnd_limited),
     {NULL},
 };
 #undef RO
@@ -4215,6 +4287,7 @@ PyInit__tcp(void)
     INTERN(str_echo_s, "echo_s");
     INTERN(str_timestamps, "timestamps");
     INTERN(str_sack, "sack");
+    INTERN(str_cwnd_in_packets, "cwnd_in_packets");
     INTERN(str_ack_every_packets, "ack_every_packets");
     INTERN(str_max_ack_delay_s, "max_ack_delay_s");
     INTERN(str_packet_threshold, "packet_threshold");

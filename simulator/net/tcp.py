@@ -28,7 +28,7 @@ What is modelled
 - Sender: initial window ``config.initial_window_segments``; slow start and congestion
   avoidance are ``cc.Reno`` / ``cc.Cubic`` (``config.cc``); limited transmit (RFC 3042).
   The window counts bytes (RFC 5681), or with ``config.cwnd_in_packets`` segments, grown
-  only while it limits the sender, as Linux keeps it (``tcp_window``; reference endpoint only).
+  only while it limits the sender, as Linux keeps it (``tcp_window``).
 - Loss recovery with SACK (default), as Linux runs it: a scoreboard of the sent segments
   (RFC 6675 section 4; each ``TcpSegment.mark``: in flight, SACKed, lost, lost and resent,
   Linux's TCPCB_SACKED_ACKED / TCPCB_LOST / TCPCB_SACKED_RETRANS).  Recovery starts on
@@ -180,7 +180,7 @@ def _c_endpoints(config: TransportConfig) -> bool:
         and all(type(v) is float for v in floats)
         and type(config.timestamps) is bool
         and type(config.sack) is bool
-        and not config.cwnd_in_packets
+        and type(config.cwnd_in_packets) is bool
         and isinstance(config.cc, str)
         and config.cc.lower() in ("reno", "newreno", "cubic")
     )

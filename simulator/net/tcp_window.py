@@ -26,8 +26,8 @@ a write goes out at once when the window allows, as its own segments, and what t
 holds back waits in the queue, where later writes join it (``tcp_sendmsg`` appends to the
 unsent tail).  Without it writes of one instant share segments, as the model always did.
 
-Only the reference endpoint has it: a configuration with ``cwnd_in_packets`` runs on the
-Python endpoint (``tcp._c_endpoints``).
+The C twin (``_tcp.c``: ``cwnd_validate``, ``may_grow``, the ``nodelay`` write and the ACK in
+``endpoint_transmit``) does the same, compared event by event in ``tests/test_net_native.py``.
 """
 
 from __future__ import annotations
