@@ -257,3 +257,38 @@ def test_real_har_pushes_come_from_the_push_cache_rfc9113_8_4():
             seen += 1
     if not seen:
         pytest.skip("no pushed entry in the corpus")
+
+
+def test_a_navigation_that_opened_no_connection_went_on_one_already_open_har_1_2():
+    """HAR 1.2 writes -1 for a phase that does not apply: a navigation with no ``connect`` and
+    no ``ssl`` opened no connection (a reload, or Browsertime's second run in one browser).
+    Its origin's connection is open when the model's load begins, so the document comes one
+    round trip plus its server time after the start (RFC 9113 section 3.4's preface and TLS
+    1.3's handshake, RFC 8446 section 2, were paid before); a sub-resource origin without a
+    ``connect`` is left to open its own (it may have ridden another origin's connection)."""
+    from tests.test_fidelity import single_connection_page
+
+    rtt_ms, server_ms = 50.0, 20.0
+    fresh = single_connection_page(rtt_ms=rtt_ms, server_ms=server_ms, n=1)
+    warm = single_connection_page(rtt_ms=rtt_ms, server_ms=server_ms, n=1)
+    for timings in (warm["log"]["entries"][0]["timings"], warm["log"]["entries"][1]["timings"]):
+        timings["connect"] = timings["ssl"] = timings["dns"] = -1
+    results = {}
+    for name, har in (("fresh", fresh), ("warm", warm)):
+        trace = parse_har(har, path=f"{name}.har")
+        graph = page_graph(trace, trace.pages[0].id)
+        cond = infer_conditions(graph, trace.pages[0].start_s)
+        result = simulate_page(graph, cond, FidelityParams())
+        results[name] = (cond, result.resources.set_index("url"))
+    cond, warm_rows = results["warm"]
+    assert cond.open_before == frozenset({"https://www.site.example"})
+    assert results["fresh"][0].open_before == frozenset()
+    doc_end = warm_rows.loc["https://www.site.example/", "arrived_s"]
+    # One round trip and the server's time: no TCP or TLS handshake before the request.
+    assert doc_end == pytest.approx((rtt_ms + server_ms) / 1000.0, abs=0.006)
+    fresh_doc_end = results["fresh"][1].loc["https://www.site.example/", "arrived_s"]
+    assert fresh_doc_end - doc_end == pytest.approx(2 * rtt_ms / 1000.0, abs=0.006)  # TCP + TLS 1.3
+    # The image's origin still opens a connection: TCP and TLS before its request.
+    img = "https://cdn0.example/img0.png"
+    img_rows = warm_rows.loc[img]
+    assert img_rows["arrived_s"] - img_rows["requested_s"] >= 3 * rtt_ms / 1000.0

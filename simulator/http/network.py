@@ -49,6 +49,9 @@ server's writes leaving at once as segments of their own (TCP_NODELAY), so OpenS
 session tickets, the SETTINGS and their ACK take three of its ten first segments; but not to
 ``one_flight_servers`` (origins whose recorded first response shows a larger first flight).
 Without it (push, coalescing, the replay model) TCP counts bytes, as under the stacks.
+An origin in ``open_before`` (fidelity: a capture whose navigation reused a connection) has
+its HTTP/2 or HTTP/3 connection open when the load begins: no handshake, no preface, a fresh
+window.
 
 Connection set-up, as the stacks pay it (after ``dns_s``): TCP runs its three-way
 handshake (the client's bytes leave when the SYN-ACK arrives); with ``tls`` the TLS 1.3
@@ -138,9 +141,17 @@ class _Conn(_ServerSide):
         self.scheduler = params.scheduler
         self.writer = None
         self._chunk_bytes = 1460 if self.transport == "tcp" else net.max_datagram_bytes - 40
-        self.own_setup = setup is None
+        # Open before the load began (``ModelNetwork(open_before=...)``): through its handshakes
+        # and preface already, a fresh window (Linux restarts it after an idle RTO, RFC 5681 4.1).
+        self.warm = setup is None and not self.h1 and self.origin in net.open_before
+        self.own_setup = setup is None and not self.warm
         # TLS follows the scheme: an http:// origin's connections are cleartext.
-        self.tls = self.transport == "tcp" and params.tls and self.own_setup and not self.origin.startswith("http:")
+        self.tls = (
+            self.transport == "tcp"
+            and params.tls
+            and (self.own_setup or self.warm)
+            and not self.origin.startswith("http:")
+        )
         if self.h1:
             self.scheduler = "fifo"  # one response at a time on an HTTP/1.1 connection
         # A scheduler of http.priority (``ModelNetwork(priorities=...)``) decides each chunk's stream.
@@ -154,6 +165,9 @@ class _Conn(_ServerSide):
             # transport without a handshake of its own, usable after ``setup`` seconds.
             self._open(handshake=False)
             sim.call_later(setup, self._accept)
+        elif self.warm:
+            self._open(handshake=False)
+            sim.call_later(0.0, self._accept)
         elif setup_s:
             sim.call_later(setup_s, self._open)
         else:
@@ -387,6 +401,7 @@ class ModelNetwork:
         priorities=None,
         linux_tcp: bool = False,
         one_flight_servers=frozenset(),
+        open_before=frozenset(),
     ) -> None:
         self.sim, self.params, self.listener = sim, params, listener
         self.priorities = priorities  # an http.priority.PriorityPlan: its scheduler on every h2/h3 connection
@@ -400,6 +415,7 @@ class ModelNetwork:
         self.own_paths, self.max_datagram_bytes, self.tcp_handshake = own_paths, max_datagram_bytes, tcp_handshake
         self.linux_tcp = linux_tcp  # TCP as a Linux server runs it (module docstring), but to
         self.one_flight_servers = one_flight_servers  # these origins
+        self.open_before = open_before  # origins whose (h2/h3) connection was open before the load began
         self.on_response_start = getattr(listener, "on_response_start", None)
         self.on_connected = getattr(listener, "on_connected", None)  # (key, "h1"/"h2"/"h3"): usable
         # The browser's byte offsets into a response to be called at (children found while it streams in).

@@ -51,6 +51,10 @@ browser's CPU time between a parent and a child.
   connection needed more segments than that and still arrived within half a round trip of its
   first byte has a server that sends more at once (a larger initial window, its frames in one
   write), and keeps a window of 10 x 1460 bytes.
+- **A connection open before the page** (``open_before``): a navigation whose request opened
+  no connection (no TCP handshake, no ``ssl``: a reload, or a later run in the same browser)
+  went on a connection the browser already had; the model opens that origin's HTTP/2 or
+  HTTP/3 connection at the start, through its handshakes (``ModelNetwork(open_before=...)``).
 - **Pushes**: what the capture says the server pushed (``Resource.pushed``: WebPageTest's and
   chrome-har's ``_was_pushed``, Firefox's status-0 entries without timings; see
   ``traces.harfields``) the simulated server pushes on the navigation too (``pushes``, for
@@ -113,6 +117,7 @@ class PageConditions:
     streamed: dict = field(default_factory=dict)  # resource -> share of its document's body arrived when found
     pushes: tuple = ()  # resources the server pushes on the navigation (ServerPlan.pushes)
     one_flight: frozenset = frozenset()  # origins whose server sent more than a Linux first flight at once
+    open_before: frozenset = frozenset()  # origins whose connection was open before the page began
 
     def summary(self) -> dict:
         """RTT, median origin RTT (ms), bandwidth (Mbit/s), protocols per origin and start offset, for reporting."""
@@ -347,7 +352,22 @@ def infer_conditions(graph: PageGraph, page_start_s: float | None, protocol: str
         streamed=streamed,
         pushes=tuple(pushes),
         one_flight=frozenset(one_flight),
+        open_before=_open_before(graph[0]),
     )
+
+
+def _open_before(nav: Resource) -> frozenset:
+    """The navigation's origin when its request opened no connection: no TCP handshake and no
+    ``ssl`` written (HAR 1.2 writes -1 for a phase that does not apply, e.g. ``connect`` on a
+    reused connection), so the browser had that connection open before the page began (a
+    reload, or a later run in the same browser).  Other origins are left to open their own: a
+    sub-resource without ``connect`` may ride another origin's connection instead (HTTP/2
+    coalescing, RFC 9113 section 9.1.1), which the model does not share."""
+    if nav.pushed or not nav.timings or _tcp_handshake_ms(nav) or _ms(nav.timings, "ssl"):
+        return frozenset()
+    if not any(_ms(nav.timings, k) is not None for k in ("wait", "receive")):
+        return frozenset()  # no timings at all: nothing says how the request went
+    return frozenset((nav.origin,))
 
 
 def _one_flight(r: Resource, rtt_s: float) -> bool:

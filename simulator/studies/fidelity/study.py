@@ -236,19 +236,22 @@ def simulate_page(
         discovery_s=cond.discovery_s,
         blockers=cond.blockers,
         streamed=cond.streamed,
-        network=_linux_servers(cond.one_flight),
+        network=_linux_servers(cond.one_flight, cond.open_before),
     )
 
 
-def _linux_servers(one_flight: frozenset):
+def _linux_servers(one_flight: frozenset, open_before: frozenset = frozenset()):
     """The model backend with TCP as a Linux server on OpenSSL runs it (``ModelNetwork(linux_tcp=True)``:
     the window in segments, ACKs on data, TCP_NODELAY writes, two TLS session tickets), but to
     the origins whose recording shows a larger first flight.  Found by the lab: at 300 ms the
     rebuilt pages' 12 KB documents and 11 KB scripts on fresh connections took a second round
-    trip, which a window of 10 x 1460 bytes does not need."""
+    trip, which a window of 10 x 1460 bytes does not need.  ``open_before``: origins whose
+    connection the capture shows open before the page began (``conditions._open_before``)."""
 
     def network(sim, params, listener, backend_cls):
-        return backend_cls(sim, params, listener, linux_tcp=True, one_flight_servers=one_flight)
+        return backend_cls(
+            sim, params, listener, linux_tcp=True, one_flight_servers=one_flight, open_before=open_before
+        )
 
     return network
 
