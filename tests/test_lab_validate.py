@@ -216,3 +216,32 @@ def test_fidelity_predicts_no_timeout_with_nothing_lost():
                 assert 0 < row["ptos"] == row["spurious_ptos"], (protocol, at)
             else:
                 assert row["ptos"] == 0, (protocol, at)
+
+
+def test_the_lab_is_predicted_with_its_servers_order_of_sending(monkeypatch):
+    """The lab's HTTP/2 server (hypercorn on h2) follows the browser's priorities (RFC 7540
+    section 5.3's tree, which Chromium's exclusive chain makes an order by urgency); its HTTP/3
+    server is aioquic, which sends its streams round-robin whatever their priority (RFC 9218
+    section 10: a server may ignore them).  The prediction of a lab load uses the same order."""
+    import simulator.studies.fidelity as fidelity
+    from simulator.errors import InputError
+    from simulator.lab import validate
+    from simulator.studies.fidelity import FidelityParams
+
+    seen = []
+    real = fidelity.run
+
+    def spy(trace, params):
+        seen.append((params.protocol, params.server_scheduler))
+        return real(trace, params)
+
+    monkeypatch.setattr(fidelity, "run", spy)
+    har = (ROOT / "traces/har-real/http_http2-chrome.har").read_text()
+    onloads = {}
+    for protocol in ("h2", "h3"):
+        onloads[protocol], why, _ = validate._predict(har, "chrome.har", (0.1, 50e6, "0", None, protocol), 1)
+        assert why is None and onloads[protocol] > 0
+    assert seen == [("h2", "urgency"), ("h3", "round-robin")]
+    assert "server_scheduler" not in FidelityParams().to_dict()  # outputs read as before
+    with pytest.raises(InputError, match="unknown server scheduler"):
+        FidelityParams(server_scheduler="lifo")

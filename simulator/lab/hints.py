@@ -156,6 +156,7 @@ def predict_onload(
     prediction (``validate``'s) exactly."""
     from ..studies.fidelity.conditions import infer_conditions
     from ..studies.fidelity.study import FidelityParams, load_event_graph, moved_to, resource_scheduler, simulate_page
+    from .serve import SERVER_SCHEDULER
     from ..traces.har import parse_har
     from ..traces.pagegraph import page_graph
 
@@ -164,7 +165,13 @@ def predict_onload(
     if page.on_load_s is None:
         raise InputError("the reference load has no onLoad to predict from.", path=trace_name)
     sub = load_event_graph(page_graph(trace, page.id), page.on_load_s, page.start_s)
-    params = FidelityParams(at=str(at), protocol=protocol, seed=seed, **({"cc": cc} if cc else {}))
+    params = FidelityParams(
+        at=str(at),
+        protocol=protocol,
+        seed=seed,
+        server_scheduler=SERVER_SCHEDULER[protocol],
+        **({"cc": cc} if cc else {}),
+    )
     cond = moved_to(infer_conditions(sub, page.start_s, protocol), at, protocol)
     if document_think_s is not None:
         cond = replace(cond, think_s={**cond.think_s, sub.document: document_think_s})

@@ -54,6 +54,12 @@ PROTOCOLS = ("h2", "h3")
 # on this kind of machine is BBR, which the models do not have).
 CONGESTION_CONTROLS = ("reno", "cubic")
 CONGESTION_CONTROL = "cubic"
+# The order the servers send their responses' bytes in, as the page-load model's
+# ``LoadParams.scheduler`` names it, for predicting the lab: hypercorn's HTTP/2 follows the
+# browser's priorities (its RFC 7540 tree, which Chromium's exclusive chain makes an order by
+# urgency); its HTTP/3 is aioquic, which sends its streams round-robin, a packet's worth each,
+# whatever their priority (``QuicConnection._write_application``'s stream queue).
+SERVER_SCHEDULER = {"h2": "urgency", "h3": "round-robin"}
 
 
 def _available_cc() -> str:

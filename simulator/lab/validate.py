@@ -157,13 +157,20 @@ def _predict(
     under the kernel's default: the model's own default), and what its transports resent
     (``RESEND_KEYS``)."""
     from ..studies.fidelity import FidelityParams, run as fidelity
+    from .serve import SERVER_SCHEDULER
     from ..traces.har import parse_har
 
     rtt_s, bw, loss, queue, protocol = key
     at = str(PathConditions(rtt_s=rtt_s, bandwidth_bps=bw, loss=loss, queue_bytes=queue))
     try:
         trace = parse_har(json.loads(har_json), path=trace_name)
-        result = fidelity(trace, FidelityParams(at=at, protocol=protocol, seed=seed, **({"cc": cc} if cc else {})))
+        scheduler = SERVER_SCHEDULER[protocol]  # as the lab's servers send (serve.py)
+        result = fidelity(
+            trace,
+            FidelityParams(
+                at=at, protocol=protocol, seed=seed, server_scheduler=scheduler, **({"cc": cc} if cc else {})
+            ),
+        )
     except InputError as exc:
         return None, exc.detail, {}
     if not len(result.pages):
@@ -311,6 +318,7 @@ def waterfall(out: str, trace: str, condition: dict, reference: dict, *, seed: i
     from ..batch.store import load
     from ..studies.fidelity.conditions import infer_conditions
     from ..studies.fidelity.study import FidelityParams, load_event_graph, moved_to, resource_scheduler, simulate_page
+    from .serve import SERVER_SCHEDULER
     from ..traces.har import parse_har
     from ..traces.pagegraph import page_graph
 
@@ -341,7 +349,9 @@ def waterfall(out: str, trace: str, condition: dict, reference: dict, *, seed: i
         queue_bytes=condition["queue_bytes"],
     )
     cond = moved_to(infer_conditions(ref_graph, ref_page.start_s), at, condition["protocol"])
-    params = FidelityParams(at=str(at), protocol=condition["protocol"], seed=seed)
+    params = FidelityParams(
+        at=str(at), protocol=condition["protocol"], seed=seed, server_scheduler=SERVER_SCHEDULER[condition["protocol"]]
+    )
     simulated = simulate_page(ref_graph, cond, params, scheduler=resource_scheduler(ref_trace)).resources
     by_url = {r.url: r.index for r in measured_graph.resources}
     simulated = simulated[simulated["url"].isin(by_url)].assign(index=lambda d: d["url"].map(by_url))

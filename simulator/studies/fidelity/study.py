@@ -26,6 +26,7 @@ __all__ = ["FidelityParams", "FidelityResult", "run", "run_paths", "simulate_pag
 
 BROWSER_CHOICES = ("auto", "chromium", "none")
 SERVER_POLICIES = ("none", "hints")
+SERVER_SCHEDULERS = ("urgency", "round-robin", "fifo")  # LoadParams.scheduler
 # Chromium holds delayable requests on HTTP/2 and HTTP/3 connections too since it began to
 # delay requests on multiplexed connections (2019); earlier versions held them on HTTP/1.1
 # only, which the model's six connections per HTTP/1.1 origin already bound.  The exact
@@ -68,6 +69,11 @@ class FidelityParams(StudyParams):
     # document's server time instead of the HAR's (None: the HAR's).
     policy: str = "none"
     document_think_s: float | None = None
+    # The servers' order of sending their responses' bytes (``LoadParams.scheduler``):
+    # "urgency" (RFC 9218 urgency from the browser's priorities, as servers that follow the
+    # client's priorities send), "round-robin" (aioquic's stream rotation, a packet's worth
+    # each, priorities ignored) or "fifo".
+    server_scheduler: str = "urgency"
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -81,15 +87,21 @@ class FidelityParams(StudyParams):
             raise InputError(f"unknown policy {self.policy!r} (choose {', '.join(SERVER_POLICIES)})")
         if self.document_think_s is not None and not 0 <= self.document_think_s <= 60:
             raise InputError(f"the document's think time must be in [0, 60] s, got {self.document_think_s}")
+        if self.server_scheduler not in SERVER_SCHEDULERS:
+            raise InputError(
+                f"unknown server scheduler {self.server_scheduler!r} (choose {', '.join(SERVER_SCHEDULERS)})"
+            )
 
     def to_dict(self) -> dict:
-        """Every field, but ``policy`` and ``document_think_s`` only when set: outputs without
+        """Every field, but ``policy``, ``document_think_s`` and ``server_scheduler`` only when set: outputs without
         them read as they did before they existed."""
         d = super().to_dict()
         if d["policy"] == "none":
             del d["policy"]
         if d["document_think_s"] is None:
             del d["document_think_s"]
+        if d["server_scheduler"] == "urgency":
+            del d["server_scheduler"]
         return d
 
     @property
@@ -226,6 +238,7 @@ def simulate_page(
         loss=at.loss if at else "0",
         queue_bytes=at.queue_bytes if at else None,
         resource_scheduler=scheduler,
+        scheduler=params.server_scheduler,
     )
     plan = ServerPlan(think_s=dict(cond.think_s), hints=tuple(hints), pushes=tuple(cond.pushes))
     return load_page(
