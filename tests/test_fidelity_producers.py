@@ -292,3 +292,37 @@ def test_a_navigation_that_opened_no_connection_went_on_one_already_open_har_1_2
     img = "https://cdn0.example/img0.png"
     img_rows = warm_rows.loc[img]
     assert img_rows["arrived_s"] - img_rows["requested_s"] >= 3 * rtt_ms / 1000.0
+
+
+def test_responses_that_arrived_together_shared_the_link():
+    """Two 100 KB responses whose receives overlapped wholly, 800 ms each, arrived at 1 Mbit/s
+    each on one link: the link carried 2 Mbit/s (each rate is a share of it).  The bandwidth
+    read from the page is the larger lower bound: the bytes over the time any was arriving.
+    One after the other, each at the link's whole rate, both readings agree."""
+    from tests.test_fidelity import _entry, single_connection_page
+
+    def page(overlap: bool):
+        har = single_connection_page(rtt_ms=20.0, server_ms=0.0, n=0)
+        doc = har["log"]["entries"][0]
+        for k in range(2):
+            start = 0.2 + (0.0 if overlap else 0.4 * k)
+            receive = 800.0 if overlap else 400.0
+            e = _entry(
+                f"https://www.site.example/big{k}.jpg",
+                start,
+                connect_ms=-1,
+                ssl_ms=-1,
+                wait_ms=20.0,
+                receive_ms=receive,
+                size=100_000,
+                mime="image/jpeg",
+                parent=doc["request"]["url"],
+            )
+            har["log"]["entries"].append(e)
+        har["log"]["pages"][0]["pageTimings"]["onLoad"] = 1500.0
+        trace = parse_har(har, path="shared.har")
+        graph = page_graph(trace, trace.pages[0].id)
+        return infer_conditions(graph, trace.pages[0].start_s).bandwidth_bps
+
+    assert page(overlap=True) == pytest.approx(2 * 100_000 * 8 / 0.8)
+    assert page(overlap=False) == pytest.approx(100_000 * 8 / 0.4)

@@ -20,8 +20,10 @@ browser's CPU time between a parent and a child.
   what its TLS handshake took beyond the model's TLS 1.3 round trip (``ssl`` less one RTT:
   TLS 1.2's second round trip, or the server's handshake work).
 - **Bandwidth** of the access path: the 90th percentile of the rates of large receives
-  (bodies of at least 20 KB: ``bodySize`` / ``receive``), the highest when fewer than three;
-  unlimited when the page has none.
+  (bodies of at least 20 KB: ``bodySize`` / ``receive``), the highest when fewer than three, or
+  where large receives overlapped (responses sharing the link, each at a share of it) their
+  bytes over the time any of them was arriving, whichever is larger: both are lower bounds
+  of the link's rate.  Unlimited when the page has no large receive.
 - **Protocol per origin**: the HTTP version most of its responses used (``h2``/``spdy``
   as HTTP/2, ``h3``, HTTP/1.x as HTTP/1.1 with six connections); unknown: HTTP/2 over
   https, HTTP/1.1 over http.
@@ -305,20 +307,25 @@ def infer_conditions(graph: PageGraph, page_start_s: float | None, protocol: str
             )
         )
 
-    rates = []
+    rates, receives = [], []
     for r in graph.resources:
         if r.pushed:
             continue  # read from the push cache: its receive is no transfer
         receive = _ms(r.timings, "receive")
         if r.body_bytes >= LARGE_RESPONSE_BYTES and receive and receive > 1.0:
             rates.append(r.body_bytes * 8.0 / (receive / 1000.0))
+            end = _end_s(r)
+            if end is not None:
+                receives.append((end - receive / 1000.0, end, r.body_bytes))
     rates.sort()
     if not rates:
         bandwidth = None
-    elif len(rates) < 3:
-        bandwidth = rates[-1]
     else:
-        bandwidth = rates[min(len(rates) - 1, int(round(0.9 * (len(rates) - 1))))]
+        bandwidth = rates[-1] if len(rates) < 3 else rates[min(len(rates) - 1, int(round(0.9 * (len(rates) - 1))))]
+        # Responses that arrive together share the link: each one's rate is a share of it.
+        # Their bytes over the time any of them was arriving is a lower bound too; the larger
+        # of the two is the tighter.
+        bandwidth = max(bandwidth, _busy_rate(receives))
 
     # What the server pushed with the document in the capture, it pushes in the simulation:
     # on the navigation's stream, the document's origin only (RFC 9113 section 8.4: a
@@ -354,6 +361,24 @@ def infer_conditions(graph: PageGraph, page_start_s: float | None, protocol: str
         one_flight=frozenset(one_flight),
         open_before=_open_before(graph[0]),
     )
+
+
+def _busy_rate(receives: list) -> float:
+    """Bits per second over the time at least one of ``receives`` ((start_s, end_s, bytes))
+    was arriving: the bytes of overlapping receives over the union of their intervals."""
+    busy_s = total = 0.0
+    start = end = None
+    for s, e, n in sorted(receives):
+        total += n
+        if end is None or s > end:
+            if end is not None:
+                busy_s += end - start
+            start, end = s, e
+        elif e > end:
+            end = e
+    if end is not None:
+        busy_s += end - start
+    return total * 8.0 / busy_s if busy_s > 0 else 0.0
 
 
 def _open_before(nav: Resource) -> frozenset:
