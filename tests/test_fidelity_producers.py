@@ -326,3 +326,24 @@ def test_responses_that_arrived_together_shared_the_link():
 
     assert page(overlap=True) == pytest.approx(2 * 100_000 * 8 / 0.8)
     assert page(overlap=False) == pytest.approx(100_000 * 8 / 0.4)
+
+
+def test_a_phantomjs_har_without_set_up_phases_is_skipped_with_the_reason():
+    """PhantomJS's netsniff writes dns, connect and ssl as -1 on every entry and puts the whole
+    time before the first byte in ``wait`` (the TCP handshake of RFC 9293 section 3.5, any
+    queueing and the server's time): no round trip can be read apart, so its pages are skipped
+    and say why.  The same HAR from another producer (a later run on connections already open)
+    is predicted."""
+    from simulator.studies.fidelity import run
+
+    from tests.test_fidelity import single_connection_page
+
+    har = single_connection_page()
+    for e in har["log"]["entries"]:
+        e["timings"].update(dns=-1, connect=-1, ssl=-1)
+    har["log"]["creator"] = {"name": "PhantomJS", "version": "1.9.1"}
+    result = run(parse_har(har, path="phantom.har"))
+    assert result.pages.empty
+    assert "PhantomJS" in result.skipped["reason"].iloc[0]
+    har["log"]["creator"] = {"name": "Browsertime", "version": "1.0"}
+    assert len(run(parse_har(har, path="warm.har")).pages) == 1

@@ -296,7 +296,11 @@ def run(trace: Trace, params: FidelityParams | None = None, *, progress: bool = 
     rows, skipped, repeats, failed = [], [], [], []
     first_views: dict[str, tuple] = {}
     pages = {p.id: p for p in trace.pages}
+    no_setup = not writes_setup(trace)
     for page in page_ids(trace):
+        if no_setup and str(trace.meta.get("creator", "")).startswith("PhantomJS"):
+            skipped.append({"trace": trace.source, "page": page, "reason": NO_SETUP})
+            continue
         with collector_paused():  # a page's graph, conditions and load: see collector_paused
             _run_page(trace, page, pages.get(page), params, scheduler, rows, skipped, repeats, failed, first_views)
     return FidelityResult(
@@ -306,6 +310,28 @@ def run(trace: Trace, params: FidelityParams | None = None, *, progress: bool = 
         params=_stamped(params),
         failed=failed,
     )
+
+
+NO_SETUP = (
+    "PhantomJS's HAR records no connection set-up (dns, connect and ssl -1 on every entry, the time "
+    "before the first byte all in wait): round trips cannot be told from server times"
+)
+
+
+def writes_setup(trace: Trace) -> bool:
+    """Whether ``trace`` writes a connection set-up phase: some entry has a ``connect`` or
+    ``ssl`` of 0 or more, or WebPageTest's ``_connect_ms``.  PhantomJS (its netsniff script)
+    writes none on any entry and puts every phase before the first byte in ``wait``: such a
+    HAR gives no round trip apart from the server's time and the queueing, so its pages are
+    skipped.  (A HAR of loads on connections that were all already open writes none either:
+    a later run in one browser; its producer is named apart.)"""
+    for e in trace.exchanges:
+        t = e.timings or {}
+        for key in ("connect", "ssl", "_connect_ms"):
+            v = t.get(key)
+            if isinstance(v, (int, float)) and not isinstance(v, bool) and v >= 0:
+                return True
+    return False
 
 
 def _run_page(
