@@ -124,6 +124,20 @@ get_double_attr(PyObject *o, PyObject *name, double *out)
     return (*out == -1.0 && PyErr_Occurred()) ? -1 : 0;
 }
 
+static int
+get_bool_attr(PyObject *o, PyObject *name, char *out)
+{
+    PyObject *v = PyObject_GetAttr(o, name);
+    if (v == NULL)
+        return -1;
+    int on = PyObject_IsTrue(v);
+    Py_DECREF(v);
+    if (on < 0)
+        return -1;
+    *out = (char)on;
+    return 0;
+}
+
 /* -- Packet ------------------------------------------------------------------------ */
 
 typedef struct {
@@ -3391,31 +3405,13 @@ Endpoint_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
         || get_double_attr(e->config, str_max_ack_delay_s, &e->max_ack_delay_s) < 0
         || (cc_name = PyObject_GetAttr(e->config, str_cc)) == NULL)
         goto fail;
-    PyObject *ts = PyObject_GetAttr(e->config, str_timestamps);
-    int ts_on = ts == NULL ? -1 : PyObject_IsTrue(ts);
-    Py_XDECREF(ts);
-    if (ts_on < 0) {
+    if (get_bool_attr(e->config, str_timestamps, &e->timestamps) < 0
+        || get_bool_attr(e->config, str_sack, &e->sack) < 0
+        || get_bool_attr(e->config, str_cwnd_in_packets, &e->packets) < 0) {
         Py_DECREF(cc_name);
         goto fail;
     }
-    e->timestamps = (char)ts_on;
-    PyObject *sack_obj = PyObject_GetAttr(e->config, str_sack);
-    int sack_on = sack_obj == NULL ? -1 : PyObject_IsTrue(sack_obj);
-    Py_XDECREF(sack_obj);
-    if (sack_on < 0) {
-        Py_DECREF(cc_name);
-        goto fail;
-    }
-    e->sack = (char)sack_on;
-    PyObject *packets_obj = PyObject_GetAttr(e->config, str_cwnd_in_packets);
-    int packets_on = packets_obj == NULL ? -1 : PyObject_IsTrue(packets_obj);
-    Py_XDECREF(packets_obj);
-    if (packets_on < 0) {
-        Py_DECREF(cc_name);
-        goto fail;
-    }
-    e->packets = (char)packets_on;
-    e->sack_report = ts_on ? 3 : 4;           /* RFC 2018 section 3 */
+    e->sack_report = e->timestamps ? 3 : 4;   /* RFC 2018 section 3 */
     e->rack_xmit_s = -1.0;
     int kind = -1;
     PyObject *lower = PyObject_CallMethod(cc_name, "lower", NULL);
