@@ -3,6 +3,13 @@ browsers build: Firefox's placeholders (``PLACEHOLDER_TREES``) and Chromium's ex
 chain (``CHAIN``).  Written by hand: stride scheduling over bytes among siblings, the
 tree's rules cited per section.  HTTP/3 carries no tree (RFC 9218 section 2.1): there every
 stream sits under the root at the default weight.
+
+Speed: with weighted siblings (Firefox's and Safari's trees) a stream's turn is one chunk,
+so ``pick_run`` names runs of one and the writer would call Python per chunk.  A writer
+over the C extension therefore gives the tree a mirror (``mirror``: ``net._tcp.StrideTree``,
+C code in ``net/_stride_tree.h``): every change is still decided here, step by step, and
+each step is told to the mirror, which does the per-chunk picks and charges with the same
+floating-point operations in the same order.
 """
 
 from __future__ import annotations
@@ -14,7 +21,19 @@ __all__ = ["TreeScheduler"]
 
 
 class _Node:
-    __slots__ = ("key", "parent", "children", "weight", "ready", "active", "pass_", "vtime", "order", "urgency")
+    __slots__ = (
+        "key",
+        "parent",
+        "children",
+        "weight",
+        "ready",
+        "active",
+        "pass_",
+        "vtime",
+        "order",
+        "urgency",
+        "number",
+    )
 
     def __init__(self, key, weight: int, order: int, urgency: int = DEFAULT_URGENCY) -> None:
         self.key, self.weight, self.order, self.urgency = key, weight, order, urgency
@@ -24,6 +43,7 @@ class _Node:
         self.active = 0  # ready nodes in this subtree, itself included
         self.pass_ = 0.0  # stride scheduling: bytes served / weight, against its siblings
         self.vtime = 0.0  # the pass of the child last served (a newcomer starts there)
+        self.number = -1  # its node in the mirror (StrideTree), once attached there
 
 
 _STRIDE = 256.0  # bytes x STRIDE / weight: a pass advance
@@ -43,8 +63,23 @@ class TreeScheduler(Scheduler):
 
     def __init__(self) -> None:
         self._root = _Node(ROOT, DEFAULT_WEIGHT, 0)
+        self._root.number = 0  # the mirror's root
         self._nodes: dict = {ROOT: self._root}
         self._trees: set[str] = set()
+        self._mirror = None
+
+    def mirror(self, stride_tree) -> None:
+        """Keep ``stride_tree`` (a fresh ``net._tcp.StrideTree``) a copy of this tree and pick
+        through it: from now on ``pick`` and ``wrote`` are the mirror's (the same choices and
+        charges in C), and the passes kept here are no longer read.  Only before any stream."""
+        if len(self._nodes) > 1:
+            raise ValueError("mirror a tree before any stream joins it")
+        self._mirror = stride_tree
+        self.pick, self.wrote = stride_tree.pick, stride_tree.wrote
+        self.pick_run = lambda chunk_bytes: (stride_tree.pick(), 1)
+        self.settle = lambda stream_id, chunks, chunk_bytes, last_bytes: Scheduler.settle(
+            self, stream_id, chunks, chunk_bytes, last_bytes
+        )
 
     # -- the tree ---------------------------------------------------------------------
     def _attach(self, node: _Node, parent: _Node, exclusive: bool) -> None:
@@ -59,12 +94,19 @@ class TreeScheduler(Scheduler):
         parent.children.append(node)
         node.pass_ = max(node.pass_, parent.vtime)
         self._bump(parent, own)  # adopted children were counted under the parent already
+        mirror = self._mirror
+        if mirror is not None:
+            if node.number < 0:
+                node.number = mirror.node(node.key, node.weight, node.order)
+            mirror.attach(node.number, parent.number, exclusive, node.weight)
 
     def _detach(self, node: _Node) -> None:
         parent = node.parent
         parent.children.remove(node)
         self._bump(parent, -node.active)
         node.parent = None
+        if self._mirror is not None:
+            self._mirror.detach(node.number)
 
     @staticmethod
     def _bump(node: _Node | None, delta: int) -> None:
@@ -118,6 +160,8 @@ class TreeScheduler(Scheduler):
         node.ready, node.active = True, 0
         self._attach(node, parent, exclusive)
         self._bump(node, 1)
+        if self._mirror is not None:
+            self._mirror.ready(node.number, True)
 
     def pick(self):
         """Down from the root, the sibling of least pass with something ready below, to a ready stream."""
@@ -201,6 +245,9 @@ class TreeScheduler(Scheduler):
         parent = node.parent
         self._bump(node, -1)
         node.ready = False
+        mirror = self._mirror
+        if mirror is not None:
+            mirror.ready(node.number, False)
         children, node.children = node.children, []
         total = sum(c.weight for c in children) or 1
         self._detach(node)
@@ -209,6 +256,8 @@ class TreeScheduler(Scheduler):
             child.weight = max(1, node.weight * child.weight // total)
             child.parent = None
             self._attach(child, parent, False)
+        if mirror is not None:
+            mirror.drop(node.number)
 
     def update(self, stream_id, signal):
         """A reprioritization: new weight and parent (RFC 7540 section 5.3.3)."""

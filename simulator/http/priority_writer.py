@@ -6,8 +6,11 @@ chunk), (``cf-shared-sequential``'s split
 counted there too), for any other (``tree``, added ones) with the
 scheduler's ``pick_run``, ``settle`` and ``remove`` as hooks (``_NativeScheduledWriter``: the
 window keeping, the acknowledgements and the writes in C, the scheduler's own calls in
-Python), so over h2 a scheduler costs about what the fixed writer does.  Written by hand
-around those two.
+Python), so over h2 a scheduler costs about what the fixed writer does.  The RFC 7540
+tree (``TreeScheduler``), whose runs are one chunk long among weighted siblings, is given
+its C mirror (``net._tcp.StrideTree``) wherever the C extension is in use: the C writer
+picks from it with no Python call per chunk (``ResponseWriter.tree``), and over QUIC
+``ScheduledWriter``'s ``pick`` and ``wrote`` are the mirror's.  Written by hand around those.
 """
 
 from __future__ import annotations
@@ -16,6 +19,7 @@ from ..net import native
 from ..net.writer import ResponseWriter, _pad
 from .priority_levels import LevelScheduler
 from .priority_signals import PrioritySignal, Scheduler
+from .priority_tree import TreeScheduler
 
 __all__ = ["ScheduledWriter", "scheduled_writer"]
 
@@ -244,7 +248,11 @@ class _NativeScheduledWriter:
         scheduler: Scheduler,
     ) -> None:
         self._c = native.C.ResponseWriter(endpoint, chunk_bytes, written, self._done, fill_on_ack)
-        self._c.hook(scheduler.pick_run, scheduler.settle, scheduler.remove)
+        mirror = getattr(scheduler, "_mirror", None)
+        if mirror is not None:
+            self._c.tree(mirror, scheduler.remove)  # no runs: settle() has nothing to end
+        else:
+            self._c.hook(scheduler.pick_run, scheduler.settle, scheduler.remove)
         self.scheduler, self.written, self._on_written = scheduler, written, on_written
         self._waiting: set[int] = set()
         self._count = 0
@@ -300,7 +308,14 @@ def scheduled_writer(
     """A writer with ``scheduler`` choosing each chunk's stream: on the C writer when the
     endpoint is the C ``TcpEndpoint`` (``_NativeLevelWriter`` for a scheduler of levels and
     groups, ``_NativeScheduledWriter`` for any other), else ``ScheduledWriter``; with
-    ``qlog`` (a ``priority_qlog.QlogTrace``) the writer that logs each choice, in Python."""
+    ``qlog`` (a ``priority_qlog.QlogTrace``) the writer that logs each choice, in Python.  A
+    fresh ``TreeScheduler`` gets its C mirror first when the C extension is in use."""
+    if (
+        type(scheduler) is TreeScheduler
+        and getattr(native, "IMPLEMENTATION", None) == "c"
+        and hasattr(native.C, "StrideTree")
+    ):
+        scheduler.mirror(native.C.StrideTree())
     if qlog is not None:
         from .priority_qlog import QlogScheduledWriter
 
