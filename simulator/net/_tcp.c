@@ -3781,6 +3781,25 @@ dict_add(PyObject *dict, PyObject *key, long long n, long long *total)
     return rc;
 }
 
+/* The place in rotation ``r`` of the turn of stream ``sid`` (r->size: none; -1: an error).
+ * The writer's own objects first, by identity (a scheduler names the stream by the object
+ * it was given, so this finds it without a comparison per turn), then by equality. */
+static Py_ssize_t
+rotation_find(Rotation *r, PyObject *sid)
+{
+    for (Py_ssize_t j = 0; j < r->size; j++)
+        if (r->buf[(r->head + j) % r->cap].sid == sid)
+            return j;
+    for (Py_ssize_t j = 0; j < r->size; j++) {
+        int same = PyObject_RichCompareBool(r->buf[(r->head + j) % r->cap].sid, sid, Py_EQ);
+        if (same < 0)
+            return -1;
+        if (same)
+            return j;
+    }
+    return r->size;
+}
+
 /* A run's charges to the scheduler: settle(stream, chunks, chunk_bytes, last_bytes), the run
  * ended (none open: nothing). */
 static int
@@ -3837,15 +3856,9 @@ writer_next_picked(WriterObject *w, long long limit)
         w->run_count = 0;
     }
     PyObject *sid = Py_NewRef(w->run_sid);
-    Py_ssize_t j = 0;
-    for (; j < r->size; j++) {
-        PyObject *cand = r->buf[(r->head + j) % r->cap].sid;
-        int same = cand == sid ? 1 : PyObject_RichCompareBool(cand, sid, Py_EQ);
-        if (same < 0)
-            goto fail;
-        if (same)
-            break;
-    }
+    Py_ssize_t j = rotation_find(r, sid);
+    if (j < 0)
+        goto fail;
     if (j == r->size) {
         PyErr_Format(PyExc_KeyError, "the scheduler picked stream %R, which has nothing to write", sid);
         goto fail;
@@ -3922,15 +3935,9 @@ writer_next_tree(WriterObject *w, long long limit)
         return -1;
     }
     PyObject *sid = Py_NewRef(w->tree->nodes[node].key);
-    Py_ssize_t j = 0;
-    for (; j < r->size; j++) {
-        PyObject *cand = r->buf[(r->head + j) % r->cap].sid;
-        int same = cand == sid ? 1 : PyObject_RichCompareBool(cand, sid, Py_EQ);
-        if (same < 0)
-            goto fail;
-        if (same)
-            break;
-    }
+    Py_ssize_t j = rotation_find(r, sid);
+    if (j < 0)
+        goto fail;
     if (j == r->size) {
         PyErr_Format(PyExc_KeyError, "the tree picked stream %R, which has nothing to write", sid);
         goto fail;
