@@ -68,14 +68,28 @@ class ScheduledWriter(ResponseWriter):
             self.scheduler.remove(stream_id)
 
     def write_next(self, limit: int) -> int:
+        # _write_chunk's body inlined: QUIC's pull calls this once a packet.
         """Write one chunk (at most ``limit`` bytes) of the stream the scheduler picks; its size."""
         left = self._left
         if not left:
             return 0
-        stream_id = self.scheduler.pick()
+        scheduler = self.scheduler
+        stream_id = scheduler.pick()
         remaining = left[stream_id]
         n = remaining if remaining < limit else limit
-        self._write_chunk(stream_id, n)
+        remaining -= n
+        written = self.written
+        written[stream_id] = written.get(stream_id, 0) + n
+        self.unacked_bytes += n
+        self.endpoint.write(stream_id, _pad(n), end=not remaining)
+        if scheduler.charges_bytes:
+            scheduler.wrote(stream_id, n)
+        if remaining:
+            left[stream_id] = remaining
+        else:
+            del left[stream_id]
+            scheduler.remove(stream_id)
+            self.on_written(stream_id)
         return n
 
     def _write_chunk(self, stream_id: int, n: int) -> None:
