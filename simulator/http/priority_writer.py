@@ -236,8 +236,11 @@ class _NativeScheduledWriter:
     as its hooks: the scheduler names a stream and how many chunks in a row it would name it,
     the C writer writes them and tells it the run's bytes when the run ends (or early, before
     any change to the scheduler): the same picks and charges in the same order, so the same
-    writes; the scheduler's own steps run in Python once a run (``tree``'s runs on Chromium's
-    chain are whole responses), not the writer's loop and acknowledgements."""
+    writes; the scheduler's own steps run in Python once a run, not the writer's loop and
+    acknowledgements.  A ``TreeScheduler`` with its C mirror is hooked differently
+    (``ResponseWriter.tree``): the C writer picks and charges each chunk in the mirror and
+    calls Python only for ``remove`` once a response is written (weighted siblings take turns
+    a chunk at a time, so runs would be one chunk long)."""
 
     __slots__ = (
         "_c",
