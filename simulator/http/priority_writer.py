@@ -8,9 +8,9 @@ scheduler's ``pick_run``, ``settle`` and ``remove`` as hooks (``_NativeScheduled
 window keeping, the acknowledgements and the writes in C, the scheduler's own calls in
 Python), so over h2 a scheduler costs about what the fixed writer does.  The RFC 7540
 tree (``TreeScheduler``), whose runs are one chunk long among weighted siblings, is given
-its C mirror (``net._tcp.StrideTree``) wherever the C extension is in use: the C writer
+its C twin (``net._tcp.StrideTree``) wherever the C extension is in use: the C writer
 picks from it with no Python call per chunk (``ResponseWriter.tree``), and over QUIC
-``ScheduledWriter``'s ``pick`` and ``wrote`` are the mirror's.  Written by hand around those.
+``ScheduledWriter``'s ``pick`` and ``wrote`` are the twin's.  Written by hand around those.
 """
 
 from __future__ import annotations
@@ -237,8 +237,8 @@ class _NativeScheduledWriter:
     the C writer writes them and tells it the run's bytes when the run ends (or early, before
     any change to the scheduler): the same picks and charges in the same order, so the same
     writes; the scheduler's own steps run in Python once a run, not the writer's loop and
-    acknowledgements.  A ``TreeScheduler`` with its C mirror is hooked differently
-    (``ResponseWriter.tree``): the C writer picks and charges each chunk in the mirror and
+    acknowledgements.  A ``TreeScheduler`` run in its C twin is hooked differently
+    (``ResponseWriter.tree``): the C writer picks and charges each chunk in the twin and
     calls Python only for ``remove`` once a response is written (weighted siblings take turns
     a chunk at a time, so runs would be one chunk long)."""
 
@@ -265,9 +265,9 @@ class _NativeScheduledWriter:
         scheduler: Scheduler,
     ) -> None:
         self._c = native.C.ResponseWriter(endpoint, chunk_bytes, written, self._done, fill_on_ack)
-        mirror = getattr(scheduler, "_mirror", None)
-        if mirror is not None:
-            self._c.tree(mirror, scheduler.remove)  # no runs: settle() has nothing to end
+        twin = getattr(scheduler, "_twin", None)
+        if twin is not None:
+            self._c.tree(twin, scheduler.remove)  # no runs: settle() has nothing to end
         else:
             self._c.hook(scheduler.pick_run, scheduler.settle, scheduler.remove)
         self.scheduler, self.written, self._on_written = scheduler, written, on_written
@@ -326,13 +326,13 @@ def scheduled_writer(
     endpoint is the C ``TcpEndpoint`` (``_NativeLevelWriter`` for a scheduler of levels and
     groups, ``_NativeScheduledWriter`` for any other), else ``ScheduledWriter``; with
     ``qlog`` (a ``priority_qlog.QlogTrace``) the writer that logs each choice, in Python.  A
-    fresh ``TreeScheduler`` gets its C mirror first when the C extension is in use."""
+    fresh ``TreeScheduler`` is run in its C twin when the C extension is in use."""
     if (
         type(scheduler) is TreeScheduler
         and getattr(native, "IMPLEMENTATION", None) == "c"
         and hasattr(native.C, "StrideTree")
     ):
-        scheduler.mirror(native.C.StrideTree())
+        scheduler.run_in_c(native.C.StrideTree())
     if qlog is not None:
         from .priority_qlog import QlogScheduledWriter
 

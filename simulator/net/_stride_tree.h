@@ -1,20 +1,21 @@
-/* StrideTree: the picks and charges of the RFC 7540 section 5.3 dependency tree
- * (simulator/http/priority_tree.py, TreeScheduler) in C, included by _tcp.c.
+/* StrideTree: the RFC 7540 section 5.3 dependency tree of simulator/http/priority_tree.py
+ * (TreeScheduler) in C, included by _tcp.c.
  *
- * Written by hand: a mirror, not a second scheduler.  TreeScheduler keeps deciding every
- * change to the tree in Python (where a stream goes, Chromium's chain, Firefox's
- * placeholders, RFC 7540 5.3.3's move of a descendant, 5.3.4's weights shared among a
- * closed stream's children) and tells the mirror each step it takes (attach, detach, ready,
- * drop); the mirror does the per-chunk work, pick and wrote, with the same numbers:
- * stride scheduling over bytes, a pass advanced by bytes x 256 / weight (the same IEEE
- * operations as Python's, in the same order), the sibling of least (pass, order) chosen,
- * the earlier child on a tie.  So with weighted siblings (Firefox's and Safari's trees,
- * where every run is one chunk long) a chunk costs no Python call: ResponseWriter picks
- * from the mirror itself (Writer_tree), and over QUIC the Python writer calls pick and
- * wrote here.
+ * Written by hand, the twin of TreeScheduler's Python reference, step for step: a stream's
+ * placement with exclusive adoption (5.3.1), stride scheduling over bytes among siblings
+ * (5.3.2: a pass advanced by bytes x 256 / weight, the same IEEE operations as Python's in
+ * the same order; the sibling of least (pass, order) picked, the earlier child on a tie), a
+ * reprioritization with the move of a descendant (5.3.3) and a finished stream's children
+ * moved up with its weight shared among them (5.3.4).  Where a stream goes (its parent:
+ * Chromium's chain, Firefox's placeholders, a stream not in the tree) is still decided in
+ * Python, which keeps only what that needs.  Why: with weighted siblings (Firefox's and
+ * Safari's trees) every turn is one chunk, so a pick in Python per chunk was most of what the
+ * tree cost; ResponseWriter picks from this tree itself (Writer_tree), and over QUIC the
+ * Python writer calls pick and wrote here.  tests/test_priority.py drives both over random
+ * trees and compares every chunk.
  *
- * Nodes are kept in one array, a node's number its place (0: the root); a dropped node's
- * place is not reused, so numbers follow the order the tree made them. */
+ * Nodes are kept in one array, a node's number its place (0: the root); a removed stream's
+ * place is not reused. */
 
 typedef struct {
     PyObject *key;                 /* the stream id or placeholder (NULL once dropped) */
@@ -150,7 +151,68 @@ tree_number(TreeObject *t, PyObject *obj, Py_ssize_t *out)
     return 0;
 }
 
-/* node(key, weight, order) -> number: a new node, not yet in the tree. */
+/* TreeScheduler._attach: ``i`` under ``p`` with ``weight`` (RFC 7540 5.3.1: an exclusive
+ * dependent adopts the parent's children), a newcomer's pass at least the parent's vtime. */
+static int
+tree_attach(TreeObject *t, Py_ssize_t i, Py_ssize_t p, int exclusive, long long weight)
+{
+    t->nodes[i].weight = weight;
+    long long own = t->nodes[i].active;
+    if (exclusive) {
+        TreeNode *parent = &t->nodes[p];
+        for (Py_ssize_t k = 0; k < parent->nchildren; k++) {
+            Py_ssize_t c = parent->children[k];
+            t->nodes[c].parent = i;
+            if (tree_append_child(&t->nodes[i], c) < 0)
+                return -1;
+            t->nodes[i].active += t->nodes[c].active;
+        }
+        parent->nchildren = 0;
+    }
+    if (tree_append_child(&t->nodes[p], i) < 0)
+        return -1;
+    TreeNode *node = &t->nodes[i];
+    node->parent = p;
+    node->pass = py_max(node->pass, t->nodes[p].vtime);
+    tree_bump(t, p, own);      /* adopted children were counted under the parent already */
+    return 0;
+}
+
+/* TreeScheduler._detach: out from under its parent, its ready nodes no longer counted above. */
+static void
+tree_detach(TreeObject *t, Py_ssize_t i)
+{
+    Py_ssize_t p = t->nodes[i].parent;
+    TreeNode *parent = &t->nodes[p];
+    Py_ssize_t k = 0;
+    while (k < parent->nchildren && parent->children[k] != i)
+        k++;
+    memmove(&parent->children[k], &parent->children[k + 1], (size_t)(parent->nchildren - k - 1) * sizeof(Py_ssize_t));
+    parent->nchildren--;
+    tree_bump(t, p, -t->nodes[i].active);
+    t->nodes[i].parent = -1;
+}
+
+/* The arguments (node, parent, exclusive, weight) of attach and move. */
+static int
+tree_args(TreeObject *t, PyObject *const *args, Py_ssize_t nargs, const char *usage, Py_ssize_t *node,
+          Py_ssize_t *parent, int *exclusive, long long *weight)
+{
+    if (nargs != 4) {
+        PyErr_SetString(PyExc_TypeError, usage);
+        return -1;
+    }
+    if (tree_number(t, args[0], node) < 0 || tree_number(t, args[1], parent) < 0)
+        return -1;
+    if ((*exclusive = PyObject_IsTrue(args[2])) < 0)
+        return -1;
+    *weight = PyLong_AsLongLong(args[3]);
+    if (*weight == -1 && PyErr_Occurred())
+        return -1;
+    return 0;
+}
+
+/* node(key, weight, order) -> number: a new node, not yet in the tree (a placeholder). */
 static PyObject *
 Tree_node(TreeObject *t, PyObject *const *args, Py_ssize_t nargs)
 {
@@ -165,108 +227,123 @@ Tree_node(TreeObject *t, PyObject *const *args, Py_ssize_t nargs)
     return i < 0 ? NULL : PyLong_FromSsize_t(i);
 }
 
-/* attach(node, parent, exclusive, weight): TreeScheduler._attach, the node's weight set first
- * (RFC 7540 5.3.1: an exclusive dependent adopts the parent's children). */
+/* attach(node, parent, exclusive, weight): a node not in the tree placed (a placeholder). */
 static PyObject *
 Tree_attach(TreeObject *t, PyObject *const *args, Py_ssize_t nargs)
 {
     Py_ssize_t i, p;
-    if (nargs != 4) {
-        PyErr_SetString(PyExc_TypeError, "attach(node, parent, exclusive, weight)");
+    int exclusive;
+    long long weight;
+    if (tree_args(t, args, nargs, "attach(node, parent, exclusive, weight)", &i, &p, &exclusive, &weight) < 0)
+        return NULL;
+    if (t->nodes[i].parent >= 0 || i == 0) {
+        PyErr_SetString(PyExc_ValueError, "attach: the node is in the tree already");
         return NULL;
     }
-    if (tree_number(t, args[0], &i) < 0 || tree_number(t, args[1], &p) < 0)
+    if (tree_attach(t, i, p, exclusive, weight) < 0)
         return NULL;
-    int exclusive = PyObject_IsTrue(args[2]);
-    long long weight = PyLong_AsLongLong(args[3]);
+    Py_RETURN_NONE;
+}
+
+/* add(stream_id, order, parent, exclusive, weight) -> number: TreeScheduler.add, a stream
+ * with data ready placed (RFC 7540 5.3.1). */
+static PyObject *
+Tree_add(TreeObject *t, PyObject *const *args, Py_ssize_t nargs)
+{
+    Py_ssize_t p;
+    if (nargs != 5) {
+        PyErr_SetString(PyExc_TypeError, "add(stream_id, order, parent, exclusive, weight)");
+        return NULL;
+    }
+    long long order = PyLong_AsLongLong(args[1]);
+    if (order == -1 && PyErr_Occurred())
+        return NULL;
+    if (tree_number(t, args[2], &p) < 0)
+        return NULL;
+    int exclusive = PyObject_IsTrue(args[3]);
+    long long weight = PyLong_AsLongLong(args[4]);
     if (exclusive < 0 || (weight == -1 && PyErr_Occurred()))
         return NULL;
-    TreeNode *node = &t->nodes[i];
-    node->weight = weight;
-    long long own = node->active;
-    if (exclusive) {
-        TreeNode *parent = &t->nodes[p];
-        for (Py_ssize_t k = 0; k < parent->nchildren; k++) {
-            Py_ssize_t c = parent->children[k];
-            t->nodes[c].parent = i;
-            if (tree_append_child(&t->nodes[i], c) < 0)
-                return NULL;
-            t->nodes[i].active += t->nodes[c].active;
-        }
-        t->nodes[p].nchildren = 0;
-    }
-    if (tree_append_child(&t->nodes[p], i) < 0)
+    Py_ssize_t i = tree_new_node(t, args[0], weight, order);
+    if (i < 0 || tree_attach(t, i, p, exclusive, weight) < 0)
         return NULL;
-    node = &t->nodes[i];
-    node->parent = p;
-    node->pass = py_max(node->pass, t->nodes[p].vtime);
-    tree_bump(t, p, own);      /* adopted children were counted under the parent already */
-    Py_RETURN_NONE;
+    t->nodes[i].ready = 1;
+    tree_bump(t, i, 1);
+    return PyLong_FromSsize_t(i);
 }
 
-/* detach(node): TreeScheduler._detach. */
+/* remove(node): TreeScheduler.remove, the stream out of the tree; its children move to its
+ * parent, its weight shared among them in proportion to theirs (RFC 7540 5.3.4). */
 static PyObject *
-Tree_detach(TreeObject *t, PyObject *arg)
-{
-    Py_ssize_t i;
-    if (tree_number(t, arg, &i) < 0)
-        return NULL;
-    Py_ssize_t p = t->nodes[i].parent;
-    if (p < 0) {
-        PyErr_SetString(PyExc_ValueError, "detach: the node is not in the tree");
-        return NULL;
-    }
-    TreeNode *parent = &t->nodes[p];
-    Py_ssize_t k = 0;
-    while (k < parent->nchildren && parent->children[k] != i)
-        k++;
-    memmove(&parent->children[k], &parent->children[k + 1], (size_t)(parent->nchildren - k - 1) * sizeof(Py_ssize_t));
-    parent->nchildren--;
-    tree_bump(t, p, -t->nodes[i].active);
-    t->nodes[i].parent = -1;
-    Py_RETURN_NONE;
-}
-
-/* ready(node, flag): a stream with data ready (add) or no longer (remove), counted up the tree. */
-static PyObject *
-Tree_ready(TreeObject *t, PyObject *const *args, Py_ssize_t nargs)
-{
-    Py_ssize_t i;
-    if (nargs != 2) {
-        PyErr_SetString(PyExc_TypeError, "ready(node, flag)");
-        return NULL;
-    }
-    if (tree_number(t, args[0], &i) < 0)
-        return NULL;
-    int flag = PyObject_IsTrue(args[1]);
-    if (flag < 0)
-        return NULL;
-    if (flag != t->nodes[i].ready) {
-        t->nodes[i].ready = (char)flag;
-        tree_bump(t, i, flag ? 1 : -1);
-    }
-    Py_RETURN_NONE;
-}
-
-/* drop(node): out of the tree for good (its key forgotten). */
-static PyObject *
-Tree_drop(TreeObject *t, PyObject *arg)
+Tree_remove(TreeObject *t, PyObject *arg)
 {
     Py_ssize_t i;
     if (tree_number(t, arg, &i) < 0)
         return NULL;
     TreeNode *node = &t->nodes[i];
-    if (node->key != Py_None) {
-        PyObject *number = PyDict_GetItemWithError(t->index, node->key);
-        if (number == NULL && PyErr_Occurred())
-            return NULL;
-        if (number != NULL && PyLong_AsSsize_t(number) == i && PyDict_DelItem(t->index, node->key) < 0)
-            return NULL;
+    if (!node->ready || node->parent < 0) {
+        PyErr_SetString(PyExc_ValueError, "remove: not a stream in the tree");
+        return NULL;
     }
-    Py_CLEAR(node->key);
-    PyMem_Free(node->children);
+    Py_ssize_t p = node->parent;
+    tree_bump(t, i, -1);
+    node->ready = 0;
+    Py_ssize_t *kids = node->children, nkids = node->nchildren;
     node->children = NULL;
     node->nchildren = node->cap = 0;
+    long long total = 0;
+    for (Py_ssize_t k = 0; k < nkids; k++)
+        total += t->nodes[kids[k]].weight;
+    if (total == 0)
+        total = 1;
+    tree_detach(t, i);
+    long long weight = t->nodes[i].weight;
+    for (Py_ssize_t k = 0; k < nkids; k++) {
+        long long share = weight * t->nodes[kids[k]].weight / total;
+        t->nodes[kids[k]].parent = -1;
+        if (tree_attach(t, kids[k], p, 0, share > 1 ? share : 1) < 0) {
+            PyMem_Free(kids);
+            return NULL;
+        }
+    }
+    PyMem_Free(kids);
+    node = &t->nodes[i];
+    PyObject *number = PyDict_GetItemWithError(t->index, node->key);
+    if (number == NULL && PyErr_Occurred())
+        return NULL;
+    if (number != NULL && PyLong_AsSsize_t(number) == i && PyDict_DelItem(t->index, node->key) < 0)
+        return NULL;
+    Py_CLEAR(node->key);
+    Py_RETURN_NONE;
+}
+
+/* move(node, parent, exclusive, weight): TreeScheduler.update's steps, a reprioritization
+ * (RFC 7540 5.3.3: a stream made dependent on its own descendant: that descendant first moves
+ * to the stream's former parent). */
+static PyObject *
+Tree_move(TreeObject *t, PyObject *const *args, Py_ssize_t nargs)
+{
+    Py_ssize_t i, p;
+    int exclusive;
+    long long weight;
+    if (tree_args(t, args, nargs, "move(node, parent, exclusive, weight)", &i, &p, &exclusive, &weight) < 0)
+        return NULL;
+    if (i == p || t->nodes[i].parent < 0) {
+        PyErr_SetString(PyExc_ValueError, "move: a stream cannot depend on itself (RFC 7540 5.3.1)");
+        return NULL;
+    }
+    t->nodes[i].weight = weight;
+    Py_ssize_t q = p;
+    while (q >= 0 && q != i)
+        q = t->nodes[q].parent;
+    if (q == i) {
+        tree_detach(t, p);
+        if (tree_attach(t, p, t->nodes[i].parent, 0, t->nodes[p].weight) < 0)
+            return NULL;
+    }
+    tree_detach(t, i);
+    if (tree_attach(t, i, p, exclusive, weight) < 0)
+        return NULL;
     Py_RETURN_NONE;
 }
 
@@ -345,12 +422,14 @@ Tree_wrote(TreeObject *t, PyObject *const *args, Py_ssize_t nargs)
 
 static PyMethodDef Tree_methods[] = {
     {"node", (PyCFunction)(void (*)(void))Tree_node, METH_FASTCALL,
-     "node(key, weight, order) -> number: a new node, not yet in the tree (key None: a placeholder)."},
+     "node(key, weight, order) -> number: a new node, not yet in the tree (a placeholder)."},
     {"attach", (PyCFunction)(void (*)(void))Tree_attach, METH_FASTCALL,
-     "attach(node, parent, exclusive, weight): under parent (exclusive: adopting its children)."},
-    {"detach", (PyCFunction)Tree_detach, METH_O, "detach(node): out from under its parent."},
-    {"ready", (PyCFunction)(void (*)(void))Tree_ready, METH_FASTCALL, "ready(node, flag): data ready or not."},
-    {"drop", (PyCFunction)Tree_drop, METH_O, "drop(node): gone for good."},
+     "attach(node, parent, exclusive, weight): a node not yet in the tree placed under parent."},
+    {"add", (PyCFunction)(void (*)(void))Tree_add, METH_FASTCALL,
+     "add(stream_id, order, parent, exclusive, weight) -> number: a stream with data ready placed."},
+    {"remove", (PyCFunction)Tree_remove, METH_O, "remove(node): the stream out, its children up (RFC 7540 5.3.4)."},
+    {"move", (PyCFunction)(void (*)(void))Tree_move, METH_FASTCALL,
+     "move(node, parent, exclusive, weight): a reprioritization (RFC 7540 5.3.3)."},
     {"pick", (PyCFunction)Tree_pick, METH_NOARGS, "pick() -> the key of the stream whose chunk goes next."},
     {"wrote", (PyCFunction)(void (*)(void))Tree_wrote, METH_FASTCALL, "wrote(stream_id, nbytes): its bytes charged."},
     {NULL},
@@ -359,7 +438,7 @@ static PyMethodDef Tree_methods[] = {
 static PyTypeObject TreeType = {
     PyVarObject_HEAD_INIT(NULL, 0)
     .tp_name = "simulator.net._tcp.StrideTree",
-    .tp_doc = "StrideTree(): http.priority_tree.TreeScheduler's picks and charges in C (a mirror it keeps).",
+    .tp_doc = "StrideTree(): http.priority_tree.TreeScheduler's tree in C, its twin.",
     .tp_basicsize = sizeof(TreeObject),
     .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC,
     .tp_new = Tree_new,

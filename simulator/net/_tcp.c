@@ -3572,7 +3572,7 @@ typedef struct {
      * rotation, found by their stream.  run_sid: the stream of the open run (or NULL). */
     PyObject *pick, *settle, *remove, *run_sid;
     long long run_left, run_count;
-    /* Or the RFC 7540 tree's mirror (http.priority_writer, for TreeScheduler): each chunk's
+    /* Or the RFC 7540 tree's C twin (http.priority_writer, for TreeScheduler): each chunk's
      * stream picked and its bytes charged here, remove(stream) still told in Python. */
     TreeObject *tree;
     /* Cloudflare's shared sequential (http.priority_levels.LevelScheduler with split): the
@@ -3913,9 +3913,9 @@ fail:
     return -1;
 }
 
-/* write_next with the tree's mirror: the mirror picks (TreeScheduler.pick), the chunk is
- * written, the mirror charged (wrote), and a response written in full is removed from the
- * scheduler in Python (which tells the mirror) before on_written: ScheduledWriter._write_chunk's
+/* write_next with the tree's C twin: the twin picks (TreeScheduler.pick), the chunk is
+ * written, the twin charged (wrote), and a response written in full is removed from the
+ * scheduler through Python (which removes it from the twin) before on_written: ScheduledWriter._write_chunk's
  * steps in its order, with no Python call for a chunk that does not end a response. */
 static long long
 writer_next_tree(WriterObject *w, long long limit)
@@ -4217,7 +4217,7 @@ static PyMethodDef Writer_methods[] = {
     {"hook", (PyCFunction)(void (*)(void))Writer_hook, METH_FASTCALL,
      "hook(pick_run, settle, remove): a scheduler names the stream of each run of chunks."},
     {"tree", (PyCFunction)(void (*)(void))Writer_tree, METH_FASTCALL,
-     "tree(stride_tree, remove): the RFC 7540 tree's mirror picks each chunk's stream; remove(stream) when written."},
+     "tree(stride_tree, remove): the RFC 7540 tree's C twin picks each chunk's stream; remove(stream) when written."},
     {"settle", (PyCFunction)Writer_settle_run, METH_NOARGS,
      "End the open run, its charges told to the scheduler (before the scheduler changes)."},
     {"on_stream_acked", (PyCFunction)(void (*)(void))Writer_on_stream_acked, METH_FASTCALL,
