@@ -3,7 +3,8 @@ side in one run: the fixed writer (``urgency``, the C writer over the C TCP) aga
 same load with every built-in scheduler (``urgency-rr`` gives the same order, through the
 scheduler) with Chromium's signals, and ``tree`` with Firefox's and Safari's too (their
 trees have weighted siblings, which take turns a chunk at a time: ``tree/firefox``,
-``tree/safari``), over h2 and h3.  The issue's bound: at most 15% more.
+``tree/safari``), over h2 and h3 (where no tree is signalled: the three ``tree`` rows are
+one load there).  The issue's bound: at most 15% more.
 
 CPU time of this process (``time.process_time``), not wall time: the machine is shared, and
 the wall clock counts the time other processes held the core.  The variants take turns
