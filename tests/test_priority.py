@@ -441,7 +441,7 @@ def _tree_in_c():
     if native.C is None or not hasattr(native.C, "StrideTree"):
         pytest.skip("no C extension")
     s = make_scheduler("tree")
-    s.run_in_c(native.C.StrideTree())
+    assert s.run_in_c(native.C.StrideTree())
     return s
 
 
@@ -532,3 +532,20 @@ def test_rfc7540_s5_3_2_c_twin_weighted_siblings_and_safari_weights():
         s.add(sid, signal, order)
         sizes[sid] = size
     assert drain(s, sizes) == drain(*load("tree", few))
+
+
+def test_rfc7540_s5_3_1_c_twin_refuses_a_stream_on_itself_and_a_late_hand_over():
+    """A stream cannot depend on itself (RFC 7540 section 5.3.1: a PROTOCOL_ERROR): the C twin
+    refuses the move; a tree that already holds streams stays in Python."""
+    s = _tree_in_c()
+    s.add(1, PrioritySignal(), 1)
+    s.add(3, PrioritySignal(parent=1), 2)
+    with pytest.raises(ValueError):
+        s.update(3, PrioritySignal(parent=3))
+    assert s.pick() == 1
+    late = make_scheduler("tree")
+    late.add(1, PrioritySignal(), 1)
+    from simulator.net import native
+
+    assert not late.run_in_c(native.C.StrideTree())
+    assert late.pick() == 1 and late._twin is None

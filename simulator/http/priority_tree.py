@@ -239,13 +239,14 @@ class TreeScheduler(Scheduler):
         self._attach(node, parent, exclusive)
 
     # -- in C -----------------------------------------------------------------------------
-    def run_in_c(self, stride_tree) -> None:
+    def run_in_c(self, stride_tree) -> bool:
         """Run this tree in ``stride_tree`` (a fresh ``net._tcp.StrideTree``, the C twin): from
         now on ``add``, ``pick``, ``wrote``, ``remove`` and ``update`` are its steps, and this
         object keeps only what placing a stream needs (each stream's number there, urgency
-        and order; the placeholders' numbers).  Only before any stream joins."""
-        if len(self._nodes) > 1:
-            raise ValueError("run a tree in C before any stream joins it")
+        and order; the placeholders' numbers).  Only while no stream has joined (nor a twin
+        taken over): whether it did."""
+        if len(self._nodes) > 1 or self._twin is not None:
+            return False
         self._twin = stride_tree
         self._streams: dict = {}  # stream -> [number in the twin, urgency, order]
         # ``_nodes``' keys that are not placeholders -> number: the root's key is ROOT (0), which
@@ -259,6 +260,7 @@ class TreeScheduler(Scheduler):
         self.settle = lambda stream_id, chunks, chunk_bytes, last_bytes: Scheduler.settle(
             self, stream_id, chunks, chunk_bytes, last_bytes
         )
+        return True
 
     def _c_parent(self, signal: PrioritySignal, exclude=None) -> tuple[int, bool]:
         """``_parent_of`` over the twin: the parent's number and whether the placement is exclusive."""
