@@ -18,7 +18,7 @@
  * place is not reused. */
 
 typedef struct {
-    PyObject *key;                 /* the stream id or placeholder (NULL once dropped) */
+    PyObject *key;                 /* the stream id (None: the root, a placeholder; NULL once removed) */
     Py_ssize_t parent;             /* -1: detached (the root has none) */
     Py_ssize_t *children, nchildren, cap;
     long long weight, order, active;   /* active: ready nodes in the subtree, itself included */

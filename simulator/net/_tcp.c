@@ -13,7 +13,7 @@
  *   RttEstimator, CongestionControl  simulator/net/cc.py  RttEstimator, Reno, Cubic (as TCP uses them)
  *   TimerSlots                simulator/engine.py     TimerSlots (the endpoint's "rto" and "delack")
  *   ResponseWriter            simulator/net/writer.py ResponseWriter (a server's responses in turns)
- *   StrideTree                simulator/http/priority_tree.py  TreeScheduler's picks and charges (_stride_tree.h)
+ *   StrideTree                simulator/http/priority_tree.py  TreeScheduler's tree (_stride_tree.h)
  *
  * Why C: a page load of the page-load model sends about 20,000 packets, each a few
  * Python calls on the way out (write, segment, transmit, link) and in (arrival, receiver,
@@ -3540,7 +3540,7 @@ static PyTypeObject EndpointType = {
 
 /* -- StrideTree ---------------------------------------------------------------------------- */
 
-#include "_stride_tree.h"   /* StrideTree: the RFC 7540 5.3 tree's picks and charges (priority_tree.py) */
+#include "_stride_tree.h"   /* StrideTree: the RFC 7540 5.3 tree of priority_tree.py in C */
 
 /* -- ResponseWriter ----------------------------------------------------------------------- */
 
