@@ -81,7 +81,7 @@ setup(
         Extension(
             "simulator.net._tcp",
             sources=["simulator/net/_tcp.c"],
-            depends=["simulator/net/_cc.h"],
+            depends=["simulator/net/_cc.h", "simulator/net/_stride_tree.h"],
             extra_compile_args=[] if sys.platform == "win32" else ["-ffp-contract=off", "-fno-fast-math"],
             optional=not REQUIRED,
         ),

@@ -279,6 +279,36 @@ def test_native_writers_send_as_the_python_one_with_loss_rfc7540_section_5_3(sch
     monkeypatch.setattr("simulator.http.network.scheduled_writer", priority.scheduled_writer)
     native_run = pr.run(graph, params).resources
     assert made and all(type(w).__name__ == kind for w in made)
+    # the tree picks through its C twin (StrideTree), no Python call per chunk
+    assert all((getattr(w.scheduler, "_twin", None) is not None) == (scheduler == "tree") for w in made)
+    monkeypatch.setattr(priority_writer, "native", SimpleNamespace(C=None))
+    python_run = pr.run(graph, params).resources
+    pd.testing.assert_frame_equal(native_run, python_run)
+
+
+def test_native_tree_over_quic_sends_as_the_python_one_rfc7540_section_5_3(monkeypatch):
+    """Over QUIC ``ScheduledWriter`` picks and charges the tree through its C twin
+    (``StrideTree``): every response of an h3 page load ready at the same time as with the
+    Python tree's own picks, for three browsers' signals (h3 carries no tree, RFC 9218
+    section 2.1: every stream a sibling under the root) with the LCP image's update."""
+    from types import SimpleNamespace
+
+    from simulator.http import priority, priority_writer
+    from simulator.net import native
+    from simulator.studies import priorities as pr
+    from simulator.browser import page_graph
+    from simulator.traces import load
+
+    if native.C is None or native.IMPLEMENTATION != "c":
+        pytest.skip("no C extension")
+    graph = page_graph(load("traces/synthetic-page.har"))
+    params = pr.PrioritiesParams(schedulers=("tree",), browsers=("chromium", "firefox", "safari"), protocol="h3")
+    made = []
+    real = priority.scheduled_writer
+    monkeypatch.setattr(priority, "scheduled_writer", lambda *a, **k: made.append(real(*a, **k)) or made[-1])
+    monkeypatch.setattr("simulator.http.network.scheduled_writer", priority.scheduled_writer)
+    native_run = pr.run(graph, params).resources
+    assert made and all(w.scheduler._twin is not None for w in made)
     monkeypatch.setattr(priority_writer, "native", SimpleNamespace(C=None))
     python_run = pr.run(graph, params).resources
     pd.testing.assert_frame_equal(native_run, python_run)
@@ -402,3 +432,120 @@ def test_rfc7540_s5_3_3_runs_cut_by_reprioritization_give_the_order_of_one_pick_
         return out
 
     assert drive(True) == drive(False)
+
+
+def _tree_in_c():
+    """A ``tree`` scheduler picking through its C twin (``net._tcp.StrideTree``), or skip."""
+    from simulator.net import native
+
+    if native.C is None or not hasattr(native.C, "StrideTree"):
+        pytest.skip("no C extension")
+    s = make_scheduler("tree")
+    assert s.run_in_c(native.C.StrideTree())
+    return s
+
+
+@pytest.mark.parametrize("seed", range(24))
+def test_rfc7540_s5_3_c_twin_picks_as_the_python_tree(seed):
+    """The tree's C twin (``StrideTree``: the C writer's picks with weighted siblings) makes
+    the same choices as the Python tree's ``pick`` and ``wrote``, chunk for chunk: random
+    trees of Firefox's placeholders, Chromium's chain and plain dependencies (some on a
+    stream's own descendant, RFC 7540 section 5.3.3), exclusive placements (5.3.1), weights
+    1-256 shared by siblings (5.3.2), children of finished and cancelled streams moved up
+    with the weight shared (5.3.4), reprioritizations, chunks of random length (QUIC's
+    pulls) as well as full ones, and a stream 0 (QUIC's first request, whose id is also the
+    root's, 5.3.1)."""
+    import random
+
+    rng = random.Random(seed)
+    events, sid = [], seed % 2  # even seeds: stream 0 too (QUIC's first request; ROOT's id in the tree)
+    for at in sorted(rng.sample(range(1500), 150)):
+        kind = rng.choice(["add", "add", "add", "update", "update", "remove"])
+        parent = rng.choice(
+            [ROOT, CHAIN, "leader", "follower", "other", "speculative", rng.randrange(seed % 2, sid + 2, 2), sid - 2]
+        )
+        signal = PrioritySignal(
+            urgency=rng.randint(0, 7),
+            weight=rng.choice([1, 2, 16, 21, 22, 32, 101, 201, 255, 256, rng.randint(1, 256)]),
+            parent=parent if not isinstance(parent, int) or parent > 0 else ROOT,
+            exclusive=rng.random() < 0.25,
+            tree="firefox" if isinstance(parent, str) and parent not in (ROOT, CHAIN) else None,
+        )
+        events.append((at, kind, sid, rng.randint(1, 40) * CHUNK + rng.randint(0, 99), signal, rng.random()))
+        sid += 2
+    limits = [rng.choice([CHUNK, CHUNK, CHUNK, rng.randint(1, 3 * CHUNK)]) for _ in range(4000)]
+
+    def drive(s) -> list[tuple[int, int]]:
+        sizes, out, order = {}, [], 0
+        for at, kind, sid, size, signal, pick in events:
+            while sizes and len(out) < at:
+                chosen = s.pick()
+                n = min(limits[len(out)], sizes[chosen])
+                sizes[chosen] -= n
+                s.wrote(chosen, n)
+                out.append((chosen, n))
+                if not sizes[chosen]:
+                    del sizes[chosen]
+                    s.remove(chosen)
+            live = sorted(sizes)
+            if kind == "add":
+                order += 1
+                sizes[sid] = size
+                s.add(sid, signal, order)
+            elif live and kind == "update":
+                moved = live[int(pick * len(live))]
+                if signal.parent != moved:  # RFC 7540 5.3.1: never on itself (a PROTOCOL_ERROR)
+                    s.update(moved, signal)
+            elif live:
+                gone = live[int(pick * len(live))]
+                del sizes[gone]
+                s.remove(gone)
+        while sizes:
+            chosen = s.pick()
+            n = min(CHUNK, sizes[chosen])
+            sizes[chosen] -= n
+            s.wrote(chosen, n)
+            out.append((chosen, n))
+            if not sizes[chosen]:
+                del sizes[chosen]
+                s.remove(chosen)
+        return out
+
+    python, in_c = drive(make_scheduler("tree")), drive(_tree_in_c())
+    assert len(python) > 1000
+    assert in_c == python
+
+
+def test_rfc7540_s5_3_2_c_twin_weighted_siblings_and_safari_weights():
+    """Siblings of weights 256, 16 and 1 under the root (Safari's HTTP/2 signals have only
+    weights) and a dependent of the middle one: the twin's chunks are the Python tree's."""
+    few = [
+        (1, 30000, PrioritySignal(weight=256)),
+        (3, 20000, PrioritySignal(weight=16)),
+        (5, 9000, PrioritySignal(weight=1)),
+        (7, 5000, PrioritySignal(weight=16, parent=3)),
+        (9, 7000, PrioritySignal(weight=24)),
+    ]
+    s = _tree_in_c()
+    sizes = {}
+    for order, (sid, size, signal) in enumerate(few, 1):
+        s.add(sid, signal, order)
+        sizes[sid] = size
+    assert drain(s, sizes) == drain(*load("tree", few))
+
+
+def test_rfc7540_s5_3_1_c_twin_refuses_a_stream_on_itself_and_a_late_hand_over():
+    """A stream cannot depend on itself (RFC 7540 section 5.3.1: a PROTOCOL_ERROR): the C twin
+    refuses the move; a tree that already holds streams stays in Python."""
+    s = _tree_in_c()
+    s.add(1, PrioritySignal(), 1)
+    s.add(3, PrioritySignal(parent=1), 2)
+    with pytest.raises(ValueError):
+        s.update(3, PrioritySignal(parent=3))
+    assert s.pick() == 1
+    late = make_scheduler("tree")
+    late.add(1, PrioritySignal(), 1)
+    from simulator.net import native
+
+    assert not late.run_in_c(native.C.StrideTree())
+    assert late.pick() == 1 and late._twin is None

@@ -13,9 +13,12 @@ re-exports the rest.
 
 Speed: over the C TCP endpoint ``scheduled_writer`` puts every scheduler on the C writer of
 ``net.writer``: one of levels and groups as its levels (Cloudflare's split counted there
-too), any other (``tree``, added ones) with its ``pick_run``/``settle`` as hooks, one
-Python call a run of chunks; so over h2 a scheduler costs about what the fixed writer does
-(``workbench bench priorities``).  Elsewhere ``ScheduledWriter`` runs in Python.
+too), ``tree`` in its C twin (``net._tcp.StrideTree``: the picks and charges of each
+chunk in C, the tree's changes still decided here), any other (added ones) with its
+``pick_run``/``settle`` as hooks, one Python call a run of chunks; so over h2 a scheduler
+costs about what the fixed writer does (``workbench bench priorities``).  Elsewhere
+``ScheduledWriter`` runs in Python (with ``tree``'s ``pick`` and ``wrote`` from the twin
+when the C extension is in use).
 
 Each stream comes with the signals a client sends (``PrioritySignal``): RFC 9218's
 urgency (0-7, lower first, default 3) and incremental flag, and RFC 7540's dependency

@@ -3,6 +3,14 @@ browsers build: Firefox's placeholders (``PLACEHOLDER_TREES``) and Chromium's ex
 chain (``CHAIN``).  Written by hand: stride scheduling over bytes among siblings, the
 tree's rules cited per section.  HTTP/3 carries no tree (RFC 9218 section 2.1): there every
 stream sits under the root at the default weight.
+
+Speed: with weighted siblings (Firefox's and Safari's trees) a stream's turn is one chunk,
+so ``pick_run`` names runs of one and a writer would call Python per chunk.  A writer over
+the C extension therefore hands the tree to its C twin (``run_in_c``: ``net._tcp.StrideTree``,
+``net/_stride_tree.h``, the same steps with the same floating-point operations in the same
+order): the tree's picks, charges, placements and removals run there, and this class keeps
+only where a new or reprioritized stream goes (its parent, Chromium's chain, Firefox's
+placeholders).  The Python tree below stays the reference the C one is tested against.
 """
 
 from __future__ import annotations
@@ -45,6 +53,7 @@ class TreeScheduler(Scheduler):
         self._root = _Node(ROOT, DEFAULT_WEIGHT, 0)
         self._nodes: dict = {ROOT: self._root}
         self._trees: set[str] = set()
+        self._twin = None  # net._tcp.StrideTree once ``run_in_c`` is called
 
     # -- the tree ---------------------------------------------------------------------
     def _attach(self, node: _Node, parent: _Node, exclusive: bool) -> None:
@@ -228,3 +237,81 @@ class TreeScheduler(Scheduler):
             self._attach(parent, node.parent, False)
         self._detach(node)
         self._attach(node, parent, exclusive)
+
+    # -- in C -----------------------------------------------------------------------------
+    def run_in_c(self, stride_tree) -> bool:
+        """Run this tree in ``stride_tree`` (a fresh ``net._tcp.StrideTree``, the C twin): from
+        now on ``add``, ``pick``, ``wrote``, ``remove`` and ``update`` are its steps, and this
+        object keeps only what placing a stream needs (each stream's number there, urgency
+        and order; the placeholders' numbers).  Only while no stream has joined (nor a twin
+        taken over): whether it did."""
+        if len(self._nodes) > 1 or self._twin is not None:
+            return False
+        self._twin = stride_tree
+        self._streams: dict = {}  # stream -> [number in the twin, urgency, order]
+        # ``_nodes``' keys that are not placeholders -> number: the root's key is ROOT (0), which
+        # over QUIC is also the first request's stream id, so a stream 0 takes the key over
+        # while it is in the tree and takes it along when it leaves, as it does in ``_nodes``.
+        self._numbers: dict = {ROOT: 0}
+        self._places: dict = {}  # placeholder (tree, name) -> number
+        self.add, self.remove, self.update = self._c_add, self._c_remove, self._c_update
+        self.pick, self.wrote = stride_tree.pick, stride_tree.wrote
+        self.pick_run = lambda chunk_bytes: (stride_tree.pick(), 1)
+        self.settle = lambda stream_id, chunks, chunk_bytes, last_bytes: Scheduler.settle(
+            self, stream_id, chunks, chunk_bytes, last_bytes
+        )
+        return True
+
+    def _c_parent(self, signal: PrioritySignal, exclude=None) -> tuple[int, bool]:
+        """``_parent_of`` over the twin: the parent's number and whether the placement is exclusive."""
+        parent = signal.parent
+        if parent == CHAIN:
+            # _chain_parent: the youngest open stream of the same urgency, else of the nearest more urgent one
+            best = None
+            for sid, entry in self._streams.items():
+                if entry[1] > signal.urgency or sid == exclude:
+                    continue
+                if best is None or (entry[1], entry[2]) > (best[1], best[2]):
+                    best = entry
+            return (best[0] if best is not None else 0), True
+        if isinstance(parent, str):
+            tree = signal.tree
+            if tree not in self._trees:
+                if tree not in PLACEHOLDER_TREES:
+                    raise InputError(
+                        f"unknown placeholder set {tree!r} (choose {', '.join(sorted(PLACEHOLDER_TREES))})"
+                    )
+                self._trees.add(tree)
+                twin, places = self._twin, self._places
+                for name, above, weight in PLACEHOLDER_TREES[tree]:
+                    number = places[(tree, name)] = twin.node(None, weight, 0)
+                    # as _placeholders: the ROOT key (a stream 0 while it is in the tree, as said above)
+                    twin.attach(number, self._numbers[above] if above == ROOT else places[(tree, above)], False, weight)
+            return self._places[(tree, parent)], signal.exclusive
+        # RFC 7540 section 5.3.1: a dependency on a stream not in the tree gets the default priority.
+        number = self._numbers.get(parent)
+        if number is None:
+            return 0, False
+        return number, signal.exclusive
+
+    def _c_add(self, stream_id, signal, order):
+        """``add`` in the twin."""
+        parent, exclusive = self._c_parent(signal)
+        number = self._numbers[stream_id] = self._twin.add(stream_id, order, parent, exclusive, signal.weight)
+        self._streams[stream_id] = [number, signal.urgency, order]
+
+    def _c_remove(self, stream_id):
+        """``remove`` in the twin."""
+        entry = self._streams.pop(stream_id, None)
+        if entry is not None:
+            del self._numbers[stream_id]
+            self._twin.remove(entry[0])
+
+    def _c_update(self, stream_id, signal):
+        """``update`` in the twin."""
+        entry = self._streams.get(stream_id)
+        if entry is None:
+            return
+        entry[1] = signal.urgency
+        parent, exclusive = self._c_parent(signal, exclude=stream_id)
+        self._twin.move(entry[0], parent, exclusive, signal.weight)

@@ -6,8 +6,11 @@ chunk), (``cf-shared-sequential``'s split
 counted there too), for any other (``tree``, added ones) with the
 scheduler's ``pick_run``, ``settle`` and ``remove`` as hooks (``_NativeScheduledWriter``: the
 window keeping, the acknowledgements and the writes in C, the scheduler's own calls in
-Python), so over h2 a scheduler costs about what the fixed writer does.  Written by hand
-around those two.
+Python), so over h2 a scheduler costs about what the fixed writer does.  The RFC 7540
+tree (``TreeScheduler``), whose runs are one chunk long among weighted siblings, is given
+its C twin (``net._tcp.StrideTree``) wherever the C extension is in use: the C writer
+picks from it with no Python call per chunk (``ResponseWriter.tree``), and over QUIC
+``ScheduledWriter``'s ``pick`` and ``wrote`` are the twin's.  Written by hand around those.
 """
 
 from __future__ import annotations
@@ -16,6 +19,7 @@ from ..net import native
 from ..net.writer import ResponseWriter, _pad
 from .priority_levels import LevelScheduler
 from .priority_signals import PrioritySignal, Scheduler
+from .priority_tree import TreeScheduler
 
 __all__ = ["ScheduledWriter", "scheduled_writer"]
 
@@ -64,14 +68,28 @@ class ScheduledWriter(ResponseWriter):
             self.scheduler.remove(stream_id)
 
     def write_next(self, limit: int) -> int:
+        # _write_chunk's body inlined: QUIC's pull calls this once a packet.
         """Write one chunk (at most ``limit`` bytes) of the stream the scheduler picks; its size."""
         left = self._left
         if not left:
             return 0
-        stream_id = self.scheduler.pick()
+        scheduler = self.scheduler
+        stream_id = scheduler.pick()
         remaining = left[stream_id]
         n = remaining if remaining < limit else limit
-        self._write_chunk(stream_id, n)
+        remaining -= n
+        written = self.written
+        written[stream_id] = written.get(stream_id, 0) + n
+        self.unacked_bytes += n
+        self.endpoint.write(stream_id, _pad(n), end=not remaining)
+        if scheduler.charges_bytes:
+            scheduler.wrote(stream_id, n)
+        if remaining:
+            left[stream_id] = remaining
+        else:
+            del left[stream_id]
+            scheduler.remove(stream_id)
+            self.on_written(stream_id)
         return n
 
     def _write_chunk(self, stream_id: int, n: int) -> None:
@@ -218,8 +236,11 @@ class _NativeScheduledWriter:
     as its hooks: the scheduler names a stream and how many chunks in a row it would name it,
     the C writer writes them and tells it the run's bytes when the run ends (or early, before
     any change to the scheduler): the same picks and charges in the same order, so the same
-    writes; the scheduler's own steps run in Python once a run (``tree``'s runs on Chromium's
-    chain are whole responses), not the writer's loop and acknowledgements."""
+    writes; the scheduler's own steps run in Python once a run, not the writer's loop and
+    acknowledgements.  A ``TreeScheduler`` run in its C twin is hooked differently
+    (``ResponseWriter.tree``): the C writer picks and charges each chunk in the twin and
+    calls Python only for ``remove`` once a response is written (weighted siblings take turns
+    a chunk at a time, so runs would be one chunk long)."""
 
     __slots__ = (
         "_c",
@@ -244,7 +265,11 @@ class _NativeScheduledWriter:
         scheduler: Scheduler,
     ) -> None:
         self._c = native.C.ResponseWriter(endpoint, chunk_bytes, written, self._done, fill_on_ack)
-        self._c.hook(scheduler.pick_run, scheduler.settle, scheduler.remove)
+        twin = getattr(scheduler, "_twin", None)
+        if twin is not None:
+            self._c.tree(twin, scheduler.remove)  # no runs: settle() has nothing to end
+        else:
+            self._c.hook(scheduler.pick_run, scheduler.settle, scheduler.remove)
         self.scheduler, self.written, self._on_written = scheduler, written, on_written
         self._waiting: set[int] = set()
         self._count = 0
@@ -300,7 +325,14 @@ def scheduled_writer(
     """A writer with ``scheduler`` choosing each chunk's stream: on the C writer when the
     endpoint is the C ``TcpEndpoint`` (``_NativeLevelWriter`` for a scheduler of levels and
     groups, ``_NativeScheduledWriter`` for any other), else ``ScheduledWriter``; with
-    ``qlog`` (a ``priority_qlog.QlogTrace``) the writer that logs each choice, in Python."""
+    ``qlog`` (a ``priority_qlog.QlogTrace``) the writer that logs each choice, in Python.  A
+    fresh ``TreeScheduler`` is run in its C twin when the C extension is in use."""
+    if (
+        type(scheduler) is TreeScheduler
+        and getattr(native, "IMPLEMENTATION", None) == "c"
+        and hasattr(native.C, "StrideTree")
+    ):
+        scheduler.run_in_c(native.C.StrideTree())
     if qlog is not None:
         from .priority_qlog import QlogScheduledWriter
 

@@ -13,6 +13,7 @@
  *   RttEstimator, CongestionControl  simulator/net/cc.py  RttEstimator, Reno, Cubic (as TCP uses them)
  *   TimerSlots                simulator/engine.py     TimerSlots (the endpoint's "rto" and "delack")
  *   ResponseWriter            simulator/net/writer.py ResponseWriter (a server's responses in turns)
+ *   StrideTree                simulator/http/priority_tree.py  TreeScheduler's tree (_stride_tree.h)
  *
  * Why C: a page load of the page-load model sends about 20,000 packets, each a few
  * Python calls on the way out (write, segment, transmit, link) and in (arrival, receiver,
@@ -3605,6 +3606,10 @@ static PyTypeObject EndpointType = {
     .tp_getset = Endpoint_getset,
 };
 
+/* -- StrideTree ---------------------------------------------------------------------------- */
+
+#include "_stride_tree.h"   /* StrideTree: the RFC 7540 5.3 tree of priority_tree.py in C */
+
 /* -- ResponseWriter ----------------------------------------------------------------------- */
 
 /* writer.ResponseWriter's twin for a C endpoint: responses in rotations per urgency level,
@@ -3635,6 +3640,9 @@ typedef struct {
      * rotation, found by their stream.  run_sid: the stream of the open run (or NULL). */
     PyObject *pick, *settle, *remove, *run_sid;
     long long run_left, run_count;
+    /* Or the RFC 7540 tree's C twin (http.priority_writer, for TreeScheduler): each chunk's
+     * stream picked and its bytes charged here, remove(stream) still told in Python. */
+    TreeObject *tree;
     /* Cloudflare's shared sequential (http.priority_levels.LevelScheduler with split): the
      * levels are its groups, (urgency << 42) + order for a sequential response and
      * (urgency << 42) + (1 << 41) for the shared ones; per urgency the bytes each group has
@@ -3687,6 +3695,7 @@ Writer_traverse(WriterObject *w, visitproc visit, void *arg)
     Py_VISIT(w->settle);
     Py_VISIT(w->remove);
     Py_VISIT(w->run_sid);
+    Py_VISIT((PyObject *)w->tree);
     for (Py_ssize_t i = 0; i < w->nlevels; i++) {
         Rotation *r = &w->levels[i];
         for (Py_ssize_t j = 0; j < r->size; j++)
@@ -3722,6 +3731,7 @@ Writer_clear(WriterObject *w)
     Py_CLEAR(w->settle);
     Py_CLEAR(w->remove);
     Py_CLEAR(w->run_sid);
+    Py_CLEAR(w->tree);
     rotations_free(w);
     return 0;
 }
@@ -3839,6 +3849,25 @@ dict_add(PyObject *dict, PyObject *key, long long n, long long *total)
     return rc;
 }
 
+/* The place in rotation ``r`` of the turn of stream ``sid`` (r->size: none; -1: an error).
+ * The writer's own objects first, by identity (a scheduler names the stream by the object
+ * it was given, so this finds it without a comparison per turn), then by equality. */
+static Py_ssize_t
+rotation_find(Rotation *r, PyObject *sid)
+{
+    for (Py_ssize_t j = 0; j < r->size; j++)
+        if (r->buf[(r->head + j) % r->cap].sid == sid)
+            return j;
+    for (Py_ssize_t j = 0; j < r->size; j++) {
+        int same = PyObject_RichCompareBool(r->buf[(r->head + j) % r->cap].sid, sid, Py_EQ);
+        if (same < 0)
+            return -1;
+        if (same)
+            return j;
+    }
+    return r->size;
+}
+
 /* A run's charges to the scheduler: settle(stream, chunks, chunk_bytes, last_bytes), the run
  * ended (none open: nothing). */
 static int
@@ -3895,15 +3924,9 @@ writer_next_picked(WriterObject *w, long long limit)
         w->run_count = 0;
     }
     PyObject *sid = Py_NewRef(w->run_sid);
-    Py_ssize_t j = 0;
-    for (; j < r->size; j++) {
-        PyObject *cand = r->buf[(r->head + j) % r->cap].sid;
-        int same = cand == sid ? 1 : PyObject_RichCompareBool(cand, sid, Py_EQ);
-        if (same < 0)
-            goto fail;
-        if (same)
-            break;
-    }
+    Py_ssize_t j = rotation_find(r, sid);
+    if (j < 0)
+        goto fail;
     if (j == r->size) {
         PyErr_Format(PyExc_KeyError, "the scheduler picked stream %R, which has nothing to write", sid);
         goto fail;
@@ -3958,6 +3981,75 @@ fail:
     return -1;
 }
 
+/* write_next with the tree's C twin: the twin picks (TreeScheduler.pick), the chunk is
+ * written, the twin charged (wrote), and a response written in full is removed from the
+ * scheduler through Python (which removes it from the twin) before on_written: ScheduledWriter._write_chunk's
+ * steps in its order, with no Python call for a chunk that does not end a response. */
+static long long
+writer_next_tree(WriterObject *w, long long limit)
+{
+    Rotation *r = NULL;
+    for (Py_ssize_t i = 0; i < w->nlevels; i++) {
+        if (w->levels[i].size > 0) {
+            r = &w->levels[i];
+            break;
+        }
+    }
+    if (r == NULL)
+        return 0;
+    Py_ssize_t node = tree_pick(w->tree);
+    if (node < 0) {
+        PyErr_SetString(PyExc_LookupError, "the tree has no stream ready while responses wait");
+        return -1;
+    }
+    PyObject *sid = Py_NewRef(w->tree->nodes[node].key);
+    Py_ssize_t j = rotation_find(r, sid);
+    if (j < 0)
+        goto fail;
+    if (j == r->size) {
+        PyErr_Format(PyExc_KeyError, "the tree picked stream %R, which has nothing to write", sid);
+        goto fail;
+    }
+    Turn *t = &r->buf[(r->head + j) % r->cap];
+    long long n = t->remaining < limit ? t->remaining : limit;
+    long long remaining = t->remaining - n;
+    t->remaining = remaining;
+    if (dict_add(w->written, sid, n, NULL) < 0)
+        goto fail;
+    w->unacked += n;
+    if (n > PyBytes_GET_SIZE(w->pad)) {
+        PyObject *pad = PyBytes_FromStringAndSize(NULL, (Py_ssize_t)n);
+        if (pad == NULL)
+            goto fail;
+        memset(PyBytes_AS_STRING(pad), 'r', (size_t)n);
+        Py_SETREF(w->pad, pad);
+    }
+    if (endpoint_write_slice(w->endpoint, sid, w->pad, 0, (Py_ssize_t)n, !remaining) < 0)
+        goto fail;
+    tree_wrote(w->tree, node, n);
+    if (!remaining) {
+        /* out of the rotation, order kept, before any call into Python */
+        Py_ssize_t pos = (r->head + j) % r->cap;
+        Py_DECREF(r->buf[pos].sid);
+        for (Py_ssize_t k = j; k + 1 < r->size; k++)
+            r->buf[(r->head + k) % r->cap] = r->buf[(r->head + k + 1) % r->cap];
+        r->size--;
+        PyObject *res = PyObject_CallOneArg(w->remove, sid);
+        if (res == NULL)
+            goto fail;
+        Py_DECREF(res);
+        res = PyObject_CallOneArg(w->on_written, sid);
+        if (res == NULL)
+            goto fail;
+        Py_DECREF(res);
+    }
+    Py_DECREF(sid);
+    return n;
+fail:
+    Py_DECREF(sid);
+    return -1;
+}
+
 #define SPLIT_SHARED (1LL << 41)
 #define SPLIT_URGENCY(level) ((int)(((level) >> 42) & 7))
 
@@ -3985,6 +4077,8 @@ split_after_remove(WriterObject *w, long long level)
 static long long
 writer_next(WriterObject *w, long long limit)
 {
+    if (w->tree != NULL)
+        return writer_next_tree(w, limit);
     if (w->pick != NULL)
         return writer_next_picked(w, limit);
     Rotation *r = NULL;
@@ -4162,6 +4256,18 @@ Writer_hook(WriterObject *w, PyObject *const *args, Py_ssize_t nargs)
 }
 
 static PyObject *
+Writer_tree(WriterObject *w, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 2 || !PyObject_TypeCheck(args[0], &TreeType) || !PyCallable_Check(args[1])) {
+        PyErr_SetString(PyExc_TypeError, "tree(stride_tree, remove)");
+        return NULL;
+    }
+    Py_XSETREF(w->tree, (TreeObject *)Py_NewRef(args[0]));
+    Py_XSETREF(w->remove, Py_NewRef(args[1]));
+    Py_RETURN_NONE;
+}
+
+static PyObject *
 Writer_settle_run(WriterObject *w, PyObject *unused)
 {
     if (writer_settle(w, 0) < 0)
@@ -4178,6 +4284,8 @@ static PyMethodDef Writer_methods[] = {
      "Cloudflare's shared sequential: levels are (urgency << 42) + order or + (1 << 41), split by bytes."},
     {"hook", (PyCFunction)(void (*)(void))Writer_hook, METH_FASTCALL,
      "hook(pick_run, settle, remove): a scheduler names the stream of each run of chunks."},
+    {"tree", (PyCFunction)(void (*)(void))Writer_tree, METH_FASTCALL,
+     "tree(stride_tree, remove): the RFC 7540 tree's C twin picks each chunk's stream; remove(stream) when written."},
     {"settle", (PyCFunction)Writer_settle_run, METH_NOARGS,
      "End the open run, its charges told to the scheduler (before the scheduler changes)."},
     {"on_stream_acked", (PyCFunction)(void (*)(void))Writer_on_stream_acked, METH_FASTCALL,
@@ -4291,7 +4399,7 @@ PyInit__tcp(void)
     if ((empty_bytes = PyBytes_FromStringAndSize(NULL, 0)) == NULL || (empty_tuple = PyTuple_New(0)) == NULL)
         return NULL;
     PyTypeObject *types[] = {&PacketType, &LinkStatsType, &LinkType, &LaterType, &DelayedLinkType, &SegmentType,
-                             &AckType, &ControlType, &RttType, &CcType, &TimersType, &EndpointType, &WriterType};
+                             &AckType, &ControlType, &RttType, &CcType, &TimersType, &EndpointType, &WriterType, &TreeType};
     for (size_t i = 0; i < sizeof(types) / sizeof(types[0]); i++)
         if (PyType_Ready(types[i]) < 0)
             return NULL;
@@ -4300,7 +4408,7 @@ PyInit__tcp(void)
         return NULL;
     const char *names[] = {"Packet", "LinkStats", "Link", "_Later", "DelayedLink", "TcpSegment", "TcpAck",
                            "TcpControl", "RttEstimator", "CongestionControl", "TimerSlots", "TcpEndpoint",
-                           "ResponseWriter"};
+                           "ResponseWriter", "StrideTree"};
     for (size_t i = 0; i < sizeof(types) / sizeof(types[0]); i++) {
         if (PyModule_AddObjectRef(m, names[i], (PyObject *)types[i]) < 0) {
             Py_DECREF(m);
