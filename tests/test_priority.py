@@ -453,12 +453,12 @@ def test_rfc7540_s5_3_c_twin_picks_as_the_python_tree(seed):
     stream's own descendant, RFC 7540 section 5.3.3), exclusive placements (5.3.1), weights
     1-256 shared by siblings (5.3.2), children of finished and cancelled streams moved up
     with the weight shared (5.3.4), reprioritizations, chunks of random length (QUIC's
-    pulls) as well as full ones, and a stream 0 (QUIC's first request, whose id is also the
-    root's, 5.3.1)."""
+    pulls) as well as full ones, and a stream 0 (the first request over QUIC, RFC 9000
+    section 2.1)."""
     import random
 
     rng = random.Random(seed)
-    events, sid = [], seed % 2  # even seeds: stream 0 too (QUIC's first request; ROOT's id in the tree)
+    events, sid = [], seed % 2  # even seeds: stream 0 too (QUIC's first request)
     for at in sorted(rng.sample(range(1500), 150)):
         kind = rng.choice(["add", "add", "add", "update", "update", "remove"])
         parent = rng.choice(
@@ -549,3 +549,25 @@ def test_rfc7540_s5_3_1_c_twin_refuses_a_stream_on_itself_and_a_late_hand_over()
 
     assert not late.run_in_c(native.C.StrideTree())
     assert late.pick() == 1 and late._twin is None
+
+
+@pytest.mark.parametrize("in_c", [False, True])
+def test_rfc7540_s5_3_1_the_root_is_not_quics_stream_0(in_c):
+    """Over QUIC the first request is stream 0 (RFC 9000 section 2.1), which on HTTP/2 names
+    the tree's root (RFC 7540 section 5.3.1).  A response placed under the root while that
+    request is open is its sibling, sharing by weight (5.3.2), not its child waiting for it."""
+    from simulator.net import native
+
+    tree = make_scheduler("tree")
+    if in_c:
+        if native.C is None or not hasattr(native.C, "StrideTree"):
+            pytest.skip("the C extension is not built")
+        assert tree.run_in_c(native.C.StrideTree())
+    tree.add(0, PrioritySignal(urgency=3, weight=16, parent=ROOT), 0)
+    tree.add(4, PrioritySignal(urgency=3, weight=16, parent=ROOT), 1)
+    picks = []
+    for _ in range(6):
+        sid = tree.pick()
+        picks.append(sid)
+        tree.wrote(sid, 1000)
+    assert picks.count(0) == picks.count(4) == 3

@@ -35,7 +35,9 @@ __all__ = [
 
 DEFAULT_URGENCY = 3  # RFC 9218 section 4.1
 DEFAULT_WEIGHT = 16  # RFC 7540 section 5.3.5
-ROOT = 0  # RFC 7540 section 5.3.1: stream 0, the tree's root
+# RFC 7540 section 5.3.1: the tree's root (stream 0 on HTTP/2), keyed apart from every stream
+# id: over QUIC stream 0 is the first request (RFC 9000 section 2.1).
+ROOT = -1
 CHAIN = "chain"  # parent: Chromium's placement (TreeScheduler._chain_parent)
 
 

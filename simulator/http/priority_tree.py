@@ -249,9 +249,7 @@ class TreeScheduler(Scheduler):
             return False
         self._twin = stride_tree
         self._streams: dict = {}  # stream -> [number in the twin, urgency, order]
-        # ``_nodes``' keys that are not placeholders -> number: the root's key is ROOT (0), which
-        # over QUIC is also the first request's stream id, so a stream 0 takes the key over
-        # while it is in the tree and takes it along when it leaves, as it does in ``_nodes``.
+        # ``_nodes``' keys that are not placeholders -> number (ROOT: the twin's node 0).
         self._numbers: dict = {ROOT: 0}
         self._places: dict = {}  # placeholder (tree, name) -> number
         self.add, self.remove, self.update = self._c_add, self._c_remove, self._c_update
@@ -285,7 +283,6 @@ class TreeScheduler(Scheduler):
                 twin, places = self._twin, self._places
                 for name, above, weight in PLACEHOLDER_TREES[tree]:
                     number = places[(tree, name)] = twin.node(None, weight, 0)
-                    # as _placeholders: the ROOT key (a stream 0 while it is in the tree, as said above)
                     twin.attach(number, self._numbers[above] if above == ROOT else places[(tree, above)], False, weight)
             return self._places[(tree, parent)], signal.exclusive
         # RFC 7540 section 5.3.1: a dependency on a stream not in the tree gets the default priority.
