@@ -148,7 +148,7 @@ class _Conn(_ServerSide):
         self.prioritized = net.priorities is not None and not self.h1
         if self.prioritized:
             self.scheduler = net.priorities.scheduler
-        # QUIC: the endpoint pulls a packet's worth at send time (``_pull``).
+        # QUIC: the endpoint pulls a packet's worth at send time (the writer's ``pull``).
         self.pull = self.transport == "quic" and (self.prioritized or self.scheduler != "fifo")
         if setup is not None:
             # A browser model that times DNS and handshakes itself (studies.coalescing): a
@@ -220,7 +220,8 @@ class _Conn(_ServerSide):
             )
         self.t.server.on_stream_acked = self.writer.on_stream_acked
         if self.pull:
-            self.t.server.on_send_ready = self._pull
+            # A packet's worth per call: the writer's own (C for the C QUIC endpoint), a scheduler's through _pull.
+            self.t.server.on_send_ready = self._pull if self.prioritized else self.writer.pull
         self.t.client.on_data = self._client_data
         self.t.server.on_data = self._server_data
         self._quiet()
