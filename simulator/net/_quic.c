@@ -130,6 +130,102 @@ varint_len(long long v)                      /* frames.varint_len (RFC 9000 sect
     return 8;
 }
 
+/* Attributes of the reference's objects (the endpoint, SendStream, RecvStream, RangeSet: classes
+ * with __slots__), read and written as CPython's own generic getattr/setattr does for a slot,
+ * without its per-call lookup: a slot's offset is looked up once per (type, name) and kept while
+ * the type's version tag is unchanged (any change to the class or its bases changes the tag, as
+ * CPython's attribute caches rely on).  Anything else (no slot, a property, an unset slot, a type
+ * with its own __getattribute__ or __setattr__) goes through PyObject_GetAttr / PyObject_SetAttr. */
+#define SLOT_CACHE_SIZE 512
+typedef struct {
+    PyTypeObject *type;
+    PyObject *name;
+    unsigned int version;
+    Py_ssize_t offset;             /* -1: not a plain object slot */
+} SlotEntry;
+static SlotEntry slot_cache[SLOT_CACHE_SIZE];
+
+static Py_ssize_t
+slot_offset(PyTypeObject *tp, PyObject *name)
+{
+    size_t h = ((((uintptr_t)tp) >> 4) * 31u + (((uintptr_t)name) >> 4)) & (SLOT_CACHE_SIZE - 1);
+    SlotEntry *e = &slot_cache[h];
+    if (e->type == tp && e->name == name && PyType_HasFeature(tp, Py_TPFLAGS_VALID_VERSION_TAG)
+        && e->version == tp->tp_version_tag)
+        return e->offset;
+    Py_ssize_t offset = -1;
+    if (PyUnicode_CheckExact(name)) {
+        PyObject *descr = _PyType_Lookup(tp, name);      /* borrowed; gives the type a version tag */
+        if (descr != NULL && Py_IS_TYPE(descr, &PyMemberDescr_Type)) {
+            PyMemberDef *m = ((PyMemberDescrObject *)descr)->d_member;
+            if (m->type == T_OBJECT_EX && !(m->flags & READONLY) && m->offset > 0)
+                offset = m->offset;
+        }
+    }
+    if (PyType_HasFeature(tp, Py_TPFLAGS_VALID_VERSION_TAG))
+        *e = (SlotEntry){tp, name, tp->tp_version_tag, offset};
+    return offset;
+}
+
+static PyObject *
+fast_getattr(PyObject *o, PyObject *name)
+{
+    PyTypeObject *tp = Py_TYPE(o);
+    if (tp->tp_getattro == PyObject_GenericGetAttr) {
+        Py_ssize_t offset = slot_offset(tp, name);
+        if (offset > 0) {
+            PyObject *v = *(PyObject **)((char *)o + offset);
+            if (v != NULL)
+                return Py_NewRef(v);
+        }
+    }
+    return PyObject_GetAttr(o, name);
+}
+
+static int
+fast_setattr(PyObject *o, PyObject *name, PyObject *v)
+{
+    PyTypeObject *tp = Py_TYPE(o);
+    if (v != NULL && tp->tp_setattro == PyObject_GenericSetAttr) {
+        Py_ssize_t offset = slot_offset(tp, name);
+        if (offset > 0) {                         /* as PyMember_SetOne for T_OBJECT_EX */
+            PyObject **addr = (PyObject **)((char *)o + offset);
+            PyObject *old = *addr;
+            *addr = Py_NewRef(v);
+            Py_XDECREF(old);
+            return 0;
+        }
+    }
+    return PyObject_SetAttr(o, name, v);
+}
+
+/* Tuples and lists of the hot paths built directly (Py_BuildValue parses its format on every
+ * call).  Each steals the references it is given, NULLs included (then it fails, as "N" does). */
+static PyObject *
+steal_seq(int list, Py_ssize_t n, PyObject **items)
+{
+    PyObject *seq = NULL;
+    for (Py_ssize_t i = 0; i < n; i++)
+        if (items[i] == NULL)
+            goto fail;
+    if ((seq = list ? PyList_New(n) : PyTuple_New(n)) == NULL)
+        goto fail;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        if (list)
+            PyList_SET_ITEM(seq, i, items[i]);
+        else
+            PyTuple_SET_ITEM(seq, i, items[i]);
+    }
+    return seq;
+fail:
+    for (Py_ssize_t i = 0; i < n; i++)
+        Py_XDECREF(items[i]);
+    return NULL;
+}
+
+#define STEAL_TUPLE(...) steal_seq(0, sizeof((PyObject *[]){__VA_ARGS__}) / sizeof(PyObject *), (PyObject *[]){__VA_ARGS__})
+#define STEAL_LIST(...) steal_seq(1, sizeof((PyObject *[]){__VA_ARGS__}) / sizeof(PyObject *), (PyObject *[]){__VA_ARGS__})
+
 static PyObject *str_ready, *str_on_send_ready, *str_flush_scheduled, *str_ack_due, *str_unacked_eliciting,
     *str_next_pn, *str_packets_sent, *str_probe_packets_sent, *str_ack_packets_sent, *str_bytes_sent,
     *str_stream_bytes_sent, *str_stream_bytes_retransmitted, *str_timers, *str_set, *str_cancel, *str_loss,
@@ -977,7 +1073,7 @@ Core_ack_frame(CoreObject *c, PyObject *arg)
     PyObject *ack = ack_tuple(c, now, &size);
     if (ack == NULL)
         return NULL;
-    return Py_BuildValue("(NL)", ack, size);
+    return STEAL_TUPLE(ack, PyLong_FromLongLong(size));
 }
 
 /* The ACK frame (ranges highest first, ack_delay_s) of ack._ack_frame, its size in *size. */
@@ -989,7 +1085,7 @@ ack_tuple(CoreObject *c, double now, long long *size)
     if (ranges == NULL)
         return NULL;
     for (int i = 0; i < n; i++) {
-        PyObject *rg = Py_BuildValue("(LL)", c->lows[n - 1 - i], c->highs[n - 1 - i]);
+        PyObject *rg = STEAL_TUPLE(PyLong_FromLongLong(c->lows[n - 1 - i]), PyLong_FromLongLong(c->highs[n - 1 - i]));
         if (rg == NULL) {
             Py_DECREF(ranges);
             return NULL;
@@ -998,7 +1094,7 @@ ack_tuple(CoreObject *c, double now, long long *size)
     }
     double ack_delay_s = now - c->largest_recv_time_s;
     *size = ack_frame_size(c, ack_delay_s);
-    return Py_BuildValue("(Nd)", ranges, ack_delay_s);
+    return STEAL_TUPLE(ranges, PyFloat_FromDouble(ack_delay_s));
 }
 
 /* ack_frame_size(now): the ACK frame's size alone (ack._pending_ack_bytes). */
@@ -1055,7 +1151,7 @@ tm_schedule(TimersObject *t, double when)
     t->gen += 1;
     t->scheduled = when;
     t->has_scheduled = 1;
-    PyObject *args = Py_BuildValue("(L)", t->gen);
+    PyObject *args = STEAL_TUPLE(PyLong_FromLongLong(t->gen));
     PyObject *when_o = args == NULL ? NULL : PyFloat_FromDouble(when);
     PyObject *r = when_o == NULL ? NULL : PyObject_CallFunctionObjArgs(t->push, when_o, t->fire, args, NULL);
     Py_XDECREF(when_o);
@@ -1067,7 +1163,7 @@ tm_schedule(TimersObject *t, double when)
 static int
 tm_now(TimersObject *t, double *now)
 {
-    PyObject *o = PyObject_GetAttr(t->sim, str_now);
+    PyObject *o = fast_getattr(t->sim, str_now);
     if (o == NULL)
         return -1;
     int rc = get_double(o, now);
@@ -1297,7 +1393,7 @@ static PyTypeObject TimersType = {
 static int
 attr_truthy(PyObject *o, PyObject *name)
 {
-    PyObject *v = PyObject_GetAttr(o, name);
+    PyObject *v = fast_getattr(o, name);
     if (v == NULL)
         return -1;
     int t = PyObject_IsTrue(v);
@@ -1308,7 +1404,7 @@ attr_truthy(PyObject *o, PyObject *name)
 static int
 attr_long(PyObject *o, PyObject *name, long long *out)
 {
-    PyObject *v = PyObject_GetAttr(o, name);
+    PyObject *v = fast_getattr(o, name);
     if (v == NULL)
         return -1;
     *out = PyLong_AsLongLong(v);
@@ -1322,7 +1418,7 @@ set_long(PyObject *o, PyObject *name, long long v)
     PyObject *x = PyLong_FromLongLong(v);
     if (x == NULL)
         return -1;
-    int rc = PyObject_SetAttr(o, name, x);
+    int rc = fast_setattr(o, name, x);
     Py_DECREF(x);
     return rc;
 }
@@ -1339,7 +1435,7 @@ add_long(PyObject *o, PyObject *name, long long delta)
 static int
 sim_now(CoreObject *c, double *now)
 {
-    PyObject *t = PyObject_GetAttr(c->sim, str_now);
+    PyObject *t = fast_getattr(c->sim, str_now);
     if (t == NULL)
         return -1;
     int rc = get_double(t, now);
@@ -1420,12 +1516,14 @@ acked_now(CoreObject *c)
 static int
 send_on_link(CoreObject *c, PyObject *ep, long long wire, PyObject *packet)
 {
-    PyObject *lp = PyObject_CallFunction(c->link_packet_class, "LO", wire, packet);
+    PyObject *wire_o = PyLong_FromLongLong(wire);
+    PyObject *lp = wire_o == NULL ? NULL : PyObject_CallFunctionObjArgs(c->link_packet_class, wire_o, packet, NULL);
+    Py_XDECREF(wire_o);
     if (lp == NULL)
         return -1;
-    PyObject *link = PyObject_GetAttr(ep, str_link);
-    PyObject *peer = link == NULL ? NULL : PyObject_GetAttr(ep, str_peer);
-    PyObject *deliver = peer == NULL ? NULL : PyObject_GetAttr(peer, str_deliver);
+    PyObject *link = fast_getattr(ep, str_link);
+    PyObject *peer = link == NULL ? NULL : fast_getattr(ep, str_peer);
+    PyObject *deliver = peer == NULL ? NULL : fast_getattr(peer, str_deliver);
     PyObject *r = deliver == NULL ? NULL : PyObject_CallMethodObjArgs(link, str_send, lp, deliver, NULL);
     Py_XDECREF(deliver);
     Py_XDECREF(peer);
@@ -1546,7 +1644,7 @@ popleft(PyObject *queue)
 static int
 stream_written(PyObject *stream, long long *out)
 {
-    PyObject *buf = PyObject_GetAttr(stream, str_buf);
+    PyObject *buf = fast_getattr(stream, str_buf);
     if (buf == NULL)
         return -1;
     if (!PyByteArray_Check(buf)) {
@@ -1568,7 +1666,7 @@ stream_append(PyObject *stream, PyObject *data, Py_ssize_t n)
 {
     if (n <= 0)
         return 0;
-    PyObject *later = PyObject_GetAttr(stream, str_later);
+    PyObject *later = fast_getattr(stream, str_later);
     if (later == NULL)
         return -1;
     PyObject *r = PyObject_CallMethodOneArg(later, str_append, data);
@@ -1586,7 +1684,7 @@ stream_append(PyObject *stream, PyObject *data, Py_ssize_t n)
 static PyObject *
 stream_data(PyObject *stream, long long offset, long long length)
 {
-    PyObject *buf = PyObject_GetAttr(stream, str_buf), *later = NULL, *out = NULL;
+    PyObject *buf = fast_getattr(stream, str_buf), *later = NULL, *out = NULL;
     if (buf == NULL)
         return NULL;
     long long buf_offset;
@@ -1600,7 +1698,7 @@ stream_data(PyObject *stream, long long offset, long long length)
     long long shortfall = start + length - PyByteArray_GET_SIZE(buf);
     if (shortfall > 0) {
         long long later_bytes;
-        if ((later = PyObject_GetAttr(stream, str_later)) == NULL || attr_long(stream, str_later_bytes, &later_bytes) < 0)
+        if ((later = fast_getattr(stream, str_later)) == NULL || attr_long(stream, str_later_bytes, &later_bytes) < 0)
             goto done;
         while (shortfall > 0) {
             Py_ssize_t queued = PyObject_Length(later);
@@ -1722,7 +1820,8 @@ build_frames(CoreObject *c, PyObject *ep, long long reserved, PyObject **frames_
             PyObject *data = stream_data(stream, offset, take);
             if (data == NULL)
                 goto error_chunk;
-            PyObject *frame = Py_BuildValue("(OLNO)", sid_o, offset, data, (fin && last) ? Py_True : Py_False);
+            PyObject *frame = STEAL_TUPLE(Py_NewRef(sid_o), PyLong_FromLongLong(offset), data,
+                                          Py_NewRef((fin && last) ? Py_True : Py_False));
             if (frame == NULL || PyList_Append(frames, frame) < 0) {
                 Py_XDECREF(frame);
                 goto error_chunk;
@@ -1778,7 +1877,7 @@ flush(CoreObject *c, PyObject *ep)
     double now;
     if (sim_now(c, &now) < 0)
         return -1;
-    PyObject *pull = PyObject_GetAttr(ep, str_on_send_ready);
+    PyObject *pull = fast_getattr(ep, str_on_send_ready);
     if (pull == NULL)
         return -1;
     int sent = 0;
@@ -1933,8 +2032,8 @@ schedule_flush(CoreObject *c)
         return 0;
     c->flush_scheduled = 1;
     /* sim.call_soon(self._flush), as Simulator.call_soon does it: sim._push(sim.now, callback, ()) */
-    PyObject *push = PyObject_GetAttr(c->sim, str_push);
-    PyObject *now = push == NULL ? NULL : PyObject_GetAttr(c->sim, str_now);
+    PyObject *push = fast_getattr(c->sim, str_push);
+    PyObject *now = push == NULL ? NULL : fast_getattr(c->sim, str_now);
     PyObject *r = now == NULL ? NULL : PyObject_CallFunctionObjArgs(push, now, c->flush_event, empty_tuple, NULL);
     Py_XDECREF(now);
     Py_XDECREF(push);
@@ -2006,7 +2105,7 @@ on_stream_frame(CoreObject *c, PyObject *ep, PyObject *sid, PyObject *offset_o, 
     long long delivered, fin_offset;
     if (attr_long(stream, str_delivered, &delivered) < 0)
         goto done;
-    if ((heap = PyObject_GetAttr(stream, str_heap)) == NULL)
+    if ((heap = fast_getattr(stream, str_heap)) == NULL)
         goto done;
     if (offset > delivered) {                  /* a hole before it: hold back (this stream only) */
         PyObject *item = PyTuple_Pack(2, offset_o, data);
@@ -2069,11 +2168,11 @@ on_stream_frame(CoreObject *c, PyObject *ep, PyObject *sid, PyObject *offset_o, 
         goto done;
     int is_done = fin_offset >= 0 && delivered >= fin_offset;
     if (new_bytes || is_done) {
-        if (is_done && PyObject_SetAttr(stream, str_finished, Py_True) < 0)
+        if (is_done && fast_setattr(stream, str_finished, Py_True) < 0)
             goto done;
         if (add_long(ep, str_bytes_delivered, new_bytes) < 0)
             goto done;
-        PyObject *on_data = PyObject_GetAttr(ep, str_on_data);
+        PyObject *on_data = fast_getattr(ep, str_on_data);
         if (on_data == NULL)
             goto done;
         if (on_data != Py_None) {
@@ -2127,7 +2226,7 @@ core_write(CoreObject *c, PyObject *stream, PyObject *sid, PyObject *data, PyObj
     int is_end = PyObject_IsTrue(end);
     if (is_end < 0)
         return -1;
-    if (is_end && (PyObject_SetAttr(stream, str_fin, Py_True) < 0 || set_long(stream, str_fin_offset, after) < 0))
+    if (is_end && (fast_setattr(stream, str_fin, Py_True) < 0 || set_long(stream, str_fin_offset, after) < 0))
         return -1;
     if (n == 0 && !is_end)
         return 0;
@@ -2162,7 +2261,8 @@ core_write(CoreObject *c, PyObject *stream, PyObject *sid, PyObject *data, PyObj
         Py_DECREF(last);
     }
     if (!merged) {
-        PyObject *chunk = Py_BuildValue("[OLnOO]", sid, offset, n, end, Py_False);
+        PyObject *chunk = STEAL_LIST(Py_NewRef(sid), PyLong_FromLongLong(offset), PyLong_FromSsize_t(n), Py_NewRef(end),
+                                     Py_NewRef(Py_False));
         if (chunk == NULL)
             return -1;
         PyObject *r = PyObject_CallMethodOneArg(queue, str_append, chunk);
@@ -2221,8 +2321,8 @@ rangeset_add(PyObject *rs, long long lo, long long hi)
 {
     if (hi <= lo)
         return 0;
-    PyObject *starts = PyObject_GetAttr(rs, str_starts);
-    PyObject *ends = starts == NULL ? NULL : PyObject_GetAttr(rs, str_ends);
+    PyObject *starts = fast_getattr(rs, str_starts);
+    PyObject *ends = starts == NULL ? NULL : fast_getattr(rs, str_ends);
     int rc = -1, err = 0;
     if (ends == NULL || !PyList_Check(starts) || !PyList_Check(ends)) {
         if (!PyErr_Occurred())
@@ -2255,8 +2355,8 @@ rangeset_add(PyObject *rs, long long lo, long long hi)
     long long e_j = PyLong_AsLongLong(PyList_GET_ITEM(ends, j - 1));
     if (PyErr_Occurred())
         goto done;
-    PyObject *a = Py_BuildValue("[L]", s_i < lo ? s_i : lo);        /* min(lo, starts[i]) */
-    PyObject *b = Py_BuildValue("[L]", e_j > hi ? e_j : hi);        /* max(hi, ends[j - 1]) */
+    PyObject *a = STEAL_LIST(PyLong_FromLongLong(s_i < lo ? s_i : lo));        /* min(lo, starts[i]) */
+    PyObject *b = STEAL_LIST(PyLong_FromLongLong(e_j > hi ? e_j : hi));        /* max(hi, ends[j - 1]) */
     rc = (a == NULL || b == NULL || PyList_SetSlice(starts, i, j, a) < 0 || PyList_SetSlice(ends, i, j, b) < 0)
         ? -1 : 0;
     Py_XDECREF(a);
@@ -2271,8 +2371,8 @@ done:
 static int
 rangeset_prefix(PyObject *rs, long long *out)
 {
-    PyObject *starts = PyObject_GetAttr(rs, str_starts);
-    PyObject *ends = starts == NULL ? NULL : PyObject_GetAttr(rs, str_ends);
+    PyObject *starts = fast_getattr(rs, str_starts);
+    PyObject *ends = starts == NULL ? NULL : fast_getattr(rs, str_ends);
     int rc = -1;
     if (ends != NULL && PyList_Check(starts) && PyList_Check(ends)) {
         *out = 0;
@@ -2297,9 +2397,9 @@ rangeset_prefix(PyObject *rs, long long *out)
 static int
 packet_acked(CoreObject *c, PyObject *packet, PyObject *acked, PyObject *on_packet_acked)
 {
-    if (PyObject_SetAttr(packet, str_done, Py_True) < 0)
+    if (fast_setattr(packet, str_done, Py_True) < 0)
         return -1;
-    PyObject *frames = PyObject_GetAttr(packet, str_frames);
+    PyObject *frames = fast_getattr(packet, str_frames);
     PyObject *seq = frames == NULL ? NULL : PySequence_Fast(frames, "frames");
     Py_XDECREF(frames);
     if (seq == NULL)
@@ -2326,22 +2426,22 @@ packet_acked(CoreObject *c, PyObject *packet, PyObject *acked, PyObject *on_pack
                 PyErr_SetObject(PyExc_KeyError, sid);
             goto error;
         }
-        PyObject *rs = PyObject_GetAttr(stream, str_acked);
+        PyObject *rs = fast_getattr(stream, str_acked);
         if (rs == NULL)
             goto error;
         int rc = rangeset_add(rs, offset, offset + len);
         Py_DECREF(rs);
-        if (rc < 0 || (fin && PyObject_SetAttr(stream, str_fin_acked, Py_True) < 0) || PySet_Add(acked, sid) < 0)
+        if (rc < 0 || (fin && fast_setattr(stream, str_fin_acked, Py_True) < 0) || PySet_Add(acked, sid) < 0)
             goto error;
         if (report != NULL) {
-            PyObject *entry = Py_BuildValue("(OOn)", sid, PyTuple_GET_ITEM(f, 1), len);
+            PyObject *entry = STEAL_TUPLE(Py_NewRef(sid), Py_NewRef(PyTuple_GET_ITEM(f, 1)), PyLong_FromSsize_t(len));
             if (entry == NULL)
                 goto error;
             PyList_SET_ITEM(report, i, entry);
         }
     }
     if (report != NULL) {
-        PyObject *pn = PyObject_GetAttr(packet, str_pn);
+        PyObject *pn = fast_getattr(packet, str_pn);
         PyObject *r = pn == NULL ? NULL : PyObject_CallFunctionObjArgs(on_packet_acked, pn, report, NULL);
         Py_XDECREF(pn);
         if (r == NULL)
@@ -2362,7 +2462,7 @@ error:
 static int
 stream_acked(PyObject *ep, PyObject *stream, PyObject *sid)
 {
-    PyObject *rs = PyObject_GetAttr(stream, str_acked);
+    PyObject *rs = fast_getattr(stream, str_acked);
     if (rs == NULL)
         return -1;
     long long prefix = 0, acked_prefix, buf_offset;
@@ -2375,7 +2475,7 @@ stream_acked(PyObject *ep, PyObject *stream, PyObject *sid)
     if (set_long(stream, str_acked_prefix, prefix) < 0 || attr_long(stream, str_buf_offset, &buf_offset) < 0)
         return -1;
     if (prefix - buf_offset > 0) {
-        PyObject *buf = PyObject_GetAttr(stream, str_buf);
+        PyObject *buf = fast_getattr(stream, str_buf);
         if (buf == NULL)
             return -1;
         rc = PySequence_DelSlice(buf, 0, (Py_ssize_t)(prefix - buf_offset));
@@ -2383,7 +2483,7 @@ stream_acked(PyObject *ep, PyObject *stream, PyObject *sid)
         if (rc < 0 || set_long(stream, str_buf_offset, prefix) < 0)
             return -1;
     }
-    PyObject *cb = PyObject_GetAttr(ep, str_on_stream_acked);
+    PyObject *cb = fast_getattr(ep, str_on_stream_acked);
     if (cb == NULL)
         return -1;
     if (cb != Py_None) {
@@ -2416,7 +2516,7 @@ ack_frame_received(CoreObject *c, PyObject *ep, PyObject *ranges, PyObject *ack_
         return 0;
     }
     PyObject *acked = PySet_New(NULL), *sorted = NULL;
-    PyObject *on_packet_acked = PyObject_GetAttr(ep, str_on_packet_acked);
+    PyObject *on_packet_acked = fast_getattr(ep, str_on_packet_acked);
     if (acked == NULL || on_packet_acked == NULL)
         goto error;
     for (Py_ssize_t i = 0; i < PyList_GET_SIZE(newly); i++)   /* oldest first */
@@ -2462,7 +2562,7 @@ ack_frame_received(CoreObject *c, PyObject *ep, PyObject *ranges, PyObject *ack_
     if (queued < 0)
         return -1;
     if (!queued) {
-        PyObject *pull = PyObject_GetAttr(ep, str_on_send_ready);
+        PyObject *pull = fast_getattr(ep, str_on_send_ready);
         if (pull == NULL)
             return -1;
         queued = pull != Py_None;
@@ -2485,8 +2585,8 @@ Core_on_ack_frame(CoreObject *c, PyObject *const *args, Py_ssize_t nargs)
         PyErr_SetString(PyExc_TypeError, "on_ack_frame(endpoint, ranges, ack_delay_s), after bind()");
         return NULL;
     }
-    PyObject *sim = PyObject_GetAttr(args[0], str_sim);
-    PyObject *now_o = sim == NULL ? NULL : PyObject_GetAttr(sim, str_now);
+    PyObject *sim = fast_getattr(args[0], str_sim);
+    PyObject *now_o = sim == NULL ? NULL : fast_getattr(sim, str_now);
     Py_XDECREF(sim);
     if (now_o == NULL)
         return NULL;
@@ -2508,11 +2608,11 @@ Core_receive(CoreObject *c, PyObject *const *args, Py_ssize_t nargs)
         return NULL;
     }
     PyObject *ep = args[0], *packet = args[1];
-    PyObject *ack = PyObject_GetAttr(packet, str_ack);
+    PyObject *ack = fast_getattr(packet, str_ack);
     if (ack == NULL)
         return NULL;
-    PyObject *sim = PyObject_GetAttr(ep, str_sim);
-    PyObject *now_o = sim == NULL ? NULL : PyObject_GetAttr(sim, str_now);
+    PyObject *sim = fast_getattr(ep, str_sim);
+    PyObject *now_o = sim == NULL ? NULL : fast_getattr(sim, str_now);
     Py_XDECREF(sim);
     if (now_o == NULL) {
         Py_DECREF(ack);
@@ -2534,7 +2634,7 @@ Core_receive(CoreObject *c, PyObject *const *args, Py_ssize_t nargs)
     Py_DECREF(ack);
     double now;
     PyObject *frames = NULL, *seq = NULL, *pn_o = NULL;
-    if (get_double(now_o, &now) < 0 || (frames = PyObject_GetAttr(packet, str_frames)) == NULL
+    if (get_double(now_o, &now) < 0 || (frames = fast_getattr(packet, str_frames)) == NULL
         || (seq = PySequence_Fast(frames, "frames")) == NULL)
         goto error;
     for (Py_ssize_t i = 0; i < PySequence_Fast_GET_SIZE(seq); i++) {
@@ -2549,7 +2649,7 @@ Core_receive(CoreObject *c, PyObject *const *args, Py_ssize_t nargs)
             goto error;
     }
     /* ack._on_packet_number */
-    if ((pn_o = PyObject_GetAttr(packet, str_pn)) == NULL)
+    if ((pn_o = fast_getattr(packet, str_pn)) == NULL)
         goto error;
     PyObject *argv[2] = {pn_o, now_o};
     PyObject *ooo = Core_on_packet_number(c, argv, 2);
@@ -2573,7 +2673,7 @@ Core_receive(CoreObject *c, PyObject *const *args, Py_ssize_t nargs)
             int unset = expiry == Py_None;
             Py_DECREF(expiry);
             if (unset) {
-                PyObject *delay = PyObject_GetAttr(ep, str_ack_delay_s);
+                PyObject *delay = fast_getattr(ep, str_ack_delay_s);
                 double d;
                 if (delay == NULL)
                     goto error;
@@ -2634,14 +2734,14 @@ Bound_call(BoundObject *b, PyObject *args, PyObject *kw)
     }
     /* NativeQuicEndpoint._on_packet: 1-RTT packets once the handshake is confirmed, in C */
     PyObject *ep = b->endpoint;
-    PyObject *payload = PyObject_GetAttr(PyTuple_GET_ITEM(args, 0), str_payload);
+    PyObject *payload = fast_getattr(PyTuple_GET_ITEM(args, 0), str_payload);
     if (payload == NULL)
         return NULL;
     int fast = (PyObject *)Py_TYPE(payload) == b->core->packet_class;
     if (fast)
         fast = attr_truthy(ep, str_ready);
     if (fast > 0) {
-        PyObject *done = PyObject_GetAttr(ep, str_handshake_done_s);
+        PyObject *done = fast_getattr(ep, str_handshake_done_s);
         if (done == NULL)
             fast = -1;
         else {
@@ -3160,7 +3260,7 @@ writer_fill(WriterObject *w)
 {
     if (!writer_waiting(w))
         return 0;
-    PyObject *cwnd = PyObject_GetAttr(w->endpoint, str_cwnd_bytes);
+    PyObject *cwnd = fast_getattr(w->endpoint, str_cwnd_bytes);
     if (cwnd == NULL)
         return -1;
     double window;
