@@ -34,6 +34,7 @@ ClientHello with one is over 1 kB), client certificates.
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 
 from ..net.quic.handshake import server_flight_sizes
@@ -85,15 +86,23 @@ class Flights:
         """The server's handshake messages in CRYPTO frames (RFC 9001 section 4.1), as aioquic
         sends them, with this chain (measured once, when first asked for: aioquic is imported
         only then)."""
-        from ..stacks.h3 import server_crypto_bytes
-
-        return server_crypto_bytes() + self.cert_chain_bytes - certificate_der_bytes()
+        return _quic_server_crypto(self.cert_chain_bytes)
 
 
+@functools.lru_cache(maxsize=1 << 10)
+def _quic_server_crypto(cert_chain_bytes: int) -> int:
+    """``Flights.quic_server_crypto`` for a chain of ``cert_chain_bytes`` (a function of it alone: memoized)."""
+    from ..stacks.h3 import server_crypto_bytes
+
+    return server_crypto_bytes() + cert_chain_bytes - certificate_der_bytes()
+
+
+@functools.lru_cache(maxsize=1 << 12)
 def flights(server_name: str | None, cert_chain_bytes: int | None = None) -> Flights:
     """The handshake's sizes to a server named ``server_name`` (None: no SNI) presenting a
     chain of ``cert_chain_bytes`` (default: the stacks' certificate).  The TLS flights are
-    measured on OpenSSL once per name."""
+    measured on OpenSSL once per name; the sizes (frozen) are memoized, as every connection
+    of a load to the same name asks again."""
     hello, server, finished = handshake_flight_bytes(server_name)
     stack_cert = certificate_der_bytes()
     chain = stack_cert if cert_chain_bytes is None else cert_chain_bytes

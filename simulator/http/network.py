@@ -103,6 +103,7 @@ H1_CONNECTIONS_PER_ORIGIN = 6  # as browsers open (HTML's fetch model leaves it 
 _RESET_BYTES = H2_FRAME_HEADER_BYTES + 4  # RST_STREAM: frame header + error code (RFC 9113 section 6.4)
 SCHEDULERS = ("urgency", "round-robin", "fifo")
 _PLAIN = {tuple}
+_H3_KEY = "h3"  # an h3 block's memo key is (_H3_KEY, headers): never an h2 key (a tuple of fields)
 
 
 class _Conn(_ServerSide):
@@ -158,7 +159,7 @@ class _Conn(_ServerSide):
         self.prioritized = net.priorities is not None and not self.h1
         if self.prioritized:
             self.scheduler = net.priorities.scheduler
-        # QUIC: the endpoint pulls a packet's worth at send time (``_pull``).
+        # QUIC: the endpoint pulls a packet's worth at send time (the writer's ``pull``).
         self.pull = self.transport == "quic" and (self.prioritized or self.scheduler != "fifo")
         if setup is not None:
             # A browser model that times DNS and handshakes itself (studies.coalescing): a
@@ -233,7 +234,8 @@ class _Conn(_ServerSide):
             )
         self.t.server.on_stream_acked = self.writer.on_stream_acked
         if self.pull:
-            self.t.server.on_send_ready = self._pull
+            # A packet's worth per call: the writer's own (C for the C QUIC endpoint), a scheduler's through _pull.
+            self.t.server.on_send_ready = self._pull if self.prioritized else self.writer.pull
         self.t.client.on_data = self._client_data
         self.t.server.on_data = self._server_data
         self._quiet()
@@ -363,14 +365,17 @@ class _Conn(_ServerSide):
         7.1.3), so the sizes are the stack's own.  HTTP/1.1: the header section as text."""
         if self.h1:
             return h1_header_bytes(headers)
+        if type(headers) is not tuple:
+            headers = tuple(headers)
+        # Memoized for plain tuples only: h2 keeps a HeaderTuple's class (never-indexed or
+        # not), and an equal plain tuple must not share its cache entry.
+        plain = set(map(type, headers)) <= _PLAIN
         if self.transport == "tcp":
-            if type(headers) is not tuple:
-                headers = tuple(headers)
-            # Memoized for plain tuples only: h2 keeps a HeaderTuple's class (never-indexed or
-            # not), and an equal plain tuple must not share its cache entry.
-            if set(map(type, headers)) <= _PLAIN:
+            if plain:
                 return encoder.block_size(headers, h2_normalized(headers))
             headers = tuple(normalize_outbound_headers(headers, None))
+        elif plain:  # h3: no normalisation; its own keys (an h2 key is a tuple of fields)
+            return encoder.block_size((_H3_KEY, headers), headers)
         return encoder.encoded_size(headers)
 
     @property

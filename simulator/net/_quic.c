@@ -15,6 +15,9 @@
  *                simulator/net/quic/pacer.py       Pacer
  *                simulator/net/cc.py               RttIncreaseMonitor
  *   QuicPacket   simulator/net/quic/packet.py      QuicPacket
+ *   ResponseWriter  simulator/net/writer.py        ResponseWriter on a NativeQuicEndpoint (the page-load
+ *                                                  model's pull writer: rotations per urgency, a
+ *                                                  packet's worth per pull, written into the core)
  *   TimerSlots   simulator/engine.py               TimerSlots (the slots loss, ack, pace, handshake)
  *   _Bound       the endpoint's _flush, _on_packet and _ack_now, as the engine and links call them
  *   RttEstimator, CongestionControl  (_cc.h, shared with _tcp.c)  cc.RttEstimator, Reno, Cubic
@@ -27,7 +30,9 @@
  *
  * Why C: an HTTP/3 answer on the page-load model cost about 8x an HTTP/2 one, whose TCP
  * path is C; every packet was a dozen Python calls out (flush, build, send) and in (arrival,
- * frames, packet number, ACK processing, timers).
+ * frames, packet number, ACK processing, timers).  Then the HTTP layer's were most of what was
+ * left: the pull writer (three Python calls a packet), SendStream's written/append/data (four),
+ * the writer's acknowledgement report; these are C now too (ResponseWriter, stream_* below).
  *
  * Same results, by construction: every event is pushed at the same point of the same
  * computation with the same time and a callback of the same name (the C callables carry the
@@ -125,6 +130,102 @@ varint_len(long long v)                      /* frames.varint_len (RFC 9000 sect
     return 8;
 }
 
+/* Attributes of the reference's objects (the endpoint, SendStream, RecvStream, RangeSet: classes
+ * with __slots__), read and written as CPython's own generic getattr/setattr does for a slot,
+ * without its per-call lookup: a slot's offset is looked up once per (type, name) and kept while
+ * the type's version tag is unchanged (any change to the class or its bases changes the tag, as
+ * CPython's attribute caches rely on).  Anything else (no slot, a property, an unset slot, a type
+ * with its own __getattribute__ or __setattr__) goes through PyObject_GetAttr / PyObject_SetAttr. */
+#define SLOT_CACHE_SIZE 512
+typedef struct {
+    PyTypeObject *type;
+    PyObject *name;
+    unsigned int version;
+    Py_ssize_t offset;             /* -1: not a plain object slot */
+} SlotEntry;
+static SlotEntry slot_cache[SLOT_CACHE_SIZE];
+
+static Py_ssize_t
+slot_offset(PyTypeObject *tp, PyObject *name)
+{
+    size_t h = ((((uintptr_t)tp) >> 4) * 31u + (((uintptr_t)name) >> 4)) & (SLOT_CACHE_SIZE - 1);
+    SlotEntry *e = &slot_cache[h];
+    if (e->type == tp && e->name == name && PyType_HasFeature(tp, Py_TPFLAGS_VALID_VERSION_TAG)
+        && e->version == tp->tp_version_tag)
+        return e->offset;
+    Py_ssize_t offset = -1;
+    if (PyUnicode_CheckExact(name)) {
+        PyObject *descr = _PyType_Lookup(tp, name);      /* borrowed; gives the type a version tag */
+        if (descr != NULL && Py_IS_TYPE(descr, &PyMemberDescr_Type)) {
+            PyMemberDef *m = ((PyMemberDescrObject *)descr)->d_member;
+            if (m->type == T_OBJECT_EX && !(m->flags & READONLY) && m->offset > 0)
+                offset = m->offset;
+        }
+    }
+    if (PyType_HasFeature(tp, Py_TPFLAGS_VALID_VERSION_TAG))
+        *e = (SlotEntry){tp, name, tp->tp_version_tag, offset};
+    return offset;
+}
+
+static PyObject *
+fast_getattr(PyObject *o, PyObject *name)
+{
+    PyTypeObject *tp = Py_TYPE(o);
+    if (tp->tp_getattro == PyObject_GenericGetAttr) {
+        Py_ssize_t offset = slot_offset(tp, name);
+        if (offset > 0) {
+            PyObject *v = *(PyObject **)((char *)o + offset);
+            if (v != NULL)
+                return Py_NewRef(v);
+        }
+    }
+    return PyObject_GetAttr(o, name);
+}
+
+static int
+fast_setattr(PyObject *o, PyObject *name, PyObject *v)
+{
+    PyTypeObject *tp = Py_TYPE(o);
+    if (v != NULL && tp->tp_setattro == PyObject_GenericSetAttr) {
+        Py_ssize_t offset = slot_offset(tp, name);
+        if (offset > 0) {                         /* as PyMember_SetOne for T_OBJECT_EX */
+            PyObject **addr = (PyObject **)((char *)o + offset);
+            PyObject *old = *addr;
+            *addr = Py_NewRef(v);
+            Py_XDECREF(old);
+            return 0;
+        }
+    }
+    return PyObject_SetAttr(o, name, v);
+}
+
+/* Tuples and lists of the hot paths built directly (Py_BuildValue parses its format on every
+ * call).  Each steals the references it is given, NULLs included (then it fails, as "N" does). */
+static PyObject *
+steal_seq(int list, Py_ssize_t n, PyObject **items)
+{
+    PyObject *seq = NULL;
+    for (Py_ssize_t i = 0; i < n; i++)
+        if (items[i] == NULL)
+            goto fail;
+    if ((seq = list ? PyList_New(n) : PyTuple_New(n)) == NULL)
+        goto fail;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        if (list)
+            PyList_SET_ITEM(seq, i, items[i]);
+        else
+            PyTuple_SET_ITEM(seq, i, items[i]);
+    }
+    return seq;
+fail:
+    for (Py_ssize_t i = 0; i < n; i++)
+        Py_XDECREF(items[i]);
+    return NULL;
+}
+
+#define STEAL_TUPLE(...) steal_seq(0, sizeof((PyObject *[]){__VA_ARGS__}) / sizeof(PyObject *), (PyObject *[]){__VA_ARGS__})
+#define STEAL_LIST(...) steal_seq(1, sizeof((PyObject *[]){__VA_ARGS__}) / sizeof(PyObject *), (PyObject *[]){__VA_ARGS__})
+
 static PyObject *str_ready, *str_on_send_ready, *str_flush_scheduled, *str_ack_due, *str_unacked_eliciting,
     *str_next_pn, *str_packets_sent, *str_probe_packets_sent, *str_ack_packets_sent, *str_bytes_sent,
     *str_stream_bytes_sent, *str_stream_bytes_retransmitted, *str_timers, *str_set, *str_cancel, *str_loss,
@@ -134,7 +235,8 @@ static PyObject *str_ready, *str_on_send_ready, *str_flush_scheduled, *str_ack_d
     *str_max_reorder_bytes, *str_bytes_delivered, *str_on_data, *str_on_ack_frame, *str_frames, *str_pn,
     *str_ack_eliciting, *str_expiry, *str_ack_delay_s, *str_ack_now, *str_join, *str_payload, *str_handshake_done_s,
     *str_deliver, *str_flush_event, *str_ack_now_event, *str_starts, *str_ends, *str_done, *str_acked, *str_on_packet_acked,
-    *str_on_stream_acked, *str_requeue_lost, *str_fin, *str_append, *str_push;
+    *str_on_stream_acked, *str_requeue_lost, *str_fin, *str_append, *str_push, *str_later, *str_later_bytes,
+    *str_appendleft, *str_write, *str_cwnd_bytes;
 static PyObject *empty_bytes, *empty_tuple;
 
 #define SHORT_HEADER_BYTES (1 + 8 + 2 + 16)   /* packet.SHORT_HEADER_BYTES */
@@ -971,7 +1073,7 @@ Core_ack_frame(CoreObject *c, PyObject *arg)
     PyObject *ack = ack_tuple(c, now, &size);
     if (ack == NULL)
         return NULL;
-    return Py_BuildValue("(NL)", ack, size);
+    return STEAL_TUPLE(ack, PyLong_FromLongLong(size));
 }
 
 /* The ACK frame (ranges highest first, ack_delay_s) of ack._ack_frame, its size in *size. */
@@ -983,7 +1085,7 @@ ack_tuple(CoreObject *c, double now, long long *size)
     if (ranges == NULL)
         return NULL;
     for (int i = 0; i < n; i++) {
-        PyObject *rg = Py_BuildValue("(LL)", c->lows[n - 1 - i], c->highs[n - 1 - i]);
+        PyObject *rg = STEAL_TUPLE(PyLong_FromLongLong(c->lows[n - 1 - i]), PyLong_FromLongLong(c->highs[n - 1 - i]));
         if (rg == NULL) {
             Py_DECREF(ranges);
             return NULL;
@@ -992,7 +1094,7 @@ ack_tuple(CoreObject *c, double now, long long *size)
     }
     double ack_delay_s = now - c->largest_recv_time_s;
     *size = ack_frame_size(c, ack_delay_s);
-    return Py_BuildValue("(Nd)", ranges, ack_delay_s);
+    return STEAL_TUPLE(ranges, PyFloat_FromDouble(ack_delay_s));
 }
 
 /* ack_frame_size(now): the ACK frame's size alone (ack._pending_ack_bytes). */
@@ -1049,7 +1151,7 @@ tm_schedule(TimersObject *t, double when)
     t->gen += 1;
     t->scheduled = when;
     t->has_scheduled = 1;
-    PyObject *args = Py_BuildValue("(L)", t->gen);
+    PyObject *args = STEAL_TUPLE(PyLong_FromLongLong(t->gen));
     PyObject *when_o = args == NULL ? NULL : PyFloat_FromDouble(when);
     PyObject *r = when_o == NULL ? NULL : PyObject_CallFunctionObjArgs(t->push, when_o, t->fire, args, NULL);
     Py_XDECREF(when_o);
@@ -1061,7 +1163,7 @@ tm_schedule(TimersObject *t, double when)
 static int
 tm_now(TimersObject *t, double *now)
 {
-    PyObject *o = PyObject_GetAttr(t->sim, str_now);
+    PyObject *o = fast_getattr(t->sim, str_now);
     if (o == NULL)
         return -1;
     int rc = get_double(o, now);
@@ -1291,7 +1393,7 @@ static PyTypeObject TimersType = {
 static int
 attr_truthy(PyObject *o, PyObject *name)
 {
-    PyObject *v = PyObject_GetAttr(o, name);
+    PyObject *v = fast_getattr(o, name);
     if (v == NULL)
         return -1;
     int t = PyObject_IsTrue(v);
@@ -1302,7 +1404,7 @@ attr_truthy(PyObject *o, PyObject *name)
 static int
 attr_long(PyObject *o, PyObject *name, long long *out)
 {
-    PyObject *v = PyObject_GetAttr(o, name);
+    PyObject *v = fast_getattr(o, name);
     if (v == NULL)
         return -1;
     *out = PyLong_AsLongLong(v);
@@ -1316,7 +1418,7 @@ set_long(PyObject *o, PyObject *name, long long v)
     PyObject *x = PyLong_FromLongLong(v);
     if (x == NULL)
         return -1;
-    int rc = PyObject_SetAttr(o, name, x);
+    int rc = fast_setattr(o, name, x);
     Py_DECREF(x);
     return rc;
 }
@@ -1333,7 +1435,7 @@ add_long(PyObject *o, PyObject *name, long long delta)
 static int
 sim_now(CoreObject *c, double *now)
 {
-    PyObject *t = PyObject_GetAttr(c->sim, str_now);
+    PyObject *t = fast_getattr(c->sim, str_now);
     if (t == NULL)
         return -1;
     int rc = get_double(t, now);
@@ -1414,12 +1516,14 @@ acked_now(CoreObject *c)
 static int
 send_on_link(CoreObject *c, PyObject *ep, long long wire, PyObject *packet)
 {
-    PyObject *lp = PyObject_CallFunction(c->link_packet_class, "LO", wire, packet);
+    PyObject *wire_o = PyLong_FromLongLong(wire);
+    PyObject *lp = wire_o == NULL ? NULL : PyObject_CallFunctionObjArgs(c->link_packet_class, wire_o, packet, NULL);
+    Py_XDECREF(wire_o);
     if (lp == NULL)
         return -1;
-    PyObject *link = PyObject_GetAttr(ep, str_link);
-    PyObject *peer = link == NULL ? NULL : PyObject_GetAttr(ep, str_peer);
-    PyObject *deliver = peer == NULL ? NULL : PyObject_GetAttr(peer, str_deliver);
+    PyObject *link = fast_getattr(ep, str_link);
+    PyObject *peer = link == NULL ? NULL : fast_getattr(ep, str_peer);
+    PyObject *deliver = peer == NULL ? NULL : fast_getattr(peer, str_deliver);
     PyObject *r = deliver == NULL ? NULL : PyObject_CallMethodObjArgs(link, str_send, lp, deliver, NULL);
     Py_XDECREF(deliver);
     Py_XDECREF(peer);
@@ -1535,24 +1639,114 @@ popleft(PyObject *queue)
     return r == NULL ? -1 : 0;
 }
 
-/* stream.data(offset, length): the bytes from the stream's buffer (stream.SendStream.data). */
+/* stream.written (stream.SendStream): buf_offset + len(buf) + later_bytes, read from its slots
+ * (the property itself for anything but a bytearray buffer). */
+static int
+stream_written(PyObject *stream, long long *out)
+{
+    PyObject *buf = fast_getattr(stream, str_buf);
+    if (buf == NULL)
+        return -1;
+    if (!PyByteArray_Check(buf)) {
+        Py_DECREF(buf);
+        return attr_long(stream, str_written, out);
+    }
+    Py_ssize_t held = PyByteArray_GET_SIZE(buf);
+    Py_DECREF(buf);
+    long long buf_offset, later_bytes;
+    if (attr_long(stream, str_buf_offset, &buf_offset) < 0 || attr_long(stream, str_later_bytes, &later_bytes) < 0)
+        return -1;
+    *out = buf_offset + held + later_bytes;
+    return 0;
+}
+
+/* stream.append(data) (stream.SendStream): a write of n > 0 bytes kept by reference in `later`. */
+static int
+stream_append(PyObject *stream, PyObject *data, Py_ssize_t n)
+{
+    if (n <= 0)
+        return 0;
+    PyObject *later = fast_getattr(stream, str_later);
+    if (later == NULL)
+        return -1;
+    PyObject *r = PyObject_CallMethodOneArg(later, str_append, data);
+    Py_DECREF(later);
+    if (r == NULL)
+        return -1;
+    Py_DECREF(r);
+    return add_long(stream, str_later_bytes, n);
+}
+
+/* stream.data(offset, length) (stream.SendStream.data): read on from the writes in `later` into
+ * `buf` only as far as this packet (a write split by the packet's end stays in `later` as a
+ * memoryview of its rest), then the bytes from `buf`.  Anything but a bytearray buffer, or an
+ * offset before it: the reference's method. */
 static PyObject *
 stream_data(PyObject *stream, long long offset, long long length)
 {
-    PyObject *buf = PyObject_GetAttr(stream, str_buf);
+    PyObject *buf = fast_getattr(stream, str_buf), *later = NULL, *out = NULL;
     if (buf == NULL)
         return NULL;
     long long buf_offset;
-    if (attr_long(stream, str_buf_offset, &buf_offset) < 0) {
-        Py_DECREF(buf);
-        return NULL;
-    }
+    if (attr_long(stream, str_buf_offset, &buf_offset) < 0)
+        goto done;
     long long start = offset - buf_offset;
-    PyObject *out;
-    if (PyByteArray_Check(buf) && start >= 0 && length >= 0 && start + length <= PyByteArray_GET_SIZE(buf))
-        out = PyBytes_FromStringAndSize(PyByteArray_AS_STRING(buf) + start, length);
-    else                                       /* anything else: as the reference does it */
+    if (!PyByteArray_Check(buf) || start < 0 || length < 0) {
         out = PyObject_CallMethod(stream, "data", "LL", offset, length);
+        goto done;
+    }
+    long long shortfall = start + length - PyByteArray_GET_SIZE(buf);
+    if (shortfall > 0) {
+        long long later_bytes;
+        if ((later = fast_getattr(stream, str_later)) == NULL || attr_long(stream, str_later_bytes, &later_bytes) < 0)
+            goto done;
+        while (shortfall > 0) {
+            Py_ssize_t queued = PyObject_Length(later);
+            if (queued < 0)
+                goto done;
+            if (queued == 0)
+                break;
+            PyObject *chunk = PyObject_CallMethodNoArgs(later, str_popleft);
+            if (chunk == NULL)
+                goto done;
+            Py_buffer view;
+            if (PyObject_GetBuffer(chunk, &view, PyBUF_SIMPLE) < 0) {
+                Py_DECREF(chunk);
+                goto done;
+            }
+            long long take = view.len;
+            int rc = 0;
+            if (take > shortfall) {            /* later.appendleft(memoryview(chunk)[shortfall:]) */
+                PyObject *mv = PyMemoryView_FromObject(chunk);
+                PyObject *rest = mv == NULL ? NULL : PySequence_GetSlice(mv, (Py_ssize_t)shortfall, view.len);
+                PyObject *r = rest == NULL ? NULL : PyObject_CallMethodOneArg(later, str_appendleft, rest);
+                rc = r == NULL ? -1 : 0;
+                Py_XDECREF(r);
+                Py_XDECREF(rest);
+                Py_XDECREF(mv);
+                take = shortfall;
+            }
+            Py_ssize_t held = PyByteArray_GET_SIZE(buf);
+            if (rc == 0 && PyByteArray_Resize(buf, held + (Py_ssize_t)take) == 0)
+                memcpy(PyByteArray_AS_STRING(buf) + held, view.buf, (size_t)take);
+            else
+                rc = -1;
+            PyBuffer_Release(&view);
+            Py_DECREF(chunk);
+            if (rc < 0)
+                goto done;
+            later_bytes -= take;
+            shortfall -= take;
+        }
+        if (set_long(stream, str_later_bytes, later_bytes) < 0)
+            goto done;
+    }
+    Py_ssize_t held = PyByteArray_GET_SIZE(buf);   /* bytes(buf[start:start + length]) */
+    long long stop = start + length < held ? start + length : held;
+    out = PyBytes_FromStringAndSize(PyByteArray_AS_STRING(buf) + (start < held ? start : held),
+                                    stop > start ? (Py_ssize_t)(stop - start) : 0);
+done:
+    Py_XDECREF(later);
     Py_DECREF(buf);
     return out;
 }
@@ -1626,7 +1820,8 @@ build_frames(CoreObject *c, PyObject *ep, long long reserved, PyObject **frames_
             PyObject *data = stream_data(stream, offset, take);
             if (data == NULL)
                 goto error_chunk;
-            PyObject *frame = Py_BuildValue("(OLNO)", sid_o, offset, data, (fin && last) ? Py_True : Py_False);
+            PyObject *frame = STEAL_TUPLE(Py_NewRef(sid_o), PyLong_FromLongLong(offset), data,
+                                          Py_NewRef((fin && last) ? Py_True : Py_False));
             if (frame == NULL || PyList_Append(frames, frame) < 0) {
                 Py_XDECREF(frame);
                 goto error_chunk;
@@ -1682,7 +1877,7 @@ flush(CoreObject *c, PyObject *ep)
     double now;
     if (sim_now(c, &now) < 0)
         return -1;
-    PyObject *pull = PyObject_GetAttr(ep, str_on_send_ready);
+    PyObject *pull = fast_getattr(ep, str_on_send_ready);
     if (pull == NULL)
         return -1;
     int sent = 0;
@@ -1837,8 +2032,8 @@ schedule_flush(CoreObject *c)
         return 0;
     c->flush_scheduled = 1;
     /* sim.call_soon(self._flush), as Simulator.call_soon does it: sim._push(sim.now, callback, ()) */
-    PyObject *push = PyObject_GetAttr(c->sim, str_push);
-    PyObject *now = push == NULL ? NULL : PyObject_GetAttr(c->sim, str_now);
+    PyObject *push = fast_getattr(c->sim, str_push);
+    PyObject *now = push == NULL ? NULL : fast_getattr(c->sim, str_now);
     PyObject *r = now == NULL ? NULL : PyObject_CallFunctionObjArgs(push, now, c->flush_event, empty_tuple, NULL);
     Py_XDECREF(now);
     Py_XDECREF(push);
@@ -1910,7 +2105,7 @@ on_stream_frame(CoreObject *c, PyObject *ep, PyObject *sid, PyObject *offset_o, 
     long long delivered, fin_offset;
     if (attr_long(stream, str_delivered, &delivered) < 0)
         goto done;
-    if ((heap = PyObject_GetAttr(stream, str_heap)) == NULL)
+    if ((heap = fast_getattr(stream, str_heap)) == NULL)
         goto done;
     if (offset > delivered) {                  /* a hole before it: hold back (this stream only) */
         PyObject *item = PyTuple_Pack(2, offset_o, data);
@@ -1973,11 +2168,11 @@ on_stream_frame(CoreObject *c, PyObject *ep, PyObject *sid, PyObject *offset_o, 
         goto done;
     int is_done = fin_offset >= 0 && delivered >= fin_offset;
     if (new_bytes || is_done) {
-        if (is_done && PyObject_SetAttr(stream, str_finished, Py_True) < 0)
+        if (is_done && fast_setattr(stream, str_finished, Py_True) < 0)
             goto done;
         if (add_long(ep, str_bytes_delivered, new_bytes) < 0)
             goto done;
-        PyObject *on_data = PyObject_GetAttr(ep, str_on_data);
+        PyObject *on_data = fast_getattr(ep, str_on_data);
         if (on_data == NULL)
             goto done;
         if (on_data != Py_None) {
@@ -2011,47 +2206,39 @@ done:
  * unfinished SendStream (the caller checks; opening and the errors stay the reference's):
  * the bytes kept for the stream, a chunk on the queue of new data (merged into the last one
  * when it continues it), a flush at this instant. */
-static PyObject *
-Core_write(CoreObject *c, PyObject *const *args, Py_ssize_t nargs)
+static int
+core_write(CoreObject *c, PyObject *stream, PyObject *sid, PyObject *data, PyObject *end)
 {
-    if (nargs != 5 || c->new_queue == NULL || c->flush_event == NULL) {
-        PyErr_SetString(PyExc_TypeError, "write(endpoint, stream, stream_id, data, end), after bind()");
-        return NULL;
-    }
-    PyObject *stream = args[1], *sid = args[2], *data = args[3], *end = args[4];   /* the endpoint's state is ours */
     /* stream.append(data): the write kept by reference until a packet reads it (SendStream);
      * a mutable buffer is copied, as the reference does (the caller may reuse it). */
-    long long offset, after;
-    if (attr_long(stream, str_written, &offset) < 0)
-        return NULL;
+    long long offset;
+    if (stream_written(stream, &offset) < 0)
+        return -1;
     PyObject *kept = PyBytes_CheckExact(data) ? Py_NewRef(data) : PyBytes_FromObject(data);
     if (kept == NULL)
-        return NULL;
-    PyObject *r0 = PyObject_CallMethodOneArg(stream, str_append, kept);
+        return -1;
+    Py_ssize_t n = length_of(kept);
+    int rc = n < 0 ? -1 : stream_append(stream, kept, n);
     Py_DECREF(kept);
-    if (r0 == NULL)
-        return NULL;
-    Py_DECREF(r0);
-    if (attr_long(stream, str_written, &after) < 0)
-        return NULL;
+    if (rc < 0)
+        return -1;
+    long long after = offset + n;
     int is_end = PyObject_IsTrue(end);
-    Py_ssize_t n = length_of(data);
-    int has_data = PyObject_IsTrue(data);
-    if (is_end < 0 || n < 0 || has_data < 0)
-        return NULL;
-    if (is_end && (PyObject_SetAttr(stream, str_fin, Py_True) < 0 || set_long(stream, str_fin_offset, after) < 0))
-        return NULL;
-    if (!has_data && !is_end)
-        Py_RETURN_NONE;
+    if (is_end < 0)
+        return -1;
+    if (is_end && (fast_setattr(stream, str_fin, Py_True) < 0 || set_long(stream, str_fin_offset, after) < 0))
+        return -1;
+    if (n == 0 && !is_end)
+        return 0;
     PyObject *queue = c->new_queue;
     Py_ssize_t qlen = PyObject_Length(queue);
     if (qlen < 0)
-        return NULL;
+        return -1;
     int merged = 0;
     if (qlen > 0) {
         PyObject *last = PySequence_GetItem(queue, qlen - 1);
         if (last == NULL)
-            return NULL;
+            return -1;
         if (PyList_Check(last) && PyList_GET_SIZE(last) == 5) {
             int same = PyObject_RichCompareBool(PyList_GET_ITEM(last, 0), sid, Py_EQ);
             long long l_off = PyLong_AsLongLong(PyList_GET_ITEM(last, 1));
@@ -2060,13 +2247,13 @@ Core_write(CoreObject *c, PyObject *const *args, Py_ssize_t nargs)
             int l_retx = PyObject_IsTrue(PyList_GET_ITEM(last, 4));
             if (same < 0 || PyErr_Occurred() || l_fin < 0 || l_retx < 0) {
                 Py_DECREF(last);
-                return NULL;
+                return -1;
             }
             if (same && l_off + l_len == offset && !l_fin && !l_retx) {     /* same stream, contiguous */
                 Py_INCREF(end);
                 if (set_item_long(last, 2, l_len + n) < 0 || PyList_SetItem(last, 3, end) < 0) {
                     Py_DECREF(last);
-                    return NULL;
+                    return -1;
                 }
                 merged = 1;
             }
@@ -2074,16 +2261,27 @@ Core_write(CoreObject *c, PyObject *const *args, Py_ssize_t nargs)
         Py_DECREF(last);
     }
     if (!merged) {
-        PyObject *chunk = Py_BuildValue("[OLnOO]", sid, offset, n, end, Py_False);
+        PyObject *chunk = STEAL_LIST(Py_NewRef(sid), PyLong_FromLongLong(offset), PyLong_FromSsize_t(n), Py_NewRef(end),
+                                     Py_NewRef(Py_False));
         if (chunk == NULL)
-            return NULL;
+            return -1;
         PyObject *r = PyObject_CallMethodOneArg(queue, str_append, chunk);
         Py_DECREF(chunk);
         if (r == NULL)
-            return NULL;
+            return -1;
         Py_DECREF(r);
     }
-    if (schedule_flush(c) < 0)
+    return schedule_flush(c);
+}
+
+static PyObject *
+Core_write(CoreObject *c, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 5 || c->new_queue == NULL || c->flush_event == NULL) {
+        PyErr_SetString(PyExc_TypeError, "write(endpoint, stream, stream_id, data, end), after bind()");
+        return NULL;
+    }
+    if (core_write(c, args[1], args[2], args[3], args[4]) < 0)   /* the endpoint's state is ours */
         return NULL;
     Py_RETURN_NONE;
 }
@@ -2123,8 +2321,8 @@ rangeset_add(PyObject *rs, long long lo, long long hi)
 {
     if (hi <= lo)
         return 0;
-    PyObject *starts = PyObject_GetAttr(rs, str_starts);
-    PyObject *ends = starts == NULL ? NULL : PyObject_GetAttr(rs, str_ends);
+    PyObject *starts = fast_getattr(rs, str_starts);
+    PyObject *ends = starts == NULL ? NULL : fast_getattr(rs, str_ends);
     int rc = -1, err = 0;
     if (ends == NULL || !PyList_Check(starts) || !PyList_Check(ends)) {
         if (!PyErr_Occurred())
@@ -2157,8 +2355,8 @@ rangeset_add(PyObject *rs, long long lo, long long hi)
     long long e_j = PyLong_AsLongLong(PyList_GET_ITEM(ends, j - 1));
     if (PyErr_Occurred())
         goto done;
-    PyObject *a = Py_BuildValue("[L]", s_i < lo ? s_i : lo);        /* min(lo, starts[i]) */
-    PyObject *b = Py_BuildValue("[L]", e_j > hi ? e_j : hi);        /* max(hi, ends[j - 1]) */
+    PyObject *a = STEAL_LIST(PyLong_FromLongLong(s_i < lo ? s_i : lo));        /* min(lo, starts[i]) */
+    PyObject *b = STEAL_LIST(PyLong_FromLongLong(e_j > hi ? e_j : hi));        /* max(hi, ends[j - 1]) */
     rc = (a == NULL || b == NULL || PyList_SetSlice(starts, i, j, a) < 0 || PyList_SetSlice(ends, i, j, b) < 0)
         ? -1 : 0;
     Py_XDECREF(a);
@@ -2173,8 +2371,8 @@ done:
 static int
 rangeset_prefix(PyObject *rs, long long *out)
 {
-    PyObject *starts = PyObject_GetAttr(rs, str_starts);
-    PyObject *ends = starts == NULL ? NULL : PyObject_GetAttr(rs, str_ends);
+    PyObject *starts = fast_getattr(rs, str_starts);
+    PyObject *ends = starts == NULL ? NULL : fast_getattr(rs, str_ends);
     int rc = -1;
     if (ends != NULL && PyList_Check(starts) && PyList_Check(ends)) {
         *out = 0;
@@ -2199,9 +2397,9 @@ rangeset_prefix(PyObject *rs, long long *out)
 static int
 packet_acked(CoreObject *c, PyObject *packet, PyObject *acked, PyObject *on_packet_acked)
 {
-    if (PyObject_SetAttr(packet, str_done, Py_True) < 0)
+    if (fast_setattr(packet, str_done, Py_True) < 0)
         return -1;
-    PyObject *frames = PyObject_GetAttr(packet, str_frames);
+    PyObject *frames = fast_getattr(packet, str_frames);
     PyObject *seq = frames == NULL ? NULL : PySequence_Fast(frames, "frames");
     Py_XDECREF(frames);
     if (seq == NULL)
@@ -2228,22 +2426,22 @@ packet_acked(CoreObject *c, PyObject *packet, PyObject *acked, PyObject *on_pack
                 PyErr_SetObject(PyExc_KeyError, sid);
             goto error;
         }
-        PyObject *rs = PyObject_GetAttr(stream, str_acked);
+        PyObject *rs = fast_getattr(stream, str_acked);
         if (rs == NULL)
             goto error;
         int rc = rangeset_add(rs, offset, offset + len);
         Py_DECREF(rs);
-        if (rc < 0 || (fin && PyObject_SetAttr(stream, str_fin_acked, Py_True) < 0) || PySet_Add(acked, sid) < 0)
+        if (rc < 0 || (fin && fast_setattr(stream, str_fin_acked, Py_True) < 0) || PySet_Add(acked, sid) < 0)
             goto error;
         if (report != NULL) {
-            PyObject *entry = Py_BuildValue("(OOn)", sid, PyTuple_GET_ITEM(f, 1), len);
+            PyObject *entry = STEAL_TUPLE(Py_NewRef(sid), Py_NewRef(PyTuple_GET_ITEM(f, 1)), PyLong_FromSsize_t(len));
             if (entry == NULL)
                 goto error;
             PyList_SET_ITEM(report, i, entry);
         }
     }
     if (report != NULL) {
-        PyObject *pn = PyObject_GetAttr(packet, str_pn);
+        PyObject *pn = fast_getattr(packet, str_pn);
         PyObject *r = pn == NULL ? NULL : PyObject_CallFunctionObjArgs(on_packet_acked, pn, report, NULL);
         Py_XDECREF(pn);
         if (r == NULL)
@@ -2264,7 +2462,7 @@ error:
 static int
 stream_acked(PyObject *ep, PyObject *stream, PyObject *sid)
 {
-    PyObject *rs = PyObject_GetAttr(stream, str_acked);
+    PyObject *rs = fast_getattr(stream, str_acked);
     if (rs == NULL)
         return -1;
     long long prefix = 0, acked_prefix, buf_offset;
@@ -2277,7 +2475,7 @@ stream_acked(PyObject *ep, PyObject *stream, PyObject *sid)
     if (set_long(stream, str_acked_prefix, prefix) < 0 || attr_long(stream, str_buf_offset, &buf_offset) < 0)
         return -1;
     if (prefix - buf_offset > 0) {
-        PyObject *buf = PyObject_GetAttr(stream, str_buf);
+        PyObject *buf = fast_getattr(stream, str_buf);
         if (buf == NULL)
             return -1;
         rc = PySequence_DelSlice(buf, 0, (Py_ssize_t)(prefix - buf_offset));
@@ -2285,7 +2483,7 @@ stream_acked(PyObject *ep, PyObject *stream, PyObject *sid)
         if (rc < 0 || set_long(stream, str_buf_offset, prefix) < 0)
             return -1;
     }
-    PyObject *cb = PyObject_GetAttr(ep, str_on_stream_acked);
+    PyObject *cb = fast_getattr(ep, str_on_stream_acked);
     if (cb == NULL)
         return -1;
     if (cb != Py_None) {
@@ -2318,7 +2516,7 @@ ack_frame_received(CoreObject *c, PyObject *ep, PyObject *ranges, PyObject *ack_
         return 0;
     }
     PyObject *acked = PySet_New(NULL), *sorted = NULL;
-    PyObject *on_packet_acked = PyObject_GetAttr(ep, str_on_packet_acked);
+    PyObject *on_packet_acked = fast_getattr(ep, str_on_packet_acked);
     if (acked == NULL || on_packet_acked == NULL)
         goto error;
     for (Py_ssize_t i = 0; i < PyList_GET_SIZE(newly); i++)   /* oldest first */
@@ -2364,7 +2562,7 @@ ack_frame_received(CoreObject *c, PyObject *ep, PyObject *ranges, PyObject *ack_
     if (queued < 0)
         return -1;
     if (!queued) {
-        PyObject *pull = PyObject_GetAttr(ep, str_on_send_ready);
+        PyObject *pull = fast_getattr(ep, str_on_send_ready);
         if (pull == NULL)
             return -1;
         queued = pull != Py_None;
@@ -2387,8 +2585,8 @@ Core_on_ack_frame(CoreObject *c, PyObject *const *args, Py_ssize_t nargs)
         PyErr_SetString(PyExc_TypeError, "on_ack_frame(endpoint, ranges, ack_delay_s), after bind()");
         return NULL;
     }
-    PyObject *sim = PyObject_GetAttr(args[0], str_sim);
-    PyObject *now_o = sim == NULL ? NULL : PyObject_GetAttr(sim, str_now);
+    PyObject *sim = fast_getattr(args[0], str_sim);
+    PyObject *now_o = sim == NULL ? NULL : fast_getattr(sim, str_now);
     Py_XDECREF(sim);
     if (now_o == NULL)
         return NULL;
@@ -2410,11 +2608,11 @@ Core_receive(CoreObject *c, PyObject *const *args, Py_ssize_t nargs)
         return NULL;
     }
     PyObject *ep = args[0], *packet = args[1];
-    PyObject *ack = PyObject_GetAttr(packet, str_ack);
+    PyObject *ack = fast_getattr(packet, str_ack);
     if (ack == NULL)
         return NULL;
-    PyObject *sim = PyObject_GetAttr(ep, str_sim);
-    PyObject *now_o = sim == NULL ? NULL : PyObject_GetAttr(sim, str_now);
+    PyObject *sim = fast_getattr(ep, str_sim);
+    PyObject *now_o = sim == NULL ? NULL : fast_getattr(sim, str_now);
     Py_XDECREF(sim);
     if (now_o == NULL) {
         Py_DECREF(ack);
@@ -2436,7 +2634,7 @@ Core_receive(CoreObject *c, PyObject *const *args, Py_ssize_t nargs)
     Py_DECREF(ack);
     double now;
     PyObject *frames = NULL, *seq = NULL, *pn_o = NULL;
-    if (get_double(now_o, &now) < 0 || (frames = PyObject_GetAttr(packet, str_frames)) == NULL
+    if (get_double(now_o, &now) < 0 || (frames = fast_getattr(packet, str_frames)) == NULL
         || (seq = PySequence_Fast(frames, "frames")) == NULL)
         goto error;
     for (Py_ssize_t i = 0; i < PySequence_Fast_GET_SIZE(seq); i++) {
@@ -2451,7 +2649,7 @@ Core_receive(CoreObject *c, PyObject *const *args, Py_ssize_t nargs)
             goto error;
     }
     /* ack._on_packet_number */
-    if ((pn_o = PyObject_GetAttr(packet, str_pn)) == NULL)
+    if ((pn_o = fast_getattr(packet, str_pn)) == NULL)
         goto error;
     PyObject *argv[2] = {pn_o, now_o};
     PyObject *ooo = Core_on_packet_number(c, argv, 2);
@@ -2475,7 +2673,7 @@ Core_receive(CoreObject *c, PyObject *const *args, Py_ssize_t nargs)
             int unset = expiry == Py_None;
             Py_DECREF(expiry);
             if (unset) {
-                PyObject *delay = PyObject_GetAttr(ep, str_ack_delay_s);
+                PyObject *delay = fast_getattr(ep, str_ack_delay_s);
                 double d;
                 if (delay == NULL)
                     goto error;
@@ -2536,14 +2734,14 @@ Bound_call(BoundObject *b, PyObject *args, PyObject *kw)
     }
     /* NativeQuicEndpoint._on_packet: 1-RTT packets once the handshake is confirmed, in C */
     PyObject *ep = b->endpoint;
-    PyObject *payload = PyObject_GetAttr(PyTuple_GET_ITEM(args, 0), str_payload);
+    PyObject *payload = fast_getattr(PyTuple_GET_ITEM(args, 0), str_payload);
     if (payload == NULL)
         return NULL;
     int fast = (PyObject *)Py_TYPE(payload) == b->core->packet_class;
     if (fast)
         fast = attr_truthy(ep, str_ready);
     if (fast > 0) {
-        PyObject *done = PyObject_GetAttr(ep, str_handshake_done_s);
+        PyObject *done = fast_getattr(ep, str_handshake_done_s);
         if (done == NULL)
             fast = -1;
         else {
@@ -2771,6 +2969,431 @@ static PyTypeObject CoreType = {
     .tp_getset = Core_getset,
 };
 
+/* -- ResponseWriter (writer.ResponseWriter's twin for a NativeQuicEndpoint) -----------------
+ *
+ * Responses in rotations per urgency level (RFC 9218: the lowest level first, round-robin among
+ * equals, up to a packet's worth per turn), written as the transport pulls them: pull() is
+ * ResponseWriter.pull, what the endpoint's on_send_ready calls each time a packet may leave.  A
+ * write on an open stream goes to the endpoint's core as NativeQuicEndpoint.write sends it
+ * (core_write), any other (a stream's first write) through the endpoint's write; the padding is
+ * b"r" bytes, as writer._pad's.  The same writes in the same order as the reference, so the same
+ * events (tests/test_net_quic_native.py). */
+
+typedef struct {
+    PyObject *sid;                 /* the stream id as given */
+    long long remaining;
+} Turn;
+
+typedef struct {
+    long long level;
+    Turn *buf;
+    Py_ssize_t head, size, cap;
+} Rotation;
+
+typedef struct {
+    PyObject_HEAD
+    PyObject *endpoint, *written, *on_written, *acked, *pad;
+    CoreObject *core;
+    long long chunk, unacked;
+    char fill_on_ack;
+    Rotation *levels;              /* sorted by level; a level's rotation may be empty */
+    Py_ssize_t nlevels;
+} WriterObject;
+
+static PyTypeObject WriterType;
+
+static PyObject *
+Writer_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
+{
+    PyObject *endpoint, *written, *on_written, *core;
+    long long chunk;
+    int fill_on_ack;
+    if (!PyArg_ParseTuple(args, "OLO!Op:ResponseWriter", &endpoint, &chunk, &PyDict_Type, &written, &on_written,
+                          &fill_on_ack))
+        return NULL;
+    if (chunk <= 0) {
+        PyErr_SetString(PyExc_ValueError, "chunk_bytes must be > 0");
+        return NULL;
+    }
+    if ((core = PyObject_GetAttrString(endpoint, "_core")) == NULL)
+        return NULL;
+    if (!PyObject_TypeCheck(core, &CoreType) || ((CoreObject *)core)->send_streams == NULL) {
+        Py_DECREF(core);
+        PyErr_SetString(PyExc_TypeError, "the endpoint is a NativeQuicEndpoint (its _core bound)");
+        return NULL;
+    }
+    WriterObject *w = (WriterObject *)type->tp_alloc(type, 0);
+    if (w == NULL) {
+        Py_DECREF(core);
+        return NULL;
+    }
+    w->core = (CoreObject *)core;
+    w->endpoint = Py_NewRef(endpoint);
+    w->written = Py_NewRef(written);
+    w->on_written = Py_NewRef(on_written);
+    w->chunk = chunk;
+    w->fill_on_ack = (char)fill_on_ack;
+    w->acked = PyDict_New();
+    w->pad = PyBytes_FromStringAndSize(NULL, (Py_ssize_t)chunk);
+    if (w->acked == NULL || w->pad == NULL) {
+        Py_DECREF(w);
+        return NULL;
+    }
+    memset(PyBytes_AS_STRING(w->pad), 'r', (size_t)chunk);
+    return (PyObject *)w;
+}
+
+static int
+Writer_traverse(WriterObject *w, visitproc visit, void *arg)
+{
+    Py_VISIT(w->endpoint);
+    Py_VISIT((PyObject *)w->core);
+    Py_VISIT(w->written);
+    Py_VISIT(w->on_written);
+    Py_VISIT(w->acked);
+    for (Py_ssize_t i = 0; i < w->nlevels; i++) {
+        Rotation *r = &w->levels[i];
+        for (Py_ssize_t j = 0; j < r->size; j++)
+            Py_VISIT(r->buf[(r->head + j) % r->cap].sid);
+    }
+    return 0;
+}
+
+static int
+Writer_clear(WriterObject *w)
+{
+    Py_CLEAR(w->endpoint);
+    Py_CLEAR(w->core);
+    Py_CLEAR(w->written);
+    Py_CLEAR(w->on_written);
+    Py_CLEAR(w->acked);
+    Rotation *levels = w->levels;
+    Py_ssize_t n = w->nlevels;
+    w->levels = NULL;
+    w->nlevels = 0;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        Rotation *r = &levels[i];
+        for (Py_ssize_t j = 0; j < r->size; j++)
+            Py_DECREF(r->buf[(r->head + j) % r->cap].sid);
+        PyMem_Free(r->buf);
+    }
+    PyMem_Free(levels);
+    return 0;
+}
+
+static void
+Writer_dealloc(WriterObject *w)
+{
+    PyObject_GC_UnTrack(w);
+    Writer_clear(w);
+    Py_CLEAR(w->pad);
+    Py_TYPE(w)->tp_free((PyObject *)w);
+}
+
+static int
+rotation_push(Rotation *r, PyObject *sid, long long remaining)   /* takes the reference to sid */
+{
+    if (r->size == r->cap) {
+        Py_ssize_t cap = r->cap ? r->cap * 2 : 8;
+        Turn *grown = PyMem_Malloc((size_t)cap * sizeof(Turn));
+        if (grown == NULL) {
+            Py_DECREF(sid);
+            PyErr_NoMemory();
+            return -1;
+        }
+        for (Py_ssize_t i = 0; i < r->size; i++)
+            grown[i] = r->buf[(r->head + i) % r->cap];
+        PyMem_Free(r->buf);
+        r->buf = grown;
+        r->cap = cap;
+        r->head = 0;
+    }
+    r->buf[(r->head + r->size) % r->cap] = (Turn){sid, remaining};
+    r->size++;
+    return 0;
+}
+
+static PyObject *
+Writer_add(WriterObject *w, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 3) {
+        PyErr_SetString(PyExc_TypeError, "add(stream_id, size, level)");
+        return NULL;
+    }
+    long long size = PyLong_AsLongLong(args[1]);
+    long long level = PyLong_AsLongLong(args[2]);
+    if (((size == -1 || level == -1) && PyErr_Occurred()) || (PyLong_AsLongLong(args[0]) == -1 && PyErr_Occurred()))
+        return NULL;
+    Py_ssize_t i = 0;
+    while (i < w->nlevels && w->levels[i].level < level)
+        i++;
+    if (i == w->nlevels || w->levels[i].level != level) {
+        Rotation *grown = PyMem_Realloc(w->levels, (size_t)(w->nlevels + 1) * sizeof(Rotation));
+        if (grown == NULL)
+            return PyErr_NoMemory();
+        w->levels = grown;
+        memmove(&w->levels[i + 1], &w->levels[i], (size_t)(w->nlevels - i) * sizeof(Rotation));
+        w->levels[i] = (Rotation){level, NULL, 0, 0, 0};
+        w->nlevels++;
+    }
+    if (rotation_push(&w->levels[i], Py_NewRef(args[0]), size) < 0)
+        return NULL;
+    Py_RETURN_NONE;
+}
+
+static PyObject *
+Writer_stop(WriterObject *w, PyObject *sid)
+{
+    for (Py_ssize_t i = 0; i < w->nlevels; i++) {
+        Rotation *r = &w->levels[i];
+        Py_ssize_t kept = 0;
+        for (Py_ssize_t j = 0; j < r->size; j++) {
+            Turn t = r->buf[(r->head + j) % r->cap];
+            int same = PyObject_RichCompareBool(t.sid, sid, Py_EQ);
+            if (same < 0)
+                return NULL;
+            if (same)
+                Py_DECREF(t.sid);
+            else
+                r->buf[(r->head + kept++) % r->cap] = t;
+        }
+        r->size = kept;
+    }
+    Py_RETURN_NONE;
+}
+
+static int
+dict_add(PyObject *dict, PyObject *key, long long n)
+{
+    long long v = 0;
+    PyObject *old = PyDict_GetItemWithError(dict, key);
+    if (old != NULL) {
+        v = PyLong_AsLongLong(old);
+        if (v == -1 && PyErr_Occurred())
+            return -1;
+    }
+    else if (PyErr_Occurred())
+        return -1;
+    PyObject *nv = PyLong_FromLongLong(v + n);
+    if (nv == NULL)
+        return -1;
+    int rc = PyDict_SetItem(dict, key, nv);
+    Py_DECREF(nv);
+    return rc;
+}
+
+/* endpoint.write(stream_id, b"r" * n, end): NativeQuicEndpoint.write, its open-stream case here. */
+static int
+writer_write(WriterObject *w, PyObject *sid, long long n, int end)
+{
+    PyObject *data;
+    if (n == PyBytes_GET_SIZE(w->pad))
+        data = Py_NewRef(w->pad);
+    else if ((data = PyBytes_FromStringAndSize(NULL, (Py_ssize_t)n)) != NULL)
+        memset(PyBytes_AS_STRING(data), 'r', (size_t)n);
+    if (data == NULL)
+        return -1;
+    PyObject *end_o = end ? Py_True : Py_False;
+    int rc;
+    PyObject *stream = PyDict_GetItemWithError(w->core->send_streams, sid);   /* borrowed */
+    int fin = stream == NULL ? (PyErr_Occurred() ? -1 : 1) : attr_truthy(stream, str_fin);
+    if (fin < 0)
+        rc = -1;
+    else if (!fin)
+        rc = core_write(w->core, stream, sid, data, end_o);
+    else {                                     /* a new or ended stream: as the reference */
+        PyObject *r = PyObject_CallMethodObjArgs(w->endpoint, str_write, sid, data, end_o, NULL);
+        rc = r == NULL ? -1 : 0;
+        Py_XDECREF(r);
+    }
+    Py_DECREF(data);
+    return rc;
+}
+
+/* ResponseWriter.write_next(limit): up to `limit` bytes of the next response in turn. */
+static long long
+writer_next(WriterObject *w, long long limit)
+{
+    Rotation *r = NULL;
+    for (Py_ssize_t i = 0; i < w->nlevels && r == NULL; i++)
+        if (w->levels[i].size > 0)
+            r = &w->levels[i];
+    if (r == NULL)
+        return 0;
+    Turn t = r->buf[r->head];                  /* popleft: the reference to sid is ours */
+    r->head = (r->head + 1) % r->cap;
+    r->size--;
+    long long n = t.remaining < limit ? t.remaining : limit;
+    long long remaining = t.remaining - n;
+    if (dict_add(w->written, t.sid, n) < 0)
+        goto fail;
+    w->unacked += n;
+    if (writer_write(w, t.sid, n, !remaining) < 0)
+        goto fail;
+    if (!remaining) {
+        PyObject *res = PyObject_CallOneArg(w->on_written, t.sid);
+        Py_DECREF(t.sid);
+        if (res == NULL)
+            return -1;
+        Py_DECREF(res);
+    }
+    else if (rotation_push(r, t.sid, remaining) < 0)   /* served: to the back of its rotation */
+        return -1;
+    return n;
+fail:
+    Py_DECREF(t.sid);
+    return -1;
+}
+
+static int
+writer_waiting(WriterObject *w)
+{
+    for (Py_ssize_t i = 0; i < w->nlevels; i++)
+        if (w->levels[i].size > 0)
+            return 1;
+    return 0;
+}
+
+/* ResponseWriter.fill: the window kept written (max(endpoint.cwnd_bytes, 2 chunks)). */
+static int
+writer_fill(WriterObject *w)
+{
+    if (!writer_waiting(w))
+        return 0;
+    PyObject *cwnd = fast_getattr(w->endpoint, str_cwnd_bytes);
+    if (cwnd == NULL)
+        return -1;
+    double window;
+    int rc = get_double(cwnd, &window);
+    Py_DECREF(cwnd);
+    if (rc < 0)
+        return -1;
+    double floor_bytes = (double)(2 * w->chunk);
+    window = floor_bytes > window ? floor_bytes : window;   /* Python's max(cwnd_bytes, 2 * chunk) */
+    while ((double)w->unacked < window) {
+        long long n = writer_next(w, w->chunk);
+        if (n < 0)
+            return -1;
+        if (n == 0)
+            break;
+    }
+    return 0;
+}
+
+static PyObject *
+Writer_write_next(WriterObject *w, PyObject *limit_obj)
+{
+    long long limit = PyLong_AsLongLong(limit_obj);
+    if (limit == -1 && PyErr_Occurred())
+        return NULL;
+    long long n = writer_next(w, limit);
+    return n < 0 ? NULL : PyLong_FromLongLong(n);
+}
+
+/* ResponseWriter.pull: a packet may leave now: about one packet's worth (chunk_bytes) from the
+ * rotations, as aioquic builds a packet from its streams' send buffers; False if nothing waits. */
+static PyObject *
+Writer_pull(WriterObject *w, PyObject *unused)
+{
+    long long wrote = 0;
+    while (wrote < w->chunk) {
+        long long n = writer_next(w, w->chunk - wrote);
+        if (n < 0)
+            return NULL;
+        if (!n)
+            break;
+        wrote += n;
+    }
+    return PyBool_FromLong(wrote > 0);
+}
+
+static PyObject *
+Writer_fill(WriterObject *w, PyObject *unused)
+{
+    if (writer_fill(w) < 0)
+        return NULL;
+    Py_RETURN_NONE;
+}
+
+static int
+dict_long(PyObject *dict, PyObject *key, long long *out)   /* dict.get(key, 0) */
+{
+    *out = 0;
+    PyObject *v = PyDict_GetItemWithError(dict, key);
+    if (v == NULL)
+        return PyErr_Occurred() ? -1 : 0;
+    *out = PyLong_AsLongLong(v);
+    return (*out == -1 && PyErr_Occurred()) ? -1 : 0;
+}
+
+static PyObject *
+Writer_on_stream_acked(WriterObject *w, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 2) {
+        PyErr_SetString(PyExc_TypeError, "on_stream_acked(stream_id, acked_offset)");
+        return NULL;
+    }
+    long long acked_offset = PyLong_AsLongLong(args[1]), written, before;
+    if ((acked_offset == -1 && PyErr_Occurred()) || dict_long(w->written, args[0], &written) < 0
+        || dict_long(w->acked, args[0], &before) < 0)
+        return NULL;
+    long long acked = acked_offset < written ? acked_offset : written;
+    w->unacked -= acked - before;
+    PyObject *acked_obj = PyLong_FromLongLong(acked);
+    if (acked_obj == NULL)
+        return NULL;
+    int rc = PyDict_SetItem(w->acked, args[0], acked_obj);
+    Py_DECREF(acked_obj);
+    if (rc < 0 || (w->fill_on_ack && writer_fill(w) < 0))
+        return NULL;
+    Py_RETURN_NONE;
+}
+
+static PyObject *
+Writer_get_waiting(WriterObject *w, void *x) { return PyBool_FromLong(writer_waiting(w)); }
+
+static PyMethodDef Writer_methods[] = {
+    {"add", (PyCFunction)(void (*)(void))Writer_add, METH_FASTCALL, "add(stream_id, size, level): a response joins its rotation."},
+    {"stop", (PyCFunction)Writer_stop, METH_O, "stop(stream_id): nothing more of it is written."},
+    {"write_next", (PyCFunction)Writer_write_next, METH_O, "write_next(limit) -> bytes written of the next response in turn."},
+    {"pull", (PyCFunction)Writer_pull, METH_NOARGS, "pull() -> whether a packet's worth (or less) was written."},
+    {"fill", (PyCFunction)Writer_fill, METH_NOARGS, "Keep the congestion window written."},
+    {"on_stream_acked", (PyCFunction)(void (*)(void))Writer_on_stream_acked, METH_FASTCALL,
+     "on_stream_acked(stream_id, acked_offset): the transport's acknowledgement."},
+    {NULL},
+};
+
+static PyMemberDef Writer_members[] = {
+    {"endpoint", T_OBJECT, offsetof(WriterObject, endpoint), READONLY, NULL},
+    {"chunk_bytes", T_LONGLONG, offsetof(WriterObject, chunk), READONLY, NULL},
+    {"written", T_OBJECT, offsetof(WriterObject, written), READONLY, "stream -> bytes written on it"},
+    {"on_written", T_OBJECT, offsetof(WriterObject, on_written), READONLY, NULL},
+    {"fill_on_ack", T_BOOL, offsetof(WriterObject, fill_on_ack), READONLY, NULL},
+    {"unacked_bytes", T_LONGLONG, offsetof(WriterObject, unacked), 0, "written, not yet acknowledged"},
+    {NULL},
+};
+
+static PyGetSetDef Writer_getset[] = {
+    {"waiting", (getter)Writer_get_waiting, NULL, "some response still has bytes to write", NULL},
+    {NULL},
+};
+
+static PyTypeObject WriterType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = NET_MODULE ".ResponseWriter",
+    .tp_doc = "ResponseWriter(endpoint, chunk_bytes, written, on_written, fill_on_ack): writer.ResponseWriter's C "
+              "twin on a NativeQuicEndpoint.",
+    .tp_basicsize = sizeof(WriterObject),
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC,
+    .tp_new = Writer_new,
+    .tp_traverse = (traverseproc)Writer_traverse,
+    .tp_clear = (inquiry)Writer_clear,
+    .tp_dealloc = (destructor)Writer_dealloc,
+    .tp_methods = Writer_methods,
+    .tp_members = Writer_members,
+    .tp_getset = Writer_getset,
+};
+
 /* -- module -------------------------------------------------------------------------- */
 
 static struct PyModuleDef quic_module = {
@@ -2850,6 +3473,11 @@ PyInit__quic(void)
     INTERN(str_fin, "fin");
     INTERN(str_append, "append");
     INTERN(str_push, "_push");
+    INTERN(str_later, "later");
+    INTERN(str_later_bytes, "later_bytes");
+    INTERN(str_appendleft, "appendleft");
+    INTERN(str_write, "write");
+    INTERN(str_cwnd_bytes, "cwnd_bytes");
     if ((empty_tuple = PyTuple_New(0)) == NULL)
         return NULL;
     if ((empty_bytes = PyBytes_FromStringAndSize(NULL, 0)) == NULL)
@@ -2862,14 +3490,15 @@ PyInit__quic(void)
     Py_DECREF(heapq);
     if (heappush_fn == NULL || heappop_fn == NULL)
         return NULL;
-    PyTypeObject *types[] = {&RttType, &CcType, &CoreType, &TimersType, &BoundType, &QPacketType};
+    PyTypeObject *types[] = {&RttType, &CcType, &CoreType, &TimersType, &BoundType, &QPacketType, &WriterType};
     for (size_t i = 0; i < sizeof(types) / sizeof(types[0]); i++)
         if (PyType_Ready(types[i]) < 0)
             return NULL;
     PyObject *m = PyModule_Create(&quic_module);
     if (m == NULL)
         return NULL;
-    const char *names[] = {"RttEstimator", "CongestionControl", "QuicCore", "TimerSlots", "_Bound", "QuicPacket"};
+    const char *names[] = {"RttEstimator", "CongestionControl", "QuicCore", "TimerSlots", "_Bound", "QuicPacket",
+                           "ResponseWriter"};
     for (size_t i = 0; i < sizeof(types) / sizeof(types[0]); i++) {
         if (PyModule_AddObjectRef(m, names[i], (PyObject *)types[i]) < 0) {
             Py_DECREF(m);

@@ -57,9 +57,10 @@ static PyObject *str_now, *str_push, *str_send, *str_lost, *str_random, *str_pro
     *str_fire, *str_arrive, *str_start_handshake, *str_syn, *str_syn_ack, *str_ack_kind,
     *str_mss_bytes, *str_header_overhead_bytes, *str_cc, *str_initial_window_segments, *str_min_rto_s,
     *str_initial_rtt_s, *str_echo_s, *str_timestamps, *str_sack, *str_ack_every_packets, *str_max_ack_delay_s, *str_packet_threshold, *str_mtu_bytes,
-    *str_cwnd_in_packets;
+    *str_cwnd_in_packets, *str_bernoulli_p, *str_bernoulli_random;
 static PyObject *empty_bytes, *empty_tuple;
 static PyObject *no_loss_type;       /* link.NoLoss, registered by link.py: never loses, not called */
+static PyObject *bernoulli_type;     /* link.Bernoulli, registered by link.py: its lost() drawn here */
 
 /* -- helpers ---------------------------------------------------------------------- */
 
@@ -137,6 +138,32 @@ get_bool_attr(PyObject *o, PyObject *name, char *out)
         return -1;
     *out = (char)on;
     return 0;
+}
+
+/* link.Bernoulli.lost: `self.p > 0.0 and self._random() < self.p`, the same draw from the same
+ * stream without a Python frame per packet.  1 lost, 0 not, -1 on error. */
+static int
+bernoulli_lost(PyObject *loss)
+{
+    PyObject *p = PyObject_GetAttr(loss, str_bernoulli_p);
+    if (p == NULL)
+        return -1;
+    double prob = PyFloat_AsDouble(p);
+    Py_DECREF(p);
+    if (prob == -1.0 && PyErr_Occurred())
+        return -1;
+    if (!(prob > 0.0))
+        return 0;
+    PyObject *random = PyObject_GetAttr(loss, str_bernoulli_random);
+    PyObject *r = random == NULL ? NULL : PyObject_CallNoArgs(random);
+    Py_XDECREF(random);
+    if (r == NULL)
+        return -1;
+    double x = PyFloat_AsDouble(r);
+    Py_DECREF(r);
+    if (x == -1.0 && PyErr_Occurred())
+        return -1;
+    return x < prob;
 }
 
 /* -- Packet ------------------------------------------------------------------------ */
@@ -624,11 +651,14 @@ link_send(LinkObject *l, PyObject *packet, PyObject *deliver, const double *now_
         l->busy_until_s = depart_s;
     }
     if ((PyObject *)Py_TYPE(l->loss) != no_loss_type) {
-        PyObject *r = PyObject_CallMethodNoArgs(l->loss, str_lost);
-        if (r == NULL)
-            return -1;
-        int lost = PyObject_IsTrue(r);
-        Py_DECREF(r);
+        int lost = (PyObject *)Py_TYPE(l->loss) == bernoulli_type ? bernoulli_lost(l->loss) : -2;
+        if (lost == -2) {                      /* any other loss model: its lost() */
+            PyObject *r = PyObject_CallMethodNoArgs(l->loss, str_lost);
+            if (r == NULL)
+                return -1;
+            lost = PyObject_IsTrue(r);
+            Py_DECREF(r);
+        }
         if (lost < 0)
             return -1;
         if (lost) {
@@ -4336,9 +4366,22 @@ register_no_loss(PyObject *module, PyObject *cls)
     Py_RETURN_NONE;
 }
 
+static PyObject *
+register_bernoulli(PyObject *module, PyObject *cls)
+{
+    if (!PyType_Check(cls)) {
+        PyErr_SetString(PyExc_TypeError, "register_bernoulli(cls) takes the Bernoulli class");
+        return NULL;
+    }
+    Py_XSETREF(bernoulli_type, Py_NewRef(cls));
+    Py_RETURN_NONE;
+}
+
 static PyMethodDef module_methods[] = {
     {"register_no_loss", (PyCFunction)register_no_loss, METH_O,
      "register_no_loss(cls): links skip calling lost() on a loss model of this class (it never loses)."},
+    {"register_bernoulli", (PyCFunction)register_bernoulli, METH_O,
+     "register_bernoulli(cls): links draw this class's lost() themselves (p > 0 and _random() < p)."},
     {NULL},
 };
 
@@ -4360,6 +4403,8 @@ PyInit__tcp(void)
     INTERN(str_send, "send");
     INTERN(str_lost, "lost");
     INTERN(str_random, "random");
+    INTERN(str_bernoulli_p, "p");
+    INTERN(str_bernoulli_random, "_random");
     INTERN(str_prob, "prob");
     INTERN(str_max_s, "max_s");
     INTERN(str_size_bytes, "size_bytes");

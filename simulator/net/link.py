@@ -110,6 +110,10 @@ class Bernoulli(LossModel):
         return f"Bernoulli(p={self.p})"
 
 
+if native.C is not None:
+    native.C.register_bernoulli(Bernoulli)  # the C link draws ``lost`` itself: the same draw, no Python call
+
+
 class GilbertElliott(LossModel):
     """Two-state Markov loss: Good -> Bad with ``p_gb``, Bad -> Good with ``p_bg`` per packet
     (probabilities, ``p_bg`` above 0, as ``LossSpec`` checks)."""

@@ -7,11 +7,12 @@ round-robin among equals, a packet's worth, ``chunk_bytes``, per turn).  Over TC
 writer keeps the congestion window written but not yet acknowledged (at least two
 segments: ``fill``), as TCP sends whatever its window allows, so a response stopped on the
 way (a cancelled push) stops where it is; over QUIC the transport pulls a packet's worth
-at a time (``write_next``).  Bytes are padding of the response's size.
+at a time (``pull``, the endpoint's ``on_send_ready``).  Bytes are padding of the response's size.
 
-``ResponseWriter`` is the reference.  ``response_writer`` gives its C twin
-(``simulator.net._tcp.ResponseWriter``) for a C ``TcpEndpoint``: the same writes in the
-same order, so the same results.
+``ResponseWriter`` is the reference.  ``response_writer`` gives its C twins: for a C
+``TcpEndpoint`` ``simulator.net._tcp.ResponseWriter``, for a ``NativeQuicEndpoint``
+``simulator.net._quic.ResponseWriter`` (which writes into the endpoint's C core without a
+Python call per packet); the same writes in the same order, so the same results.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from collections import deque
 from typing import Callable
 
 from . import native
+from .quic.native import NativeQuicEndpoint
 
 __all__ = ["ResponseWriter", "response_writer"]
 
@@ -115,6 +117,18 @@ class ResponseWriter:
             queue.append(entry)  # served: to the back of its rotation
         return n
 
+    def pull(self) -> bool:
+        """QUIC's ``on_send_ready``: a packet may leave now, so write about one packet's worth
+        (``chunk_bytes``) from the rotations, as aioquic builds a packet from its streams' send
+        buffers; False if nothing waits."""
+        wrote, chunk = 0, self.chunk_bytes
+        while wrote < chunk:
+            n = self.write_next(chunk - wrote)
+            if not n:
+                break
+            wrote += n
+        return wrote > 0
+
     def fill(self) -> None:
         """TCP: keep the congestion window written but not acknowledged (at least two
         segments), as TCP sends whatever its window allows.  (A cap of two bandwidth-delay
@@ -139,7 +153,10 @@ class ResponseWriter:
 def response_writer(
     endpoint, chunk_bytes: int, written: dict[int, int], on_written: Callable[[int], None], *, fill_on_ack: bool
 ):
-    """A ``ResponseWriter`` for ``endpoint``: its C twin when the endpoint is the C ``TcpEndpoint``."""
+    """A ``ResponseWriter`` for ``endpoint``: its C twin when the endpoint is the C ``TcpEndpoint``
+    or a ``NativeQuicEndpoint``."""
     if native.C is not None and type(endpoint) is native.C.TcpEndpoint:
         return native.C.ResponseWriter(endpoint, chunk_bytes, written, on_written, fill_on_ack)
+    if native.QUIC is not None and type(endpoint) is NativeQuicEndpoint:
+        return native.QUIC.ResponseWriter(endpoint, chunk_bytes, written, on_written, fill_on_ack)
     return ResponseWriter(endpoint, chunk_bytes, written, on_written, fill_on_ack=fill_on_ack)

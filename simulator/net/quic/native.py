@@ -23,7 +23,7 @@ from __future__ import annotations
 from ...engine import Simulator
 from ..cc import make_congestion_control
 from ..link import Packet
-from ..native import QUIC
+from ..native import C, QUIC
 from ..transport import TransportConfig
 from .connection import QuicEndpoint
 from .packet import SHORT_HEADER_BYTES
@@ -102,7 +102,7 @@ class NativeQuicEndpoint(QuicEndpoint):
         core.cwnd_log = self.cwnd_log
         core.bind(
             QUIC.QuicPacket,
-            Packet,
+            Packet if C is None else C.Packet,  # link.Packet's C twin when built: no Python __init__ per packet
             self._retx_queue,
             self._new_queue,
             self._send_streams,
