@@ -14,7 +14,7 @@ from ...hops import chain
 from ...hops.fields import METADATA
 from ...http.framing import VERSIONS
 from ..base import StudyParams, StudyResult, records, steps
-from .model import make_exchanges, model_rows, real_rows
+from .model import make_exchanges, make_plans, model_rows, real_rows
 
 __all__ = ["TrailersParams", "TrailersResult", "run", "STRATEGIES", "STACKS", "REAL_VERSIONS"]
 
@@ -142,13 +142,15 @@ def run(trace=None, params: TrailersParams | None = None, *, progress: bool = Fa
         jobs += [("model", v, s) for v in params.versions for s in params.strategies]
     if params.stack in ("real", "both"):
         jobs += [("real", v, s) for v in params.versions if v in REAL_VERSIONS for s in params.strategies]
-    rows, hop_rows, totals = [], [], {}
+    rows, hop_rows, totals, plans = [], [], {}, {}
     for stack, version, strategy in steps(jobs, "runs", progress):
+        if strategy not in plans:  # the same for every version and stack
+            plans[strategy] = make_plans(exchanges, strategy, params)
         if stack == "model":
-            r, h, t = model_rows(exchanges, strategy, version, params)
+            r, h, t = model_rows(exchanges, strategy, version, params, plans[strategy])
             hop_rows += h
         else:
-            r, t = real_rows(exchanges, strategy, version, params)
+            r, t = real_rows(exchanges, strategy, version, params, plans[strategy])
         rows += r
         totals[(stack, version, strategy)] = t
     responses = pd.DataFrame(rows)
