@@ -431,7 +431,12 @@ def test_a_run_past_the_work_limit_is_refused_up_front_in_one_line(capsys, monke
     jobs = [("model", "h2", "trailer"), ("real", "h2", "trailer")]
     exchanges = study.make_exchanges(trace, params)
     units = study.work_units(exchanges, jobs)
-    assert units == pytest.approx((1 + study.REAL_STACK_WEIGHT["h2"]) * study.work_units(exchanges, jobs[:1]))
+    weight = study.RUN_WEIGHT
+    assert units == pytest.approx(
+        (weight[("model", "h2")] + weight[("real", "h2")])
+        * study.work_units(exchanges, [("model", "h1", "trailer")])
+        / weight[("model", "h1")]
+    )
     monkeypatch.setattr(study, "MAX_WORK_UNITS", units - 1)
     with pytest.raises(InputError, match="synthetic-page.har: .* above the trailers study's limit"):
         trailers.run(trace, params)
