@@ -16,6 +16,9 @@ process's peak resident memory above what it held before the run.  The trace imp
 - ``push h2``, ``push h3``: ``push.run`` with the policy ``none`` (one load over the TCP
   and the QUIC model, 100 ms, 10 Mbit/s);
 - ``hol``: ``hol.run`` with HPACK and QPACK over the QUIC model, 1% loss;
+- ``trailers``: ``trailers.run`` on the page (every strategy x version on the models, 9 runs;
+  past its work limit, about 6,000 of these pages' responses, it is refused up front: "failed");
+- ``trailers h2``: ``trailers.run`` with the trailer strategy on HTTP/2 alone (one run);
 - ``import``: ``traces.load`` of the page's HAR;
 - ``fidelity cli``: ``workbench fidelity PAGE.har --json`` end to end in its own process
   (start-up, the HAR import and the run: the figure issue 33 asks of 20,000 resources,
@@ -43,7 +46,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 SIZES = (10, 100, 1000, 5000, 20000)
 QUICK_SIZES = (10, 50, 200)
-STUDIES = ("fidelity", "push h2", "push h3", "hol", "import", "fidelity cli")
+STUDIES = ("fidelity", "push h2", "push h3", "hol", "trailers", "trailers h2", "import", "fidelity cli")
 
 _WORKER = r"""
 import json, resource, sys, time
@@ -68,6 +71,11 @@ def job(study, trace, har):
         from simulator.studies import push
         params = push.PushParams(protocol=study.split()[1], policies=("none",))
         return lambda: push.run(trace, params)
+    if study.startswith("trailers"):
+        from simulator.studies import trailers
+        one = dict(versions=(study.split()[1],), strategies=("trailer",)) if " " in study else {}
+        params = trailers.TrailersParams(**one)
+        return lambda: trailers.run(trace, params)
     from simulator.studies import hol
     params = hol.HolParams(schemes=("hpack", "qpack"), loss="0.01", seed=1)
     return lambda: hol.run(trace, params)
@@ -178,7 +186,7 @@ def run(quick: bool = False) -> dict:
     print(f"{'n^k, mem':>10}" + "".join(f"{exponents[s]['memory']:>22.2f}" for s in studies))
     print(
         f"(exponents fitted over {fit_from} resources and up; issue 33 before the work: fidelity n^1.8 time, "
-        "n^1.7 memory; push h2 n^0.9, h3 n^1.06, hol n^0.99)"
+        "n^1.7 memory; push h2 n^0.9, h3 n^1.06, hol n^0.99; trailers 6.6 ms CPU a response, n^1.0)"
     )
     for study, points in results.items():
         for n, p in points.items():

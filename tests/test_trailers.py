@@ -416,6 +416,32 @@ def test_cli_json_and_one_line_errors(capsys):
         assert err.startswith("workbench: error:") and err.count("\n") == 1 and "Traceback" not in err
 
 
+def test_a_run_past_the_work_limit_is_refused_up_front_in_one_line(capsys, monkeypatch):
+    """Issue 33: the work (responses x runs, bodies counted per 64 KiB) is counted before anything
+    is simulated; past ``MAX_WORK_UNITS`` the run is an InputError naming the trace, exit 2."""
+    from simulator.studies.trailers import study
+    from simulator.traces import load
+
+    # 100,000 default 256 KiB responses x 9 model runs: 4.5 million units
+    assert main(["trailers", "--responses", "100000", "--json"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "100,000 response(s) x 9 run(s)" in err and "--versions" in err
+    trace = load("traces/synthetic-page.har")
+    params = TrailersParams(versions=("h2",), strategies=("trailer",), stack="both")
+    jobs = [("model", "h2", "trailer"), ("real", "h2", "trailer")]
+    exchanges = study.make_exchanges(trace, params)
+    units = study.work_units(exchanges, jobs)
+    weight = study.RUN_WEIGHT
+    assert units == pytest.approx(
+        (weight[("model", "h2")] + weight[("real", "h2")])
+        * study.work_units(exchanges, [("model", "h1", "trailer")])
+        / weight[("model", "h1")]
+    )
+    monkeypatch.setattr(study, "MAX_WORK_UNITS", units - 1)
+    with pytest.raises(InputError, match="synthetic-page.har: .* above the trailers study's limit"):
+        trailers.run(trace, params)
+
+
 def test_byte_rate_units():
     assert trailers.parse_byte_rate("500kB/s") == 500_000
     assert trailers.parse_byte_rate("2MiB/s") == 2 * 1024 * 1024

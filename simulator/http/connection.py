@@ -183,24 +183,30 @@ class HttpEnd:
         if rx is None:
             rx = self.rx[stream_id] = _Rx()
         rx.delivered += len(data)
-        rx.fin = rx.fin or end
-        self._process(stream_id)
+        if end:
+            rx.fin = True
+        self._process(stream_id, rx)
 
-    def _process(self, stream_id: int) -> None:
-        rx = self.rx[stream_id]
+    def _process(self, stream_id: int, rx: _Rx | None = None) -> None:
+        if rx is None:
+            rx = self.rx[stream_id]
         units = rx.units
+        delivered = rx.delivered
         while units and rx.blocked is None:
             u = units[0]
             if u.kind == "data":
-                got = min(max(rx.delivered - u.start - u.prefix, 0), u.payload)
+                # body bytes of this write delivered so far: past its framing, at most its payload
+                got = delivered - u.start - u.prefix
+                if got > u.payload:
+                    got = u.payload
                 if got > u.seen:
                     self.on_event(DataReceived(stream_id, got - u.seen))
                     u.seen = got
-                if rx.delivered < u.end:
+                if delivered < u.end:
                     return
                 units.popleft()
                 continue
-            if rx.delivered < u.end or (u.fin_only and not rx.fin):
+            if delivered < u.end or (u.fin_only and not rx.fin):
                 return
             units.popleft()
             if u.kind in ("head", "trailers"):
@@ -240,13 +246,16 @@ class HttpEnd:
         if tx is None or self.is_client:  # only response bodies are tracked
             return
         units, i, acked = tx.data_units, tx.next_unit, 0
-        while i < len(units):
+        n = len(units)
+        while i < n:
             start, prefix, payload = units[i]
             if acked_offset >= start + prefix + payload:
                 tx.acked_payload += payload
                 i += 1
                 continue
-            acked = min(max(acked_offset - start - prefix, 0), payload)
+            acked = acked_offset - start - prefix  # below start + prefix + payload here
+            if acked < 0:
+                acked = 0
             break
         tx.next_unit = i
         self.on_event(DataAcked(stream_id, tx.acked_payload + acked))

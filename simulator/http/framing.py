@@ -13,7 +13,9 @@ that direction's, as on a real connection), one ``Unframer`` at the receiving en
   16,384-byte default SETTINGS_MAX_FRAME_SIZE, 9-byte frame headers (section 4.1);
   DATA frames of at most 16,384 bytes; a trailer section is the final HEADERS frame,
   with END_STREAM (section 8.1).  A body that ends after its last DATA frame was sent
-  ends with an empty DATA frame carrying END_STREAM (9 bytes).
+  ends with an empty DATA frame carrying END_STREAM (9 bytes).  A block or list ``hpack``
+  gave once against the same table is replayed (``_HPACK_MEMO``, by hand: hpack is pure
+  Python and a long trace repeats its requests under every strategy).
 - HTTP/3 (RFC 9114): each section QPACK-encoded by ``pylsqpack.Encoder`` (the encoder
   aioquic uses), after ``apply_settings`` with the peer decoder's table capacity and
   blocked-streams limit (RFC 9204 section 5); a HEADERS frame is a type varint, a
@@ -34,6 +36,7 @@ size can never come from a section that would not decode.
 
 from __future__ import annotations
 
+import functools
 import math
 import struct
 from dataclasses import dataclass
@@ -126,11 +129,83 @@ def h1_field_lines(fields) -> bytes:
     return b"".join(n + b": " + v + b"\r\n" for n, v in fields)
 
 
+@functools.lru_cache(maxsize=1024)
+def _h1_status_line(status: int) -> bytes:
+    """``HTTP/1.1 <code> <reason> CRLF`` (RFC 9112 section 4), the reason phrase RFC 9110's, if any."""
+    try:
+        reason = HTTPStatus(status).phrase.encode()
+    except ValueError:
+        reason = b""
+    return b"HTTP/1.1 %d %s\r\n" % (status, reason)
+
+
 def grpc_web_trailer_frame(fields) -> bytes:
     """The gRPC-Web trailer message: flag 0x80, 4-byte length, ``name: value\\r\\n`` lines
     with lower-case names and no final empty line (grpc/grpc doc/PROTOCOL-WEB.md)."""
     payload = h1_field_lines((n.lower(), v) for n, v in fields)
     return struct.pack(">BI", 0x80, len(payload)) + payload
+
+
+# HPACK (RFC 7541) is deterministic: a header list encoded against a dynamic table (section
+# 2.3.2) gives one block and leaves one table, a block decoded against a table one list and one
+# table.  Each result ``hpack`` gives is kept, keyed by the table's whole state and the input,
+# and replayed (block or list, and the table after) when the same state and input come again:
+# the same requests under each strategy of the trailers study, a response head sent again
+# against a table that already holds all of it.  ``hpack`` still computes every result once.
+# Only plain 2-tuples are kept (hpack's NeverIndexedHeaderTuple is equal to a tuple but is
+# encoded otherwise), and not while a table size update is pending (section 6.3).
+_HPACK_MEMO: dict = {}
+_HPACK_MEMO_MAX = 20_000  # entries (about 1 KB each: a table of some 50 fields), then started afresh: 20 MB
+
+
+def _hpack_state(table) -> tuple:
+    return (table._maxsize, tuple(table.dynamic_entries))
+
+
+def _hpack_after(table) -> tuple:
+    return (table._maxsize, table.resized, tuple(table.dynamic_entries), table._current_size)
+
+
+def _hpack_restore(table, after: tuple) -> None:
+    table._maxsize, table.resized, entries, table._current_size = after
+    table.dynamic_entries.clear()
+    table.dynamic_entries.extend(entries)
+
+
+def _hpack_keep(key, value) -> None:
+    if len(_HPACK_MEMO) >= _HPACK_MEMO_MAX:
+        _HPACK_MEMO.clear()
+    _HPACK_MEMO[key] = value
+
+
+def _hpack_encode(encoder: hpack.Encoder, fields) -> bytes:
+    """``encoder.encode(fields)``, replayed when the table and the fields were seen before."""
+    table = encoder.header_table
+    fields = tuple(fields)
+    if table.resized or encoder.table_size_changes or not all(type(f) is tuple and len(f) == 2 for f in fields):
+        return encoder.encode(list(fields))
+    key = ("encode", _hpack_state(table), fields)
+    kept = _HPACK_MEMO.get(key)
+    if kept is not None:
+        _hpack_restore(table, kept[1])
+        return kept[0]
+    block = encoder.encode(list(fields))
+    _hpack_keep(key, (block, _hpack_after(table)))
+    return block
+
+
+def _hpack_decode(decoder: hpack.Decoder, block: bytes) -> list:
+    """``decoder.decode(block, raw=True)``, replayed when the table and the block were seen before
+    (a block that does not decode raises each time: nothing is kept of it)."""
+    table = decoder.header_table
+    key = ("decode", decoder.max_header_list_size, decoder.max_allowed_table_size, _hpack_state(table), block)
+    kept = _HPACK_MEMO.get(key)
+    if kept is not None:
+        _hpack_restore(table, kept[1])
+        return kept[0]
+    headers = decoder.decode(block, raw=True)
+    _hpack_keep(key, (headers, _hpack_after(table)))
+    return headers
 
 
 class Framer:
@@ -164,7 +239,7 @@ class Framer:
 
     def _compressed(self, stream_id: int, fields: HeaderList) -> Section:
         if self.version == "h2":
-            block = self._hpack.encode(list(fields))
+            block = _hpack_encode(self._hpack, fields)
             frames = max(1, math.ceil(len(block) / H2_MAX_FRAME_BYTES))  # HEADERS + CONTINUATIONs
             return Section(len(block) + frames * H2_FRAME_HEADER_BYTES, block)
         encoder, block = self._qpack.encode(stream_id, list(fields))
@@ -179,12 +254,7 @@ class Framer:
         pseudo = {n: v for n, v in headers if n.startswith(b":")}
         fields = [(n, v) for n, v in headers if not n.startswith(b":")]
         if b":status" in pseudo:
-            status = int(pseudo[b":status"])
-            try:
-                reason = HTTPStatus(status).phrase.encode()
-            except ValueError:
-                reason = b""
-            line = b"HTTP/1.1 %d %s\r\n" % (status, reason)
+            line = _h1_status_line(int(pseudo[b":status"]))
         else:
             # RFC 9112 section 3.2: origin-form target, Host from :authority (RFC 9113 8.3.1)
             line = pseudo.get(b":method", b"GET") + b" " + pseudo.get(b":path", b"/") + b" HTTP/1.1\r\n"
@@ -236,7 +306,7 @@ class Unframer:
         if self.version == "h1":
             return True, b""
         if self.version == "h2":
-            headers = self._hpack.decode(section.block, raw=True)
+            headers = _hpack_decode(self._hpack, section.block)
             self._check(stream_id, headers, expected)
             return True, b""
         try:
@@ -258,6 +328,10 @@ class Unframer:
 
     @staticmethod
     def _check(stream_id: int, got, expected: HeaderList) -> None:
+        # Equal lists of 2-tuples are the common case and compare in C; a difference is
+        # looked at again with every name and value as bytes.
+        if list(map(tuple, got)) == list(map(tuple, expected)):
+            return
         got = [(bytes(n), bytes(v)) for n, v in got]
         if got != [(bytes(n), bytes(v)) for n, v in expected]:
             raise RuntimeError(f"stream {stream_id}: a section decoded to {got!r}, expected {list(expected)!r}")

@@ -15,7 +15,7 @@ from ...hops.fields import INTEGRITY, STATUS, metadata_fields
 from ...http.framing import GRPC_WEB_PREFIX_BYTES, grpc_web_trailer_frame
 from ...net.transport import TIMER_KEYS
 
-__all__ = ["make_exchanges", "model_rows", "real_rows", "warmup_s", "DEFAULT_BODY_BYTES"]
+__all__ = ["make_exchanges", "make_plans", "model_rows", "real_rows", "warmup_s", "DEFAULT_BODY_BYTES"]
 
 DEFAULT_BODY_BYTES = 256 * 1024
 _AUTHORITY = b"server.example"
@@ -64,6 +64,13 @@ def make_exchanges(trace, params) -> list[_Exchange]:
         response = tuple((n, v) for n, v in response if n != b"content-length")
         out.append(_Exchange(i, i * params.spacing_s, request, response, body, rng.random() < params.te_trailers))
     return out
+
+
+def make_plans(exchanges, strategy: str, params) -> list[chain.ResponsePlan]:
+    """Each exchange as the origin answers it under ``strategy``.  The plans depend on the
+    strategy alone, not on the HTTP version or the stack (the metadata, a signature included,
+    are computed once per response and strategy), so a run makes them once per strategy."""
+    return [_plan(ex, strategy, params) for ex in exchanges]
 
 
 def _plan(ex: _Exchange, strategy: str, params) -> chain.ResponsePlan:
@@ -128,9 +135,10 @@ def _metadata_columns(plan: chain.ResponsePlan, arrived: dict) -> dict:
     }
 
 
-def model_rows(exchanges, strategy: str, version: str, params):
-    """Run the exchanges under ``strategy`` through the hop-chain model: per-response rows, per-hop rows, totals."""
-    plans = [_plan(ex, strategy, params) for ex in exchanges]
+def model_rows(exchanges, strategy: str, version: str, params, plans=None):
+    """Run the exchanges under ``strategy`` through the hop-chain model: per-response rows, per-hop rows, totals
+    (``plans``: ``make_plans``'s for this strategy, made here when not given)."""
+    plans = make_plans(exchanges, strategy, params) if plans is None else plans
     config = chain.ChainConfig(
         version=version,
         hops=params.hops,
@@ -217,12 +225,13 @@ def warmup_s(params) -> float:
     return 1.0 + 4 * params.rtt_s
 
 
-def real_rows(exchanges, strategy: str, version: str, params):
-    """Replay the exchanges under ``strategy`` on the real h2/h3 stacks: per-response rows and packet totals."""
+def real_rows(exchanges, strategy: str, version: str, params, plans=None):
+    """Replay the exchanges under ``strategy`` on the real h2/h3 stacks: per-response rows and packet totals
+    (``plans`` as in ``model_rows``)."""
     from ...stacks import replay
     from ...stacks.common import ExchangeSpec, StackParams
 
-    plans = [_plan(ex, strategy, params) for ex in exchanges]
+    plans = make_plans(exchanges, strategy, params) if plans is None else plans
     offset = warmup_s(params)
     specs = [
         ExchangeSpec(

@@ -1,5 +1,15 @@
 """The trailers study: its parameters, ``run`` (every strategy x version x stack over the
-same responses and draws) and its summary."""
+same responses and draws) and its summary.
+
+A run simulates every response once per strategy, version and stack, each packet of it, so
+the work grows as responses x runs: the 9 model runs over the synthetic pages' bodies take
+about 7 ms of CPU per response on this project's 2-core test machine (a 20,000-entry HAR:
+142 s and 740 MB; 50,000 entries, the HAR limit: 354 s and 1.7 GB).  Issue 33 asks that a
+huge input be refused up front, in one line, rather than run for minutes: ``run`` counts the
+work before it simulates anything (``work_units``: each response of each run is 1 + its body
+/ 64 KiB, times the run's weight, ``RUN_WEIGHT``, measured; about 0.5 ms of CPU a unit) and
+refuses more than ``MAX_WORK_UNITS``.
+"""
 
 from __future__ import annotations
 
@@ -14,13 +24,34 @@ from ...hops import chain
 from ...hops.fields import METADATA
 from ...http.framing import VERSIONS
 from ..base import StudyParams, StudyResult, records, steps
-from .model import make_exchanges, model_rows, real_rows
+from .model import make_exchanges, make_plans, model_rows, real_rows
 
-__all__ = ["TrailersParams", "TrailersResult", "run", "STRATEGIES", "STACKS", "REAL_VERSIONS"]
+__all__ = [
+    "TrailersParams",
+    "TrailersResult",
+    "run",
+    "work_units",
+    "STRATEGIES",
+    "STACKS",
+    "REAL_VERSIONS",
+    "MAX_WORK_UNITS",
+    "RUN_WEIGHT",
+]
 
 STRATEGIES = ("buffer", "trailer", "in-body")
 STACKS = ("model", "real", "both")
 REAL_VERSIONS = ("h2", "h3")  # the real stacks: h2 (over the TCP model) and aioquic
+# The work a run may take, in units of one response of at most 64 KiB in one model run of the
+# average version: about 40 s of CPU.  A 5,000-entry synthetic HAR through the 9 model runs is
+# 67,000 units (33 s, 330 MB); 1,000 default 256 KiB responses 45,000 (21 s); a 20,000-entry
+# HAR 267,000 (refused; its import alone is 6 s).
+MAX_WORK_UNITS = 80_000
+_UNIT_BODY_BYTES = 64 * 1024
+# What a response costs per run, against the unit (measured on the synthetic pages and at 4 KiB
+# and 256 KiB bodies): the HTTP/2 model runs pure-Python HPACK both ways, the HTTP/1.1 one no
+# header compression; real h2 over the TCP model costs 2-5x its model, aioquic 15-40x (each of
+# its packets encrypted).
+RUN_WEIGHT = {("model", "h1"): 0.5, ("model", "h2"): 1.4, ("model", "h3"): 1.1, ("real", "h2"): 5, ("real", "h3"): 40}
 # Parameters every response and hop row carries.
 ROW_PARAMS = (
     "seed",
@@ -142,13 +173,24 @@ def run(trace=None, params: TrailersParams | None = None, *, progress: bool = Fa
         jobs += [("model", v, s) for v in params.versions for s in params.strategies]
     if params.stack in ("real", "both"):
         jobs += [("real", v, s) for v in params.versions if v in REAL_VERSIONS for s in params.strategies]
-    rows, hop_rows, totals = [], [], {}
+    work = work_units(exchanges, jobs)
+    if work > MAX_WORK_UNITS:
+        n = len(exchanges)
+        raise InputError(
+            f"{n:,} response(s) x {len(jobs)} run(s) (strategies x versions x stacks) is {work:,.0f} units of work, "
+            f"above the trailers study's limit of {MAX_WORK_UNITS:,} (about 40 s of CPU; "
+            "simulator.studies.trailers.study): give fewer responses, --strategy or --versions",
+            path=trace.source if trace is not None else None,
+        )
+    rows, hop_rows, totals, plans = [], [], {}, {}
     for stack, version, strategy in steps(jobs, "runs", progress):
+        if strategy not in plans:  # the same for every version and stack
+            plans[strategy] = make_plans(exchanges, strategy, params)
         if stack == "model":
-            r, h, t = model_rows(exchanges, strategy, version, params)
+            r, h, t = model_rows(exchanges, strategy, version, params, plans[strategy])
             hop_rows += h
         else:
-            r, t = real_rows(exchanges, strategy, version, params)
+            r, t = real_rows(exchanges, strategy, version, params, plans[strategy])
         rows += r
         totals[(stack, version, strategy)] = t
     responses = pd.DataFrame(rows)
@@ -186,6 +228,13 @@ def run(trace=None, params: TrailersParams | None = None, *, progress: bool = Fa
     return TrailersResult(
         responses=responses, hops=hops, summary=summary, params={**pdict, "version": __version__}, trace=tinfo
     )
+
+
+def work_units(exchanges, jobs) -> float:
+    """The work of running ``exchanges`` in ``jobs`` ((stack, version, strategy) runs): per response
+    and run, 1 + its body / 64 KiB, times the run's ``RUN_WEIGHT``."""
+    per_run = sum(1.0 + ex.body_bytes / _UNIT_BODY_BYTES for ex in exchanges)
+    return sum(per_run * RUN_WEIGHT[(stack, version)] for stack, version, _ in jobs)
 
 
 def _summarize(df: pd.DataFrame, totals: dict) -> pd.DataFrame:
