@@ -13,9 +13,7 @@ that direction's, as on a real connection), one ``Unframer`` at the receiving en
   16,384-byte default SETTINGS_MAX_FRAME_SIZE, 9-byte frame headers (section 4.1);
   DATA frames of at most 16,384 bytes; a trailer section is the final HEADERS frame,
   with END_STREAM (section 8.1).  A body that ends after its last DATA frame was sent
-  ends with an empty DATA frame carrying END_STREAM (9 bytes).  A block or list ``hpack``
-  gave once against the same table is replayed (``_HPACK_MEMO``, by hand: hpack is pure
-  Python and a long trace repeats its requests under every strategy).
+  ends with an empty DATA frame carrying END_STREAM (9 bytes).
 - HTTP/3 (RFC 9114): each section QPACK-encoded by ``pylsqpack.Encoder`` (the encoder
   aioquic uses), after ``apply_settings`` with the peer decoder's table capacity and
   blocked-streams limit (RFC 9204 section 5); a HEADERS frame is a type varint, a
