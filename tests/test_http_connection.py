@@ -72,28 +72,3 @@ def test_the_server_learns_its_body_acknowledged_cumulatively(version):
     values = [b for _, b in acked]
     assert values == sorted(values) and values[-1] == BODY_BYTES
     assert acked[0][0] >= 1.5 * RTT_S  # request one way, response and its ACK a round trip
-
-
-def test_rfc7541_2_3_2_a_replayed_hpack_block_and_table_are_hpacks_own():
-    """HPACK is deterministic in its dynamic table (RFC 7541 section 2.3.2): ``framing`` keeps each
-    block and list ``hpack`` gives, keyed by the table and the input, and replays them.  Against
-    ``hpack`` run alone the blocks, the decoded lists and the tables after are the same, repeats
-    and all, and a never-indexed field (section 6.2.3) is encoded by ``hpack`` itself."""
-    import hpack
-
-    from simulator.http import framing
-
-    head = ((b":status", b"200"), (b"content-type", b"text/html"), (b"server", b"workbench"))
-    lists = [head, head, head, ((b":status", b"404"), (b"x-id", b"1")), head, head, head]
-    lists += [((b":status", b"200"), hpack.NeverIndexedHeaderTuple(b"set-cookie", b"a=b")), head, head]
-    framing._HPACK_MEMO.clear()
-    alone, kept = hpack.Encoder(), hpack.Encoder()
-    decoder_alone, decoder_kept = hpack.Decoder(), hpack.Decoder()
-    for fields in lists * 2:
-        block = alone.encode(list(fields))
-        assert framing._hpack_encode(kept, fields) == block
-        assert decoder_alone.decode(block, raw=True) == framing._hpack_decode(decoder_kept, block) == list(fields)
-        for a, k in ((alone, kept), (decoder_alone, decoder_kept)):
-            assert list(k.header_table.dynamic_entries) == list(a.header_table.dynamic_entries)
-            assert k.header_table._current_size == a.header_table._current_size
-    assert len(framing._HPACK_MEMO) < 2 * len(lists)  # the repeats were replayed

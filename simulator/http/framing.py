@@ -144,68 +144,6 @@ def grpc_web_trailer_frame(fields) -> bytes:
     return struct.pack(">BI", 0x80, len(payload)) + payload
 
 
-# HPACK (RFC 7541) is deterministic: a header list encoded against a dynamic table (section
-# 2.3.2) gives one block and leaves one table, a block decoded against a table one list and one
-# table.  Each result ``hpack`` gives is kept, keyed by the table's whole state and the input,
-# and replayed (block or list, and the table after) when the same state and input come again:
-# the same requests under each strategy of the trailers study, a response head sent again
-# against a table that already holds all of it.  ``hpack`` still computes every result once.
-# Only plain 2-tuples are kept (hpack's NeverIndexedHeaderTuple is equal to a tuple but is
-# encoded otherwise), and not while a table size update is pending (section 6.3).
-_HPACK_MEMO: dict = {}
-_HPACK_MEMO_MAX = 20_000  # entries (about 1 KB each: a table of some 50 fields), then started afresh: 20 MB
-
-
-def _hpack_state(table) -> tuple:
-    return (table._maxsize, tuple(table.dynamic_entries))
-
-
-def _hpack_after(table) -> tuple:
-    return (table._maxsize, table.resized, tuple(table.dynamic_entries), table._current_size)
-
-
-def _hpack_restore(table, after: tuple) -> None:
-    table._maxsize, table.resized, entries, table._current_size = after
-    table.dynamic_entries.clear()
-    table.dynamic_entries.extend(entries)
-
-
-def _hpack_keep(key, value) -> None:
-    if len(_HPACK_MEMO) >= _HPACK_MEMO_MAX:
-        _HPACK_MEMO.clear()
-    _HPACK_MEMO[key] = value
-
-
-def _hpack_encode(encoder: hpack.Encoder, fields) -> bytes:
-    """``encoder.encode(fields)``, replayed when the table and the fields were seen before."""
-    table = encoder.header_table
-    fields = tuple(fields)
-    if table.resized or encoder.table_size_changes or not all(type(f) is tuple and len(f) == 2 for f in fields):
-        return encoder.encode(list(fields))
-    key = ("encode", _hpack_state(table), fields)
-    kept = _HPACK_MEMO.get(key)
-    if kept is not None:
-        _hpack_restore(table, kept[1])
-        return kept[0]
-    block = encoder.encode(list(fields))
-    _hpack_keep(key, (block, _hpack_after(table)))
-    return block
-
-
-def _hpack_decode(decoder: hpack.Decoder, block: bytes) -> list:
-    """``decoder.decode(block, raw=True)``, replayed when the table and the block were seen before
-    (a block that does not decode raises each time: nothing is kept of it)."""
-    table = decoder.header_table
-    key = ("decode", decoder.max_header_list_size, decoder.max_allowed_table_size, _hpack_state(table), block)
-    kept = _HPACK_MEMO.get(key)
-    if kept is not None:
-        _hpack_restore(table, kept[1])
-        return kept[0]
-    headers = decoder.decode(block, raw=True)
-    _hpack_keep(key, (headers, _hpack_after(table)))
-    return headers
-
-
 class Framer:
     """The sending side of one direction of one connection in ``version``."""
 
@@ -237,7 +175,7 @@ class Framer:
 
     def _compressed(self, stream_id: int, fields: HeaderList) -> Section:
         if self.version == "h2":
-            block = _hpack_encode(self._hpack, fields)
+            block = self._hpack.encode(list(fields))
             frames = max(1, math.ceil(len(block) / H2_MAX_FRAME_BYTES))  # HEADERS + CONTINUATIONs
             return Section(len(block) + frames * H2_FRAME_HEADER_BYTES, block)
         encoder, block = self._qpack.encode(stream_id, list(fields))
@@ -304,7 +242,7 @@ class Unframer:
         if self.version == "h1":
             return True, b""
         if self.version == "h2":
-            headers = _hpack_decode(self._hpack, section.block)
+            headers = self._hpack.decode(section.block, raw=True)
             self._check(stream_id, headers, expected)
             return True, b""
         try:
