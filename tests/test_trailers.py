@@ -416,7 +416,7 @@ def test_cli_json_and_one_line_errors(capsys):
         assert err.startswith("workbench: error:") and err.count("\n") == 1 and "Traceback" not in err
 
 
-def test_a_run_past_the_work_limit_is_refused_up_front_in_one_line(capsys, monkeypatch):
+def test_a_run_past_the_work_limit_is_refused_up_front_in_one_line(capsys):
     """Issue 33: the work (responses x runs, bodies counted per 64 KiB) is counted before anything
     is simulated; past ``MAX_WORK_UNITS`` the run is an InputError naming the trace, exit 2."""
     from simulator.studies.trailers import study
@@ -437,9 +437,13 @@ def test_a_run_past_the_work_limit_is_refused_up_front_in_one_line(capsys, monke
         * study.work_units(exchanges, [("model", "h1", "trailer")])
         / weight[("model", "h1")]
     )
-    monkeypatch.setattr(study, "MAX_WORK_UNITS", units - 1)
-    with pytest.raises(InputError, match="synthetic-page.har: .* above the trailers study's limit"):
-        trailers.run(trace, params)
+    with pytest.raises(InputError, match="synthetic-page.har: .* above the limit of"):
+        trailers.run(trace, replace(params, max_work_units=int(units) - 1))
+    assert len(trailers.run(trace, replace(params, max_work_units=int(units) + 1)).summary)
+    # --max-work raises it; the limit is not a parameter of the result
+    assert "max_work_units" not in params.to_dict()
+    assert main(["trailers", "--responses", "100000", "--max-work", "0", "--json"]) == 2
+    assert "--max-work" in capsys.readouterr().err
 
 
 def test_byte_rate_units():

@@ -14,7 +14,7 @@ from ...hops.fields import METADATA
 from ...http.framing import VERSIONS
 from ...units import parse_bandwidth, parse_byte_rate, parse_duration, parse_size
 from ..base import Study, add_network_flags, comma_list, network_from_args
-from .study import STACKS, STRATEGIES, TrailersParams, run
+from .study import MAX_WORK_UNITS, STACKS, STRATEGIES, TrailersParams, run
 
 __all__ = ["STUDY", "add_arguments", "params_from_args"]
 
@@ -40,6 +40,7 @@ def params_from_args(args: argparse.Namespace) -> TrailersParams:
         responses=int(args.responses),
         spacing_s=parse_duration(args.spacing),
         think_s=parse_duration(args.think),
+        max_work_units=int(args.max_work),
         **network_from_args(args),
     )
 
@@ -142,6 +143,12 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument("--spacing", default="1s", type=argtypes.duration, help="response i starts at i * spacing")
     p.add_argument("--think", default="0ms", type=argtypes.duration, help="server think time before production starts")
+    p.add_argument(
+        "--max-work",
+        default=MAX_WORK_UNITS,
+        type=argtypes.count(1, 10**9),
+        help=f"refuse a run above this many units of work (about 0.5 ms of CPU each; default {MAX_WORK_UNITS:,})",
+    )
     p.add_argument("--rows", metavar="CSV", type=argtypes.output_file, help="also write the per-response table to CSV")
     p.add_argument("--json", action="store_true", help="print one JSON object")
 
