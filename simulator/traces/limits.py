@@ -91,6 +91,8 @@ def number(value, field: str, *, limit: float, path=None, where=None, integer: b
     a plain finite number, or above ``limit``."""
     if value is None:
         return None
+    if type(value) is int and 0 <= value <= limit:  # most sizes: a JSON integer in range
+        return value
     if isinstance(value, bool) or not isinstance(value, (int, float, str)):
         raise InputError(f"{field} is {_kind(value)}, not a number.", path=path, where=where)
     if isinstance(value, str):
