@@ -130,7 +130,9 @@ class PageConditions:
 
 
 def _ms(timings: dict | None, key: str) -> float | None:
-    v = (timings or {}).get(key)
+    v = timings.get(key) if timings else None
+    if type(v) is float:  # most values
+        return v if v >= 0 else None  # NaN too is None
     return float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) and v >= 0 else None
 
 
