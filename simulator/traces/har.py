@@ -70,7 +70,7 @@ from .harheaders import (
 )
 
 # Re-exported: the names ``har`` always had (benchmarks/bench_traces.py clears the caches of the two memoized ones).
-from .harheaders import CONNECTION_SPECIFIC, REQUEST_PSEUDO, _field, _field_name  # noqa: F401
+from .harheaders import CONNECTION_SPECIFIC, REQUEST_PSEUDO, _field, _field_name, _header_fields  # noqa: F401
 from .harwrite import har_dict, write_har
 from .model import Exchange, Page, Trace
 
