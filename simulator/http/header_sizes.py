@@ -59,25 +59,35 @@ def h2_normalized(headers: tuple) -> tuple:
     # share most of theirs), each one the library's own answer for that field.
     cache = _NORMALIZED_FIELDS
     if set(map(type, headers)) <= _PLAIN:
-        # Plain tuples all, each met before (most lists): looked up at C speed.
+        # Plain tuples all: looked up at C speed (most lists of a page hold a field or two
+        # not met before, normalised below).
         done = list(map(cache.get, headers))
-        if None not in done:
-            return tuple(itertools.chain.from_iterable(done))
+        if None in done:
+            for i, fields in enumerate(done):
+                if fields is None:
+                    done[i] = _normalized_field(headers[i])
+        return tuple(itertools.chain.from_iterable(done))
     out: list = []
     for field in headers:
-        plain = type(field) is tuple  # a HeaderTuple equals the plain tuple: not a key
-        done = cache.get(field) if plain else None
-        if done is None:
-            if plain and len(field) == 2 and _value_blind(field[0]):
-                done = ((field[0], field[1].strip()),)  # the library's answer for this name, any value
-            else:
-                done = tuple(normalize_outbound_headers((field,), None))
-            if plain:
-                if len(cache) >= _FIELDS_MAX:
-                    cache.clear()
-                cache[field] = done
-        out += done
+        if type(field) is tuple:
+            done = cache.get(field)
+            out += _normalized_field(field) if done is None else done
+        else:  # a HeaderTuple equals the plain tuple: not a key
+            out += normalize_outbound_headers((field,), None)
     return tuple(out)
+
+
+def _normalized_field(field: tuple) -> tuple:
+    """h2's normalisation of one plain-tuple field not met before, remembered."""
+    if len(field) == 2 and _value_blind(field[0]):
+        done = ((field[0], field[1].strip()),)  # the library's answer for this name, any value
+    else:
+        done = tuple(normalize_outbound_headers((field,), None))
+    cache = _NORMALIZED_FIELDS
+    if len(cache) >= _FIELDS_MAX:
+        cache.clear()
+    cache[field] = done
+    return done
 
 
 _NORMALIZED_FIELDS: dict = {}

@@ -58,12 +58,20 @@ _NO_BODY_STATUS = (204, 304)
 def _clean(headers) -> list[tuple[bytes, bytes]]:
     cache = _CLEANED
     if type(headers) is tuple:
-        # Every field met before (most lists of a page): looked up at C speed.
+        # Looked up at C speed; most lists of a page hold a field or two not met before.
         try:
             done = list(map(cache.get, headers, itertools.repeat(_UNSEEN)))
-        except TypeError:  # a field given as a list
-            done = [_UNSEEN]
-        if _UNSEEN not in done:
+        except TypeError:  # a field given as a list: the loop below
+            done = None
+        if done is not None:
+            if _UNSEEN in done:
+                for i, cleaned in enumerate(done):
+                    if cleaned is _UNSEEN:
+                        field = headers[i]
+                        cleaned = done[i] = _clean_field(*field)
+                        if len(cache) >= _CLEANED_MAX:
+                            cache.clear()
+                        cache[field] = cleaned
             return list(filter(None, done))  # None: a field left out
     out = []
     for field in headers or ():
