@@ -47,7 +47,7 @@ def _load_all(paths):
 
     for p in paths:
         # Each file as if read first: no URL or header name memoized from an earlier load.
-        for memo in (har.urlsplit, har.urljoin, har._field_name, har._field):
+        for memo in (har.urlsplit, har.urljoin, har._field_name, har._field, har._header_fields):
             memo.cache_clear()
         load(p)
 

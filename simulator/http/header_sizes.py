@@ -58,22 +58,56 @@ def h2_normalized(headers: tuple) -> tuple:
     # result is its fields' results in order: looked up per distinct field (a page's lists
     # share most of theirs), each one the library's own answer for that field.
     cache = _NORMALIZED_FIELDS
+    if set(map(type, headers)) <= _PLAIN:
+        # Plain tuples all: looked up at C speed (most lists of a page hold a field or two
+        # not met before, normalised below).
+        done = list(map(cache.get, headers))
+        if None in done:
+            for i, fields in enumerate(done):
+                if fields is None:
+                    done[i] = _normalized_field(headers[i])
+        return tuple(itertools.chain.from_iterable(done))
     out: list = []
     for field in headers:
-        plain = type(field) is tuple  # a HeaderTuple equals the plain tuple: not a key
-        done = cache.get(field) if plain else None
-        if done is None:
-            done = tuple(normalize_outbound_headers((field,), None))
-            if plain:
-                if len(cache) >= _FIELDS_MAX:
-                    cache.clear()
-                cache[field] = done
-        out += done
+        if type(field) is tuple:
+            done = cache.get(field)
+            out += _normalized_field(field) if done is None else done
+        else:  # a HeaderTuple equals the plain tuple: not a key
+            out += normalize_outbound_headers((field,), None)
     return tuple(out)
+
+
+def _normalized_field(field: tuple) -> tuple:
+    """h2's normalisation of one plain-tuple field not met before, remembered."""
+    if len(field) == 2 and _value_blind(field[0]):
+        done = ((field[0], field[1].strip()),)  # the library's answer for this name, any value
+    else:
+        done = tuple(normalize_outbound_headers((field,), None))
+    cache = _NORMALIZED_FIELDS
+    if len(cache) >= _FIELDS_MAX:
+        cache.clear()
+    cache[field] = done
+    return done
 
 
 _NORMALIZED_FIELDS: dict = {}
 _FIELDS_MAX = 1 << 17
+_PLAIN = {tuple}
+_PROBE = b" probe\t"  # a value with surrounding whitespace, as h2 strips it: b"probe"
+
+
+@functools.lru_cache(maxsize=1 << 12)
+def _value_blind(name) -> bool:
+    """Whether h2 normalises every field named ``name`` (bytes) alike whatever its value: the name
+    kept, the field neither dropped nor never-indexed, the value only stripped of surrounding
+    whitespace; asked of the library once per name, with a probe value.  Its one rule that
+    looks at the value, a cookie under 20 bytes never indexed, keeps cookies out; the other
+    fields a page repeats with new values (``:path``, ``etag``, ``content-length``, ``date``)
+    then cost no pass through h2's generators each."""
+    if type(name) is not bytes or name == b"cookie":
+        return False
+    out = tuple(normalize_outbound_headers(((name, _PROBE),), None))
+    return out == ((name, b"probe"),) and type(out[0]) is tuple
 
 
 @functools.lru_cache(maxsize=1 << 16)
@@ -196,7 +230,8 @@ class HeaderBlockSizer:
                 continue
             k = exact.get(pair)
             if k is not None and k >= self._first:
-                total += integer_len(_DYNAMIC_FIRST_INDEX + self._inserted - 1 - k, 7)
+                index = _DYNAMIC_FIRST_INDEX + self._inserted - 1 - k
+                total += 1 if index < 127 else integer_len(index, 7)  # RFC 7541 5.1: fits the 7-bit prefix
                 continue
             if static_name:  # indexed name (static table)
                 total += static_name + literal_value

@@ -18,6 +18,7 @@ tests and studies ask for 103s, pushes, trailers and resets.
 
 from __future__ import annotations
 
+import itertools
 import math
 import statistics
 from contextlib import ExitStack
@@ -55,8 +56,24 @@ _NO_BODY_STATUS = (204, 304)
 
 
 def _clean(headers) -> list[tuple[bytes, bytes]]:
-    out = []
     cache = _CLEANED
+    if type(headers) is tuple:
+        # Looked up at C speed; most lists of a page hold a field or two not met before.
+        try:
+            done = list(map(cache.get, headers, itertools.repeat(_UNSEEN)))
+        except TypeError:  # a field given as a list: the loop below
+            done = None
+        if done is not None:
+            if _UNSEEN in done:
+                for i, cleaned in enumerate(done):
+                    if cleaned is _UNSEEN:
+                        field = headers[i]
+                        cleaned = done[i] = _clean_field(*field)
+                        if len(cache) >= _CLEANED_MAX:
+                            cache.clear()
+                        cache[field] = cleaned
+            return list(filter(None, done))  # None: a field left out
+    out = []
     for field in headers or ():
         # Memoized per field (a page repeats most of its fields from request to request);
         # a field given as a list is not hashable and is cleaned each time.
@@ -92,15 +109,19 @@ _CLEANED_MAX = 1 << 17
 def request_headers_for(headers, origin: str | None, body_bytes: int = 0) -> tuple:
     """Pseudo-header fields first (RFC 9113 section 8.3), all four present, regular fields
     lower-case without connection-specific ones, content-length matching the body we send."""
-    cleaned = _clean(headers)
-    pseudo = {n: v for n, v in cleaned if n.startswith(b":")}
+    pseudo, regular = {}, []
+    for field in _clean(headers):  # one pass; the fields themselves kept, not rebuilt
+        name = field[0]
+        if name[:1] == b":":
+            pseudo[name] = field[1]
+        elif name != b"content-length":
+            regular.append(field)
     authority = (origin or "https://server.example").split("://", 1)[-1].encode()
     pseudo.setdefault(b":method", b"GET")
     pseudo.setdefault(b":scheme", b"https")
     pseudo.setdefault(b":authority", authority)
     if not pseudo.get(b":path"):
         pseudo[b":path"] = b"/"
-    regular = [(n, v) for n, v in cleaned if not n.startswith(b":") and n != b"content-length"]
     if body_bytes:
         regular.append((b"content-length", str(body_bytes).encode()))
     return tuple((n, pseudo[n]) for n in _REQUEST_PSEUDO) + tuple(regular)
@@ -109,13 +130,20 @@ def request_headers_for(headers, origin: str | None, body_bytes: int = 0) -> tup
 def response_headers_for(headers, body_bytes: int) -> tuple[tuple, int]:
     """``:status`` first, the trace's other fields, and a content-length matching the body.
     Returns ``(headers, body_bytes)`` (a 204 or 304 gets no body)."""
-    cleaned = _clean(headers)
-    status = next((v for n, v in cleaned if n == b":status"), b"200")
+    status, regular = None, []
+    for field in _clean(headers):  # one pass; the fields themselves kept, not rebuilt
+        name = field[0]
+        if name[:1] == b":":
+            if status is None and name == b":status":
+                status = field[1]
+        elif name != b"content-length":
+            regular.append(field)
+    if status is None:
+        status = b"200"
     if not (status.isdigit() and len(status) == 3) or status.startswith(b"1"):
         status = b"200"  # an interim or odd status cannot end an exchange
     if int(status) in _NO_BODY_STATUS:
         body_bytes = 0
-    regular = [(n, v) for n, v in cleaned if not n.startswith(b":") and n != b"content-length"]
     if int(status) not in _NO_BODY_STATUS:
         regular.append((b"content-length", str(body_bytes).encode()))
     return ((b":status", status),) + tuple(regular), body_bytes

@@ -70,7 +70,7 @@ from .harheaders import (
 )
 
 # Re-exported: the names ``har`` always had (benchmarks/bench_traces.py clears the caches of the two memoized ones).
-from .harheaders import CONNECTION_SPECIFIC, REQUEST_PSEUDO, _field, _field_name  # noqa: F401
+from .harheaders import CONNECTION_SPECIFIC, REQUEST_PSEUDO, _field, _field_name, _header_fields  # noqa: F401
 from .harwrite import har_dict, write_har
 from .model import Exchange, Page, Trace
 
@@ -88,7 +88,12 @@ def _timings(timings, where: str, path) -> dict | None:
     if not isinstance(timings, dict):
         raise InputError(f"timings is {type(timings).__name__}, not an object.", path=path, where=where)
     out = {}
+    limit = limits.MAX_TIME_MS
     for key, value in timings.items():
+        kind = type(value)
+        if (kind is float or kind is int) and -limit <= value <= limit:  # most values (NaN fails)
+            out[key] = value
+            continue
         if key in TIMING_PHASES:
             if value is None:
                 continue
@@ -230,7 +235,8 @@ class _EntryReader:
         # Sort by start time; entries without one keep their place at the end.
         if log.get("_untimed") is True:  # written by write_har for a trace without times
             rows = [(None,) + r[1:] for r in rows]
-        rows.sort(key=lambda r: (r[0] is None, r[0] or datetime.min.replace(tzinfo=timezone.utc), r[1]))
+        earliest = datetime.min.replace(tzinfo=timezone.utc)
+        rows.sort(key=lambda r: (r[0] is None, r[0] or earliest, r[1]))
         t0 = rows[0][0] if rows else None
         for t, i, *_ in rows:
             if t is not None and t0 is not None and abs((t - t0).total_seconds()) > limits.MAX_SPAN_S:
@@ -309,7 +315,11 @@ def _exchange(entry: dict, where: str, path) -> tuple[Exchange, int | None]:
     no_request = entry.get("_noRequestHeaders") is True  # write_har: a response-only list
     req = None if no_request else _request_headers(request, where, path)
     resp = _response_headers(response, where, path) if response else None
-    pseudo = dict(h for h in req or () if h[0].startswith(b":"))
+    pseudo = {}
+    for name, value in req or ():  # the pseudo-header fields lead the list (_request_headers)
+        if name[:1] != b":":
+            break
+        pseudo[name] = value
     scheme = _s(pseudo.get(b":scheme", b"")) or urlsplit(url).scheme or "https"
     authority = _s(pseudo.get(b":authority", b""))
     if authority:  # the origin is made of it: a host a client could connect to
@@ -326,13 +336,20 @@ def _exchange(entry: dict, where: str, path) -> tuple[Exchange, int | None]:
     if init_url is not None:
         init_url = _join(url, init_url, "_initiator url", where, path)
     content = response.get("content") if isinstance(response.get("content"), dict) else {}
-    mime = next((_s(v) for n, v in resp or () if n == b"content-type"), "") or str(
+    content_type = location = None  # the first of each
+    for n, v in resp or ():
+        if n == b"content-type":
+            if content_type is None:
+                content_type = v
+        elif n == b"location" and location is None:
+            location = v
+    mime = (_s(content_type) if content_type is not None else "") or str(
         content.get("mimeType") or entry.get("_contentType") or ""
     )
     rtype, rtype_from = harfields.resource_type(entry, url, mime, init_type, status)
     if no_request and not isinstance(entry.get("_resourceType"), str):
         rtype, rtype_from = None, None  # a response-only header list (e.g. from QIF): no resource
-    location = next((_s(v) for n, v in resp or () if n == b"location"), None) or (
+    location = (_s(location) if location is not None else None) or (
         response.get("redirectURL") if isinstance(response.get("redirectURL"), str) else None
     )
     timings = harfields.wpt_timings(entry, _timings(entry.get("timings"), where, path), path, where)
@@ -458,16 +475,18 @@ def load_har(path: str, data: bytes | None = None) -> Trace:
     text = _har_text(path, data)
     reader = _EntryReader(path)
     # The import makes hundreds of thousands of objects and no reference cycles: the cyclic
-    # collector's passes over them found nothing and took a fifth of its time.
+    # collector's passes over them (the entries' and then the trace's) found nothing and
+    # took a fifth of its time.
     collecting = gc.isenabled()
     gc.disable()
     try:
-        log = harjson.walk(text, reader.add)
-    except (harjson.NotStreamable, ValueError, RecursionError):  # JSONDecodeError is a ValueError
-        log = None
+        try:
+            log = harjson.walk(text, reader.add)
+        except (harjson.NotStreamable, ValueError, RecursionError):  # JSONDecodeError is a ValueError
+            log = None
+        if log is not None:
+            return reader.trace(log)
     finally:
         if collecting:
             gc.enable()
-    if log is None:
-        return parse_har(_parse_json(text, path), path=path)
-    return reader.trace(log)
+    return parse_har(_parse_json(text, path), path=path)

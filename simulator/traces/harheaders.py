@@ -14,6 +14,8 @@ here, one cache for both modules; ``har`` re-exports the names it always had.
 from __future__ import annotations
 
 import functools
+import itertools
+import operator
 import re
 from urllib.parse import urljoin as _urljoin, urlsplit as _urlsplit
 
@@ -82,12 +84,41 @@ def request_pseudo_headers(method: str, url: str) -> HeaderList:
     )
 
 
+@functools.lru_cache(maxsize=1 << 15)
+def _header_fields(raw_name, value) -> tuple | None:
+    """The fields one HAR header object's name and value give (``_fields``' rules), or None
+    when either is not a string (``_fields`` then reads the list one object at a time, which
+    refuses what it must); memoized, so a header met before costs one lookup."""
+    if type(raw_name) is not str or type(value) is not str:
+        return None
+    if "\n" not in value:
+        field = _field(raw_name, value)
+        return () if field is None else (field,)
+    return tuple(_fields_one_by_one([{"name": raw_name, "value": value}], None, None))
+
+
+_NAME, _VALUE = operator.itemgetter("name"), operator.itemgetter("value")
+
+
 def _fields(raw_headers, where, path) -> list[tuple[bytes, bytes]]:
     """HAR header objects -> lower-case (name, value) pairs minus connection-specific ones."""
     if raw_headers is None:
         return []
     if not isinstance(raw_headers, list):
         raise InputError("headers is not a list.", path=path, where=where)
+    # Most lists: objects with a string name and value, each met before on the page.  The
+    # whole list is looked up at C speed; anything else (an object that is not one, a
+    # missing or non-string member, an unhashable value) is read one object at a time.
+    try:
+        found = list(map(_header_fields, map(_NAME, raw_headers), map(_VALUE, raw_headers)))
+    except (KeyError, TypeError):
+        found = None
+    if found is None or None in found:
+        return _fields_one_by_one(raw_headers, where, path)
+    return list(itertools.chain.from_iterable(found))
+
+
+def _fields_one_by_one(raw_headers: list, where, path) -> list[tuple[bytes, bytes]]:
     out = []
     append = out.append
     for i, h in enumerate(raw_headers):
@@ -133,12 +164,14 @@ def _request_headers(request: dict, where: str, path) -> HeaderList:
             regular.append(field)
         elif host is None:
             host = field[1]
-    rebuilt = dict(request_pseudo_headers(method, url))
-    if host is not None and b":authority" not in given:
-        rebuilt[b":authority"] = host  # RFC 9113 8.3.1: Host -> :authority
-    wanted = [n for n in REQUEST_PSEUDO if n in rebuilt]
-    if not all(n in given for n in wanted):
-        pseudo = [(n, given.get(n, rebuilt[n])) for n in wanted]
+    if len(given) < 4 or not all(n in given for n in REQUEST_PSEUDO):
+        # Rebuilt where the capture lacks some (with all four given, every one wanted is).
+        rebuilt = dict(request_pseudo_headers(method, url))
+        if host is not None and b":authority" not in given:
+            rebuilt[b":authority"] = host  # RFC 9113 8.3.1: Host -> :authority
+        wanted = [n for n in REQUEST_PSEUDO if n in rebuilt]
+        if not all(n in given for n in wanted):
+            pseudo = [(n, given.get(n, rebuilt[n])) for n in wanted]
     # else the capture has the pseudo-header fields: they stay in their wire order.
     return tuple(pseudo + regular)
 

@@ -91,6 +91,8 @@ def number(value, field: str, *, limit: float, path=None, where=None, integer: b
     a plain finite number, or above ``limit``."""
     if value is None:
         return None
+    if type(value) is int and 0 <= value <= limit:  # most sizes: a JSON integer in range
+        return value
     if isinstance(value, bool) or not isinstance(value, (int, float, str)):
         raise InputError(f"{field} is {_kind(value)}, not a number.", path=path, where=where)
     if isinstance(value, str):
@@ -164,15 +166,19 @@ def _split_authority(authority: str):
     return urlsplit("//" + authority)
 
 
+_NAME, _VALUE = itemgetter(0), itemgetter(1)
+
+
 def check_field_section(fields, *, path=None, where=None, what: str = "header") -> None:
     """One header list's values and total size within the limits."""
     if not isinstance(fields, (list, tuple)):
         fields = list(fields)  # read twice below
-    value_sizes = list(map(len, map(itemgetter(1), fields)))
-    total = (
-        sum(value_sizes) + sum(map(len, map(itemgetter(0), fields))) + 32 * len(value_sizes)
-    )  # RFC 9113 6.5.2 / RFC 7541 4.1: 32 per field
-    for name, value in fields if value_sizes and max(value_sizes) > MAX_FIELD_VALUE_BYTES else ():
+    # RFC 9113 6.5.2 / RFC 7541 4.1: 32 per field.  Within the value limit, no value can be
+    # above it, nor the section above its own: most lists end here.
+    total = sum(map(len, map(_VALUE, fields))) + sum(map(len, map(_NAME, fields))) + 32 * len(fields)
+    if total <= MAX_FIELD_VALUE_BYTES:
+        return
+    for name, value in fields if max(map(len, map(_VALUE, fields))) > MAX_FIELD_VALUE_BYTES else ():
         if len(value) > MAX_FIELD_VALUE_BYTES:
             raise InputError(
                 f"{what} field {name[:40].decode('latin-1')!r} has a {len(value)}-byte value, above "

@@ -144,6 +144,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 def _add_inputs(p: argparse.ArgumentParser) -> None:
     p.add_argument("paths", nargs="+", metavar="TRACE_OR_DIR", help="HAR files, or folders of them")
+    # Each trace and its load live to the end of their run, which pauses the collector anyway
+    # (stacks.common.collector_paused): run from the command line, it stays off (cli.main).
+    p.set_defaults(collector=False)
 
 
 STUDY = Study(

@@ -137,7 +137,11 @@ class PageConditions:
 
 
 def _ms(timings: dict | None, key: str) -> float | None:
-    v = (timings or {}).get(key)
+    v = timings.get(key) if timings else None
+    if v is None:  # most phases a producer leaves out
+        return None
+    if type(v) is float:  # most values
+        return v if v >= 0 else None  # NaN too is None
     return float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) and v >= 0 else None
 
 
@@ -158,9 +162,11 @@ def _start_s(r: Resource) -> float | None:
     return r.start_s - _setup_before_start_ms(r) / 1000.0
 
 
-def _end_s(r: Resource) -> float | None:
-    """When the capture's response ended (trace clock; ``ssl`` is inside ``connect``)."""
-    start = _start_s(r)
+def _end_s(r: Resource, start: float | None = None) -> float | None:
+    """When the capture's response ended (trace clock; ``ssl`` is inside ``connect``);
+    ``start``: ``_start_s(r)`` when known."""
+    if start is None:
+        start = _start_s(r)
     if start is None:
         return None
     return start + sum(_ms(r.timings, k) or 0.0 for k in _PHASES) / 1000.0
@@ -234,7 +240,7 @@ def infer_conditions(graph: PageGraph, page_start_s: float | None, protocol: str
     # The document's synchronous scripts stop its parser until they have run (HTML's
     # parser-blocking scripts): what the document asked for after one had ended waited for it.
     starts = {r.index: _start_s(r) for r in graph.resources}
-    ends = {r.index: _end_s(r) for r in graph.resources}
+    ends = {r.index: _end_s(r, starts[r.index]) for r in graph.resources}
     # In order of their end (then index): what ended by a resource's start is a prefix.
     sync_scripts = sorted(
         (
