@@ -13,6 +13,7 @@ import inspect
 import os
 import tempfile
 import time
+import json
 import warnings
 from pathlib import Path
 
@@ -197,6 +198,16 @@ def read_notebook(path):
         first = (str(getattr(exc, "message", "")) or str(exc)).strip().splitlines()[0]
         raise InputError(
             f"not a valid notebook (nbformat 4 schema, at {where}: {first[:160]}).", path=str(path)
+        ) from None
+    try:
+        # JSON may escape a lone UTF-16 surrogate ("\ud800"), which is no Unicode text (RFC 8259
+        # section 8.2): the deck, written as UTF-8, would meet it at the end.
+        json.dumps(nb, ensure_ascii=False).encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise InputError(
+            f"not a valid notebook (its text holds a lone surrogate, U+{ord(exc.object[exc.start]):04X}, "
+            "which is not Unicode text).",
+            path=str(path),
         ) from None
     return nb
 

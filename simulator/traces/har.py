@@ -410,9 +410,10 @@ def _page_time(ms, field: str = "pageTimings", path=None, where=None) -> float |
     ``Infinity``, ``NaN`` or a time above ``limits.MAX_TIME_MS`` is an ``InputError``."""
     if isinstance(ms, bool) or not isinstance(ms, (int, float)):
         return None
-    if not math.isfinite(ms) or ms > limits.MAX_TIME_MS:
+    if ms > limits.MAX_TIME_MS or (isinstance(ms, float) and not math.isfinite(ms)):
         raise InputError(
-            f"pageTimings.{field} is {ms}, not a finite number of milliseconds up to {limits.MAX_TIME_MS:.0e}.",
+            f"pageTimings.{field} is {limits.shown(ms)}, not a finite number of milliseconds up to "
+            f"{limits.MAX_TIME_MS:.0e}.",
             path=path,
             where=where,
         )

@@ -63,6 +63,7 @@ __all__ = [
     "MAX_TIME_MS",
     "MAX_SPAN_S",
     "number",
+    "shown",
     "check_url",
     "check_authority",
     "check_field_section",
@@ -83,6 +84,14 @@ _LABEL = re.compile(r"[^.]{1,63}\Z")
 def _kind(value) -> str:
     names = {bool: "true/false", list: "a list", dict: "an object", str: "a string"}
     return names.get(type(value), type(value).__name__)
+
+
+def shown(value) -> str:
+    """A number for a message: six significant digits, or the size of an integer too large
+    for a float (JSON allows any number of digits; ``float()`` of it overflows)."""
+    if isinstance(value, int) and not isinstance(value, bool) and value.bit_length() > 1000:
+        return f"an integer of about {int(value.bit_length() * 0.30103) + 1:,} digits"
+    return f"{value:.6g}"
 
 
 def number(value, field: str, *, limit: float, path=None, where=None, integer: bool = True):
@@ -108,7 +117,9 @@ def number(value, field: str, *, limit: float, path=None, where=None, integer: b
         return None
     if value > limit:
         raise InputError(
-            f"{field} is {value:.6g}, above the limit of {limit:.6g} (simulator.traces.limits).", path=path, where=where
+            f"{field} is {shown(value)}, above the limit of {limit:.6g} (simulator.traces.limits).",
+            path=path,
+            where=where,
         )
     return int(value) if integer else value
 
