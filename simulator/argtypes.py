@@ -135,6 +135,17 @@ def size(text: str) -> str:
     return text
 
 
+def table_size(text: str) -> str:
+    """A header table capacity in bytes: zero or positive, at most 2^32 - 1 (RFC 9113 section
+    6.5.2: SETTINGS_HEADER_TABLE_SIZE is a 32-bit value; HPACK's own decoder refuses a longer
+    table size update, RFC 7541 section 6.3)."""
+    value = _check(parse_size, text)
+    _sign(text, value, zero=True)
+    if value > 2**32 - 1:
+        raise argparse.ArgumentTypeError(f"must be at most 4294967295 bytes (a 32-bit setting), got {text!r}")
+    return text
+
+
 def positive_size(text: str) -> str:
     """A size in bytes above zero."""
     _sign(text, _check(parse_size, text), zero=False)

@@ -525,8 +525,8 @@ def load_page(
                     f"the page load stalled: {len(graph) - load.remaining} of {len(graph)} "
                     f"resources were ready when virtual time passed {deadline_s:.0f} s, "
                     f"{DEADLINE_FACTOR}x what the page takes ({basis}) plus 10 idle timeouts: a load "
-                    "that cannot end, not a slow one (see the path's loss and queue: --loss, --queue, "
-                    "--at)"
+                    "that cannot end, not a slow one (see the path's rate, loss and queue: --bw, --loss, "
+                    "--queue, --at)"
                 ) from None
             raise StackStalled(f"the page load stalled: {exc}") from None
         result = load.result()

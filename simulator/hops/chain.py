@@ -342,6 +342,18 @@ class ChainRun:
     plans: list[ResponsePlan] = field(default_factory=list)
 
 
+def _horizon_s(plans, config) -> float:
+    """When a run that has not ended never will: an hour past what its responses take at the
+    slowest (the last start, the think time, each body produced at its rate, and every byte
+    through the slowest link, four times over), so a slow run is simulated to its end."""
+    last_start = max((p.start_s for p in plans), default=0.0)
+    produce_s = max((p.body_bytes / p.rate_bytes_per_s for p in plans if p.rate_bytes_per_s), default=0.0)
+    rates = [b for b in (config.bandwidth_bps, config.hop_bandwidth_bps if config.hops else None) if b]
+    total = sum(p.body_bytes + p.tail_bytes for p in plans)
+    transfer_s = total * 8.0 / min(rates) if rates else 0.0
+    return last_start + config.think_s + 4.0 * (produce_s + transfer_s) + 3600.0
+
+
 def run_chain(plans: list[ResponsePlan], config: ChainConfig) -> ChainRun:
     """Every plan's exchange, started at its ``start_s``, through ``config.hops``."""
     for policy in config.hops:
@@ -370,8 +382,7 @@ def run_chain(plans: list[ResponsePlan], config: ChainConfig) -> ChainRun:
         hop.upstream_segment = segments[i + 1]
     for plan in plans:
         sim.call_at(plan.start_s, client.start, plan)
-    last_start = max((p.start_s for p in plans), default=0.0)
-    sim.run(until_s=last_start + 3600.0)
+    sim.run(until_s=_horizon_s(plans, config))
     missing = [i for i, rec in client.records.items() if math.isnan(rec["end_s"])]
     if missing or len(client.records) != len(plans):
         raise RuntimeError(

@@ -152,6 +152,10 @@ def _netloc_problem(netloc: str) -> str | None:
             return "has an invalid IPv6 literal."
         return None
     name = host[:-1] if host.endswith(".") else host
+    if any(c <= " " or c == "\x7f" for c in name):
+        # RFC 3986 3.2.2: a reg-name has no controls or spaces (a NUL would end the name a TLS
+        # library sends as its SNI).
+        return "has a control character or a space in its host."
     if not name.isascii():
         try:
             name = name.encode("idna").decode("ascii")

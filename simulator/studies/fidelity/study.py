@@ -87,7 +87,9 @@ class FidelityParams(StudyParams):
         if self.policy not in SERVER_POLICIES:
             raise InputError(f"unknown policy {self.policy!r} (choose {', '.join(SERVER_POLICIES)})")
         if self.document_think_s is not None and not 0 <= self.document_think_s <= 60:
-            raise InputError(f"the document's think time must be in [0, 60] s, got {self.document_think_s}")
+            raise InputError(
+                f"--document-think (the document's think time) must be in [0, 60] s, got {self.document_think_s}"
+            )
         if self.server_scheduler not in SERVER_SCHEDULERS:
             raise InputError(
                 f"unknown server scheduler {self.server_scheduler!r} (choose {', '.join(SERVER_SCHEDULERS)})"

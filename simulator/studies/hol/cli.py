@@ -116,7 +116,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--table",
         default=None,
-        type=argtypes.size,
+        type=argtypes.table_size,
         help="dynamic table capacity in bytes (default 4096; a QPACK interop trace: from its file name)",
     )
     p.add_argument(
