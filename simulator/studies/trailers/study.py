@@ -186,7 +186,8 @@ def run(trace=None, params: TrailersParams | None = None, *, progress: bool = Fa
         raise InputError(
             f"{n:,} response(s) x {len(jobs)} run(s) (strategies x versions x stacks) is {work:,.0f} units of work, "
             f"above the limit of {params.max_work_units:,} (about 0.5 ms of CPU a unit on a 2-core machine): "
-            "give fewer responses, --strategy or --versions, or raise --max-work",
+            "give fewer or smaller responses (--responses, --body, a part of the trace), fewer --strategy or "
+            "--versions, or raise --max-work",
             path=trace.source if trace is not None else None,
         )
     rows, hop_rows, totals, plans = [], [], {}, {}
