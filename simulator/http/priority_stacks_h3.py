@@ -55,6 +55,7 @@ __all__ = [
     "DATA_FRAME",
     "PRIORITY_UPDATE_REQUEST_FRAME",
     "send_priority_update",
+    "ControlStreamReader",
 ]
 
 DATA_FRAME = 0x0  # RFC 9114 section 7.2.1
@@ -62,6 +63,46 @@ PRIORITY_UPDATE_REQUEST_FRAME = 0xF0700  # RFC 9218 section 7.2: for a request s
 _MODEL_PACKET_OVERHEAD = 40  # the model's QUIC chunk: the datagram less this (http.network)
 _STREAM_FRAME_BYTES = 12  # a STREAM frame's type, stream id, offset and length (RFC 9000 19.8), at most
 _MIN_ROOM = 64  # a packet with less room left takes no new piece
+
+
+class ControlStreamReader:
+    """A peer's HTTP/3 control stream, read beside aioquic (which discards the frame types it
+    does not know as they arrive, RFC 9114 section 9): its stream type, then frames (type,
+    length, payload; RFC 9114 section 7.1).  ``feed(data)`` returns the PRIORITY_UPDATEs for
+    request streams completed by ``data``, as (stream id, ``Priority`` field value) (RFC 9218
+    section 7.2: the prioritized stream's id, a varint, then the field); one whose id does not
+    parse is a frame error there and is skipped here."""
+
+    def __init__(self) -> None:
+        self._unparsed = bytearray()
+        self._typed = False
+
+    def feed(self, data: bytes) -> list[tuple[int, bytes]]:
+        """The PRIORITY_UPDATEs made whole by ``data`` (the stream's next bytes)."""
+        self._unparsed += data
+        buf = Buffer(data=bytes(self._unparsed))
+        done, updates = 0, []
+        try:
+            if not self._typed:
+                buf.pull_uint_var()  # the stream type (0x00, RFC 9114 section 6.2.1)
+                self._typed, done = True, buf.tell()
+            while True:
+                frame_type, length = buf.pull_uint_var(), buf.pull_uint_var()
+                if buf.capacity - buf.tell() < length:
+                    break
+                payload = buf.pull_bytes(length)
+                done = buf.tell()
+                if frame_type == PRIORITY_UPDATE_REQUEST_FRAME:
+                    inner = Buffer(data=payload)
+                    try:
+                        stream_id = inner.pull_uint_var()
+                    except BufferReadError:
+                        continue
+                    updates.append((stream_id, payload[inner.tell() :]))
+        except BufferReadError:
+            pass  # a frame not whole yet: the rest comes with the next bytes
+        del self._unparsed[:done]
+        return updates
 
 
 class PulledQuicConnection(aioquic_patches.StreamPull, SimQuicConnection):
@@ -92,8 +133,7 @@ class ScheduledH3Server(ScheduledResponses, H3End):
         self._waiting: dict[int, ScheduledResponse] = {}
         self._signals: dict[int, object] = {}
         self._updates = dict(plan.updates)
-        self._control = bytearray()  # the client's control stream, not yet parsed
-        self._control_typed = False
+        self._control = ControlStreamReader()  # the client's control stream
         self._count = 0
 
     def start_quic(self, quic) -> None:
@@ -111,36 +151,8 @@ class ScheduledH3Server(ScheduledResponses, H3End):
         self.h3.handle_event = on_event
 
     def _control_bytes(self, data: bytes) -> None:
-        """The client's control stream, read beside aioquic (which discards the frame types it
-        does not know as they arrive, RFC 9114 section 9): its stream type, then frames
-        (type, length, payload; RFC 9114 section 7.1), a PRIORITY_UPDATE acted on."""
-        self._control += data
-        buf = Buffer(data=bytes(self._control))
-        done = 0
-        try:
-            if not self._control_typed:
-                buf.pull_uint_var()  # the stream type (0x00, RFC 9114 section 6.2.1)
-                self._control_typed, done = True, buf.tell()
-            while True:
-                frame_type, length = buf.pull_uint_var(), buf.pull_uint_var()
-                if buf.capacity - buf.tell() < length:
-                    break
-                payload = buf.pull_bytes(length)
-                done = buf.tell()
-                if frame_type == PRIORITY_UPDATE_REQUEST_FRAME:
-                    self._priority_update(payload)
-        except BufferReadError:
-            pass  # a frame not whole yet: the rest comes with the next bytes
-        del self._control[:done]
-
-    def _priority_update(self, payload: bytes) -> None:
-        """RFC 9218 section 7.2: the prioritized request stream id (a varint), then its new signals."""
-        buf = Buffer(data=payload)
-        try:
-            stream_id = buf.pull_uint_var()
-        except BufferReadError:
-            return  # section 7.2: a frame error; the workbench's own client never sends it
-        self._reprioritize(stream_id, payload[buf.tell() :])
+        for stream_id, field_value in self._control.feed(data):
+            self._reprioritize(stream_id, field_value)
 
     def _pull(self, builder):
         """aioquic builds a packet: pieces of the streams the scheduler picks, up to the

@@ -26,8 +26,12 @@ then takes them from there, so the hinted responses are sent cacheable (``max-ag
 ``no-store``; every load has a fresh profile, so nothing carries over.  ``--document-think
 100ms`` replaces the document's recorded server time, the time the 103 has to act in.
 ``--log FILE`` appends one JSON line per response (the request's arrival, the 103's and the
-response's start on the monotonic clock) for the lab to check what the browser did before the
-final response.
+response's start on the monotonic clock, the request's ``Priority`` field) for the lab to check
+what the browser did before the final response and what it signalled.
+
+``--scheduler NAME`` (a scheduler of the priorities study, ``http.priority``): the servers send
+their responses' bytes in the order it picks, with the signals the browser sent
+(``lab.schedule``); without it, in their own order (``SERVER_SCHEDULER``).
 """
 
 from __future__ import annotations
@@ -168,6 +172,7 @@ class SiteApp:
                         "url": r.url if r is not None else f"{scope['scheme']}://{authority}{path}",
                         "status": status,
                         "http_version": scope.get("http_version"),
+                        "priority": next((v.decode("latin-1") for n, v in scope["headers"] if n == b"priority"), None),
                         "arrived_s": arrived,
                         "early_hints_s": hinted_at,
                         "response_s": time.monotonic(),
@@ -434,10 +439,20 @@ def main(argv=None) -> int:
         choices=CONGESTION_CONTROLS,
         help="the congestion control of the server's TCP and QUIC senders (default cubic)",
     )
+    ap.add_argument(
+        "--scheduler",
+        default=None,
+        metavar="NAME",
+        help="send in the order this scheduler of the priorities study picks (default: the servers' own)",
+    )
     args = ap.parse_args(argv)
 
     async def run(timeline) -> None:
         site = RebuiltSite.read(args.site)
+        if args.scheduler is not None:
+            from .schedule import install
+
+            install(args.scheduler, args.proto)
         hints = None
         if args.hints:
             try:

@@ -76,6 +76,7 @@ class LabLoadParams(StudyParams):
     timeout_s: float = 60.0
     policy: str = "none"  # none, or hints: the push study's 103 on the navigation
     document_think_s: float | None = None  # the document's server time (None: the recorded one)
+    scheduler: str | None = None  # the servers' order of sending (lab.schedule); None: their own
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -85,6 +86,10 @@ class LabLoadParams(StudyParams):
             raise InputError(f"unknown policy {self.policy!r} (choose none or hints)")
         if self.document_think_s is not None and not 0 <= self.document_think_s <= 60:
             raise InputError(f"the document's think time must be in [0, 60] s, got {self.document_think_s}")
+        if self.scheduler is not None:
+            from ..http.priority import make_scheduler
+
+            make_scheduler(self.scheduler)  # an unknown one: InputError naming the choices
         if not 0 < self.timeout_s <= 3600:
             raise InputError(f"the load's time limit must be in (0, 3600] s, got {self.timeout_s}")
         self.conditions()  # the link's own limits (rate, queue), before any work
@@ -102,9 +107,12 @@ class LabLoadParams(StudyParams):
         )
 
     def batch_dict(self) -> dict:
-        """As ``StudyParams.batch_dict``, without ``policy`` and ``document_think_s`` at their
-        defaults: a results folder recorded before they existed resumes as it was."""
+        """As ``StudyParams.batch_dict``, without ``policy``, ``document_think_s`` and
+        ``scheduler`` at their defaults: a results folder recorded before they existed resumes
+        as it was."""
         d = super().batch_dict()
+        if d.get("scheduler") is None:
+            d.pop("scheduler", None)
         if d.get("policy") == "none":
             del d["policy"]
         if d.get("document_think_s") is None:
@@ -181,6 +189,8 @@ def load_in_lab(trace, params: LabLoadParams, *, site=None) -> tuple[dict, dict]
             serve_argv += ["--hints", os.path.join(tmp, "hints.json")]
         if params.document_think_s is not None:
             serve_argv += ["--document-think", f"{params.document_think_s!r}s"]
+        if params.scheduler is not None:
+            serve_argv += ["--scheduler", params.scheduler]
         with Lab(params.conditions(), server_addresses=sorted(set(site.hosts.values()))) as lab:
             server = lab.start("server", serve_argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
             if read_line(server.stdout, 30.0) != "ready":
@@ -306,6 +316,12 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         help="the document's server time instead of the recorded one, e.g. 100ms",
     )
     p.add_argument(
+        "--scheduler",
+        default=None,
+        metavar="NAME",
+        help="the servers send in the order this scheduler of the priorities study picks (default: their own)",
+    )
+    p.add_argument(
         "--har", default=None, type=argtypes.output_file, metavar="FILE", help="also write the HAR Chromium recorded"
     )
     p.add_argument("--json", action="store_true", help="print one JSON object")
@@ -319,6 +335,7 @@ def params_from_args(args: argparse.Namespace) -> LabLoadParams:
         timeout_s=parse_duration(args.timeout),
         policy=args.policy,
         document_think_s=None if args.document_think is None else parse_duration(args.document_think),
+        scheduler=args.scheduler,
         **network_from_args(args),
     )
 

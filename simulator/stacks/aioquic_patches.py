@@ -45,7 +45,9 @@ then asks ``stream_pull(builder)`` for more: a generator that writes a chunk on 
 a scheduler picks (``H3Connection.send_data``) and yields that ``QuicStream``, which
 aioquic then packs into the packet being built, chunk after chunk while there is room
 (``builder.remaining_flight_space``).  So the application holds its responses and hands
-aioquic one packet's worth at a time, in its own order.  The view's later iterations (the
+aioquic one packet's worth at a time, in its own order.  Or ``stream_order(queue, builder)``,
+for an application that hands aioquic its responses whole (the lab's server): it yields every
+stream of the queue, once each, in the order the packet is to be filled from them.  The view's later iterations (the
 queue's rebuild) and every other use of the queue see aioquic's list unchanged.
 
 ``install()`` is idempotent and is called when ``simulator.stacks.h3`` is imported.
@@ -177,6 +179,10 @@ class _PulledQueue:
         return self._pulling(conn)
 
     def _pulling(self, conn):
+        order = getattr(conn, "stream_order", None)
+        if order is not None:  # the whole queue, in the order it gives
+            yield from order(self.queue, conn._pull_builder)
+            return
         yield from self.queue
         yield from conn.stream_pull(conn._pull_builder)
 
@@ -198,6 +204,9 @@ class StreamPull:
     module docstring).  Written for aioquic 1.7's ``_write_application`` (``check()``)."""
 
     stream_pull = None  # callable(builder) -> iterator of QuicStream; None: aioquic's order only
+    # callable(queue, builder) -> iterator over every stream of ``queue`` (each once), in the order
+    # a packet is to be filled from them; None: aioquic's queue, then ``stream_pull``
+    stream_order = None
     _pull_builder = None  # the packet builder while _write_application runs
     _pull_armed = False  # the next iteration of the queue is a packet's first
 
@@ -211,7 +220,7 @@ class StreamPull:
     @property
     def _streams_queue(self):
         queue = self.__dict__["_pulled_queue"]
-        if self._pull_builder is None or self.stream_pull is None:
+        if self._pull_builder is None or (self.stream_pull is None and self.stream_order is None):
             return queue
         return _PulledQueue(queue, self)
 
