@@ -162,7 +162,9 @@ def test_predicted_gain_of_the_103_grows_with_the_think_time_and_is_bounded_by_i
     monkeypatch.setattr(
         fidelity_study,
         "_linux_servers",
-        lambda one_flight, open_before=frozenset(): lambda sim, params, listener, cls: cls(sim, params, listener),
+        lambda one_flight, open_before=frozenset(), priorities=None: (
+            lambda sim, params, listener, cls: cls(sim, params, listener)
+        ),
     )
 
     trace = load(str(PAGE))

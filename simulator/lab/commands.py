@@ -9,6 +9,9 @@
     workbench lab validate-hints TRACE_OR_DIR... [--rtt 20ms,100ms,300ms] [--bw 50mbit]
                            [--think 100ms,500ms] [--reference rtt=20ms,bw=50mbit] [--runs 3]
                            --out DIR [--report DIR] [--json]
+    workbench lab validate-priorities TRACE_OR_DIR... [--scheduler rfc9218,fifo,rr,lifo]
+                           [--rtt 100ms] [--bw 5mbit] [--protocol h2] [--reference rtt=20ms,bw=50mbit]
+                           [--runs 3] --out DIR [--report DIR] [--json]
     workbench lab h3-check RESULTS_DIR_OR_VALIDATION_JSON [--reference rtt=20ms,bw=50mbit]
                            [--report DIR] [--json]
     workbench lab rescore RESULTS_DIR [--reference rtt=20ms,bw=50mbit] [--reference-protocol h2]
@@ -27,7 +30,9 @@ point from that one HAR with the page-load model, measures them, and prints the 
 out-of-sample error per condition beside the lab's run-to-run floor (``validate.py``).
 ``validate-hints`` measures the push study's 103 Early Hints against none at every RTT,
 bandwidth and document think time, and holds the model's predicted gain against the
-measured one and its run-to-run floor (``hints.py``).
+measured one and its run-to-run floor (``hints.py``).  ``validate-priorities`` loads each page
+with the lab's servers sending in each scheduler's order (``schedule.py``) and holds the model's
+cost of each scheduler against ``rfc9218`` to the measured one (``priorities.py``).
 ``h3-check`` reads a validation (its results folder, re-predicted with the current model,
 or a ``validation.json``) and holds the model's HTTP/3 minus HTTP/2 difference against the
 measured one per page and condition: the sign and the size (``protocols.py``).
@@ -269,6 +274,55 @@ def _validate_hints(args: argparse.Namespace) -> int:
     return 0
 
 
+def _validate_priorities(args: argparse.Namespace) -> int:
+    from ..net.conditions import PathConditions
+    from .priorities import validate_priorities, write_priorities_report
+
+    result = validate_priorities(
+        args.paths,
+        schedulers=args.scheduler,
+        rtts=args.rtt,
+        bws=args.bw,
+        reference=PathConditions.parse(args.reference),
+        protocol=args.protocol,
+        runs=args.runs,
+        out=args.out,
+        workers=args.workers,
+        dask=args.dask,
+        progress=sys.stderr.isatty() and not args.json,
+    )
+    if args.report:
+        write_priorities_report(result, args.report)
+    for line in result["failures"][:10]:
+        print(f"workbench: warning: {line}", file=sys.stderr)
+    if args.json:
+        print(json.dumps(result, indent=1))
+        return 0
+    ms = lambda v: "-" if v is None else f"{1000 * v:.0f}"  # noqa: E731
+    print(
+        f"{'page':<26} {'condition':<22} {'scheduler':<10} {'onLoad lab/model':>17} {'LCP lab/model':>15}"
+        "  cost lab±floor/model"
+    )
+    for e in result["rows"]:
+        cost = (
+            ""
+            if "measured_onload_cost_s" not in e
+            else (f"{ms(e['measured_onload_cost_s'])}±{ms(e['onload_floor_s'])}/{ms(e['predicted_onload_cost_s'])} ms")
+        )
+        print(
+            f"{e['trace'].rsplit('/', 1)[-1][:26]:<26} {e['condition'][:22]:<22} {e['scheduler']:<10} "
+            f"{ms(e['measured_onload_s']) + '/' + ms(e['predicted_onload_s']):>17} "
+            f"{ms(e['measured_lcp_s']) + '/' + ms(e['predicted_lcp_s']):>15}  {cost}"
+        )
+    s = result["summary"]
+    print(
+        f"\nagainst rfc9218: the onLoad cost's sign agrees in {s['onload_sign_agreement']} of "
+        f"{s['onload_compared']}, LCP's in {s['lcp_sign_agreement']} of {s['lcp_compared']}; median Kendall's "
+        f"tau-b of the schedulers' order: onLoad {s['median_onload_tau_b']}, LCP {s['median_lcp_tau_b']}"
+    )
+    return 0
+
+
 def _h3_check(args: argparse.Namespace) -> int:
     from pathlib import Path
 
@@ -351,6 +405,14 @@ def _clean(args: argparse.Namespace) -> int:
     gone = netns.sweep_stale()
     print(f"removed {len(gone)} namespace(s) left by lab runs that are gone" + (f": {', '.join(gone)}" if gone else ""))
     return 0
+
+
+def _scheduler_name(text: str) -> str:
+    from ..http.priority import scheduler_names
+
+    if text not in scheduler_names():
+        raise argparse.ArgumentTypeError(f"unknown scheduler {text!r} (choose from {', '.join(scheduler_names())})")
+    return text
 
 
 def _conditions(text: str):
@@ -473,6 +535,38 @@ def add_commands(sub) -> None:
     )
     vh.add_argument("--json", action="store_true", help="print one JSON object")
     vh.set_defaults(func=_validate_hints)
+    vp = lab_sub.add_parser(
+        "validate-priorities", help="schedulers behind real Chromium: each one's cost, model against lab"
+    )
+    vp.add_argument("paths", nargs="+", metavar="TRACE_OR_DIR", help="HAR files, or folders of them")
+    vp.add_argument(
+        "--scheduler",
+        default=["rfc9218", "fifo", "rr", "lifo"],
+        type=_list_of(_scheduler_name),
+        help="the lab servers' schedulers, comma-separated, rfc9218 among them (default rfc9218,fifo,rr,lifo)",
+    )
+    vp.add_argument("--rtt", default=["100ms"], type=_list_of(argtypes.positive_duration), help="RTTs (default 100ms)")
+    vp.add_argument("--bw", default=["5mbit"], type=_list_of(argtypes.bandwidth), help="bandwidths (default 5mbit)")
+    vp.add_argument("--protocol", default="h2", choices=("h2", "h3"))
+    vp.add_argument(
+        "--reference",
+        default="rtt=20ms,bw=50mbit",
+        type=argtypes.checked(_conditions, "conditions"),
+        help="the condition each page is recorded at (the servers' own order) and predicted from",
+    )
+    vp.add_argument("--runs", default=3, type=argtypes.count(1, 100), help="loads of every page at every point")
+    vp.add_argument("--out", required=True, type=argtypes.output_folder, help="results folder (resumable)")
+    vp.add_argument("--workers", default=1, type=argtypes.count(0), help="loads at once on this machine")
+    vp.add_argument("--dask", default=None, metavar="ADDRESS", help="spread loads over a Dask cluster's workers")
+    vp.add_argument(
+        "--report",
+        default=None,
+        type=argtypes.output_folder,
+        metavar="DIR",
+        help="also write priorities.md (the table), priorities.json and priorities.png into DIR",
+    )
+    vp.add_argument("--json", action="store_true", help="print one JSON object")
+    vp.set_defaults(func=_validate_priorities)
     h3 = lab_sub.add_parser("h3-check", help="HTTP/3 minus HTTP/2 onLoad: the model's sign and size against the lab's")
     h3.add_argument(
         "source",

@@ -42,6 +42,7 @@ __all__ = [
     "hint_timeline",
     "gain_stats",
     "predict_onload",
+    "predict_load",
     "analyse_hints",
     "validate_hints",
     "write_hints_report",
@@ -139,7 +140,7 @@ def within(predicted_gain_s: float, measured_gain_s: float, floor_s: float, tole
 # ------------------------------------------------------------------------------ the model
 
 
-def predict_onload(
+def predict_load(
     har_json: str,
     trace_name: str,
     at: PathConditions,
@@ -149,11 +150,13 @@ def predict_onload(
     document_think_s: float | None = None,
     seed: int = 1,
     cc: str | None = None,
-) -> float:
-    """The model's onLoad of the reference HAR's page at ``at`` over ``protocol``, with the
-    document's server time ``document_think_s`` (None: the HAR's own) and a 103 of ``links``
-    on the navigation (``ServerPlan.hints``).  With neither, this is ``fidelity --at``'s
-    prediction (``validate``'s) exactly."""
+    priorities=None,
+):
+    """The model's load of the reference HAR's page at ``at`` over ``protocol``, with the
+    document's server time ``document_think_s`` (None: the HAR's own), a 103 of ``links`` on
+    the navigation (``ServerPlan.hints``) and ``priorities`` (a ``PriorityPlan``, or a function
+    of the page's graph giving one) scheduling every server: (the graph loaded, the
+    ``PageLoadResult``, the navigation's offset from the page's start, s)."""
     from ..studies.fidelity.conditions import infer_conditions
     from ..studies.fidelity.study import FidelityParams, load_event_graph, moved_to, resource_scheduler, simulate_page
     from .serve import SERVER_SCHEDULER
@@ -176,8 +179,28 @@ def predict_onload(
     if document_think_s is not None:
         cond = replace(cond, think_s={**cond.think_s, sub.document: document_think_s})
     hints = tuple(v.encode("latin-1") if isinstance(v, str) else v for v in links)
-    result = simulate_page(sub, cond, params, scheduler=resource_scheduler(trace), hints=hints)
-    return cond.start_offset_s + result.metrics["onload_s"]
+    plan = priorities(sub) if callable(priorities) else priorities
+    result = simulate_page(sub, cond, params, scheduler=resource_scheduler(trace), hints=hints, priorities=plan)
+    return sub, result, cond.start_offset_s
+
+
+def predict_onload(
+    har_json: str,
+    trace_name: str,
+    at: PathConditions,
+    protocol: str = "h2",
+    *,
+    links=(),
+    document_think_s: float | None = None,
+    seed: int = 1,
+    cc: str | None = None,
+) -> float:
+    """The model's onLoad of the reference HAR's page (``predict_load``).  With neither ``links``
+    nor ``document_think_s``, this is ``fidelity --at``'s prediction (``validate``'s) exactly."""
+    _, result, offset = predict_load(
+        har_json, trace_name, at, protocol, links=links, document_think_s=document_think_s, seed=seed, cc=cc
+    )
+    return offset + result.metrics["onload_s"]
 
 
 # ------------------------------------------------------------------------------ the check

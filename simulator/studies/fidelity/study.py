@@ -225,10 +225,13 @@ def simulate_page(
     cache: ClientCache | None = None,
     scheduler: str = "none",
     hints: tuple = (),
+    priorities=None,
 ) -> PageLoadResult:
     """One load of ``graph`` on the page-load model under ``cond`` (times from the navigation);
     with ``params.at``, the path's loss and queue are ``at``'s; ``scheduler`` is the browser's
-    ``resource_scheduler``; ``hints``: the Link values of a 103 on the navigation (``ServerPlan.hints``)."""
+    ``resource_scheduler``; ``hints``: the Link values of a 103 on the navigation (``ServerPlan.hints``);
+    ``priorities``: an ``http.priority.PriorityPlan`` whose scheduler every server runs in place of
+    ``params.server_scheduler``'s order (the lab's ``--scheduler``)."""
     at = params.at_conditions
     load_params = LoadParams(
         protocol="h3" if params.protocol == "h3" else "h2",
@@ -252,21 +255,28 @@ def simulate_page(
         discovery_s=cond.discovery_s,
         blockers=cond.blockers,
         streamed=cond.streamed,
-        network=_linux_servers(cond.one_flight, cond.open_before),
+        network=_linux_servers(cond.one_flight, cond.open_before, priorities),
     )
 
 
-def _linux_servers(one_flight: frozenset, open_before: frozenset = frozenset()):
+def _linux_servers(one_flight: frozenset, open_before: frozenset = frozenset(), priorities=None):
     """The model backend with TCP as a Linux server on OpenSSL runs it (``ModelNetwork(linux_tcp=True)``:
     the window in segments, ACKs on data, TCP_NODELAY writes, two TLS session tickets), but to
     the origins whose recording shows a larger first flight.  Found by the lab: at 300 ms the
     rebuilt pages' 12 KB documents and 11 KB scripts on fresh connections took a second round
     trip, which a window of 10 x 1460 bytes does not need.  ``open_before``: origins whose
-    connection the capture shows open before the page began (``conditions._open_before``)."""
+    connection the capture shows open before the page began (``conditions._open_before``);
+    ``priorities``: a ``PriorityPlan`` scheduling every server's responses."""
 
     def network(sim, params, listener, backend_cls):
         return backend_cls(
-            sim, params, listener, linux_tcp=True, one_flight_servers=one_flight, open_before=open_before
+            sim,
+            params,
+            listener,
+            linux_tcp=True,
+            one_flight_servers=one_flight,
+            open_before=open_before,
+            priorities=priorities,
         )
 
     return network
