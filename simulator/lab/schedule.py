@@ -20,7 +20,11 @@ HTTP/2 (``install_h2``): hypercorn's connection asks ``next(self.priority)`` for
 whose next DATA frame it writes (at most the peer's SETTINGS_MAX_FRAME_SIZE, 16 KiB by
 default, RFC 9113 section 6.5.2); ``SchedulerTree`` answers in place of the ``priority``
 library's tree, charging each pick a frame of ``FRAME_BYTES``.  The model's chunk is a
-packet's worth, so a round-robin here turns every 16 KiB rather than every packet.
+packet's worth, so a round-robin here turns every 16 KiB rather than every packet.  A frame
+picked is committed once written, so the scheduling server writes only what the link will take
+soon, as the model's writer does (it keeps the congestion window written, no more): each
+connection's socket holds at most ``NOTSENT_LOWAT_BYTES`` not yet sent (``TCP_NOTSENT_LOWAT``)
+and asyncio's write buffers (TLS and TCP) are drained before the next frame is picked.
 
 HTTP/3 (``install_h3``): aioquic fills each packet from its streams in its queue's order,
 as much of each as fits (``QuicConnection._write_application``); ``ScheduledQuicConnection``
@@ -45,6 +49,11 @@ from ..http.priority_signals import ROOT
 __all__ = ["ReadyStreams", "SchedulerTree", "packet_order", "install", "FRAME_BYTES"]
 
 FRAME_BYTES = 16384  # a DATA frame hypercorn writes: min(window, SETTINGS_MAX_FRAME_SIZE)
+# Unsent bytes the kernel may hold past what TCP has in flight (TCP_NOTSENT_LOWAT), as servers
+# that prioritize are configured (without it the socket's buffer, megabytes once autotuned, takes
+# the responses in the order written long before the link does, and no scheduler can act).
+NOTSENT_LOWAT_BYTES = 16384
+WRITE_BUFFER_BYTES = 16384  # asyncio's TLS transport: at most a frame waiting above the socket
 PRIORITY_UPDATE_FRAME = 0x10  # RFC 9218 section 7.1 (HTTP/2)
 _MIN_ROOM = 32  # packet room below which no STREAM frame (up to 19 bytes of header, RFC 9000 19.8) is worth a pick
 
@@ -197,6 +206,23 @@ def install_h2(name: str) -> None:
 
     protocol._create_stream, protocol._handle_events = _create_stream, _handle_events
 
+    import socket
+
+    from hypercorn.asyncio.tcp_server import TCPServer
+
+    serve_connection = TCPServer.run
+
+    async def run(self):
+        # The frames picked go to the link soon: little unsent in the kernel, none in asyncio.
+        sock = self.writer.get_extra_info("socket")
+        if sock is not None:
+            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NOTSENT_LOWAT, NOTSENT_LOWAT_BYTES)
+        transport = self.writer.transport
+        transport.set_write_buffer_limits(high=WRITE_BUFFER_BYTES)
+        await serve_connection(self)
+
+    TCPServer.run = run
+
 
 # ----------------------------------------------------------------------------------- HTTP/3
 
@@ -295,6 +321,7 @@ def check_hypercorn() -> None:
             (hypercorn_h3.H3Protocol, "_create_stream"),
             (hypercorn_h3.H3Protocol, "handle"),
             (hypercorn_quic, "QuicConnection"),
+            (__import__("hypercorn.asyncio.tcp_server", fromlist=["TCPServer"]).TCPServer, "run"),
         )
         if not hasattr(module, name)
     ]
