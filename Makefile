@@ -8,7 +8,7 @@ STAMP  := $(VENV)/.installed
 
 install: $(STAMP)
 
-$(STAMP): pyproject.toml $(wildcard setup.py) simulator/_engine.c simulator/net/_tcp.c simulator/net/_quic.c simulator/net/_cc.h simulator/net/_stride_tree.h simulator/lab/_relay.c simulator/frames/_scanner.c simulator/frames/_huffman_table.h
+$(STAMP): pyproject.toml $(wildcard setup.py) simulator/_engine.c simulator/net/_tcp.c simulator/net/_quic.c simulator/net/_cc.h simulator/net/_stride_tree.h simulator/net/_writer_turns.h simulator/lab/_relay.c simulator/frames/_scanner.c simulator/frames/_huffman_table.h
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet -e '.[test]'
