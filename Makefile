@@ -8,7 +8,7 @@ STAMP  := $(VENV)/.installed
 
 install: $(STAMP)
 
-$(STAMP): pyproject.toml $(wildcard setup.py) simulator/_engine.c simulator/net/_tcp.c simulator/net/_quic.c simulator/net/_cc.h simulator/net/_stride_tree.h simulator/lab/_relay.c simulator/frames/_scanner.c simulator/frames/_huffman_table.h
+$(STAMP): pyproject.toml $(wildcard setup.py) simulator/_engine.c simulator/net/_tcp.c simulator/net/_quic.c simulator/net/_cc.h simulator/net/_stride_tree.h simulator/net/_writer_turns.h simulator/lab/_relay.c simulator/frames/_scanner.c simulator/frames/_huffman_table.h
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet -e '.[test]'
@@ -73,7 +73,8 @@ clean:
 # the fuzz corpus, of the engine's event queue (simulator/_engine.c), run under the
 # engine's tests, and of the TCP and QUIC models' C twins (simulator/net/_tcp.c, _quic.c),
 # run under the tests that hold them to the Python reference (for QUIC also its fuzzer,
-# simulator.net.quic.fuzz: seeded loss patterns and ACK orders against the reference).
+# simulator.net.quic.fuzz: seeded loss patterns and ACK orders against the reference, and the
+# schedulers on its writer, tests/test_priority_quic_native.py: _writer_turns.h's hooks and tree).
 # Built into build/asan (the normal in-place extensions are untouched) and loaded through
 # WORKBENCH_FRAMES_EXT / WORKBENCH_ENGINE_EXT / WORKBENCH_NET_EXT / WORKBENCH_QUIC_EXT;
 # CPython itself is not instrumented, hence LD_PRELOAD of libasan and detect_leaks=0.
@@ -97,7 +98,8 @@ asan: install
 	ASAN_OPTIONS=detect_leaks=0:abort_on_error=1 LD_PRELOAD="$$(gcc -print-file-name=libasan.so)" \
 	  WORKBENCH_NET_EXT="$$(ls build/asan/simulator/net/_tcp*.so)" \
 	  WORKBENCH_QUIC_EXT="$$(ls build/asan/simulator/net/_quic*.so)" \
-	  $(PY) -m pytest -q -p no:xdist -p no:cacheprovider tests/test_net_quic_native.py tests/test_net_quic.py
+	  $(PY) -m pytest -q -p no:xdist -p no:cacheprovider tests/test_net_quic_native.py tests/test_net_quic.py \
+	  tests/test_priority_quic_native.py
 	ASAN_OPTIONS=detect_leaks=0:abort_on_error=1 LD_PRELOAD="$$(gcc -print-file-name=libasan.so)" \
 	  WORKBENCH_NET_EXT="$$(ls build/asan/simulator/net/_tcp*.so)" \
 	  WORKBENCH_QUIC_EXT="$$(ls build/asan/simulator/net/_quic*.so)" \

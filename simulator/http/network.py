@@ -234,8 +234,8 @@ class _Conn(_ServerSide):
             )
         self.t.server.on_stream_acked = self.writer.on_stream_acked
         if self.pull:
-            # A packet's worth per call: the writer's own (C for the C QUIC endpoint), a scheduler's through _pull.
-            self.t.server.on_send_ready = self._pull if self.prioritized else self.writer.pull
+            # A packet's worth per call: the writer's own (C for the C QUIC endpoint, a scheduler's too).
+            self.t.server.on_send_ready = self.writer.pull
         self.t.client.on_data = self._client_data
         self.t.server.on_data = self._server_data
         self._quiet()

@@ -169,16 +169,5 @@ class _ServerSide:
         self.writer.stop(pushed_sid)
         self.net.settle((self.key, pushed_sid))
 
-    def _pull(self) -> bool:
-        """QUIC: a packet may leave now: write about one packet's worth from the rotation (as
-        aioquic builds a packet from its streams' send buffers).  False if nothing waits."""
-        wrote = 0
-        while wrote < self._chunk_bytes:
-            n = self.writer.write_next(self._chunk_bytes - wrote)
-            if not n:
-                break
-            wrote += n
-        return wrote > 0
-
     def _written_in_full(self, stream_id: int) -> None:
         self.net.settle((self.key, stream_id))

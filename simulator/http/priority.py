@@ -11,14 +11,15 @@ put a scheduler on a connection in ``priority_writer``; this module holds the ta
 built-in schedulers, ``make_scheduler`` and the page-load model's ``PriorityPlan``, and
 re-exports the rest.
 
-Speed: over the C TCP endpoint ``scheduled_writer`` puts every scheduler on the C writer of
-``net.writer``: one of levels and groups as its levels (Cloudflare's split counted there
-too), ``tree`` in its C twin (``net._tcp.StrideTree``: the picks and charges of each
-chunk in C, the tree's changes still decided here), any other (added ones) with its
-``pick_run``/``settle`` as hooks, one Python call a run of chunks; so over h2 a scheduler
-costs about what the fixed writer does (``workbench bench priorities``).  Elsewhere
-``ScheduledWriter`` runs in Python (with ``tree``'s ``pick`` and ``wrote`` from the twin
-when the C extension is in use).
+Speed: over the C TCP endpoint and the C QUIC one ``scheduled_writer`` puts every scheduler
+on the C writer of ``net.writer`` (the turns shared by both, ``net/_writer_turns.h``): one
+of levels and groups as its levels (Cloudflare's split counted there too), ``tree`` in its
+C twin (``StrideTree``: the picks and charges of each chunk in C, the tree's changes still
+decided here), any other (added ones) with its ``pick_run``/``settle`` as hooks, one Python
+call a run of chunks; so over h2 and h3 a scheduler costs about what the fixed writer does
+(``workbench bench priorities``).  Elsewhere (the Python endpoints, a qlog) ``ScheduledWriter``
+runs in Python (with ``tree``'s ``pick`` and ``wrote`` from the twin when the C extension is
+in use).
 
 Each stream comes with the signals a client sends (``PrioritySignal``): RFC 9218's
 urgency (0-7, lower first, default 3) and incremental flag, and RFC 7540's dependency

@@ -4,7 +4,7 @@ per turn.  Written by hand, sans-I/O and deterministic (ties go to the earlier r
 
 Speed: the most urgent level is kept until the set of levels changes, and a rotation is
 turned as its stream is picked, so ``pick`` is a few attribute reads; over the C TCP
-endpoint the writer hands these groups to the C writer instead
+and QUIC endpoints the writer hands these groups to the C writer instead
 (``http.priority_writer._NativeLevelWriter``).
 """
 

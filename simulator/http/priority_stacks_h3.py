@@ -8,7 +8,7 @@ server_end=...)``, ``scheduled_h3_server(plan)``).  Its final responses are not 
 when ready, as the stack's server does; each joins ``make_scheduler(plan.scheduler)`` with
 the signals the model gives it (``PriorityPlan.signal``), and aioquic asks for data as it
 builds each packet (``stream_pull``), as the model's QUIC pulls a packet's worth from its
-writer (``http.network_server._ServerSide._pull``): while the packet has room, up to one model chunk
+writer (``net.writer.ResponseWriter.pull``): while the packet has room, up to one model chunk
 (``chunk_bytes``, the model's packet payload: the datagram less 40 bytes) per packet, the scheduler picks a stream and
 the server writes the next piece of its response, a DATA frame (RFC 9114 section 7.2.1)
 with the body bytes the model's count of that piece holds, which aioquic packs into the

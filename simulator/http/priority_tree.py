@@ -6,11 +6,12 @@ stream sits under the root at the default weight.
 
 Speed: with weighted siblings (Firefox's and Safari's trees) a stream's turn is one chunk,
 so ``pick_run`` names runs of one and a writer would call Python per chunk.  A writer over
-the C extension therefore hands the tree to its C twin (``run_in_c``: ``net._tcp.StrideTree``,
-``net/_stride_tree.h``, the same steps with the same floating-point operations in the same
-order): the tree's picks, charges, placements and removals run there, and this class keeps
-only where a new or reprioritized stream goes (its parent, Chromium's chain, Firefox's
-placeholders).  The Python tree below stays the reference the C one is tested against.
+the C extension therefore hands the tree to its C twin (``run_in_c``: the ``StrideTree`` of
+``net._tcp`` or ``net._quic``, ``net/_stride_tree.h``, the same steps with the same
+floating-point operations in the same order): the tree's picks, charges, placements and
+removals run there, and this class keeps only where a new or reprioritized stream goes (its
+parent, Chromium's chain, Firefox's placeholders).  The Python tree below stays the reference
+the C one is tested against.
 """
 
 from __future__ import annotations
@@ -53,7 +54,7 @@ class TreeScheduler(Scheduler):
         self._root = _Node(ROOT, DEFAULT_WEIGHT, 0)
         self._nodes: dict = {ROOT: self._root}
         self._trees: set[str] = set()
-        self._twin = None  # net._tcp.StrideTree once ``run_in_c`` is called
+        self._twin = None  # a StrideTree (net._tcp's or net._quic's) once ``run_in_c`` is called
 
     # -- the tree ---------------------------------------------------------------------
     def _attach(self, node: _Node, parent: _Node, exclusive: bool) -> None:
@@ -240,11 +241,11 @@ class TreeScheduler(Scheduler):
 
     # -- in C -----------------------------------------------------------------------------
     def run_in_c(self, stride_tree) -> bool:
-        """Run this tree in ``stride_tree`` (a fresh ``net._tcp.StrideTree``, the C twin): from
-        now on ``add``, ``pick``, ``wrote``, ``remove`` and ``update`` are its steps, and this
-        object keeps only what placing a stream needs (each stream's number there, urgency
-        and order; the placeholders' numbers).  Only while no stream has joined (nor a twin
-        taken over): whether it did."""
+        """Run this tree in ``stride_tree`` (a fresh ``StrideTree`` of ``net._tcp`` or
+        ``net._quic``, the C twin): from now on ``add``, ``pick``, ``wrote``, ``remove`` and
+        ``update`` are its steps, and this object keeps only what placing a stream needs (each
+        stream's number there, urgency and order; the placeholders' numbers).  Only while no
+        stream has joined (nor a twin taken over): whether it did."""
         if len(self._nodes) > 1 or self._twin is not None:
             return False
         self._twin = stride_tree

@@ -1,21 +1,24 @@
 """The writers that let a scheduler choose each chunk's stream: ``ScheduledWriter``
 (``net.writer.ResponseWriter`` with a scheduler's ``pick`` in place of its rotation per
-level) and, over the C TCP endpoint, the C writer of ``net.writer``: for a scheduler of
-levels and groups with the groups as its levels (``_NativeLevelWriter``, no Python per
-chunk), (``cf-shared-sequential``'s split
-counted there too), for any other (``tree``, added ones) with the
-scheduler's ``pick_run``, ``settle`` and ``remove`` as hooks (``_NativeScheduledWriter``: the
-window keeping, the acknowledgements and the writes in C, the scheduler's own calls in
-Python), so over h2 a scheduler costs about what the fixed writer does.  The RFC 7540
-tree (``TreeScheduler``), whose runs are one chunk long among weighted siblings, is given
-its C twin (``net._tcp.StrideTree``) wherever the C extension is in use: the C writer
-picks from it with no Python call per chunk (``ResponseWriter.tree``), and over QUIC
-``ScheduledWriter``'s ``pick`` and ``wrote`` are the twin's.  Written by hand around those.
+level) and, over the C TCP endpoint and the C QUIC one (``NativeQuicEndpoint``), the C
+writer of ``net.writer`` (``net._tcp.ResponseWriter``, ``net._quic.ResponseWriter``: the
+same turns, ``net/_writer_turns.h``): for a scheduler of levels and groups with the groups
+as its levels (``_NativeLevelWriter``, no Python per chunk; ``cf-shared-sequential``'s split
+counted there too), for any other (``tree``, added ones) with the scheduler's ``pick_run``,
+``settle`` and ``remove`` as hooks (``_NativeScheduledWriter``: the window keeping or the
+pulls, the acknowledgements and the writes in C, the scheduler's own calls in Python once a
+run of chunks), so a scheduler costs about what the fixed writer does over h2 and h3.  The
+RFC 7540 tree (``TreeScheduler``), whose runs are one chunk long among weighted siblings, is
+given its C twin (``StrideTree`` of the writer's extension) wherever the C extension is in
+use: the C writer picks from it with no Python call per chunk (``ResponseWriter.tree``), and
+a Python ``ScheduledWriter``'s ``pick`` and ``wrote`` are the twin's.  Written by hand
+around those.
 """
 
 from __future__ import annotations
 
 from ..net import native
+from ..net.quic.native import NativeQuicEndpoint
 from ..net.writer import ResponseWriter, _pad
 from .priority_levels import LevelScheduler
 from .priority_signals import PrioritySignal, Scheduler
@@ -156,7 +159,9 @@ class _NativeLevelWriter:
     own keyed by its order (newest first: by minus its order), the shared group of an urgency
     one level after them; with the split (``cf-shared-sequential``) the C writer counts each
     group's bytes per urgency and serves the shared group while the sequential one is ahead.  The h2 hot
-    path (a chunk per acknowledgement) then runs in C, as the fixed writer's does."""
+    path (a chunk per acknowledgement) and h3's (a packet's worth per pull) then run in C, as
+    the fixed writer's do.  ``ext``: the C extension of the endpoint (``native.C`` or
+    ``native.QUIC``)."""
 
     __slots__ = (
         "_c",
@@ -168,6 +173,7 @@ class _NativeLevelWriter:
         "fill",
         "write_next",
         "on_stream_acked",
+        "pull",
     )
 
     def __init__(
@@ -179,14 +185,16 @@ class _NativeLevelWriter:
         *,
         fill_on_ack: bool,
         scheduler: "LevelScheduler",
+        ext=None,
     ) -> None:
-        self._c = native.C.ResponseWriter(endpoint, chunk_bytes, written, self._done, fill_on_ack)
+        self._c = (ext or native.C).ResponseWriter(endpoint, chunk_bytes, written, self._done, fill_on_ack)
         if scheduler.split:
             self._c.split_levels()  # the groups of an urgency take turns by bytes, as LevelScheduler's
         self.scheduler, self.written, self._on_written = scheduler, written, on_written
         self._body: dict[int, tuple[int, int, int]] = {}  # stream -> (offset of its body, size, order)
         self._count = 0
         self.fill, self.write_next, self.on_stream_acked = self._c.fill, self._c.write_next, self._c.on_stream_acked
+        self.pull = getattr(self._c, "pull", None)  # QUIC's on_send_ready
 
     @property
     def unacked_bytes(self) -> int:
@@ -240,7 +248,10 @@ class _NativeScheduledWriter:
     acknowledgements.  A ``TreeScheduler`` run in its C twin is hooked differently
     (``ResponseWriter.tree``): the C writer picks and charges each chunk in the twin and
     calls Python only for ``remove`` once a response is written (weighted siblings take turns
-    a chunk at a time, so runs would be one chunk long)."""
+    a chunk at a time, so runs would be one chunk long).  Over QUIC (``ext``: ``native.QUIC``)
+    the same on the QUIC C writer, pulled a packet's worth at a time (``pull``): a run also
+    ends where a packet's room left is less than a chunk (RFC 9000 section 13: a packet
+    carries frames of several streams), as ``ScheduledWriter.write_next``'s limit cuts it."""
 
     __slots__ = (
         "_c",
@@ -252,6 +263,7 @@ class _NativeScheduledWriter:
         "fill",
         "write_next",
         "on_stream_acked",
+        "pull",
     )
 
     def __init__(
@@ -263,8 +275,9 @@ class _NativeScheduledWriter:
         *,
         fill_on_ack: bool,
         scheduler: Scheduler,
+        ext=None,
     ) -> None:
-        self._c = native.C.ResponseWriter(endpoint, chunk_bytes, written, self._done, fill_on_ack)
+        self._c = (ext or native.C).ResponseWriter(endpoint, chunk_bytes, written, self._done, fill_on_ack)
         twin = getattr(scheduler, "_twin", None)
         if twin is not None:
             self._c.tree(twin, scheduler.remove)  # no runs: settle() has nothing to end
@@ -274,6 +287,7 @@ class _NativeScheduledWriter:
         self._waiting: set[int] = set()
         self._count = 0
         self.fill, self.write_next, self.on_stream_acked = self._c.fill, self._c.write_next, self._c.on_stream_acked
+        self.pull = getattr(self._c, "pull", None)  # QUIC's on_send_ready
 
     @property
     def unacked_bytes(self) -> int:
@@ -312,6 +326,19 @@ class _NativeScheduledWriter:
         self._on_written(stream_id)
 
 
+def _native_ext(endpoint):
+    """The C extension whose ``ResponseWriter`` writes on ``endpoint``: ``native.C`` for the C
+    ``TcpEndpoint``, ``native.QUIC`` for a ``NativeQuicEndpoint`` (if its writer takes a
+    scheduler's hooks), else None."""
+    c = getattr(native, "C", None)
+    if c is not None and type(endpoint) is c.TcpEndpoint:
+        return c
+    quic = getattr(native, "QUIC", None)
+    if quic is not None and type(endpoint) is NativeQuicEndpoint and hasattr(quic.ResponseWriter, "hook"):
+        return quic
+    return None
+
+
 def scheduled_writer(
     endpoint,
     chunk_bytes: int,
@@ -323,31 +350,31 @@ def scheduled_writer(
     qlog=None,
 ):
     """A writer with ``scheduler`` choosing each chunk's stream: on the C writer when the
-    endpoint is the C ``TcpEndpoint`` (``_NativeLevelWriter`` for a scheduler of levels and
-    groups, ``_NativeScheduledWriter`` for any other), else ``ScheduledWriter``; with
-    ``qlog`` (a ``priority_qlog.QlogTrace``) the writer that logs each choice, in Python.  A
-    fresh ``TreeScheduler`` is run in its C twin when the C extension is in use."""
-    if (
-        type(scheduler) is TreeScheduler
-        and getattr(native, "IMPLEMENTATION", None) == "c"
-        and hasattr(native.C, "StrideTree")
-    ):
-        scheduler.run_in_c(native.C.StrideTree())
+    endpoint is the C ``TcpEndpoint`` or a ``NativeQuicEndpoint`` (``_NativeLevelWriter`` for a
+    scheduler of levels and groups, ``_NativeScheduledWriter`` for any other), else
+    ``ScheduledWriter``; with ``qlog`` (a ``priority_qlog.QlogTrace``) the writer that logs
+    each choice, in Python.  A fresh ``TreeScheduler`` is run in its C twin when the C
+    extension is in use (the twin of the writer's extension, whose writer picks from it)."""
+    ext = _native_ext(endpoint) if qlog is None else None
+    if type(scheduler) is TreeScheduler and getattr(native, "IMPLEMENTATION", None) == "c":
+        twin_ext = ext if ext is not None and hasattr(ext, "StrideTree") else native.C
+        if hasattr(twin_ext, "StrideTree"):
+            scheduler.run_in_c(twin_ext.StrideTree())
     if qlog is not None:
         from .priority_qlog import QlogScheduledWriter
 
         return QlogScheduledWriter(
             endpoint, chunk_bytes, written, on_written, fill_on_ack=fill_on_ack, scheduler=scheduler, qlog=qlog
         )
-    if native.C is not None and type(endpoint) is native.C.TcpEndpoint:
+    if ext is not None:
         if type(scheduler) is LevelScheduler and (
-            not scheduler.split or (not scheduler.newest_first and hasattr(native.C.ResponseWriter, "split_levels"))
+            not scheduler.split or (not scheduler.newest_first and hasattr(ext.ResponseWriter, "split_levels"))
         ):
             return _NativeLevelWriter(
-                endpoint, chunk_bytes, written, on_written, fill_on_ack=fill_on_ack, scheduler=scheduler
+                endpoint, chunk_bytes, written, on_written, fill_on_ack=fill_on_ack, scheduler=scheduler, ext=ext
             )
-        if hasattr(native.C.ResponseWriter, "hook"):
+        if hasattr(ext.ResponseWriter, "hook"):
             return _NativeScheduledWriter(
-                endpoint, chunk_bytes, written, on_written, fill_on_ack=fill_on_ack, scheduler=scheduler
+                endpoint, chunk_bytes, written, on_written, fill_on_ack=fill_on_ack, scheduler=scheduler, ext=ext
             )
     return ScheduledWriter(endpoint, chunk_bytes, written, on_written, fill_on_ack=fill_on_ack, scheduler=scheduler)

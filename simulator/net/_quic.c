@@ -17,7 +17,10 @@
  *   QuicPacket   simulator/net/quic/packet.py      QuicPacket
  *   ResponseWriter  simulator/net/writer.py        ResponseWriter on a NativeQuicEndpoint (the page-load
  *                                                  model's pull writer: rotations per urgency, a
- *                                                  packet's worth per pull, written into the core)
+ *                                                  packet's worth per pull, written into the core;
+ *                                                  with a scheduler's hooks or the tree's twin
+ *                                                  in place of the rotations: _writer_turns.h)
+ *   StrideTree   simulator/http/priority_tree.py  TreeScheduler's tree (_stride_tree.h, shared with _tcp.c)
  *   TimerSlots   simulator/engine.py               TimerSlots (the slots loss, ack, pace, handshake)
  *   _Bound       the endpoint's _flush, _on_packet and _ack_now, as the engine and links call them
  *   RttEstimator, CongestionControl  (_cc.h, shared with _tcp.c)  cc.RttEstimator, Reno, Cubic
@@ -2971,36 +2974,57 @@ static PyTypeObject CoreType = {
 
 /* -- ResponseWriter (writer.ResponseWriter's twin for a NativeQuicEndpoint) -----------------
  *
- * Responses in rotations per urgency level (RFC 9218: the lowest level first, round-robin among
- * equals, up to a packet's worth per turn), written as the transport pulls them: pull() is
- * ResponseWriter.pull, what the endpoint's on_send_ready calls each time a packet may leave.  A
- * write on an open stream goes to the endpoint's core as NativeQuicEndpoint.write sends it
- * (core_write), any other (a stream's first write) through the endpoint's write; the padding is
- * b"r" bytes, as writer._pad's.  The same writes in the same order as the reference, so the same
- * events (tests/test_net_quic_native.py). */
+ * Responses in turns (_writer_turns.h, shared with the TCP writer: rotations per urgency level,
+ * RFC 9218: the lowest level first, round-robin among equals, up to a packet's worth per turn;
+ * or a scheduler of http.priority through its hooks or the RFC 7540 tree's twin), written as
+ * the transport pulls them: pull() is ResponseWriter.pull, what the endpoint's on_send_ready
+ * calls each time a packet may leave.  A write on an open stream goes to the endpoint's core as
+ * NativeQuicEndpoint.write sends it (core_write), any other (a stream's first write) through
+ * the endpoint's write; the padding is b"r" bytes, as writer._pad's.  The same writes in the
+ * same order as the reference, so the same events (tests/test_net_quic_native.py, and
+ * tests/test_priority_quic_native.py for the schedulers). */
 
-typedef struct {
-    PyObject *sid;                 /* the stream id as given */
-    long long remaining;
-} Turn;
-
-typedef struct {
-    long long level;
-    Turn *buf;
-    Py_ssize_t head, size, cap;
-} Rotation;
+#include "_stride_tree.h"   /* StrideTree: the RFC 7540 5.3 tree of priority_tree.py in C */
+#include "_writer_turns.h"
 
 typedef struct {
     PyObject_HEAD
-    PyObject *endpoint, *written, *on_written, *acked, *pad;
+    WriterTurns t;                 /* first: WRITER_TURNS reads it there */
+    PyObject *endpoint, *acked, *pad;
     CoreObject *core;
-    long long chunk, unacked;
     char fill_on_ack;
-    Rotation *levels;              /* sorted by level; a level's rotation may be empty */
-    Py_ssize_t nlevels;
 } WriterObject;
 
 static PyTypeObject WriterType;
+
+/* endpoint.write(stream_id, b"r" * n, end): NativeQuicEndpoint.write, its open-stream case here. */
+static int
+writer_write(PyObject *self, PyObject *sid, long long n, int end)
+{
+    WriterObject *w = (WriterObject *)self;
+    PyObject *data;
+    if (n == PyBytes_GET_SIZE(w->pad))
+        data = Py_NewRef(w->pad);
+    else if ((data = PyBytes_FromStringAndSize(NULL, (Py_ssize_t)n)) != NULL)
+        memset(PyBytes_AS_STRING(data), 'r', (size_t)n);
+    if (data == NULL)
+        return -1;
+    PyObject *end_o = end ? Py_True : Py_False;
+    int rc;
+    PyObject *stream = PyDict_GetItemWithError(w->core->send_streams, sid);   /* borrowed */
+    int fin = stream == NULL ? (PyErr_Occurred() ? -1 : 1) : attr_truthy(stream, str_fin);
+    if (fin < 0)
+        rc = -1;
+    else if (!fin)
+        rc = core_write(w->core, stream, sid, data, end_o);
+    else {                                     /* a new or ended stream: as the reference */
+        PyObject *r = PyObject_CallMethodObjArgs(w->endpoint, str_write, sid, data, end_o, NULL);
+        rc = r == NULL ? -1 : 0;
+        Py_XDECREF(r);
+    }
+    Py_DECREF(data);
+    return rc;
+}
 
 static PyObject *
 Writer_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
@@ -3029,9 +3053,10 @@ Writer_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
     }
     w->core = (CoreObject *)core;
     w->endpoint = Py_NewRef(endpoint);
-    w->written = Py_NewRef(written);
-    w->on_written = Py_NewRef(on_written);
-    w->chunk = chunk;
+    w->t.written = Py_NewRef(written);
+    w->t.on_written = Py_NewRef(on_written);
+    w->t.chunk = chunk;
+    w->t.write = writer_write;
     w->fill_on_ack = (char)fill_on_ack;
     w->acked = PyDict_New();
     w->pad = PyBytes_FromStringAndSize(NULL, (Py_ssize_t)chunk);
@@ -3048,15 +3073,8 @@ Writer_traverse(WriterObject *w, visitproc visit, void *arg)
 {
     Py_VISIT(w->endpoint);
     Py_VISIT((PyObject *)w->core);
-    Py_VISIT(w->written);
-    Py_VISIT(w->on_written);
     Py_VISIT(w->acked);
-    for (Py_ssize_t i = 0; i < w->nlevels; i++) {
-        Rotation *r = &w->levels[i];
-        for (Py_ssize_t j = 0; j < r->size; j++)
-            Py_VISIT(r->buf[(r->head + j) % r->cap].sid);
-    }
-    return 0;
+    return turns_traverse(&w->t, visit, arg);
 }
 
 static int
@@ -3064,20 +3082,8 @@ Writer_clear(WriterObject *w)
 {
     Py_CLEAR(w->endpoint);
     Py_CLEAR(w->core);
-    Py_CLEAR(w->written);
-    Py_CLEAR(w->on_written);
     Py_CLEAR(w->acked);
-    Rotation *levels = w->levels;
-    Py_ssize_t n = w->nlevels;
-    w->levels = NULL;
-    w->nlevels = 0;
-    for (Py_ssize_t i = 0; i < n; i++) {
-        Rotation *r = &levels[i];
-        for (Py_ssize_t j = 0; j < r->size; j++)
-            Py_DECREF(r->buf[(r->head + j) % r->cap].sid);
-        PyMem_Free(r->buf);
-    }
-    PyMem_Free(levels);
+    turns_clear(&w->t);
     return 0;
 }
 
@@ -3090,175 +3096,11 @@ Writer_dealloc(WriterObject *w)
     Py_TYPE(w)->tp_free((PyObject *)w);
 }
 
-static int
-rotation_push(Rotation *r, PyObject *sid, long long remaining)   /* takes the reference to sid */
-{
-    if (r->size == r->cap) {
-        Py_ssize_t cap = r->cap ? r->cap * 2 : 8;
-        Turn *grown = PyMem_Malloc((size_t)cap * sizeof(Turn));
-        if (grown == NULL) {
-            Py_DECREF(sid);
-            PyErr_NoMemory();
-            return -1;
-        }
-        for (Py_ssize_t i = 0; i < r->size; i++)
-            grown[i] = r->buf[(r->head + i) % r->cap];
-        PyMem_Free(r->buf);
-        r->buf = grown;
-        r->cap = cap;
-        r->head = 0;
-    }
-    r->buf[(r->head + r->size) % r->cap] = (Turn){sid, remaining};
-    r->size++;
-    return 0;
-}
-
-static PyObject *
-Writer_add(WriterObject *w, PyObject *const *args, Py_ssize_t nargs)
-{
-    if (nargs != 3) {
-        PyErr_SetString(PyExc_TypeError, "add(stream_id, size, level)");
-        return NULL;
-    }
-    long long size = PyLong_AsLongLong(args[1]);
-    long long level = PyLong_AsLongLong(args[2]);
-    if (((size == -1 || level == -1) && PyErr_Occurred()) || (PyLong_AsLongLong(args[0]) == -1 && PyErr_Occurred()))
-        return NULL;
-    Py_ssize_t i = 0;
-    while (i < w->nlevels && w->levels[i].level < level)
-        i++;
-    if (i == w->nlevels || w->levels[i].level != level) {
-        Rotation *grown = PyMem_Realloc(w->levels, (size_t)(w->nlevels + 1) * sizeof(Rotation));
-        if (grown == NULL)
-            return PyErr_NoMemory();
-        w->levels = grown;
-        memmove(&w->levels[i + 1], &w->levels[i], (size_t)(w->nlevels - i) * sizeof(Rotation));
-        w->levels[i] = (Rotation){level, NULL, 0, 0, 0};
-        w->nlevels++;
-    }
-    if (rotation_push(&w->levels[i], Py_NewRef(args[0]), size) < 0)
-        return NULL;
-    Py_RETURN_NONE;
-}
-
-static PyObject *
-Writer_stop(WriterObject *w, PyObject *sid)
-{
-    for (Py_ssize_t i = 0; i < w->nlevels; i++) {
-        Rotation *r = &w->levels[i];
-        Py_ssize_t kept = 0;
-        for (Py_ssize_t j = 0; j < r->size; j++) {
-            Turn t = r->buf[(r->head + j) % r->cap];
-            int same = PyObject_RichCompareBool(t.sid, sid, Py_EQ);
-            if (same < 0)
-                return NULL;
-            if (same)
-                Py_DECREF(t.sid);
-            else
-                r->buf[(r->head + kept++) % r->cap] = t;
-        }
-        r->size = kept;
-    }
-    Py_RETURN_NONE;
-}
-
-static int
-dict_add(PyObject *dict, PyObject *key, long long n)
-{
-    long long v = 0;
-    PyObject *old = PyDict_GetItemWithError(dict, key);
-    if (old != NULL) {
-        v = PyLong_AsLongLong(old);
-        if (v == -1 && PyErr_Occurred())
-            return -1;
-    }
-    else if (PyErr_Occurred())
-        return -1;
-    PyObject *nv = PyLong_FromLongLong(v + n);
-    if (nv == NULL)
-        return -1;
-    int rc = PyDict_SetItem(dict, key, nv);
-    Py_DECREF(nv);
-    return rc;
-}
-
-/* endpoint.write(stream_id, b"r" * n, end): NativeQuicEndpoint.write, its open-stream case here. */
-static int
-writer_write(WriterObject *w, PyObject *sid, long long n, int end)
-{
-    PyObject *data;
-    if (n == PyBytes_GET_SIZE(w->pad))
-        data = Py_NewRef(w->pad);
-    else if ((data = PyBytes_FromStringAndSize(NULL, (Py_ssize_t)n)) != NULL)
-        memset(PyBytes_AS_STRING(data), 'r', (size_t)n);
-    if (data == NULL)
-        return -1;
-    PyObject *end_o = end ? Py_True : Py_False;
-    int rc;
-    PyObject *stream = PyDict_GetItemWithError(w->core->send_streams, sid);   /* borrowed */
-    int fin = stream == NULL ? (PyErr_Occurred() ? -1 : 1) : attr_truthy(stream, str_fin);
-    if (fin < 0)
-        rc = -1;
-    else if (!fin)
-        rc = core_write(w->core, stream, sid, data, end_o);
-    else {                                     /* a new or ended stream: as the reference */
-        PyObject *r = PyObject_CallMethodObjArgs(w->endpoint, str_write, sid, data, end_o, NULL);
-        rc = r == NULL ? -1 : 0;
-        Py_XDECREF(r);
-    }
-    Py_DECREF(data);
-    return rc;
-}
-
-/* ResponseWriter.write_next(limit): up to `limit` bytes of the next response in turn. */
-static long long
-writer_next(WriterObject *w, long long limit)
-{
-    Rotation *r = NULL;
-    for (Py_ssize_t i = 0; i < w->nlevels && r == NULL; i++)
-        if (w->levels[i].size > 0)
-            r = &w->levels[i];
-    if (r == NULL)
-        return 0;
-    Turn t = r->buf[r->head];                  /* popleft: the reference to sid is ours */
-    r->head = (r->head + 1) % r->cap;
-    r->size--;
-    long long n = t.remaining < limit ? t.remaining : limit;
-    long long remaining = t.remaining - n;
-    if (dict_add(w->written, t.sid, n) < 0)
-        goto fail;
-    w->unacked += n;
-    if (writer_write(w, t.sid, n, !remaining) < 0)
-        goto fail;
-    if (!remaining) {
-        PyObject *res = PyObject_CallOneArg(w->on_written, t.sid);
-        Py_DECREF(t.sid);
-        if (res == NULL)
-            return -1;
-        Py_DECREF(res);
-    }
-    else if (rotation_push(r, t.sid, remaining) < 0)   /* served: to the back of its rotation */
-        return -1;
-    return n;
-fail:
-    Py_DECREF(t.sid);
-    return -1;
-}
-
-static int
-writer_waiting(WriterObject *w)
-{
-    for (Py_ssize_t i = 0; i < w->nlevels; i++)
-        if (w->levels[i].size > 0)
-            return 1;
-    return 0;
-}
-
 /* ResponseWriter.fill: the window kept written (max(endpoint.cwnd_bytes, 2 chunks)). */
 static int
 writer_fill(WriterObject *w)
 {
-    if (!writer_waiting(w))
+    if (!turns_waiting(&w->t))
         return 0;
     PyObject *cwnd = fast_getattr(w->endpoint, str_cwnd_bytes);
     if (cwnd == NULL)
@@ -3268,10 +3110,10 @@ writer_fill(WriterObject *w)
     Py_DECREF(cwnd);
     if (rc < 0)
         return -1;
-    double floor_bytes = (double)(2 * w->chunk);
+    double floor_bytes = (double)(2 * w->t.chunk);
     window = floor_bytes > window ? floor_bytes : window;   /* Python's max(cwnd_bytes, 2 * chunk) */
-    while ((double)w->unacked < window) {
-        long long n = writer_next(w, w->chunk);
+    while ((double)w->t.unacked < window) {
+        long long n = turns_next(&w->t, (PyObject *)w, w->t.chunk);
         if (n < 0)
             return -1;
         if (n == 0)
@@ -3280,24 +3122,17 @@ writer_fill(WriterObject *w)
     return 0;
 }
 
-static PyObject *
-Writer_write_next(WriterObject *w, PyObject *limit_obj)
-{
-    long long limit = PyLong_AsLongLong(limit_obj);
-    if (limit == -1 && PyErr_Occurred())
-        return NULL;
-    long long n = writer_next(w, limit);
-    return n < 0 ? NULL : PyLong_FromLongLong(n);
-}
-
 /* ResponseWriter.pull: a packet may leave now: about one packet's worth (chunk_bytes) from the
- * rotations, as aioquic builds a packet from its streams' send buffers; False if nothing waits. */
+ * turns, as aioquic builds a packet from its streams' send buffers (RFC 9000 section 2.2: the
+ * sender chooses which stream's data goes; a packet may carry frames of several streams); False
+ * if nothing waits.  With a scheduler the same as http.network_server._ServerSide._pull over
+ * ScheduledWriter.write_next. */
 static PyObject *
 Writer_pull(WriterObject *w, PyObject *unused)
 {
     long long wrote = 0;
-    while (wrote < w->chunk) {
-        long long n = writer_next(w, w->chunk - wrote);
+    while (wrote < w->t.chunk) {
+        long long n = turns_next(&w->t, (PyObject *)w, w->t.chunk - wrote);
         if (n < 0)
             return NULL;
         if (!n)
@@ -3334,11 +3169,11 @@ Writer_on_stream_acked(WriterObject *w, PyObject *const *args, Py_ssize_t nargs)
         return NULL;
     }
     long long acked_offset = PyLong_AsLongLong(args[1]), written, before;
-    if ((acked_offset == -1 && PyErr_Occurred()) || dict_long(w->written, args[0], &written) < 0
+    if ((acked_offset == -1 && PyErr_Occurred()) || dict_long(w->t.written, args[0], &written) < 0
         || dict_long(w->acked, args[0], &before) < 0)
         return NULL;
     long long acked = acked_offset < written ? acked_offset : written;
-    w->unacked -= acked - before;
+    w->t.unacked -= acked - before;
     PyObject *acked_obj = PyLong_FromLongLong(acked);
     if (acked_obj == NULL)
         return NULL;
@@ -3349,13 +3184,8 @@ Writer_on_stream_acked(WriterObject *w, PyObject *const *args, Py_ssize_t nargs)
     Py_RETURN_NONE;
 }
 
-static PyObject *
-Writer_get_waiting(WriterObject *w, void *x) { return PyBool_FromLong(writer_waiting(w)); }
-
 static PyMethodDef Writer_methods[] = {
-    {"add", (PyCFunction)(void (*)(void))Writer_add, METH_FASTCALL, "add(stream_id, size, level): a response joins its rotation."},
-    {"stop", (PyCFunction)Writer_stop, METH_O, "stop(stream_id): nothing more of it is written."},
-    {"write_next", (PyCFunction)Writer_write_next, METH_O, "write_next(limit) -> bytes written of the next response in turn."},
+    WRITER_TURNS_METHODS,
     {"pull", (PyCFunction)Writer_pull, METH_NOARGS, "pull() -> whether a packet's worth (or less) was written."},
     {"fill", (PyCFunction)Writer_fill, METH_NOARGS, "Keep the congestion window written."},
     {"on_stream_acked", (PyCFunction)(void (*)(void))Writer_on_stream_acked, METH_FASTCALL,
@@ -3364,12 +3194,9 @@ static PyMethodDef Writer_methods[] = {
 };
 
 static PyMemberDef Writer_members[] = {
+    WRITER_TURNS_MEMBERS(WriterObject),
     {"endpoint", T_OBJECT, offsetof(WriterObject, endpoint), READONLY, NULL},
-    {"chunk_bytes", T_LONGLONG, offsetof(WriterObject, chunk), READONLY, NULL},
-    {"written", T_OBJECT, offsetof(WriterObject, written), READONLY, "stream -> bytes written on it"},
-    {"on_written", T_OBJECT, offsetof(WriterObject, on_written), READONLY, NULL},
     {"fill_on_ack", T_BOOL, offsetof(WriterObject, fill_on_ack), READONLY, NULL},
-    {"unacked_bytes", T_LONGLONG, offsetof(WriterObject, unacked), 0, "written, not yet acknowledged"},
     {NULL},
 };
 
@@ -3490,7 +3317,8 @@ PyInit__quic(void)
     Py_DECREF(heapq);
     if (heappush_fn == NULL || heappop_fn == NULL)
         return NULL;
-    PyTypeObject *types[] = {&RttType, &CcType, &CoreType, &TimersType, &BoundType, &QPacketType, &WriterType};
+    PyTypeObject *types[] = {&RttType, &CcType, &CoreType, &TimersType, &BoundType, &QPacketType, &WriterType,
+                             &TreeType};
     for (size_t i = 0; i < sizeof(types) / sizeof(types[0]); i++)
         if (PyType_Ready(types[i]) < 0)
             return NULL;
@@ -3498,7 +3326,7 @@ PyInit__quic(void)
     if (m == NULL)
         return NULL;
     const char *names[] = {"RttEstimator", "CongestionControl", "QuicCore", "TimerSlots", "_Bound", "QuicPacket",
-                           "ResponseWriter"};
+                           "ResponseWriter", "StrideTree"};
     for (size_t i = 0; i < sizeof(types) / sizeof(types[0]); i++) {
         if (PyModule_AddObjectRef(m, names[i], (PyObject *)types[i]) < 0) {
             Py_DECREF(m);

@@ -1,5 +1,5 @@
 /* StrideTree: the RFC 7540 section 5.3 dependency tree of simulator/http/priority_tree.py
- * (TreeScheduler) in C, included by _tcp.c.
+ * (TreeScheduler) in C, included by _tcp.c and _quic.c (each its own type, named by NET_MODULE).
  *
  * Written by hand, the twin of TreeScheduler's Python reference, step for step: a stream's
  * placement with exclusive adoption (5.3.1), stride scheduling over bytes among siblings
@@ -10,8 +10,8 @@
  * Chromium's chain, Firefox's placeholders, a stream not in the tree) is still decided in
  * Python, which keeps only what that needs.  Why: with weighted siblings (Firefox's and
  * Safari's trees) every turn is one chunk, so a pick in Python per chunk was most of what the
- * tree cost; ResponseWriter picks from this tree itself (Writer_tree), and over QUIC the
- * Python writer calls pick and wrote here.  tests/test_priority.py drives both over random
+ * tree cost; both ResponseWriters pick from this tree themselves (Writer_tree in
+ * _writer_turns.h), the QUIC one from _quic.StrideTree.  tests/test_priority.py drives both over random
  * trees and compares every chunk.
  *
  * Nodes are kept in one array, a node's number its place (0: the root); a removed stream's
@@ -437,7 +437,7 @@ static PyMethodDef Tree_methods[] = {
 
 static PyTypeObject TreeType = {
     PyVarObject_HEAD_INIT(NULL, 0)
-    .tp_name = "simulator.net._tcp.StrideTree",
+    .tp_name = NET_MODULE ".StrideTree",
     .tp_doc = "StrideTree(): http.priority_tree.TreeScheduler's tree in C, its twin.",
     .tp_basicsize = sizeof(TreeObject),
     .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC,

@@ -3642,46 +3642,35 @@ static PyTypeObject EndpointType = {
 
 /* -- ResponseWriter ----------------------------------------------------------------------- */
 
-/* writer.ResponseWriter's twin for a C endpoint: responses in rotations per urgency level,
- * a packet's worth per turn, the window kept written (see simulator/net/writer.py). */
-typedef struct {
-    PyObject *sid;           /* the stream id as given */
-    long long remaining;
-} Turn;
-
-typedef struct {
-    long long level;
-    Turn *buf;
-    Py_ssize_t head, size, cap;
-} Rotation;
+/* writer.ResponseWriter's twin for a C endpoint: responses in turns (_writer_turns.h, shared
+ * with the QUIC writer), a packet's worth per turn, the window kept written (see
+ * simulator/net/writer.py). */
+#include "_writer_turns.h"
 
 typedef struct {
     PyObject_HEAD
+    WriterTurns t;                 /* first: WRITER_TURNS reads it there */
     EndpointObject *endpoint;
-    PyObject *written, *on_written, *acked, *pad;
-    long long chunk, unacked, order;
+    PyObject *acked, *pad;
     char fill_on_ack;
-    Rotation *levels;        /* sorted by level; a level's rotation may be empty */
-    Py_ssize_t nlevels;
-    /* A scheduler's hooks (http.priority_writer._NativeScheduledWriter), NULL without:
-     * pick_run(chunk_bytes) -> (stream, chunks) names the stream of the next chunks in place
-     * of the rotations, settle(stream, chunks, chunk_bytes, last_bytes) is told a run's
-     * bytes, remove(stream) a response written in full.  The responses then wait in one
-     * rotation, found by their stream.  run_sid: the stream of the open run (or NULL). */
-    PyObject *pick, *settle, *remove, *run_sid;
-    long long run_left, run_count;
-    /* Or the RFC 7540 tree's C twin (http.priority_writer, for TreeScheduler): each chunk's
-     * stream picked and its bytes charged here, remove(stream) still told in Python. */
-    TreeObject *tree;
-    /* Cloudflare's shared sequential (http.priority_levels.LevelScheduler with split): the
-     * levels are its groups, (urgency << 42) + order for a sequential response and
-     * (urgency << 42) + (1 << 41) for the shared ones; per urgency the bytes each group has
-     * sent, the shared group served while the sequential one is ahead. */
-    char split;
-    long long sent[8][2];
 } WriterObject;
 
 static PyTypeObject WriterType;
+
+/* endpoint.write(stream_id, b"r" * n, end=end): the padding sliced from one buffer. */
+static int
+writer_write(PyObject *self, PyObject *sid, long long n, int end)
+{
+    WriterObject *w = (WriterObject *)self;
+    if (n > PyBytes_GET_SIZE(w->pad)) {       /* a limit above the chunk size: padding to match */
+        PyObject *pad = PyBytes_FromStringAndSize(NULL, (Py_ssize_t)n);
+        if (pad == NULL)
+            return -1;
+        memset(PyBytes_AS_STRING(pad), 'r', (size_t)n);
+        Py_SETREF(w->pad, pad);
+    }
+    return endpoint_write_slice(w->endpoint, sid, w->pad, 0, (Py_ssize_t)n, end);
+}
 
 static PyObject *
 Writer_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
@@ -3700,9 +3689,10 @@ Writer_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
     if (w == NULL)
         return NULL;
     w->endpoint = (EndpointObject *)Py_NewRef(endpoint);
-    w->written = Py_NewRef(written);
-    w->on_written = Py_NewRef(on_written);
-    w->chunk = chunk;
+    w->t.written = Py_NewRef(written);
+    w->t.on_written = Py_NewRef(on_written);
+    w->t.chunk = chunk;
+    w->t.write = writer_write;
     w->fill_on_ack = (char)fill_on_ack;
     w->acked = PyDict_New();
     w->pad = PyBytes_FromStringAndSize(NULL, (Py_ssize_t)chunk);    /* b"r" * chunk: the padding */
@@ -3718,51 +3708,16 @@ static int
 Writer_traverse(WriterObject *w, visitproc visit, void *arg)
 {
     Py_VISIT((PyObject *)w->endpoint);
-    Py_VISIT(w->written);
-    Py_VISIT(w->on_written);
     Py_VISIT(w->acked);
-    Py_VISIT(w->pick);
-    Py_VISIT(w->settle);
-    Py_VISIT(w->remove);
-    Py_VISIT(w->run_sid);
-    Py_VISIT((PyObject *)w->tree);
-    for (Py_ssize_t i = 0; i < w->nlevels; i++) {
-        Rotation *r = &w->levels[i];
-        for (Py_ssize_t j = 0; j < r->size; j++)
-            Py_VISIT(r->buf[(r->head + j) % r->cap].sid);
-    }
-    return 0;
-}
-
-static void
-rotations_free(WriterObject *w)
-{
-    Rotation *levels = w->levels;
-    Py_ssize_t n = w->nlevels;
-    w->levels = NULL;
-    w->nlevels = 0;
-    for (Py_ssize_t i = 0; i < n; i++) {
-        Rotation *r = &levels[i];
-        for (Py_ssize_t j = 0; j < r->size; j++)
-            Py_DECREF(r->buf[(r->head + j) % r->cap].sid);
-        PyMem_Free(r->buf);
-    }
-    PyMem_Free(levels);
+    return turns_traverse(&w->t, visit, arg);
 }
 
 static int
 Writer_clear(WriterObject *w)
 {
     Py_CLEAR(w->endpoint);
-    Py_CLEAR(w->written);
-    Py_CLEAR(w->on_written);
     Py_CLEAR(w->acked);
-    Py_CLEAR(w->pick);
-    Py_CLEAR(w->settle);
-    Py_CLEAR(w->remove);
-    Py_CLEAR(w->run_sid);
-    Py_CLEAR(w->tree);
-    rotations_free(w);
+    turns_clear(&w->t);
     return 0;
 }
 
@@ -3776,441 +3731,21 @@ Writer_dealloc(WriterObject *w)
 }
 
 static int
-rotation_push(Rotation *r, PyObject *sid, long long remaining)   /* takes the reference to sid */
-{
-    if (r->size == r->cap) {
-        Py_ssize_t cap = r->cap ? r->cap * 2 : 8;
-        Turn *grown = PyMem_Malloc((size_t)cap * sizeof(Turn));
-        if (grown == NULL) {
-            Py_DECREF(sid);
-            PyErr_NoMemory();
-            return -1;
-        }
-        for (Py_ssize_t i = 0; i < r->size; i++)
-            grown[i] = r->buf[(r->head + i) % r->cap];
-        PyMem_Free(r->buf);
-        r->buf = grown;
-        r->cap = cap;
-        r->head = 0;
-    }
-    r->buf[(r->head + r->size) % r->cap] = (Turn){sid, remaining};
-    r->size++;
-    return 0;
-}
-
-static PyObject *
-Writer_add(WriterObject *w, PyObject *const *args, Py_ssize_t nargs)
-{
-    if (nargs != 3) {
-        PyErr_SetString(PyExc_TypeError, "add(stream_id, size, level)");
-        return NULL;
-    }
-    long long size = PyLong_AsLongLong(args[1]);
-    if (size == -1 && PyErr_Occurred())
-        return NULL;
-    long long level = PyLong_AsLongLong(args[2]);
-    if (level == -1 && PyErr_Occurred())
-        return NULL;
-    if (PyLong_AsLongLong(args[0]) == -1 && PyErr_Occurred())
-        return NULL;
-    w->order += 1;
-    Py_ssize_t i = 0;
-    while (i < w->nlevels && w->levels[i].level < level)
-        i++;
-    if (i == w->nlevels || w->levels[i].level != level) {
-        Rotation *grown = PyMem_Realloc(w->levels, (size_t)(w->nlevels + 1) * sizeof(Rotation));
-        if (grown == NULL)
-            return PyErr_NoMemory();
-        w->levels = grown;
-        memmove(&w->levels[i + 1], &w->levels[i], (size_t)(w->nlevels - i) * sizeof(Rotation));
-        w->levels[i] = (Rotation){level, NULL, 0, 0, 0};
-        w->nlevels++;
-    }
-    if (rotation_push(&w->levels[i], Py_NewRef(args[0]), size) < 0)
-        return NULL;
-    Py_RETURN_NONE;
-}
-
-static void split_after_remove(WriterObject *w, long long level);
-
-static PyObject *
-Writer_stop(WriterObject *w, PyObject *sid)
-{
-    for (Py_ssize_t i = 0; i < w->nlevels; i++) {
-        Rotation *r = &w->levels[i];
-        Py_ssize_t kept = 0;
-        for (Py_ssize_t j = 0; j < r->size; j++) {
-            Turn t = r->buf[(r->head + j) % r->cap];
-            int same = PyObject_RichCompareBool(t.sid, sid, Py_EQ);
-            if (same < 0)
-                return NULL;
-            if (same)
-                Py_DECREF(t.sid);
-            else
-                r->buf[(r->head + kept++) % r->cap] = t;
-        }
-        int found = kept < r->size;
-        r->size = kept;
-        if (found && w->split)
-            split_after_remove(w, r->level);
-    }
-    Py_RETURN_NONE;
-}
-
-static int
-dict_add(PyObject *dict, PyObject *key, long long n, long long *total)
-{
-    long long v = 0;
-    PyObject *old = PyDict_GetItemWithError(dict, key);
-    if (old != NULL) {
-        v = PyLong_AsLongLong(old);
-        if (v == -1 && PyErr_Occurred())
-            return -1;
-    }
-    else if (PyErr_Occurred())
-        return -1;
-    PyObject *nv = PyLong_FromLongLong(v + n);
-    if (nv == NULL)
-        return -1;
-    int rc = PyDict_SetItem(dict, key, nv);
-    Py_DECREF(nv);
-    if (total != NULL)
-        *total = v + n;
-    return rc;
-}
-
-/* The place in rotation ``r`` of the turn of stream ``sid`` (r->size: none; -1: an error).
- * The writer's own objects first, by identity (a scheduler names the stream by the object
- * it was given, so this finds it without a comparison per turn), then by equality. */
-static Py_ssize_t
-rotation_find(Rotation *r, PyObject *sid)
-{
-    for (Py_ssize_t j = 0; j < r->size; j++)
-        if (r->buf[(r->head + j) % r->cap].sid == sid)
-            return j;
-    for (Py_ssize_t j = 0; j < r->size; j++) {
-        int same = PyObject_RichCompareBool(r->buf[(r->head + j) % r->cap].sid, sid, Py_EQ);
-        if (same < 0)
-            return -1;
-        if (same)
-            return j;
-    }
-    return r->size;
-}
-
-/* A run's charges to the scheduler: settle(stream, chunks, chunk_bytes, last_bytes), the run
- * ended (none open: nothing). */
-static int
-writer_settle(WriterObject *w, long long last)
-{
-    PyObject *sid = w->run_sid;
-    if (sid == NULL)
-        return 0;
-    w->run_sid = NULL;
-    PyObject *res = PyObject_CallFunction(w->settle, "OLLL", sid, w->run_count, w->chunk, last);
-    Py_DECREF(sid);
-    if (res == NULL)
-        return -1;
-    Py_DECREF(res);
-    return 0;
-}
-
-/* write_next with a scheduler's hooks: pick_run(chunk_bytes) names a stream and how many
- * chunks in a row it would name it (each charged in full, nothing else changing); the
- * writer writes them, found in the rotation of its one level, and hands the charges over
- * at the run's end (settle): the scheduler is told what ScheduledWriter._write_chunk tells
- * it, in its order, in one call a run. */
-static long long
-writer_next_picked(WriterObject *w, long long limit)
-{
-    Rotation *r = NULL;
-    for (Py_ssize_t i = 0; i < w->nlevels; i++) {
-        if (w->levels[i].size > 0) {
-            r = &w->levels[i];
-            break;
-        }
-    }
-    if (r == NULL)
-        return 0;
-    if (w->run_sid == NULL) {
-        PyObject *chunk = PyLong_FromLongLong(w->chunk);
-        if (chunk == NULL)
-            return -1;
-        PyObject *res = PyObject_CallOneArg(w->pick, chunk);
-        Py_DECREF(chunk);
-        if (res == NULL)
-            return -1;
-        long long k = 0;
-        if (!PyTuple_Check(res) || PyTuple_GET_SIZE(res) != 2
-                || ((k = PyLong_AsLongLong(PyTuple_GET_ITEM(res, 1))) == -1 && PyErr_Occurred()) || k < 1) {
-            Py_DECREF(res);
-            if (!PyErr_Occurred())
-                PyErr_SetString(PyExc_TypeError, "pick_run must return (stream, chunks >= 1)");
-            return -1;
-        }
-        w->run_sid = Py_NewRef(PyTuple_GET_ITEM(res, 0));
-        Py_DECREF(res);
-        w->run_left = k;
-        w->run_count = 0;
-    }
-    PyObject *sid = Py_NewRef(w->run_sid);
-    Py_ssize_t j = rotation_find(r, sid);
-    if (j < 0)
-        goto fail;
-    if (j == r->size) {
-        PyErr_Format(PyExc_KeyError, "the scheduler picked stream %R, which has nothing to write", sid);
-        goto fail;
-    }
-    Turn *t = &r->buf[(r->head + j) % r->cap];
-    long long n = t->remaining < limit ? t->remaining : limit;
-    long long remaining = t->remaining - n;
-    t->remaining = remaining;
-    if (dict_add(w->written, sid, n, NULL) < 0)
-        goto fail;
-    w->unacked += n;
-    if (n > PyBytes_GET_SIZE(w->pad)) {
-        PyObject *pad = PyBytes_FromStringAndSize(NULL, (Py_ssize_t)n);
-        if (pad == NULL)
-            goto fail;
-        memset(PyBytes_AS_STRING(pad), 'r', (size_t)n);
-        Py_SETREF(w->pad, pad);
-    }
-    if (endpoint_write_slice(w->endpoint, sid, w->pad, 0, (Py_ssize_t)n, !remaining) < 0)
-        goto fail;
-    if (!remaining) {
-        /* out of the rotation, order kept (the turn's reference to the stream is dropped),
-         * before any call into Python, which may add responses (and move the rotations) */
-        Py_ssize_t pos = (r->head + j) % r->cap;
-        Py_DECREF(r->buf[pos].sid);
-        for (Py_ssize_t k = j; k + 1 < r->size; k++)
-            r->buf[(r->head + k) % r->cap] = r->buf[(r->head + k + 1) % r->cap];
-        r->size--;
-    }
-    if (n == w->chunk) {
-        w->run_count++;
-        w->run_left--;
-        if ((w->run_left == 0 || !remaining) && writer_settle(w, 0) < 0)
-            goto fail;
-    }
-    else if (writer_settle(w, n) < 0)         /* a shorter chunk ends the run */
-        goto fail;
-    if (!remaining) {
-        PyObject *res = PyObject_CallOneArg(w->remove, sid);
-        if (res == NULL)
-            goto fail;
-        Py_DECREF(res);
-        res = PyObject_CallOneArg(w->on_written, sid);
-        if (res == NULL)
-            goto fail;
-        Py_DECREF(res);
-    }
-    Py_DECREF(sid);
-    return n;
-fail:
-    Py_DECREF(sid);
-    return -1;
-}
-
-/* write_next with the tree's C twin: the twin picks (TreeScheduler.pick), the chunk is
- * written, the twin charged (wrote), and a response written in full is removed from the
- * scheduler through Python (which removes it from the twin) before on_written: ScheduledWriter._write_chunk's
- * steps in its order, with no Python call for a chunk that does not end a response. */
-static long long
-writer_next_tree(WriterObject *w, long long limit)
-{
-    Rotation *r = NULL;
-    for (Py_ssize_t i = 0; i < w->nlevels; i++) {
-        if (w->levels[i].size > 0) {
-            r = &w->levels[i];
-            break;
-        }
-    }
-    if (r == NULL)
-        return 0;
-    Py_ssize_t node = tree_pick(w->tree);
-    if (node < 0) {
-        PyErr_SetString(PyExc_LookupError, "the tree has no stream ready while responses wait");
-        return -1;
-    }
-    PyObject *sid = Py_NewRef(w->tree->nodes[node].key);
-    Py_ssize_t j = rotation_find(r, sid);
-    if (j < 0)
-        goto fail;
-    if (j == r->size) {
-        PyErr_Format(PyExc_KeyError, "the tree picked stream %R, which has nothing to write", sid);
-        goto fail;
-    }
-    Turn *t = &r->buf[(r->head + j) % r->cap];
-    long long n = t->remaining < limit ? t->remaining : limit;
-    long long remaining = t->remaining - n;
-    t->remaining = remaining;
-    if (dict_add(w->written, sid, n, NULL) < 0)
-        goto fail;
-    w->unacked += n;
-    if (n > PyBytes_GET_SIZE(w->pad)) {
-        PyObject *pad = PyBytes_FromStringAndSize(NULL, (Py_ssize_t)n);
-        if (pad == NULL)
-            goto fail;
-        memset(PyBytes_AS_STRING(pad), 'r', (size_t)n);
-        Py_SETREF(w->pad, pad);
-    }
-    if (endpoint_write_slice(w->endpoint, sid, w->pad, 0, (Py_ssize_t)n, !remaining) < 0)
-        goto fail;
-    tree_wrote(w->tree, node, n);
-    if (!remaining) {
-        /* out of the rotation, order kept, before any call into Python */
-        Py_ssize_t pos = (r->head + j) % r->cap;
-        Py_DECREF(r->buf[pos].sid);
-        for (Py_ssize_t k = j; k + 1 < r->size; k++)
-            r->buf[(r->head + k) % r->cap] = r->buf[(r->head + k + 1) % r->cap];
-        r->size--;
-        PyObject *res = PyObject_CallOneArg(w->remove, sid);
-        if (res == NULL)
-            goto fail;
-        Py_DECREF(res);
-        res = PyObject_CallOneArg(w->on_written, sid);
-        if (res == NULL)
-            goto fail;
-        Py_DECREF(res);
-    }
-    Py_DECREF(sid);
-    return n;
-fail:
-    Py_DECREF(sid);
-    return -1;
-}
-
-#define SPLIT_SHARED (1LL << 41)
-#define SPLIT_URGENCY(level) ((int)(((level) >> 42) & 7))
-
-/* The split's group counts start afresh when a group of the urgency is left empty
- * (LevelScheduler.remove). */
-static void
-split_after_remove(WriterObject *w, long long level)
-{
-    long long base = (long long)SPLIT_URGENCY(level) << 42;
-    int sequential = 0, shared = 0;
-    for (Py_ssize_t i = 0; i < w->nlevels; i++) {
-        Rotation *r = &w->levels[i];
-        if (r->size == 0 || r->level < base || r->level > base + SPLIT_SHARED)
-            continue;
-        if (r->level == base + SPLIT_SHARED)
-            shared = 1;
-        else
-            sequential = 1;
-    }
-    if (!sequential || !shared)
-        w->sent[SPLIT_URGENCY(level)][0] = w->sent[SPLIT_URGENCY(level)][1] = 0;
-}
-
-/* write_next(limit): the bytes written (0: nothing waits), -1 on error. */
-static long long
-writer_next(WriterObject *w, long long limit)
-{
-    if (w->tree != NULL)
-        return writer_next_tree(w, limit);
-    if (w->pick != NULL)
-        return writer_next_picked(w, limit);
-    Rotation *r = NULL;
-    Py_ssize_t at = 0;
-    for (Py_ssize_t i = 0; i < w->nlevels; i++) {
-        if (w->levels[i].size > 0) {
-            r = &w->levels[i];
-            at = i;
-            break;
-        }
-    }
-    if (r == NULL)
-        return 0;
-    long long level = r->level;
-    int group = 0;
-    if (w->split) {
-        /* the sequential head unless the urgency's shared group waits and is behind in bytes */
-        int u = SPLIT_URGENCY(level);
-        group = (level & SPLIT_SHARED) != 0;
-        if (!group && w->sent[u][0] > w->sent[u][1]) {
-            long long key = ((long long)u << 42) + SPLIT_SHARED;
-            for (Py_ssize_t i = at + 1; i < w->nlevels && w->levels[i].level <= key; i++) {
-                if (w->levels[i].level == key && w->levels[i].size > 0) {
-                    r = &w->levels[i];
-                    group = 1;
-                }
-            }
-        }
-    }
-    Turn t = r->buf[r->head];                 /* popleft: the reference to sid is ours */
-    r->head = (r->head + 1) % r->cap;
-    r->size--;
-    long long n = t.remaining < limit ? t.remaining : limit;
-    long long remaining = t.remaining - n;
-    if (dict_add(w->written, t.sid, n, NULL) < 0)
-        goto fail;
-    w->unacked += n;
-    if (n > PyBytes_GET_SIZE(w->pad)) {       /* a limit above the chunk size: padding to match */
-        PyObject *pad = PyBytes_FromStringAndSize(NULL, (Py_ssize_t)n);
-        if (pad == NULL)
-            goto fail;
-        memset(PyBytes_AS_STRING(pad), 'r', (size_t)n);
-        Py_SETREF(w->pad, pad);
-    }
-    if (endpoint_write_slice(w->endpoint, t.sid, w->pad, 0, (Py_ssize_t)n, !remaining) < 0)
-        goto fail;
-    if (w->split)
-        w->sent[SPLIT_URGENCY(r->level)][group] += n;
-    if (!remaining) {
-        if (w->split)
-            split_after_remove(w, r->level);
-        PyObject *res = PyObject_CallOneArg(w->on_written, t.sid);
-        Py_DECREF(t.sid);
-        if (res == NULL)
-            return -1;
-        Py_DECREF(res);
-    }
-    else if (rotation_push(r, t.sid, remaining) < 0)   /* served: to the back of its rotation */
-        return -1;
-    return n;
-fail:
-    Py_DECREF(t.sid);
-    return -1;
-}
-
-static int
-writer_waiting(WriterObject *w)
-{
-    for (Py_ssize_t i = 0; i < w->nlevels; i++)
-        if (w->levels[i].size > 0)
-            return 1;
-    return 0;
-}
-
-static int
 writer_fill(WriterObject *w)
 {
-    if (!writer_waiting(w))
+    if (!turns_waiting(&w->t))
         return 0;
     EndpointObject *e = w->endpoint;
     /* max(endpoint.cwnd_bytes, 2 * chunk), cwnd_bytes = max(cwnd + inflation, mss) */
-    double window = py_max(py_max(e->cc->cwnd + e->inflation, (double)e->mss), (double)(2 * w->chunk));
-    while ((double)w->unacked < window) {
-        long long n = writer_next(w, w->chunk);
+    double window = py_max(py_max(e->cc->cwnd + e->inflation, (double)e->mss), (double)(2 * w->t.chunk));
+    while ((double)w->t.unacked < window) {
+        long long n = turns_next(&w->t, (PyObject *)w, w->t.chunk);
         if (n < 0)
             return -1;
         if (n == 0)
             break;
     }
     return 0;
-}
-
-static PyObject *
-Writer_write_next(WriterObject *w, PyObject *limit_obj)
-{
-    long long limit = PyLong_AsLongLong(limit_obj);
-    if (limit == -1 && PyErr_Occurred())
-        return NULL;
-    long long n = writer_next(w, limit);
-    if (n < 0)
-        return NULL;
-    return PyLong_FromLongLong(n);
 }
 
 static PyObject *
@@ -4232,7 +3767,7 @@ Writer_on_stream_acked(WriterObject *w, PyObject *const *args, Py_ssize_t nargs)
     if (acked_offset == -1 && PyErr_Occurred())
         return NULL;
     long long written = 0, before = 0;
-    PyObject *v = PyDict_GetItemWithError(w->written, args[0]);
+    PyObject *v = PyDict_GetItemWithError(w->t.written, args[0]);
     if (v != NULL) {
         written = PyLong_AsLongLong(v);
         if (written == -1 && PyErr_Occurred())
@@ -4249,7 +3784,7 @@ Writer_on_stream_acked(WriterObject *w, PyObject *const *args, Py_ssize_t nargs)
     }
     else if (PyErr_Occurred())
         return NULL;
-    w->unacked -= acked - before;
+    w->t.unacked -= acked - before;
     PyObject *acked_obj = PyLong_FromLongLong(acked);
     if (acked_obj == NULL)
         return NULL;
@@ -4262,74 +3797,18 @@ Writer_on_stream_acked(WriterObject *w, PyObject *const *args, Py_ssize_t nargs)
     Py_RETURN_NONE;
 }
 
-static PyObject *
-Writer_get_waiting(WriterObject *w, void *c) { return PyBool_FromLong(writer_waiting(w)); }
-
-static PyObject *
-Writer_split_levels(WriterObject *w, PyObject *unused)
-{
-    w->split = 1;
-    Py_RETURN_NONE;
-}
-
-static PyObject *
-Writer_hook(WriterObject *w, PyObject *const *args, Py_ssize_t nargs)
-{
-    if (nargs != 3 || !PyCallable_Check(args[0]) || !PyCallable_Check(args[1]) || !PyCallable_Check(args[2])) {
-        PyErr_SetString(PyExc_TypeError, "hook(pick_run, settle, remove)");
-        return NULL;
-    }
-    Py_XSETREF(w->pick, Py_NewRef(args[0]));
-    Py_XSETREF(w->settle, Py_NewRef(args[1]));
-    Py_XSETREF(w->remove, Py_NewRef(args[2]));
-    Py_RETURN_NONE;
-}
-
-static PyObject *
-Writer_tree(WriterObject *w, PyObject *const *args, Py_ssize_t nargs)
-{
-    if (nargs != 2 || !PyObject_TypeCheck(args[0], &TreeType) || !PyCallable_Check(args[1])) {
-        PyErr_SetString(PyExc_TypeError, "tree(stride_tree, remove)");
-        return NULL;
-    }
-    Py_XSETREF(w->tree, (TreeObject *)Py_NewRef(args[0]));
-    Py_XSETREF(w->remove, Py_NewRef(args[1]));
-    Py_RETURN_NONE;
-}
-
-static PyObject *
-Writer_settle_run(WriterObject *w, PyObject *unused)
-{
-    if (writer_settle(w, 0) < 0)
-        return NULL;
-    Py_RETURN_NONE;
-}
-
 static PyMethodDef Writer_methods[] = {
-    {"add", (PyCFunction)(void (*)(void))Writer_add, METH_FASTCALL, "add(stream_id, size, level): a response joins its rotation."},
-    {"stop", (PyCFunction)Writer_stop, METH_O, "stop(stream_id): nothing more of it is written."},
-    {"write_next", (PyCFunction)Writer_write_next, METH_O, "write_next(limit) -> bytes written of the next response in turn."},
+    WRITER_TURNS_METHODS,
     {"fill", (PyCFunction)Writer_fill, METH_NOARGS, "Keep the congestion window written."},
-    {"split_levels", (PyCFunction)Writer_split_levels, METH_NOARGS,
-     "Cloudflare's shared sequential: levels are (urgency << 42) + order or + (1 << 41), split by bytes."},
-    {"hook", (PyCFunction)(void (*)(void))Writer_hook, METH_FASTCALL,
-     "hook(pick_run, settle, remove): a scheduler names the stream of each run of chunks."},
-    {"tree", (PyCFunction)(void (*)(void))Writer_tree, METH_FASTCALL,
-     "tree(stride_tree, remove): the RFC 7540 tree's C twin picks each chunk's stream; remove(stream) when written."},
-    {"settle", (PyCFunction)Writer_settle_run, METH_NOARGS,
-     "End the open run, its charges told to the scheduler (before the scheduler changes)."},
     {"on_stream_acked", (PyCFunction)(void (*)(void))Writer_on_stream_acked, METH_FASTCALL,
      "on_stream_acked(stream_id, acked_offset): the transport's acknowledgement."},
     {NULL},
 };
 
 static PyMemberDef Writer_members[] = {
+    WRITER_TURNS_MEMBERS(WriterObject),
     {"endpoint", T_OBJECT, offsetof(WriterObject, endpoint), READONLY, NULL},
-    {"chunk_bytes", T_LONGLONG, offsetof(WriterObject, chunk), READONLY, NULL},
-    {"written", T_OBJECT, offsetof(WriterObject, written), READONLY, "stream -> bytes written on it"},
-    {"on_written", T_OBJECT, offsetof(WriterObject, on_written), READONLY, NULL},
     {"fill_on_ack", T_BOOL, offsetof(WriterObject, fill_on_ack), READONLY, NULL},
-    {"unacked_bytes", T_LONGLONG, offsetof(WriterObject, unacked), 0, "written, not yet acknowledged"},
     {NULL},
 };
 
