@@ -317,8 +317,8 @@ def _validate_priorities(args: argparse.Namespace) -> int:
     s = result["summary"]
     print(
         f"\nagainst rfc9218: the onLoad cost's sign agrees in {s['onload_sign_agreement']} of "
-        f"{s['onload_compared']}, LCP's in {s['lcp_sign_agreement']} of {s['lcp_compared']}; median Kendall's "
-        f"tau-b of the schedulers' order: onLoad {s['median_onload_tau_b']}, LCP {s['median_lcp_tau_b']}"
+        f"{s['onload_compared']}, FCP's in {s['fcp_sign_agreement']} of {s['fcp_compared']}; median Kendall's "
+        f"tau-b of the schedulers' order: onLoad {s['median_onload_tau_b']}, FCP {s['median_fcp_tau_b']}"
     )
     return 0
 

@@ -108,9 +108,11 @@ class ReadyStreams:
             self.scheduler.remove(stream_id)
 
     def pick(self) -> int:
+        """The stream whose next bytes go now (some stream waits)."""
         return self.scheduler.pick()
 
     def wrote(self, stream_id: int, nbytes: int) -> None:
+        """``nbytes`` of ``stream_id`` went (its turn used)."""
         if self.scheduler.charges_bytes and nbytes > 0:
             self.scheduler.wrote(stream_id, nbytes)
 
@@ -141,6 +143,7 @@ class SchedulerTree(ReadyStreams):
         self.signal(stream_id, replace(base, parent=parent, weight=int(weight or 16), exclusive=bool(exclusive)))
 
     def insert_stream(self, stream_id, depends_on=None, weight=16, exclusive=False) -> None:
+        """A new request stream, with its HEADERS frame's placement if it had one."""
         if stream_id in self._known:
             raise self._errors.DuplicateStreamError(stream_id)
         self._known.add(stream_id)
@@ -148,18 +151,22 @@ class SchedulerTree(ReadyStreams):
             self._place(stream_id, depends_on, weight, exclusive)
 
     def reprioritize(self, stream_id, depends_on=None, weight=16, exclusive=False) -> None:
+        """A PRIORITY frame's (or a HEADERS frame's) placement (RFC 7540 section 5.3.3)."""
         if stream_id not in self._known:
             raise self._errors.MissingStreamError(stream_id)
         self._place(stream_id, depends_on, weight, exclusive)
 
     def block(self, stream_id) -> None:
+        """hypercorn has no bytes of ``stream_id`` to send now."""
         self.ready(stream_id, False)
 
     def unblock(self, stream_id) -> None:
+        """hypercorn has bytes of ``stream_id`` to send."""
         if stream_id in self._known:
             self.ready(stream_id, True)
 
     def remove_stream(self, stream_id) -> None:
+        """``stream_id`` is closed."""
         self._known.discard(stream_id)
         self.forget(stream_id)
 
