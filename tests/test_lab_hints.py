@@ -9,37 +9,22 @@ needs root, /dev/net/tun, the relay and Chromium, and skips with the reason wher
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 from dataclasses import replace
 from pathlib import Path
 
 import pytest
+from lab_needs import needs_lab
 
 from simulator.lab import netns
 from simulator.lab.hints import gain_stats, hint_plan, hint_timeline, predict_onload, within
-from simulator.lab.link import relay_available
 from simulator.lab.protocols import h3_against_h2, pair_difference
 from simulator.net.conditions import PathConditions
 from simulator.traces import load
 from simulator.traces.pagegraph import page_graph
 
 ROOT = Path(__file__).resolve().parents[1]
-WHY = (
-    "not root"
-    if os.geteuid() != 0
-    else "no /dev/net/tun"
-    if not os.path.exists("/dev/net/tun")
-    else "the relay is not built"
-    if not relay_available()
-    else "no Chromium at /usr/bin/chromium (make system-deps)"
-    if not os.path.exists("/usr/bin/chromium")
-    else None
-)
-needs_lab = pytest.mark.skipif(
-    WHY is not None, reason=f"the lab needs root, /dev/net/tun, its relay and Chromium: {WHY}"
-)
 pytestmark = pytest.mark.xdist_group("lab")
 WORKBENCH = [sys.executable, "-m", "simulator.cli"]
 PAGE = ROOT / "traces/captured-h2-page.har"

@@ -5,31 +5,19 @@ is missing)."""
 
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+from lab_needs import WHY
 
-from simulator.lab.link import relay_available
 from simulator.lab.priorities import predict_metrics
 from simulator.net.conditions import PathConditions
 
 ROOT = Path(__file__).resolve().parents[1]
 PAGE = ROOT / "traces/captured-h2-page.har"
 WORKBENCH = [sys.executable, "-m", "simulator.cli"]
-WHY = (
-    "not root"
-    if os.geteuid() != 0
-    else "no /dev/net/tun"
-    if not os.path.exists("/dev/net/tun")
-    else "the relay is not built"
-    if not relay_available()
-    else "no Chromium at /usr/bin/chromium (make system-deps)"
-    if not os.path.exists("/usr/bin/chromium")
-    else None
-)
 pytestmark = pytest.mark.xdist_group("lab")
 
 

@@ -9,33 +9,18 @@ root, /dev/net/tun, the relay and Chromium; it skips with the reason where one i
 from __future__ import annotations
 
 import json
-import os
 import statistics
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+from lab_needs import needs_lab
 
 from simulator.lab import netns
-from simulator.lab.link import relay_available
 from simulator.lab.validate import floor_ape, spearman
 
 ROOT = Path(__file__).resolve().parents[1]
-WHY = (
-    "not root"
-    if os.geteuid() != 0
-    else "no /dev/net/tun"
-    if not os.path.exists("/dev/net/tun")
-    else "the relay is not built"
-    if not relay_available()
-    else "no Chromium at /usr/bin/chromium (make system-deps)"
-    if not os.path.exists("/usr/bin/chromium")
-    else None
-)
-needs_lab = pytest.mark.skipif(
-    WHY is not None, reason=f"the lab needs root, /dev/net/tun, its relay and Chromium: {WHY}"
-)
 pytestmark = pytest.mark.xdist_group("lab")
 WORKBENCH = [sys.executable, "-m", "simulator.cli"]
 

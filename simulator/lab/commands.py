@@ -234,6 +234,18 @@ def _print_validation(result, args: argparse.Namespace) -> int:
     return 0
 
 
+def _reported(result: dict, args: argparse.Namespace, write_report) -> bool:
+    """``--report DIR`` written, the first failures warned of, and with ``--json`` the result
+    printed (True: nothing more to print)."""
+    if args.report:
+        write_report(result, args.report)
+    for line in result["failures"][:10]:
+        print(f"workbench: warning: {line}", file=sys.stderr)
+    if args.json:
+        print(json.dumps(result, indent=1))
+    return bool(args.json)
+
+
 def _validate_hints(args: argparse.Namespace) -> int:
     from ..net.conditions import PathConditions
     from .hints import validate_hints, write_hints_report
@@ -251,12 +263,7 @@ def _validate_hints(args: argparse.Namespace) -> int:
         dask=args.dask,
         progress=sys.stderr.isatty() and not args.json,
     )
-    if args.report:
-        write_hints_report(result, args.report)
-    for line in result["failures"][:10]:
-        print(f"workbench: warning: {line}", file=sys.stderr)
-    if args.json:
-        print(json.dumps(result, indent=1))
+    if _reported(result, args, write_hints_report):
         return 0
     ms = lambda v: f"{1000 * v:.0f} ms"  # noqa: E731
     print(f"{'page':<30} {'RTT':>7} {'think':>7} {'measured gain':>14} {'predicted':>10} {'floor':>8}  verdict")
@@ -291,12 +298,7 @@ def _validate_priorities(args: argparse.Namespace) -> int:
         dask=args.dask,
         progress=sys.stderr.isatty() and not args.json,
     )
-    if args.report:
-        write_priorities_report(result, args.report)
-    for line in result["failures"][:10]:
-        print(f"workbench: warning: {line}", file=sys.stderr)
-    if args.json:
-        print(json.dumps(result, indent=1))
+    if _reported(result, args, write_priorities_report):
         return 0
     ms = lambda v: "-" if v is None else f"{1000 * v:.0f}"  # noqa: E731
     print(

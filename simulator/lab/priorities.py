@@ -195,35 +195,21 @@ def validate_priorities(
     progress: bool = True,
 ) -> dict:
     """Record the reference loads and every condition x scheduler in the lab, then ``analyse_priorities``."""
-    from ..batch.runner import run_batch
+    from .validate import check_runs, record, reference_grid
 
-    if runs < 2:
-        raise InputError(f"--runs must be at least 2 (the floor compares runs with each other), got {runs}.")
+    check_runs(runs)
     if BASELINE not in schedulers:
         raise InputError(f"--scheduler must include {BASELINE}, the baseline every other is held against.")
-    ref_grid = {
-        "rtt": [f"{reference.rtt_s * 1e3!r}ms"],
-        "bw": ["none" if reference.bandwidth_bps is None else f"{reference.bandwidth_bps!r}bit"],
-        "loss": ["0"],
-        "protocol": [protocol],
-    }
     grid = {"rtt": list(rtts), "bw": list(bws), "protocol": [protocol], "scheduler": list(schedulers)}
-    failures: dict[str, str] = {}
-    for one in (ref_grid, grid):
-        report = run_batch(
-            "lab-load",
-            traces,
-            one,
-            runs,
-            out=out,
-            workers=workers,
-            dask=dask,
-            tables=("summary", "har"),
-            progress=progress,
-            on_bad_trace=lambda path, error: failures.setdefault(path, error),
-        )
-        for job_id, error in report.failures:
-            failures.setdefault(job_id, error)
+    failures = record(
+        traces,
+        [reference_grid(reference, protocol), grid],
+        runs,
+        out=out,
+        workers=workers,
+        dask=dask,
+        progress=progress,
+    )
     ref = {"rtt_s": reference.rtt_s, "bandwidth_bps": reference.bandwidth_bps, "protocol": protocol}
     result = analyse_priorities(out, ref)
     result["failures"] = sorted(set(result["failures"]) | set(failures.values()))

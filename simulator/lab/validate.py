@@ -264,39 +264,17 @@ def validate(
     progress: bool = True,
 ) -> ValidationResult:
     """Record the reference loads and the grid's in the lab, then ``analyse`` (see the module docstring)."""
-    from ..batch.runner import run_batch
-
-    if runs < 2:
-        raise InputError(f"--runs must be at least 2 (the floor compares runs with each other), got {runs}.")
-    ref_grid = {
-        "rtt": [f"{reference.rtt_s * 1e3!r}ms"],
-        "bw": ["none" if reference.bandwidth_bps is None else f"{reference.bandwidth_bps!r}bit"],
-        "loss": [reference.loss],
-        "protocol": [reference_protocol],
-    }
-    if reference.queue_bytes is not None:
-        ref_grid["queue"] = [str(reference.queue_bytes)]
-    tables = ("summary", "har")
-    failures: dict[str, str] = {}
-
-    def note_bad(path: str, error: str) -> None:
-        failures.setdefault(path, error)
-
-    for one in [ref_grid, *([grid] if isinstance(grid, (str, dict)) or grid is None else grid)]:
-        report = run_batch(
-            "lab-load",
-            traces,
-            one,
-            runs,
-            out=out,
-            workers=workers,
-            dask=dask,
-            tables=tables,
-            progress=progress,
-            on_bad_trace=note_bad,
-        )
-        for job_id, error in report.failures:
-            failures.setdefault(job_id, error)
+    check_runs(runs)
+    grids = [grid] if isinstance(grid, (str, dict)) or grid is None else list(grid)
+    failures = record(
+        traces,
+        [reference_grid(reference, reference_protocol), *grids],
+        runs,
+        out=out,
+        workers=workers,
+        dask=dask,
+        progress=progress,
+    )
     ref = {
         "rtt_s": reference.rtt_s,
         "bandwidth_bps": reference.bandwidth_bps,
@@ -307,6 +285,49 @@ def validate(
     result = analyse(out, ref)
     result.failures = sorted(set(failures.values()))
     return result
+
+
+def check_runs(runs: int) -> None:
+    """A check of the lab needs two runs or more of every point: its floor compares them."""
+    if runs < 2:
+        raise InputError(f"--runs must be at least 2 (the floor compares runs with each other), got {runs}.")
+
+
+def reference_grid(reference: PathConditions, protocol: str) -> dict:
+    """The batch grid of the reference condition every page is recorded at."""
+    grid = {
+        "rtt": [f"{reference.rtt_s * 1e3!r}ms"],
+        "bw": ["none" if reference.bandwidth_bps is None else f"{reference.bandwidth_bps!r}bit"],
+        "loss": [reference.loss],
+        "protocol": [protocol],
+    }
+    if reference.queue_bytes is not None:
+        grid["queue"] = [str(reference.queue_bytes)]
+    return grid
+
+
+def record(traces, grids, runs: int, *, out: str, workers: int = 1, dask=None, progress: bool = True) -> dict:
+    """Load every page at every point of each grid in turn, ``runs`` times, into the results
+    folder ``out`` (the batch runner's ``lab-load``: resumable); the failures, by job or trace."""
+    from ..batch.runner import run_batch
+
+    failures: dict[str, str] = {}
+    for grid in grids:
+        report = run_batch(
+            "lab-load",
+            traces,
+            grid,
+            runs,
+            out=out,
+            workers=workers,
+            dask=dask,
+            tables=("summary", "har"),
+            progress=progress,
+            on_bad_trace=lambda path, error: failures.setdefault(path, error),
+        )
+        for job_id, error in report.failures:
+            failures.setdefault(job_id, error)
+    return failures
 
 
 def waterfall(out: str, trace: str, condition: dict, reference: dict, *, seed: int = 1):
