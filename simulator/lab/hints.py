@@ -377,33 +377,15 @@ def validate_hints(
     progress: bool = True,
 ) -> dict:
     """Record the reference loads and every condition x policy in the lab, then ``analyse_hints``."""
-    from ..batch.runner import run_batch
+    from .validate import check_runs, record, reference_grid
 
-    if runs < 2:
-        raise InputError(f"--runs must be at least 2 (the floor compares runs with each other), got {runs}.")
-    ref_grid = {
-        "rtt": [f"{reference.rtt_s * 1e3!r}ms"],
-        "bw": ["none" if reference.bandwidth_bps is None else f"{reference.bandwidth_bps!r}bit"],
-        "loss": ["0"],
-        "protocol": [protocol],
-    }
+    check_runs(runs)
+    # The reference is recorded without loss or a queue limit whatever ``reference`` says (``analyse_hints``).
+    plain = PathConditions(rtt_s=reference.rtt_s, bandwidth_bps=reference.bandwidth_bps)
     grid = {"rtt": list(rtts), "bw": list(bws), "protocol": [protocol], "think": list(thinks), "policy": list(POLICIES)}
-    failures: dict[str, str] = {}
-    for one in (ref_grid, grid):
-        report = run_batch(
-            "lab-load",
-            traces,
-            one,
-            runs,
-            out=out,
-            workers=workers,
-            dask=dask,
-            tables=("summary", "har"),
-            progress=progress,
-            on_bad_trace=lambda path, error: failures.setdefault(path, error),
-        )
-        for job_id, error in report.failures:
-            failures.setdefault(job_id, error)
+    failures = record(
+        traces, [reference_grid(plain, protocol), grid], runs, out=out, workers=workers, dask=dask, progress=progress
+    )
     ref = {"rtt_s": reference.rtt_s, "bandwidth_bps": reference.bandwidth_bps, "protocol": protocol}
     result = analyse_hints(out, ref)
     result["failures"] = sorted(set(result["failures"]) | set(failures.values()))
@@ -473,9 +455,23 @@ def hints_figure(result: dict):
     return fig
 
 
+def write_report_files(folder: Path, stem: str, text: str, result: dict, fig) -> list[Path]:
+    """A lab check's report: ``STEM.md`` (``text``), ``STEM.json`` (``result``) and ``STEM.png``
+    (``fig``, closed once written) in ``folder``; the paths written."""
+    import matplotlib.pyplot as plt
+
+    from ..traces._io import atomic_write
+
+    paths = [folder / f"{stem}.md", folder / f"{stem}.json", folder / f"{stem}.png"]
+    atomic_write(paths[0], text.encode())
+    atomic_write(paths[1], (json.dumps(result, indent=1) + "\n").encode())
+    fig.savefig(paths[2], dpi=150, bbox_inches="tight", metadata={"Software": None})
+    plt.close(fig)
+    return paths
+
+
 def write_hints_report(result: dict, folder) -> list[Path]:
     """``hints.md``, ``hints.json`` and ``hints.png`` into ``folder``; the paths written."""
-    from ..traces._io import atomic_write
 
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
@@ -496,12 +492,4 @@ def write_hints_report(result: dict, folder) -> list[Path]:
         f"Median |predicted - measured| {1000 * (s['median_abs_difference_s'] or 0):.0f} ms, median floor "
         f"{1000 * (s['median_floor_s'] or 0):.0f} ms.\n\n![predicted against measured gain](hints.png)\n"
     )
-    atomic_write(folder / "hints.md", text.encode())
-    atomic_write(folder / "hints.json", (json.dumps(result, indent=1) + "\n").encode())
-    fig = hints_figure(result)
-    png = folder / "hints.png"
-    fig.savefig(png, dpi=150, bbox_inches="tight", metadata={"Software": None})
-    import matplotlib.pyplot as plt
-
-    plt.close(fig)
-    return [folder / "hints.md", folder / "hints.json", png]
+    return write_report_files(folder, "hints", text, result, hints_figure(result))

@@ -31,6 +31,7 @@ from pathlib import Path
 
 from ..errors import InputError
 from ..net.conditions import PathConditions
+from .hints import _name  # a trace as a report names it
 
 __all__ = ["validate_priorities", "analyse_priorities", "priorities_table", "write_priorities_report", "METRICS"]
 
@@ -219,11 +220,6 @@ def validate_priorities(
 # ------------------------------------------------------------------------------ the report
 
 
-def _name(trace: str) -> str:
-    p = Path(trace)
-    return p.name if p.is_absolute() or ".." in p.parts else trace
-
-
 def priorities_table(result: dict) -> str:
     """One row per page x condition x scheduler: measured and predicted metrics, and the costs
     against the baseline with their floors."""
@@ -275,11 +271,7 @@ def priorities_figure(result: dict):
 
 def write_priorities_report(result: dict, folder) -> list[Path]:
     """``priorities.md`` (the table), ``priorities.json`` and ``priorities.png`` into ``folder``."""
-    import json
-
-    import matplotlib.pyplot as plt
-
-    from ..traces._io import atomic_write
+    from .hints import write_report_files
 
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
@@ -300,10 +292,4 @@ def write_priorities_report(result: dict, folder) -> list[Path]:
         f"{s['median_onload_tau_b']}, FCP {s['median_fcp_tau_b']}, LCP {s['median_lcp_tau_b']}.\n\n"
         "![predicted against measured cost](priorities.png)\n"
     )
-    atomic_write(folder / "priorities.md", text.encode())
-    atomic_write(folder / "priorities.json", (json.dumps(result, indent=1) + "\n").encode())
-    fig = priorities_figure(result)
-    png = folder / "priorities.png"
-    fig.savefig(png, dpi=150, bbox_inches="tight", metadata={"Software": None})
-    plt.close(fig)
-    return [folder / "priorities.md", folder / "priorities.json", png]
+    return write_report_files(folder, "priorities", text, result, priorities_figure(result))
