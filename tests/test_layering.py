@@ -3,7 +3,7 @@ packages its arrows below name (every one of them on a lower layer), and no stud
 another study.  Every import is read with ``ast``, the ones inside functions too.
 
     cli (cli, bench, demo, every package's ``commands``)
-    lab            -> report, capture, batch, studies, argtypes, net, traces, core
+    lab            -> report, capture, batch, studies, browser, http, stacks, argtypes, net, traces, core
     report         -> studies, browser, http, stacks, traces, core
     capture        -> traces, core
     batch          -> studies, traces, core
@@ -73,7 +73,7 @@ ARROWS = {  # what each layer may import besides itself
     "batch": {"studies", "traces", "core"},
     "capture": {"traces", "core"},
     "report": {"studies", "browser", "http", "stacks", "traces", "core"},
-    "lab": {"report", "capture", "batch", "studies", "browser", "argtypes", "net", "traces", "core"},
+    "lab": {"report", "capture", "batch", "studies", "browser", "http", "stacks", "argtypes", "net", "traces", "core"},
     "cli": set(LAYERS[:-1]),
 }
 CLI_MODULES = {"cli", "bench", "demo"}
