@@ -114,7 +114,10 @@ def _value_blind(name) -> bool:
 def _huffman_bytes(data: bytes) -> int:
     """Bytes of ``data`` Huffman-coded (RFC 7541 section 5.2, Appendix B): its codes' bits,
     padded to a whole byte."""
-    return (sum(map(REQUEST_CODES_LENGTH.__getitem__, data)) + 7) >> 3
+    return (sum(data.translate(_CODE_BITS)) + 7) >> 3  # each byte mapped to its code's length, summed
+
+
+_CODE_BITS = bytes(REQUEST_CODES_LENGTH[:256])  # bits of each byte's code (5 to 30; 256 is EOS)
 
 
 def _as_bytes(value) -> bytes:

@@ -92,7 +92,8 @@ def _header_fields(raw_name, value) -> tuple | None:
     if type(raw_name) is not str or type(value) is not str:
         return None
     if "\n" not in value:
-        field = _field(raw_name, value)
+        # _field's own memo left out: this one already holds the pair, and a miss here is one there.
+        field = _field.__wrapped__(raw_name, value)
         return () if field is None else (field,)
     return tuple(_fields_one_by_one([{"name": raw_name, "value": value}], None, None))
 
