@@ -437,7 +437,7 @@ def _har_text(path: str, data: bytes | None = None) -> str:
     if data is None:
         with open(path, "rb") as f:
             data = f.read()
-    if not data.strip():
+    if not data or data.isspace():  # not data.strip(), without copying the file
         raise InputError("the file is empty.", path=path)
     try:
         return data.decode("utf-8-sig")
