@@ -8,10 +8,13 @@ STAMP  := $(VENV)/.installed
 
 install: $(STAMP)
 
+# compileall: the package's bytecode, written once (an editable install writes none, and with
+# PYTHONDONTWRITEBYTECODE set no run would: each `workbench` then compiles its modules, ~0.15 s).
 $(STAMP): pyproject.toml $(wildcard setup.py) simulator/_engine.c simulator/net/_tcp.c simulator/net/_quic.c simulator/net/_cc.h simulator/net/_stride_tree.h simulator/net/_writer_turns.h simulator/lab/_relay.c simulator/frames/_scanner.c simulator/frames/_huffman_table.h
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet -e '.[test]'
+	$(PY) -m compileall -q simulator >/dev/null
 	$(PY) -m ipykernel install --sys-prefix --name python3 >/dev/null
 	touch $(STAMP)
 

@@ -49,10 +49,7 @@ from __future__ import annotations
 
 import functools
 import math
-from dataclasses import dataclass
-from typing import Callable
-
-import pandas as pd
+from typing import TYPE_CHECKING, Callable
 
 from ..engine import Simulator
 from ..errors import InputError
@@ -74,6 +71,9 @@ from .load_params import (  # noqa: F401 (re-exported: the load's inputs were de
 from .scheduling import ChromiumScheduler
 from ..traces.pagegraph import PageGraph
 
+if TYPE_CHECKING:
+    import pandas as pd
+
 __all__ = [
     "LoadParams",
     "ServerPlan",
@@ -90,13 +90,46 @@ __all__ = [
 BACKENDS = ("model", "stacks")
 
 
-@dataclass
-class PageLoadResult:
-    """One page load: per-resource timings, per-push outcome, page metrics and counters."""
+_PUSH_COLUMNS = ["url", "promised_s", "complete_s", "used", "cancelled", "received_bytes", "wasted_bytes"]
 
-    resources: pd.DataFrame  # one row per resource of the page
-    pushes: pd.DataFrame  # one row per promised push
-    metrics: dict  # page-level metrics and counters
+
+class PageLoadResult:
+    """One page load: per-resource timings, per-push outcome, page metrics and counters.
+
+    ``resources`` (one row per resource of the page) and ``pushes`` (one row per promised
+    push) are tables made from the load's rows when first read: a caller that wants only
+    ``metrics`` (``fidelity``) makes none, nor imports pandas."""
+
+    __slots__ = ("_resources", "_pushes", "metrics")
+
+    def __init__(self, resources, pushes, metrics: dict) -> None:
+        # resources, pushes: DataFrames, or their rows (lists of dicts) to make them of.
+        self._resources, self._pushes, self.metrics = resources, pushes, metrics
+
+    @property
+    def resources(self) -> pd.DataFrame:
+        if isinstance(self._resources, list):
+            import pandas as pd
+
+            self._resources = pd.DataFrame.from_records(self._resources)
+        return self._resources
+
+    @property
+    def pushes(self) -> pd.DataFrame:
+        if isinstance(self._pushes, list):
+            import pandas as pd
+
+            self._pushes = pd.DataFrame.from_records(self._pushes, columns=_PUSH_COLUMNS)
+        return self._pushes
+
+    def __repr__(self) -> str:
+        return f"PageLoadResult(resources={self.resources!r}, pushes={self.pushes!r}, metrics={self.metrics!r})"
+
+
+def _max_known(values) -> float:
+    """The largest of ``values`` leaving NaN out (``Series.max()``); NaN when none is left."""
+    known = [v for v in values if v == v]
+    return max(known) if known else math.nan
 
 
 class PageLoad:
@@ -419,7 +452,6 @@ class PageLoad:
                     "ready_s": self.ready_s[r.index],
                 }
             )
-        resources = pd.DataFrame.from_records(rows)
         push_rows = []
         for key, rec in self.pushes.items():
             received = self.net.push_bytes(key)
@@ -434,24 +466,19 @@ class PageLoad:
                     "wasted_bytes": 0 if rec["used"] else received,
                 }
             )
-        pushes = pd.DataFrame.from_records(
-            push_rows,
-            columns=["url", "promised_s", "complete_s", "used", "cancelled", "received_bytes", "wasted_bytes"],
-        )
-        ready = resources["ready_s"]
-        blocking = resources[resources["render_blocking"]]["ready_s"]
-        self.counters["pushes_used"] = int(pushes["used"].sum()) if len(pushes) else 0
+        # The tables' sums and maxima, taken of the rows (the tables are made when read).
+        self.counters["pushes_used"] = int(sum(p["used"] for p in push_rows))
         metrics = {
             "document_s": float(self.arrived_s[g.document]),
-            "render_blocking_s": float(blocking.max()),
-            "onload_s": float(ready.max()),
+            "render_blocking_s": float(_max_known(row["ready_s"] for row in rows if row["render_blocking"])),
+            "onload_s": float(_max_known(row["ready_s"] for row in rows)),
             "resources": len(g),
-            "bytes_pushed": int(pushes["received_bytes"].sum()) if len(pushes) else 0,
-            "bytes_wasted": int(pushes["wasted_bytes"].sum()) if len(pushes) else 0,
+            "bytes_pushed": int(sum(p["received_bytes"] for p in push_rows)),
+            "bytes_wasted": int(sum(p["wasted_bytes"] for p in push_rows)),
             **self.counters,
             **self.net.stats(),
         }
-        return PageLoadResult(resources=resources, pushes=pushes, metrics=metrics)
+        return PageLoadResult(resources=rows, pushes=push_rows, metrics=metrics)
 
 
 @functools.lru_cache(maxsize=1 << 14)

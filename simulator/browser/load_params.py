@@ -104,7 +104,11 @@ class LoadParams:
 
     def parse_delay(self, resource_type: str) -> float:
         """Seconds a parent of ``resource_type`` takes to parse before its children are discovered."""
-        return dict(self.parse_delay_s).get(resource_type, 0.0)
+        return self._parse_delays.get(resource_type, 0.0)
+
+    @functools.cached_property
+    def _parse_delays(self) -> dict:  # asked once per resource of the load: the dict made once
+        return dict(self.parse_delay_s)
 
     def to_dict(self) -> dict:
         """The parameters as plain values (parse delays as ``type=s`` text, origins as their count)."""

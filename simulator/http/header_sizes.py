@@ -114,7 +114,10 @@ def _value_blind(name) -> bool:
 def _huffman_bytes(data: bytes) -> int:
     """Bytes of ``data`` Huffman-coded (RFC 7541 section 5.2, Appendix B): its codes' bits,
     padded to a whole byte."""
-    return (sum(map(REQUEST_CODES_LENGTH.__getitem__, data)) + 7) >> 3
+    return (sum(data.translate(_CODE_BITS)) + 7) >> 3  # each byte mapped to its code's length, summed
+
+
+_CODE_BITS = bytes(REQUEST_CODES_LENGTH[:256])  # bits of each byte's code (5 to 30; 256 is EOS)
 
 
 def _as_bytes(value) -> bytes:
@@ -178,23 +181,6 @@ class HeaderBlockSizer:
         self._history = known[1]
         return known[0]
 
-    def _add(self, pair: tuple, size: int) -> None:
-        """Enter the field ``pair`` (name, value) of ``size`` bytes in the dynamic table (RFC 7541 section 4.4)."""
-        if size > self.MAX_TABLE_BYTES:  # larger than the table: it empties it
-            self._entries.clear()
-            self._size = 0
-            self._first = self._inserted
-            return
-        k = self._inserted
-        self._inserted = k + 1
-        self._exact[pair] = k
-        self._names[pair[0]] = k
-        self._entries.append(size)
-        self._size += size
-        while self._size > self.MAX_TABLE_BYTES:
-            self._size -= self._entries.popleft()
-            self._first += 1
-
     def encoded_size(self, headers) -> int:
         """Bytes of ``headers`` encoded as one block, as ``len(hpack.Encoder().encode(headers))``
         on this connection's encoder (tuples or ``HeaderTuple``s; no table size updates)."""
@@ -205,9 +191,12 @@ class HeaderBlockSizer:
         return self._encode(headers)
 
     def _encode(self, headers) -> int:
+        # The table's state in locals for the block, stored back at its end.
         total = 0
         plain_fields, other_fields = _PLAIN_FIELDS, _OTHER_FIELDS
-        exact, names = self._exact, self._names
+        exact, names, entries = self._exact, self._names, self._entries
+        first, inserted, used = self._first, self._inserted, self._size
+        limit = self.MAX_TABLE_BYTES
         for header in headers:
             # What of the field's encoding the dynamic table does not change, per distinct field.
             if type(header) is tuple and len(header) == 2:
@@ -229,23 +218,35 @@ class HeaderBlockSizer:
                 total += static_full  # indexed field (static table)
                 continue
             k = exact.get(pair)
-            if k is not None and k >= self._first:
-                index = _DYNAMIC_FIRST_INDEX + self._inserted - 1 - k
+            if k is not None and k >= first:
+                index = _DYNAMIC_FIRST_INDEX + inserted - 1 - k
                 total += 1 if index < 127 else integer_len(index, 7)  # RFC 7541 5.1: fits the 7-bit prefix
                 continue
             if static_name:  # indexed name (static table)
                 total += static_name + literal_value
             else:
                 k = names.get(pair[0])
-                if k is not None and k >= self._first:  # indexed name (dynamic table)
-                    total += (
-                        integer_len(_DYNAMIC_FIRST_INDEX + self._inserted - 1 - k, 4 if sensitive else 6)
-                        + literal_value
-                    )
+                if k is not None and k >= first:  # indexed name (dynamic table)
+                    total += integer_len(_DYNAMIC_FIRST_INDEX + inserted - 1 - k, 4 if sensitive else 6) + literal_value
                 else:  # literal name
                     total += literal_name + literal_value
-            if not sensitive:
-                self._add(pair, size)
+            if sensitive:
+                continue
+            # Entered in the dynamic table (RFC 7541 section 4.4), the oldest entries evicted past its size.
+            if size > limit:  # larger than the table: it empties it
+                entries.clear()
+                used = 0
+                first = inserted
+                continue
+            exact[pair] = inserted
+            names[pair[0]] = inserted
+            inserted += 1
+            entries.append(size)
+            used += size
+            while used > limit:
+                used -= entries.popleft()
+                first += 1
+        self._first, self._inserted, self._size = first, inserted, used
         return total
 
 

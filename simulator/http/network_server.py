@@ -17,6 +17,7 @@ connection's set-up, its client side and the sizes of what it writes (``_block``
 
 from __future__ import annotations
 
+import functools
 import re
 from collections import deque
 
@@ -34,10 +35,20 @@ def urgency(headers) -> int:
     """The urgency of a request's ``priority`` field (RFC 9218 section 4.1), default 3."""
     for name, value in headers:
         if name == b"priority":
-            m = _URGENCY.search(value)
-            if m:
-                return int(m.group(1))
+            try:
+                u = _field_urgency(value)
+            except TypeError:  # an unhashable value (a bytearray): read as it is
+                u = _field_urgency.__wrapped__(value)
+            if u is not None:
+                return u
     return DEFAULT_URGENCY
+
+
+@functools.lru_cache(maxsize=1 << 10)
+def _field_urgency(value) -> int | None:
+    """The ``u`` of one ``priority`` value, or None; memoized (a page's requests share a few values)."""
+    m = _URGENCY.search(value)
+    return int(m.group(1)) if m else None
 
 
 def _add_mark(inc: "_Incoming", mark: tuple) -> None:

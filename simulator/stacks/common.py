@@ -41,14 +41,15 @@ import contextlib
 import gc
 import math
 from dataclasses import asdict, dataclass, field
-from typing import Callable
-
-import pandas as pd
+from typing import TYPE_CHECKING, Callable
 
 from ..engine import Simulator
 from ..errors import InputError
 from ..net.conditions import adopt_network
 from ..traces.model import HeaderList
+
+if TYPE_CHECKING:
+    import pandas as pd  # imported where a table is made (``frame``): a page load needs none
 
 __all__ = [
     "PushSpec",
@@ -269,6 +270,8 @@ class Recorder:
 
     def frame(self) -> pd.DataFrame:
         """The rows as a table, with ``completion_s`` and ``completed``; requests first, by exchange."""
+        import pandas as pd
+
         df = pd.DataFrame.from_records(self.rows)
         if df.empty:
             return df

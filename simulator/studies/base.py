@@ -66,15 +66,20 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import sys
 from dataclasses import dataclass, field, fields, replace
-from typing import Any, Callable, ClassVar
-
-import numpy as np
-import pandas as pd
+from typing import TYPE_CHECKING, Any, Callable, ClassVar
 
 from .. import argtypes
 from ..errors import InputError
 from ..net.conditions import CC_CHOICES, NETWORK_FIELDS, Network, adopt_network, handing_over, network_fields
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+# NumPy and pandas are imported where a table is made or read, not with the studies: the
+# registry (every ``workbench`` study command) then starts without them (about 0.5 s), and
+# a command whose results are plain rows (``fidelity --json``) never loads them.
 
 __all__ = [
     "Network",
@@ -230,6 +235,11 @@ def network_from_args(args: argparse.Namespace) -> dict:
 
 def jsonable(v: Any) -> Any:
     """A value made plain for JSON: NumPy scalars as Python ones, NaN as ``None``."""
+    np = sys.modules.get("numpy")  # not loaded: no value is one of its scalars
+    if np is None:
+        if isinstance(v, float):
+            return None if math.isnan(v) else float(v)
+        return v
     if isinstance(v, np.integer):
         return int(v)
     if isinstance(v, (float, np.floating)):
@@ -241,7 +251,8 @@ def jsonable(v: Any) -> Any:
 
 def json_default(v: Any) -> Any:
     """``json.dumps``'s ``default``: NumPy scalars (NaN as ``null``); anything else is a bug."""
-    if isinstance(v, np.generic):
+    np = sys.modules.get("numpy")  # not loaded: no value is one of its scalars
+    if np is not None and isinstance(v, np.generic):
         return jsonable(v.item())
     raise TypeError(f"{type(v).__name__} is not JSON serializable")
 
@@ -302,6 +313,8 @@ def run_seeds(
     """``run(trace, params)`` once per seed of ``seeds``: the summaries, one row per (seed,
     compared alternative), the seed beside the alternative's name.  Every alternative of one
     seed meets the same draws, so the per-seed differences are paired."""
+    import pandas as pd
+
     frames = [
         _seed_rows(run(trace, params.with_seed(seed)), seed)
         for seed in steps(list(seeds), "seeds", progress, leave=True)
@@ -324,6 +337,8 @@ def median_over_seeds(
     ``aggregate``.  An alternative is named by the summary's index, or by the columns ``by``
     of a summary without one.  Columns that are not numbers (and the seed) keep the first
     seed's values.  ``seeds == 1`` is the plain run."""
+    import pandas as pd
+
     if seeds < 1:
         raise InputError(f"--seeds must be at least 1, got {seeds}")
     result = run(trace, params, progress=progress and seeds == 1)

@@ -41,7 +41,7 @@ def detect_format(data: bytes, path: str | None = None) -> str:
     """``"har"``, ``"qpack-interop"`` or ``"qif"`` from a file's bytes."""
     from .interop import interop_settings, looks_like_records
 
-    if not data.strip():
+    if not data or data.isspace():  # not data.strip(), without copying the file
         raise InputError("the file is empty.", path=path)
     head = data.lstrip(b"\xef\xbb\xbf \t\r\n")
     binary = _binary(data[:4096])

@@ -65,6 +65,7 @@ from .harheaders import (
     _response_headers,
     _s,
     request_pseudo_headers,
+    scheme_and_netloc,
     urljoin,
     urlsplit,
 )
@@ -209,15 +210,15 @@ class _EntryReader:
         if not isinstance(url, str) or not url:
             raise InputError("request has no url.", path=path, where=where)
         try:
-            parts = urlsplit(url)  # ValueError: a malformed IPv6 literal, NFKC-invalid netloc
+            scheme, netloc = scheme_and_netloc(url)  # ValueError: a malformed IPv6 literal, NFKC-invalid netloc
         except ValueError as exc:
             raise InputError(f"request url {url[:80]!r} cannot be parsed ({exc}).", path=path, where=where) from None
-        if parts.scheme.lower() in harfields.NO_NETWORK_SCHEMES:
+        if scheme.lower() in harfields.NO_NETWORK_SCHEMES:
             self.no_network += 1  # data:, blob: ...: the browser made no request on the network
             return False
-        if not parts.netloc and request.get("method", "GET") != "CONNECT":
+        if not netloc and request.get("method", "GET") != "CONNECT":
             raise InputError(f"request url {url[:80]!r} is not absolute.", path=path, where=where)
-        limits.check_url(parts, url, path=path, where=where)
+        limits.check_netloc(netloc, url, path=path, where=where)
         return _parse_time(entry.get("startedDateTime"), where, path)
 
     def trace(self, log: dict) -> Trace:
@@ -386,7 +387,7 @@ def _join(base: str, ref: str, what: str, where: str, path) -> str:
     (a malformed IPv6 literal, a host NFKC makes invalid) is an ``InputError`` naming ``what``."""
     try:
         if "//" in ref:
-            joined = _join_with_authority(ref, urlsplit(base).scheme)
+            joined = _join_with_authority(ref, scheme_and_netloc(base)[0])
             if joined is not None:
                 return joined
         return urljoin(base, ref)
@@ -437,7 +438,7 @@ def _har_text(path: str, data: bytes | None = None) -> str:
     if data is None:
         with open(path, "rb") as f:
             data = f.read()
-    if not data.strip():
+    if not data or data.isspace():  # not data.strip(), without copying the file
         raise InputError("the file is empty.", path=path)
     try:
         return data.decode("utf-8-sig")

@@ -34,6 +34,23 @@ _TOKEN = re.compile(rb"^:?[!#$%&'*+\-.^_`|~0-9a-z]+$")  # RFC 9110 5.6.2 tchar (
 urlsplit = functools.lru_cache(maxsize=1 << 14)(_urlsplit)
 urljoin = functools.lru_cache(maxsize=1 << 14)(_urljoin)
 
+# A URL of printable ASCII (no space or control character: nothing for ``urlsplit`` to strip
+# or remove) with a scheme and an authority without brackets (no IPv6 literal to check, and
+# ASCII: no NFKC check): ``urlsplit``'s scheme (lower-cased) and netloc, which end at "://"
+# and at the first of "/?#".
+_PLAIN_URL = re.compile(r"([A-Za-z][A-Za-z0-9+.\-]*)://([^/?#\[\]\x00-\x20\x7f]*)(?:[/?#][^\x00-\x20\x7f]*)?")
+
+
+def scheme_and_netloc(url: str) -> tuple[str, str]:
+    """``urlsplit(url)``'s scheme and netloc (its ``ValueError`` too), read by a pattern for the
+    URLs it covers (most; see ``_PLAIN_URL``): a page's every URL differs, so ``urlsplit``'s
+    memo mostly misses, and the import asks for these two parts of each."""
+    m = _PLAIN_URL.fullmatch(url) if url.isascii() else None
+    if m is not None:
+        return m[1].lower(), m[2]
+    parts = urlsplit(url)
+    return parts.scheme, parts.netloc
+
 
 @functools.lru_cache(maxsize=1 << 12)
 def _field_name(raw: str) -> bytes | None:
@@ -92,7 +109,8 @@ def _header_fields(raw_name, value) -> tuple | None:
     if type(raw_name) is not str or type(value) is not str:
         return None
     if "\n" not in value:
-        field = _field(raw_name, value)
+        # _field's own memo left out: this one already holds the pair, and a miss here is one there.
+        field = _field.__wrapped__(raw_name, value)
         return () if field is None else (field,)
     return tuple(_fields_one_by_one([{"name": raw_name, "value": value}], None, None))
 

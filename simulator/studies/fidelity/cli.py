@@ -7,8 +7,6 @@ from __future__ import annotations
 import argparse
 import sys
 
-import pandas as pd
-
 from ... import argtypes
 from ...net.conditions import PathConditions
 from ...units import parse_duration
@@ -37,6 +35,8 @@ def _cmd(args: argparse.Namespace) -> int:
     if args.json:
         print(result.to_json())
         return _failed(result)
+    import pandas as pd  # the tables below (``--json`` needs none)
+
     if len(result.pages) and (params.at or params.counterfactual_server):
         table = result.pages[["page", "measured_onload_s", "simulated_onload_s", "resources"]].rename(
             columns={"measured_onload_s": "recorded_onload_s", "simulated_onload_s": "predicted_onload_s"}

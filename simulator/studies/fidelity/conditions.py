@@ -145,6 +145,27 @@ def _ms(timings: dict | None, key: str) -> float | None:
     return float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) and v >= 0 else None
 
 
+def _phases_ms(timings: dict | None, keys: tuple) -> float:
+    """``sum(_ms(timings, k) or 0.0 for k in keys)``: the same additions in the same order (a
+    phase ``_ms`` leaves out, or a zero, adds nothing), the same float, in fewer steps."""
+    total = 0.0
+    if not timings:
+        return total
+    get = timings.get
+    for k in keys:
+        v = get(k)
+        if v is None:
+            continue
+        if type(v) is not float:
+            v = _ms(timings, k)
+            if not v:
+                continue
+        elif not v >= 0:  # negative or NaN: not a time (_ms)
+            continue
+        total += v
+    return total
+
+
 def _setup_before_start_ms(r: Resource) -> float:
     """The set-up phases the producer wrote before the entry's ``startedDateTime`` instead of
     after it: WebPageTest's ``startedDateTime`` is its ``_load_start``, when the request was
@@ -169,7 +190,7 @@ def _end_s(r: Resource, start: float | None = None) -> float | None:
         start = _start_s(r)
     if start is None:
         return None
-    return start + sum(_ms(r.timings, k) or 0.0 for k in _PHASES) / 1000.0
+    return start + _phases_ms(r.timings, _PHASES) / 1000.0
 
 
 def _tcp_handshake_ms(r: Resource) -> float | None:
@@ -278,7 +299,7 @@ def infer_conditions(graph: PageGraph, page_start_s: float | None, protocol: str
         parent = graph[r.parent]
         if not held and parent.resource_type == "document" and start < ends[r.parent] and starts[r.parent] is not None:
             # Found while the document streamed in: how far into its body (receive time).
-            first_byte = starts[r.parent] + sum(_ms(parent.timings, k) or 0.0 for k in _BEFORE_BODY) / 1000.0
+            first_byte = starts[r.parent] + _phases_ms(parent.timings, _BEFORE_BODY) / 1000.0
             receive = ends[r.parent] - first_byte
             share = (start - first_byte) / receive if receive > 0 else 1.0
             streamed[r.index] = min(1.0, max(0.0, share))

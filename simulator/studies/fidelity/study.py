@@ -6,11 +6,8 @@ from __future__ import annotations
 
 import gc
 import math
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from pathlib import Path
-
-import pandas as pd
-
 from ... import __version__
 from ...errors import InputError
 from ...stacks.common import StackStalled, collector_paused
@@ -19,9 +16,10 @@ from ...traces.model import Trace, header_value
 from ...traces.pagegraph import PageGraph, page_graph, page_ids
 from ...net.conditions import PathConditions
 from ...net.transport import TIMER_KEYS
-from ..base import StudyParams, StudyResult
+from ..base import StudyParams
 from ...browser import ClientCache, LoadParams, PageLoadResult, ServerPlan, load_page
 from .conditions import PROTOCOL_CHOICES, PageConditions, infer_conditions
+from .result import FidelityResult, _Concat, _Rows, summarize  # noqa: F401 (summarize: re-exported)
 
 __all__ = ["FidelityParams", "FidelityResult", "run", "run_paths", "simulate_page", "moved_to", "LOAD_EVENT_TYPES"]
 
@@ -118,76 +116,8 @@ class FidelityParams(StudyParams):
         return None if self.at is None else PathConditions.parse(self.at)
 
 
-@dataclass
-class FidelityResult(StudyResult):
-    """One fidelity run: measured vs simulated onload per page, the pages skipped, the repeat views."""
-
-    pages: pd.DataFrame  # one row per simulated page
-    skipped: pd.DataFrame  # one row per page left out, with the reason
-    repeat_views: pd.DataFrame  # one row per repeat view predicted from its first view
-    params: dict
-    # (trace, page or None, why) of each file or page that could not be read or simulated
-    # (also a skipped row): the command goes on past them and exits with status 2 at the end.
-    failed: list = field(default_factory=list)
-
-    JSON_INDENT = 1
-
-    def summary(self) -> dict:
-        """Pages, MAPE, median APE and Spearman's rho of simulated against measured onload."""
-        return summarize(self.pages)
-
-    def tables(self) -> dict[str, pd.DataFrame]:
-        """``summary``: one row per simulated page; ``skipped`` and ``repeat_views`` as named (the
-        trace is the batch's own column)."""
-        tables = {"summary": self.pages, "skipped": self.skipped, "repeat_views": self.repeat_views}
-        return {name: df.drop(columns=[c for c in ("trace",) if c in df.columns]) for name, df in tables.items()}
-
-    def to_dict(self) -> dict:
-        """Per-page measured and simulated onload, skipped pages, summary, parameters and the repeat views."""
-        cols = ["trace", "page", "measured_onload_s", "simulated_onload_s", "error_percent"]
-        return {
-            "pages": _records(self.pages, cols),
-            "skipped": _records(self.skipped, ["trace", "page", "reason"]),
-            "summary": self.summary(),
-            "params": self.params,
-            "repeat_views": {"pages": _records(self.repeat_views, cols), "summary": summarize(self.repeat_views)},
-        }
-
-
 def _stamped(params: FidelityParams) -> dict:
     return {**params.to_dict(), "version": __version__}
-
-
-def _records(df: pd.DataFrame, cols: list[str]) -> list[dict]:
-    out = []
-    for row in df.to_dict(orient="records") if len(df) else []:
-        # NaN (no error: a prediction on another network) is JSON's null.
-        out.append(
-            {
-                c: ((round(row[c], 6) if row[c] == row[c] else None) if isinstance(row[c], float) else row[c])
-                for c in cols
-            }
-        )
-    return out
-
-
-def summarize(pages: pd.DataFrame) -> dict:
-    """Pages, MAPE, median APE and Spearman's rho of simulated against measured onLoad."""
-    n = len(pages)
-    if n == 0 or pages["error_percent"].isna().all():  # none, or predictions on another network (at)
-        return {"pages": n, "mape_percent": None, "median_ape_percent": None, "spearman_rho": None}
-    ape = pages["error_percent"].abs()
-    rho = None
-    if n >= 3:
-        # Spearman's rho: Pearson's r of the ranks (ties get their mean rank).
-        value = pages["measured_onload_s"].rank().corr(pages["simulated_onload_s"].rank())
-        rho = None if value != value else round(float(value), 4)
-    return {
-        "pages": n,
-        "mape_percent": round(float(ape.mean()), 3),
-        "median_ape_percent": round(float(ape.median()), 3),
-        "spearman_rho": rho,
-    }
 
 
 def load_event_graph(graph: PageGraph, on_load_s: float, page_start_s: float | None) -> PageGraph:
@@ -317,9 +247,9 @@ def run(trace: Trace, params: FidelityParams | None = None, *, progress: bool = 
         with collector_paused():  # a page's graph, conditions and load: see collector_paused
             _run_page(trace, page, pages.get(page), params, scheduler, rows, skipped, repeats, failed, first_views)
     return FidelityResult(
-        pages=pd.DataFrame(rows),
-        skipped=pd.DataFrame(skipped, columns=["trace", "page", "reason"]),
-        repeat_views=pd.DataFrame(repeats),
+        pages=_Rows(rows),
+        skipped=_Rows(skipped, ["trace", "page", "reason"]),
+        repeat_views=_Rows(repeats),
         params=_stamped(params),
         failed=failed,
     )
@@ -522,25 +452,18 @@ def run_paths(paths, params: FidelityParams, *, progress: bool = False) -> Fidel
                 raise
             parts.append(
                 FidelityResult(
-                    pages=pd.DataFrame(),
-                    repeat_views=pd.DataFrame(),
+                    pages=_Rows([]),  # empty tables: left out when the traces' are joined (_Concat)
+                    repeat_views=_Rows([]),
                     params=_stamped(params),
-                    skipped=pd.DataFrame([{"trace": f, "page": None, "reason": exc.detail}]),
+                    skipped=_Rows([{"trace": f, "page": None, "reason": exc.detail}]),
                     failed=[(f, None, f"{exc.where}: {exc.detail}" if exc.where else exc.detail)],
                 )
             )
 
-    def cat(frames):
-        return (
-            pd.concat([f for f in frames if len(f)], ignore_index=True)
-            if any(len(f) for f in frames)
-            else pd.DataFrame()
-        )
-
     return FidelityResult(
-        pages=cat([p.pages for p in parts]),
-        skipped=cat([p.skipped for p in parts]),
-        repeat_views=cat([p.repeat_views for p in parts]),
+        pages=_Concat([p._pages for p in parts]),
+        skipped=_Concat([p._skipped for p in parts]),
+        repeat_views=_Concat([p._repeat_views for p in parts]),
         params=_stamped(params),
         failed=[f for p in parts for f in p.failed],
     )
