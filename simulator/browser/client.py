@@ -108,6 +108,7 @@ class PageLoadResult:
 
     @property
     def resources(self) -> pd.DataFrame:
+        """One row per resource of the page (made from the load's rows when first read)."""
         if isinstance(self._resources, list):
             import pandas as pd
 
@@ -116,6 +117,7 @@ class PageLoadResult:
 
     @property
     def pushes(self) -> pd.DataFrame:
+        """One row per promised push (made from the load's rows when first read)."""
         if isinstance(self._pushes, list):
             import pandas as pd
 
