@@ -184,11 +184,13 @@ class SchedulerTree(ReadyStreams):
 def install_h2(name: str) -> None:
     """hypercorn's HTTP/2 connections schedule with ``name``: their ``priority`` is a
     ``SchedulerTree``, told each request's ``Priority`` field and PRIORITY_UPDATE frames."""
+    import socket
     import types
 
     import h2.events
     import hypercorn.protocol.h2 as hypercorn_h2
     import priority
+    from hypercorn.asyncio.tcp_server import TCPServer
 
     shim = types.SimpleNamespace(**{k: getattr(priority, k) for k in dir(priority) if k.endswith("Error")})
     shim.PriorityTree = lambda: SchedulerTree(name, priority)
@@ -212,15 +214,11 @@ def install_h2(name: str) -> None:
         await handle_events(self, events)
 
     protocol._create_stream, protocol._handle_events = _create_stream, _handle_events
-
-    import socket
-
-    from hypercorn.asyncio.tcp_server import TCPServer
-
     serve_connection = TCPServer.run
 
     async def run(self):
-        # The frames picked go to the link soon: little unsent in the kernel, none in asyncio.
+        # The frames picked go to the link soon: at most NOTSENT_LOWAT_BYTES unsent in the
+        # kernel (checked per buffer segment), a frame's worth in asyncio's TLS transport.
         sock = self.writer.get_extra_info("socket")
         if sock is not None:
             sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NOTSENT_LOWAT, NOTSENT_LOWAT_BYTES)
