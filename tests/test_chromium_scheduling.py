@@ -106,3 +106,101 @@ def test_network_service_holds_delayable_requests_only_to_hosts_not_known_to_mul
     assert max(per_host.values()) <= MAX_PER_HOST
     s.finished(h1[0])
     assert len([i for i in sent if i >= n]) == MAX_DELAYABLE_IN_FLIGHT + 1
+
+
+def test_layout_raises_a_captured_image_above_the_delayable_limits():
+    """Blink raises the images in the viewport after layout (their captured priority, High);
+    a raised request is no longer delayable: it starts past the network service's ten-delayable
+    limit, it frees its place in that count, and one asked for after the layout starts raised."""
+    n = MAX_DELAYABLE_IN_FLIGHT + 4
+    hosts = {i: "https://h1.example" if i < n else f"https://other-{i}.example" for i in range(n + 3)}
+    s, sent = _scheduler(hosts)
+    s.body_reached()
+    initial = s.initial_priority("image", False, "High")
+    assert s.layout_priority("image", initial, "High") == HIGH
+    assert s.layout_priority("image", HIGH, "High") is None  # not above its initial one
+    assert s.layout_priority("script", LOW, "High") is None  # only images are raised by layout
+    for i in range(n):
+        s.ask(i, LOW, HIGH if i >= n - 2 else None)
+    assert len(sent) == MAX_PER_HOST  # one HTTP/1.1 host: six in flight
+    s.ask(n, LOW)  # another host: delayable, counts toward the ten
+    s.layout()
+    assert sent[-2:] == [n - 2, n - 1]  # raised to High: not held by the host's six
+    s.ask(n + 1, LOW, HIGH)  # after layout: asked at its raised priority
+    assert sent[-1] == n + 1
+
+    # Raised while in flight: no longer counted among the ten delayable ones.
+    s, sent = _scheduler({i: f"https://host-{i}.example" for i in range(12)})
+    s.body_reached()
+    for i in range(MAX_DELAYABLE_IN_FLIGHT + 2):
+        s.ask(i, LOW, HIGH if i < 2 else None)
+    assert sent == list(range(MAX_DELAYABLE_IN_FLIGHT))
+    s.layout()
+    assert sent[MAX_DELAYABLE_IN_FLIGHT:] == [MAX_DELAYABLE_IN_FLIGHT, MAX_DELAYABLE_IN_FLIGHT + 1]
+
+
+def test_a_host_known_only_by_forced_http3_keeps_its_delayable_requests_held():
+    """Chromium knows a host supports priorities from HTTP/2 or from an Alt-Svc for HTTP/3
+    (``HttpServerProperties::SupportsRequestPriority``); HTTP/3 forced by a flag, as the lab's
+    Chromium runs, teaches it nothing.  A page of twelve Low images on one HTTP/3 host: found by
+    an Alt-Svc every image goes at once, forced at most ``MAX_PER_HOST`` are in flight."""
+    from datetime import datetime, timedelta, timezone
+
+    from simulator.studies.fidelity import FidelityParams, infer_conditions, load_event_graph, simulate_page
+    from simulator.studies.fidelity.study import moved_to
+    from simulator.net.conditions import PathConditions
+    from simulator.traces.har import parse_har
+    from simulator.traces.pagegraph import page_graph
+
+    t0 = datetime(2024, 6, 1, 10, 0, 0, tzinfo=timezone.utc)
+    doc = "https://www.site.example/"
+
+    def entry(url, start_ms, mime, resource_type, priority, timings):
+        return {
+            "pageref": "p",
+            "startedDateTime": (t0 + timedelta(milliseconds=start_ms)).isoformat(),
+            "_resourceType": resource_type,
+            "_priority": priority,
+            "_initiator": {"type": "parser", "url": doc},
+            "request": {"method": "GET", "url": url, "httpVersion": "h3", "headers": [], "bodySize": 0},
+            "response": {
+                "status": 200,
+                "httpVersion": "h3",
+                "headers": [{"name": "content-type", "value": mime}],
+                "content": {"size": 20_000, "mimeType": mime},
+                "bodySize": 20_000,
+            },
+            "timings": timings,
+        }
+
+    fresh = {"blocked": 0, "dns": 0, "connect": 40, "ssl": 20, "send": 0, "wait": 25, "receive": 5}
+    reused = {"blocked": 0, "dns": -1, "connect": -1, "ssl": -1, "send": 0, "wait": 25, "receive": 5}
+    entries = [entry(doc, 0, "text/html", "document", "VeryHigh", fresh)]
+    entries[0]["_initiator"] = {"type": "other"}
+    images = [f"{doc}i{k}.png" for k in range(12)]
+    entries += [entry(u, 75, "image/png", "image", "Low", reused) for u in images]
+    har = {
+        "log": {
+            "version": "1.2",
+            "creator": {"name": "http-workbench capture", "version": "1"},
+            "browser": {"name": "Chromium", "version": "156.0.0.0"},
+            "pages": [{"id": "p", "startedDateTime": t0.isoformat(), "title": doc, "pageTimings": {"onLoad": 200}}],
+            "entries": entries,
+        }
+    }
+    trace = parse_har(har, path="page.har")
+    page = trace.pages[0]
+    graph = load_event_graph(page_graph(trace, page.id), page.on_load_s, page.start_s)
+    at = PathConditions.parse("rtt=100ms,bw=50mbit")
+    cond = moved_to(infer_conditions(graph, page.start_s, "h3"), at, "h3")
+
+    def requested(discovery):
+        params = FidelityParams(at=str(at), protocol="h3", h3_discovery=discovery)
+        table = simulate_page(graph, cond, params, scheduler="chromium").resources
+        return sorted(table[table["url"].isin(images)]["requested_s"])
+
+    alt_svc, forced = requested("alt-svc"), requested("forced")
+    assert alt_svc[0] == alt_svc[-1]  # all twelve at once
+    assert forced[:MAX_PER_HOST] == [forced[0]] * MAX_PER_HOST
+    assert forced[MAX_PER_HOST] > forced[0]  # the seventh waits for one of the six to finish
+    assert forced[0] == alt_svc[0]

@@ -30,8 +30,10 @@ with what Lantern lacks):
   ``rel=preload`` fetches what is not cached, ``rel=preconnect`` opens a connection.
 - ``resource_scheduler="chromium"``: Chromium's two request schedulers (``scheduling``: Blink
   holds requests below High priority to two in flight until the ``<body>``, the network service
-  holds delayable ones to servers not known to multiplex); ``"none"`` (the default) starts
-  every request when it is discovered.  103 preloads are not held.
+  holds delayable ones to servers not known to support priorities: HTTP/1.1 hosts, and HTTP/3
+  hosts when ``h3_discovery="forced"``), and the first layout (the render-blocking set ready)
+  raising the images a capture shows raised; ``"none"`` (the default) starts every request
+  when it is discovered.  103 preloads are not held.
 - Push (RFC 9113 section 8.4, RFC 9114 section 4.6): the push cache is per connection and
   use-once; a promise for something the browser has cached (or already fetches) is
   cancelled (RST_STREAM CANCEL / STOP_SENDING), which reaches the server a one-way delay
@@ -204,6 +206,8 @@ class PageLoad:
             for r in graph.resources
             if r.render_blocking and r.parent == graph.document and r.resource_type == "script"
         }
+        # What the first layout waits for: the document and its render-blocking set ready.
+        self._before_layout = {*graph.render_blocking, graph.document} if self.scheduler is not None else set()
         self.net = backend_cls(sim, params, self)
 
     # -- helpers ----------------------------------------------------------------------
@@ -297,7 +301,8 @@ class PageLoad:
 
     def _ask(self, index: int) -> None:
         r = self.graph[index]
-        self.scheduler.ask(index, self.scheduler.initial_priority(r.resource_type, r.render_blocking, r.priority))
+        initial = self.scheduler.initial_priority(r.resource_type, r.render_blocking, r.priority)
+        self.scheduler.ask(index, initial, self.scheduler.layout_priority(r.resource_type, initial, r.priority))
 
     def _send(self, index: int) -> None:
         if not math.isnan(self.requested_s[index]):
@@ -307,8 +312,11 @@ class PageLoad:
         self.net.fetch(self.key(self.graph[index].origin), self.spec(index))
 
     def on_connected(self, key: str, protocol: str) -> None:
-        """A connection of ``key`` is up; over HTTP/2 or HTTP/3 the browser now knows it multiplexes."""
-        if self.scheduler is not None and protocol in ("h2", "h3"):
+        """A connection of ``key`` is up; over HTTP/2, or HTTP/3 found by an Alt-Svc, the browser
+        now knows the host supports priorities (``scheduling``'s docstring)."""
+        if self.scheduler is not None and (
+            protocol == "h2" or (protocol == "h3" and self.params.h3_discovery == "alt-svc")
+        ):
             self.scheduler.connected(key)
 
     def _arrived(self, index: int) -> None:
@@ -337,6 +345,10 @@ class PageLoad:
             self._head_scripts.discard(index)
             if not self._head_scripts and not math.isnan(self.ready_s[self.graph.document]):
                 self.scheduler.body_reached()
+        if index in self._before_layout:
+            self._before_layout.discard(index)
+            if not self._before_layout:
+                self.scheduler.layout()
         if self.remaining == 0:
             self.sim.stop()  # hand control back to run_until at the very event
         delay = self.params.parse_delay(self.graph[index].resource_type)

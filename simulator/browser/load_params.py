@@ -36,6 +36,9 @@ PROTOCOLS = ("h2", "h3")
 ORIGIN_PROTOCOLS = ("h1", "h2", "h3")  # per origin (LoadParams.origins): h1 = HTTP/1.1, 6 connections
 COALESCE = ("origin", "site")
 RESOURCE_SCHEDULERS = ("none", "chromium")
+# How the browser came to HTTP/3: by an Alt-Svc (deployment; Chromium then knows the host
+# supports priorities) or forced by a flag (the lab's --origin-to-force-quic-on: it does not).
+H3_DISCOVERY = ("alt-svc", "forced")
 # Parse/CPU delay before a parent's references are found (seconds), by the parent's type.
 # Modelling choices of the order of Lantern's 10 ms CPU-task threshold.
 DEFAULT_PARSE_DELAY_S = (("document", 0.005), ("stylesheet", 0.002), ("script", 0.010))
@@ -60,6 +63,7 @@ class LoadParams:
     scheduler: str = "urgency"  # model server: urgency (RFC 9218), round-robin or fifo
     push_urgency: int = 3  # RFC 9218 urgency of pushed responses (model server)
     resource_scheduler: str = "none"  # "chromium": delayable requests held (see ``browser.client``'s docstring)
+    h3_discovery: str = "alt-svc"  # H3_DISCOVERY; "forced": HTTP/3 hosts never known to support priorities
     # Per-origin conditions, where they differ from the load's: (origin, rtt_s, protocol,
     # setup_s) with rtt_s >= the load's rtt_s (the rest is the server's distance, past the
     # shared access link), protocol h1/h2/h3 and setup_s the time before its connections
@@ -80,6 +84,8 @@ class LoadParams:
             raise InputError(
                 f"unknown resource scheduler {self.resource_scheduler!r} (choose {' or '.join(RESOURCE_SCHEDULERS)})"
             )
+        if self.h3_discovery not in H3_DISCOVERY:
+            raise InputError(f"unknown HTTP/3 discovery {self.h3_discovery!r} (choose {' or '.join(H3_DISCOVERY)})")
         if not 0 <= self.push_urgency <= 7:
             raise InputError(f"push urgency must be 0..7 (RFC 9218), got {self.push_urgency}")
         for origin, rtt_s, protocol, setup_s in self.origins:

@@ -11,17 +11,29 @@ Chromium decides twice when a subresource request goes to the network:
    In *normal* mode up to ``NORMAL_LIMIT`` (1024) are.  Waiting requests start highest
    priority first, in the order asked within a priority; the queue's head blocks it.
 2. **The network service's ResourceScheduler** (the browser).  A request to a server known to
-   support request priorities (one the browser has an HTTP/2 or HTTP/3 connection to) starts at
-   once.  To any other (HTTP/1.1, or before its first connection is up) a *delayable* request
-   (below High) starts only while fewer than ``MAX_DELAYABLE_IN_FLIGHT`` (10) delayable
-   requests are in flight, and not while ``MAX_PER_HOST`` (6) requests to its host are.
+   support request priorities starts at once.  To any other (HTTP/1.1, or before its first
+   connection is up) a *delayable* request (below High) starts only while fewer than
+   ``MAX_DELAYABLE_IN_FLIGHT`` (10) delayable requests are in flight, and not while
+   ``MAX_PER_HOST`` (6) requests to its host are.  A server is known to support priorities
+   (``HttpServerProperties::SupportsRequestPriority``) once the browser has an HTTP/2
+   connection to it, or an ``Alt-Svc`` for HTTP/3 from it (how HTTP/3 is found in deployment);
+   HTTP/3 forced by a command-line flag (``--origin-to-force-quic-on``, as the lab's Chromium
+   runs) teaches it nothing, so such a host's delayable requests stay held all load long
+   (``LoadParams.h3_discovery="forced"``).
+3. **Layout raises images in the viewport** (``ImageLoader``/``ResourceFetcher``: Blink updates
+   image priorities after each layout; the first layout comes once the render-blocking set is
+   ready).  A capture's ``_priority`` above an image's initial one is that raise: the model
+   asks for the image at its initial priority and raises it to the captured one at the first
+   layout (``layout()``), at once if the image is asked for after it; a raised request is no
+   longer delayable.
 
 The model's "body reached" is the document arrived with every parser-blocking script of it
 (the document's render-blocking scripts) run.  A request's priority is Chromium's initial one
 for its type (stylesheets and the document VeryHigh, fonts, fetches and parser-blocking scripts
 High, other scripts Low, images Low but the first ``BOOSTED_IMAGES`` (5) Medium), or the
 captured one where that is lower: a capture's ``_priority`` is the last one, after Chromium
-raised the images in the viewport, so a higher captured priority says nothing of the start.
+raised the images in the viewport, so a higher captured priority is not the start's (for an
+image it is the raise at layout, 3. above).
 A 103 preload and the navigation are not scheduled here (the browser process makes them).
 
 Where the model departs: one frame (no iframes), no network-quality experiments (Chromium
@@ -63,8 +75,8 @@ _TYPE_PRIORITY = {
 class ChromiumScheduler:
     """The two schedulers of one page load.  ``send(index)`` puts a request on the network;
     the page load calls ``ask`` for a request it wants to make, ``finished`` when its response
-    arrived, ``connected`` when an HTTP/2 or HTTP/3 connection of a host is up and
-    ``body_reached`` once."""
+    arrived, ``connected`` when the browser learns a host supports priorities, and
+    ``body_reached`` and ``layout`` once each."""
 
     def __init__(self, send: Callable[[int], None], host_of: Callable[[int], str]) -> None:
         self._send, self._host_of = send, host_of
@@ -80,6 +92,8 @@ class ChromiumScheduler:
         self._medium_running = 0  # Medium ones among _blink_running
         self._host_running: Counter = Counter()  # host -> of _net_running
         self._multiplexed: set[str] = set()  # hosts known to support priorities
+        self._raise: dict[int, int] = {}  # index -> the priority layout raises it to
+        self.laid_out = False
         self._running = self._again = False
 
     def initial_priority(self, resource_type: str, render_blocking: bool, captured: str | None) -> int:
@@ -94,8 +108,23 @@ class ChromiumScheduler:
         rank = PRIORITY_RANK[name]
         return min(rank, PRIORITY_RANK[captured]) if captured in PRIORITY_RANK else rank
 
-    def ask(self, index: int, priority: int) -> None:
-        """The page wants resource ``index`` at ``priority`` (a ``PRIORITY_RANK`` value)."""
+    @staticmethod
+    def layout_priority(resource_type: str, initial: int, captured: str | None) -> int | None:
+        """The priority layout raises an image in the viewport to: its captured one where that is
+        above ``initial`` (a capture's last priority), else None (not raised)."""
+        if resource_type != "image" or captured not in PRIORITY_RANK:
+            return None
+        rank = PRIORITY_RANK[captured]
+        return rank if rank > initial else None
+
+    def ask(self, index: int, priority: int, raised: int | None = None) -> None:
+        """The page wants resource ``index`` at ``priority`` (a ``PRIORITY_RANK`` value);
+        ``raised``: the priority the first layout raises it to (``layout_priority``)."""
+        if raised is not None:
+            if self.laid_out:
+                priority = raised
+            else:
+                self._raise[index] = raised
         self._priority[index] = priority
         self._seq += 1
         heapq.heappush(self._blink_waiting, (-priority, self._seq, index))
@@ -123,6 +152,31 @@ class ChromiumScheduler:
         if self.tight:
             self.tight = False
             self._run()
+
+    def layout(self) -> None:
+        """The first layout: the images in the viewport are raised (waiting or in flight; a
+        raised request in flight no longer counts as delayable, as Chromium's
+        ``ReprioritizeRequest`` re-derives its attributes)."""
+        if self.laid_out:
+            return
+        self.laid_out = True
+        raise_to, self._raise = self._raise, {}
+        if not raise_to:
+            return
+        for index, priority in raise_to.items():
+            if index in self._blink_running:
+                self._medium_running += (priority == MEDIUM) - (self._priority[index] == MEDIUM)
+            self._priority[index] = priority
+            if priority >= HIGH:
+                self._delayable_running.discard(index)
+
+        def raised(queue):
+            return [(-self._priority[i], seq, i) if i in raise_to else (p, seq, i) for p, seq, i in queue]
+
+        self._blink_waiting = raised(self._blink_waiting)
+        heapq.heapify(self._blink_waiting)
+        self._net_waiting = raised(self._net_waiting)
+        self._run()
 
     # -- the two schedulers ----------------------------------------------------------
     def _blink_may_run(self, priority: int) -> bool:

@@ -159,6 +159,7 @@ def predict_load(
     ``PageLoadResult``, the navigation's offset from the page's start, s)."""
     from ..studies.fidelity.conditions import infer_conditions
     from ..studies.fidelity.study import FidelityParams, load_event_graph, moved_to, resource_scheduler, simulate_page
+    from .load import H3_DISCOVERY
     from .serve import SERVER_SCHEDULER
     from ..traces.har import parse_har
     from ..traces.pagegraph import page_graph
@@ -173,6 +174,7 @@ def predict_load(
         protocol=protocol,
         seed=seed,
         server_scheduler=SERVER_SCHEDULER[protocol],
+        h3_discovery=H3_DISCOVERY,
         **({"cc": cc} if cc else {}),
     )
     cond = moved_to(infer_conditions(sub, page.start_s, protocol), at, protocol)

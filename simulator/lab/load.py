@@ -30,10 +30,15 @@ from ..errors import InputError
 from ..units import parse_duration
 from .site import RebuiltSite, authority_of
 
-__all__ = ["lab_chromium_args", "load_page", "main", "PAINT_OBSERVER_JS"]
+__all__ = ["H3_DISCOVERY", "lab_chromium_args", "load_page", "main", "PAINT_OBSERVER_JS"]
 
 PROTOCOLS = ("h2", "h3")
 QUIET_S = 0.5
+# How this Chromium reaches HTTP/3, in the page-load model's words (``LoadParams.h3_discovery``),
+# for predicting the lab: forced by ``--origin-to-force-quic-on``, so it never learns that an
+# HTTP/3 host supports priorities (no HTTP/2 to it, no Alt-Svc from it) and its network service
+# holds the host's delayable requests all load long (``browser.scheduling``).
+H3_DISCOVERY = "forced"
 
 PAINT_OBSERVER_JS = """
 (() => {

@@ -157,6 +157,7 @@ def _predict(
     under the kernel's default: the model's own default), and what its transports resent
     (``RESEND_KEYS``)."""
     from ..studies.fidelity import FidelityParams, run as fidelity
+    from .load import H3_DISCOVERY
     from .serve import SERVER_SCHEDULER
     from ..traces.har import parse_har
 
@@ -168,7 +169,12 @@ def _predict(
         result = fidelity(
             trace,
             FidelityParams(
-                at=at, protocol=protocol, seed=seed, server_scheduler=scheduler, **({"cc": cc} if cc else {})
+                at=at,
+                protocol=protocol,
+                seed=seed,
+                server_scheduler=scheduler,
+                h3_discovery=H3_DISCOVERY,
+                **({"cc": cc} if cc else {}),
             ),
         )
     except InputError as exc:
@@ -339,6 +345,7 @@ def waterfall(out: str, trace: str, condition: dict, reference: dict, *, seed: i
     from ..batch.store import load
     from ..studies.fidelity.conditions import infer_conditions
     from ..studies.fidelity.study import FidelityParams, load_event_graph, moved_to, resource_scheduler, simulate_page
+    from .load import H3_DISCOVERY
     from .serve import SERVER_SCHEDULER
     from ..traces.har import parse_har
     from ..traces.pagegraph import page_graph
@@ -371,7 +378,11 @@ def waterfall(out: str, trace: str, condition: dict, reference: dict, *, seed: i
     )
     cond = moved_to(infer_conditions(ref_graph, ref_page.start_s), at, condition["protocol"])
     params = FidelityParams(
-        at=str(at), protocol=condition["protocol"], seed=seed, server_scheduler=SERVER_SCHEDULER[condition["protocol"]]
+        at=str(at),
+        protocol=condition["protocol"],
+        seed=seed,
+        server_scheduler=SERVER_SCHEDULER[condition["protocol"]],
+        h3_discovery=H3_DISCOVERY,
     )
     simulated = simulate_page(ref_graph, cond, params, scheduler=resource_scheduler(ref_trace)).resources
     by_url = {r.url: r.index for r in measured_graph.resources}

@@ -12,7 +12,7 @@ from ...net.conditions import PathConditions
 from ...units import parse_duration
 from ..base import Study, add_network_flags, network_from_args
 from .conditions import PROTOCOL_CHOICES
-from .study import BROWSER_CHOICES, SERVER_POLICIES, FidelityParams, run, run_paths
+from .study import BROWSER_CHOICES, H3_DISCOVERY, SERVER_POLICIES, FidelityParams, run, run_paths
 
 __all__ = ["STUDY", "add_arguments", "params_from_args"]
 
@@ -24,6 +24,7 @@ def params_from_args(args: argparse.Namespace) -> FidelityParams:
         browser=args.browser,
         at=None if args.at is None else str(PathConditions.parse(args.at)),
         policy=args.policy,
+        h3_discovery=args.h3_discovery,
         document_think_s=None if args.document_think is None else parse_duration(args.document_think),
         **network_from_args(args),
     )
@@ -123,6 +124,14 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         choices=list(BROWSER_CHOICES),
         help="the browser's request scheduling: auto (from the HAR's browser), chromium (Chromium's "
         "schedulers hold low-priority requests until the <body>) or none",
+    )
+    p.add_argument(
+        "--h3-discovery",
+        default="alt-svc",
+        choices=list(H3_DISCOVERY),
+        help="how the browser reaches HTTP/3: alt-svc (as deployed: the host is then known to support "
+        "priorities) or forced (a command-line flag, as the lab's Chromium: its low-priority requests "
+        "stay held)",
     )
     p.add_argument(
         "--policy",

@@ -18,6 +18,7 @@ from ...net.conditions import PathConditions
 from ...net.transport import TIMER_KEYS
 from ..base import StudyParams
 from ...browser import ClientCache, LoadParams, PageLoadResult, ServerPlan, load_page
+from ...browser.load_params import H3_DISCOVERY
 from .conditions import PROTOCOL_CHOICES, PageConditions, infer_conditions
 from .result import FidelityResult, _Concat, _Rows, summarize  # noqa: F401 (summarize: re-exported)
 
@@ -73,6 +74,10 @@ class FidelityParams(StudyParams):
     # client's priorities send), "round-robin" (aioquic's stream rotation, a packet's worth
     # each, priorities ignored) or "fifo".
     server_scheduler: str = "urgency"
+    # How the browser reaches HTTP/3 (``LoadParams.h3_discovery``): "alt-svc" (deployment: the
+    # host is then known to support priorities) or "forced" (a flag, as the lab's Chromium:
+    # the network service keeps holding the host's delayable requests).
+    h3_discovery: str = "alt-svc"
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -88,14 +93,16 @@ class FidelityParams(StudyParams):
             raise InputError(
                 f"--document-think (the document's think time) must be in [0, 60] s, got {self.document_think_s}"
             )
+        if self.h3_discovery not in H3_DISCOVERY:
+            raise InputError(f"unknown HTTP/3 discovery {self.h3_discovery!r} (choose {', '.join(H3_DISCOVERY)})")
         if self.server_scheduler not in SERVER_SCHEDULERS:
             raise InputError(
                 f"unknown server scheduler {self.server_scheduler!r} (choose {', '.join(SERVER_SCHEDULERS)})"
             )
 
     def to_dict(self) -> dict:
-        """Every field, but ``policy``, ``document_think_s`` and ``server_scheduler`` only when set: outputs without
-        them read as they did before they existed."""
+        """Every field, but ``policy``, ``document_think_s``, ``server_scheduler`` and ``h3_discovery`` only when
+        set: outputs without them read as they did before they existed."""
         d = super().to_dict()
         if d["policy"] == "none":
             del d["policy"]
@@ -103,6 +110,8 @@ class FidelityParams(StudyParams):
             del d["document_think_s"]
         if d["server_scheduler"] == "urgency":
             del d["server_scheduler"]
+        if d["h3_discovery"] == "alt-svc":
+            del d["h3_discovery"]
         return d
 
     @property
@@ -174,6 +183,7 @@ def simulate_page(
         loss=at.loss if at else "0",
         queue_bytes=at.queue_bytes if at else None,
         resource_scheduler=scheduler,
+        h3_discovery=params.h3_discovery,
         scheduler=params.server_scheduler,
     )
     plan = ServerPlan(think_s=dict(cond.think_s), hints=tuple(hints), pushes=tuple(cond.pushes))
