@@ -208,6 +208,42 @@ def test_script_children_wait_their_recorded_discovery_delay(synth_site):
     assert delayed > 0
 
 
+@pytest.mark.skipif(not (SHARED_HARS / "redirect_mousel.lu.har").is_file(), reason="the shared HAR folder is absent")
+def test_a_request_recorded_after_the_load_event_is_asked_for_after_the_rebuilt_ones():
+    """HTML: the load event waits for what was asked before it fires.  A script's request the
+    recording started after the page's load event is asked for from the rebuilt page's load
+    event (``after_load``), as long after it as recorded (at most its discovery delay), so a
+    slower link does not make the load event wait for it; one started before is not."""
+    from simulator.studies.fidelity.conditions import infer_conditions
+
+    har = SHARED_HARS / "redirect_mousel.lu.har"
+    trace = load(str(har))
+    graph = page_graph(trace)
+    page = trace.pages[0]
+    load_at = page.start_s + page.on_load_s
+    cond = infer_conditions(graph, page.start_s)
+    site = rebuild(har, addresses="loopback")
+    by_url = {r.url: r for rs in site.origins.values() for r in rs.values()}
+    after = before = 0
+    for res in graph.resources:
+        if res.parent is None or graph[res.parent].resource_type != "script" or res.start_s is None:
+            continue
+        if 300 <= graph[res.parent].status < 400:
+            continue  # a redirect's next hop: its Location, not a script, asks for it
+        js = by_url[graph[res.parent].url].decoded().decode()
+        at = js.index(json.dumps(res.url))
+        statement = js[js.rindex("(function", 0, at) if "(function" in js[:at] else 0 : js.index("\n", at)]
+        if res.start_s > load_at:
+            ms = int(round(min(cond.discovery_s.get(res.index, 0.0), res.start_s - load_at) * 1000))
+            assert 'addEventListener("load"' in statement, res.url
+            assert ms <= 0 or f"}}, {ms});" in statement, (res.url, ms, statement)
+            after += 1
+        else:
+            assert "addEventListener" not in statement, res.url
+            before += 1
+    assert after > 0
+
+
 def test_redirects_keep_status_and_location_rfc9110_15_4():
     site = rebuild(REDIRECT_HAR, addresses="loopback")
     graph = page_graph(load(str(REDIRECT_HAR)))

@@ -47,6 +47,18 @@ def delayed(stmt: str, delay_s: float) -> str:
     return f"setTimeout(function () {{ {stmt} }}, {ms});\n"
 
 
+def after_load(stmt: str, delay_s: float) -> str:
+    """Script statement ``stmt`` run ``delay_s`` after the window's load event (after the script
+    runs, when that event has already fired): a request that started after the page's load in
+    the recording, which the load event did not wait for, does not delay it in the rebuild
+    either (HTML: the load event waits for what was asked before it fires)."""
+    go = delayed(stmt, delay_s).strip()
+    return (
+        "(function () { var go = function () { " + go + " }; "
+        'if (document.readyState === "complete") go(); else window.addEventListener("load", go); })();\n'
+    )
+
+
 def parser_tag(kind: str, url: str, blocking: bool) -> tuple[str, str]:
     """(``head``/``body``, the tag the parser finds ``url`` by)."""
     u = url.replace("&", "&amp;").replace('"', "&quot;")

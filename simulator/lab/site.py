@@ -25,7 +25,10 @@ site that makes a real Chromium ask for the same URLs, found the same way:
   stylesheet by ``url()`` (@import, @font-face used by an element, background images), a
   script by creating the element or fetching after the recorded discovery delay
   (``setTimeout``).  Resources inserted by an inline script (initiator ``script`` with the
-  document as parent) come from an inline script the same way.  Text bodies are padded with
+  document as parent) come from an inline script the same way.  One a script asked for after
+  the page's load event in the recording is asked for after the rebuilt page's load event,
+  as long after it as recorded (or its discovery delay, if shorter): the recorded load did
+  not wait for it, so the rebuilt one at another link does not either.  Text bodies are padded with
   comment lines as capture's ``_filler`` does.
 
 Written by hand: the address plan, the templates (``markup``) and ``rebuild_fidelity`` (the size search is
@@ -49,7 +52,7 @@ from urllib.parse import urlsplit
 from ..errors import InputError
 from .bodies import SIZE_TOLERANCE, image, sized_text, tolerance
 from .certs import make_ca_and_leaf
-from .markup import delayed, insert_js, parser_tag
+from .markup import after_load, delayed, insert_js, parser_tag
 
 __all__ = [
     "Response",
@@ -398,9 +401,19 @@ def rebuild(har, *, addresses="documentation", seed: int = 0, tls: dict | None =
         for i, k in css_classes
     )
     settle_s = 0.0
+    page = next((p for p in trace.pages if p.id == graph.page), None)
+    load_at = None if page is None or page.on_load_s is None or page_start is None else page_start + page.on_load_s
 
     def delay(i: int) -> float:
         return float(cond.discovery_s.get(i, 0.0))
+
+    def asked(i: int) -> str:
+        """The statement that asks for script-found resource ``i``, at its recorded time."""
+        stmt = insert_js(kind[i], by_index[i].url, f"lab-r{i}")
+        started = by_index[i].start_s
+        if load_at is not None and started is not None and started > load_at:
+            return after_load(stmt, min(delay(i), started - load_at))
+        return delayed(stmt, delay(i))
 
     def document_text(r) -> str:
         head, body = [], []
@@ -408,10 +421,7 @@ def rebuild(har, *, addresses="documentation", seed: int = 0, tls: dict | None =
             cr = by_index[c]
             where, tag = parser_tag(kind[c], cr.url, cr.render_blocking)
             (head if where == "head" else body).append(tag)
-        inline = "".join(
-            delayed(insert_js(kind[c], by_index[c].url, f"lab-r{c}"), delay(c))
-            for c in inline_children.get(r.index, ())
-        )
+        inline = "".join(asked(c) for c in inline_children.get(r.index, ()))
         if inline:
             body.append(f"<script>\n{inline}</script>")
         title = "rebuilt page" if r.index == main_doc else "rebuilt frame"
@@ -450,7 +460,7 @@ def rebuild(har, *, addresses="documentation", seed: int = 0, tls: dict | None =
         nonlocal settle_s
         lines = []
         for c in script_children.get(r.index, ()):
-            lines.append(delayed(insert_js(kind[c], by_index[c].url, f"lab-r{c}"), delay(c)))
+            lines.append(asked(c))
             settle_s = max(settle_s, delay(c))
         return "".join(lines)
 
