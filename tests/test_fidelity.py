@@ -544,3 +544,22 @@ def test_a_bad_file_in_a_folder_is_named_and_the_rest_run(tmp_path, capsys):
     lines = captured.err.strip().splitlines()
     assert len(lines) == 2 and "Traceback" not in captured.err
     assert str(folder / "b.har") in lines[0] and "line " in lines[0] and str(folder / "c.har") in lines[1]
+
+
+def test_a_cleartext_origin_stays_on_http11_when_every_origin_is_put_on_h2_or_h3_rfc9113_3_rfc9114_3_1():
+    """Browsers speak HTTP/2 only over TLS and HTTP/3 is https only: ``--protocol h2``/``h3``
+    and ``--at`` with a protocol move every https origin, and leave an http:// one on HTTP/1.1."""
+    from simulator.net.conditions import PathConditions
+    from simulator.studies.fidelity.conditions import on_protocol
+    from simulator.studies.fidelity.study import moved_to
+
+    assert on_protocol("http://a.example", "h3") == "h1"
+    assert on_protocol("https://a.example", "h3") == "h3"
+    trace = load(str(BUNDLED / "redirect_www.sitespeed.io-redirecting-to-https.har"))
+    graph = page_graph(trace)
+    for protocol in ("h2", "h3"):
+        cond = infer_conditions(graph, trace.pages[0].start_s, protocol)
+        moved = moved_to(cond, PathConditions.parse("rtt=100ms,bw=10mbit"), protocol)
+        for origin, _, proto, _ in (*cond.origins, *moved.origins):
+            assert proto == ("h1" if origin.startswith("http:") else protocol), origin
+        assert any(o.startswith("http:") for o, *_ in cond.origins)

@@ -98,3 +98,42 @@ def test_tls_records_of_at_most_16_kib_rfc8446_section5_1():
     assert hs.tls_record_bytes(1) == 1 + 22
     assert hs.tls_record_bytes(16384) == 16384 + 22
     assert hs.tls_record_bytes(16385) == 16385 + 44
+
+
+@pytest.mark.parametrize(("scheme", "round_trips"), [("http", 2), ("https", 3)])
+def test_an_http11_connection_pays_tls_only_for_https_rfc9112_rfc8446_section2(scheme, round_trips):
+    """A one-document page over HTTP/1.1 on an unlimited link, no server time: an http://
+    origin's response comes two round trips after the request (TCP's handshake, then the
+    exchange), an https:// one's three (TLS 1.3 adds one, RFC 8446 section 2)."""
+    from simulator.browser import ClientCache, LoadParams, ServerPlan, load_page
+    from simulator.traces.har import parse_har
+    from simulator.traces.pagegraph import page_graph
+
+    url = f"{scheme}://www.site.example/"
+    entry = {
+        "pageref": "p",
+        "startedDateTime": "2024-06-01T10:00:00+00:00",
+        "request": {"method": "GET", "url": url, "httpVersion": "http/1.1", "headers": [], "bodySize": 0},
+        "response": {
+            "status": 200,
+            "httpVersion": "http/1.1",
+            "headers": [{"name": "content-type", "value": "text/html"}],
+            "content": {"size": 2000, "mimeType": "text/html"},
+            "bodySize": 2000,
+        },
+        "timings": {"blocked": 0, "dns": 0, "connect": 100, "send": 0, "wait": 100, "receive": 1},
+    }
+    har = {
+        "log": {
+            "version": "1.2",
+            "creator": {"name": "t", "version": "1"},
+            "pages": [{"id": "p", "startedDateTime": "2024-06-01T10:00:00+00:00", "title": url}],
+            "entries": [entry],
+        }
+    }
+    graph = page_graph(parse_har(har, path="page.har"))
+    origin = url.rstrip("/")
+    rtt_s = 0.3
+    params = LoadParams(rtt_s=rtt_s, bandwidth_bps=None, origins=((origin, rtt_s, "h1", 0.0),))
+    arrived = load_page(graph, params, ServerPlan(), ClientCache()).resources["arrived_s"].iloc[0]
+    assert arrived == pytest.approx(round_trips * rtt_s, abs=0.005)

@@ -247,9 +247,7 @@ class _Conn(_ServerSide):
             # HTTP/1.1 has no preface (RFC 9112).
             self.h2_control = None if self.h1 else (self.t.client.open_stream(), self.t.server.open_stream())
             self._quiet()
-            if not self.tls and not self.h1:
-                self.t.server.write(self.h2_control[1], b"s" * h2_preface_bytes(False))
-            else:
+            if self.tls:
                 # TLS 1.3 (RFC 8446 section 2), flights of the sizes the real stack's OpenSSL
                 # writes for this origin's SNI; the requests right after the client's Finished,
                 # the server's SETTINGS once that is in (no 0.5-RTT data).
@@ -258,6 +256,8 @@ class _Conn(_ServerSide):
                 )
                 self.tls_stream = self.tls_handshake.stream_id
                 return
+            if not self.h1:  # cleartext HTTP/2: the preface at once; cleartext HTTP/1.1: nothing
+                self.t.server.write(self.h2_control[1], b"s" * h2_preface_bytes(False))
         self._accept()
 
     def _server_settings(self) -> None:

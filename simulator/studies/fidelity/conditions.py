@@ -211,9 +211,17 @@ def _tcp_handshake_ms(r: Resource) -> float | None:
     return connect - ssl if connect >= ssl else connect
 
 
+def on_protocol(origin: str, protocol: str) -> str:
+    """The protocol ``origin`` is loaded with when a load puts every origin on ``protocol`` (h2
+    or h3): a cleartext origin stays on HTTP/1.1, as browsers speak HTTP/2 only over TLS
+    (RFC 9113 section 3.1's h2c is not implemented by them) and HTTP/3 is https only (RFC 9114
+    section 3.1)."""
+    return "h1" if origin.startswith("http:") else protocol
+
+
 def _protocol(versions: list[str | None], origin: str, forced: str) -> str:
     if forced != "auto":
-        return forced
+        return on_protocol(origin, forced)
     folded = [
         {"h2": "h2", "spdy": "h2", "h3": "h3", "http/1.1": "h1", "http/1.0": "h1"}.get(v or "", None) for v in versions
     ]

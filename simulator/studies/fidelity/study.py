@@ -19,7 +19,7 @@ from ...net.transport import TIMER_KEYS
 from ..base import StudyParams
 from ...browser import ClientCache, LoadParams, PageLoadResult, ServerPlan, load_page
 from ...browser.load_params import H3_DISCOVERY
-from .conditions import PROTOCOL_CHOICES, PageConditions, infer_conditions
+from .conditions import PROTOCOL_CHOICES, PageConditions, infer_conditions, on_protocol
 from .result import FidelityResult, _Concat, _Rows, summarize  # noqa: F401 (summarize: re-exported)
 
 __all__ = ["FidelityParams", "FidelityResult", "run", "run_paths", "simulate_page", "moved_to", "LOAD_EVENT_TYPES"]
@@ -149,9 +149,15 @@ def moved_to(cond: PageConditions, at: PathConditions, protocol: str) -> PageCon
     loss and queue are ``at``'s; each origin keeps how much farther than the nearest one it
     was (its RTT above the access path's, past the shared link) and its set-up time (DNS,
     slower TLS); server times, the browser's discovery delays and its start-up are carried
-    over as measured.  ``protocol`` h2 or h3 puts every origin on it (auto keeps each one's)."""
+    over as measured.  ``protocol`` h2 or h3 puts every https origin on it (auto keeps each
+    one's; ``conditions.on_protocol``)."""
     origins = tuple(
-        (o, at.rtt_s + max(0.0, rtt - cond.rtt_s), protocol if protocol in ("h2", "h3") else proto, setup)
+        (
+            o,
+            at.rtt_s + max(0.0, rtt - cond.rtt_s),
+            on_protocol(o, protocol) if protocol in ("h2", "h3") else proto,
+            setup,
+        )
         for o, rtt, proto, setup in cond.origins
     )
     return replace(cond, rtt_s=at.rtt_s, bandwidth_bps=at.bandwidth_bps, origins=origins)
