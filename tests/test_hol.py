@@ -141,6 +141,22 @@ def test_a_wrong_decode_is_an_error_never_a_result(page, monkeypatch):
         hol.run(page, hol.HolParams(schemes=("qpack",)))
 
 
+def test_a_decoder_that_drops_a_field_fails_the_run(page, fb_req, monkeypatch):
+    """A decoded list that is not its input never passes, with or without cookie crumbs."""
+    from simulator.compression import hpack_codec
+
+    original = hpack_codec.HpackDecoder._decode
+
+    def dropping(self, *args):
+        block = original(self, *args)
+        return replace(block, headers=block.headers[:-1])
+
+    monkeypatch.setattr(hpack_codec.HpackDecoder, "_decode", dropping)
+    for trace in (page, fb_req):
+        with pytest.raises(compression.VerificationError):
+            hol.run(trace, hol.HolParams(schemes=("hpack",)))
+
+
 def test_timed_schedule_caps_idle_gaps_and_coalesces_within_a_millisecond(page):
     items = hol.schedule(page, hol.HolParams(direction="requests"))
     starts = sorted(i.start_s for i in items)
