@@ -126,22 +126,26 @@ class HolResult(StudyResult):
 
     @property
     def blocks(self) -> pd.DataFrame:
+        """One row per header block and scheme, in send order within a scheme (made when first read)."""
         if isinstance(self._blocks, _BlockRecords):
             self._blocks = self._blocks.frame()
         return self._blocks
 
     @blocks.setter
     def blocks(self, value: pd.DataFrame) -> None:
+        """Replace the per-block table."""
         self._blocks = value
 
     @property
     def summary(self) -> pd.DataFrame:
+        """One row per scheme, indexed by its name (made when first read)."""
         if isinstance(self._summary, dict):
             self._summary = _summary_frame(self._summary)
         return self._summary
 
     @summary.setter
     def summary(self, value: pd.DataFrame) -> None:
+        """Replace the summary (``median_over_seeds`` does)."""
         self._summary = value
 
     def __repr__(self) -> str:
