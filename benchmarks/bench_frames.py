@@ -13,8 +13,13 @@ the same run, interleaved:
   C buffer with hyperframe's own ``repr`` on the frames it builds, to show how much of
   the gain is that repr (h2 formats ``repr(frame)`` for its trace log on every frame,
   logged or not).  Every candidate must deliver the same events and body bytes.
-- *HOL study*: one ``hol.run`` (three schemes, 1% loss) over HTTP/2-over-TCP (its
-  receivers use ``H2Scanner``) and over QUIC (``H3Scanner``), C against the twin.
+- *HOL study*: one ``hol.run`` (three schemes, 1% loss; the run alone: trace loaded
+  before, the DataFrames made after) over HTTP/2-over-TCP (its receivers feed each read
+  to one ``H2Scanner`` per connection) and over QUIC (one ``H3Scanner`` per request
+  stream), C against the twin.  The receivers keep no buffer of their own:
+  ``feed_frames`` hands back each completed frame's payload and the scanner holds the
+  one incomplete frame, so reading, framing and copying a payload out are all the
+  scanner's (in C, one copy straight out of the read).
 - *workbench frames*: the command's listing of a 25 MB capture (27,354 frames) to
   /dev/null, C against the twin (in process: interpreter start-up not counted).
 - *h2 replay*: ``workbench replay --stack h2`` on the bundled synthetic page (real h2
@@ -27,8 +32,8 @@ print the range of the ratio round by round, and two rows under each:
 
 - *one step: its frame path alone*: the reads of that very run, recorded once (the
   chunks the study's receivers fed their scanners; the reads h2 handed its incoming
-  buffer), fed again to each candidate as the run does (``feed`` + ``results``;
-  ``add_data``, every frame, ``repr(frame)``), many rounds;
+  buffer), fed again to each candidate as the run does (a new scanner per stream or
+  connection, ``feed_frames``; ``add_data``, every frame, ``repr(frame)``), many rounds;
 - *end to end, noise taken out of the shared part*: the best run less its own frame
   path (everything the candidates share, measured as undisturbed as this machine
   allows), plus each candidate's frame path alone.
@@ -430,6 +435,10 @@ def _recorder(cls, log: list):
             self._chunks.append(bytes(data))
             return self._scanner.feed(data)
 
+        def feed_frames(self, data) -> list:
+            self._chunks.append(bytes(data))
+            return self._scanner.feed_frames(data)
+
         def __getattr__(self, name):
             return getattr(self._scanner, name)
 
@@ -437,19 +446,14 @@ def _recorder(cls, log: list):
 
 
 def _hol_frame_path(impl, log: list) -> tuple[float, int]:
-    """CPU seconds of the HOL receivers' scanner calls on the recorded chunks (feed,
-    results, and for HTTP/2 the offset and pending the receiver reads per chunk)."""
+    """CPU seconds of the HOL receivers' scanner calls on the recorded chunks: a scanner
+    made per stream (HTTP/3) or connection (HTTP/2), then ``feed_frames`` on each chunk."""
     frames = 0
     t0 = _clock()
     for kind, (args, kwargs), chunks in log:
         sc = getattr(impl, kind)(*args, **kwargs)
-        h2 = kind == "H2Scanner"
         for chunk in chunks:
-            if sc.feed(chunk):
-                for _ in sc.results():
-                    frames += 1
-            if h2:
-                sc.offset - sc.pending
+            frames += len(sc.feed_frames(chunk))
     return _clock() - t0, frames
 
 

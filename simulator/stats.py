@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import math
 
-import numpy as np
-
 __all__ = ["confidence_band"]
 
 
 def confidence_band(values, *, level: float = 0.95, resamples: int = 2000, seed: int = 0) -> tuple[float, float, float]:
     """Mean and a bootstrap percentile confidence interval (seeded, so reproducible)."""
+    import numpy as np  # here, not with the module: ``studies.hol`` offers this function
+
     x = np.asarray(list(values), dtype=float)
     if len(x) == 0:
         return (math.nan, math.nan, math.nan)

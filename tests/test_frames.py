@@ -194,6 +194,10 @@ def test_h2_differential_c_python_hyperframe(case):
             assert sc.offset == len(data) and sc.pending == 0
             bulk = parse_h2(data, preface=mode, impl=impl)
             assert list(bulk) == expected and bulk.error is None and bulk.end == len(data)
+            # feed_frames: the same frames, each with its payload's bytes
+            sc = impl.H2Scanner(preface=mode)
+            got = [f for a, b in zip(cuts, cuts[1:]) for f in sc.feed_frames(data[a:b])]
+            assert got == [(t, fl, sid, data[off : off + n]) for t, fl, sid, off, n in expected]
 
 
 def test_h2_frame_fields(impl):
@@ -234,6 +238,28 @@ def test_results_into_matches_results(impl):
     k = h.feed(h3(0, b"abc") + h3(0x21, b""))
     out3 = (array("Q", [0]) * k, array("Q", [0]) * k, array("Q", [0]) * k)
     assert h.results_into(out3) == 2 and list(zip(*out3)) == h.results()
+
+
+def test_feed_frames_keeps_only_the_incomplete_frame(impl):
+    """feed_frames hands back each frame's payload once the chunk that completes it arrives,
+    and holds the bytes of the one frame not yet complete; fed by feed(), it refuses."""
+    first, second = DataFrame(1, data=b"a" * 40).serialize(), DataFrame(3, data=b"b" * 30).serialize()
+    sc = impl.H2Scanner()
+    assert sc.feed_frames(first[:20]) == [] and sc.pending == 20
+    assert sc.feed_frames(first[20:] + second[:5]) == [(0, 0, 1, b"a" * 40)] and sc.pending == 5
+    assert sc.feed_frames(second[5:]) == [(0, 0, 3, b"b" * 30)] and sc.pending == 0
+    h = impl.H3Scanner(kind="request")
+    frame = h3(1, b"field section")
+    assert h.feed_frames(frame[:3]) == [] and h.feed_frames(frame[3:]) == [(1, b"field section")]
+    mixed = impl.H2Scanner()
+    mixed.feed(first[:20])
+    with pytest.raises(ValueError):
+        mixed.feed_frames(first[20:])
+    with pytest.raises(FrameError):  # the request stream's rules apply (RFC 9114 section 4.1)
+        impl.H3Scanner(kind="request").feed_frames(h3(0, b"x"))
+    for kind in ("sideways", "request\0"):
+        with pytest.raises(ValueError):
+            impl.H3Scanner(kind=kind)
 
 
 def test_h2_reserved_bit_ignored(impl):
@@ -504,6 +530,9 @@ def test_h3_differential_chunked(frames, cuts_raw):
             got += sc.results()
         assert got == expected and sc.pending == 0
         assert list(parse_h3(data, validate=False, impl=impl)) == expected
+        sc = impl.H3Scanner(validate=False)
+        got = [f for a, b in zip(cuts, cuts[1:]) for f in sc.feed_frames(memoryview(data)[a:b])]
+        assert got == [(t, data[off : off + n]) for t, off, n in expected]
         # with validation the outcome may be an error; both implementations must agree on it
         res = parse_h3(data, impl=impl)
         outcomes.append((list(res), res.error.key() if res.error else None))

@@ -9,6 +9,8 @@ the compression ratio depends on how soon acknowledgements return.
 """
 
 import json
+import subprocess
+import sys
 from dataclasses import replace
 from pathlib import Path
 
@@ -139,6 +141,22 @@ def test_a_wrong_decode_is_an_error_never_a_result(page, monkeypatch):
         hol.run(page, hol.HolParams(schemes=("qpack",)))
 
 
+def test_a_decoder_that_drops_a_field_fails_the_run(page, fb_req, monkeypatch):
+    """A decoded list that is not its input never passes, with or without cookie crumbs."""
+    from simulator.compression import hpack_codec
+
+    original = hpack_codec.HpackDecoder._decode
+
+    def dropping(self, *args):
+        block = original(self, *args)
+        return replace(block, headers=block.headers[:-1])
+
+    monkeypatch.setattr(hpack_codec.HpackDecoder, "_decode", dropping)
+    for trace in (page, fb_req):
+        with pytest.raises(compression.VerificationError):
+            hol.run(trace, hol.HolParams(schemes=("hpack",)))
+
+
 def test_timed_schedule_caps_idle_gaps_and_coalesces_within_a_millisecond(page):
     items = hol.schedule(page, hol.HolParams(direction="requests"))
     starts = sorted(i.start_s for i in items)
@@ -187,6 +205,41 @@ def test_bad_parameters_are_input_errors():
         hol.HolParams(schemes=("zstd",))
     with pytest.raises(InputError):
         hol.HolParams(direction="sideways")
+    with pytest.raises(InputError):
+        hol.HolParams(schemes=())
+
+
+@pytest.mark.parametrize("trace_name, transport, loss", [("fb_req", "quic", "0.03"), ("page", "tcp", "0.02")])
+def test_summary_is_the_blocks_table_summarised(request, trace_name, transport, loss):
+    """Each scheme's summary row (computed from the run's rows, without NumPy) holds the
+    figures NumPy gives of that scheme's rows of the blocks table, float for float."""
+    import numpy as np
+
+    trace = request.getfixturevalue(trace_name)
+    r = hol.run(trace, hol.HolParams(schemes=ALL, transport=transport, loss=loss, seed=4))
+    assert r.summary["blocked"].sum() > 0  # the percentiles and means below interpolate
+    for scheme, row in r.summary.iterrows():
+        b = r.blocks[r.blocks["scheme"] == scheme]
+        delay = b["hol_delay_ms"].to_numpy()
+        blocked = b["blocked"].to_numpy()
+        assert row["blocks"] == len(b) and row["blocked"] == blocked.sum()
+        assert row["hol_total_ms"] == delay.sum() and row["hol_max_ms"] == delay.max()
+        for q in (50, 95, 99):
+            assert row[f"hol_p{q}_ms"] == np.percentile(delay, q)
+        assert row["hol_mean_blocked_ms"] == (delay[blocked].mean() if blocked.any() else 0.0)
+        assert row["raw_bytes"] == b["raw_bytes"].sum() and row["may_block"] == b["may_block"].sum()
+
+
+def test_cli_json_imports_neither_pandas_nor_numpy():
+    """``workbench hol --json`` prints the summary rows themselves: no table is made."""
+    code = (
+        "import sys; from simulator.cli import main; "
+        f"status = main(['hol', '--trace', {str(FB_REQ)!r}, '--loss', '0.01', '--json']); "
+        "print(status, [m for m in ('pandas', 'numpy') if m in sys.modules], file=sys.stderr)"
+    )
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=300)
+    assert run.stderr.strip().splitlines()[-1] == "0 []", run.stderr
+    assert json.loads(run.stdout)["schemes"]["hpack"]["blocks"] == 383
 
 
 def test_cli_json_has_the_documented_keys(capsys):

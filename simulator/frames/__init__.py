@@ -13,6 +13,7 @@ The API (identical in both)::
     sc = H2Scanner(max_frame_size=16384, preface=None)     # preface: True / None (detect) / False
     n = sc.feed(chunk)                                      # frames the chunk completed
     for ftype, flags, stream_id, payload_offset, payload_length in sc.results(): ...
+    for ftype, flags, stream_id, payload in sc.feed_frames(chunk): ...  # or so, payloads as bytes
     sc.finish()                                             # FrameError if the stream ends mid-frame
     sc.next_frame(buf, base, max_frame_size, slice_bytes)   # h2's receive buffer: see h2buffer, h2frames
 
@@ -24,8 +25,11 @@ The API (identical in both)::
     huffman_decode(b) / huffman_encode(b) / huffman_encoded_length(b)
 
 Offsets are absolute stream offsets (for a single buffer: indexes into it); nothing is
-copied.  Errors: ``FrameError`` (``.code``, ``.code_name``, ``.offset``, ``.reason``),
-``HuffmanError``, ``IntegerError``.
+copied.  ``feed_frames`` is for a receiver that keeps no buffer: the scanner keeps the bytes
+of its one incomplete frame and hands back each completed frame's payload (H3: ``(type,
+payload)``); a scanner is fed by ``feed`` or by ``feed_frames``, not both.  Errors:
+``FrameError`` (``.code``, ``.code_name``, ``.offset``, ``.reason``), ``HuffmanError``,
+``IntegerError``.
 """
 
 from __future__ import annotations

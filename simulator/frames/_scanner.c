@@ -16,6 +16,11 @@
  * than any chunk before: no per-frame heap allocation.  ``allocations`` counts every
  * (re)allocation the scanner makes.
  *
+ * feed_frames() hands back each frame a chunk completed with its payload as bytes, for a
+ * receiver that keeps no buffer of its own (the HOL study's): then the scanner keeps the
+ * bytes of its one incomplete frame (``carry``) until the chunk that completes it, and a
+ * payload that lies in the chunk is copied once, straight out of it.
+ *
  * For h2's receive path, H2Scanner.next_frame() hands out one frame at a time from h2's
  * receive buffer and builds the DATA and HEADERS frames itself as hyperframe-compatible objects
  * (see "hyperframe-compatible DATA frames" below and h2frames.py), so a download's frames
@@ -58,6 +63,74 @@ make_frame_error(const char *protocol, int code, uint64_t offset, const char *re
 {
     return PyObject_CallFunction(FrameError, "siKsn", protocol, code,
                                  (unsigned long long)offset, reason, count);
+}
+
+/* feed_frames' carry: the bytes of the incomplete frame fed so far (they end at the offset
+ * scanned before the chunk now fed). */
+typedef struct {
+    uint8_t *buf;
+    Py_ssize_t len, cap;
+} carry_buf;
+
+/* The payload [off, off + len) as bytes; ``p`` holds the chunk, whose first byte is at
+ * absolute offset ``base``, and the carry the bytes just before it. */
+static PyObject *
+carry_payload(const carry_buf *c, const uint8_t *p, uint64_t base, uint64_t off, uint64_t len)
+{
+    if (off >= base)  /* all in the chunk: one copy */
+        return PyBytes_FromStringAndSize((const char *)p + (off - base), (Py_ssize_t)len);
+    uint64_t in_carry = base - off;
+    if (in_carry > (uint64_t)c->len || in_carry > len) {
+        PyErr_SetString(PyExc_SystemError, "feed_frames: payload outside the kept bytes");
+        return NULL;
+    }
+    PyObject *b = PyBytes_FromStringAndSize(NULL, (Py_ssize_t)len);
+    if (b == NULL)
+        return NULL;
+    memcpy(PyBytes_AS_STRING(b), c->buf + (c->len - (Py_ssize_t)in_carry), (size_t)in_carry);
+    memcpy(PyBytes_AS_STRING(b) + in_carry, p, (size_t)(len - in_carry));
+    return b;
+}
+
+/* After a chunk: keep its incomplete frame's bytes, the last ``keep`` of carry + chunk. */
+static int
+carry_keep(carry_buf *c, const uint8_t *p, Py_ssize_t n, uint64_t keep)
+{
+    if (keep > (uint64_t)(c->len + n)) {
+        PyErr_SetString(PyExc_SystemError, "feed_frames: incomplete frame longer than the bytes fed");
+        return -1;
+    }
+    Py_ssize_t k = (Py_ssize_t)keep;
+    if (k > c->cap) {
+        Py_ssize_t cap = c->cap ? c->cap : 64;
+        while (cap < k) cap *= 2;
+        uint8_t *grown = PyMem_Realloc(c->buf, (size_t)cap);
+        if (grown == NULL) { PyErr_NoMemory(); return -1; }
+        c->buf = grown;
+        c->cap = cap;
+    }
+    if (k > n) {  /* the frame began before this chunk: the carry's tail, then the chunk */
+        Py_ssize_t old = k - n;
+        if (old != c->len)
+            memmove(c->buf, c->buf + (c->len - old), (size_t)old);
+        memcpy(c->buf + old, p, (size_t)n);
+    }
+    else if (k) {
+        memcpy(c->buf, p + (n - k), (size_t)k);
+    }
+    c->len = k;
+    return 0;
+}
+
+static int
+carry_check(const carry_buf *c, uint64_t pending)
+{
+    if (pending != (uint64_t)c->len) {
+        PyErr_SetString(PyExc_ValueError,
+                        "feed_frames needs every byte of the incomplete frame: this scanner was fed by feed()");
+        return -1;
+    }
+    return 0;
 }
 
 /* ------------------------------------------------------------------------------ */
@@ -372,6 +445,7 @@ typedef struct {
     Py_ssize_t allocations;
     Py_ssize_t cursor;        /* next_frame: the next record of the last feed to hand out */
     uint64_t consumed;        /* next_frame: absolute offset after the last frame handed out */
+    carry_buf carry;          /* feed_frames: the incomplete frame's bytes */
 } H2ScannerObject;
 
 static int
@@ -409,6 +483,7 @@ H2Scanner_init(H2ScannerObject *self, PyObject *args, PyObject *kwds)
     self->sk.n = 0;
     self->cursor = 0;
     self->consumed = 0;
+    self->carry.len = 0;
     return 0;
 }
 
@@ -418,6 +493,7 @@ H2Scanner_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
     H2ScannerObject *self = (H2ScannerObject *)type->tp_alloc(type, 0);
     if (self == NULL) return NULL;
     memset(&self->sk, 0, sizeof(self->sk));
+    memset(&self->carry, 0, sizeof(self->carry));
     self->sk.growable = 1;
     self->sk.allocations = &self->allocations;
     h2_init(&self->st, 16384, 0, 1);
@@ -432,6 +508,7 @@ H2Scanner_dealloc(H2ScannerObject *self)
     PyMem_Free(self->sk.sid);
     PyMem_Free(self->sk.len);
     PyMem_Free(self->sk.off);
+    PyMem_Free(self->carry.buf);
     Py_TYPE(self)->tp_free((PyObject *)self);
 }
 
@@ -450,6 +527,55 @@ H2Scanner_feed(H2ScannerObject *self, PyObject *data)
     if (r == -2)
         return NULL;
     return PyLong_FromSsize_t(self->sk.n);
+}
+
+/* feed_frames(data): feed, then each frame completed as (type, flags, stream_id, payload)
+ * with the payload as bytes; the incomplete frame's bytes are kept for the next call. */
+static PyObject *
+H2Scanner_feed_frames(H2ScannerObject *self, PyObject *data)
+{
+    Py_buffer view;
+    PyObject *list = NULL;
+    const uint64_t base = self->st.pos;
+    int r;
+    if (!self->st.failed && carry_check(&self->carry, h2_pending(&self->st)) < 0)
+        return NULL;
+    if (PyObject_GetBuffer(data, &view, PyBUF_SIMPLE) < 0)
+        return NULL;
+    const uint8_t *p = (const uint8_t *)view.buf;
+    self->sk.n = 0;
+    r = h2_run(&self->st, p, view.len, &self->sk);
+    if (r == -1) {
+        PyBuffer_Release(&view);
+        return raise_frame_error("h2", self->st.err_code, self->st.err_off, self->st.err_reason, self->sk.n);
+    }
+    if (r == -2)
+        goto done;
+    list = PyList_New(self->sk.n);
+    if (list == NULL)
+        goto done;
+    for (Py_ssize_t k = 0; k < self->sk.n; k++) {
+        PyObject *payload = carry_payload(&self->carry, p, base, self->sk.off[k], self->sk.len[k]);
+        PyObject *t = payload ? PyTuple_New(4) : NULL;
+        PyObject *a = t ? PyLong_FromLong(self->sk.type[k]) : NULL;
+        PyObject *b = a ? PyLong_FromLong(self->sk.flags[k]) : NULL;
+        PyObject *c = b ? PyLong_FromUnsignedLong(self->sk.sid[k]) : NULL;
+        if (c == NULL) {
+            Py_XDECREF(payload); Py_XDECREF(t); Py_XDECREF(a); Py_XDECREF(b);
+            Py_CLEAR(list);
+            goto done;
+        }
+        PyTuple_SET_ITEM(t, 0, a);
+        PyTuple_SET_ITEM(t, 1, b);
+        PyTuple_SET_ITEM(t, 2, c);
+        PyTuple_SET_ITEM(t, 3, payload);
+        PyList_SET_ITEM(list, k, t);
+    }
+    if (carry_keep(&self->carry, p, view.len, h2_pending(&self->st)) < 0)
+        Py_CLEAR(list);
+done:
+    PyBuffer_Release(&view);
+    return list;
 }
 
 static PyObject *
@@ -637,6 +763,7 @@ static PyObject *H2F_headers_flag_names;  /* ("END_STREAM", "END_HEADERS", "PADD
 static PyObject *H2F_empty_tuple;
 static PyObject *S_stream_id, *S_flags, *S_body_len, *S_pad_length, *S_data, *S_valid_flags, *S_flags_set;
 static PyObject *S_depends_on, *S_stream_weight, *S_exclusive;
+static PyObject *S_kind;
 
 static PyObject *
 h2f_new_instance(PyObject *cls)
@@ -1135,6 +1262,9 @@ static PyMethodDef H2Scanner_methods[] = {
      "feed(data) -> int: scan a chunk; returns how many frames it completed (see results())."},
     {"results", (PyCFunction)H2Scanner_results, METH_NOARGS,
      "results() -> list of (type, flags, stream_id, payload_offset, payload_length) from the last feed."},
+    {"feed_frames", (PyCFunction)H2Scanner_feed_frames, METH_O,
+     "feed_frames(data) -> list of (type, flags, stream_id, payload bytes): feed, and the frames the chunk\n"
+     "completed with their payloads; the scanner keeps its incomplete frame's bytes (feed it only so)."},
     {"results_into", (PyCFunction)H2Scanner_results_into, METH_VARARGS,
      "results_into(out, start=0) -> int: copy the last feed's records into 5 arrays (types B, flags B,\n"
      "stream ids I, payload offsets Q, payload lengths I) at index start."},
@@ -1656,6 +1786,7 @@ typedef struct {
     h3_state st;
     h3_sink sk;
     Py_ssize_t allocations;
+    carry_buf carry;          /* feed_frames: the incomplete frame's bytes */
 } H3ScannerObject;
 
 static int
@@ -1689,6 +1820,7 @@ H3Scanner_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
     H3ScannerObject *self = (H3ScannerObject *)type->tp_alloc(type, 0);
     if (self == NULL) return NULL;
     memset(&self->sk, 0, sizeof(self->sk));
+    memset(&self->carry, 0, sizeof(self->carry));
     self->sk.growable = 1;
     self->sk.allocations = &self->allocations;
     h3_init(&self->st, 0, KIND_ANY, 1);
@@ -1702,13 +1834,34 @@ H3Scanner_init(H3ScannerObject *self, PyObject *args, PyObject *kwds)
     PyObject *mfs = Py_None;
     const char *kind = NULL;
     int validate = 1, k;
-    uint64_t m;
+    uint64_t m = 0;
+    /* H3Scanner(kind="request"), a receiver's once per stream, read without the general
+     * parser (which costs as much as scanning a small stream); anything else goes to it. */
+    if (PyTuple_GET_SIZE(args) == 0 && kwds != NULL && PyDict_GET_SIZE(kwds) == 1) {
+        PyObject *given = PyDict_GetItemWithError(kwds, S_kind);
+        if (given == NULL && PyErr_Occurred())
+            return -1;
+        Py_ssize_t size;
+        kind = (given != NULL && PyUnicode_CheckExact(given)) ? PyUnicode_AsUTF8AndSize(given, &size) : NULL;
+        if (kind == NULL && PyErr_Occurred())
+            return -1;
+        if (kind != NULL && strlen(kind) == (size_t)size) {
+            if ((k = parse_kind(kind)) < 0)
+                return -1;
+            h3_init(&self->st, 0, k, 1);
+            self->sk.n = 0;
+            self->carry.len = 0;
+            return 0;
+        }
+        kind = NULL;
+    }
     if (!PyArg_ParseTupleAndKeywords(args, kwds, "|O$zp:H3Scanner", kwlist, &mfs, &kind, &validate))
         return -1;
     if (parse_h3_max(mfs, &m) < 0 || (k = parse_kind(kind)) < 0)
         return -1;
     h3_init(&self->st, m, k, validate);
     self->sk.n = 0;
+    self->carry.len = 0;
     return 0;
 }
 
@@ -1718,6 +1871,7 @@ H3Scanner_dealloc(H3ScannerObject *self)
     PyMem_Free(self->sk.type);
     PyMem_Free(self->sk.off);
     PyMem_Free(self->sk.len);
+    PyMem_Free(self->carry.buf);
     Py_TYPE(self)->tp_free((PyObject *)self);
 }
 
@@ -1736,6 +1890,51 @@ H3Scanner_feed(H3ScannerObject *self, PyObject *data)
     if (r == -2)
         return NULL;
     return PyLong_FromSsize_t(self->sk.n);
+}
+
+/* feed_frames(data): feed, then each frame completed as (type, payload) with the payload as
+ * bytes; the incomplete frame's bytes are kept for the next call. */
+static PyObject *
+H3Scanner_feed_frames(H3ScannerObject *self, PyObject *data)
+{
+    Py_buffer view;
+    PyObject *list = NULL;
+    const uint64_t base = self->st.pos;
+    int r;
+    if (!self->st.failed && carry_check(&self->carry, h3_pending(&self->st)) < 0)
+        return NULL;
+    if (PyObject_GetBuffer(data, &view, PyBUF_SIMPLE) < 0)
+        return NULL;
+    const uint8_t *p = (const uint8_t *)view.buf;
+    self->sk.n = 0;
+    r = h3_run(&self->st, p, view.len, &self->sk);
+    if (r == -1) {
+        PyBuffer_Release(&view);
+        return raise_frame_error("h3", self->st.err_code, self->st.err_off, self->st.err_reason, self->sk.n);
+    }
+    if (r == -2)
+        goto done;
+    list = PyList_New(self->sk.n);
+    if (list == NULL)
+        goto done;
+    for (Py_ssize_t k = 0; k < self->sk.n; k++) {
+        PyObject *payload = carry_payload(&self->carry, p, base, self->sk.off[k], self->sk.len[k]);
+        PyObject *t = payload ? PyTuple_New(2) : NULL;
+        PyObject *a = t ? PyLong_FromUnsignedLongLong(self->sk.type[k]) : NULL;
+        if (a == NULL) {
+            Py_XDECREF(payload); Py_XDECREF(t);
+            Py_CLEAR(list);
+            goto done;
+        }
+        PyTuple_SET_ITEM(t, 0, a);
+        PyTuple_SET_ITEM(t, 1, payload);
+        PyList_SET_ITEM(list, k, t);
+    }
+    if (carry_keep(&self->carry, p, view.len, h3_pending(&self->st)) < 0)
+        Py_CLEAR(list);
+done:
+    PyBuffer_Release(&view);
+    return list;
 }
 
 static PyObject *
@@ -1833,6 +2032,9 @@ static PyMethodDef H3Scanner_methods[] = {
      "feed(data) -> int: scan a chunk; returns how many frames it completed (see results())."},
     {"results", (PyCFunction)H3Scanner_results, METH_NOARGS,
      "results() -> list of (type, payload_offset, payload_length) from the last feed."},
+    {"feed_frames", (PyCFunction)H3Scanner_feed_frames, METH_O,
+     "feed_frames(data) -> list of (type, payload bytes): feed, and the frames the chunk completed with\n"
+     "their payloads; the scanner keeps its incomplete frame's bytes (feed it only so)."},
     {"results_into", (PyCFunction)H3Scanner_results_into, METH_VARARGS,
      "results_into(out, start=0) -> int: copy the last feed's records into 3 arrays of 8-byte items."},
     {"finish", (PyCFunction)H3Scanner_finish, METH_NOARGS,
@@ -2221,7 +2423,7 @@ PyInit__scanner(void)
         !(S_flags_set = PyUnicode_InternFromString("_flags")) ||
         !(S_depends_on = PyUnicode_InternFromString("depends_on")) ||
         !(S_stream_weight = PyUnicode_InternFromString("stream_weight")) ||
-        !(S_exclusive = PyUnicode_InternFromString("exclusive")))
+        !(S_exclusive = PyUnicode_InternFromString("exclusive")) || !(S_kind = PyUnicode_InternFromString("kind")))
         return NULL;
     if (PyType_Ready(&H2ScannerType) < 0 || PyType_Ready(&H3ScannerType) < 0 ||
         PyType_Ready(&VarintDecoderType) < 0)

@@ -244,6 +244,27 @@ def _incremental(m, cls, kwargs, data, cuts):
     return (frames, err, sc.pending if err is None else None, sc.offset, fin, sc.current if err is None else None)
 
 
+def _fed_frames(m, cls, kwargs, data, cuts):
+    """``feed_frames`` over the same chunks: the frames with their payloads, the error, what is held."""
+    sc = getattr(m, cls)(**kwargs)
+    frames, err = [], None
+    for a, b in zip(cuts, cuts[1:]):
+        try:
+            frames += sc.feed_frames(data[a:b])
+        except FrameError as exc:
+            err = exc.key()
+            break
+    return frames, err, sc.pending if err is None else None
+
+
+def _check_payloads(fed, inc, data: bytes) -> None:
+    """Without an error, ``feed_frames`` gave the frames ``feed`` found, with their payloads' bytes."""
+    if fed[0] == "ok" and inc[0] == "ok" and fed[1][1] is None and inc[1][1] is None:
+        expected = [(*rec[:-2], data[rec[-2] : rec[-2] + rec[-1]]) for rec in inc[1][0]]
+        if fed[1][0] != expected:
+            raise AssertionError(f"feed_frames and feed disagree on {data.hex()}")
+
+
 def _frame_summary(frame, wire: bytes):
     """What a frame object next_frame built holds, checked against hyperframe's parse of
     the same bytes (``wire``: header + payload)."""
@@ -338,6 +359,11 @@ def check_input(impls: dict, data: bytes, rnd: random.Random) -> int:
     )
     if bulk[0] == "ok" and inc[0] == "ok" and bulk[1][0] != inc[1][0]:
         raise AssertionError(f"bulk and incremental frames differ on {data.hex()}")
+    fed = same(
+        "H2Scanner.feed_frames",
+        lambda m: _fed_frames(m, "H2Scanner", dict(max_frame_size=mfs, preface=preface, validate=validate), data, cuts),
+    )
+    _check_payloads(fed, inc, data)
 
     slice_bytes = rnd.choice([1, 9, 100, 8192])
     same("next_frame", lambda m: _receive(m, data, cuts, mfs, slice_bytes, validate))
@@ -345,10 +371,12 @@ def check_input(impls: dict, data: bytes, rnd: random.Random) -> int:
     kind = rnd.choice([None, "control", "request", "push"])
     h3max = rnd.choice([None, None, 1, 100, 1 << 40])
     same("parse_h3", lambda m: _bulk_h3(m, data, h3max, kind, validate))
-    same(
-        "H3Scanner",
-        lambda m: _incremental(m, "H3Scanner", dict(max_frame_size=h3max, kind=kind, validate=validate), data, cuts),
-    )
+    h3_kwargs = dict(max_frame_size=h3max, kind=kind, validate=validate)
+    inc = same("H3Scanner", lambda m: _incremental(m, "H3Scanner", h3_kwargs, data, cuts))
+    fed = same("H3Scanner.feed_frames", lambda m: _fed_frames(m, "H3Scanner", h3_kwargs, data, cuts))
+    _check_payloads(fed, inc, data)
+    if h3max is None and validate:  # the receivers' call: H3Scanner(kind=...) alone
+        same("H3Scanner(kind)", lambda m: _fed_frames(m, "H3Scanner", dict(kind=kind), data, cuts))
 
     same("huffman_decode", lambda m: m.huffman_decode(data))
     pos = rnd.randrange(len(data) + 1)

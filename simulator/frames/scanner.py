@@ -270,10 +270,30 @@ class _Results:
     """The last ``feed``'s frames, shared by both scanners: a list, copied out on request."""
 
     _results: list
+    _carry: bytes = b""  # feed_frames: the incomplete frame's bytes fed so far
     RECORD_FIELDS = 5
 
     def results(self) -> list:
         return list(self._results)
+
+    def feed_frames(self, data) -> list:
+        """``feed(data)``, then the frames it completed with their payloads as bytes: H2
+        ``(type, flags, stream_id, payload)``, H3 ``(type, payload)``.  The scanner keeps
+        the bytes of its incomplete frame for the next call, so it must be fed only so."""
+        carry = self._carry
+        if not self._st.failed and self.pending != len(carry):
+            raise ValueError("feed_frames needs every byte of the incomplete frame: this scanner was fed by feed()")
+        start = self.offset - len(carry)  # the absolute offset of carry[0]
+        with memoryview(data) as whole, whole.cast("B") as mv:
+            self.feed(mv)
+            fed = carry + mv if carry else bytes(mv)
+        frames = []
+        for record in self._results:
+            at, length = record[-2] - start, record[-1]
+            frames.append((*record[:-2], fed[at : at + length]))
+        keep = self.pending
+        self._carry = fed[len(fed) - keep :] if keep else b""
+        return frames
 
     def results_into(self, out, start: int = 0) -> int:
         """Copy the last feed's records into caller-owned arrays at index ``start``."""

@@ -72,7 +72,7 @@ class H3Blocks(HeaderBlockConnection):
         super().__init__(transport, "h3")
         self.uni_out: dict[tuple[str, str], int] = {}  # (kind, role) -> stream id
         self.uni_in: dict[tuple[int, int], int | None] = {}  # (endpoint, stream) -> stream type
-        self.scanners: dict[tuple[int, int], tuple] = {}  # (endpoint, stream) -> (H3Scanner, buffer)
+        self.scanners: dict[tuple[int, int], H3Scanner] = {}  # (endpoint, stream) -> its scanner
         self.block_frames: dict[tuple[int, int], int] = {}  # (sender, stream) -> frame bytes, until acked
 
     def send_instructions(self, kind: str, role: str, data: bytes) -> None:
@@ -107,16 +107,13 @@ class H3Blocks(HeaderBlockConnection):
             else:
                 self.on_event(DecoderStreamReceived(self.outgoing(endpoint), data))
             return
-        state = self.scanners.get(key)
-        if state is None:
-            state = self.scanners[key] = (H3Scanner(kind="request"), bytearray())
-        scanner, buffer = state
-        buffer += data
-        if scanner.feed(data):
-            for ftype, offset, length in scanner.results():
-                if ftype == 0x01:  # HEADERS
-                    block = bytes(buffer[offset : offset + length])
-                    self.on_event(HeaderBlockReceived(self.incoming(endpoint), stream_id, block, time_s))
+        scanner = self.scanners.get(key)
+        if scanner is None:
+            scanner = self.scanners[key] = H3Scanner(kind="request")
+        # The scanner keeps a frame's bytes until it is whole and hands back its payload.
+        for ftype, payload in scanner.feed_frames(data):
+            if ftype == 0x01:  # HEADERS
+                self.on_event(HeaderBlockReceived(self.incoming(endpoint), stream_id, payload, time_s))
         if end:
             del self.scanners[key]
 
@@ -154,7 +151,7 @@ class H2Blocks(HeaderBlockConnection):
         self.encoder_sent: dict[str, int] = {"request": 0, "response": 0}
         # Per receiver: blocks whose bytes are not all received yet: stream id -> [start, end, covered ranges]
         self.in_flight: dict[int, dict[int, list]] = {id(transport.client): {}, id(transport.server): {}}
-        self.scanners: dict[int, list] = {}  # receiver -> [H2Scanner, buffer, base offset, fragments]
+        self.scanners: dict[int, list] = {}  # receiver -> [H2Scanner, the open header block's fragments]
 
     @staticmethod
     def h2_stream_id(stream_id: int) -> int:
@@ -221,27 +218,19 @@ class H2Blocks(HeaderBlockConnection):
         """Bytes arrived at ``endpoint`` on TCP stream ``label``: the events they complete."""
         state = self.scanners.get(id(endpoint))
         if state is None:
-            state = self.scanners[id(endpoint)] = [H2Scanner(self.MAX_FRAME, preface=False), bytearray(), 0, b""]
-        scanner, buffer, base, _ = state
-        buffer += data
-        if scanner.feed(data):
-            for ftype, flags, h2_stream, offset, length in scanner.results():
-                payload = bytes(buffer[offset - base : offset - base + length])
-                if ftype in (0x1, 0x9):  # HEADERS, CONTINUATION
-                    state[3] += payload
-                    if flags & 0x4:  # END_HEADERS: the block is whole
-                        block, state[3] = state[3], b""
-                        stream_id = (h2_stream - 1) // 2 << 2
-                        self.on_event(HeaderBlockReceived(self.incoming(endpoint), stream_id, block, time_s))
-                elif ftype == self.EXT_TYPE["encoder"]:
-                    self.on_event(EncoderStreamReceived(self.incoming(endpoint), payload, time_s))
-                elif ftype == self.EXT_TYPE["decoder"]:
-                    self.on_event(DecoderStreamReceived(self.outgoing(endpoint), payload))
-        # Drop what the scanner has consumed (it keeps at most a partial frame header).
-        consumed = scanner.offset - scanner.pending - base
-        if consumed > 0:
-            del buffer[:consumed]
-            state[2] = base + consumed
+            state = self.scanners[id(endpoint)] = [H2Scanner(self.MAX_FRAME, preface=False), b""]
+        # The scanner keeps a frame's bytes until it is whole and hands back its payload.
+        for ftype, flags, h2_stream, payload in state[0].feed_frames(data):
+            if ftype in (0x1, 0x9):  # HEADERS, CONTINUATION
+                state[1] += payload
+                if flags & 0x4:  # END_HEADERS: the block is whole
+                    block, state[1] = state[1], b""
+                    stream_id = (h2_stream - 1) // 2 << 2
+                    self.on_event(HeaderBlockReceived(self.incoming(endpoint), stream_id, block, time_s))
+            elif ftype == self.EXT_TYPE["encoder"]:
+                self.on_event(EncoderStreamReceived(self.incoming(endpoint), payload, time_s))
+            elif ftype == self.EXT_TYPE["decoder"]:
+                self.on_event(DecoderStreamReceived(self.outgoing(endpoint), payload))
 
     def on_stream_acked(self, endpoint, label: int, acked_offset: int) -> None:
         """``endpoint``'s peer acknowledged TCP stream ``label`` up to ``acked_offset``."""

@@ -6,8 +6,6 @@ import argparse
 import os
 import sys
 
-import pandas as pd
-
 from ... import argtypes
 from ...errors import InputError
 from ...traces.model import Trace
@@ -92,6 +90,8 @@ def _cmd(args: argparse.Namespace) -> int:
         f"trace {trace.source} ({len(trace)} exchanges, {result.trace['header_lists']} header lists), "
         f"{params.transport}, RTT {params.rtt_s * 1000:g} ms, loss {params.loss}, seed {params.seed}"
     )
+    import pandas as pd  # the table (``--json`` needs none)
+
     with pd.option_context("display.width", 200, "display.float_format", "{:.3f}".format):
         print(result.summary[cols].to_string())
     return 0

@@ -1,19 +1,26 @@
-"""The HOL study: its parameters, the schedule of header lists, ``run`` and its summary."""
+"""The HOL study: its parameters, the schedule of header lists, ``run`` and its summary.
+
+``run`` keeps its rows (the block records, one summary row per scheme) and makes its
+DataFrames when first read: ``--json`` reads the summary rows themselves, so the command
+line's JSON needs neither pandas nor NumPy (about half a second of its start-up).  The
+summary's figures are computed as NumPy computed them from the table (its pairwise sum,
+its linear percentile), so they are the same floats."""
 
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-
-import numpy as np
-import pandas as pd
+from typing import TYPE_CHECKING
 
 from ... import __version__
 from ...errors import InputError
 from ...net.link import Jitter
 from ...traces.model import Trace
-from ..base import StudyParams, StudyResult, rows_by_index, steps
+from ..base import StudyParams, StudyResult, jsonable, rows_by_index, steps
 from .model import HeaderItem, SchemeRun
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 __all__ = [
     "HolParams",
@@ -89,6 +96,8 @@ class HolParams(StudyParams):
 
     def __post_init__(self) -> None:
         super().__post_init__()
+        if not self.schemes:
+            raise InputError(f"give at least one scheme ({', '.join(schemes())})")
         for s in self.schemes:
             if s not in schemes():
                 raise InputError(f"unknown scheme {s!r} (choose from {', '.join(schemes())})")
@@ -104,19 +113,53 @@ class HolParams(StudyParams):
             raise InputError(f"request spacing must be >= 0, got {self.spacing_s}")
 
 
-@dataclass
 class HolResult(StudyResult):
-    """One row per header block (``blocks``) and one per scheme (``summary``)."""
+    """One row per header block (``blocks``) and one per scheme (``summary``).
 
-    blocks: pd.DataFrame
-    summary: pd.DataFrame
-    params: dict
-    trace: dict
+    Both are DataFrames, made from the run's rows when first read (``run`` keeps each
+    scheme's block records and its summary row): ``to_dict`` (``--json``) reads the summary
+    rows themselves, so the command line's JSON needs no pandas."""
+
+    def __init__(self, blocks, summary, params: dict, trace: dict) -> None:
+        self._blocks, self._summary = blocks, summary
+        self.params, self.trace = params, trace
+
+    @property
+    def blocks(self) -> pd.DataFrame:
+        """One row per header block and scheme, in send order within a scheme (made when first read)."""
+        if isinstance(self._blocks, _BlockRecords):
+            self._blocks = self._blocks.frame()
+        return self._blocks
+
+    @blocks.setter
+    def blocks(self, value: pd.DataFrame) -> None:
+        """Replace the per-block table."""
+        self._blocks = value
+
+    @property
+    def summary(self) -> pd.DataFrame:
+        """One row per scheme, indexed by its name (made when first read)."""
+        if isinstance(self._summary, dict):
+            self._summary = _summary_frame(self._summary)
+        return self._summary
+
+    @summary.setter
+    def summary(self, value: pd.DataFrame) -> None:
+        """Replace the summary (``median_over_seeds`` does)."""
+        self._summary = value
+
+    def __repr__(self) -> str:
+        tables = f"blocks={self.blocks!r}, summary={self.summary!r}"
+        return f"HolResult({tables}, params={self.params!r}, trace={self.trace!r})"
 
     def to_dict(self) -> dict:
         """The per-scheme rows, the parameters and the trace."""
-        schemes = rows_by_index(self.summary)
-        return {"schemes": schemes, "params": self.params, "trace": self.trace}
+        rows = self._summary if isinstance(self._summary, dict) else None
+        if rows is None or not _as_frame_gives(rows):
+            rows = rows_by_index(self.summary)
+        else:
+            rows = {scheme: {k: jsonable(v) for k, v in row.items()} for scheme, row in rows.items()}
+        return {"schemes": rows, "params": self.params, "trace": self.trace}
 
     def tables(self) -> dict[str, pd.DataFrame]:
         """Summary and per-block tables, without the parameter columns the batch adds."""
@@ -125,6 +168,52 @@ class HolResult(StudyResult):
             "summary": self.summary.reset_index(),
             "blocks": self.blocks.drop(columns=[c for c in ROW_PARAMS if c in self.blocks.columns]),
         }
+
+
+class _BlockRecords:
+    """Each scheme's block records as its run left them (in decode order) and the parameters
+    every row carries, made into the ``blocks`` table when read."""
+
+    __slots__ = ("by_scheme", "row_params")
+
+    def __init__(self, by_scheme: list[list[dict]], row_params: dict) -> None:
+        self.by_scheme, self.row_params = by_scheme, row_params
+
+    def frame(self) -> pd.DataFrame:
+        import pandas as pd
+
+        frames = []
+        for records in self.by_scheme:
+            df = pd.DataFrame.from_records(records)
+            df = df.drop(columns=[c for c in df.columns if c.startswith("_")])
+            df["hol_delay_ms"] = (df["decoded_s"] - df["arrived_s"]) * 1000.0
+            df["blocked"] = df["hol_delay_ms"] > 1e-6
+            frames.append(df.sort_values(["sent_s", "seq"], kind="stable").reset_index(drop=True))
+        blocks = pd.concat(frames, ignore_index=True)
+        for k, v in self.row_params.items():
+            blocks[k] = v
+        return blocks
+
+
+def _summary_frame(rows: dict) -> pd.DataFrame:
+    import pandas as pd
+
+    summary = pd.DataFrame.from_dict(rows, orient="index")
+    summary.index.name = "scheme"
+    return summary
+
+
+def _as_frame_gives(rows: dict) -> bool:
+    """Whether the summary rows are what its DataFrame gives back (``to_dict``): every row has
+    the same columns in the same order, and each column's values are of one type (a column
+    of ints and floats would come back as floats)."""
+    first = next(iter(rows.values()), None)
+    if first is None:
+        return False
+    for row in rows.values():
+        if list(row) != list(first) or any(type(v) is not type(first[k]) for k, v in row.items()):
+            return False
+    return all(type(v) in (int, float, bool, str) for v in first.values())
 
 
 def resolve_direction(trace: Trace, direction: str) -> str:
@@ -181,21 +270,13 @@ def run(trace: Trace, params: HolParams | None = None, *, progress: bool = False
     given_direction = params.direction
     params = params.derive(direction=resolve_direction(trace, params.direction))
     items = schedule(trace, params)
-    frames, summaries = [], {}
+    records, summaries = [], {}
     for scheme in steps(params.schemes, "schemes", progress):
         sr = SchemeRun(scheme, items, params)
         totals = sr.execute()
-        df = pd.DataFrame.from_records(sr.blocks)
-        df = df.drop(columns=[c for c in df.columns if c.startswith("_")])
-        df["hol_delay_ms"] = (df["decoded_s"] - df["arrived_s"]) * 1000.0
-        df["blocked"] = df["hol_delay_ms"] > 1e-6
-        df = df.sort_values(["sent_s", "seq"], kind="stable").reset_index(drop=True)
-        frames.append(df)
-        summaries[scheme] = _summarize(df, totals)
-    blocks = pd.concat(frames, ignore_index=True)
+        records.append(sr.blocks)
+        summaries[scheme] = _summarize(sr.blocks, totals)
     pdict = params.to_dict()
-    for k in ROW_PARAMS:
-        blocks[k] = pdict[k]
     tinfo = {
         "source": trace.source,
         "format": trace.format,
@@ -203,36 +284,92 @@ def run(trace: Trace, params: HolParams | None = None, *, progress: bool = False
         "header_lists": len(items),
         "timed": trace.timed,
     }
-    summary = pd.DataFrame.from_dict(summaries, orient="index")
-    summary.index.name = "scheme"
     return HolResult(
-        blocks=blocks,
-        summary=summary,
+        blocks=_BlockRecords(records, {k: pdict[k] for k in ROW_PARAMS}),
+        summary=summaries,
         params={**pdict, "direction_given": given_direction, "version": __version__},
         trace=tinfo,
     )
 
 
-def _summarize(df: pd.DataFrame, totals: dict) -> dict:
-    hol = df["hol_delay_ms"].to_numpy()
-    raw = int(df["raw_bytes"].sum())
-    header = int(df["header_bytes"].sum())
-    enc = int(df["encoder_stream_bytes"].sum())
-    blocked = df["blocked"].to_numpy()
+def _summarize(records: list[dict], totals: dict) -> dict:
+    """One scheme's summary row, of its blocks in the order of the ``blocks`` table (by send
+    time, then seq: the sums below depend on the order)."""
+    ordered = sorted(records, key=lambda r: (r["sent_s"], r["seq"]))
+    hol = [(r["decoded_s"] - r["arrived_s"]) * 1000.0 for r in ordered]
+    hol_blocked = [h for h in hol if h > 1e-6]
+    hol_sorted = sorted(hol)
+    raw = sum(r["raw_bytes"] for r in records)
+    header = sum(r["header_bytes"] for r in records)
+    enc = sum(r["encoder_stream_bytes"] for r in records)
     return {
-        "blocks": int(len(df)),
-        "blocked": int(blocked.sum()),
-        "hol_total_ms": float(hol.sum()),
-        "hol_p50_ms": float(np.percentile(hol, 50)),
-        "hol_p95_ms": float(np.percentile(hol, 95)),
-        "hol_p99_ms": float(np.percentile(hol, 99)),
-        "hol_max_ms": float(hol.max()),
-        "hol_mean_blocked_ms": float(hol[blocked].mean()) if blocked.any() else 0.0,
+        "blocks": len(records),
+        "blocked": len(hol_blocked),
+        "hol_total_ms": _numpy_sum(hol),
+        "hol_p50_ms": _numpy_percentile(hol_sorted, 50),
+        "hol_p95_ms": _numpy_percentile(hol_sorted, 95),
+        "hol_p99_ms": _numpy_percentile(hol_sorted, 99),
+        "hol_max_ms": _numpy_max(hol),
+        "hol_mean_blocked_ms": _numpy_sum(hol_blocked) / len(hol_blocked) if hol_blocked else 0.0,
         "raw_bytes": raw,
         "header_bytes": header,
         "encoder_stream_bytes": enc,
         "ratio": (header + enc) / raw if raw else math.nan,
         "saving_percent": 100.0 - 100.0 * (header + enc) / raw if raw else math.nan,
-        "may_block": int(df["may_block"].sum()),
+        "may_block": sum(1 for r in records if r["may_block"]),
         **totals,
     }
+
+
+# NumPy's float64 reductions, written out so that the summary needs no NumPy and gives the
+# very floats it gave (a float sum depends on the order of its additions).
+
+
+def _numpy_sum(values: list[float], start: int = 0, n: int | None = None) -> float:
+    """``np.sum`` of ``values[start:start + n]``: NumPy's pairwise summation (eight running
+    sums over blocks of at most 128 values, the halves of longer runs summed apart)."""
+    if n is None:
+        n = len(values)
+    if n < 8:
+        total = 0.0
+        for i in range(start, start + n):
+            total += values[i]
+        return total
+    if n <= 128:
+        r = values[start : start + 8]
+        end_of_eights = start + n - n % 8
+        for i in range(start + 8, end_of_eights, 8):
+            for j in range(8):
+                r[j] += values[i + j]
+        total = ((r[0] + r[1]) + (r[2] + r[3])) + ((r[4] + r[5]) + (r[6] + r[7]))
+        for i in range(end_of_eights, start + n):
+            total += values[i]
+        return total
+    half = n // 2
+    half -= half % 8
+    return _numpy_sum(values, start, half) + _numpy_sum(values, start + half, n - half)
+
+
+def _numpy_max(values: list[float]) -> float:
+    """``np.max``: NaN when any value is NaN."""
+    return math.nan if any(v != v for v in values) else max(values)
+
+
+def _numpy_percentile(ascending: list[float], percent: int) -> float:
+    """``np.percentile(values, percent)`` (method "linear") of the values sorted ascending:
+    the same index, weight and interpolation as NumPy's, so the same float; NaN when any
+    value is NaN (NumPy sorts NaN last and gives it)."""
+    n = len(ascending)
+    if n == 0 or any(v != v for v in ascending):
+        return math.nan
+    virtual = (n - 1) * (percent / 100)
+    if virtual >= n - 1:  # NumPy takes index -1 for both neighbours, the weight from it
+        below_i = above_i = -1
+    else:
+        below_i = math.floor(virtual)
+        above_i = below_i + 1
+    below, above = ascending[below_i], ascending[above_i]
+    weight = virtual - below_i
+    diff = above - below
+    # NumPy's lerp: from the nearer end, so that weight 1 gives ``above`` exactly.
+    return above - diff * (1 - weight) if weight >= 0.5 else below + diff * weight
