@@ -347,3 +347,46 @@ def test_a_phantomjs_har_without_set_up_phases_is_skipped_with_the_reason():
     assert "PhantomJS" in result.skipped["reason"].iloc[0]
     har["log"]["creator"] = {"name": "Browsertime", "version": "1.0"}
     assert len(run(parse_har(har, path="warm.har")).pages) == 1
+
+
+def _hsts_page(internal: bool) -> dict:
+    """A document that names an http:// script, which Chrome upgraded itself (HSTS: "307
+    Internal Redirect", RFC 6797 section 8.3) to the https:// one it fetched."""
+    rtt_ms = 50.0
+    plain, secure = "http://cdn.site.example/a.js", "https://cdn.site.example/a.js"
+    doc = _entry(DOC, 0, _fresh(rtt_ms, 20), size=3000)
+    hop = _entry(
+        plain,
+        180,
+        {"blocked": 1, "dns": -1, "connect": -1, "ssl": -1, "send": 0, "wait": 0, "receive": 0.5},
+        size=0,
+        mime="",
+        status=307,
+        extra={"_initiator": {"type": "parser", "url": DOC}},
+    )
+    hop["response"]["headers"] = [{"name": "Location", "value": secure}]
+    hop["response"]["redirectURL"] = secure
+    if internal:
+        hop["response"]["statusText"] = "Internal Redirect"
+        hop["response"]["headers"].append({"name": "Non-Authoritative-Reason", "value": "HSTS"})
+    script = _entry(secure, 181, _fresh(rtt_ms, 10), size=20_000, mime="application/javascript")
+    script["_initiator"] = {"type": "parser", "url": DOC}
+    return _har([doc, hop, script], 181 + 3 * rtt_ms + 10 + 20, creator="Chrome")
+
+
+def test_an_internal_redirect_never_goes_to_the_network_rfc6797_8_3():
+    """Chrome writes the http:// URL it upgraded itself (HSTS) as "307 Internal Redirect" with
+    a Non-Authoritative-Reason field: the simulation asks the network for nothing there (no
+    connection to the http:// origin) and finds the https:// URL at once."""
+    pages = {}
+    for internal in (True, False):
+        trace = parse_har(_hsts_page(internal), path="hsts.har")
+        assert [e.internal for e in trace.exchanges] == [False, internal, False]
+        page = trace.pages[0]
+        graph = load_event_graph(page_graph(trace, page.id), page.on_load_s, page.start_s)
+        pages[internal] = simulate_page(graph, infer_conditions(graph, page.start_s), FidelityParams())
+    hop = pages[True].resources.set_index("url").loc["http://cdn.site.example/a.js"]
+    assert hop["source"] == "internal" and math.isnan(hop["requested_s"])
+    assert pages[False].resources.set_index("url").loc["http://cdn.site.example/a.js", "source"] == "network"
+    assert pages[True].metrics["requests"] == pages[False].metrics["requests"] - 1
+    assert pages[True].metrics["onload_s"] < pages[False].metrics["onload_s"]

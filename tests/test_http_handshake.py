@@ -14,6 +14,8 @@ from simulator.net.transport import TransportConfig
 from simulator.stacks import replay
 from simulator.stacks.common import ExchangeSpec, StackParams
 
+BACKUP_S = 0.250  # Chromium's kMaxConnectRetryIntervalMs
+
 REQ = ((b":method", b"GET"), (b":scheme", b"https"), (b":authority", b"a.example"), (b":path", b"/"))
 OK = ((b":status", b"200"),)
 
@@ -100,40 +102,69 @@ def test_tls_records_of_at_most_16_kib_rfc8446_section5_1():
     assert hs.tls_record_bytes(16385) == 16385 + 44
 
 
+def _h1_page(children: int, scheme: str = "http") -> dict:
+    """A HAR of a document and ``children`` images it names, all on one HTTP/1.1 origin."""
+    url = f"{scheme}://www.site.example/"
+
+    def entry(u, mime, initiator):
+        return {
+            "pageref": "p",
+            "startedDateTime": "2024-06-01T10:00:00+00:00",
+            "_initiator": initiator,
+            "request": {"method": "GET", "url": u, "httpVersion": "http/1.1", "headers": [], "bodySize": 0},
+            "response": {
+                "status": 200,
+                "httpVersion": "http/1.1",
+                "headers": [{"name": "content-type", "value": mime}],
+                "content": {"size": 2000, "mimeType": mime},
+                "bodySize": 2000,
+            },
+            "timings": {"blocked": 0, "dns": 0, "connect": 100, "send": 0, "wait": 100, "receive": 1},
+        }
+
+    entries = [entry(url, "text/html", {"type": "other"})]
+    entries += [entry(f"{url}i{k}.png", "image/png", {"type": "parser", "url": url}) for k in range(children)]
+    return {
+        "log": {
+            "version": "1.2",
+            "creator": {"name": "t", "version": "1"},
+            "pages": [{"id": "p", "startedDateTime": "2024-06-01T10:00:00+00:00", "title": url}],
+            "entries": entries,
+        }
+    }
+
+
+def _h1_load(har: dict, rtt_s: float):
+    from simulator.browser import ClientCache, LoadParams, ServerPlan, load_page
+    from simulator.traces.har import parse_har
+    from simulator.traces.pagegraph import page_graph
+
+    graph = page_graph(parse_har(har, path="page.har"))
+    origin = graph[0].origin
+    params = LoadParams(rtt_s=rtt_s, bandwidth_bps=None, origins=((origin, rtt_s, "h1", 0.0),), parse_delay_s=())
+    return load_page(graph, params, ServerPlan(), ClientCache()).resources
+
+
 @pytest.mark.parametrize(("scheme", "round_trips"), [("http", 2), ("https", 3)])
 def test_an_http11_connection_pays_tls_only_for_https_rfc9112_rfc8446_section2(scheme, round_trips):
     """A one-document page over HTTP/1.1 on an unlimited link, no server time: an http://
     origin's response comes two round trips after the request (TCP's handshake, then the
     exchange), an https:// one's three (TLS 1.3 adds one, RFC 8446 section 2)."""
-    from simulator.browser import ClientCache, LoadParams, ServerPlan, load_page
-    from simulator.traces.har import parse_har
-    from simulator.traces.pagegraph import page_graph
-
-    url = f"{scheme}://www.site.example/"
-    entry = {
-        "pageref": "p",
-        "startedDateTime": "2024-06-01T10:00:00+00:00",
-        "request": {"method": "GET", "url": url, "httpVersion": "http/1.1", "headers": [], "bodySize": 0},
-        "response": {
-            "status": 200,
-            "httpVersion": "http/1.1",
-            "headers": [{"name": "content-type", "value": "text/html"}],
-            "content": {"size": 2000, "mimeType": "text/html"},
-            "bodySize": 2000,
-        },
-        "timings": {"blocked": 0, "dns": 0, "connect": 100, "send": 0, "wait": 100, "receive": 1},
-    }
-    har = {
-        "log": {
-            "version": "1.2",
-            "creator": {"name": "t", "version": "1"},
-            "pages": [{"id": "p", "startedDateTime": "2024-06-01T10:00:00+00:00", "title": url}],
-            "entries": [entry],
-        }
-    }
-    graph = page_graph(parse_har(har, path="page.har"))
-    origin = url.rstrip("/")
     rtt_s = 0.3
-    params = LoadParams(rtt_s=rtt_s, bandwidth_bps=None, origins=((origin, rtt_s, "h1", 0.0),))
-    arrived = load_page(graph, params, ServerPlan(), ClientCache()).resources["arrived_s"].iloc[0]
+    arrived = _h1_load(_h1_page(0, scheme), rtt_s)["arrived_s"].iloc[0]
     assert arrived == pytest.approx(round_trips * rtt_s, abs=0.005)
+
+
+@pytest.mark.parametrize("rtt_s", [0.2, 0.3])
+def test_a_first_connect_slower_than_250ms_gets_a_backup_connection(rtt_s):
+    """Chromium's backup connect job (ClientSocketPool::kMaxConnectRetryIntervalMs, 250 ms):
+    when a host's first TCP handshake has not completed in 250 ms a second connect starts,
+    and the loser of the race waits idle in the pool.  Two images found in the document at
+    RTT 300 ms: one takes the document's connection, the other the backup's, both one round
+    trip later; at 200 ms the handshake wins in time, no backup, and the second image opens a
+    connection of its own (two round trips)."""
+    res = _h1_load(_h1_page(2), rtt_s)
+    doc = res["arrived_s"].iloc[0]
+    images = sorted(res["arrived_s"].iloc[1:] - doc)
+    assert images[0] == pytest.approx(rtt_s, abs=0.005)
+    assert images[1] == pytest.approx(rtt_s if rtt_s > BACKUP_S else 2 * rtt_s, abs=0.005)

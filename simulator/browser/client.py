@@ -275,6 +275,10 @@ class PageLoad:
             self.source[index] = "cache"
             self._arrived(index)
             return
+        if r.internal:  # a redirect the browser made itself (HSTS): ready at once, nothing fetched
+            self.source[index] = "internal"
+            self._arrived(index)
+            return
         push = self.push_by_url.get(r.url)
         if push is not None and not push["cancelled"]:
             push["used"] = True

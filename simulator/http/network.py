@@ -99,6 +99,10 @@ __all__ = ["ModelNetwork", "SCHEDULERS", "urgency", "AIOQUIC_ACK_DELAY_S", "H1_C
 
 AIOQUIC_ACK_DELAY_S = 0.001  # aioquic's QuicConnection._ack_delay (K_GRANULARITY)
 H1_CONNECTIONS_PER_ORIGIN = 6  # as browsers open (HTML's fetch model leaves it to them)
+# A host's first connection whose TCP handshake has not completed after this long gets a second
+# connect attempt beside it (Chromium's ClientSocketPool::kMaxConnectRetryIntervalMs, Firefox's
+# network.http.connection-retry-timeout): the one that loses the race stays in the pool, idle.
+BACKUP_CONNECT_S = 0.250
 
 _RESET_BYTES = H2_FRAME_HEADER_BYTES + 4  # RST_STREAM: frame header + error code (RFC 9113 section 6.4)
 SCHEDULERS = ("urgency", "round-robin", "fifo")
@@ -470,10 +474,26 @@ class ModelNetwork:
         if conn is None and len(pool) < H1_CONNECTIONS_PER_ORIGIN:
             conn = self.connect(f"{origin}#{len(pool)}", protocol="h1")
             pool.append(conn)
+            if len(pool) == 1 and conn.own_setup and self.tcp_handshake:
+                self.sim.call_later(BACKUP_CONNECT_S, self._h1_backup, origin, conn)
         if conn is None:
             return
         self._h1_busy.add(conn.key)
         self.sim.call_soon(conn.request, queue.popleft())
+
+    def _h1_backup(self, origin: str, first: _Conn) -> None:
+        """The backup connect attempt of a host's first HTTP/1.1 connection (``BACKUP_CONNECT_S``):
+        only while its TCP handshake is still running (Chromium starts none once the transport
+        is up, TLS aside, and waits another interval while the name resolves); the new
+        connection is the pool's next, idle once it is up."""
+        pool = self._h1_pools[origin]
+        if first.t is None:  # still before its handshake (DNS): Chromium waits another interval
+            self.sim.call_later(BACKUP_CONNECT_S, self._h1_backup, origin, first)
+            return
+        if first.t.client.established or len(pool) >= H1_CONNECTIONS_PER_ORIGIN:
+            return
+        pool.append(self.connect(f"{origin}#{len(pool)}", protocol="h1"))
+        self._h1_next(origin)
 
     def h1_idle(self, conn: _Conn) -> None:
         """An HTTP/1.1 connection finished its response: give it the origin's next request."""

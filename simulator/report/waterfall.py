@@ -19,7 +19,14 @@ import pandas as pd
 
 __all__ = ["waterfall", "row_labels", "SOURCE_COLORS", "gain_lines"]
 
-SOURCE_COLORS = {"network": "#1f77b4", "hint": "#2ca02c", "push": "#d62728", "cache": "#bbbbbb", "duplicate": "#dddddd"}
+SOURCE_COLORS = {
+    "network": "#1f77b4",
+    "hint": "#2ca02c",
+    "push": "#d62728",
+    "cache": "#bbbbbb",
+    "duplicate": "#dddddd",
+    "internal": "#eeeeee",
+}
 POLICY_STYLES = {
     "none": ("#555555", "-"),
     "push": ("#d62728", "--"),

@@ -29,7 +29,8 @@
   time; pages from ``log.pages`` and ``pageref`` with their measured ``onLoad`` and
   ``onContentLoad``, URL and WebPageTest's repeat-view flag; ``timings`` copied, with
   WebPageTest's own timing fields beside them (``harfields.wpt_timings``); pushed responses
-  (``_was_pushed``, Firefox's status-0 entries) marked ``Exchange.pushed``;
+  (``_was_pushed``, Firefox's status-0 entries) marked ``Exchange.pushed``; the browser's own
+  redirects (Chrome's "307 Internal Redirect": HSTS) marked ``Exchange.internal``;
   ``origin`` is ``scheme://host[:port]`` without the scheme's default port, the
   compression and connection scope (``http://`` and ``https://`` stay apart).
 
@@ -379,6 +380,7 @@ def _exchange(entry: dict, where: str, path) -> tuple[Exchange, int | None]:
         resource_type_from=rtype_from,
         render_blocking=blocking if isinstance(blocking, str) else None,
         body_bytes_from=size_from,
+        internal=harfields.internal_redirect(response, status),
     ), status
 
 

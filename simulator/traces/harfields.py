@@ -52,6 +52,10 @@ it came from, so ``workbench trace info`` can show why:
   ``connect``) came before it, not after.  ``wpt_timings`` keeps these fields beside the
   standard phases (under their own names) and fills a standard phase the ``timings`` lack
   from them.
+* **Internal redirect** (a redirect the browser made itself, nothing on the network: an HSTS
+  host's http:// URL upgraded, RFC 6797 section 8.3, or ``upgrade-insecure-requests``): Chrome
+  writes it as status 307 with ``statusText`` "Internal Redirect" and a
+  ``Non-Authoritative-Reason`` response field.
 """
 
 from __future__ import annotations
@@ -413,6 +417,18 @@ def pushed(entry: dict, status: int | None, timings: dict | None, firefox: bool,
         if all(isinstance(v, (int, float)) and v <= 0 for v in phases):
             return "status 0, no timings (Firefox)"
     return None
+
+
+def internal_redirect(response: dict, status: int | None) -> bool:
+    """True when the entry is a redirect the browser made itself (see the module docstring)."""
+    if status is None or not 300 <= status < 400:
+        return False
+    if response.get("statusText") == "Internal Redirect":
+        return True
+    headers = response.get("headers")
+    return isinstance(headers, list) and any(
+        isinstance(h, dict) and str(h.get("name", "")).lower() == "non-authoritative-reason" for h in headers
+    )
 
 
 # WebPageTest's own timing fields (ms) kept beside the HAR phases: durations, then offsets

@@ -65,6 +65,7 @@ class Exchange:
     render_blocking: str | None = None  # Chrome's _renderBlocking ("blocking", "non_blocking", ...)
     body_bytes_from: str | None = field(default=None, compare=False)
     pushed: bool = False  # the server pushed it (HTTP/2 push, RFC 9113 8.4): no request was sent
+    internal: bool = False  # a redirect the browser made itself (HSTS, RFC 6797 8.3): nothing on the network
 
     @property
     def decoded_body_bytes(self) -> int:

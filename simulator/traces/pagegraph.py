@@ -79,6 +79,7 @@ class Resource:
     start_s: float | None = None  # when the capture's request started (trace clock)
     timings: dict | None = None  # the capture's HAR timings (ms)
     pushed: bool = False  # the server pushed it in the capture (Exchange.pushed)
+    internal: bool = False  # a redirect the browser made itself (Exchange.internal): never fetched
 
     @property
     def authority(self) -> str:
@@ -385,6 +386,7 @@ def page_graph(trace: Trace, page: str | None = None) -> PageGraph:
                 start_s=e.start_s,
                 timings=e.timings,
                 pushed=e.pushed,
+                internal=e.internal,
             )
         )
     return PageGraph(
