@@ -42,3 +42,33 @@ def test_h2_normalized_is_h2s_normalisation_field_by_field_rfc9113_8_2():
         got = list(h2_normalized(fields))
         assert got == expected
         assert [type(f) for f in got] == [type(f) for f in expected]
+
+
+def test_the_c_block_sizer_loop_is_the_python_reference_block_by_block_rfc7541():
+    """``HeaderBlockSizer._encode``'s C twin (``simulator.http._header_sizes``) gives the
+    Python loop's size for every block and leaves the same dynamic table (RFC 7541 section
+    4: insertion numbers, entries, evictions, a field larger than the table emptying it),
+    on plain tuples, str fields, never-indexed 3-tuples and h2's ``NeverIndexedHeaderTuple``."""
+    import pytest
+
+    if header_sizes._NATIVE is None:
+        pytest.skip("the C extension is not built")
+    rng = random.Random(11)
+    names = [b":path", b":status", b"etag", b"cookie", b"x-custom", b"content-type", b"accept", b"x-big"]
+    values = [b"", b"v", b"text/html", b"a" * 19, b"a" * 20, b"a=1; b=2", b"x" * 300, b"y" * 4100]
+    for _ in range(20):
+        c_sizer, py_sizer = header_sizes.HeaderBlockSizer(), header_sizes.HeaderBlockSizer()
+        for _ in range(60):
+            fields = [
+                (rng.choice(names), rng.choice(values) + str(rng.randrange(50)).encode() * rng.randrange(2))
+                for _ in range(rng.randrange(0, 12))
+            ]
+            if rng.random() < 0.3:
+                fields = list(h2_normalized(tuple(fields)))  # NeverIndexedHeaderTuple for short cookies
+            if rng.random() < 0.2:
+                fields += [(b"authorization", b"secret", True), ("x-text", "value"), [b"x-list", b"1"]]
+            assert c_sizer._encode(fields) == py_sizer._encode_python(fields)
+            c_state = (c_sizer._first, c_sizer._inserted, c_sizer._size, list(c_sizer._entries))
+            py_state = (py_sizer._first, py_sizer._inserted, py_sizer._size, list(py_sizer._entries))
+            assert c_state == py_state
+            assert c_sizer._exact == py_sizer._exact and c_sizer._names == py_sizer._names

@@ -3,12 +3,19 @@ libraries' behaviour without writing the bytes: HTTP/1.1 header sections (RFC 91
 HPACK header blocks as ``hpack``'s encoder writes them (RFC 7541, ``HeaderBlockSizer``),
 and the HTTP/2 connection preface as ``h2`` writes it (RFC 9113 section 3.4).  The
 page-load model sizes every message with these.  Written by hand over hpack's tables;
-``tests/test_push.py`` checks the block sizes against hpack block by block."""
+``tests/test_push.py`` checks the block sizes against hpack block by block.
+
+``HeaderBlockSizer._encode``'s per-field loop has a C twin, ``simulator.http._header_sizes``
+(also hand-written), used when it is built; this module's loop is the reference, and
+``tests/test_header_sizes.py`` checks that the two agree block by block.
+``WORKBENCH_PURE_PYTHON=1`` selects the reference; ``WORKBENCH_HEADERS_EXT`` loads the
+extension from another build (``make asan``)."""
 
 from __future__ import annotations
 
 import functools
 import itertools
+import os
 from collections import deque
 
 import h2.config
@@ -19,6 +26,7 @@ from h2.utilities import normalize_outbound_headers
 from hpack.huffman_constants import REQUEST_CODES_LENGTH
 from hpack.table import HeaderTable
 
+from .._extension import load_extension
 from ..frames import integer_len
 
 __all__ = ["HeaderBlockSizer", "h1_header_bytes", "h2_normalized", "h2_preface_bytes", "H2_SETTINGS_ACK_BYTES"]
@@ -191,28 +199,35 @@ class HeaderBlockSizer:
         return self._encode(headers)
 
     def _encode(self, headers) -> int:
+        if _NATIVE is not None:
+            total, self._first, self._inserted, self._size = _NATIVE.encode(
+                headers,
+                _PLAIN_FIELDS,
+                _field_facts,
+                self._exact,
+                self._names,
+                self._entries,
+                self._first,
+                self._inserted,
+                self._size,
+                self.MAX_TABLE_BYTES,
+            )
+            return total
+        return self._encode_python(headers)
+
+    def _encode_python(self, headers) -> int:
+        """``_encode`` written in Python: the reference of the C twin's loop."""
         # The table's state in locals for the block, stored back at its end.
         total = 0
-        plain_fields, other_fields = _PLAIN_FIELDS, _OTHER_FIELDS
+        plain_fields = _PLAIN_FIELDS
         exact, names, entries = self._exact, self._names, self._entries
         first, inserted, used = self._first, self._inserted, self._size
         limit = self.MAX_TABLE_BYTES
         for header in headers:
             # What of the field's encoding the dynamic table does not change, per distinct field.
-            if type(header) is tuple and len(header) == 2:
-                info = plain_fields.get(header)
-                if info is None:
-                    info = _remember(plain_fields, header, _as_bytes(header[0]), _as_bytes(header[1]), False)
-            else:
-                if isinstance(header, hpack.HeaderTuple):
-                    sensitive = not header.indexable
-                else:
-                    sensitive = bool(len(header) > 2 and header[2])
-                name, value = _as_bytes(header[0]), _as_bytes(header[1])
-                key = (name, value, sensitive)
-                info = other_fields.get(key)
-                if info is None:
-                    info = _remember(other_fields, key, name, value, sensitive)
+            info = plain_fields.get(header) if type(header) is tuple and len(header) == 2 else None
+            if info is None:
+                info = _field_facts(header)
             static_full, pair, static_name, literal_value, literal_name, sensitive, size = info
             if static_full:
                 total += static_full  # indexed field (static table)
@@ -257,6 +272,33 @@ class HeaderBlockSizer:
 # representation's first byte, never-indexed, and the entry's size (RFC 7541 section 4.1).
 _PLAIN_FIELDS: dict = {}
 _OTHER_FIELDS: dict = {}
+
+
+def _field_facts(header) -> tuple:
+    """The facts of a field not in ``_PLAIN_FIELDS`` (a plain tuple met for the first time,
+    or a ``HeaderTuple`` or a 3-tuple with its never-indexed flag), remembered."""
+    if type(header) is tuple and len(header) == 2:
+        return _remember(_PLAIN_FIELDS, header, _as_bytes(header[0]), _as_bytes(header[1]), False)
+    if isinstance(header, hpack.HeaderTuple):
+        sensitive = not header.indexable
+    else:
+        sensitive = bool(len(header) > 2 and header[2])
+    name, value = _as_bytes(header[0]), _as_bytes(header[1])
+    key = (name, value, sensitive)
+    info = _OTHER_FIELDS.get(key)
+    if info is None:
+        info = _remember(_OTHER_FIELDS, key, name, value, sensitive)
+    return info
+
+
+def _load_native():
+    """The C twin of ``_encode``'s loop, or None (not built, or the reference asked for)."""
+    if os.environ.get("WORKBENCH_PURE_PYTHON", "") not in ("", "0"):
+        return None
+    return load_extension("simulator.http._header_sizes", "WORKBENCH_HEADERS_EXT")
+
+
+_NATIVE = _load_native()
 
 
 def _remember(cache: dict, key, name: bytes, value: bytes, sensitive: bool) -> tuple:
