@@ -305,3 +305,14 @@ def test_openssl_randomness_changes_ciphertext_never_sizes_or_times(tmp_path):
     assert a.summary == b.summary and a.exchanges.equals(b.exchanges)
     assert [(s, ns, len(p)) for s, ns, p in pa] == [(s, ns, len(p)) for s, ns, p in pb]
     assert any(x[2] != y[2] for x, y in zip(pa, pb))  # the encrypted bytes differ
+
+
+def test_handshake_flight_sizes_of_plain_names_go_by_their_length_rfc6066_3():
+    """A plain DNS name travels as it is in the ClientHello's server_name extension (RFC 6066
+    section 3) and nothing else of the handshake depends on it: the sizes looked up by its
+    length are the ones a handshake with that very name measures, whatever its letters; an IP
+    address (no SNI) and other names are measured apart."""
+    names = ["a.example", "b.example", "x-1.examp", "www.news-site.example", "cdn.images-1.example", "10.0.0.2"]
+    for name in names:
+        assert tls.handshake_flight_bytes(name) == tls._measured_flights(name), name
+    assert tls.handshake_flight_bytes("10.0.0.2") != tls.handshake_flight_bytes("a.exampl")
