@@ -7,15 +7,18 @@
  * the Python loop over a 20,000-resource page's 600,000 fields was the largest single
  * item of the model's own share of its profile.
  *
- *   encode(headers, plain_fields, miss, exact, names, entries, first, inserted, used, limit)
- *       -> (bytes, first, inserted, used)
+ *   encode(headers, plain_fields, miss, exact, names, entries, first, inserted, used, limit
+ *          [, normalized_fields, normalize]) -> (bytes, first, inserted, used)
  *
  * The table's state is the Python object's own: ``exact`` ((name, value) -> newest
  * insertion number), ``names`` (name -> newest insertion number), ``entries`` (a deque of
  * entry sizes, oldest first) are updated in place; the three numbers are returned.  A
  * field's table-independent facts (the 7-tuple ``_remember`` makes) are looked up in
  * ``plain_fields`` for a plain 2-tuple; for any other field, or a plain one not met
- * before, ``miss(field)`` (Python) gives them.
+ * before, ``miss(field)`` (Python) gives them.  With ``normalized_fields`` and ``normalize``,
+ * each field of ``headers`` is first replaced by the fields h2 normalises it to (a tuple,
+ * looked up in ``normalized_fields`` for a plain tuple, else ``normalize(field)``'s): the
+ * block of ``h2_normalized(headers)`` without making that list (HeaderBlockSizer._encode_h2).
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -51,159 +54,201 @@ as_ll(PyObject *obj, long long *out)
     return 0;
 }
 
+/* The encoder's table as encode() works on it: the dicts and deque of the Python object,
+ * its three numbers in C while a block is sized. */
+typedef struct {
+    PyObject *plain_fields, *miss, *exact, *names, *entries;
+    long long first, inserted, used, limit, total;
+} Table;
+
+/* One field of the block, the facts of which are ``header``'s (looked up, or miss()'s answer). */
+static int
+size_field(Table *t, PyObject *header)
+{
+    PyObject *info = NULL; /* a new reference */
+    if (PyTuple_CheckExact(header) && PyTuple_GET_SIZE(header) == 2) {
+        info = PyDict_GetItemWithError(t->plain_fields, header);
+        if (info != NULL)
+            Py_INCREF(info);
+        else if (PyErr_Occurred())
+            return -1;
+    }
+    if (info == NULL) {
+        info = PyObject_CallOneArg(t->miss, header);
+        if (info == NULL)
+            return -1;
+    }
+    if (!PyTuple_Check(info) || PyTuple_GET_SIZE(info) != 7) {
+        PyErr_SetString(PyExc_TypeError, "encode(): a field's facts are not a 7-tuple");
+        goto fail;
+    }
+    /* static_full, pair, static_name, literal_value, literal_name, sensitive, size */
+    long long static_full, static_name, literal_value, literal_name, size;
+    PyObject *pair = PyTuple_GET_ITEM(info, 1);
+    if (as_ll(PyTuple_GET_ITEM(info, 0), &static_full) < 0 || as_ll(PyTuple_GET_ITEM(info, 2), &static_name) < 0 ||
+        as_ll(PyTuple_GET_ITEM(info, 3), &literal_value) < 0 || as_ll(PyTuple_GET_ITEM(info, 4), &literal_name) < 0 ||
+        as_ll(PyTuple_GET_ITEM(info, 6), &size) < 0)
+        goto fail;
+    int sensitive = PyObject_IsTrue(PyTuple_GET_ITEM(info, 5));
+    if (sensitive < 0)
+        goto fail;
+    if (static_full) {
+        t->total += static_full; /* indexed field (static table) */
+        Py_DECREF(info);
+        return 0;
+    }
+    if (!PyTuple_Check(pair) || PyTuple_GET_SIZE(pair) < 1) {
+        PyErr_SetString(PyExc_TypeError, "encode(): a field's pair is not a tuple");
+        goto fail;
+    }
+    long long k;
+    PyObject *found = PyDict_GetItemWithError(t->exact, pair);
+    if (found == NULL && PyErr_Occurred())
+        goto fail;
+    if (found != NULL) {
+        if (as_ll(found, &k) < 0)
+            goto fail;
+        if (k >= t->first) { /* indexed field (dynamic table) */
+            long long index = DYNAMIC_FIRST_INDEX + t->inserted - 1 - k;
+            t->total += index < 127 ? 1 : integer_len(index, 7);
+            Py_DECREF(info);
+            return 0;
+        }
+    }
+    PyObject *name = PyTuple_GET_ITEM(pair, 0);
+    if (static_name) /* indexed name (static table) */
+        t->total += static_name + literal_value;
+    else {
+        found = PyDict_GetItemWithError(t->names, name);
+        if (found == NULL && PyErr_Occurred())
+            goto fail;
+        if (found != NULL && as_ll(found, &k) < 0)
+            goto fail;
+        if (found != NULL && k >= t->first) /* indexed name (dynamic table) */
+            t->total += integer_len(DYNAMIC_FIRST_INDEX + t->inserted - 1 - k, sensitive ? 4 : 6) + literal_value;
+        else /* literal name */
+            t->total += literal_name + literal_value;
+    }
+    if (sensitive) {
+        Py_DECREF(info);
+        return 0;
+    }
+    /* Entered in the dynamic table (RFC 7541 section 4.4), the oldest evicted past its size. */
+    if (size > t->limit) { /* larger than the table: it empties it */
+        PyObject *r = PyObject_CallMethodNoArgs(t->entries, str_clear);
+        if (r == NULL)
+            goto fail;
+        Py_DECREF(r);
+        t->used = 0;
+        t->first = t->inserted;
+        Py_DECREF(info);
+        return 0;
+    }
+    PyObject *number = PyLong_FromLongLong(t->inserted);
+    if (number == NULL)
+        goto fail;
+    int rc = PyDict_SetItem(t->exact, pair, number);
+    if (rc == 0)
+        rc = PyDict_SetItem(t->names, name, number);
+    Py_DECREF(number);
+    if (rc < 0)
+        goto fail;
+    t->inserted++;
+    PyObject *r = PyObject_CallMethodOneArg(t->entries, str_append, PyTuple_GET_ITEM(info, 6));
+    if (r == NULL)
+        goto fail;
+    Py_DECREF(r);
+    t->used += size;
+    Py_DECREF(info);
+    while (t->used > t->limit) {
+        PyObject *oldest = PyObject_CallMethodNoArgs(t->entries, str_popleft);
+        if (oldest == NULL)
+            return -1;
+        long long oldest_size;
+        rc = as_ll(oldest, &oldest_size);
+        Py_DECREF(oldest);
+        if (rc < 0)
+            return -1;
+        t->used -= oldest_size;
+        t->first++;
+    }
+    return 0;
+fail:
+    Py_DECREF(info);
+    return -1;
+}
+
+/* The fields h2 makes of ``header`` (a new reference to a tuple): looked up, or normalize()'s answer. */
+static PyObject *
+normalized(PyObject *header, PyObject *normalized_fields, PyObject *normalize)
+{
+    if (PyTuple_CheckExact(header)) {
+        PyObject *done = PyDict_GetItemWithError(normalized_fields, header);
+        if (done != NULL)
+            return Py_NewRef(done);
+        if (PyErr_Occurred())
+            return NULL;
+    }
+    return PyObject_CallOneArg(normalize, header);
+}
+
 static PyObject *
 encode(PyObject *mod, PyObject *const *args, Py_ssize_t nargs)
 {
-    if (nargs != 10) {
-        PyErr_SetString(PyExc_TypeError, "encode() takes 10 arguments");
+    if (nargs != 10 && nargs != 12) {
+        PyErr_SetString(PyExc_TypeError, "encode() takes 10 or 12 arguments");
         return NULL;
     }
-    PyObject *headers = args[0], *plain_fields = args[1], *miss = args[2];
-    PyObject *exact = args[3], *names = args[4], *entries = args[5];
-    long long first, inserted, used, limit;
-    if (!PyDict_Check(plain_fields) || !PyDict_Check(exact) || !PyDict_Check(names)) {
-        PyErr_SetString(PyExc_TypeError, "encode(): plain_fields, exact and names must be dicts");
+    Table t = {args[1], args[2], args[3], args[4], args[5], 0, 0, 0, 0, 0};
+    PyObject *headers = args[0];
+    PyObject *normalized_fields = nargs == 12 ? args[10] : NULL, *normalize = nargs == 12 ? args[11] : NULL;
+    if (!PyDict_Check(t.plain_fields) || !PyDict_Check(t.exact) || !PyDict_Check(t.names) ||
+        (normalized_fields != NULL && !PyDict_Check(normalized_fields))) {
+        PyErr_SetString(PyExc_TypeError, "encode(): plain_fields, exact, names and normalized_fields must be dicts");
         return NULL;
     }
-    if (as_ll(args[6], &first) < 0 || as_ll(args[7], &inserted) < 0 || as_ll(args[8], &used) < 0 ||
-        as_ll(args[9], &limit) < 0)
+    if (as_ll(args[6], &t.first) < 0 || as_ll(args[7], &t.inserted) < 0 || as_ll(args[8], &t.used) < 0 ||
+        as_ll(args[9], &t.limit) < 0)
         return NULL;
     PyObject *iter = PyObject_GetIter(headers);
     if (iter == NULL)
         return NULL;
-    long long total = 0;
     PyObject *header;
     while ((header = PyIter_Next(iter)) != NULL) {
-        PyObject *info = NULL; /* a new reference */
-        if (PyTuple_CheckExact(header) && PyTuple_GET_SIZE(header) == 2) {
-            info = PyDict_GetItemWithError(plain_fields, header);
-            if (info != NULL)
-                Py_INCREF(info);
-            else if (PyErr_Occurred())
-                goto fail_header;
-        }
-        if (info == NULL) {
-            info = PyObject_CallOneArg(miss, header);
-            if (info == NULL)
-                goto fail_header;
-        }
-        Py_DECREF(header);
-        if (!PyTuple_Check(info) || PyTuple_GET_SIZE(info) != 7) {
-            Py_DECREF(info);
-            PyErr_SetString(PyExc_TypeError, "encode(): a field's facts are not a 7-tuple");
-            goto fail;
-        }
-        /* static_full, pair, static_name, literal_value, literal_name, sensitive, size */
-        long long static_full, static_name, literal_value, literal_name, size;
-        PyObject *pair = PyTuple_GET_ITEM(info, 1);
-        if (as_ll(PyTuple_GET_ITEM(info, 0), &static_full) < 0 || as_ll(PyTuple_GET_ITEM(info, 2), &static_name) < 0 ||
-            as_ll(PyTuple_GET_ITEM(info, 3), &literal_value) < 0 ||
-            as_ll(PyTuple_GET_ITEM(info, 4), &literal_name) < 0 || as_ll(PyTuple_GET_ITEM(info, 6), &size) < 0)
-            goto fail_info;
-        int sensitive = PyObject_IsTrue(PyTuple_GET_ITEM(info, 5));
-        if (sensitive < 0)
-            goto fail_info;
-        if (static_full) {
-            total += static_full; /* indexed field (static table) */
-            Py_DECREF(info);
-            continue;
-        }
-        if (!PyTuple_Check(pair) || PyTuple_GET_SIZE(pair) < 1) {
-            PyErr_SetString(PyExc_TypeError, "encode(): a field's pair is not a tuple");
-            goto fail_info;
-        }
-        long long k;
-        PyObject *found = PyDict_GetItemWithError(exact, pair);
-        if (found == NULL && PyErr_Occurred())
-            goto fail_info;
-        if (found != NULL) {
-            if (as_ll(found, &k) < 0)
-                goto fail_info;
-            if (k >= first) { /* indexed field (dynamic table) */
-                long long index = DYNAMIC_FIRST_INDEX + inserted - 1 - k;
-                total += index < 127 ? 1 : integer_len(index, 7);
-                Py_DECREF(info);
-                continue;
+        int rc = 0;
+        if (normalized_fields == NULL)
+            rc = size_field(&t, header);
+        else {
+            PyObject *fields = normalized(header, normalized_fields, normalize);
+            if (fields == NULL || !PyTuple_Check(fields)) {
+                if (fields != NULL)
+                    PyErr_SetString(PyExc_TypeError, "encode(): a field's normalisation is not a tuple");
+                Py_XDECREF(fields);
+                rc = -1;
+            }
+            else {
+                for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(fields) && rc == 0; i++)
+                    rc = size_field(&t, PyTuple_GET_ITEM(fields, i));
+                Py_DECREF(fields);
             }
         }
-        PyObject *name = PyTuple_GET_ITEM(pair, 0);
-        if (static_name) /* indexed name (static table) */
-            total += static_name + literal_value;
-        else {
-            found = PyDict_GetItemWithError(names, name);
-            if (found == NULL && PyErr_Occurred())
-                goto fail_info;
-            if (found != NULL && as_ll(found, &k) < 0)
-                goto fail_info;
-            if (found != NULL && k >= first) /* indexed name (dynamic table) */
-                total += integer_len(DYNAMIC_FIRST_INDEX + inserted - 1 - k, sensitive ? 4 : 6) + literal_value;
-            else /* literal name */
-                total += literal_name + literal_value;
-        }
-        if (sensitive) {
-            Py_DECREF(info);
-            continue;
-        }
-        /* Entered in the dynamic table (RFC 7541 section 4.4), the oldest evicted past its size. */
-        if (size > limit) { /* larger than the table: it empties it */
-            PyObject *r = PyObject_CallMethodNoArgs(entries, str_clear);
-            if (r == NULL)
-                goto fail_info;
-            Py_DECREF(r);
-            used = 0;
-            first = inserted;
-            Py_DECREF(info);
-            continue;
-        }
-        PyObject *number = PyLong_FromLongLong(inserted);
-        if (number == NULL)
-            goto fail_info;
-        int rc = PyDict_SetItem(exact, pair, number);
-        if (rc == 0)
-            rc = PyDict_SetItem(names, name, number);
-        Py_DECREF(number);
-        if (rc < 0)
-            goto fail_info;
-        inserted++;
-        PyObject *r = PyObject_CallMethodOneArg(entries, str_append, PyTuple_GET_ITEM(info, 6));
-        if (r == NULL)
-            goto fail_info;
-        Py_DECREF(r);
-        used += size;
-        Py_DECREF(info);
-        while (used > limit) {
-            PyObject *oldest = PyObject_CallMethodNoArgs(entries, str_popleft);
-            if (oldest == NULL)
-                goto fail;
-            long long oldest_size;
-            rc = as_ll(oldest, &oldest_size);
-            Py_DECREF(oldest);
-            if (rc < 0)
-                goto fail;
-            used -= oldest_size;
-            first++;
-        }
-        continue;
-    fail_info:
-        Py_DECREF(info);
-        goto fail;
-    fail_header:
         Py_DECREF(header);
-        goto fail;
+        if (rc < 0) {
+            Py_DECREF(iter);
+            return NULL;
+        }
     }
     Py_DECREF(iter);
     if (PyErr_Occurred())
         return NULL;
-    return Py_BuildValue("(LLLL)", total, first, inserted, used);
-fail:
-    Py_DECREF(iter);
-    return NULL;
+    return Py_BuildValue("(LLLL)", t.total, t.first, t.inserted, t.used);
 }
 
 static PyMethodDef module_methods[] = {
     {"encode", (PyCFunction)(void (*)(void))encode, METH_FASTCALL,
-     "encode(headers, plain_fields, miss, exact, names, entries, first, inserted, used, limit)\n"
-     "-> (bytes, first, inserted, used): HeaderBlockSizer._encode's loop (see the module docstring)."},
+     "encode(headers, plain_fields, miss, exact, names, entries, first, inserted, used, limit\n"
+     "[, normalized_fields, normalize]) -> (bytes, first, inserted, used): HeaderBlockSizer's loop\n"
+     "(see the module docstring)."},
     {NULL, NULL, 0, NULL},
 };
 

@@ -7,7 +7,9 @@ page-load model sizes every message with these.  Written by hand over hpack's ta
 
 ``HeaderBlockSizer._encode``'s per-field loop has a C twin, ``simulator.http._header_sizes``
 (also hand-written), used when it is built; this module's loop is the reference, and
-``tests/test_header_sizes.py`` checks that the two agree block by block.
+``tests/test_header_sizes.py`` checks that the two agree block by block.  The twin also
+sizes an h2 block from the list before h2's normalisation (``h2_block_size``), normalising
+each field as it meets it.
 ``WORKBENCH_PURE_PYTHON=1`` selects the reference; ``WORKBENCH_HEADERS_EXT`` loads the
 extension from another build (``make asan``)."""
 
@@ -83,6 +85,14 @@ def h2_normalized(headers: tuple) -> tuple:
         else:  # a HeaderTuple equals the plain tuple: not a key
             out += normalize_outbound_headers((field,), None)
     return tuple(out)
+
+
+def _normalized_one(field) -> tuple:
+    """The fields h2 normalises one field to (``h2_normalized``'s answer for it alone)."""
+    if type(field) is tuple:
+        done = _NORMALIZED_FIELDS.get(field)
+        return _normalized_field(field) if done is None else done
+    return tuple(normalize_outbound_headers((field,), None))
 
 
 def _normalized_field(field: tuple) -> tuple:
@@ -174,46 +184,72 @@ class HeaderBlockSizer:
     def block_size(self, key: tuple, headers) -> int:
         """``encoded_size(headers)``, looked up when this encoder's history was met before;
         ``key`` (hashable) stands for ``headers`` (one key, one list, always)."""
+        return self._looked_up(key, headers, False)
+
+    def h2_block_size(self, headers: tuple) -> int:
+        """``block_size(headers, h2_normalized(headers))``: the block of ``headers`` as the h2
+        stack normalises and encodes it, the normalisation done field by field as the block is
+        sized (``_encode_h2``), without making the normalised list."""
+        return self._looked_up(headers, headers, True)
+
+    def _looked_up(self, key, headers, normalize: bool) -> int:
         if self._history is None:
-            return self._encode(headers)
+            return self._encode_h2(headers) if normalize else self._encode(headers)
         known = _SIZED.get((self._history, key))
         if known is None:
-            for earlier in self._unapplied:  # the table as hpack's would be: enter them
-                self._encode(earlier)
-            self._unapplied.clear()
+            self._apply()  # the table as hpack's would be
             if len(_SIZED) >= _SIZED_MAX:
                 _SIZED.clear()
-            known = _SIZED[self._history, key] = (self._encode(headers), next(_HISTORIES))
+            size = self._encode_h2(headers) if normalize else self._encode(headers)
+            known = _SIZED[self._history, key] = (size, next(_HISTORIES))
         else:
-            self._unapplied.append(headers)
+            self._unapplied.append((headers, normalize))
         self._history = known[1]
         return known[0]
+
+    def _apply(self) -> None:
+        """The blocks looked up so far entered in the table."""
+        for earlier, normalize in self._unapplied:
+            if normalize:
+                self._encode_h2(earlier)
+            else:
+                self._encode(earlier)
+        self._unapplied.clear()
 
     def encoded_size(self, headers) -> int:
         """Bytes of ``headers`` encoded as one block, as ``len(hpack.Encoder().encode(headers))``
         on this connection's encoder (tuples or ``HeaderTuple``s; no table size updates)."""
-        for earlier in self._unapplied:
-            self._encode(earlier)
-        self._unapplied.clear()
+        self._apply()
         self._history = None  # a block not in the history: no more lookups
         return self._encode(headers)
 
     def _encode(self, headers) -> int:
         if _NATIVE is not None:
-            total, self._first, self._inserted, self._size = _NATIVE.encode(
-                headers,
-                _PLAIN_FIELDS,
-                _field_facts,
-                self._exact,
-                self._names,
-                self._entries,
-                self._first,
-                self._inserted,
-                self._size,
-                self.MAX_TABLE_BYTES,
-            )
+            total, self._first, self._inserted, self._size = _NATIVE.encode(headers, *self._native_table())
             return total
         return self._encode_python(headers)
+
+    def _encode_h2(self, headers) -> int:
+        """``_encode(h2_normalized(headers))``, each field normalised as the loop meets it (C twin)."""
+        if _NATIVE is not None:
+            total, self._first, self._inserted, self._size = _NATIVE.encode(
+                headers, *self._native_table(), _NORMALIZED_FIELDS, _normalized_one
+            )
+            return total
+        return self._encode_python(h2_normalized(headers))
+
+    def _native_table(self) -> tuple:
+        return (
+            _PLAIN_FIELDS,
+            _field_facts,
+            self._exact,
+            self._names,
+            self._entries,
+            self._first,
+            self._inserted,
+            self._size,
+            self.MAX_TABLE_BYTES,
+        )
 
     def _encode_python(self, headers) -> int:
         """``_encode`` written in Python: the reference of the C twin's loop."""

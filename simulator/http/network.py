@@ -93,7 +93,7 @@ from .framing import H2_FRAME_HEADER_BYTES, sized_body_bytes, sized_section_fram
 from .handshake import TlsOverTcp, flights, tls_record_bytes
 from .priority import make_scheduler, scheduled_writer
 from .network_server import DEFAULT_URGENCY, _add_mark, _Incoming, _ServerSide, urgency
-from .header_sizes import H2_SETTINGS_ACK_BYTES, HeaderBlockSizer, h1_header_bytes, h2_normalized, h2_preface_bytes
+from .header_sizes import H2_SETTINGS_ACK_BYTES, HeaderBlockSizer, h1_header_bytes, h2_preface_bytes
 
 __all__ = ["ModelNetwork", "SCHEDULERS", "urgency", "AIOQUIC_ACK_DELAY_S", "H1_CONNECTIONS_PER_ORIGIN"]
 
@@ -372,7 +372,7 @@ class _Conn(_ServerSide):
         plain = set(map(type, headers)) <= _PLAIN
         if self.transport == "tcp":
             if plain:
-                return encoder.block_size(headers, h2_normalized(headers))
+                return encoder.h2_block_size(headers)
             headers = tuple(normalize_outbound_headers(headers, None))
         elif plain:  # h3: no normalisation; its own keys (an h2 key is a tuple of fields)
             return encoder.block_size((_H3_KEY, headers), headers)
