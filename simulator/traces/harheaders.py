@@ -9,6 +9,11 @@ rules are ``har``'s module docstring's; they live here so that ``har`` holds the
 page reading.  Written by hand, not with a HAR library: the loader must keep each producer's
 wire order and refuse what no stack would send.  ``urlsplit`` and ``urljoin`` are memoized
 here, one cache for both modules; ``har`` re-exports the names it always had.
+
+``_fields``' loop over a list of header objects has a C twin, ``simulator.traces._harheaders``
+(also hand-written), used when it is built; the Python loop is the reference, and
+``tests/test_har_stream.py`` checks that the two agree.  ``WORKBENCH_PURE_PYTHON=1`` selects
+the reference; ``WORKBENCH_HAR_EXT`` loads the extension from another build (``make asan``).
 """
 
 from __future__ import annotations
@@ -16,9 +21,11 @@ from __future__ import annotations
 import functools
 import itertools
 import operator
+import os
 import re
 from urllib.parse import urljoin as _urljoin, urlsplit as _urlsplit
 
+from .._extension import load_extension
 from ..errors import InputError
 from . import limits
 from .model import HeaderList
@@ -124,6 +131,11 @@ def _fields(raw_headers, where, path) -> list[tuple[bytes, bytes]]:
         return []
     if not isinstance(raw_headers, list):
         raise InputError("headers is not a list.", path=path, where=where)
+    if _NATIVE is not None and type(raw_headers) is list:
+        # The C twin of the loop below, for a list of objects with a string name and value.
+        found = _NATIVE.fields(raw_headers, _NATIVE_MEMO, _field_name, _header_fields.__wrapped__)
+        if found is not None:
+            return found
     # Most lists: objects with a string name and value, each met before on the page.  The
     # whole list is looked up at C speed; anything else (an object that is not one, a
     # missing or non-string member, an unhashable value) is read one object at a time.
@@ -134,6 +146,17 @@ def _fields(raw_headers, where, path) -> list[tuple[bytes, bytes]]:
     if found is None or None in found:
         return _fields_one_by_one(raw_headers, where, path)
     return list(itertools.chain.from_iterable(found))
+
+
+def _load_native():
+    """The C twin of ``_fields``' loop, or None (not built, or the reference asked for)."""
+    if os.environ.get("WORKBENCH_PURE_PYTHON", "") not in ("", "0"):
+        return None
+    return load_extension("simulator.traces._harheaders", "WORKBENCH_HAR_EXT")
+
+
+_NATIVE = _load_native()
+_NATIVE_MEMO: dict = {}  # the C twin's memo of pairs: raw name -> [wire name, {value: fields}]
 
 
 def _fields_one_by_one(raw_headers: list, where, path) -> list[tuple[bytes, bytes]]:

@@ -1,0 +1,166 @@
+/* A HAR entry's header objects read into fields in C: simulator.traces._harheaders.fields.
+ *
+ * Written by hand.  It is the C twin of the loop of simulator/traces/harheaders.py's
+ * ``_fields`` over a list of header objects with string names and values, which defines the
+ * behaviour (``_header_fields``: names lower-cased, connection-specific fields and names that
+ * are no token left out, a value of several lines one field per line); the Python loop stays
+ * the reference, and tests/test_har_stream.py holds the two to each other.  Why C: a
+ * 20,000-entry HAR has 560,000 header objects, and reading each one's name and value and
+ * looking the pair up cost the import a fifth of its time in the interpreter.
+ *
+ *   fields(raw_headers, memo, name_of, field_of) -> list of (name, value) bytes pairs, or None
+ *
+ * ``memo`` maps a raw name (str) to a list [its wire name (bytes, or None: left out), a dict
+ * of its values (str) -> the tuple of fields the pair gives]; ``name_of(raw_name)`` (Python)
+ * gives a name's wire name, ``field_of(raw_name, value)`` the fields of a pair not met
+ * before (``_header_fields``' answer, a pure function of the pair).  None when the list is not all objects with a string name and value: the caller reads it
+ * the general way, which gives every refusal.
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+
+#define MEMO_MAX (1 << 15) /* names, and a name's values, remembered at most (then forgotten, all at once) */
+
+static PyObject *str_name, *str_value;
+
+static PyObject *
+fields(PyObject *mod, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 4) {
+        PyErr_SetString(PyExc_TypeError, "fields() takes 4 arguments");
+        return NULL;
+    }
+    PyObject *raw = args[0], *memo = args[1], *name_of = args[2], *field_of = args[3];
+    if (!PyList_CheckExact(raw) || !PyDict_Check(memo)) {
+        PyErr_SetString(PyExc_TypeError, "fields(): a list and a dict are needed");
+        return NULL;
+    }
+    Py_ssize_t n = PyList_GET_SIZE(raw);
+    /* Every object first: a list the general way reads gives nothing here. */
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *h = PyList_GET_ITEM(raw, i);
+        if (!PyDict_CheckExact(h))
+            Py_RETURN_NONE;
+        PyObject *name = PyDict_GetItemWithError(h, str_name);
+        PyObject *value = name == NULL ? NULL : PyDict_GetItemWithError(h, str_value);
+        if (value == NULL) {
+            if (PyErr_Occurred())
+                return NULL;
+            Py_RETURN_NONE;
+        }
+        if (!PyUnicode_CheckExact(name) || !PyUnicode_CheckExact(value))
+            Py_RETURN_NONE;
+    }
+    PyObject *out = PyList_New(0);
+    if (out == NULL)
+        return NULL;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *h = PyList_GET_ITEM(raw, i);
+        PyObject *name = PyDict_GetItemWithError(h, str_name);
+        PyObject *value = name == NULL ? NULL : PyDict_GetItemWithError(h, str_value);
+        if (value == NULL) /* the dict changed: not ours to read */
+            goto fail;
+        Py_INCREF(name);
+        Py_INCREF(value);
+        PyObject *entry = PyDict_GetItemWithError(memo, name); /* borrowed */
+        PyObject *done = NULL;                                 /* a new reference: the pair's fields */
+        if (entry == NULL) {
+            if (PyErr_Occurred())
+                goto fail_pair;
+            PyObject *wire = PyObject_CallOneArg(name_of, name);
+            if (wire == NULL)
+                goto fail_pair;
+            PyObject *values = PyDict_New();
+            entry = values == NULL ? NULL : PyList_New(2);
+            if (entry == NULL) {
+                Py_DECREF(wire);
+                Py_XDECREF(values);
+                goto fail_pair;
+            }
+            PyList_SET_ITEM(entry, 0, wire);
+            PyList_SET_ITEM(entry, 1, values);
+            if (PyDict_GET_SIZE(memo) >= MEMO_MAX)
+                PyDict_Clear(memo);
+            int rc = PyDict_SetItem(memo, name, entry);
+            Py_DECREF(entry); /* the memo holds it */
+            if (rc < 0)
+                goto fail_pair;
+        }
+        PyObject *wire = PyList_GET_ITEM(entry, 0), *values = PyList_GET_ITEM(entry, 1);
+        if (wire == Py_None) { /* a name no stack sends: left out, whatever its value */
+            Py_DECREF(name);
+            Py_DECREF(value);
+            continue;
+        }
+        done = PyDict_GetItemWithError(values, value);
+        if (done != NULL)
+            Py_INCREF(done);
+        else if (PyErr_Occurred())
+            goto fail_pair;
+        else {
+            PyObject *argv[2] = {name, value};
+            done = PyObject_Vectorcall(field_of, argv, 2, NULL);
+            if (done == NULL)
+                goto fail_pair;
+            if (!PyTuple_Check(done)) {
+                Py_DECREF(done);
+                PyErr_SetString(PyExc_TypeError, "fields(): field_of() must give a tuple");
+                goto fail_pair;
+            }
+            if (PyDict_GET_SIZE(values) >= MEMO_MAX)
+                PyDict_Clear(values);
+            if (PyDict_SetItem(values, value, done) < 0) {
+                Py_DECREF(done);
+                goto fail_pair;
+            }
+        }
+        Py_DECREF(name);
+        Py_DECREF(value);
+        for (Py_ssize_t j = 0; j < PyTuple_GET_SIZE(done); j++) {
+            if (PyList_Append(out, PyTuple_GET_ITEM(done, j)) < 0) {
+                Py_DECREF(done);
+                goto fail;
+            }
+        }
+        Py_DECREF(done);
+        continue;
+    fail_pair:
+        Py_DECREF(name);
+        Py_DECREF(value);
+        goto fail;
+    }
+    return out;
+fail:
+    Py_DECREF(out);
+    return NULL;
+}
+
+static PyMethodDef module_methods[] = {
+    {"fields", (PyCFunction)(void (*)(void))fields, METH_FASTCALL,
+     "fields(raw_headers, memo, name_of, field_of) -> list of (name, value) or None: _fields' loop\n"
+     "(see the module docstring)."},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef module_def = {
+    PyModuleDef_HEAD_INIT,
+    "simulator.traces._harheaders",
+    "The loop of harheaders._fields over header objects in C (the C twin of simulator/traces/harheaders.py's).",
+    -1,
+    module_methods,
+};
+
+PyMODINIT_FUNC
+PyInit__harheaders(void)
+{
+    str_name = PyUnicode_InternFromString("name");
+    str_value = PyUnicode_InternFromString("value");
+    if (str_name == NULL || str_value == NULL)
+        return NULL;
+    PyObject *m = PyModule_Create(&module_def);
+    if (m != NULL && PyModule_AddStringConstant(m, "IMPLEMENTATION", "c") < 0) {
+        Py_DECREF(m);
+        return NULL;
+    }
+    return m;
+}
