@@ -56,6 +56,7 @@ def test_the_c_block_sizer_loop_is_the_python_reference_block_by_block_rfc7541()
     if header_sizes._NATIVE is None:
         pytest.skip("the C extension is not built")
     rng = random.Random(11)
+    header_sizes._PLAIN_FIELDS.clear()  # the C twin makes the facts of the fields it meets first
     names = [b":path", b":status", b"etag", b"cookie", b"x-custom", b"content-type", b"accept", b"x-big", b"Te"]
     values = [b"", b"v", b" v ", b"text/html", b"a" * 19, b"a" * 20, b"a=1; b=2", b"x" * 300, b"y" * 4100]
     for _ in range(20):
@@ -78,3 +79,7 @@ def test_the_c_block_sizer_loop_is_the_python_reference_block_by_block_rfc7541()
             py_state = (py_sizer._first, py_sizer._inserted, py_sizer._size, list(py_sizer._entries))
             assert c_state == py_state
             assert c_sizer._exact == py_sizer._exact and c_sizer._names == py_sizer._names
+    # Each (bytes, bytes) field's facts as the C twin made them are _remember's.
+    for field, facts in header_sizes._PLAIN_FIELDS.items():
+        if type(field[0]) is bytes and type(field[1]) is bytes:
+            assert facts == header_sizes._remember({}, field, field[0], field[1], False), field

@@ -14,8 +14,10 @@
  * insertion number), ``names`` (name -> newest insertion number), ``entries`` (a deque of
  * entry sizes, oldest first) are updated in place; the three numbers are returned.  A
  * field's table-independent facts (the 7-tuple ``_remember`` makes) are looked up in
- * ``plain_fields`` for a plain 2-tuple; for any other field, or a plain one not met
- * before, ``miss(field)`` (Python) gives them.  With ``normalized_fields`` and ``normalize``,
+ * ``plain_fields`` for a plain 2-tuple; a (bytes, bytes) one not met before has them made
+ * here as ``_remember`` makes them (once ``configure`` has given hpack's static table and
+ * Huffman code lengths) and entered there; for any other field ``miss(field)`` (Python)
+ * gives them.  With ``normalized_fields`` and ``normalize``,
  * each field of ``headers`` is first replaced by the fields h2 normalises it to (a tuple,
  * looked up in ``normalized_fields`` for a plain tuple, else ``normalize(field)``'s): the
  * block of ``h2_normalized(headers)`` without making that list (HeaderBlockSizer._encode_h2).
@@ -26,6 +28,12 @@
 #define DYNAMIC_FIRST_INDEX 62 /* RFC 7541 section 2.3.3: after the 61 static entries */
 
 static PyObject *str_append, *str_popleft, *str_clear;
+
+/* configure()'s: hpack's static table (name -> (first index, {value: index})), each byte's
+ * Huffman code length in bits, and the size at which the facts memo is emptied. */
+static PyObject *static_table;
+static unsigned char code_bits[256];
+static Py_ssize_t fields_max;
 
 /* Bytes of ``value`` as an HPACK integer with a ``prefix_bits`` prefix (RFC 7541 section 5.1). */
 static long long
@@ -61,6 +69,66 @@ typedef struct {
     long long first, inserted, used, limit, total;
 } Table;
 
+/* Bytes of ``data`` Huffman-coded (RFC 7541 section 5.2): its codes' bits, padded to a byte. */
+static long long
+huffman_bytes(PyObject *data)
+{
+    const unsigned char *p = (const unsigned char *)PyBytes_AS_STRING(data);
+    long long bits = 0;
+    for (Py_ssize_t i = 0, n = PyBytes_GET_SIZE(data); i < n; i++)
+        bits += code_bits[p[i]];
+    return (bits + 7) >> 3;
+}
+
+/* _remember(plain_fields, header, name, value, False) for a (bytes, bytes) field: its facts
+ * (a new reference), entered in plain_fields. */
+static PyObject *
+remember_plain(PyObject *plain_fields, PyObject *header)
+{
+    PyObject *name = PyTuple_GET_ITEM(header, 0), *value = PyTuple_GET_ITEM(header, 1);
+    long long static_full = 0, static_name = 0;
+    PyObject *in_static = PyDict_GetItemWithError(static_table, name);
+    if (in_static == NULL && PyErr_Occurred())
+        return NULL;
+    if (in_static != NULL) {
+        if (!PyTuple_Check(in_static) || PyTuple_GET_SIZE(in_static) != 2) {
+            PyErr_SetString(PyExc_TypeError, "encode(): a static table entry is not a pair");
+            return NULL;
+        }
+        long long first_index, index;
+        if (as_ll(PyTuple_GET_ITEM(in_static, 0), &first_index) < 0)
+            return NULL;
+        PyObject *found = PyObject_GetItem(PyTuple_GET_ITEM(in_static, 1), value);
+        if (found == NULL) {
+            if (!PyErr_ExceptionMatches(PyExc_KeyError))
+                return NULL;
+            PyErr_Clear();
+        }
+        else {
+            int rc = as_ll(found, &index);
+            Py_DECREF(found);
+            if (rc < 0)
+                return NULL;
+            static_full = integer_len(index, 7); /* RFC 7541 section 6.1 */
+        }
+        static_name = integer_len(first_index, 6); /* section 6.2.1 */
+    }
+    long long value_bytes = huffman_bytes(value), name_bytes = huffman_bytes(name);
+    PyObject *info = Py_BuildValue(
+        "(L(OO)LLLOn)", static_full, name, value, static_name, integer_len(value_bytes, 7) + value_bytes,
+        1 + integer_len(name_bytes, 7) + name_bytes, Py_False,
+        (Py_ssize_t)32 + PyBytes_GET_SIZE(name) + PyBytes_GET_SIZE(value));
+    if (info == NULL)
+        return NULL;
+    if (PyDict_GET_SIZE(plain_fields) >= fields_max)
+        PyDict_Clear(plain_fields);
+    if (PyDict_SetItem(plain_fields, header, info) < 0) {
+        Py_DECREF(info);
+        return NULL;
+    }
+    return info;
+}
+
 /* One field of the block, the facts of which are ``header``'s (looked up, or miss()'s answer). */
 static int
 size_field(Table *t, PyObject *header)
@@ -72,6 +140,12 @@ size_field(Table *t, PyObject *header)
             Py_INCREF(info);
         else if (PyErr_Occurred())
             return -1;
+        else if (static_table != NULL && PyBytes_CheckExact(PyTuple_GET_ITEM(header, 0)) &&
+                 PyBytes_CheckExact(PyTuple_GET_ITEM(header, 1))) {
+            info = remember_plain(t->plain_fields, header);
+            if (info == NULL)
+                return -1;
+        }
     }
     if (info == NULL) {
         info = PyObject_CallOneArg(t->miss, header);
@@ -244,7 +318,27 @@ encode(PyObject *mod, PyObject *const *args, Py_ssize_t nargs)
     return Py_BuildValue("(LLLL)", t.total, t.first, t.inserted, t.used);
 }
 
+static PyObject *
+configure(PyObject *mod, PyObject *args)
+{
+    PyObject *table, *bits;
+    Py_ssize_t max;
+    if (!PyArg_ParseTuple(args, "O!O!n", &PyDict_Type, &table, &PyBytes_Type, &bits, &max))
+        return NULL;
+    if (PyBytes_GET_SIZE(bits) != 256 || max < 1) {
+        PyErr_SetString(PyExc_ValueError, "configure(): 256 code lengths and a positive size are needed");
+        return NULL;
+    }
+    memcpy(code_bits, PyBytes_AS_STRING(bits), 256);
+    Py_XSETREF(static_table, Py_NewRef(table));
+    fields_max = max;
+    Py_RETURN_NONE;
+}
+
 static PyMethodDef module_methods[] = {
+    {"configure", configure, METH_VARARGS,
+     "configure(static_table, code_bits, fields_max): hpack's static table, each byte's Huffman code\n"
+     "length, the facts memo's size limit; after it encode() makes a (bytes, bytes) field's facts itself."},
     {"encode", (PyCFunction)(void (*)(void))encode, METH_FASTCALL,
      "encode(headers, plain_fields, miss, exact, names, entries, first, inserted, used, limit\n"
      "[, normalized_fields, normalize]) -> (bytes, first, inserted, used): HeaderBlockSizer's loop\n"

@@ -335,6 +335,8 @@ def _load_native():
 
 
 _NATIVE = _load_native()
+if _NATIVE is not None:  # the C twin makes a (bytes, bytes) field's facts as _remember does
+    _NATIVE.configure(_STATIC, _CODE_BITS, _FIELDS_MAX)
 
 
 def _remember(cache: dict, key, name: bytes, value: bytes, sensitive: bool) -> tuple:
