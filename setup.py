@@ -1,7 +1,8 @@
 """Build of the optional C extensions ``simulator.frames._scanner`` (the frame scanner),
 ``simulator._engine`` (the engine's event queue and run loop), ``simulator.http._header_sizes``
 (the HPACK block sizer's per-field loop), ``simulator.traces._harheaders`` (a HAR entry's
-header objects read into fields), ``simulator.net._tcp``
+header objects read into fields), ``simulator.stacks._headers`` (the replay's header
+clean-up loop), ``simulator.net._tcp``
 (the TCP model's per-packet path: links and TCP endpoints), ``simulator.net._quic`` (the
 QUIC model's per-packet path) and ``simulator.lab._relay``
 (the lab's emulated link between two TUN devices; Linux only, and it has no Python twin:
@@ -67,6 +68,11 @@ setup(
         Extension(
             "simulator._engine",
             sources=["simulator/_engine.c"],
+            optional=not REQUIRED,
+        ),
+        Extension(
+            "simulator.stacks._headers",
+            sources=["simulator/stacks/_headers.c"],
             optional=not REQUIRED,
         ),
         Extension(

@@ -78,6 +78,54 @@ def test_the_replay_header_clean_up_is_per_field_rfc9113_8_2_2():
     assert replay._clean([list(h) for h in headers]) == want
 
 
+def test_the_c_header_clean_up_is_the_python_reference_rfc9113_8_2_2(monkeypatch):
+    """``replay._clean_split``'s C twin (``simulator.stacks._headers``) cleans and splits every
+    list as the Python loop does (RFC 9113 8.2.2 and 8.3: connection-specific fields dropped,
+    names lower-cased, CR, LF and NUL gone from values; pseudo-header fields apart, content-length
+    left out), with the memo cold and warm, and so do the request and response lists built on
+    it; lists it does not read (a field given as a list) go to the Python loop."""
+    import random
+
+    import pytest
+
+    from simulator.stacks import replay
+
+    if replay._NATIVE is None:
+        pytest.skip("the C extension is not built")
+    rng = random.Random(9)
+    names = [
+        b":method",
+        b":path",
+        b":status",
+        b"Accept",
+        b" x-a ",
+        b"content-length",
+        b"connection",
+        b"te",
+        b"",
+        b"host",
+    ]
+    values = [b"GET", b"/", b"200", b"", b" a\r\nb\x00 ", b"12", b"304", b"v" * 20]
+    lists = []
+    for _ in range(300):
+        fields = [(rng.choice(names), rng.choice(values)) for _ in range(rng.randrange(0, 10))]
+        if rng.random() < 0.1:
+            fields.append([b"x-list", b"1"])
+        lists.append(tuple(fields))
+    native = replay._NATIVE
+    for cold in (True, False):
+        if cold:
+            replay._CLEANED.clear()
+        got = [(replay._clean_split(h), replay.request_headers_for(h, "https://a.example", 3)) for h in lists]
+        got += [replay.response_headers_for(h, 5) for h in lists]
+        monkeypatch.setattr(replay, "_NATIVE", None)
+        want = [(replay._clean_split(h), replay.request_headers_for(h, "https://a.example", 3)) for h in lists]
+        want += [replay.response_headers_for(h, 5) for h in lists]
+        monkeypatch.setattr(replay, "_NATIVE", native)
+        assert got == want
+    assert native.clean_split(((b"a", b"1"), [b"x", b"2"]), {}, replay._clean_field, 8) is None
+
+
 DECLARED_BYTES = 2 << 30  # 2 GiB: far above what any run here could hold
 
 
