@@ -166,7 +166,7 @@ def test_the_c_header_loop_reads_header_objects_as_the_python_reference_rfc9113_
         pytest.skip("the C extension is not built")
     rng = random.Random(3)
     names = ["Accept", "accept", " x-pad ", "Connection", "te", "TE", "cookie", "bad name", ":path", "set-cookie", "é"]
-    values = ["*/*", " a ", "trailers", "gzip", "a\nb", "a\r\x00b", "", "caf\u00e9", "x\udcff", "v" * 30]
+    values = ["*/*", " a ", "trailers", "gzip", "a\nb", "a\r\x00b", "", "caf\u00e9", "x\udcff", "v" * 30, "a\x1f", "\x0bb"]
     memo = {}
     for _ in range(300):
         raw = [{"name": rng.choice(names), "value": rng.choice(values)} for _ in range(rng.randrange(0, 9))]

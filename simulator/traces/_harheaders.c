@@ -13,15 +13,36 @@
  * ``memo`` maps a raw name (str) to a list [its wire name (bytes, or None: left out), a dict
  * of its values (str) -> the tuple of fields the pair gives]; ``name_of(raw_name)`` (Python)
  * gives a name's wire name, ``field_of(raw_name, value)`` the fields of a pair not met
- * before (``_header_fields``' answer, a pure function of the pair).  None when the list is not all objects with a string name and value: the caller reads it
+ * before (``_header_fields``' answer, a pure function of the pair; for a value of ASCII with
+ * nothing to clean, of a name other than ``te``, that answer is made here).  None when the list is not all objects with a string name and value: the caller reads it
  * the general way, which gives every refusal.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
+#include <string.h>
 
 #define MEMO_MAX (1 << 15) /* names, and a name's values, remembered at most (then forgotten, all at once) */
 
 static PyObject *str_name, *str_value;
+
+/* Whether ``value`` (a str) is ASCII with nothing _field would clean: no CR, LF or NUL, and
+ * nothing str.strip() takes off either end (ASCII whitespace: tab to CR, 0x1c to 0x1f, space). */
+static int
+plain_value(PyObject *value)
+{
+    if (!PyUnicode_IS_ASCII(value))
+        return 0;
+    const Py_UCS1 *p = PyUnicode_1BYTE_DATA(value);
+    Py_ssize_t n = PyUnicode_GET_LENGTH(value);
+    if (n == 0)
+        return 1;
+    if (Py_UNICODE_ISSPACE(p[0]) || Py_UNICODE_ISSPACE(p[n - 1]))
+        return 0;
+    for (Py_ssize_t i = 0; i < n; i++)
+        if (p[i] == '\r' || p[i] == '\n' || p[i] == '\0')
+            return 0;
+    return 1;
+}
 
 static PyObject *
 fields(PyObject *mod, PyObject *const *args, Py_ssize_t nargs)
@@ -98,8 +119,20 @@ fields(PyObject *mod, PyObject *const *args, Py_ssize_t nargs)
         else if (PyErr_Occurred())
             goto fail_pair;
         else {
-            PyObject *argv[2] = {name, value};
-            done = PyObject_Vectorcall(field_of, argv, 2, NULL);
+            if (PyBytes_CheckExact(wire) && plain_value(value) &&
+                !(PyBytes_GET_SIZE(wire) == 2 && memcmp(PyBytes_AS_STRING(wire), "te", 2) == 0)) {
+                /* the value's bytes as they are: field_of's answer, made here */
+                PyObject *bytes = PyBytes_FromStringAndSize((const char *)PyUnicode_1BYTE_DATA(value),
+                                                            PyUnicode_GET_LENGTH(value));
+                PyObject *field = bytes == NULL ? NULL : PyTuple_Pack(2, wire, bytes);
+                Py_XDECREF(bytes);
+                done = field == NULL ? NULL : PyTuple_Pack(1, field);
+                Py_XDECREF(field);
+            }
+            else {
+                PyObject *argv[2] = {name, value};
+                done = PyObject_Vectorcall(field_of, argv, 2, NULL);
+            }
             if (done == NULL)
                 goto fail_pair;
             if (!PyTuple_Check(done)) {
