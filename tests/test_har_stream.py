@@ -166,7 +166,20 @@ def test_the_c_header_loop_reads_header_objects_as_the_python_reference_rfc9113_
         pytest.skip("the C extension is not built")
     rng = random.Random(3)
     names = ["Accept", "accept", " x-pad ", "Connection", "te", "TE", "cookie", "bad name", ":path", "set-cookie", "é"]
-    values = ["*/*", " a ", "trailers", "gzip", "a\nb", "a\r\x00b", "", "caf\u00e9", "x\udcff", "v" * 30, "a\x1f", "\x0bb"]
+    values = [
+        "*/*",
+        " a ",
+        "trailers",
+        "gzip",
+        "a\nb",
+        "a\r\x00b",
+        "",
+        "caf\u00e9",
+        "x\udcff",
+        "v" * 30,
+        "a\x1f",
+        "\x0bb",
+    ]
     memo = {}
     for _ in range(300):
         raw = [{"name": rng.choice(names), "value": rng.choice(values)} for _ in range(rng.randrange(0, 9))]
@@ -180,3 +193,31 @@ def test_the_c_header_loop_reads_header_objects_as_the_python_reference_rfc9113_
     field = harheaders._field_name, harheaders._header_fields.__wrapped__
     for odd in ([1], [{"name": "a"}], [{"name": "a", "value": 1}], [{"name": None, "value": "v"}], [["a", "b"]]):
         assert harheaders._NATIVE.fields(odd, memo, *field) is None
+
+
+def test_the_c_split_of_request_and_response_fields_is_the_python_reference_rfc9113_8_3(monkeypatch):
+    """The C twin's loop of ``_request_headers`` and ``_response_headers`` gives the Python
+    loop's lists (RFC 9113 8.3.1: pseudo-header fields first, rebuilt where some are missing,
+    ``host`` as ``:authority``, the last of a pseudo-header field given twice; 8.3.2: the
+    first ``:status``, first), on requests and responses of every mix of fields."""
+    import random
+
+    from simulator.traces import harheaders
+
+    if harheaders._NATIVE is None:
+        pytest.skip("the C extension is not built")
+    rng = random.Random(4)
+    names = [":method", ":path", ":authority", ":scheme", ":status", "host", "Host", "accept", "x-a", "content-length"]
+    values = ["GET", "/a", "a.example", "https", "204", "b.example:8443", "*/*", "1"]
+    cases = []
+    for _ in range(400):
+        headers = [{"name": rng.choice(names), "value": rng.choice(values)} for _ in range(rng.randrange(0, 9))]
+        request = {"method": "GET", "url": "https://c.example/p?q", "headers": headers}
+        response = {"status": rng.choice([200, 0, None, 304]), "headers": headers}
+        cases.append((request, response))
+    native = harheaders._NATIVE
+    got = [(harheaders._request_headers(q, "w", None), harheaders._response_headers(r, "w", None)) for q, r in cases]
+    monkeypatch.setattr(harheaders, "_NATIVE", None)
+    want = [(harheaders._request_headers(q, "w", None), harheaders._response_headers(r, "w", None)) for q, r in cases]
+    assert got == want
+    assert native.split([(b"a", b"1"), ("b", b"2")], None) is None  # a str name: the Python loop's

@@ -9,6 +9,8 @@
  * looking the pair up cost the import a fifth of its time in the interpreter.
  *
  *   fields(raw_headers, memo, name_of, field_of) -> list of (name, value) bytes pairs, or None
+ *   split(fields, host) -> (pseudo, regular, host value), or None (see its comment: the loop of
+ *       _request_headers and _response_headers over the fields)
  *
  * ``memo`` maps a raw name (str) to a list [its wire name (bytes, or None: left out), a dict
  * of its values (str) -> the tuple of fields the pair gives]; ``name_of(raw_name)`` (Python)
@@ -168,7 +170,52 @@ fail:
     return NULL;
 }
 
+/* split(fields, host): the loop of harheaders' _request_headers (host b"host") and
+ * _response_headers (host None) over a list of (name, value) fields with bytes names: the
+ * pseudo-header fields (a name starting with ":") and the others in order, the fields named
+ * ``host`` left out of the others, the first one's value given apart; (pseudo, regular,
+ * host value or None), or None for a list of another shape (the Python loop reads it). */
+static PyObject *
+split(PyObject *mod, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 2 || !PyList_CheckExact(args[0]) || (args[1] != Py_None && !PyBytes_CheckExact(args[1]))) {
+        PyErr_SetString(PyExc_TypeError, "split(fields, host): a list and bytes or None are needed");
+        return NULL;
+    }
+    PyObject *fields = args[0], *host = args[1] == Py_None ? NULL : args[1];
+    Py_ssize_t n = PyList_GET_SIZE(fields);
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *f = PyList_GET_ITEM(fields, i);
+        if (!PyTuple_CheckExact(f) || PyTuple_GET_SIZE(f) != 2 || !PyBytes_CheckExact(PyTuple_GET_ITEM(f, 0)))
+            Py_RETURN_NONE;
+    }
+    PyObject *pseudo = PyList_New(0), *regular = PyList_New(0), *host_value = Py_None;
+    if (pseudo == NULL || regular == NULL)
+        goto fail;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *f = PyList_GET_ITEM(fields, i), *name = PyTuple_GET_ITEM(f, 0);
+        int rc = 0;
+        if (PyBytes_GET_SIZE(name) >= 1 && PyBytes_AS_STRING(name)[0] == ':')
+            rc = PyList_Append(pseudo, f);
+        else if (host == NULL || PyBytes_GET_SIZE(name) != PyBytes_GET_SIZE(host) ||
+                 memcmp(PyBytes_AS_STRING(name), PyBytes_AS_STRING(host), (size_t)PyBytes_GET_SIZE(host)) != 0)
+            rc = PyList_Append(regular, f);
+        else if (host_value == Py_None)
+            host_value = PyTuple_GET_ITEM(f, 1);
+        if (rc < 0)
+            goto fail;
+    }
+    return Py_BuildValue("(NNO)", pseudo, regular, host_value);
+fail:
+    Py_XDECREF(pseudo);
+    Py_XDECREF(regular);
+    return NULL;
+}
+
 static PyMethodDef module_methods[] = {
+    {"split", (PyCFunction)(void (*)(void))split, METH_FASTCALL,
+     "split(fields, host) -> (pseudo, regular, host value) or None: the loop of _request_headers and\n"
+     "_response_headers (see split's comment)."},
     {"fields", (PyCFunction)(void (*)(void))fields, METH_FASTCALL,
      "fields(raw_headers, memo, name_of, field_of) -> list of (name, value) or None: _fields' loop\n"
      "(see the module docstring)."},

@@ -10,8 +10,9 @@ page reading.  Written by hand, not with a HAR library: the loader must keep eac
 wire order and refuse what no stack would send.  ``urlsplit`` and ``urljoin`` are memoized
 here, one cache for both modules; ``har`` re-exports the names it always had.
 
-``_fields``' loop over a list of header objects has a C twin, ``simulator.traces._harheaders``
-(also hand-written), used when it is built; the Python loop is the reference, and
+``_fields``' loop over a list of header objects, and the loops of ``_request_headers`` and
+``_response_headers`` over the fields, have a C twin, ``simulator.traces._harheaders`` (also
+hand-written), used when it is built; the Python loop is the reference, and
 ``tests/test_har_stream.py`` checks that the two agree.  ``WORKBENCH_PURE_PYTHON=1`` selects
 the reference; ``WORKBENCH_HAR_EXT`` loads the extension from another build (``make asan``).
 """
@@ -51,12 +52,21 @@ _PLAIN_URL = re.compile(r"([A-Za-z][A-Za-z0-9+.\-]*)://([^/?#\[\]\x00-\x20\x7f]*
 def scheme_and_netloc(url: str) -> tuple[str, str]:
     """``urlsplit(url)``'s scheme and netloc (its ``ValueError`` too), read by a pattern for the
     URLs it covers (most; see ``_PLAIN_URL``): a page's every URL differs, so ``urlsplit``'s
-    memo mostly misses, and the import asks for these two parts of each."""
+    memo mostly misses, and the import asks for these two parts of each (twice: the entry's
+    checks, then its initiator's join, which the last answer given serves)."""
+    if url is _LAST_SPLIT[0]:
+        return _LAST_SPLIT[1]
     m = _PLAIN_URL.fullmatch(url) if url.isascii() else None
     if m is not None:
-        return m[1].lower(), m[2]
-    parts = urlsplit(url)
-    return parts.scheme, parts.netloc
+        out = m[1].lower(), m[2]
+    else:
+        parts = urlsplit(url)
+        out = parts.scheme, parts.netloc
+    _LAST_SPLIT[:] = url, out
+    return out
+
+
+_LAST_SPLIT: list = [None, None]  # the last URL asked for (the very string) and its answer
 
 
 @functools.lru_cache(maxsize=1 << 12)
@@ -195,16 +205,21 @@ def _request_headers(request: dict, where: str, path) -> HeaderList:
     method = str(request.get("method") or "GET")
     url = request["url"]
     # One pass over the fields (the lists are shared with _field's cache, not copied).
-    given, pseudo, regular, host = {}, [], [], None
-    for field in fields:
-        name = field[0]
-        if name[:1] == b":":
-            given[name] = field[1]
-            pseudo.append(field)
-        elif name != b"host":
-            regular.append(field)
-        elif host is None:
-            host = field[1]
+    found = _NATIVE.split(fields, b"host") if _NATIVE is not None and type(fields) is list else None
+    if found is not None:  # the C twin of the loop below
+        pseudo, regular, host = found
+        given = dict(pseudo)  # the last of a name given twice
+    else:
+        given, pseudo, regular, host = {}, [], [], None
+        for field in fields:
+            name = field[0]
+            if name[:1] == b":":
+                given[name] = field[1]
+                pseudo.append(field)
+            elif name != b"host":
+                regular.append(field)
+            elif host is None:
+                host = field[1]
     if len(given) < 4 or not all(n in given for n in REQUEST_PSEUDO):
         # Rebuilt where the capture lacks some (with all four given, every one wanted is).
         rebuilt = dict(request_pseudo_headers(method, url))
@@ -221,12 +236,17 @@ def _response_headers(response: dict, where: str, path) -> HeaderList | None:
     fields = _fields(response.get("headers"), where, path)
     limits.check_field_section(fields, path=path, where=where, what="response header")
     status = response.get("status")
-    given, regular = None, []
-    for field in fields:
-        if field[0][:1] != b":":
-            regular.append(field)
-        elif given is None and field[0] == b":status":
-            given = field[1]
+    found = _NATIVE.split(fields, None) if _NATIVE is not None and type(fields) is list else None
+    if found is not None:  # the C twin of the loop below
+        regular = found[1]
+        given = next((value for name, value in found[0] if name == b":status"), None)  # the first
+    else:
+        given, regular = None, []
+        for field in fields:
+            if field[0][:1] != b":":
+                regular.append(field)
+            elif given is None and field[0] == b":status":
+                given = field[1]
     if isinstance(status, int) and status > 0:
         code = _b(str(status))
     elif given is not None:
