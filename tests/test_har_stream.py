@@ -160,7 +160,7 @@ def test_the_c_header_loop_reads_header_objects_as_the_python_reference_rfc9113_
     import itertools
     import random
 
-    from simulator.traces import harheaders
+    from simulator.traces import harfields, harheaders
 
     if harheaders._NATIVE is None:
         pytest.skip("the C extension is not built")
@@ -187,8 +187,12 @@ def test_the_c_header_loop_reads_header_objects_as_the_python_reference_rfc9113_
             itertools.chain.from_iterable(harheaders._header_fields.__wrapped__(h["name"], h["value"]) for h in raw)
         )
         for _ in range(2):  # the memo cold, then warm
-            got = harheaders._NATIVE.fields(raw, memo, harheaders._field_name, harheaders._header_fields.__wrapped__)
+            got, section, text = harheaders._NATIVE.fields(
+                raw, memo, harheaders._field_name, harheaders._header_fields.__wrapped__
+            )
             assert got == want
+            assert section == sum(len(n) + len(v) + 32 for n, v in want)  # limits.check_field_section's total
+            assert text + harfields._STATUS_LINE_BYTES == harfields.response_header_bytes(raw)
             assert harheaders._fields(raw, None, None) == want
     field = harheaders._field_name, harheaders._header_fields.__wrapped__
     for odd in ([1], [{"name": "a"}], [{"name": "a", "value": 1}], [{"name": None, "value": "v"}], [["a", "b"]]):

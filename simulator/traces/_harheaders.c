@@ -8,7 +8,9 @@
  * 20,000-entry HAR has 560,000 header objects, and reading each one's name and value and
  * looking the pair up cost the import a fifth of its time in the interpreter.
  *
- *   fields(raw_headers, memo, name_of, field_of) -> list of (name, value) bytes pairs, or None
+ *   fields(raw_headers, memo, name_of, field_of) -> (list of (name, value) bytes pairs,
+ *       their section bytes as limits.check_field_section counts them, the objects' text
+ *       bytes as harfields.response_header_bytes counts them), or None
  *   split(fields, host) -> (pseudo, regular, host value), or None (see its comment: the loop of
  *       _request_headers and _response_headers over the fields)
  *
@@ -59,6 +61,7 @@ fields(PyObject *mod, PyObject *const *args, Py_ssize_t nargs)
         return NULL;
     }
     Py_ssize_t n = PyList_GET_SIZE(raw);
+    Py_ssize_t text_bytes = 0; /* the objects' names and values as "name: value\r\n" lines */
     /* Every object first: a list the general way reads gives nothing here. */
     for (Py_ssize_t i = 0; i < n; i++) {
         PyObject *h = PyList_GET_ITEM(raw, i);
@@ -73,6 +76,7 @@ fields(PyObject *mod, PyObject *const *args, Py_ssize_t nargs)
         }
         if (!PyUnicode_CheckExact(name) || !PyUnicode_CheckExact(value))
             Py_RETURN_NONE;
+        text_bytes += PyUnicode_GET_LENGTH(name) + PyUnicode_GET_LENGTH(value) + 4;
     }
     PyObject *out = PyList_New(0);
     if (out == NULL)
@@ -164,7 +168,19 @@ fields(PyObject *mod, PyObject *const *args, Py_ssize_t nargs)
         Py_DECREF(value);
         goto fail;
     }
-    return out;
+    /* The fields' section bytes as limits.check_field_section counts them: 32 a field (RFC 7541 4.1). */
+    Py_ssize_t section_bytes = 0;
+    for (Py_ssize_t i = 0; i < PyList_GET_SIZE(out); i++) {
+        PyObject *f = PyList_GET_ITEM(out, i);
+        Py_ssize_t a = PyTuple_Check(f) && PyTuple_GET_SIZE(f) == 2 ? PyObject_Size(PyTuple_GET_ITEM(f, 0)) : -1;
+        Py_ssize_t b = a < 0 ? -1 : PyObject_Size(PyTuple_GET_ITEM(f, 1));
+        if (b < 0) {
+            PyErr_SetString(PyExc_TypeError, "fields(): a field is not a pair of bytes");
+            goto fail;
+        }
+        section_bytes += a + b + 32;
+    }
+    return Py_BuildValue("(Nnn)", out, section_bytes, text_bytes);
 fail:
     Py_DECREF(out);
     return NULL;
@@ -217,8 +233,8 @@ static PyMethodDef module_methods[] = {
      "split(fields, host) -> (pseudo, regular, host value) or None: the loop of _request_headers and\n"
      "_response_headers (see split's comment)."},
     {"fields", (PyCFunction)(void (*)(void))fields, METH_FASTCALL,
-     "fields(raw_headers, memo, name_of, field_of) -> list of (name, value) or None: _fields' loop\n"
-     "(see the module docstring)."},
+     "fields(raw_headers, memo, name_of, field_of) -> (fields, section bytes, text bytes) or None:\n"
+     "_fields' loop (see the module docstring)."},
     {NULL, NULL, 0, NULL},
 };
 

@@ -137,8 +137,15 @@ _NAME, _VALUE = operator.itemgetter("name"), operator.itemgetter("value")
 
 def _fields(raw_headers, where, path) -> list[tuple[bytes, bytes]]:
     """HAR header objects -> lower-case (name, value) pairs minus connection-specific ones."""
+    return _fields_sized(raw_headers, where, path)[0]
+
+
+def _fields_sized(raw_headers, where, path) -> tuple[list, int | None, int | None]:
+    """``_fields``, with the fields' section bytes (``limits.check_field_section``'s total)
+    and the objects' text bytes (``harfields.response_header_bytes`` less its status line)
+    when the C twin counted them as it read the list (else None)."""
     if raw_headers is None:
-        return []
+        return [], None, None
     if not isinstance(raw_headers, list):
         raise InputError("headers is not a list.", path=path, where=where)
     if _NATIVE is not None and type(raw_headers) is list:
@@ -146,6 +153,11 @@ def _fields(raw_headers, where, path) -> list[tuple[bytes, bytes]]:
         found = _NATIVE.fields(raw_headers, _NATIVE_MEMO, _field_name, _header_fields.__wrapped__)
         if found is not None:
             return found
+    return _fields_python(raw_headers, where, path), None, None
+
+
+def _fields_python(raw_headers: list, where, path) -> list[tuple[bytes, bytes]]:
+    """``_fields`` in Python: the reference of the C twin's loop."""
     # Most lists: objects with a string name and value, each met before on the page.  The
     # whole list is looked up at C speed; anything else (an object that is not one, a
     # missing or non-string member, an unhashable value) is read one object at a time.
@@ -200,8 +212,8 @@ def _fields_one_by_one(raw_headers: list, where, path) -> list[tuple[bytes, byte
 
 
 def _request_headers(request: dict, where: str, path) -> HeaderList:
-    fields = _fields(request.get("headers"), where, path)
-    limits.check_field_section(fields, path=path, where=where, what="request header")
+    fields, section_bytes, _ = _fields_sized(request.get("headers"), where, path)
+    limits.check_field_section(fields, path=path, where=where, what="request header", total=section_bytes)
     method = str(request.get("method") or "GET")
     url = request["url"]
     # One pass over the fields (the lists are shared with _field's cache, not copied).
@@ -233,8 +245,14 @@ def _request_headers(request: dict, where: str, path) -> HeaderList:
 
 
 def _response_headers(response: dict, where: str, path) -> HeaderList | None:
-    fields = _fields(response.get("headers"), where, path)
-    limits.check_field_section(fields, path=path, where=where, what="response header")
+    return _response_headers_sized(response, where, path)[0]
+
+
+def _response_headers_sized(response: dict, where: str, path) -> tuple[HeaderList | None, int | None]:
+    """``_response_headers``, and the header objects' text bytes when the C twin counted them
+    (``harfields.response_header_bytes`` less its status line; else None)."""
+    fields, section_bytes, text_bytes = _fields_sized(response.get("headers"), where, path)
+    limits.check_field_section(fields, path=path, where=where, what="response header", total=section_bytes)
     status = response.get("status")
     found = _NATIVE.split(fields, None) if _NATIVE is not None and type(fields) is list else None
     if found is not None:  # the C twin of the loop below
@@ -254,5 +272,5 @@ def _response_headers(response: dict, where: str, path) -> HeaderList | None:
     elif regular:
         code = b"200" if status is None else _b(str(status))
     else:
-        return None  # no response at all (Chrome records blocked requests with status 0)
-    return ((b":status", code),) + tuple(regular)  # RFC 9113 8.3.2: :status first
+        return None, text_bytes  # no response at all (Chrome records blocked requests with status 0)
+    return ((b":status", code),) + tuple(regular), text_bytes  # RFC 9113 8.3.2: :status first
