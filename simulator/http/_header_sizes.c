@@ -8,7 +8,7 @@
  * item of the model's own share of its profile.
  *
  *   encode(headers, plain_fields, miss, exact, names, entries, first, inserted, used, limit
- *          [, normalized_fields, normalize]) -> (bytes, first, inserted, used)
+ *          [, h2_facts, normalized_fields, normalize]) -> (bytes, first, inserted, used)
  *
  * The table's state is the Python object's own: ``exact`` ((name, value) -> newest
  * insertion number), ``names`` (name -> newest insertion number), ``entries`` (a deque of
@@ -17,10 +17,11 @@
  * ``plain_fields`` for a plain 2-tuple; a (bytes, bytes) one not met before has them made
  * here as ``_remember`` makes them (once ``configure`` has given hpack's static table and
  * Huffman code lengths) and entered there; for any other field ``miss(field)`` (Python)
- * gives them.  With ``normalized_fields`` and ``normalize``,
- * each field of ``headers`` is first replaced by the fields h2 normalises it to (a tuple,
- * looked up in ``normalized_fields`` for a plain tuple, else ``normalize(field)``'s): the
- * block of ``h2_normalized(headers)`` without making that list (HeaderBlockSizer._encode_h2).
+ * gives them.  With ``h2_facts``, ``normalized_fields`` and ``normalize``, each field of
+ * ``headers`` is first replaced by the fields h2 normalises it to (a tuple, looked up in
+ * ``normalized_fields`` for a plain tuple, else ``normalize(field)``'s): the block of
+ * ``h2_normalized(headers)`` without making that list (HeaderBlockSizer._encode_h2); the
+ * facts of a plain tuple's fields are remembered in ``h2_facts`` (one lookup a field).
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -129,29 +130,27 @@ remember_plain(PyObject *plain_fields, PyObject *header)
     return info;
 }
 
-/* One field of the block, the facts of which are ``header``'s (looked up, or miss()'s answer). */
-static int
-size_field(Table *t, PyObject *header)
+/* The facts of one field (a new reference): looked up, made here, or miss()'s answer. */
+static PyObject *
+facts_of(Table *t, PyObject *header)
 {
-    PyObject *info = NULL; /* a new reference */
     if (PyTuple_CheckExact(header) && PyTuple_GET_SIZE(header) == 2) {
-        info = PyDict_GetItemWithError(t->plain_fields, header);
+        PyObject *info = PyDict_GetItemWithError(t->plain_fields, header);
         if (info != NULL)
-            Py_INCREF(info);
-        else if (PyErr_Occurred())
-            return -1;
-        else if (static_table != NULL && PyBytes_CheckExact(PyTuple_GET_ITEM(header, 0)) &&
-                 PyBytes_CheckExact(PyTuple_GET_ITEM(header, 1))) {
-            info = remember_plain(t->plain_fields, header);
-            if (info == NULL)
-                return -1;
-        }
+            return Py_NewRef(info);
+        if (PyErr_Occurred())
+            return NULL;
+        if (static_table != NULL && PyBytes_CheckExact(PyTuple_GET_ITEM(header, 0)) &&
+            PyBytes_CheckExact(PyTuple_GET_ITEM(header, 1)))
+            return remember_plain(t->plain_fields, header);
     }
-    if (info == NULL) {
-        info = PyObject_CallOneArg(t->miss, header);
-        if (info == NULL)
-            return -1;
-    }
+    return PyObject_CallOneArg(t->miss, header);
+}
+
+/* One field of the block, of facts ``info`` (a new reference, consumed). */
+static int
+size_info(Table *t, PyObject *info)
+{
     if (!PyTuple_Check(info) || PyTuple_GET_SIZE(info) != 7) {
         PyErr_SetString(PyExc_TypeError, "encode(): a field's facts are not a 7-tuple");
         goto fail;
@@ -252,33 +251,83 @@ fail:
     return -1;
 }
 
-/* The fields h2 makes of ``header`` (a new reference to a tuple): looked up, or normalize()'s answer. */
+/* The facts of the fields h2 makes of ``header`` (a new reference to a tuple of 7-tuples):
+ * looked up in h2_facts, else made from the fields (looked up in normalized_fields, or
+ * normalize()'s answer) and entered there. */
 static PyObject *
-normalized(PyObject *header, PyObject *normalized_fields, PyObject *normalize)
+h2_facts_of(Table *t, PyObject *header, PyObject *h2_facts, PyObject *normalized_fields, PyObject *normalize)
 {
-    if (PyTuple_CheckExact(header)) {
-        PyObject *done = PyDict_GetItemWithError(normalized_fields, header);
+    int plain = PyTuple_CheckExact(header);
+    if (plain) {
+        PyObject *done = PyDict_GetItemWithError(h2_facts, header);
         if (done != NULL)
             return Py_NewRef(done);
         if (PyErr_Occurred())
             return NULL;
     }
-    return PyObject_CallOneArg(normalize, header);
+    PyObject *fields = NULL;
+    if (plain) {
+        fields = PyDict_GetItemWithError(normalized_fields, header);
+        if (fields != NULL)
+            Py_INCREF(fields);
+        else if (PyErr_Occurred())
+            return NULL;
+    }
+    if (fields == NULL) {
+        fields = PyObject_CallOneArg(normalize, header);
+        if (fields == NULL)
+            return NULL;
+    }
+    if (!PyTuple_Check(fields)) {
+        Py_DECREF(fields);
+        PyErr_SetString(PyExc_TypeError, "encode(): a field's normalisation is not a tuple");
+        return NULL;
+    }
+    Py_ssize_t n = PyTuple_GET_SIZE(fields);
+    PyObject *facts = PyTuple_New(n);
+    if (facts == NULL) {
+        Py_DECREF(fields);
+        return NULL;
+    }
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *info = facts_of(t, PyTuple_GET_ITEM(fields, i));
+        if (info == NULL) {
+            Py_DECREF(fields);
+            Py_DECREF(facts);
+            return NULL;
+        }
+        PyTuple_SET_ITEM(facts, i, info);
+    }
+    Py_DECREF(fields);
+    if (plain) {
+        if (PyDict_GET_SIZE(h2_facts) >= fields_max)
+            PyDict_Clear(h2_facts);
+        if (PyDict_SetItem(h2_facts, header, facts) < 0) {
+            Py_DECREF(facts);
+            return NULL;
+        }
+    }
+    return facts;
 }
 
 static PyObject *
 encode(PyObject *mod, PyObject *const *args, Py_ssize_t nargs)
 {
-    if (nargs != 10 && nargs != 12) {
-        PyErr_SetString(PyExc_TypeError, "encode() takes 10 or 12 arguments");
+    if (nargs != 10 && nargs != 13) {
+        PyErr_SetString(PyExc_TypeError, "encode() takes 10 or 13 arguments");
         return NULL;
     }
     Table t = {args[1], args[2], args[3], args[4], args[5], 0, 0, 0, 0, 0};
     PyObject *headers = args[0];
-    PyObject *normalized_fields = nargs == 12 ? args[10] : NULL, *normalize = nargs == 12 ? args[11] : NULL;
+    PyObject *h2_facts = nargs == 13 ? args[10] : NULL, *normalized_fields = nargs == 13 ? args[11] : NULL;
+    PyObject *normalize = nargs == 13 ? args[12] : NULL;
     if (!PyDict_Check(t.plain_fields) || !PyDict_Check(t.exact) || !PyDict_Check(t.names) ||
-        (normalized_fields != NULL && !PyDict_Check(normalized_fields))) {
-        PyErr_SetString(PyExc_TypeError, "encode(): plain_fields, exact, names and normalized_fields must be dicts");
+        (h2_facts != NULL && (!PyDict_Check(h2_facts) || !PyDict_Check(normalized_fields)))) {
+        PyErr_SetString(PyExc_TypeError, "encode(): plain_fields, exact, names, h2_facts and normalized_fields must be dicts");
+        return NULL;
+    }
+    if (h2_facts != NULL && static_table == NULL) {
+        PyErr_SetString(PyExc_RuntimeError, "encode(): configure() first");
         return NULL;
     }
     if (as_ll(args[6], &t.first) < 0 || as_ll(args[7], &t.inserted) < 0 || as_ll(args[8], &t.used) < 0 ||
@@ -290,20 +339,18 @@ encode(PyObject *mod, PyObject *const *args, Py_ssize_t nargs)
     PyObject *header;
     while ((header = PyIter_Next(iter)) != NULL) {
         int rc = 0;
-        if (normalized_fields == NULL)
-            rc = size_field(&t, header);
+        if (h2_facts == NULL) {
+            PyObject *info = facts_of(&t, header);
+            rc = info == NULL ? -1 : size_info(&t, info);
+        }
         else {
-            PyObject *fields = normalized(header, normalized_fields, normalize);
-            if (fields == NULL || !PyTuple_Check(fields)) {
-                if (fields != NULL)
-                    PyErr_SetString(PyExc_TypeError, "encode(): a field's normalisation is not a tuple");
-                Py_XDECREF(fields);
+            PyObject *facts = h2_facts_of(&t, header, h2_facts, normalized_fields, normalize);
+            if (facts == NULL)
                 rc = -1;
-            }
             else {
-                for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(fields) && rc == 0; i++)
-                    rc = size_field(&t, PyTuple_GET_ITEM(fields, i));
-                Py_DECREF(fields);
+                for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(facts) && rc == 0; i++)
+                    rc = size_info(&t, Py_NewRef(PyTuple_GET_ITEM(facts, i)));
+                Py_DECREF(facts);
             }
         }
         Py_DECREF(header);
@@ -341,7 +388,7 @@ static PyMethodDef module_methods[] = {
      "length, the facts memo's size limit; after it encode() makes a (bytes, bytes) field's facts itself."},
     {"encode", (PyCFunction)(void (*)(void))encode, METH_FASTCALL,
      "encode(headers, plain_fields, miss, exact, names, entries, first, inserted, used, limit\n"
-     "[, normalized_fields, normalize]) -> (bytes, first, inserted, used): HeaderBlockSizer's loop\n"
+     "[, h2_facts, normalized_fields, normalize]) -> (bytes, first, inserted, used): HeaderBlockSizer's loop\n"
      "(see the module docstring)."},
     {NULL, NULL, 0, NULL},
 };

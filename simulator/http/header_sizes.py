@@ -233,7 +233,7 @@ class HeaderBlockSizer:
         """``_encode(h2_normalized(headers))``, each field normalised as the loop meets it (C twin)."""
         if _NATIVE is not None:
             total, self._first, self._inserted, self._size = _NATIVE.encode(
-                headers, *self._native_table(), _NORMALIZED_FIELDS, _normalized_one
+                headers, *self._native_table(), _H2_FACTS, _NORMALIZED_FIELDS, _normalized_one
             )
             return total
         return self._encode_python(h2_normalized(headers))
@@ -308,6 +308,7 @@ class HeaderBlockSizer:
 # representation's first byte, never-indexed, and the entry's size (RFC 7541 section 4.1).
 _PLAIN_FIELDS: dict = {}
 _OTHER_FIELDS: dict = {}
+_H2_FACTS: dict = {}  # the C twin's: a plain field -> the facts of the fields h2 normalises it to
 
 
 def _field_facts(header) -> tuple:
