@@ -58,6 +58,7 @@ def test_the_c_block_sizer_loop_is_the_python_reference_block_by_block_rfc7541()
     rng = random.Random(11)
     header_sizes._PLAIN_FIELDS.clear()  # the C twin makes the facts of the fields it meets first
     header_sizes._H2_FACTS.clear()
+    header_sizes._NORMALIZED_FIELDS.clear()  # and normalises a field of a name h2 treats alike whatever its value
     names = [b":path", b":status", b"etag", b"cookie", b"x-custom", b"content-type", b"accept", b"x-big", b"Te"]
     values = [b"", b"v", b" v ", b"text/html", b"a" * 19, b"a" * 20, b"a=1; b=2", b"x" * 300, b"y" * 4100]
     for _ in range(20):
@@ -84,3 +85,7 @@ def test_the_c_block_sizer_loop_is_the_python_reference_block_by_block_rfc7541()
     for field, facts in header_sizes._PLAIN_FIELDS.items():
         if type(field[0]) is bytes and type(field[1]) is bytes:
             assert facts == header_sizes._remember({}, field, field[0], field[1], False), field
+    # Each field's normalisation as the C twin made it is h2's own.
+    assert header_sizes._BLIND_NAMES  # some were made there
+    for field, done in header_sizes._NORMALIZED_FIELDS.items():
+        assert list(done) == list(normalize_outbound_headers((field,), None)), field

@@ -8,7 +8,7 @@
  * item of the model's own share of its profile.
  *
  *   encode(headers, plain_fields, miss, exact, names, entries, first, inserted, used, limit
- *          [, h2_facts, normalized_fields, normalize]) -> (bytes, first, inserted, used)
+ *          [, h2_facts, normalized_fields, normalize, blind_names]) -> (bytes, first, inserted, used)
  *
  * The table's state is the Python object's own: ``exact`` ((name, value) -> newest
  * insertion number), ``names`` (name -> newest insertion number), ``entries`` (a deque of
@@ -251,11 +251,55 @@ fail:
     return -1;
 }
 
+/* _normalized_field(header) for a (bytes, bytes) field whose name h2 normalises alike
+ * whatever its value (``blind_names[name]`` True): ((name, value.strip()),), entered in
+ * normalized_fields.  NULL without an exception when the name is not known so. */
+static PyObject *
+blind_normalized(PyObject *header, PyObject *blind_names, PyObject *normalized_fields)
+{
+    if (PyTuple_GET_SIZE(header) != 2)
+        return NULL;
+    PyObject *name = PyTuple_GET_ITEM(header, 0), *value = PyTuple_GET_ITEM(header, 1);
+    if (!PyBytes_CheckExact(name) || !PyBytes_CheckExact(value))
+        return NULL;
+    PyObject *blind = PyDict_GetItemWithError(blind_names, name);
+    if (blind != Py_True)
+        return NULL;
+    const unsigned char *v = (const unsigned char *)PyBytes_AS_STRING(value);
+    Py_ssize_t a = 0, b = PyBytes_GET_SIZE(value);
+    while (a < b && (v[a] == ' ' || (v[a] >= '\t' && v[a] <= '\r'))) /* bytes.strip()'s whitespace */
+        a++;
+    while (b > a && (v[b - 1] == ' ' || (v[b - 1] >= '\t' && v[b - 1] <= '\r')))
+        b--;
+    PyObject *field;
+    if (a == 0 && b == PyBytes_GET_SIZE(value))
+        field = Py_NewRef(header); /* nothing to strip: the field itself */
+    else {
+        PyObject *stripped = PyBytes_FromStringAndSize((const char *)v + a, b - a);
+        field = stripped == NULL ? NULL : PyTuple_Pack(2, name, stripped);
+        Py_XDECREF(stripped);
+        if (field == NULL)
+            return NULL;
+    }
+    PyObject *fields = PyTuple_Pack(1, field);
+    Py_DECREF(field);
+    if (fields == NULL)
+        return NULL;
+    if (PyDict_GET_SIZE(normalized_fields) >= fields_max)
+        PyDict_Clear(normalized_fields);
+    if (PyDict_SetItem(normalized_fields, header, fields) < 0) {
+        Py_DECREF(fields);
+        return NULL;
+    }
+    return fields;
+}
+
 /* The facts of the fields h2 makes of ``header`` (a new reference to a tuple of 7-tuples):
  * looked up in h2_facts, else made from the fields (looked up in normalized_fields, or
  * normalize()'s answer) and entered there. */
 static PyObject *
-h2_facts_of(Table *t, PyObject *header, PyObject *h2_facts, PyObject *normalized_fields, PyObject *normalize)
+h2_facts_of(Table *t, PyObject *header, PyObject *h2_facts, PyObject *normalized_fields, PyObject *normalize,
+            PyObject *blind_names)
 {
     int plain = PyTuple_CheckExact(header);
     if (plain) {
@@ -273,7 +317,11 @@ h2_facts_of(Table *t, PyObject *header, PyObject *h2_facts, PyObject *normalized
         else if (PyErr_Occurred())
             return NULL;
     }
+    if (fields == NULL && plain && blind_names != NULL)
+        fields = blind_normalized(header, blind_names, normalized_fields);
     if (fields == NULL) {
+        if (PyErr_Occurred())
+            return NULL;
         fields = PyObject_CallOneArg(normalize, header);
         if (fields == NULL)
             return NULL;
@@ -313,16 +361,16 @@ h2_facts_of(Table *t, PyObject *header, PyObject *h2_facts, PyObject *normalized
 static PyObject *
 encode(PyObject *mod, PyObject *const *args, Py_ssize_t nargs)
 {
-    if (nargs != 10 && nargs != 13) {
-        PyErr_SetString(PyExc_TypeError, "encode() takes 10 or 13 arguments");
+    if (nargs != 10 && nargs != 14) {
+        PyErr_SetString(PyExc_TypeError, "encode() takes 10 or 14 arguments");
         return NULL;
     }
     Table t = {args[1], args[2], args[3], args[4], args[5], 0, 0, 0, 0, 0};
     PyObject *headers = args[0];
-    PyObject *h2_facts = nargs == 13 ? args[10] : NULL, *normalized_fields = nargs == 13 ? args[11] : NULL;
-    PyObject *normalize = nargs == 13 ? args[12] : NULL;
+    PyObject *h2_facts = nargs == 14 ? args[10] : NULL, *normalized_fields = nargs == 14 ? args[11] : NULL;
+    PyObject *normalize = nargs == 14 ? args[12] : NULL, *blind_names = nargs == 14 ? args[13] : NULL;
     if (!PyDict_Check(t.plain_fields) || !PyDict_Check(t.exact) || !PyDict_Check(t.names) ||
-        (h2_facts != NULL && (!PyDict_Check(h2_facts) || !PyDict_Check(normalized_fields)))) {
+        (h2_facts != NULL && (!PyDict_Check(h2_facts) || !PyDict_Check(normalized_fields) || !PyDict_Check(blind_names)))) {
         PyErr_SetString(PyExc_TypeError, "encode(): plain_fields, exact, names, h2_facts and normalized_fields must be dicts");
         return NULL;
     }
@@ -344,7 +392,7 @@ encode(PyObject *mod, PyObject *const *args, Py_ssize_t nargs)
             rc = info == NULL ? -1 : size_info(&t, info);
         }
         else {
-            PyObject *facts = h2_facts_of(&t, header, h2_facts, normalized_fields, normalize);
+            PyObject *facts = h2_facts_of(&t, header, h2_facts, normalized_fields, normalize, blind_names);
             if (facts == NULL)
                 rc = -1;
             else {
@@ -388,7 +436,8 @@ static PyMethodDef module_methods[] = {
      "length, the facts memo's size limit; after it encode() makes a (bytes, bytes) field's facts itself."},
     {"encode", (PyCFunction)(void (*)(void))encode, METH_FASTCALL,
      "encode(headers, plain_fields, miss, exact, names, entries, first, inserted, used, limit\n"
-     "[, h2_facts, normalized_fields, normalize]) -> (bytes, first, inserted, used): HeaderBlockSizer's loop\n"
+     "[, h2_facts, normalized_fields, normalize, blind_names]) -> (bytes, first, inserted, used):\n"
+     "HeaderBlockSizer's loop"
      "(see the module docstring)."},
     {NULL, NULL, 0, NULL},
 };

@@ -97,7 +97,7 @@ def _normalized_one(field) -> tuple:
 
 def _normalized_field(field: tuple) -> tuple:
     """h2's normalisation of one plain-tuple field not met before, remembered."""
-    if len(field) == 2 and _value_blind(field[0]):
+    if len(field) == 2 and _blind(field[0]):
         done = ((field[0], field[1].strip()),)  # the library's answer for this name, any value
     else:
         done = tuple(normalize_outbound_headers((field,), None))
@@ -110,6 +110,19 @@ def _normalized_field(field: tuple) -> tuple:
 
 _NORMALIZED_FIELDS: dict = {}
 _FIELDS_MAX = 1 << 17
+_BLIND_NAMES: dict = {}  # _value_blind's answers so far, by name: the C twin normalises those fields itself
+
+
+def _blind(name) -> bool:
+    """``_value_blind(name)``, its answer kept in ``_BLIND_NAMES`` for the C twin."""
+    blind = _BLIND_NAMES.get(name)
+    if blind is None:
+        blind = _value_blind(name)
+        if type(name) is bytes and len(_BLIND_NAMES) < _FIELDS_MAX:
+            _BLIND_NAMES[name] = blind
+    return blind
+
+
 _PLAIN = {tuple}
 _PROBE = b" probe\t"  # a value with surrounding whitespace, as h2 strips it: b"probe"
 
@@ -233,7 +246,7 @@ class HeaderBlockSizer:
         """``_encode(h2_normalized(headers))``, each field normalised as the loop meets it (C twin)."""
         if _NATIVE is not None:
             total, self._first, self._inserted, self._size = _NATIVE.encode(
-                headers, *self._native_table(), _H2_FACTS, _NORMALIZED_FIELDS, _normalized_one
+                headers, *self._native_table(), _H2_FACTS, _NORMALIZED_FIELDS, _normalized_one, _BLIND_NAMES
             )
             return total
         return self._encode_python(h2_normalized(headers))

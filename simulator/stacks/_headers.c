@@ -7,11 +7,12 @@
  * Why C: a page load asks for every resource's request and response lists, and these loops
  * over a 20,000-resource page's 560,000 fields were a tenth of the model's run.
  *
- *   clean_split(headers, cache, clean_field, cache_max) -> (pseudo, regular) or None
+ *   clean_split(headers, cache, clean_field, cache_max, connection_specific) -> (pseudo, regular) or None
  *
  * ``headers`` a tuple of fields; each field's clean form is looked up in ``cache`` (field ->
- * the cleaned (name, value), or None: left out), else ``clean_field(*field)`` (Python) gives
- * it and it is entered there (the cache emptied first when it holds ``cache_max``).  The
+ * the cleaned (name, value), or None: left out), else made (here for a (bytes, bytes) field,
+ * as ``clean_field`` does with ``connection_specific``'s names; by ``clean_field(*field)``,
+ * Python, for another) and entered there (the cache emptied first when it holds ``cache_max``).  The
  * cleaned fields go to ``pseudo`` (a name starting with ":") or ``regular`` (any other name
  * but content-length), in order.  None for what the Python loop reads instead: a field that
  * cannot be a key (not hashable), or a cleaned name that is not bytes.
@@ -20,14 +21,71 @@
 #include <Python.h>
 #include <string.h>
 
+/* bytes.strip()'s whitespace (Py_ISSPACE on a byte): space, tab, LF, VT, FF, CR. */
+static int
+is_space(unsigned char c)
+{
+    return c == ' ' || (c >= '\t' && c <= '\r');
+}
+
+/* _clean_field(name, value) for bytes: the name stripped and lower-cased, the value stripped
+ * and without CR, LF and NUL; None for an empty or connection-specific name.  A new reference. */
+static PyObject *
+clean_bytes_field(PyObject *field, PyObject *connection_specific)
+{
+    PyObject *name = PyTuple_GET_ITEM(field, 0), *value = PyTuple_GET_ITEM(field, 1);
+    const unsigned char *n = (const unsigned char *)PyBytes_AS_STRING(name);
+    Py_ssize_t a = 0, b = PyBytes_GET_SIZE(name);
+    while (a < b && is_space(n[a]))
+        a++;
+    while (b > a && is_space(n[b - 1]))
+        b--;
+    PyObject *clean_name = PyBytes_FromStringAndSize(NULL, b - a);
+    if (clean_name == NULL)
+        return NULL;
+    char *out = PyBytes_AS_STRING(clean_name);
+    for (Py_ssize_t i = a; i < b; i++)
+        out[i - a] = (char)Py_TOLOWER(n[i]);
+    int specific = b == a ? 1 : PySet_Contains(connection_specific, clean_name);
+    if (specific != 0) {
+        Py_DECREF(clean_name);
+        return specific < 0 ? NULL : Py_NewRef(Py_None);
+    }
+    const unsigned char *v = (const unsigned char *)PyBytes_AS_STRING(value);
+    Py_ssize_t c = 0, d = PyBytes_GET_SIZE(value), kept = 0;
+    while (c < d && is_space(v[c]))
+        c++;
+    while (d > c && is_space(v[d - 1]))
+        d--;
+    for (Py_ssize_t i = c; i < d; i++)
+        kept += v[i] != '\r' && v[i] != '\n' && v[i] != '\0';
+    PyObject *clean_value = PyBytes_FromStringAndSize(NULL, kept);
+    if (clean_value == NULL) {
+        Py_DECREF(clean_name);
+        return NULL;
+    }
+    out = PyBytes_AS_STRING(clean_value);
+    for (Py_ssize_t i = c; i < d; i++)
+        if (v[i] != '\r' && v[i] != '\n' && v[i] != '\0')
+            *out++ = (char)v[i];
+    PyObject *cleaned = PyTuple_Pack(2, clean_name, clean_value);
+    Py_DECREF(clean_name);
+    Py_DECREF(clean_value);
+    return cleaned;
+}
+
 static PyObject *
 clean_split(PyObject *mod, PyObject *const *args, Py_ssize_t nargs)
 {
-    if (nargs != 4) {
-        PyErr_SetString(PyExc_TypeError, "clean_split() takes 4 arguments");
+    if (nargs != 5) {
+        PyErr_SetString(PyExc_TypeError, "clean_split() takes 5 arguments");
         return NULL;
     }
-    PyObject *headers = args[0], *cache = args[1], *clean_field = args[2];
+    PyObject *headers = args[0], *cache = args[1], *clean_field = args[2], *connection_specific = args[4];
+    if (!PyAnySet_Check(connection_specific)) {
+        PyErr_SetString(PyExc_TypeError, "clean_split(): connection_specific must be a set");
+        return NULL;
+    }
     Py_ssize_t cache_max = PyLong_AsSsize_t(args[3]);
     if (cache_max == -1 && PyErr_Occurred())
         return NULL;
@@ -50,11 +108,16 @@ clean_split(PyObject *mod, PyObject *const *args, Py_ssize_t nargs)
             goto python;
         }
         else {
-            PyObject *parts = PySequence_Tuple(field);
-            if (parts == NULL)
-                goto fail;
-            cleaned = PyObject_Call(clean_field, parts, NULL);
-            Py_DECREF(parts);
+            if (PyTuple_CheckExact(field) && PyTuple_GET_SIZE(field) == 2 &&
+                PyBytes_CheckExact(PyTuple_GET_ITEM(field, 0)) && PyBytes_CheckExact(PyTuple_GET_ITEM(field, 1)))
+                cleaned = clean_bytes_field(field, connection_specific);
+            else {
+                PyObject *parts = PySequence_Tuple(field);
+                if (parts == NULL)
+                    goto fail;
+                cleaned = PyObject_Call(clean_field, parts, NULL);
+                Py_DECREF(parts);
+            }
             if (cleaned == NULL)
                 goto fail;
             if (PyDict_GET_SIZE(cache) >= cache_max)
@@ -97,7 +160,8 @@ fail:
 
 static PyMethodDef module_methods[] = {
     {"clean_split", (PyCFunction)(void (*)(void))clean_split, METH_FASTCALL,
-     "clean_split(headers, cache, clean_field, cache_max) -> (pseudo, regular) or None: replay._clean_split's\n"
+     "clean_split(headers, cache, clean_field, cache_max, connection_specific) -> (pseudo, regular) or None:\n"
+     "replay._clean_split's"
      "loop (see the module docstring)."},
     {NULL, NULL, 0, NULL},
 };

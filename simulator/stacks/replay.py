@@ -117,7 +117,7 @@ def _clean_split(headers) -> tuple[list, list]:
     """The cleaned fields of ``headers`` (``_clean``), split into the pseudo-header fields and
     the regular ones but content-length, each in order (the fields themselves kept, not rebuilt)."""
     if _NATIVE is not None and type(headers) is tuple:
-        found = _NATIVE.clean_split(headers, _CLEANED, _clean_field, _CLEANED_MAX)
+        found = _NATIVE.clean_split(headers, _CLEANED, _clean_field, _CLEANED_MAX, _CONNECTION_SPECIFIC)
         if found is not None:
             return found
     pseudo, regular = [], []
