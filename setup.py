@@ -1,6 +1,7 @@
 """Build of the optional C extensions ``simulator.frames._scanner`` (the frame scanner),
 ``simulator._engine`` (the engine's event queue and run loop), ``simulator.http._header_sizes``
-(the HPACK block sizer's per-field loop), ``simulator.traces._harheaders`` (a HAR entry's
+(the HPACK block sizer's per-field loop), ``simulator.http._network`` (the page-load
+network's per-chunk path), ``simulator.traces._harheaders`` (a HAR entry's
 header objects read into fields), ``simulator.stacks._headers`` (the replay's header
 clean-up loop), ``simulator.net._tcp``
 (the TCP model's per-packet path: links and TCP endpoints), ``simulator.net._quic`` (the
@@ -78,6 +79,11 @@ setup(
         Extension(
             "simulator.traces._harheaders",
             sources=["simulator/traces/_harheaders.c"],
+            optional=not REQUIRED,
+        ),
+        Extension(
+            "simulator.http._network",
+            sources=["simulator/http/_network.c"],
             optional=not REQUIRED,
         ),
         Extension(

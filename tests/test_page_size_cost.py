@@ -258,3 +258,31 @@ def test_the_collector_is_paused_for_a_model_load_and_resumed_after_it():
         assert not gc.isenabled()
     finally:
         gc.enable()
+
+
+def test_the_c_chunk_path_gives_the_python_reference_loads(monkeypatch):
+    """``_Conn._client_data``'s fast path in C (``simulator.http._network.ClientData``: a
+    chunk that only counts its bytes and meets its stream's marks) gives page loads equal to
+    the Python method's, every resource's times and every counter, over h2 and h3, with pushes
+    promised, used and cancelled (a warm cache) and 103 hints."""
+    from dataclasses import replace as _replace
+    from pathlib import Path
+
+    import pytest
+
+    from simulator.http import network
+    from simulator.studies import push
+    from simulator.traces import load
+
+    if network._NATIVE is None:
+        pytest.skip("the C extension is not built")
+    native = network._NATIVE
+    root = Path(__file__).resolve().parent.parent / "traces"
+    for name, protocol, cache in (("synthetic-page.har", "h2", "warm"), ("synthetic-many-origins.har", "h3", "cold")):
+        params = _replace(push.PushParams(), protocol=protocol, cache=cache)
+        trace = load(str(root / name))
+        got = push.run(trace, params).to_dict()
+        monkeypatch.setattr(network, "_NATIVE", None)
+        want = push.run(trace, params).to_dict()
+        monkeypatch.setattr(network, "_NATIVE", native)
+        assert got == want
