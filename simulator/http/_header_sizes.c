@@ -10,9 +10,10 @@
  *   encode(headers, plain_fields, miss, exact, names, entries, first, inserted, used, limit
  *          [, h2_facts, normalized_fields, normalize, blind_names]) -> (bytes, first, inserted, used)
  *
- * The table's state is the Python object's own: ``exact`` ((name, value) -> newest
- * insertion number), ``names`` (name -> newest insertion number), ``entries`` (a deque of
- * entry sizes, oldest first) are updated in place; the three numbers are returned.  A
+ * The table's state is the Python object's own: ``exact`` ((name, value) of a live entry ->
+ * newest insertion number), ``names`` (name of a live entry -> newest insertion number),
+ * ``entries`` (a deque of the live entries' facts, oldest first) are updated in place; the
+ * three numbers are returned.  A
  * field's table-independent facts (the 7-tuple ``_remember`` makes) are looked up in
  * ``plain_fields`` for a plain 2-tuple; a (bytes, bytes) one not met before has them made
  * here as ``_remember`` makes them (once ``configure`` has given hpack's static table and
@@ -147,6 +148,39 @@ facts_of(Table *t, PyObject *header)
     return PyObject_CallOneArg(t->miss, header);
 }
 
+/* del d[key] when d[key] == number (a newer number of the key stays). */
+static int
+drop_number(PyObject *d, PyObject *key, long long number)
+{
+    PyObject *found = PyDict_GetItemWithError(d, key);
+    if (found == NULL)
+        return PyErr_Occurred() ? -1 : 0;
+    long long k;
+    if (as_ll(found, &k) < 0)
+        return -1;
+    return k == number ? PyDict_DelItem(d, key) : 0;
+}
+
+/* The oldest entry (its facts) leaves the table: its size from ``used``, its number (``first``)
+ * from the lookups, which hold the live entries only. */
+static int
+evict(Table *t, PyObject *oldest)
+{
+    long long size;
+    if (!PyTuple_Check(oldest) || PyTuple_GET_SIZE(oldest) != 7 || !PyTuple_Check(PyTuple_GET_ITEM(oldest, 1)) ||
+        PyTuple_GET_SIZE(PyTuple_GET_ITEM(oldest, 1)) < 1) {
+        PyErr_SetString(PyExc_TypeError, "encode(): a table entry is not a field's facts");
+        return -1;
+    }
+    if (as_ll(PyTuple_GET_ITEM(oldest, 6), &size) < 0)
+        return -1;
+    t->used -= size;
+    PyObject *pair = PyTuple_GET_ITEM(oldest, 1);
+    if (drop_number(t->exact, pair, t->first) < 0 || drop_number(t->names, PyTuple_GET_ITEM(pair, 0), t->first) < 0)
+        return -1;
+    return 0;
+}
+
 /* One field of the block, of facts ``info`` (a new reference, consumed). */
 static int
 size_info(Table *t, PyObject *info)
@@ -207,11 +241,13 @@ size_info(Table *t, PyObject *info)
         return 0;
     }
     /* Entered in the dynamic table (RFC 7541 section 4.4), the oldest evicted past its size. */
-    if (size > t->limit) { /* larger than the table: it empties it */
+    if (size > t->limit) { /* larger than the table: it empties it (no number in the lookups is live) */
         PyObject *r = PyObject_CallMethodNoArgs(t->entries, str_clear);
         if (r == NULL)
             goto fail;
         Py_DECREF(r);
+        PyDict_Clear(t->exact);
+        PyDict_Clear(t->names);
         t->used = 0;
         t->first = t->inserted;
         Py_DECREF(info);
@@ -227,7 +263,7 @@ size_info(Table *t, PyObject *info)
     if (rc < 0)
         goto fail;
     t->inserted++;
-    PyObject *r = PyObject_CallMethodOneArg(t->entries, str_append, PyTuple_GET_ITEM(info, 6));
+    PyObject *r = PyObject_CallMethodOneArg(t->entries, str_append, info);
     if (r == NULL)
         goto fail;
     Py_DECREF(r);
@@ -237,12 +273,10 @@ size_info(Table *t, PyObject *info)
         PyObject *oldest = PyObject_CallMethodNoArgs(t->entries, str_popleft);
         if (oldest == NULL)
             return -1;
-        long long oldest_size;
-        rc = as_ll(oldest, &oldest_size);
+        rc = evict(t, oldest);
         Py_DECREF(oldest);
         if (rc < 0)
             return -1;
-        t->used -= oldest_size;
         t->first++;
     }
     return 0;

@@ -185,12 +185,12 @@ class HeaderBlockSizer:
     MAX_TABLE_BYTES = HeaderTable.DEFAULT_SIZE
 
     def __init__(self) -> None:
-        self._entries: deque = deque()  # (insertion number, entry size), oldest first
+        self._entries: deque = deque()  # the live entries' facts (_remember's), oldest first
         self._size = 0
         self._inserted = 0  # insertions so far; live entries: _first .. _inserted - 1
         self._first = 0
-        self._exact: dict = {}  # (name, value) -> its newest insertion number
-        self._names: dict = {}  # name -> its newest insertion number
+        self._exact: dict = {}  # (name, value) of a live entry -> its newest insertion number
+        self._names: dict = {}  # name of a live entry -> its newest insertion number
         self._history: int | None = 0  # number of the lists sized so far (0: none; None: not kept)
         self._unapplied: list = []  # blocks looked up, not yet entered in the table
 
@@ -297,18 +297,27 @@ class HeaderBlockSizer:
             if sensitive:
                 continue
             # Entered in the dynamic table (RFC 7541 section 4.4), the oldest entries evicted past its size.
-            if size > limit:  # larger than the table: it empties it
+            if size > limit:  # larger than the table: it empties it (no number in the lookups is live)
                 entries.clear()
+                exact.clear()
+                names.clear()
                 used = 0
                 first = inserted
                 continue
             exact[pair] = inserted
             names[pair[0]] = inserted
             inserted += 1
-            entries.append(size)
+            entries.append(info)
             used += size
             while used > limit:
-                used -= entries.popleft()
+                evicted = entries.popleft()
+                used -= evicted[6]
+                # Its number leaves the lookups (a newer one of its pair or name stays): they
+                # hold the live entries only, a table's worth, not every field ever entered.
+                if exact.get(evicted[1]) == first:
+                    del exact[evicted[1]]
+                if names.get(evicted[1][0]) == first:
+                    del names[evicted[1][0]]
                 first += 1
         self._first, self._inserted, self._size = first, inserted, used
         return total
