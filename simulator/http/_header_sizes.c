@@ -189,15 +189,11 @@ size_info(Table *t, PyObject *info)
         PyErr_SetString(PyExc_TypeError, "encode(): a field's facts are not a 7-tuple");
         goto fail;
     }
-    /* static_full, pair, static_name, literal_value, literal_name, sensitive, size */
+    /* static_full, pair, static_name, literal_value, literal_name, sensitive, size: each read
+     * when the field's encoding needs it (most fields are indexed: the first two decide) */
     long long static_full, static_name, literal_value, literal_name, size;
     PyObject *pair = PyTuple_GET_ITEM(info, 1);
-    if (as_ll(PyTuple_GET_ITEM(info, 0), &static_full) < 0 || as_ll(PyTuple_GET_ITEM(info, 2), &static_name) < 0 ||
-        as_ll(PyTuple_GET_ITEM(info, 3), &literal_value) < 0 || as_ll(PyTuple_GET_ITEM(info, 4), &literal_name) < 0 ||
-        as_ll(PyTuple_GET_ITEM(info, 6), &size) < 0)
-        goto fail;
-    int sensitive = PyObject_IsTrue(PyTuple_GET_ITEM(info, 5));
-    if (sensitive < 0)
+    if (as_ll(PyTuple_GET_ITEM(info, 0), &static_full) < 0)
         goto fail;
     if (static_full) {
         t->total += static_full; /* indexed field (static table) */
@@ -222,6 +218,12 @@ size_info(Table *t, PyObject *info)
             return 0;
         }
     }
+    if (as_ll(PyTuple_GET_ITEM(info, 2), &static_name) < 0 || as_ll(PyTuple_GET_ITEM(info, 3), &literal_value) < 0 ||
+        as_ll(PyTuple_GET_ITEM(info, 4), &literal_name) < 0 || as_ll(PyTuple_GET_ITEM(info, 6), &size) < 0)
+        goto fail;
+    int sensitive = PyObject_IsTrue(PyTuple_GET_ITEM(info, 5));
+    if (sensitive < 0)
+        goto fail;
     PyObject *name = PyTuple_GET_ITEM(pair, 0);
     if (static_name) /* indexed name (static table) */
         t->total += static_name + literal_value;
@@ -444,7 +446,14 @@ encode(PyObject *mod, PyObject *const *args, Py_ssize_t nargs)
     Py_DECREF(iter);
     if (PyErr_Occurred())
         return NULL;
-    return Py_BuildValue("(LLLL)", t.total, t.first, t.inserted, t.used);
+    PyObject *total = PyLong_FromLongLong(t.total), *first = PyLong_FromLongLong(t.first);
+    PyObject *inserted = PyLong_FromLongLong(t.inserted), *used = PyLong_FromLongLong(t.used);
+    PyObject *out = total && first && inserted && used ? PyTuple_Pack(4, total, first, inserted, used) : NULL;
+    Py_XDECREF(total);
+    Py_XDECREF(first);
+    Py_XDECREF(inserted);
+    Py_XDECREF(used);
+    return out;
 }
 
 static PyObject *
