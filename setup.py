@@ -1,5 +1,9 @@
 """Build of the optional C extensions ``simulator.frames._scanner`` (the frame scanner),
-``simulator._engine`` (the engine's event queue and run loop), ``simulator.net._tcp``
+``simulator._engine`` (the engine's event queue and run loop), ``simulator.http._header_sizes``
+(the HPACK block sizer's per-field loop), ``simulator.http._network`` (the page-load
+network's per-chunk path), ``simulator.traces._harheaders`` (a HAR entry's
+header objects read into fields), ``simulator.stacks._headers`` (the replay's header
+clean-up loop), ``simulator.net._tcp``
 (the TCP model's per-packet path: links and TCP endpoints), ``simulator.net._quic`` (the
 QUIC model's per-packet path) and ``simulator.lab._relay``
 (the lab's emulated link between two TUN devices; Linux only, and it has no Python twin:
@@ -65,6 +69,26 @@ setup(
         Extension(
             "simulator._engine",
             sources=["simulator/_engine.c"],
+            optional=not REQUIRED,
+        ),
+        Extension(
+            "simulator.stacks._headers",
+            sources=["simulator/stacks/_headers.c"],
+            optional=not REQUIRED,
+        ),
+        Extension(
+            "simulator.traces._harheaders",
+            sources=["simulator/traces/_harheaders.c"],
+            optional=not REQUIRED,
+        ),
+        Extension(
+            "simulator.http._network",
+            sources=["simulator/http/_network.c"],
+            optional=not REQUIRED,
+        ),
+        Extension(
+            "simulator.http._header_sizes",
+            sources=["simulator/http/_header_sizes.c"],
             optional=not REQUIRED,
         ),
         *(

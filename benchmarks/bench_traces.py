@@ -43,12 +43,13 @@ def _json_all(paths):
 
 
 def _load_all(paths):
-    from simulator.traces import har, load
+    from simulator.traces import har, harheaders, load
 
     for p in paths:
         # Each file as if read first: no URL or header name memoized from an earlier load.
         for memo in (har.urlsplit, har.urljoin, har._field_name, har._field, har._header_fields):
             memo.cache_clear()
+        harheaders._NATIVE_MEMO.clear()
         load(p)
 
 

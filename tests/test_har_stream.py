@@ -148,3 +148,80 @@ def test_import_does_not_hold_every_body_at_once(tmp_path):
         tracemalloc.stop()
     assert len(trace.exchanges) == 50
     assert peak < 1.5 * len(data), f"peak {peak} bytes for a {len(data)}-byte file"
+
+
+def test_the_c_header_loop_reads_header_objects_as_the_python_reference_rfc9113_8_2():
+    """``harheaders._fields``' C twin (``simulator.traces._harheaders``) gives the Python
+    loop's fields for every list of header objects (names lower-cased, connection-specific
+    fields and non-token names left out, ``te`` kept only as "trailers", RFC 9113 8.2.1 and
+    8.2.2; a value of several lines one field per line; CR and NUL dropped, whitespace
+    stripped), with its memo cold and warm, and hands back (None) every list it does not read:
+    objects that are not dicts, a missing member, a value that is not a string."""
+    import itertools
+    import random
+
+    from simulator.traces import harfields, harheaders
+
+    if harheaders._NATIVE is None:
+        pytest.skip("the C extension is not built")
+    rng = random.Random(3)
+    names = ["Accept", "accept", " x-pad ", "Connection", "te", "TE", "cookie", "bad name", ":path", "set-cookie", "é"]
+    values = [
+        "*/*",
+        " a ",
+        "trailers",
+        "gzip",
+        "a\nb",
+        "a\r\x00b",
+        "",
+        "caf\u00e9",
+        "x\udcff",
+        "v" * 30,
+        "a\x1f",
+        "\x0bb",
+    ]
+    memo = {}
+    for _ in range(300):
+        raw = [{"name": rng.choice(names), "value": rng.choice(values)} for _ in range(rng.randrange(0, 9))]
+        want = list(
+            itertools.chain.from_iterable(harheaders._header_fields.__wrapped__(h["name"], h["value"]) for h in raw)
+        )
+        for _ in range(2):  # the memo cold, then warm
+            got, section, text = harheaders._NATIVE.fields(
+                raw, memo, harheaders._field_name, harheaders._header_fields.__wrapped__
+            )
+            assert got == want
+            assert section == sum(len(n) + len(v) + 32 for n, v in want)  # limits.check_field_section's total
+            assert text + harfields._STATUS_LINE_BYTES == harfields.response_header_bytes(raw)
+            assert harheaders._fields(raw, None, None) == want
+    field = harheaders._field_name, harheaders._header_fields.__wrapped__
+    for odd in ([1], [{"name": "a"}], [{"name": "a", "value": 1}], [{"name": None, "value": "v"}], [["a", "b"]]):
+        assert harheaders._NATIVE.fields(odd, memo, *field) is None
+
+
+def test_the_c_split_of_request_and_response_fields_is_the_python_reference_rfc9113_8_3(monkeypatch):
+    """The C twin's loop of ``_request_headers`` and ``_response_headers`` gives the Python
+    loop's lists (RFC 9113 8.3.1: pseudo-header fields first, rebuilt where some are missing,
+    ``host`` as ``:authority``, the last of a pseudo-header field given twice; 8.3.2: the
+    first ``:status``, first), on requests and responses of every mix of fields."""
+    import random
+
+    from simulator.traces import harheaders
+
+    if harheaders._NATIVE is None:
+        pytest.skip("the C extension is not built")
+    rng = random.Random(4)
+    names = [":method", ":path", ":authority", ":scheme", ":status", "host", "Host", "accept", "x-a", "content-length"]
+    values = ["GET", "/a", "a.example", "https", "204", "b.example:8443", "*/*", "1"]
+    cases = []
+    for _ in range(400):
+        headers = [{"name": rng.choice(names), "value": rng.choice(values)} for _ in range(rng.randrange(0, 9))]
+        request = {"method": "GET", "url": "https://c.example/p?q", "headers": headers}
+        response = {"status": rng.choice([200, 0, None, 304]), "headers": headers}
+        cases.append((request, response))
+    native = harheaders._NATIVE
+    got = [(harheaders._request_headers(q, "w", None), harheaders._response_headers(r, "w", None)) for q, r in cases]
+    monkeypatch.setattr(harheaders, "_NATIVE", None)
+    want = [(harheaders._request_headers(q, "w", None), harheaders._response_headers(r, "w", None)) for q, r in cases]
+    assert got == want
+    assert native.split([(b"a", b"1"), ("b", b"2")], None) is None  # a str name: the Python loop's

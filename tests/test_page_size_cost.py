@@ -78,6 +78,61 @@ def test_the_replay_header_clean_up_is_per_field_rfc9113_8_2_2():
     assert replay._clean([list(h) for h in headers]) == want
 
 
+def test_the_c_header_clean_up_is_the_python_reference_rfc9113_8_2_2(monkeypatch):
+    """``replay._clean_split``'s C twin (``simulator.stacks._headers``) cleans and splits every
+    list as the Python loop does (RFC 9113 8.2.2 and 8.3: connection-specific fields dropped,
+    names lower-cased, CR, LF and NUL gone from values; pseudo-header fields apart, content-length
+    left out), with the memo cold and warm, and so do the request and response lists built on
+    it; lists it does not read (a field given as a list) go to the Python loop."""
+    import random
+
+    import pytest
+
+    from simulator.stacks import replay
+
+    if replay._NATIVE is None:
+        pytest.skip("the C extension is not built")
+    rng = random.Random(9)
+    names = [
+        b":method",
+        b":path",
+        b":status",
+        b"Accept",
+        b" x-a ",
+        b"content-length",
+        b"connection",
+        b"te",
+        b"",
+        b"host",
+        b"\tKeep-Alive\x0b",
+        b" ",
+        b"X-\xc3\x89",
+    ]
+    values = [b"GET", b"/", b"200", b"", b" a\r\nb\x00 ", b"12", b"304", b"v" * 20, b"\x0c\r\n", b"\x1cv\x1f"]
+    lists = []
+    for _ in range(300):
+        fields = [(rng.choice(names), rng.choice(values)) for _ in range(rng.randrange(0, 10))]
+        if rng.random() < 0.1:
+            fields.append([b"x-list", b"1"])
+        lists.append(tuple(fields))
+    native = replay._NATIVE
+    for cold in (True, False):
+        if cold:
+            replay._CLEANED.clear()
+        got = [(replay._clean_split(h), replay.request_headers_for(h, "https://a.example", 3)) for h in lists]
+        got += [replay.response_headers_for(h, 5) for h in lists]
+        monkeypatch.setattr(replay, "_NATIVE", None)
+        want = [(replay._clean_split(h), replay.request_headers_for(h, "https://a.example", 3)) for h in lists]
+        want += [replay.response_headers_for(h, 5) for h in lists]
+        monkeypatch.setattr(replay, "_NATIVE", native)
+        assert got == want
+    assert native.clean_split(((b"a", b"1"), [b"x", b"2"]), {}, replay._clean_field, 8, set()) is None
+    # Each (bytes, bytes) field's clean form as the C twin made it is _clean_field's.
+    for field, cleaned in replay._CLEANED.items():
+        if type(field[0]) is bytes and type(field[1]) is bytes:
+            assert cleaned == replay._clean_field(*field), field
+
+
 DECLARED_BYTES = 2 << 30  # 2 GiB: far above what any run here could hold
 
 
@@ -203,3 +258,31 @@ def test_the_collector_is_paused_for_a_model_load_and_resumed_after_it():
         assert not gc.isenabled()
     finally:
         gc.enable()
+
+
+def test_the_c_chunk_path_gives_the_python_reference_loads(monkeypatch):
+    """``_Conn._client_data``'s fast path in C (``simulator.http._network.ClientData``: a
+    chunk that only counts its bytes and meets its stream's marks) gives page loads equal to
+    the Python method's, every resource's times and every counter, over h2 and h3, with pushes
+    promised, used and cancelled (a warm cache) and 103 hints."""
+    from dataclasses import replace as _replace
+    from pathlib import Path
+
+    import pytest
+
+    from simulator.http import network
+    from simulator.studies import push
+    from simulator.traces import load
+
+    if network._NATIVE is None:
+        pytest.skip("the C extension is not built")
+    native = network._NATIVE
+    root = Path(__file__).resolve().parent.parent / "traces"
+    for name, protocol, cache in (("synthetic-page.har", "h2", "warm"), ("synthetic-many-origins.har", "h3", "cold")):
+        params = _replace(push.PushParams(), protocol=protocol, cache=cache)
+        trace = load(str(root / name))
+        got = push.run(trace, params).to_dict()
+        monkeypatch.setattr(network, "_NATIVE", None)
+        want = push.run(trace, params).to_dict()
+        monkeypatch.setattr(network, "_NATIVE", native)
+        assert got == want

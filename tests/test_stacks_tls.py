@@ -305,3 +305,28 @@ def test_openssl_randomness_changes_ciphertext_never_sizes_or_times(tmp_path):
     assert a.summary == b.summary and a.exchanges.equals(b.exchanges)
     assert [(s, ns, len(p)) for s, ns, p in pa] == [(s, ns, len(p)) for s, ns, p in pb]
     assert any(x[2] != y[2] for x, y in zip(pa, pb))  # the encrypted bytes differ
+
+
+def test_handshake_flight_sizes_of_plain_names_go_by_their_length_rfc6066_3():
+    """A plain DNS name travels as it is in the ClientHello's server_name extension (RFC 6066
+    section 3) and nothing else of the handshake depends on it: the sizes looked up by its
+    length are the ones a handshake with that very name measures, whatever its letters; an IP
+    address (no SNI) and other names are measured apart."""
+    names = ["a.example", "b.example", "x-1.examp", "www.news-site.example", "cdn.images-1.example", "10.0.0.2"]
+    for name in names:
+        assert tls.handshake_flight_bytes(name) == tls._measured_flights(name), name
+    assert tls.handshake_flight_bytes("10.0.0.2") != tls.handshake_flight_bytes("a.exampl")
+
+
+def test_the_written_seed_0_certificate_and_key_are_make_certificates():
+    """The seed-0 certificate the model's TLS measurements load without building it (and the
+    key made from its seed as RFC 8410 writes an Ed25519 key) are ``make_certificate(0)``'s."""
+    from cryptography.hazmat.primitives import serialization
+
+    cert, key = tls.make_certificate(0)
+    cert_pem, key_pem = tls._pem_pair(0)
+    assert cert_pem == cert.public_bytes(serialization.Encoding.PEM)
+    assert key_pem == key.private_bytes(
+        serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
+    )
+    assert tls.certificate_der_bytes() == len(cert.public_bytes(serialization.Encoding.DER))

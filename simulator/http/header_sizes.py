@@ -3,12 +3,21 @@ libraries' behaviour without writing the bytes: HTTP/1.1 header sections (RFC 91
 HPACK header blocks as ``hpack``'s encoder writes them (RFC 7541, ``HeaderBlockSizer``),
 and the HTTP/2 connection preface as ``h2`` writes it (RFC 9113 section 3.4).  The
 page-load model sizes every message with these.  Written by hand over hpack's tables;
-``tests/test_push.py`` checks the block sizes against hpack block by block."""
+``tests/test_push.py`` checks the block sizes against hpack block by block.
+
+``HeaderBlockSizer._encode``'s per-field loop has a C twin, ``simulator.http._header_sizes``
+(also hand-written), used when it is built; this module's loop is the reference, and
+``tests/test_header_sizes.py`` checks that the two agree block by block.  The twin also
+sizes an h2 block from the list before h2's normalisation (``h2_block_size``), normalising
+each field as it meets it.
+``WORKBENCH_PURE_PYTHON=1`` selects the reference; ``WORKBENCH_HEADERS_EXT`` loads the
+extension from another build (``make asan``)."""
 
 from __future__ import annotations
 
 import functools
 import itertools
+import os
 from collections import deque
 
 import h2.config
@@ -19,6 +28,7 @@ from h2.utilities import normalize_outbound_headers
 from hpack.huffman_constants import REQUEST_CODES_LENGTH
 from hpack.table import HeaderTable
 
+from .._extension import load_extension
 from ..frames import integer_len
 
 __all__ = ["HeaderBlockSizer", "h1_header_bytes", "h2_normalized", "h2_preface_bytes", "H2_SETTINGS_ACK_BYTES"]
@@ -77,9 +87,17 @@ def h2_normalized(headers: tuple) -> tuple:
     return tuple(out)
 
 
+def _normalized_one(field) -> tuple:
+    """The fields h2 normalises one field to (``h2_normalized``'s answer for it alone)."""
+    if type(field) is tuple:
+        done = _NORMALIZED_FIELDS.get(field)
+        return _normalized_field(field) if done is None else done
+    return tuple(normalize_outbound_headers((field,), None))
+
+
 def _normalized_field(field: tuple) -> tuple:
     """h2's normalisation of one plain-tuple field not met before, remembered."""
-    if len(field) == 2 and _value_blind(field[0]):
+    if len(field) == 2 and _blind(field[0]):
         done = ((field[0], field[1].strip()),)  # the library's answer for this name, any value
     else:
         done = tuple(normalize_outbound_headers((field,), None))
@@ -92,6 +110,19 @@ def _normalized_field(field: tuple) -> tuple:
 
 _NORMALIZED_FIELDS: dict = {}
 _FIELDS_MAX = 1 << 17
+_BLIND_NAMES: dict = {}  # _value_blind's answers so far, by name: the C twin normalises those fields itself
+
+
+def _blind(name) -> bool:
+    """``_value_blind(name)``, its answer kept in ``_BLIND_NAMES`` for the C twin."""
+    blind = _BLIND_NAMES.get(name)
+    if blind is None:
+        blind = _value_blind(name)
+        if type(name) is bytes and len(_BLIND_NAMES) < _FIELDS_MAX:
+            _BLIND_NAMES[name] = blind
+    return blind
+
+
 _PLAIN = {tuple}
 _PROBE = b" probe\t"  # a value with surrounding whitespace, as h2 strips it: b"probe"
 
@@ -154,65 +185,98 @@ class HeaderBlockSizer:
     MAX_TABLE_BYTES = HeaderTable.DEFAULT_SIZE
 
     def __init__(self) -> None:
-        self._entries: deque = deque()  # (insertion number, entry size), oldest first
+        self._entries: deque = deque()  # the live entries' facts (_remember's), oldest first
         self._size = 0
         self._inserted = 0  # insertions so far; live entries: _first .. _inserted - 1
         self._first = 0
-        self._exact: dict = {}  # (name, value) -> its newest insertion number
-        self._names: dict = {}  # name -> its newest insertion number
+        self._exact: dict = {}  # (name, value) of a live entry -> its newest insertion number
+        self._names: dict = {}  # name of a live entry -> its newest insertion number
         self._history: int | None = 0  # number of the lists sized so far (0: none; None: not kept)
         self._unapplied: list = []  # blocks looked up, not yet entered in the table
 
     def block_size(self, key: tuple, headers) -> int:
         """``encoded_size(headers)``, looked up when this encoder's history was met before;
         ``key`` (hashable) stands for ``headers`` (one key, one list, always)."""
+        return self._looked_up(key, headers, False)
+
+    def h2_block_size(self, headers: tuple) -> int:
+        """``block_size(headers, h2_normalized(headers))``: the block of ``headers`` as the h2
+        stack normalises and encodes it, the normalisation done field by field as the block is
+        sized (``_encode_h2``), without making the normalised list."""
+        return self._looked_up(headers, headers, True)
+
+    def _looked_up(self, key, headers, normalize: bool) -> int:
         if self._history is None:
-            return self._encode(headers)
+            return self._encode_h2(headers) if normalize else self._encode(headers)
         known = _SIZED.get((self._history, key))
         if known is None:
-            for earlier in self._unapplied:  # the table as hpack's would be: enter them
-                self._encode(earlier)
-            self._unapplied.clear()
+            self._apply()  # the table as hpack's would be
             if len(_SIZED) >= _SIZED_MAX:
                 _SIZED.clear()
-            known = _SIZED[self._history, key] = (self._encode(headers), next(_HISTORIES))
+            size = self._encode_h2(headers) if normalize else self._encode(headers)
+            known = _SIZED[self._history, key] = (size, next(_HISTORIES))
         else:
-            self._unapplied.append(headers)
+            self._unapplied.append((headers, normalize))
         self._history = known[1]
         return known[0]
+
+    def _apply(self) -> None:
+        """The blocks looked up so far entered in the table."""
+        for earlier, normalize in self._unapplied:
+            if normalize:
+                self._encode_h2(earlier)
+            else:
+                self._encode(earlier)
+        self._unapplied.clear()
 
     def encoded_size(self, headers) -> int:
         """Bytes of ``headers`` encoded as one block, as ``len(hpack.Encoder().encode(headers))``
         on this connection's encoder (tuples or ``HeaderTuple``s; no table size updates)."""
-        for earlier in self._unapplied:
-            self._encode(earlier)
-        self._unapplied.clear()
+        self._apply()
         self._history = None  # a block not in the history: no more lookups
         return self._encode(headers)
 
     def _encode(self, headers) -> int:
+        if _NATIVE is not None:
+            total, self._first, self._inserted, self._size = _NATIVE.encode(headers, *self._native_table())
+            return total
+        return self._encode_python(headers)
+
+    def _encode_h2(self, headers) -> int:
+        """``_encode(h2_normalized(headers))``, each field normalised as the loop meets it (C twin)."""
+        if _NATIVE is not None:
+            total, self._first, self._inserted, self._size = _NATIVE.encode(
+                headers, *self._native_table(), _H2_FACTS, _NORMALIZED_FIELDS, _normalized_one, _BLIND_NAMES
+            )
+            return total
+        return self._encode_python(h2_normalized(headers))
+
+    def _native_table(self) -> tuple:
+        return (
+            _PLAIN_FIELDS,
+            _field_facts,
+            self._exact,
+            self._names,
+            self._entries,
+            self._first,
+            self._inserted,
+            self._size,
+            self.MAX_TABLE_BYTES,
+        )
+
+    def _encode_python(self, headers) -> int:
+        """``_encode`` written in Python: the reference of the C twin's loop."""
         # The table's state in locals for the block, stored back at its end.
         total = 0
-        plain_fields, other_fields = _PLAIN_FIELDS, _OTHER_FIELDS
+        plain_fields = _PLAIN_FIELDS
         exact, names, entries = self._exact, self._names, self._entries
         first, inserted, used = self._first, self._inserted, self._size
         limit = self.MAX_TABLE_BYTES
         for header in headers:
             # What of the field's encoding the dynamic table does not change, per distinct field.
-            if type(header) is tuple and len(header) == 2:
-                info = plain_fields.get(header)
-                if info is None:
-                    info = _remember(plain_fields, header, _as_bytes(header[0]), _as_bytes(header[1]), False)
-            else:
-                if isinstance(header, hpack.HeaderTuple):
-                    sensitive = not header.indexable
-                else:
-                    sensitive = bool(len(header) > 2 and header[2])
-                name, value = _as_bytes(header[0]), _as_bytes(header[1])
-                key = (name, value, sensitive)
-                info = other_fields.get(key)
-                if info is None:
-                    info = _remember(other_fields, key, name, value, sensitive)
+            info = plain_fields.get(header) if type(header) is tuple and len(header) == 2 else None
+            if info is None:
+                info = _field_facts(header)
             static_full, pair, static_name, literal_value, literal_name, sensitive, size = info
             if static_full:
                 total += static_full  # indexed field (static table)
@@ -233,18 +297,27 @@ class HeaderBlockSizer:
             if sensitive:
                 continue
             # Entered in the dynamic table (RFC 7541 section 4.4), the oldest entries evicted past its size.
-            if size > limit:  # larger than the table: it empties it
+            if size > limit:  # larger than the table: it empties it (no number in the lookups is live)
                 entries.clear()
+                exact.clear()
+                names.clear()
                 used = 0
                 first = inserted
                 continue
             exact[pair] = inserted
             names[pair[0]] = inserted
             inserted += 1
-            entries.append(size)
+            entries.append(info)
             used += size
             while used > limit:
-                used -= entries.popleft()
+                evicted = entries.popleft()
+                used -= evicted[6]
+                # Its number leaves the lookups (a newer one of its pair or name stays): they
+                # hold the live entries only, a table's worth, not every field ever entered.
+                if exact.get(evicted[1]) == first:
+                    del exact[evicted[1]]
+                if names.get(evicted[1][0]) == first:
+                    del names[evicted[1][0]]
                 first += 1
         self._first, self._inserted, self._size = first, inserted, used
         return total
@@ -257,6 +330,36 @@ class HeaderBlockSizer:
 # representation's first byte, never-indexed, and the entry's size (RFC 7541 section 4.1).
 _PLAIN_FIELDS: dict = {}
 _OTHER_FIELDS: dict = {}
+_H2_FACTS: dict = {}  # the C twin's: a plain field -> the facts of the fields h2 normalises it to
+
+
+def _field_facts(header) -> tuple:
+    """The facts of a field not in ``_PLAIN_FIELDS`` (a plain tuple met for the first time,
+    or a ``HeaderTuple`` or a 3-tuple with its never-indexed flag), remembered."""
+    if type(header) is tuple and len(header) == 2:
+        return _remember(_PLAIN_FIELDS, header, _as_bytes(header[0]), _as_bytes(header[1]), False)
+    if isinstance(header, hpack.HeaderTuple):
+        sensitive = not header.indexable
+    else:
+        sensitive = bool(len(header) > 2 and header[2])
+    name, value = _as_bytes(header[0]), _as_bytes(header[1])
+    key = (name, value, sensitive)
+    info = _OTHER_FIELDS.get(key)
+    if info is None:
+        info = _remember(_OTHER_FIELDS, key, name, value, sensitive)
+    return info
+
+
+def _load_native():
+    """The C twin of ``_encode``'s loop, or None (not built, or the reference asked for)."""
+    if os.environ.get("WORKBENCH_PURE_PYTHON", "") not in ("", "0"):
+        return None
+    return load_extension("simulator.http._header_sizes", "WORKBENCH_HEADERS_EXT")
+
+
+_NATIVE = _load_native()
+if _NATIVE is not None:  # the C twin makes a (bytes, bytes) field's facts as _remember does
+    _NATIVE.configure(_STATIC, _CODE_BITS, _FIELDS_MAX)
 
 
 def _remember(cache: dict, key, name: bytes, value: bytes, sensitive: bool) -> tuple:

@@ -74,14 +74,22 @@ without a handshake of their own, usable after its ``setup``.
 
 The connections' server side (the mixin ``_ServerSide``), a stream's record on the client
 (``_Incoming``) and ``urgency`` are in ``http.network_server``, re-exported here where public.
+
+The fast path of ``_Conn._client_data`` (a chunk that only counts its bytes and meets marks)
+has a C twin, ``simulator.http._network.ClientData`` (also hand-written), used when it is
+built; the method stays the reference, and ``tests/test_page_size_cost.py`` checks that page
+loads agree with and without it.  ``WORKBENCH_PURE_PYTHON=1`` selects the reference;
+``WORKBENCH_NETWORK_EXT`` loads the extension from another build (``make asan``).
 """
 
 from __future__ import annotations
 
+import os
 from collections import deque
 
 from h2.utilities import normalize_outbound_headers
 
+from .._extension import load_extension
 from ..engine import Simulator
 from ..net.link import DelayedPath
 from ..net.transport import TransportConfig, timer_counts, write_padding
@@ -93,7 +101,7 @@ from .framing import H2_FRAME_HEADER_BYTES, sized_body_bytes, sized_section_fram
 from .handshake import TlsOverTcp, flights, tls_record_bytes
 from .priority import make_scheduler, scheduled_writer
 from .network_server import DEFAULT_URGENCY, _add_mark, _Incoming, _ServerSide, urgency
-from .header_sizes import H2_SETTINGS_ACK_BYTES, HeaderBlockSizer, h1_header_bytes, h2_normalized, h2_preface_bytes
+from .header_sizes import H2_SETTINGS_ACK_BYTES, HeaderBlockSizer, h1_header_bytes, h2_preface_bytes
 
 __all__ = ["ModelNetwork", "SCHEDULERS", "urgency", "AIOQUIC_ACK_DELAY_S", "H1_CONNECTIONS_PER_ORIGIN"]
 
@@ -107,6 +115,16 @@ BACKUP_CONNECT_S = 0.250
 _RESET_BYTES = H2_FRAME_HEADER_BYTES + 4  # RST_STREAM: frame header + error code (RFC 9113 section 6.4)
 SCHEDULERS = ("urgency", "round-robin", "fifo")
 _PLAIN = {tuple}
+
+
+def _load_native():
+    """The C twin of ``_Conn._client_data``'s fast path, or None (not built, or the reference asked for)."""
+    if os.environ.get("WORKBENCH_PURE_PYTHON", "") not in ("", "0"):
+        return None
+    return load_extension("simulator.http._network", "WORKBENCH_NETWORK_EXT")
+
+
+_NATIVE = _load_native()
 _H3_KEY = "h3"  # an h3 block's memo key is (_H3_KEY, headers): never an h2 key (a tuple of fields)
 
 
@@ -240,7 +258,7 @@ class _Conn(_ServerSide):
         if self.pull:
             # A packet's worth per call: the writer's own (C for the C QUIC endpoint, a scheduler's too).
             self.t.server.on_send_ready = self.writer.pull
-        self.t.client.on_data = self._client_data
+        self.t.client.on_data = self._client_data if _NATIVE is None else _NATIVE.ClientData(self, self._client_data)
         self.t.server.on_data = self._server_data
         self._quiet()
         if not handshake:
@@ -376,7 +394,7 @@ class _Conn(_ServerSide):
         plain = set(map(type, headers)) <= _PLAIN
         if self.transport == "tcp":
             if plain:
-                return encoder.block_size(headers, h2_normalized(headers))
+                return encoder.h2_block_size(headers)
             headers = tuple(normalize_outbound_headers(headers, None))
         elif plain:  # h3: no normalisation; its own keys (an h2 key is a tuple of fields)
             return encoder.block_size((_H3_KEY, headers), headers)

@@ -14,16 +14,23 @@ stream), as browsers do without coalescing.
 
 ``specs`` (a list of ``ExchangeSpec``) can be given instead of a trace: that is how
 tests and studies ask for 103s, pushes, trailers and resets.
+
+The header lists' clean-up loop (``_clean_split``) has a C twin, ``simulator.stacks._headers``
+(also hand-written), used when it is built; the Python loop is the reference, and
+``tests/test_page_size_cost.py`` checks that the two agree.  ``WORKBENCH_PURE_PYTHON=1`` selects the
+reference; ``WORKBENCH_REPLAY_EXT`` loads the extension from another build (``make asan``).
 """
 
 from __future__ import annotations
 
 import itertools
 import math
+import os
 import statistics
 from contextlib import ExitStack
 
 from .. import __version__
+from .._extension import load_extension
 from ..engine import Simulator
 from ..errors import InputError
 from ..net.transport import timer_counts
@@ -106,16 +113,38 @@ _UNSEEN = object()
 _CLEANED_MAX = 1 << 17
 
 
+def _clean_split(headers) -> tuple[list, list]:
+    """The cleaned fields of ``headers`` (``_clean``), split into the pseudo-header fields and
+    the regular ones but content-length, each in order (the fields themselves kept, not rebuilt)."""
+    if _NATIVE is not None and type(headers) is tuple:
+        found = _NATIVE.clean_split(headers, _CLEANED, _clean_field, _CLEANED_MAX, _CONNECTION_SPECIFIC)
+        if found is not None:
+            return found
+    pseudo, regular = [], []
+    for field in _clean(headers):
+        name = field[0]
+        if name[:1] == b":":
+            pseudo.append(field)
+        elif name != b"content-length":
+            regular.append(field)
+    return pseudo, regular
+
+
+def _load_native():
+    """The C twin of ``_clean_split``'s loop, or None (not built, or the reference asked for)."""
+    if os.environ.get("WORKBENCH_PURE_PYTHON", "") not in ("", "0"):
+        return None
+    return load_extension("simulator.stacks._headers", "WORKBENCH_REPLAY_EXT")
+
+
+_NATIVE = _load_native()
+
+
 def request_headers_for(headers, origin: str | None, body_bytes: int = 0) -> tuple:
     """Pseudo-header fields first (RFC 9113 section 8.3), all four present, regular fields
     lower-case without connection-specific ones, content-length matching the body we send."""
-    pseudo, regular = {}, []
-    for field in _clean(headers):  # one pass; the fields themselves kept, not rebuilt
-        name = field[0]
-        if name[:1] == b":":
-            pseudo[name] = field[1]
-        elif name != b"content-length":
-            regular.append(field)
+    pseudo_fields, regular = _clean_split(headers)
+    pseudo = dict(pseudo_fields)  # the last of a name given twice
     authority = (origin or "https://server.example").split("://", 1)[-1].encode()
     pseudo.setdefault(b":method", b"GET")
     pseudo.setdefault(b":scheme", b"https")
@@ -130,14 +159,8 @@ def request_headers_for(headers, origin: str | None, body_bytes: int = 0) -> tup
 def response_headers_for(headers, body_bytes: int) -> tuple[tuple, int]:
     """``:status`` first, the trace's other fields, and a content-length matching the body.
     Returns ``(headers, body_bytes)`` (a 204 or 304 gets no body)."""
-    status, regular = None, []
-    for field in _clean(headers):  # one pass; the fields themselves kept, not rebuilt
-        name = field[0]
-        if name[:1] == b":":
-            if status is None and name == b":status":
-                status = field[1]
-        elif name != b"content-length":
-            regular.append(field)
+    pseudo, regular = _clean_split(headers)
+    status = next((value for name, value in pseudo if name == b":status"), None)  # the first
     if status is None:
         status = b"200"
     if not (status.isdigit() and len(status) == 3) or status.startswith(b"1"):

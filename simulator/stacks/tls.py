@@ -35,9 +35,12 @@ Wireshark/tshark decrypt a capture of the TCP model's segments.
 
 from __future__ import annotations
 
+import base64
 import datetime
 import functools
+import hashlib
 import os
+import re
 import ssl
 import tempfile
 from typing import Callable
@@ -65,7 +68,10 @@ _READ_BYTES = 1 << 17
 
 _CERTS: dict[int, tuple] = {}
 _CONTEXTS: dict[int, "TlsContexts"] = {}
-_FLIGHTS: dict[str, tuple[int, int, int]] = {}
+_FLIGHTS: dict[str | int, tuple[int, int, int]] = {}  # by name, or by a plain name's length
+# DNS labels as IDNA leaves them, the first starting with a letter (never read as an IP
+# address, which gets no SNI: Python's ssl asks OpenSSL's a2i_IPADDRESS).
+_PLAIN_NAME = re.compile(r"[a-z][a-z0-9-]{0,62}(\.[a-z0-9-]{1,63})*")
 
 
 def make_certificate(seed: int):
@@ -73,8 +79,6 @@ def make_certificate(seed: int):
     cached = _CERTS.get(seed)
     if cached is not None:
         return cached
-    import hashlib
-
     from cryptography import x509
     from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
     from cryptography.x509.oid import NameOID
@@ -99,29 +103,54 @@ def make_certificate(seed: int):
 @functools.cache
 def certificate_der_bytes() -> int:
     """Bytes of the stacks' certificate in DER (the same for every seed: the serial is always 2 bytes)."""
-    from cryptography.hazmat.primitives.serialization import Encoding
+    return len(base64.b64decode(b"".join(_SEED0_CERTIFICATE_PEM.splitlines()[1:-1])))
 
-    return len(make_certificate(0)[0].public_bytes(Encoding.DER))
+
+# make_certificate(0)'s certificate as PEM.  Every model run's TLS is measured with it
+# (contexts(0), certificate_der_bytes), and it is fixed (Ed25519 signatures are deterministic),
+# so it is written here once: cryptography's x509 module (about a tenth of a second to import
+# and build with) is not needed for it.  tests/test_stacks_tls.py holds it to the one built.
+_SEED0_CERTIFICATE_PEM = b"""-----BEGIN CERTIFICATE-----
+MIIBADCBs6ADAgECAgID6DAFBgMrZXAwGTEXMBUGA1UEAwwOc2VydmVyLmV4YW1w
+bGUwIBcNMjAwMTAxMDAwMDAwWhgPMjEyMDAxMDEwMDAwMDBaMBkxFzAVBgNVBAMM
+DnNlcnZlci5leGFtcGxlMCowBQYDK2VwAyEANSdfz2cKiCFo2+B5TkNg3NJdpKSv
+47BIj5fOt9zn66WjHTAbMBkGA1UdEQQSMBCCDnNlcnZlci5leGFtcGxlMAUGAytl
+cANBABeT6oEKUSBEOxe7UM6tji4BsaPtF4ESVQovGJd511lsyv+bWTfvlR/F9RzN
+iWd63lMy/+AaPN5zdUVesyzUewY=
+-----END CERTIFICATE-----
+"""
+_ED25519_PKCS8_PREFIX = bytes.fromhex("302e020100300506032b657004220420")  # RFC 8410 section 7, then the 32-byte key
+
+
+def _pem_pair(seed: int) -> tuple[bytes, bytes]:
+    """``make_certificate(seed)``'s certificate and key as PEM (seed 0's certificate as written above)."""
+    if seed != 0:
+        from cryptography.hazmat.primitives import serialization
+
+        cert, key = make_certificate(seed)
+        return cert.public_bytes(serialization.Encoding.PEM), key.private_bytes(
+            serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
+        )
+    key_der = (
+        _ED25519_PKCS8_PREFIX + hashlib.sha256(f"workbench-cert-{seed}".encode()).digest()
+    )  # make_certificate's key
+    return _SEED0_CERTIFICATE_PEM, b"-----BEGIN PRIVATE KEY-----\n" + base64.encodebytes(
+        key_der
+    ) + b"-----END PRIVATE KEY-----\n"
 
 
 class TlsContexts:
     """The client and server ``SSLContext`` of a run (TLS 1.3 only, ALPN h2)."""
 
     def __init__(self, seed: int, keylog_path: str | None = None) -> None:
-        from cryptography.hazmat.primitives import serialization
-
-        cert, key = make_certificate(seed)
+        cert_pem, key_pem = _pem_pair(seed)
         server = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
         with tempfile.TemporaryDirectory(prefix="workbench-tls-") as tmp:
             cert_path, key_path = os.path.join(tmp, "cert.pem"), os.path.join(tmp, "key.pem")
             with open(cert_path, "wb") as fh:
-                fh.write(cert.public_bytes(serialization.Encoding.PEM))
+                fh.write(cert_pem)
             with open(key_path, "wb") as fh:
-                fh.write(
-                    key.private_bytes(
-                        serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
-                    )
-                )
+                fh.write(key_pem)
             server.load_cert_chain(cert_path, key_path)
         server.num_tickets = 0  # no NewSessionTicket records (no resumption modelled)
         client = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
@@ -308,11 +337,23 @@ def handshake_flight_bytes(server_hostname: str | None) -> tuple[int, int, int]:
     """The sizes OpenSSL gives the three TLS 1.3 flights of a full handshake with these
     contexts and SNI name: (client's first flight, server's flight, client's second flight),
     measured by running one in memory (cached per name).  The transport-model replay sends
-    flights of these sizes, so model and real stack carry the same handshake bytes."""
+    flights of these sizes, so model and real stack carry the same handshake bytes.
+
+    A plain DNS name (lower-case letters, digits, hyphens, dots; a letter first) is sent as it is, in the
+    ClientHello's server_name extension alone (RFC 6066 section 3), and nothing else of the
+    handshake depends on it: its sizes are those of any such name of its length, measured once
+    per length (a page's hundred origins cost a handful of handshakes)."""
     key = server_hostname or ""
+    if _PLAIN_NAME.fullmatch(key):
+        key = len(key)
     sizes = _FLIGHTS.get(key)
-    if sizes is not None:
-        return sizes
+    if sizes is None:
+        sizes = _FLIGHTS[key] = _measured_flights(server_hostname)
+    return sizes
+
+
+def _measured_flights(server_hostname: str | None) -> tuple[int, int, int]:
+    """``handshake_flight_bytes`` measured: one handshake in memory."""
     ctx = contexts(0)
     flights: list[list[bytes]] = [[], []]
     client = TlsEnd(ctx, is_client=True, write_ciphertext=flights[0].append, server_hostname=server_hostname)
@@ -325,5 +366,4 @@ def handshake_flight_bytes(server_hostname: str | None) -> tuple[int, int, int]:
     server.receive(finished)
     if not (client.handshake_done and server.handshake_done):  # pragma: no cover - a full handshake is 1 RTT
         raise RuntimeError("TLS 1.3 handshake did not complete in three flights")
-    sizes = _FLIGHTS[key] = (len(hello), len(b"".join(flights[1])), len(finished))
-    return sizes
+    return len(hello), len(b"".join(flights[1])), len(finished)

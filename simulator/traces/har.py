@@ -63,7 +63,7 @@ from . import harfields, harjson, limits
 from .harheaders import (
     _b,
     _request_headers,
-    _response_headers,
+    _response_headers_sized,
     _s,
     request_pseudo_headers,
     scheme_and_netloc,
@@ -316,7 +316,7 @@ def _exchange(entry: dict, where: str, path) -> tuple[Exchange, int | None]:
     response = entry.get("response") if isinstance(entry.get("response"), dict) else {}
     no_request = entry.get("_noRequestHeaders") is True  # write_har: a response-only list
     req = None if no_request else _request_headers(request, where, path)
-    resp = _response_headers(response, where, path) if response else None
+    resp, header_text_bytes = _response_headers_sized(response, where, path) if response else (None, None)
     pseudo = {}
     for name, value in req or ():  # the pseudo-header fields lead the list (_request_headers)
         if name[:1] != b":":
@@ -329,7 +329,7 @@ def _exchange(entry: dict, where: str, path) -> tuple[Exchange, int | None]:
     status = response.get("status") if isinstance(response.get("status"), int) else None
     if isinstance(status, bool) or status is not None and not -1 <= status <= 999:  # RFC 9110 15: 3 digits
         raise InputError(f"response.status {status!r} is not a three-digit status code.", path=path, where=where)
-    wire, decoded, size_from = harfields.wire_and_decoded_bytes(entry, response, status, path, where)
+    wire, decoded, size_from = harfields.wire_and_decoded_bytes(entry, response, status, path, where, header_text_bytes)
     post = request.get("postData") if isinstance(request.get("postData"), dict) else {}
     req_body = harfields.size_field(request.get("bodySize"), "request.bodySize", path, where) or len(
         _b(str(post.get("text") or ""))

@@ -215,7 +215,7 @@ def resource_type(
 def response_header_bytes(headers) -> int:
     """The response header section's size as HTTP/1.1 text: ``name: value\\r\\n`` per field,
     a status line and the empty line (RFC 9112 section 2.1)."""
-    size = len("HTTP/1.1 200 OK\r\n") + 2
+    size = _STATUS_LINE_BYTES
     if type(headers) is list:
         # Most lists: objects with a string name and value, summed at C speed.
         try:
@@ -232,6 +232,7 @@ def response_header_bytes(headers) -> int:
 
 _NAME, _VALUE = operator.itemgetter("name"), operator.itemgetter("value")
 _STR = {str}
+_STATUS_LINE_BYTES = len("HTTP/1.1 200 OK\r\n") + 2  # and the empty line that ends the section
 
 
 def size_field(value, field: str, path=None, where=None) -> int | None:
@@ -250,9 +251,10 @@ def _content_coded(headers) -> bool:
 
 
 def wire_and_decoded_bytes(
-    entry: dict, response: dict, status: int | None, path=None, where=None
+    entry: dict, response: dict, status: int | None, path=None, where=None, header_text_bytes: int | None = None
 ) -> tuple[int, int, str]:
-    """(bytes on the wire, decoded bytes, the field the wire bytes came from)."""
+    """(bytes on the wire, decoded bytes, the field the wire bytes came from); ``header_text_bytes``:
+    ``response_header_bytes`` of the response's headers less its status line, when counted already."""
     content = response.get("content") if isinstance(response.get("content"), dict) else {}
 
     def _int(value, field):
@@ -264,7 +266,12 @@ def wire_and_decoded_bytes(
     transfer = _int(response.get("_transferSize"), "response._transferSize")
     headers_size = _int(response.get("headersSize"), "response.headersSize")
     # The header section's size is needed only with _transferSize (which holds headers and body).
-    header_bytes = headers_size if headers_size or transfer is None else response_header_bytes(response.get("headers"))
+    if headers_size or transfer is None:
+        header_bytes = headers_size
+    elif header_text_bytes is not None:
+        header_bytes = _STATUS_LINE_BYTES + header_text_bytes
+    else:
+        header_bytes = response_header_bytes(response.get("headers"))
     no_body = (
         (status is not None and (status < 200 or status in (204, 304)))
         or decoded == 0

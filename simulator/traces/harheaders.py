@@ -9,6 +9,12 @@ rules are ``har``'s module docstring's; they live here so that ``har`` holds the
 page reading.  Written by hand, not with a HAR library: the loader must keep each producer's
 wire order and refuse what no stack would send.  ``urlsplit`` and ``urljoin`` are memoized
 here, one cache for both modules; ``har`` re-exports the names it always had.
+
+``_fields``' loop over a list of header objects, and the loops of ``_request_headers`` and
+``_response_headers`` over the fields, have a C twin, ``simulator.traces._harheaders`` (also
+hand-written), used when it is built; the Python loop is the reference, and
+``tests/test_har_stream.py`` checks that the two agree.  ``WORKBENCH_PURE_PYTHON=1`` selects
+the reference; ``WORKBENCH_HAR_EXT`` loads the extension from another build (``make asan``).
 """
 
 from __future__ import annotations
@@ -16,9 +22,11 @@ from __future__ import annotations
 import functools
 import itertools
 import operator
+import os
 import re
 from urllib.parse import urljoin as _urljoin, urlsplit as _urlsplit
 
+from .._extension import load_extension
 from ..errors import InputError
 from . import limits
 from .model import HeaderList
@@ -44,12 +52,21 @@ _PLAIN_URL = re.compile(r"([A-Za-z][A-Za-z0-9+.\-]*)://([^/?#\[\]\x00-\x20\x7f]*
 def scheme_and_netloc(url: str) -> tuple[str, str]:
     """``urlsplit(url)``'s scheme and netloc (its ``ValueError`` too), read by a pattern for the
     URLs it covers (most; see ``_PLAIN_URL``): a page's every URL differs, so ``urlsplit``'s
-    memo mostly misses, and the import asks for these two parts of each."""
+    memo mostly misses, and the import asks for these two parts of each (twice: the entry's
+    checks, then its initiator's join, which the last answer given serves)."""
+    if url is _LAST_SPLIT[0]:
+        return _LAST_SPLIT[1]
     m = _PLAIN_URL.fullmatch(url) if url.isascii() else None
     if m is not None:
-        return m[1].lower(), m[2]
-    parts = urlsplit(url)
-    return parts.scheme, parts.netloc
+        out = m[1].lower(), m[2]
+    else:
+        parts = urlsplit(url)
+        out = parts.scheme, parts.netloc
+    _LAST_SPLIT[:] = url, out
+    return out
+
+
+_LAST_SPLIT: list = [None, None]  # the last URL asked for (the very string) and its answer
 
 
 @functools.lru_cache(maxsize=1 << 12)
@@ -120,10 +137,27 @@ _NAME, _VALUE = operator.itemgetter("name"), operator.itemgetter("value")
 
 def _fields(raw_headers, where, path) -> list[tuple[bytes, bytes]]:
     """HAR header objects -> lower-case (name, value) pairs minus connection-specific ones."""
+    return _fields_sized(raw_headers, where, path)[0]
+
+
+def _fields_sized(raw_headers, where, path) -> tuple[list, int | None, int | None]:
+    """``_fields``, with the fields' section bytes (``limits.check_field_section``'s total)
+    and the objects' text bytes (``harfields.response_header_bytes`` less its status line)
+    when the C twin counted them as it read the list (else None)."""
     if raw_headers is None:
-        return []
+        return [], None, None
     if not isinstance(raw_headers, list):
         raise InputError("headers is not a list.", path=path, where=where)
+    if _NATIVE is not None and type(raw_headers) is list:
+        # The C twin of the loop below, for a list of objects with a string name and value.
+        found = _NATIVE.fields(raw_headers, _NATIVE_MEMO, _field_name, _header_fields.__wrapped__)
+        if found is not None:
+            return found
+    return _fields_python(raw_headers, where, path), None, None
+
+
+def _fields_python(raw_headers: list, where, path) -> list[tuple[bytes, bytes]]:
+    """``_fields`` in Python: the reference of the C twin's loop."""
     # Most lists: objects with a string name and value, each met before on the page.  The
     # whole list is looked up at C speed; anything else (an object that is not one, a
     # missing or non-string member, an unhashable value) is read one object at a time.
@@ -134,6 +168,17 @@ def _fields(raw_headers, where, path) -> list[tuple[bytes, bytes]]:
     if found is None or None in found:
         return _fields_one_by_one(raw_headers, where, path)
     return list(itertools.chain.from_iterable(found))
+
+
+def _load_native():
+    """The C twin of ``_fields``' loop, or None (not built, or the reference asked for)."""
+    if os.environ.get("WORKBENCH_PURE_PYTHON", "") not in ("", "0"):
+        return None
+    return load_extension("simulator.traces._harheaders", "WORKBENCH_HAR_EXT")
+
+
+_NATIVE = _load_native()
+_NATIVE_MEMO: dict = {}  # the C twin's memo of pairs: raw name -> [wire name, {value: fields}]
 
 
 def _fields_one_by_one(raw_headers: list, where, path) -> list[tuple[bytes, bytes]]:
@@ -167,21 +212,26 @@ def _fields_one_by_one(raw_headers: list, where, path) -> list[tuple[bytes, byte
 
 
 def _request_headers(request: dict, where: str, path) -> HeaderList:
-    fields = _fields(request.get("headers"), where, path)
-    limits.check_field_section(fields, path=path, where=where, what="request header")
+    fields, section_bytes, _ = _fields_sized(request.get("headers"), where, path)
+    limits.check_field_section(fields, path=path, where=where, what="request header", total=section_bytes)
     method = str(request.get("method") or "GET")
     url = request["url"]
     # One pass over the fields (the lists are shared with _field's cache, not copied).
-    given, pseudo, regular, host = {}, [], [], None
-    for field in fields:
-        name = field[0]
-        if name[:1] == b":":
-            given[name] = field[1]
-            pseudo.append(field)
-        elif name != b"host":
-            regular.append(field)
-        elif host is None:
-            host = field[1]
+    found = _NATIVE.split(fields, b"host") if _NATIVE is not None and type(fields) is list else None
+    if found is not None:  # the C twin of the loop below
+        pseudo, regular, host = found
+        given = dict(pseudo)  # the last of a name given twice
+    else:
+        given, pseudo, regular, host = {}, [], [], None
+        for field in fields:
+            name = field[0]
+            if name[:1] == b":":
+                given[name] = field[1]
+                pseudo.append(field)
+            elif name != b"host":
+                regular.append(field)
+            elif host is None:
+                host = field[1]
     if len(given) < 4 or not all(n in given for n in REQUEST_PSEUDO):
         # Rebuilt where the capture lacks some (with all four given, every one wanted is).
         rebuilt = dict(request_pseudo_headers(method, url))
@@ -195,15 +245,26 @@ def _request_headers(request: dict, where: str, path) -> HeaderList:
 
 
 def _response_headers(response: dict, where: str, path) -> HeaderList | None:
-    fields = _fields(response.get("headers"), where, path)
-    limits.check_field_section(fields, path=path, where=where, what="response header")
+    return _response_headers_sized(response, where, path)[0]
+
+
+def _response_headers_sized(response: dict, where: str, path) -> tuple[HeaderList | None, int | None]:
+    """``_response_headers``, and the header objects' text bytes when the C twin counted them
+    (``harfields.response_header_bytes`` less its status line; else None)."""
+    fields, section_bytes, text_bytes = _fields_sized(response.get("headers"), where, path)
+    limits.check_field_section(fields, path=path, where=where, what="response header", total=section_bytes)
     status = response.get("status")
-    given, regular = None, []
-    for field in fields:
-        if field[0][:1] != b":":
-            regular.append(field)
-        elif given is None and field[0] == b":status":
-            given = field[1]
+    found = _NATIVE.split(fields, None) if _NATIVE is not None and type(fields) is list else None
+    if found is not None:  # the C twin of the loop below
+        regular = found[1]
+        given = next((value for name, value in found[0] if name == b":status"), None)  # the first
+    else:
+        given, regular = None, []
+        for field in fields:
+            if field[0][:1] != b":":
+                regular.append(field)
+            elif given is None and field[0] == b":status":
+                given = field[1]
     if isinstance(status, int) and status > 0:
         code = _b(str(status))
     elif given is not None:
@@ -211,5 +272,5 @@ def _response_headers(response: dict, where: str, path) -> HeaderList | None:
     elif regular:
         code = b"200" if status is None else _b(str(status))
     else:
-        return None  # no response at all (Chrome records blocked requests with status 0)
-    return ((b":status", code),) + tuple(regular)  # RFC 9113 8.3.2: :status first
+        return None, text_bytes  # no response at all (Chrome records blocked requests with status 0)
+    return ((b":status", code),) + tuple(regular), text_bytes  # RFC 9113 8.3.2: :status first

@@ -189,13 +189,15 @@ def _split_authority(authority: str):
 _NAME, _VALUE = itemgetter(0), itemgetter(1)
 
 
-def check_field_section(fields, *, path=None, where=None, what: str = "header") -> None:
-    """One header list's values and total size within the limits."""
+def check_field_section(fields, *, path=None, where=None, what: str = "header", total: int | None = None) -> None:
+    """One header list's values and total size within the limits; ``total``: the section's
+    bytes, when the caller counted them already (as below)."""
     if not isinstance(fields, (list, tuple)):
         fields = list(fields)  # read twice below
     # RFC 9113 6.5.2 / RFC 7541 4.1: 32 per field.  Within the value limit, no value can be
     # above it, nor the section above its own: most lists end here.
-    total = sum(map(len, map(_VALUE, fields))) + sum(map(len, map(_NAME, fields))) + 32 * len(fields)
+    if total is None:
+        total = sum(map(len, map(_VALUE, fields))) + sum(map(len, map(_NAME, fields))) + 32 * len(fields)
     if total <= MAX_FIELD_VALUE_BYTES:
         return
     for name, value in fields if max(map(len, map(_VALUE, fields))) > MAX_FIELD_VALUE_BYTES else ():

@@ -1,0 +1,262 @@
+/* A HAR entry's header objects read into fields in C: simulator.traces._harheaders.fields.
+ *
+ * Written by hand.  It is the C twin of the loop of simulator/traces/harheaders.py's
+ * ``_fields`` over a list of header objects with string names and values, which defines the
+ * behaviour (``_header_fields``: names lower-cased, connection-specific fields and names that
+ * are no token left out, a value of several lines one field per line); the Python loop stays
+ * the reference, and tests/test_har_stream.py holds the two to each other.  Why C: a
+ * 20,000-entry HAR has 560,000 header objects, and reading each one's name and value and
+ * looking the pair up cost the import a fifth of its time in the interpreter.
+ *
+ *   fields(raw_headers, memo, name_of, field_of) -> (list of (name, value) bytes pairs,
+ *       their section bytes as limits.check_field_section counts them, the objects' text
+ *       bytes as harfields.response_header_bytes counts them), or None
+ *   split(fields, host) -> (pseudo, regular, host value), or None (see its comment: the loop of
+ *       _request_headers and _response_headers over the fields)
+ *
+ * ``memo`` maps a raw name (str) to a list [its wire name (bytes, or None: left out), a dict
+ * of its values (str) -> the tuple of fields the pair gives]; ``name_of(raw_name)`` (Python)
+ * gives a name's wire name, ``field_of(raw_name, value)`` the fields of a pair not met
+ * before (``_header_fields``' answer, a pure function of the pair; for a value of ASCII with
+ * nothing to clean, of a name other than ``te``, that answer is made here).  None when the list is not all objects with a string name and value: the caller reads it
+ * the general way, which gives every refusal.
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <string.h>
+
+#define MEMO_MAX (1 << 15) /* names, and a name's values, remembered at most (then forgotten, all at once) */
+
+static PyObject *str_name, *str_value;
+
+/* Whether ``value`` (a str) is ASCII with nothing _field would clean: no CR, LF or NUL, and
+ * nothing str.strip() takes off either end (ASCII whitespace: tab to CR, 0x1c to 0x1f, space). */
+static int
+plain_value(PyObject *value)
+{
+    if (!PyUnicode_IS_ASCII(value))
+        return 0;
+    const Py_UCS1 *p = PyUnicode_1BYTE_DATA(value);
+    Py_ssize_t n = PyUnicode_GET_LENGTH(value);
+    if (n == 0)
+        return 1;
+    if (Py_UNICODE_ISSPACE(p[0]) || Py_UNICODE_ISSPACE(p[n - 1]))
+        return 0;
+    for (Py_ssize_t i = 0; i < n; i++)
+        if (p[i] == '\r' || p[i] == '\n' || p[i] == '\0')
+            return 0;
+    return 1;
+}
+
+static PyObject *
+fields(PyObject *mod, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 4) {
+        PyErr_SetString(PyExc_TypeError, "fields() takes 4 arguments");
+        return NULL;
+    }
+    PyObject *raw = args[0], *memo = args[1], *name_of = args[2], *field_of = args[3];
+    if (!PyList_CheckExact(raw) || !PyDict_Check(memo)) {
+        PyErr_SetString(PyExc_TypeError, "fields(): a list and a dict are needed");
+        return NULL;
+    }
+    Py_ssize_t n = PyList_GET_SIZE(raw);
+    Py_ssize_t text_bytes = 0; /* the objects' names and values as "name: value\r\n" lines */
+    /* Every object first: a list the general way reads gives nothing here. */
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *h = PyList_GET_ITEM(raw, i);
+        if (!PyDict_CheckExact(h))
+            Py_RETURN_NONE;
+        PyObject *name = PyDict_GetItemWithError(h, str_name);
+        PyObject *value = name == NULL ? NULL : PyDict_GetItemWithError(h, str_value);
+        if (value == NULL) {
+            if (PyErr_Occurred())
+                return NULL;
+            Py_RETURN_NONE;
+        }
+        if (!PyUnicode_CheckExact(name) || !PyUnicode_CheckExact(value))
+            Py_RETURN_NONE;
+        text_bytes += PyUnicode_GET_LENGTH(name) + PyUnicode_GET_LENGTH(value) + 4;
+    }
+    PyObject *out = PyList_New(0);
+    if (out == NULL)
+        return NULL;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *h = PyList_GET_ITEM(raw, i);
+        PyObject *name = PyDict_GetItemWithError(h, str_name);
+        PyObject *value = name == NULL ? NULL : PyDict_GetItemWithError(h, str_value);
+        if (value == NULL) /* the dict changed: not ours to read */
+            goto fail;
+        Py_INCREF(name);
+        Py_INCREF(value);
+        PyObject *entry = PyDict_GetItemWithError(memo, name); /* borrowed */
+        PyObject *done = NULL;                                 /* a new reference: the pair's fields */
+        if (entry == NULL) {
+            if (PyErr_Occurred())
+                goto fail_pair;
+            PyObject *wire = PyObject_CallOneArg(name_of, name);
+            if (wire == NULL)
+                goto fail_pair;
+            PyObject *values = PyDict_New();
+            entry = values == NULL ? NULL : PyList_New(2);
+            if (entry == NULL) {
+                Py_DECREF(wire);
+                Py_XDECREF(values);
+                goto fail_pair;
+            }
+            PyList_SET_ITEM(entry, 0, wire);
+            PyList_SET_ITEM(entry, 1, values);
+            if (PyDict_GET_SIZE(memo) >= MEMO_MAX)
+                PyDict_Clear(memo);
+            int rc = PyDict_SetItem(memo, name, entry);
+            Py_DECREF(entry); /* the memo holds it */
+            if (rc < 0)
+                goto fail_pair;
+        }
+        PyObject *wire = PyList_GET_ITEM(entry, 0), *values = PyList_GET_ITEM(entry, 1);
+        if (wire == Py_None) { /* a name no stack sends: left out, whatever its value */
+            Py_DECREF(name);
+            Py_DECREF(value);
+            continue;
+        }
+        done = PyDict_GetItemWithError(values, value);
+        if (done != NULL)
+            Py_INCREF(done);
+        else if (PyErr_Occurred())
+            goto fail_pair;
+        else {
+            if (PyBytes_CheckExact(wire) && plain_value(value) &&
+                !(PyBytes_GET_SIZE(wire) == 2 && memcmp(PyBytes_AS_STRING(wire), "te", 2) == 0)) {
+                /* the value's bytes as they are: field_of's answer, made here */
+                PyObject *bytes = PyBytes_FromStringAndSize((const char *)PyUnicode_1BYTE_DATA(value),
+                                                            PyUnicode_GET_LENGTH(value));
+                PyObject *field = bytes == NULL ? NULL : PyTuple_Pack(2, wire, bytes);
+                Py_XDECREF(bytes);
+                done = field == NULL ? NULL : PyTuple_Pack(1, field);
+                Py_XDECREF(field);
+            }
+            else {
+                PyObject *argv[2] = {name, value};
+                done = PyObject_Vectorcall(field_of, argv, 2, NULL);
+            }
+            if (done == NULL)
+                goto fail_pair;
+            if (!PyTuple_Check(done)) {
+                Py_DECREF(done);
+                PyErr_SetString(PyExc_TypeError, "fields(): field_of() must give a tuple");
+                goto fail_pair;
+            }
+            if (PyDict_GET_SIZE(values) >= MEMO_MAX)
+                PyDict_Clear(values);
+            if (PyDict_SetItem(values, value, done) < 0) {
+                Py_DECREF(done);
+                goto fail_pair;
+            }
+        }
+        Py_DECREF(name);
+        Py_DECREF(value);
+        for (Py_ssize_t j = 0; j < PyTuple_GET_SIZE(done); j++) {
+            if (PyList_Append(out, PyTuple_GET_ITEM(done, j)) < 0) {
+                Py_DECREF(done);
+                goto fail;
+            }
+        }
+        Py_DECREF(done);
+        continue;
+    fail_pair:
+        Py_DECREF(name);
+        Py_DECREF(value);
+        goto fail;
+    }
+    /* The fields' section bytes as limits.check_field_section counts them: 32 a field (RFC 7541 4.1). */
+    Py_ssize_t section_bytes = 0;
+    for (Py_ssize_t i = 0; i < PyList_GET_SIZE(out); i++) {
+        PyObject *f = PyList_GET_ITEM(out, i);
+        Py_ssize_t a = PyTuple_Check(f) && PyTuple_GET_SIZE(f) == 2 ? PyObject_Size(PyTuple_GET_ITEM(f, 0)) : -1;
+        Py_ssize_t b = a < 0 ? -1 : PyObject_Size(PyTuple_GET_ITEM(f, 1));
+        if (b < 0) {
+            PyErr_SetString(PyExc_TypeError, "fields(): a field is not a pair of bytes");
+            goto fail;
+        }
+        section_bytes += a + b + 32;
+    }
+    return Py_BuildValue("(Nnn)", out, section_bytes, text_bytes);
+fail:
+    Py_DECREF(out);
+    return NULL;
+}
+
+/* split(fields, host): the loop of harheaders' _request_headers (host b"host") and
+ * _response_headers (host None) over a list of (name, value) fields with bytes names: the
+ * pseudo-header fields (a name starting with ":") and the others in order, the fields named
+ * ``host`` left out of the others, the first one's value given apart; (pseudo, regular,
+ * host value or None), or None for a list of another shape (the Python loop reads it). */
+static PyObject *
+split(PyObject *mod, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 2 || !PyList_CheckExact(args[0]) || (args[1] != Py_None && !PyBytes_CheckExact(args[1]))) {
+        PyErr_SetString(PyExc_TypeError, "split(fields, host): a list and bytes or None are needed");
+        return NULL;
+    }
+    PyObject *fields = args[0], *host = args[1] == Py_None ? NULL : args[1];
+    Py_ssize_t n = PyList_GET_SIZE(fields);
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *f = PyList_GET_ITEM(fields, i);
+        if (!PyTuple_CheckExact(f) || PyTuple_GET_SIZE(f) != 2 || !PyBytes_CheckExact(PyTuple_GET_ITEM(f, 0)))
+            Py_RETURN_NONE;
+    }
+    PyObject *pseudo = PyList_New(0), *regular = PyList_New(0), *host_value = Py_None;
+    if (pseudo == NULL || regular == NULL)
+        goto fail;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *f = PyList_GET_ITEM(fields, i), *name = PyTuple_GET_ITEM(f, 0);
+        int rc = 0;
+        if (PyBytes_GET_SIZE(name) >= 1 && PyBytes_AS_STRING(name)[0] == ':')
+            rc = PyList_Append(pseudo, f);
+        else if (host == NULL || PyBytes_GET_SIZE(name) != PyBytes_GET_SIZE(host) ||
+                 memcmp(PyBytes_AS_STRING(name), PyBytes_AS_STRING(host), (size_t)PyBytes_GET_SIZE(host)) != 0)
+            rc = PyList_Append(regular, f);
+        else if (host_value == Py_None)
+            host_value = PyTuple_GET_ITEM(f, 1);
+        if (rc < 0)
+            goto fail;
+    }
+    return Py_BuildValue("(NNO)", pseudo, regular, host_value);
+fail:
+    Py_XDECREF(pseudo);
+    Py_XDECREF(regular);
+    return NULL;
+}
+
+static PyMethodDef module_methods[] = {
+    {"split", (PyCFunction)(void (*)(void))split, METH_FASTCALL,
+     "split(fields, host) -> (pseudo, regular, host value) or None: the loop of _request_headers and\n"
+     "_response_headers (see split's comment)."},
+    {"fields", (PyCFunction)(void (*)(void))fields, METH_FASTCALL,
+     "fields(raw_headers, memo, name_of, field_of) -> (fields, section bytes, text bytes) or None:\n"
+     "_fields' loop (see the module docstring)."},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef module_def = {
+    PyModuleDef_HEAD_INIT,
+    "simulator.traces._harheaders",
+    "The loop of harheaders._fields over header objects in C (the C twin of simulator/traces/harheaders.py's).",
+    -1,
+    module_methods,
+};
+
+PyMODINIT_FUNC
+PyInit__harheaders(void)
+{
+    str_name = PyUnicode_InternFromString("name");
+    str_value = PyUnicode_InternFromString("value");
+    if (str_name == NULL || str_value == NULL)
+        return NULL;
+    PyObject *m = PyModule_Create(&module_def);
+    if (m != NULL && PyModule_AddStringConstant(m, "IMPLEMENTATION", "c") < 0) {
+        Py_DECREF(m);
+        return NULL;
+    }
+    return m;
+}
