@@ -271,12 +271,10 @@ class PageLoad:
             if not math.isnan(self.arrived_s[canon]):
                 self._arrived(index)
             return
-        if self.cache.has(r.url):  # the navigation too, when the cache holds it fresh
-            self.source[index] = "cache"
-            self._arrived(index)
-            return
-        if r.internal:  # a redirect the browser made itself (HSTS): ready at once, nothing fetched
-            self.source[index] = "internal"
+        # From the cache (the navigation too, when held fresh), or the browser's own redirect
+        # (HSTS): ready at once, nothing fetched.
+        if r.internal or self.cache.has(r.url):
+            self.source[index] = "internal" if r.internal else "cache"
             self._arrived(index)
             return
         push = self.push_by_url.get(r.url)
@@ -316,11 +314,9 @@ class PageLoad:
         self.net.fetch(self.key(self.graph[index].origin), self.spec(index))
 
     def on_connected(self, key: str, protocol: str) -> None:
-        """A connection of ``key`` is up; over HTTP/2, or HTTP/3 found by an Alt-Svc, the browser
-        now knows the host supports priorities (``scheduling``'s docstring)."""
-        if self.scheduler is not None and (
-            protocol == "h2" or (protocol == "h3" and self.params.h3_discovery == "alt-svc")
-        ):
+        """A connection of ``key`` is up: over HTTP/2, or HTTP/3 found by an Alt-Svc, the host supports priorities."""
+        known = protocol == "h2" or (protocol == "h3" and self.params.h3_discovery == "alt-svc")
+        if self.scheduler is not None and known:
             self.scheduler.connected(key)
 
     def _arrived(self, index: int) -> None:
