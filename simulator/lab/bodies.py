@@ -6,7 +6,8 @@ its compressed size is searched to the recorded bytes on the wire: a seeded mix 
 random-token comment lines (which barely compress) and one repeated line (which compresses to
 almost nothing) to the recorded decoded length, or all-random text when that length cannot
 carry so many compressed bytes.  ``SIZE_TOLERANCE`` says how close the search must come.
-Images are valid PNGs padded to their recorded size (``image``).  Deterministic for a seed.
+Images are valid PNGs padded to their recorded size (``image``), coded when the
+recorded response was (``coded_image``).  Deterministic for a seed.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ import gzip
 import random
 import string
 
-__all__ = ["SIZE_TOLERANCE", "sized_text", "filler", "tolerance", "image", "IMAGE_SIZE_PX"]
+__all__ = ["SIZE_TOLERANCE", "sized_text", "filler", "tolerance", "image", "coded_image", "IMAGE_SIZE_PX"]
 
 # A coded body's compressed size is within max(64 bytes, 2%) of the recorded one.
 SIZE_TOLERANCE = (64, 0.02)
@@ -147,3 +148,21 @@ def image(size: int, seed: int) -> bytes:
         return png
     iend = png.rindex(b"IEND") - 4  # the IEND chunk's length field
     return png[:iend] + _png_chunk(_PNG_PAD_CHUNK, rng.randbytes(pad)) + png[iend:]
+
+
+def coded_image(wire_bytes: int, seed: int, encoding: str) -> bytes:
+    """``image`` coded with ``encoding`` (``gzip``/``br``: some servers code images too), about
+    ``wire_bytes`` coded.  The padding is random bytes, which no coding shrinks, so the coded
+    size moves byte for byte with the image's: what the coding added or took off is measured
+    and the image sized again (a few rounds).  Text in its place would not decode as an image,
+    and Chromium stops reading such a body after its first read (see ``image``): the page's
+    bytes would not cross the lab's link."""
+    size = wire_bytes
+    coded = _compress(image(size, seed), encoding)
+    for _ in range(4):
+        miss = wire_bytes - len(coded)
+        if abs(miss) <= tolerance(wire_bytes) // 4 or size + miss < 1:
+            break
+        size += miss
+        coded = _compress(image(size, seed), encoding)
+    return coded

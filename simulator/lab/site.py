@@ -50,7 +50,7 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 from ..errors import InputError
-from .bodies import SIZE_TOLERANCE, image, sized_text, tolerance
+from .bodies import SIZE_TOLERANCE, coded_image, image, sized_text, tolerance
 from .certs import make_ca_and_leaf
 from .markup import after_load, delayed, insert_js, parser_tag
 
@@ -485,10 +485,11 @@ def rebuild(har, *, addresses="documentation", seed: int = 0, tls: dict | None =
             body = sized_text(css_text(r), "stylesheet", body_seed, wire, decoded, coding)
         elif k == "script":
             body = sized_text(js_text(r), "script", body_seed, wire, decoded, coding)
+        elif k == "image" and "svg" not in _ctype(r.response_headers, k):
+            # decodable, coded or not: Chromium stops reading an image it cannot decode
+            body = coded_image(wire, body_seed, coding) if coding else image(wire, body_seed)
         elif coding or k in _TEXT_TYPES:
             body = sized_text("", "script", body_seed, wire, decoded, coding)
-        elif k == "image" and "svg" not in _ctype(r.response_headers, k):
-            body = image(wire, body_seed)  # decodable: Chromium stops reading what is not
         else:
             body = random.Random(body_seed).randbytes(wire)
         if not body:
