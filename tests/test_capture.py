@@ -110,6 +110,29 @@ def test_bad_input_is_one_line_exit_2_and_writes_nothing(tmp_path, capsys, flags
     assert not out.exists() and list(tmp_path.iterdir()) == [tmp_path / "empty"]
 
 
+def test_synthetic_site_images_decode_at_their_drawn_size():
+    """A browser stops reading an image it cannot decode, so random bytes would move a packet
+    of a drawn image instead of all of it: each raster image of a synthetic site is a valid PNG
+    (decoded with Pillow) of its drawn size (the least a PNG can be, 69 bytes, for smaller)."""
+    import io
+
+    from PIL import Image
+
+    from simulator.traces.synth import generate
+
+    site = site_from_synth(30, seed=4)
+    trace = generate(pages=1, seed=4, requests=30, third_party_share=0.0)
+    images = [e for e in trace.exchanges[1:] if site.files[urlsplit(e.url).path][0].startswith("image/")]
+    raster = [e for e in images if "svg" not in site.files[urlsplit(e.url).path][0]]
+    assert raster
+    for e in raster:
+        data = site.files[urlsplit(e.url).path][1]
+        with Image.open(io.BytesIO(data)) as im:
+            im.load()
+            assert im.format == "PNG"
+        assert len(data) == max(e.response_body_bytes, 69), e.url
+
+
 def test_synthetic_site_follows_the_generator_initiators():
     site = site_from_synth(30, seed=4)
     page = site.files["/index.html"][1].decode()

@@ -4,10 +4,10 @@
 (ALPN ``h2`` only) or HTTP/3 (QUIC on UDP, with the same port number on TCP for the
 fallback).  The page set is a folder (``site_from_dir``) or a synthetic page generated
 from ``simulator.traces.synth`` (``site_from_synth``): its sub-resources become real
-HTML/CSS/JS/image/font files of the sizes the generator drew, referenced so that a
-browser discovers them the way the trace says (stylesheets, parser scripts, images,
-fonts and iframes from the document; script-initiated scripts and fetches from the
-script that initiated them).
+HTML/CSS/JS/image/font files of the sizes the generator drew (images valid PNGs,
+``images``), referenced so that a browser discovers them the way the trace says
+(stylesheets, parser scripts, images, fonts and iframes from the document;
+script-initiated scripts and fetches from the script that initiated them).
 
 The certificate is generated here for every run (ECDSA P-256, self-signed, SAN
 IP:127.0.0.1, ``cryptography``); its SubjectPublicKeyInfo hash is what the browser is
@@ -49,6 +49,7 @@ from urllib.parse import unquote, urlsplit
 
 from ..errors import InputError
 from ..traces.synth import MAX_REQUESTS as SYNTH_MAX_REQUESTS, MIN_REQUESTS as SYNTH_MIN_REQUESTS
+from .images import image
 
 __all__ = ["Site", "site_from_dir", "site_from_synth", "LocalServer", "make_certificate"]
 
@@ -183,7 +184,7 @@ def site_from_synth(requests: int, seed: int = 0) -> Site:
             ctype, data = "font/woff2", rng.randbytes(size)
         elif kind == "image":
             ctype = next((v.decode() for n, v in e.response_headers or () if n == b"content-type"), "image/png")
-            data = rng.randbytes(size)
+            data = image(size, rng.randrange(1 << 32))  # decodable: a browser stops reading what is not
         elif kind == "document":
             ctype, data = "text/html; charset=utf-8", _pad(b"<!doctype html><p>frame</p>\n", rng, size, "<!-- html -->")
         else:
