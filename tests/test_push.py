@@ -89,6 +89,29 @@ def test_graph_from_initiators_and_render_blocking():
     assert g.depth(3) == 2
 
 
+def test_an_iframes_stylesheets_block_its_frame_not_the_page_and_get_no_103_preload():
+    """HTML: a stylesheet blocks the rendering of its own document.  An iframe's stylesheet
+    (found by the iframe's parser, VeryHigh for its frame) is not in the page's render-blocking
+    set, so the 103 (RFC 8297) does not preload it: the page's hints serve the page's document
+    (HTML's early hints go to the navigated document's preloads; Chromium keeps them in the
+    top-level frame's cache partition, which a cross-site iframe's request does not read), and
+    its origin gets no preconnect for it."""
+    t = small_page(n_css=1)
+    frame = "https://widget.example/frame.html"
+    t.exchanges.append(_exchange(2, f"{SITE}/w.js", "script", 2000, initiator=f"{SITE}/", priority="High"))
+    t.exchanges.append(_exchange(3, frame, "document", 2000, initiator=f"{SITE}/w.js", itype="script"))
+    css = _exchange(4, "https://widget.example/w.css", "stylesheet", 3000, initiator=frame)
+    t.exchanges.append(replace(css, render_blocking="blocking"))  # Chrome's _renderBlocking, for its frame
+    g = page_graph(t)
+    assert [r.parent for r in g.resources] == [None, 0, 0, 2, 3]
+    assert g.render_blocking == [0, 1, 2]
+    assert "frame" in g[4].render_blocking_reason
+    from simulator.browser.server import early_hints
+
+    links = b" ".join(early_hints(g, push.PushParams(**BASE)))
+    assert b"w.css" not in links and b"widget.example" not in links and b"/s0.css>" in links
+
+
 def test_graph_fallback_without_initiators_fonts_after_css():
     ex = [
         _exchange(0, f"{SITE}/", "document", 1000),

@@ -28,6 +28,8 @@ A cycle in the initiators is bad input (one line naming the URLs).
 stylesheets and synchronous scripts its parser found before its body ended.  Per
 resource, the first rule that applies decides, and ``render_blocking_reason`` says which:
 
+- In an iframe (its nearest document ancestor is not the page's): does not block the page,
+  whatever Chrome's ``_renderBlocking`` says of it for its own frame.
 - Chrome's ``_renderBlocking`` when the producer wrote it: ``blocking`` blocks; anything
   else (``non_blocking``, ``in_body_parser_blocking``, ``potentially_blocking``...) does not.
 - Not a stylesheet or script, not found by the document (another parent), or inserted by
@@ -356,13 +358,21 @@ def page_graph(trace: Trace, page: str | None = None) -> PageGraph:
         and (e.resource_type in ("image", "media") or _is_document(e))
     ]
     head_end_s = min(body_starts) if body_starts else None
+    # Each resource's frame: its nearest ancestor that is a document (the navigation's hops count
+    # as the page's).  Parents are acyclic (checked above), so each walk ends.
+    frames: list[int | None] = []
+    for i in range(len(exchanges)):
+        j = parents[i]
+        while j is not None and j > document and not _is_document(exchanges[j]):
+            j = parents[j]
+        frames.append(document if j is not None and j <= document else j)
     resources = []
     for i, e in enumerate(exchanges):
         if i <= document:
             rtype = "document"  # the navigation and its redirect hops
         else:
             rtype = "document" if _is_document(e) else (e.resource_type or "other")
-        blocking, reason = _render_blocking(i, e, rtype, parents[i], document, head_end_s)
+        blocking, reason = _render_blocking(i, e, rtype, parents[i], frames[i], document, head_end_s)
         wait_ms = (e.timings or {}).get("wait")
         resources.append(
             Resource(
@@ -399,13 +409,17 @@ def page_graph(trace: Trace, page: str | None = None) -> PageGraph:
 
 
 def _render_blocking(
-    i: int, e: Exchange, rtype: str, parent: int | None, document: int, head_end_s: float | None
+    i: int, e: Exchange, rtype: str, parent: int | None, frame: int | None, document: int, head_end_s: float | None
 ) -> tuple[bool, str]:
     """(blocks the first render, the rule that decided; see the module docstring)."""
     if i == document:
         return True, "the document"
     if i < document:
         return False, "a redirect before the document"
+    if frame is not None and frame != document:
+        # HTML: a stylesheet or script blocks the rendering of its own document; an iframe's
+        # (Chrome's _renderBlocking says "blocking" for it too) does not hold the page's.
+        return False, "in a frame (blocks that frame's document, not the page)"
     if e.render_blocking is not None and rtype in ("stylesheet", "script"):
         return e.render_blocking == "blocking", f"_renderBlocking {e.render_blocking}"
     if rtype not in ("stylesheet", "script"):
