@@ -106,6 +106,7 @@ def test_an_iframes_stylesheets_block_its_frame_not_the_page_and_get_no_103_prel
     assert [r.parent for r in g.resources] == [None, 0, 0, 2, 3]
     assert g.render_blocking == [0, 1, 2]
     assert "frame" in g[4].render_blocking_reason
+    assert g[4].blocks_own_document and g[1].blocks_own_document  # its frame's, and the page's
     from simulator.browser.server import early_hints
 
     links = b" ".join(early_hints(g, push.PushParams(**BASE)))

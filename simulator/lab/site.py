@@ -419,7 +419,7 @@ def rebuild(har, *, addresses="documentation", seed: int = 0, tls: dict | None =
         head, body = [], []
         for c in parser_children.get(r.index, ()):
             cr = by_index[c]
-            where, tag = parser_tag(kind[c], cr.url, cr.render_blocking)
+            where, tag = parser_tag(kind[c], cr.url, cr.blocks_own_document)
             (head if where == "head" else body).append(tag)
         inline = "".join(asked(c) for c in inline_children.get(r.index, ()))
         if inline:

@@ -82,6 +82,9 @@ class Resource:
     timings: dict | None = None  # the capture's HAR timings (ms)
     pushed: bool = False  # the server pushed it in the capture (Exchange.pushed)
     internal: bool = False  # a redirect the browser made itself (Exchange.internal): never fetched
+    # blocks its own document's first render: ``render_blocking``, or for a resource in an
+    # iframe what the rules say of it for that frame (the lab's rebuild puts it in that head)
+    blocks_own_document: bool = False
 
     @property
     def authority(self) -> str:
@@ -372,7 +375,12 @@ def page_graph(trace: Trace, page: str | None = None) -> PageGraph:
             rtype = "document"  # the navigation and its redirect hops
         else:
             rtype = "document" if _is_document(e) else (e.resource_type or "other")
-        blocking, reason = _render_blocking(i, e, rtype, parents[i], frames[i], document, head_end_s)
+        blocking, reason = _render_blocking(i, e, rtype, parents[i], document, head_end_s)
+        own_document = blocking
+        if frames[i] not in (None, document):
+            # HTML: a stylesheet or script blocks the rendering of its own document; an iframe's
+            # (Chrome's _renderBlocking says "blocking" for it too) does not hold the page's.
+            blocking, reason = False, "in a frame (blocks that frame's document, not the page)"
         wait_ms = (e.timings or {}).get("wait")
         resources.append(
             Resource(
@@ -384,6 +392,7 @@ def page_graph(trace: Trace, page: str | None = None) -> PageGraph:
                 body_bytes=int(e.response_body_bytes or 0),
                 parent=parents[i],
                 render_blocking=blocking,
+                blocks_own_document=own_document,
                 priority=e.priority,
                 status=e.status or 200,
                 wait_s=None if not isinstance(wait_ms, (int, float)) or wait_ms < 0 else float(wait_ms) / 1000.0,
@@ -409,17 +418,13 @@ def page_graph(trace: Trace, page: str | None = None) -> PageGraph:
 
 
 def _render_blocking(
-    i: int, e: Exchange, rtype: str, parent: int | None, frame: int | None, document: int, head_end_s: float | None
+    i: int, e: Exchange, rtype: str, parent: int | None, document: int, head_end_s: float | None
 ) -> tuple[bool, str]:
     """(blocks the first render, the rule that decided; see the module docstring)."""
     if i == document:
         return True, "the document"
     if i < document:
         return False, "a redirect before the document"
-    if frame is not None and frame != document:
-        # HTML: a stylesheet or script blocks the rendering of its own document; an iframe's
-        # (Chrome's _renderBlocking says "blocking" for it too) does not hold the page's.
-        return False, "in a frame (blocks that frame's document, not the page)"
     if e.render_blocking is not None and rtype in ("stylesheet", "script"):
         return e.render_blocking == "blocking", f"_renderBlocking {e.render_blocking}"
     if rtype not in ("stylesheet", "script"):
