@@ -369,3 +369,27 @@ def test_orjson_entry_reading_on_random_documents(monkeypatch):
         assert _walked(text, True, monkeypatch) == _walked(text, False, monkeypatch)
 
     check()
+
+
+def test_orjson_leaves_to_json_the_nesting_json_refuses(monkeypatch):
+    """json's scanner counts its levels against the interpreter's recursion limit (the stack
+    included) and refuses past it, where orjson reads up to 1,024 levels: an entry nested
+    near that limit is refused (or read) as json does, under the default limit and a lower one."""
+    import sys
+
+    from simulator.traces.harjson import _depth
+
+    def outcomes():
+        out = []
+        for depth in range(0, 1100, 7):
+            text = '{"log":{"entries":[\n{"a":' + "[" * depth + "]" * depth + "}\n]}}"
+            out.append((depth, _walked(text, True, monkeypatch) == _walked(text, False, monkeypatch)))
+        return out
+
+    assert all(same for _, same in outcomes())
+    limit = sys.getrecursionlimit()
+    try:
+        sys.setrecursionlimit(_depth() + 300)
+        assert all(same for _, same in outcomes())
+    finally:
+        sys.setrecursionlimit(limit)

@@ -26,13 +26,17 @@ value: the value ``raw_decode`` reads from the same place, which ends where it d
 ``orjson`` reads otherwise than ``json`` is left to ``json``: it refuses ``NaN``,
 ``Infinity``, numbers that overflow a double, escapes of lone surrogates and nesting past
 1,024 levels (all of which ``json`` reads), and a slice holding a run of 19 digits or more
-(an integer past 64 bits, which ``orjson`` would read as a float) is not given to it.
+(an integer past 64 bits, which ``orjson`` would read as a float) or more ``[`` and ``{``
+than ``json``'s scanner surely nests here (it counts its levels against the interpreter's
+recursion limit, the stack included, and refuses past it: a depth ``orjson`` reads) is not
+given to it.
 """
 
 from __future__ import annotations
 
 import json
 import re
+import sys
 from json.decoder import scanstring
 from typing import Callable
 
@@ -46,20 +50,24 @@ __all__ = ["walk", "NotStreamable"]
 
 _WHITESPACE = re.compile(r"[ \t\n\r]*")  # RFC 8259 section 2: ws
 _DECODER = json.JSONDecoder()
-# Each digit byte as "0", every other byte as a space: a run of 19 zeros in a slice so mapped
-# is a run of 19 digits in it (an integer past 64 bits, maybe: json's to read).
-_DIGITS_AS_ZEROS = bytes(0x30 if 0x30 <= b <= 0x39 else 0x20 for b in range(256))
+# Each digit byte as "0", "[" and "{" as "{", every other byte as a space: in a slice so
+# mapped, a run of 19 zeros is a run of 19 digits (an integer past 64 bits, maybe: json's to
+# read), and the count of "{" bounds the nesting (json's, which its scanner counts against
+# the interpreter's recursion limit, stack included: json's to read past the room left).
+_SHAPE = bytes(0x30 if 0x30 <= b <= 0x39 else 0x7B if b in b"[{" else 0x20 for b in range(256))
 _LONG_DIGITS = b"0" * 19
+_FRAMES_SLACK = 50  # frames between walk's and the scanner's, and to spare
 
 
 _SLACK = 64  # characters between an entry's end and its line's end (a comma, spaces, CR)
 
 
-def _decode_entry(text: str, pos: int) -> tuple[object, int, int]:
+def _decode_entry(text: str, pos: int, room: int) -> tuple[object, int, int]:
     """``_DECODER.raw_decode(text, pos)`` (the same value and end), by ``orjson`` where the
     entry's end can be told from its layout (the module docstring), and how far the text was
     looked at to find that end (``pos`` when it was not): ``walk`` stops asking once that
-    reach passes an entry's end, so that no layout makes the reading quadratic."""
+    reach passes an entry's end, so that no layout makes the reading quadratic.  ``room``:
+    the nesting json's scanner surely reads here (below, json reads the entry)."""
     if _orjson_loads is None or not text.startswith("{", pos):
         return (*_DECODER.raw_decode(text, pos), pos)
     nl = text.find("\n", pos)
@@ -81,12 +89,21 @@ def _decode_entry(text: str, pos: int) -> tuple[object, int, int]:
         end = reach = close + len(indent) + 2 if close >= 0 else len(text)
     if text[end - 1] == "}" and end > pos + 1:
         piece = text[pos:end].encode("utf-8", "surrogatepass")  # orjson refuses a surrogate
-        if _LONG_DIGITS not in piece.translate(_DIGITS_AS_ZEROS):
+        shape = piece.translate(_SHAPE)
+        if _LONG_DIGITS not in shape and shape.count(b"{") < room:
             try:
                 return _orjson_loads(piece), end, reach
             except _OrjsonRefused:
                 pass
     return (*_DECODER.raw_decode(text, pos), reach)
+
+
+def _depth() -> int:
+    """The interpreter's stack depth here (frames)."""
+    frame, depth = sys._getframe(), 0
+    while frame is not None:
+        frame, depth = frame.f_back, depth + 1
+    return depth
 
 
 class NotStreamable(Exception):
@@ -128,9 +145,10 @@ def walk(text: str, on_entry: Callable[[object], None]) -> dict:
         if text.startswith("]", pos):
             return pos + 1
         fast = True  # orjson (_decode_entry) while the layout shows each entry's end
+        room = sys.getrecursionlimit() - _depth() - _FRAMES_SLACK
         while True:
             if fast:
-                entry, pos, reach = _decode_entry(text, pos)
+                entry, pos, reach = _decode_entry(text, pos, room)
                 fast = reach <= pos + _SLACK
             else:
                 entry, pos = decode(text, pos)
