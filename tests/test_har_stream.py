@@ -225,3 +225,171 @@ def test_the_c_split_of_request_and_response_fields_is_the_python_reference_rfc9
     want = [(harheaders._request_headers(q, "w", None), harheaders._response_headers(r, "w", None)) for q, r in cases]
     assert got == want
     assert native.split([(b"a", b"1"), ("b", b"2")], None) is None  # a str name: the Python loop's
+
+
+# --- orjson's reading of an entry held to json's (harjson._decode_entry) ----------------------
+
+_JSON_TRICKY = [
+    "NaN",
+    "-Infinity",
+    "1e400",
+    "-1e999",
+    "18446744073709551616",  # past 64 bits: orjson would read a float
+    "-9223372036854775809",
+    "9223372036854775807",
+    "12345678901234567890123.5",
+    "-0",
+    "-0.0",
+    "4.9e-324",
+    "0.30000000000000004441",
+    '"\\ud800"',  # a lone surrogate's escape: json keeps it, orjson refuses
+    '"\\udc00\\ud800"',
+    '"\\ud83d\\ude00"',
+    '"1234567890123456789012"',  # a digit run in a string: read by json, the same value
+    '"\\u2028 \\u00e9 \\/ \\u0000"',
+    '"é \u2028"',
+]
+
+
+def _entry_texts(values):
+    """An entry holding each value, in the layouts ``_decode_entry`` reads (a line of its
+    own, pretty-printed) and others (a line shared, the last entry before ``]``)."""
+    obj = {"request": {"url": "https://a.example/"}, "v": values, "n": {"k": [values, {}]}}
+    compact = json.dumps(obj, separators=(",", ":")) if "NaN" not in str(values) else None
+    for text in filter(
+        None,
+        [
+            compact,
+            json.dumps(obj),
+            json.dumps(obj, indent=2),
+            json.dumps(obj, indent="\t"),
+        ],
+    ):
+        yield text
+
+
+def _walked(text, use_orjson, monkeypatch, counted=None):
+    from simulator.traces import harjson
+
+    if not use_orjson:
+        monkeypatch.setattr(harjson, "_orjson_loads", None)
+    elif counted is not None:
+        loads = harjson._orjson_loads
+
+        def counting(piece):
+            value = loads(piece)
+            counted.append(1)
+            return value
+
+        monkeypatch.setattr(harjson, "_orjson_loads", counting)
+    got = []
+    try:
+        log = harjson.walk(text, got.append)
+    except (harjson.NotStreamable, ValueError, RecursionError) as exc:
+        return type(exc).__name__
+    finally:
+        monkeypatch.undo()
+    return repr((got, log))  # repr: NaN compares unequal to itself, and -0.0 equal to 0
+
+
+@pytest.mark.parametrize("layout", ["lines", "indent", "tabs", "shared", "crlf"])
+def test_orjson_reads_an_entry_as_json_does_rfc8259(layout, monkeypatch):
+    """Each entry read by ``orjson`` where its end shows in the layout is the value json's
+    ``raw_decode`` reads (held by repr: the types and the float bits); what orjson reads
+    otherwise (NaN, Infinity, overflow, integers past 64 bits, lone surrogates) goes to json."""
+    raw = [v for v in _JSON_TRICKY]
+    entries = []
+    for k, v in enumerate(raw):
+        entries.append(f'{{"request": {{"url": "https://a.example/{k}"}}, "v": [{v}], "w": {{"x": {v}}}}}')
+        entries.append(f'{{"request":{{"url":"https://a.example/{k}"}},"v":{v}}}')
+    if layout == "lines":
+        text = '{"log": {"entries": [\n' + ",\n".join(entries) + "\n]}}"
+    elif layout == "crlf":
+        text = '{"log": {"entries": [\r\n' + " ,\r\n".join(entries) + "\r\n]}}"
+    elif layout == "shared":
+        text = '{"log": {"entries": [' + ", ".join(entries) + "]}}"
+    else:
+        ind = "  " if layout == "indent" else "\t"
+        pretty = []
+        for e in entries:
+            body = e[1:-1]
+            pretty.append(f"{ind * 2}{{\n{ind * 3}" + body + f"\n{ind * 2}}}")
+        text = f'{{\n{ind}"log": {{\n{ind}"entries": [\n' + ",\n".join(pretty) + f"\n{ind}]\n}}}}"
+    read = []
+    fast, slow = _walked(text, True, monkeypatch, read), _walked(text, False, monkeypatch)
+    assert fast == slow and "nan" in slow and "18446744073709551616" in slow
+    # orjson read the entries it reads as json does (those of strings and small numbers)
+    assert len(read) >= (0 if layout == "shared" else 12)
+
+
+def test_orjson_takes_a_slice_only_when_it_is_the_whole_value(monkeypatch):
+    """A line that looks like an entry's end but is not (two entries on it, a nested ``}``
+    at the entry's indentation, the last entry with the closing brackets, a syntax error):
+    json's reading, or json's refusal."""
+    texts = [
+        '{"log": {"entries": [\n{"a": 1}, {"b": 2}\n]}}',
+        '{"log": {"entries": [\n{"a": 1}]}}',
+        '{"log": {"entries": [\n  {\n  "a": {\n  }, "b": 2\n  }\n]}}',
+        '{"log": {"entries": [\n{"a": 1},\n{"b": 2,}\n]}}',
+        '{"log": {"entries": [\n{"a": 1} {"b": 2}\n]}}',
+        '{"log": {"entries": [\n{"a": [1, 2}\n]}}',
+        '{"log": {"entries": [\n{"a": "x\ty"}\n]}}',
+        '{"log": {"entries": [\n{"a": 1}\n,\n{"a": 2}\n]}}',
+        '{"log": {"entries": [\n{"a": ' + "[" * 1100 + "]" * 1100 + "}\n]}}",
+    ]
+    for text in texts:
+        assert _walked(text, True, monkeypatch) == _walked(text, False, monkeypatch), text
+
+
+def test_orjson_entry_reading_on_random_documents(monkeypatch):
+    """Random JSON values (hypothesis) as entries, in write_har's layout and pretty-printed:
+    the same entries and log as json's reading."""
+    from hypothesis import HealthCheck, given, settings
+    from hypothesis import strategies as st
+
+    scalars = (
+        st.none()
+        | st.booleans()
+        | st.integers(min_value=-(2**70), max_value=2**70)
+        | st.floats(allow_nan=True, allow_infinity=True)
+        | st.text(max_size=12)
+    )
+    values = st.recursive(
+        scalars, lambda kids: st.lists(kids, max_size=4) | st.dictionaries(st.text(max_size=5), kids, max_size=4)
+    )
+    entries = st.lists(st.dictionaries(st.text(max_size=5), values, max_size=5), max_size=4)
+
+    @settings(max_examples=300, deadline=None, suppress_health_check=list(HealthCheck), database=None)
+    @given(entries, st.sampled_from([None, 1, 2, "\t"]))
+    def check(es, indent):
+        if indent is None:
+            text = '{"log":{"entries":[\n' + ",\n".join(json.dumps(e, separators=(",", ":")) for e in es) + "\n]}}"
+        else:
+            text = json.dumps({"log": {"entries": es}}, indent=indent)
+        assert _walked(text, True, monkeypatch) == _walked(text, False, monkeypatch)
+
+    check()
+
+
+def test_orjson_leaves_to_json_the_nesting_json_refuses(monkeypatch):
+    """json's scanner counts its levels against the interpreter's recursion limit (the stack
+    included) and refuses past it, where orjson reads up to 1,024 levels: an entry nested
+    near that limit is refused (or read) as json does, under the default limit and a lower one."""
+    import sys
+
+    from simulator.traces.harjson import _depth
+
+    def outcomes():
+        out = []
+        for depth in range(0, 1100, 7):
+            text = '{"log":{"entries":[\n{"a":' + "[" * depth + "]" * depth + "}\n]}}"
+            out.append((depth, _walked(text, True, monkeypatch) == _walked(text, False, monkeypatch)))
+        return out
+
+    assert all(same for _, same in outcomes())
+    limit = sys.getrecursionlimit()
+    try:
+        sys.setrecursionlimit(_depth() + 300)
+        assert all(same for _, same in outcomes())
+    finally:
+        sys.setrecursionlimit(limit)

@@ -286,3 +286,23 @@ def test_the_c_chunk_path_gives_the_python_reference_loads(monkeypatch):
         want = push.run(trace, params).to_dict()
         monkeypatch.setattr(network, "_NATIVE", native)
         assert got == want
+
+
+def test_page_graph_resources_are_the_dataclass_s_own():
+    """``page_graph`` makes its ``Resource``s without the frozen ``__init__`` (the fields set
+    at once): each equals and reads as ``Resource(**fields)``, its fields set in the
+    declared order, and ``Resource`` has nothing ``__init__`` would add (no ``__post_init__``,
+    no slots, every field given)."""
+    import dataclasses
+
+    from simulator.traces.pagegraph import Resource, page_graph
+    from simulator.traces.synth import generate
+
+    names = [f.name for f in dataclasses.fields(Resource)]
+    assert not hasattr(Resource, "__post_init__") and not hasattr(Resource, "__slots__")
+    graph = page_graph(generate(requests=300, seed=3))
+    assert len(graph.resources) > 100
+    for r in graph.resources:
+        assert list(vars(r)) == names
+        made = Resource(**vars(r))
+        assert made == r and repr(made) == repr(r)

@@ -15,19 +15,95 @@ twice, where ``json`` keeps the last value) or a syntax error anywhere, raises
 ``NotStreamable`` (a syntax error: the decoder's ``JSONDecodeError``, ``RecursionError`` or
 ``ValueError``), and the caller reads the file the whole-document way, which gives the
 answer and the message it always gave.
+
+An entry is decoded by ``orjson`` (about twice as fast as the standard library's scanner)
+when its end can be told from the text alone: an entry on a line of its own (``write_har``'s
+layout: ``{...},`` then a newline) or an entry whose ``{`` opens a line whose indentation
+is next met again by a ``}`` (a pretty-printed HAR, Chrome's or Firefox's).  A JSON string
+holds no raw newline (RFC 8259 section 7: control characters are escaped), so that newline
+is outside every string, and the slice is taken only if ``orjson`` reads it whole as one
+value: the value ``raw_decode`` reads from the same place, which ends where it does.  What
+``orjson`` reads otherwise than ``json`` is left to ``json``: it refuses ``NaN``,
+``Infinity``, numbers that overflow a double, escapes of lone surrogates and nesting past
+1,024 levels (all of which ``json`` reads), and a slice holding a run of 19 digits or more
+(an integer past 64 bits, which ``orjson`` would read as a float) or more ``[`` and ``{``
+than ``json``'s scanner surely nests here (it counts its levels against the interpreter's
+recursion limit, the stack included, and refuses past it: a depth ``orjson`` reads) is not
+given to it.
 """
 
 from __future__ import annotations
 
 import json
 import re
+import sys
 from json.decoder import scanstring
 from typing import Callable
+
+try:
+    from orjson import JSONDecodeError as _OrjsonRefused
+    from orjson import loads as _orjson_loads
+except ImportError:  # a dependency (pyproject.toml); without it every entry is json's
+    _orjson_loads = None
 
 __all__ = ["walk", "NotStreamable"]
 
 _WHITESPACE = re.compile(r"[ \t\n\r]*")  # RFC 8259 section 2: ws
 _DECODER = json.JSONDecoder()
+# Each digit byte as "0", "[" and "{" as "{", every other byte as a space: in a slice so
+# mapped, a run of 19 zeros is a run of 19 digits (an integer past 64 bits, maybe: json's to
+# read), and the count of "{" bounds the nesting (json's, which its scanner counts against
+# the interpreter's recursion limit, stack included: json's to read past the room left).
+_SHAPE = bytes(0x30 if 0x30 <= b <= 0x39 else 0x7B if b in b"[{" else 0x20 for b in range(256))
+_LONG_DIGITS = b"0" * 19
+_FRAMES_SLACK = 50  # frames between walk's and the scanner's, and to spare
+
+
+_SLACK = 64  # characters between an entry's end and its line's end (a comma, spaces, CR)
+
+
+def _decode_entry(text: str, pos: int, room: int) -> tuple[object, int, int]:
+    """``_DECODER.raw_decode(text, pos)`` (the same value and end), by ``orjson`` where the
+    entry's end can be told from its layout (the module docstring), and how far the text was
+    looked at to find that end (``pos`` when it was not): ``walk`` stops asking once that
+    reach passes an entry's end, so that no layout makes the reading quadratic.  ``room``:
+    the nesting json's scanner surely reads here (below, json reads the entry)."""
+    if _orjson_loads is None or not text.startswith("{", pos):
+        return (*_DECODER.raw_decode(text, pos), pos)
+    nl = text.find("\n", pos)
+    if nl < 0:
+        return (*_DECODER.raw_decode(text, pos), len(text))
+    end = reach = nl
+    while end > pos and text[end - 1] in " \t\r":
+        end -= 1
+    if text[end - 1] == ",":  # write_har's "},\n" between entries
+        end -= 1
+        while end > pos and text[end - 1] in " \t\r":
+            end -= 1
+    if end == pos + 1:  # "{" ends its line: pretty-printed, the "}" at the "{"'s indentation
+        start = text.rfind("\n", max(0, pos - 256), pos) + 1
+        indent = text[start:pos]
+        close = -1
+        if (start or pos <= 256) and not indent.strip(" \t"):
+            close = text.find("\n" + indent + "}", pos)
+        end = reach = close + len(indent) + 2 if close >= 0 else len(text)
+    if text[end - 1] == "}" and end > pos + 1:
+        piece = text[pos:end].encode("utf-8", "surrogatepass")  # orjson refuses a surrogate
+        shape = piece.translate(_SHAPE)
+        if _LONG_DIGITS not in shape and shape.count(b"{") < room:
+            try:
+                return _orjson_loads(piece), end, reach
+            except _OrjsonRefused:
+                pass
+    return (*_DECODER.raw_decode(text, pos), reach)
+
+
+def _depth() -> int:
+    """The interpreter's stack depth here (frames)."""
+    frame, depth = sys._getframe(), 0
+    while frame is not None:
+        frame, depth = frame.f_back, depth + 1
+    return depth
 
 
 class NotStreamable(Exception):
@@ -68,8 +144,14 @@ def walk(text: str, on_entry: Callable[[object], None]) -> dict:
         pos = ws(text, pos + 1).end()
         if text.startswith("]", pos):
             return pos + 1
+        fast = True  # orjson (_decode_entry) while the layout shows each entry's end
+        room = sys.getrecursionlimit() - _depth() - _FRAMES_SLACK
         while True:
-            entry, pos = decode(text, pos)
+            if fast:
+                entry, pos, reach = _decode_entry(text, pos, room)
+                fast = reach <= pos + _SLACK
+            else:
+                entry, pos = decode(text, pos)
             on_entry(entry)
             del entry  # the callback kept what it needs
             pos = ws(text, pos).end()
