@@ -154,6 +154,42 @@ def test_report_writes_the_table_json_and_figure(tmp_path):
     assert (tmp_path / "validation.png").stat().st_size > 10_000 and len(written) == 3
 
 
+def test_reference_spread_is_the_mape_from_each_reference_run():
+    """The reference HAR is one run of three (the median by onLoad); every prediction carries its
+    browser delays.  ``reference_spread_mape_percent`` is the MAPE with every page predicted from
+    its k-th reference run, lowest and highest over k: here run 1 gives APEs 0% and 10% (MAPE 5%),
+    run 3 gives 20% and 30% (25%), and the reported MAPE (run 2) lies between them."""
+    from simulator.lab.report import table_markdown
+    from simulator.lab.validate import _stats
+
+    pages = [
+        {
+            "measured_onload_s": [1.0, 1.0, 1.0],
+            "predicted_onload_s": 1.1,
+            "error_percent": 10.0,
+            "floor_ape_percent": [0.0, 0.0, 0.0],
+            "predicted_from_each_reference_s": [1.0, 1.1, 1.2],
+        },
+        {
+            "measured_onload_s": [2.0, 2.0, 2.0],
+            "predicted_onload_s": 2.4,
+            "error_percent": 20.0,
+            "floor_ape_percent": [0.0, 0.0, 0.0],
+            "predicted_from_each_reference_s": [2.2, 2.4, 2.6],
+        },
+    ]
+    stats = _stats(pages)
+    assert stats["mape_percent"] == 15.0
+    assert stats["reference_spread_mape_percent"] == [5.0, 25.0]
+    # One reference run only: no spread to give.
+    one = [dict(p, predicted_from_each_reference_s=[p["predicted_onload_s"]]) for p in pages]
+    assert _stats(one)["reference_spread_mape_percent"] is None
+    cond = {"conditions": "rtt=100ms,bw=2mbit", "protocol": "h3"}
+    row = {**stats, "condition": cond, "pages": pages}
+    table = table_markdown({"conditions": [row], "summary": {**stats, "conditions": 1}})
+    assert "| 5.0-25.0% |" in table
+
+
 def test_resent_beside_the_kernels_count_per_condition(tmp_path):
     """What was resent: per condition the lab server's kernel TCP segments resent per load
     (median and most, over every run of every page) beside the model's timeouts per load and

@@ -115,12 +115,22 @@ def _stats(pages: list[dict]) -> dict:
     floor = [f for p in pages for f in p["floor_ape_percent"]]
     measured = [statistics.median(p["measured_onload_s"]) for p in pages if p["predicted_onload_s"] is not None]
     predicted = [p["predicted_onload_s"] for p in pages if p["predicted_onload_s"] is not None]
+    # MAPE with every page predicted from its k-th reference run (by onLoad), for each k: its
+    # lowest and highest, the spread that the choice of one reference run puts in the MAPE.
+    by_run: dict[int, list[float]] = {}
+    for p in pages:
+        med = statistics.median(p["measured_onload_s"]) if p["measured_onload_s"] else None
+        for k, v in enumerate(p.get("predicted_from_each_reference_s") or ()):
+            if v is not None and med:
+                by_run.setdefault(k, []).append(abs(v - med) / med * 100.0)
+    spread = [statistics.fmean(v) for v in by_run.values() if len(v) == len(ape)]
     return {
         "pages": len(pages),
         "mape_percent": round(statistics.fmean(ape), 3) if ape else None,
         "median_ape_percent": round(statistics.median(ape), 3) if ape else None,
         "spearman_rho": spearman(measured, predicted),
         "floor_mape_percent": round(statistics.fmean(floor), 3) if floor else None,
+        "reference_spread_mape_percent": [round(min(spread), 3), round(max(spread), 3)] if len(spread) > 1 else None,
     }
 
 
@@ -215,16 +225,25 @@ def analyse(out: str, reference: dict, *, seed: int = 1, runs: int | None = None
             ref = hars[(hars["trace"] == trace) & (hars["key"] == ref_key)].dropna(subset=["onload_s"])
             if ref.empty or not measured:
                 continue
-            ref = ref.sort_values(["onload_s", "seed"]).iloc[(len(ref) - 1) // 2]  # the median run
+            ref_runs = ref.sort_values(["onload_s", "seed"])
+            middle = (len(ref_runs) - 1) // 2
+            ref = ref_runs.iloc[middle]  # the median run
             cc = ref["cc"] if isinstance(ref["cc"], str) else None
             predicted, why, resent = _predict(ref["har_json"], trace, key, seed, cc)
             median = statistics.median(measured)
+            # The same prediction from each reference run (fastest first): the reference's own
+            # run-to-run spread, which every prediction carries (its browser delays).
+            each = [
+                predicted if i == middle else _predict(r["har_json"], trace, key, seed, cc)[0]
+                for i, (_, r) in enumerate(ref_runs.iterrows())
+            ]
             page = {
                 "trace": trace,
                 "measured_onload_s": [round(v, 4) for v in measured],
                 "predicted_onload_s": None if predicted is None else round(predicted, 4),
                 "error_percent": None if predicted is None else round(100.0 * (predicted - median) / median, 3),
                 "floor_ape_percent": [round(v, 3) for v in floor_ape(measured)],
+                "predicted_from_each_reference_s": [None if v is None else round(v, 4) for v in each],
             }
             kernel = _kernel_resent(runs) if key[4] == "h2" else None
             if kernel is not None:
