@@ -204,6 +204,28 @@ fast_setattr(PyObject *o, PyObject *name, PyObject *v)
 
 /* Tuples and lists of the hot paths built directly (Py_BuildValue parses its format on every
  * call).  Each steals the references it is given, NULLs included (then it fails, as "N" does). */
+/* f(a, b[, c[, d]]) through vectorcall: no varargs walk, no argument tuple. */
+static inline PyObject *
+call2(PyObject *f, PyObject *a, PyObject *b)
+{
+    PyObject *argv[3] = {NULL, a, b};
+    return PyObject_Vectorcall(f, argv + 1, 2 | PY_VECTORCALL_ARGUMENTS_OFFSET, NULL);
+}
+
+static inline PyObject *
+call3(PyObject *f, PyObject *a, PyObject *b, PyObject *c)
+{
+    PyObject *argv[4] = {NULL, a, b, c};
+    return PyObject_Vectorcall(f, argv + 1, 3 | PY_VECTORCALL_ARGUMENTS_OFFSET, NULL);
+}
+
+static inline PyObject *
+call4(PyObject *f, PyObject *a, PyObject *b, PyObject *c, PyObject *d)
+{
+    PyObject *argv[5] = {NULL, a, b, c, d};
+    return PyObject_Vectorcall(f, argv + 1, 4 | PY_VECTORCALL_ARGUMENTS_OFFSET, NULL);
+}
+
 static PyObject *
 steal_seq(int list, Py_ssize_t n, PyObject **items)
 {
@@ -1156,7 +1178,7 @@ tm_schedule(TimersObject *t, double when)
     t->has_scheduled = 1;
     PyObject *args = STEAL_TUPLE(PyLong_FromLongLong(t->gen));
     PyObject *when_o = args == NULL ? NULL : PyFloat_FromDouble(when);
-    PyObject *r = when_o == NULL ? NULL : PyObject_CallFunctionObjArgs(t->push, when_o, t->fire, args, NULL);
+    PyObject *r = when_o == NULL ? NULL : call3(t->push, when_o, t->fire, args);
     Py_XDECREF(when_o);
     Py_XDECREF(args);
     Py_XDECREF(r);
@@ -1520,14 +1542,15 @@ static int
 send_on_link(CoreObject *c, PyObject *ep, long long wire, PyObject *packet)
 {
     PyObject *wire_o = PyLong_FromLongLong(wire);
-    PyObject *lp = wire_o == NULL ? NULL : PyObject_CallFunctionObjArgs(c->link_packet_class, wire_o, packet, NULL);
+    PyObject *lp = wire_o == NULL ? NULL : call2(c->link_packet_class, wire_o, packet);
     Py_XDECREF(wire_o);
     if (lp == NULL)
         return -1;
     PyObject *link = fast_getattr(ep, str_link);
     PyObject *peer = link == NULL ? NULL : fast_getattr(ep, str_peer);
     PyObject *deliver = peer == NULL ? NULL : fast_getattr(peer, str_deliver);
-    PyObject *r = deliver == NULL ? NULL : PyObject_CallMethodObjArgs(link, str_send, lp, deliver, NULL);
+    PyObject *argv[3] = {link, lp, deliver};
+    PyObject *r = deliver == NULL ? NULL : PyObject_VectorcallMethod(str_send, argv, 3, NULL);
     Py_XDECREF(deliver);
     Py_XDECREF(peer);
     Py_XDECREF(link);
@@ -2037,7 +2060,7 @@ schedule_flush(CoreObject *c)
     /* sim.call_soon(self._flush), as Simulator.call_soon does it: sim._push(sim.now, callback, ()) */
     PyObject *push = fast_getattr(c->sim, str_push);
     PyObject *now = push == NULL ? NULL : fast_getattr(c->sim, str_now);
-    PyObject *r = now == NULL ? NULL : PyObject_CallFunctionObjArgs(push, now, c->flush_event, empty_tuple, NULL);
+    PyObject *r = now == NULL ? NULL : call3(push, now, c->flush_event, empty_tuple);
     Py_XDECREF(now);
     Py_XDECREF(push);
     Py_XDECREF(r);
@@ -2112,7 +2135,7 @@ on_stream_frame(CoreObject *c, PyObject *ep, PyObject *sid, PyObject *offset_o, 
         goto done;
     if (offset > delivered) {                  /* a hole before it: hold back (this stream only) */
         PyObject *item = PyTuple_Pack(2, offset_o, data);
-        PyObject *r = item == NULL ? NULL : PyObject_CallFunctionObjArgs(heappush_fn, heap, item, NULL);
+        PyObject *r = item == NULL ? NULL : call2(heappush_fn, heap, item);
         Py_XDECREF(item);
         if (r == NULL)
             goto done;
@@ -2187,7 +2210,7 @@ on_stream_frame(CoreObject *c, PyObject *ep, PyObject *sid, PyObject *offset_o, 
             else
                 chunk = PyObject_CallMethodOneArg(empty_bytes, str_join, parts);
             PyObject *r = chunk == NULL ? NULL
-                : PyObject_CallFunctionObjArgs(on_data, sid, chunk, is_done ? Py_True : Py_False, now_o, NULL);
+                : call4(on_data, sid, chunk, is_done ? Py_True : Py_False, now_o);
             Py_XDECREF(chunk);
             if (r == NULL) {
                 Py_DECREF(on_data);
@@ -2400,9 +2423,12 @@ rangeset_prefix(PyObject *rs, long long *out)
 static int
 packet_acked(CoreObject *c, PyObject *packet, PyObject *acked, PyObject *on_packet_acked)
 {
-    if (fast_setattr(packet, str_done, Py_True) < 0)
+    QPacketObject *qp = Py_IS_TYPE(packet, &QPacketType) ? (QPacketObject *)packet : NULL;
+    if (qp != NULL)
+        qp->done = 1;
+    else if (fast_setattr(packet, str_done, Py_True) < 0)
         return -1;
-    PyObject *frames = fast_getattr(packet, str_frames);
+    PyObject *frames = qp != NULL ? Py_NewRef(qp->frames) : fast_getattr(packet, str_frames);
     PyObject *seq = frames == NULL ? NULL : PySequence_Fast(frames, "frames");
     Py_XDECREF(frames);
     if (seq == NULL)
@@ -2444,8 +2470,8 @@ packet_acked(CoreObject *c, PyObject *packet, PyObject *acked, PyObject *on_pack
         }
     }
     if (report != NULL) {
-        PyObject *pn = fast_getattr(packet, str_pn);
-        PyObject *r = pn == NULL ? NULL : PyObject_CallFunctionObjArgs(on_packet_acked, pn, report, NULL);
+        PyObject *pn = qp != NULL ? PyLong_FromLongLong(qp->pn) : fast_getattr(packet, str_pn);
+        PyObject *r = pn == NULL ? NULL : call2(on_packet_acked, pn, report);
         Py_XDECREF(pn);
         if (r == NULL)
             goto error;
@@ -2491,7 +2517,7 @@ stream_acked(PyObject *ep, PyObject *stream, PyObject *sid)
         return -1;
     if (cb != Py_None) {
         PyObject *p = PyLong_FromLongLong(prefix);
-        PyObject *r = p == NULL ? NULL : PyObject_CallFunctionObjArgs(cb, sid, p, NULL);
+        PyObject *r = p == NULL ? NULL : call2(cb, sid, p);
         Py_XDECREF(p);
         if (r == NULL) {
             Py_DECREF(cb);
@@ -2611,7 +2637,9 @@ Core_receive(CoreObject *c, PyObject *const *args, Py_ssize_t nargs)
         return NULL;
     }
     PyObject *ep = args[0], *packet = args[1];
-    PyObject *ack = fast_getattr(packet, str_ack);
+    /* the core's own QuicPacket: its fields read in place (any other: through attributes) */
+    QPacketObject *qp = Py_IS_TYPE(packet, &QPacketType) ? (QPacketObject *)packet : NULL;
+    PyObject *ack = qp != NULL ? Py_NewRef(qp->ack) : fast_getattr(packet, str_ack);
     if (ack == NULL)
         return NULL;
     PyObject *sim = fast_getattr(ep, str_sim);
@@ -2637,7 +2665,7 @@ Core_receive(CoreObject *c, PyObject *const *args, Py_ssize_t nargs)
     Py_DECREF(ack);
     double now;
     PyObject *frames = NULL, *seq = NULL, *pn_o = NULL;
-    if (get_double(now_o, &now) < 0 || (frames = fast_getattr(packet, str_frames)) == NULL
+    if (get_double(now_o, &now) < 0 || (frames = qp != NULL ? Py_NewRef(qp->frames) : fast_getattr(packet, str_frames)) == NULL
         || (seq = PySequence_Fast(frames, "frames")) == NULL)
         goto error;
     for (Py_ssize_t i = 0; i < PySequence_Fast_GET_SIZE(seq); i++) {
@@ -2652,7 +2680,7 @@ Core_receive(CoreObject *c, PyObject *const *args, Py_ssize_t nargs)
             goto error;
     }
     /* ack._on_packet_number */
-    if ((pn_o = fast_getattr(packet, str_pn)) == NULL)
+    if ((pn_o = qp != NULL ? PyLong_FromLongLong(qp->pn) : fast_getattr(packet, str_pn)) == NULL)
         goto error;
     PyObject *argv[2] = {pn_o, now_o};
     PyObject *ooo = Core_on_packet_number(c, argv, 2);
@@ -2660,7 +2688,7 @@ Core_receive(CoreObject *c, PyObject *const *args, Py_ssize_t nargs)
         goto error;
     int out_of_order = ooo == Py_True;
     Py_DECREF(ooo);
-    int eliciting = attr_truthy(packet, str_ack_eliciting);
+    int eliciting = qp != NULL ? qp->ack_eliciting != 0 : attr_truthy(packet, str_ack_eliciting);
     if (eliciting < 0)
         goto error;
     if (eliciting) {
@@ -3018,7 +3046,8 @@ writer_write(PyObject *self, PyObject *sid, long long n, int end)
     else if (!fin)
         rc = core_write(w->core, stream, sid, data, end_o);
     else {                                     /* a new or ended stream: as the reference */
-        PyObject *r = PyObject_CallMethodObjArgs(w->endpoint, str_write, sid, data, end_o, NULL);
+        PyObject *argv[4] = {w->endpoint, sid, data, end_o};
+        PyObject *r = PyObject_VectorcallMethod(str_write, argv, 4, NULL);
         rc = r == NULL ? -1 : 0;
         Py_XDECREF(r);
     }
