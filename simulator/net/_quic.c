@@ -1703,6 +1703,68 @@ stream_append(PyObject *stream, PyObject *data, Py_ssize_t n)
     return add_long(stream, str_later_bytes, n);
 }
 
+/* A SendStream's buffer (a bytearray) kept as a sliding window over the stream: bytes appended
+ * at its end as packets read them, its acknowledged front dropped in place.  CPython's own resize
+ * copies the live bytes each time a front deletion leaves the buffer under half full, and again
+ * at the next append past its end; here it grows to twice what it holds and the front advances,
+ * so a byte is copied a bounded number of times.  Same contents; only the allocation differs.
+ * A buffer with exports (a memoryview on it) takes CPython's path, which refuses a resize. */
+static int
+buf_append(PyObject *buf, const char *data, Py_ssize_t n)
+{
+    PyByteArrayObject *b = (PyByteArrayObject *)buf;
+    Py_ssize_t held = Py_SIZE(b), need = held + n;
+    if (!PyByteArray_CheckExact(buf) || b->ob_exports > 0) {
+        if (PyByteArray_Resize(buf, need) < 0)
+            return -1;
+        memcpy(PyByteArray_AS_STRING(buf) + held, data, (size_t)n);
+        return 0;
+    }
+    Py_ssize_t offset = b->ob_bytes == NULL ? 0 : b->ob_start - b->ob_bytes;
+    if (need + offset + 1 > b->ob_alloc) {
+        if (b->ob_bytes != NULL && need + 1 <= b->ob_alloc / 2) {     /* room enough: slide back */
+            memmove(b->ob_bytes, b->ob_start, (size_t)held);
+            b->ob_start = b->ob_bytes;
+        }
+        else {
+            if (need > (PY_SSIZE_T_MAX - 1) / 2) {
+                PyErr_NoMemory();
+                return -1;
+            }
+            Py_ssize_t alloc = 2 * need + 1;
+            char *fresh = PyObject_Malloc((size_t)alloc);
+            if (fresh == NULL) {
+                PyErr_NoMemory();
+                return -1;
+            }
+            if (held > 0)
+                memcpy(fresh, b->ob_start, (size_t)held);
+            PyObject_Free(b->ob_bytes);
+            b->ob_bytes = b->ob_start = fresh;
+            b->ob_alloc = alloc;
+        }
+    }
+    memcpy(b->ob_start + held, data, (size_t)n);
+    Py_SET_SIZE(b, need);
+    b->ob_start[need] = '\0';          /* a bytearray's trailing NUL */
+    return 0;
+}
+
+/* del buf[:drop]: the front let go in place, unless what is left is small beside the allocation
+ * (then CPython's deletion, which copies it into a buffer of its size: memory is given back). */
+static int
+buf_drop_front(PyObject *buf, Py_ssize_t drop)
+{
+    PyByteArrayObject *b = (PyByteArrayObject *)buf;
+    Py_ssize_t left = Py_SIZE(b) - drop;
+    if (!PyByteArray_CheckExact(buf) || b->ob_exports > 0 || drop < 0 || left < 0 || b->ob_bytes == NULL
+        || left < b->ob_alloc / 8)
+        return PySequence_DelSlice(buf, 0, drop);
+    b->ob_start += drop;
+    Py_SET_SIZE(b, left);                 /* the trailing NUL is still at ob_start[left] */
+    return 0;
+}
+
 /* stream.data(offset, length) (stream.SendStream.data): read on from the writes in `later` into
  * `buf` only as far as this packet (a write split by the packet's end stays in `later` as a
  * memoryview of its rest), then the bytes from `buf`.  Anything but a bytearray buffer, or an
@@ -1752,10 +1814,7 @@ stream_data(PyObject *stream, long long offset, long long length)
                 Py_XDECREF(mv);
                 take = shortfall;
             }
-            Py_ssize_t held = PyByteArray_GET_SIZE(buf);
-            if (rc == 0 && PyByteArray_Resize(buf, held + (Py_ssize_t)take) == 0)
-                memcpy(PyByteArray_AS_STRING(buf) + held, view.buf, (size_t)take);
-            else
+            if (rc == 0 && buf_append(buf, view.buf, (Py_ssize_t)take) < 0)
                 rc = -1;
             PyBuffer_Release(&view);
             Py_DECREF(chunk);
@@ -2507,7 +2566,7 @@ stream_acked(PyObject *ep, PyObject *stream, PyObject *sid)
         PyObject *buf = fast_getattr(stream, str_buf);
         if (buf == NULL)
             return -1;
-        rc = PySequence_DelSlice(buf, 0, (Py_ssize_t)(prefix - buf_offset));
+        rc = buf_drop_front(buf, (Py_ssize_t)(prefix - buf_offset));
         Py_DECREF(buf);
         if (rc < 0 || set_long(stream, str_buf_offset, prefix) < 0)
             return -1;
