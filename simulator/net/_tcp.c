@@ -206,8 +206,15 @@ Packet_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
     PyObject *payload = Py_None, *arrived = Py_None;
     double sent_s = 0.0;
     int lost = 0;
-    if (!PyArg_ParseTupleAndKeywords(args, kwds, "L|OLdOp:Packet", kwlist, &size_bytes, &payload,
-                                     &link_seq, &sent_s, &arrived, &lost))
+    if (kwds == NULL && PyTuple_GET_SIZE(args) == 2 && PyLong_CheckExact(PyTuple_GET_ITEM(args, 0))) {
+        /* Packet(size_bytes, payload), as a transport sends one: no format to parse */
+        size_bytes = PyLong_AsLongLong(PyTuple_GET_ITEM(args, 0));
+        if (size_bytes == -1 && PyErr_Occurred())
+            return NULL;
+        payload = PyTuple_GET_ITEM(args, 1);
+    }
+    else if (!PyArg_ParseTupleAndKeywords(args, kwds, "L|OLdOp:Packet", kwlist, &size_bytes, &payload,
+                                          &link_seq, &sent_s, &arrived, &lost))
         return NULL;
     PacketObject *p = (PacketObject *)type->tp_alloc(type, 0);
     if (p == NULL)
