@@ -444,7 +444,11 @@ typedef struct {
     PyObject_HEAD
     long long pn, size_bytes;
     double time_sent_s;
-    PyObject *frames, *ack;
+    PyObject *frames;
+    PyObject *ack;                 /* (ranges, ack_delay_s) or None; NULL until read when kept in C: */
+    long long *ack_ranges;         /* the core's ACK frame: nack (low, high) pairs, highest first */
+    int nack;                      /* > 0: ack_ranges and ack_delay_s hold the frame */
+    double ack_delay_s;
     char ack_eliciting, done, probe;
 } QPacketObject;
 
@@ -462,8 +466,11 @@ qpacket_new(long long pn, double time_sent_s, long long size_bytes, PyObject *fr
     p->size_bytes = size_bytes;
     Py_INCREF(frames);
     p->frames = frames;
-    Py_INCREF(ack);
-    p->ack = ack;
+    Py_XINCREF(ack);
+    p->ack = ack;                  /* NULL: the caller fills ack_ranges (qpacket_ack) */
+    p->ack_ranges = NULL;
+    p->nack = 0;
+    p->ack_delay_s = 0.0;
     p->ack_eliciting = (char)ack_eliciting;
     p->done = 0;
     p->probe = (char)probe;
@@ -506,8 +513,44 @@ QPacket_dealloc(QPacketObject *p)
 {
     PyObject_GC_UnTrack(p);
     QPacket_clear(p);
+    PyMem_Free(p->ack_ranges);
     Py_TYPE(p)->tp_free((PyObject *)p);
 }
+
+/* packet.ack: the ACK frame as the reference builds it, ([(low, high), ...] highest first,
+ * ack_delay_s), made from the C ranges the first time it is read (then kept: one object). */
+static PyObject *
+qpacket_ack(QPacketObject *p)
+{
+    if (p->ack == NULL) {
+        PyObject *ranges = PyList_New(p->nack);
+        if (ranges == NULL)
+            return NULL;
+        for (int i = 0; i < p->nack; i++) {
+            PyObject *rg = STEAL_TUPLE(PyLong_FromLongLong(p->ack_ranges[2 * i]),
+                                       PyLong_FromLongLong(p->ack_ranges[2 * i + 1]));
+            if (rg == NULL) {
+                Py_DECREF(ranges);
+                return NULL;
+            }
+            PyList_SET_ITEM(ranges, i, rg);
+        }
+        if ((p->ack = STEAL_TUPLE(ranges, PyFloat_FromDouble(p->ack_delay_s))) == NULL)
+            return NULL;
+    }
+    return Py_NewRef(p->ack);
+}
+
+static PyObject *
+QPacket_get_ack(QPacketObject *p, void *x)
+{
+    return qpacket_ack(p);
+}
+
+static PyGetSetDef QPacket_getset[] = {
+    {"ack", (getter)QPacket_get_ack, NULL, "ACK frame (ranges, ack_delay_s), or None", NULL},
+    {NULL},
+};
 
 static PyObject *
 QPacket_repr(QPacketObject *p)
@@ -516,7 +559,7 @@ QPacket_repr(QPacketObject *p)
     if (n < 0)
         return NULL;
     return PyUnicode_FromFormat("QuicPacket(pn=%lld, %s, %lld B, %zd frames)", p->pn,
-                                p->ack != Py_None ? "ack" : "data", p->size_bytes, n);
+                                (p->nack > 0 || p->ack != Py_None) ? "ack" : "data", p->size_bytes, n);
 }
 
 static PyMemberDef QPacket_members[] = {
@@ -524,7 +567,6 @@ static PyMemberDef QPacket_members[] = {
     {"time_sent_s", T_DOUBLE, offsetof(QPacketObject, time_sent_s), READONLY, NULL},
     {"size_bytes", T_LONGLONG, offsetof(QPacketObject, size_bytes), READONLY, "UDP payload bytes"},
     {"frames", T_OBJECT, offsetof(QPacketObject, frames), READONLY, "STREAM frames (stream_id, offset, data, fin)"},
-    {"ack", T_OBJECT, offsetof(QPacketObject, ack), READONLY, "ACK frame (ranges, ack_delay_s), or None"},
     {"ack_eliciting", T_BOOL, offsetof(QPacketObject, ack_eliciting), READONLY, NULL},
     {"done", T_BOOL, offsetof(QPacketObject, done), 0, "acknowledged or declared lost (sender side)"},
     {"probe", T_BOOL, offsetof(QPacketObject, probe), READONLY, NULL},
@@ -544,6 +586,7 @@ static PyTypeObject QPacketType = {
     .tp_dealloc = (destructor)QPacket_dealloc,
     .tp_repr = (reprfunc)QPacket_repr,
     .tp_members = QPacket_members,
+    .tp_getset = QPacket_getset,
 };
 
 /* -- the QuicCore type -- */
@@ -745,6 +788,40 @@ lower_bound(CoreObject *c, long long target)
  * newly acknowledged, oldest first, after the RTT sample (5.1), the pacing rate, the bytes in
  * flight and the window (7.3.2: no growth for packets sent before the recovery started);
  * None when the frame acknowledges nothing new (the reference returns there). */
+/* An ACK frame's ranges [(low, high), ...] (a list of tuples, highest first) as 2n C values. */
+static long long *
+parse_ranges(PyObject *ranges, Py_ssize_t *nr)
+{
+    if (!PyList_Check(ranges)) {
+        PyErr_SetString(PyExc_TypeError, "an ACK frame's ranges are a list");
+        return NULL;
+    }
+    Py_ssize_t n = PyList_GET_SIZE(ranges);
+    long long *rg = PyMem_Malloc((size_t)(2 * n + 1) * sizeof(long long));
+    if (rg == NULL) {
+        PyErr_NoMemory();
+        return NULL;
+    }
+    for (Py_ssize_t k = 0; k < n; k++) {
+        PyObject *item = PyList_GET_ITEM(ranges, k);
+        if (!PyTuple_Check(item) || PyTuple_GET_SIZE(item) != 2) {
+            PyMem_Free(rg);
+            PyErr_SetString(PyExc_TypeError, "an ACK range is a (low, high) tuple");
+            return NULL;
+        }
+        rg[2 * k] = PyLong_AsLongLong(PyTuple_GET_ITEM(item, 0));
+        rg[2 * k + 1] = PyLong_AsLongLong(PyTuple_GET_ITEM(item, 1));
+        if ((rg[2 * k] == -1 || rg[2 * k + 1] == -1) && PyErr_Occurred()) {
+            PyMem_Free(rg);
+            return NULL;
+        }
+    }
+    *nr = n;
+    return rg;
+}
+
+static PyObject *on_ack(CoreObject *c, const long long *rg, Py_ssize_t nr, double ack_delay, double now);
+
 static PyObject *
 Core_on_ack(CoreObject *c, PyObject *const *args, Py_ssize_t nargs)
 {
@@ -752,10 +829,22 @@ Core_on_ack(CoreObject *c, PyObject *const *args, Py_ssize_t nargs)
         PyErr_SetString(PyExc_TypeError, "on_ack(ranges: list, ack_delay_s, now)");
         return NULL;
     }
-    PyObject *ranges = args[0];
     double ack_delay, now;
     if (get_double(args[1], &ack_delay) < 0 || get_double(args[2], &now) < 0)
         return NULL;
+    Py_ssize_t nr;
+    long long *rg = parse_ranges(args[0], &nr);
+    if (rg == NULL)
+        return NULL;
+    PyObject *out = on_ack(c, rg, nr, ack_delay, now);
+    PyMem_Free(rg);
+    return out;
+}
+
+/* on_ack on the frame's ranges rg (low, high pairs, highest first). */
+static PyObject *
+on_ack(CoreObject *c, const long long *rg, Py_ssize_t nr, double ack_delay, double now)
+{
     while (c->len > 0 && c->sent[c->head].done) {
         Py_CLEAR(c->sent[c->head].packet);
         c->head++;
@@ -764,7 +853,6 @@ Core_on_ack(CoreObject *c, PyObject *const *args, Py_ssize_t nargs)
     if (c->len == 0)
         Py_RETURN_NONE;
     long long smallest = c->sent[c->head].pn;
-    Py_ssize_t nr = PyList_GET_SIZE(ranges);
     if (nr == 0)
         Py_RETURN_NONE;
     long long largest_in_frame = 0;
@@ -774,18 +862,7 @@ Core_on_ack(CoreObject *c, PyObject *const *args, Py_ssize_t nargs)
     if (idx == NULL)
         return PyErr_NoMemory();
     for (Py_ssize_t k = 0; k < nr; k++) {           /* highest first */
-        PyObject *rg = PyList_GET_ITEM(ranges, k);
-        if (!PyTuple_Check(rg) || PyTuple_GET_SIZE(rg) != 2) {
-            PyMem_Free(idx);
-            PyErr_SetString(PyExc_TypeError, "an ACK range is a (low, high) tuple");
-            return NULL;
-        }
-        long long low = PyLong_AsLongLong(PyTuple_GET_ITEM(rg, 0));
-        long long high = PyLong_AsLongLong(PyTuple_GET_ITEM(rg, 1));
-        if ((low == -1 || high == -1) && PyErr_Occurred()) {
-            PyMem_Free(idx);
-            return NULL;
-        }
+        long long low = rg[2 * k], high = rg[2 * k + 1];
         if (k == 0)
             largest_in_frame = high;
         if (high < smallest)
@@ -1572,32 +1649,47 @@ new_packet(CoreObject *c, PyObject *ep, double now, long long size, PyObject *fr
     return packet;
 }
 
+/* The ACK frame of the received ranges (ack._ack_frame) into packet p, kept in C: nack (low,
+ * high) pairs, highest first, and the delay; packet.ack makes the reference's tuple if read. */
+static int
+packet_take_ack(CoreObject *c, PyObject *packet, double ack_delay_s)
+{
+    QPacketObject *p = (QPacketObject *)packet;
+    int n = c->nranges;
+    if (n == 0)                                 /* nothing received: the reference's empty frame */
+        return (p->ack = STEAL_TUPLE(PyList_New(0), PyFloat_FromDouble(ack_delay_s))) == NULL ? -1 : 0;
+    if ((p->ack_ranges = PyMem_Malloc((size_t)(2 * n) * sizeof(long long))) == NULL) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    for (int i = 0; i < n; i++) {
+        p->ack_ranges[2 * i] = c->lows[n - 1 - i];
+        p->ack_ranges[2 * i + 1] = c->highs[n - 1 - i];
+    }
+    p->nack = n;
+    p->ack_delay_s = ack_delay_s;
+    return 0;
+}
+
 /* packet_builder._send_packet: an ack-eliciting packet with a new number (RFC 9000 12.3),
  * an ACK riding along if one is pending (13.2). */
 static int
 send_packet(CoreObject *c, PyObject *ep, PyObject *frames, long long size, int probe, double now)
 {
     long long unacked = c->unacked_eliciting, pn;
-    PyObject *ack;
-    if (unacked) {
-        long long ack_bytes;
-        ack = ack_tuple(c, now, &ack_bytes);
-        if (ack == NULL)
+    double ack_delay_s = now - c->largest_recv_time_s;
+    if (unacked) {                              /* the frame's ranges are taken below: acked_now keeps them */
+        size += ack_frame_size(c, ack_delay_s);
+        if (acked_now(c) < 0)
             return -1;
-        size += ack_bytes;
-        if (acked_now(c) < 0) {
-            Py_DECREF(ack);
-            return -1;
-        }
     }
-    else {
-        Py_INCREF(Py_None);
-        ack = Py_None;
-    }
-    PyObject *packet = new_packet(c, ep, now, size, frames, ack, 1, probe, &pn);
-    Py_DECREF(ack);
+    PyObject *packet = new_packet(c, ep, now, size, frames, unacked ? NULL : Py_None, 1, probe, &pn);
     if (packet == NULL)
         return -1;
+    if (unacked && packet_take_ack(c, packet, ack_delay_s) < 0) {
+        Py_DECREF(packet);
+        return -1;
+    }
     long long wire = size + UDP_IP_HEADER_BYTES;
     c->packets_sent += 1;
     if (probe)
@@ -1617,16 +1709,15 @@ send_ack(CoreObject *c, PyObject *ep, double now)
         return -1;
     if (!pending || c->nranges == 0)
         return 0;
-    PyObject *ack = ack_tuple(c, now, &size);
-    if (ack == NULL)
-        return -1;
-    size += SHORT_HEADER_BYTES;
-    PyObject *frames = PyTuple_New(0);
-    PyObject *packet = frames == NULL ? NULL : new_packet(c, ep, now, size, frames, ack, 0, 0, &pn);
-    Py_XDECREF(frames);
-    Py_DECREF(ack);
+    double ack_delay_s = now - c->largest_recv_time_s;
+    size = ack_frame_size(c, ack_delay_s) + SHORT_HEADER_BYTES;
+    PyObject *packet = new_packet(c, ep, now, size, empty_tuple, NULL, 0, 0, &pn);
     if (packet == NULL)
         return -1;
+    if (packet_take_ack(c, packet, ack_delay_s) < 0) {
+        Py_DECREF(packet);
+        return -1;
+    }
     long long wire = size + UDP_IP_HEADER_BYTES;
     c->packets_sent += 1;
     c->ack_packets_sent += 1;
@@ -2588,15 +2679,18 @@ stream_acked(PyObject *ep, PyObject *stream, PyObject *sid)
     return 0;
 }
 
-static PyObject *Core_on_ack(CoreObject *c, PyObject *const *args, Py_ssize_t nargs);
 static PyObject *Core_after_ack(CoreObject *c, PyObject *arg);
 
-/* recovery._on_ack_frame(ranges, ack_delay_s) on endpoint ep. */
+/* recovery._on_ack_frame(ranges, ack_delay_s) on endpoint ep: the frame's ranges rg (nr low,
+ * high pairs, highest first). */
 static int
-ack_frame_received(CoreObject *c, PyObject *ep, PyObject *ranges, PyObject *ack_delay, PyObject *now_o)
+ack_frame_received(CoreObject *c, PyObject *ep, const long long *rg, Py_ssize_t nr, double ack_delay,
+                   PyObject *now_o)
 {
-    PyObject *argv[3] = {ranges, ack_delay, now_o};
-    PyObject *newly = Core_on_ack(c, argv, 3);
+    double now;
+    if (get_double(now_o, &now) < 0)
+        return -1;
+    PyObject *newly = on_ack(c, rg, nr, ack_delay, now);
     if (newly == NULL)
         return -1;
     if (newly == Py_None) {
@@ -2678,7 +2772,11 @@ Core_on_ack_frame(CoreObject *c, PyObject *const *args, Py_ssize_t nargs)
     Py_XDECREF(sim);
     if (now_o == NULL)
         return NULL;
-    int rc = ack_frame_received(c, args[0], args[1], args[2], now_o);
+    double ack_delay;
+    Py_ssize_t nr;
+    long long *rg = get_double(args[2], &ack_delay) < 0 ? NULL : parse_ranges(args[1], &nr);
+    int rc = rg == NULL ? -1 : ack_frame_received(c, args[0], rg, nr, ack_delay, now_o);
+    PyMem_Free(rg);
     Py_DECREF(now_o);
     if (rc < 0)
         return NULL;
@@ -2698,7 +2796,7 @@ Core_receive(CoreObject *c, PyObject *const *args, Py_ssize_t nargs)
     PyObject *ep = args[0], *packet = args[1];
     /* the core's own QuicPacket: its fields read in place (any other: through attributes) */
     QPacketObject *qp = Py_IS_TYPE(packet, &QPacketType) ? (QPacketObject *)packet : NULL;
-    PyObject *ack = qp != NULL ? Py_NewRef(qp->ack) : fast_getattr(packet, str_ack);
+    PyObject *ack = qp != NULL ? (qp->nack > 0 ? Py_NewRef(Py_None) : Py_NewRef(qp->ack)) : fast_getattr(packet, str_ack);
     if (ack == NULL)
         return NULL;
     PyObject *sim = fast_getattr(ep, str_sim);
@@ -2708,14 +2806,27 @@ Core_receive(CoreObject *c, PyObject *const *args, Py_ssize_t nargs)
         Py_DECREF(ack);
         return NULL;
     }
-    if (ack != Py_None) {
+    if (qp != NULL && qp->nack > 0) {          /* the core's frame, in C */
+        if (ack_frame_received(c, ep, qp->ack_ranges, qp->nack, qp->ack_delay_s, now_o) < 0) {
+            Py_DECREF(ack);
+            Py_DECREF(now_o);
+            return NULL;
+        }
+    }
+    else if (ack != Py_None) {
         if (!PyTuple_Check(ack) || PyTuple_GET_SIZE(ack) != 2 || !PyList_Check(PyTuple_GET_ITEM(ack, 0))) {
             PyErr_SetString(PyExc_TypeError, "an ACK frame is (ranges: list, ack_delay_s)");
             Py_DECREF(ack);
             Py_DECREF(now_o);
             return NULL;
         }
-        if (ack_frame_received(c, ep, PyTuple_GET_ITEM(ack, 0), PyTuple_GET_ITEM(ack, 1), now_o) < 0) {
+        double ack_delay;
+        Py_ssize_t nr;
+        long long *rg = get_double(PyTuple_GET_ITEM(ack, 1), &ack_delay) < 0 ? NULL
+            : parse_ranges(PyTuple_GET_ITEM(ack, 0), &nr);
+        int rc = rg == NULL ? -1 : ack_frame_received(c, ep, rg, nr, ack_delay, now_o);
+        PyMem_Free(rg);
+        if (rc < 0) {
             Py_DECREF(ack);
             Py_DECREF(now_o);
             return NULL;
