@@ -133,74 +133,7 @@ varint_len(long long v)                      /* frames.varint_len (RFC 9000 sect
     return 8;
 }
 
-/* Attributes of the reference's objects (the endpoint, SendStream, RecvStream, RangeSet: classes
- * with __slots__), read and written as CPython's own generic getattr/setattr does for a slot,
- * without its per-call lookup: a slot's offset is looked up once per (type, name) and kept while
- * the type's version tag is unchanged (any change to the class or its bases changes the tag, as
- * CPython's attribute caches rely on).  Anything else (no slot, a property, an unset slot, a type
- * with its own __getattribute__ or __setattr__) goes through PyObject_GetAttr / PyObject_SetAttr. */
-#define SLOT_CACHE_SIZE 512
-typedef struct {
-    PyTypeObject *type;
-    PyObject *name;
-    unsigned int version;
-    Py_ssize_t offset;             /* -1: not a plain object slot */
-} SlotEntry;
-static SlotEntry slot_cache[SLOT_CACHE_SIZE];
-
-static Py_ssize_t
-slot_offset(PyTypeObject *tp, PyObject *name)
-{
-    size_t h = ((((uintptr_t)tp) >> 4) * 31u + (((uintptr_t)name) >> 4)) & (SLOT_CACHE_SIZE - 1);
-    SlotEntry *e = &slot_cache[h];
-    if (e->type == tp && e->name == name && PyType_HasFeature(tp, Py_TPFLAGS_VALID_VERSION_TAG)
-        && e->version == tp->tp_version_tag)
-        return e->offset;
-    Py_ssize_t offset = -1;
-    if (PyUnicode_CheckExact(name)) {
-        PyObject *descr = _PyType_Lookup(tp, name);      /* borrowed; gives the type a version tag */
-        if (descr != NULL && Py_IS_TYPE(descr, &PyMemberDescr_Type)) {
-            PyMemberDef *m = ((PyMemberDescrObject *)descr)->d_member;
-            if (m->type == T_OBJECT_EX && !(m->flags & READONLY) && m->offset > 0)
-                offset = m->offset;
-        }
-    }
-    if (PyType_HasFeature(tp, Py_TPFLAGS_VALID_VERSION_TAG))
-        *e = (SlotEntry){tp, name, tp->tp_version_tag, offset};
-    return offset;
-}
-
-static PyObject *
-fast_getattr(PyObject *o, PyObject *name)
-{
-    PyTypeObject *tp = Py_TYPE(o);
-    if (tp->tp_getattro == PyObject_GenericGetAttr) {
-        Py_ssize_t offset = slot_offset(tp, name);
-        if (offset > 0) {
-            PyObject *v = *(PyObject **)((char *)o + offset);
-            if (v != NULL)
-                return Py_NewRef(v);
-        }
-    }
-    return PyObject_GetAttr(o, name);
-}
-
-static int
-fast_setattr(PyObject *o, PyObject *name, PyObject *v)
-{
-    PyTypeObject *tp = Py_TYPE(o);
-    if (v != NULL && tp->tp_setattro == PyObject_GenericSetAttr) {
-        Py_ssize_t offset = slot_offset(tp, name);
-        if (offset > 0) {                         /* as PyMember_SetOne for T_OBJECT_EX */
-            PyObject **addr = (PyObject **)((char *)o + offset);
-            PyObject *old = *addr;
-            *addr = Py_NewRef(v);
-            Py_XDECREF(old);
-            return 0;
-        }
-    }
-    return PyObject_SetAttr(o, name, v);
-}
+#include "_fastattr.h"   /* fast_getattr, fast_setattr: a slot read at its offset */
 
 /* Tuples and lists of the hot paths built directly (Py_BuildValue parses its format on every
  * call).  Each steals the references it is given, NULLs included (then it fails, as "N" does). */

@@ -42,6 +42,8 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "_fastattr.h"    /* fast_getattr: a slot (sim.now, a Bernoulli's p) read at its offset */
+
 #define NET_MODULE "simulator.net._tcp"
 #define MAX_BACKOFF (1LL << 16)
 enum { SLOT_RTO = 0, SLOT_DELACK = 1 };
@@ -68,7 +70,7 @@ static PyObject *bernoulli_type;     /* link.Bernoulli, registered by link.py: i
 static PyObject *
 get_now(PyObject *sim, double *now)
 {
-    PyObject *o = PyObject_GetAttr(sim, str_now);
+    PyObject *o = fast_getattr(sim, str_now);
     if (o == NULL)
         return NULL;
     *now = PyFloat_AsDouble(o);
@@ -145,7 +147,7 @@ get_bool_attr(PyObject *o, PyObject *name, char *out)
 static int
 bernoulli_lost(PyObject *loss)
 {
-    PyObject *p = PyObject_GetAttr(loss, str_bernoulli_p);
+    PyObject *p = fast_getattr(loss, str_bernoulli_p);
     if (p == NULL)
         return -1;
     double prob = PyFloat_AsDouble(p);
@@ -154,7 +156,7 @@ bernoulli_lost(PyObject *loss)
         return -1;
     if (!(prob > 0.0))
         return 0;
-    PyObject *random = PyObject_GetAttr(loss, str_bernoulli_random);
+    PyObject *random = fast_getattr(loss, str_bernoulli_random);
     PyObject *r = random == NULL ? NULL : PyObject_CallNoArgs(random);
     Py_XDECREF(random);
     if (r == NULL)
