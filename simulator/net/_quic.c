@@ -2501,10 +2501,82 @@ rangeset_prefix(PyObject *rs, long long *out)
     return rc;
 }
 
-/* The streams' half for one newly acknowledged packet: acknowledged ranges, FINs, the
- * on_packet_acked report; the stream ids touched go into `acked` (a set). */
+/* The stream ids an ACK frame touched: each once (the first object seen), in ascending order
+ * when read (the reference's sorted() of a set of ints); a handful per frame. */
+typedef struct {
+    Py_ssize_t n, cap;
+    long long *vals;
+    PyObject **ids;                /* the frames' stream ids (references held) */
+    long long vals0[8];
+    PyObject *ids0[8];
+} SidSet;
+
 static int
-packet_acked(CoreObject *c, PyObject *packet, PyObject *acked, PyObject *on_packet_acked)
+sidset_add(SidSet *set, PyObject *sid)
+{
+    long long v = PyLong_AsLongLong(sid);
+    if (v == -1 && PyErr_Occurred())
+        return -1;
+    Py_ssize_t i = set->n;
+    for (Py_ssize_t k = 0; k < set->n; k++)
+        if (set->vals[k] == v)
+            return 0;
+    if (set->n == set->cap) {
+        Py_ssize_t cap = set->cap * 2;
+        long long *vals = PyMem_Malloc((size_t)cap * sizeof(long long));
+        PyObject **ids = PyMem_Malloc((size_t)cap * sizeof(PyObject *));
+        if (vals == NULL || ids == NULL) {
+            PyMem_Free(vals);
+            PyMem_Free(ids);
+            PyErr_NoMemory();
+            return -1;
+        }
+        memcpy(vals, set->vals, (size_t)set->n * sizeof(long long));
+        memcpy(ids, set->ids, (size_t)set->n * sizeof(PyObject *));
+        if (set->vals != set->vals0) {
+            PyMem_Free(set->vals);
+            PyMem_Free(set->ids);
+        }
+        set->vals = vals;
+        set->ids = ids;
+        set->cap = cap;
+    }
+    while (i > 0 && set->vals[i - 1] > v) {   /* kept sorted: insertion */
+        set->vals[i] = set->vals[i - 1];
+        set->ids[i] = set->ids[i - 1];
+        i--;
+    }
+    set->vals[i] = v;
+    set->ids[i] = Py_NewRef(sid);
+    set->n++;
+    return 0;
+}
+
+static void
+sidset_init(SidSet *set)
+{
+    set->n = 0;
+    set->cap = 8;
+    set->vals = set->vals0;
+    set->ids = set->ids0;
+}
+
+static void
+sidset_free(SidSet *set)
+{
+    for (Py_ssize_t k = 0; k < set->n; k++)
+        Py_DECREF(set->ids[k]);
+    if (set->vals != set->vals0) {
+        PyMem_Free(set->vals);
+        PyMem_Free(set->ids);
+    }
+    set->n = 0;
+}
+
+/* The streams' half for one newly acknowledged packet: acknowledged ranges, FINs, the
+ * on_packet_acked report; the stream ids touched go into `acked`. */
+static int
+packet_acked(CoreObject *c, PyObject *packet, SidSet *acked, PyObject *on_packet_acked)
 {
     QPacketObject *qp = Py_IS_TYPE(packet, &QPacketType) ? (QPacketObject *)packet : NULL;
     if (qp != NULL)
@@ -2543,7 +2615,7 @@ packet_acked(CoreObject *c, PyObject *packet, PyObject *acked, PyObject *on_pack
             goto error;
         int rc = rangeset_add(rs, offset, offset + len);
         Py_DECREF(rs);
-        if (rc < 0 || (fin && fast_setattr(stream, str_fin_acked, Py_True) < 0) || PySet_Add(acked, sid) < 0)
+        if (rc < 0 || (fin && fast_setattr(stream, str_fin_acked, Py_True) < 0) || sidset_add(acked, sid) < 0)
             goto error;
         if (report != NULL) {
             PyObject *entry = STEAL_TUPLE(Py_NewRef(sid), Py_NewRef(PyTuple_GET_ITEM(f, 1)), PyLong_FromSsize_t(len));
@@ -2630,17 +2702,16 @@ ack_frame_received(CoreObject *c, PyObject *ep, const long long *rg, Py_ssize_t 
         Py_DECREF(newly);
         return 0;
     }
-    PyObject *acked = PySet_New(NULL), *sorted = NULL;
+    SidSet acked;
+    sidset_init(&acked);
     PyObject *on_packet_acked = fast_getattr(ep, str_on_packet_acked);
-    if (acked == NULL || on_packet_acked == NULL)
+    if (on_packet_acked == NULL)
         goto error;
     for (Py_ssize_t i = 0; i < PyList_GET_SIZE(newly); i++)   /* oldest first */
-        if (packet_acked(c, PyList_GET_ITEM(newly, i), acked, on_packet_acked) < 0)
+        if (packet_acked(c, PyList_GET_ITEM(newly, i), &acked, on_packet_acked) < 0)
             goto error;
-    if ((sorted = PySequence_List(acked)) == NULL || PyList_Sort(sorted) < 0)
-        goto error;
-    for (Py_ssize_t i = 0; i < PyList_GET_SIZE(sorted); i++) {
-        PyObject *sid = PyList_GET_ITEM(sorted, i);
+    for (Py_ssize_t i = 0; i < acked.n; i++) {                  /* in stream id order */
+        PyObject *sid = acked.ids[i];
         PyObject *stream = PyDict_GetItemWithError(c->send_streams, sid);
         if (stream == NULL) {
             if (!PyErr_Occurred())
@@ -2653,8 +2724,7 @@ ack_frame_received(CoreObject *c, PyObject *ep, const long long *rg, Py_ssize_t 
         if (rc < 0)
             goto error;
     }
-    Py_CLEAR(sorted);
-    Py_CLEAR(acked);
+    sidset_free(&acked);
     Py_CLEAR(on_packet_acked);
     Py_CLEAR(newly);
     PyObject *lost = Core_after_ack(c, now_o);
@@ -2685,8 +2755,7 @@ ack_frame_received(CoreObject *c, PyObject *ep, const long long *rg, Py_ssize_t 
     }
     return queued ? schedule_flush(c) : 0;
 error:
-    Py_XDECREF(sorted);
-    Py_XDECREF(acked);
+    sidset_free(&acked);
     Py_XDECREF(on_packet_acked);
     Py_DECREF(newly);
     return -1;
