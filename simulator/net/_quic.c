@@ -197,6 +197,21 @@ static PyObject *str_ready, *str_on_send_ready, *str_flush_scheduled, *str_ack_d
     *str_appendleft, *str_write, *str_cwnd_bytes;
 static PyObject *empty_bytes, *empty_tuple;
 
+/* collections.deque and its methods append, appendleft and popleft, looked up once: a queue of
+ * the endpoint's (or a stream's `later`) that is a deque is called through them directly. */
+static PyObject *deque_type, *deque_append, *deque_appendleft, *deque_popleft;
+
+/* queue.<name>(arg) (arg NULL: no argument), through the deque's method when it is one. */
+static PyObject *
+deque_call(PyObject *queue, PyObject *method, PyObject *name, PyObject *arg)
+{
+    if ((PyObject *)Py_TYPE(queue) == deque_type) {
+        PyObject *argv[2] = {queue, arg};
+        return PyObject_Vectorcall(method, argv, arg == NULL ? 1 : 2, NULL);
+    }
+    return arg == NULL ? PyObject_CallMethodNoArgs(queue, name) : PyObject_CallMethodOneArg(queue, name, arg);
+}
+
 #define SHORT_HEADER_BYTES (1 + 8 + 2 + 16)   /* packet.SHORT_HEADER_BYTES */
 #define UDP_IP_HEADER_BYTES 28                /* packet.UDP_IP_HEADER_BYTES */
 
@@ -1684,7 +1699,7 @@ set_item_long(PyObject *list, Py_ssize_t i, long long v)
 static int
 popleft(PyObject *queue)
 {
-    PyObject *r = PyObject_CallMethodNoArgs(queue, str_popleft);
+    PyObject *r = deque_call(queue, deque_popleft, str_popleft, NULL);
     Py_XDECREF(r);
     return r == NULL ? -1 : 0;
 }
@@ -1719,7 +1734,7 @@ stream_append(PyObject *stream, PyObject *data, Py_ssize_t n)
     PyObject *later = fast_getattr(stream, str_later);
     if (later == NULL)
         return -1;
-    PyObject *r = PyObject_CallMethodOneArg(later, str_append, data);
+    PyObject *r = deque_call(later, deque_append, str_append, data);
     Py_DECREF(later);
     if (r == NULL)
         return -1;
@@ -1818,7 +1833,7 @@ stream_data(PyObject *stream, long long offset, long long length)
                 goto done;
             if (queued == 0)
                 break;
-            PyObject *chunk = PyObject_CallMethodNoArgs(later, str_popleft);
+            PyObject *chunk = deque_call(later, deque_popleft, str_popleft, NULL);
             if (chunk == NULL)
                 goto done;
             Py_buffer view;
@@ -1831,7 +1846,7 @@ stream_data(PyObject *stream, long long offset, long long length)
             if (take > shortfall) {            /* later.appendleft(memoryview(chunk)[shortfall:]) */
                 PyObject *mv = PyMemoryView_FromObject(chunk);
                 PyObject *rest = mv == NULL ? NULL : PySequence_GetSlice(mv, (Py_ssize_t)shortfall, view.len);
-                PyObject *r = rest == NULL ? NULL : PyObject_CallMethodOneArg(later, str_appendleft, rest);
+                PyObject *r = rest == NULL ? NULL : deque_call(later, deque_appendleft, str_appendleft, rest);
                 rc = r == NULL ? -1 : 0;
                 Py_XDECREF(r);
                 Py_XDECREF(rest);
@@ -2374,7 +2389,7 @@ core_write(CoreObject *c, PyObject *stream, PyObject *sid, PyObject *data, PyObj
                                      Py_NewRef(Py_False));
         if (chunk == NULL)
             return -1;
-        PyObject *r = PyObject_CallMethodOneArg(queue, str_append, chunk);
+        PyObject *r = deque_call(queue, deque_append, str_append, chunk);
         Py_DECREF(chunk);
         if (r == NULL)
             return -1;
@@ -3517,6 +3532,15 @@ PyInit__quic(void)
     heappop_fn = PyObject_GetAttrString(heapq, "heappop");
     Py_DECREF(heapq);
     if (heappush_fn == NULL || heappop_fn == NULL)
+        return NULL;
+    PyObject *collections = PyImport_ImportModule("collections");
+    if (collections == NULL)
+        return NULL;
+    deque_type = PyObject_GetAttrString(collections, "deque");
+    Py_DECREF(collections);
+    if (deque_type == NULL || (deque_append = PyObject_GetAttrString(deque_type, "append")) == NULL
+        || (deque_appendleft = PyObject_GetAttrString(deque_type, "appendleft")) == NULL
+        || (deque_popleft = PyObject_GetAttrString(deque_type, "popleft")) == NULL)
         return NULL;
     PyTypeObject *types[] = {&RttType, &CcType, &CoreType, &TimersType, &BoundType, &QPacketType, &WriterType,
                              &TreeType};
