@@ -1542,6 +1542,9 @@ timers_cancel(CoreObject *c, PyObject *slot)
 static int
 timers_set(CoreObject *c, PyObject *slot, double when, PyObject *cb)
 {
+    int index = fast_slot(slot);
+    if (Py_IS_TYPE(c->timers, &TimersType) && index >= 0)   /* the C twin's: no float object */
+        return tm_set((TimersObject *)c->timers, index, when, cb);
     PyObject *t = PyFloat_FromDouble(when);
     if (t == NULL)
         return -1;
