@@ -117,6 +117,8 @@ typedef struct {
     /* the endpoint's fixed objects (bind): its simulator, timer slots, and loss-timer callback */
     PyObject *sim, *timers, *on_loss_timeout;
     PyObject *flush_event, *ack_now_event;       /* its _Bound flush and ack_now (callables) */
+    PyObject *link, *link_send;                  /* the endpoint's link and its bound send, when the
+                                                  * link's type is a static C type (fixed attributes) */
 } CoreObject;
 
 static PyTypeObject CoreType;
@@ -619,6 +621,8 @@ Core_traverse(CoreObject *c, visitproc visit, void *arg)
     Py_VISIT(c->on_loss_timeout);
     Py_VISIT(c->flush_event);
     Py_VISIT(c->ack_now_event);
+    Py_VISIT(c->link);
+    Py_VISIT(c->link_send);
     for (Py_ssize_t i = c->head; i < c->head + c->len; i++)
         Py_VISIT(c->sent[i].packet);
     return 0;
@@ -640,6 +644,8 @@ Core_clear(CoreObject *c)
     Py_CLEAR(c->on_loss_timeout);
     Py_CLEAR(c->flush_event);
     Py_CLEAR(c->ack_now_event);
+    Py_CLEAR(c->link);
+    Py_CLEAR(c->link_send);
     clear_sent(c);
     return 0;
 }
@@ -1577,8 +1583,25 @@ send_on_link(CoreObject *c, PyObject *ep, long long wire, PyObject *packet)
     PyObject *link = fast_getattr(ep, str_link);
     PyObject *peer = link == NULL ? NULL : fast_getattr(ep, str_peer);
     PyObject *deliver = peer == NULL ? NULL : fast_getattr(peer, str_deliver);
-    PyObject *argv[3] = {link, lp, deliver};
-    PyObject *r = deliver == NULL ? NULL : PyObject_VectorcallMethod(str_send, argv, 3, NULL);
+    PyObject *r = NULL;
+    if (deliver != NULL) {
+        PyTypeObject *tp = Py_TYPE(link);
+        if (link != c->link && tp->tp_dictoffset == 0 && !(tp->tp_flags & Py_TPFLAGS_HEAPTYPE)) {
+            PyObject *send = PyObject_GetAttr(link, str_send);   /* a C link's send: looked up once */
+            if (send != NULL) {
+                Py_XSETREF(c->link, Py_NewRef(link));
+                Py_XSETREF(c->link_send, send);
+            }
+            else
+                PyErr_Clear();
+        }
+        if (link == c->link)
+            r = call2(c->link_send, lp, deliver);
+        else {
+            PyObject *argv[3] = {link, lp, deliver};
+            r = PyObject_VectorcallMethod(str_send, argv, 3, NULL);
+        }
+    }
     Py_XDECREF(deliver);
     Py_XDECREF(peer);
     Py_XDECREF(link);

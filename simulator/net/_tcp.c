@@ -326,9 +326,51 @@ static PyGetSetDef Packet_getset[] = {
     {NULL},
 };
 
+/* Packet(size_bytes, payload) by vectorcall, as a transport sends one (the QUIC core for every
+ * packet): no argument tuple; any other call as Packet_new. */
+static PyObject *
+Packet_vectorcall(PyObject *type, PyObject *const *args, size_t nargsf, PyObject *kwnames)
+{
+    Py_ssize_t nargs = PyVectorcall_NARGS(nargsf);
+    if (kwnames == NULL && nargs == 2 && PyLong_CheckExact(args[0])) {
+        long long size_bytes = PyLong_AsLongLong(args[0]);
+        if (size_bytes == -1 && PyErr_Occurred())
+            return NULL;
+        PacketObject *p = (PacketObject *)((PyTypeObject *)type)->tp_alloc((PyTypeObject *)type, 0);
+        if (p == NULL)
+            return NULL;
+        p->size_bytes = size_bytes;  /* the rest as Packet_new leaves it: 0, 0.0, not arrived, not lost */
+        p->payload = Py_NewRef(args[1]);
+        p->link_seq = 0;
+        p->sent_s = 0.0;
+        p->lost = 0;
+        return (PyObject *)p;
+    }
+    Py_ssize_t nkw = kwnames == NULL ? 0 : PyTuple_GET_SIZE(kwnames);
+    PyObject *tuple = PyTuple_New(nargs), *kw = nkw ? PyDict_New() : NULL;
+    if (tuple == NULL || (nkw && kw == NULL)) {
+        Py_XDECREF(tuple);
+        Py_XDECREF(kw);
+        return NULL;
+    }
+    for (Py_ssize_t i = 0; i < nargs; i++)
+        PyTuple_SET_ITEM(tuple, i, Py_NewRef(args[i]));
+    for (Py_ssize_t i = 0; i < nkw; i++)
+        if (PyDict_SetItem(kw, PyTuple_GET_ITEM(kwnames, i), args[nargs + i]) < 0) {
+            Py_DECREF(tuple);
+            Py_DECREF(kw);
+            return NULL;
+        }
+    PyObject *r = Packet_new((PyTypeObject *)type, tuple, kw);
+    Py_DECREF(tuple);
+    Py_XDECREF(kw);
+    return r;
+}
+
 static PyTypeObject PacketType = {
     PyVarObject_HEAD_INIT(NULL, 0)
     .tp_name = "simulator.net._tcp.Packet",
+    .tp_vectorcall = Packet_vectorcall,
     .tp_doc = "A packet on a link (link.Packet's C twin).",
     .tp_basicsize = sizeof(PacketObject),
     .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC,
