@@ -2954,15 +2954,16 @@ typedef struct {
     CoreObject *core;
     PyObject *endpoint;
     int kind;
+    vectorcallfunc vectorcall;     /* Bound_vectorcall: the engine and links call it without a tuple */
 } BoundObject;
 
 static PyTypeObject BoundType;
 static PyObject *Core_receive(CoreObject *c, PyObject *const *args, Py_ssize_t nargs);
 
 static PyObject *
-Bound_call(BoundObject *b, PyObject *args, PyObject *kw)
+Bound_vectorcall(BoundObject *b, PyObject *const *args, size_t nargsf, PyObject *kwnames)
 {
-    Py_ssize_t n = PyTuple_GET_SIZE(args);
+    Py_ssize_t n = PyVectorcall_NARGS(nargsf);   /* keywords ignored, as the tuple call did */
     if (b->kind != BOUND_DELIVER) {
         if (n != 0) {
             PyErr_SetString(PyExc_TypeError, "takes no arguments");
@@ -2978,7 +2979,7 @@ Bound_call(BoundObject *b, PyObject *args, PyObject *kw)
     }
     /* NativeQuicEndpoint._on_packet: 1-RTT packets once the handshake is confirmed, in C */
     PyObject *ep = b->endpoint;
-    PyObject *payload = fast_getattr(PyTuple_GET_ITEM(args, 0), str_payload);
+    PyObject *payload = fast_getattr(args[0], str_payload);
     if (payload == NULL)
         return NULL;
     int fast = (PyObject *)Py_TYPE(payload) == b->core->packet_class;
@@ -3001,7 +3002,7 @@ Bound_call(BoundObject *b, PyObject *args, PyObject *kw)
         r = Core_receive(b->core, argv, 2);
     }
     else
-        r = PyObject_CallMethodOneArg(ep, str_on_packet, PyTuple_GET_ITEM(args, 0));
+        r = PyObject_CallMethodOneArg(ep, str_on_packet, args[0]);
     Py_DECREF(payload);
     return r;
 }
@@ -3047,8 +3048,9 @@ static PyTypeObject BoundType = {
     .tp_name = NET_MODULE "._Bound",
     .tp_doc = "An endpoint's flush or packet arrival, called from the engine or a link.",
     .tp_basicsize = sizeof(BoundObject),
-    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC,
-    .tp_call = (ternaryfunc)Bound_call,
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC | Py_TPFLAGS_HAVE_VECTORCALL,
+    .tp_call = PyVectorcall_Call,
+    .tp_vectorcall_offset = offsetof(BoundObject, vectorcall),
     .tp_traverse = (traverseproc)Bound_traverse,
     .tp_clear = (inquiry)Bound_clear,
     .tp_dealloc = (destructor)Bound_dealloc,
@@ -3073,6 +3075,7 @@ Core_callables(CoreObject *c, PyObject *ep)
         Py_INCREF(ep);
         b->endpoint = ep;
         b->kind = kind;
+        b->vectorcall = (vectorcallfunc)Bound_vectorcall;
         PyObject_GC_Track(b);
         if (kind != BOUND_DELIVER) {
             Py_INCREF(b);
