@@ -16,8 +16,8 @@ Set ``WORKBENCH_REQUIRE_EXT=1`` to make a build failure fatal (``make asan`` doe
 
 ``simulator.net._tcp`` and ``simulator.net._quic`` must compute every float as their Python
 twins do, so no compiler may fuse a multiply and an add into one rounding: they are built with ``-ffp-contract=off``
-(and never with ``-ffast-math``); both include ``simulator/net/_cc.h``, ``_stride_tree.h`` and
-``_writer_turns.h``.
+(and never with ``-ffast-math``); both include ``simulator/net/_cc.h``, ``_stride_tree.h``,
+``_writer_turns.h`` and ``_fastattr.h``.
 """
 
 import os
@@ -106,14 +106,24 @@ setup(
         Extension(
             "simulator.net._tcp",
             sources=["simulator/net/_tcp.c"],
-            depends=["simulator/net/_cc.h", "simulator/net/_stride_tree.h", "simulator/net/_writer_turns.h"],
+            depends=[
+                "simulator/net/_cc.h",
+                "simulator/net/_stride_tree.h",
+                "simulator/net/_writer_turns.h",
+                "simulator/net/_fastattr.h",
+            ],
             extra_compile_args=[] if sys.platform == "win32" else ["-ffp-contract=off", "-fno-fast-math"],
             optional=not REQUIRED,
         ),
         Extension(
             "simulator.net._quic",
             sources=["simulator/net/_quic.c"],
-            depends=["simulator/net/_cc.h", "simulator/net/_stride_tree.h", "simulator/net/_writer_turns.h"],
+            depends=[
+                "simulator/net/_cc.h",
+                "simulator/net/_stride_tree.h",
+                "simulator/net/_writer_turns.h",
+                "simulator/net/_fastattr.h",
+            ],
             extra_compile_args=[] if sys.platform == "win32" else ["-ffp-contract=off", "-fno-fast-math"],
             optional=not REQUIRED,
         ),

@@ -126,6 +126,23 @@ class Simulator:
     ``engine`` picks the event queue's implementation (``"c"`` or ``"python"``; default:
     C when built, see ``ENGINE_IMPLEMENTATION``); both give the same results."""
 
+    # Slots for what the per-packet C paths read and the C loop sets each event (``now``,
+    # ``_push``): a slot is read at a fixed offset, an instance dict by a lookup.  ``__dict__``
+    # and ``__weakref__`` keep anything else settable, as before.
+    __slots__ = (
+        "seed",
+        "now",
+        "engine",
+        "_queue",
+        "_push",
+        "_rngs",
+        "events_run",
+        "stopped",
+        "trace",
+        "__dict__",
+        "__weakref__",
+    )
+
     def __init__(self, seed: int = 1, *, trace: bool = False, engine: str | None = None) -> None:
         self.seed = seed
         self.now = 0.0

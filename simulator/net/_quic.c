@@ -117,6 +117,8 @@ typedef struct {
     /* the endpoint's fixed objects (bind): its simulator, timer slots, and loss-timer callback */
     PyObject *sim, *timers, *on_loss_timeout;
     PyObject *flush_event, *ack_now_event;       /* its _Bound flush and ack_now (callables) */
+    PyObject *link, *link_send;                  /* the endpoint's link and its bound send, when the
+                                                  * link's type is a static C type (fixed attributes) */
 } CoreObject;
 
 static PyTypeObject CoreType;
@@ -133,77 +135,32 @@ varint_len(long long v)                      /* frames.varint_len (RFC 9000 sect
     return 8;
 }
 
-/* Attributes of the reference's objects (the endpoint, SendStream, RecvStream, RangeSet: classes
- * with __slots__), read and written as CPython's own generic getattr/setattr does for a slot,
- * without its per-call lookup: a slot's offset is looked up once per (type, name) and kept while
- * the type's version tag is unchanged (any change to the class or its bases changes the tag, as
- * CPython's attribute caches rely on).  Anything else (no slot, a property, an unset slot, a type
- * with its own __getattribute__ or __setattr__) goes through PyObject_GetAttr / PyObject_SetAttr. */
-#define SLOT_CACHE_SIZE 512
-typedef struct {
-    PyTypeObject *type;
-    PyObject *name;
-    unsigned int version;
-    Py_ssize_t offset;             /* -1: not a plain object slot */
-} SlotEntry;
-static SlotEntry slot_cache[SLOT_CACHE_SIZE];
-
-static Py_ssize_t
-slot_offset(PyTypeObject *tp, PyObject *name)
-{
-    size_t h = ((((uintptr_t)tp) >> 4) * 31u + (((uintptr_t)name) >> 4)) & (SLOT_CACHE_SIZE - 1);
-    SlotEntry *e = &slot_cache[h];
-    if (e->type == tp && e->name == name && PyType_HasFeature(tp, Py_TPFLAGS_VALID_VERSION_TAG)
-        && e->version == tp->tp_version_tag)
-        return e->offset;
-    Py_ssize_t offset = -1;
-    if (PyUnicode_CheckExact(name)) {
-        PyObject *descr = _PyType_Lookup(tp, name);      /* borrowed; gives the type a version tag */
-        if (descr != NULL && Py_IS_TYPE(descr, &PyMemberDescr_Type)) {
-            PyMemberDef *m = ((PyMemberDescrObject *)descr)->d_member;
-            if (m->type == T_OBJECT_EX && !(m->flags & READONLY) && m->offset > 0)
-                offset = m->offset;
-        }
-    }
-    if (PyType_HasFeature(tp, Py_TPFLAGS_VALID_VERSION_TAG))
-        *e = (SlotEntry){tp, name, tp->tp_version_tag, offset};
-    return offset;
-}
-
-static PyObject *
-fast_getattr(PyObject *o, PyObject *name)
-{
-    PyTypeObject *tp = Py_TYPE(o);
-    if (tp->tp_getattro == PyObject_GenericGetAttr) {
-        Py_ssize_t offset = slot_offset(tp, name);
-        if (offset > 0) {
-            PyObject *v = *(PyObject **)((char *)o + offset);
-            if (v != NULL)
-                return Py_NewRef(v);
-        }
-    }
-    return PyObject_GetAttr(o, name);
-}
-
-static int
-fast_setattr(PyObject *o, PyObject *name, PyObject *v)
-{
-    PyTypeObject *tp = Py_TYPE(o);
-    if (v != NULL && tp->tp_setattro == PyObject_GenericSetAttr) {
-        Py_ssize_t offset = slot_offset(tp, name);
-        if (offset > 0) {                         /* as PyMember_SetOne for T_OBJECT_EX */
-            PyObject **addr = (PyObject **)((char *)o + offset);
-            PyObject *old = *addr;
-            *addr = Py_NewRef(v);
-            Py_XDECREF(old);
-            return 0;
-        }
-    }
-    return PyObject_SetAttr(o, name, v);
-}
+#include "_fastattr.h"   /* fast_getattr, fast_setattr: a slot read at its offset */
 
 /* Tuples and lists of the hot paths built directly (Py_BuildValue parses its format on every
  * call).  Each steals the references it is given, NULLs included (then it fails, as "N" does). */
+/* f(a, b[, c[, d]]) through vectorcall: no varargs walk, no argument tuple. */
+static inline PyObject *
+call2(PyObject *f, PyObject *a, PyObject *b)
+{
+    PyObject *argv[3] = {NULL, a, b};
+    return PyObject_Vectorcall(f, argv + 1, 2 | PY_VECTORCALL_ARGUMENTS_OFFSET, NULL);
+}
+
+static inline PyObject *
+call3(PyObject *f, PyObject *a, PyObject *b, PyObject *c)
+{
+    PyObject *argv[4] = {NULL, a, b, c};
+    return PyObject_Vectorcall(f, argv + 1, 3 | PY_VECTORCALL_ARGUMENTS_OFFSET, NULL);
+}
+
+static inline PyObject *
+call4(PyObject *f, PyObject *a, PyObject *b, PyObject *c, PyObject *d)
+{
+    PyObject *argv[5] = {NULL, a, b, c, d};
+    return PyObject_Vectorcall(f, argv + 1, 4 | PY_VECTORCALL_ARGUMENTS_OFFSET, NULL);
+}
+
 static PyObject *
 steal_seq(int list, Py_ssize_t n, PyObject **items)
 {
@@ -241,6 +198,21 @@ static PyObject *str_ready, *str_on_send_ready, *str_flush_scheduled, *str_ack_d
     *str_on_stream_acked, *str_requeue_lost, *str_fin, *str_append, *str_push, *str_later, *str_later_bytes,
     *str_appendleft, *str_write, *str_cwnd_bytes;
 static PyObject *empty_bytes, *empty_tuple;
+
+/* collections.deque and its methods append, appendleft and popleft, looked up once: a queue of
+ * the endpoint's (or a stream's `later`) that is a deque is called through them directly. */
+static PyObject *deque_type, *deque_append, *deque_appendleft, *deque_popleft;
+
+/* queue.<name>(arg) (arg NULL: no argument), through the deque's method when it is one. */
+static PyObject *
+deque_call(PyObject *queue, PyObject *method, PyObject *name, PyObject *arg)
+{
+    if ((PyObject *)Py_TYPE(queue) == deque_type) {
+        PyObject *argv[2] = {queue, arg};
+        return PyObject_Vectorcall(method, argv, arg == NULL ? 1 : 2, NULL);
+    }
+    return arg == NULL ? PyObject_CallMethodNoArgs(queue, name) : PyObject_CallMethodOneArg(queue, name, arg);
+}
 
 #define SHORT_HEADER_BYTES (1 + 8 + 2 + 16)   /* packet.SHORT_HEADER_BYTES */
 #define UDP_IP_HEADER_BYTES 28                /* packet.UDP_IP_HEADER_BYTES */
@@ -422,7 +394,11 @@ typedef struct {
     PyObject_HEAD
     long long pn, size_bytes;
     double time_sent_s;
-    PyObject *frames, *ack;
+    PyObject *frames;
+    PyObject *ack;                 /* (ranges, ack_delay_s) or None; NULL until read when kept in C: */
+    long long *ack_ranges;         /* the core's ACK frame: nack (low, high) pairs, highest first */
+    int nack;                      /* > 0: ack_ranges and ack_delay_s hold the frame */
+    double ack_delay_s;
     char ack_eliciting, done, probe;
 } QPacketObject;
 
@@ -440,8 +416,11 @@ qpacket_new(long long pn, double time_sent_s, long long size_bytes, PyObject *fr
     p->size_bytes = size_bytes;
     Py_INCREF(frames);
     p->frames = frames;
-    Py_INCREF(ack);
-    p->ack = ack;
+    Py_XINCREF(ack);
+    p->ack = ack;                  /* NULL: the caller fills ack_ranges (qpacket_ack) */
+    p->ack_ranges = NULL;
+    p->nack = 0;
+    p->ack_delay_s = 0.0;
     p->ack_eliciting = (char)ack_eliciting;
     p->done = 0;
     p->probe = (char)probe;
@@ -484,8 +463,44 @@ QPacket_dealloc(QPacketObject *p)
 {
     PyObject_GC_UnTrack(p);
     QPacket_clear(p);
+    PyMem_Free(p->ack_ranges);
     Py_TYPE(p)->tp_free((PyObject *)p);
 }
+
+/* packet.ack: the ACK frame as the reference builds it, ([(low, high), ...] highest first,
+ * ack_delay_s), made from the C ranges the first time it is read (then kept: one object). */
+static PyObject *
+qpacket_ack(QPacketObject *p)
+{
+    if (p->ack == NULL) {
+        PyObject *ranges = PyList_New(p->nack);
+        if (ranges == NULL)
+            return NULL;
+        for (int i = 0; i < p->nack; i++) {
+            PyObject *rg = STEAL_TUPLE(PyLong_FromLongLong(p->ack_ranges[2 * i]),
+                                       PyLong_FromLongLong(p->ack_ranges[2 * i + 1]));
+            if (rg == NULL) {
+                Py_DECREF(ranges);
+                return NULL;
+            }
+            PyList_SET_ITEM(ranges, i, rg);
+        }
+        if ((p->ack = STEAL_TUPLE(ranges, PyFloat_FromDouble(p->ack_delay_s))) == NULL)
+            return NULL;
+    }
+    return Py_NewRef(p->ack);
+}
+
+static PyObject *
+QPacket_get_ack(QPacketObject *p, void *x)
+{
+    return qpacket_ack(p);
+}
+
+static PyGetSetDef QPacket_getset[] = {
+    {"ack", (getter)QPacket_get_ack, NULL, "ACK frame (ranges, ack_delay_s), or None", NULL},
+    {NULL},
+};
 
 static PyObject *
 QPacket_repr(QPacketObject *p)
@@ -494,7 +509,7 @@ QPacket_repr(QPacketObject *p)
     if (n < 0)
         return NULL;
     return PyUnicode_FromFormat("QuicPacket(pn=%lld, %s, %lld B, %zd frames)", p->pn,
-                                p->ack != Py_None ? "ack" : "data", p->size_bytes, n);
+                                (p->nack > 0 || p->ack != Py_None) ? "ack" : "data", p->size_bytes, n);
 }
 
 static PyMemberDef QPacket_members[] = {
@@ -502,7 +517,6 @@ static PyMemberDef QPacket_members[] = {
     {"time_sent_s", T_DOUBLE, offsetof(QPacketObject, time_sent_s), READONLY, NULL},
     {"size_bytes", T_LONGLONG, offsetof(QPacketObject, size_bytes), READONLY, "UDP payload bytes"},
     {"frames", T_OBJECT, offsetof(QPacketObject, frames), READONLY, "STREAM frames (stream_id, offset, data, fin)"},
-    {"ack", T_OBJECT, offsetof(QPacketObject, ack), READONLY, "ACK frame (ranges, ack_delay_s), or None"},
     {"ack_eliciting", T_BOOL, offsetof(QPacketObject, ack_eliciting), READONLY, NULL},
     {"done", T_BOOL, offsetof(QPacketObject, done), 0, "acknowledged or declared lost (sender side)"},
     {"probe", T_BOOL, offsetof(QPacketObject, probe), READONLY, NULL},
@@ -522,6 +536,7 @@ static PyTypeObject QPacketType = {
     .tp_dealloc = (destructor)QPacket_dealloc,
     .tp_repr = (reprfunc)QPacket_repr,
     .tp_members = QPacket_members,
+    .tp_getset = QPacket_getset,
 };
 
 /* -- the QuicCore type -- */
@@ -606,6 +621,8 @@ Core_traverse(CoreObject *c, visitproc visit, void *arg)
     Py_VISIT(c->on_loss_timeout);
     Py_VISIT(c->flush_event);
     Py_VISIT(c->ack_now_event);
+    Py_VISIT(c->link);
+    Py_VISIT(c->link_send);
     for (Py_ssize_t i = c->head; i < c->head + c->len; i++)
         Py_VISIT(c->sent[i].packet);
     return 0;
@@ -627,6 +644,8 @@ Core_clear(CoreObject *c)
     Py_CLEAR(c->on_loss_timeout);
     Py_CLEAR(c->flush_event);
     Py_CLEAR(c->ack_now_event);
+    Py_CLEAR(c->link);
+    Py_CLEAR(c->link_send);
     clear_sent(c);
     return 0;
 }
@@ -723,6 +742,40 @@ lower_bound(CoreObject *c, long long target)
  * newly acknowledged, oldest first, after the RTT sample (5.1), the pacing rate, the bytes in
  * flight and the window (7.3.2: no growth for packets sent before the recovery started);
  * None when the frame acknowledges nothing new (the reference returns there). */
+/* An ACK frame's ranges [(low, high), ...] (a list of tuples, highest first) as 2n C values. */
+static long long *
+parse_ranges(PyObject *ranges, Py_ssize_t *nr)
+{
+    if (!PyList_Check(ranges)) {
+        PyErr_SetString(PyExc_TypeError, "an ACK frame's ranges are a list");
+        return NULL;
+    }
+    Py_ssize_t n = PyList_GET_SIZE(ranges);
+    long long *rg = PyMem_Malloc((size_t)(2 * n + 1) * sizeof(long long));
+    if (rg == NULL) {
+        PyErr_NoMemory();
+        return NULL;
+    }
+    for (Py_ssize_t k = 0; k < n; k++) {
+        PyObject *item = PyList_GET_ITEM(ranges, k);
+        if (!PyTuple_Check(item) || PyTuple_GET_SIZE(item) != 2) {
+            PyMem_Free(rg);
+            PyErr_SetString(PyExc_TypeError, "an ACK range is a (low, high) tuple");
+            return NULL;
+        }
+        rg[2 * k] = PyLong_AsLongLong(PyTuple_GET_ITEM(item, 0));
+        rg[2 * k + 1] = PyLong_AsLongLong(PyTuple_GET_ITEM(item, 1));
+        if ((rg[2 * k] == -1 || rg[2 * k + 1] == -1) && PyErr_Occurred()) {
+            PyMem_Free(rg);
+            return NULL;
+        }
+    }
+    *nr = n;
+    return rg;
+}
+
+static PyObject *on_ack(CoreObject *c, const long long *rg, Py_ssize_t nr, double ack_delay, double now);
+
 static PyObject *
 Core_on_ack(CoreObject *c, PyObject *const *args, Py_ssize_t nargs)
 {
@@ -730,10 +783,22 @@ Core_on_ack(CoreObject *c, PyObject *const *args, Py_ssize_t nargs)
         PyErr_SetString(PyExc_TypeError, "on_ack(ranges: list, ack_delay_s, now)");
         return NULL;
     }
-    PyObject *ranges = args[0];
     double ack_delay, now;
     if (get_double(args[1], &ack_delay) < 0 || get_double(args[2], &now) < 0)
         return NULL;
+    Py_ssize_t nr;
+    long long *rg = parse_ranges(args[0], &nr);
+    if (rg == NULL)
+        return NULL;
+    PyObject *out = on_ack(c, rg, nr, ack_delay, now);
+    PyMem_Free(rg);
+    return out;
+}
+
+/* on_ack on the frame's ranges rg (low, high pairs, highest first). */
+static PyObject *
+on_ack(CoreObject *c, const long long *rg, Py_ssize_t nr, double ack_delay, double now)
+{
     while (c->len > 0 && c->sent[c->head].done) {
         Py_CLEAR(c->sent[c->head].packet);
         c->head++;
@@ -742,7 +807,6 @@ Core_on_ack(CoreObject *c, PyObject *const *args, Py_ssize_t nargs)
     if (c->len == 0)
         Py_RETURN_NONE;
     long long smallest = c->sent[c->head].pn;
-    Py_ssize_t nr = PyList_GET_SIZE(ranges);
     if (nr == 0)
         Py_RETURN_NONE;
     long long largest_in_frame = 0;
@@ -752,18 +816,7 @@ Core_on_ack(CoreObject *c, PyObject *const *args, Py_ssize_t nargs)
     if (idx == NULL)
         return PyErr_NoMemory();
     for (Py_ssize_t k = 0; k < nr; k++) {           /* highest first */
-        PyObject *rg = PyList_GET_ITEM(ranges, k);
-        if (!PyTuple_Check(rg) || PyTuple_GET_SIZE(rg) != 2) {
-            PyMem_Free(idx);
-            PyErr_SetString(PyExc_TypeError, "an ACK range is a (low, high) tuple");
-            return NULL;
-        }
-        long long low = PyLong_AsLongLong(PyTuple_GET_ITEM(rg, 0));
-        long long high = PyLong_AsLongLong(PyTuple_GET_ITEM(rg, 1));
-        if ((low == -1 || high == -1) && PyErr_Occurred()) {
-            PyMem_Free(idx);
-            return NULL;
-        }
+        long long low = rg[2 * k], high = rg[2 * k + 1];
         if (k == 0)
             largest_in_frame = high;
         if (high < smallest)
@@ -1156,7 +1209,7 @@ tm_schedule(TimersObject *t, double when)
     t->has_scheduled = 1;
     PyObject *args = STEAL_TUPLE(PyLong_FromLongLong(t->gen));
     PyObject *when_o = args == NULL ? NULL : PyFloat_FromDouble(when);
-    PyObject *r = when_o == NULL ? NULL : PyObject_CallFunctionObjArgs(t->push, when_o, t->fire, args, NULL);
+    PyObject *r = when_o == NULL ? NULL : call3(t->push, when_o, t->fire, args);
     Py_XDECREF(when_o);
     Py_XDECREF(args);
     Py_XDECREF(r);
@@ -1495,6 +1548,9 @@ timers_cancel(CoreObject *c, PyObject *slot)
 static int
 timers_set(CoreObject *c, PyObject *slot, double when, PyObject *cb)
 {
+    int index = fast_slot(slot);
+    if (Py_IS_TYPE(c->timers, &TimersType) && index >= 0)   /* the C twin's: no float object */
+        return tm_set((TimersObject *)c->timers, index, when, cb);
     PyObject *t = PyFloat_FromDouble(when);
     if (t == NULL)
         return -1;
@@ -1520,14 +1576,32 @@ static int
 send_on_link(CoreObject *c, PyObject *ep, long long wire, PyObject *packet)
 {
     PyObject *wire_o = PyLong_FromLongLong(wire);
-    PyObject *lp = wire_o == NULL ? NULL : PyObject_CallFunctionObjArgs(c->link_packet_class, wire_o, packet, NULL);
+    PyObject *lp = wire_o == NULL ? NULL : call2(c->link_packet_class, wire_o, packet);
     Py_XDECREF(wire_o);
     if (lp == NULL)
         return -1;
     PyObject *link = fast_getattr(ep, str_link);
     PyObject *peer = link == NULL ? NULL : fast_getattr(ep, str_peer);
     PyObject *deliver = peer == NULL ? NULL : fast_getattr(peer, str_deliver);
-    PyObject *r = deliver == NULL ? NULL : PyObject_CallMethodObjArgs(link, str_send, lp, deliver, NULL);
+    PyObject *r = NULL;
+    if (deliver != NULL) {
+        PyTypeObject *tp = Py_TYPE(link);
+        if (link != c->link && tp->tp_dictoffset == 0 && !(tp->tp_flags & Py_TPFLAGS_HEAPTYPE)) {
+            PyObject *send = PyObject_GetAttr(link, str_send);   /* a C link's send: looked up once */
+            if (send != NULL) {
+                Py_XSETREF(c->link, Py_NewRef(link));
+                Py_XSETREF(c->link_send, send);
+            }
+            else
+                PyErr_Clear();
+        }
+        if (link == c->link)
+            r = call2(c->link_send, lp, deliver);
+        else {
+            PyObject *argv[3] = {link, lp, deliver};
+            r = PyObject_VectorcallMethod(str_send, argv, 3, NULL);
+        }
+    }
     Py_XDECREF(deliver);
     Py_XDECREF(peer);
     Py_XDECREF(link);
@@ -1549,32 +1623,47 @@ new_packet(CoreObject *c, PyObject *ep, double now, long long size, PyObject *fr
     return packet;
 }
 
+/* The ACK frame of the received ranges (ack._ack_frame) into packet p, kept in C: nack (low,
+ * high) pairs, highest first, and the delay; packet.ack makes the reference's tuple if read. */
+static int
+packet_take_ack(CoreObject *c, PyObject *packet, double ack_delay_s)
+{
+    QPacketObject *p = (QPacketObject *)packet;
+    int n = c->nranges;
+    if (n == 0)                                 /* nothing received: the reference's empty frame */
+        return (p->ack = STEAL_TUPLE(PyList_New(0), PyFloat_FromDouble(ack_delay_s))) == NULL ? -1 : 0;
+    if ((p->ack_ranges = PyMem_Malloc((size_t)(2 * n) * sizeof(long long))) == NULL) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    for (int i = 0; i < n; i++) {
+        p->ack_ranges[2 * i] = c->lows[n - 1 - i];
+        p->ack_ranges[2 * i + 1] = c->highs[n - 1 - i];
+    }
+    p->nack = n;
+    p->ack_delay_s = ack_delay_s;
+    return 0;
+}
+
 /* packet_builder._send_packet: an ack-eliciting packet with a new number (RFC 9000 12.3),
  * an ACK riding along if one is pending (13.2). */
 static int
 send_packet(CoreObject *c, PyObject *ep, PyObject *frames, long long size, int probe, double now)
 {
     long long unacked = c->unacked_eliciting, pn;
-    PyObject *ack;
-    if (unacked) {
-        long long ack_bytes;
-        ack = ack_tuple(c, now, &ack_bytes);
-        if (ack == NULL)
+    double ack_delay_s = now - c->largest_recv_time_s;
+    if (unacked) {                              /* the frame's ranges are taken below: acked_now keeps them */
+        size += ack_frame_size(c, ack_delay_s);
+        if (acked_now(c) < 0)
             return -1;
-        size += ack_bytes;
-        if (acked_now(c) < 0) {
-            Py_DECREF(ack);
-            return -1;
-        }
     }
-    else {
-        Py_INCREF(Py_None);
-        ack = Py_None;
-    }
-    PyObject *packet = new_packet(c, ep, now, size, frames, ack, 1, probe, &pn);
-    Py_DECREF(ack);
+    PyObject *packet = new_packet(c, ep, now, size, frames, unacked ? NULL : Py_None, 1, probe, &pn);
     if (packet == NULL)
         return -1;
+    if (unacked && packet_take_ack(c, packet, ack_delay_s) < 0) {
+        Py_DECREF(packet);
+        return -1;
+    }
     long long wire = size + UDP_IP_HEADER_BYTES;
     c->packets_sent += 1;
     if (probe)
@@ -1594,16 +1683,15 @@ send_ack(CoreObject *c, PyObject *ep, double now)
         return -1;
     if (!pending || c->nranges == 0)
         return 0;
-    PyObject *ack = ack_tuple(c, now, &size);
-    if (ack == NULL)
-        return -1;
-    size += SHORT_HEADER_BYTES;
-    PyObject *frames = PyTuple_New(0);
-    PyObject *packet = frames == NULL ? NULL : new_packet(c, ep, now, size, frames, ack, 0, 0, &pn);
-    Py_XDECREF(frames);
-    Py_DECREF(ack);
+    double ack_delay_s = now - c->largest_recv_time_s;
+    size = ack_frame_size(c, ack_delay_s) + SHORT_HEADER_BYTES;
+    PyObject *packet = new_packet(c, ep, now, size, empty_tuple, NULL, 0, 0, &pn);
     if (packet == NULL)
         return -1;
+    if (packet_take_ack(c, packet, ack_delay_s) < 0) {
+        Py_DECREF(packet);
+        return -1;
+    }
     long long wire = size + UDP_IP_HEADER_BYTES;
     c->packets_sent += 1;
     c->ack_packets_sent += 1;
@@ -1637,7 +1725,7 @@ set_item_long(PyObject *list, Py_ssize_t i, long long v)
 static int
 popleft(PyObject *queue)
 {
-    PyObject *r = PyObject_CallMethodNoArgs(queue, str_popleft);
+    PyObject *r = deque_call(queue, deque_popleft, str_popleft, NULL);
     Py_XDECREF(r);
     return r == NULL ? -1 : 0;
 }
@@ -1672,12 +1760,74 @@ stream_append(PyObject *stream, PyObject *data, Py_ssize_t n)
     PyObject *later = fast_getattr(stream, str_later);
     if (later == NULL)
         return -1;
-    PyObject *r = PyObject_CallMethodOneArg(later, str_append, data);
+    PyObject *r = deque_call(later, deque_append, str_append, data);
     Py_DECREF(later);
     if (r == NULL)
         return -1;
     Py_DECREF(r);
     return add_long(stream, str_later_bytes, n);
+}
+
+/* A SendStream's buffer (a bytearray) kept as a sliding window over the stream: bytes appended
+ * at its end as packets read them, its acknowledged front dropped in place.  CPython's own resize
+ * copies the live bytes each time a front deletion leaves the buffer under half full, and again
+ * at the next append past its end; here it grows to twice what it holds and the front advances,
+ * so a byte is copied a bounded number of times.  Same contents; only the allocation differs.
+ * A buffer with exports (a memoryview on it) takes CPython's path, which refuses a resize. */
+static int
+buf_append(PyObject *buf, const char *data, Py_ssize_t n)
+{
+    PyByteArrayObject *b = (PyByteArrayObject *)buf;
+    Py_ssize_t held = Py_SIZE(b), need = held + n;
+    if (!PyByteArray_CheckExact(buf) || b->ob_exports > 0) {
+        if (PyByteArray_Resize(buf, need) < 0)
+            return -1;
+        memcpy(PyByteArray_AS_STRING(buf) + held, data, (size_t)n);
+        return 0;
+    }
+    Py_ssize_t offset = b->ob_bytes == NULL ? 0 : b->ob_start - b->ob_bytes;
+    if (need + offset + 1 > b->ob_alloc) {
+        if (b->ob_bytes != NULL && need + 1 <= b->ob_alloc / 2) {     /* room enough: slide back */
+            memmove(b->ob_bytes, b->ob_start, (size_t)held);
+            b->ob_start = b->ob_bytes;
+        }
+        else {
+            if (need > (PY_SSIZE_T_MAX - 1) / 2) {
+                PyErr_NoMemory();
+                return -1;
+            }
+            Py_ssize_t alloc = 2 * need + 1;
+            char *fresh = PyObject_Malloc((size_t)alloc);
+            if (fresh == NULL) {
+                PyErr_NoMemory();
+                return -1;
+            }
+            if (held > 0)
+                memcpy(fresh, b->ob_start, (size_t)held);
+            PyObject_Free(b->ob_bytes);
+            b->ob_bytes = b->ob_start = fresh;
+            b->ob_alloc = alloc;
+        }
+    }
+    memcpy(b->ob_start + held, data, (size_t)n);
+    Py_SET_SIZE(b, need);
+    b->ob_start[need] = '\0';          /* a bytearray's trailing NUL */
+    return 0;
+}
+
+/* del buf[:drop]: the front let go in place, unless what is left is small beside the allocation
+ * (then CPython's deletion, which copies it into a buffer of its size: memory is given back). */
+static int
+buf_drop_front(PyObject *buf, Py_ssize_t drop)
+{
+    PyByteArrayObject *b = (PyByteArrayObject *)buf;
+    Py_ssize_t left = Py_SIZE(b) - drop;
+    if (!PyByteArray_CheckExact(buf) || b->ob_exports > 0 || drop < 0 || left < 0 || b->ob_bytes == NULL
+        || left < b->ob_alloc / 8)
+        return PySequence_DelSlice(buf, 0, drop);
+    b->ob_start += drop;
+    Py_SET_SIZE(b, left);                 /* the trailing NUL is still at ob_start[left] */
+    return 0;
 }
 
 /* stream.data(offset, length) (stream.SendStream.data): read on from the writes in `later` into
@@ -1709,7 +1859,7 @@ stream_data(PyObject *stream, long long offset, long long length)
                 goto done;
             if (queued == 0)
                 break;
-            PyObject *chunk = PyObject_CallMethodNoArgs(later, str_popleft);
+            PyObject *chunk = deque_call(later, deque_popleft, str_popleft, NULL);
             if (chunk == NULL)
                 goto done;
             Py_buffer view;
@@ -1722,17 +1872,14 @@ stream_data(PyObject *stream, long long offset, long long length)
             if (take > shortfall) {            /* later.appendleft(memoryview(chunk)[shortfall:]) */
                 PyObject *mv = PyMemoryView_FromObject(chunk);
                 PyObject *rest = mv == NULL ? NULL : PySequence_GetSlice(mv, (Py_ssize_t)shortfall, view.len);
-                PyObject *r = rest == NULL ? NULL : PyObject_CallMethodOneArg(later, str_appendleft, rest);
+                PyObject *r = rest == NULL ? NULL : deque_call(later, deque_appendleft, str_appendleft, rest);
                 rc = r == NULL ? -1 : 0;
                 Py_XDECREF(r);
                 Py_XDECREF(rest);
                 Py_XDECREF(mv);
                 take = shortfall;
             }
-            Py_ssize_t held = PyByteArray_GET_SIZE(buf);
-            if (rc == 0 && PyByteArray_Resize(buf, held + (Py_ssize_t)take) == 0)
-                memcpy(PyByteArray_AS_STRING(buf) + held, view.buf, (size_t)take);
-            else
+            if (rc == 0 && buf_append(buf, view.buf, (Py_ssize_t)take) < 0)
                 rc = -1;
             PyBuffer_Release(&view);
             Py_DECREF(chunk);
@@ -2037,7 +2184,7 @@ schedule_flush(CoreObject *c)
     /* sim.call_soon(self._flush), as Simulator.call_soon does it: sim._push(sim.now, callback, ()) */
     PyObject *push = fast_getattr(c->sim, str_push);
     PyObject *now = push == NULL ? NULL : fast_getattr(c->sim, str_now);
-    PyObject *r = now == NULL ? NULL : PyObject_CallFunctionObjArgs(push, now, c->flush_event, empty_tuple, NULL);
+    PyObject *r = now == NULL ? NULL : call3(push, now, c->flush_event, empty_tuple);
     Py_XDECREF(now);
     Py_XDECREF(push);
     Py_XDECREF(r);
@@ -2112,7 +2259,7 @@ on_stream_frame(CoreObject *c, PyObject *ep, PyObject *sid, PyObject *offset_o, 
         goto done;
     if (offset > delivered) {                  /* a hole before it: hold back (this stream only) */
         PyObject *item = PyTuple_Pack(2, offset_o, data);
-        PyObject *r = item == NULL ? NULL : PyObject_CallFunctionObjArgs(heappush_fn, heap, item, NULL);
+        PyObject *r = item == NULL ? NULL : call2(heappush_fn, heap, item);
         Py_XDECREF(item);
         if (r == NULL)
             goto done;
@@ -2187,7 +2334,7 @@ on_stream_frame(CoreObject *c, PyObject *ep, PyObject *sid, PyObject *offset_o, 
             else
                 chunk = PyObject_CallMethodOneArg(empty_bytes, str_join, parts);
             PyObject *r = chunk == NULL ? NULL
-                : PyObject_CallFunctionObjArgs(on_data, sid, chunk, is_done ? Py_True : Py_False, now_o, NULL);
+                : call4(on_data, sid, chunk, is_done ? Py_True : Py_False, now_o);
             Py_XDECREF(chunk);
             if (r == NULL) {
                 Py_DECREF(on_data);
@@ -2268,7 +2415,7 @@ core_write(CoreObject *c, PyObject *stream, PyObject *sid, PyObject *data, PyObj
                                      Py_NewRef(Py_False));
         if (chunk == NULL)
             return -1;
-        PyObject *r = PyObject_CallMethodOneArg(queue, str_append, chunk);
+        PyObject *r = deque_call(queue, deque_append, str_append, chunk);
         Py_DECREF(chunk);
         if (r == NULL)
             return -1;
@@ -2395,14 +2542,89 @@ rangeset_prefix(PyObject *rs, long long *out)
     return rc;
 }
 
-/* The streams' half for one newly acknowledged packet: acknowledged ranges, FINs, the
- * on_packet_acked report; the stream ids touched go into `acked` (a set). */
+/* The stream ids an ACK frame touched: each once (the first object seen), in ascending order
+ * when read (the reference's sorted() of a set of ints); a handful per frame. */
+typedef struct {
+    Py_ssize_t n, cap;
+    long long *vals;
+    PyObject **ids;                /* the frames' stream ids (references held) */
+    long long vals0[8];
+    PyObject *ids0[8];
+} SidSet;
+
 static int
-packet_acked(CoreObject *c, PyObject *packet, PyObject *acked, PyObject *on_packet_acked)
+sidset_add(SidSet *set, PyObject *sid)
 {
-    if (fast_setattr(packet, str_done, Py_True) < 0)
+    long long v = PyLong_AsLongLong(sid);
+    if (v == -1 && PyErr_Occurred())
         return -1;
-    PyObject *frames = fast_getattr(packet, str_frames);
+    Py_ssize_t i = set->n;
+    for (Py_ssize_t k = 0; k < set->n; k++)
+        if (set->vals[k] == v)
+            return 0;
+    if (set->n == set->cap) {
+        Py_ssize_t cap = set->cap * 2;
+        long long *vals = PyMem_Malloc((size_t)cap * sizeof(long long));
+        PyObject **ids = PyMem_Malloc((size_t)cap * sizeof(PyObject *));
+        if (vals == NULL || ids == NULL) {
+            PyMem_Free(vals);
+            PyMem_Free(ids);
+            PyErr_NoMemory();
+            return -1;
+        }
+        memcpy(vals, set->vals, (size_t)set->n * sizeof(long long));
+        memcpy(ids, set->ids, (size_t)set->n * sizeof(PyObject *));
+        if (set->vals != set->vals0) {
+            PyMem_Free(set->vals);
+            PyMem_Free(set->ids);
+        }
+        set->vals = vals;
+        set->ids = ids;
+        set->cap = cap;
+    }
+    while (i > 0 && set->vals[i - 1] > v) {   /* kept sorted: insertion */
+        set->vals[i] = set->vals[i - 1];
+        set->ids[i] = set->ids[i - 1];
+        i--;
+    }
+    set->vals[i] = v;
+    set->ids[i] = Py_NewRef(sid);
+    set->n++;
+    return 0;
+}
+
+static void
+sidset_init(SidSet *set)
+{
+    set->n = 0;
+    set->cap = 8;
+    set->vals = set->vals0;
+    set->ids = set->ids0;
+}
+
+static void
+sidset_free(SidSet *set)
+{
+    for (Py_ssize_t k = 0; k < set->n; k++)
+        Py_DECREF(set->ids[k]);
+    if (set->vals != set->vals0) {
+        PyMem_Free(set->vals);
+        PyMem_Free(set->ids);
+    }
+    set->n = 0;
+}
+
+/* The streams' half for one newly acknowledged packet: acknowledged ranges, FINs, the
+ * on_packet_acked report; the stream ids touched go into `acked`. */
+static int
+packet_acked(CoreObject *c, PyObject *packet, SidSet *acked, PyObject *on_packet_acked)
+{
+    QPacketObject *qp = Py_IS_TYPE(packet, &QPacketType) ? (QPacketObject *)packet : NULL;
+    if (qp != NULL)
+        qp->done = 1;
+    else if (fast_setattr(packet, str_done, Py_True) < 0)
+        return -1;
+    PyObject *frames = qp != NULL ? Py_NewRef(qp->frames) : fast_getattr(packet, str_frames);
     PyObject *seq = frames == NULL ? NULL : PySequence_Fast(frames, "frames");
     Py_XDECREF(frames);
     if (seq == NULL)
@@ -2434,7 +2656,7 @@ packet_acked(CoreObject *c, PyObject *packet, PyObject *acked, PyObject *on_pack
             goto error;
         int rc = rangeset_add(rs, offset, offset + len);
         Py_DECREF(rs);
-        if (rc < 0 || (fin && fast_setattr(stream, str_fin_acked, Py_True) < 0) || PySet_Add(acked, sid) < 0)
+        if (rc < 0 || (fin && fast_setattr(stream, str_fin_acked, Py_True) < 0) || sidset_add(acked, sid) < 0)
             goto error;
         if (report != NULL) {
             PyObject *entry = STEAL_TUPLE(Py_NewRef(sid), Py_NewRef(PyTuple_GET_ITEM(f, 1)), PyLong_FromSsize_t(len));
@@ -2444,8 +2666,8 @@ packet_acked(CoreObject *c, PyObject *packet, PyObject *acked, PyObject *on_pack
         }
     }
     if (report != NULL) {
-        PyObject *pn = fast_getattr(packet, str_pn);
-        PyObject *r = pn == NULL ? NULL : PyObject_CallFunctionObjArgs(on_packet_acked, pn, report, NULL);
+        PyObject *pn = qp != NULL ? PyLong_FromLongLong(qp->pn) : fast_getattr(packet, str_pn);
+        PyObject *r = pn == NULL ? NULL : call2(on_packet_acked, pn, report);
         Py_XDECREF(pn);
         if (r == NULL)
             goto error;
@@ -2481,7 +2703,7 @@ stream_acked(PyObject *ep, PyObject *stream, PyObject *sid)
         PyObject *buf = fast_getattr(stream, str_buf);
         if (buf == NULL)
             return -1;
-        rc = PySequence_DelSlice(buf, 0, (Py_ssize_t)(prefix - buf_offset));
+        rc = buf_drop_front(buf, (Py_ssize_t)(prefix - buf_offset));
         Py_DECREF(buf);
         if (rc < 0 || set_long(stream, str_buf_offset, prefix) < 0)
             return -1;
@@ -2491,7 +2713,7 @@ stream_acked(PyObject *ep, PyObject *stream, PyObject *sid)
         return -1;
     if (cb != Py_None) {
         PyObject *p = PyLong_FromLongLong(prefix);
-        PyObject *r = p == NULL ? NULL : PyObject_CallFunctionObjArgs(cb, sid, p, NULL);
+        PyObject *r = p == NULL ? NULL : call2(cb, sid, p);
         Py_XDECREF(p);
         if (r == NULL) {
             Py_DECREF(cb);
@@ -2503,32 +2725,34 @@ stream_acked(PyObject *ep, PyObject *stream, PyObject *sid)
     return 0;
 }
 
-static PyObject *Core_on_ack(CoreObject *c, PyObject *const *args, Py_ssize_t nargs);
 static PyObject *Core_after_ack(CoreObject *c, PyObject *arg);
 
-/* recovery._on_ack_frame(ranges, ack_delay_s) on endpoint ep. */
+/* recovery._on_ack_frame(ranges, ack_delay_s) on endpoint ep: the frame's ranges rg (nr low,
+ * high pairs, highest first). */
 static int
-ack_frame_received(CoreObject *c, PyObject *ep, PyObject *ranges, PyObject *ack_delay, PyObject *now_o)
+ack_frame_received(CoreObject *c, PyObject *ep, const long long *rg, Py_ssize_t nr, double ack_delay,
+                   PyObject *now_o)
 {
-    PyObject *argv[3] = {ranges, ack_delay, now_o};
-    PyObject *newly = Core_on_ack(c, argv, 3);
+    double now;
+    if (get_double(now_o, &now) < 0)
+        return -1;
+    PyObject *newly = on_ack(c, rg, nr, ack_delay, now);
     if (newly == NULL)
         return -1;
     if (newly == Py_None) {
         Py_DECREF(newly);
         return 0;
     }
-    PyObject *acked = PySet_New(NULL), *sorted = NULL;
+    SidSet acked;
+    sidset_init(&acked);
     PyObject *on_packet_acked = fast_getattr(ep, str_on_packet_acked);
-    if (acked == NULL || on_packet_acked == NULL)
+    if (on_packet_acked == NULL)
         goto error;
     for (Py_ssize_t i = 0; i < PyList_GET_SIZE(newly); i++)   /* oldest first */
-        if (packet_acked(c, PyList_GET_ITEM(newly, i), acked, on_packet_acked) < 0)
+        if (packet_acked(c, PyList_GET_ITEM(newly, i), &acked, on_packet_acked) < 0)
             goto error;
-    if ((sorted = PySequence_List(acked)) == NULL || PyList_Sort(sorted) < 0)
-        goto error;
-    for (Py_ssize_t i = 0; i < PyList_GET_SIZE(sorted); i++) {
-        PyObject *sid = PyList_GET_ITEM(sorted, i);
+    for (Py_ssize_t i = 0; i < acked.n; i++) {                  /* in stream id order */
+        PyObject *sid = acked.ids[i];
         PyObject *stream = PyDict_GetItemWithError(c->send_streams, sid);
         if (stream == NULL) {
             if (!PyErr_Occurred())
@@ -2541,8 +2765,7 @@ ack_frame_received(CoreObject *c, PyObject *ep, PyObject *ranges, PyObject *ack_
         if (rc < 0)
             goto error;
     }
-    Py_CLEAR(sorted);
-    Py_CLEAR(acked);
+    sidset_free(&acked);
     Py_CLEAR(on_packet_acked);
     Py_CLEAR(newly);
     PyObject *lost = Core_after_ack(c, now_o);
@@ -2573,8 +2796,7 @@ ack_frame_received(CoreObject *c, PyObject *ep, PyObject *ranges, PyObject *ack_
     }
     return queued ? schedule_flush(c) : 0;
 error:
-    Py_XDECREF(sorted);
-    Py_XDECREF(acked);
+    sidset_free(&acked);
     Py_XDECREF(on_packet_acked);
     Py_DECREF(newly);
     return -1;
@@ -2593,7 +2815,11 @@ Core_on_ack_frame(CoreObject *c, PyObject *const *args, Py_ssize_t nargs)
     Py_XDECREF(sim);
     if (now_o == NULL)
         return NULL;
-    int rc = ack_frame_received(c, args[0], args[1], args[2], now_o);
+    double ack_delay;
+    Py_ssize_t nr;
+    long long *rg = get_double(args[2], &ack_delay) < 0 ? NULL : parse_ranges(args[1], &nr);
+    int rc = rg == NULL ? -1 : ack_frame_received(c, args[0], rg, nr, ack_delay, now_o);
+    PyMem_Free(rg);
     Py_DECREF(now_o);
     if (rc < 0)
         return NULL;
@@ -2611,7 +2837,9 @@ Core_receive(CoreObject *c, PyObject *const *args, Py_ssize_t nargs)
         return NULL;
     }
     PyObject *ep = args[0], *packet = args[1];
-    PyObject *ack = fast_getattr(packet, str_ack);
+    /* the core's own QuicPacket: its fields read in place (any other: through attributes) */
+    QPacketObject *qp = Py_IS_TYPE(packet, &QPacketType) ? (QPacketObject *)packet : NULL;
+    PyObject *ack = qp != NULL ? (qp->nack > 0 ? Py_NewRef(Py_None) : Py_NewRef(qp->ack)) : fast_getattr(packet, str_ack);
     if (ack == NULL)
         return NULL;
     PyObject *sim = fast_getattr(ep, str_sim);
@@ -2621,14 +2849,27 @@ Core_receive(CoreObject *c, PyObject *const *args, Py_ssize_t nargs)
         Py_DECREF(ack);
         return NULL;
     }
-    if (ack != Py_None) {
+    if (qp != NULL && qp->nack > 0) {          /* the core's frame, in C */
+        if (ack_frame_received(c, ep, qp->ack_ranges, qp->nack, qp->ack_delay_s, now_o) < 0) {
+            Py_DECREF(ack);
+            Py_DECREF(now_o);
+            return NULL;
+        }
+    }
+    else if (ack != Py_None) {
         if (!PyTuple_Check(ack) || PyTuple_GET_SIZE(ack) != 2 || !PyList_Check(PyTuple_GET_ITEM(ack, 0))) {
             PyErr_SetString(PyExc_TypeError, "an ACK frame is (ranges: list, ack_delay_s)");
             Py_DECREF(ack);
             Py_DECREF(now_o);
             return NULL;
         }
-        if (ack_frame_received(c, ep, PyTuple_GET_ITEM(ack, 0), PyTuple_GET_ITEM(ack, 1), now_o) < 0) {
+        double ack_delay;
+        Py_ssize_t nr;
+        long long *rg = get_double(PyTuple_GET_ITEM(ack, 1), &ack_delay) < 0 ? NULL
+            : parse_ranges(PyTuple_GET_ITEM(ack, 0), &nr);
+        int rc = rg == NULL ? -1 : ack_frame_received(c, ep, rg, nr, ack_delay, now_o);
+        PyMem_Free(rg);
+        if (rc < 0) {
             Py_DECREF(ack);
             Py_DECREF(now_o);
             return NULL;
@@ -2637,7 +2878,7 @@ Core_receive(CoreObject *c, PyObject *const *args, Py_ssize_t nargs)
     Py_DECREF(ack);
     double now;
     PyObject *frames = NULL, *seq = NULL, *pn_o = NULL;
-    if (get_double(now_o, &now) < 0 || (frames = fast_getattr(packet, str_frames)) == NULL
+    if (get_double(now_o, &now) < 0 || (frames = qp != NULL ? Py_NewRef(qp->frames) : fast_getattr(packet, str_frames)) == NULL
         || (seq = PySequence_Fast(frames, "frames")) == NULL)
         goto error;
     for (Py_ssize_t i = 0; i < PySequence_Fast_GET_SIZE(seq); i++) {
@@ -2652,7 +2893,7 @@ Core_receive(CoreObject *c, PyObject *const *args, Py_ssize_t nargs)
             goto error;
     }
     /* ack._on_packet_number */
-    if ((pn_o = fast_getattr(packet, str_pn)) == NULL)
+    if ((pn_o = qp != NULL ? PyLong_FromLongLong(qp->pn) : fast_getattr(packet, str_pn)) == NULL)
         goto error;
     PyObject *argv[2] = {pn_o, now_o};
     PyObject *ooo = Core_on_packet_number(c, argv, 2);
@@ -2660,7 +2901,7 @@ Core_receive(CoreObject *c, PyObject *const *args, Py_ssize_t nargs)
         goto error;
     int out_of_order = ooo == Py_True;
     Py_DECREF(ooo);
-    int eliciting = attr_truthy(packet, str_ack_eliciting);
+    int eliciting = qp != NULL ? qp->ack_eliciting != 0 : attr_truthy(packet, str_ack_eliciting);
     if (eliciting < 0)
         goto error;
     if (eliciting) {
@@ -2713,15 +2954,16 @@ typedef struct {
     CoreObject *core;
     PyObject *endpoint;
     int kind;
+    vectorcallfunc vectorcall;     /* Bound_vectorcall: the engine and links call it without a tuple */
 } BoundObject;
 
 static PyTypeObject BoundType;
 static PyObject *Core_receive(CoreObject *c, PyObject *const *args, Py_ssize_t nargs);
 
 static PyObject *
-Bound_call(BoundObject *b, PyObject *args, PyObject *kw)
+Bound_vectorcall(BoundObject *b, PyObject *const *args, size_t nargsf, PyObject *kwnames)
 {
-    Py_ssize_t n = PyTuple_GET_SIZE(args);
+    Py_ssize_t n = PyVectorcall_NARGS(nargsf);   /* keywords ignored, as the tuple call did */
     if (b->kind != BOUND_DELIVER) {
         if (n != 0) {
             PyErr_SetString(PyExc_TypeError, "takes no arguments");
@@ -2737,7 +2979,7 @@ Bound_call(BoundObject *b, PyObject *args, PyObject *kw)
     }
     /* NativeQuicEndpoint._on_packet: 1-RTT packets once the handshake is confirmed, in C */
     PyObject *ep = b->endpoint;
-    PyObject *payload = fast_getattr(PyTuple_GET_ITEM(args, 0), str_payload);
+    PyObject *payload = fast_getattr(args[0], str_payload);
     if (payload == NULL)
         return NULL;
     int fast = (PyObject *)Py_TYPE(payload) == b->core->packet_class;
@@ -2760,7 +3002,7 @@ Bound_call(BoundObject *b, PyObject *args, PyObject *kw)
         r = Core_receive(b->core, argv, 2);
     }
     else
-        r = PyObject_CallMethodOneArg(ep, str_on_packet, PyTuple_GET_ITEM(args, 0));
+        r = PyObject_CallMethodOneArg(ep, str_on_packet, args[0]);
     Py_DECREF(payload);
     return r;
 }
@@ -2806,8 +3048,9 @@ static PyTypeObject BoundType = {
     .tp_name = NET_MODULE "._Bound",
     .tp_doc = "An endpoint's flush or packet arrival, called from the engine or a link.",
     .tp_basicsize = sizeof(BoundObject),
-    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC,
-    .tp_call = (ternaryfunc)Bound_call,
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC | Py_TPFLAGS_HAVE_VECTORCALL,
+    .tp_call = PyVectorcall_Call,
+    .tp_vectorcall_offset = offsetof(BoundObject, vectorcall),
     .tp_traverse = (traverseproc)Bound_traverse,
     .tp_clear = (inquiry)Bound_clear,
     .tp_dealloc = (destructor)Bound_dealloc,
@@ -2832,6 +3075,7 @@ Core_callables(CoreObject *c, PyObject *ep)
         Py_INCREF(ep);
         b->endpoint = ep;
         b->kind = kind;
+        b->vectorcall = (vectorcallfunc)Bound_vectorcall;
         PyObject_GC_Track(b);
         if (kind != BOUND_DELIVER) {
             Py_INCREF(b);
@@ -3018,7 +3262,8 @@ writer_write(PyObject *self, PyObject *sid, long long n, int end)
     else if (!fin)
         rc = core_write(w->core, stream, sid, data, end_o);
     else {                                     /* a new or ended stream: as the reference */
-        PyObject *r = PyObject_CallMethodObjArgs(w->endpoint, str_write, sid, data, end_o, NULL);
+        PyObject *argv[4] = {w->endpoint, sid, data, end_o};
+        PyObject *r = PyObject_VectorcallMethod(str_write, argv, 4, NULL);
         rc = r == NULL ? -1 : 0;
         Py_XDECREF(r);
     }
@@ -3316,6 +3561,15 @@ PyInit__quic(void)
     heappop_fn = PyObject_GetAttrString(heapq, "heappop");
     Py_DECREF(heapq);
     if (heappush_fn == NULL || heappop_fn == NULL)
+        return NULL;
+    PyObject *collections = PyImport_ImportModule("collections");
+    if (collections == NULL)
+        return NULL;
+    deque_type = PyObject_GetAttrString(collections, "deque");
+    Py_DECREF(collections);
+    if (deque_type == NULL || (deque_append = PyObject_GetAttrString(deque_type, "append")) == NULL
+        || (deque_appendleft = PyObject_GetAttrString(deque_type, "appendleft")) == NULL
+        || (deque_popleft = PyObject_GetAttrString(deque_type, "popleft")) == NULL)
         return NULL;
     PyTypeObject *types[] = {&RttType, &CcType, &CoreType, &TimersType, &BoundType, &QPacketType, &WriterType,
                              &TreeType};

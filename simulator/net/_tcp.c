@@ -42,6 +42,8 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "_fastattr.h"    /* fast_getattr: a slot (sim.now, a Bernoulli's p) read at its offset */
+
 #define NET_MODULE "simulator.net._tcp"
 #define MAX_BACKOFF (1LL << 16)
 enum { SLOT_RTO = 0, SLOT_DELACK = 1 };
@@ -68,7 +70,7 @@ static PyObject *bernoulli_type;     /* link.Bernoulli, registered by link.py: i
 static PyObject *
 get_now(PyObject *sim, double *now)
 {
-    PyObject *o = PyObject_GetAttr(sim, str_now);
+    PyObject *o = fast_getattr(sim, str_now);
     if (o == NULL)
         return NULL;
     *now = PyFloat_AsDouble(o);
@@ -145,7 +147,7 @@ get_bool_attr(PyObject *o, PyObject *name, char *out)
 static int
 bernoulli_lost(PyObject *loss)
 {
-    PyObject *p = PyObject_GetAttr(loss, str_bernoulli_p);
+    PyObject *p = fast_getattr(loss, str_bernoulli_p);
     if (p == NULL)
         return -1;
     double prob = PyFloat_AsDouble(p);
@@ -154,7 +156,7 @@ bernoulli_lost(PyObject *loss)
         return -1;
     if (!(prob > 0.0))
         return 0;
-    PyObject *random = PyObject_GetAttr(loss, str_bernoulli_random);
+    PyObject *random = fast_getattr(loss, str_bernoulli_random);
     PyObject *r = random == NULL ? NULL : PyObject_CallNoArgs(random);
     Py_XDECREF(random);
     if (r == NULL)
@@ -206,8 +208,15 @@ Packet_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
     PyObject *payload = Py_None, *arrived = Py_None;
     double sent_s = 0.0;
     int lost = 0;
-    if (!PyArg_ParseTupleAndKeywords(args, kwds, "L|OLdOp:Packet", kwlist, &size_bytes, &payload,
-                                     &link_seq, &sent_s, &arrived, &lost))
+    if (kwds == NULL && PyTuple_GET_SIZE(args) == 2 && PyLong_CheckExact(PyTuple_GET_ITEM(args, 0))) {
+        /* Packet(size_bytes, payload), as a transport sends one: no format to parse */
+        size_bytes = PyLong_AsLongLong(PyTuple_GET_ITEM(args, 0));
+        if (size_bytes == -1 && PyErr_Occurred())
+            return NULL;
+        payload = PyTuple_GET_ITEM(args, 1);
+    }
+    else if (!PyArg_ParseTupleAndKeywords(args, kwds, "L|OLdOp:Packet", kwlist, &size_bytes, &payload,
+                                          &link_seq, &sent_s, &arrived, &lost))
         return NULL;
     PacketObject *p = (PacketObject *)type->tp_alloc(type, 0);
     if (p == NULL)
@@ -317,9 +326,51 @@ static PyGetSetDef Packet_getset[] = {
     {NULL},
 };
 
+/* Packet(size_bytes, payload) by vectorcall, as a transport sends one (the QUIC core for every
+ * packet): no argument tuple; any other call as Packet_new. */
+static PyObject *
+Packet_vectorcall(PyObject *type, PyObject *const *args, size_t nargsf, PyObject *kwnames)
+{
+    Py_ssize_t nargs = PyVectorcall_NARGS(nargsf);
+    if (kwnames == NULL && nargs == 2 && PyLong_CheckExact(args[0])) {
+        long long size_bytes = PyLong_AsLongLong(args[0]);
+        if (size_bytes == -1 && PyErr_Occurred())
+            return NULL;
+        PacketObject *p = (PacketObject *)((PyTypeObject *)type)->tp_alloc((PyTypeObject *)type, 0);
+        if (p == NULL)
+            return NULL;
+        p->size_bytes = size_bytes;  /* the rest as Packet_new leaves it: 0, 0.0, not arrived, not lost */
+        p->payload = Py_NewRef(args[1]);
+        p->link_seq = 0;
+        p->sent_s = 0.0;
+        p->lost = 0;
+        return (PyObject *)p;
+    }
+    Py_ssize_t nkw = kwnames == NULL ? 0 : PyTuple_GET_SIZE(kwnames);
+    PyObject *tuple = PyTuple_New(nargs), *kw = nkw ? PyDict_New() : NULL;
+    if (tuple == NULL || (nkw && kw == NULL)) {
+        Py_XDECREF(tuple);
+        Py_XDECREF(kw);
+        return NULL;
+    }
+    for (Py_ssize_t i = 0; i < nargs; i++)
+        PyTuple_SET_ITEM(tuple, i, Py_NewRef(args[i]));
+    for (Py_ssize_t i = 0; i < nkw; i++)
+        if (PyDict_SetItem(kw, PyTuple_GET_ITEM(kwnames, i), args[nargs + i]) < 0) {
+            Py_DECREF(tuple);
+            Py_DECREF(kw);
+            return NULL;
+        }
+    PyObject *r = Packet_new((PyTypeObject *)type, tuple, kw);
+    Py_DECREF(tuple);
+    Py_XDECREF(kw);
+    return r;
+}
+
 static PyTypeObject PacketType = {
     PyVarObject_HEAD_INIT(NULL, 0)
     .tp_name = "simulator.net._tcp.Packet",
+    .tp_vectorcall = Packet_vectorcall,
     .tp_doc = "A packet on a link (link.Packet's C twin).",
     .tp_basicsize = sizeof(PacketObject),
     .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC,

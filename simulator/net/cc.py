@@ -227,11 +227,14 @@ class RttIncreaseMonitor:
         return False
 
 
+CONGESTION_CONTROLS = {"reno": Reno, "newreno": Reno, "cubic": Cubic}  # name (lower case) -> class
+
+
 def make_congestion_control(name: str, mss_bytes: int, **kw) -> Reno:
     """A ``Reno`` or ``Cubic`` for ``name`` ("reno", "newreno", "cubic"); InputError otherwise."""
-    from ..errors import InputError
+    cls = CONGESTION_CONTROLS.get(name.lower())
+    if cls is None:
+        from ..errors import InputError
 
-    table = {"reno": Reno, "newreno": Reno, "cubic": Cubic}
-    if name.lower() not in table:
         raise InputError(f"unknown congestion control {name!r} (choose reno or cubic)")
-    return table[name.lower()](mss_bytes, **kw)
+    return cls(mss_bytes, **kw)

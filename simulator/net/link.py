@@ -93,6 +93,8 @@ if native.C is not None:
 class Bernoulli(LossModel):
     """Independent loss with probability ``p`` per packet (``p`` in [0, 1), as ``LossSpec`` checks)."""
 
+    __slots__ = ("p", "_random")  # the C link reads both per packet, at their slots' offsets
+
     def __init__(self, p: float, rng: random.Random) -> None:
         self.p = p
         self._random = rng.random

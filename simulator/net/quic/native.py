@@ -21,7 +21,7 @@ compares the two event by event.
 from __future__ import annotations
 
 from ...engine import Simulator
-from ..cc import make_congestion_control
+from ..cc import CONGESTION_CONTROLS, make_congestion_control
 from ..link import Packet
 from ..native import C, QUIC
 from ..transport import TransportConfig
@@ -78,7 +78,8 @@ class NativeQuicEndpoint(QuicEndpoint):
         slow_start_rtt_exit: bool = False,
         **options,
     ) -> None:
-        make_congestion_control(config.cc, config.max_datagram_bytes)  # the reference's InputError
+        if config.cc.lower() not in CONGESTION_CONTROLS:
+            make_congestion_control(config.cc, config.max_datagram_bytes)  # the reference's InputError
         self._core = core = QUIC.QuicCore(
             config.cc.lower(),
             config.max_datagram_bytes,
