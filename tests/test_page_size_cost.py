@@ -306,3 +306,36 @@ def test_page_graph_resources_are_the_dataclass_s_own():
         assert list(vars(r)) == names
         made = Resource(**vars(r))
         assert made == r and repr(made) == repr(r)
+
+
+def test_each_resources_frame_is_found_once_down_a_deep_initiator_chain(monkeypatch):
+    """A resource's frame (its nearest document ancestor, for the page's render-blocking set) is
+    shared down its initiator chain: a chain of 3,000 scripts, each inserted by the one before,
+    asks whether a resource is a document about once per resource, not once per ancestor of
+    each (a walk per resource cost 71 s of CPU at 20,000)."""
+    import sys
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).parent))
+    from test_push import SITE, _exchange
+
+    from simulator.traces import pagegraph
+    from simulator.traces.model import Trace
+
+    n = 3000
+    ex = [_exchange(0, f"{SITE}/", "document", 1000)]
+    for i in range(1, n):
+        parent = f"{SITE}/" if i == 1 else f"{SITE}/s{i - 1}.js"
+        ex.append(_exchange(i, f"{SITE}/s{i}.js", "script", 100, initiator=parent, itype="script", priority="Low"))
+    calls = 0
+    is_document = pagegraph._is_document
+
+    def counted(e):
+        nonlocal calls
+        calls += 1
+        return is_document(e)
+
+    monkeypatch.setattr(pagegraph, "_is_document", counted)
+    graph = pagegraph.page_graph(Trace(exchanges=ex, format="har", source="chain.har"))
+    assert len(graph) == n and graph.render_blocking == [0]
+    assert calls <= 6 * n, calls

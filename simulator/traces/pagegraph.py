@@ -362,13 +362,21 @@ def page_graph(trace: Trace, page: str | None = None) -> PageGraph:
     ]
     head_end_s = min(body_starts) if body_starts else None
     # Each resource's frame: its nearest ancestor that is a document (the navigation's hops count
-    # as the page's).  Parents are acyclic (checked above), so each walk ends.
-    frames: list[int | None] = []
+    # as the page's).  Parents are acyclic (checked above); each resource's frame is found once
+    # and shared down its chain, so a deep initiator chain costs linear time, not its square.
+    frames: list[int | None] = [None] * len(exchanges)
+    known = [False] * len(exchanges)
     for i in range(len(exchanges)):
-        j = parents[i]
-        while j is not None and j > document and not _is_document(exchanges[j]):
-            j = parents[j]
-        frames.append(document if j is not None and j <= document else j)
+        chain, j = [], i
+        while not known[j]:
+            p = parents[j]
+            if p is None or p <= document or _is_document(exchanges[p]):
+                frames[j], known[j] = (None if p is None else document if p <= document else p), True
+                break
+            chain.append(j)
+            j = p
+        for k in chain:
+            frames[k], known[k] = frames[j], True
     resources = []
     new_resource = object.__new__
     for i, e in enumerate(exchanges):
