@@ -563,3 +563,43 @@ def test_a_cleartext_origin_stays_on_http11_when_every_origin_is_put_on_h2_or_h3
         for origin, _, proto, _ in (*cond.origins, *moved.origins):
             assert proto == ("h1" if origin.startswith("http:") else protocol), origin
         assert any(o.startswith("http:") for o, *_ in cond.origins)
+
+
+def _xhr_page() -> dict:
+    """A document, a 60 kB image and a 120 kB XHR of its origin asked for together, and an
+    XHR asked for after the measured onLoad (which the image ended)."""
+    doc = "https://www.site.example/"
+    entries = [_entry(doc, 0.0, connect_ms=40, ssl_ms=20, wait_ms=30, receive_ms=1, size=1200, mime="text/html")]
+    for url, size, kind, start in (
+        (doc + "hero.png", 60_000, "image", 0.1),
+        (doc + "api.json", 120_000, "xhr", 0.1),
+        (doc + "late.json", 120_000, "xhr", 1.5),
+    ):
+        e = _entry(url, start, connect_ms=-1, ssl_ms=-1, wait_ms=30, receive_ms=100, size=size, mime="x/y", parent=doc)
+        e["_resourceType"] = kind
+        entries.append(e)
+    page = {"id": "p", "startedDateTime": T0.isoformat(), "title": doc, "pageTimings": {"onLoad": 300}}
+    return {"log": {"version": "1.2", "creator": {"name": "test", "version": "1"}, "pages": [page], "entries": entries}}
+
+
+def test_xhr_before_the_load_event_shares_the_link_but_is_not_waited_for():
+    """HTML's "delay the load event": a document's load event waits for its images, scripts,
+    stylesheets and frames, not for its XHR/fetch; an XHR asked for before it still shares the
+    network.  So the load's graph keeps the XHR asked for before the measured onLoad (not the
+    later one), and at 2 Mbit/s the image ends later beside it, while onLoad is the image's end,
+    not the XHR's."""
+    from simulator.net.conditions import PathConditions
+    from simulator.studies.fidelity.study import moved_to
+
+    trace = parse_har(_xhr_page(), path="xhr.har")
+    page = trace.pages[0]
+    graph = load_event_graph(page_graph(trace, page.id), page.on_load_s, page.start_s)
+    assert [r.url.rsplit("/", 1)[1] for r in graph.resources] == ["", "hero.png", "api.json"]
+    params = FidelityParams(at="rtt=50ms,bw=2mbit")
+    cond = moved_to(infer_conditions(graph, page.start_s), PathConditions.parse(params.at), "auto")
+    load = simulate_page(graph, cond, params)
+    ready = dict(zip(load.resources["url"].str.rsplit("/", n=1).str[1], load.resources["ready_s"]))
+    assert load.metrics["onload_s"] == ready["hero.png"] < ready["api.json"]
+    alone = simulate_page(graph.subgraph([0, 1]), cond, params)
+    # 120 kB at 2 Mbit/s is 0.48 s: sharing the link delays the image by a good part of it.
+    assert load.metrics["onload_s"] > alone.metrics["onload_s"] + 0.1

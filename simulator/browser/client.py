@@ -40,8 +40,8 @@ with what Lantern lacks):
   later: the pushed bytes it sent until then are waste, as are pushes never used.
 
 Metrics: time to the document (its response arrived), to the render-blocking set (the
-document, its stylesheets and parser-blocking scripts all ready), onload (every resource
-ready); per resource: discovered, requested, arrived, ready and where it came from.
+document, its stylesheets and parser-blocking scripts all ready), onload (every resource the
+load event waits for ready: not XHR/fetch); per resource: discovered, requested, arrived, ready and where it came from.
 
 The load's inputs (``LoadParams``, ``ServerPlan``, ``HeldScripts``, ``connection_key``,
 ``parse_link`` and their constants) are in ``browser.load_params``, re-exported here.
@@ -485,7 +485,7 @@ class PageLoad:
         metrics = {
             "document_s": float(self.arrived_s[g.document]),
             "render_blocking_s": float(_max_known(row["ready_s"] for row in rows if row["render_blocking"])),
-            "onload_s": float(_max_known(row["ready_s"] for row in rows)),
+            "onload_s": float(_max_known(row["ready_s"] for row, r in zip(rows, g.resources) if r.delays_load_event)),
             "resources": len(g),
             "bytes_pushed": int(sum(p["received_bytes"] for p in push_rows)),
             "bytes_wasted": int(sum(p["wasted_bytes"] for p in push_rows)),

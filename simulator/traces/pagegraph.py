@@ -52,9 +52,13 @@ from urllib.parse import urljoin, urlsplit, urlunsplit
 from ..errors import InputError
 from .model import Exchange, HeaderList, Trace, header_value
 
-__all__ = ["Resource", "PageGraph", "page_graph", "page_ids", "RENDER_BLOCKING_PRIORITIES"]
+__all__ = ["Resource", "PageGraph", "page_graph", "page_ids", "RENDER_BLOCKING_PRIORITIES", "LOAD_EVENT_TYPES"]
 
 RENDER_BLOCKING_PRIORITIES = ("VeryHigh", "High")
+# The types of request a document's load event waits for (HTML's "delay the load event":
+# frames, stylesheets, scripts, fonts, images, media, and Chrome's "other", its favicon
+# aside).  XHR/fetch, beacons, event streams and web sockets do not delay it.
+LOAD_EVENT_TYPES = ("document", "stylesheet", "script", "font", "image", "media", "other")
 
 
 @dataclass(frozen=True)
@@ -101,6 +105,11 @@ class Resource:
         """The ``:path`` of the request: path and query of the URL."""
         parts = urlsplit(self.url)
         return (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
+
+    @property
+    def delays_load_event(self) -> bool:
+        """Whether the page's load event waits for this request (``LOAD_EVENT_TYPES``)."""
+        return self.resource_type in LOAD_EVENT_TYPES
 
     @property
     def decoded_bytes(self) -> int:

@@ -13,7 +13,7 @@ from ...errors import InputError
 from ...stacks.common import StackStalled, collector_paused
 from ...traces import load
 from ...traces.model import Trace, header_value
-from ...traces.pagegraph import PageGraph, page_graph, page_ids
+from ...traces.pagegraph import LOAD_EVENT_TYPES, PageGraph, page_graph, page_ids
 from ...net.conditions import PathConditions
 from ...net.transport import TIMER_KEYS
 from ..base import StudyParams
@@ -47,7 +47,6 @@ def resource_scheduler(trace: Trace, browser: str = "auto") -> str:
 
 # Resource types whose fetch delays the load event (HTML: images, scripts, stylesheets,
 # frames, fonts and media do; XHR/fetch and beacons do not).
-LOAD_EVENT_TYPES = ("document", "stylesheet", "script", "font", "image", "media", "other")
 
 
 @dataclass(frozen=True)
@@ -130,16 +129,18 @@ def _stamped(params: FidelityParams) -> dict:
 
 
 def load_event_graph(graph: PageGraph, on_load_s: float, page_start_s: float | None) -> PageGraph:
-    """The resources the measured load event waited for (see the module docstring)."""
+    """The requests the page made before its measured onLoad (see the module docstring): those
+    the load event waited for (``Resource.delays_load_event``) and the XHR/fetch beside them,
+    which shared the network with them."""
     # A pushed response came with the document, whenever the producer wrote its entry.
     keep = [
         r.index
         for r in graph.resources
         if r.index <= graph.document
-        or (
-            r.resource_type in LOAD_EVENT_TYPES
-            and (r.pushed or r.start_s is None or page_start_s is None or r.start_s - page_start_s < on_load_s)
-        )
+        or r.pushed
+        or r.start_s is None
+        or page_start_s is None
+        or r.start_s - page_start_s < on_load_s
     ]
     return graph.subgraph(keep)
 

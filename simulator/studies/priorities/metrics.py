@@ -10,7 +10,8 @@ the page-load model has no renderer, so each metric is a floor or a proxy, said 
   time) with completeness rising in steps: the document's text at the first paint, each
   image when it is ready (not before the first paint), each weighing its bytes as a proxy
   for its area;
-- ``onload_s``: every resource ready, as the page-load model reports it.
+- ``onload_s``: every resource the load event waits for ready (not XHR/fetch), as the
+  page-load model reports it.
 """
 
 from __future__ import annotations
@@ -41,7 +42,7 @@ def visual_metrics(resources: pd.DataFrame, graph) -> dict:
     total = sum(w for _, w in steps)
     speed_index = first_paint + sum((t - first_paint) * w for t, w in steps) / total
     return {
-        "onload_s": float(max(ready.values())),
+        "onload_s": float(max(ready[r.index] for r in graph.resources if r.delays_load_event)),
         "render_blocking_done_s": float(first_paint),
         "lcp_estimate_s": float(lcp_s),
         "speed_index_estimate_s": float(speed_index),
