@@ -603,3 +603,39 @@ def test_xhr_before_the_load_event_shares_the_link_but_is_not_waited_for():
     alone = simulate_page(graph.subgraph([0, 1]), cond, params)
     # 120 kB at 2 Mbit/s is 0.48 s: sharing the link delays the image by a good part of it.
     assert load.metrics["onload_s"] > alone.metrics["onload_s"] + 0.1
+
+
+def test_bandwidth_counts_the_small_responses_that_shared_the_link_with_a_large_one():
+    """The access path's rate is at least the bytes that arrived over the time they took.  A
+    40 kB response read over one second beside four 10 kB ones (two in each half of that
+    second) shows a link of 80 kB/s: 640 kbit/s, where the large one alone shows half of it.
+    (A throttled load, DevTools' GPRS profile among them, reads its responses so, every one
+    at a share of the link.)"""
+    doc = "https://www.site.example/"
+    entries = [_entry(doc, 0.0, connect_ms=40, ssl_ms=20, wait_ms=30, receive_ms=1, size=1200, mime="text/html")]
+    for name, start, receive, size in (
+        ("big.bin", 0.9, 1000, 40_000),
+        ("s1.png", 0.9, 500, 10_000),
+        ("s2.png", 0.9, 500, 10_000),
+        ("s3.png", 1.4, 500, 10_000),
+        ("s4.png", 1.4, 500, 10_000),
+    ):
+        entries.append(
+            _entry(
+                doc + name,
+                start,
+                connect_ms=-1,
+                ssl_ms=-1,
+                wait_ms=100,
+                receive_ms=receive,
+                size=size,
+                mime="x/y",
+                parent=doc,
+            )
+        )
+    page = {"id": "p", "startedDateTime": T0.isoformat(), "title": doc, "pageTimings": {"onLoad": 2100}}
+    har = {"log": {"version": "1.2", "creator": {"name": "test", "version": "1"}, "pages": [page], "entries": entries}}
+    trace = parse_har(har, path="shared.har")
+    p = trace.pages[0]
+    cond = infer_conditions(load_event_graph(page_graph(trace, p.id), p.on_load_s, p.start_s), p.start_s)
+    assert cond.bandwidth_bps == pytest.approx(640_000, rel=1e-6)

@@ -22,8 +22,10 @@ browser's CPU time between a parent and a child.
 - **Bandwidth** of the access path: the 90th percentile of the rates of large receives
   (bodies of at least 20 KB: ``bodySize`` / ``receive``), the highest when fewer than three, or
   where large receives overlapped (responses sharing the link, each at a share of it) their
-  bytes over the time any of them was arriving, whichever is larger: both are lower bounds
-  of the link's rate.  Unlimited when the page has no large receive.
+  bytes, with the share of every smaller response's bytes that arrived meanwhile (its
+  ``receive`` interval's overlap), over the time any of them was arriving, whichever is
+  larger: both are lower bounds of the link's rate.  Unlimited when the page has no large
+  receive.
 - **Protocol per origin**: the HTTP version most of its responses used (``h2``/``spdy``
   as HTTP/2, ``h3``, HTTP/1.x as HTTP/1.1 with six connections); unknown: HTTP/2 over
   https, HTTP/1.1 over http.
@@ -342,7 +344,7 @@ def infer_conditions(graph: PageGraph, page_start_s: float | None, protocol: str
             )
         )
 
-    rates, receives = [], []
+    rates, receives, others = [], [], []
     for r in graph.resources:
         if r.pushed:
             continue  # read from the push cache: its receive is no transfer
@@ -352,15 +354,19 @@ def infer_conditions(graph: PageGraph, page_start_s: float | None, protocol: str
             end = _end_s(r)
             if end is not None:
                 receives.append((end - receive / 1000.0, end, r.body_bytes))
+        elif r.body_bytes > 0 and receive is not None:
+            end = ends[r.index]
+            if end is not None:
+                others.append((end - receive / 1000.0, end, r.body_bytes))
     rates.sort()
     if not rates:
         bandwidth = None
     else:
         bandwidth = rates[-1] if len(rates) < 3 else rates[min(len(rates) - 1, int(round(0.9 * (len(rates) - 1))))]
         # Responses that arrive together share the link: each one's rate is a share of it.
-        # Their bytes over the time any of them was arriving is a lower bound too; the larger
-        # of the two is the tighter.
-        bandwidth = max(bandwidth, _busy_rate(receives))
+        # Their bytes over the time any of them was arriving, with the smaller responses'
+        # bytes that arrived meanwhile, is a lower bound too; the larger of the two is the tighter.
+        bandwidth = max(bandwidth, _busy_rate(receives, others))
 
     # What the server pushed with the document in the capture, it pushes in the simulation:
     # on the navigation's stream, the document's origin only (RFC 9113 section 8.4: a
@@ -398,21 +404,30 @@ def infer_conditions(graph: PageGraph, page_start_s: float | None, protocol: str
     )
 
 
-def _busy_rate(receives: list) -> float:
+def _busy_rate(receives: list, others: list = ()) -> float:
     """Bits per second over the time at least one of ``receives`` ((start_s, end_s, bytes))
-    was arriving: the bytes of overlapping receives over the union of their intervals."""
-    busy_s = total = 0.0
-    start = end = None
+    was arriving: the bytes of overlapping receives, and of ``others`` (smaller responses, the
+    same tuples) the share of each that arrived within that time, over the union of their
+    intervals."""
+    busy, total = [], 0.0
     for s, e, n in sorted(receives):
         total += n
-        if end is None or s > end:
-            if end is not None:
-                busy_s += end - start
-            start, end = s, e
-        elif e > end:
-            end = e
-    if end is not None:
-        busy_s += end - start
+        if not busy or s > busy[-1][1]:
+            busy.append([s, e])
+        elif e > busy[-1][1]:
+            busy[-1][1] = e
+    busy_s = sum(e - s for s, e in busy)
+    starts = [s for s, _ in busy]
+    for s, e, n in others:
+        i = max(0, bisect_right(starts, s) - 1)
+        if e <= s:  # read in an instant: counted when that instant is within the busy time
+            total += n if i < len(busy) and busy[i][0] <= e <= busy[i][1] else 0
+            continue
+        inside = 0.0
+        while i < len(busy) and busy[i][0] < e:
+            inside += max(0.0, min(e, busy[i][1]) - max(s, busy[i][0]))
+            i += 1
+        total += n * inside / (e - s)
     return total * 8.0 / busy_s if busy_s > 0 else 0.0
 
 
