@@ -82,6 +82,10 @@ __all__ = ["load_har", "parse_har", "write_har", "har_dict", "request_pseudo_hea
 TIMING_PHASES = ("blocked", "dns", "connect", "send", "wait", "receive", "ssl")
 
 
+_NUMBER_TYPES = frozenset({int, float})
+_WITHIN_TIME_LIMIT = float(limits.MAX_TIME_MS).__ge__
+
+
 def _timings(timings, where: str, path) -> dict | None:
     """An entry's timings: the HAR phases checked (plain finite numbers of ms, in range),
     a producer's own numeric fields kept when finite, anything else (``comment``) left out."""
@@ -89,6 +93,9 @@ def _timings(timings, where: str, path) -> dict | None:
         return None
     if not isinstance(timings, dict):
         raise InputError(f"timings is {type(timings).__name__}, not an object.", path=path, where=where)
+    values = timings.values()
+    if _NUMBER_TYPES >= set(map(type, values)) and all(map(_WITHIN_TIME_LIMIT, map(abs, values))):
+        return dict(timings)  # every value a plain number in range (NaN is not), as the loop below keeps it
     out = {}
     limit = limits.MAX_TIME_MS
     for key, value in timings.items():
@@ -321,7 +328,9 @@ def _exchange(entry: dict, where: str, path) -> tuple[Exchange, int | None, int 
         if len(_AUTHORITIES_PASSED) >= 1 << 12:
             _AUTHORITIES_PASSED.clear()
         _AUTHORITIES_PASSED.add(authority)
-    status = response.get("status") if isinstance(response.get("status"), int) else None
+    status = response.get("status")
+    if not isinstance(status, int):
+        status = None
     if isinstance(status, bool) or status is not None and not -1 <= status <= 999:  # RFC 9110 15: 3 digits
         raise InputError(f"response.status {status!r} is not a three-digit status code.", path=path, where=where)
     wire, decoded, size_from, transfer = harfields.wire_and_decoded_sizes(
@@ -330,11 +339,11 @@ def _exchange(entry: dict, where: str, path) -> tuple[Exchange, int | None, int 
     if not isinstance(response.get("_transferSize"), int):
         transfer = None  # a string of digits is a size, not a transfer size for the meta
     req_body = request.get("bodySize")
-    if type(req_body) is not int or not 0 < req_body <= limits.MAX_BODY_BYTES:  # else size_field's answer
-        req_body = harfields.size_field(req_body, "request.bodySize", path, where)
-        if not req_body:
-            post = request.get("postData") if isinstance(request.get("postData"), dict) else {}
-            req_body = len(_b(str(post.get("text") or "")))
+    if req_body is not None and (type(req_body) is not int or not -1 <= req_body <= limits.MAX_BODY_BYTES):
+        req_body = harfields.size_field(req_body, "request.bodySize", path, where)  # else its answer, or -1
+    if not req_body or req_body < 0:  # none, 0 or "not known" (-1): the posted text's bytes
+        post = request.get("postData") if isinstance(request.get("postData"), dict) else {}
+        req_body = len(_b(str(post.get("text") or "")))
     init_url, init_type = harfields.initiator(entry)
     if init_url is not None:
         init_url = _join(url, init_url, "_initiator url", where, path)
@@ -352,12 +361,15 @@ def _exchange(entry: dict, where: str, path) -> tuple[Exchange, int | None, int 
     rtype, rtype_from = harfields.resource_type(entry, url, mime, init_type, status)
     if no_request and not isinstance(entry.get("_resourceType"), str):
         rtype, rtype_from = None, None  # a response-only header list (e.g. from QIF): no resource
-    location = (_s(location) if location is not None else None) or (
-        response.get("redirectURL") if isinstance(response.get("redirectURL"), str) else None
-    )
+    location = (_s(location) if location is not None else None) or response.get("redirectURL")
+    if not isinstance(location, str):
+        location = None
     timings = harfields.wpt_timings(entry, _timings(entry.get("timings"), where, path), path, where)
-    conn = entry.get("connection") if entry.get("connection") not in (None, "") else entry.get("_socket")
+    conn = entry.get("connection")
+    if conn in (None, ""):
+        conn = entry.get("_socket")
     blocking = entry.get("_renderBlocking")
+    page = entry.get("pageref")
     return (
         Exchange(
             index=-1,
@@ -367,7 +379,7 @@ def _exchange(entry: dict, where: str, path) -> tuple[Exchange, int | None, int 
             response_body_bytes=wire,
             origin=_origin(scheme, authority) if authority else None,
             connection=str(conn) if conn not in (None, "") else None,
-            page=entry.get("pageref") if isinstance(entry.get("pageref"), str) else None,
+            page=page if isinstance(page, str) else None,
             priority=harfields.priority(entry),
             resource_type=rtype,
             initiator=init_url,

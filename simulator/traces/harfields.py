@@ -266,24 +266,35 @@ def wire_and_decoded_sizes(
     if type(content) is not dict and not isinstance(content, dict):
         content = {}
     # size_field of each, in this order (the first refused is the message); a JSON integer in
-    # range, most sizes, is its own answer without the call.
+    # range, most sizes, is its own answer without the call (-1, "not known", is None, as is a
+    # missing size).
     limit = MAX_BODY_BYTES
     body = response.get("bodySize")
-    if type(body) is not int or not 0 <= body <= limit:
+    if body is not None and (type(body) is not int or not -1 <= body <= limit):
         body = size_field(body, "response.bodySize", path, where)
+    elif body == -1:
+        body = None  # "not known"
     decoded = content.get("size")
-    if type(decoded) is not int or not 0 <= decoded <= limit:
+    if decoded is not None and (type(decoded) is not int or not -1 <= decoded <= limit):
         decoded = size_field(decoded, "response.content.size", path, where)
+    elif decoded == -1:
+        decoded = None  # "not known"
     saved = content.get("compression")
-    if type(saved) is not int or not 0 <= saved <= limit:
+    if saved is not None and (type(saved) is not int or not -1 <= saved <= limit):
         saved = size_field(saved, "response.content.compression", path, where)
+    elif saved == -1:
+        saved = None  # "not known"
     saved = saved or 0
     transfer = response.get("_transferSize")
-    if type(transfer) is not int or not 0 <= transfer <= limit:
+    if transfer is not None and (type(transfer) is not int or not -1 <= transfer <= limit):
         transfer = size_field(transfer, "response._transferSize", path, where)
+    elif transfer == -1:
+        transfer = None  # "not known"
     headers_size = response.get("headersSize")
-    if type(headers_size) is not int or not 0 <= headers_size <= limit:
+    if headers_size is not None and (type(headers_size) is not int or not -1 <= headers_size <= limit):
         headers_size = size_field(headers_size, "response.headersSize", path, where)
+    elif headers_size == -1:
+        headers_size = None  # "not known"
     # The header section's size is needed only with _transferSize (which holds headers and body).
     if headers_size or transfer is None:
         header_bytes = headers_size

@@ -34,6 +34,7 @@ from .model import HeaderList
 # RFC 9113 8.2.2: fields that are specific to one HTTP/1.1 connection.
 CONNECTION_SPECIFIC = frozenset({b"connection", b"keep-alive", b"proxy-connection", b"transfer-encoding", b"upgrade"})
 REQUEST_PSEUDO = (b":method", b":scheme", b":authority", b":path")  # RFC 9113 8.3.1 order
+_REQUEST_PSEUDO_SET = frozenset(REQUEST_PSEUDO)
 _TOKEN = re.compile(rb"^:?[!#$%&'*+\-.^_`|~0-9a-z]+$")  # RFC 9110 5.6.2 tchar (lower-cased); ":" pseudo
 
 
@@ -238,7 +239,7 @@ def _request_headers_pseudo(request: dict, where: str, path) -> tuple[HeaderList
                 regular.append(field)
             elif host is None:
                 host = field[1]
-    if len(given) < 4 or not all(n in given for n in REQUEST_PSEUDO):
+    if len(given) < 4 or not given.keys() >= _REQUEST_PSEUDO_SET:  # not all four given
         # Rebuilt where the capture lacks some (with all four given, every one wanted is).
         rebuilt = dict(request_pseudo_headers(method, url))
         if host is not None and b":authority" not in given:
