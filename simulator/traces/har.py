@@ -262,7 +262,7 @@ class _EntryReader:
         for index, (t, _, e, url, status, was_pushed, size) in enumerate(rows):
             e.index = index
             e.start_s = (t - t0).total_seconds() if t is not None and t0 is not None else None
-            e.pushed = (
+            e.pushed = (was_pushed is not None or firefox) and (  # neither: no rule of harfields.pushed holds
                 harfields.pushed({"_was_pushed": was_pushed}, status, e.timings, firefox, asked[url] == 1) is not None
             )
             exchanges.append(e)
