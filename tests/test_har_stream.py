@@ -227,6 +227,34 @@ def test_the_c_split_of_request_and_response_fields_is_the_python_reference_rfc9
     assert native.split([(b"a", b"1"), ("b", b"2")], None) is None  # a str name: the Python loop's
 
 
+def test_the_c_shape_check_of_an_entry_is_the_python_reference():
+    """``harjson._shape_python``'s C twin (``simulator.traces._harheaders.shape``, the check
+    of an entry's bytes before orjson reads them) gives the reference's answer: -1 for a run
+    of 19 digits or more (an integer orjson may read as a float), else the count of "[" and
+    "{"; on runs at the edges, digits split by other bytes, UTF-8 and random bytes."""
+    import random
+
+    from simulator.traces import harjson
+
+    native = harjson._shape_native
+    if native is None:
+        pytest.skip("the C extension is not built")
+    pieces = [b"", b"{", b"[]{}", b"0" * 18, b"0" * 19, b"9" * 40, b"{" + b"1" * 18 + b"}" + b"1" * 18]
+    pieces += [b"1" * 18 + b"x" + b"1" * 18, b"[" * 2000, b'{"a":"\xc3\xa9' + b"7" * 19 + b'"}', "é{٣".encode()]
+    pieces += [b"x" * k + b"5" * r + b"y" * j for k in range(40) for r in (18, 19) for j in (0, 1, 7)]
+    rng = random.Random(5)
+    alphabet = b'0123456789[]{}":, ax\xff\x00'
+    for _ in range(2000):
+        pieces.append(bytes(rng.choice(alphabet) for _ in range(rng.randrange(0, 60))))
+        digits = bytes(rng.choice(b"0123456789") for _ in range(rng.randrange(15, 22)))
+        pieces.append(bytes(rng.choice(alphabet) for _ in range(rng.randrange(0, 5))) + digits + b"{")
+    for piece in pieces:
+        assert native(piece) == harjson._shape_python(piece), piece
+    for odd in ("{0}", bytearray(b"{"), None):
+        with pytest.raises(TypeError):
+            native(odd)
+
+
 # --- orjson's reading of an entry held to json's (harjson._decode_entry) ----------------------
 
 _JSON_TRICKY = [

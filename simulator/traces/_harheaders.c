@@ -13,6 +13,8 @@
  *       bytes as harfields.response_header_bytes counts them), or None
  *   split(fields, host) -> (pseudo, regular, host value), or None (see its comment: the loop of
  *       _request_headers and _response_headers over the fields)
+ *   shape(piece) -> the check harjson makes of an entry's bytes before orjson reads them (see
+ *       its comment; harjson._shape_python is the reference)
  *
  * ``memo`` maps a raw name (str) to a list [its wire name (bytes, or None: left out), a dict
  * of its values (str) -> the tuple of fields the pair gives]; ``name_of(raw_name)`` (Python)
@@ -228,7 +230,46 @@ fail:
     return NULL;
 }
 
+/* shape(piece): the check harjson's _decode_entry makes of an entry's bytes before orjson
+ * reads them (its Python reference, harjson._shape_python, maps the bytes with
+ * bytes.translate and searches the copy): -1 when the bytes hold a run of 19 or more ASCII
+ * digits (maybe an integer past 64 bits, which orjson reads as a float), else how many of
+ * them are "[" or "{" (a bound on the nesting), without the copy: a 50 MB HAR is mapped
+ * and searched a byte at a time there, where here one byte in 19 is looked at for the digits
+ * and memchr counts the brackets. */
+static PyObject *
+shape(PyObject *mod, PyObject *arg)
+{
+    if (!PyBytes_CheckExact(arg)) {
+        PyErr_SetString(PyExc_TypeError, "shape(piece): bytes are needed");
+        return NULL;
+    }
+    const char *p = PyBytes_AS_STRING(arg);
+    Py_ssize_t n = PyBytes_GET_SIZE(arg), opens = 0;
+    /* Any 19 bytes in a row hold one whose index is 18 modulo 19: a run of 19 digits holds
+     * one of those, so only they are looked at, and a digit there is measured its run. */
+    for (Py_ssize_t i = 18; i < n; i += 19) {
+        if (p[i] < '0' || p[i] > '9')
+            continue;
+        Py_ssize_t lo = i, hi = i;
+        while (lo > 0 && p[lo - 1] >= '0' && p[lo - 1] <= '9')
+            lo--;
+        while (hi + 1 < n && p[hi + 1] >= '0' && p[hi + 1] <= '9')
+            hi++;
+        if (hi - lo + 1 >= 19)
+            return PyLong_FromLong(-1);
+    }
+    for (const char *q = p, *end = p + n; (q = memchr(q, '{', (size_t)(end - q))) != NULL; q++)
+        opens++;
+    for (const char *q = p, *end = p + n; (q = memchr(q, '[', (size_t)(end - q))) != NULL; q++)
+        opens++;
+    return PyLong_FromSsize_t(opens);
+}
+
 static PyMethodDef module_methods[] = {
+    {"shape", (PyCFunction)shape, METH_O,
+     "shape(piece) -> -1 when the bytes hold a run of 19 or more digits, else their count of\n"
+     "'[' and '{' (harjson._shape_python's answer)."},
     {"split", (PyCFunction)(void (*)(void))split, METH_FASTCALL,
      "split(fields, host) -> (pseudo, regular, host value) or None: the loop of _request_headers and\n"
      "_response_headers (see split's comment)."},

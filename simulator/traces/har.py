@@ -62,7 +62,7 @@ from ..errors import InputError
 from . import harfields, harjson, limits
 from .harheaders import (
     _b,
-    _request_headers,
+    _request_headers_pseudo,
     _response_headers_sized,
     _s,
     request_pseudo_headers,
@@ -82,6 +82,10 @@ __all__ = ["load_har", "parse_har", "write_har", "har_dict", "request_pseudo_hea
 TIMING_PHASES = ("blocked", "dns", "connect", "send", "wait", "receive", "ssl")
 
 
+_NUMBER_TYPES = frozenset({int, float})
+_WITHIN_TIME_LIMIT = float(limits.MAX_TIME_MS).__ge__
+
+
 def _timings(timings, where: str, path) -> dict | None:
     """An entry's timings: the HAR phases checked (plain finite numbers of ms, in range),
     a producer's own numeric fields kept when finite, anything else (``comment``) left out."""
@@ -89,6 +93,9 @@ def _timings(timings, where: str, path) -> dict | None:
         return None
     if not isinstance(timings, dict):
         raise InputError(f"timings is {type(timings).__name__}, not an object.", path=path, where=where)
+    values = timings.values()
+    if _NUMBER_TYPES >= set(map(type, values)) and all(map(_WITHIN_TIME_LIMIT, map(abs, values))):
+        return dict(timings)  # every value a plain number in range (NaN is not), as the loop below keeps it
     out = {}
     limit = limits.MAX_TIME_MS
     for key, value in timings.items():
@@ -184,16 +191,10 @@ class _EntryReader:
             return
         url = entry["request"]["url"]
         try:
-            exchange, status = _exchange(entry, where, path)
+            exchange, status, transfer = _exchange(entry, where, path)
         except InputError as exc:
             self.rows.append((t, i, exc.with_traceback(None), url, None, None, None))
             return
-        response = entry.get("response") if isinstance(entry.get("response"), dict) else {}
-        transfer = (
-            harfields.size_field(response.get("_transferSize"), "response._transferSize", path, where)
-            if isinstance(response.get("_transferSize"), int)
-            else None
-        )
         self.rows.append((t, i, exchange, url, status, entry.get("_was_pushed"), transfer))
 
     def _check(self, entry, where):
@@ -261,7 +262,7 @@ class _EntryReader:
         for index, (t, _, e, url, status, was_pushed, size) in enumerate(rows):
             e.index = index
             e.start_s = (t - t0).total_seconds() if t is not None and t0 is not None else None
-            e.pushed = (
+            e.pushed = (was_pushed is not None or firefox) and (  # neither: no rule of harfields.pushed holds
                 harfields.pushed({"_was_pushed": was_pushed}, status, e.timings, firefox, asked[url] == 1) is not None
             )
             exchanges.append(e)
@@ -307,33 +308,42 @@ class _EntryReader:
         return Trace(exchanges=exchanges, format="har", source=path, pages=pages, meta=meta)
 
 
-def _exchange(entry: dict, where: str, path) -> tuple[Exchange, int | None]:
-    """One HAR entry -> its ``Exchange`` (the field rules are ``harfields``') and its status;
+def _exchange(entry: dict, where: str, path) -> tuple[Exchange, int | None, int | None]:
+    """One HAR entry -> its ``Exchange`` (the field rules are ``harfields``'), its status and
+    its ``response._transferSize`` when that is a JSON integer (``trace.meta["transfer_sizes"]``);
     the index, start time and push flag, which need the other entries, are left to
     ``_EntryReader.trace``."""
     request = entry["request"]
     url = request["url"]
-    response = entry.get("response") if isinstance(entry.get("response"), dict) else {}
+    response = entry.get("response")
+    if type(response) is not dict and not isinstance(response, dict):
+        response = {}
     no_request = entry.get("_noRequestHeaders") is True  # write_har: a response-only list
-    req = None if no_request else _request_headers(request, where, path)
+    req, pseudo = (None, {}) if no_request else _request_headers_pseudo(request, where, path)
     resp, header_text_bytes = _response_headers_sized(response, where, path) if response else (None, None)
-    pseudo = {}
-    for name, value in req or ():  # the pseudo-header fields lead the list (_request_headers)
-        if name[:1] != b":":
-            break
-        pseudo[name] = value
     scheme = _s(pseudo.get(b":scheme", b"")) or urlsplit(url).scheme or "https"
     authority = _s(pseudo.get(b":authority", b""))
-    if authority:  # the origin is made of it: a host a client could connect to
+    if authority and authority not in _AUTHORITIES_PASSED:  # the origin is made of it: a host a client could connect to
         limits.check_authority(authority, path=path, where=where)
-    status = response.get("status") if isinstance(response.get("status"), int) else None
+        if len(_AUTHORITIES_PASSED) >= 1 << 12:
+            _AUTHORITIES_PASSED.clear()
+        _AUTHORITIES_PASSED.add(authority)
+    status = response.get("status")
+    if not isinstance(status, int):
+        status = None
     if isinstance(status, bool) or status is not None and not -1 <= status <= 999:  # RFC 9110 15: 3 digits
         raise InputError(f"response.status {status!r} is not a three-digit status code.", path=path, where=where)
-    wire, decoded, size_from = harfields.wire_and_decoded_bytes(entry, response, status, path, where, header_text_bytes)
-    post = request.get("postData") if isinstance(request.get("postData"), dict) else {}
-    req_body = harfields.size_field(request.get("bodySize"), "request.bodySize", path, where) or len(
-        _b(str(post.get("text") or ""))
+    wire, decoded, size_from, transfer = harfields.wire_and_decoded_sizes(
+        entry, response, status, path, where, header_text_bytes
     )
+    if not isinstance(response.get("_transferSize"), int):
+        transfer = None  # a string of digits is a size, not a transfer size for the meta
+    req_body = request.get("bodySize")
+    if req_body is not None and (type(req_body) is not int or not -1 <= req_body <= limits.MAX_BODY_BYTES):
+        req_body = harfields.size_field(req_body, "request.bodySize", path, where)  # else its answer, or -1
+    if not req_body or req_body < 0:  # none, 0 or "not known" (-1): the posted text's bytes
+        post = request.get("postData") if isinstance(request.get("postData"), dict) else {}
+        req_body = len(_b(str(post.get("text") or "")))
     init_url, init_type = harfields.initiator(entry)
     if init_url is not None:
         init_url = _join(url, init_url, "_initiator url", where, path)
@@ -351,37 +361,44 @@ def _exchange(entry: dict, where: str, path) -> tuple[Exchange, int | None]:
     rtype, rtype_from = harfields.resource_type(entry, url, mime, init_type, status)
     if no_request and not isinstance(entry.get("_resourceType"), str):
         rtype, rtype_from = None, None  # a response-only header list (e.g. from QIF): no resource
-    location = (_s(location) if location is not None else None) or (
-        response.get("redirectURL") if isinstance(response.get("redirectURL"), str) else None
-    )
+    location = (_s(location) if location is not None else None) or response.get("redirectURL")
+    if not isinstance(location, str):
+        location = None
     timings = harfields.wpt_timings(entry, _timings(entry.get("timings"), where, path), path, where)
-    conn = entry.get("connection") if entry.get("connection") not in (None, "") else entry.get("_socket")
+    conn = entry.get("connection")
+    if conn in (None, ""):
+        conn = entry.get("_socket")
     blocking = entry.get("_renderBlocking")
-    return Exchange(
-        index=-1,
-        request_headers=req,
-        response_headers=resp,
-        request_body_bytes=req_body,
-        response_body_bytes=wire,
-        origin=_origin(scheme, authority) if authority else None,
-        connection=str(conn) if conn not in (None, "") else None,
-        page=entry.get("pageref") if isinstance(entry.get("pageref"), str) else None,
-        priority=harfields.priority(entry),
-        resource_type=rtype,
-        initiator=init_url,
-        initiator_type=init_type,
-        url=None if no_request else url,
-        timings=timings,
-        response_content_bytes=decoded if decoded != wire else None,
-        http_version=harfields.http_version(entry, response, request),
-        redirect_url=_join(url, location, "redirect location", where, path)
-        if location and status and 300 <= status < 400
-        else None,
-        resource_type_from=rtype_from,
-        render_blocking=blocking if isinstance(blocking, str) else None,
-        body_bytes_from=size_from,
-        internal=harfields.internal_redirect(response, status),
-    ), status
+    page = entry.get("pageref")
+    return (
+        Exchange(
+            index=-1,
+            request_headers=req,
+            response_headers=resp,
+            request_body_bytes=req_body,
+            response_body_bytes=wire,
+            origin=_origin(scheme, authority) if authority else None,
+            connection=str(conn) if conn not in (None, "") else None,
+            page=page if isinstance(page, str) else None,
+            priority=harfields.priority(entry),
+            resource_type=rtype,
+            initiator=init_url,
+            initiator_type=init_type,
+            url=None if no_request else url,
+            timings=timings,
+            response_content_bytes=decoded if decoded != wire else None,
+            http_version=harfields.http_version(entry, response, request),
+            redirect_url=_join(url, location, "redirect location", where, path)
+            if location and status and 300 <= status < 400
+            else None,
+            resource_type_from=rtype_from,
+            render_blocking=blocking if isinstance(blocking, str) else None,
+            body_bytes_from=size_from,
+            internal=harfields.internal_redirect(response, status),
+        ),
+        status,
+        transfer,
+    )
 
 
 def _join(base: str, ref: str, what: str, where: str, path) -> str:
@@ -425,6 +442,12 @@ def _page_time(ms, field: str = "pageTimings", path=None, where=None) -> float |
     return float(ms) / 1000.0
 
 
+# The :authority values that passed limits.check_authority (a pure function of the value): a
+# page asks a few hosts for thousands of resources.
+_AUTHORITIES_PASSED: set[str] = set()
+
+
+@functools.lru_cache(maxsize=1 << 12)
 def _origin(scheme: str, authority: str) -> str:
     """``scheme://host[:port]`` without the scheme's default port (RFC 6454 section 4), so
     ``https://a.com:443`` and ``https://a.com`` are one origin and ``http://a.com`` another."""

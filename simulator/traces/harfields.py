@@ -255,16 +255,46 @@ def wire_and_decoded_bytes(
 ) -> tuple[int, int, str]:
     """(bytes on the wire, decoded bytes, the field the wire bytes came from); ``header_text_bytes``:
     ``response_header_bytes`` of the response's headers less its status line, when counted already."""
-    content = response.get("content") if isinstance(response.get("content"), dict) else {}
+    return wire_and_decoded_sizes(entry, response, status, path, where, header_text_bytes)[:3]
 
-    def _int(value, field):
-        return size_field(value, field, path, where)
 
-    body = _int(response.get("bodySize"), "response.bodySize")
-    decoded = _int(content.get("size"), "response.content.size")
-    saved = _int(content.get("compression"), "response.content.compression") or 0
-    transfer = _int(response.get("_transferSize"), "response._transferSize")
-    headers_size = _int(response.get("headersSize"), "response.headersSize")
+def wire_and_decoded_sizes(
+    entry: dict, response: dict, status: int | None, path=None, where=None, header_text_bytes: int | None = None
+) -> tuple[int, int, str, int | None]:
+    """``wire_and_decoded_bytes`` and the ``_transferSize`` read on the way (``size_field``'s answer)."""
+    content = response.get("content")
+    if type(content) is not dict and not isinstance(content, dict):
+        content = {}
+    # size_field of each, in this order (the first refused is the message); a JSON integer in
+    # range, most sizes, is its own answer without the call (-1, "not known", is None, as is a
+    # missing size).
+    limit = MAX_BODY_BYTES
+    body = response.get("bodySize")
+    if body is not None and (type(body) is not int or not -1 <= body <= limit):
+        body = size_field(body, "response.bodySize", path, where)
+    elif body == -1:
+        body = None  # "not known"
+    decoded = content.get("size")
+    if decoded is not None and (type(decoded) is not int or not -1 <= decoded <= limit):
+        decoded = size_field(decoded, "response.content.size", path, where)
+    elif decoded == -1:
+        decoded = None  # "not known"
+    saved = content.get("compression")
+    if saved is not None and (type(saved) is not int or not -1 <= saved <= limit):
+        saved = size_field(saved, "response.content.compression", path, where)
+    elif saved == -1:
+        saved = None  # "not known"
+    saved = saved or 0
+    transfer = response.get("_transferSize")
+    if transfer is not None and (type(transfer) is not int or not -1 <= transfer <= limit):
+        transfer = size_field(transfer, "response._transferSize", path, where)
+    elif transfer == -1:
+        transfer = None  # "not known"
+    headers_size = response.get("headersSize")
+    if headers_size is not None and (type(headers_size) is not int or not -1 <= headers_size <= limit):
+        headers_size = size_field(headers_size, "response.headersSize", path, where)
+    elif headers_size == -1:
+        headers_size = None  # "not known"
     # The header section's size is needed only with _transferSize (which holds headers and body).
     if headers_size or transfer is None:
         header_bytes = headers_size
@@ -298,14 +328,14 @@ def wire_and_decoded_bytes(
     elif decoded is not None:
         wire, source = max(0, decoded - saved), "content.size"
     else:
-        obj = _int(entry.get("_objectSize"), "_objectSize")
+        obj = size_field(entry.get("_objectSize"), "_objectSize", path, where)
         if obj is not None:
             wire, source = obj, "_objectSize"
     if wire is None:
         wire = 0
     if decoded is None:
         decoded = wire + saved if source != "unknown" else 0
-    return wire, decoded, source
+    return wire, decoded, source, transfer
 
 
 def http_version(entry: dict, response: dict, request: dict) -> str | None:

@@ -34,6 +34,7 @@ from .model import HeaderList
 # RFC 9113 8.2.2: fields that are specific to one HTTP/1.1 connection.
 CONNECTION_SPECIFIC = frozenset({b"connection", b"keep-alive", b"proxy-connection", b"transfer-encoding", b"upgrade"})
 REQUEST_PSEUDO = (b":method", b":scheme", b":authority", b":path")  # RFC 9113 8.3.1 order
+_REQUEST_PSEUDO_SET = frozenset(REQUEST_PSEUDO)
 _TOKEN = re.compile(rb"^:?[!#$%&'*+\-.^_`|~0-9a-z]+$")  # RFC 9110 5.6.2 tchar (lower-cased); ":" pseudo
 
 
@@ -212,6 +213,12 @@ def _fields_one_by_one(raw_headers: list, where, path) -> list[tuple[bytes, byte
 
 
 def _request_headers(request: dict, where: str, path) -> HeaderList:
+    return _request_headers_pseudo(request, where, path)[0]
+
+
+def _request_headers_pseudo(request: dict, where: str, path) -> tuple[HeaderList, dict]:
+    """``_request_headers``, and its pseudo-header fields as a dict (name -> value: the last
+    of a name given twice), which ``har`` reads the origin from."""
     fields, section_bytes, _ = _fields_sized(request.get("headers"), where, path)
     limits.check_field_section(fields, path=path, where=where, what="request header", total=section_bytes)
     method = str(request.get("method") or "GET")
@@ -232,7 +239,7 @@ def _request_headers(request: dict, where: str, path) -> HeaderList:
                 regular.append(field)
             elif host is None:
                 host = field[1]
-    if len(given) < 4 or not all(n in given for n in REQUEST_PSEUDO):
+    if len(given) < 4 or not given.keys() >= _REQUEST_PSEUDO_SET:  # not all four given
         # Rebuilt where the capture lacks some (with all four given, every one wanted is).
         rebuilt = dict(request_pseudo_headers(method, url))
         if host is not None and b":authority" not in given:
@@ -240,8 +247,9 @@ def _request_headers(request: dict, where: str, path) -> HeaderList:
         wanted = [n for n in REQUEST_PSEUDO if n in rebuilt]
         if not all(n in given for n in wanted):
             pseudo = [(n, given.get(n, rebuilt[n])) for n in wanted]
+            given = dict(pseudo)
     # else the capture has the pseudo-header fields: they stay in their wire order.
-    return tuple(pseudo + regular)
+    return tuple(pseudo + regular), given
 
 
 def _response_headers(response: dict, where: str, path) -> HeaderList | None:
@@ -256,8 +264,8 @@ def _response_headers_sized(response: dict, where: str, path) -> tuple[HeaderLis
     status = response.get("status")
     found = _NATIVE.split(fields, None) if _NATIVE is not None and type(fields) is list else None
     if found is not None:  # the C twin of the loop below
-        regular = found[1]
-        given = next((value for name, value in found[0] if name == b":status"), None)  # the first
+        pseudo, regular = found[0], found[1]
+        given = next((value for name, value in pseudo if name == b":status"), None) if pseudo else None  # the first
     else:
         given, regular = None, []
         for field in fields:

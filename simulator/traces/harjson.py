@@ -29,7 +29,8 @@ value: the value ``raw_decode`` reads from the same place, which ends where it d
 (an integer past 64 bits, which ``orjson`` would read as a float) or more ``[`` and ``{``
 than ``json``'s scanner surely nests here (it counts its levels against the interpreter's
 recursion limit, the stack included, and refuses past it: a depth ``orjson`` reads) is not
-given to it.
+given to it.  That check of the slice (``_shape_python``) has a C twin in
+``simulator.traces._harheaders`` (one pass, no copy), held to it by tests/test_har_stream.py.
 """
 
 from __future__ import annotations
@@ -39,6 +40,8 @@ import re
 import sys
 from json.decoder import scanstring
 from typing import Callable
+
+from .harheaders import _NATIVE as _harheaders_native
 
 try:
     from orjson import JSONDecodeError as _OrjsonRefused
@@ -60,6 +63,17 @@ _FRAMES_SLACK = 50  # frames between walk's and the scanner's, and to spare
 
 
 _SLACK = 64  # characters between an entry's end and its line's end (a comma, spaces, CR)
+
+
+def _shape_python(piece: bytes) -> int:
+    """-1 when ``piece`` holds a run of 19 digits or more, else its count of "[" and "{"
+    (``_SHAPE``); the reference of the C twin, ``simulator.traces._harheaders.shape``."""
+    shape = piece.translate(_SHAPE)
+    return -1 if _LONG_DIGITS in shape else shape.count(b"{")
+
+
+# The C twin (harheaders loads the extension; WORKBENCH_PURE_PYTHON=1 selects the reference).
+_shape_native = getattr(_harheaders_native, "shape", None)
 
 
 def _decode_entry(text: str, pos: int, room: int) -> tuple[object, int, int]:
@@ -89,8 +103,7 @@ def _decode_entry(text: str, pos: int, room: int) -> tuple[object, int, int]:
         end = reach = close + len(indent) + 2 if close >= 0 else len(text)
     if text[end - 1] == "}" and end > pos + 1:
         piece = text[pos:end].encode("utf-8", "surrogatepass")  # orjson refuses a surrogate
-        shape = piece.translate(_SHAPE)
-        if _LONG_DIGITS not in shape and shape.count(b"{") < room:
+        if 0 <= (_shape_python(piece) if _shape_native is None else _shape_native(piece)) < room:
             try:
                 return _orjson_loads(piece), end, reach
             except _OrjsonRefused:
