@@ -46,6 +46,7 @@
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
+#include <structmember.h>
 #include <math.h>
 #include <stdint.h>
 
@@ -240,6 +241,43 @@ EventQueue_push(EventQueue *q, PyObject *const *argv, Py_ssize_t nargs)
     Py_RETURN_NONE;
 }
 
+/* Where run() writes sim.now: the offset of a writable object slot `now` (Simulator has
+ * __slots__), looked up once per run; 0 when the class has none, or a __setattr__ of its own,
+ * and then sim.now is set through PyObject_SetAttr.  Written as CPython's generic setattr
+ * writes a slot (PyMember_SetOne, T_OBJECT_EX), so it is the same assignment, without the
+ * descriptor lookup per event. */
+static Py_ssize_t
+now_slot_offset(PyObject *sim, unsigned int *version)
+{
+    PyTypeObject *tp = Py_TYPE(sim);
+    if (tp->tp_setattro != PyObject_GenericSetAttr)
+        return 0;
+    PyObject *descr = _PyType_Lookup(tp, str_now);   /* borrowed; gives the type a version tag */
+    if (descr == NULL || !Py_IS_TYPE(descr, &PyMemberDescr_Type)
+        || !PyType_HasFeature(tp, Py_TPFLAGS_VALID_VERSION_TAG))
+        return 0;
+    PyMemberDef *m = ((PyMemberDescrObject *)descr)->d_member;
+    if (m->type != T_OBJECT_EX || (m->flags & (READONLY | READ_RESTRICTED)) || m->offset <= 0)
+        return 0;
+    *version = tp->tp_version_tag;
+    return m->offset;
+}
+
+/* sim.now = t: at the slot while sim's class is unchanged (its version tag), else by setattr. */
+static inline int
+set_now(PyObject *sim, Py_ssize_t offset, unsigned int version, PyObject *t)
+{
+    PyTypeObject *tp = Py_TYPE(sim);
+    if (offset > 0 && tp->tp_version_tag == version && PyType_HasFeature(tp, Py_TPFLAGS_VALID_VERSION_TAG)) {
+        PyObject **addr = (PyObject **)((char *)sim + offset);
+        PyObject *old = *addr;
+        *addr = Py_NewRef(t);
+        Py_XDECREF(old);
+        return 0;
+    }
+    return PyObject_SetAttr(sim, str_now, t);
+}
+
 static PyObject *
 EventQueue_run(EventQueue *q, PyObject *const *argv, Py_ssize_t nargs)
 {
@@ -265,18 +303,20 @@ EventQueue_run(EventQueue *q, PyObject *const *argv, Py_ssize_t nargs)
         PyErr_SetString(PyExc_RuntimeError, "the event queue is already running");
         return NULL;
     }
+    unsigned int now_version = 0;
+    Py_ssize_t now_offset = now_slot_offset(sim, &now_version);
     q->running = 1;
     q->stopped = 0;
     long long count = 0;
     while (q->size > 0) {
         if (has_until && q->heap[0].t > until) {
-            if (PyObject_SetAttr(sim, str_now, until_obj) < 0)
+            if (set_now(sim, now_offset, now_version, until_obj) < 0)
                 goto error;
             break;
         }
         Event e;
         pop_min(q, &e);
-        int failed = PyObject_SetAttr(sim, str_now, e.t_obj) < 0;
+        int failed = set_now(sim, now_offset, now_version, e.t_obj) < 0;
         if (e.timer != NULL) {
             /* A stale timer entry (replaced by an earlier expiry) is skipped without
              * calling Python, but it is still an event: it counts, and it moved the clock. */
