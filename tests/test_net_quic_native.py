@@ -262,6 +262,39 @@ def test_switch_picks_the_reference():
     assert native.resolve_quic("c") == "c"
 
 
+def _hooked_run(implementation: str) -> tuple[list, list, int]:
+    """A transfer over a path (and a DelayedPath on it) whose links have ``send`` replaced on the
+    instance, as the pcap writer does: what each hook saw, the trace, the packets the links sent."""
+    sim = Simulator(3, trace=True)
+    path = Path(sim, rtt_s=0.05, bandwidth_bps=10e6, loss=0.02)
+    seen: list = []
+    for tag, link in (("fwd", path.forward), ("rev", path.reverse)):
+        send = link.send
+
+        def hooked(packet, deliver, tag=tag, send=send):
+            seen.append((tag, packet.size_bytes, sim.now, repr(packet.payload)))
+            return send(packet, deliver)
+
+        link.send = hooked
+    for i, on in enumerate((path, DelayedPath(path, 0.02))):
+        conn = QuicConnection(sim, on, name=f"q{i}", handshake=True, implementation=implementation)
+        sid = conn.client.open_stream()
+        sim.call_at(0.01 * i, conn.client.write, sid, b"q" * 500, True)
+        sim.call_at(0.2 + 0.01 * i, conn.server.write, sid, b"r" * 60_000, True)
+    sim.run()
+    return seen, sim.trace, path.forward.stats.packets_sent + path.reverse.stats.packets_sent
+
+
+def test_core_sends_through_a_hooked_link_send():
+    """The core sends on a C link through the link's C send, which must still call a ``send``
+    replaced on the instance (the pcap writer's hook) for every packet, as the reference's
+    method call does: the same packets seen, the same events."""
+    ref, twin = _hooked_run("python"), _hooked_run("c")
+    assert repr(ref) == repr(twin)
+    seen, _, sent = twin
+    assert len(seen) == sent > 100 and {s[0] for s in seen} == {"fwd", "rev"}
+
+
 # -- the response writer (net.writer.ResponseWriter and its C twin, net._quic.ResponseWriter) ----
 
 

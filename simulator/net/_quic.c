@@ -53,6 +53,7 @@
 #include <string.h>
 
 #define NET_MODULE "simulator.net._quic"
+#define LINK_SEND_CAPSULE "simulator.net._tcp.any_link_send"   /* _tcp.c's C links' send */
 enum { CC_RENO = 0, CC_CUBIC = 1 };
 #include "_cc.h"
 
@@ -61,6 +62,10 @@ enum { CC_RENO = 0, CC_CUBIC = 1 };
 #define LOSS_EPSILON_S 1e-9        /* recovery.LOSS_EPSILON_S */
 #define MONITOR_SIZE 5             /* cc.RttIncreaseMonitor's defaults */
 #define MONITOR_GRANULARITY_S 0.001
+
+/* A C link's send (_tcp.c's any_link_send, from its type's _c_send capsule): 1 sent, 0 dropped at
+ * the queue, -1 error; now: sim.now of this event. */
+typedef int (*link_send_fn)(PyObject *link, PyObject *packet, PyObject *deliver, const double *now);
 
 /* One ack-eliciting packet sent (recovery's QuicPacket record). */
 typedef struct {
@@ -117,8 +122,8 @@ typedef struct {
     /* the endpoint's fixed objects (bind): its simulator, timer slots, and loss-timer callback */
     PyObject *sim, *timers, *on_loss_timeout;
     PyObject *flush_event, *ack_now_event;       /* its _Bound flush and ack_now (callables) */
-    PyObject *link, *link_send;                  /* the endpoint's link and its bound send, when the
-                                                  * link's type is a static C type (fixed attributes) */
+    PyObject *link;                              /* the endpoint's link, and its type's C send when it */
+    link_send_fn link_send;                      /* is one of _tcp.c's links (Link, DelayedLink), else NULL */
 } CoreObject;
 
 static PyTypeObject CoreType;
@@ -189,7 +194,7 @@ fail:
 static PyObject *str_ready, *str_on_send_ready, *str_flush_scheduled, *str_ack_due, *str_unacked_eliciting,
     *str_next_pn, *str_packets_sent, *str_probe_packets_sent, *str_ack_packets_sent, *str_bytes_sent,
     *str_stream_bytes_sent, *str_stream_bytes_retransmitted, *str_timers, *str_set, *str_cancel, *str_loss,
-    *str_pace, *str_ack, *str_flush, *str_on_loss_timeout, *str_link, *str_send, *str_peer, *str_on_packet,
+    *str_pace, *str_ack, *str_flush, *str_on_loss_timeout, *str_link, *str_send, *str_c_send, *str_peer, *str_on_packet,
     *str_sim, *str_now, *str_acked_prefix, *str_fin_acked, *str_buf, *str_buf_offset, *str_written, *str_popleft,
     *str_call_soon, *str_fin_offset, *str_finished, *str_delivered, *str_heap, *str_heap_bytes, *str_reorder_bytes,
     *str_max_reorder_bytes, *str_bytes_delivered, *str_on_data, *str_on_ack_frame, *str_frames, *str_pn,
@@ -622,7 +627,6 @@ Core_traverse(CoreObject *c, visitproc visit, void *arg)
     Py_VISIT(c->flush_event);
     Py_VISIT(c->ack_now_event);
     Py_VISIT(c->link);
-    Py_VISIT(c->link_send);
     for (Py_ssize_t i = c->head; i < c->head + c->len; i++)
         Py_VISIT(c->sent[i].packet);
     return 0;
@@ -645,7 +649,6 @@ Core_clear(CoreObject *c)
     Py_CLEAR(c->flush_event);
     Py_CLEAR(c->ack_now_event);
     Py_CLEAR(c->link);
-    Py_CLEAR(c->link_send);
     clear_sent(c);
     return 0;
 }
@@ -1571,9 +1574,11 @@ acked_now(CoreObject *c)
     return 0;
 }
 
-/* self.link.send(Packet(wire, packet), self.peer._on_packet) */
+/* self.link.send(Packet(wire, packet), self.peer._on_packet); a link of _tcp.c's types through
+ * its C send (which calls a send hooked on the instance, as the method call would), looked up
+ * once per link; any other link by its send method. */
 static int
-send_on_link(CoreObject *c, PyObject *ep, long long wire, PyObject *packet)
+send_on_link(CoreObject *c, PyObject *ep, long long wire, PyObject *packet, double now)
 {
     PyObject *wire_o = PyLong_FromLongLong(wire);
     PyObject *lp = wire_o == NULL ? NULL : call2(c->link_packet_class, wire_o, packet);
@@ -1583,31 +1588,29 @@ send_on_link(CoreObject *c, PyObject *ep, long long wire, PyObject *packet)
     PyObject *link = fast_getattr(ep, str_link);
     PyObject *peer = link == NULL ? NULL : fast_getattr(ep, str_peer);
     PyObject *deliver = peer == NULL ? NULL : fast_getattr(peer, str_deliver);
-    PyObject *r = NULL;
+    int rc = -1;
     if (deliver != NULL) {
-        PyTypeObject *tp = Py_TYPE(link);
-        if (link != c->link && tp->tp_dictoffset == 0 && !(tp->tp_flags & Py_TPFLAGS_HEAPTYPE)) {
-            PyObject *send = PyObject_GetAttr(link, str_send);   /* a C link's send: looked up once */
-            if (send != NULL) {
-                Py_XSETREF(c->link, Py_NewRef(link));
-                Py_XSETREF(c->link_send, send);
-            }
-            else
-                PyErr_Clear();
+        if (link != c->link) {
+            PyObject *cap = _PyType_Lookup(Py_TYPE(link), str_c_send);   /* borrowed */
+            Py_XSETREF(c->link, Py_NewRef(link));
+            c->link_send = cap != NULL && PyCapsule_IsValid(cap, LINK_SEND_CAPSULE)
+                               ? (link_send_fn)PyCapsule_GetPointer(cap, LINK_SEND_CAPSULE)
+                               : NULL;
         }
-        if (link == c->link)
-            r = call2(c->link_send, lp, deliver);
+        if (c->link_send != NULL)
+            rc = c->link_send(link, lp, deliver, &now) < 0 ? -1 : 0;
         else {
             PyObject *argv[3] = {link, lp, deliver};
-            r = PyObject_VectorcallMethod(str_send, argv, 3, NULL);
+            PyObject *r = PyObject_VectorcallMethod(str_send, argv, 3, NULL);
+            rc = r == NULL ? -1 : 0;
+            Py_XDECREF(r);
         }
     }
     Py_XDECREF(deliver);
     Py_XDECREF(peer);
     Py_XDECREF(link);
     Py_DECREF(lp);
-    Py_XDECREF(r);
-    return r == NULL ? -1 : 0;
+    return rc;
 }
 
 /* QuicPacket(pn, time_sent_s, size_bytes, frames, ack, ack_eliciting, probe) and the count. */
@@ -1669,7 +1672,7 @@ send_packet(CoreObject *c, PyObject *ep, PyObject *frames, long long size, int p
     if (probe)
         c->probe_packets_sent += 1;
     c->bytes_sent += wire;
-    int rc = (record_sent(c, packet, pn, now, size) < 0 || send_on_link(c, ep, wire, packet) < 0) ? -1 : 0;
+    int rc = (record_sent(c, packet, pn, now, size) < 0 || send_on_link(c, ep, wire, packet, now) < 0) ? -1 : 0;
     Py_DECREF(packet);
     return rc;
 }
@@ -1696,7 +1699,7 @@ send_ack(CoreObject *c, PyObject *ep, double now)
     c->packets_sent += 1;
     c->ack_packets_sent += 1;
     c->bytes_sent += wire;
-    int rc = send_on_link(c, ep, wire, packet) < 0 ? -1 : 0;
+    int rc = send_on_link(c, ep, wire, packet, now) < 0 ? -1 : 0;
     Py_DECREF(packet);
     return rc;
 }
@@ -3502,6 +3505,7 @@ PyInit__quic(void)
     INTERN(str_on_loss_timeout, "_on_loss_detection_timeout");
     INTERN(str_link, "link");
     INTERN(str_send, "send");
+    INTERN(str_c_send, "_c_send");
     INTERN(str_peer, "peer");
     INTERN(str_on_packet, "_on_packet");
     INTERN(str_sim, "sim");

@@ -45,6 +45,7 @@
 #include "_fastattr.h"    /* fast_getattr: a slot (sim.now, a Bernoulli's p) read at its offset */
 
 #define NET_MODULE "simulator.net._tcp"
+#define LINK_SEND_CAPSULE "simulator.net._tcp.any_link_send"   /* Link._c_send, for _quic.c */
 #define MAX_BACKOFF (1LL << 16)
 enum { SLOT_RTO = 0, SLOT_DELACK = 1 };
 enum { CC_RENO = 0, CC_CUBIC = 1 };
@@ -3978,6 +3979,17 @@ PyInit__tcp(void)
     for (size_t i = 0; i < sizeof(types) / sizeof(types[0]); i++)
         if (PyType_Ready(types[i]) < 0)
             return NULL;
+    /* The C send of these two link types for the QUIC twin (_quic.c's send_on_link): any_link_send
+     * in a capsule on the type, so a core calls the send of the very module that made its link. */
+    PyTypeObject *link_types[] = {&LinkType, &DelayedLinkType};
+    for (size_t i = 0; i < 2; i++) {
+        PyObject *cap = PyCapsule_New((void *)any_link_send, LINK_SEND_CAPSULE, NULL);
+        int rc = cap == NULL ? -1 : PyDict_SetItemString(link_types[i]->tp_dict, "_c_send", cap);
+        Py_XDECREF(cap);
+        if (rc < 0)
+            return NULL;
+        PyType_Modified(link_types[i]);
+    }
     PyObject *m = PyModule_Create(&tcp_module);
     if (m == NULL)
         return NULL;
