@@ -92,13 +92,9 @@ class NativeQuicEndpoint(QuicEndpoint):
             slow_start_rtt_exit,
         )
         super().__init__(sim, conn, config, pacing=pacing, slow_start_rtt_exit=slow_start_rtt_exit, **options)
-        self.rtt, self.cc = core.rtt, core.cc
-        self.timers = QUIC.TimerSlots(sim, self.name)  # the same slots as engine.TimerSlots, in C
         # What the engine runs to flush and to send a delayed ACK, and what a link hands packets
         # to: the core's, in one call.
         self._flush_event, self._deliver, self._ack_now_event = core.callables(self)
-        self.pacer = core if pacing else None  # the core paces; it reads as a Pacer (interval_s, credit_s)
-        self.rtt_monitor = None  # the core's
         self._sent = self._sent_order = None  # the core's records
         core.cwnd_log = self.cwnd_log
         core.bind(
@@ -115,6 +111,15 @@ class NativeQuicEndpoint(QuicEndpoint):
             self.timers,
             self._on_loss_detection_timeout,
         )
+
+    def _parts(self, config: TransportConfig, pacing: bool, slow_start_rtt_exit: bool) -> tuple:
+        """The core's: timer slots (engine.TimerSlots's, in C), RTT estimator and window; the core
+        paces (it reads as a Pacer: interval_s, credit_s) and watches the RTT itself."""
+        core = self._core
+        return QUIC.TimerSlots(self.sim, self.name), core.rtt, core.cc, core if pacing else None, None
+
+    def _zero_sending_state(self) -> None:
+        """Nothing to do: the core starts its packet number, flags and counters at zero."""
 
     @property
     def bytes_in_flight(self) -> int:
