@@ -113,6 +113,8 @@ typedef struct {
     long long max_payload;
     /* the receiving path's (bind): the endpoint's receive streams and their class */
     PyObject *recv_streams, *recv_stream_class;
+    PyObject *send_stream_class;                 /* SendStream: a peer's stream answered (bind) */
+    int is_client;
     long long ack_every_packets;
     /* the endpoint's own figures and flags on the per-packet path, kept here (the endpoint's
      * attributes of these names read and write them: native.NativeQuicEndpoint's properties) */
@@ -621,6 +623,7 @@ Core_traverse(CoreObject *c, visitproc visit, void *arg)
     Py_VISIT(c->send_streams);
     Py_VISIT(c->recv_streams);
     Py_VISIT(c->recv_stream_class);
+    Py_VISIT(c->send_stream_class);
     Py_VISIT(c->sim);
     Py_VISIT(c->timers);
     Py_VISIT(c->on_loss_timeout);
@@ -643,6 +646,7 @@ Core_clear(CoreObject *c)
     Py_CLEAR(c->send_streams);
     Py_CLEAR(c->recv_streams);
     Py_CLEAR(c->recv_stream_class);
+    Py_CLEAR(c->send_stream_class);
     Py_CLEAR(c->sim);
     Py_CLEAR(c->timers);
     Py_CLEAR(c->on_loss_timeout);
@@ -2143,33 +2147,57 @@ Core_set_loss_timer(CoreObject *c, PyObject *ep)
 }
 
 /* bind(QuicPacket, link.Packet, retx_queue, new_queue, send_streams, max_payload, recv_streams,
- *      RecvStream, ack_every_packets, sim, timers, on_loss_timeout): the endpoint's objects the
- *      core works on */
+ *      RecvStream, ack_every_packets, sim, timers, on_loss_timeout, SendStream, is_client): the
+ *      endpoint's objects the core works on */
 static PyObject *
 Core_bind(CoreObject *c, PyObject *const *args, Py_ssize_t nargs)
 {
-    if (nargs != 12 || !PyDict_Check(args[4]) || !PyDict_Check(args[6])) {
+    if (nargs != 14 || !PyDict_Check(args[4]) || !PyDict_Check(args[6])) {
         PyErr_SetString(PyExc_TypeError, "bind(packet_class, link_packet_class, retx_queue, new_queue, "
                         "send_streams: dict, max_payload, recv_streams: dict, recv_stream_class, ack_every_packets, "
-                        "sim, timers, on_loss_timeout)");
+                        "sim, timers, on_loss_timeout, send_stream_class, is_client)");
         return NULL;
     }
     long long max_payload = PyLong_AsLongLong(args[5]);
     long long ack_every = PyLong_AsLongLong(args[8]);
-    if ((max_payload == -1 || ack_every == -1) && PyErr_Occurred())
+    int is_client = PyObject_IsTrue(args[13]);
+    if (((max_payload == -1 || ack_every == -1) && PyErr_Occurred()) || is_client < 0)
         return NULL;
-    PyObject **fields[10] = {&c->packet_class, &c->link_packet_class, &c->retx_queue, &c->new_queue,
+    PyObject **fields[11] = {&c->packet_class, &c->link_packet_class, &c->retx_queue, &c->new_queue,
                              &c->send_streams, &c->recv_streams, &c->recv_stream_class, &c->sim, &c->timers,
-                             &c->on_loss_timeout};
-    PyObject *values[10] = {args[0], args[1], args[2], args[3], args[4], args[6], args[7], args[9], args[10],
-                            args[11]};
-    for (int i = 0; i < 10; i++) {
+                             &c->on_loss_timeout, &c->send_stream_class};
+    PyObject *values[11] = {args[0], args[1], args[2], args[3], args[4], args[6], args[7], args[9], args[10],
+                            args[11], args[12]};
+    for (int i = 0; i < 11; i++) {
         Py_INCREF(values[i]);
         Py_XSETREF(*fields[i], values[i]);
     }
     c->max_payload = max_payload;
     c->ack_every_packets = ack_every;
+    c->is_client = is_client;
     Py_RETURN_NONE;
+}
+
+/* connection.QuicEndpoint.write's first write on a peer's bidirectional stream (RFC 9000 2.1:
+ * the low bit says who opened it, the next one whether it is unidirectional): its SendStream
+ * made and kept in send_streams.  Borrowed; NULL without an error when the reference must
+ * run instead (an own stream not opened, a peer's unidirectional stream: its errors). */
+static PyObject *
+peer_send_stream(CoreObject *c, PyObject *sid)
+{
+    if (!PyLong_CheckExact(sid) || c->send_stream_class == NULL)
+        return NULL;
+    long long id = PyLong_AsLongLong(sid);
+    if (id == -1 && PyErr_Occurred())
+        return NULL;
+    if (id < 0 || (id & 1) == (c->is_client ? 0 : 1) || (id & 2))
+        return NULL;
+    PyObject *stream = PyObject_CallOneArg(c->send_stream_class, sid);
+    if (stream == NULL)
+        return NULL;
+    int rc = PyDict_SetItem(c->send_streams, sid, stream);
+    Py_DECREF(stream);                       /* the dict holds it */
+    return rc < 0 ? NULL : stream;
 }
 
 /* -- the receiving path (connection.QuicEndpoint._on_packet for 1-RTT packets once the
@@ -2192,6 +2220,20 @@ schedule_flush(CoreObject *c)
     Py_XDECREF(push);
     Py_XDECREF(r);
     return r == NULL ? -1 : 0;
+}
+
+/* schedule_flush(): the endpoint's _schedule_flush and want_to_send (the Python that stays
+ * calls it: a stream's first write, the handshake, a lost packet's data queued again). */
+static PyObject *
+Core_schedule_flush(CoreObject *c, PyObject *Py_UNUSED(ignored))
+{
+    if (c->sim == NULL || c->flush_event == NULL) {
+        PyErr_SetString(PyExc_RuntimeError, "QuicCore.bind() first");
+        return NULL;
+    }
+    if (schedule_flush(c) < 0)
+        return NULL;
+    Py_RETURN_NONE;
 }
 
 /* ack._ack_now: the ACK is due; it goes in the next packet or alone (RFC 9000 13.2). */
@@ -3148,6 +3190,8 @@ static PyMethodDef Core_methods[] = {
     {"receive", (PyCFunction)(void (*)(void))Core_receive, METH_FASTCALL,
      "receive(endpoint, packet): a 1-RTT packet (connection.QuicEndpoint._on_packet)"},
     {"flush", (PyCFunction)Core_flush, METH_O, "flush(endpoint): packet_builder._flush"},
+    {"schedule_flush", (PyCFunction)Core_schedule_flush, METH_NOARGS,
+     "schedule_flush(): packet_builder._schedule_flush (one flush per instant)"},
     {"send_packet", (PyCFunction)(void (*)(void))Core_send_packet, METH_FASTCALL,
      "send_packet(endpoint, frames, size_bytes, probe): packet_builder._send_packet"},
     {"send_ack", (PyCFunction)Core_send_ack, METH_O, "send_ack(endpoint): ack._send_ack"},
@@ -3259,6 +3303,8 @@ writer_write(PyObject *self, PyObject *sid, long long n, int end)
     PyObject *end_o = end ? Py_True : Py_False;
     int rc;
     PyObject *stream = PyDict_GetItemWithError(w->core->send_streams, sid);   /* borrowed */
+    if (stream == NULL && !PyErr_Occurred())
+        stream = peer_send_stream(w->core, sid);                            /* a response's first write */
     int fin = stream == NULL ? (PyErr_Occurred() ? -1 : 1) : attr_truthy(stream, str_fin);
     if (fin < 0)
         rc = -1;

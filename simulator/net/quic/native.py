@@ -28,7 +28,7 @@ from ..transport import TransportConfig
 from .connection import QuicEndpoint
 from .packet import SHORT_HEADER_BYTES
 from .recovery import PROBE_PACKETS
-from .stream import RecvStream
+from .stream import RecvStream, SendStream
 
 __all__ = ["NativeQuicEndpoint"]
 
@@ -110,6 +110,8 @@ class NativeQuicEndpoint(QuicEndpoint):
             sim,
             self.timers,
             self._on_loss_detection_timeout,
+            SendStream,
+            self.is_client,
         )
 
     def _parts(self, config: TransportConfig, pacing: bool, slow_start_rtt_exit: bool) -> tuple:
@@ -153,9 +155,12 @@ class NativeQuicEndpoint(QuicEndpoint):
 
     # -- sending (packet_builder) ------------------------------------------------------
     def _schedule_flush(self) -> None:
-        if not self._flush_scheduled:
-            self._flush_scheduled = True
-            self.sim.call_soon(self._flush_event)
+        """``PacketBuilder._schedule_flush``, in the core."""
+        self._core.schedule_flush()
+
+    def want_to_send(self) -> None:
+        """``QuicEndpoint.want_to_send``: a flush at this instant, scheduled by the core."""
+        self._core.schedule_flush()
 
     def _flush(self) -> None:
         """``PacketBuilder._flush`` (with ``_build_frames``), in the core."""
