@@ -41,12 +41,14 @@ def _run(
     pull: bool = False,
     aioquic: bool = False,
     pacing: bool = True,
+    trace: bool = True,
 ) -> dict:
     """Connections over one bottleneck (the first on the path, the others through a
     DelayedPath), requests from the client at random times and responses on each stream;
     ``pull``: the server writes through ``on_send_ready``, a packet's worth per call;
-    ``aioquic``: the options the page-load model runs with (``http.network``)."""
-    sim = Simulator(seed, trace=True)
+    ``aioquic``: the options the page-load model runs with (``http.network``); ``trace=False``:
+    the engine's own run loop (it runs the C core's C events without the calls a traced run makes)."""
+    sim = Simulator(seed, trace=trace)
     path = Path(sim, rtt_s=rtt_s, bandwidth_bps=10e6, queue_bytes=queue_bytes, loss=loss, jitter=jitter)
     if drops is not None:
         path.forward.loss, path.reverse.loss = DropList(drops[0]), DropList(drops[1])
@@ -143,10 +145,12 @@ def _run(
 
 
 def _same(**scenario) -> dict:
-    """Run ``scenario`` on both implementations; assert every record is identical; return totals."""
+    """Run ``scenario`` on both implementations; assert every record is identical; return totals.
+    The C twin runs twice: traced (every event popped and called) and untraced (the engine's
+    loop, which runs the core's flushes and timer slots as C events)."""
     ref, twin = _run("python", **scenario), _run("c", **scenario)
-    for key in ref:
-        a, b = ref[key], twin[key]
+    untraced = _run("c", trace=False, **scenario)
+    for key, a, b in [(k, ref[k], twin[k]) for k in ref] + [(k, ref[k], untraced[k]) for k in ref if k != "trace"]:
         if repr(a) != repr(b):
             if isinstance(a, list):
                 first = next((i for i, (x, y) in enumerate(zip(a, b)) if repr(x) != repr(y)), min(len(a), len(b)))

@@ -67,6 +67,12 @@ enum { CC_RENO = 0, CC_CUBIC = 1 };
  * the queue, -1 error; now: sim.now of this event. */
 typedef int (*link_send_fn)(PyObject *link, PyObject *packet, PyObject *deliver, const double *now);
 
+/* The engine's push of a C event (_engine.c's push_c, from the capsule EventQueue._c_push):
+ * callback(*args) at t, args (gen,) or (), which the loop runs as fire(callback, gen). */
+#define PUSH_C_CAPSULE "simulator._engine.push_c"
+typedef int (*push_c_fn)(PyObject *queue, double t, PyObject *t_obj, PyObject *callback,
+                         int (*fire)(PyObject *callback, uint64_t gen), uint64_t gen, int gen_arg);
+
 /* One ack-eliciting packet sent (recovery's QuicPacket record). */
 typedef struct {
     PyObject *packet;              /* the QuicPacket, returned when acknowledged or lost */
@@ -124,6 +130,9 @@ typedef struct {
     /* the endpoint's fixed objects (bind): its simulator, timer slots, and loss-timer callback */
     PyObject *sim, *timers, *on_loss_timeout;
     PyObject *flush_event, *ack_now_event;       /* its _Bound flush and ack_now (callables) */
+    PyObject *push;                              /* sim._push when bound, and its engine's C push */
+    push_c_fn push_c;
+    PyObject *queue;                             /* (the queue: borrowed, push holds it) */
     PyObject *link;                              /* the endpoint's link, and its type's C send when it */
     link_send_fn link_send;                      /* is one of _tcp.c's links (Link, DelayedLink), else NULL */
 } CoreObject;
@@ -196,7 +205,7 @@ fail:
 static PyObject *str_ready, *str_on_send_ready, *str_flush_scheduled, *str_ack_due, *str_unacked_eliciting,
     *str_next_pn, *str_packets_sent, *str_probe_packets_sent, *str_ack_packets_sent, *str_bytes_sent,
     *str_stream_bytes_sent, *str_stream_bytes_retransmitted, *str_timers, *str_set, *str_cancel, *str_loss,
-    *str_pace, *str_ack, *str_flush, *str_on_loss_timeout, *str_link, *str_send, *str_c_send, *str_peer, *str_on_packet,
+    *str_pace, *str_ack, *str_flush, *str_on_loss_timeout, *str_link, *str_send, *str_c_send, *str_c_push, *str_peer, *str_on_packet,
     *str_sim, *str_now, *str_acked_prefix, *str_fin_acked, *str_buf, *str_buf_offset, *str_written, *str_popleft,
     *str_call_soon, *str_fin_offset, *str_finished, *str_delivered, *str_heap, *str_heap_bytes, *str_reorder_bytes,
     *str_max_reorder_bytes, *str_bytes_delivered, *str_on_data, *str_on_ack_frame, *str_frames, *str_pn,
@@ -204,6 +213,23 @@ static PyObject *str_ready, *str_on_send_ready, *str_flush_scheduled, *str_ack_d
     *str_deliver, *str_flush_event, *str_ack_now_event, *str_starts, *str_ends, *str_done, *str_acked, *str_on_packet_acked,
     *str_on_stream_acked, *str_requeue_lost, *str_fin, *str_append, *str_push, *str_later, *str_later_bytes,
     *str_appendleft, *str_write, *str_cwnd_bytes;
+
+/* sim._push's C push: when it is the push method of an engine EventQueue with the capsule,
+ * that function and the queue (borrowed: the bound method holds it), else NULL. */
+static push_c_fn
+queue_push_c(PyObject *push, PyObject **queue)
+{
+    if (push == NULL || !PyCFunction_Check(push) || strcmp(((PyCFunctionObject *)push)->m_ml->ml_name, "push") != 0)
+        return NULL;
+    PyObject *self = PyCFunction_GET_SELF(push);
+    if (self == NULL)
+        return NULL;
+    PyObject *cap = _PyType_Lookup(Py_TYPE(self), str_c_push);   /* borrowed */
+    if (cap == NULL || !PyCapsule_IsValid(cap, PUSH_C_CAPSULE))
+        return NULL;
+    *queue = self;
+    return (push_c_fn)PyCapsule_GetPointer(cap, PUSH_C_CAPSULE);
+}
 static PyObject *empty_bytes, *empty_tuple;
 
 /* collections.deque and its methods append, appendleft and popleft, looked up once: a queue of
@@ -630,6 +656,7 @@ Core_traverse(CoreObject *c, visitproc visit, void *arg)
     Py_VISIT(c->flush_event);
     Py_VISIT(c->ack_now_event);
     Py_VISIT(c->link);
+    Py_VISIT(c->push);
     for (Py_ssize_t i = c->head; i < c->head + c->len; i++)
         Py_VISIT(c->sent[i].packet);
     return 0;
@@ -653,6 +680,7 @@ Core_clear(CoreObject *c)
     Py_CLEAR(c->flush_event);
     Py_CLEAR(c->ack_now_event);
     Py_CLEAR(c->link);
+    Py_CLEAR(c->push);
     clear_sent(c);
     return 0;
 }
@@ -1188,6 +1216,8 @@ static const int slot_rank[N_SLOTS] = {2, 0, 3, 1};      /* their names' sort or
 typedef struct {
     PyObject_HEAD
     PyObject *sim, *owner, *push, *fire;
+    push_c_fn push_c;               /* push's C push (NULL: call push), on queue (borrowed) */
+    PyObject *queue;
     double when[N_SLOTS];
     PyObject *cb[N_SLOTS];          /* NULL: the slot is empty */
     double scheduled;
@@ -1208,12 +1238,20 @@ slot_of(PyObject *name)
     return -1;
 }
 
+static int timers_cfire(PyObject *fire, uint64_t gen);
+
 static int
 tm_schedule(TimersObject *t, double when)
 {
     t->gen += 1;
     t->scheduled = when;
     t->has_scheduled = 1;
+    if (t->push_c != NULL) {          /* the engine's C event: the same key, callable and args */
+        PyObject *w = PyFloat_FromDouble(when);
+        int rc = w == NULL ? -1 : t->push_c(t->queue, when, w, t->fire, timers_cfire, (uint64_t)t->gen, 1);
+        Py_XDECREF(w);
+        return rc;
+    }
     PyObject *args = STEAL_TUPLE(PyLong_FromLongLong(t->gen));
     PyObject *when_o = args == NULL ? NULL : PyFloat_FromDouble(when);
     PyObject *r = when_o == NULL ? NULL : call3(t->push, when_o, t->fire, args);
@@ -1276,6 +1314,7 @@ Timers_new(PyTypeObject *type, PyObject *args, PyObject *kw)
         Py_DECREF(t);
         return NULL;
     }
+    t->push_c = PyCFunction_Check(t->fire) ? queue_push_c(t->push, &t->queue) : NULL;
     return (PyObject *)t;
 }
 
@@ -1365,18 +1404,15 @@ Timers_armed(TimersObject *t, PyObject *unused)
 }
 
 /* TimerSlots._fire(gen): the slots due now, earliest first (equal times in name order). */
-static PyObject *
-Timers_fire(TimersObject *t, PyObject *gen_obj)
+static int
+timers_fire_gen(TimersObject *t, long long gen)
 {
-    long long gen = PyLong_AsLongLong(gen_obj);
-    if (gen == -1 && PyErr_Occurred())
-        return NULL;
     if (gen != t->gen)
-        Py_RETURN_NONE;               /* superseded by an earlier expiry */
+        return 0;                     /* superseded by an earlier expiry */
     t->has_scheduled = 0;
     double now;
     if (tm_now(t, &now) < 0)
-        return NULL;
+        return -1;
     int order[N_SLOTS], n = 0;
     double due[N_SLOTS];
     for (int i = 0; i < N_SLOTS; i++)
@@ -1400,7 +1436,7 @@ Timers_fire(TimersObject *t, PyObject *gen_obj)
         PyObject *r = PyObject_CallNoArgs(callback);
         Py_DECREF(callback);
         if (r == NULL)
-            return NULL;
+            return -1;
         Py_DECREF(r);
     }
     if (!t->has_scheduled) {
@@ -1412,9 +1448,25 @@ Timers_fire(TimersObject *t, PyObject *gen_obj)
                 any = 1;
             }
         if (any && tm_schedule(t, later) < 0)
-            return NULL;
+            return -1;
     }
+    return 0;
+}
+
+static PyObject *
+Timers_fire(TimersObject *t, PyObject *gen_obj)
+{
+    long long gen = PyLong_AsLongLong(gen_obj);
+    if ((gen == -1 && PyErr_Occurred()) || timers_fire_gen(t, gen) < 0)
+        return NULL;
     Py_RETURN_NONE;
+}
+
+/* The engine's C event of a TimerSlots (fire: its bound _fire, which a traced run calls). */
+static int
+timers_cfire(PyObject *fire, uint64_t gen)
+{
+    return timers_fire_gen((TimersObject *)PyCFunction_GET_SELF(fire), (long long)gen);
 }
 
 static PyMethodDef Timers_methods[] = {
@@ -2205,21 +2257,40 @@ peer_send_stream(CoreObject *c, PyObject *sid)
 
 static PyObject *heappush_fn, *heappop_fn;
 
-/* self._schedule_flush(): one flush per instant (packet_builder). */
+static PyTypeObject BoundType;
+static int bound_cfire(PyObject *bound, uint64_t gen);
+
+/* self._schedule_flush(): one flush per instant (packet_builder).  sim.call_soon(self._flush),
+ * as Simulator.call_soon does it: sim._push(sim.now, callback, ()); on the engine's C queue
+ * as its C event (the same key and callable, run without a call through Python). */
 static int
 schedule_flush(CoreObject *c)
 {
     if (c->flush_scheduled)
         return 0;
     c->flush_scheduled = 1;
-    /* sim.call_soon(self._flush), as Simulator.call_soon does it: sim._push(sim.now, callback, ()) */
     PyObject *push = fast_getattr(c->sim, str_push);
-    PyObject *now = push == NULL ? NULL : fast_getattr(c->sim, str_now);
-    PyObject *r = now == NULL ? NULL : call3(push, now, c->flush_event, empty_tuple);
-    Py_XDECREF(now);
-    Py_XDECREF(push);
-    Py_XDECREF(r);
-    return r == NULL ? -1 : 0;
+    if (push == NULL)
+        return -1;
+    if (push != c->push) {                   /* sim._push seen first (or replaced): its C push? */
+        Py_XSETREF(c->push, Py_NewRef(push));
+        c->push_c = Py_IS_TYPE(c->flush_event, &BoundType) ? queue_push_c(push, &c->queue) : NULL;
+    }
+    PyObject *now = fast_getattr(c->sim, str_now);
+    int rc = -1;
+    if (now != NULL) {
+        double t;
+        if (c->push_c != NULL)
+            rc = get_double(now, &t) < 0 ? -1 : c->push_c(c->queue, t, now, c->flush_event, bound_cfire, 0, 0);
+        else {
+            PyObject *r = call3(push, now, c->flush_event, empty_tuple);
+            rc = r == NULL ? -1 : 0;
+            Py_XDECREF(r);
+        }
+        Py_DECREF(now);
+    }
+    Py_DECREF(push);
+    return rc;
 }
 
 /* schedule_flush(): the endpoint's _schedule_flush and want_to_send (the Python that stays
@@ -3052,6 +3123,15 @@ Bound_vectorcall(BoundObject *b, PyObject *const *args, size_t nargsf, PyObject 
     return r;
 }
 
+/* The engine's C event of a flush (schedule_flush): what calling the _Bound with no
+ * arguments does, without the call. */
+static int
+bound_cfire(PyObject *bound, uint64_t gen)
+{
+    BoundObject *b = (BoundObject *)bound;
+    return b->kind == BOUND_FLUSH ? flush(b->core, b->endpoint) : ack_now(b->core);
+}
+
 static PyObject *
 Bound_get_qualname(BoundObject *b, void *x)
 {
@@ -3552,6 +3632,7 @@ PyInit__quic(void)
     INTERN(str_link, "link");
     INTERN(str_send, "send");
     INTERN(str_c_send, "_c_send");
+    INTERN(str_c_push, "_c_push");
     INTERN(str_peer, "peer");
     INTERN(str_on_packet, "_on_packet");
     INTERN(str_sim, "sim");
