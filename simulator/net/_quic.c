@@ -23,6 +23,8 @@
  *   StrideTree   simulator/http/priority_tree.py  TreeScheduler's tree (_stride_tree.h, shared with _tcp.c)
  *   TimerSlots   simulator/engine.py               TimerSlots (the slots loss, ack, pace, handshake)
  *   _Bound       the endpoint's _flush, _on_packet and _ack_now, as the engine and links call them
+ *                (flushes and the timer slots' entries go on the engine's C queue as its C events,
+ *                _engine.c's push_c: the same keys and callables, run without a Python call)
  *   RttEstimator, CongestionControl  (_cc.h, shared with _tcp.c)  cc.RttEstimator, Reno, Cubic
  *
  * One QuicCore per endpoint of simulator/net/quic/native.py's NativeQuicEndpoint, which keeps
