@@ -1081,19 +1081,9 @@ Core_paced(CoreObject *c, PyObject *arg)
 
 /* on_packet_number(pn, now): record a received packet number; True if it arrived out of
  * order (13.2.1: below the largest, or a gap before it). */
-static PyObject *
-Core_on_packet_number(CoreObject *c, PyObject *const *args, Py_ssize_t nargs)
+static int
+packet_number(CoreObject *c, long long pn, double now)
 {
-    if (nargs != 2) {
-        PyErr_SetString(PyExc_TypeError, "on_packet_number(pn, now)");
-        return NULL;
-    }
-    long long pn = PyLong_AsLongLong(args[0]);
-    if (pn == -1 && PyErr_Occurred())
-        return NULL;
-    double now;
-    if (get_double(args[1], &now) < 0)
-        return NULL;
     long long *lows = c->lows, *highs = c->highs;
     int n = c->nranges;
     long long largest = c->largest_recv_pn;
@@ -1131,7 +1121,23 @@ Core_on_packet_number(CoreObject *c, PyObject *const *args, Py_ssize_t nargs)
         c->largest_recv_pn = pn;
         c->largest_recv_time_s = now;
     }
-    return PyBool_FromLong(largest >= 0 && (pn < largest || pn > largest + 1));
+    return largest >= 0 && (pn < largest || pn > largest + 1);
+}
+
+static PyObject *
+Core_on_packet_number(CoreObject *c, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 2) {
+        PyErr_SetString(PyExc_TypeError, "on_packet_number(pn, now)");
+        return NULL;
+    }
+    long long pn = PyLong_AsLongLong(args[0]);
+    if (pn == -1 && PyErr_Occurred())
+        return NULL;
+    double now;
+    if (get_double(args[1], &now) < 0)
+        return NULL;
+    return PyBool_FromLong(packet_number(c, pn, now));
 }
 
 static long long
@@ -3011,14 +3017,12 @@ Core_receive(CoreObject *c, PyObject *const *args, Py_ssize_t nargs)
             goto error;
     }
     /* ack._on_packet_number */
-    if ((pn_o = qp != NULL ? PyLong_FromLongLong(qp->pn) : fast_getattr(packet, str_pn)) == NULL)
+    long long pn;
+    if (qp != NULL)
+        pn = qp->pn;
+    else if ((pn_o = fast_getattr(packet, str_pn)) == NULL || ((pn = PyLong_AsLongLong(pn_o)) == -1 && PyErr_Occurred()))
         goto error;
-    PyObject *argv[2] = {pn_o, now_o};
-    PyObject *ooo = Core_on_packet_number(c, argv, 2);
-    if (ooo == NULL)
-        goto error;
-    int out_of_order = ooo == Py_True;
-    Py_DECREF(ooo);
+    int out_of_order = packet_number(c, pn, now);
     int eliciting = qp != NULL ? qp->ack_eliciting != 0 : attr_truthy(packet, str_ack_eliciting);
     if (eliciting < 0)
         goto error;
@@ -3029,11 +3033,16 @@ Core_receive(CoreObject *c, PyObject *const *args, Py_ssize_t nargs)
                 goto error;
         }
         else {
-            PyObject *expiry = call_timers(c, str_expiry, str_ack, NULL, NULL);
-            if (expiry == NULL)
-                goto error;
-            int unset = expiry == Py_None;
-            Py_DECREF(expiry);
+            int unset;
+            if (Py_IS_TYPE(c->timers, &TimersType))           /* the C slots: read in place */
+                unset = ((TimersObject *)c->timers)->cb[fast_slot(str_ack)] == NULL;
+            else {
+                PyObject *expiry = call_timers(c, str_expiry, str_ack, NULL, NULL);
+                if (expiry == NULL)
+                    goto error;
+                unset = expiry == Py_None;
+                Py_DECREF(expiry);
+            }
             if (unset) {
                 PyObject *delay = fast_getattr(ep, str_ack_delay_s);
                 double d;
@@ -3046,7 +3055,7 @@ Core_receive(CoreObject *c, PyObject *const *args, Py_ssize_t nargs)
             }
         }
     }
-    Py_DECREF(pn_o);
+    Py_XDECREF(pn_o);
     Py_DECREF(seq);
     Py_DECREF(frames);
     Py_DECREF(now_o);
