@@ -72,6 +72,7 @@ typedef int (*link_send_fn)(PyObject *link, PyObject *packet, PyObject *deliver,
 /* The engine's push of a C event (_engine.c's push_c, from the capsule EventQueue._c_push):
  * callback(*args) at t, args (gen,) or (), which the loop runs as fire(callback, gen). */
 #define PUSH_C_CAPSULE "simulator._engine.push_c"
+#define PACKET_NEW_CAPSULE "simulator.net._tcp.packet_c_new"   /* _tcp.c's C Packet(size, payload) */
 typedef int (*push_c_fn)(PyObject *queue, double t, PyObject *t_obj, PyObject *callback,
                          int (*fire)(PyObject *callback, uint64_t gen), uint64_t gen, int gen_arg);
 
@@ -118,6 +119,7 @@ typedef struct {
     /* the sending path's Python objects (bind): the packet classes, the endpoint's queues
      * of chunks [stream_id, offset, length, fin, retransmission] and its send streams */
     PyObject *packet_class, *link_packet_class, *retx_queue, *new_queue, *send_streams;
+    PyObject *(*link_packet_new)(long long size, PyObject *payload);   /* _tcp.c's Packet._c_new, or NULL */
     long long max_payload;
     /* the receiving path's (bind): the endpoint's receive streams and their class */
     PyObject *recv_streams, *recv_stream_class;
@@ -207,7 +209,7 @@ fail:
 static PyObject *str_ready, *str_on_send_ready, *str_flush_scheduled, *str_ack_due, *str_unacked_eliciting,
     *str_next_pn, *str_packets_sent, *str_probe_packets_sent, *str_ack_packets_sent, *str_bytes_sent,
     *str_stream_bytes_sent, *str_stream_bytes_retransmitted, *str_timers, *str_set, *str_cancel, *str_loss,
-    *str_pace, *str_ack, *str_flush, *str_on_loss_timeout, *str_link, *str_send, *str_c_send, *str_c_push, *str_peer, *str_on_packet,
+    *str_pace, *str_ack, *str_flush, *str_on_loss_timeout, *str_link, *str_send, *str_c_send, *str_c_push, *str_c_new, *str_peer, *str_on_packet,
     *str_sim, *str_now, *str_acked_prefix, *str_fin_acked, *str_buf, *str_buf_offset, *str_written, *str_popleft,
     *str_call_soon, *str_fin_offset, *str_finished, *str_delivered, *str_heap, *str_heap_bytes, *str_reorder_bytes,
     *str_max_reorder_bytes, *str_bytes_delivered, *str_on_data, *str_on_ack_frame, *str_frames, *str_pn,
@@ -1644,9 +1646,14 @@ acked_now(CoreObject *c)
 static int
 send_on_link(CoreObject *c, PyObject *ep, long long wire, PyObject *packet, double now)
 {
-    PyObject *wire_o = PyLong_FromLongLong(wire);
-    PyObject *lp = wire_o == NULL ? NULL : call2(c->link_packet_class, wire_o, packet);
-    Py_XDECREF(wire_o);
+    PyObject *lp;
+    if (c->link_packet_new != NULL)
+        lp = c->link_packet_new(wire, packet);
+    else {
+        PyObject *wire_o = PyLong_FromLongLong(wire);
+        lp = wire_o == NULL ? NULL : call2(c->link_packet_class, wire_o, packet);
+        Py_XDECREF(wire_o);
+    }
     if (lp == NULL)
         return -1;
     PyObject *link = fast_getattr(ep, str_link);
@@ -2235,6 +2242,15 @@ Core_bind(CoreObject *c, PyObject *const *args, Py_ssize_t nargs)
     c->max_payload = max_payload;
     c->ack_every_packets = ack_every;
     c->is_client = is_client;
+    /* link.Packet's C twin: made by its C function (from the capsule in the type's own dict) */
+    c->link_packet_new = NULL;
+    if (PyType_Check(c->link_packet_class)) {
+        PyObject *cap = PyDict_GetItemWithError(((PyTypeObject *)c->link_packet_class)->tp_dict, str_c_new);
+        if (cap != NULL && PyCapsule_IsValid(cap, PACKET_NEW_CAPSULE))
+            c->link_packet_new = (PyObject * (*)(long long, PyObject *)) PyCapsule_GetPointer(cap, PACKET_NEW_CAPSULE);
+        else if (PyErr_Occurred())
+            return NULL;
+    }
     Py_RETURN_NONE;
 }
 
@@ -3644,6 +3660,7 @@ PyInit__quic(void)
     INTERN(str_send, "send");
     INTERN(str_c_send, "_c_send");
     INTERN(str_c_push, "_c_push");
+    INTERN(str_c_new, "_c_new");
     INTERN(str_peer, "peer");
     INTERN(str_on_packet, "_on_packet");
     INTERN(str_sim, "sim");
