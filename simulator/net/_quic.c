@@ -2359,6 +2359,28 @@ tail_of(PyObject *data, Py_ssize_t start)
     return PySequence_GetSlice(data, start, PY_SSIZE_T_MAX);
 }
 
+/* The bytes one frame delivers, in order: the first part alone (the usual case: no list), a
+ * list once there are more (joined as the reference joins them).  Steals part. */
+static int
+add_part(PyObject **first, PyObject **parts, PyObject *part)
+{
+    if (*first == NULL && *parts == NULL) {
+        *first = part;
+        return 0;
+    }
+    if (*parts == NULL) {
+        if ((*parts = PyList_New(1)) == NULL) {
+            Py_DECREF(part);
+            return -1;
+        }
+        PyList_SET_ITEM(*parts, 0, *first);
+        *first = NULL;
+    }
+    int rc = PyList_Append(*parts, part);
+    Py_DECREF(part);
+    return rc;
+}
+
 /* connection.QuicEndpoint._on_stream_frame: deliver a stream's bytes as soon as they are
  * contiguous in that stream's order (no head-of-line blocking across streams). */
 static int
@@ -2378,7 +2400,7 @@ on_stream_frame(CoreObject *c, PyObject *ep, PyObject *sid, PyObject *offset_o, 
             return -1;
     }
     Py_INCREF(stream);
-    PyObject *parts = NULL, *heap = NULL;
+    PyObject *parts = NULL, *first = NULL, *heap = NULL;
     int rc = -1;
     long long offset = PyLong_AsLongLong(offset_o);
     Py_ssize_t n = length_of(data);
@@ -2413,15 +2435,10 @@ on_stream_frame(CoreObject *c, PyObject *ep, PyObject *sid, PyObject *offset_o, 
         goto done;
     }
     long long start_delivered = delivered;
-    if ((parts = PyList_New(0)) == NULL)
-        goto done;
     if (end > delivered) {
         PyObject *part = offset == delivered ? (Py_INCREF(data), data) : tail_of(data, delivered - offset);
-        if (part == NULL || PyList_Append(parts, part) < 0) {
-            Py_XDECREF(part);
+        if (part == NULL || add_part(&first, &parts, part) < 0)
             goto done;
-        }
-        Py_DECREF(part);
         delivered = end;
     }
     while (PyList_GET_SIZE(heap) > 0) {
@@ -2443,12 +2460,10 @@ on_stream_frame(CoreObject *c, PyObject *ep, PyObject *sid, PyObject *offset_o, 
         long long held_end = top_offset + held_n;
         if (held_end > delivered) {
             PyObject *part = tail_of(held, delivered - top_offset);
-            if (part == NULL || PyList_Append(parts, part) < 0) {
-                Py_XDECREF(part);
+            if (part == NULL || add_part(&first, &parts, part) < 0) {
                 Py_DECREF(popped);
                 goto done;
             }
-            Py_DECREF(part);
             delivered = held_end;
         }
         Py_DECREF(popped);
@@ -2467,12 +2482,12 @@ on_stream_frame(CoreObject *c, PyObject *ep, PyObject *sid, PyObject *offset_o, 
             goto done;
         if (on_data != Py_None) {
             PyObject *chunk;
-            if (PyList_GET_SIZE(parts) == 1) {
-                chunk = PyList_GET_ITEM(parts, 0);
-                Py_INCREF(chunk);
-            }
-            else
+            if (first != NULL)
+                chunk = Py_NewRef(first);
+            else if (parts != NULL)
                 chunk = PyObject_CallMethodOneArg(empty_bytes, str_join, parts);
+            else                                /* nothing new: b"".join([]) */
+                chunk = Py_NewRef(empty_bytes);
             PyObject *r = chunk == NULL ? NULL
                 : call4(on_data, sid, chunk, is_done ? Py_True : Py_False, now_o);
             Py_XDECREF(chunk);
@@ -2486,6 +2501,7 @@ on_stream_frame(CoreObject *c, PyObject *ep, PyObject *sid, PyObject *offset_o, 
     }
     rc = 0;
 done:
+    Py_XDECREF(first);
     Py_XDECREF(parts);
     Py_XDECREF(heap);
     Py_DECREF(stream);
