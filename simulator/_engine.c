@@ -43,11 +43,21 @@
  * max_events and until_s are unchanged; a live one runs _fire's logic in C and
  * calls the callback.  pop() hands a timer entry out as (time_s, timer._fire,
  * (gen,)) for Simulator's traced run.
+ * C events: another extension's event that the loop runs by a C function, pushed
+ * through the capsule EventQueue._c_push (push_c below; the QUIC twin's flushes and
+ * timer slots, simulator/net/_quic.c): the same (time_s, seq) key and the same
+ * Python callable as a push() would give, (callback, (gen,)) or (callback, ()), which
+ * pop() hands out; run() calls fire(callback, gen) instead, with no args tuple and no
+ * call through Python.  The callable does the same as fire: the order, the count and
+ * the clock are those of the push() it replaces.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
+#include <structmember.h>
 #include <math.h>
 #include <stdint.h>
+
+#define PUSH_C_CAPSULE "simulator._engine.push_c"   /* EventQueue._c_push, for _quic.c */
 
 struct TimerObject;
 
@@ -56,10 +66,14 @@ typedef struct {
     uint64_t seq;        /* tie-break: scheduling order */
     PyObject *t_obj;     /* time_s as given (sim.now is set to this very object) */
     PyObject *callback;  /* NULL for a timer entry */
-    PyObject *args;      /* a tuple; NULL for a timer entry */
-    struct TimerObject *timer;   /* a timer entry: this Timer's expiry, generation gen */
-    uint64_t gen;
+    PyObject *args;      /* a tuple; NULL for a timer entry and a C event */
+    union {
+        struct TimerObject *timer;   /* a timer entry: this Timer's expiry, generation gen */
+        int (*fire)(PyObject *callback, uint64_t gen);   /* a C event: run by fire(callback, gen) */
+    };
+    uint64_t gen;        /* a C event's: with GEN_ARG when its args are (gen,), else () */
 } Event;
+#define GEN_ARG (UINT64_C(1) << 63)
 
 typedef struct {
     PyObject_HEAD
@@ -181,6 +195,25 @@ queue_push(EventQueue *q, PyObject *t_obj, PyObject *callback, PyObject *args)
     return 0;
 }
 
+/* The C events' push (the capsule EventQueue._c_push): callback(*args) at t (t_obj, its
+ * float), args (gen,) if gen_arg else (), run as fire(callback, gen). */
+static int
+push_c(PyObject *queue, double t, PyObject *t_obj, PyObject *callback,
+       int (*fire)(PyObject *callback, uint64_t gen), uint64_t gen, int gen_arg)
+{
+    EventQueue *q = (EventQueue *)queue;
+    Event *e = queue_slot(q, t);
+    if (e == NULL)
+        return -1;
+    e->t_obj = Py_NewRef(t_obj);
+    e->callback = Py_NewRef(callback);
+    e->args = NULL;
+    e->fire = fire;
+    e->gen = gen_arg ? gen | GEN_ARG : gen;
+    sift_up(q->heap, q->size++);
+    return 0;
+}
+
 /* Timer._schedule: a new generation, and its heap entry at when_obj (= tm->when). */
 static int
 timer_schedule(TimerObject *tm)
@@ -240,6 +273,43 @@ EventQueue_push(EventQueue *q, PyObject *const *argv, Py_ssize_t nargs)
     Py_RETURN_NONE;
 }
 
+/* Where run() writes sim.now: the offset of a writable object slot `now` (Simulator has
+ * __slots__), looked up once per run; 0 when the class has none, or a __setattr__ of its own,
+ * and then sim.now is set through PyObject_SetAttr.  Written as CPython's generic setattr
+ * writes a slot (PyMember_SetOne, T_OBJECT_EX), so it is the same assignment, without the
+ * descriptor lookup per event. */
+static Py_ssize_t
+now_slot_offset(PyObject *sim, unsigned int *version)
+{
+    PyTypeObject *tp = Py_TYPE(sim);
+    if (tp->tp_setattro != PyObject_GenericSetAttr)
+        return 0;
+    PyObject *descr = _PyType_Lookup(tp, str_now);   /* borrowed; gives the type a version tag */
+    if (descr == NULL || !Py_IS_TYPE(descr, &PyMemberDescr_Type)
+        || !PyType_HasFeature(tp, Py_TPFLAGS_VALID_VERSION_TAG))
+        return 0;
+    PyMemberDef *m = ((PyMemberDescrObject *)descr)->d_member;
+    if (m->type != T_OBJECT_EX || (m->flags & (READONLY | READ_RESTRICTED)) || m->offset <= 0)
+        return 0;
+    *version = tp->tp_version_tag;
+    return m->offset;
+}
+
+/* sim.now = t: at the slot while sim's class is unchanged (its version tag), else by setattr. */
+static inline int
+set_now(PyObject *sim, Py_ssize_t offset, unsigned int version, PyObject *t)
+{
+    PyTypeObject *tp = Py_TYPE(sim);
+    if (offset > 0 && tp->tp_version_tag == version && PyType_HasFeature(tp, Py_TPFLAGS_VALID_VERSION_TAG)) {
+        PyObject **addr = (PyObject **)((char *)sim + offset);
+        PyObject *old = *addr;
+        *addr = Py_NewRef(t);
+        Py_XDECREF(old);
+        return 0;
+    }
+    return PyObject_SetAttr(sim, str_now, t);
+}
+
 static PyObject *
 EventQueue_run(EventQueue *q, PyObject *const *argv, Py_ssize_t nargs)
 {
@@ -265,25 +335,35 @@ EventQueue_run(EventQueue *q, PyObject *const *argv, Py_ssize_t nargs)
         PyErr_SetString(PyExc_RuntimeError, "the event queue is already running");
         return NULL;
     }
+    unsigned int now_version = 0;
+    Py_ssize_t now_offset = now_slot_offset(sim, &now_version);
     q->running = 1;
     q->stopped = 0;
     long long count = 0;
     while (q->size > 0) {
         if (has_until && q->heap[0].t > until) {
-            if (PyObject_SetAttr(sim, str_now, until_obj) < 0)
+            if (set_now(sim, now_offset, now_version, until_obj) < 0)
                 goto error;
             break;
         }
         Event e;
         pop_min(q, &e);
-        int failed = PyObject_SetAttr(sim, str_now, e.t_obj) < 0;
-        if (e.timer != NULL) {
+        int failed = set_now(sim, now_offset, now_version, e.t_obj) < 0;
+        if (e.callback == NULL) {
             /* A stale timer entry (replaced by an earlier expiry) is skipped without
              * calling Python, but it is still an event: it counts, and it moved the clock. */
             if (!failed && e.gen == e.timer->gen)
                 failed = timer_fire(e.timer, e.t) < 0;
             Py_DECREF(e.t_obj);
             Py_DECREF((PyObject *)e.timer);
+            if (failed)
+                goto error;
+        }
+        else if (e.args == NULL) {             /* a C event */
+            if (!failed)
+                failed = e.fire(e.callback, e.gen & ~GEN_ARG) < 0;
+            Py_DECREF(e.t_obj);
+            Py_DECREF(e.callback);
             if (failed)
                 goto error;
         }
@@ -317,7 +397,7 @@ EventQueue_pop(EventQueue *q, PyObject *Py_UNUSED(ignored))
     Event e;
     pop_min(q, &e);
     PyObject *out;
-    if (e.timer != NULL) {
+    if (e.callback == NULL) {
         /* (time_s, timer._fire, (gen,)), as the Python Timer pushes it */
         PyObject *fire = PyObject_GetAttr((PyObject *)e.timer, str_fire);
         PyObject *args = fire == NULL ? NULL : Py_BuildValue("(K)", (unsigned long long)e.gen);
@@ -325,6 +405,14 @@ EventQueue_pop(EventQueue *q, PyObject *Py_UNUSED(ignored))
         Py_XDECREF(fire);
         Py_XDECREF(args);
         Py_DECREF((PyObject *)e.timer);
+    }
+    else if (e.args == NULL) {
+        /* a C event: (time_s, callback, (gen,) or ()), as a push() of it would have been */
+        PyObject *args = (e.gen & GEN_ARG) ? Py_BuildValue("(K)", (unsigned long long)(e.gen & ~GEN_ARG))
+                                           : PyTuple_New(0);
+        out = args == NULL ? NULL : PyTuple_Pack(3, e.t_obj, e.callback, args);
+        Py_XDECREF(args);
+        Py_DECREF(e.callback);
     }
     else {
         out = PyTuple_Pack(3, e.t_obj, e.callback, e.args);
@@ -369,7 +457,8 @@ EventQueue_traverse(EventQueue *q, visitproc visit, void *arg)
         Py_VISIT(q->heap[i].t_obj);
         Py_VISIT(q->heap[i].callback);
         Py_VISIT(q->heap[i].args);
-        Py_VISIT((PyObject *)q->heap[i].timer);
+        if (q->heap[i].callback == NULL)
+            Py_VISIT((PyObject *)q->heap[i].timer);
     }
     return 0;
 }
@@ -386,7 +475,8 @@ EventQueue_clear(EventQueue *q)
         Py_DECREF(heap[i].t_obj);
         Py_XDECREF(heap[i].callback);
         Py_XDECREF(heap[i].args);
-        Py_XDECREF((PyObject *)heap[i].timer);
+        if (heap[i].callback == NULL)
+            Py_XDECREF((PyObject *)heap[i].timer);
     }
     PyMem_Free(heap);
     return 0;
@@ -630,6 +720,13 @@ PyInit__engine(void)
         return NULL;
     if (PyType_Ready(&EventQueueType) < 0 || PyType_Ready(&TimerType) < 0)
         return NULL;
+    /* push_c for other extensions, on the type: a caller takes it from its own queue's type */
+    PyObject *cap = PyCapsule_New((void *)push_c, PUSH_C_CAPSULE, NULL);
+    int rc = cap == NULL ? -1 : PyDict_SetItemString(EventQueueType.tp_dict, "_c_push", cap);
+    Py_XDECREF(cap);
+    if (rc < 0)
+        return NULL;
+    PyType_Modified(&EventQueueType);
     PyObject *m = PyModule_Create(&engine_module);
     if (m == NULL)
         return NULL;

@@ -41,12 +41,14 @@ def _run(
     pull: bool = False,
     aioquic: bool = False,
     pacing: bool = True,
+    trace: bool = True,
 ) -> dict:
     """Connections over one bottleneck (the first on the path, the others through a
     DelayedPath), requests from the client at random times and responses on each stream;
     ``pull``: the server writes through ``on_send_ready``, a packet's worth per call;
-    ``aioquic``: the options the page-load model runs with (``http.network``)."""
-    sim = Simulator(seed, trace=True)
+    ``aioquic``: the options the page-load model runs with (``http.network``); ``trace=False``:
+    the engine's own run loop (it runs the C core's C events without the calls a traced run makes)."""
+    sim = Simulator(seed, trace=trace)
     path = Path(sim, rtt_s=rtt_s, bandwidth_bps=10e6, queue_bytes=queue_bytes, loss=loss, jitter=jitter)
     if drops is not None:
         path.forward.loss, path.reverse.loss = DropList(drops[0]), DropList(drops[1])
@@ -143,10 +145,12 @@ def _run(
 
 
 def _same(**scenario) -> dict:
-    """Run ``scenario`` on both implementations; assert every record is identical; return totals."""
+    """Run ``scenario`` on both implementations; assert every record is identical; return totals.
+    The C twin runs twice: traced (every event popped and called) and untraced (the engine's
+    loop, which runs the core's flushes and timer slots as C events)."""
     ref, twin = _run("python", **scenario), _run("c", **scenario)
-    for key in ref:
-        a, b = ref[key], twin[key]
+    untraced = _run("c", trace=False, **scenario)
+    for key, a, b in [(k, ref[k], twin[k]) for k in ref] + [(k, ref[k], untraced[k]) for k in ref if k != "trace"]:
         if repr(a) != repr(b):
             if isinstance(a, list):
                 first = next((i for i, (x, y) in enumerate(zip(a, b)) if repr(x) != repr(y)), min(len(a), len(b)))
@@ -260,6 +264,39 @@ def test_switch_picks_the_reference():
     conn = QuicConnection(sim, Path(sim, rtt_s=0.05), implementation="python")
     assert type(conn.client) is QuicEndpoint and conn.implementation == "python"
     assert native.resolve_quic("c") == "c"
+
+
+def _hooked_run(implementation: str) -> tuple[list, list, int]:
+    """A transfer over a path (and a DelayedPath on it) whose links have ``send`` replaced on the
+    instance, as the pcap writer does: what each hook saw, the trace, the packets the links sent."""
+    sim = Simulator(3, trace=True)
+    path = Path(sim, rtt_s=0.05, bandwidth_bps=10e6, loss=0.02)
+    seen: list = []
+    for tag, link in (("fwd", path.forward), ("rev", path.reverse)):
+        send = link.send
+
+        def hooked(packet, deliver, tag=tag, send=send):
+            seen.append((tag, packet.size_bytes, sim.now, repr(packet.payload)))
+            return send(packet, deliver)
+
+        link.send = hooked
+    for i, on in enumerate((path, DelayedPath(path, 0.02))):
+        conn = QuicConnection(sim, on, name=f"q{i}", handshake=True, implementation=implementation)
+        sid = conn.client.open_stream()
+        sim.call_at(0.01 * i, conn.client.write, sid, b"q" * 500, True)
+        sim.call_at(0.2 + 0.01 * i, conn.server.write, sid, b"r" * 60_000, True)
+    sim.run()
+    return seen, sim.trace, path.forward.stats.packets_sent + path.reverse.stats.packets_sent
+
+
+def test_core_sends_through_a_hooked_link_send():
+    """The core sends on a C link through the link's C send, which must still call a ``send``
+    replaced on the instance (the pcap writer's hook) for every packet, as the reference's
+    method call does: the same packets seen, the same events."""
+    ref, twin = _hooked_run("python"), _hooked_run("c")
+    assert repr(ref) == repr(twin)
+    seen, _, sent = twin
+    assert len(seen) == sent > 100 and {s[0] for s in seen} == {"fwd", "rev"}
 
 
 # -- the response writer (net.writer.ResponseWriter and its C twin, net._quic.ResponseWriter) ----

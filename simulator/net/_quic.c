@@ -23,6 +23,8 @@
  *   StrideTree   simulator/http/priority_tree.py  TreeScheduler's tree (_stride_tree.h, shared with _tcp.c)
  *   TimerSlots   simulator/engine.py               TimerSlots (the slots loss, ack, pace, handshake)
  *   _Bound       the endpoint's _flush, _on_packet and _ack_now, as the engine and links call them
+ *                (flushes and the timer slots' entries go on the engine's C queue as its C events,
+ *                _engine.c's push_c: the same keys and callables, run without a Python call)
  *   RttEstimator, CongestionControl  (_cc.h, shared with _tcp.c)  cc.RttEstimator, Reno, Cubic
  *
  * One QuicCore per endpoint of simulator/net/quic/native.py's NativeQuicEndpoint, which keeps
@@ -53,6 +55,7 @@
 #include <string.h>
 
 #define NET_MODULE "simulator.net._quic"
+#define LINK_SEND_CAPSULE "simulator.net._tcp.any_link_send"   /* _tcp.c's C links' send */
 enum { CC_RENO = 0, CC_CUBIC = 1 };
 #include "_cc.h"
 
@@ -61,6 +64,17 @@ enum { CC_RENO = 0, CC_CUBIC = 1 };
 #define LOSS_EPSILON_S 1e-9        /* recovery.LOSS_EPSILON_S */
 #define MONITOR_SIZE 5             /* cc.RttIncreaseMonitor's defaults */
 #define MONITOR_GRANULARITY_S 0.001
+
+/* A C link's send (_tcp.c's any_link_send, from its type's _c_send capsule): 1 sent, 0 dropped at
+ * the queue, -1 error; now: sim.now of this event. */
+typedef int (*link_send_fn)(PyObject *link, PyObject *packet, PyObject *deliver, const double *now);
+
+/* The engine's push of a C event (_engine.c's push_c, from the capsule EventQueue._c_push):
+ * callback(*args) at t, args (gen,) or (), which the loop runs as fire(callback, gen). */
+#define PUSH_C_CAPSULE "simulator._engine.push_c"
+#define PACKET_NEW_CAPSULE "simulator.net._tcp.packet_c_new"   /* _tcp.c's C Packet(size, payload) */
+typedef int (*push_c_fn)(PyObject *queue, double t, PyObject *t_obj, PyObject *callback,
+                         int (*fire)(PyObject *callback, uint64_t gen), uint64_t gen, int gen_arg);
 
 /* One ack-eliciting packet sent (recovery's QuicPacket record). */
 typedef struct {
@@ -105,9 +119,12 @@ typedef struct {
     /* the sending path's Python objects (bind): the packet classes, the endpoint's queues
      * of chunks [stream_id, offset, length, fin, retransmission] and its send streams */
     PyObject *packet_class, *link_packet_class, *retx_queue, *new_queue, *send_streams;
+    PyObject *(*link_packet_new)(long long size, PyObject *payload);   /* _tcp.c's Packet._c_new, or NULL */
     long long max_payload;
     /* the receiving path's (bind): the endpoint's receive streams and their class */
     PyObject *recv_streams, *recv_stream_class;
+    PyObject *send_stream_class;                 /* SendStream: a peer's stream answered (bind) */
+    int is_client;
     long long ack_every_packets;
     /* the endpoint's own figures and flags on the per-packet path, kept here (the endpoint's
      * attributes of these names read and write them: native.NativeQuicEndpoint's properties) */
@@ -117,8 +134,11 @@ typedef struct {
     /* the endpoint's fixed objects (bind): its simulator, timer slots, and loss-timer callback */
     PyObject *sim, *timers, *on_loss_timeout;
     PyObject *flush_event, *ack_now_event;       /* its _Bound flush and ack_now (callables) */
-    PyObject *link, *link_send;                  /* the endpoint's link and its bound send, when the
-                                                  * link's type is a static C type (fixed attributes) */
+    PyObject *push;                              /* sim._push when bound, and its engine's C push */
+    push_c_fn push_c;
+    PyObject *queue;                             /* (the queue: borrowed, push holds it) */
+    PyObject *link;                              /* the endpoint's link, and its type's C send when it */
+    link_send_fn link_send;                      /* is one of _tcp.c's links (Link, DelayedLink), else NULL */
 } CoreObject;
 
 static PyTypeObject CoreType;
@@ -189,7 +209,7 @@ fail:
 static PyObject *str_ready, *str_on_send_ready, *str_flush_scheduled, *str_ack_due, *str_unacked_eliciting,
     *str_next_pn, *str_packets_sent, *str_probe_packets_sent, *str_ack_packets_sent, *str_bytes_sent,
     *str_stream_bytes_sent, *str_stream_bytes_retransmitted, *str_timers, *str_set, *str_cancel, *str_loss,
-    *str_pace, *str_ack, *str_flush, *str_on_loss_timeout, *str_link, *str_send, *str_peer, *str_on_packet,
+    *str_pace, *str_ack, *str_flush, *str_on_loss_timeout, *str_link, *str_send, *str_c_send, *str_c_push, *str_c_new, *str_peer, *str_on_packet,
     *str_sim, *str_now, *str_acked_prefix, *str_fin_acked, *str_buf, *str_buf_offset, *str_written, *str_popleft,
     *str_call_soon, *str_fin_offset, *str_finished, *str_delivered, *str_heap, *str_heap_bytes, *str_reorder_bytes,
     *str_max_reorder_bytes, *str_bytes_delivered, *str_on_data, *str_on_ack_frame, *str_frames, *str_pn,
@@ -197,6 +217,23 @@ static PyObject *str_ready, *str_on_send_ready, *str_flush_scheduled, *str_ack_d
     *str_deliver, *str_flush_event, *str_ack_now_event, *str_starts, *str_ends, *str_done, *str_acked, *str_on_packet_acked,
     *str_on_stream_acked, *str_requeue_lost, *str_fin, *str_append, *str_push, *str_later, *str_later_bytes,
     *str_appendleft, *str_write, *str_cwnd_bytes;
+
+/* sim._push's C push: when it is the push method of an engine EventQueue with the capsule,
+ * that function and the queue (borrowed: the bound method holds it), else NULL. */
+static push_c_fn
+queue_push_c(PyObject *push, PyObject **queue)
+{
+    if (push == NULL || !PyCFunction_Check(push) || strcmp(((PyCFunctionObject *)push)->m_ml->ml_name, "push") != 0)
+        return NULL;
+    PyObject *self = PyCFunction_GET_SELF(push);
+    if (self == NULL)
+        return NULL;
+    PyObject *cap = _PyType_Lookup(Py_TYPE(self), str_c_push);   /* borrowed */
+    if (cap == NULL || !PyCapsule_IsValid(cap, PUSH_C_CAPSULE))
+        return NULL;
+    *queue = self;
+    return (push_c_fn)PyCapsule_GetPointer(cap, PUSH_C_CAPSULE);
+}
 static PyObject *empty_bytes, *empty_tuple;
 
 /* collections.deque and its methods append, appendleft and popleft, looked up once: a queue of
@@ -616,13 +653,14 @@ Core_traverse(CoreObject *c, visitproc visit, void *arg)
     Py_VISIT(c->send_streams);
     Py_VISIT(c->recv_streams);
     Py_VISIT(c->recv_stream_class);
+    Py_VISIT(c->send_stream_class);
     Py_VISIT(c->sim);
     Py_VISIT(c->timers);
     Py_VISIT(c->on_loss_timeout);
     Py_VISIT(c->flush_event);
     Py_VISIT(c->ack_now_event);
     Py_VISIT(c->link);
-    Py_VISIT(c->link_send);
+    Py_VISIT(c->push);
     for (Py_ssize_t i = c->head; i < c->head + c->len; i++)
         Py_VISIT(c->sent[i].packet);
     return 0;
@@ -639,13 +677,14 @@ Core_clear(CoreObject *c)
     Py_CLEAR(c->send_streams);
     Py_CLEAR(c->recv_streams);
     Py_CLEAR(c->recv_stream_class);
+    Py_CLEAR(c->send_stream_class);
     Py_CLEAR(c->sim);
     Py_CLEAR(c->timers);
     Py_CLEAR(c->on_loss_timeout);
     Py_CLEAR(c->flush_event);
     Py_CLEAR(c->ack_now_event);
     Py_CLEAR(c->link);
-    Py_CLEAR(c->link_send);
+    Py_CLEAR(c->push);
     clear_sent(c);
     return 0;
 }
@@ -1044,19 +1083,9 @@ Core_paced(CoreObject *c, PyObject *arg)
 
 /* on_packet_number(pn, now): record a received packet number; True if it arrived out of
  * order (13.2.1: below the largest, or a gap before it). */
-static PyObject *
-Core_on_packet_number(CoreObject *c, PyObject *const *args, Py_ssize_t nargs)
+static int
+packet_number(CoreObject *c, long long pn, double now)
 {
-    if (nargs != 2) {
-        PyErr_SetString(PyExc_TypeError, "on_packet_number(pn, now)");
-        return NULL;
-    }
-    long long pn = PyLong_AsLongLong(args[0]);
-    if (pn == -1 && PyErr_Occurred())
-        return NULL;
-    double now;
-    if (get_double(args[1], &now) < 0)
-        return NULL;
     long long *lows = c->lows, *highs = c->highs;
     int n = c->nranges;
     long long largest = c->largest_recv_pn;
@@ -1094,7 +1123,23 @@ Core_on_packet_number(CoreObject *c, PyObject *const *args, Py_ssize_t nargs)
         c->largest_recv_pn = pn;
         c->largest_recv_time_s = now;
     }
-    return PyBool_FromLong(largest >= 0 && (pn < largest || pn > largest + 1));
+    return largest >= 0 && (pn < largest || pn > largest + 1);
+}
+
+static PyObject *
+Core_on_packet_number(CoreObject *c, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 2) {
+        PyErr_SetString(PyExc_TypeError, "on_packet_number(pn, now)");
+        return NULL;
+    }
+    long long pn = PyLong_AsLongLong(args[0]);
+    if (pn == -1 && PyErr_Occurred())
+        return NULL;
+    double now;
+    if (get_double(args[1], &now) < 0)
+        return NULL;
+    return PyBool_FromLong(packet_number(c, pn, now));
 }
 
 static long long
@@ -1181,6 +1226,8 @@ static const int slot_rank[N_SLOTS] = {2, 0, 3, 1};      /* their names' sort or
 typedef struct {
     PyObject_HEAD
     PyObject *sim, *owner, *push, *fire;
+    push_c_fn push_c;               /* push's C push (NULL: call push), on queue (borrowed) */
+    PyObject *queue;
     double when[N_SLOTS];
     PyObject *cb[N_SLOTS];          /* NULL: the slot is empty */
     double scheduled;
@@ -1201,12 +1248,20 @@ slot_of(PyObject *name)
     return -1;
 }
 
+static int timers_cfire(PyObject *fire, uint64_t gen);
+
 static int
 tm_schedule(TimersObject *t, double when)
 {
     t->gen += 1;
     t->scheduled = when;
     t->has_scheduled = 1;
+    if (t->push_c != NULL) {          /* the engine's C event: the same key, callable and args */
+        PyObject *w = PyFloat_FromDouble(when);
+        int rc = w == NULL ? -1 : t->push_c(t->queue, when, w, t->fire, timers_cfire, (uint64_t)t->gen, 1);
+        Py_XDECREF(w);
+        return rc;
+    }
     PyObject *args = STEAL_TUPLE(PyLong_FromLongLong(t->gen));
     PyObject *when_o = args == NULL ? NULL : PyFloat_FromDouble(when);
     PyObject *r = when_o == NULL ? NULL : call3(t->push, when_o, t->fire, args);
@@ -1269,6 +1324,7 @@ Timers_new(PyTypeObject *type, PyObject *args, PyObject *kw)
         Py_DECREF(t);
         return NULL;
     }
+    t->push_c = PyCFunction_Check(t->fire) ? queue_push_c(t->push, &t->queue) : NULL;
     return (PyObject *)t;
 }
 
@@ -1358,18 +1414,15 @@ Timers_armed(TimersObject *t, PyObject *unused)
 }
 
 /* TimerSlots._fire(gen): the slots due now, earliest first (equal times in name order). */
-static PyObject *
-Timers_fire(TimersObject *t, PyObject *gen_obj)
+static int
+timers_fire_gen(TimersObject *t, long long gen)
 {
-    long long gen = PyLong_AsLongLong(gen_obj);
-    if (gen == -1 && PyErr_Occurred())
-        return NULL;
     if (gen != t->gen)
-        Py_RETURN_NONE;               /* superseded by an earlier expiry */
+        return 0;                     /* superseded by an earlier expiry */
     t->has_scheduled = 0;
     double now;
     if (tm_now(t, &now) < 0)
-        return NULL;
+        return -1;
     int order[N_SLOTS], n = 0;
     double due[N_SLOTS];
     for (int i = 0; i < N_SLOTS; i++)
@@ -1393,7 +1446,7 @@ Timers_fire(TimersObject *t, PyObject *gen_obj)
         PyObject *r = PyObject_CallNoArgs(callback);
         Py_DECREF(callback);
         if (r == NULL)
-            return NULL;
+            return -1;
         Py_DECREF(r);
     }
     if (!t->has_scheduled) {
@@ -1405,9 +1458,25 @@ Timers_fire(TimersObject *t, PyObject *gen_obj)
                 any = 1;
             }
         if (any && tm_schedule(t, later) < 0)
-            return NULL;
+            return -1;
     }
+    return 0;
+}
+
+static PyObject *
+Timers_fire(TimersObject *t, PyObject *gen_obj)
+{
+    long long gen = PyLong_AsLongLong(gen_obj);
+    if ((gen == -1 && PyErr_Occurred()) || timers_fire_gen(t, gen) < 0)
+        return NULL;
     Py_RETURN_NONE;
+}
+
+/* The engine's C event of a TimerSlots (fire: its bound _fire, which a traced run calls). */
+static int
+timers_cfire(PyObject *fire, uint64_t gen)
+{
+    return timers_fire_gen((TimersObject *)PyCFunction_GET_SELF(fire), (long long)gen);
 }
 
 static PyMethodDef Timers_methods[] = {
@@ -1571,43 +1640,48 @@ acked_now(CoreObject *c)
     return 0;
 }
 
-/* self.link.send(Packet(wire, packet), self.peer._on_packet) */
+/* self.link.send(Packet(wire, packet), self.peer._on_packet); a link of _tcp.c's types through
+ * its C send (which calls a send hooked on the instance, as the method call would), looked up
+ * once per link; any other link by its send method. */
 static int
-send_on_link(CoreObject *c, PyObject *ep, long long wire, PyObject *packet)
+send_on_link(CoreObject *c, PyObject *ep, long long wire, PyObject *packet, double now)
 {
-    PyObject *wire_o = PyLong_FromLongLong(wire);
-    PyObject *lp = wire_o == NULL ? NULL : call2(c->link_packet_class, wire_o, packet);
-    Py_XDECREF(wire_o);
+    PyObject *lp;
+    if (c->link_packet_new != NULL)
+        lp = c->link_packet_new(wire, packet);
+    else {
+        PyObject *wire_o = PyLong_FromLongLong(wire);
+        lp = wire_o == NULL ? NULL : call2(c->link_packet_class, wire_o, packet);
+        Py_XDECREF(wire_o);
+    }
     if (lp == NULL)
         return -1;
     PyObject *link = fast_getattr(ep, str_link);
     PyObject *peer = link == NULL ? NULL : fast_getattr(ep, str_peer);
     PyObject *deliver = peer == NULL ? NULL : fast_getattr(peer, str_deliver);
-    PyObject *r = NULL;
+    int rc = -1;
     if (deliver != NULL) {
-        PyTypeObject *tp = Py_TYPE(link);
-        if (link != c->link && tp->tp_dictoffset == 0 && !(tp->tp_flags & Py_TPFLAGS_HEAPTYPE)) {
-            PyObject *send = PyObject_GetAttr(link, str_send);   /* a C link's send: looked up once */
-            if (send != NULL) {
-                Py_XSETREF(c->link, Py_NewRef(link));
-                Py_XSETREF(c->link_send, send);
-            }
-            else
-                PyErr_Clear();
+        if (link != c->link) {
+            PyObject *cap = _PyType_Lookup(Py_TYPE(link), str_c_send);   /* borrowed */
+            Py_XSETREF(c->link, Py_NewRef(link));
+            c->link_send = cap != NULL && PyCapsule_IsValid(cap, LINK_SEND_CAPSULE)
+                               ? (link_send_fn)PyCapsule_GetPointer(cap, LINK_SEND_CAPSULE)
+                               : NULL;
         }
-        if (link == c->link)
-            r = call2(c->link_send, lp, deliver);
+        if (c->link_send != NULL)
+            rc = c->link_send(link, lp, deliver, &now) < 0 ? -1 : 0;
         else {
             PyObject *argv[3] = {link, lp, deliver};
-            r = PyObject_VectorcallMethod(str_send, argv, 3, NULL);
+            PyObject *r = PyObject_VectorcallMethod(str_send, argv, 3, NULL);
+            rc = r == NULL ? -1 : 0;
+            Py_XDECREF(r);
         }
     }
     Py_XDECREF(deliver);
     Py_XDECREF(peer);
     Py_XDECREF(link);
     Py_DECREF(lp);
-    Py_XDECREF(r);
-    return r == NULL ? -1 : 0;
+    return rc;
 }
 
 /* QuicPacket(pn, time_sent_s, size_bytes, frames, ack, ack_eliciting, probe) and the count. */
@@ -1669,7 +1743,7 @@ send_packet(CoreObject *c, PyObject *ep, PyObject *frames, long long size, int p
     if (probe)
         c->probe_packets_sent += 1;
     c->bytes_sent += wire;
-    int rc = (record_sent(c, packet, pn, now, size) < 0 || send_on_link(c, ep, wire, packet) < 0) ? -1 : 0;
+    int rc = (record_sent(c, packet, pn, now, size) < 0 || send_on_link(c, ep, wire, packet, now) < 0) ? -1 : 0;
     Py_DECREF(packet);
     return rc;
 }
@@ -1696,7 +1770,7 @@ send_ack(CoreObject *c, PyObject *ep, double now)
     c->packets_sent += 1;
     c->ack_packets_sent += 1;
     c->bytes_sent += wire;
-    int rc = send_on_link(c, ep, wire, packet) < 0 ? -1 : 0;
+    int rc = send_on_link(c, ep, wire, packet, now) < 0 ? -1 : 0;
     Py_DECREF(packet);
     return rc;
 }
@@ -2140,33 +2214,66 @@ Core_set_loss_timer(CoreObject *c, PyObject *ep)
 }
 
 /* bind(QuicPacket, link.Packet, retx_queue, new_queue, send_streams, max_payload, recv_streams,
- *      RecvStream, ack_every_packets, sim, timers, on_loss_timeout): the endpoint's objects the
- *      core works on */
+ *      RecvStream, ack_every_packets, sim, timers, on_loss_timeout, SendStream, is_client): the
+ *      endpoint's objects the core works on */
 static PyObject *
 Core_bind(CoreObject *c, PyObject *const *args, Py_ssize_t nargs)
 {
-    if (nargs != 12 || !PyDict_Check(args[4]) || !PyDict_Check(args[6])) {
+    if (nargs != 14 || !PyDict_Check(args[4]) || !PyDict_Check(args[6])) {
         PyErr_SetString(PyExc_TypeError, "bind(packet_class, link_packet_class, retx_queue, new_queue, "
                         "send_streams: dict, max_payload, recv_streams: dict, recv_stream_class, ack_every_packets, "
-                        "sim, timers, on_loss_timeout)");
+                        "sim, timers, on_loss_timeout, send_stream_class, is_client)");
         return NULL;
     }
     long long max_payload = PyLong_AsLongLong(args[5]);
     long long ack_every = PyLong_AsLongLong(args[8]);
-    if ((max_payload == -1 || ack_every == -1) && PyErr_Occurred())
+    int is_client = PyObject_IsTrue(args[13]);
+    if (((max_payload == -1 || ack_every == -1) && PyErr_Occurred()) || is_client < 0)
         return NULL;
-    PyObject **fields[10] = {&c->packet_class, &c->link_packet_class, &c->retx_queue, &c->new_queue,
+    PyObject **fields[11] = {&c->packet_class, &c->link_packet_class, &c->retx_queue, &c->new_queue,
                              &c->send_streams, &c->recv_streams, &c->recv_stream_class, &c->sim, &c->timers,
-                             &c->on_loss_timeout};
-    PyObject *values[10] = {args[0], args[1], args[2], args[3], args[4], args[6], args[7], args[9], args[10],
-                            args[11]};
-    for (int i = 0; i < 10; i++) {
+                             &c->on_loss_timeout, &c->send_stream_class};
+    PyObject *values[11] = {args[0], args[1], args[2], args[3], args[4], args[6], args[7], args[9], args[10],
+                            args[11], args[12]};
+    for (int i = 0; i < 11; i++) {
         Py_INCREF(values[i]);
         Py_XSETREF(*fields[i], values[i]);
     }
     c->max_payload = max_payload;
     c->ack_every_packets = ack_every;
+    c->is_client = is_client;
+    /* link.Packet's C twin: made by its C function (from the capsule in the type's own dict) */
+    c->link_packet_new = NULL;
+    if (PyType_Check(c->link_packet_class)) {
+        PyObject *cap = PyDict_GetItemWithError(((PyTypeObject *)c->link_packet_class)->tp_dict, str_c_new);
+        if (cap != NULL && PyCapsule_IsValid(cap, PACKET_NEW_CAPSULE))
+            c->link_packet_new = (PyObject * (*)(long long, PyObject *)) PyCapsule_GetPointer(cap, PACKET_NEW_CAPSULE);
+        else if (PyErr_Occurred())
+            return NULL;
+    }
     Py_RETURN_NONE;
+}
+
+/* connection.QuicEndpoint.write's first write on a peer's bidirectional stream (RFC 9000 2.1:
+ * the low bit says who opened it, the next one whether it is unidirectional): its SendStream
+ * made and kept in send_streams.  Borrowed; NULL without an error when the reference must
+ * run instead (an own stream not opened, a peer's unidirectional stream: its errors). */
+static PyObject *
+peer_send_stream(CoreObject *c, PyObject *sid)
+{
+    if (!PyLong_CheckExact(sid) || c->send_stream_class == NULL)
+        return NULL;
+    long long id = PyLong_AsLongLong(sid);
+    if (id == -1 && PyErr_Occurred())
+        return NULL;
+    if (id < 0 || (id & 1) == (c->is_client ? 0 : 1) || (id & 2))
+        return NULL;
+    PyObject *stream = PyObject_CallOneArg(c->send_stream_class, sid);
+    if (stream == NULL)
+        return NULL;
+    int rc = PyDict_SetItem(c->send_streams, sid, stream);
+    Py_DECREF(stream);                       /* the dict holds it */
+    return rc < 0 ? NULL : stream;
 }
 
 /* -- the receiving path (connection.QuicEndpoint._on_packet for 1-RTT packets once the
@@ -2174,21 +2281,54 @@ Core_bind(CoreObject *c, PyObject *const *args, Py_ssize_t nargs)
 
 static PyObject *heappush_fn, *heappop_fn;
 
-/* self._schedule_flush(): one flush per instant (packet_builder). */
+static PyTypeObject BoundType;
+static int bound_cfire(PyObject *bound, uint64_t gen);
+
+/* self._schedule_flush(): one flush per instant (packet_builder).  sim.call_soon(self._flush),
+ * as Simulator.call_soon does it: sim._push(sim.now, callback, ()); on the engine's C queue
+ * as its C event (the same key and callable, run without a call through Python). */
 static int
 schedule_flush(CoreObject *c)
 {
     if (c->flush_scheduled)
         return 0;
     c->flush_scheduled = 1;
-    /* sim.call_soon(self._flush), as Simulator.call_soon does it: sim._push(sim.now, callback, ()) */
     PyObject *push = fast_getattr(c->sim, str_push);
-    PyObject *now = push == NULL ? NULL : fast_getattr(c->sim, str_now);
-    PyObject *r = now == NULL ? NULL : call3(push, now, c->flush_event, empty_tuple);
-    Py_XDECREF(now);
-    Py_XDECREF(push);
-    Py_XDECREF(r);
-    return r == NULL ? -1 : 0;
+    if (push == NULL)
+        return -1;
+    if (push != c->push) {                   /* sim._push seen first (or replaced): its C push? */
+        Py_XSETREF(c->push, Py_NewRef(push));
+        c->push_c = Py_IS_TYPE(c->flush_event, &BoundType) ? queue_push_c(push, &c->queue) : NULL;
+    }
+    PyObject *now = fast_getattr(c->sim, str_now);
+    int rc = -1;
+    if (now != NULL) {
+        double t;
+        if (c->push_c != NULL)
+            rc = get_double(now, &t) < 0 ? -1 : c->push_c(c->queue, t, now, c->flush_event, bound_cfire, 0, 0);
+        else {
+            PyObject *r = call3(push, now, c->flush_event, empty_tuple);
+            rc = r == NULL ? -1 : 0;
+            Py_XDECREF(r);
+        }
+        Py_DECREF(now);
+    }
+    Py_DECREF(push);
+    return rc;
+}
+
+/* schedule_flush(): the endpoint's _schedule_flush and want_to_send (the Python that stays
+ * calls it: a stream's first write, the handshake, a lost packet's data queued again). */
+static PyObject *
+Core_schedule_flush(CoreObject *c, PyObject *Py_UNUSED(ignored))
+{
+    if (c->sim == NULL || c->flush_event == NULL) {
+        PyErr_SetString(PyExc_RuntimeError, "QuicCore.bind() first");
+        return NULL;
+    }
+    if (schedule_flush(c) < 0)
+        return NULL;
+    Py_RETURN_NONE;
 }
 
 /* ack._ack_now: the ACK is due; it goes in the next packet or alone (RFC 9000 13.2). */
@@ -2219,6 +2359,28 @@ tail_of(PyObject *data, Py_ssize_t start)
     return PySequence_GetSlice(data, start, PY_SSIZE_T_MAX);
 }
 
+/* The bytes one frame delivers, in order: the first part alone (the usual case: no list), a
+ * list once there are more (joined as the reference joins them).  Steals part. */
+static int
+add_part(PyObject **first, PyObject **parts, PyObject *part)
+{
+    if (*first == NULL && *parts == NULL) {
+        *first = part;
+        return 0;
+    }
+    if (*parts == NULL) {
+        if ((*parts = PyList_New(1)) == NULL) {
+            Py_DECREF(part);
+            return -1;
+        }
+        PyList_SET_ITEM(*parts, 0, *first);
+        *first = NULL;
+    }
+    int rc = PyList_Append(*parts, part);
+    Py_DECREF(part);
+    return rc;
+}
+
 /* connection.QuicEndpoint._on_stream_frame: deliver a stream's bytes as soon as they are
  * contiguous in that stream's order (no head-of-line blocking across streams). */
 static int
@@ -2238,7 +2400,7 @@ on_stream_frame(CoreObject *c, PyObject *ep, PyObject *sid, PyObject *offset_o, 
             return -1;
     }
     Py_INCREF(stream);
-    PyObject *parts = NULL, *heap = NULL;
+    PyObject *parts = NULL, *first = NULL, *heap = NULL;
     int rc = -1;
     long long offset = PyLong_AsLongLong(offset_o);
     Py_ssize_t n = length_of(data);
@@ -2273,15 +2435,10 @@ on_stream_frame(CoreObject *c, PyObject *ep, PyObject *sid, PyObject *offset_o, 
         goto done;
     }
     long long start_delivered = delivered;
-    if ((parts = PyList_New(0)) == NULL)
-        goto done;
     if (end > delivered) {
         PyObject *part = offset == delivered ? (Py_INCREF(data), data) : tail_of(data, delivered - offset);
-        if (part == NULL || PyList_Append(parts, part) < 0) {
-            Py_XDECREF(part);
+        if (part == NULL || add_part(&first, &parts, part) < 0)
             goto done;
-        }
-        Py_DECREF(part);
         delivered = end;
     }
     while (PyList_GET_SIZE(heap) > 0) {
@@ -2303,12 +2460,10 @@ on_stream_frame(CoreObject *c, PyObject *ep, PyObject *sid, PyObject *offset_o, 
         long long held_end = top_offset + held_n;
         if (held_end > delivered) {
             PyObject *part = tail_of(held, delivered - top_offset);
-            if (part == NULL || PyList_Append(parts, part) < 0) {
-                Py_XDECREF(part);
+            if (part == NULL || add_part(&first, &parts, part) < 0) {
                 Py_DECREF(popped);
                 goto done;
             }
-            Py_DECREF(part);
             delivered = held_end;
         }
         Py_DECREF(popped);
@@ -2327,12 +2482,12 @@ on_stream_frame(CoreObject *c, PyObject *ep, PyObject *sid, PyObject *offset_o, 
             goto done;
         if (on_data != Py_None) {
             PyObject *chunk;
-            if (PyList_GET_SIZE(parts) == 1) {
-                chunk = PyList_GET_ITEM(parts, 0);
-                Py_INCREF(chunk);
-            }
-            else
+            if (first != NULL)
+                chunk = Py_NewRef(first);
+            else if (parts != NULL)
                 chunk = PyObject_CallMethodOneArg(empty_bytes, str_join, parts);
+            else                                /* nothing new: b"".join([]) */
+                chunk = Py_NewRef(empty_bytes);
             PyObject *r = chunk == NULL ? NULL
                 : call4(on_data, sid, chunk, is_done ? Py_True : Py_False, now_o);
             Py_XDECREF(chunk);
@@ -2346,6 +2501,7 @@ on_stream_frame(CoreObject *c, PyObject *ep, PyObject *sid, PyObject *offset_o, 
     }
     rc = 0;
 done:
+    Py_XDECREF(first);
     Py_XDECREF(parts);
     Py_XDECREF(heap);
     Py_DECREF(stream);
@@ -2893,14 +3049,12 @@ Core_receive(CoreObject *c, PyObject *const *args, Py_ssize_t nargs)
             goto error;
     }
     /* ack._on_packet_number */
-    if ((pn_o = qp != NULL ? PyLong_FromLongLong(qp->pn) : fast_getattr(packet, str_pn)) == NULL)
+    long long pn;
+    if (qp != NULL)
+        pn = qp->pn;
+    else if ((pn_o = fast_getattr(packet, str_pn)) == NULL || ((pn = PyLong_AsLongLong(pn_o)) == -1 && PyErr_Occurred()))
         goto error;
-    PyObject *argv[2] = {pn_o, now_o};
-    PyObject *ooo = Core_on_packet_number(c, argv, 2);
-    if (ooo == NULL)
-        goto error;
-    int out_of_order = ooo == Py_True;
-    Py_DECREF(ooo);
+    int out_of_order = packet_number(c, pn, now);
     int eliciting = qp != NULL ? qp->ack_eliciting != 0 : attr_truthy(packet, str_ack_eliciting);
     if (eliciting < 0)
         goto error;
@@ -2911,11 +3065,16 @@ Core_receive(CoreObject *c, PyObject *const *args, Py_ssize_t nargs)
                 goto error;
         }
         else {
-            PyObject *expiry = call_timers(c, str_expiry, str_ack, NULL, NULL);
-            if (expiry == NULL)
-                goto error;
-            int unset = expiry == Py_None;
-            Py_DECREF(expiry);
+            int unset;
+            if (Py_IS_TYPE(c->timers, &TimersType))           /* the C slots: read in place */
+                unset = ((TimersObject *)c->timers)->cb[fast_slot(str_ack)] == NULL;
+            else {
+                PyObject *expiry = call_timers(c, str_expiry, str_ack, NULL, NULL);
+                if (expiry == NULL)
+                    goto error;
+                unset = expiry == Py_None;
+                Py_DECREF(expiry);
+            }
             if (unset) {
                 PyObject *delay = fast_getattr(ep, str_ack_delay_s);
                 double d;
@@ -2928,7 +3087,7 @@ Core_receive(CoreObject *c, PyObject *const *args, Py_ssize_t nargs)
             }
         }
     }
-    Py_DECREF(pn_o);
+    Py_XDECREF(pn_o);
     Py_DECREF(seq);
     Py_DECREF(frames);
     Py_DECREF(now_o);
@@ -3005,6 +3164,15 @@ Bound_vectorcall(BoundObject *b, PyObject *const *args, size_t nargsf, PyObject 
         r = PyObject_CallMethodOneArg(ep, str_on_packet, args[0]);
     Py_DECREF(payload);
     return r;
+}
+
+/* The engine's C event of a flush (schedule_flush): what calling the _Bound with no
+ * arguments does, without the call. */
+static int
+bound_cfire(PyObject *bound, uint64_t gen)
+{
+    BoundObject *b = (BoundObject *)bound;
+    return b->kind == BOUND_FLUSH ? flush(b->core, b->endpoint) : ack_now(b->core);
 }
 
 static PyObject *
@@ -3145,6 +3313,8 @@ static PyMethodDef Core_methods[] = {
     {"receive", (PyCFunction)(void (*)(void))Core_receive, METH_FASTCALL,
      "receive(endpoint, packet): a 1-RTT packet (connection.QuicEndpoint._on_packet)"},
     {"flush", (PyCFunction)Core_flush, METH_O, "flush(endpoint): packet_builder._flush"},
+    {"schedule_flush", (PyCFunction)Core_schedule_flush, METH_NOARGS,
+     "schedule_flush(): packet_builder._schedule_flush (one flush per instant)"},
     {"send_packet", (PyCFunction)(void (*)(void))Core_send_packet, METH_FASTCALL,
      "send_packet(endpoint, frames, size_bytes, probe): packet_builder._send_packet"},
     {"send_ack", (PyCFunction)Core_send_ack, METH_O, "send_ack(endpoint): ack._send_ack"},
@@ -3256,6 +3426,8 @@ writer_write(PyObject *self, PyObject *sid, long long n, int end)
     PyObject *end_o = end ? Py_True : Py_False;
     int rc;
     PyObject *stream = PyDict_GetItemWithError(w->core->send_streams, sid);   /* borrowed */
+    if (stream == NULL && !PyErr_Occurred())
+        stream = peer_send_stream(w->core, sid);                            /* a response's first write */
     int fin = stream == NULL ? (PyErr_Occurred() ? -1 : 1) : attr_truthy(stream, str_fin);
     if (fin < 0)
         rc = -1;
@@ -3502,6 +3674,9 @@ PyInit__quic(void)
     INTERN(str_on_loss_timeout, "_on_loss_detection_timeout");
     INTERN(str_link, "link");
     INTERN(str_send, "send");
+    INTERN(str_c_send, "_c_send");
+    INTERN(str_c_push, "_c_push");
+    INTERN(str_c_new, "_c_new");
     INTERN(str_peer, "peer");
     INTERN(str_on_packet, "_on_packet");
     INTERN(str_sim, "sim");

@@ -45,6 +45,8 @@
 #include "_fastattr.h"    /* fast_getattr: a slot (sim.now, a Bernoulli's p) read at its offset */
 
 #define NET_MODULE "simulator.net._tcp"
+#define LINK_SEND_CAPSULE "simulator.net._tcp.any_link_send"   /* Link._c_send, for _quic.c */
+#define PACKET_NEW_CAPSULE "simulator.net._tcp.packet_c_new"    /* Packet._c_new, for _quic.c */
 #define MAX_BACKOFF (1LL << 16)
 enum { SLOT_RTO = 0, SLOT_DELACK = 1 };
 enum { CC_RENO = 0, CC_CUBIC = 1 };
@@ -365,6 +367,22 @@ Packet_vectorcall(PyObject *type, PyObject *const *args, size_t nargsf, PyObject
     Py_DECREF(tuple);
     Py_XDECREF(kw);
     return r;
+}
+
+/* A Packet(size_bytes, payload) made in C, for the QUIC twin (_quic.c's send_on_link, from the
+ * capsule Packet._c_new): what the vectorcall above makes, without the int and the call. */
+static PyObject *
+packet_c_new(long long size_bytes, PyObject *payload)
+{
+    PacketObject *p = (PacketObject *)PacketType.tp_alloc(&PacketType, 0);
+    if (p == NULL)
+        return NULL;
+    p->size_bytes = size_bytes;
+    p->payload = Py_NewRef(payload);
+    p->link_seq = 0;
+    p->sent_s = 0.0;
+    p->lost = 0;
+    return (PyObject *)p;
 }
 
 static PyTypeObject PacketType = {
@@ -3978,6 +3996,23 @@ PyInit__tcp(void)
     for (size_t i = 0; i < sizeof(types) / sizeof(types[0]); i++)
         if (PyType_Ready(types[i]) < 0)
             return NULL;
+    PyObject *new_cap = PyCapsule_New((void *)packet_c_new, PACKET_NEW_CAPSULE, NULL);
+    int new_rc = new_cap == NULL ? -1 : PyDict_SetItemString(PacketType.tp_dict, "_c_new", new_cap);
+    Py_XDECREF(new_cap);
+    if (new_rc < 0)
+        return NULL;
+    PyType_Modified(&PacketType);
+    /* The C send of these two link types for the QUIC twin (_quic.c's send_on_link): any_link_send
+     * in a capsule on the type, so a core calls the send of the very module that made its link. */
+    PyTypeObject *link_types[] = {&LinkType, &DelayedLinkType};
+    for (size_t i = 0; i < 2; i++) {
+        PyObject *cap = PyCapsule_New((void *)any_link_send, LINK_SEND_CAPSULE, NULL);
+        int rc = cap == NULL ? -1 : PyDict_SetItemString(link_types[i]->tp_dict, "_c_send", cap);
+        Py_XDECREF(cap);
+        if (rc < 0)
+            return NULL;
+        PyType_Modified(link_types[i]);
+    }
     PyObject *m = PyModule_Create(&tcp_module);
     if (m == NULL)
         return NULL;

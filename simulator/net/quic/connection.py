@@ -149,7 +149,6 @@ class QuicEndpoint(PacketBuilder, AckGeneration, LossRecovery, Handshake):
         self.name = name
         self.peer: QuicEndpoint | None = None
         self.link = None
-        self.timers = sim.timers(name, ("loss", "ack", "pace", "handshake"))
         self.on_data: DataCallback | None = None
         self.on_stream_acked: Callable[[int, int], None] | None = None
         self.on_packet_acked: Callable[[int, list], None] | None = None
@@ -161,16 +160,11 @@ class QuicEndpoint(PacketBuilder, AckGeneration, LossRecovery, Handshake):
         self._send_streams: dict[int, SendStream] = {}
         self._recv_streams: dict[int, RecvStream] = {}
 
-        self._next_pn = 0
         self._new_queue: deque[list] = deque()  # [stream_id, offset, length, fin], write order
         self._retx_queue: deque[list] = deque()  # lost data, sent before new data
-        self._flush_scheduled = False
         self._max_payload = config.max_datagram_bytes - SHORT_HEADER_BYTES
 
-        self.rtt = RttEstimator(initial_rtt_s=config.initial_rtt_s)
-        self.cc = make_congestion_control(
-            config.cc, config.max_datagram_bytes, initial_window_segments=config.initial_window_segments
-        )
+        self.timers, self.rtt, self.cc, self.pacer, self.rtt_monitor = self._parts(config, pacing, slow_start_rtt_exit)
         self._sent: dict[int, QuicPacket] = {}  # outstanding ack-eliciting packets by number
         self._sent_order: deque[QuicPacket] = deque()  # the same, oldest first (lazily pruned)
         self._largest_acked = -1
@@ -180,20 +174,15 @@ class QuicEndpoint(PacketBuilder, AckGeneration, LossRecovery, Handshake):
         self._pto_watch_pn = -1  # PTOs fired while packets up to it were in flight,
         self._pto_watch_ptos = 0  # how many, and whether one of those was lost
         self._pto_watch_lost = False
-        self.bytes_in_flight = 0
         self._recovery_start_s = -1.0
 
         self._recv_lows: list[int] = []  # received packet numbers, inclusive ranges, ascending
         self._recv_highs: list[int] = []
         self._largest_recv_pn = -1
         self._largest_recv_time_s = 0.0
-        self._unacked_eliciting = 0
-        self._ack_due = False  # an ACK must go out now (with data, or alone)
         self._ack_delay_s = config.max_ack_delay_s if ack_delay_s is None else ack_delay_s
 
-        self.pacer = Pacer(config.max_datagram_bytes) if pacing else None
         self.retransmit_in_turn = retransmit_in_turn
-        self.rtt_monitor = RttIncreaseMonitor() if slow_start_rtt_exit else None
         self.ready = not handshake  # 1-RTT keys in use (RFC 9001 section 4.1.4)
         self.handshake_done_s = 0.0 if not handshake else None
         self._hs_flight: list[CryptoDatagram] = []  # this side's current handshake flight
@@ -208,6 +197,33 @@ class QuicEndpoint(PacketBuilder, AckGeneration, LossRecovery, Handshake):
         self.crypto_datagrams_sent = 0
         self.handshake_ptos = 0
 
+        self._zero_sending_state()
+        self.bytes_delivered = 0
+        self.reorder_bytes = 0
+        self.max_reorder_bytes = 0
+        self.cwnd_log: list[tuple[float, float]] | None = [(0.0, self.cc.cwnd_bytes)] if log_cwnd else None
+
+    def _parts(self, config: TransportConfig, pacing: bool, slow_start_rtt_exit: bool) -> tuple:
+        """The timer slots, RTT estimator, congestion window, pacer and RTT monitor
+        (``native.NativeQuicEndpoint``'s are its C core's)."""
+        return (
+            self.sim.timers(self.name, ("loss", "ack", "pace", "handshake")),
+            RttEstimator(initial_rtt_s=config.initial_rtt_s),
+            make_congestion_control(
+                config.cc, config.max_datagram_bytes, initial_window_segments=config.initial_window_segments
+            ),
+            Pacer(config.max_datagram_bytes) if pacing else None,
+            RttIncreaseMonitor() if slow_start_rtt_exit else None,
+        )
+
+    def _zero_sending_state(self) -> None:
+        """The packet number, flags and counters of the sending path at their start
+        (``native.NativeQuicEndpoint``'s core starts them there itself)."""
+        self._next_pn = 0
+        self._flush_scheduled = False
+        self.bytes_in_flight = 0
+        self._unacked_eliciting = 0
+        self._ack_due = False  # an ACK must go out now (with data, or alone)
         self.packets_sent = 0
         self.ack_packets_sent = 0
         self.probe_packets_sent = 0
@@ -220,10 +236,6 @@ class QuicEndpoint(PacketBuilder, AckGeneration, LossRecovery, Handshake):
         self.bytes_sent = 0
         self.stream_bytes_sent = 0
         self.stream_bytes_retransmitted = 0
-        self.bytes_delivered = 0
-        self.reorder_bytes = 0
-        self.max_reorder_bytes = 0
-        self.cwnd_log: list[tuple[float, float]] | None = [(0.0, self.cc.cwnd_bytes)] if log_cwnd else None
 
     # -- application interface -------------------------------------------------------
     def open_stream(self, unidirectional: bool = False) -> int:
@@ -360,6 +372,17 @@ class QuicEndpoint(PacketBuilder, AckGeneration, LossRecovery, Handshake):
         return out
 
 
+_NATIVE_ENDPOINT = None  # native.NativeQuicEndpoint once imported (it imports this module)
+
+
+def _native_endpoint() -> type:
+    global _NATIVE_ENDPOINT
+    from .native import NativeQuicEndpoint
+
+    _NATIVE_ENDPOINT = NativeQuicEndpoint
+    return NativeQuicEndpoint
+
+
 class QuicConnection:
     """A QUIC connection over ``path``: ``client`` sends on ``path.forward``, ``server`` on ``path.reverse``.
 
@@ -388,10 +411,7 @@ class QuicConnection:
     ) -> None:
         self.sim = sim
         self.implementation = resolve_quic(implementation)
-        if self.implementation == "c":
-            from .native import NativeQuicEndpoint as endpoint_class
-        else:
-            endpoint_class = QuicEndpoint
+        endpoint_class = (_NATIVE_ENDPOINT or _native_endpoint()) if self.implementation == "c" else QuicEndpoint
         self.path = path
         self.config = config = config if config is not None else TransportConfig()
         self.name = name

@@ -28,7 +28,7 @@ from ..transport import TransportConfig
 from .connection import QuicEndpoint
 from .packet import SHORT_HEADER_BYTES
 from .recovery import PROBE_PACKETS
-from .stream import RecvStream
+from .stream import RecvStream, SendStream
 
 __all__ = ["NativeQuicEndpoint"]
 
@@ -92,13 +92,9 @@ class NativeQuicEndpoint(QuicEndpoint):
             slow_start_rtt_exit,
         )
         super().__init__(sim, conn, config, pacing=pacing, slow_start_rtt_exit=slow_start_rtt_exit, **options)
-        self.rtt, self.cc = core.rtt, core.cc
-        self.timers = QUIC.TimerSlots(sim, self.name)  # the same slots as engine.TimerSlots, in C
         # What the engine runs to flush and to send a delayed ACK, and what a link hands packets
         # to: the core's, in one call.
         self._flush_event, self._deliver, self._ack_now_event = core.callables(self)
-        self.pacer = core if pacing else None  # the core paces; it reads as a Pacer (interval_s, credit_s)
-        self.rtt_monitor = None  # the core's
         self._sent = self._sent_order = None  # the core's records
         core.cwnd_log = self.cwnd_log
         core.bind(
@@ -114,7 +110,18 @@ class NativeQuicEndpoint(QuicEndpoint):
             sim,
             self.timers,
             self._on_loss_detection_timeout,
+            SendStream,
+            self.is_client,
         )
+
+    def _parts(self, config: TransportConfig, pacing: bool, slow_start_rtt_exit: bool) -> tuple:
+        """The core's: timer slots (engine.TimerSlots's, in C), RTT estimator and window; the core
+        paces (it reads as a Pacer: interval_s, credit_s) and watches the RTT itself."""
+        core = self._core
+        return QUIC.TimerSlots(self.sim, self.name), core.rtt, core.cc, core if pacing else None, None
+
+    def _zero_sending_state(self) -> None:
+        """Nothing to do: the core starts its packet number, flags and counters at zero."""
 
     @property
     def bytes_in_flight(self) -> int:
@@ -148,9 +155,12 @@ class NativeQuicEndpoint(QuicEndpoint):
 
     # -- sending (packet_builder) ------------------------------------------------------
     def _schedule_flush(self) -> None:
-        if not self._flush_scheduled:
-            self._flush_scheduled = True
-            self.sim.call_soon(self._flush_event)
+        """``PacketBuilder._schedule_flush``, in the core."""
+        self._core.schedule_flush()
+
+    def want_to_send(self) -> None:
+        """``QuicEndpoint.want_to_send``: a flush at this instant, scheduled by the core."""
+        self._core.schedule_flush()
 
     def _flush(self) -> None:
         """``PacketBuilder._flush`` (with ``_build_frames``), in the core."""
