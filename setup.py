@@ -48,6 +48,13 @@ class optional_build_ext(build_ext):
         except Exception as exc:  # noqa: BLE001
             if self._required():
                 raise
+            # An earlier build's module (in the build folder, or beside the sources for an
+            # editable install) would load in place of the twin this warning promises, and it
+            # was built from other sources: remove it.
+            here = os.path.dirname(os.path.abspath(__file__))
+            for stale in (self.get_ext_fullpath(ext.name), os.path.join(here, self.get_ext_filename(ext.name))):
+                if os.path.isfile(stale):
+                    os.remove(stale)
             self._warn(exc)
 
     @staticmethod
