@@ -49,14 +49,13 @@ The load's inputs (``LoadParams``, ``ServerPlan``, ``HeldScripts``, ``connection
 
 from __future__ import annotations
 
-import functools
 import math
 from typing import TYPE_CHECKING, Callable
 
 from ..engine import Simulator
 from ..errors import InputError
 from ..stacks.common import ExchangeSpec, PushSpec, StackStalled, collector_paused, let_go, run_until
-from ..stacks.replay import request_headers_for, response_headers_for
+from ..stacks.replay import exchange_headers
 from .cache import ClientCache
 from .load_params import (  # noqa: F401 (re-exported: the load's inputs were defined here)
     COALESCE,
@@ -219,12 +218,7 @@ class PageLoad:
         """The request for resource ``index``: headers, body bytes, and on the navigation its 103 hints and pushes."""
         r = self.graph[index]
         body = 0 if r.status in (204, 304) else r.body_bytes
-        try:
-            request, response, body = _exchange_headers(r.request_headers, r.response_headers, r.origin, body)
-        except TypeError:  # header lists given as lists: not memoizable
-            request, response, body = _exchange_headers.__wrapped__(
-                r.request_headers, r.response_headers, r.origin, body
-            )
+        request, response, body = exchange_headers(r.request_headers, r.response_headers, r.origin, body)
         navigation = index == self.graph.document
         hints = self.plan.hints if navigation else ()
         pushes = ()
@@ -311,7 +305,8 @@ class PageLoad:
             return  # a 103 preload already fetches it
         self.requested_s[index] = self.sim.now
         self.counters["requests"] += 1
-        self.net.fetch(self.key(self.graph[index].origin), self.spec(index))
+        spec = self.spec(index)
+        self.net.fetch(spec.origin, spec)  # spec.origin: the connection key of the resource's origin
 
     def on_connected(self, key: str, protocol: str) -> None:
         """A connection of ``key`` is up: over HTTP/2, or HTTP/3 found by an Alt-Svc, the host supports priorities."""
@@ -493,15 +488,6 @@ class PageLoad:
             **self.net.stats(),
         }
         return PageLoadResult(resources=rows, pushes=push_rows, metrics=metrics)
-
-
-@functools.lru_cache(maxsize=1 << 14)
-def _exchange_headers(request: tuple, response: tuple, origin: str, body_bytes: int) -> tuple:
-    """The header lists a resource's exchange sends (a pure function of the resource's
-    fields, tuples all through), memoized: every load of a page, in a sweep every run,
-    asks for the same ones."""
-    response, body_bytes = response_headers_for(response, body_bytes)
-    return request_headers_for(request, origin), response, body_bytes
 
 
 def load_page(
