@@ -35,8 +35,11 @@ _name = operator.itemgetter(0)
 
 def urgency(headers) -> int:
     """The urgency of a request's ``priority`` field (RFC 9218 section 4.1), default 3."""
-    if type(headers) is tuple and b"priority" not in map(_name, headers):
-        return DEFAULT_URGENCY  # most requests: the names looked through at C speed
+    if type(headers) is tuple:  # the names looked through at C speed, to the first priority
+        try:
+            headers = headers[operator.indexOf(map(_name, headers), b"priority") :]
+        except ValueError:
+            return DEFAULT_URGENCY
     for name, value in headers:
         if name == b"priority":
             try:
