@@ -251,7 +251,20 @@ class HeaderBlockSizer:
         """``_encode(h2_normalized(headers))``, each field normalised as the loop meets it (C twin)."""
         if _NATIVE is not None:
             total, self._first, self._inserted, self._size = _NATIVE.encode(
-                headers, *self._native_table(), _H2_FACTS, _NORMALIZED_FIELDS, _normalized_one, _BLIND_NAMES
+                headers,  # self._native_table()'s fields written out: no tuple made per block
+                _PLAIN_FIELDS,
+                _field_facts,
+                self._exact,
+                self._names,
+                self._entries,
+                self._first,
+                self._inserted,
+                self._size,
+                self.MAX_TABLE_BYTES,
+                _H2_FACTS,
+                _NORMALIZED_FIELDS,
+                _normalized_one,
+                _BLIND_NAMES,
             )
             return total
         return self._encode_python(h2_normalized(headers))
