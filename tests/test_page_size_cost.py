@@ -339,3 +339,32 @@ def test_each_resources_frame_is_found_once_down_a_deep_initiator_chain(monkeypa
     graph = pagegraph.page_graph(Trace(exchanges=ex, format="har", source="chain.har"))
     assert len(graph) == n and graph.render_blocking == [0]
     assert calls <= 6 * n, calls
+
+
+def test_exchange_headers_memo_is_the_functions_answer_rfc9113_8_3():
+    """RFC 9113 section 8.3 (pseudo-header fields first): ``exchange_headers``' memo (by the
+    identity of the lists) gives ``request_headers_for`` and ``response_headers_for``'s own
+    answers, cold and warm, for tuples and lists, odd statuses and pseudo-fields out of place;
+    and ``urgency``'s look through the names gives the loop's answer (RFC 9218 section 4.1)."""
+    from simulator.http.network_server import DEFAULT_URGENCY, urgency
+    from simulator.stacks.replay import exchange_headers, request_headers_for, response_headers_for
+
+    responses = [
+        ((b":status", b"200"), (b"content-length", b"9"), (b"X-A", b" b ")),
+        ((b"server", b"s"), (b":status", b"304")),
+        ((b":status", b"103"),),
+        ((b":status", b"abc"), (b":status", b"204")),
+        (),
+    ]
+    for request in _odd_lists():
+        for response in responses:
+            for origin, body in (("https://a.example", 10), (None, 0), ("http://b.example:8080", 0)):
+                want = (request_headers_for(request, origin), *response_headers_for(response, body))
+                assert exchange_headers(request, response, origin, body) == want
+                assert exchange_headers(request, response, origin, body) == want  # warm
+                assert exchange_headers(list(request), list(response), origin, body) == want
+        assert request_headers_for(request, "https://a.example", 5)[-1] == (b"content-length", b"5")
+        assert urgency(request) == DEFAULT_URGENCY
+        for value, u in ((b"u=1", 1), (b"i", DEFAULT_URGENCY), (b"u=9", DEFAULT_URGENCY)):
+            with_priority = request + ((b"priority", b"i"), (b"priority", value))
+            assert urgency(with_priority) == urgency(list(with_priority)) == (u if value != b"i" else DEFAULT_URGENCY)

@@ -49,14 +49,13 @@ The load's inputs (``LoadParams``, ``ServerPlan``, ``HeldScripts``, ``connection
 
 from __future__ import annotations
 
-import functools
 import math
 from typing import TYPE_CHECKING, Callable
 
 from ..engine import Simulator
 from ..errors import InputError
 from ..stacks.common import ExchangeSpec, PushSpec, StackStalled, collector_paused, let_go, run_until
-from ..stacks.replay import request_headers_for, response_headers_for
+from ..stacks.replay import exchange_headers
 from .cache import ClientCache
 from .load_params import (  # noqa: F401 (re-exported: the load's inputs were defined here)
     COALESCE,
@@ -105,12 +104,15 @@ class PageLoadResult:
     __slots__ = ("_resources", "_pushes", "metrics")
 
     def __init__(self, resources, pushes, metrics: dict) -> None:
-        # resources, pushes: DataFrames, or their rows (lists of dicts) to make them of.
+        # resources, pushes: DataFrames, or their rows (lists of dicts, or for resources a
+        # function that makes them) to make them of.
         self._resources, self._pushes, self.metrics = resources, pushes, metrics
 
     @property
     def resources(self) -> pd.DataFrame:
         """One row per resource of the page (made from the load's rows when first read)."""
+        if callable(self._resources):  # the rows, made now
+            self._resources = self._resources()
         if isinstance(self._resources, list):
             import pandas as pd
 
@@ -219,12 +221,7 @@ class PageLoad:
         """The request for resource ``index``: headers, body bytes, and on the navigation its 103 hints and pushes."""
         r = self.graph[index]
         body = 0 if r.status in (204, 304) else r.body_bytes
-        try:
-            request, response, body = _exchange_headers(r.request_headers, r.response_headers, r.origin, body)
-        except TypeError:  # header lists given as lists: not memoizable
-            request, response, body = _exchange_headers.__wrapped__(
-                r.request_headers, r.response_headers, r.origin, body
-            )
+        request, response, body = exchange_headers(r.request_headers, r.response_headers, r.origin, body)
         navigation = index == self.graph.document
         hints = self.plan.hints if navigation else ()
         pushes = ()
@@ -311,7 +308,8 @@ class PageLoad:
             return  # a 103 preload already fetches it
         self.requested_s[index] = self.sim.now
         self.counters["requests"] += 1
-        self.net.fetch(self.key(self.graph[index].origin), self.spec(index))
+        spec = self.spec(index)
+        self.net.fetch(spec.origin, spec)  # spec.origin: the connection key of the resource's origin
 
     def on_connected(self, key: str, protocol: str) -> None:
         """A connection of ``key`` is up: over HTTP/2, or HTTP/3 found by an Alt-Svc, the host supports priorities."""
@@ -446,26 +444,35 @@ class PageLoad:
     # -- results --------------------------------------------------------------------------
     def result(self) -> PageLoadResult:
         """The resources and pushes tables and the page metrics (document, render-blocking, onload seconds)."""
-        g = self.graph
-        rows = []
-        for r in g.resources:
-            rows.append(
+        g, doc_origin, coalesce = self.graph, self.document_origin, self.params.coalesce
+        source, discovered, requested, arrived, ready = (
+            self.source,
+            self.discovered_s,
+            self.requested_s,
+            self.arrived_s,
+            self.ready_s,
+        )
+
+        def rows() -> list[dict]:  # made when the table is read (the load's lists, no longer written)
+            return [
                 {
                     "index": r.index,
                     "url": r.url,
                     "origin": r.origin,
-                    "connection": self.key(r.origin),
+                    "connection": connection_key(r.origin, doc_origin, coalesce),  # self.key
                     "resource_type": r.resource_type,
                     "body_bytes": r.body_bytes,
                     "parent": -1 if r.parent is None else r.parent,
                     "render_blocking": r.render_blocking,
-                    "source": self.source[r.index],
-                    "discovered_s": self.discovered_s[r.index],
-                    "requested_s": self.requested_s[r.index],
-                    "arrived_s": self.arrived_s[r.index],
-                    "ready_s": self.ready_s[r.index],
+                    "source": source[r.index],
+                    "discovered_s": discovered[r.index],
+                    "requested_s": requested[r.index],
+                    "arrived_s": arrived[r.index],
+                    "ready_s": ready[r.index],
                 }
-            )
+                for r in g.resources
+            ]
+
         push_rows = []
         for key, rec in self.pushes.items():
             received = self.net.push_bytes(key)
@@ -480,12 +487,12 @@ class PageLoad:
                     "wasted_bytes": 0 if rec["used"] else received,
                 }
             )
-        # The tables' sums and maxima, taken of the rows (the tables are made when read).
+        # The tables' sums and maxima, taken of the rows' values (the tables are made when read).
         self.counters["pushes_used"] = int(sum(p["used"] for p in push_rows))
         metrics = {
             "document_s": float(self.arrived_s[g.document]),
-            "render_blocking_s": float(_max_known(row["ready_s"] for row in rows if row["render_blocking"])),
-            "onload_s": float(_max_known(row["ready_s"] for row, r in zip(rows, g.resources) if r.delays_load_event)),
+            "render_blocking_s": float(_max_known(ready[r.index] for r in g.resources if r.render_blocking)),
+            "onload_s": float(_max_known(ready[r.index] for r in g.resources if r.delays_load_event)),
             "resources": len(g),
             "bytes_pushed": int(sum(p["received_bytes"] for p in push_rows)),
             "bytes_wasted": int(sum(p["wasted_bytes"] for p in push_rows)),
@@ -493,15 +500,6 @@ class PageLoad:
             **self.net.stats(),
         }
         return PageLoadResult(resources=rows, pushes=push_rows, metrics=metrics)
-
-
-@functools.lru_cache(maxsize=1 << 14)
-def _exchange_headers(request: tuple, response: tuple, origin: str, body_bytes: int) -> tuple:
-    """The header lists a resource's exchange sends (a pure function of the resource's
-    fields, tuples all through), memoized: every load of a page, in a sweep every run,
-    asks for the same ones."""
-    response, body_bytes = response_headers_for(response, body_bytes)
-    return request_headers_for(request, origin), response, body_bytes
 
 
 def load_page(

@@ -181,7 +181,7 @@ class HeaderBlockSizer:
     of hpack's scan of the table (a load encodes thousands of fields);
     ``tests/test_push.py`` checks the sizes against hpack's own blocks."""
 
-    __slots__ = ("_entries", "_size", "_inserted", "_first", "_exact", "_names", "_history", "_unapplied")
+    __slots__ = ("_entries", "_size", "_inserted", "_first", "_exact", "_names", "_history", "_fresh", "_unapplied")
     MAX_TABLE_BYTES = HeaderTable.DEFAULT_SIZE
 
     def __init__(self) -> None:
@@ -192,6 +192,9 @@ class HeaderBlockSizer:
         self._exact: dict = {}  # (name, value) of a live entry -> its newest insertion number
         self._names: dict = {}  # name of a live entry -> its newest insertion number
         self._history: int | None = 0  # number of the lists sized so far (0: none; None: not kept)
+        # The history was numbered by this encoder's own miss: nothing was sized after it yet,
+        # so every lookup from here on misses and is not made (the blocks are still entered).
+        self._fresh = False
         self._unapplied: list = []  # blocks looked up, not yet entered in the table
 
     def block_size(self, key: tuple, headers) -> int:
@@ -208,13 +211,15 @@ class HeaderBlockSizer:
     def _looked_up(self, key, headers, normalize: bool) -> int:
         if self._history is None:
             return self._encode_h2(headers) if normalize else self._encode(headers)
-        known = _SIZED.get((self._history, key))
+        key = (self._history, key)
+        known = None if self._fresh else _SIZED.get(key)
         if known is None:
             self._apply()  # the table as hpack's would be
             if len(_SIZED) >= _SIZED_MAX:
                 _SIZED.clear()
             size = self._encode_h2(headers) if normalize else self._encode(headers)
-            known = _SIZED[self._history, key] = (size, next(_HISTORIES))
+            known = _SIZED[key] = (size, next(_HISTORIES))
+            self._fresh = True
         else:
             self._unapplied.append((headers, normalize))
         self._history = known[1]
@@ -246,7 +251,20 @@ class HeaderBlockSizer:
         """``_encode(h2_normalized(headers))``, each field normalised as the loop meets it (C twin)."""
         if _NATIVE is not None:
             total, self._first, self._inserted, self._size = _NATIVE.encode(
-                headers, *self._native_table(), _H2_FACTS, _NORMALIZED_FIELDS, _normalized_one, _BLIND_NAMES
+                headers,  # self._native_table()'s fields written out: no tuple made per block
+                _PLAIN_FIELDS,
+                _field_facts,
+                self._exact,
+                self._names,
+                self._entries,
+                self._first,
+                self._inserted,
+                self._size,
+                self.MAX_TABLE_BYTES,
+                _H2_FACTS,
+                _NORMALIZED_FIELDS,
+                _normalized_one,
+                _BLIND_NAMES,
             )
             return total
         return self._encode_python(h2_normalized(headers))

@@ -46,7 +46,14 @@ from .common import (
     schedule_requests,
 )
 
-__all__ = ["run", "run_specs", "specs_from_trace", "request_headers_for", "response_headers_for"]
+__all__ = [
+    "run",
+    "run_specs",
+    "specs_from_trace",
+    "request_headers_for",
+    "response_headers_for",
+    "exchange_headers",
+]
 
 # RFC 9113 section 8.2.2 / RFC 9114 section 4.2: connection-specific fields are malformed.
 _CONNECTION_SPECIFIC = {
@@ -109,6 +116,7 @@ def _clean_field(name: bytes, value: bytes) -> tuple[bytes, bytes] | None:
 
 
 _CLEANED: dict = {}
+_AUTHORITIES: dict = {}  # origin -> its :authority (request_headers_for)
 _UNSEEN = object()
 _CLEANED_MAX = 1 << 17
 
@@ -144,32 +152,65 @@ def request_headers_for(headers, origin: str | None, body_bytes: int = 0) -> tup
     """Pseudo-header fields first (RFC 9113 section 8.3), all four present, regular fields
     lower-case without connection-specific ones, content-length matching the body we send."""
     pseudo_fields, regular = _clean_split(headers)
-    pseudo = dict(pseudo_fields)  # the last of a name given twice
-    authority = (origin or "https://server.example").split("://", 1)[-1].encode()
-    pseudo.setdefault(b":method", b"GET")
-    pseudo.setdefault(b":scheme", b"https")
-    pseudo.setdefault(b":authority", authority)
-    if not pseudo.get(b":path"):
-        pseudo[b":path"] = b"/"
+    get = dict(pseudo_fields).get  # the last of a name given twice
+    authority = _AUTHORITIES.get(origin)
+    if authority is None:
+        authority = (origin or "https://server.example").split("://", 1)[-1].encode()
+        if len(_AUTHORITIES) >= _CLEANED_MAX:
+            _AUTHORITIES.clear()
+        _AUTHORITIES[origin] = authority
     if body_bytes:
         regular.append((b"content-length", str(body_bytes).encode()))
-    return tuple((n, pseudo[n]) for n in _REQUEST_PSEUDO) + tuple(regular)
+    # _REQUEST_PSEUDO's order; a value is never None (a field's value is bytes)
+    return (
+        (b":method", get(b":method", b"GET")),
+        (b":scheme", get(b":scheme", b"https")),
+        (b":authority", get(b":authority", authority)),
+        (b":path", get(b":path") or b"/"),
+        *regular,
+    )
 
 
 def response_headers_for(headers, body_bytes: int) -> tuple[tuple, int]:
     """``:status`` first, the trace's other fields, and a content-length matching the body.
     Returns ``(headers, body_bytes)`` (a 204 or 304 gets no body)."""
     pseudo, regular = _clean_split(headers)
-    status = next((value for name, value in pseudo if name == b":status"), None)  # the first
+    if pseudo and pseudo[0][0] == b":status":  # most lists: it comes first
+        status = pseudo[0][1]
+    else:
+        status = next((value for name, value in pseudo if name == b":status"), None)  # the first
     if status is None:
         status = b"200"
     if not (status.isdigit() and len(status) == 3) or status.startswith(b"1"):
         status = b"200"  # an interim or odd status cannot end an exchange
     if int(status) in _NO_BODY_STATUS:
         body_bytes = 0
-    if int(status) not in _NO_BODY_STATUS:
+    else:
         regular.append((b"content-length", str(body_bytes).encode()))
-    return ((b":status", status),) + tuple(regular), body_bytes
+    return ((b":status", status), *regular), body_bytes
+
+
+# ``exchange_headers``' memo: id(request list) -> (request list, response list, (origin, body),
+# request, response, body).  Looked up by identity (an int's hash, not two header lists'), and
+# held to the lists themselves (the entry keeps them alive, so no other list has that id): a page
+# loaded again (a sweep, a benchmark) meets the same lists; one load meets each once.
+_EXCHANGES: dict = {}
+_EXCHANGES_MAX = 1 << 14
+
+
+def exchange_headers(request, response, origin: str, body_bytes: int) -> tuple:
+    """``(request_headers_for(request, origin), *response_headers_for(response, body_bytes))``:
+    the header lists a page resource's exchange sends, memoized for header lists given as tuples."""
+    known = _EXCHANGES.get(id(request))
+    if known is not None and known[0] is request and known[1] is response and known[2] == (origin, body_bytes):
+        return known[3:]
+    out_response, out_body = response_headers_for(response, body_bytes)
+    out = (request_headers_for(request, origin), out_response, out_body)
+    if type(request) is tuple and type(response) is tuple:
+        if len(_EXCHANGES) >= _EXCHANGES_MAX:
+            _EXCHANGES.clear()
+        _EXCHANGES[id(request)] = (request, response, (origin, body_bytes), *out)
+    return out
 
 
 def specs_from_trace(trace: Trace, params: StackParams, *, max_gap_s: float = 10.0) -> list[ExchangeSpec]:

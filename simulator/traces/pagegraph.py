@@ -315,15 +315,16 @@ def page_graph(trace: Trace, page: str | None = None) -> PageGraph:
     page, exchanges = _page_exchanges(trace, page)
     where = f"page {page}" if page else None
     page_url = next((p.url for p in trace.pages if p.id == page), None)
-    start = _navigation_start(exchanges, [_url(e) for e in exchanges], page_url)
+    urls = [_url(e) for e in exchanges]
+    start = _navigation_start(exchanges, urls, page_url)
     if start is None:
         raise InputError(
             "the page has no document (no exchange of resource type 'document' or text/html)",
             path=trace.source,
             where=where,
         )
-    exchanges = exchanges[start:]
-    urls = [_url(e) for e in exchanges]
+    exchanges, urls = exchanges[start:], urls[start:]
+    statuses = [e.status for e in exchanges]  # a property that looks through the response's fields
     first_index: dict[str, int] = {}
     for i, u in enumerate(urls):
         first_index.setdefault(u, i)
@@ -331,7 +332,7 @@ def page_graph(trace: Trace, page: str | None = None) -> PageGraph:
     # Redirects: a 3xx is the parent of the exchange for the URL it points to.
     redirect_parent: dict[int, int] = {}
     for i, e in enumerate(exchanges):
-        if _is_redirect(e):
+        if 300 <= (statuses[i] or 0) < 400 and _redirect_target(e) is not None:  # _is_redirect(e)
             target = next((j for j in range(i + 1, len(urls)) if urls[j] == _redirect_target(e)), None)
             if target is not None and target not in redirect_parent:
                 redirect_parent[target] = i
@@ -415,7 +416,7 @@ def page_graph(trace: Trace, page: str | None = None) -> PageGraph:
                 "parent": parents[i],
                 "render_blocking": blocking,
                 "priority": e.priority,
-                "status": e.status or 200,
+                "status": statuses[i] or 200,
                 "wait_s": None if not isinstance(wait_ms, (int, float)) or wait_ms < 0 else float(wait_ms) / 1000.0,
                 "request_headers": e.request_headers or (),
                 "response_headers": e.response_headers or ((b":status", b"200"),),

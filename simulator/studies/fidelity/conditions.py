@@ -351,7 +351,7 @@ def infer_conditions(graph: PageGraph, page_start_s: float | None, protocol: str
         receive = _ms(r.timings, "receive")
         if r.body_bytes >= LARGE_RESPONSE_BYTES and receive and receive > 1.0:
             rates.append(r.body_bytes * 8.0 / (receive / 1000.0))
-            end = _end_s(r)
+            end = ends[r.index]  # _end_s(r)
             if end is not None:
                 receives.append((end - receive / 1000.0, end, r.body_bytes))
         elif r.body_bytes > 0 and receive is not None:
@@ -449,10 +449,8 @@ def _one_flight(r: Resource, rtt_s: float) -> bool:
     """The first response on a fresh connection (one with a TCP handshake) arrived in less than
     half a round trip although it needed more segments than a Linux server's first flight
     holds: that server sends more at once (a larger initial window, or its frames in one write)."""
-    tcp, receive = _tcp_handshake_ms(r), _ms(r.timings, "receive")
-    return (
-        bool(tcp)
-        and receive is not None
-        and receive / 1000.0 < rtt_s / 2
-        and -(-r.body_bytes // SEGMENT_BYTES) > LINUX_FIRST_FLIGHT_SEGMENTS
-    )
+    # The size first: most responses fit the first flight, and need no timings read.
+    if not -(-r.body_bytes // SEGMENT_BYTES) > LINUX_FIRST_FLIGHT_SEGMENTS:
+        return False
+    receive = _ms(r.timings, "receive")
+    return receive is not None and receive / 1000.0 < rtt_s / 2 and bool(_tcp_handshake_ms(r))
