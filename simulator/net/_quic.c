@@ -142,6 +142,7 @@ typedef struct {
     char ack_due, flush_scheduled;
     char flushing;                               /* in flush(): a write's flush is held */
     uint64_t held_seq;                           /* its place in the engine's queue (0: none) */
+    const SeqApi *seq_c;                         /* the C queue's reserve / push_at (with push_c) */
     /* the endpoint's fixed objects (bind): its simulator, timer slots, and loss-timer callback */
     PyObject *sim, *timers, *on_loss_timeout;
     PyObject *flush_event, *ack_now_event;       /* its _Bound flush and ack_now (callables) */
@@ -2117,6 +2118,10 @@ queue_seq_c(PyObject *queue)
 static int
 hold_flush(CoreObject *c)
 {
+    if (c->seq_c != NULL) {
+        c->held_seq = c->seq_c->reserve(c->queue);
+        return 0;
+    }
     PyObject *queue = fast_getattr(c->sim, str_queue);
     if (queue == NULL)
         return -1;
@@ -2142,10 +2147,16 @@ release_held_flush(CoreObject *c, int idle, double now)
 {
     uint64_t seq = c->held_seq;
     c->held_seq = 0;
-    PyObject *queue = fast_getattr(c->sim, str_queue);
-    if (queue == NULL)
-        return -1;
-    const SeqApi *api = queue_seq_c(queue);
+    const SeqApi *api = c->seq_c;
+    PyObject *queue;
+    if (api != NULL)
+        queue = Py_NewRef(c->queue);         /* the queue hold_flush reserved on */
+    else {
+        queue = fast_getattr(c->sim, str_queue);
+        if (queue == NULL)
+            return -1;
+        api = queue_seq_c(queue);
+    }
     int later = 1, rc = -1;
     if (api != NULL) {
         double t;
@@ -2400,14 +2411,17 @@ schedule_flush(CoreObject *c)
     if (c->flush_scheduled)
         return 0;
     c->flush_scheduled = 1;
-    if (c->flushing)                         /* the pull writer's write during a flush: held */
-        return hold_flush(c);
     PyObject *push = fast_getattr(c->sim, str_push);
     if (push == NULL)
         return -1;
     if (push != c->push) {                   /* sim._push seen first (or replaced): its C push? */
         Py_XSETREF(c->push, Py_NewRef(push));
         c->push_c = Py_IS_TYPE(c->flush_event, &BoundType) ? queue_push_c(push, &c->queue) : NULL;
+        c->seq_c = c->push_c != NULL ? queue_seq_c(c->queue) : NULL;
+    }
+    if (c->flushing) {                       /* the pull writer's write during a flush: held */
+        Py_DECREF(push);
+        return hold_flush(c);
     }
     PyObject *now = fast_getattr(c->sim, str_now);
     int rc = -1;
