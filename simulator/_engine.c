@@ -12,6 +12,9 @@
  *                                  (sim.now = until_s), after max_events, or after
  *                                  the event that called stop(); returns the count
  *   stop(), stopped                end the running run() after the current event
+ *   reserve(), push_at(time_s, seq, callback, args)
+ *                                  a position (seq) taken now, and a push at it later
+ *                                  (for an event that may turn out not to be needed)
  *   pop()                          the next (time_s, callback, args), removed
  *   next_s(), len()                the next event's time_s (None if empty), size
  *
@@ -58,6 +61,7 @@
 #include <stdint.h>
 
 #define PUSH_C_CAPSULE "simulator._engine.push_c"   /* EventQueue._c_push, for _quic.c */
+#define SEQ_C_CAPSULE "simulator._engine.seq_c"     /* EventQueue._c_seq: reserve, push_at, next */
 
 struct TimerObject;
 
@@ -151,7 +155,7 @@ pop_min(EventQueue *q, Event *out)
 
 /* Room for one more event at q->heap[q->size] (the caller fills it and sifts it up). */
 static Event *
-queue_slot(EventQueue *q, double t)
+queue_slot_at(EventQueue *q, double t, uint64_t seq)
 {
     if (isnan(t)) {
         PyErr_SetString(PyExc_ValueError, "cannot schedule an event at time NaN");
@@ -169,12 +173,18 @@ queue_slot(EventQueue *q, double t)
     }
     Event *e = &q->heap[q->size];
     e->t = t;
-    e->seq = ++q->seq;
+    e->seq = seq ? seq : ++q->seq;           /* seq: a position reserve() gave; 0: the next */
     return e;
 }
 
+static Event *
+queue_slot(EventQueue *q, double t)
+{
+    return queue_slot_at(q, t, 0);
+}
+
 static int
-queue_push(EventQueue *q, PyObject *t_obj, PyObject *callback, PyObject *args)
+queue_push(EventQueue *q, PyObject *t_obj, PyObject *callback, PyObject *args, uint64_t seq)
 {
     double t = PyFloat_AsDouble(t_obj);
     if (t == -1.0 && PyErr_Occurred())
@@ -183,7 +193,7 @@ queue_push(EventQueue *q, PyObject *t_obj, PyObject *callback, PyObject *args)
         PyErr_SetString(PyExc_TypeError, "event args must be a tuple");
         return -1;
     }
-    Event *e = queue_slot(q, t);
+    Event *e = queue_slot_at(q, t, seq);
     if (e == NULL)
         return -1;
     e->t_obj = Py_NewRef(t_obj);
@@ -213,6 +223,51 @@ push_c(PyObject *queue, double t, PyObject *t_obj, PyObject *callback,
     sift_up(q->heap, q->size++);
     return 0;
 }
+
+/* The C side of reserve() and push_at() (the capsule EventQueue._c_seq, for _quic.c): a
+ * position taken now, a C event pushed at it later, and the next event's time. */
+typedef struct {
+    uint64_t (*reserve)(PyObject *queue);
+    int (*push_at)(PyObject *queue, uint64_t seq, double t, PyObject *t_obj, PyObject *callback,
+                   int (*fire)(PyObject *callback, uint64_t gen), uint64_t gen, int gen_arg);
+    int (*next_t)(PyObject *queue, double *t);   /* 1 and *t, or 0 when empty */
+} SeqApi;
+
+static uint64_t
+reserve_c(PyObject *queue)
+{
+    return ++((EventQueue *)queue)->seq;
+}
+
+static int
+push_c_at(PyObject *queue, uint64_t seq, double t, PyObject *t_obj, PyObject *callback,
+          int (*fire)(PyObject *callback, uint64_t gen), uint64_t gen, int gen_arg)
+{
+    EventQueue *q = (EventQueue *)queue;
+    Event *e = queue_slot_at(q, t, seq);
+    if (e == NULL)
+        return -1;
+    e->seq = seq;
+    e->t_obj = Py_NewRef(t_obj);
+    e->callback = Py_NewRef(callback);
+    e->args = NULL;
+    e->fire = fire;
+    e->gen = gen_arg ? gen | GEN_ARG : gen;
+    sift_up(q->heap, q->size++);
+    return 0;
+}
+
+static int
+next_t_c(PyObject *queue, double *t)
+{
+    EventQueue *q = (EventQueue *)queue;
+    if (q->size == 0)
+        return 0;
+    *t = q->heap[0].t;
+    return 1;
+}
+
+static SeqApi seq_api = {reserve_c, push_c_at, next_t_c};
 
 /* Timer._schedule: a new generation, and its heap entry at when_obj (= tm->when). */
 static int
@@ -268,7 +323,7 @@ EventQueue_push(EventQueue *q, PyObject *const *argv, Py_ssize_t nargs)
         PyErr_SetString(PyExc_TypeError, "push(time_s, callback, args) takes 3 arguments");
         return NULL;
     }
-    if (queue_push(q, argv[0], argv[1], argv[2]) < 0)
+    if (queue_push(q, argv[0], argv[1], argv[2], 0) < 0)
         return NULL;
     Py_RETURN_NONE;
 }
@@ -424,6 +479,31 @@ EventQueue_pop(EventQueue *q, PyObject *Py_UNUSED(ignored))
 }
 
 static PyObject *
+EventQueue_reserve(EventQueue *q, PyObject *Py_UNUSED(ignored))
+{
+    return PyLong_FromUnsignedLongLong(++q->seq);
+}
+
+static PyObject *
+EventQueue_push_at(EventQueue *q, PyObject *const *argv, Py_ssize_t nargs)
+{
+    if (nargs != 4) {
+        PyErr_SetString(PyExc_TypeError, "push_at(time_s, seq, callback, args) takes 4 arguments");
+        return NULL;
+    }
+    unsigned long long seq = PyLong_AsUnsignedLongLong(argv[1]);
+    if (seq == (unsigned long long)-1 && PyErr_Occurred())
+        return NULL;
+    if (seq == 0 || seq > q->seq) {
+        PyErr_SetString(PyExc_ValueError, "push_at: seq is not a position reserve() gave");
+        return NULL;
+    }
+    if (queue_push(q, argv[0], argv[2], argv[3], seq) < 0)
+        return NULL;
+    Py_RETURN_NONE;
+}
+
+static PyObject *
 EventQueue_next_s(EventQueue *q, PyObject *Py_UNUSED(ignored))
 {
     if (q->size == 0)
@@ -506,6 +586,9 @@ static PyMethodDef EventQueue_methods[] = {
      "push(time_s, callback, args): schedule callback(*args) at time_s (FIFO among equal times)."},
     {"run", (PyCFunction)(void (*)(void))EventQueue_run, METH_FASTCALL,
      "run(sim, until_s, max_events) -> events run; sets sim.now to each event's time."},
+    {"reserve", (PyCFunction)EventQueue_reserve, METH_NOARGS, "reserve() -> a position (seq) taken now, for push_at."},
+    {"push_at", (PyCFunction)(void (*)(void))EventQueue_push_at, METH_FASTCALL,
+     "push_at(time_s, seq, callback, args): push, at the position reserve() gave."},
     {"pop", (PyCFunction)EventQueue_pop, METH_NOARGS, "pop() -> (time_s, callback, args) of the next event."},
     {"next_s", (PyCFunction)EventQueue_next_s, METH_NOARGS, "next_s() -> the next event's time_s, or None."},
     {"stop", (PyCFunction)EventQueue_stop, METH_NOARGS, "stop(): end the running run() after the current event."},
@@ -723,6 +806,11 @@ PyInit__engine(void)
     /* push_c for other extensions, on the type: a caller takes it from its own queue's type */
     PyObject *cap = PyCapsule_New((void *)push_c, PUSH_C_CAPSULE, NULL);
     int rc = cap == NULL ? -1 : PyDict_SetItemString(EventQueueType.tp_dict, "_c_push", cap);
+    Py_XDECREF(cap);
+    if (rc < 0)
+        return NULL;
+    cap = PyCapsule_New((void *)&seq_api, SEQ_C_CAPSULE, NULL);
+    rc = cap == NULL ? -1 : PyDict_SetItemString(EventQueueType.tp_dict, "_c_seq", cap);
     Py_XDECREF(cap);
     if (rc < 0)
         return NULL;

@@ -60,6 +60,18 @@ class _PyEventQueue:
         self._seq += 1
         heapq.heappush(self._heap, (time_s, self._seq, callback, args))
 
+    def reserve(self) -> int:
+        """A scheduling position (seq) taken now, for an event that ``push_at`` may push
+        later (or never): it runs where a ``push`` made now would have run."""
+        self._seq += 1
+        return self._seq
+
+    def push_at(self, time_s: float, seq: int, callback: Callable[..., Any], args: tuple) -> None:
+        """``push``, at the position ``seq`` that ``reserve`` gave."""
+        if not 0 < seq <= self._seq:
+            raise ValueError("push_at: seq is not a position reserve() gave")
+        heapq.heappush(self._heap, (time_s, seq, callback, args))
+
     def run(self, sim: "Simulator", until_s: float | None, max_events: int | None) -> int:
         if self._running:
             raise RuntimeError("the event queue is already running")

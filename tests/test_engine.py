@@ -34,6 +34,22 @@ def test_events_run_in_time_order_and_fifo_among_equal_times():
     assert sim.now == 2.0
 
 
+def test_a_reserved_place_runs_where_a_push_then_would_have_run():
+    """``reserve()`` takes a place among equal times; ``push_at`` fills it later (the QUIC
+    model's flush held during a flush, ``packet_builder``); an unused place is no event."""
+    sim = Simulator()
+    out = []
+    queue = sim._queue
+    sim.call_at(1.0, out.append, "a")
+    held = queue.reserve()
+    queue.reserve()  # a place never filled: no event
+    sim.call_at(1.0, out.append, "c")
+    queue.push_at(1.0, held, out.append, ("b",))
+    with pytest.raises(ValueError):
+        queue.push_at(1.0, 0, out.append, ("x",))
+    assert sim.run() == 1.0 and out == ["a", "b", "c"] and sim.events_run == 3
+
+
 def test_call_soon_runs_after_everything_already_due_now():
     sim = Simulator()
     out = []

@@ -75,6 +75,15 @@ typedef int (*link_send_fn)(PyObject *link, PyObject *packet, PyObject *deliver,
 #define PACKET_NEW_CAPSULE "simulator.net._tcp.packet_c_new"   /* _tcp.c's C Packet(size, payload) */
 typedef int (*push_c_fn)(PyObject *queue, double t, PyObject *t_obj, PyObject *callback,
                          int (*fire)(PyObject *callback, uint64_t gen), uint64_t gen, int gen_arg);
+/* The engine's reserve(), push_at() and next event time for C events (_engine.c's SeqApi, from
+ * the capsule EventQueue._c_seq): a held flush's place in the queue (packet_builder). */
+#define SEQ_C_CAPSULE "simulator._engine.seq_c"
+typedef struct {
+    uint64_t (*reserve)(PyObject *queue);
+    int (*push_at)(PyObject *queue, uint64_t seq, double t, PyObject *t_obj, PyObject *callback,
+                   int (*fire)(PyObject *callback, uint64_t gen), uint64_t gen, int gen_arg);
+    int (*next_t)(PyObject *queue, double *t);
+} SeqApi;
 
 /* One ack-eliciting packet sent (recovery's QuicPacket record). */
 typedef struct {
@@ -131,6 +140,9 @@ typedef struct {
     long long next_pn, packets_sent, probe_packets_sent, ack_packets_sent, bytes_sent, stream_bytes_sent,
         stream_bytes_retransmitted, unacked_eliciting;
     char ack_due, flush_scheduled;
+    char flushing;                               /* in flush(): a write's flush is held */
+    uint64_t held_seq;                           /* its place in the engine's queue (0: none) */
+    const SeqApi *seq_c;                         /* the C queue's reserve / push_at (with push_c) */
     /* the endpoint's fixed objects (bind): its simulator, timer slots, and loss-timer callback */
     PyObject *sim, *timers, *on_loss_timeout;
     PyObject *flush_event, *ack_now_event;       /* its _Bound flush and ack_now (callables) */
@@ -216,7 +228,7 @@ static PyObject *str_ready, *str_on_send_ready, *str_flush_scheduled, *str_ack_d
     *str_ack_eliciting, *str_expiry, *str_ack_delay_s, *str_ack_now, *str_join, *str_payload, *str_handshake_done_s,
     *str_deliver, *str_flush_event, *str_ack_now_event, *str_starts, *str_ends, *str_done, *str_acked, *str_on_packet_acked,
     *str_on_stream_acked, *str_requeue_lost, *str_fin, *str_append, *str_push, *str_later, *str_later_bytes,
-    *str_appendleft, *str_write, *str_cwnd_bytes;
+    *str_appendleft, *str_write, *str_cwnd_bytes, *str_queue, *str_c_seq, *str_reserve, *str_push_at, *str_next_s;
 
 /* sim._push's C push: when it is the push method of an engine EventQueue with the capsule,
  * that function and the queue (borrowed: the bound method holds it), else NULL. */
@@ -2088,6 +2100,104 @@ error:
     return -1;
 }
 
+static PyTypeObject BoundType;
+static int bound_cfire(PyObject *bound, uint64_t gen);
+
+/* The engine's seq C API on the queue's type (the capsule EventQueue._c_seq), else NULL: its
+ * Python methods reserve, push_at and next_s are called. */
+static const SeqApi *
+queue_seq_c(PyObject *queue)
+{
+    PyObject *cap = _PyType_Lookup(Py_TYPE(queue), str_c_seq);   /* borrowed */
+    if (cap == NULL || !PyCapsule_IsValid(cap, SEQ_C_CAPSULE))
+        return NULL;
+    return (const SeqApi *)PyCapsule_GetPointer(cap, SEQ_C_CAPSULE);
+}
+
+/* packet_builder._schedule_flush during a flush: the flush's place taken (sim._queue.reserve()). */
+static int
+hold_flush(CoreObject *c)
+{
+    if (c->seq_c != NULL) {
+        c->held_seq = c->seq_c->reserve(c->queue);
+        return 0;
+    }
+    PyObject *queue = fast_getattr(c->sim, str_queue);
+    if (queue == NULL)
+        return -1;
+    const SeqApi *api = queue_seq_c(queue);
+    int rc = 0;
+    if (api != NULL)
+        c->held_seq = api->reserve(queue);
+    else {
+        PyObject *r = PyObject_CallMethodNoArgs(queue, str_reserve);
+        c->held_seq = r == NULL ? 0 : PyLong_AsUnsignedLongLong(r);
+        rc = r == NULL || PyErr_Occurred() ? -1 : 0;
+        Py_XDECREF(r);
+    }
+    Py_DECREF(queue);
+    return rc;
+}
+
+/* packet_builder._release_held_flush: at a flush's end, the flush its pull writer's writes
+ * scheduled is not pushed when it would run next and find nothing to do (idle: the window full
+ * or the pacer holding, and no event before it at this instant), else pushed at its place. */
+static int
+release_held_flush(CoreObject *c, int idle, double now)
+{
+    uint64_t seq = c->held_seq;
+    c->held_seq = 0;
+    const SeqApi *api = c->seq_c;
+    PyObject *queue;
+    if (api != NULL)
+        queue = Py_NewRef(c->queue);         /* the queue hold_flush reserved on */
+    else {
+        queue = fast_getattr(c->sim, str_queue);
+        if (queue == NULL)
+            return -1;
+        api = queue_seq_c(queue);
+    }
+    int later = 1, rc = -1;
+    if (api != NULL) {
+        double t;
+        later = !api->next_t(queue, &t) || t > now;
+    }
+    else {
+        PyObject *r = PyObject_CallMethodNoArgs(queue, str_next_s);
+        if (r == NULL)
+            goto done;
+        double t = 0.0;
+        if (r != Py_None && get_double(r, &t) < 0) {
+            Py_DECREF(r);
+            goto done;
+        }
+        later = r == Py_None || t > now;
+        Py_DECREF(r);
+    }
+    if (idle && later) {
+        c->flush_scheduled = 0;                /* as its run would have left it */
+        rc = 0;
+        goto done;
+    }
+    PyObject *now_obj = fast_getattr(c->sim, str_now);
+    if (now_obj == NULL)
+        goto done;
+    if (api != NULL && Py_IS_TYPE(c->flush_event, &BoundType))
+        rc = api->push_at(queue, seq, now, now_obj, c->flush_event, bound_cfire, 0, 0);
+    else {
+        PyObject *s = PyLong_FromUnsignedLongLong(seq);
+        PyObject *r = s == NULL ? NULL : PyObject_CallMethodObjArgs(queue, str_push_at, now_obj, s, c->flush_event,
+                                                                  empty_tuple, NULL);
+        rc = r == NULL ? -1 : 0;
+        Py_XDECREF(r);
+        Py_XDECREF(s);
+    }
+    Py_DECREF(now_obj);
+done:
+    Py_DECREF(queue);
+    return rc;
+}
+
 /* packet_builder._flush: send packets while the window (RFC 9002 7) and the pacer (7.7)
  * allow; a due ACK rides in the first packet (and lets it past the pacer, as aioquic), else
  * goes alone (RFC 9000 13.2). */
@@ -2105,6 +2215,8 @@ flush(CoreObject *c, PyObject *ep)
     if (pull == NULL)
         return -1;
     int sent = 0;
+    int idle = 1;                              /* the loop ended on the window, the pacer or nothing queued */
+    c->flushing = 1;
     while ((double)c->bytes_in_flight < c->cc->cwnd) {
         Py_ssize_t queued = PyObject_Length(c->retx_queue);
         if (queued == 0)
@@ -2129,8 +2241,10 @@ flush(CoreObject *c, PyObject *ep)
             Py_DECREF(r);
             if (more < 0)
                 goto error;
-            if (!more)
+            if (!more) {
+                idle = 0;
                 break;
+            }
         }
         long long reserved = 0, size;
         if (c->unacked_eliciting)
@@ -2139,8 +2253,10 @@ flush(CoreObject *c, PyObject *ep)
         int built = build_frames(c, ep, reserved, &frames, &size);
         if (built < 0)
             goto error;
-        if (built == 0)
+        if (built == 0) {
+            idle = 0;
             break;
+        }
         int rc = send_packet(c, ep, frames, size, 0, now);
         Py_DECREF(frames);
         if (rc < 0)
@@ -2152,13 +2268,15 @@ flush(CoreObject *c, PyObject *ep)
         sent = 1;
     }
     Py_DECREF(pull);
+    c->flushing = 0;
     if (sent && set_loss_timer(c, ep) < 0)
         return -1;
-    if (c->ack_due)
-        return send_ack(c, ep, now);
-    return 0;
+    if (c->ack_due && send_ack(c, ep, now) < 0)
+        return -1;
+    return c->held_seq ? release_held_flush(c, idle, now) : 0;
 error:
     Py_DECREF(pull);
+    c->flushing = 0;
     return -1;
 }
 
@@ -2299,6 +2417,11 @@ schedule_flush(CoreObject *c)
     if (push != c->push) {                   /* sim._push seen first (or replaced): its C push? */
         Py_XSETREF(c->push, Py_NewRef(push));
         c->push_c = Py_IS_TYPE(c->flush_event, &BoundType) ? queue_push_c(push, &c->queue) : NULL;
+        c->seq_c = c->push_c != NULL ? queue_seq_c(c->queue) : NULL;
+    }
+    if (c->flushing) {                       /* the pull writer's write during a flush: held */
+        Py_DECREF(push);
+        return hold_flush(c);
     }
     PyObject *now = fast_getattr(c->sim, str_now);
     int rc = -1;
@@ -3720,6 +3843,11 @@ PyInit__quic(void)
     INTERN(str_fin, "fin");
     INTERN(str_append, "append");
     INTERN(str_push, "_push");
+    INTERN(str_queue, "_queue");
+    INTERN(str_c_seq, "_c_seq");
+    INTERN(str_reserve, "reserve");
+    INTERN(str_push_at, "push_at");
+    INTERN(str_next_s, "next_s");
     INTERN(str_later, "later");
     INTERN(str_later_bytes, "later_bytes");
     INTERN(str_appendleft, "appendleft");

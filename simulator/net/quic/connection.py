@@ -67,6 +67,8 @@ class QuicEndpoint(PacketBuilder, AckGeneration, LossRecovery, Handshake):
         "_new_queue",
         "_retx_queue",
         "_flush_scheduled",
+        "_flushing",
+        "_held_flush",
         "_max_payload",
         # loss detection (recovery; RFC 9002 appendix A)
         "rtt",
@@ -221,6 +223,8 @@ class QuicEndpoint(PacketBuilder, AckGeneration, LossRecovery, Handshake):
         (``native.NativeQuicEndpoint``'s core starts them there itself)."""
         self._next_pn = 0
         self._flush_scheduled = False
+        self._flushing = False  # in _flush: a write's flush is held (packet_builder)
+        self._held_flush = 0  # its place in the event queue (seq), 0: none
         self.bytes_in_flight = 0
         self._unacked_eliciting = 0
         self._ack_due = False  # an ACK must go out now (with data, or alone)

@@ -15,7 +15,10 @@ Written by hand: the model builds packets as lists of STREAM frames with their s
   allow) and no data waits, the endpoint asks the application to write now, so data the
   application has not handed over yet (aioquic's per-stream send buffers, served
   round-robin when a packet is built) is scheduled at send time, not at write time;
-  ``want_to_send()`` tells the endpoint that the application has some.
+  ``want_to_send()`` tells the endpoint that the application has some.  The flush its
+  writes schedule during a flush is held (its place in the event queue taken) and pushed
+  there at the flush's end, unless it would run next and find nothing to do (the window
+  full or the pacer holding): the same packets, with one event less per such flush.
 
 The Python here is the reference; ``simulator.net._quic`` is its C twin (the flush, packet
 contents, sending), chosen by ``net.native`` (``WORKBENCH_NET=python``: this code;
@@ -42,7 +45,24 @@ class PacketBuilder:
     def _schedule_flush(self) -> None:
         if not self._flush_scheduled:
             self._flush_scheduled = True
-            self.sim.call_soon(self._flush)
+            if self._flushing:  # the pull writer's write during a flush: its place taken, the push
+                self._held_flush = self.sim._queue.reserve()  # decided at that flush's end
+            else:
+                self.sim.call_soon(self._flush)
+
+    def _release_held_flush(self, idle: bool) -> None:
+        """At a flush's end, the flush its pull writer's writes scheduled: not pushed when it
+        would run next and find nothing to do (the window full or the pacer holding, as this
+        flush left them, and no event before it at this instant to change that), else pushed
+        at the place it was scheduled, as ``sim.call_soon`` would have."""
+        seq = self._held_flush
+        self._held_flush = 0
+        sim = self.sim
+        next_s = sim._queue.next_s()
+        if idle and (next_s is None or next_s > sim.now):
+            self._flush_scheduled = False  # as its run would have left it
+        else:
+            sim._queue.push_at(sim.now, seq, self._flush, ())
 
     def _flush(self) -> None:
         """Send packets while the congestion window (RFC 9002 section 7) and the pacer (7.7)
@@ -55,6 +75,8 @@ class PacketBuilder:
         pacer = self.pacer
         sent = False
         pull = self.on_send_ready
+        idle = True  # the loop ended on the window, the pacer or nothing queued
+        self._flushing = True
         while self.bytes_in_flight < cc.cwnd_bytes:
             queued = self._retx_queue or self._new_queue
             if not queued and pull is None:
@@ -65,18 +87,23 @@ class PacketBuilder:
                     self.timers.set("pace", when_s, self._flush)
                     break
             if not queued and not pull():  # the pull writer has nothing more now
+                idle = False
                 break
             built = self._build_frames(self._pending_ack_bytes())
             if built is None:
+                idle = False
                 break
             self._send_packet(*built)
             if pacer is not None:
                 pacer.on_packet_sent(self.sim.now)
             sent = True
+        self._flushing = False
         if sent:
             self._set_loss_detection_timer()
         if self._ack_due:
             self._send_ack()
+        if self._held_flush:
+            self._release_held_flush(idle)
 
     def _build_frames(self, reserved_bytes: int = 0) -> tuple[list, int] | None:
         """Fill one packet from the retransmission queue, then new data (FIFO in write order),
