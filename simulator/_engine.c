@@ -207,22 +207,6 @@ queue_push(EventQueue *q, PyObject *t_obj, PyObject *callback, PyObject *args, u
 
 /* The C events' push (the capsule EventQueue._c_push): callback(*args) at t (t_obj, its
  * float), args (gen,) if gen_arg else (), run as fire(callback, gen). */
-static int
-push_c(PyObject *queue, double t, PyObject *t_obj, PyObject *callback,
-       int (*fire)(PyObject *callback, uint64_t gen), uint64_t gen, int gen_arg)
-{
-    EventQueue *q = (EventQueue *)queue;
-    Event *e = queue_slot(q, t);
-    if (e == NULL)
-        return -1;
-    e->t_obj = Py_NewRef(t_obj);
-    e->callback = Py_NewRef(callback);
-    e->args = NULL;
-    e->fire = fire;
-    e->gen = gen_arg ? gen | GEN_ARG : gen;
-    sift_up(q->heap, q->size++);
-    return 0;
-}
 
 /* The C side of reserve() and push_at() (the capsule EventQueue._c_seq, for _quic.c): a
  * position taken now, a C event pushed at it later, and the next event's time. */
@@ -244,10 +228,9 @@ push_c_at(PyObject *queue, uint64_t seq, double t, PyObject *t_obj, PyObject *ca
           int (*fire)(PyObject *callback, uint64_t gen), uint64_t gen, int gen_arg)
 {
     EventQueue *q = (EventQueue *)queue;
-    Event *e = queue_slot_at(q, t, seq);
+    Event *e = queue_slot_at(q, t, seq);    /* seq 0: the next position */
     if (e == NULL)
         return -1;
-    e->seq = seq;
     e->t_obj = Py_NewRef(t_obj);
     e->callback = Py_NewRef(callback);
     e->args = NULL;
@@ -255,6 +238,13 @@ push_c_at(PyObject *queue, uint64_t seq, double t, PyObject *t_obj, PyObject *ca
     e->gen = gen_arg ? gen | GEN_ARG : gen;
     sift_up(q->heap, q->size++);
     return 0;
+}
+
+static int
+push_c(PyObject *queue, double t, PyObject *t_obj, PyObject *callback,
+       int (*fire)(PyObject *callback, uint64_t gen), uint64_t gen, int gen_arg)
+{
+    return push_c_at(queue, 0, t, t_obj, callback, fire, gen, gen_arg);
 }
 
 static int
