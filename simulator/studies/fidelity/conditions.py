@@ -351,7 +351,7 @@ def infer_conditions(graph: PageGraph, page_start_s: float | None, protocol: str
         receive = _ms(r.timings, "receive")
         if r.body_bytes >= LARGE_RESPONSE_BYTES and receive and receive > 1.0:
             rates.append(r.body_bytes * 8.0 / (receive / 1000.0))
-            end = ends[r.index]  # _end_s(r)
+            end = ends[r.index]
             if end is not None:
                 receives.append((end - receive / 1000.0, end, r.body_bytes))
         elif r.body_bytes > 0 and receive is not None:

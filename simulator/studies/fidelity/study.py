@@ -45,10 +45,6 @@ def resource_scheduler(trace: Trace, browser: str = "auto") -> str:
     return "chromium" if chromium and major.isdigit() and int(major) >= CHROMIUM_DELAYS_MULTIPLEXED_FROM else "none"
 
 
-# Resource types whose fetch delays the load event (HTML: images, scripts, stylesheets,
-# frames, fonts and media do; XHR/fetch and beacons do not).
-
-
 @dataclass(frozen=True)
 class FidelityParams(StudyParams):
     """The protocol to load every origin with, the seed and the congestion control (the
