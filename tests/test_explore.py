@@ -97,6 +97,27 @@ def test_busy_indicator_only_for_slow_runs():
     q.close()
 
 
+def test_busy_tick_never_lands_after_the_result_it_announced():
+    """A tick that has begun when the run ends finishes before the result is published:
+    otherwise its "running..." overwrites the status and stays (seen in JupyterLab)."""
+    order, ticking = [], threading.Event()
+
+    def work(job):
+        assert ticking.wait(30)  # the run ends while a tick is under way
+
+    def on_busy(generation, elapsed_s):
+        ticking.set()
+        threading.Event().wait(0.3)  # a slow status write
+        order.append("busy")
+
+    q = LatestOnly(work, lambda g, ok, v: order.append("publish"), debounce_s=0.0, busy_after_s=0.05, on_busy=on_busy)
+    q.submit("slow")
+    assert q.wait(30)
+    threading.Event().wait(0.5)  # a tick left running would append now
+    assert order[-1] == "publish", order
+    q.close()
+
+
 # -- Explorer on a toy study ----------------------------------------------------------------
 
 

@@ -18,7 +18,8 @@ class LatestOnly:
     a newer job was submitted meanwhile: then the result is dropped (``dropped`` counts
     them).  Jobs submitted while a run is under way replace each other; only the last
     runs.  ``on_busy(generation, elapsed_s)`` is called once a run has taken
-    ``busy_after_s``, then every half second until it ends (a progress indicator).
+    ``busy_after_s``, then every half second until it ends (a progress indicator); the
+    last ``on_busy`` of a run returns before its ``publish`` is called.
     """
 
     def __init__(
@@ -98,14 +99,19 @@ class LatestOnly:
                 self._pending = None
                 self._running = True
                 self.ran.append(generation)
-            done = threading.Event()
+            done, ticker = threading.Event(), None
             if self.on_busy is not None:
-                threading.Thread(target=self._tick, args=(generation, done), daemon=True).start()
+                ticker = threading.Thread(target=self._tick, args=(generation, done), daemon=True)
+                ticker.start()
             try:
                 ok, value = True, self.work(job)
             except Exception as exc:  # noqa: BLE001 - shown in the panel, the worker lives on
                 ok, value = False, exc
             done.set()
+            if ticker is not None:
+                # A tick already past its wait would otherwise write "running..." over the
+                # published status, and nothing would ever write it back.
+                ticker.join()
             with self._cond:
                 stale = generation != self.generation
                 if stale:
