@@ -146,11 +146,14 @@ def test_doubling_the_rtt_on_a_real_page_grows_onload():
 def test_nothing_observed_is_a_result():
     """Observed ends are not copied: the images' responses took 400 ms to arrive instead of
     1 ms (a slow capture), yet their sizes and the network are the same, so the simulated
-    onLoad stays where the model puts it (small bodies give no bandwidth sample)."""
+    onLoad stays where the model puts it (small bodies give no bandwidth sample).  The
+    measured onLoad comes that much later too, as the load event waits for the images (one
+    that ended after it was not waited for, and would be read so)."""
     doc = single_connection_page()
     slow = json.loads(json.dumps(doc))
     for e in slow["log"]["entries"][1:]:
         e["timings"]["receive"] = 400
+    slow["log"]["pages"][0]["pageTimings"]["onLoad"] += 399
     a = run(parse_har(doc, path="a.har")).pages.iloc[0]["simulated_onload_s"]
     b = run(parse_har(slow, path="b.har")).pages.iloc[0]["simulated_onload_s"]
     assert a == b
@@ -603,6 +606,37 @@ def test_xhr_before_the_load_event_shares_the_link_but_is_not_waited_for():
     alone = simulate_page(graph.subgraph([0, 1]), cond, params)
     # 120 kB at 2 Mbit/s is 0.48 s: sharing the link delays the image by a good part of it.
     assert load.metrics["onload_s"] > alone.metrics["onload_s"] + 0.1
+
+
+def test_a_request_ending_after_the_measured_onload_was_not_waited_for():
+    """HTML fires the load event once every resource that delays it is in, and Chromium's
+    onLoad (Page.loadEventFired) comes after the event's handlers ran: a script they asked for
+    starts just before the measured onLoad and ends after it (the rebuilt mousel.lu page's
+    New Relic agent).  It is loaded, but the load event waits only for the image; a script that
+    ended before onLoad is still waited for."""
+    doc = "https://www.site.example/"
+    entries = [_entry(doc, 0.0, connect_ms=40, ssl_ms=20, wait_ms=30, receive_ms=1, size=1200, mime="text/html")]
+    for url, start, receive in (
+        (doc + "hero.png", 0.1, 100),
+        (doc + "early.js", 0.1, 50),
+        (doc + "agent.js", 0.298, 100),
+    ):
+        e = _entry(
+            url, start, connect_ms=-1, ssl_ms=-1, wait_ms=30, receive_ms=receive, size=20_000, mime="x/y", parent=doc
+        )
+        e["_resourceType"] = "image" if url.endswith(".png") else "script"
+        entries.append(e)
+    page = {"id": "p", "startedDateTime": T0.isoformat(), "title": doc, "pageTimings": {"onLoad": 300}}
+    har = {"log": {"version": "1.2", "creator": {"name": "test", "version": "1"}, "pages": [page], "entries": entries}}
+    trace = parse_har(har, path="handler.har")
+    p = trace.pages[0]
+    graph = load_event_graph(page_graph(trace, p.id), p.on_load_s, p.start_s)
+    after = {r.url.rsplit("/", 1)[1]: r.after_load_event for r in graph.resources}
+    assert after == {"": False, "hero.png": False, "early.js": False, "agent.js": True}
+    assert [r.delays_load_event for r in graph.resources] == [True, True, True, False]
+    load = simulate_page(graph, infer_conditions(graph, p.start_s), FidelityParams())
+    ready = dict(zip(load.resources["url"].str.rsplit("/", n=1).str[1], load.resources["ready_s"]))
+    assert load.metrics["onload_s"] == max(ready[""], ready["hero.png"], ready["early.js"]) < ready["agent.js"]
 
 
 def test_bandwidth_counts_the_small_responses_that_shared_the_link_with_a_large_one():

@@ -89,6 +89,10 @@ class Resource:
     # blocks its own document's first render: ``render_blocking``, or for a resource in an
     # iframe what the rules say of it for that frame (the lab's rebuild puts it in that head)
     blocks_own_document: bool = False
+    # the capture's response ended after the page's measured load event, which waits for every
+    # resource that delays it: a load-event handler (or a timer) asked for it, so that load
+    # event never waited for it, whatever its type
+    after_load_event: bool = False
 
     @property
     def authority(self) -> str:
@@ -108,8 +112,9 @@ class Resource:
 
     @property
     def delays_load_event(self) -> bool:
-        """Whether the page's load event waits for this request (``LOAD_EVENT_TYPES``)."""
-        return self.resource_type in LOAD_EVENT_TYPES
+        """Whether the page's load event waits for this request (``LOAD_EVENT_TYPES``, and
+        not asked for by that load event's handlers: ``after_load_event``)."""
+        return self.resource_type in LOAD_EVENT_TYPES and not self.after_load_event
 
     @property
     def decoded_bytes(self) -> int:

@@ -12,8 +12,10 @@ gets the graph, sizes and conditions, never when a request started or ended.
 The load event waits for the resources the document's load was delaying (HTML's "delay
 the load event": documents, stylesheets, scripts, fonts, images, media): those of the page
 that the browser asked for before the measured onLoad.  The XHR/fetch it asked for before
-then are loaded too (they share the network) but the load event does not wait for them;
-later requests are left out.
+then are loaded too (they share the network) but the load event does not wait for them,
+nor for a request that ended after the measured onLoad (the event's own handlers asked for
+it: a browser's onLoad comes after they ran, so it starts just before); later requests are
+left out.
 
 Reference: Lighthouse's simulator (Lantern) reports Spearman's rho 0.81 and a mean
 absolute percentage error of 23% for first contentful paint against real loads (its

@@ -19,7 +19,7 @@ from ...net.transport import TIMER_KEYS
 from ..base import StudyParams
 from ...browser import ClientCache, LoadParams, PageLoadResult, ServerPlan, load_page
 from ...browser.load_params import H3_DISCOVERY
-from .conditions import PROTOCOL_CHOICES, PageConditions, infer_conditions, on_protocol
+from .conditions import PROTOCOL_CHOICES, PageConditions, _end_s, infer_conditions, on_protocol
 from .result import FidelityResult, _Concat, _Rows, summarize  # noqa: F401 (summarize: re-exported)
 
 __all__ = ["FidelityParams", "FidelityResult", "run", "run_paths", "simulate_page", "moved_to", "LOAD_EVENT_TYPES"]
@@ -32,6 +32,7 @@ SERVER_SCHEDULERS = ("urgency", "round-robin", "fifo")  # LoadParams.scheduler
 # only, which the model's six connections per HTTP/1.1 origin already bound.  The exact
 # release is not pinned down here: 74 is where this model draws the line.
 CHROMIUM_DELAYS_MULTIPLEXED_FROM = 74
+HAR_RESOLUTION_S = 0.001  # HAR 1.2 writes times in milliseconds
 
 
 def resource_scheduler(trace: Trace, browser: str = "auto") -> str:
@@ -127,7 +128,8 @@ def _stamped(params: FidelityParams) -> dict:
 def load_event_graph(graph: PageGraph, on_load_s: float, page_start_s: float | None) -> PageGraph:
     """The requests the page made before its measured onLoad (see the module docstring): those
     the load event waited for (``Resource.delays_load_event``) and the XHR/fetch beside them,
-    which shared the network with them."""
+    which shared the network with them.  One that ended after the measured onLoad did not
+    delay it (``Resource.after_load_event``): the load event's own handlers asked for it."""
     # A pushed response came with the document, whenever the producer wrote its entry.
     keep = [
         r.index
@@ -138,7 +140,22 @@ def load_event_graph(graph: PageGraph, on_load_s: float, page_start_s: float | N
         or page_start_s is None
         or r.start_s - page_start_s < on_load_s
     ]
-    return graph.subgraph(keep)
+    sub = graph.subgraph(keep)
+    if page_start_s is None:
+        return sub
+    # HTML fires the load event once every resource that delays it is in, and a browser's
+    # onLoad (Chromium's Page.loadEventFired) comes after the event's handlers have run: what
+    # they asked for starts just before it and ends after it.  Past HAR's millisecond
+    # resolution, so that a rounded end is never read as one.
+    on_load_at = page_start_s + on_load_s + HAR_RESOLUTION_S
+    after = {
+        r.index
+        for r in sub.resources
+        if r.index > sub.document and not r.pushed and (end := _end_s(r)) is not None and end > on_load_at
+    }
+    if not after:
+        return sub
+    return replace(sub, resources=[replace(r, after_load_event=True) if r.index in after else r for r in sub.resources])
 
 
 def moved_to(cond: PageConditions, at: PathConditions, protocol: str) -> PageConditions:
