@@ -28,7 +28,6 @@ from ..transport import TransportConfig
 from .connection import QuicEndpoint
 from .packet import SHORT_HEADER_BYTES
 from .recovery import PROBE_PACKETS
-from .stream import RecvStream, SendStream
 
 __all__ = ["NativeQuicEndpoint"]
 
@@ -67,6 +66,9 @@ class NativeQuicEndpoint(QuicEndpoint):
     _unacked_eliciting = _core_field("_unacked_eliciting", "unacked_eliciting")
     _ack_due = _core_field("_ack_due", "ack_due")
     _flush_scheduled = _core_field("_flush_scheduled", "flush_scheduled")
+    # stream.SendStream and RecvStream with their fields in C: the core reads them in place.
+    _SendStream = QUIC.SendStream if QUIC is not None else None
+    _RecvStream = QUIC.RecvStream if QUIC is not None else None
 
     def __init__(
         self,
@@ -105,12 +107,12 @@ class NativeQuicEndpoint(QuicEndpoint):
             self._send_streams,
             self._max_payload,
             self._recv_streams,
-            RecvStream,
+            self._RecvStream,
             config.ack_every_packets,
             sim,
             self.timers,
             self._on_loss_detection_timeout,
-            SendStream,
+            self._SendStream,
             self.is_client,
         )
 
