@@ -139,7 +139,7 @@ typedef struct {
     /* the endpoint's own figures and flags on the per-packet path, kept here (the endpoint's
      * attributes of these names read and write them: native.NativeQuicEndpoint's properties) */
     long long next_pn, packets_sent, probe_packets_sent, ack_packets_sent, bytes_sent, stream_bytes_sent,
-        stream_bytes_retransmitted, unacked_eliciting;
+        stream_bytes_retransmitted, unacked_eliciting, bytes_delivered, reorder_bytes, max_reorder_bytes;
     char ack_due, flush_scheduled;
     char flushing;                               /* in flush(): a write's flush is held */
     uint64_t held_seq;                           /* its place in the engine's queue (0: none) */
@@ -224,8 +224,8 @@ static PyObject *str_ready, *str_on_send_ready, *str_flush_scheduled, *str_ack_d
     *str_stream_bytes_sent, *str_stream_bytes_retransmitted, *str_timers, *str_set, *str_cancel, *str_loss,
     *str_pace, *str_ack, *str_flush, *str_on_loss_timeout, *str_link, *str_send, *str_c_send, *str_c_push, *str_c_new, *str_peer, *str_on_packet,
     *str_sim, *str_now, *str_acked_prefix, *str_fin_acked, *str_buf, *str_buf_offset, *str_written, *str_popleft,
-    *str_call_soon, *str_fin_offset, *str_finished, *str_delivered, *str_heap, *str_heap_bytes, *str_reorder_bytes,
-    *str_max_reorder_bytes, *str_bytes_delivered, *str_on_data, *str_on_ack_frame, *str_frames, *str_pn,
+    *str_call_soon, *str_fin_offset, *str_finished, *str_delivered, *str_heap, *str_heap_bytes,
+    *str_on_data, *str_on_ack_frame, *str_frames, *str_pn,
     *str_ack_eliciting, *str_expiry, *str_ack_delay_s, *str_ack_now, *str_join, *str_payload, *str_handshake_done_s,
     *str_deliver, *str_flush_event, *str_ack_now_event, *str_starts, *str_ends, *str_done, *str_acked, *str_on_packet_acked,
     *str_on_stream_acked, *str_requeue_lost, *str_fin, *str_append, *str_push, *str_later, *str_later_bytes,
@@ -2559,11 +2559,11 @@ on_stream_frame(CoreObject *c, PyObject *ep, PyObject *sid, PyObject *offset_o, 
         if (r == NULL)
             goto done;
         Py_DECREF(r);
-        long long reorder, max_reorder;
-        if (RS_ADD(stream, heap_bytes, n) < 0 || attr_long(ep, str_reorder_bytes, &reorder) < 0
-            || set_long(ep, str_reorder_bytes, reorder + n) < 0 || attr_long(ep, str_max_reorder_bytes, &max_reorder) < 0
-            || (reorder + n > max_reorder && set_long(ep, str_max_reorder_bytes, reorder + n) < 0))
+        if (RS_ADD(stream, heap_bytes, n) < 0)
             goto done;
+        c->reorder_bytes += n;
+        if (c->reorder_bytes > c->max_reorder_bytes)
+            c->max_reorder_bytes = c->reorder_bytes;
         rc = 0;
         goto done;
     }
@@ -2586,10 +2586,11 @@ on_stream_frame(CoreObject *c, PyObject *ep, PyObject *sid, PyObject *offset_o, 
             goto done;
         PyObject *held = PyTuple_GET_ITEM(popped, 1);
         Py_ssize_t held_n = length_of(held);
-        if (held_n < 0 || RS_ADD(stream, heap_bytes, -held_n) < 0 || add_long(ep, str_reorder_bytes, -held_n) < 0) {
+        if (held_n < 0 || RS_ADD(stream, heap_bytes, -held_n) < 0) {
             Py_DECREF(popped);
             goto done;
         }
+        c->reorder_bytes -= held_n;
         long long held_end = top_offset + held_n;
         if (held_end > delivered) {
             PyObject *part = tail_of(held, delivered - top_offset);
@@ -2608,8 +2609,7 @@ on_stream_frame(CoreObject *c, PyObject *ep, PyObject *sid, PyObject *offset_o, 
     if (new_bytes || is_done) {
         if (is_done && RS_SET_TRUE(stream, finished) < 0)
             goto done;
-        if (add_long(ep, str_bytes_delivered, new_bytes) < 0)
-            goto done;
+        c->bytes_delivered += new_bytes;
         PyObject *on_data = fast_getattr(ep, str_on_data);
         if (on_data == NULL)
             goto done;
@@ -3131,9 +3131,7 @@ Core_receive(CoreObject *c, PyObject *const *args, Py_ssize_t nargs)
     PyObject *ack = qp != NULL ? (qp->nack > 0 ? Py_NewRef(Py_None) : Py_NewRef(qp->ack)) : fast_getattr(packet, str_ack);
     if (ack == NULL)
         return NULL;
-    PyObject *sim = fast_getattr(ep, str_sim);
-    PyObject *now_o = sim == NULL ? NULL : fast_getattr(sim, str_now);
-    Py_XDECREF(sim);
+    PyObject *now_o = fast_getattr(c->sim, str_now);            /* the endpoint's simulator (bind) */
     if (now_o == NULL) {
         Py_DECREF(ack);
         return NULL;
@@ -3481,6 +3479,9 @@ static PyMemberDef Core_members[] = {
     {"bytes_sent", T_LONGLONG, offsetof(CoreObject, bytes_sent), 0, NULL},
     {"stream_bytes_sent", T_LONGLONG, offsetof(CoreObject, stream_bytes_sent), 0, NULL},
     {"stream_bytes_retransmitted", T_LONGLONG, offsetof(CoreObject, stream_bytes_retransmitted), 0, NULL},
+    {"bytes_delivered", T_LONGLONG, offsetof(CoreObject, bytes_delivered), 0, NULL},
+    {"reorder_bytes", T_LONGLONG, offsetof(CoreObject, reorder_bytes), 0, NULL},
+    {"max_reorder_bytes", T_LONGLONG, offsetof(CoreObject, max_reorder_bytes), 0, NULL},
     {"unacked_eliciting", T_LONGLONG, offsetof(CoreObject, unacked_eliciting), 0, "the endpoint's _unacked_eliciting"},
     {"ack_due", T_BOOL, offsetof(CoreObject, ack_due), 0, "the endpoint's _ack_due"},
     {"flush_scheduled", T_BOOL, offsetof(CoreObject, flush_scheduled), 0, "the endpoint's _flush_scheduled"},
@@ -3826,9 +3827,6 @@ PyInit__quic(void)
     INTERN(str_delivered, "delivered");
     INTERN(str_heap, "heap");
     INTERN(str_heap_bytes, "heap_bytes");
-    INTERN(str_reorder_bytes, "reorder_bytes");
-    INTERN(str_max_reorder_bytes, "max_reorder_bytes");
-    INTERN(str_bytes_delivered, "bytes_delivered");
     INTERN(str_on_data, "on_data");
     INTERN(str_on_ack_frame, "_on_ack_frame");
     INTERN(str_frames, "frames");
