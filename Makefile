@@ -10,7 +10,7 @@ install: $(STAMP)
 
 # compileall: the package's bytecode, written once (an editable install writes none, and with
 # PYTHONDONTWRITEBYTECODE set no run would: each `workbench` then compiles its modules, ~0.15 s).
-$(STAMP): pyproject.toml $(wildcard setup.py) simulator/_engine.c simulator/http/_header_sizes.c simulator/http/_network.c simulator/traces/_harheaders.c simulator/stacks/_headers.c simulator/net/_tcp.c simulator/net/_quic.c simulator/net/_cc.h simulator/net/_stride_tree.h simulator/net/_writer_turns.h simulator/net/_fastattr.h simulator/lab/_relay.c simulator/frames/_scanner.c simulator/frames/_huffman_table.h
+$(STAMP): pyproject.toml $(wildcard setup.py) simulator/_engine.c simulator/http/_header_sizes.c simulator/http/_network.c simulator/traces/_harheaders.c simulator/stacks/_headers.c simulator/net/_tcp.c simulator/net/_quic.c simulator/net/_cc.h simulator/net/_stride_tree.h simulator/net/_writer_turns.h simulator/net/_fastattr.h simulator/net/_quic_streams.h simulator/lab/_relay.c simulator/frames/_scanner.c simulator/frames/_huffman_table.h
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet -e '.[test]'

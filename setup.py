@@ -17,7 +17,7 @@ Set ``WORKBENCH_REQUIRE_EXT=1`` to make a build failure fatal (``make asan`` doe
 ``simulator.net._tcp`` and ``simulator.net._quic`` must compute every float as their Python
 twins do, so no compiler may fuse a multiply and an add into one rounding: they are built with ``-ffp-contract=off``
 (and never with ``-ffast-math``); both include ``simulator/net/_cc.h``, ``_stride_tree.h``,
-``_writer_turns.h`` and ``_fastattr.h``.
+``_writer_turns.h`` and ``_fastattr.h`` (``_quic.c`` also ``_quic_streams.h``).
 """
 
 import os
@@ -130,6 +130,7 @@ setup(
                 "simulator/net/_stride_tree.h",
                 "simulator/net/_writer_turns.h",
                 "simulator/net/_fastattr.h",
+                "simulator/net/_quic_streams.h",
             ],
             extra_compile_args=[] if sys.platform == "win32" else ["-ffp-contract=off", "-fno-fast-math"],
             optional=not REQUIRED,

@@ -386,3 +386,66 @@ def test_page_load_h3_same_result(monkeypatch, policy):
         r = load_page(graph, params.load_params(), plan, ClientCache())
         results[implementation] = (r.resources.to_csv(), repr(r.metrics))
     assert results["c"] == results["python"]
+
+
+def _stream_state(s) -> tuple:
+    return (
+        s.stream_id,
+        bytes(s.buf),
+        s.buf_offset,
+        [bytes(c) for c in s.later],
+        s.later_bytes,
+        s.fin,
+        s.fin_offset,
+        (list(s.acked.starts), list(s.acked.ends)),
+        s.acked_prefix,
+        s.fin_acked,
+        s.written,
+    )
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_c_stream_records_match_the_reference(seed):
+    """``_quic.SendStream`` / ``RecvStream`` (the records the C twin's endpoints make) against
+    ``quic.stream``'s: the same fields after random writes, reads (from the held writes, split
+    by a packet's end, behind the buffer's start), acknowledged prefixes dropped and flags set."""
+    from simulator.net.quic.stream import RecvStream, SendStream
+
+    rng = random.Random(seed)
+    ref, c = SendStream(4), native.QUIC.SendStream(4)
+    assert _stream_state(ref) == _stream_state(c)
+    for _ in range(300):
+        op = rng.random()
+        if op < 0.35:
+            data = rng.randbytes(rng.choice((0, 1, 7, 300, 1200, 5000)))
+            if rng.random() < 0.3:
+                data = memoryview(data)
+            ref.append(data), c.append(data)
+        elif op < 0.7:
+            low = ref.buf_offset - (3 if rng.random() < 0.2 else 0)  # now and then behind the buffer
+            offset = rng.randrange(max(0, low), ref.written + 1)
+            length = rng.randrange(0, 2500)
+            assert ref.data(offset, length) == c.data(offset, length)
+        elif op < 0.85:
+            prefix = rng.randrange(ref.acked_prefix, ref.buf_offset + len(ref.buf) + 1)
+            ref.acked.add(0, prefix), c.acked.add(0, prefix)
+            ref.acked_prefix = c.acked_prefix = prefix
+            ref.drop_acked(), c.drop_acked()
+        elif op < 0.9:
+            ref.fin, c.fin = True, True
+            ref.fin_offset = ref.written
+            c.fin_offset = c.written
+        else:
+            ref.later_bytes += 0
+            c.later_bytes += 0
+            ref.fin_acked = c.fin_acked = rng.random() < 0.5
+        assert _stream_state(ref) == _stream_state(c)
+    r, rc = RecvStream(), native.QUIC.RecvStream()
+    for s in (r, rc):
+        s.delivered += 10
+        s.heap_bytes += 3
+        s.fin_offset = 20
+        s.finished = True
+    assert [getattr(rc, k) for k in RecvStream.__slots__] == [getattr(r, k) for k in RecvStream.__slots__]
+    with pytest.raises(AttributeError):
+        c.buf = bytearray()  # the core's fast paths rely on its own bytearray, deque and RangeSet

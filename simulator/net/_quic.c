@@ -31,7 +31,8 @@
  * the reference's objects: the core works on the endpoint's own slots, queues of chunks,
  * SendStream / RecvStream records and RangeSet lists through their attributes, so the Python
  * that stays (opening streams, the handshake, the statistics, the application's callbacks)
- * sees the same state.  The handshake (handshake.py) stays Python and calls into the core.
+ * sees the same state.  Its streams are _quic_streams.h's SendStream / RecvStream, stream.py's
+ * records with their fields in C, read in place (anything else through its attributes).  The handshake (handshake.py) stays Python and calls into the core.
  *
  * Why C: an HTTP/3 answer on the page-load model cost about 8x an HTTP/2 one, whose TCP
  * path is C; every packet was a dozen Python calls out (flush, build, send) and in (arrival,
@@ -138,7 +139,7 @@ typedef struct {
     /* the endpoint's own figures and flags on the per-packet path, kept here (the endpoint's
      * attributes of these names read and write them: native.NativeQuicEndpoint's properties) */
     long long next_pn, packets_sent, probe_packets_sent, ack_packets_sent, bytes_sent, stream_bytes_sent,
-        stream_bytes_retransmitted, unacked_eliciting;
+        stream_bytes_retransmitted, unacked_eliciting, bytes_delivered, reorder_bytes, max_reorder_bytes;
     char ack_due, flush_scheduled;
     char flushing;                               /* in flush(): a write's flush is held */
     uint64_t held_seq;                           /* its place in the engine's queue (0: none) */
@@ -223,8 +224,8 @@ static PyObject *str_ready, *str_on_send_ready, *str_flush_scheduled, *str_ack_d
     *str_stream_bytes_sent, *str_stream_bytes_retransmitted, *str_timers, *str_set, *str_cancel, *str_loss,
     *str_pace, *str_ack, *str_flush, *str_on_loss_timeout, *str_link, *str_send, *str_c_send, *str_c_push, *str_c_new, *str_peer, *str_on_packet,
     *str_sim, *str_now, *str_acked_prefix, *str_fin_acked, *str_buf, *str_buf_offset, *str_written, *str_popleft,
-    *str_call_soon, *str_fin_offset, *str_finished, *str_delivered, *str_heap, *str_heap_bytes, *str_reorder_bytes,
-    *str_max_reorder_bytes, *str_bytes_delivered, *str_on_data, *str_on_ack_frame, *str_frames, *str_pn,
+    *str_call_soon, *str_fin_offset, *str_finished, *str_delivered, *str_heap, *str_heap_bytes,
+    *str_on_data, *str_on_ack_frame, *str_frames, *str_pn,
     *str_ack_eliciting, *str_expiry, *str_ack_delay_s, *str_ack_now, *str_join, *str_payload, *str_handshake_done_s,
     *str_deliver, *str_flush_event, *str_ack_now_event, *str_starts, *str_ends, *str_done, *str_acked, *str_on_packet_acked,
     *str_on_stream_acked, *str_requeue_lost, *str_fin, *str_append, *str_push, *str_later, *str_later_bytes,
@@ -1801,6 +1802,8 @@ set_loss_timer(CoreObject *c, PyObject *ep)
     return timers_set(c, str_loss, c->last_ack_eliciting_s + pto, c->on_loss_timeout);
 }
 
+#include "_quic_streams.h"   /* SendStream, RecvStream: the stream records in C */
+
 static int
 set_item_long(PyObject *list, Py_ssize_t i, long long v)
 {
@@ -1821,7 +1824,7 @@ popleft(PyObject *queue)
 static int
 stream_written(PyObject *stream, long long *out)
 {
-    PyObject *buf = fast_getattr(stream, str_buf);
+    PyObject *buf = SS_OBJ(stream, buf);
     if (buf == NULL)
         return -1;
     if (!PyByteArray_Check(buf)) {
@@ -1831,7 +1834,7 @@ stream_written(PyObject *stream, long long *out)
     Py_ssize_t held = PyByteArray_GET_SIZE(buf);
     Py_DECREF(buf);
     long long buf_offset, later_bytes;
-    if (attr_long(stream, str_buf_offset, &buf_offset) < 0 || attr_long(stream, str_later_bytes, &later_bytes) < 0)
+    if (SS_LONG(stream, buf_offset, &buf_offset) < 0 || SS_LONG(stream, later_bytes, &later_bytes) < 0)
         return -1;
     *out = buf_offset + held + later_bytes;
     return 0;
@@ -1843,7 +1846,7 @@ stream_append(PyObject *stream, PyObject *data, Py_ssize_t n)
 {
     if (n <= 0)
         return 0;
-    PyObject *later = fast_getattr(stream, str_later);
+    PyObject *later = SS_OBJ(stream, later);
     if (later == NULL)
         return -1;
     PyObject *r = deque_call(later, deque_append, str_append, data);
@@ -1851,7 +1854,7 @@ stream_append(PyObject *stream, PyObject *data, Py_ssize_t n)
     if (r == NULL)
         return -1;
     Py_DECREF(r);
-    return add_long(stream, str_later_bytes, n);
+    return SS_ADD(stream, later_bytes, n);
 }
 
 /* A SendStream's buffer (a bytearray) kept as a sliding window over the stream: bytes appended
@@ -1923,21 +1926,22 @@ buf_drop_front(PyObject *buf, Py_ssize_t drop)
 static PyObject *
 stream_data(PyObject *stream, long long offset, long long length)
 {
-    PyObject *buf = fast_getattr(stream, str_buf), *later = NULL, *out = NULL;
+    PyObject *buf = SS_OBJ(stream, buf), *later = NULL, *out = NULL;
     if (buf == NULL)
         return NULL;
     long long buf_offset;
-    if (attr_long(stream, str_buf_offset, &buf_offset) < 0)
+    if (SS_LONG(stream, buf_offset, &buf_offset) < 0)
         goto done;
     long long start = offset - buf_offset;
-    if (!PyByteArray_Check(buf) || start < 0 || length < 0) {
+    int odd = start < 0 || length < 0;         /* the C SendStream's own method: sliced as Python does */
+    if (!IS_SS(stream) && (!PyByteArray_Check(buf) || odd)) {
         out = PyObject_CallMethod(stream, "data", "LL", offset, length);
         goto done;
     }
     long long shortfall = start + length - PyByteArray_GET_SIZE(buf);
     if (shortfall > 0) {
         long long later_bytes;
-        if ((later = fast_getattr(stream, str_later)) == NULL || attr_long(stream, str_later_bytes, &later_bytes) < 0)
+        if ((later = SS_OBJ(stream, later)) == NULL || SS_LONG(stream, later_bytes, &later_bytes) < 0)
             goto done;
         while (shortfall > 0) {
             Py_ssize_t queued = PyObject_Length(later);
@@ -1974,8 +1978,14 @@ stream_data(PyObject *stream, long long offset, long long length)
             later_bytes -= take;
             shortfall -= take;
         }
-        if (set_long(stream, str_later_bytes, later_bytes) < 0)
+        if (SS_SET(stream, later_bytes, later_bytes) < 0)
             goto done;
+    }
+    if (odd) {                                 /* bytes(buf[start:start + length]) */
+        PyObject *part = PySequence_GetSlice(buf, (Py_ssize_t)start, (Py_ssize_t)(start + length));
+        out = part == NULL ? NULL : PyBytes_FromObject(part);
+        Py_XDECREF(part);
+        goto done;
     }
     Py_ssize_t held = PyByteArray_GET_SIZE(buf);   /* bytes(buf[start:start + length]) */
     long long stop = start + length < held ? start + length : held;
@@ -2024,7 +2034,7 @@ build_frames(CoreObject *c, PyObject *ep, long long reserved, PyObject **frames_
             }
             if (retx) {                          /* skip what was acknowledged meanwhile */
                 long long end = offset + length, acked_prefix;
-                if (attr_long(stream, str_acked_prefix, &acked_prefix) < 0)
+                if (SS_LONG(stream, acked_prefix, &acked_prefix) < 0)
                     goto error_chunk;
                 if (offset < acked_prefix) {
                     offset = acked_prefix < end ? acked_prefix : end;
@@ -2033,7 +2043,7 @@ build_frames(CoreObject *c, PyObject *ep, long long reserved, PyObject **frames_
                         goto error_chunk;
                 }
                 if (length == 0) {
-                    int fin_acked = fin ? attr_truthy(stream, str_fin_acked) : 0;
+                    int fin_acked = fin ? SS_BOOL(stream, fin_acked) : 0;
                     if (fin_acked < 0)
                         goto error_chunk;
                     if (!fin || fin_acked) {
@@ -2530,17 +2540,17 @@ on_stream_frame(CoreObject *c, PyObject *ep, PyObject *sid, PyObject *offset_o, 
     if ((offset == -1 && PyErr_Occurred()) || n < 0)
         goto done;
     long long end = offset + n;
-    if (fin && set_long(stream, str_fin_offset, end) < 0)
+    if (fin && RS_SET(stream, fin_offset, end) < 0)
         goto done;
-    int finished = attr_truthy(stream, str_finished);
+    int finished = RS_BOOL(stream, finished);
     if (finished) {
         rc = finished < 0 ? -1 : 0;
         goto done;
     }
     long long delivered, fin_offset;
-    if (attr_long(stream, str_delivered, &delivered) < 0)
+    if (RS_LONG(stream, delivered, &delivered) < 0)
         goto done;
-    if ((heap = fast_getattr(stream, str_heap)) == NULL)
+    if ((heap = RS_OBJ(stream, heap)) == NULL)
         goto done;
     if (offset > delivered) {                  /* a hole before it: hold back (this stream only) */
         PyObject *item = PyTuple_Pack(2, offset_o, data);
@@ -2549,11 +2559,11 @@ on_stream_frame(CoreObject *c, PyObject *ep, PyObject *sid, PyObject *offset_o, 
         if (r == NULL)
             goto done;
         Py_DECREF(r);
-        long long reorder, max_reorder;
-        if (add_long(stream, str_heap_bytes, n) < 0 || attr_long(ep, str_reorder_bytes, &reorder) < 0
-            || set_long(ep, str_reorder_bytes, reorder + n) < 0 || attr_long(ep, str_max_reorder_bytes, &max_reorder) < 0
-            || (reorder + n > max_reorder && set_long(ep, str_max_reorder_bytes, reorder + n) < 0))
+        if (RS_ADD(stream, heap_bytes, n) < 0)
             goto done;
+        c->reorder_bytes += n;
+        if (c->reorder_bytes > c->max_reorder_bytes)
+            c->max_reorder_bytes = c->reorder_bytes;
         rc = 0;
         goto done;
     }
@@ -2576,10 +2586,11 @@ on_stream_frame(CoreObject *c, PyObject *ep, PyObject *sid, PyObject *offset_o, 
             goto done;
         PyObject *held = PyTuple_GET_ITEM(popped, 1);
         Py_ssize_t held_n = length_of(held);
-        if (held_n < 0 || add_long(stream, str_heap_bytes, -held_n) < 0 || add_long(ep, str_reorder_bytes, -held_n) < 0) {
+        if (held_n < 0 || RS_ADD(stream, heap_bytes, -held_n) < 0) {
             Py_DECREF(popped);
             goto done;
         }
+        c->reorder_bytes -= held_n;
         long long held_end = top_offset + held_n;
         if (held_end > delivered) {
             PyObject *part = tail_of(held, delivered - top_offset);
@@ -2592,14 +2603,13 @@ on_stream_frame(CoreObject *c, PyObject *ep, PyObject *sid, PyObject *offset_o, 
         Py_DECREF(popped);
     }
     long long new_bytes = delivered - start_delivered;
-    if (set_long(stream, str_delivered, delivered) < 0 || attr_long(stream, str_fin_offset, &fin_offset) < 0)
+    if (RS_SET(stream, delivered, delivered) < 0 || RS_LONG(stream, fin_offset, &fin_offset) < 0)
         goto done;
     int is_done = fin_offset >= 0 && delivered >= fin_offset;
     if (new_bytes || is_done) {
-        if (is_done && fast_setattr(stream, str_finished, Py_True) < 0)
+        if (is_done && RS_SET_TRUE(stream, finished) < 0)
             goto done;
-        if (add_long(ep, str_bytes_delivered, new_bytes) < 0)
-            goto done;
+        c->bytes_delivered += new_bytes;
         PyObject *on_data = fast_getattr(ep, str_on_data);
         if (on_data == NULL)
             goto done;
@@ -2655,7 +2665,7 @@ core_write(CoreObject *c, PyObject *stream, PyObject *sid, PyObject *data, PyObj
     int is_end = PyObject_IsTrue(end);
     if (is_end < 0)
         return -1;
-    if (is_end && (fast_setattr(stream, str_fin, Py_True) < 0 || set_long(stream, str_fin_offset, after) < 0))
+    if (is_end && (SS_SET_TRUE(stream, fin) < 0 || SS_SET(stream, fin_offset, after) < 0))
         return -1;
     if (n == 0 && !is_end)
         return 0;
@@ -2930,12 +2940,12 @@ packet_acked(CoreObject *c, PyObject *packet, SidSet *acked, PyObject *on_packet
                 PyErr_SetObject(PyExc_KeyError, sid);
             goto error;
         }
-        PyObject *rs = fast_getattr(stream, str_acked);
+        PyObject *rs = SS_OBJ(stream, acked);
         if (rs == NULL)
             goto error;
         int rc = rangeset_add(rs, offset, offset + len);
         Py_DECREF(rs);
-        if (rc < 0 || (fin && fast_setattr(stream, str_fin_acked, Py_True) < 0) || sidset_add(acked, sid) < 0)
+        if (rc < 0 || (fin && SS_SET_TRUE(stream, fin_acked) < 0) || sidset_add(acked, sid) < 0)
             goto error;
         if (report != NULL) {
             PyObject *entry = STEAL_TUPLE(Py_NewRef(sid), Py_NewRef(PyTuple_GET_ITEM(f, 1)), PyLong_FromSsize_t(len));
@@ -2966,25 +2976,25 @@ error:
 static int
 stream_acked(PyObject *ep, PyObject *stream, PyObject *sid)
 {
-    PyObject *rs = fast_getattr(stream, str_acked);
+    PyObject *rs = SS_OBJ(stream, acked);
     if (rs == NULL)
         return -1;
     long long prefix = 0, acked_prefix, buf_offset;
     int rc = rangeset_prefix(rs, &prefix);
     Py_DECREF(rs);
-    if (rc < 0 || attr_long(stream, str_acked_prefix, &acked_prefix) < 0)
+    if (rc < 0 || SS_LONG(stream, acked_prefix, &acked_prefix) < 0)
         return -1;
     if (prefix <= acked_prefix)
         return 0;
-    if (set_long(stream, str_acked_prefix, prefix) < 0 || attr_long(stream, str_buf_offset, &buf_offset) < 0)
+    if (SS_SET(stream, acked_prefix, prefix) < 0 || SS_LONG(stream, buf_offset, &buf_offset) < 0)
         return -1;
     if (prefix - buf_offset > 0) {
-        PyObject *buf = fast_getattr(stream, str_buf);
+        PyObject *buf = SS_OBJ(stream, buf);
         if (buf == NULL)
             return -1;
         rc = buf_drop_front(buf, (Py_ssize_t)(prefix - buf_offset));
         Py_DECREF(buf);
-        if (rc < 0 || set_long(stream, str_buf_offset, prefix) < 0)
+        if (rc < 0 || SS_SET(stream, buf_offset, prefix) < 0)
             return -1;
     }
     PyObject *cb = fast_getattr(ep, str_on_stream_acked);
@@ -3121,9 +3131,7 @@ Core_receive(CoreObject *c, PyObject *const *args, Py_ssize_t nargs)
     PyObject *ack = qp != NULL ? (qp->nack > 0 ? Py_NewRef(Py_None) : Py_NewRef(qp->ack)) : fast_getattr(packet, str_ack);
     if (ack == NULL)
         return NULL;
-    PyObject *sim = fast_getattr(ep, str_sim);
-    PyObject *now_o = sim == NULL ? NULL : fast_getattr(sim, str_now);
-    Py_XDECREF(sim);
+    PyObject *now_o = fast_getattr(c->sim, str_now);            /* the endpoint's simulator (bind) */
     if (now_o == NULL) {
         Py_DECREF(ack);
         return NULL;
@@ -3471,6 +3479,9 @@ static PyMemberDef Core_members[] = {
     {"bytes_sent", T_LONGLONG, offsetof(CoreObject, bytes_sent), 0, NULL},
     {"stream_bytes_sent", T_LONGLONG, offsetof(CoreObject, stream_bytes_sent), 0, NULL},
     {"stream_bytes_retransmitted", T_LONGLONG, offsetof(CoreObject, stream_bytes_retransmitted), 0, NULL},
+    {"bytes_delivered", T_LONGLONG, offsetof(CoreObject, bytes_delivered), 0, NULL},
+    {"reorder_bytes", T_LONGLONG, offsetof(CoreObject, reorder_bytes), 0, NULL},
+    {"max_reorder_bytes", T_LONGLONG, offsetof(CoreObject, max_reorder_bytes), 0, NULL},
     {"unacked_eliciting", T_LONGLONG, offsetof(CoreObject, unacked_eliciting), 0, "the endpoint's _unacked_eliciting"},
     {"ack_due", T_BOOL, offsetof(CoreObject, ack_due), 0, "the endpoint's _ack_due"},
     {"flush_scheduled", T_BOOL, offsetof(CoreObject, flush_scheduled), 0, "the endpoint's _flush_scheduled"},
@@ -3551,7 +3562,7 @@ writer_write(PyObject *self, PyObject *sid, long long n, int end)
     PyObject *stream = PyDict_GetItemWithError(w->core->send_streams, sid);   /* borrowed */
     if (stream == NULL && !PyErr_Occurred())
         stream = peer_send_stream(w->core, sid);                            /* a response's first write */
-    int fin = stream == NULL ? (PyErr_Occurred() ? -1 : 1) : attr_truthy(stream, str_fin);
+    int fin = stream == NULL ? (PyErr_Occurred() ? -1 : 1) : SS_BOOL(stream, fin);
     if (fin < 0)
         rc = -1;
     else if (!fin)
@@ -3816,9 +3827,6 @@ PyInit__quic(void)
     INTERN(str_delivered, "delivered");
     INTERN(str_heap, "heap");
     INTERN(str_heap_bytes, "heap_bytes");
-    INTERN(str_reorder_bytes, "reorder_bytes");
-    INTERN(str_max_reorder_bytes, "max_reorder_bytes");
-    INTERN(str_bytes_delivered, "bytes_delivered");
     INTERN(str_on_data, "on_data");
     INTERN(str_on_ack_frame, "_on_ack_frame");
     INTERN(str_frames, "frames");
@@ -3875,7 +3883,7 @@ PyInit__quic(void)
         || (deque_popleft = PyObject_GetAttrString(deque_type, "popleft")) == NULL)
         return NULL;
     PyTypeObject *types[] = {&RttType, &CcType, &CoreType, &TimersType, &BoundType, &QPacketType, &WriterType,
-                             &TreeType};
+                             &TreeType, &SendStreamType, &RecvStreamType};
     for (size_t i = 0; i < sizeof(types) / sizeof(types[0]); i++)
         if (PyType_Ready(types[i]) < 0)
             return NULL;
@@ -3883,7 +3891,7 @@ PyInit__quic(void)
     if (m == NULL)
         return NULL;
     const char *names[] = {"RttEstimator", "CongestionControl", "QuicCore", "TimerSlots", "_Bound", "QuicPacket",
-                           "ResponseWriter", "StrideTree"};
+                           "ResponseWriter", "StrideTree", "SendStream", "RecvStream"};
     for (size_t i = 0; i < sizeof(types) / sizeof(types[0]); i++) {
         if (PyModule_AddObjectRef(m, names[i], (PyObject *)types[i]) < 0) {
             Py_DECREF(m);

@@ -127,6 +127,9 @@ class QuicEndpoint(PacketBuilder, AckGeneration, LossRecovery, Handshake):
         "max_reorder_bytes",
         "cwnd_log",
     )
+    # The stream records an endpoint makes (the C twin's endpoint makes its C types').
+    _SendStream = SendStream
+    _RecvStream = RecvStream
 
     def __init__(
         self,
@@ -251,7 +254,7 @@ class QuicEndpoint(PacketBuilder, AckGeneration, LossRecovery, Handshake):
             index = self._next_bidi
             self._next_bidi += 1
         stream_id = stream_id_for(index, client=self.is_client, unidirectional=unidirectional)
-        self._send_streams[stream_id] = SendStream(stream_id)
+        self._send_streams[stream_id] = self._SendStream(stream_id)
         return stream_id
 
     def write(self, stream_id: int, data: bytes, end: bool = False) -> None:
@@ -263,7 +266,7 @@ class QuicEndpoint(PacketBuilder, AckGeneration, LossRecovery, Handshake):
                 raise ValueError(f"{self.name}: stream {stream_id} was not opened")
             if stream_id & 2:
                 raise ValueError(f"{self.name}: stream {stream_id} is the peer's unidirectional stream")
-            stream = self._send_streams[stream_id] = SendStream(stream_id)  # answer on a peer's bidi stream
+            stream = self._send_streams[stream_id] = self._SendStream(stream_id)  # answer on a peer's bidi stream
         if stream.fin:
             raise ValueError(f"{self.name}: stream {stream_id} already ended")
         offset = stream.written
@@ -308,7 +311,7 @@ class QuicEndpoint(PacketBuilder, AckGeneration, LossRecovery, Handshake):
     def _on_stream_frame(self, stream_id: int, offset: int, data: bytes, fin: bool) -> None:
         stream = self._recv_streams.get(stream_id)
         if stream is None:
-            stream = self._recv_streams[stream_id] = RecvStream()
+            stream = self._recv_streams[stream_id] = self._RecvStream()
         end = offset + len(data)
         if fin:
             stream.fin_offset = end

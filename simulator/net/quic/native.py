@@ -28,7 +28,6 @@ from ..transport import TransportConfig
 from .connection import QuicEndpoint
 from .packet import SHORT_HEADER_BYTES
 from .recovery import PROBE_PACKETS
-from .stream import RecvStream, SendStream
 
 __all__ = ["NativeQuicEndpoint"]
 
@@ -63,10 +62,16 @@ class NativeQuicEndpoint(QuicEndpoint):
     bytes_sent = _core_field("bytes_sent")
     stream_bytes_sent = _core_field("stream_bytes_sent")
     stream_bytes_retransmitted = _core_field("stream_bytes_retransmitted")
+    bytes_delivered = _core_field("bytes_delivered")
+    reorder_bytes = _core_field("reorder_bytes")
+    max_reorder_bytes = _core_field("max_reorder_bytes")
     _next_pn = _core_field("_next_pn", "next_pn")
     _unacked_eliciting = _core_field("_unacked_eliciting", "unacked_eliciting")
     _ack_due = _core_field("_ack_due", "ack_due")
     _flush_scheduled = _core_field("_flush_scheduled", "flush_scheduled")
+    # stream.SendStream and RecvStream with their fields in C: the core reads them in place.
+    _SendStream = QUIC.SendStream if QUIC is not None else None
+    _RecvStream = QUIC.RecvStream if QUIC is not None else None
 
     def __init__(
         self,
@@ -105,12 +110,12 @@ class NativeQuicEndpoint(QuicEndpoint):
             self._send_streams,
             self._max_payload,
             self._recv_streams,
-            RecvStream,
+            self._RecvStream,
             config.ack_every_packets,
             sim,
             self.timers,
             self._on_loss_detection_timeout,
-            SendStream,
+            self._SendStream,
             self.is_client,
         )
 

@@ -4,8 +4,9 @@ peer acknowledged, what a receiver holds out of order.
 Written by hand.  The endpoint (``connection.QuicEndpoint``) does the work; these are
 its records.  Receivers deliver each stream's bytes as soon as they are contiguous in
 that stream's order: no head-of-line blocking across streams (RFC 9000 section 2.2).
-The C twin (``simulator.net._quic``) works on these same records (and on ``rangeset``'s
-lists) through their attributes: they are the reference's and the twin's alike.
+The C twin (``simulator.net._quic``) has its own types of these records, ``_quic.SendStream``
+and ``RecvStream`` (``net/_quic_streams.h``: the same fields and methods, read in place by the
+core); the native endpoint makes those, the reference these.
 """
 
 from __future__ import annotations
