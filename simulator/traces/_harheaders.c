@@ -13,6 +13,8 @@
  *       bytes as harfields.response_header_bytes counts them), or None
  *   split(fields, host) -> (pseudo, regular, host value), or None (see its comment: the loop of
  *       _request_headers and _response_headers over the fields)
+ *   exchange(entry, where, path) -> har._exchange's answer for the common entry, or None (see
+ *       _harentry.h, included below, and its configure_exchange)
  *   shape(piece) -> the check harjson makes of an entry's bytes before orjson reads them (see
  *       its comment; harjson._shape_python is the reference)
  *
@@ -266,7 +268,14 @@ shape(PyObject *mod, PyObject *arg)
     return PyLong_FromSsize_t(opens);
 }
 
+#include "_harentry.h"
+
 static PyMethodDef module_methods[] = {
+    {"exchange", (PyCFunction)(void (*)(void))exchange, METH_FASTCALL,
+     "exchange(entry, where, path) -> (Exchange, status, transfer size) or None: har._exchange for\n"
+     "the common entry (see _harentry.h)."},
+    {"configure_exchange", configure_exchange, METH_VARARGS,
+     "configure_exchange(...): the memos, helpers and limits exchange() reads (see _harentry.h)."},
     {"shape", (PyCFunction)shape, METH_O,
      "shape(piece) -> -1 when the bytes hold a run of 19 or more digits, else their count of\n"
      "'[' and '{' (harjson._shape_python's answer)."},
@@ -292,7 +301,7 @@ PyInit__harheaders(void)
 {
     str_name = PyUnicode_InternFromString("name");
     str_value = PyUnicode_InternFromString("value");
-    if (str_name == NULL || str_value == NULL)
+    if (str_name == NULL || str_value == NULL || exchange_init() < 0)
         return NULL;
     PyObject *m = PyModule_Create(&module_def);
     if (m != NULL && PyModule_AddStringConstant(m, "IMPLEMENTATION", "c") < 0) {

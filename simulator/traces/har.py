@@ -37,6 +37,10 @@
 The header lists (the first two items) are made in ``harheaders``, which holds the header
 clean-up and ``request_pseudo_headers`` (re-exported here); this module reads the entries and pages.
 
+``_exchange`` (an entry's ``Exchange``) has a C twin for the common entry, ``_harheaders.exchange``
+(``_harentry.h``; tests/test_har_entry.py holds it to ``_exchange``, the reference), which hands
+every other entry back to it.
+
 ``load_har`` reads the entries one at a time (``harjson``) and keeps of each only its
 ``Exchange``: the parsed document of a 50 MB HAR is about five times the file, so holding it
 whole was most of the import's memory.  ``parse_har`` takes a document already parsed.
@@ -73,6 +77,8 @@ from .harheaders import (
 
 # Re-exported: the names ``har`` always had (benchmarks/bench_traces.py clears the caches of the two memoized ones).
 from .harheaders import CONNECTION_SPECIFIC, REQUEST_PSEUDO, _field, _field_name, _header_fields  # noqa: F401
+from .harheaders import _NATIVE as _harheaders_native
+from .harheaders import _NATIVE_MEMO
 from .harwrite import har_dict, write_har
 from .model import Exchange, Page, Trace
 
@@ -191,7 +197,7 @@ class _EntryReader:
             return
         url = entry["request"]["url"]
         try:
-            exchange, status, transfer = _exchange(entry, where, path)
+            exchange, status, transfer = _read_exchange(entry, where, path)
         except InputError as exc:
             self.rows.append((t, i, exc.with_traceback(None), url, None, None, None))
             return
@@ -401,6 +407,16 @@ def _exchange(entry: dict, where: str, path) -> tuple[Exchange, int | None, int 
     )
 
 
+def _read_exchange(entry: dict, where: str, path) -> tuple[Exchange, int | None, int | None]:
+    """``_exchange``, by its C twin (``_harheaders.exchange``) for the common entry it reads:
+    the same answer, or None for any other entry, which ``_exchange`` reads."""
+    if _NATIVE_EXCHANGE is not None:
+        found = _NATIVE_EXCHANGE(entry, where, path)
+        if found is not None:
+            return found
+    return _exchange(entry, where, path)
+
+
 def _join(base: str, ref: str, what: str, where: str, path) -> str:
     """``ref`` resolved against ``base`` (RFC 3986 5.2); a reference ``urlsplit`` cannot read
     (a malformed IPv6 literal, a host NFKC makes invalid) is an ``InputError`` naming ``what``."""
@@ -456,6 +472,35 @@ def _origin(scheme: str, authority: str) -> str:
     if sep and "]" not in port and port == {"http": "80", "https": "443"}.get(scheme):
         authority = host
     return f"{scheme}://{authority.lower()}"
+
+
+def _configure_native():
+    """The C twin of ``_exchange`` given the memos, helpers and limits it reads, or None (not
+    built, an older build without it, or the reference asked for: WORKBENCH_PURE_PYTHON=1)."""
+    native = _harheaders_native
+    if native is None or not hasattr(native, "exchange"):
+        return None
+    native.configure_exchange(
+        _NATIVE_MEMO,
+        _field_name,
+        _header_fields.__wrapped__,
+        _AUTHORITIES_PASSED,
+        Exchange,
+        _join,
+        _origin,
+        harfields.priority,
+        harfields.http_version,
+        harfields._CHROME_TYPES,
+        harfields.WPT_TIMING_FIELDS,
+        limits.MAX_BODY_BYTES,
+        float(limits.MAX_TIME_MS),
+        limits.MAX_FIELD_VALUE_BYTES,
+        harfields._STATUS_LINE_BYTES,
+    )
+    return native.exchange
+
+
+_NATIVE_EXCHANGE = _configure_native()
 
 
 def _har_text(path: str, data: bytes | None = None) -> str:

@@ -1,0 +1,246 @@
+"""A HAR entry read into its ``Exchange`` by the C twin of ``har._exchange``
+(``simulator.traces._harheaders.exchange``): for every entry it reads, the Python reference's
+answer, field by field and type by type; every other entry (and every one the reference
+refuses) handed back as None, for the reference to read.  Entries from real producers' HARs,
+a synthetic page, and seeded mutations of them (wrong types, huge and non-finite numbers,
+redirects, posted bodies, initiator stacks, WebPageTest fields, missing pseudo-header fields,
+non-ASCII text)."""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+import json
+import random
+from pathlib import Path
+
+import pytest
+
+from simulator.traces import har
+
+ROOT = Path(__file__).resolve().parent.parent
+HARS = sorted((ROOT / "traces").glob("**/*.har")) + sorted((ROOT / "tests" / "data").glob("**/*.har"))
+
+pytestmark = pytest.mark.skipif(har._NATIVE_EXCHANGE is None, reason="the C extension is not built")
+
+
+def _entries(path: Path) -> list:
+    try:
+        doc = json.loads(path.read_text(encoding="utf-8"))
+    except (ValueError, RecursionError, UnicodeDecodeError):
+        return []
+    log = doc.get("log") if isinstance(doc, dict) else None
+    entries = log.get("entries") if isinstance(log, dict) else None
+    return [e for e in entries if isinstance(e, dict)] if isinstance(entries, list) else []
+
+
+def _synthetic() -> list:
+    from simulator.traces.harwrite import har_dict
+    from simulator.traces.synth import generate
+
+    return har_dict(generate(requests=150, seed=4))["log"]["entries"]
+
+
+def _reference(entry, where):
+    try:
+        return har._exchange(entry, where, "page.har")
+    except Exception as exc:  # noqa: BLE001 - any refusal: the twin must hand the entry back
+        return exc
+
+
+def _same(entry, where) -> bool:
+    """The twin's answer for ``entry`` is the reference's, or None; True when it read it."""
+    want = _reference(entry, where)  # first: it lets the entry's :authority pass (the set the twin reads)
+    got = har._NATIVE_EXCHANGE(entry, where, "page.har")
+    if got is None:
+        return False
+    assert not isinstance(want, Exception), f"the reference refused what the twin read: {want}"
+    for f in dataclasses.fields(want[0]):
+        a, b = getattr(got[0], f.name), getattr(want[0], f.name)
+        assert a == b and type(a) is type(b), (f.name, a, b)
+    assert got[1:] == want[1:] and [type(x) for x in got[1:]] == [type(x) for x in want[1:]]
+    return True
+
+
+def test_the_c_entry_reader_gives_the_reference_exchange_on_real_and_synthetic_hars():
+    read = total = 0
+    for path in HARS:
+        for i, entry in enumerate(_entries(path)):
+            total += 1
+            read += _same(entry, f"entry {i}")
+    synthetic = _synthetic()
+    assert sum(_same(e, f"entry {i}") for i, e in enumerate(synthetic)) >= 0.9 * len(synthetic)
+    assert total > 100 and read > 0
+
+
+_ODD_VALUES = [
+    None,
+    -1,
+    -2,
+    0,
+    1,
+    101,
+    200,
+    204,
+    304,
+    301,
+    404,
+    1000,
+    2**63,
+    2**70,
+    1e308,
+    float("nan"),
+    float("inf"),
+    -0.0,
+    3.5,
+    True,
+    False,
+    "",
+    " ",
+    "12",
+    "١٢",
+    "x",
+    "caf\u00e9",
+    "http://[::1",
+    "//cdn.example/x.js",
+    "../a.js",
+    [],
+    [1],
+    {},
+    {"text": "abc"},
+    {"url": "https://a.example/x.js", "type": "script"},
+    {"stack": {"callFrames": [{"url": "https://b.example/s.js"}]}},
+    {"type": "parser", "url": ""},
+    {"send": 1, "wait": "5"},
+    {"wait": 2e9},
+    {"blocked": -1, "wait": 1.5, "_queued": 3},
+]
+
+_PATHS = [
+    ("response", "status"),
+    ("response", "bodySize"),
+    ("response", "headersSize"),
+    ("response", "_transferSize"),
+    ("response", "content"),
+    ("response", "content", "size"),
+    ("response", "content", "compression"),
+    ("response", "headers"),
+    ("response", "redirectURL"),
+    ("response", "statusText"),
+    ("response", "httpVersion"),
+    ("request", "bodySize"),
+    ("request", "postData"),
+    ("request", "headers"),
+    ("request", "url"),
+    ("request", "method"),
+    ("request", "httpVersion"),
+    ("_initiator",),
+    ("_initiator_type",),
+    ("_initiator_detail",),
+    ("_resourceType",),
+    ("_priority",),
+    ("_initialPriority",),
+    ("_protocol",),
+    ("timings",),
+    ("_ttfb_ms",),
+    ("_dns_ms",),
+    ("_objectSize",),
+    ("connection",),
+    ("_socket",),
+    ("_renderBlocking",),
+    ("pageref",),
+    ("_noRequestHeaders",),
+    ("_contentType",),
+    ("response",),
+    ("request",),
+]
+
+
+def _mutated(entry, rng: random.Random):
+    e = copy.deepcopy(entry)
+    for _ in range(rng.randrange(1, 4)):
+        path = rng.choice(_PATHS)
+        node = e
+        for key in path[:-1]:
+            node = node.get(key) if isinstance(node, dict) else None
+        if not isinstance(node, dict):
+            continue
+        roll = rng.random()
+        if roll < 0.15:
+            node.pop(path[-1], None)
+        elif roll < 0.3 and isinstance(node.get("headers"), list) and node["headers"]:
+            headers = node["headers"]
+            k = rng.randrange(len(headers))
+            pick = rng.choice(["drop", "status", "location", "coding", "odd"])
+            if pick == "drop":
+                del headers[k]
+            elif pick == "status":
+                headers.insert(0, {"name": ":status", "value": rng.choice(["204", "302", "abc"])})
+            elif pick == "location":
+                headers.append({"name": "Location", "value": rng.choice(["/next", "http://[::1"])})
+            elif pick == "coding":
+                headers.append({"name": "content-encoding", "value": rng.choice(["gzip", "identity"])})
+            else:
+                headers[k] = rng.choice([{"name": "x"}, {"name": "a", "value": 1}, "h", {"name": "é", "value": "v\nw"}])
+        else:
+            node[path[-1]] = copy.deepcopy(rng.choice(_ODD_VALUES))
+    return e
+
+
+def test_the_c_entry_reader_hands_back_or_matches_every_mutated_entry():
+    rng = random.Random(33)
+    bases = _synthetic()[:60]
+    for path in HARS:
+        bases += _entries(path)[:8]
+    read = 0
+    for n in range(3000):
+        read += _same(_mutated(rng.choice(bases), rng), f"entry {n}")
+    assert read > 100  # the mutations leave many entries the twin reads
+
+
+def test_the_c_entry_reader_hands_back_sizes_that_need_the_headers_or_object_size():
+    base = _synthetic()[0]
+    coded = copy.deepcopy(base)  # bodySize == content.size, _transferSize below: maybe coded
+    coded["response"].update(bodySize=5000, _transferSize=1200, headersSize=-1)
+    coded["response"]["content"].update(size=5000)
+    unknown = copy.deepcopy(base)
+    for key in ("bodySize", "_transferSize"):
+        unknown["response"].pop(key, None)
+    unknown["response"]["content"].pop("size", None)
+    unknown["_objectSize"] = 77
+    for entry in (coded, unknown):
+        _reference(entry, "entry 0")
+        assert har._NATIVE_EXCHANGE(entry, "entry 0", "page.har") is None
+
+
+def test_the_c_entry_reader_sizes_every_status_and_size_combination_as_the_reference():
+    """``harfields.wire_and_decoded_sizes``' choices (bodySize, _transferSize less the header
+    bytes, content.size less compression; no body for 1xx, 204 and 304) for each combination."""
+    import itertools
+
+    base = _synthetic()[1]
+    gone = object()
+    read = 0
+    for status, body, size, transfer, headers, saved in itertools.product(
+        (101, 200, 204, 304, 404),
+        (gone, -1, 0, 500),
+        (gone, -1, 0, 700),
+        (gone, -1, 0, 50, 900),
+        (-1, 0, 120),
+        (gone, 100),
+    ):
+        e = copy.deepcopy(base)
+        response, content = e["response"], e["response"].setdefault("content", {})
+        for node, key, value in (
+            (response, "status", status),
+            (response, "bodySize", body),
+            (content, "size", size),
+            (response, "_transferSize", transfer),
+            (response, "headersSize", headers),
+            (content, "compression", saved),
+        ):
+            node.pop(key, None)
+            if value is not gone:
+                node[key] = value
+        read += _same(e, "entry 1")
+    assert read > 1000
