@@ -1,10 +1,12 @@
 """A HAR entry read into its ``Exchange`` by the C twin of ``har._exchange``
-(``simulator.traces._harheaders.exchange``): for every entry it reads, the Python reference's
-answer, field by field and type by type; every other entry (and every one the reference
-refuses) handed back as None, for the reference to read.  Entries from real producers' HARs,
-a synthetic page, and seeded mutations of them (wrong types, huge and non-finite numbers,
-redirects, posted bodies, initiator stacks, WebPageTest fields, missing pseudo-header fields,
-non-ASCII text)."""
+(``simulator.traces._harheaders.exchange``), and into its row by the twin of
+``_EntryReader.add``'s reading (``entry``: ``_check``, then ``_exchange``): for every entry
+they read, the Python reference's answer, field by field and type by type; every other
+entry (and every one the reference refuses) handed back as None, for the reference to read.
+Entries from real producers' HARs, a synthetic page, and seeded mutations of them (wrong
+types, huge and non-finite numbers, redirects, posted bodies, initiator stacks, WebPageTest
+fields, missing pseudo-header fields, non-ASCII text, URLs of every shape, cached entries,
+odd start times)."""
 
 from __future__ import annotations
 
@@ -62,14 +64,43 @@ def _same(entry, where) -> bool:
     return True
 
 
+def _same_row(entry, where) -> bool:
+    """``entry()``, the twin of ``_EntryReader.add``'s reading (``_check``, then ``_exchange``):
+    the reference reader's row, or None for an entry it refused, left out or marks refused."""
+    reader = har._EntryReader("page.har")
+    native, har._NATIVE_ENTRY = har._NATIVE_ENTRY, None
+    try:
+        reader.count = int(where.split()[-1])
+        reader.add(entry)
+    finally:
+        har._NATIVE_ENTRY = native
+    got = native(entry, where, "page.har")
+    if got is None:
+        return False
+    assert reader.refused is None and not reader.cached and not reader.no_network and len(reader.rows) == 1
+    t, _, want, url, status, _, transfer = reader.rows[0]
+    assert not isinstance(want, Exception), f"the reference refused what the twin read: {want}"
+    assert got[0] == t and type(got[0]) is type(t) and url == entry["request"]["url"]
+    for f in dataclasses.fields(want):
+        a, b = getattr(got[1], f.name), getattr(want, f.name)
+        assert a == b and type(a) is type(b), (f.name, a, b)
+    assert got[2:] == (status, transfer)
+    return True
+
+
+def _both(entry, where) -> bool:
+    return _same(entry, where) + _same_row(entry, where) > 0
+
+
 def test_the_c_entry_reader_gives_the_reference_exchange_on_real_and_synthetic_hars():
     read = total = 0
     for path in HARS:
         for i, entry in enumerate(_entries(path)):
             total += 1
-            read += _same(entry, f"entry {i}")
+            read += _both(entry, f"entry {i}")
     synthetic = _synthetic()
     assert sum(_same(e, f"entry {i}") for i, e in enumerate(synthetic)) >= 0.9 * len(synthetic)
+    assert sum(_same_row(e, f"entry {i}") for i, e in enumerate(synthetic)) >= 0.9 * len(synthetic)
     assert total > 100 and read > 0
 
 
@@ -153,6 +184,42 @@ _PATHS = [
     ("_contentType",),
     ("response",),
     ("request",),
+    ("_fromCache",),
+    ("startedDateTime",),
+    ("request", "url"),
+    ("request", "url"),
+]
+
+_URLS = [
+    "data:text/plain,x",
+    "blob:https://a.example/1",
+    "HTTPS://Cdn.Example/a.js",
+    "http://a.example:8080/x?y#z",
+    "https://a b.example/",
+    "https://[::1]/x",
+    "https://[::1/x",
+    "https://a.example:99999/",
+    "https://a.example:x/",
+    "https://" + "a" * 70 + ".example/",
+    "https://a..example/",
+    "https://xn--caf-dma.example/",
+    "https://café.example/",
+    "ftp://a.example/x",
+    "https:///x",
+    "https://a.example/\x7f",
+    "https://a.example",
+    "//a.example/x",
+    "https://user@a.example/",
+]
+_TIMES = [
+    "2024-06-01T09:00:00Z",
+    "2024-06-01T09:00:00.5+02:00",
+    "2024-06-01",
+    "garbage",
+    5,
+    None,
+    "",
+    "2024-13-01T00:00:00Z",
 ]
 
 
@@ -182,6 +249,12 @@ def _mutated(entry, rng: random.Random):
                 headers.append({"name": "content-encoding", "value": rng.choice(["gzip", "identity"])})
             else:
                 headers[k] = rng.choice([{"name": "x"}, {"name": "a", "value": 1}, "h", {"name": "é", "value": "v\nw"}])
+        elif path == ("request", "url"):
+            node["url"] = rng.choice(_URLS)
+        elif path == ("startedDateTime",):
+            node["startedDateTime"] = rng.choice(_TIMES)
+        elif path == ("_fromCache",):
+            node["_fromCache"] = rng.choice(["memory", "disk", "", None, 1])
         else:
             node[path[-1]] = copy.deepcopy(rng.choice(_ODD_VALUES))
     return e
@@ -194,7 +267,7 @@ def test_the_c_entry_reader_hands_back_or_matches_every_mutated_entry():
         bases += _entries(path)[:8]
     read = 0
     for n in range(3000):
-        read += _same(_mutated(rng.choice(bases), rng), f"entry {n}")
+        read += _both(_mutated(rng.choice(bases), rng), f"entry {n}")
     assert read > 100  # the mutations leave many entries the twin reads
 
 
@@ -243,4 +316,5 @@ def test_the_c_entry_reader_sizes_every_status_and_size_combination_as_the_refer
             if value is not gone:
                 node[key] = value
         read += _same(e, "entry 1")
+        _same_row(e, "entry 1")
     assert read > 1000

@@ -9,9 +9,11 @@
  * part of a 20,000-entry import.
  *
  *   configure_exchange(memo, name_of, field_of, authorities, exchange_class, join, origin,
- *       priority, http_version, chrome_types, wpt_fields, max_body, max_time_ms,
- *       max_value_bytes, status_line_bytes)
+ *       priority, http_version, chrome_types, wpt_fields, netlocs, parse_time, max_body,
+ *       max_time_ms, max_value_bytes, status_line_bytes)
  *   exchange(entry, where, path) -> (Exchange, status, transfer size or None), or None
+ *   entry(entry, where, path) -> (start time, Exchange, status, transfer size or None), or
+ *       None: _EntryReader's _check, then exchange() (see read_entry)
  *
  * Only the common entry is read here: the request's and response's header objects as
  * fields() reads them, all four request pseudo-header fields given, an integer status of
@@ -24,7 +26,7 @@
 
 static struct {
     PyObject *memo, *name_of, *field_of, *authorities, *exchange_class, *join, *origin, *priority, *http_version,
-        *chrome_types, *wpt_fields;
+        *chrome_types, *wpt_fields, *netlocs, *parse_time;
     long long max_body, max_value_bytes, status_line_bytes;
     double max_time_ms;
 } ex;
@@ -32,7 +34,7 @@ static struct {
 static PyObject *s_request, *s_url, *s_response, *s_no_request_headers, *s_headers, *s_status, *s_body_size,
     *s_content, *s_size, *s_compression, *s_transfer_size, *s_headers_size, *s_post_data, *s_text, *s_initiator,
     *s_initiator_type, *s_initiator_detail, *s_type, *s_stack, *s_resource_type, *s_timings, *s_connection,
-    *s_socket, *s_render_blocking, *s_pageref, *s_strip, *s_lower, *s_other, *s_from_resource_type,
+    *s_socket, *s_render_blocking, *s_pageref, *s_from_cache, *s_started, *s_strip, *s_lower, *s_other, *s_from_resource_type,
     *s_initiator_url, *s_body_size_from, *s_transfer_from, *s_content_size_from, *b_host, *b_status_name,
     *b_method, *b_scheme, *b_authority, *b_path, *exchange_kwnames;
 
@@ -170,18 +172,10 @@ helper(PyObject *fn, PyObject *const *argv, size_t n)
 
 #define EX_ARGS 19
 
+/* exchange()'s answer (a new reference: the 3-tuple, or None), or NULL with an exception. */
 static PyObject *
-exchange(PyObject *mod, PyObject *const *args, Py_ssize_t nargs)
+read_exchange(PyObject *entry, PyObject *where, PyObject *path)
 {
-    if (nargs != 3) {
-        PyErr_SetString(PyExc_TypeError, "exchange(entry, where, path) takes 3 arguments");
-        return NULL;
-    }
-    if (ex.exchange_class == NULL) {
-        PyErr_SetString(PyExc_RuntimeError, "exchange(): configure_exchange() first");
-        return NULL;
-    }
-    PyObject *entry = args[0], *where = args[1], *path = args[2];
     PyObject *req = NULL, *resp = NULL, *scheme = NULL, *authority = NULL, *init_url = NULL, *rtype = NULL;
     PyObject *timings = NULL, *connection = NULL, *priority = NULL, *version = NULL, *origin = NULL;
     PyObject *values[EX_ARGS] = {NULL};
@@ -431,19 +425,127 @@ done:
     return out;
 }
 
+static int
+configured(Py_ssize_t nargs, Py_ssize_t want, const char *what)
+{
+    if (nargs != want) {
+        PyErr_Format(PyExc_TypeError, "%s takes %zd arguments", what, want);
+        return 0;
+    }
+    if (ex.exchange_class == NULL) {
+        PyErr_Format(PyExc_RuntimeError, "%s: configure_exchange() first", what);
+        return 0;
+    }
+    return 1;
+}
+
+static PyObject *
+exchange(PyObject *mod, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (!configured(nargs, 3, "exchange(entry, where, path)"))
+        return NULL;
+    return read_exchange(args[0], args[1], args[2]);
+}
+
+/* _PLAIN_URL's match of an ASCII ``url`` (harheaders.scheme_and_netloc's pattern): a scheme,
+ * "://", an authority of no "/?#[]", control or space, then nothing or one of "/?#" and no
+ * control or space; 1 with the scheme's and authority's spans, else 0. */
+static int
+plain_url(PyObject *url, Py_ssize_t *scheme_end, Py_ssize_t *netloc_start, Py_ssize_t *netloc_end)
+{
+    if (!PyUnicode_IS_COMPACT_ASCII(url))
+        return 0;
+    const unsigned char *p = PyUnicode_1BYTE_DATA(url);
+    Py_ssize_t n = PyUnicode_GET_LENGTH(url), i = 0;
+    if (n == 0 || !((p[0] | 0x20) >= 'a' && (p[0] | 0x20) <= 'z'))
+        return 0;
+    while (i < n && (((p[i] | 0x20) >= 'a' && (p[i] | 0x20) <= 'z') || (p[i] >= '0' && p[i] <= '9') || p[i] == '+' ||
+                     p[i] == '.' || p[i] == '-'))
+        i++;
+    if (i + 3 > n || p[i] != ':' || p[i + 1] != '/' || p[i + 2] != '/')
+        return 0;
+    *scheme_end = i;
+    i += 3;
+    *netloc_start = i;
+    while (i < n && p[i] != '/' && p[i] != '?' && p[i] != '#') {
+        if (p[i] == '[' || p[i] == ']' || p[i] <= 0x20 || p[i] == 0x7f)
+            return 0;
+        i++;
+    }
+    *netloc_end = i;
+    for (; i < n; i++)
+        if (p[i] <= 0x20 || p[i] == 0x7f)
+            return 0;
+    return 1;
+}
+
+/* entry(entry, where, path): _EntryReader.add's reading of one entry, _check then _exchange,
+ * for the common entry: (start time, Exchange, status, transfer size or None), or None (the
+ * Python methods' to read: a cached or non-network entry, a URL of another shape or an
+ * authority not yet checked, and whatever exchange() hands back). */
+static PyObject *
+read_entry(PyObject *mod, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (!configured(nargs, 3, "entry(entry, where, path)"))
+        return NULL;
+    PyObject *entry = args[0], *where = args[1], *path = args[2];
+    if (!PyDict_CheckExact(entry) || item(entry, s_from_cache) != NULL)
+        Py_RETURN_NONE;
+    PyObject *request = item(entry, s_request), *url = request && PyDict_CheckExact(request) ? item(request, s_url) : NULL;
+    Py_ssize_t scheme_end, netloc_start, netloc_end;
+    if (url == NULL || !PyUnicode_CheckExact(url) || !plain_url(url, &scheme_end, &netloc_start, &netloc_end) ||
+        netloc_end == netloc_start)
+        Py_RETURN_NONE;
+    const unsigned char *p = PyUnicode_1BYTE_DATA(url);
+    int http = scheme_end == 4 && (p[0] | 0x20) == 'h' && (p[1] | 0x20) == 't' && (p[2] | 0x20) == 't' &&
+               (p[3] | 0x20) == 'p';
+    int https = scheme_end == 5 && (p[0] | 0x20) == 'h' && (p[1] | 0x20) == 't' && (p[2] | 0x20) == 't' &&
+                (p[3] | 0x20) == 'p' && (p[4] | 0x20) == 's';
+    if (!http && !https) /* another scheme: maybe one that never reaches the network */
+        Py_RETURN_NONE;
+    PyObject *netloc = PyUnicode_Substring(url, netloc_start, netloc_end);
+    if (netloc == NULL)
+        return NULL;
+    int passed = PySet_Contains(ex.netlocs, netloc); /* else limits.check_netloc's */
+    Py_DECREF(netloc);
+    if (passed <= 0) {
+        if (passed < 0)
+            return NULL;
+        Py_RETURN_NONE;
+    }
+    PyObject *started = item(entry, s_started), *t;
+    if (started == NULL || started == Py_None)
+        t = Py_NewRef(Py_None);
+    else {
+        PyObject *argv[3] = {started, where, path};
+        if ((t = helper(ex.parse_time, argv, 3)) == NULL)
+            Py_RETURN_NONE;
+    }
+    PyObject *found = read_exchange(entry, where, path);
+    if (found == NULL || found == Py_None) {
+        Py_DECREF(t);
+        return found;
+    }
+    PyObject *out = PyTuple_Pack(4, t, PyTuple_GET_ITEM(found, 0), PyTuple_GET_ITEM(found, 1), PyTuple_GET_ITEM(found, 2));
+    Py_DECREF(t);
+    Py_DECREF(found);
+    return out;
+}
+
 static PyObject *
 configure_exchange(PyObject *mod, PyObject *args)
 {
-    PyObject *o[11];
+    PyObject *o[13];
     long long max_body, max_value_bytes, status_line_bytes;
     double max_time_ms;
-    if (!PyArg_ParseTuple(args, "O!OOO!OOOOOO!O!LdLL", &PyDict_Type, &o[0], &o[1], &o[2], &PySet_Type, &o[3], &o[4],
-                          &o[5], &o[6], &o[7], &o[8], &PyDict_Type, &o[9], &PyTuple_Type, &o[10], &max_body,
-                          &max_time_ms, &max_value_bytes, &status_line_bytes))
+    if (!PyArg_ParseTuple(args, "O!OOO!OOOOOO!O!O!OLdLL", &PyDict_Type, &o[0], &o[1], &o[2], &PySet_Type, &o[3], &o[4],
+                          &o[5], &o[6], &o[7], &o[8], &PyDict_Type, &o[9], &PyTuple_Type, &o[10], &PySet_Type, &o[11],
+                          &o[12], &max_body, &max_time_ms, &max_value_bytes, &status_line_bytes))
         return NULL;
-    PyObject **slots[11] = {&ex.memo,   &ex.name_of,  &ex.field_of,     &ex.authorities,  &ex.exchange_class, &ex.join,
-                            &ex.origin, &ex.priority, &ex.http_version, &ex.chrome_types, &ex.wpt_fields};
-    for (int i = 0; i < 11; i++)
+    PyObject **slots[13] = {&ex.memo,         &ex.name_of,     &ex.field_of, &ex.authorities, &ex.exchange_class,
+                            &ex.join,         &ex.origin,      &ex.priority, &ex.http_version, &ex.chrome_types,
+                            &ex.wpt_fields,   &ex.netlocs,     &ex.parse_time};
+    for (int i = 0; i < 13; i++)
         Py_XSETREF(*slots[i], Py_NewRef(o[i]));
     ex.max_body = max_body;
     ex.max_time_ms = max_time_ms;
@@ -485,6 +587,8 @@ exchange_init(void)
         {&s_socket, "_socket"},
         {&s_render_blocking, "_renderBlocking"},
         {&s_pageref, "pageref"},
+        {&s_from_cache, "_fromCache"},
+        {&s_started, "startedDateTime"},
         {&s_strip, "strip"},
         {&s_lower, "lower"},
         {&s_other, "other"},

@@ -313,6 +313,9 @@ static PyMethodDef module_methods[] = {
     {"exchange", (PyCFunction)(void (*)(void))exchange, METH_FASTCALL,
      "exchange(entry, where, path) -> (Exchange, status, transfer size) or None: har._exchange for\n"
      "the common entry (see _harentry.h)."},
+    {"entry", (PyCFunction)(void (*)(void))read_entry, METH_FASTCALL,
+     "entry(entry, where, path) -> (start time, Exchange, status, transfer size) or None: _EntryReader's\n"
+     "_check and har._exchange for the common entry (see _harentry.h)."},
     {"configure_exchange", configure_exchange, METH_VARARGS,
      "configure_exchange(...): the memos, helpers and limits exchange() reads (see _harentry.h)."},
     {"shape", (PyCFunction)shape, METH_O,

@@ -188,6 +188,11 @@ class _EntryReader:
         self.count += 1
         if self.refused is not None or self.count > limits.MAX_ENTRIES:
             return  # the answer is that refusal: the rest is only read
+        found = None if _NATIVE_ENTRY is None else _NATIVE_ENTRY(entry, where, path)
+        if found is not None:  # the common entry, read in C: _check's time and _exchange's answer
+            t, exchange, status, transfer = found
+            self.rows.append((t, i, exchange, entry["request"]["url"], status, entry.get("_was_pushed"), transfer))
+            return
         try:
             t = self._check(entry, where)
         except InputError as exc:
@@ -226,7 +231,11 @@ class _EntryReader:
             return False
         if not netloc and request.get("method", "GET") != "CONNECT":
             raise InputError(f"request url {url[:80]!r} is not absolute.", path=path, where=where)
-        limits.check_netloc(netloc, url, path=path, where=where)
+        if netloc not in _NETLOCS_PASSED:
+            limits.check_netloc(netloc, url, path=path, where=where)
+            if len(_NETLOCS_PASSED) >= 1 << 12:
+                _NETLOCS_PASSED.clear()
+            _NETLOCS_PASSED.add(netloc)  # a pure function of the netloc: the C reader's to skip
         return _parse_time(entry.get("startedDateTime"), where, path)
 
     def trace(self, log: dict) -> Trace:
@@ -458,6 +467,8 @@ def _page_time(ms, field: str = "pageTimings", path=None, where=None) -> float |
     return float(ms) / 1000.0
 
 
+# The netlocs of request URLs that passed limits.check_netloc (a pure function of the netloc).
+_NETLOCS_PASSED: set[str] = set()
 # The :authority values that passed limits.check_authority (a pure function of the value): a
 # page asks a few hosts for thousands of resources.
 _AUTHORITIES_PASSED: set[str] = set()
@@ -475,10 +486,12 @@ def _origin(scheme: str, authority: str) -> str:
 
 
 def _configure_native():
-    """The C twin of ``_exchange`` given the memos, helpers and limits it reads, or None (not
-    built, an older build without it, or the reference asked for: WORKBENCH_PURE_PYTHON=1)."""
+    """The C module whose ``exchange`` and ``entry`` are the twins of ``_exchange`` and of
+    ``_EntryReader.add``'s reading (``_check``, then ``_exchange``), given the memos, helpers and
+    limits they read; or None (not built, an older build without them, or the reference asked
+    for: WORKBENCH_PURE_PYTHON=1)."""
     native = _harheaders_native
-    if native is None or not hasattr(native, "exchange"):
+    if native is None or not hasattr(native, "entry"):
         return None
     native.configure_exchange(
         _NATIVE_MEMO,
@@ -492,15 +505,19 @@ def _configure_native():
         harfields.http_version,
         harfields._CHROME_TYPES,
         harfields.WPT_TIMING_FIELDS,
+        _NETLOCS_PASSED,
+        _parse_time,
         limits.MAX_BODY_BYTES,
         float(limits.MAX_TIME_MS),
         limits.MAX_FIELD_VALUE_BYTES,
         harfields._STATUS_LINE_BYTES,
     )
-    return native.exchange
+    return native
 
 
-_NATIVE_EXCHANGE = _configure_native()
+_NATIVE_EXCHANGE = _NATIVE_ENTRY = None
+if (_native := _configure_native()) is not None:
+    _NATIVE_EXCHANGE, _NATIVE_ENTRY = _native.exchange, _native.entry
 
 
 def _har_text(path: str, data: bytes | None = None) -> str:
