@@ -609,10 +609,20 @@ exchange_init(void)
     for (size_t i = 0; i < sizeof bytes / sizeof bytes[0]; i++)
         if ((*bytes[i].slot = PyBytes_FromString(bytes[i].text)) == NULL)
             return -1;
-    exchange_kwnames = Py_BuildValue("(sssssssssssssssssss)", "index", "request_headers", "response_headers",
-                                     "request_body_bytes", "response_body_bytes", "origin", "connection", "page",
-                                     "priority", "resource_type", "initiator", "initiator_type", "url", "timings",
-                                     "response_content_bytes", "http_version", "resource_type_from",
-                                     "render_blocking", "body_bytes_from");
+    /* Interned, as the __init__'s parameter names are: a keyword is then found by identity
+     * (CPython compares the text of each parameter name with each keyword that is not). */
+    static const char *kw[EX_ARGS] = {"index", "request_headers", "response_headers", "request_body_bytes",
+                                      "response_body_bytes", "origin", "connection", "page", "priority",
+                                      "resource_type", "initiator", "initiator_type", "url", "timings",
+                                      "response_content_bytes", "http_version", "resource_type_from",
+                                      "render_blocking", "body_bytes_from"};
+    if ((exchange_kwnames = PyTuple_New(EX_ARGS)) == NULL)
+        return -1;
+    for (int i = 0; i < EX_ARGS; i++) {
+        PyObject *name = PyUnicode_InternFromString(kw[i]);
+        if (name == NULL)
+            return -1;
+        PyTuple_SET_ITEM(exchange_kwnames, i, name);
+    }
     return exchange_kwnames == NULL ? -1 : 0;
 }
