@@ -318,3 +318,25 @@ def test_the_c_entry_reader_sizes_every_status_and_size_combination_as_the_refer
         read += _same(e, "entry 1")
         _same_row(e, "entry 1")
     assert read > 1000
+
+
+def test_a_url_joined_as_is_is_what_urljoin_gives_rfc3986_5_2():
+    """``harheaders.joined_as_is`` says True only where ``urljoin(scheme://, ref)`` is ``ref``:
+    URLs of every part (scheme case, authority, path, parameters, query, fragment, empty ones)."""
+    import itertools
+    from urllib.parse import urljoin
+
+    from simulator.traces.harheaders import joined_as_is
+
+    schemes = ["https", "http", "HTTPS", "Https", "ws", "ftp", "foo", "data"]
+    netlocs = ["a.example", "", "u@a.example:8443", "[::1]", "a b", "a.example:"]
+    paths = ["", "/", "/x.js", "//x", "/a;b", "/a/b;", "/%7Ex", "/\u00e9", "/a\\b", "/a\tb"]
+    tails = ["", "?", "?q=1", "#", "#f", "?#", "?q#", "#f?g", "?q#f", "??", "##"]
+    seen = 0
+    for scheme, netloc, path, tail in itertools.product(schemes, netlocs, paths, tails):
+        ref = f"{scheme}://{netloc}{path}{tail}"
+        if joined_as_is(ref):
+            seen += 1
+            for base in ("https", "http", "ftp", "foo", "data"):
+                assert urljoin(base + "://", ref) == ref, (base, ref)
+    assert seen > 100

@@ -69,6 +69,7 @@ from .harheaders import (
     _request_headers_pseudo,
     _response_headers_sized,
     _s,
+    joined_as_is,
     request_pseudo_headers,
     scheme_and_netloc,
     urljoin,
@@ -445,6 +446,8 @@ def _join_with_authority(ref: str, base_scheme: str) -> str | None:
     scheme at most is used, for a network-path reference), or None for another ``ref``; memoized
     on the base's scheme alone, since every entry has its own URL but a page's initiators
     are few."""
+    if joined_as_is(ref):
+        return ref
     if not urlsplit(ref, base_scheme).netloc:
         return None
     return _urljoin(base_scheme + "://", ref)
