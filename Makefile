@@ -10,7 +10,7 @@ install: $(STAMP)
 
 # compileall: the package's bytecode, written once (an editable install writes none, and with
 # PYTHONDONTWRITEBYTECODE set no run would: each `workbench` then compiles its modules, ~0.15 s).
-$(STAMP): pyproject.toml $(wildcard setup.py) simulator/_engine.c simulator/http/_header_sizes.c simulator/http/_network.c simulator/traces/_harheaders.c simulator/stacks/_headers.c simulator/net/_tcp.c simulator/net/_quic.c simulator/net/_cc.h simulator/net/_stride_tree.h simulator/net/_writer_turns.h simulator/net/_fastattr.h simulator/net/_quic_streams.h simulator/lab/_relay.c simulator/frames/_scanner.c simulator/frames/_huffman_table.h
+$(STAMP): pyproject.toml $(wildcard setup.py) simulator/_engine.c simulator/http/_header_sizes.c simulator/http/_network.c simulator/traces/_harheaders.c simulator/traces/_harentry.h simulator/stacks/_headers.c simulator/net/_tcp.c simulator/net/_quic.c simulator/net/_cc.h simulator/net/_stride_tree.h simulator/net/_writer_turns.h simulator/net/_fastattr.h simulator/net/_quic_streams.h simulator/lab/_relay.c simulator/frames/_scanner.c simulator/frames/_huffman_table.h
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet -e '.[test]'
@@ -75,8 +75,8 @@ clean:
 # AddressSanitizer builds of the C frame scanner (simulator/frames/_scanner.c), run over
 # the fuzz corpus, of the engine's event queue (simulator/_engine.c), run under the
 # engine's tests, of the HPACK block sizer's loop (simulator/http/_header_sizes.c), the HAR
-# import's header loop (simulator/traces/_harheaders.c), the replay's header clean-up
-# (simulator/stacks/_headers.c) and the network's per-chunk path (simulator/http/_network.c),
+# import's header loop and entry reader (simulator/traces/_harheaders.c, _harentry.h), the
+# replay's header clean-up (simulator/stacks/_headers.c) and the network's per-chunk path (simulator/http/_network.c),
 # run under their twin tests, and of the TCP and QUIC models' C twins (simulator/net/_tcp.c, _quic.c),
 # run under the tests that hold them to the Python reference (for QUIC also its fuzzer,
 # simulator.net.quic.fuzz: seeded loss patterns and ACK orders against the reference, and the
@@ -104,7 +104,7 @@ asan: install
 	  $(PY) -m pytest -q -p no:xdist -p no:cacheprovider tests/test_header_sizes.py
 	ASAN_OPTIONS=detect_leaks=0:abort_on_error=1 LD_PRELOAD="$$(gcc -print-file-name=libasan.so)" \
 	  WORKBENCH_HAR_EXT="$$(ls build/asan/simulator/traces/_harheaders*.so)" \
-	  $(PY) -m pytest -q -p no:xdist -p no:cacheprovider tests/test_har_stream.py
+	  $(PY) -m pytest -q -p no:xdist -p no:cacheprovider tests/test_har_stream.py tests/test_har_entry.py
 	ASAN_OPTIONS=detect_leaks=0:abort_on_error=1 LD_PRELOAD="$$(gcc -print-file-name=libasan.so)" \
 	  WORKBENCH_REPLAY_EXT="$$(ls build/asan/simulator/stacks/_headers*.so)" \
 	  WORKBENCH_NETWORK_EXT="$$(ls build/asan/simulator/http/_network*.so)" \

@@ -86,6 +86,7 @@ setup(
         Extension(
             "simulator.traces._harheaders",
             sources=["simulator/traces/_harheaders.c"],
+            depends=["simulator/traces/_harentry.h"],
             optional=not REQUIRED,
         ),
         Extension(

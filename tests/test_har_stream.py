@@ -421,3 +421,42 @@ def test_orjson_leaves_to_json_the_nesting_json_refuses(monkeypatch):
         assert all(same for _, same in outcomes())
     finally:
         sys.setrecursionlimit(limit)
+
+
+def test_the_c_header_loop_reads_objects_of_any_member_order_extra_members_and_long_lists():
+    """The C loop walks an object of just ``name`` and ``value`` (either order) and looks the
+    members up in any other (a ``comment``, a third member): the Python loop's fields either
+    way, for lists longer than the loop holds on its stack (48 objects) too."""
+    import itertools
+    import random
+
+    from simulator.traces import harheaders
+
+    if harheaders._NATIVE is None:
+        pytest.skip("the C extension is not built")
+    rng = random.Random(5)
+    shapes = [
+        lambda n, v: {"name": n, "value": v},
+        lambda n, v: {"value": v, "name": n},
+        lambda n, v: {"name": n, "value": v, "comment": "c"},
+        lambda n, v: {"comment": "", "value": v, "name": n},
+        lambda n, v: {"nam": "x", "name": n, "value": v},
+    ]
+    field = harheaders._field_name, harheaders._header_fields.__wrapped__
+    memo = {}
+    for size in (0, 1, 47, 48, 49, 120):
+        for _ in range(5):
+            pairs = [
+                (rng.choice(["Accept", "x-a", "te", "Cookie"]), rng.choice(["*/*", " b ", "trailers", "c\nd"]))
+                for _ in range(size)
+            ]
+            raw = [rng.choice(shapes)(n, v) for n, v in pairs]
+            want = list(itertools.chain.from_iterable(harheaders._header_fields.__wrapped__(n, v) for n, v in pairs))
+            got, section, text = harheaders._NATIVE.fields(raw, memo, *field)
+            assert got == want and text == sum(len(n) + len(v) + 4 for n, v in pairs)
+    for odd in (
+        [{"name": "a", "x": "v"}],
+        [{"value": "v", "x": "a"}],
+        [{"name": "a", "value": "v"}] * 60 + [{"name": "a"}],
+    ):
+        assert harheaders._NATIVE.fields(odd, memo, *field) is None

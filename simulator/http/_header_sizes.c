@@ -69,7 +69,17 @@ as_ll(PyObject *obj, long long *out)
 typedef struct {
     PyObject *plain_fields, *miss, *exact, *names, *entries;
     long long first, inserted, used, limit, total;
+    PyObject *append, *popleft; /* entries' methods, bound at their first use in a block */
 } Table;
+
+/* entries.<name>, bound once a block (a new reference kept in *slot). */
+static PyObject *
+bound(Table *t, PyObject **slot, PyObject *name)
+{
+    if (*slot == NULL)
+        *slot = PyObject_GetAttr(t->entries, name);
+    return *slot;
+}
 
 /* Bytes of ``data`` Huffman-coded (RFC 7541 section 5.2): its codes' bits, padded to a byte. */
 static long long
@@ -116,12 +126,28 @@ remember_plain(PyObject *plain_fields, PyObject *header)
         static_name = integer_len(first_index, 6); /* section 6.2.1 */
     }
     long long value_bytes = huffman_bytes(value), name_bytes = huffman_bytes(name);
-    PyObject *info = Py_BuildValue(
-        "(L(OO)LLLOn)", static_full, name, value, static_name, integer_len(value_bytes, 7) + value_bytes,
-        1 + integer_len(name_bytes, 7) + name_bytes, Py_False,
-        (Py_ssize_t)32 + PyBytes_GET_SIZE(name) + PyBytes_GET_SIZE(value));
-    if (info == NULL)
+    /* (static_full, (name, value), static_name, literal_value, literal_name, False, size),
+     * made directly (Py_BuildValue parses its format each time: one field in eight is new) */
+    PyObject *info = PyTuple_New(7), *pair = PyTuple_Pack(2, name, value);
+    long long numbers[5] = {static_full, static_name, integer_len(value_bytes, 7) + value_bytes,
+                            1 + integer_len(name_bytes, 7) + name_bytes,
+                            32 + (long long)PyBytes_GET_SIZE(name) + (long long)PyBytes_GET_SIZE(value)};
+    int at[5] = {0, 2, 3, 4, 6};
+    if (info == NULL || pair == NULL) {
+        Py_XDECREF(info);
+        Py_XDECREF(pair);
         return NULL;
+    }
+    PyTuple_SET_ITEM(info, 1, pair);
+    PyTuple_SET_ITEM(info, 5, Py_NewRef(Py_False));
+    for (int i = 0; i < 5; i++) {
+        PyObject *n = PyLong_FromLongLong(numbers[i]);
+        if (n == NULL) {
+            Py_DECREF(info);
+            return NULL;
+        }
+        PyTuple_SET_ITEM(info, at[i], n);
+    }
     if (PyDict_GET_SIZE(plain_fields) >= fields_max)
         PyDict_Clear(plain_fields);
     if (PyDict_SetItem(plain_fields, header, info) < 0) {
@@ -148,17 +174,33 @@ facts_of(Table *t, PyObject *header)
     return PyObject_CallOneArg(t->miss, header);
 }
 
+/* A (name, value) pair's lookups in ``exact`` with its hash made once: a tuple does not keep
+ * its hash, and a field entered and later evicted is looked up, entered, looked up and
+ * deleted (CPython's own calls with a known hash, where this interpreter has them). */
+#if PY_VERSION_HEX < 0x030D0000
+#define GET_KNOWN(d, key, hash) _PyDict_GetItem_KnownHash((d), (key), (hash))
+#define SET_KNOWN(d, key, value, hash) _PyDict_SetItem_KnownHash((d), (key), (value), (hash))
+#define DEL_KNOWN(d, key, hash) _PyDict_DelItem_KnownHash((d), (key), (hash))
+#else
+#define GET_KNOWN(d, key, hash) PyDict_GetItemWithError((d), (key))
+#define SET_KNOWN(d, key, value, hash) PyDict_SetItem((d), (key), (value))
+#define DEL_KNOWN(d, key, hash) PyDict_DelItem((d), (key))
+#endif
+
 /* del d[key] when d[key] == number (a newer number of the key stays). */
 static int
 drop_number(PyObject *d, PyObject *key, long long number)
 {
-    PyObject *found = PyDict_GetItemWithError(d, key);
+    Py_hash_t hash = PyObject_Hash(key);
+    if (hash == -1)
+        return -1;
+    PyObject *found = GET_KNOWN(d, key, hash);
     if (found == NULL)
         return PyErr_Occurred() ? -1 : 0;
     long long k;
     if (as_ll(found, &k) < 0)
         return -1;
-    return k == number ? PyDict_DelItem(d, key) : 0;
+    return k == number ? DEL_KNOWN(d, key, hash) : 0;
 }
 
 /* The oldest entry (its facts) leaves the table: its size from ``used``, its number (``first``)
@@ -205,7 +247,10 @@ size_info(Table *t, PyObject *info)
         goto fail;
     }
     long long k;
-    PyObject *found = PyDict_GetItemWithError(t->exact, pair);
+    Py_hash_t pair_hash = PyObject_Hash(pair);
+    if (pair_hash == -1)
+        goto fail;
+    PyObject *found = GET_KNOWN(t->exact, pair, pair_hash);
     if (found == NULL && PyErr_Occurred())
         goto fail;
     if (found != NULL) {
@@ -258,21 +303,23 @@ size_info(Table *t, PyObject *info)
     PyObject *number = PyLong_FromLongLong(t->inserted);
     if (number == NULL)
         goto fail;
-    int rc = PyDict_SetItem(t->exact, pair, number);
+    int rc = SET_KNOWN(t->exact, pair, number, pair_hash);
     if (rc == 0)
         rc = PyDict_SetItem(t->names, name, number);
     Py_DECREF(number);
     if (rc < 0)
         goto fail;
     t->inserted++;
-    PyObject *r = PyObject_CallMethodOneArg(t->entries, str_append, info);
+    PyObject *append = bound(t, &t->append, str_append);
+    PyObject *r = append == NULL ? NULL : PyObject_CallOneArg(append, info);
     if (r == NULL)
         goto fail;
     Py_DECREF(r);
     t->used += size;
     Py_DECREF(info);
     while (t->used > t->limit) {
-        PyObject *oldest = PyObject_CallMethodNoArgs(t->entries, str_popleft);
+        PyObject *popleft = bound(t, &t->popleft, str_popleft);
+        PyObject *oldest = popleft == NULL ? NULL : PyObject_CallNoArgs(popleft);
         if (oldest == NULL)
             return -1;
         rc = evict(t, oldest);
@@ -401,7 +448,7 @@ encode(PyObject *mod, PyObject *const *args, Py_ssize_t nargs)
         PyErr_SetString(PyExc_TypeError, "encode() takes 10 or 14 arguments");
         return NULL;
     }
-    Table t = {args[1], args[2], args[3], args[4], args[5], 0, 0, 0, 0, 0};
+    Table t = {args[1], args[2], args[3], args[4], args[5], 0, 0, 0, 0, 0, NULL, NULL};
     PyObject *headers = args[0];
     PyObject *h2_facts = nargs == 14 ? args[10] : NULL, *normalized_fields = nargs == 14 ? args[11] : NULL;
     PyObject *normalize = nargs == 14 ? args[12] : NULL, *blind_names = nargs == 14 ? args[13] : NULL;
@@ -438,12 +485,12 @@ encode(PyObject *mod, PyObject *const *args, Py_ssize_t nargs)
             }
         }
         Py_DECREF(header);
-        if (rc < 0) {
-            Py_DECREF(iter);
-            return NULL;
-        }
+        if (rc < 0)
+            break;
     }
     Py_DECREF(iter);
+    Py_XDECREF(t.append);
+    Py_XDECREF(t.popleft);
     if (PyErr_Occurred())
         return NULL;
     PyObject *total = PyLong_FromLongLong(t.total), *first = PyLong_FromLongLong(t.first);

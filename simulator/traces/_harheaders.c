@@ -13,6 +13,8 @@
  *       bytes as harfields.response_header_bytes counts them), or None
  *   split(fields, host) -> (pseudo, regular, host value), or None (see its comment: the loop of
  *       _request_headers and _response_headers over the fields)
+ *   exchange(entry, where, path) -> har._exchange's answer for the common entry, or None (see
+ *       _harentry.h, included below, and its configure_exchange)
  *   shape(piece) -> the check harjson makes of an entry's bytes before orjson reads them (see
  *       its comment; harjson._shape_python is the reference)
  *
@@ -50,6 +52,42 @@ plain_value(PyObject *value)
     return 1;
 }
 
+/* Whether ``k`` is the str ``text`` (``len`` ASCII characters). */
+static int
+key_is(PyObject *k, PyObject *interned, const char *text, Py_ssize_t len)
+{
+    return k == interned || (PyUnicode_CheckExact(k) && PyUnicode_IS_COMPACT_ASCII(k) && PyUnicode_GET_LENGTH(k) == len &&
+                             memcmp(PyUnicode_1BYTE_DATA(k), text, (size_t)len) == 0);
+}
+
+/* A header object's name and value (borrowed): 1, or 0 when it lacks one, -1 with an exception.
+ * An object of just those two members is walked (its keys are the JSON parser's objects, not
+ * ours: a lookup would hash and compare them, twice); any other is looked up. */
+static int
+name_and_value(PyObject *h, PyObject **name, PyObject **value)
+{
+    *name = *value = NULL;
+    if (PyDict_GET_SIZE(h) == 2) {
+        Py_ssize_t pos = 0;
+        PyObject *k, *v;
+        while (PyDict_Next(h, &pos, &k, &v)) {
+            if (key_is(k, str_name, "name", 4))
+                *name = v;
+            else if (key_is(k, str_value, "value", 5))
+                *value = v;
+        }
+        if (*name != NULL && *value != NULL)
+            return 1;
+    }
+    *name = PyDict_GetItemWithError(h, str_name);
+    *value = *name == NULL ? NULL : PyDict_GetItemWithError(h, str_value);
+    if (*value == NULL)
+        return PyErr_Occurred() ? -1 : 0;
+    return 1;
+}
+
+#define PAIRS_ON_STACK 48
+
 static PyObject *
 fields(PyObject *mod, PyObject *const *args, Py_ssize_t nargs)
 {
@@ -62,49 +100,46 @@ fields(PyObject *mod, PyObject *const *args, Py_ssize_t nargs)
         PyErr_SetString(PyExc_TypeError, "fields(): a list and a dict are needed");
         return NULL;
     }
-    Py_ssize_t n = PyList_GET_SIZE(raw);
+    Py_ssize_t n = PyList_GET_SIZE(raw), held = 0;
     Py_ssize_t text_bytes = 0; /* the objects' names and values as "name: value\r\n" lines */
-    /* Every object first: a list the general way reads gives nothing here. */
+    /* Every object's name and value first (held: the callbacks below run Python), so that a
+     * list the general way reads gives nothing here. */
+    PyObject *on_stack[2 * PAIRS_ON_STACK], **pairs = on_stack, *result = NULL, *out = NULL;
+    if (n > PAIRS_ON_STACK && (pairs = PyMem_Malloc(sizeof(PyObject *) * 2 * (size_t)n)) == NULL)
+        return PyErr_NoMemory();
     for (Py_ssize_t i = 0; i < n; i++) {
-        PyObject *h = PyList_GET_ITEM(raw, i);
+        PyObject *h = PyList_GET_ITEM(raw, i), *name, *value;
         if (!PyDict_CheckExact(h))
-            Py_RETURN_NONE;
-        PyObject *name = PyDict_GetItemWithError(h, str_name);
-        PyObject *value = name == NULL ? NULL : PyDict_GetItemWithError(h, str_value);
-        if (value == NULL) {
-            if (PyErr_Occurred())
-                return NULL;
-            Py_RETURN_NONE;
-        }
-        if (!PyUnicode_CheckExact(name) || !PyUnicode_CheckExact(value))
-            Py_RETURN_NONE;
+            goto none;
+        int rc = name_and_value(h, &name, &value);
+        if (rc < 0)
+            goto done;
+        if (rc == 0 || !PyUnicode_CheckExact(name) || !PyUnicode_CheckExact(value))
+            goto none;
+        pairs[2 * i] = Py_NewRef(name);
+        pairs[2 * i + 1] = Py_NewRef(value);
+        held = i + 1;
         text_bytes += PyUnicode_GET_LENGTH(name) + PyUnicode_GET_LENGTH(value) + 4;
     }
-    PyObject *out = PyList_New(0);
+    out = PyList_New(0);
     if (out == NULL)
-        return NULL;
+        goto done;
     for (Py_ssize_t i = 0; i < n; i++) {
-        PyObject *h = PyList_GET_ITEM(raw, i);
-        PyObject *name = PyDict_GetItemWithError(h, str_name);
-        PyObject *value = name == NULL ? NULL : PyDict_GetItemWithError(h, str_value);
-        if (value == NULL) /* the dict changed: not ours to read */
-            goto fail;
-        Py_INCREF(name);
-        Py_INCREF(value);
+        PyObject *name = pairs[2 * i], *value = pairs[2 * i + 1];
         PyObject *entry = PyDict_GetItemWithError(memo, name); /* borrowed */
         PyObject *done = NULL;                                 /* a new reference: the pair's fields */
         if (entry == NULL) {
             if (PyErr_Occurred())
-                goto fail_pair;
+                goto fail;
             PyObject *wire = PyObject_CallOneArg(name_of, name);
             if (wire == NULL)
-                goto fail_pair;
+                goto fail;
             PyObject *values = PyDict_New();
             entry = values == NULL ? NULL : PyList_New(2);
             if (entry == NULL) {
                 Py_DECREF(wire);
                 Py_XDECREF(values);
-                goto fail_pair;
+                goto fail;
             }
             PyList_SET_ITEM(entry, 0, wire);
             PyList_SET_ITEM(entry, 1, values);
@@ -113,19 +148,16 @@ fields(PyObject *mod, PyObject *const *args, Py_ssize_t nargs)
             int rc = PyDict_SetItem(memo, name, entry);
             Py_DECREF(entry); /* the memo holds it */
             if (rc < 0)
-                goto fail_pair;
+                goto fail;
         }
         PyObject *wire = PyList_GET_ITEM(entry, 0), *values = PyList_GET_ITEM(entry, 1);
-        if (wire == Py_None) { /* a name no stack sends: left out, whatever its value */
-            Py_DECREF(name);
-            Py_DECREF(value);
+        if (wire == Py_None) /* a name no stack sends: left out, whatever its value */
             continue;
-        }
         done = PyDict_GetItemWithError(values, value);
         if (done != NULL)
             Py_INCREF(done);
         else if (PyErr_Occurred())
-            goto fail_pair;
+            goto fail;
         else {
             if (PyBytes_CheckExact(wire) && plain_value(value) &&
                 !(PyBytes_GET_SIZE(wire) == 2 && memcmp(PyBytes_AS_STRING(wire), "te", 2) == 0)) {
@@ -142,21 +174,19 @@ fields(PyObject *mod, PyObject *const *args, Py_ssize_t nargs)
                 done = PyObject_Vectorcall(field_of, argv, 2, NULL);
             }
             if (done == NULL)
-                goto fail_pair;
+                goto fail;
             if (!PyTuple_Check(done)) {
                 Py_DECREF(done);
                 PyErr_SetString(PyExc_TypeError, "fields(): field_of() must give a tuple");
-                goto fail_pair;
+                goto fail;
             }
             if (PyDict_GET_SIZE(values) >= MEMO_MAX)
                 PyDict_Clear(values);
             if (PyDict_SetItem(values, value, done) < 0) {
                 Py_DECREF(done);
-                goto fail_pair;
+                goto fail;
             }
         }
-        Py_DECREF(name);
-        Py_DECREF(value);
         for (Py_ssize_t j = 0; j < PyTuple_GET_SIZE(done); j++) {
             if (PyList_Append(out, PyTuple_GET_ITEM(done, j)) < 0) {
                 Py_DECREF(done);
@@ -164,28 +194,39 @@ fields(PyObject *mod, PyObject *const *args, Py_ssize_t nargs)
             }
         }
         Py_DECREF(done);
-        continue;
-    fail_pair:
-        Py_DECREF(name);
-        Py_DECREF(value);
-        goto fail;
     }
     /* The fields' section bytes as limits.check_field_section counts them: 32 a field (RFC 7541 4.1). */
     Py_ssize_t section_bytes = 0;
     for (Py_ssize_t i = 0; i < PyList_GET_SIZE(out); i++) {
         PyObject *f = PyList_GET_ITEM(out, i);
-        Py_ssize_t a = PyTuple_Check(f) && PyTuple_GET_SIZE(f) == 2 ? PyObject_Size(PyTuple_GET_ITEM(f, 0)) : -1;
-        Py_ssize_t b = a < 0 ? -1 : PyObject_Size(PyTuple_GET_ITEM(f, 1));
-        if (b < 0) {
+        if (!PyTuple_Check(f) || PyTuple_GET_SIZE(f) != 2) {
             PyErr_SetString(PyExc_TypeError, "fields(): a field is not a pair of bytes");
             goto fail;
         }
-        section_bytes += a + b + 32;
+        PyObject *a = PyTuple_GET_ITEM(f, 0), *b = PyTuple_GET_ITEM(f, 1);
+        Py_ssize_t la = PyBytes_CheckExact(a) ? PyBytes_GET_SIZE(a) : PyObject_Size(a);
+        Py_ssize_t lb = la < 0 ? -1 : PyBytes_CheckExact(b) ? PyBytes_GET_SIZE(b) : PyObject_Size(b);
+        if (lb < 0) {
+            PyErr_SetString(PyExc_TypeError, "fields(): a field is not a pair of bytes");
+            goto fail;
+        }
+        section_bytes += la + lb + 32;
     }
-    return Py_BuildValue("(Nnn)", out, section_bytes, text_bytes);
+    result = Py_BuildValue("(Nnn)", out, section_bytes, text_bytes);
+    out = NULL;
+    goto done;
+none:
+    result = Py_NewRef(Py_None);
+    goto done;
 fail:
-    Py_DECREF(out);
-    return NULL;
+    Py_CLEAR(out);
+done:
+    for (Py_ssize_t i = 0; i < 2 * held; i++)
+        Py_DECREF(pairs[i]);
+    if (pairs != on_stack)
+        PyMem_Free(pairs);
+    Py_XDECREF(out);
+    return result;
 }
 
 /* split(fields, host): the loop of harheaders' _request_headers (host b"host") and
@@ -266,7 +307,17 @@ shape(PyObject *mod, PyObject *arg)
     return PyLong_FromSsize_t(opens);
 }
 
+#include "_harentry.h"
+
 static PyMethodDef module_methods[] = {
+    {"exchange", (PyCFunction)(void (*)(void))exchange, METH_FASTCALL,
+     "exchange(entry, where, path) -> (Exchange, status, transfer size) or None: har._exchange for\n"
+     "the common entry (see _harentry.h)."},
+    {"entry", (PyCFunction)(void (*)(void))read_entry, METH_FASTCALL,
+     "entry(entry, where, path) -> (start time, Exchange, status, transfer size) or None: _EntryReader's\n"
+     "_check and har._exchange for the common entry (see _harentry.h)."},
+    {"configure_exchange", configure_exchange, METH_VARARGS,
+     "configure_exchange(...): the memos, helpers and limits exchange() reads (see _harentry.h)."},
     {"shape", (PyCFunction)shape, METH_O,
      "shape(piece) -> -1 when the bytes hold a run of 19 or more digits, else their count of\n"
      "'[' and '{' (harjson._shape_python's answer)."},
@@ -292,7 +343,7 @@ PyInit__harheaders(void)
 {
     str_name = PyUnicode_InternFromString("name");
     str_value = PyUnicode_InternFromString("value");
-    if (str_name == NULL || str_value == NULL)
+    if (str_name == NULL || str_value == NULL || exchange_init() < 0)
         return NULL;
     PyObject *m = PyModule_Create(&module_def);
     if (m != NULL && PyModule_AddStringConstant(m, "IMPLEMENTATION", "c") < 0) {

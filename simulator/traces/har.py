@@ -37,6 +37,10 @@
 The header lists (the first two items) are made in ``harheaders``, which holds the header
 clean-up and ``request_pseudo_headers`` (re-exported here); this module reads the entries and pages.
 
+``_exchange`` (an entry's ``Exchange``) has a C twin for the common entry, ``_harheaders.exchange``
+(``_harentry.h``; tests/test_har_entry.py holds it to ``_exchange``, the reference), which hands
+every other entry back to it.
+
 ``load_har`` reads the entries one at a time (``harjson``) and keeps of each only its
 ``Exchange``: the parsed document of a 50 MB HAR is about five times the file, so holding it
 whole was most of the import's memory.  ``parse_har`` takes a document already parsed.
@@ -65,6 +69,7 @@ from .harheaders import (
     _request_headers_pseudo,
     _response_headers_sized,
     _s,
+    joined_as_is,
     request_pseudo_headers,
     scheme_and_netloc,
     urljoin,
@@ -73,6 +78,8 @@ from .harheaders import (
 
 # Re-exported: the names ``har`` always had (benchmarks/bench_traces.py clears the caches of the two memoized ones).
 from .harheaders import CONNECTION_SPECIFIC, REQUEST_PSEUDO, _field, _field_name, _header_fields  # noqa: F401
+from .harheaders import _NATIVE as _harheaders_native
+from .harheaders import _NATIVE_MEMO
 from .harwrite import har_dict, write_har
 from .model import Exchange, Page, Trace
 
@@ -182,6 +189,11 @@ class _EntryReader:
         self.count += 1
         if self.refused is not None or self.count > limits.MAX_ENTRIES:
             return  # the answer is that refusal: the rest is only read
+        found = None if _NATIVE_ENTRY is None else _NATIVE_ENTRY(entry, where, path)
+        if found is not None:  # the common entry, read in C: _check's time and _exchange's answer
+            t, exchange, status, transfer = found
+            self.rows.append((t, i, exchange, entry["request"]["url"], status, entry.get("_was_pushed"), transfer))
+            return
         try:
             t = self._check(entry, where)
         except InputError as exc:
@@ -191,7 +203,7 @@ class _EntryReader:
             return
         url = entry["request"]["url"]
         try:
-            exchange, status, transfer = _exchange(entry, where, path)
+            exchange, status, transfer = _read_exchange(entry, where, path)
         except InputError as exc:
             self.rows.append((t, i, exc.with_traceback(None), url, None, None, None))
             return
@@ -220,7 +232,11 @@ class _EntryReader:
             return False
         if not netloc and request.get("method", "GET") != "CONNECT":
             raise InputError(f"request url {url[:80]!r} is not absolute.", path=path, where=where)
-        limits.check_netloc(netloc, url, path=path, where=where)
+        if netloc not in _NETLOCS_PASSED:
+            limits.check_netloc(netloc, url, path=path, where=where)
+            if len(_NETLOCS_PASSED) >= 1 << 12:
+                _NETLOCS_PASSED.clear()
+            _NETLOCS_PASSED.add(netloc)  # a pure function of the netloc: the C reader's to skip
         return _parse_time(entry.get("startedDateTime"), where, path)
 
     def trace(self, log: dict) -> Trace:
@@ -401,6 +417,16 @@ def _exchange(entry: dict, where: str, path) -> tuple[Exchange, int | None, int 
     )
 
 
+def _read_exchange(entry: dict, where: str, path) -> tuple[Exchange, int | None, int | None]:
+    """``_exchange``, by its C twin (``_harheaders.exchange``) for the common entry it reads:
+    the same answer, or None for any other entry, which ``_exchange`` reads."""
+    if _NATIVE_EXCHANGE is not None:
+        found = _NATIVE_EXCHANGE(entry, where, path)
+        if found is not None:
+            return found
+    return _exchange(entry, where, path)
+
+
 def _join(base: str, ref: str, what: str, where: str, path) -> str:
     """``ref`` resolved against ``base`` (RFC 3986 5.2); a reference ``urlsplit`` cannot read
     (a malformed IPv6 literal, a host NFKC makes invalid) is an ``InputError`` naming ``what``."""
@@ -420,6 +446,8 @@ def _join_with_authority(ref: str, base_scheme: str) -> str | None:
     scheme at most is used, for a network-path reference), or None for another ``ref``; memoized
     on the base's scheme alone, since every entry has its own URL but a page's initiators
     are few."""
+    if joined_as_is(ref):
+        return ref
     if not urlsplit(ref, base_scheme).netloc:
         return None
     return _urljoin(base_scheme + "://", ref)
@@ -442,6 +470,8 @@ def _page_time(ms, field: str = "pageTimings", path=None, where=None) -> float |
     return float(ms) / 1000.0
 
 
+# The netlocs of request URLs that passed limits.check_netloc (a pure function of the netloc).
+_NETLOCS_PASSED: set[str] = set()
 # The :authority values that passed limits.check_authority (a pure function of the value): a
 # page asks a few hosts for thousands of resources.
 _AUTHORITIES_PASSED: set[str] = set()
@@ -456,6 +486,41 @@ def _origin(scheme: str, authority: str) -> str:
     if sep and "]" not in port and port == {"http": "80", "https": "443"}.get(scheme):
         authority = host
     return f"{scheme}://{authority.lower()}"
+
+
+def _configure_native():
+    """The C module whose ``exchange`` and ``entry`` are the twins of ``_exchange`` and of
+    ``_EntryReader.add``'s reading (``_check``, then ``_exchange``), given the memos, helpers and
+    limits they read; or None (not built, an older build without them, or the reference asked
+    for: WORKBENCH_PURE_PYTHON=1)."""
+    native = _harheaders_native
+    if native is None or not hasattr(native, "entry"):
+        return None
+    native.configure_exchange(
+        _NATIVE_MEMO,
+        _field_name,
+        _header_fields.__wrapped__,
+        _AUTHORITIES_PASSED,
+        Exchange,
+        _join,
+        _origin,
+        harfields.priority,
+        harfields.http_version,
+        harfields._CHROME_TYPES,
+        harfields.WPT_TIMING_FIELDS,
+        _NETLOCS_PASSED,
+        _parse_time,
+        limits.MAX_BODY_BYTES,
+        float(limits.MAX_TIME_MS),
+        limits.MAX_FIELD_VALUE_BYTES,
+        harfields._STATUS_LINE_BYTES,
+    )
+    return native
+
+
+_NATIVE_EXCHANGE = _NATIVE_ENTRY = None
+if (_native := _configure_native()) is not None:
+    _NATIVE_EXCHANGE, _NATIVE_ENTRY = _native.exchange, _native.entry
 
 
 def _har_text(path: str, data: bytes | None = None) -> str:

@@ -70,6 +70,24 @@ def scheme_and_netloc(url: str) -> tuple[str, str]:
 _LAST_SPLIT: list = [None, None]  # the last URL asked for (the very string) and its answer
 
 
+def joined_as_is(ref: str) -> bool:
+    """Whether ``urljoin(base, ref)`` is ``ref`` itself for every base that has a scheme and
+    no authority (``har._join_with_authority``'s ``scheme://``): a URL ``_PLAIN_URL`` covers,
+    with an authority and a lower-case scheme (urljoin gives back a URL of another scheme, and
+    takes one of the base's apart and puts it together again, the scheme lower-cased), no ";"
+    (the last segment's parameters) and no empty query or fragment (the "?" or "#" of one is
+    dropped).  So most initiator URLs skip urljoin's parse."""
+    m = _PLAIN_URL.fullmatch(ref) if ref.isascii() else None
+    if m is None or not m[2] or ";" in ref or not m[1].islower():
+        return False
+    query, fragment = ref.find("?"), ref.find("#")
+    if fragment == len(ref) - 1:
+        return False
+    return not (
+        0 <= query and (fragment < 0 or query < fragment) and query + 1 == (fragment if fragment >= 0 else len(ref))
+    )
+
+
 @functools.lru_cache(maxsize=1 << 12)
 def _field_name(raw: str) -> bytes | None:
     """A HAR header name as sent (RFC 9113 8.2.1: lower-case), or None for one no stack
