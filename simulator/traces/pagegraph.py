@@ -434,6 +434,7 @@ def page_graph(trace: Trace, page: str | None = None) -> PageGraph:
                 "pushed": e.pushed,
                 "internal": e.internal,
                 "blocks_own_document": own_document,
+                "after_load_event": False,
             }
         )
         resources.append(r)
