@@ -135,11 +135,23 @@ _ODD_VALUES = [
     "http://[::1",
     "//cdn.example/x.js",
     "../a.js",
+    "h3",
+    "http/1.1",
+    "HTTP/2",
+    "spdy/3",
+    "unknown",
+    "High",
+    "LOWEST",
+    " low ",
+    "Very High",
     [],
     [1],
     {},
     {"text": "abc"},
     {"url": "https://a.example/x.js", "type": "script"},
+    {"url": "//cdn.example/x.js", "type": "parser"},
+    {"url": "HTTP://cdn.example/y.js?", "type": "script"},
+    {"url": "../a.js"},
     {"stack": {"callFrames": [{"url": "https://b.example/s.js"}]}},
     {"type": "parser", "url": ""},
     {"send": 1, "wait": "5"},
@@ -340,3 +352,47 @@ def test_a_url_joined_as_is_is_what_urljoin_gives_rfc3986_5_2():
             for base in ("https", "http", "ftp", "foo", "data"):
                 assert urljoin(base + "://", ref) == ref, (base, ref)
     assert seen > 100
+
+
+def test_the_c_entry_reader_reads_priority_and_version_as_the_reference():
+    """The priority a non-blank ``_priority`` names (kept by that string) and, for a blank
+    one, ``_initialPriority``'s; the version of ``_protocol``, else the response's, else the
+    request's (harfields.priority, harfields.http_version), in every order of entries."""
+    import itertools
+
+    base = _synthetic()[2]
+    gone = object()
+    for priority, initial, protocol, version in itertools.product(
+        ("", " ", "High", " high ", "LOWEST", "x", gone, 3),
+        ("Low", "HIGHEST", "", gone),
+        (gone, "h3", "", "x"),
+        ("h2", "HTTP/1.1", "unknown", gone),
+    ):
+        e = copy.deepcopy(base)
+        for node, key, value in (
+            (e, "_priority", priority),
+            (e, "_initialPriority", initial),
+            (e, "_protocol", protocol),
+            (e["response"], "httpVersion", version),
+        ):
+            node.pop(key, None)
+            if value is not gone:
+                node[key] = value
+        _same(e, "entry 2")
+
+
+def test_the_c_entry_reader_joins_initiator_urls_as_the_reference_rfc3986_5_2():
+    """An initiator URL joined to the entry's (``har._join``): network-path references on an
+    http and an https page, absolute URLs of either scheme, relative ones."""
+    import itertools
+
+    base = _synthetic()[3]
+    for page, ref in itertools.product(
+        ("http://www.example/a/b.html", "https://www.example/a/", "HTTPS://www.example/", "https://[::1]/x"),
+        ("//cdn.example/x.js", "//cdn.example", "https://cdn.example/y.js", "http://cdn.example/y.js?", "../c.js", "d"),
+    ):
+        e = copy.deepcopy(base)
+        e["request"]["url"] = page
+        e["_initiator"] = {"type": "script", "url": ref}
+        _same(e, "entry 3")
+        _same_row(e, "entry 3")

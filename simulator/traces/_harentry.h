@@ -9,8 +9,9 @@
  * part of a 20,000-entry import.
  *
  *   configure_exchange(memo, name_of, field_of, authorities, exchange_class, join, origin,
- *       priority, http_version, chrome_types, wpt_fields, netlocs, parse_time, max_body,
- *       max_time_ms, max_value_bytes, status_line_bytes)
+ *       priority, http_version, chrome_types, wpt_fields, netlocs, parse_time,
+ *       join_with_authority, folded_version, priorities, max_body, max_time_ms,
+ *       max_value_bytes, status_line_bytes)
  *   exchange(entry, where, path) -> (Exchange, status, transfer size or None), or None
  *   entry(entry, where, path) -> (start time, Exchange, status, transfer size or None), or
  *       None: _EntryReader's _check, then exchange() (see read_entry)
@@ -26,7 +27,7 @@
 
 static struct {
     PyObject *memo, *name_of, *field_of, *authorities, *exchange_class, *join, *origin, *priority, *http_version,
-        *chrome_types, *wpt_fields, *netlocs, *parse_time;
+        *chrome_types, *wpt_fields, *netlocs, *parse_time, *join_with_authority, *folded_version, *priorities;
     long long max_body, max_value_bytes, status_line_bytes;
     double max_time_ms;
 } ex;
@@ -34,7 +35,8 @@ static struct {
 static PyObject *s_request, *s_url, *s_response, *s_no_request_headers, *s_headers, *s_status, *s_body_size,
     *s_content, *s_size, *s_compression, *s_transfer_size, *s_headers_size, *s_post_data, *s_text, *s_initiator,
     *s_initiator_type, *s_initiator_detail, *s_type, *s_stack, *s_resource_type, *s_timings, *s_connection,
-    *s_socket, *s_render_blocking, *s_pageref, *s_from_cache, *s_started, *s_strip, *s_lower, *s_other, *s_from_resource_type,
+    *s_socket, *s_render_blocking, *s_pageref, *s_from_cache, *s_started, *s_strip, *s_lower, *s_priority,
+    *s_protocol, *s_http_version, *s_http, *s_https, *s_slashes, *s_other, *s_from_resource_type,
     *s_initiator_url, *s_body_size_from, *s_transfer_from, *s_content_size_from, *b_host, *b_status_name,
     *b_method, *b_scheme, *b_authority, *b_path, *exchange_kwnames;
 
@@ -168,6 +170,38 @@ helper(PyObject *fn, PyObject *const *argv, size_t n)
     if (r == NULL)
         PyErr_Clear();
     return r;
+}
+
+/* _PLAIN_URL's match of an ASCII ``url`` (harheaders.scheme_and_netloc's pattern): a scheme,
+ * "://", an authority of no "/?#[]", control or space, then nothing or one of "/?#" and no
+ * control or space; 1 with the scheme's and authority's spans, else 0. */
+static int
+plain_url(PyObject *url, Py_ssize_t *scheme_end, Py_ssize_t *netloc_start, Py_ssize_t *netloc_end)
+{
+    if (!PyUnicode_IS_COMPACT_ASCII(url))
+        return 0;
+    const unsigned char *p = PyUnicode_1BYTE_DATA(url);
+    Py_ssize_t n = PyUnicode_GET_LENGTH(url), i = 0;
+    if (n == 0 || !((p[0] | 0x20) >= 'a' && (p[0] | 0x20) <= 'z'))
+        return 0;
+    while (i < n && (((p[i] | 0x20) >= 'a' && (p[i] | 0x20) <= 'z') || (p[i] >= '0' && p[i] <= '9') || p[i] == '+' ||
+                     p[i] == '.' || p[i] == '-'))
+        i++;
+    if (i + 3 > n || p[i] != ':' || p[i + 1] != '/' || p[i + 2] != '/')
+        return 0;
+    *scheme_end = i;
+    i += 3;
+    *netloc_start = i;
+    while (i < n && p[i] != '/' && p[i] != '?' && p[i] != '#') {
+        if (p[i] == '[' || p[i] == ']' || p[i] <= 0x20 || p[i] == 0x7f)
+            return 0;
+        i++;
+    }
+    *netloc_end = i;
+    for (; i < n; i++)
+        if (p[i] <= 0x20 || p[i] == 0x7f)
+            return 0;
+    return 1;
 }
 
 #define EX_ARGS 19
@@ -310,9 +344,26 @@ read_exchange(PyObject *entry, PyObject *where, PyObject *path)
         if (u == NULL && stack != NULL && PyDict_Check(stack))
             goto fallback; /* a URL in the call stack */
         if (u != NULL) {
-            PyObject *argv[5] = {url, u, s_initiator_url, where, path};
-            if ((init_url = helper(ex.join, argv, 5)) == NULL)
-                goto fallback;
+            /* _join: a reference with an authority, on a plain http(s) URL, is
+             * _join_with_authority's (memoized) with the URL's scheme as _join reads it */
+            Py_ssize_t se, ns, ne;
+            int slashes = (int)PyUnicode_Find(u, s_slashes, 0, PyUnicode_GET_LENGTH(u), 1) >= 0;
+            if (slashes && plain_url(url, &se, &ns, &ne) && (se == 4 || se == 5)) {
+                const unsigned char *c = PyUnicode_1BYTE_DATA(url);
+                int http = (c[0] | 0x20) == 'h' && (c[1] | 0x20) == 't' && (c[2] | 0x20) == 't' && (c[3] | 0x20) == 'p' &&
+                           (se == 4 || (c[4] | 0x20) == 's');
+                if (http) {
+                    PyObject *argv[2] = {u, se == 4 ? s_http : s_https};
+                    init_url = helper(ex.join_with_authority, argv, 2);
+                    if (init_url == Py_None)
+                        Py_CLEAR(init_url);
+                }
+            }
+            if (init_url == NULL) {
+                PyObject *argv[5] = {url, u, s_initiator_url, where, path};
+                if ((init_url = helper(ex.join, argv, 5)) == NULL)
+                    goto fallback;
+            }
         }
     }
 
@@ -365,7 +416,40 @@ read_exchange(PyObject *entry, PyObject *where, PyObject *path)
             goto error;
     }
     PyObject *argv1[1] = {entry}, *argv3[3] = {entry, response, request}, *argv2[2] = {scheme, authority};
-    if ((priority = helper(ex.priority, argv1, 1)) == NULL || (version = helper(ex.http_version, argv3, 3)) == NULL ||
+    /* harfields.priority: a non-blank _priority alone decides, so its answer is kept by it */
+    PyObject *given_priority = item(entry, s_priority);
+    if (given_priority != NULL && PyUnicode_CheckExact(given_priority)) {
+        priority = PyDict_GetItemWithError(ex.priorities, given_priority);
+        if (priority == NULL && PyErr_Occurred())
+            goto error;
+        Py_XINCREF(priority);
+    }
+    if (priority == NULL) {
+        if ((priority = helper(ex.priority, argv1, 1)) == NULL)
+            goto fallback;
+        if (given_priority != NULL && PyUnicode_CheckExact(given_priority)) {
+            PyObject *stripped_priority = PyObject_CallMethodNoArgs(given_priority, s_strip);
+            if (stripped_priority == NULL)
+                goto error;
+            Py_ssize_t left = PyUnicode_GET_LENGTH(stripped_priority);
+            Py_DECREF(stripped_priority);
+            if (left > 0) {
+                if (PyDict_GET_SIZE(ex.priorities) >= 1 << 12)
+                    PyDict_Clear(ex.priorities);
+                if (PyDict_SetItem(ex.priorities, given_priority, priority) < 0)
+                    goto error;
+            }
+        }
+    }
+    /* harfields.http_version: without a _protocol string, the response's httpVersion first */
+    PyObject *protocol = item(entry, s_protocol), *response_version = item(response, s_http_version);
+    if ((protocol == NULL || !PyUnicode_Check(protocol)) && response_version != NULL &&
+        PyUnicode_CheckExact(response_version)) {
+        PyObject *argv[1] = {response_version};
+        if ((version = helper(ex.folded_version, argv, 1)) == Py_None)
+            Py_CLEAR(version);
+    }
+    if ((version == NULL && (version = helper(ex.http_version, argv3, 3)) == NULL) ||
         (origin = helper(ex.origin, argv2, 2)) == NULL)
         goto fallback;
     PyObject *blocking = item(entry, s_render_blocking), *page = item(entry, s_pageref);
@@ -447,38 +531,6 @@ exchange(PyObject *mod, PyObject *const *args, Py_ssize_t nargs)
     return read_exchange(args[0], args[1], args[2]);
 }
 
-/* _PLAIN_URL's match of an ASCII ``url`` (harheaders.scheme_and_netloc's pattern): a scheme,
- * "://", an authority of no "/?#[]", control or space, then nothing or one of "/?#" and no
- * control or space; 1 with the scheme's and authority's spans, else 0. */
-static int
-plain_url(PyObject *url, Py_ssize_t *scheme_end, Py_ssize_t *netloc_start, Py_ssize_t *netloc_end)
-{
-    if (!PyUnicode_IS_COMPACT_ASCII(url))
-        return 0;
-    const unsigned char *p = PyUnicode_1BYTE_DATA(url);
-    Py_ssize_t n = PyUnicode_GET_LENGTH(url), i = 0;
-    if (n == 0 || !((p[0] | 0x20) >= 'a' && (p[0] | 0x20) <= 'z'))
-        return 0;
-    while (i < n && (((p[i] | 0x20) >= 'a' && (p[i] | 0x20) <= 'z') || (p[i] >= '0' && p[i] <= '9') || p[i] == '+' ||
-                     p[i] == '.' || p[i] == '-'))
-        i++;
-    if (i + 3 > n || p[i] != ':' || p[i + 1] != '/' || p[i + 2] != '/')
-        return 0;
-    *scheme_end = i;
-    i += 3;
-    *netloc_start = i;
-    while (i < n && p[i] != '/' && p[i] != '?' && p[i] != '#') {
-        if (p[i] == '[' || p[i] == ']' || p[i] <= 0x20 || p[i] == 0x7f)
-            return 0;
-        i++;
-    }
-    *netloc_end = i;
-    for (; i < n; i++)
-        if (p[i] <= 0x20 || p[i] == 0x7f)
-            return 0;
-    return 1;
-}
-
 /* entry(entry, where, path): _EntryReader.add's reading of one entry, _check then _exchange,
  * for the common entry: (start time, Exchange, status, transfer size or None), or None (the
  * Python methods' to read: a cached or non-network entry, a URL of another shape or an
@@ -535,17 +587,19 @@ read_entry(PyObject *mod, PyObject *const *args, Py_ssize_t nargs)
 static PyObject *
 configure_exchange(PyObject *mod, PyObject *args)
 {
-    PyObject *o[13];
+    PyObject *o[16];
     long long max_body, max_value_bytes, status_line_bytes;
     double max_time_ms;
-    if (!PyArg_ParseTuple(args, "O!OOO!OOOOOO!O!O!OLdLL", &PyDict_Type, &o[0], &o[1], &o[2], &PySet_Type, &o[3], &o[4],
-                          &o[5], &o[6], &o[7], &o[8], &PyDict_Type, &o[9], &PyTuple_Type, &o[10], &PySet_Type, &o[11],
-                          &o[12], &max_body, &max_time_ms, &max_value_bytes, &status_line_bytes))
+    if (!PyArg_ParseTuple(args, "O!OOO!OOOOOO!O!O!OOOO!LdLL", &PyDict_Type, &o[0], &o[1], &o[2], &PySet_Type, &o[3],
+                          &o[4], &o[5], &o[6], &o[7], &o[8], &PyDict_Type, &o[9], &PyTuple_Type, &o[10], &PySet_Type,
+                          &o[11], &o[12], &o[13], &o[14], &PyDict_Type, &o[15], &max_body, &max_time_ms,
+                          &max_value_bytes, &status_line_bytes))
         return NULL;
-    PyObject **slots[13] = {&ex.memo,         &ex.name_of,     &ex.field_of, &ex.authorities, &ex.exchange_class,
-                            &ex.join,         &ex.origin,      &ex.priority, &ex.http_version, &ex.chrome_types,
-                            &ex.wpt_fields,   &ex.netlocs,     &ex.parse_time};
-    for (int i = 0; i < 13; i++)
+    PyObject **slots[16] = {&ex.memo,       &ex.name_of,   &ex.field_of,   &ex.authorities,         &ex.exchange_class,
+                            &ex.join,       &ex.origin,    &ex.priority,   &ex.http_version,        &ex.chrome_types,
+                            &ex.wpt_fields, &ex.netlocs,   &ex.parse_time, &ex.join_with_authority, &ex.folded_version,
+                            &ex.priorities};
+    for (int i = 0; i < 16; i++)
         Py_XSETREF(*slots[i], Py_NewRef(o[i]));
     ex.max_body = max_body;
     ex.max_time_ms = max_time_ms;
@@ -589,6 +643,12 @@ exchange_init(void)
         {&s_pageref, "pageref"},
         {&s_from_cache, "_fromCache"},
         {&s_started, "startedDateTime"},
+        {&s_priority, "_priority"},
+        {&s_protocol, "_protocol"},
+        {&s_http_version, "httpVersion"},
+        {&s_http, "http"},
+        {&s_https, "https"},
+        {&s_slashes, "//"},
         {&s_strip, "strip"},
         {&s_lower, "lower"},
         {&s_other, "other"},

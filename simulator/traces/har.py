@@ -510,6 +510,9 @@ def _configure_native():
         harfields.WPT_TIMING_FIELDS,
         _NETLOCS_PASSED,
         _parse_time,
+        _join_with_authority,
+        harfields._folded_version,
+        {},  # a non-blank _priority -> harfields.priority's answer
         limits.MAX_BODY_BYTES,
         float(limits.MAX_TIME_MS),
         limits.MAX_FIELD_VALUE_BYTES,
