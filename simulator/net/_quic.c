@@ -168,6 +168,9 @@ varint_len(long long v)                      /* frames.varint_len (RFC 9000 sect
     return 8;
 }
 
+/* One out-of-line copy (see _fastattr.h): callgrind's cache simulation of an h3 page load,
+ * 0.5 M fewer instruction-cache misses for 0.4 M more instructions. */
+#define FASTATTR_FN static __attribute__((noinline))
 #include "_fastattr.h"   /* fast_getattr, fast_setattr: a slot read at its offset */
 
 /* Tuples and lists of the hot paths built directly (Py_BuildValue parses its format on every
