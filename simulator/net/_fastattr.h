@@ -12,6 +12,12 @@
  * Anything else (no slot, a property, an unset slot, a type with its own __getattribute__ or
  * __setattr__) goes through PyObject_GetAttr / PyObject_SetAttr. */
 #define SLOT_CACHE_SIZE 512
+/* How fast_getattr / fast_setattr are compiled: inline by default; _quic.c defines it as one
+ * out-of-line copy (its per-packet path calls them from dozens of places, and the inlined copies
+ * cost more in instruction-cache misses than the calls save). */
+#ifndef FASTATTR_FN
+#define FASTATTR_FN static inline
+#endif
 typedef struct {
     PyTypeObject *type;
     PyObject *name;
@@ -49,7 +55,7 @@ slot_offset(PyTypeObject *tp, PyObject *name, char *kind)
     return offset;
 }
 
-static inline PyObject *
+FASTATTR_FN PyObject *
 fast_getattr(PyObject *o, PyObject *name)
 {
     PyTypeObject *tp = Py_TYPE(o);
@@ -67,7 +73,7 @@ fast_getattr(PyObject *o, PyObject *name)
     return PyObject_GetAttr(o, name);
 }
 
-static inline int
+FASTATTR_FN int
 fast_setattr(PyObject *o, PyObject *name, PyObject *v)
 {
     PyTypeObject *tp = Py_TYPE(o);

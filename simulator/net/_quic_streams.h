@@ -53,7 +53,7 @@ static PyTypeObject SendStreamType, RecvStreamType;
 static int stream_written(PyObject *stream, long long *out);
 static int stream_append(PyObject *stream, PyObject *data, Py_ssize_t n);
 static PyObject *stream_data(PyObject *stream, long long offset, long long length);
-static int buf_drop_front(PyObject *buf, Py_ssize_t drop);
+static int buf_drop_front(PyObject *buf, Py_ssize_t drop, int done);
 
 static PyObject *rangeset_class;   /* net.quic.rangeset.RangeSet, imported at the first SendStream */
 
@@ -176,7 +176,7 @@ SendStream_drop_acked(SendStreamObject *s, PyObject *unused)
         return NULL;
     long long drop = s->acked_prefix - s->buf_offset;
     if (drop > 0) {
-        if (buf_drop_front(s->buf, (Py_ssize_t)drop) < 0)
+        if (buf_drop_front(s->buf, (Py_ssize_t)drop, s->fin && s->acked_prefix >= s->fin_offset) < 0)
             return NULL;
         s->buf_offset = s->acked_prefix;
     }
