@@ -133,6 +133,59 @@ def test_the_c_header_clean_up_is_the_python_reference_rfc9113_8_2_2(monkeypatch
             assert cleaned == replay._clean_field(*field), field
 
 
+def test_the_c_request_and_response_lists_after_clean_up_are_the_python_reference_rfc9113_8_3(monkeypatch):
+    """``request_headers_for`` and ``response_headers_for`` built whole by the C twin
+    (``simulator.stacks._headers``) are the Python code's (``WORKBENCH_PURE_PYTHON=1``'s): the four
+    request pseudo-header fields first, the last of a name given twice, an empty :path as "/",
+    the origin's authority by default; :status first, the first of two, 1xx and odd statuses as
+    200, no body and no content-length for 204 and 304 (RFC 9110 sections 6.4.1 and 15); what the
+    twin does not read (a body not an int, a field given as a list) goes to the Python code."""
+    import random
+
+    import pytest
+
+    from simulator.stacks import replay
+
+    if replay._NATIVE is None:
+        pytest.skip("the C extension is not built")
+    rng = random.Random(33)
+    names = [
+        b":method",
+        b":scheme",
+        b":authority",
+        b":path",
+        b":status",
+        b":Path ",
+        b"accept",
+        b"Host",
+        b"content-length",
+    ]
+    values = [b"GET", b"", b"/a", b"204", b"304", b"101", b"20x", b"2000", b" 404 ", b"https", b"x.example", b"\r\n"]
+    lists = []
+    for _ in range(400):
+        fields = [(rng.choice(names), rng.choice(values)) for _ in range(rng.randrange(0, 8))]
+        if rng.random() < 0.05:
+            fields.append([b"x-list", b"1"])
+        lists.append(tuple(fields))
+    cases = [
+        (h, rng.choice(["https://a.example", "http://b.example:8080", None]), rng.choice([0, 1, 3, 10**6, 2**70, True]))
+        for h in lists
+    ]
+    native = replay._NATIVE
+    made = sum(native.request_headers(h, {}, replay._clean_field, 8, set(), b"a", 0) is not None for h, _, _ in cases)
+    assert made > 350  # the twin answers nearly every list itself
+    for cold in (True, False):
+        if cold:
+            replay._CLEANED.clear()
+        got = [(replay.request_headers_for(h, o, b), replay.response_headers_for(h, b)) for h, o, b in cases]
+        monkeypatch.setattr(replay, "_NATIVE", None)
+        want = [(replay.request_headers_for(h, o, b), replay.response_headers_for(h, b)) for h, o, b in cases]
+        monkeypatch.setattr(replay, "_NATIVE", native)
+        assert got == want
+        # The body returned is the same type as the reference's (an int, 0 for 204 and 304).
+        assert [type(g[1][1]) for g in got] == [type(w[1][1]) for w in want]
+
+
 DECLARED_BYTES = 2 << 30  # 2 GiB: far above what any run here could hold
 
 

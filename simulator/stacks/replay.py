@@ -15,7 +15,8 @@ stream), as browsers do without coalescing.
 ``specs`` (a list of ``ExchangeSpec``) can be given instead of a trace: that is how
 tests and studies ask for 103s, pushes, trailers and resets.
 
-The header lists' clean-up loop (``_clean_split``) has a C twin, ``simulator.stacks._headers``
+The header lists' clean-up loop (``_clean_split``), and ``request_headers_for`` and
+``response_headers_for`` whole, have a C twin, ``simulator.stacks._headers``
 (also hand-written), used when it is built; the Python loop is the reference, and
 ``tests/test_page_size_cost.py`` checks that the two agree.  ``WORKBENCH_PURE_PYTHON=1`` selects the
 reference; ``WORKBENCH_REPLAY_EXT`` loads the extension from another build (``make asan``).
@@ -151,14 +152,20 @@ _NATIVE = _load_native()
 def request_headers_for(headers, origin: str | None, body_bytes: int = 0) -> tuple:
     """Pseudo-header fields first (RFC 9113 section 8.3), all four present, regular fields
     lower-case without connection-specific ones, content-length matching the body we send."""
-    pseudo_fields, regular = _clean_split(headers)
-    get = dict(pseudo_fields).get  # the last of a name given twice
     authority = _AUTHORITIES.get(origin)
     if authority is None:
         authority = (origin or "https://server.example").split("://", 1)[-1].encode()
         if len(_AUTHORITIES) >= _CLEANED_MAX:
             _AUTHORITIES.clear()
         _AUTHORITIES[origin] = authority
+    if _NATIVE is not None and type(headers) is tuple:  # the C twin of all of it (below: the reference)
+        found = _NATIVE.request_headers(
+            headers, _CLEANED, _clean_field, _CLEANED_MAX, _CONNECTION_SPECIFIC, authority, body_bytes
+        )
+        if found is not None:
+            return found
+    pseudo_fields, regular = _clean_split(headers)
+    get = dict(pseudo_fields).get  # the last of a name given twice
     if body_bytes:
         regular.append((b"content-length", str(body_bytes).encode()))
     # _REQUEST_PSEUDO's order; a value is never None (a field's value is bytes)
@@ -174,6 +181,12 @@ def request_headers_for(headers, origin: str | None, body_bytes: int = 0) -> tup
 def response_headers_for(headers, body_bytes: int) -> tuple[tuple, int]:
     """``:status`` first, the trace's other fields, and a content-length matching the body.
     Returns ``(headers, body_bytes)`` (a 204 or 304 gets no body)."""
+    if _NATIVE is not None and type(headers) is tuple:  # the C twin of all of it (below: the reference)
+        found = _NATIVE.response_headers(
+            headers, _CLEANED, _clean_field, _CLEANED_MAX, _CONNECTION_SPECIFIC, body_bytes
+        )
+        if found is not None:
+            return found
     pseudo, regular = _clean_split(headers)
     if pseudo and pseudo[0][0] == b":status":  # most lists: it comes first
         status = pseudo[0][1]
