@@ -390,3 +390,27 @@ def test_an_internal_redirect_never_goes_to_the_network_rfc6797_8_3():
     assert pages[False].resources.set_index("url").loc["http://cdn.site.example/a.js", "source"] == "network"
     assert pages[True].metrics["requests"] == pages[False].metrics["requests"] - 1
     assert pages[True].metrics["onload_s"] < pages[False].metrics["onload_s"]
+
+
+def test_a_wait_the_browser_put_in_send_still_bounds_the_rtt_by_send_plus_wait():
+    """An exchange takes at least one round trip from the request's first byte to the response's
+    first (RFC 9293 section 3.5's handshake gives the 20 ms here).  A busy browser can end
+    ``send`` late: Chromium wrote one request send 52.6 ms, wait 0.034 ms at 20 ms RTT in the
+    lab.  That wait is no bound on the origin's RTT (it made the page's access path 1 ms and
+    every other origin 19 ms farther); send + wait is."""
+    busy = {"blocked": 0, "dns": 0, "connect": 40.0, "ssl": 20.0, "send": 52.6, "wait": 0.034, "receive": 1}
+    har = _har(
+        [
+            _entry(DOC, 0, _fresh(20, 30), size=3000),
+            _entry("https://stats.other.example/collect", 200, busy, size=40, mime="image/gif"),
+        ],
+        500,
+        creator="chrome-har",
+    )
+    trace = parse_har(har, path="busy.har")
+    page = trace.pages[0]
+    graph = load_event_graph(page_graph(trace, page.id), page.on_load_s, page.start_s)
+    cond = infer_conditions(graph, page.start_s)
+    rtts = {o: rtt for o, rtt, _, _ in cond.origins}
+    assert cond.rtt_s == pytest.approx(0.020)
+    assert rtts["https://stats.other.example"] == pytest.approx(0.020)

@@ -8,9 +8,12 @@ browser's CPU time between a parent and a child.
 - **RTT per origin**: the TCP handshake of its fresh connections (HAR ``connect`` less
   ``ssl``, RFC 9293 section 3.5: one round trip; half of ``connect`` when an https
   connection has no ``ssl``, as Firefox writes it: the TLS handshake's round trip is
-  inside), bounded by the origin's shortest ``wait``; without one, the origin's fastest small
-  exchange (``wait`` of a response of at most 4 KB: one round trip plus the least server
-  time); else the page's median.  The access path gets the nearest origin's RTT; farther
+  inside), bounded by the origin's shortest exchange; without one, the origin's fastest small
+  exchange (of a response of at most 4 KB: one round trip plus the least server time); else
+  the page's median.  An exchange is ``send`` plus ``wait``, from the request's first byte
+  to the response's first: at least one round trip.  ``wait`` alone is not, where the
+  browser's clock was late to end ``send`` (a busy network thread writes ``send`` 52 ms and
+  ``wait`` 0.03 ms at 20 ms RTT).  The access path gets the nearest origin's RTT; farther
   origins add their difference past the shared bottleneck.
 - **Server time** of each response: ``wait`` less its origin's RTT (``wait`` is the time
   from the request's last byte to the response's first: one round trip plus the server).
@@ -195,6 +198,16 @@ def _end_s(r: Resource, start: float | None = None) -> float | None:
     return start + _phases_ms(r.timings, _PHASES) / 1000.0
 
 
+def _exchange_ms(r: Resource) -> float | None:
+    """From the request's first byte sent to the response's first byte (ms): ``send`` plus
+    ``wait``, at least one round trip whichever of the two the browser's clock put the time in;
+    None without a ``wait``."""
+    wait = _ms(r.timings, "wait")
+    if wait is None:
+        return None
+    return wait + (_ms(r.timings, "send") or 0.0)
+
+
 def _tcp_handshake_ms(r: Resource) -> float | None:
     """The TCP handshake of the entry's fresh connection (ms), or None when it has none: WebPageTest's
     ``_connect_ms`` (the TCP handshake alone) when written; else ``connect`` less ``ssl`` as HAR 1.2
@@ -251,13 +264,13 @@ def infer_conditions(graph: PageGraph, page_start_s: float | None, protocol: str
             tcp = _tcp_handshake_ms(r)
             if tcp is not None and tcp > 0.05:
                 samples.append(tcp / 1000.0)
-        waits = [w / 1000.0 for w in (_ms(r.timings, "wait") for r in rs) if w]
+        waits = [w / 1000.0 for w in map(_exchange_ms, rs) if w]
         if samples:
             # A wait is at least one round trip: it bounds a handshake sample that queued.
             handshake[origin] = statistics.median(samples)
             rtt[origin], rtt_from[origin] = min(handshake[origin], min(waits, default=math.inf)), "connect"
             continue
-        small = [_ms(r.timings, "wait") for r in rs if r.body_bytes <= SMALL_RESPONSE_BYTES]
+        small = [_exchange_ms(r) for r in rs if r.body_bytes <= SMALL_RESPONSE_BYTES]
         small = [w / 1000.0 for w in small if w]
         if small:
             rtt[origin], rtt_from[origin] = min(small), "small exchange"
