@@ -18,7 +18,7 @@ browser's CPU time between a parent and a child.
 - **Server time** of each response: ``wait`` less its origin's RTT (``wait`` is the time
   from the request's last byte to the response's first: one round trip plus the server).
 - **Set-up time** per origin before its connections open: DNS (``dns`` of its first
-  lookup), what its TCP handshake took beyond the RTT its shortest ``wait`` bounds (a
+  lookup), what its TCP handshake took beyond the RTT its shortest exchange bounds (a
   handshake that queued: the server's accept, the browser's own start on the socket) and
   what its TLS handshake took beyond the model's TLS 1.3 round trip (``ssl`` less one RTT:
   TLS 1.2's second round trip, or the server's handshake work).
