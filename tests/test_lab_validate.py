@@ -249,11 +249,12 @@ def test_the_lab_is_predicted_with_its_servers_order_of_sending(monkeypatch):
     from simulator.lab import validate
     from simulator.studies.fidelity import FidelityParams
 
-    seen = []
+    seen, datagrams = [], []
     real = fidelity.run
 
     def spy(trace, params):
         seen.append((params.protocol, params.server_scheduler))
+        datagrams.append(params.quic_datagram_bytes)
         return real(trace, params)
 
     monkeypatch.setattr(fidelity, "run", spy)
@@ -263,6 +264,47 @@ def test_the_lab_is_predicted_with_its_servers_order_of_sending(monkeypatch):
         onloads[protocol], why, _ = validate._predict(har, "chrome.har", (0.1, 50e6, "0", None, protocol), 1)
         assert why is None and onloads[protocol] > 0
     assert seen == [("h2", "urgency"), ("h3", "round-robin")]
+    assert datagrams == [1200, 1200]
     assert "server_scheduler" not in FidelityParams().to_dict()  # outputs read as before
     with pytest.raises(InputError, match="unknown server scheduler"):
         FidelityParams(server_scheduler="lifo")
+
+
+def test_the_lab_is_predicted_with_its_quic_servers_datagram_size(monkeypatch):
+    """The lab's HTTP/3 server (hypercorn on aioquic) keeps aioquic's ``max_datagram_size``,
+    1200 bytes of UDP payload, RFC 9000 section 14's least, and does no path MTU discovery: the
+    model's QUIC connections of a predicted lab load send the same (the model's own default,
+    1252, is another server's), and a response takes more of them."""
+    from aioquic.quic.configuration import QuicConfiguration
+
+    from simulator.errors import InputError
+    from simulator.http import network
+    from simulator.lab.serve import QUIC_DATAGRAM_BYTES, model_servers
+    from simulator.studies.fidelity import FidelityParams, run
+    from simulator.traces import load
+
+    assert QUIC_DATAGRAM_BYTES == QuicConfiguration(is_client=False).max_datagram_size
+    assert model_servers("h3")["quic_datagram_bytes"] == QUIC_DATAGRAM_BYTES
+    seen = []
+    stats = network.ModelNetwork.stats
+
+    def spy(self):
+        out = stats(self)
+        seen.append(
+            (
+                {c.t.config.max_datagram_bytes for c in self.conns.values()},
+                sum(c.t.server.stats()["packets_sent"] for c in self.conns.values()),
+            )
+        )
+        return out
+
+    monkeypatch.setattr(network.ModelNetwork, "stats", spy)
+    trace = load(str(ROOT / "traces/har-real/http_http2-chrome.har"))
+    for size in (None, QUIC_DATAGRAM_BYTES):
+        run(trace, FidelityParams(at="rtt=100ms,bw=10mbit", protocol="h3", quic_datagram_bytes=size))
+    (default, default_packets), (lab, lab_packets) = seen
+    assert default == {1252} and lab == {QUIC_DATAGRAM_BYTES}
+    assert lab_packets > default_packets
+    assert "quic_datagram_bytes" not in FidelityParams().to_dict()  # outputs read as before
+    with pytest.raises(InputError, match="QUIC datagram size"):
+        FidelityParams(quic_datagram_bytes=1100)

@@ -160,7 +160,7 @@ def predict_load(
     from ..studies.fidelity.conditions import infer_conditions
     from ..studies.fidelity.study import FidelityParams, load_event_graph, moved_to, resource_scheduler, simulate_page
     from .load import H3_DISCOVERY
-    from .serve import SERVER_SCHEDULER
+    from .serve import model_servers
     from ..traces.har import parse_har
     from ..traces.pagegraph import page_graph
 
@@ -173,7 +173,7 @@ def predict_load(
         at=str(at),
         protocol=protocol,
         seed=seed,
-        server_scheduler=SERVER_SCHEDULER[protocol],
+        **model_servers(protocol),
         h3_discovery=H3_DISCOVERY,
         **({"cc": cc} if cc else {}),
     )

@@ -64,6 +64,16 @@ CONGESTION_CONTROL = "cubic"
 # urgency); its HTTP/3 is aioquic, which sends its streams round-robin, a packet's worth each,
 # whatever their priority (``QuicConnection._write_application``'s stream queue).
 SERVER_SCHEDULER = {"h2": "urgency", "h3": "round-robin"}
+# The UDP payload of the HTTP/3 server's datagrams: aioquic's ``QuicConfiguration.max_datagram_size``
+# default, which hypercorn keeps (RFC 9000 section 14's least); aioquic does no path MTU
+# discovery, so every packet it sends is at most this.  The QUIC model's default is 1252.
+QUIC_DATAGRAM_BYTES = 1200
+
+
+def model_servers(protocol: str) -> dict:
+    """The fidelity study's ``FidelityParams`` fields that make the model's servers send as the
+    lab's do over ``protocol`` (h2 or h3)."""
+    return {"server_scheduler": SERVER_SCHEDULER[protocol], "quic_datagram_bytes": QUIC_DATAGRAM_BYTES}
 
 
 def _available_cc() -> str:

@@ -168,21 +168,20 @@ def _predict(
     (``RESEND_KEYS``)."""
     from ..studies.fidelity import FidelityParams, run as fidelity
     from .load import H3_DISCOVERY
-    from .serve import SERVER_SCHEDULER
+    from .serve import model_servers
     from ..traces.har import parse_har
 
     rtt_s, bw, loss, queue, protocol = key
     at = str(PathConditions(rtt_s=rtt_s, bandwidth_bps=bw, loss=loss, queue_bytes=queue))
     try:
         trace = parse_har(json.loads(har_json), path=trace_name)
-        scheduler = SERVER_SCHEDULER[protocol]  # as the lab's servers send (serve.py)
         result = fidelity(
             trace,
             FidelityParams(
                 at=at,
                 protocol=protocol,
                 seed=seed,
-                server_scheduler=scheduler,
+                **model_servers(protocol),  # as the lab's servers send (serve.py)
                 h3_discovery=H3_DISCOVERY,
                 **({"cc": cc} if cc else {}),
             ),
@@ -365,7 +364,7 @@ def waterfall(out: str, trace: str, condition: dict, reference: dict, *, seed: i
     from ..studies.fidelity.conditions import infer_conditions
     from ..studies.fidelity.study import FidelityParams, load_event_graph, moved_to, resource_scheduler, simulate_page
     from .load import H3_DISCOVERY
-    from .serve import SERVER_SCHEDULER
+    from .serve import model_servers
     from ..traces.har import parse_har
     from ..traces.pagegraph import page_graph
 
@@ -400,7 +399,7 @@ def waterfall(out: str, trace: str, condition: dict, reference: dict, *, seed: i
         at=str(at),
         protocol=condition["protocol"],
         seed=seed,
-        server_scheduler=SERVER_SCHEDULER[condition["protocol"]],
+        **model_servers(condition["protocol"]),
         h3_discovery=H3_DISCOVERY,
     )
     simulated = simulate_page(ref_graph, cond, params, scheduler=resource_scheduler(ref_trace)).resources

@@ -74,6 +74,9 @@ class FidelityParams(StudyParams):
     # host is then known to support priorities) or "forced" (a flag, as the lab's Chromium:
     # the network service keeps holding the host's delayable requests).
     h3_discovery: str = "alt-svc"
+    # The servers' QUIC datagrams, UDP payload bytes (``TransportConfig.max_datagram_bytes``;
+    # None: the QUIC model's default).  The lab's aioquic sends 1200 (``lab.serve``).
+    quic_datagram_bytes: int | None = None
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -91,14 +94,17 @@ class FidelityParams(StudyParams):
             )
         if self.h3_discovery not in H3_DISCOVERY:
             raise InputError(f"unknown HTTP/3 discovery {self.h3_discovery!r} (choose {', '.join(H3_DISCOVERY)})")
+        if self.quic_datagram_bytes is not None and not 1200 <= self.quic_datagram_bytes <= 1472:
+            # RFC 9000 section 14: at least 1200; at most what a 1500-byte path carries over UDP/IPv4.
+            raise InputError(f"QUIC datagram size must be in [1200, 1472] bytes, got {self.quic_datagram_bytes}")
         if self.server_scheduler not in SERVER_SCHEDULERS:
             raise InputError(
                 f"unknown server scheduler {self.server_scheduler!r} (choose {', '.join(SERVER_SCHEDULERS)})"
             )
 
     def to_dict(self) -> dict:
-        """Every field, but ``policy``, ``document_think_s``, ``server_scheduler`` and ``h3_discovery`` only when
-        set: outputs without them read as they did before they existed."""
+        """Every field, but ``policy``, ``document_think_s``, ``server_scheduler``, ``h3_discovery`` and
+        ``quic_datagram_bytes`` only when set: outputs without them read as they did before they existed."""
         d = super().to_dict()
         if d["policy"] == "none":
             del d["policy"]
@@ -108,6 +114,8 @@ class FidelityParams(StudyParams):
             del d["server_scheduler"]
         if d["h3_discovery"] == "alt-svc":
             del d["h3_discovery"]
+        if d["quic_datagram_bytes"] is None:
+            del d["quic_datagram_bytes"]
         return d
 
     @property
@@ -215,18 +223,22 @@ def simulate_page(
         discovery_s=cond.discovery_s,
         blockers=cond.blockers,
         streamed=cond.streamed,
-        network=_linux_servers(cond.one_flight, cond.open_before, priorities),
+        network=_linux_servers(cond.one_flight, cond.open_before, priorities, params.quic_datagram_bytes),
     )
 
 
-def _linux_servers(one_flight: frozenset, open_before: frozenset = frozenset(), priorities=None):
+def _linux_servers(
+    one_flight: frozenset, open_before: frozenset = frozenset(), priorities=None, quic_datagram_bytes: int | None = None
+):
     """The model backend with TCP as a Linux server on OpenSSL runs it (``ModelNetwork(linux_tcp=True)``:
     the window in segments, ACKs on data, TCP_NODELAY writes, two TLS session tickets), but to
     the origins whose recording shows a larger first flight.  Found by the lab: at 300 ms the
     rebuilt pages' 12 KB documents and 11 KB scripts on fresh connections took a second round
     trip, which a window of 10 x 1460 bytes does not need.  ``open_before``: origins whose
     connection the capture shows open before the page began (``conditions._open_before``);
-    ``priorities``: a ``PriorityPlan`` scheduling every server's responses."""
+    ``priorities``: a ``PriorityPlan`` scheduling every server's responses; ``quic_datagram_bytes``:
+    the QUIC servers' UDP payload (None: the model's default)."""
+    datagram = {} if quic_datagram_bytes is None else {"max_datagram_bytes": quic_datagram_bytes}
 
     def network(sim, params, listener, backend_cls):
         return backend_cls(
@@ -237,6 +249,7 @@ def _linux_servers(one_flight: frozenset, open_before: frozenset = frozenset(), 
             one_flight_servers=one_flight,
             open_before=open_before,
             priorities=priorities,
+            **datagram,
         )
 
     return network
