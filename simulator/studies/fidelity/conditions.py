@@ -266,7 +266,7 @@ def infer_conditions(graph: PageGraph, page_start_s: float | None, protocol: str
                 samples.append(tcp / 1000.0)
         waits = [w / 1000.0 for w in map(_exchange_ms, rs) if w]
         if samples:
-            # A wait is at least one round trip: it bounds a handshake sample that queued.
+            # An exchange is at least one round trip: it bounds a handshake sample that queued.
             handshake[origin] = statistics.median(samples)
             rtt[origin], rtt_from[origin] = min(handshake[origin], min(waits, default=math.inf)), "connect"
             continue
