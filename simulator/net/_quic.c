@@ -301,6 +301,14 @@ deque_call(PyObject *queue, PyObject *method, PyObject *name, PyObject *arg)
     return arg == NULL ? PyObject_CallMethodNoArgs(queue, name) : PyObject_CallMethodOneArg(queue, name, arg);
 }
 
+/* len(queue): a deque's length is its ob_size (CPython's deque_len reads it there), read in
+ * place; anything else through len(). */
+static inline Py_ssize_t
+queue_len(PyObject *queue)
+{
+    return (PyObject *)Py_TYPE(queue) == deque_type ? Py_SIZE(queue) : PyObject_Length(queue);
+}
+
 #define SHORT_HEADER_BYTES (1 + 8 + 2 + 16)   /* packet.SHORT_HEADER_BYTES */
 #define UDP_IP_HEADER_BYTES 28                /* packet.UDP_IP_HEADER_BYTES */
 
@@ -406,10 +414,11 @@ log_cwnd(CoreObject *c, double now)
 
 /* -- loss detection (recovery._detect_lost_packets, _on_packets_lost) -- */
 
-/* Packets declared lost now, appended to `lost` (a list) in pn order, with the bookkeeping
- * of _on_packets_lost except re-queueing their data (Python's); the loss timer's deadline. */
+/* Packets declared lost now, appended to *lost (a list, made at the first one: most ACKs
+ * declare none) in pn order, with the bookkeeping of _on_packets_lost except re-queueing their
+ * data (Python's); the loss timer's deadline. */
 static int
-detect_lost(CoreObject *c, double now, PyObject *lost)
+detect_lost(CoreObject *c, double now, PyObject **lost)
 {
     c->has_loss_time = 0;
     RttObject *r = c->rtt;
@@ -438,7 +447,9 @@ detect_lost(CoreObject *c, double now, PyObject *lost)
             has_loss_time = 1;
         }
         if (is_lost) {
-            if (PyList_Append(lost, s->packet) < 0)
+            if (*lost == NULL && (*lost = PyList_New(0)) == NULL)
+                return -1;
+            if (PyList_Append(*lost, s->packet) < 0)
                 return -1;
             last_lost = s;
         }
@@ -901,9 +912,8 @@ on_ack(CoreObject *c, const long long *rg, Py_ssize_t nr, double ack_delay, doub
     long long largest_in_frame = 0;
     /* newly acknowledged, highest first: record indices */
     Py_ssize_t cap = 16, n = 0;
-    Py_ssize_t *idx = PyMem_Malloc(cap * sizeof(Py_ssize_t));
-    if (idx == NULL)
-        return PyErr_NoMemory();
+    Py_ssize_t idx0[16], *idx = idx0;             /* on the heap past 16 */
+#define IDX_FREE() do { if (idx != idx0) PyMem_Free(idx); } while (0)
     for (Py_ssize_t k = 0; k < nr; k++) {           /* highest first */
         long long low = rg[2 * k], high = rg[2 * k + 1];
         if (k == 0)
@@ -916,18 +926,20 @@ on_ack(CoreObject *c, const long long *rg, Py_ssize_t nr, double ack_delay, doub
                 continue;
             if (n == cap) {
                 cap *= 2;
-                Py_ssize_t *grown = PyMem_Realloc(idx, cap * sizeof(Py_ssize_t));
+                Py_ssize_t *grown = PyMem_Malloc(cap * sizeof(Py_ssize_t));
                 if (grown == NULL) {
-                    PyMem_Free(idx);
+                    IDX_FREE();
                     return PyErr_NoMemory();
                 }
+                memcpy(grown, idx, (size_t)n * sizeof(Py_ssize_t));
+                IDX_FREE();
                 idx = grown;
             }
             idx[n++] = i;
         }
     }
     if (n == 0) {
-        PyMem_Free(idx);
+        IDX_FREE();
         Py_RETURN_NONE;
     }
     if (largest_in_frame > c->largest_acked)
@@ -943,7 +955,7 @@ on_ack(CoreObject *c, const long long *rg, Py_ssize_t nr, double ack_delay, doub
     double srtt = rtt_smoothed(c->rtt);
     PyObject *out = PyList_New(n);
     if (out == NULL) {
-        PyMem_Free(idx);
+        IDX_FREE();
         return NULL;
     }
     for (Py_ssize_t j = 0; j < n; j++) {           /* oldest first */
@@ -952,33 +964,29 @@ on_ack(CoreObject *c, const long long *rg, Py_ssize_t nr, double ack_delay, doub
         c->outstanding -= 1;
         c->bytes_in_flight -= s->size;
         if (s->time_sent > c->recovery_start_s && cc_on_ack(c->cc, s->size, now, srtt) < 0) {
-            PyMem_Free(idx);
+            IDX_FREE();
             Py_DECREF(out);
             return NULL;
         }
         Py_INCREF(s->packet);
         PyList_SET_ITEM(out, j, s->packet);
     }
-    PyMem_Free(idx);
+    IDX_FREE();
     return out;
+#undef IDX_FREE
 }
 
 /* after_ack(now): the second half of recovery._on_ack_frame, after the streams' bookkeeping:
  * the window log, loss detection (A.10), the spurious-PTO watch, the PTO backoff reset (A.7).
  * The packets declared lost (pn order; their data is Python's to queue again), or None. */
 static PyObject *
-Core_after_ack(CoreObject *c, PyObject *arg)
+after_ack(CoreObject *c, double now)
 {
-    double now;
-    if (get_double(arg, &now) < 0)
-        return NULL;
     if (log_cwnd(c, now) < 0)
         return NULL;
-    PyObject *lost = PyList_New(0);
-    if (lost == NULL)
-        return NULL;
-    if (detect_lost(c, now, lost) < 0) {
-        Py_DECREF(lost);
+    PyObject *lost = NULL;
+    if (detect_lost(c, now, &lost) < 0) {
+        Py_XDECREF(lost);
         return NULL;
     }
     if (c->pto_watch_pn >= 0) {
@@ -995,11 +1003,18 @@ Core_after_ack(CoreObject *c, PyObject *arg)
         }
     }
     c->pto_count = 0;
-    if (PyList_GET_SIZE(lost) == 0) {
-        Py_DECREF(lost);
+    if (lost == NULL)
         Py_RETURN_NONE;
-    }
     return lost;
+}
+
+static PyObject *
+Core_after_ack(CoreObject *c, PyObject *arg)
+{
+    double now;
+    if (get_double(arg, &now) < 0)
+        return NULL;
+    return after_ack(c, now);
 }
 
 /* loss_deadline(): recovery._set_loss_detection_timer's time (A.8): the loss time if any,
@@ -1028,14 +1043,12 @@ Core_on_loss_timeout(CoreObject *c, PyObject *arg)
     if (get_double(arg, &now) < 0)
         return NULL;
     if (c->has_loss_time) {
-        PyObject *lost = PyList_New(0);
-        if (lost == NULL)
-            return NULL;
-        if (detect_lost(c, now, lost) < 0) {
-            Py_DECREF(lost);
+        PyObject *lost = NULL;
+        if (detect_lost(c, now, &lost) < 0) {
+            Py_XDECREF(lost);
             return NULL;
         }
-        return lost;
+        return lost != NULL ? lost : PyList_New(0);
     }
     if (c->outstanding == 0)
         Py_RETURN_NONE;
@@ -1299,6 +1312,8 @@ slot_of(PyObject *name)
 }
 
 static int timers_cfire(PyObject *fire, uint64_t gen);
+static int bound_timer_kind(PyObject *callback);
+static int bound_cfire(PyObject *bound, uint64_t gen);
 
 static int
 tm_schedule(TimersObject *t, double when)
@@ -1493,6 +1508,13 @@ timers_fire_gen(TimersObject *t, long long gen)
             continue;                 /* cancelled or re-armed by an earlier callback of this batch */
         PyObject *callback = t->cb[slot];
         t->cb[slot] = NULL;           /* the reference to it is ours now */
+        if (bound_timer_kind(callback)) {          /* an endpoint's flush or ack_now: in C */
+            int rc = bound_cfire(callback, 0);
+            Py_DECREF(callback);
+            if (rc < 0)
+                return -1;
+            continue;
+        }
         PyObject *r = PyObject_CallNoArgs(callback);
         Py_DECREF(callback);
         if (r == NULL)
@@ -1984,7 +2006,7 @@ stream_data(PyObject *stream, long long offset, long long length)
         if ((later = SS_OBJ(stream, later)) == NULL || SS_LONG(stream, later_bytes, &later_bytes) < 0)
             goto done;
         while (shortfall > 0) {
-            Py_ssize_t queued = PyObject_Length(later);
+            Py_ssize_t queued = queue_len(later);
             if (queued < 0)
                 goto done;
             if (queued == 0)
@@ -2051,7 +2073,7 @@ build_frames(CoreObject *c, PyObject *ep, long long reserved, PyObject **frames_
     PyObject *queues[2] = {c->retx_queue, c->new_queue};
     for (int q = 0; q < 2 && !full; q++) {
         PyObject *queue = queues[q];
-        while (PyObject_Length(queue) > 0) {
+        while (queue_len(queue) > 0) {
             PyObject *chunk = PySequence_GetItem(queue, 0);
             if (chunk == NULL || !PyList_Check(chunk) || PyList_GET_SIZE(chunk) != 5) {
                 if (chunk != NULL)
@@ -2268,9 +2290,9 @@ flush(CoreObject *c, PyObject *ep)
     int idle = 1;                              /* the loop ended on the window, the pacer or nothing queued */
     c->flushing = 1;
     while ((double)c->bytes_in_flight < c->cc->cwnd) {
-        Py_ssize_t queued = PyObject_Length(c->retx_queue);
+        Py_ssize_t queued = queue_len(c->retx_queue);
         if (queued == 0)
-            queued = PyObject_Length(c->new_queue);
+            queued = queue_len(c->new_queue);
         if (queued < 0)
             goto error;
         if (!queued && pull == Py_None)
@@ -2710,7 +2732,7 @@ core_write(CoreObject *c, PyObject *stream, PyObject *sid, PyObject *data, PyObj
     if (n == 0 && !is_end)
         return 0;
     PyObject *queue = c->new_queue;
-    Py_ssize_t qlen = PyObject_Length(queue);
+    Py_ssize_t qlen = queue_len(queue);
     if (qlen < 0)
         return -1;
     int merged = 0;
@@ -3011,6 +3033,12 @@ error:
     return -1;
 }
 
+/* ResponseWriter (below): its on_stream_acked, called in C when it is the endpoint's. */
+struct WriterObject;
+static PyTypeObject WriterType;
+static PyObject *Writer_on_stream_acked(struct WriterObject *w, PyObject *const *args, Py_ssize_t nargs);
+static int writer_stream_acked(struct WriterObject *w, PyObject *sid, long long acked_offset);
+
 /* A stream's acknowledged prefix grew: it is never sent again (RFC 9000 13.3), so it is let
  * go (stream.SendStream.drop_acked), and the application hears of it. */
 static int
@@ -3043,6 +3071,13 @@ stream_acked(PyObject *ep, PyObject *stream, PyObject *sid)
     PyObject *cb = SITE_GETATTR(ep, str_on_stream_acked);
     if (cb == NULL)
         return -1;
+    if (PyCFunction_CheckExact(cb) && PyCFunction_GET_FUNCTION(cb) == (PyCFunction)(void (*)(void))Writer_on_stream_acked
+        && PyCFunction_GET_SELF(cb) != NULL && Py_IS_TYPE(PyCFunction_GET_SELF(cb), &WriterType)) {
+        /* the C ResponseWriter's bound on_stream_acked: called without boxing the offset */
+        rc = writer_stream_acked((struct WriterObject *)PyCFunction_GET_SELF(cb), sid, prefix);
+        Py_DECREF(cb);
+        return rc;
+    }
     if (cb != Py_None) {
         PyObject *p = PyLong_FromLongLong(prefix);
         PyObject *r = p == NULL ? NULL : call2(cb, sid, p);
@@ -3057,7 +3092,7 @@ stream_acked(PyObject *ep, PyObject *stream, PyObject *sid)
     return 0;
 }
 
-static PyObject *Core_after_ack(CoreObject *c, PyObject *arg);
+static PyObject *after_ack(CoreObject *c, double now);
 
 /* recovery._on_ack_frame(ranges, ack_delay_s) on endpoint ep: the frame's ranges rg (nr low,
  * high pairs, highest first). */
@@ -3100,7 +3135,7 @@ ack_frame_received(CoreObject *c, PyObject *ep, const long long *rg, Py_ssize_t 
     sidset_free(&acked);
     Py_CLEAR(on_packet_acked);
     Py_CLEAR(newly);
-    PyObject *lost = Core_after_ack(c, now_o);
+    PyObject *lost = after_ack(c, now);
     if (lost == NULL)
         return -1;
     if (lost != Py_None) {                     /* _on_packets_lost's Python half: queue the data again */
@@ -3114,9 +3149,9 @@ ack_frame_received(CoreObject *c, PyObject *ep, const long long *rg, Py_ssize_t 
         Py_DECREF(lost);
     if (set_loss_timer(c, ep) < 0)
         return -1;
-    Py_ssize_t queued = PyObject_Length(c->retx_queue);
+    Py_ssize_t queued = queue_len(c->retx_queue);
     if (queued == 0)
-        queued = PyObject_Length(c->new_queue);
+        queued = queue_len(c->new_queue);
     if (queued < 0)
         return -1;
     if (!queued) {
@@ -3349,6 +3384,13 @@ bound_cfire(PyObject *bound, uint64_t gen)
     return b->kind == BOUND_FLUSH ? flush(b->core, b->endpoint) : ack_now(b->core);
 }
 
+/* A _Bound that bound_cfire runs as calling it with no arguments would (a flush, ack_now)? */
+static int
+bound_timer_kind(PyObject *callback)
+{
+    return Py_IS_TYPE(callback, &BoundType) && ((BoundObject *)callback)->kind != BOUND_DELIVER;
+}
+
 static PyObject *
 Bound_get_qualname(BoundObject *b, void *x)
 {
@@ -3578,7 +3620,7 @@ static PyTypeObject CoreType = {
 #include "_stride_tree.h"   /* StrideTree: the RFC 7540 5.3 tree of priority_tree.py in C */
 #include "_writer_turns.h"
 
-typedef struct {
+typedef struct WriterObject {
     PyObject_HEAD
     WriterTurns t;                 /* first: WRITER_TURNS reads it there */
     PyObject *endpoint, *acked, *pad;
@@ -3755,6 +3797,25 @@ dict_long(PyObject *dict, PyObject *key, long long *out)   /* dict.get(key, 0) *
     return (*out == -1 && PyErr_Occurred()) ? -1 : 0;
 }
 
+/* on_stream_acked(stream_id, acked_offset), as stream_acked calls it in C. */
+static int
+writer_stream_acked(WriterObject *w, PyObject *sid, long long acked_offset)
+{
+    long long written, before;
+    if (dict_long(w->t.written, sid, &written) < 0 || dict_long(w->acked, sid, &before) < 0)
+        return -1;
+    long long acked = acked_offset < written ? acked_offset : written;
+    w->t.unacked -= acked - before;
+    PyObject *acked_obj = PyLong_FromLongLong(acked);
+    if (acked_obj == NULL)
+        return -1;
+    int rc = PyDict_SetItem(w->acked, sid, acked_obj);
+    Py_DECREF(acked_obj);
+    if (rc < 0 || (w->fill_on_ack && writer_fill(w) < 0))
+        return -1;
+    return 0;
+}
+
 static PyObject *
 Writer_on_stream_acked(WriterObject *w, PyObject *const *args, Py_ssize_t nargs)
 {
@@ -3762,18 +3823,8 @@ Writer_on_stream_acked(WriterObject *w, PyObject *const *args, Py_ssize_t nargs)
         PyErr_SetString(PyExc_TypeError, "on_stream_acked(stream_id, acked_offset)");
         return NULL;
     }
-    long long acked_offset = PyLong_AsLongLong(args[1]), written, before;
-    if ((acked_offset == -1 && PyErr_Occurred()) || dict_long(w->t.written, args[0], &written) < 0
-        || dict_long(w->acked, args[0], &before) < 0)
-        return NULL;
-    long long acked = acked_offset < written ? acked_offset : written;
-    w->t.unacked -= acked - before;
-    PyObject *acked_obj = PyLong_FromLongLong(acked);
-    if (acked_obj == NULL)
-        return NULL;
-    int rc = PyDict_SetItem(w->acked, args[0], acked_obj);
-    Py_DECREF(acked_obj);
-    if (rc < 0 || (w->fill_on_ack && writer_fill(w) < 0))
+    long long acked_offset = PyLong_AsLongLong(args[1]);
+    if ((acked_offset == -1 && PyErr_Occurred()) || writer_stream_acked(w, args[0], acked_offset) < 0)
         return NULL;
     Py_RETURN_NONE;
 }
