@@ -2001,10 +2001,12 @@ stream_data(PyObject *stream, long long offset, long long length)
         goto done;
     }
     long long shortfall = start + length - PyByteArray_GET_SIZE(buf);
+    PyObject *whole = NULL;                    /* a write that is this packet's bytes exactly */
     if (shortfall > 0) {
         long long later_bytes;
         if ((later = SS_OBJ(stream, later)) == NULL || SS_LONG(stream, later_bytes, &later_bytes) < 0)
             goto done;
+        int first = !odd && shortfall == length;   /* the packet starts at the buffer's end */
         while (shortfall > 0) {
             Py_ssize_t queued = queue_len(later);
             if (queued < 0)
@@ -2014,6 +2016,20 @@ stream_data(PyObject *stream, long long offset, long long length)
             PyObject *chunk = deque_call(later, deque_popleft, str_popleft, NULL);
             if (chunk == NULL)
                 goto done;
+            if (first && PyBytes_CheckExact(chunk) && PyBytes_GET_SIZE(chunk) == length) {
+                /* the usual packet (a pull writer's write of a packet's worth): its bytes are
+                 * the write itself, kept in the buffer and returned as it is (bytes are
+                 * immutable: the same value as a copy, without a second copy) */
+                if (buf_append(buf, PyBytes_AS_STRING(chunk), PyBytes_GET_SIZE(chunk)) < 0) {
+                    Py_DECREF(chunk);
+                    goto done;
+                }
+                whole = chunk;
+                later_bytes -= length;
+                shortfall = 0;
+                break;
+            }
+            first = 0;
             Py_buffer view;
             if (PyObject_GetBuffer(chunk, &view, PyBUF_SIMPLE) < 0) {
                 Py_DECREF(chunk);
@@ -2040,8 +2056,14 @@ stream_data(PyObject *stream, long long offset, long long length)
             later_bytes -= take;
             shortfall -= take;
         }
-        if (SS_SET(stream, later_bytes, later_bytes) < 0)
+        if (SS_SET(stream, later_bytes, later_bytes) < 0) {
+            Py_XDECREF(whole);
             goto done;
+        }
+    }
+    if (whole != NULL) {
+        out = whole;
+        goto done;
     }
     if (odd) {                                 /* bytes(buf[start:start + length]) */
         PyObject *part = PySequence_GetSlice(buf, (Py_ssize_t)start, (Py_ssize_t)(start + length));
