@@ -488,11 +488,79 @@ detect_lost(CoreObject *c, double now, PyObject **lost)
 
 /* -- QuicPacket: packet.QuicPacket's C twin (the twin's endpoints send these) ---------------- */
 
+/* One STREAM frame (RFC 9000 section 19.8) of a packet the core built: (stream_id, offset,
+ * data, fin) in C, the references held. */
+typedef struct {
+    PyObject *sid, *data;
+    long long offset;
+    char fin;
+} CFrame;
+
+#define CFRAMES_INLINE 2            /* a packet's frames kept in the packet itself up to this many */
+
+static void
+cframes_release(CFrame *v, int n)
+{
+    for (int i = 0; i < n; i++) {
+        Py_CLEAR(v[i].sid);
+        Py_CLEAR(v[i].data);
+    }
+}
+
+/* The frames of the packet being built (packet_builder._build_frames's list), in C. */
+typedef struct {
+    CFrame *v;                     /* inl, or the heap past CFRAMES_INLINE */
+    int n, cap;
+    CFrame inl[CFRAMES_INLINE];
+} FrameBuf;
+
+static void
+fb_init(FrameBuf *fb)
+{
+    fb->v = fb->inl;
+    fb->n = 0;
+    fb->cap = CFRAMES_INLINE;
+}
+
+static void
+fb_release(FrameBuf *fb)
+{
+    cframes_release(fb->v, fb->n);
+    if (fb->v != fb->inl)
+        PyMem_Free(fb->v);
+    fb_init(fb);
+}
+
+/* Appends (sid, offset, data, fin): a reference to sid taken, data's stolen. */
+static int
+fb_push(FrameBuf *fb, PyObject *sid, long long offset, PyObject *data, int fin)
+{
+    if (fb->n == fb->cap) {
+        int cap = 2 * fb->cap;
+        CFrame *v = PyMem_Malloc((size_t)cap * sizeof(CFrame));
+        if (v == NULL) {
+            Py_DECREF(data);
+            PyErr_NoMemory();
+            return -1;
+        }
+        memcpy(v, fb->v, (size_t)fb->n * sizeof(CFrame));
+        if (fb->v != fb->inl)
+            PyMem_Free(fb->v);
+        fb->v = v;
+        fb->cap = cap;
+    }
+    fb->v[fb->n++] = (CFrame){Py_NewRef(sid), data, offset, (char)(fin != 0)};
+    return 0;
+}
+
 typedef struct {
     PyObject_HEAD
     long long pn, size_bytes;
     double time_sent_s;
-    PyObject *frames;
+    PyObject *frames;              /* the frames list; NULL until read when the core's are in C: */
+    CFrame *cf;                    /* ncf > 0: the frames, in C (cf_inline or the heap) */
+    int ncf;
+    CFrame cf_inline[CFRAMES_INLINE];
     PyObject *ack;                 /* (ranges, ack_delay_s) or None; NULL until read when kept in C: */
     long long *ack_ranges;         /* the core's ACK frame: nack (low, high) pairs, highest first */
     int nack;                      /* > 0: ack_ranges and ack_delay_s hold the frame */
@@ -512,8 +580,10 @@ qpacket_new(long long pn, double time_sent_s, long long size_bytes, PyObject *fr
     p->pn = pn;
     p->time_sent_s = time_sent_s;
     p->size_bytes = size_bytes;
-    Py_INCREF(frames);
-    p->frames = frames;
+    Py_XINCREF(frames);
+    p->frames = frames;            /* NULL: the caller moves its C frames in (qpacket_take_frames) */
+    p->cf = NULL;
+    p->ncf = 0;
     Py_XINCREF(ack);
     p->ack = ack;                  /* NULL: the caller fills ack_ranges (qpacket_ack) */
     p->ack_ranges = NULL;
@@ -540,11 +610,29 @@ QPacket_new(PyTypeObject *type, PyObject *args, PyObject *kw)
     return (PyObject *)qpacket_new(pn, t, size, frames, ack, eliciting, probe);
 }
 
+/* The frames built in C moved into packet p (fb left empty). */
+static void
+qpacket_take_frames(QPacketObject *p, FrameBuf *fb)
+{
+    if (fb->v == fb->inl) {
+        memcpy(p->cf_inline, fb->inl, (size_t)fb->n * sizeof(CFrame));
+        p->cf = p->cf_inline;
+    }
+    else
+        p->cf = fb->v;
+    p->ncf = fb->n;
+    fb_init(fb);
+}
+
 static int
 QPacket_traverse(QPacketObject *p, visitproc visit, void *arg)
 {
     Py_VISIT(p->frames);
     Py_VISIT(p->ack);
+    for (int i = 0; i < p->ncf; i++) {
+        Py_VISIT(p->cf[i].sid);
+        Py_VISIT(p->cf[i].data);
+    }
     return 0;
 }
 
@@ -553,6 +641,8 @@ QPacket_clear(QPacketObject *p)
 {
     Py_CLEAR(p->frames);
     Py_CLEAR(p->ack);
+    if (p->cf != NULL)
+        cframes_release(p->cf, p->ncf);
     return 0;
 }
 
@@ -561,8 +651,41 @@ QPacket_dealloc(QPacketObject *p)
 {
     PyObject_GC_UnTrack(p);
     QPacket_clear(p);
+    if (p->cf != NULL && p->cf != p->cf_inline)
+        PyMem_Free(p->cf);
     PyMem_Free(p->ack_ranges);
     Py_TYPE(p)->tp_free((PyObject *)p);
+}
+
+/* packet.frames: the reference's list of (stream_id, offset, data, fin) tuples, made from the
+ * C frames the first time it is read (then kept: one object; the C frames stay what the core
+ * reads, the same values). */
+static PyObject *
+qpacket_frames(QPacketObject *p)
+{
+    if (p->frames == NULL) {
+        PyObject *frames = PyList_New(p->ncf);
+        if (frames == NULL)
+            return NULL;
+        for (int i = 0; i < p->ncf; i++) {
+            CFrame *f = &p->cf[i];
+            PyObject *t = STEAL_TUPLE(Py_NewRef(f->sid), PyLong_FromLongLong(f->offset), Py_NewRef(f->data),
+                                      Py_NewRef(f->fin ? Py_True : Py_False));
+            if (t == NULL) {
+                Py_DECREF(frames);
+                return NULL;
+            }
+            PyList_SET_ITEM(frames, i, t);
+        }
+        p->frames = frames;
+    }
+    return Py_NewRef(p->frames);
+}
+
+static PyObject *
+QPacket_get_frames(QPacketObject *p, void *x)
+{
+    return qpacket_frames(p);
 }
 
 /* packet.ack: the ACK frame as the reference builds it, ([(low, high), ...] highest first,
@@ -597,13 +720,14 @@ QPacket_get_ack(QPacketObject *p, void *x)
 
 static PyGetSetDef QPacket_getset[] = {
     {"ack", (getter)QPacket_get_ack, NULL, "ACK frame (ranges, ack_delay_s), or None", NULL},
+    {"frames", (getter)QPacket_get_frames, NULL, "STREAM frames [(stream_id, offset, data, fin), ...]", NULL},
     {NULL},
 };
 
 static PyObject *
 QPacket_repr(QPacketObject *p)
 {
-    Py_ssize_t n = PyObject_Length(p->frames);
+    Py_ssize_t n = p->frames == NULL ? p->ncf : PyObject_Length(p->frames);
     if (n < 0)
         return NULL;
     return PyUnicode_FromFormat("QuicPacket(pn=%lld, %s, %lld B, %zd frames)", p->pn,
@@ -614,7 +738,6 @@ static PyMemberDef QPacket_members[] = {
     {"pn", T_LONGLONG, offsetof(QPacketObject, pn), READONLY, NULL},
     {"time_sent_s", T_DOUBLE, offsetof(QPacketObject, time_sent_s), READONLY, NULL},
     {"size_bytes", T_LONGLONG, offsetof(QPacketObject, size_bytes), READONLY, "UDP payload bytes"},
-    {"frames", T_OBJECT, offsetof(QPacketObject, frames), READONLY, "STREAM frames (stream_id, offset, data, fin)"},
     {"ack_eliciting", T_BOOL, offsetof(QPacketObject, ack_eliciting), READONLY, NULL},
     {"done", T_BOOL, offsetof(QPacketObject, done), 0, "acknowledged or declared lost (sender side)"},
     {"probe", T_BOOL, offsetof(QPacketObject, probe), READONLY, NULL},
@@ -1793,19 +1916,29 @@ packet_take_ack(CoreObject *c, PyObject *packet, double ack_delay_s)
 
 /* packet_builder._send_packet: an ack-eliciting packet with a new number (RFC 9000 12.3),
  * an ACK riding along if one is pending (13.2). */
+/* frames: a list, or NULL for the frames built in C in *fb (moved into the packet; released
+ * on an error). */
 static int
-send_packet(CoreObject *c, PyObject *ep, PyObject *frames, long long size, int probe, double now)
+send_packet(CoreObject *c, PyObject *ep, PyObject *frames, FrameBuf *fb, long long size, int probe, double now)
 {
     long long unacked = c->unacked_eliciting, pn;
     double ack_delay_s = now - c->largest_recv_time_s;
     if (unacked) {                              /* the frame's ranges are taken below: acked_now keeps them */
         size += ack_frame_size(c, ack_delay_s);
-        if (acked_now(c) < 0)
+        if (acked_now(c) < 0) {
+            if (fb != NULL)
+                fb_release(fb);
             return -1;
+        }
     }
     PyObject *packet = new_packet(c, ep, now, size, frames, unacked ? NULL : Py_None, 1, probe, &pn);
-    if (packet == NULL)
+    if (packet == NULL) {
+        if (fb != NULL)
+            fb_release(fb);
         return -1;
+    }
+    if (frames == NULL)
+        qpacket_take_frames((QPacketObject *)packet, fb);
     if (unacked && packet_take_ack(c, packet, ack_delay_s) < 0) {
         Py_DECREF(packet);
         return -1;
@@ -2085,12 +2218,9 @@ done:
  * (FIFO in write order), leaving `reserved` bytes for an ACK frame.  1 and the frames and
  * size, 0 when there is nothing to send, -1 on error. */
 static int
-build_frames(CoreObject *c, PyObject *ep, long long reserved, PyObject **frames_out, long long *size_out)
+build_frames(CoreObject *c, PyObject *ep, long long reserved, FrameBuf *frames, long long *size_out)
 {
     long long budget = c->max_payload - reserved;
-    PyObject *frames = PyList_New(0);
-    if (frames == NULL)
-        return -1;
     int full = 0;
     PyObject *queues[2] = {c->retx_queue, c->new_queue};
     for (int q = 0; q < 2 && !full; q++) {
@@ -2148,15 +2278,8 @@ build_frames(CoreObject *c, PyObject *ep, long long reserved, PyObject **frames_
             }
             int last = take == length;
             PyObject *data = stream_data(stream, offset, take);
-            if (data == NULL)
+            if (data == NULL || fb_push(frames, sid_o, offset, data, fin && last) < 0)
                 goto error_chunk;
-            PyObject *frame = STEAL_TUPLE(Py_NewRef(sid_o), PyLong_FromLongLong(offset), data,
-                                          Py_NewRef((fin && last) ? Py_True : Py_False));
-            if (frame == NULL || PyList_Append(frames, frame) < 0) {
-                Py_XDECREF(frame);
-                goto error_chunk;
-            }
-            Py_DECREF(frame);
             budget -= header + take;
             c->stream_bytes_sent += take;
             if (retx)
@@ -2182,15 +2305,12 @@ build_frames(CoreObject *c, PyObject *ep, long long reserved, PyObject **frames_
         if (PyErr_Occurred())
             goto error;
     }
-    if (PyList_GET_SIZE(frames) == 0) {
-        Py_DECREF(frames);
+    if (frames->n == 0)
         return 0;
-    }
-    *frames_out = frames;
     *size_out = c->max_payload - reserved - budget + SHORT_HEADER_BYTES;
     return 1;
 error:
-    Py_DECREF(frames);
+    fb_release(frames);
     return -1;
 }
 
@@ -2343,7 +2463,8 @@ flush(CoreObject *c, PyObject *ep)
         long long reserved = 0, size;
         if (c->unacked_eliciting)
             reserved = ack_frame_size(c, now - c->largest_recv_time_s);
-        PyObject *frames = NULL;
+        FrameBuf frames;
+        fb_init(&frames);
         int built = build_frames(c, ep, reserved, &frames, &size);
         if (built < 0)
             goto error;
@@ -2351,9 +2472,7 @@ flush(CoreObject *c, PyObject *ep)
             idle = 0;
             break;
         }
-        int rc = send_packet(c, ep, frames, size, 0, now);
-        Py_DECREF(frames);
-        if (rc < 0)
+        if (send_packet(c, ep, NULL, &frames, size, 0, now) < 0)
             goto error;
         if (c->pacing && c->has_interval) {    /* pacer.on_packet_sent */
             pacer_refill(c, now);
@@ -2399,7 +2518,7 @@ Core_send_packet(CoreObject *c, PyObject *const *args, Py_ssize_t nargs)
     double now;
     if ((size == -1 && PyErr_Occurred()) || probe < 0 || sim_now(c, &now) < 0)
         return NULL;
-    if (send_packet(c, args[0], args[1], size, probe, now) < 0)
+    if (send_packet(c, args[0], args[1], NULL, size, probe, now) < 0)
         return NULL;
     Py_RETURN_NONE;
 }
@@ -2601,8 +2720,8 @@ add_part(PyObject **first, PyObject **parts, PyObject *part)
 /* connection.QuicEndpoint._on_stream_frame: deliver a stream's bytes as soon as they are
  * contiguous in that stream's order (no head-of-line blocking across streams). */
 static int
-on_stream_frame(CoreObject *c, PyObject *ep, PyObject *sid, PyObject *offset_o, PyObject *data, int fin,
-                PyObject *now_o)
+on_stream_frame(CoreObject *c, PyObject *ep, PyObject *sid, long long offset, PyObject *offset_o, PyObject *data,
+                int fin, PyObject *now_o)
 {
     PyObject *stream = PyDict_GetItemWithError(c->recv_streams, sid);   /* borrowed */
     if (stream == NULL) {
@@ -2619,9 +2738,8 @@ on_stream_frame(CoreObject *c, PyObject *ep, PyObject *sid, PyObject *offset_o, 
     Py_INCREF(stream);
     PyObject *parts = NULL, *first = NULL, *heap = NULL;
     int rc = -1;
-    long long offset = PyLong_AsLongLong(offset_o);
     Py_ssize_t n = length_of(data);
-    if ((offset == -1 && PyErr_Occurred()) || n < 0)
+    if (n < 0)
         goto done;
     long long end = offset + n;
     if (fin && RS_SET(stream, fin_offset, end) < 0)
@@ -2637,7 +2755,8 @@ on_stream_frame(CoreObject *c, PyObject *ep, PyObject *sid, PyObject *offset_o, 
     if ((heap = RS_OBJ(stream, heap)) == NULL)
         goto done;
     if (offset > delivered) {                  /* a hole before it: hold back (this stream only) */
-        PyObject *item = PyTuple_Pack(2, offset_o, data);
+        PyObject *item = offset_o != NULL ? PyTuple_Pack(2, offset_o, data)
+            : STEAL_TUPLE(PyLong_FromLongLong(offset), Py_NewRef(data));
         PyObject *r = item == NULL ? NULL : call2(heappush_fn, heap, item);
         Py_XDECREF(item);
         if (r == NULL)
@@ -2987,6 +3106,35 @@ sidset_free(SidSet *set)
     set->n = 0;
 }
 
+/* One acknowledged STREAM frame (sid, offset, len, fin): its stream's acknowledged range, FIN,
+ * the stream id into `acked`, the report's entry i (offset_o: the offset as an int, or NULL). */
+static int
+frame_acked(CoreObject *c, PyObject *sid, long long offset, PyObject *offset_o, Py_ssize_t len, int fin,
+            SidSet *acked, PyObject *report, Py_ssize_t i)
+{
+    PyObject *stream = PyDict_GetItemWithError(c->send_streams, sid);     /* borrowed */
+    if (stream == NULL) {
+        if (!PyErr_Occurred())
+            PyErr_SetObject(PyExc_KeyError, sid);
+        return -1;
+    }
+    PyObject *rs = SS_OBJ(stream, acked);
+    if (rs == NULL)
+        return -1;
+    int rc = rangeset_add(rs, offset, offset + len);
+    Py_DECREF(rs);
+    if (rc < 0 || (fin && SS_SET_TRUE(stream, fin_acked) < 0) || sidset_add(acked, sid) < 0)
+        return -1;
+    if (report != NULL) {
+        PyObject *entry = STEAL_TUPLE(Py_NewRef(sid), offset_o != NULL ? Py_NewRef(offset_o) : PyLong_FromLongLong(offset),
+                                      PyLong_FromSsize_t(len));
+        if (entry == NULL)
+            return -1;
+        PyList_SET_ITEM(report, i, entry);
+    }
+    return 0;
+}
+
 /* The streams' half for one newly acknowledged packet: acknowledged ranges, FINs, the
  * on_packet_acked report; the stream ids touched go into `acked`. */
 static int
@@ -2997,45 +3145,38 @@ packet_acked(CoreObject *c, PyObject *packet, SidSet *acked, PyObject *on_packet
         qp->done = 1;
     else if (fast_setattr(packet, str_done, Py_True) < 0)
         return -1;
-    PyObject *frames = qp != NULL ? Py_NewRef(qp->frames) : SITE_GETATTR(packet, str_frames);
-    PyObject *seq = frames == NULL ? NULL : PySequence_Fast(frames, "frames");
-    Py_XDECREF(frames);
-    if (seq == NULL)
-        return -1;
-    Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
-    PyObject *report = on_packet_acked != Py_None ? PyList_New(n) : NULL;
-    if (on_packet_acked != Py_None && report == NULL)
-        goto error;
-    for (Py_ssize_t i = 0; i < n; i++) {
-        PyObject *f = PySequence_Fast_GET_ITEM(seq, i);
-        if (!PyTuple_Check(f) || PyTuple_GET_SIZE(f) != 4) {
-            PyErr_SetString(PyExc_TypeError, "a STREAM frame is (stream_id, offset, data, fin)");
-            goto error;
-        }
-        PyObject *sid = PyTuple_GET_ITEM(f, 0);
-        long long offset = PyLong_AsLongLong(PyTuple_GET_ITEM(f, 1));
-        Py_ssize_t len = length_of(PyTuple_GET_ITEM(f, 2));
-        int fin = PyObject_IsTrue(PyTuple_GET_ITEM(f, 3));
-        if ((offset == -1 && PyErr_Occurred()) || len < 0 || fin < 0)
-            goto error;
-        PyObject *stream = PyDict_GetItemWithError(c->send_streams, sid);     /* borrowed */
-        if (stream == NULL) {
-            if (!PyErr_Occurred())
-                PyErr_SetObject(PyExc_KeyError, sid);
-            goto error;
-        }
-        PyObject *rs = SS_OBJ(stream, acked);
-        if (rs == NULL)
-            goto error;
-        int rc = rangeset_add(rs, offset, offset + len);
-        Py_DECREF(rs);
-        if (rc < 0 || (fin && SS_SET_TRUE(stream, fin_acked) < 0) || sidset_add(acked, sid) < 0)
-            goto error;
-        if (report != NULL) {
-            PyObject *entry = STEAL_TUPLE(Py_NewRef(sid), Py_NewRef(PyTuple_GET_ITEM(f, 1)), PyLong_FromSsize_t(len));
-            if (entry == NULL)
+    PyObject *report = NULL, *seq = NULL;
+    if (qp != NULL && qp->cf != NULL) {        /* the core's frames, in C */
+        if (on_packet_acked != Py_None && (report = PyList_New(qp->ncf)) == NULL)
+            return -1;
+        for (int i = 0; i < qp->ncf; i++) {
+            CFrame *f = &qp->cf[i];
+            Py_ssize_t len = length_of(f->data);
+            if (len < 0 || frame_acked(c, f->sid, f->offset, NULL, len, f->fin, acked, report, i) < 0)
                 goto error;
-            PyList_SET_ITEM(report, i, entry);
+        }
+    }
+    else {
+        PyObject *frames = qp != NULL ? Py_NewRef(qp->frames) : SITE_GETATTR(packet, str_frames);
+        seq = frames == NULL ? NULL : PySequence_Fast(frames, "frames");
+        Py_XDECREF(frames);
+        if (seq == NULL)
+            return -1;
+        Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
+        if (on_packet_acked != Py_None && (report = PyList_New(n)) == NULL)
+            goto error;
+        for (Py_ssize_t i = 0; i < n; i++) {
+            PyObject *f = PySequence_Fast_GET_ITEM(seq, i);
+            if (!PyTuple_Check(f) || PyTuple_GET_SIZE(f) != 4) {
+                PyErr_SetString(PyExc_TypeError, "a STREAM frame is (stream_id, offset, data, fin)");
+                goto error;
+            }
+            long long offset = PyLong_AsLongLong(PyTuple_GET_ITEM(f, 1));
+            Py_ssize_t len = length_of(PyTuple_GET_ITEM(f, 2));
+            int fin = PyObject_IsTrue(PyTuple_GET_ITEM(f, 3));
+            if ((offset == -1 && PyErr_Occurred()) || len < 0 || fin < 0
+                || frame_acked(c, PyTuple_GET_ITEM(f, 0), offset, PyTuple_GET_ITEM(f, 1), len, fin, acked, report, i) < 0)
+                goto error;
         }
     }
     if (report != NULL) {
@@ -3047,11 +3188,11 @@ packet_acked(CoreObject *c, PyObject *packet, SidSet *acked, PyObject *on_packet
         Py_DECREF(r);
         Py_DECREF(report);
     }
-    Py_DECREF(seq);
+    Py_XDECREF(seq);
     return 0;
 error:
     Py_XDECREF(report);
-    Py_DECREF(seq);
+    Py_XDECREF(seq);
     return -1;
 }
 
@@ -3265,19 +3406,32 @@ Core_receive(CoreObject *c, PyObject *const *args, Py_ssize_t nargs)
     Py_DECREF(ack);
     double now;
     PyObject *frames = NULL, *seq = NULL, *pn_o = NULL;
-    if (get_double(now_o, &now) < 0 || (frames = qp != NULL ? Py_NewRef(qp->frames) : SITE_GETATTR(packet, str_frames)) == NULL
-        || (seq = PySequence_Fast(frames, "frames")) == NULL)
+    if (get_double(now_o, &now) < 0)
         goto error;
-    for (Py_ssize_t i = 0; i < PySequence_Fast_GET_SIZE(seq); i++) {
-        PyObject *f = PySequence_Fast_GET_ITEM(seq, i);
-        if (!PyTuple_Check(f) || PyTuple_GET_SIZE(f) != 4) {
-            PyErr_SetString(PyExc_TypeError, "a STREAM frame is (stream_id, offset, data, fin)");
-            goto error;
+    if (qp != NULL && qp->cf != NULL) {        /* the core's frames, in C */
+        for (int i = 0; i < qp->ncf; i++) {
+            CFrame *f = &qp->cf[i];
+            if (on_stream_frame(c, ep, f->sid, f->offset, NULL, f->data, f->fin, now_o) < 0)
+                goto error;
         }
-        int fin = PyObject_IsTrue(PyTuple_GET_ITEM(f, 3));
-        if (fin < 0 || on_stream_frame(c, ep, PyTuple_GET_ITEM(f, 0), PyTuple_GET_ITEM(f, 1), PyTuple_GET_ITEM(f, 2),
-                                       fin, now_o) < 0)
+    }
+    else {
+        if ((frames = qp != NULL ? Py_NewRef(qp->frames) : SITE_GETATTR(packet, str_frames)) == NULL
+            || (seq = PySequence_Fast(frames, "frames")) == NULL)
             goto error;
+        for (Py_ssize_t i = 0; i < PySequence_Fast_GET_SIZE(seq); i++) {
+            PyObject *f = PySequence_Fast_GET_ITEM(seq, i);
+            if (!PyTuple_Check(f) || PyTuple_GET_SIZE(f) != 4) {
+                PyErr_SetString(PyExc_TypeError, "a STREAM frame is (stream_id, offset, data, fin)");
+                goto error;
+            }
+            int fin = PyObject_IsTrue(PyTuple_GET_ITEM(f, 3));
+            long long offset = PyLong_AsLongLong(PyTuple_GET_ITEM(f, 1));
+            if (fin < 0 || (offset == -1 && PyErr_Occurred())
+                || on_stream_frame(c, ep, PyTuple_GET_ITEM(f, 0), offset, PyTuple_GET_ITEM(f, 1), PyTuple_GET_ITEM(f, 2),
+                                   fin, now_o) < 0)
+                goto error;
+        }
     }
     /* ack._on_packet_number */
     long long pn;
@@ -3319,8 +3473,8 @@ Core_receive(CoreObject *c, PyObject *const *args, Py_ssize_t nargs)
         }
     }
     Py_XDECREF(pn_o);
-    Py_DECREF(seq);
-    Py_DECREF(frames);
+    Py_XDECREF(seq);
+    Py_XDECREF(frames);
     Py_DECREF(now_o);
     Py_RETURN_NONE;
 error:
