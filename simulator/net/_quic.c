@@ -997,7 +997,27 @@ parse_ranges(PyObject *ranges, Py_ssize_t *nr)
     return rg;
 }
 
-static PyObject *on_ack(CoreObject *c, const long long *rg, Py_ssize_t nr, double ack_delay, double now);
+/* The packets an ACK frame newly acknowledges, oldest first (references held): on the stack up
+ * to PKTBUF_INLINE (an ACK a packet or two, as a load's mostly are), else on the heap. */
+#define PKTBUF_INLINE 16
+typedef struct {
+    PyObject **v;
+    Py_ssize_t n;
+    PyObject *inl[PKTBUF_INLINE];
+} PktBuf;
+
+static void
+pktbuf_release(PktBuf *b)
+{
+    for (Py_ssize_t i = 0; i < b->n; i++)
+        Py_DECREF(b->v[i]);
+    if (b->v != b->inl)
+        PyMem_Free(b->v);
+    b->v = b->inl;
+    b->n = 0;
+}
+
+static int on_ack(CoreObject *c, const long long *rg, Py_ssize_t nr, double ack_delay, double now, PktBuf *out);
 
 static PyObject *
 Core_on_ack(CoreObject *c, PyObject *const *args, Py_ssize_t nargs)
@@ -1013,25 +1033,38 @@ Core_on_ack(CoreObject *c, PyObject *const *args, Py_ssize_t nargs)
     long long *rg = parse_ranges(args[0], &nr);
     if (rg == NULL)
         return NULL;
-    PyObject *out = on_ack(c, rg, nr, ack_delay, now);
+    PktBuf newly;
+    int rc = on_ack(c, rg, nr, ack_delay, now, &newly);
     PyMem_Free(rg);
+    if (rc < 0)
+        return NULL;
+    if (newly.n == 0)
+        Py_RETURN_NONE;
+    PyObject *out = PyList_New(newly.n);
+    if (out != NULL)
+        for (Py_ssize_t i = 0; i < newly.n; i++)
+            PyList_SET_ITEM(out, i, Py_NewRef(newly.v[i]));
+    pktbuf_release(&newly);
     return out;
 }
 
-/* on_ack on the frame's ranges rg (low, high pairs, highest first). */
-static PyObject *
-on_ack(CoreObject *c, const long long *rg, Py_ssize_t nr, double ack_delay, double now)
+/* on_ack on the frame's ranges rg (low, high pairs, highest first): the packets newly
+ * acknowledged into *out (none: the reference's None). */
+static int
+on_ack(CoreObject *c, const long long *rg, Py_ssize_t nr, double ack_delay, double now, PktBuf *out)
 {
+    out->v = out->inl;
+    out->n = 0;
     while (c->len > 0 && c->sent[c->head].done) {
         Py_CLEAR(c->sent[c->head].packet);
         c->head++;
         c->len--;
     }
     if (c->len == 0)
-        Py_RETURN_NONE;
+        return 0;
     long long smallest = c->sent[c->head].pn;
     if (nr == 0)
-        Py_RETURN_NONE;
+        return 0;
     long long largest_in_frame = 0;
     /* newly acknowledged, highest first: record indices */
     Py_ssize_t cap = 16, n = 0;
@@ -1052,7 +1085,8 @@ on_ack(CoreObject *c, const long long *rg, Py_ssize_t nr, double ack_delay, doub
                 Py_ssize_t *grown = PyMem_Malloc(cap * sizeof(Py_ssize_t));
                 if (grown == NULL) {
                     IDX_FREE();
-                    return PyErr_NoMemory();
+                    PyErr_NoMemory();
+                    return -1;
                 }
                 memcpy(grown, idx, (size_t)n * sizeof(Py_ssize_t));
                 IDX_FREE();
@@ -1063,7 +1097,7 @@ on_ack(CoreObject *c, const long long *rg, Py_ssize_t nr, double ack_delay, doub
     }
     if (n == 0) {
         IDX_FREE();
-        Py_RETURN_NONE;
+        return 0;
     }
     if (largest_in_frame > c->largest_acked)
         c->largest_acked = largest_in_frame;
@@ -1076,10 +1110,11 @@ on_ack(CoreObject *c, const long long *rg, Py_ssize_t nr, double ack_delay, doub
             pacer_set_rate(c);
     }
     double srtt = rtt_smoothed(c->rtt);
-    PyObject *out = PyList_New(n);
-    if (out == NULL) {
+    if (n > PKTBUF_INLINE && (out->v = PyMem_Malloc((size_t)n * sizeof(PyObject *))) == NULL) {
+        out->v = out->inl;
         IDX_FREE();
-        return NULL;
+        PyErr_NoMemory();
+        return -1;
     }
     for (Py_ssize_t j = 0; j < n; j++) {           /* oldest first */
         Sent *s = &c->sent[idx[n - 1 - j]];
@@ -1088,14 +1123,13 @@ on_ack(CoreObject *c, const long long *rg, Py_ssize_t nr, double ack_delay, doub
         c->bytes_in_flight -= s->size;
         if (s->time_sent > c->recovery_start_s && cc_on_ack(c->cc, s->size, now, srtt) < 0) {
             IDX_FREE();
-            Py_DECREF(out);
-            return NULL;
+            pktbuf_release(out);
+            return -1;
         }
-        Py_INCREF(s->packet);
-        PyList_SET_ITEM(out, j, s->packet);
+        out->v[out->n++] = Py_NewRef(s->packet);
     }
     IDX_FREE();
-    return out;
+    return 0;
 #undef IDX_FREE
 }
 
@@ -3266,20 +3300,18 @@ ack_frame_received(CoreObject *c, PyObject *ep, const long long *rg, Py_ssize_t 
     double now;
     if (get_double(now_o, &now) < 0)
         return -1;
-    PyObject *newly = on_ack(c, rg, nr, ack_delay, now);
-    if (newly == NULL)
+    PktBuf newly;
+    if (on_ack(c, rg, nr, ack_delay, now, &newly) < 0)
         return -1;
-    if (newly == Py_None) {
-        Py_DECREF(newly);
+    if (newly.n == 0)
         return 0;
-    }
     SidSet acked;
     sidset_init(&acked);
     PyObject *on_packet_acked = SITE_GETATTR(ep, str_on_packet_acked);
     if (on_packet_acked == NULL)
         goto error;
-    for (Py_ssize_t i = 0; i < PyList_GET_SIZE(newly); i++)   /* oldest first */
-        if (packet_acked(c, PyList_GET_ITEM(newly, i), &acked, on_packet_acked) < 0)
+    for (Py_ssize_t i = 0; i < newly.n; i++)                  /* oldest first */
+        if (packet_acked(c, newly.v[i], &acked, on_packet_acked) < 0)
             goto error;
     for (Py_ssize_t i = 0; i < acked.n; i++) {                  /* in stream id order */
         PyObject *sid = acked.ids[i];
@@ -3297,7 +3329,7 @@ ack_frame_received(CoreObject *c, PyObject *ep, const long long *rg, Py_ssize_t 
     }
     sidset_free(&acked);
     Py_CLEAR(on_packet_acked);
-    Py_CLEAR(newly);
+    pktbuf_release(&newly);
     PyObject *lost = after_ack(c, now);
     if (lost == NULL)
         return -1;
@@ -3328,7 +3360,7 @@ ack_frame_received(CoreObject *c, PyObject *ep, const long long *rg, Py_ssize_t 
 error:
     sidset_free(&acked);
     Py_XDECREF(on_packet_acked);
-    Py_DECREF(newly);
+    pktbuf_release(&newly);
     return -1;
 }
 
