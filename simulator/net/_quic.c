@@ -2057,7 +2057,7 @@ stream_written(PyObject *stream, long long *out)
         Py_DECREF(buf);
         return attr_long(stream, str_written, out);
     }
-    Py_ssize_t held = PyByteArray_GET_SIZE(buf);
+    long long held = PyByteArray_GET_SIZE(buf) + (IS_SS(stream) ? SS(stream)->pend_bytes : 0);
     Py_DECREF(buf);
     long long buf_offset, later_bytes;
     if (SS_LONG(stream, buf_offset, &buf_offset) < 0 || SS_LONG(stream, later_bytes, &later_bytes) < 0)
@@ -2167,7 +2167,8 @@ stream_data(PyObject *stream, long long offset, long long length)
         out = PyObject_CallMethod(stream, "data", "LL", offset, length);
         goto done;
     }
-    long long shortfall = start + length - PyByteArray_GET_SIZE(buf);
+    SendStreamObject *ss = IS_SS(stream) ? SS(stream) : NULL;
+    long long shortfall = start + length - PyByteArray_GET_SIZE(buf) - (ss != NULL ? ss->pend_bytes : 0);
     PyObject *whole = NULL;                    /* a write that is this packet's bytes exactly */
     if (shortfall > 0) {
         long long later_bytes;
@@ -2185,9 +2186,10 @@ stream_data(PyObject *stream, long long offset, long long length)
                 goto done;
             if (first && PyBytes_CheckExact(chunk) && PyBytes_GET_SIZE(chunk) == length) {
                 /* the usual packet (a pull writer's write of a packet's worth): its bytes are
-                 * the write itself, kept in the buffer and returned as it is (bytes are
-                 * immutable: the same value as a copy, without a second copy) */
-                if (buf_append(buf, PyBytes_AS_STRING(chunk), PyBytes_GET_SIZE(chunk)) < 0) {
+                 * the write itself, kept (a C SendStream's pending writes, else the buffer)
+                 * and returned as it is (bytes are immutable: the same value as a copy) */
+                if ((ss != NULL ? ss_pend_push(ss, chunk)
+                                : buf_append(buf, PyBytes_AS_STRING(chunk), PyBytes_GET_SIZE(chunk))) < 0) {
                     Py_DECREF(chunk);
                     goto done;
                 }
@@ -2197,6 +2199,10 @@ stream_data(PyObject *stream, long long offset, long long length)
                 break;
             }
             first = 0;
+            if (ss != NULL && ss->pend_len > 0 && ss_materialize(ss) < 0) {   /* buf's bytes in order */
+                Py_DECREF(chunk);
+                goto done;
+            }
             Py_buffer view;
             if (PyObject_GetBuffer(chunk, &view, PyBUF_SIMPLE) < 0) {
                 Py_DECREF(chunk);
@@ -2232,6 +2238,8 @@ stream_data(PyObject *stream, long long offset, long long length)
         out = whole;
         goto done;
     }
+    if (ss != NULL && ss->pend_len > 0 && ss_materialize(ss) < 0)   /* read from buf: all of it there */
+        goto done;
     if (odd) {                                 /* bytes(buf[start:start + length]) */
         PyObject *part = PySequence_GetSlice(buf, (Py_ssize_t)start, (Py_ssize_t)(start + length));
         out = part == NULL ? NULL : PyBytes_FromObject(part);
@@ -3259,8 +3267,9 @@ stream_acked(PyObject *ep, PyObject *stream, PyObject *sid)
             return -1;
         int fin = SS_BOOL(stream, fin);
         long long fin_offset = -1;
-        rc = fin < 0 || SS_LONG(stream, fin_offset, &fin_offset) < 0
-            ? -1 : buf_drop_front(buf, (Py_ssize_t)(prefix - buf_offset), fin && prefix >= fin_offset);
+        rc = fin < 0 || SS_LONG(stream, fin_offset, &fin_offset) < 0 ? -1
+            : IS_SS(stream) ? ss_drop_front(SS(stream), prefix - buf_offset, fin && prefix >= fin_offset)
+            : buf_drop_front(buf, (Py_ssize_t)(prefix - buf_offset), fin && prefix >= fin_offset);
         Py_DECREF(buf);
         if (rc < 0 || SS_SET(stream, buf_offset, prefix) < 0)
             return -1;
