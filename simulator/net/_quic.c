@@ -643,6 +643,7 @@ QPacket_clear(QPacketObject *p)
     Py_CLEAR(p->ack);
     if (p->cf != NULL)
         cframes_release(p->cf, p->ncf);
+    p->ncf = 0;                    /* (cf itself is freed with the packet) */
     return 0;
 }
 
