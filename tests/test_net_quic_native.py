@@ -449,3 +449,40 @@ def test_c_stream_records_match_the_reference(seed):
     assert [getattr(rc, k) for k in RecvStream.__slots__] == [getattr(r, k) for k in RecvStream.__slots__]
     with pytest.raises(AttributeError):
         c.buf = bytearray()  # the core's fast paths rely on its own bytearray, deque and RangeSet
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_c_stream_pending_writes_match_the_reference(seed):
+    """The C SendStream keeps a write a packet reads whole by reference (not copied into buf):
+    against ``quic.stream``'s, packet-sized reads at the read end, reads behind it
+    (retransmissions, split writes), acknowledged prefixes ending between and inside the held
+    writes, with buf itself read (which copies them in) only now and then."""
+    from simulator.net.quic.stream import SendStream
+
+    rng = random.Random(seed)
+    ref, c = SendStream(0), native.QUIC.SendStream(0)
+    for step in range(400):
+        op = rng.random()
+        if op < 0.35:
+            data = rng.randbytes(rng.choice((1200, 1200, 1200, 7, 300)))
+            ref.append(data), c.append(data)
+        elif op < 0.65:  # the next packet at the read end: a whole write when it fits
+            if ref.later:
+                offset = ref.buf_offset + len(ref.buf)
+                length = len(ref.later[0]) if rng.random() < 0.8 else rng.randrange(1, 1500)
+                assert ref.data(offset, length) == c.data(offset, length)
+        elif op < 0.75:  # a retransmission: behind the read end
+            end = ref.buf_offset + len(ref.buf)
+            if end > ref.buf_offset:
+                offset = rng.randrange(ref.buf_offset, end)
+                length = rng.randrange(1, 2500)
+                assert ref.data(offset, length) == c.data(offset, length)
+        else:  # an acknowledged prefix up to the read end, on a write's edge or inside one
+            prefix = rng.randrange(ref.acked_prefix, ref.buf_offset + len(ref.buf) + 1)
+            ref.acked.add(0, prefix), c.acked.add(0, prefix)
+            ref.acked_prefix = c.acked_prefix = prefix
+            ref.drop_acked(), c.drop_acked()
+        assert c.written == ref.written and c.buf_offset == ref.buf_offset
+        if step % 10 == 9:
+            assert _stream_state(ref) == _stream_state(c)
+    assert _stream_state(ref) == _stream_state(c)

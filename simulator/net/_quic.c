@@ -301,6 +301,14 @@ deque_call(PyObject *queue, PyObject *method, PyObject *name, PyObject *arg)
     return arg == NULL ? PyObject_CallMethodNoArgs(queue, name) : PyObject_CallMethodOneArg(queue, name, arg);
 }
 
+/* len(queue): a deque's length is its ob_size (CPython's deque_len reads it there), read in
+ * place; anything else through len(). */
+static inline Py_ssize_t
+queue_len(PyObject *queue)
+{
+    return (PyObject *)Py_TYPE(queue) == deque_type ? Py_SIZE(queue) : PyObject_Length(queue);
+}
+
 #define SHORT_HEADER_BYTES (1 + 8 + 2 + 16)   /* packet.SHORT_HEADER_BYTES */
 #define UDP_IP_HEADER_BYTES 28                /* packet.UDP_IP_HEADER_BYTES */
 
@@ -406,10 +414,11 @@ log_cwnd(CoreObject *c, double now)
 
 /* -- loss detection (recovery._detect_lost_packets, _on_packets_lost) -- */
 
-/* Packets declared lost now, appended to `lost` (a list) in pn order, with the bookkeeping
- * of _on_packets_lost except re-queueing their data (Python's); the loss timer's deadline. */
+/* Packets declared lost now, appended to *lost (a list, made at the first one: most ACKs
+ * declare none) in pn order, with the bookkeeping of _on_packets_lost except re-queueing their
+ * data (Python's); the loss timer's deadline. */
 static int
-detect_lost(CoreObject *c, double now, PyObject *lost)
+detect_lost(CoreObject *c, double now, PyObject **lost)
 {
     c->has_loss_time = 0;
     RttObject *r = c->rtt;
@@ -438,7 +447,9 @@ detect_lost(CoreObject *c, double now, PyObject *lost)
             has_loss_time = 1;
         }
         if (is_lost) {
-            if (PyList_Append(lost, s->packet) < 0)
+            if (*lost == NULL && (*lost = PyList_New(0)) == NULL)
+                return -1;
+            if (PyList_Append(*lost, s->packet) < 0)
                 return -1;
             last_lost = s;
         }
@@ -477,11 +488,79 @@ detect_lost(CoreObject *c, double now, PyObject *lost)
 
 /* -- QuicPacket: packet.QuicPacket's C twin (the twin's endpoints send these) ---------------- */
 
+/* One STREAM frame (RFC 9000 section 19.8) of a packet the core built: (stream_id, offset,
+ * data, fin) in C, the references held. */
+typedef struct {
+    PyObject *sid, *data;
+    long long offset;
+    char fin;
+} CFrame;
+
+#define CFRAMES_INLINE 2            /* a packet's frames kept in the packet itself up to this many */
+
+static void
+cframes_release(CFrame *v, int n)
+{
+    for (int i = 0; i < n; i++) {
+        Py_CLEAR(v[i].sid);
+        Py_CLEAR(v[i].data);
+    }
+}
+
+/* The frames of the packet being built (packet_builder._build_frames's list), in C. */
+typedef struct {
+    CFrame *v;                     /* inl, or the heap past CFRAMES_INLINE */
+    int n, cap;
+    CFrame inl[CFRAMES_INLINE];
+} FrameBuf;
+
+static void
+fb_init(FrameBuf *fb)
+{
+    fb->v = fb->inl;
+    fb->n = 0;
+    fb->cap = CFRAMES_INLINE;
+}
+
+static void
+fb_release(FrameBuf *fb)
+{
+    cframes_release(fb->v, fb->n);
+    if (fb->v != fb->inl)
+        PyMem_Free(fb->v);
+    fb_init(fb);
+}
+
+/* Appends (sid, offset, data, fin): a reference to sid taken, data's stolen. */
+static int
+fb_push(FrameBuf *fb, PyObject *sid, long long offset, PyObject *data, int fin)
+{
+    if (fb->n == fb->cap) {
+        int cap = 2 * fb->cap;
+        CFrame *v = PyMem_Malloc((size_t)cap * sizeof(CFrame));
+        if (v == NULL) {
+            Py_DECREF(data);
+            PyErr_NoMemory();
+            return -1;
+        }
+        memcpy(v, fb->v, (size_t)fb->n * sizeof(CFrame));
+        if (fb->v != fb->inl)
+            PyMem_Free(fb->v);
+        fb->v = v;
+        fb->cap = cap;
+    }
+    fb->v[fb->n++] = (CFrame){Py_NewRef(sid), data, offset, (char)(fin != 0)};
+    return 0;
+}
+
 typedef struct {
     PyObject_HEAD
     long long pn, size_bytes;
     double time_sent_s;
-    PyObject *frames;
+    PyObject *frames;              /* the frames list; NULL until read when the core's are in C: */
+    CFrame *cf;                    /* ncf > 0: the frames, in C (cf_inline or the heap) */
+    int ncf;
+    CFrame cf_inline[CFRAMES_INLINE];
     PyObject *ack;                 /* (ranges, ack_delay_s) or None; NULL until read when kept in C: */
     long long *ack_ranges;         /* the core's ACK frame: nack (low, high) pairs, highest first */
     int nack;                      /* > 0: ack_ranges and ack_delay_s hold the frame */
@@ -501,8 +580,10 @@ qpacket_new(long long pn, double time_sent_s, long long size_bytes, PyObject *fr
     p->pn = pn;
     p->time_sent_s = time_sent_s;
     p->size_bytes = size_bytes;
-    Py_INCREF(frames);
-    p->frames = frames;
+    Py_XINCREF(frames);
+    p->frames = frames;            /* NULL: the caller moves its C frames in (qpacket_take_frames) */
+    p->cf = NULL;
+    p->ncf = 0;
     Py_XINCREF(ack);
     p->ack = ack;                  /* NULL: the caller fills ack_ranges (qpacket_ack) */
     p->ack_ranges = NULL;
@@ -529,11 +610,29 @@ QPacket_new(PyTypeObject *type, PyObject *args, PyObject *kw)
     return (PyObject *)qpacket_new(pn, t, size, frames, ack, eliciting, probe);
 }
 
+/* The frames built in C moved into packet p (fb left empty). */
+static void
+qpacket_take_frames(QPacketObject *p, FrameBuf *fb)
+{
+    if (fb->v == fb->inl) {
+        memcpy(p->cf_inline, fb->inl, (size_t)fb->n * sizeof(CFrame));
+        p->cf = p->cf_inline;
+    }
+    else
+        p->cf = fb->v;
+    p->ncf = fb->n;
+    fb_init(fb);
+}
+
 static int
 QPacket_traverse(QPacketObject *p, visitproc visit, void *arg)
 {
     Py_VISIT(p->frames);
     Py_VISIT(p->ack);
+    for (int i = 0; i < p->ncf; i++) {
+        Py_VISIT(p->cf[i].sid);
+        Py_VISIT(p->cf[i].data);
+    }
     return 0;
 }
 
@@ -542,6 +641,9 @@ QPacket_clear(QPacketObject *p)
 {
     Py_CLEAR(p->frames);
     Py_CLEAR(p->ack);
+    if (p->cf != NULL)
+        cframes_release(p->cf, p->ncf);
+    p->ncf = 0;                    /* (cf itself is freed with the packet) */
     return 0;
 }
 
@@ -550,8 +652,41 @@ QPacket_dealloc(QPacketObject *p)
 {
     PyObject_GC_UnTrack(p);
     QPacket_clear(p);
+    if (p->cf != NULL && p->cf != p->cf_inline)
+        PyMem_Free(p->cf);
     PyMem_Free(p->ack_ranges);
     Py_TYPE(p)->tp_free((PyObject *)p);
+}
+
+/* packet.frames: the reference's list of (stream_id, offset, data, fin) tuples, made from the
+ * C frames the first time it is read (then kept: one object; the C frames stay what the core
+ * reads, the same values). */
+static PyObject *
+qpacket_frames(QPacketObject *p)
+{
+    if (p->frames == NULL) {
+        PyObject *frames = PyList_New(p->ncf);
+        if (frames == NULL)
+            return NULL;
+        for (int i = 0; i < p->ncf; i++) {
+            CFrame *f = &p->cf[i];
+            PyObject *t = STEAL_TUPLE(Py_NewRef(f->sid), PyLong_FromLongLong(f->offset), Py_NewRef(f->data),
+                                      Py_NewRef(f->fin ? Py_True : Py_False));
+            if (t == NULL) {
+                Py_DECREF(frames);
+                return NULL;
+            }
+            PyList_SET_ITEM(frames, i, t);
+        }
+        p->frames = frames;
+    }
+    return Py_NewRef(p->frames);
+}
+
+static PyObject *
+QPacket_get_frames(QPacketObject *p, void *x)
+{
+    return qpacket_frames(p);
 }
 
 /* packet.ack: the ACK frame as the reference builds it, ([(low, high), ...] highest first,
@@ -586,13 +721,14 @@ QPacket_get_ack(QPacketObject *p, void *x)
 
 static PyGetSetDef QPacket_getset[] = {
     {"ack", (getter)QPacket_get_ack, NULL, "ACK frame (ranges, ack_delay_s), or None", NULL},
+    {"frames", (getter)QPacket_get_frames, NULL, "STREAM frames [(stream_id, offset, data, fin), ...]", NULL},
     {NULL},
 };
 
 static PyObject *
 QPacket_repr(QPacketObject *p)
 {
-    Py_ssize_t n = PyObject_Length(p->frames);
+    Py_ssize_t n = p->frames == NULL ? p->ncf : PyObject_Length(p->frames);
     if (n < 0)
         return NULL;
     return PyUnicode_FromFormat("QuicPacket(pn=%lld, %s, %lld B, %zd frames)", p->pn,
@@ -603,7 +739,6 @@ static PyMemberDef QPacket_members[] = {
     {"pn", T_LONGLONG, offsetof(QPacketObject, pn), READONLY, NULL},
     {"time_sent_s", T_DOUBLE, offsetof(QPacketObject, time_sent_s), READONLY, NULL},
     {"size_bytes", T_LONGLONG, offsetof(QPacketObject, size_bytes), READONLY, "UDP payload bytes"},
-    {"frames", T_OBJECT, offsetof(QPacketObject, frames), READONLY, "STREAM frames (stream_id, offset, data, fin)"},
     {"ack_eliciting", T_BOOL, offsetof(QPacketObject, ack_eliciting), READONLY, NULL},
     {"done", T_BOOL, offsetof(QPacketObject, done), 0, "acknowledged or declared lost (sender side)"},
     {"probe", T_BOOL, offsetof(QPacketObject, probe), READONLY, NULL},
@@ -863,7 +998,27 @@ parse_ranges(PyObject *ranges, Py_ssize_t *nr)
     return rg;
 }
 
-static PyObject *on_ack(CoreObject *c, const long long *rg, Py_ssize_t nr, double ack_delay, double now);
+/* The packets an ACK frame newly acknowledges, oldest first (references held): on the stack up
+ * to PKTBUF_INLINE (an ACK a packet or two, as a load's mostly are), else on the heap. */
+#define PKTBUF_INLINE 16
+typedef struct {
+    PyObject **v;
+    Py_ssize_t n;
+    PyObject *inl[PKTBUF_INLINE];
+} PktBuf;
+
+static void
+pktbuf_release(PktBuf *b)
+{
+    for (Py_ssize_t i = 0; i < b->n; i++)
+        Py_DECREF(b->v[i]);
+    if (b->v != b->inl)
+        PyMem_Free(b->v);
+    b->v = b->inl;
+    b->n = 0;
+}
+
+static int on_ack(CoreObject *c, const long long *rg, Py_ssize_t nr, double ack_delay, double now, PktBuf *out);
 
 static PyObject *
 Core_on_ack(CoreObject *c, PyObject *const *args, Py_ssize_t nargs)
@@ -879,31 +1034,43 @@ Core_on_ack(CoreObject *c, PyObject *const *args, Py_ssize_t nargs)
     long long *rg = parse_ranges(args[0], &nr);
     if (rg == NULL)
         return NULL;
-    PyObject *out = on_ack(c, rg, nr, ack_delay, now);
+    PktBuf newly;
+    int rc = on_ack(c, rg, nr, ack_delay, now, &newly);
     PyMem_Free(rg);
+    if (rc < 0)
+        return NULL;
+    if (newly.n == 0)
+        Py_RETURN_NONE;
+    PyObject *out = PyList_New(newly.n);
+    if (out != NULL)
+        for (Py_ssize_t i = 0; i < newly.n; i++)
+            PyList_SET_ITEM(out, i, Py_NewRef(newly.v[i]));
+    pktbuf_release(&newly);
     return out;
 }
 
-/* on_ack on the frame's ranges rg (low, high pairs, highest first). */
-static PyObject *
-on_ack(CoreObject *c, const long long *rg, Py_ssize_t nr, double ack_delay, double now)
+/* on_ack on the frame's ranges rg (low, high pairs, highest first): the packets newly
+ * acknowledged into *out (none: the reference's None). */
+static int
+on_ack(CoreObject *c, const long long *rg, Py_ssize_t nr, double ack_delay, double now, PktBuf *out)
 {
+    out->v = out->inl;
+    out->n = 0;
     while (c->len > 0 && c->sent[c->head].done) {
         Py_CLEAR(c->sent[c->head].packet);
         c->head++;
         c->len--;
     }
     if (c->len == 0)
-        Py_RETURN_NONE;
+        return 0;
     long long smallest = c->sent[c->head].pn;
     if (nr == 0)
-        Py_RETURN_NONE;
+        return 0;
     long long largest_in_frame = 0;
     /* newly acknowledged, highest first: record indices */
     Py_ssize_t cap = 16, n = 0;
-    Py_ssize_t *idx = PyMem_Malloc(cap * sizeof(Py_ssize_t));
-    if (idx == NULL)
-        return PyErr_NoMemory();
+    Py_ssize_t idx0[16], *idx = idx0;             /* on the heap past 16 */
+#define IDX_FREE() do { if (idx != idx0) PyMem_Free(idx); } while (0)
     for (Py_ssize_t k = 0; k < nr; k++) {           /* highest first */
         long long low = rg[2 * k], high = rg[2 * k + 1];
         if (k == 0)
@@ -916,19 +1083,22 @@ on_ack(CoreObject *c, const long long *rg, Py_ssize_t nr, double ack_delay, doub
                 continue;
             if (n == cap) {
                 cap *= 2;
-                Py_ssize_t *grown = PyMem_Realloc(idx, cap * sizeof(Py_ssize_t));
+                Py_ssize_t *grown = PyMem_Malloc(cap * sizeof(Py_ssize_t));
                 if (grown == NULL) {
-                    PyMem_Free(idx);
-                    return PyErr_NoMemory();
+                    IDX_FREE();
+                    PyErr_NoMemory();
+                    return -1;
                 }
+                memcpy(grown, idx, (size_t)n * sizeof(Py_ssize_t));
+                IDX_FREE();
                 idx = grown;
             }
             idx[n++] = i;
         }
     }
     if (n == 0) {
-        PyMem_Free(idx);
-        Py_RETURN_NONE;
+        IDX_FREE();
+        return 0;
     }
     if (largest_in_frame > c->largest_acked)
         c->largest_acked = largest_in_frame;
@@ -941,10 +1111,11 @@ on_ack(CoreObject *c, const long long *rg, Py_ssize_t nr, double ack_delay, doub
             pacer_set_rate(c);
     }
     double srtt = rtt_smoothed(c->rtt);
-    PyObject *out = PyList_New(n);
-    if (out == NULL) {
-        PyMem_Free(idx);
-        return NULL;
+    if (n > PKTBUF_INLINE && (out->v = PyMem_Malloc((size_t)n * sizeof(PyObject *))) == NULL) {
+        out->v = out->inl;
+        IDX_FREE();
+        PyErr_NoMemory();
+        return -1;
     }
     for (Py_ssize_t j = 0; j < n; j++) {           /* oldest first */
         Sent *s = &c->sent[idx[n - 1 - j]];
@@ -952,33 +1123,28 @@ on_ack(CoreObject *c, const long long *rg, Py_ssize_t nr, double ack_delay, doub
         c->outstanding -= 1;
         c->bytes_in_flight -= s->size;
         if (s->time_sent > c->recovery_start_s && cc_on_ack(c->cc, s->size, now, srtt) < 0) {
-            PyMem_Free(idx);
-            Py_DECREF(out);
-            return NULL;
+            IDX_FREE();
+            pktbuf_release(out);
+            return -1;
         }
-        Py_INCREF(s->packet);
-        PyList_SET_ITEM(out, j, s->packet);
+        out->v[out->n++] = Py_NewRef(s->packet);
     }
-    PyMem_Free(idx);
-    return out;
+    IDX_FREE();
+    return 0;
+#undef IDX_FREE
 }
 
 /* after_ack(now): the second half of recovery._on_ack_frame, after the streams' bookkeeping:
  * the window log, loss detection (A.10), the spurious-PTO watch, the PTO backoff reset (A.7).
  * The packets declared lost (pn order; their data is Python's to queue again), or None. */
 static PyObject *
-Core_after_ack(CoreObject *c, PyObject *arg)
+after_ack(CoreObject *c, double now)
 {
-    double now;
-    if (get_double(arg, &now) < 0)
-        return NULL;
     if (log_cwnd(c, now) < 0)
         return NULL;
-    PyObject *lost = PyList_New(0);
-    if (lost == NULL)
-        return NULL;
-    if (detect_lost(c, now, lost) < 0) {
-        Py_DECREF(lost);
+    PyObject *lost = NULL;
+    if (detect_lost(c, now, &lost) < 0) {
+        Py_XDECREF(lost);
         return NULL;
     }
     if (c->pto_watch_pn >= 0) {
@@ -995,11 +1161,18 @@ Core_after_ack(CoreObject *c, PyObject *arg)
         }
     }
     c->pto_count = 0;
-    if (PyList_GET_SIZE(lost) == 0) {
-        Py_DECREF(lost);
+    if (lost == NULL)
         Py_RETURN_NONE;
-    }
     return lost;
+}
+
+static PyObject *
+Core_after_ack(CoreObject *c, PyObject *arg)
+{
+    double now;
+    if (get_double(arg, &now) < 0)
+        return NULL;
+    return after_ack(c, now);
 }
 
 /* loss_deadline(): recovery._set_loss_detection_timer's time (A.8): the loss time if any,
@@ -1028,14 +1201,12 @@ Core_on_loss_timeout(CoreObject *c, PyObject *arg)
     if (get_double(arg, &now) < 0)
         return NULL;
     if (c->has_loss_time) {
-        PyObject *lost = PyList_New(0);
-        if (lost == NULL)
-            return NULL;
-        if (detect_lost(c, now, lost) < 0) {
-            Py_DECREF(lost);
+        PyObject *lost = NULL;
+        if (detect_lost(c, now, &lost) < 0) {
+            Py_XDECREF(lost);
             return NULL;
         }
-        return lost;
+        return lost != NULL ? lost : PyList_New(0);
     }
     if (c->outstanding == 0)
         Py_RETURN_NONE;
@@ -1299,6 +1470,8 @@ slot_of(PyObject *name)
 }
 
 static int timers_cfire(PyObject *fire, uint64_t gen);
+static int bound_timer_kind(PyObject *callback);
+static int bound_cfire(PyObject *bound, uint64_t gen);
 
 static int
 tm_schedule(TimersObject *t, double when)
@@ -1493,6 +1666,13 @@ timers_fire_gen(TimersObject *t, long long gen)
             continue;                 /* cancelled or re-armed by an earlier callback of this batch */
         PyObject *callback = t->cb[slot];
         t->cb[slot] = NULL;           /* the reference to it is ours now */
+        if (bound_timer_kind(callback)) {          /* an endpoint's flush or ack_now: in C */
+            int rc = bound_cfire(callback, 0);
+            Py_DECREF(callback);
+            if (rc < 0)
+                return -1;
+            continue;
+        }
         PyObject *r = PyObject_CallNoArgs(callback);
         Py_DECREF(callback);
         if (r == NULL)
@@ -1771,19 +1951,29 @@ packet_take_ack(CoreObject *c, PyObject *packet, double ack_delay_s)
 
 /* packet_builder._send_packet: an ack-eliciting packet with a new number (RFC 9000 12.3),
  * an ACK riding along if one is pending (13.2). */
+/* frames: a list, or NULL for the frames built in C in *fb (moved into the packet; released
+ * on an error). */
 static int
-send_packet(CoreObject *c, PyObject *ep, PyObject *frames, long long size, int probe, double now)
+send_packet(CoreObject *c, PyObject *ep, PyObject *frames, FrameBuf *fb, long long size, int probe, double now)
 {
     long long unacked = c->unacked_eliciting, pn;
     double ack_delay_s = now - c->largest_recv_time_s;
     if (unacked) {                              /* the frame's ranges are taken below: acked_now keeps them */
         size += ack_frame_size(c, ack_delay_s);
-        if (acked_now(c) < 0)
+        if (acked_now(c) < 0) {
+            if (fb != NULL)
+                fb_release(fb);
             return -1;
+        }
     }
     PyObject *packet = new_packet(c, ep, now, size, frames, unacked ? NULL : Py_None, 1, probe, &pn);
-    if (packet == NULL)
+    if (packet == NULL) {
+        if (fb != NULL)
+            fb_release(fb);
         return -1;
+    }
+    if (frames == NULL)
+        qpacket_take_frames((QPacketObject *)packet, fb);
     if (unacked && packet_take_ack(c, packet, ack_delay_s) < 0) {
         Py_DECREF(packet);
         return -1;
@@ -1868,7 +2058,7 @@ stream_written(PyObject *stream, long long *out)
         Py_DECREF(buf);
         return attr_long(stream, str_written, out);
     }
-    Py_ssize_t held = PyByteArray_GET_SIZE(buf);
+    long long held = PyByteArray_GET_SIZE(buf) + (IS_SS(stream) ? SS(stream)->pend_bytes : 0);
     Py_DECREF(buf);
     long long buf_offset, later_bytes;
     if (SS_LONG(stream, buf_offset, &buf_offset) < 0 || SS_LONG(stream, later_bytes, &later_bytes) < 0)
@@ -1978,13 +2168,16 @@ stream_data(PyObject *stream, long long offset, long long length)
         out = PyObject_CallMethod(stream, "data", "LL", offset, length);
         goto done;
     }
-    long long shortfall = start + length - PyByteArray_GET_SIZE(buf);
+    SendStreamObject *ss = IS_SS(stream) ? SS(stream) : NULL;
+    long long shortfall = start + length - PyByteArray_GET_SIZE(buf) - (ss != NULL ? ss->pend_bytes : 0);
+    PyObject *whole = NULL;                    /* a write that is this packet's bytes exactly */
     if (shortfall > 0) {
         long long later_bytes;
         if ((later = SS_OBJ(stream, later)) == NULL || SS_LONG(stream, later_bytes, &later_bytes) < 0)
             goto done;
+        int first = !odd && shortfall == length;   /* the packet starts at the buffer's end */
         while (shortfall > 0) {
-            Py_ssize_t queued = PyObject_Length(later);
+            Py_ssize_t queued = queue_len(later);
             if (queued < 0)
                 goto done;
             if (queued == 0)
@@ -1992,6 +2185,25 @@ stream_data(PyObject *stream, long long offset, long long length)
             PyObject *chunk = deque_call(later, deque_popleft, str_popleft, NULL);
             if (chunk == NULL)
                 goto done;
+            if (first && PyBytes_CheckExact(chunk) && PyBytes_GET_SIZE(chunk) == length) {
+                /* the usual packet (a pull writer's write of a packet's worth): its bytes are
+                 * the write itself, kept (a C SendStream's pending writes, else the buffer)
+                 * and returned as it is (bytes are immutable: the same value as a copy) */
+                if ((ss != NULL ? ss_pend_push(ss, chunk)
+                                : buf_append(buf, PyBytes_AS_STRING(chunk), PyBytes_GET_SIZE(chunk))) < 0) {
+                    Py_DECREF(chunk);
+                    goto done;
+                }
+                whole = chunk;
+                later_bytes -= length;
+                shortfall = 0;
+                break;
+            }
+            first = 0;
+            if (ss != NULL && ss->pend_len > 0 && ss_materialize(ss) < 0) {   /* buf's bytes in order */
+                Py_DECREF(chunk);
+                goto done;
+            }
             Py_buffer view;
             if (PyObject_GetBuffer(chunk, &view, PyBUF_SIMPLE) < 0) {
                 Py_DECREF(chunk);
@@ -2018,9 +2230,17 @@ stream_data(PyObject *stream, long long offset, long long length)
             later_bytes -= take;
             shortfall -= take;
         }
-        if (SS_SET(stream, later_bytes, later_bytes) < 0)
+        if (SS_SET(stream, later_bytes, later_bytes) < 0) {
+            Py_XDECREF(whole);
             goto done;
+        }
     }
+    if (whole != NULL) {
+        out = whole;
+        goto done;
+    }
+    if (ss != NULL && ss->pend_len > 0 && ss_materialize(ss) < 0)   /* read from buf: all of it there */
+        goto done;
     if (odd) {                                 /* bytes(buf[start:start + length]) */
         PyObject *part = PySequence_GetSlice(buf, (Py_ssize_t)start, (Py_ssize_t)(start + length));
         out = part == NULL ? NULL : PyBytes_FromObject(part);
@@ -2041,17 +2261,14 @@ done:
  * (FIFO in write order), leaving `reserved` bytes for an ACK frame.  1 and the frames and
  * size, 0 when there is nothing to send, -1 on error. */
 static int
-build_frames(CoreObject *c, PyObject *ep, long long reserved, PyObject **frames_out, long long *size_out)
+build_frames(CoreObject *c, PyObject *ep, long long reserved, FrameBuf *frames, long long *size_out)
 {
     long long budget = c->max_payload - reserved;
-    PyObject *frames = PyList_New(0);
-    if (frames == NULL)
-        return -1;
     int full = 0;
     PyObject *queues[2] = {c->retx_queue, c->new_queue};
     for (int q = 0; q < 2 && !full; q++) {
         PyObject *queue = queues[q];
-        while (PyObject_Length(queue) > 0) {
+        while (queue_len(queue) > 0) {
             PyObject *chunk = PySequence_GetItem(queue, 0);
             if (chunk == NULL || !PyList_Check(chunk) || PyList_GET_SIZE(chunk) != 5) {
                 if (chunk != NULL)
@@ -2104,15 +2321,8 @@ build_frames(CoreObject *c, PyObject *ep, long long reserved, PyObject **frames_
             }
             int last = take == length;
             PyObject *data = stream_data(stream, offset, take);
-            if (data == NULL)
+            if (data == NULL || fb_push(frames, sid_o, offset, data, fin && last) < 0)
                 goto error_chunk;
-            PyObject *frame = STEAL_TUPLE(Py_NewRef(sid_o), PyLong_FromLongLong(offset), data,
-                                          Py_NewRef((fin && last) ? Py_True : Py_False));
-            if (frame == NULL || PyList_Append(frames, frame) < 0) {
-                Py_XDECREF(frame);
-                goto error_chunk;
-            }
-            Py_DECREF(frame);
             budget -= header + take;
             c->stream_bytes_sent += take;
             if (retx)
@@ -2138,15 +2348,12 @@ build_frames(CoreObject *c, PyObject *ep, long long reserved, PyObject **frames_
         if (PyErr_Occurred())
             goto error;
     }
-    if (PyList_GET_SIZE(frames) == 0) {
-        Py_DECREF(frames);
+    if (frames->n == 0)
         return 0;
-    }
-    *frames_out = frames;
     *size_out = c->max_payload - reserved - budget + SHORT_HEADER_BYTES;
     return 1;
 error:
-    Py_DECREF(frames);
+    fb_release(frames);
     return -1;
 }
 
@@ -2268,9 +2475,9 @@ flush(CoreObject *c, PyObject *ep)
     int idle = 1;                              /* the loop ended on the window, the pacer or nothing queued */
     c->flushing = 1;
     while ((double)c->bytes_in_flight < c->cc->cwnd) {
-        Py_ssize_t queued = PyObject_Length(c->retx_queue);
+        Py_ssize_t queued = queue_len(c->retx_queue);
         if (queued == 0)
-            queued = PyObject_Length(c->new_queue);
+            queued = queue_len(c->new_queue);
         if (queued < 0)
             goto error;
         if (!queued && pull == Py_None)
@@ -2299,7 +2506,8 @@ flush(CoreObject *c, PyObject *ep)
         long long reserved = 0, size;
         if (c->unacked_eliciting)
             reserved = ack_frame_size(c, now - c->largest_recv_time_s);
-        PyObject *frames = NULL;
+        FrameBuf frames;
+        fb_init(&frames);
         int built = build_frames(c, ep, reserved, &frames, &size);
         if (built < 0)
             goto error;
@@ -2307,9 +2515,7 @@ flush(CoreObject *c, PyObject *ep)
             idle = 0;
             break;
         }
-        int rc = send_packet(c, ep, frames, size, 0, now);
-        Py_DECREF(frames);
-        if (rc < 0)
+        if (send_packet(c, ep, NULL, &frames, size, 0, now) < 0)
             goto error;
         if (c->pacing && c->has_interval) {    /* pacer.on_packet_sent */
             pacer_refill(c, now);
@@ -2355,7 +2561,7 @@ Core_send_packet(CoreObject *c, PyObject *const *args, Py_ssize_t nargs)
     double now;
     if ((size == -1 && PyErr_Occurred()) || probe < 0 || sim_now(c, &now) < 0)
         return NULL;
-    if (send_packet(c, args[0], args[1], size, probe, now) < 0)
+    if (send_packet(c, args[0], args[1], NULL, size, probe, now) < 0)
         return NULL;
     Py_RETURN_NONE;
 }
@@ -2557,8 +2763,8 @@ add_part(PyObject **first, PyObject **parts, PyObject *part)
 /* connection.QuicEndpoint._on_stream_frame: deliver a stream's bytes as soon as they are
  * contiguous in that stream's order (no head-of-line blocking across streams). */
 static int
-on_stream_frame(CoreObject *c, PyObject *ep, PyObject *sid, PyObject *offset_o, PyObject *data, int fin,
-                PyObject *now_o)
+on_stream_frame(CoreObject *c, PyObject *ep, PyObject *sid, long long offset, PyObject *offset_o, PyObject *data,
+                int fin, PyObject *now_o)
 {
     PyObject *stream = PyDict_GetItemWithError(c->recv_streams, sid);   /* borrowed */
     if (stream == NULL) {
@@ -2575,9 +2781,8 @@ on_stream_frame(CoreObject *c, PyObject *ep, PyObject *sid, PyObject *offset_o, 
     Py_INCREF(stream);
     PyObject *parts = NULL, *first = NULL, *heap = NULL;
     int rc = -1;
-    long long offset = PyLong_AsLongLong(offset_o);
     Py_ssize_t n = length_of(data);
-    if ((offset == -1 && PyErr_Occurred()) || n < 0)
+    if (n < 0)
         goto done;
     long long end = offset + n;
     if (fin && RS_SET(stream, fin_offset, end) < 0)
@@ -2593,7 +2798,8 @@ on_stream_frame(CoreObject *c, PyObject *ep, PyObject *sid, PyObject *offset_o, 
     if ((heap = RS_OBJ(stream, heap)) == NULL)
         goto done;
     if (offset > delivered) {                  /* a hole before it: hold back (this stream only) */
-        PyObject *item = PyTuple_Pack(2, offset_o, data);
+        PyObject *item = offset_o != NULL ? PyTuple_Pack(2, offset_o, data)
+            : STEAL_TUPLE(PyLong_FromLongLong(offset), Py_NewRef(data));
         PyObject *r = item == NULL ? NULL : call2(heappush_fn, heap, item);
         Py_XDECREF(item);
         if (r == NULL)
@@ -2710,7 +2916,7 @@ core_write(CoreObject *c, PyObject *stream, PyObject *sid, PyObject *data, PyObj
     if (n == 0 && !is_end)
         return 0;
     PyObject *queue = c->new_queue;
-    Py_ssize_t qlen = PyObject_Length(queue);
+    Py_ssize_t qlen = queue_len(queue);
     if (qlen < 0)
         return -1;
     int merged = 0;
@@ -2943,6 +3149,35 @@ sidset_free(SidSet *set)
     set->n = 0;
 }
 
+/* One acknowledged STREAM frame (sid, offset, len, fin): its stream's acknowledged range, FIN,
+ * the stream id into `acked`, the report's entry i (offset_o: the offset as an int, or NULL). */
+static int
+frame_acked(CoreObject *c, PyObject *sid, long long offset, PyObject *offset_o, Py_ssize_t len, int fin,
+            SidSet *acked, PyObject *report, Py_ssize_t i)
+{
+    PyObject *stream = PyDict_GetItemWithError(c->send_streams, sid);     /* borrowed */
+    if (stream == NULL) {
+        if (!PyErr_Occurred())
+            PyErr_SetObject(PyExc_KeyError, sid);
+        return -1;
+    }
+    PyObject *rs = SS_OBJ(stream, acked);
+    if (rs == NULL)
+        return -1;
+    int rc = rangeset_add(rs, offset, offset + len);
+    Py_DECREF(rs);
+    if (rc < 0 || (fin && SS_SET_TRUE(stream, fin_acked) < 0) || sidset_add(acked, sid) < 0)
+        return -1;
+    if (report != NULL) {
+        PyObject *entry = STEAL_TUPLE(Py_NewRef(sid), offset_o != NULL ? Py_NewRef(offset_o) : PyLong_FromLongLong(offset),
+                                      PyLong_FromSsize_t(len));
+        if (entry == NULL)
+            return -1;
+        PyList_SET_ITEM(report, i, entry);
+    }
+    return 0;
+}
+
 /* The streams' half for one newly acknowledged packet: acknowledged ranges, FINs, the
  * on_packet_acked report; the stream ids touched go into `acked`. */
 static int
@@ -2953,45 +3188,38 @@ packet_acked(CoreObject *c, PyObject *packet, SidSet *acked, PyObject *on_packet
         qp->done = 1;
     else if (fast_setattr(packet, str_done, Py_True) < 0)
         return -1;
-    PyObject *frames = qp != NULL ? Py_NewRef(qp->frames) : SITE_GETATTR(packet, str_frames);
-    PyObject *seq = frames == NULL ? NULL : PySequence_Fast(frames, "frames");
-    Py_XDECREF(frames);
-    if (seq == NULL)
-        return -1;
-    Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
-    PyObject *report = on_packet_acked != Py_None ? PyList_New(n) : NULL;
-    if (on_packet_acked != Py_None && report == NULL)
-        goto error;
-    for (Py_ssize_t i = 0; i < n; i++) {
-        PyObject *f = PySequence_Fast_GET_ITEM(seq, i);
-        if (!PyTuple_Check(f) || PyTuple_GET_SIZE(f) != 4) {
-            PyErr_SetString(PyExc_TypeError, "a STREAM frame is (stream_id, offset, data, fin)");
-            goto error;
-        }
-        PyObject *sid = PyTuple_GET_ITEM(f, 0);
-        long long offset = PyLong_AsLongLong(PyTuple_GET_ITEM(f, 1));
-        Py_ssize_t len = length_of(PyTuple_GET_ITEM(f, 2));
-        int fin = PyObject_IsTrue(PyTuple_GET_ITEM(f, 3));
-        if ((offset == -1 && PyErr_Occurred()) || len < 0 || fin < 0)
-            goto error;
-        PyObject *stream = PyDict_GetItemWithError(c->send_streams, sid);     /* borrowed */
-        if (stream == NULL) {
-            if (!PyErr_Occurred())
-                PyErr_SetObject(PyExc_KeyError, sid);
-            goto error;
-        }
-        PyObject *rs = SS_OBJ(stream, acked);
-        if (rs == NULL)
-            goto error;
-        int rc = rangeset_add(rs, offset, offset + len);
-        Py_DECREF(rs);
-        if (rc < 0 || (fin && SS_SET_TRUE(stream, fin_acked) < 0) || sidset_add(acked, sid) < 0)
-            goto error;
-        if (report != NULL) {
-            PyObject *entry = STEAL_TUPLE(Py_NewRef(sid), Py_NewRef(PyTuple_GET_ITEM(f, 1)), PyLong_FromSsize_t(len));
-            if (entry == NULL)
+    PyObject *report = NULL, *seq = NULL;
+    if (qp != NULL && qp->cf != NULL) {        /* the core's frames, in C */
+        if (on_packet_acked != Py_None && (report = PyList_New(qp->ncf)) == NULL)
+            return -1;
+        for (int i = 0; i < qp->ncf; i++) {
+            CFrame *f = &qp->cf[i];
+            Py_ssize_t len = length_of(f->data);
+            if (len < 0 || frame_acked(c, f->sid, f->offset, NULL, len, f->fin, acked, report, i) < 0)
                 goto error;
-            PyList_SET_ITEM(report, i, entry);
+        }
+    }
+    else {
+        PyObject *frames = qp != NULL ? Py_NewRef(qp->frames) : SITE_GETATTR(packet, str_frames);
+        seq = frames == NULL ? NULL : PySequence_Fast(frames, "frames");
+        Py_XDECREF(frames);
+        if (seq == NULL)
+            return -1;
+        Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
+        if (on_packet_acked != Py_None && (report = PyList_New(n)) == NULL)
+            goto error;
+        for (Py_ssize_t i = 0; i < n; i++) {
+            PyObject *f = PySequence_Fast_GET_ITEM(seq, i);
+            if (!PyTuple_Check(f) || PyTuple_GET_SIZE(f) != 4) {
+                PyErr_SetString(PyExc_TypeError, "a STREAM frame is (stream_id, offset, data, fin)");
+                goto error;
+            }
+            long long offset = PyLong_AsLongLong(PyTuple_GET_ITEM(f, 1));
+            Py_ssize_t len = length_of(PyTuple_GET_ITEM(f, 2));
+            int fin = PyObject_IsTrue(PyTuple_GET_ITEM(f, 3));
+            if ((offset == -1 && PyErr_Occurred()) || len < 0 || fin < 0
+                || frame_acked(c, PyTuple_GET_ITEM(f, 0), offset, PyTuple_GET_ITEM(f, 1), len, fin, acked, report, i) < 0)
+                goto error;
         }
     }
     if (report != NULL) {
@@ -3003,13 +3231,19 @@ packet_acked(CoreObject *c, PyObject *packet, SidSet *acked, PyObject *on_packet
         Py_DECREF(r);
         Py_DECREF(report);
     }
-    Py_DECREF(seq);
+    Py_XDECREF(seq);
     return 0;
 error:
     Py_XDECREF(report);
-    Py_DECREF(seq);
+    Py_XDECREF(seq);
     return -1;
 }
+
+/* ResponseWriter (below): its on_stream_acked, called in C when it is the endpoint's. */
+struct WriterObject;
+static PyTypeObject WriterType;
+static PyObject *Writer_on_stream_acked(struct WriterObject *w, PyObject *const *args, Py_ssize_t nargs);
+static int writer_stream_acked(struct WriterObject *w, PyObject *sid, long long acked_offset);
 
 /* A stream's acknowledged prefix grew: it is never sent again (RFC 9000 13.3), so it is let
  * go (stream.SendStream.drop_acked), and the application hears of it. */
@@ -3034,8 +3268,9 @@ stream_acked(PyObject *ep, PyObject *stream, PyObject *sid)
             return -1;
         int fin = SS_BOOL(stream, fin);
         long long fin_offset = -1;
-        rc = fin < 0 || SS_LONG(stream, fin_offset, &fin_offset) < 0
-            ? -1 : buf_drop_front(buf, (Py_ssize_t)(prefix - buf_offset), fin && prefix >= fin_offset);
+        rc = fin < 0 || SS_LONG(stream, fin_offset, &fin_offset) < 0 ? -1
+            : IS_SS(stream) ? ss_drop_front(SS(stream), prefix - buf_offset, fin && prefix >= fin_offset)
+            : buf_drop_front(buf, (Py_ssize_t)(prefix - buf_offset), fin && prefix >= fin_offset);
         Py_DECREF(buf);
         if (rc < 0 || SS_SET(stream, buf_offset, prefix) < 0)
             return -1;
@@ -3043,6 +3278,13 @@ stream_acked(PyObject *ep, PyObject *stream, PyObject *sid)
     PyObject *cb = SITE_GETATTR(ep, str_on_stream_acked);
     if (cb == NULL)
         return -1;
+    if (PyCFunction_CheckExact(cb) && PyCFunction_GET_FUNCTION(cb) == (PyCFunction)(void (*)(void))Writer_on_stream_acked
+        && PyCFunction_GET_SELF(cb) != NULL && Py_IS_TYPE(PyCFunction_GET_SELF(cb), &WriterType)) {
+        /* the C ResponseWriter's bound on_stream_acked: called without boxing the offset */
+        rc = writer_stream_acked((struct WriterObject *)PyCFunction_GET_SELF(cb), sid, prefix);
+        Py_DECREF(cb);
+        return rc;
+    }
     if (cb != Py_None) {
         PyObject *p = PyLong_FromLongLong(prefix);
         PyObject *r = p == NULL ? NULL : call2(cb, sid, p);
@@ -3057,7 +3299,7 @@ stream_acked(PyObject *ep, PyObject *stream, PyObject *sid)
     return 0;
 }
 
-static PyObject *Core_after_ack(CoreObject *c, PyObject *arg);
+static PyObject *after_ack(CoreObject *c, double now);
 
 /* recovery._on_ack_frame(ranges, ack_delay_s) on endpoint ep: the frame's ranges rg (nr low,
  * high pairs, highest first). */
@@ -3068,20 +3310,18 @@ ack_frame_received(CoreObject *c, PyObject *ep, const long long *rg, Py_ssize_t 
     double now;
     if (get_double(now_o, &now) < 0)
         return -1;
-    PyObject *newly = on_ack(c, rg, nr, ack_delay, now);
-    if (newly == NULL)
+    PktBuf newly;
+    if (on_ack(c, rg, nr, ack_delay, now, &newly) < 0)
         return -1;
-    if (newly == Py_None) {
-        Py_DECREF(newly);
+    if (newly.n == 0)
         return 0;
-    }
     SidSet acked;
     sidset_init(&acked);
     PyObject *on_packet_acked = SITE_GETATTR(ep, str_on_packet_acked);
     if (on_packet_acked == NULL)
         goto error;
-    for (Py_ssize_t i = 0; i < PyList_GET_SIZE(newly); i++)   /* oldest first */
-        if (packet_acked(c, PyList_GET_ITEM(newly, i), &acked, on_packet_acked) < 0)
+    for (Py_ssize_t i = 0; i < newly.n; i++)                  /* oldest first */
+        if (packet_acked(c, newly.v[i], &acked, on_packet_acked) < 0)
             goto error;
     for (Py_ssize_t i = 0; i < acked.n; i++) {                  /* in stream id order */
         PyObject *sid = acked.ids[i];
@@ -3099,8 +3339,8 @@ ack_frame_received(CoreObject *c, PyObject *ep, const long long *rg, Py_ssize_t 
     }
     sidset_free(&acked);
     Py_CLEAR(on_packet_acked);
-    Py_CLEAR(newly);
-    PyObject *lost = Core_after_ack(c, now_o);
+    pktbuf_release(&newly);
+    PyObject *lost = after_ack(c, now);
     if (lost == NULL)
         return -1;
     if (lost != Py_None) {                     /* _on_packets_lost's Python half: queue the data again */
@@ -3114,9 +3354,9 @@ ack_frame_received(CoreObject *c, PyObject *ep, const long long *rg, Py_ssize_t 
         Py_DECREF(lost);
     if (set_loss_timer(c, ep) < 0)
         return -1;
-    Py_ssize_t queued = PyObject_Length(c->retx_queue);
+    Py_ssize_t queued = queue_len(c->retx_queue);
     if (queued == 0)
-        queued = PyObject_Length(c->new_queue);
+        queued = queue_len(c->new_queue);
     if (queued < 0)
         return -1;
     if (!queued) {
@@ -3130,7 +3370,7 @@ ack_frame_received(CoreObject *c, PyObject *ep, const long long *rg, Py_ssize_t 
 error:
     sidset_free(&acked);
     Py_XDECREF(on_packet_acked);
-    Py_DECREF(newly);
+    pktbuf_release(&newly);
     return -1;
 }
 
@@ -3208,19 +3448,32 @@ Core_receive(CoreObject *c, PyObject *const *args, Py_ssize_t nargs)
     Py_DECREF(ack);
     double now;
     PyObject *frames = NULL, *seq = NULL, *pn_o = NULL;
-    if (get_double(now_o, &now) < 0 || (frames = qp != NULL ? Py_NewRef(qp->frames) : SITE_GETATTR(packet, str_frames)) == NULL
-        || (seq = PySequence_Fast(frames, "frames")) == NULL)
+    if (get_double(now_o, &now) < 0)
         goto error;
-    for (Py_ssize_t i = 0; i < PySequence_Fast_GET_SIZE(seq); i++) {
-        PyObject *f = PySequence_Fast_GET_ITEM(seq, i);
-        if (!PyTuple_Check(f) || PyTuple_GET_SIZE(f) != 4) {
-            PyErr_SetString(PyExc_TypeError, "a STREAM frame is (stream_id, offset, data, fin)");
-            goto error;
+    if (qp != NULL && qp->cf != NULL) {        /* the core's frames, in C */
+        for (int i = 0; i < qp->ncf; i++) {
+            CFrame *f = &qp->cf[i];
+            if (on_stream_frame(c, ep, f->sid, f->offset, NULL, f->data, f->fin, now_o) < 0)
+                goto error;
         }
-        int fin = PyObject_IsTrue(PyTuple_GET_ITEM(f, 3));
-        if (fin < 0 || on_stream_frame(c, ep, PyTuple_GET_ITEM(f, 0), PyTuple_GET_ITEM(f, 1), PyTuple_GET_ITEM(f, 2),
-                                       fin, now_o) < 0)
+    }
+    else {
+        if ((frames = qp != NULL ? Py_NewRef(qp->frames) : SITE_GETATTR(packet, str_frames)) == NULL
+            || (seq = PySequence_Fast(frames, "frames")) == NULL)
             goto error;
+        for (Py_ssize_t i = 0; i < PySequence_Fast_GET_SIZE(seq); i++) {
+            PyObject *f = PySequence_Fast_GET_ITEM(seq, i);
+            if (!PyTuple_Check(f) || PyTuple_GET_SIZE(f) != 4) {
+                PyErr_SetString(PyExc_TypeError, "a STREAM frame is (stream_id, offset, data, fin)");
+                goto error;
+            }
+            int fin = PyObject_IsTrue(PyTuple_GET_ITEM(f, 3));
+            long long offset = PyLong_AsLongLong(PyTuple_GET_ITEM(f, 1));
+            if (fin < 0 || (offset == -1 && PyErr_Occurred())
+                || on_stream_frame(c, ep, PyTuple_GET_ITEM(f, 0), offset, PyTuple_GET_ITEM(f, 1), PyTuple_GET_ITEM(f, 2),
+                                   fin, now_o) < 0)
+                goto error;
+        }
     }
     /* ack._on_packet_number */
     long long pn;
@@ -3262,8 +3515,8 @@ Core_receive(CoreObject *c, PyObject *const *args, Py_ssize_t nargs)
         }
     }
     Py_XDECREF(pn_o);
-    Py_DECREF(seq);
-    Py_DECREF(frames);
+    Py_XDECREF(seq);
+    Py_XDECREF(frames);
     Py_DECREF(now_o);
     Py_RETURN_NONE;
 error:
@@ -3347,6 +3600,13 @@ bound_cfire(PyObject *bound, uint64_t gen)
 {
     BoundObject *b = (BoundObject *)bound;
     return b->kind == BOUND_FLUSH ? flush(b->core, b->endpoint) : ack_now(b->core);
+}
+
+/* A _Bound that bound_cfire runs as calling it with no arguments would (a flush, ack_now)? */
+static int
+bound_timer_kind(PyObject *callback)
+{
+    return Py_IS_TYPE(callback, &BoundType) && ((BoundObject *)callback)->kind != BOUND_DELIVER;
 }
 
 static PyObject *
@@ -3578,7 +3838,7 @@ static PyTypeObject CoreType = {
 #include "_stride_tree.h"   /* StrideTree: the RFC 7540 5.3 tree of priority_tree.py in C */
 #include "_writer_turns.h"
 
-typedef struct {
+typedef struct WriterObject {
     PyObject_HEAD
     WriterTurns t;                 /* first: WRITER_TURNS reads it there */
     PyObject *endpoint, *acked, *pad;
@@ -3755,6 +4015,25 @@ dict_long(PyObject *dict, PyObject *key, long long *out)   /* dict.get(key, 0) *
     return (*out == -1 && PyErr_Occurred()) ? -1 : 0;
 }
 
+/* on_stream_acked(stream_id, acked_offset), as stream_acked calls it in C. */
+static int
+writer_stream_acked(WriterObject *w, PyObject *sid, long long acked_offset)
+{
+    long long written, before;
+    if (dict_long(w->t.written, sid, &written) < 0 || dict_long(w->acked, sid, &before) < 0)
+        return -1;
+    long long acked = acked_offset < written ? acked_offset : written;
+    w->t.unacked -= acked - before;
+    PyObject *acked_obj = PyLong_FromLongLong(acked);
+    if (acked_obj == NULL)
+        return -1;
+    int rc = PyDict_SetItem(w->acked, sid, acked_obj);
+    Py_DECREF(acked_obj);
+    if (rc < 0 || (w->fill_on_ack && writer_fill(w) < 0))
+        return -1;
+    return 0;
+}
+
 static PyObject *
 Writer_on_stream_acked(WriterObject *w, PyObject *const *args, Py_ssize_t nargs)
 {
@@ -3762,18 +4041,8 @@ Writer_on_stream_acked(WriterObject *w, PyObject *const *args, Py_ssize_t nargs)
         PyErr_SetString(PyExc_TypeError, "on_stream_acked(stream_id, acked_offset)");
         return NULL;
     }
-    long long acked_offset = PyLong_AsLongLong(args[1]), written, before;
-    if ((acked_offset == -1 && PyErr_Occurred()) || dict_long(w->t.written, args[0], &written) < 0
-        || dict_long(w->acked, args[0], &before) < 0)
-        return NULL;
-    long long acked = acked_offset < written ? acked_offset : written;
-    w->t.unacked -= acked - before;
-    PyObject *acked_obj = PyLong_FromLongLong(acked);
-    if (acked_obj == NULL)
-        return NULL;
-    int rc = PyDict_SetItem(w->acked, args[0], acked_obj);
-    Py_DECREF(acked_obj);
-    if (rc < 0 || (w->fill_on_ack && writer_fill(w) < 0))
+    long long acked_offset = PyLong_AsLongLong(args[1]);
+    if ((acked_offset == -1 && PyErr_Occurred()) || writer_stream_acked(w, args[0], acked_offset) < 0)
         return NULL;
     Py_RETURN_NONE;
 }

@@ -20,6 +20,15 @@ typedef struct {
     PyObject *acked;            /* RangeSet of acknowledged byte ranges */
     long long buf_offset, later_bytes, fin_offset, acked_prefix;
     char fin, fin_acked;
+    /* Writes a packet read whole (stream_data's usual case), kept by reference after buf
+     * instead of copied into it: the stream's bytes from buf_offset on are buf's, then these
+     * (pend[pend_head .. pend_head + pend_len), pend_bytes in all).  Copied into buf only when
+     * something reads buf itself (its attribute, a retransmission, a split packet, an
+     * acknowledgement ending inside one); most are acknowledged whole first and let go
+     * uncopied (RFC 9000 section 13.3: acknowledged data is not sent again). */
+    PyObject **pend;
+    Py_ssize_t pend_head, pend_len, pend_cap;
+    long long pend_bytes;
 } SendStreamObject;
 
 typedef struct {
@@ -54,6 +63,89 @@ static int stream_written(PyObject *stream, long long *out);
 static int stream_append(PyObject *stream, PyObject *data, Py_ssize_t n);
 static PyObject *stream_data(PyObject *stream, long long offset, long long length);
 static int buf_drop_front(PyObject *buf, Py_ssize_t drop, int done);
+static int buf_append(PyObject *buf, const char *data, Py_ssize_t n);
+
+/* A write read whole by a packet (exact bytes), kept after buf. */
+static int
+ss_pend_push(SendStreamObject *s, PyObject *chunk)
+{
+    if (s->pend_head + s->pend_len == s->pend_cap) {
+        if (s->pend_head > 0) {
+            memmove(s->pend, s->pend + s->pend_head, (size_t)s->pend_len * sizeof(PyObject *));
+            s->pend_head = 0;
+        }
+        else {
+            Py_ssize_t cap = s->pend_cap ? 2 * s->pend_cap : 16;
+            PyObject **grown = PyMem_Realloc(s->pend, (size_t)cap * sizeof(PyObject *));
+            if (grown == NULL) {
+                PyErr_NoMemory();
+                return -1;
+            }
+            s->pend = grown;
+            s->pend_cap = cap;
+        }
+    }
+    s->pend[s->pend_head + s->pend_len++] = Py_NewRef(chunk);
+    s->pend_bytes += PyBytes_GET_SIZE(chunk);
+    return 0;
+}
+
+/* The front pending write let go (its bytes copied on, or acknowledged). */
+static void
+ss_pend_pop(SendStreamObject *s)
+{
+    PyObject *chunk = s->pend[s->pend_head];
+    s->pend_bytes -= PyBytes_GET_SIZE(chunk);
+    s->pend_head++;
+    if (--s->pend_len == 0)
+        s->pend_head = 0;
+    Py_DECREF(chunk);
+}
+
+/* The pending writes copied into buf, in order: buf holds the stream's bytes from buf_offset
+ * on, as the reference's does. */
+static int
+ss_materialize(SendStreamObject *s)
+{
+    while (s->pend_len > 0) {
+        PyObject *chunk = s->pend[s->pend_head];
+        if (buf_append(s->buf, PyBytes_AS_STRING(chunk), PyBytes_GET_SIZE(chunk)) < 0)
+            return -1;
+        ss_pend_pop(s);
+    }
+    return 0;
+}
+
+static void
+ss_pend_release(SendStreamObject *s)
+{
+    while (s->pend_len > 0)
+        ss_pend_pop(s);
+}
+
+/* del buf[:drop] on the stream's held bytes (buf, then the pending writes): whole pending
+ * writes let go uncopied, one an acknowledgement ends inside copied from there on. */
+static int
+ss_drop_front(SendStreamObject *s, long long drop, int done)
+{
+    Py_ssize_t held = PyByteArray_GET_SIZE(s->buf);
+    if (drop <= held || s->pend_len == 0)
+        return buf_drop_front(s->buf, (Py_ssize_t)drop, done);
+    if (buf_drop_front(s->buf, held, done) < 0)
+        return -1;
+    long long rem = drop - held;
+    while (s->pend_len > 0 && PyBytes_GET_SIZE(s->pend[s->pend_head]) <= rem) {
+        rem -= PyBytes_GET_SIZE(s->pend[s->pend_head]);
+        ss_pend_pop(s);
+    }
+    if (rem > 0 && s->pend_len > 0) {
+        PyObject *chunk = s->pend[s->pend_head];
+        if (buf_append(s->buf, PyBytes_AS_STRING(chunk) + rem, PyBytes_GET_SIZE(chunk) - (Py_ssize_t)rem) < 0)
+            return -1;
+        ss_pend_pop(s);
+    }
+    return 0;
+}
 
 static PyObject *rangeset_class;   /* net.quic.rangeset.RangeSet, imported at the first SendStream */
 
@@ -85,6 +177,7 @@ SendStream_init(SendStreamObject *s, PyObject *args, PyObject *kwds)
     Py_XSETREF(s->buf, buf);
     Py_XSETREF(s->later, later);
     Py_XSETREF(s->acked, acked);
+    ss_pend_release(s);
     s->buf_offset = s->later_bytes = s->acked_prefix = 0;
     s->fin_offset = -1;
     s->fin = s->fin_acked = 0;
@@ -98,6 +191,8 @@ SendStream_traverse(SendStreamObject *s, visitproc visit, void *arg)
     Py_VISIT(s->buf);
     Py_VISIT(s->later);
     Py_VISIT(s->acked);
+    for (Py_ssize_t i = 0; i < s->pend_len; i++)
+        Py_VISIT(s->pend[s->pend_head + i]);
     return 0;
 }
 
@@ -108,6 +203,7 @@ SendStream_clear(SendStreamObject *s)
     Py_CLEAR(s->buf);
     Py_CLEAR(s->later);
     Py_CLEAR(s->acked);
+    ss_pend_release(s);
     return 0;
 }
 
@@ -116,6 +212,7 @@ SendStream_dealloc(SendStreamObject *s)
 {
     PyObject_GC_UnTrack(s);
     SendStream_clear(s);
+    PyMem_Free(s->pend);
     Py_TYPE(s)->tp_free((PyObject *)s);
 }
 
@@ -176,7 +273,7 @@ SendStream_drop_acked(SendStreamObject *s, PyObject *unused)
         return NULL;
     long long drop = s->acked_prefix - s->buf_offset;
     if (drop > 0) {
-        if (buf_drop_front(s->buf, (Py_ssize_t)drop, s->fin && s->acked_prefix >= s->fin_offset) < 0)
+        if (ss_drop_front(s, drop, s->fin && s->acked_prefix >= s->fin_offset) < 0)
             return NULL;
         s->buf_offset = s->acked_prefix;
     }
@@ -191,14 +288,24 @@ static PyMethodDef SendStream_methods[] = {
     {NULL},
 };
 
+/* buf: the stream's bytes from buf_offset on, as far as packets read (the pending writes
+ * copied in first). */
+static PyObject *
+SendStream_get_buf(SendStreamObject *s, void *closure)
+{
+    if (send_stream_ready(s) < 0 || ss_materialize(s) < 0)
+        return NULL;
+    return Py_NewRef(s->buf);
+}
+
 static PyGetSetDef SendStream_getset[] = {
     {"written", (getter)SendStream_get_written, NULL, "Bytes written on the stream so far.", NULL},
+    {"buf", (getter)SendStream_get_buf, NULL, "The stream's bytes from buf_offset on, as far as packets read.", NULL},
     {NULL},
 };
 
 static PyMemberDef SendStream_members[] = {
     {"stream_id", T_OBJECT_EX, offsetof(SendStreamObject, stream_id), 0, NULL},
-    {"buf", T_OBJECT_EX, offsetof(SendStreamObject, buf), READONLY, NULL},
     {"buf_offset", T_LONGLONG, offsetof(SendStreamObject, buf_offset), 0, NULL},
     {"later", T_OBJECT_EX, offsetof(SendStreamObject, later), READONLY, NULL},
     {"later_bytes", T_LONGLONG, offsetof(SendStreamObject, later_bytes), 0, NULL},
