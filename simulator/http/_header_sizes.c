@@ -23,7 +23,8 @@
  * ``headers`` is first replaced by the fields h2 normalises it to (a tuple, looked up in
  * ``normalized_fields`` for a plain tuple, else ``normalize(field)``'s): the block of
  * ``h2_normalized(headers)`` without making that list (HeaderBlockSizer._encode_h2); the
- * facts of a plain tuple's fields are remembered in ``h2_facts`` (one lookup a field).
+ * facts of a plain tuple's fields are remembered in ``h2_facts`` (one lookup a field), read
+ * into a C record (``Fields``: the numbers and hashes, no tuples to walk per block).
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -90,7 +91,7 @@ typedef struct {
     Entry *ring; /* entry number n at ring[n % cap] */
     long long cap;
     Slot *exact, *names;
-    size_t mask; /* both lookups' size less one (a power of two, at least twice cap) */
+    size_t mask; /* both lookups' size less one (a power of two, at least 1.5 cap) */
     long long first, inserted, used, limit;
 } TableObject;
 
@@ -188,7 +189,7 @@ Table_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
         return NULL;
     tb->cap = limit / 32 + 1; /* every entry is at least 32 bytes (section 4.1): the live ones fit */
     size_t size = 8;
-    while (size < 2 * (size_t)tb->cap)
+    while (size < (size_t)tb->cap + (size_t)tb->cap / 2) /* at most two thirds full */
         size <<= 1;
     tb->mask = size - 1;
     tb->limit = limit;
@@ -307,33 +308,81 @@ facts_of(PyObject *plain_fields, PyObject *miss, PyObject *header)
     return PyObject_CallOneArg(miss, header);
 }
 
-/* One field of the block, of facts ``info`` (borrowed): its bytes added to *total, the table
- * updated as hpack's encoder updates its own. */
+/* A field's facts read once into C: the 7-tuple's numbers, its pair's and name's hashes. */
+typedef struct {
+    PyObject *info;        /* the 7-tuple (borrowed: its holder keeps it) */
+    PyObject *pair, *name; /* borrowed from info */
+    Py_hash_t pair_hash, name_hash;
+    long long static_full, static_name, literal_value, literal_name, size;
+    int sensitive;
+} Field;
+
+/* ``info`` (a field's facts, a 7-tuple) read into *f; -1 with an exception when malformed. */
 static int
-size_info(TableObject *tb, long long *total, PyObject *info)
+read_field(PyObject *info, Field *f)
 {
     if (!PyTuple_Check(info) || PyTuple_GET_SIZE(info) != 7) {
         PyErr_SetString(PyExc_TypeError, "encode(): a field's facts are not a 7-tuple");
         return -1;
     }
-    /* static_full, pair, static_name, literal_value, literal_name, sensitive, size: each read
-     * when the field's encoding needs it (most fields are indexed: the first two decide) */
-    long long static_full, static_name, literal_value, literal_name, size;
+    /* static_full, pair, static_name, literal_value, literal_name, sensitive, size */
     PyObject *pair = PyTuple_GET_ITEM(info, 1);
-    if (as_ll(PyTuple_GET_ITEM(info, 0), &static_full) < 0)
-        return -1;
-    if (static_full) {
-        *total += static_full; /* indexed field (static table) */
-        return 0;
-    }
     if (!PyTuple_Check(pair) || PyTuple_GET_SIZE(pair) < 1) {
         PyErr_SetString(PyExc_TypeError, "encode(): a field's pair is not a tuple");
         return -1;
     }
-    Py_hash_t pair_hash = PyObject_Hash(pair);
-    if (pair_hash == -1)
+    f->info = info;
+    f->pair = pair;
+    f->name = PyTuple_GET_ITEM(pair, 0);
+    if (as_ll(PyTuple_GET_ITEM(info, 0), &f->static_full) < 0 || as_ll(PyTuple_GET_ITEM(info, 2), &f->static_name) < 0 ||
+        as_ll(PyTuple_GET_ITEM(info, 3), &f->literal_value) < 0 || as_ll(PyTuple_GET_ITEM(info, 4), &f->literal_name) < 0 ||
+        as_ll(PyTuple_GET_ITEM(info, 6), &f->size) < 0)
         return -1;
-    Py_ssize_t at = map_find(tb, tb->exact, pair, pair_hash);
+    f->sensitive = PyObject_IsTrue(PyTuple_GET_ITEM(info, 5));
+    if (f->sensitive < 0)
+        return -1;
+    f->pair_hash = PyObject_Hash(pair);
+    if (f->pair_hash == -1)
+        return -1;
+    f->name_hash = PyObject_Hash(f->name);
+    return f->name_hash == -1 ? -1 : 0;
+}
+
+/* The fields h2 normalises one field to, read (h2_facts's values): a block's field costs one
+ * dict lookup and this record, not a walk through tuples and ints (the records of a page's
+ * fields are many; each step through memory not in the cache is the cost). */
+typedef struct {
+    PyObject_VAR_HEAD
+    Field fields[1];
+} FieldsObject;
+
+static void
+Fields_dealloc(FieldsObject *self)
+{
+    for (Py_ssize_t i = 0; i < Py_SIZE(self); i++)
+        Py_XDECREF(self->fields[i].info);
+    Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+static PyTypeObject FieldsType = {
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "simulator.http._header_sizes.Fields",
+    .tp_basicsize = offsetof(FieldsObject, fields),
+    .tp_itemsize = sizeof(Field),
+    .tp_dealloc = (destructor)Fields_dealloc,
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_doc = "The facts of the fields h2 normalises one field to, read into C (encode()'s memo).",
+};
+
+/* One field of the block: its bytes added to *total, the table updated as hpack's encoder
+ * updates its own. */
+static int
+size_field(TableObject *tb, long long *total, const Field *f)
+{
+    if (f->static_full) {
+        *total += f->static_full; /* indexed field (static table) */
+        return 0;
+    }
+    Py_ssize_t at = map_find(tb, tb->exact, f->pair, f->pair_hash);
     if (at == -2)
         return -1;
     if (at >= 0 && tb->exact[at].number >= tb->first) { /* indexed field (dynamic table) */
@@ -341,51 +390,41 @@ size_info(TableObject *tb, long long *total, PyObject *info)
         *total += index < 127 ? 1 : integer_len(index, 7);
         return 0;
     }
-    if (as_ll(PyTuple_GET_ITEM(info, 2), &static_name) < 0 || as_ll(PyTuple_GET_ITEM(info, 3), &literal_value) < 0 ||
-        as_ll(PyTuple_GET_ITEM(info, 4), &literal_name) < 0 || as_ll(PyTuple_GET_ITEM(info, 6), &size) < 0)
-        return -1;
-    int sensitive = PyObject_IsTrue(PyTuple_GET_ITEM(info, 5));
-    if (sensitive < 0)
-        return -1;
-    PyObject *name = PyTuple_GET_ITEM(pair, 0);
-    Py_hash_t name_hash = PyObject_Hash(name);
-    if (name_hash == -1)
-        return -1;
-    if (static_name) /* indexed name (static table) */
-        *total += static_name + literal_value;
+    if (f->static_name) /* indexed name (static table) */
+        *total += f->static_name + f->literal_value;
     else {
-        at = map_find(tb, tb->names, name, name_hash);
+        at = map_find(tb, tb->names, f->name, f->name_hash);
         if (at == -2)
             return -1;
         if (at >= 0 && tb->names[at].number >= tb->first) /* indexed name (dynamic table) */
-            *total += integer_len(DYNAMIC_FIRST_INDEX + tb->inserted - 1 - tb->names[at].number, sensitive ? 4 : 6) +
-                      literal_value;
+            *total += integer_len(DYNAMIC_FIRST_INDEX + tb->inserted - 1 - tb->names[at].number, f->sensitive ? 4 : 6) +
+                      f->literal_value;
         else /* literal name */
-            *total += literal_name + literal_value;
+            *total += f->literal_name + f->literal_value;
     }
-    if (sensitive)
+    if (f->sensitive)
         return 0;
     /* Entered in the dynamic table (RFC 7541 section 4.4), the oldest evicted past its size. */
-    if (size > tb->limit) { /* larger than the table: it empties it */
+    if (f->size > tb->limit) { /* larger than the table: it empties it */
         table_empty(tb);
         return 0;
     }
-    if (size < 32) { /* section 4.1: 32 bytes of overhead an entry; the ring counts on it */
+    if (f->size < 32) { /* section 4.1: 32 bytes of overhead an entry; the ring counts on it */
         PyErr_SetString(PyExc_ValueError, "encode(): a field's entry size is under 32");
         return -1;
     }
     Entry *e = &tb->ring[tb->inserted % tb->cap];
-    if (map_set(tb, tb->exact, pair, pair_hash, tb->inserted) < 0 ||
-        map_set(tb, tb->names, name, name_hash, tb->inserted) < 0)
+    if (map_set(tb, tb->exact, f->pair, f->pair_hash, tb->inserted) < 0 ||
+        map_set(tb, tb->names, f->name, f->name_hash, tb->inserted) < 0)
         return -1;
-    e->info = Py_NewRef(info);
-    e->pair = pair;
-    e->name = name;
-    e->pair_hash = pair_hash;
-    e->name_hash = name_hash;
-    e->size = size;
+    e->info = Py_NewRef(f->info);
+    e->pair = f->pair;
+    e->name = f->name;
+    e->pair_hash = f->pair_hash;
+    e->name_hash = f->name_hash;
+    e->size = f->size;
     tb->inserted++;
-    tb->used += size;
+    tb->used += f->size;
     while (tb->used > tb->limit) {
         Entry *oldest = &tb->ring[tb->first % tb->cap];
         tb->used -= oldest->size;
@@ -443,7 +482,7 @@ blind_normalized(PyObject *header, PyObject *blind_names, PyObject *normalized_f
     return fields;
 }
 
-/* The facts of the fields h2 makes of ``header`` (a new reference to a tuple of 7-tuples):
+/* The facts of the fields h2 makes of ``header`` (a new reference to a Fields record):
  * looked up in h2_facts, else made from the fields (looked up in normalized_fields, or
  * normalize()'s answer) and entered there. */
 static PyObject *
@@ -481,30 +520,34 @@ h2_facts_of(PyObject *plain_fields, PyObject *miss, PyObject *header, PyObject *
         return NULL;
     }
     Py_ssize_t n = PyTuple_GET_SIZE(fields);
-    PyObject *facts = PyTuple_New(n);
+    FieldsObject *facts = PyObject_NewVar(FieldsObject, &FieldsType, n);
     if (facts == NULL) {
         Py_DECREF(fields);
         return NULL;
     }
+    for (Py_ssize_t i = 0; i < n; i++)
+        facts->fields[i].info = NULL;
     for (Py_ssize_t i = 0; i < n; i++) {
         PyObject *info = facts_of(plain_fields, miss, PyTuple_GET_ITEM(fields, i));
-        if (info == NULL) {
+        if (info == NULL || read_field(info, &facts->fields[i]) < 0) {
+            facts->fields[i].info = NULL; /* not the record's: dropped here */
+            Py_XDECREF(info);
             Py_DECREF(fields);
             Py_DECREF(facts);
             return NULL;
         }
-        PyTuple_SET_ITEM(facts, i, info);
+        facts->fields[i].info = info; /* the reference facts_of gave, held by the record */
     }
     Py_DECREF(fields);
     if (plain) {
         if (PyDict_GET_SIZE(h2_facts) >= fields_max)
             PyDict_Clear(h2_facts);
-        if (PyDict_SetItem(h2_facts, header, facts) < 0) {
+        if (PyDict_SetItem(h2_facts, header, (PyObject *)facts) < 0) {
             Py_DECREF(facts);
             return NULL;
         }
     }
-    return facts;
+    return (PyObject *)facts;
 }
 
 static PyObject *
@@ -535,18 +578,24 @@ Table_encode(TableObject *tb, PyObject *const *args, Py_ssize_t nargs)
         int rc = 0;
         if (h2_facts == NULL) {
             PyObject *info = facts_of(plain_fields, miss, header);
-            rc = info == NULL ? -1 : size_info(tb, &total, info);
+            Field f;
+            rc = info == NULL || read_field(info, &f) < 0 ? -1 : size_field(tb, &total, &f);
             Py_XDECREF(info);
         }
         else {
             PyObject *facts = h2_facts_of(plain_fields, miss, header, h2_facts, normalized_fields, normalize, blind_names);
             if (facts == NULL)
                 rc = -1;
-            else {
-                for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(facts) && rc == 0; i++)
-                    rc = size_info(tb, &total, PyTuple_GET_ITEM(facts, i));
-                Py_DECREF(facts);
+            else if (Py_TYPE(facts) != &FieldsType) {
+                PyErr_SetString(PyExc_TypeError, "encode(): an h2_facts value is not a Fields record");
+                rc = -1;
             }
+            else {
+                const FieldsObject *rec = (const FieldsObject *)facts;
+                for (Py_ssize_t i = 0; i < Py_SIZE(rec) && rc == 0; i++)
+                    rc = size_field(tb, &total, &rec->fields[i]);
+            }
+            Py_XDECREF(facts);
         }
         Py_DECREF(header);
         if (rc < 0)
@@ -657,7 +706,7 @@ static struct PyModuleDef module_def = {
 PyMODINIT_FUNC
 PyInit__header_sizes(void)
 {
-    if (PyType_Ready(&TableType) < 0)
+    if (PyType_Ready(&TableType) < 0 || PyType_Ready(&FieldsType) < 0)
         return NULL;
     PyObject *m = PyModule_Create(&module_def);
     if (m != NULL && (PyModule_AddStringConstant(m, "IMPLEMENTATION", "c") < 0 ||
