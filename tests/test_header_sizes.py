@@ -83,7 +83,9 @@ def test_the_c_block_sizer_loop_is_the_python_reference_block_by_block_rfc7541()
     for field, facts in header_sizes._PLAIN_FIELDS.items():
         if type(field[0]) is bytes and type(field[1]) is bytes:
             assert facts == header_sizes._remember({}, field, field[0], field[1], False), field
-    # Each field's normalisation as the C twin made it is h2's own.
-    assert header_sizes._BLIND_NAMES  # some were made there
+    # Each field's normalisation remembered is h2's own (the C twin keeps its own answers for a
+    # name h2 treats alike whatever its value in _H2_FACTS only: the blocks and tables above
+    # hold those to h2_normalized's).
+    assert header_sizes._BLIND_NAMES  # some names were found so
     for field, done in header_sizes._NORMALIZED_FIELDS.items():
         assert list(done) == list(normalize_outbound_headers((field,), None)), field

@@ -24,7 +24,10 @@
  * ``normalized_fields`` for a plain tuple, else ``normalize(field)``'s): the block of
  * ``h2_normalized(headers)`` without making that list (HeaderBlockSizer._encode_h2); the
  * facts of a plain tuple's fields are remembered in ``h2_facts`` (one lookup a field), read
- * into a C record (``Fields``: the numbers and hashes, no tuples to walk per block).
+ * into a C record (``Fields``: the numbers and hashes, no tuples to walk per block).  On that
+ * path a (bytes, bytes) field's facts are made straight into the record, with no 7-tuple and
+ * no entry in ``plain_fields`` or ``normalized_fields`` (h2_facts holds the answer: a page's
+ * distinct fields, tens of thousands, are not held three times over).
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -67,18 +70,23 @@ as_ll(PyObject *obj, long long *out)
 }
 
 /* The encoder's dynamic table (RFC 7541 section 2.3.2), owned here: its live entries in a
- * ring, oldest first, each entry's facts (a 7-tuple, a reference held) with its pair's and
- * name's hashes made once; and two lookups, (name, value) -> the newest insertion number of a
+ * ring, oldest first, each entry's facts (a Field: its pair held, its numbers and hashes made
+ * once); and two lookups, (name, value) -> the newest insertion number of a
  * live entry of that pair, name -> the same of that name, as open-addressing tables of
  * borrowed keys (each slot's key is the pair or name of the live entry its number names, so
  * it lives as long as the slot).  HeaderBlockSizer's Python state (dicts and a deque) is the
  * reference; Table.state() gives this one in that form for the tests. */
+/* A field's facts in C: the numbers of the 7-tuple ``_remember`` makes (RFC 7541: the bytes of a
+ * static full match, 0 for none; of a static name index, 0 for none; of the Huffman-coded value
+ * and of the literal name with their lengths; the entry's size, section 4.1), never-indexed,
+ * the (name, value) pair (a reference held) and its and its name's hashes. */
 typedef struct {
-    PyObject *info;        /* the entry's facts (a reference held) */
-    PyObject *pair, *name; /* borrowed from info */
+    PyObject *pair; /* a reference held */
+    PyObject *name; /* borrowed from pair */
     Py_hash_t pair_hash, name_hash;
-    long long size;
-} Entry;
+    long long static_full, static_name, literal_value, literal_name, size;
+    int sensitive;
+} Field;
 
 typedef struct {
     PyObject *key; /* NULL: an empty slot */
@@ -88,7 +96,7 @@ typedef struct {
 
 typedef struct {
     PyObject_HEAD
-    Entry *ring; /* entry number n at ring[n % cap] */
+    Field *ring; /* entry number n at ring[n % cap] */
     long long cap;
     Slot *exact, *names;
     size_t mask; /* both lookups' size less one (a power of two, at least 1.5 cap) */
@@ -166,7 +174,7 @@ static void
 table_empty(TableObject *tb)
 {
     for (long long n = tb->first; n < tb->inserted; n++)
-        Py_CLEAR(tb->ring[n % tb->cap].info);
+        Py_CLEAR(tb->ring[n % tb->cap].pair);
     for (size_t i = 0; i <= tb->mask; i++)
         tb->exact[i].key = tb->names[i].key = NULL;
     tb->used = 0;
@@ -193,7 +201,7 @@ Table_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
         size <<= 1;
     tb->mask = size - 1;
     tb->limit = limit;
-    tb->ring = PyMem_Calloc((size_t)tb->cap, sizeof(Entry));
+    tb->ring = PyMem_Calloc((size_t)tb->cap, sizeof(Field));
     tb->exact = PyMem_Calloc(size, sizeof(Slot));
     tb->names = PyMem_Calloc(size, sizeof(Slot));
     if (tb->ring == NULL || tb->exact == NULL || tb->names == NULL) {
@@ -208,7 +216,7 @@ Table_dealloc(TableObject *tb)
 {
     if (tb->ring != NULL)
         for (long long n = tb->first; n < tb->inserted; n++)
-            Py_CLEAR(tb->ring[n % tb->cap].info);
+            Py_CLEAR(tb->ring[n % tb->cap].pair);
     PyMem_Free(tb->ring);
     PyMem_Free(tb->exact);
     PyMem_Free(tb->names);
@@ -226,6 +234,42 @@ huffman_bytes(PyObject *data)
     return (bits + 7) >> 3;
 }
 
+/* The static table's part of a (bytes, bytes) field's facts, never-indexed or not: the bytes of
+ * a full match (RFC 7541 section 6.1; 0: none) and of the name's index with a 6-bit prefix
+ * (section 6.2.1; 0: none). */
+static int
+plain_numbers(PyObject *name, PyObject *value, long long *static_full, long long *static_name)
+{
+    *static_full = *static_name = 0;
+    PyObject *in_static = PyDict_GetItemWithError(static_table, name);
+    if (in_static == NULL && PyErr_Occurred())
+        return -1;
+    if (in_static != NULL) {
+        if (!PyTuple_Check(in_static) || PyTuple_GET_SIZE(in_static) != 2) {
+            PyErr_SetString(PyExc_TypeError, "encode(): a static table entry is not a pair");
+            return -1;
+        }
+        long long first_index, index;
+        if (as_ll(PyTuple_GET_ITEM(in_static, 0), &first_index) < 0)
+            return -1;
+        PyObject *found = PyObject_GetItem(PyTuple_GET_ITEM(in_static, 1), value);
+        if (found == NULL) {
+            if (!PyErr_ExceptionMatches(PyExc_KeyError))
+                return -1;
+            PyErr_Clear();
+        }
+        else {
+            int rc = as_ll(found, &index);
+            Py_DECREF(found);
+            if (rc < 0)
+                return -1;
+            *static_full = integer_len(index, 7); /* RFC 7541 section 6.1 */
+        }
+        *static_name = integer_len(first_index, 6); /* section 6.2.1 */
+    }
+    return 0;
+}
+
 /* _remember(plain_fields, header, name, value, False) for a (bytes, bytes) field: its facts
  * (a new reference), entered in plain_fields. */
 static PyObject *
@@ -233,32 +277,8 @@ remember_plain(PyObject *plain_fields, PyObject *header)
 {
     PyObject *name = PyTuple_GET_ITEM(header, 0), *value = PyTuple_GET_ITEM(header, 1);
     long long static_full = 0, static_name = 0;
-    PyObject *in_static = PyDict_GetItemWithError(static_table, name);
-    if (in_static == NULL && PyErr_Occurred())
+    if (plain_numbers(name, value, &static_full, &static_name) < 0)
         return NULL;
-    if (in_static != NULL) {
-        if (!PyTuple_Check(in_static) || PyTuple_GET_SIZE(in_static) != 2) {
-            PyErr_SetString(PyExc_TypeError, "encode(): a static table entry is not a pair");
-            return NULL;
-        }
-        long long first_index, index;
-        if (as_ll(PyTuple_GET_ITEM(in_static, 0), &first_index) < 0)
-            return NULL;
-        PyObject *found = PyObject_GetItem(PyTuple_GET_ITEM(in_static, 1), value);
-        if (found == NULL) {
-            if (!PyErr_ExceptionMatches(PyExc_KeyError))
-                return NULL;
-            PyErr_Clear();
-        }
-        else {
-            int rc = as_ll(found, &index);
-            Py_DECREF(found);
-            if (rc < 0)
-                return NULL;
-            static_full = integer_len(index, 7); /* RFC 7541 section 6.1 */
-        }
-        static_name = integer_len(first_index, 6); /* section 6.2.1 */
-    }
     long long value_bytes = huffman_bytes(value), name_bytes = huffman_bytes(name);
     /* (static_full, (name, value), static_name, literal_value, literal_name, False, size),
      * made directly (Py_BuildValue parses its format each time: one field in eight is new) */
@@ -308,16 +328,8 @@ facts_of(PyObject *plain_fields, PyObject *miss, PyObject *header)
     return PyObject_CallOneArg(miss, header);
 }
 
-/* A field's facts read once into C: the 7-tuple's numbers, its pair's and name's hashes. */
-typedef struct {
-    PyObject *info;        /* the 7-tuple (borrowed: its holder keeps it) */
-    PyObject *pair, *name; /* borrowed from info */
-    Py_hash_t pair_hash, name_hash;
-    long long static_full, static_name, literal_value, literal_name, size;
-    int sensitive;
-} Field;
-
-/* ``info`` (a field's facts, a 7-tuple) read into *f; -1 with an exception when malformed. */
+/* ``info`` (a field's facts, a 7-tuple) read into *f (its pair held: the caller drops it); -1
+ * with an exception when malformed. */
 static int
 read_field(PyObject *info, Field *f)
 {
@@ -331,9 +343,6 @@ read_field(PyObject *info, Field *f)
         PyErr_SetString(PyExc_TypeError, "encode(): a field's pair is not a tuple");
         return -1;
     }
-    f->info = info;
-    f->pair = pair;
-    f->name = PyTuple_GET_ITEM(pair, 0);
     if (as_ll(PyTuple_GET_ITEM(info, 0), &f->static_full) < 0 || as_ll(PyTuple_GET_ITEM(info, 2), &f->static_name) < 0 ||
         as_ll(PyTuple_GET_ITEM(info, 3), &f->literal_value) < 0 || as_ll(PyTuple_GET_ITEM(info, 4), &f->literal_name) < 0 ||
         as_ll(PyTuple_GET_ITEM(info, 6), &f->size) < 0)
@@ -344,8 +353,53 @@ read_field(PyObject *info, Field *f)
     f->pair_hash = PyObject_Hash(pair);
     if (f->pair_hash == -1)
         return -1;
-    f->name_hash = PyObject_Hash(f->name);
-    return f->name_hash == -1 ? -1 : 0;
+    f->name_hash = PyObject_Hash(PyTuple_GET_ITEM(pair, 0));
+    if (f->name_hash == -1)
+        return -1;
+    f->pair = Py_NewRef(pair);
+    f->name = PyTuple_GET_ITEM(pair, 0);
+    return 0;
+}
+
+/* _remember's facts of a plain (bytes, bytes) ``field`` (not never-indexed) made straight into
+ * *f, the field itself its pair (held): no 7-tuple, nothing entered in plain_fields (h2's path:
+ * h2_facts keeps the answer). */
+static int
+direct_field(PyObject *field, Field *f)
+{
+    PyObject *name = PyTuple_GET_ITEM(field, 0), *value = PyTuple_GET_ITEM(field, 1);
+    if (plain_numbers(name, value, &f->static_full, &f->static_name) < 0)
+        return -1;
+    long long value_bytes = huffman_bytes(value), name_bytes = huffman_bytes(name);
+    f->literal_value = integer_len(value_bytes, 7) + value_bytes; /* section 5.2 */
+    f->literal_name = 1 + integer_len(name_bytes, 7) + name_bytes;
+    f->size = 32 + (long long)PyBytes_GET_SIZE(name) + (long long)PyBytes_GET_SIZE(value); /* section 4.1 */
+    f->sensitive = 0;
+    f->pair_hash = PyObject_Hash(field);
+    if (f->pair_hash == -1)
+        return -1;
+    f->name_hash = PyObject_Hash(name);
+    if (f->name_hash == -1)
+        return -1;
+    f->pair = Py_NewRef(field);
+    f->name = name;
+    return 0;
+}
+
+/* Whether ``field`` is a plain (bytes, bytes) 2-tuple. */
+static int
+bytes_pair(PyObject *field)
+{
+    return PyTuple_CheckExact(field) && PyTuple_GET_SIZE(field) == 2 && PyBytes_CheckExact(PyTuple_GET_ITEM(field, 0)) &&
+           PyBytes_CheckExact(PyTuple_GET_ITEM(field, 1));
+}
+
+/* A field's 7-tuple made again from its Field (Table.state()'s entries). */
+static PyObject *
+field_info(const Field *f)
+{
+    return Py_BuildValue("(LOLLLOL)", f->static_full, f->pair, f->static_name, f->literal_value, f->literal_name,
+                         f->sensitive ? Py_True : Py_False, f->size);
 }
 
 /* The fields h2 normalises one field to, read (h2_facts's values): a block's field costs one
@@ -360,7 +414,7 @@ static void
 Fields_dealloc(FieldsObject *self)
 {
     for (Py_ssize_t i = 0; i < Py_SIZE(self); i++)
-        Py_XDECREF(self->fields[i].info);
+        Py_XDECREF(self->fields[i].pair);
     Py_TYPE(self)->tp_free((PyObject *)self);
 }
 
@@ -413,37 +467,33 @@ size_field(TableObject *tb, long long *total, const Field *f)
         PyErr_SetString(PyExc_ValueError, "encode(): a field's entry size is under 32");
         return -1;
     }
-    Entry *e = &tb->ring[tb->inserted % tb->cap];
+    Field *e = &tb->ring[tb->inserted % tb->cap];
     if (map_set(tb, tb->exact, f->pair, f->pair_hash, tb->inserted) < 0 ||
         map_set(tb, tb->names, f->name, f->name_hash, tb->inserted) < 0)
         return -1;
-    e->info = Py_NewRef(f->info);
-    e->pair = f->pair;
-    e->name = f->name;
-    e->pair_hash = f->pair_hash;
-    e->name_hash = f->name_hash;
-    e->size = f->size;
+    *e = *f;
+    Py_INCREF(e->pair);
     tb->inserted++;
     tb->used += f->size;
     while (tb->used > tb->limit) {
-        Entry *oldest = &tb->ring[tb->first % tb->cap];
+        Field *oldest = &tb->ring[tb->first % tb->cap];
         tb->used -= oldest->size;
         /* Its number leaves the lookups (a newer one of its pair or name stays): they hold
          * the live entries only, a table's worth. */
         if (map_drop(tb, tb->exact, oldest->pair, oldest->pair_hash, tb->first) < 0 ||
             map_drop(tb, tb->names, oldest->name, oldest->name_hash, tb->first) < 0)
             return -1;
-        Py_CLEAR(oldest->info);
+        Py_CLEAR(oldest->pair);
         tb->first++;
     }
     return 0;
 }
 
 /* _normalized_field(header) for a (bytes, bytes) field whose name h2 normalises alike
- * whatever its value (``blind_names[name]`` True): ((name, value.strip()),), entered in
- * normalized_fields.  NULL without an exception when the name is not known so. */
+ * whatever its value (``blind_names[name]`` True): ((name, value.strip()),).  NULL without an
+ * exception when the name is not known so. */
 static PyObject *
-blind_normalized(PyObject *header, PyObject *blind_names, PyObject *normalized_fields)
+blind_normalized(PyObject *header, PyObject *blind_names)
 {
     if (PyTuple_GET_SIZE(header) != 2)
         return NULL;
@@ -471,15 +521,7 @@ blind_normalized(PyObject *header, PyObject *blind_names, PyObject *normalized_f
     }
     PyObject *fields = PyTuple_Pack(1, field);
     Py_DECREF(field);
-    if (fields == NULL)
-        return NULL;
-    if (PyDict_GET_SIZE(normalized_fields) >= fields_max)
-        PyDict_Clear(normalized_fields);
-    if (PyDict_SetItem(normalized_fields, header, fields) < 0) {
-        Py_DECREF(fields);
-        return NULL;
-    }
-    return fields;
+    return fields; /* not entered in normalized_fields: h2_facts keeps what is made of it */
 }
 
 /* The facts of the fields h2 makes of ``header`` (a new reference to a Fields record):
@@ -506,7 +548,7 @@ h2_facts_of(PyObject *plain_fields, PyObject *miss, PyObject *header, PyObject *
             return NULL;
     }
     if (fields == NULL && plain && blind_names != NULL)
-        fields = blind_normalized(header, blind_names, normalized_fields);
+        fields = blind_normalized(header, blind_names);
     if (fields == NULL) {
         if (PyErr_Occurred())
             return NULL;
@@ -526,17 +568,22 @@ h2_facts_of(PyObject *plain_fields, PyObject *miss, PyObject *header, PyObject *
         return NULL;
     }
     for (Py_ssize_t i = 0; i < n; i++)
-        facts->fields[i].info = NULL;
+        facts->fields[i].pair = NULL; /* set by read_field or direct_field once a field is read */
     for (Py_ssize_t i = 0; i < n; i++) {
-        PyObject *info = facts_of(plain_fields, miss, PyTuple_GET_ITEM(fields, i));
-        if (info == NULL || read_field(info, &facts->fields[i]) < 0) {
-            facts->fields[i].info = NULL; /* not the record's: dropped here */
+        PyObject *field = PyTuple_GET_ITEM(fields, i);
+        int rc;
+        if (bytes_pair(field) && static_table != NULL)
+            rc = direct_field(field, &facts->fields[i]);
+        else {
+            PyObject *info = facts_of(plain_fields, miss, field);
+            rc = info == NULL ? -1 : read_field(info, &facts->fields[i]);
             Py_XDECREF(info);
+        }
+        if (rc < 0) {
             Py_DECREF(fields);
             Py_DECREF(facts);
             return NULL;
         }
-        facts->fields[i].info = info; /* the reference facts_of gave, held by the record */
     }
     Py_DECREF(fields);
     if (plain) {
@@ -579,7 +626,12 @@ Table_encode(TableObject *tb, PyObject *const *args, Py_ssize_t nargs)
         if (h2_facts == NULL) {
             PyObject *info = facts_of(plain_fields, miss, header);
             Field f;
-            rc = info == NULL || read_field(info, &f) < 0 ? -1 : size_field(tb, &total, &f);
+            if (info == NULL || read_field(info, &f) < 0)
+                rc = -1;
+            else {
+                rc = size_field(tb, &total, &f);
+                Py_DECREF(f.pair); /* read_field's: the table holds its own */
+            }
             Py_XDECREF(info);
         }
         else {
@@ -615,9 +667,13 @@ Table_state(TableObject *tb, PyObject *unused)
     PyObject *entries = PyList_New(0), *exact = PyDict_New(), *names = PyDict_New();
     if (entries == NULL || exact == NULL || names == NULL)
         goto fail;
-    for (long long n = tb->first; n < tb->inserted; n++)
-        if (PyList_Append(entries, tb->ring[n % tb->cap].info) < 0)
+    for (long long n = tb->first; n < tb->inserted; n++) {
+        PyObject *info = field_info(&tb->ring[n % tb->cap]);
+        int rc = info == NULL ? -1 : PyList_Append(entries, info);
+        Py_XDECREF(info);
+        if (rc < 0)
             goto fail;
+    }
     for (size_t i = 0; i <= tb->mask; i++) {
         Slot *pairs[2] = {&tb->exact[i], &tb->names[i]};
         PyObject *dicts[2] = {exact, names};
