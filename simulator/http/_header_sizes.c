@@ -1,19 +1,20 @@
-/* The HPACK block sizer's per-field loop in C: simulator.http._header_sizes.encode.
+/* The HPACK block sizer's per-field loop and its dynamic table in C:
+ * simulator.http._header_sizes.Table.
  *
  * Written by hand.  It is the C twin of HeaderBlockSizer._encode in
  * simulator/http/header_sizes.py, which defines the behaviour (the choices of hpack's
  * encoder, RFC 7541); the Python method stays the reference, and the tests compare the
  * two block by block.  Why C: a page load sizes every request and response block, and
  * the Python loop over a 20,000-resource page's 600,000 fields was the largest single
- * item of the model's own share of its profile.
+ * item of the model's own share of its profile; the table is C-owned (a ring and two
+ * open-addressing lookups, not the reference's dicts and deque) because keeping it in
+ * Python objects cost about as much again in hashing, dict churn and deque calls.
  *
- *   encode(headers, plain_fields, miss, exact, names, entries, first, inserted, used, limit
- *          [, h2_facts, normalized_fields, normalize, blind_names]) -> (bytes, first, inserted, used)
+ *   Table(limit).encode(headers, plain_fields, miss[, h2_facts, normalized_fields, normalize,
+ *                       blind_names]) -> bytes
  *
- * The table's state is the Python object's own: ``exact`` ((name, value) of a live entry ->
- * newest insertion number), ``names`` (name of a live entry -> newest insertion number),
- * ``entries`` (a deque of the live entries' facts, oldest first) are updated in place; the
- * three numbers are returned.  A
+ * The table's state is the Table's own (``first``, ``inserted``, ``used``; ``state()`` gives
+ * the entries and lookups in the reference's form).  A
  * field's table-independent facts (the 7-tuple ``_remember`` makes) are looked up in
  * ``plain_fields`` for a plain 2-tuple; a (bytes, bytes) one not met before has them made
  * here as ``_remember`` makes them (once ``configure`` has given hpack's static table and
@@ -22,14 +23,18 @@
  * ``headers`` is first replaced by the fields h2 normalises it to (a tuple, looked up in
  * ``normalized_fields`` for a plain tuple, else ``normalize(field)``'s): the block of
  * ``h2_normalized(headers)`` without making that list (HeaderBlockSizer._encode_h2); the
- * facts of a plain tuple's fields are remembered in ``h2_facts`` (one lookup a field).
+ * facts of a plain tuple's fields are remembered in ``h2_facts`` (one lookup a field), read
+ * into a C record (``Fields``: the numbers and hashes, no tuples to walk per block).  On that
+ * path a (bytes, bytes) field's facts are made straight into the record, with no 7-tuple and
+ * no entry in ``plain_fields`` or ``normalized_fields`` (h2_facts holds the answer: a page's
+ * distinct fields, tens of thousands, are not held three times over).
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
+#include <structmember.h>
 
 #define DYNAMIC_FIRST_INDEX 62 /* RFC 7541 section 2.3.3: after the 61 static entries */
 
-static PyObject *str_append, *str_popleft, *str_clear;
 
 /* configure()'s: hpack's static table (name -> (first index, {value: index})), each byte's
  * Huffman code length in bits, and the size at which the facts memo is emptied. */
@@ -64,21 +69,158 @@ as_ll(PyObject *obj, long long *out)
     return 0;
 }
 
-/* The encoder's table as encode() works on it: the dicts and deque of the Python object,
- * its three numbers in C while a block is sized. */
+/* The encoder's dynamic table (RFC 7541 section 2.3.2), owned here: its live entries in a
+ * ring, oldest first, each entry's facts (a Field: its pair held, its numbers and hashes made
+ * once); and two lookups, (name, value) -> the newest insertion number of a
+ * live entry of that pair, name -> the same of that name, as open-addressing tables of
+ * borrowed keys (each slot's key is the pair or name of the live entry its number names, so
+ * it lives as long as the slot).  HeaderBlockSizer's Python state (dicts and a deque) is the
+ * reference; Table.state() gives this one in that form for the tests. */
+/* A field's facts in C: the numbers of the 7-tuple ``_remember`` makes (RFC 7541: the bytes of a
+ * static full match, 0 for none; of a static name index, 0 for none; of the Huffman-coded value
+ * and of the literal name with their lengths; the entry's size, section 4.1), never-indexed,
+ * the (name, value) pair (a reference held) and its and its name's hashes. */
 typedef struct {
-    PyObject *plain_fields, *miss, *exact, *names, *entries;
-    long long first, inserted, used, limit, total;
-    PyObject *append, *popleft; /* entries' methods, bound at their first use in a block */
-} Table;
+    PyObject *pair; /* a reference held */
+    PyObject *name; /* borrowed from pair */
+    Py_hash_t pair_hash, name_hash;
+    long long static_full, static_name, literal_value, literal_name, size;
+    int sensitive;
+} Field;
 
-/* entries.<name>, bound once a block (a new reference kept in *slot). */
-static PyObject *
-bound(Table *t, PyObject **slot, PyObject *name)
+typedef struct {
+    PyObject *key; /* NULL: an empty slot */
+    Py_hash_t hash;
+    long long number;
+} Slot;
+
+typedef struct {
+    PyObject_HEAD
+    Field *ring; /* entry number n at ring[n % cap] */
+    long long cap;
+    Slot *exact, *names;
+    size_t mask; /* both lookups' size less one (a power of two, at least 1.5 cap) */
+    long long first, inserted, used, limit;
+} TableObject;
+
+/* The slot of ``key`` in a lookup, or -1 when it has none; -2 with an exception. */
+static Py_ssize_t
+map_find(const TableObject *tb, const Slot *m, PyObject *key, Py_hash_t hash)
 {
-    if (*slot == NULL)
-        *slot = PyObject_GetAttr(t->entries, name);
-    return *slot;
+    size_t i = (size_t)hash & tb->mask;
+    for (;;) {
+        const Slot *s = &m[i];
+        if (s->key == NULL)
+            return -1;
+        if (s->hash == hash) {
+            if (s->key == key)
+                return (Py_ssize_t)i;
+            int eq = PyObject_RichCompareBool(s->key, key, Py_EQ);
+            if (eq < 0)
+                return -2;
+            if (eq)
+                return (Py_ssize_t)i;
+        }
+        i = (i + 1) & tb->mask;
+    }
+}
+
+/* m[key] = number, the slot's key now ``key`` (the newer entry's own). */
+static int
+map_set(TableObject *tb, Slot *m, PyObject *key, Py_hash_t hash, long long number)
+{
+    Py_ssize_t i = map_find(tb, m, key, hash);
+    if (i == -2)
+        return -1;
+    if (i < 0) {
+        size_t j = (size_t)hash & tb->mask;
+        while (m[j].key != NULL)
+            j = (j + 1) & tb->mask;
+        i = (Py_ssize_t)j;
+        m[i].hash = hash;
+    }
+    m[i].key = key;
+    m[i].number = number;
+    return 0;
+}
+
+/* del m[key] when m[key] == number (a newer number of the key stays); the slots after it
+ * shifted back (linear probing's deletion, no tombstones). */
+static int
+map_drop(TableObject *tb, Slot *m, PyObject *key, Py_hash_t hash, long long number)
+{
+    Py_ssize_t found = map_find(tb, m, key, hash);
+    if (found == -2)
+        return -1;
+    if (found < 0 || m[found].number != number)
+        return 0;
+    size_t i = (size_t)found, j = i, mask = tb->mask;
+    for (;;) {
+        j = (j + 1) & mask;
+        if (m[j].key == NULL)
+            break;
+        size_t home = (size_t)m[j].hash & mask;
+        if (((j - home) & mask) >= ((j - i) & mask)) { /* i lies between its home and j: it moves up */
+            m[i] = m[j];
+            i = j;
+        }
+    }
+    m[i].key = NULL;
+    return 0;
+}
+
+/* Every entry out (a field larger than the table, RFC 7541 section 4.4; or the table's end). */
+static void
+table_empty(TableObject *tb)
+{
+    for (long long n = tb->first; n < tb->inserted; n++)
+        Py_CLEAR(tb->ring[n % tb->cap].pair);
+    for (size_t i = 0; i <= tb->mask; i++)
+        tb->exact[i].key = tb->names[i].key = NULL;
+    tb->used = 0;
+    tb->first = tb->inserted;
+}
+
+static PyObject *
+Table_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
+{
+    long long limit;
+    static char *kwlist[] = {"limit", NULL};
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "L", kwlist, &limit))
+        return NULL;
+    if (limit < 0 || limit > (1LL << 30)) {
+        PyErr_SetString(PyExc_ValueError, "Table(): the limit must be 0 to 2**30 bytes");
+        return NULL;
+    }
+    TableObject *tb = (TableObject *)type->tp_alloc(type, 0);
+    if (tb == NULL)
+        return NULL;
+    tb->cap = limit / 32 + 1; /* every entry is at least 32 bytes (section 4.1): the live ones fit */
+    size_t size = 8;
+    while (size < (size_t)tb->cap + (size_t)tb->cap / 2) /* at most two thirds full */
+        size <<= 1;
+    tb->mask = size - 1;
+    tb->limit = limit;
+    tb->ring = PyMem_Calloc((size_t)tb->cap, sizeof(Field));
+    tb->exact = PyMem_Calloc(size, sizeof(Slot));
+    tb->names = PyMem_Calloc(size, sizeof(Slot));
+    if (tb->ring == NULL || tb->exact == NULL || tb->names == NULL) {
+        Py_DECREF(tb);
+        return PyErr_NoMemory();
+    }
+    return (PyObject *)tb;
+}
+
+static void
+Table_dealloc(TableObject *tb)
+{
+    if (tb->ring != NULL)
+        for (long long n = tb->first; n < tb->inserted; n++)
+            Py_CLEAR(tb->ring[n % tb->cap].pair);
+    PyMem_Free(tb->ring);
+    PyMem_Free(tb->exact);
+    PyMem_Free(tb->names);
+    Py_TYPE(tb)->tp_free((PyObject *)tb);
 }
 
 /* Bytes of ``data`` Huffman-coded (RFC 7541 section 5.2): its codes' bits, padded to a byte. */
@@ -92,6 +234,42 @@ huffman_bytes(PyObject *data)
     return (bits + 7) >> 3;
 }
 
+/* The static table's part of a (bytes, bytes) field's facts, never-indexed or not: the bytes of
+ * a full match (RFC 7541 section 6.1; 0: none) and of the name's index with a 6-bit prefix
+ * (section 6.2.1; 0: none). */
+static int
+plain_numbers(PyObject *name, PyObject *value, long long *static_full, long long *static_name)
+{
+    *static_full = *static_name = 0;
+    PyObject *in_static = PyDict_GetItemWithError(static_table, name);
+    if (in_static == NULL && PyErr_Occurred())
+        return -1;
+    if (in_static != NULL) {
+        if (!PyTuple_Check(in_static) || PyTuple_GET_SIZE(in_static) != 2) {
+            PyErr_SetString(PyExc_TypeError, "encode(): a static table entry is not a pair");
+            return -1;
+        }
+        long long first_index, index;
+        if (as_ll(PyTuple_GET_ITEM(in_static, 0), &first_index) < 0)
+            return -1;
+        PyObject *found = PyObject_GetItem(PyTuple_GET_ITEM(in_static, 1), value);
+        if (found == NULL) {
+            if (!PyErr_ExceptionMatches(PyExc_KeyError))
+                return -1;
+            PyErr_Clear();
+        }
+        else {
+            int rc = as_ll(found, &index);
+            Py_DECREF(found);
+            if (rc < 0)
+                return -1;
+            *static_full = integer_len(index, 7); /* RFC 7541 section 6.1 */
+        }
+        *static_name = integer_len(first_index, 6); /* section 6.2.1 */
+    }
+    return 0;
+}
+
 /* _remember(plain_fields, header, name, value, False) for a (bytes, bytes) field: its facts
  * (a new reference), entered in plain_fields. */
 static PyObject *
@@ -99,32 +277,8 @@ remember_plain(PyObject *plain_fields, PyObject *header)
 {
     PyObject *name = PyTuple_GET_ITEM(header, 0), *value = PyTuple_GET_ITEM(header, 1);
     long long static_full = 0, static_name = 0;
-    PyObject *in_static = PyDict_GetItemWithError(static_table, name);
-    if (in_static == NULL && PyErr_Occurred())
+    if (plain_numbers(name, value, &static_full, &static_name) < 0)
         return NULL;
-    if (in_static != NULL) {
-        if (!PyTuple_Check(in_static) || PyTuple_GET_SIZE(in_static) != 2) {
-            PyErr_SetString(PyExc_TypeError, "encode(): a static table entry is not a pair");
-            return NULL;
-        }
-        long long first_index, index;
-        if (as_ll(PyTuple_GET_ITEM(in_static, 0), &first_index) < 0)
-            return NULL;
-        PyObject *found = PyObject_GetItem(PyTuple_GET_ITEM(in_static, 1), value);
-        if (found == NULL) {
-            if (!PyErr_ExceptionMatches(PyExc_KeyError))
-                return NULL;
-            PyErr_Clear();
-        }
-        else {
-            int rc = as_ll(found, &index);
-            Py_DECREF(found);
-            if (rc < 0)
-                return NULL;
-            static_full = integer_len(index, 7); /* RFC 7541 section 6.1 */
-        }
-        static_name = integer_len(first_index, 6); /* section 6.2.1 */
-    }
     long long value_bytes = huffman_bytes(value), name_bytes = huffman_bytes(name);
     /* (static_full, (name, value), static_name, literal_value, literal_name, False, size),
      * made directly (Py_BuildValue parses its format each time: one field in eight is new) */
@@ -159,186 +313,187 @@ remember_plain(PyObject *plain_fields, PyObject *header)
 
 /* The facts of one field (a new reference): looked up, made here, or miss()'s answer. */
 static PyObject *
-facts_of(Table *t, PyObject *header)
+facts_of(PyObject *plain_fields, PyObject *miss, PyObject *header)
 {
     if (PyTuple_CheckExact(header) && PyTuple_GET_SIZE(header) == 2) {
-        PyObject *info = PyDict_GetItemWithError(t->plain_fields, header);
+        PyObject *info = PyDict_GetItemWithError(plain_fields, header);
         if (info != NULL)
             return Py_NewRef(info);
         if (PyErr_Occurred())
             return NULL;
         if (static_table != NULL && PyBytes_CheckExact(PyTuple_GET_ITEM(header, 0)) &&
             PyBytes_CheckExact(PyTuple_GET_ITEM(header, 1)))
-            return remember_plain(t->plain_fields, header);
+            return remember_plain(plain_fields, header);
     }
-    return PyObject_CallOneArg(t->miss, header);
+    return PyObject_CallOneArg(miss, header);
 }
 
-/* A (name, value) pair's lookups in ``exact`` with its hash made once: a tuple does not keep
- * its hash, and a field entered and later evicted is looked up, entered, looked up and
- * deleted (CPython's own calls with a known hash, where this interpreter has them). */
-#if PY_VERSION_HEX < 0x030D0000
-#define GET_KNOWN(d, key, hash) _PyDict_GetItem_KnownHash((d), (key), (hash))
-#define SET_KNOWN(d, key, value, hash) _PyDict_SetItem_KnownHash((d), (key), (value), (hash))
-#define DEL_KNOWN(d, key, hash) _PyDict_DelItem_KnownHash((d), (key), (hash))
-#else
-#define GET_KNOWN(d, key, hash) PyDict_GetItemWithError((d), (key))
-#define SET_KNOWN(d, key, value, hash) PyDict_SetItem((d), (key), (value))
-#define DEL_KNOWN(d, key, hash) PyDict_DelItem((d), (key))
-#endif
-
-/* del d[key] when d[key] == number (a newer number of the key stays). */
+/* ``info`` (a field's facts, a 7-tuple) read into *f (its pair held: the caller drops it); -1
+ * with an exception when malformed. */
 static int
-drop_number(PyObject *d, PyObject *key, long long number)
-{
-    Py_hash_t hash = PyObject_Hash(key);
-    if (hash == -1)
-        return -1;
-    PyObject *found = GET_KNOWN(d, key, hash);
-    if (found == NULL)
-        return PyErr_Occurred() ? -1 : 0;
-    long long k;
-    if (as_ll(found, &k) < 0)
-        return -1;
-    return k == number ? DEL_KNOWN(d, key, hash) : 0;
-}
-
-/* The oldest entry (its facts) leaves the table: its size from ``used``, its number (``first``)
- * from the lookups, which hold the live entries only. */
-static int
-evict(Table *t, PyObject *oldest)
-{
-    long long size;
-    if (!PyTuple_Check(oldest) || PyTuple_GET_SIZE(oldest) != 7 || !PyTuple_Check(PyTuple_GET_ITEM(oldest, 1)) ||
-        PyTuple_GET_SIZE(PyTuple_GET_ITEM(oldest, 1)) < 1) {
-        PyErr_SetString(PyExc_TypeError, "encode(): a table entry is not a field's facts");
-        return -1;
-    }
-    if (as_ll(PyTuple_GET_ITEM(oldest, 6), &size) < 0)
-        return -1;
-    t->used -= size;
-    PyObject *pair = PyTuple_GET_ITEM(oldest, 1);
-    if (drop_number(t->exact, pair, t->first) < 0 || drop_number(t->names, PyTuple_GET_ITEM(pair, 0), t->first) < 0)
-        return -1;
-    return 0;
-}
-
-/* One field of the block, of facts ``info`` (a new reference, consumed). */
-static int
-size_info(Table *t, PyObject *info)
+read_field(PyObject *info, Field *f)
 {
     if (!PyTuple_Check(info) || PyTuple_GET_SIZE(info) != 7) {
         PyErr_SetString(PyExc_TypeError, "encode(): a field's facts are not a 7-tuple");
-        goto fail;
+        return -1;
     }
-    /* static_full, pair, static_name, literal_value, literal_name, sensitive, size: each read
-     * when the field's encoding needs it (most fields are indexed: the first two decide) */
-    long long static_full, static_name, literal_value, literal_name, size;
+    /* static_full, pair, static_name, literal_value, literal_name, sensitive, size */
     PyObject *pair = PyTuple_GET_ITEM(info, 1);
-    if (as_ll(PyTuple_GET_ITEM(info, 0), &static_full) < 0)
-        goto fail;
-    if (static_full) {
-        t->total += static_full; /* indexed field (static table) */
-        Py_DECREF(info);
-        return 0;
-    }
     if (!PyTuple_Check(pair) || PyTuple_GET_SIZE(pair) < 1) {
         PyErr_SetString(PyExc_TypeError, "encode(): a field's pair is not a tuple");
-        goto fail;
+        return -1;
     }
-    long long k;
-    Py_hash_t pair_hash = PyObject_Hash(pair);
-    if (pair_hash == -1)
-        goto fail;
-    PyObject *found = GET_KNOWN(t->exact, pair, pair_hash);
-    if (found == NULL && PyErr_Occurred())
-        goto fail;
-    if (found != NULL) {
-        if (as_ll(found, &k) < 0)
-            goto fail;
-        if (k >= t->first) { /* indexed field (dynamic table) */
-            long long index = DYNAMIC_FIRST_INDEX + t->inserted - 1 - k;
-            t->total += index < 127 ? 1 : integer_len(index, 7);
-            Py_DECREF(info);
-            return 0;
-        }
+    if (as_ll(PyTuple_GET_ITEM(info, 0), &f->static_full) < 0 || as_ll(PyTuple_GET_ITEM(info, 2), &f->static_name) < 0 ||
+        as_ll(PyTuple_GET_ITEM(info, 3), &f->literal_value) < 0 || as_ll(PyTuple_GET_ITEM(info, 4), &f->literal_name) < 0 ||
+        as_ll(PyTuple_GET_ITEM(info, 6), &f->size) < 0)
+        return -1;
+    f->sensitive = PyObject_IsTrue(PyTuple_GET_ITEM(info, 5));
+    if (f->sensitive < 0)
+        return -1;
+    f->pair_hash = PyObject_Hash(pair);
+    if (f->pair_hash == -1)
+        return -1;
+    f->name_hash = PyObject_Hash(PyTuple_GET_ITEM(pair, 0));
+    if (f->name_hash == -1)
+        return -1;
+    f->pair = Py_NewRef(pair);
+    f->name = PyTuple_GET_ITEM(pair, 0);
+    return 0;
+}
+
+/* _remember's facts of a plain (bytes, bytes) ``field`` (not never-indexed) made straight into
+ * *f, the field itself its pair (held): no 7-tuple, nothing entered in plain_fields (h2's path:
+ * h2_facts keeps the answer). */
+static int
+direct_field(PyObject *field, Field *f)
+{
+    PyObject *name = PyTuple_GET_ITEM(field, 0), *value = PyTuple_GET_ITEM(field, 1);
+    if (plain_numbers(name, value, &f->static_full, &f->static_name) < 0)
+        return -1;
+    long long value_bytes = huffman_bytes(value), name_bytes = huffman_bytes(name);
+    f->literal_value = integer_len(value_bytes, 7) + value_bytes; /* section 5.2 */
+    f->literal_name = 1 + integer_len(name_bytes, 7) + name_bytes;
+    f->size = 32 + (long long)PyBytes_GET_SIZE(name) + (long long)PyBytes_GET_SIZE(value); /* section 4.1 */
+    f->sensitive = 0;
+    f->pair_hash = PyObject_Hash(field);
+    if (f->pair_hash == -1)
+        return -1;
+    f->name_hash = PyObject_Hash(name);
+    if (f->name_hash == -1)
+        return -1;
+    f->pair = Py_NewRef(field);
+    f->name = name;
+    return 0;
+}
+
+/* Whether ``field`` is a plain (bytes, bytes) 2-tuple. */
+static int
+bytes_pair(PyObject *field)
+{
+    return PyTuple_CheckExact(field) && PyTuple_GET_SIZE(field) == 2 && PyBytes_CheckExact(PyTuple_GET_ITEM(field, 0)) &&
+           PyBytes_CheckExact(PyTuple_GET_ITEM(field, 1));
+}
+
+/* A field's 7-tuple made again from its Field (Table.state()'s entries). */
+static PyObject *
+field_info(const Field *f)
+{
+    return Py_BuildValue("(LOLLLOL)", f->static_full, f->pair, f->static_name, f->literal_value, f->literal_name,
+                         f->sensitive ? Py_True : Py_False, f->size);
+}
+
+/* The fields h2 normalises one field to, read (h2_facts's values): a block's field costs one
+ * dict lookup and this record, not a walk through tuples and ints (the records of a page's
+ * fields are many; each step through memory not in the cache is the cost). */
+typedef struct {
+    PyObject_VAR_HEAD
+    Field fields[1];
+} FieldsObject;
+
+static void
+Fields_dealloc(FieldsObject *self)
+{
+    for (Py_ssize_t i = 0; i < Py_SIZE(self); i++)
+        Py_XDECREF(self->fields[i].pair);
+    Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+static PyTypeObject FieldsType = {
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "simulator.http._header_sizes.Fields",
+    .tp_basicsize = offsetof(FieldsObject, fields),
+    .tp_itemsize = sizeof(Field),
+    .tp_dealloc = (destructor)Fields_dealloc,
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_doc = "The facts of the fields h2 normalises one field to, read into C (encode()'s memo).",
+};
+
+/* One field of the block: its bytes added to *total, the table updated as hpack's encoder
+ * updates its own. */
+static int
+size_field(TableObject *tb, long long *total, const Field *f)
+{
+    if (f->static_full) {
+        *total += f->static_full; /* indexed field (static table) */
+        return 0;
     }
-    if (as_ll(PyTuple_GET_ITEM(info, 2), &static_name) < 0 || as_ll(PyTuple_GET_ITEM(info, 3), &literal_value) < 0 ||
-        as_ll(PyTuple_GET_ITEM(info, 4), &literal_name) < 0 || as_ll(PyTuple_GET_ITEM(info, 6), &size) < 0)
-        goto fail;
-    int sensitive = PyObject_IsTrue(PyTuple_GET_ITEM(info, 5));
-    if (sensitive < 0)
-        goto fail;
-    PyObject *name = PyTuple_GET_ITEM(pair, 0);
-    if (static_name) /* indexed name (static table) */
-        t->total += static_name + literal_value;
+    Py_ssize_t at = map_find(tb, tb->exact, f->pair, f->pair_hash);
+    if (at == -2)
+        return -1;
+    if (at >= 0 && tb->exact[at].number >= tb->first) { /* indexed field (dynamic table) */
+        long long index = DYNAMIC_FIRST_INDEX + tb->inserted - 1 - tb->exact[at].number;
+        *total += index < 127 ? 1 : integer_len(index, 7);
+        return 0;
+    }
+    if (f->static_name) /* indexed name (static table) */
+        *total += f->static_name + f->literal_value;
     else {
-        found = PyDict_GetItemWithError(t->names, name);
-        if (found == NULL && PyErr_Occurred())
-            goto fail;
-        if (found != NULL && as_ll(found, &k) < 0)
-            goto fail;
-        if (found != NULL && k >= t->first) /* indexed name (dynamic table) */
-            t->total += integer_len(DYNAMIC_FIRST_INDEX + t->inserted - 1 - k, sensitive ? 4 : 6) + literal_value;
+        at = map_find(tb, tb->names, f->name, f->name_hash);
+        if (at == -2)
+            return -1;
+        if (at >= 0 && tb->names[at].number >= tb->first) /* indexed name (dynamic table) */
+            *total += integer_len(DYNAMIC_FIRST_INDEX + tb->inserted - 1 - tb->names[at].number, f->sensitive ? 4 : 6) +
+                      f->literal_value;
         else /* literal name */
-            t->total += literal_name + literal_value;
+            *total += f->literal_name + f->literal_value;
     }
-    if (sensitive) {
-        Py_DECREF(info);
+    if (f->sensitive)
         return 0;
-    }
     /* Entered in the dynamic table (RFC 7541 section 4.4), the oldest evicted past its size. */
-    if (size > t->limit) { /* larger than the table: it empties it (no number in the lookups is live) */
-        PyObject *r = PyObject_CallMethodNoArgs(t->entries, str_clear);
-        if (r == NULL)
-            goto fail;
-        Py_DECREF(r);
-        PyDict_Clear(t->exact);
-        PyDict_Clear(t->names);
-        t->used = 0;
-        t->first = t->inserted;
-        Py_DECREF(info);
+    if (f->size > tb->limit) { /* larger than the table: it empties it */
+        table_empty(tb);
         return 0;
     }
-    PyObject *number = PyLong_FromLongLong(t->inserted);
-    if (number == NULL)
-        goto fail;
-    int rc = SET_KNOWN(t->exact, pair, number, pair_hash);
-    if (rc == 0)
-        rc = PyDict_SetItem(t->names, name, number);
-    Py_DECREF(number);
-    if (rc < 0)
-        goto fail;
-    t->inserted++;
-    PyObject *append = bound(t, &t->append, str_append);
-    PyObject *r = append == NULL ? NULL : PyObject_CallOneArg(append, info);
-    if (r == NULL)
-        goto fail;
-    Py_DECREF(r);
-    t->used += size;
-    Py_DECREF(info);
-    while (t->used > t->limit) {
-        PyObject *popleft = bound(t, &t->popleft, str_popleft);
-        PyObject *oldest = popleft == NULL ? NULL : PyObject_CallNoArgs(popleft);
-        if (oldest == NULL)
+    if (f->size < 32) { /* section 4.1: 32 bytes of overhead an entry; the ring counts on it */
+        PyErr_SetString(PyExc_ValueError, "encode(): a field's entry size is under 32");
+        return -1;
+    }
+    Field *e = &tb->ring[tb->inserted % tb->cap];
+    if (map_set(tb, tb->exact, f->pair, f->pair_hash, tb->inserted) < 0 ||
+        map_set(tb, tb->names, f->name, f->name_hash, tb->inserted) < 0)
+        return -1;
+    *e = *f;
+    Py_INCREF(e->pair);
+    tb->inserted++;
+    tb->used += f->size;
+    while (tb->used > tb->limit) {
+        Field *oldest = &tb->ring[tb->first % tb->cap];
+        tb->used -= oldest->size;
+        /* Its number leaves the lookups (a newer one of its pair or name stays): they hold
+         * the live entries only, a table's worth. */
+        if (map_drop(tb, tb->exact, oldest->pair, oldest->pair_hash, tb->first) < 0 ||
+            map_drop(tb, tb->names, oldest->name, oldest->name_hash, tb->first) < 0)
             return -1;
-        rc = evict(t, oldest);
-        Py_DECREF(oldest);
-        if (rc < 0)
-            return -1;
-        t->first++;
+        Py_CLEAR(oldest->pair);
+        tb->first++;
     }
     return 0;
-fail:
-    Py_DECREF(info);
-    return -1;
 }
 
 /* _normalized_field(header) for a (bytes, bytes) field whose name h2 normalises alike
- * whatever its value (``blind_names[name]`` True): ((name, value.strip()),), entered in
- * normalized_fields.  NULL without an exception when the name is not known so. */
+ * whatever its value (``blind_names[name]`` True): ((name, value.strip()),).  NULL without an
+ * exception when the name is not known so. */
 static PyObject *
-blind_normalized(PyObject *header, PyObject *blind_names, PyObject *normalized_fields)
+blind_normalized(PyObject *header, PyObject *blind_names)
 {
     if (PyTuple_GET_SIZE(header) != 2)
         return NULL;
@@ -366,22 +521,14 @@ blind_normalized(PyObject *header, PyObject *blind_names, PyObject *normalized_f
     }
     PyObject *fields = PyTuple_Pack(1, field);
     Py_DECREF(field);
-    if (fields == NULL)
-        return NULL;
-    if (PyDict_GET_SIZE(normalized_fields) >= fields_max)
-        PyDict_Clear(normalized_fields);
-    if (PyDict_SetItem(normalized_fields, header, fields) < 0) {
-        Py_DECREF(fields);
-        return NULL;
-    }
-    return fields;
+    return fields; /* not entered in normalized_fields: h2_facts keeps what is made of it */
 }
 
-/* The facts of the fields h2 makes of ``header`` (a new reference to a tuple of 7-tuples):
+/* The facts of the fields h2 makes of ``header`` (a new reference to a Fields record):
  * looked up in h2_facts, else made from the fields (looked up in normalized_fields, or
  * normalize()'s answer) and entered there. */
 static PyObject *
-h2_facts_of(Table *t, PyObject *header, PyObject *h2_facts, PyObject *normalized_fields, PyObject *normalize,
+h2_facts_of(PyObject *plain_fields, PyObject *miss, PyObject *header, PyObject *h2_facts, PyObject *normalized_fields, PyObject *normalize,
             PyObject *blind_names)
 {
     int plain = PyTuple_CheckExact(header);
@@ -401,7 +548,7 @@ h2_facts_of(Table *t, PyObject *header, PyObject *h2_facts, PyObject *normalized
             return NULL;
     }
     if (fields == NULL && plain && blind_names != NULL)
-        fields = blind_normalized(header, blind_names, normalized_fields);
+        fields = blind_normalized(header, blind_names);
     if (fields == NULL) {
         if (PyErr_Occurred())
             return NULL;
@@ -415,55 +562,61 @@ h2_facts_of(Table *t, PyObject *header, PyObject *h2_facts, PyObject *normalized
         return NULL;
     }
     Py_ssize_t n = PyTuple_GET_SIZE(fields);
-    PyObject *facts = PyTuple_New(n);
+    FieldsObject *facts = PyObject_NewVar(FieldsObject, &FieldsType, n);
     if (facts == NULL) {
         Py_DECREF(fields);
         return NULL;
     }
+    for (Py_ssize_t i = 0; i < n; i++)
+        facts->fields[i].pair = NULL; /* set by read_field or direct_field once a field is read */
     for (Py_ssize_t i = 0; i < n; i++) {
-        PyObject *info = facts_of(t, PyTuple_GET_ITEM(fields, i));
-        if (info == NULL) {
+        PyObject *field = PyTuple_GET_ITEM(fields, i);
+        int rc;
+        if (bytes_pair(field) && static_table != NULL)
+            rc = direct_field(field, &facts->fields[i]);
+        else {
+            PyObject *info = facts_of(plain_fields, miss, field);
+            rc = info == NULL ? -1 : read_field(info, &facts->fields[i]);
+            Py_XDECREF(info);
+        }
+        if (rc < 0) {
             Py_DECREF(fields);
             Py_DECREF(facts);
             return NULL;
         }
-        PyTuple_SET_ITEM(facts, i, info);
     }
     Py_DECREF(fields);
     if (plain) {
         if (PyDict_GET_SIZE(h2_facts) >= fields_max)
             PyDict_Clear(h2_facts);
-        if (PyDict_SetItem(h2_facts, header, facts) < 0) {
+        if (PyDict_SetItem(h2_facts, header, (PyObject *)facts) < 0) {
             Py_DECREF(facts);
             return NULL;
         }
     }
-    return facts;
+    return (PyObject *)facts;
 }
 
 static PyObject *
-encode(PyObject *mod, PyObject *const *args, Py_ssize_t nargs)
+Table_encode(TableObject *tb, PyObject *const *args, Py_ssize_t nargs)
 {
-    if (nargs != 10 && nargs != 14) {
-        PyErr_SetString(PyExc_TypeError, "encode() takes 10 or 14 arguments");
+    if (nargs != 3 && nargs != 7) {
+        PyErr_SetString(PyExc_TypeError, "encode() takes 3 or 7 arguments");
         return NULL;
     }
-    Table t = {args[1], args[2], args[3], args[4], args[5], 0, 0, 0, 0, 0, NULL, NULL};
-    PyObject *headers = args[0];
-    PyObject *h2_facts = nargs == 14 ? args[10] : NULL, *normalized_fields = nargs == 14 ? args[11] : NULL;
-    PyObject *normalize = nargs == 14 ? args[12] : NULL, *blind_names = nargs == 14 ? args[13] : NULL;
-    if (!PyDict_Check(t.plain_fields) || !PyDict_Check(t.exact) || !PyDict_Check(t.names) ||
+    PyObject *headers = args[0], *plain_fields = args[1], *miss = args[2];
+    PyObject *h2_facts = nargs == 7 ? args[3] : NULL, *normalized_fields = nargs == 7 ? args[4] : NULL;
+    PyObject *normalize = nargs == 7 ? args[5] : NULL, *blind_names = nargs == 7 ? args[6] : NULL;
+    if (!PyDict_Check(plain_fields) ||
         (h2_facts != NULL && (!PyDict_Check(h2_facts) || !PyDict_Check(normalized_fields) || !PyDict_Check(blind_names)))) {
-        PyErr_SetString(PyExc_TypeError, "encode(): plain_fields, exact, names, h2_facts and normalized_fields must be dicts");
+        PyErr_SetString(PyExc_TypeError, "encode(): plain_fields, h2_facts, normalized_fields and blind_names must be dicts");
         return NULL;
     }
     if (h2_facts != NULL && static_table == NULL) {
         PyErr_SetString(PyExc_RuntimeError, "encode(): configure() first");
         return NULL;
     }
-    if (as_ll(args[6], &t.first) < 0 || as_ll(args[7], &t.inserted) < 0 || as_ll(args[8], &t.used) < 0 ||
-        as_ll(args[9], &t.limit) < 0)
-        return NULL;
+    long long total = 0;
     PyObject *iter = PyObject_GetIter(headers);
     if (iter == NULL)
         return NULL;
@@ -471,37 +624,108 @@ encode(PyObject *mod, PyObject *const *args, Py_ssize_t nargs)
     while ((header = PyIter_Next(iter)) != NULL) {
         int rc = 0;
         if (h2_facts == NULL) {
-            PyObject *info = facts_of(&t, header);
-            rc = info == NULL ? -1 : size_info(&t, info);
-        }
-        else {
-            PyObject *facts = h2_facts_of(&t, header, h2_facts, normalized_fields, normalize, blind_names);
-            if (facts == NULL)
+            PyObject *info = facts_of(plain_fields, miss, header);
+            Field f;
+            if (info == NULL || read_field(info, &f) < 0)
                 rc = -1;
             else {
-                for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(facts) && rc == 0; i++)
-                    rc = size_info(&t, Py_NewRef(PyTuple_GET_ITEM(facts, i)));
-                Py_DECREF(facts);
+                rc = size_field(tb, &total, &f);
+                Py_DECREF(f.pair); /* read_field's: the table holds its own */
             }
+            Py_XDECREF(info);
+        }
+        else {
+            PyObject *facts = h2_facts_of(plain_fields, miss, header, h2_facts, normalized_fields, normalize, blind_names);
+            if (facts == NULL)
+                rc = -1;
+            else if (Py_TYPE(facts) != &FieldsType) {
+                PyErr_SetString(PyExc_TypeError, "encode(): an h2_facts value is not a Fields record");
+                rc = -1;
+            }
+            else {
+                const FieldsObject *rec = (const FieldsObject *)facts;
+                for (Py_ssize_t i = 0; i < Py_SIZE(rec) && rc == 0; i++)
+                    rc = size_field(tb, &total, &rec->fields[i]);
+            }
+            Py_XDECREF(facts);
         }
         Py_DECREF(header);
         if (rc < 0)
             break;
     }
     Py_DECREF(iter);
-    Py_XDECREF(t.append);
-    Py_XDECREF(t.popleft);
     if (PyErr_Occurred())
         return NULL;
-    PyObject *total = PyLong_FromLongLong(t.total), *first = PyLong_FromLongLong(t.first);
-    PyObject *inserted = PyLong_FromLongLong(t.inserted), *used = PyLong_FromLongLong(t.used);
-    PyObject *out = total && first && inserted && used ? PyTuple_Pack(4, total, first, inserted, used) : NULL;
-    Py_XDECREF(total);
-    Py_XDECREF(first);
-    Py_XDECREF(inserted);
-    Py_XDECREF(used);
-    return out;
+    return PyLong_FromLongLong(total);
 }
+
+/* The table in HeaderBlockSizer's Python form: (entries' facts oldest first, {pair: number},
+ * {name: number}), for the tests against the reference. */
+static PyObject *
+Table_state(TableObject *tb, PyObject *unused)
+{
+    PyObject *entries = PyList_New(0), *exact = PyDict_New(), *names = PyDict_New();
+    if (entries == NULL || exact == NULL || names == NULL)
+        goto fail;
+    for (long long n = tb->first; n < tb->inserted; n++) {
+        PyObject *info = field_info(&tb->ring[n % tb->cap]);
+        int rc = info == NULL ? -1 : PyList_Append(entries, info);
+        Py_XDECREF(info);
+        if (rc < 0)
+            goto fail;
+    }
+    for (size_t i = 0; i <= tb->mask; i++) {
+        Slot *pairs[2] = {&tb->exact[i], &tb->names[i]};
+        PyObject *dicts[2] = {exact, names};
+        for (int d = 0; d < 2; d++) {
+            if (pairs[d]->key == NULL)
+                continue;
+            PyObject *number = PyLong_FromLongLong(pairs[d]->number);
+            int rc = number == NULL ? -1 : PyDict_SetItem(dicts[d], pairs[d]->key, number);
+            Py_XDECREF(number);
+            if (rc < 0)
+                goto fail;
+        }
+    }
+    PyObject *out = PyTuple_Pack(3, entries, exact, names);
+    Py_DECREF(entries);
+    Py_DECREF(exact);
+    Py_DECREF(names);
+    return out;
+fail:
+    Py_XDECREF(entries);
+    Py_XDECREF(exact);
+    Py_XDECREF(names);
+    return NULL;
+}
+
+static PyMethodDef Table_methods[] = {
+    {"encode", (PyCFunction)(void (*)(void))Table_encode, METH_FASTCALL,
+     "encode(headers, plain_fields, miss[, h2_facts, normalized_fields, normalize, blind_names]) -> bytes:\n"
+     "the block's size, the table updated (see the module docstring)."},
+    {"state", (PyCFunction)Table_state, METH_NOARGS,
+     "state() -> (entries' facts oldest first, {(name, value): number}, {name: number})."},
+    {NULL, NULL, 0, NULL},
+};
+
+static PyMemberDef Table_members[] = {
+    {"first", T_LONGLONG, offsetof(TableObject, first), READONLY, "the oldest live entry's insertion number"},
+    {"inserted", T_LONGLONG, offsetof(TableObject, inserted), READONLY, "insertions so far"},
+    {"used", T_LONGLONG, offsetof(TableObject, used), READONLY, "the live entries' size (RFC 7541 section 4.1)"},
+    {"limit", T_LONGLONG, offsetof(TableObject, limit), READONLY, "the table's maximum size"},
+    {NULL, 0, 0, 0, NULL},
+};
+
+static PyTypeObject TableType = {
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "simulator.http._header_sizes.Table",
+    .tp_basicsize = sizeof(TableObject),
+    .tp_dealloc = (destructor)Table_dealloc,
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_doc = "Table(limit): an HPACK encoder's dynamic table and its block sizing loop.",
+    .tp_methods = Table_methods,
+    .tp_members = Table_members,
+    .tp_new = Table_new,
+};
 
 static PyObject *
 configure(PyObject *mod, PyObject *args)
@@ -524,18 +748,13 @@ static PyMethodDef module_methods[] = {
     {"configure", configure, METH_VARARGS,
      "configure(static_table, code_bits, fields_max): hpack's static table, each byte's Huffman code\n"
      "length, the facts memo's size limit; after it encode() makes a (bytes, bytes) field's facts itself."},
-    {"encode", (PyCFunction)(void (*)(void))encode, METH_FASTCALL,
-     "encode(headers, plain_fields, miss, exact, names, entries, first, inserted, used, limit\n"
-     "[, h2_facts, normalized_fields, normalize, blind_names]) -> (bytes, first, inserted, used):\n"
-     "HeaderBlockSizer's loop"
-     "(see the module docstring)."},
     {NULL, NULL, 0, NULL},
 };
 
 static struct PyModuleDef module_def = {
     PyModuleDef_HEAD_INIT,
     "simulator.http._header_sizes",
-    "HeaderBlockSizer._encode's per-field loop in C (the C twin of simulator/http/header_sizes.py's).",
+    "HeaderBlockSizer._encode's per-field loop and dynamic table in C (the C twin of simulator/http/header_sizes.py's).",
     -1,
     module_methods,
 };
@@ -543,13 +762,11 @@ static struct PyModuleDef module_def = {
 PyMODINIT_FUNC
 PyInit__header_sizes(void)
 {
-    str_append = PyUnicode_InternFromString("append");
-    str_popleft = PyUnicode_InternFromString("popleft");
-    str_clear = PyUnicode_InternFromString("clear");
-    if (str_append == NULL || str_popleft == NULL || str_clear == NULL)
+    if (PyType_Ready(&TableType) < 0 || PyType_Ready(&FieldsType) < 0)
         return NULL;
     PyObject *m = PyModule_Create(&module_def);
-    if (m != NULL && PyModule_AddStringConstant(m, "IMPLEMENTATION", "c") < 0) {
+    if (m != NULL && (PyModule_AddStringConstant(m, "IMPLEMENTATION", "c") < 0 ||
+                      PyModule_AddObjectRef(m, "Table", (PyObject *)&TableType) < 0)) {
         Py_DECREF(m);
         return NULL;
     }

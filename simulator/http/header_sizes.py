@@ -7,7 +7,8 @@ page-load model sizes every message with these.  Written by hand over hpack's ta
 
 ``HeaderBlockSizer._encode``'s per-field loop has a C twin, ``simulator.http._header_sizes``
 (also hand-written), used when it is built; this module's loop is the reference, and
-``tests/test_header_sizes.py`` checks that the two agree block by block.  The twin also
+``tests/test_header_sizes.py`` checks that the two agree block by block.  With the twin the
+dynamic table is the C ``Table``'s own (``_table``), not this class's dicts and deque.  The twin also
 sizes an h2 block from the list before h2's normalisation (``h2_block_size``), normalising
 each field as it meets it.
 ``WORKBENCH_PURE_PYTHON=1`` selects the reference; ``WORKBENCH_HEADERS_EXT`` loads the
@@ -181,7 +182,18 @@ class HeaderBlockSizer:
     of hpack's scan of the table (a load encodes thousands of fields);
     ``tests/test_push.py`` checks the sizes against hpack's own blocks."""
 
-    __slots__ = ("_entries", "_size", "_inserted", "_first", "_exact", "_names", "_history", "_fresh", "_unapplied")
+    __slots__ = (
+        "_entries",
+        "_size",
+        "_inserted",
+        "_first",
+        "_exact",
+        "_names",
+        "_history",
+        "_fresh",
+        "_unapplied",
+        "_table",
+    )
     MAX_TABLE_BYTES = HeaderTable.DEFAULT_SIZE
 
     def __init__(self) -> None:
@@ -196,6 +208,8 @@ class HeaderBlockSizer:
         # so every lookup from here on misses and is not made (the blocks are still entered).
         self._fresh = False
         self._unapplied: list = []  # blocks looked up, not yet entered in the table
+        # The C twin's table (RFC 7541 section 2.3.2) in place of the five above, when built.
+        self._table = None if _NATIVE is None else _NATIVE.Table(self.MAX_TABLE_BYTES)
 
     def block_size(self, key: tuple, headers) -> int:
         """``encoded_size(headers)``, looked up when this encoder's history was met before;
@@ -242,45 +256,29 @@ class HeaderBlockSizer:
         return self._encode(headers)
 
     def _encode(self, headers) -> int:
-        if _NATIVE is not None:
-            total, self._first, self._inserted, self._size = _NATIVE.encode(headers, *self._native_table())
-            return total
+        if self._table is not None:
+            return self._table.encode(headers, _PLAIN_FIELDS, _field_facts)
         return self._encode_python(headers)
 
     def _encode_h2(self, headers) -> int:
         """``_encode(h2_normalized(headers))``, each field normalised as the loop meets it (C twin)."""
-        if _NATIVE is not None:
-            total, self._first, self._inserted, self._size = _NATIVE.encode(
-                headers,  # self._native_table()'s fields written out: no tuple made per block
-                _PLAIN_FIELDS,
-                _field_facts,
-                self._exact,
-                self._names,
-                self._entries,
-                self._first,
-                self._inserted,
-                self._size,
-                self.MAX_TABLE_BYTES,
-                _H2_FACTS,
-                _NORMALIZED_FIELDS,
-                _normalized_one,
-                _BLIND_NAMES,
+        if self._table is not None:
+            return self._table.encode(
+                headers, _PLAIN_FIELDS, _field_facts, _H2_FACTS, _NORMALIZED_FIELDS, _normalized_one, _BLIND_NAMES
             )
-            return total
         return self._encode_python(h2_normalized(headers))
 
-    def _native_table(self) -> tuple:
-        return (
-            _PLAIN_FIELDS,
-            _field_facts,
-            self._exact,
-            self._names,
-            self._entries,
-            self._first,
-            self._inserted,
-            self._size,
-            self.MAX_TABLE_BYTES,
-        )
+    def _table_state(self) -> tuple:
+        """The dynamic table: (first, inserted, size, entries' facts oldest first, exact, names),
+        the C twin's when it has one, else the reference's (the tests hold one to the other)."""
+        if self._table is not None:
+            entries, exact, names = self._table.state()
+            return (self._table.first, self._table.inserted, self._table.used, entries, exact, names)
+        return self._python_state()
+
+    def _python_state(self) -> tuple:
+        """``_table_state`` of the reference's own table (``_encode_python``'s)."""
+        return (self._first, self._inserted, self._size, list(self._entries), self._exact, self._names)
 
     def _encode_python(self, headers) -> int:
         """``_encode`` written in Python: the reference of the C twin's loop."""

@@ -37,7 +37,9 @@ is_space(unsigned char c)
 }
 
 /* _clean_field(name, value) for bytes: the name stripped and lower-cased, the value stripped
- * and without CR, LF and NUL; None for an empty or connection-specific name.  A new reference. */
+ * and without CR, LF and NUL; None for an empty or connection-specific name.  A new reference:
+ * a field with nothing to clean is given back itself (equal to what _clean_field builds), so a
+ * page's already clean fields are not copied. */
 static PyObject *
 clean_bytes_field(PyObject *field, PyObject *connection_specific)
 {
@@ -48,12 +50,20 @@ clean_bytes_field(PyObject *field, PyObject *connection_specific)
         a++;
     while (b > a && is_space(n[b - 1]))
         b--;
-    PyObject *clean_name = PyBytes_FromStringAndSize(NULL, b - a);
-    if (clean_name == NULL)
-        return NULL;
-    char *out = PyBytes_AS_STRING(clean_name);
-    for (Py_ssize_t i = a; i < b; i++)
-        out[i - a] = (char)Py_TOLOWER(n[i]);
+    int lower = a == 0 && b == PyBytes_GET_SIZE(name);
+    for (Py_ssize_t i = a; i < b && lower; i++)
+        lower = !(n[i] >= 'A' && n[i] <= 'Z');
+    PyObject *clean_name;
+    if (lower) /* nothing to strip or lower: the name itself (an equal bytes object, not a copy) */
+        clean_name = Py_NewRef(name);
+    else {
+        clean_name = PyBytes_FromStringAndSize(NULL, b - a);
+        if (clean_name == NULL)
+            return NULL;
+        char *lowered = PyBytes_AS_STRING(clean_name);
+        for (Py_ssize_t i = a; i < b; i++)
+            lowered[i - a] = (char)Py_TOLOWER(n[i]);
+    }
     int specific = b == a ? 1 : PySet_Contains(connection_specific, clean_name);
     if (specific != 0) {
         Py_DECREF(clean_name);
@@ -67,12 +77,21 @@ clean_bytes_field(PyObject *field, PyObject *connection_specific)
         d--;
     for (Py_ssize_t i = c; i < d; i++)
         kept += v[i] != '\r' && v[i] != '\n' && v[i] != '\0';
+    if (kept == PyBytes_GET_SIZE(value)) { /* nothing to take out of the value either */
+        if (clean_name == name) {
+            Py_DECREF(clean_name);
+            return Py_NewRef(field); /* a field already clean: itself, not an equal copy */
+        }
+        PyObject *cleaned = PyTuple_Pack(2, clean_name, value);
+        Py_DECREF(clean_name);
+        return cleaned;
+    }
     PyObject *clean_value = PyBytes_FromStringAndSize(NULL, kept);
     if (clean_value == NULL) {
         Py_DECREF(clean_name);
         return NULL;
     }
-    out = PyBytes_AS_STRING(clean_value);
+    char *out = PyBytes_AS_STRING(clean_value);
     for (Py_ssize_t i = c; i < d; i++)
         if (v[i] != '\r' && v[i] != '\n' && v[i] != '\0')
             *out++ = (char)v[i];

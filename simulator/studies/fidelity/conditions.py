@@ -246,8 +246,20 @@ def _protocol(versions: list[str | None], origin: str, forced: str) -> str:
     return max(("h1", "h2", "h3"), key=known.count)
 
 
-def infer_conditions(graph: PageGraph, page_start_s: float | None, protocol: str = "auto") -> PageConditions:
-    """The conditions of ``graph``'s measured load (see the module docstring)."""
+def resource_times(graph: PageGraph) -> tuple[dict, dict]:
+    """Each resource's start and end on the capture (``_start_s``, ``_end_s``; trace clock),
+    by index: what ``infer_conditions`` reads of them, made once for a caller that needs the
+    ends too (``study.load_event_graph``)."""
+    starts = {r.index: _start_s(r) for r in graph.resources}
+    return starts, {r.index: _end_s(r, starts[r.index]) for r in graph.resources}
+
+
+def infer_conditions(
+    graph: PageGraph, page_start_s: float | None, protocol: str = "auto", *, times: tuple | None = None
+) -> PageConditions:
+    """The conditions of ``graph``'s measured load (see the module docstring); ``times``:
+    ``resource_times`` of a graph of the same resources' indices, timings and starts, when
+    already made."""
     by_origin: dict[str, list[Resource]] = {}
     for r in graph.resources:
         by_origin.setdefault(r.origin, []).append(r)
@@ -283,8 +295,7 @@ def infer_conditions(graph: PageGraph, page_start_s: float | None, protocol: str
 
     # The document's synchronous scripts stop its parser until they have run (HTML's
     # parser-blocking scripts): what the document asked for after one had ended waited for it.
-    starts = {r.index: _start_s(r) for r in graph.resources}
-    ends = {r.index: _end_s(r, starts[r.index]) for r in graph.resources}
+    starts, ends = times or resource_times(graph)
     # In order of their end (then index): what ended by a resource's start is a prefix.
     sync_scripts = sorted(
         (

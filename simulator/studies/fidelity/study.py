@@ -19,7 +19,7 @@ from ...net.transport import TIMER_KEYS
 from ..base import StudyParams
 from ...browser import ClientCache, LoadParams, PageLoadResult, ServerPlan, load_page
 from ...browser.load_params import H3_DISCOVERY
-from .conditions import PROTOCOL_CHOICES, PageConditions, _end_s, infer_conditions, on_protocol
+from .conditions import PROTOCOL_CHOICES, PageConditions, infer_conditions, on_protocol, resource_times
 from .result import FidelityResult, _Concat, _Rows, summarize  # noqa: F401 (summarize: re-exported)
 
 __all__ = ["FidelityParams", "FidelityResult", "run", "run_paths", "simulate_page", "moved_to", "LOAD_EVENT_TYPES"]
@@ -133,11 +133,15 @@ def _stamped(params: FidelityParams) -> dict:
     return {**params.to_dict(), "version": __version__}
 
 
-def load_event_graph(graph: PageGraph, on_load_s: float, page_start_s: float | None) -> PageGraph:
+def load_event_graph(
+    graph: PageGraph, on_load_s: float, page_start_s: float | None, times: list | None = None
+) -> PageGraph:
     """The requests the page made before its measured onLoad (see the module docstring): those
     the load event waited for (``Resource.delays_load_event``) and the XHR/fetch beside them,
     which shared the network with them.  One that ended after the measured onLoad did not
-    delay it (``Resource.after_load_event``): the load event's own handlers asked for it."""
+    delay it (``Resource.after_load_event``): the load event's own handlers asked for it.
+    ``times``: a list to which the result's ``conditions.resource_times`` is appended when
+    they were made here (``infer_conditions`` then reads them instead of making them again)."""
     # A pushed response came with the document, whenever the producer wrote its entry.
     keep = [
         r.index
@@ -156,10 +160,14 @@ def load_event_graph(graph: PageGraph, on_load_s: float, page_start_s: float | N
     # they asked for starts just before it and ends after it.  Past HAR's millisecond
     # resolution, so that a rounded end is never read as one.
     on_load_at = page_start_s + on_load_s + HAR_RESOLUTION_S
+    made = resource_times(sub)  # the flags set below change no resource's start or end
+    ends = made[1]
+    if times is not None:
+        times.append(made)
     after = {
         r.index
         for r in sub.resources
-        if r.index > sub.document and not r.pushed and (end := _end_s(r)) is not None and end > on_load_at
+        if r.index > sub.document and not r.pushed and (end := ends[r.index]) is not None and end > on_load_at
     }
     if not after:
         return sub
@@ -355,8 +363,9 @@ def _run_page(
     except InputError as exc:
         skipped.append({**base, "reason": exc.detail})
         return
-    sub = load_event_graph(graph, meta.on_load_s, meta.start_s)
-    cond = infer_conditions(sub, meta.start_s, params.protocol)
+    times: list = []
+    sub = load_event_graph(graph, meta.on_load_s, meta.start_s, times)
+    cond = infer_conditions(sub, meta.start_s, params.protocol, times=times[0] if times else None)
     if params.at is not None:
         cond = moved_to(cond, params.at_conditions, params.protocol)
     if params.document_think_s is not None:
