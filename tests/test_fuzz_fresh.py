@@ -218,6 +218,19 @@ def test_a_duration_that_underflows_to_zero_is_refused_at_its_flag(capsys):
     assert err.count("\n") == 1 and "--cost-frame" in err, err
 
 
+def test_demux_rtt_list_is_bounded_before_any_run(capsys):
+    """Fresh corpus seed 777860: ``demux --rtt`` with 10,001 RTTs ran past the case's 60 s of
+    CPU (each RTT one model run per interleaving and strategy, 120,012 runs).  A sweep takes at
+    most ``MAX_RTTS`` (100) and a longer one is refused in one line naming --rtt, before any run."""
+    from simulator.studies.demux.study import MAX_RTTS
+
+    base = ["demux", "--json", "--part", "model", "--streams", "2", "--size", "64KiB", "--rtt"]
+    assert main([*base, ",".join(["10ms"] * (MAX_RTTS + 1))]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "--rtt" in err and f"{MAX_RTTS + 1:,}" in err, err
+    assert main([*base, "10ms,20ms"]) == 0
+
+
 def test_interop_encode_ack_is_0_or_1_in_ascii_digits(capsys, tmp_path):
     """``interop encode --ack`` (the offline interop name's last field, RFC 9204 appendix
     offline format) was ``type=int``: "१" (Devanagari one) was 1.  Now 0 or 1 in ASCII."""

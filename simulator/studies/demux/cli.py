@@ -150,7 +150,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument("--repeat", type=argtypes.count(1, 1000), default=3, help="real part: best of N runs")
     p.add_argument("--memory", action="store_true", help="real part: Python heap peak under tracemalloc (slower)")
-    p.add_argument("--rtt", type=argtypes.durations, default="1ms,10ms,50ms", help="model: comma-separated RTTs")
+    p.add_argument(
+        "--rtt", type=argtypes.durations, default="1ms,10ms,50ms", help="model: comma-separated RTTs (at most 100)"
+    )
     add_network_flags(p, bw="10gbit", loss="0", seed=1)
     p.add_argument(
         "--mss", type=argtypes.count(1), default=64000, help="model: TCP segment payload (loopback-sized by default)"

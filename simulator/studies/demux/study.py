@@ -29,6 +29,10 @@ __all__ = [
 PARTS = ("real", "model", "both")
 SCANNERS = ("c", "python")
 MAX_WINDOW = 2**31 - 1  # RFC 9113 section 6.9.1
+# A sweep's RTTs: each is one model run per interleaving and strategy (12 at the defaults,
+# about 1 s of CPU at the default sizes), so a list of thousands is hours of work, refused
+# before any of it (issue 33: limits that say what they are).
+MAX_RTTS = 100
 FULL = dict(streams=50, stream_bytes=100_000_000, window_bytes=10_000_000)  # the reference case
 # Each CPU cost's flag, for a refusal that names it.
 _COST_FLAGS = {
@@ -116,6 +120,11 @@ class DemuxParams(StudyParams):
             bad(f"--repeat must be at least 1, got {self.repeat}")
         if not self.rtts_s or any(r <= 0 for r in self.rtts_s):
             bad("RTTs must be above 0")
+        if len(self.rtts_s) > MAX_RTTS:
+            bad(
+                f"--rtt takes at most {MAX_RTTS} RTTs (each one a model run per interleaving and strategy), "
+                f"got {len(self.rtts_s):,}"
+            )
         if not 536 <= self.mss_bytes <= 65495:
             bad(f"--mss must be 536..65495 bytes, got {self.mss_bytes}")
         for k, v in asdict(self.costs).items():
