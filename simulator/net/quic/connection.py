@@ -476,3 +476,9 @@ class QuicConnection:
         out["client"] = client
         out["server"] = server
         return out
+
+    def timer_stats(self) -> dict:
+        """``stats()``'s retransmission timer counts alone (``transport.TIMER_KEYS``: the probe
+        timeouts of RFC 9002 section 6.2, summed over both endpoints), without building the rest."""
+        client, server = self.client, self.server
+        return {"ptos": client.ptos + server.ptos, "spurious_ptos": client.spurious_ptos + server.spurious_ptos}
