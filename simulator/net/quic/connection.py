@@ -482,3 +482,18 @@ class QuicConnection:
         timeouts of RFC 9002 section 6.2, summed over both endpoints), without building the rest."""
         client, server = self.client, self.server
         return {"ptos": client.ptos + server.ptos, "spurious_ptos": client.spurious_ptos + server.spurious_ptos}
+
+    def release(self) -> None:
+        """Break the connection's reference cycles once its run is over.  Its endpoints hold
+        each other, their application's callbacks and (the C twin) a core that holds them:
+        cycles only the cyclic collector frees, with all they hold.  Emptied of their streams
+        and queues and let go of each other and of the application, what they held is freed
+        by reference counts at once (``browser.client.load_page``)."""
+        for endpoint in (self.client, self.server):
+            endpoint._send_streams.clear()  # (the C core's too: it holds these same objects)
+            endpoint._recv_streams.clear()
+            endpoint._new_queue.clear()
+            endpoint._retx_queue.clear()
+            endpoint.peer = endpoint.conn = endpoint.link = None
+            endpoint.on_data = endpoint.on_stream_acked = endpoint.on_packet_acked = endpoint.on_send_ready = None
+        self.__dict__.clear()
