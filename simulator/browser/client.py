@@ -570,10 +570,7 @@ def load_page(
             raise StackStalled(f"the page load stalled: {exc}") from None
         result = load.result()
         if backend == "model" and network is None:  # (a caller's network may be read after)
-            for conn in load.net.conns.values():
-                release = getattr(conn.t, "release", None)  # a QUIC connection's cycles
-                if release is not None:
-                    release()
+            load.net.release()  # its QUIC connections' cycles
             let_go(load, load.net, load.net.conns)  # the load's cycles, freed now
         return result
 

@@ -555,6 +555,14 @@ class ModelNetwork:
     def check(self) -> None:
         """The models never give up; the run loop's deadline catches a load that cannot end."""
 
+    def release(self) -> None:
+        """Break the cycles of every connection whose transport can (QUIC's ``release``): the
+        load is over and read, so what they held is freed by reference counts, not by a collection."""
+        for conn in self.conns.values():
+            release = getattr(conn.t, "release", None)
+            if release is not None:
+                release()
+
     def stats(self) -> dict:
         """Connections opened, packets sent and lost (queue drops included) on the shared path,
         and the transports' retransmission timer counts (``transport.TIMER_KEYS``)."""
