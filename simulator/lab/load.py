@@ -105,6 +105,7 @@ async def load_page(site: RebuiltSite, proto: str, timeout_s: float = 60.0) -> d
             launch_args=lab_chromium_args(site, proto),
             init_script=PAINT_OBSERVER_JS,
             page_timings_js=PAINT_TIMINGS_JS,
+            idle_first=True,  # a cold browser's start-up would slow the page's first requests
         )
     except InputError:
         raise
