@@ -267,8 +267,9 @@ def test_the_python_event_queue_runs_the_c_twin_the_same_way():
 # -- the response writer ----------------------------------------------------------------
 
 
-def _writer_run(implementation: str, seed: int) -> tuple:
-    """A server writing responses at three urgencies over TCP as its window drains, a push stopped midway."""
+def _writer_run(implementation: str, seed: int, ahead: tuple[int, int] = (0, 0)) -> tuple:
+    """A server writing responses at three urgencies over TCP as its window drains, a push stopped
+    midway; ``ahead``: the writer's (ahead_windows, ahead_bytes)."""
     sim = Simulator(seed, trace=True)
     path = Path(sim, rtt_s=0.08, bandwidth_bps=5e6, queue_bytes=40_000, loss=0.01, implementation=implementation)
     conn = TcpConnection(sim, path, implementation=implementation)
@@ -277,6 +278,7 @@ def _writer_run(implementation: str, seed: int) -> tuple:
     writer = response_writer(conn.server, 1460, written, lambda sid: done.append((sim.now, sid)), fill_on_ack=True)
     expected = ResponseWriter if implementation == "python" else native.C.ResponseWriter
     assert type(writer) is expected
+    writer.ahead_windows, writer.ahead_bytes = ahead
     conn.server.on_stream_acked = writer.on_stream_acked
     got: list = []
     conn.client.on_data = lambda sid, data, fin, t: got.append((sid, len(data), fin, t))
@@ -296,6 +298,13 @@ def test_response_writer_c_twin_writes_the_same_bytes_in_the_same_order():
     ref, twin = _writer_run("python", 2), _writer_run("c", 2)
     assert repr(twin) == repr(ref)
     assert len(ref[2]) == 11 and ref[5] is False  # every response but the stopped one written in full
+
+
+def test_response_writer_c_twin_commits_the_same_bytes_ahead_of_the_window():
+    """A server's socket and its own buffer written beyond the window: the same writes, in the same order."""
+    ref, twin = _writer_run("python", 2, (1, 100_000)), _writer_run("c", 2, (1, 100_000))
+    assert repr(twin) == repr(ref)
+    assert repr(ref[0]) != repr(_writer_run("python", 2)[0])  # it does change what is written when
 
 
 # -- page loads ---------------------------------------------------------------------------

@@ -30,6 +30,10 @@ the rotation each time a packet may leave (``QuicEndpoint.on_send_ready``), as a
 builds packets from its streams' send buffers at send time.  With ``fifo`` each
 response goes to the transport whole when it is ready, as the h2 stack hands everything
 to TCP at once: a cancel cannot take back what was written.
+With ``send_ahead=(windows, bytes)`` an HTTP/2 server over TCP commits that much more to its
+socket than the window (``net.writer``'s ``ahead_windows`` and ``ahead_bytes``: a kernel's send
+buffer and a server's own), sent in the order written: a response that comes ready later
+queues behind what was committed before it, as behind a real server's buffers.
 With ``ModelNetwork(priorities=plan)`` (an ``http.priority.PriorityPlan``) a scheduler of
 ``http.priority`` picks the stream of every chunk instead, from each resource's signals
 (RFC 9218 urgency and incremental, RFC 7540 tree placement), on every h2 and h3 connection.
@@ -254,6 +258,8 @@ class _Conn(_ServerSide):
                 self._written_in_full,
                 fill_on_ack=self.transport == "tcp",
             )
+        if self.transport == "tcp" and any(self.net.send_ahead) and not self.h1:
+            self.writer.ahead_windows, self.writer.ahead_bytes = self.net.send_ahead
         self.t.server.on_stream_acked = self.writer.on_stream_acked
         if self.pull:
             # A packet's worth per call: the writer's own (C for the C QUIC endpoint, a scheduler's too).
@@ -429,8 +435,14 @@ class ModelNetwork:
         linux_tcp: bool = False,
         one_flight_servers=frozenset(),
         open_before=frozenset(),
+        send_ahead: tuple[int, int] = (0, 0),
     ) -> None:
         self.sim, self.params, self.listener = sim, params, listener
+        if min(send_ahead) < 0:
+            raise ValueError(f"send_ahead must be (windows, bytes) >= 0, got {send_ahead}")
+        if any(send_ahead) and priorities is not None:
+            raise ValueError("send_ahead is for the servers' own order (a scheduling server keeps only the window)")
+        self.send_ahead = send_ahead
         self.priorities = priorities  # an http.priority.PriorityPlan: its scheduler on every h2/h3 connection
         self.path = params.network.path(sim, name="access")
         self.conns: dict[str, _Conn] = {}

@@ -3721,6 +3721,7 @@ typedef struct {
     WriterTurns t;                 /* first: WRITER_TURNS reads it there */
     EndpointObject *endpoint;
     PyObject *acked, *pad;
+    long long ahead_windows, ahead_bytes;   /* written beyond the window (writer.py's docstring) */
     char fill_on_ack;
 } WriterObject;
 
@@ -3807,6 +3808,8 @@ writer_fill(WriterObject *w)
     EndpointObject *e = w->endpoint;
     /* max(endpoint.cwnd_bytes, 2 * chunk), cwnd_bytes = max(cwnd + inflation, mss) */
     double window = py_max(py_max(e->cc->cwnd + e->inflation, (double)e->mss), (double)(2 * w->t.chunk));
+    if (w->ahead_windows || w->ahead_bytes)
+        window = window * (double)(1 + w->ahead_windows) + (double)w->ahead_bytes;
     while ((double)w->t.unacked < window) {
         long long n = turns_next(&w->t, (PyObject *)w, w->t.chunk);
         if (n < 0)
@@ -3878,6 +3881,8 @@ static PyMemberDef Writer_members[] = {
     WRITER_TURNS_MEMBERS(WriterObject),
     {"endpoint", T_OBJECT, offsetof(WriterObject, endpoint), READONLY, NULL},
     {"fill_on_ack", T_BOOL, offsetof(WriterObject, fill_on_ack), READONLY, NULL},
+    {"ahead_windows", T_LONGLONG, offsetof(WriterObject, ahead_windows), 0, "windows written beyond the window"},
+    {"ahead_bytes", T_LONGLONG, offsetof(WriterObject, ahead_bytes), 0, "bytes written beyond those"},
     {NULL},
 };
 

@@ -9,6 +9,14 @@ segments: ``fill``), as TCP sends whatever its window allows, so a response stop
 way (a cancelled push) stops where it is; over QUIC the transport pulls a packet's worth
 at a time (``pull``, the endpoint's ``on_send_ready``).  Bytes are padding of the response's size.
 
+A real server commits more than that to its socket (``ahead_windows``, ``ahead_bytes``, both 0 by
+default): what it has written is sent in the order written, whatever comes ready after it.
+Linux sizes a socket's send buffer at about twice the window's segments (``tcp_sndbuf_expand``),
+so about one window more waits unsent in the kernel; a server on asyncio's TLS transport
+goes on writing until 512 KiB wait above that (``FLOW_CONTROL_HIGH_WATER_SSL_WRITE``).  The
+writer then keeps ``window x (1 + ahead_windows) + ahead_bytes`` written but unacknowledged,
+and a response that comes ready later (a document after its 103's preloads) queues behind them.
+
 ``ResponseWriter`` is the reference.  ``response_writer`` gives its C twins: for a C
 ``TcpEndpoint`` ``simulator.net._tcp.ResponseWriter``, for a ``NativeQuicEndpoint``
 ``simulator.net._quic.ResponseWriter`` (which writes into the endpoint's C core without a
@@ -48,6 +56,8 @@ class ResponseWriter:
         "on_written",
         "fill_on_ack",
         "unacked_bytes",
+        "ahead_windows",
+        "ahead_bytes",
         "_active",
         "_order",
         "_acked",
@@ -68,6 +78,8 @@ class ResponseWriter:
         self.on_written = on_written
         self.fill_on_ack = fill_on_ack
         self.unacked_bytes = 0  # written, not yet acknowledged
+        self.ahead_windows = 0  # windows written beyond the window (a kernel's send buffer)
+        self.ahead_bytes = 0  # and bytes beyond those (a server's own buffer)
         # Per urgency level a rotation of [stream_id, bytes left to write, order]; only
         # levels with a response waiting.
         self._active: dict[int, deque] = {}
@@ -138,6 +150,8 @@ class ResponseWriter:
             return
         chunk = self.chunk_bytes
         window = max(self.endpoint.cwnd_bytes, 2 * chunk)
+        if self.ahead_windows or self.ahead_bytes:
+            window = window * (1 + self.ahead_windows) + self.ahead_bytes
         while self.unacked_bytes < window and self.write_next(chunk):
             pass
 

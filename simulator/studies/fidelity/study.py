@@ -77,6 +77,11 @@ class FidelityParams(StudyParams):
     # The servers' QUIC datagrams, UDP payload bytes (``TransportConfig.max_datagram_bytes``;
     # None: the QUIC model's default).  The lab's aioquic sends 1200 (``lab.serve``).
     quic_datagram_bytes: int | None = None
+    # What the HTTP/2 servers commit to their sockets beyond the TCP window, as (windows, bytes)
+    # (``ModelNetwork(send_ahead=...)``; None: nothing, the writer keeps only the window
+    # written).  The lab's hypercorn: one window in Linux's send buffer and 512 KiB in asyncio's
+    # TLS transport (``lab.serve``).
+    server_send_ahead: tuple[int, int] | None = None
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -97,14 +102,21 @@ class FidelityParams(StudyParams):
         if self.quic_datagram_bytes is not None and not 1200 <= self.quic_datagram_bytes <= 1472:
             # RFC 9000 section 14: at least 1200; at most what a 1500-byte path carries over UDP/IPv4.
             raise InputError(f"QUIC datagram size must be in [1200, 1472] bytes, got {self.quic_datagram_bytes}")
+        if self.server_send_ahead is not None and (
+            len(self.server_send_ahead) != 2 or not all(0 <= v <= 1 << 30 for v in self.server_send_ahead)
+        ):
+            raise InputError(
+                f"server send-ahead must be (windows, bytes), each in [0, 2^30], got {self.server_send_ahead}"
+            )
         if self.server_scheduler not in SERVER_SCHEDULERS:
             raise InputError(
                 f"unknown server scheduler {self.server_scheduler!r} (choose {', '.join(SERVER_SCHEDULERS)})"
             )
 
     def to_dict(self) -> dict:
-        """Every field, but ``policy``, ``document_think_s``, ``server_scheduler``, ``h3_discovery`` and
-        ``quic_datagram_bytes`` only when set: outputs without them read as they did before they existed."""
+        """Every field, but ``policy``, ``document_think_s``, ``server_scheduler``, ``h3_discovery``,
+        ``quic_datagram_bytes`` and ``server_send_ahead`` only when set: outputs without them read
+        as they did before they existed."""
         d = super().to_dict()
         if d["policy"] == "none":
             del d["policy"]
@@ -116,6 +128,10 @@ class FidelityParams(StudyParams):
             del d["h3_discovery"]
         if d["quic_datagram_bytes"] is None:
             del d["quic_datagram_bytes"]
+        if d["server_send_ahead"] is None:
+            del d["server_send_ahead"]
+        else:
+            d["server_send_ahead"] = list(d["server_send_ahead"])
         return d
 
     @property
@@ -231,12 +247,22 @@ def simulate_page(
         discovery_s=cond.discovery_s,
         blockers=cond.blockers,
         streamed=cond.streamed,
-        network=_linux_servers(cond.one_flight, cond.open_before, priorities, params.quic_datagram_bytes),
+        network=_linux_servers(
+            cond.one_flight,
+            cond.open_before,
+            priorities,
+            params.quic_datagram_bytes,
+            None if priorities is not None else params.server_send_ahead,
+        ),
     )
 
 
 def _linux_servers(
-    one_flight: frozenset, open_before: frozenset = frozenset(), priorities=None, quic_datagram_bytes: int | None = None
+    one_flight: frozenset,
+    open_before: frozenset = frozenset(),
+    priorities=None,
+    quic_datagram_bytes: int | None = None,
+    send_ahead: tuple[int, int] | None = None,
 ):
     """The model backend with TCP as a Linux server on OpenSSL runs it (``ModelNetwork(linux_tcp=True)``:
     the window in segments, ACKs on data, TCP_NODELAY writes, two TLS session tickets), but to
@@ -245,8 +271,12 @@ def _linux_servers(
     trip, which a window of 10 x 1460 bytes does not need.  ``open_before``: origins whose
     connection the capture shows open before the page began (``conditions._open_before``);
     ``priorities``: a ``PriorityPlan`` scheduling every server's responses; ``quic_datagram_bytes``:
-    the QUIC servers' UDP payload (None: the model's default)."""
+    the QUIC servers' UDP payload (None: the model's default); ``send_ahead``: what the HTTP/2
+    servers commit beyond the window, (windows, bytes) (None: nothing; a ``PriorityPlan``'s
+    scheduling servers keep only the window, as the lab's set TCP_NOTSENT_LOWAT)."""
     datagram = {} if quic_datagram_bytes is None else {"max_datagram_bytes": quic_datagram_bytes}
+    if send_ahead is not None:
+        datagram["send_ahead"] = tuple(send_ahead)
 
     def network(sim, params, listener, backend_cls):
         return backend_cls(
