@@ -7,6 +7,7 @@ never the observed start or end of a request as a result."""
 
 from __future__ import annotations
 
+import functools
 import json
 from datetime import datetime, timedelta, timezone  # noqa: F401
 from pathlib import Path
@@ -481,13 +482,17 @@ def test_a_handshake_that_queued_beyond_the_round_trip_is_set_up_time_rfc9293_3_
 
 def _brute_force_held(graph, cond) -> dict:
     """The rule as the module states it, pair by pair: a child of the document waits for every
-    synchronous script of the document that had ended by the child's start (itself excepted)."""
+    synchronous script and blocking stylesheet of the document that had ended by the child's
+    start (itself excepted)."""
     from simulator.studies.fidelity.conditions import _end_s, _start_s
 
     scripts = [
         r.index
         for r in graph.resources
-        if r.resource_type == "script" and r.render_blocking and r.parent == graph.document and _end_s(r) is not None
+        if r.resource_type in ("script", "stylesheet")
+        and (r.render_blocking or r.render_blocking_reason == "_renderBlocking in_body_parser_blocking")
+        and r.parent == graph.document
+        and _end_s(r) is not None
     ]
     out = {}
     for r in graph.resources:
@@ -500,8 +505,9 @@ def _brute_force_held(graph, cond) -> dict:
 
 
 def test_parser_blocking_scripts_held_as_a_prefix_linear_in_resources():
-    """HTML (the parser stops at a parser-blocking script until it has run): a resource the
-    document asked for after such a script ended waits for it.  The scripts a resource waits
+    """HTML (the parser stops at a parser-blocking script until it has run, and a script runs
+    once the stylesheets before it are in; Chromium stops at a stylesheet in the body): a
+    resource the document asked for after such a script or stylesheet ended waits for it.  The scripts a resource waits
     for are a prefix of one list ordered by end, so what is stored grows with resources plus
     scripts, not with resources x scripts (the pairs a tuple per resource held: 317,193 on
     this 2,000-resource page), and the page-load model discovers each held resource only once
@@ -528,6 +534,51 @@ def test_parser_blocking_scripts_held_as_a_prefix_linear_in_resources():
             df.loc[child, "discovered_s"]
             >= max(df.loc[list(scripts), "ready_s"].max(), df.loc[sub[child].parent, "ready_s"]) - 1e-9
         )
+
+
+def test_a_script_waits_for_the_stylesheets_before_it_and_the_parser_for_one_in_the_body():
+    """HTML 4.12.1.1 (a parser-inserted script runs once no style sheet is blocking scripts) and
+    Chromium (the parser stops at a stylesheet in the body: Chrome's HAR says
+    in_body_parser_blocking): what the document asked for after a slow stylesheet ended waited
+    for it, so its delay runs from that stylesheet's end, not the earlier script's, and the
+    model holds it until that stylesheet is ready; a 103 that preloads the stylesheet lets it go
+    sooner."""
+    doc = "https://www.site.example/"
+    css, body_css = doc + "slow.css", doc + "body.css"
+    ent = functools.partial(_entry, connect_ms=-1, ssl_ms=-1, receive_ms=1, size=3000, parent=doc)
+    entries = [
+        _entry(doc, 0.0, connect_ms=40, ssl_ms=20, wait_ms=30, receive_ms=5, size=20_000, mime="text/html"),
+        ent(doc + "a.js", 0.080, wait_ms=40, mime="application/javascript"),  # ends 0.121
+        ent(css, 0.080, wait_ms=300, mime="text/css"),  # ends 0.381
+        ent(body_css, 0.080, wait_ms=200, mime="text/css"),  # ends 0.281
+        ent(doc + "late.js", 0.431, wait_ms=20, mime="application/javascript"),  # 50 ms after slow.css
+    ]
+    entries[1]["_renderBlocking"] = entries[2]["_renderBlocking"] = "blocking"
+    entries[3]["_renderBlocking"] = "in_body_parser_blocking"
+    entries[4]["_renderBlocking"] = "non_blocking"
+    entries[4]["_initiator"] = {"type": "script", "stack": {"callFrames": [{"url": doc}]}}
+    har = {
+        "log": {
+            "version": "1.2",
+            "creator": {"name": "test", "version": "1"},
+            "pages": [{"id": "p", "startedDateTime": T0.isoformat(), "title": doc, "pageTimings": {"onLoad": 600}}],
+            "entries": entries,
+        }
+    }
+    trace = parse_har(har, path="css.har")
+    graph = page_graph(trace, trace.pages[0].id)
+    cond = infer_conditions(graph, trace.pages[0].start_s)
+    late = next(r.index for r in graph.resources if r.url.endswith("late.js"))
+    held = {graph[i].url.rsplit("/", 1)[1] for i in cond.blockers.held(late)}
+    assert held == {"a.js", "slow.css", "body.css"}
+    assert cond.discovery_s[late] == pytest.approx(0.050, abs=1e-6)
+    sheet = next(r.index for r in graph.resources if r.url == css)
+    for hints in ((), (f"<{css}>; rel=preload; as=style".encode(),)):
+        res = simulate_page(graph, cond, FidelityParams(), hints=hints).resources.set_index("index")
+        assert res.loc[late, "discovered_s"] >= res.loc[sheet, "ready_s"] + 0.050 - 1e-9
+        if not hints:
+            without = res.loc[late, "discovered_s"]
+    assert res.loc[late, "discovered_s"] < without  # the 103's preload releases it sooner
 
 
 def test_a_bad_file_in_a_folder_is_named_and_the_rest_run(tmp_path, capsys):

@@ -36,10 +36,12 @@ browser's CPU time between a parent and a child.
   the browser asked for it (parse and script time; 0 when it asked before: the preload
   scanner or a streamed parse, which the model cannot start earlier than the parent's end).
   What the document asked for after one of its synchronous scripts had ended waited for that
-  script (HTML: a parser-blocking script stops the parser until it has run): the delay runs
-  from the last of them, and the model holds the resource until they are ready too.  The
-  scripts a resource waited for are those that ended by its start: a prefix of the
-  document's synchronous scripts in order of their end (``HeldScripts``: one shared list and
+  script (HTML: a parser-blocking script stops the parser until it has run), and so for its
+  blocking stylesheets (a script runs only once the stylesheets before it are in; Chromium
+  stops the parser at a stylesheet in the body, Chrome's ``in_body_parser_blocking``): the
+  delay runs from the last of them, and the model holds the resource until they are ready
+  too.  The scripts and stylesheets a resource waited for are those that ended by its start:
+  a prefix of them in order of their end (``HeldScripts``: one shared list and
   a length per resource, so the cost is linear in resources, not resources x scripts).  A
   script found at the very instant it ended waits for those before it in that order only
   (two such scripts at one instant no longer wait for each other).
@@ -107,6 +109,10 @@ SEGMENT_BYTES = 1448  # MSS with TCP timestamps on a 1500-byte MTU
 LARGE_RESPONSE_BYTES = 20_000
 _PHASES = ("blocked", "dns", "connect", "send", "wait", "receive")
 _BEFORE_BODY = ("blocked", "dns", "connect", "send", "wait")
+# What stops a document's parser: its synchronous scripts, and the stylesheets before them
+# (a script waits for them) or in its body (Chromium stops there; Chrome's HAR says so).
+_PARSER_BLOCKERS = ("script", "stylesheet")
+_IN_BODY_PARSER_BLOCKING = "_renderBlocking in_body_parser_blocking"
 
 
 @dataclass(frozen=True)
@@ -294,15 +300,18 @@ def infer_conditions(
     base = min(rtt.values())
 
     # The document's synchronous scripts stop its parser until they have run (HTML's
-    # parser-blocking scripts): what the document asked for after one had ended waited for it.
+    # parser-blocking scripts), and a script runs only once the stylesheets before it are in
+    # (HTML's "style sheet that is blocking scripts"; Chromium also stops the parser at a
+    # stylesheet in the body, Chrome's in_body_parser_blocking): what the document asked for
+    # after one of them had ended waited for it.
     starts, ends = times or resource_times(graph)
     # In order of their end (then index): what ended by a resource's start is a prefix.
     sync_scripts = sorted(
         (
             r.index
             for r in graph.resources
-            if r.resource_type == "script"
-            and r.render_blocking
+            if r.resource_type in _PARSER_BLOCKERS
+            and (r.render_blocking or r.render_blocking_reason == _IN_BODY_PARSER_BLOCKING)
             and r.parent == graph.document
             and ends[r.index] is not None
         ),
