@@ -138,16 +138,26 @@ def test_predicted_gain_of_the_103_grows_with_the_think_time_and_is_bounded_by_i
     har = PAGE.read_text()
     at = PathConditions(rtt_s=0.1, bandwidth_bps=50e6)
     links = hint_plan(load(str(PAGE)))["links"]
-    linux_gains = [
-        predict_onload(har, str(PAGE), at, document_think_s=t)
-        - predict_onload(har, str(PAGE), at, document_think_s=t, links=links)
-        for t in (0.1, 0.5)
-    ]
+
+    def lab_gain(t):
+        return predict_onload(har, str(PAGE), at, document_think_s=t) - predict_onload(
+            har, str(PAGE), at, document_think_s=t, links=links
+        )
+
+    from simulator.lab import serve
+
+    committed = serve.H2_SEND_AHEAD
+    monkeypatch.setattr(serve, "H2_SEND_AHEAD", (0, 0))  # the window alone written
+    linux_gains = [lab_gain(t) for t in (0.1, 0.5)]
+    # The lab's server commits its preloads' bytes to the socket ahead of the wire, and the
+    # document, ready after its 500 ms, goes out behind them: less of the think time is saved.
+    monkeypatch.setattr(serve, "H2_SEND_AHEAD", committed)
+    assert lab_gain(0.5) < linux_gains[1]
     # The byte-counted window (the push study's servers) for the bound below.
     monkeypatch.setattr(
         fidelity_study,
         "_linux_servers",
-        lambda one_flight, open_before=frozenset(), priorities=None, quic_datagram_bytes=None: (
+        lambda one_flight, open_before=frozenset(), priorities=None, quic_datagram_bytes=None, send_ahead=None: (
             lambda sim, params, listener, cls: cls(sim, params, listener)
         ),
     )
@@ -299,12 +309,18 @@ def test_fidelity_policy_hints_and_document_think_are_the_lab_checks_prediction(
     """``workbench fidelity --at C --policy hints --document-think T`` predicts what the hints
     check does (the page's own 103, RFC 8297), gives no error against the recorded load (it
     is another server), and leaves the parameters of a plain run as they were."""
+    from simulator.lab.serve import H2_SEND_AHEAD
     from simulator.studies.fidelity import FidelityParams, run
 
     trace = load(str(PAGE))
     at = PathConditions(rtt_s=0.1, bandwidth_bps=50e6)
     for policy in ("none", "hints"):
-        result = run(trace, FidelityParams(at=str(at), protocol="h2", policy=policy, document_think_s=0.5))
+        result = run(
+            trace,
+            FidelityParams(
+                at=str(at), protocol="h2", policy=policy, document_think_s=0.5, server_send_ahead=H2_SEND_AHEAD
+            ),
+        )
         links = hint_plan(trace)["links"] if policy == "hints" else ()
         expected = predict_onload(PAGE.read_text(), str(PAGE), at, links=links, document_think_s=0.5)
         assert result.pages["simulated_onload_s"].iloc[0] == pytest.approx(expected, abs=1e-9)

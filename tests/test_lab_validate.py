@@ -308,3 +308,25 @@ def test_the_lab_is_predicted_with_its_quic_servers_datagram_size(monkeypatch):
     assert "quic_datagram_bytes" not in FidelityParams().to_dict()  # outputs read as before
     with pytest.raises(InputError, match="QUIC datagram size"):
         FidelityParams(quic_datagram_bytes=1100)
+
+
+def test_the_lab_is_predicted_with_what_its_http2_server_commits_ahead_of_the_wire():
+    """The lab's HTTP/2 server (hypercorn on asyncio's TLS transport) writes each response as it
+    comes ready: Linux keeps about a window unsent in the socket's buffer and asyncio pauses the
+    writer only at its high-water mark, so a lab load's h2 prediction runs the model's servers
+    with that send-ahead (over HTTP/3 none: aioquic takes each packet from its streams in turn),
+    and the bytes committed before a later response go first (RFC 9293 section 3.10.2)."""
+    import asyncio.constants
+
+    from simulator.errors import InputError
+    from simulator.lab.serve import H2_SEND_AHEAD, model_servers
+    from simulator.studies.fidelity import FidelityParams
+
+    assert H2_SEND_AHEAD == (1, asyncio.constants.FLOW_CONTROL_HIGH_WATER_SSL_WRITE * 1024)
+    assert model_servers("h2")["server_send_ahead"] == H2_SEND_AHEAD
+    assert "server_send_ahead" not in model_servers("h3")
+    params = FidelityParams(protocol="h2", **model_servers("h2"))
+    assert params.to_dict()["server_send_ahead"] == list(H2_SEND_AHEAD)
+    assert "server_send_ahead" not in FidelityParams().to_dict()  # outputs read as before
+    with pytest.raises(InputError, match="send-ahead"):
+        FidelityParams(server_send_ahead=(1, -1))

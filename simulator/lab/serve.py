@@ -71,12 +71,12 @@ QUIC_DATAGRAM_BYTES = 1200
 # What the HTTP/2 server commits to its socket beyond the TCP window, (windows, bytes): hypercorn
 # writes each response's frames as they come ready, in that order; Linux keeps about one
 # window unsent in the socket's buffer (``tcp_sndbuf_expand``: twice the window's segments), and
-# asyncio's TLS transport pauses hypercorn's writes only once 512 KiB wait above it
-# (``asyncio.sslproto``'s ``FLOW_CONTROL_HIGH_WATER_SSL_WRITE``, 512 KiB; measured with ``ss`` in
-# ``lab shell``: 0.5-0.6 MB ahead of the wire).  A document that comes ready after its 103's
+# asyncio's TLS transport pauses hypercorn's writes only once its high-water mark waits above
+# it (``asyncio.constants.FLOW_CONTROL_HIGH_WATER_SSL_WRITE``, in KiB: 512; measured with ``ss``
+# in ``lab shell``: 0.5-0.6 MB ahead of the wire).  A document that comes ready after its 103's
 # preloads queues behind them.  Over HTTP/3 aioquic builds each packet from its streams' buffers
 # in turn, so what it holds does not queue in one order.
-H2_SEND_AHEAD = (1, 512 * 1024)
+H2_SEND_AHEAD = (1, asyncio.constants.FLOW_CONTROL_HIGH_WATER_SSL_WRITE * 1024)
 
 
 def model_servers(protocol: str) -> dict:

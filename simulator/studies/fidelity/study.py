@@ -128,10 +128,10 @@ class FidelityParams(StudyParams):
             del d["h3_discovery"]
         if d["quic_datagram_bytes"] is None:
             del d["quic_datagram_bytes"]
-        if d["server_send_ahead"] is None:
+        if self.server_send_ahead is None:
             del d["server_send_ahead"]
         else:
-            d["server_send_ahead"] = list(d["server_send_ahead"])
+            d["server_send_ahead"] = list(self.server_send_ahead)
         return d
 
     @property
