@@ -330,3 +330,30 @@ def test_the_lab_is_predicted_with_what_its_http2_server_commits_ahead_of_the_wi
     assert "server_send_ahead" not in FidelityParams().to_dict()  # outputs read as before
     with pytest.raises(InputError, match="send-ahead"):
         FidelityParams(server_send_ahead=(1, -1))
+
+
+def test_a_lossy_condition_is_predicted_as_the_models_median_over_seeds(monkeypatch):
+    """Under random loss one model run is one draw, as one real load is: the lab's runs are
+    reduced to their median, so the model's prediction of a lossy condition is the median of
+    ``LOSSY_SEEDS`` seeded runs (the run in the middle), and without loss it is one run."""
+    import simulator.studies.fidelity as fidelity
+    from simulator.lab import validate
+
+    seeds, onloads = [], []
+    real = fidelity.run
+
+    def spy(trace, params):
+        seeds.append(params.seed)
+        result = real(trace, params)
+        onloads.append(float(result.pages["simulated_onload_s"].iloc[0]))
+        return result
+
+    monkeypatch.setattr(fidelity, "run", spy)
+    har = (ROOT / "traces/har-real/http_http2-chrome.har").read_text()
+    lossy, why, _ = validate._predict(har, "chrome.har", (0.1, 10e6, "0.02", None, "h2"), 1)
+    assert why is None and seeds == list(range(1, 1 + validate.LOSSY_SEEDS))
+    assert lossy == sorted(onloads)[(validate.LOSSY_SEEDS - 1) // 2]
+    assert len(set(onloads)) > 1  # the seeds draw different losses
+    seeds.clear()
+    validate._predict(har, "chrome.har", (0.1, 10e6, "0", None, "h2"), 1)
+    assert seeds == [1]

@@ -5,7 +5,8 @@ times; the run with the median onLoad is the reference HAR), predict every grid 
 that one HAR with the page-load model (``workbench fidelity --at``: the network is the grid
 point's, server times and browser delays are the reference HAR's), measure every grid point
 in the lab ``--runs`` times, and compare.  The prediction never sees a load of the
-condition it predicts: the error is out of sample.
+condition it predicts: the error is out of sample.  Under random loss the prediction is the
+model's median over ``LOSSY_SEEDS`` seeds, as the measurement is the median of the runs.
 
 Beside each error stands the lab's own floor: the same metric between repeated real loads of
 the same page and condition (each run against the median of the others), which no model of
@@ -159,13 +160,21 @@ class ValidationResult:
         return json.dumps(self.to_dict(), indent=1, sort_keys=False)
 
 
+# Under random loss one model run is one draw, as one lab load is (at 1% loss the bundled
+# synthetic page's model onLoad is 3.6-15.8 s over nine seeds, its lab loads 3.1-9.6 s): a lossy
+# condition is predicted as the model's median over this many seeds, the statistic its lab runs
+# are reduced to (their median).  Without loss the model is one run.
+LOSSY_SEEDS = 5
+
+
 def _predict(
     har_json: str, trace_name: str, key: tuple, seed: int, cc: str | None = None
 ) -> tuple[float | None, str | None, dict]:
     """The model's onLoad of the reference HAR's page moved to condition ``key``, with the
     lab servers' congestion control ``cc`` (None: a folder recorded before the lab named it,
     under the kernel's default: the model's own default), and what its transports resent
-    (``RESEND_KEYS``)."""
+    (``RESEND_KEYS``): under loss the run with the median onLoad of seeds ``seed`` to
+    ``seed + LOSSY_SEEDS - 1``."""
     from ..studies.fidelity import FidelityParams, run as fidelity
     from .load import H3_DISCOVERY
     from .serve import model_servers
@@ -173,25 +182,29 @@ def _predict(
 
     rtt_s, bw, loss, queue, protocol = key
     at = str(PathConditions(rtt_s=rtt_s, bandwidth_bps=bw, loss=loss, queue_bytes=queue))
+    rows = []
     try:
         trace = parse_har(json.loads(har_json), path=trace_name)
-        result = fidelity(
-            trace,
-            FidelityParams(
-                at=at,
-                protocol=protocol,
-                seed=seed,
-                **model_servers(protocol),  # as the lab's servers send (serve.py)
-                h3_discovery=H3_DISCOVERY,
-                **({"cc": cc} if cc else {}),
-            ),
-        )
+        for s in range(seed, seed + (LOSSY_SEEDS if str(loss) != "0" else 1)):
+            result = fidelity(
+                trace,
+                FidelityParams(
+                    at=at,
+                    protocol=protocol,
+                    seed=s,
+                    **model_servers(protocol),  # as the lab's servers send (serve.py)
+                    h3_discovery=H3_DISCOVERY,
+                    **({"cc": cc} if cc else {}),
+                ),
+            )
+            if not len(result.pages):
+                reason = result.skipped["reason"].iloc[0] if len(result.skipped) else "no page"
+                return None, reason, {}
+            rows.append(result.pages.iloc[0])
     except InputError as exc:
         return None, exc.detail, {}
-    if not len(result.pages):
-        reason = result.skipped["reason"].iloc[0] if len(result.skipped) else "no page"
-        return None, reason, {}
-    row = result.pages.iloc[0]
+    # The run with the median onLoad (the middle one of an odd number of seeds).
+    row = sorted(rows, key=lambda r: float(r["simulated_onload_s"]))[(len(rows) - 1) // 2]
     return float(row["simulated_onload_s"]), None, {k: int(row[k]) for k in RESEND_KEYS if k in row}
 
 
