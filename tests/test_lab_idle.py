@@ -1,4 +1,4 @@
-"""The lab's loads start from an idle browser (``capture.browser.wait_idle``): a cold Chromium's
+"""The lab's loads start from an idle browser (``capture.idle.wait_idle``): a cold Chromium's
 start-up work would otherwise slow a page's first requests and parsing, the more the sooner
 they come, and move the measured effect of anything that shifts them in time (a server time,
 a 103)."""
@@ -7,7 +7,7 @@ import asyncio
 import subprocess
 import sys
 
-from simulator.capture.browser import tree_cpu_s, wait_idle
+from simulator.capture.idle import tree_cpu_s, wait_idle
 
 
 def _run(coro):

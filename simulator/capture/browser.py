@@ -32,7 +32,7 @@ header lists take the order they had on the wire from it (``apply_netlog_header_
 else request pseudo-header fields come in Chromium's order and the other fields in
 DevTools' (sorted) order.
 
-``wait_idle`` (the lab's loads) navigates only once the browser it launched is idle: a cold
+``idle_first`` (the lab's loads, ``capture.idle.wait_idle``) navigates only once the browser it launched is idle: a cold
 Chromium spends its first second or so starting its processes, services and caches, and a page
 loaded in that time has its early requests and parsing slowed by it, the more so the sooner
 they come (measured in the lab: a 100 ms server time made a page's onLoad 0.23 s later cold
@@ -49,6 +49,8 @@ import asyncio
 import json
 import os
 from datetime import datetime, timezone
+
+from .idle import wait_idle
 
 __all__ = ["CHROMIUM", "chromium_path", "browse", "chromium_args", "QUIET_ARGS"]
 
@@ -376,57 +378,6 @@ async def _settle(rec: _Recorder, loaded: asyncio.Event, quiet_s: float, deadlin
         ):
             return
         await asyncio.sleep(0.05)
-
-
-def tree_cpu_s(root_pid: int) -> float:
-    """CPU seconds (user + system) used so far by the live descendants of ``root_pid``, read
-    from ``/proc`` (Linux: ``proc(5)``, a process's ``stat`` fields 4, 14 and 15)."""
-    tick = os.sysconf("SC_CLK_TCK")
-    children: dict[int, list[int]] = {}
-    cpu: dict[int, int] = {}
-    for name in os.listdir("/proc"):
-        if not name.isdigit():
-            continue
-        try:
-            with open(f"/proc/{name}/stat", "rb") as f:
-                stat = f.read()
-        except OSError:  # gone since the listing
-            continue
-        fields = stat[stat.rindex(b")") + 2 :].split()  # after "pid (comm) ": comm may hold spaces
-        pid = int(name)
-        children.setdefault(int(fields[1]), []).append(pid)
-        cpu[pid] = int(fields[11]) + int(fields[12])
-    total, todo = 0, list(children.get(root_pid, ()))
-    while todo:
-        pid = todo.pop()
-        total += cpu.get(pid, 0)
-        todo.extend(children.get(pid, ()))
-    return total / tick
-
-
-IDLE_WINDOW_S = 0.2  # how long the browser must stay quiet
-IDLE_BUSY_FRACTION = 0.1  # quiet: under a tenth of one core used over that window
-IDLE_MAX_S = 5.0  # a browser never quiet (a busy machine) is used after this long
-
-
-async def wait_idle(
-    cpu_s=lambda: tree_cpu_s(os.getpid()),
-    *,
-    window_s: float = IDLE_WINDOW_S,
-    busy_fraction: float = IDLE_BUSY_FRACTION,
-    max_s: float = IDLE_MAX_S,
-) -> float:
-    """Wait until the processes ``cpu_s`` measures used under ``busy_fraction`` of a core over
-    ``window_s``, or ``max_s`` has passed; returns the seconds waited."""
-    loop = asyncio.get_running_loop()
-    start = loop.time()
-    before = cpu_s()
-    while True:
-        await asyncio.sleep(window_s)
-        now = cpu_s()
-        if now - before < busy_fraction * window_s or loop.time() - start >= max_s:
-            return loop.time() - start
-        before = now
 
 
 async def browse(
