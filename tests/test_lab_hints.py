@@ -157,9 +157,7 @@ def test_predicted_gain_of_the_103_grows_with_the_think_time_and_is_bounded_by_i
     monkeypatch.setattr(
         fidelity_study,
         "_linux_servers",
-        lambda one_flight, open_before=frozenset(), priorities=None, quic_datagram_bytes=None, send_ahead=None: (
-            lambda sim, params, listener, cls: cls(sim, params, listener)
-        ),
+        lambda one_flight, *_: lambda sim, params, listener, cls: cls(sim, params, listener),
     )
 
     trace = load(str(PAGE))

@@ -22,6 +22,7 @@ import signal
 import subprocess
 import sys
 from pathlib import Path
+from urllib.parse import urlsplit
 
 import pytest
 
@@ -419,6 +420,17 @@ def test_lab_load_reproduces_urls_and_initiator_edges_rfc9113_rfc9114(har, proto
         if e["request"]["url"].startswith("https://") and e["response"]["status"]
     }
     assert versions == {proto}
+    # Each document's body as served, in its content.text (DevTools' export "with content"):
+    # where the parser met each tag, for the model (traces.doctext).
+    site = rebuild(har, addresses="loopback")
+    documents = [
+        e for e in lab["log"]["entries"] if e["_resourceType"] == "document" and e["response"]["status"] == 200
+    ]
+    assert documents
+    for e in documents:
+        url = urlsplit(e["request"]["url"])
+        served = site.response(url.scheme, url.netloc, url.path + (f"?{url.query}" if url.query else ""))
+        assert e["response"]["content"]["text"] == served.decoded().decode()
     timings = lab["log"]["pages"][0]["pageTimings"]
     assert timings["onLoad"] > 0
     assert 0 < timings["_firstContentfulPaint"] <= timings["_largestContentfulPaint"]

@@ -59,6 +59,7 @@ from ..stacks.replay import exchange_headers
 from .cache import ClientCache
 from .load_params import (  # noqa: F401 (re-exported: the load's inputs were defined here)
     COALESCE,
+    DEADLINE_FACTOR,
     DEFAULT_PARSE_DELAY_S,
     ORIGIN_PROTOCOLS,
     PROTOCOLS,
@@ -67,6 +68,7 @@ from .load_params import (  # noqa: F401 (re-exported: the load's inputs were de
     LoadParams,
     ServerPlan,
     connection_key,
+    load_deadline_s,
     parse_link,
 )
 from .scheduling import ChromiumScheduler
@@ -252,9 +254,14 @@ class PageLoad:
 
     def response_marks(self, index: int) -> list[tuple[int, Callable, tuple]]:
         """(bytes of the response, callback, args) for the network to call as resource
-        ``index``'s response streams in: the children its parser finds on the way."""
-        body = self.graph[index].body_bytes
-        return [(max(1, int(share * body)), self._discover, (child,)) for share, child in self._streamed.get(index, ())]
+        ``index``'s response streams in: the children its parser finds on the way, each its
+        discovery delay after the bytes that hold its tag."""
+        body, marks = self.graph[index].body_bytes, []
+        for share, child in self._streamed.get(index, ()):
+            delay = self.discovery_s.get(child)
+            call = (self.sim.call_later, (delay, self._discover, child)) if delay else (self._discover, (child,))
+            marks.append((max(1, int(share * body)), *call))
+        return marks
 
     def _discover(self, index: int) -> None:
         if not math.isnan(self.discovered_s[index]):
@@ -573,26 +580,3 @@ def load_page(
             load.net.release()  # its QUIC connections' cycles
             let_go(load, load.net, load.net.conns)  # the load's cycles, freed now
         return result
-
-
-# A load is a stall, not a slow load, when it has not ended after this many times what its
-# bytes take at the access bandwidth, plus a round trip and set-up per resource and every
-# server and discovery time one after the other (all of which bound a load that progresses),
-# and 10 idle timeouts more: a fixed 300 s called a 10,000-resource page at 10 Mbit/s a stall.
-DEADLINE_FACTOR = 4
-
-
-def load_deadline_s(
-    graph: PageGraph, params: LoadParams, plan: ServerPlan, discovery_s: dict | None = None
-) -> tuple[float, str]:
-    """The virtual time by which a load of ``graph`` that progresses has ended, and how it was set."""
-    page_bytes = sum(r.body_bytes + 1024 for r in graph.resources)  # 1 KB of headers and framing each
-    trip_s = max([params.rtt_s + params.dns_s] + [rtt_s + setup_s for _, rtt_s, _, setup_s in params.origins])
-    transfer_s = 0.0 if params.bandwidth_bps is None else page_bytes * 8 / params.bandwidth_bps
-    trips_s = (len(graph) + 1) * (trip_s + max((v for _, v in params.parse_delay_s), default=0.0))
-    waits_s = sum(plan.think_s.values()) + sum((discovery_s or {}).values())
-    bw = "no bandwidth limit" if params.bandwidth_bps is None else f"{params.bandwidth_bps / 1e6:g} Mbit/s"
-    return (
-        10 * params.idle_timeout_s + DEADLINE_FACTOR * (transfer_s + trips_s + waits_s),
-        f"{page_bytes:,} bytes at {bw}, {len(graph)} round trips of up to {trip_s * 1000:.0f} ms",
-    )

@@ -16,8 +16,13 @@ import functools
 import re
 from dataclasses import asdict, dataclass, field
 
+from typing import TYPE_CHECKING
+
 from ..errors import InputError
 from ..net.conditions import adopt_network
+
+if TYPE_CHECKING:
+    from ..traces.pagegraph import PageGraph
 
 __all__ = [
     "LoadParams",
@@ -28,6 +33,8 @@ __all__ = [
     "DEFAULT_PARSE_DELAY_S",
     "PROTOCOLS",
     "ORIGIN_PROTOCOLS",
+    "load_deadline_s",
+    "DEADLINE_FACTOR",
     "COALESCE",
     "RESOURCE_SCHEDULERS",
 ]
@@ -186,3 +193,26 @@ def parse_link(value: bytes) -> tuple[str, set[str]] | None:
         if name.strip().lower() == b"rel":
             rels.update(v.decode("latin-1").lower() for v in val.strip().strip(b'"').split())
     return m.group(1).decode("latin-1"), rels
+
+
+# A load is a stall, not a slow load, when it has not ended after this many times what its
+# bytes take at the access bandwidth, plus a round trip and set-up per resource and every
+# server and discovery time one after the other (all of which bound a load that progresses),
+# and 10 idle timeouts more: a fixed 300 s called a 10,000-resource page at 10 Mbit/s a stall.
+DEADLINE_FACTOR = 4
+
+
+def load_deadline_s(
+    graph: PageGraph, params: LoadParams, plan: ServerPlan, discovery_s: dict | None = None
+) -> tuple[float, str]:
+    """The virtual time by which a load of ``graph`` that progresses has ended, and how it was set."""
+    page_bytes = sum(r.body_bytes + 1024 for r in graph.resources)  # 1 KB of headers and framing each
+    trip_s = max([params.rtt_s + params.dns_s] + [rtt_s + setup_s for _, rtt_s, _, setup_s in params.origins])
+    transfer_s = 0.0 if params.bandwidth_bps is None else page_bytes * 8 / params.bandwidth_bps
+    trips_s = (len(graph) + 1) * (trip_s + max((v for _, v in params.parse_delay_s), default=0.0))
+    waits_s = sum(plan.think_s.values()) + sum((discovery_s or {}).values())
+    bw = "no bandwidth limit" if params.bandwidth_bps is None else f"{params.bandwidth_bps / 1e6:g} Mbit/s"
+    return (
+        10 * params.idle_timeout_s + DEADLINE_FACTOR * (transfer_s + trips_s + waits_s),
+        f"{page_bytes:,} bytes at {bw}, {len(graph)} round trips of up to {trip_s * 1000:.0f} ms",
+    )

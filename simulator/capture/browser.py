@@ -17,7 +17,9 @@ of a DevTools session on the page, the way DevTools' own HAR export builds it:
 * ``dataReceived`` -> ``content.size`` (decoded bytes) and ``bodySize`` (its
   ``encodedDataLength``: the body's bytes as received); ``loadingFinished.encodedDataLength``
   -> ``response._transferSize``; ``requestServedFromCache`` / ``fromDiskCache`` ->
-  ``_fromCache`` ("memory" / "disk", as DevTools exports it).
+  ``_fromCache`` ("memory" / "disk", as DevTools exports it);
+* ``Network.getResponseBody`` once the page is done -> a document's ``content.text`` (as
+  DevTools' export "with content"; documents only).
 
 HAR ``timings`` follow DevTools' exporter: ``blocked`` from the request's issue to the
 first of DNS / connect / send, ``dns``, ``connect`` (TLS included), ``ssl``, ``send``,
@@ -336,6 +338,10 @@ def build_har(
             entry["connection"] = str(resp["connectionId"])
         if r["from_cache"]:
             entry["_fromCache"] = r["from_cache"]
+        if r.get("text") is not None:
+            entry["response"]["content"]["text"] = r["text"]
+            if r.get("base64"):
+                entry["response"]["content"]["encoding"] = "base64"
         if r["early_hints"] is not None:
             entry["_earlyHints"] = _header_list(r["early_hints"])
         if r["failed"]:
@@ -378,6 +384,21 @@ async def _settle(rec: _Recorder, loaded: asyncio.Event, quiet_s: float, deadlin
         ):
             return
         await asyncio.sleep(0.05)
+
+
+async def _document_bodies(cdp, rec: _Recorder) -> None:
+    """Each document's body into its hop (``text``, and ``base64`` when so encoded), as DevTools'
+    export "with content" writes ``content.text``: where in a document the parser met each tag
+    is part of what the page was.  Documents only (the HAR stays small); one that Chromium no
+    longer holds is left without."""
+    for rid, r in rec.requests.items():
+        if (r["type"] or "").lower() != "document" or r["response"] is None or r["failed"]:
+            continue
+        try:
+            body = await asyncio.wait_for(cdp.send("Network.getResponseBody", {"requestId": rid}), 5.0)
+        except Exception:  # noqa: BLE001 - evicted, or another target's frame: no body, no harm
+            continue
+        r["text"], r["base64"] = body.get("body", ""), bool(body.get("base64Encoded"))
 
 
 async def browse(
@@ -456,6 +477,7 @@ async def browse(
                 remaining = max(deadline - loop.time(), 1.0)
                 await page.goto(url, wait_until="load", timeout=remaining * 1000)
                 await _settle(rec, loaded, quiet_s, deadline)
+            await _document_bodies(cdp, rec)
             har = build_har(
                 rec,
                 url,

@@ -34,6 +34,10 @@ With ``send_ahead=(windows, bytes)`` an HTTP/2 server over TCP commits that much
 socket than the window (``net.writer``'s ``ahead_windows`` and ``ahead_bytes``: a kernel's send
 buffer and a server's own), sent in the order written: a response that comes ready later
 queues behind what was committed before it, as behind a real server's buffers.
+With ``tls_full_records`` the browser reads a response over TLS and TCP a whole record at a time
+(records of 16 KiB, as OpenSSL writes a server's large buffer; RFC 8446 section 5.2: a record is
+authenticated as a whole), so a child whose tag came early is found at its record's end; else as each
+segment arrives (the one-segment records of dynamic record sizing).  Over QUIC, as each packet does.
 With ``ModelNetwork(priorities=plan)`` (an ``http.priority.PriorityPlan``) a scheduler of
 ``http.priority`` picks the stream of every chunk instead, from each resource's signals
 (RFC 9218 urgency and incremental, RFC 7540 tree placement), on every h2 and h3 connection.
@@ -104,7 +108,7 @@ from .connection import transport_for
 from .framing import H2_FRAME_HEADER_BYTES, sized_body_bytes, sized_section_frame_bytes
 from .handshake import TlsOverTcp, flights, tls_record_bytes
 from .priority import make_scheduler, scheduled_writer
-from .network_server import DEFAULT_URGENCY, _add_mark, _Incoming, _ServerSide, urgency
+from .network_server import DEFAULT_URGENCY, _add_mark, _Incoming, _ServerSide, record_end, urgency
 from .header_sizes import H2_SETTINGS_ACK_BYTES, HeaderBlockSizer, h1_header_bytes, h2_preface_bytes
 
 __all__ = ["ModelNetwork", "SCHEDULERS", "urgency", "AIOQUIC_ACK_DELAY_S", "H1_CONNECTIONS_PER_ORIGIN"]
@@ -316,8 +320,9 @@ class _Conn(_ServerSide):
         if self.net.on_response_start is not None:
             inc.marks.append((1, self.net.on_response_start, (spec.index,)))
         if self.net.response_marks is not None:
+            whole = self.tls and self.transport == "tcp" and self.net.tls_full_records
             for mark in self.net.response_marks(spec.index):
-                _add_mark(inc, mark)
+                _add_mark(inc, record_end(mark) if whole else mark)
         block = self._block(self.request_encoder, spec.request_headers)
         body = self._body_wire_bytes(spec.request_body_bytes)
         # A request body is written as slices of a shared block (``write_padding``): a body
@@ -368,7 +373,7 @@ class _Conn(_ServerSide):
             self._quiet()
             self.cancel(stream_id)
         marks = inc.marks
-        while marks and marks[0][0] <= inc.received:
+        while marks and (end or marks[0][0] <= inc.received):  # the end meets a record's end past it
             _, callback, args = marks.popleft()
             callback(*args)
         if end and not inc.ended:
@@ -436,6 +441,7 @@ class ModelNetwork:
         one_flight_servers=frozenset(),
         open_before=frozenset(),
         send_ahead: tuple[int, int] = (0, 0),
+        tls_full_records: bool = False,
     ) -> None:
         self.sim, self.params, self.listener = sim, params, listener
         if min(send_ahead) < 0:
@@ -443,6 +449,7 @@ class ModelNetwork:
         if any(send_ahead) and priorities is not None:
             raise ValueError("send_ahead is for the servers' own order (a scheduling server keeps only the window)")
         self.send_ahead = send_ahead
+        self.tls_full_records = tls_full_records  # a response's bytes readable a whole TLS record at a time
         self.priorities = priorities  # an http.priority.PriorityPlan: its scheduler on every h2/h3 connection
         self.path = params.network.path(sim, name="access")
         self.conns: dict[str, _Conn] = {}

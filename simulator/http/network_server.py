@@ -24,9 +24,10 @@ from collections import deque
 
 from ..net.transport import write_padding
 from ..stacks.common import ExchangeSpec
+from .handshake import TLS_MAX_RECORD_PLAINTEXT_BYTES, TLS_RECORD_OVERHEAD_BYTES
 from .header_sizes import H2_SETTINGS_ACK_BYTES
 
-__all__ = ["urgency", "DEFAULT_URGENCY"]
+__all__ = ["urgency", "DEFAULT_URGENCY", "record_end"]
 
 DEFAULT_URGENCY = 3  # RFC 9218 section 4.1
 _URGENCY = re.compile(rb"(?:^|,)\s*u\s*=\s*([0-7])")
@@ -56,6 +57,15 @@ def _field_urgency(value) -> int | None:
     """The ``u`` of one ``priority`` value, or None; memoized (a page's requests share a few values)."""
     m = _URGENCY.search(value)
     return int(m.group(1)) if m else None
+
+
+def record_end(mark: tuple) -> tuple:
+    """``mark`` (offset, callback, args) moved to the end of the 16 KiB TLS record that holds its
+    offset (a stream's records counted from its start): a receiver uses a record's bytes only
+    once it has all of it (RFC 8446 section 5.2).  A mark past the stream's end is met by it."""
+    offset, callback, args = mark
+    size = TLS_MAX_RECORD_PLAINTEXT_BYTES + TLS_RECORD_OVERHEAD_BYTES
+    return (-(-offset // size) * size, callback, args)
 
 
 def _add_mark(inc: "_Incoming", mark: tuple) -> None:

@@ -230,6 +230,21 @@ read_exchange(PyObject *entry, PyObject *where, PyObject *path)
         PyErr_Clear();
         Py_RETURN_NONE;
     }
+    /* A body the HAR kept (content.text): a document's is read in Python (harfields.document_text). */
+    PyObject *kept = item(response, s_content);
+    kept = kept != NULL && PyDict_CheckExact(kept) ? item(kept, s_text) : NULL;
+    if (kept != NULL && PyUnicode_Check(kept) && PyUnicode_GET_LENGTH(kept) > 0) {
+        PyObject *declared = item(entry, s_resource_type);
+        if (declared == NULL || !PyUnicode_Check(declared))
+            Py_RETURN_NONE;
+        PyObject *lowered = PyObject_CallMethodNoArgs(declared, s_lower);
+        if (lowered == NULL)
+            return NULL;
+        int document = PyUnicode_CompareWithASCIIString(lowered, "document") == 0;
+        Py_DECREF(lowered);
+        if (document)
+            Py_RETURN_NONE;
+    }
 
     /* The request's fields (_request_headers_pseudo with all four pseudo-header fields given). */
     list = plain_fields(item(request, s_headers), &text_bytes);

@@ -411,6 +411,7 @@ def _exchange(entry: dict, where: str, path) -> tuple[Exchange, int | None, int 
             render_blocking=blocking if isinstance(blocking, str) else None,
             body_bytes_from=size_from,
             internal=harfields.internal_redirect(response, status),
+            document_text=harfields.document_text(content, rtype, path, where),
         ),
         status,
         transfer,

@@ -52,6 +52,9 @@ it came from, so ``workbench trace info`` can show why:
   ``connect``) came before it, not after.  ``wpt_timings`` keeps these fields beside the
   standard phases (under their own names) and fills a standard phase the ``timings`` lack
   from them.
+* **A document's text**: ``content.text`` of a document (base64 when ``content.encoding``
+  is ``base64``), as DevTools' export "with content" and the lab's captures keep it: where
+  in the document each tag the parser found was.
 * **Internal redirect** (a redirect the browser made itself, nothing on the network: an HSTS
   host's http:// URL upgraded, RFC 6797 section 8.3, or ``upgrade-insecure-requests``): Chrome
   writes it as status 307 with ``statusText`` "Internal Redirect" and a
@@ -466,6 +469,24 @@ def internal_redirect(response: dict, status: int | None) -> bool:
     return isinstance(headers, list) and any(
         isinstance(h, dict) and str(h.get("name", "")).lower() == "non-authoritative-reason" for h in headers
     )
+
+
+def document_text(content: dict, resource_type: str | None, path=None, where=None) -> str | None:
+    """A document's body as text when the HAR kept it (``content.text``, base64 when
+    ``content.encoding`` says so, HAR 1.2), for where its tags are; None for other types or
+    when absent.  A body that says it is base64 and is not is bad input."""
+    text = content.get("text")
+    if resource_type != "document" or not isinstance(text, str) or not text:
+        return None
+    if content.get("encoding") == "base64":
+        import base64
+        import binascii
+
+        try:
+            text = base64.b64decode(text, validate=True).decode("utf-8", errors="replace")
+        except (binascii.Error, ValueError):
+            raise InputError("response.content.text says base64 (content.encoding) and is not.", path=path, where=where)
+    return text
 
 
 # WebPageTest's own timing fields (ms) kept beside the HAR phases: durations, then offsets

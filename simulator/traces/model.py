@@ -66,6 +66,8 @@ class Exchange:
     body_bytes_from: str | None = field(default=None, compare=False)
     pushed: bool = False  # the server pushed it (HTTP/2 push, RFC 9113 8.4): no request was sent
     internal: bool = False  # a redirect the browser made itself (HSTS, RFC 6797 8.3): nothing on the network
+    # A document's decoded body, when the capture kept it (HAR content.text): where its tags are
+    document_text: str | None = field(default=None, repr=False)
 
     @property
     def decoded_body_bytes(self) -> int:

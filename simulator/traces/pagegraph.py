@@ -93,6 +93,9 @@ class Resource:
     # resource that delays it: a load-event handler (or a timer) asked for it, so that load
     # event never waited for it, whatever its type
     after_load_event: bool = False
+    initiator_type: str | None = None  # the capture's: parser / script / preload / other
+    # a document's text when the capture kept it (``Exchange.document_text``): where its tags are
+    document_text: str | None = field(default=None, repr=False)
 
     @property
     def authority(self) -> str:
@@ -435,6 +438,8 @@ def page_graph(trace: Trace, page: str | None = None) -> PageGraph:
                 "internal": e.internal,
                 "blocks_own_document": own_document,
                 "after_load_event": False,
+                "initiator_type": e.initiator_type,
+                "document_text": e.document_text,
             }
         )
         resources.append(r)

@@ -51,7 +51,12 @@ browser's CPU time between a parent and a child.
   receive time that had passed (``streamed``: resource -> share in [0, 1]; 0 when asked for
   before its first byte).  The model discovers it when that share of the body has arrived,
   on another network too: where the parser was is a matter of bytes, not of time.  Not for
-  children held by a synchronous script (they wait for it as above).
+  children held by a synchronous script (they wait for it as above).  A child the parser found
+  after the document had ended, when the HAR kept the document's text (``content.text``), is
+  found where its tag is (``traces.doctext.tag_share``), its discovery delay after the bytes
+  that hold the tag have arrived: in the capture they arrived by the document's end (a whole
+  TLS record, a small document's only one), while over QUIC the first packets bring them
+  (``ModelNetwork(tls_full_records=...)``).
 - **Start offset**: from the page's start to the navigation request (the browser's own
   start-up), added to the simulated onLoad as it is part of the measured one.
 - **A server's first flight** (``one_flight``): the model's servers run TCP as Linux does
@@ -95,6 +100,7 @@ import statistics
 from bisect import bisect_right
 from dataclasses import dataclass, field
 
+from ...traces.doctext import tag_share
 from ...traces.pagegraph import PageGraph, Resource
 from ...browser.client import HeldScripts
 
@@ -340,12 +346,19 @@ def infer_conditions(
         since = max(ends[r.parent], sync_ends[held - 1]) if held else ends[r.parent]
         discovery[r.index] = max(0.0, start - since)
         parent = graph[r.parent]
-        if not held and parent.resource_type == "document" and start < ends[r.parent] and starts[r.parent] is not None:
+        if held or parent.resource_type != "document" or starts[r.parent] is None:
+            continue
+        # A tag the document's text places: where it is (found with the bytes that hold it).
+        share = None
+        if parent.document_text and r.initiator_type == "parser":
+            share = tag_share(parent.document_text, r.url, parent.url)
+        if share is None and start < ends[r.parent]:
             # Found while the document streamed in: how far into its body (receive time).
             first_byte = starts[r.parent] + _phases_ms(parent.timings, _BEFORE_BODY) / 1000.0
             receive = ends[r.parent] - first_byte
-            share = (start - first_byte) / receive if receive > 0 else 1.0
-            streamed[r.index] = min(1.0, max(0.0, share))
+            share = min(1.0, max(0.0, (start - first_byte) / receive if receive > 0 else 1.0))
+        if share is not None:
+            streamed[r.index] = share
 
     origins, one_flight = [], set()
     for origin, every in by_origin.items():

@@ -82,6 +82,10 @@ class FidelityParams(StudyParams):
     # written).  The lab's hypercorn: one window in Linux's send buffer and 512 KiB in asyncio's
     # TLS transport (``lab.serve``).
     server_send_ahead: tuple[int, int] | None = None
+    # Whether the HTTP/2 servers' responses are read a whole 16 KiB TLS record at a time
+    # (``ModelNetwork(tls_full_records=...)``; False: as each segment arrives).  The lab's
+    # hypercorn writes through OpenSSL, whose records of a large write are 16 KiB (``lab.serve``).
+    server_tls_full_records: bool = False
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -115,8 +119,8 @@ class FidelityParams(StudyParams):
 
     def to_dict(self) -> dict:
         """Every field, but ``policy``, ``document_think_s``, ``server_scheduler``, ``h3_discovery``,
-        ``quic_datagram_bytes`` and ``server_send_ahead`` only when set: outputs without them read
-        as they did before they existed."""
+        ``quic_datagram_bytes``, ``server_send_ahead`` and ``server_tls_full_records`` only when set:
+        outputs without them read as they did before they existed."""
         d = super().to_dict()
         if d["policy"] == "none":
             del d["policy"]
@@ -132,6 +136,8 @@ class FidelityParams(StudyParams):
             del d["server_send_ahead"]
         else:
             d["server_send_ahead"] = list(self.server_send_ahead)
+        if not self.server_tls_full_records:
+            del d["server_tls_full_records"]
         return d
 
     @property
@@ -253,6 +259,7 @@ def simulate_page(
             priorities,
             params.quic_datagram_bytes,
             None if priorities is not None else params.server_send_ahead,
+            params.server_tls_full_records,
         ),
     )
 
@@ -263,6 +270,7 @@ def _linux_servers(
     priorities=None,
     quic_datagram_bytes: int | None = None,
     send_ahead: tuple[int, int] | None = None,
+    tls_full_records: bool = False,
 ):
     """The model backend with TCP as a Linux server on OpenSSL runs it (``ModelNetwork(linux_tcp=True)``:
     the window in segments, ACKs on data, TCP_NODELAY writes, two TLS session tickets), but to
@@ -273,10 +281,13 @@ def _linux_servers(
     ``priorities``: a ``PriorityPlan`` scheduling every server's responses; ``quic_datagram_bytes``:
     the QUIC servers' UDP payload (None: the model's default); ``send_ahead``: what the HTTP/2
     servers commit beyond the window, (windows, bytes) (None: nothing; a ``PriorityPlan``'s
-    scheduling servers keep only the window, as the lab's set TCP_NOTSENT_LOWAT)."""
+    scheduling servers keep only the window, as the lab's set TCP_NOTSENT_LOWAT);
+    ``tls_full_records``: responses over TLS and TCP read a whole record at a time."""
     datagram = {} if quic_datagram_bytes is None else {"max_datagram_bytes": quic_datagram_bytes}
     if send_ahead is not None:
         datagram["send_ahead"] = tuple(send_ahead)
+    if tls_full_records:
+        datagram["tls_full_records"] = True
 
     def network(sim, params, listener, backend_cls):
         return backend_cls(
