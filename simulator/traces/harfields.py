@@ -63,6 +63,8 @@ it came from, so ``workbench trace info`` can show why:
 
 from __future__ import annotations
 
+import base64
+import binascii
 import functools
 import json
 import operator
@@ -479,9 +481,6 @@ def document_text(content: dict, resource_type: str | None, path=None, where=Non
     if resource_type != "document" or not isinstance(text, str) or not text:
         return None
     if content.get("encoding") == "base64":
-        import base64
-        import binascii
-
         try:
             text = base64.b64decode(text, validate=True).decode("utf-8", errors="replace")
         except (binascii.Error, ValueError):

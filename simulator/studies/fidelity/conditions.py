@@ -51,12 +51,12 @@ browser's CPU time between a parent and a child.
   receive time that had passed (``streamed``: resource -> share in [0, 1]; 0 when asked for
   before its first byte).  The model discovers it when that share of the body has arrived,
   on another network too: where the parser was is a matter of bytes, not of time.  Not for
-  children held by a synchronous script (they wait for it as above).  A child the parser found
-  after the document had ended, when the HAR kept the document's text (``content.text``), is
-  found where its tag is (``traces.doctext.tag_share``), its discovery delay after the bytes
-  that hold the tag have arrived: in the capture they arrived by the document's end (a whole
-  TLS record, a small document's only one), while over QUIC the first packets bring them
-  (``ModelNetwork(tls_full_records=...)``).
+  children held by a synchronous script (they wait for it as above).  Where the HAR kept the
+  document's text (``content.text``), a child the parser found is found where its tag is
+  instead (``traces.doctext.tag_share``), before the document's end or after it, its discovery
+  delay (as above) after the bytes that hold the tag have arrived: a capture over HTTP/2 had
+  them by a whole TLS record's end (a small document's only record), where over QUIC the first
+  packets bring them (``ModelNetwork(tls_full_records=...)``).
 - **Start offset**: from the page's start to the navigation request (the browser's own
   start-up), added to the simulated onLoad as it is part of the measured one.
 - **A server's first flight** (``one_flight``): the model's servers run TCP as Linux does
