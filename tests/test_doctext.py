@@ -87,6 +87,14 @@ def test_a_documents_text_is_read_plain_or_base64_har_1_2_content():
     assert parse_har(_har("body{}", resource_type="stylesheet")).exchanges[0].document_text is None
 
 
+def test_a_documents_text_survives_writing_the_har_again():
+    from simulator.traces.harwrite import har_dict
+
+    text = "<html><body><img src=/i.png></body></html>"
+    again = parse_har(har_dict(parse_har(_har(text), path="a.har")), path="again.har")
+    assert again.exchanges[0].document_text == text
+
+
 def test_a_text_that_says_base64_and_is_not_is_one_line_input_error():
     with pytest.raises(InputError) as err:
         parse_har(_har("not base64 at all!", "base64"), path="page.har")

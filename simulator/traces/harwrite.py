@@ -79,6 +79,8 @@ def har_dict(trace: Trace, started: datetime | None = None) -> dict:
             "cache": {},
             "timings": dict(e.timings) if e.timings else {"send": 0, "wait": 0, "receive": 0},
         }
+        if e.document_text is not None:
+            entry["response"]["content"]["text"] = e.document_text  # where its tags are (traces.doctext)
         if e.request_headers is None:
             entry["_noRequestHeaders"] = True
         if e.page is not None:
