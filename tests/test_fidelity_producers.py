@@ -414,3 +414,30 @@ def test_a_wait_the_browser_put_in_send_still_bounds_the_rtt_by_send_plus_wait()
     rtts = {o: rtt for o, rtt, _, _ in cond.origins}
     assert cond.rtt_s == pytest.approx(0.020)
     assert rtts["https://stats.other.example"] == pytest.approx(0.020)
+
+
+def _chromium_navigation(dns_ms: float) -> dict:
+    """A Chromium navigation as the lab recorded one at 20 ms RTT: its connection begun before
+    the request, ``connect`` clamped to the request's start (3.8 ms after the entry's)."""
+    nav = {"blocked": 3.8, "dns": dns_ms, "connect": 36.8, "ssl": 22.4, "send": 0.2, "wait": 22.4, "receive": 1.2}
+    css = {"blocked": 1.0, "dns": -1, "connect": -1, "ssl": -1, "send": 0.2, "wait": 23.0, "receive": 1.0}
+    entries = [
+        _entry(DOC, 0, nav, size=3000),
+        _entry(CSS, 70 + dns_ms, css, size=2000, mime="text/css"),
+    ]
+    return _har(entries, 150 + dns_ms)
+
+
+def test_navigation_handshake_read_from_the_request_start_when_no_lookup_came_first():
+    """Chromium preconnects the main frame's origin at navigation start and writes a connect time
+    from before the request as the request's start: without a DNS lookup first, the handshake
+    (one round trip, RFC 9293 section 3.5) runs from the entry's start, ``blocked`` included
+    (3.8 + 14.4 ms, not the 14.4 ms ``connect`` less ``ssl`` shows); after a lookup the request
+    waited for, ``connect`` less ``ssl`` is whole."""
+    trace = parse_har(_chromium_navigation(0.0), path="chrome.har")
+    cond = infer_conditions(page_graph(trace, "p"), trace.pages[0].start_s)
+    assert dict((o, r) for o, r, _, _ in cond.origins)["https://www.site.example"] == pytest.approx(0.0182)
+    assert cond.think_s[0] == pytest.approx(0.0224 - 0.0182)  # wait less that round trip
+    trace = parse_har(_chromium_navigation(30.0), path="chrome.har")
+    cond = infer_conditions(page_graph(trace, "p"), trace.pages[0].start_s)
+    assert dict((o, r) for o, r, _, _ in cond.origins)["https://www.site.example"] == pytest.approx(0.0144)
