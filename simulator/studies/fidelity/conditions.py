@@ -15,8 +15,8 @@ browser's CPU time between a parent and a child.
   before the request and clamps the times it shows).  An exchange is ``send`` plus ``wait``,
   from the request's first byte to the response's first: at least one round trip.  ``wait``
   alone is not, where the browser's clock was late to end ``send`` (a busy network thread
-  writes ``send`` 52 ms and ``wait`` 0.03 ms at 20 ms RTT).  The access path gets the nearest origin's RTT; farther
-  origins add their difference past the shared bottleneck.
+  writes ``send`` 52 ms and ``wait`` 0.03 ms at 20 ms RTT).  The access path gets the nearest
+  origin's RTT; farther origins add their difference past the shared bottleneck.
 - **Server time** of each response: ``wait`` less its origin's RTT (``wait`` is the time
   from the request's last byte to the response's first: one round trip plus the server).
 - **Set-up time** per origin before its connections open: DNS (``dns`` of its first
