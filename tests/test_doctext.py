@@ -11,9 +11,11 @@ import json
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from simulator.errors import InputError
-from simulator.traces.doctext import tag_share
+from simulator.traces.doctext import mention_end_by_spelling, tag_share
 from simulator.traces.har import parse_har
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -75,6 +77,29 @@ def _har(text: str | None, encoding: str | None = None, resource_type: str = "do
         "_resourceType": resource_type,
     }
     return {"log": {"version": "1.2", "creator": {"name": "t", "version": "1"}, "entries": [entry]}}
+
+
+_PIECES = ["https:", "//a.example", "/d", "/x.js", "x.js", "?q=1", "&amp;", "&", '"', "=", " ", "y", "/"]
+
+
+@settings(max_examples=400, deadline=None)
+@given(
+    st.lists(st.sampled_from(_PIECES), max_size=30),
+    st.sampled_from(
+        [
+            "https://a.example/d/x.js",
+            "https://a.example/x.js?q=1&amp;",
+            "https://b.example/x.js",
+            "https://a.example/d/x.js?q=1&y",
+        ]
+    ),
+)
+def test_one_search_per_spelling_family_finds_what_each_spelling_would(pieces, url):
+    """``tag_share`` searches once for the shortest spelling each longer one ends with and checks
+    the longer ones where it ends: the same first mention as searching every spelling apart."""
+    text, doc = "".join(pieces), "https://a.example/d/index.html"
+    end = mention_end_by_spelling(text, url, doc)
+    assert tag_share(text, url, doc) == (None if end is None or not text else end / len(text))
 
 
 def test_a_documents_text_is_read_plain_or_base64_har_1_2_content():

@@ -17,7 +17,10 @@ from __future__ import annotations
 import posixpath
 from urllib.parse import urlsplit
 
-__all__ = ["tag_share"]
+__all__ = ["tag_share", "mention_end_by_spelling"]
+
+# What may stand before a relative spelling: it must not be the tail of a longer path or URL.
+_BEFORE_RELATIVE = "\"'=( \t\n"
 
 
 def _spellings(url: str, document_url: str) -> list[str]:
@@ -46,13 +49,57 @@ def tag_share(text: str, url: str, document_url: str) -> float | None:
     if not text or not url:
         return None
     best = None
-    for form in _spellings(url, document_url):
-        i = text.find(form)
-        # A relative spelling must stand alone: not the tail of a longer path or another URL.
-        relative = not form.startswith(("/", "http:", "https:"))
-        while i > 0 and relative and text[i - 1] not in "\"'=( \t\n":
-            i = text.find(form, i + 1)
-        if i >= 0:
-            end = i + len(form)
+    for root, forms in _suffix_groups(_spellings(url, document_url)):
+        end = _first_end(text, root, forms, best)
+        if end is not None:
             best = end if best is None else min(best, end)
     return None if best is None else best / len(text)
+
+
+def mention_end_by_spelling(text: str, url: str, document_url: str) -> int | None:
+    """Where ``url``'s first mention in ``text`` ends, by the rule's definition: each spelling
+    searched on its own, the earliest end kept (``tag_share`` finds the same end with one
+    search per family of spellings; tests and ``benchmarks/bench_doctext.py`` hold it to this)."""
+    best = None
+    for form in _spellings(url, document_url):
+        relative = not form.startswith(("/", "http:", "https:"))
+        i = text.find(form)
+        while i > 0 and relative and text[i - 1] not in _BEFORE_RELATIVE:
+            i = text.find(form, i + 1)
+        if i >= 0:
+            best = i + len(form) if best is None else min(best, i + len(form))
+    return best
+
+
+def _suffix_groups(forms: list[str]) -> list[tuple[str, list[str]]]:
+    """``forms`` grouped under the shortest of them each one ends with: every mention of a
+    form ends where a mention of its group's root does, so one search of the root finds them
+    all (a URL's absolute, scheme-relative, root-relative and relative spellings end alike)."""
+    groups: list[tuple[str, list[str]]] = []
+    for form in sorted(forms, key=len):
+        for root, members in groups:
+            if form.endswith(root):
+                members.append(form)
+                break
+        else:
+            groups.append((form, [form]))
+    return groups
+
+
+def _first_end(text: str, root: str, forms: list[str], before: int | None) -> int | None:
+    """The end of the first mention of any of ``forms`` (each ending with ``root``) that ends
+    before ``before`` (None: anywhere), a relative one standing alone; None if there is none."""
+    i = text.find(root)
+    while i >= 0:
+        end = i + len(root)
+        if before is not None and end >= before:
+            return None
+        for form in forms:
+            start = end - len(form)
+            if start < 0 or not text.startswith(form, start):
+                continue
+            relative = not form.startswith(("/", "http:", "https:"))
+            if not relative or start == 0 or text[start - 1] in _BEFORE_RELATIVE:
+                return end
+        i = text.find(root, i + 1)
+    return None
