@@ -13,7 +13,6 @@ Figures are CPU seconds, best of N, the candidates alternating; the ratios are
 
 from __future__ import annotations
 
-import time
 
 DOC = "https://www.site.example/dir/index.html"
 
@@ -29,16 +28,6 @@ def _page(n: int = 2000):
             parts.append(f'<img src="img/p{i}.png">\n')
     absent = [f"https://other.example/x{i}.js" for i in range(n)]
     return "".join(parts), {"cross-origin": cross, "relative": same, "absent": absent}
-
-
-def _best(fns: dict, repeats: int) -> dict:
-    best = {name: float("inf") for name in fns}
-    for _ in range(repeats):
-        for name, fn in fns.items():
-            t0 = time.process_time()
-            fn()
-            best[name] = min(best[name], time.process_time() - t0)
-    return best
 
 
 def _har(text: str, urls: list[str]) -> dict:
@@ -72,6 +61,7 @@ def _har(text: str, urls: list[str]) -> dict:
 
 
 def run(quick: bool = False) -> dict:
+    from simulator.bench import best_cpu_times_s
     from simulator.studies.fidelity.conditions import infer_conditions
     from simulator.traces.doctext import mention_end_by_spelling, tag_share
     from simulator.traces.har import parse_har
@@ -86,7 +76,7 @@ def run(quick: bool = False) -> dict:
         ends = [mention_end_by_spelling(text, u, DOC) for u in urls]
         shares = [tag_share(text, u, DOC) for u in urls]
         assert shares == [None if e is None else e / len(text) for e in ends], "tag_share moved a mention"
-        best = _best(
+        best = best_cpu_times_s(
             {
                 "by_spelling": lambda: [mention_end_by_spelling(text, u, DOC) for u in urls],
                 "tag_share": lambda: [tag_share(text, u, DOC) for u in urls],
@@ -103,7 +93,7 @@ def run(quick: bool = False) -> dict:
     for label, doc_text in (("with text", text), ("without", "")):
         trace = parse_har(_har(doc_text, urls), path="bench.har")
         graphs[label] = (page_graph(trace, "p"), trace.pages[0].start_s)
-    best = _best({label: (lambda g=g: infer_conditions(*g)) for label, g in graphs.items()}, repeats)
+    best = best_cpu_times_s({label: (lambda g=g: infer_conditions(*g)) for label, g in graphs.items()}, repeats)
     ratio = best["with text"] / best["without"]
     figures["infer_conditions"] = {"resources": len(urls) + 1, **best, "with_text_vs_without": ratio}
     print(

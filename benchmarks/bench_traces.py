@@ -19,21 +19,10 @@ from __future__ import annotations
 
 import json
 import tempfile
-import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 SHARED = ROOT.parent / "shared" / "traces" / "har-real"
-
-
-def _best(fns: dict, repeats: int) -> dict:
-    best = {name: float("inf") for name in fns}
-    for _ in range(repeats):
-        for name, fn in fns.items():
-            t0 = time.process_time()
-            fn()
-            best[name] = min(best[name], time.process_time() - t0)
-    return best
 
 
 def _json_all(paths):
@@ -54,6 +43,7 @@ def _load_all(paths):
 
 
 def run(quick: bool = False) -> dict:
+    from simulator.bench import best_cpu_times_s
     from simulator.traces import load, synth
     from simulator.traces.har import write_har
 
@@ -76,7 +66,7 @@ def run(quick: bool = False) -> dict:
         print(f"HAR import vs json.load alone (CPU s, best of {repeats}, alternating)")
         print(f"{'file(s)':<44}{'json s':>9}{'load s':>9}{'entries/s':>11}{'load / json':>13}")
         for name, (paths, n) in cases.items():
-            best = _best({"json": lambda: _json_all(paths), "load": lambda: _load_all(paths)}, repeats)
+            best = best_cpu_times_s({"json": lambda: _json_all(paths), "load": lambda: _load_all(paths)}, repeats)
             ratio = best["load"] / best["json"]
             figures[name] = {
                 "entries": n,

@@ -43,6 +43,19 @@ def best_time_s(fn, repeats: int) -> float:
     return best
 
 
+def best_cpu_times_s(fns: dict, repeats: int) -> dict:
+    """The shortest CPU time of each of ``fns`` (name -> callable) over ``repeats`` rounds,
+    the candidates called in turn in every round (side by side: a busy spell of the machine
+    falls on all of them alike)."""
+    best = {name: float("inf") for name in fns}
+    for _ in range(repeats):
+        for name, fn in fns.items():
+            t0 = time.process_time()
+            fn()
+            best[name] = min(best[name], time.process_time() - t0)
+    return best
+
+
 def fitted_exponent(sizes, costs) -> float:
     """``k`` of cost ~ size^k: the least-squares slope of log(cost) on log(size) (NaN with
     fewer than two sizes).  A linear algorithm fits near 1, one that does work per pair near 2."""
