@@ -350,7 +350,7 @@ def _browser_skip():
     return None
 
 
-def _serve_and_load(har, proto, tmp_path, timeout="25s") -> tuple[dict, dict]:
+def _serve_and_load(har, proto, tmp_path, timeout="25s", netlog=None) -> tuple[dict, dict]:
     site_dir = tmp_path / f"site-{proto}"
     # Its own loopback range per protocol and page: a server of an earlier load still closing
     # its listeners cannot stand in this one's way.
@@ -384,6 +384,7 @@ def _serve_and_load(har, proto, tmp_path, timeout="25s") -> tuple[dict, dict]:
                 str(out),
                 "--timeout",
                 timeout,
+                *(["--netlog", str(netlog)] if netlog else []),
             ],
             capture_output=True,
             text=True,
@@ -411,7 +412,7 @@ def test_lab_load_reproduces_urls_and_initiator_edges_rfc9113_rfc9114(har, proto
     reason = _browser_skip()
     if reason:
         pytest.skip(reason)
-    lab, fid = _serve_and_load(har, proto, tmp_path)
+    lab, fid = _serve_and_load(har, proto, tmp_path, netlog=tmp_path / "netlog.json")
     assert fid["url_share"] >= 0.95, fid["missing_urls"]
     assert fid["edge_share"] >= 0.95, fid["missing_edges"]
     versions = {
@@ -434,6 +435,15 @@ def test_lab_load_reproduces_urls_and_initiator_edges_rfc9113_rfc9114(har, proto
     timings = lab["log"]["pages"][0]["pageTimings"]
     assert timings["onLoad"] > 0
     assert 0 < timings["_firstContentfulPaint"] <= timings["_largestContentfulPaint"]
+    # --netlog: Chromium's own log of the load, its requests by URL (what its schedulers did).
+    netlog = json.loads((tmp_path / "netlog.json").read_text())
+    types = {v: k for k, v in netlog["constants"]["logEventTypes"].items()}
+    started = {
+        e["params"]["url"]
+        for e in netlog["events"]
+        if types.get(e["type"]) == "URL_REQUEST_START_JOB" and "url" in e.get("params", {})
+    }
+    assert lab["log"]["pages"][0]["_URL"] in started
 
 
 def test_load_of_a_site_nobody_serves_is_one_line_exit_2(tmp_path):

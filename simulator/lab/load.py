@@ -60,8 +60,10 @@ PAINT_TIMINGS_JS = """() => {
 }"""
 
 
-def lab_chromium_args(site: RebuiltSite, proto: str) -> list[str]:
-    """Chromium flags for a lab load: the site's resolver map, its SPKI pin, QUIC forced per origin for h3."""
+def lab_chromium_args(site: RebuiltSite, proto: str, netlog: str | None = None) -> list[str]:
+    """Chromium flags for a lab load: the site's resolver map, its SPKI pin, QUIC forced per
+    origin for h3; with ``netlog``, Chromium writes its NetLog there (what its schedulers and
+    sockets did, e.g. a held request's ``RESOURCE_SCHEDULER_REQUEST_STARTED`` trigger)."""
     from ..capture.browser import QUIET_ARGS
 
     rules = [f"MAP {host} {addr}" for host, addr in site.hosts.items()] + ["MAP * ~NOTFOUND"]
@@ -75,6 +77,8 @@ def lab_chromium_args(site: RebuiltSite, proto: str) -> list[str]:
         "--disable-features=IsolateOrigins,site-per-process,HttpsUpgrades",
         "--disable-site-isolation-trials",
     ]
+    if netlog:
+        args += [f"--log-net-log={os.path.abspath(netlog)}", "--net-log-capture-mode=Default"]
     if proto == "h3":
         quic = []
         for origin in site.origins:
@@ -87,8 +91,9 @@ def lab_chromium_args(site: RebuiltSite, proto: str) -> list[str]:
     return args
 
 
-async def load_page(site: RebuiltSite, proto: str, timeout_s: float = 60.0) -> dict:
-    """The HAR of one load of ``site`` in Chromium; ``InputError`` when the page does not load."""
+async def load_page(site: RebuiltSite, proto: str, timeout_s: float = 60.0, netlog: str | None = None) -> dict:
+    """The HAR of one load of ``site`` in Chromium (with its NetLog written to ``netlog``);
+    ``InputError`` when the page does not load."""
     from ..capture.browser import browse, chromium_path
 
     if proto not in PROTOCOLS:
@@ -102,7 +107,7 @@ async def load_page(site: RebuiltSite, proto: str, timeout_s: float = 60.0) -> d
             spki_sha256_b64=site.spki_sha256_b64,
             timeout_s=timeout_s,
             quiet_s=QUIET_S + site.settle_s,
-            launch_args=lab_chromium_args(site, proto),
+            launch_args=lab_chromium_args(site, proto, netlog),
             init_script=PAINT_OBSERVER_JS,
             page_timings_js=PAINT_TIMINGS_JS,
             idle_first=True,  # a cold browser's start-up would slow the page's first requests
@@ -141,13 +146,14 @@ def main(argv=None) -> int:
     ap.add_argument("--proto", required=True, choices=PROTOCOLS, help="h2 or h3 (QUIC forced for every https origin)")
     ap.add_argument("--out", required=True, metavar="HAR", help="the HAR file to write")
     ap.add_argument("--timeout", default="60s", help="give up on the page after this long (default 60s)")
+    ap.add_argument("--netlog", default=None, metavar="FILE", help="also have Chromium write its NetLog to FILE")
     args = ap.parse_args(argv)
     try:
         timeout_s = parse_duration(args.timeout, require_unit=True)
         if timeout_s <= 0:
             raise InputError(f"--timeout must be above zero, not {args.timeout!r}.")
         site = RebuiltSite.read(args.site)
-        har = asyncio.run(load_page(site, args.proto, timeout_s))
+        har = asyncio.run(load_page(site, args.proto, timeout_s, args.netlog))
         tmp = f"{args.out}.tmp"
         with open(tmp, "w", encoding="utf-8") as f:
             json.dump(har, f, indent=1)

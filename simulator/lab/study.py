@@ -155,9 +155,10 @@ def kernel_tcp_retransmits(pid: int) -> int:
     return int(dict(zip(rows[0][1:], rows[1][1:]))["RetransSegs"])
 
 
-def load_in_lab(trace, params: LabLoadParams, *, site=None) -> tuple[dict, dict]:
+def load_in_lab(trace, params: LabLoadParams, *, site=None, netlog: str | None = None) -> tuple[dict, dict]:
     """One load of ``trace``'s page (or of ``site``, already rebuilt) in the lab: (the HAR
-    Chromium recorded, the relay's counters)."""
+    Chromium recorded, the relay's counters); with ``netlog``, Chromium's NetLog of the load is
+    written to that file (whole, or not at all)."""
     from .link import Lab, read_line
     from .netns import exec_argv
     from .hints import hint_plan
@@ -213,6 +214,7 @@ def load_in_lab(trace, params: LabLoadParams, *, site=None) -> tuple[dict, dict]
                         har_path,
                         "--timeout",
                         f"{params.timeout_s}s",
+                        *(["--netlog", os.path.join(tmp, "netlog.json")] if netlog else []),
                     ],
                 ),
                 env=lab.environment(),
@@ -227,6 +229,11 @@ def load_in_lab(trace, params: LabLoadParams, *, site=None) -> tuple[dict, dict]
             with open(har_path, encoding="utf-8") as f:
                 har = json.load(f)
             resent = kernel_tcp_retransmits(server.pid) - retransmits_before
+        if netlog:
+            from ..traces._io import atomic_write
+
+            with open(os.path.join(tmp, "netlog.json"), "rb") as f:
+                atomic_write(netlog, f.read())
         server_log = []
         if os.path.exists(log_path):
             with open(log_path, encoding="utf-8") as f:
@@ -267,10 +274,13 @@ def _site(trace):
     return _SITES[key]
 
 
-def run(trace, params: LabLoadParams | None = None, *, progress: bool = False) -> LabLoadResult:
-    """Load ``trace``'s page once in the lab under ``params`` (see the module docstring)."""
+def run(
+    trace, params: LabLoadParams | None = None, *, progress: bool = False, netlog: str | None = None
+) -> LabLoadResult:
+    """Load ``trace``'s page once in the lab under ``params`` (see the module docstring);
+    ``netlog``: a file to write Chromium's NetLog of the load to."""
     params = params or LabLoadParams()
-    har, stats = load_in_lab(trace, params, site=_site(trace))
+    har, stats = load_in_lab(trace, params, site=_site(trace), netlog=netlog)
     row = {**page_metrics(har)}
     for direction in ("uplink", "downlink"):
         d = stats.get(direction, {})
@@ -324,6 +334,13 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--har", default=None, type=argtypes.output_file, metavar="FILE", help="also write the HAR Chromium recorded"
     )
+    p.add_argument(
+        "--netlog",
+        default=None,
+        type=argtypes.output_file,
+        metavar="FILE",
+        help="also write Chromium's NetLog of the load (its schedulers, sockets and streams)",
+    )
     p.add_argument("--json", action="store_true", help="print one JSON object")
 
 
@@ -348,7 +365,7 @@ def _cmd(args: argparse.Namespace) -> int:
     from ..traces import load
 
     params = params_from_args(args)
-    result = run(load(args.trace), params)
+    result = run(load(args.trace), params, netlog=args.netlog)
     if args.har:
         from ..traces._io import atomic_write
 
@@ -377,5 +394,5 @@ STUDY = Study(
     command=_cmd,
     add_inputs=_add_inputs,
     optional_tables=("har",),
-    cli_only=frozenset({"har", "timeout"}),
+    cli_only=frozenset({"har", "netlog", "timeout"}),
 )
