@@ -274,13 +274,14 @@ def _site(trace):
     return _SITES[key]
 
 
-def run(
-    trace, params: LabLoadParams | None = None, *, progress: bool = False, netlog: str | None = None
-) -> LabLoadResult:
-    """Load ``trace``'s page once in the lab under ``params`` (see the module docstring);
-    ``netlog``: a file to write Chromium's NetLog of the load to."""
+def run(trace, params: LabLoadParams | None = None, *, progress: bool = False) -> LabLoadResult:
+    """Load ``trace``'s page once in the lab under ``params`` (see the module docstring)."""
     params = params or LabLoadParams()
-    har, stats = load_in_lab(trace, params, site=_site(trace), netlog=netlog)
+    return _result(params, *load_in_lab(trace, params, site=_site(trace)))
+
+
+def _result(params: LabLoadParams, har: dict, stats: dict) -> LabLoadResult:
+    """The result of one lab load from what ``load_in_lab`` gave."""
     row = {**page_metrics(har)}
     for direction in ("uplink", "downlink"):
         d = stats.get(direction, {})
@@ -365,7 +366,11 @@ def _cmd(args: argparse.Namespace) -> int:
     from ..traces import load
 
     params = params_from_args(args)
-    result = run(load(args.trace), params, netlog=args.netlog)
+    trace = load(args.trace)
+    if args.netlog:  # an output of the CLI alone: the same load, Chromium's NetLog kept
+        result = _result(params, *load_in_lab(trace, params, site=_site(trace), netlog=args.netlog))
+    else:
+        result = run(trace, params)
     if args.har:
         from ..traces._io import atomic_write
 
