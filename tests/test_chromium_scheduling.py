@@ -139,21 +139,15 @@ def test_layout_raises_a_captured_image_above_the_delayable_limits():
     assert sent[MAX_DELAYABLE_IN_FLIGHT:] == [MAX_DELAYABLE_IN_FLIGHT, MAX_DELAYABLE_IN_FLIGHT + 1]
 
 
-def test_a_host_known_only_by_forced_http3_keeps_its_delayable_requests_held():
-    """Chromium knows a host supports priorities from HTTP/2 or from an Alt-Svc for HTTP/3
-    (``HttpServerProperties::SupportsRequestPriority``); HTTP/3 forced by a flag, as the lab's
-    Chromium runs, teaches it nothing.  A page of twelve Low images on one HTTP/3 host: found by
-    an Alt-Svc every image goes at once, forced at most ``MAX_PER_HOST`` are in flight."""
+DOC = "https://www.site.example/"
+
+
+def _images_page_har(images: list[str], viewport: list[str] | None = None) -> dict:
+    """A Chromium HAR over HTTP/3: a document and its Low images (``_priority`` Low, each 20 kB
+    on the document's host); with ``viewport``, the page's ``_viewportImages``."""
     from datetime import datetime, timedelta, timezone
 
-    from simulator.studies.fidelity import FidelityParams, infer_conditions, load_event_graph, simulate_page
-    from simulator.studies.fidelity.study import moved_to
-    from simulator.net.conditions import PathConditions
-    from simulator.traces.har import parse_har
-    from simulator.traces.pagegraph import page_graph
-
     t0 = datetime(2024, 6, 1, 10, 0, 0, tzinfo=timezone.utc)
-    doc = "https://www.site.example/"
 
     def entry(url, start_ms, mime, resource_type, priority, timings):
         return {
@@ -161,7 +155,7 @@ def test_a_host_known_only_by_forced_http3_keeps_its_delayable_requests_held():
             "startedDateTime": (t0 + timedelta(milliseconds=start_ms)).isoformat(),
             "_resourceType": resource_type,
             "_priority": priority,
-            "_initiator": {"type": "parser", "url": doc},
+            "_initiator": {"type": "parser", "url": DOC},
             "request": {"method": "GET", "url": url, "httpVersion": "h3", "headers": [], "bodySize": 0},
             "response": {
                 "status": 200,
@@ -175,32 +169,103 @@ def test_a_host_known_only_by_forced_http3_keeps_its_delayable_requests_held():
 
     fresh = {"blocked": 0, "dns": 0, "connect": 40, "ssl": 20, "send": 0, "wait": 25, "receive": 5}
     reused = {"blocked": 0, "dns": -1, "connect": -1, "ssl": -1, "send": 0, "wait": 25, "receive": 5}
-    entries = [entry(doc, 0, "text/html", "document", "VeryHigh", fresh)]
+    entries = [entry(DOC, 0, "text/html", "document", "VeryHigh", fresh)]
     entries[0]["_initiator"] = {"type": "other"}
-    images = [f"{doc}i{k}.png" for k in range(12)]
     entries += [entry(u, 75, "image/png", "image", "Low", reused) for u in images]
-    har = {
+    page = {"id": "p", "startedDateTime": t0.isoformat(), "title": DOC, "pageTimings": {"onLoad": 200}}
+    if viewport is not None:
+        page["_viewportImages"] = viewport
+    return {
         "log": {
             "version": "1.2",
             "creator": {"name": "http-workbench capture", "version": "1"},
             "browser": {"name": "Chromium", "version": "156.0.0.0"},
-            "pages": [{"id": "p", "startedDateTime": t0.isoformat(), "title": doc, "pageTimings": {"onLoad": 200}}],
+            "pages": [page],
             "entries": entries,
         }
     }
+
+
+def _requested_s(har: dict, urls: list[str], discovery: str = "forced") -> list[float]:
+    """When the model asks for each of ``urls`` (sorted), the page moved to 100 ms over HTTP/3."""
+    from simulator.net.conditions import PathConditions
+    from simulator.studies.fidelity import FidelityParams, infer_conditions, load_event_graph, simulate_page
+    from simulator.studies.fidelity.study import moved_to
+    from simulator.traces.har import parse_har
+    from simulator.traces.pagegraph import page_graph
+
     trace = parse_har(har, path="page.har")
     page = trace.pages[0]
     graph = load_event_graph(page_graph(trace, page.id), page.on_load_s, page.start_s)
     at = PathConditions.parse("rtt=100ms,bw=50mbit")
     cond = moved_to(infer_conditions(graph, page.start_s, "h3"), at, "h3")
+    params = FidelityParams(at=str(at), protocol="h3", h3_discovery=discovery)
+    table = simulate_page(graph, cond, params, scheduler="chromium").resources
+    return sorted(table[table["url"].isin(urls)]["requested_s"])
 
-    def requested(discovery):
-        params = FidelityParams(at=str(at), protocol="h3", h3_discovery=discovery)
-        table = simulate_page(graph, cond, params, scheduler="chromium").resources
-        return sorted(table[table["url"].isin(images)]["requested_s"])
 
-    alt_svc, forced = requested("alt-svc"), requested("forced")
+def test_a_host_known_only_by_forced_http3_keeps_its_delayable_requests_held():
+    """Chromium knows a host supports priorities from HTTP/2 or from an Alt-Svc for HTTP/3
+    (``HttpServerProperties::SupportsRequestPriority``); HTTP/3 forced by a flag, as the lab's
+    Chromium runs, teaches it nothing.  A page of twelve Low images on one HTTP/3 host: found by
+    an Alt-Svc every image goes at once, forced at most ``MAX_PER_HOST`` are in flight."""
+    images = [f"{DOC}i{k}.png" for k in range(12)]
+    har = _images_page_har(images)
+    alt_svc, forced = _requested_s(har, images, "alt-svc"), _requested_s(har, images, "forced")
     assert alt_svc[0] == alt_svc[-1]  # all twelve at once
     assert forced[:MAX_PER_HOST] == [forced[0]] * MAX_PER_HOST
     assert forced[MAX_PER_HOST] > forced[0]  # the seventh waits for one of the six to finish
     assert forced[0] == alt_svc[0]
+
+
+def test_layout_raises_images_in_the_viewport_to_high_where_the_capture_shows_no_raise():
+    """Blink raises a visible image still loading to High at layout
+    (``ResourceFetcher::ComputeLoadPriority``), whatever priority a fast capture ended with: the
+    page's ``_viewportImages`` say which; a raised request is not delayable, so the network
+    service's per-host six do not hold it.  Images out of the viewport stay Low and held."""
+    s, _ = _scheduler({})
+    assert s.layout_priority("image", LOW, "Low", in_viewport=True) == HIGH
+    assert s.layout_priority("image", LOW, "Low", in_viewport=False) is None
+    assert s.layout_priority("image", LOW, "VeryHigh", in_viewport=True) == VERY_HIGH  # the capture's, higher
+    assert s.layout_priority("image", HIGH, "Low", in_viewport=True) is None  # not above its initial one
+    assert s.layout_priority("script", LOW, "Low", in_viewport=True) is None
+
+    images = [f"{DOC}i{k}.png" for k in range(MAX_PER_HOST + 2)]
+    held = _requested_s(_images_page_har(images), images)
+    assert held[MAX_PER_HOST] > held[0]  # no viewport recorded: as before, the seventh waits
+    shown = _requested_s(_images_page_har(images, viewport=images), images)
+    assert shown == [shown[0]] * len(images)  # all in the viewport: all at once
+    assert shown[0] == held[0]
+    below = images[-1]  # the last image below the fold: Low, and the host's six are taken
+    partly = _requested_s(_images_page_har(images, viewport=images[:-1]), images)
+    assert partly[:-1] == [partly[0]] * (len(images) - 1)
+    assert partly[-1] > partly[0]
+    assert _requested_s(_images_page_har(images, viewport=images[:-1]), [below]) == partly[-1:]
+
+
+def test_viewport_images_are_read_and_written_with_the_page():
+    """The page's ``_viewportImages`` (the lab's capture) reach each image of the page graph as
+    ``in_viewport`` (a fragment aside, as the graph's URLs), and ``write_har`` keeps them; a
+    page without them, or with something else there, knows nothing of the viewport (None)."""
+    import json
+    import os
+    import tempfile
+
+    from simulator.traces.har import load_har, parse_har
+    from simulator.traces.harwrite import write_har
+    from simulator.traces.pagegraph import page_graph
+
+    images = [f"{DOC}a.png", f"{DOC}b.png"]
+    trace = parse_har(_images_page_har(images, viewport=[f"{DOC}a.png#top"]), path="page.har")
+    graph = page_graph(trace, "p")
+    flags = {r.url: r.in_viewport for r in graph.resources}
+    assert flags == {DOC: None, images[0]: True, images[1]: False}
+    with tempfile.TemporaryDirectory() as d:
+        path = os.path.join(d, "out.har")
+        write_har(trace, path)
+        with open(path, encoding="utf-8") as f:
+            assert json.load(f)["log"]["pages"][0]["_viewportImages"] == [f"{DOC}a.png#top"]
+        assert load_har(path).pages[0].viewport_images == (f"{DOC}a.png#top",)
+    for viewport in (None, "a.png", [1, 2]):
+        har = _images_page_har(images, viewport=viewport)
+        assert {r.in_viewport for r in page_graph(parse_har(har, path="page.har"), "p").resources} == {None}

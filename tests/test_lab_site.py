@@ -14,6 +14,7 @@ HARs rebuilt on loopback, served over h2 and h3 and loaded in Chromium reproduce
 
 from __future__ import annotations
 
+import html
 import ipaddress
 import json
 import os
@@ -435,6 +436,14 @@ def test_lab_load_reproduces_urls_and_initiator_edges_rfc9113_rfc9114(har, proto
     timings = lab["log"]["pages"][0]["pageTimings"]
     assert timings["onLoad"] > 0
     assert 0 < timings["_firstContentfulPaint"] <= timings["_largestContentfulPaint"]
+    # The images in the viewport when first laid out (what Blink's layout raises to High, the
+    # model's Resource.in_viewport): the main document's first <img> tags, in order (its body
+    # flows top down at 160x90 each), each one an image request of the load.
+    viewport = lab["log"]["pages"][0]["_viewportImages"]
+    main_text = documents[0]["response"]["content"]["text"]
+    tags = [html.unescape(u) for u in re.findall(r'<img src="([^"]+)"', main_text)]
+    assert viewport and viewport == tags[: len(viewport)]
+    assert set(viewport) <= {e["request"]["url"] for e in lab["log"]["entries"] if e["_resourceType"] == "image"}
     # --netlog: Chromium's own log of the load, its requests by URL (what its schedulers did).
     netlog = json.loads((tmp_path / "netlog.json").read_text())
     types = {v: k for k, v in netlog["constants"]["logEventTypes"].items()}

@@ -308,7 +308,8 @@ class PageLoad:
     def _ask(self, index: int) -> None:
         r = self.graph[index]
         initial = self.scheduler.initial_priority(r.resource_type, r.render_blocking, r.priority)
-        self.scheduler.ask(index, initial, self.scheduler.layout_priority(r.resource_type, initial, r.priority))
+        raised = self.scheduler.layout_priority(r.resource_type, initial, r.priority, r.in_viewport)
+        self.scheduler.ask(index, initial, raised)
 
     def _send(self, index: int) -> None:
         if not math.isnan(self.requested_s[index]):

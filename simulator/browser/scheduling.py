@@ -21,11 +21,15 @@ Chromium decides twice when a subresource request goes to the network:
    runs) teaches it nothing, so such a host's delayable requests stay held all load long
    (``LoadParams.h3_discovery="forced"``).
 3. **Layout raises images in the viewport** (``ImageLoader``/``ResourceFetcher``: Blink updates
-   image priorities after each layout; the first layout comes once the render-blocking set is
-   ready).  A capture's ``_priority`` above an image's initial one is that raise: the model
-   asks for the image at its initial priority and raises it to the captured one at the first
-   layout (``layout()``), at once if the image is asked for after it; a raised request is no
-   longer delayable.
+   the priorities of the images still loading after each layout, a visible one to High; the
+   first layout comes once the render-blocking set is ready).  An image the capture recorded
+   in the viewport (``Resource.in_viewport``, the lab's ``_viewportImages``) is raised to High,
+   and a capture's ``_priority`` above an image's initial one is that raise too (to the
+   captured one): the model asks for the image at its initial priority and raises it at the
+   first layout (``layout()``), at once if the image is asked for after it; a raised request
+   is no longer delayable, so the network service's scan then starts requests it held.  A
+   capture's priorities alone show the raise only for images still loading at its layout,
+   which a fast load's were not.
 
 The model's "body reached" is the document arrived with every parser-blocking script of it
 (the document's render-blocking scripts) run.  A request's priority is Chromium's initial one
@@ -109,12 +113,18 @@ class ChromiumScheduler:
         return min(rank, PRIORITY_RANK[captured]) if captured in PRIORITY_RANK else rank
 
     @staticmethod
-    def layout_priority(resource_type: str, initial: int, captured: str | None) -> int | None:
-        """The priority layout raises an image in the viewport to: its captured one where that is
-        above ``initial`` (a capture's last priority), else None (not raised)."""
-        if resource_type != "image" or captured not in PRIORITY_RANK:
+    def layout_priority(
+        resource_type: str, initial: int, captured: str | None, in_viewport: bool | None = None
+    ) -> int | None:
+        """The priority layout raises an image to: High when it is in the viewport
+        (``ResourceFetcher::ComputeLoadPriority``: visible images High) or its captured one
+        when that is above ``initial`` (a capture's last priority: the raise it saw), the
+        higher of the two; None when neither raises it."""
+        if resource_type != "image":
             return None
-        rank = PRIORITY_RANK[captured]
+        rank = PRIORITY_RANK.get(captured, -1) if captured is not None else -1
+        if in_viewport:
+            rank = max(rank, HIGH)
         return rank if rank > initial else None
 
     def ask(self, index: int, priority: int, raised: int | None = None) -> None:

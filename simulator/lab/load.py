@@ -12,9 +12,12 @@ for the site's longest script delay (plus a quiet margin), or at the timeout.
 The HAR's page has ``pageTimings.onLoad`` (ms after the navigation request) and, from a
 ``PerformanceObserver`` added to every document before its own scripts
 (``page.add_init_script``), ``_firstContentfulPaint`` and ``_largestContentfulPaint``
-(ms after the page's time origin; -1 when the page painted none).  Exit 0; a page that
+(ms after the page's time origin; -1 when the page painted none), and the page's
+``_viewportImages``: the URLs of the top document's ``<img>`` elements in the viewport when
+first laid out (an ``IntersectionObserver``), the images Blink raises to High at layout,
+which a fast load's priorities cannot show (they arrived before it).  Exit 0; a page that
 does not load (navigation error, no load event, an error status for the document) or a bad
-site folder: one line on stderr, exit 2.  Hand-written here: the flags and the paint script.
+site folder: one line on stderr, exit 2.  Hand-written here: the flags and the paint and viewport script.
 """
 
 from __future__ import annotations
@@ -51,12 +54,35 @@ PAINT_OBSERVER_JS = """
       for (const e of list.getEntries()) lab.lcp = e.startTime;
     }).observe({type: "largest-contentful-paint", buffered: true});
   } catch (e) {}
+  if (window !== window.top) return;  // the viewport is the top document's
+  // Each <img>'s first intersection notice comes with the first rendering after it is in the
+  // document: in the viewport then is what Blink's layout raises (ResourceFetcher: visible
+  // images High).
+  const seen = new WeakSet(), visible = lab.viewport = [];
+  try {
+    const io = new IntersectionObserver((entries) => {
+      for (const e of entries) {
+        if (seen.has(e.target)) continue;
+        seen.add(e.target);
+        if (e.isIntersecting && e.target.src) visible.push(e.target.src);
+      }
+    });
+    const watch = (node) => {
+      if (node.nodeType !== 1) return;
+      if (node.tagName === "IMG") io.observe(node);
+      for (const img of node.getElementsByTagName("img")) io.observe(img);
+    };
+    new MutationObserver((records) => {
+      for (const r of records) for (const n of r.addedNodes) watch(n);
+    }).observe(document, {childList: true, subtree: true});
+  } catch (e) {}
 })();
 """
 PAINT_TIMINGS_JS = """() => {
   const lab = window.__labPaint || {fcp: -1, lcp: -1};
   const r = (v) => v < 0 ? -1 : Math.round(v * 1000) / 1000;
-  return {_firstContentfulPaint: r(lab.fcp), _largestContentfulPaint: r(lab.lcp)};
+  return {_firstContentfulPaint: r(lab.fcp), _largestContentfulPaint: r(lab.lcp),
+          _viewportImages: lab.viewport || []};
 }"""
 
 
@@ -135,6 +161,11 @@ async def load_page(site: RebuiltSite, proto: str, timeout_s: float = 60.0, netl
         status = final["response"]["status"] if final else "no response"
         raise InputError(f"the page did not load: the document answered {status}.", path=site.page_url)
     page["_URL"] = site.page_url
+    # The images in the viewport at their first layout, as the page's own field (not a time).
+    # (none written when the page's script did not answer: not known, not none in view)
+    viewport = page["pageTimings"].pop("_viewportImages", None)
+    if isinstance(viewport, list):
+        page["_viewportImages"] = list(dict.fromkeys(viewport))
     har["log"]["comment"] = f"lab load of {site.source or site.page_url} over {proto}"
     return har
 

@@ -27,7 +27,8 @@
   and ``trace.meta["not_on_network"]``.
 * ``start_s`` from ``startedDateTime`` relative to the first entry, entries sorted by start
   time; pages from ``log.pages`` and ``pageref`` with their measured ``onLoad`` and
-  ``onContentLoad``, URL and WebPageTest's repeat-view flag; ``timings`` copied, with
+  ``onContentLoad``, URL, WebPageTest's repeat-view flag and the lab's images in the viewport
+  (``_viewportImages``); ``timings`` copied, with
   WebPageTest's own timing fields beside them (``harfields.wpt_timings``); pushed responses
   (``_was_pushed``, Firefox's status-0 entries) marked ``Exchange.pushed``; the browser's own
   redirects (Chrome's "307 Internal Redirect": HSTS) marked ``Exchange.internal``;
@@ -303,6 +304,7 @@ class _EntryReader:
                     on_load_s=_page_time(timings.get("onLoad"), "onLoad", path, f"page {j}"),
                     on_content_load_s=_page_time(timings.get("onContentLoad"), "onContentLoad", path, f"page {j}"),
                     repeat_view=bool(cached_view) if isinstance(cached_view, (int, bool)) else None,
+                    viewport_images=harfields.viewport_images(p),
                 )
             )
 

@@ -431,6 +431,15 @@ def priority(entry: dict) -> str | None:
     return _DEVTOOLS_PRIORITY.get(v.lower().replace(" ", ""), None)
 
 
+def viewport_images(page: dict) -> tuple[str, ...] | None:
+    """The page's ``_viewportImages`` (the lab's: the URLs of the images in the viewport when
+    first laid out), or None when the producer wrote none or not a list of URLs."""
+    value = page.get("_viewportImages")
+    if not isinstance(value, list) or not all(isinstance(u, str) for u in value):
+        return None
+    return tuple(value)
+
+
 def _flag(value) -> bool:
     """A producer's boolean: true, 1 or the strings "1"/"true" (WebPageTest writes both forms)."""
     if isinstance(value, bool):

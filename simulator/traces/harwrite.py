@@ -114,6 +114,8 @@ def har_dict(trace: Trace, started: datetime | None = None) -> dict:
             page["_URL"] = p.url
         if p.repeat_view is not None:
             page["_cached"] = int(p.repeat_view)
+        if p.viewport_images is not None:
+            page["_viewportImages"] = list(p.viewport_images)
         pages.append(page)
     log = {"version": "1.2", "creator": {"name": "http-workbench", "version": "0.1.0"}}
     if not trace.timed:

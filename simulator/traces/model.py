@@ -101,6 +101,9 @@ class Page:
     on_load_s: float | None = None  # pageTimings.onLoad after the page's start; None when absent or -1
     on_content_load_s: float | None = None
     repeat_view: bool | None = None  # WebPageTest's _cached: the second load of the same page
+    # the URLs of the images in the viewport when first laid out (the lab's _viewportImages);
+    # None when the capture did not record it
+    viewport_images: tuple[str, ...] | None = None
 
 
 @dataclass

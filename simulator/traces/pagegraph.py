@@ -96,6 +96,9 @@ class Resource:
     initiator_type: str | None = None  # the capture's: parser / script / preload / other
     # a document's text when the capture kept it (``Exchange.document_text``): where its tags are
     document_text: str | None = field(default=None, repr=False)
+    # an image in the viewport when first laid out (the page's ``viewport_images``); None when
+    # not an image or the capture did not record the viewport
+    in_viewport: bool | None = None
 
     @property
     def authority(self) -> str:
@@ -323,6 +326,8 @@ def page_graph(trace: Trace, page: str | None = None) -> PageGraph:
     page, exchanges = _page_exchanges(trace, page)
     where = f"page {page}" if page else None
     page_url = next((p.url for p in trace.pages if p.id == page), None)
+    viewport = next((p.viewport_images for p in trace.pages if p.id == page), None)
+    viewport = None if viewport is None else frozenset(_without_fragment(u) for u in viewport)
     urls = [_url(e) for e in exchanges]
     start = _navigation_start(exchanges, urls, page_url)
     if start is None:
@@ -440,6 +445,7 @@ def page_graph(trace: Trace, page: str | None = None) -> PageGraph:
                 "after_load_event": False,
                 "initiator_type": e.initiator_type,
                 "document_text": e.document_text,
+                "in_viewport": urls[i] in viewport if viewport is not None and rtype == "image" else None,
             }
         )
         resources.append(r)
