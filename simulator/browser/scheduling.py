@@ -122,7 +122,7 @@ class ChromiumScheduler:
         higher of the two; None when neither raises it."""
         if resource_type != "image":
             return None
-        rank = PRIORITY_RANK.get(captured, -1) if captured is not None else -1
+        rank = PRIORITY_RANK.get(captured, -1)  # -1: no captured priority, or one not named
         if in_viewport:
             rank = max(rank, HIGH)
         return rank if rank > initial else None
