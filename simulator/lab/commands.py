@@ -51,6 +51,7 @@ import sys
 from .. import argtypes
 from ..errors import InputError
 from ..units import parse_bandwidth, parse_duration, parse_size
+from . import servertimes
 
 __all__ = ["add_commands", "add_link_flags", "conditions_from_args"]
 
@@ -590,5 +591,6 @@ def add_commands(sub) -> None:
     )
     h3.add_argument("--json", action="store_true", help="print one JSON object")
     h3.set_defaults(func=_h3_check)
+    servertimes.add_command(lab_sub, _results_folder)
     cl = lab_sub.add_parser("clean", help="remove namespaces left by lab runs whose process is gone")
     cl.set_defaults(func=_clean)

@@ -341,13 +341,35 @@ def _wire_sizes(trace, graph) -> dict[int, tuple[int, int | None]]:
     return out
 
 
-def rebuild(har, *, addresses="documentation", seed: int = 0, tls: dict | None = None) -> RebuiltSite:
-    """The page of ``har`` (a path or a loaded HAR trace) as a ``RebuiltSite`` (see the module docstring)."""
+def _page_conditions(trace, graph):
+    """The page's start and the conditions ``infer_conditions`` reads from its HAR."""
     from ..studies.fidelity.conditions import infer_conditions
 
-    trace, graph = _load_graph(har)
     page_start = next((p.start_s for p in trace.pages if p.id == graph.page), None)
-    cond = infer_conditions(graph, page_start)
+    return page_start, infer_conditions(graph, page_start)
+
+
+def _served_think_s(graph, cond) -> dict[str, float]:
+    """URL -> the server time (s) the rebuilt site sends its response after: the one inferred
+    for the URL's first resource (a URL is served once)."""
+    out: dict[str, float] = {}
+    for r in graph.resources:
+        out.setdefault(r.url, round(float(cond.think_s.get(r.index, 0.0)), 6))
+    return out
+
+
+def served_server_times(har) -> dict[str, float]:
+    """URL -> the server time (s) the lab's server waits before each response of ``har``'s
+    rebuilt page (``rebuild``'s, without building the site)."""
+    trace, graph = _load_graph(har)
+    return _served_think_s(graph, _page_conditions(trace, graph)[1])
+
+
+def rebuild(har, *, addresses="documentation", seed: int = 0, tls: dict | None = None) -> RebuiltSite:
+    """The page of ``har`` (a path or a loaded HAR trace) as a ``RebuiltSite`` (see the module docstring)."""
+    trace, graph = _load_graph(har)
+    page_start, cond = _page_conditions(trace, graph)
+    think_s = _served_think_s(graph, cond)
     resources = [r for r in graph.resources if r.url.startswith(("http://", "https://"))]
     hosts = list(dict.fromkeys(authority_of(r.url)[0] for r in resources))
     plan = address_plan(hosts, addresses)
@@ -504,7 +526,7 @@ def rebuild(har, *, addresses="documentation", seed: int = 0, tls: dict | None =
             body=body,
             content_encoding=coding,
             location=location,
-            think_s=round(float(cond.think_s.get(r.index, 0.0)), 6),
+            think_s=think_s[r.url],
             resource_type=k,
             recorded_wire_bytes=wire,
             recorded_decoded_bytes=decoded or wire,
