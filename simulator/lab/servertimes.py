@@ -27,10 +27,11 @@ from ..errors import InputError
 __all__ = ["ServerTimesResult", "server_time_errors_ms", "check"]
 
 
-def server_time_errors_ms(har: dict, source: str, served: dict[str, float]) -> list[float]:
-    """Inferred less set server time (ms) of every response of ``har``'s page (one lab load)
+def server_time_errors_ms(har: dict, source: str, served: dict[str, float]) -> dict[str, float]:
+    """URL -> inferred less set server time (ms), of every response of ``har``'s page (one lab load)
     whose URL the rebuilt site serves (``served``: URL -> seconds), the resources before its
-    onLoad as the model reads them (``study.load_event_graph``), a URL once."""
+    onLoad as the model reads them (``study.load_event_graph``; every one without an onLoad),
+    a URL once."""
     from ..studies.fidelity.conditions import infer_conditions
     from ..studies.fidelity.study import load_event_graph
     from ..traces.har import parse_har
@@ -38,13 +39,14 @@ def server_time_errors_ms(har: dict, source: str, served: dict[str, float]) -> l
 
     trace = parse_har(har, path=source)
     page = trace.pages[0]
-    graph = load_event_graph(page_graph(trace, page.id), page.on_load_s, page.start_s)
+    graph = page_graph(trace, page.id)
+    if page.on_load_s is not None:
+        graph = load_event_graph(graph, page.on_load_s, page.start_s)
     think = infer_conditions(graph, page.start_s).think_s
-    seen, out = set(), []
+    out: dict[str, float] = {}
     for r in graph.resources:
-        if r.index in think and r.url in served and r.url not in seen:
-            seen.add(r.url)
-            out.append(1000.0 * (think[r.index] - served[r.url]))
+        if r.index in think and r.url in served and r.url not in out:
+            out[r.url] = 1000.0 * (think[r.index] - served[r.url])
     return out
 
 
@@ -93,7 +95,7 @@ def check(out: str) -> ServerTimesResult:
         if served[trace] is None or row["job_id"] not in keys:
             continue
         errors = server_time_errors_ms(json.loads(row["har_json"]), trace, served[trace])
-        by_condition.setdefault(keys[row["job_id"]], {}).setdefault(trace, []).extend(errors)
+        by_condition.setdefault(keys[row["job_id"]], {}).setdefault(trace, []).extend(errors.values())
     conditions = []
     for key in sorted(by_condition, key=lambda k: (k[4], k[0], -(k[1] or 0.0), k[2], k[3] or 0)):
         pages = by_condition[key]
@@ -112,7 +114,8 @@ def _main(args) -> int:
     if args.json:
         print(result.to_json())
         return 0
-    print(f"{'condition':<34} {'protocol':>8} {'responses':>9} {'median':>8} {'mean':>8} {'p90':>8}  (inferred less set, ms)")
+    print("server time read from each HAR less the time the lab's server waited (ms):")
+    print(f"{'condition':<34} {'protocol':>8} {'responses':>9} {'median':>8} {'mean':>8} {'p90':>8}")
     for c in result.conditions:
         cond = c["condition"]
         print(
