@@ -68,6 +68,7 @@ class ServerTimesResult:
     skipped: list[dict] = field(default_factory=list)  # pages whose trace is gone: no set times to hold
 
     def to_json(self) -> str:
+        """One JSON object: ``conditions`` and ``skipped``."""
         return json.dumps({"conditions": self.conditions, "skipped": self.skipped}, indent=2, sort_keys=True)
 
 
