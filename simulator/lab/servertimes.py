@@ -6,8 +6,9 @@ HAR cannot say how right that is; the lab can: its servers sleep a set time befo
 response (the rebuilt site's, ``site.served_server_times``), so each load of a results folder
 (``lab run`` or ``lab validate``) is read again here and every response's inferred server time
 is held against the set one (the site as ``rebuild`` makes it now, from the page's HAR: a folder
-whose loads an older inference rebuilt is held against today's).  Per condition (link and protocol) and page: how many responses,
-and the median, mean and 90th percentile of inferred less set (ms).
+whose loads an older inference rebuilt is held against today's).  Per condition (link and
+protocol) and page: how many responses, and the median, mean and 90th percentile of inferred
+less set (ms).
 
 What the difference holds: the server's own work beyond its sleep (hypercorn and TLS in
 Python, on the two cores the browser and the relay share), the response's first bytes queued
