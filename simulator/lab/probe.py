@@ -5,9 +5,13 @@ a ``workbench lab shell`` (a user can as well, or bring their own tools).  Each 
 line of JSON.  These are measurements on the wall clock (``time.perf_counter``), not
 simulation.
 
-    listen-tcp PORT [--send BYTES]        accept connections; send BYTES on each, or close at once
+    listen-tcp PORT [--send BYTES] [--cc NAME]
+                                          accept connections; send BYTES on each, or close at once
+                                          (--cc: the congestion control named on each accepted socket)
     connect-rtt HOST PORT --count N       N TCP connects; each one's time (SYN to SYN-ACK: one RTT)
     bulk HOST PORT                        receive one connection's bytes; goodput after the first quarter
+    fetches HOST PORT --count N           N fresh connections one after another, each read to its end:
+                                          each one's bytes and time from connect() to the end of stream
     udp-sink PORT [--idle 1s]             count datagrams until none came for --idle
     udp-send HOST PORT --count N --size B [--gap-us G]
 """
@@ -29,6 +33,8 @@ def _listen_tcp(args) -> int:
     payload = b"x" * 65536
     while True:
         conn, _ = srv.accept()
+        if args.cc:
+            conn.setsockopt(socket.IPPROTO_TCP, socket.TCP_CONGESTION, args.cc.encode())
         left = args.send
         while left > 0:
             left -= conn.send(payload[: min(left, len(payload))])
@@ -44,6 +50,21 @@ def _connect_rtt(args) -> int:
         s.close()
         time.sleep(0.01)
     print(json.dumps({"connect_ms": times_ms}))
+    return 0
+
+
+def _fetches(args) -> int:
+    seconds, sizes = [], []
+    for _ in range(args.count):
+        t0 = time.perf_counter()
+        s = socket.create_connection((args.host, args.port), timeout=60)
+        got = 0
+        while chunk := s.recv(1 << 20):
+            got += len(chunk)
+        seconds.append(time.perf_counter() - t0)
+        sizes.append(got)
+        s.close()
+    print(json.dumps({"bytes": sizes, "seconds": seconds}))
     return 0
 
 
@@ -115,6 +136,7 @@ def main(argv=None) -> int:
     a.add_argument("port", type=int)
     a.add_argument("--bind", default="0.0.0.0")
     a.add_argument("--send", type=int, default=0)
+    a.add_argument("--cc", default=None)
     a.set_defaults(func=_listen_tcp)
     a = sub.add_parser("connect-rtt")
     a.add_argument("host")
@@ -125,6 +147,11 @@ def main(argv=None) -> int:
     a.add_argument("host")
     a.add_argument("port", type=int)
     a.set_defaults(func=_bulk)
+    a = sub.add_parser("fetches")
+    a.add_argument("host")
+    a.add_argument("port", type=int)
+    a.add_argument("--count", type=int, default=10)
+    a.set_defaults(func=_fetches)
     a = sub.add_parser("udp-sink")
     a.add_argument("port", type=int)
     a.add_argument("--bind", default="0.0.0.0")
