@@ -335,7 +335,9 @@ def test_the_lab_is_predicted_with_what_its_http2_server_commits_ahead_of_the_wi
 def test_a_lossy_condition_is_predicted_as_the_models_median_over_seeds(monkeypatch):
     """Under random loss one model run is one draw, as one real load is: the lab's runs are
     reduced to their median, so the model's prediction of a lossy condition is the median of
-    ``LOSSY_SEEDS`` seeded runs (the run in the middle), and without loss it is one run."""
+    ``LOSSY_SEEDS`` seeded runs (the run in the middle), and without loss it is one run.  The
+    seeds are the page's own: another page's draws are other seeds, so one lucky or unlucky
+    seed cannot move every page's prediction the same way (as ``study.loss_seed`` for the lab)."""
     import simulator.studies.fidelity as fidelity
     from simulator.lab import validate
 
@@ -351,9 +353,25 @@ def test_a_lossy_condition_is_predicted_as_the_models_median_over_seeds(monkeypa
     monkeypatch.setattr(fidelity, "run", spy)
     har = (ROOT / "traces/har-real/http_http2-chrome.har").read_text()
     lossy, why, _ = validate._predict(har, "chrome.har", (0.1, 10e6, "0.02", None, "h2"), 1)
-    assert why is None and seeds == list(range(1, 1 + validate.LOSSY_SEEDS))
+    page_url = json.loads(har)["log"]["pages"][0]["title"]
+    assert why is None and seeds == [validate._model_seed(s, page_url) for s in range(1, 1 + validate.LOSSY_SEEDS)]
+    assert len(set(seeds)) == validate.LOSSY_SEEDS
+    assert validate._model_seed(1, page_url) != validate._model_seed(1, page_url + "x")
     assert lossy == sorted(onloads)[(validate.LOSSY_SEEDS - 1) // 2]
     assert len(set(onloads)) > 1  # the seeds draw different losses
     seeds.clear()
     validate._predict(har, "chrome.har", (0.1, 10e6, "0", None, "h2"), 1)
     assert seeds == [1]
+
+
+def test_each_page_draws_its_own_lab_losses():
+    """The relay's loss seed of a load is its run and its page together: the same run of the
+    same page draws the same losses again (a load is repeatable), run k of two pages draws
+    two sequences (so no one draw moves every page of a validation the same way), and the
+    seed fits the relay's unsigned 64 bits."""
+    from simulator.lab.study import loss_seed
+
+    a, b = "https://www.news-site.example/", "https://run.sitespeed.io/"
+    assert loss_seed(1, a) == loss_seed(1, a)
+    assert len({loss_seed(1, a), loss_seed(1, b), loss_seed(2, a), loss_seed(2, b)}) == 4
+    assert all(0 <= loss_seed(run, a) < 1 << 63 for run in range(1, 10))

@@ -163,8 +163,17 @@ class ValidationResult:
 # Under random loss one model run is one draw, as one lab load is (at 1% loss the bundled
 # synthetic page's model onLoad is 3.6-15.8 s over nine seeds, its lab loads 3.1-9.6 s): a lossy
 # condition is predicted as the model's median over this many seeds, the statistic its lab runs
-# are reduced to (their median).  Without loss the model is one run.
-LOSSY_SEEDS = 5
+# are reduced to (their median).  Without loss the model is one run.  The seeds are the page's
+# own (``_model_seed``), as the lab's loss draws are (``study.loss_seed``): shared by every page,
+# one lucky or unlucky seed would move every page's prediction the same way.
+LOSSY_SEEDS = 9
+
+
+def _model_seed(run: int, page_url: str) -> int:
+    """The model's seed of its ``run``-th draw of the page at ``page_url`` under loss."""
+    from ..engine import derive_seed
+
+    return derive_seed(run, f"model-loss/{page_url}") & 0x7FFFFFFF
 
 
 def _predict(
@@ -173,8 +182,8 @@ def _predict(
     """The model's onLoad of the reference HAR's page moved to condition ``key``, with the
     lab servers' congestion control ``cc`` (None: a folder recorded before the lab named it,
     under the kernel's default: the model's own default), and what its transports resent
-    (``RESEND_KEYS``): under loss the run with the median onLoad of seeds ``seed`` to
-    ``seed + LOSSY_SEEDS - 1``."""
+    (``RESEND_KEYS``): under loss the run with the median onLoad of the page's draws ``seed``
+    to ``seed + LOSSY_SEEDS - 1`` (``_model_seed``)."""
     from ..studies.fidelity import FidelityParams, run as fidelity
     from .load import H3_DISCOVERY
     from .serve import model_servers
@@ -185,13 +194,16 @@ def _predict(
     rows = []
     try:
         trace = parse_har(json.loads(har_json), path=trace_name)
-        for s in range(seed, seed + (LOSSY_SEEDS if str(loss) != "0" else 1)):
+        lossy = str(loss) != "0"
+        page = trace.pages[0] if trace.pages else None
+        page_url = (page.url or page.title or trace_name) if page else trace_name
+        for s in range(seed, seed + (LOSSY_SEEDS if lossy else 1)):
             result = fidelity(
                 trace,
                 FidelityParams(
                     at=at,
                     protocol=protocol,
-                    seed=s,
+                    seed=_model_seed(s, page_url) if lossy else s,
                     **model_servers(protocol),  # as the lab's servers send (serve.py)
                     h3_discovery=H3_DISCOVERY,
                     **({"cc": cc} if cc else {}),
