@@ -14,10 +14,9 @@ one load to the next.
 
 Unlike every other study, a lab load is a measurement on the wall clock: its rows are not
 deterministic (the run number, ``seed``, with the page's URL seeds the link's loss draws:
-``loss_seed``).  ``summary`` has
-one row (onLoad, first and largest contentful paint, requests, protocols seen, the link's
-counters); the optional ``har`` table holds the HAR itself as JSON text, which ``lab
-validate`` predicts from.
+``loss_seed``).  ``summary`` has one row (onLoad, first and largest contentful paint, requests,
+protocols seen, the link's counters); the optional ``har`` table holds the HAR itself as JSON
+text, which ``lab validate`` predicts from.
 
 ``--policy hints`` has the server send the push study's 103 Early Hints on the document's
 request (``hints.hint_plan``: preload for the render-blocking sub-resources, preconnect for
