@@ -420,12 +420,14 @@ def waterfall(out: str, trace: str, condition: dict, reference: dict, *, seed: i
         queue_bytes=condition["queue_bytes"],
     )
     cond = moved_to(infer_conditions(ref_graph, ref_page.start_s), at, condition["protocol"])
+    cc = ref_row.get("cc")  # the lab servers' congestion control, as ``_predict`` models them
     params = FidelityParams(
         at=str(at),
         protocol=condition["protocol"],
         seed=seed,
         **model_servers(condition["protocol"]),
         h3_discovery=H3_DISCOVERY,
+        **({"cc": cc} if isinstance(cc, str) else {}),
     )
     simulated = simulate_page(ref_graph, cond, params, scheduler=resource_scheduler(ref_trace)).resources
     by_url = {r.url: r.index for r in measured_graph.resources}
