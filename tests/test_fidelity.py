@@ -690,6 +690,83 @@ def test_a_request_ending_after_the_measured_onload_was_not_waited_for():
     assert load.metrics["onload_s"] == max(ready[""], ready["hero.png"], ready["early.js"]) < ready["agent.js"]
 
 
+def _late_requests_page() -> dict:
+    """A document, a 200 kB image, and requests asked for around the measured onLoad (300 ms): a
+    script the load event's handlers asked for (starts before onLoad, ends after) and its beacon;
+    a 300 kB script a timer asked for 10 ms after onLoad (through an http -> https redirect) and what
+    that script asked for in turn; the browser's favicon."""
+    doc = "https://www.site.example/"
+    entries = [_entry(doc, 0.0, connect_ms=40, ssl_ms=20, wait_ms=30, receive_ms=1, size=1200, mime="text/html")]
+
+    def add(url, start, kind, parent, size=20_000, initiator="script", status=200):
+        e = _entry(url, start, connect_ms=-1, ssl_ms=-1, wait_ms=30, receive_ms=50, size=size, mime="x/y")
+        e["_resourceType"], e["_initiator"] = kind, {"type": initiator, "url": parent}
+        if status != 200:
+            e["response"].update(status=status, redirectURL=url.replace("http:", "https:"), bodySize=0)
+            e["response"]["content"]["size"] = 0
+            e["timings"].update(wait=0, receive=0)
+        entries.append(e)
+
+    add(doc + "hero.png", 0.1, "image", doc, size=200_000, initiator="parser")
+    add(doc + "agent.js", 0.298, "script", doc)
+    add(doc + "beacon.js", 0.45, "script", doc + "agent.js")
+    add("http://www.site.example/timer.js", 0.31, "script", doc, status=307)
+    add(doc + "timer.js", 0.31, "script", doc, size=300_000, initiator="other")
+    add(doc + "child.js", 0.5, "script", doc + "timer.js")
+    add(doc + "favicon.ico", 0.305, "other", doc, initiator="other", size=500)
+    page = {"id": "p", "startedDateTime": T0.isoformat(), "title": doc, "pageTimings": {"onLoad": 300}}
+    return {"log": {"version": "1.2", "creator": {"name": "test", "version": "1"}, "pages": [page], "entries": entries}}
+
+
+def test_on_another_network_a_timers_request_after_onload_can_delay_the_load_event():
+    """HTML's load event waits for what delays it and was asked for before it fires; a
+    request asked for after the measured onLoad, not by the load event's handlers (theirs start
+    before Chromium's onLoad), came from a timer or a response.  On the recorded network the
+    recording says the event did not wait for it: it is left out.  On a slower one the timer's
+    request (kept with its redirect, ``asked_after_load``) comes before the event, which then
+    waits for it; on a faster one it comes after and is not waited for.  What the handlers'
+    script asked for, what the timer's script asked for and the browser's favicon are never
+    kept (the rebuilt mousel.lu page's ga.js is such a timer's request)."""
+    trace = parse_har(_late_requests_page(), path="late.har")
+    page = trace.pages[0]
+
+    def names(graph):
+        return [r.url.split("//", 1)[1].split("/", 1)[1] or "/" for r in graph.resources]
+
+    full = page_graph(trace, page.id)
+    here = load_event_graph(full, page.on_load_s, page.start_s)
+    assert names(here) == ["/", "hero.png", "agent.js"]
+    there = load_event_graph(full, page.on_load_s, page.start_s, elsewhere=True)
+    assert names(there) == ["/", "hero.png", "agent.js", "timer.js", "timer.js"]
+    assert [r.asked_after_load for r in there.resources] == [False, False, False, True, True]
+    assert [r.delays_load_event for r in there.resources] == [True, True, False, False, False]
+    # In sample the timer's request changes nothing: the recorded network is the recording's.
+    assert run(trace, FidelityParams()).pages["simulated_onload_s"].iloc[0] == pytest.approx(
+        simulate_page(here, infer_conditions(here, page.start_s), FidelityParams()).metrics["onload_s"]
+        + infer_conditions(here, page.start_s).start_offset_s
+    )
+
+    def load_at(at):
+        from simulator.net.conditions import PathConditions
+        from simulator.studies.fidelity.study import moved_to
+
+        params = FidelityParams(at=at)
+        cond = moved_to(infer_conditions(there, page.start_s), PathConditions.parse(at), "auto")
+        result = simulate_page(there, cond, params)
+        rows = result.resources
+        return (
+            result.metrics["onload_s"],
+            dict(zip(rows["url"], rows["discovered_s"])),
+            dict(zip(rows["url"], rows["ready_s"])),
+        )
+
+    slow, asked, ready = load_at("rtt=100ms,bw=1mbit")
+    timer = "https://www.site.example/timer.js"
+    assert asked[timer] < ready["https://www.site.example/hero.png"] and slow == ready[timer]
+    fast, asked, ready = load_at("rtt=2ms,bw=100mbit")
+    assert asked[timer] > fast == ready["https://www.site.example/hero.png"] < ready[timer]
+
+
 def test_bandwidth_counts_the_small_responses_that_shared_the_link_with_a_large_one():
     """The access path's rate is at least the bytes that arrived over the time they took.  A
     40 kB response read over one second beside four 10 kB ones (two in each half of that

@@ -168,7 +168,7 @@ def predict_load(
     page = trace.pages[0]
     if page.on_load_s is None:
         raise InputError("the reference load has no onLoad to predict from.", path=trace_name)
-    sub = load_event_graph(page_graph(trace, page.id), page.on_load_s, page.start_s)
+    sub = load_event_graph(page_graph(trace, page.id), page.on_load_s, page.start_s, elsewhere=True)
     params = FidelityParams(
         at=str(at),
         protocol=protocol,

@@ -406,13 +406,13 @@ def waterfall(out: str, trace: str, condition: dict, reference: dict, *, seed: i
 
     ref_row, measured_row = pick(_key(reference)), pick(_key(condition))
 
-    def graph_of(row):
+    def graph_of(row, elsewhere: bool):
         tr = parse_har(json.loads(row["har_json"]), path=trace)
         page = tr.pages[0]
-        return tr, page, load_event_graph(page_graph(tr, page.id), page.on_load_s, page.start_s)
+        return tr, page, load_event_graph(page_graph(tr, page.id), page.on_load_s, page.start_s, elsewhere=elsewhere)
 
-    ref_trace, ref_page, ref_graph = graph_of(ref_row)
-    _, measured_page, measured_graph = graph_of(measured_row)
+    ref_trace, ref_page, ref_graph = graph_of(ref_row, True)  # predicted at another condition
+    _, measured_page, measured_graph = graph_of(measured_row, False)
     at = PathConditions(
         rtt_s=condition["rtt_s"],
         bandwidth_bps=condition["bandwidth_bps"],

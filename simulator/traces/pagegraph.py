@@ -93,6 +93,11 @@ class Resource:
     # resource that delays it: a load-event handler (or a timer) asked for it, so that load
     # event never waited for it, whatever its type
     after_load_event: bool = False
+    # the capture asked for it after the page's measured load event, not from that event's
+    # handlers (they run before the browser's onLoad): a timer or a response asked for it.  On
+    # a slower network it may be asked for before the load event fires, which then waits for
+    # it (HTML: the event waits for what delays it and was asked for before it): ``load_event_s``
+    asked_after_load: bool = False
     initiator_type: str | None = None  # the capture's: parser / script / preload / other
     # a document's text when the capture kept it (``Exchange.document_text``): where its tags are
     document_text: str | None = field(default=None, repr=False)
@@ -120,7 +125,7 @@ class Resource:
     def delays_load_event(self) -> bool:
         """Whether the page's load event waits for this request (``LOAD_EVENT_TYPES``, and
         not asked for by that load event's handlers: ``after_load_event``)."""
-        return self.resource_type in LOAD_EVENT_TYPES and not self.after_load_event
+        return self.resource_type in LOAD_EVENT_TYPES and not self.after_load_event and not self.asked_after_load
 
     @property
     def decoded_bytes(self) -> int:
@@ -443,6 +448,7 @@ def page_graph(trace: Trace, page: str | None = None) -> PageGraph:
                 "internal": e.internal,
                 "blocks_own_document": own_document,
                 "after_load_event": False,
+                "asked_after_load": False,
                 "initiator_type": e.initiator_type,
                 "document_text": e.document_text,
                 "in_viewport": urls[i] in viewport if viewport is not None and rtype == "image" else None,
