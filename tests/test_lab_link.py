@@ -361,41 +361,18 @@ def test_netem_arguments_follow_the_models_meaning():
 
 # ------------------------------------------------------------------ the TCP model against kernel TCP
 
-# The kernel's sender, with its congestion control named on the socket (TCP_CONGESTION): the
-# namespaces inherit the host's default, which may be BBR (this machine's is), and a model of
-# CUBIC is only comparable with CUBIC.  It prints the algorithm the socket got.
-_SENDER = """
-import socket, sys
-srv = socket.socket()
-srv.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-srv.bind((sys.argv[1], int(sys.argv[2])))
-srv.listen(8)
-while True:                      # as the probe's listen-tcp: the lab ends it
-    conn, _ = srv.accept()
-    conn.setsockopt(socket.IPPROTO_TCP, socket.TCP_CONGESTION, b"cubic")
-    print(conn.getsockopt(socket.IPPROTO_TCP, socket.TCP_CONGESTION, 16).split(b"\\0")[0].decode(), flush=True)
-    left, payload = int(sys.argv[3]), bytes(65536)
-    while left > 0:
-        left -= conn.send(payload[:min(left, len(payload))])
-    conn.close()
-"""
-
 
 def _kernel_cubic_bulk(conditions: LinkConditions, size: int) -> tuple[dict, int]:
     """``size`` bytes from the server to the client over kernel TCP with CUBIC: the probe's
     result and the sender's retransmitted segments (RetransSegs)."""
     with Lab(conditions) as lab:
-        sender = lab.start(
-            "server",
-            [sys.executable, "-c", _SENDER, netns.SERVER_ADDR, "5007", str(size)],
-            stdout=subprocess.PIPE,
-            text=True,
-        )
-        assert lab.wait_listening(sender, 10.0), "the sender did not start"
+        # CUBIC named on the socket: the namespaces inherit the host's default, which may be BBR
+        # (this machine's is), and a model of CUBIC is only comparable with CUBIC.
+        sender = _server(lab, "listen-tcp", "5007", "--send", str(size), "--cc", "cubic")
         before = kernel_tcp_retransmits(sender.pid)
         got = _client(lab, "bulk", netns.SERVER_ADDR, "5007")
         resent = kernel_tcp_retransmits(sender.pid) - before
-        assert sender.stdout.readline().strip() == "cubic"
+        assert json.loads(sender.stdout.readline()) == {"cc": "cubic"}
     return got, resent
 
 

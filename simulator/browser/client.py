@@ -146,16 +146,11 @@ def load_event_s(g: PageGraph, discovered: dict, ready: dict) -> float:
     capture asked for after its load event (``Resource.asked_after_load``) that is asked for
     here before the event has fired (a timer's request, on a slower network)."""
     at = _max_known(ready[r.index] for r in g.resources if r.delays_load_event)
-    late = sorted(
-        (discovered[r.index], ready[r.index])
-        for r in g.resources
-        if r.asked_after_load and r.resource_type in LOAD_EVENT_TYPES and discovered[r.index] == discovered[r.index]
-    )
-    for asked_s, ready_s in late:  # the event moves later only; past it, nothing more joins
-        if not asked_s < at:
+    late = [r.index for r in g.resources if r.asked_after_load and r.resource_type in LOAD_EVENT_TYPES]
+    for i in sorted((i for i in late if discovered[i] == discovered[i]), key=lambda i: discovered[i]):
+        if not discovered[i] < at:  # the event only moves later: past it, nothing more joins
             break
-        if ready_s > at:
-            at = ready_s
+        at = max(at, ready[i])
     return at
 
 

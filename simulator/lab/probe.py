@@ -7,7 +7,8 @@ simulation.
 
     listen-tcp PORT [--send BYTES] [--cc NAME]
                                           accept connections; send BYTES on each, or close at once
-                                          (--cc: the congestion control named on each accepted socket)
+                                          (--cc: the congestion control named on each accepted socket,
+                                          printed as each one's line, {"cc": ...})
     connect-rtt HOST PORT --count N       N TCP connects; each one's time (SYN to SYN-ACK: one RTT)
     bulk HOST PORT                        receive one connection's bytes; goodput after the first quarter
     fetches HOST PORT --count N           N fresh connections one after another, each read to its end:
@@ -35,6 +36,9 @@ def _listen_tcp(args) -> int:
         conn, _ = srv.accept()
         if args.cc:
             conn.setsockopt(socket.IPPROTO_TCP, socket.TCP_CONGESTION, args.cc.encode())
+            # the algorithm the socket got: the namespaces inherit the host's default otherwise
+            got = conn.getsockopt(socket.IPPROTO_TCP, socket.TCP_CONGESTION, 16).split(b"\0")[0].decode()
+            print(json.dumps({"cc": got}), flush=True)
         left = args.send
         while left > 0:
             left -= conn.send(payload[: min(left, len(payload))])
