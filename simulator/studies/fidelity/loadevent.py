@@ -53,10 +53,14 @@ def load_event_graph(
     # resolution, so that a rounded end is never read as one.
     on_load_at = page_start_s + on_load_s + HAR_RESOLUTION_S
     starts, ends = resource_times(graph)
-    before = set(keep)
+    before = set()  # those, and their ancestors: each can still be discovered
+    for i in keep:
+        while i is not None and i not in before:
+            before.add(i)
+            i = graph[i].parent
     after = {
         i
-        for i in keep
+        for i in before
         if i > graph.document and not graph[i].pushed and (end := ends[i]) is not None and end > on_load_at
     }
     # Asked for after onLoad by a resource that arrived before it (not one the load event's
@@ -69,9 +73,7 @@ def load_event_graph(
         parent = graph[r.parent]
         if (r.parent in before and r.parent not in after) or (r.parent in late and _redirects(parent)):
             late.add(r.index)
-    # Every ancestor of these is among them (one asked for before onLoad came of one asked for
-    # before it), so the subgraph holds these alone, renumbered in order.
-    kept = sorted(before | late)
+    kept = sorted(before | late)  # a late one's parent is in one of the two: no ancestor is added
     sub = graph.subgraph(kept)
     if times is not None:  # the flags set below change no resource's start or end
         times.append(({n: starts[old] for n, old in enumerate(kept)}, {n: ends[old] for n, old in enumerate(kept)}))
