@@ -11,6 +11,7 @@ running nothing.
 from __future__ import annotations
 
 import gc
+import math
 import random
 
 import pytest
@@ -43,6 +44,7 @@ def _run(
     timestamps: bool = True,
     sack: bool = True,
     linux: bool = False,
+    hystart: bool = False,
 ) -> dict:
     """Connections over one bottleneck (the first on the path itself, the others through a
     DelayedPath farther away), both directions writing on several streams at random times."""
@@ -73,7 +75,7 @@ def _run(
         conn = TcpConnection(
             sim,
             on,
-            TransportConfig(cc=cc, timestamps=timestamps, sack=sack, cwnd_in_packets=linux),
+            TransportConfig(cc=cc, timestamps=timestamps, sack=sack, cwnd_in_packets=linux, hystart=hystart),
             name=f"tcp{i}",
             handshake=handshake,
             cwnd_log=True,
@@ -250,6 +252,17 @@ def test_linux_window_in_segments_same_events(cc, loss):
     t = _same(seed=12, loss=loss, cc=cc, handshake=True, linux=True, queue_bytes=None if loss is None else 60_000)
     assert t["events"] > 1000
     assert (t["packets_lost"] > 0) == (loss is not None)
+
+
+@pytest.mark.parametrize("loss", [None, 0.01])
+def test_linux_hystart_same_events(loss):
+    """Linux CUBIC's HyStart (tcp_cubic.c) behind a deep drop-tail queue at 2 Mbit/s: the
+    delay test ends slow start with nothing lost, and a timeout starts it afresh."""
+    kw = dict(seed=5, cc="cubic", linux=True, handshake=True, bandwidth_bps=2e6, rtt_s=0.02, queue_bytes=None)
+    t = _same(hystart=True, loss=loss, sizes=(400_000, 100_000), **kw)
+    ref = _run("python", hystart=True, loss=loss, sizes=(400_000, 100_000), **kw)
+    assert any(math.isfinite(e[4]) for e in ref["estimates"])  # some sender left slow start
+    assert (t["packets_lost"] > t["rtos"]) == (loss is not None)
 
 
 def test_linux_window_shallow_queue_same_events():

@@ -144,6 +144,64 @@ def test_slow_start_doubles_cwnd_each_rtt():
     assert conn.stats()["packets_lost"] == 0
 
 
+@pytest.mark.parametrize("implementation", native_implementations())
+def test_linux_cubic_hystart_leaves_slow_start_before_a_deep_queue_holds_the_transfer(implementation):
+    """Linux CUBIC's HyStart (net/ipv4/tcp_cubic.c, hystart_detect=3): once the window holds
+    16 segments, a round's RTT samples above the minimum by an eighth of it (at least 4 ms)
+    set ssthresh to the window, so slow start ends with nothing lost.  Behind a deep
+    drop-tail queue at 20 ms and 2 Mbit/s the queue then stays far below what a window
+    doubling every round puts there, and the link stays as busy (the transfer takes as
+    long).  Reno has no HyStart: the option leaves it alone."""
+
+    def bulk(cc: str, hystart: bool):
+        sim = Simulator(1)
+        path = Path(sim, rtt_s=0.02, bandwidth_bps=2e6, queue_bytes=None, reverse_loss=0)
+        config = TransportConfig(cc=cc, cwnd_in_packets=True, hystart=hystart)
+        conn = TcpConnection(sim, path, config, implementation=implementation)
+        log: list = []
+        _sink(conn.server, log)
+        conn.client.write(conn.client.open_stream(unidirectional=True), bytes(1_000_000), end=True)
+        sim.run()
+        assert conn.stats()["packets_lost"] == 0
+        return conn.client.cc.ssthresh_bytes / MSS, path.forward.stats.max_queue_bytes, log[-1][0]
+
+    plain_ssthresh, plain_queue, plain_end_s = bulk("cubic", False)
+    ssthresh, queue, end_s = bulk("cubic", True)
+    assert plain_ssthresh == math.inf and 16 <= ssthresh <= 64
+    assert queue < plain_queue / 4
+    assert end_s == pytest.approx(plain_end_s, rel=0.01)
+    assert bulk("reno", True) == bulk("reno", False)
+
+
+def test_linux_hystart_ack_train_and_delay_tests_and_a_timeout_starts_afresh():
+    """tcp_cubic.c's two tests on one round's ACKs (hystart_update): ACKs each within 2 ms
+    of the last for longer than (min RTT + 1 ms) / 2 since the round began (the window
+    fills the path), or the round's minimum from its 8th sample on above the min RTT by
+    max(min RTT / 8, 4 ms) (a queue); neither below 16 segments or out of slow start.  A
+    timeout (TCP_CA_Loss: bictcp_reset) clears the minimum RTT and the finding."""
+    from simulator.net.cc import Cubic, LinuxHyStart
+
+    cc = Cubic(MSS)
+    train = LinuxHyStart()
+    assert not train.sample(0.0, 0.020, 1, 100, 8, cc)  # below the low window: only the min RTT
+    t = 1.0
+    found = [train.sample(t + i * 0.001, 0.020, 10 + i, 100, 20, cc) for i in range(12)]
+    assert found.index(True) == 11  # 11 ms past the round's start > (20 + 1) / 2 ms
+    spaced = LinuxHyStart()
+    spaced.sample(0.0, 0.020, 1, 100, 8, cc)
+    # ACKs 3 ms apart are no train.  A round at the minimum RTT, then one whose every sample
+    # is 5 ms above it (the threshold is max(20 / 8, 4) = 4 ms): found at that round's 9th.
+    first = [spaced.sample(1.0 + i * 0.003, 0.020, 10 + i, 100, 20, cc) for i in range(10)]
+    second = [spaced.sample(1.1 + i * 0.003, 0.025, 101 + i, 200, 24, cc) for i in range(10)]
+    assert not any(first) and second.index(True) == 8
+    # the same second round 3 ms above the minimum is no queue
+    low = LinuxHyStart()
+    low.sample(0.0, 0.020, 1, 100, 8, cc)
+    assert not any(low.sample(1.0 + i * 0.003, 0.023, 101 + i, 200, 24, cc) for i in range(20))
+    spaced.restart(2.0, 200)
+    assert not spaced.found and spaced.delay_min_s == 0.0
+
+
 # --------------------------------------------------------------------------------------
 # Data integrity and ordering
 

@@ -54,7 +54,8 @@ a cached resource often lands after the page has loaded.
 With ``linux_tcp`` (fidelity) TCP runs as a Linux server runs it (``net.tcp_window``): the
 window in segments, grown only while it limits the sender, ACKs riding on data, and the
 server's writes leaving at once as segments of their own (TCP_NODELAY), so OpenSSL's two
-session tickets, the SETTINGS and their ACK take three of its ten first segments; but not to
+session tickets, the SETTINGS and their ACK take three of its ten first segments, and CUBIC
+leaves slow start by HyStart (``cc.LinuxHyStart``) before a deep queue fills; but not to
 ``one_flight_servers`` (origins whose recorded first response shows a larger first flight).
 Without it (push, coalescing, the replay model) TCP counts bytes, as under the stacks.
 An origin in ``open_before`` (fidelity: a capture whose navigation reused a connection) has
@@ -216,7 +217,7 @@ class _Conn(_ServerSide):
                 sim,
                 self.path,
                 "h2",
-                TransportConfig(cc=params.cc, cwnd_in_packets=linux),
+                TransportConfig(cc=params.cc, cwnd_in_packets=linux, hystart=linux),
                 name=f"tcp{number}",
                 handshake=handshake and self.net.tcp_handshake,
             )

@@ -61,7 +61,7 @@ static PyObject *str_now, *str_push, *str_send, *str_lost, *str_random, *str_pro
     *str_fire, *str_arrive, *str_start_handshake, *str_syn, *str_syn_ack, *str_ack_kind,
     *str_mss_bytes, *str_header_overhead_bytes, *str_cc, *str_initial_window_segments, *str_min_rto_s,
     *str_initial_rtt_s, *str_echo_s, *str_timestamps, *str_sack, *str_ack_every_packets, *str_max_ack_delay_s, *str_packet_threshold, *str_mtu_bytes,
-    *str_cwnd_in_packets, *str_bernoulli_p, *str_bernoulli_random;
+    *str_cwnd_in_packets, *str_hystart, *str_bernoulli_p, *str_bernoulli_random;
 static PyObject *empty_bytes, *empty_tuple;
 static PyObject *no_loss_type;       /* link.NoLoss, registered by link.py: never loses, not called */
 static PyObject *bernoulli_type;     /* link.Bernoulli, registered by link.py: its lost() drawn here */
@@ -1549,6 +1549,10 @@ struct EndpointObject {
     /* Linux's window in segments (tcp_window.py; config.cwnd_in_packets) and TCP_NODELAY */
     char packets, nodelay, is_cwnd_limited;
     long long max_packets_out, cwnd_usage_seq;
+    /* Linux CUBIC's HyStart (cc.LinuxHyStart; config.hystart with CUBIC) */
+    char hystart, hs_found;
+    double hs_delay_min, hs_round_start, hs_last_ack, hs_curr_rtt;
+    long long hs_end_seq, hs_sample_cnt;
 };
 
 static PyTypeObject EndpointType;
@@ -2374,6 +2378,58 @@ prr_ack(EndpointObject *e, long long delivered, int dupthresh, int entering)
     return 0;
 }
 
+/* Linux CUBIC's HyStart, the twin of cc.LinuxHyStart (which says what it tests and why) */
+#define HYSTART_LOW_WINDOW 16
+#define HYSTART_MIN_SAMPLES 8
+#define HYSTART_ACK_DELTA_S 0.002
+#define HYSTART_ACK_DELAY_S 0.001
+#define HYSTART_DELAY_MIN_S 0.004
+#define HYSTART_DELAY_MAX_S 0.016
+
+static void
+hystart_round(EndpointObject *e, double now, long long snd_nxt)
+{
+    e->hs_round_start = e->hs_last_ack = now;
+    e->hs_end_seq = snd_nxt;
+    e->hs_curr_rtt = INFINITY;
+    e->hs_sample_cnt = 0;
+}
+
+static void
+hystart_restart(EndpointObject *e, double now, long long snd_nxt)
+{
+    e->hs_found = 0;
+    e->hs_delay_min = 0.0;
+    hystart_round(e, now, snd_nxt);
+}
+
+static int
+hystart_sample(EndpointObject *e, double now, double rtt_s, long long snd_una)
+{
+    CcObject *c = e->cc;
+    if (c->has_epoch && now - c->epoch_start < 1.0)
+        return 0;
+    if (e->hs_delay_min == 0.0 || e->hs_delay_min > rtt_s)
+        e->hs_delay_min = rtt_s;
+    if (e->hs_found || !(c->cwnd < c->ssthresh) || c->cwnd / (double)e->mss < HYSTART_LOW_WINDOW)
+        return 0;
+    if (snd_una > e->hs_end_seq)
+        hystart_round(e, now, e->snd_max);
+    if (now - e->hs_last_ack <= HYSTART_ACK_DELTA_S) {
+        e->hs_last_ack = now;
+        if (now - e->hs_round_start > (e->hs_delay_min + HYSTART_ACK_DELAY_S) / 2)
+            e->hs_found = 1;
+    }
+    if (e->hs_curr_rtt > rtt_s)
+        e->hs_curr_rtt = rtt_s;
+    if (e->hs_sample_cnt < HYSTART_MIN_SAMPLES)
+        e->hs_sample_cnt++;
+    else if (e->hs_curr_rtt > e->hs_delay_min
+             + py_min(py_max(e->hs_delay_min / 8, HYSTART_DELAY_MIN_S), HYSTART_DELAY_MAX_S))
+        e->hs_found = 1;
+    return e->hs_found;
+}
+
 static int
 on_new_ack(EndpointObject *e, long long ack, double echo_s, long long sack[][2], int nsack,
            PyObject *now_obj, double now)
@@ -2396,7 +2452,7 @@ on_new_ack(EndpointObject *e, long long ack, double echo_s, long long sack[][2],
         PyErr_SetString(PyExc_IndexError, "deque index out of range");
         return -1;
     }
-    double first_sent_s = seg_ring_at(&e->unacked, 0)->sent_s;
+    double first_sent_s = seg_ring_at(&e->unacked, 0)->sent_s, last_sent_s = first_sent_s;
     int any_retransmitted = 0;
     int frto = e->frto;
     long long original = 0;              /* never-retransmitted segments sent before the timeout */
@@ -2410,6 +2466,7 @@ on_new_ack(EndpointObject *e, long long ack, double echo_s, long long sack[][2],
             e->sacked_bytes -= seg->length;
         else if (sack_on)
             rack_note(e, seg, now);
+        last_sent_s = seg->sent_s;
         if (seg->retransmitted)
             any_retransmitted = 1;
         else if (frto && seg->seq + seg->length <= e->high_seq)
@@ -2451,6 +2508,11 @@ on_new_ack(EndpointObject *e, long long ack, double echo_s, long long sack[][2],
     if (!any_retransmitted) {
         rtt_update(e->rtt, now - first_sent_s, 0.0, 0);
         e->rto_backoff = 1;
+        /* Linux's congestion control is given the RTT of the latest sent segment acked */
+        if (e->hystart && hystart_sample(e, now, now - last_sent_s, ack)) {
+            e->cc->ssthresh = e->cc->cwnd;        /* tcp_cubic.c: snd_ssthresh = snd_cwnd */
+            e->cc->ssthresh_int = e->cc->cwnd_int;
+        }
     }
     e->dupacks = 0;
     int restart_timer = 1;
@@ -2848,6 +2910,8 @@ endpoint_on_rto(EndpointObject *e, double now)
         e->dupacks = 0;
         e->recover = e->snd_max;                  /* RFC 6582 section 4 */
         e->rto_backoff = e->rto_backoff * 2 < MAX_BACKOFF ? e->rto_backoff * 2 : MAX_BACKOFF;  /* RFC 6298 (5.5) */
+        if (e->hystart)
+            hystart_restart(e, now, e->snd_max);
         e->snd_nxt = e->snd_una;                  /* go-back-N from the first hole */
         rc = log_cwnd(e, now_obj);
         if (rc == 0)
@@ -3507,7 +3571,8 @@ Endpoint_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
         goto fail;
     if (get_bool_attr(e->config, str_timestamps, &e->timestamps) < 0
         || get_bool_attr(e->config, str_sack, &e->sack) < 0
-        || get_bool_attr(e->config, str_cwnd_in_packets, &e->packets) < 0) {
+        || get_bool_attr(e->config, str_cwnd_in_packets, &e->packets) < 0
+        || get_bool_attr(e->config, str_hystart, &e->hystart) < 0) {
         Py_DECREF(cc_name);
         goto fail;
     }
@@ -3529,6 +3594,8 @@ Endpoint_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
     }
     e->cc = cc_new(kind, e->mss, iw);
     e->rtt = rtt_new(initial_rtt, min_rto);
+    e->hystart = e->hystart && kind == CC_CUBIC;
+    hystart_restart(e, 0.0, 0);
     e->send_offset = PyDict_New();
     e->ended = PySet_New(NULL);
     if (e->cc == NULL || e->rtt == NULL || e->send_offset == NULL || e->ended == NULL)
@@ -3990,6 +4057,7 @@ PyInit__tcp(void)
     INTERN(str_timestamps, "timestamps");
     INTERN(str_sack, "sack");
     INTERN(str_cwnd_in_packets, "cwnd_in_packets");
+    INTERN(str_hystart, "hystart");
     INTERN(str_ack_every_packets, "ack_every_packets");
     INTERN(str_max_ack_delay_s, "max_ack_delay_s");
     INTERN(str_packet_threshold, "packet_threshold");

@@ -9,6 +9,8 @@ Written by hand: these are the textbook algorithms, sized to run inside the engi
 - ``Cubic``: RFC 9438 (C = 0.4, beta = 0.7, with the Reno-friendly region).
 - ``RttIncreaseMonitor``: aioquic's delay-based exit from slow start (a HyStart-style
   test on RTT samples, which both its Reno and its CUBIC apply), for the QUIC model.
+- ``LinuxHyStart``: Linux CUBIC's exit from slow start (``net/ipv4/tcp_cubic.c``), for the
+  TCP model of a Linux server.
 Both keep ``cwnd_bytes`` and ``ssthresh_bytes`` and are told of acks, losses and
 timeouts; the transports own recovery periods and flight size.
 """
@@ -17,7 +19,15 @@ from __future__ import annotations
 
 import math
 
-__all__ = ["RttEstimator", "Reno", "Cubic", "RttIncreaseMonitor", "make_congestion_control", "INITIAL_WINDOW_SEGMENTS"]
+__all__ = [
+    "RttEstimator",
+    "Reno",
+    "Cubic",
+    "RttIncreaseMonitor",
+    "LinuxHyStart",
+    "make_congestion_control",
+    "INITIAL_WINDOW_SEGMENTS",
+]
 
 INITIAL_WINDOW_SEGMENTS = 10  # RFC 6928 / RFC 9002 section 7.2
 
@@ -225,6 +235,72 @@ class RttIncreaseMonitor:
         if delta > 0:
             self._increases = 0
         return False
+
+
+class LinuxHyStart:
+    """Linux CUBIC's exit from slow start: HyStart (Ha and Rhee, 2011) as the kernel runs it
+    (``net/ipv4/tcp_cubic.c``, ``hystart=1``, ``hystart_detect=3``), written here after its
+    code.  Rounds begin when the ACKs pass what was sent when the last one began.  Once the
+    window holds ``LOW_WINDOW`` segments, in slow start, each ACK's RTT sample is tested:
+
+    * ACK train: ACKs each within ``ACK_DELTA_S`` of the last for longer than half of
+      (the minimum RTT + ``ACK_DELAY_S``) since the round began: the window fills the path.
+    * Delay: the smallest of the round's samples, from its ``MIN_SAMPLES``-th on, above the
+      minimum RTT by an eighth of it (held to 4-16 ms): a queue is building.
+
+    Either sets ssthresh to the window (``sample`` returns True; the caller sets it), ending
+    slow start with nothing lost: behind a deep drop-tail queue the window then grows by
+    CUBIC's curve, where without this test it doubles each round until the queue holds the
+    whole transfer.  A timeout starts the test afresh (``cubictcp_state``, TCP_CA_Loss).
+    The kernel's allowance for ACKs delayed by pacing (``hystart_ack_delay``: 4 GSO-sized
+    bursts at the pacing rate, at most 1 ms) is its 1 ms at every rate a page sees."""
+
+    LOW_WINDOW = 16  # hystart_low_window, segments
+    MIN_SAMPLES = 8  # HYSTART_MIN_SAMPLES
+    ACK_DELTA_S = 0.002  # hystart_ack_delta_us
+    ACK_DELAY_S = 0.001  # hystart_ack_delay
+    DELAY_MIN_S, DELAY_MAX_S = 0.004, 0.016  # HYSTART_DELAY_MIN / _MAX
+
+    __slots__ = ("found", "delay_min_s", "round_start_s", "last_ack_s", "end_seq", "curr_rtt_s", "sample_cnt")
+
+    def __init__(self) -> None:
+        self.restart(0.0, 0)  # the first sample past the low window begins a round
+
+    def restart(self, now_s: float, snd_nxt: int) -> None:
+        """A new connection or a timeout (``bictcp_reset``, which clears the minimum RTT
+        too, and ``bictcp_hystart_reset``)."""
+        self.found = False
+        self.delay_min_s = 0.0  # 0: no sample yet (ca->delay_min)
+        self._round(now_s, snd_nxt)
+
+    def _round(self, now_s: float, snd_nxt: int) -> None:
+        self.round_start_s = self.last_ack_s = now_s
+        self.end_seq = snd_nxt
+        self.curr_rtt_s = math.inf
+        self.sample_cnt = 0
+
+    def sample(self, now_s: float, rtt_s: float, snd_una: int, snd_nxt: int, cwnd_segments: float, cc: Reno) -> bool:
+        """Take one ACK's RTT sample (``cubictcp_acked``); True when it ends slow start."""
+        epoch = getattr(cc, "epoch_start_s", None)
+        if epoch is not None and now_s - epoch < 1.0:
+            return False  # samples just after a window reduction are not used (the kernel's HZ)
+        if self.delay_min_s == 0.0 or self.delay_min_s > rtt_s:
+            self.delay_min_s = rtt_s
+        if self.found or not cc.in_slow_start or cwnd_segments < self.LOW_WINDOW:
+            return False
+        if snd_una > self.end_seq:
+            self._round(now_s, snd_nxt)
+        if now_s - self.last_ack_s <= self.ACK_DELTA_S:
+            self.last_ack_s = now_s
+            if now_s - self.round_start_s > (self.delay_min_s + self.ACK_DELAY_S) / 2:
+                self.found = True
+        if self.curr_rtt_s > rtt_s:
+            self.curr_rtt_s = rtt_s
+        if self.sample_cnt < self.MIN_SAMPLES:
+            self.sample_cnt += 1
+        elif self.curr_rtt_s > self.delay_min_s + min(max(self.delay_min_s / 8, self.DELAY_MIN_S), self.DELAY_MAX_S):
+            self.found = True
+        return self.found
 
 
 CONGESTION_CONTROLS = {"reno": Reno, "newreno": Reno, "cubic": Cubic}  # name (lower case) -> class

@@ -181,6 +181,7 @@ def _c_endpoints(config: TransportConfig) -> bool:
         and type(config.timestamps) is bool
         and type(config.sack) is bool
         and type(config.cwnd_in_packets) is bool
+        and type(config.hystart) is bool
         and isinstance(config.cc, str)
         and config.cc.lower() in ("reno", "newreno", "cubic")
     )

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections import deque
 from typing import TYPE_CHECKING, Callable
 
-from .cc import RttEstimator, make_congestion_control
+from .cc import LinuxHyStart, RttEstimator, make_congestion_control
 from .link import Link, Packet
 from .tcp_loss import LossRecovery
 from .tcp_packets import _LOST, _RESENT, _SACKED, TcpSegment
@@ -47,6 +47,7 @@ class TcpEndpoint(LossRecovery, SackScoreboard, TcpReceiver, LinuxWindow):
         "header_bytes",
         "cc",
         "rtt",
+        "_hystart",
         "established",
         "on_data",
         "on_stream_acked",
@@ -139,6 +140,8 @@ class TcpEndpoint(LossRecovery, SackScoreboard, TcpReceiver, LinuxWindow):
             config.cc, config.mss_bytes, initial_window_segments=config.initial_window_segments
         )
         self.rtt = RttEstimator(initial_rtt_s=config.initial_rtt_s, min_rto_s=config.min_rto_s)
+        # Linux CUBIC's HyStart (cc.LinuxHyStart), with config.hystart; Reno has none.
+        self._hystart = LinuxHyStart() if config.hystart and self.cc.name == "cubic" else None
         self.established = True
         self.on_data: DataCallback | None = None
         self.on_stream_acked: Callable[[int, int], None] | None = None
@@ -439,6 +442,7 @@ class TcpEndpoint(LossRecovery, SackScoreboard, TcpReceiver, LinuxWindow):
         acked_segments = len(unacked)
         while unacked and unacked[0].seq < ack:
             seg = popleft()
+            last_sent_s = seg.sent_s
             del by_seq[seg.seq]
             if seg.mark == _SACKED:
                 self._sacked_bytes -= seg.length
@@ -459,6 +463,12 @@ class TcpEndpoint(LossRecovery, SackScoreboard, TcpReceiver, LinuxWindow):
         if not any_retransmitted:
             self.rtt.update(now - first_sent_s)
             self._rto_backoff = 1
+            # Linux's congestion control is given the RTT of the latest sent segment acked.
+            hystart = self._hystart
+            if hystart is not None and hystart.sample(
+                now, now - last_sent_s, ack, self.snd_max, self.cc.cwnd_bytes / mss, self.cc
+            ):
+                self.cc.ssthresh_bytes = self.cc.cwnd_bytes  # tcp_cubic.c: snd_ssthresh = snd_cwnd
         self._dupacks = 0
         restart_timer = True
         frto_new_data = False

@@ -131,6 +131,8 @@ class LossRecovery:
         self._recover = self.snd_max  # RFC 6582 section 4: no fast retransmit
         # on dup ACKs of go-back-N duplicates
         self._rto_backoff = min(self._rto_backoff * 2, _MAX_BACKOFF)  # RFC 6298 (5.5)
+        if self._hystart is not None:
+            self._hystart.restart(self.sim.now, self.snd_max)
         self.snd_nxt = self.snd_una  # go-back-N from the first hole
         self._log_cwnd()
         self._send_more()  # (5.4) and (5.6) via _transmit

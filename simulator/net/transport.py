@@ -90,6 +90,8 @@ class TransportConfig:
     # taking one whatever its size (tcp_cwnd_test), growing by the segments acknowledged and only
     # while the window limited the sender (tcp_is_cwnd_limited; RFC 7661 section 4.3).
     cwnd_in_packets: bool = False
+    # TCP with CUBIC: leave slow start by Linux's HyStart (cc.LinuxHyStart), as a Linux server does.
+    hystart: bool = False
 
     def to_dict(self) -> dict:
         """The parameters as a plain dict."""
