@@ -168,3 +168,21 @@ def test_a_first_connect_slower_than_250ms_gets_a_backup_connection(rtt_s):
     images = sorted(res["arrived_s"].iloc[1:] - doc)
     assert images[0] == pytest.approx(rtt_s, abs=0.005)
     assert images[1] == pytest.approx(rtt_s if rtt_s > BACKUP_S else 2 * rtt_s, abs=0.005)
+
+
+@pytest.mark.parametrize(("rtt_s", "children"), [(0.2, 2), (0.3, 3)])
+def test_a_waiting_request_takes_the_first_connection_free_rfc9112_section9(rtt_s, children):
+    """Chromium's socket pool binds a request to a connection only when one is free (late
+    binding).  An https:// origin over HTTP/1.1 (one exchange at a time per connection, RFC
+    9112 section 9.3.2 without pipelining): when the document arrives, the images it names take
+    its connection (and at 300 ms the backup connection's, idle since the first connect); the
+    last one waits while a new connection opens, but its TCP and TLS handshakes take two round
+    trips, and the document's connection is free again after one.  So the last image arrives
+    two round trips after the document, on that connection, not three on the new one; the new
+    connection stays in the pool, idle."""
+    res = _h1_load(_h1_page(children, "https"), rtt_s)
+    doc = res["arrived_s"].iloc[0]
+    images = sorted(res["arrived_s"].iloc[1:] - doc)
+    assert images[0] == pytest.approx(rtt_s, abs=0.005)
+    assert images[-1] == pytest.approx(2 * rtt_s, abs=0.005)
+

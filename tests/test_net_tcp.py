@@ -709,6 +709,25 @@ def test_handshake_costs_one_rtt():
     assert conn.stats()["rtos"] == 1
 
 
+@pytest.mark.parametrize("implementation", native_implementations())
+def test_on_established_fires_once_when_each_end_completes_the_handshake_rfc9293_section3_5(implementation):
+    """RFC 9293 section 3.5: the client is ESTABLISHED when the SYN-ACK arrives (one RTT),
+    the server when the client's ACK does (1.5 RTT); each end tells its application once
+    (``on_established``), a lost SYN-ACK's resend aside."""
+    for drop in ((), (0,)):
+        sim = Simulator(1)
+        path = Path(sim, rtt_s=0.1)
+        path.reverse.loss = DropList(drop)  # the server's SYN-ACK, then the resend
+        conn = TcpConnection(sim, path, handshake=True, implementation=implementation)
+        seen: list = []
+        for end in (conn.client, conn.server):
+            end.on_established = lambda end=end: seen.append((end.is_client, round(sim.now, 6)))
+        sim.run()
+        client_s = 0.1 if not drop else seen[0][1]
+        assert seen == [(True, client_s), (False, round(client_s + 0.05, 6))]
+        assert client_s == pytest.approx(0.1) if not drop else client_s > 1.0
+
+
 def test_stats_keys_and_segment_size():
     sim, conn, log = _bulk(100_000, rtt_s=0.05, bandwidth_bps=10e6, queue_bytes=None)
     st = conn.stats()

@@ -5,12 +5,14 @@ that both put HTTP on the models the same way.  Written by hand.
 One shared access path (the client's bottleneck: every connection of the load shares
 its bandwidth, queue and loss stream; ``own_paths=True``: a path per connection, as the
 replay gives each origin), one ``TcpConnection`` or ``QuicConnection`` per connection
-key.  HTTP is modelled by sizes: header blocks are sized as the real ``hpack`` encoder
-writes them (``http.header_sizes.HeaderBlockSizer``: its choices and its dynamic table,
-one per connection and direction, checked against hpack), frames add their headers
-(HTTP/2 9 bytes, RFC 9113 section 4.1; HTTP/3 about 3, RFC 9114 section 7.1), requests
-carry their bodies, and bodies are padding of their size, written as slices of one shared
-block (``net.transport.write_padding``), so memory follows what is in flight.
+key (an HTTP/1.1 origin's connections: up to six, a request bound to the first free,
+as a browser's socket pool keeps them, ``http.h1_pool``).  HTTP is modelled by sizes:
+header blocks are sized as the real ``hpack`` encoder writes them
+(``http.header_sizes.HeaderBlockSizer``: its choices and its dynamic table, one per
+connection and direction, checked against hpack), frames add their headers (HTTP/2 9 bytes,
+RFC 9113 section 4.1; HTTP/3 about 3, RFC 9114 section 7.1), requests carry their bodies,
+and bodies are padding of their size, written as slices of one shared block
+(``net.transport.write_padding``), so memory follows what is in flight.
 
 Server behaviour, as the real stacks' (``stacks.endpoint.Endpoint``): when a request has
 arrived the server sends at once its 103 (RFC 8297) and, for each push, a PUSH_PROMISE
@@ -94,7 +96,6 @@ loads agree with and without it.  ``WORKBENCH_PURE_PYTHON=1`` selects the refere
 from __future__ import annotations
 
 import os
-from collections import deque
 
 from h2.utilities import normalize_outbound_headers
 
@@ -111,15 +112,11 @@ from .handshake import TlsOverTcp, flights, tls_record_bytes
 from .priority import make_scheduler, scheduled_writer
 from .network_server import DEFAULT_URGENCY, _add_mark, _Incoming, _ServerSide, record_end, urgency
 from .header_sizes import H2_SETTINGS_ACK_BYTES, HeaderBlockSizer, h1_header_bytes, h2_preface_bytes
+from .h1_pool import H1_CONNECTIONS_PER_ORIGIN, H1Pool
 
 __all__ = ["ModelNetwork", "SCHEDULERS", "urgency", "AIOQUIC_ACK_DELAY_S", "H1_CONNECTIONS_PER_ORIGIN"]
 
 AIOQUIC_ACK_DELAY_S = 0.001  # aioquic's QuicConnection._ack_delay (K_GRANULARITY)
-H1_CONNECTIONS_PER_ORIGIN = 6  # as browsers open (HTML's fetch model leaves it to them)
-# A host's first connection whose TCP handshake has not completed after this long gets a second
-# connect attempt beside it (Chromium's ClientSocketPool::kMaxConnectRetryIntervalMs, Firefox's
-# network.http.connection-retry-timeout): the one that loses the race stays in the pool, idle.
-BACKUP_CONNECT_S = 0.250
 
 _RESET_BYTES = H2_FRAME_HEADER_BYTES + 4  # RST_STREAM: frame header + error code (RFC 9113 section 6.4)
 SCHEDULERS = ("urgency", "round-robin", "fifo")
@@ -155,6 +152,8 @@ class _Conn(_ServerSide):
         self.version = "h1" if self.h1 else "h3" if self.transport == "quic" else "h2"
         self.path = net.new_path(number) if net.own_paths else net.path_for(rtt_s)
         self.t = None
+        self.h1_up = False  # HTTP/1.1: set up (TCP's handshake, and TLS's), so it can take a request
+        self._h1_up_on_tcp = False  # ... which a cleartext one is when TCP's handshake is done
         self.tls_handshake: TlsOverTcp | None = None  # over TCP with ``tls``, while it runs
         self.tls_stream: int | None = None  # the TLS handshake's bytes (TCP stream label)
         self.h2_control: tuple[int, int] | None = None  # h2: the client's and server's SETTINGS (labels)
@@ -270,6 +269,9 @@ class _Conn(_ServerSide):
             # A packet's worth per call: the writer's own (C for the C QUIC endpoint, a scheduler's too).
             self.t.server.on_send_ready = self.writer.pull
         self.t.client.on_data = self._client_data if _NATIVE is None else _NATIVE.ClientData(self, self._client_data)
+        if self.h1 and not self.tls and handshake and self.transport == "tcp" and self.net.tcp_handshake:
+            self._h1_up_on_tcp = True
+            self.t.client.on_established = self._h1_ready
         self.t.server.on_data = self._server_data
         self._quiet()
         if not handshake:
@@ -309,6 +311,13 @@ class _Conn(_ServerSide):
         waiting, self._waiting = self._waiting, []
         for spec in waiting:
             self.request(spec)
+        if self.h1 and not self._h1_up_on_tcp:
+            self._h1_ready()
+
+    def _h1_ready(self) -> None:
+        """HTTP/1.1: the connection is set up; it takes the origin's next waiting request."""
+        self.h1_up = True
+        self.net.h1_pool.ready(self)
 
     # -- client -----------------------------------------------------------------------
     def request(self, spec: ExchangeSpec) -> None:
@@ -381,7 +390,7 @@ class _Conn(_ServerSide):
             inc.ended = True
             if inc.push_key is None:
                 if self.h1:
-                    self.net.h1_idle(self)
+                    self.net.h1_pool.idle(self)
                 self.net.listener.on_response_complete(inc.index)
             elif inc.promised:
                 self.net.listener.on_push_complete(inc.push_key)
@@ -455,9 +464,7 @@ class ModelNetwork:
         self.path = params.network.path(sim, name="access")
         self.conns: dict[str, _Conn] = {}
         self._paths: dict[float, object] = {params.rtt_s: self.path}
-        self._h1_pools: dict[str, list[_Conn]] = {}  # origin -> its HTTP/1.1 connections
-        self._h1_busy: set[str] = set()  # keys of HTTP/1.1 connections with an exchange
-        self._h1_queue: dict[str, deque] = {}  # origin -> requests waiting for a connection
+        self.h1_pool = H1Pool(self)  # HTTP/1.1 origins' connections and waiting requests
         self.push_urgency = getattr(params, "push_urgency", DEFAULT_URGENCY)
         self.own_paths, self.max_datagram_bytes, self.tcp_handshake = own_paths, max_datagram_bytes, tcp_handshake
         self.linux_tcp = linux_tcp  # TCP as a Linux server runs it (module docstring), but to
@@ -495,48 +502,9 @@ class ModelNetwork:
         # SYN or Initial), as stack_net hands requests to the stacks: on the shared link,
         # who goes first at one instant is who is served first.
         if self.params.origin(key)[1] == "h1":
-            self._h1_queue.setdefault(key, deque()).append(spec)
-            self._h1_next(key)
+            self.h1_pool.fetch(key, spec)
             return
         self.sim.call_soon(self.connect(key).request, spec)
-
-    def _h1_next(self, origin: str) -> None:
-        """HTTP/1.1: the next waiting request on an idle connection of its origin, or on a new
-        one while the origin has fewer than six (no pipelining: RFC 9112 section 9.3.2 allows
-        it, browsers do not use it)."""
-        queue = self._h1_queue.get(origin)
-        if not queue:
-            return
-        pool = self._h1_pools.setdefault(origin, [])
-        conn = next((c for c in pool if c.key not in self._h1_busy), None)
-        if conn is None and len(pool) < H1_CONNECTIONS_PER_ORIGIN:
-            conn = self.connect(f"{origin}#{len(pool)}", protocol="h1")
-            pool.append(conn)
-            if len(pool) == 1 and conn.own_setup and self.tcp_handshake:
-                self.sim.call_later(BACKUP_CONNECT_S, self._h1_backup, origin, conn)
-        if conn is None:
-            return
-        self._h1_busy.add(conn.key)
-        self.sim.call_soon(conn.request, queue.popleft())
-
-    def _h1_backup(self, origin: str, first: _Conn) -> None:
-        """The backup connect attempt of a host's first HTTP/1.1 connection (``BACKUP_CONNECT_S``):
-        only while its TCP handshake is still running (Chromium starts none once the transport
-        is up, TLS aside, and waits another interval while the name resolves); the new
-        connection is the pool's next, idle once it is up."""
-        pool = self._h1_pools[origin]
-        if first.t is None:  # still before its handshake (DNS): Chromium waits another interval
-            self.sim.call_later(BACKUP_CONNECT_S, self._h1_backup, origin, first)
-            return
-        if first.t.client.established or len(pool) >= H1_CONNECTIONS_PER_ORIGIN:
-            return
-        pool.append(self.connect(f"{origin}#{len(pool)}", protocol="h1"))
-        self._h1_next(origin)
-
-    def h1_idle(self, conn: _Conn) -> None:
-        """An HTTP/1.1 connection finished its response: give it the origin's next request."""
-        self._h1_busy.discard(conn.key)
-        self._h1_next(conn.origin)
 
     def reprioritize(self, index: int, signal) -> None:
         """The client sends a PRIORITY_UPDATE for resource ``index``'s response now (RFC 9218

@@ -24,7 +24,7 @@
  *   computation, with the same time and a callback of the same name (Link._arrive,
  *   TimerSlots._fire, TcpEndpoint._flush, TcpEndpoint._on_segment, ...), so the queue's
  *   order, the events counted and a traced run's labels are the Python code's;
- * - the application's callbacks (on_data, on_stream_acked, on_received), a link's
+ * - the application's callbacks (on_data, on_stream_acked, on_received, on_established), a link's
  *   observers and loss model, and the random streams are called in the same order with
  *   the same arguments;
  * - every float is computed by the same IEEE operations in the same order as Python's
@@ -1516,7 +1516,7 @@ struct EndpointObject {
     TimersObject *timers;
     CcObject *cc;
     RttObject *rtt;
-    PyObject *on_data, *on_stream_acked, *on_received, *cwnd_log;
+    PyObject *on_data, *on_stream_acked, *on_received, *on_established, *cwnd_log;
     PyObject *deliver_segment, *deliver_ack, *flush;
     char is_client, established, flush_scheduled, in_recovery, handshake_retransmitted;
     long long mss, header_bytes, ack_every, packet_threshold;
@@ -2790,7 +2790,15 @@ establish(EndpointObject *e, double now)
     if (!e->handshake_retransmitted)               /* Karn: no sample from a retransmitted SYN */
         rtt_update(e->rtt, now - e->handshake_sent_s, 0.0, 0);
     e->rto_backoff = 1;
-    return send_more(e, now);
+    if (send_more(e, now) < 0)
+        return -1;
+    if (e->on_established != NULL && e->on_established != Py_None) {
+        PyObject *r = PyObject_CallNoArgs(e->on_established);
+        if (r == NULL)
+            return -1;
+        Py_DECREF(r);
+    }
+    return 0;
 }
 
 static int
@@ -3645,6 +3653,7 @@ Endpoint_traverse(EndpointObject *e, visitproc visit, void *arg)
     Py_VISIT(e->on_data);
     Py_VISIT(e->on_stream_acked);
     Py_VISIT(e->on_received);
+    Py_VISIT(e->on_established);
     Py_VISIT(e->cwnd_log);
     Py_VISIT(e->deliver_segment);
     Py_VISIT(e->deliver_ack);
@@ -3667,6 +3676,7 @@ Endpoint_clear(EndpointObject *e)
     Py_CLEAR(e->on_data);
     Py_CLEAR(e->on_stream_acked);
     Py_CLEAR(e->on_received);
+    Py_CLEAR(e->on_established);
     Py_CLEAR(e->cwnd_log);
     Py_CLEAR(e->deliver_segment);
     Py_CLEAR(e->deliver_ack);
@@ -3729,6 +3739,7 @@ static PyMemberDef Endpoint_members[] = {
     {"on_data", T_OBJECT, offsetof(EndpointObject, on_data), 0, "on_data(stream_id, data, end, time_s)"},
     {"on_stream_acked", T_OBJECT, offsetof(EndpointObject, on_stream_acked), 0, "on_stream_acked(stream_id, acked_offset)"},
     {"on_received", T_OBJECT, offsetof(EndpointObject, on_received), 0, "on_received(stream_id, offset, length, time_s)"},
+    {"on_established", T_OBJECT, offsetof(EndpointObject, on_established), 0, "on_established(): the handshake is done"},
     RO("cwnd_log", T_OBJECT, cwnd_log),
     RO("snd_una", T_LONGLONG, snd_una), RO("snd_nxt", T_LONGLONG, snd_nxt), RO("snd_max", T_LONGLONG, snd_max),
     RO("rcv_nxt", T_LONGLONG, rcv_nxt), RO("max_ooo_bytes", T_LONGLONG, max_ooo_bytes),

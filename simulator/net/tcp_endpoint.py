@@ -52,6 +52,7 @@ class TcpEndpoint(LossRecovery, SackScoreboard, TcpReceiver, LinuxWindow):
         "on_data",
         "on_stream_acked",
         "on_received",
+        "on_established",
         "cwnd_log",
         # application streams
         "_next_stream_index",
@@ -146,6 +147,7 @@ class TcpEndpoint(LossRecovery, SackScoreboard, TcpReceiver, LinuxWindow):
         self.on_data: DataCallback | None = None
         self.on_stream_acked: Callable[[int, int], None] | None = None
         self.on_received: Callable[[int, int, int, float], None] | None = None
+        self.on_established: Callable[[], None] | None = None  # the three-way handshake is done
         self.cwnd_log: list[tuple[float, float]] | None = [] if cwnd_log else None
 
         self._next_stream_index = [0, 0]  # bidirectional, unidirectional

@@ -163,3 +163,5 @@ class TcpReceiver:
             self.rtt.update(self.sim.now - self._handshake_sent_s)
         self._rto_backoff = 1
         self._send_more()
+        if self.on_established is not None:
+            self.on_established()
