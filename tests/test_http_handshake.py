@@ -185,4 +185,3 @@ def test_a_waiting_request_takes_the_first_connection_free_rfc9112_section9(rtt_
     images = sorted(res["arrived_s"].iloc[1:] - doc)
     assert images[0] == pytest.approx(rtt_s, abs=0.005)
     assert images[-1] == pytest.approx(2 * rtt_s, abs=0.005)
-
