@@ -9,6 +9,7 @@ import pytest
 from simulator.engine import Simulator
 from simulator.net.link import DropList, Jitter, LossModel, Path
 from simulator.net.quic import (
+    CHROMIUM_FINISHED_BYTES,
     SHORT_HEADER_BYTES,
     UDP_IP_HEADER_BYTES,
     CryptoDatagram,
@@ -472,6 +473,26 @@ def test_pacer_rule_rfc9002_7_7():
     assert [b - a for a, b in zip(sent[1:], sent[2:])] == [1 / 64] * 6
 
 
+def test_a_pacer_woken_late_sends_two_packets_per_wake_up_rfc9002_7_7():
+    """aioquic's pacer on an event loop that wakes it a little late (``late_s``): the credit
+    then holds one interval and the lateness, so a packet leaves and, some credit being left,
+    a second one: pairs, one wake-up per interval plus the lateness (the lab's qlog)."""
+    pacer = Pacer(1252, late_s=1 / 1024)
+    pacer.set_rate(8 * 1252, 0.125)  # 1/64 s per datagram
+    now, sent = 1.0, []
+    while len(sent) < 10:
+        when = pacer.next_send_s(now)
+        if when is None:
+            sent.append(now)
+            pacer.on_packet_sent(now)
+        else:
+            assert when == now + 1 / 64 + 1 / 1024
+            now = when
+    wake_ups = sorted(set(sent))
+    assert [sent.count(t) for t in wake_ups] == [2, 2, 2, 2, 2]  # the first two: the idle credit
+    assert [b - a for a, b in zip(wake_ups, wake_ups[1:])] == [1 / 64 + 1 / 1024] * 4
+
+
 def test_pacing_spreads_the_window_over_the_rtt():
     # No bottleneck: without pacing a window leaves at once; paced, it is spread over the RTT.
     departures = {}
@@ -619,6 +640,55 @@ def test_handshake_losses_recovered_by_pto_rfc9002_6_2():
     assert len(finished) == 2
     assert rx.end_s[sid] > finished[1] + 0.05 - 1e-9
     assert conn.stats()["server"]["handshake_done_s"] > finished[1]
+
+
+def _first_response(rtt_s, lab):
+    """A 10.7 kB response on a fresh connection at ``rtt_s`` (aioquic's options, 100 ms initial
+    RTT): the server's 1-RTT data packets' send times, the handshake's datagrams, its srtt."""
+    quic = dict(handshake=True, pto_declares_lost=True, ack_delay_s=0.001, chromium_client_hello=lab)
+    late_s = 0.0007 if lab else 0.0
+    sim, path, conn = make(
+        rtt_s=rtt_s, bandwidth_bps=50e6, queue_bytes=None, initial_rtt_s=0.1, pacer_late_s=late_s, quic=quic
+    )
+    log = []
+    for link, name in ((path.forward, "c"), (path.reverse, "s")):
+        link.observers.append(lambda p, name=name: log.append((p.sent_s, name, p.payload, p.size_bytes)))
+    rx = Receiver(conn.client)
+    conn.server.on_data = lambda sid, data, end, t: end and conn.server.write(sid, b"y" * 10_700, end=True)
+    sid = conn.client.open_stream()
+    conn.client.write(sid, b"GET /", end=True)
+    sim.run()
+    assert len(rx.data[sid]) == 10_700
+    data = [t for t, name, p, size in log if name == "s" and not isinstance(p, CryptoDatagram) and size > 1000]
+    crypto = [(name, p.kind, size) for t, name, p, size in log if isinstance(p, CryptoDatagram)]
+    return data, crypto, conn.stats()["server"]
+
+
+def test_chromium_client_hello_gives_aioquic_an_rtt_sample_above_twice_its_initial_rtt_rfc9002_6_2_1():
+    """aioquic's first probe timeout, twice its 100 ms initial RTT, resends its flight before a
+    300 ms round trip ends and declares it lost, so an aioquic client's handshake leaves the
+    server without an RTT sample: its first window leaves at once, unpaced (RFC 9002 7.7 needs
+    a rate).  Chromium's ClientHello comes in two pieces, shuffled: aioquic answers the first
+    with an ACK and a PING (padded, RFC 9000 14.1), the client acknowledges that at once
+    (13.2.1), and the PING is no CRYPTO a timeout declares lost: the server samples 300 ms and
+    paces its first window, two packets per wake-up of its late pacer, as the lab's qlog shows
+    (10 packets over 125 ms)."""
+    plain, crypto, server = _first_response(0.3, lab=False)
+    assert "ping" not in [k for _, k, _ in crypto]
+    assert server["handshake_ptos"] >= 1 and len(set(plain)) == 1  # no sample: one burst
+    paced, crypto, server = _first_response(0.3, lab=True)
+    client = [(k, size) for n, k, size in crypto if n == "c"]
+    assert client[:2] == [("client_initial", 1280)] * 2
+    assert [k for n, k, _ in crypto if n == "s"].count("ping") == 1
+    assert ("ack", 1280) in client  # the PING's ACK, padded: it is an Initial
+    assert ("client_finished", CHROMIUM_FINISHED_BYTES + UDP_IP_HEADER_BYTES) in client  # no Initial in it
+    assert server["srtt_s"] == pytest.approx(0.3, rel=0.03)
+    interval = 1252 * 0.3 / 12_520  # max_datagram / (initial window / srtt): about 30 ms
+    gaps = [b - a for a, b in zip(paced, paced[1:])]
+    pairs = [g for g in gaps if g > 0.001]
+    assert len(pairs) >= 3 and all(g == pytest.approx(interval + 0.0007, rel=0.05) for g in pairs)
+    assert len(paced) - len(pairs) > len(pairs)  # most wake-ups send two
+    assert paced[-1] - paced[0] > 0.25 * 0.3  # spread over a quarter of the round trip and more
 
 
 # -- determinism -----------------------------------------------------------------------

@@ -42,11 +42,13 @@ def _run(
     aioquic: bool = False,
     pacing: bool = True,
     trace: bool = True,
+    lab: bool = False,
 ) -> dict:
     """Connections over one bottleneck (the first on the path, the others through a
     DelayedPath), requests from the client at random times and responses on each stream;
     ``pull``: the server writes through ``on_send_ready``, a packet's worth per call;
-    ``aioquic``: the options the page-load model runs with (``http.network``); ``trace=False``:
+    ``aioquic``: the options the page-load model runs with (``http.network``); ``lab``: and
+    Chromium's two-piece ClientHello and a pacer woken late (``ModelNetwork(lab_quic=True)``); ``trace=False``:
     the engine's own run loop (it runs the C core's C events without the calls a traced run makes)."""
     sim = Simulator(seed, trace=trace)
     path = Path(sim, rtt_s=rtt_s, bandwidth_bps=10e6, queue_bytes=queue_bytes, loss=loss, jitter=jitter)
@@ -67,12 +69,14 @@ def _run(
         if aioquic
         else {}
     )
+    if lab:
+        options["chromium_client_hello"] = True
     for i in range(connections):
         on = path if i == 0 else DelayedPath(path, 0.01 * i)
         conn = QuicConnection(
             sim,
             on,
-            TransportConfig(cc=cc, initial_rtt_s=0.1),
+            TransportConfig(cc=cc, initial_rtt_s=0.1, pacer_late_s=0.0007 if lab else 0.0),
             name=f"quic{i}",
             handshake=handshake,
             log_cwnd=True,
@@ -220,6 +224,19 @@ def test_handshake_loss_aioquic_options_same_events(cc):
     t = _same(seed=2, cc=cc, handshake=True, aioquic=True, drops=([0, 2], [0, 1]))
     assert t["handshake_ptos"] > 0
     t = _same(seed=6, cc=cc, handshake=True, aioquic=True, loss=0.03)
+    assert t["packets_lost"] > 0
+
+
+@pytest.mark.parametrize("rtt_s", [0.05, 0.3])
+def test_chromium_client_hello_and_a_late_pacer_same_events(rtt_s):
+    """Chromium's ClientHello in two shuffled pieces: aioquic's PING probe and the RTT sample
+    from its ACK, also above twice the initial RTT (RFC 9002 6.2.1); the pacer woken late
+    (RFC 9002 7.7), two packets at a time; with handshake datagrams lost, then 3% loss."""
+    t = _same(seed=3, rtt_s=rtt_s, handshake=True, aioquic=True, lab=True, queue_bytes=None)
+    assert t["packets_lost"] == 0
+    t = _same(seed=9, rtt_s=rtt_s, handshake=True, aioquic=True, lab=True, drops=([1], [0, 2]))
+    assert t["handshake_ptos"] > 0
+    t = _same(seed=5, rtt_s=rtt_s, handshake=True, aioquic=True, lab=True, loss=0.03)
     assert t["packets_lost"] > 0
 
 

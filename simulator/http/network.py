@@ -79,9 +79,13 @@ stream's turn, exit from slow start on a rising RTT (``slow_start_rtt_exit``) an
 probe timeout that declares resent handshake datagrams lost (``pto_declares_lost``: from
 200 ms RTT on, twice its initial RTT, no RTT sample from the handshake, so the first
 window leaves unpaced, as aioquic's); requests wait in the client's send queue until the
-handshake completes.  A browser model that times handshakes itself
-(``ModelNetwork.connect(..., setup=...)``, ``studies.coalescing``) gets transports
-without a handshake of their own, usable after its ``setup``.
+handshake completes.  With ``lab_quic`` (fidelity) the client is Chromium: its ClientHello
+comes in two shuffled pieces, which aioquic answers with a PING whose ACK gives the server
+its RTT sample at any RTT (``chromium_client_hello``).  The servers' pacer is woken
+``ASYNCIO_PACER_LATE_S`` late, as under hypercorn, and sends two packets per wake-up.
+A browser model that times handshakes itself (``ModelNetwork.connect(..., setup=...)``,
+``studies.coalescing``) gets transports without a handshake of their own, usable after
+its ``setup``.
 
 The connections' server side (the mixin ``_ServerSide``), a stream's record on the client
 (``_Incoming``) and ``urgency`` are in ``http.network_server``, re-exported here where public.
@@ -117,6 +121,9 @@ from .h1_pool import H1_CONNECTIONS_PER_ORIGIN, H1Pool
 __all__ = ["ModelNetwork", "SCHEDULERS", "urgency", "AIOQUIC_ACK_DELAY_S", "H1_CONNECTIONS_PER_ORIGIN"]
 
 AIOQUIC_ACK_DELAY_S = 0.001  # aioquic's QuicConnection._ack_delay (K_GRANULARITY)
+# How late an aioquic server on an asyncio loop (the lab's hypercorn) wakes its pacer: the
+# median of its qlog's paced wake-ups at 300 ms (0.6-1.9 ms); any lateness sends pairs.
+ASYNCIO_PACER_LATE_S = 0.0007
 
 _RESET_BYTES = H2_FRAME_HEADER_BYTES + 4  # RST_STREAM: frame header + error code (RFC 9113 section 6.4)
 SCHEDULERS = ("urgency", "round-robin", "fifo")
@@ -223,10 +230,12 @@ class _Conn(_ServerSide):
             if linux:
                 self.t.server.nodelay = True  # as HTTP/2 servers set TCP_NODELAY
         else:
+            lab = self.net.lab_quic
             config = TransportConfig(
                 cc=params.cc,
                 initial_rtt_s=0.1,  # aioquic's initial RTT
                 max_datagram_bytes=self.net.max_datagram_bytes,
+                pacer_late_s=ASYNCIO_PACER_LATE_S if lab else 0.0,
             )
             # As http.model_replay: aioquic's 1 ms ACK delay, its pacing (the model's
             # default), lost data resent in its stream's turn, and the handshake's datagrams
@@ -242,6 +251,7 @@ class _Conn(_ServerSide):
                 retransmit_in_turn=True,
                 slow_start_rtt_exit=True,
                 pto_declares_lost=True,
+                chromium_client_hello=lab,
                 server_flight_bytes=flights(sni_name(self.origin)).quic_server_crypto,
             )
         if self.prioritized:
@@ -448,6 +458,7 @@ class ModelNetwork:
         tcp_handshake: bool = True,
         priorities=None,
         linux_tcp: bool = False,
+        lab_quic: bool = False,
         one_flight_servers=frozenset(),
         open_before=frozenset(),
         send_ahead: tuple[int, int] = (0, 0),
@@ -469,6 +480,7 @@ class ModelNetwork:
         self.own_paths, self.max_datagram_bytes, self.tcp_handshake = own_paths, max_datagram_bytes, tcp_handshake
         self.linux_tcp = linux_tcp  # TCP as a Linux server runs it (module docstring), but to
         self.one_flight_servers = one_flight_servers  # these origins
+        self.lab_quic = lab_quic  # QUIC between Chromium and aioquic on an event loop (module docstring)
         self.open_before = open_before  # origins whose (h2/h3) connection was open before the load began
         self.on_response_start = getattr(listener, "on_response_start", None)
         self.on_connected = getattr(listener, "on_connected", None)  # (key, "h1"/"h2"/"h3"): usable

@@ -115,7 +115,7 @@ typedef struct {
         congestion_events;
     /* pacer (pacer.Pacer) */
     char pacing, has_interval;
-    double interval_s, credit_s, credit_max_s, updated_s;
+    double interval_s, credit_s, credit_max_s, updated_s, late_s;
     /* slow start exit on a rising RTT (cc.RttIncreaseMonitor) */
     char monitor;
     double mon_samples[MONITOR_SIZE], mon_last_s, mon_base_s;
@@ -768,13 +768,13 @@ Core_init(CoreObject *c, PyObject *args, PyObject *kw)
 {
     static char *kwlist[] = {"cc", "max_datagram_bytes", "initial_window_segments", "initial_rtt_s",
                              "max_ack_delay_s", "time_threshold", "packet_threshold", "pacing",
-                             "slow_start_rtt_exit", NULL};
+                             "slow_start_rtt_exit", "pacer_late_s", NULL};
     const char *cc_name;
     long long mdb, iw, threshold;
-    double initial_rtt, max_ack_delay, time_threshold;
+    double initial_rtt, max_ack_delay, time_threshold, late = 0.0;
     int pacing, monitor;
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "sLLdddLpp", kwlist, &cc_name, &mdb, &iw, &initial_rtt,
-                                     &max_ack_delay, &time_threshold, &threshold, &pacing, &monitor))
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "sLLdddLpp|d", kwlist, &cc_name, &mdb, &iw, &initial_rtt,
+                                     &max_ack_delay, &time_threshold, &threshold, &pacing, &monitor, &late))
         return -1;
     int kind;
     if (strcmp(cc_name, "reno") == 0 || strcmp(cc_name, "newreno") == 0)
@@ -808,6 +808,7 @@ Core_init(CoreObject *c, PyObject *args, PyObject *kw)
     c->pacing = (char)pacing;
     c->has_interval = 0;
     c->interval_s = c->credit_s = c->credit_max_s = c->updated_s = 0.0;
+    c->late_s = late;
     c->monitor = (char)monitor;
     memset(c->mon_samples, 0, sizeof(c->mon_samples));
     c->mon_last_s = 0.0;
@@ -1282,7 +1283,7 @@ Core_pace(CoreObject *c, PyObject *arg)
         return NULL;
     pacer_refill(c, now);
     if (c->credit_s <= 0)
-        return PyFloat_FromDouble(now + c->interval_s);
+        return PyFloat_FromDouble(now + c->interval_s + c->late_s);
     Py_RETURN_NONE;
 }
 
@@ -2485,7 +2486,7 @@ flush(CoreObject *c, PyObject *ep)
         if (!c->ack_due && c->pacing && c->has_interval) {
             pacer_refill(c, now);
             if (c->credit_s <= 0) {
-                if (timers_set(c, str_pace, now + c->interval_s, c->flush_event) < 0)
+                if (timers_set(c, str_pace, now + c->interval_s + c->late_s, c->flush_event) < 0)
                     goto error;
                 break;
             }

@@ -92,6 +92,9 @@ class TransportConfig:
     cwnd_in_packets: bool = False
     # TCP with CUBIC: leave slow start by Linux's HyStart (cc.LinuxHyStart), as a Linux server does.
     hystart: bool = False
+    # QUIC: how late the server's event loop wakes its pacer (``quic.pacer.Pacer``); any
+    # lateness lets aioquic's pacer send two packets per interval, as the lab's did.
+    pacer_late_s: float = 0.0
 
     def to_dict(self) -> dict:
         """The parameters as a plain dict."""

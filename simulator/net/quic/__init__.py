@@ -40,6 +40,7 @@ from __future__ import annotations
 
 from .connection import QuicConnection, QuicEndpoint
 from .handshake import (
+    CHROMIUM_FINISHED_BYTES,
     CRYPTO_ACK_BYTES,
     CRYPTO_PACKET_OVERHEAD_BYTES,
     HANDSHAKE_DONE_BYTES,
@@ -76,6 +77,7 @@ __all__ = [
     "CRYPTO_PACKET_OVERHEAD_BYTES",
     "CRYPTO_ACK_BYTES",
     "HANDSHAKE_DONE_BYTES",
+    "CHROMIUM_FINISHED_BYTES",
     "PROBE_PACKETS",
     "LOSS_EPSILON_S",
 ]

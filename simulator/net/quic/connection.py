@@ -106,6 +106,8 @@ class QuicEndpoint(PacketBuilder, AckGeneration, LossRecovery, Handshake):
         "_hs_sent_s",
         "_hs_pto_s",
         "pto_declares_lost",
+        "chromium_client_hello",
+        "_hs_ping_s",
         "_held",
         "crypto_datagrams_sent",
         "handshake_ptos",
@@ -146,6 +148,7 @@ class QuicEndpoint(PacketBuilder, AckGeneration, LossRecovery, Handshake):
         retransmit_in_turn: bool = False,
         slow_start_rtt_exit: bool = False,
         pto_declares_lost: bool = False,
+        chromium_client_hello: bool = False,
     ) -> None:
         self.sim = sim
         self.conn = conn
@@ -198,6 +201,8 @@ class QuicEndpoint(PacketBuilder, AckGeneration, LossRecovery, Handshake):
         self._hs_sent_s = 0.0
         self._hs_pto_s: float | None = None  # when a probe (or a speed-up) last resent the flight
         self.pto_declares_lost = pto_declares_lost
+        self.chromium_client_hello = chromium_client_hello  # handshake: Chromium's two-piece ClientHello
+        self._hs_ping_s: float | None = None  # server: when its probe's PING left, until acknowledged
         self._held: list[Packet] = []  # 1-RTT packets received before the handshake completed
         self.crypto_datagrams_sent = 0
         self.handshake_ptos = 0
@@ -217,7 +222,7 @@ class QuicEndpoint(PacketBuilder, AckGeneration, LossRecovery, Handshake):
             make_congestion_control(
                 config.cc, config.max_datagram_bytes, initial_window_segments=config.initial_window_segments
             ),
-            Pacer(config.max_datagram_bytes) if pacing else None,
+            Pacer(config.max_datagram_bytes, config.pacer_late_s) if pacing else None,
             RttIncreaseMonitor() if slow_start_rtt_exit else None,
         )
 
@@ -413,6 +418,7 @@ class QuicConnection:
         retransmit_in_turn: bool = False,
         slow_start_rtt_exit: bool = False,
         pto_declares_lost: bool = False,
+        chromium_client_hello: bool = False,
         server_flight_bytes: int = SERVER_FLIGHT_CRYPTO_BYTES,
         implementation: str | None = None,
     ) -> None:
@@ -430,6 +436,7 @@ class QuicConnection:
             retransmit_in_turn=retransmit_in_turn,
             slow_start_rtt_exit=slow_start_rtt_exit,
             pto_declares_lost=pto_declares_lost,
+            chromium_client_hello=chromium_client_hello,
         )
         self.client = endpoint_class(sim, self, config, is_client=True, name=f"{name}/client", **options)
         self.server = endpoint_class(sim, self, config, is_client=False, name=f"{name}/server", **options)

@@ -21,6 +21,15 @@ not, so an ACK of a handshake datagram sent before the resend yields no RTT samp
 Above twice the initial RTT the handshake then gives no sample, and the first window
 leaves unpaced (the pacer has no rate before a sample).
 
+``chromium_client_hello=True`` (off by default): the client's ClientHello as Chromium sends
+it, found in the lab's qlogs.  It spans two Initial datagrams (its ML-KEM key share), their
+CRYPTO frames out of order (Chromium's chaos protection).  aioquic takes the first piece for a
+repeat and answers it at once with a probe: an ACK and a PING in a padded Initial, its one
+speed-up (RFC 9002 6.2.3), spent.  The client acknowledges that PING at once (RFC 9000
+13.2.1), and the PING is no CRYPTO for a probe timeout to declare lost: the server has its RTT
+sample one round trip after the start at any RTT, and paces its first window.  The client's
+Finished then leaves unpadded (``CHROMIUM_FINISHED_BYTES``): no Initial packet rides with it.
+
 ``Handshake`` is a part of ``connection.QuicEndpoint`` (its methods, the endpoint's
 state: ``ready``, ``handshake_done_s``, the ``_hs_*`` fields, ``_held``).
 """
@@ -39,6 +48,7 @@ __all__ = [
     "CRYPTO_PACKET_OVERHEAD_BYTES",
     "CRYPTO_ACK_BYTES",
     "HANDSHAKE_DONE_BYTES",
+    "CHROMIUM_FINISHED_BYTES",
 ]
 
 # Handshake (RFC 9001) datagrams: the client's Initial and its Handshake flight are padded
@@ -50,6 +60,9 @@ __all__ = [
 SERVER_FLIGHT_CRYPTO_BYTES = 1100
 CRYPTO_PACKET_OVERHEAD_BYTES = 2 * (1 + 4 + 1 + 8 + 1 + 8 + 2 + 2 + 16)  # two long headers (17.2) + AEAD tags
 CRYPTO_ACK_BYTES = 1 + 4 + 1 + 8 + 1 + 8 + 2 + 16 + 5  # a long-header packet holding only an ACK frame
+# Chromium's Finished: its Handshake ACK (39 B) and Finished (89 B) packets, unpadded, as the
+# lab's qlog has them (its Initial ACK left before, padded, at the server's PING).
+CHROMIUM_FINISHED_BYTES = 39 + 89
 HANDSHAKE_DONE_BYTES = 200  # the server's first 1-RTT packet: HANDSHAKE_DONE, NEW_CONNECTION_IDs (19.15)
 
 
@@ -61,9 +74,10 @@ def server_flight_sizes(config: TransportConfig, server_flight_bytes: int) -> li
 
 class CryptoDatagram:
     """A handshake datagram (Initial / Handshake packets, RFC 9001): ``kind`` is
-    "client_initial", "server_flight", "client_finished" or "ack" (an ACK of the peer's
-    handshake datagrams and nothing else); ``index`` numbers the datagrams of a flight;
-    ``echo_s`` is the send time of the peer datagram this one acknowledges (RTT sample)."""
+    "client_initial", "server_flight", "client_finished", "ack" (an ACK of the peer's
+    handshake datagrams and nothing else) or "ping" (the server's probe: ACK and PING);
+    ``index`` numbers the datagrams of a flight; ``echo_s`` is the send time of the peer
+    datagram this one acknowledges (RTT sample)."""
 
     __slots__ = ("kind", "index", "size_bytes", "time_sent_s", "echo_s", "acked")
 
@@ -87,8 +101,13 @@ class Handshake:
     __slots__ = ()
 
     def start_handshake(self) -> None:
-        """Client: send the Initial (ClientHello), padded to the full datagram (RFC 9000 14.1)."""
-        self._hs_send_flight("client_initial", [self.config.max_datagram_bytes])
+        """Client: send the Initial (ClientHello), padded to the full datagram (RFC 9000 14.1);
+        two of them for Chromium's."""
+        self._hs_send_flight("client_initial", [self.config.max_datagram_bytes] * self._hs_hello_datagrams)
+
+    @property
+    def _hs_hello_datagrams(self) -> int:
+        return 2 if self.chromium_client_hello else 1
 
     def _hs_send_flight(self, kind: str, sizes: list[int]) -> None:
         self._hs_flight = [[kind, index, size, False] for index, size in enumerate(sizes)]
@@ -97,10 +116,15 @@ class Handshake:
             self._hs_transmit(kind_, index, size)
         self._hs_arm()
 
-    def _hs_transmit(self, kind: str, index: int, size_bytes: int) -> None:
+    def _hs_transmit(self, kind: str, index: int, size_bytes: int, echo_s: float | None = None) -> None:
         now = self.sim.now
         datagram = CryptoDatagram(
-            kind, index, size_bytes, now, self._hs_peer_echo_s, tuple(sorted(self._hs_peer_received))
+            kind,
+            index,
+            size_bytes,
+            now,
+            self._hs_peer_echo_s if echo_s is None else echo_s,
+            tuple(sorted(self._hs_peer_received)),
         )
         self._hs_sent_s = now
         self.crypto_datagrams_sent += 1
@@ -161,11 +185,17 @@ class Handshake:
         if datagram.acked:
             self._hs_mark_acked(datagram.acked)
         if kind == "ack":
+            if self._hs_ping_s is not None and datagram.echo_s == self._hs_ping_s:
+                self._hs_ping_s = None  # the PING is no CRYPTO: no probe timeout declared it lost
+                self._rtt_sample(now - datagram.echo_s)
             return
         key = (kind, datagram.index)
         duplicate = key in self._hs_peer_received
         self._hs_peer_received.add(key)
         if self.is_client:
+            if kind == "ping":  # ack-eliciting: acknowledged at once (RFC 9000 13.2.1), padded (14.1)
+                self._hs_transmit("ack", 0, self.config.max_datagram_bytes, echo_s=datagram.time_sent_s)
+                return
             if kind != "server_flight":
                 return
             flight = self.conn.server_flight_sizes
@@ -179,7 +209,8 @@ class Handshake:
                 self._hs_rtt_sample(datagram.echo_s)
                 self.ready = True
                 self._hs_mark_acked((("client_initial", 0),))
-                self._hs_send_flight("client_finished", [self.config.max_datagram_bytes])
+                finished = CHROMIUM_FINISHED_BYTES if self.chromium_client_hello else self.config.max_datagram_bytes
+                self._hs_send_flight("client_finished", [finished])
                 self._schedule_flush()
             else:
                 self._hs_send_ack(self.config.max_datagram_bytes)  # holds an Initial ACK: padded
@@ -187,6 +218,12 @@ class Handshake:
         # server
         if kind == "client_initial":
             if not self._hs_flight:
+                if any(("client_initial", i) not in self._hs_peer_received for i in range(self._hs_hello_datagrams)):
+                    if not self._hs_sped_up:  # a piece of Chromium's shuffled ClientHello: aioquic probes
+                        self._hs_sped_up = True
+                        self._hs_ping_s = now
+                        self._hs_transmit("ping", 0, self.config.max_datagram_bytes)
+                    return
                 self._hs_peer_echo_s = datagram.time_sent_s
                 self._hs_send_flight("server_flight", self.conn.server_flight_sizes)
             elif (
@@ -203,6 +240,7 @@ class Handshake:
             else:
                 self._hs_send_ack()
         elif kind == "client_finished":
+            self._hs_ping_s = None  # its Initial ACK covers the PING too
             self._hs_mark_acked(tuple(("server_flight", i) for i in range(len(self.conn.server_flight_sizes))))
             if self.ready:
                 self._hs_send_ack()  # the client probes: it has not seen our 1-RTT packets

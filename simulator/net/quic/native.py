@@ -95,6 +95,7 @@ class NativeQuicEndpoint(QuicEndpoint):
             config.packet_threshold,
             pacing,
             slow_start_rtt_exit,
+            config.pacer_late_s,
         )
         super().__init__(sim, conn, config, pacing=pacing, slow_start_rtt_exit=slow_start_rtt_exit, **options)
         # What the engine runs to flush and to send a delayed ACK, and what a link hands packets

@@ -4,7 +4,10 @@ Written by hand after the behaviour of aioquic's ``recovery.QuicPacketPacer`` (n
 copied): rate ``cwnd / smoothed_rtt``, a burst of at most max(2, min(cwnd / 4, 16))
 datagrams after idle, the rate set at each RTT sample, nothing paced before the first
 one.  The endpoint keeps the pacer's timer (slot ``pace``) and asks ``next_send_s``
-before each packet.
+before each packet.  ``late_s`` (``TransportConfig.pacer_late_s``): how late the server's
+event loop wakes the pacer.  aioquic's credit then holds a little more than one interval at
+each wake-up, so two packets leave at a time: the lab's aioquic (under hypercorn) sent its
+paced packets in pairs, one pair per interval, about 0.7 ms late (its qlog at 300 ms).
 
 This is the reference; ``simulator.net._quic``'s ``QuicCore`` holds its C twin (the same
 arithmetic), chosen by ``net.native`` (``WORKBENCH_NET=python``: this class).
@@ -25,10 +28,11 @@ class Pacer:
     credit after a send lets a second one through (aioquic sends such pairs too).
     """
 
-    __slots__ = ("max_datagram_bytes", "interval_s", "credit_s", "credit_max_s", "updated_s")
+    __slots__ = ("max_datagram_bytes", "late_s", "interval_s", "credit_s", "credit_max_s", "updated_s")
 
-    def __init__(self, max_datagram_bytes: int) -> None:
+    def __init__(self, max_datagram_bytes: int, late_s: float = 0.0) -> None:
         self.max_datagram_bytes = max_datagram_bytes
+        self.late_s = late_s  # the wake-up's lateness (an event loop's; 0: on time)
         self.interval_s: float | None = None  # time per packet at the pacing rate
         self.credit_s = 0.0  # sending time saved up while idle
         self.credit_max_s = 0.0
@@ -40,11 +44,11 @@ class Pacer:
             self.updated_s = now
 
     def next_send_s(self, now: float) -> float | None:
-        """None if a packet may leave now, else when the next one may."""
+        """None if a packet may leave now, else when the pacer wakes to send the next."""
         if self.interval_s is None:
             return None
         self._refill(now)
-        return now + self.interval_s if self.credit_s <= 0 else None
+        return now + self.interval_s + self.late_s if self.credit_s <= 0 else None
 
     def on_packet_sent(self, now: float) -> None:
         """A packet left at ``now``: spend one interval of credit."""

@@ -254,6 +254,7 @@ def _linux_servers(
             params,
             listener,
             linux_tcp=True,
+            lab_quic=True,
             one_flight_servers=one_flight,
             open_before=open_before,
             priorities=priorities,
