@@ -28,6 +28,7 @@ from urllib.parse import urlsplit
 import pytest
 
 from simulator.errors import InputError
+from simulator.lab.qlog import read_sqlog
 from simulator.lab.site import (
     DOCUMENTATION_RANGES,
     SIZE_TOLERANCE,
@@ -351,7 +352,7 @@ def _browser_skip():
     return None
 
 
-def _serve_and_load(har, proto, tmp_path, timeout="25s", netlog=None) -> tuple[dict, dict]:
+def _serve_and_load(har, proto, tmp_path, timeout="25s", netlog=None, qlog=None) -> tuple[dict, dict]:
     site_dir = tmp_path / f"site-{proto}"
     # Its own loopback range per protocol and page: a server of an earlier load still closing
     # its listeners cannot stand in this one's way.
@@ -360,7 +361,15 @@ def _serve_and_load(har, proto, tmp_path, timeout="25s", netlog=None) -> tuple[d
     rebuild(har, addresses={h: f"127.0.{third}.{i}" for i, h in enumerate(hosts, 1)}).write(site_dir)
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     server = subprocess.Popen(
-        [sys.executable, "-m", "simulator.lab.serve", str(site_dir), "--proto", proto],
+        [
+            sys.executable,
+            "-m",
+            "simulator.lab.serve",
+            str(site_dir),
+            "--proto",
+            proto,
+            *(["--qlog", str(qlog)] if qlog else []),
+        ],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
@@ -413,7 +422,9 @@ def test_lab_load_reproduces_urls_and_initiator_edges_rfc9113_rfc9114(har, proto
     reason = _browser_skip()
     if reason:
         pytest.skip(reason)
-    lab, fid = _serve_and_load(har, proto, tmp_path, netlog=tmp_path / "netlog.json")
+    qlog = tmp_path / "qlog"
+    qlog.mkdir()
+    lab, fid = _serve_and_load(har, proto, tmp_path, netlog=tmp_path / "netlog.json", qlog=qlog)
     assert fid["url_share"] >= 0.95, fid["missing_urls"]
     assert fid["edge_share"] >= 0.95, fid["missing_edges"]
     versions = {
@@ -453,6 +464,33 @@ def test_lab_load_reproduces_urls_and_initiator_edges_rfc9113_rfc9114(har, proto
         if types.get(e["type"]) == "URL_REQUEST_START_JOB" and "url" in e.get("params", {})
     }
     assert lab["log"]["pages"][0]["_URL"] in started
+    if proto == "h3":
+        _check_chromium_quic_handshakes(qlog)
+
+
+def _check_chromium_quic_handshakes(qlog) -> None:
+    """--qlog: the QUIC server's trace of each connection, as it went (JSON-SEQ, RFC 7464).
+    What the QUIC model takes from it for Chromium (``chromium_client_hello``): its ClientHello
+    comes in two padded Initial datagrams of 1250 bytes, CRYPTO frames shuffled, and aioquic
+    answers the first at once with an Initial holding only an ACK and a PING (RFC 9002 6.2.3's
+    speed-up, taken for a repeat), whose acknowledgement is the server's first RTT sample."""
+    chromium = 0
+    for path in sorted(qlog.glob("*.sqlog")):
+        header, events = read_sqlog(str(path))
+        assert header["qlog_format"] == "JSON-SEQ" and header["trace"]["vantage_point"]["type"] == "server"
+        received = [
+            e["data"]["raw"][0]["payload_length"] for e in events if e["name"] == "transport:datagrams_received"
+        ]
+        if received[:2] != [1250, 1250]:
+            continue  # not Chromium's (the server's own listening check)
+        chromium += 1
+        sent = [e for e in events if e["name"] == "transport:packet_sent"]
+        first = sent[0]["data"]
+        assert first["header"]["packet_type"] == "initial"
+        assert sorted(f["frame_type"] for f in first["frames"]) == ["ack", "ping"]
+        sample = next(e for e in events if e["name"] == "recovery:metrics_updated" and "latest_rtt" in e["data"])
+        assert sample["time"] > sent[0]["time"]
+    assert chromium >= 1
 
 
 def test_load_of_a_site_nobody_serves_is_one_line_exit_2(tmp_path):

@@ -101,15 +101,21 @@ def _available_cc() -> str:
         return "(unknown)"
 
 
-def _quic_congestion_control(cc: str) -> None:
+def _quic_configuration(cc: str, qlog: str | None = None) -> None:
     """hypercorn makes each QUIC connection's configuration itself: have it name ``cc``
-    (aioquic's ``congestion_control_algorithm``; this process serves the lab only)."""
+    (aioquic's ``congestion_control_algorithm``) and, with ``qlog`` (a folder), log every
+    connection there as it goes (``lab.qlog``; this process serves the lab only)."""
     import functools
 
     import hypercorn.protocol.quic as hypercorn_quic
     from aioquic.quic.configuration import QuicConfiguration
 
-    hypercorn_quic.QuicConfiguration = functools.partial(QuicConfiguration, congestion_control_algorithm=cc)
+    logger = {}
+    if qlog is not None:
+        from .qlog import StreamingQlog
+
+        logger["quic_logger"] = StreamingQlog(qlog)
+    hypercorn_quic.QuicConfiguration = functools.partial(QuicConfiguration, congestion_control_algorithm=cc, **logger)
 
 
 HINTED_CACHE_CONTROL = b"max-age=600"  # a 103's preload must be reusable from the HTTP cache
@@ -257,10 +263,12 @@ async def serve(
     *,
     app: SiteApp | None = None,
     cc: str = CONGESTION_CONTROL,
+    qlog: str | None = None,
 ) -> SiteApp:
     """Serve ``site`` over ``proto`` until ``stop`` is set; ``on_ready()`` once every listener is up;
     ``app``: the site's app when it is not the plain one (103 hints, a document think time);
-    ``cc``: the congestion control of the server's TCP (the kernel's) and QUIC (aioquic's) senders."""
+    ``cc``: the congestion control of the server's TCP (the kernel's) and QUIC (aioquic's) senders;
+    ``qlog``: a folder for the QUIC connections' qlog (one ``.sqlog`` each)."""
     from hypercorn.asyncio.run import worker_serve
     from hypercorn.config import Config, Sockets
     from hypercorn.utils import wrap_app
@@ -269,7 +277,7 @@ async def serve(
         raise InputError(f"--proto must be one of {', '.join(PROTOCOLS)}, not {proto!r}.")
     if cc not in CONGESTION_CONTROLS:
         raise InputError(f"--cc must be one of {', '.join(CONGESTION_CONTROLS)}, not {cc!r}.")
-    _quic_congestion_control(cc)
+    _quic_configuration(cc, qlog)
     secure, insecure, quic = [], [], []
     app = app if app is not None else SiteApp(site)
     with tempfile.TemporaryDirectory(prefix="workbench-lab-") as tmp:
@@ -472,6 +480,9 @@ def main(argv=None) -> int:
         metavar="NAME",
         help="send in the order this scheduler of the priorities study picks (default: the servers' own)",
     )
+    ap.add_argument(
+        "--qlog", default=None, metavar="DIR", help="write each QUIC connection's qlog here (DIR/ODCID.sqlog)"
+    )
     args = ap.parse_args(argv)
 
     async def run(timeline) -> None:
@@ -501,7 +512,9 @@ def main(argv=None) -> int:
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGTERM, signal.SIGINT):
             loop.add_signal_handler(sig, stop.set)
-        await serve(site, args.proto, stop, on_ready=lambda: print("ready", flush=True), app=app, cc=args.cc)
+        await serve(
+            site, args.proto, stop, on_ready=lambda: print("ready", flush=True), app=app, cc=args.cc, qlog=args.qlog
+        )
 
     try:
         if args.log:

@@ -167,10 +167,13 @@ def kernel_tcp_retransmits(pid: int) -> int:
     return int(dict(zip(rows[0][1:], rows[1][1:]))["RetransSegs"])
 
 
-def load_in_lab(trace, params: LabLoadParams, *, site=None, netlog: str | None = None) -> tuple[dict, dict]:
+def load_in_lab(
+    trace, params: LabLoadParams, *, site=None, netlog: str | None = None, qlog: str | None = None
+) -> tuple[dict, dict]:
     """One load of ``trace``'s page (or of ``site``, already rebuilt) in the lab: (the HAR
     Chromium recorded, the relay's counters); with ``netlog``, Chromium's NetLog of the load is
-    written to that file (whole, or not at all)."""
+    written to that file (whole, or not at all); with ``qlog`` (an existing folder), the QUIC
+    servers' qlog of each connection (``lab.qlog``: ``ODCID.sqlog``)."""
     from .link import Lab, read_line
     from .netns import exec_argv
     from .hints import hint_plan
@@ -204,6 +207,11 @@ def load_in_lab(trace, params: LabLoadParams, *, site=None, netlog: str | None =
             serve_argv += ["--document-think", f"{params.document_think_s!r}s"]
         if params.scheduler is not None:
             serve_argv += ["--scheduler", params.scheduler]
+        qlog_tmp = os.path.join(tmp, "qlog")
+        if qlog:
+            os.mkdir(qlog_tmp, 0o777)
+            os.chmod(qlog_tmp, 0o777)  # the server may run as another user
+            serve_argv += ["--qlog", qlog_tmp]
         link = replace(params.conditions(), seed=loss_seed(params.seed, site.page_url))
         with Lab(link, server_addresses=sorted(set(site.hosts.values()))) as lab:
             server = lab.start("server", serve_argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
@@ -242,11 +250,14 @@ def load_in_lab(trace, params: LabLoadParams, *, site=None, netlog: str | None =
             with open(har_path, encoding="utf-8") as f:
                 har = json.load(f)
             resent = kernel_tcp_retransmits(server.pid) - retransmits_before
-        if netlog:
-            from ..traces._io import atomic_write
+        from ..traces._io import atomic_write
 
+        if netlog:
             with open(os.path.join(tmp, "netlog.json"), "rb") as f:
                 atomic_write(netlog, f.read())
+        for name in sorted(os.listdir(qlog_tmp)) if qlog else ():
+            with open(os.path.join(qlog_tmp, name), "rb") as f:
+                atomic_write(os.path.join(qlog, name), f.read())
         server_log = []
         if os.path.exists(log_path):
             with open(log_path, encoding="utf-8") as f:
@@ -355,6 +366,13 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         metavar="FILE",
         help="also write Chromium's NetLog of the load (its schedulers, sockets and streams)",
     )
+    p.add_argument(
+        "--qlog",
+        default=None,
+        type=argtypes.existing_folder,
+        metavar="DIR",
+        help="also write the QUIC servers' qlog of each connection into DIR (ODCID.sqlog, h3 only)",
+    )
     p.add_argument("--json", action="store_true", help="print one JSON object")
 
 
@@ -380,8 +398,8 @@ def _cmd(args: argparse.Namespace) -> int:
 
     params = params_from_args(args)
     trace = load(args.trace)
-    if args.netlog:  # an output of the CLI alone: the same load, Chromium's NetLog kept
-        result = _result(params, *load_in_lab(trace, params, site=_site(trace), netlog=args.netlog))
+    if args.netlog or args.qlog:  # outputs of the CLI alone: the same load, its logs kept
+        result = _result(params, *load_in_lab(trace, params, site=_site(trace), netlog=args.netlog, qlog=args.qlog))
     else:
         result = run(trace, params)
     if args.har:
@@ -412,5 +430,5 @@ STUDY = Study(
     command=_cmd,
     add_inputs=_add_inputs,
     optional_tables=("har",),
-    cli_only=frozenset({"har", "netlog", "timeout"}),
+    cli_only=frozenset({"har", "netlog", "qlog", "timeout"}),
 )
