@@ -453,6 +453,21 @@ def test_ack_delay_timer_sends_alone_after_the_local_delay():
     assert acks[0][1][1] == pytest.approx(0.001)  # the ACK Delay field (19.3)
 
 
+def _paced_sends(pacer, n, now=1.0):
+    """``n`` packets sent as fast as ``pacer`` lets them, from ``now``: their times, and each
+    (time, wake-up) the pacer asked for."""
+    sent, timers = [], []
+    while len(sent) < n:
+        when = pacer.next_send_s(now)
+        if when is None:
+            sent.append(now)
+            pacer.on_packet_sent(now)
+        else:
+            timers.append((now, when))
+            now = when
+    return sent, timers
+
+
 def test_pacer_rule_rfc9002_7_7():
     """aioquic's pacing rule: cwnd / srtt, one datagram per interval, a burst of
     max(2, min(cwnd / 4, 16)) datagrams' time after idle, nothing paced before an RTT sample."""
@@ -461,14 +476,7 @@ def test_pacer_rule_rfc9002_7_7():
     pacer.set_rate(8 * 1252, 0.125)  # 80128 B/s: 1/64 s per datagram (exact in binary floats)
     assert pacer.interval_s == 1 / 64
     assert pacer.credit_max_s == 2 / 64  # max(2, min(8 / 4, 16)) datagrams
-    now, sent = 1.0, []
-    while len(sent) < 8:
-        when = pacer.next_send_s(now)
-        if when is None:
-            sent.append(now)
-            pacer.on_packet_sent(now)
-        else:
-            now = when
+    sent, _ = _paced_sends(pacer, 8)
     assert sent[:2] == [1.0, 1.0]  # the credit saved while idle: a burst
     assert [b - a for a, b in zip(sent[1:], sent[2:])] == [1 / 64] * 6
 
@@ -479,15 +487,8 @@ def test_a_pacer_woken_late_sends_two_packets_per_wake_up_rfc9002_7_7():
     a second one: pairs, one wake-up per interval plus the lateness (the lab's qlog)."""
     pacer = Pacer(1252, late_s=1 / 1024)
     pacer.set_rate(8 * 1252, 0.125)  # 1/64 s per datagram
-    now, sent = 1.0, []
-    while len(sent) < 10:
-        when = pacer.next_send_s(now)
-        if when is None:
-            sent.append(now)
-            pacer.on_packet_sent(now)
-        else:
-            assert when == now + 1 / 64 + 1 / 1024
-            now = when
+    sent, timers = _paced_sends(pacer, 10)
+    assert all(when == now + 1 / 64 + 1 / 1024 for now, when in timers)
     wake_ups = sorted(set(sent))
     assert [sent.count(t) for t in wake_ups] == [2, 2, 2, 2, 2]  # the first two: the idle credit
     assert [b - a for a, b in zip(wake_ups, wake_ups[1:])] == [1 / 64 + 1 / 1024] * 4
