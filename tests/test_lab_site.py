@@ -633,7 +633,7 @@ def test_the_lab_servers_congestion_control_is_named_not_the_systems_default():
         serve._bind(socket.SOCK_STREAM, "127.0.0.1", 0, "no-such-cc")
     original = hypercorn_quic.QuicConfiguration
     try:
-        serve._quic_congestion_control("cubic")
+        serve._quic_configuration("cubic")
         assert hypercorn_quic.QuicConfiguration(is_client=False).congestion_control_algorithm == "cubic"
     finally:
         hypercorn_quic.QuicConfiguration = original
