@@ -69,13 +69,16 @@ def _left_behind() -> list[str]:
 @needs_lab
 @pytest.mark.parametrize("rtt_ms", [20, 100, 300])
 def test_rtt_from_tcp_connects_is_the_set_rtt(rtt_ms):
-    """A TCP connect takes one round trip (RFC 9293 section 3.5: SYN out, SYN-ACK back):
-    the median connect time is the set RTT within 1 ms + 2%."""
+    """A TCP connect takes one round trip (RFC 9293 section 3.5: SYN out, SYN-ACK back): no
+    connect beats the set RTT, and the fastest quarter of eleven is within 1 ms + 2% of it.
+    Read as ping reads a path, from its fast end: the link adds a fixed delay, while a busy
+    two-core machine (``make test``'s other worker beside it) can only add to a connect, by
+    keeping the probe off the CPU (CI once read 21.5-31 ms for 4 of 7 connects at 20 ms)."""
     with Lab(LinkConditions(rtt_s=rtt_ms / 1e3)) as lab:
         _server(lab, "listen-tcp", "5001", "--bind", netns.SERVER_ADDR)
-        times = _client(lab, "connect-rtt", netns.SERVER_ADDR, "5001", "--count", "7")["connect_ms"]
-    median = sorted(times)[len(times) // 2]
-    assert abs(median - rtt_ms) <= 1.0 + 0.02 * rtt_ms, times
+        times = sorted(_client(lab, "connect-rtt", netns.SERVER_ADDR, "5001", "--count", "11")["connect_ms"])
+    assert times[0] >= rtt_ms - 0.05, times
+    assert times[len(times) // 4] - rtt_ms <= 1.0 + 0.02 * rtt_ms, times
     assert not _left_behind()
 
 
