@@ -55,12 +55,17 @@ def test_lab_smoke_chromium_signals_reach_the_scheduling_server_rfc9218_s5(proto
     the lab's scheduling servers read), the document at the highest urgency of the page; the load
     completes with the server sending in ``fifo``'s order."""
     from simulator.http.priority_signals import parse_priority_field
-    from simulator.lab.study import LabLoadParams, load_in_lab
+    from simulator.lab.study import KERNEL_TCP_COUNTERS, LabLoadParams, load_in_lab
     from simulator.traces import load
 
     params = LabLoadParams(rtt_s=0.02, bandwidth_bps=20e6, protocol=protocol, scheduler="fifo", timeout_s=40)
     har, stats = load_in_lab(load(str(ROOT / "traces/synthetic-page.har")), params)
     assert har["log"]["pages"][0]["pageTimings"]["onLoad"] > 0
+    # The load's counters: every byte Chromium counted as transferred crossed the relay's
+    # downlink (under TLS or QUIC, UDP or TCP, and IP headers); the server kernel's TCP counters.
+    transferred = sum(max(0, e["response"].get("_transferSize") or 0) for e in har["log"]["entries"])
+    assert stats["downlink"]["bytes_in"] >= transferred > 100_000
+    assert all(stats[k] >= 0 for k in KERNEL_TCP_COUNTERS)
     log = [r for r in stats["server_log"] if r["status"] < 400]
     assert len(log) > 10
     fields = [r["priority"] for r in log]

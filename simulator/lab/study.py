@@ -15,8 +15,9 @@ one load to the next.
 Unlike every other study, a lab load is a measurement on the wall clock: its rows are not
 deterministic (the run number, ``seed``, with the page's URL seeds the link's loss draws:
 ``loss_seed``).  ``summary`` has one row (onLoad, first and largest contentful paint, requests,
-protocols seen, the link's counters); the optional ``har`` table holds the HAR itself as JSON
-text, which ``lab validate`` predicts from.
+protocols seen, the link's counters, the server kernel's TCP counters:
+``KERNEL_TCP_COUNTERS``); the optional ``har`` table holds the HAR itself as JSON text, which
+``lab validate`` predicts from.
 
 ``--policy hints`` has the server send the push study's 103 Early Hints on the document's
 request (``hints.hint_plan``: preload for the render-blocking sub-resources, preconnect for
@@ -50,6 +51,7 @@ __all__ = [
     "run",
     "load_in_lab",
     "page_metrics",
+    "kernel_tcp_counters",
     "kernel_tcp_retransmits",
     "STUDY",
     "PROTOCOLS",
@@ -159,12 +161,35 @@ def loss_seed(run: int, page_url: str) -> int:
     return derive_seed(run, f"lab-loss/{page_url}") >> 1  # 63 bits: the relay's seed is unsigned
 
 
+# The server kernel's TCP counters a lab load records, by column: RFC 4022's tcpRetransSegs and
+# Linux's TcpExt counters of the mechanisms that resend on a lossless link with a deep queue
+# (the tail loss probe of RFC 8985 section 7, the RTO, a SYN-ACK resent on its 1 s timer) and
+# of the duplicates those sent (RFC 2883 D-SACKs received).
+KERNEL_TCP_COUNTERS = {
+    "server_tcp_retransmits": ("Tcp", "RetransSegs"),
+    "server_tcp_loss_probes": ("TcpExt", "TCPLossProbes"),
+    "server_tcp_timeouts": ("TcpExt", "TCPTimeouts"),
+    "server_tcp_syn_retransmits": ("TcpExt", "TCPSynRetrans"),
+    "server_tcp_dsacks_received": ("TcpExt", "TCPDSACKRecv"),
+}
+
+
+def kernel_tcp_counters(pid: int) -> dict[str, int]:
+    """``KERNEL_TCP_COUNTERS`` in the network namespace process ``pid`` runs in (its
+    ``/proc/PID/net/snmp`` and ``netstat``: a header line and a value line per group)."""
+    groups: dict[str, dict[str, int]] = {}
+    for name in ("snmp", "netstat"):
+        with open(f"/proc/{pid}/net/{name}") as f:
+            lines = [line.split() for line in f]
+        for head, values in zip(lines[::2], lines[1::2]):
+            groups[head[0].rstrip(":")] = dict(zip(head[1:], map(int, values[1:])))
+    return {column: groups[group][key] for column, (group, key) in KERNEL_TCP_COUNTERS.items()}
+
+
 def kernel_tcp_retransmits(pid: int) -> int:
     """The kernel's count of TCP segments resent (RetransSegs, RFC 4022's tcpRetransSegs) in
     the namespace process ``pid`` runs in."""
-    with open(f"/proc/{pid}/net/snmp") as f:
-        rows = [line.split() for line in f if line.startswith("Tcp:")]
-    return int(dict(zip(rows[0][1:], rows[1][1:]))["RetransSegs"])
+    return kernel_tcp_counters(pid)["server_tcp_retransmits"]
 
 
 def load_in_lab(
@@ -221,7 +246,7 @@ def load_in_lab(
                     f"the rebuilt site's servers did not start ({_last_line(server.stderr.read1(4000))}).",
                     path=trace.source if trace is not None else None,
                 )
-            retransmits_before = kernel_tcp_retransmits(server.pid)
+            counters_before = kernel_tcp_counters(server.pid)
             done = subprocess.run(
                 exec_argv(
                     lab.client_ns,
@@ -249,7 +274,8 @@ def load_in_lab(
                 )
             with open(har_path, encoding="utf-8") as f:
                 har = json.load(f)
-            resent = kernel_tcp_retransmits(server.pid) - retransmits_before
+            counters = kernel_tcp_counters(server.pid)
+            counters = {k: v - counters_before[k] for k, v in counters.items()}
         from ..traces._io import atomic_write
 
         if netlog:
@@ -262,7 +288,7 @@ def load_in_lab(
         if os.path.exists(log_path):
             with open(log_path, encoding="utf-8") as f:
                 server_log = [json.loads(line) for line in f if line.strip()]
-        return har, {**(lab.stats or {}), "server_tcp_retransmits": resent, "server_log": server_log, "hint_plan": plan}
+        return har, {**(lab.stats or {}), **counters, "server_log": server_log, "hint_plan": plan}
 
 
 @dataclass
@@ -310,9 +336,11 @@ def _result(params: LabLoadParams, har: dict, stats: dict) -> LabLoadResult:
     for direction in ("uplink", "downlink"):
         d = stats.get(direction, {})
         row[f"{direction}_packets"] = d.get("packets_in")
+        row[f"{direction}_bytes"] = d.get("bytes_in")  # IP bytes offered to the link, whole run
         row[f"{direction}_lost"] = d.get("packets_lost")
         row[f"{direction}_queue_drops"] = d.get("packets_dropped")
-    row["server_tcp_retransmits"] = stats.get("server_tcp_retransmits")
+    for column in KERNEL_TCP_COUNTERS:
+        row[column] = stats.get(column)
     if params.policy == "hints":
         from .hints import hint_timeline
 
@@ -415,8 +443,10 @@ def _cmd(args: argparse.Namespace) -> int:
         f"onLoad {paint(row['onload_s'])}, first contentful paint {paint(row['fcp_s'])}, "
         f"largest contentful paint {paint(row['lcp_s'])}; {row['requests']} requests over "
         f"{row['protocols_seen'] or 'nothing'}; link: {row['downlink_lost']} lost, "
-        f"{row['downlink_queue_drops']} dropped at the queue (server to client); the server's kernel resent "
-        f"{row['server_tcp_retransmits']} TCP segments"
+        f"{row['downlink_queue_drops']} dropped at the queue (server to client), {row['downlink_bytes']} bytes "
+        f"down and {row['uplink_bytes']} up; the server's kernel resent {row['server_tcp_retransmits']} TCP "
+        f"segments ({row['server_tcp_loss_probes']} tail loss probes, {row['server_tcp_timeouts']} timeouts, "
+        f"{row['server_tcp_syn_retransmits']} SYN-ACKs resent; {row['server_tcp_dsacks_received']} D-SACKs back)"
     )
     return 0
 
