@@ -83,6 +83,10 @@ handshake completes.  With ``lab_quic`` (fidelity) the client is Chromium: its C
 comes in two shuffled pieces, which aioquic answers with a PING whose ACK gives the server
 its RTT sample at any RTT (``chromium_client_hello``).  The servers' pacer is woken
 ``ASYNCIO_PACER_LATE_S`` late, as under hypercorn, and sends two packets per wake-up.
+With ``connect_jobs`` a browser races connections to a new HTTP/2 origin over TLS
+(``http.connect_jobs``: one per waiting request, and a backup after 250 ms), the first up carrying
+the origin's requests; ``cert_chain_bytes`` (the servers' chain) and ``tls_client`` (the stacks'
+OpenSSL or Chromium) size the TLS flights (``http.handshake.flights``).
 A browser model that times handshakes itself (``ModelNetwork.connect(..., setup=...)``,
 ``studies.coalescing``) gets transports without a handshake of their own, usable after
 its ``setup``.
@@ -114,8 +118,9 @@ from .connection import transport_for
 from .framing import H2_FRAME_HEADER_BYTES, sized_body_bytes, sized_section_frame_bytes
 from .handshake import TlsOverTcp, flights, tls_record_bytes
 from .priority import make_scheduler, scheduled_writer
-from .network_server import DEFAULT_URGENCY, _add_mark, _Incoming, _ServerSide, record_end, urgency
+from .network_server import DEFAULT_URGENCY, _add_mark, _Incoming, _Pushes, _ServerSide, record_end, urgency
 from .header_sizes import H2_SETTINGS_ACK_BYTES, HeaderBlockSizer, h1_header_bytes, h2_preface_bytes
+from .connect_jobs import ConnectJobs
 from .h1_pool import H1_CONNECTIONS_PER_ORIGIN, H1Pool
 
 __all__ = ["ModelNetwork", "SCHEDULERS", "urgency", "AIOQUIC_ACK_DELAY_S", "H1_CONNECTIONS_PER_ORIGIN"]
@@ -146,13 +151,22 @@ class _Conn(_ServerSide):
     server side in ``_ServerSide`` (``http.network_server``)."""
 
     def __init__(
-        self, net: "ModelNetwork", key: str, number: int, protocol: str | None = None, setup: float | None = None
+        self,
+        net: "ModelNetwork",
+        key: str,
+        number: int,
+        protocol: str | None = None,
+        setup: float | None = None,
+        opens_at_s: float | None = None,
     ) -> None:
         self.net, self.key, self.number = net, key, number
         sim, params = net.sim, net.params
         self.sim = sim
         self.origin = key.split("#", 1)[0]  # an HTTP/1.1 pool names its connections origin#k
         rtt_s, origin_protocol, setup_s = params.origin(self.origin)
+        if opens_at_s is not None:  # another connect job of the origin: its name is resolved then
+            setup_s = max(0.0, opens_at_s - sim.now)
+        self.opens_at_s = sim.now + setup_s  # when its transport opens (DNS done)
         protocol = protocol or origin_protocol
         self.h1 = protocol == "h1"  # HTTP/1.1: one exchange at a time, text headers
         self.transport = "quic" if protocol == "h3" else "tcp"
@@ -252,7 +266,7 @@ class _Conn(_ServerSide):
                 slow_start_rtt_exit=True,
                 pto_declares_lost=True,
                 chromium_client_hello=lab,
-                server_flight_bytes=flights(sni_name(self.origin)).quic_server_crypto,
+                server_flight_bytes=self.net.flights(self.origin).quic_server_crypto,
             )
         if self.prioritized:
             self.writer = scheduled_writer(
@@ -297,7 +311,7 @@ class _Conn(_ServerSide):
                 # writes for this origin's SNI; the requests right after the client's Finished,
                 # the server's SETTINGS once that is in (no 0.5-RTT data).
                 self.tls_handshake = TlsOverTcp(
-                    self.t, flights(sni_name(self.origin)), self._accept, None if self.h1 else self._server_settings
+                    self.t, self.net.flights(self.origin), self._accept, None if self.h1 else self._server_settings
                 )
                 self.tls_stream = self.tls_handshake.stream_id
                 return
@@ -313,6 +327,8 @@ class _Conn(_ServerSide):
 
     def _accept(self) -> None:
         """From now on requests go to the transport (over h2 after the client's preface)."""
+        if self.net.jobs is not None and not self.net.jobs.done(self):
+            return  # a connect job that lost the race: set up, idle (``http.connect_jobs``)
         self.accepting = True
         if self.net.on_connected is not None:
             self.net.on_connected(self.key, self.version)
@@ -332,6 +348,10 @@ class _Conn(_ServerSide):
     # -- client -----------------------------------------------------------------------
     def request(self, spec: ExchangeSpec) -> None:
         if not self.accepting:
+            current = self.net.conns.get(self.key, self)
+            if current is not self:  # another connect job won the race since
+                current.request(spec)
+                return
             self._waiting.append(spec)
             return
         sid = self.t.client.open_stream()
@@ -444,7 +464,7 @@ class _Conn(_ServerSide):
         return tls_record_bytes(nbytes) if self.tls else nbytes
 
 
-class ModelNetwork:
+class ModelNetwork(_Pushes):
     """Connections over the transport models for one page load (see the module docstring)."""
 
     def __init__(
@@ -463,8 +483,15 @@ class ModelNetwork:
         open_before=frozenset(),
         send_ahead: tuple[int, int] = (0, 0),
         tls_full_records: bool = False,
+        connect_jobs: str | None = None,
+        cert_chain_bytes: int | None = None,
+        tls_client: str = "stack",
     ) -> None:
         self.sim, self.params, self.listener = sim, params, listener
+        # HTTP/2 origins' racing connections, as a browser opens them (``http.connect_jobs``).
+        self.jobs = None if connect_jobs is None else ConnectJobs(self, connect_jobs)
+        # The servers' certificate chain (DER bytes; None: the stacks') and the TLS client's flights.
+        self.cert_chain_bytes, self.tls_client = cert_chain_bytes, tls_client
         if min(send_ahead) < 0:
             raise ValueError(f"send_ahead must be (windows, bytes) >= 0, got {send_ahead}")
         if any(send_ahead) and priorities is not None:
@@ -497,6 +524,10 @@ class ModelNetwork:
             conn = self.conns[key] = _Conn(self, key, len(self.conns), protocol, setup)
         return conn
 
+    def flights(self, origin: str):
+        """The TLS handshake's sizes to ``origin`` (``http.handshake.flights``)."""
+        return flights(sni_name(origin), self.cert_chain_bytes, self.tls_client)
+
     def new_path(self, number: int):
         """A path of its own for connection ``number``."""
         return self.params.network.path(self.sim, name=f"path{number}")
@@ -516,7 +547,10 @@ class ModelNetwork:
         if self.params.origin(key)[1] == "h1":
             self.h1_pool.fetch(key, spec)
             return
-        self.sim.call_soon(self.connect(key).request, spec)
+        conn = self.connect(key)
+        if self.jobs is not None:
+            self.jobs.requested(conn)
+        self.sim.call_soon(conn.request, spec)
 
     def reprioritize(self, index: int, signal) -> None:
         """The client sends a PRIORITY_UPDATE for resource ``index``'s response now (RFC 9218
@@ -527,30 +561,6 @@ class ModelNetwork:
                 if spec.index == index and conn.prioritized and conn.writer is not None:
                     one_way_s = self.params.origin(conn.origin)[0] / 2
                     self.sim.call_later(one_way_s, conn.writer.update, sid, signal)
-
-    def cancel_push(self, push_key) -> None:
-        """The client cancels a pushed stream (RST_STREAM / STOP_SENDING, module docstring)."""
-        key, pushed_sid = push_key
-        self.conns[key].cancel(pushed_sid)
-
-    def settle(self, push_key) -> None:
-        """A push is settled: once the page is done and none is left, hand control back."""
-        if push_key in self.unsettled:
-            self.unsettled.discard(push_key)
-            if not self.unsettled and self.listener.done:
-                self.sim.stop()
-
-    def settled(self) -> bool:
-        """True when every push is written in full or its cancel reached the server."""
-        return not self.unsettled
-
-    def push_bytes(self, push_key) -> int:
-        """Pushed body bytes that cross the path: what the server wrote (the transport
-        delivers it, cancelled or not), at least what the client has received."""
-        key, pushed_sid = push_key
-        conn = self.conns[key]
-        inc = conn.incoming[pushed_sid]
-        return max(0, max(inc.received, conn.written.get(pushed_sid, 0)) - inc.header_bytes)
 
     def check(self) -> None:
         """The models never give up; the run loop's deadline catches a load that cannot end."""
@@ -567,10 +577,11 @@ class ModelNetwork:
         """Connections opened, packets sent and lost (queue drops included) on the shared path,
         and the transports' retransmission timer counts (``transport.TIMER_KEYS``)."""
         links = (self.path.forward.stats, self.path.reverse.stats)
+        every = [*self.conns.values(), *(self.jobs.idle() if self.jobs is not None else ())]  # idle jobs' too
         return {
             "connections": len(self.conns),
             "packets_sent": sum(s.packets_sent for s in links),
             "packets_lost": sum(s.packets_lost + s.packets_dropped for s in links),
             # (a transport with ``timer_stats``, QUIC's, gives those counts alone)
-            **timer_counts(getattr(c.t, "timer_stats", c.t.stats)() for c in self.conns.values() if c.t is not None),
+            **timer_counts(getattr(c.t, "timer_stats", c.t.stats)() for c in every if c.t is not None),
         }

@@ -199,3 +199,31 @@ class _ServerSide:
 
     def _written_in_full(self, stream_id: int) -> None:
         self.net.settle((self.key, stream_id))
+
+
+class _Pushes:
+    """``ModelNetwork``'s side of server push: cancels, and the pushes still unsettled."""
+
+    def cancel_push(self, push_key) -> None:
+        """The client cancels a pushed stream (RST_STREAM / STOP_SENDING, ``http.network``'s docstring)."""
+        key, pushed_sid = push_key
+        self.conns[key].cancel(pushed_sid)
+
+    def settle(self, push_key) -> None:
+        """A push is settled: once the page is done and none is left, hand control back."""
+        if push_key in self.unsettled:
+            self.unsettled.discard(push_key)
+            if not self.unsettled and self.listener.done:
+                self.sim.stop()
+
+    def settled(self) -> bool:
+        """True when every push is written in full or its cancel reached the server."""
+        return not self.unsettled
+
+    def push_bytes(self, push_key) -> int:
+        """Pushed body bytes that cross the path: what the server wrote (the transport
+        delivers it, cancelled or not), at least what the client has received."""
+        key, pushed_sid = push_key
+        conn = self.conns[key]
+        inc = conn.incoming[pushed_sid]
+        return max(0, max(inc.received, conn.written.get(pushed_sid, 0)) - inc.header_bytes)

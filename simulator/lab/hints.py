@@ -158,7 +158,14 @@ def predict_load(
     of the page's graph giving one) scheduling every server: (the graph loaded, the
     ``PageLoadResult``, the navigation's offset from the page's start, s)."""
     from ..studies.fidelity.conditions import infer_conditions
-    from ..studies.fidelity.study import FidelityParams, load_event_graph, moved_to, resource_scheduler, simulate_page
+    from ..studies.fidelity.study import (
+        FidelityParams,
+        browser_connections,
+        load_event_graph,
+        moved_to,
+        resource_scheduler,
+        simulate_page,
+    )
     from .load import H3_DISCOVERY
     from .serve import model_servers
     from ..traces.har import parse_har
@@ -173,7 +180,7 @@ def predict_load(
         at=str(at),
         protocol=protocol,
         seed=seed,
-        **model_servers(protocol),
+        **model_servers(protocol, trace),
         h3_discovery=H3_DISCOVERY,
         **({"cc": cc} if cc else {}),
     )
@@ -182,7 +189,10 @@ def predict_load(
         cond = replace(cond, think_s={**cond.think_s, sub.document: document_think_s})
     hints = tuple(v.encode("latin-1") if isinstance(v, str) else v for v in links)
     plan = priorities(sub) if callable(priorities) else priorities
-    result = simulate_page(sub, cond, params, scheduler=resource_scheduler(trace), hints=hints, priorities=plan)
+    scheduler = resource_scheduler(trace)
+    result = simulate_page(
+        sub, cond, params, scheduler=scheduler, hints=hints, priorities=plan, **browser_connections(trace, scheduler)
+    )
     return sub, result, cond.start_offset_s
 
 

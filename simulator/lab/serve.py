@@ -83,10 +83,16 @@ H2_SEND_AHEAD = (1, asyncio.constants.FLOW_CONTROL_HIGH_WATER_SSL_WRITE * 1024)
 # were asked for at its end over HTTP/2, 20 ms after its first byte over HTTP/3).
 
 
-def model_servers(protocol: str) -> dict:
+def model_servers(protocol: str, trace=None) -> dict:
     """The fidelity study's ``FidelityParams`` fields that make the model's servers send as the
-    lab's do over ``protocol`` (h2 or h3)."""
+    lab's do over ``protocol`` (h2 or h3); with ``trace`` (a HAR of the rebuilt page) their
+    certificate chain too: the lab's, naming the trace's hosts (``certs.chain_der_bytes``)."""
+    from .certs import chain_der_bytes
+    from .site import authority_of
+
+    hosts = () if trace is None else tuple(dict.fromkeys(authority_of(e.url)[0] for e in trace if e.url))
     return {
+        **({"server_cert_chain_bytes": chain_der_bytes(hosts)} if hosts else {}),
         "server_scheduler": SERVER_SCHEDULER[protocol],
         "quic_datagram_bytes": QUIC_DATAGRAM_BYTES,
         **({"server_send_ahead": H2_SEND_AHEAD, "server_tls_full_records": True} if protocol == "h2" else {}),

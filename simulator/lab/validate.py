@@ -204,7 +204,7 @@ def _predict(
                     at=at,
                     protocol=protocol,
                     seed=_model_seed(s, page_url) if lossy else s,
-                    **model_servers(protocol),  # as the lab's servers send (serve.py)
+                    **model_servers(protocol, trace),  # as the lab's servers send (serve.py)
                     h3_discovery=H3_DISCOVERY,
                     **({"cc": cc} if cc else {}),
                 ),
@@ -387,7 +387,14 @@ def waterfall(out: str, trace: str, condition: dict, reference: dict, *, seed: i
     median onLoad at that condition."""
     from ..batch.store import load
     from ..studies.fidelity.conditions import infer_conditions
-    from ..studies.fidelity.study import FidelityParams, load_event_graph, moved_to, resource_scheduler, simulate_page
+    from ..studies.fidelity.study import (
+        FidelityParams,
+        browser_connections,
+        load_event_graph,
+        moved_to,
+        resource_scheduler,
+        simulate_page,
+    )
     from .load import H3_DISCOVERY
     from .serve import model_servers
     from ..traces.har import parse_har
@@ -425,11 +432,14 @@ def waterfall(out: str, trace: str, condition: dict, reference: dict, *, seed: i
         at=str(at),
         protocol=condition["protocol"],
         seed=seed,
-        **model_servers(condition["protocol"]),
+        **model_servers(condition["protocol"], ref_trace),
         h3_discovery=H3_DISCOVERY,
         **({"cc": cc} if isinstance(cc, str) else {}),
     )
-    simulated = simulate_page(ref_graph, cond, params, scheduler=resource_scheduler(ref_trace)).resources
+    scheduler = resource_scheduler(ref_trace)
+    simulated = simulate_page(
+        ref_graph, cond, params, scheduler=scheduler, **browser_connections(ref_trace, scheduler)
+    ).resources
     by_url = {r.url: r.index for r in measured_graph.resources}
     simulated = simulated[simulated["url"].isin(by_url)].assign(index=lambda d: d["url"].map(by_url))
     return measured_graph, simulated, cond.start_offset_s, measured_page.start_s

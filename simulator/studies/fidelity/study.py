@@ -33,6 +33,7 @@ SERVER_SCHEDULERS = ("urgency", "round-robin", "fifo")  # LoadParams.scheduler
 # only, which the model's six connections per HTTP/1.1 origin already bound.  The exact
 # release is not pinned down here: 74 is where this model draws the line.
 CHROMIUM_DELAYS_MULTIPLEXED_FROM = 74
+CHROMIUM_POST_QUANTUM_FROM = 124  # Chrome's hybrid key share (X25519Kyber768, then X25519MLKEM768) since
 
 
 def resource_scheduler(trace: Trace, browser: str = "auto") -> str:
@@ -40,10 +41,29 @@ def resource_scheduler(trace: Trace, browser: str = "auto") -> str:
     or as forced."""
     if browser != "auto":
         return browser
+    major = _chromium_major(trace)
+    return "chromium" if major is not None and major >= CHROMIUM_DELAYS_MULTIPLEXED_FROM else "none"
+
+
+def _chromium_major(trace: Trace) -> int | None:
+    """The major version of ``trace``'s browser if it is Chrome or Chromium, else None."""
     name, _, version = trace.meta.get("browser", "").rpartition(" ")
     major = version.split(".")[0]
     chromium = any(word in name.lower() for word in ("chrome", "chromium"))
-    return "chromium" if chromium and major.isdigit() and int(major) >= CHROMIUM_DELAYS_MULTIPLEXED_FROM else "none"
+    return int(major) if chromium and major.isdigit() else None
+
+
+def browser_connections(trace: Trace, scheduler: str) -> dict:
+    """How ``trace``'s browser sets up connections, as ``simulate_page``'s keywords: Chromium's
+    TLS client flights from version 124 on (its post-quantum key share, ``http.handshake``), and
+    its connect jobs (``http.connect_jobs``: with Chromium's request scheduler a connection per
+    waiting request to a new HTTP/2 origin and the backup; otherwise the backup alone, as every
+    browser opens one)."""
+    major = _chromium_major(trace)
+    return {
+        "tls_client": "chromium" if major is not None and major >= CHROMIUM_POST_QUANTUM_FROM else "stack",
+        "connect_jobs": "chromium" if scheduler == "chromium" else "backup",
+    }
 
 
 @dataclass(frozen=True)
@@ -86,6 +106,9 @@ class FidelityParams(StudyParams):
     # (``ModelNetwork(tls_full_records=...)``; False: as each segment arrives).  The lab's
     # hypercorn writes through OpenSSL, whose records of a large write are 16 KiB (``lab.serve``).
     server_tls_full_records: bool = False
+    # The servers' certificate chain, DER bytes (None: the stacks' one 260-byte certificate).
+    # The lab's sites present one leaf naming every host and its CA (``lab.certs``).
+    server_cert_chain_bytes: int | None = None
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -112,6 +135,8 @@ class FidelityParams(StudyParams):
             raise InputError(
                 f"server send-ahead must be (windows, bytes), each in [0, 2^30], got {self.server_send_ahead}"
             )
+        if self.server_cert_chain_bytes is not None and not 0 < self.server_cert_chain_bytes <= 1 << 20:
+            raise InputError(f"certificate chain must be in (0, 2^20] bytes, got {self.server_cert_chain_bytes}")
         if self.server_scheduler not in SERVER_SCHEDULERS:
             raise InputError(
                 f"unknown server scheduler {self.server_scheduler!r} (choose {', '.join(SERVER_SCHEDULERS)})"
@@ -119,7 +144,8 @@ class FidelityParams(StudyParams):
 
     def to_dict(self) -> dict:
         """Every field, but ``policy``, ``document_think_s``, ``server_scheduler``, ``h3_discovery``,
-        ``quic_datagram_bytes``, ``server_send_ahead`` and ``server_tls_full_records`` only when set:
+        ``quic_datagram_bytes``, ``server_send_ahead``, ``server_tls_full_records`` and
+        ``server_cert_chain_bytes`` only when set:
         outputs without them read as they did before they existed."""
         d = super().to_dict()
         if d["policy"] == "none":
@@ -138,6 +164,8 @@ class FidelityParams(StudyParams):
             d["server_send_ahead"] = list(self.server_send_ahead)
         if not self.server_tls_full_records:
             del d["server_tls_full_records"]
+        if self.server_cert_chain_bytes is None:
+            del d["server_cert_chain_bytes"]
         return d
 
     @property
@@ -182,12 +210,16 @@ def simulate_page(
     scheduler: str = "none",
     hints: tuple = (),
     priorities=None,
+    *,
+    tls_client: str = "stack",
+    connect_jobs: str | None = None,
 ) -> PageLoadResult:
     """One load of ``graph`` on the page-load model under ``cond`` (times from the navigation);
     with ``params.at``, the path's loss and queue are ``at``'s; ``scheduler`` is the browser's
     ``resource_scheduler``; ``hints``: the Link values of a 103 on the navigation (``ServerPlan.hints``);
     ``priorities``: an ``http.priority.PriorityPlan`` whose scheduler every server runs in place of
-    ``params.server_scheduler``'s order (the lab's ``--scheduler``)."""
+    ``params.server_scheduler``'s order (the lab's ``--scheduler``); ``tls_client`` and
+    ``connect_jobs``: how the browser sets up its connections (``browser_connections``)."""
     at = params.at_conditions
     load_params = LoadParams(
         protocol="h3" if params.protocol == "h3" else "h2",
@@ -219,6 +251,9 @@ def simulate_page(
             params.quic_datagram_bytes,
             None if priorities is not None else params.server_send_ahead,
             params.server_tls_full_records,
+            connect_jobs,
+            params.server_cert_chain_bytes,
+            tls_client,
         ),
     )
 
@@ -230,6 +265,9 @@ def _linux_servers(
     quic_datagram_bytes: int | None = None,
     send_ahead: tuple[int, int] | None = None,
     tls_full_records: bool = False,
+    connect_jobs: str | None = None,
+    cert_chain_bytes: int | None = None,
+    tls_client: str = "stack",
 ):
     """The model backend with TCP as a Linux server on OpenSSL runs it (``ModelNetwork(linux_tcp=True)``:
     the window in segments, ACKs on data, TCP_NODELAY writes, two TLS session tickets), but to
@@ -241,7 +279,10 @@ def _linux_servers(
     the QUIC servers' UDP payload (None: the model's default); ``send_ahead``: what the HTTP/2
     servers commit beyond the window, (windows, bytes) (None: nothing; a ``PriorityPlan``'s
     scheduling servers keep only the window, as the lab's set TCP_NOTSENT_LOWAT);
-    ``tls_full_records``: responses over TLS and TCP read a whole record at a time."""
+    ``tls_full_records``: responses over TLS and TCP read a whole record at a time; ``connect_jobs``:
+    how the browser races connections to a new HTTP/2 origin (``http.connect_jobs``: "chromium",
+    a connection per waiting request and a backup; "backup", the backup alone); ``cert_chain_bytes``:
+    the servers' certificate chain (None: the stacks'); ``tls_client``: the browser's TLS flights."""
     datagram = {} if quic_datagram_bytes is None else {"max_datagram_bytes": quic_datagram_bytes}
     if send_ahead is not None:
         datagram["send_ahead"] = tuple(send_ahead)
@@ -258,6 +299,9 @@ def _linux_servers(
             one_flight_servers=one_flight,
             open_before=open_before,
             priorities=priorities,
+            connect_jobs=connect_jobs,
+            cert_chain_bytes=cert_chain_bytes,
+            tls_client=tls_client,
             **datagram,
         )
 
@@ -373,7 +417,9 @@ def _run_page(
     if params.document_think_s is not None:
         cond = replace(cond, think_s={**cond.think_s, sub.document: params.document_think_s})
     try:
-        metrics = simulate_page(sub, cond, params, scheduler=scheduler, hints=_hints(graph, params)).metrics
+        metrics = simulate_page(
+            sub, cond, params, scheduler=scheduler, hints=_hints(graph, params), **browser_connections(trace, scheduler)
+        ).metrics
     except StackStalled as exc:  # the page's own load cannot end: the next page may
         skipped.append({**base, "reason": exc.detail})
         failed.append((trace.source, page, exc.detail))
