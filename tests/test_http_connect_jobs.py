@@ -8,6 +8,7 @@ import pytest
 
 from simulator.http import handshake as hs
 from simulator.http.connect_jobs import ConnectJobs
+from har_pages import page_har
 
 DOC = "https://www.site.example/"
 CDN = "https://cdn.site.example"
@@ -15,33 +16,7 @@ CDN = "https://cdn.site.example"
 
 def _page(images: int) -> dict:
     """A HAR of a document on one origin naming ``images`` images of another, all over HTTP/2."""
-
-    def entry(u, mime, initiator):
-        return {
-            "pageref": "p",
-            "startedDateTime": "2024-06-01T10:00:00+00:00",
-            "_initiator": initiator,
-            "request": {"method": "GET", "url": u, "httpVersion": "h2", "headers": [], "bodySize": 0},
-            "response": {
-                "status": 200,
-                "httpVersion": "h2",
-                "headers": [{"name": "content-type", "value": mime}],
-                "content": {"size": 2000, "mimeType": mime},
-                "bodySize": 2000,
-            },
-            "timings": {"blocked": 0, "dns": 0, "connect": 100, "send": 0, "wait": 100, "receive": 1},
-        }
-
-    entries = [entry(DOC, "text/html", {"type": "other"})]
-    entries += [entry(f"{CDN}/i{k}.png", "image/png", {"type": "parser", "url": DOC}) for k in range(images)]
-    return {
-        "log": {
-            "version": "1.2",
-            "creator": {"name": "t", "version": "1"},
-            "pages": [{"id": "p", "startedDateTime": "2024-06-01T10:00:00+00:00", "title": DOC}],
-            "entries": entries,
-        }
-    }
+    return page_har(DOC, [f"{CDN}/i{k}.png" for k in range(images)], "h2")
 
 
 def _load(images: int, rtt_s: float, connect_jobs: str | None, bandwidth_bps: float | None = None, protocol="h2"):

@@ -13,6 +13,7 @@ from simulator.net.quic.handshake import server_flight_sizes
 from simulator.net.transport import TransportConfig
 from simulator.stacks import replay
 from simulator.stacks.common import ExchangeSpec, StackParams
+from har_pages import page_har
 
 BACKUP_S = 0.250  # Chromium's kMaxConnectRetryIntervalMs
 
@@ -105,33 +106,7 @@ def test_tls_records_of_at_most_16_kib_rfc8446_section5_1():
 def _h1_page(children: int, scheme: str = "http") -> dict:
     """A HAR of a document and ``children`` images it names, all on one HTTP/1.1 origin."""
     url = f"{scheme}://www.site.example/"
-
-    def entry(u, mime, initiator):
-        return {
-            "pageref": "p",
-            "startedDateTime": "2024-06-01T10:00:00+00:00",
-            "_initiator": initiator,
-            "request": {"method": "GET", "url": u, "httpVersion": "http/1.1", "headers": [], "bodySize": 0},
-            "response": {
-                "status": 200,
-                "httpVersion": "http/1.1",
-                "headers": [{"name": "content-type", "value": mime}],
-                "content": {"size": 2000, "mimeType": mime},
-                "bodySize": 2000,
-            },
-            "timings": {"blocked": 0, "dns": 0, "connect": 100, "send": 0, "wait": 100, "receive": 1},
-        }
-
-    entries = [entry(url, "text/html", {"type": "other"})]
-    entries += [entry(f"{url}i{k}.png", "image/png", {"type": "parser", "url": url}) for k in range(children)]
-    return {
-        "log": {
-            "version": "1.2",
-            "creator": {"name": "t", "version": "1"},
-            "pages": [{"id": "p", "startedDateTime": "2024-06-01T10:00:00+00:00", "title": url}],
-            "entries": entries,
-        }
-    }
+    return page_har(url, [f"{url}i{k}.png" for k in range(children)], "http/1.1")
 
 
 def _h1_load(har: dict, rtt_s: float):
