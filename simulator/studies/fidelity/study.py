@@ -33,7 +33,8 @@ SERVER_SCHEDULERS = ("urgency", "round-robin", "fifo")  # LoadParams.scheduler
 # only, which the model's six connections per HTTP/1.1 origin already bound.  The exact
 # release is not pinned down here: 74 is where this model draws the line.
 CHROMIUM_DELAYS_MULTIPLEXED_FROM = 74
-CHROMIUM_POST_QUANTUM_FROM = 124  # Chrome's hybrid key share (X25519Kyber768, then X25519MLKEM768) since
+# From this version on Chrome's ClientHello carries a hybrid key share (X25519Kyber768, now X25519MLKEM768).
+CHROMIUM_POST_QUANTUM_FROM = 124
 
 
 def resource_scheduler(trace: Trace, browser: str = "auto") -> str:
